@@ -1,0 +1,29 @@
+// Every engine limit has a name and a default here; drivers override them by name.
+import type { Compat, EngineLimits } from './types.js';
+
+/** DEFAULT_LIMITS are tuned for a 100 ms tick: heartbeats every 200 ms, elections after 1-2 s. */
+export const DEFAULT_LIMITS: EngineLimits = {
+  heartbeatIntervalTicks: 2,
+  electionTimeoutTicks: 10,
+  segmentEntryCountMax: 256,
+  segmentPayloadBytesMax: 4 * 1024 * 1024,
+  inflightSegmentCountMax: 8,
+  shipRetryTicks: 5,
+  streamChunkCountMax: 64,
+  pullTimeoutTicks: 30,
+  snapshotEntryCountThreshold: 10_000,
+  compactionRetainEntryCount: 1_000,
+  proposalQueueCountMax: 10_000,
+  joinRetryTicks: 10,
+  statusPollIntervalTicks: 5,
+  transferTimeoutTicks: 20,
+  clusterMemberCountMax: 15,
+  replicationLagRegionCountMax: 64,
+};
+
+/** CURRENT_COMPAT is what this binary speaks: every newer field, capability bit 0. */
+export const CURRENT_COMPAT: Compat = {
+  sendsLeaderLastSeq: true,
+  capabilities: 0x1,
+  buildVersion: '0.1.0',
+};

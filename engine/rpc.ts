@@ -1,0 +1,78 @@
+// The engine speaks the proto's own message types. An RPC is one tagged union
+// for requests and one for responses, so every switch can close with `never`.
+import type {
+  AppliedReport, AppliedReportAck, HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse,
+  ShipSegmentRequest, ShipSegmentResponse, SnapshotRequest, StreamRequest, TimeoutNowRequest,
+  TimeoutNowResponse, VoteRequest, VoteResponse, SnapshotHeader,
+} from '../proto/gen/svc/replication/v1/replication.js';
+
+export type {
+  AppliedReport, AppliedReportAck, HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse,
+  ShipSegmentRequest, ShipSegmentResponse, SnapshotRequest, StreamRequest, TimeoutNowRequest,
+  TimeoutNowResponse, VoteRequest, VoteResponse, SnapshotHeader,
+};
+export type { MemberInfo, SnapshotFileEntry, WalSegmentId } from '../proto/gen/svc/replication/v1/replication.js';
+
+/** RpcRequest is what one node asks another; `method` is the gRPC method name. */
+export type RpcRequest =
+  | { method: 'ShipSegment'; body: ShipSegmentRequest }
+  | { method: 'StreamSegments'; body: StreamRequest }
+  | { method: 'FetchSnapshot'; body: SnapshotRequest }
+  | { method: 'Heartbeat'; body: HeartbeatRequest }
+  | { method: 'ReportApplied'; body: AppliedReport }
+  | { method: 'RequestVote'; body: VoteRequest }
+  | { method: 'TimeoutNow'; body: TimeoutNowRequest }
+  | { method: 'JoinCluster'; body: JoinRequest };
+
+/** RpcResponse answers a unary RpcRequest of the same method. */
+export type RpcResponse =
+  | { method: 'ShipSegment'; body: ShipSegmentResponse }
+  | { method: 'Heartbeat'; body: HeartbeatResponse }
+  | { method: 'ReportApplied'; body: AppliedReportAck }
+  | { method: 'RequestVote'; body: VoteResponse }
+  | { method: 'TimeoutNow'; body: TimeoutNowResponse }
+  | { method: 'JoinCluster'; body: JoinResponse };
+
+export type RpcMethod = RpcRequest['method'];
+export type UnaryMethod = RpcResponse['method'];
+
+/** StatusCode mirrors the gRPC status codes the protocol uses (same numbers as grpc-js `status`). */
+export const StatusCode = {
+  OK: 0,
+  CANCELLED: 1,
+  INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
+  FAILED_PRECONDITION: 9,
+  RESOURCE_EXHAUSTED: 8,
+  ABORTED: 10,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+} as const;
+export type StatusCode = (typeof StatusCode)[keyof typeof StatusCode];
+
+/**
+ * RpcStatus is a non-OK gRPC outcome. `trailers` carry protocol metadata:
+ * `x-svc-catchup` (JSON, see docs/protocol.md) and `x-svc-term` (the
+ * responder's term, so a FAILED_PRECONDITION still delivers the step-down signal).
+ */
+export interface RpcStatus {
+  code: StatusCode;
+  details: string;
+  trailers: Record<string, string>;
+}
+
+export const TRAILER_CATCHUP = 'x-svc-catchup';
+export const TRAILER_TERM = 'x-svc-term';
+
+/** CatchupTrailer is the JSON body of the `x-svc-catchup` trailer. */
+export interface CatchupTrailer {
+  /** First seqno the source's WAL can still serve. */
+  firstAvailableSeq: number;
+  /** Seqno of the newest staged snapshot artifact (0 = none staged yet). */
+  snapshotSeq: number;
+  /** The source's term. */
+  term: number;
+  /** The source's member id. */
+  leaderRegion: number;
+}

@@ -1,0 +1,241 @@
+// The engine's contract with whatever drives it (the simulator or a real node):
+// inputs go in through Engine.step, effects come out in the order they must be
+// carried out. See docs/architecture.md for the ordering contract.
+import type { MemberInfo, RpcRequest, RpcResponse, RpcStatus, ShipSegmentRequest, SnapshotHeader, SnapshotRequest } from './rpc.js';
+
+/** EntryKind numbers entries in the log (decision 5). 3 and 5+ are unknown and halt a receiver. */
+export const EntryKind = { EventBatch: 1, TermBarrier: 2, Membership: 4 } as const;
+export type EntryKind = number;
+
+/** Entry is one log record: numbered by a global seqno from 1, carrying the term that wrote it. */
+export interface Entry {
+  seq: number;
+  term: number;
+  kind: EntryKind;
+  data: Uint8Array;
+}
+
+/** MemberRole is MemberInfo.role on the wire. */
+export const MemberRole = { Voter: 0, Learner: 1, Removed: 2 } as const;
+export type MemberRole = (typeof MemberRole)[keyof typeof MemberRole];
+
+/** Roster is a whole membership configuration, the body of a kind-4 record. */
+export interface Roster {
+  /** membershipVersion counts configurations: each kind-4 record raises it by one. */
+  membershipVersion: number;
+  /** nextMemberId is the next permanent id to hand out; ids are never reused. */
+  nextMemberId: number;
+  members: MemberInfo[];
+}
+
+/** CAPABILITY_KIND4 is capability bit 0: the binary folds kind-4 membership records. */
+export const CAPABILITY_KIND4 = 0x1;
+
+/**
+ * HardState is what must be durable before any effect that follows a
+ * saveHardState effect is carried out (a vote, a term, our identity).
+ */
+export interface HardState {
+  term: number;
+  /** votedFor is the member id voted for in `term`, 0 = none. */
+  votedFor: number;
+  /** selfId is our permanent member id, 0 while a joiner has not been admitted. */
+  selfId: number;
+  /** commitSeq is a lower bound of the cluster's commit index (saves re-shipping after a restart). */
+  commitSeq: number;
+  /** rosterBase is the roster a joiner was admitted with, used until its log or a snapshot says more. */
+  rosterBase: Roster | null;
+  /** halted names why the segment receiver stopped for good (unknown entry kind), '' = running. */
+  halted: string;
+  /** reseed is latched when repair would cross the applied seqno; cleared by a snapshot install. */
+  reseed: boolean;
+  /** removed is set once we learned we were decommissioned; it never clears. */
+  removed: boolean;
+}
+
+/** SnapshotMeta describes the state a snapshot artifact holds (carried in its meta file). */
+export interface SnapshotMeta {
+  /** seq is the last seqno the artifact includes (SnapshotHeader.snapshot_seq). */
+  seq: number;
+  /** entryTerm is the term of the entry at `seq`, for the log-matching check after install. */
+  entryTerm: number;
+  /** roster is the membership configuration at `seq`. */
+  roster: Roster;
+}
+
+/** RestoredState is what a (re)starting node recovered from its storage. */
+export interface RestoredState {
+  hardState: HardState;
+  /** snapshot is the newest installed or staged snapshot, null = none. */
+  snapshot: SnapshotMeta | null;
+  /** entries follow the snapshot contiguously (entries[0].seq = snapshot.seq + 1). */
+  entries: Entry[];
+  /** appliedSeq is where the node's state machine already is (>= snapshot seq). */
+  appliedSeq: number;
+}
+
+/** Compat lets the simulator model older peers: fields their binary predates stay zero. */
+export interface Compat {
+  /** sendsLeaderLastSeq false = heartbeats carry leader_last_seq 0 (the status-poll path). */
+  sendsLeaderLastSeq: boolean;
+  /** capabilities this binary reports (0 = cannot fold kind-4 records). */
+  capabilities: number;
+  /** buildVersion reported in heartbeats, '' = from before the field. */
+  buildVersion: string;
+}
+
+/** EngineConfig holds every tunable, each with a name and a default (engine/limits.ts). */
+export interface EngineConfig {
+  /** name is this node's member name; joins are idempotent by name. */
+  name: string;
+  grpcAddr: string;
+  httpAddr: string;
+  /** bootstrapRoster is the founding configuration; null for a joiner. */
+  bootstrapRoster: Roster | null;
+  /** seeds are gRPC addresses a joiner dials with JoinCluster (any member). */
+  seeds: string[];
+  /** randomSeed seeds the engine's own PRNG (election jitter). */
+  randomSeed: number;
+  compat: Compat;
+  limits: EngineLimits;
+}
+
+export interface EngineLimits {
+  heartbeatIntervalTicks: number;
+  electionTimeoutTicks: number;
+  /** segmentEntryCountMax bounds entries per ShipSegment and per stream chunk. */
+  segmentEntryCountMax: number;
+  /** segmentPayloadBytesMax bounds one segment payload. */
+  segmentPayloadBytesMax: number;
+  /** inflightSegmentCountMax bounds unacknowledged ships per follower. */
+  inflightSegmentCountMax: number;
+  /** shipRetryTicks is how long a ship may go unanswered before it is sent again. */
+  shipRetryTicks: number;
+  /** streamChunkCountMax bounds the chunks one StreamSegments call serves. */
+  streamChunkCountMax: number;
+  /** pullTimeoutTicks bounds how long a pull (stream or snapshot) may run before it is retried. */
+  pullTimeoutTicks: number;
+  /** snapshotEntryCountThreshold stages a snapshot once this many applied entries follow the last one. */
+  snapshotEntryCountThreshold: number;
+  /** compactionRetainEntryCount keeps this many entries below a snapshot for slow followers. */
+  compactionRetainEntryCount: number;
+  /** proposalQueueCountMax bounds uncommitted proposals a leader accepts. */
+  proposalQueueCountMax: number;
+  /** joinRetryTicks is how long a joiner waits for a JoinCluster answer before dialling again. */
+  joinRetryTicks: number;
+  /** statusPollIntervalTicks paces the status-poll readiness path. */
+  statusPollIntervalTicks: number;
+  /** transferTimeoutTicks bounds a leadership transfer. */
+  transferTimeoutTicks: number;
+  /** clusterMemberCountMax bounds the roster. */
+  clusterMemberCountMax: number;
+  /** replicationLagRegionCountMax bounds the replication_lag map accepted in a heartbeat. */
+  replicationLagRegionCountMax: number;
+}
+
+/** NodeStats are the driver's measurements that heartbeats carry (engine/ measures nothing itself). */
+export interface NodeStats {
+  entityCount: number;
+  signalThroughputEps: number;
+  diskBytes: number;
+  /** nowNs is the wall-clock time in nanoseconds since the epoch, as a decimal string. */
+  nowNs: string;
+}
+
+/** AdminOp is an operator's membership or leadership command, served by the leader. */
+export type AdminOp =
+  | { op: 'promote'; memberId: number }
+  | { op: 'remove'; memberId: number }
+  | { op: 'transfer'; memberId: number };
+
+/** Input is everything that can happen to an engine. */
+export type Input =
+  | { type: 'tick' }
+  | { type: 'stats'; stats: NodeStats }
+  /** request: a peer called us; answer through a reply/replyError/stream effect with the same callId. */
+  | { type: 'request'; callId: number; request: RpcRequest }
+  /** response: a unary call we made (send effect `requestId`) answered OK. */
+  | { type: 'response'; requestId: number; response: RpcResponse }
+  /** callFailed: a call we made ended with a non-OK status (including transport failures, as UNAVAILABLE). */
+  | { type: 'callFailed'; requestId: number; status: RpcStatus }
+  /** streamChunk: one message of a StreamSegments call we made. */
+  | { type: 'streamChunk'; requestId: number; chunk: ShipSegmentRequest }
+  /** streamEnded: our StreamSegments call ended OK (a failure arrives as callFailed). */
+  | { type: 'streamEnded'; requestId: number }
+  | { type: 'propose'; proposalId: number; data: Uint8Array }
+  /** entriesPersisted: the append effects up to (lastSeq, lastTerm) are durable. */
+  | { type: 'entriesPersisted'; lastSeq: number; lastTerm: number }
+  /** snapshotStaged: a stageSnapshot effect finished; its artifact is ready to serve. */
+  | { type: 'snapshotStaged'; meta: SnapshotMeta; header: SnapshotHeader }
+  /** snapshotInstalled: a fetchSnapshot effect fetched, verified and swapped in the artifact durably. */
+  | { type: 'snapshotInstalled'; requestId: number; meta: SnapshotMeta }
+  | { type: 'snapshotFailed'; requestId: number; reason: string }
+  /** statusPolled: the leader's status endpoint answered (status-poll readiness path). */
+  | { type: 'statusPolled'; leaderLastSeq: number }
+  | { type: 'admin'; adminId: number; op: AdminOp };
+
+/** Effect is everything an engine asks its driver to do, in order. */
+export type Effect =
+  /** saveHardState must be durable before any later effect of the same step is carried out. */
+  | { type: 'saveHardState'; hardState: HardState }
+  /** append truncates the log at fromSeq (dropping fromSeq and after), then appends entries; report durability with entriesPersisted. */
+  | { type: 'append'; fromSeq: number; entries: Entry[] }
+  | { type: 'send'; requestId: number; to: string; toId: number; request: RpcRequest }
+  | { type: 'reply'; callId: number; response: RpcResponse }
+  | { type: 'replyError'; callId: number; status: RpcStatus }
+  /** streamChunk sends one message on a StreamSegments call we serve. */
+  | { type: 'streamChunk'; callId: number; chunk: ShipSegmentRequest }
+  /** streamEnd closes a StreamSegments call we serve, OK. */
+  | { type: 'streamEnd'; callId: number }
+  /** serveSnapshot answers a FetchSnapshot call: the header, then (needed=true) the artifact's files in manifest order. */
+  | { type: 'serveSnapshot'; callId: number; header: SnapshotHeader }
+  /** fetchSnapshot runs a FetchSnapshot call, verifies every file, installs durably; answer with snapshotInstalled/snapshotFailed. */
+  | { type: 'fetchSnapshot'; requestId: number; to: string; toId: number; request: SnapshotRequest }
+  /** apply hands committed entries to the state machine, in order. */
+  | { type: 'apply'; entries: Entry[] }
+  /** resetStateMachine drops all applied state (reseed), before a snapshot is installed. */
+  | { type: 'resetStateMachine' }
+  /** stageSnapshot captures the state machine at appliedSeq = meta.seq; answer with snapshotStaged. */
+  | { type: 'stageSnapshot'; meta: SnapshotMeta }
+  /** compact may delete log entries up to throughSeq (a staged snapshot covers them). */
+  | { type: 'compact'; throughSeq: number }
+  | { type: 'proposalResult'; proposalId: number; ok: boolean; seq: number; reason: string; leaderHint: string }
+  | { type: 'adminResult'; adminId: number; ok: boolean; reason: string }
+  /** pollStatus asks the driver to read the leader's status endpoint (answer with statusPolled). */
+  | { type: 'pollStatus'; leaderHttpAddr: string }
+  | { type: 'readiness'; ready: boolean; reason: string }
+  | { type: 'roleChanged'; role: Role; term: number; leaderId: number }
+  | { type: 'warning'; code: WarningCode; message: string };
+
+export type Role = 'joiner' | 'follower' | 'precandidate' | 'candidate' | 'leader' | 'removed';
+
+export type WarningCode =
+  | 'version-major-mismatch'
+  | 'receiver-halted'
+  | 'reseed-latched'
+  | 'storage-divergence'
+  | 'bad-request';
+
+/** Readiness is the engine's readiness-latch state as a driver reads it. */
+export interface EngineStatus {
+  id: number;
+  name: string;
+  role: Role;
+  term: number;
+  leaderId: number;
+  lastSeq: number;
+  lastTerm: number;
+  commitSeq: number;
+  appliedSeq: number;
+  durableSeq: number;
+  matchedSeq: number;
+  snapshotSeq: number;
+  ready: boolean;
+  halted: string;
+  reseed: boolean;
+  removed: boolean;
+  /** lagGaugeByShard: per source shard, the monotonic high-water leader_last_seq seen. */
+  lagGaugeByShard: Record<number, number>;
+  roster: Roster;
+  versionsSeen: Record<number, string>;
+}
