@@ -1,27 +1,1411 @@
-// Engine: the pure replication state machine (Raft underneath). Work in progress.
-import type { EngineConfig, Effect, Entry, EngineStatus, Input, RestoredState, SnapshotMeta } from './types.js';
+// Engine: the pure replication state machine — Raft (pre-vote, check-quorum
+// lease, leadership transfer, learners, one-at-a-time membership changes,
+// snapshots) spoken in svc.replication.v1 messages. `step` takes one input and
+// returns the effects to carry out, in order; nothing here reads a clock, a
+// random source, the disk or the network. docs/protocol.md explains each rule.
+import { Effects } from './effects.js';
+import { RaftLog, logUpToDate } from './log.js';
+import { Prng } from './prng.js';
+import {
+  activeIds, decodeRoster, encodeRoster, isRemoved, isVoter, memberById, memberByName, voterIds, withMember,
+} from './roster.js';
+import { decodeSegmentFrame, encodeSegmentFrame, type SegmentFrame } from './segment-frame.js';
+import {
+  StatusCode, TRAILER_CATCHUP, TRAILER_TERM, type AppliedReport, type CatchupTrailer, type HeartbeatRequest,
+  type HeartbeatResponse, type JoinRequest, type JoinResponse, type RpcRequest, type RpcResponse, type RpcStatus,
+  type ShipSegmentRequest, type ShipSegmentResponse, type SnapshotHeader, type SnapshotRequest, type StreamRequest,
+  type TimeoutNowRequest, type VoteRequest, type VoteResponse,
+} from './rpc.js';
+import {
+  CAPABILITY_KIND4, EntryKind, MemberRole, type AdminOp, type Effect, type EngineConfig, type EngineLimits,
+  type EngineStatus, type Entry, type HardState, type Input, type NodeStats, type RestoredState, type Role, type Roster,
+  type SnapshotMeta,
+} from './types.js';
+import { VersionSpread } from './versions.js';
+
+/** Progress is the leader's view of one follower. */
+interface Progress {
+  /** matchSeq: the follower's durable, matched frontier as last reported (decision 6). */
+  matchSeq: number;
+  /** nextSeq: the next seqno to ship. */
+  nextSeq: number;
+  /** state: probe = one ship at a time until accepted; replicate = pipelined; paused = the follower pulls. */
+  state: 'probe' | 'replicate' | 'paused';
+  inflight: Set<number>;
+  lastShipTick: number;
+  pausedTick: number;
+  /** sentCommitSeq: the highest commit seqno already shipped to it. */
+  sentCommitSeq: number;
+  capabilities: number;
+  /** removalSeq: for a member removed in the current roster, the seq of that record (0 otherwise). */
+  removalSeq: number;
+}
+
+/** CallContext remembers why we made a call, so its answer can be judged. */
+type CallContext =
+  | { method: 'ShipSegment'; term: number; toId: number; lastSeq: number }
+  | { method: 'RequestVote'; term: number; toId: number; prevote: boolean }
+  | { method: 'Heartbeat'; term: number; toId: number }
+  | { method: 'ReportApplied'; term: number; toId: number }
+  | { method: 'TimeoutNow'; term: number; toId: number; adminId: number }
+  | { method: 'JoinCluster'; term: number; toAddr: string }
+  | { method: 'StreamSegments'; term: number; toId: number }
+  | { method: 'FetchSnapshot'; term: number; toId: number };
+
+interface PendingWait {
+  seq: number;
+  kind: 'join' | 'admin';
+  id: number;
+  name: string;
+}
+
+const EMPTY_ROSTER: Roster = { membershipVersion: 0, nextMemberId: 1, members: [] };
 
 export class Engine {
+  private readonly limits: EngineLimits;
+  private readonly prng: Prng;
+  private readonly fx = new Effects();
+  private readonly versions: VersionSpread;
+
+  private hs: HardState;
+  private savedHs: string;
+  private log: RaftLog;
+  /** baseRoster is the roster at log.baseSeq (from a snapshot or compaction). */
+  private baseRoster: Roster | null;
+  private staged: { meta: SnapshotMeta; header: SnapshotHeader } | null;
+  private staging = false;
+
+  private role: Role;
+  private leaderId = 0;
+  private ticks = 0;
+  private electionElapsedTicks = 0;
+  private leaseElapsedTicks: number;
+  private heartbeatElapsedTicks = 0;
+  private electionTimeoutTicks = 0;
+  private durableSeq: number;
+  private matchedSeq: number;
+  private commitSeq: number;
+  private appliedSeq: number;
+  private ready = false;
+  private stats: NodeStats = { entityCount: 0, signalThroughputEps: 0, diskBytes: 0, nowNs: '0' };
+
+  private nextRequestId = 1;
+  private readonly calls = new Map<number, CallContext & { sentTick: number }>();
+
+  // Candidate state.
+  private votes = new Map<number, boolean>();
+
+  // Leader state.
+  private progress = new Map<number, Progress>();
+  private recentActive = new Set<number>();
+  private electionPrevLog = { term: 0, seq: 0 };
+  private barrierSeq = 0;
+  private readonly pendingProposals = new Map<number, number>();
+  private pendingWaits: PendingWait[] = [];
+  private readonly pendingJoinCalls = new Map<number, number[]>();
+  private transfer: { targetId: number; adminId: number; elapsedTicks: number; sent: boolean } | null = null;
+
+  // Follower state.
+  private readonly lagGaugeByShard = new Map<number, number>();
+  private heartbeatLeaderLastSeq = 0;
+  private statusPollTarget = 0;
+  private statusPollMode = false;
+  private statusPollElapsedTicks = 0;
+  private pull: { requestId: number; kind: 'stream' | 'snapshot'; startedTick: number } | null = null;
+  private lastAcceptTick = 0;
+  private reportedSeq = 0;
+
+  // Joiner state.
+  private joinInflight: number | null = null;
+  private joinElapsedTicks = 0;
+  private joinTargetIndex = 0;
+  private joinLeaderHint = '';
+
   constructor(readonly config: EngineConfig, restored: RestoredState) {
-    void restored;
+    this.limits = config.limits;
+    this.prng = new Prng(config.randomSeed);
+    this.hs = { ...restored.hardState };
+    this.savedHs = JSON.stringify(this.hs);
+    const snap = restored.snapshot;
+    this.log = new RaftLog(snap?.seq ?? 0, snap?.entryTerm ?? 0, restored.entries.filter((e) => e.seq > (snap?.seq ?? 0)));
+    this.baseRoster = snap?.roster ?? null;
+    this.staged = snap && restored.snapshotHeader ? { meta: snap, header: restored.snapshotHeader } : null;
+    this.durableSeq = this.log.lastSeq();
+    this.appliedSeq = Math.max(restored.appliedSeq, this.log.baseSeq);
+    this.commitSeq = Math.max(this.appliedSeq, Math.min(this.hs.commitSeq, this.log.lastSeq()));
+    this.matchedSeq = this.commitSeq;
+    this.leaseElapsedTicks = this.limits.electionTimeoutTicks;
+    this.versions = new VersionSpread(() => this.hs.selfId, config.compat.buildVersion);
+    if (this.hs.selfId === 0 && config.bootstrapRoster) {
+      const self = memberByName(config.bootstrapRoster, config.name);
+      if (self) this.hs.selfId = self.id;
+    }
+    this.role = this.hs.removed ? 'removed' : this.hs.selfId === 0 ? 'joiner' : 'follower';
+    this.resetElectionTimeout();
+    this.applyCommitted();
   }
 
   /** step feeds one input and returns the effects to carry out, in order. */
   step(input: Input): Effect[] {
-    void input;
-    throw new Error('not implemented yet');
+    switch (input.type) {
+      case 'tick': this.tick(); break;
+      case 'stats': this.stats = input.stats; break;
+      case 'request': this.onRequest(input.callId, input.request); break;
+      case 'response': this.onResponse(input.requestId, input.response); break;
+      case 'callFailed': this.onCallFailed(input.requestId, input.status); break;
+      case 'streamChunk': this.onStreamChunk(input.requestId, input.chunk); break;
+      case 'streamEnded': this.onStreamEnded(input.requestId); break;
+      case 'propose': this.onPropose(input.proposalId, input.data); break;
+      case 'entriesPersisted': this.onEntriesPersisted(input.lastSeq, input.lastTerm); break;
+      case 'snapshotStaged': this.onSnapshotStaged(input.meta, input.header); break;
+      case 'snapshotInstalled': this.onSnapshotInstalled(input.requestId, input.meta, input.header); break;
+      case 'snapshotFailed': this.onSnapshotFailed(input.requestId, input.reason); break;
+      case 'statusPolled': this.onStatusPolled(input.leaderLastSeq); break;
+      case 'admin': this.onAdmin(input.adminId, input.op); break;
+      default: assertNever(input);
+    }
+    const saved = JSON.stringify(this.hs);
+    if (saved !== this.savedHs) {
+      this.savedHs = saved;
+      this.fx.hardState({ ...this.hs, commitSeq: Math.min(this.commitSeq, this.durableSeq) });
+    }
+    return this.fx.drain();
   }
 
   status(): EngineStatus {
-    throw new Error('not implemented yet');
+    const lag: Record<number, number> = {};
+    for (const [shard, v] of [...this.lagGaugeByShard.entries()].sort((a, b) => a[0] - b[0])) lag[shard] = v;
+    return {
+      id: this.hs.selfId, name: this.config.name, role: this.role, term: this.hs.term, leaderId: this.leaderId,
+      lastSeq: this.log.lastSeq(), lastTerm: this.log.lastTerm(), commitSeq: this.commitSeq,
+      appliedSeq: this.appliedSeq, durableSeq: this.durableSeq, matchedSeq: this.matchedSeq,
+      snapshotSeq: this.staged?.meta.seq ?? 0, ready: this.ready, halted: this.hs.halted, reseed: this.hs.reseed,
+      removed: this.hs.removed, lagGaugeByShard: lag, roster: this.currentRoster(), versionsSeen: this.versions.snapshot(),
+    };
   }
 
-  /** entries are the log entries after the snapshot point, oldest first (read-only view). */
+  /** entries are the log entries after the compaction point, oldest first. */
   entries(): readonly Entry[] {
-    return [];
+    return this.log.entries();
+  }
+
+  /** logBase is the compaction point: (seq, term) of the last entry no longer held. */
+  logBase(): { seq: number; term: number } {
+    return { seq: this.log.baseSeq, term: this.log.baseTerm };
   }
 
   snapshot(): SnapshotMeta | null {
+    return this.staged?.meta ?? null;
+  }
+
+  // ---------------------------------------------------------------- ticks
+
+  private tick(): void {
+    this.ticks++;
+    if (this.ticks % (this.limits.electionTimeoutTicks * 4) === 0) this.sweepCalls();
+    switch (this.role) {
+      case 'leader': this.tickLeader(); break;
+      case 'joiner': this.tickJoiner(); break;
+      case 'removed': break;
+      case 'follower': case 'precandidate': case 'candidate': this.tickFollower(); break;
+      default: assertNever(this.role);
+    }
+  }
+
+  private tickFollower(): void {
+    this.electionElapsedTicks++;
+    this.leaseElapsedTicks++;
+    if (this.pull && this.ticks - this.pull.startedTick > this.limits.pullTimeoutTicks) this.pull = null;
+    if (this.statusPollMode && !this.ready && this.leaderId !== 0) {
+      this.statusPollElapsedTicks++;
+      if (this.statusPollElapsedTicks >= this.limits.statusPollIntervalTicks) {
+        this.statusPollElapsedTicks = 0;
+        const leader = memberById(this.currentRoster(), this.leaderId);
+        if (leader) this.fx.other({ type: 'pollStatus', leaderHttpAddr: leader.httpAddr });
+      }
+    }
+    if (this.electionElapsedTicks >= this.electionTimeoutTicks && this.promotable()) this.startPreVote();
+  }
+
+  private tickLeader(): void {
+    this.heartbeatElapsedTicks++;
+    this.electionElapsedTicks++;
+    if (this.electionElapsedTicks >= this.limits.electionTimeoutTicks) {
+      this.electionElapsedTicks = 0;
+      if (!this.checkQuorum()) {
+        this.becomeFollower(this.hs.term, 0);
+        return;
+      }
+    }
+    if (this.transfer) {
+      this.transfer.elapsedTicks++;
+      if (this.transfer.elapsedTicks >= this.limits.transferTimeoutTicks) {
+        this.fx.other({ type: 'adminResult', adminId: this.transfer.adminId, ok: false, reason: 'leadership transfer timed out' });
+        this.transfer = null;
+      }
+    }
+    if (this.heartbeatElapsedTicks >= this.limits.heartbeatIntervalTicks) {
+      this.heartbeatElapsedTicks = 0;
+      this.broadcastHeartbeat();
+    }
+    for (const [id, pr] of this.progress) {
+      if (pr.inflight.size > 0 && this.ticks - pr.lastShipTick > this.limits.shipRetryTicks) {
+        pr.inflight.clear();
+        this.rewind(pr);
+      }
+      if (pr.state === 'paused' && this.ticks - pr.pausedTick > this.limits.pullTimeoutTicks) this.rewind(pr);
+      this.maybeShip(id);
+    }
+  }
+
+  private tickJoiner(): void {
+    this.joinElapsedTicks++;
+    if (this.joinInflight !== null && this.joinElapsedTicks < this.limits.joinRetryTicks) return;
+    if (this.config.seeds.length === 0 && this.joinLeaderHint === '') return;
+    this.joinElapsedTicks = 0;
+    const to = this.joinLeaderHint !== '' ? this.joinLeaderHint : this.config.seeds[this.joinTargetIndex++ % this.config.seeds.length]!;
+    this.joinLeaderHint = '';
+    const body: JoinRequest = {
+      name: this.config.name, grpcAddr: this.config.grpcAddr, httpAddr: this.config.httpAddr,
+      capabilities: this.config.compat.capabilities,
+    };
+    this.joinInflight = this.sendTo(to, 0, { method: 'JoinCluster', body }, { method: 'JoinCluster', term: this.hs.term, toAddr: to });
+  }
+
+  // ---------------------------------------------------------------- roles
+
+  private promotable(): boolean {
+    return this.hs.selfId !== 0 && !this.hs.removed && this.hs.halted === '' && !this.hs.reseed
+      && isVoter(this.currentRoster(), this.hs.selfId);
+  }
+
+  private resetElectionTimeout(): void {
+    const t = this.limits.electionTimeoutTicks;
+    this.electionTimeoutTicks = this.prng.intBetween(t, 2 * t);
+    this.electionElapsedTicks = 0;
+  }
+
+  private setRole(role: Role): void {
+    if (this.role === role) return;
+    this.role = role;
+    this.fx.other({ type: 'roleChanged', role, term: this.hs.term, leaderId: this.leaderId });
+  }
+
+  private becomeFollower(term: number, leaderId: number): void {
+    const wasLeader = this.role === 'leader';
+    if (term > this.hs.term) {
+      this.hs.term = term;
+      this.hs.votedFor = 0;
+      this.matchedSeq = this.commitSeq;
+      this.pull = null;
+      this.heartbeatLeaderLastSeq = 0;
+      this.statusPollTarget = 0;
+    }
+    if (wasLeader) this.abandonLeadership();
+    if (leaderId !== this.leaderId) this.pull = null;
+    this.leaderId = leaderId;
+    this.votes.clear();
+    this.resetElectionTimeout();
+    if (this.hs.removed) this.setRole('removed');
+    else if (this.hs.selfId === 0) this.setRole('joiner');
+    else this.setRole('follower');
+  }
+
+  private abandonLeadership(): void {
+    for (const [, proposalId] of this.pendingProposals) {
+      this.fx.other({ type: 'proposalResult', proposalId, ok: false, seq: 0, reason: 'leadership lost; outcome unknown', leaderHint: '' });
+    }
+    this.pendingProposals.clear();
+    for (const wait of this.pendingWaits) {
+      if (wait.kind === 'admin') this.fx.other({ type: 'adminResult', adminId: wait.id, ok: false, reason: 'leadership lost; outcome unknown' });
+    }
+    for (const [, callIds] of this.pendingJoinCalls) {
+      for (const callId of callIds) this.replyJoinRefusal(callId, 'leadership lost before the join committed; retry');
+    }
+    this.pendingJoinCalls.clear();
+    this.pendingWaits = [];
+    if (this.transfer) this.fx.other({ type: 'adminResult', adminId: this.transfer.adminId, ok: true, reason: 'leadership moved' });
+    this.transfer = null;
+    this.progress.clear();
+    this.recentActive.clear();
+  }
+
+  private startPreVote(): void {
+    this.resetElectionTimeout();
+    this.leaderId = 0;
+    this.setRole('precandidate');
+    this.votes = new Map([[this.hs.selfId, true]]);
+    if (this.tallyVotes() === 'won') {
+      this.startElection(false);
+      return;
+    }
+    this.requestVotes(true, false);
+  }
+
+  private startElection(transfer: boolean): void {
+    this.hs.term++;
+    this.hs.votedFor = this.hs.selfId;
+    this.leaderId = 0;
+    this.pull = null;
+    this.matchedSeq = this.commitSeq;
+    this.heartbeatLeaderLastSeq = 0;
+    this.resetElectionTimeout();
+    this.setRole('candidate');
+    this.votes = new Map([[this.hs.selfId, true]]);
+    if (this.tallyVotes() === 'won') {
+      this.becomeLeader();
+      return;
+    }
+    this.requestVotes(false, transfer);
+  }
+
+  private requestVotes(prevote: boolean, transfer: boolean): void {
+    const term = prevote ? this.hs.term + 1 : this.hs.term;
+    for (const id of voterIds(this.currentRoster())) {
+      if (id === this.hs.selfId) continue;
+      const body: VoteRequest = {
+        term, candidateRegion: this.hs.selfId, lastLogTerm: this.log.lastTerm(), lastLogSeq: this.log.lastSeq(), prevote, transfer,
+      };
+      this.sendToId(id, { method: 'RequestVote', body }, { method: 'RequestVote', term: this.hs.term, toId: id, prevote });
+    }
+  }
+
+  private tallyVotes(): 'won' | 'lost' | 'pending' {
+    const voters = voterIds(this.currentRoster());
+    const quorum = Math.floor(voters.length / 2) + 1;
+    let granted = 0;
+    let rejected = 0;
+    for (const id of voters) {
+      const v = this.votes.get(id);
+      if (v === true) granted++;
+      else if (v === false) rejected++;
+    }
+    if (granted >= quorum) return 'won';
+    if (rejected > voters.length - quorum) return 'lost';
+    return 'pending';
+  }
+
+  private becomeLeader(): void {
+    this.leaderId = this.hs.selfId;
+    this.setRole('leader');
+    this.electionPrevLog = { term: this.log.lastTerm(), seq: this.log.lastSeq() };
+    this.heartbeatElapsedTicks = 0;
+    this.electionElapsedTicks = 0;
+    this.pull = null;
+    this.statusPollMode = false;
+    this.progress.clear();
+    this.recentActive.clear();
+    const barrier: Entry = { seq: this.log.lastSeq() + 1, term: this.hs.term, kind: EntryKind.TermBarrier, data: new Uint8Array(0) };
+    this.barrierSeq = barrier.seq;
+    this.appendLocal([barrier]);
+    this.matchedSeq = this.log.lastSeq();
+    this.syncProgressToRoster();
+    this.converge('won-leadership');
+    this.broadcastHeartbeat();
+    for (const id of this.progress.keys()) this.maybeShip(id);
+    this.maybeCommit();
+  }
+
+  /** learnRemoved: we were decommissioned (rule 6): 503, no campaigning, no reseed marker. */
+  private learnRemoved(): void {
+    if (this.hs.removed) return;
+    this.hs.removed = true;
+    this.hs.reseed = false;
+    if (this.role === 'leader') this.abandonLeadership();
+    this.leaderId = 0;
+    this.pull = null;
+    this.setRole('removed');
+    this.setReady(false, 'removed');
+  }
+
+  // ---------------------------------------------------------------- roster
+
+  /** rosterAt is the configuration in force at seq: the newest kind-4 record at or before it. */
+  private rosterAt(seq: number): Roster {
+    for (let s = Math.min(seq, this.log.lastSeq()); s > this.log.baseSeq; s--) {
+      const e = this.log.entryAt(s)!;
+      if (e.kind === EntryKind.Membership) {
+        const r = decodeRoster(e.data);
+        if (r) return r;
+      }
+    }
+    return this.baseRoster ?? this.hs.rosterBase ?? this.config.bootstrapRoster ?? EMPTY_ROSTER;
+  }
+
+  /** currentRoster: Raft uses the newest configuration in the log, committed or not. */
+  private currentRoster(): Roster {
+    return this.rosterAt(this.log.lastSeq());
+  }
+
+  private committedRoster(): Roster {
+    return this.rosterAt(this.commitSeq);
+  }
+
+  /** pendingConfSeq: the seq of an uncommitted kind-4 record in the log, 0 when none. */
+  private pendingConfSeq(): number {
+    for (let s = this.log.lastSeq(); s > this.commitSeq && s > this.log.baseSeq; s--) {
+      if (this.log.entryAt(s)!.kind === EntryKind.Membership) return s;
+    }
+    return 0;
+  }
+
+  private syncProgressToRoster(): void {
+    const roster = this.currentRoster();
+    const wanted = new Set(activeIds(roster));
+    for (const m of roster.members) {
+      if (m.id === this.hs.selfId) continue;
+      const existing = this.progress.get(m.id);
+      if (m.role === MemberRole.Removed) {
+        // Keep shipping to a removed member until it has the record that removed it, so it learns.
+        if (existing && existing.removalSeq === 0) existing.removalSeq = this.findRemovalSeq(m.id);
+        continue;
+      }
+      if (!existing && wanted.has(m.id)) this.progress.set(m.id, this.newProgress());
+    }
+    for (const id of [...this.progress.keys()]) {
+      if (!memberById(roster, id)) this.progress.delete(id);
+    }
+  }
+
+  private findRemovalSeq(id: number): number {
+    for (let s = this.log.lastSeq(); s > this.log.baseSeq; s--) {
+      const e = this.log.entryAt(s)!;
+      if (e.kind !== EntryKind.Membership) continue;
+      const r = decodeRoster(e.data);
+      if (r && !isRemoved(r, id)) return s + 1;
+    }
+    return this.log.lastSeq();
+  }
+
+  private newProgress(): Progress {
+    return {
+      matchSeq: 0, nextSeq: this.log.lastSeq(), state: 'probe', inflight: new Set(), lastShipTick: this.ticks,
+      pausedTick: 0, sentCommitSeq: 0, capabilities: 0, removalSeq: 0,
+    };
+  }
+
+  // ---------------------------------------------------------------- local log
+
+  private appendLocal(entries: Entry[]): void {
+    if (entries.length === 0) return;
+    this.log.append(entries);
+    this.fx.append(entries[0]!.seq, entries);
+    this.noteConfigChange(entries);
+  }
+
+  /** truncateLocal drops seq and after; never below the commit seqno (the caller checked). */
+  private truncateLocal(seq: number): void {
+    const hadConf = this.log.entries().some((e) => e.seq >= seq && e.kind === EntryKind.Membership);
+    this.log.truncateFrom(seq);
+    this.durableSeq = Math.min(this.durableSeq, seq - 1);
+    this.matchedSeq = Math.min(this.matchedSeq, seq - 1);
+    this.reportedSeq = Math.min(this.reportedSeq, seq - 1);
+    if (hadConf && this.role === 'leader') this.syncProgressToRoster();
+  }
+
+  private noteConfigChange(entries: Entry[]): void {
+    if (!entries.some((e) => e.kind === EntryKind.Membership)) return;
+    if (this.role === 'leader') this.syncProgressToRoster();
+  }
+
+  private onEntriesPersisted(lastSeq: number, lastTerm: number): void {
+    if (lastSeq > this.log.lastSeq() || this.log.termAt(lastSeq) !== lastTerm || lastSeq <= this.durableSeq) return;
+    this.durableSeq = lastSeq;
+    if (this.role === 'leader') {
+      this.matchedSeq = this.log.lastSeq();
+      this.maybeCommit();
+      return;
+    }
+    this.afterFrontierMoved();
+  }
+
+  /** reportable: the durable, matched frontier that applied_seqno means on the wire (decision 6). */
+  private reportable(): number {
+    return Math.min(this.durableSeq, this.matchedSeq);
+  }
+
+  /** afterFrontierMoved: one apply round on a follower — report it once, then check the latch. */
+  private afterFrontierMoved(): void {
+    const frontier = this.reportable();
+    if (frontier > this.reportedSeq && this.leaderId !== 0 && this.role !== 'leader') {
+      this.reportedSeq = frontier;
+      const body: AppliedReport = {
+        reporterShard: this.hs.selfId, sourceShard: this.leaderId, appliedSeqno: frontier, reporterTerm: this.hs.term,
+        capabilities: this.config.compat.capabilities,
+      };
+      this.sendToId(this.leaderId, { method: 'ReportApplied', body }, { method: 'ReportApplied', term: this.hs.term, toId: this.leaderId });
+    }
+    this.tryConverge();
+  }
+
+  private applyCommitted(): void {
+    if (this.commitSeq <= this.appliedSeq) return;
+    const upTo = Math.min(this.commitSeq, this.log.lastSeq());
+    const entries = this.log.slice(this.appliedSeq + 1, upTo, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+    if (entries.length === 0) return;
+    this.appliedSeq = entries[entries.length - 1]!.seq;
+    this.fx.apply(entries);
+    if (entries.some((e) => e.kind === EntryKind.Membership) && isRemoved(this.committedRoster(), this.hs.selfId)) this.learnRemoved();
+    this.maybeStageSnapshot();
+  }
+
+  private maybeStageSnapshot(): void {
+    const last = this.staged?.meta.seq ?? this.log.baseSeq;
+    if (this.staging || this.appliedSeq - last < this.limits.snapshotEntryCountThreshold) return;
+    this.staging = true;
+    const seq = this.appliedSeq;
+    this.fx.other({ type: 'stageSnapshot', meta: { seq, entryTerm: this.log.termAt(seq) ?? 0, roster: this.rosterAt(seq) } });
+  }
+
+  private onSnapshotStaged(meta: SnapshotMeta, header: SnapshotHeader): void {
+    this.staging = false;
+    if (this.staged && this.staged.meta.seq >= meta.seq) return;
+    this.staged = { meta, header };
+    const through = Math.min(meta.seq - this.limits.compactionRetainEntryCount, this.appliedSeq);
+    if (through > this.log.baseSeq && through <= this.log.lastSeq()) {
+      this.baseRoster = this.rosterAt(through);
+      this.log.compactThrough(through);
+      this.fx.other({ type: 'compact', throughSeq: through });
+    }
+  }
+
+  // ---------------------------------------------------------------- sending
+
+  private sendToId(toId: number, request: RpcRequest, ctx: CallContext): number | null {
+    const member = memberById(this.currentRoster(), toId) ?? memberById(this.committedRoster(), toId);
+    if (!member) return null;
+    return this.sendTo(member.grpcAddr, toId, request, ctx);
+  }
+
+  private sendTo(to: string, toId: number, request: RpcRequest, ctx: CallContext): number {
+    const requestId = this.nextRequestId++;
+    this.calls.set(requestId, { ...ctx, sentTick: this.ticks });
+    this.fx.message({ type: 'send', requestId, to, toId, request });
+    return requestId;
+  }
+
+  private sweepCalls(): void {
+    const horizon = this.ticks - this.limits.electionTimeoutTicks * 8;
+    for (const [id, ctx] of this.calls) if (ctx.sentTick < horizon) this.calls.delete(id);
+  }
+
+  private reply(callId: number, response: RpcResponse): void {
+    this.fx.message({ type: 'reply', callId, response });
+  }
+
+  private replyError(callId: number, code: RpcStatus['code'], details: string, trailers: Record<string, string> = {}): void {
+    this.fx.message({ type: 'replyError', callId, status: { code, details, trailers: { [TRAILER_TERM]: String(this.hs.term), ...trailers } } });
+  }
+
+  // ---------------------------------------------------------------- leader: replication
+
+  private broadcastHeartbeat(): void {
+    const lag: Record<number, number> = {};
+    for (const [id, pr] of this.progress) lag[id] = Math.max(0, this.log.lastSeq() - pr.matchSeq);
+    for (const id of this.progress.keys()) {
+      const body: HeartbeatRequest = {
+        shardId: this.hs.selfId, regionId: this.hs.selfId, entityCount: this.stats.entityCount,
+        signalThroughputEps: this.stats.signalThroughputEps, diskBytes: this.stats.diskBytes, replicationLag: lag,
+        lastHeartbeatNs: this.stats.nowNs, term: this.hs.term, leaderRegion: this.hs.selfId,
+        streamBaseline: this.electionPrevLog.seq, prevLogTerm: this.electionPrevLog.term, prevLogSeq: this.electionPrevLog.seq,
+        buildVersion: this.config.compat.buildVersion,
+        leaderLastSeq: this.config.compat.sendsLeaderLastSeq ? this.durableSeq : 0,
+      };
+      this.sendToId(id, { method: 'Heartbeat', body }, { method: 'Heartbeat', term: this.hs.term, toId: id });
+    }
+  }
+
+  private rewind(pr: Progress): void {
+    pr.state = 'probe';
+    pr.nextSeq = pr.matchSeq + 1;
+  }
+
+  /** maybeShip sends the next segment to a follower when its window and state allow. */
+  private maybeShip(id: number): void {
+    const pr = this.progress.get(id);
+    if (!pr || this.role !== 'leader') return;
+    if (pr.removalSeq > 0 && pr.matchSeq >= pr.removalSeq && pr.sentCommitSeq >= pr.removalSeq) {
+      this.progress.delete(id); // it has learned of its removal
+      return;
+    }
+    if (pr.state === 'paused') return;
+    const window = pr.state === 'probe' ? 1 : this.limits.inflightSegmentCountMax;
+    while (pr.inflight.size < window) {
+      const last = this.log.lastSeq();
+      let prevSeq = pr.nextSeq - 1;
+      if (prevSeq < this.log.baseSeq) prevSeq = this.log.baseSeq; // compacted: an empty probe makes it pull, then fetch a snapshot
+      const prevTerm = this.log.termAt(prevSeq)!;
+      const entries = this.log.slice(prevSeq + 1, last, this.limits.segmentEntryCountMax, this.limits.segmentPayloadBytesMax);
+      const commitNews = pr.sentCommitSeq < this.commitSeq;
+      if (entries.length === 0 && !(pr.state === 'probe' && pr.inflight.size === 0) && !commitNews) return;
+      if (entries.length === 0 && pr.inflight.size > 0) return;
+      const segLast = prevSeq + entries.length;
+      const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.commitSeq, entries };
+      const body: ShipSegmentRequest = {
+        id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: prevSeq + 1 },
+        payload: encodeSegmentFrame(frame), eventCount: entries.length, leaderLastSeq: segLast, streamBaseline: 0,
+        term: this.hs.term, leaderRegion: this.hs.selfId,
+      };
+      const requestId = this.sendToId(id, { method: 'ShipSegment', body }, { method: 'ShipSegment', term: this.hs.term, toId: id, lastSeq: segLast });
+      if (requestId === null) return;
+      pr.inflight.add(requestId);
+      pr.lastShipTick = this.ticks;
+      pr.sentCommitSeq = Math.max(pr.sentCommitSeq, this.commitSeq);
+      pr.nextSeq = segLast + 1;
+      if (entries.length === 0) return;
+    }
+  }
+
+  private foldMatch(id: number, seq: number): void {
+    const pr = this.progress.get(id);
+    if (!pr || seq <= pr.matchSeq) return;
+    pr.matchSeq = Math.min(seq, this.log.lastSeq());
+    if (pr.nextSeq <= pr.matchSeq) pr.nextSeq = pr.matchSeq + 1;
+    if (pr.state === 'paused') pr.state = 'replicate';
+    this.maybeCommit();
+    this.maybeSendTimeoutNow();
+  }
+
+  /** maybeCommit advances the quorum commit index: entries of this term only (Figure 8). */
+  private maybeCommit(): void {
+    if (this.role !== 'leader') return;
+    const voters = voterIds(this.currentRoster());
+    if (voters.length === 0) return;
+    const matches = voters.map((id) => (id === this.hs.selfId ? this.durableSeq : this.progress.get(id)?.matchSeq ?? 0)).sort((a, b) => b - a);
+    const quorumSeq = matches[Math.floor(voters.length / 2)]!;
+    if (quorumSeq <= this.commitSeq || this.log.termAt(quorumSeq) !== this.hs.term) return;
+    this.commitSeq = quorumSeq;
+    this.applyCommitted();
+    this.settleLeaderWaits();
+    for (const id of this.progress.keys()) this.maybeShip(id);
+  }
+
+  private settleLeaderWaits(): void {
+    for (const [seq, proposalId] of this.pendingProposals) {
+      if (seq > this.commitSeq) continue;
+      this.pendingProposals.delete(seq);
+      this.fx.other({ type: 'proposalResult', proposalId, ok: true, seq, reason: '', leaderHint: '' });
+    }
+    const still: PendingWait[] = [];
+    for (const wait of this.pendingWaits) {
+      if (wait.seq > this.commitSeq) {
+        still.push(wait);
+        continue;
+      }
+      if (wait.kind === 'admin') this.fx.other({ type: 'adminResult', adminId: wait.id, ok: true, reason: '' });
+      else {
+        for (const callId of this.pendingJoinCalls.get(wait.seq) ?? []) this.replyJoinAccepted(callId, wait.id, this.rosterAt(wait.seq));
+        this.pendingJoinCalls.delete(wait.seq);
+      }
+    }
+    this.pendingWaits = still;
+  }
+
+  private checkQuorum(): boolean {
+    const voters = voterIds(this.currentRoster());
+    let active = 0;
+    for (const id of voters) if (id === this.hs.selfId || this.recentActive.has(id)) active++;
+    this.recentActive.clear();
+    return active >= Math.floor(voters.length / 2) + 1;
+  }
+
+  // ---------------------------------------------------------------- requests
+
+  private onRequest(callId: number, request: RpcRequest): void {
+    switch (request.method) {
+      case 'ShipSegment': this.onShipSegment(callId, request.body); break;
+      case 'StreamSegments': this.onStreamSegments(callId, request.body); break;
+      case 'FetchSnapshot': this.onFetchSnapshot(callId, request.body); break;
+      case 'Heartbeat': this.onHeartbeat(callId, request.body); break;
+      case 'ReportApplied': this.onReportApplied(callId, request.body); break;
+      case 'RequestVote': this.onRequestVote(callId, request.body); break;
+      case 'TimeoutNow': this.onTimeoutNow(callId, request.body); break;
+      case 'JoinCluster': this.onJoinCluster(callId, request.body); break;
+      default: assertNever(request);
+    }
+  }
+
+  /** fenceLeaderTraffic applies the term rules to leader-asserting traffic; false = rejected. */
+  private fenceLeaderTraffic(term: number, leaderRegion: number): boolean {
+    if (term === 0 || term < this.hs.term) return false;
+    if (leaderRegion === 0) return false;
+    if (term > this.hs.term || this.role === 'precandidate' || this.role === 'candidate' || this.leaderId !== leaderRegion) {
+      if (this.role === 'leader' && term === this.hs.term) return false; // two leaders in one term cannot happen; refuse
+      this.becomeFollower(term, leaderRegion);
+    }
+    this.electionElapsedTicks = 0;
+    this.leaseElapsedTicks = 0;
+    return true;
+  }
+
+  private onShipSegment(callId: number, req: ShipSegmentRequest): void {
+    if (this.hs.halted !== '') {
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `receiver halted: ${this.hs.halted}`);
+      return;
+    }
+    if (!this.fenceLeaderTraffic(req.term, req.leaderRegion)) {
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `stale term ${req.term}: receiver is at term ${this.hs.term}`);
+      return;
+    }
+    const decoded = decodeSegmentFrame(req.payload);
+    if (!decoded.ok) {
+      this.replyError(callId, StatusCode.INVALID_ARGUMENT, `bad segment payload: ${decoded.reason}`);
+      return;
+    }
+    const outcome = this.receiveSegment(req, decoded.frame);
+    if (outcome === 'halted') {
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `receiver halted: ${this.hs.halted}`);
+      return;
+    }
+    const body: ShipSegmentResponse = { accepted: outcome === 'accepted', appliedSeqno: this.reportable(), term: this.hs.term };
+    this.reply(callId, { method: 'ShipSegment', body });
+    if (outcome === 'rejected') this.startPull();
+  }
+
+  /** receiveSegment runs the log-matching check and appends; shared by ShipSegment and stream chunks. */
+  private receiveSegment(req: ShipSegmentRequest, frame: SegmentFrame): 'accepted' | 'rejected' | 'halted' {
+    this.foldLagGauge(req.id?.shardId ?? req.leaderRegion, req.leaderLastSeq);
+    for (const e of frame.entries) {
+      const known = e.kind === EntryKind.EventBatch || e.kind === EntryKind.TermBarrier
+        || (e.kind === EntryKind.Membership && (this.config.compat.capabilities & CAPABILITY_KIND4) !== 0);
+      if (!known) {
+        this.halt(`unknown batch kind ${e.kind} at seq ${e.seq}`);
+        return 'halted';
+      }
+    }
+    if (frame.prevSeq > this.log.lastSeq()) return 'rejected';
+    if (frame.prevSeq >= this.log.baseSeq && frame.prevSeq > this.commitSeq && this.log.termAt(frame.prevSeq) !== frame.prevTerm) return 'rejected';
+    if (frame.prevSeq === this.log.baseSeq && this.log.baseSeq > this.commitSeq && this.log.baseTerm !== frame.prevTerm) return 'rejected';
+    const appended = this.appendFromLeader(frame.entries);
+    if (!appended) return 'halted';
+    this.matchedSeq = Math.max(this.matchedSeq, frame.prevSeq + frame.entries.length);
+    this.lastAcceptTick = this.ticks;
+    const newCommit = Math.min(frame.commitSeq, this.matchedSeq);
+    if (newCommit > this.commitSeq) {
+      this.commitSeq = newCommit;
+      this.applyCommitted();
+    }
+    this.afterFrontierMoved();
+    return 'accepted';
+  }
+
+  /** appendFromLeader skips entries we hold, truncates at the first conflict, appends the rest. */
+  private appendFromLeader(entries: Entry[]): boolean {
+    let i = 0;
+    for (; i < entries.length; i++) {
+      const e = entries[i]!;
+      if (e.seq <= this.log.baseSeq) continue;
+      const have = this.log.termAt(e.seq);
+      if (have === undefined) break;
+      if (have !== e.term) {
+        if (e.seq <= this.commitSeq) {
+          this.latchReseed(`leader's entry at ${e.seq} differs from a committed local entry`);
+          return false;
+        }
+        this.truncateLocal(e.seq);
+        break;
+      }
+    }
+    const rest = entries.slice(i).filter((e) => e.seq > this.log.baseSeq);
+    if (rest.length > 0) {
+      this.log.append(rest);
+      this.fx.append(rest[0]!.seq, rest);
+      if (rest.some((e) => e.kind === EntryKind.Membership) && this.role === 'leader') this.syncProgressToRoster();
+    } else if (i < entries.length && this.log.lastSeq() < entries[i]!.seq - 1) {
+      return true;
+    }
+    return true;
+  }
+
+  private halt(reason: string): void {
+    this.hs.halted = reason;
+    this.pull = null;
+    this.setReady(false, 'halted');
+    this.fx.other({ type: 'warning', code: 'receiver-halted', message: `segment receiver halted permanently: ${reason}` });
+  }
+
+  /** latchReseed: repair would cross the applied seqno, which only corrupt storage causes. */
+  private latchReseed(reason: string): void {
+    if (this.hs.removed) return;
+    this.hs.reseed = true;
+    this.setReady(false, 'reseed');
+    this.fx.other({ type: 'warning', code: 'reseed-latched', message: `reseed marker latched: ${reason}; wiping and reinstalling` });
+    this.fx.resetStateMachine();
+    this.log.resetTo(0, 0);
+    this.baseRoster = null;
+    this.fx.append(1, []);
+    this.commitSeq = 0;
+    this.appliedSeq = 0;
+    this.durableSeq = 0;
+    this.matchedSeq = 0;
+    this.reportedSeq = 0;
+    this.staged = null;
+    this.pull = null;
+    this.startPull();
+  }
+
+  private foldLagGauge(shard: number, leaderLastSeq: number): void {
+    if (leaderLastSeq <= 0) return;
+    const prev = this.lagGaugeByShard.get(shard) ?? 0;
+    if (leaderLastSeq > prev) this.lagGaugeByShard.set(shard, leaderLastSeq);
+  }
+
+  private onHeartbeat(callId: number, req: HeartbeatRequest): void {
+    const removed = isRemoved(this.committedRoster(), req.regionId);
+    const lagRegions = Object.keys(req.replicationLag).length;
+    if (lagRegions > this.limits.replicationLagRegionCountMax) {
+      this.replyError(callId, StatusCode.INVALID_ARGUMENT, `replication_lag has ${lagRegions} regions, limit ${this.limits.replicationLagRegionCountMax}`);
+      return;
+    }
+    if (!this.fenceLeaderTraffic(req.term, req.leaderRegion)) {
+      this.replyHeartbeat(callId, false, removed);
+      return;
+    }
+    const warning = this.versions.observe(req.leaderRegion, req.buildVersion);
+    if (warning) this.fx.other({ type: 'warning', code: 'version-major-mismatch', message: warning });
+    this.checkDivergence(req.prevLogTerm, req.prevLogSeq, req.term);
+    this.foldLagGauge(req.shardId, req.leaderLastSeq);
+    this.foldLagGauge(req.shardId, req.streamBaseline);
+    if (req.leaderLastSeq > 0) {
+      this.heartbeatLeaderLastSeq = req.leaderLastSeq;
+      this.statusPollMode = false;
+    } else if (!this.ready) {
+      this.statusPollMode = true; // a leader from before the field: readiness through the status poll (rule 3)
+    }
+    this.tryConverge();
+    if (this.reportable() < (this.lagGaugeByShard.get(req.shardId) ?? 0) && !this.pull
+      && this.ticks - this.lastAcceptTick > this.limits.electionTimeoutTicks) this.startPull();
+    this.replyHeartbeat(callId, true, removed);
+  }
+
+  private replyHeartbeat(callId: number, accepted: boolean, removed: boolean): void {
+    const body: HeartbeatResponse = {
+      acknowledged: true, term: this.hs.term, accepted, capabilities: this.config.compat.capabilities, removed,
+    };
+    this.reply(callId, { method: 'Heartbeat', body });
+  }
+
+  /**
+   * checkDivergence: our entries whose (term, seq) exceed the leader's election-time
+   * position and predate its term were never in its log, so never committed: cut them.
+   */
+  private checkDivergence(prevLogTerm: number, prevLogSeq: number, leaderTerm: number): void {
+    let cut = 0;
+    for (let s = this.log.lastSeq(); s > this.log.baseSeq; s--) {
+      const t = this.log.termAt(s)!;
+      if (t >= leaderTerm) continue;
+      if (t > prevLogTerm || (t === prevLogTerm && s > prevLogSeq)) cut = s;
+      else break;
+    }
+    if (cut === 0) return;
+    if (cut <= this.commitSeq) {
+      this.latchReseed(`divergent suffix from ${cut} crosses the commit seqno ${this.commitSeq}`);
+      return;
+    }
+    this.truncateLocal(cut);
+    this.fx.append(cut, []);
+  }
+
+  private onReportApplied(callId: number, req: AppliedReport): void {
+    if (req.reporterTerm > this.hs.term) this.becomeFollower(req.reporterTerm, 0);
+    const folded = this.role === 'leader' && req.reporterTerm === this.hs.term && req.sourceShard === this.hs.selfId;
+    if (folded) {
+      const pr = this.progress.get(req.reporterShard);
+      if (pr) pr.capabilities = req.capabilities;
+      this.recentActive.add(req.reporterShard);
+      this.foldMatch(req.reporterShard, req.appliedSeqno);
+      this.maybeShip(req.reporterShard);
+    }
+    this.reply(callId, { method: 'ReportApplied', body: { acknowledged: folded } });
+  }
+
+  private onRequestVote(callId: number, req: VoteRequest): void {
+    const removed = isRemoved(this.committedRoster(), req.candidateRegion);
+    const respond = (granted: boolean) => {
+      const body: VoteResponse = { term: this.hs.term, granted, removed };
+      this.reply(callId, { method: 'RequestVote', body });
+    };
+    if (req.candidateRegion === 0) {
+      this.replyError(callId, StatusCode.INVALID_ARGUMENT, 'candidate_region 0 is not a member id');
+      return;
+    }
+    if (req.term < this.hs.term || removed) return respond(false);
+    const inLease = this.role === 'leader' || (this.leaderId !== 0 && this.leaseElapsedTicks < this.limits.electionTimeoutTicks);
+    if (!req.transfer && inLease && req.candidateRegion !== this.leaderId) return respond(false);
+    const eligible = isVoter(this.currentRoster(), req.candidateRegion) && isVoter(this.currentRoster(), this.hs.selfId)
+      && logUpToDate(req.lastLogTerm, req.lastLogSeq, this.log.lastTerm(), this.log.lastSeq());
+    if (req.prevote) return respond(eligible && req.term > this.hs.term);
+    if (req.term > this.hs.term) this.becomeFollower(req.term, 0);
+    const canVote = this.hs.votedFor === 0 || this.hs.votedFor === req.candidateRegion;
+    const granted = eligible && canVote;
+    if (granted) {
+      this.hs.votedFor = req.candidateRegion;
+      this.electionElapsedTicks = 0;
+    }
+    respond(granted);
+  }
+
+  private onTimeoutNow(callId: number, req: TimeoutNowRequest): void {
+    const ok = req.term >= this.hs.term && req.term > 0 && this.role !== 'leader' && this.promotable();
+    if (ok) {
+      if (req.term > this.hs.term) this.becomeFollower(req.term, req.leaderRegion);
+      this.startElection(true);
+    }
+    this.reply(callId, { method: 'TimeoutNow', body: { accepted: ok } });
+  }
+
+  private onStreamSegments(callId: number, req: StreamRequest): void {
+    const refusal = this.fenceSourceRequest(req.term);
+    if (refusal) {
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, refusal);
+      return;
+    }
+    const from = Math.max(1, req.fromSeqno);
+    if (from <= this.log.baseSeq) {
+      const trailer: CatchupTrailer = {
+        firstAvailableSeq: this.log.baseSeq + 1, snapshotSeq: this.staged?.meta.seq ?? 0, term: this.hs.term, leaderRegion: this.hs.selfId,
+      };
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `compacted past from_seqno ${from}: fetch a snapshot`, { [TRAILER_CATCHUP]: JSON.stringify(trailer) });
+      return;
+    }
+    if (from > this.log.lastSeq() + 1) {
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `from_seqno ${from} is beyond the source's log end ${this.log.lastSeq()}`);
+      return;
+    }
+    let next = from;
+    for (let chunks = 0; chunks < this.limits.streamChunkCountMax; chunks++) {
+      const entries = this.log.slice(next, this.log.lastSeq(), this.limits.segmentEntryCountMax, this.limits.segmentPayloadBytesMax);
+      if (entries.length === 0 && chunks > 0) break;
+      const prevSeq = next - 1;
+      const frame: SegmentFrame = { prevSeq, prevTerm: this.log.termAt(prevSeq)!, commitSeq: this.commitSeq, entries };
+      const chunk: ShipSegmentRequest = {
+        id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: next }, payload: encodeSegmentFrame(frame),
+        eventCount: entries.length, leaderLastSeq: prevSeq + entries.length, streamBaseline: this.electionPrevLog.seq,
+        term: this.hs.term, leaderRegion: this.hs.selfId,
+      };
+      this.fx.message({ type: 'streamChunk', callId, chunk });
+      next = prevSeq + entries.length + 1;
+      if (entries.length === 0) break;
+    }
+    this.fx.message({ type: 'streamEnd', callId });
+  }
+
+  /** fenceSourceRequest: rules 2 and 4 — serve only at equal terms, as the leader; a stale source steps down. */
+  private fenceSourceRequest(term: number): string | null {
+    if (term < this.hs.term) return `stale puller term ${term}: source is at term ${this.hs.term}; rejoin first`;
+    if (term > this.hs.term) {
+      this.becomeFollower(term, 0);
+      return `stale source at term ${this.hs.term} < ${term}: stepped down instead of serving`;
+    }
+    if (this.role !== 'leader') return `not the leader of term ${term}`;
     return null;
   }
+
+  private onFetchSnapshot(callId: number, req: SnapshotRequest): void {
+    const refusal = this.fenceSourceRequest(req.term);
+    if (refusal) {
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, refusal);
+      return;
+    }
+    const from = Math.max(1, req.fromSeqno);
+    if (from > this.log.baseSeq) {
+      const header: SnapshotHeader = { needed: false, snapshotSeq: 0, term: this.hs.term, leaderRegion: this.hs.selfId, files: [] };
+      this.fx.message({ type: 'serveSnapshot', callId, header });
+      return;
+    }
+    if (!this.staged || this.staged.meta.seq < from) {
+      this.maybeStageSnapshot();
+      this.replyError(callId, StatusCode.UNAVAILABLE, 'no snapshot staged yet; retry');
+      return;
+    }
+    this.fx.message({ type: 'serveSnapshot', callId, header: { ...this.staged.header, term: this.hs.term, leaderRegion: this.hs.selfId } });
+  }
+
+  private onJoinCluster(callId: number, req: JoinRequest): void {
+    if (req.name === '' || req.grpcAddr === '' || req.name.length > 253 || req.grpcAddr.length > 512 || req.httpAddr.length > 512) {
+      this.replyJoinRefusal(callId, 'invalid join request: name and grpc_addr are required (name ≤ 253, addresses ≤ 512 chars)');
+      return;
+    }
+    if (this.role !== 'leader') {
+      this.replyJoinRefusal(callId, this.leaderId === 0 ? 'not the leader; no leader known yet' : 'not the leader');
+      return;
+    }
+    const roster = this.currentRoster();
+    const existing = memberByName(roster, req.name);
+    if (existing && existing.role === MemberRole.Removed) {
+      this.replyJoinRefusal(callId, `member ${req.name} was removed; join under a new name`);
+      return;
+    }
+    if (existing) {
+      const pending = this.pendingWaits.find((w) => w.kind === 'join' && w.name === req.name);
+      if (pending) this.pendingJoinCalls.get(pending.seq)!.push(callId);
+      else this.replyJoinAccepted(callId, existing.id, roster);
+      return;
+    }
+    if ((req.capabilities & CAPABILITY_KIND4) === 0) {
+      this.replyJoinRefusal(callId, 'joiner lacks capability bit 0 (kind-4 membership records)');
+      return;
+    }
+    const refusal = this.confChangeRefusal();
+    if (refusal) {
+      this.replyJoinRefusal(callId, refusal);
+      return;
+    }
+    const id = roster.nextMemberId;
+    const next = withMember(roster, { id, name: req.name, grpcAddr: req.grpcAddr, httpAddr: req.httpAddr, role: MemberRole.Learner });
+    const seq = this.appendConfChange(next);
+    this.pendingWaits.push({ seq, kind: 'join', id, name: req.name });
+    this.pendingJoinCalls.set(seq, [callId]);
+  }
+
+  /** confChangeRefusal: kind-4 gating, one change at a time, and a committed entry of this term first. */
+  private confChangeRefusal(): string | null {
+    const roster = this.currentRoster();
+    for (const m of roster.members) {
+      if (m.id === this.hs.selfId || m.role === MemberRole.Removed) continue;
+      const caps = this.progress.get(m.id)?.capabilities ?? 0;
+      if ((caps & CAPABILITY_KIND4) === 0) return `member ${m.id} (${m.name}) has not reported capability bit 0; conf-changes refused`;
+    }
+    if ((this.config.compat.capabilities & CAPABILITY_KIND4) === 0) return 'this leader cannot write kind-4 records';
+    if (this.pendingConfSeq() !== 0) return 'a membership change is in flight; retry when it commits';
+    if (this.commitSeq < this.barrierSeq) return 'the leader has not committed an entry of its term yet; retry';
+    if (this.transfer) return 'a leadership transfer is in progress';
+    if (roster.members.filter((m) => m.role !== MemberRole.Removed).length >= this.limits.clusterMemberCountMax) {
+      return `cluster is at its member limit (${this.limits.clusterMemberCountMax})`;
+    }
+    return null;
+  }
+
+  private appendConfChange(roster: Roster): number {
+    const entry: Entry = { seq: this.log.lastSeq() + 1, term: this.hs.term, kind: EntryKind.Membership, data: encodeRoster(roster) };
+    this.appendLocal([entry]);
+    for (const id of this.progress.keys()) this.maybeShip(id);
+    return entry.seq;
+  }
+
+  private replyJoinRefusal(callId: number, reason: string): void {
+    const leader = memberById(this.currentRoster(), this.leaderId);
+    const body: JoinResponse = {
+      accepted: false, refusalReason: reason, assignedId: 0, term: this.hs.term,
+      leaderRegion: this.leaderId === 0 ? '' : String(this.leaderId), leaderGrpcAddr: leader?.grpcAddr ?? '',
+      leaderHttpAddr: leader?.httpAddr ?? '', members: [], membershipVersion: 0,
+    };
+    this.reply(callId, { method: 'JoinCluster', body });
+  }
+
+  private replyJoinAccepted(callId: number, id: number, roster: Roster): void {
+    const self = memberById(roster, this.hs.selfId);
+    const body: JoinResponse = {
+      accepted: true, refusalReason: '', assignedId: id, term: this.hs.term, leaderRegion: String(this.hs.selfId),
+      leaderGrpcAddr: self?.grpcAddr ?? this.config.grpcAddr, leaderHttpAddr: self?.httpAddr ?? this.config.httpAddr,
+      members: roster.members, membershipVersion: roster.membershipVersion,
+    };
+    this.reply(callId, { method: 'JoinCluster', body });
+  }
+
+  // ---------------------------------------------------------------- responses
+
+  private onResponse(requestId: number, response: RpcResponse): void {
+    const ctx = this.calls.get(requestId);
+    if (!ctx || ctx.method !== response.method) return;
+    this.calls.delete(requestId);
+    switch (response.method) {
+      case 'ShipSegment': this.onShipResponse(requestId, ctx as Extract<CallContext, { method: 'ShipSegment' }>, response.body); break;
+      case 'Heartbeat': this.onHeartbeatResponse(ctx.term, (ctx as { toId: number }).toId, response.body); break;
+      case 'ReportApplied': break;
+      case 'RequestVote': this.onVoteResponse(ctx as Extract<CallContext, { method: 'RequestVote' }>, response.body); break;
+      case 'TimeoutNow': this.onTimeoutNowResponse(ctx as Extract<CallContext, { method: 'TimeoutNow' }>, response.body.accepted); break;
+      case 'JoinCluster': this.onJoinResponse(requestId, response.body); break;
+      default: assertNever(response);
+    }
+  }
+
+  private stepDownOnHigherTerm(term: number): boolean {
+    if (term > this.hs.term) {
+      this.becomeFollower(term, 0);
+      return true;
+    }
+    return false;
+  }
+
+  private onShipResponse(requestId: number, ctx: Extract<CallContext, { method: 'ShipSegment' }>, body: ShipSegmentResponse): void {
+    if (this.stepDownOnHigherTerm(body.term)) return;
+    if (this.role !== 'leader' || ctx.term !== this.hs.term || body.term !== this.hs.term) return;
+    const pr = this.progress.get(ctx.toId);
+    if (!pr) return;
+    pr.inflight.delete(requestId);
+    this.recentActive.add(ctx.toId);
+    if (body.accepted) {
+      if (pr.state === 'probe') pr.state = 'replicate';
+    } else if (pr.state !== 'paused') {
+      pr.state = 'paused'; // the follower pulls what it misses (StreamSegments) and reports back
+      pr.pausedTick = this.ticks;
+      pr.inflight.clear();
+    }
+    this.foldMatch(ctx.toId, body.appliedSeqno);
+    if (pr.state !== 'paused' && pr.nextSeq <= pr.matchSeq) pr.nextSeq = pr.matchSeq + 1;
+    this.maybeShip(ctx.toId);
+  }
+
+  private onHeartbeatResponse(term: number, toId: number, body: HeartbeatResponse): void {
+    if (body.removed) {
+      this.learnRemoved();
+      return;
+    }
+    if (this.stepDownOnHigherTerm(body.term)) return;
+    if (this.role !== 'leader' || term !== this.hs.term || !body.accepted) return;
+    this.recentActive.add(toId);
+    const pr = this.progress.get(toId);
+    if (pr) pr.capabilities = body.capabilities;
+  }
+
+  private onVoteResponse(ctx: Extract<CallContext, { method: 'RequestVote' }>, body: VoteResponse): void {
+    if (body.removed) {
+      this.learnRemoved();
+      return;
+    }
+    if (ctx.term !== this.hs.term) return;
+    if (!body.granted && this.stepDownOnHigherTerm(body.term)) return;
+    const expected = ctx.prevote ? 'precandidate' : 'candidate';
+    if (this.role !== expected) return;
+    this.votes.set(ctx.toId, body.granted);
+    const tally = this.tallyVotes();
+    if (tally === 'won') {
+      if (ctx.prevote) this.startElection(false);
+      else this.becomeLeader();
+    } else if (tally === 'lost') {
+      this.becomeFollower(this.hs.term, 0);
+    }
+  }
+
+  private onTimeoutNowResponse(ctx: Extract<CallContext, { method: 'TimeoutNow' }>, accepted: boolean): void {
+    if (!this.transfer || this.transfer.adminId !== ctx.adminId) return;
+    if (!accepted) {
+      this.fx.other({ type: 'adminResult', adminId: ctx.adminId, ok: false, reason: 'transfer target refused TimeoutNow' });
+      this.transfer = null;
+    }
+  }
+
+  private onJoinResponse(requestId: number, body: JoinResponse): void {
+    if (this.joinInflight !== requestId) return;
+    this.joinInflight = null;
+    if (this.role !== 'joiner') return;
+    if (!body.accepted) {
+      this.joinLeaderHint = body.leaderGrpcAddr;
+      return;
+    }
+    const members = body.members;
+    this.hs.selfId = body.assignedId;
+    this.hs.rosterBase = {
+      membershipVersion: body.membershipVersion, members,
+      nextMemberId: members.reduce((max, m) => Math.max(max, m.id + 1), body.assignedId + 1),
+    };
+    const leaderId = Number(body.leaderRegion) || 0;
+    this.becomeFollower(Math.max(body.term, this.hs.term), leaderId);
+  }
+
+  private onCallFailed(requestId: number, status: RpcStatus): void {
+    const ctx = this.calls.get(requestId);
+    if (!ctx) return;
+    this.calls.delete(requestId);
+    const term = Number(status.trailers[TRAILER_TERM] ?? '0');
+    if (term > this.hs.term && ctx.method !== 'JoinCluster') {
+      this.becomeFollower(term, 0);
+      return;
+    }
+    switch (ctx.method) {
+      case 'ShipSegment': {
+        const pr = this.progress.get(ctx.toId);
+        if (!pr || !pr.inflight.delete(requestId)) return;
+        if (pr.state !== 'paused') this.rewind(pr);
+        break;
+      }
+      case 'JoinCluster':
+        if (this.joinInflight === requestId) this.joinInflight = null;
+        break;
+      case 'StreamSegments':
+        if (this.pull?.requestId !== requestId) return;
+        this.pull = null;
+        if (status.code === StatusCode.FAILED_PRECONDITION && status.trailers[TRAILER_CATCHUP] !== undefined) this.startSnapshotFetch();
+        break;
+      case 'TimeoutNow':
+        if (this.transfer?.adminId === ctx.adminId) {
+          this.fx.other({ type: 'adminResult', adminId: ctx.adminId, ok: false, reason: `TimeoutNow failed: ${status.details}` });
+          this.transfer = null;
+        }
+        break;
+      case 'FetchSnapshot':
+      case 'RequestVote':
+      case 'Heartbeat':
+      case 'ReportApplied':
+        break;
+      default: assertNever(ctx);
+    }
+  }
+
+  // ---------------------------------------------------------------- follower: pulling
+
+  /** startPull asks the leader's stream for what we miss, from the first seq not known to match. */
+  private startPull(): void {
+    if (this.pull || this.leaderId === 0 || this.role === 'leader' || this.hs.halted !== '') return;
+    const body: StreamRequest = { shardId: this.leaderId, fromSeqno: this.matchedSeq + 1, term: this.hs.term };
+    const requestId = this.sendToId(this.leaderId, { method: 'StreamSegments', body }, { method: 'StreamSegments', term: this.hs.term, toId: this.leaderId });
+    if (requestId !== null) this.pull = { requestId, kind: 'stream', startedTick: this.ticks };
+  }
+
+  private startSnapshotFetch(): void {
+    const leader = memberById(this.currentRoster(), this.leaderId);
+    if (!leader || this.pull) return;
+    const requestId = this.nextRequestId++;
+    const request: SnapshotRequest = { shardId: this.leaderId, fromSeqno: this.matchedSeq + 1, term: this.hs.term };
+    this.calls.set(requestId, { method: 'FetchSnapshot', term: this.hs.term, toId: this.leaderId, sentTick: this.ticks });
+    this.pull = { requestId, kind: 'snapshot', startedTick: this.ticks };
+    this.fx.message({ type: 'fetchSnapshot', requestId, to: leader.grpcAddr, toId: this.leaderId, request });
+  }
+
+  private onStreamChunk(requestId: number, chunk: ShipSegmentRequest): void {
+    if (this.pull?.requestId !== requestId || this.hs.halted !== '') return;
+    if (chunk.term !== this.hs.term || chunk.leaderRegion !== this.leaderId) return;
+    this.electionElapsedTicks = 0;
+    this.leaseElapsedTicks = 0;
+    this.pull.startedTick = this.ticks;
+    const decoded = decodeSegmentFrame(chunk.payload);
+    if (!decoded.ok) {
+      this.pull = null;
+      return;
+    }
+    if (this.receiveSegment(chunk, decoded.frame) !== 'accepted') this.pull = null;
+  }
+
+  private onStreamEnded(requestId: number): void {
+    if (this.pull?.requestId !== requestId) return;
+    this.calls.delete(requestId);
+    this.pull = null;
+    const gauge = this.lagGaugeByShard.get(this.leaderId) ?? 0;
+    if (this.matchedSeq < gauge) this.startPull(); // a bounded stream ended before we caught up
+  }
+
+  private onSnapshotInstalled(requestId: number, meta: SnapshotMeta, header: SnapshotHeader): void {
+    if (this.pull?.requestId === requestId) this.pull = null;
+    this.calls.delete(requestId);
+    // The driver has already swapped the state machine to the artifact: adopt it whatever we thought.
+    if (this.log.termAt(meta.seq) === meta.entryTerm && meta.seq <= this.log.lastSeq() && meta.seq > this.log.baseSeq) {
+      this.log.compactThrough(meta.seq);
+    } else if (meta.seq !== this.log.baseSeq || meta.entryTerm !== this.log.baseTerm || this.log.lastSeq() !== meta.seq) {
+      this.log.resetTo(meta.seq, meta.entryTerm);
+      this.fx.append(meta.seq + 1, []);
+      this.durableSeq = meta.seq;
+    }
+    this.baseRoster = meta.roster;
+    this.fx.other({ type: 'compact', throughSeq: meta.seq });
+    this.staged = { meta, header };
+    this.appliedSeq = meta.seq;
+    this.commitSeq = Math.max(meta.seq, Math.min(this.commitSeq, this.log.lastSeq()));
+    this.matchedSeq = Math.max(meta.seq, Math.min(this.matchedSeq, this.log.lastSeq()));
+    this.durableSeq = Math.max(this.durableSeq, meta.seq);
+    if (this.hs.reseed) this.hs.reseed = false;
+    if (isRemoved(meta.roster, this.hs.selfId)) this.learnRemoved();
+    this.applyCommitted();
+    this.afterFrontierMoved();
+    this.startPull();
+  }
+
+  private onSnapshotFailed(requestId: number, reason: string): void {
+    if (this.pull?.requestId !== requestId) return;
+    this.calls.delete(requestId);
+    this.pull = null;
+    if (reason === 'not-needed') this.startPull();
+  }
+
+  // ---------------------------------------------------------------- readiness
+
+  private setReady(ready: boolean, reason: string): void {
+    if (this.ready === ready) return;
+    this.ready = ready;
+    this.fx.other({ type: 'readiness', ready, reason });
+  }
+
+  private converge(reason: string): void {
+    if (this.hs.removed || this.hs.halted !== '') return;
+    if (this.hs.reseed) return;
+    this.statusPollMode = false;
+    this.setReady(true, reason);
+  }
+
+  /** tryConverge: rules 1-3 — only a real (non-zero) leader frontier converges the latch. */
+  private tryConverge(): void {
+    if (this.ready || this.role === 'removed') return;
+    const frontier = this.reportable();
+    if (this.heartbeatLeaderLastSeq > 0 && frontier >= this.heartbeatLeaderLastSeq) this.converge('caught-up-to-heartbeat-frontier');
+    else if (this.statusPollTarget > 0 && frontier >= this.statusPollTarget) this.converge('caught-up-to-polled-status');
+  }
+
+  private onStatusPolled(leaderLastSeq: number): void {
+    if (leaderLastSeq <= 0) return;
+    this.statusPollTarget = leaderLastSeq;
+    this.tryConverge();
+  }
+
+  // ---------------------------------------------------------------- client and admin
+
+  private onPropose(proposalId: number, data: Uint8Array): void {
+    const refuse = (reason: string) => {
+      const leader = memberById(this.currentRoster(), this.leaderId);
+      this.fx.other({ type: 'proposalResult', proposalId, ok: false, seq: 0, reason, leaderHint: this.role === 'leader' ? '' : leader?.grpcAddr ?? '' });
+    };
+    if (this.role !== 'leader') return refuse('not the leader');
+    if (this.transfer) return refuse('leadership transfer in progress');
+    if (this.pendingProposals.size >= this.limits.proposalQueueCountMax) return refuse('proposal queue full');
+    const entry: Entry = { seq: this.log.lastSeq() + 1, term: this.hs.term, kind: EntryKind.EventBatch, data };
+    this.appendLocal([entry]);
+    this.matchedSeq = this.log.lastSeq();
+    this.pendingProposals.set(entry.seq, proposalId);
+    for (const id of this.progress.keys()) this.maybeShip(id);
+    this.maybeCommit();
+  }
+
+  private onAdmin(adminId: number, op: AdminOp): void {
+    const fail = (reason: string) => this.fx.other({ type: 'adminResult', adminId, ok: false, reason });
+    if (this.role !== 'leader') return fail(`not the leader (leader is ${this.leaderId || 'unknown'})`);
+    const roster = this.currentRoster();
+    const member = memberById(roster, op.memberId);
+    if (!member || member.role === MemberRole.Removed) return fail(`no active member ${op.memberId}`);
+    switch (op.op) {
+      case 'transfer': {
+        if (op.memberId === this.hs.selfId) return this.fx.other({ type: 'adminResult', adminId, ok: true, reason: 'already the leader' });
+        if (member.role !== MemberRole.Voter) return fail('only a voter can take leadership');
+        if (this.transfer) return fail('a leadership transfer is already in progress');
+        this.transfer = { targetId: op.memberId, adminId, elapsedTicks: 0, sent: false };
+        this.maybeSendTimeoutNow();
+        return;
+      }
+      case 'promote':
+      case 'remove': {
+        if (op.op === 'promote' && member.role !== MemberRole.Learner) return fail('only a learner can be promoted');
+        if (op.op === 'remove' && op.memberId === this.hs.selfId) return fail('the leader cannot remove itself: transfer leadership first');
+        if (op.op === 'promote' && (this.progress.get(op.memberId)?.matchSeq ?? 0) < this.commitSeq) return fail('learner has not caught up with the commit seqno yet; retry');
+        const refusal = this.confChangeRefusal();
+        if (refusal) return fail(refusal);
+        const role = op.op === 'promote' ? MemberRole.Voter : MemberRole.Removed;
+        const seq = this.appendConfChange(withMember(roster, { ...member, role }));
+        this.pendingWaits.push({ seq, kind: 'admin', id: adminId, name: member.name });
+        return;
+      }
+      default: assertNever(op);
+    }
+  }
+
+  private maybeSendTimeoutNow(): void {
+    const t = this.transfer;
+    if (!t || t.sent || this.role !== 'leader') return;
+    const pr = this.progress.get(t.targetId);
+    if (!pr || pr.matchSeq < this.log.lastSeq()) return;
+    t.sent = true;
+    const body: TimeoutNowRequest = { term: this.hs.term, leaderRegion: this.hs.selfId };
+    this.sendToId(t.targetId, { method: 'TimeoutNow', body }, { method: 'TimeoutNow', term: this.hs.term, toId: t.targetId, adminId: t.adminId });
+  }
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

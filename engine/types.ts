@@ -68,6 +68,8 @@ export interface RestoredState {
   hardState: HardState;
   /** snapshot is the newest installed or staged snapshot, null = none. */
   snapshot: SnapshotMeta | null;
+  /** snapshotHeader is that artifact's manifest (needed=true), so a restarted leader can serve it. */
+  snapshotHeader: SnapshotHeader | null;
   /** entries follow the snapshot contiguously (entries[0].seq = snapshot.seq + 1). */
   entries: Entry[];
   /** appliedSeq is where the node's state machine already is (>= snapshot seq). */
@@ -168,7 +170,7 @@ export type Input =
   /** snapshotStaged: a stageSnapshot effect finished; its artifact is ready to serve. */
   | { type: 'snapshotStaged'; meta: SnapshotMeta; header: SnapshotHeader }
   /** snapshotInstalled: a fetchSnapshot effect fetched, verified and swapped in the artifact durably. */
-  | { type: 'snapshotInstalled'; requestId: number; meta: SnapshotMeta }
+  | { type: 'snapshotInstalled'; requestId: number; meta: SnapshotMeta; header: SnapshotHeader }
   | { type: 'snapshotFailed'; requestId: number; reason: string }
   /** statusPolled: the leader's status endpoint answered (status-poll readiness path). */
   | { type: 'statusPolled'; leaderLastSeq: number }

@@ -40,7 +40,7 @@ export interface WalSegmentId {
 
 export interface ShipSegmentRequest {
   id: WalSegmentId | undefined;
-  payload: Buffer;
+  payload: Uint8Array;
   eventCount: number;
   leaderLastSeq: number;
   streamBaseline: number;
@@ -139,7 +139,7 @@ export interface SnapshotRequest {
 export interface SnapshotFileEntry {
   path: string;
   size: number;
-  blake3: Buffer;
+  blake3: Uint8Array;
 }
 
 export interface SnapshotHeader {
@@ -153,7 +153,7 @@ export interface SnapshotHeader {
 export interface SnapshotFileChunk {
   path: string;
   offset: number;
-  data: Buffer;
+  data: Uint8Array;
   last: boolean;
 }
 
@@ -300,7 +300,7 @@ export const WalSegmentId: MessageFns<WalSegmentId> = {
 function createBaseShipSegmentRequest(): ShipSegmentRequest {
   return {
     id: undefined,
-    payload: Buffer.alloc(0),
+    payload: new Uint8Array(0),
     eventCount: 0,
     leaderLastSeq: 0,
     streamBaseline: 0,
@@ -361,7 +361,7 @@ export const ShipSegmentRequest: MessageFns<ShipSegmentRequest> = {
               break;
             }
 
-            message.payload = Buffer.from(reader.bytes());
+            message.payload = reader.bytes();
             continue;
           }
           case 3: {
@@ -419,7 +419,7 @@ export const ShipSegmentRequest: MessageFns<ShipSegmentRequest> = {
   fromJSON(object: any): ShipSegmentRequest {
     return {
       id: isSet(object.id) ? WalSegmentId.fromJSON(object.id) : undefined,
-      payload: isSet(object.payload) ? Buffer.from(bytesFromBase64(object.payload)) : Buffer.alloc(0),
+      payload: isSet(object.payload) ? bytesFromBase64(object.payload) : new Uint8Array(0),
       eventCount: isSet(object.eventCount)
         ? globalThis.Number(object.eventCount)
         : isSet(object.event_count)
@@ -476,7 +476,7 @@ export const ShipSegmentRequest: MessageFns<ShipSegmentRequest> = {
   fromPartial(object: DeepPartial<ShipSegmentRequest>): ShipSegmentRequest {
     const message = createBaseShipSegmentRequest();
     message.id = (object.id !== undefined && object.id !== null) ? WalSegmentId.fromPartial(object.id) : undefined;
-    message.payload = object.payload ?? Buffer.alloc(0);
+    message.payload = object.payload ?? new Uint8Array(0);
     message.eventCount = object.eventCount ?? 0;
     message.leaderLastSeq = object.leaderLastSeq ?? 0;
     message.streamBaseline = object.streamBaseline ?? 0;
@@ -2045,7 +2045,7 @@ export const SnapshotRequest: MessageFns<SnapshotRequest> = {
 };
 
 function createBaseSnapshotFileEntry(): SnapshotFileEntry {
-  return { path: "", size: 0, blake3: Buffer.alloc(0) };
+  return { path: "", size: 0, blake3: new Uint8Array(0) };
 }
 
 export const SnapshotFileEntry: MessageFns<SnapshotFileEntry> = {
@@ -2096,7 +2096,7 @@ export const SnapshotFileEntry: MessageFns<SnapshotFileEntry> = {
               break;
             }
 
-            message.blake3 = Buffer.from(reader.bytes());
+            message.blake3 = reader.bytes();
             continue;
           }
         }
@@ -2115,7 +2115,7 @@ export const SnapshotFileEntry: MessageFns<SnapshotFileEntry> = {
     return {
       path: isSet(object.path) ? globalThis.String(object.path) : "",
       size: isSet(object.size) ? globalThis.Number(object.size) : 0,
-      blake3: isSet(object.blake3) ? Buffer.from(bytesFromBase64(object.blake3)) : Buffer.alloc(0),
+      blake3: isSet(object.blake3) ? bytesFromBase64(object.blake3) : new Uint8Array(0),
     };
   },
 
@@ -2140,7 +2140,7 @@ export const SnapshotFileEntry: MessageFns<SnapshotFileEntry> = {
     const message = createBaseSnapshotFileEntry();
     message.path = object.path ?? "";
     message.size = object.size ?? 0;
-    message.blake3 = object.blake3 ?? Buffer.alloc(0);
+    message.blake3 = object.blake3 ?? new Uint8Array(0);
     return message;
   },
 };
@@ -2287,7 +2287,7 @@ export const SnapshotHeader: MessageFns<SnapshotHeader> = {
 };
 
 function createBaseSnapshotFileChunk(): SnapshotFileChunk {
-  return { path: "", offset: 0, data: Buffer.alloc(0), last: false };
+  return { path: "", offset: 0, data: new Uint8Array(0), last: false };
 }
 
 export const SnapshotFileChunk: MessageFns<SnapshotFileChunk> = {
@@ -2341,7 +2341,7 @@ export const SnapshotFileChunk: MessageFns<SnapshotFileChunk> = {
               break;
             }
 
-            message.data = Buffer.from(reader.bytes());
+            message.data = reader.bytes();
             continue;
           }
           case 4: {
@@ -2368,7 +2368,7 @@ export const SnapshotFileChunk: MessageFns<SnapshotFileChunk> = {
     return {
       path: isSet(object.path) ? globalThis.String(object.path) : "",
       offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
-      data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0),
+      data: isSet(object.data) ? bytesFromBase64(object.data) : new Uint8Array(0),
       last: isSet(object.last) ? globalThis.Boolean(object.last) : false,
     };
   },
@@ -2397,7 +2397,7 @@ export const SnapshotFileChunk: MessageFns<SnapshotFileChunk> = {
     const message = createBaseSnapshotFileChunk();
     message.path = object.path ?? "";
     message.offset = object.offset ?? 0;
-    message.data = object.data ?? Buffer.alloc(0);
+    message.data = object.data ?? new Uint8Array(0);
     message.last = object.last ?? false;
     return message;
   },
@@ -3205,11 +3205,28 @@ export const WalShippingClient = makeGenericClientConstructor(
 };
 
 function bytesFromBase64(b64: string): Uint8Array {
-  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+  if ((globalThis as any).Buffer) {
+    return Uint8Array.from((globalThis as any).Buffer.from(b64, "base64"));
+  } else {
+    const bin = globalThis.atob(b64);
+    const arr = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; ++i) {
+      arr[i] = bin.charCodeAt(i);
+    }
+    return arr;
+  }
 }
 
 function base64FromBytes(arr: Uint8Array): string {
-  return globalThis.Buffer.from(arr).toString("base64");
+  if ((globalThis as any).Buffer) {
+    return (globalThis as any).Buffer.from(arr).toString("base64");
+  } else {
+    const bin: string[] = [];
+    arr.forEach((byte) => {
+      bin.push(globalThis.String.fromCharCode(byte));
+    });
+    return globalThis.btoa(bin.join(""));
+  }
 }
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {

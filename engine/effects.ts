@@ -1,0 +1,58 @@
+// Effects collects what one step asks of the driver and hands it back in the
+// order the contract requires: hard state first (a barrier: durable before
+// anything after it is carried out), then a state-machine reset, log appends,
+// messages, applies, and the rest (results, readiness, snapshots, warnings).
+import type { Effect, Entry, HardState } from './types.js';
+
+type MessageEffect = Extract<Effect, { type: 'send' | 'reply' | 'replyError' | 'streamChunk' | 'streamEnd' | 'serveSnapshot' | 'fetchSnapshot' }>;
+type OtherEffect = Exclude<Effect, MessageEffect | { type: 'saveHardState' | 'append' | 'apply' | 'resetStateMachine' }>;
+
+export class Effects {
+  private hardStateEffect: Effect | null = null;
+  private reset = false;
+  private appends: Effect[] = [];
+  private messages: Effect[] = [];
+  private applies: Effect[] = [];
+  private others: Effect[] = [];
+
+  hardState(hardState: HardState): void {
+    this.hardStateEffect = { type: 'saveHardState', hardState: { ...hardState } };
+  }
+
+  /** resetStateMachine also drops applies queued earlier in this step: they are wiped anyway. */
+  resetStateMachine(): void {
+    this.reset = true;
+    this.applies = [];
+    this.others = this.others.filter((e) => e.type !== 'stageSnapshot');
+  }
+
+  append(fromSeq: number, entries: Entry[]): void {
+    this.appends.push({ type: 'append', fromSeq, entries });
+  }
+
+  message(effect: MessageEffect): void {
+    this.messages.push(effect);
+  }
+
+  apply(entries: Entry[]): void {
+    this.applies.push({ type: 'apply', entries });
+  }
+
+  other(effect: OtherEffect): void {
+    this.others.push(effect);
+  }
+
+  drain(): Effect[] {
+    const out: Effect[] = [];
+    if (this.hardStateEffect) out.push(this.hardStateEffect);
+    if (this.reset) out.push({ type: 'resetStateMachine' });
+    out.push(...this.appends, ...this.messages, ...this.applies, ...this.others);
+    this.hardStateEffect = null;
+    this.reset = false;
+    this.appends = [];
+    this.messages = [];
+    this.applies = [];
+    this.others = [];
+    return out;
+  }
+}
