@@ -1,0 +1,62 @@
+// Every limit of the disk layer has a name and a default here; a node overrides them by name.
+
+/** StorageLimits bound what the disk layer writes, reads and accepts from a peer. */
+export interface StorageLimits {
+  /** walSegmentBytesMax rolls the WAL to a new segment file once the next record would not fit. */
+  walSegmentBytesMax: number;
+  /** walRecordBytesMax bounds one WAL record (an entry's data plus its header); larger appends are refused. */
+  walRecordBytesMax: number;
+  /** walBatchBytesMax bounds the bytes one group-commit round writes before its single fdatasync. */
+  walBatchBytesMax: number;
+  /** walQueuedBytesMax bounds appends waiting for a group commit; beyond it append() refuses. */
+  walQueuedBytesMax: number;
+  /** snapshotChunkBytes is the data size of one SnapshotFileChunk served to a peer. */
+  snapshotChunkBytes: number;
+  /** snapshotChunkBytesMax bounds one chunk accepted from a peer. */
+  snapshotChunkBytesMax: number;
+  /** snapshotRetainCount keeps this many newest artifacts; older ones are deleted. */
+  snapshotRetainCount: number;
+  /** snapshotFileCountMax bounds the files one artifact (and one peer's header) may list. */
+  snapshotFileCountMax: number;
+  /** snapshotFileBytesMax bounds one file's size in a peer's header. */
+  snapshotFileBytesMax: number;
+  /** snapshotPathBytesMax bounds one relative path in an artifact. */
+  snapshotPathBytesMax: number;
+  /** hardStateBytesMax bounds the hard-state file read back on open. */
+  hardStateBytesMax: number;
+  /** metaFileBytesMax bounds an artifact's meta.json and manifest.json read back. */
+  metaFileBytesMax: number;
+}
+
+const MiB = 1024 * 1024;
+
+export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
+  walSegmentBytesMax: 64 * MiB,
+  // Above the engine's segmentPayloadBytesMax (4 MiB), so anything the engine ships fits in one record.
+  walRecordBytesMax: 16 * MiB,
+  walBatchBytesMax: 8 * MiB,
+  walQueuedBytesMax: 256 * MiB,
+  snapshotChunkBytes: 1 * MiB,
+  snapshotChunkBytesMax: 4 * MiB,
+  snapshotRetainCount: 2,
+  snapshotFileCountMax: 10_000,
+  snapshotFileBytesMax: 64 * 1024 * MiB,
+  snapshotPathBytesMax: 1024,
+  hardStateBytesMax: 1 * MiB,
+  metaFileBytesMax: 64 * MiB,
+};
+
+/** storageLimits fills unset limits with defaults and refuses nonsense with a clear error. */
+export function storageLimits(overrides: Partial<StorageLimits> = {}): StorageLimits {
+  const limits = { ...DEFAULT_STORAGE_LIMITS, ...overrides };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`storage limit ${name} must be a positive integer, got ${String(value)}`);
+  }
+  if (limits.walRecordBytesMax > limits.walSegmentBytesMax) {
+    throw new RangeError(`walRecordBytesMax (${limits.walRecordBytesMax}) exceeds walSegmentBytesMax (${limits.walSegmentBytesMax})`);
+  }
+  if (limits.snapshotChunkBytes > limits.snapshotChunkBytesMax) {
+    throw new RangeError(`snapshotChunkBytes (${limits.snapshotChunkBytes}) exceeds snapshotChunkBytesMax (${limits.snapshotChunkBytesMax})`);
+  }
+  return limits;
+}
