@@ -1,0 +1,212 @@
+// The peer client: one grpc-js channel per peer address, kept in a pool. It
+// carries out the engine's `send` effects and reports each call's outcome as
+// the engine's inputs (response, callFailed, streamChunk, streamEnded), and it
+// gives the snapshot installer FetchSnapshot as an async iterable.
+import * as grpc from '@grpc/grpc-js';
+import { StatusCode, type RpcRequest, type RpcStatus, type SnapshotRequest, type UnaryMethod } from '../../engine/rpc.js';
+import type { Input } from '../../engine/types.js';
+import type { SnapshotChunk } from '../../proto/gen/svc/replication/v1/replication.js';
+import { clientChannelOptions } from './channel-options.js';
+import { resolveGrpcLimits, type GrpcLimits } from './limits.js';
+import { decodeResponse, decodeSegmentChunk, encodeRequest, identity, methodPath } from './methods.js';
+import { snapshotChunks } from './snapshot-stream.js';
+import { fromStatusObject, rpcStatus } from './status.js';
+
+/** TransportInput is every engine input a call's outcome becomes. */
+export type TransportInput = Extract<Input, { type: 'response' | 'callFailed' | 'streamChunk' | 'streamEnded' }>;
+
+export interface PeerPoolOptions {
+  /** credentials: clientCredentials(...) for mTLS, or insecureClientCredentials() when explicitly asked. */
+  credentials: grpc.ChannelCredentials;
+  /** deliver receives each outcome; every send ends in exactly one response, callFailed or streamEnded. */
+  deliver: (input: TransportInput) => void;
+  limits?: Partial<GrpcLimits>;
+  /** channelOptions go over ours, e.g. grpc.ssl_target_name_override where a certificate names another host. */
+  channelOptions?: grpc.ChannelOptions;
+  /** onWarning hears about problems the pool absorbed (a deliver callback that threw). */
+  onWarning?: (message: string) => void;
+}
+
+interface Inflight {
+  to: string;
+  cancel(): void;
+}
+
+export class PeerPool {
+  private readonly limits: GrpcLimits;
+  private readonly clients = new Map<string, grpc.Client>();
+  private readonly inflight = new Map<number, Inflight>();
+  private closed = false;
+
+  constructor(private readonly options: PeerPoolOptions) {
+    this.limits = resolveGrpcLimits(options.limits);
+  }
+
+  /** inflightCount is the number of sends still waiting for their outcome. */
+  get inflightCount(): number {
+    return this.inflight.size;
+  }
+
+  /**
+   * send runs one call to `to` (host:port) under its deadline. Unary methods end in `response` or
+   * `callFailed`; StreamSegments delivers `streamChunk`s, then `streamEnded` or `callFailed` (with the
+   * status's trailers, e.g. x-svc-catchup on FAILED_PRECONDITION). Transport failures are UNAVAILABLE.
+   */
+  send(requestId: number, to: string, request: RpcRequest): void {
+    if (this.inflight.has(requestId)) {
+      this.failSoon(requestId, rpcStatus(StatusCode.INTERNAL, `request id ${requestId} is already in flight`), false);
+      return;
+    }
+    if (request.method === 'FetchSnapshot') {
+      this.failSoon(requestId, rpcStatus(StatusCode.INTERNAL, 'FetchSnapshot goes through PeerPool.fetchSnapshot'));
+      return;
+    }
+    const client = this.clientFor(to);
+    if (typeof client === 'string') {
+      this.failSoon(requestId, rpcStatus(StatusCode.UNAVAILABLE, client));
+      return;
+    }
+    let bytes: Buffer;
+    try {
+      bytes = encodeRequest(request);
+    } catch (err) {
+      this.failSoon(requestId, rpcStatus(StatusCode.INTERNAL, `request does not encode: ${String(err)}`));
+      return;
+    }
+    if (request.method === 'StreamSegments') {
+      this.startStream(requestId, to, client, bytes);
+    } else {
+      this.startUnary(requestId, to, client, request.method, bytes);
+    }
+  }
+
+  /**
+   * fetchSnapshot runs FetchSnapshot against `to`: the header first, then file chunks, read from the
+   * network only as fast as the caller iterates. A non-OK status, a silence longer than
+   * snapshotIdleTimeoutMs or a stream out of protocol order is thrown as an RpcStatusError.
+   * Leaving the loop early cancels the call.
+   */
+  fetchSnapshot(to: string, request: SnapshotRequest): AsyncIterable<SnapshotChunk> {
+    const client = this.clientFor(to);
+    return snapshotChunks(client, request, this.limits);
+  }
+
+  /** cancel ends a call in flight; its outcome is then callFailed CANCELLED. */
+  cancel(requestId: number): void {
+    this.inflight.get(requestId)?.cancel();
+  }
+
+  /** closePeer cancels the calls to `to` and drops its channel (e.g. the member was removed). */
+  closePeer(to: string): void {
+    for (const call of this.inflight.values()) if (call.to === to) call.cancel();
+    this.clients.get(to)?.close();
+    this.clients.delete(to);
+  }
+
+  /** close cancels every call in flight and closes every channel; later sends fail UNAVAILABLE. */
+  close(): void {
+    this.closed = true;
+    for (const call of [...this.inflight.values()]) call.cancel();
+    for (const client of this.clients.values()) client.close();
+    this.clients.clear();
+  }
+
+  /** clientFor returns the peer's client, or why there is none. */
+  private clientFor(to: string): grpc.Client | string {
+    if (this.closed) return 'peer pool is closed';
+    const existing = this.clients.get(to);
+    if (existing) return existing;
+    if (to.trim() === '') return 'no peer address';
+    try {
+      const client = new grpc.Client(to, this.options.credentials, {
+        ...clientChannelOptions(this.limits),
+        ...this.options.channelOptions,
+      });
+      this.clients.set(to, client);
+      return client;
+    } catch (err) {
+      return `cannot dial ${JSON.stringify(to)}: ${err instanceof Error ? err.message : String(err)}`;
+    }
+  }
+
+  private startUnary(requestId: number, to: string, client: grpc.Client, method: UnaryMethod, bytes: Buffer): void {
+    const deadlineMs = method === 'JoinCluster' ? this.limits.joinDeadlineMs : this.limits.unaryDeadlineMs;
+    const call = client.makeUnaryRequest<Buffer, Buffer>(methodPath(method), identity, identity, bytes,
+      new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (err, value) => {
+        this.inflight.delete(requestId);
+        if (err) {
+          this.deliver({ type: 'callFailed', requestId, status: fromStatusObject(err) });
+          return;
+        }
+        try {
+          this.deliver({ type: 'response', requestId, response: decodeResponse(method, value ?? Buffer.alloc(0)) });
+        } catch (decodeErr) {
+          this.deliver({
+            type: 'callFailed', requestId,
+            status: rpcStatus(StatusCode.INTERNAL, `malformed ${method} response: ${String(decodeErr)}`),
+          });
+        }
+      });
+    this.inflight.set(requestId, { to, cancel: () => call.cancel() });
+  }
+
+  private startStream(requestId: number, to: string, client: grpc.Client, bytes: Buffer): void {
+    const call = client.makeServerStreamRequest<Buffer, Buffer>(methodPath('StreamSegments'), identity, identity,
+      bytes, new grpc.Metadata(), { deadline: Date.now() + this.limits.streamDeadlineMs });
+    let failure: RpcStatus | null = null;
+    let status: grpc.StatusObject | null = null;
+    let ended = false;
+    let reported = false;
+    // The outcome waits for both 'status' and 'end', so every chunk is delivered before it.
+    const maybeReport = (): void => {
+      if (reported || !ended || (status === null && failure === null)) return;
+      reported = true;
+      this.inflight.delete(requestId);
+      if (failure !== null) {
+        this.deliver({ type: 'callFailed', requestId, status: failure });
+      } else if (status!.code === grpc.status.OK) {
+        this.deliver({ type: 'streamEnded', requestId });
+      } else {
+        this.deliver({ type: 'callFailed', requestId, status: fromStatusObject(status!) });
+      }
+    };
+    call.on('data', (message: Buffer) => {
+      if (failure !== null) return;
+      try {
+        this.deliver({ type: 'streamChunk', requestId, chunk: decodeSegmentChunk(message) });
+      } catch (err) {
+        failure = rpcStatus(StatusCode.INTERNAL, `malformed StreamSegments chunk: ${String(err)}`);
+        call.cancel();
+      }
+    });
+    call.on('error', () => {
+      // The same outcome arrives as 'status'; listening keeps the stream from throwing it.
+    });
+    call.on('status', (received: grpc.StatusObject) => {
+      status = received;
+      maybeReport();
+    });
+    call.on('end', () => {
+      ended = true;
+      maybeReport();
+    });
+    this.inflight.set(requestId, { to, cancel: () => call.cancel() });
+  }
+
+  /** failSoon reports a failure on a later tick, as a real call would, never inside send(). */
+  private failSoon(requestId: number, status: RpcStatus, tracked = true): void {
+    if (tracked) this.inflight.set(requestId, { to: '', cancel: () => {} });
+    setImmediate(() => {
+      if (tracked) this.inflight.delete(requestId);
+      this.deliver({ type: 'callFailed', requestId, status });
+    });
+  }
+
+  private deliver(input: TransportInput): void {
+    try {
+      this.options.deliver(input);
+    } catch (err) {
+      this.options.onWarning?.(`deliver threw for ${input.type} of request ${input.requestId}: ${String(err)}`);
+    }
+  }
+}

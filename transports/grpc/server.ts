@@ -1,0 +1,170 @@
+// The WalShipping gRPC server: all eight methods, each call decoded, checked
+// against GrpcLimits and handed to a PeerHandler with a CallSink. It decides
+// nothing itself. Bad input (malformed protobuf, oversized messages, limits
+// broken, unknown methods, vanished peers) ends that call with a named status
+// while every other call carries on.
+import * as grpc from '@grpc/grpc-js';
+import { StatusCode, type RpcMethod, type RpcRequest, type UnaryMethod } from '../../engine/rpc.js';
+import type { CallEnd, PeerHandler } from './call-sink.js';
+import { serverChannelOptions } from './channel-options.js';
+import { resolveGrpcLimits, type GrpcLimits } from './limits.js';
+import { RPC_METHODS, identity, isUnaryMethod, methodPath, type StreamMethod } from './methods.js';
+import { StreamCall, UnaryCall, type CallEnv } from './served-call.js';
+import { toServiceError } from './status.js';
+import { decodeCheckedRequest } from './validate.js';
+
+export type { CallEnd, CallSink, PeerHandler } from './call-sink.js';
+
+export interface PeerServerOptions {
+  handler: PeerHandler;
+  /** credentials: serverCredentials(...) for mTLS, or insecureServerCredentials() when explicitly asked. */
+  credentials: grpc.ServerCredentials;
+  limits?: Partial<GrpcLimits>;
+  /** onWarning hears about bad input and handler misuse; the server never throws them. */
+  onWarning?: (message: string) => void;
+}
+
+export interface PeerServerStats {
+  activeCallCount: number;
+  /** bufferedBytes sums what the active streams hold in memory. */
+  bufferedBytes: number;
+  /** rejectedCallCount counts calls refused before reaching the handler (malformed, over a limit). */
+  rejectedCallCount: number;
+  handlerErrorCount: number;
+}
+
+/** serviceDefinition registers the eight paths with byte-for-byte (identity) serializers. */
+function serviceDefinition(): grpc.ServiceDefinition {
+  const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
+  for (const method of RPC_METHODS) {
+    definition[method] = {
+      path: methodPath(method),
+      requestStream: false,
+      responseStream: !isUnaryMethod(method),
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
+    };
+  }
+  return definition;
+}
+
+export class PeerServer {
+  private readonly server: grpc.Server;
+  private readonly limits: GrpcLimits;
+  private readonly active = new Map<number, UnaryCall | StreamCall>();
+  private readonly env: CallEnv;
+  private nextCallId = 1;
+  private rejectedCallCount = 0;
+  private handlerErrorCount = 0;
+  private boundPort = 0;
+
+  private constructor(private readonly options: PeerServerOptions) {
+    this.limits = resolveGrpcLimits(options.limits);
+    this.server = new grpc.Server(serverChannelOptions(this.limits));
+    this.env = {
+      limits: this.limits,
+      warn: (message) => this.warn(message),
+      closed: (callId, end) => this.callClosed(callId, end),
+    };
+    const implementation: grpc.UntypedServiceImplementation = {};
+    for (const method of RPC_METHODS) {
+      implementation[method] = isUnaryMethod(method)
+        ? (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => this.onUnary(method, call, respond)
+        : (call: grpc.ServerWritableStream<Buffer, Buffer>) => this.onStream(method, call);
+    }
+    this.server.addService(serviceDefinition(), implementation);
+  }
+
+  /** listen binds `address` (host:port; port 0 picks a free one) and starts serving. */
+  static async listen(address: string, options: PeerServerOptions): Promise<PeerServer> {
+    const peerServer = new PeerServer(options);
+    peerServer.boundPort = await new Promise<number>((resolve, reject) => {
+      peerServer.server.bindAsync(address, options.credentials, (err, port) => (err ? reject(err) : resolve(port)));
+    });
+    return peerServer;
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  stats(): PeerServerStats {
+    let bufferedBytes = 0;
+    for (const call of this.active.values()) bufferedBytes += call.bufferedBytes();
+    return {
+      activeCallCount: this.active.size,
+      bufferedBytes,
+      rejectedCallCount: this.rejectedCallCount,
+      handlerErrorCount: this.handlerErrorCount,
+    };
+  }
+
+  /** close stops accepting calls, lets running ones finish for up to graceMs, then cancels the rest. */
+  async close(graceMs = 1_000): Promise<void> {
+    const graceful = new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()));
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), graceMs);
+    });
+    const outcome = await Promise.race([graceful, deadline]);
+    clearTimeout(timer);
+    if (outcome === 'late') this.server.forceShutdown();
+    for (const call of [...this.active.values()]) call.peerGone();
+  }
+
+  private onUnary(method: UnaryMethod, call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>): void {
+    const checked = decodeCheckedRequest(method, call.request, this.limits);
+    if (!checked.ok) {
+      this.reject(method, call.getPeer(), checked.status.details);
+      respond(toServiceError(checked.status).error, null);
+      return;
+    }
+    const served = new UnaryCall(this.nextCallId++, method, call.getPeer(), this.env, respond);
+    call.on('cancelled', () => served.peerGone());
+    this.handOver(served, checked.request);
+  }
+
+  private onStream(method: StreamMethod, call: grpc.ServerWritableStream<Buffer, Buffer>): void {
+    const checked = decodeCheckedRequest(method, call.request, this.limits);
+    if (!checked.ok) {
+      this.reject(method, call.getPeer(), checked.status.details);
+      call.emit('error', toServiceError(checked.status).error);
+      return;
+    }
+    const served = new StreamCall(this.nextCallId++, method, call.getPeer(), this.env, call);
+    call.on('cancelled', () => served.peerGone());
+    this.handOver(served, checked.request);
+  }
+
+  private handOver(served: UnaryCall | StreamCall, request: RpcRequest): void {
+    this.active.set(served.callId, served);
+    try {
+      this.options.handler.onRequest(served.callId, request, served);
+    } catch (err) {
+      this.handlerErrorCount += 1;
+      this.warn(`${served.method} call ${served.callId}: handler threw: ${String(err)}`);
+      served.replyError({ code: StatusCode.INTERNAL, details: 'server handler failed', trailers: {} });
+    }
+  }
+
+  private callClosed(callId: number, end: CallEnd): void {
+    this.active.delete(callId);
+    try {
+      this.options.handler.onCallClosed?.(callId, end);
+    } catch (err) {
+      this.handlerErrorCount += 1;
+      this.warn(`call ${callId}: handler's onCallClosed threw: ${String(err)}`);
+    }
+  }
+
+  private reject(method: RpcMethod, peer: string, details: string): void {
+    this.rejectedCallCount += 1;
+    this.warn(`${method} from ${peer} refused: ${details}`);
+  }
+
+  private warn(message: string): void {
+    this.options.onWarning?.(message);
+  }
+}
