@@ -1,0 +1,128 @@
+// createApp wires the developer HTTP API over a DocumentStore and, optionally, Redis. Middleware order:
+// request id, public routes (/health, /ready, /openapi.json, /docs), authentication, rate limit, JSON body,
+// OpenAPI validation, routes, then one JSON error handler for every failure.
+import './express-types.js';
+import express from 'express';
+import type { Express } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { Redis } from 'ioredis';
+import type { DocumentStore } from './store/document-store.js';
+import type { ApiConfig } from './config.js';
+import { defaultConfig } from './config.js';
+import { ApiError, errorHandler } from './errors.js';
+import { rateLimitWindowMs, requestBodyBytesMax } from './limits.js';
+import { requestId } from './request-id.js';
+import { openApiDocument } from './openapi/document.js';
+import { docsRoutes } from './docs.js';
+import { authenticate } from './auth/authenticate.js';
+import { rateLimit } from './rate-limit/middleware.js';
+import type { RateLimiter } from './rate-limit/sliding-window.js';
+import { FallbackLimiter, LocalSlidingWindowLimiter, RedisSlidingWindowLimiter } from './rate-limit/sliding-window.js';
+import { keyRoutes } from './routes/keys.js';
+import { credentialRoutes } from './routes/credentials.js';
+import { projectRoutes } from './routes/projects.js';
+import { workRoutes } from './routes/work.js';
+import { WorkStatsReader } from './queue/work-stats.js';
+
+/** redisCommandTimeoutMs bounds one Redis command of the request path (rate limit, stats). */
+export const redisCommandTimeoutMs = 1000;
+
+export interface RedisSettings {
+  url: string;
+}
+
+export interface CreateAppOptions {
+  store: DocumentStore;
+  /** redis enables the cluster-wide rate limit and the queue endpoints; without it they degrade (see README). */
+  redis?: RedisSettings;
+  config?: Partial<ApiConfig>;
+}
+
+export interface ApiService {
+  app: Express;
+  config: ApiConfig;
+  /** close releases Redis connections; the HTTP server, if any, is the caller's to close. */
+  close(): Promise<void>;
+}
+
+export function createApp(options: CreateAppOptions): ApiService {
+  const config = defaultConfig(options.config);
+  const { store } = options;
+  const redisClients: Redis[] = [];
+  const connect = (): Redis => {
+    const client = new Redis(options.redis!.url, {
+      maxRetriesPerRequest: 1, commandTimeout: redisCommandTimeoutMs, lazyConnect: false,
+    });
+    // Connection errors surface as failed commands; the 'error' event only needs a listener.
+    client.on('error', () => undefined);
+    redisClients.push(client);
+    return client;
+  };
+
+  const localLimiter = new LocalSlidingWindowLimiter(config.rateLimitPerSecond, rateLimitWindowMs);
+  let limiter: RateLimiter = localLimiter;
+  let workStats: WorkStatsReader | undefined;
+  if (options.redis) {
+    let warned = false;
+    limiter = new FallbackLimiter(new RedisSlidingWindowLimiter(connect(), config.rateLimitPerSecond, rateLimitWindowMs),
+      localLimiter, (error) => {
+        if (!warned) config.log('ratelimit.fallback', { error: error instanceof Error ? error.message : String(error) });
+        warned = true;
+      });
+    workStats = new WorkStatsReader(connect(), config.queueNames);
+  }
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(requestId());
+  app.use((_req, res, next) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
+
+  app.get('/health', (_req, res) => { res.json({ status: 'ok' }); });
+  app.get('/ready', async (_req, res) => {
+    let ready: boolean;
+    try {
+      ready = await config.isReady();
+    } catch {
+      ready = false;
+    }
+    if (!ready) throw new ApiError('NOT_READY', 'the service is not ready yet');
+    res.json({ status: 'ready' });
+  });
+  app.get('/openapi.json', (_req, res) => { res.json(openApiDocument); });
+  app.use(docsRoutes());
+
+  app.use(authenticate(store, config.trustedProxies));
+  app.use(rateLimit(limiter, rateLimitWindowMs));
+  app.use(express.json({ limit: requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] }));
+  app.use(OpenApiValidator.middleware({
+    apiSpec: openApiDocument as unknown as Parameters<typeof OpenApiValidator.middleware>[0]['apiSpec'],
+    validateRequests: { allowUnknownQueryParameters: false },
+    validateResponses: config.validateResponses,
+    validateSecurity: false,
+    validateApiSpec: true,
+    ignorePaths: /^\/docs(\/|$)/,
+  }));
+
+  app.use(keyRoutes(store));
+  app.use(credentialRoutes(store, config.secretKey));
+  app.use(projectRoutes(store, config.workspaceRoot));
+  app.use(workRoutes(workStats));
+
+  app.use((_req, _res, next) => { next(new ApiError('NOT_FOUND', 'no such route')); });
+  app.use(errorHandler(config.log));
+
+  return {
+    app,
+    config,
+    async close() {
+      await workStats?.close();
+      await Promise.all(redisClients.map((client) => client.quit().catch(() => client.disconnect())));
+    },
+  };
+}

@@ -1,0 +1,78 @@
+// ApiConfig gathers every setting of the HTTP API; configFromEnv reads the documented environment variables.
+import { readFileSync } from 'node:fs';
+import { rateLimitPerSecondDefault } from './limits.js';
+
+export type ApiLogger = (event: string, fields: Record<string, unknown>) => void;
+
+export interface ApiConfig {
+  /** rateLimitPerSecond is the request rate allowed per API key, cluster-wide (SVC_RATE_LIMIT_RPS). */
+  rateLimitPerSecond: number;
+  /** secretKey (32 bytes) encrypts credential values; without it credential endpoints answer 503. */
+  secretKey?: Buffer;
+  /** trustedProxies lists IPs/CIDRs whose X-Forwarded-For is believed (SVC_TRUSTED_PROXIES, comma-separated). */
+  trustedProxies: string[];
+  /** isReady gates GET /ready (503 NOT_READY until it returns true). */
+  isReady: () => boolean | Promise<boolean>;
+  /** validateRequests is on in production; validateResponses is for tests (a drift becomes a 500). */
+  validateResponses: boolean;
+  /** workspaceRoot, when set, confines project workspaces to directories under it (SVC_WORKSPACE_ROOT). */
+  workspaceRoot?: string;
+  /** queueNames are the BullMQ queues that /work/stats reports. */
+  queueNames: string[];
+  /** log receives structured events; it never receives request bodies, keys or secret values. */
+  log: ApiLogger;
+}
+
+export const agentRunQueueName = 'agent-runs';
+
+export function defaultConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
+  return {
+    rateLimitPerSecond: rateLimitPerSecondDefault,
+    trustedProxies: [],
+    isReady: () => true,
+    validateResponses: false,
+    queueNames: [agentRunQueueName],
+    log: jsonLineLogger,
+    ...overrides,
+  };
+}
+
+export function jsonLineLogger(event: string, fields: Record<string, unknown>): void {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), event, ...fields })}\n`);
+}
+
+/**
+ * parseSecretKey accepts 32 bytes written as 64 hex digits or as base64/base64url (44/43 characters).
+ * It throws without echoing the input, which is a secret.
+ */
+export function parseSecretKey(text: string): Buffer {
+  const trimmed = text.trim();
+  const bytes = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, 'hex')
+    : /^[A-Za-z0-9+/_-]{43}={0,1}$/.test(trimmed) ? Buffer.from(trimmed, 'base64') : Buffer.alloc(0);
+  if (bytes.length !== 32) throw new Error('secret key must be 32 bytes, as 64 hex digits or base64');
+  return bytes;
+}
+
+export function parseRateLimit(text: string): number {
+  const rate = Number(text);
+  if (!Number.isInteger(rate) || rate < 1 || rate > 1_000_000) {
+    throw new Error(`SVC_RATE_LIMIT_RPS must be an integer from 1 to 1000000, got ${JSON.stringify(text)}`);
+  }
+  return rate;
+}
+
+/**
+ * configFromEnv reads SVC_RATE_LIMIT_RPS, SVC_SECRET_KEY or SVC_SECRET_KEY_FILE, SVC_TRUSTED_PROXIES and
+ * SVC_WORKSPACE_ROOT. Unset variables keep the defaults of defaultConfig.
+ */
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ApiConfig> = {}): ApiConfig {
+  const fromEnv: Partial<ApiConfig> = {};
+  if (env.SVC_RATE_LIMIT_RPS) fromEnv.rateLimitPerSecond = parseRateLimit(env.SVC_RATE_LIMIT_RPS);
+  if (env.SVC_SECRET_KEY_FILE) fromEnv.secretKey = parseSecretKey(readFileSync(env.SVC_SECRET_KEY_FILE, 'utf8'));
+  else if (env.SVC_SECRET_KEY) fromEnv.secretKey = parseSecretKey(env.SVC_SECRET_KEY);
+  if (env.SVC_TRUSTED_PROXIES) {
+    fromEnv.trustedProxies = env.SVC_TRUSTED_PROXIES.split(',').map((item) => item.trim()).filter(Boolean);
+  }
+  if (env.SVC_WORKSPACE_ROOT) fromEnv.workspaceRoot = env.SVC_WORKSPACE_ROOT;
+  return defaultConfig({ ...fromEnv, ...overrides });
+}

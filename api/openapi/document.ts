@@ -1,0 +1,366 @@
+// The OpenAPI 3.1 description of the developer API: the single source of truth. Requests are validated
+// against it (and responses, in tests), /openapi.json serves it, and printOpenApi() exports it without a
+// server for `svc openapi` and SDK generation.
+import {
+  allowedIpCountMax, commandArgCountMax, commandArgLengthMax, credentialValueLengthMax, nameLengthMax,
+  pageLimitMax, promptLengthMax, rateLimitPerSecondDefault, workspacePathLengthMax,
+} from '../limits.js';
+import { credentialCategories } from '../credentials/categories.js';
+
+type Schema = Record<string, unknown>;
+
+const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: Schema) => ({ 'application/json': { schema } });
+const errorResponse = (description: string) => ({ description, content: json(ref('Error')) });
+const idParam = { name: 'id', in: 'path', required: true, schema: ref('Id') };
+const pageParams = [
+  { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: pageLimitMax } },
+  { name: 'cursor', in: 'query', required: false, schema: { type: 'string', maxLength: 256 } },
+];
+const rateLimitHeaders = {
+  'RateLimit-Limit': { description: 'Requests allowed per window', schema: { type: 'integer' } },
+  'RateLimit-Remaining': { description: 'Requests left in the current window', schema: { type: 'integer' } },
+  'RateLimit-Reset': { description: 'Seconds until a request slot frees', schema: { type: 'integer' } },
+};
+const page = (item: string): Schema => ({
+  type: 'object', required: ['items', 'next_cursor'], additionalProperties: false,
+  properties: { items: { type: 'array', items: ref(item) }, next_cursor: { type: ['string', 'null'] } },
+});
+
+/** authenticated adds the responses every keyed operation may give. */
+function authenticated(operation: Schema): Schema {
+  const responses = operation.responses as Record<string, unknown>;
+  return {
+    ...operation,
+    responses: {
+      ...responses,
+      400: errorResponse('VALIDATION_FAILED or MALFORMED_JSON'),
+      401: errorResponse('UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED'),
+      403: errorResponse('IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role'),
+      429: {
+        description: 'RATE_LIMITED', content: json(ref('Error')),
+        headers: { 'Retry-After': { schema: { type: 'integer' } }, ...rateLimitHeaders },
+      },
+      default: errorResponse('Any other failure, with its code'),
+    },
+  };
+}
+
+const publicOperation = (operation: Schema): Schema =>
+  ({ ...operation, security: [], responses: { ...(operation.responses as object), default: errorResponse('failure') } });
+
+const description = `
+Developer API: projects and agent command runs, work-queue statistics, infrastructure credentials and API keys.
+
+**Authentication.** Every operation except \`/health\`, \`/ready\`, \`/docs\` and \`/openapi.json\` needs an API
+key in the \`X-API-Key\` header. Keys look like \`svc_\` followed by 43 base64url characters.
+Authentication failures:
+
+| code | status | meaning |
+|---|---|---|
+| \`UNAUTHORIZED\` | 401 | the key is missing or unknown |
+| \`KEY_REVOKED\` | 401 | the key was revoked |
+| \`KEY_EXPIRED\` | 401 | the key is past its \`expires_at\` |
+| \`IP_NOT_ALLOWED\` | 403 | the client address is outside the key's \`allowed_ips\` |
+| \`FORBIDDEN\` | 403 | the key's role may not do this (admin-only operation) |
+
+**Errors.** Every failure is JSON \`{code, message, requestId, details?}\`; \`code\` is stable. Schema failures
+are 400 \`VALIDATION_FAILED\` with \`details\`. Every response carries \`X-Request-Id\` (echoed when the request
+sent a sane one).
+
+**Rate limit.** Requests per second per key, cluster-wide (default ${rateLimitPerSecondDefault}, setting
+\`SVC_RATE_LIMIT_RPS\`), counted over a sliding one-second window. Over the limit: 429 \`RATE_LIMITED\` with
+\`Retry-After\`, \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`.
+`.trim();
+
+export const openApiDocument = {
+  openapi: '3.1.0',
+  info: { title: 'svc developer API', version: '0.1.0', description },
+  servers: [{ url: '/' }],
+  security: [{ ApiKeyAuth: [] }],
+  tags: [
+    { name: 'service' }, { name: 'keys' }, { name: 'users' }, { name: 'credentials' }, { name: 'projects' },
+    { name: 'work' }, { name: 'runs' },
+  ],
+  paths: {
+    '/health': {
+      get: publicOperation({
+        operationId: 'getHealth', tags: ['service'], summary: 'Liveness: the process answers',
+        responses: { 200: { description: 'alive', content: json(ref('Status')) } },
+      }),
+    },
+    '/ready': {
+      get: publicOperation({
+        operationId: 'getReady', tags: ['service'], summary: 'Readiness: the service can take traffic',
+        responses: {
+          200: { description: 'ready', content: json(ref('Status')) },
+          503: errorResponse('NOT_READY'),
+        },
+      }),
+    },
+    '/openapi.json': {
+      get: publicOperation({
+        operationId: 'getOpenApi', tags: ['service'], summary: 'This document',
+        responses: { 200: { description: 'the OpenAPI document', content: json({ type: 'object' }) } },
+      }),
+    },
+    '/keys': {
+      get: authenticated({
+        operationId: 'listKeys', tags: ['keys'], summary: 'List keys (admins see all, others their own)',
+        parameters: pageParams,
+        responses: { 200: { description: 'keys', content: json(page('ApiKey')) } },
+      }),
+      post: authenticated({
+        operationId: 'createKey', tags: ['keys'],
+        summary: 'Create a key; the full key is in this response only',
+        description: 'Admins may create keys for any user and either role; developers only developer keys ' +
+          'for themselves.',
+        requestBody: { required: true, content: json(ref('NewApiKey')) },
+        responses: { 201: { description: 'created', content: json(ref('IssuedApiKey')) } },
+      }),
+    },
+    '/keys/{id}': {
+      get: authenticated({
+        operationId: 'getKey', tags: ['keys'], summary: 'Get a key record', parameters: [idParam],
+        responses: { 200: { description: 'the key', content: json(ref('ApiKey')) } },
+      }),
+    },
+    '/keys/{id}/revoke': {
+      post: authenticated({
+        operationId: 'revokeKey', tags: ['keys'], summary: 'Revoke a key (idempotent)', parameters: [idParam],
+        responses: { 200: { description: 'the revoked key', content: json(ref('ApiKey')) } },
+      }),
+    },
+    '/keys/{id}/rotate': {
+      post: authenticated({
+        operationId: 'rotateKey', tags: ['keys'],
+        summary: 'Issue a replacement with the same settings and revoke this key',
+        parameters: [idParam],
+        responses: { 201: { description: 'the new key', content: json(ref('IssuedApiKey')) } },
+      }),
+    },
+    '/users': {
+      get: authenticated({
+        operationId: 'listUsers', tags: ['users'], summary: 'List users (admin)', parameters: pageParams,
+        responses: { 200: { description: 'users', content: json(page('User')) } },
+      }),
+      post: authenticated({
+        operationId: 'createUser', tags: ['users'], summary: 'Create a user (admin)',
+        requestBody: { required: true, content: json(ref('NewUser')) },
+        responses: { 201: { description: 'created', content: json(ref('User')) } },
+      }),
+    },
+    '/credentials': {
+      get: authenticated({
+        operationId: 'listCredentials', tags: ['credentials'], summary: 'List credentials with values masked',
+        parameters: [
+          { name: 'category', in: 'query', required: false, schema: ref('CategoryText'),
+            description: `One of ${credentialCategories.join(', ')}; others answer 422 INVALID_CATEGORY` },
+          ...pageParams,
+        ],
+        responses: {
+          200: { description: 'credentials, masked', content: json(page('Credential')) },
+          422: errorResponse('INVALID_CATEGORY'),
+          503: errorResponse('CREDENTIALS_UNAVAILABLE: the server has no secret key'),
+        },
+      }),
+      post: authenticated({
+        operationId: 'createCredential', tags: ['credentials'], summary: 'Store a credential (admin)',
+        requestBody: { required: true, content: json(ref('NewCredential')) },
+        responses: {
+          201: { description: 'stored; the value is shown masked', content: json(ref('Credential')) },
+          409: errorResponse('CONFLICT: a credential with this category and name exists'),
+          422: errorResponse('INVALID_CATEGORY'),
+          503: errorResponse('CREDENTIALS_UNAVAILABLE'),
+        },
+      }),
+    },
+    '/credentials/{id}': {
+      patch: authenticated({
+        operationId: 'updateCredential', tags: ['credentials'], summary: 'Replace a credential value (admin)',
+        parameters: [idParam],
+        requestBody: { required: true, content: json(ref('CredentialUpdate')) },
+        responses: {
+          200: { description: 'updated', content: json(ref('Credential')) },
+          404: errorResponse('NOT_FOUND'), 503: errorResponse('CREDENTIALS_UNAVAILABLE'),
+        },
+      }),
+      delete: authenticated({
+        operationId: 'deleteCredential', tags: ['credentials'], summary: 'Delete a credential (admin)',
+        parameters: [idParam],
+        responses: { 204: { description: 'deleted' }, 404: errorResponse('NOT_FOUND') },
+      }),
+    },
+    '/projects': {
+      get: authenticated({
+        operationId: 'listProjects', tags: ['projects'], summary: 'List projects', parameters: pageParams,
+        responses: { 200: { description: 'projects', content: json(page('Project')) } },
+      }),
+      post: authenticated({
+        operationId: 'createProject', tags: ['projects'], summary: 'Create a project (admin)',
+        requestBody: { required: true, content: json(ref('NewProject')) },
+        responses: {
+          201: { description: 'created', content: json(ref('Project')) },
+          422: errorResponse('INVALID_WORKSPACE'),
+        },
+      }),
+    },
+    '/projects/{id}': {
+      get: authenticated({
+        operationId: 'getProject', tags: ['projects'], summary: 'Get a project', parameters: [idParam],
+        responses: { 200: { description: 'the project', content: json(ref('Project')) }, 404: errorResponse('NOT_FOUND') },
+      }),
+      patch: authenticated({
+        operationId: 'updateProject', tags: ['projects'], summary: 'Change a project (admin)',
+        parameters: [idParam],
+        requestBody: { required: true, content: json(ref('ProjectUpdate')) },
+        responses: {
+          200: { description: 'updated', content: json(ref('Project')) },
+          404: errorResponse('NOT_FOUND'), 409: errorResponse('CONFLICT: changed concurrently, retry'),
+          422: errorResponse('INVALID_WORKSPACE'),
+        },
+      }),
+      delete: authenticated({
+        operationId: 'deleteProject', tags: ['projects'], summary: 'Delete a project (admin)',
+        parameters: [idParam],
+        responses: { 204: { description: 'deleted' }, 404: errorResponse('NOT_FOUND') },
+      }),
+    },
+    '/work/stats': {
+      get: authenticated({
+        operationId: 'getWorkStats', tags: ['work'], summary: 'Job counts and workers per queue',
+        responses: {
+          200: { description: 'statistics', content: json(ref('WorkStats')) },
+          503: errorResponse('QUEUE_UNAVAILABLE: no Redis is configured or it does not answer'),
+        },
+      }),
+    },
+  },
+  components: {
+    securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+    schemas: {
+      Id: { type: 'string', pattern: '^[a-z]{3}_[0-9a-z]{9}[0-9a-f]{16}$' },
+      Timestamp: { type: 'string', format: 'date-time' },
+      Name: { type: 'string', minLength: 1, maxLength: nameLengthMax },
+      Status: { type: 'object', required: ['status'], properties: { status: { type: 'string' } } },
+      Error: {
+        type: 'object', required: ['code', 'message', 'requestId'],
+        properties: {
+          code: { type: 'string', examples: ['UNAUTHORIZED', 'KEY_REVOKED', 'KEY_EXPIRED', 'IP_NOT_ALLOWED'] },
+          message: { type: 'string' },
+          requestId: { type: 'string' },
+          details: {},
+        },
+      },
+      Role: { type: 'string', enum: ['admin', 'developer'] },
+      IpRule: { type: 'string', minLength: 2, maxLength: 64, description: 'an IPv4/IPv6 address or CIDR' },
+      ApiKey: {
+        type: 'object', additionalProperties: false,
+        required: ['id', 'name', 'key_prefix', 'user_id', 'role', 'created_at', 'expires_at', 'revoked_at',
+          'revoked_by', 'allowed_ips'],
+        properties: {
+          id: ref('Id'), name: ref('Name'), key_prefix: { type: 'string' }, user_id: ref('Id'), role: ref('Role'),
+          created_at: ref('Timestamp'), expires_at: { oneOf: [ref('Timestamp'), { type: 'null' }] },
+          revoked_at: { oneOf: [ref('Timestamp'), { type: 'null' }] },
+          revoked_by: { type: ['string', 'null'], description: 'id of the key that revoked this one' },
+          allowed_ips: {
+            oneOf: [{ type: 'array', items: ref('IpRule') }, { type: 'null' }],
+            description: 'null means any address',
+          },
+        },
+      },
+      NewApiKey: {
+        type: 'object', additionalProperties: false, required: ['name'],
+        properties: {
+          name: ref('Name'), role: ref('Role'), user_id: ref('Id'),
+          expires_at: { oneOf: [ref('Timestamp'), { type: 'null' }] },
+          allowed_ips: {
+            oneOf: [{ type: 'array', items: ref('IpRule'), maxItems: allowedIpCountMax }, { type: 'null' }],
+          },
+        },
+      },
+      IssuedApiKey: {
+        type: 'object', additionalProperties: false, required: ['key', 'record'],
+        properties: { key: { type: 'string', description: 'the full key, shown only here' }, record: ref('ApiKey') },
+      },
+      User: {
+        type: 'object', additionalProperties: false, required: ['id', 'name', 'created_at'],
+        properties: { id: ref('Id'), name: ref('Name'), created_at: ref('Timestamp') },
+      },
+      NewUser: {
+        type: 'object', additionalProperties: false, required: ['name'], properties: { name: ref('Name') },
+      },
+      CategoryText: { type: 'string', minLength: 1, maxLength: 64 },
+      Credential: {
+        type: 'object', additionalProperties: false,
+        required: ['id', 'category', 'name', 'masked_value', 'created_at', 'updated_at'],
+        properties: {
+          id: ref('Id'), category: { type: 'string', enum: [...credentialCategories] }, name: ref('Name'),
+          masked_value: { type: 'string', description: 'e.g. ab••••••yz; •••• for short values' },
+          created_at: ref('Timestamp'), updated_at: ref('Timestamp'),
+        },
+      },
+      NewCredential: {
+        type: 'object', additionalProperties: false, required: ['category', 'name', 'value'],
+        properties: {
+          category: { ...ref('CategoryText'), description: credentialCategories.join(' | ') },
+          name: ref('Name'),
+          value: { type: 'string', minLength: 1, maxLength: credentialValueLengthMax },
+        },
+      },
+      CredentialUpdate: {
+        type: 'object', additionalProperties: false, required: ['value'],
+        properties: { value: { type: 'string', minLength: 1, maxLength: credentialValueLengthMax } },
+      },
+      Command: {
+        type: 'array', minItems: 1, maxItems: commandArgCountMax,
+        items: { type: 'string', maxLength: commandArgLengthMax },
+        description: 'argv of the agent; the prompt is appended as the last argument',
+      },
+      Workspace: {
+        type: 'string', minLength: 1, maxLength: workspacePathLengthMax,
+        description: 'absolute path of the project directory',
+      },
+      Project: {
+        type: 'object', additionalProperties: false,
+        required: ['id', 'name', 'workspace', 'command', 'network', 'created_by', 'created_at', 'updated_at'],
+        properties: {
+          id: ref('Id'), name: ref('Name'), workspace: ref('Workspace'), command: ref('Command'),
+          network: { type: 'boolean', description: 'whether agent runs may use the network' },
+          created_by: ref('Id'), created_at: ref('Timestamp'), updated_at: ref('Timestamp'),
+        },
+      },
+      NewProject: {
+        type: 'object', additionalProperties: false, required: ['name', 'workspace', 'command'],
+        properties: {
+          name: ref('Name'), workspace: ref('Workspace'), command: ref('Command'),
+          network: { type: 'boolean', default: false },
+        },
+      },
+      ProjectUpdate: {
+        type: 'object', additionalProperties: false, minProperties: 1,
+        properties: { name: ref('Name'), workspace: ref('Workspace'), command: ref('Command'), network: { type: 'boolean' } },
+      },
+      QueueStats: {
+        type: 'object', additionalProperties: false,
+        required: ['name', 'waiting', 'active', 'completed', 'failed', 'delayed', 'workers'],
+        properties: {
+          name: { type: 'string' },
+          waiting: { type: 'integer' }, active: { type: 'integer' }, completed: { type: 'integer' },
+          failed: { type: 'integer' }, delayed: { type: 'integer' },
+          workers: { type: 'integer', description: 'workers connected to this queue' },
+        },
+      },
+      WorkStats: {
+        type: 'object', additionalProperties: false, required: ['queues'],
+        properties: { queues: { type: 'array', items: ref('QueueStats') } },
+      },
+      Prompt: { type: 'string', minLength: 1, maxLength: promptLengthMax },
+    },
+  },
+} as const;
+
+/** printOpenApi returns the document as pretty JSON, without starting anything. */
+export function printOpenApi(): string {
+  return `${JSON.stringify(openApiDocument, null, 2)}\n`;
+}

@@ -1,0 +1,100 @@
+// Per-key request rate limiting with a sliding-window log: a request is admitted only if fewer than `limit`
+// requests were admitted in the preceding windowMs. Unlike a fixed window, no instant ever sees more than
+// `limit` admissions in any windowMs span, so a burst straddling a window edge is held to the limit.
+// RedisSlidingWindowLimiter shares the log across every API process; LocalSlidingWindowLimiter is the
+// per-process stand-in when no Redis is configured or Redis fails.
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** resetMs is how long until the oldest admission in the window expires, freeing one slot. */
+  resetMs: number;
+}
+
+export interface RateLimiter {
+  consume(subject: string): Promise<RateDecision>;
+}
+
+// The script reads Redis's own clock (TIME) so that every API process judges by one clock; Redis 7
+// replicates script effects, so reading TIME in a writing script is allowed. Scores are microseconds,
+// formatted with %.0f because Lua's default number formatting would round them.
+const slidingWindowScript = `
+local now = redis.call('TIME')
+local nowUs = tonumber(now[1]) * 1000000 + tonumber(now[2])
+local windowUs = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', nowUs - windowUs))
+local count = redis.call('ZCARD', KEYS[1])
+local allowed = 0
+if count < limit then
+  redis.call('ZADD', KEYS[1], string.format('%.0f', nowUs), string.format('%.0f', nowUs) .. ':' .. ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(windowUs / 1000))
+  count = count + 1
+  allowed = 1
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local resetUs = 0
+if oldest[2] then resetUs = tonumber(oldest[2]) + windowUs - nowUs end
+return {allowed, limit - count, math.floor(resetUs / 1000)}
+`;
+
+type SlidingWindowCommand = (key: string, windowUs: number, limit: number, nonce: string) => Promise<number[]>;
+
+export class RedisSlidingWindowLimiter implements RateLimiter {
+  private readonly run: SlidingWindowCommand;
+
+  constructor(redis: Redis, private readonly limit: number, private readonly windowMs: number,
+    private readonly keyPrefix = 'svc:ratelimit:') {
+    if (!('svcSlidingWindow' in redis)) {
+      redis.defineCommand('svcSlidingWindow', { numberOfKeys: 1, lua: slidingWindowScript });
+    }
+    const command = (redis as unknown as { svcSlidingWindow: SlidingWindowCommand }).svcSlidingWindow;
+    this.run = command.bind(redis);
+  }
+
+  async consume(subject: string): Promise<RateDecision> {
+    const [allowed, remaining, resetMs] = await this.run(this.keyPrefix + subject, this.windowMs * 1000,
+      this.limit, randomBytes(6).toString('hex'));
+    return { allowed: allowed === 1, limit: this.limit, remaining: Math.max(0, remaining!), resetMs: resetMs! };
+  }
+}
+
+/** localLimiterSubjectsMax bounds the keys a process tracks; the least recently seen are forgotten first. */
+export const localLimiterSubjectsMax = 100_000;
+
+export class LocalSlidingWindowLimiter implements RateLimiter {
+  private readonly logs = new Map<string, number[]>();
+
+  constructor(private readonly limit: number, private readonly windowMs: number,
+    private readonly nowMs: () => number = () => performance.now()) {}
+
+  async consume(subject: string): Promise<RateDecision> {
+    const now = this.nowMs();
+    const log = (this.logs.get(subject) ?? []).filter((time) => time > now - this.windowMs);
+    this.logs.delete(subject);
+    const allowed = log.length < this.limit;
+    if (allowed) log.push(now);
+    this.logs.set(subject, log);
+    if (this.logs.size > localLimiterSubjectsMax) this.logs.delete(this.logs.keys().next().value!);
+    const resetMs = log.length > 0 ? Math.max(0, Math.floor(log[0]! + this.windowMs - now)) : 0;
+    return { allowed, limit: this.limit, remaining: this.limit - log.length, resetMs };
+  }
+}
+
+/** FallbackLimiter asks the shared limiter and, when it fails (Redis down), the local one. */
+export class FallbackLimiter implements RateLimiter {
+  constructor(private readonly primary: RateLimiter, private readonly fallback: RateLimiter,
+    private readonly onFallback: (error: unknown) => void) {}
+
+  async consume(subject: string): Promise<RateDecision> {
+    try {
+      return await this.primary.consume(subject);
+    } catch (error) {
+      this.onFallback(error);
+      return this.fallback.consume(subject);
+    }
+  }
+}

@@ -1,0 +1,86 @@
+// startLocalRedis runs a throwaway redis-server on a free loopback port, with no persistence, its files under
+// `dir`. Used by tests and by the server when REDIS_URL is unset. It fails loudly when redis-server is absent.
+import { spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import net from 'node:net';
+
+/** localRedisStartTimeoutMs bounds how long startup may take before it is declared failed. */
+export const localRedisStartTimeoutMs = 10_000;
+/** localRedisPortAttemptsMax bounds retries when the probed free port is taken before redis binds it. */
+export const localRedisPortAttemptsMax = 5;
+const pollIntervalMs = 25;
+
+export interface LocalRedis {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+export function redisServerAvailable(): boolean {
+  return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+export async function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function pingOnce(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    let reply = '';
+    const done = (ok: boolean) => { socket.destroy(); resolve(ok); };
+    socket.setTimeout(500, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (chunk) => { reply += chunk.toString(); if (reply.includes('\r\n')) done(reply.startsWith('+PONG')); });
+  });
+}
+
+async function waitForStart(child: ChildProcess, port: number): Promise<boolean> {
+  const deadline = Date.now() + localRedisStartTimeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) return false;
+    if (await pingOnce(port)) return true;
+    await new Promise((resolve) => setTimeout(resolve, pollIntervalMs));
+  }
+  return false;
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const killTimer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    child.once('exit', () => { clearTimeout(killTimer); resolve(); });
+    child.kill('SIGTERM');
+  });
+}
+
+export async function startLocalRedis(dir: string): Promise<LocalRedis> {
+  if (!redisServerAvailable()) {
+    throw new Error('redis-server is not on the PATH: install it (Debian: apt-get install redis-server) ' +
+      'or set REDIS_URL');
+  }
+  mkdirSync(dir, { recursive: true });
+  let lastOutput = '';
+  for (let attempt = 0; attempt < localRedisPortAttemptsMax; attempt++) {
+    const port = await freeLoopbackPort();
+    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '',
+      '--appendonly', 'no', '--dir', dir, '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.on('data', (chunk: Buffer) => { lastOutput = (lastOutput + chunk.toString()).slice(-2000); });
+    child.stderr!.on('data', (chunk: Buffer) => { lastOutput = (lastOutput + chunk.toString()).slice(-2000); });
+    if (await waitForStart(child, port)) {
+      return { url: `redis://127.0.0.1:${port}`, port, stop: () => stopChild(child) };
+    }
+    await stopChild(child);
+  }
+  throw new Error(`redis-server did not start after ${localRedisPortAttemptsMax} attempts: ${lastOutput}`);
+}

@@ -1,0 +1,117 @@
+// Key and user management. Admins manage every key; a developer sees, revokes and rotates only its own
+// user's keys and may create developer keys for itself. Other users' keys answer 404, not 403, so that ids
+// are not probeable.
+import { Router } from 'express';
+import type { Request } from 'express';
+import type { DocumentStore } from '../store/document-store.js';
+import { ApiError } from '../errors.js';
+import type { ApiKeyRecord, UserRecord } from '../records.js';
+import { nowIso, storeKeys } from '../records.js';
+import { listPage, updateRecord } from '../store-helpers.js';
+import { createApiKey, createUser, publicKeyView } from '../auth/api-keys.js';
+import type { Role } from '../auth/auth-context.js';
+import { requireRole } from '../auth/authenticate.js';
+import { normalizeRange } from '../auth/ip-allowlist.js';
+
+interface NewKeyBody {
+  name: string;
+  role?: Role;
+  user_id?: string;
+  expires_at?: string | null;
+  allowed_ips?: string[] | null;
+}
+
+function normalizeAllowedIps(rules: string[] | null | undefined): string[] | null {
+  if (rules === undefined || rules === null) return null;
+  if (rules.length === 0) {
+    throw new ApiError('VALIDATION_FAILED', 'allowed_ips must not be empty; use null for any address',
+      [{ path: '/body/allowed_ips', message: 'must not be empty' }]);
+  }
+  const bad = rules.filter((rule) => normalizeRange(rule) === null);
+  if (bad.length > 0) {
+    throw new ApiError('VALIDATION_FAILED', 'allowed_ips holds entries that are not IP addresses or CIDRs',
+      bad.map((rule) => ({ path: '/body/allowed_ips', message: `not an address or CIDR: ${rule.slice(0, 64)}` })));
+  }
+  return [...new Set(rules.map((rule) => normalizeRange(rule)!))];
+}
+
+function normalizeExpiry(text: string | null | undefined): string | null {
+  if (text === undefined || text === null) return null;
+  const time = Date.parse(text);
+  if (!Number.isFinite(time) || time <= Date.now()) {
+    throw new ApiError('VALIDATION_FAILED', 'expires_at must be a future date-time',
+      [{ path: '/body/expires_at', message: 'must be in the future' }]);
+  }
+  return new Date(time).toISOString();
+}
+
+async function visibleKey(store: DocumentStore, req: Request, id: string): Promise<ApiKeyRecord> {
+  const found = await store.get<ApiKeyRecord>(storeKeys.apiKey(id));
+  const auth = req.auth!;
+  if (!found || (auth.role !== 'admin' && found.value.user_id !== auth.userId)) {
+    throw new ApiError('NOT_FOUND', 'no such key');
+  }
+  return found.value;
+}
+
+export function keyRoutes(store: DocumentStore): Router {
+  const router = Router();
+
+  router.post('/keys', async (req, res) => {
+    const body = req.body as NewKeyBody;
+    const auth = req.auth!;
+    const role = body.role ?? 'developer';
+    const userId = body.user_id ?? auth.userId;
+    if (auth.role !== 'admin' && (role !== 'developer' || userId !== auth.userId)) {
+      throw new ApiError('FORBIDDEN', 'developer keys may only create developer keys for their own user');
+    }
+    if (!(await store.get(storeKeys.user(userId)))) throw new ApiError('NOT_FOUND', 'no such user');
+    const { record, secret } = await createApiKey(store, {
+      name: body.name, userId, role,
+      expiresAt: normalizeExpiry(body.expires_at), allowedIps: normalizeAllowedIps(body.allowed_ips),
+    });
+    res.status(201).json({ key: secret, record: publicKeyView(record) });
+  });
+
+  router.get('/keys', async (req, res) => {
+    const auth = req.auth!;
+    res.json(await listPage<ApiKeyRecord, unknown>(store, storeKeys.apiKeys, req.query, publicKeyView,
+      (record) => auth.role === 'admin' || record.user_id === auth.userId));
+  });
+
+  router.get('/keys/:id', async (req, res) => {
+    res.json(publicKeyView(await visibleKey(store, req, req.params.id as string)));
+  });
+
+  router.post('/keys/:id/revoke', async (req, res) => {
+    const id = req.params.id as string;
+    await visibleKey(store, req, id);
+    const revokedBy = req.auth!.keyId;
+    const record = await updateRecord<ApiKeyRecord>(store, storeKeys.apiKey(id), (current) =>
+      current.revoked_at !== null ? current : { ...current, revoked_at: nowIso(), revoked_by: revokedBy });
+    res.json(publicKeyView(record));
+  });
+
+  router.post('/keys/:id/rotate', async (req, res) => {
+    const id = req.params.id as string;
+    const old = await visibleKey(store, req, id);
+    if (old.revoked_at !== null) throw new ApiError('CONFLICT', 'a revoked key cannot be rotated');
+    const { record, secret } = await createApiKey(store, {
+      name: old.name, userId: old.user_id, role: old.role, expiresAt: old.expires_at, allowedIps: old.allowed_ips,
+    });
+    const revokedBy = req.auth!.keyId;
+    await updateRecord<ApiKeyRecord>(store, storeKeys.apiKey(id), (current) =>
+      current.revoked_at !== null ? current : { ...current, revoked_at: nowIso(), revoked_by: revokedBy });
+    res.status(201).json({ key: secret, record: publicKeyView(record) });
+  });
+
+  router.post('/users', requireRole('admin'), async (req, res) => {
+    res.status(201).json(await createUser(store, (req.body as { name: string }).name));
+  });
+
+  router.get('/users', requireRole('admin'), async (req, res) => {
+    res.json(await listPage<UserRecord, UserRecord>(store, storeKeys.users, req.query, (user) => user));
+  });
+
+  return router;
+}

@@ -1,0 +1,91 @@
+// Projects: a workspace directory, the agent command (argv) run in it, and whether runs may use the
+// network. Any key may read them; only admins may write them, because a project decides what gets executed.
+import path from 'node:path';
+import { Router } from 'express';
+import type { DocumentStore } from '../store/document-store.js';
+import { ApiError } from '../errors.js';
+import type { ProjectRecord } from '../records.js';
+import { newId, nowIso, storeKeys } from '../records.js';
+import { listPage, updateRecord } from '../store-helpers.js';
+import { requireRole } from '../auth/authenticate.js';
+
+interface ProjectFields {
+  name?: string;
+  workspace?: string;
+  command?: string[];
+  network?: boolean;
+}
+
+/** checkWorkspace requires an absolute, normalized path (no `..`), inside workspaceRoot when one is set. */
+export function checkWorkspace(workspace: string, workspaceRoot: string | undefined): string {
+  const fail = (why: string): never => { throw new ApiError('INVALID_WORKSPACE', `workspace ${why}`); };
+  if (workspace.includes('\0')) fail('must not contain NUL');
+  if (!path.isAbsolute(workspace)) fail('must be an absolute path');
+  if (workspace.split('/').includes('..')) fail('must not contain .. segments');
+  const normalized = path.resolve(workspace);
+  if (workspaceRoot !== undefined) {
+    const root = path.resolve(workspaceRoot);
+    if (normalized !== root && !normalized.startsWith(root + path.sep)) fail(`must be inside ${root}`);
+  }
+  return normalized;
+}
+
+function checkCommand(command: string[]): string[] {
+  if (command.some((arg) => arg.includes('\0'))) {
+    throw new ApiError('VALIDATION_FAILED', 'command arguments must not contain NUL',
+      [{ path: '/body/command', message: 'contains NUL' }]);
+  }
+  if (command[0]!.length === 0) {
+    throw new ApiError('VALIDATION_FAILED', 'command[0] names the program and must not be empty',
+      [{ path: '/body/command/0', message: 'empty' }]);
+  }
+  return command;
+}
+
+const view = (record: ProjectRecord) => record;
+
+export function projectRoutes(store: DocumentStore, workspaceRoot: string | undefined): Router {
+  const router = Router();
+
+  router.get('/projects', async (req, res) => {
+    res.json(await listPage<ProjectRecord, ProjectRecord>(store, storeKeys.projects, req.query, view));
+  });
+
+  router.post('/projects', requireRole('admin'), async (req, res) => {
+    const body = req.body as Required<Pick<ProjectFields, 'name' | 'workspace' | 'command'>> & ProjectFields;
+    const now = nowIso();
+    const record: ProjectRecord = {
+      id: newId('prj'), name: body.name, workspace: checkWorkspace(body.workspace, workspaceRoot),
+      command: checkCommand(body.command), network: body.network ?? false,
+      created_by: req.auth!.userId, created_at: now, updated_at: now,
+    };
+    await store.put(storeKeys.project(record.id), record, { expectedVersion: 0 });
+    res.status(201).json(view(record));
+  });
+
+  router.get('/projects/:id', async (req, res) => {
+    const found = await store.get<ProjectRecord>(storeKeys.project(req.params.id as string));
+    if (!found) throw new ApiError('NOT_FOUND', 'no such project');
+    res.json(view(found.value));
+  });
+
+  router.patch('/projects/:id', requireRole('admin'), async (req, res) => {
+    const body = req.body as ProjectFields;
+    const changes: Partial<ProjectRecord> = {};
+    if (body.name !== undefined) changes.name = body.name;
+    if (body.workspace !== undefined) changes.workspace = checkWorkspace(body.workspace, workspaceRoot);
+    if (body.command !== undefined) changes.command = checkCommand(body.command);
+    if (body.network !== undefined) changes.network = body.network;
+    const record = await updateRecord<ProjectRecord>(store, storeKeys.project(req.params.id as string),
+      (current) => ({ ...current, ...changes, updated_at: nowIso() }));
+    res.json(view(record));
+  });
+
+  router.delete('/projects/:id', requireRole('admin'), async (req, res) => {
+    const { deleted } = await store.delete(storeKeys.project(req.params.id as string));
+    if (!deleted) throw new ApiError('NOT_FOUND', 'no such project');
+    res.status(204).end();
+  });
+
+  return router;
+}
