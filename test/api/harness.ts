@@ -1,0 +1,126 @@
+// Test harness for the HTTP API: a real server on 127.0.0.1:0 over the in-memory store double, and a real
+// redis-server on a free loopback port. A missing redis-server fails the suite loudly (CI installs it).
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createApp } from '../../api/app.js';
+import type { ApiService } from '../../api/app.js';
+import type { ApiConfig } from '../../api/config.js';
+import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
+import { MemoryDocumentStore } from '../../api/store/memory-store.js';
+import { startLocalRedis } from '../../api/redis/local-redis.js';
+import type { LocalRedis } from '../../api/redis/local-redis.js';
+
+export const testSecretKey = Buffer.alloc(32, 0x5a);
+
+export interface LogLine {
+  event: string;
+  fields: Record<string, unknown>;
+}
+
+export interface TestApi {
+  baseUrl: string;
+  store: MemoryDocumentStore;
+  service: ApiService;
+  adminKey: string;
+  adminKeyId: string;
+  adminUserId: string;
+  logs: LogLine[];
+  call(method: string, urlPath: string, options?: CallOptions): Promise<CallResult>;
+  close(): Promise<void>;
+}
+
+export interface CallOptions {
+  /** key defaults to the admin key; null sends no X-API-Key header. */
+  key?: string | null;
+  body?: unknown;
+  /** rawBody is sent as-is instead of JSON-encoding body. */
+  rawBody?: string;
+  headers?: Record<string, string>;
+}
+
+export interface CallResult {
+  status: number;
+  headers: Headers;
+  text: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  json: any;
+}
+
+export async function startTestApi(options: { redisUrl?: string; config?: Partial<ApiConfig> } = {}): Promise<TestApi> {
+  const store = new MemoryDocumentStore();
+  const logs: LogLine[] = [];
+  const admin = await bootstrapAdminKey(store, 'test-admin');
+  const service = createApp({
+    store,
+    redis: options.redisUrl ? { url: options.redisUrl } : undefined,
+    config: {
+      validateResponses: true, secretKey: testSecretKey, rateLimitPerSecond: 10_000,
+      log: (event, fields) => { logs.push({ event, fields }); },
+      ...options.config,
+    },
+  });
+  const server: Server = service.app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => { server.once('listening', resolve); server.once('error', reject); });
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const call = async (method: string, urlPath: string, callOptions: CallOptions = {}): Promise<CallResult> => {
+    const headers: Record<string, string> = { ...callOptions.headers };
+    const key = callOptions.key === undefined ? admin.key : callOptions.key;
+    if (key !== null) headers['x-api-key'] = key;
+    let body: string | undefined = callOptions.rawBody;
+    if (body === undefined && callOptions.body !== undefined) body = JSON.stringify(callOptions.body);
+    if (body !== undefined && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) {
+      headers['content-type'] = 'application/json';
+    }
+    const response = await fetch(baseUrl + urlPath, { method, headers, body });
+    const text = await response.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: response.status, headers: response.headers, text, json };
+  };
+
+  return {
+    baseUrl, store, service, adminKey: admin.key, adminKeyId: admin.keyId, adminUserId: admin.userId, logs, call,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await service.close();
+    },
+  };
+}
+
+export interface TestRedis extends LocalRedis {
+  dir: string;
+}
+
+export async function startTestRedis(): Promise<TestRedis> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-api-redis-'));
+  const redis = await startLocalRedis(dir);
+  return {
+    ...redis, dir,
+    async stop() {
+      await redis.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** waitFor polls condition until it holds or timeoutMs passes (then it throws with the last value seen). */
+export async function waitFor<T>(read: () => Promise<T>, holds: (value: T) => boolean, timeoutMs = 10_000,
+  intervalMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T = await read();
+  while (!holds(last)) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    last = await read();
+  }
+  return last;
+}
