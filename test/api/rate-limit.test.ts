@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { configFromEnv } from '../../api/config.js';
+import { rateLimitPerSecondDefault } from '../../api/limits.js';
+import { startTestApi, startTestRedis } from './harness.js';
+import type { CallResult, TestApi, TestRedis } from './harness.js';
+
+const ratePerSecond = 20;
+
+async function sleepUntil(targetMs: number): Promise<void> {
+  const waitMs = targetMs - performance.now();
+  if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+}
+
+async function burst(count: number, send: () => Promise<boolean>): Promise<number> {
+  const results = await Promise.all(Array.from({ length: count }, send));
+  return results.filter(Boolean).length;
+}
+
+/**
+ * edgeSchedule sends 1 request at t0, limit-1 just before the fixed window that t0 opened would end, and
+ * `limit` just after. A fixed window admits all 2*limit-1 of the last two bursts; the limit allows `limit`.
+ */
+async function edgeSchedule(send: () => Promise<boolean>): Promise<{ admittedAtEdge: number; spanMs: number }> {
+  const t0 = performance.now();
+  assert.equal(await burst(1, send), 1);
+  await sleepUntil(t0 + 900);
+  const edgeStart = performance.now();
+  const before = await burst(ratePerSecond - 1, send);
+  await sleepUntil(t0 + 1100);
+  const after = await burst(ratePerSecond, send);
+  return { admittedAtEdge: before + after, spanMs: performance.now() - edgeStart };
+}
+
+describe('api: rate limiting (sliding window in Redis)', function () {
+  this.timeout(30_000);
+  let redis: TestRedis;
+  let api: TestApi;
+  before(async () => {
+    redis = await startTestRedis();
+    api = await startTestApi({ redisUrl: redis.url, config: { rateLimitPerSecond: ratePerSecond } });
+  });
+  after(async () => {
+    await api?.close();
+    await redis?.stop();
+  });
+
+  it('answers 429 RATE_LIMITED past the rate, with Retry-After and RateLimit-* headers', async () => {
+    const key = (await api.call('POST', '/keys', { body: { name: 'burst' } })).json.key as string;
+    const results: CallResult[] = await Promise.all(Array.from({ length: ratePerSecond + 5 },
+      () => api.call('GET', '/projects', { key })));
+    const admitted = results.filter((result) => result.status === 200);
+    const limited = results.filter((result) => result.status === 429);
+    assert.equal(admitted.length, ratePerSecond);
+    assert.equal(limited.length, 5);
+    for (const result of limited) {
+      assert.equal(result.json.code, 'RATE_LIMITED');
+      assert.ok(Number(result.headers.get('retry-after')) >= 1);
+      assert.equal(result.headers.get('ratelimit-limit'), String(ratePerSecond));
+      assert.equal(result.headers.get('ratelimit-remaining'), '0');
+      assert.ok(Number(result.headers.get('ratelimit-reset')) >= 0);
+    }
+    const remaining = admitted.map((result) => Number(result.headers.get('ratelimit-remaining'))).sort((a, b) => a - b);
+    assert.deepEqual(remaining, Array.from({ length: ratePerSecond }, (_unused, index) => index));
+  });
+
+  it('holds a burst straddling a window edge to the limit (a fixed window would admit about twice)', async () => {
+    const key = (await api.call('POST', '/keys', { body: { name: 'edge' } })).json.key as string;
+    const ours = await edgeSchedule(async () => (await api.call('GET', '/projects', { key })).status === 200);
+    assert.ok(ours.spanMs < 1000, `the edge bursts must fit in one window to prove anything (${ours.spanMs} ms)`);
+    assert.equal(ours.admittedAtEdge, ratePerSecond - 1 + 1,
+      'within one second only the t0 slot freed up, so one request of the late burst is admitted');
+
+    // The same schedule against rate-limiter-flexible's Redis limiter, a fixed window, on the same Redis.
+    const client = new Redis(redis.url);
+    try {
+      const fixed = new RateLimiterRedis({ storeClient: client, points: ratePerSecond, duration: 1, keyPrefix: 'cmp' });
+      const theirs = await edgeSchedule(() => fixed.consume('edge').then(() => true, () => false));
+      assert.ok(theirs.admittedAtEdge > ratePerSecond * 1.5,
+        `a fixed window lets ~2x through at the edge (admitted ${theirs.admittedAtEdge})`);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('counts one key across every API process sharing the Redis (cluster-wide)', async () => {
+    const second = await startTestApi({ redisUrl: redis.url, config: { rateLimitPerSecond: ratePerSecond } });
+    try {
+      // Same store contents are not needed: the limit is keyed by key id, so create the key in both stores.
+      const key = (await api.call('POST', '/keys', { body: { name: 'shared' } })).json as { key: string; record: { id: string } };
+      const record = await api.store.get(`keys/${key.record.id}`);
+      const index = await api.store.list('keys-by-hash/');
+      await second.store.put(`keys/${key.record.id}`, record!.value);
+      for (const entry of index.entries) await second.store.put(entry.key, entry.value);
+      const statuses = await Promise.all(Array.from({ length: 30 }, (_unused, index) =>
+        (index % 2 === 0 ? api : second).call('GET', '/projects', { key: key.key }).then((result) => result.status)));
+      assert.equal(statuses.filter((status) => status === 200).length, ratePerSecond);
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe('api: rate limiting without Redis', () => {
+  it('still limits per process with the same algorithm', async () => {
+    const api = await startTestApi({ config: { rateLimitPerSecond: 5 } });
+    try {
+      const statuses = await Promise.all(Array.from({ length: 8 }, () => api.call('GET', '/projects').then((r) => r.status)));
+      assert.equal(statuses.filter((status) => status === 200).length, 5);
+      assert.equal(statuses.filter((status) => status === 429).length, 3);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('reads SVC_RATE_LIMIT_RPS and defaults to the documented rate', () => {
+    assert.equal(configFromEnv({}).rateLimitPerSecond, rateLimitPerSecondDefault);
+    assert.equal(rateLimitPerSecondDefault, 50);
+    assert.equal(configFromEnv({ SVC_RATE_LIMIT_RPS: '7' }).rateLimitPerSecond, 7);
+    assert.throws(() => configFromEnv({ SVC_RATE_LIMIT_RPS: 'fast' }), /SVC_RATE_LIMIT_RPS/);
+    assert.throws(() => configFromEnv({ SVC_RATE_LIMIT_RPS: '0' }), /SVC_RATE_LIMIT_RPS/);
+  });
+});
