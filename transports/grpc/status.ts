@@ -56,15 +56,15 @@ export function toServiceError(status: RpcStatus): { error: Partial<ServiceError
 
 const ENGINE_CODES: ReadonlySet<number> = new Set(Object.values(StatusCode));
 
-/** metadataTrailers reads the string-valued, non-reserved entries of a status's trailing metadata. */
+/** PROTOCOL_TRAILER_PREFIX marks our protocol's trailers; HTTP/2 and grpc headers around them are not passed on. */
+export const PROTOCOL_TRAILER_PREFIX = 'x-svc-';
+
+/** metadataTrailers reads the protocol's (x-svc-*) string-valued entries of a status's trailing metadata. */
 export function metadataTrailers(metadata: Metadata | undefined | null): Record<string, string> {
   const trailers: Record<string, string> = {};
   if (!metadata) return trailers;
   for (const [key, value] of Object.entries(metadata.getMap())) {
-    if (typeof value !== 'string' || key.startsWith('grpc-') || key.startsWith(':') || key === 'content-type') {
-      continue;
-    }
-    trailers[key] = value;
+    if (typeof value === 'string' && key.startsWith(PROTOCOL_TRAILER_PREFIX)) trailers[key] = value;
   }
   return trailers;
 }

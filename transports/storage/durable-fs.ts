@@ -1,7 +1,7 @@
 // Small helpers for writes that must survive a crash: a file's bytes are only durable after an
 // fsync of the file, and its name (create, rename, unlink) only after an fsync of its directory.
-import { open, rename, rm, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, open, rename, rm, readdir } from 'node:fs/promises';
+import { dirname, join, sep } from 'node:path';
 
 /** fsyncDir makes the directory's entries (creates, renames, unlinks) durable. */
 export async function fsyncDir(dir: string): Promise<void> {
@@ -68,4 +68,14 @@ export async function listDir(dir: string): Promise<string[]> {
 
 export function isNotFound(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'ENOENT';
+}
+
+/**
+ * makeDirsUnder creates `dir` (inside `root`) and records in `created` every directory it may
+ * have made, so the caller can fsync them before publishing.
+ */
+export async function makeDirsUnder(root: string, dir: string, created: Set<string>): Promise<void> {
+  if (dir === root || created.has(dir)) return;
+  await mkdir(dir, { recursive: true });
+  for (let d = dir; d !== root && d.startsWith(root + sep); d = dirname(d)) created.add(d);
 }

@@ -8,7 +8,7 @@ import type { SnapshotMeta } from '../../engine/types.js';
 import { BLAKE3_DIGEST_BYTES, toHex } from './blake3.js';
 import { rosterProblem } from './hard-state.js';
 import type { StorageLimits } from './limits.js';
-import { MANIFEST_FILE, META_FILE, pathListProblem } from './snapshot-paths.js';
+import { MANIFEST_FILE, META_FILE, pathListProblem, SnapshotError } from './snapshot-paths.js';
 
 const MANIFEST_VERSION = 1;
 
@@ -28,13 +28,6 @@ export interface Manifest {
   leaderRegion: number;
   /** files in serving order; meta.json is one of them. */
   files: ManifestFile[];
-}
-
-export class SnapshotFormatError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SnapshotFormatError';
-  }
 }
 
 /** headerOf is the SnapshotHeader that serves the artifact (needed=true, digests as bytes). */
@@ -71,14 +64,14 @@ export function encodeJson(value: unknown): Buffer {
 export async function readManifest(dir: string, limits: StorageLimits): Promise<Manifest> {
   const parsed = await readJson(join(dir, MANIFEST_FILE), limits);
   const problem = manifestProblem(parsed, limits);
-  if (problem !== null) throw new SnapshotFormatError(`${join(dir, MANIFEST_FILE)}: ${problem}`);
+  if (problem !== null) throw new SnapshotError(`${join(dir, MANIFEST_FILE)}: ${problem}`);
   return parsed as Manifest;
 }
 
 export async function readMeta(dir: string, limits: StorageLimits): Promise<SnapshotMeta> {
   const parsed = await readJson(join(dir, META_FILE), limits);
   const problem = metaProblem(parsed);
-  if (problem !== null) throw new SnapshotFormatError(`${join(dir, META_FILE)}: ${problem}`);
+  if (problem !== null) throw new SnapshotError(`${join(dir, META_FILE)}: ${problem}`);
   return parsed as SnapshotMeta;
 }
 
@@ -117,11 +110,11 @@ function manifestProblem(value: unknown, limits: StorageLimits): string | null {
 
 async function readJson(path: string, limits: StorageLimits): Promise<unknown> {
   const bytes = await readFile(path);
-  if (bytes.length > limits.metaFileBytesMax) throw new SnapshotFormatError(`${path} is ${bytes.length} bytes, above metaFileBytesMax`);
+  if (bytes.length > limits.metaFileBytesMax) throw new SnapshotError(`${path} is ${bytes.length} bytes, above metaFileBytesMax`);
   try {
     return JSON.parse(bytes.toString('utf8'));
   } catch (err) {
-    throw new SnapshotFormatError(`${path} is not JSON: ${(err as Error).message}`);
+    throw new SnapshotError(`${path} is not JSON: ${(err as Error).message}`);
   }
 }
 

@@ -4,6 +4,14 @@
 export const META_FILE = 'meta.json';
 export const MANIFEST_FILE = 'manifest.json';
 
+/** SnapshotError is a refused stage or install, or an artifact that does not read back whole. */
+export class SnapshotError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SnapshotError';
+  }
+}
+
 /** pathProblem says why `path` may not name a file in an artifact, null when it may. */
 export function pathProblem(path: unknown, pathBytesMax: number): string | null {
   if (typeof path !== 'string' || path.length === 0) return 'path must be a non-empty string';

@@ -1,0 +1,125 @@
+// receiveArtifactFiles writes a peer's SnapshotFileChunks into a fresh directory, checking as they
+// arrive: files in manifest order, offsets contiguous, sizes exact, BLAKE3 streamed and compared at
+// each file's last chunk. Any mismatch throws; the caller removes the directory.
+import { open, type FileHandle } from 'node:fs/promises';
+import { dirname, resolve, sep } from 'node:path';
+import type { SnapshotHeader } from '../../engine/rpc.js';
+import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
+import { BLAKE3_DIGEST_BYTES, createBlake3Hasher, toHex, type Blake3Hasher } from './blake3.js';
+import { makeDirsUnder, writeAll } from './durable-fs.js';
+import type { StorageLimits } from './limits.js';
+import { META_FILE, pathListProblem, SnapshotError } from './snapshot-paths.js';
+
+/** headerProblem checks a peer's header before anything is written, null when it is acceptable. */
+export function headerProblem(header: SnapshotHeader, limits: StorageLimits): string | null {
+  if (typeof header !== 'object' || header === null) return 'header is not an object';
+  if (header.needed !== true) return 'header says no snapshot is needed';
+  if (!Number.isSafeInteger(header.snapshotSeq) || header.snapshotSeq < 1) return 'snapshot_seq must be a positive integer';
+  if (!Array.isArray(header.files)) return 'files must be a list';
+  if (header.files.length > limits.snapshotFileCountMax) return `header lists ${header.files.length} files, above snapshotFileCountMax (${limits.snapshotFileCountMax})`;
+  for (const f of header.files) {
+    if (typeof f !== 'object' || f === null) return 'a file entry is not an object';
+    if (!Number.isSafeInteger(f.size) || f.size < 0 || f.size > limits.snapshotFileBytesMax) return `${String(f.path)}: size must be 0..snapshotFileBytesMax`;
+    if (!(f.blake3 instanceof Uint8Array) || f.blake3.length !== BLAKE3_DIGEST_BYTES) return `${String(f.path)}: blake3 must be ${BLAKE3_DIGEST_BYTES} bytes`;
+  }
+  const paths = header.files.map((f) => f.path);
+  const pathIssue = pathListProblem(paths, limits.snapshotPathBytesMax);
+  if (pathIssue !== null) return pathIssue;
+  if (!paths.includes(META_FILE)) return `header does not list ${META_FILE}`;
+  return null;
+}
+
+interface OpenFile {
+  handle: FileHandle;
+  hasher: Blake3Hasher;
+  written: number;
+}
+
+/**
+ * receiveArtifactFiles consumes `chunks` into `dir` (which must exist and be empty). It returns the
+ * directories it created (for the caller to fsync) once every listed file arrived whole and verified.
+ */
+export async function receiveArtifactFiles(
+  dir: string,
+  header: SnapshotHeader,
+  chunks: AsyncIterable<SnapshotFileChunk>,
+  limits: StorageLimits,
+  signal?: AbortSignal,
+): Promise<string[]> {
+  const files = header.files;
+  const known = new Set(files.map((f) => f.path));
+  const createdDirs = new Set<string>();
+  const root = resolve(dir);
+  let index = 0;
+  let current: OpenFile | null = null;
+  const iterator = chunks[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const step = await nextOrAbort(iterator, signal);
+      if (step.done) break;
+      const chunk = step.value;
+      const problem = chunkShapeProblem(chunk, limits);
+      if (problem !== null) throw new SnapshotError(problem);
+      const file = files[index];
+      if (file === undefined) throw new SnapshotError(`extra chunk for ${JSON.stringify(chunk.path)} after the last listed file`);
+      if (chunk.path !== file.path) {
+        throw new SnapshotError(known.has(chunk.path)
+          ? `chunk for ${JSON.stringify(chunk.path)} out of manifest order (expected ${JSON.stringify(file.path)})`
+          : `chunk for unknown path ${JSON.stringify(chunk.path)}`);
+      }
+      if (current === null) {
+        const target = resolve(root, file.path);
+        if (!target.startsWith(root + sep)) throw new SnapshotError(`path ${JSON.stringify(file.path)} escapes the artifact`);
+        await makeDirsUnder(root, dirname(target), createdDirs);
+        current = { handle: await open(target, 'wx'), hasher: await createBlake3Hasher(), written: 0 };
+      }
+      if (chunk.offset !== current.written) throw new SnapshotError(`${file.path}: chunk at offset ${chunk.offset}, expected ${current.written}`);
+      if (current.written + chunk.data.length > file.size) throw new SnapshotError(`${file.path}: more than its ${file.size} bytes`);
+      await writeAll(current.handle, chunk.data, current.written);
+      current.hasher.update(chunk.data);
+      current.written += chunk.data.length;
+      if (!chunk.last) continue;
+      if (current.written !== file.size) throw new SnapshotError(`${file.path}: ended at ${current.written} bytes, the header says ${file.size}`);
+      const digest = current.hasher.digest();
+      if (toHex(digest) !== toHex(file.blake3)) throw new SnapshotError(`${file.path}: BLAKE3 mismatch (got ${toHex(digest)}, header ${toHex(file.blake3)})`);
+      await current.handle.sync();
+      await current.handle.close();
+      current = null;
+      index++;
+    }
+    if (current !== null) throw new SnapshotError(`stream ended inside ${files[index]!.path} at ${current.written} of ${files[index]!.size} bytes`);
+    if (index < files.length) throw new SnapshotError(`stream ended before ${files.length - index} listed file(s), first ${JSON.stringify(files[index]!.path)}`);
+    return [...createdDirs];
+  } catch (err) {
+    // Stop the producer too (closes a gRPC stream or a file reader); not awaited, since a stalled
+    // producer would hold return() behind its pending next().
+    void iterator.return?.()?.catch(() => undefined);
+    throw err;
+  } finally {
+    await current?.handle.close().catch(() => undefined);
+  }
+}
+
+function chunkShapeProblem(chunk: SnapshotFileChunk, limits: StorageLimits): string | null {
+  if (typeof chunk !== 'object' || chunk === null) return 'chunk is not an object';
+  if (typeof chunk.path !== 'string') return 'chunk path must be a string';
+  if (!Number.isSafeInteger(chunk.offset) || chunk.offset < 0) return `${chunk.path}: chunk offset must be a non-negative integer`;
+  if (!(chunk.data instanceof Uint8Array)) return `${chunk.path}: chunk data must be bytes`;
+  if (chunk.data.length > limits.snapshotChunkBytesMax) return `${chunk.path}: chunk of ${chunk.data.length} bytes, above snapshotChunkBytesMax (${limits.snapshotChunkBytesMax})`;
+  if (typeof chunk.last !== 'boolean') return `${chunk.path}: chunk last must be a boolean`;
+  return null;
+}
+
+
+function nextOrAbort<T>(iterator: AsyncIterator<T>, signal: AbortSignal | undefined): Promise<IteratorResult<T>> {
+  if (signal === undefined) return iterator.next();
+  if (signal.aborted) return Promise.reject(new SnapshotError(`install aborted: ${String(signal.reason)}`));
+  return new Promise((resolvePromise, reject) => {
+    const onAbort = (): void => reject(new SnapshotError(`install aborted: ${String(signal.reason)}`));
+    signal.addEventListener('abort', onAbort, { once: true });
+    iterator.next().then(
+      (r) => { signal.removeEventListener('abort', onAbort); resolvePromise(r); },
+      (e: unknown) => { signal.removeEventListener('abort', onAbort); reject(e instanceof Error ? e : new Error(String(e))); },
+    );
+  });
+}
