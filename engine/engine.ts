@@ -1061,15 +1061,15 @@ export class Engine {
   /** confChangeRefusal: kind-4 gating, one change at a time, and a committed entry of this term first. */
   private confChangeRefusal(): string | null {
     const roster = this.currentRoster();
+    if (this.commitSeq < this.barrierSeq) return 'the leader has not committed an entry of its term yet; retry';
+    if (this.pendingConfSeq() !== 0) return 'a membership change is in flight; retry when it commits';
+    if (this.transfer) return 'a leadership transfer is in progress';
+    if ((this.config.compat.capabilities & CAPABILITY_KIND4) === 0) return 'this leader cannot write kind-4 records';
     for (const m of roster.members) {
       if (m.id === this.hs.selfId || m.role === MemberRole.Removed) continue;
       const caps = this.progress.get(m.id)?.capabilities ?? 0;
       if ((caps & CAPABILITY_KIND4) === 0) return `member ${m.id} (${m.name}) has not reported capability bit 0; conf-changes refused`;
     }
-    if ((this.config.compat.capabilities & CAPABILITY_KIND4) === 0) return 'this leader cannot write kind-4 records';
-    if (this.pendingConfSeq() !== 0) return 'a membership change is in flight; retry when it commits';
-    if (this.commitSeq < this.barrierSeq) return 'the leader has not committed an entry of its term yet; retry';
-    if (this.transfer) return 'a leadership transfer is in progress';
     if (roster.members.filter((m) => m.role !== MemberRole.Removed).length >= this.limits.clusterMemberCountMax) {
       return `cluster is at its member limit (${this.limits.clusterMemberCountMax})`;
     }

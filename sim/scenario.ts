@@ -105,7 +105,12 @@ function runCommand(state: RunState, line: string): void {
     case 'oneway': c.block(args[0]!, args[2]!); return; // oneway A -> B
     case 'isolate': c.isolate(args[0]!); return;
     case 'heal': c.heal(); return;
-    case 'drop': c.drop(args[0]!, args[1]!, args[2]!, args[3] === undefined || args[3] === '*' ? -1 : Number(args[3])); return;
+    case 'drop': { // drop FROM TO METHOD [COUNT|*] [after K]
+      const afterAt = args.indexOf('after');
+      c.drop(args[0]!, args[1]!, args[2]!, args[3] === undefined || args[3] === '*' || args[3] === 'after' ? -1 : Number(args[3]), afterAt >= 0 ? Number(args[afterAt + 1]) : 0);
+      return;
+    }
+    case 'undrop': c.undrop(); return;
     case 'crash': c.crash(args[0]!); return;
     case 'restart': c.restart(args[0]!); return;
     case 'corrupt-next-snapshot': c.corruptNextSnapshot(); return;
@@ -223,7 +228,8 @@ function condition(state: RunState, args: string[]): Condition {
       return { test: () => !found(), explain: () => `${rest[0]} emitted ${rest[1]} ${rest[2] ?? ''}` };
     }
     case 'last': { // last FIELD=VALUE on the injected request's response body, or last status=CODE
-      const [field, value] = rest[0]!.split('=');
+      const contains = rest.join(' ').includes('~');
+      const [field, value] = contains ? [rest[0]!.split('~')[0]!, rest.join(' ').split('~')[1]!] : rest[0]!.split('=');
       const read = (): string => {
         const l = state.last;
         if (!l) return '(no answer)';
@@ -232,7 +238,10 @@ function condition(state: RunState, args: string[]): Condition {
         const body = l.response?.body as unknown as Record<string, unknown> | undefined;
         return String(body?.[field!]);
       };
-      return { test: () => read() === value, explain: () => `last ${field} is ${read()}, wanted ${value}` };
+      return {
+        test: () => (contains ? read().includes(value!) : read() === value),
+        explain: () => `last ${field} is ${read()}, wanted ${contains ? 'it to contain ' : ''}${value}`,
+      };
     }
     case 'safe': return { test: () => c.violations.length === 0, explain: () => JSON.stringify(c.violations) };
     default: throw new Error(`unknown condition ${what}`);

@@ -41,7 +41,7 @@ export interface MessageRecord {
 
 interface Pending { to: string; input: Input }
 
-interface DropRule { from: string; to: string; method: string; remaining: number }
+interface DropRule { from: string; to: string; method: string; remaining: number; skip: number }
 
 export interface SafetyViolation { invariant: string; detail: string }
 
@@ -122,8 +122,13 @@ export class ScriptedCluster {
     this.dropRules = [];
   }
 
-  drop(from: string, to: string, method: string, count: number): void {
-    this.dropRules.push({ from, to, method, remaining: count });
+  /** drop loses `count` (-1 = all) matching requests, after letting the first `skip` through. */
+  drop(from: string, to: string, method: string, count: number, skip = 0): void {
+    this.dropRules.push({ from, to, method, remaining: count, skip });
+  }
+
+  undrop(): void {
+    this.dropRules = [];
   }
 
   corruptNextSnapshot(): void {
@@ -141,6 +146,10 @@ export class ScriptedCluster {
     const b = this.byAddr(to)?.name ?? to;
     for (const r of this.dropRules) {
       if ((r.from === '*' || r.from === a) && (r.to === '*' || r.to === b) && (r.method === '*' || r.method === method) && r.remaining !== 0) {
+        if (r.skip > 0) {
+          r.skip--;
+          continue;
+        }
         r.remaining--;
         return true;
       }
