@@ -36,7 +36,7 @@ export function runScenario(text: string, name = 'scenario'): ScenarioResult {
       runCommand(state, line);
       if (cluster.violations.length > 0) throw new Error(`safety violated: ${cluster.violations.map((v) => `${v.invariant}: ${v.detail}`).join('; ')}`);
     } catch (err) {
-      throw new Error(`${name}:${i + 1}: \`${line}\`: ${(err as Error).message}`);
+      throw new Error(`${name}:${i + 1}: \`${line}\`: ${(err as Error).message}`, { cause: err });
     }
   }
   return { name, commands, ticks: cluster.ticks, cluster };

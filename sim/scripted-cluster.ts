@@ -288,7 +288,9 @@ export class ScriptedCluster {
   private runFetchSnapshot(node: ScriptedNode, requestId: number, to: string, request: Extract<RpcRequest, { method: 'FetchSnapshot' }>['body']): void {
     const server = this.byAddr(to);
     this.messages.push({ from: node.name, to: server?.name ?? to, method: 'FetchSnapshot', kind: 'request', request: { method: 'FetchSnapshot', body: request } });
-    const fail = (reason: string) => this.queue.push({ to: node.addr, input: { type: 'snapshotFailed', requestId, reason } });
+    const fail = (reason: string): void => {
+      this.queue.push({ to: node.addr, input: { type: 'snapshotFailed', requestId, reason } });
+    };
     if (!server || !server.alive || !this.linkUp(node.addr, to) || this.dropped(node.addr, to, 'FetchSnapshot')) return fail('unreachable');
     const callId = this.nextCall++;
     const effects = server.engine.step({ type: 'request', callId, request: { method: 'FetchSnapshot', body: request } });
