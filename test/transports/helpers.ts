@@ -1,5 +1,6 @@
 // Test helpers for the gRPC transports: bounded polling, a server on a free
 // loopback port, a raw byte-level client, and a tiny scripted fake handler.
+import * as net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import type { RpcRequest } from '../../engine/rpc.js';
 import type { CallEnd, CallSink, PeerHandler } from '../../transports/grpc/call-sink.js';
@@ -115,4 +116,48 @@ export async function startRawServer(handlers: {
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
   });
   return { server, address: `127.0.0.1:${port}` };
+}
+
+/**
+ * SilenceableProxy forwards TCP between a client and `upstream` until silence() is called; then it
+ * stops moving bytes either way without closing anything, as a partitioned or powered-off peer would.
+ */
+export class SilenceableProxy {
+  private readonly sockets = new Set<net.Socket>();
+  private silent = false;
+  private constructor(private readonly server: net.Server) {}
+
+  static async start(upstreamPort: number): Promise<SilenceableProxy> {
+    const server = net.createServer();
+    const proxy = new SilenceableProxy(server);
+    server.on('connection', (downstream) => {
+      const upstream = net.connect(upstreamPort, '127.0.0.1');
+      for (const [from, to] of [[downstream, upstream], [upstream, downstream]] as const) {
+        proxy.sockets.add(from);
+        from.on('data', (data: Buffer) => {
+          if (!proxy.silent) to.write(data);
+        });
+        from.on('error', () => to.destroy());
+        from.on('close', () => {
+          proxy.sockets.delete(from);
+          if (!proxy.silent) to.destroy();
+        });
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return proxy;
+  }
+
+  get address(): string {
+    return `127.0.0.1:${(this.server.address() as net.AddressInfo).port}`;
+  }
+
+  silence(): void {
+    this.silent = true;
+  }
+
+  close(): void {
+    for (const socket of this.sockets) socket.destroy();
+    this.server.close();
+  }
 }
