@@ -73,6 +73,17 @@ describe('transports/grpc client: PeerPool', function () {
       })
       .on('FetchSnapshot', (_id, request, call) => {
         if (request.method !== 'FetchSnapshot') throw new Error('not a snapshot request');
+        if (request.body.term === 5) {
+          const endless = async function* (): AsyncGenerator<pb.SnapshotFileChunk> {
+            for (let i = 0; i < 100_000; i += 1) yield { path: 'f', offset: i * 65_536, data: Buffer.alloc(65_536), last: false };
+          };
+          call.serveSnapshot({ needed: true, snapshotSeq: 9, term: 5, leaderRegion: 1, files: [] }, endless());
+          return;
+        }
+        if (request.body.fromSeqno > 9) {
+          call.serveSnapshot({ needed: false, snapshotSeq: 0, term: 3, leaderRegion: 1, files: [] }, (async function* () {})());
+          return;
+        }
         if (request.body.term !== 3) {
           call.replyError({ code: StatusCode.FAILED_PRECONDITION, details: 'term mismatch', trailers: { [TRAILER_TERM]: '3' } });
           return;
@@ -216,6 +227,30 @@ describe('transports/grpc client: PeerPool', function () {
       await assert.rejects(async () => {
         for await (const _ of pool.fetchSnapshot('127.0.0.1:1', { shardId: 1, fromSeqno: 1, term: 3 })) { /* drain */ }
       }, (err: unknown) => err instanceof RpcStatusError && err.code === StatusCode.UNAVAILABLE);
+    });
+
+    it('openSnapshot resolves with the header, then files yields the file chunks', async function () {
+      const { header, files } = await pool.openSnapshot(address, { shardId: 1, fromSeqno: 1, term: 3 });
+      assert.equal(header.snapshotSeq, 9);
+      const offsets: number[] = [];
+      for await (const file of files) offsets.push(file.offset);
+      assert.deepEqual(offsets, [0, 10, 20, 30]);
+      const notNeeded = await pool.openSnapshot(address, { shardId: 1, fromSeqno: 10, term: 3 });
+      assert.equal(notNeeded.header.needed, false);
+      for await (const _ of notNeeded.files) assert.fail('no files follow needed=false');
+    });
+
+    it('an aborted signal cancels the call: the read throws CANCELLED and the server frees it', async function () {
+      const controller = new AbortController();
+      const { files } = await pool.openSnapshot(address, { shardId: 1, fromSeqno: 1, term: 5 }, { signal: controller.signal });
+      let received = 0;
+      await assert.rejects(async () => {
+        for await (const _ of files) {
+          received += 1;
+          if (received === 3) controller.abort();
+        }
+      }, (err: unknown) => err instanceof RpcStatusError && err.code === StatusCode.CANCELLED);
+      await waitFor(() => server.stats().activeCallCount === 0, 'the server call to end');
     });
 
     it('cancels the call when the installer stops early', async function () {

@@ -9,7 +9,7 @@ import type { SnapshotChunk } from '../../proto/gen/svc/replication/v1/replicati
 import { clientChannelOptions } from './channel-options.js';
 import { resolveGrpcLimits, type GrpcLimits } from './limits.js';
 import { decodeResponse, decodeSegmentChunk, encodeRequest, identity, methodPath } from './methods.js';
-import { snapshotChunks } from './snapshot-stream.js';
+import { snapshotChunks, splitSnapshot, type FetchOptions, type SnapshotParts } from './snapshot-stream.js';
 import { fromStatusObject, rpcStatus } from './status.js';
 
 /** TransportInput is every engine input a call's outcome becomes. */
@@ -86,9 +86,17 @@ export class PeerPool {
    * snapshotIdleTimeoutMs or a stream out of protocol order is thrown as an RpcStatusError.
    * Leaving the loop early cancels the call.
    */
-  fetchSnapshot(to: string, request: SnapshotRequest): AsyncIterable<SnapshotChunk> {
+  fetchSnapshot(to: string, request: SnapshotRequest, options: FetchOptions = {}): AsyncIterable<SnapshotChunk> {
     const client = this.clientFor(to);
-    return snapshotChunks(client, request, this.limits);
+    return snapshotChunks(client, request, this.limits, options);
+  }
+
+  /**
+   * openSnapshot is fetchSnapshot split for an installer: it resolves with the header once it has
+   * arrived, and `files` yields the file chunks (e.g. into the storage layer's install(header, files)).
+   */
+  openSnapshot(to: string, request: SnapshotRequest, options: FetchOptions = {}): Promise<SnapshotParts> {
+    return splitSnapshot(this.fetchSnapshot(to, request, options));
   }
 
   /** cancel ends a call in flight; its outcome is then callFailed CANCELLED. */

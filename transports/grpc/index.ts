@@ -6,3 +6,4 @@ export * from './status.js';
 export * from './tls.js';
 export { PeerServer, type PeerServerOptions, type PeerServerStats } from './server.js';
 export { PeerPool, type PeerPoolOptions, type TransportInput } from './client.js';
+export type { FetchOptions, SnapshotParts } from './snapshot-stream.js';

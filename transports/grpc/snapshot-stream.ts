@@ -3,17 +3,34 @@
 // stream stops reading, and HTTP/2 flow control stops the sender). Failures are
 // thrown as RpcStatusError.
 import * as grpc from '@grpc/grpc-js';
-import { StatusCode, type SnapshotRequest } from '../../engine/rpc.js';
-import { SnapshotRequest as SnapshotRequestCodec, type SnapshotChunk } from '../../proto/gen/svc/replication/v1/replication.js';
+import { StatusCode, type SnapshotHeader, type SnapshotRequest } from '../../engine/rpc.js';
+import {
+  SnapshotRequest as SnapshotRequestCodec, type SnapshotChunk, type SnapshotFileChunk,
+} from '../../proto/gen/svc/replication/v1/replication.js';
 import type { GrpcLimits } from './limits.js';
 import { decodeSnapshotChunk, identity, methodPath } from './methods.js';
 import { RpcStatusError, fromStatusObject, rpcStatus } from './status.js';
 
-export async function* snapshotChunks(client: grpc.Client | string, request: SnapshotRequest, limits: GrpcLimits): AsyncGenerator<SnapshotChunk> {
+export interface FetchOptions {
+  /** signal cancels the call; the pending or next read then throws CANCELLED. */
+  signal?: AbortSignal;
+}
+
+/** SnapshotParts is a FetchSnapshot answer split the way an installer takes it. */
+export interface SnapshotParts {
+  header: SnapshotHeader;
+  /** files are the file chunks in order; empty when header.needed is false. */
+  files: AsyncIterable<SnapshotFileChunk>;
+}
+
+export async function* snapshotChunks(client: grpc.Client | string, request: SnapshotRequest, limits: GrpcLimits, options: FetchOptions = {}): AsyncGenerator<SnapshotChunk> {
   if (typeof client === 'string') throw new RpcStatusError(rpcStatus(StatusCode.UNAVAILABLE, client));
+  options.signal?.throwIfAborted();
   const bytes = Buffer.from(SnapshotRequestCodec.encode(request).finish());
   const call = client.makeServerStreamRequest<Buffer, Buffer>(methodPath('FetchSnapshot'), identity, identity, bytes,
     new grpc.Metadata(), {});
+  const cancel = (): void => call.cancel();
+  options.signal?.addEventListener('abort', cancel, { once: true });
   const messages = call[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   let idleTimedOut = false;
   let finished = false;
@@ -30,6 +47,7 @@ export async function* snapshotChunks(client: grpc.Client | string, request: Sna
       try {
         next = await messages.next();
       } catch (err) {
+        if (options.signal?.aborted) throw new RpcStatusError(rpcStatus(StatusCode.CANCELLED, 'FetchSnapshot cancelled by its caller'));
         throw idleTimedOut
           ? new RpcStatusError(rpcStatus(StatusCode.DEADLINE_EXCEEDED,
             `no FetchSnapshot message for snapshotIdleTimeoutMs ${limits.snapshotIdleTimeoutMs} ms`))
@@ -61,11 +79,48 @@ export async function* snapshotChunks(client: grpc.Client | string, request: Sna
       yield chunk;
     }
   } finally {
+    options.signal?.removeEventListener('abort', cancel);
     if (!finished) {
       call.cancel();
       void messages.return?.();
     }
   }
+}
+
+/**
+ * splitSnapshot waits for the header, then hands the rest over as file chunks. With needed=false it
+ * reads the stream to its end first, so the call is over when it returns.
+ */
+export async function splitSnapshot(chunks: AsyncIterable<SnapshotChunk>): Promise<SnapshotParts> {
+  const iterator = chunks[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  if (first.done || first.value.chunk?.$case !== 'header') {
+    await iterator.return?.();
+    throw violation('no header');
+  }
+  const header = first.value.chunk.value;
+  async function* files(): AsyncGenerator<SnapshotFileChunk> {
+    try {
+      // Bounded by the stream: each pass consumes one message or ends.
+      for (;;) {
+        const next = await iterator.next();
+        if (next.done) return;
+        if (next.value.chunk?.$case !== 'file') throw violation('a second header');
+        yield next.value.chunk.value;
+      }
+    } finally {
+      await iterator.return?.();
+    }
+  }
+  if (!header.needed) {
+    const rest = await iterator.next();
+    if (!rest.done) {
+      await iterator.return?.();
+      throw violation('file chunk after a header with needed=false');
+    }
+    return { header, files: (async function* () {})() };
+  }
+  return { header, files: files() };
 }
 
 function violation(what: string): RpcStatusError {
