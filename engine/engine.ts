@@ -7,7 +7,7 @@ import { Effects } from './effects.js';
 import { RaftLog, logUpToDate } from './log.js';
 import { Prng } from './prng.js';
 import {
-  activeIds, decodeRoster, encodeRoster, isRemoved, isVoter, memberById, memberByName, voterIds, withMember,
+  decodeRoster, encodeRoster, isRemoved, isVoter, memberById, memberByName, voterIds, withMember,
 } from './roster.js';
 import { decodeSegmentFrame, encodeSegmentFrame, type SegmentFrame } from './segment-frame.js';
 import {
@@ -451,30 +451,32 @@ export class Engine {
 
   private syncProgressToRoster(): void {
     const roster = this.currentRoster();
-    const wanted = new Set(activeIds(roster));
     for (const m of roster.members) {
-      if (m.id === this.hs.selfId) continue;
-      const existing = this.progress.get(m.id);
-      if (m.role === MemberRole.Removed) {
-        // Keep shipping to a removed member until it has the record that removed it, so it learns.
-        if (existing && existing.removalSeq === 0) existing.removalSeq = this.findRemovalSeq(m.id);
+      if (m.id === this.hs.selfId || this.progress.has(m.id)) continue;
+      if (m.role !== MemberRole.Removed) {
+        this.progress.set(m.id, this.newProgress());
         continue;
       }
-      if (!existing && wanted.has(m.id)) this.progress.set(m.id, this.newProgress());
+      // Keep shipping to a removed member until it holds the record that removed it, so it
+      // learns (rule 6) even when it is a learner that never campaigns. Once that record is
+      // compacted away we stop: it will learn from `removed` in vote responses, or never need to.
+      const removalSeq = this.findRemovalSeq(m.id);
+      if (removalSeq > 0) this.progress.set(m.id, { ...this.newProgress(), removalSeq });
     }
     for (const id of [...this.progress.keys()]) {
       if (!memberById(roster, id)) this.progress.delete(id);
     }
   }
 
+  /** findRemovalSeq: the seq of the kind-4 record that first lists `id` as Removed, 0 when compacted away. */
   private findRemovalSeq(id: number): number {
-    for (let s = this.log.lastSeq(); s > this.log.baseSeq; s--) {
+    for (let s = this.log.baseSeq + 1; s <= this.log.lastSeq(); s++) {
       const e = this.log.entryAt(s)!;
       if (e.kind !== EntryKind.Membership) continue;
       const r = decodeRoster(e.data);
-      if (r && !isRemoved(r, id)) return s + 1;
+      if (r && isRemoved(r, id)) return s;
     }
-    return this.log.lastSeq();
+    return 0;
   }
 
   private newProgress(): Progress {
