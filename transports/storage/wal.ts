@@ -308,7 +308,9 @@ export class Wal {
   private kick(): void {
     if (this.writing || this.queue.length === 0) return;
     this.writing = true;
-    void this.drain();
+    // Start on the next loop turn, not now: appenders woken by the last commit re-append in the
+    // same turn, and they should all ride one batch instead of the first going alone.
+    setImmediate(() => void this.drain());
   }
 
   private async drain(): Promise<void> {
