@@ -177,6 +177,25 @@ describe('storage/wal', () => {
     await reopened.wal.close();
   });
 
+  it('lets appenders that wait on each other share syncs: appends arriving during a sync ride the next one', async () => {
+    const { wal } = await Wal.open(dir);
+    const appenderCount = 16;
+    const roundCount = 10;
+    let nextSeq = 1;
+    const appender = async (): Promise<void> => {
+      for (let round = 0; round < roundCount; round++) {
+        const seq = nextSeq++;
+        await wal.append(seq, [entry(seq, 1, 128)]);
+      }
+    };
+    await Promise.all(Array.from({ length: appenderCount }, appender));
+    const stats = wal.stats();
+    assert.equal(stats.appendCount, appenderCount * roundCount);
+    // One append per sync would be 160 syncs; group commit needs about one per round.
+    assert.ok(stats.syncCount <= 2 * roundCount, `${stats.syncCount} syncs for ${stats.appendCount} appends in ${roundCount} rounds`);
+    await wal.close();
+  });
+
   it('rolls segments at walSegmentBytesMax and compacts whole segments only', async () => {
     const limits = storageLimits({ walSegmentBytesMax: 1000, walRecordBytesMax: 200 });
     const { wal } = await Wal.open(dir, limits);
