@@ -57,7 +57,14 @@ describe('transports/grpc server: streams', function () {
 
   before(async function () {
     handler = new FakePeerHandler()
-      .on('StreamSegments', (_id, _request, call) => {
+      .on('StreamSegments', (_id, request, call) => {
+        if (request.method === 'StreamSegments' && request.body.fromSeqno === 777) {
+          call.streamChunk(segment(777, 10));
+          call.streamEnd();
+          call.streamChunk(segment(778, 10)); // after the end: ignored with a warning
+          call.replyError({ code: StatusCode.INTERNAL, details: 'too late', trailers: {} });
+          return;
+        }
         for (const chunk of segmentsToSend) call.streamChunk(chunk);
         if (segmentsEnding === 'ok') {
           call.streamEnd();
@@ -116,6 +123,14 @@ describe('transports/grpc server: streams', function () {
     assert.match(status.details, /reader too slow/);
     assert.ok(messages.length >= 1 && messages.length <= 8, `the reader got the ${messages.length} chunks that fit, in order`);
     messages.forEach((m, i) => assert.equal(pb.ShipSegmentRequest.decode(m).id?.seqno, i + 1));
+  });
+
+  it('StreamSegments: effects after the end are ignored, and the end stands', async function () {
+    const client = rawClient(address);
+    const { messages, status } = await streamOutcome(rawStream(client, 'StreamSegments', streamRequest(777)));
+    client.close();
+    assert.equal(status.code, grpc.status.OK);
+    assert.deepEqual(messages.map((m) => pb.ShipSegmentRequest.decode(m).id?.seqno), [777]);
   });
 
   it('FetchSnapshot: needed=false sends the header alone and never reads the source', async function () {

@@ -167,15 +167,15 @@ export class StreamCall extends ServedCall {
   }
 
   replyError(status: RpcStatus): void {
-    if (this.closed || this.ending !== null) return;
+    if (this.closed || this.afterEnding('replyError')) return;
     this.stopIdleClock();
     this.ending = { kind: 'error', status };
     this.pump();
   }
 
   streamChunk(chunk: ShipSegmentRequest): void {
-    if (this.closed) return;
-    if (this.method !== 'StreamSegments' || this.ending !== null) {
+    if (this.closed || this.afterEnding('streamChunk')) return;
+    if (this.method !== 'StreamSegments') {
       this.misuse('streamChunk');
       return;
     }
@@ -186,8 +186,8 @@ export class StreamCall extends ServedCall {
   }
 
   streamEnd(): void {
-    if (this.closed) return;
-    if (this.method !== 'StreamSegments' || this.ending !== null) {
+    if (this.closed || this.afterEnding('streamEnd')) return;
+    if (this.method !== 'StreamSegments') {
       this.misuse('streamEnd');
       return;
     }
@@ -197,8 +197,8 @@ export class StreamCall extends ServedCall {
   }
 
   serveSnapshot(header: SnapshotHeader, files: AsyncIterable<SnapshotFileChunk>): void {
-    if (this.closed) return;
-    if (this.method !== 'FetchSnapshot' || this.snapshotStarted || this.ending !== null) {
+    if (this.closed || this.afterEnding('serveSnapshot')) return;
+    if (this.method !== 'FetchSnapshot' || this.snapshotStarted) {
       this.misuse('serveSnapshot');
       return;
     }
@@ -217,6 +217,13 @@ export class StreamCall extends ServedCall {
 
   bufferedBytes(): number {
     return this.queuedBytes + this.unflushedBytes;
+  }
+
+  /** afterEnding ignores (with a warning) a verb that comes after the call's ending was decided. */
+  private afterEnding(verb: string): boolean {
+    if (this.ending === null) return false;
+    this.env.warn(`${this.method} call ${this.callId}: ${verb} after the call's end, ignored`);
+    return true;
   }
 
   protected fail(status: RpcStatus): void {
@@ -240,11 +247,11 @@ export class StreamCall extends ServedCall {
       // Bounded by the source's length: every pass takes one chunk from it or leaves.
       for (;;) {
         await this.whenWritable();
-        if (this.closed) return;
+        if (this.closed || this.ending !== null) return;
         this.expectHandler();
         const next = await iterator.next();
         this.stopIdleClock();
-        if (this.closed) return;
+        if (this.closed || this.ending !== null) return;
         if (next.done) {
           exhausted = true;
           this.ending = { kind: 'ok' };
