@@ -142,7 +142,8 @@ export class Engine {
     }
     this.role = this.hs.removed ? 'removed' : this.hs.selfId === 0 ? 'joiner' : 'follower';
     this.resetElectionTimeout();
-    this.applyCommitted();
+    if (this.hs.reseed && !this.hs.removed) this.wipeForReseed(); // storage found corrupt at recovery
+    else this.applyCommitted();
   }
 
   /** step feeds one input and returns the effects to carry out, in order. */
@@ -832,6 +833,12 @@ export class Engine {
     this.hs.reseed = true;
     this.setReady(false, 'reseed');
     this.fx.other({ type: 'warning', code: 'reseed-latched', message: `reseed marker latched: ${reason}; wiping and reinstalling` });
+    this.wipeForReseed();
+  }
+
+  /** wipeForReseed drops the state machine and the log; the node then pulls everything again. */
+  private wipeForReseed(): void {
+    this.hs.rosterBase = this.currentRoster(); // keep knowing who the members are while the log is empty
     this.fx.resetStateMachine();
     this.log.resetTo(0, 0);
     this.baseRoster = null;
@@ -875,8 +882,8 @@ export class Engine {
       this.statusPollMode = true; // a leader from before the field: readiness through the status poll (rule 3)
     }
     this.tryConverge();
-    if (this.reportable() < (this.lagGaugeByShard.get(req.shardId) ?? 0) && !this.pull
-      && this.ticks - this.lastAcceptTick > this.limits.electionTimeoutTicks) this.startPull();
+    const behind = this.reportable() < (this.lagGaugeByShard.get(req.shardId) ?? 0);
+    if (behind && !this.pull && (this.hs.reseed || this.ticks - this.lastAcceptTick > this.limits.electionTimeoutTicks)) this.startPull();
     this.replyHeartbeat(callId, true, removed);
   }
 

@@ -114,6 +114,7 @@ function runCommand(state: RunState, line: string): void {
     case 'crash': c.crash(args[0]!); return;
     case 'restart': c.restart(args[0]!); return;
     case 'corrupt-next-snapshot': c.corruptNextSnapshot(); return;
+    case 'corrupt-wal': c.corruptWal(args[0]!); return;
     case 'join': { // join NAME via SEED [SEED...]
       const seeds = args.slice(2);
       c.add(args[0]!, null, seeds);

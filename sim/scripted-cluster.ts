@@ -163,6 +163,12 @@ export class ScriptedCluster {
     this.queue = this.queue.filter((p) => p.to !== n.addr);
   }
 
+  /** corruptWal models a WAL whose recovery found damage before its tail: the node restarts with its reseed marker. */
+  corruptWal(name: string): void {
+    const n = this.node(name);
+    n.disk.hardState = { ...n.disk.hardState, reseed: true };
+  }
+
   restart(name: string): void {
     const n = this.node(name);
     const art = n.disk.artifact;
