@@ -1,0 +1,101 @@
+// Snapshot artifacts: the files a staged snapshot is made of (meta.json and
+// state.json), their BLAKE3 hashes computed once at staging, verification on
+// install, and each node's store that keeps only the newest few.
+import { blake3 } from '@noble/hashes/blake3.js';
+import type { SnapshotMeta } from '../engine/types.js';
+import type { SnapshotHeader } from '../engine/rpc.js';
+import { SIM_LIMITS } from './limits.js';
+
+export interface Artifact {
+  meta: SnapshotMeta;
+  header: SnapshotHeader;
+  /** files in manifest order. */
+  files: Map<string, Uint8Array>;
+  origin: 'staged' | 'installed';
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+export const META_FILE = 'meta.json';
+export const STATE_FILE = 'state.json';
+
+/** captureArtifact freezes a state machine's state as files and hashes each file once. */
+export function captureArtifact(meta: SnapshotMeta, stateJson: string, term: number, leaderRegion: number): Artifact {
+  const files = new Map<string, Uint8Array>([
+    [META_FILE, encoder.encode(JSON.stringify(meta))],
+    [STATE_FILE, encoder.encode(stateJson)],
+  ]);
+  const header: SnapshotHeader = {
+    needed: true,
+    snapshotSeq: meta.seq,
+    term,
+    leaderRegion,
+    files: [...files].map(([path, bytes]) => ({ path, size: bytes.length, blake3: Buffer.from(blake3(bytes)) })),
+  };
+  return { meta, header, files, origin: 'staged' };
+}
+
+/** verifyFiles checks the manifest against the files: same paths, sizes and BLAKE3; null = good. */
+export function verifyFiles(header: SnapshotHeader, files: ReadonlyMap<string, Uint8Array>): string | null {
+  if (header.files.length !== files.size) return `manifest lists ${header.files.length} files, ${files.size} arrived`;
+  for (const entry of header.files) {
+    const bytes = files.get(entry.path);
+    if (!bytes) return `file ${entry.path} is missing`;
+    if (bytes.length !== entry.size) return `file ${entry.path} has ${bytes.length} bytes, manifest says ${entry.size}`;
+    if (!sameBytes(blake3(bytes), entry.blake3)) return `file ${entry.path} fails its BLAKE3 check`;
+  }
+  return null;
+}
+
+/** readMeta parses meta.json; null when it is missing or malformed. */
+export function readMeta(files: ReadonlyMap<string, Uint8Array>): SnapshotMeta | null {
+  const bytes = files.get(META_FILE);
+  if (!bytes) return null;
+  try {
+    const meta = JSON.parse(decoder.decode(bytes)) as SnapshotMeta;
+    if (typeof meta.seq !== 'number' || typeof meta.entryTerm !== 'number' || typeof meta.roster !== 'object' || meta.roster === null) return null;
+    return meta;
+  } catch {
+    return null;
+  }
+}
+
+export function readStateText(files: ReadonlyMap<string, Uint8Array>): string | null {
+  const bytes = files.get(STATE_FILE);
+  return bytes ? decoder.decode(bytes) : null;
+}
+
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** ArtifactStore is one node's snapshot directory; artifacts are files, so they survive crashes. */
+export class ArtifactStore {
+  private artifacts: Artifact[] = [];
+
+  constructor(private readonly retainCountMax: number = SIM_LIMITS.artifactRetainCountMax) {}
+
+  add(artifact: Artifact): void {
+    this.artifacts = this.artifacts.filter((a) => a.meta.seq !== artifact.meta.seq || a.header.term !== artifact.header.term);
+    this.artifacts.push(artifact);
+    this.artifacts.sort((a, b) => a.meta.seq - b.meta.seq);
+    if (this.artifacts.length > this.retainCountMax) this.artifacts.splice(0, this.artifacts.length - this.retainCountMax);
+  }
+
+  newest(): Artifact | undefined {
+    return this.artifacts[this.artifacts.length - 1];
+  }
+
+  get count(): number {
+    return this.artifacts.length;
+  }
+
+  /** forHeader finds the artifact a served header names: same seq and the same manifest hashes. */
+  forHeader(header: SnapshotHeader): Artifact | undefined {
+    return this.artifacts.find((a) => a.meta.seq === header.snapshotSeq
+      && a.header.files.length === header.files.length
+      && a.header.files.every((f, i) => f.path === header.files[i]!.path && sameBytes(f.blake3, header.files[i]!.blake3)));
+  }
+}

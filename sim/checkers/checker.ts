@@ -1,0 +1,37 @@
+// The checker contract: the world calls these hooks as things happen, and a
+// checker throws an InvariantViolation the moment an invariant breaks.
+import type { Effect, EngineStatus, Entry, Input } from '../../engine/types.js';
+import type { VoteRequest, VoteResponse } from '../../engine/rpc.js';
+import type { SimNode } from '../node.js';
+import type { Artifact } from '../artifacts.js';
+
+/** StepRecord is one engine step: what went in, what came out, status before and after. */
+export interface StepRecord {
+  node: SimNode;
+  input: Input;
+  effects: readonly Effect[];
+  before: EngineStatus | null;
+  after: EngineStatus;
+  nowUs: number;
+}
+
+/** CheckerWorld is the read-only view of the world checkers may consult. */
+export interface CheckerWorld {
+  readonly nodes: readonly SimNode[];
+  nodeByMemberId(id: number): SimNode | undefined;
+}
+
+export interface Checker {
+  readonly name: string;
+  afterStep?(step: StepRecord): void;
+  /** onAppend: an append effect was written to the node's WAL (prevTerm: term at fromSeq-1, if known). */
+  onAppend?(node: SimNode, fromSeq: number, entries: readonly Entry[], prevTerm: number | undefined): void;
+  onApply?(node: SimNode, entries: readonly Entry[]): void;
+  /** onVote: `voter` answered a RequestVote (voterStatus is its status right after that step). */
+  onVote?(voter: SimNode, voterStatus: EngineStatus, request: VoteRequest, response: VoteResponse): void;
+  /** onProposalResult: data is what the client proposed under that proposalId. */
+  onProposalResult?(node: SimNode, proposalId: number, ok: boolean, seq: number, data: Uint8Array | undefined): void;
+  onArtifact?(node: SimNode, artifact: Artifact, how: 'staged' | 'installed'): void;
+  onCrash?(node: SimNode): void;
+  onStart?(node: SimNode): void;
+}

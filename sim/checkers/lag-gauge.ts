@@ -1,0 +1,30 @@
+// Lag gauges are monotonic: within one life of a node, no shard's
+// EngineStatus.lagGaugeByShard value ever goes down or disappears.
+import type { SimNode } from '../node.js';
+import { violate } from '../violation.js';
+import type { Checker, StepRecord } from './checker.js';
+
+export class LagGaugeChecker implements Checker {
+  readonly name = 'lag-gauge-monotonic';
+  private readonly lastByNode = new Map<number, Record<number, number>>();
+
+  onStart(node: SimNode): void {
+    this.lastByNode.delete(node.index);
+  }
+
+  afterStep(step: StepRecord): void {
+    const { node, after } = step;
+    const previous = this.lastByNode.get(node.index);
+    const current = after.lagGaugeByShard;
+    if (previous && previous !== current) {
+      for (const shard of Object.keys(previous)) {
+        const was = previous[Number(shard)]!;
+        const now = current[Number(shard)];
+        if (now === undefined || now < was) {
+          violate(this.name, `${node.name} lag gauge for shard ${shard} went from ${was} to ${now ?? 'nothing'}`, node.index);
+        }
+      }
+    }
+    this.lastByNode.set(node.index, { ...current });
+  }
+}

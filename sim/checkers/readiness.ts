@@ -1,0 +1,90 @@
+// Readiness honesty: when a node's latch converges (a readiness ready=true
+// effect while not leader), it must have seen a real leader frontier in its
+// current term (never leader_last_seq = 0), its durable, matched log must have
+// reached one such frontier F, and its log must equal the leader's up to F.
+import type { Input } from '../../engine/types.js';
+import type { SimNode } from '../node.js';
+import { violate } from '../violation.js';
+import type { Checker, CheckerWorld, StepRecord } from './checker.js';
+
+interface Frontier {
+  term: number;
+  seq: number;
+}
+
+/** FRONTIER_MEMORY_COUNT_MAX bounds the frontiers remembered per node. */
+const FRONTIER_MEMORY_COUNT_MAX = 64;
+
+export class ReadinessChecker implements Checker {
+  readonly name = 'readiness-honesty';
+  private readonly frontiers = new Map<number, Frontier[]>();
+
+  constructor(private readonly world: CheckerWorld) {}
+
+  onStart(node: SimNode): void {
+    this.frontiers.delete(node.index);
+  }
+
+  afterStep(step: StepRecord): void {
+    const { node, input, after, effects } = step;
+    const seen = frontierOf(input);
+    if (seen !== null && seen.seq > 0) this.remember(node.index, { term: seen.term ?? after.term, seq: seen.seq });
+    for (const effect of effects) {
+      if (effect.type === 'readiness' && effect.ready && after.role !== 'leader') this.checkConvergence(step);
+    }
+  }
+
+  private remember(nodeIndex: number, frontier: Frontier): void {
+    let list = this.frontiers.get(nodeIndex);
+    if (!list) this.frontiers.set(nodeIndex, (list = []));
+    if (list.some((f) => f.term === frontier.term && f.seq === frontier.seq)) return;
+    list.push(frontier);
+    if (list.length > FRONTIER_MEMORY_COUNT_MAX) list.shift();
+  }
+
+  private checkConvergence(step: StepRecord): void {
+    const { node, after } = step;
+    const inTerm = (this.frontiers.get(node.index) ?? []).filter((f) => f.term === after.term);
+    if (inTerm.length === 0) {
+      violate(this.name, `${node.name} became ready in term ${after.term} without having seen a real leader frontier (leader_last_seq > 0) in that term`, node.index);
+    }
+    const durableSeq = node.storage.durable.lastSeq;
+    const reach = Math.min(after.matchedSeq, durableSeq);
+    const reached = inTerm.filter((f) => f.seq <= reach).map((f) => f.seq);
+    if (reached.length === 0) {
+      violate(this.name, `${node.name} became ready with matched ${after.matchedSeq} / durable ${durableSeq}, below every leader frontier seen in term ${after.term} `
+        + `([${inTerm.map((f) => f.seq).join(',')}])`, node.index);
+    }
+    const frontier = Math.max(...reached);
+    const leader = this.world.nodeByMemberId(after.leaderId);
+    if (!leader || leader === node) return;
+    const mine = node.storage.durable;
+    const theirs = leader.storage.written;
+    const from = Math.max(mine.base, theirs.base) + 1;
+    const to = Math.min(frontier, theirs.lastSeq);
+    for (let seq = from; seq <= to; seq++) {
+      const a = mine.entryAt(seq);
+      const b = theirs.entryAt(seq);
+      if (!a || !b || a.term !== b.term) {
+        violate(this.name, `${node.name} became ready at frontier ${frontier}, but at seq ${seq} its log has term ${a?.term ?? 'nothing'} `
+          + `and leader ${leader.name}'s has ${b?.term ?? 'nothing'}`, node.index);
+      }
+    }
+  }
+}
+
+/** frontierOf is the leader frontier an input shows, if any (term undefined = the node's own). */
+function frontierOf(input: Input): { term: number | undefined; seq: number } | null {
+  switch (input.type) {
+    case 'request':
+      if (input.request.method === 'Heartbeat') return { term: input.request.body.term, seq: input.request.body.leaderLastSeq };
+      if (input.request.method === 'ShipSegment') return { term: input.request.body.term, seq: input.request.body.leaderLastSeq };
+      return null;
+    case 'streamChunk':
+      return { term: input.chunk.term, seq: input.chunk.leaderLastSeq };
+    case 'statusPolled':
+      return { term: undefined, seq: input.leaderLastSeq };
+    default:
+      return null;
+  }
+}

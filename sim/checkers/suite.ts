@@ -1,0 +1,72 @@
+// CheckerSuite fans every hook out to all checkers, in a fixed order.
+import type { EngineStatus, Entry } from '../../engine/types.js';
+import type { VoteRequest, VoteResponse } from '../../engine/rpc.js';
+import type { SimNode } from '../node.js';
+import type { Artifact } from '../artifacts.js';
+import { CanonicalLog } from './canonical-log.js';
+import type { Checker, CheckerWorld, StepRecord } from './checker.js';
+import { DurabilityChecker } from './durability.js';
+import { ElectionChecker } from './election.js';
+import { LagGaugeChecker } from './lag-gauge.js';
+import { LogMatchingChecker } from './log-matching.js';
+import { MembershipChecker } from './membership.js';
+import { ReadinessChecker } from './readiness.js';
+import { RemovedChecker } from './removed.js';
+import { SnapshotIntegrityChecker } from './snapshot-integrity.js';
+import { StateMachineSafetyChecker } from './state-machine-safety.js';
+import { TermFencingChecker } from './term-fencing.js';
+
+export class CheckerSuite implements Checker {
+  readonly name = 'suite';
+  readonly canonical = new CanonicalLog();
+  readonly durability = new DurabilityChecker(this.canonical);
+  readonly checkers: Checker[];
+
+  constructor(world: CheckerWorld, extra: Checker[] = []) {
+    this.checkers = [
+      new ElectionChecker(),
+      new LogMatchingChecker(),
+      new StateMachineSafetyChecker(this.canonical),
+      this.durability,
+      new TermFencingChecker(),
+      new ReadinessChecker(world),
+      new LagGaugeChecker(),
+      new SnapshotIntegrityChecker(this.canonical),
+      new MembershipChecker(world),
+      new RemovedChecker(),
+      ...extra,
+    ];
+  }
+
+  afterStep(step: StepRecord): void {
+    for (const c of this.checkers) c.afterStep?.(step);
+  }
+
+  onAppend(node: SimNode, fromSeq: number, entries: readonly Entry[], prevTerm: number | undefined): void {
+    for (const c of this.checkers) c.onAppend?.(node, fromSeq, entries, prevTerm);
+  }
+
+  onApply(node: SimNode, entries: readonly Entry[]): void {
+    for (const c of this.checkers) c.onApply?.(node, entries);
+  }
+
+  onVote(voter: SimNode, voterStatus: EngineStatus, request: VoteRequest, response: VoteResponse): void {
+    for (const c of this.checkers) c.onVote?.(voter, voterStatus, request, response);
+  }
+
+  onProposalResult(node: SimNode, proposalId: number, ok: boolean, seq: number, data: Uint8Array | undefined): void {
+    for (const c of this.checkers) c.onProposalResult?.(node, proposalId, ok, seq, data);
+  }
+
+  onArtifact(node: SimNode, artifact: Artifact, how: 'staged' | 'installed'): void {
+    for (const c of this.checkers) c.onArtifact?.(node, artifact, how);
+  }
+
+  onCrash(node: SimNode): void {
+    for (const c of this.checkers) c.onCrash?.(node);
+  }
+
+  onStart(node: SimNode): void {
+    for (const c of this.checkers) c.onStart?.(node);
+  }
+}

@@ -1,0 +1,91 @@
+// Command-line parsing for `npm run sim`: bad input gets a clear error, never a crash.
+import { OVERRIDES, type OverrideValues } from './options.js';
+
+/** SWEEP_SEED_COUNT_MAX bounds one --seeds range. */
+export const SWEEP_SEED_COUNT_MAX = 1_000_000;
+
+export type CliRequest =
+  | { mode: 'help' }
+  | { mode: 'single'; seed: number; overrides: OverrideValues; onlyFaults: number[] | null; traceFile?: string; shrink: boolean; verbose: boolean }
+  | { mode: 'sweep'; firstSeed: number; lastSeed: number; overrides: OverrideValues };
+
+export function usage(): string {
+  const knobs = OVERRIDES.map((o) => `  --${o.flag.padEnd(20)} ${o.describe} [${o.min}..${o.max}]`).join('\n');
+  return [
+    'usage: npm run sim -- --seed N [options]      one run; last line: seed=N result=pass|fail events=E trace=HEX',
+    '       npm run sim -- --seeds A..B [knobs]     a sweep; lists failing seeds',
+    '',
+    '  --trace FILE             write one JSON line per event',
+    '  --only-faults LIST       keep only these fault-schedule indices (comma list, or "none")',
+    '  --no-shrink              do not shrink a failing run',
+    '  --verbose                print the options and the fault schedule',
+    '',
+    'knobs (pin a per-seed swarm choice):',
+    knobs,
+  ].join('\n');
+}
+
+export function parseCli(argv: readonly string[]): CliRequest {
+  const args = argv.flatMap((a) => (a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a]));
+  let seed: number | null = null;
+  let range: [number, number] | null = null;
+  let traceFile: string | undefined;
+  let onlyFaults: number[] | null = null;
+  let shrink = true;
+  let verbose = false;
+  const overrides: OverrideValues = {};
+  for (let i = 0; i < args.length; i++) {
+    const flag = args[i]!;
+    const value = (): string => {
+      const v = args[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--help': case '-h': return { mode: 'help' };
+      case '--seed': seed = parseSeed(value(), flag); break;
+      case '--seeds': range = parseRange(value()); break;
+      case '--trace': traceFile = value(); break;
+      case '--only-faults': onlyFaults = parseList(value()); break;
+      case '--no-shrink': shrink = false; break;
+      case '--verbose': verbose = true; break;
+      default: {
+        const override = flag.startsWith('--') ? OVERRIDES.find((o) => o.flag === flag.slice(2)) : undefined;
+        if (!override) throw new Error(`unknown argument ${flag}`);
+        const text = value();
+        const number = Number(text);
+        if (text.trim() === '' || !Number.isFinite(number)) throw new Error(`${flag} needs a number, got "${text}"`);
+        overrides[override.flag] = number;
+      }
+    }
+  }
+  if (seed !== null && range !== null) throw new Error('give either --seed or --seeds, not both');
+  if (range !== null) {
+    if (traceFile !== undefined || onlyFaults !== null) throw new Error('--trace and --only-faults apply to one --seed run');
+    return { mode: 'sweep', firstSeed: range[0], lastSeed: range[1], overrides };
+  }
+  if (seed === null) throw new Error('missing --seed N or --seeds A..B');
+  return { mode: 'single', seed, overrides, onlyFaults, traceFile, shrink, verbose };
+}
+
+function parseSeed(text: string, flag: string): number {
+  if (!/^\d{1,15}$/.test(text)) throw new Error(`${flag} needs a whole number >= 0, got "${text}"`);
+  return Number(text);
+}
+
+function parseRange(text: string): [number, number] {
+  const match = /^(\d{1,15})\.\.(\d{1,15})$/.exec(text);
+  if (!match) throw new Error(`--seeds needs A..B (e.g. 1..500), got "${text}"`);
+  const first = Number(match[1]);
+  const last = Number(match[2]);
+  if (last < first) throw new Error(`--seeds ${text}: the range is empty`);
+  if (last - first + 1 > SWEEP_SEED_COUNT_MAX) throw new Error(`--seeds ${text}: at most ${SWEEP_SEED_COUNT_MAX} seeds per sweep`);
+  return [first, last];
+}
+
+function parseList(text: string): number[] {
+  if (text === 'none' || text === '') return [];
+  const parts = text.split(',');
+  if (!parts.every((p) => /^\d{1,6}$/.test(p))) throw new Error(`--only-faults needs a comma list of indices, got "${text}"`);
+  return [...new Set(parts.map(Number))].sort((a, b) => a - b);
+}

@@ -1,0 +1,695 @@
+// Cluster is the simulated world: nodes, a faulty network, disks and clocks,
+// one event queue in virtual time, and the checkers that watch every step.
+// It is also the scripting API (crash, partition, propose, join, ...) that
+// scenarios and tests drive directly.
+import type { AdminOp, Compat, Effect, EngineConfig, EngineLimits, EngineStatus, Input, NodeStats } from '../engine/types.js';
+import { MemberRole, type Roster } from '../engine/types.js';
+import type { RpcRequest, RpcStatus, SnapshotHeader } from '../engine/rpc.js';
+import { StatusCode } from '../engine/rpc.js';
+import { DEFAULT_LIMITS, CURRENT_COMPAT } from '../engine/limits.js';
+import { bootstrapRoster } from '../engine/roster.js';
+import { captureArtifact, readMeta, readStateText, verifyFiles, type Artifact } from './artifacts.js';
+import { CallTable, callKindOf, type CallKind, type OutboundCall } from './calls.js';
+import type { Checker, CheckerWorld } from './checkers/checker.js';
+import { CheckerSuite } from './checkers/suite.js';
+import { NodeClock } from './clock.js';
+import { EventQueue } from './event-queue.js';
+import type { SimEvent } from './events.js';
+import { SIM_LIMITS, msToUs } from './limits.js';
+import { LOST, Network } from './network.js';
+import { SimNode, type EngineFactory } from './node.js';
+import type { NetworkKnobs, StorageKnobs } from './options.js';
+import { Prng } from './prng.js';
+import { Trace } from './trace.js';
+import { describeEffect, describeInput } from './trace-format.js';
+import { InvariantViolation, violate } from './violation.js';
+import { carryChunk, carryHeader, carryRequest, carryResponse, unreachable } from './wire.js';
+
+export interface FounderSpec {
+  compat?: Compat;
+  learner?: boolean;
+}
+
+export interface ClusterConfig {
+  seed: number | string;
+  founders: FounderSpec[];
+  /** joinerSlotCount reserves node slots for nodes that join later. */
+  joinerSlotCount: number;
+  engineFactory: EngineFactory;
+  engineLimits?: Partial<EngineLimits>;
+  network: NetworkKnobs;
+  storage: StorageKnobs;
+  clockDriftFractionMax?: number;
+  tickMs?: number;
+  trace?: Trace;
+  /** extraCheckers run after the built-in ones. */
+  extraCheckers?: Checker[];
+}
+
+/** ProposalListener hears every proposalResult (the workload uses it to retry). */
+export type ProposalListener = (node: SimNode, proposalId: number, ok: boolean, seq: number, leaderHint: string) => void;
+
+const TICK: Input = { type: 'tick' };
+
+export class Cluster implements CheckerWorld {
+  nowUs = 0;
+  readonly nodes: SimNode[] = [];
+  readonly checkers: CheckerSuite;
+  readonly trace: Trace;
+  readonly network: Network;
+  readonly limits: EngineLimits;
+  readonly tickMs: number;
+  readonly foundingRoster: Roster;
+  eventCount = 0;
+  private readonly queue = new EventQueue<SimEvent>();
+  private readonly calls = new CallTable();
+  private readonly byGrpc = new Map<string, SimNode>();
+  private readonly byHttp = new Map<string, SimNode>();
+  private readonly byMemberId = new Map<number, SimNode>();
+  private readonly proposals = new Map<number, Uint8Array>();
+  private readonly afterEventHooks: (() => void)[] = [];
+  private readonly proposalListeners: ProposalListener[] = [];
+  readonly adminResults: { adminId: number; ok: boolean; reason: string }[] = [];
+  private nextProposalId = 1;
+  private nextAdminId = 1;
+  private readonly rootPrng: Prng;
+  private readonly storagePrng: Prng;
+  private readonly enginePrng: Prng;
+  private readonly timingPrng: Prng;
+
+  constructor(readonly config: ClusterConfig) {
+    if (config.founders.length < 1) throw new Error('a cluster needs at least one founder');
+    this.rootPrng = new Prng(`sim:${config.seed}`);
+    this.storagePrng = this.rootPrng.fork('storage');
+    this.enginePrng = this.rootPrng.fork('engine');
+    this.timingPrng = this.rootPrng.fork('timing');
+    this.tickMs = config.tickMs ?? SIM_LIMITS.tickMs;
+    this.limits = { ...DEFAULT_LIMITS, ...config.engineLimits };
+    this.trace = config.trace ?? new Trace();
+    const slotCount = config.founders.length + config.joinerSlotCount;
+    this.network = new Network(this.rootPrng.fork('network'), config.network, slotCount);
+    const clockPrng = this.rootPrng.fork('clock');
+    const drift = config.clockDriftFractionMax ?? SIM_LIMITS.clockDriftFractionMax;
+    for (let index = 0; index < slotCount; index++) {
+      const founder = config.founders[index];
+      const name = `n${index + 1}`;
+      const node = new SimNode({
+        index, name, grpcAddr: `${name}:7000`, httpAddr: `http://${name}:8080`,
+        compat: founder?.compat ?? CURRENT_COMPAT, isJoiner: founder === undefined,
+      }, new NodeClock(clockPrng.uniform(-drift, drift), this.tickMs, clockPrng.uniform(-500, 500)));
+      this.nodes.push(node);
+      this.byGrpc.set(node.id.grpcAddr, node);
+      this.byHttp.set(node.id.httpAddr, node);
+    }
+    const roster = bootstrapRoster(this.nodes.slice(0, config.founders.length).map((n) => n.id));
+    roster.members = roster.members.map((m, i) => (config.founders[i]!.learner ? { ...m, role: MemberRole.Learner } : m));
+    this.foundingRoster = roster;
+    this.checkers = new CheckerSuite(this, config.extraCheckers ?? []);
+  }
+
+  // ---- the world as checkers and scripts see it ----
+
+  nodeByMemberId(id: number): SimNode | undefined {
+    return this.byMemberId.get(id);
+  }
+
+  nodeByGrpcAddr(addr: string): SimNode | undefined {
+    return this.byGrpc.get(addr);
+  }
+
+  /** leader is the live node that claims leadership in the highest term, or null. */
+  leader(): SimNode | null {
+    let best: SimNode | null = null;
+    for (const node of this.nodes) {
+      if (node.state !== 'up' || node.status?.role !== 'leader') continue;
+      if (!best || node.status.term > best.status!.term) best = node;
+    }
+    return best;
+  }
+
+  status(index: number): EngineStatus | null {
+    return this.node(index).status;
+  }
+
+  node(index: number): SimNode {
+    const node = this.nodes[index];
+    if (!node) throw new Error(`no node slot ${index} (the cluster has ${this.nodes.length})`);
+    return node;
+  }
+
+  get founderCount(): number {
+    return this.config.founders.length;
+  }
+
+  onAfterEvent(hook: () => void): void {
+    this.afterEventHooks.push(hook);
+  }
+
+  onProposalResult(listener: ProposalListener): void {
+    this.proposalListeners.push(listener);
+  }
+
+  // ---- running ----
+
+  /** start boots every founder. */
+  start(): void {
+    for (let i = 0; i < this.founderCount; i++) this.startNode(this.nodes[i]!);
+  }
+
+  /** schedule runs `run` at virtual time `atUs` (a world event: faults, workload, phases). */
+  schedule(atUs: number, label: string, run: () => void): void {
+    this.queue.push(Math.max(atUs, this.nowUs), { k: 'world', label, run });
+  }
+
+  runFor(ms: number): void {
+    this.runUntil(this.nowUs + msToUs(ms));
+  }
+
+  /** tick runs the world for `count` nominal tick periods. */
+  tick(count = 1): void {
+    this.runFor(count * this.tickMs);
+  }
+
+  /** runUntil processes events up to virtual time `untilUs` (or until `stop` says so). */
+  runUntil(untilUs: number, stop?: () => boolean): void {
+    for (;;) {
+      const next = this.queue.peekTimeUs();
+      if (next === undefined || next > untilUs) break;
+      this.processNext();
+      if (stop?.()) return;
+    }
+    this.nowUs = Math.max(this.nowUs, untilUs);
+  }
+
+  /** runUntilTrue runs until `condition` holds (checked after each event) or `maxMs` pass; it says which. */
+  runUntilTrue(condition: () => boolean, maxMs: number): boolean {
+    if (condition()) return true;
+    let met = false;
+    this.runUntil(this.nowUs + msToUs(maxMs), () => (met = condition()));
+    return met;
+  }
+
+  private processNext(): void {
+    const scheduled = this.queue.pop()!;
+    this.nowUs = scheduled.atUs;
+    this.eventCount++;
+    if (this.eventCount > SIM_LIMITS.eventCountMax) violate('event-budget', `more than ${SIM_LIMITS.eventCountMax} events in one run`);
+    this.dispatch(scheduled.item);
+    for (const hook of this.afterEventHooks) hook();
+  }
+
+  // ---- scripting: faults and clients ----
+
+  crash(index: number): void {
+    const node = this.node(index);
+    if (!node.isLive) return;
+    const torn = node.storage.crash(this.storagePrng, this.config.storage.tornWriteProbability);
+    node.state = 'down';
+    node.engine = null;
+    node.incarnation++;
+    node.inbox = [];
+    node.openRequests.clear();
+    node.machine.reset();
+    this.calls.forgetNode(index);
+    this.checkers.onCrash(node);
+    this.recordWorld(`crash ${node.name} kept ${torn.keptAppendCount} torn ${torn.tornEntryCount}`);
+  }
+
+  restart(index: number): void {
+    const node = this.node(index);
+    if (node.state !== 'down') return;
+    this.startNode(node);
+    this.recordWorld(`restart ${node.name}`);
+  }
+
+  pause(index: number): void {
+    const node = this.node(index);
+    if (node.state !== 'up') return;
+    node.state = 'paused';
+    this.recordWorld(`pause ${node.name}`);
+  }
+
+  resume(index: number): void {
+    const node = this.node(index);
+    if (node.state !== 'paused') return;
+    node.state = 'up';
+    const queued = node.inbox as SimEvent[];
+    node.inbox = [];
+    for (const event of queued) this.queue.push(this.nowUs, event);
+    this.recordWorld(`resume ${node.name} inbox ${queued.length}`);
+  }
+
+  /** partition cuts every link between the two groups (both ways unless oneWay: a -> b only). */
+  partition(a: readonly number[], b: readonly number[], oneWay = false): void {
+    this.network.split(a, b, !oneWay);
+    this.recordWorld(`partition [${a.join(',')}] ${oneWay ? '->' : '|'} [${b.join(',')}]`);
+  }
+
+  isolate(index: number): void {
+    this.network.isolate(index);
+    this.recordWorld(`isolate n${index + 1}`);
+  }
+
+  heal(): void {
+    this.network.heal();
+    this.recordWorld('heal');
+  }
+
+  clog(from: number, to: number, ms: number): void {
+    this.network.clog(from, to, this.nowUs + msToUs(ms));
+    this.recordWorld(`clog n${from + 1}->n${to + 1} ${ms}ms`);
+  }
+
+  /** join boots the node in slot `index` as a joiner that dials the given members' gRPC addresses. */
+  join(index: number, via: readonly number[]): void {
+    const node = this.node(index);
+    if (node.state !== 'unborn') throw new Error(`${node.name} was already started`);
+    if (!node.id.isJoiner) throw new Error(`${node.name} is a founder, not a joiner slot`);
+    node.seeds = via.map((i) => this.node(i).id.grpcAddr);
+    this.startNode(node);
+    this.recordWorld(`join ${node.name} via ${node.seeds.join(',')}`);
+  }
+
+  /** propose hands a client command to a node (as the client's believed leader); it returns the proposalId. */
+  propose(index: number, data: Uint8Array, clientDelayMs = 0): number {
+    const proposalId = this.nextProposalId++;
+    this.proposals.set(proposalId, data);
+    this.deliverFromClient(index, { type: 'propose', proposalId, data }, clientDelayMs);
+    return proposalId;
+  }
+
+  /** admin sends an operator command to `index` (default: the current leader); it returns the adminId or 0. */
+  admin(op: AdminOp, index?: number): number {
+    const target = index ?? this.leader()?.index;
+    if (target === undefined) return 0;
+    const adminId = this.nextAdminId++;
+    this.deliverFromClient(target, { type: 'admin', adminId, op }, 0);
+    return adminId;
+  }
+
+  private deliverFromClient(index: number, input: Input, delayMs: number): void {
+    const node = this.node(index);
+    if (!node.isLive) return;
+    this.queue.push(this.nowUs + msToUs(delayMs), { k: 'input', node: index, inc: node.incarnation, input, netFrom: -1 });
+  }
+
+  // ---- node lifecycle ----
+
+  private startNode(node: SimNode): void {
+    node.incarnation++;
+    const restored = node.restoredState();
+    const founder = !node.id.isJoiner;
+    const config: EngineConfig = {
+      name: node.name,
+      grpcAddr: node.id.grpcAddr,
+      httpAddr: node.id.httpAddr,
+      bootstrapRoster: founder ? structuredClone(this.foundingRoster) : null,
+      seeds: founder ? [] : [...node.seeds],
+      randomSeed: this.enginePrng.uint32(),
+      compat: { ...node.id.compat },
+      limits: { ...this.limits },
+    };
+    node.config = config;
+    node.engine = this.guard(node, 'construct', () => this.config.engineFactory(config, restored));
+    node.state = 'up';
+    node.inbox = [];
+    node.status = this.guard(node, 'status', () => node.engine!.status());
+    this.noteIdentity(node, node.status);
+    this.checkers.onStart(node);
+    const phaseUs = Math.floor(this.timingPrng.next() * node.clock.tickIntervalUs);
+    this.queue.push(this.nowUs + phaseUs, { k: 'tick', node: node.index, inc: node.incarnation });
+    this.queue.push(this.nowUs + msToUs(this.timingPrng.uniform(0, SIM_LIMITS.statsIntervalMs)), { k: 'stats', node: node.index, inc: node.incarnation });
+  }
+
+  private guard<T>(node: SimNode, what: string, run: () => T): T {
+    try {
+      return run();
+    } catch (error) {
+      if (error instanceof InvariantViolation) throw error;
+      const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+      return violate('engine-exception', `${node.name} threw in ${what}: ${text}`, node.index);
+    }
+  }
+
+  private noteIdentity(node: SimNode, status: EngineStatus): void {
+    if (status.id === 0) return;
+    const holder = this.byMemberId.get(status.id);
+    if (holder === node) return;
+    if (holder && holder.status?.id === status.id) {
+      violate('membership-safety', `${node.name} and ${holder.name} both hold member id ${status.id}`, node.index);
+    }
+    this.byMemberId.set(status.id, node);
+  }
+
+  // ---- events ----
+
+  private dispatch(event: SimEvent): void {
+    if (event.k === 'world') {
+      this.recordWorld(event.label);
+      event.run();
+      return;
+    }
+    const node = this.nodes[event.node]!;
+    if (event.k === 'request') {
+      if (node.state === 'paused') node.inbox.push(event);
+      else if (node.state === 'up') this.serve(node, event.callKey, event.request);
+      else if (!event.copy) this.refuse(event.callKey, event.node);
+      return;
+    }
+    if (event.k === 'statusAsk') {
+      if (node.state === 'paused') node.inbox.push(event);
+      else if (node.state === 'up') this.answerStatus(node, event.from, event.fromInc);
+      return;
+    }
+    if (event.inc !== node.incarnation || !node.isLive) return;
+    if (node.state === 'paused') {
+      if (event.k !== 'tick' && event.k !== 'stats') node.inbox.push(event);
+      else this.reschedulePeriodic(node, event);
+      return;
+    }
+    switch (event.k) {
+      case 'tick':
+        this.reschedulePeriodic(node, event);
+        this.step(node, TICK);
+        return;
+      case 'stats':
+        this.reschedulePeriodic(node, event);
+        this.step(node, { type: 'stats', stats: this.statsOf(node) });
+        return;
+      case 'input':
+        this.step(node, event.input);
+        return;
+      case 'answer': {
+        const call = this.calls.outbound.get(event.callKey);
+        if (!call) return;
+        if (event.final) this.settle(call);
+        this.step(node, event.input);
+        return;
+      }
+      case 'snapshot':
+        this.receiveSnapshot(node, event);
+        return;
+      case 'deadline': {
+        const call = this.calls.outbound.get(event.callKey);
+        if (!call) return;
+        this.settle(call);
+        const input: Input = call.kind === 'snapshot'
+          ? { type: 'snapshotFailed', requestId: call.requestId, reason: 'deadline exceeded' }
+          : { type: 'callFailed', requestId: call.requestId, status: status(StatusCode.DEADLINE_EXCEEDED, 'deadline exceeded') };
+        this.step(node, input);
+        return;
+      }
+      case 'sync':
+        for (const persisted of node.storage.syncDue(this.nowUs)) {
+          if (node.state !== 'up' || node.incarnation !== event.inc) return;
+          this.step(node, { type: 'entriesPersisted', lastSeq: persisted.lastSeq, lastTerm: persisted.lastTerm });
+        }
+        return;
+      case 'staged':
+        node.artifacts.add(event.artifact);
+        this.step(node, { type: 'snapshotStaged', meta: event.artifact.meta, header: event.artifact.header });
+        return;
+      default:
+        unreachable(event);
+    }
+  }
+
+  private reschedulePeriodic(node: SimNode, event: { k: 'tick' | 'stats'; node: number; inc: number }): void {
+    const periodUs = event.k === 'tick' ? node.clock.tickIntervalUs : Math.round(msToUs(SIM_LIMITS.statsIntervalMs) / node.clock.rate);
+    this.queue.push(this.nowUs + periodUs, event);
+  }
+
+  private statsOf(node: SimNode): NodeStats {
+    return {
+      entityCount: node.machine.size,
+      signalThroughputEps: 0,
+      diskBytes: node.storage.durable.entries.length * 64,
+      nowNs: node.clock.wallNowNs(this.nowUs),
+    };
+  }
+
+  // ---- one engine step and its effects ----
+
+  private step(node: SimNode, input: Input): void {
+    const engine = node.engine!;
+    const before = node.status;
+    const effects = this.guard(node, `step(${input.type})`, () => engine.step(input));
+    const after = this.guard(node, 'status', () => engine.status());
+    node.status = after;
+    this.noteIdentity(node, after);
+    const incarnation = node.incarnation;
+    for (const effect of effects) {
+      this.execute(node, effect, after);
+      if (node.incarnation !== incarnation) break;
+    }
+    this.trace.record(JSON.stringify({ i: this.eventCount, t: this.nowUs, n: node.index, in: describeInput(input), fx: effects.map(describeEffect) }));
+    this.checkers.afterStep({ node, input, effects, before, after, nowUs: this.nowUs });
+  }
+
+  private recordWorld(label: string): void {
+    this.trace.record(JSON.stringify({ i: this.eventCount, t: this.nowUs, w: label }));
+  }
+
+  private execute(node: SimNode, effect: Effect, after: EngineStatus): void {
+    switch (effect.type) {
+      case 'saveHardState':
+        node.storage.saveHardState(effect.hardState);
+        return;
+      case 'append': {
+        const prevTerm = node.storage.written.termAt(effect.fromSeq - 1);
+        const delayUs = msToUs(this.storagePrng.uniform(SIM_LIMITS.diskSyncDelayMsMin, Math.max(SIM_LIMITS.diskSyncDelayMsMin, this.config.storage.diskSyncDelayMsMax)));
+        const { error, syncAtUs } = node.storage.append(effect.fromSeq, effect.entries, this.nowUs, delayUs);
+        if (error) violate('engine-contract', `${node.name}: ${error}`, node.index);
+        this.checkers.onAppend(node, effect.fromSeq, effect.entries, prevTerm);
+        this.queue.push(syncAtUs, { k: 'sync', node: node.index, inc: node.incarnation });
+        return;
+      }
+      case 'send':
+        this.call(node, effect.requestId, effect.to, effect.request, callKindOf(effect.request.method));
+        return;
+      case 'fetchSnapshot':
+        this.call(node, effect.requestId, effect.to, { method: 'FetchSnapshot', body: effect.request }, 'snapshot');
+        return;
+      case 'reply':
+      case 'replyError':
+      case 'streamChunk':
+      case 'streamEnd':
+      case 'serveSnapshot':
+        this.answer(node, effect);
+        return;
+      case 'apply':
+        for (const entry of effect.entries) {
+          const error = node.machine.apply(entry);
+          if (error) violate('engine-contract', `${node.name}: ${error}`, node.index);
+        }
+        this.checkers.onApply(node, effect.entries);
+        return;
+      case 'resetStateMachine':
+        node.machine.reset();
+        return;
+      case 'stageSnapshot': {
+        if (node.machine.appliedSeq !== effect.meta.seq) {
+          violate('engine-contract', `${node.name} asked to stage a snapshot at seq ${effect.meta.seq} while its state machine is at ${node.machine.appliedSeq}`, node.index);
+        }
+        const artifact = captureArtifact(effect.meta, node.machine.stateJson(), after.term, after.id);
+        this.checkers.onArtifact(node, artifact, 'staged');
+        const delayUs = msToUs(this.storagePrng.uniform(SIM_LIMITS.snapshotStageDelayMsMin, SIM_LIMITS.snapshotStageDelayMsMax));
+        this.queue.push(this.nowUs + delayUs, { k: 'staged', node: node.index, inc: node.incarnation, artifact });
+        return;
+      }
+      case 'compact': {
+        const covered = node.artifacts.newest()?.meta.seq ?? 0;
+        if (effect.throughSeq > covered) {
+          violate('engine-contract', `${node.name} compacts through ${effect.throughSeq} but its newest durable snapshot is at ${covered}`, node.index);
+        }
+        node.storage.compact(effect.throughSeq);
+        return;
+      }
+      case 'proposalResult': {
+        const data = this.proposals.get(effect.proposalId);
+        this.checkers.onProposalResult(node, effect.proposalId, effect.ok, effect.seq, data);
+        for (const listener of this.proposalListeners) listener(node, effect.proposalId, effect.ok, effect.seq, effect.leaderHint);
+        return;
+      }
+      case 'adminResult':
+        this.adminResults.push({ adminId: effect.adminId, ok: effect.ok, reason: effect.reason });
+        return;
+      case 'pollStatus': {
+        const target = this.byHttp.get(effect.leaderHttpAddr);
+        if (!target) return;
+        const atUs = this.network.send(node.index, target.index, this.nowUs);
+        if (atUs !== LOST) this.queue.push(atUs, { k: 'statusAsk', node: target.index, from: node.index, fromInc: node.incarnation });
+        return;
+      }
+      case 'readiness':
+      case 'roleChanged':
+      case 'warning':
+        return;
+      default:
+        unreachable(effect);
+    }
+  }
+
+  // ---- RPC routing ----
+
+  private call(node: SimNode, requestId: number, to: string, request: RpcRequest, kind: CallKind): void {
+    if (node.openRequests.has(requestId)) {
+      violate('engine-contract', `${node.name} reused requestId ${requestId} while that call is still open`, node.index);
+    }
+    const call = this.calls.open({ caller: node.index, callerInc: node.incarnation, requestId, method: request.method, kind });
+    node.openRequests.set(requestId, call.key);
+    const electionUs = msToUs(this.limits.electionTimeoutTicks * this.tickMs);
+    const deadlineUs = kind === 'unary'
+      ? SIM_LIMITS.callDeadlineElectionTimeouts * electionUs
+      : Math.max(SIM_LIMITS.callDeadlineElectionTimeouts * electionUs, msToUs((this.limits.pullTimeoutTicks + SIM_LIMITS.pullDeadlineExtraTicks) * this.tickMs));
+    this.queue.push(this.nowUs + deadlineUs, { k: 'deadline', node: node.index, inc: node.incarnation, callKey: call.key });
+    const target = this.byGrpc.get(to);
+    if (!target) {
+      this.refuse(call.key, -1);
+      return;
+    }
+    const carried = this.guard(node, `encode ${request.method}`, () => carryRequest(request));
+    const atUs = this.network.send(node.index, target.index, this.nowUs);
+    if (atUs !== LOST) this.queue.push(atUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: false });
+    for (const copyAtUs of this.network.extraCopies(node.index, target.index, this.nowUs)) {
+      this.queue.push(copyAtUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: true });
+    }
+  }
+
+  /** refuse answers a call whose target is down or unknown: the connection is refused, quickly. */
+  private refuse(callKey: number, _target: number): void {
+    const call = this.calls.outbound.get(callKey);
+    if (!call) return;
+    const input: Input = call.kind === 'snapshot'
+      ? { type: 'snapshotFailed', requestId: call.requestId, reason: 'connection refused' }
+      : { type: 'callFailed', requestId: call.requestId, status: status(StatusCode.UNAVAILABLE, 'connection refused') };
+    this.queue.push(this.nowUs + msToUs(SIM_LIMITS.connectRefusedDelayMs), { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: -1, callKey, input, final: true });
+  }
+
+  private settle(call: OutboundCall): void {
+    this.calls.outbound.delete(call.key);
+    const node = this.nodes[call.caller]!;
+    if (node.openRequests.get(call.requestId) === call.key) node.openRequests.delete(call.requestId);
+  }
+
+  private serve(node: SimNode, callKey: number, request: RpcRequest): void {
+    const inbound = this.calls.accept(callKey, node.index, node.incarnation, request);
+    this.step(node, { type: 'request', callId: inbound.callId, request });
+  }
+
+  private answer(server: SimNode, effect: Extract<Effect, { callId: number }>): void {
+    const inbound = this.calls.inbound.get(effect.callId);
+    if (!inbound || inbound.serverInc !== server.incarnation || inbound.server !== server.index) {
+      violate('engine-contract', `${server.name} answered (${effect.type}) call ${effect.callId}, which is not open`, server.index);
+    }
+    const method = inbound.request.method;
+    const wrongMethod = (effect.type === 'reply' && effect.response.method !== method)
+      || ((effect.type === 'streamChunk' || effect.type === 'streamEnd') && method !== 'StreamSegments')
+      || (effect.type === 'serveSnapshot' && method !== 'FetchSnapshot')
+      || (effect.type === 'reply' && (method === 'StreamSegments' || method === 'FetchSnapshot'));
+    if (wrongMethod) violate('engine-contract', `${server.name} answered a ${method} call with ${effect.type}`, server.index);
+    if (effect.type !== 'streamChunk') this.calls.inbound.delete(effect.callId);
+    if (effect.type === 'reply' && effect.response.method === 'RequestVote' && inbound.request.method === 'RequestVote') {
+      this.checkers.onVote(server, server.status!, inbound.request.body, effect.response.body);
+    }
+    const call = this.calls.outbound.get(inbound.callKey);
+    if (!call) return;
+    if (call.kind !== 'unary') {
+      if (call.owner === 0) call.owner = effect.callId;
+      else if (call.owner !== effect.callId) return;
+    }
+    if (effect.type === 'serveSnapshot') {
+      this.shipSnapshot(server, call, effect.header);
+      return;
+    }
+    let input: Input;
+    let final = true;
+    switch (effect.type) {
+      case 'reply': input = { type: 'response', requestId: call.requestId, response: this.guard(server, 'encode reply', () => carryResponse(effect.response)) }; break;
+      case 'replyError': input = { type: 'callFailed', requestId: call.requestId, status: copyStatus(effect.status) }; break;
+      case 'streamChunk': input = { type: 'streamChunk', requestId: call.requestId, chunk: this.guard(server, 'encode chunk', () => carryChunk(effect.chunk)) }; final = false; break;
+      case 'streamEnd': input = { type: 'streamEnded', requestId: call.requestId }; break;
+      default: return unreachable(effect);
+    }
+    const atUs = this.planAnswer(server.index, call);
+    if (atUs === LOST) return;
+    this.queue.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final });
+  }
+
+  /** planAnswer sends one answer message; a stream's messages stay in order and die together. */
+  private planAnswer(server: number, call: OutboundCall): number {
+    if (call.streamLost) return LOST;
+    let atUs = this.network.send(server, call.caller, this.nowUs);
+    if (call.kind === 'unary') return atUs;
+    if (atUs === LOST) {
+      call.streamLost = true;
+      return LOST;
+    }
+    atUs = Math.max(atUs, call.lastArrivalUs);
+    call.lastArrivalUs = atUs;
+    return atUs;
+  }
+
+  private shipSnapshot(server: SimNode, call: OutboundCall, header: SnapshotHeader): void {
+    const carried = this.guard(server, 'encode snapshot header', () => carryHeader(header));
+    let files: Map<string, Uint8Array> | null = null;
+    let failure = '';
+    if (header.needed) {
+      const artifact = server.artifacts.forHeader(header);
+      if (!artifact) failure = `server ${server.name} has no artifact matching the header it served (seq ${header.snapshotSeq})`;
+      else files = this.maybeCorrupt(artifact.files);
+    }
+    const atUs = this.planAnswer(server.index, call);
+    if (atUs === LOST) return;
+    this.queue.push(atUs, { k: 'snapshot', node: call.caller, inc: call.callerInc, from: server.index, callKey: call.key, header: carried, files, failure });
+  }
+
+  private maybeCorrupt(files: Map<string, Uint8Array>): Map<string, Uint8Array> {
+    const copy = new Map(files);
+    if (!this.storagePrng.chance(this.config.storage.snapshotCorruptProbability)) return copy;
+    const paths = [...copy.keys()];
+    const path = this.storagePrng.pick(paths);
+    const bytes = Uint8Array.from(copy.get(path)!);
+    if (bytes.length > 0) bytes[this.storagePrng.int(bytes.length)] ^= 0x20;
+    copy.set(path, bytes);
+    return copy;
+  }
+
+  private receiveSnapshot(node: SimNode, event: Extract<SimEvent, { k: 'snapshot' }>): void {
+    const call = this.calls.outbound.get(event.callKey);
+    if (!call) return;
+    this.settle(call);
+    const requestId = call.requestId;
+    const fail = (reason: string): void => this.step(node, { type: 'snapshotFailed', requestId, reason });
+    if (event.failure) return fail(event.failure);
+    if (!event.header.needed) return fail('not-needed');
+    const files = event.files!;
+    const badFile = verifyFiles(event.header, files);
+    if (badFile) return fail(`bad artifact: ${badFile}`);
+    const meta = readMeta(files);
+    if (!meta) return fail('bad artifact: meta.json unreadable');
+    if (meta.seq !== event.header.snapshotSeq) return fail(`bad artifact: meta.json seq ${meta.seq} != header ${event.header.snapshotSeq}`);
+    const stateError = node.machine.load(readStateText(files) ?? '');
+    if (stateError) return fail(`bad artifact: ${stateError}`);
+    node.storage.installSnapshot(meta);
+    const artifact: Artifact = { meta, header: event.header, files, origin: 'installed' };
+    node.artifacts.add(artifact);
+    this.checkers.onArtifact(node, artifact, 'installed');
+    this.step(node, { type: 'snapshotInstalled', requestId, meta, header: event.header });
+  }
+
+  private answerStatus(target: SimNode, asker: number, askerInc: number): void {
+    const leaderLastSeq = target.storage.durable.lastSeq;
+    const atUs = this.network.send(target.index, asker, this.nowUs);
+    if (atUs === LOST) return;
+    this.queue.push(atUs, { k: 'input', node: asker, inc: askerInc, input: { type: 'statusPolled', leaderLastSeq }, netFrom: target.index });
+  }
+}
+
+function status(code: RpcStatus['code'], details: string): RpcStatus {
+  return { code, details, trailers: {} };
+}
+
+function copyStatus(s: RpcStatus): RpcStatus {
+  return { code: s.code, details: s.details, trailers: { ...s.trailers } };
+}

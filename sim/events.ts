@@ -1,0 +1,31 @@
+// SimEvent is everything that can happen in the world at a point of virtual
+// time. Events for one engine incarnation carry `inc`; they are dropped when
+// that incarnation is gone (crashed) and queued while the node is paused.
+import type { Input } from '../engine/types.js';
+import type { RpcRequest, SnapshotHeader } from '../engine/rpc.js';
+import type { Artifact } from './artifacts.js';
+
+export type SimEvent =
+  | { k: 'tick'; node: number; inc: number }
+  | { k: 'stats'; node: number; inc: number }
+  /** input: hand an input to one incarnation; netFrom is the sending node, -1 for a client. */
+  | { k: 'input'; node: number; inc: number; input: Input; netFrom: number }
+  /** request: a call arrives at a server (any incarnation of it). */
+  | { k: 'request'; node: number; from: number; callKey: number; request: RpcRequest; copy: boolean }
+  /** answer: a response, failure, chunk or end arrives at the caller. */
+  | { k: 'answer'; node: number; inc: number; netFrom: number; callKey: number; input: Input; final: boolean }
+  /** snapshot: a FetchSnapshot stream arrives (whole) at the puller, or fails. */
+  | { k: 'snapshot'; node: number; inc: number; from: number; callKey: number; header: SnapshotHeader; files: Map<string, Uint8Array> | null; failure: string }
+  | { k: 'deadline'; node: number; inc: number; callKey: number }
+  | { k: 'sync'; node: number; inc: number }
+  | { k: 'staged'; node: number; inc: number; artifact: Artifact }
+  /** statusAsk: a status poll reaches the node it asks (the leader's status endpoint). */
+  | { k: 'statusAsk'; node: number; from: number; fromInc: number }
+  | { k: 'world'; label: string; run: () => void };
+
+/** NODE_NONE marks an event that belongs to the world, not a node. */
+export const NODE_NONE = -1;
+
+export function eventNode(event: SimEvent): number {
+  return event.k === 'world' ? NODE_NONE : event.node;
+}

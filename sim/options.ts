@@ -1,0 +1,189 @@
+// SimOptions are everything one run is made of besides its events. Swarm testing:
+// each seed draws its own cluster shape and fault mix, so a sweep explores
+// mixes (only partitions, crashes with no loss, ...) that one fixed mix would hide.
+import type { EngineLimits } from '../engine/types.js';
+import { Prng } from './prng.js';
+import { SIM_LIMITS } from './limits.js';
+
+export interface NetworkKnobs {
+  lossProbability: number;
+  duplicateProbability: number;
+  /** replayProbability: a request is delivered again much later (a stale message). */
+  replayProbability: number;
+  /** reorderProbability: a message is held back so later ones overtake it. */
+  reorderProbability: number;
+  oneWayDelayMsMin: number;
+  oneWayDelayMsMax: number;
+  /** linkInflightCountMax: capacity of one directed link; beyond it messages drop. */
+  linkInflightCountMax: number;
+}
+
+export interface StorageKnobs {
+  /** tornWriteProbability: on a crash, unsynced appends partly survive, the last one torn. */
+  tornWriteProbability: number;
+  diskSyncDelayMsMax: number;
+  /** snapshotCorruptProbability: a file of a snapshot in transit has a flipped byte. */
+  snapshotCorruptProbability: number;
+}
+
+/** FaultRates are mean events per simulated minute of the safety phase. */
+export interface FaultRates {
+  crashPerMinute: number;
+  pausePerMinute: number;
+  partitionPerMinute: number;
+  clogPerMinute: number;
+  transferPerMinute: number;
+  removePerMinute: number;
+  promotePerMinute: number;
+  idlePerMinute: number;
+}
+
+export interface WorkloadKnobs {
+  /** writeIntervalMsMean: mean gap between client writes (exponential). */
+  writeIntervalMsMean: number;
+}
+
+export interface SimOptions {
+  seed: number;
+  founderCount: number;
+  /** oldPeerCount founders run an older binary (no leader_last_seq, no capability bit 0). */
+  oldPeerCount: number;
+  /** founderLearnerCount founders start as learners in the founding roster. */
+  founderLearnerCount: number;
+  joinerCount: number;
+  clockDriftFractionMax: number;
+  engineLimits: Partial<EngineLimits>;
+  network: NetworkKnobs;
+  storage: StorageKnobs;
+  faults: FaultRates;
+  workload: WorkloadKnobs;
+  safetyPhaseMs: number;
+  livenessPhaseMsMax: number;
+  /** onlyFaults keeps just these indices of the seed's fault schedule (shrinking), null = all. */
+  onlyFaults: number[] | null;
+}
+
+/** swarmOptions draws one seed's cluster shape and fault mix. */
+export function swarmOptions(seed: number): SimOptions {
+  const prng = new Prng(`sim:${seed}`).fork('swarm');
+  const founderCount = prng.pick([1, 2, 3, 3, 3, 3, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5, 6, 7, 7]);
+  const oldPeerCount = prng.chance(0.3) ? prng.between(1, Math.min(SIM_LIMITS.oldPeerCountMax, founderCount)) : 0;
+  const learnerRoom = Math.floor((founderCount - 1) / 2);
+  const founderLearnerCount = learnerRoom > 0 && prng.chance(0.2) ? prng.between(1, learnerRoom) : 0;
+  const joinerCount = prng.chance(0.5) ? prng.between(1, SIM_LIMITS.joinerCountMax) : 0;
+  const on = (probability: number, draw: () => number): number => (prng.chance(probability) ? draw() : 0);
+  return {
+    seed,
+    founderCount,
+    oldPeerCount,
+    founderLearnerCount,
+    joinerCount,
+    clockDriftFractionMax: SIM_LIMITS.clockDriftFractionMax,
+    engineLimits: {
+      snapshotEntryCountThreshold: prng.pick([25, 100, 500, 10_000]),
+      compactionRetainEntryCount: prng.pick([0, 10, 100]),
+      segmentEntryCountMax: prng.pick([1, 8, 64, 256]),
+      inflightSegmentCountMax: prng.pick([1, 4, 8]),
+    },
+    network: {
+      lossProbability: on(0.5, () => prng.uniform(0, 0.2)),
+      duplicateProbability: on(0.4, () => prng.uniform(0, 0.1)),
+      replayProbability: on(0.3, () => prng.uniform(0, 0.02)),
+      reorderProbability: on(0.5, () => prng.uniform(0, 0.2)),
+      oneWayDelayMsMin: prng.pick([0.2, 1, 2]),
+      oneWayDelayMsMax: prng.pick([5, SIM_LIMITS.oneWayDelayMsMax, 60]),
+      linkInflightCountMax: prng.pick([16, 64, SIM_LIMITS.linkInflightCountMax]),
+    },
+    storage: {
+      tornWriteProbability: on(0.5, () => prng.uniform(0.2, 1)),
+      diskSyncDelayMsMax: prng.pick([1, SIM_LIMITS.diskSyncDelayMsMax, 30]),
+      snapshotCorruptProbability: on(0.3, () => prng.uniform(0, 0.3)),
+    },
+    faults: {
+      crashPerMinute: on(0.5, () => prng.uniform(0.5, 4)),
+      pausePerMinute: on(0.4, () => prng.uniform(0.5, 4)),
+      partitionPerMinute: on(0.5, () => prng.uniform(0.5, 4)),
+      clogPerMinute: on(0.4, () => prng.uniform(0.5, 4)),
+      transferPerMinute: on(0.4, () => prng.uniform(0.2, 2)),
+      removePerMinute: on(0.3, () => prng.uniform(0.1, 1)),
+      promotePerMinute: on(0.7, () => prng.uniform(0.5, 3)),
+      idlePerMinute: on(0.4, () => prng.uniform(0.2, 1)),
+    },
+    workload: { writeIntervalMsMean: prng.pick([10, 50, 200, 1_000]) },
+    safetyPhaseMs: prng.between(30, 120) * 1_000,
+    livenessPhaseMsMax: SIM_LIMITS.livenessPhaseMsMax,
+    onlyFaults: null,
+  };
+}
+
+/** Override is one command-line knob: its flag name, what it sets, and how it reads its value. */
+export interface Override {
+  flag: string;
+  describe: string;
+  apply(options: SimOptions, value: number): void;
+  min: number;
+  max: number;
+}
+
+const probability = { min: 0, max: 1 };
+const rate = { min: 0, max: 600 };
+
+/** OVERRIDES pin a swarm choice from the command line (`--loss 0.1`); sim/README.md lists them. */
+export const OVERRIDES: readonly Override[] = [
+  { flag: 'nodes', describe: 'founding node count (1-7)', min: 1, max: SIM_LIMITS.founderCountMax,
+    apply: (o, v) => { o.founderCount = v; o.oldPeerCount = Math.min(o.oldPeerCount, v); o.founderLearnerCount = Math.min(o.founderLearnerCount, Math.floor((v - 1) / 2)); } },
+  { flag: 'old-peers', describe: 'founders running an older binary', min: 0, max: SIM_LIMITS.founderCountMax,
+    apply: (o, v) => { o.oldPeerCount = v; } },
+  { flag: 'learners', describe: 'founders that start as learners', min: 0, max: 3, apply: (o, v) => { o.founderLearnerCount = v; } },
+  { flag: 'joiners', describe: 'nodes joining during the run', min: 0, max: SIM_LIMITS.joinerCountMax, apply: (o, v) => { o.joinerCount = v; } },
+  { flag: 'loss', describe: 'message loss probability', ...probability, apply: (o, v) => { o.network.lossProbability = v; } },
+  { flag: 'dup', describe: 'request duplication probability', ...probability, apply: (o, v) => { o.network.duplicateProbability = v; } },
+  { flag: 'replay', describe: 'late request replay probability', ...probability, apply: (o, v) => { o.network.replayProbability = v; } },
+  { flag: 'reorder', describe: 'message hold-back (reordering) probability', ...probability, apply: (o, v) => { o.network.reorderProbability = v; } },
+  { flag: 'delay-ms-min', describe: 'one-way delay lower bound, ms', min: 0, max: 10_000, apply: (o, v) => { o.network.oneWayDelayMsMin = v; o.network.oneWayDelayMsMax = Math.max(v, o.network.oneWayDelayMsMax); } },
+  { flag: 'delay-ms-max', describe: 'one-way delay upper bound, ms', min: 0, max: 10_000, apply: (o, v) => { o.network.oneWayDelayMsMax = v; o.network.oneWayDelayMsMin = Math.min(v, o.network.oneWayDelayMsMin); } },
+  { flag: 'capacity', describe: 'messages in flight per directed link before drops', min: 1, max: 1_000_000, apply: (o, v) => { o.network.linkInflightCountMax = v; } },
+  { flag: 'torn', describe: 'probability a crash keeps a torn unsynced tail', ...probability, apply: (o, v) => { o.storage.tornWriteProbability = v; } },
+  { flag: 'corrupt-snapshot', describe: 'probability a snapshot file is corrupted in transit', ...probability, apply: (o, v) => { o.storage.snapshotCorruptProbability = v; } },
+  { flag: 'crash-rate', describe: 'crashes per simulated minute', ...rate, apply: (o, v) => { o.faults.crashPerMinute = v; } },
+  { flag: 'pause-rate', describe: 'pauses per simulated minute', ...rate, apply: (o, v) => { o.faults.pausePerMinute = v; } },
+  { flag: 'partition-rate', describe: 'partitions per simulated minute', ...rate, apply: (o, v) => { o.faults.partitionPerMinute = v; } },
+  { flag: 'clog-rate', describe: 'link clogs per simulated minute', ...rate, apply: (o, v) => { o.faults.clogPerMinute = v; } },
+  { flag: 'transfer-rate', describe: 'leadership transfers per simulated minute', ...rate, apply: (o, v) => { o.faults.transferPerMinute = v; } },
+  { flag: 'remove-rate', describe: 'member removals per simulated minute', ...rate, apply: (o, v) => { o.faults.removePerMinute = v; } },
+  { flag: 'promote-rate', describe: 'learner promotions per simulated minute', ...rate, apply: (o, v) => { o.faults.promotePerMinute = v; } },
+  { flag: 'idle-rate', describe: 'idle periods (no writes) per simulated minute', ...rate, apply: (o, v) => { o.faults.idlePerMinute = v; } },
+  { flag: 'write-interval-ms', describe: 'mean gap between client writes, ms', min: 1, max: 3_600_000, apply: (o, v) => { o.workload.writeIntervalMsMean = v; } },
+  { flag: 'safety-s', describe: 'safety phase length, simulated seconds', min: 1, max: 86_400, apply: (o, v) => { o.safetyPhaseMs = v * 1_000; } },
+  { flag: 'liveness-s', describe: 'liveness bound after healing, simulated seconds', min: 1, max: 86_400, apply: (o, v) => { o.livenessPhaseMsMax = v * 1_000; } },
+  { flag: 'drift', describe: 'clock drift bound as a fraction (0.02 = ±2%)', min: 0, max: 0.5, apply: (o, v) => { o.clockDriftFractionMax = v; } },
+  { flag: 'snapshot-threshold', describe: 'engine snapshotEntryCountThreshold', min: 1, max: 1e9, apply: (o, v) => { o.engineLimits.snapshotEntryCountThreshold = v; } },
+  { flag: 'segment-entries', describe: 'engine segmentEntryCountMax', min: 1, max: 1e6, apply: (o, v) => { o.engineLimits.segmentEntryCountMax = v; } },
+];
+
+export type OverrideValues = Record<string, number>;
+
+/** applyOverrides pins the given knobs; an unknown flag or out-of-range value is a clear error. */
+export function applyOverrides(options: SimOptions, values: OverrideValues): SimOptions {
+  for (const flag of Object.keys(values).sort()) {
+    const override = OVERRIDES.find((o) => o.flag === flag);
+    if (!override) throw new Error(`unknown override --${flag}`);
+    const value = values[flag]!;
+    if (!Number.isFinite(value) || value < override.min || value > override.max) {
+      throw new Error(`--${flag} must be a number in [${override.min}, ${override.max}], got ${value}`);
+    }
+    override.apply(options, value);
+  }
+  if (options.oldPeerCount > options.founderCount) throw new Error('--old-peers cannot exceed the founding node count');
+  if (options.founderLearnerCount > Math.floor((options.founderCount - 1) / 2)) {
+    throw new Error('--learners must leave a majority of founders as voters (at most floor((nodes-1)/2))');
+  }
+  return options;
+}
+
+/** optionsFor is the options one run uses: the seed's swarm draw, then overrides. */
+export function optionsFor(seed: number, overrides: OverrideValues = {}, onlyFaults: number[] | null = null): SimOptions {
+  const options = applyOverrides(swarmOptions(seed), overrides);
+  options.onlyFaults = onlyFaults;
+  return options;
+}
