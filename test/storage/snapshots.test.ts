@@ -160,6 +160,8 @@ describe('storage/snapshots', () => {
       [{ ...withPath('a/b'), files: [...withPath('a/b').files, { path: 'a', size: 0, blake3: digest }] }, /both a file and a directory/],
       [{ ...base, files: [] }, /does not list meta.json/],
       [{ ...base, needed: false }, /no snapshot is needed/],
+      [{ ...base, term: -1 }, /term must be a non-negative integer/],
+      [{ ...base, snapshotSeq: 0 }, /snapshot_seq must be a positive integer/],
       [{ ...base, files: [{ path: 'meta.json', size: 0, blake3: Buffer.alloc(5) }] }, /32 bytes/],
     ];
     for (const [header, expected] of evil) {
@@ -167,6 +169,29 @@ describe('storage/snapshots', () => {
     }
     assert.deepEqual(await readdir(join(target, 'snapshots')), []);
     assert.deepEqual((await readdir(target)).sort(), ['snapshots'], 'nothing written beside the store');
+  });
+
+  it('refuses an artifact whose meta.json disagrees with its header or is not a SnapshotMeta', async () => {
+    const dst = await SnapshotStore.open(target, limits);
+    const send = (metaBytes: Buffer, snapshotSeq: number) => dst.install(
+      { needed: true, snapshotSeq, term: 1, leaderRegion: 1, files: [{ path: 'meta.json', size: metaBytes.length, blake3: Buffer.from(nobleBlake3(metaBytes)) }] },
+      fromList([{ path: 'meta.json', offset: 0, data: metaBytes, last: true }]));
+    await assert.rejects(send(Buffer.from(JSON.stringify(meta(6))), 5), /meta\.json says seq 6, the header says 5/);
+    await assert.rejects(send(Buffer.from('{"seq": 5}'), 5), /bad meta\.json: .*entryTerm/);
+    assert.deepEqual(await readdir(join(target, 'snapshots')), []);
+    await send(Buffer.from(JSON.stringify(meta(5))), 5);
+    assert.equal(dst.newest()?.name, '5-2');
+  });
+
+  it('skips and reports an artifact that does not read back', async () => {
+    const src = await SnapshotStore.open(source, limits);
+    await stageSample(src, 10);
+    const broken = await stageSample(src, 20);
+    await writeFile(join(broken.dir, 'manifest.json'), '{');
+    const reopened = await SnapshotStore.open(source, limits);
+    assert.equal(reopened.newest()?.name, '10-2');
+    assert.equal(reopened.problems.length, 1);
+    assert.match(reopened.problems[0]!, /^20-2: .*not JSON/);
   });
 
   it('refuses reserved and unsafe paths when staging', async () => {

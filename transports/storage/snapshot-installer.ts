@@ -15,6 +15,8 @@ export function headerProblem(header: SnapshotHeader, limits: StorageLimits): st
   if (typeof header !== 'object' || header === null) return 'header is not an object';
   if (header.needed !== true) return 'header says no snapshot is needed';
   if (!Number.isSafeInteger(header.snapshotSeq) || header.snapshotSeq < 1) return 'snapshot_seq must be a positive integer';
+  if (!Number.isSafeInteger(header.term) || header.term < 0) return 'term must be a non-negative integer';
+  if (!Number.isSafeInteger(header.leaderRegion) || header.leaderRegion < 0) return 'leader_region must be a non-negative integer';
   if (!Array.isArray(header.files)) return 'files must be a list';
   if (header.files.length > limits.snapshotFileCountMax) return `header lists ${header.files.length} files, above snapshotFileCountMax (${limits.snapshotFileCountMax})`;
   for (const f of header.files) {
