@@ -14,6 +14,15 @@ describe('storage/wal', () => {
     return (await readdir(dir)).filter((n) => n.endsWith('.wal')).sort();
   }
 
+  /** writeTwentyRecords appends entries 1..20 one by one (one 66-byte record each) and closes the WAL. */
+  async function writeTwentyRecords(): Promise<{ segment: string; path: string }> {
+    const { wal } = await Wal.open(dir);
+    for (let seq = 1; seq <= 20; seq++) await wal.append(seq, [entry(seq, 1, 40)]);
+    await wal.close();
+    const [segment] = await segmentFiles();
+    return { segment: segment!, path: join(dir, segment!) };
+  }
+
   it('recovers exactly what was appended', async () => {
     const { wal } = await Wal.open(dir);
     await wal.append(1, entries(1, 10, 1));
@@ -56,11 +65,7 @@ describe('storage/wal', () => {
   });
 
   it('cuts a torn tail on open, and later appends work', async () => {
-    const { wal } = await Wal.open(dir);
-    for (let seq = 1; seq <= 20; seq++) await wal.append(seq, [entry(seq, 1, 40)]);
-    await wal.close();
-    const [segment] = await segmentFiles();
-    const path = join(dir, segment!);
+    const { segment, path } = await writeTwentyRecords();
     const fullBytes = (await stat(path)).size;
     await truncate(path, fullBytes - 5);
     await appendFile(path, Buffer.from('garbage after the cut: not a record'));
@@ -95,11 +100,7 @@ describe('storage/wal', () => {
   });
 
   it('reports corruption before the tail instead of skipping it', async () => {
-    const { wal } = await Wal.open(dir);
-    for (let seq = 1; seq <= 20; seq++) await wal.append(seq, [entry(seq, 1, 40)]);
-    await wal.close();
-    const [segment] = await segmentFiles();
-    const path = join(dir, segment!);
+    const { segment, path } = await writeTwentyRecords();
     const bytes = await readFile(path);
     const recordBytes = bytes.length / 20;
     bytes[4 * recordBytes + 30] ^= 0x01; // inside record 5's data
