@@ -100,7 +100,7 @@ describe('storage/wal', () => {
   });
 
   it('reports corruption before the tail instead of skipping it', async () => {
-    const { segment, path } = await writeTwentyRecords();
+    const { path } = await writeTwentyRecords();
     const bytes = await readFile(path);
     const recordBytes = bytes.length / 20;
     bytes[4 * recordBytes + 30] ^= 0x01; // inside record 5's data
