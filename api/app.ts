@@ -23,6 +23,7 @@ import { credentialRoutes } from './routes/credentials.js';
 import { projectRoutes } from './routes/projects.js';
 import { workRoutes } from './routes/work.js';
 import { WorkStatsReader } from './queue/work-stats.js';
+import { runRoutes } from './routes/runs.js';
 
 /** redisCommandTimeoutMs bounds one Redis command of the request path (rate limit, stats). */
 export const redisCommandTimeoutMs = 1000;
@@ -113,6 +114,8 @@ export function createApp(options: CreateAppOptions): ApiService {
   app.use(credentialRoutes(store, config.secretKey));
   app.use(projectRoutes(store, config.workspaceRoot));
   app.use(workRoutes(workStats));
+  const runs = runRoutes({ store, redisUrl: options.redis?.url, connect, sseKeepAliveMs: config.sseKeepAliveMs });
+  app.use(runs.router);
 
   app.use((_req, _res, next) => { next(new ApiError('NOT_FOUND', 'no such route')); });
   app.use(errorHandler(config.log));
@@ -121,6 +124,7 @@ export function createApp(options: CreateAppOptions): ApiService {
     app,
     config,
     async close() {
+      await runs.close();
       await workStats?.close();
       await Promise.all(redisClients.map((client) => client.quit().catch(() => client.disconnect())));
     },

@@ -1,6 +1,6 @@
 // ApiConfig gathers every setting of the HTTP API; configFromEnv reads the documented environment variables.
 import { readFileSync } from 'node:fs';
-import { rateLimitPerSecondDefault } from './limits.js';
+import { rateLimitPerSecondDefault, sseKeepAliveMsDefault } from './limits.js';
 
 export type ApiLogger = (event: string, fields: Record<string, unknown>) => void;
 
@@ -21,6 +21,8 @@ export interface ApiConfig {
   queueNames: string[];
   /** log receives structured events; it never receives request bodies, keys or secret values. */
   log: ApiLogger;
+  /** sseKeepAliveMs is the interval of keep-alive comments on a quiet run event stream. */
+  sseKeepAliveMs: number;
 }
 
 export const agentRunQueueName = 'agent-runs';
@@ -33,6 +35,7 @@ export function defaultConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     validateResponses: false,
     queueNames: [agentRunQueueName],
     log: jsonLineLogger,
+    sseKeepAliveMs: sseKeepAliveMsDefault,
     ...overrides,
   };
 }

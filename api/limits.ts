@@ -32,3 +32,33 @@ export const apiKeyRandomBytes = 32;
 export const apiKeyPrefixLength = 12;
 /** apiKeyLengthMax rejects absurd X-API-Key headers before hashing them. */
 export const apiKeyLengthMax = 256;
+/** runConcurrencyDefault is how many agent runs one worker process runs at once. */
+export const runConcurrencyDefault = 2;
+/** runTimeoutMsDefault is the wall-clock limit of one agent run; then it is killed and ends timed_out. */
+export const runTimeoutMsDefault = 10 * 60 * 1000;
+/** runMemoryBytesMax is the address-space limit (RLIMIT_AS) of an agent run. */
+export const runMemoryBytesMax = 4 * 1024 * 1024 * 1024;
+/** runCpuSecondsMax is the CPU-time limit (RLIMIT_CPU) of an agent run. */
+export const runCpuSecondsMax = 600;
+/** runOpenFilesMax (RLIMIT_NOFILE) and runFileBytesMax (RLIMIT_FSIZE) bound an agent run's files. */
+export const runOpenFilesMax = 1024;
+export const runFileBytesMax = 1024 * 1024 * 1024;
+/** runOutputBytesMax bounds the output of one run kept in its event stream; the rest is dropped (with a notice). */
+export const runOutputBytesMax = 8 * 1024 * 1024;
+/** runOutputFlushMs and runOutputChunkBytesMax batch output into stream events. */
+export const runOutputFlushMs = 50;
+export const runOutputChunkBytesMax = 16 * 1024;
+/** runEventsMax caps one run's event stream length (Redis XADD MAXLEN). */
+export const runEventsMax = 100_000;
+/** runRetentionSeconds is how long a finished run's events and status stay readable. */
+export const runRetentionSeconds = 24 * 60 * 60;
+/** runKillGraceMs is the wait between SIGTERM and SIGKILL when a run is cancelled or times out. */
+export const runKillGraceMs = 2000;
+/** sseKeepAliveMsDefault is the interval of SSE keep-alive comments while a run is quiet. */
+export const sseKeepAliveMsDefault = 15_000;
+/** sseStreamDurationMsMax ends one SSE response; the client resumes with Last-Event-ID. */
+export const sseStreamDurationMsMax = 60 * 60 * 1000;
+/** sseStreamsMax bounds concurrent SSE responses per API process (each holds a Redis connection). */
+export const sseStreamsMax = 256;
+/** sseReadCountMax is how many events one Redis read returns. */
+export const sseReadCountMax = 100;

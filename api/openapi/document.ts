@@ -235,6 +235,47 @@ export const openApiDocument = {
         },
       }),
     },
+    '/projects/{id}/commands': {
+      post: authenticated({
+        operationId: 'runCommand', tags: ['runs'],
+        summary: "Run the project's agent command with a prompt",
+        description: 'Queues a run; the agent runs sandboxed (bubblewrap) in the project workspace with the prompt as ' +
+          'its last argument. Follow its progress at streamUrl (SSE).',
+        parameters: [idParam],
+        requestBody: { required: true, content: json(ref('CommandRequest')) },
+        responses: {
+          202: { description: 'accepted', content: json(ref('CommandAccepted')) },
+          404: errorResponse('NOT_FOUND'), 503: errorResponse('QUEUE_UNAVAILABLE'),
+        },
+      }),
+    },
+    '/runs/{id}': {
+      get: authenticated({
+        operationId: 'getRun', tags: ['runs'], summary: 'Status of a run', parameters: [idParam],
+        responses: { 200: { description: 'the run', content: json(ref('Run')) }, 404: errorResponse('NOT_FOUND') },
+      }),
+    },
+    '/runs/{id}/cancel': {
+      post: authenticated({
+        operationId: 'cancelRun', tags: ['runs'], summary: 'Cancel a queued or running run', parameters: [idParam],
+        responses: { 202: { description: 'cancellation requested', content: json(ref('Run')) }, 404: errorResponse('NOT_FOUND') },
+      }),
+    },
+    '/runs/{id}/events': {
+      get: authenticated({
+        operationId: 'streamRunEvents', tags: ['runs'],
+        summary: 'Server-Sent Events of a run, from the start or after Last-Event-ID',
+        description: 'Events: `queued`, `started`, `output` {stream, text}, `notice` {message}, then `complete` ' +
+          '{status, exitCode, durationMs}, after which the stream ends. Each event has an id; reconnect with ' +
+          'Last-Event-ID to resume after it. Quiet periods carry `: keep-alive` comments. A late client gets the ' +
+          'whole stream while the run is retained (24 h).',
+        parameters: [idParam, { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', maxLength: 64 } }],
+        responses: {
+          200: { description: 'the event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } },
+          404: errorResponse('NOT_FOUND'), 503: errorResponse('QUEUE_UNAVAILABLE'),
+        },
+      }),
+    },
   },
   components: {
     securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
@@ -356,6 +397,27 @@ export const openApiDocument = {
         properties: { queues: { type: 'array', items: ref('QueueStats') } },
       },
       Prompt: { type: 'string', minLength: 1, maxLength: promptLengthMax },
+      CommandRequest: {
+        type: 'object', additionalProperties: false, required: ['prompt'], properties: { prompt: ref('Prompt') },
+      },
+      CommandAccepted: {
+        type: 'object', additionalProperties: false, required: ['runId', 'streamUrl'],
+        properties: {
+          runId: ref('Id'),
+          streamUrl: { type: 'string', description: 'path of the SSE stream, relative to the server URL' },
+        },
+      },
+      Run: {
+        type: 'object', additionalProperties: false,
+        required: ['id', 'project_id', 'user_id', 'status', 'created_at', 'started_at', 'finished_at', 'exit_code',
+          'duration_ms'],
+        properties: {
+          id: ref('Id'), project_id: ref('Id'), user_id: ref('Id'),
+          status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out'] },
+          created_at: ref('Timestamp'), started_at: { type: ['string', 'null'] }, finished_at: { type: ['string', 'null'] },
+          exit_code: { type: ['integer', 'null'] }, duration_ms: { type: ['integer', 'null'] },
+        },
+      },
     },
   },
 } as const;

@@ -42,7 +42,8 @@ function rawRequest(baseUrl: string, method: string, path: string, headers: Reco
 }
 
 const knownPaths = ['/health', '/ready', '/docs', '/openapi.json', '/keys', '/users', '/credentials', '/projects',
-  '/work/stats', '/keys/{id}', '/keys/{id}/revoke', '/keys/{id}/rotate', '/credentials/{id}', '/projects/{id}'];
+  '/work/stats', '/keys/{id}', '/keys/{id}/revoke', '/keys/{id}/rotate', '/credentials/{id}', '/projects/{id}',
+  '/projects/{id}/commands', '/runs/{id}', '/runs/{id}/cancel'];
 
 const segment = fc.oneof(
   fc.string({ maxLength: 20 }).map(encodeURIComponent),

@@ -1,0 +1,163 @@
+// Agent command runs: POST /projects/{id}/commands queues a run and answers 202 {runId, streamUrl};
+// GET /runs/{id}/events is the SSE stream (event ids are Redis stream ids, so Last-Event-ID resumes exactly);
+// POST /runs/{id}/cancel stops it. A run is visible to the user who started it and to admins.
+import { Router } from 'express';
+import type { Request, Response } from 'express';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { DocumentStore } from '../store/document-store.js';
+import { ApiError } from '../errors.js';
+import type { ProjectRecord } from '../records.js';
+import { newId, storeKeys } from '../records.js';
+import { agentRunQueueName } from '../config.js';
+import {
+  runRetentionSeconds, sseReadCountMax, sseStreamDurationMsMax, sseStreamsMax,
+} from '../limits.js';
+import type { AgentRunJob } from '../runs/agent-worker.js';
+import type { RunRecord } from '../runs/run-records.js';
+import { appendRunEvent, finishRun, readRun, runKeys } from '../runs/run-records.js';
+
+const streamIdPattern = /^\d{1,20}-\d{1,20}$/;
+
+export interface RunRoutesOptions {
+  store: DocumentStore;
+  redisUrl: string | undefined;
+  /** connect makes the short-command Redis client (with a command timeout) for this router. */
+  connect: () => Redis;
+  sseKeepAliveMs: number;
+}
+
+export interface RunRoutes {
+  router: Router;
+  close(): Promise<void>;
+}
+
+export function runRoutes(options: RunRoutesOptions): RunRoutes {
+  const router = Router();
+  const { store, redisUrl } = options;
+  const redis = redisUrl ? options.connect() : undefined;
+  const queue = redisUrl ? new Queue<AgentRunJob>(agentRunQueueName, { connection: redis! }) : undefined;
+  queue?.on('error', () => undefined);
+  const openStreams = new Set<Redis>();
+
+  const requireRedis = (): Redis => {
+    if (!redis) throw new ApiError('QUEUE_UNAVAILABLE', 'no Redis is configured: set REDIS_URL');
+    return redis;
+  };
+  const unavailable = (error: unknown): never => {
+    if (error instanceof ApiError) throw error;
+    throw new ApiError('QUEUE_UNAVAILABLE', 'the queue store is unavailable');
+  };
+  const visibleRun = async (req: Request): Promise<RunRecord> => {
+    const run = await readRun(requireRedis(), req.params.id as string).catch(unavailable);
+    const auth = req.auth!;
+    if (!run || (auth.role !== 'admin' && run.user_id !== auth.userId)) throw new ApiError('NOT_FOUND', 'no such run');
+    return run;
+  };
+
+  router.post('/projects/:id/commands', async (req, res) => {
+    const client = requireRedis();
+    const found = await store.get<ProjectRecord>(storeKeys.project(req.params.id as string));
+    if (!found) throw new ApiError('NOT_FOUND', 'no such project');
+    const project = found.value;
+    const runId = newId('run');
+    const createdAt = new Date().toISOString();
+    try {
+      await client.hset(runKeys.run(runId), {
+        id: runId, project_id: project.id, user_id: req.auth!.userId, status: 'queued', created_at: createdAt,
+      });
+      await client.expire(runKeys.run(runId), runRetentionSeconds * 7);
+      await appendRunEvent(client, runId, { event: 'queued', data: { runId, projectId: project.id } });
+      await queue!.add('run', {
+        runId, prompt: (req.body as { prompt: string }).prompt,
+        project: { id: project.id, workspace: project.workspace, command: project.command, network: project.network },
+      }, { jobId: runId, attempts: 1, removeOnComplete: { count: 1000 }, removeOnFail: { count: 1000 } });
+    } catch (error) {
+      unavailable(error);
+    }
+    res.status(202).json({ runId, streamUrl: `/runs/${runId}/events` });
+  });
+
+  router.get('/runs/:id', async (req, res) => {
+    res.json(await visibleRun(req));
+  });
+
+  router.post('/runs/:id/cancel', async (req, res) => {
+    const client = requireRedis();
+    const run = await visibleRun(req);
+    if (run.status === 'queued' || run.status === 'running') {
+      await client.hset(runKeys.run(run.id), 'cancel_requested', '1');
+      // A job no worker has taken yet is removed here and completed as cancelled; a running one is stopped
+      // by its worker, which hears the channel.
+      const removed = run.status === 'queued' ? await queue!.remove(run.id).catch(() => 0) : 0;
+      if (removed === 1) await finishRun(client, run.id, 'cancelled', null, 0);
+      else await client.publish(runKeys.cancelChannel, run.id);
+    }
+    res.status(202).json(await visibleRun(req));
+  });
+
+  router.get('/runs/:id/events', async (req, res) => {
+    const run = await visibleRun(req);
+    const lastEventIdHeader = req.headers['last-event-id'];
+    const lastEventId = typeof lastEventIdHeader === 'string' && lastEventIdHeader.length > 0 ? lastEventIdHeader : '0';
+    if (lastEventId !== '0' && !streamIdPattern.test(lastEventId)) {
+      throw new ApiError('VALIDATION_FAILED', 'Last-Event-ID is not an event id of this stream',
+        [{ path: '/headers/last-event-id', message: 'expected <ms>-<seq>' }]);
+    }
+    if (openStreams.size >= sseStreamsMax) throw new ApiError('QUEUE_UNAVAILABLE', 'too many open event streams');
+    await streamEvents(req, res, run.id, lastEventId);
+  });
+
+  async function streamEvents(req: Request, res: Response, runId: string, startAfter: string): Promise<void> {
+    // A blocking XREAD holds its connection, so each stream gets its own, without a command timeout.
+    const reader = new Redis(redisUrl!, { maxRetriesPerRequest: 1 });
+    reader.on('error', () => undefined);
+    openStreams.add(reader);
+    let closed = false;
+    req.on('close', () => {
+      closed = true;
+      reader.disconnect();
+    });
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no',
+      Connection: 'keep-alive',
+    });
+    res.write(': stream open\n\n');
+    const deadline = Date.now() + sseStreamDurationMsMax;
+    let lastId = startAfter;
+    try {
+      while (!closed && Date.now() < deadline) {
+        const reply = await reader.xread('COUNT', sseReadCountMax, 'BLOCK', options.sseKeepAliveMs,
+          'STREAMS', runKeys.events(runId), lastId);
+        if (reply === null) {
+          res.write(': keep-alive\n\n');
+          continue;
+        }
+        let complete = false;
+        for (const [id, fields] of reply[0]![1]) {
+          const event = fields[fields.indexOf('event') + 1] ?? 'message';
+          const data = fields[fields.indexOf('data') + 1] ?? '{}';
+          res.write(`id: ${id}\nevent: ${event}\ndata: ${data}\n\n`);
+          lastId = id;
+          if (event === 'complete') complete = true;
+        }
+        if (complete) break;
+      }
+    } catch {
+      // The client left (its connection was closed under the read) or Redis failed: end the stream; the
+      // client resumes with Last-Event-ID.
+    } finally {
+      openStreams.delete(reader);
+      reader.disconnect();
+      res.end();
+    }
+  }
+
+  return {
+    router,
+    async close() {
+      for (const reader of openStreams) reader.disconnect();
+      await queue?.close();
+    },
+  };
+}

@@ -1,0 +1,232 @@
+import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startAgentWorker } from '../../api/runs/agent-worker.js';
+import type { AgentWorker } from '../../api/runs/agent-worker.js';
+import { startTestApi, startTestRedis, waitFor } from './harness.js';
+import type { TestApi, TestRedis } from './harness.js';
+
+interface SseEvent {
+  id: string;
+  event: string;
+  data: unknown;
+}
+
+interface SseRead {
+  status: number;
+  headers: Headers;
+  events: SseEvent[];
+  comments: string[];
+}
+
+/** readSse reads a whole event stream (the server ends it after `complete`), bounded by timeoutMs. */
+async function readSse(api: TestApi, streamUrl: string, options: { key?: string; lastEventId?: string } = {},
+  timeoutMs = 20_000): Promise<SseRead> {
+  const headers: Record<string, string> = { 'x-api-key': options.key ?? api.adminKey, accept: 'text/event-stream' };
+  if (options.lastEventId) headers['last-event-id'] = options.lastEventId;
+  const response = await fetch(api.baseUrl + streamUrl, { headers, signal: AbortSignal.timeout(timeoutMs) });
+  const text = await response.text();
+  const events: SseEvent[] = [];
+  const comments: string[] = [];
+  for (const block of text.split('\n\n')) {
+    const lines = block.split('\n').filter(Boolean);
+    if (lines.length === 0) continue;
+    if (lines.every((line) => line.startsWith(':'))) {
+      comments.push(...lines);
+      continue;
+    }
+    const field = (name: string) => lines.find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2) ?? '';
+    events.push({ id: field('id'), event: field('event'), data: JSON.parse(field('data')) });
+  }
+  return { status: response.status, headers: response.headers, events, comments };
+}
+
+const outputText = (events: SseEvent[], stream: string) => events.filter((event) => event.event === 'output')
+  .map((event) => event.data as { stream: string; text: string }).filter((data) => data.stream === stream)
+  .map((data) => data.text).join('');
+
+describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
+  this.timeout(60_000);
+  let redis: TestRedis;
+  let api: TestApi;
+  let worker: AgentWorker;
+  let workspace: string;
+
+  const createProject = async (command: string[], network = false): Promise<string> => {
+    const created = await api.call('POST', '/projects', { body: { name: 'agent', workspace, command, network } });
+    assert.equal(created.status, 201, created.text);
+    return created.json.id as string;
+  };
+  const run = async (projectId: string, prompt: string, key?: string) => {
+    const accepted = await api.call('POST', `/projects/${projectId}/commands`, { body: { prompt }, key });
+    assert.equal(accepted.status, 202, accepted.text);
+    assert.equal(accepted.json.streamUrl, `/runs/${accepted.json.runId}/events`);
+    return accepted.json as { runId: string; streamUrl: string };
+  };
+
+  before(async () => {
+    redis = await startTestRedis();
+    api = await startTestApi({ redisUrl: redis.url, config: { sseKeepAliveMs: 150 } });
+    worker = await startAgentWorker({ redisUrl: redis.url, concurrency: 2, runTimeoutMs: 1500 });
+    workspace = mkdtempSync(path.join(os.tmpdir(), 'svc-agent-ws-'));
+    writeFileSync(path.join(workspace, 'agent.sh'), [
+      '#!/bin/sh',
+      'echo "prompt: $1"',
+      'echo "to stderr" >&2',
+      'echo "$1" > answer.txt',
+      'case "$1" in',
+      '  sleep*) i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done ;;',
+      '  pause*) sleep 0.5; echo "after pause" ;;',
+      '  net*) cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d " " | sort | tr "\\n" " "; echo ;;',
+      '  env*) env | sort; ls /etc | tr "\\n" " "; echo ;;',
+      '  fail*) exit 3 ;;',
+      'esac',
+      'echo done',
+    ].join('\n'));
+    chmodSync(path.join(workspace, 'agent.sh'), 0o755);
+  });
+  after(async () => {
+    await worker?.close();
+    await api?.close();
+    await redis?.stop();
+    if (workspace) rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it('runs the agent script in its workspace and streams progress, ending with complete', async () => {
+    const projectId = await createProject(['./agent.sh']);
+    const { streamUrl, runId } = await run(projectId, 'hello world');
+    const read = await readSse(api, streamUrl);
+    assert.equal(read.status, 200);
+    assert.match(read.headers.get('content-type')!, /^text\/event-stream/);
+    assert.equal(read.headers.get('cache-control'), 'no-cache');
+    assert.equal(read.headers.get('x-accel-buffering'), 'no');
+    assert.deepEqual(read.events.map((event) => event.event).filter((name) => name !== 'output'),
+      ['queued', 'started', 'complete']);
+    assert.equal(outputText(read.events, 'stdout'), 'prompt: hello world\ndone\n');
+    assert.equal(outputText(read.events, 'stderr'), 'to stderr\n');
+    const complete = read.events.at(-1)!.data as { status: string; exitCode: number; durationMs: number };
+    assert.equal(complete.status, 'succeeded');
+    assert.equal(complete.exitCode, 0);
+    assert.ok(Number.isInteger(complete.durationMs) && complete.durationMs >= 0);
+    assert.equal(readFileSync(path.join(workspace, 'answer.txt'), 'utf8'), 'hello world\n', 'the workspace is writable');
+    const status = await api.call('GET', `/runs/${runId}`);
+    assert.equal(status.json.status, 'succeeded');
+    const ids = read.events.map((event) => event.id.split('-').map(BigInt) as [bigint, bigint]);
+    assert.ok(ids.every(([ms, seq], index) => index === 0 ||
+      ms > ids[index - 1]![0] || (ms === ids[index - 1]![0] && seq > ids[index - 1]![1])), 'event ids increase');
+  });
+
+  it('reports a failing agent with its exit code', async () => {
+    const projectId = await createProject(['./agent.sh']);
+    const read = await readSse(api, (await run(projectId, 'fail please')).streamUrl);
+    assert.deepEqual(read.events.at(-1)!.data, { ...(read.events.at(-1)!.data as object), status: 'failed', exitCode: 3 });
+  });
+
+  it('gives a late client the whole stream, and resumes after Last-Event-ID', async () => {
+    const projectId = await createProject(['./agent.sh']);
+    const { streamUrl } = await run(projectId, 'late');
+    const first = await readSse(api, streamUrl);
+    const late = await readSse(api, streamUrl);
+    assert.deepEqual(late.events, first.events, 'after completion the whole stream is replayed');
+    const resumeAfter = first.events[1]!;
+    const resumed = await readSse(api, streamUrl, { lastEventId: resumeAfter.id });
+    assert.deepEqual(resumed.events, first.events.slice(2));
+    const bad = await api.call('GET', streamUrl, { headers: { 'last-event-id': 'nonsense' } });
+    assert.equal(bad.status, 400);
+  });
+
+  it('sends keep-alive comments while the agent is quiet', async () => {
+    const projectId = await createProject(['./agent.sh']);
+    const read = await readSse(api, (await run(projectId, 'pause')).streamUrl);
+    assert.ok(read.comments.some((comment) => comment === ': keep-alive'), JSON.stringify(read.comments));
+    assert.match(outputText(read.events, 'stdout'), /after pause/);
+  });
+
+  it('isolates the network unless the project allows it, and clears the environment', async () => {
+    const isolated = await readSse(api, (await run(await createProject(['./agent.sh'], false), 'net')).streamUrl);
+    assert.match(outputText(isolated.events, 'stdout'), /^prompt: net\nlo \n/);
+    const shared = await readSse(api, (await run(await createProject(['./agent.sh'], true), 'net')).streamUrl);
+    const hostInterfaces = readFileSync('/proc/net/dev', 'utf8').split('\n').slice(2).filter(Boolean)
+      .map((line) => line.split(':')[0]!.trim()).sort();
+    assert.match(outputText(shared.events, 'stdout'), new RegExp(`^prompt: net\\n${hostInterfaces.join(' ')} \\n`));
+    const env = outputText((await readSse(api, (await run(await createProject(['./agent.sh']), 'env')).streamUrl)).events, 'stdout');
+    assert.ok(!env.includes('REDIS') && !env.includes('SVC_'), 'no host environment leaks in');
+    assert.ok(!/\bshadow\b/.test(env), 'host /etc/shadow is not visible');
+  });
+
+  it('cancels a running run', async () => {
+    const projectId = await createProject(['./agent.sh']);
+    const { runId, streamUrl } = await run(projectId, 'sleep');
+    await waitFor(() => api.call('GET', `/runs/${runId}`).then((result) => result.json.status), (status) => status === 'running');
+    const cancel = await api.call('POST', `/runs/${runId}/cancel`);
+    assert.equal(cancel.status, 202);
+    const read = await readSse(api, streamUrl);
+    assert.equal((read.events.at(-1)!.data as { status: string }).status, 'cancelled');
+  });
+
+  it('kills a run at its time limit', async () => {
+    const projectId = await createProject(['./agent.sh']);
+    const read = await readSse(api, (await run(projectId, 'sleep long')).streamUrl);
+    const complete = read.events.at(-1)!.data as { status: string; durationMs: number };
+    assert.equal(complete.status, 'timed_out');
+    assert.ok(complete.durationMs >= 1500 && complete.durationMs < 10_000, String(complete.durationMs));
+  });
+
+  it('keeps runs private to their user (and admins), and counts them in /work/stats', async () => {
+    const projectId = await createProject(['./agent.sh']);
+    const user = await api.call('POST', '/users', { body: { name: 'runner' } });
+    const developer = (await api.call('POST', '/keys', { body: { name: 'dev', user_id: user.json.id } })).json.key as string;
+    const mine = await run(projectId, 'mine', developer);
+    assert.equal((await readSse(api, mine.streamUrl, { key: developer })).status, 200);
+    assert.equal((await api.call('GET', `/runs/${mine.runId}`)).status, 200, 'admins see every run');
+    const stranger = await api.call('POST', '/users', { body: { name: 'stranger' } });
+    const strangerKey = (await api.call('POST', '/keys', { body: { name: 's', user_id: stranger.json.id } })).json.key as string;
+    assert.equal((await api.call('GET', mine.streamUrl, { key: strangerKey })).status, 404);
+    assert.equal((await api.call('POST', `/runs/${mine.runId}/cancel`, { key: strangerKey })).status, 404);
+    const stats = await api.call('GET', '/work/stats');
+    const queue = stats.json.queues.find((item: { name: string }) => item.name === 'agent-runs');
+    assert.ok(queue.completed >= 1 && queue.failed >= 1 && queue.workers === 1, JSON.stringify(queue));
+  });
+
+  it('answers 404 for an unknown project and 400 for a bad prompt', async () => {
+    assert.equal((await api.call('POST', '/projects/prj_000000000aaaaaaaaaaaaaaaa/commands', { body: { prompt: 'x' } })).status, 404);
+    const projectId = await createProject(['./agent.sh']);
+    assert.equal((await api.call('POST', `/projects/${projectId}/commands`, { body: { prompt: '' } })).status, 400);
+    assert.equal((await api.call('POST', `/projects/${projectId}/commands`, { body: {} })).status, 400);
+  });
+});
+
+describe('api: cancelling a run no worker has taken', () => {
+  it('removes the job and completes the stream as cancelled', async () => {
+    const redis = await startTestRedis();
+    const api = await startTestApi({ redisUrl: redis.url });
+    try {
+      const project = await api.call('POST', '/projects', { body: { name: 'p', workspace: '/tmp', command: ['true'] } });
+      const accepted = await api.call('POST', `/projects/${project.json.id}/commands`, { body: { prompt: 'x' } });
+      assert.equal((await api.call('POST', `/runs/${accepted.json.runId}/cancel`)).status, 202);
+      const read = await readSse(api, accepted.json.streamUrl);
+      assert.deepEqual(read.events.map((event) => event.event), ['queued', 'complete']);
+      assert.equal((read.events[1]!.data as { status: string }).status, 'cancelled');
+      const stats = await api.call('GET', '/work/stats');
+      assert.equal(stats.json.queues[0].waiting, 0, 'the job left the queue');
+    } finally {
+      await api.close();
+      await redis.stop();
+    }
+  });
+});
+
+describe('api: agent runs without Redis', () => {
+  it('answers 503 QUEUE_UNAVAILABLE', async () => {
+    const api = await startTestApi();
+    try {
+      const project = await api.call('POST', '/projects', { body: { name: 'p', workspace: '/tmp', command: ['true'] } });
+      const result = await api.call('POST', `/projects/${project.json.id}/commands`, { body: { prompt: 'x' } });
+      assert.equal(result.status, 503);
+      assert.equal(result.json.code, 'QUEUE_UNAVAILABLE');
+    } finally {
+      await api.close();
+    }
+  });
+});
