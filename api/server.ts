@@ -1,5 +1,6 @@
 // startApiServer runs the API over a given store: Redis from REDIS_URL, else a local redis-server when one is
-// on the PATH, else none (queue endpoints then answer 503 and the rate limit is per process).
+// on the PATH, else none (queue endpoints then answer 503 and the rate limit is per process). With Redis it
+// also runs an agent-run worker in this process unless SVC_RUN_WORKER=0.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import path from 'node:path';
@@ -10,6 +11,8 @@ import { createApp } from './app.js';
 import type { ApiService } from './app.js';
 import { redisServerAvailable, startLocalRedis } from './redis/local-redis.js';
 import type { LocalRedis } from './redis/local-redis.js';
+import { startAgentWorker } from './runs/agent-worker.js';
+import type { AgentWorker } from './runs/agent-worker.js';
 
 export const apiPortDefault = 8080;
 export const apiHostDefault = '127.0.0.1';
@@ -40,6 +43,9 @@ export async function startApiServer(options: StartApiOptions): Promise<RunningA
   }
   if (!redisUrl) config.log('api.no_redis', { effect: 'queue endpoints answer 503; rate limit is per process' });
   const service = createApp({ store: options.store, redis: redisUrl ? { url: redisUrl } : undefined, config });
+  // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
+  let worker: AgentWorker | undefined;
+  if (redisUrl && env.SVC_RUN_WORKER !== '0') worker = await startAgentWorker({ redisUrl });
   const port = Number(env.SVC_API_PORT ?? apiPortDefault);
   const host = env.SVC_API_HOST ?? apiHostDefault;
   const server: Server = service.app.listen(port, host);
@@ -53,6 +59,7 @@ export async function startApiServer(options: StartApiOptions): Promise<RunningA
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await worker?.close();
       await service.close();
       await localRedis?.stop();
     },

@@ -19,16 +19,20 @@ async function burst(count: number, send: () => Promise<boolean>): Promise<numbe
 }
 
 /**
- * edgeSchedule sends 1 request at t0, limit-1 just before the fixed window that t0 opened would end, and
- * `limit` just after. A fixed window admits all 2*limit-1 of the last two bursts; the limit allows `limit`.
+ * edgeSchedule sends 1 request at t0, limit-1 at t0+800 ms (inside the fixed window that t0 opened) and
+ * `limit` at t0+1200 ms (inside the next one). A fixed window admits all 2*limit-1 of the last two bursts; a
+ * limit of `limit` per second admits `limit`. t0 is taken after the first answer for a limiter behind HTTP
+ * (so that Redis saw it before t0) and before the call for a direct one (so that its window opened after t0).
  */
-async function edgeSchedule(send: () => Promise<boolean>): Promise<{ admittedAtEdge: number; spanMs: number }> {
-  const t0 = performance.now();
+async function edgeSchedule(send: () => Promise<boolean>, t0After: boolean):
+  Promise<{ admittedAtEdge: number; spanMs: number }> {
+  const sentMs = performance.now();
   assert.equal(await burst(1, send), 1);
-  await sleepUntil(t0 + 900);
+  const t0 = t0After ? performance.now() : sentMs;
+  await sleepUntil(t0 + 800);
   const edgeStart = performance.now();
   const before = await burst(ratePerSecond - 1, send);
-  await sleepUntil(t0 + 1100);
+  await sleepUntil(t0 + 1200);
   const after = await burst(ratePerSecond, send);
   return { admittedAtEdge: before + after, spanMs: performance.now() - edgeStart };
 }
@@ -48,8 +52,10 @@ describe('api: rate limiting (sliding window in Redis)', function () {
 
   it('answers 429 RATE_LIMITED past the rate, with Retry-After and RateLimit-* headers', async () => {
     const key = (await api.call('POST', '/keys', { body: { name: 'burst' } })).json.key as string;
+    const startMs = performance.now();
     const results: CallResult[] = await Promise.all(Array.from({ length: ratePerSecond + 5 },
       () => api.call('GET', '/projects', { key })));
+    assert.ok(performance.now() - startMs < 1000, 'the burst must fit in one window to prove anything');
     const admitted = results.filter((result) => result.status === 200);
     const limited = results.filter((result) => result.status === 429);
     assert.equal(admitted.length, ratePerSecond);
@@ -67,7 +73,7 @@ describe('api: rate limiting (sliding window in Redis)', function () {
 
   it('holds a burst straddling a window edge to the limit (a fixed window would admit about twice)', async () => {
     const key = (await api.call('POST', '/keys', { body: { name: 'edge' } })).json.key as string;
-    const ours = await edgeSchedule(async () => (await api.call('GET', '/projects', { key })).status === 200);
+    const ours = await edgeSchedule(async () => (await api.call('GET', '/projects', { key })).status === 200, true);
     assert.ok(ours.spanMs < 1000, `the edge bursts must fit in one window to prove anything (${ours.spanMs} ms)`);
     assert.equal(ours.admittedAtEdge, ratePerSecond - 1 + 1,
       'within one second only the t0 slot freed up, so one request of the late burst is admitted');
@@ -76,7 +82,7 @@ describe('api: rate limiting (sliding window in Redis)', function () {
     const client = new Redis(redis.url);
     try {
       const fixed = new RateLimiterRedis({ storeClient: client, points: ratePerSecond, duration: 1, keyPrefix: 'cmp' });
-      const theirs = await edgeSchedule(() => fixed.consume('edge').then(() => true, () => false));
+      const theirs = await edgeSchedule(() => fixed.consume('edge').then(() => true, () => false), false);
       assert.ok(theirs.admittedAtEdge > ratePerSecond * 1.5,
         `a fixed window lets ~2x through at the edge (admitted ${theirs.admittedAtEdge})`);
     } finally {
@@ -93,9 +99,11 @@ describe('api: rate limiting (sliding window in Redis)', function () {
       const index = await api.store.list('keys-by-hash/');
       await second.store.put(`keys/${key.record.id}`, record!.value);
       for (const entry of index.entries) await second.store.put(entry.key, entry.value);
+      const startMs = performance.now();
       const statuses = await Promise.all(Array.from({ length: 30 }, (_unused, index) =>
         (index % 2 === 0 ? api : second).call('GET', '/projects', { key: key.key }).then((result) => result.status)));
-      assert.equal(statuses.filter((status) => status === 200).length, ratePerSecond);
+      assert.ok(performance.now() - startMs < 1000, 'the burst must fit in one window to prove anything');
+      assert.equal(statuses.filter((status) => status === 200).length, ratePerSecond, 'not 2 × the rate');
     } finally {
       await second.close();
     }
