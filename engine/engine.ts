@@ -982,7 +982,8 @@ export class Engine {
       return;
     }
     let next = from;
-    for (let chunks = 0; chunks < this.limits.streamChunkCountMax; chunks++) {
+    let burstBytes = 0;
+    for (let chunks = 0; chunks < this.limits.streamChunkCountMax && burstBytes < this.limits.streamPayloadBytesMax; chunks++) {
       const entries = this.log.slice(next, this.log.lastSeq(), this.limits.segmentEntryCountMax, this.limits.segmentPayloadBytesMax);
       if (entries.length === 0 && chunks > 0) break;
       const prevSeq = next - 1;
@@ -992,6 +993,7 @@ export class Engine {
         eventCount: entries.length, leaderLastSeq: prevSeq + entries.length, streamBaseline: this.electionPrevLog.seq,
         term: this.hs.term, leaderRegion: this.hs.selfId,
       };
+      burstBytes += chunk.payload.length;
       this.fx.message({ type: 'streamChunk', callId, chunk });
       next = prevSeq + entries.length + 1;
       if (entries.length === 0) break;

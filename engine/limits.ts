@@ -10,6 +10,7 @@ export const DEFAULT_LIMITS: EngineLimits = {
   inflightSegmentCountMax: 8,
   shipRetryTicks: 5,
   streamChunkCountMax: 64,
+  streamPayloadBytesMax: 32 * 1024 * 1024,
   pullTimeoutTicks: 30,
   snapshotEntryCountThreshold: 10_000,
   compactionRetainEntryCount: 1_000,

@@ -115,6 +115,8 @@ export interface EngineLimits {
   shipRetryTicks: number;
   /** streamChunkCountMax bounds the chunks one StreamSegments call serves. */
   streamChunkCountMax: number;
+  /** streamPayloadBytesMax bounds the payload bytes one StreamSegments call serves (its burst). */
+  streamPayloadBytesMax: number;
   /** pullTimeoutTicks bounds how long a pull (stream or snapshot) may run before it is retried. */
   pullTimeoutTicks: number;
   /** snapshotEntryCountThreshold stages a snapshot once this many applied entries follow the last one. */
