@@ -42,7 +42,10 @@ export class CallTable {
   private nextCallId = 1;
 
   open(call: Omit<OutboundCall, 'key' | 'owner' | 'streamLost' | 'lastArrivalUs'>): OutboundCall {
-    const full: OutboundCall = { ...call, key: this.nextKey++, owner: 0, streamLost: false, lastArrivalUs: 0 };
+    const full: OutboundCall = {
+      key: this.nextKey++, caller: call.caller, callerInc: call.callerInc, requestId: call.requestId,
+      method: call.method, kind: call.kind, owner: 0, streamLost: false, lastArrivalUs: 0,
+    };
     this.outbound.set(full.key, full);
     return full;
   }

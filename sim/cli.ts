@@ -34,6 +34,7 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
   }
   process.stdout.write(`simulated ${(result.simulatedMs / 1_000).toFixed(1)} s: ${result.counts.writesIssued} writes, `
     + `${result.counts.writesAcked} acknowledged, ${result.counts.faultsFired}/${result.faults.length} faults fired\n`);
+  if (request.verbose) process.stdout.write(`observed: ${JSON.stringify(result.observed)}\n`);
   if (result.failure) {
     printFailure(result, request);
     if (request.shrink) {

@@ -21,7 +21,7 @@ import { SimNode, type EngineFactory } from './node.js';
 import type { NetworkKnobs, StorageKnobs } from './options.js';
 import { Prng } from './prng.js';
 import { Trace } from './trace.js';
-import { describeEffect, describeInput } from './trace-format.js';
+import { traceLine } from './trace-format.js';
 import { InvariantViolation, violate } from './violation.js';
 import { carryChunk, carryHeader, carryRequest, carryResponse, unreachable } from './wire.js';
 
@@ -434,15 +434,18 @@ export class Cluster implements CheckerWorld {
     const engine = node.engine!;
     const before = node.status;
     const effects = this.guard(node, `step(${input.type})`, () => engine.step(input));
-    const after = this.guard(node, 'status', () => engine.status());
+    // A tick with no effects only moved the engine's timers; its status is unchanged for
+    // every checker, so the (costly) status read is skipped.
+    const quiet = effects.length === 0 && input.type === 'tick' && before !== null;
+    const after = quiet ? before : this.guard(node, 'status', () => engine.status());
     node.status = after;
-    this.noteIdentity(node, after);
+    if (!quiet) this.noteIdentity(node, after);
     const incarnation = node.incarnation;
     for (const effect of effects) {
       this.execute(node, effect, after);
       if (node.incarnation !== incarnation) break;
     }
-    this.trace.record(JSON.stringify({ i: this.eventCount, t: this.nowUs, n: node.index, in: describeInput(input), fx: effects.map(describeEffect) }));
+    this.trace.record(traceLine(this.eventCount, this.nowUs, node.index, input, effects));
     this.checkers.afterStep({ node, input, effects, before, after, nowUs: this.nowUs });
   }
 
@@ -616,11 +619,14 @@ export class Cluster implements CheckerWorld {
     this.queue.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final });
   }
 
-  /** planAnswer sends one answer message; a stream's messages stay in order and die together. */
+  /**
+   * planAnswer sends one answer message. A stream's fate (lost or not) is drawn at its first
+   * message; later ones stay in order and are only cut by a partition, which kills the rest.
+   */
   private planAnswer(server: number, call: OutboundCall): number {
     if (call.streamLost) return LOST;
-    let atUs = this.network.send(server, call.caller, this.nowUs);
-    if (call.kind === 'unary') return atUs;
+    if (call.kind === 'unary') return this.network.send(server, call.caller, this.nowUs);
+    let atUs = this.network.send(server, call.caller, this.nowUs, call.lastArrivalUs > 0);
     if (atUs === LOST) {
       call.streamLost = true;
       return LOST;

@@ -27,17 +27,23 @@ export class Network {
     return this.knobs;
   }
 
-  /** calm turns off random loss, duplication, replay and hold-back (the liveness phase). */
+  /** calm turns off random loss, duplication, replay, hold-back and tight capacity (the liveness phase). */
   calm(): void {
-    this.knobs = { ...this.knobs, lossProbability: 0, duplicateProbability: 0, replayProbability: 0, reorderProbability: 0 };
+    this.knobs = {
+      ...this.knobs, lossProbability: 0, duplicateProbability: 0, replayProbability: 0, reorderProbability: 0,
+      linkInflightCountMax: Math.max(this.knobs.linkInflightCountMax, SIM_LIMITS.linkInflightCountMax),
+    };
   }
 
-  /** send plans one message; it returns the arrival time, or LOST. */
-  send(from: number, to: number, nowUs: number): number {
+  /**
+   * send plans one message; it returns the arrival time, or LOST. A message that continues an
+   * established stream (`onStream`) is flow-controlled, not dropped: only a partition cuts it.
+   */
+  send(from: number, to: number, nowUs: number, onStream = false): number {
     const link = this.link(from, to);
     if (from !== to && this.blocked[link] === 1) return LOST;
-    if (!this.hasCapacity(link, nowUs)) return LOST;
-    if (this.prng.chance(this.knobs.lossProbability)) return LOST;
+    if (!onStream && !this.hasCapacity(link, nowUs)) return LOST;
+    if (!onStream && this.prng.chance(this.knobs.lossProbability)) return LOST;
     let atUs = nowUs + this.delayUs();
     if (this.prng.chance(this.knobs.reorderProbability)) atUs += msToUs(this.prng.uniform(0, SIM_LIMITS.reorderExtraDelayMsMax));
     const clogUs = this.cloggedUntilUs[link]!;

@@ -72,7 +72,7 @@ export function swarmOptions(seed: number): SimOptions {
   const founderLearnerCount = learnerRoom > 0 && prng.chance(0.2) ? prng.between(1, learnerRoom) : 0;
   const joinerCount = prng.chance(0.5) ? prng.between(1, SIM_LIMITS.joinerCountMax) : 0;
   const on = (probability: number, draw: () => number): number => (prng.chance(probability) ? draw() : 0);
-  return {
+  const options: SimOptions = {
     seed,
     founderCount,
     oldPeerCount,
@@ -114,6 +114,19 @@ export function swarmOptions(seed: number): SimOptions {
     livenessPhaseMsMax: SIM_LIMITS.livenessPhaseMsMax,
     onlyFaults: null,
   };
+  options.workload.writeIntervalMsMean = Math.max(options.workload.writeIntervalMsMean, writeIntervalMsFloor(options));
+  return options;
+}
+
+/**
+ * writeIntervalMsFloor keeps the offered load under half of what the configured pipeline
+ * can replicate (segment size x segments in flight per round trip), so a run measures
+ * faults rather than an ever-growing backlog. Overrides may still ask for more.
+ */
+export function writeIntervalMsFloor(options: SimOptions): number {
+  const roundTripMs = 2 * options.network.oneWayDelayMsMax + options.storage.diskSyncDelayMsMax;
+  const entriesPerRoundTrip = (options.engineLimits.segmentEntryCountMax ?? 256) * (options.engineLimits.inflightSegmentCountMax ?? 8);
+  return (2 * roundTripMs) / entriesPerRoundTrip;
 }
 
 /** Override is one command-line knob: its flag name, what it sets, and how it reads its value. */

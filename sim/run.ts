@@ -11,6 +11,7 @@ import { describeFault, faultSchedule, FaultInjector, type FaultEvent } from './
 import { SIM_LIMITS, msToUs } from './limits.js';
 import type { EngineFactory } from './node.js';
 import type { SimOptions } from './options.js';
+import { RunObserver, type Counters } from './observer.js';
 import { Prng } from './prng.js';
 import { Trace } from './trace.js';
 import { InvariantViolation } from './violation.js';
@@ -33,6 +34,7 @@ export interface RunResult {
   failure: RunFailure | null;
   faults: FaultEvent[];
   counts: { writesIssued: number; writesAcked: number; faultsFired: number; livenessMs: number };
+  observed: Counters;
 }
 
 export interface RunExtras {
@@ -64,6 +66,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   const trace = new Trace();
   if (extras.traceFile) trace.toFile(extras.traceFile);
   const root = new Prng(`sim:${options.seed}`);
+  const observer = new RunObserver();
   const cluster = new Cluster({
     seed: options.seed,
     founders: founderSpecs(options),
@@ -74,6 +77,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     storage: options.storage,
     clockDriftFractionMax: options.clockDriftFractionMax,
     trace,
+    extraCheckers: [observer],
   });
   extras.onCluster?.(cluster);
   const workload = new Workload(cluster, root.fork('workload'), options.workload);
@@ -170,6 +174,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
       faultsFired,
       livenessMs: livenessStartUs >= 0 ? (cluster.nowUs - livenessStartUs) / 1_000 : 0,
     },
+    observed: observer.counters,
   };
 }
 

@@ -4,6 +4,13 @@ import type { Effect, Input } from '../engine/types.js';
 import type { RpcRequest } from '../engine/rpc.js';
 import { unreachable } from './wire.js';
 
+/** traceLine is one step as a JSON object line; the descriptions hold no characters JSON must escape. */
+export function traceLine(event: number, nowUs: number, node: number, input: Input, effects: readonly Effect[]): string {
+  let fx = '';
+  for (let i = 0; i < effects.length; i++) fx += (i === 0 ? '"' : ',"') + describeEffect(effects[i]!) + '"';
+  return `{"i":${event},"t":${nowUs},"n":${node},"in":"${describeInput(input)}","fx":[${fx}]}`;
+}
+
 export function describeInput(input: Input): string {
   switch (input.type) {
     case 'tick': return 'tick';
@@ -17,7 +24,7 @@ export function describeInput(input: Input): string {
     case 'entriesPersisted': return `persisted ${input.lastSeq}/${input.lastTerm}`;
     case 'snapshotStaged': return `staged ${input.meta.seq}`;
     case 'snapshotInstalled': return `installed r${input.requestId} ${input.meta.seq}`;
-    case 'snapshotFailed': return `snapfail r${input.requestId} ${input.reason}`;
+    case 'snapshotFailed': return `snapfail r${input.requestId} ${plain(input.reason)}`;
     case 'statusPolled': return `polled ${input.leaderLastSeq}`;
     case 'admin': return `admin a${input.adminId} ${input.op.op} ${input.op.memberId}`;
     default: return unreachable(input);
@@ -33,7 +40,7 @@ function describeRequest(request: RpcRequest): string {
     case 'ReportApplied': return `Report t${request.body.reporterTerm} a${request.body.appliedSeqno}`;
     case 'RequestVote': return `Vote t${request.body.term} ${request.body.lastLogTerm}/${request.body.lastLogSeq}${request.body.prevote ? ' pre' : ''}`;
     case 'TimeoutNow': return `TimeoutNow t${request.body.term}`;
-    case 'JoinCluster': return `Join ${request.body.name}`;
+    case 'JoinCluster': return `Join ${plain(request.body.name)}`;
     default: return unreachable(request);
   }
 }
@@ -42,23 +49,28 @@ export function describeEffect(effect: Effect): string {
   switch (effect.type) {
     case 'saveHardState': return `hs t${effect.hardState.term} v${effect.hardState.votedFor} c${effect.hardState.commitSeq}`;
     case 'append': return `append ${effect.fromSeq}+${effect.entries.length}`;
-    case 'send': return `send r${effect.requestId} ${effect.to} ${describeRequest(effect.request)}`;
+    case 'send': return `send r${effect.requestId} ${plain(effect.to)} ${describeRequest(effect.request)}`;
     case 'reply': return `reply c${effect.callId} ${effect.response.method}`;
     case 'replyError': return `error c${effect.callId} ${effect.status.code}`;
     case 'streamChunk': return `chunk c${effect.callId} s${effect.chunk.id?.seqno ?? 0} n${effect.chunk.eventCount}`;
     case 'streamEnd': return `end c${effect.callId}`;
     case 'serveSnapshot': return `serve c${effect.callId} ${effect.header.needed ? effect.header.snapshotSeq : 'not-needed'}`;
-    case 'fetchSnapshot': return `fetch r${effect.requestId} ${effect.to} f${effect.request.fromSeqno}`;
+    case 'fetchSnapshot': return `fetch r${effect.requestId} ${plain(effect.to)} f${effect.request.fromSeqno}`;
     case 'apply': return `apply ${effect.entries[0]?.seq ?? 0}+${effect.entries.length}`;
     case 'resetStateMachine': return 'reset';
     case 'stageSnapshot': return `stage ${effect.meta.seq}`;
     case 'compact': return `compact ${effect.throughSeq}`;
     case 'proposalResult': return `result p${effect.proposalId} ${effect.ok ? 'ok' : 'no'} ${effect.seq}`;
     case 'adminResult': return `adminResult a${effect.adminId} ${effect.ok ? 'ok' : 'no'}`;
-    case 'pollStatus': return `poll ${effect.leaderHttpAddr}`;
+    case 'pollStatus': return `poll ${plain(effect.leaderHttpAddr)}`;
     case 'readiness': return `ready ${effect.ready}`;
     case 'roleChanged': return `role ${effect.role} t${effect.term} l${effect.leaderId}`;
     case 'warning': return `warn ${effect.code}`;
     default: return unreachable(effect);
   }
+}
+
+/** plain keeps engine-supplied text JSON-safe without escaping: anything unusual becomes '?'. */
+function plain(text: string): string {
+  return /^[\w .:/,=<>()#+-]*$/.test(text) ? text : text.replace(/[^\w .:/,=<>()#+-]/g, '?');
 }

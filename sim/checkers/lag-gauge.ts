@@ -16,15 +16,20 @@ export class LagGaugeChecker implements Checker {
     const { node, after } = step;
     const previous = this.lastByNode.get(node.index);
     const current = after.lagGaugeByShard;
-    if (previous && previous !== current) {
-      for (const shard of Object.keys(previous)) {
-        const was = previous[Number(shard)]!;
-        const now = current[Number(shard)];
+    if (previous === current) return;
+    let changed = previous === undefined;
+    if (previous) {
+      for (const shard in previous) {
+        const was = previous[shard]!;
+        const now = current[shard];
         if (now === undefined || now < was) {
           violate(this.name, `${node.name} lag gauge for shard ${shard} went from ${was} to ${now ?? 'nothing'}`, node.index);
         }
+        if (now !== was) changed = true;
       }
+      for (const shard in current) if (!(shard in previous)) changed = true;
     }
-    this.lastByNode.set(node.index, { ...current });
+    // Keep a copy only when something moved: the engine may hand out a fresh object per read.
+    if (changed) this.lastByNode.set(node.index, { ...current });
   }
 }
