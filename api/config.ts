@@ -13,7 +13,7 @@ export interface ApiConfig {
   trustedProxies: string[];
   /** isReady gates GET /ready (503 NOT_READY until it returns true). */
   isReady: () => boolean | Promise<boolean>;
-  /** validateRequests is on in production; validateResponses is for tests (a drift becomes a 500). */
+  /** validateResponses checks every JSON response against the OpenAPI document (tests: a drift becomes a 500). */
   validateResponses: boolean;
   /** workspaceRoot, when set, confines project workspaces to directories under it (SVC_WORKSPACE_ROOT). */
   workspaceRoot?: string;
