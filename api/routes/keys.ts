@@ -96,6 +96,10 @@ export function keyRoutes(store: DocumentStore): Router {
     const id = req.params.id as string;
     const old = await visibleKey(store, req, id);
     if (old.revoked_at !== null) throw new ApiError('CONFLICT', 'a revoked key cannot be rotated');
+    // The replacement keeps the old expiry, so an expired key would be replaced by a dead one.
+    if (old.expires_at !== null && Date.parse(old.expires_at) <= Date.now()) {
+      throw new ApiError('CONFLICT', 'an expired key cannot be rotated; create a new key');
+    }
     const { record, secret } = await createApiKey(store, {
       name: old.name, userId: old.user_id, role: old.role, expiresAt: old.expires_at, allowedIps: old.allowed_ips,
     });

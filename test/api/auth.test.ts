@@ -43,6 +43,9 @@ describe('api: API keys and authentication', () => {
     const result = await api.call('GET', '/projects', { key: secret });
     assert.equal(result.status, 401);
     assert.equal(result.json.code, 'KEY_EXPIRED');
+    const expiredId = (await api.call('GET', '/keys?limit=200')).json.items
+      .find((item: { name: string }) => item.name === 'expired').id as string;
+    assert.equal((await api.call('POST', `/keys/${expiredId}/rotate`)).json.code, 'CONFLICT', 'no dead replacement');
     const future = await issueKey(api, { name: 'not yet', expires_at: new Date(Date.now() + 3_600_000).toISOString() });
     assert.equal((await api.call('GET', '/projects', { key: future.key })).status, 200);
     const past = await api.call('POST', '/keys', { body: { name: 'x', expires_at: '2000-01-01T00:00:00Z' } });
