@@ -88,7 +88,7 @@ export function swarmOptions(seed: number): SimOptions {
     network: {
       lossProbability: on(0.5, () => prng.uniform(0, 0.2)),
       duplicateProbability: on(0.4, () => prng.uniform(0, 0.1)),
-      replayProbability: on(0.3, () => prng.uniform(0, 0.02)),
+      replayProbability: on(0.3, () => prng.uniform(0, 0.05)),
       reorderProbability: on(0.5, () => prng.uniform(0, 0.2)),
       oneWayDelayMsMin: prng.pick([0.2, 1, 2]),
       oneWayDelayMsMax: prng.pick([5, SIM_LIMITS.oneWayDelayMsMax, 60]),
@@ -100,9 +100,9 @@ export function swarmOptions(seed: number): SimOptions {
       snapshotCorruptProbability: on(0.3, () => prng.uniform(0, 0.3)),
     },
     faults: {
-      crashPerMinute: on(0.5, () => prng.uniform(0.5, 4)),
-      pausePerMinute: on(0.4, () => prng.uniform(0.5, 4)),
-      partitionPerMinute: on(0.5, () => prng.uniform(0.5, 4)),
+      crashPerMinute: on(0.5, () => prng.uniform(0.5, 8)),
+      pausePerMinute: on(0.4, () => prng.uniform(0.5, 6)),
+      partitionPerMinute: on(0.5, () => prng.uniform(0.5, 8)),
       clogPerMinute: on(0.4, () => prng.uniform(0.5, 4)),
       transferPerMinute: on(0.4, () => prng.uniform(0.2, 2)),
       removePerMinute: on(0.3, () => prng.uniform(0.1, 1)),

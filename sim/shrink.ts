@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { SIM_LIMITS } from './limits.js';
 import { optionsFor, type OverrideValues } from './options.js';
-import { runSim, type RunResult } from './run.js';
+import { runSim, type RunExtras, type RunResult } from './run.js';
 
 /** SHRINKABLE_KNOBS are the continuous faults a shrink may switch off (to 0). */
 const SHRINKABLE_KNOBS: { flag: string; read: (r: ReturnType<typeof optionsFor>) => number }[] = [
@@ -24,7 +24,7 @@ export interface Shrunk {
 }
 
 export function shrinkFailure(seed: number, overrides: OverrideValues, onlyFaults: number[] | null,
-  failed: RunResult, log: (line: string) => void = () => {}): Shrunk | null {
+  failed: RunResult, log: (line: string) => void = () => {}, extras: Pick<RunExtras, 'engineFactory'> = {}): Shrunk | null {
   if (!failed.failure) return null;
   const invariant = failed.failure.invariant;
   const base = optionsFor(seed, overrides, onlyFaults);
@@ -46,7 +46,7 @@ export function shrinkFailure(seed: number, overrides: OverrideValues, onlyFault
     if (runCount >= SIM_LIMITS.shrinkRunCountMax || performance.now() - startedMs > SIM_LIMITS.shrinkWallMsMax) return false;
     runCount++;
     const candidateOverrides = { ...overrides, ...candidate.knobs };
-    const result = runSim(optionsFor(seed, candidateOverrides, candidate.faults));
+    const result = runSim(optionsFor(seed, candidateOverrides, candidate.faults), extras);
     results.set(keyOf(candidate), { overrides: candidateOverrides, result });
     const same = result.failure?.invariant === invariant;
     if (same) log(`  shrinking: ${candidate.faults.length} faults, knobs ${JSON.stringify(candidate.knobs)} still fail (run ${runCount})`);

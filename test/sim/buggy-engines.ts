@@ -1,0 +1,62 @@
+// Deliberately broken engines (wrappers around the real one), to show the
+// simulator catches each kind of bug: a checker that never fires proves nothing.
+import { Engine } from '../../engine/engine.js';
+import { EntryKind, type Effect, type Input } from '../../engine/types.js';
+import type { EngineFactory, EngineLike } from '../../sim/node.js';
+
+type Rewrite = (engine: Engine, input: Input, effects: Effect[]) => Effect[];
+
+function wrap(rewrite: Rewrite, rewriteInput: (engine: Engine, input: Input) => Input = (_e, i) => i): EngineFactory {
+  return (config, restored) => {
+    const engine = new Engine(config, restored);
+    const wrapped: EngineLike = {
+      step: (input) => rewrite(engine, input, engine.step(rewriteInput(engine, input))),
+      status: () => engine.status(),
+      entries: () => engine.entries(),
+      snapshot: () => engine.snapshot(),
+    };
+    return wrapped;
+  };
+}
+
+/** acksOnAppend acknowledges a proposal as soon as the leader appends it, before any quorum. */
+export const acksOnAppend: EngineFactory = (() => {
+  const early = new WeakMap<object, Set<number>>();
+  return wrap((engine, input, effects) => {
+    let acked = early.get(engine);
+    if (!acked) early.set(engine, (acked = new Set()));
+    const out = effects.filter((e) => !(e.type === 'proposalResult' && e.ok && acked!.has(e.proposalId)));
+    if (input.type === 'propose') {
+      const append = effects.find((e): e is Extract<Effect, { type: 'append' }> => e.type === 'append' && e.entries.some((x) => x.kind === EntryKind.EventBatch));
+      const last = append?.entries[append.entries.length - 1];
+      if (last) {
+        acked.add(input.proposalId);
+        out.push({ type: 'proposalResult', proposalId: input.proposalId, ok: true, seq: last.seq, reason: '', leaderHint: '' });
+      }
+    }
+    return out;
+  });
+})();
+
+/** ignoresStaleTerms lifts every incoming ship's term to the receiver's own: no term fencing. */
+export const ignoresStaleTerms: EngineFactory = wrap((_engine, _input, effects) => effects, (engine, input) => {
+  if (input.type !== 'request' || input.request.method !== 'ShipSegment') return input;
+  const term = engine.status().term;
+  if (input.request.body.term >= term) return input;
+  return { ...input, request: { method: 'ShipSegment', body: { ...input.request.body, term } } };
+});
+
+/** forgetsHardState never makes its term and vote durable. */
+export const forgetsHardState: EngineFactory = wrap((_engine, _input, effects) => effects.filter((e) => e.type !== 'saveHardState'));
+
+/** readyAtOnce claims readiness on the first heartbeat it sees, caught up or not. */
+export const readyAtOnce: EngineFactory = (() => {
+  const claimed = new WeakSet<object>();
+  return wrap((engine, input, effects) => {
+    if (input.type === 'request' && input.request.method === 'Heartbeat' && !claimed.has(engine) && engine.status().role !== 'leader') {
+      claimed.add(engine);
+      return [...effects, { type: 'readiness', ready: true, reason: 'lying' }];
+    }
+    return effects;
+  });
+})();

@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseCli } from '../../sim/cli-args.js';
+import { faultSchedule } from '../../sim/faults.js';
+import { optionsFor } from '../../sim/options.js';
+import { runSim } from '../../sim/run.js';
+import { reproduceCommand, shrinkFailure } from '../../sim/shrink.js';
+import type { EngineFactory } from '../../sim/node.js';
+import { acksOnAppend, forgetsHardState, ignoresStaleTerms, readyAtOnce } from './buggy-engines.js';
+
+/** SHORT: a short safety phase keeps these whole runs quick. */
+const SHORT = { 'safety-s': 15 };
+/** MUTANT_SEED_COUNT_MAX: each deliberately broken engine must be caught within this many default seeds. */
+const MUTANT_SEED_COUNT_MAX = 8;
+
+describe('sim/run', () => {
+  it('gives the same events and trace hash for the same seed, and another for another seed', () => {
+    const a = runSim(optionsFor(11, SHORT));
+    const b = runSim(optionsFor(11, SHORT));
+    const c = runSim(optionsFor(12, SHORT));
+    assert.equal(a.traceHash, b.traceHash);
+    assert.equal(a.events, b.events);
+    assert.match(a.traceHash, /^[0-9a-f]{64}$/);
+    assert.notEqual(a.traceHash, c.traceHash);
+  });
+
+  it('writes one JSON object per event to --trace without changing the run', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sim-trace-'));
+    try {
+      const file = join(dir, 'trace.jsonl');
+      const withFile = runSim(optionsFor(5, SHORT), { traceFile: file });
+      const lines = readFileSync(file, 'utf8').trim().split('\n');
+      assert.ok(lines.length > 100);
+      for (const line of lines.slice(0, 500)) assert.equal(typeof JSON.parse(line), 'object');
+      assert.equal(withFile.traceHash, runSim(optionsFor(5, SHORT)).traceHash, 'writing the file does not change the run');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('draws a per-seed fault schedule that --only-faults can cut down', () => {
+    const options = optionsFor(3);
+    const all = faultSchedule(options);
+    assert.ok(all.every((f, i) => i === 0 || all[i - 1]!.atMs <= f.atMs), 'sorted by time');
+    const none = runSim(optionsFor(3, SHORT, []));
+    assert.equal(none.counts.faultsFired, 0);
+  });
+
+  for (const [name, factory, invariants] of [
+    ['acknowledges before commit', acksOnAppend, ['durability', 'state-machine-safety', 'log-matching']],
+    ['forgets its term and vote', forgetsHardState, ['election-safety', 'log-matching', 'state-machine-safety', 'quorum', 'durability']],
+    ['ignores stale terms', ignoresStaleTerms, ['term-fencing', 'log-matching', 'state-machine-safety', 'durability']],
+    ['claims readiness at once', readyAtOnce, ['readiness-honesty']],
+  ] as [string, EngineFactory, string[]][]) {
+    it(`catches an engine that ${name} within ${MUTANT_SEED_COUNT_MAX} default seeds`, () => {
+      for (let seed = 1; seed <= MUTANT_SEED_COUNT_MAX; seed++) {
+        const result = runSim(optionsFor(seed), { engineFactory: factory });
+        if (result.failure) {
+          assert.ok(invariants.includes(result.failure.invariant), `seed ${seed}: ${result.failure.message}`);
+          return;
+        }
+      }
+      assert.fail(`not caught in ${MUTANT_SEED_COUNT_MAX} seeds`);
+    });
+  }
+
+  it('shrinks a failing run to fewer faults that still break the same invariant', function () {
+    this.timeout(120_000);
+    let seed = 0;
+    let failed = null;
+    for (seed = 1; seed <= 20 && !failed; seed++) {
+      const result = runSim(optionsFor(seed, { 'safety-s': 30 }), { engineFactory: acksOnAppend });
+      if (result.failure && result.faults.length >= 2) failed = result;
+    }
+    assert.ok(failed, 'a failing seed with a few faults');
+    seed--;
+    const shrunk = shrinkFailure(seed, { 'safety-s': 30 }, null, failed, () => {}, { engineFactory: acksOnAppend })!;
+    assert.equal(shrunk.result.failure?.invariant, failed.failure!.invariant);
+    assert.ok(shrunk.faults.length <= failed.faults.length);
+    const replay = runSim(optionsFor(seed, shrunk.overrides, shrunk.faults), { engineFactory: acksOnAppend });
+    assert.equal(replay.traceHash, shrunk.result.traceHash, 'the printed reproduction replays exactly');
+    assert.match(reproduceCommand(seed, shrunk.overrides, shrunk.faults), new RegExp(`^npm run sim -- --seed ${seed}`));
+  });
+});
+
+describe('sim/cli', () => {
+  it('parses seeds, sweeps, knobs and fault lists, and rejects bad input clearly', () => {
+    assert.deepEqual(parseCli(['--seed', '7']), { mode: 'single', seed: 7, overrides: {}, onlyFaults: null, traceFile: undefined, shrink: true, verbose: false });
+    assert.deepEqual(parseCli(['--seeds', '1..500', '--loss=0.1', '--nodes', '5']), { mode: 'sweep', firstSeed: 1, lastSeed: 500, overrides: { loss: 0.1, nodes: 5 } });
+    assert.deepEqual((parseCli(['--seed', '1', '--only-faults', '3,1,3']) as { onlyFaults: number[] }).onlyFaults, [1, 3]);
+    assert.throws(() => parseCli([]), /missing --seed/);
+    assert.throws(() => parseCli(['--seed', '-1']), /whole number/);
+    assert.throws(() => parseCli(['--seeds', '5..1']), /empty/);
+    assert.throws(() => parseCli(['--seed', '1', '--loss', 'lots']), /needs a number/);
+    assert.throws(() => parseCli(['--seed', '1', '--bogus', '1']), /unknown argument --bogus/);
+    assert.throws(() => optionsFor(1, { loss: 2 }), /must be a number in \[0, 1\]/);
+  });
+
+  it('prints `seed=N result=pass events=E trace=HEX` as its last line, the same twice', () => {
+    const run = () => spawnSync(process.execPath, ['--import', 'tsx', 'sim/cli.ts', '--seed', '7', '--safety-s', '10'], { encoding: 'utf8', timeout: 60_000 });
+    const first = run();
+    const second = run();
+    assert.equal(first.status, 0, first.stderr);
+    const last = first.stdout.trim().split('\n').at(-1)!;
+    assert.match(last, /^seed=7 result=pass events=\d+ trace=[0-9a-f]{64}$/);
+    assert.equal(second.stdout.trim().split('\n').at(-1), last);
+  });
+
+  it('exits 2 with the usage on a bad argument', () => {
+    const out = spawnSync(process.execPath, ['--import', 'tsx', 'sim/cli.ts', '--seeds', 'x'], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(out.status, 2);
+    assert.match(out.stderr, /--seeds needs A\.\.B/);
+    assert.match(out.stderr, /usage: npm run sim/);
+  });
+});
