@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Engine } from '../../engine/engine.js';
-import { MemberRole } from '../../engine/types.js';
+import { MemberRole, type Effect } from '../../engine/types.js';
 import type { EngineFactory } from '../../sim/node.js';
 import { calmCluster, CALM_NETWORK } from '../../sim/presets.js';
 import { encodeCommand } from '../../sim/state-machine.js';
@@ -88,7 +88,7 @@ describe('sim/cluster (scripted, real engine)', () => {
       return {
         step: (input) => {
           const effects = engine.step(input);
-          return effects.flatMap((e) => (e.type === 'reply' ? [e, e] : [e]));
+          return effects.flatMap((e): Effect[] => (e.type === 'reply' ? [e, e] : [e]));
         },
         status: () => engine.status(),
         entries: () => engine.entries(),

@@ -69,14 +69,16 @@ describe('sim/run', () => {
 
   it('shrinks a failing run to fewer faults that still break the same invariant', function () {
     this.timeout(120_000);
-    let seed = 0;
     let failed = null;
-    for (seed = 1; seed <= 20 && !failed; seed++) {
+    let seed = 1;
+    for (; seed <= 20; seed++) {
       const result = runSim(optionsFor(seed, { 'safety-s': 30 }), { engineFactory: acksOnAppend });
-      if (result.failure && result.faults.length >= 2) failed = result;
+      if (result.failure && result.faults.length >= 2) {
+        failed = result;
+        break;
+      }
     }
     assert.ok(failed, 'a failing seed with a few faults');
-    seed--;
     const shrunk = shrinkFailure(seed, { 'safety-s': 30 }, null, failed, () => {}, { engineFactory: acksOnAppend })!;
     assert.equal(shrunk.result.failure?.invariant, failed.failure!.invariant);
     assert.ok(shrunk.faults.length <= failed.faults.length);
