@@ -10,6 +10,7 @@ import type { ApiService } from '../../api/app.js';
 import type { ApiConfig } from '../../api/config.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
 import { MemoryDocumentStore } from '../../api/store/memory-store.js';
+import type { DocumentStore } from '../../api/store/document-store.js';
 import { startLocalRedis } from '../../api/redis/local-redis.js';
 import type { LocalRedis } from '../../api/redis/local-redis.js';
 
@@ -22,7 +23,7 @@ export interface LogLine {
 
 export interface TestApi {
   baseUrl: string;
-  store: MemoryDocumentStore;
+  store: DocumentStore;
   service: ApiService;
   adminKey: string;
   adminKeyId: string;
@@ -49,8 +50,15 @@ export interface CallResult {
   json: any;
 }
 
-export async function startTestApi(options: { redisUrl?: string; config?: Partial<ApiConfig> } = {}): Promise<TestApi> {
-  const store = new MemoryDocumentStore();
+export interface TestApiOptions {
+  redisUrl?: string;
+  config?: Partial<ApiConfig>;
+  /** store defaults to the in-memory double; pass another DocumentStore to run the API tests over it. */
+  store?: DocumentStore;
+}
+
+export async function startTestApi(options: TestApiOptions = {}): Promise<TestApi> {
+  const store = options.store ?? new MemoryDocumentStore();
   const logs: LogLine[] = [];
   const admin = await bootstrapAdminKey(store, 'test-admin');
   const service = createApp({
