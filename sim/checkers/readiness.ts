@@ -48,11 +48,13 @@ export class ReadinessChecker implements Checker {
     if (inTerm.length === 0) {
       violate(this.name, `${node.name} became ready in term ${after.term} without having seen a real leader frontier (leader_last_seq > 0) in that term`, node.index);
     }
+    // The frontier it may have converged on is bounded by what the engine says is durable and
+    // matched, and by what the disk really holds; the disk's content up to it is checked below.
     const durableSeq = node.storage.durable.lastSeq;
-    const reach = Math.min(after.matchedSeq, durableSeq);
+    const reach = Math.min(after.matchedSeq, after.durableSeq, durableSeq);
     const reached = inTerm.filter((f) => f.seq <= reach).map((f) => f.seq);
     if (reached.length === 0) {
-      violate(this.name, `${node.name} became ready with matched ${after.matchedSeq} / durable ${durableSeq}, below every leader frontier seen in term ${after.term} `
+      violate(this.name, `${node.name} became ready with matched ${after.matchedSeq} / durable ${after.durableSeq} (disk ${durableSeq}), below every leader frontier seen in term ${after.term} `
         + `([${inTerm.map((f) => f.seq).join(',')}])`, node.index);
     }
     const frontier = Math.max(...reached);

@@ -107,11 +107,23 @@ describe('sim/checkers (hand-made states)', () => {
     violates('readiness-honesty', () => checker.afterStep(step({ node: joiner, input: hb(0), effects: ready, after: status({ id: 2, term: 2, leaderId: 1 }) })));
     nodes[0]!.storage.written.resetTo(0, 0, [entry(1, 2), entry(2, 2), entry(3, 2)]);
     joiner.storage.durable.resetTo(0, 0, [entry(1, 2)]);
-    violates('readiness-honesty', () => checker.afterStep(step({ node: joiner, input: hb(3), effects: ready, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 1 }) })));
+    violates('readiness-honesty', () => checker.afterStep(step({ node: joiner, input: hb(3), effects: ready, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 1, durableSeq: 1 }) })));
     joiner.storage.durable.resetTo(0, 0, [entry(1, 2), entry(2, 1), entry(3, 2)]);
-    violates('readiness-honesty', () => checker.afterStep(step({ node: joiner, input: hb(3), effects: ready, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3 }) })));
+    violates('readiness-honesty', () => checker.afterStep(step({ node: joiner, input: hb(3), effects: ready, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 3 }) })));
     joiner.storage.durable.resetTo(0, 0, [entry(1, 2), entry(2, 2), entry(3, 2)]);
-    checker.afterStep(step({ node: joiner, input: hb(3), effects: ready, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3 }) }));
+    checker.afterStep(step({ node: joiner, input: hb(3), effects: ready, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 3 }) }));
+  });
+
+  it('readiness honesty: a stale entry the engine has truncated but the disk not yet synced is not held against it', () => {
+    const nodes = [makeNode(0), makeNode(1)];
+    const checker = new ReadinessChecker(world(nodes));
+    nodes[0]!.storage.written.resetTo(0, 0, [entry(1, 2), entry(2, 2), entry(3, 2)]);
+    nodes[1]!.storage.durable.resetTo(0, 0, [entry(1, 2), entry(2, 2), entry(3, 1)]);
+    const input: Input = { type: 'statusPolled', leaderLastSeq: 2 };
+    checker.afterStep(step({ node: nodes[1]!, input, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 2 }) }));
+    const chunk = { id: undefined, payload: Buffer.alloc(0), eventCount: 0, leaderLastSeq: 3, streamBaseline: 0, term: 2, leaderRegion: 1 };
+    checker.afterStep(step({ node: nodes[1]!, input: { type: 'streamChunk', requestId: 1, chunk },
+      effects: [{ type: 'readiness', ready: true, reason: 'converged at 2' }], after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 2 }) }));
   });
 
   it('lag gauges: a shard value going down within one life fails, a restart resets', () => {
