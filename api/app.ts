@@ -78,6 +78,16 @@ export function createApp(options: CreateAppOptions): ApiService {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestId());
+  if (config.accessLog) {
+    app.use((req, res, next) => {
+      const startedMs = performance.now();
+      res.once('finish', () => config.log('request', {
+        requestId: req.requestId, method: req.method, path: req.path, status: res.statusCode,
+        durationMs: Math.round(performance.now() - startedMs), keyId: req.auth?.keyId ?? null,
+      }));
+      next();
+    });
+  }
   app.use((_req, res, next) => {
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Cache-Control', 'no-store');

@@ -23,6 +23,11 @@ export interface ApiConfig {
   log: ApiLogger;
   /** sseKeepAliveMs is the interval of keep-alive comments on a quiet run event stream. */
   sseKeepAliveMs: number;
+  /**
+   * accessLog logs one `request` event per answer (SVC_ACCESS_LOG=1): method, path without query, status,
+   * duration, request id and key id. Never headers, query strings or bodies, which may carry secrets.
+   */
+  accessLog: boolean;
 }
 
 export const agentRunQueueName = 'agent-runs';
@@ -36,6 +41,7 @@ export function defaultConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     queueNames: [agentRunQueueName],
     log: jsonLineLogger,
     sseKeepAliveMs: sseKeepAliveMsDefault,
+    accessLog: false,
     ...overrides,
   };
 }
@@ -65,8 +71,8 @@ export function parseRateLimit(text: string): number {
 }
 
 /**
- * configFromEnv reads SVC_RATE_LIMIT_RPS, SVC_SECRET_KEY or SVC_SECRET_KEY_FILE, SVC_TRUSTED_PROXIES and
- * SVC_WORKSPACE_ROOT. Unset variables keep the defaults of defaultConfig.
+ * configFromEnv reads SVC_RATE_LIMIT_RPS, SVC_SECRET_KEY or SVC_SECRET_KEY_FILE, SVC_TRUSTED_PROXIES,
+ * SVC_WORKSPACE_ROOT and SVC_ACCESS_LOG. Unset variables keep the defaults of defaultConfig.
  */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ApiConfig> = {}): ApiConfig {
   const fromEnv: Partial<ApiConfig> = {};
@@ -77,5 +83,6 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: P
     fromEnv.trustedProxies = env.SVC_TRUSTED_PROXIES.split(',').map((item) => item.trim()).filter(Boolean);
   }
   if (env.SVC_WORKSPACE_ROOT) fromEnv.workspaceRoot = env.SVC_WORKSPACE_ROOT;
+  if (env.SVC_ACCESS_LOG) fromEnv.accessLog = env.SVC_ACCESS_LOG === '1';
   return defaultConfig({ ...fromEnv, ...overrides });
 }

@@ -128,12 +128,21 @@ describe('api: API keys and authentication', () => {
     assert.equal((await api.call('GET', `/keys/${selfIssued.id}`, { key: developer.key })).json.user_id, user.json.id);
   });
 
-  it('never logs keys or secret values', async () => {
-    const issued = await issueKey(api, { name: 'logged?' });
-    await api.call('POST', '/credentials', { body: { category: 'gitea', name: 'log-check', value: 'do-not-log-me-123' } });
-    await api.call('POST', '/keys', { key: issued.key, rawBody: `{"name": "${issued.key}"` });
-    const logged = JSON.stringify(api.logs);
-    assert.ok(!logged.includes(issued.key) && !logged.includes('do-not-log-me-123'));
+  it('never logs keys or secret values, even with the access log on', async () => {
+    const logged = await startTestApi({ config: { accessLog: true } });
+    try {
+      const issued = await issueKey(logged, { name: 'logged?' });
+      await logged.call('POST', '/credentials', { body: { category: 'gitea', name: 'log-check', value: 'do-not-log-me-123' } });
+      await logged.call('POST', '/keys', { key: issued.key, rawBody: `{"name": "${issued.key}"` });
+      await logged.call('GET', `/credentials?cursor=${issued.key}`);
+      await logged.call('GET', '/projects', { key: issued.key.slice(0, -1) });
+      assert.ok(logged.logs.filter((line) => line.event === 'request').length >= 5, 'the access log is on');
+      const text = JSON.stringify(logged.logs);
+      assert.ok(!text.includes(issued.key) && !text.includes(issued.key.slice(0, -1)));
+      assert.ok(!text.includes('do-not-log-me-123'));
+    } finally {
+      await logged.close();
+    }
   });
 });
 
