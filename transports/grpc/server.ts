@@ -22,6 +22,8 @@ export interface PeerServerOptions {
   limits?: Partial<GrpcLimits>;
   /** onWarning hears about bad input and handler misuse; the server never throws them. */
   onWarning?: (message: string) => void;
+  /** services are more gRPC services to serve beside WalShipping, on the same port and credentials. */
+  services?: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>;
 }
 
 export interface PeerServerStats {
@@ -75,6 +77,7 @@ export class PeerServer {
         : (call: grpc.ServerWritableStream<Buffer, Buffer>) => this.onStream(method, call);
     }
     this.server.addService(serviceDefinition(), implementation);
+    for (const extra of options.services ?? []) this.server.addService(extra.definition, extra.implementation);
   }
 
   /** listen binds `address` (host:port; port 0 picks a free one) and starts serving. */
