@@ -1,7 +1,7 @@
-// Membership safety: a leader's log holds at most one uncommitted kind-4 record;
-// learners neither campaign nor grant votes; kind-4 records are appended by a
-// leader only while every voter has capability bit 0, and never reach a node
-// that lacks it.
+// Membership safety: a leader's log holds at most one kind-4 record above the
+// cluster's commit point; learners neither campaign nor grant votes; kind-4
+// records are appended by a leader only while every voter has capability bit 0,
+// and never reach a node that lacks it.
 import { CAPABILITY_KIND4, EntryKind, MemberRole, type EngineStatus, type Entry } from '../../engine/types.js';
 import { voterIds } from '../../engine/roster.js';
 import { decodeSegmentFrame } from '../../engine/segment-frame.js';
@@ -14,6 +14,8 @@ export class MembershipChecker implements Checker {
   readonly name = 'membership-safety';
   /** kind4SeqsByNode: ascending seqs of kind-4 entries in each node's written log. */
   private readonly kind4SeqsByNode = new Map<number, number[]>();
+  /** clusterCommitSeq is the highest commit seqno any node has reported. */
+  private clusterCommitSeq = 0;
 
   constructor(private readonly world: CheckerWorld) {}
 
@@ -47,12 +49,16 @@ export class MembershipChecker implements Checker {
         this.checkGate(node, after);
       }
     }
+    if (after.commitSeq > this.clusterCommitSeq) this.clusterCommitSeq = after.commitSeq;
     if (after.role === 'leader') {
+      // "Uncommitted" is judged by the cluster's commit point, not the leader's own view: a
+      // freshly elected leader may not know yet that older records were committed.
       const seqs = this.kind4SeqsByNode.get(node.index) ?? [];
       let uncommitted = 0;
-      for (let i = seqs.length - 1; i >= 0 && seqs[i]! > after.commitSeq; i--) uncommitted++;
+      for (let i = seqs.length - 1; i >= 0 && seqs[i]! > this.clusterCommitSeq; i--) uncommitted++;
       if (uncommitted > 1) {
-        violate(this.name, `leader ${node.name} holds ${uncommitted} uncommitted kind-4 records (commit ${after.commitSeq}, kind-4 at [${seqs.slice(-uncommitted).join(',')}])`, node.index);
+        violate(this.name, `leader ${node.name} holds ${uncommitted} uncommitted kind-4 records (cluster commit ${this.clusterCommitSeq}, `
+          + `kind-4 at [${seqs.slice(-uncommitted).join(',')}])`, node.index);
       }
     }
   }
