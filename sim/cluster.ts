@@ -46,6 +46,9 @@ export interface ClusterConfig {
   extraCheckers?: Checker[];
 }
 
+/** NodeRef names a node by slot index (0-based) or by name ('n1', ...). */
+export type NodeRef = number | string;
+
 /** ProposalListener hears every proposalResult (the workload uses it to retry). */
 export type ProposalListener = (node: SimNode, proposalId: number, ok: boolean, seq: number, leaderHint: string) => void;
 
@@ -127,13 +130,14 @@ export class Cluster implements CheckerWorld {
     return best;
   }
 
-  status(index: number): EngineStatus | null {
-    return this.node(index).status;
+  status(ref: NodeRef): EngineStatus | null {
+    return this.node(ref).status;
   }
 
-  node(index: number): SimNode {
-    const node = this.nodes[index];
-    if (!node) throw new Error(`no node slot ${index} (the cluster has ${this.nodes.length})`);
+  /** node resolves a slot index or a node name ('n3') to the node. */
+  node(ref: NodeRef): SimNode {
+    const node = typeof ref === 'number' ? this.nodes[ref] : this.nodes.find((n) => n.name === ref);
+    if (!node) throw new Error(`no node ${JSON.stringify(ref)} (the cluster has ${this.nodes.map((n) => n.name).join(', ')})`);
     return node;
   }
 
@@ -200,8 +204,8 @@ export class Cluster implements CheckerWorld {
 
   // ---- scripting: faults and clients ----
 
-  crash(index: number): void {
-    const node = this.node(index);
+  crash(ref: NodeRef): void {
+    const node = this.node(ref);
     if (!node.isLive) return;
     const torn = node.storage.crash(this.storagePrng, this.config.storage.tornWriteProbability);
     node.state = 'down';
@@ -210,27 +214,27 @@ export class Cluster implements CheckerWorld {
     node.inbox = [];
     node.openRequests.clear();
     node.machine.reset();
-    this.calls.forgetNode(index);
+    this.calls.forgetNode(node.index);
     this.checkers.onCrash(node);
     this.recordWorld(`crash ${node.name} kept ${torn.keptAppendCount} torn ${torn.tornEntryCount}`);
   }
 
-  restart(index: number): void {
-    const node = this.node(index);
+  restart(ref: NodeRef): void {
+    const node = this.node(ref);
     if (node.state !== 'down') return;
     this.startNode(node);
     this.recordWorld(`restart ${node.name}`);
   }
 
-  pause(index: number): void {
-    const node = this.node(index);
+  pause(ref: NodeRef): void {
+    const node = this.node(ref);
     if (node.state !== 'up') return;
     node.state = 'paused';
     this.recordWorld(`pause ${node.name}`);
   }
 
-  resume(index: number): void {
-    const node = this.node(index);
+  resume(ref: NodeRef): void {
+    const node = this.node(ref);
     if (node.state !== 'paused') return;
     node.state = 'up';
     const queued = node.inbox as SimEvent[];
@@ -240,14 +244,17 @@ export class Cluster implements CheckerWorld {
   }
 
   /** partition cuts every link between the two groups (both ways unless oneWay: a -> b only). */
-  partition(a: readonly number[], b: readonly number[], oneWay = false): void {
-    this.network.split(a, b, !oneWay);
-    this.recordWorld(`partition [${a.join(',')}] ${oneWay ? '->' : '|'} [${b.join(',')}]`);
+  partition(a: readonly NodeRef[], b: readonly NodeRef[], oneWay = false): void {
+    const left = a.map((r) => this.node(r));
+    const right = b.map((r) => this.node(r));
+    this.network.split(left.map((n) => n.index), right.map((n) => n.index), !oneWay);
+    this.recordWorld(`partition [${left.map((n) => n.name).join(',')}] ${oneWay ? '->' : '|'} [${right.map((n) => n.name).join(',')}]`);
   }
 
-  isolate(index: number): void {
-    this.network.isolate(index);
-    this.recordWorld(`isolate n${index + 1}`);
+  isolate(ref: NodeRef): void {
+    const node = this.node(ref);
+    this.network.isolate(node.index);
+    this.recordWorld(`isolate ${node.name}`);
   }
 
   heal(): void {
@@ -255,32 +262,33 @@ export class Cluster implements CheckerWorld {
     this.recordWorld('heal');
   }
 
-  clog(from: number, to: number, ms: number): void {
-    this.network.clog(from, to, this.nowUs + msToUs(ms));
-    this.recordWorld(`clog n${from + 1}->n${to + 1} ${ms}ms`);
+  clog(from: NodeRef, to: NodeRef, ms: number): void {
+    const [a, b] = [this.node(from), this.node(to)];
+    this.network.clog(a.index, b.index, this.nowUs + msToUs(ms));
+    this.recordWorld(`clog ${a.name}->${b.name} ${ms}ms`);
   }
 
-  /** join boots the node in slot `index` as a joiner that dials the given members' gRPC addresses. */
-  join(index: number, via: readonly number[]): void {
-    const node = this.node(index);
+  /** join boots a joiner slot (by index or name) that dials the given members' gRPC addresses. */
+  join(ref: NodeRef, via: readonly NodeRef[]): void {
+    const node = this.node(ref);
     if (node.state !== 'unborn') throw new Error(`${node.name} was already started`);
     if (!node.id.isJoiner) throw new Error(`${node.name} is a founder, not a joiner slot`);
-    node.seeds = via.map((i) => this.node(i).id.grpcAddr);
+    node.seeds = via.map((r) => this.node(r).id.grpcAddr);
     this.startNode(node);
     this.recordWorld(`join ${node.name} via ${node.seeds.join(',')}`);
   }
 
   /** propose hands a client command to a node (as the client's believed leader); it returns the proposalId. */
-  propose(index: number, data: Uint8Array, clientDelayMs = 0): number {
+  propose(ref: NodeRef, data: Uint8Array, clientDelayMs = 0): number {
     const proposalId = this.nextProposalId++;
     this.proposals.set(proposalId, data);
-    this.deliverFromClient(index, { type: 'propose', proposalId, data }, clientDelayMs);
+    this.deliverFromClient(this.node(ref).index, { type: 'propose', proposalId, data }, clientDelayMs);
     return proposalId;
   }
 
   /** admin sends an operator command to `index` (default: the current leader); it returns the adminId or 0. */
-  admin(op: AdminOp, index?: number): number {
-    const target = index ?? this.leader()?.index;
+  admin(op: AdminOp, ref?: NodeRef): number {
+    const target = ref === undefined ? this.leader()?.index : this.node(ref).index;
     if (target === undefined) return 0;
     const adminId = this.nextAdminId++;
     this.deliverFromClient(target, { type: 'admin', adminId, op }, 0);

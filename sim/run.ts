@@ -6,6 +6,7 @@ import { Engine } from '../engine/engine.js';
 import { CURRENT_COMPAT } from '../engine/limits.js';
 import type { Compat } from '../engine/types.js';
 import { livenessGap } from './checkers/liveness.js';
+import { checkLogMirror } from './checkers/log-mirror.js';
 import { Cluster, type FounderSpec } from './cluster.js';
 import { describeFault, faultSchedule, FaultInjector, type FaultEvent } from './faults.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
@@ -120,6 +121,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   const probe = (): void => {
     const gap = livenessGap({ core: core(), maxAckedSeq: cluster.checkers.durability.maxAckedSeq, nodeByMemberId: (id) => cluster.nodeByMemberId(id) });
     if (gap === null) {
+      for (const node of core()) checkLogMirror(node);
       done = true;
       return;
     }
