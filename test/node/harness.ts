@@ -1,0 +1,145 @@
+// Test harness for real nodes: free loopback ports, throwaway data directories, cluster
+// certificates from transports/certs, bounded polling, and small HTTP helpers.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClusterCa, createNodeCert } from '../../transports/certs/certs.js';
+import type { BootstrapMember, NodeConfig, NodeTls } from '../../transports/node/config.js';
+
+/** POLL_INTERVAL_MS paces every wait: conditions are polled, never slept on. */
+export const POLL_INTERVAL_MS = 20;
+/** HTTP_TIMEOUT_MS bounds one HTTP request of a test. */
+export const HTTP_TIMEOUT_MS = 2_000;
+/** TEST_TICK_MS shortens the engine's tick so elections take a few hundred milliseconds. */
+export const TEST_TICK_MS = 30;
+
+export async function tempDir(prefix: string): Promise<string> {
+  return mkdtemp(join(tmpdir(), `svc-node-${prefix}-`));
+}
+
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+}
+
+/** freePorts asks the kernel for `count` free loopback ports, all held at once so they differ. */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const server = createServer();
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', () => resolve());
+      });
+    }
+    return servers.map((s) => (s.address() as { port: number }).port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  }
+}
+
+/** waitFor polls condition until it holds, failing after timeoutMs with what it waited for. */
+export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError = '';
+  for (;;) {
+    try {
+      if (await condition()) return;
+    } catch (err) {
+      lastError = ` (last error: ${String(err)})`;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError}`);
+    await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+  }
+}
+
+export async function httpGet(url: string): Promise<{ status: number; text: string }> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
+  return { status: response.status, text: await response.text() };
+}
+
+export async function httpStatus(url: string): Promise<number> {
+  try {
+    return (await httpGet(url)).status;
+  } catch {
+    return 0;
+  }
+}
+
+export interface StatusDoc {
+  id: number;
+  name: string;
+  role: string;
+  term: number;
+  leaderId: number;
+  durableLastSeq: number;
+  lastSeq: number;
+  commitSeq: number;
+  appliedSeq: number;
+  snapshotSeq: number;
+  ready: boolean;
+  healthy: boolean;
+  removed: boolean;
+  entityCount: number;
+  members: Array<{ id: number; name: string; role: string }>;
+}
+
+export async function getStatus(httpBase: string): Promise<StatusDoc> {
+  const { status, text } = await httpGet(`${httpBase}/status`);
+  if (status !== 200) throw new Error(`GET /status answered ${status}: ${text}`);
+  return JSON.parse(text) as StatusDoc;
+}
+
+/** metricValue reads one sample from Prometheus text, e.g. metricValue(text, 'svc_term'). */
+export function metricValue(text: string, name: string, labels = ''): number | undefined {
+  const wanted = labels === '' ? `${name} ` : `${name}{${labels}} `;
+  const line = text.split('\n').find((l) => l.startsWith(wanted));
+  return line === undefined ? undefined : Number(line.slice(wanted.length));
+}
+
+/** Pki is a cluster CA with one certificate per node name (plus a foreign CA when asked). */
+export interface Pki {
+  dir: string;
+  tls(name: string): NodeTls;
+}
+
+export async function makePki(dir: string, names: string[], caName = 'cluster'): Promise<Pki> {
+  const caDir = join(dir, caName);
+  await createClusterCa({ dir: caDir, commonName: `${caName}-ca` });
+  for (const name of names) await createNodeCert({ dir: caDir, name, peersService: 'peers', namespace: 'test' });
+  return {
+    dir: caDir,
+    tls: (name) => ({
+      mode: 'mtls', caFile: join(caDir, 'ca.crt'), certFile: join(caDir, `${name}.crt`), keyFile: join(caDir, `${name}.key`),
+      // Peers dial 127.0.0.1; the certificate names localhost too, which keeps Node from warning about an IP as TLS server name.
+      serverNameOverride: 'localhost',
+    }),
+  };
+}
+
+export interface PlannedNode {
+  name: string;
+  grpcPort: number;
+  httpPort: number;
+  member: BootstrapMember;
+}
+
+/** planNodes picks ports and roster entries for founders (they must be known before anyone starts). */
+export async function planNodes(names: string[]): Promise<PlannedNode[]> {
+  const ports = await freePorts(names.length * 2);
+  return names.map((name, i) => {
+    const grpcPort = ports[2 * i]!;
+    const httpPort = ports[2 * i + 1]!;
+    return { name, grpcPort, httpPort, member: { name, grpcAddr: `127.0.0.1:${grpcPort}`, httpAddr: `http://127.0.0.1:${httpPort}` } };
+  });
+}
+
+/** nodeConfig is a founder's (bootstrap) or joiner's (seeds) config on loopback. */
+export function nodeConfig(plan: PlannedNode, dataDir: string, tls: NodeTls, cluster: { bootstrap?: BootstrapMember[]; seeds?: string[] }, extra: Partial<NodeConfig> = {}): NodeConfig {
+  return {
+    name: plan.name, dataDir, grpcListen: `127.0.0.1:${plan.grpcPort}`, httpListen: `127.0.0.1:${plan.httpPort}`,
+    ...cluster, tls, tickMs: TEST_TICK_MS, logLevel: 'warn', processMetrics: false, ...extra,
+  };
+}

@@ -1,0 +1,155 @@
+// NodeConfig is everything a node is started with: a plain object, checked once by
+// resolveNodeConfig, which names the first problem instead of failing later. See README.md.
+import type { EngineLimits } from '../../engine/types.js';
+import type { GrpcLimits } from '../grpc/limits.js';
+import type { StorageLimits } from '../storage/limits.js';
+import type { StoreLimits } from '../store/limits.js';
+import { nodeLimits, type NodeLimits } from './limits.js';
+
+/** BootstrapMember is one founder of a new cluster, as every founder lists it. */
+export interface BootstrapMember {
+  name: string;
+  /** grpcAddr is the address peers dial, host:port. */
+  grpcAddr: string;
+  /** httpAddr is the node's HTTP base, scheme://host:port (the status-poll path reads `${httpAddr}/status`). */
+  httpAddr: string;
+}
+
+/** NodeTls: mutual TLS from PEM files, or plaintext only when asked for by name. */
+export type NodeTls =
+  | {
+    mode: 'mtls';
+    caFile: string;
+    certFile: string;
+    keyFile: string;
+    /** serverNameOverride checks peers' certificates against this name instead of the dialled host. */
+    serverNameOverride?: string;
+  }
+  | { mode: 'insecure' };
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface NodeConfig {
+  /** name is the node's permanent member name; a join is idempotent by name. */
+  name: string;
+  /** dataDir holds hard-state.json, wal/ and snapshots/ (created when missing). */
+  dataDir: string;
+  /** grpcListen is where the peer server binds, host:port (port 0 picks a free one). */
+  grpcListen: string;
+  /** grpcAdvertise is the address peers dial; default: grpcListen with the bound port. */
+  grpcAdvertise?: string;
+  /** httpListen is where /health, /ready, /metrics and /status are served, host:port. */
+  httpListen: string;
+  /** httpAdvertise is the HTTP base peers use, scheme://host:port; default: http://httpListen with the bound port. */
+  httpAdvertise?: string;
+  /** bootstrap is the founding roster (the same list on every founder, itself included). */
+  bootstrap?: BootstrapMember[];
+  /** seeds are gRPC addresses of any members, for a node joining an existing cluster. */
+  seeds?: string[];
+  tls: NodeTls;
+  /** tickMs overrides nodeLimits.tickMs: the engine's unit of time. */
+  tickMs?: number;
+  engineLimits?: Partial<EngineLimits>;
+  grpcLimits?: Partial<GrpcLimits>;
+  storageLimits?: Partial<StorageLimits>;
+  storeLimits?: Partial<StoreLimits>;
+  nodeLimits?: Partial<NodeLimits>;
+  logLevel?: LogLevel;
+  /** logDestination receives one JSON log line per write; default stdout. */
+  logDestination?: { write(line: string): unknown };
+  /** buildVersion overrides package.json's version in heartbeats (tests of version spread). */
+  buildVersion?: string;
+  /** processMetrics adds prom-client's process metrics (CPU, memory, event loop) to /metrics; default true. */
+  processMetrics?: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** HostPort is a parsed host:port; host may be a name, an IPv4 address or a bracketed IPv6 address. */
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+export function parseHostPort(value: unknown, what: string): HostPort {
+  if (typeof value !== 'string') throw new ConfigError(`${what} must be a host:port string`);
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(value);
+  if (!match) throw new ConfigError(`${what} ${JSON.stringify(value)} is not host:port`);
+  const port = Number(match[2]);
+  if (port > 65_535) throw new ConfigError(`${what} ${JSON.stringify(value)} has a port above 65535`);
+  return { host: match[1]!, port };
+}
+
+function checkHttpBase(value: unknown, what: string): string {
+  if (typeof value !== 'string' || !/^https?:\/\/[^/\s]+$/.test(value)) throw new ConfigError(`${what} ${JSON.stringify(value)} is not scheme://host:port`);
+  return value;
+}
+
+function checkFile(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value.trim() === '') throw new ConfigError(`${what} must name a file`);
+  return value;
+}
+
+export interface ResolvedNodeConfig extends NodeConfig {
+  limits: NodeLimits;
+  grpcListenAt: HostPort;
+  httpListenAt: HostPort;
+}
+
+/** resolveNodeConfig checks a NodeConfig and fills the node limits; it throws ConfigError naming the problem. */
+export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
+  if (typeof config !== 'object' || config === null) throw new ConfigError('node config must be an object');
+  if (typeof config.name !== 'string' || !NAME.test(config.name)) {
+    throw new ConfigError(`name ${JSON.stringify(config.name)} must be 1-253 characters of letters, digits, '.', '_' or '-', starting with a letter or digit`);
+  }
+  if (typeof config.dataDir !== 'string' || config.dataDir.trim() === '') throw new ConfigError('dataDir must name a directory');
+  const grpcListenAt = parseHostPort(config.grpcListen, 'grpcListen');
+  const httpListenAt = parseHostPort(config.httpListen, 'httpListen');
+  if (config.grpcAdvertise !== undefined) parseHostPort(config.grpcAdvertise, 'grpcAdvertise');
+  if (config.httpAdvertise !== undefined) checkHttpBase(config.httpAdvertise, 'httpAdvertise');
+  const wildcard = (host: string): boolean => host === '0.0.0.0' || host === '[::]';
+  if (config.grpcAdvertise === undefined && wildcard(grpcListenAt.host)) throw new ConfigError('grpcAdvertise is required when grpcListen binds every interface');
+  if (config.httpAdvertise === undefined && wildcard(httpListenAt.host)) throw new ConfigError('httpAdvertise is required when httpListen binds every interface');
+
+  const bootstrap = config.bootstrap ?? [];
+  const seeds = config.seeds ?? [];
+  if (!Array.isArray(bootstrap) || !Array.isArray(seeds)) throw new ConfigError('bootstrap and seeds must be arrays');
+  if (bootstrap.length === 0 && seeds.length === 0) throw new ConfigError('give bootstrap (founding a cluster) or seeds (joining one)');
+  const names = new Set<string>();
+  for (const [i, member] of bootstrap.entries()) {
+    if (typeof member !== 'object' || member === null || typeof member.name !== 'string' || !NAME.test(member.name)) throw new ConfigError(`bootstrap[${i}] needs a valid name`);
+    if (names.has(member.name)) throw new ConfigError(`bootstrap lists ${member.name} twice`);
+    names.add(member.name);
+    parseHostPort(member.grpcAddr, `bootstrap[${i}].grpcAddr`);
+    checkHttpBase(member.httpAddr, `bootstrap[${i}].httpAddr`);
+  }
+  if (bootstrap.length > 0 && !names.has(config.name)) throw new ConfigError(`bootstrap does not list this node (${config.name}); every founder passes the same list, itself included`);
+  for (const [i, seed] of seeds.entries()) parseHostPort(seed, `seeds[${i}]`);
+
+  const tls = config.tls;
+  if (typeof tls !== 'object' || tls === null) throw new ConfigError("tls must be {mode: 'mtls', caFile, certFile, keyFile} or {mode: 'insecure'}");
+  if (tls.mode === 'mtls') {
+    checkFile(tls.caFile, 'tls.caFile');
+    checkFile(tls.certFile, 'tls.certFile');
+    checkFile(tls.keyFile, 'tls.keyFile');
+  } else if (tls.mode !== 'insecure') {
+    throw new ConfigError(`tls.mode must be 'mtls' or 'insecure', got ${JSON.stringify((tls as { mode: unknown }).mode)}`);
+  }
+  if (config.logLevel !== undefined && !LOG_LEVELS.includes(config.logLevel)) throw new ConfigError(`logLevel must be one of ${LOG_LEVELS.join(', ')}`);
+
+  let limits: NodeLimits;
+  try {
+    limits = nodeLimits({ ...config.nodeLimits, ...(config.tickMs === undefined ? {} : { tickMs: config.tickMs }) });
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  return { ...config, bootstrap, seeds, limits, grpcListenAt, httpListenAt };
+}

@@ -1,0 +1,216 @@
+// Driver is the node's loop: the only place where engine effects meet I/O. Inputs (ticks, peer
+// requests, call outcomes, WAL completions, snapshot outcomes, proposals) go through one serial
+// queue, so the engine sees them one at a time. Each step's effects are carried out in the order
+// the engine returns them (docs/architecture.md, "The engine contract"):
+//
+//   saveHardState  awaited: durable before any later effect of the step (a vote, a term)
+//   append         handed to the WAL in order (group commit); durability comes back as entriesPersisted
+//   messages       to the peer pool / the served calls' sinks / the snapshot fetcher
+//   apply          to the state machine, synchronously, in order
+//   the rest       snapshots, compaction, status polls, results, readiness, warnings
+//
+// Only the hard-state save is awaited inside a step: appends are durable asynchronously by
+// contract (the engine counts only what entriesPersisted reports). An I/O failure that leaves the
+// node unable to keep a promise (a hard state or WAL write) is fail-stop: no later effect or step runs.
+import type { Engine } from '../../engine/engine.js';
+import type { Effect, EngineStatus, Entry, HardState, Input, NodeStats, SnapshotMeta } from '../../engine/types.js';
+import { SerialQueue } from './serial-queue.js';
+
+export type SendEffect = Extract<Effect, { type: 'send' }>;
+export type AnswerEffect = Extract<Effect, { type: 'reply' | 'replyError' | 'streamChunk' | 'streamEnd' | 'serveSnapshot' }>;
+export type FetchSnapshotEffect = Extract<Effect, { type: 'fetchSnapshot' }>;
+export type ObservedEffect = Extract<Effect, { type: 'proposalResult' | 'adminResult' | 'readiness' | 'roleChanged' | 'warning' }>;
+
+/** DriverPorts are the node's I/O, one port per kind of effect. */
+export interface DriverPorts {
+  saveHardState(hardState: HardState): Promise<void>;
+  resetStateMachine(): void;
+  /** appendLog truncates at fromSeq and appends; it resolves once durable (it may throw at once). */
+  appendLog(fromSeq: number, entries: Entry[]): Promise<unknown>;
+  send(effect: SendEffect): void;
+  answer(effect: AnswerEffect): void;
+  fetchSnapshot(effect: FetchSnapshotEffect): void;
+  apply(entries: Entry[]): void;
+  /** stageSnapshot must capture the state machine before it returns (later applies must not leak in). */
+  stageSnapshot(meta: SnapshotMeta): void;
+  compactLog(throughSeq: number): void;
+  pollStatus(leaderHttpAddr: string): void;
+  observe(effect: ObservedEffect): void;
+  /** stats are the measurements heartbeats carry, read every tick. */
+  stats(): NodeStats;
+  /** stepped is told after every step (waiters re-check their conditions). */
+  stepped(): void;
+  /** fail is told once of an I/O failure the node cannot carry on from; the driver stops. */
+  fail(err: Error): void;
+}
+
+export interface DriverOptions {
+  tickMs: number;
+  inputQueueCountMax: number;
+}
+
+export class Driver {
+  private readonly queue: SerialQueue;
+  private timer: NodeJS.Timeout | null = null;
+  private tickQueued = false;
+  private stopped = false;
+  private failed: Error | null = null;
+  private cachedStatus: EngineStatus;
+  private stepCount = 0;
+
+  constructor(private readonly engine: Engine, private readonly ports: DriverPorts, private readonly options: DriverOptions) {
+    this.queue = new SerialQueue((err) => this.failStop(err instanceof Error ? err : new Error(String(err))));
+    this.cachedStatus = engine.status();
+  }
+
+  /** start drains the effects the engine produced while recovering, then ticks every tickMs. */
+  start(): void {
+    this.submit({ type: 'stats', stats: this.ports.stats() });
+    this.timer = setInterval(() => this.onTimer(), this.options.tickMs);
+  }
+
+  /** status is the engine's status as of the last step. */
+  status(): EngineStatus {
+    return this.cachedStatus;
+  }
+
+  get steps(): number {
+    return this.stepCount;
+  }
+
+  get queueLength(): number {
+    return this.queue.length;
+  }
+
+  /** failure is the error that stopped the driver, null while it runs. */
+  get failure(): Error | null {
+    return this.failed;
+  }
+
+  /** overloaded is true when inputs from outside (peer requests, proposals) should be refused. */
+  overloaded(): boolean {
+    return this.queue.length >= this.options.inputQueueCountMax;
+  }
+
+  /**
+   * submit queues one input. `before` runs inside the queue right before the step (e.g. swapping in
+   * an installed snapshot exactly when the engine learns of it). After stop or failure it is dropped.
+   */
+  submit(input: Input, before?: () => void): void {
+    if (this.stopped || this.failed) return;
+    this.queue.push(() => {
+      if (this.stopped || this.failed) return undefined;
+      before?.();
+      return this.step(input);
+    });
+  }
+
+  /** compactedSeq is the engine's compaction point: the last seqno its log no longer holds. */
+  compactedSeq(): number {
+    return this.engine.logBase().seq;
+  }
+
+  /** termAt is the term of the engine's entry at seq (undefined when compacted or beyond the end). */
+  termAt(seq: number): number | undefined {
+    const base = this.engine.logBase();
+    if (seq === base.seq) return base.term;
+    return this.engine.entries()[seq - base.seq - 1]?.term;
+  }
+
+  /** stop ends ticking, lets the step in progress finish and drops the inputs not yet started. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.stopped = true;
+    this.queue.clear();
+    await this.queue.idle();
+  }
+
+  private onTimer(): void {
+    // Ticks do not pile up behind a slow step: a tick still queued stands for the ones missed.
+    if (this.tickQueued || this.stopped || this.failed) return;
+    this.tickQueued = true;
+    const stats = this.ports.stats();
+    this.queue.push(() => {
+      this.tickQueued = false;
+      if (this.stopped || this.failed) return undefined;
+      const pending = this.step({ type: 'stats', stats });
+      if (pending) return pending.then(() => (this.stopped || this.failed ? undefined : this.step({ type: 'tick' })));
+      return this.step({ type: 'tick' });
+    });
+  }
+
+  private step(input: Input): void | Promise<void> {
+    const effects = this.engine.step(input);
+    this.stepCount++;
+    const first = effects[0];
+    if (first?.type === 'saveHardState') {
+      return this.ports.saveHardState(first.hardState).then(
+        () => this.finishStep(effects, 1),
+        (err: unknown) => this.failStop(new Error(`hard state save failed: ${String(err)}`)),
+      );
+    }
+    this.finishStep(effects, 0);
+    return undefined;
+  }
+
+  private finishStep(effects: Effect[], from: number): void {
+    for (let i = from; i < effects.length && !this.failed; i++) this.carryOut(effects[i]!);
+    this.cachedStatus = this.engine.status();
+    this.ports.stepped();
+  }
+
+  private carryOut(effect: Effect): void {
+    switch (effect.type) {
+      case 'saveHardState':
+        // The engine emits at most one, first; a second would break the barrier contract.
+        this.failStop(new Error('saveHardState after the first effect of a step'));
+        return;
+      case 'resetStateMachine': this.ports.resetStateMachine(); return;
+      case 'append': this.append(effect.fromSeq, effect.entries); return;
+      case 'send': this.ports.send(effect); return;
+      case 'reply': case 'replyError': case 'streamChunk': case 'streamEnd': case 'serveSnapshot':
+        this.ports.answer(effect);
+        return;
+      case 'fetchSnapshot': this.ports.fetchSnapshot(effect); return;
+      case 'apply': this.ports.apply(effect.entries); return;
+      case 'stageSnapshot': this.ports.stageSnapshot(effect.meta); return;
+      case 'compact': this.ports.compactLog(effect.throughSeq); return;
+      case 'pollStatus': this.ports.pollStatus(effect.leaderHttpAddr); return;
+      case 'proposalResult': case 'adminResult': case 'readiness': case 'roleChanged': case 'warning':
+        this.ports.observe(effect);
+        return;
+      default: assertNever(effect);
+    }
+  }
+
+  private append(fromSeq: number, entries: Entry[]): void {
+    const last = entries[entries.length - 1];
+    let durable: Promise<unknown>;
+    try {
+      durable = this.ports.appendLog(fromSeq, entries);
+    } catch (err) {
+      this.failStop(new Error(`WAL append failed: ${String(err)}`));
+      return;
+    }
+    durable.then(
+      () => {
+        if (last) this.submit({ type: 'entriesPersisted', lastSeq: last.seq, lastTerm: last.term });
+      },
+      (err: unknown) => this.failStop(new Error(`WAL append failed: ${String(err)}`)),
+    );
+  }
+
+  private failStop(err: Error): void {
+    if (this.failed) return;
+    this.failed = err;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.queue.clear();
+    this.ports.fail(err);
+  }
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unhandled effect ${JSON.stringify(value)}`);
+}

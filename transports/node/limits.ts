@@ -1,0 +1,47 @@
+// Every limit and timing of the node's driver, HTTP surface and measurements has a name and a
+// default here. Engine, gRPC, storage and store limits live with their modules and are overridden
+// through NodeConfig by name.
+
+export interface NodeLimits {
+  /** tickMs is the length of one engine tick: every engine timeout counts these. */
+  tickMs: number;
+  /** inputQueueCountMax bounds inputs waiting for the engine; beyond it peer requests and proposals are refused. */
+  inputQueueCountMax: number;
+  /** statusPollTimeoutMs bounds one GET of the leader's /status (status-poll readiness). */
+  statusPollTimeoutMs: number;
+  /** statusResponseBytesMax bounds the /status body read from the leader. */
+  statusResponseBytesMax: number;
+  /** diskUsageRefreshMs paces the walk of the data directory that measures disk_bytes. */
+  diskUsageRefreshMs: number;
+  /** diskUsageFileCountMax bounds the files one walk visits. */
+  diskUsageFileCountMax: number;
+  /** throughputWindowMs is the window signal_throughput_eps averages over. */
+  throughputWindowMs: number;
+  /** waiterCountMax bounds store operations waiting on a condition (applied seqno, a leader). */
+  waiterCountMax: number;
+  /** stopGraceMs bounds how long stop() lets running peer calls finish. */
+  stopGraceMs: number;
+  /** httpRequestTimeoutMs bounds one request to the node's HTTP server. */
+  httpRequestTimeoutMs: number;
+}
+
+export const DEFAULT_NODE_LIMITS: Readonly<NodeLimits> = Object.freeze({
+  tickMs: 100,
+  inputQueueCountMax: 100_000,
+  statusPollTimeoutMs: 1_000,
+  statusResponseBytesMax: 1024 * 1024,
+  diskUsageRefreshMs: 2_000,
+  diskUsageFileCountMax: 100_000,
+  throughputWindowMs: 10_000,
+  waiterCountMax: 10_000,
+  stopGraceMs: 1_000,
+  httpRequestTimeoutMs: 5_000,
+});
+
+export function nodeLimits(overrides: Partial<NodeLimits> = {}): NodeLimits {
+  const limits = { ...DEFAULT_NODE_LIMITS, ...overrides };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`node limit ${name} must be a positive integer, got ${String(value)}`);
+  }
+  return limits;
+}

@@ -1,0 +1,105 @@
+// NodeMetrics is the node's /metrics in Prometheus text format (prom-client), on a registry of its
+// own so several nodes can share a process (tests). Gauges read the engine's status at scrape time.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EngineStatus, Role } from '../../engine/types.js';
+
+const ROLES: readonly Role[] = ['joiner', 'follower', 'precandidate', 'candidate', 'leader', 'removed'];
+
+export interface MetricsSource {
+  status(): EngineStatus;
+  healthy(): boolean;
+  buildVersion: string;
+  entityCount(): number;
+  diskBytes(): number;
+  throughputEps(): number;
+  inputQueueLength(): number;
+  /** memberLag is the per-member lag (events) the leader put in its last heartbeat. */
+  memberLag(): Record<number, number>;
+}
+
+export class NodeMetrics {
+  readonly registry = new Registry();
+  readonly walSyncSeconds: Histogram;
+  readonly hardStateSaveSeconds: Histogram;
+  readonly requestsSent: Counter<'method'>;
+  readonly proposals: Counter<'outcome'>;
+  readonly appliedEvents: Counter;
+  readonly snapshots: Counter<'event'>;
+  readonly warnings: Counter<'code'>;
+
+  constructor(source: MetricsSource, name: string, processMetrics: boolean) {
+    const registers = [this.registry];
+    if (processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'svc_process_' });
+    const gauge = (metricName: string, help: string, read: () => number): void => {
+      new Gauge({ name: metricName, help, registers, collect() { this.set(read()); } });
+    };
+    new Gauge({
+      name: 'svc_node_info', help: 'Constant 1, labelled with the node name and build version.', labelNames: ['node', 'version'], registers,
+      collect() { this.reset(); this.set({ node: name, version: source.buildVersion }, 1); },
+    });
+    gauge('svc_term', 'Current Raft term.', () => source.status().term);
+    new Gauge({
+      name: 'svc_role', help: '1 for the role this node has now, 0 for the others.', labelNames: ['role'], registers,
+      collect() { const role = source.status().role; for (const r of ROLES) this.set({ role: r }, r === role ? 1 : 0); },
+    });
+    gauge('svc_leader_id', 'Member id of the leader this node follows (0 = none known).', () => source.status().leaderId);
+    gauge('svc_member_id', 'This node\'s permanent member id (0 while joining).', () => source.status().id);
+    gauge('svc_last_seq', 'Last seqno in this node\'s log.', () => source.status().lastSeq);
+    gauge('svc_durable_seq', 'Last seqno synced to this node\'s WAL.', () => source.status().durableSeq);
+    gauge('svc_commit_seq', 'Commit seqno known to this node.', () => source.status().commitSeq);
+    gauge('svc_applied_seq', 'Last seqno applied to the state machine.', () => source.status().appliedSeq);
+    gauge('svc_snapshot_seq', 'Seqno of the newest staged or installed snapshot.', () => source.status().snapshotSeq);
+    gauge('svc_ready', 'Readiness latch: 1 once converged.', () => (source.status().ready ? 1 : 0));
+    gauge('svc_healthy', '1 when /health answers 200.', () => (source.healthy() ? 1 : 0));
+    gauge('svc_removed', '1 once this node learned it was removed.', () => (source.status().removed ? 1 : 0));
+    gauge('svc_halted', '1 when the segment receiver halted for good.', () => (source.status().halted !== '' ? 1 : 0));
+    gauge('svc_reseed', '1 while the reseed marker is latched.', () => (source.status().reseed ? 1 : 0));
+    gauge('svc_membership_version', 'Membership version of the newest roster in the log.', () => source.status().roster.membershipVersion);
+    new Gauge({
+      name: 'svc_replication_lag_high_water_seq', help: 'Per source shard: the highest leader_last_seq seen (monotonic).', labelNames: ['shard'], registers,
+      collect() { this.reset(); for (const [shard, seq] of Object.entries(source.status().lagGaugeByShard)) this.set({ shard }, seq); },
+    });
+    new Gauge({
+      name: 'svc_replication_lag_events', help: 'Per source shard: events between the high-water leader frontier and this node\'s applied seqno.', labelNames: ['shard'], registers,
+      collect() {
+        this.reset();
+        const s = source.status();
+        for (const [shard, seq] of Object.entries(s.lagGaugeByShard)) this.set({ shard }, Math.max(0, seq - s.appliedSeq));
+      },
+    });
+    new Gauge({
+      name: 'svc_member_replication_lag_events', help: 'On the leader: per member, its lag in events as sent in the last heartbeat.', labelNames: ['member'], registers,
+      collect() { this.reset(); for (const [member, lag] of Object.entries(source.memberLag())) this.set({ member }, lag); },
+    });
+    new Gauge({
+      name: 'svc_peer_build_info', help: 'Constant 1 per peer whose build_version this node has seen.', labelNames: ['member', 'version'], registers,
+      collect() { this.reset(); for (const [member, version] of Object.entries(source.status().versionsSeen)) this.set({ member, version }, 1); },
+    });
+    gauge('svc_version_major_spread', 'Largest difference between the major versions seen (own included); 2 or more is the loud signal.', () => majorSpread(source));
+    gauge('svc_entity_count', 'Documents in the store (heartbeat entity_count).', () => source.entityCount());
+    gauge('svc_disk_bytes', 'Bytes of WAL and snapshots on disk (heartbeat disk_bytes).', () => source.diskBytes());
+    gauge('svc_signal_throughput_eps', 'Store commands applied per second (heartbeat signal_throughput_eps).', () => source.throughputEps());
+    gauge('svc_input_queue_length', 'Inputs waiting for the engine.', () => source.inputQueueLength());
+    this.walSyncSeconds = new Histogram({
+      name: 'svc_wal_sync_seconds', help: 'From a WAL append to its fdatasync completing (group commit wait included).', registers,
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1],
+    });
+    this.hardStateSaveSeconds = new Histogram({
+      name: 'svc_hard_state_save_seconds', help: 'Atomic hard-state writes (temp file, fsync, rename, fsync dir).', registers,
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1],
+    });
+    this.requestsSent = new Counter({ name: 'svc_peer_requests_sent_total', help: 'Peer calls this node started, by method.', labelNames: ['method'], registers });
+    this.proposals = new Counter({ name: 'svc_proposals_total', help: 'Local proposals, by outcome.', labelNames: ['outcome'], registers });
+    this.appliedEvents = new Counter({ name: 'svc_applied_events_total', help: 'Store commands applied.', registers });
+    this.snapshots = new Counter({ name: 'svc_snapshot_events_total', help: 'Snapshot stagings and installs, by event.', labelNames: ['event'], registers });
+    this.warnings = new Counter({ name: 'svc_engine_warnings_total', help: 'Engine warnings, by code.', labelNames: ['code'], registers });
+  }
+}
+
+function majorSpread(source: MetricsSource): number {
+  const majors = [source.buildVersion, ...Object.values(source.status().versionsSeen)]
+    .map((v) => /^(\d+)\./.exec(v)?.[1])
+    .filter((m): m is string => m !== undefined)
+    .map(Number);
+  return majors.length === 0 ? 0 : Math.max(...majors) - Math.min(...majors);
+}

@@ -1,0 +1,93 @@
+// The measurements a leader's heartbeats carry: applied events per second over a sliding window,
+// and the bytes the node keeps on disk (WAL segments and snapshot artifacts), refreshed by a
+// bounded walk of the data directory in the background.
+import { lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** ThroughputMeter counts events in one-second buckets and averages them over a window. */
+export class ThroughputMeter {
+  private readonly buckets = new Map<number, number>();
+  private readonly startedAtMs: number;
+  private total = 0;
+
+  constructor(private readonly windowMs: number, private readonly now: () => number = Date.now) {
+    this.startedAtMs = now();
+  }
+
+  get count(): number {
+    return this.total;
+  }
+
+  add(events: number): void {
+    if (events <= 0) return;
+    const second = Math.floor(this.now() / 1000);
+    this.buckets.set(second, (this.buckets.get(second) ?? 0) + events);
+    this.total += events;
+    this.prune(second);
+  }
+
+  /** eventsPerSecond averages the window (or the time since start, when shorter). */
+  eventsPerSecond(): number {
+    const nowMs = this.now();
+    const second = Math.floor(nowMs / 1000);
+    this.prune(second);
+    let events = 0;
+    for (const count of this.buckets.values()) events += count;
+    const spanMs = Math.min(this.windowMs, Math.max(1000, nowMs - this.startedAtMs));
+    return events / (spanMs / 1000);
+  }
+
+  private prune(second: number): void {
+    const oldest = second - Math.ceil(this.windowMs / 1000);
+    for (const s of this.buckets.keys()) if (s <= oldest) this.buckets.delete(s);
+  }
+}
+
+/** DiskUsage keeps the last measured size of a directory tree; refresh() walks it again. */
+export class DiskUsage {
+  private measured = 0;
+  private walking: Promise<void> | null = null;
+
+  constructor(private readonly dir: string, private readonly fileCountMax: number) {}
+
+  get bytes(): number {
+    return this.measured;
+  }
+
+  /** refresh walks the tree unless a walk is already running; files vanishing meanwhile are skipped. */
+  refresh(): Promise<void> {
+    this.walking ??= this.walk().then((bytes) => { this.measured = bytes; }, () => undefined).finally(() => { this.walking = null; });
+    return this.walking;
+  }
+
+  private async walk(): Promise<number> {
+    let bytes = 0;
+    let visited = 0;
+    const pending = [this.dir];
+    while (pending.length > 0 && visited < this.fileCountMax) {
+      const dir = pending.pop()!;
+      let names: string[];
+      try {
+        names = await readdir(dir);
+      } catch {
+        continue;
+      }
+      for (const name of names) {
+        if (++visited > this.fileCountMax) break;
+        try {
+          const info = await lstat(join(dir, name));
+          if (info.isDirectory()) pending.push(join(dir, name));
+          else if (info.isFile()) bytes += info.size;
+        } catch {
+          // deleted between readdir and lstat (compaction, pruning): not on disk any more
+        }
+      }
+    }
+    return bytes;
+  }
+}
+
+/** wallClockNs is the wall clock in nanoseconds since the epoch as a decimal string (last_heartbeat_ns). */
+export function wallClockNs(): string {
+  return (BigInt(Date.now()) * 1_000_000n).toString();
+}

@@ -1,0 +1,129 @@
+// SnapshotTransfer carries out the engine's snapshot effects against the disk layer:
+//
+// - stage: the state machine is captured at once (the bytes of store.json at appliedSeq =
+//   meta.seq), then written, hashed once and renamed into place by SnapshotStore in the
+//   background; the engine hears snapshotStaged.
+// - fetch: FetchSnapshot from the leader, every file verified (size, BLAKE3) and the artifact
+//   renamed into place by SnapshotStore.install, store.json decoded, then — inside the driver's
+//   queue, right before the engine hears snapshotInstalled — the state machine is swapped.
+//   Any failure leaves the old state and the engine hears snapshotFailed (it pulls again).
+// - serve: the staged artifact's files, read only as fast as the peer takes them.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { SnapshotMeta } from '../../engine/types.js';
+import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
+import type { PeerPool } from '../grpc/client.js';
+import type { Artifact, SnapshotStore } from '../storage/snapshots.js';
+import { decodeStoreSnapshot, STORE_SNAPSHOT_FILE, type StoreState, type StoreStateMachine } from '../store/state-machine.js';
+import type { Driver, FetchSnapshotEffect } from './driver.js';
+
+/** STAGE_ATTEMPT_COUNT_MAX bounds retries of one staging: the engine stages nothing else until it hears back. */
+export const STAGE_ATTEMPT_COUNT_MAX = 3;
+/** STAGE_RETRY_DELAY_MS paces those retries. */
+export const STAGE_RETRY_DELAY_MS = 500;
+
+export interface SnapshotTransferEvents {
+  staged(meta: SnapshotMeta, elapsedMs: number): void;
+  stageFailed(meta: SnapshotMeta, err: Error, willRetry: boolean): void;
+  installed(artifact: Artifact, elapsedMs: number): void;
+  installFailed(reason: string): void;
+}
+
+export class SnapshotTransfer {
+  private fetching: AbortController | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly snapshots: SnapshotStore,
+    private readonly pool: PeerPool,
+    private readonly stateMachine: StoreStateMachine,
+    private readonly driver: Driver,
+    private readonly events: SnapshotTransferEvents,
+  ) {}
+
+  /** stage captures the state machine now; it must be called with appliedSeq = meta.seq. */
+  stage(meta: SnapshotMeta): void {
+    if (this.stateMachine.appliedSeq !== meta.seq) {
+      throw new Error(`stageSnapshot at seq ${meta.seq} while the state machine has applied ${this.stateMachine.appliedSeq}`);
+    }
+    const bytes = this.stateMachine.encodeSnapshot();
+    const { term, id } = this.driver.status();
+    void this.writeStaged(meta, bytes, term, id, 1);
+  }
+
+  /** fetch runs one fetchSnapshot effect to its end; a newer fetch cancels an older one. */
+  fetch(effect: FetchSnapshotEffect): void {
+    this.fetching?.abort();
+    const controller = new AbortController();
+    this.fetching = controller;
+    void this.runFetch(effect, controller).finally(() => {
+      if (this.fetching === controller) this.fetching = null;
+    });
+  }
+
+  /** files serves the staged artifact at snapshotSeq, or says why it cannot. */
+  files(snapshotSeq: number): AsyncIterable<SnapshotFileChunk> | string {
+    const artifact = this.snapshots.list().find((a) => a.meta.seq === snapshotSeq);
+    if (!artifact) return `snapshot artifact at seq ${snapshotSeq} is no longer on disk; retry`;
+    return this.snapshots.read(artifact);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.fetching?.abort();
+  }
+
+  private async writeStaged(meta: SnapshotMeta, bytes: Uint8Array, term: number, leaderRegion: number, attempt: number): Promise<void> {
+    const startedAt = performance.now();
+    try {
+      const artifact = await this.snapshots.stage(meta, [{ path: STORE_SNAPSHOT_FILE, bytes }], { term, leaderRegion });
+      this.events.staged(meta, performance.now() - startedAt);
+      this.driver.submit({ type: 'snapshotStaged', meta: artifact.meta, header: artifact.header });
+    } catch (err) {
+      const willRetry = attempt < STAGE_ATTEMPT_COUNT_MAX && !this.stopped;
+      this.events.stageFailed(meta, err instanceof Error ? err : new Error(String(err)), willRetry);
+      if (willRetry) setTimeout(() => void this.writeStaged(meta, bytes, term, leaderRegion, attempt + 1), STAGE_RETRY_DELAY_MS);
+    }
+  }
+
+  private async runFetch(effect: FetchSnapshotEffect, controller: AbortController): Promise<void> {
+    const { requestId } = effect;
+    const startedAt = performance.now();
+    const fail = (reason: string): void => {
+      this.events.installFailed(reason);
+      this.driver.submit({ type: 'snapshotFailed', requestId, reason });
+    };
+    let artifact: Artifact;
+    let state: StoreState;
+    try {
+      const parts = await this.pool.openSnapshot(effect.to, effect.request, { signal: controller.signal });
+      if (!parts.header.needed) {
+        this.driver.submit({ type: 'snapshotFailed', requestId, reason: 'not-needed' });
+        return;
+      }
+      artifact = await this.snapshots.install(parts.header, parts.files, { signal: controller.signal });
+      state = await loadStoreState(artifact);
+    } catch (err) {
+      fail(err instanceof Error ? err.message : String(err));
+      return;
+    }
+    if (controller.signal.aborted) {
+      fail('fetch cancelled');
+      return;
+    }
+    this.events.installed(artifact, performance.now() - startedAt);
+    // The swap runs inside the driver's queue, right before the engine adopts the snapshot, so no
+    // apply of another step can fall between them.
+    this.driver.submit({ type: 'snapshotInstalled', requestId, meta: artifact.meta, header: artifact.header }, () => this.stateMachine.restore(state));
+  }
+}
+
+/** loadStoreState reads an artifact's store.json and checks it holds the state at the artifact's seq. */
+export async function loadStoreState(artifact: Artifact): Promise<StoreState> {
+  const decoded = decodeStoreSnapshot(await readFile(join(artifact.dir, STORE_SNAPSHOT_FILE)));
+  if (!decoded.ok) throw new Error(`snapshot ${artifact.name}: ${decoded.reason}`);
+  if (decoded.state.appliedSeq !== artifact.meta.seq) {
+    throw new Error(`snapshot ${artifact.name}: ${STORE_SNAPSHOT_FILE} is at seq ${decoded.state.appliedSeq}, its meta says ${artifact.meta.seq}`);
+  }
+  return decoded.state;
+}

@@ -1,0 +1,10 @@
+// The replicated store: the DocumentStore the HTTP API runs on in a cluster, its state machine,
+// its command format, and the svc.store.v1 service that carries writes and read indexes to the leader.
+export * from './limits.js';
+export * from './command.js';
+export { StoreStateMachine, StateMachineError, decodeStoreSnapshot, STORE_SNAPSHOT_FILE, type AppliedCommand, type StoreState } from './state-machine.js';
+export { ReplicatedStore, StoreUnavailableError, type StoreHost } from './replicated-store.js';
+export {
+  StoreCallError, StoreClientPool, storeServiceDefinition, storeServiceImplementation, TRAILER_LEADER,
+  type StoreServiceHandler, type StoreServiceOptions, type StoreClientPoolOptions,
+} from './store-service.js';

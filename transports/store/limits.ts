@@ -1,0 +1,47 @@
+// Every limit of the replicated store has a name and a default here; a node overrides them by name.
+//
+// These bound what a proposer accepts and how long a caller waits. They are never consulted when a
+// committed command is applied: apply must give the same result on every node whatever its
+// configuration, so apply-time checks use only the fixed rules in command.ts.
+
+export interface StoreLimits {
+  /** keyBytesMax bounds a key's UTF-8 size (checked when proposing). */
+  keyBytesMax: number;
+  /** commandBytesMax bounds one encoded command, and so a value's size (checked when proposing). */
+  commandBytesMax: number;
+  /** listLimitMax caps one list page; callers page with `after`. */
+  listLimitMax: number;
+  /** writeTimeoutMs bounds a put or delete: finding the leader, retries, commit and the local apply. */
+  writeTimeoutMs: number;
+  /** readTimeoutMs bounds a read's barrier: the leader's read index, then the local apply reaching it. */
+  readTimeoutMs: number;
+  /** retryBackoffMs is the pause between attempts while the leader is unknown or changing. */
+  retryBackoffMs: number;
+  /** callDeadlineMs bounds one Propose or ReadIndex call to the leader. */
+  callDeadlineMs: number;
+}
+
+export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
+  keyBytesMax: 1024,
+  // Well under the engine's segmentPayloadBytesMax (4 MiB), so one command always fits one segment.
+  commandBytesMax: 1024 * 1024,
+  listLimitMax: 1000,
+  writeTimeoutMs: 10_000,
+  readTimeoutMs: 5_000,
+  retryBackoffMs: 50,
+  callDeadlineMs: 3_000,
+});
+
+/**
+ * DEDUP_ENTRY_COUNT_MAX bounds the request ids the state machine remembers so a retried command
+ * applies once. It is a constant, not a limit: every node must evict the same ids at the same seq.
+ */
+export const DEDUP_ENTRY_COUNT_MAX = 10_000;
+
+export function storeLimits(overrides: Partial<StoreLimits> = {}): StoreLimits {
+  const limits = { ...DEFAULT_STORE_LIMITS, ...overrides };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`store limit ${name} must be a positive integer, got ${String(value)}`);
+  }
+  return limits;
+}

@@ -1,0 +1,105 @@
+// ReplicatedStore is the DocumentStore the HTTP API runs on in a cluster. Every write becomes a
+// command in the replicated log (through the leader, wherever it is called) and resolves only after
+// THIS node has applied it, so the caller reads its own write here at once. Every read first takes
+// the leader's commit seqno (read index) and waits until this node has applied that far, so it sees
+// every write acknowledged anywhere before the read began.
+import { randomUUID } from 'node:crypto';
+import {
+  VersionConflictError, type DocumentStore, type JsonObject, type ListOptions, type ListResult, type StoreEntry,
+  type StoreWatcher, type VersionedValue, type WriteOptions,
+} from '../../api/store/document-store.js';
+import { encodeCommand, type CommandResult, type StoreCommand } from './command.js';
+import { storeLimits, type StoreLimits } from './limits.js';
+import type { StoreStateMachine } from './state-machine.js';
+
+/** StoreHost is what the store needs from its node: the local state, and a way to the leader. */
+export interface StoreHost {
+  readonly stateMachine: StoreStateMachine;
+  /** commit gets the command committed (proposing locally or forwarding to the leader, retrying with the same request id) before deadlineAt (ms since the epoch). */
+  commit(command: StoreCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }>;
+  /** readIndex resolves with a commit seqno at least as high as any write acknowledged before the call. */
+  readIndex(deadlineAt: number): Promise<number>;
+  /** waitApplied resolves once the local state machine has applied seq. */
+  waitApplied(seq: number, deadlineAt: number): Promise<void>;
+}
+
+/** StoreUnavailableError: the cluster could not commit or confirm in time (no leader, node removed, partition). */
+export class StoreUnavailableError extends Error {
+  readonly code = 'STORE_UNAVAILABLE';
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+export class ReplicatedStore implements DocumentStore {
+  readonly limits: StoreLimits;
+
+  constructor(private readonly host: StoreHost, limits: Partial<StoreLimits> = {}) {
+    this.limits = storeLimits(limits);
+  }
+
+  async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
+    this.checkKey(key);
+    await this.readBarrier();
+    return this.host.stateMachine.get(key) as VersionedValue<T> | null;
+  }
+
+  async list<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): Promise<ListResult<T>> {
+    if (typeof prefix !== 'string') throw new TypeError('list prefix must be a string');
+    const limit = Math.max(1, Math.min(options.limit ?? this.limits.listLimitMax, this.limits.listLimitMax));
+    await this.readBarrier();
+    const page = this.host.stateMachine.list(prefix, limit, options.after);
+    return { entries: page.entries as StoreEntry<T>[], nextAfter: page.nextAfter };
+  }
+
+  async put(key: string, value: JsonObject, options: WriteOptions = {}): Promise<{ version: number }> {
+    this.checkKey(key);
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new TypeError('store values are JSON objects');
+    // The JSON round trip copies the value and rejects what JSON cannot hold, before it reaches the log.
+    const copy = JSON.parse(JSON.stringify(value)) as JsonObject;
+    const result = await this.write({ op: 'put', key, value: copy, ...this.expected(options), requestId: randomUUID() });
+    if (result.outcome === 'conflict') throw new VersionConflictError(key, options.expectedVersion!, result.actualVersion);
+    return { version: result.version };
+  }
+
+  async delete(key: string, options: WriteOptions = {}): Promise<{ deleted: boolean }> {
+    this.checkKey(key);
+    const result = await this.write({ op: 'delete', key, ...this.expected(options), requestId: randomUUID() });
+    if (result.outcome === 'conflict') throw new VersionConflictError(key, options.expectedVersion!, result.actualVersion);
+    return { deleted: result.existed };
+  }
+
+  /** watch hears every change under prefix as this node applies it (so, after the write is committed). */
+  watch(prefix: string, watcher: StoreWatcher): () => void {
+    return this.host.stateMachine.watch(prefix, watcher);
+  }
+
+  private async write(command: StoreCommand): Promise<Extract<CommandResult, { outcome: 'applied' | 'conflict' }>> {
+    const bytes = encodeCommand(command).length;
+    if (bytes > this.limits.commandBytesMax) throw new RangeError(`the write encodes to ${bytes} bytes, above commandBytesMax (${this.limits.commandBytesMax})`);
+    const deadlineAt = Date.now() + this.limits.writeTimeoutMs;
+    const { seq, result } = await this.host.commit(command, deadlineAt);
+    await this.host.waitApplied(seq, deadlineAt);
+    if (result.outcome === 'rejected') throw new TypeError(`the store refused the write: ${result.reason}`);
+    return result;
+  }
+
+  private async readBarrier(): Promise<void> {
+    const deadlineAt = Date.now() + this.limits.readTimeoutMs;
+    const index = await this.host.readIndex(deadlineAt);
+    await this.host.waitApplied(index, deadlineAt);
+  }
+
+  private expected(options: WriteOptions): { expectedVersion?: number } {
+    if (options.expectedVersion === undefined) return {};
+    if (!Number.isSafeInteger(options.expectedVersion) || options.expectedVersion < 0) throw new RangeError('expectedVersion must be a non-negative integer');
+    return { expectedVersion: options.expectedVersion };
+  }
+
+  private checkKey(key: string): void {
+    if (typeof key !== 'string' || key.length === 0 || Buffer.byteLength(key) > this.limits.keyBytesMax) {
+      throw new RangeError(`store keys are 1..${this.limits.keyBytesMax} bytes`);
+    }
+  }
+}

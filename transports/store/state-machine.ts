@@ -1,0 +1,243 @@
+// StoreStateMachine is the replicated store's state on one node: an ordered map of JSON documents
+// whose version is the seqno of the committed entry that last wrote them, driven only by committed
+// entries in seqno order. Compare-and-set is decided here, at apply time, so every node reaches the
+// same answer; a failed one is a committed no-op. Recent request ids are remembered (a bounded,
+// insertion-ordered table that is part of the snapshot) so a write retried after a leader change
+// applies once and its retry learns the first outcome.
+import type { JsonObject, StoreChange, StoreWatcher } from '../../api/store/document-store.js';
+import { EntryKind, type Entry } from '../../engine/types.js';
+import { decodeCommand, isCommandResult, isObject, type CommandResult, type StoreCommand } from './command.js';
+import { DEDUP_ENTRY_COUNT_MAX } from './limits.js';
+
+export const STORE_SNAPSHOT_FILE = 'store.json';
+const SNAPSHOT_VERSION = 1;
+
+interface Slot {
+  value: JsonObject;
+  version: number;
+}
+
+interface Remembered {
+  seq: number;
+  result: CommandResult;
+}
+
+/** AppliedCommand is what applying one entry did, for whoever waits on it. */
+export interface AppliedCommand {
+  seq: number;
+  /** requestId is null for entries that carry no (readable) command. */
+  requestId: string | null;
+  /** result is null for entries that are not commands (term barriers, membership records). */
+  result: CommandResult | null;
+}
+
+/** StoreState is a decoded snapshot file, ready to swap in. */
+export interface StoreState {
+  appliedSeq: number;
+  slots: Map<string, Slot>;
+  sortedKeys: string[];
+  dedup: Map<string, Remembered>;
+}
+
+export class StateMachineError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StateMachineError';
+  }
+}
+
+export class StoreStateMachine {
+  private slots = new Map<string, Slot>();
+  private sortedKeys: string[] = [];
+  private dedup = new Map<string, Remembered>();
+  private applied = 0;
+  /** beforeReset is the state watchers last saw before a reset, so the next restore reports the difference. */
+  private beforeReset: Map<string, Slot> | null = null;
+  private readonly watchers = new Set<{ prefix: string; watcher: StoreWatcher }>();
+
+  get appliedSeq(): number {
+    return this.applied;
+  }
+
+  /** size is the number of documents (the heartbeat's entity_count). */
+  get size(): number {
+    return this.slots.size;
+  }
+
+  /** get returns a copy of the document and its version, or null. */
+  get(key: string): { value: JsonObject; version: number } | null {
+    const slot = this.slots.get(key);
+    return slot ? { value: structuredClone(slot.value), version: slot.version } : null;
+  }
+
+  /** list pages through the keys under prefix in ascending order, starting after `after`. */
+  list(prefix: string, limit: number, after?: string): { entries: Array<{ key: string; value: JsonObject; version: number }>; nextAfter: string | null } {
+    const start = after !== undefined && after >= prefix ? after : undefined;
+    let index = start === undefined ? lowerBound(this.sortedKeys, prefix) : upperBound(this.sortedKeys, start);
+    const entries: Array<{ key: string; value: JsonObject; version: number }> = [];
+    for (; index < this.sortedKeys.length && entries.length < limit; index++) {
+      const key = this.sortedKeys[index]!;
+      if (!key.startsWith(prefix)) break;
+      const slot = this.slots.get(key)!;
+      entries.push({ key, value: structuredClone(slot.value), version: slot.version });
+    }
+    const more = index < this.sortedKeys.length && this.sortedKeys[index]!.startsWith(prefix);
+    return { entries, nextAfter: more && entries.length > 0 ? entries[entries.length - 1]!.key : null };
+  }
+
+  /** recall returns the outcome of a request id applied recently, if it is still remembered. */
+  recall(requestId: string): { seq: number; result: CommandResult } | undefined {
+    const remembered = this.dedup.get(requestId);
+    return remembered ? { seq: remembered.seq, result: remembered.result } : undefined;
+  }
+
+  /**
+   * apply runs one committed entry. Entries must come in seqno order without gaps (a gap is a
+   * driver bug and throws); an entry at or below appliedSeq was already applied and is skipped.
+   */
+  apply(entry: Entry): AppliedCommand {
+    if (entry.seq <= this.applied) return { seq: entry.seq, requestId: null, result: null };
+    if (entry.seq !== this.applied + 1) throw new StateMachineError(`apply of seq ${entry.seq} does not follow appliedSeq ${this.applied}`);
+    this.applied = entry.seq;
+    if (entry.kind !== EntryKind.EventBatch) return { seq: entry.seq, requestId: null, result: null };
+    const decoded = decodeCommand(entry.data);
+    if (!decoded.ok) return { seq: entry.seq, requestId: null, result: { outcome: 'rejected', reason: decoded.reason } };
+    const command = decoded.command;
+    const seen = this.dedup.get(command.requestId);
+    if (seen) return { seq: entry.seq, requestId: command.requestId, result: seen.result };
+    const result = this.execute(entry.seq, command);
+    this.remember(command.requestId, entry.seq, result);
+    return { seq: entry.seq, requestId: command.requestId, result };
+  }
+
+  /** reset drops everything (a reseed); the next restore reports changes against what was dropped. */
+  reset(): void {
+    this.beforeReset ??= this.slots;
+    this.slots = new Map();
+    this.sortedKeys = [];
+    this.dedup = new Map();
+    this.applied = 0;
+  }
+
+  /** encodeSnapshot captures the whole state as the bytes of store.json. */
+  encodeSnapshot(): Uint8Array {
+    const entries = this.sortedKeys.map((key) => {
+      const slot = this.slots.get(key)!;
+      return [key, slot.version, slot.value];
+    });
+    const dedup = [...this.dedup].map(([requestId, r]) => [requestId, r.seq, r.result]);
+    return new TextEncoder().encode(JSON.stringify({ v: SNAPSHOT_VERSION, appliedSeq: this.applied, entries, dedup }));
+  }
+
+  /** restore swaps in a decoded snapshot and tells watchers what changed. */
+  restore(state: StoreState): void {
+    const previous = this.beforeReset ?? this.slots;
+    this.beforeReset = null;
+    this.slots = state.slots;
+    this.sortedKeys = state.sortedKeys;
+    this.dedup = state.dedup;
+    this.applied = state.appliedSeq;
+    if (this.watchers.size === 0) return;
+    const keys = new Set([...previous.keys(), ...this.slots.keys()]);
+    for (const key of [...keys].sort()) {
+      const before = previous.get(key);
+      const after = this.slots.get(key);
+      if (after && (!before || before.version !== after.version)) this.notify({ kind: 'put', key, value: after.value, version: after.version });
+      else if (!after && before) this.notify({ kind: 'delete', key, version: state.appliedSeq });
+    }
+  }
+
+  watch(prefix: string, watcher: StoreWatcher): () => void {
+    const subscription = { prefix, watcher };
+    this.watchers.add(subscription);
+    return () => { this.watchers.delete(subscription); };
+  }
+
+  private execute(seq: number, command: StoreCommand): CommandResult {
+    const current = this.slots.get(command.key);
+    const actualVersion = current?.version ?? 0;
+    if (command.expectedVersion !== undefined && command.expectedVersion !== actualVersion) return { outcome: 'conflict', actualVersion };
+    if (command.op === 'put') {
+      if (!current) this.sortedKeys.splice(lowerBound(this.sortedKeys, command.key), 0, command.key);
+      this.slots.set(command.key, { value: command.value, version: seq });
+      this.notify({ kind: 'put', key: command.key, value: command.value, version: seq });
+      return { outcome: 'applied', version: seq, existed: current !== undefined };
+    }
+    if (!current) return { outcome: 'applied', version: seq, existed: false };
+    this.slots.delete(command.key);
+    this.sortedKeys.splice(lowerBound(this.sortedKeys, command.key), 1);
+    this.notify({ kind: 'delete', key: command.key, version: seq });
+    return { outcome: 'applied', version: seq, existed: true };
+  }
+
+  private remember(requestId: string, seq: number, result: CommandResult): void {
+    this.dedup.set(requestId, { seq, result });
+    // Insertion order is apply order, the same on every node, so every node evicts the same ids.
+    while (this.dedup.size > DEDUP_ENTRY_COUNT_MAX) this.dedup.delete(this.dedup.keys().next().value!);
+  }
+
+  private notify(change: StoreChange): void {
+    for (const { prefix, watcher } of this.watchers) {
+      if (!change.key.startsWith(prefix)) continue;
+      // A watcher that throws must not undo a committed write nor starve the other watchers.
+      try {
+        watcher(change.kind === 'put' ? { ...change, value: structuredClone(change.value) } : change);
+      } catch {
+        // deliberately ignored: see above
+      }
+    }
+  }
+}
+
+/** decodeStoreSnapshot reads store.json; a file that does not hold a whole, ordered state is refused. */
+export function decodeStoreSnapshot(bytes: Uint8Array): { ok: true; state: StoreState } | { ok: false; reason: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch (err) {
+    return { ok: false, reason: `${STORE_SNAPSHOT_FILE} is not UTF-8 JSON: ${(err as Error).message}` };
+  }
+  if (!isObject(raw) || raw.v !== SNAPSHOT_VERSION || !Number.isSafeInteger(raw.appliedSeq) || (raw.appliedSeq as number) < 0
+    || !Array.isArray(raw.entries) || !Array.isArray(raw.dedup)) {
+    return { ok: false, reason: `${STORE_SNAPSHOT_FILE} is not a version ${SNAPSHOT_VERSION} store snapshot` };
+  }
+  const slots = new Map<string, Slot>();
+  const sortedKeys: string[] = [];
+  for (const row of raw.entries as unknown[]) {
+    if (!Array.isArray(row) || typeof row[0] !== 'string' || !Number.isSafeInteger(row[1]) || !isObject(row[2])) {
+      return { ok: false, reason: `${STORE_SNAPSHOT_FILE} has an entry that is not [key, version, object]` };
+    }
+    const key = row[0];
+    if (sortedKeys.length > 0 && !(sortedKeys[sortedKeys.length - 1]! < key)) return { ok: false, reason: `${STORE_SNAPSHOT_FILE} keys are not in ascending order at ${JSON.stringify(key)}` };
+    sortedKeys.push(key);
+    slots.set(key, { version: row[1] as number, value: row[2] as JsonObject });
+  }
+  const dedup = new Map<string, Remembered>();
+  for (const row of raw.dedup as unknown[]) {
+    if (!Array.isArray(row) || typeof row[0] !== 'string' || !Number.isSafeInteger(row[1]) || !isCommandResult(row[2])) {
+      return { ok: false, reason: `${STORE_SNAPSHOT_FILE} has a request-id row that is not [id, seq, result]` };
+    }
+    dedup.set(row[0], { seq: row[1] as number, result: row[2] });
+  }
+  return { ok: true, state: { appliedSeq: raw.appliedSeq as number, slots, sortedKeys, dedup } };
+}
+
+function lowerBound(keys: string[], target: string): number {
+  let low = 0;
+  let high = keys.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (keys[middle]! < target) low = middle + 1; else high = middle;
+  }
+  return low;
+}
+
+function upperBound(keys: string[], target: string): number {
+  let low = 0;
+  let high = keys.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (keys[middle]! <= target) low = middle + 1; else high = middle;
+  }
+  return low;
+}
