@@ -34,8 +34,8 @@ interface Progress {
   inflight: Set<number>;
   lastShipTick: number;
   pausedTick: number;
-  /** sentCommitSeq: the highest commit seqno already shipped to it. */
-  sentCommitSeq: number;
+  /** ackedCommitSeq: the highest commit seqno carried by a ship it accepted (so it knows it). */
+  ackedCommitSeq: number;
   capabilities: number;
   /** removalSeq: for a member removed in the current roster, the seq of that record (0 otherwise). */
   removalSeq: number;
@@ -43,7 +43,7 @@ interface Progress {
 
 /** CallContext remembers why we made a call, so its answer can be judged. */
 type CallContext =
-  | { method: 'ShipSegment'; term: number; toId: number; lastSeq: number }
+  | { method: 'ShipSegment'; term: number; toId: number; lastSeq: number; commitSeq: number }
   | { method: 'RequestVote'; term: number; toId: number; prevote: boolean }
   | { method: 'Heartbeat'; term: number; toId: number }
   | { method: 'ReportApplied'; term: number; toId: number }
@@ -483,7 +483,7 @@ export class Engine {
   private newProgress(): Progress {
     return {
       matchSeq: 0, nextSeq: this.log.lastSeq(), state: 'probe', inflight: new Set(), lastShipTick: this.ticks,
-      pausedTick: 0, sentCommitSeq: 0, capabilities: 0, removalSeq: 0,
+      pausedTick: 0, ackedCommitSeq: 0, capabilities: 0, removalSeq: 0,
     };
   }
 
@@ -627,7 +627,7 @@ export class Engine {
   private maybeShip(id: number): void {
     const pr = this.progress.get(id);
     if (!pr || this.role !== 'leader') return;
-    if (pr.removalSeq > 0 && pr.matchSeq >= pr.removalSeq && pr.sentCommitSeq >= pr.removalSeq) {
+    if (pr.removalSeq > 0 && pr.matchSeq >= pr.removalSeq && pr.ackedCommitSeq >= pr.removalSeq) {
       this.progress.delete(id); // it has learned of its removal
       return;
     }
@@ -639,7 +639,7 @@ export class Engine {
       if (prevSeq < this.log.baseSeq) prevSeq = this.log.baseSeq; // compacted: an empty probe makes it pull, then fetch a snapshot
       const prevTerm = this.log.termAt(prevSeq)!;
       const entries = this.log.slice(prevSeq + 1, last, this.limits.segmentEntryCountMax, this.limits.segmentPayloadBytesMax);
-      const commitNews = pr.sentCommitSeq < this.commitSeq;
+      const commitNews = pr.ackedCommitSeq < this.commitSeq;
       if (entries.length === 0 && !(pr.state === 'probe' && pr.inflight.size === 0) && !commitNews) return;
       if (entries.length === 0 && pr.inflight.size > 0) return;
       const segLast = prevSeq + entries.length;
@@ -649,11 +649,10 @@ export class Engine {
         payload: encodeSegmentFrame(frame), eventCount: entries.length, leaderLastSeq: segLast, streamBaseline: 0,
         term: this.hs.term, leaderRegion: this.hs.selfId,
       };
-      const requestId = this.sendToId(id, { method: 'ShipSegment', body }, { method: 'ShipSegment', term: this.hs.term, toId: id, lastSeq: segLast });
+      const requestId = this.sendToId(id, { method: 'ShipSegment', body }, { method: 'ShipSegment', term: this.hs.term, toId: id, lastSeq: segLast, commitSeq: this.commitSeq });
       if (requestId === null) return;
       pr.inflight.add(requestId);
       pr.lastShipTick = this.ticks;
-      pr.sentCommitSeq = Math.max(pr.sentCommitSeq, this.commitSeq);
       pr.nextSeq = segLast + 1;
       if (entries.length === 0) return;
     }
@@ -1148,6 +1147,7 @@ export class Engine {
     this.recentActive.add(ctx.toId);
     if (body.accepted) {
       if (pr.state === 'probe') pr.state = 'replicate';
+      pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, ctx.commitSeq);
     } else if (pr.state !== 'paused') {
       pr.state = 'paused'; // the follower pulls what it misses (StreamSegments) and reports back
       pr.pausedTick = this.ticks;
