@@ -23,7 +23,7 @@ import { Prng } from './prng.js';
 import { Trace } from './trace.js';
 import { traceLine } from './trace-format.js';
 import { InvariantViolation, violate } from './violation.js';
-import { carryChunk, carryHeader, carryRequest, carryResponse, unreachable } from './wire.js';
+import { carryChunk, carryHeader, carryRequest, carryResponse, shallowRequest, shallowResponse, unreachable } from './wire.js';
 
 export interface FounderSpec {
   compat?: Compat;
@@ -44,6 +44,11 @@ export interface ClusterConfig {
   trace?: Trace;
   /** extraCheckers run after the built-in ones. */
   extraCheckers?: Checker[];
+  /**
+   * wireRoundTripEvery: every Nth message goes through its protobuf codec (encode, decode), the
+   * others are shallow-copied; 1 = every message, 0 = none. Default SIM_LIMITS.wireRoundTripEvery.
+   */
+  wireRoundTripEvery?: number;
 }
 
 /** NodeRef names a node by slot index (0-based) or by name ('n1', ...). */
@@ -64,6 +69,8 @@ export class Cluster implements CheckerWorld {
   readonly tickMs: number;
   readonly foundingRoster: Roster;
   eventCount = 0;
+  private readonly wireEvery: number;
+  private wireCount = 0;
   private readonly queue = new EventQueue<SimEvent>();
   private readonly calls = new CallTable();
   private readonly byGrpc = new Map<string, SimNode>();
@@ -89,6 +96,7 @@ export class Cluster implements CheckerWorld {
     this.tickMs = config.tickMs ?? SIM_LIMITS.tickMs;
     this.limits = { ...DEFAULT_LIMITS, ...config.engineLimits };
     this.trace = config.trace ?? new Trace();
+    this.wireEvery = config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery;
     const slotCount = config.founders.length + config.joinerSlotCount;
     this.network = new Network(this.rootPrng.fork('network'), config.network, slotCount);
     const clockPrng = this.rootPrng.fork('clock');
@@ -442,9 +450,10 @@ export class Cluster implements CheckerWorld {
     const engine = node.engine!;
     const before = node.status;
     const effects = this.guard(node, `step(${input.type})`, () => engine.step(input));
-    // A tick with no effects only moved the engine's timers; its status is unchanged for
-    // every checker, so the (costly) status read is skipped.
-    const quiet = effects.length === 0 && input.type === 'tick' && before !== null;
+    // A step with no effects changed nothing a checker reads: a new term, vote or role comes
+    // with saveHardState or roleChanged, a commit with apply, readiness with its effect. So the
+    // (costly) status read is skipped; the next step with effects reads it afresh.
+    const quiet = effects.length === 0 && before !== null;
     const after = quiet ? before : this.guard(node, 'status', () => engine.status());
     node.status = after;
     if (!quiet) this.noteIdentity(node, after);
@@ -559,12 +568,19 @@ export class Cluster implements CheckerWorld {
       this.refuse(call.key, -1);
       return;
     }
-    const carried = this.guard(node, `encode ${request.method}`, () => carryRequest(request));
+    const carried = this.onWire() ? this.guard(node, `encode ${request.method}`, () => carryRequest(request)) : shallowRequest(request);
     const atUs = this.network.send(node.index, target.index, this.nowUs);
     if (atUs !== LOST) this.queue.push(atUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: false });
     for (const copyAtUs of this.network.extraCopies(node.index, target.index, this.nowUs)) {
       this.queue.push(copyAtUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: true });
     }
+  }
+
+  /** onWire says whether this message takes the full protobuf round trip (a deterministic sample). */
+  private onWire(): boolean {
+    if (this.wireEvery <= 0) return false;
+    this.wireCount++;
+    return this.wireCount % this.wireEvery === 0;
   }
 
   /** refuse answers a call whose target is down or unknown: the connection is refused, quickly. */
@@ -616,9 +632,9 @@ export class Cluster implements CheckerWorld {
     let input: Input;
     let final = true;
     switch (effect.type) {
-      case 'reply': input = { type: 'response', requestId: call.requestId, response: this.guard(server, 'encode reply', () => carryResponse(effect.response)) }; break;
+      case 'reply': input = { type: 'response', requestId: call.requestId, response: this.onWire() ? this.guard(server, 'encode reply', () => carryResponse(effect.response)) : shallowResponse(effect.response) }; break;
       case 'replyError': input = { type: 'callFailed', requestId: call.requestId, status: copyStatus(effect.status) }; break;
-      case 'streamChunk': input = { type: 'streamChunk', requestId: call.requestId, chunk: this.guard(server, 'encode chunk', () => carryChunk(effect.chunk)) }; final = false; break;
+      case 'streamChunk': input = { type: 'streamChunk', requestId: call.requestId, chunk: this.onWire() ? this.guard(server, 'encode chunk', () => carryChunk(effect.chunk)) : { ...effect.chunk } }; final = false; break;
       case 'streamEnd': input = { type: 'streamEnded', requestId: call.requestId }; break;
       default: return unreachable(effect);
     }
@@ -645,7 +661,7 @@ export class Cluster implements CheckerWorld {
   }
 
   private shipSnapshot(server: SimNode, call: OutboundCall, header: SnapshotHeader): void {
-    const carried = this.guard(server, 'encode snapshot header', () => carryHeader(header));
+    const carried = this.onWire() ? this.guard(server, 'encode snapshot header', () => carryHeader(header)) : { ...header };
     let files: Map<string, Uint8Array> | null = null;
     let failure = '';
     if (header.needed) {

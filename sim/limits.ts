@@ -43,6 +43,8 @@ export const SIM_LIMITS = {
   livenessPhaseMsMax: 60_000,
   /** livenessProbeIntervalMs: how often the liveness phase checks for convergence. */
   livenessProbeIntervalMs: 250,
+  /** wireRoundTripEvery: every Nth message takes the full protobuf round trip (1 = all; see wire.ts). */
+  wireRoundTripEvery: 8,
   /** eventCountMax bounds one run's event loop (a hang becomes a failure, not a hang). */
   eventCountMax: 20_000_000,
   /** shrinkRunCountMax and shrinkWallMsMax bound the search for a smaller failing schedule. */

@@ -41,6 +41,8 @@ export interface RunResult {
 export interface RunExtras {
   traceFile?: string;
   engineFactory?: EngineFactory;
+  /** wireRoundTripEvery overrides how often a message takes the protobuf round trip (see ClusterConfig). */
+  wireRoundTripEvery?: number;
   /** onCluster lets a caller (a test, a benchmark) look at the world before it runs. */
   onCluster?: (cluster: Cluster) => void;
 }
@@ -79,6 +81,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     clockDriftFractionMax: options.clockDriftFractionMax,
     trace,
     extraCheckers: [observer],
+    wireRoundTripEvery: extras.wireRoundTripEvery,
   });
   extras.onCluster?.(cluster);
   const workload = new Workload(cluster, root.fork('workload'), options.workload);
@@ -119,6 +122,8 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   const livenessPrng = root.fork('liveness');
   const core = (): typeof cluster.nodes => cluster.nodes.filter((n) => n.state !== 'unborn' && !injector.excluded.has(n.index));
   const probe = (): void => {
+    // Statuses are read after steps with effects; read them fresh for the verdict.
+    for (const node of cluster.nodes) if (node.state === 'up' && node.engine) node.status = node.engine.status();
     const gap = livenessGap({ core: core(), maxAckedSeq: cluster.checkers.durability.maxAckedSeq, nodeByMemberId: (id) => cluster.nodeByMemberId(id) });
     if (gap === null) {
       for (const node of core()) checkLogMirror(node);

@@ -1,7 +1,9 @@
-// Wire: every message between simulated nodes goes through its protobuf codec,
-// as it would over gRPC. The receiver never shares an object with the sender,
-// and a field the proto cannot carry (a number past 2^53, a missing message)
-// shows up in simulation rather than first in production.
+// Wire: messages between simulated nodes go through their protobuf codec, as
+// they would over gRPC, so a field the proto cannot carry (a number past 2^53, a
+// missing message) shows up in simulation rather than first in production. The
+// codec is slow next to the engine, so a deterministic sample of messages takes
+// the round trip and the rest are shallow-copied (the receiver never holds the
+// sender's body object).
 import * as pb from '../proto/gen/svc/replication/v1/replication.js';
 import type { RpcRequest, RpcResponse, ShipSegmentRequest, SnapshotHeader } from '../engine/rpc.js';
 
@@ -46,6 +48,14 @@ export function carryChunk(chunk: ShipSegmentRequest): ShipSegmentRequest {
 
 export function carryHeader(header: SnapshotHeader): SnapshotHeader {
   return roundTrip(pb.SnapshotHeader, header);
+}
+
+export function shallowRequest(request: RpcRequest): RpcRequest {
+  return { method: request.method, body: { ...request.body } } as RpcRequest;
+}
+
+export function shallowResponse(response: RpcResponse): RpcResponse {
+  return { method: response.method, body: { ...response.body } } as RpcResponse;
 }
 
 export function unreachable(value: never): never {
