@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClusterCa, createNodeCert } from '../../transports/certs/certs.js';
-import type { BootstrapMember, NodeConfig, NodeTls } from '../../transports/node/config.js';
+import type { BootstrapMember, LogLevel, NodeConfig, NodeTls } from '../../transports/node/config.js';
 
 /** POLL_INTERVAL_MS paces every wait: conditions are polled, never slept on. */
 export const POLL_INTERVAL_MS = 20;
@@ -13,6 +13,8 @@ export const POLL_INTERVAL_MS = 20;
 export const HTTP_TIMEOUT_MS = 2_000;
 /** TEST_TICK_MS shortens the engine's tick so elections take a few hundred milliseconds. */
 export const TEST_TICK_MS = 30;
+/** TEST_LOG_LEVEL keeps test output quiet; SVC_TEST_LOG_LEVEL=info shows the nodes' logs. */
+export const TEST_LOG_LEVEL = (process.env.SVC_TEST_LOG_LEVEL ?? 'error') as LogLevel;
 
 export async function tempDir(prefix: string): Promise<string> {
   return mkdtemp(join(tmpdir(), `svc-node-${prefix}-`));
@@ -140,6 +142,6 @@ export async function planNodes(names: string[]): Promise<PlannedNode[]> {
 export function nodeConfig(plan: PlannedNode, dataDir: string, tls: NodeTls, cluster: { bootstrap?: BootstrapMember[]; seeds?: string[] }, extra: Partial<NodeConfig> = {}): NodeConfig {
   return {
     name: plan.name, dataDir, grpcListen: `127.0.0.1:${plan.grpcPort}`, httpListen: `127.0.0.1:${plan.httpPort}`,
-    ...cluster, tls, tickMs: TEST_TICK_MS, logLevel: 'warn', processMetrics: false, ...extra,
+    ...cluster, tls, tickMs: TEST_TICK_MS, logLevel: TEST_LOG_LEVEL, processMetrics: false, ...extra,
   };
 }
