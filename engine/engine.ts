@@ -74,6 +74,10 @@ export class Engine {
   private baseRoster: Roster | null;
   private staged: { meta: SnapshotMeta; header: SnapshotHeader } | null;
   private staging = false;
+  /** statusCache holds status() until the next step changes anything. */
+  private statusCache: EngineStatus | null = null;
+  /** rosterCache keeps decoded kind-4 bodies by seq (checked against the entry's term). */
+  private readonly rosterCache = new Map<number, { term: number; roster: Roster }>();
 
   private role: Role;
   private leaderId = 0;
@@ -148,6 +152,7 @@ export class Engine {
 
   /** step feeds one input and returns the effects to carry out, in order. */
   step(input: Input): Effect[] {
+    this.statusCache = null;
     switch (input.type) {
       case 'tick': this.tick(); break;
       case 'stats': this.stats = input.stats; break;
@@ -174,15 +179,17 @@ export class Engine {
   }
 
   status(): EngineStatus {
+    if (this.statusCache) return this.statusCache;
     const lag: Record<number, number> = {};
     for (const [shard, v] of [...this.lagGaugeByShard.entries()].sort((a, b) => a[0] - b[0])) lag[shard] = v;
-    return {
+    this.statusCache = {
       id: this.hs.selfId, name: this.config.name, role: this.role, term: this.hs.term, leaderId: this.leaderId,
       lastSeq: this.log.lastSeq(), lastTerm: this.log.lastTerm(), commitSeq: this.commitSeq,
       appliedSeq: this.appliedSeq, durableSeq: this.durableSeq, matchedSeq: this.matchedSeq,
       snapshotSeq: this.staged?.meta.seq ?? 0, ready: this.ready, halted: this.hs.halted, reseed: this.hs.reseed,
       removed: this.hs.removed, lagGaugeByShard: lag, roster: this.currentRoster(), versionsSeen: this.versions.snapshot(),
     };
+    return this.statusCache;
   }
 
   /** entries are the log entries after the compaction point, oldest first. */
@@ -423,11 +430,15 @@ export class Engine {
 
   /** rosterAt is the configuration in force at seq: the newest kind-4 record at or before it. */
   private rosterAt(seq: number): Roster {
-    for (let s = Math.min(seq, this.log.lastSeq()); s > this.log.baseSeq; s--) {
-      const e = this.log.entryAt(s)!;
-      if (e.kind === EntryKind.Membership) {
-        const r = decodeRoster(e.data);
-        if (r) return r;
+    const record = this.log.lastMembershipAtOrBefore(Math.min(seq, this.log.lastSeq()));
+    if (record) {
+      const cached = this.rosterCache.get(record.seq);
+      if (cached && cached.term === record.term) return cached.roster;
+      const roster = decodeRoster(record.data);
+      if (roster) {
+        if (this.rosterCache.size > 64) this.rosterCache.clear();
+        this.rosterCache.set(record.seq, { term: record.term, roster });
+        return roster;
       }
     }
     return this.baseRoster ?? this.hs.rosterBase ?? this.config.bootstrapRoster ?? EMPTY_ROSTER;
@@ -444,10 +455,7 @@ export class Engine {
 
   /** pendingConfSeq: the seq of an uncommitted kind-4 record in the log, 0 when none. */
   private pendingConfSeq(): number {
-    for (let s = this.log.lastSeq(); s > this.commitSeq && s > this.log.baseSeq; s--) {
-      if (this.log.entryAt(s)!.kind === EntryKind.Membership) return s;
-    }
-    return 0;
+    return this.log.hasMembershipAfter(this.commitSeq);
   }
 
   private syncProgressToRoster(): void {
@@ -498,7 +506,7 @@ export class Engine {
 
   /** truncateLocal drops seq and after; never below the commit seqno (the caller checked). */
   private truncateLocal(seq: number): void {
-    const hadConf = this.log.entries().some((e) => e.seq >= seq && e.kind === EntryKind.Membership);
+    const hadConf = this.log.hasMembershipAfter(seq - 1) !== 0;
     this.log.truncateFrom(seq);
     this.durableSeq = Math.min(this.durableSeq, seq - 1);
     this.matchedSeq = Math.min(this.matchedSeq, seq - 1);
@@ -899,9 +907,8 @@ export class Engine {
    */
   private checkDivergence(prevLogTerm: number, prevLogSeq: number, leaderTerm: number): void {
     let cut = 0;
-    for (let s = this.log.lastSeq(); s > this.log.baseSeq; s--) {
+    for (let s = this.log.lastSeqBelowTerm(leaderTerm); s > this.log.baseSeq; s--) {
       const t = this.log.termAt(s)!;
-      if (t >= leaderTerm) continue;
       if (t > prevLogTerm || (t === prevLogTerm && s > prevLogSeq)) cut = s;
       else break;
     }

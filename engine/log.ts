@@ -1,10 +1,12 @@
 // RaftLog: the in-memory log after the compaction point. Entries are numbered
 // by one global seqno; `baseSeq`/`baseTerm` name the last compacted entry, so
 // the log-matching check still works right after a snapshot or compaction.
-import type { Entry } from './types.js';
+import { EntryKind, type Entry } from './types.js';
 
 export class RaftLog {
   private list: Entry[];
+  /** membershipSeqs lists, ascending, the seqs of the kind-4 records in the log: roster look-ups stay O(log n). */
+  private membershipSeqs: number[] = [];
   baseSeq: number;
   baseTerm: number;
 
@@ -15,6 +17,7 @@ export class RaftLog {
     for (const e of entries) {
       if (e.seq !== this.lastSeq() + 1) break; // recovery hands us a contiguous run; anything else is cut
       this.list.push(e);
+      if (e.kind === EntryKind.Membership) this.membershipSeqs.push(e.seq);
     }
   }
 
@@ -54,6 +57,7 @@ export class RaftLog {
 
   /** truncateFrom drops seq and everything after it. */
   truncateFrom(seq: number): void {
+    this.membershipSeqs = this.membershipSeqs.filter((s) => s < seq);
     if (seq <= this.baseSeq) {
       this.list = [];
       return;
@@ -65,6 +69,7 @@ export class RaftLog {
     for (const e of entries) {
       if (e.seq !== this.lastSeq() + 1) throw new Error(`log append out of order: ${e.seq} after ${this.lastSeq()}`);
       this.list.push(e);
+      if (e.kind === EntryKind.Membership) this.membershipSeqs.push(e.seq);
     }
   }
 
@@ -74,6 +79,7 @@ export class RaftLog {
     const term = this.termAt(seq);
     if (term === undefined) throw new Error(`compact beyond log end: ${seq} > ${this.lastSeq()}`);
     this.list = this.list.slice(seq - this.baseSeq);
+    this.membershipSeqs = this.membershipSeqs.filter((s) => s > seq);
     this.baseSeq = seq;
     this.baseTerm = term;
   }
@@ -81,8 +87,50 @@ export class RaftLog {
   /** resetTo empties the log onto a new base (a snapshot install or a reseed). */
   resetTo(seq: number, term: number): void {
     this.list = [];
+    this.membershipSeqs = [];
     this.baseSeq = seq;
     this.baseTerm = term;
+  }
+
+  /** lastMembershipAtOrBefore returns the newest kind-4 record with seq <= the given one still in the log. */
+  lastMembershipAtOrBefore(seq: number): Entry | undefined {
+    const seqs = this.membershipSeqs;
+    let lo = 0;
+    let hi = seqs.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (seqs[mid]! <= seq) {
+        found = mid;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return found < 0 ? undefined : this.entryAt(seqs[found]!);
+  }
+
+  /** lastSeqBelowTerm: the newest seq whose entry's term is below `term` (terms never decrease along a log), or baseSeq. */
+  lastSeqBelowTerm(term: number): number {
+    let lo = 0;
+    let hi = this.list.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.list[mid]!.term < term) {
+        found = mid;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return found < 0 ? this.baseSeq : this.baseSeq + 1 + found;
+  }
+
+  /** hasMembershipAfter tells whether a kind-4 record with seq > the given one is in the log. */
+  hasMembershipAfter(seq: number): number {
+    const last = this.membershipSeqs[this.membershipSeqs.length - 1];
+    return last !== undefined && last > seq ? last : 0;
   }
 
   entries(): readonly Entry[] {
