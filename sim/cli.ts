@@ -2,10 +2,11 @@
 // One run prints its result as the last line: `seed=N result=pass|fail events=E trace=HEX`.
 // A failing run also prints the invariant, the tick and how to reproduce it, then
 // shrinks its fault schedule (fast-check) and prints the smaller reproduction.
+import { closeSync, openSync } from 'node:fs';
 import { parseCli, usage, type CliRequest } from './cli-args.js';
 import { describeFault } from './faults.js';
 import { SIM_LIMITS } from './limits.js';
-import { optionsFor } from './options.js';
+import { optionsFor, type SimOptions } from './options.js';
 import { runSim, type RunResult } from './run.js';
 import { reproduceCommand, shrinkFailure } from './shrink.js';
 
@@ -26,7 +27,14 @@ function main(argv: string[]): number {
 }
 
 function single(request: Extract<CliRequest, { mode: 'single' }>): number {
-  const options = optionsFor(request.seed, request.overrides, request.onlyFaults);
+  let options: SimOptions;
+  try {
+    options = optionsFor(request.seed, request.overrides, request.onlyFaults);
+    if (request.traceFile !== undefined) closeSync(openSync(request.traceFile, 'w'));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`);
+    return 2;
+  }
   const result = runSim(options, { traceFile: request.traceFile });
   if (request.verbose) {
     process.stdout.write(`options: ${JSON.stringify({ ...options, onlyFaults: undefined })}\n`);
@@ -63,6 +71,12 @@ function tickOf(timeMs: number): number {
 }
 
 function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
+  try {
+    optionsFor(request.firstSeed, request.overrides, null);
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`);
+    return 2;
+  }
   const failures: { seed: number; invariant: string; tick: number; message: string }[] = [];
   const total = request.lastSeed - request.firstSeed + 1;
   const showProgress = process.stderr.isTTY === true;

@@ -144,7 +144,7 @@ const rate = { min: 0, max: 600 };
 /** OVERRIDES pin a swarm choice from the command line (`--loss 0.1`); sim/README.md lists them. */
 export const OVERRIDES: readonly Override[] = [
   { flag: 'nodes', describe: 'founding node count (1-7)', min: 1, max: SIM_LIMITS.founderCountMax,
-    apply: (o, v) => { o.founderCount = v; o.oldPeerCount = Math.min(o.oldPeerCount, v); o.founderLearnerCount = Math.min(o.founderLearnerCount, Math.floor((v - 1) / 2)); } },
+    apply: (o, v) => { o.founderCount = v; } },
   { flag: 'old-peers', describe: 'founders running an older binary', min: 0, max: SIM_LIMITS.founderCountMax,
     apply: (o, v) => { o.oldPeerCount = v; } },
   { flag: 'learners', describe: 'founders that start as learners', min: 0, max: 3, apply: (o, v) => { o.founderLearnerCount = v; } },
@@ -187,10 +187,15 @@ export function applyOverrides(options: SimOptions, values: OverrideValues): Sim
     }
     override.apply(options, value);
   }
-  if (options.oldPeerCount > options.founderCount) throw new Error('--old-peers cannot exceed the founding node count');
-  if (options.founderLearnerCount > Math.floor((options.founderCount - 1) / 2)) {
-    throw new Error('--learners must leave a majority of founders as voters (at most floor((nodes-1)/2))');
+  // With --nodes pinned, impossible combinations are errors; otherwise (a sweep over swarm
+  // node counts) they are clamped to what each seed's cluster allows.
+  const learnerRoom = Math.floor((options.founderCount - 1) / 2);
+  if ('nodes' in values) {
+    if ('old-peers' in values && options.oldPeerCount > options.founderCount) throw new Error('--old-peers cannot exceed --nodes');
+    if ('learners' in values && options.founderLearnerCount > learnerRoom) throw new Error('--learners must leave a majority of founders as voters (at most floor((nodes-1)/2))');
   }
+  options.oldPeerCount = Math.min(options.oldPeerCount, options.founderCount);
+  options.founderLearnerCount = Math.min(options.founderLearnerCount, learnerRoom, options.founderCount - options.oldPeerCount);
   return options;
 }
 

@@ -99,6 +99,11 @@ describe('sim/cli', () => {
     assert.throws(() => parseCli(['--seed', '1', '--loss', 'lots']), /needs a number/);
     assert.throws(() => parseCli(['--seed', '1', '--bogus', '1']), /unknown argument --bogus/);
     assert.throws(() => optionsFor(1, { loss: 2 }), /must be a number in \[0, 1\]/);
+    assert.throws(() => optionsFor(1, { nodes: 3, learners: 2 }), /majority/);
+    for (let seed = 1; seed <= 30; seed++) {
+      const o = optionsFor(seed, { learners: 3, 'old-peers': 7 });
+      assert.ok(o.founderLearnerCount <= Math.floor((o.founderCount - 1) / 2) && o.oldPeerCount <= o.founderCount, `seed ${seed} clamped`);
+    }
   });
 
   it('prints `seed=N result=pass events=E trace=HEX` as its last line, the same twice', () => {
@@ -109,6 +114,12 @@ describe('sim/cli', () => {
     const last = first.stdout.trim().split('\n').at(-1)!;
     assert.match(last, /^seed=7 result=pass events=\d+ trace=[0-9a-f]{64}$/);
     assert.equal(second.stdout.trim().split('\n').at(-1), last);
+  });
+
+  it('exits 2 with a clear message when the trace file cannot be written', () => {
+    const out = spawnSync(process.execPath, ['--import', 'tsx', 'sim/cli.ts', '--seed', '1', '--trace', '/nonexistent-dir/t.jsonl'], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(out.status, 2);
+    assert.match(out.stderr, /ENOENT/);
   });
 
   it('exits 2 with the usage on a bad argument', () => {
