@@ -1,0 +1,130 @@
+// SvcClient is the SDK's entry point: the generated operations (SvcApi, from the OpenAPI document) on an HTTP
+// client that sends the API key, bounds each call, and throws typed errors, plus the run-stream helpers.
+import { SvcApi } from './gen/sdk.gen.js';
+import { createClient, createConfig } from './gen/client/index.js';
+import type { Client } from './gen/client/index.js';
+import { SvcError, SvcStreamError, apiErrorFromBody, connectionError } from './errors.js';
+import { apiKeyEnvName, requestTimeoutMsDefault, serverUrlEnvName } from './limits.js';
+import { readRunEvents } from './run-stream.js';
+import type { RunStreamOptions } from './run-stream.js';
+import type { RunCompleteData, RunEvent } from './run-events.js';
+
+export interface SvcClientOptions {
+  /** apiKey is sent as X-API-Key. Default: the SVC_API_KEY environment variable; without either no key is sent,
+   * and keyed operations answer UNAUTHORIZED. */
+  apiKey?: string;
+  /** baseUrl is the server's URL, e.g. http://127.0.0.1:8080 (a path prefix is kept). Default: SVC_URL. */
+  baseUrl?: string;
+  /** fetch replaces globalThis.fetch (for a proxy agent, or to observe requests). */
+  fetch?: typeof fetch;
+  /** requestTimeoutMs bounds each call; event streams are bounded by idleTimeoutMs instead. */
+  requestTimeoutMs?: number;
+  /** env is where the defaults come from; default process.env. */
+  env?: Record<string, string | undefined>;
+}
+
+export class SvcClient extends SvcApi {
+  /** baseUrl is the server URL without a trailing slash. */
+  readonly baseUrl: string;
+  readonly #apiKey: string | undefined;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: SvcClientOptions = {}) {
+    const env = options.env ?? (typeof process === 'undefined' ? {} : process.env);
+    const baseUrl = checkBaseUrl(options.baseUrl ?? env[serverUrlEnvName]);
+    const apiKey = checkApiKey(options.apiKey ?? env[apiKeyEnvName]);
+    const requestTimeoutMs = options.requestTimeoutMs ?? requestTimeoutMsDefault;
+    if (!Number.isFinite(requestTimeoutMs) || requestTimeoutMs <= 0) {
+      throw new SvcError('INVALID_OPTIONS', `requestTimeoutMs must be a positive number, not ${requestTimeoutMs}`);
+    }
+    const baseFetch = options.fetch ?? globalThis.fetch;
+    super({ client: createHttpClient(baseUrl, apiKey, timedFetch(baseFetch, requestTimeoutMs)) });
+    this.baseUrl = baseUrl;
+    this.#apiKey = apiKey;
+    this.#fetch = baseFetch;
+  }
+
+  /** hasApiKey tells whether this client sends a key (the key itself stays private). */
+  get hasApiKey(): boolean {
+    return this.#apiKey !== undefined;
+  }
+
+  /**
+   * runEvents iterates a run's events (streamUrl from runCommand, relative to the server URL) until `complete`,
+   * reconnecting with Last-Event-ID when the connection drops. Breaking out of the loop closes the stream.
+   */
+  runEvents(streamUrl: string, options: RunStreamOptions = {}): AsyncGenerator<RunEvent, void, undefined> {
+    const url = this.resolveStreamUrl(streamUrl);
+    const headers: Record<string, string> = this.#apiKey === undefined ? {} : { 'x-api-key': this.#apiKey };
+    return readRunEvents({ url, headers, fetch: this.#fetch }, options);
+  }
+
+  /** streamRun calls onEvent for each event of the run, in order, and resolves with the `complete` event's data. */
+  async streamRun(streamUrl: string, onEvent: (event: RunEvent) => void | Promise<void>,
+    options: RunStreamOptions = {}): Promise<RunCompleteData> {
+    for await (const event of this.runEvents(streamUrl, options)) {
+      await onEvent(event);
+      if (event.event === 'complete') return event.data;
+    }
+    throw new SvcStreamError('ENDED_EARLY', 'the stream ended before its complete event');
+  }
+
+  /** resolveStreamUrl makes streamUrl absolute; it refuses another origin, which would be sent the API key. */
+  resolveStreamUrl(streamUrl: string): string {
+    if (typeof streamUrl !== 'string' || streamUrl.length === 0) {
+      throw new SvcError('INVALID_OPTIONS', 'streamUrl must be a non-empty string (runCommand gives it)');
+    }
+    const absolute = /^[a-z][a-z0-9+.-]*:/i.test(streamUrl);
+    const url = new URL(absolute ? streamUrl : this.baseUrl + (streamUrl.startsWith('/') ? '' : '/') + streamUrl);
+    if (url.origin !== new URL(this.baseUrl).origin) {
+      throw new SvcStreamError('FOREIGN_STREAM_URL', `${url.origin} is not the server ${new URL(this.baseUrl).origin}`);
+    }
+    return url.href;
+  }
+}
+
+function createHttpClient(baseUrl: string, apiKey: string | undefined, fetchImpl: typeof fetch): Client {
+  const client = createClient(createConfig({ baseUrl, auth: apiKey, throwOnError: true, fetch: fetchImpl }));
+  // The generated client throws the parsed error body; every failure becomes a typed SvcError instead.
+  client.interceptors.error.use((error: unknown, response: Response | undefined) =>
+    response ? apiErrorFromBody(response.status, error, response.headers) : connectionError(error, 'request'));
+  return client;
+}
+
+/** timedFetch bounds each call by timeoutMs, keeping the caller's own signal. */
+function timedFetch(baseFetch: typeof fetch, timeoutMs: number): typeof fetch {
+  return (input, init) => {
+    const signals = [AbortSignal.timeout(timeoutMs)];
+    if (init?.signal) signals.push(init.signal);
+    else if (input instanceof Request) signals.push(input.signal);
+    return baseFetch(input, { ...init, signal: AbortSignal.any(signals) });
+  };
+}
+
+function checkBaseUrl(value: string | undefined): string {
+  if (value === undefined || value === '') {
+    throw new SvcError('INVALID_OPTIONS', `no server URL: pass baseUrl or set ${serverUrlEnvName}`);
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new SvcError('INVALID_OPTIONS', `the server URL ${JSON.stringify(value)} is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new SvcError('INVALID_OPTIONS', `the server URL must be http or https, not ${url.protocol}`);
+  }
+  if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+    throw new SvcError('INVALID_OPTIONS', 'the server URL must not carry a query, a fragment or credentials');
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+function checkApiKey(value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  // Said without the key itself, which must never reach a log.
+  if (!/^[\x21-\x7e]+$/.test(value)) {
+    throw new SvcError('INVALID_OPTIONS', 'the API key has characters a header cannot carry (spaces, newlines, non-ASCII)');
+  }
+  return value;
+}

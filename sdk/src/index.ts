@@ -1,0 +1,19 @@
+// The SDK's public surface. Operations are methods of SvcClient (generated from sdk/openapi.json); their
+// request and response types are re-exported from the generated code.
+export { SvcClient } from './client.js';
+export type { SvcClientOptions } from './client.js';
+export {
+  SvcError, SvcApiError, SvcConnectionError, SvcStreamError, authErrorCodes, isAuthError,
+} from './errors.js';
+export type { ApiErrorCode, AuthErrorCode, ConnectionErrorCode, StreamErrorCode } from './errors.js';
+export type {
+  RunCompleteData, RunEvent, RunFinalStatus, RunNoticeData, RunOutputData, RunQueuedData, RunStartedData,
+} from './run-events.js';
+export type { ReconnectInfo, RunStreamOptions } from './run-stream.js';
+export { SseParser } from './sse-parser.js';
+export type { SseEvent, SseLimits } from './sse-parser.js';
+export * as limits from './limits.js';
+export type {
+  ApiKey, IssuedApiKey, NewApiKey, User, NewUser, Credential, NewCredential, CredentialUpdate, Project, NewProject,
+  ProjectUpdate, QueueStats, WorkStats, CommandRequest, CommandAccepted, Run, Role, Error as ApiErrorBody,
+} from './gen/types.gen.js';
