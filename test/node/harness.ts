@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClusterCa, createNodeCert } from '../../transports/certs/certs.js';
 import type { BootstrapMember, LogLevel, NodeConfig, NodeTls } from '../../transports/node/config.js';
+import type { NodeStatusDocument } from '../../transports/node/node-status.js';
 
 /** POLL_INTERVAL_MS paces every wait: conditions are polled, never slept on. */
 export const POLL_INTERVAL_MS = 20;
@@ -70,23 +71,7 @@ export async function httpStatus(url: string): Promise<number> {
   }
 }
 
-export interface StatusDoc {
-  id: number;
-  name: string;
-  role: string;
-  term: number;
-  leaderId: number;
-  durableLastSeq: number;
-  lastSeq: number;
-  commitSeq: number;
-  appliedSeq: number;
-  snapshotSeq: number;
-  ready: boolean;
-  healthy: boolean;
-  removed: boolean;
-  entityCount: number;
-  members: Array<{ id: number; name: string; role: string }>;
-}
+export type StatusDoc = NodeStatusDocument;
 
 export async function getStatus(httpBase: string): Promise<StatusDoc> {
   const { status, text } = await httpGet(`${httpBase}/status`);
