@@ -13,7 +13,10 @@ export class LagGaugeChecker implements Checker {
   }
 
   afterStep(step: StepRecord): void {
-    const { node, after } = step;
+    const { node, after, input } = step;
+    // Gauges move on what carries a leader frontier; a drop made elsewhere persists until the
+    // next such step, where it is caught against the value kept from the last check.
+    if (input.type !== 'request' && input.type !== 'streamChunk' && input.type !== 'statusPolled' && this.lastByNode.has(node.index)) return;
     const previous = this.lastByNode.get(node.index);
     const current = after.lagGaugeByShard;
     if (previous === current) return;
