@@ -57,6 +57,7 @@ export class Driver {
   private failed: Error | null = null;
   private cachedStatus: EngineStatus;
   private stepCount = 0;
+  private tickCount = 0;
 
   constructor(private readonly engine: Engine, private readonly ports: DriverPorts, private readonly options: DriverOptions) {
     this.queue = new SerialQueue((err) => this.failStop(err instanceof Error ? err : new Error(String(err))));
@@ -76,6 +77,11 @@ export class Driver {
 
   get steps(): number {
     return this.stepCount;
+  }
+
+  /** ticks counts the ticks the engine has stepped: its clock. */
+  get ticks(): number {
+    return this.tickCount;
   }
 
   get queueLength(): number {
@@ -134,9 +140,13 @@ export class Driver {
     this.queue.push(() => {
       this.tickQueued = false;
       if (this.stopped || this.failed) return undefined;
+      const tick = (): void | Promise<void> => {
+        if (this.stopped || this.failed) return undefined;
+        this.tickCount++;
+        return this.step({ type: 'tick' });
+      };
       const pending = this.step({ type: 'stats', stats });
-      if (pending) return pending.then(() => (this.stopped || this.failed ? undefined : this.step({ type: 'tick' })));
-      return this.step({ type: 'tick' });
+      return pending ? pending.then(tick) : tick();
     });
   }
 

@@ -13,6 +13,8 @@ export interface MetricsSource {
   diskBytes(): number;
   throughputEps(): number;
   inputQueueLength(): number;
+  /** ticks is how many ticks the engine has stepped. */
+  ticks(): number;
   /** memberLag is the per-member lag (events) the leader put in its last heartbeat. */
   memberLag(): Record<number, number>;
 }
@@ -80,6 +82,7 @@ export class NodeMetrics {
     gauge('svc_disk_bytes', 'Bytes of WAL and snapshots on disk (heartbeat disk_bytes).', () => source.diskBytes());
     gauge('svc_signal_throughput_eps', 'Store commands applied per second (heartbeat signal_throughput_eps).', () => source.throughputEps());
     gauge('svc_input_queue_length', 'Inputs waiting for the engine.', () => source.inputQueueLength());
+    new Counter({ name: 'svc_engine_ticks_total', help: 'Ticks the engine has stepped (its clock).', registers, collect() { this.reset(); this.inc(source.ticks()); } });
     this.walSyncSeconds = new Histogram({
       name: 'svc_wal_sync_seconds', help: 'From a WAL append to its fdatasync completing (group commit wait included).', registers,
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1],

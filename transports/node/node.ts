@@ -273,6 +273,7 @@ export class Node {
       diskBytes: () => this.disk.bytes,
       throughputEps: () => this.meter.eventsPerSecond(),
       inputQueueLength: () => driver.queueLength,
+      ticks: () => driver.ticks,
       memberLag: () => (driver.status().role === 'leader' ? this.lastHeartbeatLag : {}),
     }, config.name, config.processMetrics ?? true);
 

@@ -1,0 +1,54 @@
+// NodeConfig is checked once, up front, and a bad one is refused naming the problem.
+import assert from 'node:assert/strict';
+import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../transports/node/config.js';
+import { Node } from '../../transports/node/node.js';
+
+const good: NodeConfig = {
+  name: 'n1', dataDir: '/tmp/n1', grpcListen: '127.0.0.1:7000', httpListen: '127.0.0.1:8080',
+  bootstrap: [{ name: 'n1', grpcAddr: '127.0.0.1:7000', httpAddr: 'http://127.0.0.1:8080' }],
+  tls: { mode: 'insecure' },
+};
+
+describe('node: config', function () {
+  it('accepts a founder and a joiner, filling the node limits', function () {
+    const founder = resolveNodeConfig(good);
+    assert.equal(founder.limits.tickMs, 100);
+    assert.deepEqual(founder.grpcListenAt, { host: '127.0.0.1', port: 7000 });
+    const joiner = resolveNodeConfig({ ...good, bootstrap: undefined, seeds: ['n2.peers:7000'], tickMs: 50 });
+    assert.equal(joiner.limits.tickMs, 50);
+  });
+
+  it('refuses each kind of mistake with a ConfigError that names it', function () {
+    const cases: Array<[Partial<NodeConfig> & Record<string, unknown>, RegExp]> = [
+      [{ name: '-bad' }, /name "-bad"/],
+      [{ dataDir: '' }, /dataDir/],
+      [{ grpcListen: 'localhost' }, /grpcListen "localhost" is not host:port/],
+      [{ httpListen: '127.0.0.1:70000' }, /port above 65535/],
+      [{ grpcListen: '0.0.0.0:7000' }, /grpcAdvertise is required/],
+      [{ httpAdvertise: '127.0.0.1:8080' }, /httpAdvertise .* is not scheme:\/\/host:port/],
+      [{ bootstrap: [] }, /give bootstrap .* or seeds/],
+      [{ bootstrap: [{ name: 'n2', grpcAddr: 'a:1', httpAddr: 'http://a:2' }] }, /does not list this node/],
+      [{ bootstrap: [good.bootstrap![0]!, good.bootstrap![0]!] }, /lists n1 twice/],
+      [{ seeds: ['nope'] }, /seeds\[0\]/],
+      [{ tls: { mode: 'mtls', caFile: '', certFile: 'c', keyFile: 'k' } }, /tls.caFile/],
+      [{ tls: { mode: 'plain' } as unknown as NodeConfig['tls'] }, /tls.mode/],
+      [{ tickMs: 0 }, /tickMs must be a positive integer/],
+      [{ logLevel: 'loud' as unknown as NodeConfig['logLevel'] }, /logLevel/],
+    ];
+    for (const [change, message] of cases) {
+      assert.throws(() => resolveNodeConfig({ ...good, ...change } as NodeConfig), (err: unknown) => err instanceof ConfigError && message.test(err.message), JSON.stringify(change));
+    }
+  });
+
+  it('the Node constructor refuses a bad config and bad limits before touching anything', function () {
+    assert.throws(() => new Node({ ...good, storeLimits: { writeTimeoutMs: -1 } }), ConfigError);
+    assert.throws(() => new Node({ ...good, grpcLimits: { unaryDeadlineMs: 0 } }), ConfigError);
+  });
+
+  it('a Node whose certificate files are missing fails to start with a clear error and releases its ports', async function () {
+    const node = new Node({ ...good, dataDir: `/tmp/svc-node-missing-${process.pid}`, grpcListen: '127.0.0.1:0', httpListen: '127.0.0.1:0', logLevel: 'silent',
+      tls: { mode: 'mtls', caFile: '/nonexistent/ca.crt', certFile: '/nonexistent/n1.crt', keyFile: '/nonexistent/n1.key' } });
+    await assert.rejects(node.start(), (err: unknown) => err instanceof ConfigError && /cannot read tls.caFile \/nonexistent\/ca.crt/.test(err.message));
+    await node.stop();
+  });
+});

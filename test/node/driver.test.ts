@@ -1,0 +1,143 @@
+// The driver loop with a real engine and fake I/O ports: the hard-state save is a barrier for
+// every later effect of its step and for every later input; inputs are stepped one at a time;
+// a failed write stops the loop for good (fail-stop).
+import assert from 'node:assert/strict';
+import { Engine } from '../../engine/engine.js';
+import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
+import { emptyRestoredState } from '../../engine/restored.js';
+import { bootstrapRoster } from '../../engine/roster.js';
+import type { EngineConfig, HardState } from '../../engine/types.js';
+import { Driver, type DriverPorts } from '../../transports/node/driver.js';
+import { waitFor } from './harness.js';
+
+const TICK_MS = 5;
+
+/** turns lets the event loop run `count` times (timers, I/O, promise jobs) without waiting on the clock. */
+async function turns(count: number): Promise<void> {
+  for (let i = 0; i < count; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+function singleNodeEngine(): Engine {
+  const config: EngineConfig = {
+    name: 'solo', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:2',
+    bootstrapRoster: bootstrapRoster([{ name: 'solo', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:2' }]),
+    seeds: [], randomSeed: 7, compat: CURRENT_COMPAT, limits: { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 },
+  };
+  return new Engine(config, emptyRestoredState());
+}
+
+/** FakePorts records every port call in order; hard-state saves wait until the test releases them. */
+class FakePorts implements DriverPorts {
+  readonly calls: string[] = [];
+  readonly saves: Array<{ hardState: HardState; release: () => void; fail: (err: Error) => void }> = [];
+  holdSaves = false;
+  appendError: Error | null = null;
+  failure: Error | null = null;
+
+  saveHardState(hardState: HardState): Promise<void> {
+    this.calls.push(`saveHardState term=${hardState.term}`);
+    if (!this.holdSaves) return Promise.resolve();
+    return new Promise((resolve, reject) => this.saves.push({ hardState, release: resolve, fail: reject }));
+  }
+  resetStateMachine(): void { this.calls.push('resetStateMachine'); }
+  appendLog(fromSeq: number, entries: { seq: number }[]): Promise<unknown> {
+    this.calls.push(`append ${fromSeq}+${entries.length}`);
+    if (this.appendError) return Promise.reject(this.appendError);
+    return Promise.resolve();
+  }
+  send(): void { this.calls.push('send'); }
+  answer(): void { this.calls.push('answer'); }
+  fetchSnapshot(): void { this.calls.push('fetchSnapshot'); }
+  apply(entries: { seq: number }[]): void { this.calls.push(`apply ${entries.map((e) => e.seq).join(',')}`); }
+  stageSnapshot(): void { this.calls.push('stageSnapshot'); }
+  compactLog(): void { this.calls.push('compact'); }
+  pollStatus(): void { this.calls.push('pollStatus'); }
+  observe(effect: { type: string }): void { this.calls.push(effect.type); }
+  stats() { return { entityCount: 0, signalThroughputEps: 0, diskBytes: 0, nowNs: '0' }; }
+  stepped(): void {}
+  fail(err: Error): void { this.failure = err; this.calls.push(`fail: ${err.message}`); }
+}
+
+describe('node: driver loop', function () {
+  this.timeout(10_000);
+
+  it('holds every later effect, and every later input, until the hard state is durable', async function () {
+    const engine = singleNodeEngine();
+    const ports = new FakePorts();
+    ports.holdSaves = true;
+    const driver = new Driver(engine, ports, { tickMs: TICK_MS, inputQueueCountMax: 100 });
+    driver.start();
+    try {
+      // The first save holds selfId; release it, then wait for the election's save (term 1).
+      await waitFor(() => ports.saves.length === 1, 'the first hard-state save');
+      ports.saves[0]!.release();
+      await waitFor(() => ports.saves.length === 2, 'the election\'s hard-state save');
+      assert.equal(ports.saves[1]!.hardState.term, 1);
+      driver.submit({ type: 'propose', proposalId: 1, data: new TextEncoder().encode('x') });
+      // Nothing may happen while the save is pending, however often the loop turns.
+      const held = ports.calls.length;
+      await turns(50);
+      assert.ok(driver.queueLength >= 1, 'the proposal waits in the queue');
+      assert.equal(ports.calls.length, held, `nothing after the pending save: ${ports.calls.slice(held).join(' | ')}`);
+      assert.equal(engine.status().role, 'leader', 'the engine stepped the election');
+      assert.equal(engine.status().lastSeq, 1, 'the proposal waits behind the save');
+      ports.saves[1]!.release();
+      await waitFor(() => ports.calls.includes('proposalResult'), 'the proposal to commit');
+      const afterSave = ports.calls.slice(ports.calls.indexOf('saveHardState term=1'));
+      assert.deepEqual(afterSave.slice(0, 2), ['saveHardState term=1', 'append 1+1'], 'the barrier entry is appended only after the term is durable');
+      assert.ok(afterSave.indexOf('append 2+1') > afterSave.indexOf('append 1+1'));
+      assert.ok(afterSave.indexOf('apply 2') > afterSave.indexOf('append 2+1'), 'committed after its append was reported durable');
+    } finally {
+      await driver.stop();
+    }
+  });
+
+  it('stops for good when a WAL append fails (fail-stop), carrying out nothing more', async function () {
+    const engine = singleNodeEngine();
+    const ports = new FakePorts();
+    ports.appendError = new Error('disk on fire');
+    const driver = new Driver(engine, ports, { tickMs: TICK_MS, inputQueueCountMax: 100 });
+    driver.start();
+    try {
+      await waitFor(() => ports.failure !== null, 'the failure to be reported');
+      assert.match(ports.failure!.message, /WAL append failed: .*disk on fire/);
+      assert.equal(driver.failure, ports.failure);
+      const calls = ports.calls.length;
+      driver.submit({ type: 'propose', proposalId: 1, data: new Uint8Array(1) });
+      assert.equal(driver.queueLength, 0, 'inputs after a failure are dropped');
+      await turns(50);
+      assert.equal(ports.calls.length, calls, 'no step after the failure');
+    } finally {
+      await driver.stop();
+    }
+  });
+
+  it('stops for good when a hard-state save fails, before any later effect of its step', async function () {
+    const engine = singleNodeEngine();
+    const ports = new FakePorts();
+    ports.holdSaves = true;
+    const driver = new Driver(engine, ports, { tickMs: TICK_MS, inputQueueCountMax: 100 });
+    driver.start();
+    try {
+      await waitFor(() => ports.saves.length === 1, 'the first save');
+      ports.saves[0]!.release();
+      await waitFor(() => ports.saves.length === 2, 'the election\'s save');
+      ports.saves[1]!.fail(new Error('EIO'));
+      await waitFor(() => ports.failure !== null, 'the failure');
+      assert.equal(ports.calls[ports.calls.length - 1], 'fail: hard state save failed: Error: EIO');
+      assert.ok(!ports.calls.includes('append 1+1'), 'the barrier was never appended');
+    } finally {
+      await driver.stop();
+    }
+  });
+
+  it('refuses outside inputs once inputQueueCountMax are waiting', function () {
+    const ports = new FakePorts();
+    ports.holdSaves = true;
+    const driver = new Driver(singleNodeEngine(), ports, { tickMs: 60_000, inputQueueCountMax: 3 });
+    driver.start(); // its first step blocks on the held save
+    for (let i = 0; i < 3; i++) driver.submit({ type: 'tick' });
+    assert.equal(driver.overloaded(), true);
+    void driver.stop();
+  });
+});
