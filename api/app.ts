@@ -24,6 +24,7 @@ import { projectRoutes } from './routes/projects.js';
 import { workRoutes } from './routes/work.js';
 import { WorkStatsReader } from './queue/work-stats.js';
 import { runRoutes } from './routes/runs.js';
+import { albumApi, albumPageRoutes } from './albums/index.js';
 
 /** redisCommandTimeoutMs bounds one Redis command of the request path (rate limit, stats). */
 export const redisCommandTimeoutMs = 1000;
@@ -107,6 +108,8 @@ export function createApp(options: CreateAppOptions): ApiService {
   });
   app.get('/openapi.json', (_req, res) => { res.json(openApiDocument); });
   app.use(docsRoutes());
+  // The album page holds no data (it asks for the key in the browser), so it is public like /docs.
+  app.use(albumPageRoutes());
 
   app.use(authenticate(store, config.trustedProxies));
   app.use(rateLimit(limiter, rateLimitWindowMs));
@@ -126,6 +129,8 @@ export function createApp(options: CreateAppOptions): ApiService {
   app.use(workRoutes(workStats));
   const runs = runRoutes({ store, redisUrl: options.redis?.url, connect, sseKeepAliveMs: config.sseKeepAliveMs });
   app.use(runs.router);
+  const albums = albumApi({ store, redisUrl: options.redis?.url, connect, sseKeepAliveMs: config.sseKeepAliveMs });
+  app.use(albums.router);
 
   app.use((_req, _res, next) => { next(new ApiError('NOT_FOUND', 'no such route')); });
   app.use(errorHandler(config.log));
@@ -135,6 +140,7 @@ export function createApp(options: CreateAppOptions): ApiService {
     config,
     async close() {
       await runs.close();
+      await albums.close();
       await workStats?.close();
       await Promise.all(redisClients.map((client) => client.quit().catch(() => client.disconnect())));
     },

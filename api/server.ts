@@ -13,6 +13,8 @@ import { redisServerAvailable, startLocalRedis } from './redis/local-redis.js';
 import type { LocalRedis } from './redis/local-redis.js';
 import { startAgentWorker } from './runs/agent-worker.js';
 import type { AgentWorker } from './runs/agent-worker.js';
+import { imageGeneratorFromEnv, startAlbumWorker } from './albums/index.js';
+import type { AlbumWorker } from './albums/index.js';
 
 export const apiPortDefault = 8080;
 export const apiHostDefault = '127.0.0.1';
@@ -46,6 +48,11 @@ export async function startApiServer(options: StartApiOptions): Promise<RunningA
   // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
   let worker: AgentWorker | undefined;
   if (redisUrl && env.SVC_RUN_WORKER !== '0') worker = await startAgentWorker({ redisUrl });
+  // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
+  let albumWorker: AlbumWorker | undefined;
+  if (redisUrl && env.SVC_ALBUM_WORKER !== '0') {
+    albumWorker = await startAlbumWorker({ redisUrl, store: options.store, generator: imageGeneratorFromEnv(env) });
+  }
   const port = Number(env.SVC_API_PORT ?? apiPortDefault);
   const host = env.SVC_API_HOST ?? apiHostDefault;
   const server: Server = service.app.listen(port, host);
@@ -60,6 +67,7 @@ export async function startApiServer(options: StartApiOptions): Promise<RunningA
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await worker?.close();
+      await albumWorker?.close();
       await service.close();
       await localRedis?.stop();
     },

@@ -6,6 +6,7 @@ import {
   pageLimitMax, promptLengthMax, rateLimitPerSecondDefault, workspacePathLengthMax,
 } from '../limits.js';
 import { credentialCategories } from '../credentials/categories.js';
+import { albumOpenApi, albumTag } from '../albums/openapi.js';
 
 type Schema = Record<string, unknown>;
 
@@ -49,8 +50,12 @@ function authenticated(operation: Schema): Schema {
 const publicOperation = (operation: Schema): Schema =>
   ({ ...operation, security: [], responses: { ...(operation.responses as object), default: errorResponse('failure') } });
 
+// Album paths and schemas come from api/albums/openapi.ts, built with the helpers above.
+const albums = albumOpenApi({ ref, json, errorResponse, authenticated, publicOperation, idParam, pageParams, page });
+
 const description = `
-Developer API: projects and agent command runs, work-queue statistics, infrastructure credentials and API keys.
+Developer API: projects and agent command runs, work-queue statistics, infrastructure credentials, API keys, and
+album generation (see the albums tag).
 
 **Authentication.** Every operation except \`/health\`, \`/ready\`, \`/docs\` and \`/openapi.json\` needs an API
 key in the \`X-API-Key\` header. Keys look like \`svc_\` followed by 43 base64url characters.
@@ -80,7 +85,7 @@ export const openApiDocument = {
   security: [{ ApiKeyAuth: [] }],
   tags: [
     { name: 'service' }, { name: 'keys' }, { name: 'users' }, { name: 'credentials' }, { name: 'projects' },
-    { name: 'work' }, { name: 'runs' },
+    { name: 'work' }, { name: 'runs' }, albumTag,
   ],
   paths: {
     '/health': {
@@ -276,6 +281,7 @@ export const openApiDocument = {
         },
       }),
     },
+    ...albums.paths,
   },
   components: {
     securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
@@ -418,6 +424,7 @@ export const openApiDocument = {
           exit_code: { type: ['integer', 'null'] }, duration_ms: { type: ['integer', 'null'] },
         },
       },
+      ...albums.schemas,
     },
   },
 } as const;

@@ -1,0 +1,173 @@
+// What an album job does, apart from BullMQ: each step goes through the AlbumUpdater (compare-and-set on
+// the store), and a step that finds its job superseded or already finished does nothing more, so a
+// repeated job is harmless. A shot fetches its anchor from the job's AnchorURL. A retryable failure with
+// attempts left puts the anchor or shot back to `pending` and rethrows (the queue retries after a back-off);
+// otherwise it is marked `failed` with its reason and the job ends. Events follow each committed change.
+import type { AlbumRecord } from './album-records.js';
+import { parseImagePath } from './album-records.js';
+import type { AnchorJob, AlbumJob, ShotJob } from './album-jobs.js';
+import type { ShotEnd } from './album-state.js';
+import { completeAnchor, completeShot, failAnchor, failShot, startAnchor, startShot } from './album-state.js';
+import type { AlbumUpdater } from './album-updater.js';
+import type { BlobStore } from './blob-store.js';
+import type { UserEventPublisher } from './user-events.js';
+import { anchorImageBytesMax, shotImageBytesMax } from './limits.js';
+import type { ImageGenerator } from '../images/image-generator.js';
+import { ImageGenerationError } from '../images/image-generator.js';
+import { checkPng } from '../images/png-check.js';
+
+/** AnchorFetcher resolves an AnchorURL to the anchor's PNG bytes. */
+export interface AnchorFetcher {
+  fetch(anchorUrl: string, albumId: string): Promise<Buffer>;
+}
+
+/**
+ * StoreAnchorFetcher resolves this API's own image paths (`/albums/<id>/images/<hash>`) from the blob store,
+ * which verifies the bytes against the hash. Any other URL is refused: a worker does not fetch addresses it
+ * was handed (that would let a job reach internal services).
+ */
+export class StoreAnchorFetcher implements AnchorFetcher {
+  constructor(private readonly blobs: BlobStore) {}
+
+  async fetch(anchorUrl: string, albumId: string): Promise<Buffer> {
+    const parsed = parseImagePath(anchorUrl);
+    if (!parsed || parsed.albumId !== albumId) {
+      throw new ImageGenerationError(`AnchorURL ${JSON.stringify(anchorUrl.slice(0, 200))} is not an image of this album`, false, 'BAD_ANCHOR_URL');
+    }
+    let blob;
+    try {
+      blob = await this.blobs.get(parsed.hash, anchorImageBytesMax);
+    } catch (error) {
+      if (error instanceof RangeError) throw new ImageGenerationError(error.message, false, 'IMAGE_TOO_LARGE');
+      throw error;
+    }
+    if (!blob) throw new ImageGenerationError('the anchor image is no longer stored', false, 'ANCHOR_MISSING');
+    return blob.bytes;
+  }
+}
+
+export type JobOutcome =
+  | { kind: 'superseded' | 'finished' | 'album-gone' | 'completed' }
+  | { kind: 'failed'; reason: string };
+
+export interface JobAttempt {
+  /** number counts this job's runs from 1. */
+  number: number;
+  /** last is true when the queue will not run the job again after a failure. */
+  last: boolean;
+}
+
+export interface AlbumJobProcessorOptions {
+  updater: AlbumUpdater;
+  blobs: BlobStore;
+  generator: ImageGenerator;
+  events: UserEventPublisher;
+  anchors: AnchorFetcher;
+  now?: () => string;
+}
+
+/** failureOf describes a failure for the album owner; only generator errors may say they are final. */
+export function failureOf(error: unknown): { reason: string; retryable: boolean } {
+  if (error instanceof ImageGenerationError) return { reason: `${error.code}: ${error.message}`, retryable: error.retryable };
+  const message = error instanceof Error ? error.message : String(error);
+  return { reason: `INTERNAL: ${message.slice(0, 300)}`, retryable: true };
+}
+
+export function albumJobProcessor(options: AlbumJobProcessorOptions) {
+  const { updater, blobs, generator, events, anchors } = options;
+  const now = options.now ?? (() => new Date().toISOString());
+
+  async function announceAlbumEnd(album: AlbumRecord, end: ShotEnd): Promise<void> {
+    if (!end.albumComplete) return;
+    await events.publish(album.user_id, 'album.completed', {
+      albumId: album.id, complete: end.albumComplete.complete, failed: end.albumComplete.failed, at: now(),
+    });
+  }
+
+  async function processAnchor(job: AnchorJob, attempt: JobAttempt): Promise<JobOutcome> {
+    const ref = { userId: job.userId, albumId: job.albumId };
+    const generation = job.anchorGeneration;
+    const started = await updater.update(ref, (album) => startAnchor(album, generation, now()));
+    if (!started) return { kind: 'album-gone' };
+    if (started.result.kind !== 'started') return { kind: started.result.kind };
+    const album = started.album;
+    await events.publish(job.userId, 'anchor.started', { albumId: album.id, generation, attempt: album.anchor.attempts, at: now() });
+    try {
+      const png = await generator.generateAnchor({
+        subject: album.subject, seed: album.anchor.seed, widthPx: album.width_px, heightPx: album.height_px,
+      });
+      await checkPng(png, album.width_px, album.height_px, anchorImageBytesMax);
+      const hash = await blobs.put(png, 'image/png');
+      const done = await updater.update(ref, (current) => completeAnchor(current, generation, hash, now()));
+      if (!done) return { kind: 'album-gone' };
+      if (done.result.kind !== 'completed') return { kind: done.result.kind };
+      await events.publish(job.userId, 'anchor.completed', { albumId: album.id, generation, anchorUrl: done.album.anchor.url, at: now() });
+      return { kind: 'completed' };
+    } catch (error) {
+      const { reason, retryable } = failureOf(error);
+      const final = !retryable || attempt.last;
+      const failed = await updater.update(ref, (current) => failAnchor(current, generation, reason, final, now()));
+      if (failed?.result.kind === 'retrying') {
+        await events.publish(job.userId, 'anchor.retrying', { albumId: album.id, generation, attempt: attempt.number, error: reason, at: now() });
+        throw error;
+      }
+      if (failed?.result.kind === 'failed') {
+        await events.publish(job.userId, 'anchor.failed', { albumId: album.id, generation, error: reason, at: now() });
+        return { kind: 'failed', reason };
+      }
+      return { kind: failed ? failed.result.kind : 'album-gone' };
+    }
+  }
+
+  async function processShot(job: ShotJob, attempt: JobAttempt): Promise<JobOutcome> {
+    const ref = { userId: job.userId, albumId: job.albumId };
+    const started = await updater.update(ref, (album) => startShot(album, job, now()));
+    if (!started) return { kind: 'album-gone' };
+    if (started.result.kind !== 'started') return { kind: started.result.kind };
+    const album = started.album;
+    const shot = album.shots[job.index]!;
+    await events.publish(job.userId, 'shot.started', { albumId: album.id, index: job.index, attempt: shot.attempts, at: now() });
+    try {
+      const anchorPng = await anchors.fetch(job.anchorUrl, job.albumId);
+      const png = await generator.generateShot({
+        anchorPng, subject: album.subject, direction: shot.direction, variation: shot.variation,
+        widthPx: album.width_px, heightPx: album.height_px,
+      });
+      await checkPng(png, album.width_px, album.height_px, shotImageBytesMax);
+      const hash = await blobs.put(png, 'image/png');
+      const done = await updater.update(ref, (current) => completeShot(current, job, hash, now()));
+      if (!done) return { kind: 'album-gone' };
+      if (done.result.kind !== 'completed') return { kind: done.result.kind };
+      await events.publish(job.userId, 'shot.completed', {
+        albumId: album.id, index: job.index, imageUrl: done.album.shots[job.index]!.image_url, at: now(),
+      });
+      await announceAlbumEnd(done.album, done.result);
+      return { kind: 'completed' };
+    } catch (error) {
+      const { reason, retryable } = failureOf(error);
+      const final = !retryable || attempt.last;
+      const failed = await updater.update(ref, (current) => failShot(current, job, reason, final, now()));
+      if (failed?.result.kind === 'retrying') {
+        await events.publish(job.userId, 'shot.retrying', { albumId: album.id, index: job.index, attempt: attempt.number, error: reason, at: now() });
+        throw error;
+      }
+      if (failed?.result.kind === 'failed') {
+        await events.publish(job.userId, 'shot.failed', { albumId: album.id, index: job.index, error: reason, at: now() });
+        await announceAlbumEnd(failed.album, failed.result);
+        return { kind: 'failed', reason };
+      }
+      return { kind: failed ? failed.result.kind : 'album-gone' };
+    }
+  }
+
+  return (job: AlbumJob, attempt: JobAttempt): Promise<JobOutcome> => {
+    switch (job.kind) {
+      case 'anchor': return processAnchor(job, attempt);
+      case 'shot': return processShot(job, attempt);
+      default: {
+        const unknown: never = job;
+        throw new Error(`unknown album job ${JSON.stringify(unknown)}`);
+      }
+    }
+  };
+}

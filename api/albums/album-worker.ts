@@ -1,0 +1,70 @@
+// startAlbumWorker runs album jobs from the BullMQ queue in this process (the API's by default, or one of
+// its own). It needs the same DocumentStore as the API: album state lives there, and so do the images.
+// A job that ends with its anchor or shot failed is failed in BullMQ too (UnrecoverableError, no more
+// retries), so /work/stats counts it. A node that dies mid-job leaves the job to BullMQ's stalled-job
+// check, which gives it to another worker; the job starts over from the album state, which still says
+// `generating` for the same request, and so goes on (the seam for the three-node kill test).
+import { UnrecoverableError, Worker } from 'bullmq';
+import type { Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { DocumentStore } from '../store/document-store.js';
+import type { ImageGenerator } from '../images/image-generator.js';
+import type { AlbumJob } from './album-jobs.js';
+import { albumBackoffMs, albumQueueName } from './album-jobs.js';
+import type { JobOutcome } from './album-jobs-processor.js';
+import { StoreAnchorFetcher, albumJobProcessor } from './album-jobs-processor.js';
+import { StoreAlbumUpdater } from './album-updater.js';
+import { BlobStore } from './blob-store.js';
+import { RedisUserEventPublisher } from './user-events.js';
+import { albumJobBackoffMsDefault, albumWorkerConcurrencyDefault } from './limits.js';
+
+export interface AlbumWorkerOptions {
+  redisUrl: string;
+  store: DocumentStore;
+  generator: ImageGenerator;
+  concurrency?: number;
+  /** backoffMs is the first retry delay (doubling after); default albumJobBackoffMsDefault. */
+  backoffMs?: number;
+  /** onOutcome hears how each job run ended (logs, tests). */
+  onOutcome?: (job: AlbumJob, outcome: JobOutcome) => void;
+}
+
+export interface AlbumWorker {
+  close(): Promise<void>;
+}
+
+export async function startAlbumWorker(options: AlbumWorkerOptions): Promise<AlbumWorker> {
+  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
+  redis.on('error', () => undefined);
+  const blobs = new BlobStore(options.store);
+  const process = albumJobProcessor({
+    updater: new StoreAlbumUpdater(options.store), blobs, generator: options.generator,
+    events: new RedisUserEventPublisher(redis), anchors: new StoreAnchorFetcher(blobs),
+  });
+  const backoffMs = options.backoffMs ?? albumJobBackoffMsDefault;
+
+  // BullMQ does not close a connection it was given, so the worker keeps it to close it.
+  const workerConnection = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+  workerConnection.on('error', () => undefined);
+  const worker = new Worker<AlbumJob>(albumQueueName, async (job: Job<AlbumJob>) => {
+    const attempts = job.opts.attempts ?? 1;
+    const outcome = await process(job.data, { number: job.attemptsMade + 1, last: job.attemptsMade + 1 >= attempts });
+    options.onOutcome?.(job.data, outcome);
+    if (outcome.kind === 'failed') throw new UnrecoverableError(outcome.reason);
+    return outcome;
+  }, {
+    connection: workerConnection,
+    concurrency: options.concurrency ?? albumWorkerConcurrencyDefault,
+    settings: { backoffStrategy: (attemptsMade: number) => albumBackoffMs(attemptsMade, backoffMs) },
+  });
+  worker.on('error', () => undefined);
+  await worker.waitUntilReady();
+
+  return {
+    async close() {
+      await worker.close();
+      await workerConnection.quit().catch(() => workerConnection.disconnect());
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}

@@ -1,0 +1,39 @@
+// Album generation, as the app and the server mount it: albumApi (the keyed routes and GET /events),
+// albumPageRoutes (the public page), startAlbumWorker (the queue worker), imageGeneratorFromEnv.
+import { Router } from 'express';
+import type { Redis } from 'ioredis';
+import type { DocumentStore } from '../store/document-store.js';
+import { albumRoutes } from './album-routes.js';
+import { BlobStore } from './blob-store.js';
+import { ChannelHub, eventStreamRoutes } from './event-stream.js';
+
+export { albumPageRoutes } from './view-page.js';
+export { startAlbumWorker } from './album-worker.js';
+export type { AlbumWorker, AlbumWorkerOptions } from './album-worker.js';
+export { imageGeneratorFromEnv } from '../images/generator-config.js';
+export { albumQueueName } from './album-jobs.js';
+
+export interface AlbumApiOptions {
+  store: DocumentStore;
+  redisUrl: string | undefined;
+  /** connect makes a command connection (with a timeout) that the app closes. */
+  connect: () => Redis;
+  sseKeepAliveMs: number;
+}
+
+export function albumApi(options: AlbumApiOptions): { router: Router; close(): Promise<void> } {
+  const redis = options.redisUrl ? options.connect() : undefined;
+  const hub = options.redisUrl ? new ChannelHub(options.redisUrl) : undefined;
+  const albums = albumRoutes({ store: options.store, blobs: new BlobStore(options.store), redis });
+  const events = eventStreamRoutes({ redis, hub, keepAliveMs: options.sseKeepAliveMs });
+  const router = Router();
+  router.use(albums.router, events.router);
+  return {
+    router,
+    async close() {
+      events.close();
+      hub?.close();
+      await albums.close();
+    },
+  };
+}
