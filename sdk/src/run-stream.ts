@@ -85,8 +85,9 @@ export async function* readRunEvents(transport: StreamTransport, options: RunStr
           const { done, value } = await reader.read();
           // The consumer's time between events is not the server's silence.
           clearTimeout(idleTimer);
-          const text = done ? decoder.decode() : decoder.decode(value, { stream: true });
-          for (const sseEvent of parser.push(text)) {
+          const sseEvents = done ? [...parser.push(decoder.decode()), ...parser.end()]
+            : parser.push(decoder.decode(value, { stream: true }));
+          for (const sseEvent of sseEvents) {
             serverRetryMs = sseEvent.retryMs;
             const event = decodeRunEvent(sseEvent);
             if (event.id !== '') lastEventId = event.id;
@@ -97,6 +98,8 @@ export async function* readRunEvents(transport: StreamTransport, options: RunStr
           if (done) break;
         }
       } finally {
+        // Abort too, so the socket closes however the loop is left: complete, an error, or the consumer breaking out.
+        connection.abort();
         await reader.cancel().catch(() => undefined);
       }
       reason = new SvcStreamError('ENDED_EARLY', 'the stream ended before its complete event');

@@ -64,12 +64,20 @@ export class SseParser {
     return events;
   }
 
-  /** end reports the end of the stream; an event without its blank line is discarded, as the spec says. */
-  end(): void {
+  /** end reports the end of the stream and returns what a final CR completes; an event without its blank
+   * line is discarded, as the spec says. */
+  end(): SseEvent[] {
+    const events: SseEvent[] = [];
+    if (this.buffer.endsWith('\r')) {
+      // The CR held back in case an LF followed ends a line after all.
+      const event = this.processLine(this.buffer.slice(0, -1));
+      if (event) events.push(event);
+    }
     this.buffer = '';
     this.dataLines = [];
     this.dataLength = 0;
     this.eventType = '';
+    return events;
   }
 
   private processLine(line: string): SseEvent | null {
