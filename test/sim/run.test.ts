@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,7 +28,7 @@ describe('sim/run', () => {
     assert.notEqual(a.traceHash, c.traceHash);
   });
 
-  it('writes one JSON object per event to --trace without changing the run', () => {
+  it('writes one JSON object per event to --trace, whose SHA-256 is the trace hash', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sim-trace-'));
     try {
       const file = join(dir, 'trace.jsonl');
@@ -36,6 +37,7 @@ describe('sim/run', () => {
       assert.ok(lines.length > 100);
       for (const line of lines.slice(0, 500)) assert.equal(typeof JSON.parse(line), 'object');
       assert.equal(withFile.traceHash, runSim(optionsFor(5, SHORT)).traceHash, 'writing the file does not change the run');
+      assert.equal(createHash('sha256').update(readFileSync(file)).digest('hex'), withFile.traceHash, 'trace= is the SHA-256 of the file');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
