@@ -84,6 +84,8 @@ export class FailingGenerator implements ImageGenerator {
   readonly failShots = new Map<string, { retryable: boolean; times: number }>();
   shotCalls = 0;
   anchorCalls = 0;
+  /** gate, while set, holds every shot until it resolves. */
+  gate: Promise<void> | null = null;
 
   constructor(private readonly inner: ImageGenerator) {}
 
@@ -94,6 +96,7 @@ export class FailingGenerator implements ImageGenerator {
 
   async generateShot(request: ShotRequest): Promise<Buffer> {
     this.shotCalls++;
+    await this.gate;
     const failure = this.failShots.get(request.direction.name);
     if (failure && failure.times > 0) {
       failure.times--;
