@@ -8,10 +8,10 @@ export const albumNameLengthMax = 128;
 export const directionFieldLengthMax = 200;
 /**
  * imagePromptLengthMax bounds the prompt composed from the subject and one direction (what an image service
- * receives); beyond it: 422 PROMPT_TOO_LONG. 4000 is the smallest limit of the common OpenAI image models
- * that accept long prompts.
+ * receives); beyond it: 422 PROMPT_TOO_LONG. It is below subject + six full fields, so long fields that pass
+ * one by one can still be refused together, and well within what common image services accept (4000+).
  */
-export const imagePromptLengthMax = 4000;
+export const imagePromptLengthMax = 2000;
 /** shotsPerAlbumMax bounds the directions (and so the shots) of one album; beyond it: 422 TOO_MANY_SHOTS. */
 export const shotsPerAlbumMax = 24;
 /** imageSidePxMin and imageSidePxMax bound an album's image width and height; outside: 422 IMAGE_SIZE_UNSUPPORTED. */
