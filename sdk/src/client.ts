@@ -1,13 +1,17 @@
 // SvcClient is the SDK's entry point: the generated operations (SvcApi, from the OpenAPI document) on an HTTP
-// client that sends the API key, bounds each call, and throws typed errors, plus the run-stream helpers.
+// client that sends the API key, bounds each call, and throws typed errors, plus the event-stream helpers.
 import { SvcApi } from './gen/sdk.gen.js';
 import { createClient, createConfig } from './gen/client/index.js';
 import type { Client } from './gen/client/index.js';
 import { SvcError, SvcStreamError, apiErrorFromBody, connectionError } from './errors.js';
 import { apiKeyEnvName, requestTimeoutMsDefault, serverUrlEnvName } from './limits.js';
-import { readRunEvents } from './run-stream.js';
-import type { RunStreamOptions } from './run-stream.js';
-import type { RunCompleteData, RunEvent } from './run-events.js';
+import { readEventStream } from './event-stream.js';
+import type { StreamOptions } from './event-stream.js';
+import { channelEventDecoder, runEventDecoder } from './run-events.js';
+import type { ChannelEvent, RunCompleteData, RunEvent } from './run-events.js';
+
+/** userEventsPath is the caller's user channel (album progress), an open-ended stream. */
+const userEventsPath = '/events';
 
 export interface SvcClientOptions {
   /** apiKey is sent as X-API-Key. Default: the SVC_API_KEY environment variable; without either no key is sent,
@@ -53,20 +57,31 @@ export class SvcClient extends SvcApi {
    * runEvents iterates a run's events (streamUrl from runCommand, relative to the server URL) until `complete`,
    * reconnecting with Last-Event-ID when the connection drops. Breaking out of the loop closes the stream.
    */
-  runEvents(streamUrl: string, options: RunStreamOptions = {}): AsyncGenerator<RunEvent, void, undefined> {
-    const url = this.resolveStreamUrl(streamUrl);
-    const headers: Record<string, string> = this.#apiKey === undefined ? {} : { 'x-api-key': this.#apiKey };
-    return readRunEvents({ url, headers, fetch: this.#fetch }, options);
+  runEvents(streamUrl: string, options: StreamOptions = {}): AsyncGenerator<RunEvent, void, undefined> {
+    return readEventStream(this.streamTransport(streamUrl), runEventDecoder, options);
+  }
+
+  /**
+   * userEvents iterates the caller's user channel (GET /events: album progress) with the same reconnects. It
+   * has no last event: stop it with break or options.signal. Without options.lastEventId it starts now.
+   */
+  userEvents(options: StreamOptions = {}): AsyncGenerator<ChannelEvent, void, undefined> {
+    return readEventStream(this.streamTransport(userEventsPath), channelEventDecoder, options);
   }
 
   /** streamRun calls onEvent for each event of the run, in order, and resolves with the `complete` event's data. */
   async streamRun(streamUrl: string, onEvent: (event: RunEvent) => void | Promise<void>,
-    options: RunStreamOptions = {}): Promise<RunCompleteData> {
+    options: StreamOptions = {}): Promise<RunCompleteData> {
     for await (const event of this.runEvents(streamUrl, options)) {
       await onEvent(event);
       if (event.event === 'complete') return event.data;
     }
     throw new SvcStreamError('ENDED_EARLY', 'the stream ended before its complete event');
+  }
+
+  private streamTransport(streamUrl: string) {
+    const headers: Record<string, string> = this.#apiKey === undefined ? {} : { 'x-api-key': this.#apiKey };
+    return { url: this.resolveStreamUrl(streamUrl), headers, fetch: this.#fetch };
   }
 
   /** resolveStreamUrl makes streamUrl absolute; it refuses another origin, which would be sent the API key. */

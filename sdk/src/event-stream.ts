@@ -1,19 +1,18 @@
-// readRunEvents consumes a run's event stream over fetch and survives dropped connections: it reconnects with
+// readEventStream consumes an event stream over fetch and survives dropped connections: it reconnects with
 // Last-Event-ID set to the last event it delivered, so no event is repeated or skipped, and it ends after the
-// `complete` event. A stream that goes silent past idleTimeoutMs (the server sends keep-alives) counts as
-// dropped. Reconnects are bounded: reconnectAttemptsMax in a row that deliver nothing, then RECONNECT_LIMIT.
+// event its decoder calls final (a run's `complete`). A stream that goes silent past idleTimeoutMs (the server
+// sends keep-alives) counts as dropped. Reconnects are bounded: reconnectAttemptsMax in a row that deliver
+// nothing, then RECONNECT_LIMIT.
 import {
   SvcApiError, SvcError, SvcStreamError, apiErrorFromResponse, connectionError,
 } from './errors.js';
 import {
   reconnectAttemptsMaxDefault, reconnectDelayMsDefault, reconnectDelayMsMax, streamIdleTimeoutMsDefault,
 } from './limits.js';
-import { decodeRunEvent } from './run-events.js';
-import type { RunEvent } from './run-events.js';
 import { SseParser } from './sse-parser.js';
-import type { SseLimits } from './sse-parser.js';
+import type { SseEvent, SseLimits } from './sse-parser.js';
 
-export interface RunStreamOptions {
+export interface StreamOptions {
   /** lastEventId resumes after this event, as a reconnect does; by default the stream starts at its beginning. */
   lastEventId?: string;
   /** signal stops the stream; the iterator then throws SvcStreamError ABORTED. */
@@ -42,11 +41,17 @@ export interface StreamTransport {
   headers: Record<string, string>;
 }
 
+/** EventDecoder turns each SSE event into what the stream yields, and says which event ends the stream. */
+export interface EventDecoder<T extends { id: string }> {
+  decode(event: SseEvent): T;
+  isFinal(event: T): boolean;
+}
+
 /** retryableStatuses are answers a later reconnect may get past. */
 const retryableStatuses = new Set([429, 502, 503, 504]);
 
-export async function* readRunEvents(transport: StreamTransport, options: RunStreamOptions = {}):
-  AsyncGenerator<RunEvent, void, undefined> {
+export async function* readEventStream<T extends { id: string }>(transport: StreamTransport,
+  decoder: EventDecoder<T>, options: StreamOptions = {}): AsyncGenerator<T, void, undefined> {
   const idleTimeoutMs = options.idleTimeoutMs ?? streamIdleTimeoutMsDefault;
   const attemptsMax = options.reconnectAttemptsMax ?? reconnectAttemptsMaxDefault;
   const delayMsFirst = options.reconnectDelayMs ?? reconnectDelayMsDefault;
@@ -77,7 +82,7 @@ export async function* readRunEvents(transport: StreamTransport, options: RunStr
         throw new SvcStreamError('NOT_AN_EVENT_STREAM', `expected text/event-stream, got ${contentType || 'no body'}`);
       }
       const parser = new SseParser(options.sseLimits);
-      const decoder = new TextDecoder();
+      const textDecoder = new TextDecoder();
       const reader = response.body.getReader();
       try {
         for (;;) {
@@ -85,15 +90,15 @@ export async function* readRunEvents(transport: StreamTransport, options: RunStr
           const { done, value } = await reader.read();
           // The consumer's time between events is not the server's silence.
           clearTimeout(idleTimer);
-          const sseEvents = done ? [...parser.push(decoder.decode()), ...parser.end()]
-            : parser.push(decoder.decode(value, { stream: true }));
+          const sseEvents = done ? [...parser.push(textDecoder.decode()), ...parser.end()]
+            : parser.push(textDecoder.decode(value, { stream: true }));
           for (const sseEvent of sseEvents) {
             serverRetryMs = sseEvent.retryMs;
-            const event = decodeRunEvent(sseEvent);
+            const event = decoder.decode(sseEvent);
             if (event.id !== '') lastEventId = event.id;
             failures = 0;
             yield event;
-            if (event.event === 'complete') return;
+            if (decoder.isFinal(event)) return;
           }
           if (done) break;
         }
@@ -102,7 +107,7 @@ export async function* readRunEvents(transport: StreamTransport, options: RunStr
         connection.abort();
         await reader.cancel().catch(() => undefined);
       }
-      reason = new SvcStreamError('ENDED_EARLY', 'the stream ended before its complete event');
+      reason = new SvcStreamError('ENDED_EARLY', 'the stream ended before its final event');
     } catch (error) {
       reason = classify(error, options.signal, connection.signal, idleError);
     } finally {

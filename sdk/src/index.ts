@@ -7,9 +7,9 @@ export {
 } from './errors.js';
 export type { ApiErrorCode, AuthErrorCode, ConnectionErrorCode, StreamErrorCode } from './errors.js';
 export type {
-  RunCompleteData, RunEvent, RunFinalStatus, RunNoticeData, RunOutputData, RunQueuedData, RunStartedData,
+  ChannelEvent, RunCompleteData, RunEvent, RunFinalStatus, RunNoticeData, RunOutputData, RunQueuedData, RunStartedData,
 } from './run-events.js';
-export type { ReconnectInfo, RunStreamOptions } from './run-stream.js';
+export type { ReconnectInfo, StreamOptions } from './event-stream.js';
 export { SseParser } from './sse-parser.js';
 export type { SseEvent, SseLimits } from './sse-parser.js';
 export * as limits from './limits.js';

@@ -1,6 +1,7 @@
 // The events of an agent run's stream (GET /runs/{id}/events). The OpenAPI document describes the stream only
 // as text/event-stream, so these payload types are written here, from its description and api/runs.
 import { SvcStreamError } from './errors.js';
+import type { EventDecoder } from './event-stream.js';
 import type { SseEvent } from './sse-parser.js';
 
 export type RunFinalStatus = 'succeeded' | 'failed' | 'cancelled' | 'timed_out';
@@ -52,3 +53,31 @@ export function decodeRunEvent(event: SseEvent): RunEvent {
   }
   return { id: event.id, event: event.event, data } as RunEvent;
 }
+
+/** runEventDecoder decodes a run's stream, which ends with its `complete` event. */
+export const runEventDecoder: EventDecoder<RunEvent> = {
+  decode: decodeRunEvent,
+  isFinal: (event) => event.event === 'complete',
+};
+
+/** ChannelEvent is an event of a stream this SDK does not type (the user channel, GET /events): `data` is the
+ * parsed JSON, or the text when it is not JSON. */
+export interface ChannelEvent {
+  id: string;
+  event: string;
+  data: unknown;
+}
+
+/** channelEventDecoder decodes an open-ended stream: no event ends it, the caller does (break or signal). */
+export const channelEventDecoder: EventDecoder<ChannelEvent> = {
+  decode(event) {
+    let data: unknown = event.data;
+    try {
+      data = JSON.parse(event.data);
+    } catch {
+      // Not JSON: handed over as text.
+    }
+    return { id: event.id, event: event.event, data };
+  },
+  isFinal: () => false,
+};

@@ -163,4 +163,25 @@ describe('sdk: event stream faults (scripted server)', function () {
     assert.ok(streamError instanceof SvcStreamError && streamError.code === 'RECONNECT_LIMIT');
     assert.ok(streamError.cause instanceof SvcApiError && streamError.cause.code === 'UNEXPECTED_RESPONSE');
   });
+
+  it('userEvents follows the open-ended user channel across reconnects until the caller stops', async () => {
+    const server = await scripted([
+      (req, res) => {
+        assert.equal(req.url, '/events');
+        sse(res);
+        res.end(event('1-0', 'album.shot', { albumId: 'alb_1', index: 0, status: 'generating' }));
+      },
+      (_req, res) => { sse(res); res.write(event('1-1', 'album.shot', { albumId: 'alb_1', index: 0, status: 'complete' })); },
+    ]);
+    const seen: unknown[] = [];
+    for await (const item of server.client.userEvents({ lastEventId: '0', reconnectDelayMs: 10 })) {
+      seen.push(item);
+      if (seen.length === 2) break;
+    }
+    assert.deepEqual(seen, [
+      { id: '1-0', event: 'album.shot', data: { albumId: 'alb_1', index: 0, status: 'generating' } },
+      { id: '1-1', event: 'album.shot', data: { albumId: 'alb_1', index: 0, status: 'complete' } },
+    ]);
+    assert.deepEqual(server.lastEventIds, ['0', '1-0']);
+  });
 });

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { CancelRunData, CancelRunErrors, CancelRunResponses, CreateCredentialData, CreateCredentialErrors, CreateCredentialResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateProjectData, CreateProjectErrors, CreateProjectResponses, CreateUserData, CreateUserErrors, CreateUserResponses, DeleteCredentialData, DeleteCredentialErrors, DeleteCredentialResponses, DeleteProjectData, DeleteProjectErrors, DeleteProjectResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetKeyData, GetKeyErrors, GetKeyResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetProjectData, GetProjectErrors, GetProjectResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetRunData, GetRunErrors, GetRunResponses, GetWorkStatsData, GetWorkStatsErrors, GetWorkStatsResponses, ListCredentialsData, ListCredentialsErrors, ListCredentialsResponses, ListKeysData, ListKeysErrors, ListKeysResponses, ListProjectsData, ListProjectsErrors, ListProjectsResponses, ListUsersData, ListUsersErrors, ListUsersResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, RotateKeyData, RotateKeyErrors, RotateKeyResponses, RunCommandData, RunCommandErrors, RunCommandResponses, StreamRunEventsData, StreamRunEventsErrors, StreamRunEventsResponse, StreamRunEventsResponses, UpdateCredentialData, UpdateCredentialErrors, UpdateCredentialResponses, UpdateProjectData, UpdateProjectErrors, UpdateProjectResponses } from './types.gen.js';
+import type { CancelRunData, CancelRunErrors, CancelRunResponses, CreateAlbumData, CreateAlbumErrors, CreateAlbumResponses, CreateCredentialData, CreateCredentialErrors, CreateCredentialResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateProjectData, CreateProjectErrors, CreateProjectResponses, CreateUserData, CreateUserErrors, CreateUserResponses, DeleteAlbumData, DeleteAlbumErrors, DeleteAlbumResponses, DeleteCredentialData, DeleteCredentialErrors, DeleteCredentialResponses, DeleteProjectData, DeleteProjectErrors, DeleteProjectResponses, DeleteShotsData, DeleteShotsErrors, DeleteShotsResponses, GenerateAnchorData, GenerateAnchorErrors, GenerateAnchorResponses, GenerateShotData, GenerateShotErrors, GenerateShotResponses, GenerateShotsData, GenerateShotsErrors, GenerateShotsResponses, GetAlbumData, GetAlbumErrors, GetAlbumImageData, GetAlbumImageErrors, GetAlbumImageResponses, GetAlbumResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetKeyData, GetKeyErrors, GetKeyResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetProjectData, GetProjectErrors, GetProjectResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetRunData, GetRunErrors, GetRunResponses, GetWorkStatsData, GetWorkStatsErrors, GetWorkStatsResponses, ListAlbumsData, ListAlbumsErrors, ListAlbumsResponses, ListAlbumTemplatesData, ListAlbumTemplatesErrors, ListAlbumTemplatesResponses, ListCredentialsData, ListCredentialsErrors, ListCredentialsResponses, ListKeysData, ListKeysErrors, ListKeysResponses, ListProjectsData, ListProjectsErrors, ListProjectsResponses, ListUsersData, ListUsersErrors, ListUsersResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, RotateKeyData, RotateKeyErrors, RotateKeyResponses, RunCommandData, RunCommandErrors, RunCommandResponses, StreamRunEventsData, StreamRunEventsErrors, StreamRunEventsResponse, StreamRunEventsResponses, StreamUserEventsData, StreamUserEventsErrors, StreamUserEventsResponse, StreamUserEventsResponses, UpdateCredentialData, UpdateCredentialErrors, UpdateCredentialResponses, UpdateProjectData, UpdateProjectErrors, UpdateProjectResponses, ViewAlbumPageData, ViewAlbumPageErrors, ViewAlbumPageResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -372,6 +372,167 @@ export class SvcApi extends HeyApiClient {
             responseStyle: 'data',
             security: [{ name: 'X-API-Key', type: 'apiKey' }],
             url: '/runs/{id}/events',
+            ...options
+        });
+    }
+    
+    /**
+     * The built-in shot templates
+     */
+    public listAlbumTemplates<ThrowOnError extends boolean = true>(options?: Options<ListAlbumTemplatesData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<ListAlbumTemplatesResponses, ListAlbumTemplatesErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/album-templates',
+            ...options
+        });
+    }
+    
+    /**
+     * List the key's user's albums, oldest first
+     */
+    public listAlbums<ThrowOnError extends boolean = true>(options?: Options<ListAlbumsData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<ListAlbumsResponses, ListAlbumsErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/albums',
+            ...options
+        });
+    }
+    
+    /**
+     * Create an album from a template or your own directions
+     */
+    public createAlbum<ThrowOnError extends boolean = true>(options: Options<CreateAlbumData, ThrowOnError>) {
+        return (options.client ?? this.client).post<CreateAlbumResponses, CreateAlbumErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/albums',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * Delete an album (its queued jobs then do nothing)
+     */
+    public deleteAlbum<ThrowOnError extends boolean = true>(options: Options<DeleteAlbumData, ThrowOnError>) {
+        return (options.client ?? this.client).delete<DeleteAlbumResponses, DeleteAlbumErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/albums/{id}',
+            ...options
+        });
+    }
+    
+    /**
+     * Get an album
+     */
+    public getAlbum<ThrowOnError extends boolean = true>(options: Options<GetAlbumData, ThrowOnError>) {
+        return (options.client ?? this.client).get<GetAlbumResponses, GetAlbumErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/albums/{id}',
+            ...options
+        });
+    }
+    
+    /**
+     * Start generating the anchor from the subject
+     *
+     * Starts a new anchor generation (and resets every shot) unless the same request is in flight.
+     */
+    public generateAnchor<ThrowOnError extends boolean = true>(options: Options<GenerateAnchorData, ThrowOnError>) {
+        return (options.client ?? this.client).post<GenerateAnchorResponses, GenerateAnchorErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/albums/{id}/anchor',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * Discard every shot's image and result
+     */
+    public deleteShots<ThrowOnError extends boolean = true>(options: Options<DeleteShotsData, ThrowOnError>) {
+        return (options.client ?? this.client).delete<DeleteShotsResponses, DeleteShotsErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/albums/{id}/shots',
+            ...options
+        });
+    }
+    
+    /**
+     * Start generating every shot that is not complete
+     */
+    public generateShots<ThrowOnError extends boolean = true>(options: Options<GenerateShotsData, ThrowOnError>) {
+        return (options.client ?? this.client).post<GenerateShotsResponses, GenerateShotsErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/albums/{id}/shots',
+            ...options
+        });
+    }
+    
+    /**
+     * Generate (or regenerate) one shot
+     */
+    public generateShot<ThrowOnError extends boolean = true>(options: Options<GenerateShotData, ThrowOnError>) {
+        return (options.client ?? this.client).post<GenerateShotResponses, GenerateShotErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/albums/{id}/shots/{index}',
+            ...options,
+            headers: {
+                'Content-Type': 'application/json',
+                ...options.headers
+            }
+        });
+    }
+    
+    /**
+     * One of the album's images (anchor or shot), as PNG
+     */
+    public getAlbumImage<ThrowOnError extends boolean = true>(options: Options<GetAlbumImageData, ThrowOnError>) {
+        return (options.client ?? this.client).get<GetAlbumImageResponses, GetAlbumImageErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/albums/{id}/images/{hash}',
+            ...options
+        });
+    }
+    
+    /**
+     * A web page that shows the album live
+     *
+     * The page holds no album data: it asks for the API key, keeps it in the tab (sessionStorage) and sends it in X-API-Key; it follows GET /events to show shots as they complete.
+     */
+    public viewAlbumPage<ThrowOnError extends boolean = true>(options: Options<ViewAlbumPageData, ThrowOnError>) {
+        return (options.client ?? this.client).get<ViewAlbumPageResponses, ViewAlbumPageErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            url: '/albums/{id}/view',
+            ...options
+        });
+    }
+    
+    /**
+     * Server-Sent Events of the caller's channel user:<userId>
+     *
+     * Album events of the key's user, from any node. Without Last-Event-ID the stream starts now; with one it resumes just after it (`0`: from the oldest event kept). Quiet periods carry `: keep-alive` comments.
+     */
+    public streamUserEvents<ThrowOnError extends boolean = true>(options?: Options<StreamUserEventsData, ThrowOnError, StreamUserEventsResponse>) {
+        return (options?.client ?? this.client).sse.get<StreamUserEventsResponses, StreamUserEventsErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/events',
             ...options
         });
     }

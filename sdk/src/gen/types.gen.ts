@@ -181,6 +181,221 @@ export type Run = {
     duration_ms: number | null;
 };
 
+export type ShotDirection = {
+    name: string;
+    /**
+     * extreme close-up, close-up, medium, full, wide, ...
+     */
+    framing: string;
+    /**
+     * front, three-quarter left/right, profile left/right, back, high, low, overhead, dutch
+     */
+    angle: string;
+    /**
+     * studio, soft, high-key, low-key, rembrandt, dramatic, rim, golden hour, warm, cool, flat
+     */
+    lighting: string;
+    /**
+     * pose or arrangement: pair, trio, reflection, tilted, leap, ...
+     */
+    pose: string;
+    /**
+     * white, plain grey, dark, black, pastel, warm/cool/dark gradient, outdoor
+     */
+    background: string;
+};
+
+/**
+ * fields left out take defaults (medium, front, studio, natural, plain grey)
+ */
+export type NewShotDirection = {
+    name: string;
+    /**
+     * extreme close-up, close-up, medium, full, wide, ...
+     */
+    framing?: string;
+    /**
+     * front, three-quarter left/right, profile left/right, back, high, low, overhead, dutch
+     */
+    angle?: string;
+    /**
+     * studio, soft, high-key, low-key, rembrandt, dramatic, rim, golden hour, warm, cool, flat
+     */
+    lighting?: string;
+    /**
+     * pose or arrangement: pair, trio, reflection, tilted, leap, ...
+     */
+    pose?: string;
+    /**
+     * white, plain grey, dark, black, pastel, warm/cool/dark gradient, outdoor
+     */
+    background?: string;
+};
+
+/**
+ * Exactly one of `template` and `directions`.
+ */
+export type NewAlbum = {
+    /**
+     * what every image shows; at most 1000 characters
+     */
+    subject: string;
+    name?: Name;
+    template?: 'PortraitSession' | 'ProductShoot' | 'CharacterSheet';
+    /**
+     * at most 24
+     */
+    directions?: Array<NewShotDirection>;
+    /**
+     * 64-1536, default 512
+     */
+    width_px?: number;
+    /**
+     * 64-1536, default 512
+     */
+    height_px?: number;
+};
+
+export type AlbumAnchor = {
+    state: 'none' | 'pending' | 'generating' | 'ready' | 'failed';
+    /**
+     * counts anchor requests
+     */
+    generation: number;
+    seed: number;
+    /**
+     * the AnchorURL, when ready
+     */
+    url: string | null;
+    /**
+     * BLAKE3 of the anchor PNG
+     */
+    hash: string | null;
+    error: string | null;
+    attempts: number;
+    /**
+     * ISO 8601 time, or null
+     */
+    requested_at: string | null;
+    /**
+     * ISO 8601 time, or null
+     */
+    started_at: string | null;
+    /**
+     * ISO 8601 time, or null
+     */
+    completed_at: string | null;
+};
+
+export type Shot = {
+    index: number;
+    direction: ShotDirection;
+    status: 'pending' | 'generating' | 'complete' | 'failed';
+    variation: number;
+    image_url: string | null;
+    error: string | null;
+    attempts: number;
+    /**
+     * ISO 8601 time, or null
+     */
+    requested_at: string | null;
+    /**
+     * ISO 8601 time, or null
+     */
+    started_at: string | null;
+    /**
+     * ISO 8601 time, or null
+     */
+    completed_at: string | null;
+};
+
+export type Album = {
+    id: Id;
+    name: string | null;
+    subject: string;
+    template: 'PortraitSession' | 'ProductShoot' | 'CharacterSheet' | null;
+    width_px: number;
+    height_px: number;
+    anchor: AlbumAnchor;
+    shots: Array<Shot>;
+    shot_counts: {
+        pending: number;
+        generating: number;
+        complete: number;
+        failed: number;
+    };
+    created_at: Timestamp;
+    updated_at: Timestamp;
+};
+
+export type AnchorRequest = {
+    /**
+     * another seed, another anchor
+     */
+    seed?: number;
+};
+
+export type ShotRequest = {
+    /**
+     * another variation, another take
+     */
+    variation?: number;
+};
+
+export type AnchorAccepted = {
+    album: Album;
+    /**
+     * the SSE stream of your events
+     */
+    eventsUrl: string;
+    /**
+     * false when the same request was already in flight
+     */
+    queued: boolean;
+};
+
+export type ShotAccepted = {
+    album: Album;
+    /**
+     * the SSE stream of your events
+     */
+    eventsUrl: string;
+    /**
+     * false when the same request was already in flight
+     */
+    queued: boolean;
+};
+
+export type ShotsAccepted = {
+    album: Album;
+    /**
+     * the SSE stream of your events
+     */
+    eventsUrl: string;
+    /**
+     * indexes of shots with a job
+     */
+    queuedShots: Array<number>;
+};
+
+export type ShotsDeleted = {
+    album: Album;
+    /**
+     * shots that had a result or a job
+     */
+    discarded: number;
+};
+
+export type AlbumTemplate = {
+    name: 'PortraitSession' | 'ProductShoot' | 'CharacterSheet';
+    description: string;
+    directions: Array<ShotDirection>;
+};
+
+export type AlbumTemplates = {
+    items: Array<AlbumTemplate>;
+};
+
 export type GetHealthData = {
     body?: never;
     path?: never;
@@ -1261,3 +1476,562 @@ export type StreamRunEventsResponses = {
 };
 
 export type StreamRunEventsResponse = StreamRunEventsResponses[keyof StreamRunEventsResponses];
+
+export type ListAlbumTemplatesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/album-templates';
+};
+
+export type ListAlbumTemplatesErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type ListAlbumTemplatesError = ListAlbumTemplatesErrors[keyof ListAlbumTemplatesErrors];
+
+export type ListAlbumTemplatesResponses = {
+    /**
+     * templates
+     */
+    200: AlbumTemplates;
+};
+
+export type ListAlbumTemplatesResponse = ListAlbumTemplatesResponses[keyof ListAlbumTemplatesResponses];
+
+export type ListAlbumsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        limit?: number;
+        cursor?: string;
+    };
+    url: '/albums';
+};
+
+export type ListAlbumsErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type ListAlbumsError = ListAlbumsErrors[keyof ListAlbumsErrors];
+
+export type ListAlbumsResponses = {
+    /**
+     * albums
+     */
+    200: {
+        items: Array<Album>;
+        next_cursor: string | null;
+    };
+};
+
+export type ListAlbumsResponse = ListAlbumsResponses[keyof ListAlbumsResponses];
+
+export type CreateAlbumData = {
+    body: NewAlbum;
+    path?: never;
+    query?: never;
+    url: '/albums';
+};
+
+export type CreateAlbumErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * SUBJECT_TOO_LONG, TOO_MANY_SHOTS, DIRECTION_TOO_LONG, PROMPT_TOO_LONG, IMAGE_SIZE_UNSUPPORTED or TEMPLATE_OR_DIRECTIONS
+     */
+    422: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type CreateAlbumError = CreateAlbumErrors[keyof CreateAlbumErrors];
+
+export type CreateAlbumResponses = {
+    /**
+     * created; every shot is pending and the anchor is none
+     */
+    201: Album;
+};
+
+export type CreateAlbumResponse = CreateAlbumResponses[keyof CreateAlbumResponses];
+
+export type DeleteAlbumData = {
+    body?: never;
+    path: {
+        id: Id;
+    };
+    query?: never;
+    url: '/albums/{id}';
+};
+
+export type DeleteAlbumErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * NOT_FOUND: no such album for this key
+     */
+    404: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type DeleteAlbumError = DeleteAlbumErrors[keyof DeleteAlbumErrors];
+
+export type DeleteAlbumResponses = {
+    /**
+     * deleted
+     */
+    204: void;
+};
+
+export type DeleteAlbumResponse = DeleteAlbumResponses[keyof DeleteAlbumResponses];
+
+export type GetAlbumData = {
+    body?: never;
+    path: {
+        id: Id;
+    };
+    query?: never;
+    url: '/albums/{id}';
+};
+
+export type GetAlbumErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * NOT_FOUND: no such album for this key
+     */
+    404: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type GetAlbumError = GetAlbumErrors[keyof GetAlbumErrors];
+
+export type GetAlbumResponses = {
+    /**
+     * the album
+     */
+    200: Album;
+};
+
+export type GetAlbumResponse = GetAlbumResponses[keyof GetAlbumResponses];
+
+export type GenerateAnchorData = {
+    body?: AnchorRequest;
+    path: {
+        id: Id;
+    };
+    query?: never;
+    url: '/albums/{id}/anchor';
+};
+
+export type GenerateAnchorErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * NOT_FOUND: no such album for this key
+     */
+    404: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe
+     */
+    503: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type GenerateAnchorError = GenerateAnchorErrors[keyof GenerateAnchorErrors];
+
+export type GenerateAnchorResponses = {
+    /**
+     * accepted
+     */
+    202: AnchorAccepted;
+};
+
+export type GenerateAnchorResponse = GenerateAnchorResponses[keyof GenerateAnchorResponses];
+
+export type DeleteShotsData = {
+    body?: never;
+    path: {
+        id: Id;
+    };
+    query?: never;
+    url: '/albums/{id}/shots';
+};
+
+export type DeleteShotsErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * NOT_FOUND: no such album for this key
+     */
+    404: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type DeleteShotsError = DeleteShotsErrors[keyof DeleteShotsErrors];
+
+export type DeleteShotsResponses = {
+    /**
+     * every shot is pending again
+     */
+    200: ShotsDeleted;
+};
+
+export type DeleteShotsResponse = DeleteShotsResponses[keyof DeleteShotsResponses];
+
+export type GenerateShotsData = {
+    body?: never;
+    path: {
+        id: Id;
+    };
+    query?: never;
+    url: '/albums/{id}/shots';
+};
+
+export type GenerateShotsErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * NOT_FOUND: no such album for this key
+     */
+    404: Error;
+    /**
+     * ANCHOR_REQUIRED: the anchor is not ready
+     */
+    422: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe
+     */
+    503: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type GenerateShotsError = GenerateShotsErrors[keyof GenerateShotsErrors];
+
+export type GenerateShotsResponses = {
+    /**
+     * accepted
+     */
+    202: ShotsAccepted;
+};
+
+export type GenerateShotsResponse = GenerateShotsResponses[keyof GenerateShotsResponses];
+
+export type GenerateShotData = {
+    body?: ShotRequest;
+    path: {
+        id: Id;
+        index: number;
+    };
+    query?: never;
+    url: '/albums/{id}/shots/{index}';
+};
+
+export type GenerateShotErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * NOT_FOUND: no such album, or no shot at this index
+     */
+    404: Error;
+    /**
+     * ANCHOR_REQUIRED: the anchor is not ready
+     */
+    422: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe
+     */
+    503: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type GenerateShotError = GenerateShotErrors[keyof GenerateShotErrors];
+
+export type GenerateShotResponses = {
+    /**
+     * accepted
+     */
+    202: ShotAccepted;
+};
+
+export type GenerateShotResponse = GenerateShotResponses[keyof GenerateShotResponses];
+
+export type GetAlbumImageData = {
+    body?: never;
+    path: {
+        id: Id;
+        hash: string;
+    };
+    query?: never;
+    url: '/albums/{id}/images/{hash}';
+};
+
+export type GetAlbumImageErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * NOT_FOUND: the album does not show this image
+     */
+    404: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type GetAlbumImageError = GetAlbumImageErrors[keyof GetAlbumImageErrors];
+
+export type GetAlbumImageResponses = {
+    /**
+     * the image
+     */
+    200: Blob | File;
+};
+
+export type GetAlbumImageResponse = GetAlbumImageResponses[keyof GetAlbumImageResponses];
+
+export type ViewAlbumPageData = {
+    body?: never;
+    path: {
+        id: Id;
+    };
+    query?: never;
+    url: '/albums/{id}/view';
+};
+
+export type ViewAlbumPageErrors = {
+    /**
+     * failure
+     */
+    default: Error;
+};
+
+export type ViewAlbumPageError = ViewAlbumPageErrors[keyof ViewAlbumPageErrors];
+
+export type ViewAlbumPageResponses = {
+    /**
+     * the page
+     */
+    200: string;
+};
+
+export type ViewAlbumPageResponse = ViewAlbumPageResponses[keyof ViewAlbumPageResponses];
+
+export type StreamUserEventsData = {
+    body?: never;
+    headers?: {
+        'Last-Event-ID'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/events';
+};
+
+export type StreamUserEventsErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * QUEUE_UNAVAILABLE
+     */
+    503: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type StreamUserEventsError = StreamUserEventsErrors[keyof StreamUserEventsErrors];
+
+export type StreamUserEventsResponses = {
+    /**
+     * the event stream
+     */
+    200: string;
+};
+
+export type StreamUserEventsResponse = StreamUserEventsResponses[keyof StreamUserEventsResponses];
