@@ -177,11 +177,11 @@ describe('albums: the state machine', () => {
         const job = jobs.get(step.shot);
         if (!job) continue;
         const before = album;
-        const result = step.kind === 'start' ? startShot(album, job, now)
+        const result: AlbumStep<{ albumComplete?: unknown }> = step.kind === 'start' ? startShot(album, job, now)
           : step.kind === 'complete' ? completeShot(album, job, hash, now)
             : failShot(album, job, 'e', step.kind === 'fail', now);
         album = apply(album, result);
-        const complete = 'albumComplete' in result.result ? result.result.albumComplete : null;
+        const complete = result.result.albumComplete ?? null;
         if (complete) {
           // Reported only by the write that ended the last outstanding shot.
           assert.ok(result.album !== null);
