@@ -4,12 +4,12 @@
 // scenarios and tests drive directly.
 import type { AdminOp, Compat, Effect, EngineConfig, EngineLimits, EngineStatus, Input, NodeStats } from '../engine/types.js';
 import { MemberRole, type Roster } from '../engine/types.js';
-import type { RpcRequest, RpcStatus, SnapshotHeader } from '../engine/rpc.js';
+import type { RpcStatus } from '../engine/rpc.js';
 import { StatusCode } from '../engine/rpc.js';
 import { DEFAULT_LIMITS, CURRENT_COMPAT } from '../engine/limits.js';
 import { bootstrapRoster } from '../engine/roster.js';
-import { captureArtifact, readMeta, readStateText, verifyFiles, type Artifact } from './artifacts.js';
-import { CallTable, callKindOf, type CallKind, type OutboundCall } from './calls.js';
+import { captureArtifact } from './artifacts.js';
+import { callKindOf } from './calls.js';
 import type { Checker, CheckerWorld } from './checkers/checker.js';
 import { CheckerSuite } from './checkers/suite.js';
 import { NodeClock } from './clock.js';
@@ -23,7 +23,8 @@ import { Prng } from './prng.js';
 import { Trace } from './trace.js';
 import { traceLine } from './trace-format.js';
 import { InvariantViolation, violate } from './violation.js';
-import { carryChunk, carryHeader, carryRequest, carryResponse, shallowRequest, shallowResponse, unreachable } from './wire.js';
+import { RpcRouter } from './rpc-router.js';
+import { unreachable } from './wire.js';
 
 export interface FounderSpec {
   compat?: Compat;
@@ -69,10 +70,8 @@ export class Cluster implements CheckerWorld {
   readonly tickMs: number;
   readonly foundingRoster: Roster;
   eventCount = 0;
-  private readonly wireEvery: number;
-  private wireCount = 0;
   private readonly queue = new EventQueue<SimEvent>();
-  private readonly calls = new CallTable();
+  private readonly router: RpcRouter;
   private readonly byGrpc = new Map<string, SimNode>();
   private readonly byHttp = new Map<string, SimNode>();
   private readonly byMemberId = new Map<number, SimNode>();
@@ -96,7 +95,6 @@ export class Cluster implements CheckerWorld {
     this.tickMs = config.tickMs ?? SIM_LIMITS.tickMs;
     this.limits = { ...DEFAULT_LIMITS, ...config.engineLimits };
     this.trace = config.trace ?? new Trace();
-    this.wireEvery = config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery;
     const slotCount = config.founders.length + config.joinerSlotCount;
     this.network = new Network(this.rootPrng.fork('network'), config.network, slotCount);
     const clockPrng = this.rootPrng.fork('clock');
@@ -116,6 +114,18 @@ export class Cluster implements CheckerWorld {
     roster.members = roster.members.map((m, i) => (config.founders[i]!.learner ? { ...m, role: MemberRole.Learner } : m));
     this.foundingRoster = roster;
     this.checkers = new CheckerSuite(this, config.extraCheckers ?? []);
+    this.router = new RpcRouter({
+      now: () => this.nowUs,
+      nodes: this.nodes,
+      network: this.network,
+      limits: this.limits,
+      tickMs: this.tickMs,
+      checkers: this.checkers,
+      push: (atUs, event) => this.queue.push(atUs, event),
+      step: (node, input) => this.step(node, input),
+      guard: (node, what, run) => this.guard(node, what, run),
+      nodeByGrpcAddr: (addr) => this.byGrpc.get(addr),
+    }, this.storagePrng, config.storage.snapshotCorruptProbability, config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery);
   }
 
   // ---- the world as checkers and scripts see it ----
@@ -222,7 +232,7 @@ export class Cluster implements CheckerWorld {
     node.inbox = [];
     node.openRequests.clear();
     node.machine.reset();
-    this.calls.forgetNode(node.index);
+    this.router.calls.forgetNode(node.index);
     this.checkers.onCrash(node);
     this.recordWorld(`crash ${node.name} kept ${torn.keptAppendCount} torn ${torn.tornEntryCount}`);
   }
@@ -245,7 +255,7 @@ export class Cluster implements CheckerWorld {
     const node = this.node(ref);
     if (node.state !== 'paused') return;
     node.state = 'up';
-    const queued = node.inbox as SimEvent[];
+    const queued = node.inbox;
     node.inbox = [];
     for (const event of queued) this.queue.push(this.nowUs, event);
     this.recordWorld(`resume ${node.name} inbox ${queued.length}`);
@@ -368,13 +378,13 @@ export class Cluster implements CheckerWorld {
     const node = this.nodes[event.node]!;
     if (event.k === 'request') {
       if (node.state === 'paused') node.inbox.push(event);
-      else if (node.state === 'up') this.serve(node, event.callKey, event.request);
-      else if (!event.copy) this.refuse(event.callKey, event.node);
+      else if (node.state === 'up') this.router.serve(node, event.callKey, event.request);
+      else if (!event.copy) this.router.refuse(event.callKey, event.node);
       return;
     }
     if (event.k === 'statusAsk') {
       if (node.state === 'paused') node.inbox.push(event);
-      else if (node.state === 'up') this.answerStatus(node, event.from, event.fromInc);
+      else if (node.state === 'up') this.router.answerStatus(node, event.from, event.fromInc);
       return;
     }
     if (event.inc !== node.incarnation || !node.isLive) return;
@@ -396,19 +406,19 @@ export class Cluster implements CheckerWorld {
         this.step(node, event.input);
         return;
       case 'answer': {
-        const call = this.calls.outbound.get(event.callKey);
+        const call = this.router.calls.outbound.get(event.callKey);
         if (!call) return;
-        if (event.final) this.settle(call);
+        if (event.final) this.router.settle(call);
         this.step(node, event.input);
         return;
       }
       case 'snapshot':
-        this.receiveSnapshot(node, event);
+        this.router.receiveSnapshot(node, event);
         return;
       case 'deadline': {
-        const call = this.calls.outbound.get(event.callKey);
+        const call = this.router.calls.outbound.get(event.callKey);
         if (!call) return;
-        this.settle(call);
+        this.router.settle(call);
         const input: Input = call.kind === 'snapshot'
           ? { type: 'snapshotFailed', requestId: call.requestId, reason: 'deadline exceeded' }
           : { type: 'callFailed', requestId: call.requestId, status: status(StatusCode.DEADLINE_EXCEEDED, 'deadline exceeded') };
@@ -485,17 +495,17 @@ export class Cluster implements CheckerWorld {
         return;
       }
       case 'send':
-        this.call(node, effect.requestId, effect.to, effect.request, callKindOf(effect.request.method));
+        this.router.call(node, effect.requestId, effect.to, effect.request, callKindOf(effect.request.method));
         return;
       case 'fetchSnapshot':
-        this.call(node, effect.requestId, effect.to, { method: 'FetchSnapshot', body: effect.request }, 'snapshot');
+        this.router.call(node, effect.requestId, effect.to, { method: 'FetchSnapshot', body: effect.request }, 'snapshot');
         return;
       case 'reply':
       case 'replyError':
       case 'streamChunk':
       case 'streamEnd':
       case 'serveSnapshot':
-        this.answer(node, effect);
+        this.router.answer(node, effect);
         return;
       case 'apply':
         for (const entry of effect.entries) {
@@ -549,177 +559,8 @@ export class Cluster implements CheckerWorld {
         unreachable(effect);
     }
   }
-
-  // ---- RPC routing ----
-
-  private call(node: SimNode, requestId: number, to: string, request: RpcRequest, kind: CallKind): void {
-    if (node.openRequests.has(requestId)) {
-      violate('engine-contract', `${node.name} reused requestId ${requestId} while that call is still open`, node.index);
-    }
-    const call = this.calls.open({ caller: node.index, callerInc: node.incarnation, requestId, method: request.method, kind });
-    node.openRequests.set(requestId, call.key);
-    const electionUs = msToUs(this.limits.electionTimeoutTicks * this.tickMs);
-    const deadlineUs = kind === 'unary'
-      ? SIM_LIMITS.callDeadlineElectionTimeouts * electionUs
-      : Math.max(SIM_LIMITS.callDeadlineElectionTimeouts * electionUs, msToUs((this.limits.pullTimeoutTicks + SIM_LIMITS.pullDeadlineExtraTicks) * this.tickMs));
-    this.queue.push(this.nowUs + deadlineUs, { k: 'deadline', node: node.index, inc: node.incarnation, callKey: call.key });
-    const target = this.byGrpc.get(to);
-    if (!target) {
-      this.refuse(call.key, -1);
-      return;
-    }
-    const carried = this.onWire() ? this.guard(node, `encode ${request.method}`, () => carryRequest(request)) : shallowRequest(request);
-    const atUs = this.network.send(node.index, target.index, this.nowUs);
-    if (atUs !== LOST) this.queue.push(atUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: false });
-    for (const copyAtUs of this.network.extraCopies(node.index, target.index, this.nowUs)) {
-      this.queue.push(copyAtUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: true });
-    }
-  }
-
-  /** onWire says whether this message takes the full protobuf round trip (a deterministic sample). */
-  private onWire(): boolean {
-    if (this.wireEvery <= 0) return false;
-    this.wireCount++;
-    return this.wireCount % this.wireEvery === 0;
-  }
-
-  /** refuse answers a call whose target is down or unknown: the connection is refused, quickly. */
-  private refuse(callKey: number, _target: number): void {
-    const call = this.calls.outbound.get(callKey);
-    if (!call) return;
-    const input: Input = call.kind === 'snapshot'
-      ? { type: 'snapshotFailed', requestId: call.requestId, reason: 'connection refused' }
-      : { type: 'callFailed', requestId: call.requestId, status: status(StatusCode.UNAVAILABLE, 'connection refused') };
-    this.queue.push(this.nowUs + msToUs(SIM_LIMITS.connectRefusedDelayMs), { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: -1, callKey, input, final: true });
-  }
-
-  private settle(call: OutboundCall): void {
-    this.calls.outbound.delete(call.key);
-    const node = this.nodes[call.caller]!;
-    if (node.openRequests.get(call.requestId) === call.key) node.openRequests.delete(call.requestId);
-  }
-
-  private serve(node: SimNode, callKey: number, request: RpcRequest): void {
-    const inbound = this.calls.accept(callKey, node.index, node.incarnation, request);
-    this.step(node, { type: 'request', callId: inbound.callId, request });
-  }
-
-  private answer(server: SimNode, effect: Extract<Effect, { callId: number }>): void {
-    const inbound = this.calls.inbound.get(effect.callId);
-    if (!inbound || inbound.serverInc !== server.incarnation || inbound.server !== server.index) {
-      violate('engine-contract', `${server.name} answered (${effect.type}) call ${effect.callId}, which is not open`, server.index);
-    }
-    const method = inbound.request.method;
-    const wrongMethod = (effect.type === 'reply' && effect.response.method !== method)
-      || ((effect.type === 'streamChunk' || effect.type === 'streamEnd') && method !== 'StreamSegments')
-      || (effect.type === 'serveSnapshot' && method !== 'FetchSnapshot')
-      || (effect.type === 'reply' && (method === 'StreamSegments' || method === 'FetchSnapshot'));
-    if (wrongMethod) violate('engine-contract', `${server.name} answered a ${method} call with ${effect.type}`, server.index);
-    if (effect.type !== 'streamChunk') this.calls.inbound.delete(effect.callId);
-    if (effect.type === 'reply' && effect.response.method === 'RequestVote' && inbound.request.method === 'RequestVote') {
-      this.checkers.onVote(server, server.status!, inbound.request.body, effect.response.body);
-    }
-    const call = this.calls.outbound.get(inbound.callKey);
-    if (!call) return;
-    if (call.kind !== 'unary') {
-      if (call.owner === 0) call.owner = effect.callId;
-      else if (call.owner !== effect.callId) return;
-    }
-    if (effect.type === 'serveSnapshot') {
-      this.shipSnapshot(server, call, effect.header);
-      return;
-    }
-    let input: Input;
-    let final = true;
-    switch (effect.type) {
-      case 'reply': input = { type: 'response', requestId: call.requestId, response: this.onWire() ? this.guard(server, 'encode reply', () => carryResponse(effect.response)) : shallowResponse(effect.response) }; break;
-      case 'replyError': input = { type: 'callFailed', requestId: call.requestId, status: copyStatus(effect.status) }; break;
-      case 'streamChunk': input = { type: 'streamChunk', requestId: call.requestId, chunk: this.onWire() ? this.guard(server, 'encode chunk', () => carryChunk(effect.chunk)) : { ...effect.chunk } }; final = false; break;
-      case 'streamEnd': input = { type: 'streamEnded', requestId: call.requestId }; break;
-      default: return unreachable(effect);
-    }
-    const atUs = this.planAnswer(server.index, call);
-    if (atUs === LOST) return;
-    this.queue.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final });
-  }
-
-  /**
-   * planAnswer sends one answer message. A stream's fate (lost or not) is drawn at its first
-   * message; later ones stay in order and are only cut by a partition, which kills the rest.
-   */
-  private planAnswer(server: number, call: OutboundCall): number {
-    if (call.streamLost) return LOST;
-    if (call.kind === 'unary') return this.network.send(server, call.caller, this.nowUs);
-    let atUs = this.network.send(server, call.caller, this.nowUs, call.lastArrivalUs > 0);
-    if (atUs === LOST) {
-      call.streamLost = true;
-      return LOST;
-    }
-    atUs = Math.max(atUs, call.lastArrivalUs);
-    call.lastArrivalUs = atUs;
-    return atUs;
-  }
-
-  private shipSnapshot(server: SimNode, call: OutboundCall, header: SnapshotHeader): void {
-    const carried = this.onWire() ? this.guard(server, 'encode snapshot header', () => carryHeader(header)) : { ...header };
-    let files: Map<string, Uint8Array> | null = null;
-    let failure = '';
-    if (header.needed) {
-      const artifact = server.artifacts.forHeader(header);
-      if (!artifact) failure = `server ${server.name} has no artifact matching the header it served (seq ${header.snapshotSeq})`;
-      else files = this.maybeCorrupt(artifact.files);
-    }
-    const atUs = this.planAnswer(server.index, call);
-    if (atUs === LOST) return;
-    this.queue.push(atUs, { k: 'snapshot', node: call.caller, inc: call.callerInc, from: server.index, callKey: call.key, header: carried, files, failure });
-  }
-
-  private maybeCorrupt(files: Map<string, Uint8Array>): Map<string, Uint8Array> {
-    const copy = new Map(files);
-    if (!this.storagePrng.chance(this.config.storage.snapshotCorruptProbability)) return copy;
-    const paths = [...copy.keys()];
-    const path = this.storagePrng.pick(paths);
-    const bytes = Uint8Array.from(copy.get(path)!);
-    if (bytes.length > 0) bytes[this.storagePrng.int(bytes.length)] ^= 0x20;
-    copy.set(path, bytes);
-    return copy;
-  }
-
-  private receiveSnapshot(node: SimNode, event: Extract<SimEvent, { k: 'snapshot' }>): void {
-    const call = this.calls.outbound.get(event.callKey);
-    if (!call) return;
-    this.settle(call);
-    const requestId = call.requestId;
-    const fail = (reason: string): void => this.step(node, { type: 'snapshotFailed', requestId, reason });
-    if (event.failure) return fail(event.failure);
-    if (!event.header.needed) return fail('not-needed');
-    const files = event.files!;
-    const badFile = verifyFiles(event.header, files);
-    if (badFile) return fail(`bad artifact: ${badFile}`);
-    const meta = readMeta(files);
-    if (!meta) return fail('bad artifact: meta.json unreadable');
-    if (meta.seq !== event.header.snapshotSeq) return fail(`bad artifact: meta.json seq ${meta.seq} != header ${event.header.snapshotSeq}`);
-    const stateError = node.machine.load(readStateText(files) ?? '');
-    if (stateError) return fail(`bad artifact: ${stateError}`);
-    node.storage.installSnapshot(meta);
-    const artifact: Artifact = { meta, header: event.header, files, origin: 'installed' };
-    node.artifacts.add(artifact);
-    this.checkers.onArtifact(node, artifact, 'installed');
-    this.step(node, { type: 'snapshotInstalled', requestId, meta, header: event.header });
-  }
-
-  private answerStatus(target: SimNode, asker: number, askerInc: number): void {
-    const leaderLastSeq = target.storage.durable.lastSeq;
-    const atUs = this.network.send(target.index, asker, this.nowUs);
-    if (atUs === LOST) return;
-    this.queue.push(atUs, { k: 'input', node: asker, inc: askerInc, input: { type: 'statusPolled', leaderLastSeq }, netFrom: target.index });
-  }
 }
 
 function status(code: RpcStatus['code'], details: string): RpcStatus {
   return { code, details, trailers: {} };
-}
-
-function copyStatus(s: RpcStatus): RpcStatus {
-  return { code: s.code, details: s.details, trailers: { ...s.trailers } };
 }

@@ -22,10 +22,3 @@ export type SimEvent =
   /** statusAsk: a status poll reaches the node it asks (the leader's status endpoint). */
   | { k: 'statusAsk'; node: number; from: number; fromInc: number }
   | { k: 'world'; label: string; run: () => void };
-
-/** NODE_NONE marks an event that belongs to the world, not a node. */
-export const NODE_NONE = -1;
-
-export function eventNode(event: SimEvent): number {
-  return event.k === 'world' ? NODE_NONE : event.node;
-}

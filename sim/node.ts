@@ -7,6 +7,7 @@ import { SimStorage, copyHardState } from './storage.js';
 import { ArtifactStore, readStateText } from './artifacts.js';
 import { KvStateMachine } from './state-machine.js';
 import type { NodeClock } from './clock.js';
+import type { SimEvent } from './events.js';
 
 /** EngineLike is the engine's public API; tests may drive the world with a stand-in. */
 export interface EngineLike {
@@ -40,7 +41,7 @@ export class SimNode {
   readonly artifacts = new ArtifactStore();
   readonly machine = new KvStateMachine();
   /** inbox holds events that arrived while paused, in arrival order. */
-  inbox: unknown[] = [];
+  inbox: SimEvent[] = [];
   /** openRequests maps this incarnation's requestIds to call-table keys. */
   readonly openRequests = new Map<number, number>();
   seeds: string[] = [];

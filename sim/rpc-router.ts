@@ -1,0 +1,214 @@
+// RpcRouter carries calls between engines over the simulated network: the
+// call table, deadlines, refusals, stream ordering, duplicate answers, snapshot
+// transfer (verify, install) and status polls. The Cluster hosts it.
+import type { Effect, EngineLimits, Input } from '../engine/types.js';
+import type { RpcRequest, RpcStatus, SnapshotHeader } from '../engine/rpc.js';
+import { StatusCode } from '../engine/rpc.js';
+import { readMeta, readStateText, verifyFiles, type Artifact } from './artifacts.js';
+import { CallTable, type CallKind, type OutboundCall } from './calls.js';
+import type { CheckerSuite } from './checkers/suite.js';
+import type { SimEvent } from './events.js';
+import { SIM_LIMITS, msToUs } from './limits.js';
+import { LOST, type Network } from './network.js';
+import type { SimNode } from './node.js';
+import type { Prng } from './prng.js';
+import { violate } from './violation.js';
+import { carryChunk, carryHeader, carryRequest, carryResponse, shallowRequest, shallowResponse, unreachable } from './wire.js';
+
+/** RouterHost is what the router needs from the world around it. */
+export interface RouterHost {
+  now(): number;
+  readonly nodes: readonly SimNode[];
+  readonly network: Network;
+  readonly limits: EngineLimits;
+  readonly tickMs: number;
+  readonly checkers: CheckerSuite;
+  push(atUs: number, event: SimEvent): void;
+  step(node: SimNode, input: Input): void;
+  guard<T>(node: SimNode, what: string, run: () => T): T;
+  nodeByGrpcAddr(addr: string): SimNode | undefined;
+}
+
+export class RpcRouter {
+  readonly calls = new CallTable();
+  private wireCount = 0;
+
+  constructor(
+    private readonly host: RouterHost,
+    private readonly prng: Prng,
+    private readonly snapshotCorruptProbability: number,
+    private readonly wireEvery: number,
+  ) {}
+
+
+  call(node: SimNode, requestId: number, to: string, request: RpcRequest, kind: CallKind): void {
+    if (node.openRequests.has(requestId)) {
+      violate('engine-contract', `${node.name} reused requestId ${requestId} while that call is still open`, node.index);
+    }
+    const call = this.calls.open({ caller: node.index, callerInc: node.incarnation, requestId, method: request.method, kind });
+    node.openRequests.set(requestId, call.key);
+    const electionUs = msToUs(this.host.limits.electionTimeoutTicks * this.host.tickMs);
+    const deadlineUs = kind === 'unary'
+      ? SIM_LIMITS.callDeadlineElectionTimeouts * electionUs
+      : Math.max(SIM_LIMITS.callDeadlineElectionTimeouts * electionUs, msToUs((this.host.limits.pullTimeoutTicks + SIM_LIMITS.pullDeadlineExtraTicks) * this.host.tickMs));
+    this.host.push(this.host.now() + deadlineUs, { k: 'deadline', node: node.index, inc: node.incarnation, callKey: call.key });
+    const target = this.host.nodeByGrpcAddr(to);
+    if (!target) {
+      this.refuse(call.key, -1);
+      return;
+    }
+    const carried = this.onWire() ? this.host.guard(node, `encode ${request.method}`, () => carryRequest(request)) : shallowRequest(request);
+    const atUs = this.host.network.send(node.index, target.index, this.host.now());
+    if (atUs !== LOST) this.host.push(atUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: false });
+    for (const copyAtUs of this.host.network.extraCopies(node.index, target.index, this.host.now())) {
+      this.host.push(copyAtUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: true });
+    }
+  }
+
+  /** onWire says whether this message takes the full protobuf round trip (a deterministic sample). */
+  private onWire(): boolean {
+    if (this.wireEvery <= 0) return false;
+    this.wireCount++;
+    return this.wireCount % this.wireEvery === 0;
+  }
+
+  /** refuse answers a call whose target is down or unknown: the connection is refused, quickly. */
+  refuse(callKey: number, _target: number): void {
+    const call = this.calls.outbound.get(callKey);
+    if (!call) return;
+    const input: Input = call.kind === 'snapshot'
+      ? { type: 'snapshotFailed', requestId: call.requestId, reason: 'connection refused' }
+      : { type: 'callFailed', requestId: call.requestId, status: status(StatusCode.UNAVAILABLE, 'connection refused') };
+    this.host.push(this.host.now() + msToUs(SIM_LIMITS.connectRefusedDelayMs), { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: -1, callKey, input, final: true });
+  }
+
+  settle(call: OutboundCall): void {
+    this.calls.outbound.delete(call.key);
+    const node = this.host.nodes[call.caller]!;
+    if (node.openRequests.get(call.requestId) === call.key) node.openRequests.delete(call.requestId);
+  }
+
+  serve(node: SimNode, callKey: number, request: RpcRequest): void {
+    const inbound = this.calls.accept(callKey, node.index, node.incarnation, request);
+    this.host.step(node, { type: 'request', callId: inbound.callId, request });
+  }
+
+  answer(server: SimNode, effect: Extract<Effect, { callId: number }>): void {
+    const inbound = this.calls.inbound.get(effect.callId);
+    if (!inbound || inbound.serverInc !== server.incarnation || inbound.server !== server.index) {
+      violate('engine-contract', `${server.name} answered (${effect.type}) call ${effect.callId}, which is not open`, server.index);
+    }
+    const method = inbound.request.method;
+    const wrongMethod = (effect.type === 'reply' && effect.response.method !== method)
+      || ((effect.type === 'streamChunk' || effect.type === 'streamEnd') && method !== 'StreamSegments')
+      || (effect.type === 'serveSnapshot' && method !== 'FetchSnapshot')
+      || (effect.type === 'reply' && (method === 'StreamSegments' || method === 'FetchSnapshot'));
+    if (wrongMethod) violate('engine-contract', `${server.name} answered a ${method} call with ${effect.type}`, server.index);
+    if (effect.type !== 'streamChunk') this.calls.inbound.delete(effect.callId);
+    if (effect.type === 'reply' && effect.response.method === 'RequestVote' && inbound.request.method === 'RequestVote') {
+      this.host.checkers.onVote(server, server.status!, inbound.request.body, effect.response.body);
+    }
+    const call = this.calls.outbound.get(inbound.callKey);
+    if (!call) return;
+    if (call.kind !== 'unary') {
+      if (call.owner === 0) call.owner = effect.callId;
+      else if (call.owner !== effect.callId) return;
+    }
+    if (effect.type === 'serveSnapshot') {
+      this.shipSnapshot(server, call, effect.header);
+      return;
+    }
+    let input: Input;
+    let final = true;
+    switch (effect.type) {
+      case 'reply': input = { type: 'response', requestId: call.requestId, response: this.onWire() ? this.host.guard(server, 'encode reply', () => carryResponse(effect.response)) : shallowResponse(effect.response) }; break;
+      case 'replyError': input = { type: 'callFailed', requestId: call.requestId, status: copyStatus(effect.status) }; break;
+      case 'streamChunk': input = { type: 'streamChunk', requestId: call.requestId, chunk: this.onWire() ? this.host.guard(server, 'encode chunk', () => carryChunk(effect.chunk)) : { ...effect.chunk } }; final = false; break;
+      case 'streamEnd': input = { type: 'streamEnded', requestId: call.requestId }; break;
+      default: return unreachable(effect);
+    }
+    const atUs = this.planAnswer(server.index, call);
+    if (atUs === LOST) return;
+    this.host.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final });
+  }
+
+  /**
+   * planAnswer sends one answer message. A stream's fate (lost or not) is drawn at its first
+   * message; later ones stay in order and are only cut by a partition, which kills the rest.
+   */
+  private planAnswer(server: number, call: OutboundCall): number {
+    if (call.streamLost) return LOST;
+    if (call.kind === 'unary') return this.host.network.send(server, call.caller, this.host.now());
+    let atUs = this.host.network.send(server, call.caller, this.host.now(), call.lastArrivalUs > 0);
+    if (atUs === LOST) {
+      call.streamLost = true;
+      return LOST;
+    }
+    atUs = Math.max(atUs, call.lastArrivalUs);
+    call.lastArrivalUs = atUs;
+    return atUs;
+  }
+
+  private shipSnapshot(server: SimNode, call: OutboundCall, header: SnapshotHeader): void {
+    const carried = this.onWire() ? this.host.guard(server, 'encode snapshot header', () => carryHeader(header)) : { ...header };
+    let files: Map<string, Uint8Array> | null = null;
+    let failure = '';
+    if (header.needed) {
+      const artifact = server.artifacts.forHeader(header);
+      if (!artifact) failure = `server ${server.name} has no artifact matching the header it served (seq ${header.snapshotSeq})`;
+      else files = this.maybeCorrupt(artifact.files);
+    }
+    const atUs = this.planAnswer(server.index, call);
+    if (atUs === LOST) return;
+    this.host.push(atUs, { k: 'snapshot', node: call.caller, inc: call.callerInc, from: server.index, callKey: call.key, header: carried, files, failure });
+  }
+
+  private maybeCorrupt(files: Map<string, Uint8Array>): Map<string, Uint8Array> {
+    const copy = new Map(files);
+    if (!this.prng.chance(this.snapshotCorruptProbability)) return copy;
+    const paths = [...copy.keys()];
+    const path = this.prng.pick(paths);
+    const bytes = Uint8Array.from(copy.get(path)!);
+    if (bytes.length > 0) bytes[this.prng.int(bytes.length)] ^= 0x20;
+    copy.set(path, bytes);
+    return copy;
+  }
+
+  receiveSnapshot(node: SimNode, event: Extract<SimEvent, { k: 'snapshot' }>): void {
+    const call = this.calls.outbound.get(event.callKey);
+    if (!call) return;
+    this.settle(call);
+    const requestId = call.requestId;
+    const fail = (reason: string): void => this.host.step(node, { type: 'snapshotFailed', requestId, reason });
+    if (event.failure) return fail(event.failure);
+    if (!event.header.needed) return fail('not-needed');
+    const files = event.files!;
+    const badFile = verifyFiles(event.header, files);
+    if (badFile) return fail(`bad artifact: ${badFile}`);
+    const meta = readMeta(files);
+    if (!meta) return fail('bad artifact: meta.json unreadable');
+    if (meta.seq !== event.header.snapshotSeq) return fail(`bad artifact: meta.json seq ${meta.seq} != header ${event.header.snapshotSeq}`);
+    const stateError = node.machine.load(readStateText(files) ?? '');
+    if (stateError) return fail(`bad artifact: ${stateError}`);
+    node.storage.installSnapshot(meta);
+    const artifact: Artifact = { meta, header: event.header, files, origin: 'installed' };
+    node.artifacts.add(artifact);
+    this.host.checkers.onArtifact(node, artifact, 'installed');
+    this.host.step(node, { type: 'snapshotInstalled', requestId, meta, header: event.header });
+  }
+
+  answerStatus(target: SimNode, asker: number, askerInc: number): void {
+    const leaderLastSeq = target.storage.durable.lastSeq;
+    const atUs = this.host.network.send(target.index, asker, this.host.now());
+    if (atUs === LOST) return;
+    this.host.push(atUs, { k: 'input', node: asker, inc: askerInc, input: { type: 'statusPolled', leaderLastSeq }, netFrom: target.index });
+  }
+}
+
+function status(code: RpcStatus['code'], details: string): RpcStatus {
+  return { code, details, trailers: {} };
+}
+
+function copyStatus(s: RpcStatus): RpcStatus {
+  return { code: s.code, details: s.details, trailers: { ...s.trailers } };
+}
