@@ -177,7 +177,7 @@ describe('albums: the state machine', () => {
         const job = jobs.get(step.shot);
         if (!job) continue;
         const before = album;
-        const result: AlbumStep<{ albumComplete?: unknown }> = step.kind === 'start' ? startShot(album, job, now)
+        const result: AlbumStep<{ kind: string; albumComplete?: unknown }> = step.kind === 'start' ? startShot(album, job, now)
           : step.kind === 'complete' ? completeShot(album, job, hash, now)
             : failShot(album, job, 'e', step.kind === 'fail', now);
         album = apply(album, result);
