@@ -158,7 +158,7 @@ describe('sdk: client against a real API server', function () {
     assert.equal(isAuthError(new SvcApiError({ status: 403, code: 'FORBIDDEN', message: 'no', requestId: null })), false);
   });
 
-  it('throws SvcConnectionError when nothing answers or a call outlives its timeout', async () => {
+  it('throws SvcConnectionError when nothing answers, a call outlives its timeout, or its signal fires', async () => {
     const port = await freePort();
     const nobody = new SvcClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: api.adminKey, env: {} });
     await assert.rejects(nobody.listProjects(),
@@ -172,6 +172,11 @@ describe('sdk: client against a real API server', function () {
       const started = Date.now();
       await assert.rejects(slow.getHealth(), (error: unknown) => error instanceof SvcConnectionError && error.code === 'TIMEOUT');
       assert.ok(Date.now() - started < 5_000);
+      const patient = new SvcClient({ baseUrl: `http://127.0.0.1:${address.port}`, env: {} });
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 50);
+      await assert.rejects(patient.getHealth({ signal: controller.signal }),
+        (error: unknown) => error instanceof SvcConnectionError && error.code === 'ABORTED', 'a per-call signal is kept');
     } finally {
       silent.close();
     }
