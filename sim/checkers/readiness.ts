@@ -2,6 +2,7 @@
 // effect while not leader), it must have seen a real leader frontier in its
 // current term (never leader_last_seq = 0), its durable, matched log must have
 // reached one such frontier F, and its log must equal the leader's up to F.
+// Once latched it stays ready unless removed, halted or reseeding.
 import type { Input } from '../../engine/types.js';
 import type { SimNode } from '../node.js';
 import { violate } from '../violation.js';
@@ -31,6 +32,10 @@ export class ReadinessChecker implements Checker {
     if (seen !== null && seen.seq > 0) this.remember(node.index, { term: seen.term ?? after.term, seq: seen.seq });
     for (const effect of effects) {
       if (effect.type === 'readiness' && effect.ready && after.role !== 'leader') this.checkConvergence(step);
+      // The latch is sticky: only removal, a halted receiver or a reseed marker unlatch it.
+      if (effect.type === 'readiness' && !effect.ready && step.before?.ready && !after.removed && after.halted === '' && !after.reseed) {
+        violate(this.name, `${node.name} dropped readiness (${effect.reason}) while not removed, halted or reseeding: the latch is sticky`, node.index);
+      }
     }
   }
 

@@ -114,6 +114,14 @@ describe('sim/checkers (hand-made states)', () => {
     checker.afterStep(step({ node: joiner, input: hb(3), effects: ready, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 3 }) }));
   });
 
+  it('readiness honesty: the latch is sticky unless the node is removed, halted or reseeding', () => {
+    const checker = new ReadinessChecker(world([makeNode(0), makeNode(1)]));
+    const drop: Effect[] = [{ type: 'readiness', ready: false, reason: 'whim' }];
+    violates('readiness-honesty', () => checker.afterStep(step({ node: n2, effects: drop, before: status({ ready: true }), after: status({ ready: false }) })));
+    checker.afterStep(step({ node: n2, effects: drop, before: status({ ready: true }), after: status({ ready: false, removed: true }) }));
+    checker.afterStep(step({ node: n2, effects: drop, before: status({ ready: true }), after: status({ ready: false, halted: 'unknown kind 3' }) }));
+  });
+
   it('readiness honesty: a stale entry the engine has truncated but the disk not yet synced is not held against it', () => {
     const nodes = [makeNode(0), makeNode(1)];
     const checker = new ReadinessChecker(world(nodes));
