@@ -115,10 +115,10 @@ export interface AlbumStack {
 }
 
 /** startAlbumStack starts real Redis, the API over the in-memory store, and an album worker on both. */
-export async function startAlbumStack(options: { backoffMs?: number; concurrency?: number } = {}): Promise<AlbumStack> {
+export async function startAlbumStack(options: { backoffMs?: number; concurrency?: number; inner?: ImageGenerator } = {}): Promise<AlbumStack> {
   const redis = await startTestRedis();
   const api = await startTestApi({ redisUrl: redis.url, config: { sseKeepAliveMs: 200 } });
-  const generator = new FailingGenerator(new ProceduralImageGenerator());
+  const generator = new FailingGenerator(options.inner ?? new ProceduralImageGenerator());
   const worker = await startAlbumWorker({
     redisUrl: redis.url, store: api.store, generator, backoffMs: options.backoffMs ?? 40, concurrency: options.concurrency ?? 4,
   });
