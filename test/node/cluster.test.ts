@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { VersionConflictError, type StoreChange } from '../../api/store/document-store.js';
 import { StatusCode, type HeartbeatRequest, type RpcRequest } from '../../engine/rpc.js';
+import type { AdminOp } from '../../engine/types.js';
 import { encodeSegmentFrame } from '../../engine/segment-frame.js';
 import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
@@ -27,6 +28,23 @@ import { Probe, probeCredentials } from './grpc-probe.js';
 /** Engine limits for the test cluster: snapshots every 20 applied entries, compaction keeps nothing. */
 const ENGINE_LIMITS = { snapshotEntryCountThreshold: 20, compactionRetainEntryCount: 0 };
 const WRITER_PUTS_MAX = 5_000;
+
+/**
+ * adminUntilDone repeats a membership operation the leader refuses for a passing reason (a member's
+ * capability not heard yet, another change still committing), within a bound.
+ */
+async function adminUntilDone(node: Node, op: AdminOp): Promise<void> {
+  let lastError: unknown = null;
+  await waitFor(async () => {
+    try {
+      await node.admin(op);
+      return true;
+    } catch (err) {
+      lastError = err;
+      return false;
+    }
+  }, `admin ${op.op} of member ${op.memberId} (last refusal: ${String(lastError)})`, 10_000);
+}
 
 describe('node: a three-node cluster over mutual TLS', function () {
   this.timeout(60_000);
@@ -160,7 +178,8 @@ describe('node: a three-node cluster over mutual TLS', function () {
             call.reply({ method: 'Heartbeat', body: { acknowledged: true, term: request.body.term, accepted: true, capabilities: 1, removed: false } });
             return;
           case 'ShipSegment':
-            call.reply({ method: 'ShipSegment', body: { accepted: true, appliedSeqno: 0, term: request.body.term } });
+            // It claims to hold what it is shipped, so the leader stops shipping once it is removed.
+            call.reply({ method: 'ShipSegment', body: { accepted: true, appliedSeqno: request.body.leaderLastSeq, term: request.body.term } });
             return;
           default:
             call.replyError({ code: StatusCode.UNAVAILABLE, details: 'spy', trailers: {} });
@@ -196,6 +215,9 @@ describe('node: a three-node cluster over mutual TLS', function () {
       assert.ok(hb.leaderLastSeq > 0);
       const lagMembers = Object.keys(hb.replicationLag).map(Number).sort();
       for (const node of cluster.nodes.values()) if (node !== leader) assert.ok(lagMembers.includes(node.status().id), `replication_lag has member ${node.status().id}`);
+      // The spy leaves the roster again, so later membership changes do not wait on it.
+      await adminUntilDone(leader, { op: 'remove', memberId: leader.memberId('spy') });
+      assert.equal(leader.status().members.find((m) => m.name === 'spy')?.role, 'removed');
     } finally {
       pool.close();
       await spy.close();
@@ -327,7 +349,7 @@ describe('node: a three-node cluster over mutual TLS', function () {
     const leader = await cluster.waitLeader();
     const victim = cluster.followers().find((n) => n.config.name !== 'n4')!;
     const victimId = victim.status().id;
-    await leader.admin({ op: 'remove', memberId: victimId });
+    await adminUntilDone(leader, { op: 'remove', memberId: victimId });
     await waitFor(() => victim.status().removed, 'the removed node to learn of its removal');
     assert.equal(await httpStatus(`${victim.httpAddress}/health`), 503);
     assert.equal((await getStatus(victim.httpAddress)).role, 'removed');

@@ -1,6 +1,6 @@
 // NodeConfig is everything a node is started with: a plain object, checked once by
 // resolveNodeConfig, which names the first problem instead of failing later. See README.md.
-import type { EngineLimits } from '../../engine/types.js';
+import type { Compat, EngineLimits } from '../../engine/types.js';
 import type { GrpcLimits } from '../grpc/limits.js';
 import type { StorageLimits } from '../storage/limits.js';
 import type { StoreLimits } from '../store/limits.js';
@@ -59,6 +59,12 @@ export interface NodeConfig {
   logDestination?: { write(line: string): unknown };
   /** buildVersion overrides package.json's version in heartbeats (tests of version spread). */
   buildVersion?: string;
+  /**
+   * engineCompat makes this node speak like an older binary (tests of mixed versions only), e.g.
+   * `{sendsLeaderLastSeq: false}`: its heartbeats carry leader_last_seq 0, so followers fall back to
+   * the status-poll readiness path.
+   */
+  engineCompat?: Partial<Omit<Compat, 'buildVersion'>>;
   /** processMetrics adds prom-client's process metrics (CPU, memory, event loop) to /metrics; default true. */
   processMetrics?: boolean;
 }

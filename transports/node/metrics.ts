@@ -28,6 +28,7 @@ export class NodeMetrics {
   readonly appliedEvents: Counter;
   readonly snapshots: Counter<'event'>;
   readonly warnings: Counter<'code'>;
+  readonly statusPolls: Counter<'outcome'>;
 
   constructor(source: MetricsSource, name: string, processMetrics: boolean) {
     const registers = [this.registry];
@@ -95,6 +96,7 @@ export class NodeMetrics {
     this.proposals = new Counter({ name: 'svc_proposals_total', help: 'Local proposals, by outcome.', labelNames: ['outcome'], registers });
     this.appliedEvents = new Counter({ name: 'svc_applied_events_total', help: 'Store commands applied.', registers });
     this.snapshots = new Counter({ name: 'svc_snapshot_events_total', help: 'Snapshot stagings and installs, by event.', labelNames: ['event'], registers });
+    this.statusPolls = new Counter({ name: 'svc_status_polls_total', help: 'GETs of the leader\'s /status on the status-poll readiness path, by outcome.', labelNames: ['outcome'], registers });
     this.warnings = new Counter({ name: 'svc_engine_warnings_total', help: 'Engine warnings, by code.', labelNames: ['code'], registers });
   }
 }

@@ -346,7 +346,7 @@ export class Node {
     return {
       name: config.name, grpcAddr: this.advertised.grpc, httpAddr: this.advertised.http, bootstrapRoster: roster,
       seeds: config.seeds ?? [], randomSeed: randomBytes(4).readUInt32BE(0),
-      compat: { ...CURRENT_COMPAT, buildVersion: this.buildVersion }, limits,
+      compat: { ...CURRENT_COMPAT, ...config.engineCompat, buildVersion: this.buildVersion }, limits,
     };
   }
 
@@ -400,6 +400,7 @@ export class Node {
       pollStatus: (leaderHttpAddr) => {
         const limits = this.config.limits;
         void pollLeaderStatus(leaderHttpAddr, limits.statusPollTimeoutMs, limits.statusResponseBytesMax).then((seq) => {
+          this.metrics?.statusPolls.inc({ outcome: seq === null ? 'failed' : 'answered' });
           if (seq !== null && seq > 0) this.driver?.submit({ type: 'statusPolled', leaderLastSeq: seq });
         });
       },
@@ -474,7 +475,7 @@ export class Node {
       this.state = 'stopping';
       if (this.diskTimer) clearInterval(this.diskTimer);
       await this.driver?.stop();
-      this.transfer?.stop();
+      await this.transfer?.stop();
       const stopped = new StoreUnavailableError('node stopped');
       this.waiters.rejectAll(stopped);
       this.proposals?.rejectAll(stopped);

@@ -32,6 +32,9 @@ export interface SnapshotTransferEvents {
 export class SnapshotTransfer {
   private fetching: AbortController | null = null;
   private stopped = false;
+  /** inflight are the stagings and fetches still touching the disk; stop() waits for them. */
+  private readonly inflight = new Set<Promise<void>>();
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly snapshots: SnapshotStore,
@@ -48,7 +51,7 @@ export class SnapshotTransfer {
     }
     const bytes = this.stateMachine.encodeSnapshot();
     const { term, id } = this.driver.status();
-    void this.writeStaged(meta, bytes, term, id, 1);
+    this.track(this.writeStaged(meta, bytes, term, id, 1));
   }
 
   /** fetch runs one fetchSnapshot effect to its end; a newer fetch cancels an older one. */
@@ -56,9 +59,9 @@ export class SnapshotTransfer {
     this.fetching?.abort();
     const controller = new AbortController();
     this.fetching = controller;
-    void this.runFetch(effect, controller).finally(() => {
+    this.track(this.runFetch(effect, controller).finally(() => {
       if (this.fetching === controller) this.fetching = null;
-    });
+    }));
   }
 
   /** files serves the staged artifact at snapshotSeq, or says why it cannot. */
@@ -68,13 +71,23 @@ export class SnapshotTransfer {
     return this.snapshots.read(artifact);
   }
 
-  stop(): void {
+  /** stop cancels a fetch and retries, and resolves once nothing is writing to the data directory. */
+  async stop(): Promise<void> {
     this.stopped = true;
     this.fetching?.abort();
+    for (const timer of this.retryTimers) clearTimeout(timer);
+    this.retryTimers.clear();
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  private track(work: Promise<void>): void {
+    this.inflight.add(work);
+    void work.finally(() => this.inflight.delete(work));
   }
 
   private async writeStaged(meta: SnapshotMeta, bytes: Uint8Array, term: number, leaderRegion: number, attempt: number): Promise<void> {
     const startedAt = performance.now();
+    if (this.stopped) return;
     try {
       const artifact = await this.snapshots.stage(meta, [{ path: STORE_SNAPSHOT_FILE, bytes }], { term, leaderRegion });
       this.events.staged(meta, performance.now() - startedAt);
@@ -82,7 +95,13 @@ export class SnapshotTransfer {
     } catch (err) {
       const willRetry = attempt < STAGE_ATTEMPT_COUNT_MAX && !this.stopped;
       this.events.stageFailed(meta, err instanceof Error ? err : new Error(String(err)), willRetry);
-      if (willRetry) setTimeout(() => void this.writeStaged(meta, bytes, term, leaderRegion, attempt + 1), STAGE_RETRY_DELAY_MS);
+      if (willRetry) {
+        const timer = setTimeout(() => {
+          this.retryTimers.delete(timer);
+          if (!this.stopped) this.track(this.writeStaged(meta, bytes, term, leaderRegion, attempt + 1));
+        }, STAGE_RETRY_DELAY_MS);
+        this.retryTimers.add(timer);
+      }
     }
   }
 
