@@ -1,8 +1,8 @@
-# make test = lint + typecheck + generated-code check + every test. CI runs it via .ci/run.
-.PHONY: install test lint typecheck proto proto-check unit sim-sweep bench
+# make test = lint + typecheck + generated-code checks (proto, SDK) + every test. CI runs it via .ci/run.
+.PHONY: install test lint typecheck proto proto-check sdk-check unit bench
 
 install:
-	npm ci
+	npm install
 
 proto:
 	npm run gen:proto
@@ -16,10 +16,13 @@ lint:
 typecheck:
 	npx tsc --noEmit -p tsconfig.json
 
+sdk-check:
+	npm run --silent sdk:check
+
 unit:
 	npx mocha
 
-test: lint typecheck proto-check unit
+test: lint typecheck proto-check sdk-check unit
 
 bench:
 	npm run bench

@@ -10,7 +10,7 @@ const ioModules = ['fs', 'net', 'http', 'http2', 'https', 'dgram', 'dns', 'child
   '@grpc/grpc-js'];
 
 export default tseslint.config(
-  { ignores: ['proto/gen/**', 'node_modules/**', 'sdk/**', '.cluster/**', 'dist/**'] },
+  { ignores: ['proto/gen/**', 'node_modules/**', 'sdk/src/gen/**', 'sdk/dist/**', '.cluster/**', 'dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
