@@ -60,3 +60,7 @@ export const readyAtOnce: EngineFactory = (() => {
     return effects;
   });
 })();
+
+/** grantsEveryVote answers every vote request with a grant (two votes in one term, stale logs elected). */
+export const grantsEveryVote: EngineFactory = wrap((_engine, _input, effects) => effects.map((e) => (
+  e.type === 'reply' && e.response.method === 'RequestVote' ? { ...e, response: { method: 'RequestVote', body: { ...e.response.body, granted: true } } } : e)));

@@ -10,7 +10,7 @@ import { optionsFor } from '../../sim/options.js';
 import { runSim } from '../../sim/run.js';
 import { reproduceCommand, shrinkFailure } from '../../sim/shrink.js';
 import type { EngineFactory } from '../../sim/node.js';
-import { acksOnAppend, forgetsHardState, ignoresStaleTerms, readyAtOnce } from './buggy-engines.js';
+import { acksOnAppend, forgetsHardState, grantsEveryVote, ignoresStaleTerms, readyAtOnce } from './buggy-engines.js';
 
 /** SHORT: a short safety phase keeps these whole runs quick. */
 const SHORT = { 'safety-s': 15 };
@@ -56,6 +56,7 @@ describe('sim/run', () => {
     ['forgets its term and vote', forgetsHardState, ['election-safety', 'log-matching', 'state-machine-safety', 'quorum', 'durability']],
     ['ignores stale terms', ignoresStaleTerms, ['term-fencing', 'log-matching', 'state-machine-safety', 'durability']],
     ['claims readiness at once', readyAtOnce, ['readiness-honesty']],
+    ['grants every vote', grantsEveryVote, ['election-safety', 'durability', 'log-matching', 'state-machine-safety', 'quorum']],
   ] as [string, EngineFactory, string[]][]) {
     it(`catches an engine that ${name} within ${MUTANT_SEED_COUNT_MAX} default seeds`, () => {
       for (let seed = 1; seed <= MUTANT_SEED_COUNT_MAX; seed++) {
