@@ -27,10 +27,17 @@ export interface AlbumWorkerOptions {
   backoffMs?: number;
   /** onOutcome hears how each job run ended (logs, tests). */
   onOutcome?: (job: AlbumJob, outcome: JobOutcome) => void;
+  /**
+   * lockDurationMs and stalledIntervalMs (BullMQ's, default 30 s each) decide how soon a job whose worker
+   * died is given to another: once its lock expires, at the next stalled check of any worker.
+   */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
 }
 
 export interface AlbumWorker {
-  close(): Promise<void>;
+  /** close waits for running jobs; close(true) abandons them (as a crash would) for another worker to redo. */
+  close(force?: boolean): Promise<void>;
 }
 
 export async function startAlbumWorker(options: AlbumWorkerOptions): Promise<AlbumWorker> {
@@ -56,13 +63,15 @@ export async function startAlbumWorker(options: AlbumWorkerOptions): Promise<Alb
     connection: workerConnection,
     concurrency: options.concurrency ?? albumWorkerConcurrencyDefault,
     settings: { backoffStrategy: (attemptsMade: number) => albumBackoffMs(attemptsMade, backoffMs) },
+    ...(options.lockDurationMs === undefined ? {} : { lockDuration: options.lockDurationMs }),
+    ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
   });
   worker.on('error', () => undefined);
   await worker.waitUntilReady();
 
   return {
-    async close() {
-      await worker.close();
+    async close(force = false) {
+      await worker.close(force);
       await workerConnection.quit().catch(() => workerConnection.disconnect());
       await redis.quit().catch(() => redis.disconnect());
     },
