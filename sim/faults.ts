@@ -81,7 +81,8 @@ export interface FaultWorld {
   heal(): void;
   clog(from: number, to: number, ms: number): void;
   join(index: number, via: readonly number[]): void;
-  admin(op: AdminOp): number;
+  /** admin sends an operator command to the leader, or to `target` (a node slot) when given. */
+  admin(op: AdminOp, target?: number): number;
   idle(untilMs: number): void;
   schedule(atMs: number, label: string, run: () => void): void;
 }
@@ -157,25 +158,32 @@ export class FaultInjector {
           .filter((m) => m.role === MemberRole.Learner || (m.role === MemberRole.Voter && voters.length >= 3))
           .map((m) => m.id);
         const id = pickByFraction(candidates, prng.next());
-        if (id !== undefined) w.admin({ op: 'remove', memberId: id });
+        if (id !== undefined) w.admin({ op: 'remove', memberId: id }, this.misdirected(prng, live));
         return;
       }
       case 'promote': {
         const view = w.leaderRoster();
         const id = view && pickByFraction(view.roster.members.filter((m) => m.role === MemberRole.Learner).map((m) => m.id), prng.next());
-        if (id) w.admin({ op: 'promote', memberId: id });
+        if (id) w.admin({ op: 'promote', memberId: id }, this.misdirected(prng, live));
         return;
       }
       case 'transfer': {
         const view = w.leaderRoster();
-        const id = view && pickByFraction(voterIds(view.roster).filter((v) => v !== view.leaderId), prng.next());
-        if (id) w.admin({ op: 'transfer', memberId: id });
+        // Now and then the target is a learner, which the leader must refuse.
+        const targets = prng.chance(0.15) ? view?.roster.members.map((m) => m.id) ?? [] : view ? voterIds(view.roster).filter((v) => v !== view.leaderId) : [];
+        const id = view && pickByFraction(targets, prng.next());
+        if (id) w.admin({ op: 'transfer', memberId: id }, this.misdirected(prng, live));
         return;
       }
       case 'idle':
         w.idle(nowMs + event.durationMs);
         return;
     }
+  }
+
+  /** misdirected sends a fifth of operator commands to a random node, which must refuse unless it leads. */
+  private misdirected(prng: Prng, live: number[]): number | undefined {
+    return prng.chance(0.2) ? pickByFraction(live, prng.next()) : undefined;
   }
 
   /** members are started nodes with a member id that do not know they were removed. */

@@ -101,7 +101,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     heal: () => cluster.heal(),
     clog: (from, to, ms) => cluster.clog(from, to, ms),
     join: (i, via) => cluster.join(i, via),
-    admin: (op) => cluster.admin(op),
+    admin: (op, target) => cluster.admin(op, target),
     idle: (untilMs) => workload.idle(msToUs(untilMs)),
     schedule: (atMs, label, run) => cluster.schedule(msToUs(atMs), label, run),
   });
