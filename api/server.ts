@@ -51,7 +51,10 @@ export async function startApiServer(options: StartApiOptions): Promise<RunningA
   // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
   let albumWorker: AlbumWorker | undefined;
   if (redisUrl && env.SVC_ALBUM_WORKER !== '0') {
-    albumWorker = await startAlbumWorker({ redisUrl, store: options.store, generator: imageGeneratorFromEnv(env) });
+    albumWorker = await startAlbumWorker({
+      redisUrl, store: options.store, generator: imageGeneratorFromEnv(env),
+      onSweepError: (error) => config.log('albums.blob_sweep_failed', { error: error instanceof Error ? error.message : String(error) }),
+    });
   }
   const port = Number(env.SVC_API_PORT ?? apiPortDefault);
   const host = env.SVC_API_HOST ?? apiHostDefault;

@@ -16,6 +16,7 @@ import { StoreAnchorFetcher, albumJobProcessor } from './album-jobs-processor.js
 import { StoreAlbumUpdater } from './album-updater.js';
 import { BlobStore } from './blob-store.js';
 import { RedisUserEventPublisher } from './user-events.js';
+import { startBlobSweeper } from './blob-sweep.js';
 import { albumJobBackoffMsDefault, albumWorkerConcurrencyDefault } from './limits.js';
 
 export interface AlbumWorkerOptions {
@@ -33,6 +34,8 @@ export interface AlbumWorkerOptions {
    */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
+  /** onSweepError hears a failed hourly blob sweep (see blob-sweep.ts); it is retried next hour. */
+  onSweepError?: (error: unknown) => void;
 }
 
 export interface AlbumWorker {
@@ -68,9 +71,11 @@ export async function startAlbumWorker(options: AlbumWorkerOptions): Promise<Alb
   });
   worker.on('error', () => undefined);
   await worker.waitUntilReady();
+  const sweeper = startBlobSweeper(redis, options.store, blobs, (error) => options.onSweepError?.(error));
 
   return {
     async close(force = false) {
+      sweeper.stop();
       await worker.close(force);
       await workerConnection.quit().catch(() => workerConnection.disconnect());
       await redis.quit().catch(() => redis.disconnect());

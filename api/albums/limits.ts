@@ -40,6 +40,11 @@ export const blobBytesMax = 16 * 1024 * 1024;
  * in the moment between storing it and recording it on its album. */
 export const blobSweepGraceMs = 60 * 60 * 1000;
 
+/** blobSweepIntervalMs is how often one worker process sweeps unreferenced blobs. */
+export const blobSweepIntervalMs = 60 * 60 * 1000;
+/** blobSweepPageEntriesMax is how many albums or blobs one sweep reads per store list call. */
+export const blobSweepPageEntriesMax = 200;
+
 /** albumUpdateRetriesMax bounds compare-and-set attempts of one album update (workers race on one record). */
 export const albumUpdateRetriesMax = 32;
 /** albumUpdateBackoffMsMax is the largest random pause between two lost compare-and-set attempts. */

@@ -7,6 +7,8 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { BlobCorruptError, BlobStore, blobKeys } from '../../api/albums/blob-store.js';
 import { blobChunkBytes, blobSweepGraceMs } from '../../api/albums/limits.js';
 import { MemoryDocumentStore } from '../../api/store/memory-store.js';
+import { sweepAlbumBlobs } from '../../api/albums/blob-sweep.js';
+import { albumKeys } from '../../api/albums/album-records.js';
 
 describe('albums: the blob store', () => {
   it('stores a small blob inline and a large one in chunks, each read back whole under its BLAKE3 address', async () => {
@@ -68,5 +70,22 @@ describe('albums: the blob store', () => {
     assert.equal(again, fresh);
     assert.deepEqual(await blobs.sweep(new Set()), { blobsDeleted: 1, chunksDeleted: 0 }, 'only the unrefreshed one goes');
     assert.ok(await blobs.head(fresh));
+  });
+
+  it('sweepAlbumBlobs keeps what any album shows (anchor or shot, any user) and removes the rest', async () => {
+    const store = new MemoryDocumentStore();
+    let nowMs = Date.parse('2026-01-01T00:00:00Z');
+    const blobs = new BlobStore(store, () => new Date(nowMs));
+    const [anchor, shot, orphan] = await Promise.all([1, 2, 3].map((seed) => blobs.put(randomBytes(50 + seed), 'image/png')));
+    const album = (userId: string, id: string, anchorHash: string | null, shotHash: string | null) => ({
+      id, user_id: userId, anchor: { hash: anchorHash }, shots: [{ image_hash: shotHash }, { image_hash: null }],
+    });
+    await store.put(albumKeys.album('usr_a', 'alb_1'), album('usr_a', 'alb_1', anchor!, null));
+    await store.put(albumKeys.album('usr_b', 'alb_2'), album('usr_b', 'alb_2', null, shot!));
+    nowMs += blobSweepGraceMs + 1;
+    assert.deepEqual(await sweepAlbumBlobs(store, blobs), { blobsDeleted: 1, chunksDeleted: 0 });
+    assert.ok(await blobs.head(anchor!));
+    assert.ok(await blobs.head(shot!));
+    assert.equal(await blobs.head(orphan!), null);
   });
 });
