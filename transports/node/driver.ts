@@ -56,6 +56,10 @@ export class Driver {
   private stopped = false;
   private failed: Error | null = null;
   private cachedStatus: EngineStatus;
+  /** statusStale: a step ran since cachedStatus was read (engine.status() walks the log, so it is read on demand). */
+  private statusStale = false;
+  /** midStep: the engine has stepped but the step's effects are not all carried out (a save is pending). */
+  private midStep = false;
   private stepCount = 0;
   private tickCount = 0;
 
@@ -70,8 +74,16 @@ export class Driver {
     this.timer = setInterval(() => this.onTimer(), this.options.tickMs);
   }
 
-  /** status is the engine's status as of the last step. */
+  /**
+   * status is the engine's status after the last finished step. While a step waits for its hard
+   * state to be durable, it answers an earlier finished step's status, never the engine's state
+   * ahead of the disk.
+   */
   status(): EngineStatus {
+    if (this.statusStale && !this.midStep) {
+      this.cachedStatus = this.engine.status();
+      this.statusStale = false;
+    }
     return this.cachedStatus;
   }
 
@@ -109,6 +121,11 @@ export class Driver {
       before?.();
       return this.step(input);
     });
+  }
+
+  /** liveStatus is the engine's status right now, for ports carrying out a step's effects. */
+  liveStatus(): EngineStatus {
+    return this.engine.status();
   }
 
   /** compactedSeq is the engine's compaction point: the last seqno its log no longer holds. */
@@ -151,6 +168,7 @@ export class Driver {
   }
 
   private step(input: Input): void | Promise<void> {
+    this.midStep = true;
     const effects = this.engine.step(input);
     this.stepCount++;
     const first = effects[0];
@@ -166,7 +184,8 @@ export class Driver {
 
   private finishStep(effects: Effect[], from: number): void {
     for (let i = from; i < effects.length && !this.failed; i++) this.carryOut(effects[i]!);
-    this.cachedStatus = this.engine.status();
+    this.midStep = false;
+    this.statusStale = true;
     this.ports.stepped();
   }
 

@@ -50,7 +50,7 @@ export class SnapshotTransfer {
       throw new Error(`stageSnapshot at seq ${meta.seq} while the state machine has applied ${this.stateMachine.appliedSeq}`);
     }
     const bytes = this.stateMachine.encodeSnapshot();
-    const { term, id } = this.driver.status();
+    const { term, id } = this.driver.liveStatus();
     this.track(this.writeStaged(meta, bytes, term, id, 1));
   }
 
