@@ -12,7 +12,7 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 const anchorMs: number[] = [];
 const shotMs: number[] = [];
 const shotBytes: number[] = [];
-let anchorPng = Buffer.alloc(0);
+let anchorPng: Buffer = Buffer.alloc(0);
 for (let round = 0; round < 5; round++) {
   let started = performance.now();
   anchorPng = await generator.generateAnchor({ subject: 'a woman with a red jacket', seed: round, widthPx: sidePx, heightPx: sidePx });
