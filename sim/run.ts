@@ -187,10 +187,14 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
 
 /**
  * excludeMinority sometimes leaves one voter outside the healed core (kept down), so
- * convergence must not depend on every node coming back. Never a node a joiner dialled.
+ * convergence must not depend on every node coming back. Never a node a joiner dialled,
+ * and never while a joiner awaits admission.
  */
 function excludeMinority(cluster: Cluster, injector: FaultInjector, prng: Prng): void {
   if (!prng.chance(0.25)) return;
+  // A joiner still waiting for admission needs a conf change, which the leader refuses until
+  // every voter has reported capability bit 0: a voter kept down would block it for good.
+  if (cluster.nodes.some((n) => n.id.isJoiner && n.isLive && (n.status?.id ?? 0) === 0)) return;
   const leader = cluster.leader();
   const roster = leader?.status?.roster;
   if (!roster) return;

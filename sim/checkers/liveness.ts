@@ -27,7 +27,9 @@ export function livenessGap(input: LivenessInput): string | null {
   });
   for (const node of live) {
     const s = node.status!;
-    if (s.removed || roster.members.some((m) => m.id === s.id && m.role === MemberRole.Removed)) continue;
+    // Removed members owe nothing; a joiner removed before it learned its id is known by name.
+    const removed = roster.members.some((m) => (m.id === s.id || m.name === node.name) && m.role === MemberRole.Removed);
+    if (s.removed || removed) continue;
     const isMember = s.id !== 0 && memberIds.has(s.id);
     if (!isMember) {
       if (node.id.isJoiner && !gated) return `joiner ${node.name} is not a member of leader ${leader.name}'s roster`;

@@ -223,5 +223,10 @@ describe('sim/checkers (hand-made states)', () => {
     assert.match(livenessGap(input()) ?? '', /joiner n3 is not ready/);
     nodes[2]!.status = status({ id: 3, term: 3, leaderId: 1, commitSeq: 5, roster: r, ready: true });
     assert.equal(livenessGap(input()), null);
+    const removedByName = roster([1, 2], [], [3]);
+    nodes[0]!.status = status({ id: 1, role: 'leader', term: 3, leaderId: 1, commitSeq: 5, roster: removedByName });
+    nodes[1]!.status = status({ id: 2, term: 3, leaderId: 1, commitSeq: 5, roster: removedByName });
+    nodes[2]!.status = status({ id: 0, role: 'joiner', term: 0, roster: removedByName });
+    assert.equal(livenessGap(input()), null, 'a joiner removed before it learned its id owes nothing');
   });
 });
