@@ -24,6 +24,7 @@ export const errorStatusByCode = {
   NOT_READY: 503,
   QUEUE_UNAVAILABLE: 503,
   CREDENTIALS_UNAVAILABLE: 503,
+  STORE_UNAVAILABLE: 503,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatusByCode;
@@ -83,6 +84,10 @@ interface HttpishError {
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (isVersionConflict(error)) return new ApiError('CONFLICT', 'the record changed concurrently; retry');
+  // The replicated store's StoreUnavailableError (no leader, partition, removed node): retryable, not a bug.
+  if (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'STORE_UNAVAILABLE') {
+    return new ApiError('STORE_UNAVAILABLE', 'the cluster could not commit or confirm in time; retry');
+  }
   const httpish = (typeof error === 'object' && error !== null ? error : {}) as HttpishError;
   const rawStatus = typeof httpish.status === 'number' ? httpish.status : httpish.statusCode;
   const status = typeof rawStatus === 'number' && rawStatus >= 400 && rawStatus < 600 ? rawStatus : 500;

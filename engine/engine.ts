@@ -1345,7 +1345,9 @@ export class Engine {
 
   private converge(reason: string): void {
     if (this.hs.removed || this.hs.halted !== '') return;
-    if (this.hs.reseed) return;
+    // A reseeding node rebuilt its log from nothing by pulling from the leader: reaching the
+    // leader's frontier (or installing a snapshot) is the reinstall completing.
+    if (this.hs.reseed) this.hs.reseed = false;
     this.statusPollMode = false;
     this.setReady(true, reason);
   }
