@@ -17,6 +17,7 @@ import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
 import { bootstrapRoster, memberByName } from '../../engine/roster.js';
 import type { AdminOp, EngineConfig, EngineLimits, RestoredState } from '../../engine/types.js';
 import type { DocumentStore } from '../../api/store/document-store.js';
+import { AdminClientPool, adminServiceDefinition, adminServiceImplementation, type SeenHeartbeat } from '../admin/index.js';
 import { PeerPool } from '../grpc/client.js';
 import { clientChannelOptions } from '../grpc/channel-options.js';
 import { resolveGrpcLimits, type GrpcLimits } from '../grpc/limits.js';
@@ -31,6 +32,7 @@ import { BUILD_VERSION } from './build-info.js';
 import { ConfigError, resolveNodeConfig, type NodeConfig, type ResolvedNodeConfig } from './config.js';
 import { Driver, type DriverPorts } from './driver.js';
 import { startHttpServer, type NodeHttpServer } from './http-server.js';
+import type { NodeApi } from './node-api.js';
 import { createLogger, type Logger } from './logger.js';
 import { NodeMetrics } from './metrics.js';
 import { DiskUsage, ThroughputMeter, wallClockNs } from './node-stats.js';
@@ -71,6 +73,9 @@ export class Node {
   private readonly admins = new Map<number, PendingAdmin>();
   private nextAdminId = 1;
   private lastHeartbeatLag: Record<number, number> = {};
+  /** lastHeartbeat is the last heartbeat this node sent (as the leader) or received, for Admin.Status. */
+  private lastHeartbeat: SeenHeartbeat | null = null;
+  private adminClients: AdminClientPool | null = null;
   private diskTimer: NodeJS.Timeout | null = null;
 
   private storage: NodeStorage | null = null;
@@ -86,6 +91,7 @@ export class Node {
   private router: StoreRouter | null = null;
   private metrics: NodeMetrics | null = null;
   private replicatedStore: ReplicatedStore | null = null;
+  private api: NodeApi | null = null;
   private advertised = { grpc: '', http: '' };
 
   constructor(config: NodeConfig) {
@@ -126,6 +132,11 @@ export class Node {
 
   get httpPort(): number {
     return this.http?.port ?? 0;
+  }
+
+  /** apiRedisUrl is the Redis the developer API uses (null: none, or no API). */
+  get apiRedisUrl(): string | null {
+    return this.api?.redisUrl ?? null;
   }
 
   /** status is the document GET /status serves. */
@@ -186,6 +197,9 @@ export class Node {
   private async startParts(): Promise<void> {
     const config = this.config;
     const security = await this.loadSecurity();
+    // Loaded only with an api section: a node without the API loads none of Express, BullMQ or the image code.
+    const nodeApi = config.api ? await import('./node-api.js') : null;
+    if (config.api && nodeApi) await nodeApi.readApiSecretKey(config.api);
     const nameOverride = config.tls.mode === 'mtls' && config.tls.serverNameOverride
       ? { 'grpc.ssl_target_name_override': config.tls.serverNameOverride, 'grpc.default_authority': config.tls.serverNameOverride }
       : {};
@@ -200,6 +214,7 @@ export class Node {
         if (!driver || this.state !== 'running') return 'node is not running';
         if (driver.failure) return `node failed: ${driver.failure.message}`;
         if (driver.overloaded()) return 'node overloaded: input queue full';
+        if (request.method === 'Heartbeat') this.lastHeartbeat = { direction: 'received', peerId: request.body.leaderRegion, body: request.body, seenAtMs: Date.now() };
         driver.submit({ type: 'request', callId, request });
         return null;
       },
@@ -214,10 +229,33 @@ export class Node {
       callDeadlineMs: this.storeLimits.callDeadlineMs,
       onWarning: (message) => this.log.warn(message),
     });
+    this.adminClients = new AdminClientPool({
+      credentials: peerClientCredentials(security),
+      channelOptions: { ...clientChannelOptions(this.grpcLimits), ...nameOverride } as ChannelOptions,
+    });
+    const adminService = adminServiceImplementation({
+      host: {
+        status: () => {
+          if (this.state !== 'running') throw new Error(`the node is ${this.state}`);
+          return this.status();
+        },
+        own: () => ({
+          entityCount: this.stateMachine.size, signalThroughputEps: this.meter.eventsPerSecond(), diskBytes: this.disk.bytes,
+          grpcAddr: this.advertised.grpc, httpAddr: this.advertised.http,
+        }),
+        lastHeartbeat: () => this.lastHeartbeat,
+        admin: (op, timeoutMs) => this.admin(op, timeoutMs),
+      },
+      forwarder: this.adminClients,
+      onWarning: (message) => this.log.warn({ source: 'admin' }, message),
+    });
     this.peerServer = await PeerServer.listen(`${config.grpcListenAt.host}:${config.grpcListenAt.port}`, {
       handler: this.served, credentials: peerServerCredentials(security), limits: this.grpcLimits,
       onWarning: (message) => this.log.warn({ source: 'peer-server' }, message),
-      services: [{ definition: storeServiceDefinition(), implementation: storeService }],
+      services: [
+        { definition: storeServiceDefinition(), implementation: storeService },
+        { definition: adminServiceDefinition(), implementation: adminService },
+      ],
     });
     this.http = await startHttpServer(config.httpListenAt.host, config.httpListenAt.port, {
       health: () => this.healthProblem(),
@@ -226,6 +264,7 @@ export class Node {
       metrics: async () => (this.metrics && this.state === 'running'
         ? { contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }
         : null),
+      ...(config.api ? { api: () => this.api?.handler ?? null } : {}),
     }, config.limits.httpRequestTimeoutMs, (err) => this.log.error({ err: String(err) }, 'HTTP handler failed'));
     this.advertised = {
       grpc: config.grpcAdvertise ?? `${config.grpcListenAt.host}:${this.peerServer.port}`,
@@ -280,6 +319,11 @@ export class Node {
     driver.start();
     this.diskTimer = setInterval(() => void this.disk.refresh(), config.limits.diskUsageRefreshMs);
     this.state = 'running';
+    if (config.api && nodeApi) {
+      this.api = await nodeApi.startNodeApi(config.api, {
+        store: this.replicatedStore, dataDir: config.dataDir, log: this.log, ready: () => this.readyProblem() === null,
+      });
+    }
     const s = driver.status();
     this.log.info({
       id: s.id, term: s.term, lastSeq: s.lastSeq, snapshotSeq: s.snapshotSeq, grpc: this.advertised.grpc, http: this.advertised.http,
@@ -372,7 +416,10 @@ export class Node {
       },
       send: (effect) => {
         this.metrics?.requestsSent.inc({ method: effect.request.method });
-        if (effect.request.method === 'Heartbeat') this.lastHeartbeatLag = effect.request.body.replicationLag;
+        if (effect.request.method === 'Heartbeat') {
+          this.lastHeartbeatLag = effect.request.body.replicationLag;
+          this.lastHeartbeat = { direction: 'sent', peerId: effect.toId, body: effect.request.body, seenAtMs: Date.now() };
+        }
         this.pool!.send(effect.requestId, effect.to, effect.request);
       },
       answer: (effect) => this.served!.answer(effect),
@@ -474,6 +521,10 @@ export class Node {
     this.stopping ??= (async () => {
       this.state = 'stopping';
       if (this.diskTimer) clearInterval(this.diskTimer);
+      // The API goes first (new requests answer 503), while the store can still finish what it started.
+      const api = this.api;
+      this.api = null;
+      await api?.close().catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
       await this.driver?.stop();
       await this.transfer?.stop();
       const stopped = new StoreUnavailableError('node stopped');
@@ -486,6 +537,7 @@ export class Node {
       this.admins.clear();
       this.pool?.close();
       this.storeClients?.close();
+      this.adminClients?.close();
       await this.peerServer?.close(this.config.limits.stopGraceMs);
       await this.http?.close();
       await this.storage?.close();

@@ -1,0 +1,150 @@
+// The svc.admin.v1.Admin gRPC service (proto/svc/admin/v1/admin.proto), the server half: served on
+// the node's peer server beside WalShipping, so only a client with a certificate from the cluster
+// CA reaches it. Status answers from this node; ChangeMember runs on the leader and a follower
+// passes it on to the leader it knows, at most ADMIN_FORWARD_HOP_COUNT_MAX times.
+import * as grpc from '@grpc/grpc-js';
+import type { AdminOp } from '../../engine/types.js';
+import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
+import type { NodeStatusDocument } from '../node/node-status.js';
+import { AdminCallError, AdminClientPool, TRAILER_LEADER } from './admin-client.js';
+import { ADMIN_CALL_DEADLINE_MS, ADMIN_FORWARD_HOP_COUNT_MAX, ADMIN_NAME_BYTES_MAX } from './limits.js';
+import { adminStatusResponse, type SeenHeartbeat } from './status-response.js';
+
+const identity = (bytes: Buffer): Buffer => bytes;
+
+/** ADMIN_METHODS are the service's paths by implementation name. */
+export const ADMIN_METHODS = {
+  status: pb.AdminService.status.path,
+  changeMember: pb.AdminService.changeMember.path,
+} as const;
+
+/** AdminHost is what the service needs from its node. */
+export interface AdminHost {
+  /** status is the node's /status document; it throws while the node is not running. */
+  status(): NodeStatusDocument;
+  /** own is this node's heartbeat measurements now and its advertised addresses. */
+  own(): { entityCount: number; signalThroughputEps: number; diskBytes: number; grpcAddr: string; httpAddr: string };
+  lastHeartbeat(): SeenHeartbeat | null;
+  /** admin runs the operation on this node's engine; it rejects when this node is not the leader. */
+  admin(op: AdminOp, timeoutMs: number): Promise<void>;
+}
+
+export interface AdminServiceOptions {
+  host: AdminHost;
+  /** forwarder reaches the leader with the node's own client certificate. */
+  forwarder: AdminClientPool;
+  onWarning?: (message: string) => void;
+}
+
+/** adminServiceDefinition registers the Admin paths with byte-for-byte serializers (decoding happens here). */
+export function adminServiceDefinition(): grpc.ServiceDefinition {
+  const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
+  for (const [name, path] of Object.entries(ADMIN_METHODS)) {
+    definition[name] = {
+      path, requestStream: false, responseStream: false,
+      requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity,
+    };
+  }
+  return definition;
+}
+
+const CHANGE_OPS: Partial<Record<pb.MemberChange, AdminOp['op']>> = {
+  [pb.MemberChange.MEMBER_CHANGE_PROMOTE]: 'promote',
+  [pb.MemberChange.MEMBER_CHANGE_REMOVE]: 'remove',
+  [pb.MemberChange.MEMBER_CHANGE_TRANSFER]: 'transfer',
+};
+
+export function adminServiceImplementation(options: AdminServiceOptions): grpc.UntypedServiceImplementation {
+  const { host } = options;
+  const fail = (respond: grpc.sendUnaryData<Buffer>, err: unknown, method: string): void => {
+    const known = err instanceof AdminCallError ? err : null;
+    if (!known) options.onWarning?.(`Admin ${method} failed: ${String(err)}`);
+    const code = known?.code ?? grpc.status.INTERNAL;
+    const metadata = new grpc.Metadata();
+    if (known && known.leaderHint !== '') metadata.set(TRAILER_LEADER, known.leaderHint);
+    respond({ code, details: known?.details ?? 'admin handler failed', metadata }, null);
+  };
+  const deadlineOf = (call: grpc.ServerUnaryCall<Buffer, Buffer>): number => {
+    const deadline = call.getDeadline();
+    const asked = deadline instanceof Date ? deadline.getTime() : Number(deadline);
+    const fallback = Date.now() + ADMIN_CALL_DEADLINE_MS;
+    return Number.isFinite(asked) && asked > 0 ? Math.min(asked, fallback) : fallback;
+  };
+  const runningStatus = (): NodeStatusDocument => {
+    try {
+      return host.status();
+    } catch (err) {
+      throw new AdminCallError(grpc.status.UNAVAILABLE, `node is not running: ${(err as Error).message}`);
+    }
+  };
+
+  const change = async (request: pb.ChangeMemberRequest, deadlineAt: number): Promise<pb.ChangeMemberResponse> => {
+    const op = CHANGE_OPS[request.change];
+    if (op === undefined) throw new AdminCallError(grpc.status.INVALID_ARGUMENT, `change must be promote, remove or transfer, got ${request.change}`);
+    if (request.name === '' || Buffer.byteLength(request.name) > ADMIN_NAME_BYTES_MAX) {
+      throw new AdminCallError(grpc.status.INVALID_ARGUMENT, `member name must be 1..${ADMIN_NAME_BYTES_MAX} bytes`);
+    }
+    const status = runningStatus();
+    if (status.role !== 'leader') {
+      if (status.leaderGrpcAddr === '' || status.leaderId === status.id) {
+        throw new AdminCallError(grpc.status.UNAVAILABLE, `${status.name} is ${status.role} and knows no leader; retry`);
+      }
+      if (request.hops >= ADMIN_FORWARD_HOP_COUNT_MAX) {
+        throw new AdminCallError(grpc.status.FAILED_PRECONDITION, `not the leader, and the request was already forwarded ${request.hops} times`, status.leaderGrpcAddr);
+      }
+      return options.forwarder.changeMember(status.leaderGrpcAddr, { ...request, hops: request.hops + 1 }, deadlineAt);
+    }
+    const member = status.members.find((m) => m.name === request.name);
+    if (!member) throw new AdminCallError(grpc.status.NOT_FOUND, `no member named ${JSON.stringify(request.name)}`);
+    if (member.role === 'removed') throw new AdminCallError(grpc.status.FAILED_PRECONDITION, `member ${request.name} (id ${member.id}) was removed`);
+    const timeoutMs = Math.max(1, deadlineAt - Date.now());
+    try {
+      await host.admin({ op, memberId: member.id }, timeoutMs);
+    } catch (err) {
+      throw adminRefusal(err as Error, status.leaderGrpcAddr);
+    }
+    return { memberId: member.id, leaderName: status.name, detail: '' };
+  };
+
+  return {
+    status: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+      try {
+        pb.StatusRequest.decode(call.request);
+      } catch (err) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed StatusRequest: ${String(err)}` }, null);
+        return;
+      }
+      try {
+        const response = adminStatusResponse(runningStatus(), host.own(), host.lastHeartbeat());
+        respond(null, Buffer.from(pb.StatusResponse.encode(response).finish()));
+      } catch (err) {
+        fail(respond, err, 'Status');
+      }
+    },
+    changeMember: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+      let request: pb.ChangeMemberRequest;
+      try {
+        request = pb.ChangeMemberRequest.decode(call.request);
+      } catch (err) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ChangeMemberRequest: ${String(err)}` }, null);
+        return;
+      }
+      change(request, deadlineOf(call)).then(
+        (response) => respond(null, Buffer.from(pb.ChangeMemberResponse.encode(response).finish())),
+        (err: unknown) => fail(respond, err, 'ChangeMember'),
+      );
+    },
+  };
+}
+
+/**
+ * adminRefusal names how Node.admin's rejection reads on the wire: the engine's refusal is
+ * FAILED_PRECONDITION with its reason (the leader says "retry" where retrying helps), a missing
+ * answer DEADLINE_EXCEEDED, a node that stopped or failed UNAVAILABLE.
+ */
+function adminRefusal(err: Error, leaderHint: string): AdminCallError {
+  const refused = /^admin operation refused: (.*)$/s.exec(err.message);
+  if (refused) return new AdminCallError(grpc.status.FAILED_PRECONDITION, refused[1]!, leaderHint);
+  if (/got no answer within/.test(err.message)) return new AdminCallError(grpc.status.DEADLINE_EXCEEDED, err.message);
+  return new AdminCallError(grpc.status.UNAVAILABLE, err.message);
+}
