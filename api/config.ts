@@ -31,6 +31,8 @@ export interface ApiConfig {
 }
 
 export const agentRunQueueName = 'agent-runs';
+/** albumQueueName is the BullMQ queue of album anchor and shot jobs (api/albums/). */
+export const albumQueueName = 'album-jobs';
 
 export function defaultConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
   return {
@@ -38,7 +40,7 @@ export function defaultConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     trustedProxies: [],
     isReady: () => true,
     validateResponses: false,
-    queueNames: [agentRunQueueName],
+    queueNames: [agentRunQueueName, albumQueueName],
     log: jsonLineLogger,
     sseKeepAliveMs: sseKeepAliveMsDefault,
     accessLog: false,

@@ -4,8 +4,7 @@
 import type { JobsOptions } from 'bullmq';
 import { albumJobAttemptsDefault, albumJobsKept } from './limits.js';
 
-/** albumQueueName is the BullMQ queue of anchor and shot jobs. */
-export const albumQueueName = 'album-jobs';
+export { albumQueueName } from '../config.js';
 
 export interface AnchorJob {
   kind: 'anchor';
