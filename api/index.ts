@@ -1,8 +1,8 @@
 // The API's public surface for the CLI and the lead's wiring.
 export { createApp } from './app.js';
 export type { ApiService, CreateAppOptions, RedisSettings } from './app.js';
-export { startApiServer } from './server.js';
-export type { RunningApi, StartApiOptions } from './server.js';
+export { startApiServer, startApiService } from './server.js';
+export type { ApiRuntime, RunningApi, StartApiOptions } from './server.js';
 export { printOpenApi, openApiDocument } from './openapi/document.js';
 export { bootstrapAdminKey } from './auth/api-keys.js';
 export { configFromEnv, defaultConfig } from './config.js';

@@ -58,7 +58,10 @@ export const runKillGraceMs = 2000;
 export const sseKeepAliveMsDefault = 15_000;
 /** sseStreamDurationMsMax ends one SSE response; the client resumes with Last-Event-ID. */
 export const sseStreamDurationMsMax = 60 * 60 * 1000;
-/** sseStreamsMax bounds concurrent SSE responses per API process (each holds a Redis connection). */
-export const sseStreamsMax = 256;
+/**
+ * sseStreamsMax bounds concurrent run event streams per API process. An open stream holds a socket and a
+ * listener on the process's one subscriber connection (runs/run-event-hub.ts), not a Redis connection.
+ */
+export const sseStreamsMax = 4096;
 /** sseReadCountMax is how many events one Redis read returns. */
 export const sseReadCountMax = 100;

@@ -1,6 +1,8 @@
-// startApiServer runs the API over a given store: Redis from REDIS_URL, else a local redis-server when one is
-// on the PATH, else none (queue endpoints then answer 503 and the rate limit is per process). With Redis it
-// also runs an agent-run worker in this process unless SVC_RUN_WORKER=0.
+// startApiService builds the API over a given store without listening: Redis from REDIS_URL, else a local
+// redis-server when one is on the PATH, else none (queue endpoints then answer 503 and the rate limit is per
+// process). With Redis it also runs an agent-run worker and an album worker in this process unless
+// SVC_RUN_WORKER=0 / SVC_ALBUM_WORKER=0. A cluster node mounts `service.app` on its own HTTP server
+// (transports/node/node-api.ts); startApiServer listens on its own port (`tsx api/main.ts`).
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import path from 'node:path';
@@ -19,11 +21,17 @@ import type { AlbumWorker } from './albums/index.js';
 export const apiPortDefault = 8080;
 export const apiHostDefault = '127.0.0.1';
 
-export interface RunningApi {
-  url: string;
+export interface ApiRuntime {
   service: ApiService;
   redisUrl: string | null;
+  /** localRedis is true when this process started its own redis-server (REDIS_URL unset). */
+  localRedis: boolean;
+  /** close stops the workers, the Redis clients and a local redis-server; the HTTP server is the caller's. */
   close(): Promise<void>;
+}
+
+export interface RunningApi extends Omit<ApiRuntime, 'localRedis'> {
+  url: string;
 }
 
 export interface StartApiOptions {
@@ -31,48 +39,75 @@ export interface StartApiOptions {
   env?: NodeJS.ProcessEnv;
   /** dataDir holds a locally started redis-server's files (default .cluster/api-redis). */
   dataDir?: string;
+  /** localRedis false never starts a local redis-server when REDIS_URL is unset (default true). */
+  localRedis?: boolean;
   config?: Partial<ApiConfig>;
 }
 
-export async function startApiServer(options: StartApiOptions): Promise<RunningApi> {
+export async function startApiService(options: StartApiOptions): Promise<ApiRuntime> {
   const env = options.env ?? process.env;
   const config = configFromEnv(env, options.config);
   let localRedis: LocalRedis | undefined;
   let redisUrl = env.REDIS_URL ?? null;
-  if (!redisUrl && redisServerAvailable()) {
+  if (!redisUrl && options.localRedis !== false && redisServerAvailable()) {
     localRedis = await startLocalRedis(options.dataDir ?? path.resolve('.cluster', 'api-redis'));
     redisUrl = localRedis.url;
   }
   if (!redisUrl) config.log('api.no_redis', { effect: 'queue endpoints answer 503; rate limit is per process' });
   const service = createApp({ store: options.store, redis: redisUrl ? { url: redisUrl } : undefined, config });
-  // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
   let worker: AgentWorker | undefined;
-  if (redisUrl && env.SVC_RUN_WORKER !== '0') worker = await startAgentWorker({ redisUrl });
-  // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
   let albumWorker: AlbumWorker | undefined;
-  if (redisUrl && env.SVC_ALBUM_WORKER !== '0') {
-    albumWorker = await startAlbumWorker({
-      redisUrl, store: options.store, generator: imageGeneratorFromEnv(env),
-      onSweepError: (error) => config.log('albums.blob_sweep_failed', { error: error instanceof Error ? error.message : String(error) }),
-    });
+  try {
+    // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
+    if (redisUrl && env.SVC_RUN_WORKER !== '0') worker = await startAgentWorker({ redisUrl });
+    // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
+    if (redisUrl && env.SVC_ALBUM_WORKER !== '0') {
+      albumWorker = await startAlbumWorker({
+        redisUrl, store: options.store, generator: imageGeneratorFromEnv(env),
+        onSweepError: (error) => config.log('albums.blob_sweep_failed', { error: error instanceof Error ? error.message : String(error) }),
+      });
+    }
+  } catch (error) {
+    await worker?.close();
+    await service.close();
+    await localRedis?.stop();
+    throw error;
   }
-  const port = Number(env.SVC_API_PORT ?? apiPortDefault);
-  const host = env.SVC_API_HOST ?? apiHostDefault;
-  const server: Server = service.app.listen(port, host);
-  await new Promise<void>((resolve, reject) => { server.once('listening', resolve); server.once('error', reject); });
-  const address = server.address() as AddressInfo;
-  const hostText = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
-    url: `http://${hostText}:${address.port}`,
     service,
     redisUrl,
+    localRedis: localRedis !== undefined,
     async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
       await worker?.close();
       await albumWorker?.close();
       await service.close();
       await localRedis?.stop();
+    },
+  };
+}
+
+export async function startApiServer(options: StartApiOptions): Promise<RunningApi> {
+  const env = options.env ?? process.env;
+  const runtime = await startApiService(options);
+  const port = Number(env.SVC_API_PORT ?? apiPortDefault);
+  const host = env.SVC_API_HOST ?? apiHostDefault;
+  const server: Server = runtime.service.app.listen(port, host);
+  try {
+    await new Promise<void>((resolve, reject) => { server.once('listening', resolve); server.once('error', reject); });
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
+  const address = server.address() as AddressInfo;
+  const hostText = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${hostText}:${address.port}`,
+    service: runtime.service,
+    redisUrl: runtime.redisUrl,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await runtime.close();
     },
   };
 }

@@ -1,5 +1,6 @@
 // Agent command runs: POST /projects/{id}/commands queues a run and answers 202 {runId, streamUrl};
-// GET /runs/{id}/events is the SSE stream (event ids are Redis stream ids, so Last-Event-ID resumes exactly);
+// GET /runs/{id}/events is the SSE stream (event ids are Redis stream ids, so Last-Event-ID resumes exactly;
+// resuming after `complete` ends the response at once);
 // POST /runs/{id}/cancel stops it. A run is visible to the user who started it and to admins.
 import { Router } from 'express';
 import type { Request, Response } from 'express';
@@ -15,7 +16,8 @@ import {
 } from '../limits.js';
 import type { AgentRunJob } from '../runs/agent-worker.js';
 import type { RunRecord } from '../runs/run-records.js';
-import { appendRunEvent, finishRun, readRun, runKeys } from '../runs/run-records.js';
+import { appendRunEvent, finishRun, isRunStreamFinished, readRun, runKeys } from '../runs/run-records.js';
+import { RunEventHub } from '../runs/run-event-hub.js';
 
 const streamIdPattern = /^\d{1,20}-\d{1,20}$/;
 
@@ -38,7 +40,9 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
   const redis = redisUrl ? options.connect() : undefined;
   const queue = redisUrl ? new Queue<AgentRunJob>(agentRunQueueName, { connection: redis! }) : undefined;
   queue?.on('error', () => undefined);
-  const openStreams = new Set<Redis>();
+  // One subscriber connection wakes every open event stream of this process (run-event-hub.ts).
+  const hub = redisUrl ? new RunEventHub(redisUrl) : undefined;
+  const openStreams = new Set<Response>();
 
   const requireRedis = (): Redis => {
     if (!redis) throw new ApiError('QUEUE_UNAVAILABLE', 'no Redis is configured: set REDIS_URL');
@@ -105,19 +109,27 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
         [{ path: '/headers/last-event-id', message: 'expected <ms>-<seq>' }]);
     }
     if (openStreams.size >= sseStreamsMax) throw new ApiError('QUEUE_UNAVAILABLE', 'too many open event streams');
-    await streamEvents(req, res, run.id, lastEventId);
+    await streamEvents(req, res, requireRedis(), run.id, lastEventId === '0' ? '0-0' : lastEventId);
   });
 
-  async function streamEvents(req: Request, res: Response, runId: string, startAfter: string): Promise<void> {
-    // A blocking XREAD holds its connection, so each stream gets its own, without a command timeout.
-    const reader = new Redis(redisUrl!, { maxRetriesPerRequest: 1 });
-    reader.on('error', () => undefined);
-    openStreams.add(reader);
+  /**
+   * streamEvents writes the run's events after startAfter, then waits for the hub to say more arrived (or for
+   * the keep-alive interval, reading again either way). It ends after `complete`, and at once when the client
+   * resumes after `complete` (nothing follows it). Reads share the router's command connection.
+   */
+  async function streamEvents(req: Request, res: Response, client: Redis, runId: string, startAfter: string): Promise<void> {
     let closed = false;
+    let signalled: boolean;
+    let wake: (() => void) | null = null;
+    const stopListening = await hub!.listen(runId, () => {
+      signalled = true;
+      wake?.();
+    });
     req.on('close', () => {
       closed = true;
-      reader.disconnect();
+      wake?.();
     });
+    openStreams.add(res);
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no',
       Connection: 'keep-alive',
@@ -125,16 +137,13 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
     res.write(': stream open\n\n');
     const deadline = Date.now() + sseStreamDurationMsMax;
     let lastId = startAfter;
+    let firstRead = true;
     try {
       while (!closed && Date.now() < deadline) {
-        const reply = await reader.xread('COUNT', sseReadCountMax, 'BLOCK', options.sseKeepAliveMs,
-          'STREAMS', runKeys.events(runId), lastId);
-        if (reply === null) {
-          res.write(': keep-alive\n\n');
-          continue;
-        }
+        signalled = false;
+        const entries = await client.xrange(runKeys.events(runId), `(${lastId}`, '+', 'COUNT', sseReadCountMax);
         let complete = false;
-        for (const [id, fields] of reply[0]![1]) {
+        for (const [id, fields] of entries) {
           const event = fields[fields.indexOf('event') + 1] ?? 'message';
           const data = fields[fields.indexOf('data') + 1] ?? '{}';
           res.write(`id: ${id}\nevent: ${event}\ndata: ${data}\n\n`);
@@ -142,13 +151,25 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
           if (event === 'complete') complete = true;
         }
         if (complete) break;
+        // Resumed at or after `complete`: the run is over and nothing will follow, so the response ends now.
+        if (firstRead && entries.length === 0 && await isRunStreamFinished(client, runId)) break;
+        firstRead = false;
+        if (entries.length === sseReadCountMax || signalled || closed) continue;
+        const timedOut = await new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(true), options.sseKeepAliveMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve(false);
+          };
+        });
+        wake = null;
+        if (timedOut && !closed) res.write(': keep-alive\n\n');
       }
     } catch {
-      // The client left (its connection was closed under the read) or Redis failed: end the stream; the
-      // client resumes with Last-Event-ID.
+      // Redis failed under the stream: end it; the client resumes with Last-Event-ID.
     } finally {
-      openStreams.delete(reader);
-      reader.disconnect();
+      openStreams.delete(res);
+      stopListening();
       res.end();
     }
   }
@@ -156,7 +177,8 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
   return {
     router,
     async close() {
-      for (const reader of openStreams) reader.disconnect();
+      for (const stream of openStreams) stream.end();
+      hub?.close();
       await queue?.close();
     },
   };

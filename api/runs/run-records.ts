@@ -7,6 +7,8 @@ export const runKeys = {
   run: (runId: string) => `svc:run:${runId}`,
   events: (runId: string) => `svc:run:${runId}:events`,
   cancelChannel: 'svc:run-cancel',
+  /** eventsChannel carries the run id of every appended event, to wake open event streams (run-event-hub.ts). */
+  eventsChannel: 'svc:run-events',
 } as const;
 
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'timed_out';
@@ -31,10 +33,25 @@ export interface RunRecord {
   duration_ms: number | null;
 }
 
+/**
+ * appendRunEvent adds the event to the run's stream and, in the same transaction, names the run on
+ * eventsChannel so that open event streams on any API process read it at once.
+ */
 export async function appendRunEvent(redis: Redis, runId: string, event: RunEvent): Promise<string> {
-  const id = await redis.xadd(runKeys.events(runId), 'MAXLEN', '~', String(runEventsMax), '*',
-    'event', event.event, 'data', JSON.stringify(event.data));
-  return id!;
+  const results = await redis.multi()
+    .xadd(runKeys.events(runId), 'MAXLEN', '~', String(runEventsMax), '*', 'event', event.event, 'data', JSON.stringify(event.data))
+    .publish(runKeys.eventsChannel, runId)
+    .exec();
+  const [failure, id] = results?.[0] ?? [new Error('the event append was discarded'), null];
+  if (failure) throw failure;
+  return id as string;
+}
+
+/** isRunStreamFinished says whether the stream's newest event is `complete` (nothing more will be appended). */
+export async function isRunStreamFinished(redis: Redis, runId: string): Promise<boolean> {
+  const newest = await redis.xrevrange(runKeys.events(runId), '+', '-', 'COUNT', 1);
+  const fields = newest[0]?.[1];
+  return fields !== undefined && fields[fields.indexOf('event') + 1] === 'complete';
 }
 
 export async function readRun(redis: Redis, runId: string): Promise<RunRecord | null> {

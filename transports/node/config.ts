@@ -29,6 +29,37 @@ export type NodeTls =
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
+/**
+ * NodeApiConfig turns on the developer HTTP API (api/) on the node's HTTP port, over the node's replicated
+ * store. Unset fields fall back to the environment variables the API documents (api/README.md), then to the
+ * API's defaults. Every node of a cluster should get the same redisUrl: queues, run events and the rate limit
+ * are shared through it.
+ */
+export interface NodeApiConfig {
+  /**
+   * redisUrl (redis:// or rediss://) is the Redis for queues, run events and the cluster-wide rate limit.
+   * Default REDIS_URL; without either, a redis-server of this node alone under dataDir/api-redis when one is
+   * on the PATH (and localRedis is not false), else none: queue endpoints answer 503 QUEUE_UNAVAILABLE.
+   */
+  redisUrl?: string;
+  /** localRedis false never starts a node-local redis-server (default true). */
+  localRedis?: boolean;
+  /** secretKeyFile holds the 32-byte credential key (64 hex digits or base64); default SVC_SECRET_KEY_FILE, else SVC_SECRET_KEY. */
+  secretKeyFile?: string;
+  /** rateLimitPerSecond is the request rate per API key (cluster-wide through a shared Redis); default SVC_RATE_LIMIT_RPS, else 50. */
+  rateLimitPerSecond?: number;
+  /** runWorker false leaves agent runs to other processes (default: SVC_RUN_WORKER, else true). */
+  runWorker?: boolean;
+  /** albumWorker false leaves album jobs to other processes (default: SVC_ALBUM_WORKER, else true). */
+  albumWorker?: boolean;
+  /** trustedProxies are IPs/CIDRs whose X-Forwarded-For is believed (default SVC_TRUSTED_PROXIES). */
+  trustedProxies?: string[];
+  /** workspaceRoot confines project workspaces (default SVC_WORKSPACE_ROOT). */
+  workspaceRoot?: string;
+  /** accessLog logs one line per answer (default SVC_ACCESS_LOG=1). */
+  accessLog?: boolean;
+}
+
 export interface NodeConfig {
   /** name is the node's permanent member name; a join is idempotent by name. */
   name: string;
@@ -67,6 +98,8 @@ export interface NodeConfig {
   engineCompat?: Partial<Omit<Compat, 'buildVersion'>>;
   /** processMetrics adds prom-client's process metrics (CPU, memory, event loop) to /metrics; default true. */
   processMetrics?: boolean;
+  /** api serves the developer HTTP API on httpListen beside /health, /ready, /metrics and /status (absent: no API). */
+  api?: NodeApiConfig;
 }
 
 export class ConfigError extends Error {
@@ -151,6 +184,8 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
   }
   if (config.logLevel !== undefined && !LOG_LEVELS.includes(config.logLevel)) throw new ConfigError(`logLevel must be one of ${LOG_LEVELS.join(', ')}`);
 
+  if (config.api !== undefined) checkApiConfig(config.api);
+
   let limits: NodeLimits;
   try {
     limits = nodeLimits({ ...config.nodeLimits, ...(config.tickMs === undefined ? {} : { tickMs: config.tickMs }) });
@@ -158,4 +193,25 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
     throw new ConfigError((err as Error).message);
   }
   return { ...config, bootstrap, seeds, limits, grpcListenAt, httpListenAt };
+}
+
+const RATE_LIMIT_PER_SECOND_MAX = 1_000_000;
+
+function checkApiConfig(api: NodeApiConfig): void {
+  if (typeof api !== 'object' || api === null || Array.isArray(api)) throw new ConfigError('api must be an object (use {} for the defaults)');
+  if (api.redisUrl !== undefined && (typeof api.redisUrl !== 'string' || !/^rediss?:\/\/[^\s]+$/.test(api.redisUrl))) {
+    throw new ConfigError('api.redisUrl must be a redis:// or rediss:// URL');
+  }
+  if (api.secretKeyFile !== undefined) checkFile(api.secretKeyFile, 'api.secretKeyFile');
+  if (api.workspaceRoot !== undefined) checkFile(api.workspaceRoot, 'api.workspaceRoot');
+  const rate = api.rateLimitPerSecond;
+  if (rate !== undefined && (!Number.isSafeInteger(rate) || rate < 1 || rate > RATE_LIMIT_PER_SECOND_MAX)) {
+    throw new ConfigError(`api.rateLimitPerSecond must be an integer from 1 to ${RATE_LIMIT_PER_SECOND_MAX}`);
+  }
+  for (const flag of ['localRedis', 'runWorker', 'albumWorker', 'accessLog'] as const) {
+    if (api[flag] !== undefined && typeof api[flag] !== 'boolean') throw new ConfigError(`api.${flag} must be true or false`);
+  }
+  if (api.trustedProxies !== undefined && (!Array.isArray(api.trustedProxies) || api.trustedProxies.some((item) => typeof item !== 'string' || item === ''))) {
+    throw new ConfigError('api.trustedProxies must be a list of IP addresses or CIDRs');
+  }
 }

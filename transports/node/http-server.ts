@@ -1,8 +1,9 @@
-// The node's own HTTP surface (node:http; the developer API is a separate server):
+// The node's own HTTP surface (node:http):
 //   GET /health   200 once the readiness latch converged; 503 before, and when removed, halted, reseeding or failed
 //   GET /ready    200 when healthy and a leader is known (the node can serve store reads and writes)
 //   GET /metrics  Prometheus text format
 //   GET /status   the JSON document of node-status.ts (the status-poll readiness path reads durableLastSeq)
+// With the developer API configured (node-api.ts), every other path goes to it; without, they answer 404.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { NodeStatusDocument } from './node-status.js';
@@ -15,6 +16,11 @@ export interface HttpSurface {
   /** status and metrics are null while the node is not running (503). */
   status(): NodeStatusDocument | null;
   metrics(): Promise<{ contentType: string; body: string } | null>;
+  /**
+   * api, present when the node serves the developer API, answers every other path; it returns null while
+   * the API is not running (starting or stopping: 503).
+   */
+  api?: () => ((req: IncomingMessage, res: ServerResponse) => void) | null;
 }
 
 export interface NodeHttpServer {
@@ -52,7 +58,12 @@ export async function startHttpServer(host: string, port: number, surface: HttpS
 async function handle(req: IncomingMessage, res: ServerResponse, surface: HttpSurface): Promise<void> {
   const path = (req.url ?? '/').split('?')[0];
   const known = path === '/health' || path === '/ready' || path === '/metrics' || path === '/status';
-  if (!known) return send(res, 404, { status: 'error', reason: `no route ${path}` });
+  if (!known) {
+    if (!surface.api) return send(res, 404, { status: 'error', reason: `no route ${path}` });
+    const api = surface.api();
+    if (api === null) return send(res, 503, { status: 'unavailable', reason: 'the developer API is not running' });
+    return api(req, res);
+  }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.setHeader('allow', 'GET, HEAD');
     return send(res, 405, { status: 'error', reason: `${req.method} is not allowed on ${path}` });

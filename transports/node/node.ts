@@ -32,6 +32,7 @@ import { BUILD_VERSION } from './build-info.js';
 import { ConfigError, resolveNodeConfig, type NodeConfig, type ResolvedNodeConfig } from './config.js';
 import { Driver, type DriverPorts } from './driver.js';
 import { startHttpServer, type NodeHttpServer } from './http-server.js';
+import type { NodeApi } from './node-api.js';
 import { createLogger, type Logger } from './logger.js';
 import { NodeMetrics } from './metrics.js';
 import { DiskUsage, ThroughputMeter, wallClockNs } from './node-stats.js';
@@ -90,6 +91,7 @@ export class Node {
   private router: StoreRouter | null = null;
   private metrics: NodeMetrics | null = null;
   private replicatedStore: ReplicatedStore | null = null;
+  private api: NodeApi | null = null;
   private advertised = { grpc: '', http: '' };
 
   constructor(config: NodeConfig) {
@@ -130,6 +132,11 @@ export class Node {
 
   get httpPort(): number {
     return this.http?.port ?? 0;
+  }
+
+  /** apiRedisUrl is the Redis the developer API uses (null: none, or no API). */
+  get apiRedisUrl(): string | null {
+    return this.api?.redisUrl ?? null;
   }
 
   /** status is the document GET /status serves. */
@@ -190,6 +197,9 @@ export class Node {
   private async startParts(): Promise<void> {
     const config = this.config;
     const security = await this.loadSecurity();
+    // Loaded only with an api section: a node without the API loads none of Express, BullMQ or the image code.
+    const nodeApi = config.api ? await import('./node-api.js') : null;
+    if (config.api && nodeApi) await nodeApi.readApiSecretKey(config.api);
     const nameOverride = config.tls.mode === 'mtls' && config.tls.serverNameOverride
       ? { 'grpc.ssl_target_name_override': config.tls.serverNameOverride, 'grpc.default_authority': config.tls.serverNameOverride }
       : {};
@@ -254,6 +264,7 @@ export class Node {
       metrics: async () => (this.metrics && this.state === 'running'
         ? { contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }
         : null),
+      ...(config.api ? { api: () => this.api?.handler ?? null } : {}),
     }, config.limits.httpRequestTimeoutMs, (err) => this.log.error({ err: String(err) }, 'HTTP handler failed'));
     this.advertised = {
       grpc: config.grpcAdvertise ?? `${config.grpcListenAt.host}:${this.peerServer.port}`,
@@ -308,6 +319,11 @@ export class Node {
     driver.start();
     this.diskTimer = setInterval(() => void this.disk.refresh(), config.limits.diskUsageRefreshMs);
     this.state = 'running';
+    if (config.api && nodeApi) {
+      this.api = await nodeApi.startNodeApi(config.api, {
+        store: this.replicatedStore, dataDir: config.dataDir, log: this.log, ready: () => this.readyProblem() === null,
+      });
+    }
     const s = driver.status();
     this.log.info({
       id: s.id, term: s.term, lastSeq: s.lastSeq, snapshotSeq: s.snapshotSeq, grpc: this.advertised.grpc, http: this.advertised.http,
@@ -505,6 +521,10 @@ export class Node {
     this.stopping ??= (async () => {
       this.state = 'stopping';
       if (this.diskTimer) clearInterval(this.diskTimer);
+      // The API goes first (new requests answer 503), while the store can still finish what it started.
+      const api = this.api;
+      this.api = null;
+      await api?.close().catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
       await this.driver?.stop();
       await this.transfer?.stop();
       const stopped = new StoreUnavailableError('node stopped');
