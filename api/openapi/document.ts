@@ -28,13 +28,21 @@ const page = (item: string): Schema => ({
   properties: { items: { type: 'array', items: ref(item) }, next_cursor: { type: ['string', 'null'] } },
 });
 
-/** authenticated adds the responses every keyed operation may give. */
+const storeUnavailable = 'STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or ' +
+  'this node is cut off); nothing was acknowledged, retry';
+
+/**
+ * authenticated adds the responses every keyed operation may give. 503 STORE_UNAVAILABLE is among them because
+ * authentication itself reads the replicated store; an operation's own 503 codes are kept beside it.
+ */
 function authenticated(operation: Schema): Schema {
   const responses = operation.responses as Record<string, unknown>;
+  const own503 = responses[503] as { description?: string } | undefined;
   return {
     ...operation,
     responses: {
       ...responses,
+      503: errorResponse(own503?.description ? `${own503.description}; or ${storeUnavailable}` : storeUnavailable),
       400: errorResponse('VALIDATION_FAILED or MALFORMED_JSON'),
       401: errorResponse('UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED'),
       403: errorResponse('IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role'),
@@ -73,6 +81,12 @@ Authentication failures:
 are 400 \`VALIDATION_FAILED\` with \`details\`. Every response carries \`X-Request-Id\` (echoed when the request
 sent a sane one).
 
+**Cluster.** Every node of the cluster serves this API over the same replicated store: any node answers any
+request, a write is acknowledged only once the cluster committed it, and a read on any node sees every write
+acknowledged before it began. While the cluster has no leader (an election, a partition), keyed operations answer
+503 \`STORE_UNAVAILABLE\`; retry. On a node, \`/health\` and \`/ready\` are the node's own: 503 with
+\`{status: "unavailable", reason}\` until it converged (\`/health\`) or while no leader is known (\`/ready\`).
+
 **Rate limit.** Requests per second per key, cluster-wide (default ${rateLimitPerSecondDefault}, setting
 \`SVC_RATE_LIMIT_RPS\`), counted over a sliding one-second window. Over the limit: 429 \`RATE_LIMITED\` with
 \`Retry-After\`, \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`.
@@ -90,16 +104,21 @@ export const openApiDocument = {
   paths: {
     '/health': {
       get: publicOperation({
-        operationId: 'getHealth', tags: ['service'], summary: 'Liveness: the process answers',
-        responses: { 200: { description: 'alive', content: json(ref('Status')) } },
+        operationId: 'getHealth', tags: ['service'],
+        summary: "Health: the process answers (on a cluster node: the node's readiness latch converged)",
+        responses: {
+          200: { description: 'healthy', content: json(ref('Status')) },
+          503: { description: 'a cluster node that has not converged, or is removed, halted, reseeding or stopping', content: json(ref('Status')) },
+        },
       }),
     },
     '/ready': {
       get: publicOperation({
-        operationId: 'getReady', tags: ['service'], summary: 'Readiness: the service can take traffic',
+        operationId: 'getReady', tags: ['service'],
+        summary: 'Readiness: the service can take traffic (on a cluster node: healthy and a leader is known)',
         responses: {
           200: { description: 'ready', content: json(ref('Status')) },
-          503: errorResponse('NOT_READY'),
+          503: { description: 'NOT_READY (an Error), or a cluster node\'s {status, reason}', content: json({ oneOf: [ref('Error'), ref('Status')] }) },
         },
       }),
     },
@@ -289,7 +308,10 @@ export const openApiDocument = {
       Id: { type: 'string', pattern: '^[a-z]{3}_[0-9a-z]{9}[0-9a-f]{16}$' },
       Timestamp: { type: 'string', format: 'date-time' },
       Name: { type: 'string', minLength: 1, maxLength: nameLengthMax },
-      Status: { type: 'object', required: ['status'], properties: { status: { type: 'string' } } },
+      Status: {
+        type: 'object', required: ['status'],
+        properties: { status: { type: 'string' }, reason: { type: 'string', description: 'why not, on a 503 from a cluster node' } },
+      },
       Error: {
         type: 'object', required: ['code', 'message', 'requestId'],
         properties: {

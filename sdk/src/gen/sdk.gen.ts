@@ -58,7 +58,7 @@ export class SvcApi extends HeyApiClient {
     }
     
     /**
-     * Liveness: the process answers
+     * Health: the process answers (on a cluster node: the node's readiness latch converged)
      */
     public getHealth<ThrowOnError extends boolean = true>(options?: Options<GetHealthData, ThrowOnError>) {
         return (options?.client ?? this.client).get<GetHealthResponses, GetHealthErrors, ThrowOnError, 'data'>({
@@ -69,7 +69,7 @@ export class SvcApi extends HeyApiClient {
     }
     
     /**
-     * Readiness: the service can take traffic
+     * Readiness: the service can take traffic (on a cluster node: healthy and a leader is known)
      */
     public getReady<ThrowOnError extends boolean = true>(options?: Options<GetReadyData, ThrowOnError>) {
         return (options?.client ?? this.client).get<GetReadyResponses, GetReadyErrors, ThrowOnError, 'data'>({

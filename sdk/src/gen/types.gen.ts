@@ -12,6 +12,10 @@ export type Name = string;
 
 export type Status = {
     status: string;
+    /**
+     * why not, on a 503 from a cluster node
+     */
+    reason?: string;
 };
 
 export type Error = {
@@ -405,6 +409,10 @@ export type GetHealthData = {
 
 export type GetHealthErrors = {
     /**
+     * a cluster node that has not converged, or is removed, halted, reseeding or stopping
+     */
+    503: Status;
+    /**
      * failure
      */
     default: Error;
@@ -414,7 +422,7 @@ export type GetHealthError = GetHealthErrors[keyof GetHealthErrors];
 
 export type GetHealthResponses = {
     /**
-     * alive
+     * healthy
      */
     200: Status;
 };
@@ -430,9 +438,9 @@ export type GetReadyData = {
 
 export type GetReadyErrors = {
     /**
-     * NOT_READY
+     * NOT_READY (an Error), or a cluster node's {status, reason}
      */
-    503: Error;
+    503: Error | Status;
     /**
      * failure
      */
@@ -505,6 +513,10 @@ export type ListKeysErrors = {
      */
     429: Error;
     /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
      * Any other failure, with its code
      */
     default: Error;
@@ -549,6 +561,10 @@ export type CreateKeyErrors = {
      */
     429: Error;
     /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
      * Any other failure, with its code
      */
     default: Error;
@@ -591,6 +607,10 @@ export type GetKeyErrors = {
      * RATE_LIMITED
      */
     429: Error;
+    /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
     /**
      * Any other failure, with its code
      */
@@ -635,6 +655,10 @@ export type RevokeKeyErrors = {
      */
     429: Error;
     /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
      * Any other failure, with its code
      */
     default: Error;
@@ -677,6 +701,10 @@ export type RotateKeyErrors = {
      * RATE_LIMITED
      */
     429: Error;
+    /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
     /**
      * Any other failure, with its code
      */
@@ -722,6 +750,10 @@ export type ListUsersErrors = {
      */
     429: Error;
     /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
      * Any other failure, with its code
      */
     default: Error;
@@ -765,6 +797,10 @@ export type CreateUserErrors = {
      * RATE_LIMITED
      */
     429: Error;
+    /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
     /**
      * Any other failure, with its code
      */
@@ -818,7 +854,7 @@ export type ListCredentialsErrors = {
      */
     429: Error;
     /**
-     * CREDENTIALS_UNAVAILABLE: the server has no secret key
+     * CREDENTIALS_UNAVAILABLE: the server has no secret key; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
      */
     503: Error;
     /**
@@ -874,7 +910,7 @@ export type CreateCredentialErrors = {
      */
     429: Error;
     /**
-     * CREDENTIALS_UNAVAILABLE
+     * CREDENTIALS_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
      */
     503: Error;
     /**
@@ -925,6 +961,10 @@ export type DeleteCredentialErrors = {
      */
     429: Error;
     /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
      * Any other failure, with its code
      */
     default: Error;
@@ -972,7 +1012,7 @@ export type UpdateCredentialErrors = {
      */
     429: Error;
     /**
-     * CREDENTIALS_UNAVAILABLE
+     * CREDENTIALS_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
      */
     503: Error;
     /**
@@ -1019,6 +1059,10 @@ export type ListProjectsErrors = {
      * RATE_LIMITED
      */
     429: Error;
+    /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
     /**
      * Any other failure, with its code
      */
@@ -1068,6 +1112,10 @@ export type CreateProjectErrors = {
      */
     429: Error;
     /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
      * Any other failure, with its code
      */
     default: Error;
@@ -1115,6 +1163,10 @@ export type DeleteProjectErrors = {
      */
     429: Error;
     /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
      * Any other failure, with its code
      */
     default: Error;
@@ -1161,6 +1213,10 @@ export type GetProjectErrors = {
      * RATE_LIMITED
      */
     429: Error;
+    /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
     /**
      * Any other failure, with its code
      */
@@ -1217,6 +1273,10 @@ export type UpdateProjectErrors = {
      */
     429: Error;
     /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
      * Any other failure, with its code
      */
     default: Error;
@@ -1258,7 +1318,7 @@ export type GetWorkStatsErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE: no Redis is configured or it does not answer
+     * QUEUE_UNAVAILABLE: no Redis is configured or it does not answer; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
      */
     503: Error;
     /**
@@ -1309,7 +1369,7 @@ export type RunCommandErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE
+     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
      */
     503: Error;
     /**
@@ -1360,6 +1420,10 @@ export type GetRunErrors = {
      */
     429: Error;
     /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
      * Any other failure, with its code
      */
     default: Error;
@@ -1406,6 +1470,10 @@ export type CancelRunErrors = {
      * RATE_LIMITED
      */
     429: Error;
+    /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
     /**
      * Any other failure, with its code
      */
@@ -1457,7 +1525,7 @@ export type StreamRunEventsErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE
+     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
      */
     503: Error;
     /**
@@ -1502,6 +1570,10 @@ export type ListAlbumTemplatesErrors = {
      */
     429: Error;
     /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
      * Any other failure, with its code
      */
     default: Error;
@@ -1545,6 +1617,10 @@ export type ListAlbumsErrors = {
      * RATE_LIMITED
      */
     429: Error;
+    /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
     /**
      * Any other failure, with its code
      */
@@ -1594,6 +1670,10 @@ export type CreateAlbumErrors = {
      */
     429: Error;
     /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
      * Any other failure, with its code
      */
     default: Error;
@@ -1640,6 +1720,10 @@ export type DeleteAlbumErrors = {
      * RATE_LIMITED
      */
     429: Error;
+    /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
     /**
      * Any other failure, with its code
      */
@@ -1688,6 +1772,10 @@ export type GetAlbumErrors = {
      */
     429: Error;
     /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
      * Any other failure, with its code
      */
     default: Error;
@@ -1735,7 +1823,7 @@ export type GenerateAnchorErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe
+     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
      */
     503: Error;
     /**
@@ -1785,6 +1873,10 @@ export type DeleteShotsErrors = {
      * RATE_LIMITED
      */
     429: Error;
+    /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
     /**
      * Any other failure, with its code
      */
@@ -1837,7 +1929,7 @@ export type GenerateShotsErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe
+     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
      */
     503: Error;
     /**
@@ -1893,7 +1985,7 @@ export type GenerateShotErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe
+     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
      */
     503: Error;
     /**
@@ -1944,6 +2036,10 @@ export type GetAlbumImageErrors = {
      * RATE_LIMITED
      */
     429: Error;
+    /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
     /**
      * Any other failure, with its code
      */
@@ -2016,7 +2112,7 @@ export type StreamUserEventsErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE
+     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
      */
     503: Error;
     /**
