@@ -114,14 +114,13 @@ export function swarmOptions(seed: number): SimOptions {
     livenessPhaseMsMax: SIM_LIMITS.livenessPhaseMsMax,
     onlyFaults: null,
   };
-  options.workload.writeIntervalMsMean = Math.max(options.workload.writeIntervalMsMean, writeIntervalMsFloor(options));
   return options;
 }
 
 /**
  * writeIntervalMsFloor keeps the offered load under half of what the configured pipeline
  * can replicate (segment size x segments in flight per round trip), so a run measures
- * faults rather than an ever-growing backlog. Overrides may still ask for more.
+ * faults rather than an ever-growing backlog. --write-interval-ms may still ask for more.
  */
 export function writeIntervalMsFloor(options: SimOptions): number {
   const roundTripMs = 2 * options.network.oneWayDelayMsMax + options.storage.diskSyncDelayMsMax;
@@ -202,6 +201,10 @@ export function applyOverrides(options: SimOptions, values: OverrideValues): Sim
 /** optionsFor is the options one run uses: the seed's swarm draw, then overrides. */
 export function optionsFor(seed: number, overrides: OverrideValues = {}, onlyFaults: number[] | null = null): SimOptions {
   const options = applyOverrides(swarmOptions(seed), overrides);
+  // The floor follows the pipeline the run really has (overrides included), unless pinned.
+  if (!('write-interval-ms' in overrides)) {
+    options.workload.writeIntervalMsMean = Math.max(options.workload.writeIntervalMsMean, writeIntervalMsFloor(options));
+  }
   options.onlyFaults = onlyFaults;
   return options;
 }

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseCli } from '../../sim/cli-args.js';
 import { faultSchedule } from '../../sim/faults.js';
-import { optionsFor } from '../../sim/options.js';
+import { optionsFor, writeIntervalMsFloor } from '../../sim/options.js';
 import { runSim } from '../../sim/run.js';
 import { reproduceCommand, shrinkFailure } from '../../sim/shrink.js';
 import type { EngineFactory } from '../../sim/node.js';
@@ -103,6 +103,9 @@ describe('sim/cli', () => {
     assert.throws(() => parseCli(['--seed', '1', '--bogus', '1']), /unknown argument --bogus/);
     assert.throws(() => optionsFor(1, { loss: 2 }), /must be a number in \[0, 1\]/);
     assert.throws(() => optionsFor(1, { nodes: 3, learners: 2 }), /majority/);
+    const slowPipe = optionsFor(14, { 'segment-entries': 1 });
+    assert.ok(slowPipe.workload.writeIntervalMsMean >= writeIntervalMsFloor(slowPipe), 'the write-rate floor follows overridden limits');
+    assert.equal(optionsFor(14, { 'segment-entries': 1, 'write-interval-ms': 5 }).workload.writeIntervalMsMean, 5, 'unless the rate is pinned');
     for (let seed = 1; seed <= 30; seed++) {
       const o = optionsFor(seed, { learners: 3, 'old-peers': 7 });
       assert.ok(o.founderLearnerCount <= Math.floor((o.founderCount - 1) / 2) && o.oldPeerCount <= o.founderCount, `seed ${seed} clamped`);
