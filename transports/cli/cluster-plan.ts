@@ -15,7 +15,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createClusterCa, createNodeCert } from '../certs/certs.js';
-import type { BootstrapMember, LogLevel } from '../node/config.js';
+import type { BootstrapMember, LogLevel, NodeApiConfig } from '../node/config.js';
 import { CLUSTER_FILE_VERSION, type ClusterFile, type ClusterMemberRecord, type ClusterTlsRecord } from './cluster-file.js';
 import type { NodeConfigWithApi } from './node-config.js';
 import { UsageError } from './usage.js';
@@ -136,7 +136,7 @@ export async function ensureSecretKey(cluster: ClusterFile): Promise<string> {
 }
 
 /** nodeConfigFor is one member's config: loopback addresses, the shared founder list, its certificate. */
-export function nodeConfigFor(cluster: ClusterFile, member: ClusterMemberRecord, extra: { logLevel: LogLevel; api: Record<string, unknown> | null }): NodeConfigWithApi {
+export function nodeConfigFor(cluster: ClusterFile, member: ClusterMemberRecord, extra: { logLevel: LogLevel; api: NodeApiConfig | null }): NodeConfigWithApi {
   const bootstrap: BootstrapMember[] = cluster.members.map((m) => ({ name: m.name, grpcAddr: m.grpcAddr, httpAddr: m.httpAddr }));
   const certs = join(cluster.dir, 'certs');
   return {

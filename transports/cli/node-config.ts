@@ -7,7 +7,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { JSON_SCHEMA, load as loadYaml } from 'js-yaml';
 import { DEFAULT_LIMITS } from '../../engine/limits.js';
 import { DEFAULT_GRPC_LIMITS } from '../grpc/limits.js';
-import type { BootstrapMember, LogLevel, NodeConfig } from '../node/config.js';
+import type { BootstrapMember, LogLevel, NodeApiConfig, NodeConfig } from '../node/config.js';
 import { DEFAULT_NODE_LIMITS } from '../node/limits.js';
 import { DEFAULT_STORAGE_LIMITS } from '../storage/limits.js';
 import { DEFAULT_STORE_LIMITS } from '../store/limits.js';
@@ -66,8 +66,8 @@ const LIMIT_SECTIONS = {
   'node-limit': { field: 'nodeLimits', names: Object.keys(DEFAULT_NODE_LIMITS) },
 } as const;
 
-/** NodeConfigWithApi carries the developer API section where the node's config has one. */
-export type NodeConfigWithApi = NodeConfig & { api?: Record<string, unknown> };
+/** NodeConfigWithApi is the node's config as the CLI builds it (the api section included). */
+export type NodeConfigWithApi = NodeConfig;
 
 /** loadConfigFile reads a NodeConfig-shaped object from JSON or YAML, resolving its paths against the file. */
 export async function loadConfigFile(path: string): Promise<Partial<NodeConfigWithApi>> {
@@ -97,7 +97,7 @@ export async function loadConfigFile(path: string): Promise<Partial<NodeConfigWi
   if (config.tls && typeof config.tls === 'object' && config.tls.mode === 'mtls') {
     config.tls = { ...config.tls, caFile: within(config.tls.caFile) as string, certFile: within(config.tls.certFile) as string, keyFile: within(config.tls.keyFile) as string };
   }
-  const api = config.api;
+  const api = config.api as Record<string, unknown> | undefined;
   if (api && typeof api === 'object') {
     for (const key of ['secretKeyFile', 'workspaceRoot']) if (key in api) api[key] = within(api[key]);
   }
@@ -205,7 +205,7 @@ function applyApiFlags(config: Partial<NodeConfigWithApi>, values: FlagValues): 
   const anyApiFlag = redisUrl !== undefined || secretKeyFile !== undefined || rate !== undefined
     || values['api-no-local-redis'] === true || values['api-no-workers'] === true;
   if (values.api !== true && !anyApiFlag) return;
-  const api: Record<string, unknown> = { ...config.api };
+  const api: NodeApiConfig = { ...config.api };
   if (redisUrl !== undefined) api.redisUrl = redisUrl;
   if (secretKeyFile !== undefined) api.secretKeyFile = resolve(secretKeyFile);
   if (rate !== undefined) api.rateLimitPerSecond = rate;

@@ -1,6 +1,7 @@
 // The text `svc status` prints: one line for the cluster as the first node sees it, then a block
 // per member with its seqnos, readiness, measurements and the last heartbeat it sent or received.
 import type { HeartbeatFields, StatusResponse } from '../../proto/gen/svc/admin/v1/admin.js';
+import { versionMajorSpread } from '../admin/status-response.js';
 
 export interface MemberStatus {
   name: string;
@@ -11,10 +12,14 @@ export interface MemberStatus {
 
 export function formatClusterStatus(first: StatusResponse, nodes: MemberStatus[], nowMs: number): string {
   const leader = first.members.find((m) => m.id === first.leaderId);
-  const builds = Object.entries(first.versionsSeen).map(([id, v]) => `${id}=${v}`).join(' ') || 'none seen yet';
+  const answered = nodes.filter((n): n is MemberStatus & { status: StatusResponse } => n.status !== null);
+  const builds: Record<string, string> = {};
+  for (const n of answered) builds[n.name] = n.status.buildVersion;
   const lines = [
     `cluster: leader ${leader ? `${leader.name} (id ${leader.id})` : 'unknown'}, term ${first.term}, membership version ${first.membershipVersion}, ` +
-      `${first.members.filter((m) => m.role !== 'removed').length} members; version spread ${first.versionMajorSpread} major (builds seen by ${first.name}: ${builds})`,
+      `${first.members.filter((m) => m.role !== 'removed').length} members`,
+    `builds: ${Object.entries(builds).map(([name, v]) => `${name}=${v}`).join(' ')}; version spread ${versionMajorSpread('', builds)} major across the answers ` +
+      `(${Math.max(...answered.map((n) => n.status.versionMajorSpread))} at most as a member sees its peers)`,
   ];
   for (const node of nodes) {
     lines.push('');

@@ -28,10 +28,16 @@ export class SupervisedNode {
     });
   }
 
+  /** start runs `svc node --config configFile`. */
   static start(name: string, configFile: string, logFile: string): SupervisedNode {
+    return SupervisedNode.spawn(name, [SVC_BIN, 'node', '--config', configFile], logFile);
+  }
+
+  /** spawn runs node with args (the supervisor's own use is start()). */
+  static spawn(name: string, args: string[], logFile: string): SupervisedNode {
     const log = openSync(logFile, 'a', 0o644);
     try {
-      const proc = spawn(process.execPath, [SVC_BIN, 'node', '--config', configFile], {
+      const proc = spawn(process.execPath, args, {
         stdio: ['ignore', log, log, 'ipc'], detached: true, env: process.env,
       });
       // An 'error' (spawn failed) is followed by 'exit' or leaves pid undefined; both read as exited.

@@ -1,0 +1,114 @@
+// Bad flags, bad config files and unknown commands: a clear message naming the problem on stderr
+// and exit code 2, nothing started. Most run in process (runSvc); one runs bin/svc.js to see the
+// real exit code. A good config file (YAML, relative paths) resolves as documented.
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { runSvc } from '../../transports/cli/main.js';
+import type { Io } from '../../transports/cli/io.js';
+import { removeDir, runCli, tempDir } from './helpers.js';
+
+function bufferIo(): Io & { outText(): string; errText(): string } {
+  let out = '';
+  let err = '';
+  return {
+    out: { write: (text: string) => { out += text; } },
+    err: { write: (text: string) => { err += text; } },
+    outText: () => out,
+    errText: () => err,
+  };
+}
+
+async function svc(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const io = bufferIo();
+  const code = await runSvc(args, io);
+  return { code, out: io.outText(), err: io.errText() };
+}
+
+const MTLS = ['--tls-ca', 'ca.crt', '--tls-cert', 'n1.crt', '--tls-key', 'n1.key'];
+const BASE = ['--name', 'n1', '--data-dir', 'd', '--grpc-listen', '127.0.0.1:0', '--http-listen', '127.0.0.1:0', '--founder', 'n1,127.0.0.1:7001,http://127.0.0.1:8001'];
+
+describe('svc usage errors (exit 2)', function () {
+  this.timeout(60_000);
+  let dir: string;
+
+  before(async function () {
+    dir = await tempDir('usage');
+  });
+
+  after(async function () {
+    if (dir) await removeDir(dir);
+  });
+
+  const cases: Array<{ args: string[]; message: RegExp }> = [
+    { args: [], message: /usage: svc <command>/ },
+    { args: ['frobnicate'], message: /unknown command "frobnicate"/ },
+    { args: ['node', '--no-such-flag'], message: /Unknown option '--no-such-flag'/ },
+    { args: ['node', ...BASE, ...MTLS, '--tick-ms', 'fast'], message: /--tick-ms must be a whole number, got "fast"/ },
+    { args: ['node', ...BASE, ...MTLS, '--tick-ms', '0'], message: /--tick-ms must be from 1 to/ },
+    { args: ['node', ...BASE], message: /say how peers talk: --tls-ca\/--tls-cert\/--tls-key .* or --insecure/ },
+    { args: ['node', ...BASE, '--tls-ca', 'ca.crt'], message: /missing --tls-cert, --tls-key/ },
+    { args: ['node', ...BASE, '--insecure', '--tls-ca', 'ca.crt'], message: /--insecure cannot be combined/ },
+    { args: ['node', ...BASE, '--insecure', '--founder', 'n2'], message: /--founder takes NAME,GRPC_HOST:PORT,HTTP_URL/ },
+    { args: ['node', ...BASE, '--insecure', '--engine-limit', 'noSuchLimit=3'], message: /unknown limit "noSuchLimit"/ },
+    { args: ['node', ...BASE, '--insecure', '--engine-limit', 'electionTimeoutTicks'], message: /--engine-limit takes NAME=N/ },
+    { args: ['node', ...BASE, '--insecure', '--log-level', 'loud'], message: /--log-level must be one of/ },
+    { args: ['node', '--insecure', '--name', 'n1'], message: /--data-dir is required/ },
+    { args: ['node', ...BASE.slice(0, 8), '--insecure'], message: /give --founder .* or --seed/ },
+    { args: ['node', ...BASE, '--insecure', '--grpc-listen', 'nowhere'], message: /grpcListen "nowhere" is not host:port/ },
+    { args: ['node', ...BASE, '--insecure', '--name', 'bad name!'], message: /name "bad name!" must be/ },
+    { args: ['node', '--config', '/nonexistent/svc-node.json'], message: /cannot read config file \/nonexistent\/svc-node.json/ },
+    { args: ['members'], message: /members needs an action/ },
+    { args: ['members', 'frob', 'n1'], message: /unknown members action "frob"/ },
+    { args: ['members', 'promote'], message: /members promote needs a member NAME/ },
+    { args: ['members', 'list', '--node', 'not-an-address', '--insecure'], message: /--node "not-an-address" is not host:port/ },
+    { args: ['status', '--node', '127.0.0.1:1', '--tls-ca', 'x'], message: /needs --tls-ca, --tls-cert and --tls-key/ },
+    { args: ['status', '--cluster-file', '/nonexistent/cluster.json'], message: /cannot read cluster file/ },
+    { args: ['keys'], message: /keys needs an action: create/ },
+    { args: ['keys', 'create', '--name', '', '--insecure', '--node', '127.0.0.1:1'], message: /--name must not be empty/ },
+    { args: ['cluster', '--nodes', '99'], message: /--nodes must be from 1 to 7/ },
+    { args: ['openapi', 'extra'], message: /Unexpected argument 'extra'/ },
+    { args: ['certs', 'node', '--out', 'x'], message: /node needs --name, --peers-service, --namespace/ },
+  ];
+  for (const { args, message } of cases) {
+    const shown = args.map((a) => (BASE.includes(a) || MTLS.includes(a) ? '' : a)).filter((a) => a !== '').join(' ');
+    it(`svc ${shown || '(nothing)'}${args.includes('--name') && args.includes('--founder') ? ' (with a complete base)' : ''}: ${message.source.slice(0, 50)}`, async function () {
+      const result = await svc(args);
+      assert.equal(result.code, 2, `exit ${result.code}; stderr: ${result.err}`);
+      assert.match(result.err, message);
+      assert.equal(result.out, '');
+    });
+  }
+
+  it('a config file that is not valid YAML is named, with exit 2', async function () {
+    const path = join(dir, 'broken.yaml');
+    await writeFile(path, 'name: [unclosed\n');
+    const result = await svc(['node', '--config', path]);
+    assert.equal(result.code, 2);
+    assert.match(result.err, /broken\.yaml is not valid YAML/);
+  });
+
+  it('bin/svc.js exits 2 with the message on stderr (a real process, another working directory)', async function () {
+    const result = await runCli(['node', '--name', 'n1', '--bogus'], { cwd: dir });
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /svc node: Unknown option '--bogus'/);
+    assert.equal(result.stdout, '');
+  });
+
+  it('a YAML config file resolves its paths against the file and flags override it (--print-config)', async function () {
+    const path = join(dir, 'node.yaml');
+    await writeFile(path, [
+      'name: a1', 'dataDir: data/a1', 'grpcListen: 127.0.0.1:7001', 'httpListen: 127.0.0.1:8001',
+      'bootstrap:', '  - {name: a1, grpcAddr: "127.0.0.1:7001", httpAddr: "http://127.0.0.1:8001"}',
+      'tls: {mode: mtls, caFile: certs/ca.crt, certFile: certs/a1.crt, keyFile: /abs/a1.key}', 'tickMs: 50', '',
+    ].join('\n'));
+    const result = await svc(['node', '--config', path, '--tick-ms', '70', '--election-timeout-ticks', '12', '--store-limit', 'writeTimeoutMs=2000', '--print-config']);
+    assert.equal(result.code, 0, result.err);
+    const config = JSON.parse(result.out) as Record<string, unknown> & { tls: Record<string, string> };
+    assert.equal(config.dataDir, join(dir, 'data/a1'));
+    assert.deepEqual(config.tls, { mode: 'mtls', caFile: join(dir, 'certs/ca.crt'), certFile: join(dir, 'certs/a1.crt'), keyFile: '/abs/a1.key' });
+    assert.equal(config.tickMs, 70);
+    assert.deepEqual(config.engineLimits, { electionTimeoutTicks: 12 });
+    assert.deepEqual(config.storeLimits, { writeTimeoutMs: 2000 });
+  });
+});
