@@ -1,5 +1,5 @@
 # make test = lint + typecheck + generated-code checks (proto, SDK) + every test. CI runs it via .ci/run.
-.PHONY: install test lint typecheck proto proto-check sdk-check unit bench
+.PHONY: install test lint typecheck proto proto-check sdk-check unit bench cluster
 
 install:
 	npm install
@@ -26,3 +26,7 @@ test: lint typecheck proto-check sdk-check unit
 
 bench:
 	npm run bench
+
+# A local three-node cluster under .cluster/ in the foreground (Ctrl-C stops it); see transports/cli/.
+cluster:
+	node bin/svc.js cluster $(ARGS)
