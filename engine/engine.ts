@@ -59,6 +59,9 @@ interface PendingWait {
   name: string;
 }
 
+/** JOIN_REFUSAL_REMOVED starts the refusal_reason given to a name that was removed: the joiner stops. */
+export const JOIN_REFUSAL_REMOVED = 'removed: ';
+
 const EMPTY_ROSTER: Roster = { membershipVersion: 0, nextMemberId: 1, members: [] };
 
 export class Engine {
@@ -121,7 +124,7 @@ export class Engine {
 
   // Joiner state.
   private joinInflight: number | null = null;
-  private joinElapsedTicks = 0;
+  private joinElapsedTicks = Number.MAX_SAFE_INTEGER;
   private joinTargetIndex = 0;
   private joinLeaderHint = '';
 
@@ -268,7 +271,8 @@ export class Engine {
 
   private tickJoiner(): void {
     this.joinElapsedTicks++;
-    if (this.joinInflight !== null && this.joinElapsedTicks < this.limits.joinRetryTicks) return;
+    // Re-target a named leader at once; otherwise pace attempts (and retries after a refusal).
+    if ((this.joinInflight !== null || this.joinLeaderHint === '') && this.joinElapsedTicks < this.limits.joinRetryTicks) return;
     if (this.config.seeds.length === 0 && this.joinLeaderHint === '') return;
     this.joinElapsedTicks = 0;
     const to = this.joinLeaderHint !== '' ? this.joinLeaderHint : this.config.seeds[this.joinTargetIndex++ % this.config.seeds.length]!;
@@ -1050,7 +1054,7 @@ export class Engine {
     const roster = this.currentRoster();
     const existing = memberByName(roster, req.name);
     if (existing && existing.role === MemberRole.Removed) {
-      this.replyJoinRefusal(callId, `member ${req.name} was removed; join under a new name`);
+      this.replyJoinRefusal(callId, `${JOIN_REFUSAL_REMOVED}member ${req.name} was removed; join under a new name`);
       return;
     }
     if (existing) {
@@ -1209,6 +1213,10 @@ export class Engine {
     this.joinInflight = null;
     if (this.role !== 'joiner') return;
     if (!body.accepted) {
+      if (body.refusalReason.startsWith(JOIN_REFUSAL_REMOVED)) {
+        this.learnRemoved(); // admitted, then removed before we heard: decommissioned, stop dialling
+        return;
+      }
       this.joinLeaderHint = body.leaderGrpcAddr;
       return;
     }

@@ -6,6 +6,7 @@ export const SWEEP_SEED_COUNT_MAX = 1_000_000;
 
 export type CliRequest =
   | { mode: 'help' }
+  | { mode: 'scenario'; file: string }
   | { mode: 'single'; seed: number; overrides: OverrideValues; onlyFaults: number[] | null; traceFile?: string; shrink: boolean; verbose: boolean }
   | { mode: 'sweep'; firstSeed: number; lastSeed: number; overrides: OverrideValues };
 
@@ -14,6 +15,7 @@ export function usage(): string {
   return [
     'usage: npm run sim -- --seed N [options]      one run; last line: seed=N result=pass|fail events=E trace=HEX',
     '       npm run sim -- --seeds A..B [knobs]     a sweep; lists failing seeds',
+    '       npm run sim -- --scenario FILE          run one scripted scenario (scenarios/*.txt)',
     '',
     '  --trace FILE             write one JSON line per event',
     '  --only-faults LIST       keep only these fault-schedule indices (comma list, or "none")',
@@ -43,6 +45,11 @@ export function parseCli(argv: readonly string[]): CliRequest {
     };
     switch (flag) {
       case '--help': case '-h': return { mode: 'help' };
+      case '--scenario': {
+        const file = value();
+        if (args.length !== 2) throw new Error('--scenario FILE takes no other arguments');
+        return { mode: 'scenario', file };
+      }
       case '--seed': seed = parseSeed(value(), flag); break;
       case '--seeds': range = parseRange(value()); break;
       case '--trace': traceFile = value(); break;

@@ -9,6 +9,7 @@ import { SIM_LIMITS } from './limits.js';
 import { optionsFor, type SimOptions } from './options.js';
 import { runSim, type RunResult } from './run.js';
 import { reproduceCommand, shrinkFailure } from './shrink.js';
+import { runScenarioFile } from './scenario.js';
 
 function main(argv: string[]): number {
   let request: CliRequest;
@@ -23,7 +24,21 @@ function main(argv: string[]): number {
     return 0;
   }
   if (request.mode === 'sweep') return sweep(request);
+  if (request.mode === 'scenario') return scenario(request.file);
   return single(request);
+}
+
+function scenario(file: string): number {
+  try {
+    const result = runScenarioFile(file);
+    process.stdout.write(`scenario=${file} result=pass commands=${result.commands} ticks=${result.ticks}\n`);
+    return 0;
+  } catch (error) {
+    const message = (error as Error).message;
+    const unreadable = /ENOENT|EISDIR|EACCES/.test(message);
+    process.stdout.write(`${message}\nscenario=${file} result=${unreadable ? 'error' : 'fail'}\n`);
+    return unreadable ? 2 : 1;
+  }
 }
 
 function single(request: Extract<CliRequest, { mode: 'single' }>): number {
