@@ -1,0 +1,44 @@
+// CI's slice of the simulator: a fixed list of seeds that once found engine bugs (each with the
+// knobs that found it), plus a bounded sweep from a random starting seed. Every failure names its
+// seed and the command that reproduces it. Longer sweeps: `npm run sim -- --seeds A..B`.
+import assert from 'node:assert/strict';
+import { randomInt } from 'node:crypto';
+import { optionsFor, type OverrideValues } from '../../sim/options.js';
+import { runSim } from '../../sim/run.js';
+import { reproduceCommand } from '../../sim/shrink.js';
+
+interface Regression { seed: number; overrides: OverrideValues; found: string }
+
+/** REGRESSIONS: seeds that broke an invariant before a fix, kept so the fix stays. */
+const REGRESSIONS: Regression[] = [
+  { seed: 7, overrides: {}, found: 'the README example; trace determinism' },
+  { seed: 64, overrides: {}, found: 'a follower stuck below commit after a lost commit-only ship (liveness)' },
+  { seed: 109, overrides: {}, found: 'same as 64' },
+  { seed: 23, overrides: { joiners: 3, 'promote-rate': 4, 'remove-rate': 4, 'transfer-rate': 4 }, found: 'a joiner removed before it heard it was admitted dialled forever' },
+  { seed: 14, overrides: { 'clog-rate': 10, 'pause-rate': 10, 'segment-entries': 1 }, found: 'slow catch-up with one-entry segments' },
+  { seed: 61, overrides: {}, found: 'a restarted leader with a stale saved commit point' },
+];
+
+/** SWEEP_SEED_COUNT: the random slice per CI run (override with SVC_SIM_SWEEP_SEEDS). */
+const SWEEP_SEED_COUNT = Number(process.env.SVC_SIM_SWEEP_SEEDS ?? 12);
+
+function check(seed: number, overrides: OverrideValues): void {
+  const result = runSim(optionsFor(seed, overrides));
+  assert.ok(result.ok, `seed=${seed} failed ${result.failure?.invariant} at ${result.failure?.timeMs} ms: ${result.failure?.message}\n  reproduce: ${reproduceCommand(seed, overrides, null)}`);
+}
+
+describe('sim: regression seeds and a bounded random sweep', function () {
+  this.timeout(600_000);
+  for (const r of REGRESSIONS) {
+    it(`seed ${r.seed} ${JSON.stringify(r.overrides)} passes (${r.found})`, () => check(r.seed, r.overrides));
+  }
+  const first = Number(process.env.SVC_SIM_SWEEP_FIRST ?? randomInt(1_000, 1_000_000));
+  it(`a sweep of ${SWEEP_SEED_COUNT} seeds from ${first} passes (SVC_SIM_SWEEP_FIRST=${first} to repeat)`, () => {
+    const failures: string[] = [];
+    for (let seed = first; seed < first + SWEEP_SEED_COUNT; seed++) {
+      const result = runSim(optionsFor(seed));
+      if (!result.ok) failures.push(`seed=${seed} ${result.failure?.invariant}: ${result.failure?.message}\n  reproduce: npm run sim -- --seed ${seed}`);
+    }
+    assert.deepEqual(failures, []);
+  });
+});
