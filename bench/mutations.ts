@@ -1,6 +1,6 @@
 // Mutation check (not a test): each mutation breaks one protocol rule in a private copy of the
 // repository (a git worktree), then the scenarios and a short simulator sweep run against it. A
-// mutation that nothing catches is a hole in our checks. Usage:
+// mutation that nothing catches is a hole in our checks. The engine unit tests run too. Usage:
 //   npx tsx bench/mutations.ts [seedCount=30] [name ...]
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -72,10 +72,12 @@ for (const m of MUTATIONS) {
     writeFileSync(path, text.replace(m.find, m.replace));
     const scen = runIn(dir, ['npx', 'mocha', '--config', '.mocharc.scenarios.json'], 300_000);
     const failedScenarios = [...scen.out.matchAll(/^\s+\d+\) (?:scenarios\s+)?([\w-]+):?$/gm)].map((x) => x[1]).filter((x) => x !== 'scenarios');
+    const units = runIn(dir, ['npx', 'mocha', '--no-config', '--node-option', 'import=tsx', '--timeout', '120000', 'test/engine/*.test.ts'], 300_000);
+    const failedUnits = [...new Set([...units.out.matchAll(/^\s+\d+\) (engine[\w /-]*)$/gm)].map((x) => x[1]!.trim()))];
     const sweep = runIn(dir, ['npx', 'tsx', 'sim/cli.ts', '--seeds', `1..${seedCount}`, '--no-shrink'], 1_200_000);
     const invariants = [...new Set([...sweep.out.matchAll(/invariant=([\w-]+)/g)].map((x) => x[1]))];
-    const caught = failedScenarios.length > 0 || invariants.length > 0;
-    rows.push(`${m.name.padEnd(28)} ${caught ? 'CAUGHT ' : 'MISSED '} scenarios: ${failedScenarios.join(', ') || '-'}; sim invariants: ${invariants.join(', ') || '-'}  (${m.rule})`);
+    const caught = failedScenarios.length > 0 || invariants.length > 0 || !units.ok;
+    rows.push(`${m.name.padEnd(28)} ${caught ? 'CAUGHT ' : 'MISSED '} scenarios: ${[...new Set(failedScenarios)].join(', ') || '-'}; engine tests: ${failedUnits.join(', ') || (units.ok ? '-' : 'failed')}; sim invariants: ${invariants.join(', ') || '-'}  (${m.rule})`);
   } finally {
     execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: root, stdio: 'ignore' });
     rmSync(dir, { recursive: true, force: true });
