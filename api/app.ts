@@ -4,7 +4,6 @@
 import './express-types.js';
 import express from 'express';
 import type { Express } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
 import { Redis } from 'ioredis';
 import type { DocumentStore } from './store/document-store.js';
 import type { ApiConfig } from './config.js';
@@ -13,6 +12,7 @@ import { ApiError, errorHandler } from './errors.js';
 import { rateLimitWindowMs, requestBodyBytesMax } from './limits.js';
 import { requestId } from './request-id.js';
 import { openApiDocument } from './openapi/document.js';
+import { openApiValidator } from './openapi/validator.js';
 import { docsRoutes } from './docs.js';
 import { authenticate } from './auth/authenticate.js';
 import { rateLimit } from './rate-limit/middleware.js';
@@ -114,8 +114,9 @@ export function createApp(options: CreateAppOptions): ApiService {
   app.use(authenticate(store, config.trustedProxies));
   app.use(rateLimit(limiter, rateLimitWindowMs));
   app.use(express.json({ limit: requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] }));
-  app.use(OpenApiValidator.middleware({
-    apiSpec: openApiDocument as unknown as Parameters<typeof OpenApiValidator.middleware>[0]['apiSpec'],
+  // express-openapi-validator with its route lookup compiled once instead of per request (openapi/validator.ts).
+  app.use(openApiValidator({
+    apiSpec: openApiDocument as unknown as Parameters<typeof openApiValidator>[0]['apiSpec'],
     validateRequests: { allowUnknownQueryParameters: false },
     validateResponses: config.validateResponses,
     validateSecurity: false,
