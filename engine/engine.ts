@@ -71,7 +71,8 @@ export class Engine {
   private readonly versions: VersionSpread;
 
   private hs: HardState;
-  private savedHs: string;
+  /** savedHs is the hard state last handed out to be saved (commitSeq aside, which rides along). */
+  private savedHs: HardState;
   private log: RaftLog;
   /** baseRoster is the roster at log.baseSeq (from a snapshot or compaction). */
   private baseRoster: Roster | null;
@@ -132,7 +133,7 @@ export class Engine {
     this.limits = config.limits;
     this.prng = new Prng(config.randomSeed);
     this.hs = { ...restored.hardState };
-    this.savedHs = JSON.stringify(this.hs);
+    this.savedHs = { ...this.hs };
     const snap = restored.snapshot;
     this.log = new RaftLog(snap?.seq ?? 0, snap?.entryTerm ?? 0, restored.entries.filter((e) => e.seq > (snap?.seq ?? 0)));
     this.baseRoster = snap?.roster ?? null;
@@ -173,9 +174,8 @@ export class Engine {
       case 'admin': this.onAdmin(input.adminId, input.op); break;
       default: assertNever(input);
     }
-    const saved = JSON.stringify(this.hs);
-    if (saved !== this.savedHs) {
-      this.savedHs = saved;
+    if (hardStateChanged(this.hs, this.savedHs)) {
+      this.savedHs = { ...this.hs };
       this.fx.hardState({ ...this.hs, commitSeq: Math.min(this.commitSeq, this.durableSeq) });
     }
     return this.fx.drain();
@@ -1432,6 +1432,12 @@ export class Engine {
     const body: TimeoutNowRequest = { term: this.hs.term, leaderRegion: this.hs.selfId };
     this.sendToId(t.targetId, { method: 'TimeoutNow', body }, { method: 'TimeoutNow', term: this.hs.term, toId: t.targetId, adminId: t.adminId });
   }
+}
+
+/** hardStateChanged compares what must be saved; rosterBase is replaced, never mutated, so identity suffices. */
+function hardStateChanged(a: HardState, b: HardState): boolean {
+  return a.term !== b.term || a.votedFor !== b.votedFor || a.selfId !== b.selfId || a.halted !== b.halted
+    || a.reseed !== b.reseed || a.removed !== b.removed || a.rosterBase !== b.rosterBase;
 }
 
 function assertNever(value: never): never {
