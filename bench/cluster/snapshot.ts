@@ -1,0 +1,133 @@
+// Snapshot transfer: a large artifact staged by SnapshotStore (BLAKE3 at staging) is fetched by a
+// peer over FetchSnapshot (mutual TLS, our client channel options: the 16 MiB flow-control window)
+// and installed with verification (sizes, offsets, BLAKE3, fsync, atomic rename); beside it, the
+// raw grpc-js stream of the same bytes in the same chunk size with the same channel options, and
+// our FetchSnapshot drained without installing. The server runs in a child process.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { open, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import { MemberRole } from '../../engine/types.js';
+import { createClusterCa, createNodeCert } from '../../transports/certs/certs.js';
+import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
+import { PeerPool } from '../../transports/grpc/client.js';
+import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
+import { clientCredentials } from '../../transports/grpc/tls.js';
+import { SnapshotStore } from '../../transports/storage/snapshots.js';
+import { RAW_PATH } from './raw-path.js';
+
+const SERVER_ENTRY = fileURLToPath(new URL('./snapshot-server.ts', import.meta.url));
+const MiB = 1024 * 1024;
+const WRITE_BLOCK_BYTES = 8 * MiB;
+const SERVER_START_TIMEOUT_MS = 60_000;
+const identity = (b: Buffer): Buffer => b;
+
+export interface SnapshotRow {
+  path: string;
+  mbPerSecond: number;
+}
+
+async function writeRandomFile(path: string, bytes: number): Promise<void> {
+  const handle = await open(path, 'w');
+  try {
+    const block = randomBytes(WRITE_BLOCK_BYTES);
+    for (let written = 0; written < bytes; written += WRITE_BLOCK_BYTES) await handle.write(block, 0, Math.min(WRITE_BLOCK_BYTES, bytes - written));
+  } finally {
+    await handle.close();
+  }
+}
+
+export async function measureSnapshotTransfer(dir: string, mib: number, reps: number): Promise<{ rows: SnapshotRow[]; bytes: number; stageMbPerSecond: number }> {
+  const certDir = join(dir, 'certs');
+  await createClusterCa({ dir: certDir, commonName: 'bench-ca' });
+  for (const name of ['server', 'client']) await createNodeCert({ dir: certDir, name, peersService: 'peers', namespace: 'bench' });
+  const serverData = join(dir, 'server');
+  const source = join(dir, 'state.bin');
+  await writeRandomFile(source, mib * MiB);
+  const serverStore = await SnapshotStore.open(serverData);
+  const roster = { membershipVersion: 1, nextMemberId: 2, members: [{ id: 1, name: 'server', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:1', role: MemberRole.Voter }] };
+  const stageStarted = performance.now();
+  await serverStore.stage({ seq: 1000, entryTerm: 1, roster }, [{ path: 'state.bin', sourcePath: source }], { term: 1, leaderRegion: 1 });
+  const stageMbPerSecond = (mib * MiB) / 1e6 / ((performance.now() - stageStarted) / 1000);
+  await rm(source);
+
+  const child = spawn(process.execPath, ['--import', 'tsx', SERVER_ENTRY, serverData, certDir], { stdio: ['pipe', 'pipe', 'inherit'] });
+  try {
+    const ports = await new Promise<{ peerPort: number; rawPort: number; totalBytes: number }>((resolve, reject) => {
+      let text = '';
+      const timer = setTimeout(() => reject(new Error('snapshot server did not start')), SERVER_START_TIMEOUT_MS);
+      child.stdout.on('data', (d: Buffer) => {
+        text += d.toString();
+        if (text.includes('\n')) {
+          clearTimeout(timer);
+          resolve(JSON.parse(text.split('\n')[0]!) as { peerPort: number; rawPort: number; totalBytes: number });
+        }
+      });
+      child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`snapshot server exited with ${code}`)); });
+    });
+    const material = { ca: await readFile(join(certDir, 'ca.crt')), cert: await readFile(join(certDir, 'client.crt')), key: await readFile(join(certDir, 'client.key')) };
+    const limits = resolveGrpcLimits();
+    const nameOverride = { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' };
+    const peerAddr = `127.0.0.1:${ports.peerPort}`;
+    const request = { shardId: 1, fromSeqno: 1, term: 1 };
+
+    const raw = async (): Promise<number> => {
+      const client = new grpc.Client(`127.0.0.1:${ports.rawPort}`, clientCredentials(material), { ...clientChannelOptions(limits), ...nameOverride });
+      let bytes = 0;
+      await new Promise<void>((resolve, reject) => {
+        const call = client.makeServerStreamRequest<Buffer, Buffer>(RAW_PATH, identity, identity, Buffer.alloc(0), new grpc.Metadata(), {});
+        call.on('data', (m: Buffer) => { bytes += m.length; });
+        call.on('error', reject);
+        call.on('end', resolve);
+      });
+      client.close();
+      if (bytes !== ports.totalBytes) throw new Error(`raw stream delivered ${bytes} of ${ports.totalBytes} bytes`);
+      return bytes;
+    };
+    const drain = async (): Promise<number> => {
+      const pool = new PeerPool({ credentials: clientCredentials(material), deliver: () => undefined, channelOptions: nameOverride });
+      let bytes = 0;
+      try {
+        for await (const chunk of pool.fetchSnapshot(peerAddr, request)) if (chunk.chunk?.$case === 'file') bytes += chunk.chunk.value.data.length;
+      } finally {
+        pool.close();
+      }
+      if (bytes !== ports.totalBytes) throw new Error(`FetchSnapshot delivered ${bytes} of ${ports.totalBytes} bytes`);
+      return bytes;
+    };
+    const install = async (rep: number): Promise<number> => {
+      const clientData = join(dir, `client-${rep}`);
+      const store = await SnapshotStore.open(clientData);
+      const pool = new PeerPool({ credentials: clientCredentials(material), deliver: () => undefined, channelOptions: nameOverride });
+      try {
+        const parts = await pool.openSnapshot(peerAddr, request);
+        const artifact = await store.install(parts.header, parts.files);
+        return artifact.manifest.files.reduce((sum, f) => sum + f.size, 0);
+      } finally {
+        pool.close();
+        await rm(clientData, { recursive: true, force: true });
+      }
+    };
+    const timed = async (run: () => Promise<number>): Promise<number> => {
+      const started = performance.now();
+      const bytes = await run();
+      return bytes / 1e6 / ((performance.now() - started) / 1000);
+    };
+    const best = async (run: (rep: number) => Promise<number>): Promise<number> => {
+      let top = 0;
+      for (let rep = 0; rep < reps; rep++) top = Math.max(top, await timed(() => run(rep)));
+      return top;
+    };
+    const rows: SnapshotRow[] = [
+      { path: 'raw grpc-js server stream (mTLS, same chunk size and channel options, from memory)', mbPerSecond: await best(raw) },
+      { path: 'FetchSnapshot drained (PeerServer reading the artifact, PeerPool), no install', mbPerSecond: await best(drain) },
+      { path: 'FetchSnapshot + verified install (sizes, BLAKE3, fsync, rename)', mbPerSecond: await best(install) },
+    ];
+    return { rows, bytes: ports.totalBytes, stageMbPerSecond };
+  } finally {
+    child.stdin.end();
+    await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+  }
+}

@@ -1,0 +1,85 @@
+// Our three-node cluster for the bench, started exactly as a user starts one (`svc cluster`: child
+// processes, mutual TLS, the WAL's real fdatasync), and written to through svc.store.v1 Propose at
+// the leader with the admin client certificate, as a follower forwarding a write would.
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomUUID } from 'node:crypto';
+import { clientCredentials } from '../../transports/grpc/tls.js';
+import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
+import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
+import { encodeCommand } from '../../transports/store/command.js';
+import { StoreClientPool } from '../../transports/store/store-service.js';
+import type { ClusterFile } from '../../transports/cli/cluster-file.js';
+import { waitUntil } from './ports.js';
+
+const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
+/** SVC_START_TIMEOUT_MS bounds three tsx processes starting and electing on two shared cores. */
+const SVC_START_TIMEOUT_MS = 120_000;
+const SVC_STOP_TIMEOUT_MS = 30_000;
+const WRITE_DEADLINE_MS = 10_000;
+
+export interface SvcCluster {
+  cluster: ClusterFile;
+  leaderName: string;
+  put(key: string, value: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** startSvcCluster runs `svc cluster --dir dir`; nodeOptions (e.g. --cpu-prof) reach the node processes through NODE_OPTIONS. */
+export async function startSvcCluster(dir: string, nodeOptions = ''): Promise<SvcCluster> {
+  const env = { ...process.env, ...(nodeOptions === '' ? {} : { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${nodeOptions}`.trim() }) };
+  const supervisor = spawn(process.execPath, [SVC_BIN, 'cluster', '--dir', dir, '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  let output = '';
+  supervisor.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  const exited = new Promise<void>((resolve) => supervisor.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    if (supervisor.exitCode !== null || supervisor.signalCode !== null) return;
+    supervisor.kill('SIGINT');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([exited, new Promise<void>((resolve) => { timer = setTimeout(() => { supervisor.kill('SIGKILL'); resolve(); }, SVC_STOP_TIMEOUT_MS); })]);
+    clearTimeout(timer);
+  };
+  try {
+    await waitUntil(async () => {
+      if (supervisor.exitCode !== null) throw new Error(`svc cluster exited: ${output}`);
+      return /all 3 nodes answer \/health 200/.test(output);
+    }, 'svc cluster to turn healthy', SVC_START_TIMEOUT_MS, 200);
+    const cluster = JSON.parse(await readFile(join(dir, 'cluster.json'), 'utf8')) as ClusterFile;
+    if (cluster.tls.mode !== 'mtls') throw new Error('the bench cluster must run mutual TLS');
+    let leader = cluster.members[0]!;
+    await waitUntil(async () => {
+      for (const m of cluster.members) {
+        const status = await (await fetch(`${m.httpAddr}/status`)).json() as { role: string };
+        if (status.role === 'leader') {
+          leader = m;
+          return true;
+        }
+      }
+      return false;
+    }, 'a leader', SVC_START_TIMEOUT_MS);
+    const [ca, cert, key] = await Promise.all([readFile(cluster.tls.caFile), readFile(cluster.tls.adminCertFile), readFile(cluster.tls.adminKeyFile)]);
+    const pool = new StoreClientPool({
+      credentials: clientCredentials({ ca, cert, key }),
+      channelOptions: { ...clientChannelOptions(resolveGrpcLimits()), 'grpc.ssl_target_name_override': cluster.tls.serverName, 'grpc.default_authority': cluster.tls.serverName },
+    });
+    const run = randomUUID().slice(0, 8);
+    return {
+      cluster,
+      leaderName: leader.name,
+      put: async (k, value) => {
+        const command = encodeCommand({ op: 'put', key: k, value: { d: value }, requestId: `bench-${run}-${k}` });
+        const { result } = await pool.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS);
+        if (result.outcome !== 'applied') throw new Error(`put ${k}: ${result.outcome}`);
+      },
+      stop: async () => {
+        pool.close();
+        await stop();
+      },
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
