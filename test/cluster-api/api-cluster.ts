@@ -16,6 +16,8 @@ import { SvcClient } from '../../sdk/src/index.js';
 export const CHILD_START_TIMEOUT_MS = 45_000;
 /** CHILD_REQUEST_TIMEOUT_MS bounds one IPC request (a store write waits up to its writeTimeoutMs). */
 export const CHILD_REQUEST_TIMEOUT_MS = 20_000;
+/** CHILD_EXIT_GRACE_MS bounds the wait for a child to exit after it answered stop. */
+export const CHILD_EXIT_GRACE_MS = 10_000;
 /** CLUSTER_TICK_MS is the engine tick: elections in well under a second, without spurious ones on a busy machine. */
 export const CLUSTER_TICK_MS = 50;
 /** CLUSTER_RATE_LIMIT_PER_SECOND is each key's rate, high enough for the tests' own traffic. */
@@ -59,9 +61,10 @@ export class ApiNodeProcess {
     });
   }
 
-  static async start(config: NodeConfig): Promise<ApiNodeProcess> {
+  /** start forks the node; execArgv adds Node options (bench/api-cluster.ts passes --cpu-prof). */
+  static async start(config: NodeConfig, execArgv: string[] = []): Promise<ApiNodeProcess> {
     const proc = fork(entry, [JSON.stringify(config)], {
-      execArgv: ['--import', 'tsx'], stdio: ['ignore', process.env.SVC_TEST_LOG_LEVEL ? 'inherit' : 'ignore', 'inherit', 'ipc'],
+      execArgv: ['--import', 'tsx', ...execArgv], stdio: ['ignore', process.env.SVC_TEST_LOG_LEVEL ? 'inherit' : 'ignore', 'inherit', 'ipc'],
     });
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -90,6 +93,11 @@ export class ApiNodeProcess {
     return this.request({ op: 'bootstrap-admin', name }) as Promise<{ key: string; keyId: string; userId: string }>;
   }
 
+  /** bare serves `payload` at GET /projects from a bare Express app in this process; it resolves with its URL. */
+  bare(payload: unknown): Promise<string> {
+    return this.request({ op: 'bare', payload }) as Promise<string>;
+  }
+
   status(): Promise<NodeStatusDocument> {
     return this.request({ op: 'status' }) as Promise<NodeStatusDocument>;
   }
@@ -109,6 +117,8 @@ export class ApiNodeProcess {
   async stop(): Promise<void> {
     if (!this.running) return;
     await this.request({ op: 'stop' }).catch(() => undefined);
+    // The child answers, then exits (writing a CPU profile first when asked to): give it a bounded moment.
+    await Promise.race([this.exited, new Promise((resolve) => setTimeout(resolve, CHILD_EXIT_GRACE_MS).unref())]);
     if (this.running) this.proc.kill('SIGKILL');
     await this.exited;
   }
@@ -134,6 +144,10 @@ export interface ApiClusterOptions {
   names?: string[];
   /** api overrides fields of every node's api section. */
   api?: NodeConfig['api'];
+  /** tickMs overrides CLUSTER_TICK_MS. */
+  tickMs?: number;
+  /** execArgv adds Node options to every node process. */
+  execArgv?: string[];
 }
 
 /** The agent script every project of the tests runs: prints its prompt, fails on `fail`, waits on `pause`. */
@@ -172,7 +186,8 @@ export class ApiCluster {
       redisUrl: this.redis.url, localRedis: false, secretKeyFile, rateLimitPerSecond: CLUSTER_RATE_LIMIT_PER_SECOND, ...options.api,
     };
     const started = await Promise.allSettled(this.plans.map((plan) => ApiNodeProcess.start(
-      nodeConfig(plan, join(this.dir, plan.name), pki.tls(plan.name), { bootstrap }, { tickMs: CLUSTER_TICK_MS, api }))));
+      nodeConfig(plan, join(this.dir, plan.name), pki.tls(plan.name), { bootstrap }, { tickMs: options.tickMs ?? CLUSTER_TICK_MS, api }),
+      options.execArgv)));
     for (const result of started) if (result.status === 'fulfilled') this.nodes.set(result.value.name, result.value);
     const failed = started.find((result) => result.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;

@@ -10,6 +10,7 @@ import {
 } from '../../api/store/document-store.js';
 import { encodeCommand, type CommandResult, type StoreCommand } from './command.js';
 import { storeLimits, type StoreLimits } from './limits.js';
+import { ReadIndexBatch } from './read-index-batch.js';
 import type { StoreStateMachine } from './state-machine.js';
 
 /** StoreHost is what the store needs from its node: the local state, and a way to the leader. */
@@ -34,9 +35,12 @@ export class StoreUnavailableError extends Error {
 
 export class ReplicatedStore implements DocumentStore {
   readonly limits: StoreLimits;
+  /** readIndexes shares one read-index call among concurrent reads (read-index-batch.ts). */
+  private readonly readIndexes: ReadIndexBatch;
 
   constructor(private readonly host: StoreHost, limits: Partial<StoreLimits> = {}) {
     this.limits = storeLimits(limits);
+    this.readIndexes = new ReadIndexBatch((deadlineAt) => this.host.readIndex(deadlineAt));
   }
 
   async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
@@ -87,7 +91,7 @@ export class ReplicatedStore implements DocumentStore {
 
   private async readBarrier(): Promise<void> {
     const deadlineAt = Date.now() + this.limits.readTimeoutMs;
-    const index = await this.host.readIndex(deadlineAt);
+    const index = await this.readIndexes.readIndex(deadlineAt);
     await this.host.waitApplied(index, deadlineAt);
   }
 

@@ -1,0 +1,214 @@
+// Bench (not a test): the developer API on a three-node cluster (child processes, mTLS, real fsync, one shared
+// redis-server), in one run:
+//  1. authenticated GET /projects req/s on the leader and on a follower, each beside a bare Express handler
+//     serving the same payload from the same node process (autocannon in its own process, 64 connections,
+//     loopback; cases alternate for `rounds` rounds and the best round of each is kept);
+//  2. SSE delivery latency: run event streams held open on one node (10, then 1,000), events appended to the
+//     runs' Redis streams by this process, latency = receipt - append on this process's clock.
+// Usage: tsx bench/api-cluster.ts [seconds-per-measurement] [rounds] [--cpu-prof]
+//   --cpu-prof writes each node's CPU profile to .bench-profiles/ (they stop cleanly at the end).
+import { execFile } from 'node:child_process';
+import http from 'node:http';
+import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import { appendRunEvent } from '../api/runs/run-records.js';
+import { ApiCluster } from '../test/cluster-api/api-cluster.js';
+
+const connections = 64;
+const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+const durationSeconds = Number(args[0] ?? 3);
+const rounds = Number(args[1] ?? 2);
+const cpuProfile = process.argv.includes('--cpu-prof');
+const autocannonCli = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
+
+/** sseRunCount runs carry the events; streams are spread over them evenly. */
+const sseRunCount = 100;
+/** sseStreamCounts are the open-stream levels measured, in order. */
+const sseStreamCounts = [10, 1_000];
+/** sseRoundCount rounds append one event to every run, sseRoundGapMs apart. */
+const sseRoundCount = 20;
+const sseRoundGapMs = 250;
+/** sseOpenConcurrencyMax bounds stream opens in flight. */
+const sseOpenConcurrencyMax = 50;
+/** sseWaitMsMax bounds waiting for the last deliveries of a level, and for streams to open or end. */
+const sseWaitMsMax = 30_000;
+/** projectCount projects are listed by GET /projects (the bare handler serves the same JSON). */
+const projectCount = 10;
+
+interface BenchCase {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  bareOf?: string;
+  best?: autocannon.Result;
+}
+
+async function measure(url: string, headers: Record<string, string>): Promise<autocannon.Result> {
+  const headerArgs = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}=${value}`]);
+  const { stdout } = await promisify(execFile)(process.execPath,
+    [autocannonCli, '--json', '-c', String(connections), '-d', String(durationSeconds), ...headerArgs, url],
+    { maxBuffer: 16 * 1024 * 1024 });
+  return JSON.parse(stdout) as autocannon.Result;
+}
+
+async function api(base: string, key: string, method: string, urlPath: string, body?: unknown): Promise<unknown> {
+  const response = await fetch(base + urlPath, {
+    method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${urlPath} → ${response.status} ${text}`);
+  return JSON.parse(text) as unknown;
+}
+
+function percentile(sorted: number[], fraction: number): number {
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
+}
+
+const nowMs = (): number => performance.timeOrigin + performance.now();
+
+/** OpenStream is one SSE response read by plain node:http: it records the latency of each output event. */
+interface OpenStream {
+  ended: Promise<void>;
+  close(): void;
+}
+
+function openStream(baseUrl: string, streamUrl: string, key: string, latenciesMs: number[], received: { count: number }): Promise<OpenStream> {
+  const url = new URL(streamUrl, baseUrl);
+  return new Promise((resolve, reject) => {
+    const request = http.get({ host: url.hostname, port: url.port, path: url.pathname, headers: { 'x-api-key': key, accept: 'text/event-stream' } });
+    request.once('error', reject);
+    request.once('response', (response) => {
+      if (response.statusCode !== 200) {
+        reject(new Error(`${streamUrl} answered ${response.statusCode}`));
+        response.resume();
+        return;
+      }
+      let buffer = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        const at = nowMs();
+        buffer += chunk;
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          if (!block.includes('event: output')) continue;
+          const data = block.split('\n').find((line) => line.startsWith('data: '));
+          if (!data) continue;
+          const sentAt = Number((JSON.parse(data.slice(6)) as { text: string }).text);
+          latenciesMs.push(at - sentAt);
+          received.count++;
+        }
+      });
+      const ended = new Promise<void>((done) => { response.once('end', done); response.once('close', done); });
+      resolve({ ended, close: () => request.destroy() });
+    });
+  });
+}
+
+async function sseLevel(baseUrl: string, key: string, usedRuns: Array<{ runId: string; streamUrl: string }>, redis: Redis,
+  streamCount: number): Promise<string> {
+  const latenciesMs: number[] = [];
+  const received = { count: 0 };
+  const streams: OpenStream[] = [];
+  const openStartedMs = performance.now();
+  for (let next = 0; next < streamCount;) {
+    const batch: Array<Promise<OpenStream>> = [];
+    for (; next < streamCount && batch.length < sseOpenConcurrencyMax; next++) {
+      batch.push(openStream(baseUrl, usedRuns[next % usedRuns.length]!.streamUrl, key, latenciesMs, received));
+    }
+    streams.push(...await Promise.all(batch));
+  }
+  const openMs = performance.now() - openStartedMs;
+  const streamsPerRun = new Map<string, number>();
+  for (let index = 0; index < streamCount; index++) {
+    const runId = usedRuns[index % usedRuns.length]!.runId;
+    streamsPerRun.set(runId, (streamsPerRun.get(runId) ?? 0) + 1);
+  }
+  let expected = 0;
+  for (let round = 0; round < sseRoundCount; round++) {
+    await Promise.all(usedRuns.map((run) => appendRunEvent(redis, run.runId, { event: 'output', data: { stream: 'stdout', text: String(nowMs()) } })));
+    expected += streamCount;
+    await new Promise((resolve) => setTimeout(resolve, sseRoundGapMs));
+  }
+  const deadline = Date.now() + sseWaitMsMax;
+  while (received.count < expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  for (const stream of streams) stream.close();
+  await Promise.race([Promise.all(streams.map((stream) => stream.ended)), new Promise((resolve) => setTimeout(resolve, sseWaitMsMax))]);
+  latenciesMs.sort((a, b) => a - b);
+  return `| ${streamCount} | ${usedRuns.length} | ${Math.round(openMs)} | ${received.count}/${expected} | ` +
+    `${percentile(latenciesMs, 0.5).toFixed(1)} | ${percentile(latenciesMs, 0.9).toFixed(1)} | ${percentile(latenciesMs, 0.99).toFixed(1)} | ` +
+    `${latenciesMs.at(-1)?.toFixed(1) ?? '-'} |`;
+}
+
+async function main(): Promise<void> {
+  const profileDir = path.resolve('.bench-profiles');
+  if (cpuProfile) mkdirSync(profileDir, { recursive: true });
+  const cluster = new ApiCluster();
+  try {
+    await cluster.start({
+      tickMs: 100,
+      api: { rateLimitPerSecond: 1_000_000, runWorker: false, albumWorker: false },
+      execArgv: cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    });
+    const leader = await cluster.leaderName();
+    if (!leader) throw new Error('no leader');
+    const follower = ['a', 'b', 'c'].find((name) => name !== leader)!;
+    const key = cluster.admin.key;
+    const leaderUrl = cluster.node(leader).httpUrl;
+    const followerUrl = cluster.node(follower).httpUrl;
+    for (let index = 0; index < projectCount; index++) {
+      await api(leaderUrl, key, 'POST', '/projects', { name: `p${index}`, workspace: cluster.workspace, command: ['./agent.sh'] });
+    }
+    const payload = await api(leaderUrl, key, 'GET', '/projects?limit=50');
+    const cases: BenchCase[] = [
+      { name: `bare Express, in the leader's process`, url: `${await cluster.node(leader).bare(payload)}/projects`, headers: {} },
+      { name: 'API GET /projects on the leader', url: `${leaderUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'leader' },
+      { name: `bare Express, in a follower's process`, url: `${await cluster.node(follower).bare(payload)}/projects`, headers: {} },
+      { name: 'API GET /projects on a follower', url: `${followerUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'follower' },
+    ];
+    for (let round = 0; round < rounds; round++) {
+      for (const benchCase of cases) {
+        const result = await measure(benchCase.url, benchCase.headers);
+        if (!benchCase.best || result.requests.average > benchCase.best.requests.average) benchCase.best = result;
+      }
+    }
+
+    // SSE: queued runs (no worker on any node) whose event streams this process appends to directly.
+    const project = await api(leaderUrl, key, 'POST', '/projects', { name: 'sse', workspace: cluster.workspace, command: ['./agent.sh'] }) as { id: string };
+    const redis = new Redis(cluster.redis!.url);
+    const sseRows: string[] = [];
+    for (const streamCount of sseStreamCounts) {
+      // Fresh runs per level, so that no stream replays an earlier level's events.
+      const runs: Array<{ runId: string; streamUrl: string }> = [];
+      for (let index = 0; index < Math.min(sseRunCount, streamCount); index++) {
+        runs.push(await api(leaderUrl, key, 'POST', `/projects/${project.id}/commands`, { prompt: `sse ${index}` }) as { runId: string; streamUrl: string });
+      }
+      sseRows.push(await sseLevel(followerUrl, key, runs, redis, streamCount));
+    }
+    redis.disconnect();
+
+    process.stdout.write(`\n${connections} connections, ${durationSeconds}s per measurement, best of ${rounds} rounds, loopback, ` +
+      `3 nodes (mTLS, fsync) + redis-server + autocannon on ${os.cpus().length} cores; load average at end ` +
+      `${os.loadavg().map((load) => load.toFixed(1)).join(' ')}\n\n`);
+    process.stdout.write('| case | req/s (mean) | vs bare, same process | p50 ms | p99 ms | non-2xx |\n|---|---|---|---|---|---|\n');
+    const bareByNode: Record<string, number> = { leader: cases[0]!.best!.requests.average, follower: cases[2]!.best!.requests.average };
+    for (const { name, best, bareOf } of cases) {
+      const ratio = bareOf ? `${(best!.requests.average / bareByNode[bareOf]! * 100).toFixed(0)}%` : '100%';
+      process.stdout.write(`| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} |\n`);
+    }
+    process.stdout.write(`\nSSE delivery (streams on a follower, ${sseRoundCount} rounds of one event per run, ${sseRoundGapMs} ms apart; ` +
+      'latency = receipt - append, ms)\n\n| open streams | runs | open all (ms) | delivered | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|---|\n');
+    for (const row of sseRows) process.stdout.write(`${row}\n`);
+  } finally {
+    await cluster.stop();
+  }
+  if (cpuProfile) process.stdout.write(`\nCPU profiles in ${profileDir}\n`);
+}
+
+main().catch((error: unknown) => { process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`); process.exitCode = 1; });
