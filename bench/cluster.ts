@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     console.log(`disk: ${fmt(fsyncPerSecond)} fdatasync/s (${FSYNC_RECORD_BYTES}-byte appends, ${tmpdir()})`);
 
     if (cpuProf) await mkdir(profileDir);
-    const svc = await startSvcCluster(join(dir, 'svc'), cpuProf ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '');
+    const svc = await startSvcCluster(join(dir, 'svc'), cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
     const leaderPid = svc.cluster.members.find((m) => m.name === svc.leaderName)?.pid ?? 0;
     try {
       console.log(`svc: 3 nodes (mutual TLS, fdatasync group commit), leader ${svc.leaderName}; ${seconds} s per level after ${warmup} s warm-up`);

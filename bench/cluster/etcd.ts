@@ -50,7 +50,8 @@ export async function startEtcd(dir: string, memberCount: number, connectionCoun
     let leaderClientUrl = '';
     await waitUntil(async () => {
       for (const m of members) {
-        const status = JSON.parse(await post(agent, `${m.clientUrl}/v3/maintenance/status`, '{}')) as { header?: { member_id?: string }; leader?: string };
+        const answer = await post(agent, `${m.clientUrl}/v3/maintenance/status`, '{}').catch(() => '{}');
+        const status = JSON.parse(answer) as { header?: { member_id?: string }; leader?: string };
         if (status.leader && status.leader !== '0' && status.header?.member_id === status.leader) {
           leaderClientUrl = m.clientUrl;
           return true;

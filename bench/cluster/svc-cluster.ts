@@ -27,10 +27,10 @@ export interface SvcCluster {
   stop(): Promise<void>;
 }
 
-/** startSvcCluster runs `svc cluster --dir dir`; nodeOptions (e.g. --cpu-prof) reach the node processes through NODE_OPTIONS. */
-export async function startSvcCluster(dir: string, nodeOptions = ''): Promise<SvcCluster> {
-  const env = { ...process.env, ...(nodeOptions === '' ? {} : { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${nodeOptions}`.trim() }) };
-  const supervisor = spawn(process.execPath, [SVC_BIN, 'cluster', '--dir', dir, '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'inherit'], env });
+/** startSvcCluster runs `svc cluster --dir dir`; nodeOptions (e.g. --cpu-prof) go to each node's process. */
+export async function startSvcCluster(dir: string, nodeOptions: string[] = []): Promise<SvcCluster> {
+  const args = [SVC_BIN, 'cluster', '--dir', dir, '--log-level', 'warn', ...nodeOptions.map((o) => `--node-option=${o}`)];
+  const supervisor = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   supervisor.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   const exited = new Promise<void>((resolve) => supervisor.once('exit', () => resolve()));
@@ -51,7 +51,7 @@ export async function startSvcCluster(dir: string, nodeOptions = ''): Promise<Sv
     let leader = cluster.members[0]!;
     await waitUntil(async () => {
       for (const m of cluster.members) {
-        const status = await (await fetch(`${m.httpAddr}/status`)).json() as { role: string };
+        const status = await (await fetch(`${m.httpAddr}/status`)).json().catch(() => ({ role: '' })) as { role: string };
         if (status.role === 'leader') {
           leader = m;
           return true;

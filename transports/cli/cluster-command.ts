@@ -9,7 +9,7 @@ import type { LogLevel } from '../node/config.js';
 import { adminTarget } from './admin-target.js';
 import { CLUSTER_FILE_NAME, readClusterFile, writeClusterFile, type ClusterFile } from './cluster-file.js';
 import { busyPorts, ensureCertificates, ensureSecretKey, nodeConfigFor, planCluster, writeNodeConfig } from './cluster-plan.js';
-import { intFlag, parseFlags, stringFlag } from './flags.js';
+import { intFlag, listFlag, parseFlags, stringFlag } from './flags.js';
 import type { Io } from './io.js';
 import {
   ADMIN_KEY_NAME_DEFAULT, CHILD_STOP_GRACE_MS, CLUSTER_DIR_DEFAULT, CLUSTER_HEALTH_POLL_MS, CLUSTER_HEALTHY_TIMEOUT_MS, CLUSTER_HTTP_TIMEOUT_MS,
@@ -26,7 +26,8 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
 export async function runClusterCommand(args: string[], io: Io): Promise<number> {
   const { values } = parseFlags(args, {
     dir: { type: 'string' }, nodes: { type: 'string' }, 'tick-ms': { type: 'string' }, 'base-port': { type: 'string' },
-    insecure: { type: 'boolean' }, api: { type: 'boolean' }, 'log-level': { type: 'string' }, help: { type: 'boolean' },
+    insecure: { type: 'boolean' }, api: { type: 'boolean' }, 'log-level': { type: 'string' }, 'node-option': { type: 'string', multiple: true },
+    help: { type: 'boolean' },
   });
   if (values.help === true) {
     io.out.write(`${CLUSTER_USAGE}\n`);
@@ -35,6 +36,10 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
   const logLevel = (stringFlag(values, 'log-level') ?? 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const dir = resolve(stringFlag(values, 'dir') ?? CLUSTER_DIR_DEFAULT);
+  const nodeOptions = listFlag(values, 'node-option');
+  for (const option of nodeOptions) {
+    if (!/^--[a-z][a-z0-9-]*(=.*)?$/.test(option)) throw new UsageError(`--node-option takes one node flag such as --cpu-prof or --max-old-space-size=512, got ${JSON.stringify(option)}`);
+  }
   const options = {
     dir,
     nodeCount: intFlag(values, 'nodes', 1, CLUSTER_NODE_COUNT_MAX) ?? CLUSTER_NODE_COUNT_DEFAULT,
@@ -71,7 +76,7 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
       await writeNodeConfig(member, nodeConfigFor(cluster, member, { logLevel, api }));
     }
     for (const member of cluster.members) {
-      const child = SupervisedNode.start(member.name, member.configFile, member.logFile);
+      const child = SupervisedNode.start(member.name, member.configFile, member.logFile, nodeOptions);
       children.set(member.name, child);
       member.pid = child.pid;
       say(`started ${member.name} (pid ${child.pid}): gRPC ${member.grpcAddr}, HTTP ${member.httpAddr}, log ${member.logFile}`);

@@ -28,9 +28,9 @@ export class SupervisedNode {
     });
   }
 
-  /** start runs `svc node --config configFile`. */
-  static start(name: string, configFile: string, logFile: string): SupervisedNode {
-    return SupervisedNode.spawn(name, [SVC_BIN, 'node', '--config', configFile], logFile);
+  /** start runs `svc node --config configFile`; nodeOptions go to node itself (e.g. --cpu-prof). */
+  static start(name: string, configFile: string, logFile: string, nodeOptions: string[] = []): SupervisedNode {
+    return SupervisedNode.spawn(name, [...nodeOptions, SVC_BIN, 'node', '--config', configFile], logFile);
   }
 
   /** spawn runs node with args (the supervisor's own use is start()). */
