@@ -29,7 +29,7 @@ export interface SvcCluster {
 
 /** startSvcCluster runs `svc cluster --dir dir`; nodeOptions (e.g. --cpu-prof) go to each node's process. */
 export async function startSvcCluster(dir: string, nodeOptions: string[] = []): Promise<SvcCluster> {
-  const args = [SVC_BIN, 'cluster', '--dir', dir, '--log-level', 'warn', ...nodeOptions.map((o) => `--node-option=${o}`)];
+  const args = [SVC_BIN, 'cluster', '--dir', dir, '--no-api', '--log-level', 'warn', ...nodeOptions.map((o) => `--node-option=${o}`)];
   const supervisor = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   supervisor.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });

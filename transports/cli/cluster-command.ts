@@ -26,13 +26,14 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
 export async function runClusterCommand(args: string[], io: Io): Promise<number> {
   const { values } = parseFlags(args, {
     dir: { type: 'string' }, nodes: { type: 'string' }, 'tick-ms': { type: 'string' }, 'base-port': { type: 'string' },
-    insecure: { type: 'boolean' }, api: { type: 'boolean' }, 'log-level': { type: 'string' }, 'node-option': { type: 'string', multiple: true },
+    insecure: { type: 'boolean' }, api: { type: 'boolean' }, 'no-api': { type: 'boolean' }, 'log-level': { type: 'string' }, 'node-option': { type: 'string', multiple: true },
     help: { type: 'boolean' },
   });
   if (values.help === true) {
     io.out.write(`${CLUSTER_USAGE}\n`);
     return EXIT_OK;
   }
+  if (values.api === true && values['no-api'] === true) throw new UsageError('--api and --no-api contradict each other');
   const logLevel = (stringFlag(values, 'log-level') ?? 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const dir = resolve(stringFlag(values, 'dir') ?? CLUSTER_DIR_DEFAULT);
@@ -46,7 +47,7 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
     tickMs: intFlag(values, 'tick-ms', 1, TICK_MS_MAX) ?? CLUSTER_TICK_MS_DEFAULT,
     basePort: intFlag(values, 'base-port', 1024, 65_535) ?? null,
     insecure: values.insecure === true,
-    api: values.api === true,
+    api: values['no-api'] !== true,
     logLevel,
   };
   const say = (line: string): void => {

@@ -52,7 +52,7 @@ export async function planCluster(options: ClusterOptions, existing: ClusterFile
     if ((existing.tls.mode === 'insecure') !== options.insecure) {
       throw new UsageError(`${options.dir} holds a cluster made ${existing.tls.mode === 'insecure' ? 'with' : 'without'} --insecure; remove the directory to change that`);
     }
-    return { ...existing, dir: options.dir, tickMs: options.tickMs, api: options.api || existing.api };
+    return { ...existing, dir: options.dir, tickMs: options.tickMs, api: options.api };
   }
   const names = memberNames(options.nodeCount);
   const ports = options.basePort !== null ? consecutivePorts(options.basePort, names.length * 2) : await freePorts(names.length * 2);

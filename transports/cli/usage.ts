@@ -81,13 +81,14 @@ Creates an admin user and an admin API key in the cluster's replicated store and
 
 ${ADMIN_TARGET_USAGE}`;
 
-export const CLUSTER_USAGE = `usage: svc cluster [--dir DIR] [--nodes N] [--tick-ms N] [--base-port PORT] [--api] [--insecure] [--node-option FLAG]...
+export const CLUSTER_USAGE = `usage: svc cluster [--dir DIR] [--nodes N] [--tick-ms N] [--base-port PORT] [--no-api] [--insecure] [--node-option FLAG]...
 
 Runs N nodes (default 3) on 127.0.0.1 in the foreground with data directories, certificates (made on
 the first run), logs and cluster.json under DIR (default .cluster). Ctrl-C stops them all (SIGTERM,
 then SIGKILL after a bound). Ports are picked on the first run and kept in DIR/cluster.json.
   --base-port PORT             use PORT, PORT+1, ... instead of free ports picked by the kernel
-  --api                        serve the developer API on every node and create an admin key once
+  --no-api                     do not serve the developer API (by default every node serves it, the nodes
+                               share one Redis, and an admin key is created once and kept in cluster.json)
   --log-level LEVEL            the nodes' log level (logs go to DIR/NAME/node.log)
   --node-option FLAG           a flag for each node's node process, e.g. --node-option=--cpu-prof (repeatable)`;
 
