@@ -128,9 +128,12 @@ export class Engine {
   private joinElapsedTicks = Number.MAX_SAFE_INTEGER;
   private joinTargetIndex = 0;
   private joinLeaderHint = '';
+  /** joinSeeds: the configured seeds, then members learned from refusals. */
+  private readonly joinSeeds: string[];
 
   constructor(readonly config: EngineConfig, restored: RestoredState) {
     this.limits = config.limits;
+    this.joinSeeds = [...config.seeds];
     this.prng = new Prng(config.randomSeed);
     this.hs = { ...restored.hardState };
     this.savedHs = { ...this.hs };
@@ -273,9 +276,9 @@ export class Engine {
     this.joinElapsedTicks++;
     // Re-target a named leader at once; otherwise pace attempts (and retries after a refusal).
     if ((this.joinInflight !== null || this.joinLeaderHint === '') && this.joinElapsedTicks < this.limits.joinRetryTicks) return;
-    if (this.config.seeds.length === 0 && this.joinLeaderHint === '') return;
+    if (this.joinSeeds.length === 0 && this.joinLeaderHint === '') return;
     this.joinElapsedTicks = 0;
-    const to = this.joinLeaderHint !== '' ? this.joinLeaderHint : this.config.seeds[this.joinTargetIndex++ % this.config.seeds.length]!;
+    const to = this.joinLeaderHint !== '' ? this.joinLeaderHint : this.joinSeeds[this.joinTargetIndex++ % this.joinSeeds.length]!;
     this.joinLeaderHint = '';
     const body: JoinRequest = {
       name: this.config.name, grpcAddr: this.config.grpcAddr, httpAddr: this.config.httpAddr,
@@ -1106,10 +1109,14 @@ export class Engine {
 
   private replyJoinRefusal(callId: number, reason: string): void {
     const leader = memberById(this.currentRoster(), this.leaderId);
+    // The roster we know rides along on a refusal, so a joiner whose seeds know no leader (or were
+    // removed) can try other members instead of dialling the same seed forever.
+    const roster = this.currentRoster();
     const body: JoinResponse = {
       accepted: false, refusalReason: reason, assignedId: 0, term: this.hs.term,
       leaderRegion: this.leaderId === 0 ? '' : String(this.leaderId), leaderGrpcAddr: leader?.grpcAddr ?? '',
-      leaderHttpAddr: leader?.httpAddr ?? '', members: [], membershipVersion: 0,
+      leaderHttpAddr: leader?.httpAddr ?? '', members: roster.members.filter((m) => m.role !== MemberRole.Removed),
+      membershipVersion: roster.membershipVersion,
     };
     this.reply(callId, { method: 'JoinCluster', body });
   }
@@ -1218,6 +1225,10 @@ export class Engine {
         return;
       }
       this.joinLeaderHint = body.leaderGrpcAddr;
+      for (const m of body.members) {
+        if (this.joinSeeds.length >= this.config.seeds.length + this.limits.clusterMemberCountMax) break;
+        if (m.grpcAddr !== '' && !this.joinSeeds.includes(m.grpcAddr)) this.joinSeeds.push(m.grpcAddr);
+      }
       return;
     }
     const members = body.members;

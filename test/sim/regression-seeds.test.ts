@@ -17,6 +17,7 @@ const REGRESSIONS: Regression[] = [
   { seed: 23, overrides: { joiners: 3, 'promote-rate': 4, 'remove-rate': 4, 'transfer-rate': 4 }, found: 'a joiner removed before it heard it was admitted dialled forever' },
   { seed: 14, overrides: { 'clog-rate': 10, 'pause-rate': 10, 'segment-entries': 1 }, found: 'slow catch-up with one-entry segments' },
   { seed: 61, overrides: {}, found: 'a restarted leader with a stale saved commit point' },
+  { seed: 277, overrides: {}, found: 'a joiner whose only seed was removed dialled it forever (liveness)' },
 ];
 
 /** SWEEP_SEED_COUNT: the random slice per CI run (override with SVC_SIM_SWEEP_SEEDS). */
