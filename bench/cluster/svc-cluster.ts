@@ -28,8 +28,8 @@ export interface SvcCluster {
 }
 
 /** startSvcCluster runs `svc cluster --dir dir`; nodeOptions (e.g. --cpu-prof) go to each node's process. */
-export async function startSvcCluster(dir: string, nodeOptions: string[] = []): Promise<SvcCluster> {
-  const args = [SVC_BIN, 'cluster', '--dir', dir, '--no-api', '--log-level', 'warn', ...nodeOptions.map((o) => `--node-option=${o}`)];
+export async function startSvcCluster(dir: string, nodeOptions: string[] = [], engineLimits: string[] = []): Promise<SvcCluster> {
+  const args = [SVC_BIN, 'cluster', '--dir', dir, '--no-api', '--log-level', 'warn', ...nodeOptions.map((o) => `--node-option=${o}`), ...engineLimits.map((l) => `--engine-limit=${l}`)];
   const supervisor = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   supervisor.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });

@@ -9,7 +9,8 @@ import type { LogLevel } from '../node/config.js';
 import { adminTarget } from './admin-target.js';
 import { CLUSTER_FILE_NAME, readClusterFile, writeClusterFile, type ClusterFile } from './cluster-file.js';
 import { busyPorts, ensureCertificates, ensureSecretKey, nodeConfigFor, planCluster, writeNodeConfig } from './cluster-plan.js';
-import { intFlag, listFlag, parseFlags, stringFlag } from './flags.js';
+import { DEFAULT_LIMITS } from '../../engine/limits.js';
+import { intFlag, limitOverrides, listFlag, parseFlags, stringFlag } from './flags.js';
 import type { Io } from './io.js';
 import {
   ADMIN_KEY_NAME_DEFAULT, CHILD_STOP_GRACE_MS, CLUSTER_DIR_DEFAULT, CLUSTER_HEALTH_POLL_MS, CLUSTER_HEALTHY_TIMEOUT_MS, CLUSTER_HTTP_TIMEOUT_MS,
@@ -27,6 +28,7 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
   const { values } = parseFlags(args, {
     dir: { type: 'string' }, nodes: { type: 'string' }, 'tick-ms': { type: 'string' }, 'base-port': { type: 'string' },
     insecure: { type: 'boolean' }, api: { type: 'boolean' }, 'no-api': { type: 'boolean' }, 'log-level': { type: 'string' }, 'node-option': { type: 'string', multiple: true },
+    'engine-limit': { type: 'string', multiple: true },
     help: { type: 'boolean' },
   });
   if (values.help === true) {
@@ -37,6 +39,10 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
   const logLevel = (stringFlag(values, 'log-level') ?? 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const dir = resolve(stringFlag(values, 'dir') ?? CLUSTER_DIR_DEFAULT);
+  const engineLimits = limitOverrides(values, 'engine-limit');
+  for (const name of Object.keys(engineLimits)) {
+    if (!(name in DEFAULT_LIMITS)) throw new UsageError(`--engine-limit: unknown limit ${JSON.stringify(name)} (known: ${Object.keys(DEFAULT_LIMITS).join(', ')})`);
+  }
   const nodeOptions = listFlag(values, 'node-option');
   for (const option of nodeOptions) {
     if (!/^--[a-z][a-z0-9-]*(=.*)?$/.test(option)) throw new UsageError(`--node-option takes one node flag such as --cpu-prof or --max-old-space-size=512, got ${JSON.stringify(option)}`);
@@ -74,7 +80,7 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
   try {
     for (const member of cluster.members) {
       await mkdir(member.dataDir, { recursive: true });
-      await writeNodeConfig(member, nodeConfigFor(cluster, member, { logLevel, api }));
+      await writeNodeConfig(member, { ...nodeConfigFor(cluster, member, { logLevel, api }), ...(Object.keys(engineLimits).length > 0 ? { engineLimits } : {}) });
     }
     for (const member of cluster.members) {
       const child = SupervisedNode.start(member.name, member.configFile, member.logFile, nodeOptions);

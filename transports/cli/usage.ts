@@ -90,7 +90,8 @@ then SIGKILL after a bound). Ports are picked on the first run and kept in DIR/c
   --no-api                     do not serve the developer API (by default every node serves it, the nodes
                                share one Redis, and an admin key is created once and kept in cluster.json)
   --log-level LEVEL            the nodes' log level (logs go to DIR/NAME/node.log)
-  --node-option FLAG           a flag for each node's node process, e.g. --node-option=--cpu-prof (repeatable)`;
+  --node-option FLAG           a flag for each node's node process, e.g. --node-option=--cpu-prof (repeatable)
+  --engine-limit NAME=N        an engine limit for every node (repeatable), e.g. inflightSegmentCountMax=32`;
 
 export const OPENAPI_USAGE = `usage: svc openapi
 
