@@ -68,6 +68,8 @@ describe('svc usage errors (exit 2)', function () {
     { args: ['keys', 'create', '--name', '', '--insecure', '--node', '127.0.0.1:1'], message: /--name must not be empty/ },
     { args: ['cluster', '--nodes', '99'], message: /--nodes must be from 1 to 7/ },
     { args: ['cluster', '--api', '--no-api'], message: /--api and --no-api contradict/ },
+    { args: ['cluster', '--engine-limit', 'bogus=1'], message: /--engine-limit: unknown limit "bogus"/ },
+    { args: ['cluster', '--node-option', 'rm -rf'], message: /--node-option takes one node flag/ },
     { args: ['openapi', 'extra'], message: /Unexpected argument 'extra'/ },
     { args: ['certs', 'node', '--out', 'x'], message: /node needs --name, --peers-service, --namespace/ },
   ];
