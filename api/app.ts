@@ -10,7 +10,7 @@ import type { ApiConfig } from './config.js';
 import { defaultConfig } from './config.js';
 import { ApiError, errorHandler } from './errors.js';
 import { rateLimitWindowMs, requestBodyBytesMax } from './limits.js';
-import { requestId } from './request-id.js';
+import { assignRequestId } from './request-id.js';
 import { openApiDocument } from './openapi/document.js';
 import { openApiValidator } from './openapi/validator.js';
 import { docsRoutes } from './docs.js';
@@ -47,6 +47,16 @@ export interface ApiService {
   close(): Promise<void>;
 }
 
+/**
+ * isPublicPath: the paths publicRoutes serves (/health, /ready, /openapi.json, /docs and below), matched as
+ * Express matches routes by default (any case, an optional trailing slash).
+ */
+function isPublicPath(path: string): boolean {
+  const lower = path.toLowerCase();
+  const trimmed = lower.length > 1 && lower.endsWith('/') ? lower.slice(0, -1) : lower;
+  return trimmed === '/health' || trimmed === '/ready' || trimmed === '/openapi.json' || trimmed === '/docs' || lower.startsWith('/docs/');
+}
+
 export function createApp(options: CreateAppOptions): ApiService {
   const config = defaultConfig(options.config);
   const { store } = options;
@@ -78,7 +88,13 @@ export function createApp(options: CreateAppOptions): ApiService {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
-  app.use(requestId());
+  // One layer for what every answer carries: each Express layer costs every request (bench/api-cluster.ts).
+  app.use((req, res, next) => {
+    assignRequestId(req, res);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
   if (config.accessLog) {
     app.use((req, res, next) => {
       const startedMs = performance.now();
@@ -89,14 +105,11 @@ export function createApp(options: CreateAppOptions): ApiService {
       next();
     });
   }
-  app.use((_req, res, next) => {
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Cache-Control', 'no-store');
-    next();
-  });
 
-  app.get('/health', (_req, res) => { res.json({ status: 'ok' }); });
-  app.get('/ready', async (_req, res) => {
+  // The public routes sit behind one gate, so a keyed request passes them in one step.
+  const publicRoutes = express.Router();
+  publicRoutes.get('/health', (_req, res) => { res.json({ status: 'ok' }); });
+  publicRoutes.get('/ready', async (_req, res) => {
     let ready: boolean;
     try {
       ready = await config.isReady();
@@ -106,8 +119,13 @@ export function createApp(options: CreateAppOptions): ApiService {
     if (!ready) throw new ApiError('NOT_READY', 'the service is not ready yet');
     res.json({ status: 'ready' });
   });
-  app.get('/openapi.json', (_req, res) => { res.json(openApiDocument); });
-  app.use(docsRoutes());
+  publicRoutes.get('/openapi.json', (_req, res) => { res.json(openApiDocument); });
+  publicRoutes.use(docsRoutes());
+  app.use((req, res, next) => {
+    // Only GET and HEAD: a nested router would answer OPTIONS itself (text/plain), which the app does not.
+    if ((req.method === 'GET' || req.method === 'HEAD') && isPublicPath(req.path)) publicRoutes(req, res, next);
+    else next();
+  });
   // The album page holds no data (it asks for the key in the browser), so it is public like /docs.
   app.use(albumPageRoutes());
 

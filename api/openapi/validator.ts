@@ -123,10 +123,37 @@ export function cachedMetadataMiddleware(context: OpenApiContext, responseApiDoc
 }
 
 /**
- * openApiValidator returns the library's middleware chain for these options (as its `middleware(options)`
- * does), with the cached route lookup in place of the per-request one.
+ * openApiValidator is the library's middleware chain for these options (as its `middleware(options)` builds
+ * it), with the cached route lookup in place of the per-request one, run as one Express layer: each layer
+ * costs every request, and the chain's steps only ever hand on to the next.
  */
-export function openApiValidator(options: OpenApiValidatorOpts): RequestHandler[] {
+export function openApiValidator(options: OpenApiValidatorOpts): RequestHandler {
+  const chain = openApiValidatorChain(options);
+  return (req, res, next) => {
+    let index = 0;
+    const step = (error?: unknown): void => {
+      if (error !== undefined && error !== null) {
+        next(error);
+        return;
+      }
+      const handler = chain[index++];
+      if (!handler) {
+        next();
+        return;
+      }
+      try {
+        const result: unknown = handler(req, res, step);
+        if (result instanceof Promise) result.catch(step);
+      } catch (thrown) {
+        next(thrown);
+      }
+    };
+    step();
+  };
+}
+
+/** openApiValidatorChain is the library's chain itself, with the cached route lookup. */
+export function openApiValidatorChain(options: OpenApiValidatorOpts): RequestHandler[] {
   const validator = new OpenApiValidator(options);
   // metadataMiddleware is private in the library's types; an own property shadows the prototype's method,
   // which installMiddleware calls once, on the first request.

@@ -6,6 +6,7 @@ import type {
   WriteOptions,
 } from './document-store.js';
 import { VersionConflictError } from './document-store.js';
+import { cloneJson } from './json-clone.js';
 
 /** memoryStoreListLimitMax caps one list page, like a real store would, so callers must page. */
 export const memoryStoreListLimitMax = 1000;
@@ -27,7 +28,7 @@ export class MemoryDocumentStore implements DocumentStore {
     checkKey(key);
     const slot = this.slots.get(key);
     if (!slot) return null;
-    return { value: structuredClone(slot.value) as T, version: slot.version };
+    return { value: cloneJson(slot.value) as T, version: slot.version };
   }
 
   async list<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): Promise<ListResult<T>> {
@@ -39,7 +40,7 @@ export class MemoryDocumentStore implements DocumentStore {
       const key = this.sortedKeys[index]!;
       if (!key.startsWith(prefix)) break;
       const slot = this.slots.get(key)!;
-      entries.push({ key, value: structuredClone(slot.value) as T, version: slot.version });
+      entries.push({ key, value: cloneJson(slot.value) as T, version: slot.version });
     }
     const more = index < this.sortedKeys.length && this.sortedKeys[index]!.startsWith(prefix);
     return { entries, nextAfter: more && entries.length > 0 ? entries[entries.length - 1]!.key : null };
@@ -89,7 +90,7 @@ export class MemoryDocumentStore implements DocumentStore {
       if (!change.key.startsWith(prefix)) continue;
       // A watcher that throws must not undo a committed write nor starve the other watchers.
       try {
-        watcher(change.kind === 'put' ? { ...change, value: structuredClone(change.value) } : change);
+        watcher(change.kind === 'put' ? { ...change, value: cloneJson(change.value) } : change);
       } catch {
         // deliberately ignored: see above
       }

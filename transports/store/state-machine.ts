@@ -8,6 +8,7 @@ import type { JsonObject, StoreChange, StoreWatcher } from '../../api/store/docu
 import { EntryKind, type Entry } from '../../engine/types.js';
 import { decodeCommand, isCommandResult, isObject, type CommandResult, type StoreCommand } from './command.js';
 import { DEDUP_ENTRY_COUNT_MAX } from './limits.js';
+import { cloneJson } from '../../api/store/json-clone.js';
 
 export const STORE_SNAPSHOT_FILE = 'store.json';
 const SNAPSHOT_VERSION = 1;
@@ -67,7 +68,7 @@ export class StoreStateMachine {
   /** get returns a copy of the document and its version, or null. */
   get(key: string): { value: JsonObject; version: number } | null {
     const slot = this.slots.get(key);
-    return slot ? { value: structuredClone(slot.value), version: slot.version } : null;
+    return slot ? { value: cloneJson(slot.value), version: slot.version } : null;
   }
 
   /** list pages through the keys under prefix in ascending order, starting after `after`. */
@@ -79,7 +80,7 @@ export class StoreStateMachine {
       const key = this.sortedKeys[index]!;
       if (!key.startsWith(prefix)) break;
       const slot = this.slots.get(key)!;
-      entries.push({ key, value: structuredClone(slot.value), version: slot.version });
+      entries.push({ key, value: cloneJson(slot.value), version: slot.version });
     }
     const more = index < this.sortedKeys.length && this.sortedKeys[index]!.startsWith(prefix);
     return { entries, nextAfter: more && entries.length > 0 ? entries[entries.length - 1]!.key : null };
@@ -181,7 +182,7 @@ export class StoreStateMachine {
       if (!change.key.startsWith(prefix)) continue;
       // A watcher that throws must not undo a committed write nor starve the other watchers.
       try {
-        watcher(change.kind === 'put' ? { ...change, value: structuredClone(change.value) } : change);
+        watcher(change.kind === 'put' ? { ...change, value: cloneJson(change.value) } : change);
       } catch {
         // deliberately ignored: see above
       }
