@@ -43,6 +43,21 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
   // One subscriber connection wakes every open event stream of this process (run-event-hub.ts).
   const hub = redisUrl ? new RunEventHub(redisUrl) : undefined;
   const openStreams = new Set<Response>();
+  // Streams of one run woken together read from the same position: they share one XRANGE while it runs. A
+  // stream only joins a read issued since the last notification: an event appended after an older read was
+  // issued would be missing from it, and its notification could have come before the stream reset its flag.
+  const readsInFlight = new Map<string, Promise<Array<[string, string[]]>>>();
+  const readEventsAfter = (client: Redis, runId: string, afterId: string): Promise<Array<[string, string[]]>> => {
+    const readKey = `${runId} ${afterId} ${hub!.notificationCount}`;
+    let read = readsInFlight.get(readKey);
+    if (!read) {
+      read = client.xrange(runKeys.events(runId), `(${afterId}`, '+', 'COUNT', sseReadCountMax);
+      readsInFlight.set(readKey, read);
+      const forget = () => { readsInFlight.delete(readKey); };
+      read.then(forget, forget);
+    }
+    return read;
+  };
 
   const requireRedis = (): Redis => {
     if (!redis) throw new ApiError('QUEUE_UNAVAILABLE', 'no Redis is configured: set REDIS_URL');
@@ -141,7 +156,7 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
     try {
       while (!closed && Date.now() < deadline) {
         signalled = false;
-        const entries = await client.xrange(runKeys.events(runId), `(${lastId}`, '+', 'COUNT', sseReadCountMax);
+        const entries = await readEventsAfter(client, runId, lastId);
         let complete = false;
         for (const [id, fields] of entries) {
           const event = fields[fields.indexOf('event') + 1] ?? 'message';

@@ -13,12 +13,14 @@ export class RunEventHub {
   private readonly subscriber: Redis;
   private readonly listeners = new Map<string, Set<() => void>>();
   private readonly subscribed: Promise<unknown>;
+  private notifications = 0;
 
   constructor(redisUrl: string) {
     // ioredis subscribes again after a reconnect (autoResubscribe).
     this.subscriber = new Redis(redisUrl, { maxRetriesPerRequest: null });
     this.subscriber.on('error', () => undefined);
     this.subscriber.on('message', (_channel: string, runId: string) => {
+      this.notifications++;
       for (const wake of this.listeners.get(runId) ?? []) wake();
     });
     this.subscribed = this.subscriber.subscribe(runKeys.eventsChannel).catch(() => undefined);
@@ -39,6 +41,15 @@ export class RunEventHub {
       listening.delete(wake);
       if (listening.size === 0 && this.listeners.get(runId) === listening) this.listeners.delete(runId);
     };
+  }
+
+  /**
+   * notificationCount counts every notification this process heard. Two reads of one stream position made
+   * while it did not change cannot differ by an event whose listeners were not woken after both began, which
+   * is what lets streams share a read (routes/runs.ts).
+   */
+  get notificationCount(): number {
+    return this.notifications;
   }
 
   get listenerCount(): number {

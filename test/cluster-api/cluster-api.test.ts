@@ -26,6 +26,8 @@ const PROBES_MAX = 2_000;
 /** nodePaths are the node's own routes, whose errors are {status, reason} rather than the API's {code, ...}. */
 const nodePaths = ['/health', '/ready', '/status', '/metrics'];
 
+/** CONCURRENT_READERS follow one run on one node at once. */
+const CONCURRENT_READERS = 20;
 /** STREAM_END_MS_MAX is how soon a stream resumed after `complete` must end (the keep-alive is 15 s). */
 const STREAM_END_MS_MAX = 3_000;
 
@@ -162,7 +164,14 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
     const created = await cluster.client('a').createProject({ body: { name: 'resume', ...project } });
     const accepted = await cluster.client('a').runCommand({ path: { id: created.id }, body: { prompt: 'pause a little' } });
     const ids: Array<{ id: string; event: string }> = [];
+    // Many readers of one run on one node share reads; each still gets every event, once, in order.
+    const readers = Array.from({ length: CONCURRENT_READERS }, async () => {
+      const seen: string[] = [];
+      for await (const event of cluster.client('c').runEvents(accepted.streamUrl)) seen.push(event.id);
+      return seen;
+    });
     for await (const event of cluster.client('b').runEvents(accepted.streamUrl)) ids.push({ id: event.id, event: event.event });
+    for (const seen of await Promise.all(readers)) assert.deepEqual(seen, ids.map((item) => item.id));
     const completeId = ids.at(-1)!.id;
     assert.equal(ids.at(-1)!.event, 'complete');
     for (const name of ['a', 'b', 'c']) {
