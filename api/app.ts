@@ -61,9 +61,9 @@ export function createApp(options: CreateAppOptions): ApiService {
   const config = defaultConfig(options.config);
   const { store } = options;
   const redisClients: Redis[] = [];
-  const connect = (): Redis => {
+  const connect = (autoPipelining = false): Redis => {
     const client = new Redis(options.redis!.url, {
-      maxRetriesPerRequest: 1, commandTimeout: redisCommandTimeoutMs, lazyConnect: false,
+      maxRetriesPerRequest: 1, commandTimeout: redisCommandTimeoutMs, lazyConnect: false, enableAutoPipelining: autoPipelining,
     });
     // Connection errors surface as failed commands; the 'error' event only needs a listener.
     client.on('error', () => undefined);
@@ -76,7 +76,9 @@ export function createApp(options: CreateAppOptions): ApiService {
   let workStats: WorkStatsReader | undefined;
   if (options.redis) {
     let warned = false;
-    limiter = new FallbackLimiter(new RedisSlidingWindowLimiter(connect(), config.rateLimitPerSecond, rateLimitWindowMs),
+    // The limiter's own connection pipelines automatically: the checks of requests arriving together go to
+    // Redis in one write. (Not the shared one: BullMQ's queues use that.)
+    limiter = new FallbackLimiter(new RedisSlidingWindowLimiter(connect(true), config.rateLimitPerSecond, rateLimitWindowMs),
       localLimiter, (error) => {
         if (!warned) config.log('ratelimit.fallback', { error: error instanceof Error ? error.message : String(error) });
         warned = true;

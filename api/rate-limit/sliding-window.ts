@@ -45,6 +45,10 @@ type SlidingWindowCommand = (key: string, windowUs: number, limit: number, nonce
 
 export class RedisSlidingWindowLimiter implements RateLimiter {
   private readonly run: SlidingWindowCommand;
+  // Log members must be unique across processes: a random per-process prefix and a counter make them so,
+  // without the cost of drawing random bytes for every request.
+  private readonly memberPrefix = randomBytes(8).toString('hex');
+  private memberCount = 0;
 
   constructor(redis: Redis, private readonly limit: number, private readonly windowMs: number,
     private readonly keyPrefix = 'svc:ratelimit:') {
@@ -57,7 +61,7 @@ export class RedisSlidingWindowLimiter implements RateLimiter {
 
   async consume(subject: string): Promise<RateDecision> {
     const [allowed, remaining, resetMs] = await this.run(this.keyPrefix + subject, this.windowMs * 1000,
-      this.limit, randomBytes(6).toString('hex'));
+      this.limit, `${this.memberPrefix}${(this.memberCount++).toString(36)}`);
     return { allowed: allowed === 1, limit: this.limit, remaining: Math.max(0, remaining!), resetMs: resetMs! };
   }
 }
