@@ -6,10 +6,10 @@
 //  2. SSE delivery latency: run event streams held open on one node (10, then 1,000), events appended to the
 //     runs' Redis streams by this process, latency = receipt - append on this process's clock.
 // Usage: tsx bench/api-cluster.ts [seconds-per-measurement] [rounds] [--cpu-prof]
-//   --cpu-prof writes each node's CPU profile to .bench-profiles/ (they stop cleanly at the end).
+//   --cpu-prof writes each node's CPU profile to a new temp directory (named at the end; nodes stop cleanly).
 import { execFile } from 'node:child_process';
 import http from 'node:http';
-import { mkdirSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -147,8 +147,7 @@ async function sseLevel(baseUrl: string, key: string, usedRuns: Array<{ runId: s
 }
 
 async function main(): Promise<void> {
-  const profileDir = path.resolve('.bench-profiles');
-  if (cpuProfile) mkdirSync(profileDir, { recursive: true });
+  const profileDir = cpuProfile ? mkdtempSync(path.join(os.tmpdir(), 'svc-api-cluster-prof-')) : '';
   const cluster = new ApiCluster();
   try {
     await cluster.start({
