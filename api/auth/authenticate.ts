@@ -18,7 +18,8 @@ export function authenticate(store: DocumentStore, trustedProxies: readonly stri
       next(new ApiError('UNAUTHORIZED', 'missing API key: send it in the X-API-Key header'));
       return;
     }
-    findApiKey(store, header).then((record) => {
+    // The key's two lookups share one read barrier (on a follower, one question to the leader).
+    findApiKey(store.readSession?.() ?? store, header).then((record) => {
       if (!record) throw new ApiError('UNAUTHORIZED', 'invalid API key');
       if (record.revoked_at !== null) throw new ApiError('KEY_REVOKED', 'this API key has been revoked');
       if (record.expires_at !== null && Date.parse(record.expires_at) <= Date.now()) {

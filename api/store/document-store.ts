@@ -53,6 +53,12 @@ export interface DocumentStore {
   delete(key: string, options?: WriteOptions): Promise<{ deleted: boolean }>;
   /** watch calls watcher after every committed change under prefix; the returned function unsubscribes. */
   watch(prefix: string, watcher: StoreWatcher): () => void;
+  /**
+   * readSession, when a store has it, returns a view for the reads of one request: they share one read
+   * barrier, taken at the session's first read, so each sees every write acknowledged before the SESSION
+   * began (not before each read), and the request's own writes. A store without it needs no barrier.
+   */
+  readSession?(): DocumentStore;
 }
 
 /** VersionConflictError is the typed failure of a compare-and-set whose expectedVersion did not hold. */

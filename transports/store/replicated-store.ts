@@ -74,6 +74,39 @@ export class ReplicatedStore implements DocumentStore {
     return { deleted: result.existed };
   }
 
+  /**
+   * readSession: reads through the view share one read index, taken at its first read (a follower then asks
+   * the leader once per request, not once per read). Local state only moves forward and writes resolve after
+   * the local apply, so every read still sees what was acknowledged before the session began, and its own writes.
+   */
+  readSession(): DocumentStore {
+    let index: Promise<number> | null = null;
+    const barrier = async (): Promise<void> => {
+      const deadlineAt = Date.now() + this.limits.readTimeoutMs;
+      index ??= this.readIndexes.readIndex(deadlineAt);
+      // A failed barrier is not kept: the next read of the session tries afresh.
+      const seq = await index.catch((err: unknown) => { index = null; throw err; });
+      await this.host.waitApplied(seq, deadlineAt);
+    };
+    return {
+      get: async <T extends JsonObject = JsonObject>(key: string) => {
+        this.checkKey(key);
+        await barrier();
+        return this.host.stateMachine.get(key) as VersionedValue<T> | null;
+      },
+      list: async <T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}) => {
+        if (typeof prefix !== 'string') throw new TypeError('list prefix must be a string');
+        const limit = Math.max(1, Math.min(options.limit ?? this.limits.listLimitMax, this.limits.listLimitMax));
+        await barrier();
+        const page = this.host.stateMachine.list(prefix, limit, options.after);
+        return { entries: page.entries as StoreEntry<T>[], nextAfter: page.nextAfter };
+      },
+      put: (key, value, options) => this.put(key, value, options),
+      delete: (key, options) => this.delete(key, options),
+      watch: (prefix, watcher) => this.watch(prefix, watcher),
+    };
+  }
+
   /** watch hears every change under prefix as this node applies it (so, after the write is committed). */
   watch(prefix: string, watcher: StoreWatcher): () => void {
     return this.host.stateMachine.watch(prefix, watcher);
