@@ -75,6 +75,11 @@ export class VersionConflictError extends Error {
   }
 }
 
+/**
+ * isVersionConflict checks the class, or else the error's code: a store built from another copy of this
+ * module (a second module instance under some loaders) throws an equal error of another class.
+ */
 export function isVersionConflict(error: unknown): error is VersionConflictError {
-  return error instanceof VersionConflictError;
+  return error instanceof VersionConflictError
+    || (error instanceof Error && error.name === 'VersionConflictError' && (error as { code?: unknown }).code === 'VERSION_CONFLICT');
 }

@@ -199,7 +199,7 @@ export class Node {
     const security = await this.loadSecurity();
     // Loaded only with an api section: a node without the API loads none of Express, BullMQ or the image code.
     const nodeApi = config.api ? await import('./node-api.js') : null;
-    if (config.api && nodeApi) await nodeApi.readApiSecretKey(config.api);
+    if (config.api && nodeApi) await nodeApi.readApiSecretKey(config.api).catch(rethrowAsConfigError);
     const nameOverride = config.tls.mode === 'mtls' && config.tls.serverNameOverride
       ? { 'grpc.ssl_target_name_override': config.tls.serverNameOverride, 'grpc.default_authority': config.tls.serverNameOverride }
       : {};
@@ -322,7 +322,7 @@ export class Node {
     if (config.api && nodeApi) {
       this.api = await nodeApi.startNodeApi(config.api, {
         store: this.replicatedStore, dataDir: config.dataDir, log: this.log, ready: () => this.readyProblem() === null,
-      });
+      }).catch(rethrowAsConfigError);
     }
     const s = driver.status();
     this.log.info({
@@ -546,6 +546,15 @@ export class Node {
     })();
     return this.stopping;
   }
+}
+
+/**
+ * rethrowAsConfigError gives a ConfigError from the dynamically loaded node-api.ts this module's class, so
+ * `instanceof ConfigError` holds for callers even where a loader gave that module its own copy of config.ts.
+ */
+function rethrowAsConfigError(err: unknown): never {
+  if (err instanceof Error && err.name === 'ConfigError' && !(err instanceof ConfigError)) throw new ConfigError(err.message);
+  throw err;
 }
 
 function assertNever(value: never): never {

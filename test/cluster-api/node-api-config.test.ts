@@ -1,0 +1,119 @@
+// The node's `api` section: checked with the rest of the config (ConfigError naming the field), a bad key file
+// stops the start, a node without Redis still serves records (queue endpoints 503 QUEUE_UNAVAILABLE), a node
+// without REDIS_URL runs a redis-server of its own under its data directory and stops it, and a node without
+// the section keeps 404 for every path but its own.
+import assert from 'node:assert/strict';
+import { existsSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
+import { Node } from '../../transports/node/node.js';
+import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../transports/node/config.js';
+import { API_REDIS_DIR } from '../../transports/node/node-api.js';
+import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
+import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type Pki, type PlannedNode } from '../node/harness.js';
+import { SvcApiError, SvcClient } from '../../sdk/src/index.js';
+
+async function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+describe('cluster-api: the node config api section', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let pki: Pki;
+  let plan: PlannedNode;
+  const single = async (name: string, extra: Partial<NodeConfig>): Promise<NodeConfig> => {
+    [plan] = await planNodes([name]);
+    return nodeConfig(plan!, join(dir, name), pki.tls('solo'), { bootstrap: [plan!.member] }, { tickMs: 30, ...extra });
+  };
+  const readyNode = async (config: NodeConfig): Promise<Node> => {
+    const node = new Node(config);
+    await node.start();
+    await waitFor(async () => (await fetch(`${node.httpAddress}/ready`)).status === 200, 'the node ready');
+    return node;
+  };
+  before(async () => {
+    dir = await tempDir('node-api-config');
+    pki = await makePki(dir, ['solo']);
+  });
+  after(async () => { await removeDir(dir); });
+
+  it('refuses a malformed api section by name', async () => {
+    const base = await single('cfg', {});
+    const refused = (api: unknown, pattern: RegExp) => assert.throws(() => resolveNodeConfig({ ...base, api } as NodeConfig),
+      (error: unknown) => error instanceof ConfigError && pattern.test(error.message));
+    refused([], /api must be an object/);
+    refused({ redisUrl: 'http://x' }, /api\.redisUrl/);
+    refused({ rateLimitPerSecond: 0 }, /api\.rateLimitPerSecond/);
+    refused({ rateLimitPerSecond: 1.5 }, /api\.rateLimitPerSecond/);
+    refused({ secretKeyFile: '' }, /api\.secretKeyFile/);
+    refused({ localRedis: 'no' }, /api\.localRedis/);
+    refused({ trustedProxies: ['10.0.0.1', ''] }, /api\.trustedProxies/);
+    assert.doesNotThrow(() => resolveNodeConfig({ ...base, api: {} }));
+  });
+
+  it('will not start with a missing or malformed credential key file, and says which', async () => {
+    const missing = new Node(await single('nokey', { api: { localRedis: false, secretKeyFile: join(dir, 'absent.key') } }));
+    await assert.rejects(missing.start(), (error: unknown) => error instanceof ConfigError && /api\.secretKeyFile .*absent\.key/.test(error.message));
+    const badFile = join(dir, 'bad.key');
+    writeFileSync(badFile, 'not a key');
+    const malformed = new Node(await single('badkey', { api: { localRedis: false, secretKeyFile: badFile } }));
+    await assert.rejects(malformed.start(), (error: unknown) => error instanceof ConfigError && /32 bytes/.test(error.message) && !/not a key/.test(error.message));
+  });
+
+  it('without any Redis serves records and answers queue endpoints 503 QUEUE_UNAVAILABLE', async () => {
+    const node = await readyNode(await single('noredis', { api: { localRedis: false } }));
+    try {
+      assert.equal(node.apiRedisUrl, null);
+      const admin = await bootstrapAdminKey(node.store, 'admin');
+      const client = new SvcClient({ baseUrl: node.httpAddress, apiKey: admin.key, env: {} });
+      const project = await client.createProject({ body: { name: 'p', workspace: '/tmp', command: ['true'] } });
+      assert.deepEqual((await client.listProjects()).items.map((item) => item.id), [project.id]);
+      const refused = await client.getWorkStats().then(() => null, (error: unknown) => error);
+      assert.ok(refused instanceof SvcApiError && refused.status === 503 && refused.code === 'QUEUE_UNAVAILABLE', String(refused));
+      const noKey = await client.listCredentials().then(() => null, (error: unknown) => error);
+      assert.ok(noKey instanceof SvcApiError && noKey.code === 'CREDENTIALS_UNAVAILABLE', 'no key file, no credentials');
+    } finally {
+      await node.stop();
+    }
+    assert.equal((await fetch(`http://127.0.0.1:${plan.httpPort}/projects`).catch(() => null)), null, 'stopped: nothing listens');
+  });
+
+  it('without REDIS_URL runs a redis-server of its own under its data directory, and stops it', async () => {
+    const saved = process.env.REDIS_URL;
+    delete process.env.REDIS_URL;
+    try {
+      const config = await single('localredis', { api: {} });
+      const node = await readyNode(config);
+      let port = 0;
+      try {
+        assert.match(node.apiRedisUrl ?? '', /^redis:\/\/127\.0\.0\.1:\d+$/);
+        port = Number(new URL(node.apiRedisUrl!).port);
+        assert.ok(existsSync(join(config.dataDir, API_REDIS_DIR)), 'its files live under the data directory');
+        const admin = await bootstrapAdminKey(node.store, 'admin');
+        const stats = await new SvcClient({ baseUrl: node.httpAddress, apiKey: admin.key, env: {} }).getWorkStats();
+        assert.equal(stats.queues[0]!.workers, 1, "this node's own worker");
+      } finally {
+        await node.stop();
+      }
+      assert.equal(await portOpen(port), false, 'stop() stopped the redis-server');
+    } finally {
+      if (saved !== undefined) process.env.REDIS_URL = saved;
+    }
+  });
+
+  it('without an api section answers 404 beyond its own four paths', async () => {
+    const node = await readyNode(await single('noapi', {}));
+    try {
+      const response = await fetch(`${node.httpAddress}/projects`);
+      assert.equal(response.status, 404);
+      assert.deepEqual(await response.json(), { status: 'error', reason: 'no route /projects' });
+    } finally {
+      await node.stop();
+    }
+  });
+});
