@@ -3,16 +3,16 @@
 // response to read the stream again. Events are only ever taken from the stream, in its order, so a
 // message missed on the channel (a reconnect, say) costs latency, never an event: every keep-alive reads the
 // stream too. One subscriber connection per process serves every response (ChannelHub), and the reads
-// share the router's command connection, so an open response holds no Redis connection of its own.
+// share the router's command connection, so an open response holds no Redis connection of its own. The SSE
+// loop itself is the API's shared one (api/sse/event-stream-response.ts).
 import { Router } from 'express';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import { Redis } from 'ioredis';
 import { ApiError } from '../errors.js';
-import { sseReadCountMax, sseStreamDurationMsMax } from '../limits.js';
+import { sseReadCountMax } from '../limits.js';
+import { eventStreamResponse, lastEventIdOf } from '../sse/event-stream-response.js';
 import { channelSubscribeWaitMs, userEventStreamsMax } from './limits.js';
 import { userEventKeys } from './user-events.js';
-
-const streamIdPattern = /^\d{1,20}-\d{1,20}$/;
 
 /** ChannelHub shares one subscriber connection among every listener of this process, per channel. */
 export class ChannelHub {
@@ -68,73 +68,22 @@ export function eventStreamRoutes(options: EventStreamOptions): { router: Router
   router.get('/events', async (req, res) => {
     const { redis, hub } = options;
     if (!redis || !hub) throw new ApiError('QUEUE_UNAVAILABLE', 'no Redis is configured: set REDIS_URL');
-    const header = req.headers['last-event-id'];
-    const lastEventId = typeof header === 'string' && header.length > 0 ? header : null;
-    if (lastEventId !== null && lastEventId !== '0' && !streamIdPattern.test(lastEventId)) {
-      throw new ApiError('VALIDATION_FAILED', 'Last-Event-ID is not an event id of this stream',
-        [{ path: '/headers/last-event-id', message: 'expected <ms>-<seq>' }]);
-    }
+    const lastEventId = lastEventIdOf(req);
     if (open.size >= userEventStreamsMax) throw new ApiError('QUEUE_UNAVAILABLE', 'too many open event streams');
-    await streamUserEvents(req, res, redis, hub, req.auth!.userId, lastEventId);
-  });
-
-  async function streamUserEvents(req: Request, res: Response, redis: Redis, hub: ChannelHub, userId: string,
-    lastEventId: string | null): Promise<void> {
-    const stream = userEventKeys.stream(userId);
-    let lastId: string;
+    const stream = userEventKeys.stream(req.auth!.userId);
+    let startAfter: string;
     try {
       // Without Last-Event-ID the stream starts now: after the newest event already stored.
-      lastId = lastEventId === null ? await newestId(redis, stream) : lastEventId === '0' ? '0-0' : lastEventId;
+      startAfter = lastEventId === null ? await newestId(redis, stream) : lastEventId === '0' ? '0-0' : lastEventId;
     } catch {
       throw new ApiError('QUEUE_UNAVAILABLE', 'the event store is unavailable');
     }
-    let closed = false;
-    let signalled: boolean;
-    let wake: (() => void) | null = null;
-    const stopListening = await hub.listen(userEventKeys.channel(userId), () => {
-      signalled = true;
-      wake?.();
+    await eventStreamResponse(req, res, {
+      startAfter, keepAliveMs: options.keepAliveMs, open,
+      listen: (wake) => hub.listen(userEventKeys.channel(req.auth!.userId), wake),
+      read: (afterId) => redis.xrange(stream, `(${afterId}`, '+', 'COUNT', sseReadCountMax),
     });
-    req.on('close', () => {
-      closed = true;
-      wake?.();
-    });
-    open.add(res);
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no',
-      Connection: 'keep-alive',
-    });
-    res.write(': stream open\n\n');
-    const deadline = Date.now() + sseStreamDurationMsMax;
-    try {
-      while (!closed && Date.now() < deadline) {
-        signalled = false;
-        const entries = await redis.xrange(stream, `(${lastId}`, '+', 'COUNT', sseReadCountMax);
-        for (const [id, fields] of entries) {
-          const event = fields[fields.indexOf('event') + 1] ?? 'message';
-          const data = fields[fields.indexOf('data') + 1] ?? '{}';
-          res.write(`id: ${id}\nevent: ${event}\ndata: ${data}\n\n`);
-          lastId = id;
-        }
-        if (entries.length === sseReadCountMax || signalled || closed) continue;
-        const timedOut = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(true), options.keepAliveMs);
-          wake = () => {
-            clearTimeout(timer);
-            resolve(false);
-          };
-        });
-        wake = null;
-        if (timedOut && !closed) res.write(': keep-alive\n\n');
-      }
-    } catch {
-      // Redis failed under the stream: end it; the client resumes with Last-Event-ID.
-    } finally {
-      open.delete(res);
-      stopListening();
-      res.end();
-    }
-  }
+  });
 
   return {
     router,

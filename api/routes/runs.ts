@@ -11,15 +11,12 @@ import { ApiError } from '../errors.js';
 import type { ProjectRecord } from '../records.js';
 import { newId, storeKeys } from '../records.js';
 import { agentRunQueueName } from '../config.js';
-import {
-  runRetentionSeconds, sseReadCountMax, sseStreamDurationMsMax, sseStreamsMax,
-} from '../limits.js';
+import { runRetentionSeconds, sseReadCountMax, sseStreamsMax } from '../limits.js';
+import { eventStreamResponse, lastEventIdOf } from '../sse/event-stream-response.js';
 import type { AgentRunJob } from '../runs/agent-worker.js';
 import type { RunRecord } from '../runs/run-records.js';
 import { appendRunEvent, finishRun, isRunStreamFinished, readRun, runKeys } from '../runs/run-records.js';
 import { RunEventHub } from '../runs/run-event-hub.js';
-
-const streamIdPattern = /^\d{1,20}-\d{1,20}$/;
 
 export interface RunRoutesOptions {
   store: DocumentStore;
@@ -117,77 +114,18 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
 
   router.get('/runs/:id/events', async (req, res) => {
     const run = await visibleRun(req);
-    const lastEventIdHeader = req.headers['last-event-id'];
-    const lastEventId = typeof lastEventIdHeader === 'string' && lastEventIdHeader.length > 0 ? lastEventIdHeader : '0';
-    if (lastEventId !== '0' && !streamIdPattern.test(lastEventId)) {
-      throw new ApiError('VALIDATION_FAILED', 'Last-Event-ID is not an event id of this stream',
-        [{ path: '/headers/last-event-id', message: 'expected <ms>-<seq>' }]);
-    }
+    const lastEventId = lastEventIdOf(req) ?? '0';
     if (openStreams.size >= sseStreamsMax) throw new ApiError('QUEUE_UNAVAILABLE', 'too many open event streams');
-    await streamEvents(req, res, requireRedis(), run.id, lastEventId === '0' ? '0-0' : lastEventId);
+    const client = requireRedis();
+    // Reads share the router's command connection; resumed at or after `complete`, the response ends at once.
+    await eventStreamResponse(req, res, {
+      startAfter: lastEventId === '0' ? '0-0' : lastEventId, keepAliveMs: options.sseKeepAliveMs, open: openStreams,
+      listen: (wake) => hub!.listen(run.id, wake),
+      read: (afterId) => readEventsAfter(client, run.id, afterId),
+      finalEvent: 'complete',
+      isFinished: () => isRunStreamFinished(client, run.id),
+    });
   });
-
-  /**
-   * streamEvents writes the run's events after startAfter, then waits for the hub to say more arrived (or for
-   * the keep-alive interval, reading again either way). It ends after `complete`, and at once when the client
-   * resumes after `complete` (nothing follows it). Reads share the router's command connection.
-   */
-  async function streamEvents(req: Request, res: Response, client: Redis, runId: string, startAfter: string): Promise<void> {
-    let closed = false;
-    let signalled: boolean;
-    let wake: (() => void) | null = null;
-    const stopListening = await hub!.listen(runId, () => {
-      signalled = true;
-      wake?.();
-    });
-    req.on('close', () => {
-      closed = true;
-      wake?.();
-    });
-    openStreams.add(res);
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no',
-      Connection: 'keep-alive',
-    });
-    res.write(': stream open\n\n');
-    const deadline = Date.now() + sseStreamDurationMsMax;
-    let lastId = startAfter;
-    let firstRead = true;
-    try {
-      while (!closed && Date.now() < deadline) {
-        signalled = false;
-        const entries = await readEventsAfter(client, runId, lastId);
-        let complete = false;
-        for (const [id, fields] of entries) {
-          const event = fields[fields.indexOf('event') + 1] ?? 'message';
-          const data = fields[fields.indexOf('data') + 1] ?? '{}';
-          res.write(`id: ${id}\nevent: ${event}\ndata: ${data}\n\n`);
-          lastId = id;
-          if (event === 'complete') complete = true;
-        }
-        if (complete) break;
-        // Resumed at or after `complete`: the run is over and nothing will follow, so the response ends now.
-        if (firstRead && entries.length === 0 && await isRunStreamFinished(client, runId)) break;
-        firstRead = false;
-        if (entries.length === sseReadCountMax || signalled || closed) continue;
-        const timedOut = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(true), options.sseKeepAliveMs);
-          wake = () => {
-            clearTimeout(timer);
-            resolve(false);
-          };
-        });
-        wake = null;
-        if (timedOut && !closed) res.write(': keep-alive\n\n');
-      }
-    } catch {
-      // Redis failed under the stream: end it; the client resumes with Last-Event-ID.
-    } finally {
-      openStreams.delete(res);
-      stopListening();
-      res.end();
-    }
-  }
 
   return {
     router,
