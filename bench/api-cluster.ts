@@ -9,7 +9,7 @@
 //   --cpu-prof writes each node's CPU profile to a new temp directory (named at the end; nodes stop cleanly).
 import { execFile } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,7 @@ import type autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { appendRunEvent } from '../api/runs/run-records.js';
 import { ApiCluster } from '../test/cluster-api/api-cluster.js';
+import { areaOf } from './cluster/profile.js';
 
 const connections = 64;
 const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
@@ -46,6 +47,62 @@ interface BenchCase {
   headers: Record<string, string>;
   bareOf?: string;
   best?: autocannon.Result;
+  /** windowsUs are the monotonic-clock spans (µs, the clock of V8 CPU profiles) of this case's measurements. */
+  windowsUs: Array<[number, number]>;
+  /** requestsTotal counts the requests of every round. */
+  requestsTotal: number;
+}
+
+const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
+
+/** profileTopCount functions are listed per case and process in the --cpu-prof summary. */
+const profileTopCount = 12;
+
+interface CpuProfile {
+  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>;
+  startTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/**
+ * profileByCase: for each case, each node process's CPU time inside the case's measurement windows (idle left
+ * out), per request served, by area and by function. Profiles and this process share the monotonic clock.
+ */
+function profileByCase(dir: string, cases: BenchCase[]): string {
+  const lines: string[] = [];
+  const profiles = readdirSync(dir).filter((file) => file.endsWith('.cpuprofile')).map((file) => ({
+    pid: /^CPU\.\d+\.\d+\.(\d+)\./.exec(file)?.[1] ?? file, profile: JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as CpuProfile,
+  }));
+  for (const benchCase of cases) {
+    const requests = benchCase.requestsTotal;
+    lines.push(`\n${benchCase.name} (${benchCase.windowsUs.length} window(s), ~${requests} requests)`);
+    for (const { pid, profile } of profiles) {
+      const byId = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
+      const areas = new Map<string, number>();
+      const functions = new Map<string, number>();
+      let busyUs = 0;
+      let at = profile.startTime;
+      for (let index = 0; index < profile.samples.length; index++) {
+        at += profile.timeDeltas[index] ?? 0;
+        if (!benchCase.windowsUs.some(([from, to]) => at >= from && at < to)) continue;
+        const frame = byId.get(profile.samples[index]!)!;
+        if (frame.functionName === '(idle)') continue;
+        const deltaUs = profile.timeDeltas[index + 1] ?? 0;
+        busyUs += deltaUs;
+        const area = areaOf(frame.url, frame.functionName);
+        areas.set(area, (areas.get(area) ?? 0) + deltaUs);
+        const name = `${frame.functionName || '(anonymous)'}${frame.url === '' ? '' : ` ${frame.url.replace(/^.*\/(node_modules\/|work\/main\/)/, '')}:${frame.lineNumber + 1}`}`;
+        functions.set(name, (functions.get(name) ?? 0) + deltaUs);
+      }
+      if (busyUs === 0) continue;
+      const perRequest = (us: number): string => (requests > 0 ? `${(us / requests).toFixed(1)} µs/req` : '');
+      const top = (map: Map<string, number>): string => [...map.entries()].sort((a, b) => b[1] - a[1]).slice(0, profileTopCount)
+        .map(([name, us]) => `    ${(us / busyUs * 100).toFixed(1)}% ${perRequest(us)} ${name}`).join('\n');
+      lines.push(`  pid ${pid}: busy ${(busyUs / 1000).toFixed(0)} ms, ${perRequest(busyUs)}\n${top(areas)}\n  functions:\n${top(functions)}`);
+    }
+  }
+  return lines.join('\n');
 }
 
 async function measure(url: string, headers: Record<string, string>): Promise<autocannon.Result> {
@@ -149,6 +206,7 @@ async function sseLevel(baseUrl: string, key: string, usedRuns: Array<{ runId: s
 async function main(): Promise<void> {
   const profileDir = cpuProfile ? mkdtempSync(path.join(os.tmpdir(), 'svc-api-cluster-prof-')) : '';
   const cluster = new ApiCluster();
+  const casesForProfile: BenchCase[] = [];
   try {
     await cluster.start({
       tickMs: 100,
@@ -166,14 +224,18 @@ async function main(): Promise<void> {
     }
     const payload = await api(leaderUrl, key, 'GET', '/projects?limit=50');
     const cases: BenchCase[] = [
-      { name: `bare Express, in the leader's process`, url: `${await cluster.node(leader).bare(payload)}/projects`, headers: {} },
-      { name: 'API GET /projects on the leader', url: `${leaderUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'leader' },
-      { name: `bare Express, in a follower's process`, url: `${await cluster.node(follower).bare(payload)}/projects`, headers: {} },
-      { name: 'API GET /projects on a follower', url: `${followerUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'follower' },
+      { name: `bare Express, in the leader's process`, url: `${await cluster.node(leader).bare(payload)}/projects`, headers: {}, windowsUs: [], requestsTotal: 0 },
+      { name: 'API GET /projects on the leader', url: `${leaderUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'leader', windowsUs: [], requestsTotal: 0 },
+      { name: `bare Express, in a follower's process`, url: `${await cluster.node(follower).bare(payload)}/projects`, headers: {}, windowsUs: [], requestsTotal: 0 },
+      { name: 'API GET /projects on a follower', url: `${followerUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'follower', windowsUs: [], requestsTotal: 0 },
     ];
+    casesForProfile.push(...cases);
     for (let round = 0; round < rounds; round++) {
       for (const benchCase of cases) {
+        const startedUs = monotonicUs();
         const result = await measure(benchCase.url, benchCase.headers);
+        benchCase.windowsUs.push([startedUs, monotonicUs()]);
+        benchCase.requestsTotal += result.requests.total;
         if (!benchCase.best || result.requests.average > benchCase.best.requests.average) benchCase.best = result;
       }
     }
@@ -207,7 +269,11 @@ async function main(): Promise<void> {
   } finally {
     await cluster.stop();
   }
-  if (cpuProfile) process.stdout.write(`\nCPU profiles in ${profileDir}\n`);
+  if (cpuProfile) {
+    process.stdout.write(`\nCPU profiles in ${profileDir}\n`);
+    process.stdout.write(`\nNode processes' CPU inside each case's measurements (idle left out; per request = busy time / ` +
+      `requests of all rounds):\n${profileByCase(profileDir, casesForProfile)}\n`);
+  }
 }
 
 main().catch((error: unknown) => { process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`); process.exitCode = 1; });
