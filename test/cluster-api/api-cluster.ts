@@ -2,7 +2,6 @@
 // HTTP port over the replicated store, all sharing one real redis-server that the harness starts on a free
 // loopback port. Temp dirs for data, certificates, the credential key file and an agent workspace; everything
 // is removed by stop(). Tests talk to the nodes through the SDK (client()).
-import { fork, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,13 +10,8 @@ import type { NodeStatusDocument } from '../../transports/node/node-status.js';
 import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type PlannedNode } from '../node/harness.js';
 import { startTestRedis, testSecretKey, type TestRedis } from '../api/harness.js';
 import { SvcClient } from '../../sdk/src/index.js';
+import { NodeChildProcess } from '../node/child-harness.js';
 
-/** CHILD_START_TIMEOUT_MS bounds one node's start (tsx compiles on the fly; two cores are shared). */
-export const CHILD_START_TIMEOUT_MS = 45_000;
-/** CHILD_REQUEST_TIMEOUT_MS bounds one IPC request (a store write waits up to its writeTimeoutMs). */
-export const CHILD_REQUEST_TIMEOUT_MS = 20_000;
-/** CHILD_EXIT_GRACE_MS bounds the wait for a child to exit after it answered stop. */
-export const CHILD_EXIT_GRACE_MS = 10_000;
 /** CLUSTER_TICK_MS is the engine tick: elections in well under a second, without spurious ones on a busy machine. */
 export const CLUSTER_TICK_MS = 50;
 /** CLUSTER_RATE_LIMIT_PER_SECOND is each key's rate, high enough for the tests' own traffic. */
@@ -27,116 +21,91 @@ export const READY_TIMEOUT_MS = 30_000;
 
 const entry = fileURLToPath(new URL('./api-node-child.ts', import.meta.url));
 
-interface Answer {
-  id?: number;
-  type?: string;
-  ok?: boolean;
-  result?: unknown;
-  error?: string;
+/**
+ * AlbumWorkerKnobs replace a node's own album worker by one the child harness starts with these settings
+ * (api-node-child.ts): test knobs, so that a kill lands while shots are generating and a killed worker's
+ * jobs come back in test time rather than after BullMQ's production lock.
+ */
+export interface AlbumWorkerKnobs {
+  /** shotDelayMs holds back every shot in the generator before it is drawn. */
+  shotDelayMs: number;
+  /** concurrency is the worker's jobs at once (startAlbumWorker's). */
+  concurrency?: number;
+  /** lockDurationMs and stalledIntervalMs are BullMQ's, passed to startAlbumWorker. */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+  /** backoffMs is the first retry delay. */
+  backoffMs?: number;
 }
 
-/** ApiNodeProcess is one node in its own process. */
-export class ApiNodeProcess {
-  private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
-  readonly exited: Promise<void>;
+/** ApiChildOptions is the child's second argument (JSON). */
+export interface ApiChildOptions {
+  albumWorker?: AlbumWorkerKnobs;
+}
 
-  private constructor(readonly name: string, readonly httpUrl: string, private readonly proc: ChildProcess) {
-    this.exited = new Promise((resolve) => proc.once('exit', () => {
-      for (const p of this.pending.values()) {
-        clearTimeout(p.timer);
-        p.reject(new Error(`${name} exited`));
-      }
-      this.pending.clear();
-      resolve();
-    }));
-    proc.on('message', (message: Answer) => {
-      if (message.id === undefined) return;
-      const p = this.pending.get(message.id);
-      if (!p) return;
-      this.pending.delete(message.id);
-      clearTimeout(p.timer);
-      if (message.ok) p.resolve(message.result);
-      else p.reject(new Error(message.error ?? 'request failed'));
-    });
-  }
+/** AlbumActivity is what a node's held-back generator has done (the `album-activity` op). */
+export interface AlbumActivity {
+  shotsInFlight: number;
+  shotsGenerated: number;
+  anchorsGenerated: number;
+}
+
+/** ApiNodeProcess is one node with the API in its own process (the shared child harness). */
+export class ApiNodeProcess {
+  private constructor(private readonly child: NodeChildProcess, readonly httpUrl: string) {}
 
   /** start forks the node; execArgv adds Node options (bench/api-cluster.ts passes --cpu-prof). */
-  static async start(config: NodeConfig, execArgv: string[] = []): Promise<ApiNodeProcess> {
-    const proc = fork(entry, [JSON.stringify(config)], {
-      execArgv: ['--import', 'tsx', ...execArgv], stdio: ['ignore', process.env.SVC_TEST_LOG_LEVEL ? 'inherit' : 'ignore', 'inherit', 'ipc'],
-    });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        proc.kill('SIGKILL');
-        reject(new Error(`${config.name} did not start within ${CHILD_START_TIMEOUT_MS} ms`));
-      }, CHILD_START_TIMEOUT_MS);
-      proc.on('message', (message: Answer) => {
-        if (message.type !== 'started' && message.type !== 'start-failed') return;
-        clearTimeout(timer);
-        if (message.type === 'started') resolve();
-        else reject(new Error(`${config.name} failed to start: ${message.error}`));
-      });
-      proc.once('exit', (code) => {
-        clearTimeout(timer);
-        reject(new Error(`${config.name} exited with ${code} while starting`));
-      });
-    });
-    return new ApiNodeProcess(config.name, `http://${config.httpListen}`, proc);
+  static async start(config: NodeConfig, execArgv: string[] = [], options: ApiChildOptions = {}): Promise<ApiNodeProcess> {
+    const child = await NodeChildProcess.fork(entry, config, { execArgv, args: [JSON.stringify(options)] });
+    return new ApiNodeProcess(child, `http://${config.httpListen}`);
+  }
+
+  get name(): string {
+    return this.child.name;
+  }
+
+  get config(): NodeConfig {
+    return this.child.config;
   }
 
   get running(): boolean {
-    return this.proc.exitCode === null && this.proc.signalCode === null;
+    return this.child.running;
+  }
+
+  get exited(): Promise<void> {
+    return this.child.exited;
   }
 
   bootstrapAdmin(name: string): Promise<{ key: string; keyId: string; userId: string }> {
-    return this.request({ op: 'bootstrap-admin', name }) as Promise<{ key: string; keyId: string; userId: string }>;
+    return this.child.request({ op: 'bootstrap-admin', name }) as Promise<{ key: string; keyId: string; userId: string }>;
   }
 
   /** bare serves `payload` at GET /projects from a bare Express app in this process; it resolves with its URL. */
   bare(payload: unknown): Promise<string> {
-    return this.request({ op: 'bare', payload }) as Promise<string>;
+    return this.child.request({ op: 'bare', payload }) as Promise<string>;
   }
 
   status(): Promise<NodeStatusDocument> {
-    return this.request({ op: 'status' }) as Promise<NodeStatusDocument>;
+    return this.child.request({ op: 'status' }) as Promise<NodeStatusDocument>;
   }
 
   /** localKeys lists the store keys under prefix that this node has applied (no read barrier). */
   localKeys(prefix: string): Promise<string[]> {
-    return this.request({ op: 'entries', prefix }) as Promise<string[]>;
+    return this.child.request({ op: 'entries', prefix }) as Promise<string[]>;
+  }
+
+  /** albumActivity is what this node's held-back album generator has done (only with AlbumWorkerKnobs). */
+  albumActivity(): Promise<AlbumActivity> {
+    return this.child.request({ op: 'album-activity' }) as Promise<AlbumActivity>;
   }
 
   /** kill9 ends the process with SIGKILL: no flush, no goodbye. */
-  async kill9(): Promise<void> {
-    if (!this.running) return;
-    this.proc.kill('SIGKILL');
-    await this.exited;
+  kill9(): Promise<void> {
+    return this.child.kill9();
   }
 
-  async stop(): Promise<void> {
-    if (!this.running) return;
-    await this.request({ op: 'stop' }).catch(() => undefined);
-    // The child answers, then exits (writing a CPU profile first when asked to): give it a bounded moment.
-    await Promise.race([this.exited, new Promise((resolve) => setTimeout(resolve, CHILD_EXIT_GRACE_MS).unref())]);
-    if (this.running) this.proc.kill('SIGKILL');
-    await this.exited;
-  }
-
-  private request(body: Record<string, unknown>): Promise<unknown> {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      if (!this.proc.connected) {
-        reject(new Error(`${this.name} is not running`));
-        return;
-      }
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new Error(`${this.name}: ${String(body.op)} got no answer within ${CHILD_REQUEST_TIMEOUT_MS} ms`));
-      }, CHILD_REQUEST_TIMEOUT_MS);
-      this.pending.set(id, { resolve, reject, timer });
-      this.proc.send({ id, ...body });
-    });
+  stop(): Promise<void> {
+    return this.child.stop();
   }
 }
 
@@ -148,6 +117,8 @@ export interface ApiClusterOptions {
   tickMs?: number;
   /** execArgv adds Node options to every node process. */
   execArgv?: string[];
+  /** albumWorker replaces each node's album worker by a held-back one (AlbumWorkerKnobs). */
+  albumWorker?: AlbumWorkerKnobs;
 }
 
 /** The agent script every project of the tests runs: prints its prompt, fails on `fail`, waits on `pause`. */
@@ -168,9 +139,11 @@ export class ApiCluster {
   workspace = '';
   redis: TestRedis | null = null;
   admin = { key: '', keyId: '', userId: '' };
+  private startOptions: ApiClusterOptions = {};
 
   async start(options: ApiClusterOptions = {}): Promise<void> {
     const names = options.names ?? ['a', 'b', 'c'];
+    this.startOptions = options;
     this.dir = await tempDir('cluster-api');
     this.redis = await startTestRedis();
     const pki = await makePki(this.dir, names);
@@ -187,12 +160,26 @@ export class ApiCluster {
     };
     const started = await Promise.allSettled(this.plans.map((plan) => ApiNodeProcess.start(
       nodeConfig(plan, join(this.dir, plan.name), pki.tls(plan.name), { bootstrap }, { tickMs: options.tickMs ?? CLUSTER_TICK_MS, api }),
-      options.execArgv)));
+      options.execArgv, this.childOptions())));
     for (const result of started) if (result.status === 'fulfilled') this.nodes.set(result.value.name, result.value);
     const failed = started.find((result) => result.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
     await this.waitAllReady();
     this.admin = await this.node(names[0]!).bootstrapAdmin('cluster-admin');
+  }
+
+  /** restart starts a stopped or killed node again, on its data directory and ports, and waits for /ready. */
+  async restart(name: string): Promise<ApiNodeProcess> {
+    const old = this.node(name);
+    if (old.running) throw new Error(`${name} is still running`);
+    const node = await ApiNodeProcess.start(old.config, this.startOptions.execArgv, this.childOptions());
+    this.nodes.set(name, node);
+    await this.waitAllReady();
+    return node;
+  }
+
+  private childOptions(): ApiChildOptions {
+    return this.startOptions.albumWorker ? { albumWorker: this.startOptions.albumWorker } : {};
   }
 
   node(name: string): ApiNodeProcess {

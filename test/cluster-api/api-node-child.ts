@@ -1,66 +1,78 @@
-// A cluster node with the developer API in a child process, driven over IPC by api-cluster.ts so a test can
-// kill -9 it. argv[2] is the NodeConfig as JSON. Requests: {id, op, ...}; answers: {id, ok, result | error}.
-// `bare` serves a bare Express handler in this same process, for bench/api-cluster.ts to compare against.
+// A cluster node with the developer API in a child process (served by test/node/child-harness.ts), driven by
+// api-cluster.ts so a test can kill -9 it. argv[2] is the NodeConfig as JSON; argv[3], when present, the
+// ApiChildOptions as JSON. Beyond the common ops: `bootstrap-admin`, `bare` (a bare Express handler in this
+// same process, for bench/api-cluster.ts to compare against) and `album-activity`.
+//
+// With options.albumWorker the node's API runs no album worker of its own; this process runs one instead
+// (startAlbumWorker, the same function, over the node's store and the shared Redis) whose generator is the
+// built-in one held back by shotDelayMs per shot, so a test can kill the node while its shots are generating.
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Node } from '../../transports/node/node.js';
-import type { NodeConfig } from '../../transports/node/config.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
+import { startAlbumWorker, type AlbumWorker } from '../../api/albums/album-worker.js';
+import { ProceduralImageGenerator } from '../../api/images/procedural-generator.js';
+import type { AnchorRequest, ImageGenerator, ShotRequest } from '../../api/images/image-generator.js';
+import { serveNodeChild } from '../node/child-harness.js';
+import type { AlbumActivity, ApiChildOptions } from './api-cluster.js';
 
-interface Request {
-  id: number;
-  op: 'bootstrap-admin' | 'status' | 'entries' | 'bare' | 'stop';
-  name?: string;
-  prefix?: string;
-  payload?: unknown;
+/** HeldBackGenerator is the built-in generator with each shot held back, counting the shots under way. */
+class HeldBackGenerator implements ImageGenerator {
+  readonly name = 'held-back';
+  readonly activity: AlbumActivity = { shotsInFlight: 0, shotsGenerated: 0, anchorsGenerated: 0 };
+  private readonly inner = new ProceduralImageGenerator();
+
+  constructor(private readonly shotDelayMs: number) {}
+
+  async generateAnchor(request: AnchorRequest): Promise<Buffer> {
+    const png = await this.inner.generateAnchor(request);
+    this.activity.anchorsGenerated++;
+    return png;
+  }
+
+  async generateShot(request: ShotRequest): Promise<Buffer> {
+    this.activity.shotsInFlight++;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, this.shotDelayMs));
+      const png = await this.inner.generateShot(request);
+      this.activity.shotsGenerated++;
+      return png;
+    } finally {
+      this.activity.shotsInFlight--;
+    }
+  }
 }
 
-const send = (message: unknown): void => {
-  process.send?.(message);
-};
-
-async function main(): Promise<void> {
-  const config = JSON.parse(process.argv[2] ?? '{}') as NodeConfig;
-  const node = new Node(config);
+serveNodeChild(async (config) => {
+  const options = JSON.parse(process.argv[3] ?? '{}') as ApiChildOptions;
+  const knobs = options.albumWorker;
+  const node = new Node(knobs && config.api ? { ...config, api: { ...config.api, albumWorker: false } } : config);
   await node.start();
-  void node.failed.then((err) => send({ type: 'failed', error: err.message }));
-  process.on('message', (raw: Request) => {
-    void (async () => {
-      try {
-        let result: unknown;
-        switch (raw.op) {
-          // The CLI's `svc keys create` does this through a store client; here the node's own store does it.
-          case 'bootstrap-admin': result = await bootstrapAdminKey(node.store, raw.name ?? 'admin'); break;
-          case 'status': result = node.status(); break;
-          // entries is this node's local replica under a prefix, without a read barrier: what it has applied.
-          case 'entries': result = node.stateMachine.list(raw.prefix ?? '', Number.MAX_SAFE_INTEGER).entries.map((entry) => entry.key); break;
-          case 'bare': {
-            const bare = express();
-            const payload = raw.payload;
-            bare.get('/projects', (_req, res) => { res.json(payload); });
-            const server = bare.listen(0, '127.0.0.1');
-            await new Promise((resolve) => server.once('listening', resolve));
-            result = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-            break;
-          }
-          case 'stop':
-            await node.stop();
-            send({ id: raw.id, ok: true, result: null });
-            process.exit(0);
-            return;
-          default: throw new Error(`unknown op ${String(raw.op)}`);
-        }
-        send({ id: raw.id, ok: true, result });
-      } catch (err) {
-        send({ id: raw.id, ok: false, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
-      }
-    })();
-  });
-  process.on('disconnect', () => process.exit(0));
-  send({ type: 'started', http: node.httpAddress, grpc: node.grpcAddress });
-}
-
-main().catch((err: unknown) => {
-  send({ type: 'start-failed', error: String(err) });
-  process.exit(1);
+  let worker: AlbumWorker | null = null;
+  const generator = new HeldBackGenerator(knobs?.shotDelayMs ?? 0);
+  if (knobs) {
+    const redisUrl = config.api?.redisUrl;
+    if (!redisUrl) throw new Error('options.albumWorker needs api.redisUrl');
+    worker = await startAlbumWorker({
+      redisUrl, store: node.store, generator, concurrency: knobs.concurrency,
+      lockDurationMs: knobs.lockDurationMs, stalledIntervalMs: knobs.stalledIntervalMs, backoffMs: knobs.backoffMs,
+    });
+  }
+  return {
+    node,
+    stop: async () => { await worker?.close(); },
+    ops: {
+      // The CLI's `svc keys create` does this through a store client; here the node's own store does it.
+      'bootstrap-admin': (request) => bootstrapAdminKey(node.store, (request.name as string | undefined) ?? 'admin'),
+      'album-activity': () => generator.activity,
+      bare: async (request) => {
+        const bare = express();
+        const payload = request.payload;
+        bare.get('/projects', (_req, res) => { res.json(payload); });
+        const server = bare.listen(0, '127.0.0.1');
+        await new Promise((resolve) => server.once('listening', resolve));
+        return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      },
+    },
+  };
 });
