@@ -3,11 +3,14 @@
 // repeated job is harmless. A shot fetches its anchor from the job's AnchorURL. A retryable failure with
 // attempts left puts the anchor or shot back to `pending` and rethrows (the queue retries after a back-off);
 // otherwise it is marked `failed` with its reason and the job ends. Events follow each committed change.
+// End events (anchor and shot completed or failed, album completed) carry a once-key: a job that finds its
+// request already ended announces that end again, and the publisher shows it once. So a worker killed after
+// the state write but before the event loses nothing: BullMQ runs the job again and the end is announced.
 import type { AlbumRecord } from './album-records.js';
 import { parseImagePath } from './album-records.js';
 import type { AnchorJob, AlbumJob, ShotJob } from './album-jobs.js';
 import type { ShotEnd } from './album-state.js';
-import { completeAnchor, completeShot, failAnchor, failShot, startAnchor, startShot } from './album-state.js';
+import { abandonAnchor, abandonShot, completeAnchor, completeShot, endEventKeys, failAnchor, failShot, finishedShot, startAnchor, startShot } from './album-state.js';
 import type { AlbumUpdater } from './album-updater.js';
 import type { BlobStore } from './blob-store.js';
 import type { UserEventPublisher } from './user-events.js';
@@ -81,7 +84,39 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
     if (!end.albumComplete) return;
     await events.publish(album.user_id, 'album.completed', {
       albumId: album.id, complete: end.albumComplete.complete, failed: end.albumComplete.failed, at: now(),
-    });
+    }, endEventKeys.round(album));
+  }
+
+  async function announceAnchorEnd(album: AlbumRecord, generation: number): Promise<void> {
+    const onceKey = endEventKeys.anchor(album.id, generation);
+    if (album.anchor.state === 'ready') {
+      await events.publish(album.user_id, 'anchor.completed', { albumId: album.id, generation, anchorUrl: album.anchor.url, at: now() }, onceKey);
+    } else if (album.anchor.state === 'failed') {
+      await events.publish(album.user_id, 'anchor.failed', { albumId: album.id, generation, error: album.anchor.error, at: now() }, onceKey);
+    }
+  }
+
+  async function announceShotEnd(album: AlbumRecord, job: ShotJob): Promise<void> {
+    const finished = finishedShot(album, job);
+    if (!finished) return;
+    const { shot } = finished;
+    const onceKey = endEventKeys.shot(album.id, job.index, job.request);
+    if (shot.status === 'complete') {
+      await events.publish(album.user_id, 'shot.completed', { albumId: album.id, index: job.index, imageUrl: shot.image_url, at: now() }, onceKey);
+    } else {
+      await events.publish(album.user_id, 'shot.failed', { albumId: album.id, index: job.index, error: shot.error, at: now() }, onceKey);
+    }
+    await announceAlbumEnd(album, finished);
+  }
+
+  /** reannounce publishes the end of a job that found its request already ended (the publisher keeps it once). */
+  async function reannounce(job: AlbumJob, album: AlbumRecord): Promise<void> {
+    if (!events.keepsOnce) return;
+    if (job.kind === 'anchor') {
+      if (album.anchor.generation === job.anchorGeneration) await announceAnchorEnd(album, job.anchorGeneration);
+    } else {
+      await announceShotEnd(album, job);
+    }
   }
 
   async function processAnchor(job: AnchorJob, attempt: JobAttempt): Promise<JobOutcome> {
@@ -89,6 +124,7 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
     const generation = job.anchorGeneration;
     const started = await updater.update(ref, (album) => startAnchor(album, generation, now()));
     if (!started) return { kind: 'album-gone' };
+    if (started.result.kind === 'finished') await reannounce(job, started.album);
     if (started.result.kind !== 'started') return { kind: started.result.kind };
     const album = started.album;
     await events.publish(job.userId, 'anchor.started', { albumId: album.id, generation, attempt: album.anchor.attempts, at: now() });
@@ -100,8 +136,9 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
       const hash = await blobs.put(png, 'image/png');
       const done = await updater.update(ref, (current) => completeAnchor(current, generation, hash, now()));
       if (!done) return { kind: 'album-gone' };
+      if (done.result.kind === 'finished') await reannounce(job, done.album);
       if (done.result.kind !== 'completed') return { kind: done.result.kind };
-      await events.publish(job.userId, 'anchor.completed', { albumId: album.id, generation, anchorUrl: done.album.anchor.url, at: now() });
+      await announceAnchorEnd(done.album, generation);
       return { kind: 'completed' };
     } catch (error) {
       const { reason, retryable } = failureOf(error);
@@ -112,7 +149,7 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
         throw error;
       }
       if (failed?.result.kind === 'failed') {
-        await events.publish(job.userId, 'anchor.failed', { albumId: album.id, generation, error: reason, at: now() });
+        await announceAnchorEnd(failed.album, generation);
         return { kind: 'failed', reason };
       }
       return { kind: failed ? failed.result.kind : 'album-gone' };
@@ -123,6 +160,7 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
     const ref = { userId: job.userId, albumId: job.albumId };
     const started = await updater.update(ref, (album) => startShot(album, job, now()));
     if (!started) return { kind: 'album-gone' };
+    if (started.result.kind === 'finished') await reannounce(job, started.album);
     if (started.result.kind !== 'started') return { kind: started.result.kind };
     const album = started.album;
     const shot = album.shots[job.index]!;
@@ -137,11 +175,9 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
       const hash = await blobs.put(png, 'image/png');
       const done = await updater.update(ref, (current) => completeShot(current, job, hash, now()));
       if (!done) return { kind: 'album-gone' };
+      if (done.result.kind === 'finished') await reannounce(job, done.album);
       if (done.result.kind !== 'completed') return { kind: done.result.kind };
-      await events.publish(job.userId, 'shot.completed', {
-        albumId: album.id, index: job.index, imageUrl: done.album.shots[job.index]!.image_url, at: now(),
-      });
-      await announceAlbumEnd(done.album, done.result);
+      await announceShotEnd(done.album, job);
       return { kind: 'completed' };
     } catch (error) {
       const { reason, retryable } = failureOf(error);
@@ -152,15 +188,29 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
         throw error;
       }
       if (failed?.result.kind === 'failed') {
-        await events.publish(job.userId, 'shot.failed', { albumId: album.id, index: job.index, error: reason, at: now() });
-        await announceAlbumEnd(failed.album, failed.result);
+        await announceShotEnd(failed.album, job);
         return { kind: 'failed', reason };
       }
       return { kind: failed ? failed.result.kind : 'album-gone' };
     }
   }
 
-  return (job: AlbumJob, attempt: JobAttempt): Promise<JobOutcome> => {
+  /**
+   * abandon records the end of a job the queue gave up on without the job recording one (album-state.ts
+   * abandonShot), and announces it; a job that did record its end changes nothing here.
+   */
+  async function abandon(job: AlbumJob, reason: string): Promise<void> {
+    const ref = { userId: job.userId, albumId: job.albumId };
+    if (job.kind === 'anchor') {
+      const ended = await updater.update(ref, (album) => abandonAnchor(album, job.anchorGeneration, reason, now()));
+      if (ended && ended.result.kind !== 'superseded') await reannounce(job, ended.album);
+    } else {
+      const ended = await updater.update(ref, (album) => abandonShot(album, job, reason, now()));
+      if (ended && ended.result.kind !== 'superseded') await reannounce(job, ended.album);
+    }
+  }
+
+  const run = (job: AlbumJob, attempt: JobAttempt): Promise<JobOutcome> => {
     switch (job.kind) {
       case 'anchor': return processAnchor(job, attempt);
       case 'shot': return processShot(job, attempt);
@@ -170,4 +220,5 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
       }
     }
   };
+  return Object.assign(run, { abandon });
 }

@@ -207,6 +207,32 @@ export function completeShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'r
   return { album: next, result: { kind: 'completed', albumComplete: albumDone(next) } };
 }
 
+/**
+ * FinishedShot is how a shot job that found its shot already ended should re-announce that end (its worker
+ * may have died between the state write and the events): the shot, and the album counts if it is complete.
+ */
+export interface FinishedShot extends ShotEnd {
+  shot: ShotRecord;
+}
+
+/** finishedShot is the shot of job when that request ended (complete or failed), else null. */
+export function finishedShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>): FinishedShot | null {
+  const shot = currentShot(album, job);
+  if (!shot || (shot.status !== 'complete' && shot.status !== 'failed')) return null;
+  return { shot, albumComplete: albumDone(album) };
+}
+
+/**
+ * Once-keys name each end event (user-events.ts publishes an event once per key): a shot request's end, an
+ * anchor generation's end, and an album round's completion. A round is named by every shot's request
+ * number, which changes whenever any shot is asked for again, so each completed round has its own key.
+ */
+export const endEventKeys = {
+  shot: (albumId: string, index: number, request: number) => `shot.${albumId}.${index}.${request}.end`,
+  anchor: (albumId: string, generation: number) => `anchor.${albumId}.${generation}.end`,
+  round: (album: AlbumRecord) => `album.${album.id}.${album.anchor.generation}.${album.shots.map((shot) => shot.request).join('-')}.completed`,
+} as const;
+
 export function failShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>,
   error: string, final: boolean, now: string): AlbumStep<JobProgress<'failed' | 'retrying'> & ShotEnd> {
   const shot = currentShot(album, job);
@@ -220,4 +246,27 @@ export function failShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'reque
   }
   Object.assign(nextShot, { status: 'failed', queued: false, completed_at: now });
   return { album: next, result: { kind: 'failed', albumComplete: albumDone(next) } };
+}
+
+/**
+ * abandonShot ends a shot as failed when the queue gave up on its job without the job recording an end (its
+ * worker died too often, or every attempt failed before it could write): the shot, still `generating` or
+ * queued for that request, would otherwise wait for ever. A shot that ended, or a newer request, is left alone.
+ */
+export function abandonShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>,
+  error: string, now: string): AlbumStep<JobProgress<'failed'> & ShotEnd> {
+  const shot = currentShot(album, job);
+  if (!shot || !shot.queued) return unchanged({ kind: shot ? 'finished' : 'superseded', albumComplete: null });
+  const next = touched(album, now);
+  Object.assign(next.shots[job.index]!, { status: 'failed', queued: false, error, completed_at: now });
+  return { album: next, result: { kind: 'failed', albumComplete: albumDone(next) } };
+}
+
+/** abandonAnchor is abandonShot for the anchor: a generation still pending or generating ends failed. */
+export function abandonAnchor(album: AlbumRecord, generation: number, error: string, now: string): AlbumStep<JobProgress<'failed'>> {
+  if (album.anchor.generation !== generation) return unchanged({ kind: 'superseded' });
+  if (album.anchor.state !== 'pending' && album.anchor.state !== 'generating') return unchanged({ kind: 'finished' });
+  const next = touched(album, now);
+  Object.assign(next.anchor, { state: 'failed', error, completed_at: now });
+  return { album: next, result: { kind: 'failed' } };
 }

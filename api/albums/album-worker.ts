@@ -2,8 +2,11 @@
 // its own). It needs the same DocumentStore as the API: album state lives there, and so do the images.
 // A job that ends with its anchor or shot failed is failed in BullMQ too (UnrecoverableError, no more
 // retries), so /work/stats counts it. A node that dies mid-job leaves the job to BullMQ's stalled-job
-// check, which gives it to another worker; the job starts over from the album state, which still says
-// `generating` for the same request, and so goes on (the seam for the three-node kill test).
+// check, which gives it to another worker within albumJobLockDurationMsDefault + albumJobStalledIntervalMsDefault;
+// the job starts over from the album state, which still says `generating` for the same request, and so goes on
+// (test/cluster-albums kills nodes of a real cluster mid-album). A job BullMQ fails without the job having
+// recorded an end (stalled too often, or every attempt failed before it could write) has its shot or anchor
+// marked failed here, so nothing waits for ever.
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Job } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -17,7 +20,10 @@ import { StoreAlbumUpdater } from './album-updater.js';
 import { BlobStore } from './blob-store.js';
 import { RedisUserEventPublisher } from './user-events.js';
 import { startBlobSweeper } from './blob-sweep.js';
-import { albumJobBackoffMsDefault, albumWorkerConcurrencyDefault } from './limits.js';
+import {
+  albumJobBackoffMsDefault, albumJobLockDurationMsDefault, albumJobStalledCountMax, albumJobStalledIntervalMsDefault,
+  albumWorkerConcurrencyDefault,
+} from './limits.js';
 
 export interface AlbumWorkerOptions {
   redisUrl: string;
@@ -29,11 +35,14 @@ export interface AlbumWorkerOptions {
   /** onOutcome hears how each job run ended (logs, tests). */
   onOutcome?: (job: AlbumJob, outcome: JobOutcome) => void;
   /**
-   * lockDurationMs and stalledIntervalMs (BullMQ's, default 30 s each) decide how soon a job whose worker
-   * died is given to another: once its lock expires, at the next stalled check of any worker.
+   * lockDurationMs and stalledIntervalMs (BullMQ's; defaults albumJobLockDurationMsDefault and
+   * albumJobStalledIntervalMsDefault) decide how soon a job whose worker died is given to another: once its
+   * lock expires, at the next stalled check of any worker.
    */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
+  /** onAbandonError hears a failure to mark a job BullMQ gave up on as failed (the store or Redis was down). */
+  onAbandonError?: (error: unknown) => void;
   /** onSweepError hears a failed hourly blob sweep (see blob-sweep.ts); it is retried next hour. */
   onSweepError?: (error: unknown) => void;
 }
@@ -66,10 +75,16 @@ export async function startAlbumWorker(options: AlbumWorkerOptions): Promise<Alb
     connection: workerConnection,
     concurrency: options.concurrency ?? albumWorkerConcurrencyDefault,
     settings: { backoffStrategy: (attemptsMade: number) => albumBackoffMs(attemptsMade, backoffMs) },
-    ...(options.lockDurationMs === undefined ? {} : { lockDuration: options.lockDurationMs }),
-    ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
+    lockDuration: options.lockDurationMs ?? albumJobLockDurationMsDefault,
+    stalledInterval: options.stalledIntervalMs ?? albumJobStalledIntervalMsDefault,
+    maxStalledCount: albumJobStalledCountMax,
   });
   worker.on('error', () => undefined);
+  // BullMQ emits `failed` for every failed run; finishedOn is set only when it will not run the job again.
+  worker.on('failed', (job, error) => {
+    if (!job?.finishedOn) return;
+    void process.abandon(job.data, `JOB_ABANDONED: ${error.message.slice(0, 300)}`).catch((abandonError: unknown) => options.onAbandonError?.(abandonError));
+  });
   await worker.waitUntilReady();
   const sweeper = startBlobSweeper(redis, options.store, blobs, (error) => options.onSweepError?.(error));
 

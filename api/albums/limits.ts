@@ -56,6 +56,23 @@ export const albumWorkerConcurrencyDefault = 4;
 export const albumJobAttemptsDefault = 3;
 /** albumJobBackoffMsDefault is the first retry delay; it doubles on each further attempt (BullMQ exponential). */
 export const albumJobBackoffMsDefault = 1000;
+/**
+ * albumJobLockDurationMsDefault is how long a running job's BullMQ lock lasts; its worker renews it every half
+ * of that. A worker that dies (kill -9, a lost node) holds its jobs only until the lock runs out; the next
+ * stalled check of any live worker then puts them back in the queue. So a dead worker's jobs run again within
+ * albumJobLockDurationMsDefault + albumJobStalledIntervalMsDefault (20 s). Long enough that a busy event loop
+ * (the built-in generator's pixel loops run on it, ~0.1 s per 512 px shot) never misses a renewal; BullMQ's
+ * own default (30 s + 30 s) would leave an album standing for a minute.
+ */
+export const albumJobLockDurationMsDefault = 15_000;
+/** albumJobStalledIntervalMsDefault is how often each worker looks for jobs whose lock ran out. */
+export const albumJobStalledIntervalMsDefault = 5_000;
+/**
+ * albumJobStalledCountMax is how many times one job may come back from a dead worker before BullMQ fails it
+ * (BullMQ's default, 1, would fail a job whose node died twice). A job BullMQ gives up on still ends its shot
+ * or anchor: the worker marks it `failed` (album-worker.ts), so no shot is left `generating` for ever.
+ */
+export const albumJobStalledCountMax = 3;
 /** albumJobsKept bounds the finished album jobs BullMQ keeps (for /work/stats and de-duplication). */
 export const albumJobsKept = 5000;
 
