@@ -9,15 +9,19 @@ import type { DocumentStore } from './store/document-store.js';
 import type { ApiConfig } from './config.js';
 import { defaultConfig } from './config.js';
 import { ApiError, errorHandler } from './errors.js';
-import { rateLimitWindowMs, requestBodyBytesMax } from './limits.js';
+import {
+  rateLimitLeaseMs, rateLimitSliceShareOfLimit, rateLimitSliceTokensMax, rateLimitWindowMs, requestBodyBytesMax,
+} from './limits.js';
 import { assignRequestId } from './request-id.js';
 import { openApiDocument } from './openapi/document.js';
 import { openApiValidator } from './openapi/validator.js';
 import { docsRoutes } from './docs.js';
 import { authenticate } from './auth/authenticate.js';
+import { ApiKeyCache } from './auth/key-cache.js';
 import { rateLimit } from './rate-limit/middleware.js';
 import type { RateLimiter } from './rate-limit/sliding-window.js';
 import { FallbackLimiter, LocalSlidingWindowLimiter, RedisSlidingWindowLimiter } from './rate-limit/sliding-window.js';
+import { LeasedLimiter } from './rate-limit/leased-limiter.js';
 import { keyRoutes } from './routes/keys.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { projectRoutes } from './routes/projects.js';
@@ -76,13 +80,17 @@ export function createApp(options: CreateAppOptions): ApiService {
   let workStats: WorkStatsReader | undefined;
   if (options.redis) {
     let warned = false;
-    // The limiter's own connection pipelines automatically: the checks of requests arriving together go to
-    // Redis in one write. (Not the shared one: BullMQ's queues use that.)
-    limiter = new FallbackLimiter(new RedisSlidingWindowLimiter(connect(true), config.rateLimitPerSecond, rateLimitWindowMs),
-      localLimiter, (error) => {
-        if (!warned) config.log('ratelimit.fallback', { error: error instanceof Error ? error.message : String(error) });
-        warned = true;
-      });
+    // Budget is leased from the shared window in small slices (rate-limit/leased-limiter.ts), so most requests
+    // are judged here without a Redis round trip. The limiter's own connection pipelines automatically: leases
+    // of keys asked together go to Redis in one write. (Not the shared one: BullMQ's queues use that.)
+    const shared = new RedisSlidingWindowLimiter(connect(true), config.rateLimitPerSecond, rateLimitWindowMs);
+    const leased = new LeasedLimiter(shared, config.rateLimitPerSecond, rateLimitWindowMs, {
+      sliceShareOfLimit: rateLimitSliceShareOfLimit, sliceTokensMax: rateLimitSliceTokensMax, leaseMs: rateLimitLeaseMs,
+    });
+    limiter = new FallbackLimiter(leased, localLimiter, (error) => {
+      if (!warned) config.log('ratelimit.fallback', { error: error instanceof Error ? error.message : String(error) });
+      warned = true;
+    });
     workStats = new WorkStatsReader(connect(), config.queueNames);
   }
 
@@ -131,7 +139,8 @@ export function createApp(options: CreateAppOptions): ApiService {
   // The album page holds no data (it asks for the key in the browser), so it is public like /docs.
   app.use(albumPageRoutes());
 
-  app.use(authenticate(store, config.trustedProxies));
+  const keyCache = new ApiKeyCache(store);
+  app.use(authenticate(store, config.trustedProxies, keyCache));
   app.use(rateLimit(limiter, rateLimitWindowMs));
   app.use(express.json({ limit: requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] }));
   // express-openapi-validator with its route lookup compiled once instead of per request (openapi/validator.ts).
@@ -160,6 +169,7 @@ export function createApp(options: CreateAppOptions): ApiService {
     app,
     config,
     async close() {
+      keyCache.close();
       await runs.close();
       await albums.close();
       await workStats?.close();

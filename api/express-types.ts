@@ -1,5 +1,6 @@
 // The fields this API adds to every Express request.
 import type { AuthContext } from './auth/auth-context.js';
+import type { DocumentStore } from './store/document-store.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -9,6 +10,11 @@ declare global {
       requestId: string;
       /** auth is set by the authenticate middleware on every non-public route. */
       auth?: AuthContext;
+      /**
+       * readStore is the request's read session (set by authenticate): reads through it share the barrier
+       * authentication took, so a request asks a follower's leader for a read index once.
+       */
+      readStore?: DocumentStore;
     }
   }
 }

@@ -8,6 +8,15 @@ export const requestIdLengthMax = 128;
 export const rateLimitPerSecondDefault = 50;
 /** rateLimitWindowMs is the sliding window the per-key rate is counted over. */
 export const rateLimitWindowMs = 1000;
+/**
+ * Rate-limit leases (rate-limit/leased-limiter.ts): a process takes its budget from the shared Redis window in
+ * slices of rateLimitSliceShareOfLimit of the limit (at least 1, at most rateLimitSliceTokensMax tokens) and
+ * may spend a slice for rateLimitLeaseMs. Across processes a 1-second span can admit up to one slice per
+ * process more than the limit; within one process the limit is exact.
+ */
+export const rateLimitSliceShareOfLimit = 0.05;
+export const rateLimitSliceTokensMax = 64;
+export const rateLimitLeaseMs = 100;
 /** pageLimitDefault and pageLimitMax bound list endpoints (`?limit=`). */
 export const pageLimitDefault = 50;
 export const pageLimitMax = 200;

@@ -65,7 +65,11 @@ export async function createApiKey(store: DocumentStore, fields: NewKeyFields):
  */
 export async function findApiKey(store: DocumentStore, presented: string): Promise<ApiKeyRecord | null> {
   if (!looksLikeApiKey(presented)) return null;
-  const hash = hashApiKey(presented);
+  return findApiKeyByHash(store, hashApiKey(presented));
+}
+
+/** findApiKeyByHash is findApiKey for a key already hashed with hashApiKey. */
+export async function findApiKeyByHash(store: DocumentStore, hash: Buffer): Promise<ApiKeyRecord | null> {
   const index = await store.get<KeyByHashRecord>(storeKeys.apiKeyByHash(hash.toString('hex')));
   if (!index) return null;
   const found = await store.get<ApiKeyRecord>(storeKeys.apiKey(index.value.key_id));

@@ -5,21 +5,45 @@ import type { RequestHandler } from 'express';
 import type { DocumentStore } from '../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { Role } from './auth-context.js';
-import { findApiKey } from './api-keys.js';
+import type { ApiKeyRecord } from '../records.js';
+import { findApiKeyByHash, hashApiKey, looksLikeApiKey } from './api-keys.js';
+import type { ApiKeyCache } from './key-cache.js';
 import { clientIp } from './client-ip.js';
 import { addressInRanges } from './ip-allowlist.js';
 
 export const apiKeyHeader = 'x-api-key';
 
-export function authenticate(store: DocumentStore, trustedProxies: readonly string[]): RequestHandler {
+/**
+ * lookupKey finds the presented key's record behind the session's read barrier: from the cache when it holds
+ * the key's hash (the cache is emptied by every key change this node applies, key-cache.ts), else from the store.
+ */
+async function lookupKey(session: DocumentStore, cache: ApiKeyCache | undefined, presented: string): Promise<ApiKeyRecord | null> {
+  if (!looksLikeApiKey(presented)) return null;
+  const hash = hashApiKey(presented);
+  if (!cache) return findApiKeyByHash(session, hash);
+  await session.barrier?.();
+  const hashHex = hash.toString('hex');
+  // Keyed by the full SHA-256 of the key: an entry for this hash is this key's record.
+  const cached = cache.get(hashHex);
+  if (cached) return cached;
+  const generation = cache.startLookup();
+  const found = await findApiKeyByHash(session, hash);
+  if (found) cache.fill(generation, hashHex, found);
+  return found;
+}
+
+export function authenticate(store: DocumentStore, trustedProxies: readonly string[], cache?: ApiKeyCache): RequestHandler {
   return (req, _res, next) => {
     const header = req.headers[apiKeyHeader];
     if (typeof header !== 'string' || header.length === 0) {
       next(new ApiError('UNAUTHORIZED', 'missing API key: send it in the X-API-Key header'));
       return;
     }
-    // The key's two lookups share one read barrier (on a follower, one question to the leader).
-    findApiKey(store.readSession?.() ?? store, header).then((record) => {
+    // The request's reads share one read barrier (on a follower, one question to the leader): the key's
+    // lookups here, and the route's reads through req.readStore.
+    const session = store.readSession?.() ?? store;
+    req.readStore = session;
+    lookupKey(session, cache, header).then((record) => {
       if (!record) throw new ApiError('UNAUTHORIZED', 'invalid API key');
       if (record.revoked_at !== null) throw new ApiError('KEY_REVOKED', 'this API key has been revoked');
       if (record.expires_at !== null && Date.parse(record.expires_at) <= Date.now()) {

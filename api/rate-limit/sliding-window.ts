@@ -26,24 +26,44 @@ local now = redis.call('TIME')
 local nowUs = tonumber(now[1]) * 1000000 + tonumber(now[2])
 local windowUs = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
+local wanted = tonumber(ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', nowUs - windowUs))
 local count = redis.call('ZCARD', KEYS[1])
-local allowed = 0
-if count < limit then
-  redis.call('ZADD', KEYS[1], string.format('%.0f', nowUs), string.format('%.0f', nowUs) .. ':' .. ARGV[3])
+local granted = math.max(0, math.min(wanted, limit - count))
+if granted > 0 then
+  local score = string.format('%.0f', nowUs)
+  local args = {}
+  for i = 1, granted do
+    args[#args + 1] = score
+    args[#args + 1] = score .. ':' .. ARGV[3] .. ':' .. i
+  end
+  redis.call('ZADD', KEYS[1], unpack(args))
   redis.call('PEXPIRE', KEYS[1], math.ceil(windowUs / 1000))
-  count = count + 1
-  allowed = 1
+  count = count + granted
 end
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local resetUs = 0
 if oldest[2] then resetUs = tonumber(oldest[2]) + windowUs - nowUs end
-return {allowed, limit - count, math.floor(resetUs / 1000)}
+return {granted, limit - count, math.floor(resetUs / 1000)}
 `;
 
-type SlidingWindowCommand = (key: string, windowUs: number, limit: number, nonce: string) => Promise<number[]>;
+/** RateGrant is the answer to a lease: how many admissions were recorded for the caller, and what is left. */
+export interface RateGrant {
+  granted: number;
+  /** remaining is what the shared window still holds after this grant. */
+  remaining: number;
+  /** resetMs is how long until the oldest admission in the window expires, freeing one slot. */
+  resetMs: number;
+}
 
-export class RedisSlidingWindowLimiter implements RateLimiter {
+/** RateLeaseSource records up to `count` admissions at once in the shared window (RedisSlidingWindowLimiter). */
+export interface RateLeaseSource {
+  lease(subject: string, count: number): Promise<RateGrant>;
+}
+
+type SlidingWindowCommand = (key: string, windowUs: number, limit: number, nonce: string, count: number) => Promise<number[]>;
+
+export class RedisSlidingWindowLimiter implements RateLimiter, RateLeaseSource {
   private readonly run: SlidingWindowCommand;
   // Log members must be unique across processes: a random per-process prefix and a counter make them so,
   // without the cost of drawing random bytes for every request.
@@ -60,9 +80,14 @@ export class RedisSlidingWindowLimiter implements RateLimiter {
   }
 
   async consume(subject: string): Promise<RateDecision> {
-    const [allowed, remaining, resetMs] = await this.run(this.keyPrefix + subject, this.windowMs * 1000,
-      this.limit, `${this.memberPrefix}${(this.memberCount++).toString(36)}`);
-    return { allowed: allowed === 1, limit: this.limit, remaining: Math.max(0, remaining!), resetMs: resetMs! };
+    const grant = await this.lease(subject, 1);
+    return { allowed: grant.granted === 1, limit: this.limit, remaining: grant.remaining, resetMs: grant.resetMs };
+  }
+
+  async lease(subject: string, count: number): Promise<RateGrant> {
+    const [granted, remaining, resetMs] = await this.run(this.keyPrefix + subject, this.windowMs * 1000,
+      this.limit, `${this.memberPrefix}${(this.memberCount++).toString(36)}`, count);
+    return { granted: granted!, remaining: Math.max(0, remaining!), resetMs: resetMs! };
   }
 }
 

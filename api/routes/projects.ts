@@ -48,7 +48,7 @@ export function projectRoutes(store: DocumentStore, workspaceRoot: string | unde
   const router = Router();
 
   router.get('/projects', async (req, res) => {
-    res.json(await listPage<ProjectRecord, ProjectRecord>(store, storeKeys.projects, req.query, view));
+    res.json(await listPage<ProjectRecord, ProjectRecord>(req.readStore ?? store, storeKeys.projects, req.query, view));
   });
 
   router.post('/projects', requireRole('admin'), async (req, res) => {
@@ -64,7 +64,7 @@ export function projectRoutes(store: DocumentStore, workspaceRoot: string | unde
   });
 
   router.get('/projects/:id', async (req, res) => {
-    const found = await store.get<ProjectRecord>(storeKeys.project(req.params.id as string));
+    const found = await (req.readStore ?? store).get<ProjectRecord>(storeKeys.project(req.params.id as string));
     if (!found) throw new ApiError('NOT_FOUND', 'no such project');
     res.json(view(found.value));
   });

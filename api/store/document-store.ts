@@ -59,6 +59,12 @@ export interface DocumentStore {
    * began (not before each read), and the request's own writes. A store without it needs no barrier.
    */
   readSession?(): DocumentStore;
+  /**
+   * barrier, on a read session, takes the session's barrier without reading: once it resolves, this node's
+   * local state (and so what its watchers have heard) holds every write acknowledged before the session began.
+   * A cache kept current by watch may then answer for the store (auth/key-cache.ts).
+   */
+  barrier?(): Promise<void>;
 }
 
 /** VersionConflictError is the typed failure of a compare-and-set whose expectedVersion did not hold. */

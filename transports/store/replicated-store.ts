@@ -104,6 +104,7 @@ export class ReplicatedStore implements DocumentStore {
       put: (key, value, options) => this.put(key, value, options),
       delete: (key, options) => this.delete(key, options),
       watch: (prefix, watcher) => this.watch(prefix, watcher),
+      barrier,
     };
   }
 
