@@ -59,7 +59,7 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
   let albumWorker: AlbumWorker | undefined;
   try {
     // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
-    if (redisUrl && env.SVC_RUN_WORKER !== '0') worker = await startAgentWorker({ redisUrl });
+    if (redisUrl && env.SVC_RUN_WORKER !== '0') worker = await startAgentWorker({ redisUrl, store: options.store });
     // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
     if (redisUrl && env.SVC_ALBUM_WORKER !== '0') {
       albumWorker = await startAlbumWorker({

@@ -11,11 +11,11 @@ import { ApiError } from '../errors.js';
 import type { ProjectRecord } from '../records.js';
 import { newId, storeKeys } from '../records.js';
 import { agentRunQueueName } from '../config.js';
-import { runRetentionSeconds, sseReadCountMax, sseStreamsMax } from '../limits.js';
+import { sseReadCountMax, sseStreamsMax } from '../limits.js';
 import { eventStreamResponse, lastEventIdOf } from '../sse/event-stream-response.js';
 import type { AgentRunJob } from '../runs/agent-worker.js';
 import type { RunRecord } from '../runs/run-records.js';
-import { appendRunEvent, finishRun, isRunStreamFinished, readRun, runKeys } from '../runs/run-records.js';
+import { appendRunEvent, finishRun, isRunStreamFinished, readRun, runKeys, runView, updateRun } from '../runs/run-records.js';
 import { RunEventHub } from '../runs/run-event-hub.js';
 
 export interface RunRoutesOptions {
@@ -65,7 +65,7 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
     throw new ApiError('QUEUE_UNAVAILABLE', 'the queue store is unavailable');
   };
   const visibleRun = async (req: Request): Promise<RunRecord> => {
-    const run = await readRun(requireRedis(), req.params.id as string).catch(unavailable);
+    const run = await readRun(req.readStore ?? store, req.params.id as string);
     const auth = req.auth!;
     if (!run || (auth.role !== 'admin' && run.user_id !== auth.userId)) throw new ApiError('NOT_FOUND', 'no such run');
     return run;
@@ -77,39 +77,46 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
     if (!found) throw new ApiError('NOT_FOUND', 'no such project');
     const project = found.value;
     const runId = newId('run');
-    const createdAt = new Date().toISOString();
+    const record: RunRecord = {
+      id: runId, project_id: project.id, user_id: req.auth!.userId, status: 'queued', created_at: new Date().toISOString(),
+      started_at: null, finished_at: null, exit_code: null, duration_ms: null, cancel_requested: false,
+    };
+    // The record is committed before the job exists, so a worker on any node finds it.
+    await store.put(storeKeys.run(runId), record, { expectedVersion: 0 });
     try {
-      await client.hset(runKeys.run(runId), {
-        id: runId, project_id: project.id, user_id: req.auth!.userId, status: 'queued', created_at: createdAt,
-      });
-      await client.expire(runKeys.run(runId), runRetentionSeconds * 7);
       await appendRunEvent(client, runId, { event: 'queued', data: { runId, projectId: project.id } });
       await queue!.add('run', {
         runId, prompt: (req.body as { prompt: string }).prompt,
         project: { id: project.id, workspace: project.workspace, command: project.command, network: project.network },
       }, { jobId: runId, attempts: 1, removeOnComplete: { count: 1000 }, removeOnFail: { count: 1000 } });
     } catch (error) {
+      // Not queued: the record must not stay `queued` forever.
+      await updateRun(store, runId, (current) => ({ ...current, status: 'failed', finished_at: new Date().toISOString() })).catch(() => undefined);
       unavailable(error);
     }
     res.status(202).json({ runId, streamUrl: `/runs/${runId}/events` });
   });
 
   router.get('/runs/:id', async (req, res) => {
-    res.json(await visibleRun(req));
+    res.json(runView(await visibleRun(req)));
   });
 
   router.post('/runs/:id/cancel', async (req, res) => {
     const client = requireRedis();
     const run = await visibleRun(req);
     if (run.status === 'queued' || run.status === 'running') {
-      await client.hset(runKeys.run(run.id), 'cancel_requested', '1');
+      const flagged = await updateRun(store, run.id, (current) => ({ ...current, cancel_requested: true }));
       // A job no worker has taken yet is removed here and completed as cancelled; a running one is stopped
-      // by its worker, which hears the channel.
-      const removed = run.status === 'queued' ? await queue!.remove(run.id).catch(() => 0) : 0;
-      if (removed === 1) await finishRun(client, run.id, 'cancelled', null, 0);
-      else await client.publish(runKeys.cancelChannel, run.id);
+      // by its worker, which hears the channel (or sees the flag when it takes the job).
+      const removed = flagged.status === 'queued' ? await queue!.remove(run.id).catch(() => 0) : 0;
+      try {
+        if (removed === 1) await finishRun(store, client, run.id, 'cancelled', null, 0);
+        else await client.publish(runKeys.cancelChannel, run.id);
+      } catch (error) {
+        unavailable(error);
+      }
     }
-    res.status(202).json(await visibleRun(req));
+    res.status(202).json(runView((await readRun(store, run.id))!));
   });
 
   router.get('/runs/:id/events', async (req, res) => {

@@ -13,8 +13,9 @@ import {
   runConcurrencyDefault, runKillGraceMs, runOutputBytesMax, runOutputChunkBytesMax, runOutputFlushMs,
   runTimeoutMsDefault,
 } from '../limits.js';
+import type { DocumentStore } from '../store/document-store.js';
 import type { RunStatus } from './run-records.js';
-import { appendRunEvent, finishRun, readRun, runKeys } from './run-records.js';
+import { appendRunEvent, finishRun, readRun, runKeys, updateRun } from './run-records.js';
 import type { SandboxLimits, SandboxProject } from './sandbox.js';
 import { defaultSandboxLimits, sandboxCommand } from './sandbox.js';
 
@@ -26,6 +27,8 @@ export interface AgentRunJob {
 
 export interface AgentWorkerOptions {
   redisUrl: string;
+  /** store holds the run records (the API's store: on a cluster, the node's replicated store). */
+  store: DocumentStore;
   concurrency?: number;
   runTimeoutMs?: number;
   limits?: SandboxLimits;
@@ -41,6 +44,7 @@ interface ActiveRun {
 }
 
 export async function startAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
+  const { store } = options;
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
   const subscriber = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
   redis.on('error', () => undefined);
@@ -61,14 +65,20 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
   async function runJob(job: Job<AgentRunJob>): Promise<{ status: RunStatus; exitCode: number | null }> {
     const { runId, project, prompt } = job.data;
     const startedMs = performance.now();
-    const record = await readRun(redis, runId);
+    const record = await readRun(store, runId);
     if (!record || record.status !== 'queued') return { status: record?.status ?? 'cancelled', exitCode: null };
-    if (await redis.hget(runKeys.run(runId), 'cancel_requested')) {
-      await finishRun(redis, runId, 'cancelled', null, 0);
+    // queued → running by compare-and-set, so a cancel flagged before it wins and one after it is heard.
+    let taken = false;
+    const current = await updateRun(store, runId, (now) => {
+      taken = now.status === 'queued' && !now.cancel_requested;
+      return taken ? { ...now, status: 'running', started_at: new Date().toISOString() } : now;
+    });
+    if (!taken) {
+      if (current.status !== 'queued') return { status: current.status, exitCode: null };
+      await finishRun(store, redis, runId, 'cancelled', null, 0);
       return { status: 'cancelled', exitCode: null };
     }
-    await redis.hset(runKeys.run(runId), { status: 'running', started_at: new Date().toISOString() });
-    await appendRunEvent(redis, runId, { event: 'started', data: { startedAt: new Date().toISOString() } });
+    await appendRunEvent(redis, runId, { event: 'started', data: { startedAt: current.started_at ?? new Date().toISOString() } });
 
     let workspaceIsDirectory: boolean;
     try {
@@ -78,13 +88,13 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     }
     if (!workspaceIsDirectory) {
       await appendRunEvent(redis, runId, { event: 'notice', data: { message: 'the workspace directory does not exist' } });
-      await finishRun(redis, runId, 'failed', null, Math.round(performance.now() - startedMs));
+      await finishRun(store, redis, runId, 'failed', null, Math.round(performance.now() - startedMs));
       throw new Error('workspace missing');
     }
 
     const outcome = await runSandboxed(runId, project, prompt, options.runTimeoutMs ?? runTimeoutMsDefault,
       options.limits ?? defaultSandboxLimits);
-    await finishRun(redis, runId, outcome.status, outcome.exitCode, Math.round(performance.now() - startedMs));
+    await finishRun(store, redis, runId, outcome.status, outcome.exitCode, Math.round(performance.now() - startedMs));
     if (outcome.status !== 'succeeded') throw new Error(`run ${outcome.status}`);
     return outcome;
   }
@@ -136,8 +146,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     const timeout = setTimeout(() => kill('timed_out'), timeoutMs);
     active.set(runId, { child, cancel: () => kill('cancelled') });
     // A cancel that arrived between the check in runJob and the line above was flagged but not heard.
-    void redis.hget(runKeys.run(runId), 'cancel_requested').then((flag) => { if (flag) kill('cancelled'); },
-      () => undefined);
+    void readRun(store, runId).then((now) => { if (now?.cancel_requested) kill('cancelled'); }, () => undefined);
 
     return new Promise((resolve) => {
       let finished = false;

@@ -1,10 +1,14 @@
-// Agent runs live in Redis, beside their queue: a hash per run (status, owner) and a stream per run (events,
-// read by SSE with the stream entry id as the SSE event id). Both expire runRetentionSeconds after the end.
+// An agent run's record (owner, status, times, exit code) is a document in the replicated store (`runs/<id>`),
+// so a node's loss or a Redis flush loses no run's record; every status change is a compare-and-set. Its
+// events are a Redis stream per run (read by SSE with the stream entry id as the SSE event id), beside the
+// queue; the stream expires runRetentionSeconds after the end.
 import type { Redis } from 'ioredis';
+import type { DocumentStore } from '../store/document-store.js';
+import { storeKeys } from '../records.js';
+import { updateRecord } from '../store-helpers.js';
 import { runEventsMax, runRetentionSeconds } from '../limits.js';
 
 export const runKeys = {
-  run: (runId: string) => `svc:run:${runId}`,
   events: (runId: string) => `svc:run:${runId}:events`,
   cancelChannel: 'svc:run-cancel',
   /** eventsChannel carries the run id of every appended event, to wake open event streams (run-event-hub.ts). */
@@ -22,6 +26,7 @@ export type RunEvent =
   | { event: 'complete'; data: { status: RunStatus; exitCode: number | null; durationMs: number } };
 
 export interface RunRecord {
+  [key: string]: string | number | boolean | null;
   id: string;
   project_id: string;
   user_id: string;
@@ -31,6 +36,14 @@ export interface RunRecord {
   finished_at: string | null;
   exit_code: number | null;
   duration_ms: number | null;
+  /** cancel_requested closes the race between a cancel and a worker taking the job (routes/runs.ts). */
+  cancel_requested: boolean;
+}
+
+/** runView is the documented Run: the record without its internal cancel flag. */
+export function runView(record: RunRecord): Omit<RunRecord, 'cancel_requested'> {
+  const { cancel_requested: _flag, ...view } = record;
+  return view;
 }
 
 /**
@@ -54,26 +67,24 @@ export async function isRunStreamFinished(redis: Redis, runId: string): Promise<
   return fields !== undefined && fields[fields.indexOf('event') + 1] === 'complete';
 }
 
-export async function readRun(redis: Redis, runId: string): Promise<RunRecord | null> {
-  const fields = await redis.hgetall(runKeys.run(runId));
-  if (!fields.id) return null;
-  const numberOrNull = (text: string | undefined) => (text === undefined || text === '' ? null : Number(text));
-  return {
-    id: fields.id, project_id: fields.project_id ?? '', user_id: fields.user_id ?? '',
-    status: (fields.status ?? 'queued') as RunStatus, created_at: fields.created_at ?? '',
-    started_at: fields.started_at || null, finished_at: fields.finished_at || null,
-    exit_code: numberOrNull(fields.exit_code), duration_ms: numberOrNull(fields.duration_ms),
-  };
+export async function readRun(store: DocumentStore, runId: string): Promise<RunRecord | null> {
+  return (await store.get<RunRecord>(storeKeys.run(runId)))?.value ?? null;
 }
 
-/** finishRun records the final status, writes the `complete` event and starts the retention clock. */
-export async function finishRun(redis: Redis, runId: string, status: RunStatus, exitCode: number | null,
-  durationMs: number): Promise<void> {
-  await redis.hset(runKeys.run(runId), {
-    status, finished_at: new Date().toISOString(), exit_code: exitCode === null ? '' : String(exitCode),
-    duration_ms: String(durationMs),
-  });
+/** updateRun changes the run's record by compare-and-set (retried; see updateRecord) and returns the result. */
+export function updateRun(store: DocumentStore, runId: string, mutate: (current: RunRecord) => RunRecord): Promise<RunRecord> {
+  return updateRecord<RunRecord>(store, storeKeys.run(runId), mutate);
+}
+
+/**
+ * finishRun records the final status (once: a run already final keeps its status), then writes the `complete`
+ * event, so that a client that saw `complete` reads the final record; the event stream's retention starts.
+ */
+export async function finishRun(store: DocumentStore, redis: Redis, runId: string, status: RunStatus,
+  exitCode: number | null, durationMs: number): Promise<void> {
+  await updateRun(store, runId, (current) => (finalRunStatuses.includes(current.status) ? current : {
+    ...current, status, finished_at: new Date().toISOString(), exit_code: exitCode, duration_ms: durationMs,
+  }));
   await appendRunEvent(redis, runId, { event: 'complete', data: { status, exitCode, durationMs } });
-  await redis.expire(runKeys.run(runId), runRetentionSeconds);
   await redis.expire(runKeys.events(runId), runRetentionSeconds);
 }

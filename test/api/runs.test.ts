@@ -68,7 +68,7 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
   before(async () => {
     redis = await startTestRedis();
     api = await startTestApi({ redisUrl: redis.url, config: { sseKeepAliveMs: 150 } });
-    worker = await startAgentWorker({ redisUrl: redis.url, concurrency: 2, runTimeoutMs: 1500 });
+    worker = await startAgentWorker({ redisUrl: redis.url, store: api.store, concurrency: 2, runTimeoutMs: 1500 });
     workspace = mkdtempSync(path.join(os.tmpdir(), 'svc-agent-ws-'));
     writeFileSync(path.join(workspace, 'agent.sh'), [
       '#!/bin/sh',

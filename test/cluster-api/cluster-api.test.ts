@@ -1,11 +1,13 @@
 // The developer API on a real cluster, driven through the SDK: three nodes in child processes over mutual TLS,
 // each serving the API on its HTTP port over the replicated store, one shared redis-server. Records written on
 // one node are seen at once on the others; runs are queued on one node, worked on any, streamed from a third;
-// the rate limit is shared; killing the leader (SIGKILL) loses no acknowledged record and writes continue
+// the rate limit is shared; run records live in the replicated store (not Redis); killing the leader (SIGKILL)
+// loses no acknowledged record (projects, keys, runs…) and writes continue
 // once a new leader is elected. A fast-check property sends random requests and never gets a 5xx other than
 // 503 STORE_UNAVAILABLE, and that only while there is no leader.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { Redis } from 'ioredis';
 import { SvcApiError, SvcConnectionError, type SvcClient } from '../../sdk/src/index.js';
 import { testSecretKey } from '../api/harness.js';
 import { waitFor } from '../node/harness.js';
@@ -70,6 +72,8 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
   this.timeout(120_000);
   const cluster = new ApiCluster();
   const project = { workspace: '', command: ['./agent.sh'] };
+  /** finishedRunId is a run that succeeded; its record must outlive a Redis flush and the leader's kill. */
+  let finishedRunId = '';
 
   before(async () => {
     await cluster.start();
@@ -158,6 +162,29 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
     }, '/work/stats to count the succeeded and the failed run', 10_000).then(() => stats(cluster.client('a')));
     assert.equal(after.active, 0);
     assert.equal((await cluster.client('b').getRun({ path: { id: accepted.runId } })).status, 'succeeded');
+    finishedRunId = accepted.runId;
+  });
+
+  it("keeps a run's record in the replicated store: on every node's replica, and readable after its Redis keys are gone", async () => {
+    assert.ok(finishedRunId, 'the run test ran first');
+    for (const name of ['a', 'b', 'c']) {
+      assert.ok((await cluster.node(name).localKeys('runs/')).includes(`runs/${finishedRunId}`), `${name} holds runs/${finishedRunId}`);
+    }
+    const redis = new Redis(cluster.redis!.url);
+    try {
+      // Only the run's event stream is in Redis; drop every key of the run, as a flush would.
+      const runKeysInRedis = await redis.keys(`*${finishedRunId}*`);
+      assert.deepEqual(runKeysInRedis, [`svc:run:${finishedRunId}:events`]);
+      await redis.del(...runKeysInRedis);
+    } finally {
+      redis.disconnect();
+    }
+    for (const name of ['a', 'b', 'c']) {
+      const run = await cluster.client(name).getRun({ path: { id: finishedRunId } });
+      assert.equal(run.status, 'succeeded');
+      assert.equal(run.exit_code, 0);
+      assert.ok(run.started_at !== null && run.finished_at !== null && run.duration_ms !== null, JSON.stringify(run));
+    }
   });
 
   it('ends a stream resumed after its complete event at once, on any node', async () => {
@@ -279,6 +306,7 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
       assert.ok((await client.listUsers()).items.some((user) => user.name === 'dev'));
       assert.ok((await client.listCredentials()).items.some((item) => item.name === 'ci'));
       assert.equal((await client.getKey({ path: { id: cluster.admin.keyId } })).role, 'admin');
+      assert.equal((await client.getRun({ path: { id: finishedRunId } })).status, 'succeeded', 'the run record survives');
     }
     // A run still goes end to end on the survivors (the shared queue, a surviving worker).
     const created = await cluster.client(survivors[0]!).createProject({ body: { name: 'after-kill', ...project } });

@@ -24,7 +24,7 @@ describe('cluster-api: the key cache behind the read barrier', function () {
   before(async () => {
     await cluster.start(['a', 'b', 'c'], ['a', 'b', 'c']);
     const leader = await cluster.waitLeader();
-    followerStore = cluster.followers()[0]!.store;
+    followerStore = cluster.followers()[0]!.store as ReplicatedStore;
     onFollower = await startTestApi({ store: followerStore });
     onLeader = await startTestApi({ store: leader.store });
   });

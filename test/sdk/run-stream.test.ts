@@ -49,7 +49,7 @@ describe('sdk: run event streams against a real API server, Redis and agent work
   before(async () => {
     redis = await startTestRedis();
     api = await startTestApi({ redisUrl: redis.url });
-    worker = await startAgentWorker({ redisUrl: redis.url, concurrency: 2, runTimeoutMs: 30_000 });
+    worker = await startAgentWorker({ redisUrl: redis.url, store: api.store, concurrency: 2, runTimeoutMs: 30_000 });
     proxy = await startTcpProxy(api.baseUrl);
     workspace = mkdtempSync(path.join(os.tmpdir(), 'svc-sdk-ws-'));
     writeFileSync(path.join(workspace, 'agent.sh'), [
