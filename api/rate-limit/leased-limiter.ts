@@ -2,8 +2,9 @@
 // most requests are judged in this process without a Redis round trip. A lease records its admissions in the
 // shared window when it is granted (so every process sees them at once) and may be spent here for leaseMs.
 // Requests that find no token wait for the one lease in flight per key and are served from it in arrival
-// order; the next lease asks for as many tokens as requests are waiting (at least the slice), so under load
-// one Redis call serves a whole batch.
+// order; a lease asks for at least as many tokens as requests wait, and for up to a slice by recent demand
+// (doubling while leases run out before they expire, else what the last one spent), so under load one Redis
+// call serves a whole batch while a quiet key wastes few tokens.
 //
 // Exactness: in one process, a local sliding-window log of the admissions actually made keeps every 1-second
 // span at or under the limit, exactly. Across processes, a token recorded at its lease's time may be spent up
@@ -39,6 +40,9 @@ interface SubjectState {
   log: number[];
   waiters: Waiter[];
   leasing: boolean;
+  /** lastGranted and spentFromLease size the next lease by demand: tokens that expire unspent are lost. */
+  lastGranted: number;
+  spentFromLease: number;
 }
 
 export class LeasedLimiter implements RateLimiter {
@@ -75,6 +79,7 @@ export class LeasedLimiter implements RateLimiter {
 
   private admit(state: SubjectState, now: number): RateDecision {
     state.tokens--;
+    state.spentFromLease++;
     state.log.push(now);
     const remaining = Math.max(0, Math.min(state.sharedRemaining + state.tokens, this.limit - state.log.length));
     return { allowed: true, limit: this.limit, remaining, resetMs: Math.max(0, Math.floor(state.log[0]! + this.windowMs - now)) };
@@ -89,7 +94,7 @@ export class LeasedLimiter implements RateLimiter {
     state.leasing = true;
     try {
       while (state.waiters.length > 0) {
-        const wanted = Math.min(this.settings.sliceTokensMax, Math.max(this.sliceTokens, state.waiters.length));
+        const wanted = Math.min(this.settings.sliceTokensMax, Math.max(state.waiters.length, Math.min(this.sliceTokens, this.demand(state))));
         let grant;
         try {
           grant = await this.source.lease(subject, wanted);
@@ -100,6 +105,8 @@ export class LeasedLimiter implements RateLimiter {
         const now = this.nowMs();
         // Tokens left from an expired lease are dropped: they were counted in the shared window long ago.
         state.tokens = grant.granted;
+        state.lastGranted = grant.granted;
+        state.spentFromLease = 0;
         state.tokensExpireAtMs = now + this.settings.leaseMs;
         state.sharedRemaining = grant.remaining;
         if (grant.granted === 0) {
@@ -124,6 +131,17 @@ export class LeasedLimiter implements RateLimiter {
     }
   }
 
+  /**
+   * demand sizes the next lease: twice the last one when it was spent before it expired (demand is growing),
+   * else what was spent of it (tokens that expire unspent were counted in the shared window for nothing, and
+   * would starve other processes of the limit).
+   */
+  private demand(state: SubjectState): number {
+    if (state.lastGranted === 0) return 1;
+    return state.tokens === 0 && state.spentFromLease >= state.lastGranted && this.nowMs() < state.tokensExpireAtMs
+      ? state.lastGranted * 2 : Math.max(1, state.spentFromLease);
+  }
+
   private state(subject: string): SubjectState {
     let state = this.subjects.get(subject);
     if (state) {
@@ -132,7 +150,10 @@ export class LeasedLimiter implements RateLimiter {
       this.subjects.set(subject, state);
       return state;
     }
-    state = { tokens: 0, tokensExpireAtMs: 0, sharedRemaining: this.limit, refusedUntilMs: 0, log: [], waiters: [], leasing: false };
+    state = {
+      tokens: 0, tokensExpireAtMs: 0, sharedRemaining: this.limit, refusedUntilMs: 0, log: [], waiters: [], leasing: false,
+      lastGranted: 0, spentFromLease: 0,
+    };
     this.subjects.set(subject, state);
     if (this.subjects.size > localLimiterSubjectsMax) {
       const [oldest, oldestState] = this.subjects.entries().next().value!;
