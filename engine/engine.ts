@@ -18,8 +18,8 @@ import {
 } from './rpc.js';
 import {
   CAPABILITY_KIND4, EntryKind, MemberRole, type AdminOp, type Effect, type EngineConfig, type EngineLimits,
-  type EngineStatus, type Entry, type HardState, type Input, type NodeStats, type RestoredState, type Role, type Roster,
-  type SnapshotMeta,
+  type EngineStatus, type Entry, type HardState, type Input, type NodeStats, type Proposal, type RestoredState, type Role,
+  type Roster, type SnapshotMeta,
 } from './types.js';
 import { VersionSpread } from './versions.js';
 
@@ -168,7 +168,8 @@ export class Engine {
       case 'callFailed': this.onCallFailed(input.requestId, input.status); break;
       case 'streamChunk': this.onStreamChunk(input.requestId, input.chunk); break;
       case 'streamEnded': this.onStreamEnded(input.requestId); break;
-      case 'propose': this.onPropose(input.proposalId, input.data); break;
+      case 'propose': this.onPropose([input]); break;
+      case 'proposeBatch': this.onPropose(input.proposals); break;
       case 'entriesPersisted': this.onEntriesPersisted(input.lastSeq, input.lastTerm); break;
       case 'snapshotStaged': this.onSnapshotStaged(input.meta, input.header); break;
       case 'snapshotInstalled': this.onSnapshotInstalled(input.requestId, input.meta, input.header); break;
@@ -1387,18 +1388,25 @@ export class Engine {
 
   // ---------------------------------------------------------------- client and admin
 
-  private onPropose(proposalId: number, data: Uint8Array): void {
-    const refuse = (reason: string) => {
+  private onPropose(proposals: readonly Proposal[]): void {
+    const refuse = (proposalId: number, reason: string) => {
       const leader = memberById(this.currentRoster(), this.leaderId);
       this.fx.other({ type: 'proposalResult', proposalId, ok: false, seq: 0, reason, leaderHint: this.role === 'leader' ? '' : leader?.grpcAddr ?? '' });
     };
-    if (this.role !== 'leader') return refuse('not the leader');
-    if (this.transfer) return refuse('leadership transfer in progress');
-    if (this.pendingProposals.size >= this.limits.proposalQueueCountMax) return refuse('proposal queue full');
-    const entry: Entry = { seq: this.log.lastSeq() + 1, term: this.hs.term, kind: EntryKind.EventBatch, data };
-    this.appendLocal([entry]);
+    const refusal = this.role !== 'leader' ? 'not the leader' : this.transfer ? 'leadership transfer in progress' : null;
+    const entries: Entry[] = [];
+    for (const { proposalId, data } of proposals) {
+      if (refusal !== null) refuse(proposalId, refusal);
+      else if (this.pendingProposals.size >= this.limits.proposalQueueCountMax) refuse(proposalId, 'proposal queue full');
+      else {
+        const entry: Entry = { seq: this.log.lastSeq() + entries.length + 1, term: this.hs.term, kind: EntryKind.EventBatch, data };
+        entries.push(entry);
+        this.pendingProposals.set(entry.seq, proposalId);
+      }
+    }
+    if (entries.length === 0) return;
+    this.appendLocal(entries);
     this.matchedSeq = this.log.lastSeq();
-    this.pendingProposals.set(entry.seq, proposalId);
     for (const id of this.progress.keys()) this.maybeShip(id);
     this.maybeCommit();
   }

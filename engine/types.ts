@@ -152,6 +152,12 @@ export type AdminOp =
   | { op: 'remove'; memberId: number }
   | { op: 'transfer'; memberId: number };
 
+/** Proposal is one client command handed to the leader; proposalId names its proposalResult. */
+export interface Proposal {
+  proposalId: number;
+  data: Uint8Array;
+}
+
 /** Input is everything that can happen to an engine. */
 export type Input =
   | { type: 'tick' }
@@ -167,6 +173,12 @@ export type Input =
   /** streamEnded: our StreamSegments call ended OK (a failure arrives as callFailed). */
   | { type: 'streamEnded'; requestId: number }
   | { type: 'propose'; proposalId: number; data: Uint8Array }
+  /**
+   * proposeBatch: several client commands at once, in order. One step appends them all and ships
+   * them in one segment per follower, so a driver under load pays one step, one WAL append and one
+   * ShipSegment per follower for the batch instead of per command.
+   */
+  | { type: 'proposeBatch'; proposals: Proposal[] }
   /** entriesPersisted: the append effects up to (lastSeq, lastTerm) are durable. */
   | { type: 'entriesPersisted'; lastSeq: number; lastTerm: number }
   /** snapshotStaged: a stageSnapshot effect finished; its artifact is ready to serve. */

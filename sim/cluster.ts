@@ -304,6 +304,17 @@ export class Cluster implements CheckerWorld {
     return proposalId;
   }
 
+  /** proposeBatch hands several commands to a node in one input (proposeBatch); it returns their proposalIds. */
+  proposeBatch(ref: NodeRef, datas: readonly Uint8Array[], clientDelayMs = 0): number[] {
+    const proposals = datas.map((data) => {
+      const proposalId = this.nextProposalId++;
+      this.proposals.set(proposalId, data);
+      return { proposalId, data };
+    });
+    this.deliverFromClient(this.node(ref).index, { type: 'proposeBatch', proposals }, clientDelayMs);
+    return proposals.map((p) => p.proposalId);
+  }
+
   /** admin sends an operator command to `index` (default: the current leader); it returns the adminId or 0. */
   admin(op: AdminOp, ref?: NodeRef): number {
     const target = ref === undefined ? this.leader()?.index : this.node(ref).index;

@@ -41,6 +41,11 @@ export interface FaultRates {
 export interface WorkloadKnobs {
   /** writeIntervalMsMean: mean gap between client writes (exponential). */
   writeIntervalMsMean: number;
+  /**
+   * burstWriteCountMax: a write event issues 1..this many writes at once as one proposeBatch to
+   * one node (what a loaded real node's driver does). 1 = every write proposed alone.
+   */
+  burstWriteCountMax: number;
 }
 
 export interface SimOptions {
@@ -109,7 +114,8 @@ export function swarmOptions(seed: number): SimOptions {
       promotePerMinute: on(0.7, () => prng.uniform(0.5, 3)),
       idlePerMinute: on(0.4, () => prng.uniform(0.2, 1)),
     },
-    workload: { writeIntervalMsMean: prng.pick([10, 50, 200, 1_000]) },
+    // The burst size comes from its own stream so the swarm's other draws (and old seeds' runs with --burst 1) stay as they were.
+    workload: { writeIntervalMsMean: prng.pick([10, 50, 200, 1_000]), burstWriteCountMax: new Prng(`sim:${seed}`).fork('burst').pick([1, 1, 4, 16]) },
     safetyPhaseMs: prng.between(30, 120) * 1_000,
     livenessPhaseMsMax: SIM_LIMITS.livenessPhaseMsMax,
     onlyFaults: null,
@@ -125,7 +131,8 @@ export function swarmOptions(seed: number): SimOptions {
 export function writeIntervalMsFloor(options: SimOptions): number {
   const roundTripMs = 2 * options.network.oneWayDelayMsMax + options.storage.diskSyncDelayMsMax;
   const entriesPerRoundTrip = (options.engineLimits.segmentEntryCountMax ?? 256) * (options.engineLimits.inflightSegmentCountMax ?? 8);
-  return (2 * roundTripMs) / entriesPerRoundTrip;
+  const meanWritesPerEvent = (1 + options.workload.burstWriteCountMax) / 2;
+  return (2 * roundTripMs * meanWritesPerEvent) / entriesPerRoundTrip;
 }
 
 /** Override is one command-line knob: its flag name, what it sets, and how it reads its value. */
@@ -166,6 +173,7 @@ export const OVERRIDES: readonly Override[] = [
   { flag: 'promote-rate', describe: 'learner promotions per simulated minute', ...rate, apply: (o, v) => { o.faults.promotePerMinute = v; } },
   { flag: 'idle-rate', describe: 'idle periods (no writes) per simulated minute', ...rate, apply: (o, v) => { o.faults.idlePerMinute = v; } },
   { flag: 'write-interval-ms', describe: 'mean gap between client writes, ms', min: 1, max: 3_600_000, apply: (o, v) => { o.workload.writeIntervalMsMean = v; } },
+  { flag: 'burst', describe: 'most writes one client event proposes together (proposeBatch)', min: 1, max: 256, apply: (o, v) => { o.workload.burstWriteCountMax = v; } },
   { flag: 'safety-s', describe: 'safety phase length, simulated seconds', min: 1, max: 86_400, apply: (o, v) => { o.safetyPhaseMs = v * 1_000; } },
   { flag: 'liveness-s', describe: 'liveness bound after healing, simulated seconds', min: 1, max: 86_400, apply: (o, v) => { o.livenessPhaseMsMax = v * 1_000; } },
   { flag: 'drift', describe: 'clock drift bound as a fraction (0.02 = ±2%)', min: 0, max: 0.5, apply: (o, v) => { o.clockDriftFractionMax = v; } },

@@ -84,7 +84,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     wireRoundTripEvery: extras.wireRoundTripEvery,
   });
   extras.onCluster?.(cluster);
-  const workload = new Workload(cluster, root.fork('workload'), options.workload);
+  const workload = new Workload(cluster, root.fork('workload'), options.workload, root.fork('burst'));
   const injector = new FaultInjector({
     get nowUs() { return cluster.nowUs; },
     nodes: cluster.nodes,

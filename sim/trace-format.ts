@@ -21,6 +21,7 @@ export function describeInput(input: Input): string {
     case 'streamChunk': return `chunk r${input.requestId} t${input.chunk.term} s${input.chunk.id?.seqno ?? 0} n${input.chunk.eventCount}`;
     case 'streamEnded': return `ended r${input.requestId}`;
     case 'propose': return `propose p${input.proposalId}`;
+    case 'proposeBatch': return `propose ${input.proposals.map((p) => `p${p.proposalId}`).join(',')}`;
     case 'entriesPersisted': return `persisted ${input.lastSeq}/${input.lastTerm}`;
     case 'snapshotStaged': return `staged ${input.meta.seq}`;
     case 'snapshotInstalled': return `installed r${input.requestId} ${input.meta.seq}`;

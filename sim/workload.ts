@@ -27,7 +27,8 @@ export class Workload {
   /** attempts maps a proposalId to the write it carries, while the client still waits for it. */
   private readonly attempts = new Map<number, Write>();
 
-  constructor(private readonly cluster: Cluster, private readonly prng: Prng, private readonly knobs: WorkloadKnobs) {
+  /** burstPrng draws burst sizes only, so runs without bursts draw exactly what they did before bursts existed. */
+  constructor(private readonly cluster: Cluster, private readonly prng: Prng, private readonly knobs: WorkloadKnobs, private readonly burstPrng: Prng) {
     cluster.onProposalResult((node, proposalId, ok, _seq, hint) => this.onResult(node, proposalId, ok, hint));
   }
 
@@ -56,12 +57,28 @@ export class Workload {
       this.cluster.schedule(this.idleUntilUs, 'client wakes', () => this.issue());
       return;
     }
+    const count = this.knobs.burstWriteCountMax > 1 ? 1 + this.burstPrng.int(this.knobs.burstWriteCountMax) : 1;
+    if (count === 1) this.attempt(this.newWrite(), this.pickTarget());
+    else this.attemptBurst(Array.from({ length: count }, () => this.newWrite()), this.pickTarget());
+    this.scheduleNext();
+  }
+
+  private newWrite(): Write {
     const writeId = this.nextWriteId++;
     const key = `k${this.prng.int(SIM_LIMITS.keySpaceCount)}`;
-    const write: Write = { writeId, data: encodeCommand({ op: 'put', key, value: `v${writeId}`, writeId }), attemptCount: 0 };
     this.issuedCount++;
-    this.attempt(write, this.pickTarget());
-    this.scheduleNext();
+    return { writeId, data: encodeCommand({ op: 'put', key, value: `v${writeId}`, writeId }), attemptCount: 0 };
+  }
+
+  /** attemptBurst proposes writes together, once; a write that times out or is refused is retried alone. */
+  private attemptBurst(writes: Write[], target: number): void {
+    if (target < 0) {
+      this.abandonedCount += writes.length;
+      return;
+    }
+    for (const write of writes) write.attemptCount++;
+    const proposalIds = this.cluster.proposeBatch(target, writes.map((w) => w.data), this.burstPrng.uniform(0, 2));
+    proposalIds.forEach((proposalId, i) => this.await(proposalId, writes[i]!));
   }
 
   private attempt(write: Write, target: number): void {
@@ -71,6 +88,10 @@ export class Workload {
     }
     write.attemptCount++;
     const proposalId = this.cluster.propose(target, write.data, this.prng.uniform(0, 2));
+    this.await(proposalId, write);
+  }
+
+  private await(proposalId: number, write: Write): void {
     this.attempts.set(proposalId, write);
     this.cluster.schedule(this.cluster.nowUs + msToUs(SIM_LIMITS.clientTimeoutMs), 'client timeout', () => {
       if (!this.attempts.delete(proposalId)) return;

@@ -31,6 +31,8 @@ class FakePorts implements DriverPorts {
   readonly calls: string[] = [];
   readonly saves: Array<{ hardState: HardState; release: () => void; fail: (err: Error) => void }> = [];
   holdSaves = false;
+  holdAppends = false;
+  readonly heldAppends: Array<() => void> = [];
   appendError: Error | null = null;
   failure: Error | null = null;
 
@@ -43,6 +45,7 @@ class FakePorts implements DriverPorts {
   appendLog(fromSeq: number, entries: { seq: number }[]): Promise<unknown> {
     this.calls.push(`append ${fromSeq}+${entries.length}`);
     if (this.appendError) return Promise.reject(this.appendError);
+    if (this.holdAppends) return new Promise<void>((resolve) => this.heldAppends.push(resolve));
     return Promise.resolve();
   }
   send(): void { this.calls.push('send'); }
@@ -86,7 +89,34 @@ describe('node: driver loop', function () {
       const afterSave = ports.calls.slice(ports.calls.indexOf('saveHardState term=1'));
       assert.deepEqual(afterSave.slice(0, 2), ['saveHardState term=1', 'append 1+1'], 'the barrier entry is appended only after the term is durable');
       assert.ok(afterSave.indexOf('append 2+1') > afterSave.indexOf('append 1+1'));
-      assert.ok(afterSave.indexOf('apply 2') > afterSave.indexOf('append 2+1'), 'committed after its append was reported durable');
+      const applyOf2 = afterSave.findIndex((call) => /^apply (\d+,)*2(,|$)/.test(call));
+      assert.ok(applyOf2 > afterSave.indexOf('append 2+1'), `committed after its append was reported durable: ${afterSave.join(' | ')}`);
+    } finally {
+      await driver.stop();
+    }
+  });
+
+  it('turns appends made durable together (group commit) into one entriesPersisted step for the newest', async function () {
+    const engine = singleNodeEngine();
+    const stepped: string[] = [];
+    const step = engine.step.bind(engine);
+    engine.step = (input) => {
+      stepped.push(input.type === 'entriesPersisted' ? `persisted ${input.lastSeq}` : input.type);
+      return step(input);
+    };
+    const ports = new FakePorts();
+    const driver = new Driver(engine, ports, { tickMs: TICK_MS, inputQueueCountMax: 100 });
+    driver.start();
+    try {
+      await waitFor(() => engine.status().role === 'leader' && engine.status().commitSeq === 1, 'leadership and its barrier entry committed');
+      ports.holdAppends = true;
+      for (let id = 1; id <= 3; id++) driver.submit({ type: 'propose', proposalId: id, data: new TextEncoder().encode(`p${id}`) });
+      await waitFor(() => ports.heldAppends.length === 3, 'three appends in flight');
+      const from = stepped.length;
+      for (const release of ports.heldAppends.splice(0)) release();
+      await waitFor(() => ports.calls.filter((c) => c === 'proposalResult').length === 3, 'the three proposals to commit');
+      assert.deepEqual(stepped.slice(from).filter((s) => s.startsWith('persisted')), ['persisted 4'], 'one step for the three durable appends');
+      assert.equal(engine.status().commitSeq, 4);
     } finally {
       await driver.stop();
     }

@@ -62,6 +62,12 @@ export class Driver {
   private midStep = false;
   private stepCount = 0;
   private tickCount = 0;
+  /**
+   * persistedPoint is the newest durable log end not yet told to the engine. Group commit makes
+   * many appends durable at once; they become one entriesPersisted step (one ReportApplied on a
+   * follower, one commit check on a leader) instead of one per append.
+   */
+  private persistedPoint: { lastSeq: number; lastTerm: number } | null = null;
 
   constructor(private readonly engine: Engine, private readonly ports: DriverPorts, private readonly options: DriverOptions) {
     this.queue = new SerialQueue((err) => this.failStop(err instanceof Error ? err : new Error(String(err))));
@@ -224,10 +230,26 @@ export class Driver {
     }
     durable.then(
       () => {
-        if (last) this.submit({ type: 'entriesPersisted', lastSeq: last.seq, lastTerm: last.term });
+        if (last) this.notePersisted(last.seq, last.term);
       },
       (err: unknown) => this.failStop(new Error(`WAL append failed: ${String(err)}`)),
     );
+  }
+
+  /** notePersisted queues one entriesPersisted step for the newest durable point (appends are durable in order). */
+  private notePersisted(lastSeq: number, lastTerm: number): void {
+    if (this.stopped || this.failed) return;
+    const queued = this.persistedPoint !== null;
+    this.persistedPoint = { lastSeq, lastTerm };
+    if (queued) return;
+    // A microtask later: the other appends of the same group commit resolve in this same job queue
+    // and move persistedPoint first, so the step sees the group's end.
+    queueMicrotask(() => this.queue.push(() => {
+      const point = this.persistedPoint;
+      this.persistedPoint = null;
+      if (this.stopped || this.failed || point === null) return undefined;
+      return this.step({ type: 'entriesPersisted', lastSeq: point.lastSeq, lastTerm: point.lastTerm });
+    }));
   }
 
   private failStop(err: Error): void {

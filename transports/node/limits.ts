@@ -7,6 +7,11 @@ export interface NodeLimits {
   tickMs: number;
   /** inputQueueCountMax bounds inputs waiting for the engine; beyond it peer requests and proposals are refused. */
   inputQueueCountMax: number;
+  /**
+   * proposeBatchCountMax bounds the proposals gathered into one engine step. Proposals arriving in
+   * the same event-loop turn ride one step, one WAL append and one ShipSegment per follower.
+   */
+  proposeBatchCountMax: number;
   /** statusPollTimeoutMs bounds one GET of the leader's /status (status-poll readiness). */
   statusPollTimeoutMs: number;
   /** statusResponseBytesMax bounds the /status body read from the leader. */
@@ -28,6 +33,7 @@ export interface NodeLimits {
 export const DEFAULT_NODE_LIMITS: Readonly<NodeLimits> = Object.freeze({
   tickMs: 100,
   inputQueueCountMax: 100_000,
+  proposeBatchCountMax: 1_024,
   statusPollTimeoutMs: 1_000,
   statusResponseBytesMax: 1024 * 1024,
   diskUsageRefreshMs: 2_000,

@@ -3,7 +3,7 @@
 // computed at apply is picked up when the result arrives. A proposal that fails tells the caller
 // whether retrying (with the same request id, which the state machine de-duplicates) makes sense.
 import * as grpc from '@grpc/grpc-js';
-import type { Effect } from '../../engine/types.js';
+import type { Effect, Proposal } from '../../engine/types.js';
 import type { CommandResult } from '../store/command.js';
 import type { AppliedCommand, StoreStateMachine } from '../store/state-machine.js';
 import { StoreCallError } from '../store/store-service.js';
@@ -20,8 +20,15 @@ export class Proposals {
   private readonly pending = new Map<number, Pending>();
   private readonly appliedThisStep = new Map<number, AppliedCommand>();
   private nextProposalId = 1;
+  /** batch gathers the proposals of this event-loop turn; flushed as one engine input (proposeBatch). */
+  private batch: Proposal[] = [];
 
-  constructor(private readonly driver: Driver, private readonly stateMachine: StoreStateMachine, private readonly onOutcome: (outcome: string) => void) {}
+  constructor(
+    private readonly driver: Driver,
+    private readonly stateMachine: StoreStateMachine,
+    private readonly onOutcome: (outcome: string) => void,
+    private readonly batchCountMax: number,
+  ) {}
 
   get count(): number {
     return this.pending.size;
@@ -38,8 +45,19 @@ export class Proposals {
         reject(new StoreCallError(grpc.status.DEADLINE_EXCEEDED, 'proposal not committed before its deadline; outcome unknown'));
       }, Math.max(0, deadlineAt - Date.now()));
       this.pending.set(proposalId, { requestId, resolve, reject, timer });
-      this.driver.submit({ type: 'propose', proposalId, data });
+      this.batch.push({ proposalId, data });
+      // setImmediate runs after this turn's I/O callbacks: every proposal that arrived with this one joins it.
+      if (this.batch.length === 1) setImmediate(() => this.flush());
+      else if (this.batch.length >= this.batchCountMax) this.flush();
     });
+  }
+
+  private flush(): void {
+    if (this.batch.length === 0) return;
+    const proposals = this.batch;
+    this.batch = [];
+    if (proposals.length === 1) this.driver.submit({ type: 'propose', ...proposals[0]! });
+    else this.driver.submit({ type: 'proposeBatch', proposals });
   }
 
   /** noteApplied remembers an apply of this step for the proposalResult that follows it. */

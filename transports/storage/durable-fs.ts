@@ -1,5 +1,6 @@
 // Small helpers for writes that must survive a crash: a file's bytes are only durable after an
 // fsync of the file, and its name (create, rename, unlink) only after an fsync of its directory.
+import { writeSync } from 'node:fs';
 import { mkdir, open, rename, rm, readdir } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
 
@@ -39,6 +40,16 @@ export async function writeFileDurable(path: string, bytes: Uint8Array): Promise
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * writeAllSync writes every byte at `position` on the calling thread. For a small write into the
+ * page cache this costs microseconds, where the thread-pool round trip of an async write costs a
+ * loop turn (milliseconds on a busy machine); callers keep it for small writes.
+ */
+export function writeAllSync(fd: number, bytes: Uint8Array, position: number): void {
+  let offset = 0;
+  while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset, position + offset);
 }
 
 /** writeAll loops until every byte is written: a single write may be short. */

@@ -8,6 +8,11 @@ export interface StorageLimits {
   walRecordBytesMax: number;
   /** walBatchBytesMax bounds the bytes one group-commit round writes before its single fdatasync. */
   walBatchBytesMax: number;
+  /**
+   * walInlineWriteBytesMax: a group-commit round at most this big is written on the event loop
+   * (a page-cache copy) instead of through the thread pool; only its fdatasync goes to the pool.
+   */
+  walInlineWriteBytesMax: number;
   /** walQueuedBytesMax bounds appends waiting for a group commit; beyond it append() refuses. */
   walQueuedBytesMax: number;
   /** snapshotChunkBytes is the data size of one SnapshotFileChunk served to a peer. */
@@ -35,6 +40,7 @@ export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
   // Above the engine's segmentPayloadBytesMax (4 MiB), so anything the engine ships fits in one record.
   walRecordBytesMax: 16 * MiB,
   walBatchBytesMax: 8 * MiB,
+  walInlineWriteBytesMax: 256 * 1024,
   walQueuedBytesMax: 256 * MiB,
   snapshotChunkBytes: 1 * MiB,
   snapshotChunkBytesMax: 4 * MiB,

@@ -13,7 +13,7 @@
 import { mkdir, open, readFile, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Entry } from '../../engine/types.js';
-import { fsyncDir, listDir, writeAll } from './durable-fs.js';
+import { fsyncDir, listDir, writeAll, writeAllSync } from './durable-fs.js';
 import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from './limits.js';
 import { encodeRecords, entryRecordBytes, type EncodedRecords } from './wal-record.js';
 import { LogReplay } from './wal-replay.js';
@@ -354,7 +354,8 @@ export class Wal {
     const flush = async (): Promise<void> => {
       if (pendingBytes === 0) return;
       const bytes = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
-      await writeAll(this.handle!, bytes, active.bytes);
+      if (pendingBytes <= this.limits.walInlineWriteBytesMax) writeAllSync(this.handle!.fd, bytes, active.bytes);
+      else await writeAll(this.handle!, bytes, active.bytes);
       active.bytes += pendingBytes;
       this.counters.bytesWritten += pendingBytes;
       pending = [];

@@ -1,0 +1,67 @@
+// proposeBatch: many client commands in one step, as a loaded node's driver hands them over.
+import assert from 'node:assert/strict';
+import type { Effect } from '../../engine/types.js';
+import { ScriptedCluster } from '../../sim/scripted-cluster.js';
+
+const encode = (text: string) => new TextEncoder().encode(text);
+const decode = (data: Uint8Array) => new TextDecoder().decode(data);
+
+function stepEffects(c: ScriptedCluster, name: string, run: () => void): Effect[] {
+  const node = c.node(name);
+  const before = node.effects.length;
+  run();
+  return node.effects.slice(before);
+}
+
+describe('engine: proposeBatch', () => {
+  it('appends a batch in one append, ships it as one segment per follower, and commits each command in order', () => {
+    const c = new ScriptedCluster();
+    c.bootstrap(['a', 'b', 'c']);
+    assert.ok(c.elect('a'));
+    c.deliver();
+    const proposals = [1001, 1002, 1003, 1004].map((proposalId) => ({ proposalId, data: encode(`w${proposalId}`) }));
+    const effects = stepEffects(c, 'a', () => c.input('a', { type: 'proposeBatch', proposals }));
+
+    const appends = effects.filter((e) => e.type === 'append');
+    assert.equal(appends.length, 1, 'one WAL append for the batch');
+    assert.deepEqual(appends[0]!.type === 'append' && appends[0]!.entries.map((e) => decode(e.data)), ['w1001', 'w1002', 'w1003', 'w1004']);
+    const ships = effects.filter((e) => e.type === 'send' && e.request.method === 'ShipSegment');
+    assert.equal(ships.length, 2, 'one ShipSegment per follower');
+    for (const ship of ships) assert.ok(ship.type === 'send' && ship.request.method === 'ShipSegment' && ship.request.body.eventCount === 4);
+
+    const results = stepEffects(c, 'a', () => c.deliver()).filter((e) => e.type === 'proposalResult');
+    assert.deepEqual(results.map((r) => r.type === 'proposalResult' && [r.proposalId, r.ok]), proposals.map((p) => [p.proposalId, true]));
+    const seqs = results.map((r) => (r.type === 'proposalResult' ? r.seq : 0));
+    assert.deepEqual(seqs, [seqs[0]!, seqs[0]! + 1, seqs[0]! + 2, seqs[0]! + 3], 'consecutive seqnos in the order proposed');
+    assert.ok(c.tickUntil(() => ['a', 'b', 'c'].every((n) => c.node(n).applied.filter((e) => decode(e.data).startsWith('w100')).length === 4)));
+    assert.deepEqual(c.violations, []);
+  });
+
+  it('refuses every command of a batch sent to a follower, naming the leader', () => {
+    const c = new ScriptedCluster();
+    c.bootstrap(['a', 'b', 'c']);
+    assert.ok(c.elect('a'));
+    c.deliver();
+    const effects = stepEffects(c, 'b', () => c.input('b', { type: 'proposeBatch', proposals: [{ proposalId: 7, data: encode('x') }, { proposalId: 8, data: encode('y') }] }));
+    assert.equal(effects.filter((e) => e.type === 'append').length, 0);
+    const results = effects.filter((e) => e.type === 'proposalResult');
+    assert.deepEqual(results.map((r) => r.type === 'proposalResult' && [r.proposalId, r.ok, r.reason, r.leaderHint]),
+      [[7, false, 'not the leader', ScriptedCluster.addr('a')], [8, false, 'not the leader', ScriptedCluster.addr('a')]]);
+  });
+
+  it('takes what fits under proposalQueueCountMax and refuses the rest of the batch', () => {
+    const c = new ScriptedCluster();
+    c.limits = { ...c.limits, proposalQueueCountMax: 2 };
+    c.bootstrap(['a', 'b', 'c']);
+    assert.ok(c.elect('a'));
+    c.deliver();
+    const proposals = [1, 2, 3].map((proposalId) => ({ proposalId, data: encode(`q${proposalId}`) }));
+    const effects = stepEffects(c, 'a', () => c.input('a', { type: 'proposeBatch', proposals }));
+    const append = effects.find((e) => e.type === 'append');
+    assert.deepEqual(append?.type === 'append' && append.entries.map((e) => decode(e.data)), ['q1', 'q2']);
+    const refused = effects.filter((e) => e.type === 'proposalResult');
+    assert.deepEqual(refused.map((r) => r.type === 'proposalResult' && [r.proposalId, r.ok, r.reason]), [[3, false, 'proposal queue full']]);
+    const later = stepEffects(c, 'a', () => c.deliver()).filter((e) => e.type === 'proposalResult');
+    assert.deepEqual(later.map((r) => r.type === 'proposalResult' && [r.proposalId, r.ok]), [[1, true], [2, true]]);
+  });
+});
