@@ -128,18 +128,13 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
     if (started.result.kind !== 'started') return { kind: started.result.kind };
     const album = started.album;
     await events.publish(job.userId, 'anchor.started', { albumId: album.id, generation, attempt: album.anchor.attempts, at: now() });
+    let hash: string;
     try {
       const png = await generator.generateAnchor({
         subject: album.subject, seed: album.anchor.seed, widthPx: album.width_px, heightPx: album.height_px,
       });
       await checkPng(png, album.width_px, album.height_px, anchorImageBytesMax);
-      const hash = await blobs.put(png, 'image/png');
-      const done = await updater.update(ref, (current) => completeAnchor(current, generation, hash, now()));
-      if (!done) return { kind: 'album-gone' };
-      if (done.result.kind === 'finished') await reannounce(job, done.album);
-      if (done.result.kind !== 'completed') return { kind: done.result.kind };
-      await announceAnchorEnd(done.album, generation);
-      return { kind: 'completed' };
+      hash = await blobs.put(png, 'image/png');
     } catch (error) {
       const { reason, retryable } = failureOf(error);
       const final = !retryable || attempt.last;
@@ -152,8 +147,17 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
         await announceAnchorEnd(failed.album, generation);
         return { kind: 'failed', reason };
       }
+      if (failed?.result.kind === 'finished') await reannounce(job, failed.album);
       return { kind: failed ? failed.result.kind : 'album-gone' };
     }
+    // Outside the try: a store or Redis failure from here on is not the image's failure. It fails this run,
+    // and the queue's next run finds the anchor generating (and makes it again) or ready (and announces it).
+    const done = await updater.update(ref, (current) => completeAnchor(current, generation, hash, now()));
+    if (!done) return { kind: 'album-gone' };
+    if (done.result.kind === 'finished') await reannounce(job, done.album);
+    if (done.result.kind !== 'completed') return { kind: done.result.kind };
+    await announceAnchorEnd(done.album, generation);
+    return { kind: 'completed' };
   }
 
   async function processShot(job: ShotJob, attempt: JobAttempt): Promise<JobOutcome> {
@@ -165,6 +169,7 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
     const album = started.album;
     const shot = album.shots[job.index]!;
     await events.publish(job.userId, 'shot.started', { albumId: album.id, index: job.index, attempt: shot.attempts, at: now() });
+    let hash: string;
     try {
       const anchorPng = await anchors.fetch(job.anchorUrl, job.albumId);
       const png = await generator.generateShot({
@@ -172,13 +177,7 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
         widthPx: album.width_px, heightPx: album.height_px,
       });
       await checkPng(png, album.width_px, album.height_px, shotImageBytesMax);
-      const hash = await blobs.put(png, 'image/png');
-      const done = await updater.update(ref, (current) => completeShot(current, job, hash, now()));
-      if (!done) return { kind: 'album-gone' };
-      if (done.result.kind === 'finished') await reannounce(job, done.album);
-      if (done.result.kind !== 'completed') return { kind: done.result.kind };
-      await announceShotEnd(done.album, job);
-      return { kind: 'completed' };
+      hash = await blobs.put(png, 'image/png');
     } catch (error) {
       const { reason, retryable } = failureOf(error);
       const final = !retryable || attempt.last;
@@ -191,8 +190,17 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
         await announceShotEnd(failed.album, job);
         return { kind: 'failed', reason };
       }
+      if (failed?.result.kind === 'finished') await reannounce(job, failed.album);
       return { kind: failed ? failed.result.kind : 'album-gone' };
     }
+    // As for the anchor: a failure recording or announcing the shot fails this run, and the next run finds the
+    // shot generating (and makes it again) or ended (and announces it, once).
+    const done = await updater.update(ref, (current) => completeShot(current, job, hash, now()));
+    if (!done) return { kind: 'album-gone' };
+    if (done.result.kind === 'finished') await reannounce(job, done.album);
+    if (done.result.kind !== 'completed') return { kind: done.result.kind };
+    await announceShotEnd(done.album, job);
+    return { kind: 'completed' };
   }
 
   /**
