@@ -109,6 +109,15 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
     await announceAlbumEnd(album, finished);
   }
 
+  /**
+   * alsoAnnounce is reannounce for a run that found, at its own end, that another run of the job ended the
+   * request meanwhile: that run announces it (or is run again and does), so this repeat is best effort and
+   * its failure (this worker may be closing) does not fail the run.
+   */
+  async function alsoAnnounce(job: AlbumJob, album: AlbumRecord): Promise<void> {
+    await reannounce(job, album).catch(() => undefined);
+  }
+
   /** reannounce publishes the end of a job that found its request already ended (the publisher keeps it once). */
   async function reannounce(job: AlbumJob, album: AlbumRecord): Promise<void> {
     if (!events.keepsOnce) return;
@@ -147,14 +156,14 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
         await announceAnchorEnd(failed.album, generation);
         return { kind: 'failed', reason };
       }
-      if (failed?.result.kind === 'finished') await reannounce(job, failed.album);
+      if (failed?.result.kind === 'finished') await alsoAnnounce(job, failed.album);
       return { kind: failed ? failed.result.kind : 'album-gone' };
     }
     // Outside the try: a store or Redis failure from here on is not the image's failure. It fails this run,
     // and the queue's next run finds the anchor generating (and makes it again) or ready (and announces it).
     const done = await updater.update(ref, (current) => completeAnchor(current, generation, hash, now()));
     if (!done) return { kind: 'album-gone' };
-    if (done.result.kind === 'finished') await reannounce(job, done.album);
+    if (done.result.kind === 'finished') await alsoAnnounce(job, done.album);
     if (done.result.kind !== 'completed') return { kind: done.result.kind };
     await announceAnchorEnd(done.album, generation);
     return { kind: 'completed' };
@@ -190,14 +199,14 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
         await announceShotEnd(failed.album, job);
         return { kind: 'failed', reason };
       }
-      if (failed?.result.kind === 'finished') await reannounce(job, failed.album);
+      if (failed?.result.kind === 'finished') await alsoAnnounce(job, failed.album);
       return { kind: failed ? failed.result.kind : 'album-gone' };
     }
     // As for the anchor: a failure recording or announcing the shot fails this run, and the next run finds the
     // shot generating (and makes it again) or ended (and announces it, once).
     const done = await updater.update(ref, (current) => completeShot(current, job, hash, now()));
     if (!done) return { kind: 'album-gone' };
-    if (done.result.kind === 'finished') await reannounce(job, done.album);
+    if (done.result.kind === 'finished') await alsoAnnounce(job, done.album);
     if (done.result.kind !== 'completed') return { kind: done.result.kind };
     await announceShotEnd(done.album, job);
     return { kind: 'completed' };
