@@ -227,6 +227,7 @@ export class Node {
       },
       commandBytesMax: this.storeLimits.commandBytesMax,
       callDeadlineMs: this.storeLimits.callDeadlineMs,
+      proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
       onWarning: (message) => this.log.warn(message),
     });
     this.adminClients = new AdminClientPool({
@@ -283,6 +284,7 @@ export class Node {
     this.storeClients = new StoreClientPool({
       credentials: peerClientCredentials(security),
       channelOptions: { ...clientChannelOptions(this.grpcLimits), ...nameOverride } as ChannelOptions,
+      proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
     });
     const driver = new Driver(this.engine, this.ports(), { tickMs: config.limits.tickMs, inputQueueCountMax: config.limits.inputQueueCountMax });
     this.driver = driver;

@@ -19,6 +19,11 @@ export interface StoreLimits {
   retryBackoffMs: number;
   /** callDeadlineMs bounds one Propose or ReadIndex call to the leader. */
   callDeadlineMs: number;
+  /**
+   * proposeBatchCountMax bounds the commands of one ProposeBatch call: a caller coalesces at most
+   * this many forwarded writes into one call, and a server refuses a larger batch.
+   */
+  proposeBatchCountMax: number;
 }
 
 export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
@@ -30,6 +35,7 @@ export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
   readTimeoutMs: 5_000,
   retryBackoffMs: 50,
   callDeadlineMs: 3_000,
+  proposeBatchCountMax: 256,
 });
 
 /**

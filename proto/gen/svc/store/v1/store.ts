@@ -102,6 +102,32 @@ export interface ProposeResponse {
   result: CommandResult | undefined;
 }
 
+export interface ProposeItem {
+  command: Uint8Array;
+  /** timeout_ms is this command's own deadline, relative to the call's arrival (0 = the call's deadline). */
+  timeoutMs: number;
+}
+
+export interface ProposeBatchRequest {
+  items: ProposeItem[];
+}
+
+/**
+ * ProposeItemAnswer is one command's answer: status_code 0 (OK) with seq and result, or a gRPC status
+ * code with details and, on a refusal by a non-leader, the leader's address.
+ */
+export interface ProposeItemAnswer {
+  statusCode: number;
+  details: string;
+  leaderHint: string;
+  seq: number;
+  result: CommandResult | undefined;
+}
+
+export interface ProposeBatchResponse {
+  answers: ProposeItemAnswer[];
+}
+
 export interface ReadIndexRequest {
 }
 
@@ -401,6 +427,378 @@ export const ProposeResponse: MessageFns<ProposeResponse> = {
   },
 };
 
+function createBaseProposeItem(): ProposeItem {
+  return { command: new Uint8Array(0), timeoutMs: 0 };
+}
+
+export const ProposeItem: MessageFns<ProposeItem> = {
+  encode(message: ProposeItem, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.command.length !== 0) {
+      writer.uint32(10).bytes(message.command);
+    }
+    if (message.timeoutMs !== 0) {
+      writer.uint32(16).uint32(message.timeoutMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProposeItem {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProposeItem();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.command = reader.bytes();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.timeoutMs = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ProposeItem {
+    return {
+      command: isSet(object.command) ? bytesFromBase64(object.command) : new Uint8Array(0),
+      timeoutMs: isSet(object.timeoutMs)
+        ? globalThis.Number(object.timeoutMs)
+        : isSet(object.timeout_ms)
+        ? globalThis.Number(object.timeout_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: ProposeItem): unknown {
+    const obj: any = {};
+    if (message.command.length !== 0) {
+      obj.command = base64FromBytes(message.command);
+    }
+    if (message.timeoutMs !== 0) {
+      obj.timeoutMs = Math.round(message.timeoutMs);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ProposeItem>): ProposeItem {
+    return ProposeItem.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ProposeItem>): ProposeItem {
+    const message = createBaseProposeItem();
+    message.command = object.command ?? new Uint8Array(0);
+    message.timeoutMs = object.timeoutMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseProposeBatchRequest(): ProposeBatchRequest {
+  return { items: [] };
+}
+
+export const ProposeBatchRequest: MessageFns<ProposeBatchRequest> = {
+  encode(message: ProposeBatchRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      ProposeItem.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProposeBatchRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProposeBatchRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(ProposeItem.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ProposeBatchRequest {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => ProposeItem.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ProposeBatchRequest): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => ProposeItem.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ProposeBatchRequest>): ProposeBatchRequest {
+    return ProposeBatchRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ProposeBatchRequest>): ProposeBatchRequest {
+    const message = createBaseProposeBatchRequest();
+    message.items = object.items?.map((e) => ProposeItem.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseProposeItemAnswer(): ProposeItemAnswer {
+  return { statusCode: 0, details: "", leaderHint: "", seq: 0, result: undefined };
+}
+
+export const ProposeItemAnswer: MessageFns<ProposeItemAnswer> = {
+  encode(message: ProposeItemAnswer, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.statusCode !== 0) {
+      writer.uint32(8).uint32(message.statusCode);
+    }
+    if (message.details !== "") {
+      writer.uint32(18).string(message.details);
+    }
+    if (message.leaderHint !== "") {
+      writer.uint32(26).string(message.leaderHint);
+    }
+    if (message.seq !== 0) {
+      writer.uint32(32).uint64(message.seq);
+    }
+    if (message.result !== undefined) {
+      CommandResult.encode(message.result, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProposeItemAnswer {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProposeItemAnswer();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.statusCode = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.details = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.leaderHint = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.seq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.result = CommandResult.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ProposeItemAnswer {
+    return {
+      statusCode: isSet(object.statusCode)
+        ? globalThis.Number(object.statusCode)
+        : isSet(object.status_code)
+        ? globalThis.Number(object.status_code)
+        : 0,
+      details: isSet(object.details) ? globalThis.String(object.details) : "",
+      leaderHint: isSet(object.leaderHint)
+        ? globalThis.String(object.leaderHint)
+        : isSet(object.leader_hint)
+        ? globalThis.String(object.leader_hint)
+        : "",
+      seq: isSet(object.seq) ? globalThis.Number(object.seq) : 0,
+      result: isSet(object.result) ? CommandResult.fromJSON(object.result) : undefined,
+    };
+  },
+
+  toJSON(message: ProposeItemAnswer): unknown {
+    const obj: any = {};
+    if (message.statusCode !== 0) {
+      obj.statusCode = Math.round(message.statusCode);
+    }
+    if (message.details !== "") {
+      obj.details = message.details;
+    }
+    if (message.leaderHint !== "") {
+      obj.leaderHint = message.leaderHint;
+    }
+    if (message.seq !== 0) {
+      obj.seq = Math.round(message.seq);
+    }
+    if (message.result !== undefined) {
+      obj.result = CommandResult.toJSON(message.result);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ProposeItemAnswer>): ProposeItemAnswer {
+    return ProposeItemAnswer.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ProposeItemAnswer>): ProposeItemAnswer {
+    const message = createBaseProposeItemAnswer();
+    message.statusCode = object.statusCode ?? 0;
+    message.details = object.details ?? "";
+    message.leaderHint = object.leaderHint ?? "";
+    message.seq = object.seq ?? 0;
+    message.result = (object.result !== undefined && object.result !== null)
+      ? CommandResult.fromPartial(object.result)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseProposeBatchResponse(): ProposeBatchResponse {
+  return { answers: [] };
+}
+
+export const ProposeBatchResponse: MessageFns<ProposeBatchResponse> = {
+  encode(message: ProposeBatchResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.answers) {
+      ProposeItemAnswer.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProposeBatchResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProposeBatchResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.answers.push(ProposeItemAnswer.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ProposeBatchResponse {
+    return {
+      answers: globalThis.Array.isArray(object?.answers)
+        ? object.answers.map((e: any) => ProposeItemAnswer.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ProposeBatchResponse): unknown {
+    const obj: any = {};
+    if (message.answers?.length) {
+      obj.answers = message.answers.map((e) => ProposeItemAnswer.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ProposeBatchResponse>): ProposeBatchResponse {
+    return ProposeBatchResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ProposeBatchResponse>): ProposeBatchResponse {
+    const message = createBaseProposeBatchResponse();
+    message.answers = object.answers?.map((e) => ProposeItemAnswer.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 function createBaseReadIndexRequest(): ReadIndexRequest {
   return {};
 }
@@ -567,6 +965,22 @@ export const StoreService = {
     responseSerialize: (value: ReadIndexResponse): Buffer => Buffer.from(ReadIndexResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReadIndexResponse => ReadIndexResponse.decode(value),
   },
+  /**
+   * ProposeBatch carries several commands from one caller at once (a follower forwards the writes
+   * of one event-loop turn together). Each command is proposed as by Propose and answered on its
+   * own: one command's failure does not fail the others. The call fails only when the request
+   * itself is bad (INVALID_ARGUMENT) or too big (RESOURCE_EXHAUSTED).
+   */
+  proposeBatch: {
+    path: "/svc.store.v1.Store/ProposeBatch" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ProposeBatchRequest): Buffer => Buffer.from(ProposeBatchRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ProposeBatchRequest => ProposeBatchRequest.decode(value),
+    responseSerialize: (value: ProposeBatchResponse): Buffer =>
+      Buffer.from(ProposeBatchResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ProposeBatchResponse => ProposeBatchResponse.decode(value),
+  },
 } as const;
 
 export interface StoreServer extends UntypedServiceImplementation {
@@ -577,6 +991,13 @@ export interface StoreServer extends UntypedServiceImplementation {
   propose: handleUnaryCall<ProposeRequest, ProposeResponse>;
   /** ReadIndex answers the leader's commit seqno once the leader has committed an entry of its term. */
   readIndex: handleUnaryCall<ReadIndexRequest, ReadIndexResponse>;
+  /**
+   * ProposeBatch carries several commands from one caller at once (a follower forwards the writes
+   * of one event-loop turn together). Each command is proposed as by Propose and answered on its
+   * own: one command's failure does not fail the others. The call fails only when the request
+   * itself is bad (INVALID_ARGUMENT) or too big (RESOURCE_EXHAUSTED).
+   */
+  proposeBatch: handleUnaryCall<ProposeBatchRequest, ProposeBatchResponse>;
 }
 
 export interface StoreClient extends Client {
@@ -614,6 +1035,27 @@ export interface StoreClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReadIndexResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ProposeBatch carries several commands from one caller at once (a follower forwards the writes
+   * of one event-loop turn together). Each command is proposed as by Propose and answered on its
+   * own: one command's failure does not fail the others. The call fails only when the request
+   * itself is bad (INVALID_ARGUMENT) or too big (RESOURCE_EXHAUSTED).
+   */
+  proposeBatch(
+    request: ProposeBatchRequest,
+    callback: (error: ServiceError | null, response: ProposeBatchResponse) => void,
+  ): ClientUnaryCall;
+  proposeBatch(
+    request: ProposeBatchRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ProposeBatchResponse) => void,
+  ): ClientUnaryCall;
+  proposeBatch(
+    request: ProposeBatchRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ProposeBatchResponse) => void,
   ): ClientUnaryCall;
 }
 

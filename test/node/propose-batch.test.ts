@@ -1,0 +1,113 @@
+// Store writes forwarded together: StoreClientPool coalesces the proposals of one event-loop turn
+// into one ProposeBatch call, each command answered on its own; the server bounds the batch; a
+// server without ProposeBatch gets single Propose calls.
+import assert from 'node:assert/strict';
+import * as grpc from '@grpc/grpc-js';
+import * as pb from '../../proto/gen/svc/store/v1/store.js';
+import type { JsonObject } from '../../api/store/document-store.js';
+import { encodeCommand } from '../../transports/store/command.js';
+import { DEFAULT_STORE_LIMITS } from '../../transports/store/limits.js';
+import { StoreCallError, StoreClientPool, storeServiceDefinition } from '../../transports/store/store-service.js';
+import { probeCredentials } from './grpc-probe.js';
+import { InProcessCluster } from './in-process-cluster.js';
+
+const DEADLINE_MS = 10_000;
+const put = (key: string, value: JsonObject, requestId: string) => encodeCommand({ op: 'put', key, value, requestId });
+
+describe('node: ProposeBatch (forwarded writes coalesced per loop turn)', function () {
+  this.timeout(60_000);
+  const cluster = new InProcessCluster();
+  let pool: StoreClientPool;
+
+  before(async function () {
+    await cluster.start(['b1', 'b2', 'b3'], ['b1', 'b2', 'b3', 'probe']);
+    await cluster.waitLeader(30_000);
+    const { credentials, options } = probeCredentials(cluster.pki.tls('probe'));
+    pool = new StoreClientPool({ credentials, channelOptions: options });
+  });
+
+  after(async function () {
+    pool?.close();
+    await cluster.stop();
+  });
+
+  it('sends concurrent proposals as one call and answers each with its own seqno and outcome', async function () {
+    const leader = await cluster.waitLeader();
+    const before = { ...pool.callCounts };
+    const count = 40;
+    const answers = await Promise.all(Array.from({ length: count }, (_, i) => pool.propose(leader.grpcAddress, put(`batch/${i}`, { i }, `batch-${i}`), Date.now() + DEADLINE_MS)));
+    assert.equal(pool.callCounts.proposeBatch - before.proposeBatch, 1, 'one ProposeBatch call');
+    assert.equal(pool.callCounts.propose - before.propose, 0, 'no single Propose call');
+    const seqs = answers.map((a) => a.seq);
+    assert.equal(new Set(seqs).size, count, 'a distinct entry per command');
+    for (let i = 1; i < count; i++) assert.ok(seqs[i]! > seqs[i - 1]!, 'seqnos follow the order proposed');
+    for (const a of answers) assert.equal(a.result.outcome, 'applied');
+    for (let i = 0; i < count; i++) assert.deepEqual((await leader.store.get(`batch/${i}`))?.value, { i });
+  });
+
+  it('fails only the bad command of a batch, and a refusal by a follower names the leader for each', async function () {
+    const leader = await cluster.waitLeader();
+    const [good, bad, alsoGood] = await Promise.allSettled([
+      pool.propose(leader.grpcAddress, put('mixed/a', { n: 1 }, 'mixed-a'), Date.now() + DEADLINE_MS),
+      pool.propose(leader.grpcAddress, new TextEncoder().encode('{not json'), Date.now() + DEADLINE_MS),
+      pool.propose(leader.grpcAddress, put('mixed/b', { n: 2 }, 'mixed-b'), Date.now() + DEADLINE_MS),
+    ]);
+    assert.equal(good.status, 'fulfilled', String(good.status === 'rejected' ? good.reason : ''));
+    assert.equal(alsoGood.status, 'fulfilled');
+    assert.ok(bad.status === 'rejected' && bad.reason instanceof StoreCallError && bad.reason.code === grpc.status.INVALID_ARGUMENT, String(bad.status === 'rejected' ? bad.reason : 'fulfilled'));
+
+    const follower = cluster.followers()[0]!;
+    const refused = await Promise.allSettled([0, 1, 2].map((i) => pool.propose(follower.grpcAddress, put(`refused/${i}`, { i }, `refused-${i}`), Date.now() + DEADLINE_MS)));
+    for (const r of refused) {
+      assert.ok(r.status === 'rejected' && r.reason instanceof StoreCallError, 'refused');
+      assert.equal(r.reason.code, grpc.status.FAILED_PRECONDITION);
+      assert.equal(r.reason.leaderHint, leader.grpcAddress);
+    }
+  });
+
+  it('refuses a batch above proposeBatchCountMax as RESOURCE_EXHAUSTED and a malformed one as INVALID_ARGUMENT', async function () {
+    const leader = await cluster.waitLeader();
+    const { credentials, options } = probeCredentials(cluster.pki.tls('probe'));
+    const client = new grpc.Client(leader.grpcAddress, credentials, options);
+    const call = (bytes: Buffer) => new Promise<grpc.ServiceError | null>((resolve) => {
+      client.makeUnaryRequest(pb.StoreService.proposeBatch.path, (b: Buffer) => b, (b: Buffer) => b, bytes, { deadline: Date.now() + DEADLINE_MS }, (err) => resolve(err));
+    });
+    try {
+      const items = Array.from({ length: DEFAULT_STORE_LIMITS.proposeBatchCountMax + 1 }, (_, i) => ({ command: put(`big/${i}`, { i }, `big-${i}`), timeoutMs: 0 }));
+      const tooMany = await call(Buffer.from(pb.ProposeBatchRequest.encode({ items }).finish()));
+      assert.equal(tooMany?.code, grpc.status.RESOURCE_EXHAUSTED);
+      assert.equal(await leader.store.get('big/0'), null, 'nothing of a refused batch was written');
+      const garbage = await call(Buffer.from([0xff, 0xff, 0xff, 0x07]));
+      assert.equal(garbage?.code, grpc.status.INVALID_ARGUMENT);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('falls back to single Propose calls against a server without ProposeBatch', async function () {
+    const server = new grpc.Server();
+    const definition = storeServiceDefinition();
+    let proposeCalls = 0;
+    server.addService({ propose: definition.propose! }, {
+      propose: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+        proposeCalls++;
+        respond(null, Buffer.from(pb.ProposeResponse.encode({ seq: proposeCalls, result: { outcome: pb.Outcome.OUTCOME_APPLIED, version: proposeCalls, existed: false, actualVersion: 0, reason: '' } }).finish()));
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    const plain = new StoreClientPool({ credentials: grpc.credentials.createInsecure(), channelOptions: {} });
+    try {
+      const to = `127.0.0.1:${port}`;
+      const answers = await Promise.all([0, 1, 2].map((i) => plain.propose(to, put(`old/${i}`, { i }, `old-${i}`), Date.now() + DEADLINE_MS)));
+      assert.deepEqual(answers.map((a) => a.result.outcome), ['applied', 'applied', 'applied']);
+      assert.equal(proposeCalls, 3);
+      assert.equal(plain.callCounts.proposeBatch, 1, 'tried once, UNIMPLEMENTED');
+      await Promise.all([3, 4].map((i) => plain.propose(to, put(`old/${i}`, { i }, `old-${i}`), Date.now() + DEADLINE_MS)));
+      assert.equal(plain.callCounts.proposeBatch, 1, 'not tried again');
+      assert.equal(proposeCalls, 5);
+    } finally {
+      plain.close();
+      server.forceShutdown();
+    }
+  });
+});
