@@ -48,17 +48,15 @@ export function adminStatusResponse(
   own: { entityCount: number; signalThroughputEps: number; diskBytes: number; grpcAddr: string; httpAddr: string },
   seen: SeenHeartbeat | null,
 ): StatusResponse {
+  // The shared fields pass through as they are: NodeStatusDocument is StatusResponse less these.
+  const { versionsSeen, lagGaugeByShard, ...shared } = doc;
   return {
-    id: doc.id, name: doc.name, role: doc.role, term: doc.term, leaderId: doc.leaderId, leaderGrpcAddr: doc.leaderGrpcAddr,
-    leaderHttpAddr: doc.leaderHttpAddr, durableLastSeq: doc.durableLastSeq, lastSeq: doc.lastSeq, commitSeq: doc.commitSeq,
-    appliedSeq: doc.appliedSeq, snapshotSeq: doc.snapshotSeq, compactedSeq: doc.compactedSeq, ready: doc.ready, healthy: doc.healthy,
-    halted: doc.halted, reseed: doc.reseed, removed: doc.removed, failed: doc.failed, buildVersion: doc.buildVersion,
-    membershipVersion: doc.membershipVersion,
-    members: doc.members.map((m) => ({ id: m.id, name: m.name, grpcAddr: m.grpcAddr, httpAddr: m.httpAddr, role: m.role })),
-    versionsSeen: numericKeys(doc.versionsSeen),
-    versionMajorSpread: versionMajorSpread(doc.buildVersion, doc.versionsSeen),
+    ...shared,
+    members: doc.members.map((m) => ({ ...m })),
+    versionsSeen: numericKeys(versionsSeen),
+    versionMajorSpread: versionMajorSpread(doc.buildVersion, versionsSeen),
     entityCount: own.entityCount, signalThroughputEps: own.signalThroughputEps, diskBytes: own.diskBytes,
     lastHeartbeat: heartbeatFields(seen), grpcAddr: own.grpcAddr, httpAddr: own.httpAddr,
-    lagHighWaterSeq: numericKeys(doc.lagGaugeByShard),
+    lagHighWaterSeq: numericKeys(lagGaugeByShard),
   };
 }

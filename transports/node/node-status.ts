@@ -2,39 +2,30 @@
 // (durableLastSeq), and what an operator reads. README.md lists every field.
 import { MemberRole, type EngineStatus } from '../../engine/types.js';
 import { memberById } from '../../engine/roster.js';
+import type { StatusResponse } from '../../proto/gen/svc/admin/v1/admin.js';
 
 const ROLE_NAMES: Record<number, string> = { [MemberRole.Voter]: 'voter', [MemberRole.Learner]: 'learner', [MemberRole.Removed]: 'removed' };
 
-export interface NodeStatusDocument {
-  id: number;
-  name: string;
-  role: string;
-  term: number;
-  leaderId: number;
-  leaderGrpcAddr: string;
-  leaderHttpAddr: string;
-  /** durableLastSeq is the last seqno synced to this node's WAL: the status-poll readiness target. */
-  durableLastSeq: number;
-  lastSeq: number;
-  commitSeq: number;
-  appliedSeq: number;
-  snapshotSeq: number;
-  /** compactedSeq is the last seqno this node's log no longer holds (a snapshot covers it). */
-  compactedSeq: number;
-  ready: boolean;
-  /** healthy is what /health answers: ready, and not removed, halted, reseeding or failed. */
-  healthy: boolean;
-  halted: string;
-  reseed: boolean;
-  removed: boolean;
-  failed: string;
-  buildVersion: string;
-  membershipVersion: number;
-  members: Array<{ id: number; name: string; grpcAddr: string; httpAddr: string; role: string }>;
+/**
+ * AdminOnlyStatusField names the StatusResponse fields /status leaves out: the node's own heartbeat
+ * measurements and addresses, the last heartbeat, and the two maps whose keys proto holds as numbers.
+ */
+type AdminOnlyStatusField =
+  | 'versionMajorSpread' | 'signalThroughputEps' | 'diskBytes' | 'lastHeartbeat' | 'grpcAddr' | 'httpAddr'
+  | 'versionsSeen' | 'lagHighWaterSeq';
+
+/**
+ * NodeStatusDocument is Admin.Status's StatusResponse (the one list of the fields, in admin.proto) less
+ * AdminOnlyStatusField, with JSON's string-keyed maps. durableLastSeq is the last seqno synced to this
+ * node's WAL (the status-poll readiness target); compactedSeq the last seqno its log no longer holds;
+ * healthy what /health answers: ready, and not removed, halted, reseeding or failed.
+ */
+export type NodeStatusDocument = Omit<StatusResponse, AdminOnlyStatusField> & {
+  /** lagGaugeByShard is StatusResponse.lagHighWaterSeq keyed by the shard as a string. */
   lagGaugeByShard: Record<string, number>;
+  /** versionsSeen is StatusResponse.versionsSeen keyed by the member id as a string. */
   versionsSeen: Record<string, string>;
-  entityCount: number;
-}
+};
 
 export function statusDocument(s: EngineStatus, extra: { failed: string; buildVersion: string; entityCount: number; compactedSeq: number }): NodeStatusDocument {
   const leader = s.leaderId === 0 ? undefined : memberById(s.roster, s.leaderId);
