@@ -3,12 +3,10 @@
 // runs under a deadline.
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
+import { TRAILER_LEADER, UnaryChannels } from '../grpc/unary-call.js';
 import { ADMIN_MESSAGE_BYTES_MAX } from './limits.js';
 
-/** TRAILER_LEADER names the leader's gRPC address on a refusal from a member that is not the leader. */
-export const TRAILER_LEADER = 'x-svc-leader';
-
-const identity = (bytes: Buffer): Buffer => bytes;
+export { TRAILER_LEADER };
 
 /** AdminCallError is an Admin call's failure: a grpc status code, its details, and a leader hint when known. */
 export class AdminCallError extends Error {
@@ -24,13 +22,19 @@ export interface AdminClientPoolOptions {
 }
 
 export class AdminClientPool {
-  private readonly clients = new Map<string, grpc.Client>();
-  private closed = false;
+  private readonly channels: UnaryChannels;
 
-  constructor(private readonly options: AdminClientPoolOptions) {}
+  constructor(options: AdminClientPoolOptions) {
+    this.channels = new UnaryChannels({
+      credentials: options.credentials,
+      channelOptions: { 'grpc.max_receive_message_length': ADMIN_MESSAGE_BYTES_MAX, ...options.channelOptions },
+      poolName: 'admin client pool',
+      errorOf: (code, details, leaderHint) => new AdminCallError(code, details, leaderHint),
+    });
+  }
 
   async status(to: string, deadlineAt: number): Promise<pb.StatusResponse> {
-    const bytes = await this.call(to, pb.AdminService.status.path, Buffer.from(pb.StatusRequest.encode({}).finish()), deadlineAt);
+    const bytes = await this.channels.call(to, pb.AdminService.status.path, Buffer.from(pb.StatusRequest.encode({}).finish()), deadlineAt);
     try {
       return pb.StatusResponse.decode(bytes);
     } catch (err) {
@@ -39,7 +43,7 @@ export class AdminClientPool {
   }
 
   async changeMember(to: string, request: pb.ChangeMemberRequest, deadlineAt: number): Promise<pb.ChangeMemberResponse> {
-    const bytes = await this.call(to, pb.AdminService.changeMember.path, Buffer.from(pb.ChangeMemberRequest.encode(request).finish()), deadlineAt);
+    const bytes = await this.channels.call(to, pb.AdminService.changeMember.path, Buffer.from(pb.ChangeMemberRequest.encode(request).finish()), deadlineAt);
     try {
       return pb.ChangeMemberResponse.decode(bytes);
     } catch (err) {
@@ -48,35 +52,6 @@ export class AdminClientPool {
   }
 
   close(): void {
-    this.closed = true;
-    for (const client of this.clients.values()) client.close();
-    this.clients.clear();
-  }
-
-  private call(to: string, path: string, request: Buffer, deadlineAt: number): Promise<Buffer> {
-    if (this.closed) return Promise.reject(new AdminCallError(grpc.status.UNAVAILABLE, 'admin client pool is closed'));
-    let client = this.clients.get(to);
-    if (!client) {
-      try {
-        client = new grpc.Client(to, this.options.credentials, {
-          'grpc.max_receive_message_length': ADMIN_MESSAGE_BYTES_MAX, ...this.options.channelOptions,
-        });
-      } catch (err) {
-        return Promise.reject(new AdminCallError(grpc.status.UNAVAILABLE, `cannot dial ${JSON.stringify(to)}: ${String(err)}`));
-      }
-      this.clients.set(to, client);
-    }
-    const channel = client;
-    return new Promise<Buffer>((resolve, reject) => {
-      channel.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, request, new grpc.Metadata(), { deadline: deadlineAt },
-        (err, value) => {
-          if (err) {
-            const hint = err.metadata?.get(TRAILER_LEADER)[0];
-            reject(new AdminCallError(err.code, err.details, typeof hint === 'string' ? hint : ''));
-            return;
-          }
-          resolve(value ?? Buffer.alloc(0));
-        });
-    });
+    this.channels.close();
   }
 }

@@ -5,10 +5,10 @@
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import { decodeCommand, resultFromMessage, resultToMessage, type CommandResult, type StoreCommand } from './command.js';
+import { TRAILER_LEADER, UnaryChannels } from '../grpc/unary-call.js';
 import { DEFAULT_STORE_LIMITS } from './limits.js';
 
-/** TRAILER_LEADER names the leader's gRPC address on a refusal from a member that is not the leader. */
-export const TRAILER_LEADER = 'x-svc-leader';
+export { TRAILER_LEADER };
 
 /** StoreCallError is a Store call's failure: a grpc status code, its details, and a leader hint when known. */
 export class StoreCallError extends Error {
@@ -175,7 +175,7 @@ const UINT32_MAX = 0xffff_ffff;
  * Propose calls from then on.
  */
 export class StoreClientPool {
-  private readonly clients = new Map<string, grpc.Client>();
+  private readonly channels: UnaryChannels;
   private readonly queued = new Map<string, QueuedProposal[]>();
   private readonly batchUnsupported = new Set<string>();
   private readonly batchCountMax: number;
@@ -183,8 +183,12 @@ export class StoreClientPool {
   /** callCounts counts the calls made per method (how well proposals coalesce, for metrics and tests). */
   readonly callCounts = { propose: 0, proposeBatch: 0, readIndex: 0 };
 
-  constructor(private readonly options: StoreClientPoolOptions) {
+  constructor(options: StoreClientPoolOptions) {
     this.batchCountMax = options.proposeBatchCountMax ?? DEFAULT_STORE_LIMITS.proposeBatchCountMax;
+    this.channels = new UnaryChannels({
+      credentials: options.credentials, channelOptions: options.channelOptions, poolName: 'store client pool',
+      errorOf: (code, details, leaderHint) => new StoreCallError(code, details, leaderHint),
+    });
   }
 
   /** propose commits one command at the leader `to`; it may ride a ProposeBatch call with others. */
@@ -274,32 +278,10 @@ export class StoreClientPool {
     const closed = new StoreCallError(grpc.status.UNAVAILABLE, 'store client pool is closed');
     for (const queue of this.queued.values()) for (const p of queue) p.reject(closed);
     this.queued.clear();
-    for (const client of this.clients.values()) client.close();
-    this.clients.clear();
+    this.channels.close();
   }
 
   private call(to: string, path: string, request: Buffer, deadlineAt: number): Promise<Buffer> {
-    if (this.closed) return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, 'store client pool is closed'));
-    let client = this.clients.get(to);
-    if (!client) {
-      try {
-        client = new grpc.Client(to, this.options.credentials, this.options.channelOptions);
-      } catch (err) {
-        return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, `cannot dial ${JSON.stringify(to)}: ${String(err)}`));
-      }
-      this.clients.set(to, client);
-    }
-    const channel = client;
-    return new Promise<Buffer>((resolve, reject) => {
-      channel.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, request, new grpc.Metadata(), { deadline: deadlineAt },
-        (err, value) => {
-          if (err) {
-            const hint = err.metadata?.get(TRAILER_LEADER)[0];
-            reject(new StoreCallError(err.code, err.details, typeof hint === 'string' ? hint : ''));
-            return;
-          }
-          resolve(value ?? Buffer.alloc(0));
-        });
-    });
+    return this.channels.call(to, path, request, deadlineAt);
   }
 }

@@ -1,0 +1,62 @@
+// The call plumbing the Store and Admin client pools share: one channel per address, each unary call
+// under a deadline, raw bytes both ways (decoding is the caller's), and a failure turned into the
+// pool's own error type with the leader hint a refusing member put in the trailers.
+import * as grpc from '@grpc/grpc-js';
+
+/** TRAILER_LEADER names the leader's gRPC address on a refusal from a member that is not the leader. */
+export const TRAILER_LEADER = 'x-svc-leader';
+
+/** CallErrorOf builds a pool's typed error from a failed call's status code, details and leader hint. */
+export type CallErrorOf = (code: grpc.status, details: string, leaderHint: string) => Error;
+
+export interface UnaryChannelsOptions {
+  credentials: grpc.ChannelCredentials;
+  channelOptions?: grpc.ChannelOptions;
+  /** poolName names the pool in the error a call after close() gets ("store client pool"). */
+  poolName: string;
+  errorOf: CallErrorOf;
+}
+
+const identity = (bytes: Buffer): Buffer => bytes;
+
+/** UnaryChannels keeps one grpc-js channel per address and makes byte-in, byte-out unary calls on them. */
+export class UnaryChannels {
+  private readonly clients = new Map<string, grpc.Client>();
+  private closed = false;
+
+  constructor(private readonly options: UnaryChannelsOptions) {}
+
+  /** call resolves the response bytes, or rejects with the pool's error (UNAVAILABLE when it cannot dial). */
+  call(to: string, path: string, request: Buffer, deadlineAt: number): Promise<Buffer> {
+    const { errorOf } = this.options;
+    if (this.closed) return Promise.reject(errorOf(grpc.status.UNAVAILABLE, `${this.options.poolName} is closed`, ''));
+    let client = this.clients.get(to);
+    if (!client) {
+      try {
+        client = new grpc.Client(to, this.options.credentials, this.options.channelOptions);
+      } catch (err) {
+        return Promise.reject(errorOf(grpc.status.UNAVAILABLE, `cannot dial ${JSON.stringify(to)}: ${String(err)}`, ''));
+      }
+      this.clients.set(to, client);
+    }
+    const channel = client;
+    return new Promise<Buffer>((resolve, reject) => {
+      channel.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, request, new grpc.Metadata(), { deadline: deadlineAt },
+        (err, value) => {
+          if (err) {
+            const hint = err.metadata?.get(TRAILER_LEADER)[0];
+            reject(errorOf(err.code, err.details, typeof hint === 'string' ? hint : ''));
+            return;
+          }
+          resolve(value ?? Buffer.alloc(0));
+        });
+    });
+  }
+
+  /** close closes every channel; later calls reject with UNAVAILABLE. */
+  close(): void {
+    this.closed = true;
+    for (const client of this.clients.values()) client.close();
+    this.clients.clear();
+  }
+}
