@@ -7,6 +7,7 @@ import type {
 } from './document-store.js';
 import { VersionConflictError } from './document-store.js';
 import { cloneJson } from './json-clone.js';
+import { insertSortedKey, pageKeys, removeSortedKey } from './sorted-keys.js';
 
 /** memoryStoreListLimitMax caps one list page, like a real store would, so callers must page. */
 export const memoryStoreListLimitMax = 1000;
@@ -33,17 +34,12 @@ export class MemoryDocumentStore implements DocumentStore {
 
   async list<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): Promise<ListResult<T>> {
     const limit = Math.max(1, Math.min(options.limit ?? memoryStoreListLimitMax, memoryStoreListLimitMax));
-    const start = options.after !== undefined && options.after >= prefix ? options.after : undefined;
-    let index = start === undefined ? lowerBound(this.sortedKeys, prefix) : upperBound(this.sortedKeys, start);
-    const entries: StoreEntry<T>[] = [];
-    for (; index < this.sortedKeys.length && entries.length < limit; index++) {
-      const key = this.sortedKeys[index]!;
-      if (!key.startsWith(prefix)) break;
+    const page = pageKeys(this.sortedKeys, prefix, limit, options.after);
+    const entries = page.keys.map((key): StoreEntry<T> => {
       const slot = this.slots.get(key)!;
-      entries.push({ key, value: cloneJson(slot.value) as T, version: slot.version });
-    }
-    const more = index < this.sortedKeys.length && this.sortedKeys[index]!.startsWith(prefix);
-    return { entries, nextAfter: more && entries.length > 0 ? entries[entries.length - 1]!.key : null };
+      return { key, value: cloneJson(slot.value) as T, version: slot.version };
+    });
+    return { entries, nextAfter: page.nextAfter };
   }
 
   async put(key: string, value: JsonObject, options: WriteOptions = {}): Promise<{ version: number }> {
@@ -56,7 +52,7 @@ export class MemoryDocumentStore implements DocumentStore {
     // The JSON round trip both copies the value and rejects what JSON cannot hold (functions, cycles).
     const stored = JSON.parse(JSON.stringify(value)) as JsonObject;
     const version = ++this.revision;
-    if (!current) this.sortedKeys.splice(lowerBound(this.sortedKeys, key), 0, key);
+    if (!current) insertSortedKey(this.sortedKeys, key);
     this.slots.set(key, { value: stored, version });
     this.notify({ kind: 'put', key, value: stored, version });
     return { version };
@@ -68,7 +64,7 @@ export class MemoryDocumentStore implements DocumentStore {
     this.checkExpected(key, current, options);
     if (!current) return { deleted: false };
     this.slots.delete(key);
-    this.sortedKeys.splice(lowerBound(this.sortedKeys, key), 1);
+    removeSortedKey(this.sortedKeys, key);
     this.notify({ kind: 'delete', key, version: ++this.revision });
     return { deleted: true };
   }
@@ -102,24 +98,4 @@ function checkKey(key: string): void {
   if (typeof key !== 'string' || key.length === 0 || Buffer.byteLength(key) > memoryStoreKeyBytesMax) {
     throw new RangeError(`store keys are 1..${memoryStoreKeyBytesMax} bytes`);
   }
-}
-
-function lowerBound(keys: string[], target: string): number {
-  let low = 0;
-  let high = keys.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (keys[middle]! < target) low = middle + 1; else high = middle;
-  }
-  return low;
-}
-
-function upperBound(keys: string[], target: string): number {
-  let low = 0;
-  let high = keys.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (keys[middle]! <= target) low = middle + 1; else high = middle;
-  }
-  return low;
 }

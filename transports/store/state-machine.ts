@@ -9,6 +9,7 @@ import { EntryKind, type Entry } from '../../engine/types.js';
 import { decodeCommand, isCommandResult, isObject, type CommandResult, type StoreCommand } from './command.js';
 import { DEDUP_ENTRY_COUNT_MAX } from './limits.js';
 import { cloneJson } from '../../api/store/json-clone.js';
+import { insertSortedKey, pageKeys, removeSortedKey } from '../../api/store/sorted-keys.js';
 
 export const STORE_SNAPSHOT_FILE = 'store.json';
 const SNAPSHOT_VERSION = 1;
@@ -73,17 +74,12 @@ export class StoreStateMachine {
 
   /** list pages through the keys under prefix in ascending order, starting after `after`. */
   list(prefix: string, limit: number, after?: string): { entries: Array<{ key: string; value: JsonObject; version: number }>; nextAfter: string | null } {
-    const start = after !== undefined && after >= prefix ? after : undefined;
-    let index = start === undefined ? lowerBound(this.sortedKeys, prefix) : upperBound(this.sortedKeys, start);
-    const entries: Array<{ key: string; value: JsonObject; version: number }> = [];
-    for (; index < this.sortedKeys.length && entries.length < limit; index++) {
-      const key = this.sortedKeys[index]!;
-      if (!key.startsWith(prefix)) break;
+    const page = pageKeys(this.sortedKeys, prefix, limit, after);
+    const entries = page.keys.map((key) => {
       const slot = this.slots.get(key)!;
-      entries.push({ key, value: cloneJson(slot.value), version: slot.version });
-    }
-    const more = index < this.sortedKeys.length && this.sortedKeys[index]!.startsWith(prefix);
-    return { entries, nextAfter: more && entries.length > 0 ? entries[entries.length - 1]!.key : null };
+      return { key, value: cloneJson(slot.value), version: slot.version };
+    });
+    return { entries, nextAfter: page.nextAfter };
   }
 
   /** recall returns the outcome of a request id applied recently, if it is still remembered. */
@@ -159,14 +155,14 @@ export class StoreStateMachine {
     const actualVersion = current?.version ?? 0;
     if (command.expectedVersion !== undefined && command.expectedVersion !== actualVersion) return { outcome: 'conflict', actualVersion };
     if (command.op === 'put') {
-      if (!current) this.sortedKeys.splice(lowerBound(this.sortedKeys, command.key), 0, command.key);
+      if (!current) insertSortedKey(this.sortedKeys, command.key);
       this.slots.set(command.key, { value: command.value, version: seq });
       this.notify({ kind: 'put', key: command.key, value: command.value, version: seq });
       return { outcome: 'applied', version: seq, existed: current !== undefined };
     }
     if (!current) return { outcome: 'applied', version: seq, existed: false };
     this.slots.delete(command.key);
-    this.sortedKeys.splice(lowerBound(this.sortedKeys, command.key), 1);
+    removeSortedKey(this.sortedKeys, command.key);
     this.notify({ kind: 'delete', key: command.key, version: seq });
     return { outcome: 'applied', version: seq, existed: true };
   }
@@ -221,24 +217,4 @@ export function decodeStoreSnapshot(bytes: Uint8Array): { ok: true; state: Store
     dedup.set(row[0], { seq: row[1] as number, result: row[2] });
   }
   return { ok: true, state: { appliedSeq: raw.appliedSeq as number, slots, sortedKeys, dedup } };
-}
-
-function lowerBound(keys: string[], target: string): number {
-  let low = 0;
-  let high = keys.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (keys[middle]! < target) low = middle + 1; else high = middle;
-  }
-  return low;
-}
-
-function upperBound(keys: string[], target: string): number {
-  let low = 0;
-  let high = keys.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (keys[middle]! <= target) low = middle + 1; else high = middle;
-  }
-  return low;
 }
