@@ -23,7 +23,10 @@ const WRITE_DEADLINE_MS = 10_000;
 export interface SvcCluster {
   cluster: ClusterFile;
   leaderName: string;
+  /** put proposes through a StoreClientPool as a follower forwarding writes does: one loop turn's writes ride one ProposeBatch. */
   put(key: string, value: string): Promise<void>;
+  /** putAlone proposes each write in its own Propose call (a pool with proposeBatchCountMax 1). */
+  putAlone(key: string, value: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -60,21 +63,26 @@ export async function startSvcCluster(dir: string, nodeOptions: string[] = [], e
       return false;
     }, 'a leader', SVC_START_TIMEOUT_MS);
     const [ca, cert, key] = await Promise.all([readFile(cluster.tls.caFile), readFile(cluster.tls.adminCertFile), readFile(cluster.tls.adminKeyFile)]);
-    const pool = new StoreClientPool({
+    const poolOptions = {
       credentials: clientCredentials({ ca, cert, key }),
       channelOptions: { ...clientChannelOptions(resolveGrpcLimits()), 'grpc.ssl_target_name_override': cluster.tls.serverName, 'grpc.default_authority': cluster.tls.serverName },
-    });
+    };
+    const pool = new StoreClientPool(poolOptions);
+    const alonePool = new StoreClientPool({ ...poolOptions, proposeBatchCountMax: 1 });
     const run = randomUUID().slice(0, 8);
+    const putVia = async (via: StoreClientPool, k: string, value: string): Promise<void> => {
+      const command = encodeCommand({ op: 'put', key: k, value: { d: value }, requestId: `bench-${run}-${k}` });
+      const { result } = await via.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS);
+      if (result.outcome !== 'applied') throw new Error(`put ${k}: ${result.outcome}`);
+    };
     return {
       cluster,
       leaderName: leader.name,
-      put: async (k, value) => {
-        const command = encodeCommand({ op: 'put', key: k, value: { d: value }, requestId: `bench-${run}-${k}` });
-        const { result } = await pool.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS);
-        if (result.outcome !== 'applied') throw new Error(`put ${k}: ${result.outcome}`);
-      },
+      put: (k, value) => putVia(pool, k, value),
+      putAlone: (k, value) => putVia(alonePool, k, value),
       stop: async () => {
         pool.close();
+        alonePool.close();
         await stop();
       },
     };

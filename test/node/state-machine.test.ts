@@ -6,7 +6,7 @@ import type { StoreChange } from '../../api/store/document-store.js';
 import { EntryKind, type Entry } from '../../engine/types.js';
 import { decodeCommand, encodeCommand, type StoreCommand } from '../../transports/store/command.js';
 import { DEDUP_ENTRY_COUNT_MAX } from '../../transports/store/limits.js';
-import { decodeStoreSnapshot, StoreStateMachine } from '../../transports/store/state-machine.js';
+import { decodeStoreSnapshot, encodeCapture, StoreStateMachine } from '../../transports/store/state-machine.js';
 
 let nextSeq = 1;
 function entryOf(command: StoreCommand | Uint8Array, seq = nextSeq++): Entry {
@@ -110,6 +110,26 @@ describe('store: state machine', function () {
     assert.deepEqual(changes, [{ kind: 'delete', key: 'gone', version: 2 }, { kind: 'put', key: 'new', value: { v: 2 }, version: 2 }]);
     assert.equal(target.encodeSnapshot().toString(), source.encodeSnapshot().toString());
     assert.deepEqual(target.recall('r2')?.seq, 2);
+  });
+
+  it('encodes a capture in chunks to the same bytes, and applies after the capture do not leak into it', async function () {
+    const sm = new StoreStateMachine();
+    for (let i = 0; i < 25; i++) sm.apply(entryOf({ op: 'put', key: `k/${String(i).padStart(2, '0')}`, value: { i, s: 'é"\\' }, requestId: `c${i}` }));
+    sm.apply(entryOf({ op: 'delete', key: 'k/03', requestId: 'd3' }));
+    const whole = Buffer.from(sm.encodeSnapshot()).toString();
+    const capture = sm.captureSnapshot();
+    // Later writes: a new key, a replaced value, a delete.
+    sm.apply(entryOf({ op: 'put', key: 'k/99', value: { late: true }, requestId: 'late1' }));
+    sm.apply(entryOf({ op: 'put', key: 'k/05', value: { replaced: true }, requestId: 'late2' }));
+    sm.apply(entryOf({ op: 'delete', key: 'k/06', requestId: 'late3' }));
+    let pauses = 0;
+    for (const chunk of [1, 4, 7, 24, 25, 1000]) {
+      const bytes = await encodeCapture(capture, chunk, async () => { pauses++; });
+      assert.equal(Buffer.from(bytes).toString(), whole, `chunks of ${chunk}`);
+    }
+    assert.ok(pauses > 20, 'small chunks yield between them');
+    const empty = new StoreStateMachine();
+    assert.equal(Buffer.from(await encodeCapture(empty.captureSnapshot(), 4, async () => undefined)).toString(), Buffer.from(empty.encodeSnapshot()).toString());
   });
 
   it('refuses a snapshot file that is not a whole, ordered state', function () {

@@ -1,8 +1,9 @@
 // SnapshotTransfer carries out the engine's snapshot effects against the disk layer:
 //
-// - stage: the state machine is captured at once (the bytes of store.json at appliedSeq =
-//   meta.seq), then written, hashed once and renamed into place by SnapshotStore in the
-//   background; the engine hears snapshotStaged.
+// - stage: the state machine is captured at once by reference (appliedSeq = meta.seq), encoded as
+//   store.json in chunks that yield to the event loop (a large state must not stall the node's
+//   writes), then written, hashed once and renamed into place by SnapshotStore in the background;
+//   the engine hears snapshotStaged.
 // - fetch: FetchSnapshot from the leader, every file verified (size, BLAKE3) and the artifact
 //   renamed into place by SnapshotStore.install, store.json decoded, then — inside the driver's
 //   queue, right before the engine hears snapshotInstalled — the state machine is swapped.
@@ -14,13 +15,17 @@ import type { SnapshotMeta } from '../../engine/types.js';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
 import type { PeerPool } from '../grpc/client.js';
 import type { Artifact, SnapshotStore } from '../storage/snapshots.js';
-import { decodeStoreSnapshot, STORE_SNAPSHOT_FILE, type StoreState, type StoreStateMachine } from '../store/state-machine.js';
+import { decodeStoreSnapshot, encodeCapture, STORE_SNAPSHOT_FILE, type SnapshotCapture, type StoreState, type StoreStateMachine } from '../store/state-machine.js';
 import type { Driver, FetchSnapshotEffect } from './driver.js';
 
 /** STAGE_ATTEMPT_COUNT_MAX bounds retries of one staging: the engine stages nothing else until it hears back. */
 export const STAGE_ATTEMPT_COUNT_MAX = 3;
 /** STAGE_RETRY_DELAY_MS paces those retries. */
 export const STAGE_RETRY_DELAY_MS = 500;
+/** STAGE_ENCODE_CHUNK_ENTRY_COUNT is how many documents are encoded between yields to the event loop. */
+export const STAGE_ENCODE_CHUNK_ENTRY_COUNT = 2_048;
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export interface SnapshotTransferEvents {
   staged(meta: SnapshotMeta, elapsedMs: number): void;
@@ -49,9 +54,9 @@ export class SnapshotTransfer {
     if (this.stateMachine.appliedSeq !== meta.seq) {
       throw new Error(`stageSnapshot at seq ${meta.seq} while the state machine has applied ${this.stateMachine.appliedSeq}`);
     }
-    const bytes = this.stateMachine.encodeSnapshot();
+    const capture = this.stateMachine.captureSnapshot();
     const { term, id } = this.driver.liveStatus();
-    this.track(this.writeStaged(meta, bytes, term, id, 1));
+    this.track(this.encodeAndWrite(meta, capture, term, id));
   }
 
   /** fetch runs one fetchSnapshot effect to its end; a newer fetch cancels an older one. */
@@ -83,6 +88,17 @@ export class SnapshotTransfer {
   private track(work: Promise<void>): void {
     this.inflight.add(work);
     void work.finally(() => this.inflight.delete(work));
+  }
+
+  private async encodeAndWrite(meta: SnapshotMeta, capture: SnapshotCapture, term: number, leaderRegion: number): Promise<void> {
+    let bytes: Uint8Array;
+    try {
+      bytes = await encodeCapture(capture, STAGE_ENCODE_CHUNK_ENTRY_COUNT, nextTurn);
+    } catch (err) {
+      this.events.stageFailed(meta, err instanceof Error ? err : new Error(String(err)), false);
+      return;
+    }
+    await this.writeStaged(meta, bytes, term, leaderRegion, 1);
   }
 
   private async writeStaged(meta: SnapshotMeta, bytes: Uint8Array, term: number, leaderRegion: number, attempt: number): Promise<void> {

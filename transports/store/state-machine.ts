@@ -116,14 +116,23 @@ export class StoreStateMachine {
     this.applied = 0;
   }
 
-  /** encodeSnapshot captures the whole state as the bytes of store.json. */
-  encodeSnapshot(): Uint8Array {
-    const entries = this.sortedKeys.map((key) => {
+  /**
+   * captureSnapshot holds the state at this applied seqno by reference, in O(keys) without encoding
+   * anything: applies replace a slot's value, never mutate it, so later applies cannot leak in.
+   */
+  captureSnapshot(): SnapshotCapture {
+    const entries = this.sortedKeys.map((key): CapturedEntry => {
       const slot = this.slots.get(key)!;
       return [key, slot.version, slot.value];
     });
-    const dedup = [...this.dedup].map(([requestId, r]) => [requestId, r.seq, r.result]);
-    return new TextEncoder().encode(JSON.stringify({ v: SNAPSHOT_VERSION, appliedSeq: this.applied, entries, dedup }));
+    const dedup = [...this.dedup].map(([requestId, r]): CapturedDedup => [requestId, r.seq, r.result]);
+    return { appliedSeq: this.applied, entries, dedup };
+  }
+
+  /** encodeSnapshot captures the whole state as the bytes of store.json, at once. */
+  encodeSnapshot(): Uint8Array {
+    const capture = this.captureSnapshot();
+    return new TextEncoder().encode(snapshotJson(capture, [JSON.stringify(capture.entries).slice(1, -1)]));
   }
 
   /** restore swaps in a decoded snapshot and tells watchers what changed. */
@@ -184,6 +193,36 @@ export class StoreStateMachine {
       }
     }
   }
+}
+
+type CapturedEntry = [key: string, version: number, value: JsonObject];
+type CapturedDedup = [requestId: string, seq: number, result: CommandResult];
+
+/** SnapshotCapture is the state machine at one applied seqno, ready to encode as store.json. */
+export interface SnapshotCapture {
+  appliedSeq: number;
+  entries: CapturedEntry[];
+  dedup: CapturedDedup[];
+}
+
+/** snapshotJson lays out store.json around entry chunks that are already JSON (each without brackets). */
+function snapshotJson(capture: SnapshotCapture, entryChunks: string[]): string {
+  const entries = entryChunks.filter((chunk) => chunk !== '').join(',');
+  return `{"v":${SNAPSHOT_VERSION},"appliedSeq":${capture.appliedSeq},"entries":[${entries}],"dedup":${JSON.stringify(capture.dedup)}}`;
+}
+
+/**
+ * encodeCapture encodes a capture as the bytes of store.json, `chunkEntryCount` entries at a time,
+ * awaiting `pause` between chunks so a large state does not hold the event loop for the whole
+ * encoding. The bytes are the same as encodeSnapshot's.
+ */
+export async function encodeCapture(capture: SnapshotCapture, chunkEntryCount: number, pause: () => Promise<void>): Promise<Uint8Array> {
+  const chunks: string[] = [];
+  for (let from = 0; from < capture.entries.length; from += chunkEntryCount) {
+    if (from > 0) await pause();
+    chunks.push(JSON.stringify(capture.entries.slice(from, from + chunkEntryCount)).slice(1, -1));
+  }
+  return new TextEncoder().encode(snapshotJson(capture, chunks));
 }
 
 /** decodeStoreSnapshot reads store.json; a file that does not hold a whole, ordered state is refused. */
