@@ -7,6 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitFor as pollFor } from '../node/harness.js';
 
 export const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
 /** POLL_INTERVAL_MS paces every wait: conditions are polled, never slept on. */
@@ -87,20 +88,9 @@ export class LongRunning {
   }
 }
 
-/** waitFor polls condition until it holds, failing after timeoutMs with what it waited for. */
-export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs: number, swallow = true): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError = '';
-  for (;;) {
-    try {
-      if (await condition()) return;
-    } catch (err) {
-      if (!swallow) throw err;
-      lastError = ` (last error: ${String(err)})`;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError}`);
-    await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
-  }
+/** waitFor polls condition at POLL_INTERVAL_MS until it holds, failing after timeoutMs with what it waited for. */
+export function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs: number, swallow = true): Promise<void> {
+  return pollFor(condition, what, timeoutMs, { intervalMs: POLL_INTERVAL_MS, swallow });
 }
 
 export async function tempDir(prefix: string): Promise<string> {

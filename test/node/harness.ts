@@ -1,12 +1,12 @@
 // Test harness for real nodes: free loopback ports, throwaway data directories, cluster
 // certificates from transports/certs, bounded polling, and small HTTP helpers.
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClusterCa, createNodeCert } from '../../transports/certs/certs.js';
 import type { BootstrapMember, LogLevel, NodeConfig, NodeTls } from '../../transports/node/config.js';
 import type { NodeStatusDocument } from '../../transports/node/node-status.js';
+import { freePorts } from '../../transports/cli/free-ports.js';
 
 /** POLL_INTERVAL_MS paces every wait: conditions are polled, never slept on. */
 export const POLL_INTERVAL_MS = 20;
@@ -25,36 +25,29 @@ export async function removeDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
 }
 
-/** freePorts asks the kernel for `count` free loopback ports, all held at once so they differ. */
-export async function freePorts(count: number): Promise<number[]> {
-  const servers: Server[] = [];
-  try {
-    for (let i = 0; i < count; i++) {
-      const server = createServer();
-      servers.push(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', () => resolve());
-      });
-    }
-    return servers.map((s) => (s.address() as { port: number }).port);
-  } finally {
-    await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
-  }
+/** WaitOptions tune waitFor: how often it polls, and whether a condition that throws is retried. */
+export interface WaitOptions {
+  intervalMs?: number;
+  /** swallow retries a condition that throws (naming the last error on timeout); false ends the wait with it. */
+  swallow?: boolean;
 }
 
 /** waitFor polls condition until it holds, failing after timeoutMs with what it waited for. */
-export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000, options: WaitOptions = {},
+): Promise<void> {
+  const { intervalMs = POLL_INTERVAL_MS, swallow = true } = options;
   const deadline = Date.now() + timeoutMs;
   let lastError = '';
   for (;;) {
     try {
       if (await condition()) return;
     } catch (err) {
+      if (!swallow) throw err;
       lastError = ` (last error: ${String(err)})`;
     }
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError}`);
-    await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
 

@@ -12,11 +12,11 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createClusterCa, createNodeCert } from '../certs/certs.js';
 import type { BootstrapMember, LogLevel, NodeApiConfig } from '../node/config.js';
 import { CLUSTER_FILE_VERSION, type ClusterFile, type ClusterMemberRecord, type ClusterTlsRecord } from './cluster-file.js';
+import { freePorts, portIsFree } from './free-ports.js';
 import type { NodeConfigWithApi } from './node-config.js';
 import { UsageError } from './usage.js';
 
@@ -55,7 +55,7 @@ export async function planCluster(options: ClusterOptions, existing: ClusterFile
     return { ...existing, dir: options.dir, tickMs: options.tickMs, api: options.api };
   }
   const names = memberNames(options.nodeCount);
-  const ports = options.basePort !== null ? consecutivePorts(options.basePort, names.length * 2) : await freePorts(names.length * 2);
+  const ports = options.basePort !== null ? consecutivePorts(options.basePort, names.length * 2) : await freePorts(names.length * 2, CLUSTER_HOST);
   const members: ClusterMemberRecord[] = names.map((name, i) => {
     const nodeDir = join(options.dir, name);
     return {
@@ -76,36 +76,13 @@ function consecutivePorts(base: number, count: number): number[] {
   return Array.from({ length: count }, (_, i) => base + i);
 }
 
-/** freePorts asks the kernel for count free loopback ports, held at once so they differ. */
-async function freePorts(count: number): Promise<number[]> {
-  const servers = [];
-  try {
-    for (let i = 0; i < count; i++) {
-      const server = createServer();
-      servers.push(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, CLUSTER_HOST, () => resolve());
-      });
-    }
-    return servers.map((s) => (s.address() as { port: number }).port);
-  } finally {
-    await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
-  }
-}
-
 /** busyPorts names the planned ports something else already holds (another cluster still running?). */
 export async function busyPorts(cluster: ClusterFile): Promise<string[]> {
   const busy: string[] = [];
   for (const m of cluster.members) {
     for (const address of [m.grpcAddr, m.httpAddr.replace(/^https?:\/\//, '')]) {
       const port = Number(address.slice(address.lastIndexOf(':') + 1));
-      const free = await new Promise<boolean>((resolve) => {
-        const server = createServer();
-        server.once('error', () => resolve(false));
-        server.listen(port, CLUSTER_HOST, () => server.close(() => resolve(true)));
-      });
-      if (!free) busy.push(`${m.name} ${address}`);
+      if (!await portIsFree(port, CLUSTER_HOST)) busy.push(`${m.name} ${address}`);
     }
   }
   return busy;
