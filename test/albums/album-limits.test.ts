@@ -4,38 +4,27 @@ import assert from 'node:assert/strict';
 import {
   directionFieldLengthMax, imagePromptLengthMax, imageSidePxMax, shotsPerAlbumMax, subjectLengthMax,
 } from '../../api/albums/limits.js';
-import { startTestApi, startTestRedis } from '../api/harness.js';
-import type { TestApi, TestRedis } from '../api/harness.js';
+import { startTestApi, useApiOnRedis } from '../api/harness.js';
 
 describe('albums: limits and bad input', function () {
   this.timeout(60_000);
-  let redis: TestRedis;
-  let api: TestApi;
-
-  before(async () => {
-    redis = await startTestRedis();
-    api = await startTestApi({ redisUrl: redis.url });
-  });
-  after(async () => {
-    await api?.close();
-    await redis?.stop();
-  });
+  const setup = useApiOnRedis();
 
   const refused = async (body: unknown, status: number, code: string) => {
-    const answer = await api.call('POST', '/albums', { body });
+    const answer = await setup.api.call('POST', '/albums', { body });
     assert.equal(answer.status, status, answer.text);
     assert.equal(answer.json.code, code, answer.text);
     return answer.json;
   };
 
   it('names each limit it enforces, at the limit accepted and one past it refused', async () => {
-    const ok = await api.call('POST', '/albums', { body: { subject: 's'.repeat(subjectLengthMax), template: 'PortraitSession' } });
+    const ok = await setup.api.call('POST', '/albums', { body: { subject: 's'.repeat(subjectLengthMax), template: 'PortraitSession' } });
     assert.equal(ok.status, 201, ok.text);
     const tooLong = await refused({ subject: 's'.repeat(subjectLengthMax + 1), template: 'PortraitSession' }, 422, 'SUBJECT_TOO_LONG');
     assert.deepEqual(tooLong.details, { limit: 'subjectLengthMax', max: subjectLengthMax, actual: subjectLengthMax + 1 });
 
     const directions = (count: number) => Array.from({ length: count }, (_, index) => ({ name: `shot ${index}` }));
-    assert.equal((await api.call('POST', '/albums', { body: { subject: 'x', directions: directions(shotsPerAlbumMax) } })).status, 201);
+    assert.equal((await setup.api.call('POST', '/albums', { body: { subject: 'x', directions: directions(shotsPerAlbumMax) } })).status, 201);
     await refused({ subject: 'x', directions: directions(shotsPerAlbumMax + 1) }, 422, 'TOO_MANY_SHOTS');
     await refused({ subject: 'x', directions: [{ name: 'n', lighting: 'l'.repeat(directionFieldLengthMax + 1) }] }, 422, 'DIRECTION_TOO_LONG');
     // Long fields that pass one by one can still make a prompt over the image services' limit.
@@ -58,28 +47,28 @@ describe('albums: limits and bad input', function () {
     await refused({ subject: 'x', template: 'Wedding' }, 400, 'VALIDATION_FAILED');
     await refused({ subject: 'x', template: 'ProductShoot', colour: 'red' }, 400, 'VALIDATION_FAILED');
     await refused({ subject: 'x', directions: [{ framing: 'close-up' }] }, 400, 'VALIDATION_FAILED');
-    const list = await api.call('GET', '/albums?limit=0');
+    const list = await setup.api.call('GET', '/albums?limit=0');
     assert.equal(list.status, 400);
   });
 
   it('generation endpoints: 404 for an unknown album or shot, 400 for a bad index or seed, 422 before the anchor', async () => {
-    const album = (await api.call('POST', '/albums', { body: { subject: 'x', directions: [{ name: 'a' }, { name: 'b' }] } })).json;
-    assert.equal((await api.call('POST', '/albums/alb_000000000ffffffffffffffff/anchor')).status, 404);
-    assert.equal((await api.call('POST', `/albums/${album.id}/shots/-1`)).status, 400);
-    assert.equal((await api.call('POST', `/albums/${album.id}/shots/${shotsPerAlbumMax}`)).status, 400);
-    assert.equal((await api.call('POST', `/albums/${album.id}/anchor`, { body: { seed: -1 } })).status, 400);
-    assert.equal((await api.call('POST', `/albums/${album.id}/anchor`, { body: { colour: 1 } })).status, 400);
-    const early = await api.call('POST', `/albums/${album.id}/shots/1`);
+    const album = (await setup.api.call('POST', '/albums', { body: { subject: 'x', directions: [{ name: 'a' }, { name: 'b' }] } })).json;
+    assert.equal((await setup.api.call('POST', '/albums/alb_000000000ffffffffffffffff/anchor')).status, 404);
+    assert.equal((await setup.api.call('POST', `/albums/${album.id}/shots/-1`)).status, 400);
+    assert.equal((await setup.api.call('POST', `/albums/${album.id}/shots/${shotsPerAlbumMax}`)).status, 400);
+    assert.equal((await setup.api.call('POST', `/albums/${album.id}/anchor`, { body: { seed: -1 } })).status, 400);
+    assert.equal((await setup.api.call('POST', `/albums/${album.id}/anchor`, { body: { colour: 1 } })).status, 400);
+    const early = await setup.api.call('POST', `/albums/${album.id}/shots/1`);
     assert.equal(early.status, 422);
     assert.equal(early.json.code, 'ANCHOR_REQUIRED');
     assert.equal(early.json.details.anchorState, 'none');
-    const accepted = await api.call('POST', `/albums/${album.id}/anchor`);
+    const accepted = await setup.api.call('POST', `/albums/${album.id}/anchor`);
     assert.equal(accepted.status, 202);
     assert.equal(accepted.json.album.anchor.state, 'pending', 'no worker runs in this suite');
-    const stillEarly = await api.call('POST', `/albums/${album.id}/shots`);
+    const stillEarly = await setup.api.call('POST', `/albums/${album.id}/shots`);
     assert.equal(stillEarly.json.code, 'ANCHOR_REQUIRED');
     assert.equal(stillEarly.json.details.anchorState, 'pending');
-    const image = await api.call('GET', `/albums/${album.id}/images/${'0'.repeat(64)}`);
+    const image = await setup.api.call('GET', `/albums/${album.id}/images/${'0'.repeat(64)}`);
     assert.equal(image.status, 404);
   });
 

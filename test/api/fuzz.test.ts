@@ -4,8 +4,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import fc from 'fast-check';
-import { startTestApi, startTestRedis } from './harness.js';
-import type { TestApi, TestRedis } from './harness.js';
+import { useApiOnRedis } from './harness.js';
 
 interface RawResponse {
   status: number;
@@ -81,16 +80,7 @@ const bodyArbitrary = fc.oneof(
 
 describe('api: fuzzing never yields a 5xx', function () {
   this.timeout(90_000);
-  let redis: TestRedis;
-  let api: TestApi;
-  before(async () => {
-    redis = await startTestRedis();
-    api = await startTestApi({ redisUrl: redis.url });
-  });
-  after(async () => {
-    await api?.close();
-    await redis?.stop();
-  });
+  const setup = useApiOnRedis();
 
   it('answers random requests with a 4xx/2xx JSON error or result', async () => {
     await fc.assert(fc.asyncProperty(
@@ -104,9 +94,9 @@ describe('api: fuzzing never yields a 5xx', function () {
       bodyArbitrary,
       async (method, path, key, contentType, extraHeaders, body) => {
         const headers: Record<string, string> = { ...extraHeaders };
-        if (key !== null) headers['x-api-key'] = key === 'admin' ? api.adminKey : key;
+        if (key !== null) headers['x-api-key'] = key === 'admin' ? setup.api.adminKey : key;
         if (contentType) headers['content-type'] = contentType;
-        const response = await rawRequest(api.baseUrl, method, path, headers, method === 'GET' || method === 'HEAD' ? undefined : body);
+        const response = await rawRequest(setup.api.baseUrl, method, path, headers, method === 'GET' || method === 'HEAD' ? undefined : body);
         if (response === null) return;
         assert.ok(response.status < 500, `${method} ${path} → ${response.status} ${response.body.slice(0, 300)}`);
         if (method === 'HEAD' || response.status === 204) return;
@@ -121,8 +111,8 @@ describe('api: fuzzing never yields a 5xx', function () {
   it('survives deeply nested and enormous JSON', async () => {
     const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
     for (const body of [deep, `{"name":${deep}}`, JSON.stringify({ name: 'x', workspace: '/w', command: Array(5000).fill('a') })]) {
-      const response = await rawRequest(api.baseUrl, 'POST', '/projects',
-        { 'x-api-key': api.adminKey, 'content-type': 'application/json' }, body);
+      const response = await rawRequest(setup.api.baseUrl, 'POST', '/projects',
+        { 'x-api-key': setup.api.adminKey, 'content-type': 'application/json' }, body);
       assert.ok(response !== null && response.status >= 400 && response.status < 500, String(response?.status));
     }
   });

@@ -120,6 +120,37 @@ export async function startTestRedis(): Promise<TestRedis> {
   };
 }
 
+/** ApiOnRedis is a suite's throwaway Redis and the API on it, there from its before() hook on. */
+export interface ApiOnRedis {
+  readonly api: TestApi;
+  readonly redis: TestRedis;
+}
+
+/**
+ * useApiOnRedis registers the suite's hooks: before() starts a test Redis and an API on it (with options),
+ * after() closes the API and then stops Redis. Call it inside describe(); read .api and .redis in tests.
+ */
+export function useApiOnRedis(options: Omit<TestApiOptions, 'redisUrl'> = {}): ApiOnRedis {
+  let redis: TestRedis | undefined;
+  let api: TestApi | undefined;
+  before(async () => {
+    redis = await startTestRedis();
+    api = await startTestApi({ ...options, redisUrl: redis.url });
+  });
+  after(async () => {
+    await api?.close();
+    await redis?.stop();
+  });
+  const started = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`${what} is not started: read it inside a test or hook, after before()`);
+    return value;
+  };
+  return {
+    get api() { return started(api, 'the test API'); },
+    get redis() { return started(redis, 'the test Redis'); },
+  };
+}
+
 /** waitFor polls condition until it holds or timeoutMs passes (then it throws with the last value seen). */
 export async function waitFor<T>(read: () => Promise<T>, holds: (value: T) => boolean, timeoutMs = 10_000,
   intervalMs = 25): Promise<T> {

@@ -3,8 +3,8 @@ import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { configFromEnv } from '../../api/config.js';
 import { rateLimitPerSecondDefault } from '../../api/limits.js';
-import { startTestApi, startTestRedis } from './harness.js';
-import type { CallResult, TestApi, TestRedis } from './harness.js';
+import { startTestApi, useApiOnRedis } from './harness.js';
+import type { CallResult } from './harness.js';
 
 const ratePerSecond = 20;
 
@@ -39,22 +39,13 @@ async function edgeSchedule(send: () => Promise<boolean>, t0After: boolean):
 
 describe('api: rate limiting (sliding window in Redis)', function () {
   this.timeout(30_000);
-  let redis: TestRedis;
-  let api: TestApi;
-  before(async () => {
-    redis = await startTestRedis();
-    api = await startTestApi({ redisUrl: redis.url, config: { rateLimitPerSecond: ratePerSecond } });
-  });
-  after(async () => {
-    await api?.close();
-    await redis?.stop();
-  });
+  const setup = useApiOnRedis({ config: { rateLimitPerSecond: ratePerSecond } });
 
   it('answers 429 RATE_LIMITED past the rate, with Retry-After and RateLimit-* headers', async () => {
-    const key = (await api.call('POST', '/keys', { body: { name: 'burst' } })).json.key as string;
+    const key = (await setup.api.call('POST', '/keys', { body: { name: 'burst' } })).json.key as string;
     const startMs = performance.now();
     const results: CallResult[] = await Promise.all(Array.from({ length: ratePerSecond + 5 },
-      () => api.call('GET', '/projects', { key })));
+      () => setup.api.call('GET', '/projects', { key })));
     assert.ok(performance.now() - startMs < 1000, 'the burst must fit in one window to prove anything');
     const admitted = results.filter((result) => result.status === 200);
     const limited = results.filter((result) => result.status === 429);
@@ -72,14 +63,14 @@ describe('api: rate limiting (sliding window in Redis)', function () {
   });
 
   it('holds a burst straddling a window edge to the limit (a fixed window would admit about twice)', async () => {
-    const key = (await api.call('POST', '/keys', { body: { name: 'edge' } })).json.key as string;
-    const ours = await edgeSchedule(async () => (await api.call('GET', '/projects', { key })).status === 200, true);
+    const key = (await setup.api.call('POST', '/keys', { body: { name: 'edge' } })).json.key as string;
+    const ours = await edgeSchedule(async () => (await setup.api.call('GET', '/projects', { key })).status === 200, true);
     assert.ok(ours.spanMs < 1000, `the edge bursts must fit in one window to prove anything (${ours.spanMs} ms)`);
     assert.equal(ours.admittedAtEdge, ratePerSecond - 1 + 1,
       'within one second only the t0 slot freed up, so one request of the late burst is admitted');
 
     // The same schedule against rate-limiter-flexible's Redis limiter, a fixed window, on the same Redis.
-    const client = new Redis(redis.url);
+    const client = new Redis(setup.redis.url);
     try {
       const fixed = new RateLimiterRedis({ storeClient: client, points: ratePerSecond, duration: 1, keyPrefix: 'cmp' });
       const theirs = await edgeSchedule(() => fixed.consume('edge').then(() => true, () => false), false);
@@ -91,17 +82,17 @@ describe('api: rate limiting (sliding window in Redis)', function () {
   });
 
   it('counts one key across every API process sharing the Redis (cluster-wide)', async () => {
-    const second = await startTestApi({ redisUrl: redis.url, config: { rateLimitPerSecond: ratePerSecond } });
+    const second = await startTestApi({ redisUrl: setup.redis.url, config: { rateLimitPerSecond: ratePerSecond } });
     try {
       // Same store contents are not needed: the limit is keyed by key id, so create the key in both stores.
-      const key = (await api.call('POST', '/keys', { body: { name: 'shared' } })).json as { key: string; record: { id: string } };
-      const record = await api.store.get(`keys/${key.record.id}`);
-      const index = await api.store.list('keys-by-hash/');
+      const key = (await setup.api.call('POST', '/keys', { body: { name: 'shared' } })).json as { key: string; record: { id: string } };
+      const record = await setup.api.store.get(`keys/${key.record.id}`);
+      const index = await setup.api.store.list('keys-by-hash/');
       await second.store.put(`keys/${key.record.id}`, record!.value);
       for (const entry of index.entries) await second.store.put(entry.key, entry.value);
       const startMs = performance.now();
       const statuses = await Promise.all(Array.from({ length: 30 }, (_unused, index) =>
-        (index % 2 === 0 ? api : second).call('GET', '/projects', { key: key.key }).then((result) => result.status)));
+        (index % 2 === 0 ? setup.api : second).call('GET', '/projects', { key: key.key }).then((result) => result.status)));
       assert.ok(performance.now() - startMs < 1000, 'the burst must fit in one window to prove anything');
       assert.equal(statuses.filter((status) => status === 200).length, ratePerSecond, 'not 2 × the rate');
     } finally {

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { Queue, Worker } from 'bullmq';
 import { agentRunQueueName } from '../../api/config.js';
-import { startTestApi, startTestRedis, waitFor } from './harness.js';
-import type { TestApi, TestRedis } from './harness.js';
+import { startTestApi, startTestRedis, useApiOnRedis, waitFor } from './harness.js';
 
 interface QueueStats {
   name: string; waiting: number; active: number; completed: number; failed: number; delayed: number; workers: number;
@@ -10,25 +9,16 @@ interface QueueStats {
 
 describe('api: GET /work/stats with real BullMQ queues', function () {
   this.timeout(30_000);
-  let redis: TestRedis;
-  let api: TestApi;
-  before(async () => {
-    redis = await startTestRedis();
-    api = await startTestApi({ redisUrl: redis.url });
-  });
-  after(async () => {
-    await api?.close();
-    await redis?.stop();
-  });
+  const setup = useApiOnRedis();
 
   const stats = async (): Promise<QueueStats> => {
-    const result = await api.call('GET', '/work/stats');
+    const result = await setup.api.call('GET', '/work/stats');
     assert.equal(result.status, 200, result.text);
     return (result.json.queues as QueueStats[]).find((queue) => queue.name === agentRunQueueName)!;
   };
 
   it('moves the counts as jobs are added, run, finished, failed and delayed', async () => {
-    const connection = { host: '127.0.0.1', port: redis.port };
+    const connection = { host: '127.0.0.1', port: setup.redis.port };
     const queue = new Queue(agentRunQueueName, { connection });
     try {
       assert.deepEqual(await stats(), {
