@@ -4,41 +4,28 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { AlbumRecord } from '../../api/albums/album-records.js';
 import type { AlbumStep } from '../../api/albums/album-state.js';
+import { albumFixtureTime, newAlbumRecord } from './helpers.js';
 import {
   completeAnchor, completeShot, deleteShots, failAnchor, failShot, requestAnchor, requestShot, requestShots, startAnchor,
   startShot,
 } from '../../api/albums/album-state.js';
 
-const now = '2026-01-01T00:00:00.000Z';
+const now = albumFixtureTime;
 const hash = 'a'.repeat(64);
 const otherHash = 'b'.repeat(64);
-
-function newAlbum(shotCount = 3): AlbumRecord {
-  return {
-    id: 'alb_000000000aaaaaaaaaaaaaaaa', user_id: 'usr_000000000aaaaaaaaaaaaaaaa', name: null, subject: 'a fox',
-    template: null, width_px: 64, height_px: 64,
-    anchor: { state: 'none', generation: 0, seed: 0, url: null, hash: null, error: null, attempts: 0, requested_at: null, started_at: null, completed_at: null },
-    shots: Array.from({ length: shotCount }, (_, index) => ({
-      index, direction: { name: `s${index}`, framing: 'medium', angle: 'front', lighting: 'studio', pose: 'natural', background: 'white' },
-      status: 'pending' as const, variation: 0, request: 0, queued: false, image_url: null, image_hash: null, error: null,
-      attempts: 0, requested_at: null, started_at: null, completed_at: null,
-    })),
-    created_at: now, updated_at: now,
-  };
-}
 
 /** apply returns the album after a step (the same one when the step writes nothing). */
 const apply = <R>(album: AlbumRecord, step: AlbumStep<R>) => step.album ?? album;
 
 function readyAlbum(shotCount = 3): AlbumRecord {
-  let album = apply(newAlbum(shotCount), requestAnchor(newAlbum(shotCount), 0, now));
+  let album = apply(newAlbumRecord(shotCount), requestAnchor(newAlbumRecord(shotCount), 0, now));
   album = apply(album, startAnchor(album, 1, now));
   return apply(album, completeAnchor(album, 1, hash, now));
 }
 
 describe('albums: the state machine', () => {
   it('anchor: none → pending → generating → ready, with the AnchorURL; a stale generation does nothing', () => {
-    const album = newAlbum();
+    const album = newAlbumRecord();
     const requested = requestAnchor(album, 0, now);
     assert.equal(requested.album!.anchor.state, 'pending');
     assert.equal(requested.album!.anchor.generation, 1);
@@ -55,7 +42,7 @@ describe('albums: the state machine', () => {
   });
 
   it('anchor: a retryable failure goes back to pending, a final one to failed with its reason', () => {
-    let album = apply(newAlbum(), requestAnchor(newAlbum(), 0, now));
+    let album = apply(newAlbumRecord(), requestAnchor(newAlbumRecord(), 0, now));
     album = apply(album, startAnchor(album, 1, now));
     const retrying = failAnchor(album, 1, 'X: slow', false, now);
     assert.equal(retrying.result.kind, 'retrying');
@@ -72,7 +59,7 @@ describe('albums: the state machine', () => {
   });
 
   it('anchor: repeating the request in flight changes nothing; another seed supersedes it', () => {
-    const album = apply(newAlbum(), requestAnchor(newAlbum(), 5, now));
+    const album = apply(newAlbumRecord(), requestAnchor(newAlbumRecord(), 5, now));
     const repeat = requestAnchor(album, 5, now);
     assert.equal(repeat.album, null);
     assert.equal(repeat.result.fresh, false);
@@ -83,8 +70,8 @@ describe('albums: the state machine', () => {
   });
 
   it('shots need a ready anchor; requestShots queues the rest and repeats pending jobs without changes', () => {
-    assert.throws(() => requestShots(newAlbum(), now), { code: 'ANCHOR_REQUIRED', status: 422 });
-    assert.throws(() => requestShot(newAlbum(), 0, 0, now), { code: 'ANCHOR_REQUIRED' });
+    assert.throws(() => requestShots(newAlbumRecord(), now), { code: 'ANCHOR_REQUIRED', status: 422 });
+    assert.throws(() => requestShot(newAlbumRecord(), 0, 0, now), { code: 'ANCHOR_REQUIRED' });
     const album = readyAlbum();
     const first = requestShots(album, now);
     assert.deepEqual(first.result.queued, [0, 1, 2]);

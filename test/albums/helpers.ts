@@ -1,4 +1,4 @@
-// Helpers for the album tests: an SSE follower that collects events while a test runs, a PNG decoder
+// Helpers for the album tests: a fresh album record, an SSE follower that collects events while a test runs, a PNG decoder
 // independent of the generator's library (pngjs), and generators that fail on purpose.
 import { PNG } from 'pngjs';
 import type { ImageGenerator, AnchorRequest, ShotRequest } from '../../api/images/image-generator.js';
@@ -6,8 +6,29 @@ import { ImageGenerationError } from '../../api/images/image-generator.js';
 import { ProceduralImageGenerator } from '../../api/images/procedural-generator.js';
 import { startAlbumWorker } from '../../api/albums/album-worker.js';
 import type { AlbumWorker } from '../../api/albums/album-worker.js';
+import type { AlbumRecord } from '../../api/albums/album-records.js';
 import { startTestApi, startTestRedis, waitFor } from '../api/harness.js';
 import type { TestApi, TestRedis } from '../api/harness.js';
+
+/** albumFixtureTime stamps every fixture album; tests use it as their steps' clock too. */
+export const albumFixtureTime = '2026-01-01T00:00:00.000Z';
+/** albumFixtureUserId owns every fixture album. */
+export const albumFixtureUserId = 'usr_000000000aaaaaaaaaaaaaaaa';
+
+/** newAlbumRecord is a stored album as POST /albums leaves it: anchor none, shotCount pending shots. */
+export function newAlbumRecord(shotCount = 3, fields: Partial<Pick<AlbumRecord, 'id' | 'subject'>> = {}): AlbumRecord {
+  return {
+    id: fields.id ?? 'alb_000000000aaaaaaaaaaaaaaaa', user_id: albumFixtureUserId, name: null, subject: fields.subject ?? 'a fox',
+    template: null, width_px: 64, height_px: 64,
+    anchor: { state: 'none', generation: 0, seed: 0, url: null, hash: null, error: null, attempts: 0, requested_at: null, started_at: null, completed_at: null },
+    shots: Array.from({ length: shotCount }, (_, index) => ({
+      index, direction: { name: `s${index}`, framing: 'medium', angle: 'front', lighting: 'studio', pose: 'natural', background: 'white' },
+      status: 'pending' as const, variation: 0, request: 0, queued: false, image_url: null, image_hash: null, error: null,
+      attempts: 0, requested_at: null, started_at: null, completed_at: null,
+    })),
+    created_at: albumFixtureTime, updated_at: albumFixtureTime,
+  };
+}
 
 export interface SseEvent {
   id: string;

@@ -19,6 +19,7 @@ import type { AlbumEventName, EventData, UserEventPublisher } from '../../api/al
 import { ProceduralImageGenerator } from '../../api/images/procedural-generator.js';
 import { startTestRedis, type TestRedis } from '../api/harness.js';
 import { waitFor } from '../node/harness.js';
+import { albumFixtureTime, albumFixtureUserId, newAlbumRecord } from '../albums/helpers.js';
 
 /** RefusingStore refuses every write that would make a shot complete: each run fails after its image. */
 class RefusingStore extends MemoryDocumentStore {
@@ -29,21 +30,8 @@ class RefusingStore extends MemoryDocumentStore {
   }
 }
 
-const now = '2026-01-01T00:00:00.000Z';
-const userId = 'usr_000000000aaaaaaaaaaaaaaaa';
-
-function newAlbum(id: string, shotCount: number): AlbumRecord {
-  return {
-    id, user_id: userId, name: null, subject: 'a grey owl', template: null, width_px: 64, height_px: 64,
-    anchor: { state: 'none', generation: 0, seed: 0, url: null, hash: null, error: null, attempts: 0, requested_at: null, started_at: null, completed_at: null },
-    shots: Array.from({ length: shotCount }, (_, index) => ({
-      index, direction: { name: `s${index}`, framing: 'medium', angle: 'front', lighting: 'studio', pose: 'natural', background: 'white' },
-      status: 'pending' as const, variation: 0, request: 0, queued: false, image_url: null, image_hash: null, error: null,
-      attempts: 0, requested_at: null, started_at: null, completed_at: null,
-    })),
-    created_at: now, updated_at: now,
-  };
-}
+const now = albumFixtureTime;
+const userId = albumFixtureUserId;
 
 describe('cluster-albums: a worker dying between its write and its event, a job the queue gives up on', function () {
   this.timeout(30_000);
@@ -68,7 +56,7 @@ describe('cluster-albums: a worker dying between its write and its event, a job 
 
   /** shotJobs makes an album with a ready anchor and its shots requested; it returns their jobs. */
   async function requestedAlbum(id: string, shotCount: number): Promise<ShotJob[]> {
-    await updater.create(newAlbum(id, shotCount));
+    await updater.create(newAlbumRecord(shotCount, { id, subject: 'a grey owl' }));
     const ref = { userId, albumId: id };
     const anchor = await updater.update(ref, (album) => requestAnchor(album, 0, now));
     assert.deepEqual(await processorWith(publisher)(anchor!.result.job, { number: 1, last: false }), { kind: 'completed' });
@@ -137,7 +125,7 @@ describe('cluster-albums: a worker dying between its write and its event, a job 
     const refusing = new RefusingStore();
     const refusingUpdater = new StoreAlbumUpdater(refusing);
     const albumId = 'alb_000000000dddddddddddddddd';
-    await refusingUpdater.create(newAlbum(albumId, 1));
+    await refusingUpdater.create(newAlbumRecord(1, { id: albumId, subject: 'a grey owl' }));
     const ref = { userId, albumId };
     const anchorJob = (await refusingUpdater.update(ref, (album) => requestAnchor(album, 0, now)))!.result.job;
     const refusingBlobs = new BlobStore(refusing);
