@@ -16,4 +16,6 @@ export * as limits from './limits.js';
 export type {
   ApiKey, IssuedApiKey, NewApiKey, User, NewUser, Credential, NewCredential, CredentialUpdate, Project, NewProject,
   ProjectUpdate, QueueStats, WorkStats, CommandRequest, CommandAccepted, Run, Role, Error as ApiErrorBody,
+  Album, NewAlbum, AlbumAnchor, Shot, ShotDirection, NewShotDirection, AnchorRequest, ShotRequest, AnchorAccepted,
+  ShotAccepted, ShotsAccepted, ShotsDeleted, AlbumTemplate, AlbumTemplates,
 } from './gen/types.gen.js';

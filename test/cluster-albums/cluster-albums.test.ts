@@ -9,8 +9,7 @@
 // Each node's album worker is the child harness's (AlbumWorkerKnobs): the built-in generator held back by
 // SHOT_DELAY_MS per shot, one job at a time, so that a kill lands mid-album, and short BullMQ locks.
 import assert from 'node:assert/strict';
-import type { SvcClient } from '../../sdk/src/index.js';
-import type { Album, NewAlbum } from '../../sdk/src/gen/types.gen.js';
+import type { Album, NewAlbum, SvcClient } from '../../sdk/src/index.js';
 import { SvcApiError } from '../../sdk/src/index.js';
 import { templateNames, templates } from '../../api/albums/templates.js';
 import { waitFor } from '../node/harness.js';

@@ -7,9 +7,8 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { PNG } from 'pngjs';
-import type { ChannelEvent, SvcClient } from '../../sdk/src/index.js';
+import type { Album, ChannelEvent, SvcClient } from '../../sdk/src/index.js';
 // The SDK's index does not re-export the album types yet; they are in its generated types.
-import type { Album } from '../../sdk/src/gen/types.gen.js';
 import { SvcApiError } from '../../sdk/src/index.js';
 import { albumQueueName } from '../../api/albums/album-jobs.js';
 import { waitFor } from '../node/harness.js';
