@@ -19,6 +19,8 @@ export interface StorageLimits {
   snapshotChunkBytes: number;
   /** snapshotChunkBytesMax bounds one chunk accepted from a peer. */
   snapshotChunkBytesMax: number;
+  /** snapshotWriteAheadBytesMax bounds an installing artifact's bytes received but not yet written. */
+  snapshotWriteAheadBytesMax: number;
   /** snapshotRetainCount keeps this many newest artifacts; older ones are deleted. */
   snapshotRetainCount: number;
   /** snapshotFileCountMax bounds the files one artifact (and one peer's header) may list. */
@@ -44,6 +46,7 @@ export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
   walQueuedBytesMax: 256 * MiB,
   snapshotChunkBytes: 1 * MiB,
   snapshotChunkBytesMax: 4 * MiB,
+  snapshotWriteAheadBytesMax: 8 * MiB,
   snapshotRetainCount: 2,
   snapshotFileCountMax: 10_000,
   snapshotFileBytesMax: 64 * 1024 * MiB,

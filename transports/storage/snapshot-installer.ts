@@ -35,6 +35,18 @@ interface OpenFile {
   handle: FileHandle;
   hasher: Blake3Hasher;
   written: number;
+  /** writes still running, oldest first, with their sizes: the next chunk arrives while they land. */
+  pending: Array<{ done: Promise<void>; bytes: number }>;
+  pendingBytes: number;
+}
+
+/** settleWrites waits for every write in flight; the first failure is thrown once all have ended. */
+async function settleWrites(file: OpenFile): Promise<void> {
+  const pending = file.pending.splice(0);
+  file.pendingBytes = 0;
+  const outcomes = await Promise.allSettled(pending.map((p) => p.done));
+  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /**
@@ -73,14 +85,25 @@ export async function receiveArtifactFiles(
         const target = resolve(root, file.path);
         if (!target.startsWith(root + sep)) throw new SnapshotError(`path ${JSON.stringify(file.path)} escapes the artifact`);
         await makeDirsUnder(root, dirname(target), createdDirs);
-        current = { handle: await open(target, 'wx'), hasher: await createBlake3Hasher(), written: 0 };
+        current = { handle: await open(target, 'wx'), hasher: await createBlake3Hasher(), written: 0, pending: [], pendingBytes: 0 };
       }
       if (chunk.offset !== current.written) throw new SnapshotError(`${file.path}: chunk at offset ${chunk.offset}, expected ${current.written}`);
       if (current.written + chunk.data.length > file.size) throw new SnapshotError(`${file.path}: more than its ${file.size} bytes`);
-      await writeAll(current.handle, chunk.data, current.written);
+      // The write runs in the thread pool while this chunk is hashed and the next one arrives;
+      // at most snapshotWriteAheadBytesMax are in flight, so a slow disk slows the stream.
+      const done = writeAll(current.handle, chunk.data, current.written);
+      done.catch(() => undefined); // observed by settleWrites
+      current.pending.push({ done, bytes: chunk.data.length });
+      current.pendingBytes += chunk.data.length;
       current.hasher.update(chunk.data);
       current.written += chunk.data.length;
+      while (current.pendingBytes > limits.snapshotWriteAheadBytesMax) {
+        const oldest = current.pending.shift()!;
+        current.pendingBytes -= oldest.bytes;
+        await oldest.done;
+      }
       if (!chunk.last) continue;
+      await settleWrites(current);
       if (current.written !== file.size) throw new SnapshotError(`${file.path}: ended at ${current.written} bytes, the header says ${file.size}`);
       const digest = current.hasher.digest();
       if (toHex(digest) !== toHex(file.blake3)) throw new SnapshotError(`${file.path}: BLAKE3 mismatch (got ${toHex(digest)}, header ${toHex(file.blake3)})`);
@@ -98,7 +121,10 @@ export async function receiveArtifactFiles(
     void iterator.return?.()?.catch(() => undefined);
     throw err;
   } finally {
-    await current?.handle.close().catch(() => undefined);
+    if (current !== null) {
+      await settleWrites(current).catch(() => undefined);
+      await current.handle.close().catch(() => undefined);
+    }
   }
 }
 

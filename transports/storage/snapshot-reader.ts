@@ -1,6 +1,7 @@
 // readArtifactChunks serves an artifact as SnapshotFileChunks, file by file in manifest order.
-// It is an async generator: nothing is read until the consumer asks for the next chunk, so a slow
-// peer (gRPC backpressure) holds at most one chunk in memory here. Digests come from the manifest.
+// It is an async generator that reads one chunk ahead: the next chunk is read from disk while the
+// consumer sends this one, and a slow peer (gRPC backpressure) holds at most two chunks in memory
+// here. Digests come from the manifest.
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
@@ -17,13 +18,25 @@ export async function* readArtifactChunks(dir: string, manifest: Manifest, chunk
         yield { path: file.path, offset: 0, data: Buffer.alloc(0), last: true };
         continue;
       }
-      for (let offset = 0; offset < file.size;) {
-        const length = Math.min(chunkBytes, file.size - offset);
+      const readAt = (offset: number): { offset: number; read: Promise<Buffer> } => {
         // A fresh buffer per chunk: the consumer may still hold the previous one in a write queue.
-        const data = Buffer.allocUnsafe(length);
-        await readExactly(handle, data, offset, file.path);
-        yield { path: file.path, offset, data, last: offset + length === file.size };
-        offset += length;
+        const data = Buffer.allocUnsafe(Math.min(chunkBytes, file.size - offset));
+        const read = readExactly(handle, data, offset, file.path).then(() => data);
+        read.catch(() => undefined); // awaited below, or abandoned with the generator
+        return { offset, read };
+      };
+      let ahead: { offset: number; read: Promise<Buffer> } | null = readAt(0);
+      while (ahead !== null) {
+        const { offset, read }: { offset: number; read: Promise<Buffer> } = ahead;
+        const data = await read;
+        const end: number = offset + data.length;
+        ahead = end < file.size ? readAt(end) : null;
+        try {
+          yield { path: file.path, offset, data, last: end === file.size };
+        } finally {
+          // Closing the handle under a read still running would fail that read: let it end first.
+          if (ahead !== null) await ahead.read.catch(() => undefined);
+        }
       }
     } finally {
       await handle.close();
