@@ -8,6 +8,7 @@ import type {
 import { VersionConflictError } from './document-store.js';
 import { cloneJson } from './json-clone.js';
 import { insertSortedKey, pageKeys, removeSortedKey } from './sorted-keys.js';
+import { StoreWatchers } from './store-watchers.js';
 
 /** memoryStoreListLimitMax caps one list page, like a real store would, so callers must page. */
 export const memoryStoreListLimitMax = 1000;
@@ -23,7 +24,7 @@ export class MemoryDocumentStore implements DocumentStore {
   private readonly slots = new Map<string, Slot>();
   private sortedKeys: string[] = [];
   private revision = 0;
-  private readonly watchers = new Set<{ prefix: string; watcher: StoreWatcher }>();
+  private readonly watchers = new StoreWatchers();
 
   async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
     checkKey(key);
@@ -70,9 +71,7 @@ export class MemoryDocumentStore implements DocumentStore {
   }
 
   watch(prefix: string, watcher: StoreWatcher): () => void {
-    const subscription = { prefix, watcher };
-    this.watchers.add(subscription);
-    return () => { this.watchers.delete(subscription); };
+    return this.watchers.add(prefix, watcher);
   }
 
   private checkExpected(key: string, current: Slot | undefined, options: WriteOptions): void {
@@ -82,15 +81,7 @@ export class MemoryDocumentStore implements DocumentStore {
   }
 
   private notify(change: StoreChange): void {
-    for (const { prefix, watcher } of this.watchers) {
-      if (!change.key.startsWith(prefix)) continue;
-      // A watcher that throws must not undo a committed write nor starve the other watchers.
-      try {
-        watcher(change.kind === 'put' ? { ...change, value: cloneJson(change.value) } : change);
-      } catch {
-        // deliberately ignored: see above
-      }
-    }
+    this.watchers.notify(change);
   }
 }
 

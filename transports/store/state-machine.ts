@@ -10,6 +10,7 @@ import { decodeCommand, isCommandResult, isObject, type CommandResult, type Stor
 import { DEDUP_ENTRY_COUNT_MAX } from './limits.js';
 import { cloneJson } from '../../api/store/json-clone.js';
 import { insertSortedKey, pageKeys, removeSortedKey } from '../../api/store/sorted-keys.js';
+import { StoreWatchers } from '../../api/store/store-watchers.js';
 
 export const STORE_SNAPSHOT_FILE = 'store.json';
 const SNAPSHOT_VERSION = 1;
@@ -55,7 +56,7 @@ export class StoreStateMachine {
   private applied = 0;
   /** beforeReset is the state watchers last saw before a reset, so the next restore reports the difference. */
   private beforeReset: Map<string, Slot> | null = null;
-  private readonly watchers = new Set<{ prefix: string; watcher: StoreWatcher }>();
+  private readonly watchers = new StoreWatchers();
 
   get appliedSeq(): number {
     return this.applied;
@@ -154,9 +155,7 @@ export class StoreStateMachine {
   }
 
   watch(prefix: string, watcher: StoreWatcher): () => void {
-    const subscription = { prefix, watcher };
-    this.watchers.add(subscription);
-    return () => { this.watchers.delete(subscription); };
+    return this.watchers.add(prefix, watcher);
   }
 
   private execute(seq: number, command: StoreCommand): CommandResult {
@@ -183,15 +182,7 @@ export class StoreStateMachine {
   }
 
   private notify(change: StoreChange): void {
-    for (const { prefix, watcher } of this.watchers) {
-      if (!change.key.startsWith(prefix)) continue;
-      // A watcher that throws must not undo a committed write nor starve the other watchers.
-      try {
-        watcher(change.kind === 'put' ? { ...change, value: cloneJson(change.value) } : change);
-      } catch {
-        // deliberately ignored: see above
-      }
-    }
+    this.watchers.notify(change);
   }
 }
 
