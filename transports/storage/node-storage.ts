@@ -1,5 +1,6 @@
 // openNodeStorage is a node's start-up read of its data directory:
 //
+//   <data>/LOCK                    one node process at a time (data-dir-lock.ts)
 //   <data>/hard-state.json         HardState (hard-state.ts)
 //   <data>/wal/<index>.wal         the log (wal.ts)
 //   <data>/snapshots/<seq>-<term>/ artifacts (snapshots.ts)
@@ -9,6 +10,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { emptyRestoredState } from '../../engine/restored.js';
 import type { Entry, RestoredState, SnapshotMeta } from '../../engine/types.js';
+import { acquireDataDirLock } from './data-dir-lock.js';
 import { HardStateStore } from './hard-state.js';
 import { storageLimits, type StorageLimits } from './limits.js';
 import { SnapshotStore } from './snapshots.js';
@@ -44,6 +46,16 @@ export interface NodeStorage {
 export async function openNodeStorage(dataDir: string, overrides: Partial<StorageLimits> = {}): Promise<NodeStorage> {
   const limits = storageLimits(overrides);
   await mkdir(dataDir, { recursive: true });
+  const lock = await acquireDataDirLock(dataDir);
+  try {
+    return await openLocked(dataDir, limits, lock.release);
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+}
+
+async function openLocked(dataDir: string, limits: StorageLimits, releaseLock: () => Promise<void>): Promise<NodeStorage> {
   const hardStateStore = new HardStateStore(dataDir, limits);
   const savedHardState = await hardStateStore.load();
   const snapshots = await SnapshotStore.open(dataDir, limits);
@@ -74,7 +86,13 @@ export async function openNodeStorage(dataDir: string, overrides: Partial<Storag
     tornTail: opened.tornTail,
     droppedDivergentTail: tail.droppedDivergentTail,
     snapshotProblems: snapshots.problems,
-    close: () => opened.wal.close(),
+    close: async () => {
+      try {
+        await opened.wal.close();
+      } finally {
+        await releaseLock();
+      }
+    },
   };
 }
 
