@@ -3,18 +3,13 @@
 // runs under a deadline.
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
-import { TRAILER_LEADER, UnaryChannels } from '../grpc/unary-call.js';
+import { TRAILER_LEADER, UnaryCallError, UnaryChannels } from '../grpc/unary-call.js';
 import { ADMIN_MESSAGE_BYTES_MAX } from './limits.js';
 
 export { TRAILER_LEADER };
 
 /** AdminCallError is an Admin call's failure: a grpc status code, its details, and a leader hint when known. */
-export class AdminCallError extends Error {
-  constructor(readonly code: grpc.status, readonly details: string, readonly leaderHint = '') {
-    super(`${grpc.status[code] ?? code}: ${details}`);
-    this.name = 'AdminCallError';
-  }
-}
+export class AdminCallError extends UnaryCallError {}
 
 export interface AdminClientPoolOptions {
   credentials: grpc.ChannelCredentials;

@@ -6,6 +6,17 @@ import * as grpc from '@grpc/grpc-js';
 /** TRAILER_LEADER names the leader's gRPC address on a refusal from a member that is not the leader. */
 export const TRAILER_LEADER = 'x-svc-leader';
 
+/**
+ * UnaryCallError is a failed call: a grpc status code, its details, and the leader hint when known. Each
+ * pool subclasses it, so a handler can tell whose call failed.
+ */
+export class UnaryCallError extends Error {
+  constructor(readonly code: grpc.status, readonly details: string, readonly leaderHint = '') {
+    super(`${grpc.status[code] ?? code}: ${details}`);
+    this.name = new.target.name;
+  }
+}
+
 /** CallErrorOf builds a pool's typed error from a failed call's status code, details and leader hint. */
 export type CallErrorOf = (code: grpc.status, details: string, leaderHint: string) => Error;
 

@@ -5,18 +5,13 @@
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import { decodeCommand, resultFromMessage, resultToMessage, type CommandResult, type StoreCommand } from './command.js';
-import { TRAILER_LEADER, UnaryChannels } from '../grpc/unary-call.js';
+import { TRAILER_LEADER, UnaryCallError, UnaryChannels } from '../grpc/unary-call.js';
 import { DEFAULT_STORE_LIMITS } from './limits.js';
 
 export { TRAILER_LEADER };
 
 /** StoreCallError is a Store call's failure: a grpc status code, its details, and a leader hint when known. */
-export class StoreCallError extends Error {
-  constructor(readonly code: grpc.status, readonly details: string, readonly leaderHint = '') {
-    super(`${grpc.status[code] ?? code}: ${details}`);
-    this.name = 'StoreCallError';
-  }
-}
+export class StoreCallError extends UnaryCallError {}
 
 /** StoreServiceHandler decides the answers; the service only decodes, checks and encodes. */
 export interface StoreServiceHandler {
