@@ -7,7 +7,7 @@ import type {
 } from './document-store.js';
 import { VersionConflictError } from './document-store.js';
 import { cloneJson } from './json-clone.js';
-import { insertSortedKey, pageKeys, removeSortedKey } from './sorted-keys.js';
+import { SortedKeys } from './sorted-keys.js';
 import { StoreWatchers } from './store-watchers.js';
 
 /** memoryStoreListLimitMax caps one list page, like a real store would, so callers must page. */
@@ -22,7 +22,7 @@ interface Slot {
 
 export class MemoryDocumentStore implements DocumentStore {
   private readonly slots = new Map<string, Slot>();
-  private sortedKeys: string[] = [];
+  private readonly sortedKeys = new SortedKeys();
   private revision = 0;
   private readonly watchers = new StoreWatchers();
 
@@ -35,7 +35,7 @@ export class MemoryDocumentStore implements DocumentStore {
 
   async list<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): Promise<ListResult<T>> {
     const limit = Math.max(1, Math.min(options.limit ?? memoryStoreListLimitMax, memoryStoreListLimitMax));
-    const page = pageKeys(this.sortedKeys, prefix, limit, options.after);
+    const page = this.sortedKeys.page(prefix, limit, options.after);
     const entries = page.keys.map((key): StoreEntry<T> => {
       const slot = this.slots.get(key)!;
       return { key, value: cloneJson(slot.value) as T, version: slot.version };
@@ -53,7 +53,7 @@ export class MemoryDocumentStore implements DocumentStore {
     // The JSON round trip both copies the value and rejects what JSON cannot hold (functions, cycles).
     const stored = JSON.parse(JSON.stringify(value)) as JsonObject;
     const version = ++this.revision;
-    if (!current) insertSortedKey(this.sortedKeys, key);
+    if (!current) this.sortedKeys.insert(key);
     this.slots.set(key, { value: stored, version });
     this.notify({ kind: 'put', key, value: stored, version });
     return { version };
@@ -65,7 +65,7 @@ export class MemoryDocumentStore implements DocumentStore {
     this.checkExpected(key, current, options);
     if (!current) return { deleted: false };
     this.slots.delete(key);
-    removeSortedKey(this.sortedKeys, key);
+    this.sortedKeys.remove(key);
     this.notify({ kind: 'delete', key, version: ++this.revision });
     return { deleted: true };
   }

@@ -9,7 +9,7 @@ import { EntryKind, type Entry } from '../../engine/types.js';
 import { decodeCommand, isCommandResult, isObject, type CommandResult, type StoreCommand } from './command.js';
 import { DEDUP_ENTRY_COUNT_MAX } from './limits.js';
 import { cloneJson } from '../../api/store/json-clone.js';
-import { insertSortedKey, pageKeys, removeSortedKey } from '../../api/store/sorted-keys.js';
+import { SortedKeys } from '../../api/store/sorted-keys.js';
 import { StoreWatchers } from '../../api/store/store-watchers.js';
 
 export const STORE_SNAPSHOT_FILE = 'store.json';
@@ -51,7 +51,7 @@ export class StateMachineError extends Error {
 
 export class StoreStateMachine {
   private slots = new Map<string, Slot>();
-  private sortedKeys: string[] = [];
+  private sortedKeys = new SortedKeys();
   private dedup = new Map<string, Remembered>();
   private applied = 0;
   /** beforeReset is the state watchers last saw before a reset, so the next restore reports the difference. */
@@ -75,7 +75,7 @@ export class StoreStateMachine {
 
   /** list pages through the keys under prefix in ascending order, starting after `after`. */
   list(prefix: string, limit: number, after?: string): { entries: Array<{ key: string; value: JsonObject; version: number }>; nextAfter: string | null } {
-    const page = pageKeys(this.sortedKeys, prefix, limit, after);
+    const page = this.sortedKeys.page(prefix, limit, after);
     const entries = page.keys.map((key) => {
       const slot = this.slots.get(key)!;
       return { key, value: cloneJson(slot.value), version: slot.version };
@@ -112,7 +112,7 @@ export class StoreStateMachine {
   reset(): void {
     this.beforeReset ??= this.slots;
     this.slots = new Map();
-    this.sortedKeys = [];
+    this.sortedKeys = new SortedKeys();
     this.dedup = new Map();
     this.applied = 0;
   }
@@ -122,7 +122,7 @@ export class StoreStateMachine {
    * anything: applies replace a slot's value, never mutate it, so later applies cannot leak in.
    */
   captureSnapshot(): SnapshotCapture {
-    const entries = this.sortedKeys.map((key): CapturedEntry => {
+    const entries = this.sortedKeys.all().map((key): CapturedEntry => {
       const slot = this.slots.get(key)!;
       return [key, slot.version, slot.value];
     });
@@ -141,7 +141,7 @@ export class StoreStateMachine {
     const previous = this.beforeReset ?? this.slots;
     this.beforeReset = null;
     this.slots = state.slots;
-    this.sortedKeys = state.sortedKeys;
+    this.sortedKeys = SortedKeys.fromSorted(state.sortedKeys);
     this.dedup = state.dedup;
     this.applied = state.appliedSeq;
     if (this.watchers.size === 0) return;
@@ -163,14 +163,14 @@ export class StoreStateMachine {
     const actualVersion = current?.version ?? 0;
     if (command.expectedVersion !== undefined && command.expectedVersion !== actualVersion) return { outcome: 'conflict', actualVersion };
     if (command.op === 'put') {
-      if (!current) insertSortedKey(this.sortedKeys, command.key);
+      if (!current) this.sortedKeys.insert(command.key);
       this.slots.set(command.key, { value: command.value, version: seq });
       this.notify({ kind: 'put', key: command.key, value: command.value, version: seq });
       return { outcome: 'applied', version: seq, existed: current !== undefined };
     }
     if (!current) return { outcome: 'applied', version: seq, existed: false };
     this.slots.delete(command.key);
-    removeSortedKey(this.sortedKeys, command.key);
+    this.sortedKeys.remove(command.key);
     this.notify({ kind: 'delete', key: command.key, version: seq });
     return { outcome: 'applied', version: seq, existed: true };
   }
