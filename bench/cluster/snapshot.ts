@@ -26,7 +26,23 @@ const identity = (b: Buffer): Buffer => b;
 
 export interface SnapshotRow {
   path: string;
+  /** mbPerSecond is the median over the rounds. */
   mbPerSecond: number;
+  /** ratioToRaw is the median of this path's per-round ratio to that round's raw stream. */
+  ratioToRaw: number;
+  /** samples are the per-round MB/s, in round order. */
+  samples: number[];
+}
+
+export interface SnapshotBenchOptions {
+  /** childExecArgv goes to the serving child's node (e.g. --cpu-prof, --cpu-prof-dir=...). */
+  childExecArgv?: string[];
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 async function writeRandomFile(path: string, bytes: number): Promise<void> {
@@ -39,7 +55,12 @@ async function writeRandomFile(path: string, bytes: number): Promise<void> {
   }
 }
 
-export async function measureSnapshotTransfer(dir: string, mib: number, reps: number): Promise<{ rows: SnapshotRow[]; bytes: number; stageMbPerSecond: number }> {
+/**
+ * measureSnapshotTransfer runs `rounds` rounds of raw, drained, install, one after the other
+ * (interleaved, so the noise of a shared machine falls on all three alike), and reports medians and
+ * the median per-round ratio to raw.
+ */
+export async function measureSnapshotTransfer(dir: string, mib: number, rounds: number, options: SnapshotBenchOptions = {}): Promise<{ rows: SnapshotRow[]; bytes: number; stageMbPerSecond: number }> {
   const certDir = join(dir, 'certs');
   await createClusterCa({ dir: certDir, commonName: 'bench-ca' });
   for (const name of ['server', 'client']) await createNodeCert({ dir: certDir, name, peersService: 'peers', namespace: 'bench' });
@@ -53,7 +74,7 @@ export async function measureSnapshotTransfer(dir: string, mib: number, reps: nu
   const stageMbPerSecond = (mib * MiB) / 1e6 / ((performance.now() - stageStarted) / 1000);
   await rm(source);
 
-  const child = spawn(process.execPath, ['--import', 'tsx', SERVER_ENTRY, serverData, certDir], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...(options.childExecArgv ?? []), '--import', 'tsx', SERVER_ENTRY, serverData, certDir], { stdio: ['pipe', 'pipe', 'inherit'] });
   try {
     const ports = await new Promise<{ peerPort: number; rawPort: number; totalBytes: number }>((resolve, reject) => {
       let text = '';
@@ -115,16 +136,21 @@ export async function measureSnapshotTransfer(dir: string, mib: number, reps: nu
       const bytes = await run();
       return bytes / 1e6 / ((performance.now() - started) / 1000);
     };
-    const best = async (run: (rep: number) => Promise<number>): Promise<number> => {
-      let top = 0;
-      for (let rep = 0; rep < reps; rep++) top = Math.max(top, await timed(() => run(rep)));
-      return top;
-    };
-    const rows: SnapshotRow[] = [
-      { path: 'raw grpc-js server stream (mTLS, same chunk size and channel options, from memory)', mbPerSecond: await best(raw) },
-      { path: 'FetchSnapshot drained (PeerServer reading the artifact, PeerPool), no install', mbPerSecond: await best(drain) },
-      { path: 'FetchSnapshot + verified install (sizes, BLAKE3, fsync, rename)', mbPerSecond: await best(install) },
+    const paths: Array<{ path: string; run: (round: number) => Promise<number> }> = [
+      { path: 'raw grpc-js server stream (mTLS, same chunk size and channel options, from memory)', run: raw },
+      { path: 'FetchSnapshot drained (PeerServer reading the artifact, PeerPool), no install', run: drain },
+      { path: 'FetchSnapshot + verified install (sizes, BLAKE3, fsync, rename)', run: install },
     ];
+    const samples: number[][] = paths.map(() => []);
+    for (let round = 0; round < rounds; round++) {
+      for (const [i, p] of paths.entries()) samples[i]!.push(await timed(() => p.run(round)));
+    }
+    const rows: SnapshotRow[] = paths.map((p, i) => ({
+      path: p.path,
+      mbPerSecond: median(samples[i]!),
+      ratioToRaw: median(samples[i]!.map((mbps, round) => mbps / samples[0]![round]!)),
+      samples: samples[i]!,
+    }));
     return { rows, bytes: ports.totalBytes, stageMbPerSecond };
   } finally {
     child.stdin.end();
