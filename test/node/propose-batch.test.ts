@@ -9,6 +9,7 @@ import { encodeCommand } from '../../transports/store/command.js';
 import { DEFAULT_STORE_LIMITS } from '../../transports/store/limits.js';
 import { StoreCallError, StoreClientPool, storeServiceDefinition } from '../../transports/store/store-service.js';
 import { probeCredentials } from './grpc-probe.js';
+import { metricValue } from './harness.js';
 import { InProcessCluster } from './in-process-cluster.js';
 
 const DEADLINE_MS = 10_000;
@@ -43,6 +44,20 @@ describe('node: ProposeBatch (forwarded writes coalesced per loop turn)', functi
     for (let i = 1; i < count; i++) assert.ok(seqs[i]! > seqs[i - 1]!, 'seqnos follow the order proposed');
     for (const a of answers) assert.equal(a.result.outcome, 'applied');
     for (let i = 0; i < count; i++) assert.deepEqual((await leader.store.get(`batch/${i}`))?.value, { i });
+  });
+
+  it('hands the leader\'s concurrent writes to its engine in batches (svc_proposal_batch_size)', async function () {
+    const leader = await cluster.waitLeader();
+    const metrics = async () => (await (await fetch(`${leader.httpAddress}/metrics`)).text());
+    const count = (text: string, name: string) => metricValue(text, name) ?? 0;
+    const before = await metrics();
+    const writes = 50;
+    await Promise.all(Array.from({ length: writes }, (_, i) => leader.store.put(`together/${i}`, { i })));
+    const after = await metrics();
+    const proposals = count(after, 'svc_proposal_batch_size_sum') - count(before, 'svc_proposal_batch_size_sum');
+    const steps = count(after, 'svc_proposal_batch_size_count') - count(before, 'svc_proposal_batch_size_count');
+    assert.equal(proposals, writes, 'every write was proposed once');
+    assert.ok(steps <= writes / 5, `${writes} concurrent writes took ${steps} engine steps`);
   });
 
   it('fails only the bad command of a batch, and a refusal by a follower names the leader for each', async function () {

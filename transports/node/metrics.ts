@@ -23,6 +23,7 @@ export class NodeMetrics {
   readonly registry = new Registry();
   readonly walSyncSeconds: Histogram;
   readonly hardStateSaveSeconds: Histogram;
+  readonly proposalBatchSize: Histogram;
   readonly requestsSent: Counter<'method'>;
   readonly proposals: Counter<'outcome'>;
   readonly appliedEvents: Counter;
@@ -87,6 +88,10 @@ export class NodeMetrics {
     this.walSyncSeconds = new Histogram({
       name: 'svc_wal_sync_seconds', help: 'From a WAL append to its fdatasync completing (group commit wait included).', registers,
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1],
+    });
+    this.proposalBatchSize = new Histogram({
+      name: 'svc_proposal_batch_size', help: 'Proposals handed to the engine in one step (one event-loop turn\'s worth, up to proposeBatchCountMax).', registers,
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
     });
     this.hardStateSaveSeconds = new Histogram({
       name: 'svc_hard_state_save_seconds', help: 'Atomic hard-state writes (temp file, fsync, rename, fsync dir).', registers,

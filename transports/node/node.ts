@@ -303,7 +303,8 @@ export class Node {
         this.log.warn({ reason }, 'snapshot fetch or install failed; the engine pulls again');
       },
     });
-    this.proposals = new Proposals(driver, this.stateMachine, (outcome) => this.metrics?.proposals.inc({ outcome }), config.limits.proposeBatchCountMax);
+    this.proposals = new Proposals(driver, this.stateMachine, (outcome) => this.metrics?.proposals.inc({ outcome }), config.limits.proposeBatchCountMax,
+      (size) => this.metrics?.proposalBatchSize.observe(size));
     this.router = new StoreRouter(driver, this.stateMachine, this.proposals, this.storeClients, this.waiters, this.storeLimits);
     this.replicatedStore = new ReplicatedStore(this.router, this.storeLimits);
     this.metrics = new NodeMetrics({

@@ -28,6 +28,7 @@ export class Proposals {
     private readonly stateMachine: StoreStateMachine,
     private readonly onOutcome: (outcome: string) => void,
     private readonly batchCountMax: number,
+    private readonly onBatch: (size: number) => void = () => undefined,
   ) {}
 
   get count(): number {
@@ -56,6 +57,7 @@ export class Proposals {
     if (this.batch.length === 0) return;
     const proposals = this.batch;
     this.batch = [];
+    this.onBatch(proposals.length);
     if (proposals.length === 1) this.driver.submit({ type: 'propose', ...proposals[0]! });
     else this.driver.submit({ type: 'proposeBatch', proposals });
   }
