@@ -5,8 +5,9 @@
 //     loopback; cases alternate for `rounds` rounds and the best round of each is kept);
 //  2. SSE delivery latency: run event streams held open on one node (10, then 1,000), events appended to the
 //     runs' Redis streams by this process, latency = receipt - append on this process's clock.
-// Usage: tsx bench/api-cluster.ts [seconds-per-measurement] [rounds] [--cpu-prof]
+// Usage: tsx bench/api-cluster.ts [seconds-per-measurement] [rounds] [--cpu-prof] [--no-sse]
 //   --cpu-prof writes each node's CPU profile to a new temp directory (named at the end; nodes stop cleanly).
+//   --no-sse skips part 2.
 import { execFile } from 'node:child_process';
 import http from 'node:http';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -17,7 +18,8 @@ import { promisify } from 'node:util';
 import type autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { appendRunEvent } from '../api/runs/run-records.js';
-import { ApiCluster } from '../test/cluster-api/api-cluster.js';
+import { ApiCluster, type ApiNodeProcess } from '../test/cluster-api/api-cluster.js';
+import type { ReadIndexBatchStats } from '../transports/store/read-index-batch.js';
 import { areaOf } from './cluster/profile.js';
 
 const connections = 64;
@@ -25,6 +27,7 @@ const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
 const durationSeconds = Number(args[0] ?? 3);
 const rounds = Number(args[1] ?? 2);
 const cpuProfile = process.argv.includes('--cpu-prof');
+const sse = !process.argv.includes('--no-sse');
 const autocannonCli = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 
 /** sseRunCount runs carry the events; streams are spread over them evenly. */
@@ -51,6 +54,13 @@ interface BenchCase {
   windowsUs: Array<[number, number]>;
   /** requestsTotal counts the requests of every round. */
   requestsTotal: number;
+  /** node serves an API case: its read-index calls and readers are counted over the case's rounds. */
+  node?: ApiNodeProcess;
+  readIndex?: ReadIndexBatchStats;
+  /** cpuUs is CPU time (user + system, µs) over the case's rounds: of the serving node's process, and of the other nodes'. */
+  cpuUs: { serving: number; others: number };
+  /** servingName is the node whose process serves the case (the bare handler's too). */
+  servingName: string;
 }
 
 const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
@@ -215,7 +225,8 @@ async function main(): Promise<void> {
     });
     const leader = await cluster.leaderName();
     if (!leader) throw new Error('no leader');
-    const follower = ['a', 'b', 'c'].find((name) => name !== leader)!;
+    const nodeNames = ['a', 'b', 'c'];
+    const follower = nodeNames.find((name) => name !== leader)!;
     const key = cluster.admin.key;
     const leaderUrl = cluster.node(leader).httpUrl;
     const followerUrl = cluster.node(follower).httpUrl;
@@ -224,48 +235,83 @@ async function main(): Promise<void> {
     }
     const payload = await api(leaderUrl, key, 'GET', '/projects?limit=50');
     const cases: BenchCase[] = [
-      { name: `bare Express, in the leader's process`, url: `${await cluster.node(leader).bare(payload)}/projects`, headers: {}, windowsUs: [], requestsTotal: 0 },
-      { name: 'API GET /projects on the leader', url: `${leaderUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'leader', windowsUs: [], requestsTotal: 0 },
-      { name: `bare Express, in a follower's process`, url: `${await cluster.node(follower).bare(payload)}/projects`, headers: {}, windowsUs: [], requestsTotal: 0 },
-      { name: 'API GET /projects on a follower', url: `${followerUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'follower', windowsUs: [], requestsTotal: 0 },
-    ];
+      { name: `bare Express, in the leader's process`, url: `${await cluster.node(leader).bare(payload)}/projects`, headers: {} as Record<string, string>, servingName: leader },
+      { name: 'API GET /projects on the leader', url: `${leaderUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'leader', servingName: leader, node: cluster.node(leader) },
+      { name: `bare Express, in a follower's process`, url: `${await cluster.node(follower).bare(payload)}/projects`, headers: {}, servingName: follower },
+      { name: 'API GET /projects on a follower', url: `${followerUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'follower', servingName: follower, node: cluster.node(follower) },
+    ].map((benchCase): BenchCase => ({ ...benchCase, windowsUs: [], requestsTotal: 0, cpuUs: { serving: 0, others: 0 } }));
+    const cpuOfNodes = (): Promise<number[]> => Promise.all(nodeNames.map(async (name) => {
+      const usage = await cluster.node(name).cpuUsage();
+      return usage.user + usage.system;
+    }));
     casesForProfile.push(...cases);
     for (let round = 0; round < rounds; round++) {
       for (const benchCase of cases) {
+        const statsBefore = await benchCase.node?.readIndexStats();
+        const cpuBefore = await cpuOfNodes();
         const startedUs = monotonicUs();
         const result = await measure(benchCase.url, benchCase.headers);
         benchCase.windowsUs.push([startedUs, monotonicUs()]);
+        const cpuAfter = await cpuOfNodes();
+        nodeNames.forEach((name, index) => {
+          const spentUs = cpuAfter[index]! - cpuBefore[index]!;
+          if (name === benchCase.servingName) benchCase.cpuUs.serving += spentUs;
+          else benchCase.cpuUs.others += spentUs;
+        });
+        const statsAfter = await benchCase.node?.readIndexStats();
+        if (statsBefore && statsAfter) {
+          benchCase.readIndex ??= { calls: 0, readers: 0 };
+          benchCase.readIndex.calls += statsAfter.calls - statsBefore.calls;
+          benchCase.readIndex.readers += statsAfter.readers - statsBefore.readers;
+        }
         benchCase.requestsTotal += result.requests.total;
         if (!benchCase.best || result.requests.average > benchCase.best.requests.average) benchCase.best = result;
       }
     }
 
     // SSE: queued runs (no worker on any node) whose event streams this process appends to directly.
-    const project = await api(leaderUrl, key, 'POST', '/projects', { name: 'sse', workspace: cluster.workspace, command: ['./agent.sh'] }) as { id: string };
-    const redis = new Redis(cluster.redis!.url);
     const sseRows: string[] = [];
-    for (const streamCount of sseStreamCounts) {
-      // Fresh runs per level, so that no stream replays an earlier level's events.
-      const runs: Array<{ runId: string; streamUrl: string }> = [];
-      for (let index = 0; index < Math.min(sseRunCount, streamCount); index++) {
-        runs.push(await api(leaderUrl, key, 'POST', `/projects/${project.id}/commands`, { prompt: `sse ${index}` }) as { runId: string; streamUrl: string });
+    if (sse) {
+      const project = await api(leaderUrl, key, 'POST', '/projects', { name: 'sse', workspace: cluster.workspace, command: ['./agent.sh'] }) as { id: string };
+      const redis = new Redis(cluster.redis!.url);
+      for (const streamCount of sseStreamCounts) {
+        // Fresh runs per level, so that no stream replays an earlier level's events.
+        const runs: Array<{ runId: string; streamUrl: string }> = [];
+        for (let index = 0; index < Math.min(sseRunCount, streamCount); index++) {
+          runs.push(await api(leaderUrl, key, 'POST', `/projects/${project.id}/commands`, { prompt: `sse ${index}` }) as { runId: string; streamUrl: string });
+        }
+        sseRows.push(await sseLevel(followerUrl, key, runs, redis, streamCount));
       }
-      sseRows.push(await sseLevel(followerUrl, key, runs, redis, streamCount));
+      redis.disconnect();
     }
-    redis.disconnect();
 
     process.stdout.write(`\n${connections} connections, ${durationSeconds}s per measurement, best of ${rounds} rounds, loopback, ` +
       `3 nodes (mTLS, fsync) + redis-server + autocannon on ${os.cpus().length} cores; load average at end ` +
       `${os.loadavg().map((load) => load.toFixed(1)).join(' ')}\n\n`);
-    process.stdout.write('| case | req/s (mean) | vs bare, same process | p50 ms | p99 ms | non-2xx |\n|---|---|---|---|---|---|\n');
-    const bareByNode: Record<string, number> = { leader: cases[0]!.best!.requests.average, follower: cases[2]!.best!.requests.average };
-    for (const { name, best, bareOf } of cases) {
-      const ratio = bareOf ? `${(best!.requests.average / bareByNode[bareOf]! * 100).toFixed(0)}%` : '100%';
-      process.stdout.write(`| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} |\n`);
+    // CPU per request: process.cpuUsage() of each node process (user + system) over all rounds of a case,
+    // divided by its requests. Unlike req/s and profile busy time, it is not inflated by other processes
+    // holding the cores, so its ratio (bare CPU / API CPU, same process) is what the throughput ratio would
+    // be on a machine with a core to spare for each process.
+    process.stdout.write('| case | req/s (mean) | vs bare, same process | p50 ms | p99 ms | non-2xx | CPU µs/req, serving process | ' +
+      'CPU vs bare (bare / API) | CPU µs/req, other nodes | read-index calls per request (readers per call) |\n' +
+      '|---|---|---|---|---|---|---|---|---|---|\n');
+    const bareByNode: Record<string, BenchCase> = { leader: cases[0]!, follower: cases[2]! };
+    const cpuPerRequest = (benchCase: BenchCase, which: 'serving' | 'others'): number => benchCase.cpuUs[which] / Math.max(1, benchCase.requestsTotal);
+    for (const benchCase of cases) {
+      const { name, best, bareOf, readIndex, requestsTotal } = benchCase;
+      const bare = bareOf ? bareByNode[bareOf]! : benchCase;
+      const ratio = `${(best!.requests.average / bare.best!.requests.average * 100).toFixed(0)}%`;
+      const cpuRatio = `${(cpuPerRequest(bare, 'serving') / cpuPerRequest(benchCase, 'serving') * 100).toFixed(0)}%`;
+      const sharing = readIndex && readIndex.calls > 0
+        ? `${(readIndex.calls / requestsTotal).toFixed(3)} (${(readIndex.readers / readIndex.calls).toFixed(1)})` : '-';
+      process.stdout.write(`| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} | ` +
+        `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} |\n`);
     }
-    process.stdout.write(`\nSSE delivery (streams on a follower, ${sseRoundCount} rounds of one event per run, ${sseRoundGapMs} ms apart; ` +
-      'latency = receipt - append, ms)\n\n| open streams | runs | open all (ms) | delivered | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|---|\n');
-    for (const row of sseRows) process.stdout.write(`${row}\n`);
+    if (sse) {
+      process.stdout.write(`\nSSE delivery (streams on a follower, ${sseRoundCount} rounds of one event per run, ${sseRoundGapMs} ms apart; ` +
+        'latency = receipt - append, ms)\n\n| open streams | runs | open all (ms) | delivered | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|---|\n');
+      for (const row of sseRows) process.stdout.write(`${row}\n`);
+    }
   } finally {
     await cluster.stop();
   }

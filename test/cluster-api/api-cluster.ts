@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NodeConfig } from '../../transports/node/config.js';
 import type { NodeStatusDocument } from '../../transports/node/node-status.js';
+import type { ReadIndexBatchStats } from '../../transports/store/read-index-batch.js';
 import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type PlannedNode } from '../node/harness.js';
 import { startTestRedis, testSecretKey, type TestRedis } from '../api/harness.js';
 import { SvcClient } from '../../sdk/src/index.js';
@@ -83,6 +84,16 @@ export class ApiNodeProcess {
   /** bare serves `payload` at GET /projects from a bare Express app in this process; it resolves with its URL. */
   bare(payload: unknown): Promise<string> {
     return this.child.request({ op: 'bare', payload }) as Promise<string>;
+  }
+
+  /** readIndexStats is this node's read-index calls and readers so far (ReplicatedStore.readIndexStats). */
+  readIndexStats(): Promise<ReadIndexBatchStats> {
+    return this.child.request({ op: 'read-index-stats' }) as Promise<ReadIndexBatchStats>;
+  }
+
+  /** cpuUsage is this node process's CPU time so far (process.cpuUsage(), µs of user and system time). */
+  cpuUsage(): Promise<NodeJS.CpuUsage> {
+    return this.child.request({ op: 'cpu-usage' }) as Promise<NodeJS.CpuUsage>;
   }
 
   status(): Promise<NodeStatusDocument> {

@@ -1,7 +1,7 @@
 // A cluster node with the developer API in a child process (served by test/node/child-harness.ts), driven by
 // api-cluster.ts so a test can kill -9 it. argv[2] is the NodeConfig as JSON; argv[3], when present, the
 // ApiChildOptions as JSON. Beyond the common ops: `bootstrap-admin`, `bare` (a bare Express handler in this
-// same process, for bench/api-cluster.ts to compare against) and `album-activity`.
+// same process, for bench/api-cluster.ts to compare against), `album-activity`, `read-index-stats` and `cpu-usage`.
 //
 // With options.albumWorker the node's API runs no album worker of its own; this process runs one instead
 // (startAlbumWorker, the same function, over the node's store and the shared Redis) whose generator is the
@@ -9,6 +9,7 @@
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { Node } from '../../transports/node/node.js';
+import { ReplicatedStore } from '../../transports/store/replicated-store.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
 import { startAlbumWorker, type AlbumWorker } from '../../api/albums/album-worker.js';
 import { ProceduralImageGenerator } from '../../api/images/procedural-generator.js';
@@ -65,6 +66,8 @@ serveNodeChild(async (config) => {
       // The CLI's `svc keys create` does this through a store client; here the node's own store does it.
       'bootstrap-admin': (request) => bootstrapAdminKey(node.store, (request.name as string | undefined) ?? 'admin'),
       'album-activity': () => generator.activity,
+      'read-index-stats': () => (node.store instanceof ReplicatedStore ? node.store.readIndexStats : null),
+      'cpu-usage': () => process.cpuUsage(),
       bare: async (request) => {
         const bare = express();
         const payload = request.payload;

@@ -10,7 +10,7 @@ import {
 } from '../../api/store/document-store.js';
 import { encodeCommand, type CommandResult, type StoreCommand } from './command.js';
 import { storeLimits, type StoreLimits } from './limits.js';
-import { ReadIndexBatch } from './read-index-batch.js';
+import { ReadIndexBatch, type ReadIndexBatchStats } from './read-index-batch.js';
 import type { StoreStateMachine } from './state-machine.js';
 
 /** StoreHost is what the store needs from its node: the local state, and a way to the leader. */
@@ -41,6 +41,11 @@ export class ReplicatedStore implements DocumentStore {
   constructor(private readonly host: StoreHost, limits: Partial<StoreLimits> = {}) {
     this.limits = storeLimits(limits);
     this.readIndexes = new ReadIndexBatch((deadlineAt) => this.host.readIndex(deadlineAt));
+  }
+
+  /** readIndexStats: read-index calls made and readers served so far (how well reads share calls). */
+  get readIndexStats(): ReadIndexBatchStats {
+    return this.readIndexes.stats;
   }
 
   async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
