@@ -1,4 +1,5 @@
-// Only the snapshot part of bench/cluster.ts: npx tsx bench/cluster/snap-probe.ts [MiB] [rounds] [--cpu-prof DIR]
+// Only the snapshot part of bench/cluster.ts:
+//   npx tsx bench/cluster/snap-probe.ts [MiB] [rounds] [--cpu-prof DIR] [--only drained|install]
 // With --cpu-prof, this process and the serving child write .cpuprofile files to DIR and their
 // summaries are printed.
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -12,7 +13,12 @@ import { measureSnapshotTransfer } from './snapshot.js';
 const args = process.argv.slice(2);
 const profIndex = args.indexOf('--cpu-prof');
 const profDir = profIndex >= 0 ? resolve(args[profIndex + 1] ?? 'snap-prof') : null;
-const positional = profIndex >= 0 ? args.filter((_, i) => i !== profIndex && i !== profIndex + 1) : args;
+const onlyIndex = args.indexOf('--only');
+const onlyArg = onlyIndex >= 0 ? args[onlyIndex + 1] : undefined;
+if (onlyArg !== undefined && onlyArg !== 'drained' && onlyArg !== 'install') throw new Error('--only takes drained or install');
+const only: 'drained' | 'install' | undefined = onlyArg;
+const flagged = new Set([profIndex, onlyIndex].filter((i) => i >= 0).flatMap((i) => [i, i + 1]));
+const positional = args.filter((_, i) => !flagged.has(i));
 const mib = Number(positional[0] ?? 256);
 const rounds = Number(positional[1] ?? 5);
 
@@ -23,12 +29,15 @@ if (profDir) {
   session = new Session();
   session.connect();
   await session.post('Profiler.enable');
-  await session.post('Profiler.start');
 }
 try {
-  const r = await measureSnapshotTransfer(dir, mib, rounds, profDir ? { childExecArgv: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] } : {});
+  const r = await measureSnapshotTransfer(dir, mib, rounds, {
+    ...(profDir ? { childExecArgv: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] } : {}),
+    ...(only ? { paths: [only] } : {}),
+    beforeRounds: async () => { if (session) await session.post('Profiler.start'); },
+  });
   console.log(`${(r.bytes / 1e6).toFixed(0)} MB, ${rounds} interleaved rounds; median MB/s, median per-round ratio to raw, per-round MB/s`);
-  for (const row of r.rows) console.log(`${row.path}: ${row.mbPerSecond.toFixed(0)} MB/s, ratio ${row.ratioToRaw.toFixed(2)} [${row.samples.map((s) => s.toFixed(0)).join(' ')}]`);
+  for (const row of r.rows) console.log(`${row.path}: ${row.mbPerSecond.toFixed(0)} MB/s, ratio ${row.ratioToRaw.toFixed(2)}, CPU ms/MB client ${row.clientCpuMsPerMb.toFixed(2)} server ${row.serverCpuMsPerMb.toFixed(2)} [${row.samples.map((s) => s.toFixed(0)).join(' ')}]`);
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

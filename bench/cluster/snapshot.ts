@@ -23,6 +23,7 @@ const MiB = 1024 * 1024;
 const WRITE_BLOCK_BYTES = 8 * MiB;
 const SERVER_START_TIMEOUT_MS = 60_000;
 const identity = (b: Buffer): Buffer => b;
+const CLOCK_TICKS_PER_SECOND = 100;
 
 export interface SnapshotRow {
   path: string;
@@ -32,11 +33,28 @@ export interface SnapshotRow {
   ratioToRaw: number;
   /** samples are the per-round MB/s, in round order. */
   samples: number[];
+  /** CPU milliseconds (user + system) per MB moved, medians over the rounds: this process and the serving child. */
+  clientCpuMsPerMb: number;
+  serverCpuMsPerMb: number;
 }
 
 export interface SnapshotBenchOptions {
   /** childExecArgv goes to the serving child's node (e.g. --cpu-prof, --cpu-prof-dir=...). */
   childExecArgv?: string[];
+  /** beforeRounds runs once setup is done, just before the first round (e.g. to start a profiler). */
+  beforeRounds?: () => Promise<void>;
+  /** paths limits the rounds to some of the paths (raw always runs: the ratios need it). */
+  paths?: Array<'drained' | 'install'>;
+}
+
+/** cpuMsOf reads a process's user + system CPU time from /proc (Linux), NaN elsewhere. */
+async function cpuMsOf(pid: number): Promise<number> {
+  try {
+    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 function median(values: number[]): number {
@@ -131,25 +149,36 @@ export async function measureSnapshotTransfer(dir: string, mib: number, rounds: 
         await rm(clientData, { recursive: true, force: true });
       }
     };
-    const timed = async (run: () => Promise<number>): Promise<number> => {
+    const timed = async (run: () => Promise<number>): Promise<{ mbps: number; clientCpuMsPerMb: number; serverCpuMsPerMb: number }> => {
+      const serverCpuBefore = await cpuMsOf(child.pid!);
+      const clientCpuBefore = process.cpuUsage();
       const started = performance.now();
       const bytes = await run();
-      return bytes / 1e6 / ((performance.now() - started) / 1000);
+      const seconds = (performance.now() - started) / 1000;
+      const clientCpu = process.cpuUsage(clientCpuBefore);
+      const serverCpuMs = (await cpuMsOf(child.pid!)) - serverCpuBefore;
+      const mb = bytes / 1e6;
+      return { mbps: mb / seconds, clientCpuMsPerMb: (clientCpu.user + clientCpu.system) / 1000 / mb, serverCpuMsPerMb: serverCpuMs / mb };
     };
     const paths: Array<{ path: string; run: (round: number) => Promise<number> }> = [
       { path: 'raw grpc-js server stream (mTLS, same chunk size and channel options, from memory)', run: raw },
       { path: 'FetchSnapshot drained (PeerServer reading the artifact, PeerPool), no install', run: drain },
       { path: 'FetchSnapshot + verified install (sizes, BLAKE3, fsync, rename)', run: install },
     ];
-    const samples: number[][] = paths.map(() => []);
+    const chosen = paths.filter((_, i) => i === 0 || options.paths === undefined || options.paths.includes(i === 1 ? 'drained' : 'install'));
+    paths.splice(0, paths.length, ...chosen);
+    await options.beforeRounds?.();
+    const samples: Array<Array<Awaited<ReturnType<typeof timed>>>> = paths.map(() => []);
     for (let round = 0; round < rounds; round++) {
       for (const [i, p] of paths.entries()) samples[i]!.push(await timed(() => p.run(round)));
     }
     const rows: SnapshotRow[] = paths.map((p, i) => ({
       path: p.path,
-      mbPerSecond: median(samples[i]!),
-      ratioToRaw: median(samples[i]!.map((mbps, round) => mbps / samples[0]![round]!)),
-      samples: samples[i]!,
+      mbPerSecond: median(samples[i]!.map((s) => s.mbps)),
+      ratioToRaw: median(samples[i]!.map((s, round) => s.mbps / samples[0]![round]!.mbps)),
+      samples: samples[i]!.map((s) => s.mbps),
+      clientCpuMsPerMb: median(samples[i]!.map((s) => s.clientCpuMsPerMb)),
+      serverCpuMsPerMb: median(samples[i]!.map((s) => s.serverCpuMsPerMb)),
     }));
     return { rows, bytes: ports.totalBytes, stageMbPerSecond };
   } finally {

@@ -99,7 +99,73 @@ export function decodeSegmentChunk(bytes: Uint8Array): pb.ShipSegmentRequest {
 }
 
 export function encodeSnapshotChunk(chunk: pb.SnapshotChunk): Buffer {
+  if (chunk.chunk?.$case === 'file') return encodeSnapshotFileChunk(chunk.chunk.value);
   return bytesOf(pb.SnapshotChunk.encode(chunk));
+}
+
+// SnapshotChunk field 2 (file), SnapshotFileChunk fields 1 path, 2 offset, 3 data, 4 last: wire tags.
+const TAG_CHUNK_FILE = 18;
+const TAG_FILE_PATH = 10;
+const TAG_FILE_OFFSET = 16;
+const TAG_FILE_DATA = 26;
+const TAG_FILE_LAST = 32;
+
+/**
+ * encodeSnapshotFileChunk writes SnapshotChunk{file} byte for byte as ts-proto would (same field
+ * order, same omitted defaults), but into one exact-size buffer with a single copy of the data:
+ * ts-proto's writer grows, copies and joins each 1 MiB chunk several times, which measured twice
+ * the serving CPU of a raw stream.
+ */
+export function encodeSnapshotFileChunk(file: pb.SnapshotFileChunk): Buffer {
+  const pathBytes = Buffer.byteLength(file.path, 'utf8');
+  if (!Number.isSafeInteger(file.offset) || file.offset < 0) throw new RangeError(`snapshot chunk offset ${file.offset} is not a non-negative safe integer`);
+  const bodyBytes = (pathBytes > 0 ? 1 + varintBytes(pathBytes) + pathBytes : 0)
+    + (file.offset !== 0 ? 1 + varintBytes(file.offset) : 0)
+    + (file.data.length > 0 ? 1 + varintBytes(file.data.length) + file.data.length : 0)
+    + (file.last ? 2 : 0);
+  const out = Buffer.allocUnsafe(1 + varintBytes(bodyBytes) + bodyBytes);
+  let at = 0;
+  out[at++] = TAG_CHUNK_FILE;
+  at = writeVarint(out, at, bodyBytes);
+  if (pathBytes > 0) {
+    out[at++] = TAG_FILE_PATH;
+    at = writeVarint(out, at, pathBytes);
+    at += out.write(file.path, at, 'utf8');
+  }
+  if (file.offset !== 0) {
+    out[at++] = TAG_FILE_OFFSET;
+    at = writeVarint(out, at, file.offset);
+  }
+  if (file.data.length > 0) {
+    out[at++] = TAG_FILE_DATA;
+    at = writeVarint(out, at, file.data.length);
+    out.set(file.data, at);
+    at += file.data.length;
+  }
+  if (file.last) {
+    out[at++] = TAG_FILE_LAST;
+    out[at++] = 1;
+  }
+  return out;
+}
+
+function varintBytes(value: number): number {
+  let bytes = 1;
+  // Bounded: a safe integer has at most 8 varint groups of 7 bits.
+  for (let rest = value; rest >= 0x80; rest = Math.floor(rest / 0x80)) bytes++;
+  return bytes;
+}
+
+/** writeVarint writes a non-negative safe integer as a protobuf varint (division, not bit operators, past 32 bits). */
+function writeVarint(out: Buffer, at: number, value: number): number {
+  let rest = value;
+  // Bounded as in varintBytes.
+  while (rest >= 0x80) {
+    out[at++] = (rest % 0x80) | 0x80;
+    rest = Math.floor(rest / 0x80);
+  }
+  out[at++] = rest;
+  return at;
 }
 
 export function decodeSnapshotChunk(bytes: Uint8Array): pb.SnapshotChunk {

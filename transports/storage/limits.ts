@@ -21,6 +21,12 @@ export interface StorageLimits {
   snapshotChunkBytesMax: number;
   /** snapshotWriteAheadBytesMax bounds an installing artifact's bytes received but not yet written. */
   snapshotWriteAheadBytesMax: number;
+  /**
+   * snapshotSyncEveryBytes starts a background fdatasync of an installing file each time this many
+   * more bytes were written, one at a time: the kernel would otherwise hold the whole file dirty
+   * (a tenth of RAM) and the final fsync would write all of it while the stream stands still.
+   */
+  snapshotSyncEveryBytes: number;
   /** snapshotRetainCount keeps this many newest artifacts; older ones are deleted. */
   snapshotRetainCount: number;
   /** snapshotFileCountMax bounds the files one artifact (and one peer's header) may list. */
@@ -47,6 +53,7 @@ export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
   snapshotChunkBytes: 1 * MiB,
   snapshotChunkBytesMax: 4 * MiB,
   snapshotWriteAheadBytesMax: 8 * MiB,
+  snapshotSyncEveryBytes: 32 * MiB,
   snapshotRetainCount: 2,
   snapshotFileCountMax: 10_000,
   snapshotFileBytesMax: 64 * 1024 * MiB,

@@ -38,6 +38,26 @@ interface OpenFile {
   /** writes still running, oldest first, with their sizes: the next chunk arrives while they land. */
   pending: Array<{ done: Promise<void>; bytes: number }>;
   pendingBytes: number;
+  /** the background fdatasync running, if any; at most one at a time. */
+  syncing: Promise<void> | null;
+  /** bytes handed to writes since the last background fdatasync started. */
+  unsyncedBytes: number;
+}
+
+/** syncBehind starts a background fdatasync; a previous one still running is waited for first, so a slow disk slows the stream. */
+async function syncBehind(file: OpenFile): Promise<void> {
+  if (file.syncing !== null) await file.syncing;
+  file.unsyncedBytes = 0;
+  const syncing = file.handle.datasync();
+  file.syncing = syncing;
+  syncing.then(() => { if (file.syncing === syncing) file.syncing = null; }, () => undefined); // failures surface through awaitSync
+}
+
+/** awaitSync waits for the background fdatasync, rethrowing its failure. */
+async function awaitSync(file: OpenFile): Promise<void> {
+  const syncing = file.syncing;
+  file.syncing = null;
+  if (syncing !== null) await syncing;
 }
 
 /** settleWrites waits for every write in flight; the first failure is thrown once all have ended. */
@@ -85,7 +105,7 @@ export async function receiveArtifactFiles(
         const target = resolve(root, file.path);
         if (!target.startsWith(root + sep)) throw new SnapshotError(`path ${JSON.stringify(file.path)} escapes the artifact`);
         await makeDirsUnder(root, dirname(target), createdDirs);
-        current = { handle: await open(target, 'wx'), hasher: await createBlake3Hasher(), written: 0, pending: [], pendingBytes: 0 };
+        current = { handle: await open(target, 'wx'), hasher: await createBlake3Hasher(), written: 0, pending: [], pendingBytes: 0, syncing: null, unsyncedBytes: 0 };
       }
       if (chunk.offset !== current.written) throw new SnapshotError(`${file.path}: chunk at offset ${chunk.offset}, expected ${current.written}`);
       if (current.written + chunk.data.length > file.size) throw new SnapshotError(`${file.path}: more than its ${file.size} bytes`);
@@ -97,13 +117,18 @@ export async function receiveArtifactFiles(
       current.pendingBytes += chunk.data.length;
       current.hasher.update(chunk.data);
       current.written += chunk.data.length;
+      current.unsyncedBytes += chunk.data.length;
       while (current.pendingBytes > limits.snapshotWriteAheadBytesMax) {
         const oldest = current.pending.shift()!;
         current.pendingBytes -= oldest.bytes;
         await oldest.done;
       }
-      if (!chunk.last) continue;
+      if (!chunk.last) {
+        if (current.unsyncedBytes >= limits.snapshotSyncEveryBytes) await syncBehind(current);
+        continue;
+      }
       await settleWrites(current);
+      await awaitSync(current);
       if (current.written !== file.size) throw new SnapshotError(`${file.path}: ended at ${current.written} bytes, the header says ${file.size}`);
       const digest = current.hasher.digest();
       if (toHex(digest) !== toHex(file.blake3)) throw new SnapshotError(`${file.path}: BLAKE3 mismatch (got ${toHex(digest)}, header ${toHex(file.blake3)})`);
@@ -123,6 +148,7 @@ export async function receiveArtifactFiles(
   } finally {
     if (current !== null) {
       await settleWrites(current).catch(() => undefined);
+      await awaitSync(current).catch(() => undefined);
       await current.handle.close().catch(() => undefined);
     }
   }
