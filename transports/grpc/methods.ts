@@ -143,8 +143,8 @@ export function encodeSnapshotFileChunk(file: pb.SnapshotFileChunk): Buffer {
     at += file.data.length;
   }
   if (file.last) {
-    out[at++] = TAG_FILE_LAST;
-    out[at++] = 1;
+    out[at] = TAG_FILE_LAST;
+    out[at + 1] = 1;
   }
   return out;
 }
