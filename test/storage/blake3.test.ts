@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { blake3 as nobleBlake3 } from '@noble/hashes/blake3.js';
 import fc from 'fast-check';
-import { blake3Bytes, blake3File, createBlake3Hasher, toHex } from '../../transports/storage/blake3.js';
+import { blake3Bytes, blake3File, createBlake3Hasher, OffThreadBlake3, toHex } from '../../transports/storage/blake3.js';
 import { makeTempDir, removeTempDir } from './helpers.js';
 
 // BLAKE3 works in 64-byte blocks and 1024-byte chunks: sizes around both, plus 0 and 1 MiB + 1.
@@ -47,5 +47,24 @@ describe('storage/blake3 (hash-wasm against @noble/hashes)', () => {
     } finally {
       await removeTempDir(dir);
     }
+  });
+
+  it('OffThreadBlake3 (the worker) agrees with the oracle, file after file, with waits on what is in flight', async () => {
+    const worker = OffThreadBlake3.start();
+    try {
+      for (const size of [0, 1, 1025, 70_000]) {
+        const bytes = randomBytes(size);
+        // Bounded: the input is cut into at most ceil(size / 4096) + 1 pieces.
+        for (let at = 0; at < size; at += 4096) {
+          worker.update(bytes.subarray(at, Math.min(size, at + 4096)));
+          await worker.waitInFlightAtMost(8192);
+        }
+        assert.equal(toHex(await worker.digest()), toHex(nobleBlake3(bytes)), `size ${size}`);
+      }
+    } finally {
+      await worker.close();
+    }
+    assert.throws(() => worker.update(new Uint8Array(1)), /closed/);
+    await assert.rejects(worker.digest(), /closed/);
   });
 });

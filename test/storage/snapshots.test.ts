@@ -250,4 +250,29 @@ describe('storage/snapshots', () => {
     assert.deepEqual(await readdir(join(target, 'snapshots')), ['15-2']);
     assert.equal(reopened.newest()?.meta.seq, 15);
   });
+
+  it('with the hash worker and background syncs: installs byte for byte, and a flipped byte still fails and keeps the old state', async () => {
+    // big.bin and copied.bin go to the worker, with a hash-ahead bound below one chunk and a sync every chunk.
+    const workerLimits = storageLimits({ snapshotChunkBytes: CHUNK_BYTES, snapshotHashOffThreadBytesMin: 2000, snapshotHashAheadBytesMax: 1000, snapshotSyncEveryBytes: CHUNK_BYTES });
+    const src = await SnapshotStore.open(source, workerLimits);
+    const dst = await SnapshotStore.open(target, workerLimits);
+    const old = await stageSample(src, 10);
+    const installed = await dst.install(old.header, src.read(old));
+    assert.deepEqual(await readFile(join(installed.dir, 'state/big.bin')), contents.big);
+    assert.deepEqual(await readFile(join(installed.dir, 'copied.bin')), contents.copied);
+    assert.equal(await dst.verify(installed), null);
+
+    for (const flipped of ['state/big.bin', 'copied.bin']) {
+      const next = await stageSample(src, 20);
+      const path = join(next.dir, flipped);
+      const bytes = await readFile(path);
+      bytes[bytes.length - 3] ^= 0x01;
+      await writeFile(path, bytes);
+      const pattern = new RegExp(`${flipped.replace('.', '\\.')}: BLAKE3 mismatch`);
+      await assert.rejects(dst.install(next.header, src.read(next)), (err: unknown) => err instanceof SnapshotError && pattern.test(err.message));
+      assert.deepEqual((await readdir(join(target, 'snapshots'))).sort(), ['10-2'], 'the old artifact is still the only one');
+      await removeTempDir(next.dir);
+      await src.prune();
+    }
+  });
 });

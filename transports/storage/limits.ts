@@ -27,6 +27,10 @@ export interface StorageLimits {
    * (a tenth of RAM) and the final fsync would write all of it while the stream stands still.
    */
   snapshotSyncEveryBytes: number;
+  /** files of an install at least this big are hashed in a worker thread, off the receiving event loop. */
+  snapshotHashOffThreadBytesMin: number;
+  /** snapshotHashAheadBytesMax bounds an installing file's bytes sent to the hash worker but not yet hashed. */
+  snapshotHashAheadBytesMax: number;
   /** snapshotRetainCount keeps this many newest artifacts; older ones are deleted. */
   snapshotRetainCount: number;
   /** snapshotFileCountMax bounds the files one artifact (and one peer's header) may list. */
@@ -54,6 +58,8 @@ export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
   snapshotChunkBytesMax: 4 * MiB,
   snapshotWriteAheadBytesMax: 8 * MiB,
   snapshotSyncEveryBytes: 32 * MiB,
+  snapshotHashOffThreadBytesMin: 4 * MiB,
+  snapshotHashAheadBytesMax: 8 * MiB,
   snapshotRetainCount: 2,
   snapshotFileCountMax: 10_000,
   snapshotFileBytesMax: 64 * 1024 * MiB,

@@ -5,7 +5,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import type { SnapshotHeader } from '../../engine/rpc.js';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
-import { BLAKE3_DIGEST_BYTES, createBlake3Hasher, toHex, type Blake3Hasher } from './blake3.js';
+import { BLAKE3_DIGEST_BYTES, createBlake3Hasher, OffThreadBlake3, toHex } from './blake3.js';
 import { makeDirsUnder, writeAll } from './durable-fs.js';
 import type { StorageLimits } from './limits.js';
 import { META_FILE, pathListProblem, SnapshotError } from './snapshot-paths.js';
@@ -31,9 +31,17 @@ export function headerProblem(header: SnapshotHeader, limits: StorageLimits): st
   return null;
 }
 
+/** FileHasher hashes one file, on this thread or in the install's hash worker. */
+interface FileHasher {
+  update(bytes: Uint8Array): void;
+  /** settle waits until what is in flight is within the hash-ahead bound. */
+  settle(): Promise<void>;
+  digest(): Promise<Uint8Array>;
+}
+
 interface OpenFile {
   handle: FileHandle;
-  hasher: Blake3Hasher;
+  hasher: FileHasher;
   written: number;
   /** writes still running, oldest first, with their sizes: the next chunk arrives while they land. */
   pending: Array<{ done: Promise<void>; bytes: number }>;
@@ -86,6 +94,16 @@ export async function receiveArtifactFiles(
   const root = resolve(dir);
   let index = 0;
   let current: OpenFile | null = null;
+  let worker: OffThreadBlake3 | null = null;
+  const hasherFor = async (size: number): Promise<FileHasher> => {
+    if (size < limits.snapshotHashOffThreadBytesMin) {
+      const inline = await createBlake3Hasher();
+      return { update: (b) => inline.update(b), settle: () => Promise.resolve(), digest: () => Promise.resolve(inline.digest()) };
+    }
+    worker ??= OffThreadBlake3.start();
+    const w = worker;
+    return { update: (b) => w.update(b), settle: () => w.waitInFlightAtMost(limits.snapshotHashAheadBytesMax), digest: () => w.digest() };
+  };
   const iterator = chunks[Symbol.asyncIterator]();
   try {
     for (;;) {
@@ -105,7 +123,7 @@ export async function receiveArtifactFiles(
         const target = resolve(root, file.path);
         if (!target.startsWith(root + sep)) throw new SnapshotError(`path ${JSON.stringify(file.path)} escapes the artifact`);
         await makeDirsUnder(root, dirname(target), createdDirs);
-        current = { handle: await open(target, 'wx'), hasher: await createBlake3Hasher(), written: 0, pending: [], pendingBytes: 0, syncing: null, unsyncedBytes: 0 };
+        current = { handle: await open(target, 'wx'), hasher: await hasherFor(file.size), written: 0, pending: [], pendingBytes: 0, syncing: null, unsyncedBytes: 0 };
       }
       if (chunk.offset !== current.written) throw new SnapshotError(`${file.path}: chunk at offset ${chunk.offset}, expected ${current.written}`);
       if (current.written + chunk.data.length > file.size) throw new SnapshotError(`${file.path}: more than its ${file.size} bytes`);
@@ -118,6 +136,7 @@ export async function receiveArtifactFiles(
       current.hasher.update(chunk.data);
       current.written += chunk.data.length;
       current.unsyncedBytes += chunk.data.length;
+      await current.hasher.settle();
       while (current.pendingBytes > limits.snapshotWriteAheadBytesMax) {
         const oldest = current.pending.shift()!;
         current.pendingBytes -= oldest.bytes;
@@ -130,7 +149,7 @@ export async function receiveArtifactFiles(
       await settleWrites(current);
       await awaitSync(current);
       if (current.written !== file.size) throw new SnapshotError(`${file.path}: ended at ${current.written} bytes, the header says ${file.size}`);
-      const digest = current.hasher.digest();
+      const digest = await current.hasher.digest();
       if (toHex(digest) !== toHex(file.blake3)) throw new SnapshotError(`${file.path}: BLAKE3 mismatch (got ${toHex(digest)}, header ${toHex(file.blake3)})`);
       await current.handle.sync();
       await current.handle.close();
@@ -151,6 +170,7 @@ export async function receiveArtifactFiles(
       await awaitSync(current).catch(() => undefined);
       await current.handle.close().catch(() => undefined);
     }
+    if (worker !== null) await (worker as OffThreadBlake3).close();
   }
 }
 
