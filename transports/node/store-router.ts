@@ -45,8 +45,11 @@ export class StoreRouter implements StoreHost {
   }
 
   waitApplied(seq: number, deadlineAt: number): Promise<void> {
-    return this.waiters.until(() => this.stateMachine.appliedSeq >= seq, deadlineAt, `this node to apply seq ${seq}`);
+    return this.waiters.untilReached(this.appliedSeq, seq, deadlineAt, `this node to apply seq ${seq}`);
   }
+
+  /** appliedSeq is the one counter function of every waitApplied (Waiters keeps their waits in one heap by seq). */
+  private readonly appliedSeq = (): number => this.stateMachine.appliedSeq;
 
   /** serviceHandler answers other members' Store calls: only the leader serves them. */
   serviceHandler(): StoreServiceHandler {

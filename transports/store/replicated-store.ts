@@ -51,15 +51,13 @@ export class ReplicatedStore implements DocumentStore {
   async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
     this.checkKey(key);
     await this.readBarrier();
-    return this.host.stateMachine.get(key) as VersionedValue<T> | null;
+    return this.localGet<T>(key);
   }
 
   async list<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): Promise<ListResult<T>> {
     if (typeof prefix !== 'string') throw new TypeError('list prefix must be a string');
-    const limit = Math.max(1, Math.min(options.limit ?? this.limits.listLimitMax, this.limits.listLimitMax));
     await this.readBarrier();
-    const page = this.host.stateMachine.list(prefix, limit, options.after);
-    return { entries: page.entries as StoreEntry<T>[], nextAfter: page.nextAfter };
+    return this.localList<T>(prefix, options);
   }
 
   async put(key: string, value: JsonObject, options: WriteOptions = {}): Promise<{ version: number }> {
@@ -85,32 +83,29 @@ export class ReplicatedStore implements DocumentStore {
    * the local apply, so every read still sees what was acknowledged before the session began, and its own writes.
    */
   readSession(): DocumentStore {
-    let index: Promise<number> | null = null;
-    const barrier = async (): Promise<void> => {
-      const deadlineAt = Date.now() + this.limits.readTimeoutMs;
-      index ??= this.readIndexes.readIndex(deadlineAt);
-      // A failed barrier is not kept: the next read of the session tries afresh.
-      const seq = await index.catch((err: unknown) => { index = null; throw err; });
-      await this.host.waitApplied(seq, deadlineAt);
-    };
-    return {
-      get: async <T extends JsonObject = JsonObject>(key: string) => {
-        this.checkKey(key);
-        await barrier();
-        return this.host.stateMachine.get(key) as VersionedValue<T> | null;
-      },
-      list: async <T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}) => {
-        if (typeof prefix !== 'string') throw new TypeError('list prefix must be a string');
-        const limit = Math.max(1, Math.min(options.limit ?? this.limits.listLimitMax, this.limits.listLimitMax));
-        await barrier();
-        const page = this.host.stateMachine.list(prefix, limit, options.after);
-        return { entries: page.entries as StoreEntry<T>[], nextAfter: page.nextAfter };
-      },
-      put: (key, value, options) => this.put(key, value, options),
-      delete: (key, options) => this.delete(key, options),
-      watch: (prefix, watcher) => this.watch(prefix, watcher),
-      barrier,
-    };
+    return new ReadSession(this);
+  }
+
+  /** takeReadIndex: a read index taken after this call began (shared with concurrent readers), by deadlineAt. */
+  takeReadIndex(deadlineAt: number): Promise<number> {
+    return this.readIndexes.readIndex(deadlineAt);
+  }
+
+  /** waitApplied resolves once this node has applied seq. */
+  waitApplied(seq: number, deadlineAt: number): Promise<void> {
+    return this.host.waitApplied(seq, deadlineAt);
+  }
+
+  /** localGet reads this node's state with no barrier (only behind one), for a key checkKey passed. */
+  localGet<T extends JsonObject = JsonObject>(key: string): VersionedValue<T> | null {
+    return this.host.stateMachine.get(key) as VersionedValue<T> | null;
+  }
+
+  /** localList lists this node's state with no barrier: only behind one. */
+  localList<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions): ListResult<T> {
+    const limit = Math.max(1, Math.min(options.limit ?? this.limits.listLimitMax, this.limits.listLimitMax));
+    const page = this.host.stateMachine.list(prefix, limit, options.after);
+    return { entries: page.entries as StoreEntry<T>[], nextAfter: page.nextAfter };
   }
 
   /** watch hears every change under prefix as this node applies it (so, after the write is committed). */
@@ -140,9 +135,59 @@ export class ReplicatedStore implements DocumentStore {
     return { expectedVersion: options.expectedVersion };
   }
 
-  private checkKey(key: string): void {
+  /** checkKey refuses a key the store cannot hold (before any barrier or write). */
+  checkKey(key: string): void {
     if (typeof key !== 'string' || key.length === 0 || Buffer.byteLength(key) > this.limits.keyBytesMax) {
       throw new RangeError(`store keys are 1..${this.limits.keyBytesMax} bytes`);
     }
+  }
+}
+
+/**
+ * ReadSession is one request's view (ReplicatedStore.readSession): its reads share one read index. A class, not
+ * closures, because one is made per keyed request.
+ */
+class ReadSession implements DocumentStore {
+  /** index is the session's read index, asked at its first read; a failed one is dropped so the next read tries afresh. */
+  private index: Promise<number> | null = null;
+
+  constructor(private readonly store: ReplicatedStore) {}
+
+  async barrier(): Promise<void> {
+    const deadlineAt = Date.now() + this.store.limits.readTimeoutMs;
+    this.index ??= this.store.takeReadIndex(deadlineAt);
+    const index = this.index;
+    let seq: number;
+    try {
+      seq = await index;
+    } catch (err) {
+      if (this.index === index) this.index = null;
+      throw err;
+    }
+    await this.store.waitApplied(seq, deadlineAt);
+  }
+
+  async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
+    this.store.checkKey(key);
+    await this.barrier();
+    return this.store.localGet<T>(key);
+  }
+
+  async list<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): Promise<ListResult<T>> {
+    if (typeof prefix !== 'string') throw new TypeError('list prefix must be a string');
+    await this.barrier();
+    return this.store.localList<T>(prefix, options);
+  }
+
+  put(key: string, value: JsonObject, options?: WriteOptions): Promise<{ version: number }> {
+    return this.store.put(key, value, options);
+  }
+
+  delete(key: string, options?: WriteOptions): Promise<{ deleted: boolean }> {
+    return this.store.delete(key, options);
+  }
+
+  watch(prefix: string, watcher: StoreWatcher): () => void {
+    return this.store.watch(prefix, watcher);
   }
 }
