@@ -136,8 +136,13 @@ export function createApp(options: CreateAppOptions): ApiService {
     if ((req.method === 'GET' || req.method === 'HEAD') && isPublicPath(req.path)) publicRoutes(req, res, next);
     else next();
   });
-  // The album page holds no data (it asks for the key in the browser), so it is public like /docs.
-  app.use(albumPageRoutes());
+  // The album page holds no data (it asks for the key in the browser), so it is public like /docs. Its router
+  // sees only GET and HEAD under /album (its routes): a keyed request does not walk it.
+  const albumPage = albumPageRoutes();
+  app.use((req, res, next) => {
+    if ((req.method === 'GET' || req.method === 'HEAD') && req.path.startsWith('/album')) albumPage(req, res, next);
+    else next();
+  });
 
   const keyCache = new ApiKeyCache(store);
   app.use(authenticate(store, config.trustedProxies, keyCache));

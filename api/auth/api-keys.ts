@@ -1,6 +1,6 @@
 // API keys: "svc_" + 256 random bits in base64url. Only the SHA-256 of a key and its first
 // apiKeyPrefixLength characters are stored; the full key is returned once, when it is created.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { DocumentStore } from '../store/document-store.js';
 import { apiKeyLengthMax, apiKeyPrefixLength, apiKeyRandomBytes } from '../limits.js';
 import type { ApiKeyRecord, KeyByHashRecord, UserRecord } from '../records.js';
@@ -19,7 +19,8 @@ export function generateApiKey(): string {
  * stolen hash easier to keep; see api/README.md for why there is no pepper.
  */
 export function hashApiKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  // One-shot crypto.hash (UTF-8 for a string): about half the cost of a Hash object per keyed request.
+  return hash('sha256', key, 'buffer');
 }
 
 export function looksLikeApiKey(key: string): boolean {
