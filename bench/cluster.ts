@@ -11,7 +11,7 @@
 //   3. snapshot transfer MB/s (a staged artifact fetched and installed with verification) beside a
 //      raw grpc-js stream with the same flow-control settings.
 //
-//   npx tsx bench/cluster.ts [--seconds 3] [--warmup 1] [--rounds 3] [--snapshot-mib 256] [--reps 2] [--cpu-prof]
+//   npx tsx bench/cluster.ts [--seconds 3] [--warmup 1] [--rounds 3] [--snapshot-mib 256] [--snapshot-rounds 3] [--cpu-prof]
 //
 // --cpu-prof runs our nodes under `node --cpu-prof` and prints where each node's time went.
 import { randomBytes } from 'node:crypto';
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
   const seconds = numberArg('seconds', 3);
   const warmup = numberArg('warmup', 1);
   const snapshotMib = numberArg('snapshot-mib', 256);
-  const reps = numberArg('reps', 2);
+  const snapshotRounds = numberArg('snapshot-rounds', 3);
   const cpuProf = process.argv.includes('--cpu-prof');
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-cluster-'));
   const profileDir = join(dir, 'profiles');
@@ -122,8 +122,8 @@ async function main(): Promise<void> {
       await etcd?.stop();
     }
 
-    console.log(`snapshot: staging and fetching a ${snapshotMib} MiB artifact, best of ${reps}`);
-    const snapshot = await measureSnapshotTransfer(join(dir, 'snapshot'), snapshotMib, reps);
+    console.log(`snapshot: staging and fetching a ${snapshotMib} MiB artifact, ${snapshotRounds} interleaved rounds (raw, drained, install), medians`);
+    const snapshot = await measureSnapshotTransfer(join(dir, 'snapshot'), snapshotMib, snapshotRounds);
 
     console.log('');
     const med = (rs: LoadResult[], pick: (r: LoadResult) => number): number => median(rs.map(pick));
@@ -138,10 +138,9 @@ async function main(): Promise<void> {
     console.log(`disk fdatasync rate this run: ${fmt(fsyncPerSecond)}/s${etcdNote ? `; etcd: ${etcdNote}` : ''}`);
     console.log('');
     console.log(`snapshot transfer, ${fmt(snapshot.bytes / 1e6)} MB artifact (staging it: ${fmt(snapshot.stageMbPerSecond)} MB/s), loopback, server in a child process`);
-    console.log('| path | MB/s | ratio to raw |');
-    console.log('|---|---|---|');
-    const rawRate = snapshot.rows[0]!.mbPerSecond;
-    for (const row of snapshot.rows) console.log(`| ${row.path} | ${fmt(row.mbPerSecond)} | ${fmt(row.mbPerSecond / rawRate, 2)} |`);
+    console.log('| path | MB/s (median) | ratio to raw (median per round) | client CPU ms/MB | server CPU ms/MB |');
+    console.log('|---|---|---|---|---|');
+    for (const row of snapshot.rows) console.log(`| ${row.path} | ${fmt(row.mbPerSecond)} | ${fmt(row.ratioToRaw, 2)} | ${fmt(row.clientCpuMsPerMb, 1)} | ${fmt(row.serverCpuMsPerMb, 1)} |`);
 
     if (cpuProf) {
       console.log('');
