@@ -5,7 +5,9 @@
 //     loopback; cases alternate for `rounds` rounds and the best round of each is kept);
 //  2. SSE delivery latency: run event streams held open on one node (10, then 1,000), events appended to the
 //     runs' Redis streams by this process, latency = receipt - append on this process's clock.
-// Usage: tsx bench/api-cluster.ts [seconds-per-measurement] [rounds] [--cpu-prof] [--no-sse]
+//  3. with --read-index-cost: the leader's CPU per ReadIndex RPC, called from this process over mTLS (idle, one
+//     call every readIndexGapMs, back to back, readIndexConcurrency callers), measured by process.cpuUsage().
+// Usage: tsx bench/api-cluster.ts [seconds-per-measurement] [rounds] [--cpu-prof] [--no-sse] [--read-index-cost]
 //   --cpu-prof writes each node's CPU profile to a new temp directory (named at the end; nodes stop cleanly).
 //   --no-sse skips part 2.
 import { execFile } from 'node:child_process';
@@ -21,6 +23,8 @@ import { appendRunEvent } from '../api/runs/run-records.js';
 import { ApiCluster, type ApiNodeProcess } from '../test/cluster-api/api-cluster.js';
 import type { ReadIndexBatchStats } from '../transports/store/read-index-batch.js';
 import { areaOf } from './cluster/profile.js';
+import { clientCredentials } from '../transports/grpc/tls.js';
+import { StoreClientPool } from '../transports/store/store-service.js';
 
 const connections = 64;
 const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
@@ -28,6 +32,10 @@ const durationSeconds = Number(args[0] ?? 3);
 const rounds = Number(args[1] ?? 2);
 const cpuProfile = process.argv.includes('--cpu-prof');
 const sse = !process.argv.includes('--no-sse');
+const readIndexCost = process.argv.includes('--read-index-cost');
+/** readIndexGapMs spaces the calls of the paced ReadIndex phase; readIndexConcurrency callers run the last one. */
+const readIndexGapMs = 20;
+const readIndexConcurrency = 16;
 const autocannonCli = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 
 /** sseRunCount runs carry the events; streams are spread over them evenly. */
@@ -213,6 +221,55 @@ async function sseLevel(baseUrl: string, key: string, usedRuns: Array<{ runId: s
     `${latenciesMs.at(-1)?.toFixed(1) ?? '-'} |`;
 }
 
+/** readIndexCostRows: the leader's CPU per ReadIndex RPC (made from this process, as a follower makes them) at a few rates. */
+async function readIndexCostRows(cluster: ApiCluster, leader: string): Promise<string[]> {
+  const config = cluster.node(leader).config;
+  if (config.tls.mode !== 'mtls') throw new Error('the bench cluster runs mTLS');
+  const tls = config.tls;
+  const pool = new StoreClientPool({
+    credentials: clientCredentials({ ca: readFileSync(tls.caFile), cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) }),
+    channelOptions: tls.serverNameOverride ? { 'grpc.ssl_target_name_override': tls.serverNameOverride } : {},
+  });
+  const address = config.grpcAdvertise ?? config.grpcListen;
+  const call = (): Promise<unknown> => pool.readIndex(address, Date.now() + 5_000);
+  const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+  const leaderCpuUs = async (): Promise<number> => { const usage = await cluster.node(leader).cpuUsage(); return usage.user + usage.system; };
+  const rows: string[] = [];
+  let idleUsPerMs = 0;
+  const phase = async (name: string, run: (until: number) => Promise<number>): Promise<void> => {
+    const before = await leaderCpuUs();
+    const startedMs = Date.now();
+    const calls = await run(startedMs + durationSeconds * 1000);
+    const spentMs = Date.now() - startedMs;
+    const spentUs = await leaderCpuUs() - before;
+    if (calls === 0) idleUsPerMs = spentUs / spentMs;
+    const perCall = calls === 0 ? '-' : ((spentUs - idleUsPerMs * spentMs) / calls).toFixed(0);
+    rows.push(`| ${name} | ${Math.round(calls / spentMs * 1000)} | ${(spentUs / spentMs).toFixed(0)} | ${perCall} |`);
+  };
+  try {
+    await call();
+    await phase('idle', async (until) => { await pause(until - Date.now()); return 0; });
+    await phase(`one call, then ${readIndexGapMs} ms pause`, async (until) => {
+      let calls = 0;
+      for (; Date.now() < until; calls++) { await call(); await pause(readIndexGapMs); }
+      return calls;
+    });
+    await phase('back to back', async (until) => {
+      let calls = 0;
+      for (; Date.now() < until; calls++) await call();
+      return calls;
+    });
+    await phase(`${readIndexConcurrency} callers`, async (until) => {
+      let calls = 0;
+      await Promise.all(Array.from({ length: readIndexConcurrency }, async () => { for (; Date.now() < until; calls++) await call(); }));
+      return calls;
+    });
+  } finally {
+    pool.close();
+  }
+  return rows;
+}
+
 async function main(): Promise<void> {
   const profileDir = cpuProfile ? mkdtempSync(path.join(os.tmpdir(), 'svc-api-cluster-prof-')) : '';
   const cluster = new ApiCluster();
@@ -269,6 +326,8 @@ async function main(): Promise<void> {
       }
     }
 
+    const readIndexRows = readIndexCost ? await readIndexCostRows(cluster, leader) : [];
+
     // SSE: queued runs (no worker on any node) whose event streams this process appends to directly.
     const sseRows: string[] = [];
     if (sse) {
@@ -306,6 +365,11 @@ async function main(): Promise<void> {
         ? `${(readIndex.calls / requestsTotal).toFixed(3)} (${(readIndex.readers / readIndex.calls).toFixed(1)})` : '-';
       process.stdout.write(`| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} | ` +
         `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} |\n`);
+    }
+    if (readIndexCost) {
+      process.stdout.write(`\nThe leader's CPU per ReadIndex RPC (from this process over mTLS, ${durationSeconds} s per phase; per call = ` +
+        '(CPU - idle CPU) / calls)\n\n| phase | calls/s | leader CPU ms/s | leader CPU µs per call |\n|---|---|---|---|\n');
+      for (const row of readIndexRows) process.stdout.write(`${row}\n`);
     }
     if (sse) {
       process.stdout.write(`\nSSE delivery (streams on a follower, ${sseRoundCount} rounds of one event per run, ${sseRoundGapMs} ms apart; ` +
