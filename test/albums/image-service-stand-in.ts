@@ -18,7 +18,7 @@ export interface StandInRequest {
 export interface ImageServiceStandIn {
   baseUrl: string;
   requests: StandInRequest[];
-  /** failures are answered, in order, instead of images: {status, message}. */
+  /** failures are answered, in order of the requests' arrival, instead of images: {status, message}. */
   failures: Array<{ status: number; message: string }>;
   /** stallMs delays every answer (to test timeouts). */
   stallMs: number;
@@ -64,12 +64,15 @@ export async function startImageServiceStandIn(apiKey: string): Promise<ImageSer
           return;
         }
         standIn.requests.push({ path, authorization: req.headers.authorization, fields, image });
+        // A failure belongs to the request that arrives next: a stalled request (whose client gave up
+        // long ago) must not take one queued for a later test when its stall ends.
+        const authorized = req.headers.authorization === `Bearer ${apiKey}`;
+        const failure = authorized ? standIn.failures.shift() : undefined;
         if (standIn.stallMs > 0) await new Promise((resolve) => setTimeout(resolve, standIn.stallMs));
-        if (req.headers.authorization !== `Bearer ${apiKey}`) {
+        if (!authorized) {
           answer(res, 401, { error: { message: 'Incorrect API key provided' } });
           return;
         }
-        const failure = standIn.failures.shift();
         if (failure) {
           answer(res, failure.status, { error: { message: failure.message } });
           return;
