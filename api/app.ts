@@ -13,8 +13,9 @@ import {
   rateLimitLeaseMs, rateLimitSliceShareOfLimit, rateLimitSliceTokensMax, rateLimitWindowMs, requestBodyBytesMax,
 } from './limits.js';
 import { assignRequestId } from './request-id.js';
+import { expressPathOf, inSequence, routeDispatch, routePathsOf } from './keyed-chain.js';
 import { openApiDocument } from './openapi/document.js';
-import { openApiValidator } from './openapi/validator.js';
+import { openApiValidatorChain } from './openapi/validator.js';
 import { docsRoutes } from './docs.js';
 import { authenticate } from './auth/authenticate.js';
 import { ApiKeyCache } from './auth/key-cache.js';
@@ -145,27 +146,36 @@ export function createApp(options: CreateAppOptions): ApiService {
   });
 
   const keyCache = new ApiKeyCache(store);
-  app.use(authenticate(store, config.trustedProxies, keyCache));
-  app.use(rateLimit(limiter, rateLimitWindowMs));
-  app.use(express.json({ limit: requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] }));
-  // express-openapi-validator with its route lookup compiled once instead of per request (openapi/validator.ts).
-  app.use(openApiValidator({
-    apiSpec: openApiDocument as unknown as Parameters<typeof openApiValidator>[0]['apiSpec'],
-    validateRequests: { allowUnknownQueryParameters: false },
-    validateResponses: config.validateResponses,
-    validateSecurity: false,
-    validateApiSpec: true,
-    ignorePaths: /^\/docs(\/|$)/,
-  }));
-
-  app.use(keyRoutes(store));
-  app.use(credentialRoutes(store, config.secretKey));
-  app.use(projectRoutes(store, config.workspaceRoot));
-  app.use(workRoutes(workStats));
+  // The documented routes the keyed routers must declare: all but the public ones and the album page's.
+  const pagePaths = new Set(routePathsOf(albumPage));
+  const keyedDocumentedPaths = Object.keys(openApiDocument.paths)
+    .filter((path) => !isPublicPath(path) && !pagePaths.has(expressPathOf(path)));
   const runs = runRoutes({ store, redisUrl: options.redis?.url, connect, sseKeepAliveMs: config.sseKeepAliveMs });
-  app.use(runs.router);
   const albums = albumApi({ store, redisUrl: options.redis?.url, connect, sseKeepAliveMs: config.sseKeepAliveMs });
-  app.use(albums.router);
+  // One layer for every keyed request (keyed-chain.ts): authentication, rate limit, JSON body, OpenAPI
+  // validation (the library's chain with its route lookup compiled once, openapi/validator.ts), then straight
+  // to the routers that declare the route the validator matched.
+  app.use(inSequence([
+    authenticate(store, config.trustedProxies, keyCache),
+    rateLimit(limiter, rateLimitWindowMs),
+    express.json({ limit: requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] }),
+    ...openApiValidatorChain({
+      apiSpec: openApiDocument as unknown as Parameters<typeof openApiValidatorChain>[0]['apiSpec'],
+      validateRequests: { allowUnknownQueryParameters: false },
+      validateResponses: config.validateResponses,
+      validateSecurity: false,
+      validateApiSpec: true,
+      ignorePaths: /^\/docs(\/|$)/,
+    }),
+    routeDispatch([
+      keyRoutes(store),
+      credentialRoutes(store, config.secretKey),
+      projectRoutes(store, config.workspaceRoot),
+      workRoutes(workStats),
+      runs.router,
+      albums.router,
+    ], keyedDocumentedPaths),
+  ]));
 
   app.use((_req, _res, next) => { next(new ApiError('NOT_FOUND', 'no such route')); });
   app.use(errorHandler(config.log));
