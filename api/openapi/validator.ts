@@ -11,7 +11,9 @@ import { error as validatorErrors } from 'express-openapi-validator';
 import { OpenApiValidator } from 'express-openapi-validator/dist/openapi.validator.js';
 import type { OpenApiValidatorOpts } from 'express-openapi-validator/dist/openapi.validator.js';
 import { OpenApiSpecLoader } from 'express-openapi-validator/dist/framework/openapi.spec.loader.js';
-import type { OpenApiContext } from 'express-openapi-validator/dist/framework/openapi.context.js';
+import { OpenApiContext } from 'express-openapi-validator/dist/framework/openapi.context.js';
+import { SchemaPreprocessor } from 'express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js';
+import { inSequence } from '../keyed-chain.js';
 
 // The same path-to-regexp the library resolves, so that both compile routes alike.
 const libraryRequire = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
@@ -152,14 +154,64 @@ export function openApiValidator(options: OpenApiValidatorOpts): RequestHandler 
   };
 }
 
-/** openApiValidatorChain is the library's chain itself, with the cached route lookup. */
+/** ValidatorInternals are the OpenApiValidator members installMiddleware uses (private in its types). */
+interface ValidatorInternals {
+  options: OpenApiValidatorOpts & { ignorePaths?: RegExp | ((path: string) => boolean); ignoreUndocumented?: boolean; useRequestUrl?: boolean };
+  ajvOpts: { preprocessor: unknown };
+  installPathParams(app: unknown, context: OpenApiContext): void;
+  securityMiddleware(apiDoc: unknown): RequestHandler;
+  multipartMiddleware(apiDoc: unknown): RequestHandler;
+  requestValidationMiddleware(apiDoc: unknown): RequestHandler;
+  responseValidationMiddleware(apiDoc: unknown, serial: number): RequestHandler;
+}
+
+/**
+ * openApiValidatorChain is the library's chain (installMiddleware in dist/openapi.validator.js) for these
+ * options, with the cached route lookup, and without its per-step promise: the library runs each of its four or
+ * five steps inside `specPromise.then(...)`, a microtask hop and two promises per step per request, long after
+ * the document has loaded. Here the same steps, built by the library's own methods from the same loaded
+ * document, run directly once it has loaded (requests before that wait for it, as the library's do). The
+ * multipart step is skipped for an operation without a request body: the library's own check
+ * (openapi.multipart.js `shouldHandle`) looks only at the operation's requestBody, so it could never act.
+ */
 export function openApiValidatorChain(options: OpenApiValidatorOpts): RequestHandler[] {
   const validator = new OpenApiValidator(options);
-  // metadataMiddleware is private in the library's types; an own property shadows the prototype's method,
-  // which installMiddleware calls once, on the first request.
-  (validator as unknown as { metadataMiddleware: typeof cachedMetadataMiddleware }).metadataMiddleware = cachedMetadataMiddleware;
-  const spec = new OpenApiSpecLoader({
-    apiDoc: structuredClone(options.apiSpec) as never, validateApiSpec: validator.options.validateApiSpec, $refParser: validator.options.$refParser,
-  }).load();
-  return validator.installMiddleware(spec) as unknown as RequestHandler[];
+  const internals = validator as unknown as ValidatorInternals;
+  const settings = internals.options;
+  if (settings.operationHandlers) throw new Error('openApiValidatorChain: operationHandlers are not supported');
+  const loaded = new OpenApiSpecLoader({
+    apiDoc: structuredClone(options.apiSpec) as never, validateApiSpec: settings.validateApiSpec, $refParser: settings.$refParser,
+  }).load().then((spec) => {
+    const responseApiDoc = new SchemaPreprocessor(spec.apiDoc, internals.ajvOpts.preprocessor as never, settings.validateResponses as never)
+      .preProcess().apiDocRes as unknown as ApiDocPaths;
+    const context = new OpenApiContext(spec, settings.ignorePaths as never, settings.ignoreUndocumented, settings.useRequestUrl);
+    const apiDoc = context.apiDoc as unknown as { components?: { securitySchemes?: unknown } };
+    let pathParamsInstalled = false;
+    const steps: RequestHandler[] = [
+      (req, _res, next) => {
+        if (!pathParamsInstalled) internals.installPathParams(req.app, context);
+        pathParamsInstalled = true;
+        next();
+      },
+      cachedMetadataMiddleware(context, responseApiDoc),
+    ];
+    if (settings.validateSecurity && apiDoc.components?.securitySchemes) steps.push(internals.securityMiddleware(apiDoc));
+    if (settings.fileUploader) {
+      const multipart = internals.multipartMiddleware(apiDoc);
+      steps.push((req, res, next) => {
+        const schema = (req as Request & { openapi?: { schema?: { requestBody?: unknown; $ref?: unknown } } }).openapi?.schema;
+        return schema?.requestBody === undefined && schema?.$ref === undefined ? next() : multipart(req, res, next);
+      });
+    }
+    if (settings.validateRequests) steps.push(internals.requestValidationMiddleware(apiDoc));
+    if (settings.validateResponses) steps.push(internals.responseValidationMiddleware(responseApiDoc, context.serial));
+    return inSequence(steps);
+  });
+  let chain: RequestHandler | undefined;
+  // A document that fails to load fails every request with the library's error, as the library does.
+  loaded.then((built) => { chain = built; }, () => undefined);
+  return [(req, res, next) => {
+    if (chain) chain(req, res, next);
+    else loaded.then((built) => { built(req, res, next); }, next);
+  }];
 }
