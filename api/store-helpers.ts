@@ -31,10 +31,13 @@ export function parsePageRequest(query: PageRequest, prefix: string): { limit: n
   return { limit: limitNumber, after };
 }
 
+/** keepAll is listPage's default filter, made once (a default arrow would be a new closure on every call). */
+const keepAll = (): boolean => true;
+
 /** listPage returns up to limit records under prefix that pass keep, and a cursor for the rest. */
 export async function listPage<T extends JsonObject, V>(
   store: DocumentStore, prefix: string, query: PageRequest,
-  view: (record: T) => V, keep: (record: T) => boolean = () => true,
+  view: (record: T) => V, keep: (record: T) => boolean = keepAll,
 ): Promise<Page<V>> {
   const { limit, after: start } = parsePageRequest(query, prefix);
   const items: V[] = [];

@@ -33,7 +33,8 @@ async function lookupKey(session: DocumentStore, cache: ApiKeyCache | undefined,
 }
 
 export function authenticate(store: DocumentStore, trustedProxies: readonly string[], cache?: ApiKeyCache): RequestHandler {
-  return (req, _res, next) => {
+  // An async function, not a .then callback: a callback would be a new closure per request (tsx renames each).
+  return async function authenticateRequest(req, _res, next) {
     const header = req.headers[apiKeyHeader];
     if (typeof header !== 'string' || header.length === 0) {
       next(new ApiError('UNAUTHORIZED', 'missing API key: send it in the X-API-Key header'));
@@ -43,7 +44,8 @@ export function authenticate(store: DocumentStore, trustedProxies: readonly stri
     // lookups here, and the route's reads through req.readStore.
     const session = store.readSession?.() ?? store;
     req.readStore = session;
-    lookupKey(session, cache, header).then((record) => {
+    try {
+      const record = await lookupKey(session, cache, header);
       if (!record) throw new ApiError('UNAUTHORIZED', 'invalid API key');
       if (record.revoked_at !== null) throw new ApiError('KEY_REVOKED', 'this API key has been revoked');
       if (record.expires_at !== null && Date.parse(record.expires_at) <= Date.now()) {
@@ -54,8 +56,11 @@ export function authenticate(store: DocumentStore, trustedProxies: readonly stri
         throw new ApiError('IP_NOT_ALLOWED', 'this API key may not be used from this address');
       }
       req.auth = { keyId: record.id, userId: record.user_id, role: record.role, clientIp: ip };
-      next();
-    }).catch(next);
+    } catch (error) {
+      next(error);
+      return;
+    }
+    next();
   };
 }
 

@@ -68,20 +68,43 @@ export function routeTable(context: OpenApiContext): (strict: boolean, sensitive
   };
 }
 
+/**
+ * routeLookupCacheEntriesMax bounds lookupRoute's cache of which route a parameterless path matched (per
+ * strict/sensitive table); when full it is emptied and refilled.
+ */
+export const routeLookupCacheEntriesMax = 1024;
+
+/** routeIndexCaches holds, per compiled table, path → index of the parameterless route it matched. */
+const routeIndexCaches = new WeakMap<CompiledRoute[], Map<string, number>>();
+
 /** lookupRoute is the library's lookupRoute over precompiled routes: first match in order, params decoded. */
 export function lookupRoute(table: ReturnType<typeof routeTable>, context: OpenApiContext, responseApiDoc: ApiDocPaths | null,
   req: Request): RouteMatch | null {
-  const path = context.useRequestUrl ? req.url.split('?')[0]! : req.originalUrl.split('?')[0]!;
+  const url = context.useRequestUrl ? req.url : req.originalUrl;
+  const queryAt = url.indexOf('?');
+  const path = queryAt === -1 ? url : url.slice(0, queryAt);
   const method = req.method.toLowerCase();
   const routes = table(!!req.app.enabled('strict routing'), !!req.app.enabled('case sensitive routing'));
-  for (const route of routes) {
+  let cache = routeIndexCaches.get(routes);
+  if (!cache) routeIndexCaches.set(routes, cache = new Map());
+  // A path that matched a route without parameters matches it again (the first match of a fixed list of
+  // regexps on the same string): skip the scan.
+  const cachedIndex = cache.get(path);
+  for (let index = cachedIndex ?? 0; index < routes.length; index++) {
+    const route = routes[index]!;
     const matched = route.regexp.exec(path);
     if (!matched) continue;
     const pathParams: Record<string, string> = {};
-    try {
-      matched.slice(1).forEach((value, index) => { pathParams[route.paramNames[index]!] = decodeURIComponent(value); });
-    } catch {
-      throw new validatorErrors.BadRequest({ path: req.path, message: "malformed uri'" });
+    for (let group = 1; group < matched.length; group++) {
+      try {
+        pathParams[route.paramNames[group - 1]!] = decodeURIComponent(matched[group]!);
+      } catch {
+        throw new validatorErrors.BadRequest({ path: req.path, message: "malformed uri'" });
+      }
+    }
+    if (cachedIndex === undefined && route.paramNames.length === 0) {
+      if (cache.size >= routeLookupCacheEntriesMax) cache.clear();
+      cache.set(path, index);
     }
     return {
       schema: (context.apiDoc as unknown as ApiDocPaths).paths[route.pathKey]![method],

@@ -6,25 +6,31 @@ import type { RateLimiter } from './sliding-window.js';
 
 export function rateLimit(limiter: RateLimiter, windowMs: number): RequestHandler {
   const windowSeconds = Math.max(1, Math.round(windowMs / 1000));
-  return (req, res, next) => {
+  // An async function, not a .then callback: a callback would be a new closure per request (tsx renames each).
+  return async function rateLimitRequest(req, res, next) {
     const subject = req.auth?.keyId;
     if (subject === undefined) {
       next();
       return;
     }
-    limiter.consume(subject).then((decision) => {
-      const resetSeconds = Math.ceil(decision.resetMs / 1000);
-      res.setHeader('RateLimit-Limit', String(decision.limit));
-      res.setHeader('RateLimit-Remaining', String(decision.remaining));
-      res.setHeader('RateLimit-Reset', String(resetSeconds));
-      res.setHeader('RateLimit-Policy', `${decision.limit};w=${windowSeconds}`);
-      if (decision.allowed) {
-        next();
-        return;
-      }
-      res.setHeader('Retry-After', String(Math.max(1, resetSeconds)));
-      next(new ApiError('RATE_LIMITED', `rate limit of ${decision.limit} requests per ${windowSeconds}s exceeded`,
-        { retryAfterMs: decision.resetMs }));
-    }).catch(next);
+    let decision: Awaited<ReturnType<RateLimiter['consume']>>;
+    try {
+      decision = await limiter.consume(subject);
+    } catch (error) {
+      next(error);
+      return;
+    }
+    const resetSeconds = Math.ceil(decision.resetMs / 1000);
+    res.setHeader('RateLimit-Limit', String(decision.limit));
+    res.setHeader('RateLimit-Remaining', String(decision.remaining));
+    res.setHeader('RateLimit-Reset', String(resetSeconds));
+    res.setHeader('RateLimit-Policy', `${decision.limit};w=${windowSeconds}`);
+    if (decision.allowed) {
+      next();
+      return;
+    }
+    res.setHeader('Retry-After', String(Math.max(1, resetSeconds)));
+    next(new ApiError('RATE_LIMITED', `rate limit of ${decision.limit} requests per ${windowSeconds}s exceeded`,
+      { retryAfterMs: decision.resetMs }));
   };
 }

@@ -71,4 +71,16 @@ describe('api: the cached OpenAPI route lookup', function () {
       assert.deepEqual(run(cached, method, url), run(library, method, url), `${method} ${url}`);
     }), { numRuns: 2_000 });
   });
+
+  it("gives the library's outcome again for a path it has cached (the parameterless-route cache)", () => {
+    // Each request twice, the second from lookupRoute's cache when the first matched a route without parameters.
+    fc.assert(fc.property(fc.constantFrom('GET', 'POST', 'DELETE'), urlArbitrary, (method, url) => {
+      const expected = run(library, method, url);
+      assert.deepEqual(run(cached, method, url), expected, `${method} ${url}`);
+      assert.deepEqual(run(cached, method, url), expected, `${method} ${url}, again`);
+    }), { numRuns: 1_000 });
+    for (const url of ['/projects', '/PROJECTS', '/projects/', '/work/stats', '/album-templates', '/nowhere']) {
+      assert.deepEqual(run(cached, 'GET', url), run(library, 'GET', url), url);
+    }
+  });
 });
