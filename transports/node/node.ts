@@ -509,15 +509,19 @@ export class Node {
     if (this.failure) return;
     this.failure = err;
     this.log.fatal({ err: err.message }, 'node failed and stopped its engine (fail-stop); restart the process');
-    const stopped = new StoreUnavailableError(`node failed: ${err.message}`);
-    this.waiters.rejectAll(stopped);
-    this.proposals?.rejectAll(stopped);
+    this.rejectWaiting(new StoreUnavailableError(`node failed: ${err.message}`));
+    this.resolveFailed(err);
+  }
+
+  /** rejectWaiting ends every store wait, proposal and admin operation still waiting, with `reason`. */
+  private rejectWaiting(reason: StoreUnavailableError): void {
+    this.waiters.rejectAll(reason);
+    this.proposals?.rejectAll(reason);
     for (const pending of this.admins.values()) {
       clearTimeout(pending.timer);
-      pending.reject(stopped);
+      pending.reject(reason);
     }
     this.admins.clear();
-    this.resolveFailed(err);
   }
 
   private shutdown(): Promise<void> {
@@ -530,14 +534,7 @@ export class Node {
       await api?.close().catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
       await this.driver?.stop();
       await this.transfer?.stop();
-      const stopped = new StoreUnavailableError('node stopped');
-      this.waiters.rejectAll(stopped);
-      this.proposals?.rejectAll(stopped);
-      for (const pending of this.admins.values()) {
-        clearTimeout(pending.timer);
-        pending.reject(stopped);
-      }
-      this.admins.clear();
+      this.rejectWaiting(new StoreUnavailableError('node stopped'));
       this.pool?.close();
       this.storeClients?.close();
       this.adminClients?.close();
