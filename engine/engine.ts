@@ -34,7 +34,7 @@ interface Progress {
   inflight: Set<number>;
   lastShipTick: number;
   pausedTick: number;
-  /** ackedCommitSeq: the highest commit seqno carried by a ship it accepted (so it knows it). */
+  /** ackedCommitSeq: the highest commit seqno the follower surely took from a ship it accepted (see onShipResponse). */
   ackedCommitSeq: number;
   capabilities: number;
   /** removalSeq: for a member removed in the current roster, the seq of that record (0 otherwise). */
@@ -1166,7 +1166,11 @@ export class Engine {
     this.recentActive.add(ctx.toId);
     if (body.accepted) {
       if (pr.state === 'probe') pr.state = 'replicate';
-      pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, ctx.commitSeq);
+      // The follower took commit = min(carried commit, its matched frontier), and that frontier is only
+      // known to reach this ship's last entry (or what it reported): a re-shipped old segment carrying a
+      // newer commit must not count as commit news delivered, or no commit-only ship follows and an idle
+      // follower stays below commit (sim seed 374).
+      pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, Math.min(ctx.commitSeq, Math.max(ctx.lastSeq, body.appliedSeqno)));
     } else if (pr.state !== 'paused') {
       pr.state = 'paused'; // the follower pulls what it misses (StreamSegments) and reports back
       pr.pausedTick = this.ticks;

@@ -21,6 +21,7 @@ const REGRESSIONS: Regression[] = [
   { seed: 14, overrides: { burst: 1, 'clog-rate': 10, 'pause-rate': 10, 'segment-entries': 1 }, found: 'slow catch-up with one-entry segments' },
   { seed: 61, overrides: { burst: 1 }, found: 'a restarted leader with a stale saved commit point' },
   { seed: 277, overrides: { burst: 1 }, found: 'a joiner whose only seed was removed dialled it forever (liveness)' },
+  { seed: 374, overrides: {}, found: 'a re-shipped old segment carrying a newer commit counted as commit news delivered; the idle follower stayed below commit (liveness)' },
 ];
 
 /** SWEEP_SEED_COUNT: the random slice per CI run (override with SVC_SIM_SWEEP_SEEDS). */
