@@ -45,14 +45,16 @@ const MUTATIONS: Mutation[] = [
     find: 'const voters = voterIds(this.currentRoster());\n    if (voters.length === 0) return;', replace: 'const voters = this.currentRoster().members.filter((m) => m.role !== MemberRole.Removed).map((m) => m.id);\n    if (voters.length === 0) return;' },
   { name: 'report-undurable', rule: 'applied_seqno means durable and matched', file: E,
     find: 'return Math.min(this.durableSeq, this.matchedSeq);', replace: 'return this.matchedSeq;' },
+  { name: 'commit-ack-unclamped', rule: 'a ship tells a follower the commit seqno only up to what it matched', file: E,
+    find: 'pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, Math.min(ctx.commitSeq, Math.max(ctx.lastSeq, body.appliedSeqno)));', replace: 'pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, ctx.commitSeq);' },
 ];
 
 const root = new URL('..', import.meta.url).pathname;
 const seedCount = Number(process.argv[2] ?? 30);
 const only = process.argv.slice(3);
 
-function runIn(dir: string, args: string[], timeoutMs: number): { ok: boolean; out: string } {
-  const r = spawnSync(args[0]!, args.slice(1), { cwd: dir, encoding: 'utf8', timeout: timeoutMs, env: { ...process.env, FORCE_COLOR: '0' } });
+function runIn(dir: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): { ok: boolean; out: string } {
+  const r = spawnSync(args[0]!, args.slice(1), { cwd: dir, encoding: 'utf8', timeout: timeoutMs, env: { ...process.env, FORCE_COLOR: '0', ...env } });
   return { ok: r.status === 0, out: `${r.stdout}\n${r.stderr}` };
 }
 
@@ -76,12 +78,15 @@ for (const m of MUTATIONS) {
     const failedUnits = [...new Set([...units.out.matchAll(/^\s+\d+\) (engine[\w /-]*)$/gm)].map((x) => x[1]!.trim()))];
     const sweep = runIn(dir, ['npx', 'tsx', 'sim/cli.ts', '--seeds', `1..${seedCount}`, '--no-shrink'], 1_200_000);
     const invariants = [...new Set([...sweep.out.matchAll(/invariant=([\w-]+)/g)].map((x) => x[1]))];
-    const caught = failedScenarios.length > 0 || invariants.length > 0 || !units.ok;
-    rows.push(`${m.name.padEnd(28)} ${caught ? 'CAUGHT ' : 'MISSED '} scenarios: ${[...new Set(failedScenarios)].join(', ') || '-'}; engine tests: ${failedUnits.join(', ') || (units.ok ? '-' : 'failed')}; sim invariants: ${invariants.join(', ') || '-'}  (${m.rule})`);
+    // The fixed regression seeds (test/sim/regression-seeds.test.ts) without its random sweep.
+    const regressions = runIn(dir, ['npx', 'mocha', '--no-config', '--node-option', 'import=tsx', '--timeout', '600000', 'test/sim/regression-seeds.test.ts'], 1_200_000, { SVC_SIM_SWEEP_SEEDS: '0' });
+    const failedSeeds = [...new Set([...regressions.out.matchAll(/^\s+\d+\) .*?seed (\d+)/gm)].map((x) => x[1]))];
+    const caught = failedScenarios.length > 0 || invariants.length > 0 || !units.ok || !regressions.ok;
+    rows.push(`${m.name.padEnd(28)} ${caught ? 'CAUGHT ' : 'MISSED '} scenarios: ${[...new Set(failedScenarios)].join(', ') || '-'}; engine tests: ${failedUnits.join(', ') || (units.ok ? '-' : 'failed')}; sim invariants: ${invariants.join(', ') || '-'}; regression seeds: ${failedSeeds.join(', ') || (regressions.ok ? '-' : 'failed')}  (${m.rule})`);
   } finally {
     execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: root, stdio: 'ignore' });
     rmSync(dir, { recursive: true, force: true });
   }
   console.log(rows[rows.length - 1]);
 }
-console.log(`\n${rows.filter((r) => r.includes('CAUGHT')).length}/${rows.length} mutations caught (scenarios + sim seeds 1..${seedCount})`);
+console.log(`\n${rows.filter((r) => r.includes('CAUGHT')).length}/${rows.length} mutations caught (scenarios + engine tests + sim seeds 1..${seedCount} + the regression seeds)`);
