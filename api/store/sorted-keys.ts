@@ -102,45 +102,34 @@ export class SortedKeys {
 
   /** blockFor is the first block whose last key is >= key (blocks.length when there is none). */
   private blockFor(key: string): number {
-    let low = 0;
-    let high = this.blocks.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      const block = this.blocks[middle]!;
-      if (block[block.length - 1]! < key) low = middle + 1; else high = middle;
-    }
-    return low;
+    return firstIndex(this.blocks.length, (i) => lastOf(this.blocks[i]!) < key);
   }
 
   /** blockAbove is the first block whose last key is > key. */
   private blockAbove(key: string): number {
-    let low = 0;
-    let high = this.blocks.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      const block = this.blocks[middle]!;
-      if (block[block.length - 1]! <= key) low = middle + 1; else high = middle;
-    }
-    return low;
+    return firstIndex(this.blocks.length, (i) => lastOf(this.blocks[i]!) <= key);
   }
 }
 
 function lowerBound(keys: readonly string[], target: string): number {
-  let low = 0;
-  let high = keys.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (keys[middle]! < target) low = middle + 1; else high = middle;
-  }
-  return low;
+  return firstIndex(keys.length, (i) => keys[i]! < target);
 }
 
 function upperBound(keys: readonly string[], target: string): number {
+  return firstIndex(keys.length, (i) => keys[i]! <= target);
+}
+
+function lastOf(block: readonly string[]): string {
+  return block[block.length - 1]!;
+}
+
+/** firstIndex is the first i in [0, length) where before(i) is false; before must hold for a prefix only. */
+function firstIndex(length: number, before: (i: number) => boolean): number {
   let low = 0;
-  let high = keys.length;
+  let high = length;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    if (keys[middle]! <= target) low = middle + 1; else high = middle;
+    if (before(middle)) low = middle + 1; else high = middle;
   }
   return low;
 }

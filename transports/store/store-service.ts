@@ -206,7 +206,7 @@ export class StoreClientPool {
     if (this.queued.get(to) !== queue) return; // flushed already (it filled up)
     this.queued.delete(to);
     if (queue.length === 1 || this.batchUnsupported.has(to)) {
-      for (const p of queue) this.proposeOne(to, p.command, p.deadlineAt).then(p.resolve, p.reject);
+      this.proposeEachAlone(to, queue);
       return;
     }
     const now = Date.now();
@@ -219,7 +219,6 @@ export class StoreClientPool {
         try {
           answers = pb.ProposeBatchResponse.decode(bytes).answers;
         } catch (err) {
-          answers = [];
           const failure = new StoreCallError(grpc.status.INTERNAL, `malformed ProposeBatchResponse from ${to}: ${String(err)}`);
           for (const p of queue) p.reject(failure);
           return;
@@ -238,12 +237,16 @@ export class StoreClientPool {
       (err: unknown) => {
         if (err instanceof StoreCallError && err.code === grpc.status.UNIMPLEMENTED) {
           this.batchUnsupported.add(to);
-          for (const p of queue) this.proposeOne(to, p.command, p.deadlineAt).then(p.resolve, p.reject);
+          this.proposeEachAlone(to, queue);
           return;
         }
         for (const p of queue) p.reject(err instanceof Error ? err : new Error(String(err)));
       },
     );
+  }
+
+  private proposeEachAlone(to: string, queue: QueuedProposal[]): void {
+    for (const p of queue) this.proposeOne(to, p.command, p.deadlineAt).then(p.resolve, p.reject);
   }
 
   private async proposeOne(to: string, command: Uint8Array, deadlineAt: number): Promise<ProposeAnswer> {
