@@ -44,8 +44,7 @@ export async function acquireDataDirLock(dataDir: string, isAlive: (pid: number)
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
     const ownerPid = await lockOwner(path);
-    if (ownerPid !== null && ownerPid !== process.pid && isAlive(ownerPid)) throw new DataDirLockedError(dataDir, ownerPid);
-    if (ownerPid === process.pid) throw new DataDirLockedError(dataDir, ownerPid);
+    if (ownerPid !== null && (ownerPid === process.pid || isAlive(ownerPid))) throw new DataDirLockedError(dataDir, ownerPid);
     // Stale (its process is gone) or unreadable (a crash while it was written): take it over.
     await rm(path, { force: true });
   }
