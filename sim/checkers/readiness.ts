@@ -13,17 +13,25 @@ interface Frontier {
   seq: number;
 }
 
-/** FRONTIER_MEMORY_COUNT_MAX bounds the frontiers remembered per node. */
+/**
+ * FRONTIER_MEMORY_COUNT_MAX bounds the recent frontiers remembered per node. The lowest frontier of
+ * each term is kept beside them whatever its age: a node may rightly converge on an early heartbeat's
+ * frontier after many later ones arrived (bursts of writes make many), and forgetting it would be
+ * a false alarm (seed 985101).
+ */
 const FRONTIER_MEMORY_COUNT_MAX = 64;
 
 export class ReadinessChecker implements Checker {
   readonly name = 'readiness-honesty';
   private readonly frontiers = new Map<number, Frontier[]>();
+  /** lowestFrontiers: per node, the lowest frontier seen in each term. */
+  private readonly lowestFrontiers = new Map<number, Map<number, number>>();
 
   constructor(private readonly world: CheckerWorld) {}
 
   onStart(node: SimNode): void {
     this.frontiers.delete(node.index);
+    this.lowestFrontiers.delete(node.index);
   }
 
   afterStep(step: StepRecord): void {
@@ -40,6 +48,10 @@ export class ReadinessChecker implements Checker {
   }
 
   private remember(nodeIndex: number, frontier: Frontier): void {
+    let lowest = this.lowestFrontiers.get(nodeIndex);
+    if (!lowest) this.lowestFrontiers.set(nodeIndex, (lowest = new Map()));
+    const lowestSeq = lowest.get(frontier.term);
+    if (lowestSeq === undefined || frontier.seq < lowestSeq) lowest.set(frontier.term, frontier.seq);
     let list = this.frontiers.get(nodeIndex);
     if (!list) this.frontiers.set(nodeIndex, (list = []));
     if (list.some((f) => f.term === frontier.term && f.seq === frontier.seq)) return;
@@ -50,6 +62,8 @@ export class ReadinessChecker implements Checker {
   private checkConvergence(step: StepRecord): void {
     const { node, after } = step;
     const inTerm = (this.frontiers.get(node.index) ?? []).filter((f) => f.term === after.term);
+    const lowestSeq = this.lowestFrontiers.get(node.index)?.get(after.term);
+    if (lowestSeq !== undefined && !inTerm.some((f) => f.seq === lowestSeq)) inTerm.unshift({ term: after.term, seq: lowestSeq });
     if (inTerm.length === 0) {
       violate(this.name, `${node.name} became ready in term ${after.term} without having seen a real leader frontier (leader_last_seq > 0) in that term`, node.index);
     }
