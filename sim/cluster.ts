@@ -548,7 +548,7 @@ export class Cluster implements CheckerWorld {
       }
       case 'proposalResult': {
         const data = this.proposals.get(effect.proposalId);
-        this.checkers.onProposalResult(node, effect.proposalId, effect.ok, effect.seq, data);
+        this.checkers.onProposalResult(node, effect.proposalId, effect.ok, effect.seq, data, after.term);
         for (const listener of this.proposalListeners) listener(node, effect.proposalId, effect.ok, effect.seq, effect.leaderHint);
         return;
       }

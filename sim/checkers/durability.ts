@@ -1,6 +1,10 @@
 // Durability: an acknowledged write is never lost, across crashes. An ack binds
 // a seqno to the proposed bytes; every later apply at that seqno must carry
-// them, and every node that becomes leader must hold them (leader completeness).
+// them, and every node that becomes leader of a later term than the one it was
+// acknowledged in must hold them (Raft's leader completeness). A leader of an
+// older term may rightly lack it: a candidate paused with its vote grants in
+// flight can win a term the cluster has since left (seed 500381); it is fenced,
+// since a quorum is past its term, and cannot commit.
 import type { Entry } from '../../engine/types.js';
 import { sameBytes } from '../artifacts.js';
 import type { SimNode } from '../node.js';
@@ -13,6 +17,8 @@ export interface AckedWrite {
   data: Uint8Array;
   proposalId: number;
   ackedBy: number;
+  /** ackedInTerm: the acknowledging leader's term; the write was committed in it or earlier. */
+  ackedInTerm: number;
 }
 
 export class DurabilityChecker implements Checker {
@@ -22,7 +28,7 @@ export class DurabilityChecker implements Checker {
 
   constructor(private readonly canonical: CanonicalLog) {}
 
-  onProposalResult(node: SimNode, proposalId: number, ok: boolean, seq: number, data: Uint8Array | undefined): void {
+  onProposalResult(node: SimNode, proposalId: number, ok: boolean, seq: number, data: Uint8Array | undefined, term: number): void {
     if (!ok) return;
     if (!data) violate(this.name, `${node.name} acknowledged proposal ${proposalId} that nobody proposed to it`, node.index);
     const earlier = this.acked.get(seq);
@@ -37,7 +43,7 @@ export class DurabilityChecker implements Checker {
     if (applied && !sameBytes(applied.data, data)) {
       violate(this.name, `${node.name} acknowledged proposal ${proposalId} at seq ${seq}, but another entry was applied there`, node.index);
     }
-    if (!earlier) this.acked.set(seq, { seq, data, proposalId, ackedBy: node.index });
+    if (!earlier) this.acked.set(seq, { seq, data, proposalId, ackedBy: node.index, ackedInTerm: term });
     this.maxAckedSeq = Math.max(this.maxAckedSeq, seq);
   }
 
@@ -56,7 +62,7 @@ export class DurabilityChecker implements Checker {
     if (after.role !== 'leader' || (before?.role === 'leader' && before.term === after.term)) return;
     const log = node.storage.written;
     for (const write of this.acked.values()) {
-      if (write.seq <= log.base) continue;
+      if (write.seq <= log.base || write.ackedInTerm >= after.term) continue;
       const entry = log.entryAt(write.seq);
       if (!entry || !sameBytes(entry.data, write.data)) {
         violate(this.name, `${node.name} became leader of term ${after.term} without acknowledged write at seq ${write.seq} `

@@ -54,8 +54,8 @@ export class CheckerSuite implements Checker {
     for (const c of this.checkers) c.onVote?.(voter, voterStatus, request, response);
   }
 
-  onProposalResult(node: SimNode, proposalId: number, ok: boolean, seq: number, data: Uint8Array | undefined): void {
-    for (const c of this.checkers) c.onProposalResult?.(node, proposalId, ok, seq, data);
+  onProposalResult(node: SimNode, proposalId: number, ok: boolean, seq: number, data: Uint8Array | undefined, term: number): void {
+    for (const c of this.checkers) c.onProposalResult?.(node, proposalId, ok, seq, data, term);
   }
 
   onArtifact(node: SimNode, artifact: Artifact, how: 'staged' | 'installed'): void {

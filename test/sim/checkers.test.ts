@@ -70,17 +70,19 @@ describe('sim/checkers (hand-made states)', () => {
     violates('state-machine-safety', () => checker.onApply(n3, [entry(1, 1), entry(2, 2)]));
   });
 
-  it('durability: an acknowledged write later applied as other bytes, or missing from a new leader, fails', () => {
+  it('durability: an acknowledged write later applied as other bytes, or missing from a leader of a later term, fails', () => {
     const canonical = new CanonicalLog();
     const checker = new DurabilityChecker(canonical);
     const acked = entry(2, 1, 'write-A');
     n1.storage.written.resetTo(0, 0, [entry(1, 1), acked]);
-    checker.onProposalResult(n1, 7, true, 2, acked.data);
+    checker.onProposalResult(n1, 7, true, 2, acked.data, 2);
     assert.equal(checker.maxAckedSeq, 2);
     violates('durability', () => checker.onApply(n2, [entry(2, 1, 'write-B')]));
     n2.storage.written.resetTo(0, 0, [entry(1, 1)]);
-    violates('durability', () => checker.afterStep(step({ node: n2, before: status({ id: 2 }), after: status({ id: 2, role: 'leader', term: 2 }) })));
-    violates('durability', () => checker.onProposalResult(n3, 8, true, 2, new TextEncoder().encode('write-C')));
+    violates('durability', () => checker.afterStep(step({ node: n2, before: status({ id: 2 }), after: status({ id: 2, role: 'leader', term: 3 }) })));
+    // Acknowledged in term 2: a stale candidate winning term 2 (or 1) late is fenced and may lack it (seed 500381).
+    checker.afterStep(step({ node: n2, before: status({ id: 2 }), after: status({ id: 2, role: 'leader', term: 2 }) }));
+    violates('durability', () => checker.onProposalResult(n3, 8, true, 2, new TextEncoder().encode('write-C'), 2));
   });
 
   it('term fencing: appending or accepting a ship from a lower term fails', () => {
