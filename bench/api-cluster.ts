@@ -5,8 +5,9 @@
 //     loopback; cases alternate for `rounds` rounds and the best round of each is kept);
 //  2. SSE delivery latency: run event streams held open on one node (10, then 1,000), events appended to the
 //     runs' Redis streams by this process, latency = receipt - append on this process's clock.
-//  3. with --read-index-cost: the leader's CPU per ReadIndex RPC, called from this process over mTLS (idle, one
-//     call every readIndexGapMs, back to back, readIndexConcurrency callers), measured by process.cpuUsage().
+//  3. with --read-index-cost: the leader's CPU per read index asked from this process over mTLS (idle, one
+//     every readIndexGapMs, back to back, readIndexConcurrency callers), measured by process.cpuUsage(), as a
+//     message on the ReadIndexStream call and as a unary ReadIndex call.
 // Usage: tsx bench/api-cluster.ts [seconds-per-measurement] [rounds] [--cpu-prof] [--no-sse] [--read-index-cost]
 //   --cpu-prof writes each node's CPU profile to a new temp directory (named at the end; nodes stop cleanly).
 //   --no-sse skips part 2.
@@ -221,14 +222,25 @@ async function sseLevel(baseUrl: string, key: string, usedRuns: Array<{ runId: s
     `${latenciesMs.at(-1)?.toFixed(1) ?? '-'} |`;
 }
 
-/** readIndexCostRows: the leader's CPU per ReadIndex RPC (made from this process, as a follower makes them) at a few rates. */
+/**
+ * readIndexCostRows: the leader's CPU per read index asked from this process (as a follower asks), at a few
+ * rates, over each transport: a message on the ReadIndexStream call, and a unary ReadIndex call.
+ */
 async function readIndexCostRows(cluster: ApiCluster, leader: string): Promise<string[]> {
+  const rows: string[] = [];
+  for (const overStream of [true, false]) rows.push(...await readIndexCostRowsOver(cluster, leader, overStream));
+  return rows;
+}
+
+async function readIndexCostRowsOver(cluster: ApiCluster, leader: string, overStream: boolean): Promise<string[]> {
   const config = cluster.node(leader).config;
   if (config.tls.mode !== 'mtls') throw new Error('the bench cluster runs mTLS');
   const tls = config.tls;
+  const transport = overStream ? 'ReadIndexStream message' : 'unary ReadIndex call';
   const pool = new StoreClientPool({
     credentials: clientCredentials({ ca: readFileSync(tls.caFile), cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) }),
     channelOptions: tls.serverNameOverride ? { 'grpc.ssl_target_name_override': tls.serverNameOverride } : {},
+    readIndexOverStream: overStream,
   });
   const address = config.grpcAdvertise ?? config.grpcListen;
   const call = (): Promise<unknown> => pool.readIndex(address, Date.now() + 5_000);
@@ -244,7 +256,7 @@ async function readIndexCostRows(cluster: ApiCluster, leader: string): Promise<s
     const spentUs = await leaderCpuUs() - before;
     if (calls === 0) idleUsPerMs = spentUs / spentMs;
     const perCall = calls === 0 ? '-' : ((spentUs - idleUsPerMs * spentMs) / calls).toFixed(0);
-    rows.push(`| ${name} | ${Math.round(calls / spentMs * 1000)} | ${(spentUs / spentMs).toFixed(0)} | ${perCall} |`);
+    rows.push(`| ${transport} | ${name} | ${Math.round(calls / spentMs * 1000)} | ${(spentUs / spentMs).toFixed(0)} | ${perCall} |`);
   };
   try {
     await call();
@@ -367,8 +379,8 @@ async function main(): Promise<void> {
         `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} |\n`);
     }
     if (readIndexCost) {
-      process.stdout.write(`\nThe leader's CPU per ReadIndex RPC (from this process over mTLS, ${durationSeconds} s per phase; per call = ` +
-        '(CPU - idle CPU) / calls)\n\n| phase | calls/s | leader CPU ms/s | leader CPU µs per call |\n|---|---|---|---|\n');
+      process.stdout.write(`\nThe leader's CPU per read index (asked from this process over mTLS, ${durationSeconds} s per phase; per call = ` +
+        '(CPU - idle CPU) / calls)\n\n| transport | phase | calls/s | leader CPU ms/s | leader CPU µs per call |\n|---|---|---|---|---|\n');
       for (const row of readIndexRows) process.stdout.write(`${row}\n`);
     }
     if (sse) {

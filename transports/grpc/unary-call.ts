@@ -41,16 +41,12 @@ export class UnaryChannels {
   call(to: string, path: string, request: Buffer, deadlineAt: number): Promise<Buffer> {
     const { errorOf } = this.options;
     if (this.closed) return Promise.reject(errorOf(grpc.status.UNAVAILABLE, `${this.options.poolName} is closed`, ''));
-    let client = this.clients.get(to);
-    if (!client) {
-      try {
-        client = new grpc.Client(to, this.options.credentials, this.options.channelOptions);
-      } catch (err) {
-        return Promise.reject(errorOf(grpc.status.UNAVAILABLE, `cannot dial ${JSON.stringify(to)}: ${String(err)}`, ''));
-      }
-      this.clients.set(to, client);
+    let channel: grpc.Client;
+    try {
+      channel = this.clientFor(to);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    const channel = client;
     return new Promise<Buffer>((resolve, reject) => {
       channel.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, request, new grpc.Metadata(), { deadline: deadlineAt },
         (err, value) => {
@@ -62,6 +58,26 @@ export class UnaryChannels {
           resolve(value ?? Buffer.alloc(0));
         });
     });
+  }
+
+  /** openStream starts a bidi-streaming call of raw bytes on the channel to `to` (no deadline: the caller bounds its requests). */
+  openStream(to: string, path: string): grpc.ClientDuplexStream<Buffer, Buffer> {
+    if (this.closed) throw this.options.errorOf(grpc.status.UNAVAILABLE, `${this.options.poolName} is closed`, '');
+    return this.clientFor(to).makeBidiStreamRequest<Buffer, Buffer>(path, identity, identity, new grpc.Metadata());
+  }
+
+  /** clientFor is the channel to `to`, dialled at first use (UNAVAILABLE, as the pool's error, when the address is bad). */
+  private clientFor(to: string): grpc.Client {
+    let client = this.clients.get(to);
+    if (!client) {
+      try {
+        client = new grpc.Client(to, this.options.credentials, this.options.channelOptions);
+      } catch (err) {
+        throw this.options.errorOf(grpc.status.UNAVAILABLE, `cannot dial ${JSON.stringify(to)}: ${String(err)}`, '');
+      }
+      this.clients.set(to, client);
+    }
+    return client;
   }
 
   /** close closes every channel; later calls reject with UNAVAILABLE. */

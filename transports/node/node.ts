@@ -27,7 +27,7 @@ import { openNodeStorage, type NodeStorage } from '../storage/node-storage.js';
 import { storeLimits, type StoreLimits } from '../store/limits.js';
 import { ReplicatedStore, StoreUnavailableError } from '../store/replicated-store.js';
 import { StoreStateMachine } from '../store/state-machine.js';
-import { StoreClientPool, storeServiceDefinition, storeServiceImplementation } from '../store/store-service.js';
+import { StoreClientPool, storeService as createStoreService, storeServiceDefinition, type StoreService } from '../store/store-service.js';
 import { BUILD_VERSION } from './build-info.js';
 import { ConfigError, resolveNodeConfig, type NodeConfig, type ResolvedNodeConfig } from './config.js';
 import { Driver, type DriverPorts } from './driver.js';
@@ -83,6 +83,7 @@ export class Node {
   private http: NodeHttpServer | null = null;
   private pool: PeerPool | null = null;
   private storeClients: StoreClientPool | null = null;
+  private storeService: StoreService | null = null;
   private engine: Engine | null = null;
   private driver: Driver | null = null;
   private served: ServedCalls | null = null;
@@ -220,7 +221,7 @@ export class Node {
       },
       snapshotFiles: (seq) => this.transfer?.files(seq) ?? 'node is not running',
     });
-    const storeService = storeServiceImplementation({
+    const storeService = this.storeService = createStoreService({
       handler: {
         propose: (command, deadlineAt) => this.runningRouter().serviceHandler().propose(command, deadlineAt),
         readIndex: (deadlineAt) => this.runningRouter().serviceHandler().readIndex(deadlineAt),
@@ -228,6 +229,7 @@ export class Node {
       commandBytesMax: this.storeLimits.commandBytesMax,
       callDeadlineMs: this.storeLimits.callDeadlineMs,
       proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
+      readIndexStreamOpenRequestCountMax: this.storeLimits.readIndexStreamOpenRequestCountMax,
       onWarning: (message) => this.log.warn(message),
     });
     this.adminClients = new AdminClientPool({
@@ -254,7 +256,7 @@ export class Node {
       handler: this.served, credentials: peerServerCredentials(security), limits: this.grpcLimits,
       onWarning: (message) => this.log.warn({ source: 'peer-server' }, message),
       services: [
-        { definition: storeServiceDefinition(), implementation: storeService },
+        { definition: storeServiceDefinition(), implementation: storeService.implementation },
         { definition: adminServiceDefinition(), implementation: adminService },
       ],
     });
@@ -285,6 +287,7 @@ export class Node {
       credentials: peerClientCredentials(security),
       channelOptions: { ...clientChannelOptions(this.grpcLimits), ...nameOverride } as ChannelOptions,
       proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
+      readIndexStreamIdleMs: this.storeLimits.readIndexStreamIdleMs,
     });
     const driver = new Driver(this.engine, this.ports(), { tickMs: config.limits.tickMs, inputQueueCountMax: config.limits.inputQueueCountMax });
     this.driver = driver;
@@ -538,6 +541,8 @@ export class Node {
       this.pool?.close();
       this.storeClients?.close();
       this.adminClients?.close();
+      // Followers' read-index streams never end by themselves: end them so the server stops without waiting out its grace.
+      this.storeService?.endStreams('node stopping');
       await this.peerServer?.close(this.config.limits.stopGraceMs);
       await this.http?.close();
       await this.storage?.close();

@@ -5,6 +5,6 @@ export * from './command.js';
 export { StoreStateMachine, StateMachineError, decodeStoreSnapshot, STORE_SNAPSHOT_FILE, type AppliedCommand, type StoreState } from './state-machine.js';
 export { ReplicatedStore, StoreUnavailableError, type StoreHost } from './replicated-store.js';
 export {
-  StoreCallError, StoreClientPool, storeServiceDefinition, storeServiceImplementation, TRAILER_LEADER,
+  StoreCallError, StoreClientPool, storeService, storeServiceDefinition, TRAILER_LEADER,
   type StoreServiceHandler, type StoreServiceOptions, type StoreClientPoolOptions,
 } from './store-service.js';

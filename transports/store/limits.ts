@@ -24,6 +24,10 @@ export interface StoreLimits {
    * this many forwarded writes into one call, and a server refuses a larger batch.
    */
   proposeBatchCountMax: number;
+  /** readIndexStreamOpenRequestCountMax bounds the read-index requests open on one ReadIndexStream call (server side). */
+  readIndexStreamOpenRequestCountMax: number;
+  /** readIndexStreamIdleMs: a follower ends its ReadIndexStream call to an address after this long with no request open. */
+  readIndexStreamIdleMs: number;
 }
 
 export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
@@ -36,6 +40,9 @@ export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
   retryBackoffMs: 50,
   callDeadlineMs: 3_000,
   proposeBatchCountMax: 256,
+  // A follower keeps at most one read-index request in flight (ReadIndexBatch); the slack is for retries and old ids.
+  readIndexStreamOpenRequestCountMax: 64,
+  readIndexStreamIdleMs: 30_000,
 });
 
 /**

@@ -7,6 +7,7 @@ import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import { decodeCommand, resultFromMessage, resultToMessage, type CommandResult, type StoreCommand } from './command.js';
 import { TRAILER_LEADER, UnaryCallError, UnaryChannels } from '../grpc/unary-call.js';
 import { DEFAULT_STORE_LIMITS } from './limits.js';
+import { ReadIndexStreamClient, ReadIndexStreamServer, type ReadIndexAnswer } from './read-index-stream.js';
 
 export { TRAILER_LEADER };
 
@@ -29,6 +30,8 @@ export interface StoreServiceOptions {
   callDeadlineMs: number;
   /** proposeBatchCountMax bounds the commands of one ProposeBatch call. */
   proposeBatchCountMax: number;
+  /** readIndexStreamOpenRequestCountMax bounds the requests open on one ReadIndexStream call. */
+  readIndexStreamOpenRequestCountMax: number;
   onWarning?: (message: string) => void;
 }
 
@@ -38,25 +41,51 @@ const METHODS = {
   propose: pb.StoreService.propose.path,
   readIndex: pb.StoreService.readIndex.path,
   proposeBatch: pb.StoreService.proposeBatch.path,
+  readIndexStream: pb.StoreService.readIndexStream.path,
 } as const;
 
 /** storeServiceDefinition registers the Store paths with byte-for-byte serializers. */
 export function storeServiceDefinition(): grpc.ServiceDefinition {
   const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
   for (const [name, path] of Object.entries(METHODS)) {
+    const streaming = name === 'readIndexStream';
     definition[name] = {
-      path, requestStream: false, responseStream: false,
+      path, requestStream: streaming, responseStream: streaming,
       requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity,
     };
   }
   return definition;
 }
 
+/** StoreService is the server half: the implementation to register, and a way to end its open streams. */
+export interface StoreService {
+  implementation: grpc.UntypedServiceImplementation;
+  /** endStreams ends every open ReadIndexStream call with UNAVAILABLE (before the server stops: they never end alone). */
+  endStreams(details: string): void;
+  /** openStreamCount: the ReadIndexStream calls open now. */
+  openStreamCount(): number;
+}
+
+export function storeService(options: StoreServiceOptions): StoreService {
+  const streams = new ReadIndexStreamServer({
+    readIndex: (deadlineAt) => options.handler.readIndex(deadlineAt),
+    callDeadlineMs: options.callDeadlineMs,
+    openRequestCountMax: options.readIndexStreamOpenRequestCountMax,
+    ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+  });
+  return {
+    implementation: { ...storeServiceImplementation(options), readIndexStream: streams.serve },
+    endStreams: (details) => streams.endAll(details),
+    openStreamCount: () => streams.openCallCount,
+  };
+}
+
 function itemFailure(code: grpc.status, details: string, leaderHint = ''): pb.ProposeItemAnswer {
   return { statusCode: code, details, leaderHint, seq: 0, result: undefined };
 }
 
-export function storeServiceImplementation(options: StoreServiceOptions): grpc.UntypedServiceImplementation {
+/** storeServiceImplementation serves the unary methods (storeService adds ReadIndexStream). */
+function storeServiceImplementation(options: StoreServiceOptions): grpc.UntypedServiceImplementation {
   /** checkCommand decodes one command under commandBytesMax, or says what is wrong with it. */
   const checkCommand = (command: Uint8Array): StoreCommand | string => {
     if (command.length > options.commandBytesMax) return `command is ${command.length} bytes, above commandBytesMax ${options.commandBytesMax}`;
@@ -148,6 +177,10 @@ export interface StoreClientPoolOptions {
   channelOptions: grpc.ChannelOptions;
   /** proposeBatchCountMax bounds the proposals coalesced into one ProposeBatch call (default: the store limit's). */
   proposeBatchCountMax?: number;
+  /** readIndexStreamIdleMs ends an idle ReadIndexStream call (default: the store limit's). */
+  readIndexStreamIdleMs?: number;
+  /** readIndexOverStream: false sends every read index as a unary ReadIndex call (the bench compares both). Default true. */
+  readIndexOverStream?: boolean;
 }
 
 type ProposeAnswer = { seq: number; result: CommandResult };
@@ -167,19 +200,30 @@ const UINT32_MAX = 0xffff_ffff;
  * Proposals to one address made in the same event-loop turn go out as one ProposeBatch call (each
  * still answered alone), so a follower forwarding many writes costs the leader one call per turn
  * instead of one per write. A leader that does not know ProposeBatch (UNIMPLEMENTED) gets single
- * Propose calls from then on.
+ * Propose calls from then on. Read indexes go over one open ReadIndexStream call per address (a message
+ * each, not a call each); a peer without it (UNIMPLEMENTED) gets unary ReadIndex calls from then on.
  */
 export class StoreClientPool {
   private readonly channels: UnaryChannels;
   private readonly queued = new Map<string, QueuedProposal[]>();
   private readonly batchUnsupported = new Set<string>();
   private readonly batchCountMax: number;
+  private readonly readIndexStreams = new Map<string, ReadIndexStreamClient>();
+  private readonly readIndexStreamUnsupported = new Set<string>();
+  private readonly readIndexStreamIdleMs: number;
+  private readonly readIndexOverStream: boolean;
   private closed = false;
-  /** callCounts counts the calls made per method (how well proposals coalesce, for metrics and tests). */
-  readonly callCounts = { propose: 0, proposeBatch: 0, readIndex: 0 };
+  /**
+   * callCounts counts the calls made per method (how well proposals coalesce, for metrics and tests):
+   * readIndex counts read-index requests, whether they went as unary calls or as stream messages
+   * (readIndexStreamCalls counts the streams opened).
+   */
+  readonly callCounts = { propose: 0, proposeBatch: 0, readIndex: 0, readIndexUnary: 0 };
 
   constructor(options: StoreClientPoolOptions) {
     this.batchCountMax = options.proposeBatchCountMax ?? DEFAULT_STORE_LIMITS.proposeBatchCountMax;
+    this.readIndexStreamIdleMs = options.readIndexStreamIdleMs ?? DEFAULT_STORE_LIMITS.readIndexStreamIdleMs;
+    this.readIndexOverStream = options.readIndexOverStream ?? true;
     this.channels = new UnaryChannels({
       credentials: options.credentials, channelOptions: options.channelOptions, poolName: 'store client pool',
       errorOf: (code, details, leaderHint) => new StoreCallError(code, details, leaderHint),
@@ -261,8 +305,37 @@ export class StoreClientPool {
     }
   }
 
-  async readIndex(to: string, deadlineAt: number): Promise<{ commitSeq: number; term: number }> {
+  /** readIndex asks the leader `to` for a read index: a message on the open ReadIndexStream call, or a unary call to an old peer. */
+  readIndex(to: string, deadlineAt: number): Promise<ReadIndexAnswer> {
+    if (this.closed) return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, 'store client pool is closed'));
     this.callCounts.readIndex++;
+    if (!this.readIndexOverStream || this.readIndexStreamUnsupported.has(to)) return this.readIndexUnary(to, deadlineAt);
+    let stream = this.readIndexStreams.get(to);
+    if (!stream) {
+      stream = new ReadIndexStreamClient({
+        open: () => this.channels.openStream(to, METHODS.readIndexStream),
+        errorOf: (code, details, leaderHint) => new StoreCallError(code, details, leaderHint),
+        idleMs: this.readIndexStreamIdleMs,
+        onUnimplemented: (requests) => {
+          this.readIndexStreamUnsupported.add(to);
+          this.readIndexStreams.delete(to);
+          for (const r of requests) this.readIndexUnary(to, r.deadlineAt).then(r.resolve, r.reject);
+        },
+      });
+      this.readIndexStreams.set(to, stream);
+    }
+    return stream.ask(deadlineAt);
+  }
+
+  /** readIndexStreamCalls: the ReadIndexStream calls opened so far, over every address. */
+  get readIndexStreamCalls(): number {
+    let opened = 0;
+    for (const stream of this.readIndexStreams.values()) opened += stream.callsOpened;
+    return opened;
+  }
+
+  private async readIndexUnary(to: string, deadlineAt: number): Promise<ReadIndexAnswer> {
+    this.callCounts.readIndexUnary++;
     const bytes = await this.call(to, METHODS.readIndex, Buffer.from(pb.ReadIndexRequest.encode({}).finish()), deadlineAt);
     try {
       return pb.ReadIndexResponse.decode(bytes);
@@ -276,6 +349,8 @@ export class StoreClientPool {
     const closed = new StoreCallError(grpc.status.UNAVAILABLE, 'store client pool is closed');
     for (const queue of this.queued.values()) for (const p of queue) p.reject(closed);
     this.queued.clear();
+    for (const stream of this.readIndexStreams.values()) stream.close('store client pool is closed');
+    this.readIndexStreams.clear();
     this.channels.close();
   }
 

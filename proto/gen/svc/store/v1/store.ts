@@ -10,8 +10,10 @@ import {
   type CallOptions,
   type ChannelCredentials,
   Client,
+  type ClientDuplexStream,
   type ClientOptions,
   type ClientUnaryCall,
+  type handleBidiStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -132,6 +134,26 @@ export interface ReadIndexRequest {
 }
 
 export interface ReadIndexResponse {
+  commitSeq: number;
+  term: number;
+}
+
+export interface ReadIndexStreamRequest {
+  /** request_id names the request in its answer; the caller keeps it unique among its open requests. */
+  requestId: number;
+  /** timeout_ms is the request's own deadline, relative to its arrival (0 = the server's call deadline). */
+  timeoutMs: number;
+}
+
+/**
+ * ReadIndexStreamResponse answers one request: status_code 0 (OK) with commit_seq and term, or a gRPC
+ * status code with details and, on a refusal by a non-leader, the leader's address.
+ */
+export interface ReadIndexStreamResponse {
+  requestId: number;
+  statusCode: number;
+  details: string;
+  leaderHint: string;
   commitSeq: number;
   term: number;
 }
@@ -940,6 +962,264 @@ export const ReadIndexResponse: MessageFns<ReadIndexResponse> = {
   },
 };
 
+function createBaseReadIndexStreamRequest(): ReadIndexStreamRequest {
+  return { requestId: 0, timeoutMs: 0 };
+}
+
+export const ReadIndexStreamRequest: MessageFns<ReadIndexStreamRequest> = {
+  encode(message: ReadIndexStreamRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== 0) {
+      writer.uint32(8).uint64(message.requestId);
+    }
+    if (message.timeoutMs !== 0) {
+      writer.uint32(16).uint32(message.timeoutMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReadIndexStreamRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReadIndexStreamRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.requestId = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.timeoutMs = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReadIndexStreamRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.Number(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.Number(object.request_id)
+        : 0,
+      timeoutMs: isSet(object.timeoutMs)
+        ? globalThis.Number(object.timeoutMs)
+        : isSet(object.timeout_ms)
+        ? globalThis.Number(object.timeout_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: ReadIndexStreamRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== 0) {
+      obj.requestId = Math.round(message.requestId);
+    }
+    if (message.timeoutMs !== 0) {
+      obj.timeoutMs = Math.round(message.timeoutMs);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReadIndexStreamRequest>): ReadIndexStreamRequest {
+    return ReadIndexStreamRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReadIndexStreamRequest>): ReadIndexStreamRequest {
+    const message = createBaseReadIndexStreamRequest();
+    message.requestId = object.requestId ?? 0;
+    message.timeoutMs = object.timeoutMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseReadIndexStreamResponse(): ReadIndexStreamResponse {
+  return { requestId: 0, statusCode: 0, details: "", leaderHint: "", commitSeq: 0, term: 0 };
+}
+
+export const ReadIndexStreamResponse: MessageFns<ReadIndexStreamResponse> = {
+  encode(message: ReadIndexStreamResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== 0) {
+      writer.uint32(8).uint64(message.requestId);
+    }
+    if (message.statusCode !== 0) {
+      writer.uint32(16).uint32(message.statusCode);
+    }
+    if (message.details !== "") {
+      writer.uint32(26).string(message.details);
+    }
+    if (message.leaderHint !== "") {
+      writer.uint32(34).string(message.leaderHint);
+    }
+    if (message.commitSeq !== 0) {
+      writer.uint32(40).uint64(message.commitSeq);
+    }
+    if (message.term !== 0) {
+      writer.uint32(48).uint64(message.term);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReadIndexStreamResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReadIndexStreamResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.requestId = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.statusCode = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.details = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.leaderHint = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.commitSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.term = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReadIndexStreamResponse {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.Number(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.Number(object.request_id)
+        : 0,
+      statusCode: isSet(object.statusCode)
+        ? globalThis.Number(object.statusCode)
+        : isSet(object.status_code)
+        ? globalThis.Number(object.status_code)
+        : 0,
+      details: isSet(object.details) ? globalThis.String(object.details) : "",
+      leaderHint: isSet(object.leaderHint)
+        ? globalThis.String(object.leaderHint)
+        : isSet(object.leader_hint)
+        ? globalThis.String(object.leader_hint)
+        : "",
+      commitSeq: isSet(object.commitSeq)
+        ? globalThis.Number(object.commitSeq)
+        : isSet(object.commit_seq)
+        ? globalThis.Number(object.commit_seq)
+        : 0,
+      term: isSet(object.term) ? globalThis.Number(object.term) : 0,
+    };
+  },
+
+  toJSON(message: ReadIndexStreamResponse): unknown {
+    const obj: any = {};
+    if (message.requestId !== 0) {
+      obj.requestId = Math.round(message.requestId);
+    }
+    if (message.statusCode !== 0) {
+      obj.statusCode = Math.round(message.statusCode);
+    }
+    if (message.details !== "") {
+      obj.details = message.details;
+    }
+    if (message.leaderHint !== "") {
+      obj.leaderHint = message.leaderHint;
+    }
+    if (message.commitSeq !== 0) {
+      obj.commitSeq = Math.round(message.commitSeq);
+    }
+    if (message.term !== 0) {
+      obj.term = Math.round(message.term);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReadIndexStreamResponse>): ReadIndexStreamResponse {
+    return ReadIndexStreamResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReadIndexStreamResponse>): ReadIndexStreamResponse {
+    const message = createBaseReadIndexStreamResponse();
+    message.requestId = object.requestId ?? 0;
+    message.statusCode = object.statusCode ?? 0;
+    message.details = object.details ?? "";
+    message.leaderHint = object.leaderHint ?? "";
+    message.commitSeq = object.commitSeq ?? 0;
+    message.term = object.term ?? 0;
+    return message;
+  },
+};
+
 export type StoreService = typeof StoreService;
 export const StoreService = {
   /**
@@ -981,6 +1261,24 @@ export const StoreService = {
       Buffer.from(ProposeBatchResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ProposeBatchResponse => ProposeBatchResponse.decode(value),
   },
+  /**
+   * ReadIndexStream carries one member's read-index requests over one long-lived call: each request
+   * is answered as by ReadIndex, under its own request_id, in any order. A follower that reads often
+   * saves a call per read index (on these machines a unary call costs the leader several times the
+   * CPU of a message on an open stream). A bad message ends the call with INVALID_ARGUMENT; more than
+   * the server's open-request limit on one call is answered RESOURCE_EXHAUSTED, per request.
+   */
+  readIndexStream: {
+    path: "/svc.store.v1.Store/ReadIndexStream" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: ReadIndexStreamRequest): Buffer =>
+      Buffer.from(ReadIndexStreamRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReadIndexStreamRequest => ReadIndexStreamRequest.decode(value),
+    responseSerialize: (value: ReadIndexStreamResponse): Buffer =>
+      Buffer.from(ReadIndexStreamResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReadIndexStreamResponse => ReadIndexStreamResponse.decode(value),
+  },
 } as const;
 
 export interface StoreServer extends UntypedServiceImplementation {
@@ -998,6 +1296,14 @@ export interface StoreServer extends UntypedServiceImplementation {
    * itself is bad (INVALID_ARGUMENT) or too big (RESOURCE_EXHAUSTED).
    */
   proposeBatch: handleUnaryCall<ProposeBatchRequest, ProposeBatchResponse>;
+  /**
+   * ReadIndexStream carries one member's read-index requests over one long-lived call: each request
+   * is answered as by ReadIndex, under its own request_id, in any order. A follower that reads often
+   * saves a call per read index (on these machines a unary call costs the leader several times the
+   * CPU of a message on an open stream). A bad message ends the call with INVALID_ARGUMENT; more than
+   * the server's open-request limit on one call is answered RESOURCE_EXHAUSTED, per request.
+   */
+  readIndexStream: handleBidiStreamingCall<ReadIndexStreamRequest, ReadIndexStreamResponse>;
 }
 
 export interface StoreClient extends Client {
@@ -1057,6 +1363,19 @@ export interface StoreClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ProposeBatchResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * ReadIndexStream carries one member's read-index requests over one long-lived call: each request
+   * is answered as by ReadIndex, under its own request_id, in any order. A follower that reads often
+   * saves a call per read index (on these machines a unary call costs the leader several times the
+   * CPU of a message on an open stream). A bad message ends the call with INVALID_ARGUMENT; more than
+   * the server's open-request limit on one call is answered RESOURCE_EXHAUSTED, per request.
+   */
+  readIndexStream(): ClientDuplexStream<ReadIndexStreamRequest, ReadIndexStreamResponse>;
+  readIndexStream(options: Partial<CallOptions>): ClientDuplexStream<ReadIndexStreamRequest, ReadIndexStreamResponse>;
+  readIndexStream(
+    metadata: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientDuplexStream<ReadIndexStreamRequest, ReadIndexStreamResponse>;
 }
 
 export const StoreClient = makeGenericClientConstructor(StoreService, "svc.store.v1.Store") as unknown as {
