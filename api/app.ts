@@ -62,6 +62,18 @@ function isPublicPath(path: string): boolean {
   return trimmed === '/health' || trimmed === '/ready' || trimmed === '/openapi.json' || trimmed === '/docs' || lower.startsWith('/docs/');
 }
 
+/** validatorOptions are the keyed requests' express-openapi-validator options. */
+export function validatorOptions(validateResponses: boolean): Parameters<typeof openApiValidatorChain>[0] {
+  return {
+    apiSpec: openApiDocument as unknown as Parameters<typeof openApiValidatorChain>[0]['apiSpec'],
+    validateRequests: { allowUnknownQueryParameters: false },
+    validateResponses,
+    validateSecurity: false,
+    validateApiSpec: true,
+    ignorePaths: /^\/docs(\/|$)/,
+  };
+}
+
 export function createApp(options: CreateAppOptions): ApiService {
   const config = defaultConfig(options.config);
   const { store } = options;
@@ -159,14 +171,7 @@ export function createApp(options: CreateAppOptions): ApiService {
     authenticate(store, config.trustedProxies, keyCache),
     rateLimit(limiter, rateLimitWindowMs),
     express.json({ limit: requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] }),
-    ...openApiValidatorChain({
-      apiSpec: openApiDocument as unknown as Parameters<typeof openApiValidatorChain>[0]['apiSpec'],
-      validateRequests: { allowUnknownQueryParameters: false },
-      validateResponses: config.validateResponses,
-      validateSecurity: false,
-      validateApiSpec: true,
-      ignorePaths: /^\/docs(\/|$)/,
-    }),
+    ...openApiValidatorChain(validatorOptions(config.validateResponses)),
     routeDispatch([
       keyRoutes(store),
       credentialRoutes(store, config.secretKey),

@@ -177,6 +177,56 @@ export function openApiValidator(options: OpenApiValidatorOpts): RequestHandler 
   };
 }
 
+export interface ValidatorShortcuts {
+  /**
+   * skipInputlessRequests (default true): a request with no query string and no body, for an operation whose
+   * only parameters are optional query parameters and that takes no body, skips the library's request
+   * validation: there is nothing it could check or refuse (path, header and cookie parameters, required ones,
+   * and bodies all rule the shortcut out). test/api/validator-shortcut.test.ts runs both ways side by side.
+   */
+  skipInputlessRequests?: boolean;
+}
+
+/** hasNoInput: no query string (or an empty one) and no body announced. */
+function hasNoInput(req: Request): boolean {
+  const url = req.url;
+  const queryAt = url.indexOf('?');
+  return (queryAt === -1 || queryAt === url.length - 1)
+    && req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
+}
+
+/** Parameter is the part of an OpenAPI parameter (or a $ref to one) operationNeedsInput reads. */
+export interface Parameter { in?: string; required?: boolean; $ref?: string }
+export interface Operation { parameters?: Parameter[]; requestBody?: unknown; $ref?: string }
+
+/** inputNeeds remembers, per operation object, whether it has anything but optional query parameters. */
+const inputNeeds = new WeakMap<object, boolean>();
+
+/**
+ * needsInput: whether an operation (with its path item, undefined when unknown) takes a body or has any
+ * parameter other than an optional query parameter; a $ref it cannot see through counts as needing input.
+ */
+export function needsInput(operation: Operation, pathItem: { parameters?: Parameter[] } | undefined): boolean {
+  if (pathItem === undefined || operation.$ref !== undefined || operation.requestBody !== undefined) return true;
+  const parameters = [...(pathItem.parameters ?? []), ...(operation.parameters ?? [])];
+  return !parameters.every((p) => p.$ref === undefined && p.in === 'query' && p.required !== true);
+}
+
+/** operationNeedsInput is needsInput for the request's matched operation; undefined when it matched none. */
+function operationNeedsInput(req: Request, paths: Record<string, Operations>): boolean | undefined {
+  const openapi = (req as Request & { openapi?: { schema?: Operation; openApiRoute?: string } }).openapi;
+  const operation = openapi?.schema;
+  if (!operation || typeof operation !== 'object') return undefined;
+  let needs = inputNeeds.get(operation);
+  if (needs === undefined) {
+    // No path item under that name (a base path in the way) leaves its parameters unknown: validate.
+    const pathItem = openapi.openApiRoute !== undefined ? paths[openapi.openApiRoute] as { parameters?: Parameter[] } | undefined : undefined;
+    needs = needsInput(operation, pathItem);
+    inputNeeds.set(operation, needs);
+  }
+  return needs;
+}
+
 /** ValidatorInternals are the OpenApiValidator members installMiddleware uses (private in its types). */
 interface ValidatorInternals {
   options: OpenApiValidatorOpts & { ignorePaths?: RegExp | ((path: string) => boolean); ignoreUndocumented?: boolean; useRequestUrl?: boolean };
@@ -197,7 +247,8 @@ interface ValidatorInternals {
  * multipart step is skipped for an operation without a request body: the library's own check
  * (openapi.multipart.js `shouldHandle`) looks only at the operation's requestBody, so it could never act.
  */
-export function openApiValidatorChain(options: OpenApiValidatorOpts): RequestHandler[] {
+export function openApiValidatorChain(options: OpenApiValidatorOpts, shortcuts: ValidatorShortcuts = {}): RequestHandler[] {
+  const skipInputless = shortcuts.skipInputlessRequests ?? true;
   const validator = new OpenApiValidator(options);
   const internals = validator as unknown as ValidatorInternals;
   const settings = internals.options;
@@ -226,7 +277,13 @@ export function openApiValidatorChain(options: OpenApiValidatorOpts): RequestHan
         return schema?.requestBody === undefined && schema?.$ref === undefined ? next() : multipart(req, res, next);
       });
     }
-    if (settings.validateRequests) steps.push(internals.requestValidationMiddleware(apiDoc));
+    if (settings.validateRequests) {
+      const validateRequest = internals.requestValidationMiddleware(apiDoc);
+      const paths = (context.apiDoc as unknown as ApiDocPaths).paths;
+      steps.push(skipInputless
+        ? (req, res, next) => (hasNoInput(req) && operationNeedsInput(req, paths) === false ? next() : validateRequest(req, res, next))
+        : validateRequest);
+    }
     if (settings.validateResponses) steps.push(internals.responseValidationMiddleware(responseApiDoc, context.serial));
     return inSequence(steps);
   });
