@@ -59,6 +59,8 @@ interface BenchCase {
   headers: Record<string, string>;
   bareOf?: string;
   best?: autocannon.Result;
+  /** roundRps: req/s of each round, in order (a round measures the bare case just before its API case). */
+  roundRps: number[];
   /** windowsUs are the monotonic-clock spans (µs, the clock of V8 CPU profiles) of this case's measurements. */
   windowsUs: Array<[number, number]>;
   /** requestsTotal counts the requests of every round. */
@@ -72,10 +74,16 @@ interface BenchCase {
   servingName: string;
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
 const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
 /** profileTopCount functions are listed per case and process in the --cpu-prof summary. */
-const profileTopCount = 12;
+const profileTopCount = Number(process.env.BENCH_PROFILE_TOP ?? 12);
 
 interface CpuProfile {
   nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>;
@@ -308,7 +316,7 @@ async function main(): Promise<void> {
       { name: 'API GET /projects on the leader', url: `${leaderUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'leader', servingName: leader, node: cluster.node(leader) },
       { name: `bare Express, in a follower's process`, url: `${await cluster.node(follower).bare(payload)}/projects`, headers: {}, servingName: follower },
       { name: 'API GET /projects on a follower', url: `${followerUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'follower', servingName: follower, node: cluster.node(follower) },
-    ].map((benchCase): BenchCase => ({ ...benchCase, windowsUs: [], requestsTotal: 0, cpuUs: { serving: 0, others: 0 } }));
+    ].map((benchCase): BenchCase => ({ ...benchCase, roundRps: [], windowsUs: [], requestsTotal: 0, cpuUs: { serving: 0, others: 0 } }));
     const cpuOfNodes = (): Promise<number[]> => Promise.all(nodeNames.map(async (name) => {
       const usage = await cluster.node(name).cpuUsage();
       return usage.user + usage.system;
@@ -334,6 +342,7 @@ async function main(): Promise<void> {
           benchCase.readIndex.readers += statsAfter.readers - statsBefore.readers;
         }
         benchCase.requestsTotal += result.requests.total;
+        benchCase.roundRps.push(result.requests.average);
         if (!benchCase.best || result.requests.average > benchCase.best.requests.average) benchCase.best = result;
       }
     }
@@ -363,19 +372,23 @@ async function main(): Promise<void> {
     // divided by its requests. Unlike req/s and profile busy time, it is not inflated by other processes
     // holding the cores, so its ratio (bare CPU / API CPU, same process) is what the throughput ratio would
     // be on a machine with a core to spare for each process.
-    process.stdout.write('| case | req/s (mean) | vs bare, same process | p50 ms | p99 ms | non-2xx | CPU µs/req, serving process | ' +
+    process.stdout.write('| case | req/s (mean, best round) | vs bare, same process (best rounds) | vs bare, median of rounds (each round) | ' +
+      'p50 ms | p99 ms | non-2xx | CPU µs/req, serving process | ' +
       'CPU vs bare (bare / API) | CPU µs/req, other nodes | read-index calls per request (readers per call) |\n' +
-      '|---|---|---|---|---|---|---|---|---|---|\n');
+      '|---|---|---|---|---|---|---|---|---|---|---|\n');
     const bareByNode: Record<string, BenchCase> = { leader: cases[0]!, follower: cases[2]! };
     const cpuPerRequest = (benchCase: BenchCase, which: 'serving' | 'others'): number => benchCase.cpuUs[which] / Math.max(1, benchCase.requestsTotal);
     for (const benchCase of cases) {
       const { name, best, bareOf, readIndex, requestsTotal } = benchCase;
       const bare = bareOf ? bareByNode[bareOf]! : benchCase;
       const ratio = `${(best!.requests.average / bare.best!.requests.average * 100).toFixed(0)}%`;
+      // Each round's API case ran right after its bare case: their ratio shares the machine's state of the moment.
+      const roundRatios = benchCase.roundRps.map((rps, round) => rps / bare.roundRps[round]!);
+      const roundRatio = `${(median(roundRatios) * 100).toFixed(0)}% (${roundRatios.map((r) => (r * 100).toFixed(0)).join(', ')})`;
       const cpuRatio = `${(cpuPerRequest(bare, 'serving') / cpuPerRequest(benchCase, 'serving') * 100).toFixed(0)}%`;
       const sharing = readIndex && readIndex.calls > 0
         ? `${(readIndex.calls / requestsTotal).toFixed(3)} (${(readIndex.readers / readIndex.calls).toFixed(1)})` : '-';
-      process.stdout.write(`| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} | ` +
+      process.stdout.write(`| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${roundRatio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} | ` +
         `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} |\n`);
     }
     if (readIndexCost) {

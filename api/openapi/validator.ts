@@ -185,6 +185,8 @@ export interface ValidatorShortcuts {
    * and bodies all rule the shortcut out). test/api/validator-shortcut.test.ts runs both ways side by side.
    */
   skipInputlessRequests?: boolean;
+  /** onSkip hears each request whose validation the shortcut skipped (tests count them). */
+  onSkip?: () => void;
 }
 
 /** hasNoInput: no query string (or an empty one) and no body announced. */
@@ -207,7 +209,8 @@ const inputNeeds = new WeakMap<object, boolean>();
  * parameter other than an optional query parameter; a $ref it cannot see through counts as needing input.
  */
 export function needsInput(operation: Operation, pathItem: { parameters?: Parameter[] } | undefined): boolean {
-  if (pathItem === undefined || operation.$ref !== undefined || operation.requestBody !== undefined) return true;
+  // The library's loader turns an absent requestBody into null.
+  if (pathItem === undefined || operation.$ref != null || operation.requestBody != null) return true;
   const parameters = [...(pathItem.parameters ?? []), ...(operation.parameters ?? [])];
   return !parameters.every((p) => p.$ref === undefined && p.in === 'query' && p.required !== true);
 }
@@ -249,6 +252,7 @@ interface ValidatorInternals {
  */
 export function openApiValidatorChain(options: OpenApiValidatorOpts, shortcuts: ValidatorShortcuts = {}): RequestHandler[] {
   const skipInputless = shortcuts.skipInputlessRequests ?? true;
+  const onSkip = shortcuts.onSkip;
   const validator = new OpenApiValidator(options);
   const internals = validator as unknown as ValidatorInternals;
   const settings = internals.options;
@@ -274,14 +278,19 @@ export function openApiValidatorChain(options: OpenApiValidatorOpts, shortcuts: 
       const multipart = internals.multipartMiddleware(apiDoc);
       steps.push((req, res, next) => {
         const schema = (req as Request & { openapi?: { schema?: { requestBody?: unknown; $ref?: unknown } } }).openapi?.schema;
-        return schema?.requestBody === undefined && schema?.$ref === undefined ? next() : multipart(req, res, next);
+        // The loader turns an absent requestBody into null.
+        return schema?.requestBody == null && schema?.$ref == null ? next() : multipart(req, res, next);
       });
     }
     if (settings.validateRequests) {
       const validateRequest = internals.requestValidationMiddleware(apiDoc);
       const paths = (context.apiDoc as unknown as ApiDocPaths).paths;
       steps.push(skipInputless
-        ? (req, res, next) => (hasNoInput(req) && operationNeedsInput(req, paths) === false ? next() : validateRequest(req, res, next))
+        ? (req, res, next) => {
+          if (!hasNoInput(req) || operationNeedsInput(req, paths) !== false) return validateRequest(req, res, next);
+          onSkip?.();
+          return next();
+        }
         : validateRequest);
     }
     if (settings.validateResponses) steps.push(internals.responseValidationMiddleware(responseApiDoc, context.serial));

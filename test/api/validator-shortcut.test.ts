@@ -18,11 +18,14 @@ const paths = openApiDocument.paths as unknown as Paths;
 const operations = Object.entries(paths).flatMap(([path, item]) =>
   methods.filter((method) => item[method] !== undefined).map((method) => ({ path, method, operation: item[method] as Operation, item })));
 
+/** skipped counts the requests whose validation the shortcut skipped. */
+let skipped = 0;
+
 async function serve(skipInputlessRequests: boolean): Promise<{ url: string; server: Server }> {
   const app = express();
   app.use(inSequence([
     express.json({ strict: true, type: ['application/json', 'application/*+json'] }),
-    ...openApiValidatorChain(validatorOptions(false), { skipInputlessRequests }),
+    ...openApiValidatorChain(validatorOptions(false), { skipInputlessRequests, onSkip: () => { skipped++; } }),
     (req: Request, res: Response) => { res.json({ query: req.query, params: req.params }); },
   ]));
   app.use((err: { status?: number; message?: string; errors?: unknown }, _req: Request, res: Response, _next: NextFunction) => {
@@ -66,7 +69,19 @@ describe('api: the validator shortcut for requests without input', function () {
     assert.ok(needsInput({}, undefined), 'an unknown path item');
   });
 
+  it('skips validation of GET /projects without a query, and validates it with one', async () => {
+    const before = skipped;
+    assert.equal((await fetch(`${withShortcut.url}/projects`)).status, 200);
+    assert.equal(skipped, before + 1, 'skipped');
+    assert.equal((await fetch(`${withShortcut.url}/projects?limit=0`)).status, 400);
+    assert.equal((await fetch(`${withShortcut.url}/projects/prj_000000000aaaaaaaaaaaaaaaa`)).status, 200);
+    assert.equal(skipped, before + 1, 'a query string or a path parameter is validated');
+    assert.equal((await fetch(`${without.url}/projects`)).status, 200);
+    assert.equal(skipped, before + 1, 'the server without the shortcut validated it');
+  });
+
   it('answers every request as the library does (fast-check; the seed is printed on failure)', async () => {
+    const before = skipped;
     await fc.assert(fc.asyncProperty(
       fc.constantFrom(...operations), idArbitrary, fc.constantFrom('', '?', '?limit=2', '?limit=0', '?bogus=1', '?category=gitea'),
       fc.option(fc.constantFrom('{}', '{"name":"x"}', 'not json', '[]'), { nil: undefined }), headerArbitrary,
@@ -82,5 +97,6 @@ describe('api: the validator shortcut for requests without input', function () {
         assert.equal(textA, textB, `${init.method} ${url}`);
       },
     ), { numRuns: 300 });
+    assert.ok(skipped - before >= 10, `the shortcut was taken (${skipped - before} times)`);
   });
 });
