@@ -111,13 +111,6 @@ export function createApp(options: CreateAppOptions): ApiService {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
-  // One layer for what every answer carries: each Express layer costs every request (bench/api-cluster.ts).
-  app.use((req, res, next) => {
-    assignRequestId(req, res);
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Cache-Control', 'no-store');
-    next();
-  });
   if (config.accessLog) {
     app.use((req, res, next) => {
       const startedMs = performance.now();
@@ -144,18 +137,9 @@ export function createApp(options: CreateAppOptions): ApiService {
   });
   publicRoutes.get('/openapi.json', (_req, res) => { res.json(openApiDocument); });
   publicRoutes.use(docsRoutes());
-  app.use((req, res, next) => {
-    // Only GET and HEAD: a nested router would answer OPTIONS itself (text/plain), which the app does not.
-    if ((req.method === 'GET' || req.method === 'HEAD') && isPublicPath(req.path)) publicRoutes(req, res, next);
-    else next();
-  });
   // The album page holds no data (it asks for the key in the browser), so it is public like /docs. Its router
   // sees only GET and HEAD under /album (its routes): a keyed request does not walk it.
   const albumPage = albumPageRoutes();
-  app.use((req, res, next) => {
-    if ((req.method === 'GET' || req.method === 'HEAD') && req.path.startsWith('/album')) albumPage(req, res, next);
-    else next();
-  });
 
   const keyCache = new ApiKeyCache(store);
   // The documented routes the keyed routers must declare: all but the public ones and the album page's.
@@ -167,7 +151,7 @@ export function createApp(options: CreateAppOptions): ApiService {
   // One layer for every keyed request (keyed-chain.ts): authentication, rate limit, JSON body, OpenAPI
   // validation (the library's chain with its route lookup compiled once, openapi/validator.ts), then straight
   // to the routers that declare the route the validator matched.
-  app.use(inSequence([
+  const keyed = inSequence([
     authenticate(store, config.trustedProxies, keyCache),
     rateLimit(limiter, rateLimitWindowMs),
     express.json({ limit: requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] }),
@@ -180,7 +164,32 @@ export function createApp(options: CreateAppOptions): ApiService {
       runs.router,
       albums.router,
     ], keyedDocumentedPaths),
-  ]));
+  ]);
+  // Everything up to the keyed routes is one Express layer: what every answer carries, then the public routes,
+  // the album page, or the keyed chain (each Express layer costs every request, bench/api-cluster.ts).
+  app.use((req, res, next) => {
+    assignRequestId(req, res);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Cache-Control', 'no-store');
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      keyed(req, res, next);
+      return;
+    }
+    // Only GET and HEAD reach the public routers: a nested router would answer OPTIONS itself (text/plain).
+    // A path they do not answer goes on, as it would through consecutive layers (a closure only here).
+    const toKeyed = (error?: unknown): void => {
+      if (error !== undefined && error !== null) next(error);
+      else keyed(req, res, next);
+    };
+    const toAlbumPage = (error?: unknown): void => {
+      if (error !== undefined && error !== null) next(error);
+      else if (req.path.startsWith('/album')) albumPage(req, res, toKeyed);
+      else keyed(req, res, next);
+    };
+    if (isPublicPath(req.path)) publicRoutes(req, res, toAlbumPage);
+    else if (req.path.startsWith('/album')) albumPage(req, res, toKeyed);
+    else keyed(req, res, next);
+  });
 
   app.use((_req, _res, next) => { next(new ApiError('NOT_FOUND', 'no such route')); });
   app.use(errorHandler(config.log));

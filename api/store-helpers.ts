@@ -34,7 +34,11 @@ export function parsePageRequest(query: PageRequest, prefix: string): { limit: n
 /** keepAll is listPage's default filter, made once (a default arrow would be a new closure on every call). */
 const keepAll = (): boolean => true;
 
-/** listPage returns up to limit records under prefix that pass keep, and a cursor for the rest. */
+/**
+ * listPage returns up to limit records under prefix that pass keep, and a cursor for the rest. It reads the
+ * store's own objects (ListOptions.shared): keep and view must not change them (a write replaces a stored
+ * object, never changes it, so what was read stays as it was read).
+ */
 export async function listPage<T extends JsonObject, V>(
   store: DocumentStore, prefix: string, query: PageRequest,
   view: (record: T) => V, keep: (record: T) => boolean = keepAll,
@@ -44,7 +48,8 @@ export async function listPage<T extends JsonObject, V>(
   let after = start;
   let scanned = 0;
   while (items.length < limit && scanned < pageScanEntriesMax) {
-    const batch = await store.list<T>(prefix, { after, limit: Math.min(limit * 4, pageScanEntriesMax - scanned) });
+    // shared: keep and view only read the values, and the page is serialized at once (views build new objects).
+    const batch = await store.list<T>(prefix, { after, limit: Math.min(limit * 4, pageScanEntriesMax - scanned), shared: true });
     for (const entry of batch.entries) {
       scanned++;
       after = entry.key;

@@ -21,6 +21,11 @@ export interface ListOptions {
   limit?: number;
   /** after starts the listing at the first key strictly greater than this one (an exclusive cursor). */
   after?: string;
+  /**
+   * shared: the caller only reads the values and never changes them, so the store may hand out its own
+   * objects instead of copies (a write replaces a stored object, never changes it). Default false: copies.
+   */
+  shared?: boolean;
 }
 
 export interface ListResult<T extends JsonObject = JsonObject> {

@@ -38,7 +38,7 @@ export class MemoryDocumentStore implements DocumentStore {
     const page = this.sortedKeys.page(prefix, limit, options.after);
     const entries = page.keys.map((key): StoreEntry<T> => {
       const slot = this.slots.get(key)!;
-      return { key, value: cloneJson(slot.value) as T, version: slot.version };
+      return { key, value: (options.shared ? slot.value : cloneJson(slot.value)) as T, version: slot.version };
     });
     return { entries, nextAfter: page.nextAfter };
   }

@@ -76,6 +76,20 @@ export function describeDocumentStoreContract(name: string, open: () => Promise<
       assert.deepEqual((await store.list('b/3')).entries.map((entry) => entry.key), ['b/3']);
     });
 
+    it('lists copies by default; a shared listing reads the same values, and later writes leave what it read alone', async () => {
+      await store.put('s/1', { n: 1, tags: ['a'] });
+      await store.put('s/2', { n: 2, tags: ['b'] });
+      const copies = await store.list('s/');
+      copies.entries[0]!.value.n = 99;
+      const shared = await store.list('s/', { shared: true });
+      assert.deepEqual(shared.entries.map((e) => e.value), [{ n: 1, tags: ['a'] }, { n: 2, tags: ['b'] }], 'a copy changed nothing stored');
+      assert.deepEqual(shared.entries.map((e) => e.version), copies.entries.map((e) => e.version));
+      await store.put('s/1', { n: 10, tags: ['c'] });
+      await store.delete('s/2');
+      assert.deepEqual(shared.entries.map((e) => e.value), [{ n: 1, tags: ['a'] }, { n: 2, tags: ['b'] }], 'values read before the writes');
+      assert.deepEqual((await store.list('s/', { shared: true })).entries.map((e) => e.value), [{ n: 10, tags: ['c'] }]);
+    });
+
     it('notifies watchers of committed changes under their prefix until they unsubscribe', async () => {
       const seen: StoreChange[] = [];
       const stop = store.watch('p/', (change) => seen.push(change));

@@ -104,7 +104,7 @@ export class ReplicatedStore implements DocumentStore {
   /** localList lists this node's state with no barrier: only behind one. */
   localList<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions): ListResult<T> {
     const limit = Math.max(1, Math.min(options.limit ?? this.limits.listLimitMax, this.limits.listLimitMax));
-    const page = this.host.stateMachine.list(prefix, limit, options.after);
+    const page = this.host.stateMachine.list(prefix, limit, options.after, options.shared ?? false);
     return { entries: page.entries as StoreEntry<T>[], nextAfter: page.nextAfter };
   }
 

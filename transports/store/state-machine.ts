@@ -73,12 +73,15 @@ export class StoreStateMachine {
     return slot ? { value: cloneJson(slot.value), version: slot.version } : null;
   }
 
-  /** list pages through the keys under prefix in ascending order, starting after `after`. */
-  list(prefix: string, limit: number, after?: string): { entries: Array<{ key: string; value: JsonObject; version: number }>; nextAfter: string | null } {
+  /**
+   * list pages through the keys under prefix in ascending order, starting after `after`: copies, or with
+   * `shared` the stored objects themselves (for a caller that only reads them, ListOptions.shared).
+   */
+  list(prefix: string, limit: number, after?: string, shared = false): { entries: Array<{ key: string; value: JsonObject; version: number }>; nextAfter: string | null } {
     const page = this.sortedKeys.page(prefix, limit, after);
     const entries = page.keys.map((key) => {
       const slot = this.slots.get(key)!;
-      return { key, value: cloneJson(slot.value), version: slot.version };
+      return { key, value: shared ? slot.value : cloneJson(slot.value), version: slot.version };
     });
     return { entries, nextAfter: page.nextAfter };
   }
