@@ -3,7 +3,7 @@
 // OpenAPI validation, routes, then one JSON error handler for every failure.
 import './express-types.js';
 import express from 'express';
-import type { Express } from 'express';
+import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import { Redis } from 'ioredis';
 import type { DocumentStore } from './store/document-store.js';
 import type { ApiConfig } from './config.js';
@@ -154,7 +154,7 @@ export function createApp(options: CreateAppOptions): ApiService {
   const keyed = inSequence([
     authenticate(store, config.trustedProxies, keyCache),
     rateLimit(limiter, rateLimitWindowMs),
-    express.json({ limit: requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] }),
+    bodiesOnly(express.json({ limit: requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] })),
     ...openApiValidatorChain(validatorOptions(config.validateResponses)),
     routeDispatch([
       keyRoutes(store),
@@ -176,18 +176,10 @@ export function createApp(options: CreateAppOptions): ApiService {
       return;
     }
     // Only GET and HEAD reach the public routers: a nested router would answer OPTIONS itself (text/plain).
-    // A path they do not answer goes on, as it would through consecutive layers (a closure only here).
-    const toKeyed = (error?: unknown): void => {
-      if (error !== undefined && error !== null) next(error);
-      else keyed(req, res, next);
-    };
-    const toAlbumPage = (error?: unknown): void => {
-      if (error !== undefined && error !== null) next(error);
-      else if (req.path.startsWith('/album')) albumPage(req, res, toKeyed);
-      else keyed(req, res, next);
-    };
-    if (isPublicPath(req.path)) publicRoutes(req, res, toAlbumPage);
-    else if (req.path.startsWith('/album')) albumPage(req, res, toKeyed);
+    // A path they do not answer goes on, as it would through consecutive layers.
+    const path = req.path;
+    if (isPublicPath(path)) publicRoutes(req, res, new PassOn(req, res, next, path.startsWith('/album') ? albumPage : null, keyed).step);
+    else if (path.startsWith('/album')) albumPage(req, res, new PassOn(req, res, next, null, keyed).step);
     else keyed(req, res, next);
   });
 
@@ -204,5 +196,37 @@ export function createApp(options: CreateAppOptions): ApiService {
       await workStats?.close();
       await Promise.all(redisClients.map((client) => client.quit().catch(() => client.disconnect())));
     },
+  };
+}
+
+/**
+ * PassOn continues a request that a public router did not answer: to the next router (or the keyed chain), as
+ * consecutive Express layers would; an error goes to the error handlers. Made only for public paths (a class,
+ * not closures: tsx renames every closure it creates).
+ */
+class PassOn {
+  readonly step: (error?: unknown) => void;
+
+  constructor(private readonly req: Request, private readonly res: Response, private readonly next: NextFunction,
+    private readonly then: RequestHandler | null, private readonly keyed: RequestHandler) {
+    this.step = this.onNext.bind(this);
+  }
+
+  private onNext(error?: unknown): void {
+    if (error !== undefined && error !== null) this.next(error);
+    else if (this.then) this.then(this.req, this.res, new PassOn(this.req, this.res, this.next, null, this.keyed).step);
+    else void this.keyed(this.req, this.res, this.next);
+  }
+}
+
+/**
+ * bodiesOnly runs a body parser only for a request that has a body (body-parser's own test: a
+ * Transfer-Encoding or a Content-Length header); for the others it would only note that there is none,
+ * at a cost every GET paid.
+ */
+function bodiesOnly(parser: RequestHandler): RequestHandler {
+  return function parseBody(req, res, next) {
+    if (req.headers['transfer-encoding'] === undefined && req.headers['content-length'] === undefined) next();
+    else void parser(req, res, next);
   };
 }
