@@ -61,6 +61,10 @@ export const runOutputChunkBytesMax = 16 * 1024;
 export const runEventsMax = 100_000;
 /** runRetentionSeconds is how long a finished run's events and status stay readable. */
 export const runRetentionSeconds = 24 * 60 * 60;
+/** runSweepIntervalMs is how often one worker process deletes run records past their retention (runs/run-sweep.ts). */
+export const runSweepIntervalMs = 10 * 60 * 1000;
+/** runSweepPageEntriesMax is how many run records one sweep reads per store list call. */
+export const runSweepPageEntriesMax = 200;
 /** runKillGraceMs is the wait between SIGTERM and SIGKILL when a run is cancelled or times out. */
 export const runKillGraceMs = 2000;
 /** sseKeepAliveMsDefault is the interval of SSE keep-alive comments while a run is quiet. */

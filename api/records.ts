@@ -15,6 +15,7 @@ export const storeKeys = {
   project: (id: string) => `projects/${id}`,
   projects: 'projects/',
   run: (id: string) => `runs/${id}`,
+  runs: 'runs/',
 } as const;
 
 export interface UserRecord {

@@ -1,12 +1,13 @@
 // sweepAlbumBlobs removes images no album shows any more (replaced, discarded or of deleted albums): it
 // reads every album for the hashes it references, then lets the blob store delete the rest that are past
 // the grace period. Blobs are content-addressed and shared between albums, so only a full scan can tell.
-// startBlobSweeper runs it periodically on one process of the cluster at a time (a Redis lock).
+// startBlobSweeper runs it periodically on one process of the cluster at a time (redis/locked-interval.ts).
 import type { Redis } from 'ioredis';
 import type { DocumentStore } from '../store/document-store.js';
 import type { AlbumRecord } from './album-records.js';
 import type { BlobStore } from './blob-store.js';
 import { blobSweepIntervalMs, blobSweepPageEntriesMax } from './limits.js';
+import { startLockedInterval, type LockedInterval } from '../redis/locked-interval.js';
 
 /** albumsPrefix covers every user's albums. */
 const albumsPrefix = 'albums/';
@@ -32,14 +33,6 @@ export async function sweepAlbumBlobs(store: DocumentStore, blobs: BlobStore): P
 
 /** startBlobSweeper sweeps every intervalMs on whichever process takes the lock first; stop() ends it. */
 export function startBlobSweeper(redis: Redis, store: DocumentStore, blobs: BlobStore,
-  onError: (error: unknown) => void, intervalMs = blobSweepIntervalMs): { stop(): void } {
-  const timer = setInterval(() => {
-    void (async () => {
-      // The lock outlives the interval's sweep on this process, so no two processes sweep at once.
-      const taken = await redis.set(sweepLockKey, String(process.pid), 'PX', intervalMs, 'NX');
-      if (taken === 'OK') await sweepAlbumBlobs(store, blobs);
-    })().catch(onError);
-  }, intervalMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  onError: (error: unknown) => void, intervalMs = blobSweepIntervalMs): LockedInterval {
+  return startLockedInterval(redis, sweepLockKey, intervalMs, () => sweepAlbumBlobs(store, blobs), onError);
 }

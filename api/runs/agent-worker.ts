@@ -8,6 +8,7 @@ import os from 'node:os';
 import { Worker } from 'bullmq';
 import type { Job } from 'bullmq';
 import { Redis } from 'ioredis';
+import { startRunSweeper } from './run-sweep.js';
 import { agentRunQueueName } from '../config.js';
 import {
   runConcurrencyDefault, runKillGraceMs, runOutputBytesMax, runOutputChunkBytesMax, runOutputFlushMs,
@@ -32,6 +33,10 @@ export interface AgentWorkerOptions {
   concurrency?: number;
   runTimeoutMs?: number;
   limits?: SandboxLimits;
+  /** runSweepIntervalMs paces the sweep of run records past their retention (default runSweepIntervalMs). */
+  runSweepIntervalMs?: number;
+  /** onSweepError hears a failed sweep (the next interval tries again). */
+  onSweepError?: (error: unknown) => void;
 }
 
 export interface AgentWorker {
@@ -169,8 +174,12 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     });
   }
 
+  // One worker process of the cluster at a time deletes the records of runs past their retention (run-sweep.ts).
+  const sweeper = startRunSweeper(redis, store, (error) => options.onSweepError?.(error), options.runSweepIntervalMs);
+
   return {
     async close() {
+      sweeper.stop();
       for (const run of active.values()) run.cancel();
       await worker.close();
       await workerConnection.quit().catch(() => workerConnection.disconnect());
