@@ -9,7 +9,7 @@ import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import { StoreCallError, StoreClientPool, storeService, storeServiceDefinition, type StoreServiceHandler } from '../../transports/store/store-service.js';
 import { probeCredentials } from './grpc-probe.js';
 import { InProcessCluster } from './in-process-cluster.js';
-import { waitFor } from './harness.js';
+import { metricValue, waitFor } from './harness.js';
 
 const DEADLINE_MS = 10_000;
 
@@ -196,6 +196,14 @@ describe('node: ReadIndexStream on a 3-node cluster', function () {
       const { version } = await leader.store.put('ri/b', { v: 2 });
       assert.deepEqual((await follower.store.get('ri/b'))?.value, { v: 2 }, 'a read on a follower sees a write acknowledged before it');
       assert.ok(version > 0);
+      // The follower's read went over a stream it opened; the leader serves it (and the probe's).
+      const metrics = async (url: string) => (await fetch(`${url}/metrics`)).text();
+      const followerMetrics = await metrics(follower.httpAddress);
+      assert.ok((metricValue(followerMetrics, 'svc_store_read_index_streams_opened_total') ?? 0) >= 1, 'the follower opened a stream');
+      assert.ok((metricValue(followerMetrics, 'svc_store_requests_sent_total', 'kind="read_index"') ?? 0) >= 1);
+      assert.equal(metricValue(followerMetrics, 'svc_store_requests_sent_total', 'kind="read_index_unary"'), 0);
+      assert.ok((metricValue(followerMetrics, 'svc_store_read_index_readers_total') ?? 0) >= (metricValue(followerMetrics, 'svc_store_read_index_calls_total') ?? 0));
+      assert.ok((metricValue(await metrics(leader.httpAddress), 'svc_store_read_index_streams_served') ?? 0) >= 2, 'the leader serves the follower\'s and the probe\'s streams');
       const refusal = await rejection(pool.readIndex(follower.grpcAddress, Date.now() + DEADLINE_MS));
       assert.equal(refusal.code, grpc.status.FAILED_PRECONDITION, 'a follower refuses, naming the leader');
       assert.equal(refusal.leaderHint, leader.grpcAddress);

@@ -17,6 +17,22 @@ export interface MetricsSource {
   ticks(): number;
   /** memberLag is the per-member lag (events) the leader put in its last heartbeat. */
   memberLag(): Record<number, number>;
+  /** storeCalls counts this node's svc.store.v1 requests to the leader, by kind (StoreClientPool). */
+  storeCalls(): StoreCallCounts;
+  /** readIndexBatch counts the read-index calls this node's reads shared, and the reads (ReadIndexBatch). */
+  readIndexBatch(): { calls: number; readers: number };
+  /** readIndexStreamsServed is the ReadIndexStream calls other members hold open on this node now. */
+  readIndexStreamsServed(): number;
+}
+
+/** StoreCallCounts: what a node sent the leader over svc.store.v1, as counters. */
+export interface StoreCallCounts {
+  propose: number;
+  proposeBatch: number;
+  /** readIndex counts read-index requests, by either transport; readIndexUnary those sent as unary calls. */
+  readIndex: number;
+  readIndexUnary: number;
+  readIndexStreamsOpened: number;
 }
 
 export class NodeMetrics {
@@ -85,6 +101,25 @@ export class NodeMetrics {
     gauge('svc_signal_throughput_eps', 'Store commands applied per second (heartbeat signal_throughput_eps).', () => source.throughputEps());
     gauge('svc_input_queue_length', 'Inputs waiting for the engine.', () => source.inputQueueLength());
     new Counter({ name: 'svc_engine_ticks_total', help: 'Ticks the engine has stepped (its clock).', registers, collect() { this.reset(); this.inc(source.ticks()); } });
+    const counter = (metricName: string, help: string, read: () => number): void => {
+      new Counter({ name: metricName, help, registers, collect() { this.reset(); this.inc(read()); } });
+    };
+    new Counter({
+      name: 'svc_store_requests_sent_total', help: 'svc.store.v1 requests this node sent the leader, by kind (read_index: by either transport).',
+      labelNames: ['kind'], registers,
+      collect() {
+        this.reset();
+        const calls = source.storeCalls();
+        this.inc({ kind: 'propose' }, calls.propose);
+        this.inc({ kind: 'propose_batch' }, calls.proposeBatch);
+        this.inc({ kind: 'read_index' }, calls.readIndex);
+        this.inc({ kind: 'read_index_unary' }, calls.readIndexUnary);
+      },
+    });
+    counter('svc_store_read_index_streams_opened_total', 'ReadIndexStream calls this node opened to a leader.', () => source.storeCalls().readIndexStreamsOpened);
+    counter('svc_store_read_index_calls_total', 'Read indexes this node took for its reads (each shared by the reads gathered for it).', () => source.readIndexBatch().calls);
+    counter('svc_store_read_index_readers_total', 'Reads that waited for a read index (readers / calls = reads per read index).', () => source.readIndexBatch().readers);
+    gauge('svc_store_read_index_streams_served', 'ReadIndexStream calls other members hold open on this node.', () => source.readIndexStreamsServed());
     this.walSyncSeconds = new Histogram({
       name: 'svc_wal_sync_seconds', help: 'From a WAL append to its fdatasync completing (group commit wait included).', registers,
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1],

@@ -309,7 +309,8 @@ export class Node {
     this.proposals = new Proposals(driver, this.stateMachine, (outcome) => this.metrics?.proposals.inc({ outcome }), config.limits.proposeBatchCountMax,
       (size) => this.metrics?.proposalBatchSize.observe(size));
     this.router = new StoreRouter(driver, this.stateMachine, this.proposals, this.storeClients, this.waiters, this.storeLimits);
-    this.replicatedStore = new ReplicatedStore(this.router, this.storeLimits);
+    const replicatedStore = this.replicatedStore = new ReplicatedStore(this.router, this.storeLimits);
+    const storeClients = this.storeClients;
     this.metrics = new NodeMetrics({
       status: () => driver.status(),
       healthy: () => this.healthProblem() === null,
@@ -320,6 +321,9 @@ export class Node {
       inputQueueLength: () => driver.queueLength,
       ticks: () => driver.ticks,
       memberLag: () => (driver.status().role === 'leader' ? this.lastHeartbeatLag : {}),
+      storeCalls: () => ({ ...storeClients.callCounts, readIndexStreamsOpened: storeClients.readIndexStreamCalls }),
+      readIndexBatch: () => replicatedStore.readIndexStats,
+      readIndexStreamsServed: () => storeService.openStreamCount(),
     }, config.name, config.processMetrics ?? true);
 
     driver.start();
