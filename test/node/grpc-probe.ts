@@ -2,6 +2,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import type { NodeTls } from '../../transports/node/config.js';
+import { storeServiceDefinition } from '../../transports/store/store-service.js';
 
 const identity = (bytes: Buffer): Buffer => bytes;
 /** PROBE_DEADLINE_MS bounds one probe call. */
@@ -52,4 +53,27 @@ export class Probe {
   close(): void {
     this.client.close();
   }
+}
+
+/** OldStoreServer is a Store server of an older build: plaintext on loopback, serving one unary method only. */
+export interface OldStoreServer {
+  address: string;
+  /** calls counts the calls it answered. */
+  readonly calls: number;
+  stop(): void;
+}
+
+/** startOldStoreServer serves `method` (a svc.store.v1 unary method) with answer(n) for its n-th call (from 1). */
+export async function startOldStoreServer(method: 'propose' | 'readIndex', answer: (call: number) => Buffer): Promise<OldStoreServer> {
+  const server = new grpc.Server();
+  const definition = storeServiceDefinition();
+  let calls = 0;
+  server.addService({ [method]: definition[method]! }, {
+    [method]: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+      calls++;
+      respond(null, answer(calls));
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  return { address: `127.0.0.1:${port}`, get calls() { return calls; }, stop: () => server.forceShutdown() };
 }

@@ -7,8 +7,8 @@ import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import type { JsonObject } from '../../api/store/document-store.js';
 import { encodeCommand } from '../../transports/store/command.js';
 import { DEFAULT_STORE_LIMITS } from '../../transports/store/limits.js';
-import { StoreCallError, StoreClientPool, storeServiceDefinition } from '../../transports/store/store-service.js';
-import { probeCredentials } from './grpc-probe.js';
+import { StoreCallError, StoreClientPool } from '../../transports/store/store-service.js';
+import { probeCredentials, startOldStoreServer } from './grpc-probe.js';
 import { metricValue } from './harness.js';
 import { InProcessCluster } from './in-process-cluster.js';
 
@@ -100,29 +100,20 @@ describe('node: ProposeBatch (forwarded writes coalesced per loop turn)', functi
   });
 
   it('falls back to single Propose calls against a server without ProposeBatch', async function () {
-    const server = new grpc.Server();
-    const definition = storeServiceDefinition();
-    let proposeCalls = 0;
-    server.addService({ propose: definition.propose! }, {
-      propose: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
-        proposeCalls++;
-        respond(null, Buffer.from(pb.ProposeResponse.encode({ seq: proposeCalls, result: { outcome: pb.Outcome.OUTCOME_APPLIED, version: proposeCalls, existed: false, actualVersion: 0, reason: '' } }).finish()));
-      },
-    });
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    const old = await startOldStoreServer('propose', (call) => Buffer.from(pb.ProposeResponse.encode({ seq: call, result: { outcome: pb.Outcome.OUTCOME_APPLIED, version: call, existed: false, actualVersion: 0, reason: '' } }).finish()));
     const plain = new StoreClientPool({ credentials: grpc.credentials.createInsecure(), channelOptions: {} });
     try {
-      const to = `127.0.0.1:${port}`;
+      const to = old.address;
       const answers = await Promise.all([0, 1, 2].map((i) => plain.propose(to, put(`old/${i}`, { i }, `old-${i}`), Date.now() + DEADLINE_MS)));
       assert.deepEqual(answers.map((a) => a.result.outcome), ['applied', 'applied', 'applied']);
-      assert.equal(proposeCalls, 3);
+      assert.equal(old.calls, 3);
       assert.equal(plain.callCounts.proposeBatch, 1, 'tried once, UNIMPLEMENTED');
       await Promise.all([3, 4].map((i) => plain.propose(to, put(`old/${i}`, { i }, `old-${i}`), Date.now() + DEADLINE_MS)));
       assert.equal(plain.callCounts.proposeBatch, 1, 'not tried again');
-      assert.equal(proposeCalls, 5);
+      assert.equal(old.calls, 5);
     } finally {
       plain.close();
-      server.forceShutdown();
+      old.stop();
     }
   });
 });

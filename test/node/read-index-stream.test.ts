@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import { StoreCallError, StoreClientPool, storeService, storeServiceDefinition, type StoreServiceHandler } from '../../transports/store/store-service.js';
-import { probeCredentials } from './grpc-probe.js';
+import { probeCredentials, startOldStoreServer } from './grpc-probe.js';
 import { InProcessCluster } from './in-process-cluster.js';
 import { metricValue, waitFor } from './harness.js';
 
@@ -145,24 +145,16 @@ describe('node: ReadIndexStream (read indexes as messages on one open call)', fu
   });
 
   it('asks a peer without ReadIndexStream with unary ReadIndex calls, and does not try the stream again', async () => {
-    const old = new grpc.Server();
-    const definition = storeServiceDefinition();
-    let oldCalls = 0;
-    old.addService({ readIndex: definition.readIndex! }, {
-      readIndex: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
-        oldCalls++;
-        respond(null, Buffer.from(pb.ReadIndexResponse.encode({ commitSeq: 70 + oldCalls, term: 7 }).finish()));
-      },
-    });
-    const oldAddress = await serve(old);
+    const old = await startOldStoreServer('readIndex', (call) => Buffer.from(pb.ReadIndexResponse.encode({ commitSeq: 70 + call, term: 7 }).finish()));
+    const oldAddress = old.address;
     try {
       assert.deepEqual(await Promise.all([pool.readIndex(oldAddress, Date.now() + DEADLINE_MS), pool.readIndex(oldAddress, Date.now() + DEADLINE_MS)]).then((a) => a.map((x) => x.term)), [7, 7]);
       assert.deepEqual(await pool.readIndex(oldAddress, Date.now() + DEADLINE_MS), { commitSeq: 73, term: 7 });
-      assert.equal(oldCalls, 3);
+      assert.equal(old.calls, 3);
       assert.equal(pool.readIndexStreamCalls, 0, 'the stream was tried once, then forgotten');
       assert.equal(pool.callCounts.readIndexUnary, 3);
     } finally {
-      old.forceShutdown();
+      old.stop();
     }
   });
 });
