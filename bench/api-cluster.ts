@@ -248,7 +248,7 @@ async function readIndexCostRowsOver(cluster: ApiCluster, leader: string, overSt
   const pool = new StoreClientPool({
     credentials: clientCredentials({ ca: readFileSync(tls.caFile), cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) }),
     channelOptions: tls.serverNameOverride ? { 'grpc.ssl_target_name_override': tls.serverNameOverride } : {},
-    readIndexOverStream: overStream,
+    overStreams: overStream,
   });
   const address = config.grpcAdvertise ?? config.grpcListen;
   const call = (): Promise<unknown> => pool.readIndex(address, Date.now() + 5_000);

@@ -68,7 +68,8 @@ export async function startSvcCluster(dir: string, nodeOptions: string[] = [], e
       channelOptions: { ...clientChannelOptions(resolveGrpcLimits()), 'grpc.ssl_target_name_override': cluster.tls.serverName, 'grpc.default_authority': cluster.tls.serverName },
     };
     const pool = new StoreClientPool(poolOptions);
-    const alonePool = new StoreClientPool({ ...poolOptions, proposeBatchCountMax: 1 });
+    // One unary Propose call per write: what a client without coalescing or streams pays (the baseline of the batching).
+    const alonePool = new StoreClientPool({ ...poolOptions, proposeBatchCountMax: 1, overStreams: false });
     const run = randomUUID().slice(0, 8);
     const putVia = async (via: StoreClientPool, k: string, value: string): Promise<void> => {
       const command = encodeCommand({ op: 'put', key: k, value: { d: value }, requestId: `bench-${run}-${k}` });

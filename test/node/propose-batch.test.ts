@@ -1,6 +1,6 @@
-// Store writes forwarded together: StoreClientPool coalesces the proposals of one event-loop turn
-// into one ProposeBatch call, each command answered on its own; the server bounds the batch; a
-// server without ProposeBatch gets single Propose calls.
+// Store writes forwarded together: StoreClientPool coalesces the proposals of one event-loop turn into
+// one ProposeStream request on an open call (or one ProposeBatch call), each command answered on its own;
+// the server bounds the batch; a server without either gets single Propose calls.
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
@@ -15,35 +15,68 @@ import { InProcessCluster } from './in-process-cluster.js';
 const DEADLINE_MS = 10_000;
 const put = (key: string, value: JsonObject, requestId: string) => encodeCommand({ op: 'put', key, value, requestId });
 
-describe('node: ProposeBatch (forwarded writes coalesced per loop turn)', function () {
+describe('node: forwarded writes coalesced per loop turn (ProposeStream, ProposeBatch)', function () {
   this.timeout(60_000);
   const cluster = new InProcessCluster();
   let pool: StoreClientPool;
+  let unaryPool: StoreClientPool;
 
   before(async function () {
     await cluster.start(['b1', 'b2', 'b3'], ['b1', 'b2', 'b3', 'probe']);
     await cluster.waitLeader(30_000);
     const { credentials, options } = probeCredentials(cluster.pki.tls('probe'));
     pool = new StoreClientPool({ credentials, channelOptions: options });
+    unaryPool = new StoreClientPool({ credentials, channelOptions: options, overStreams: false });
   });
 
   after(async function () {
     pool?.close();
+    unaryPool?.close();
     await cluster.stop();
   });
 
-  it('sends concurrent proposals as one call and answers each with its own seqno and outcome', async function () {
+  for (const transport of ['ProposeStream', 'ProposeBatch'] as const) {
+    it(`sends concurrent proposals as one ${transport} request and answers each with its own seqno and outcome`, async function () {
+      const leader = await cluster.waitLeader();
+      const client = transport === 'ProposeStream' ? pool : unaryPool;
+      const before = { ...client.callCounts };
+      const count = 40;
+      const answers = await Promise.all(Array.from({ length: count }, (_, i) =>
+        client.propose(leader.grpcAddress, put(`${transport}/${i}`, { i }, `${transport}-${i}`), Date.now() + DEADLINE_MS)));
+      const sent = (kind: keyof typeof before) => client.callCounts[kind] - before[kind];
+      assert.deepEqual({ stream: sent('proposeStream'), batch: sent('proposeBatch'), single: sent('propose') },
+        transport === 'ProposeStream' ? { stream: 1, batch: 0, single: 0 } : { stream: 0, batch: 1, single: 0 });
+      const seqs = answers.map((a) => a.seq);
+      assert.equal(new Set(seqs).size, count, 'a distinct entry per command');
+      for (let i = 1; i < count; i++) assert.ok(seqs[i]! > seqs[i - 1]!, 'seqnos follow the order proposed');
+      for (const a of answers) assert.equal(a.result.outcome, 'applied');
+      for (let i = 0; i < count; i++) assert.deepEqual((await leader.store.get(`${transport}/${i}`))?.value, { i });
+    });
+  }
+
+  it('sends a lone proposal as a ProposeStream message too, on the same call', async function () {
     const leader = await cluster.waitLeader();
-    const before = { ...pool.callCounts };
-    const count = 40;
-    const answers = await Promise.all(Array.from({ length: count }, (_, i) => pool.propose(leader.grpcAddress, put(`batch/${i}`, { i }, `batch-${i}`), Date.now() + DEADLINE_MS)));
-    assert.equal(pool.callCounts.proposeBatch - before.proposeBatch, 1, 'one ProposeBatch call');
-    assert.equal(pool.callCounts.propose - before.propose, 0, 'no single Propose call');
-    const seqs = answers.map((a) => a.seq);
-    assert.equal(new Set(seqs).size, count, 'a distinct entry per command');
-    for (let i = 1; i < count; i++) assert.ok(seqs[i]! > seqs[i - 1]!, 'seqnos follow the order proposed');
-    for (const a of answers) assert.equal(a.result.outcome, 'applied');
-    for (let i = 0; i < count; i++) assert.deepEqual((await leader.store.get(`batch/${i}`))?.value, { i });
+    const opened = pool.proposeStreamCalls;
+    const before = pool.callCounts.proposeStream;
+    const answer = await pool.propose(leader.grpcAddress, put('lone/1', { n: 1 }, 'lone-1'), Date.now() + DEADLINE_MS);
+    assert.equal(answer.result.outcome, 'applied');
+    assert.equal(pool.callCounts.proposeStream - before, 1);
+    assert.equal(pool.proposeStreamCalls, opened, 'no new call');
+  });
+
+  it('refuses a ProposeStream request above proposeBatchCountMax whole, as RESOURCE_EXHAUSTED', async function () {
+    const leader = await cluster.waitLeader();
+    const { credentials, options } = probeCredentials(cluster.pki.tls('probe'));
+    const greedy = new StoreClientPool({ credentials, channelOptions: options, proposeBatchCountMax: DEFAULT_STORE_LIMITS.proposeBatchCountMax + 10 });
+    try {
+      const outcomes = await Promise.allSettled(Array.from({ length: DEFAULT_STORE_LIMITS.proposeBatchCountMax + 1 }, (_, i) =>
+        greedy.propose(leader.grpcAddress, put(`greedy/${i}`, { i }, `greedy-${i}`), Date.now() + DEADLINE_MS)));
+      assert.equal(greedy.callCounts.proposeStream, 1);
+      for (const o of outcomes) assert.ok(o.status === 'rejected' && o.reason instanceof StoreCallError && o.reason.code === grpc.status.RESOURCE_EXHAUSTED);
+      assert.equal(await leader.store.get('greedy/0'), null, 'nothing of a refused request was written');
+    } finally {
+      greedy.close();
+    }
   });
 
   it('hands the leader\'s concurrent writes to its engine in batches (svc_proposal_batch_size)', async function () {
@@ -99,7 +132,7 @@ describe('node: ProposeBatch (forwarded writes coalesced per loop turn)', functi
     }
   });
 
-  it('falls back to single Propose calls against a server without ProposeBatch', async function () {
+  it('falls back to single Propose calls against a server without ProposeStream and ProposeBatch', async function () {
     const old = await startOldStoreServer('propose', (call) => Buffer.from(pb.ProposeResponse.encode({ seq: call, result: { outcome: pb.Outcome.OUTCOME_APPLIED, version: call, existed: false, actualVersion: 0, reason: '' } }).finish()));
     const plain = new StoreClientPool({ credentials: grpc.credentials.createInsecure(), channelOptions: {} });
     try {
@@ -107,9 +140,11 @@ describe('node: ProposeBatch (forwarded writes coalesced per loop turn)', functi
       const answers = await Promise.all([0, 1, 2].map((i) => plain.propose(to, put(`old/${i}`, { i }, `old-${i}`), Date.now() + DEADLINE_MS)));
       assert.deepEqual(answers.map((a) => a.result.outcome), ['applied', 'applied', 'applied']);
       assert.equal(old.calls, 3);
-      assert.equal(plain.callCounts.proposeBatch, 1, 'tried once, UNIMPLEMENTED');
+      assert.equal(plain.callCounts.proposeStream, 1, 'the stream tried once, UNIMPLEMENTED');
+      assert.equal(plain.callCounts.proposeBatch, 1, 'the batch tried once, UNIMPLEMENTED');
       await Promise.all([3, 4].map((i) => plain.propose(to, put(`old/${i}`, { i }, `old-${i}`), Date.now() + DEADLINE_MS)));
       assert.equal(plain.callCounts.proposeBatch, 1, 'not tried again');
+      assert.equal(plain.callCounts.proposeStream, 1, 'not tried again');
       assert.equal(old.calls, 5);
     } finally {
       plain.close();

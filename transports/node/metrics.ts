@@ -21,18 +21,20 @@ export interface MetricsSource {
   storeCalls(): StoreCallCounts;
   /** readIndexBatch counts the read-index calls this node's reads shared, and the reads (ReadIndexBatch). */
   readIndexBatch(): { calls: number; readers: number };
-  /** readIndexStreamsServed is the ReadIndexStream calls other members hold open on this node now. */
-  readIndexStreamsServed(): number;
+  /** storeStreamsServed is the ReadIndexStream and ProposeStream calls other members hold open on this node now. */
+  storeStreamsServed(): number;
 }
 
 /** StoreCallCounts: what a node sent the leader over svc.store.v1, as counters. */
 export interface StoreCallCounts {
   propose: number;
   proposeBatch: number;
+  proposeStream: number;
   /** readIndex counts read-index requests, by either transport; readIndexUnary those sent as unary calls. */
   readIndex: number;
   readIndexUnary: number;
-  readIndexStreamsOpened: number;
+  /** streamsOpened counts the ReadIndexStream and ProposeStream calls opened. */
+  streamsOpened: number;
 }
 
 export class NodeMetrics {
@@ -105,21 +107,22 @@ export class NodeMetrics {
       new Counter({ name: metricName, help, registers, collect() { this.reset(); this.inc(read()); } });
     };
     new Counter({
-      name: 'svc_store_requests_sent_total', help: 'svc.store.v1 requests this node sent the leader, by kind (read_index: by either transport).',
+      name: 'svc_store_requests_sent_total', help: 'svc.store.v1 requests this node sent the leader, by kind (propose, propose_batch: unary calls; propose_stream: stream messages; read_index: by either transport, read_index_unary: of those, unary calls).',
       labelNames: ['kind'], registers,
       collect() {
         this.reset();
         const calls = source.storeCalls();
         this.inc({ kind: 'propose' }, calls.propose);
         this.inc({ kind: 'propose_batch' }, calls.proposeBatch);
+        this.inc({ kind: 'propose_stream' }, calls.proposeStream);
         this.inc({ kind: 'read_index' }, calls.readIndex);
         this.inc({ kind: 'read_index_unary' }, calls.readIndexUnary);
       },
     });
-    counter('svc_store_read_index_streams_opened_total', 'ReadIndexStream calls this node opened to a leader.', () => source.storeCalls().readIndexStreamsOpened);
+    counter('svc_store_streams_opened_total', 'ReadIndexStream and ProposeStream calls this node opened to a leader.', () => source.storeCalls().streamsOpened);
     counter('svc_store_read_index_calls_total', 'Read indexes this node took for its reads (each shared by the reads gathered for it).', () => source.readIndexBatch().calls);
     counter('svc_store_read_index_readers_total', 'Reads that waited for a read index (readers / calls = reads per read index).', () => source.readIndexBatch().readers);
-    gauge('svc_store_read_index_streams_served', 'ReadIndexStream calls other members hold open on this node.', () => source.readIndexStreamsServed());
+    gauge('svc_store_streams_served', 'ReadIndexStream and ProposeStream calls other members hold open on this node.', () => source.storeStreamsServed());
     this.walSyncSeconds = new Histogram({
       name: 'svc_wal_sync_seconds', help: 'From a WAL append to its fdatasync completing (group commit wait included).', registers,
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1],

@@ -229,7 +229,7 @@ export class Node {
       commandBytesMax: this.storeLimits.commandBytesMax,
       callDeadlineMs: this.storeLimits.callDeadlineMs,
       proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
-      readIndexStreamOpenRequestCountMax: this.storeLimits.readIndexStreamOpenRequestCountMax,
+      streamOpenRequestCountMax: this.storeLimits.streamOpenRequestCountMax,
       onWarning: (message) => this.log.warn(message),
     });
     this.adminClients = new AdminClientPool({
@@ -287,7 +287,7 @@ export class Node {
       credentials: peerClientCredentials(security),
       channelOptions: { ...clientChannelOptions(this.grpcLimits), ...nameOverride } as ChannelOptions,
       proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
-      readIndexStreamIdleMs: this.storeLimits.readIndexStreamIdleMs,
+      streamIdleMs: this.storeLimits.streamIdleMs,
     });
     const driver = new Driver(this.engine, this.ports(), { tickMs: config.limits.tickMs, inputQueueCountMax: config.limits.inputQueueCountMax });
     this.driver = driver;
@@ -321,9 +321,9 @@ export class Node {
       inputQueueLength: () => driver.queueLength,
       ticks: () => driver.ticks,
       memberLag: () => (driver.status().role === 'leader' ? this.lastHeartbeatLag : {}),
-      storeCalls: () => ({ ...storeClients.callCounts, readIndexStreamsOpened: storeClients.readIndexStreamCalls }),
+      storeCalls: () => ({ ...storeClients.callCounts, streamsOpened: storeClients.readIndexStreamCalls + storeClients.proposeStreamCalls }),
       readIndexBatch: () => replicatedStore.readIndexStats,
-      readIndexStreamsServed: () => storeService.openStreamCount(),
+      storeStreamsServed: () => storeService.openStreamCount(),
     }, config.name, config.processMetrics ?? true);
 
     driver.start();
@@ -545,7 +545,7 @@ export class Node {
       this.pool?.close();
       this.storeClients?.close();
       this.adminClients?.close();
-      // Followers' read-index streams never end by themselves: end them so the server stops without waiting out its grace.
+      // Members' Store streams never end by themselves: end them so the server stops without waiting out its grace.
       this.storeService?.endStreams('node stopping');
       await this.peerServer?.close(this.config.limits.stopGraceMs);
       await this.http?.close();

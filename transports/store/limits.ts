@@ -24,10 +24,10 @@ export interface StoreLimits {
    * this many forwarded writes into one call, and a server refuses a larger batch.
    */
   proposeBatchCountMax: number;
-  /** readIndexStreamOpenRequestCountMax bounds the read-index requests open on one ReadIndexStream call (server side). */
-  readIndexStreamOpenRequestCountMax: number;
-  /** readIndexStreamIdleMs: a follower ends its ReadIndexStream call to an address after this long with no request open. */
-  readIndexStreamIdleMs: number;
+  /** streamOpenRequestCountMax bounds the requests open on one ReadIndexStream or ProposeStream call (server side). */
+  streamOpenRequestCountMax: number;
+  /** streamIdleMs: a member ends its ReadIndexStream or ProposeStream call to an address after this long with no request open. */
+  streamIdleMs: number;
 }
 
 export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
@@ -40,9 +40,10 @@ export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
   retryBackoffMs: 50,
   callDeadlineMs: 3_000,
   proposeBatchCountMax: 256,
-  // A follower keeps at most one read-index request in flight (ReadIndexBatch); the slack is for retries and old ids.
-  readIndexStreamOpenRequestCountMax: 64,
-  readIndexStreamIdleMs: 30_000,
+  // A follower keeps one read-index request in flight (ReadIndexBatch) and one write batch per loop turn while
+  // earlier ones wait for their commit: a few dozen under load. Above this the member is misbehaving.
+  streamOpenRequestCountMax: 1024,
+  streamIdleMs: 30_000,
 });
 
 /**

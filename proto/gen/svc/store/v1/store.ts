@@ -158,6 +158,26 @@ export interface ReadIndexStreamResponse {
   term: number;
 }
 
+export interface ProposeStreamRequest {
+  /** request_id names the request in its answer; the caller keeps it unique among its open requests. */
+  requestId: number;
+  /** items are the commands, each with its own timeout (0 = the server's call deadline). */
+  items: ProposeItem[];
+}
+
+/**
+ * ProposeStreamResponse answers one request: status_code 0 (OK) with one answer per command, in order,
+ * or a gRPC status code for the whole request with details and, on a refusal by a non-leader, the
+ * leader's address.
+ */
+export interface ProposeStreamResponse {
+  requestId: number;
+  statusCode: number;
+  details: string;
+  leaderHint: string;
+  answers: ProposeItemAnswer[];
+}
+
 function createBaseProposeRequest(): ProposeRequest {
   return { command: new Uint8Array(0) };
 }
@@ -1220,6 +1240,242 @@ export const ReadIndexStreamResponse: MessageFns<ReadIndexStreamResponse> = {
   },
 };
 
+function createBaseProposeStreamRequest(): ProposeStreamRequest {
+  return { requestId: 0, items: [] };
+}
+
+export const ProposeStreamRequest: MessageFns<ProposeStreamRequest> = {
+  encode(message: ProposeStreamRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== 0) {
+      writer.uint32(8).uint64(message.requestId);
+    }
+    for (const v of message.items) {
+      ProposeItem.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProposeStreamRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProposeStreamRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.requestId = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.items.push(ProposeItem.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ProposeStreamRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.Number(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.Number(object.request_id)
+        : 0,
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => ProposeItem.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ProposeStreamRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== 0) {
+      obj.requestId = Math.round(message.requestId);
+    }
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => ProposeItem.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ProposeStreamRequest>): ProposeStreamRequest {
+    return ProposeStreamRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ProposeStreamRequest>): ProposeStreamRequest {
+    const message = createBaseProposeStreamRequest();
+    message.requestId = object.requestId ?? 0;
+    message.items = object.items?.map((e) => ProposeItem.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseProposeStreamResponse(): ProposeStreamResponse {
+  return { requestId: 0, statusCode: 0, details: "", leaderHint: "", answers: [] };
+}
+
+export const ProposeStreamResponse: MessageFns<ProposeStreamResponse> = {
+  encode(message: ProposeStreamResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== 0) {
+      writer.uint32(8).uint64(message.requestId);
+    }
+    if (message.statusCode !== 0) {
+      writer.uint32(16).uint32(message.statusCode);
+    }
+    if (message.details !== "") {
+      writer.uint32(26).string(message.details);
+    }
+    if (message.leaderHint !== "") {
+      writer.uint32(34).string(message.leaderHint);
+    }
+    for (const v of message.answers) {
+      ProposeItemAnswer.encode(v!, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProposeStreamResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProposeStreamResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.requestId = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.statusCode = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.details = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.leaderHint = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.answers.push(ProposeItemAnswer.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ProposeStreamResponse {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.Number(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.Number(object.request_id)
+        : 0,
+      statusCode: isSet(object.statusCode)
+        ? globalThis.Number(object.statusCode)
+        : isSet(object.status_code)
+        ? globalThis.Number(object.status_code)
+        : 0,
+      details: isSet(object.details) ? globalThis.String(object.details) : "",
+      leaderHint: isSet(object.leaderHint)
+        ? globalThis.String(object.leaderHint)
+        : isSet(object.leader_hint)
+        ? globalThis.String(object.leader_hint)
+        : "",
+      answers: globalThis.Array.isArray(object?.answers)
+        ? object.answers.map((e: any) => ProposeItemAnswer.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ProposeStreamResponse): unknown {
+    const obj: any = {};
+    if (message.requestId !== 0) {
+      obj.requestId = Math.round(message.requestId);
+    }
+    if (message.statusCode !== 0) {
+      obj.statusCode = Math.round(message.statusCode);
+    }
+    if (message.details !== "") {
+      obj.details = message.details;
+    }
+    if (message.leaderHint !== "") {
+      obj.leaderHint = message.leaderHint;
+    }
+    if (message.answers?.length) {
+      obj.answers = message.answers.map((e) => ProposeItemAnswer.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ProposeStreamResponse>): ProposeStreamResponse {
+    return ProposeStreamResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ProposeStreamResponse>): ProposeStreamResponse {
+    const message = createBaseProposeStreamResponse();
+    message.requestId = object.requestId ?? 0;
+    message.statusCode = object.statusCode ?? 0;
+    message.details = object.details ?? "";
+    message.leaderHint = object.leaderHint ?? "";
+    message.answers = object.answers?.map((e) => ProposeItemAnswer.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 export type StoreService = typeof StoreService;
 export const StoreService = {
   /**
@@ -1279,6 +1535,22 @@ export const StoreService = {
       Buffer.from(ReadIndexStreamResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReadIndexStreamResponse => ReadIndexStreamResponse.decode(value),
   },
+  /**
+   * ProposeStream carries one member's forwarded writes over one long-lived call: each request holds
+   * the commands of one event-loop turn, proposed and answered as by ProposeBatch, under its own
+   * request_id, in any order. Bad messages and the open-request limit as for ReadIndexStream; a request
+   * above the server's batch limit is answered RESOURCE_EXHAUSTED whole.
+   */
+  proposeStream: {
+    path: "/svc.store.v1.Store/ProposeStream" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: ProposeStreamRequest): Buffer => Buffer.from(ProposeStreamRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ProposeStreamRequest => ProposeStreamRequest.decode(value),
+    responseSerialize: (value: ProposeStreamResponse): Buffer =>
+      Buffer.from(ProposeStreamResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ProposeStreamResponse => ProposeStreamResponse.decode(value),
+  },
 } as const;
 
 export interface StoreServer extends UntypedServiceImplementation {
@@ -1304,6 +1576,13 @@ export interface StoreServer extends UntypedServiceImplementation {
    * the server's open-request limit on one call is answered RESOURCE_EXHAUSTED, per request.
    */
   readIndexStream: handleBidiStreamingCall<ReadIndexStreamRequest, ReadIndexStreamResponse>;
+  /**
+   * ProposeStream carries one member's forwarded writes over one long-lived call: each request holds
+   * the commands of one event-loop turn, proposed and answered as by ProposeBatch, under its own
+   * request_id, in any order. Bad messages and the open-request limit as for ReadIndexStream; a request
+   * above the server's batch limit is answered RESOURCE_EXHAUSTED whole.
+   */
+  proposeStream: handleBidiStreamingCall<ProposeStreamRequest, ProposeStreamResponse>;
 }
 
 export interface StoreClient extends Client {
@@ -1376,6 +1655,18 @@ export interface StoreClient extends Client {
     metadata: Metadata,
     options?: Partial<CallOptions>,
   ): ClientDuplexStream<ReadIndexStreamRequest, ReadIndexStreamResponse>;
+  /**
+   * ProposeStream carries one member's forwarded writes over one long-lived call: each request holds
+   * the commands of one event-loop turn, proposed and answered as by ProposeBatch, under its own
+   * request_id, in any order. Bad messages and the open-request limit as for ReadIndexStream; a request
+   * above the server's batch limit is answered RESOURCE_EXHAUSTED whole.
+   */
+  proposeStream(): ClientDuplexStream<ProposeStreamRequest, ProposeStreamResponse>;
+  proposeStream(options: Partial<CallOptions>): ClientDuplexStream<ProposeStreamRequest, ProposeStreamResponse>;
+  proposeStream(
+    metadata: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientDuplexStream<ProposeStreamRequest, ProposeStreamResponse>;
 }
 
 export const StoreClient = makeGenericClientConstructor(StoreService, "svc.store.v1.Store") as unknown as {
