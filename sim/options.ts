@@ -2,6 +2,7 @@
 // each seed draws its own cluster shape and fault mix, so a sweep explores
 // mixes (only partitions, crashes with no loss, ...) that one fixed mix would hide.
 import type { EngineLimits } from '../engine/types.js';
+import { DEFAULT_LIMITS } from '../engine/limits.js';
 import { Prng } from './prng.js';
 import { SIM_LIMITS } from './limits.js';
 
@@ -123,13 +124,24 @@ export function swarmOptions(seed: number): SimOptions {
   return options;
 }
 
+/** LOST_ROUND_TRIP_PROBABILITY_CAP bounds the loss writeIntervalMsFloor plans for. */
+const LOST_ROUND_TRIP_PROBABILITY_CAP = 0.99;
+
 /**
  * writeIntervalMsFloor keeps the offered load under half of what the configured pipeline
  * can replicate (segment size x segments in flight per round trip), so a run measures
  * faults rather than an ever-growing backlog. --write-interval-ms may still ask for more.
+ * A lost ship or answer costs the leader a ship retry (shipRetryTicks), so with message loss
+ * a round trip takes on average roundTrip + q/(1-q) x retry, q the chance that either way
+ * is lost: with one-entry segments, one in flight and 10% loss that is ~10x longer (seed 42002
+ * offered several times what it could commit, and its backlog outlived the liveness bound).
  */
 export function writeIntervalMsFloor(options: SimOptions): number {
-  const roundTripMs = 2 * options.network.oneWayDelayMsMax + options.storage.diskSyncDelayMsMax;
+  // Capped below 1 so that --loss 1 gives a slow workload, not an infinite interval.
+  const lostRoundTripProbability = Math.min(1 - (1 - options.network.lossProbability) ** 2, LOST_ROUND_TRIP_PROBABILITY_CAP);
+  const shipRetryMs = (options.engineLimits.shipRetryTicks ?? DEFAULT_LIMITS.shipRetryTicks) * SIM_LIMITS.tickMs;
+  const lossDelayMs = (lostRoundTripProbability / (1 - lostRoundTripProbability)) * shipRetryMs;
+  const roundTripMs = 2 * options.network.oneWayDelayMsMax + options.storage.diskSyncDelayMsMax + lossDelayMs;
   const entriesPerRoundTrip = (options.engineLimits.segmentEntryCountMax ?? 256) * (options.engineLimits.inflightSegmentCountMax ?? 8);
   const meanWritesPerEvent = (1 + options.workload.burstWriteCountMax) / 2;
   return (2 * roundTripMs * meanWritesPerEvent) / entriesPerRoundTrip;
