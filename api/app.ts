@@ -178,8 +178,8 @@ export function createApp(options: CreateAppOptions): ApiService {
     // Only GET and HEAD reach the public routers: a nested router would answer OPTIONS itself (text/plain).
     // A path they do not answer goes on, as it would through consecutive layers.
     const path = req.path;
-    if (isPublicPath(path)) publicRoutes(req, res, new PassOn(req, res, next, path.startsWith('/album') ? albumPage : null, keyed).step);
-    else if (path.startsWith('/album')) albumPage(req, res, new PassOn(req, res, next, null, keyed).step);
+    if (isPublicPath(path)) publicRoutes(req, res, new OnToKeyed(req, res, next, keyed).step);
+    else if (path.startsWith('/album')) albumPage(req, res, new OnToKeyed(req, res, next, keyed).step);
     else keyed(req, res, next);
   });
 
@@ -200,21 +200,21 @@ export function createApp(options: CreateAppOptions): ApiService {
 }
 
 /**
- * PassOn continues a request that a public router did not answer: to the next router (or the keyed chain), as
- * consecutive Express layers would; an error goes to the error handlers. Made only for public paths (a class,
- * not closures: tsx renames every closure it creates).
+ * OnToKeyed continues a request that a public router (or the album page) did not answer on to the keyed chain, as
+ * consecutive Express layers would (no public path starts with /album, so the album page never follows the
+ * public routes); an error goes to the error handlers. Made only for public paths (a class, not closures: tsx
+ * renames every closure it creates).
  */
-class PassOn {
+class OnToKeyed {
   readonly step: (error?: unknown) => void;
 
   constructor(private readonly req: Request, private readonly res: Response, private readonly next: NextFunction,
-    private readonly then: RequestHandler | null, private readonly keyed: RequestHandler) {
+    private readonly keyed: RequestHandler) {
     this.step = this.onNext.bind(this);
   }
 
   private onNext(error?: unknown): void {
     if (error !== undefined && error !== null) this.next(error);
-    else if (this.then) this.then(this.req, this.res, new PassOn(this.req, this.res, this.next, null, this.keyed).step);
     else void this.keyed(this.req, this.res, this.next);
   }
 }

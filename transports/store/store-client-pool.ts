@@ -243,7 +243,7 @@ interface StreamCodec<Request, Answer> {
 class StreamsByAddress<Request, Answer> {
   private readonly clients = new Map<string, RequestStreamClient<Request, Answer>>();
   private readonly unsupported = new Set<string>();
-  /** opened counts the calls of clients dropped since (an address found without the method). */
+  /** dropped counts the calls opened by clients since dropped (an address found without the method), so callsOpened never goes down. */
   private dropped = 0;
 
   constructor(private readonly channels: UnaryChannels, private readonly path: string, private readonly idleMs: number,
