@@ -11,6 +11,7 @@ import { resolveGrpcLimits, type GrpcLimits } from './limits.js';
 import { decodeResponse, decodeSegmentChunk, encodeRequest, identity, methodPath } from './methods.js';
 import { snapshotChunks, splitSnapshot, type FetchOptions, type SnapshotParts } from './snapshot-stream.js';
 import { fromStatusObject, rpcStatus } from './status.js';
+import { requestValueProblem, responseValueProblem } from './wire-values.js';
 
 /** TransportInput is every engine input a call's outcome becomes. */
 export type TransportInput = Extract<Input, { type: 'response' | 'callFailed' | 'streamChunk' | 'streamEnded' }>;
@@ -147,7 +148,11 @@ export class PeerPool {
           return;
         }
         try {
-          this.deliver({ type: 'response', requestId, response: decodeResponse(method, value ?? Buffer.alloc(0)) });
+          const response = decodeResponse(method, value ?? Buffer.alloc(0));
+          // A term the engine could not increment, adopted from a response, would wedge it as surely as one in a request.
+          const problem = responseValueProblem(response);
+          if (problem !== null) throw new Error(problem);
+          this.deliver({ type: 'response', requestId, response });
         } catch (decodeErr) {
           this.deliver({
             type: 'callFailed', requestId,
@@ -181,7 +186,10 @@ export class PeerPool {
     call.on('data', (message: Buffer) => {
       if (failure !== null) return;
       try {
-        this.deliver({ type: 'streamChunk', requestId, chunk: decodeSegmentChunk(message) });
+        const chunk = decodeSegmentChunk(message);
+        const problem = requestValueProblem({ method: 'ShipSegment', body: chunk });
+        if (problem !== null) throw new Error(problem);
+        this.deliver({ type: 'streamChunk', requestId, chunk });
       } catch (err) {
         failure = rpcStatus(StatusCode.INTERNAL, `malformed StreamSegments chunk: ${String(err)}`);
         call.cancel();

@@ -2,6 +2,7 @@
 // resolveNodeConfig, which names the first problem instead of failing later. See README.md.
 import type { Compat, EngineLimits } from '../../engine/types.js';
 import type { GrpcLimits } from '../grpc/limits.js';
+import { CLUSTER_ID } from '../grpc/peer-identity.js';
 import type { StorageLimits } from '../storage/limits.js';
 import type { StoreLimits } from '../store/limits.js';
 import { nodeLimits, type NodeLimits } from './limits.js';
@@ -77,6 +78,13 @@ export interface NodeConfig {
   bootstrap?: BootstrapMember[];
   /** seeds are gRPC addresses of any members, for a node joining an existing cluster. */
   seeds?: string[];
+  /**
+   * clusterId names the cluster this node belongs to (a DNS label; `svc certs cluster-id` makes one). Every
+   * peer call carries it and a call naming another is refused (docs/protocol.md, "Identity and trust").
+   * Default: the cluster id in the node's own peer certificate (mutual TLS), else the one its data
+   * directory recorded at the first start; a plaintext node with neither checks none.
+   */
+  clusterId?: string;
   tls: NodeTls;
   /** tickMs overrides nodeLimits.tickMs: the engine's unit of time. */
   tickMs?: number;
@@ -172,6 +180,10 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
   }
   if (bootstrap.length > 0 && !names.has(config.name)) throw new ConfigError(`bootstrap does not list this node (${config.name}); every founder passes the same list, itself included`);
   for (const [i, seed] of seeds.entries()) parseHostPort(seed, `seeds[${i}]`);
+
+  if (config.clusterId !== undefined && (typeof config.clusterId !== 'string' || !CLUSTER_ID.test(config.clusterId))) {
+    throw new ConfigError(`clusterId ${JSON.stringify(config.clusterId)} must be a DNS label: 1-63 of a-z 0-9 -, not starting or ending with -`);
+  }
 
   const tls = config.tls;
   if (typeof tls !== 'object' || tls === null) throw new ConfigError("tls must be {mode: 'mtls', caFile, certFile, keyFile} or {mode: 'insecure'}");
