@@ -6,7 +6,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import path from 'node:path';
-import type { DocumentStore } from './store/document-store.js';
+import type { DocumentStore } from '../store/document-store.js';
 import type { ApiConfig } from './config.js';
 import { configFromEnv } from './config.js';
 import { createApp } from './app.js';

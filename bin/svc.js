@@ -5,5 +5,5 @@
 import { register } from 'tsx/esm/api';
 
 register();
-const { runMain } = await import('../transports/cli/main.ts');
+const { runMain } = await import('../cli/main.ts');
 await runMain(process.argv.slice(2));

@@ -9,9 +9,9 @@ import { randomUUID } from 'node:crypto';
 import { clientCredentials } from '../../transports/grpc/tls.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
 import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
-import { encodeCommand } from '../../transports/store/command.js';
-import { StoreClientPool } from '../../transports/store/store-service.js';
-import type { ClusterFile } from '../../transports/cli/cluster-file.js';
+import { encodeCommand } from '../../store/command.js';
+import { StoreClientPool } from '../../transports/store-rpc/store-service.js';
+import type { ClusterFile } from '../../cli/cluster-file.js';
 import { waitUntil } from './ports.js';
 
 const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));

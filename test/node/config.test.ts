@@ -1,7 +1,7 @@
 // NodeConfig is checked once, up front, and a bad one is refused naming the problem.
 import assert from 'node:assert/strict';
-import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../transports/node/config.js';
-import { Node } from '../../transports/node/node.js';
+import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../cli/node/config.js';
+import { Node } from '../../cli/node/node.js';
 
 const good: NodeConfig = {
   name: 'n1', dataDir: '/tmp/n1', grpcListen: '127.0.0.1:7000', httpListen: '127.0.0.1:8080',

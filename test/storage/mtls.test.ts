@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { createClusterCa, createNodeCert } from '../../transports/certs/certs.js';
+import { createClusterCa, createNodeCert } from '../../cli/certs/certs.js';
 import { makeTempDir, removeTempDir } from './helpers.js';
 
 const identity = (b: Buffer): Buffer => b;

@@ -1,7 +1,7 @@
 // Structured JSON logs with pino. Records carry the node's name; nothing secret is logged (no key
 // material, no stored values): only ids, seqnos, addresses and reasons.
 import { pino, type Logger } from 'pino';
-import type { LogLevel } from './config.js';
+import type { LogLevel } from '../../cli/node/config.js';
 
 export type { Logger };
 

@@ -15,7 +15,7 @@ import type { SnapshotMeta } from '../../engine/types.js';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
 import type { PeerPool } from '../grpc/client.js';
 import type { Artifact, SnapshotStore } from '../storage/snapshots.js';
-import { decodeStoreSnapshot, encodeCapture, STORE_SNAPSHOT_FILE, type SnapshotCapture, type StoreState, type StoreStateMachine } from '../store/state-machine.js';
+import { decodeStoreSnapshot, encodeCapture, STORE_SNAPSHOT_FILE, type SnapshotCapture, type StoreState, type StoreStateMachine } from '../../store/state-machine.js';
 import type { Driver, FetchSnapshotEffect } from './driver.js';
 
 /** STAGE_ATTEMPT_COUNT_MAX bounds retries of one staging: the engine stages nothing else until it hears back. */
