@@ -7,7 +7,7 @@ import { status as grpcStatus } from '@grpc/grpc-js';
 import {
   VersionConflictError, type DocumentStore, type JsonObject, type ListResult, type VersionedValue, type WriteOptions,
 } from '../store/document-store.js';
-import { encodeCommand, type CommandResult, type StoreCommand } from '../store/command.js';
+import { encodeCommand, resultFromMessage, type CommandResult, type StoreCommand } from '../store/command.js';
 import { StoreCallError, StoreClientPool } from '../transports/store-rpc/store-service.js';
 import type { AdminTarget } from './admin-target.js';
 import { ADMIN_RETRY_DELAY_MS } from './limits.js';
@@ -62,7 +62,7 @@ export class RemoteStoreWriter implements DocumentStore {
       if (left <= 0) break;
       const to = this.preferred;
       try {
-        const { result } = await this.pool.propose(to, bytes, this.target.deadlineAt);
+        const result = resultFromMessage((await this.pool.propose(to, bytes, this.target.deadlineAt)).result);
         if (result.outcome === 'conflict') throw new VersionConflictError(command.key, command.expectedVersion ?? 0, result.actualVersion);
         if (result.outcome === 'rejected') throw new Error(`the cluster rejected the ${command.op} of ${command.key}: ${result.reason}`);
         return result;

@@ -23,6 +23,15 @@ export type CommandResult =
   | { outcome: 'conflict'; actualVersion: number }
   | { outcome: 'rejected'; reason: string };
 
+/**
+ * EncodedCommand is a command as it travels: encoded once, where it is written (ReplicatedStore), and moved
+ * as these bytes to the leader and into the log; requestId is kept beside them so no hop decodes to find it.
+ */
+export interface EncodedCommand {
+  requestId: string;
+  bytes: Uint8Array;
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
 

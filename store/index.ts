@@ -3,4 +3,9 @@
 export * from './limits.js';
 export * from './command.js';
 export { StoreStateMachine, StateMachineError, decodeStoreSnapshot, STORE_SNAPSHOT_FILE, type AppliedCommand, type StoreState } from './state-machine.js';
-export { ReplicatedStore, StoreUnavailableError, type StoreHost } from './replicated-store.js';
+export { ReplicatedStore } from './replicated-store.js';
+export { StoreUnavailableError, StoreRefusal, RETRYABLE_REFUSALS, type RefusalKind } from './errors.js';
+export type { StoreHost, StoreEngine, LeaderLink, ProposalInput, ProposeAnswer, ReadIndexAnswer } from './host.js';
+export { StoreRouter } from './store-router.js';
+export { Proposals } from './proposals.js';
+export { Waiters } from './waiters.js';

@@ -1,13 +1,13 @@
 // Proposals tracks the store commands this node proposed to its own engine as the leader. The
-// engine applies a committed entry and reports proposalResult in the same step, so the outcome
-// computed at apply is picked up when the result arrives. A proposal that fails tells the caller
-// whether retrying (with the same request id, which the state machine de-duplicates) makes sense.
-import * as grpc from '@grpc/grpc-js';
+// engine applies a committed entry before it reports proposalResult, so the outcome computed at apply
+// is read back by the proposal's request id (StoreStateMachine.recall) when the result arrives. A
+// proposal that fails tells the caller whether retrying (with the same request id, which the state
+// machine de-duplicates) makes sense.
 import type { Effect, Proposal } from '../engine/types.js';
 import type { CommandResult } from './command.js';
-import type { AppliedCommand, StoreStateMachine } from './state-machine.js';
-import { StoreCallError } from '../transports/store-rpc/store-service.js';
-import type { Driver } from '../transports/node/driver.js';
+import { StoreRefusal } from './errors.js';
+import type { StoreEngine } from './host.js';
+import type { StoreStateMachine } from './state-machine.js';
 
 interface Pending {
   requestId: string;
@@ -18,13 +18,12 @@ interface Pending {
 
 export class Proposals {
   private readonly pending = new Map<number, Pending>();
-  private readonly appliedThisStep = new Map<number, AppliedCommand>();
   private nextProposalId = 1;
   /** batch gathers the proposals of this event-loop turn; flushed as one engine input (proposeBatch). */
   private batch: Proposal[] = [];
 
   constructor(
-    private readonly driver: Driver,
+    private readonly engine: StoreEngine,
     private readonly stateMachine: StoreStateMachine,
     private readonly onOutcome: (outcome: string) => void,
     private readonly batchCountMax: number,
@@ -37,13 +36,13 @@ export class Proposals {
 
   /** propose hands the command to the engine; it resolves once committed and applied here. */
   propose(data: Uint8Array, requestId: string, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
-    if (this.driver.overloaded()) return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, 'node overloaded: input queue full'));
+    if (this.engine.overloaded()) return Promise.reject(new StoreRefusal('unavailable', 'node overloaded: input queue full'));
     const proposalId = this.nextProposalId++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(proposalId);
         this.onOutcome('timeout');
-        reject(new StoreCallError(grpc.status.DEADLINE_EXCEEDED, 'proposal not committed before its deadline; outcome unknown'));
+        reject(new StoreRefusal('timeout', 'proposal not committed before its deadline; outcome unknown'));
       }, Math.max(0, deadlineAt - Date.now()));
       this.pending.set(proposalId, { requestId, resolve, reject, timer });
       this.batch.push({ proposalId, data });
@@ -58,13 +57,8 @@ export class Proposals {
     const proposals = this.batch;
     this.batch = [];
     this.onBatch(proposals.length);
-    if (proposals.length === 1) this.driver.submit({ type: 'propose', ...proposals[0]! });
-    else this.driver.submit({ type: 'proposeBatch', proposals });
-  }
-
-  /** noteApplied remembers an apply of this step for the proposalResult that follows it. */
-  noteApplied(applied: AppliedCommand): void {
-    if (this.pending.size > 0 && applied.result !== null) this.appliedThisStep.set(applied.seq, applied);
+    if (proposals.length === 1) this.engine.submit({ type: 'propose', ...proposals[0]! });
+    else this.engine.submit({ type: 'proposeBatch', proposals });
   }
 
   onResult(effect: Extract<Effect, { type: 'proposalResult' }>): void {
@@ -77,19 +71,17 @@ export class Proposals {
       p.reject(refusal(effect.reason, effect.leaderHint));
       return;
     }
-    const result = this.appliedThisStep.get(effect.seq)?.result ?? this.stateMachine.recall(p.requestId)?.result;
+    // The entry was applied before this result (the engine's effect order). The state machine remembers the
+    // last DEDUP_ENTRY_COUNT_MAX outcomes by request id, and a leader's uncommitted proposals, the last
+    // commands of its log, are at most proposalQueueCountMax, which the node holds to that bound.
+    const result = this.stateMachine.recall(p.requestId)?.result;
     if (!result) {
       this.onOutcome('lost');
-      p.reject(new StoreCallError(grpc.status.INTERNAL, `entry ${effect.seq} committed but its outcome was not seen at apply`));
+      p.reject(new StoreRefusal('internal', `entry ${effect.seq} committed but its outcome was not seen at apply`));
       return;
     }
     this.onOutcome(result.outcome);
     p.resolve({ seq: effect.seq, result });
-  }
-
-  /** endStep forgets the step's applies. */
-  endStep(): void {
-    this.appliedThisStep.clear();
   }
 
   rejectAll(err: Error): void {
@@ -101,9 +93,9 @@ export class Proposals {
   }
 }
 
-/** refusal turns the engine's reason into a status the caller can act on. */
-function refusal(reason: string, leaderHint: string): StoreCallError {
-  if (reason.startsWith('leadership lost')) return new StoreCallError(grpc.status.ABORTED, reason);
-  if (reason === 'not the leader') return new StoreCallError(grpc.status.FAILED_PRECONDITION, reason, leaderHint);
-  return new StoreCallError(grpc.status.UNAVAILABLE, reason, leaderHint);
+/** refusal turns the engine's reason into a refusal the caller can act on. */
+function refusal(reason: string, leaderHint: string): StoreRefusal {
+  if (reason.startsWith('leadership lost')) return new StoreRefusal('leadership-changed', reason);
+  if (reason === 'not the leader') return new StoreRefusal('not-leader', reason, leaderHint);
+  return new StoreRefusal('unavailable', reason, leaderHint);
 }

@@ -9,29 +9,9 @@ import {
   type StoreWatcher, type VersionedValue, type WriteOptions,
 } from './document-store.js';
 import { encodeCommand, type CommandResult, type StoreCommand } from './command.js';
+import type { StoreHost } from './host.js';
 import { storeLimits, type StoreLimits } from './limits.js';
 import { ReadIndexBatch, type ReadIndexBatchStats } from './read-index-batch.js';
-import type { StoreStateMachine } from './state-machine.js';
-
-/** StoreHost is what the store needs from its node: the local state, and a way to the leader. */
-export interface StoreHost {
-  readonly stateMachine: StoreStateMachine;
-  /** commit gets the command committed (proposing locally or forwarding to the leader, retrying with the same request id) before deadlineAt (ms since the epoch). */
-  commit(command: StoreCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }>;
-  /** readIndex resolves with a commit seqno at least as high as any write acknowledged before the call. */
-  readIndex(deadlineAt: number): Promise<number>;
-  /** waitApplied resolves once the local state machine has applied seq. */
-  waitApplied(seq: number, deadlineAt: number): Promise<void>;
-}
-
-/** StoreUnavailableError: the cluster could not commit or confirm in time (no leader, node removed, partition). */
-export class StoreUnavailableError extends Error {
-  readonly code = 'STORE_UNAVAILABLE';
-  constructor(message: string) {
-    super(message);
-    this.name = 'StoreUnavailableError';
-  }
-}
 
 export class ReplicatedStore implements DocumentStore {
   readonly limits: StoreLimits;
@@ -63,9 +43,9 @@ export class ReplicatedStore implements DocumentStore {
   async put(key: string, value: JsonObject, options: WriteOptions = {}): Promise<{ version: number }> {
     this.checkKey(key);
     if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new TypeError('store values are JSON objects');
-    // The JSON round trip copies the value and rejects what JSON cannot hold, before it reaches the log.
-    const copy = JSON.parse(JSON.stringify(value)) as JsonObject;
-    const result = await this.write({ op: 'put', key, value: copy, ...this.expected(options), requestId: randomUUID() });
+    // Encoding (write) is the copy: the log, every node's apply and this node's state get the bytes, never
+    // the caller's object, and what JSON cannot hold is refused before it reaches the log.
+    const result = await this.write({ op: 'put', key, value, ...this.expected(options), requestId: randomUUID() });
     if (result.outcome === 'conflict') throw new VersionConflictError(key, options.expectedVersion!, result.actualVersion);
     return { version: result.version };
   }
@@ -114,10 +94,11 @@ export class ReplicatedStore implements DocumentStore {
   }
 
   private async write(command: StoreCommand): Promise<Extract<CommandResult, { outcome: 'applied' | 'conflict' }>> {
-    const bytes = encodeCommand(command).length;
-    if (bytes > this.limits.commandBytesMax) throw new RangeError(`the write encodes to ${bytes} bytes, above commandBytesMax (${this.limits.commandBytesMax})`);
+    // Encoded once, here: these bytes go to the leader and into the log as they are.
+    const bytes = encodeCommand(command);
+    if (bytes.length > this.limits.commandBytesMax) throw new RangeError(`the write encodes to ${bytes.length} bytes, above commandBytesMax (${this.limits.commandBytesMax})`);
     const deadlineAt = Date.now() + this.limits.writeTimeoutMs;
-    const { seq, result } = await this.host.commit(command, deadlineAt);
+    const { seq, result } = await this.host.commit({ requestId: command.requestId, bytes }, deadlineAt);
     await this.host.waitApplied(seq, deadlineAt);
     if (result.outcome === 'rejected') throw new TypeError(`the store refused the write: ${result.reason}`);
     return result;

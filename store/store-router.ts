@@ -1,46 +1,42 @@
 // StoreRouter gets store commands committed and read indexes taken wherever this node stands:
-// as the leader it proposes to its own engine; otherwise it forwards to the leader over
-// svc.store.v1 (mTLS). It retries while the leader is unknown or changing, with the same request
-// id, until the caller's deadline: the state machine applies a request id once, so a retry after
-// an outcome-unknown failure cannot write twice.
-import * as grpc from '@grpc/grpc-js';
+// as the leader it proposes to its own engine; otherwise it forwards to the leader through the
+// LeaderLink (svc.store.v1 over mTLS in a node). It retries while the leader is unknown or changing,
+// with the same request id, until the caller's deadline: the state machine applies a request id once,
+// so a retry after an outcome-unknown failure cannot write twice. It also answers other members'
+// forwarded calls (serveProposal, serveReadIndex), in the wire's terms.
 import { memberById } from '../engine/roster.js';
-import { encodeCommand, type CommandResult, type StoreCommand } from './command.js';
+import type { CommandResult as CommandResultMessage } from '../proto/gen/svc/store/v1/store.js';
+import { decodeCommand, resultFromMessage, resultToMessage, type CommandResult, type EncodedCommand } from './command.js';
+import { RETRYABLE_REFUSALS, StoreRefusal, StoreUnavailableError } from './errors.js';
+import type { LeaderLink, ReadIndexAnswer, StoreEngine, StoreHost } from './host.js';
 import type { StoreLimits } from './limits.js';
-import { StoreUnavailableError, type StoreHost } from './replicated-store.js';
 import type { StoreStateMachine } from './state-machine.js';
-import { StoreCallError, type StoreClientPool, type StoreServiceHandler } from '../transports/store-rpc/store-service.js';
-import type { Driver } from '../transports/node/driver.js';
 import type { Proposals } from './proposals.js';
 import type { Waiters } from './waiters.js';
 
-/** Errors worth another attempt: the leader moved, is electing, or did not answer; the outcome is settled by de-duplication. */
-const RETRYABLE: ReadonlySet<number> = new Set([
-  grpc.status.FAILED_PRECONDITION, grpc.status.ABORTED, grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED,
-  grpc.status.CANCELLED, grpc.status.RESOURCE_EXHAUSTED,
-]);
-
 export class StoreRouter implements StoreHost {
   constructor(
-    private readonly driver: Driver,
+    private readonly engine: StoreEngine,
     readonly stateMachine: StoreStateMachine,
     private readonly proposals: Proposals,
-    private readonly clients: StoreClientPool,
+    private readonly link: LeaderLink,
     private readonly waiters: Waiters,
     private readonly limits: StoreLimits,
   ) {}
 
-  commit(command: StoreCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
-    const bytes = encodeCommand(command);
+  commit(command: EncodedCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
     return this.routed('commit', deadlineAt,
-      () => this.proposeHere(command, bytes, deadlineAt),
-      (leader, callDeadlineAt) => this.clients.propose(leader, bytes, callDeadlineAt));
+      () => this.proposeHere(command, deadlineAt),
+      async (leader, callDeadlineAt) => {
+        const answer = await this.link.propose(leader, command.bytes, callDeadlineAt);
+        return { seq: answer.seq, result: readResult(leader, answer.result) };
+      });
   }
 
   async readIndex(deadlineAt: number): Promise<number> {
     const answer = await this.routed('read index', deadlineAt,
       () => this.readIndexHere(deadlineAt),
-      (leader, callDeadlineAt) => this.clients.readIndex(leader, callDeadlineAt));
+      (leader, callDeadlineAt) => this.link.readIndex(leader, callDeadlineAt));
     return answer.commitSeq;
   }
 
@@ -51,21 +47,29 @@ export class StoreRouter implements StoreHost {
   /** appliedSeq is the one counter function of every waitApplied (Waiters keeps their waits in one heap by seq). */
   private readonly appliedSeq = (): number => this.stateMachine.appliedSeq;
 
-  /** serviceHandler answers other members' Store calls: only the leader serves them. */
-  serviceHandler(): StoreServiceHandler {
-    return {
-      propose: (command, deadlineAt) => this.proposeHere(command, encodeCommand(command), deadlineAt),
-      readIndex: (deadlineAt) => this.readIndexHere(deadlineAt),
-    };
+  /**
+   * serveProposal answers another member's forwarded command (only the leader commits it): its bytes are
+   * decoded once, to check them and find the request id, and proposed as they came.
+   */
+  async serveProposal(bytes: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: CommandResultMessage }> {
+    const decoded = decodeCommand(bytes);
+    if (!decoded.ok) throw new StoreRefusal('invalid', `bad command: ${decoded.reason}`);
+    const { seq, result } = await this.proposeHere({ requestId: decoded.command.requestId, bytes }, deadlineAt);
+    return { seq, result: resultToMessage(result) };
   }
 
-  private proposeHere(command: StoreCommand, bytes: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
+  /** serveReadIndex answers another member's read-index request (only the leader serves it). */
+  serveReadIndex(deadlineAt: number): Promise<ReadIndexAnswer> {
+    return this.readIndexHere(deadlineAt);
+  }
+
+  private proposeHere(command: EncodedCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
     const refusal = this.notLeader();
     if (refusal) return Promise.reject(refusal);
     // Applied already (a retry whose first attempt committed): answer the first outcome.
     const seen = this.stateMachine.recall(command.requestId);
     if (seen) return Promise.resolve(seen);
-    return this.proposals.propose(bytes, command.requestId, deadlineAt);
+    return this.proposals.propose(command.bytes, command.requestId, deadlineAt);
   }
 
   /**
@@ -74,24 +78,24 @@ export class StoreRouter implements StoreHost {
    * Leadership itself rests on the engine's check-quorum lease (a leader that lost its quorum for
    * an election timeout steps down), as etcd's lease-based reads do.
    */
-  private async readIndexHere(deadlineAt: number): Promise<{ commitSeq: number; term: number }> {
+  private async readIndexHere(deadlineAt: number): Promise<ReadIndexAnswer> {
     const refusal = this.notLeader();
     if (refusal) throw refusal;
-    const term = this.driver.status().term;
+    const term = this.engine.status().term;
     await this.waiters.until(() => {
-      const s = this.driver.status();
-      return s.role !== 'leader' || s.term !== term || this.driver.termAt(s.commitSeq) === term;
+      const s = this.engine.status();
+      return s.role !== 'leader' || s.term !== term || this.engine.termAt(s.commitSeq) === term;
     }, deadlineAt, 'the leader to commit an entry of its term');
-    const s = this.driver.status();
-    if (s.role !== 'leader' || s.term !== term) throw new StoreCallError(grpc.status.ABORTED, 'leadership changed while taking the read index');
+    const s = this.engine.status();
+    if (s.role !== 'leader' || s.term !== term) throw new StoreRefusal('leadership-changed', 'leadership changed while taking the read index');
     return { commitSeq: s.commitSeq, term };
   }
 
-  private notLeader(): StoreCallError | null {
-    const s = this.driver.status();
+  private notLeader(): StoreRefusal | null {
+    const s = this.engine.status();
     if (s.role === 'leader') return null;
     const leader = s.leaderId === 0 ? undefined : memberById(s.roster, s.leaderId);
-    return new StoreCallError(grpc.status.FAILED_PRECONDITION, leader ? `not the leader; the leader is ${leader.name}` : 'not the leader; no leader known', leader?.grpcAddr ?? '');
+    return new StoreRefusal('not-leader', leader ? `not the leader; the leader is ${leader.name}` : 'not the leader; no leader known', leader?.grpcAddr ?? '');
   }
 
   /** routed runs one attempt after another — here as the leader, or at the leader — until one succeeds or the deadline passes. */
@@ -101,8 +105,8 @@ export class StoreRouter implements StoreHost {
     let hintFollowed = false;
     // Bounded by deadlineAt: every pass either returns, throws, or waits at least retryBackoffMs.
     for (;;) {
-      const s = this.driver.status();
-      if (this.driver.failure) throw new StoreUnavailableError(`this node has stopped: ${this.driver.failure.message}`);
+      const s = this.engine.status();
+      if (this.engine.failure) throw new StoreUnavailableError(`this node has stopped: ${this.engine.failure.message}`);
       if (s.removed) throw new StoreUnavailableError('this node was removed from the cluster');
       if (Date.now() >= deadlineAt) throw new StoreUnavailableError(`${what} timed out: ${lastProblem}`);
       const leader = s.leaderId === 0 ? undefined : memberById(s.roster, s.leaderId);
@@ -112,8 +116,8 @@ export class StoreRouter implements StoreHost {
         try {
           return target === 'here' ? await here() : await there(target, Math.min(deadlineAt, Date.now() + this.limits.callDeadlineMs));
         } catch (err) {
-          if (!(err instanceof StoreCallError)) throw err;
-          if (!RETRYABLE.has(err.code)) throw new StoreUnavailableError(`${what} failed: ${err.message}`);
+          if (!(err instanceof StoreRefusal)) throw err;
+          if (!RETRYABLE_REFUSALS.has(err.kind)) throw new StoreUnavailableError(`${what} failed: ${err.message}`);
           lastProblem = err.message;
           // A refusal naming the leader is followed at once, but only once between pauses.
           if (err.leaderHint !== '' && err.leaderHint !== target && !hintFollowed) {
@@ -126,6 +130,15 @@ export class StoreRouter implements StoreHost {
       hintFollowed = false;
       await pause(Math.min(this.limits.retryBackoffMs, Math.max(0, deadlineAt - Date.now())));
     }
+  }
+}
+
+/** readResult reads a leader's answer; an outcome this build does not know is refused, not guessed. */
+function readResult(leader: string, message: CommandResultMessage | undefined): CommandResult {
+  try {
+    return resultFromMessage(message);
+  } catch (err) {
+    throw new StoreRefusal('internal', `malformed answer from ${leader}: ${(err as Error).message}`);
   }
 }
 

@@ -3,7 +3,7 @@
 // is bounded. check() runs after every engine step: a general condition is re-checked each time, but
 // the common wait — a counter (the applied seqno) reaching a value — is kept in a min-heap by that
 // value, so a step costs one read of the counter plus the waiters it releases, not one call per waiter.
-import { StoreUnavailableError } from './replicated-store.js';
+import { StoreUnavailableError } from './errors.js';
 
 interface Waiter {
   resolve: () => void;

@@ -5,6 +5,7 @@ import type { GrpcLimits } from '../../transports/grpc/limits.js';
 import type { StorageLimits } from '../../transports/storage/limits.js';
 import type { StoreLimits } from '../../store/limits.js';
 import { nodeLimits, type NodeLimits } from '../../transports/node/limits.js';
+import type { LogLevel } from '../../transports/node/logger.js';
 
 /** BootstrapMember is one founder of a new cluster, as every founder lists it. */
 export interface BootstrapMember {
@@ -27,7 +28,7 @@ export type NodeTls =
   }
   | { mode: 'insecure' };
 
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export type { LogLevel };
 
 /**
  * NodeApiConfig turns on the developer HTTP API (api/) on the node's HTTP port, over the node's replicated

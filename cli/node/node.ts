@@ -25,7 +25,10 @@ import { PeerServer } from '../../transports/grpc/server.js';
 import { peerClientCredentials, peerServerCredentials, type PeerSecurity } from '../../transports/grpc/tls.js';
 import { openNodeStorage, type NodeStorage } from '../../transports/storage/node-storage.js';
 import { storeLimits, type StoreLimits } from '../../store/limits.js';
-import { ReplicatedStore, StoreUnavailableError } from '../../store/replicated-store.js';
+import { StoreUnavailableError } from '../../store/errors.js';
+import { DEDUP_ENTRY_COUNT_MAX } from '../../store/limits.js';
+import { ReplicatedStore } from '../../store/replicated-store.js';
+import { StoreSnapshots } from '../../store/snapshot-files.js';
 import { StoreStateMachine } from '../../store/state-machine.js';
 import { StoreClientPool, storeService as createStoreService, storeServiceDefinition, type StoreService } from '../../transports/store-rpc/store-service.js';
 import { BUILD_VERSION } from '../../transports/node/build-info.js';
@@ -39,10 +42,11 @@ import { DiskUsage, ThroughputMeter, wallClockNs } from '../../transports/node/n
 import { isHealthy, statusDocument, unhealthyReason, type NodeStatusDocument } from '../../transports/node/node-status.js';
 import { Proposals } from '../../store/proposals.js';
 import { ServedCalls } from '../../transports/node/served-calls.js';
-import { loadStoreState, SnapshotTransfer } from '../../transports/node/snapshot-transfer.js';
+import { SnapshotTransfer } from '../../transports/node/snapshot-transfer.js';
 import { pollLeaderStatus } from '../../transports/node/status-poll.js';
 import { StoreRouter } from '../../store/store-router.js';
 import { Waiters } from '../../store/waiters.js';
+import { leaderLink, storeServiceHandler } from './store-link.js';
 
 type NodeState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -57,6 +61,8 @@ export class Node {
   readonly log: Logger;
   /** stateMachine is the local replica of the store (reads through `store` add the read-index barrier). */
   readonly stateMachine = new StoreStateMachine();
+  /** snapshots is the state machine as snapshot staging, install and recovery see it. */
+  private readonly snapshots = new StoreSnapshots(this.stateMachine);
   /** failed resolves with the error that stopped the node (a WAL or hard-state write failed). */
   readonly failed: Promise<Error>;
 
@@ -222,10 +228,7 @@ export class Node {
       snapshotFiles: (seq) => this.transfer?.files(seq) ?? 'node is not running',
     });
     const storeService = this.storeService = createStoreService({
-      handler: {
-        propose: (command, deadlineAt) => this.runningRouter().serviceHandler().propose(command, deadlineAt),
-        readIndex: (deadlineAt) => this.runningRouter().serviceHandler().readIndex(deadlineAt),
-      },
+      handler: storeServiceHandler(() => this.runningRouter()),
       commandBytesMax: this.storeLimits.commandBytesMax,
       callDeadlineMs: this.storeLimits.callDeadlineMs,
       proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
@@ -291,7 +294,7 @@ export class Node {
     });
     const driver = new Driver(this.engine, this.ports(), { tickMs: config.limits.tickMs, inputQueueCountMax: config.limits.inputQueueCountMax });
     this.driver = driver;
-    this.transfer = new SnapshotTransfer(this.storage.snapshots, this.pool, this.stateMachine, driver, {
+    this.transfer = new SnapshotTransfer(this.storage.snapshots, this.pool, this.snapshots, driver, {
       staged: (meta, ms) => {
         this.metrics?.snapshots.inc({ event: 'staged' });
         this.log.info({ seq: meta.seq, entryTerm: meta.entryTerm, ms: Math.round(ms) }, 'snapshot staged');
@@ -308,7 +311,7 @@ export class Node {
     });
     this.proposals = new Proposals(driver, this.stateMachine, (outcome) => this.metrics?.proposals.inc({ outcome }), config.limits.proposeBatchCountMax,
       (size) => this.metrics?.proposalBatchSize.observe(size));
-    this.router = new StoreRouter(driver, this.stateMachine, this.proposals, this.storeClients, this.waiters, this.storeLimits);
+    this.router = new StoreRouter(driver, this.stateMachine, this.proposals, leaderLink(this.storeClients), this.waiters, this.storeLimits);
     const replicatedStore = this.replicatedStore = new ReplicatedStore(this.router, this.storeLimits);
     const storeClients = this.storeClients;
     this.metrics = new NodeMetrics({
@@ -375,7 +378,7 @@ export class Node {
       if (bad !== null) problem = `snapshot ${newest.name}: ${bad}`;
       else {
         try {
-          this.stateMachine.restore(await loadStoreState(newest));
+          (await this.snapshots.load(newest))();
         } catch (err) {
           problem = (err as Error).message;
         }
@@ -395,6 +398,11 @@ export class Node {
     const limits: EngineLimits = { ...DEFAULT_LIMITS, ...config.engineLimits };
     for (const [name, value] of Object.entries(limits)) {
       if (!Number.isSafeInteger(value) || value < 0) throw new ConfigError(`engine limit ${name} must be a non-negative integer, got ${String(value)}`);
+    }
+    // A proposal's outcome is read back by its request id (store/proposals.ts): the state machine must still
+    // remember every command a leader may have uncommitted.
+    if (limits.proposalQueueCountMax > DEDUP_ENTRY_COUNT_MAX) {
+      throw new ConfigError(`engine limit proposalQueueCountMax ${limits.proposalQueueCountMax} is above the store's DEDUP_ENTRY_COUNT_MAX (${DEDUP_ENTRY_COUNT_MAX})`);
     }
     const roster = config.bootstrap && config.bootstrap.length > 0 ? bootstrapRoster(config.bootstrap) : null;
     return {
@@ -440,9 +448,7 @@ export class Node {
       apply: (entries) => {
         let events = 0;
         for (const entry of entries) {
-          const applied = this.stateMachine.apply(entry);
-          this.proposals!.noteApplied(applied);
-          if (applied.result !== null) events++;
+          if (this.stateMachine.apply(entry).result !== null) events++;
         }
         this.meter.add(events);
         this.metrics?.appliedEvents.inc(events);
@@ -486,7 +492,6 @@ export class Node {
         entityCount: this.stateMachine.size, signalThroughputEps: this.meter.eventsPerSecond(), diskBytes: this.disk.bytes, nowNs: wallClockNs(),
       }),
       stepped: () => {
-        this.proposals?.endStep();
         this.waiters.check();
       },
       fail: (err) => this.onFatal(err),

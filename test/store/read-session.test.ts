@@ -1,7 +1,9 @@
 // ReplicatedStore.readSession over a fake host (no cluster): the session's reads share one read index, a failed
 // one is not kept (the next read asks afresh), and every read waits until this node applied the index.
 import assert from 'node:assert/strict';
-import { ReplicatedStore, StoreUnavailableError, type StoreHost } from '../../store/replicated-store.js';
+import { StoreUnavailableError } from '../../store/errors.js';
+import type { StoreHost } from '../../store/host.js';
+import { ReplicatedStore } from '../../store/replicated-store.js';
 import type { StoreStateMachine } from '../../store/state-machine.js';
 
 function fakeHost(answers: Array<number | Error>): { host: StoreHost; readIndexCalls: () => number; waitedFor: number[] } {

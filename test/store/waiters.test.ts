@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Waiters } from '../../store/waiters.js';
-import { StoreUnavailableError } from '../../store/replicated-store.js';
+import { StoreUnavailableError } from '../../store/errors.js';
 
 const farDeadline = (): number => Date.now() + 60_000;
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

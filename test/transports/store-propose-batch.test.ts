@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import type { JsonObject } from '../../store/document-store.js';
-import { encodeCommand } from '../../store/command.js';
+import { encodeCommand, resultFromMessage } from '../../store/command.js';
 import { DEFAULT_STORE_LIMITS } from '../../store/limits.js';
 import { StoreCallError, StoreClientPool } from '../../transports/store-rpc/store-service.js';
 import { probeCredentials, startOldStoreServer } from '../node/grpc-probe.js';
@@ -49,7 +49,7 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
       const seqs = answers.map((a) => a.seq);
       assert.equal(new Set(seqs).size, count, 'a distinct entry per command');
       for (let i = 1; i < count; i++) assert.ok(seqs[i]! > seqs[i - 1]!, 'seqnos follow the order proposed');
-      for (const a of answers) assert.equal(a.result.outcome, 'applied');
+      for (const a of answers) assert.equal(resultFromMessage(a.result).outcome, 'applied');
       for (let i = 0; i < count; i++) assert.deepEqual((await leader.store.get(`${transport}/${i}`))?.value, { i });
     });
   }
@@ -59,7 +59,7 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
     const opened = pool.proposeStreamCalls;
     const before = pool.callCounts.proposeStream;
     const answer = await pool.propose(leader.grpcAddress, put('lone/1', { n: 1 }, 'lone-1'), Date.now() + DEADLINE_MS);
-    assert.equal(answer.result.outcome, 'applied');
+    assert.equal(resultFromMessage(answer.result).outcome, 'applied');
     assert.equal(pool.callCounts.proposeStream - before, 1);
     assert.equal(pool.proposeStreamCalls, opened, 'no new call');
   });
@@ -138,7 +138,7 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
     try {
       const to = old.address;
       const answers = await Promise.all([0, 1, 2].map((i) => plain.propose(to, put(`old/${i}`, { i }, `old-${i}`), Date.now() + DEADLINE_MS)));
-      assert.deepEqual(answers.map((a) => a.result.outcome), ['applied', 'applied', 'applied']);
+      assert.deepEqual(answers.map((a) => resultFromMessage(a.result).outcome), ['applied', 'applied', 'applied']);
       assert.equal(old.calls, 3);
       assert.equal(plain.callCounts.proposeStream, 1, 'the stream tried once, UNIMPLEMENTED');
       assert.equal(plain.callCounts.proposeBatch, 1, 'the batch tried once, UNIMPLEMENTED');

@@ -2,24 +2,24 @@
 // leader uses to forward writes and ask for read indexes. The server half is store-service.ts.
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
-import { resultFromMessage, type CommandResult } from '../../store/command.js';
 import { UnaryChannels } from '../grpc/unary-call.js';
-import { DEFAULT_STORE_LIMITS } from '../../store/limits.js';
+import { DEFAULT_PROPOSE_BATCH_COUNT_MAX, DEFAULT_STREAM_IDLE_MS } from './limits.js';
 import { RequestStreamClient, type Answered, type Pending } from './request-stream.js';
 import { STORE_METHODS, StoreCallError, type ReadIndexAnswer } from './store-calls.js';
 
 export interface StoreClientPoolOptions {
   credentials: grpc.ChannelCredentials;
   channelOptions: grpc.ChannelOptions;
-  /** proposeBatchCountMax bounds the proposals coalesced into one batch (default: the store limit's). */
+  /** proposeBatchCountMax bounds the proposals coalesced into one batch (default DEFAULT_PROPOSE_BATCH_COUNT_MAX). */
   proposeBatchCountMax?: number;
-  /** streamIdleMs ends a ReadIndexStream or ProposeStream call idle this long (default: the store limit's). */
+  /** streamIdleMs ends a ReadIndexStream or ProposeStream call idle this long (default DEFAULT_STREAM_IDLE_MS). */
   streamIdleMs?: number;
   /** overStreams: false sends everything as unary calls (the benches compare both). Default true. */
   overStreams?: boolean;
 }
 
-type ProposeAnswer = { seq: number; result: CommandResult };
+/** ProposeAnswer is the leader's answer to one command: its seq and outcome, as the wire carries them (store/command.ts reads it). */
+export type ProposeAnswer = { seq: number; result: pb.CommandResult | undefined };
 
 interface QueuedProposal {
   command: Uint8Array;
@@ -63,12 +63,12 @@ export class StoreClientPool {
   readonly callCounts = { propose: 0, proposeBatch: 0, proposeStream: 0, readIndex: 0, readIndexUnary: 0 };
 
   constructor(options: StoreClientPoolOptions) {
-    this.batchCountMax = options.proposeBatchCountMax ?? DEFAULT_STORE_LIMITS.proposeBatchCountMax;
+    this.batchCountMax = options.proposeBatchCountMax ?? DEFAULT_PROPOSE_BATCH_COUNT_MAX;
     this.overStreams = options.overStreams ?? true;
     this.channels = new UnaryChannels({
       credentials: options.credentials, channelOptions: options.channelOptions, poolName: 'store client pool', errorOf,
     });
-    const idleMs = options.streamIdleMs ?? DEFAULT_STORE_LIMITS.streamIdleMs;
+    const idleMs = options.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
     this.readIndexStreams = new StreamsByAddress(this.channels, STORE_METHODS.readIndexStream, idleMs, {
       encode: (requestId, _request, timeoutMs) => pb.ReadIndexStreamRequest.encode({ requestId, timeoutMs }).finish(),
       decode: (bytes) => {
@@ -195,7 +195,7 @@ export class StoreClientPool {
     let response: pb.ProposeResponse;
     try {
       response = pb.ProposeResponse.decode(bytes);
-      return { seq: response.seq, result: resultFromMessage(response.result) };
+      return { seq: response.seq, result: response.result };
     } catch (err) {
       throw new StoreCallError(grpc.status.INTERNAL, `malformed ProposeResponse from ${to}: ${String(err)}`);
     }
@@ -221,7 +221,7 @@ function settle(to: string, what: string, queue: readonly QueuedProposal[], answ
   }
   queue.forEach((p, i) => {
     const answer = answers[i]!;
-    if (answer.statusCode === grpc.status.OK) p.resolve({ seq: answer.seq, result: resultFromMessage(answer.result) });
+    if (answer.statusCode === grpc.status.OK) p.resolve({ seq: answer.seq, result: answer.result });
     else p.reject(new StoreCallError(answer.statusCode, answer.details, answer.leaderHint));
   });
 }

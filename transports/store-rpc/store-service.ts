@@ -1,20 +1,20 @@
 // The svc.store.v1.Store gRPC service (proto/svc/store/v1/store.proto), the server half: served on the peer
 // mTLS server beside WalShipping. grpc-js moves raw bytes (identity serializers) and decoding happens here,
-// so a malformed request is INVALID_ARGUMENT with a reason instead of grpc-js's generic error. The client
-// half a follower uses to reach the leader is store-client-pool.ts.
+// so a malformed request is INVALID_ARGUMENT with a reason instead of grpc-js's generic error. A command
+// stays the bytes it came as: the handler (the store, through the node) reads it. The client half a
+// follower uses to reach the leader is store-client-pool.ts.
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
-import { decodeCommand, resultToMessage, type CommandResult, type StoreCommand } from '../../store/command.js';
 import { RequestStreamServer, type Failure } from './request-stream.js';
 import { STORE_METHODS, StoreCallError, TRAILER_LEADER, type ReadIndexAnswer } from './store-calls.js';
 
 export { STORE_METHODS, StoreCallError, TRAILER_LEADER, type ReadIndexAnswer };
-export { StoreClientPool, type StoreClientPoolOptions } from './store-client-pool.js';
+export { StoreClientPool, type ProposeAnswer, type StoreClientPoolOptions } from './store-client-pool.js';
 
-/** StoreServiceHandler decides the answers; the service only decodes, checks and encodes. */
+/** StoreServiceHandler decides the answers; the service only decodes the messages, checks sizes and encodes. */
 export interface StoreServiceHandler {
-  /** propose commits a command on this node as the leader (or throws StoreCallError). */
-  propose(command: StoreCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }>;
+  /** propose commits an encoded command on this node as the leader (or throws StoreCallError: INVALID_ARGUMENT for a malformed command). */
+  propose(command: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: pb.CommandResult }>;
   /** readIndex answers this leader's commit seqno once it has committed an entry of its term. */
   readIndex(deadlineAt: number): Promise<ReadIndexAnswer>;
 }
@@ -100,11 +100,9 @@ export function storeService(options: StoreServiceOptions): StoreService {
   };
 }
 
-/** checkCommand decodes one command under commandBytesMax, or says what is wrong with it. */
-function checkCommand(command: Uint8Array, options: StoreServiceOptions): StoreCommand | string {
-  if (command.length > options.commandBytesMax) return `command is ${command.length} bytes, above commandBytesMax ${options.commandBytesMax}`;
-  const decoded = decodeCommand(command);
-  return decoded.ok ? decoded.command : `bad command: ${decoded.reason}`;
+/** sizeRefusal says why a command above commandBytesMax is refused (null: within it). */
+function sizeRefusal(command: Uint8Array, options: StoreServiceOptions): string | null {
+  return command.length > options.commandBytesMax ? `command is ${command.length} bytes, above commandBytesMax ${options.commandBytesMax}` : null;
 }
 
 function itemFailure(code: grpc.status, details: string, leaderHint = ''): pb.ProposeItemAnswer {
@@ -124,11 +122,11 @@ function batchRefusal(items: readonly pb.ProposeItem[], options: StoreServiceOpt
  */
 function proposeItems(items: readonly pb.ProposeItem[], arrivedAt: number, callDeadlineAt: number, options: StoreServiceOptions): Promise<pb.ProposeItemAnswer[]> {
   return Promise.all(items.map((item): Promise<pb.ProposeItemAnswer> => {
-    const checked = checkCommand(item.command, options);
-    if (typeof checked === 'string') return Promise.resolve(itemFailure(grpc.status.INVALID_ARGUMENT, checked));
+    const tooBig = sizeRefusal(item.command, options);
+    if (tooBig !== null) return Promise.resolve(itemFailure(grpc.status.INVALID_ARGUMENT, tooBig));
     const deadlineAt = item.timeoutMs > 0 ? Math.min(callDeadlineAt, arrivedAt + item.timeoutMs) : callDeadlineAt;
-    return options.handler.propose(checked, deadlineAt).then(
-      ({ seq, result }) => ({ statusCode: grpc.status.OK, details: '', leaderHint: '', seq, result: resultToMessage(result) }),
+    return options.handler.propose(item.command, deadlineAt).then(
+      ({ seq, result }) => ({ statusCode: grpc.status.OK, details: '', leaderHint: '', seq, result }),
       (err: unknown) => {
         if (err instanceof StoreCallError) return itemFailure(err.code, err.details, err.leaderHint);
         options.onWarning?.(`Store proposal failed: ${String(err)}`);
@@ -165,13 +163,13 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
         respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ProposeRequest: ${String(err)}` }, null);
         return;
       }
-      const checked = checkCommand(request.command, options);
-      if (typeof checked === 'string') {
-        respond({ code: grpc.status.INVALID_ARGUMENT, details: checked }, null);
+      const tooBig = sizeRefusal(request.command, options);
+      if (tooBig !== null) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: tooBig }, null);
         return;
       }
-      options.handler.propose(checked, deadlineOf(call)).then(
-        ({ seq, result }) => respond(null, Buffer.from(pb.ProposeResponse.encode({ seq, result: resultToMessage(result) }).finish())),
+      options.handler.propose(request.command, deadlineOf(call)).then(
+        ({ seq, result }) => respond(null, Buffer.from(pb.ProposeResponse.encode({ seq, result }).finish())),
         (err: unknown) => fail(respond, err, 'Propose'),
       );
     },
