@@ -1,4 +1,4 @@
-// `svc node`'s configuration: a NodeConfig (transports/node/config.ts) read from a JSON or YAML
+// `svc node`'s configuration: a NodeConfig (cli/node/config.ts) read from a JSON or YAML
 // file, then overridden flag by flag. Paths in a file are relative to the file; paths in flags are
 // relative to the working directory. Problems are UsageErrors (exit code 2); the node's own
 // resolveNodeConfig then checks the whole.

@@ -26,7 +26,7 @@ svc <command> --help shows a command's flags.`;
 export const NODE_USAGE = `usage: svc node [--config FILE] [flags]
 
 The config file (JSON, or YAML when it ends in .yaml/.yml) holds NodeConfig fields
-(transports/node/README.md); relative paths in it are relative to the file. Flags override it.
+(cli/node/README.md); relative paths in it are relative to the file. Flags override it.
 
   --name NAME                  permanent member name
   --data-dir DIR               data directory (created when missing)

@@ -1,6 +1,6 @@
 // `svc certs` entry: make a cluster CA, or a node certificate signed by it.
-//   tsx transports/certs/cli.ts ca   --out DIR [--cn NAME] [--days N] [--force]
-//   tsx transports/certs/cli.ts node --out DIR --name NODE --peers-service SVC --namespace NS
+//   tsx cli/certs/certs-command.ts ca   --out DIR [--cn NAME] [--days N] [--force]
+//   tsx cli/certs/certs-command.ts node --out DIR --name NODE --peers-service SVC --namespace NS
 //                                    [--pod POD]... [--ca-dir DIR] [--cluster-domain D] [--days N] [--force]
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';

@@ -1,7 +1,8 @@
-// Node is one member of the cluster in a real process: the engine (engine/) driven by the loop in
-// driver.ts over real I/O — the WAL, hard state and snapshot artifacts of transports/storage, the
-// gRPC server and peer pool of transports/grpc (mutual TLS), the replicated store of
-// transports/store, and its own HTTP surface (/health, /ready, /metrics, /status).
+// Node is one member of the cluster in a real process, assembled here from the layers below: the engine
+// (engine/) driven by the loop in transports/node/driver.ts over real I/O — the WAL, hard state and snapshot
+// artifacts of transports/storage, the gRPC server and peer pool of transports/grpc (mutual TLS) — the
+// replicated store of store/ (reached from other members over transports/store-rpc, store-link.ts), the
+// node's HTTP surface (/health, /ready, /metrics, /status) and, with an `api` section, the developer API.
 //
 //   const node = new Node(config);   // checks the config (ConfigError)
 //   await node.start();              // recovers from dataDir, binds, starts ticking

@@ -1,5 +1,5 @@
 // A three-node cluster of real nodes in this process: real sockets on 127.0.0.1, mutual TLS with
-// certificates from transports/certs, WALs and snapshots in temp directories. The tests run in
+// certificates from cli/certs, WALs and snapshots in temp directories. The tests run in
 // order on one cluster: writes through a follower, read-your-writes elsewhere, watches, every
 // heartbeat field, foreign certificates, garbage RPCs under load, a snapshot join on an idle
 // compacted cluster through a non-leader seed, and a removal.

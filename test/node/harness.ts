@@ -1,5 +1,5 @@
 // Test harness for real nodes: free loopback ports, throwaway data directories, cluster
-// certificates from transports/certs, bounded polling, and small HTTP helpers.
+// certificates from cli/certs, bounded polling, and small HTTP helpers.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

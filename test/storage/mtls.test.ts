@@ -1,4 +1,4 @@
-// A real grpc-js mTLS handshake with certificates from transports/certs: a client holding a
+// A real grpc-js mTLS handshake with certificates from cli/certs: a client holding a
 // certificate from the cluster CA is served; one from another CA, or with none, is refused.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';

@@ -1,4 +1,4 @@
-// cloneJson (api/store/json-clone.ts), which both stores now use instead of structuredClone for every value
+// cloneJson (store/json-clone.ts), which both stores now use instead of structuredClone for every value
 // they hand out: equal to the original, sharing nothing with it, and keeping a '__proto__' key as data.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';

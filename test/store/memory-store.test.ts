@@ -4,7 +4,7 @@ import { describeDocumentStoreContract } from './document-store-contract.js';
 
 describeDocumentStoreContract('MemoryDocumentStore (test double)', async () => ({ store: new MemoryDocumentStore() }));
 
-describe('api/store: MemoryDocumentStore specifics', () => {
+describe('store: MemoryDocumentStore specifics', () => {
   it('rejects values that are not JSON objects and keys that are empty', async () => {
     const store = new MemoryDocumentStore();
     await assert.rejects(store.put('k', [] as never), TypeError);

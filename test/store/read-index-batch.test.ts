@@ -1,4 +1,4 @@
-// ReadIndexBatch (transports/store/read-index-batch.ts): concurrent reads share read-index calls, yet every
+// ReadIndexBatch (store/read-index-batch.ts): concurrent reads share read-index calls, yet every
 // read gets an index taken after it began, so it sees every write acknowledged before it. The fake call
 // answers with the commit seqno at the moment the call STARTED (the worst case: a leader that answered at
 // once); the property interleaves writes, reads, answers and failures at random. A call starts one loop

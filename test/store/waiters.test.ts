@@ -1,4 +1,4 @@
-// Waiters (transports/node/waiters.ts): waits on a growing counter (the applied seqno) are released by seq
+// Waiters (store/waiters.ts): waits on a growing counter (the applied seqno) are released by seq
 // from a heap — a check reads the counter once, whatever the number of waiters — and released exactly when the
 // counter reaches their seq, as the plain condition waits would be; deadlines, the count bound and rejectAll
 // cover both kinds.
