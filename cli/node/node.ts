@@ -112,6 +112,12 @@ export class Node {
     } catch (err) {
       throw new ConfigError((err as Error).message);
     }
+    // A proposal's outcome is read back by its request id (store/proposals.ts): the state machine must still
+    // remember every command a leader may have uncommitted.
+    const proposalQueueCountMax = this.config.engineLimits?.proposalQueueCountMax ?? DEFAULT_LIMITS.proposalQueueCountMax;
+    if (proposalQueueCountMax > DEDUP_ENTRY_COUNT_MAX) {
+      throw new ConfigError(`engine limit proposalQueueCountMax ${proposalQueueCountMax} is above the store's DEDUP_ENTRY_COUNT_MAX (${DEDUP_ENTRY_COUNT_MAX})`);
+    }
     this.meter = new ThroughputMeter(this.config.limits.throughputWindowMs);
     this.disk = new DiskUsage(this.config.dataDir, this.config.limits.diskUsageFileCountMax);
     this.waiters = new Waiters(this.config.limits.waiterCountMax);
@@ -399,11 +405,6 @@ export class Node {
     const limits: EngineLimits = { ...DEFAULT_LIMITS, ...config.engineLimits };
     for (const [name, value] of Object.entries(limits)) {
       if (!Number.isSafeInteger(value) || value < 0) throw new ConfigError(`engine limit ${name} must be a non-negative integer, got ${String(value)}`);
-    }
-    // A proposal's outcome is read back by its request id (store/proposals.ts): the state machine must still
-    // remember every command a leader may have uncommitted.
-    if (limits.proposalQueueCountMax > DEDUP_ENTRY_COUNT_MAX) {
-      throw new ConfigError(`engine limit proposalQueueCountMax ${limits.proposalQueueCountMax} is above the store's DEDUP_ENTRY_COUNT_MAX (${DEDUP_ENTRY_COUNT_MAX})`);
     }
     const roster = config.bootstrap && config.bootstrap.length > 0 ? bootstrapRoster(config.bootstrap) : null;
     return {

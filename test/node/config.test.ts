@@ -43,6 +43,10 @@ describe('node: config', function () {
   it('the Node constructor refuses a bad config and bad limits before touching anything', function () {
     assert.throws(() => new Node({ ...good, storeLimits: { writeTimeoutMs: -1 } }), ConfigError);
     assert.throws(() => new Node({ ...good, grpcLimits: { unaryDeadlineMs: 0 } }), ConfigError);
+    // A proposal's outcome is read back by request id: the store must remember as many as the engine queues.
+    assert.throws(() => new Node({ ...good, engineLimits: { proposalQueueCountMax: 10_001 } }),
+      (err: unknown) => err instanceof ConfigError && /proposalQueueCountMax 10001 is above the store's DEDUP_ENTRY_COUNT_MAX \(10000\)/.test(err.message));
+    assert.doesNotThrow(() => new Node({ ...good, engineLimits: { proposalQueueCountMax: 10_000 } }));
   });
 
   it('a Node whose certificate files are missing fails to start with a clear error and releases its ports', async function () {
