@@ -14,10 +14,10 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import type { JsonObject } from '../../api/store/document-store.js';
+import type { JsonObject } from '../../store/document-store.js';
 import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
 import { methodPath } from '../../transports/grpc/methods.js';
-import type { NodeConfig, NodeTls } from '../../transports/node/config.js';
+import type { NodeConfig, NodeTls } from '../../cli/node/config.js';
 import { ChildNode } from './child-node.js';
 import { Probe, probeCredentials, type ProbeOutcome } from './grpc-probe.js';
 import { getStatus, httpGet, makePki, metricValue, nodeConfig, planNodes, removeDir, tempDir, waitFor, type Pki, type StatusDoc } from './harness.js';

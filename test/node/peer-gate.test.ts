@@ -1,5 +1,5 @@
 // The edge half of issue 10 on a real three-node cluster in this process (real sockets, mutual TLS,
-// certificates from transports/certs): which certificate may call which service, the cluster id every
+// certificates from cli/certs): which certificate may call which service, the cluster id every
 // peer call carries, senders matched against their certificates, the refusals counted in
 // svc_peer_calls_refused_total, and a node that will not start with the wrong certificate or data.
 import assert from 'node:assert/strict';
@@ -10,12 +10,12 @@ import * as adminPb from '../../proto/gen/svc/admin/v1/admin.js';
 import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
 import { AdminCallError, AdminClientPool } from '../../transports/admin/admin-client.js';
-import { createAdminCert, createNodeCert } from '../../transports/certs/certs.js';
+import { createAdminCert, createNodeCert } from '../../cli/certs/certs.js';
 import { methodPath } from '../../transports/grpc/methods.js';
 import { clientCredentials } from '../../transports/grpc/tls.js';
-import { ConfigError, type NodeTls } from '../../transports/node/config.js';
-import { Node } from '../../transports/node/node.js';
-import { encodeCommand } from '../../transports/store/command.js';
+import { ConfigError, type NodeTls } from '../../cli/node/config.js';
+import { Node } from '../../cli/node/node.js';
+import { encodeCommand, resultFromMessage } from '../../store/command.js';
 import { httpGet, metricValue, nodeConfig, planNodes, tempDir, removeDir } from './harness.js';
 import { InProcessCluster } from './in-process-cluster.js';
 import { Probe, probeCredentials, type ProbeOutcome } from './grpc-probe.js';
@@ -120,7 +120,7 @@ describe('node: the peer gate on a real cluster', function () {
     try {
       const command = encodeCommand({ op: 'put', key: 'admin/written', value: { by: 'admin' }, requestId: 'peer-gate-test-1' });
       const { seq, result } = await admin.propose(follower.grpcAddress, command, Date.now() + 10_000);
-      assert.equal(result.outcome, 'applied');
+      assert.equal(resultFromMessage(result).outcome, 'applied');
       assert.ok(seq > 0);
       assert.deepEqual((await leader.store.get('admin/written'))?.value, { by: 'admin' });
       const change = { change: adminPb.MemberChange.MEMBER_CHANGE_TRANSFER, name: follower.config.name, hops: 0 };
@@ -162,7 +162,8 @@ describe('node: the peer gate on a real cluster', function () {
       assert.equal(await start(cluster.pki.tls('n1'), join(dir, 'd')), null);
       assert.equal(readFileSync(join(dir, 'd', 'cluster-id'), 'utf8').trim(), cluster.pki.clusterId);
       const moved = await start({ mode: 'insecure' }, join(dir, 'd'), 'another-cluster');
-      assert.ok(moved instanceof ConfigError && /the data directory .* names cluster /.test(moved.message), String(moved));
+      assert.ok(moved instanceof ConfigError, String(moved));
+      assert.match(moved.message, /the data directory .* names cluster /);
     } finally {
       await removeDir(dir);
     }

@@ -3,7 +3,6 @@
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
-import { resultFromMessage, type CommandResult } from '../store/command.js';
 import { TRAILER_LEADER, UnaryCallError, UnaryChannels } from '../grpc/unary-call.js';
 import { ADMIN_MESSAGE_BYTES_MAX } from './limits.js';
 
@@ -48,11 +47,10 @@ export class AdminClientPool {
   }
 
   /** propose commits an encoded store command through the member at `to` (which reaches the leader itself). */
-  async propose(to: string, command: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
+  async propose(to: string, command: Uint8Array, deadlineAt: number): Promise<storePb.ProposeResponse> {
     const bytes = await this.channels.call(to, pb.AdminService.propose.path, Buffer.from(storePb.ProposeRequest.encode({ command }).finish()), deadlineAt);
     try {
-      const response = storePb.ProposeResponse.decode(bytes);
-      return { seq: response.seq, result: resultFromMessage(response.result) };
+      return storePb.ProposeResponse.decode(bytes);
     } catch (err) {
       throw new AdminCallError(grpc.status.INTERNAL, `malformed ProposeResponse from ${to}: ${String(err)}`);
     }

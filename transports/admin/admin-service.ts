@@ -2,16 +2,14 @@
 // the node's peer server beside WalShipping, where the peer gate lets in admin certificates of this
 // cluster only (docs/protocol.md, "Identity and trust"). Status answers from this node; ChangeMember
 // runs on the leader, and a follower answers "not the leader" naming it (the caller retries there);
-// Propose commits a store command through this node's store router, which reaches the leader with the
-// node's own peer certificate.
+// Propose hands a store command to the node (host.propose), whose store router reaches the leader with
+// the node's own peer certificate.
 import * as grpc from '@grpc/grpc-js';
 import type { AdminOp } from '../../engine/types.js';
 import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
 import type { NodeStatusDocument } from '../node/node-status.js';
 import { UnaryCallError } from '../grpc/unary-call.js';
-import { decodeCommand, resultToMessage, type CommandResult, type StoreCommand } from '../store/command.js';
-import { StoreUnavailableError } from '../store/replicated-store.js';
 import { AdminCallError, TRAILER_LEADER } from './admin-client.js';
 import { ADMIN_CALL_DEADLINE_MS, ADMIN_NAME_BYTES_MAX } from './limits.js';
 import { adminStatusResponse, type SeenHeartbeat } from './status-response.js';
@@ -34,8 +32,11 @@ export interface AdminHost {
   lastHeartbeat(): SeenHeartbeat | null;
   /** admin runs the operation on this node's engine; it rejects when this node is not the leader. */
   admin(op: AdminOp, timeoutMs: number): Promise<void>;
-  /** commit gets a store command committed at the leader, wherever it is (the node's store router). */
-  commit(command: StoreCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }>;
+  /**
+   * propose gets an encoded store command committed at the leader, wherever it is (the node's store router).
+   * It rejects with a UnaryCallError (its code and leader hint are answered) or anything else (INTERNAL).
+   */
+  propose(command: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: storePb.CommandResult | undefined }>;
   /** commandBytesMax bounds a command Propose takes. */
   commandBytesMax: number;
 }
@@ -128,20 +129,20 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
       }
     },
     propose: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
-      let command: StoreCommand;
+      let request: storePb.ProposeRequest;
       try {
-        const request = storePb.ProposeRequest.decode(call.request);
-        if (request.command.length > host.commandBytesMax) throw new Error(`command is ${request.command.length} bytes, above commandBytesMax ${host.commandBytesMax}`);
-        const decoded = decodeCommand(request.command);
-        if (!decoded.ok) throw new Error(`bad command: ${decoded.reason}`);
-        command = decoded.command;
+        request = storePb.ProposeRequest.decode(call.request);
       } catch (err) {
-        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ProposeRequest: ${(err as Error).message}` }, null);
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ProposeRequest: ${String(err)}` }, null);
         return;
       }
-      host.commit(command, deadlineOf(call)).then(
-        ({ seq, result }) => respond(null, Buffer.from(storePb.ProposeResponse.encode({ seq, result: resultToMessage(result) }).finish())),
-        (err: unknown) => fail(respond, storeRefusal(err), 'Propose'),
+      if (request.command.length > host.commandBytesMax) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `command is ${request.command.length} bytes, above commandBytesMax ${host.commandBytesMax}` }, null);
+        return;
+      }
+      host.propose(request.command, deadlineOf(call)).then(
+        (answer) => respond(null, Buffer.from(storePb.ProposeResponse.encode(answer).finish())),
+        (err: unknown) => fail(respond, err instanceof UnaryCallError && !(err instanceof AdminCallError) ? new AdminCallError(err.code, err.details, err.leaderHint) : err, 'Propose'),
       );
     },
     changeMember: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
@@ -170,12 +171,4 @@ function adminRefusal(err: Error, leaderHint: string): AdminCallError {
   if (refused) return new AdminCallError(grpc.status.FAILED_PRECONDITION, refused[1]!, leaderHint);
   if (/got no answer within/.test(err.message)) return new AdminCallError(grpc.status.DEADLINE_EXCEEDED, err.message);
   return new AdminCallError(grpc.status.UNAVAILABLE, err.message);
-}
-
-/** storeRefusal carries a store call's error over with its code and leader hint; a node that cannot commit is UNAVAILABLE. */
-function storeRefusal(err: unknown): unknown {
-  if (err instanceof AdminCallError) return err;
-  if (err instanceof UnaryCallError) return new AdminCallError(err.code, err.details, err.leaderHint);
-  if (err instanceof StoreUnavailableError) return new AdminCallError(grpc.status.UNAVAILABLE, err.message);
-  return err;
 }

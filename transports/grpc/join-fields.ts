@@ -5,7 +5,7 @@
 // IP), http_addr `scheme://host:port`.
 import type { JoinRequest } from '../../engine/rpc.js';
 
-/** JOIN_NAME matches a member name: a node's configured name (transports/node/config.ts). */
+/** JOIN_NAME matches a member name: a node's configured name (cli/node/config.ts). */
 export const JOIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;
 /** JOIN_ADDRESS_BYTES_MAX bounds grpc_addr and http_addr (a 253-byte DNS name, a port and a scheme fit). */
 export const JOIN_ADDRESS_BYTES_MAX = 300;
