@@ -875,13 +875,22 @@ export class Engine {
       this.replyError(callId, StatusCode.FAILED_PRECONDITION, `receiver halted: ${this.hs.halted}`);
       return;
     }
-    if (!this.fenceLeaderTraffic(req.term, req.leaderRegion)) {
+    if (req.term === 0 || req.term < this.hs.term) {
       this.replyError(callId, StatusCode.FAILED_PRECONDITION, `stale term ${req.term}: receiver is at term ${this.hs.term}`);
       return;
     }
     const decoded = decodeSegmentFrame(req.payload);
     if (!decoded.ok) {
       this.replyError(callId, StatusCode.INVALID_ARGUMENT, `bad segment payload: ${decoded.reason}`);
+      return;
+    }
+    // A segment that would replace a committed entry is refused before it can change anything, its term included.
+    if (this.contradictsCommit(req, decoded.frame)) {
+      this.reply(callId, { method: 'ShipSegment', body: { accepted: false, appliedSeqno: this.reportable(), term: this.hs.term } });
+      return;
+    }
+    if (!this.fenceLeaderTraffic(req.term, req.leaderRegion)) {
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `leadership claim of member ${req.leaderRegion} at term ${req.term} refused: receiver is at term ${this.hs.term}, led by ${this.leaderId || 'nobody known'}`);
       return;
     }
     const outcome = this.receiveSegment(req, decoded.frame);
@@ -913,11 +922,7 @@ export class Engine {
     if (frame.prevSeq > this.log.lastSeq()) return 'rejected';
     if (frame.prevSeq >= this.log.baseSeq && frame.prevSeq > this.commitSeq && this.log.termAt(frame.prevSeq) !== frame.prevTerm) return 'rejected';
     if (frame.prevSeq === this.log.baseSeq && this.log.baseSeq > this.commitSeq && this.log.baseTerm !== frame.prevTerm) return 'rejected';
-    const conflict = this.committedConflict(frame.entries);
-    if (conflict !== 0) {
-      this.fx.other({ type: 'warning', code: 'commit-contradiction', message: `member ${req.leaderRegion}'s segment (term ${req.term}) holds another entry at seq ${conflict}, at or below our commit seqno ${this.commitSeq}; refused, nothing truncated` });
-      return 'contradicted';
-    }
+    if (this.contradictsCommit(req, frame)) return 'contradicted';
     this.appendFromLeader(frame.entries);
     this.matchedSeq = Math.max(this.matchedSeq, frame.prevSeq + frame.entries.length);
     this.lastAcceptTick = this.ticks;
@@ -928,6 +933,14 @@ export class Engine {
     }
     this.afterFrontierMoved();
     return 'accepted';
+  }
+
+  /** contradictsCommit reports (warning) and returns true when a segment would replace a committed entry. */
+  private contradictsCommit(req: ShipSegmentRequest, frame: SegmentFrame): boolean {
+    const conflict = this.committedConflict(frame.entries);
+    if (conflict === 0) return false;
+    this.fx.other({ type: 'warning', code: 'commit-contradiction', message: `member ${req.leaderRegion}'s segment (term ${req.term}) holds another entry at seq ${conflict}, at or below our commit seqno ${this.commitSeq}; refused, nothing truncated` });
+    return true;
   }
 
   /** committedConflict: the seq of the first entry that differs from one we hold at or below our commit seqno, 0 = none. */

@@ -390,7 +390,8 @@ export class ScriptedCluster {
   admin(op: 'promote' | 'remove' | 'transfer', memberName: string, via?: string): number {
     const target = via ? this.node(via) : this.leader();
     if (!target) throw new Error('no leader for an admin operation');
-    const member = this.node(memberName).engine.status().id || target.engine.status().roster.members.find((m) => m.name === memberName)?.id || 0;
+    // A member need not be a node of ours (a join some client made up): then the roster names it.
+    const member = this.nodes.get(memberName)?.engine.status().id || target.engine.status().roster.members.find((m) => m.name === memberName)?.id || 0;
     const adminId = this.nextAdmin++;
     this.input(target.name, { type: 'admin', adminId, op: { op, memberId: member } });
     this.deliver();
