@@ -1,5 +1,5 @@
 // Command-line parsing for `npm run sim`: bad input gets a clear error, never a crash.
-import { OVERRIDES, type OverrideValues } from './options.js';
+import { FOREIGN_RATE_FORCED, OVERRIDES, type OverrideValues } from './options.js';
 
 /** SWEEP_SEED_COUNT_MAX bounds one --seeds range. */
 export const SWEEP_SEED_COUNT_MAX = 1_000_000;
@@ -21,6 +21,7 @@ export function usage(): string {
     '  --only-faults LIST       keep only these fault-schedule indices (comma list, or "none")',
     '  --no-shrink              do not shrink a failing run',
     '  --verbose                print the options and the fault schedule',
+    `  --foreign-traffic        forged calls from outside the cluster in every seed (= --foreign-rate ${FOREIGN_RATE_FORCED})`,
     '',
     'knobs (pin a per-seed swarm choice):',
     knobs,
@@ -35,6 +36,7 @@ export function parseCli(argv: readonly string[]): CliRequest {
   let onlyFaults: number[] | null = null;
   let shrink = true;
   let verbose = false;
+  let foreignTraffic = false;
   const overrides: OverrideValues = {};
   for (let i = 0; i < args.length; i++) {
     const flag = args[i]!;
@@ -56,6 +58,7 @@ export function parseCli(argv: readonly string[]): CliRequest {
       case '--only-faults': onlyFaults = parseList(value()); break;
       case '--no-shrink': shrink = false; break;
       case '--verbose': verbose = true; break;
+      case '--foreign-traffic': foreignTraffic = true; break;
       default: {
         const override = flag.startsWith('--') ? OVERRIDES.find((o) => o.flag === flag.slice(2)) : undefined;
         if (!override) throw new Error(`unknown argument ${flag}`);
@@ -66,6 +69,7 @@ export function parseCli(argv: readonly string[]): CliRequest {
       }
     }
   }
+  if (foreignTraffic && overrides['foreign-rate'] === undefined) overrides['foreign-rate'] = FOREIGN_RATE_FORCED;
   if (seed !== null && range !== null) throw new Error('give either --seed or --seeds, not both');
   if (range !== null) {
     if (traceFile !== undefined || onlyFaults !== null) throw new Error('--trace and --only-faults apply to one --seed run');
