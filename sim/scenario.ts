@@ -72,7 +72,11 @@ function runCommand(state: RunState, line: string): void {
       c.compat.set(node!, compat);
       return;
     }
-    case 'cluster': c.bootstrap(args); return;
+    case 'cluster': { // cluster A B C [learner D E]
+      const at = args.indexOf('learner');
+      c.bootstrap(at >= 0 ? args.slice(0, at) : args, at >= 0 ? args.slice(at + 1) : []);
+      return;
+    }
     case 'tick': c.tick(Number(args[0] ?? 1)); return;
     case 'elect': if (!c.elect(args[0]!)) throw new Error(`${args[0]} did not win an election`); return;
     case 'until': {

@@ -180,3 +180,30 @@ describe('engine trust: the term space', () => {
     assert.equal(effects.some((e) => e.type === 'saveHardState'), false);
   });
 });
+
+describe('engine trust: reseeding only on local evidence', () => {
+  it('a hole in the recovered WAL latches the reseed marker (durably), and nothing is applied or wiped until a leader is confirmed', () => {
+    const roster = bootstrapRoster(['a', 'b', 'c'].map((n) => ({ name: n, grpcAddr: `${n}:7000`, httpAddr: `http://${n}:8080` })));
+    const restored = emptyRestoredState();
+    restored.hardState = { ...restored.hardState, term: 1, selfId: 2, commitSeq: 4 };
+    const entry = (seq: number) => ({ seq, term: 1, kind: 1, data: new TextEncoder().encode(`e${seq}`) });
+    restored.entries = [entry(1), entry(2), entry(4)]; // 3 is missing
+    const engine = new Engine({ name: 'b', grpcAddr: 'b:7000', httpAddr: 'http://b:8080', bootstrapRoster: roster, seeds: [], randomSeed: 1, compat: CURRENT_COMPAT, limits: DEFAULT_LIMITS }, restored);
+    assert.equal(engine.status().reseed, true);
+    const first = engine.step({ type: 'tick' });
+    assert.ok(first[0]?.type === 'saveHardState' && first[0].hardState.reseed, 'the marker is saved first');
+    assert.ok(first.some((e) => e.type === 'warning' && e.code === 'reseed-latched'));
+    assert.equal(first.some((e) => e.type === 'apply' || e.type === 'resetStateMachine' || e.type === 'append'), false);
+    const later: Effect[] = [];
+    for (let i = 0; i < 40; i++) later.push(...engine.step({ type: 'tick' }));
+    assert.equal(later.some((e) => e.type === 'send' && e.request.method === 'RequestVote'), false, 'a reseeding node does not campaign');
+    // The leader of term 1 is heard: now the wipe happens and the node pulls.
+    const hb = engine.step({ type: 'request', callId: 1, request: { method: 'Heartbeat', body: {
+      shardId: 1, regionId: 1, entityCount: 0, signalThroughputEps: 0, diskBytes: 0, replicationLag: {}, lastHeartbeatNs: '0', term: 1,
+      leaderRegion: 1, streamBaseline: 2, prevLogTerm: 1, prevLogSeq: 2, buildVersion: '', leaderLastSeq: 9,
+    } } });
+    assert.ok(hb.some((e) => e.type === 'resetStateMachine'));
+    assert.ok(hb.some((e) => e.type === 'send' && e.request.method === 'StreamSegments'));
+    assert.equal(engine.status().lastSeq, 0);
+  });
+});
