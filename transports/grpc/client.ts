@@ -11,7 +11,6 @@ import { resolveGrpcLimits, type GrpcLimits } from './limits.js';
 import { decodeResponse, decodeSegmentChunk, encodeRequest, identity, methodPath } from './methods.js';
 import { snapshotChunks, splitSnapshot, type FetchOptions, type SnapshotParts } from './snapshot-stream.js';
 import { fromStatusObject, rpcStatus } from './status.js';
-import { requestValueProblem, responseValueProblem } from './wire-values.js';
 
 /** TransportInput is every engine input a call's outcome becomes. */
 export type TransportInput = Extract<Input, { type: 'response' | 'callFailed' | 'streamChunk' | 'streamEnded' }>;
@@ -148,11 +147,7 @@ export class PeerPool {
           return;
         }
         try {
-          const response = decodeResponse(method, value ?? Buffer.alloc(0));
-          // A term the engine could not increment, adopted from a response, would wedge it as surely as one in a request.
-          const problem = responseValueProblem(response);
-          if (problem !== null) throw new Error(problem);
-          this.deliver({ type: 'response', requestId, response });
+          this.deliver({ type: 'response', requestId, response: decodeResponse(method, value ?? Buffer.alloc(0)) });
         } catch (decodeErr) {
           this.deliver({
             type: 'callFailed', requestId,
@@ -186,10 +181,7 @@ export class PeerPool {
     call.on('data', (message: Buffer) => {
       if (failure !== null) return;
       try {
-        const chunk = decodeSegmentChunk(message);
-        const problem = requestValueProblem({ method: 'ShipSegment', body: chunk });
-        if (problem !== null) throw new Error(problem);
-        this.deliver({ type: 'streamChunk', requestId, chunk });
+        this.deliver({ type: 'streamChunk', requestId, chunk: decodeSegmentChunk(message) });
       } catch (err) {
         failure = rpcStatus(StatusCode.INTERNAL, `malformed StreamSegments chunk: ${String(err)}`);
         call.cancel();

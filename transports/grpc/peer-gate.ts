@@ -6,7 +6,8 @@
 //   1. Role: WalShipping and svc.store.v1 take peer certificates only; svc.admin.v1 admin ones only.
 //   2. Cluster: the certificate's cluster id and the call's `svc-cluster-id` metadata must both be this
 //      node's (an admin call may leave the metadata out: its certificate names the cluster).
-//   3. Values: every term and seqno fits the engine with room to increment (wire-values.ts).
+//   3. Values: every term, seqno, count and id fits the engine with room to increment (engine/values.ts;
+//      the engine checks again, and checks the segment frame's values when it decodes the payload).
 //   4. Claims: the member ids a message names as its sender (leader_region, candidate_region,
 //      reporter_shard, region_id, shard_id) must be the id of the certificate's name in this node's
 //      roster; a name not in the roster may not claim an id another member holds. A JoinCluster must
@@ -18,7 +19,7 @@ import { status as grpcStatus } from '@grpc/grpc-js';
 import type { RpcRequest, RpcResponse } from '../../engine/rpc.js';
 import { joinRequestProblem } from './join-fields.js';
 import type { Caller, CertRole } from './peer-identity.js';
-import { requestValueProblem } from './wire-values.js';
+import { requestValueProblem } from '../../engine/values.js';
 
 /** RefusalReason labels svc_peer_calls_refused_total. */
 export type RefusalReason =

@@ -10,7 +10,7 @@ import {
 import type { GrpcLimits } from './limits.js';
 import { decodeSnapshotChunk, identity, methodPath } from './methods.js';
 import { RpcStatusError, fromStatusObject, rpcStatus } from './status.js';
-import { isCarriableValue } from './wire-values.js';
+import { isCarriableValue } from '../../engine/values.js';
 
 export interface FetchOptions {
   /** signal cancels the call; the pending or next read then throws CANCELLED. */
