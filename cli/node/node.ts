@@ -288,7 +288,7 @@ export class Node {
       gate,
       onRefused: (reason) => { this.refusedCalls[reason] += 1; },
       services: [
-        { name: 'svc.store.v1.Store', definition: storeServiceDefinition(), implementation: storeService.implementation, role: 'peer' },
+        { name: 'svc.store.v1.Store', definition: storeServiceDefinition(), implementation: storeService.implementation, role: 'peer', membersOnly: true },
         { name: 'svc.admin.v1.Admin', definition: adminServiceDefinition(), implementation: adminService, role: 'admin' },
       ],
     });

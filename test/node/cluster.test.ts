@@ -265,6 +265,8 @@ describe('node: a three-node cluster over mutual TLS', function () {
       }
     })();
     const { credentials, options } = probeCredentials(cluster.pki.tls('probe'), cluster.pki.clusterId);
+    // svc.store.v1 serves members only: its garbage comes with a member's certificate.
+    const member = probeCredentials(cluster.pki.tls('n1'), cluster.pki.clusterId);
     const garbage = Buffer.from([0xff, 0xff, 0xff, 0x07]);
     const s = leader.status();
     const badPayload = pb.ShipSegmentRequest.encode(pb.ShipSegmentRequest.fromPartial({ term: s.term, leaderRegion: s.id, payload: Buffer.from('not a frame') })).finish();
@@ -293,9 +295,11 @@ describe('node: a three-node cluster over mutual TLS', function () {
         codes.push([`${node.config.name} ShipSegment term 0`, (await probe.unary(methodPath('ShipSegment'), Buffer.from(termZero))).code]);
         codes.push([`${node.config.name} RequestVote candidate 0`, (await probe.unary(methodPath('RequestVote'), Buffer.from(voteFromNobody))).code]);
         codes.push([`${node.config.name} Heartbeat lag flood`, (await probe.unary(methodPath('Heartbeat'), Buffer.from(lagFlood))).code]);
-        codes.push([`${node.config.name} Store Propose garbage`, (await probe.unary(storePb.StoreService.propose.path, garbage)).code]);
-        codes.push([`${node.config.name} Store Propose bad command`, (await probe.unary(storePb.StoreService.propose.path, Buffer.from(badCommand))).code]);
-        codes.push([`${node.config.name} Store ReadIndex garbage`, (await probe.unary(storePb.StoreService.readIndex.path, garbage)).code]);
+        const storeProbe = new Probe(node.grpcAddress, member.credentials, member.options);
+        codes.push([`${node.config.name} Store Propose garbage`, (await storeProbe.unary(storePb.StoreService.propose.path, garbage)).code]);
+        codes.push([`${node.config.name} Store Propose bad command`, (await storeProbe.unary(storePb.StoreService.propose.path, Buffer.from(badCommand))).code]);
+        codes.push([`${node.config.name} Store ReadIndex garbage`, (await storeProbe.unary(storePb.StoreService.readIndex.path, garbage)).code]);
+        storeProbe.close();
         if (round === 0) codes.push([`${node.config.name} 9 MiB message`, (await probe.unary(methodPath('ShipSegment'), huge)).code]);
         probe.close();
       }

@@ -104,9 +104,16 @@ describe('node: the peer gate on a real cluster', function () {
       admin.close();
       asPeer.close();
     }
-    const readIndex = await call(leader, cluster.pki.adminTls(), '', storePb.StoreService.readIndex.path, storePb.ReadIndexRequest.encode({}).finish());
+    const readIndexRequest = storePb.ReadIndexRequest.encode({}).finish();
+    const readIndex = await call(leader, cluster.pki.adminTls(), '', storePb.StoreService.readIndex.path, readIndexRequest);
     assert.equal(readIndex.code, grpc.status.PERMISSION_DENIED);
     assert.match(readIndex.details, /svc.store.v1.Store accepts peer certificates only/);
+    // A peer certificate of this cluster whose name is no member's neither writes nor reads the store.
+    const stranger = await call(leader, cluster.pki.tls('n4'), cluster.pki.clusterId, storePb.StoreService.readIndex.path, readIndexRequest);
+    assert.equal(stranger.code, grpc.status.PERMISSION_DENIED);
+    assert.match(stranger.details, /svc.store.v1.Store serves members only; n4 is not in this node's roster/);
+    const memberCall = await call(leader, cluster.pki.tls(cluster.followers()[0]!.config.name), cluster.pki.clusterId, storePb.StoreService.readIndex.path, readIndexRequest);
+    assert.equal(memberCall.code, grpc.status.OK, memberCall.details);
     const vote = pb.VoteRequest.encode(pb.VoteRequest.fromPartial({ term: leader.status().term + 1, candidateRegion: 2, prevote: true })).finish();
     const walShipping = await call(leader, cluster.pki.adminTls(), cluster.pki.clusterId, methodPath('RequestVote'), vote);
     assert.equal(walShipping.code, grpc.status.PERMISSION_DENIED);

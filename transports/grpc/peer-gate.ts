@@ -11,7 +11,7 @@
 //   4. Claims: the member ids a message names as its sender (leader_region, candidate_region,
 //      reporter_shard, region_id, shard_id) must be the id of the certificate's name in this node's
 //      roster; a name not in the roster may not claim an id another member holds. A JoinCluster must
-//      name the certificate's holder. StreamSegments and FetchSnapshot serve members only.
+//      name the certificate's holder. StreamSegments, FetchSnapshot and svc.store.v1 serve members only.
 //   5. JoinCluster's names and addresses are well formed (join-fields.ts), else accepted=false.
 // Identity refusals are PERMISSION_DENIED (a code the engine does not act on: to a sender it is an
 // unavailable peer); bad values INVALID_ARGUMENT naming the field.
@@ -80,6 +80,12 @@ export class PeerGate {
       return denied('cluster-mismatch', `${service} refused: the call names cluster ${JSON.stringify(caller.clusterId.slice(0, 64))}, this node's is ${ours}`);
     }
     return null;
+  }
+
+  /** memberRefusal refuses a certificate whose name is not in this node's roster (a service for members only). */
+  memberRefusal(caller: Caller, service: string): Refusal | null {
+    if (!caller.tls || caller.identity === null || this.options.memberIdByName(caller.identity.name) !== 0) return null;
+    return denied('not-member', `${service} serves members only; ${caller.identity.name} is not in this node's roster`);
   }
 
   /** walShipping is the verdict on one decoded WalShipping request from a caller callerRefusal passed. */

@@ -46,6 +46,8 @@ export interface ExtraService {
   definition: grpc.ServiceDefinition;
   implementation: grpc.UntypedServiceImplementation;
   role?: CertRole;
+  /** membersOnly: the certificate's name must also be in the node's roster (svc.store.v1: only members write or read). */
+  membersOnly?: boolean;
 }
 
 export interface PeerServerStats {
@@ -211,8 +213,10 @@ export class PeerServer {
    * callerRefused checks a call's certificate role and cluster id with the gate; it returns the error to
    * answer with (and counts the refusal), or null when the caller may go on.
    */
-  private callerRefused(call: Parameters<typeof callerOf>[0] & { getPeer(): string }, role: CertRole, service: string): Partial<grpc.ServiceError> | null {
-    const refusal = this.options.gate?.callerRefusal(callerOf(call), role, service) ?? null;
+  private callerRefused(call: Parameters<typeof callerOf>[0] & { getPeer(): string }, role: CertRole, service: string, membersOnly = false): Partial<grpc.ServiceError> | null {
+    const gate = this.options.gate;
+    const caller = callerOf(call);
+    const refusal = gate ? gate.callerRefusal(caller, role, service) ?? (membersOnly ? gate.memberRefusal(caller, service) : null) : null;
     if (refusal === null) return null;
     this.refuse(refusal, service, call.getPeer());
     return { code: refusal.code, details: refusal.details, metadata: new grpc.Metadata() };
@@ -227,7 +231,7 @@ export class PeerServer {
     for (const [name, handler] of Object.entries(extra.implementation)) {
       const responseStream = extra.definition[name]?.responseStream ?? false;
       const guard = (call: Parameters<typeof callerOf>[0] & { getPeer(): string; emit(event: 'error', error: unknown): boolean }, respond?: grpc.sendUnaryData<unknown>): void => {
-        const refused = this.callerRefused(call, role, service);
+        const refused = this.callerRefused(call, role, service, extra.membersOnly === true);
         if (refused === null) {
           (handler as (...args: unknown[]) => void)(call, respond);
           return;
