@@ -279,6 +279,7 @@ export class Node {
     const roster = (): Roster | null => this.driver?.status().roster ?? null;
     const gate = new PeerGate({
       clusterId,
+      requireCertificate: security.mode === 'mtls',
       memberIdByName: (name) => { const r = roster(); return r ? memberByName(r, name)?.id ?? 0 : 0; },
       memberNameById: (id) => { const r = roster(); return r ? memberById(r, id)?.name : undefined; },
     });

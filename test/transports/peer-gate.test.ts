@@ -64,6 +64,10 @@ describe('peer gate: roles and cluster ids', function () {
     assert.equal(pick(g.callerRefusal(plain('other'), 'peer', 'WalShipping'))?.reason, 'cluster-mismatch');
     assert.equal(pick(g.callerRefusal(plain(''), 'peer', 'WalShipping'))?.reason, 'cluster-missing');
     assert.equal(gate('').callerRefusal(plain(''), 'peer', 'WalShipping'), null, 'a node with no cluster id compares nothing');
+    // A node serving mutual TLS takes no call without a verified certificate, whatever it claims.
+    const strict = new PeerGate({ clusterId: CLUSTER, requireCertificate: true, memberIdByName: () => 0, memberNameById: () => undefined });
+    assert.equal(pick(strict.callerRefusal(plain(CLUSTER), 'peer', 'WalShipping'))?.reason, 'no-role');
+    assert.equal(pick(strict.callerRefusal(plain(CLUSTER), 'admin', 'Admin'))?.reason, 'no-role');
   });
 
   it('writes and reads identity URIs, and reads no other', function () {

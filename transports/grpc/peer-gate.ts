@@ -42,6 +42,12 @@ export type GateVerdict = { pass: true } | { pass: false; refusal: Refusal; resp
 export interface PeerGateOptions {
   /** clusterId is this node's cluster; '' only on a plaintext node that knows none (then nothing is compared). */
   clusterId: string;
+  /**
+   * requireCertificate: the node serves mutual TLS, so every call must come with a verified client certificate.
+   * grpc-js reports a connection it did not verify as having no TLS at all; this keeps such a call from passing
+   * as a plaintext one.
+   */
+  requireCertificate?: boolean;
   /** memberIdByName is the id of the member so named in this node's current roster (removed ones too), or 0. */
   memberIdByName(name: string): number;
   /** memberNameById is the name of the member with this id in this node's current roster, if any. */
@@ -60,6 +66,7 @@ export class PeerGate {
   /** callerRefusal checks the caller's certificate role and cluster for a service that takes `role` certificates. */
   callerRefusal(caller: Caller, role: CertRole, service: string): Refusal | null {
     const ours = this.options.clusterId;
+    if (!caller.tls && this.options.requireCertificate === true) return denied('no-role', `${service} refused: no verified client certificate`);
     if (caller.tls) {
       if (caller.identity === null) return denied('no-role', `${service} refused: ${caller.problem}`);
       const { identity } = caller;
