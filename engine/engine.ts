@@ -811,6 +811,12 @@ export class Engine {
    * be a member our log does not list yet, so it makes us ask a known member (rate-limited).
    */
   private refuseNonMember(callId: number, request: RpcRequest, sender: number, standing: Exclude<SenderStanding, 'member'>): void {
+    if (this.hs.selfId === 0) {
+      // A joiner not yet admitted knows no roster: the leader ships to it as soon as it appends the
+      // joiner's record, before the join is answered. Expected, so not worth a warning.
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `${REFUSAL_CODES.notAdmitted}: this node's join has not been answered yet`, { [TRAILER_REFUSAL]: REFUSAL_CODES.notAdmitted });
+      return;
+    }
     const code = standing === 'removed' ? REFUSAL_CODES.removedMember : REFUSAL_CODES.notAMember;
     const what = standing === 'removed' ? `removed member ${sender}` : `${sender}, which is not a member`;
     this.fx.other({ type: 'warning', code, message: `${request.method} from ${what} (term ${'term' in request.body ? request.body.term : 0}) refused; nothing changed` });
