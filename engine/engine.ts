@@ -801,6 +801,9 @@ export class Engine {
   }
 
   private standingOf(id: number): SenderStanding {
+    // The common case first (every heartbeat and ship): an active member of the newest roster.
+    const member = memberById(this.currentRoster(), id);
+    if (member && member.role !== MemberRole.Removed) return 'member';
     return standingOf(id, this.rosterViews());
   }
 
@@ -890,8 +893,9 @@ export class Engine {
       this.replyError(callId, StatusCode.INVALID_ARGUMENT, `bad segment payload: ${decoded.reason}`);
       return;
     }
-    // A segment that would replace a committed entry is refused before it can change anything, its term included.
-    if (this.contradictsCommit(req, decoded.frame)) {
+    // A segment that would replace a committed entry is refused before it can change anything, its term
+    // included — unless our own log is already known damaged (reseed latched), which is about to be wiped.
+    if (!this.reseedAwaitingSource && this.contradictsCommit(req, decoded.frame)) {
       this.reply(callId, { method: 'ShipSegment', body: { accepted: false, appliedSeqno: this.reportable(), term: this.hs.term } });
       return;
     }
@@ -1032,7 +1036,7 @@ export class Engine {
       this.replyError(callId, StatusCode.INVALID_ARGUMENT, `replication_lag has ${lagRegions} regions, limit ${this.limits.replicationLagRegionCountMax}`);
       return;
     }
-    if (req.term >= this.hs.term && req.term > 0) {
+    if (req.term >= this.hs.term && req.term > 0 && !this.reseedAwaitingSource) {
       const cut = this.divergentFrom(req.prevLogTerm, req.prevLogSeq, req.term);
       if (cut !== 0 && cut <= this.commitSeq) {
         // Obeying would truncate committed entries: a legitimate leader holds every committed
