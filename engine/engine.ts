@@ -801,6 +801,9 @@ export class Engine {
   }
 
   private standingOf(id: number): SenderStanding {
+    // The common case first (every heartbeat and ship): an active member of the newest roster.
+    const member = memberById(this.currentRoster(), id);
+    if (member && member.role !== MemberRole.Removed) return 'member';
     return standingOf(id, this.rosterViews());
   }
 
@@ -811,6 +814,12 @@ export class Engine {
    * be a member our log does not list yet, so it makes us ask a known member (rate-limited).
    */
   private refuseNonMember(callId: number, request: RpcRequest, sender: number, standing: Exclude<SenderStanding, 'member'>): void {
+    if (this.hs.selfId === 0) {
+      // A joiner not yet admitted knows no roster: the leader ships to it as soon as it appends the
+      // joiner's record, before the join is answered. Expected, so not worth a warning.
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `${REFUSAL_CODES.notAdmitted}: this node's join has not been answered yet`, { [TRAILER_REFUSAL]: REFUSAL_CODES.notAdmitted });
+      return;
+    }
     const code = standing === 'removed' ? REFUSAL_CODES.removedMember : REFUSAL_CODES.notAMember;
     const what = standing === 'removed' ? `removed member ${sender}` : `${sender}, which is not a member`;
     this.fx.other({ type: 'warning', code, message: `${request.method} from ${what} (term ${'term' in request.body ? request.body.term : 0}) refused; nothing changed` });
@@ -884,8 +893,9 @@ export class Engine {
       this.replyError(callId, StatusCode.INVALID_ARGUMENT, `bad segment payload: ${decoded.reason}`);
       return;
     }
-    // A segment that would replace a committed entry is refused before it can change anything, its term included.
-    if (this.contradictsCommit(req, decoded.frame)) {
+    // A segment that would replace a committed entry is refused before it can change anything, its term
+    // included — unless our own log is already known damaged (reseed latched), which is about to be wiped.
+    if (!this.reseedAwaitingSource && this.contradictsCommit(req, decoded.frame)) {
       this.reply(callId, { method: 'ShipSegment', body: { accepted: false, appliedSeqno: this.reportable(), term: this.hs.term } });
       return;
     }
@@ -1026,7 +1036,7 @@ export class Engine {
       this.replyError(callId, StatusCode.INVALID_ARGUMENT, `replication_lag has ${lagRegions} regions, limit ${this.limits.replicationLagRegionCountMax}`);
       return;
     }
-    if (req.term >= this.hs.term && req.term > 0) {
+    if (req.term >= this.hs.term && req.term > 0 && !this.reseedAwaitingSource) {
       const cut = this.divergentFrom(req.prevLogTerm, req.prevLogSeq, req.term);
       if (cut !== 0 && cut <= this.commitSeq) {
         // Obeying would truncate committed entries: a legitimate leader holds every committed

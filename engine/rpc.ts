@@ -70,8 +70,11 @@ export const TRAILER_TERM = 'x-svc-term';
  */
 export const TRAILER_REFUSAL = 'x-svc-refusal';
 
-/** RefusalCode: not-a-member (no roster of ours lists the sender), removed-member (our committed roster lists it Removed). */
-export const REFUSAL_CODES = { notAMember: 'not-a-member', removedMember: 'removed-member' } as const;
+/**
+ * RefusalCode: not-a-member (no roster of ours lists the sender), removed-member (our committed roster
+ * lists it Removed), not-admitted (we are a joiner whose join has not been answered: we know no roster).
+ */
+export const REFUSAL_CODES = { notAMember: 'not-a-member', removedMember: 'removed-member', notAdmitted: 'not-admitted' } as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[keyof typeof REFUSAL_CODES];
 
 /** CatchupTrailer is the JSON body of the `x-svc-catchup` trailer. */

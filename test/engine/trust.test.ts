@@ -206,4 +206,21 @@ describe('engine trust: reseeding only on local evidence', () => {
     assert.ok(hb.some((e) => e.type === 'send' && e.request.method === 'StreamSegments'));
     assert.equal(engine.status().lastSeq, 0);
   });
+
+  it('a node whose own log is known damaged does not refuse the leader as contradicting it: it wipes and reinstalls', () => {
+    const roster = bootstrapRoster(['a', 'b', 'c'].map((n) => ({ name: n, grpcAddr: `${n}:7000`, httpAddr: `http://${n}:8080` })));
+    const restored = emptyRestoredState();
+    restored.hardState = { ...restored.hardState, term: 3, selfId: 2, commitSeq: 2, reseed: true };
+    restored.entries = [1, 2].map((seq) => ({ seq, term: 3, kind: 1, data: new Uint8Array(0) }));
+    const engine = new Engine({ name: 'b', grpcAddr: 'b:7000', httpAddr: 'http://b:8080', bootstrapRoster: roster, seeds: [], randomSeed: 1, compat: CURRENT_COMPAT, limits: DEFAULT_LIMITS }, restored);
+    // The leader's position (1, 1) would cut our (damaged) entry 2, at our commit seqno.
+    const effects = engine.step({ type: 'request', callId: 1, request: { method: 'Heartbeat', body: {
+      shardId: 1, regionId: 1, entityCount: 0, signalThroughputEps: 0, diskBytes: 0, replicationLag: {}, lastHeartbeatNs: '0', term: 4,
+      leaderRegion: 1, streamBaseline: 1, prevLogTerm: 1, prevLogSeq: 1, buildVersion: '', leaderLastSeq: 9,
+    } } });
+    assert.equal(effects.some((e) => e.type === 'warning' && e.code === 'commit-contradiction'), false);
+    assert.ok(effects.some((e) => e.type === 'resetStateMachine'));
+    assert.equal(engine.status().lastSeq, 0);
+    assert.equal(engine.status().leaderId, 1);
+  });
 });
