@@ -5,7 +5,7 @@
 // allowed_ips take the calling key's own, so a narrow key's keys are as narrow by default.
 import { Router } from 'express';
 import type { Request } from 'express';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { ApiKeyRecord, UserRecord } from '../records.js';
 import { nowIso, storeKeys } from '../records.js';
