@@ -155,6 +155,13 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     let resources: RunResources | null = null;
     let owner: { uid: number; gid: number } | null = null;
     let project: ProjectRecord | null = null;
+    // Before `complete`: a client that sees it finds the workspace given back and nothing of the run left.
+    const cleanUp = async () => {
+      await resources?.release();
+      resources = null;
+      if (owner && project) await chownTree(project.workspace, owner.uid, owner.gid).catch(() => undefined);
+      owner = null;
+    };
     try {
       project = (await store.get<ProjectRecord>(storeKeys.project(record.project_id)))?.value ?? null;
       if (!project) throw new RunRefusal('PROJECT_MISSING', 'the project was deleted before the run started');
@@ -194,16 +201,17 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       }
       const outcome = await runSandboxed(runId, { workspace, command: project.command, network: project.network },
         record.prompt, timeoutMs, limits, resources, credentials);
+      await cleanUp();
       if (outcome.code) await appendRunEvent(redis, runId, { event: 'notice', data: { message: outcome.message ?? outcome.code, code: outcome.code } });
       await finishRun(store, redis, runId, outcome.status, outcome.exitCode, Math.round(performance.now() - startedMs));
       if (outcome.status !== 'succeeded') throw new Error(`run ${outcome.status}`);
       return outcome;
     } catch (error) {
+      await cleanUp();
       if (error instanceof RunRefusal) return fail(runId, startedMs, error.code, error.message);
       throw error;
     } finally {
-      await resources?.release();
-      if (owner && project) await chownTree(project.workspace, owner.uid, owner.gid).catch(() => undefined);
+      await cleanUp();
     }
   }
 

@@ -44,6 +44,18 @@ export function parseEgressRule(text: string): EgressRule {
   return { cidr: `${match[1]}/${prefix}`, ...(port !== undefined ? { port } : {}) };
 }
 
+/**
+ * rejections are the rules that refuse what match matches: TCP with a reset, so that the connection slirp4netns
+ * makes for the run fails at once (and the run's connect with it) instead of waiting out a timeout; the rest
+ * with an ICMP port-unreachable.
+ */
+function rejections(match: string[]): string[][] {
+  if (match.includes('-p')) {
+    return [[...match, '-j', 'REJECT', ...(match.includes('tcp') ? ['--reject-with', 'tcp-reset'] : [])]];
+  }
+  return [[...match, '-p', 'tcp', '-j', 'REJECT', '--reject-with', 'tcp-reset'], [...match, '-j', 'REJECT']];
+}
+
 function ruleMatches(rule: EgressRule): string[][] {
   if (rule.port === undefined) return [['-d', rule.cidr]];
   return ['tcp', 'udp'].map((protocol) => ['-d', rule.cidr, '-p', protocol, '--dport', String(rule.port)]);
@@ -93,7 +105,7 @@ export async function installEgressFilter(options: EgressFilterOptions): Promise
   const range = `${options.uidFirst}-${options.uidFirst + options.uidCount - 1}`;
   const created = await iptables(['-N', runsChain]);
   if (!created.ok && !/exists/i.test(created.stderr)) throw new Error(`iptables -N ${runsChain}: ${created.stderr}`);
-  for (const match of standingDenials) await ensure(runsChain, [...match, '-j', 'REJECT'], 'end');
+  for (const rule of standingDenials.flatMap(rejections)) await ensure(runsChain, rule, 'end');
   await ensure('OUTPUT', ['-m', 'owner', '--uid-owner', range, '-j', runsChain], 'top');
 
   const accepts = [
@@ -101,7 +113,7 @@ export async function installEgressFilter(options: EgressFilterOptions): Promise
       .flatMap((address) => ruleMatches({ cidr: `${address}/32`, port: 53 })),
     ...options.allow.flatMap(ruleMatches),
   ];
-  const rejects = options.deny.flatMap(ruleMatches);
+  const rejects = options.deny.flatMap(ruleMatches).flatMap(rejections);
   const jump = (uid: number) => ['-m', 'owner', '--uid-owner', String(uid), '-j', runChain(uid)];
   const removeJumps = async (uid: number) => {
     for (let index = 0; index < 16 && (await iptables(['-D', runsChain, ...jump(uid)])).ok; index++) { /* all copies */ }
@@ -116,7 +128,7 @@ export async function installEgressFilter(options: EgressFilterOptions): Promise
         await must(['-F', chain]);
       }
       for (const match of accepts) await must(['-A', chain, ...match, '-j', 'ACCEPT']);
-      for (const match of rejects) await must(['-A', chain, ...match, '-j', 'REJECT']);
+      for (const rule of rejects) await must(['-A', chain, ...rule]);
       await removeJumps(uid);
       await must(['-I', runsChain, '1', ...jump(uid)]);
     },
