@@ -9,6 +9,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,9 +35,9 @@ import type { RunIsolation, RunIsolationOptions, RunResources } from './run-isol
 import {
   acquireRunResources, chownTree, describeSandbox, probeRunIsolation, workspaceBytes, workspaceOwner,
 } from './run-isolation.js';
-import type { SandboxLimits, SandboxProject } from './sandbox.js';
+import type { ReadOnlyMount, SandboxLimits, SandboxProject } from './sandbox.js';
 import {
-  defaultSandboxLimits, firstSecretFd, goFd, readyFd, resolvConfFd, sandboxCommand, secretsDir, slirpResolvConf,
+  agentBinDir, agentMountPoint, defaultSandboxLimits, firstSecretFd, goFd, readyFd, resolvConfFd, sandboxCommand, secretsDir, slirpResolvConf,
 } from './sandbox.js';
 import { SecretMasker } from './secret-masker.js';
 
@@ -48,6 +49,20 @@ export interface AgentRunJob {
 
 /** referenceAgentDir is the reference agent shipped with the service (agent/), bound into every sandbox. */
 export const referenceAgentDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'agent');
+
+/** referenceAgentMounts binds the reference agent and the one package it imports (`openai`), when both exist. */
+export function referenceAgentMounts(agentDir = referenceAgentDir): ReadOnlyMount[] {
+  let openaiDir: string;
+  try {
+    // The package's exports hide package.json: find its root from its entry point.
+    openaiDir = path.dirname(createRequire(import.meta.url).resolve('openai'));
+    while (!existsSync(path.join(openaiDir, 'package.json')) && path.dirname(openaiDir) !== openaiDir) openaiDir = path.dirname(openaiDir);
+  } catch {
+    return [];
+  }
+  if (!existsSync(path.join(agentDir, 'svc-agent.mjs'))) return [];
+  return [{ source: agentDir, target: `${agentMountPoint}/app` }, { source: openaiDir, target: `${agentMountPoint}/node_modules/openai` }];
+}
 
 export interface AgentWorkerOptions {
   redisUrl: string;
@@ -62,8 +77,8 @@ export interface AgentWorkerOptions {
   limits?: SandboxLimits;
   /** isolation tunes the host probe (uid range, egress allow/deny, quota); see run-isolation.ts. */
   isolation?: RunIsolationOptions;
-  /** agentDir is bound read-only at /opt/svc-agent (default: the shipped reference agent; null: none). */
-  agentDir?: string | null;
+  /** agentMounts are bound read-only into every sandbox (default: referenceAgentMounts(), the shipped agent). */
+  agentMounts?: ReadOnlyMount[];
   /** runSweepIntervalMs paces the sweep of run records past their retention (default runSweepIntervalMs). */
   runSweepIntervalMs?: number;
   /** onSweepError hears a failed sweep (the next interval tries again). */
@@ -101,7 +116,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
   const log = options.log ?? (() => undefined);
   const isolation = await probeRunIsolation({ redisUrl: options.redisUrl, ...options.isolation });
   if (isolation.egressProblem) log('runs.network_unavailable', { reason: isolation.egressProblem, effect: 'runs of projects with network: true fail' });
-  const agentDir = options.agentDir === undefined ? (existsSync(referenceAgentDir) ? referenceAgentDir : null) : options.agentDir;
+  const agentMounts = options.agentMounts ?? referenceAgentMounts();
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
   const subscriber = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
   redis.on('error', () => undefined);
@@ -185,6 +200,10 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
         throw new RunRefusal('WORKSPACE_QUOTA_EXCEEDED', `the workspace holds ${sizeAtStart} bytes, over the quota of ${isolation.workspaceBytesMax}`);
       }
       if (resources.uid !== null) {
+        const closed = closedAncestor(workspace);
+        if (closed) {
+          throw new RunRefusal('WORKSPACE_NOT_REACHABLE', `the run's own uid cannot reach the workspace: ${closed} is not searchable by others (chmod o+x)`);
+        }
         owner = workspaceOwner(workspace);
         await chownTree(workspace, resources.uid, resources.uid);
       }
@@ -221,10 +240,10 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     const secretFiles = credentials.filter((credential) => credential.as === 'file');
     const command = sandboxCommand({
       project, prompt, limits, uid: resources.uid, cgroupProcsFiles: resources.cgroup?.procsFiles ?? [], network,
-      secretFileNames: secretFiles.map((credential) => credential.target), agentDir,
+      secretFileNames: secretFiles.map((credential) => credential.target), readOnlyMounts: agentMounts,
     });
     // The sandbox's environment is exactly this: nothing of the worker's own leaks in.
-    const env: Record<string, string> = { PATH: '/usr/local/bin:/usr/bin:/bin:/opt/svc-agent/bin', HOME: '/tmp', LANG: 'C.UTF-8' };
+    const env: Record<string, string> = { PATH: `/usr/local/bin:/usr/bin:/bin:${agentBinDir}`, HOME: '/tmp', LANG: 'C.UTF-8' };
     for (const credential of credentials) if (credential.as === 'env') env[credential.target] = credential.value;
     const child = spawn(command.file, command.args, { stdio: command.stdio, detached: true, env });
     // A sandbox that dies early closes its ends of these pipes: an EPIPE is no reason to crash the worker.
@@ -397,6 +416,14 @@ function checkedWorkspace(workspace: string): string {
   }
   if (!isDirectory) throw new RunRefusal('WORKSPACE_MISSING', 'the workspace directory does not exist');
   return workspace;
+}
+
+/** closedAncestor names the first directory above workspace that others may not search (the run uid is an other), or null. */
+function closedAncestor(workspace: string): string | null {
+  for (let dir = path.dirname(workspace); ; dir = path.dirname(dir)) {
+    if ((statSync(dir).mode & 0o001) === 0) return dir;
+    if (dir === path.dirname(dir)) return null;
+  }
 }
 
 /** readLine resolves on the first data from stream (a line or, with anyData, any bytes); it rejects on EOF or timeout. */

@@ -47,8 +47,18 @@ const sandboxEtcFiles = ['/etc/alternatives', '/etc/ld.so.cache', '/etc/ld.so.co
   '/etc/gitconfig'];
 const networkEtcFiles = ['/etc/hosts'];
 
-/** agentMountPoint is where the reference agent (agent/ of this repository) appears in every sandbox. */
+/**
+ * agentMountPoint is where the reference agent appears in every sandbox: agent/ of this repository at
+ * <agentMountPoint>/app (its command in app/bin, on the sandbox's PATH) and the `openai` package it imports at
+ * <agentMountPoint>/node_modules/openai, both read-only.
+ */
 export const agentMountPoint = '/opt/svc-agent';
+export const agentBinDir = `${agentMountPoint}/app/bin`;
+
+export interface ReadOnlyMount {
+  source: string;
+  target: string;
+}
 /** secretsDir holds credential files in the sandbox (a tmpfs; each file read-only). */
 export const secretsDir = '/run/secrets';
 /** slirpResolvConf points the sandbox at slirp4netns's DNS forwarder (its 10.0.2.3). */
@@ -69,8 +79,8 @@ export interface SandboxPlan {
   network: 'none' | 'slirp';
   /** secretFileNames get a file each under secretsDir, read from the fds after the fixed ones, in order. */
   secretFileNames: string[];
-  /** agentDir, when set, is bound read-only at agentMountPoint. */
-  agentDir: string | null;
+  /** readOnlyMounts are bound read-only (the reference agent: agent-worker.ts's referenceAgentMounts). */
+  readOnlyMounts: ReadOnlyMount[];
 }
 
 /** The sandbox command's fds after stdio; unused ones are not opened in the child (`ignore`). */
@@ -106,7 +116,7 @@ export function sandboxCommand(plan: SandboxPlan): SandboxCommand {
   plan.secretFileNames.forEach((name, index) => {
     bwrap.push('--ro-bind-data', String(firstSecretFd + index), `${secretsDir}/${name}`);
   });
-  if (plan.agentDir) bwrap.push('--ro-bind', plan.agentDir, agentMountPoint);
+  for (const mount of plan.readOnlyMounts) bwrap.push('--ro-bind', mount.source, mount.target);
   bwrap.push('--bind', project.workspace, project.workspace, '--chdir', project.workspace,
     '--remount-ro', '/dev', '--remount-ro', '/',
     '--setenv', 'PWD', project.workspace, '--', ...project.command, plan.prompt);
