@@ -4,7 +4,7 @@
 import { bootstrapAdminKey } from './auth/api-keys.js';
 import { redactRedisUrl } from './redis/local-redis.js';
 import { startApiServer } from './server.js';
-import { MemoryDocumentStore } from './store/memory-store.js';
+import { MemoryDocumentStore } from '../store/memory-store.js';
 
 const store = new MemoryDocumentStore();
 const admin = await bootstrapAdminKey(store, 'admin');

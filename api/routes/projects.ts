@@ -4,7 +4,7 @@
 // which secrets.
 import path from 'node:path';
 import { Router } from 'express';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { ProjectRecord } from '../records.js';
 import { newId, nowIso, storeKeys } from '../records.js';

@@ -26,7 +26,7 @@ import {
 } from '../limits.js';
 import type { ProjectRecord } from '../records.js';
 import { storeKeys } from '../records.js';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import type { RunRecord, RunStatus } from './run-records.js';
 import { appendRunEvent, finishRun, readRun, runKeys, updateRun } from './run-records.js';
 import type { ResolvedCredential } from './run-credentials.js';

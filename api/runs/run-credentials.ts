@@ -3,7 +3,7 @@
 // from the encrypted credential store (the replicated store; opened with the service's secret key), so a
 // rotated credential reaches the next run. Values go to the sandbox through its environment and pipes only;
 // what is recorded (the run's `credentials` event, the log) is names, never values.
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import type { CredentialByNameRecord, CredentialRecord } from '../records.js';
 import { storeKeys } from '../records.js';
 import { credentialAssociatedData, openSecret } from '../credentials/secret-box.js';
