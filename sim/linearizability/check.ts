@@ -29,7 +29,7 @@ export function checkKvHistory(history: readonly KvOperation[], options: CheckOp
 
   const keys = partitionByKey(history, initialValue);
   let steps = 0;
-  for (const key of keys) {
+  for (const [index, key] of keys.entries()) {
     const search = searchLinearization(key.encoded, key.initialState, stepBudget - steps, memoWordsMax);
     const stepsBefore = steps;
     steps += search.steps;
@@ -47,7 +47,7 @@ export function checkKvHistory(history: readonly KvOperation[], options: CheckOp
         minimal: minimised.minimal,
       };
     }
-    return { verdict: 'undecided', key: key.key, steps, explanation: undecidedExplanation(key, search, stepsBefore, stepBudget, memoWordsMax) };
+    return { verdict: 'undecided', key: key.key, steps, explanation: undecidedExplanation(key, search, stepsBefore, stepBudget, memoWordsMax, index, keys.length - index - 1) };
   }
   return { verdict: 'ok', keysChecked: keys.length, steps };
 }

@@ -25,17 +25,17 @@ const startingState = (initialValue: string | null): string =>
 export function violationExplanation(key: KeyHistory, search: SearchResult, minimised: MinimiseResult, minimal: KvOperation[], initialValue: string | null): string {
   const shrunk = minimised.minimal
     ? 'no operation of these could be dropped (with what read its value) keeping the violation'
-    : 'the minimisation budget ran out, so a smaller set may exist';
+    : 'the minimisation budget ran out (CheckOptions.minimiseStepBudget), so a smaller set may exist';
   return [
     `linearizability violation on key ${JSON.stringify(key.key)}: no order of these ${minimal.length} operations agrees with a register ` +
       `(put / get / cas, ${startingState(initialValue)}) and with real time (each takes effect once, between its call and its return; ` +
       `"?" = indeterminate: at any time after its call, or never).`,
-    `Minimised from the key's ${key.operations.length} operations; ${shrunk}. Search: ${search.steps} steps; minimisation: ${minimised.work}.`,
+    `Minimised from the key's ${key.operations.length} operations; ${shrunk}. Search on this key: ${search.steps} steps; minimisation: ${minimised.work}.`,
     formatOperations(minimal),
   ].join('\n');
 }
 
-export function undecidedExplanation(key: KeyHistory, search: SearchResult, stepsBefore: number, stepBudget: number, memoWordsMax: number): string {
+export function undecidedExplanation(key: KeyHistory, search: SearchResult, stepsBefore: number, stepBudget: number, memoWordsMax: number, keysBefore: number, keysAfter: number): string {
   const indeterminate = key.encoded.filter((op) => op.returnTime === Infinity).length;
   const reason = search.outcome === 'undecided-memory'
     ? `its memo table reached ${memoWordsMax} words (${search.memoEntries} configurations; CheckOptions.memoTableWordsMax)`
@@ -44,6 +44,6 @@ export function undecidedExplanation(key: KeyHistory, search: SearchResult, step
     `undecided on key ${JSON.stringify(key.key)}: ${reason} after ${search.steps} steps on this key, with neither a linearization ` +
     `nor a proof that none exists. The key has ${key.operations.length} operations, ${indeterminate} of them indeterminate, and up to ` +
     `${maxConcurrency(key.encoded)} open at once; the search grows with how many are concurrent (indeterminate ones stay open to the end). ` +
-    `Keys checked before it were linearizable; later keys were not checked.`
+    `${keysBefore} key(s) checked before it were linearizable; ${keysAfter} later key(s) were not checked.`
   );
 }

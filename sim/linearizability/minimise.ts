@@ -15,7 +15,8 @@
 // Strategy: delete chunks of halving size (a light delta debugging), then single operations and
 // weakenings until nothing changes. Each candidate costs its search steps plus its size, against a
 // deterministic budget; when it runs out the smallest violating set so far is returned.
-import { OP_CAS, OP_GET, OP_PUT, OUTCOME_DONE, OUTCOME_FAILED, OUTCOME_SWAPPED, OUTCOME_UNKNOWN, type EncodedOp } from './encode.js';
+import { OP_CAS, OP_PUT, OUTCOME_DONE, OUTCOME_FAILED, OUTCOME_UNKNOWN, type EncodedOp } from './encode.js';
+import { requiredValue, writtenValue } from './kv-model.js';
 import { searchLinearization } from './search.js';
 
 export interface MinimiseResult {
@@ -26,10 +27,7 @@ export interface MinimiseResult {
   minimal: boolean;
 }
 
-const isWrite = (op: EncodedOp): boolean => op.kind === OP_PUT || (op.kind === OP_CAS && op.outcome !== OUTCOME_FAILED);
-const writtenValue = (op: EncodedOp): number => (op.kind === OP_PUT ? op.a : op.b);
-/** The value whose presence `op` observed, or -1 (puts observe nothing; failed and indeterminate cas are handled apart). */
-const observedValue = (op: EncodedOp): number => (op.kind === OP_GET || (op.kind === OP_CAS && op.outcome === OUTCOME_SWAPPED) ? op.a : -1);
+const isWrite = (op: EncodedOp): boolean => writtenValue(op) >= 0;
 
 /** The operations of `ops` left after dropping those at `seed` indices and everything that depends on them. */
 export function withoutClosure(ops: readonly EncodedOp[], seed: readonly number[]): EncodedOp[] {
@@ -42,7 +40,7 @@ export function withoutClosure(ops: readonly EncodedOp[], seed: readonly number[
   }
   const readersOf = new Map<number, number[]>();
   ops.forEach((op, i) => {
-    const v = observedValue(op);
+    const v = requiredValue(op);
     if (v < 0) return;
     const readers = readersOf.get(v);
     if (readers === undefined) readersOf.set(v, [i]);

@@ -6,11 +6,21 @@
 // undone (backtrack). An empty list is a linearization; backtracking past the first choice proves
 // there is none. Configurations (linearized set, state) already explored are skipped.
 //
+// Two prunings keep contended keys tractable (both sound: they drop only branches with no solution):
+//   - a read-only operation (a get, a failed cas) legal now can always be moved to this point of any
+//     linearization from here (it changes no state, and every operation that must precede it is
+//     already linearized, or it would not be a candidate), so it is linearized at once and, if that
+//     fails, this configuration fails: its alternatives are not tried (Lowe's "just in time" idea);
+//   - a configuration is dead when a pending read needs a value that is not the current state and
+//     that no pending operation can write any more (value-watch.ts): a wrongly early put is dropped
+//     at once, not after every ordering of the operations concurrent with it.
+//
 // Everything is typed arrays indexed by integers; a step allocates nothing (the memo table grows by
 // doubling). Steps are counted, never timed, so a budget gives the same verdict on every machine.
 import type { EncodedOp } from './encode.js';
-import { ILLEGAL, stepKv } from './kv-model.js';
+import { ILLEGAL, isReadOnly, stepKv } from './kv-model.js';
 import { MEMO_FULL, MEMO_INSERTED, MemoTable, bitHashes, configHash } from './memo-table.js';
+import { ValueWatch } from './value-watch.js';
 
 export type SearchOutcome = 'ok' | 'violation' | 'undecided-steps' | 'undecided-memory';
 
@@ -60,6 +70,8 @@ export function searchLinearization(ops: readonly EncodedOp[], initialState: num
   const outcome = Int8Array.from(ops, (op) => op.outcome);
   const argA = Int32Array.from(ops, (op) => op.a);
   const argB = Int32Array.from(ops, (op) => op.b);
+  const readOnly = Uint8Array.from(ops, (op) => (isReadOnly(op) ? 1 : 0));
+  const values = new ValueWatch(ops, initialState);
 
   const words = (n + 31) >>> 5;
   const bits = new Uint32Array(words);
@@ -69,6 +81,7 @@ export function searchLinearization(ops: readonly EncodedOp[], initialState: num
 
   const stackNode = new Int32Array(n);
   const stackState = new Int32Array(n);
+  const stackForced = new Uint8Array(n);
   let depth = 0;
   let state = initialState;
   let steps = 0;
@@ -85,12 +98,20 @@ export function searchLinearization(ops: readonly EncodedOp[], initialState: num
         node = next[node]!;
         continue;
       }
+      values.take(op);
+      if (values.deadIn(after)) {
+        values.untake(op);
+        node = next[node]!;
+        continue;
+      }
       bits[op >>> 5]! |= 1 << (op & 31);
       bitsHash ^= hashOfBit[op]!;
+      const forced = readOnly[op]!;
       const inserted = memo.insertIfAbsent(bits, configHash(bitsHash, after), after);
       if (inserted === MEMO_INSERTED) {
         stackNode[depth] = node;
         stackState[depth] = state;
+        stackForced[depth] = forced;
         depth++;
         state = after;
         // lift the call and its return out of the list
@@ -103,25 +124,35 @@ export function searchLinearization(ops: readonly EncodedOp[], initialState: num
       }
       bits[op >>> 5]! &= ~(1 << (op & 31));
       bitsHash ^= hashOfBit[op]!;
+      values.untake(op);
       if (inserted === MEMO_FULL) return { outcome: 'undecided-memory', steps, memoEntries: memo.size };
-      node = next[node]!;
-    } else {
-      // A return before its call was linearized: undo the last choice and try the next candidate.
+      if (!forced) {
+        node = next[node]!;
+        continue;
+      }
+      // A legal read leads to an explored (failed) configuration, so this one fails too: backtrack.
+    }
+    // Here a return came before its call was linearized, or a forced read failed: undo the last
+    // choice; undoing a forced read means its configuration failed, so keep undoing.
+    let forced = 1;
+    while (forced) {
       if (depth === 0) return { outcome: 'violation', steps, memoEntries: memo.size };
       depth--;
       node = stackNode[depth]!;
       state = stackState[depth]!;
+      forced = stackForced[depth]!;
       const op = opOfNode[node]!;
       bits[op >>> 5]! &= ~(1 << (op & 31));
       bitsHash ^= hashOfBit[op]!;
+      values.untake(op);
       const back = returnNodeOf[node]!;
       // unlift in reverse order of lifting
       next[prev[back]!] = back;
       if (next[back] !== NONE) prev[next[back]!] = back;
       next[prev[node]!] = node;
       prev[next[node]!] = node;
-      node = next[node]!;
     }
+    node = next[node]!;
   }
   return { outcome: 'ok', steps, memoEntries: memo.size };
 }

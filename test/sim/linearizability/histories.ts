@@ -73,3 +73,15 @@ export function sequentialHistory(plans: readonly OpPlan[], keyCount: number, in
   });
   return history;
 }
+
+/**
+ * k puts of "a" and k of "b", all concurrent, and inside them 2k + 1 gets one after another reading
+ * a, b, a, ...: that needs k + 1 puts of "a", so it is not linearizable, but with repeated values no
+ * read is ever stranded and the search learns it only after trying subsets of the puts.
+ */
+export function alternatingReads(k: number): KvOperation[] {
+  const ops: KvOperation[] = [];
+  for (let i = 0; i < k; i++) ops.push(put('hot', 'a', 0, 100_000, `a${i}`), put('hot', 'b', 0, 100_000, `b${i}`));
+  for (let i = 0; i <= 2 * k; i++) ops.push(get('hot', i % 2 === 0 ? 'a' : 'b', 100 + 10 * i, 105 + 10 * i, 'r'));
+  return ops;
+}
