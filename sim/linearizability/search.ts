@@ -19,7 +19,8 @@
 // doubling). Steps are counted, never timed, so a budget gives the same verdict on every machine.
 import type { EncodedOp } from './encode.js';
 import { ILLEGAL, isReadOnly, stepKv } from './kv-model.js';
-import { MEMO_FULL, MEMO_INSERTED, MemoTable, bitHashes, configHash } from './memo-table.js';
+import { LinearizedSet } from './linearized-set.js';
+import { MEMO_FULL, MEMO_INSERTED, MemoTable } from './memo-table.js';
 import { ValueWatch } from './value-watch.js';
 
 export type SearchOutcome = 'ok' | 'violation' | 'undecided-steps' | 'undecided-memory';
@@ -73,11 +74,8 @@ export function searchLinearization(ops: readonly EncodedOp[], initialState: num
   const readOnly = Uint8Array.from(ops, (op) => (isReadOnly(op) ? 1 : 0));
   const values = new ValueWatch(ops, initialState);
 
-  const words = (n + 31) >>> 5;
-  const bits = new Uint32Array(words);
-  const hashOfBit = bitHashes(n);
-  let bitsHash = 0;
-  const memo = new MemoTable(words, memoWordsMax);
+  const linearized = new LinearizedSet(ops);
+  const memo = new MemoTable(memoWordsMax);
 
   const stackNode = new Int32Array(n);
   const stackState = new Int32Array(n);
@@ -104,10 +102,9 @@ export function searchLinearization(ops: readonly EncodedOp[], initialState: num
         node = next[node]!;
         continue;
       }
-      bits[op >>> 5]! |= 1 << (op & 31);
-      bitsHash ^= hashOfBit[op]!;
+      linearized.add(op);
       const forced = readOnly[op]!;
-      const inserted = memo.insertIfAbsent(bits, configHash(bitsHash, after), after);
+      const inserted = memo.insertIfAbsent(linearized, after);
       if (inserted === MEMO_INSERTED) {
         stackNode[depth] = node;
         stackState[depth] = state;
@@ -122,8 +119,7 @@ export function searchLinearization(ops: readonly EncodedOp[], initialState: num
         node = next[0]!;
         continue;
       }
-      bits[op >>> 5]! &= ~(1 << (op & 31));
-      bitsHash ^= hashOfBit[op]!;
+      linearized.remove(op);
       values.untake(op);
       if (inserted === MEMO_FULL) return { outcome: 'undecided-memory', steps, memoEntries: memo.size };
       if (!forced) {
@@ -142,8 +138,7 @@ export function searchLinearization(ops: readonly EncodedOp[], initialState: num
       state = stackState[depth]!;
       forced = stackForced[depth]!;
       const op = opOfNode[node]!;
-      bits[op >>> 5]! &= ~(1 << (op & 31));
-      bitsHash ^= hashOfBit[op]!;
+      linearized.remove(op);
       values.untake(op);
       const back = returnNodeOf[node]!;
       // unlift in reverse order of lifting
