@@ -1,6 +1,6 @@
 // Errors are data: every failure answers JSON {code, message, requestId, details?} with a stable code.
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { isVersionConflict } from './store/document-store.js';
+import { isVersionConflict } from '../store/document-store.js';
 
 export const errorStatusByCode = {
   VALIDATION_FAILED: 400,
@@ -11,6 +11,7 @@ export const errorStatusByCode = {
   KEY_EXPIRED: 401,
   IP_NOT_ALLOWED: 403,
   FORBIDDEN: 403,
+  KEY_SCOPE_EXCEEDED: 403,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   NOT_ACCEPTABLE: 406,

@@ -2,11 +2,11 @@
 // redis-server when one is on the PATH, else none (queue endpoints then answer 503 and the rate limit is per
 // process). With Redis it also runs an agent-run worker and an album worker in this process unless
 // SVC_RUN_WORKER=0 / SVC_ALBUM_WORKER=0. A cluster node mounts `service.app` on its own HTTP server
-// (transports/node/node-api.ts); startApiServer listens on its own port (`tsx api/main.ts`).
+// (cli/node/node-api.ts); startApiServer listens on its own port (`tsx api/main.ts`).
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import path from 'node:path';
-import type { DocumentStore } from './store/document-store.js';
+import type { DocumentStore } from '../store/document-store.js';
 import type { ApiConfig } from './config.js';
 import { configFromEnv } from './config.js';
 import { createApp } from './app.js';
@@ -15,6 +15,7 @@ import { redisServerAvailable, startLocalRedis } from './redis/local-redis.js';
 import type { LocalRedis } from './redis/local-redis.js';
 import { startAgentWorker } from './runs/agent-worker.js';
 import type { AgentWorker } from './runs/agent-worker.js';
+import { runBackendFromConfig } from './runs/run-backend-config.js';
 import { imageGeneratorFromEnv, startAlbumWorker } from './albums/index.js';
 import type { AlbumWorker } from './albums/index.js';
 
@@ -59,7 +60,9 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
   let albumWorker: AlbumWorker | undefined;
   try {
     // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
-    if (redisUrl && env.SVC_RUN_WORKER !== '0') worker = await startAgentWorker({ redisUrl, store: options.store });
+    if (redisUrl && env.SVC_RUN_WORKER !== '0') {
+      worker = await startAgentWorker({ redisUrl, store: options.store, backend: runBackendFromConfig(config, env) });
+    }
     // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
     if (redisUrl && env.SVC_ALBUM_WORKER !== '0') {
       albumWorker = await startAlbumWorker({

@@ -2,7 +2,7 @@
 // Order of checks: missing or unknown key (UNAUTHORIZED), revoked (KEY_REVOKED), expired (KEY_EXPIRED),
 // client address outside the key's allowlist (IP_NOT_ALLOWED).
 import type { RequestHandler } from 'express';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { Role } from './auth-context.js';
 import type { ApiKeyRecord } from '../records.js';
@@ -55,7 +55,10 @@ export function authenticate(store: DocumentStore, trustedProxies: readonly stri
       if (record.allowed_ips !== null && !addressInRanges(ip, record.allowed_ips)) {
         throw new ApiError('IP_NOT_ALLOWED', 'this API key may not be used from this address');
       }
-      req.auth = { keyId: record.id, userId: record.user_id, role: record.role, clientIp: ip };
+      req.auth = {
+        keyId: record.id, userId: record.user_id, role: record.role, clientIp: ip,
+        expiresAt: record.expires_at, allowedIps: record.allowed_ips,
+      };
     } catch (error) {
       next(error);
       return;

@@ -1,7 +1,7 @@
 // The agent-run worker: a BullMQ Worker that runs each job's project command in the bubblewrap sandbox and
 // streams its output into the run's Redis stream, ending with a `complete` event. It can live in the API
 // process or in its own; cancellation reaches it over a Redis channel.
-import { spawn } from 'node:child_process';
+import { ChildProcess as ChildProcessClass, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import os from 'node:os';
@@ -14,11 +14,12 @@ import {
   runConcurrencyDefault, runKillGraceMs, runOutputBytesMax, runOutputChunkBytesMax, runOutputFlushMs,
   runTimeoutMsDefault,
 } from '../limits.js';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import type { RunStatus } from './run-records.js';
 import { appendRunEvent, finishRun, readRun, runKeys, updateRun } from './run-records.js';
 import type { SandboxLimits, SandboxProject } from './sandbox.js';
 import { defaultSandboxLimits, sandboxCommand } from './sandbox.js';
+import type { RunBackend, RunProcess } from './run-backend.js';
 
 export interface AgentRunJob {
   runId: string;
@@ -37,6 +38,8 @@ export interface AgentWorkerOptions {
   runSweepIntervalMs?: number;
   /** onSweepError hears a failed sweep (the next interval tries again). */
   onSweepError?: (error: unknown) => void;
+  /** backend starts runs elsewhere (kubernetes-backend.ts); default: bubblewrap on this host. */
+  backend?: RunBackend;
 }
 
 export interface AgentWorker {
@@ -44,7 +47,7 @@ export interface AgentWorker {
 }
 
 interface ActiveRun {
-  child: ChildProcess;
+  child: RunProcess;
   cancel(): void;
 }
 
@@ -106,8 +109,9 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
 
   function runSandboxed(runId: string, project: SandboxProject, prompt: string, timeoutMs: number,
     limits: SandboxLimits): Promise<{ status: RunStatus; exitCode: number | null }> {
-    const { file, args } = sandboxCommand(project, prompt, limits);
-    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child: RunProcess = options.backend
+      ? options.backend.start({ runId, project, prompt, limits, timeoutMs })
+      : spawnSandboxed(project, prompt, limits);
     let ending: RunStatus | null = null;
     let outputBytes = 0;
     let truncated = false;
@@ -182,6 +186,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       sweeper.stop();
       for (const run of active.values()) run.cancel();
       await worker.close();
+      await options.backend?.close?.();
       await workerConnection.quit().catch(() => workerConnection.disconnect());
       await subscriber.quit().catch(() => subscriber.disconnect());
       await redis.quit().catch(() => redis.disconnect());
@@ -189,8 +194,18 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
   };
 }
 
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+function spawnSandboxed(project: SandboxProject, prompt: string, limits: SandboxLimits): ChildProcess {
+  const { file, args } = sandboxCommand(project, prompt, limits);
+  return spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+}
+
+function signalGroup(child: RunProcess, signal: NodeJS.Signals): void {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  // A run elsewhere (no local process group) is stopped by its backend.
+  if (child.pid === undefined) {
+    if (!(child instanceof ChildProcessClass)) child.kill(signal);
+    return;
+  }
   try {
     process.kill(-child.pid, signal);
   } catch {

@@ -1,17 +1,19 @@
 // Our three-node cluster for the bench, started exactly as a user starts one (`svc cluster`: child
 // processes, mutual TLS, the WAL's real fdatasync), and written to through svc.store.v1 Propose at
-// the leader with the admin client certificate, as a follower forwarding a write would.
+// the leader with a follower's peer certificate and the cluster id, as that follower forwarding a write
+// would (svc.store.v1 serves members' peer certificates only).
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { clientCredentials } from '../../transports/grpc/tls.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
+import { clusterChannelOptions } from '../../transports/grpc/peer-identity.js';
 import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
-import { encodeCommand } from '../../transports/store/command.js';
-import { StoreClientPool } from '../../transports/store/store-service.js';
-import type { ClusterFile } from '../../transports/cli/cluster-file.js';
+import { encodeCommand, resultFromMessage } from '../../store/command.js';
+import { StoreClientPool } from '../../transports/store-rpc/store-service.js';
+import type { ClusterFile } from '../../cli/cluster-file.js';
 import { waitUntil } from './ports.js';
 
 const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
@@ -62,10 +64,15 @@ export async function startSvcCluster(dir: string, nodeOptions: string[] = [], e
       }
       return false;
     }, 'a leader', SVC_START_TIMEOUT_MS);
-    const [ca, cert, key] = await Promise.all([readFile(cluster.tls.caFile), readFile(cluster.tls.adminCertFile), readFile(cluster.tls.adminKeyFile)]);
+    const follower = cluster.members.find((m) => m.name !== leader.name)!;
+    const certs = dirname(cluster.tls.caFile);
+    const [ca, cert, key] = await Promise.all([readFile(cluster.tls.caFile), readFile(join(certs, `${follower.name}.crt`)), readFile(join(certs, `${follower.name}.key`))]);
     const poolOptions = {
       credentials: clientCredentials({ ca, cert, key }),
-      channelOptions: { ...clientChannelOptions(resolveGrpcLimits()), 'grpc.ssl_target_name_override': cluster.tls.serverName, 'grpc.default_authority': cluster.tls.serverName },
+      channelOptions: {
+        ...clientChannelOptions(resolveGrpcLimits()), 'grpc.ssl_target_name_override': cluster.tls.serverName, 'grpc.default_authority': cluster.tls.serverName,
+        ...clusterChannelOptions(cluster.clusterId ?? ''),
+      },
     };
     const pool = new StoreClientPool(poolOptions);
     // One unary Propose call per write: what a client without coalescing or streams pays (the baseline of the batching).
@@ -73,7 +80,7 @@ export async function startSvcCluster(dir: string, nodeOptions: string[] = [], e
     const run = randomUUID().slice(0, 8);
     const putVia = async (via: StoreClientPool, k: string, value: string): Promise<void> => {
       const command = encodeCommand({ op: 'put', key: k, value: { d: value }, requestId: `bench-${run}-${k}` });
-      const { result } = await via.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS);
+      const result = resultFromMessage((await via.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS)).result);
       if (result.outcome !== 'applied') throw new Error(`put ${k}: ${result.outcome}`);
     };
     return {

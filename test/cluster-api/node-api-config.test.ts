@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
-import { Node } from '../../transports/node/node.js';
-import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../transports/node/config.js';
-import { API_REDIS_DIR } from '../../transports/node/node-api.js';
+import { Node } from '../../cli/node/node.js';
+import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../cli/node/config.js';
+import { API_REDIS_DIR } from '../../cli/node/node-api.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
 import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type Pki, type PlannedNode } from '../node/harness.js';
 import { SvcApiError, SvcClient } from '../../sdk/src/index.js';
@@ -28,7 +28,8 @@ describe('cluster-api: the node config api section', function () {
   let plan: PlannedNode;
   const single = async (name: string, extra: Partial<NodeConfig>): Promise<NodeConfig> => {
     [plan] = await planNodes([name]);
-    return nodeConfig(plan!, join(dir, name), pki.tls('solo'), { bootstrap: [plan!.member] }, { tickMs: 30, ...extra });
+    // A node starts only with its own peer certificate (the name in it is the node's).
+    return nodeConfig(plan!, join(dir, name), pki.tls(name), { bootstrap: [plan!.member] }, { tickMs: 30, ...extra });
   };
   const readyNode = async (config: NodeConfig): Promise<Node> => {
     const node = new Node(config);
@@ -38,7 +39,7 @@ describe('cluster-api: the node config api section', function () {
   };
   before(async () => {
     dir = await tempDir('node-api-config');
-    pki = await makePki(dir, ['solo']);
+    pki = await makePki(dir, ['cfg', 'nokey', 'badkey', 'noredis', 'localredis', 'noapi']);
   });
   after(async () => { await removeDir(dir); });
 

@@ -1,7 +1,7 @@
 // NodeConfig is checked once, up front, and a bad one is refused naming the problem.
 import assert from 'node:assert/strict';
-import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../transports/node/config.js';
-import { Node } from '../../transports/node/node.js';
+import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../cli/node/config.js';
+import { Node } from '../../cli/node/node.js';
 
 const good: NodeConfig = {
   name: 'n1', dataDir: '/tmp/n1', grpcListen: '127.0.0.1:7000', httpListen: '127.0.0.1:8080',
@@ -34,6 +34,11 @@ describe('node: config', function () {
       [{ tls: { mode: 'plain' } as unknown as NodeConfig['tls'] }, /tls.mode/],
       [{ tickMs: 0 }, /tickMs must be a positive integer/],
       [{ logLevel: 'loud' as unknown as NodeConfig['logLevel'] }, /logLevel/],
+      // Addresses peers are told (JoinCluster, rosters) are held to the form the peer gate checks.
+      [{ httpAdvertise: 'http://n1.example' }, /httpAdvertise "http:\/\/n1.example": it is not host:port/],
+      [{ grpcAdvertise: 'a..b:7000' }, /grpcAdvertise "a..b:7000": its host is not a DNS name/],
+      [{ bootstrap: [{ ...good.bootstrap![0]!, grpcAddr: '127.0.0.1:0' }] }, /bootstrap\[0\].grpcAddr "127.0.0.1:0": its port is not 1-65535/],
+      [{ clusterId: 'Not_A_Label' }, /clusterId "Not_A_Label" must be a DNS label/],
     ];
     for (const [change, message] of cases) {
       assert.throws(() => resolveNodeConfig({ ...good, ...change } as NodeConfig), (err: unknown) => err instanceof ConfigError && message.test(err.message), JSON.stringify(change));
@@ -43,6 +48,10 @@ describe('node: config', function () {
   it('the Node constructor refuses a bad config and bad limits before touching anything', function () {
     assert.throws(() => new Node({ ...good, storeLimits: { writeTimeoutMs: -1 } }), ConfigError);
     assert.throws(() => new Node({ ...good, grpcLimits: { unaryDeadlineMs: 0 } }), ConfigError);
+    // A proposal's outcome is read back by request id: the store must remember as many as the engine queues.
+    assert.throws(() => new Node({ ...good, engineLimits: { proposalQueueCountMax: 10_001 } }),
+      (err: unknown) => err instanceof ConfigError && /proposalQueueCountMax 10001 is above the store's DEDUP_ENTRY_COUNT_MAX \(10000\)/.test(err.message));
+    assert.doesNotThrow(() => new Node({ ...good, engineLimits: { proposalQueueCountMax: 10_000 } }));
   });
 
   it('a Node whose certificate files are missing fails to start with a clear error and releases its ports', async function () {
