@@ -11,9 +11,11 @@ export type SimEvent =
   /** input: hand an input to one incarnation; netFrom is the sending node, -1 for a client. */
   | { k: 'input'; node: number; inc: number; input: Input; netFrom: number }
   /** request: a call arrives at a server (any incarnation of it). */
-  | { k: 'request'; node: number; from: number; callKey: number; request: RpcRequest; copy: boolean }
+  /** request: a call arrives at a server (any incarnation of it); afterCrashOf: a replay aimed past that incarnation's crash. */
+  | { k: 'request'; node: number; from: number; callKey: number; request: RpcRequest; copy: boolean; afterCrashOf?: number }
   /** answer: a response, failure, chunk or end arrives at the caller. */
-  | { k: 'answer'; node: number; inc: number; netFrom: number; callKey: number; input: Input; final: boolean }
+  /** answer: lateFromTerm is set on an answer held back 0.5-3 election timeouts: the caller's term when it called. */
+  | { k: 'answer'; node: number; inc: number; netFrom: number; callKey: number; input: Input; final: boolean; lateFromTerm?: number }
   /** snapshot: a FetchSnapshot stream arrives (whole) at the puller, or fails. */
   | { k: 'snapshot'; node: number; inc: number; from: number; callKey: number; header: SnapshotHeader; files: Map<string, Uint8Array> | null; failure: string }
   | { k: 'deadline'; node: number; inc: number; callKey: number }
