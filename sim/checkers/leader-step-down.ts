@@ -6,7 +6,8 @@
 // answered it in that window, and steps down if not. Let q be the leader's tick count when it last
 // heard from the quorum-th most recent voter (itself counts as now). Every window that starts after q
 // holds answers from fewer than a quorum, and the first such window ends at most 2 election timeouts
-// after q; so at tick q + 2·electionTimeoutTicks it has stepped down. LEADER_SILENCE_TICKS_SLACK allows
+// after q; so at tick q + 2·electionTimeoutTicks it has stepped down (q is at least the tick its voter set
+// took effect: a membership change starts the count afresh). LEADER_SILENCE_TICKS_SLACK allows
 // one tick for where in a tick an answer lands. "Heard" is generous: any answer in its term from that
 // member (ShipSegment, Heartbeat, RequestVote) and any ReportApplied of its term from it.
 //
@@ -35,6 +36,9 @@ interface LeaderWatch {
   /** calls: requestId -> member id, for calls made as leader in this term not yet answered. */
   calls: Map<number, number>;
   silentSpell: boolean;
+  /** voters and votersSinceTick: the voter set in force and the tick it took effect (the count restarts there). */
+  voters: string;
+  votersSinceTick: number;
 }
 
 export class LeaderStepDownChecker implements Checker {
@@ -56,7 +60,7 @@ export class LeaderStepDownChecker implements Checker {
       return;
     }
     if (!w || w.incarnation !== node.incarnation || w.term !== after.term) {
-      w = { incarnation: node.incarnation, term: after.term, ticks: 0, heard: new Map(), calls: new Map(), silentSpell: false };
+      w = { incarnation: node.incarnation, term: after.term, ticks: 0, heard: new Map(), calls: new Map(), silentSpell: false, voters: '', votersSinceTick: 0 };
       this.watches.set(node.index, w);
     }
     for (const effect of effects) if (effect.type === 'send' && effect.toId !== 0) w.calls.set(effect.requestId, effect.toId);
@@ -87,8 +91,15 @@ export class LeaderStepDownChecker implements Checker {
     const after = step.after;
     const voters = voterIds(after.roster);
     if (voters.length === 0) return;
+    // A new voter set (a kind-4 record appended or truncated) is judged from when it took effect: the
+    // engine's next window check uses it, whatever it heard before (seed 237: a removal left two voters).
+    const voterKey = voters.join(',');
+    if (voterKey !== w.voters) {
+      w.voters = voterKey;
+      w.votersSinceTick = w.ticks;
+    }
     const times = voters.map((id) => (id === after.id ? w.ticks : w.heard.get(id) ?? 0)).sort((a, b) => b - a);
-    const quorumHeardTick = times[Math.floor(voters.length / 2)]!;
+    const quorumHeardTick = Math.max(times[Math.floor(voters.length / 2)]!, w.votersSinceTick);
     const silentTicks = w.ticks - quorumHeardTick;
     const electionTicks = node.config?.limits.electionTimeoutTicks ?? 10;
     if (silentTicks > electionTicks && !w.silentSpell) {
