@@ -19,7 +19,7 @@ import { SerialQueue } from './serial-queue.js';
 export type SendEffect = Extract<Effect, { type: 'send' }>;
 export type AnswerEffect = Extract<Effect, { type: 'reply' | 'replyError' | 'streamChunk' | 'streamEnd' | 'serveSnapshot' }>;
 export type FetchSnapshotEffect = Extract<Effect, { type: 'fetchSnapshot' }>;
-export type ObservedEffect = Extract<Effect, { type: 'proposalResult' | 'adminResult' | 'readiness' | 'roleChanged' | 'warning' }>;
+export type ObservedEffect = Extract<Effect, { type: 'proposalResult' | 'adminResult' | 'readIndexResult' | 'readiness' | 'roleChanged' | 'warning' }>;
 
 /** DriverPorts are the node's I/O, one port per kind of effect. */
 export interface DriverPorts {
@@ -212,7 +212,7 @@ export class Driver {
       case 'stageSnapshot': this.ports.stageSnapshot(effect.meta); return;
       case 'compact': this.ports.compactLog(effect.throughSeq); return;
       case 'pollStatus': this.ports.pollStatus(effect.leaderHttpAddr); return;
-      case 'proposalResult': case 'adminResult': case 'readiness': case 'roleChanged': case 'warning':
+      case 'proposalResult': case 'adminResult': case 'readIndexResult': case 'readiness': case 'roleChanged': case 'warning':
         this.ports.observe(effect);
         return;
       default: assertNever(effect);

@@ -464,6 +464,7 @@ export class Node {
       observe: (effect) => {
         switch (effect.type) {
           case 'proposalResult': this.proposals!.onResult(effect); return;
+          case 'readIndexResult': return; // TODO(reads): wired to the store's reads in item 2
           case 'adminResult': {
             const pending = this.admins.get(effect.adminId);
             if (!pending) return;
