@@ -56,7 +56,7 @@ export interface ClusterConfig {
 export type NodeRef = number | string;
 
 /** ProposalListener hears every proposalResult (the workload uses it to retry). */
-export type ProposalListener = (node: SimNode, proposalId: number, ok: boolean, seq: number, leaderHint: string) => void;
+export type ProposalListener = (node: SimNode, proposalId: number, ok: boolean, seq: number, leaderHint: string, reason: string) => void;
 
 /** ReadIndexListener hears every readIndexResult (the workload's reads). */
 export type ReadIndexListener = (node: SimNode, result: Extract<Effect, { type: 'readIndexResult' }>) => void;
@@ -565,7 +565,7 @@ export class Cluster implements CheckerWorld {
       case 'proposalResult': {
         const data = this.proposals.get(effect.proposalId);
         this.checkers.onProposalResult(node, effect.proposalId, effect.ok, effect.seq, data, after.term);
-        for (const listener of this.proposalListeners) listener(node, effect.proposalId, effect.ok, effect.seq, effect.leaderHint);
+        for (const listener of this.proposalListeners) listener(node, effect.proposalId, effect.ok, effect.seq, effect.leaderHint, effect.reason);
         return;
       }
       case 'adminResult':
