@@ -27,6 +27,6 @@ test: lint typecheck proto-check sdk-check unit
 bench:
 	npm run bench
 
-# A local three-node cluster under .cluster/ in the foreground (Ctrl-C stops it); see transports/cli/.
+# A local three-node cluster under .cluster/ in the foreground (Ctrl-C stops it); see cli/.
 cluster:
 	node bin/svc.js cluster $(ARGS)

@@ -1,6 +1,10 @@
-// Lint: typescript-eslint's recommended set everywhere, plus the determinism
-// fence around engine/ — the engine may not read a clock, a random source or
-// the environment, schedule a timer, await anything or import I/O modules.
+// Lint: typescript-eslint's recommended set everywhere, plus
+// - the determinism fence around engine/: the engine may not read a clock, a random source or the
+//   environment, schedule a timer, await anything or import I/O modules;
+// - the direction of the layers (docs/architecture.md): engine/ imports nothing of ours but its own files
+//   and proto/gen; store/ builds on the engine, api/ on the store, transports/ on the engine alone; cli/
+//   assembles them all; sim/ runs the engine beside the rest. test/layout/import-direction.test.ts proves
+//   each fence fires.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
@@ -8,6 +12,40 @@ import globals from 'globals';
 const ioModules = ['fs', 'net', 'http', 'http2', 'https', 'dgram', 'dns', 'child_process', 'crypto', 'os',
   'worker_threads', 'cluster', 'tls', 'readline', 'process', 'timers', 'perf_hooks', 'seedrandom',
   '@grpc/grpc-js'];
+
+/** ourFolders are the repository's top-level folders of code, the units of the layering. */
+const ourFolders = ['engine', 'store', 'api', 'transports', 'cli', 'sim', 'bench', 'scripts', 'test', 'sdk', 'bin'];
+
+/** FORBIDDEN lists, per folder, the top-level folders its files must not import (statically or dynamically). */
+const FORBIDDEN = {
+  engine: ourFolders.filter((folder) => folder !== 'engine'),
+  store: ['transports', 'cli', 'api', 'sim'],
+  api: ['transports', 'cli', 'sim'],
+  transports: ['api', 'store', 'cli', 'sim'],
+  sim: ['transports', 'api', 'store', 'cli'],
+};
+
+/** layerPattern matches a relative import that climbs to one of `folders` at the top level (`../../store/x.js`). */
+function layerPattern(folders) {
+  return `^(\\.\\./)+(${folders.join('|')})(/|$)`;
+}
+
+function layerMessage(folder) {
+  return `${folder}/ must not import ${FORBIDDEN[folder].join(', ')} (the layers are drawn in docs/architecture.md).`;
+}
+
+/** layerImports is the no-restricted-imports pattern of a folder's fence. */
+function layerImports(folder) {
+  return { regex: layerPattern(FORBIDDEN[folder]), message: layerMessage(folder) };
+}
+
+/** layerDynamicImports is the no-restricted-syntax entry for `import('...')`, which no-restricted-imports does not see. */
+function layerDynamicImports(folder) {
+  const pattern = layerPattern(FORBIDDEN[folder]).replaceAll('/', '\\/');
+  return { selector: `ImportExpression[source.value=/${pattern}/]`, message: layerMessage(folder) };
+}
+
+const codeFiles = (folder) => [`${folder}/**/*.ts`, `${folder}/**/*.js`, `${folder}/**/*.mjs`];
 
 export default tseslint.config(
   { ignores: ['proto/gen/**', 'node_modules/**', 'sdk/src/gen/**', 'sdk/dist/**', '.cluster/**', 'dist/**'] },
@@ -41,7 +79,7 @@ export default tseslint.config(
       'no-restricted-imports': ['error', {
         paths: ioModules.flatMap((m) => [m, `node:${m}`, `${m}/promises`, `node:${m}/promises`]),
         patterns: [{ group: ['node:*'], message: 'engine/ imports no Node modules.' },
-          { group: ['**/transports/**', '**/sim/**', '**/api/**'], message: 'engine/ depends on nothing above it.' }],
+          layerImports('engine')],
       }],
       'no-restricted-syntax': ['error',
         { selector: ':function[async=true]', message: 'engine/ is synchronous.' },
@@ -50,6 +88,18 @@ export default tseslint.config(
       ],
     },
   },
+  ...['store', 'api', 'transports', 'sim'].map((folder) => ({
+    files: codeFiles(folder),
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [layerImports(folder)],
+        // The store knows no transport: its errors are plain (store/errors.ts); cli/node/store-link.ts maps them to gRPC.
+        ...(folder === 'store' ? { paths: [{ name: '@grpc/grpc-js', message: 'store/ knows no transport: refuse with StoreRefusal (store/errors.ts).' }] } : {}),
+      }],
+      'no-restricted-syntax': ['error', layerDynamicImports(folder)],
+    },
+  })),
+  // After the layer fences, so its stricter import rule is the one that holds for its files.
   // The linearizability checker runs inside simulator seeds, and a history must get the same verdict
   // on every machine (its bound is a step count, not a time): no clock, randomness, I/O or async.
   {

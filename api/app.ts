@@ -5,7 +5,7 @@ import './express-types.js';
 import express from 'express';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import { Redis } from 'ioredis';
-import type { DocumentStore } from './store/document-store.js';
+import type { DocumentStore } from '../store/document-store.js';
 import type { ApiConfig } from './config.js';
 import { defaultConfig } from './config.js';
 import { ApiError, errorHandler } from './errors.js';

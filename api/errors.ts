@@ -1,6 +1,6 @@
 // Errors are data: every failure answers JSON {code, message, requestId, details?} with a stable code.
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { isVersionConflict } from './store/document-store.js';
+import { isVersionConflict } from '../store/document-store.js';
 
 export const errorStatusByCode = {
   VALIDATION_FAILED: 400,

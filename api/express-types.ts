@@ -1,6 +1,6 @@
 // The fields this API adds to every Express request.
 import type { AuthContext } from './auth/auth-context.js';
-import type { DocumentStore } from './store/document-store.js';
+import type { DocumentStore } from '../store/document-store.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace

@@ -9,8 +9,8 @@ export { configFromEnv, defaultConfig } from './config.js';
 export type { ApiConfig } from './config.js';
 export type {
   DocumentStore, JsonObject, ListOptions, ListResult, StoreChange, StoreEntry, VersionedValue, WriteOptions,
-} from './store/document-store.js';
-export { VersionConflictError, isVersionConflict } from './store/document-store.js';
-export { MemoryDocumentStore } from './store/memory-store.js';
+} from '../store/document-store.js';
+export { VersionConflictError, isVersionConflict } from '../store/document-store.js';
+export { MemoryDocumentStore } from '../store/memory-store.js';
 export { startAgentWorker } from './runs/agent-worker.js';
 export { startLocalRedis } from './redis/local-redis.js';

@@ -3,7 +3,7 @@
 // On start it prints a fresh admin key once.
 import { bootstrapAdminKey } from './auth/api-keys.js';
 import { startApiServer } from './server.js';
-import { MemoryDocumentStore } from './store/memory-store.js';
+import { MemoryDocumentStore } from '../store/memory-store.js';
 
 const store = new MemoryDocumentStore();
 const admin = await bootstrapAdminKey(store, 'admin');

@@ -2,11 +2,11 @@
 // redis-server when one is on the PATH, else none (queue endpoints then answer 503 and the rate limit is per
 // process). With Redis it also runs an agent-run worker and an album worker in this process unless
 // SVC_RUN_WORKER=0 / SVC_ALBUM_WORKER=0. A cluster node mounts `service.app` on its own HTTP server
-// (transports/node/node-api.ts); startApiServer listens on its own port (`tsx api/main.ts`).
+// (cli/node/node-api.ts); startApiServer listens on its own port (`tsx api/main.ts`).
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import path from 'node:path';
-import type { DocumentStore } from './store/document-store.js';
+import type { DocumentStore } from '../store/document-store.js';
 import type { ApiConfig } from './config.js';
 import { configFromEnv } from './config.js';
 import { createApp } from './app.js';

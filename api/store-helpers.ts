@@ -1,7 +1,7 @@
 // Small patterns over DocumentStore shared by the routes: paging with an opaque cursor, and read-modify-write
 // with compare-and-set retries.
-import type { DocumentStore, JsonObject } from './store/document-store.js';
-import { isVersionConflict } from './store/document-store.js';
+import type { DocumentStore, JsonObject } from '../store/document-store.js';
+import { isVersionConflict } from '../store/document-store.js';
 import { ApiError } from './errors.js';
 import { pageLimitDefault, pageLimitMax } from './limits.js';
 

@@ -22,10 +22,10 @@ import type autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { appendRunEvent } from '../api/runs/run-records.js';
 import { ApiCluster, type ApiNodeProcess } from '../test/cluster-api/api-cluster.js';
-import type { ReadIndexBatchStats } from '../transports/store/read-index-batch.js';
+import type { ReadIndexBatchStats } from '../store/read-index-batch.js';
 import { areaOf } from './cluster/profile.js';
 import { clientCredentials } from '../transports/grpc/tls.js';
-import { StoreClientPool } from '../transports/store/store-service.js';
+import { StoreClientPool } from '../transports/store-rpc/store-service.js';
 
 const connections = 64;
 const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));

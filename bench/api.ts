@@ -15,7 +15,7 @@ import express from 'express';
 import { createApp } from '../api/app.js';
 import type { ApiService } from '../api/app.js';
 import { bootstrapAdminKey } from '../api/auth/api-keys.js';
-import { MemoryDocumentStore } from '../api/store/memory-store.js';
+import { MemoryDocumentStore } from '../store/memory-store.js';
 import { redisServerAvailable, startLocalRedis } from '../api/redis/local-redis.js';
 import type { LocalRedis } from '../api/redis/local-redis.js';
 

@@ -1,4 +1,9 @@
 // Command-line parsing for `npm run sim`: bad input gets a clear error, never a crash.
+//
+// npm takes the flags written before `--` for itself: `npm run sim --seed 7` hands the script only `7` and
+// sets npm_config_seed=true, `npm run sim --seed=7` hands it nothing and sets npm_config_seed=7. So a bare
+// number is a seed and a bare A..B a sweep (`npm run sim 7` works too), and under npm (npm_lifecycle_event
+// sim) npm_config_seed / npm_config_seeds with a value count as --seed / --seeds when the arguments give none.
 import { OVERRIDES, type OverrideValues } from './options.js';
 
 /** SWEEP_SEED_COUNT_MAX bounds one --seeds range. */
@@ -16,6 +21,7 @@ export function usage(): string {
   return [
     'usage: npm run sim -- --seed N [options]      one run; last line: seed=N result=pass|fail events=E trace=HEX',
     '       npm run sim -- --seeds A..B [knobs]     a sweep; lists failing seeds',
+    '       npm run sim N | npm run sim --seed N    one run too (so is A..B for a sweep); options still go after --',
     '       npm run sim -- --scenario FILE          run one scripted scenario (scenarios/*.txt)',
     '       npm run sim -- --list-checkers          print every checker\'s name, one a line',
     '',
@@ -29,7 +35,36 @@ export function usage(): string {
   ].join('\n');
 }
 
-export function parseCli(argv: readonly string[]): CliRequest {
+/** NpmEnv is the part of the environment npm uses to pass the flags it took (process.env fits). */
+export type NpmEnv = Readonly<Record<string, string | undefined>>;
+
+/** npmFlags reads the --seed / --seeds npm took from before `--` (as `--seed=N`), when npm runs the sim script. */
+function npmFlags(env: NpmEnv): string[] {
+  if (env.npm_lifecycle_event !== 'sim') return [];
+  const flags: string[] = [];
+  for (const name of ['seed', 'seeds']) {
+    const value = env[`npm_config_${name}`];
+    // 'true' is `--seed 7`: npm took the flag alone and passed 7 on as an argument.
+    if (value !== undefined && value !== '' && value !== 'true') flags.push(`--${name}`, value);
+  }
+  return flags;
+}
+
+/** MissingSeedError: the arguments name no run at all (npm may hold its seed). */
+class MissingSeedError extends Error {}
+
+/** parseCli reads the arguments; only when they name no seed do the flags npm took count (env: process.env). */
+export function parseCli(argv: readonly string[], env: NpmEnv = {}): CliRequest {
+  try {
+    return parseArgs(argv);
+  } catch (err) {
+    const fromNpm = npmFlags(env);
+    if (!(err instanceof MissingSeedError) || fromNpm.length === 0) throw err;
+    return parseArgs([...fromNpm, ...argv]);
+  }
+}
+
+function parseArgs(argv: readonly string[]): CliRequest {
   const args = argv.flatMap((a) => (a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a]));
   let seed: number | null = null;
   let range: [number, number] | null = null;
@@ -55,13 +90,25 @@ export function parseCli(argv: readonly string[]): CliRequest {
         if (args.length !== 2) throw new Error('--scenario FILE takes no other arguments');
         return { mode: 'scenario', file };
       }
-      case '--seed': seed = parseSeed(value(), flag); break;
+      case '--seed':
+        if (seed !== null) throw new Error('give one seed, or --seeds A..B');
+        seed = parseSeed(value(), flag);
+        break;
       case '--seeds': range = parseRange(value()); break;
       case '--trace': traceFile = value(); break;
       case '--only-faults': onlyFaults = parseList(value()); break;
       case '--no-shrink': shrink = false; break;
       case '--verbose': verbose = true; break;
       default: {
+        if (/^\d+$/.test(flag)) {
+          if (seed !== null) throw new Error('give one seed, or --seeds A..B');
+          seed = parseSeed(flag, 'a seed');
+          break;
+        }
+        if (/^\d+\.\.\d+$/.test(flag)) {
+          range = parseRange(flag);
+          break;
+        }
         const override = flag.startsWith('--') ? OVERRIDES.find((o) => o.flag === flag.slice(2)) : undefined;
         if (!override) throw new Error(`unknown argument ${flag}`);
         const text = value();
@@ -76,7 +123,7 @@ export function parseCli(argv: readonly string[]): CliRequest {
     if (traceFile !== undefined || onlyFaults !== null) throw new Error('--trace and --only-faults apply to one --seed run');
     return { mode: 'sweep', firstSeed: range[0], lastSeed: range[1], overrides };
   }
-  if (seed === null) throw new Error('missing --seed N or --seeds A..B');
+  if (seed === null) throw new MissingSeedError('missing --seed N or --seeds A..B');
   return { mode: 'single', seed, overrides, onlyFaults, traceFile, shrink, verbose };
 }
 

@@ -1,4 +1,4 @@
-// npm run sim -- --seed N | --seeds A..B [--trace FILE] [--<knob> value ...]
+// npm run sim -- --seed N | --seeds A..B [--trace FILE] [--<knob> value ...]   (also: npm run sim N, npm run sim --seed N)
 // One run prints its result as the last line: `seed=N result=pass|fail events=E trace=HEX`.
 // A failing run also prints the invariant, the tick and how to reproduce it, then
 // shrinks its fault schedule (fast-check) and prints the smaller reproduction.
@@ -15,7 +15,7 @@ import { runScenarioFile } from './scenario.js';
 function main(argv: string[]): number {
   let request: CliRequest;
   try {
-    request = parseCli(argv);
+    request = parseCli(argv, process.env);
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n\n${usage()}\n`);
     return 2;

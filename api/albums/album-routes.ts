@@ -7,7 +7,7 @@ import { Router } from 'express';
 import type { Request } from 'express';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import { newId, nowIso } from '../records.js';
 import { listPage } from '../store-helpers.js';

@@ -2,8 +2,8 @@
 // apply a pure step (album-state.ts), write it back with compare-and-set, and retry a lost race with a short
 // random pause. Backed by any DocumentStore, so it works unchanged on the replicated store, where workers on
 // different nodes race on the same album.
-import type { DocumentStore } from '../store/document-store.js';
-import { isVersionConflict } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
+import { isVersionConflict } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { AlbumRecord } from './album-records.js';
 import { albumKeys } from './album-records.js';

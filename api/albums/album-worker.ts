@@ -10,7 +10,7 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import type { ImageGenerator } from '../images/image-generator.js';
 import type { AlbumJob } from './album-jobs.js';
 import { albumBackoffMs, albumQueueName } from './album-jobs.js';

@@ -8,8 +8,8 @@
 // last, so a head means the blob is whole; a reader checks the length and the hash of what it reassembles.
 // Writing a blob that exists only refreshes `touched_at`, which keeps it from the sweep (see sweepBlobs).
 import { blake3 } from 'hash-wasm';
-import type { DocumentStore, JsonObject } from '../store/document-store.js';
-import { isVersionConflict } from '../store/document-store.js';
+import type { DocumentStore, JsonObject } from '../../store/document-store.js';
+import { isVersionConflict } from '../../store/document-store.js';
 import { blobBytesMax, blobChunkBytes, blobSweepGraceMs } from './limits.js';
 
 export const blobKeys = {

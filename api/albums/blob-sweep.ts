@@ -3,7 +3,7 @@
 // the grace period. Blobs are content-addressed and shared between albums, so only a full scan can tell.
 // startBlobSweeper runs it periodically on one process of the cluster at a time (redis/locked-interval.ts).
 import type { Redis } from 'ioredis';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import type { AlbumRecord } from './album-records.js';
 import type { BlobStore } from './blob-store.js';
 import { blobSweepIntervalMs, blobSweepPageEntriesMax } from './limits.js';

@@ -2,7 +2,7 @@
 // albumPageRoutes (the public page), startAlbumWorker (the queue worker), imageGeneratorFromEnv.
 import { Router } from 'express';
 import type { Redis } from 'ioredis';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { albumRoutes } from './album-routes.js';
 import { BlobStore } from './blob-store.js';
 import { ChannelHub, eventStreamRoutes } from './event-stream.js';

@@ -1,7 +1,7 @@
 // API keys: "svc_" + 256 random bits in base64url. Only the SHA-256 of a key and its first
 // apiKeyPrefixLength characters are stored; the full key is returned once, when it is created.
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { apiKeyLengthMax, apiKeyPrefixLength, apiKeyRandomBytes } from '../limits.js';
 import type { ApiKeyRecord, KeyByHashRecord, UserRecord } from '../records.js';
 import { newId, nowIso, storeKeys } from '../records.js';

@@ -2,7 +2,7 @@
 // Order of checks: missing or unknown key (UNAUTHORIZED), revoked (KEY_REVOKED), expired (KEY_EXPIRED),
 // client address outside the key's allowlist (IP_NOT_ALLOWED).
 import type { RequestHandler } from 'express';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { Role } from './auth-context.js';
 import type { ApiKeyRecord } from '../records.js';

@@ -5,7 +5,7 @@
 // request began), a cached record is the record the store itself would give. A revocation acknowledged on any
 // node is therefore refused at once here, and a node that cannot take the barrier (cut off, no leader)
 // answers 503 STORE_UNAVAILABLE rather than trusting its cache.
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import type { ApiKeyRecord } from '../records.js';
 import { storeKeys } from '../records.js';
 

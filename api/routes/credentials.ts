@@ -1,8 +1,8 @@
 // Infrastructure credentials by category. Values are sealed with AES-256-GCM before they reach the store
 // and only ever leave the API masked. Any key may list them; only admins may write them.
 import { Router } from 'express';
-import type { DocumentStore } from '../store/document-store.js';
-import { isVersionConflict } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
+import { isVersionConflict } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { CredentialByNameRecord, CredentialRecord } from '../records.js';
 import { newId, nowIso, storeKeys } from '../records.js';

@@ -3,7 +3,7 @@
 // are not probeable.
 import { Router } from 'express';
 import type { Request } from 'express';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { ApiKeyRecord, UserRecord } from '../records.js';
 import { nowIso, storeKeys } from '../records.js';

@@ -2,7 +2,7 @@
 // network. Any key may read them; only admins may write them, because a project decides what gets executed.
 import path from 'node:path';
 import { Router } from 'express';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { ProjectRecord } from '../records.js';
 import { newId, nowIso, storeKeys } from '../records.js';

@@ -6,7 +6,7 @@ import { Router } from 'express';
 import type { Request, Response } from 'express';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { ProjectRecord } from '../records.js';
 import { newId, storeKeys } from '../records.js';

@@ -14,7 +14,7 @@ import {
   runConcurrencyDefault, runKillGraceMs, runOutputBytesMax, runOutputChunkBytesMax, runOutputFlushMs,
   runTimeoutMsDefault,
 } from '../limits.js';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import type { RunStatus } from './run-records.js';
 import { appendRunEvent, finishRun, readRun, runKeys, updateRun } from './run-records.js';
 import type { SandboxLimits, SandboxProject } from './sandbox.js';

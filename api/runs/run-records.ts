@@ -3,7 +3,7 @@
 // events are a Redis stream per run (read by SSE with the stream entry id as the SSE event id), beside the
 // queue; the stream expires runRetentionSeconds after the end.
 import type { Redis } from 'ioredis';
-import type { DocumentStore } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { storeKeys } from '../records.js';
 import { updateRecord } from '../store-helpers.js';
 import { runEventsMax, runRetentionSeconds } from '../limits.js';

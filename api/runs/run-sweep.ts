@@ -4,8 +4,8 @@
 // on the version it read, so a record that changed meanwhile is left for the next sweep. Queued and running
 // runs are never swept. startRunSweeper runs it on one worker process of the cluster at a time.
 import type { Redis } from 'ioredis';
-import type { DocumentStore } from '../store/document-store.js';
-import { isVersionConflict } from '../store/document-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
+import { isVersionConflict } from '../../store/document-store.js';
 import { storeKeys } from '../records.js';
 import { runRetentionSeconds, runSweepIntervalMs, runSweepPageEntriesMax } from '../limits.js';
 import { startLockedInterval, type LockedInterval } from '../redis/locked-interval.js';

@@ -1,5 +1,5 @@
 // The loopback ports a benchmark cluster listens on come from the CLI's planner (one helper for all).
-export { freePorts } from '../../transports/cli/free-ports.js';
+export { freePorts } from '../../cli/free-ports.js';
 
 /** waitUntil polls condition every intervalMs until it holds or timeoutMs passes; a thrown error ends the wait. */
 export async function waitUntil(condition: () => Promise<boolean>, what: string, timeoutMs: number, intervalMs = 100): Promise<void> {

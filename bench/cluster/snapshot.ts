@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { MemberRole } from '../../engine/types.js';
-import { createClusterCa, createNodeCert } from '../../transports/certs/certs.js';
+import { createClusterCa, createNodeCert } from '../../cli/certs/certs.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
 import { PeerPool } from '../../transports/grpc/client.js';
 import { resolveGrpcLimits } from '../../transports/grpc/limits.js';

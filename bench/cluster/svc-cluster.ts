@@ -9,9 +9,9 @@ import { randomUUID } from 'node:crypto';
 import { clientCredentials } from '../../transports/grpc/tls.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
 import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
-import { encodeCommand } from '../../transports/store/command.js';
-import { StoreClientPool } from '../../transports/store/store-service.js';
-import type { ClusterFile } from '../../transports/cli/cluster-file.js';
+import { encodeCommand, resultFromMessage } from '../../store/command.js';
+import { StoreClientPool } from '../../transports/store-rpc/store-service.js';
+import type { ClusterFile } from '../../cli/cluster-file.js';
 import { waitUntil } from './ports.js';
 
 const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
@@ -73,7 +73,7 @@ export async function startSvcCluster(dir: string, nodeOptions: string[] = [], e
     const run = randomUUID().slice(0, 8);
     const putVia = async (via: StoreClientPool, k: string, value: string): Promise<void> => {
       const command = encodeCommand({ op: 'put', key: k, value: { d: value }, requestId: `bench-${run}-${k}` });
-      const { result } = await via.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS);
+      const result = resultFromMessage((await via.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS)).result);
       if (result.outcome !== 'applied') throw new Error(`put ${k}: ${result.outcome}`);
     };
     return {

@@ -6,7 +6,7 @@ import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { BlobCorruptError, BlobStore, blobKeys } from '../../api/albums/blob-store.js';
 import { blobChunkBytes, blobSweepGraceMs } from '../../api/albums/limits.js';
-import { MemoryDocumentStore } from '../../api/store/memory-store.js';
+import { MemoryDocumentStore } from '../../store/memory-store.js';
 import { sweepAlbumBlobs } from '../../api/albums/blob-sweep.js';
 import { albumKeys } from '../../api/albums/album-records.js';
 

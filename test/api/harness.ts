@@ -9,8 +9,8 @@ import { createApp } from '../../api/app.js';
 import type { ApiService } from '../../api/app.js';
 import type { ApiConfig } from '../../api/config.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
-import { MemoryDocumentStore } from '../../api/store/memory-store.js';
-import type { DocumentStore } from '../../api/store/document-store.js';
+import { MemoryDocumentStore } from '../../store/memory-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { startLocalRedis } from '../../api/redis/local-redis.js';
 import type { LocalRedis } from '../../api/redis/local-redis.js';
 

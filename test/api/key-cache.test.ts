@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import type {
   DocumentStore, JsonObject, ListOptions, ListResult, StoreWatcher, VersionedValue, WriteOptions,
-} from '../../api/store/document-store.js';
-import { MemoryDocumentStore } from '../../api/store/memory-store.js';
+} from '../../store/document-store.js';
+import { MemoryDocumentStore } from '../../store/memory-store.js';
 import type { ApiKeyRecord } from '../../api/records.js';
 import { startTestApi, type TestApi } from './harness.js';
 

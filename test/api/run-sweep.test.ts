@@ -6,8 +6,8 @@ import { Redis } from 'ioredis';
 import { storeKeys } from '../../api/records.js';
 import type { RunRecord, RunStatus } from '../../api/runs/run-records.js';
 import { startRunSweeper, sweepRunRecords } from '../../api/runs/run-sweep.js';
-import type { DocumentStore, JsonObject, ListOptions } from '../../api/store/document-store.js';
-import { MemoryDocumentStore } from '../../api/store/memory-store.js';
+import type { DocumentStore, JsonObject, ListOptions } from '../../store/document-store.js';
+import { MemoryDocumentStore } from '../../store/memory-store.js';
 import { startTestRedis, waitFor, type TestRedis } from './harness.js';
 
 const dayMs = 24 * 60 * 60 * 1000;

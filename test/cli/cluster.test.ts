@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ClusterFile } from '../../transports/cli/cluster-file.js';
-import type { MemberStatus } from '../../transports/cli/status-format.js';
+import type { ClusterFile } from '../../cli/cluster-file.js';
+import type { MemberStatus } from '../../cli/status-format.js';
 import { alive, httpStatus, LongRunning, processesMentioning, removeDir, runCli, tempDir, waitFor } from './helpers.js';
 
 /** CLUSTER_TICK_MS shortens elections; HEALTHY_TIMEOUT_MS bounds three tsx processes starting on two shared cores. */

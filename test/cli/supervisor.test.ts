@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SupervisedNode } from '../../transports/cli/supervisor.js';
+import { SupervisedNode } from '../../cli/supervisor.js';
 import { alive, removeDir, tempDir, waitFor } from './helpers.js';
 
 const GRACE_MS = 300;

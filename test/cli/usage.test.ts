@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runSvc } from '../../transports/cli/main.js';
-import type { Io } from '../../transports/cli/io.js';
+import { runSvc } from '../../cli/main.js';
+import type { Io } from '../../cli/io.js';
 import { removeDir, runCli, tempDir } from './helpers.js';
 
 function bufferIo(): Io & { outText(): string; errText(): string } {

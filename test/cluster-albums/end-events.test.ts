@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { JsonObject, WriteOptions } from '../../api/store/document-store.js';
-import { MemoryDocumentStore } from '../../api/store/memory-store.js';
+import type { JsonObject, WriteOptions } from '../../store/document-store.js';
+import { MemoryDocumentStore } from '../../store/memory-store.js';
 import type { AlbumRecord } from '../../api/albums/album-records.js';
 import { StoreAnchorFetcher, albumJobProcessor } from '../../api/albums/album-jobs-processor.js';
 import type { ShotJob } from '../../api/albums/album-jobs.js';

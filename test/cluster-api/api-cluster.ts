@@ -5,9 +5,9 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { NodeConfig } from '../../transports/node/config.js';
+import type { NodeConfig } from '../../cli/node/config.js';
 import type { NodeStatusDocument } from '../../transports/node/node-status.js';
-import type { ReadIndexBatchStats } from '../../transports/store/read-index-batch.js';
+import type { ReadIndexBatchStats } from '../../store/read-index-batch.js';
 import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type PlannedNode } from '../node/harness.js';
 import { startTestRedis, testSecretKey, type TestRedis } from '../api/harness.js';
 import { SvcClient } from '../../sdk/src/index.js';

@@ -8,8 +8,8 @@
 // built-in one held back by shotDelayMs per shot, so a test can kill the node while its shots are generating.
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { Node } from '../../transports/node/node.js';
-import { ReplicatedStore } from '../../transports/store/replicated-store.js';
+import { Node } from '../../cli/node/node.js';
+import { ReplicatedStore } from '../../store/replicated-store.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
 import { startAlbumWorker, type AlbumWorker } from '../../api/albums/album-worker.js';
 import { ProceduralImageGenerator } from '../../api/images/procedural-generator.js';

@@ -3,8 +3,8 @@
 // through another node is refused there at once, and a follower that cannot take a read barrier (cut off from
 // the leader) answers 503 STORE_UNAVAILABLE rather than authenticating from its cache.
 import assert from 'node:assert/strict';
-import { StoreUnavailableError } from '../../transports/store/replicated-store.js';
-import type { ReplicatedStore } from '../../transports/store/replicated-store.js';
+import { StoreUnavailableError } from '../../store/errors.js';
+import type { ReplicatedStore } from '../../store/replicated-store.js';
 import { InProcessCluster } from '../node/in-process-cluster.js';
 import { startTestApi, type TestApi } from '../api/harness.js';
 

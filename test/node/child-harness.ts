@@ -4,9 +4,9 @@
 // {id, op, ...} with {id, ok, result | error}; the parent drives it through NodeChildProcess, which can also
 // kill -9 it. Each entry adds its own ops to the common ones (status, put, get, dump, entries, stop).
 import { fork, type ChildProcess } from 'node:child_process';
-import type { JsonObject } from '../../api/store/document-store.js';
-import type { NodeConfig } from '../../transports/node/config.js';
-import type { Node } from '../../transports/node/node.js';
+import type { JsonObject } from '../../store/document-store.js';
+import type { NodeConfig } from '../../cli/node/config.js';
+import type { Node } from '../../cli/node/node.js';
 import type { NodeStatusDocument } from '../../transports/node/node-status.js';
 
 /** CHILD_START_TIMEOUT_MS bounds a child's start (tsx compiles on the fly; two cores are shared). */

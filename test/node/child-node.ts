@@ -1,8 +1,8 @@
 // ChildNode runs node-child.ts in its own process (tsx) through the shared child harness, so a test can
 // kill -9 a node mid-write and start it again on the same data directory and ports.
 import { fileURLToPath } from 'node:url';
-import type { JsonObject, VersionedValue } from '../../api/store/document-store.js';
-import type { NodeConfig } from '../../transports/node/config.js';
+import type { JsonObject, VersionedValue } from '../../store/document-store.js';
+import type { NodeConfig } from '../../cli/node/config.js';
 import type { NodeStatusDocument } from '../../transports/node/node-status.js';
 import { NodeChildProcess } from './child-harness.js';
 

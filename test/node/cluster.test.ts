@@ -1,12 +1,12 @@
 // A three-node cluster of real nodes in this process: real sockets on 127.0.0.1, mutual TLS with
-// certificates from transports/certs, WALs and snapshots in temp directories. The tests run in
+// certificates from cli/certs, WALs and snapshots in temp directories. The tests run in
 // order on one cluster: writes through a follower, read-your-writes elsewhere, watches, every
 // heartbeat field, foreign certificates, garbage RPCs under load, a snapshot join on an idle
 // compacted cluster through a non-leader seed, and a removal.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { VersionConflictError, type StoreChange } from '../../api/store/document-store.js';
+import { VersionConflictError, type StoreChange } from '../../store/document-store.js';
 import { StatusCode, type HeartbeatRequest, type RpcRequest } from '../../engine/rpc.js';
 import type { AdminOp } from '../../engine/types.js';
 import { encodeSegmentFrame } from '../../engine/segment-frame.js';
@@ -18,8 +18,8 @@ import { PeerServer } from '../../transports/grpc/server.js';
 import { clientCredentials, serverCredentials } from '../../transports/grpc/tls.js';
 import type { CallSink, PeerHandler } from '../../transports/grpc/call-sink.js';
 import { BUILD_VERSION } from '../../transports/node/build-info.js';
-import { Node } from '../../transports/node/node.js';
-import { StoreCallError, StoreClientPool } from '../../transports/store/store-service.js';
+import { Node } from '../../cli/node/node.js';
+import { StoreCallError, StoreClientPool } from '../../transports/store-rpc/store-service.js';
 import { readFileSync } from 'node:fs';
 import { getStatus, httpGet, httpStatus, makePki, metricValue, nodeConfig, planNodes, waitFor } from './harness.js';
 import { InProcessCluster } from './in-process-cluster.js';

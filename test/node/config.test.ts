@@ -1,7 +1,7 @@
 // NodeConfig is checked once, up front, and a bad one is refused naming the problem.
 import assert from 'node:assert/strict';
-import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../transports/node/config.js';
-import { Node } from '../../transports/node/node.js';
+import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../cli/node/config.js';
+import { Node } from '../../cli/node/node.js';
 
 const good: NodeConfig = {
   name: 'n1', dataDir: '/tmp/n1', grpcListen: '127.0.0.1:7000', httpListen: '127.0.0.1:8080',
@@ -43,6 +43,10 @@ describe('node: config', function () {
   it('the Node constructor refuses a bad config and bad limits before touching anything', function () {
     assert.throws(() => new Node({ ...good, storeLimits: { writeTimeoutMs: -1 } }), ConfigError);
     assert.throws(() => new Node({ ...good, grpcLimits: { unaryDeadlineMs: 0 } }), ConfigError);
+    // A proposal's outcome is read back by request id: the store must remember as many as the engine queues.
+    assert.throws(() => new Node({ ...good, engineLimits: { proposalQueueCountMax: 10_001 } }),
+      (err: unknown) => err instanceof ConfigError && /proposalQueueCountMax 10001 is above the store's DEDUP_ENTRY_COUNT_MAX \(10000\)/.test(err.message));
+    assert.doesNotThrow(() => new Node({ ...good, engineLimits: { proposalQueueCountMax: 10_000 } }));
   });
 
   it('a Node whose certificate files are missing fails to start with a clear error and releases its ports', async function () {

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { JsonObject } from '../../api/store/document-store.js';
-import type { NodeConfig } from '../../transports/node/config.js';
+import type { JsonObject } from '../../store/document-store.js';
+import type { NodeConfig } from '../../cli/node/config.js';
 import { ChildNode } from './child-node.js';
 import { getStatus, httpGet, httpStatus, makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type PlannedNode, type StatusDoc } from './harness.js';
 

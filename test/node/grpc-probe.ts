@@ -1,8 +1,8 @@
 // Raw gRPC calls for tests that play a misbehaving or foreign peer: any bytes to any path.
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
-import type { NodeTls } from '../../transports/node/config.js';
-import { storeServiceDefinition } from '../../transports/store/store-service.js';
+import type { NodeTls } from '../../cli/node/config.js';
+import { storeServiceDefinition } from '../../transports/store-rpc/store-service.js';
 
 const identity = (bytes: Buffer): Buffer => bytes;
 /** PROBE_DEADLINE_MS bounds one probe call. */

@@ -1,12 +1,12 @@
 // Test harness for real nodes: free loopback ports, throwaway data directories, cluster
-// certificates from transports/certs, bounded polling, and small HTTP helpers.
+// certificates from cli/certs, bounded polling, and small HTTP helpers.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createClusterCa, createNodeCert } from '../../transports/certs/certs.js';
-import type { BootstrapMember, LogLevel, NodeConfig, NodeTls } from '../../transports/node/config.js';
+import { createClusterCa, createNodeCert } from '../../cli/certs/certs.js';
+import type { BootstrapMember, LogLevel, NodeConfig, NodeTls } from '../../cli/node/config.js';
 import type { NodeStatusDocument } from '../../transports/node/node-status.js';
-import { freePorts } from '../../transports/cli/free-ports.js';
+import { freePorts } from '../../cli/free-ports.js';
 
 /** POLL_INTERVAL_MS paces every wait: conditions are polled, never slept on. */
 export const POLL_INTERVAL_MS = 20;

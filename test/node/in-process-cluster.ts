@@ -1,8 +1,8 @@
 // InProcessCluster runs founders as Node instances in this process (real sockets, real files),
 // plus helpers to find the leader, add joiners and shut everything down.
 import { join } from 'node:path';
-import { Node } from '../../transports/node/node.js';
-import type { NodeConfig } from '../../transports/node/config.js';
+import { Node } from '../../cli/node/node.js';
+import type { NodeConfig } from '../../cli/node/config.js';
 import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type PlannedNode, type Pki } from './harness.js';
 
 export class InProcessCluster {

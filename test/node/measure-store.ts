@@ -7,7 +7,7 @@
 //
 // Not a test: figures depend on the machine and its load; run it alone.
 import { join } from 'node:path';
-import type { JsonObject, VersionedValue } from '../../api/store/document-store.js';
+import type { JsonObject, VersionedValue } from '../../store/document-store.js';
 import { ChildNode } from './child-node.js';
 import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor } from './harness.js';
 import { InProcessCluster } from './in-process-cluster.js';

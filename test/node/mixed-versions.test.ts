@@ -4,7 +4,7 @@
 // rejecting anyone. Plaintext peers: this test is not about TLS.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { Node } from '../../transports/node/node.js';
+import { Node } from '../../cli/node/node.js';
 import { httpGet, httpStatus, metricValue, nodeConfig, planNodes, removeDir, tempDir, waitFor } from './harness.js';
 
 describe('node: mixed versions', function () {

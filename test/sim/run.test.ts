@@ -101,6 +101,29 @@ describe('sim/cli', () => {
     assert.throws(() => parseCli(['--seeds', '5..1']), /empty/);
     assert.throws(() => parseCli(['--seed', '1', '--loss', 'lots']), /needs a number/);
     assert.throws(() => parseCli(['--seed', '1', '--bogus', '1']), /unknown argument --bogus/);
+  });
+
+  it('runs seed 7 however npm is asked: npm run sim -- --seed 7, npm run sim --seed 7, npm run sim 7, npm run sim --seed=7', () => {
+    const seven = { mode: 'single', seed: 7, overrides: {}, onlyFaults: null, traceFile: undefined, shrink: true, verbose: false };
+    const underNpm = (config: Record<string, string>) => ({ npm_lifecycle_event: 'sim', ...config });
+    assert.deepEqual(parseCli(['--seed', '7'], underNpm({})), seven);
+    // `npm run sim --seed 7`: npm keeps --seed (npm_config_seed=true) and passes 7 on.
+    assert.deepEqual(parseCli(['7'], underNpm({ npm_config_seed: 'true' })), seven);
+    assert.deepEqual(parseCli(['7'], {}), seven);
+    // `npm run sim --seed=7`: npm keeps all of it.
+    assert.deepEqual(parseCli([], underNpm({ npm_config_seed: '7' })), seven);
+    assert.deepEqual(parseCli(['--loss', '0.1'], underNpm({ npm_config_seed: '7' })), { ...seven, overrides: { loss: 0.1 } });
+    assert.deepEqual(parseCli(['--seed', '8'], underNpm({ npm_config_seed: '7' })), { ...seven, seed: 8 }, 'the arguments win');
+    assert.throws(() => parseCli([], { npm_config_seed: '7' }), /missing --seed/, 'outside npm the environment is not read');
+    assert.throws(() => parseCli([], { npm_lifecycle_event: 'test', npm_config_seed: '7' }), /missing --seed/, 'only the sim script reads npm_config_seed');
+    assert.throws(() => parseCli([], underNpm({ npm_config_seed: 'true' })), /missing --seed/);
+    assert.throws(() => parseCli([], underNpm({ npm_config_seed: 'x' })), /whole number/);
+    // `npm run sim --seeds 1..3` and `npm run sim 1..3`.
+    assert.deepEqual(parseCli(['1..3'], underNpm({ npm_config_seeds: 'true' })), { mode: 'sweep', firstSeed: 1, lastSeed: 3, overrides: {} });
+    assert.deepEqual(parseCli([], underNpm({ npm_config_seeds: '1..3' })), { mode: 'sweep', firstSeed: 1, lastSeed: 3, overrides: {} });
+    assert.throws(() => parseCli(['7', '8']), /give one seed/);
+    assert.throws(() => parseCli(['7', '--seed', '8']), /give one seed/);
+    assert.throws(() => parseCli(['7', '1..3']), /either --seed or --seeds/);
     assert.throws(() => optionsFor(1, { loss: 2 }), /must be a number in \[0, 1\]/);
     assert.throws(() => optionsFor(1, { nodes: 3, learners: 2 }), /majority/);
     const slowPipe = optionsFor(14, { 'segment-entries': 1 });

@@ -1,10 +1,10 @@
-// A real grpc-js mTLS handshake with certificates from transports/certs: a client holding a
+// A real grpc-js mTLS handshake with certificates from cli/certs: a client holding a
 // certificate from the cluster CA is served; one from another CA, or with none, is refused.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { createClusterCa, createNodeCert } from '../../transports/certs/certs.js';
+import { createClusterCa, createNodeCert } from '../../cli/certs/certs.js';
 import { makeTempDir, removeTempDir } from './helpers.js';
 
 const identity = (b: Buffer): Buffer => b;

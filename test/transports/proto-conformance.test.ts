@@ -12,7 +12,7 @@ import {
 } from './wire-contract.js';
 
 const repoRoot = path.resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
-const specPath = path.resolve(repoRoot, '../shared/spec/replication-grpc.md');
+const specPath = path.join(repoRoot, 'docs/spec/replication-grpc.md');
 const protoFile = 'svc/replication/v1/replication.proto';
 
 function compiledDescriptors(): FileDescriptorSetJson {
@@ -27,7 +27,7 @@ describe('proto conformance with the spec tables', function () {
   let proto: WireContract;
 
   before(function () {
-    assert.ok(existsSync(specPath), `spec not found at ${specPath} (expected ../shared/spec from the repo root)`);
+    assert.ok(existsSync(specPath), `spec not found at ${specPath} (the spec lives in docs/spec/)`);
     spec = parseSpec(readFileSync(specPath, 'utf8'));
     proto = contractFromDescriptors(compiledDescriptors(), protoFile);
   });

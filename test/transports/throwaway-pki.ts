@@ -1,5 +1,5 @@
 // Throwaway CAs and certificates for TLS tests, made with the openssl CLI in a
-// temp dir. Deliberately small and separate from transports/certs/.
+// temp dir. Deliberately small and separate from cli/certs/.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

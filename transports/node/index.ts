@@ -1,7 +1,5 @@
-// A real node: the driver loop that carries out the engine's effects over the WAL, the gRPC peer
-// transport and the replicated store, and the node's HTTP surface. See README.md.
-export { Node } from './node.js';
-export { ConfigError, resolveNodeConfig, parseHostPort, type NodeConfig, type NodeApiConfig, type NodeTls, type BootstrapMember, type LogLevel, type ResolvedNodeConfig } from './config.js';
+// The node's driver loop, which carries out the engine's effects over real I/O, and the node's HTTP
+// surface. The Node that assembles them with the store is cli/node/node.ts. See README.md.
 export { DEFAULT_NODE_LIMITS, nodeLimits, type NodeLimits } from './limits.js';
 export { Driver, type DriverPorts, type DriverOptions } from './driver.js';
 export type { NodeStatusDocument } from './node-status.js';

@@ -1,29 +1,36 @@
 // SnapshotTransfer carries out the engine's snapshot effects against the disk layer:
 //
 // - stage: the state machine is captured at once by reference (appliedSeq = meta.seq), encoded as
-//   store.json in chunks that yield to the event loop (a large state must not stall the node's
+//   its files in chunks that yield to the event loop (a large state must not stall the node's
 //   writes), then written, hashed once and renamed into place by SnapshotStore in the background;
 //   the engine hears snapshotStaged.
 // - fetch: FetchSnapshot from the leader, every file verified (size, BLAKE3) and the artifact
-//   renamed into place by SnapshotStore.install, store.json decoded, then — inside the driver's
+//   renamed into place by SnapshotStore.install, the state read back, then — inside the driver's
 //   queue, right before the engine hears snapshotInstalled — the state machine is swapped.
 //   Any failure leaves the old state and the engine hears snapshotFailed (it pulls again).
 // - serve: the staged artifact's files, read only as fast as the peer takes them.
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+//
+// The state machine is whatever implements SnapshotState (the store's is store/snapshot-files.ts).
 import type { SnapshotMeta } from '../../engine/types.js';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
 import type { PeerPool } from '../grpc/client.js';
 import type { Artifact, SnapshotStore } from '../storage/snapshots.js';
-import { decodeStoreSnapshot, encodeCapture, STORE_SNAPSHOT_FILE, type SnapshotCapture, type StoreState, type StoreStateMachine } from '../store/state-machine.js';
 import type { Driver, FetchSnapshotEffect } from './driver.js';
+
+/** SnapshotState is the replicated state machine as snapshots see it. */
+export interface SnapshotState {
+  /** appliedSeq is the seqno of the last entry applied. */
+  readonly appliedSeq: number;
+  /** capture holds the state now, by reference; encode lays it out as the artifact's files later, awaiting pause between chunks. */
+  capture(): { encode(pause: () => Promise<void>): Promise<Array<{ path: string; bytes: Uint8Array }>> };
+  /** load reads the state an installed artifact holds (or throws saying why it cannot); the function it resolves with swaps it in. */
+  load(artifact: Artifact): Promise<() => void>;
+}
 
 /** STAGE_ATTEMPT_COUNT_MAX bounds retries of one staging: the engine stages nothing else until it hears back. */
 export const STAGE_ATTEMPT_COUNT_MAX = 3;
 /** STAGE_RETRY_DELAY_MS paces those retries. */
 export const STAGE_RETRY_DELAY_MS = 500;
-/** STAGE_ENCODE_CHUNK_ENTRY_COUNT is how many documents are encoded between yields to the event loop. */
-export const STAGE_ENCODE_CHUNK_ENTRY_COUNT = 2_048;
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -44,7 +51,7 @@ export class SnapshotTransfer {
   constructor(
     private readonly snapshots: SnapshotStore,
     private readonly pool: PeerPool,
-    private readonly stateMachine: StoreStateMachine,
+    private readonly stateMachine: SnapshotState,
     private readonly driver: Driver,
     private readonly events: SnapshotTransferEvents,
   ) {}
@@ -54,7 +61,7 @@ export class SnapshotTransfer {
     if (this.stateMachine.appliedSeq !== meta.seq) {
       throw new Error(`stageSnapshot at seq ${meta.seq} while the state machine has applied ${this.stateMachine.appliedSeq}`);
     }
-    const capture = this.stateMachine.captureSnapshot();
+    const capture = this.stateMachine.capture();
     const { term, id } = this.driver.liveStatus();
     this.track(this.encodeAndWrite(meta, capture, term, id));
   }
@@ -90,22 +97,22 @@ export class SnapshotTransfer {
     void work.finally(() => this.inflight.delete(work));
   }
 
-  private async encodeAndWrite(meta: SnapshotMeta, capture: SnapshotCapture, term: number, leaderRegion: number): Promise<void> {
-    let bytes: Uint8Array;
+  private async encodeAndWrite(meta: SnapshotMeta, capture: ReturnType<SnapshotState['capture']>, term: number, leaderRegion: number): Promise<void> {
+    let files: Array<{ path: string; bytes: Uint8Array }>;
     try {
-      bytes = await encodeCapture(capture, STAGE_ENCODE_CHUNK_ENTRY_COUNT, nextTurn);
+      files = await capture.encode(nextTurn);
     } catch (err) {
       this.events.stageFailed(meta, err instanceof Error ? err : new Error(String(err)), false);
       return;
     }
-    await this.writeStaged(meta, bytes, term, leaderRegion, 1);
+    await this.writeStaged(meta, files, term, leaderRegion, 1);
   }
 
-  private async writeStaged(meta: SnapshotMeta, bytes: Uint8Array, term: number, leaderRegion: number, attempt: number): Promise<void> {
+  private async writeStaged(meta: SnapshotMeta, files: Array<{ path: string; bytes: Uint8Array }>, term: number, leaderRegion: number, attempt: number): Promise<void> {
     const startedAt = performance.now();
     if (this.stopped) return;
     try {
-      const artifact = await this.snapshots.stage(meta, [{ path: STORE_SNAPSHOT_FILE, bytes }], { term, leaderRegion });
+      const artifact = await this.snapshots.stage(meta, files, { term, leaderRegion });
       this.events.staged(meta, performance.now() - startedAt);
       this.driver.submit({ type: 'snapshotStaged', meta: artifact.meta, header: artifact.header });
     } catch (err) {
@@ -114,7 +121,7 @@ export class SnapshotTransfer {
       if (willRetry) {
         const timer = setTimeout(() => {
           this.retryTimers.delete(timer);
-          if (!this.stopped) this.track(this.writeStaged(meta, bytes, term, leaderRegion, attempt + 1));
+          if (!this.stopped) this.track(this.writeStaged(meta, files, term, leaderRegion, attempt + 1));
         }, STAGE_RETRY_DELAY_MS);
         this.retryTimers.add(timer);
       }
@@ -129,7 +136,7 @@ export class SnapshotTransfer {
       this.driver.submit({ type: 'snapshotFailed', requestId, reason });
     };
     let artifact: Artifact;
-    let state: StoreState;
+    let swap: () => void;
     try {
       const parts = await this.pool.openSnapshot(effect.to, effect.request, { signal: controller.signal });
       if (!parts.header.needed) {
@@ -137,7 +144,7 @@ export class SnapshotTransfer {
         return;
       }
       artifact = await this.snapshots.install(parts.header, parts.files, { signal: controller.signal });
-      state = await loadStoreState(artifact);
+      swap = await this.stateMachine.load(artifact);
     } catch (err) {
       fail(err instanceof Error ? err.message : String(err));
       return;
@@ -149,16 +156,6 @@ export class SnapshotTransfer {
     this.events.installed(artifact, performance.now() - startedAt);
     // The swap runs inside the driver's queue, right before the engine adopts the snapshot, so no
     // apply of another step can fall between them.
-    this.driver.submit({ type: 'snapshotInstalled', requestId, meta: artifact.meta, header: artifact.header }, () => this.stateMachine.restore(state));
+    this.driver.submit({ type: 'snapshotInstalled', requestId, meta: artifact.meta, header: artifact.header }, swap);
   }
-}
-
-/** loadStoreState reads an artifact's store.json and checks it holds the state at the artifact's seq. */
-export async function loadStoreState(artifact: Artifact): Promise<StoreState> {
-  const decoded = decodeStoreSnapshot(await readFile(join(artifact.dir, STORE_SNAPSHOT_FILE)));
-  if (!decoded.ok) throw new Error(`snapshot ${artifact.name}: ${decoded.reason}`);
-  if (decoded.state.appliedSeq !== artifact.meta.seq) {
-    throw new Error(`snapshot ${artifact.name}: ${STORE_SNAPSHOT_FILE} is at seq ${decoded.state.appliedSeq}, its meta says ${artifact.meta.seq}`);
-  }
-  return decoded.state;
 }

@@ -27,7 +27,7 @@ export const protobufFileName = "svc/replication/v1/replication.proto";
 
 /**
  * The svc.replication.v1 wire contract, field for field as the spec tables it
- * (../shared/spec/replication-grpc.md). Fields added later take new numbers and
+ * (docs/spec/replication-grpc.md). Fields added later take new numbers and
  * default to zero; numbers are never reused. See docs/protocol.md for the
  * meaning we give to every field the spec leaves open.
  */

@@ -29,7 +29,7 @@ export const protobufFileName = "svc/store/v1/store.proto";
  * svc.store.v1: the replicated store's internal service between members. A node that is not the
  * leader forwards each write to the leader (Propose) and asks it for a read index before a read
  * (ReadIndex). It is served on the same mutual-TLS server as svc.replication.v1.WalShipping and is
- * not part of the replication wire contract. transports/node/README.md describes its errors.
+ * not part of the replication wire contract. transports/store-rpc/README.md describes its errors.
  */
 
 /** Outcome is how a committed command ended on the state machine. */
@@ -82,7 +82,7 @@ export function outcomeToJSON(object: Outcome): string {
 }
 
 export interface ProposeRequest {
-  /** command is an encoded store command (transports/store/command.ts: versioned JSON). */
+  /** command is an encoded store command (store/command.ts: versioned JSON). */
   command: Uint8Array;
 }
 

@@ -1,0 +1,86 @@
+// `svc node`: one node in the foreground. It stops cleanly on SIGINT or SIGTERM (a second signal
+// exits at once), when the parent that started it over IPC goes away (`svc cluster`), and exits 1
+// when the node fails (fail-stop: a WAL or hard-state write failed).
+import { Node } from './node/node.js';
+import { ConfigError } from './node/config.js';
+import { parseFlags } from './flags.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, NODE_STOP_TIMEOUT_MS } from './limits.js';
+import { NODE_FLAGS, nodeConfigFromFlags } from './node-config.js';
+import type { Io } from './io.js';
+import { NODE_USAGE, UsageError } from './usage.js';
+
+/** SIGNAL_EXIT_CODE is the exit code after a second signal cut the clean stop short. */
+const SIGNAL_EXIT_CODE = 130;
+
+export async function runNodeCommand(args: string[], io: Io): Promise<number> {
+  const { values } = parseFlags(args, NODE_FLAGS);
+  if (values.help === true) {
+    io.out.write(`${NODE_USAGE}\n`);
+    return EXIT_OK;
+  }
+  const config = await nodeConfigFromFlags(values);
+  if (values['print-config'] === true) {
+    io.out.write(`${JSON.stringify(config, null, 2)}\n`);
+    return EXIT_OK;
+  }
+  let node: Node;
+  try {
+    node = new Node(config);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+
+  let stopRequested: (why: string) => void = () => undefined;
+  const stopAsked = new Promise<string>((resolve) => { stopRequested = resolve; });
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals > 1) {
+      io.err.write(`svc node ${config.name}: ${signal} again, exiting without a clean stop\n`);
+      process.exit(SIGNAL_EXIT_CODE);
+    }
+    stopRequested(signal);
+  };
+  const onDisconnect = (): void => stopRequested('parent process went away');
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  if (process.connected) process.once('disconnect', onDisconnect);
+  try {
+    try {
+      await node.start();
+    } catch (err) {
+      io.err.write(`svc node ${config.name}: start failed: ${(err as Error).message}\n`);
+      return err instanceof ConfigError ? EXIT_USAGE : EXIT_FAILED;
+    }
+    io.err.write(`svc node ${config.name}: running (gRPC ${node.grpcAddress}, HTTP ${node.httpAddress}, ${config.tls.mode === 'mtls' ? 'mutual TLS' : 'PLAINTEXT'})\n`);
+    process.send?.({ type: 'started', name: config.name, grpcAddr: node.grpcAddress, httpAddr: node.httpAddress });
+
+    const outcome = await Promise.race([
+      stopAsked.then((why) => ({ failed: null, why })),
+      node.failed.then((err) => ({ failed: err, why: `node failed: ${err.message}` })),
+    ]);
+    io.err.write(`svc node ${config.name}: stopping (${outcome.why})\n`);
+    const stopped = await withTimeout(node.stop(), NODE_STOP_TIMEOUT_MS);
+    if (!stopped) {
+      io.err.write(`svc node ${config.name}: did not stop within ${NODE_STOP_TIMEOUT_MS} ms; exiting anyway\n`);
+      return EXIT_FAILED;
+    }
+    io.err.write(`svc node ${config.name}: stopped\n`);
+    return outcome.failed ? EXIT_FAILED : EXIT_OK;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    process.off('disconnect', onDisconnect);
+  }
+}
+
+async function withTimeout(work: Promise<void>, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs); });
+  try {
+    return await Promise.race([work.then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,94 @@
+// The developer HTTP API (api/) on a node: built over the node's ReplicatedStore and answered on the node's
+// HTTP port for every path the node itself does not serve (/health, /ready, /metrics and /status stay the
+// node's). node.ts imports this file only when the config has an `api` section, so a node without the API
+// loads none of Express, BullMQ or the image code.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ApiConfig } from '../../api/config.js';
+import { parseSecretKey } from '../../api/config.js';
+import { startApiService } from '../../api/server.js';
+import type { DocumentStore } from '../../store/document-store.js';
+import { ConfigError, type NodeApiConfig } from './config.js';
+import type { Logger } from '../../transports/node/logger.js';
+
+/** API_REDIS_DIR is where a node-local redis-server keeps its files, under the node's dataDir. */
+export const API_REDIS_DIR = 'api-redis';
+
+export interface NodeApi {
+  /** handler answers one HTTP request (the Express app). */
+  handler: (req: IncomingMessage, res: ServerResponse) => void;
+  /** redisUrl is the Redis the API uses, or null (queue endpoints answer 503). */
+  redisUrl: string | null;
+  /** redisScope says whose Redis it is: 'shared' (configured), 'local' (this node's own) or 'none'. */
+  redisScope: 'shared' | 'local' | 'none';
+  close(): Promise<void>;
+}
+
+export interface NodeApiStartOptions {
+  store: DocumentStore;
+  dataDir: string;
+  log: Logger;
+  /** ready is the node's readiness, for the API's own view of it. */
+  ready: () => boolean;
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * readApiSecretKey reads api.secretKeyFile at start, so a missing or malformed key stops the node with a
+ * ConfigError instead of every credential call answering 503 later. The key itself is never in a message.
+ */
+export async function readApiSecretKey(api: NodeApiConfig): Promise<Buffer | undefined> {
+  if (api.secretKeyFile === undefined) return undefined;
+  let text: string;
+  try {
+    text = await readFile(api.secretKeyFile, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read api.secretKeyFile ${api.secretKeyFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  try {
+    return parseSecretKey(text);
+  } catch (err) {
+    throw new ConfigError(`api.secretKeyFile ${api.secretKeyFile}: ${(err as Error).message}`);
+  }
+}
+
+export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOptions): Promise<NodeApi> {
+  const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env) };
+  if (api.redisUrl !== undefined) env.REDIS_URL = api.redisUrl;
+  if (api.runWorker !== undefined) env.SVC_RUN_WORKER = api.runWorker ? '1' : '0';
+  if (api.albumWorker !== undefined) env.SVC_ALBUM_WORKER = api.albumWorker ? '1' : '0';
+  const overrides: Partial<ApiConfig> = {
+    isReady: options.ready,
+    log: (event, fields) => {
+      const line = { source: 'api', event, ...fields };
+      if (/error|failed|fallback/.test(event)) options.log.warn(line, event);
+      else options.log.info(line, event);
+    },
+  };
+  const secretKey = await readApiSecretKey(api);
+  if (secretKey !== undefined) overrides.secretKey = secretKey;
+  if (api.rateLimitPerSecond !== undefined) overrides.rateLimitPerSecond = api.rateLimitPerSecond;
+  if (api.trustedProxies !== undefined) overrides.trustedProxies = api.trustedProxies;
+  if (api.workspaceRoot !== undefined) overrides.workspaceRoot = api.workspaceRoot;
+  if (api.accessLog !== undefined) overrides.accessLog = api.accessLog;
+  let runtime;
+  try {
+    runtime = await startApiService({
+      store: options.store, env, dataDir: join(options.dataDir, API_REDIS_DIR), localRedis: api.localRedis !== false, config: overrides,
+    });
+  } catch (err) {
+    // configFromEnv names the variable it could not use (SVC_RATE_LIMIT_RPS, the secret key): a config problem.
+    if (err instanceof Error && /SVC_|secret key/.test(err.message)) throw new ConfigError(`api: ${err.message}`);
+    throw err;
+  }
+  const redisScope = runtime.redisUrl === null ? 'none' : runtime.localRedis ? 'local' : 'shared';
+  options.log.info({ redis: redisScope, credentials: runtime.service.config.secretKey ? 'on' : 'off (no secret key)', rateLimitPerSecond: runtime.service.config.rateLimitPerSecond }, 'developer API mounted');
+  if (redisScope === 'local') options.log.warn('the API uses a redis-server of this node alone: set api.redisUrl (or REDIS_URL) to one Redis for the whole cluster');
+  return {
+    handler: runtime.service.app as unknown as NodeApi['handler'],
+    redisUrl: runtime.redisUrl,
+    redisScope,
+    close: () => runtime.close(),
+  };
+}

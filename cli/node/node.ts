@@ -1,0 +1,579 @@
+// Node is one member of the cluster in a real process, assembled here from the layers below: the engine
+// (engine/) driven by the loop in transports/node/driver.ts over real I/O — the WAL, hard state and snapshot
+// artifacts of transports/storage, the gRPC server and peer pool of transports/grpc (mutual TLS) — the
+// replicated store of store/ (reached from other members over transports/store-rpc, store-link.ts), the
+// node's HTTP surface (/health, /ready, /metrics, /status) and, with an `api` section, the developer API.
+//
+//   const node = new Node(config);   // checks the config (ConfigError)
+//   await node.start();              // recovers from dataDir, binds, starts ticking
+//   await node.store.put('k', {v: 1});
+//   await node.stop();
+//
+// README.md documents the config, the HTTP surface and the recovery rules.
+import { readFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import type { ChannelOptions } from '@grpc/grpc-js';
+import { Engine } from '../../engine/engine.js';
+import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
+import { bootstrapRoster, memberByName } from '../../engine/roster.js';
+import type { AdminOp, EngineConfig, EngineLimits, RestoredState } from '../../engine/types.js';
+import type { DocumentStore } from '../../store/document-store.js';
+import { AdminClientPool, adminServiceDefinition, adminServiceImplementation, type SeenHeartbeat } from '../../transports/admin/index.js';
+import { PeerPool } from '../../transports/grpc/client.js';
+import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
+import { resolveGrpcLimits, type GrpcLimits } from '../../transports/grpc/limits.js';
+import { PeerServer } from '../../transports/grpc/server.js';
+import { peerClientCredentials, peerServerCredentials, type PeerSecurity } from '../../transports/grpc/tls.js';
+import { openNodeStorage, type NodeStorage } from '../../transports/storage/node-storage.js';
+import { storeLimits, type StoreLimits } from '../../store/limits.js';
+import { StoreUnavailableError } from '../../store/errors.js';
+import { DEDUP_ENTRY_COUNT_MAX } from '../../store/limits.js';
+import { ReplicatedStore } from '../../store/replicated-store.js';
+import { StoreSnapshots } from '../../store/snapshot-files.js';
+import { StoreStateMachine } from '../../store/state-machine.js';
+import { StoreClientPool, storeService as createStoreService, storeServiceDefinition, type StoreService } from '../../transports/store-rpc/store-service.js';
+import { BUILD_VERSION } from '../../transports/node/build-info.js';
+import { ConfigError, resolveNodeConfig, type NodeConfig, type ResolvedNodeConfig } from './config.js';
+import { Driver, type DriverPorts } from '../../transports/node/driver.js';
+import { startHttpServer, type NodeHttpServer } from '../../transports/node/http-server.js';
+import type { NodeApi } from './node-api.js';
+import { createLogger, type Logger } from '../../transports/node/logger.js';
+import { NodeMetrics } from '../../transports/node/metrics.js';
+import { DiskUsage, ThroughputMeter, wallClockNs } from '../../transports/node/node-stats.js';
+import { isHealthy, statusDocument, unhealthyReason, type NodeStatusDocument } from '../../transports/node/node-status.js';
+import { Proposals } from '../../store/proposals.js';
+import { ServedCalls } from '../../transports/node/served-calls.js';
+import { SnapshotTransfer } from '../../transports/node/snapshot-transfer.js';
+import { pollLeaderStatus } from '../../transports/node/status-poll.js';
+import { StoreRouter } from '../../store/store-router.js';
+import { Waiters } from '../../store/waiters.js';
+import { leaderLink, storeServiceHandler } from './store-link.js';
+
+type NodeState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+interface PendingAdmin {
+  resolve: () => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+export class Node {
+  readonly config: ResolvedNodeConfig;
+  readonly log: Logger;
+  /** stateMachine is the local replica of the store (reads through `store` add the read-index barrier). */
+  readonly stateMachine = new StoreStateMachine();
+  /** snapshots is the state machine as snapshot staging, install and recovery see it. */
+  private readonly snapshots = new StoreSnapshots(this.stateMachine);
+  /** failed resolves with the error that stopped the node (a WAL or hard-state write failed). */
+  readonly failed: Promise<Error>;
+
+  private state: NodeState = 'new';
+  private stopping: Promise<void> | null = null;
+  private failure: Error | null = null;
+  private resolveFailed!: (err: Error) => void;
+  private readonly buildVersion: string;
+  private readonly storeLimits: StoreLimits;
+  private readonly grpcLimits: GrpcLimits;
+  private readonly meter: ThroughputMeter;
+  private readonly disk: DiskUsage;
+  private readonly waiters: Waiters;
+  private readonly admins = new Map<number, PendingAdmin>();
+  private nextAdminId = 1;
+  private lastHeartbeatLag: Record<number, number> = {};
+  /** lastHeartbeat is the last heartbeat this node sent (as the leader) or received, for Admin.Status. */
+  private lastHeartbeat: SeenHeartbeat | null = null;
+  private adminClients: AdminClientPool | null = null;
+  private diskTimer: NodeJS.Timeout | null = null;
+
+  private storage: NodeStorage | null = null;
+  private peerServer: PeerServer | null = null;
+  private http: NodeHttpServer | null = null;
+  private pool: PeerPool | null = null;
+  private storeClients: StoreClientPool | null = null;
+  private storeService: StoreService | null = null;
+  private engine: Engine | null = null;
+  private driver: Driver | null = null;
+  private served: ServedCalls | null = null;
+  private transfer: SnapshotTransfer | null = null;
+  private proposals: Proposals | null = null;
+  private router: StoreRouter | null = null;
+  private metrics: NodeMetrics | null = null;
+  private replicatedStore: ReplicatedStore | null = null;
+  private api: NodeApi | null = null;
+  private advertised = { grpc: '', http: '' };
+
+  constructor(config: NodeConfig) {
+    this.config = resolveNodeConfig(config);
+    this.log = createLogger(this.config.name, this.config.logLevel, this.config.logDestination);
+    this.buildVersion = this.config.buildVersion ?? BUILD_VERSION;
+    try {
+      this.storeLimits = storeLimits(this.config.storeLimits);
+      this.grpcLimits = resolveGrpcLimits(this.config.grpcLimits);
+    } catch (err) {
+      throw new ConfigError((err as Error).message);
+    }
+    // A proposal's outcome is read back by its request id (store/proposals.ts): the state machine must still
+    // remember every command a leader may have uncommitted.
+    const proposalQueueCountMax = this.config.engineLimits?.proposalQueueCountMax ?? DEFAULT_LIMITS.proposalQueueCountMax;
+    if (proposalQueueCountMax > DEDUP_ENTRY_COUNT_MAX) {
+      throw new ConfigError(`engine limit proposalQueueCountMax ${proposalQueueCountMax} is above the store's DEDUP_ENTRY_COUNT_MAX (${DEDUP_ENTRY_COUNT_MAX})`);
+    }
+    this.meter = new ThroughputMeter(this.config.limits.throughputWindowMs);
+    this.disk = new DiskUsage(this.config.dataDir, this.config.limits.diskUsageFileCountMax);
+    this.waiters = new Waiters(this.config.limits.waiterCountMax);
+    this.failed = new Promise((resolve) => { this.resolveFailed = resolve; });
+  }
+
+  /** store is the replicated DocumentStore (after start()). */
+  get store(): DocumentStore {
+    if (!this.replicatedStore) throw new Error('the node has not started');
+    return this.replicatedStore;
+  }
+
+  /** grpcAddress is the advertised peer address (after start()). */
+  get grpcAddress(): string {
+    return this.advertised.grpc;
+  }
+
+  /** httpAddress is the advertised HTTP base, scheme://host:port (after start()). */
+  get httpAddress(): string {
+    return this.advertised.http;
+  }
+
+  get grpcPort(): number {
+    return this.peerServer?.port ?? 0;
+  }
+
+  get httpPort(): number {
+    return this.http?.port ?? 0;
+  }
+
+  /** apiRedisUrl is the Redis the developer API uses (null: none, or no API). */
+  get apiRedisUrl(): string | null {
+    return this.api?.redisUrl ?? null;
+  }
+
+  /** status is the document GET /status serves. */
+  status(): NodeStatusDocument {
+    if (!this.driver) throw new Error('the node has not started');
+    return statusDocument(this.driver.status(), {
+      failed: this.failure?.message ?? '', buildVersion: this.buildVersion, entityCount: this.stateMachine.size, compactedSeq: this.driver.compactedSeq(),
+    });
+  }
+
+  /** memberId looks a member up by name in this node's roster (0 = not a member). */
+  memberId(name: string): number {
+    if (!this.driver) return 0;
+    return memberByName(this.driver.status().roster, name)?.id ?? 0;
+  }
+
+  /**
+   * admin runs a membership or leadership operation (promote, remove, transfer). Only the leader
+   * serves them; elsewhere it rejects, naming the leader.
+   */
+  admin(op: AdminOp, timeoutMs = this.storeLimits.writeTimeoutMs): Promise<void> {
+    const driver = this.driver;
+    if (!driver || this.state !== 'running') return Promise.reject(new StoreUnavailableError('the node is not running'));
+    const adminId = this.nextAdminId++;
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.admins.delete(adminId);
+        reject(new StoreUnavailableError(`admin ${op.op} of member ${op.memberId} got no answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.admins.set(adminId, { resolve, reject, timer });
+      driver.submit({ type: 'admin', adminId, op });
+    });
+  }
+
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new Error(`a Node starts once (it is ${this.state})`);
+    this.state = 'starting';
+    try {
+      await this.startParts();
+    } catch (err) {
+      this.log.error({ err: String(err) }, 'start failed');
+      await this.shutdown();
+      throw err;
+    }
+  }
+
+  /** stop ends ticking, lets the current step finish, closes the servers and the WAL. It is idempotent. */
+  stop(): Promise<void> {
+    if (this.state === 'new') {
+      this.state = 'stopped';
+      return Promise.resolve();
+    }
+    return this.shutdown();
+  }
+
+  // ---------------------------------------------------------------- start
+
+  private async startParts(): Promise<void> {
+    const config = this.config;
+    const security = await this.loadSecurity();
+    // Loaded only with an api section: a node without the API loads none of Express, BullMQ or the image code.
+    const nodeApi = config.api ? await import('./node-api.js') : null;
+    if (config.api && nodeApi) await nodeApi.readApiSecretKey(config.api).catch(rethrowAsConfigError);
+    const nameOverride = config.tls.mode === 'mtls' && config.tls.serverNameOverride
+      ? { 'grpc.ssl_target_name_override': config.tls.serverNameOverride, 'grpc.default_authority': config.tls.serverNameOverride }
+      : {};
+    this.storage = await openNodeStorage(config.dataDir, config.storageLimits);
+    this.storage.wal.onFailure((err) => this.onFatal(err));
+    const restored = await this.recover(this.storage);
+    await this.disk.refresh();
+
+    this.served = new ServedCalls({
+      deliver: (callId, request) => {
+        const driver = this.driver;
+        if (!driver || this.state !== 'running') return 'node is not running';
+        if (driver.failure) return `node failed: ${driver.failure.message}`;
+        if (driver.overloaded()) return 'node overloaded: input queue full';
+        if (request.method === 'Heartbeat') this.lastHeartbeat = { direction: 'received', peerId: request.body.leaderRegion, body: request.body, seenAtMs: Date.now() };
+        driver.submit({ type: 'request', callId, request });
+        return null;
+      },
+      snapshotFiles: (seq) => this.transfer?.files(seq) ?? 'node is not running',
+    });
+    const storeService = this.storeService = createStoreService({
+      handler: storeServiceHandler(() => this.runningRouter()),
+      commandBytesMax: this.storeLimits.commandBytesMax,
+      callDeadlineMs: this.storeLimits.callDeadlineMs,
+      proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
+      streamOpenRequestCountMax: this.storeLimits.streamOpenRequestCountMax,
+      onWarning: (message) => this.log.warn(message),
+    });
+    this.adminClients = new AdminClientPool({
+      credentials: peerClientCredentials(security),
+      channelOptions: { ...clientChannelOptions(this.grpcLimits), ...nameOverride } as ChannelOptions,
+    });
+    const adminService = adminServiceImplementation({
+      host: {
+        status: () => {
+          if (this.state !== 'running') throw new Error(`the node is ${this.state}`);
+          return this.status();
+        },
+        own: () => ({
+          entityCount: this.stateMachine.size, signalThroughputEps: this.meter.eventsPerSecond(), diskBytes: this.disk.bytes,
+          grpcAddr: this.advertised.grpc, httpAddr: this.advertised.http,
+        }),
+        lastHeartbeat: () => this.lastHeartbeat,
+        admin: (op, timeoutMs) => this.admin(op, timeoutMs),
+      },
+      forwarder: this.adminClients,
+      onWarning: (message) => this.log.warn({ source: 'admin' }, message),
+    });
+    this.peerServer = await PeerServer.listen(`${config.grpcListenAt.host}:${config.grpcListenAt.port}`, {
+      handler: this.served, credentials: peerServerCredentials(security), limits: this.grpcLimits,
+      onWarning: (message) => this.log.warn({ source: 'peer-server' }, message),
+      services: [
+        { definition: storeServiceDefinition(), implementation: storeService.implementation },
+        { definition: adminServiceDefinition(), implementation: adminService },
+      ],
+    });
+    this.http = await startHttpServer(config.httpListenAt.host, config.httpListenAt.port, {
+      health: () => this.healthProblem(),
+      ready: () => this.readyProblem(),
+      status: () => (this.driver && this.state === 'running' ? this.status() : null),
+      metrics: async () => (this.metrics && this.state === 'running'
+        ? { contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }
+        : null),
+      ...(config.api ? { api: () => this.api?.handler ?? null } : {}),
+    }, config.limits.httpRequestTimeoutMs, (err) => this.log.error({ err: String(err) }, 'HTTP handler failed'));
+    this.advertised = {
+      grpc: config.grpcAdvertise ?? `${config.grpcListenAt.host}:${this.peerServer.port}`,
+      http: config.httpAdvertise ?? `http://${config.httpListenAt.host}:${this.http.port}`,
+    };
+
+    this.engine = new Engine(this.engineConfig(), restored);
+    this.pool = new PeerPool({
+      credentials: peerClientCredentials(security), limits: this.grpcLimits, channelOptions: nameOverride,
+      deliver: (input) => {
+        if (input.type === 'callFailed') this.log.debug({ requestId: input.requestId, code: input.status.code, details: input.status.details }, 'peer call failed');
+        this.driver?.submit(input);
+      },
+      onWarning: (message) => this.log.warn({ source: 'peer-pool' }, message),
+    });
+    this.storeClients = new StoreClientPool({
+      credentials: peerClientCredentials(security),
+      channelOptions: { ...clientChannelOptions(this.grpcLimits), ...nameOverride } as ChannelOptions,
+      proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
+      streamIdleMs: this.storeLimits.streamIdleMs,
+    });
+    const driver = new Driver(this.engine, this.ports(), { tickMs: config.limits.tickMs, inputQueueCountMax: config.limits.inputQueueCountMax });
+    this.driver = driver;
+    this.transfer = new SnapshotTransfer(this.storage.snapshots, this.pool, this.snapshots, driver, {
+      staged: (meta, ms) => {
+        this.metrics?.snapshots.inc({ event: 'staged' });
+        this.log.info({ seq: meta.seq, entryTerm: meta.entryTerm, ms: Math.round(ms) }, 'snapshot staged');
+      },
+      stageFailed: (meta, err, willRetry) => this.log.error({ seq: meta.seq, err: err.message, willRetry }, 'snapshot staging failed'),
+      installed: (artifact, ms) => {
+        this.metrics?.snapshots.inc({ event: 'installed' });
+        this.log.info({ seq: artifact.meta.seq, files: artifact.manifest.files.length, ms: Math.round(ms) }, 'snapshot installed');
+      },
+      installFailed: (reason) => {
+        this.metrics?.snapshots.inc({ event: 'install-failed' });
+        this.log.warn({ reason }, 'snapshot fetch or install failed; the engine pulls again');
+      },
+    });
+    this.proposals = new Proposals(driver, this.stateMachine, (outcome) => this.metrics?.proposals.inc({ outcome }), config.limits.proposeBatchCountMax,
+      (size) => this.metrics?.proposalBatchSize.observe(size));
+    this.router = new StoreRouter(driver, this.stateMachine, this.proposals, leaderLink(this.storeClients), this.waiters, this.storeLimits);
+    const replicatedStore = this.replicatedStore = new ReplicatedStore(this.router, this.storeLimits);
+    const storeClients = this.storeClients;
+    this.metrics = new NodeMetrics({
+      status: () => driver.status(),
+      healthy: () => this.healthProblem() === null,
+      buildVersion: this.buildVersion,
+      entityCount: () => this.stateMachine.size,
+      diskBytes: () => this.disk.bytes,
+      throughputEps: () => this.meter.eventsPerSecond(),
+      inputQueueLength: () => driver.queueLength,
+      ticks: () => driver.ticks,
+      memberLag: () => (driver.status().role === 'leader' ? this.lastHeartbeatLag : {}),
+      storeCalls: () => ({ ...storeClients.callCounts, streamsOpened: storeClients.readIndexStreamCalls + storeClients.proposeStreamCalls }),
+      readIndexBatch: () => replicatedStore.readIndexStats,
+      storeStreamsServed: () => storeService.openStreamCount(),
+    }, config.name, config.processMetrics ?? true);
+
+    driver.start();
+    this.diskTimer = setInterval(() => void this.disk.refresh(), config.limits.diskUsageRefreshMs);
+    this.state = 'running';
+    if (config.api && nodeApi) {
+      this.api = await nodeApi.startNodeApi(config.api, {
+        store: this.replicatedStore, dataDir: config.dataDir, log: this.log, ready: () => this.readyProblem() === null,
+      }).catch(rethrowAsConfigError);
+    }
+    const s = driver.status();
+    this.log.info({
+      id: s.id, term: s.term, lastSeq: s.lastSeq, snapshotSeq: s.snapshotSeq, grpc: this.advertised.grpc, http: this.advertised.http,
+      tls: config.tls.mode, version: this.buildVersion,
+    }, 'node started');
+  }
+
+  private async loadSecurity(): Promise<PeerSecurity> {
+    const tls = this.config.tls;
+    if (tls.mode === 'insecure') {
+      this.log.warn('peer traffic is PLAINTEXT (tls.mode insecure): for tests and local development only');
+      return { mode: 'insecure' };
+    }
+    const read = async (path: string, what: string): Promise<Buffer> => {
+      try {
+        return await readFile(path);
+      } catch (err) {
+        throw new ConfigError(`cannot read ${what} ${path}: ${(err as Error).message}`);
+      }
+    };
+    return { mode: 'mtls', material: { ca: await read(tls.caFile, 'tls.caFile'), cert: await read(tls.certFile, 'tls.certFile'), key: await read(tls.keyFile, 'tls.keyFile') } };
+  }
+
+  /**
+   * recover turns what storage found into the engine's RestoredState and loads the state machine
+   * from the newest snapshot. Damage the engine must not trust (a WAL corrupt before its tail, a
+   * gap after the snapshot, a snapshot whose files fail their hashes) latches the reseed marker —
+   * durably, before the log is reset — and the engine then reinstalls everything from the leader.
+   */
+  private async recover(storage: NodeStorage): Promise<RestoredState> {
+    const restored = storage.restored;
+    if (storage.tornTail) this.log.info({ ...storage.tornTail }, 'cut a torn WAL tail (an unsynced write at the crash)');
+    if (storage.droppedDivergentTail) this.log.warn('the WAL held another history past the snapshot; that tail was dropped');
+    for (const problem of storage.snapshotProblems) this.log.warn({ problem }, 'skipped an unreadable snapshot artifact');
+    let problem = storage.corruption;
+    const newest = storage.snapshots.newest();
+    if (problem === null && restored.snapshot && newest) {
+      const bad = await storage.snapshots.verify(newest);
+      if (bad !== null) problem = `snapshot ${newest.name}: ${bad}`;
+      else {
+        try {
+          (await this.snapshots.load(newest))();
+        } catch (err) {
+          problem = (err as Error).message;
+        }
+      }
+    }
+    if (problem === null) return restored;
+    const hardState = { ...restored.hardState, reseed: !restored.hardState.removed };
+    this.log.error({ problem, reseed: hardState.reseed }, 'storage is damaged: latching the reseed marker and reinstalling from the leader');
+    await storage.hardStateStore.save(hardState);
+    await storage.wal.reset();
+    this.stateMachine.reset();
+    return { hardState, snapshot: null, snapshotHeader: null, entries: [], appliedSeq: 0 };
+  }
+
+  private engineConfig(): EngineConfig {
+    const config = this.config;
+    const limits: EngineLimits = { ...DEFAULT_LIMITS, ...config.engineLimits };
+    for (const [name, value] of Object.entries(limits)) {
+      if (!Number.isSafeInteger(value) || value < 0) throw new ConfigError(`engine limit ${name} must be a non-negative integer, got ${String(value)}`);
+    }
+    const roster = config.bootstrap && config.bootstrap.length > 0 ? bootstrapRoster(config.bootstrap) : null;
+    return {
+      name: config.name, grpcAddr: this.advertised.grpc, httpAddr: this.advertised.http, bootstrapRoster: roster,
+      seeds: config.seeds ?? [], randomSeed: randomBytes(4).readUInt32BE(0),
+      compat: { ...CURRENT_COMPAT, ...config.engineCompat, buildVersion: this.buildVersion }, limits,
+    };
+  }
+
+  // ---------------------------------------------------------------- the driver's ports
+
+  private ports(): DriverPorts {
+    const storage = this.storage!;
+    return {
+      saveHardState: async (hardState) => {
+        const startedAt = performance.now();
+        await storage.hardStateStore.save(hardState);
+        this.metrics?.hardStateSaveSeconds.observe((performance.now() - startedAt) / 1000);
+      },
+      resetStateMachine: () => {
+        this.log.warn('state machine reset for a reseed');
+        this.stateMachine.reset();
+      },
+      appendLog: (fromSeq, entries) => {
+        const startedAt = performance.now();
+        const durable = storage.wal.append(fromSeq, entries);
+        durable.then(() => this.metrics?.walSyncSeconds.observe((performance.now() - startedAt) / 1000), () => undefined);
+        return durable;
+      },
+      send: (effect) => {
+        this.metrics?.requestsSent.inc({ method: effect.request.method });
+        if (effect.request.method === 'Heartbeat') {
+          this.lastHeartbeatLag = effect.request.body.replicationLag;
+          this.lastHeartbeat = { direction: 'sent', peerId: effect.toId, body: effect.request.body, seenAtMs: Date.now() };
+        }
+        this.pool!.send(effect.requestId, effect.to, effect.request);
+      },
+      answer: (effect) => this.served!.answer(effect),
+      fetchSnapshot: (effect) => {
+        this.log.info({ from: effect.to, fromSeq: effect.request.fromSeqno }, 'fetching a snapshot from the leader');
+        this.transfer!.fetch(effect);
+      },
+      apply: (entries) => {
+        let events = 0;
+        for (const entry of entries) {
+          if (this.stateMachine.apply(entry).result !== null) events++;
+        }
+        this.meter.add(events);
+        this.metrics?.appliedEvents.inc(events);
+      },
+      stageSnapshot: (meta) => this.transfer!.stage(meta),
+      compactLog: (throughSeq) => {
+        storage.wal.compact(throughSeq).then(
+          (segments) => this.log.debug({ throughSeq, segments }, 'WAL compacted'),
+          (err: unknown) => this.log.warn({ throughSeq, err: String(err) }, 'WAL compaction failed'),
+        );
+      },
+      pollStatus: (leaderHttpAddr) => {
+        const limits = this.config.limits;
+        void pollLeaderStatus(leaderHttpAddr, limits.statusPollTimeoutMs, limits.statusResponseBytesMax).then((seq) => {
+          this.metrics?.statusPolls.inc({ outcome: seq === null ? 'failed' : 'answered' });
+          if (seq !== null && seq > 0) this.driver?.submit({ type: 'statusPolled', leaderLastSeq: seq });
+        });
+      },
+      observe: (effect) => {
+        switch (effect.type) {
+          case 'proposalResult': this.proposals!.onResult(effect); return;
+          case 'readIndexResult': return; // TODO(reads): wired to the store's reads in item 2
+          case 'adminResult': {
+            const pending = this.admins.get(effect.adminId);
+            if (!pending) return;
+            this.admins.delete(effect.adminId);
+            clearTimeout(pending.timer);
+            if (effect.ok) pending.resolve();
+            else pending.reject(new StoreUnavailableError(`admin operation refused: ${effect.reason}`));
+            return;
+          }
+          case 'readiness': this.log.info({ ready: effect.ready, reason: effect.reason }, 'readiness changed'); return;
+          case 'roleChanged': this.log.info({ role: effect.role, term: effect.term, leaderId: effect.leaderId }, 'role changed'); return;
+          case 'warning':
+            this.metrics?.warnings.inc({ code: effect.code });
+            this.log.warn({ code: effect.code }, effect.message);
+            return;
+          default: assertNever(effect);
+        }
+      },
+      stats: () => ({
+        entityCount: this.stateMachine.size, signalThroughputEps: this.meter.eventsPerSecond(), diskBytes: this.disk.bytes, nowNs: wallClockNs(),
+      }),
+      stepped: () => {
+        this.waiters.check();
+      },
+      fail: (err) => this.onFatal(err),
+    };
+  }
+
+  // ---------------------------------------------------------------- health, failure, stop
+
+  private healthProblem(): string | null {
+    if (this.state !== 'running' || !this.driver) return `node is ${this.state}`;
+    const s = this.driver.status();
+    return isHealthy(s, this.failure?.message ?? '') ? null : unhealthyReason(s, this.failure?.message ?? '');
+  }
+
+  private readyProblem(): string | null {
+    const problem = this.healthProblem();
+    if (problem !== null) return problem;
+    return this.driver!.status().leaderId === 0 ? 'no leader known' : null;
+  }
+
+  private runningRouter(): StoreRouter {
+    if (!this.router || this.state !== 'running') throw new StoreUnavailableError('node is not running');
+    return this.router;
+  }
+
+  private onFatal(err: Error): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.log.fatal({ err: err.message }, 'node failed and stopped its engine (fail-stop); restart the process');
+    this.rejectWaiting(new StoreUnavailableError(`node failed: ${err.message}`));
+    this.resolveFailed(err);
+  }
+
+  /** rejectWaiting ends every store wait, proposal and admin operation still waiting, with `reason`. */
+  private rejectWaiting(reason: StoreUnavailableError): void {
+    this.waiters.rejectAll(reason);
+    this.proposals?.rejectAll(reason);
+    for (const pending of this.admins.values()) {
+      clearTimeout(pending.timer);
+      pending.reject(reason);
+    }
+    this.admins.clear();
+  }
+
+  private shutdown(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.state = 'stopping';
+      if (this.diskTimer) clearInterval(this.diskTimer);
+      // The API goes first (new requests answer 503), while the store can still finish what it started.
+      const api = this.api;
+      this.api = null;
+      await api?.close().catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
+      await this.driver?.stop();
+      await this.transfer?.stop();
+      this.rejectWaiting(new StoreUnavailableError('node stopped'));
+      this.pool?.close();
+      this.storeClients?.close();
+      this.adminClients?.close();
+      // Members' Store streams never end by themselves: end them so the server stops without waiting out its grace.
+      this.storeService?.endStreams('node stopping');
+      await this.peerServer?.close(this.config.limits.stopGraceMs);
+      await this.http?.close();
+      await this.storage?.close();
+      this.state = 'stopped';
+      this.log.info('node stopped');
+    })();
+    return this.stopping;
+  }
+}
+
+/**
+ * rethrowAsConfigError gives a ConfigError from the dynamically loaded node-api.ts this module's class, so
+ * `instanceof ConfigError` holds for callers even where a loader gave that module its own copy of config.ts.
+ */
+function rethrowAsConfigError(err: unknown): never {
+  if (err instanceof Error && err.name === 'ConfigError' && !(err instanceof ConfigError)) throw new ConfigError(err.message);
+  throw err;
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unhandled effect ${JSON.stringify(value)}`);
+}

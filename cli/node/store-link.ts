@@ -1,0 +1,76 @@
+// Where the store meets svc.store.v1: the store (store/) speaks in StoreRefusal kinds, the Store service
+// and client pool (transports/store-rpc/) in gRPC status codes. This file maps one to the other, both ways:
+// leaderLink is the store's LeaderLink over the client pool, storeServiceHandler the service's handler over
+// the store's StoreRouter. Every kind round-trips to the code it left as.
+import { status } from '@grpc/grpc-js';
+import { StoreRefusal, StoreUnavailableError, type RefusalKind } from '../../store/errors.js';
+import type { LeaderLink } from '../../store/host.js';
+import type { StoreRouter } from '../../store/store-router.js';
+import { StoreCallError, type StoreClientPool, type StoreServiceHandler } from '../../transports/store-rpc/store-service.js';
+
+const CODE_OF_KIND: Readonly<Record<RefusalKind, status>> = {
+  'not-leader': status.FAILED_PRECONDITION,
+  'leadership-changed': status.ABORTED,
+  unavailable: status.UNAVAILABLE,
+  timeout: status.DEADLINE_EXCEEDED,
+  overloaded: status.RESOURCE_EXHAUSTED,
+  invalid: status.INVALID_ARGUMENT,
+  internal: status.INTERNAL,
+};
+
+/** kindOfCode reads a failed call's status; a cancelled call is as retryable as an unavailable peer. */
+export function kindOfCode(code: status): RefusalKind {
+  switch (code) {
+    case status.FAILED_PRECONDITION: return 'not-leader';
+    case status.ABORTED: return 'leadership-changed';
+    case status.UNAVAILABLE: case status.CANCELLED: return 'unavailable';
+    case status.DEADLINE_EXCEEDED: return 'timeout';
+    case status.RESOURCE_EXHAUSTED: return 'overloaded';
+    case status.INVALID_ARGUMENT: return 'invalid';
+    default: return 'internal';
+  }
+}
+
+export function codeOfKind(kind: RefusalKind): status {
+  return CODE_OF_KIND[kind];
+}
+
+/** asRefusal turns a failed Store call into the store's refusal (its message keeps the status name); other errors pass. */
+function asRefusal(err: unknown): unknown {
+  return err instanceof StoreCallError ? new StoreRefusal(kindOfCode(err.code), err.message, err.leaderHint) : err;
+}
+
+/**
+ * asCallError turns the store's refusal into the Store call's status, and a wait the leader gave up on (or a
+ * leader not running) into UNAVAILABLE, which the caller retries; other errors pass (the service answers INTERNAL).
+ */
+function asCallError(err: unknown): unknown {
+  if (err instanceof StoreRefusal) return new StoreCallError(codeOfKind(err.kind), err.message, err.leaderHint);
+  if (err instanceof StoreUnavailableError) return new StoreCallError(status.UNAVAILABLE, err.message);
+  return err;
+}
+
+/** leaderLink: the store's way to the leader, over the Store client pool. */
+export function leaderLink(clients: StoreClientPool): LeaderLink {
+  return {
+    propose: (leader, command, deadlineAt) => clients.propose(leader, command, deadlineAt).catch((err: unknown) => { throw asRefusal(err); }),
+    readIndex: (leader, deadlineAt) => clients.readIndex(leader, deadlineAt).catch((err: unknown) => { throw asRefusal(err); }),
+  };
+}
+
+/** storeServiceHandler answers other members' Store calls with the router the node has while it runs. */
+export function storeServiceHandler(router: () => StoreRouter): StoreServiceHandler {
+  const run = <T>(call: () => Promise<T>): Promise<T> => {
+    let answer: Promise<T>;
+    try {
+      answer = call();
+    } catch (err) {
+      answer = Promise.reject(err);
+    }
+    return answer.catch((err: unknown) => { throw asCallError(err); });
+  };
+  return {
+    propose: (command, deadlineAt) => run(() => router().serveProposal(command, deadlineAt)),
+    readIndex: (deadlineAt) => run(() => router().serveReadIndex(deadlineAt)),
+  };
+}

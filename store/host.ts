@@ -1,0 +1,49 @@
+// The store's interfaces to what runs it, declared here and implemented below it: StoreEngine by the node's
+// driver loop (transports/node/driver.ts), LeaderLink by the node over svc.store.v1 (cli/node/store-link.ts),
+// StoreHost by StoreRouter for ReplicatedStore.
+import type { EngineStatus, Input } from '../engine/types.js';
+import type { CommandResult as CommandResultMessage } from '../proto/gen/svc/store/v1/store.js';
+import type { CommandResult, EncodedCommand } from './command.js';
+import type { StoreStateMachine } from './state-machine.js';
+
+/** ProposalInput: the engine inputs the store submits (one command, or a loop turn's commands together). */
+export type ProposalInput = Extract<Input, { type: 'propose' | 'proposeBatch' }>;
+
+/** StoreEngine is the engine as the store sees it, behind the node's serial input queue. */
+export interface StoreEngine {
+  status(): Pick<EngineStatus, 'role' | 'term' | 'leaderId' | 'roster' | 'commitSeq' | 'removed'>;
+  /** termAt is the term of the entry at seq, when the log still holds it. */
+  termAt(seq: number): number | undefined;
+  /** failure is what stopped the engine's loop for good (fail-stop), or null. */
+  readonly failure: Error | null;
+  /** overloaded: the input queue is full; a new proposal is refused rather than queued. */
+  overloaded(): boolean;
+  submit(input: ProposalInput): void;
+}
+
+/** ReadIndexAnswer is what a leader answers a read-index request with. */
+export interface ReadIndexAnswer { commitSeq: number; term: number }
+
+/** ProposeAnswer is a leader's answer to a forwarded command, as it travels (store/command.ts reads it). */
+export interface ProposeAnswer { seq: number; result: CommandResultMessage | undefined }
+
+/**
+ * LeaderLink carries this node's requests to the leader at an address. A failed attempt rejects with a
+ * StoreRefusal (its kind decides whether StoreRouter tries again); the command goes as the bytes it was
+ * encoded to once, by ReplicatedStore.
+ */
+export interface LeaderLink {
+  propose(leader: string, command: Uint8Array, deadlineAt: number): Promise<ProposeAnswer>;
+  readIndex(leader: string, deadlineAt: number): Promise<ReadIndexAnswer>;
+}
+
+/** StoreHost is what ReplicatedStore needs from its node: the local state, and a way to the leader. */
+export interface StoreHost {
+  readonly stateMachine: StoreStateMachine;
+  /** commit gets the command committed (proposing locally or forwarding to the leader, retrying with the same request id) before deadlineAt (ms since the epoch). */
+  commit(command: EncodedCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }>;
+  /** readIndex resolves with a commit seqno at least as high as any write acknowledged before the call. */
+  readIndex(deadlineAt: number): Promise<number>;
+  /** waitApplied resolves once the local state machine has applied seq. */
+  waitApplied(seq: number, deadlineAt: number): Promise<void>;
+}

@@ -1,0 +1,101 @@
+// Proposals tracks the store commands this node proposed to its own engine as the leader. The
+// engine applies a committed entry before it reports proposalResult, so the outcome computed at apply
+// is read back by the proposal's request id (StoreStateMachine.recall) when the result arrives. A
+// proposal that fails tells the caller whether retrying (with the same request id, which the state
+// machine de-duplicates) makes sense.
+import type { Effect, Proposal } from '../engine/types.js';
+import type { CommandResult } from './command.js';
+import { StoreRefusal } from './errors.js';
+import type { StoreEngine } from './host.js';
+import type { StoreStateMachine } from './state-machine.js';
+
+interface Pending {
+  requestId: string;
+  resolve: (value: { seq: number; result: CommandResult }) => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+export class Proposals {
+  private readonly pending = new Map<number, Pending>();
+  private nextProposalId = 1;
+  /** batch gathers the proposals of this event-loop turn; flushed as one engine input (proposeBatch). */
+  private batch: Proposal[] = [];
+
+  constructor(
+    private readonly engine: StoreEngine,
+    private readonly stateMachine: StoreStateMachine,
+    private readonly onOutcome: (outcome: string) => void,
+    private readonly batchCountMax: number,
+    private readonly onBatch: (size: number) => void = () => undefined,
+  ) {}
+
+  get count(): number {
+    return this.pending.size;
+  }
+
+  /** propose hands the command to the engine; it resolves once committed and applied here. */
+  propose(data: Uint8Array, requestId: string, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
+    if (this.engine.overloaded()) return Promise.reject(new StoreRefusal('unavailable', 'node overloaded: input queue full'));
+    const proposalId = this.nextProposalId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(proposalId);
+        this.onOutcome('timeout');
+        reject(new StoreRefusal('timeout', 'proposal not committed before its deadline; outcome unknown'));
+      }, Math.max(0, deadlineAt - Date.now()));
+      this.pending.set(proposalId, { requestId, resolve, reject, timer });
+      this.batch.push({ proposalId, data });
+      // setImmediate runs after this turn's I/O callbacks: every proposal that arrived with this one joins it.
+      if (this.batch.length === 1) setImmediate(() => this.flush());
+      else if (this.batch.length >= this.batchCountMax) this.flush();
+    });
+  }
+
+  private flush(): void {
+    if (this.batch.length === 0) return;
+    const proposals = this.batch;
+    this.batch = [];
+    this.onBatch(proposals.length);
+    if (proposals.length === 1) this.engine.submit({ type: 'propose', ...proposals[0]! });
+    else this.engine.submit({ type: 'proposeBatch', proposals });
+  }
+
+  onResult(effect: Extract<Effect, { type: 'proposalResult' }>): void {
+    const p = this.pending.get(effect.proposalId);
+    if (!p) return;
+    this.pending.delete(effect.proposalId);
+    clearTimeout(p.timer);
+    if (!effect.ok) {
+      this.onOutcome('refused');
+      p.reject(refusal(effect.reason, effect.leaderHint));
+      return;
+    }
+    // The entry was applied before this result (the engine's effect order). The state machine remembers the
+    // last DEDUP_ENTRY_COUNT_MAX outcomes by request id, and a leader's uncommitted proposals, the last
+    // commands of its log, are at most proposalQueueCountMax, which the node holds to that bound.
+    const result = this.stateMachine.recall(p.requestId)?.result;
+    if (!result) {
+      this.onOutcome('lost');
+      p.reject(new StoreRefusal('internal', `entry ${effect.seq} committed but its outcome was not seen at apply`));
+      return;
+    }
+    this.onOutcome(result.outcome);
+    p.resolve({ seq: effect.seq, result });
+  }
+
+  rejectAll(err: Error): void {
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
+    this.pending.clear();
+  }
+}
+
+/** refusal turns the engine's reason into a refusal the caller can act on. */
+function refusal(reason: string, leaderHint: string): StoreRefusal {
+  if (reason.startsWith('leadership lost')) return new StoreRefusal('leadership-changed', reason);
+  if (reason === 'not the leader') return new StoreRefusal('not-leader', reason, leaderHint);
+  return new StoreRefusal('unavailable', reason, leaderHint);
+}

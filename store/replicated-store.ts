@@ -1,0 +1,174 @@
+// ReplicatedStore is the DocumentStore the HTTP API runs on in a cluster. Every write becomes a
+// command in the replicated log (through the leader, wherever it is called) and resolves only after
+// THIS node has applied it, so the caller reads its own write here at once. Every read first takes
+// the leader's commit seqno (read index) and waits until this node has applied that far, so it sees
+// every write acknowledged anywhere before the read began.
+import { randomUUID } from 'node:crypto';
+import {
+  VersionConflictError, type DocumentStore, type JsonObject, type ListOptions, type ListResult, type StoreEntry,
+  type StoreWatcher, type VersionedValue, type WriteOptions,
+} from './document-store.js';
+import { encodeCommand, type CommandResult, type StoreCommand } from './command.js';
+import type { StoreHost } from './host.js';
+import { storeLimits, type StoreLimits } from './limits.js';
+import { ReadIndexBatch, type ReadIndexBatchStats } from './read-index-batch.js';
+
+export class ReplicatedStore implements DocumentStore {
+  readonly limits: StoreLimits;
+  /** readIndexes shares one read-index call among concurrent reads (read-index-batch.ts). */
+  private readonly readIndexes: ReadIndexBatch;
+
+  constructor(private readonly host: StoreHost, limits: Partial<StoreLimits> = {}) {
+    this.limits = storeLimits(limits);
+    this.readIndexes = new ReadIndexBatch((deadlineAt) => this.host.readIndex(deadlineAt));
+  }
+
+  /** readIndexStats: read-index calls made and readers served so far (how well reads share calls). */
+  get readIndexStats(): ReadIndexBatchStats {
+    return this.readIndexes.stats;
+  }
+
+  async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
+    this.checkKey(key);
+    await this.readBarrier();
+    return this.localGet<T>(key);
+  }
+
+  async list<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): Promise<ListResult<T>> {
+    if (typeof prefix !== 'string') throw new TypeError('list prefix must be a string');
+    await this.readBarrier();
+    return this.localList<T>(prefix, options);
+  }
+
+  async put(key: string, value: JsonObject, options: WriteOptions = {}): Promise<{ version: number }> {
+    this.checkKey(key);
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new TypeError('store values are JSON objects');
+    // Encoding (write) is the copy: the log, every node's apply and this node's state get the bytes, never
+    // the caller's object, and what JSON cannot hold is refused before it reaches the log.
+    const result = await this.write({ op: 'put', key, value, ...this.expected(options), requestId: randomUUID() });
+    if (result.outcome === 'conflict') throw new VersionConflictError(key, options.expectedVersion!, result.actualVersion);
+    return { version: result.version };
+  }
+
+  async delete(key: string, options: WriteOptions = {}): Promise<{ deleted: boolean }> {
+    this.checkKey(key);
+    const result = await this.write({ op: 'delete', key, ...this.expected(options), requestId: randomUUID() });
+    if (result.outcome === 'conflict') throw new VersionConflictError(key, options.expectedVersion!, result.actualVersion);
+    return { deleted: result.existed };
+  }
+
+  /**
+   * readSession: reads through the view share one read index, taken at its first read (a follower then asks
+   * the leader once per request, not once per read). Local state only moves forward and writes resolve after
+   * the local apply, so every read still sees what was acknowledged before the session began, and its own writes.
+   */
+  readSession(): DocumentStore {
+    return new ReadSession(this);
+  }
+
+  /** takeReadIndex: a read index taken after this call began (shared with concurrent readers), by deadlineAt. */
+  takeReadIndex(deadlineAt: number): Promise<number> {
+    return this.readIndexes.readIndex(deadlineAt);
+  }
+
+  /** waitApplied resolves once this node has applied seq. */
+  waitApplied(seq: number, deadlineAt: number): Promise<void> {
+    return this.host.waitApplied(seq, deadlineAt);
+  }
+
+  /** localGet reads this node's state with no barrier (only behind one), for a key checkKey passed. */
+  localGet<T extends JsonObject = JsonObject>(key: string): VersionedValue<T> | null {
+    return this.host.stateMachine.get(key) as VersionedValue<T> | null;
+  }
+
+  /** localList lists this node's state with no barrier: only behind one. */
+  localList<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions): ListResult<T> {
+    const limit = Math.max(1, Math.min(options.limit ?? this.limits.listLimitMax, this.limits.listLimitMax));
+    const page = this.host.stateMachine.list(prefix, limit, options.after, options.shared ?? false);
+    return { entries: page.entries as StoreEntry<T>[], nextAfter: page.nextAfter };
+  }
+
+  /** watch hears every change under prefix as this node applies it (so, after the write is committed). */
+  watch(prefix: string, watcher: StoreWatcher): () => void {
+    return this.host.stateMachine.watch(prefix, watcher);
+  }
+
+  private async write(command: StoreCommand): Promise<Extract<CommandResult, { outcome: 'applied' | 'conflict' }>> {
+    // Encoded once, here: these bytes go to the leader and into the log as they are.
+    const bytes = encodeCommand(command);
+    if (bytes.length > this.limits.commandBytesMax) throw new RangeError(`the write encodes to ${bytes.length} bytes, above commandBytesMax (${this.limits.commandBytesMax})`);
+    const deadlineAt = Date.now() + this.limits.writeTimeoutMs;
+    const { seq, result } = await this.host.commit({ requestId: command.requestId, bytes }, deadlineAt);
+    await this.host.waitApplied(seq, deadlineAt);
+    if (result.outcome === 'rejected') throw new TypeError(`the store refused the write: ${result.reason}`);
+    return result;
+  }
+
+  private async readBarrier(): Promise<void> {
+    const deadlineAt = Date.now() + this.limits.readTimeoutMs;
+    const index = await this.readIndexes.readIndex(deadlineAt);
+    await this.host.waitApplied(index, deadlineAt);
+  }
+
+  private expected(options: WriteOptions): { expectedVersion?: number } {
+    if (options.expectedVersion === undefined) return {};
+    if (!Number.isSafeInteger(options.expectedVersion) || options.expectedVersion < 0) throw new RangeError('expectedVersion must be a non-negative integer');
+    return { expectedVersion: options.expectedVersion };
+  }
+
+  /** checkKey refuses a key the store cannot hold (before any barrier or write). */
+  checkKey(key: string): void {
+    if (typeof key !== 'string' || key.length === 0 || Buffer.byteLength(key) > this.limits.keyBytesMax) {
+      throw new RangeError(`store keys are 1..${this.limits.keyBytesMax} bytes`);
+    }
+  }
+}
+
+/**
+ * ReadSession is one request's view (ReplicatedStore.readSession): its reads share one read index. A class, not
+ * closures, because one is made per keyed request.
+ */
+class ReadSession implements DocumentStore {
+  /** index is the session's read index, asked at its first read; a failed one is dropped so the next read tries afresh. */
+  private index: Promise<number> | null = null;
+
+  constructor(private readonly store: ReplicatedStore) {}
+
+  async barrier(): Promise<void> {
+    const deadlineAt = Date.now() + this.store.limits.readTimeoutMs;
+    this.index ??= this.store.takeReadIndex(deadlineAt);
+    const index = this.index;
+    let seq: number;
+    try {
+      seq = await index;
+    } catch (err) {
+      if (this.index === index) this.index = null;
+      throw err;
+    }
+    await this.store.waitApplied(seq, deadlineAt);
+  }
+
+  async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
+    this.store.checkKey(key);
+    await this.barrier();
+    return this.store.localGet<T>(key);
+  }
+
+  async list<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): Promise<ListResult<T>> {
+    if (typeof prefix !== 'string') throw new TypeError('list prefix must be a string');
+    await this.barrier();
+    return this.store.localList<T>(prefix, options);
+  }
+
+  put(key: string, value: JsonObject, options?: WriteOptions): Promise<{ version: number }> {
+    return this.store.put(key, value, options);
+  }
+
+  delete(key: string, options?: WriteOptions): Promise<{ deleted: boolean }> {
+    return this.store.delete(key, options);
+  }
+
+  watch(prefix: string, watcher: StoreWatcher): () => void {
+    return this.store.watch(prefix, watcher);
+  }
+}

@@ -1,0 +1,47 @@
+// StoreSnapshots is the store's state machine as the node's snapshot transfer sees it
+// (transports/node/snapshot-transfer.ts declares that interface, SnapshotState): the state is captured at
+// once by reference and encoded later as one file, store.json, in chunks between loop turns; an installed
+// artifact's store.json is read back, checked to hold the state at the artifact's seq, and swapped in.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { decodeStoreSnapshot, encodeCapture, STORE_SNAPSHOT_FILE, type StoreState, type StoreStateMachine } from './state-machine.js';
+
+/** ENCODE_CHUNK_ENTRY_COUNT is how many documents are encoded between yields to the event loop. */
+export const ENCODE_CHUNK_ENTRY_COUNT = 2_048;
+
+/** SnapshotArtifactAt names an artifact on disk: its directory, its name (for errors) and the seq it holds. */
+export interface SnapshotArtifactAt {
+  dir: string;
+  name: string;
+  meta: { seq: number };
+}
+
+export class StoreSnapshots {
+  constructor(private readonly stateMachine: StoreStateMachine) {}
+
+  get appliedSeq(): number {
+    return this.stateMachine.appliedSeq;
+  }
+
+  /** capture holds the state now (O(keys), by reference); encode lays it out as store.json later, pausing between chunks. */
+  capture(): { encode(pause: () => Promise<void>): Promise<Array<{ path: string; bytes: Uint8Array }>> } {
+    const capture = this.stateMachine.captureSnapshot();
+    return { encode: async (pause) => [{ path: STORE_SNAPSHOT_FILE, bytes: await encodeCapture(capture, ENCODE_CHUNK_ENTRY_COUNT, pause) }] };
+  }
+
+  /** load reads an installed artifact's state; the function it resolves with swaps it in (watchers hear the difference). */
+  async load(artifact: SnapshotArtifactAt): Promise<() => void> {
+    const state = await loadStoreState(artifact);
+    return () => this.stateMachine.restore(state);
+  }
+}
+
+/** loadStoreState reads an artifact's store.json and checks it holds the state at the artifact's seq. */
+export async function loadStoreState(artifact: SnapshotArtifactAt): Promise<StoreState> {
+  const decoded = decodeStoreSnapshot(await readFile(join(artifact.dir, STORE_SNAPSHOT_FILE)));
+  if (!decoded.ok) throw new Error(`snapshot ${artifact.name}: ${decoded.reason}`);
+  if (decoded.state.appliedSeq !== artifact.meta.seq) {
+    throw new Error(`snapshot ${artifact.name}: ${STORE_SNAPSHOT_FILE} is at seq ${decoded.state.appliedSeq}, its meta says ${artifact.meta.seq}`);
+  }
+  return decoded.state;
+}

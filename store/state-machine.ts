@@ -1,0 +1,253 @@
+// StoreStateMachine is the replicated store's state on one node: an ordered map of JSON documents
+// whose version is the seqno of the committed entry that last wrote them, driven only by committed
+// entries in seqno order. Compare-and-set is decided here, at apply time, so every node reaches the
+// same answer; a failed one is a committed no-op. Recent request ids are remembered (a bounded,
+// insertion-ordered table that is part of the snapshot) so a write retried after a leader change
+// applies once and its retry learns the first outcome.
+import type { JsonObject, StoreChange, StoreWatcher } from './document-store.js';
+import { EntryKind, type Entry } from '../engine/types.js';
+import { decodeCommand, isCommandResult, isObject, type CommandResult, type StoreCommand } from './command.js';
+import { DEDUP_ENTRY_COUNT_MAX } from './limits.js';
+import { cloneJson } from './json-clone.js';
+import { SortedKeys } from './sorted-keys.js';
+import { StoreWatchers } from './store-watchers.js';
+
+export const STORE_SNAPSHOT_FILE = 'store.json';
+const SNAPSHOT_VERSION = 1;
+
+interface Slot {
+  value: JsonObject;
+  version: number;
+}
+
+interface Remembered {
+  seq: number;
+  result: CommandResult;
+}
+
+/** AppliedCommand is what applying one entry did, for whoever waits on it. */
+export interface AppliedCommand {
+  seq: number;
+  /** requestId is null for entries that carry no (readable) command. */
+  requestId: string | null;
+  /** result is null for entries that are not commands (term barriers, membership records). */
+  result: CommandResult | null;
+}
+
+/** StoreState is a decoded snapshot file, ready to swap in. */
+export interface StoreState {
+  appliedSeq: number;
+  slots: Map<string, Slot>;
+  sortedKeys: string[];
+  dedup: Map<string, Remembered>;
+}
+
+export class StateMachineError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StateMachineError';
+  }
+}
+
+export class StoreStateMachine {
+  private slots = new Map<string, Slot>();
+  private sortedKeys = new SortedKeys();
+  private dedup = new Map<string, Remembered>();
+  private applied = 0;
+  /** beforeReset is the state watchers last saw before a reset, so the next restore reports the difference. */
+  private beforeReset: Map<string, Slot> | null = null;
+  private readonly watchers = new StoreWatchers();
+
+  get appliedSeq(): number {
+    return this.applied;
+  }
+
+  /** size is the number of documents (the heartbeat's entity_count). */
+  get size(): number {
+    return this.slots.size;
+  }
+
+  /** get returns a copy of the document and its version, or null. */
+  get(key: string): { value: JsonObject; version: number } | null {
+    const slot = this.slots.get(key);
+    return slot ? { value: cloneJson(slot.value), version: slot.version } : null;
+  }
+
+  /**
+   * list pages through the keys under prefix in ascending order, starting after `after`: copies, or with
+   * `shared` the stored objects themselves (for a caller that only reads them, ListOptions.shared).
+   */
+  list(prefix: string, limit: number, after?: string, shared = false): { entries: Array<{ key: string; value: JsonObject; version: number }>; nextAfter: string | null } {
+    const page = this.sortedKeys.page(prefix, limit, after);
+    const entries = page.keys.map((key) => {
+      const slot = this.slots.get(key)!;
+      return { key, value: shared ? slot.value : cloneJson(slot.value), version: slot.version };
+    });
+    return { entries, nextAfter: page.nextAfter };
+  }
+
+  /** recall returns the outcome of a request id applied recently, if it is still remembered. */
+  recall(requestId: string): { seq: number; result: CommandResult } | undefined {
+    const remembered = this.dedup.get(requestId);
+    return remembered ? { seq: remembered.seq, result: remembered.result } : undefined;
+  }
+
+  /**
+   * apply runs one committed entry. Entries must come in seqno order without gaps (a gap is a
+   * driver bug and throws); an entry at or below appliedSeq was already applied and is skipped.
+   */
+  apply(entry: Entry): AppliedCommand {
+    if (entry.seq <= this.applied) return { seq: entry.seq, requestId: null, result: null };
+    if (entry.seq !== this.applied + 1) throw new StateMachineError(`apply of seq ${entry.seq} does not follow appliedSeq ${this.applied}`);
+    this.applied = entry.seq;
+    if (entry.kind !== EntryKind.EventBatch) return { seq: entry.seq, requestId: null, result: null };
+    const decoded = decodeCommand(entry.data);
+    if (!decoded.ok) return { seq: entry.seq, requestId: null, result: { outcome: 'rejected', reason: decoded.reason } };
+    const command = decoded.command;
+    const seen = this.dedup.get(command.requestId);
+    if (seen) return { seq: entry.seq, requestId: command.requestId, result: seen.result };
+    const result = this.execute(entry.seq, command);
+    this.remember(command.requestId, entry.seq, result);
+    return { seq: entry.seq, requestId: command.requestId, result };
+  }
+
+  /** reset drops everything (a reseed); the next restore reports changes against what was dropped. */
+  reset(): void {
+    this.beforeReset ??= this.slots;
+    this.slots = new Map();
+    this.sortedKeys = new SortedKeys();
+    this.dedup = new Map();
+    this.applied = 0;
+  }
+
+  /**
+   * captureSnapshot holds the state at this applied seqno by reference, in O(keys) without encoding
+   * anything: applies replace a slot's value, never mutate it, so later applies cannot leak in.
+   */
+  captureSnapshot(): SnapshotCapture {
+    const entries = this.sortedKeys.all().map((key): CapturedEntry => {
+      const slot = this.slots.get(key)!;
+      return [key, slot.version, slot.value];
+    });
+    const dedup = [...this.dedup].map(([requestId, r]): CapturedDedup => [requestId, r.seq, r.result]);
+    return { appliedSeq: this.applied, entries, dedup };
+  }
+
+  /** encodeSnapshot captures the whole state as the bytes of store.json, at once. */
+  encodeSnapshot(): Uint8Array {
+    const capture = this.captureSnapshot();
+    return new TextEncoder().encode(snapshotJson(capture, [JSON.stringify(capture.entries).slice(1, -1)]));
+  }
+
+  /** restore swaps in a decoded snapshot and tells watchers what changed. */
+  restore(state: StoreState): void {
+    const previous = this.beforeReset ?? this.slots;
+    this.beforeReset = null;
+    this.slots = state.slots;
+    this.sortedKeys = SortedKeys.fromSorted(state.sortedKeys);
+    this.dedup = state.dedup;
+    this.applied = state.appliedSeq;
+    if (this.watchers.size === 0) return;
+    const keys = new Set([...previous.keys(), ...this.slots.keys()]);
+    for (const key of [...keys].sort()) {
+      const before = previous.get(key);
+      const after = this.slots.get(key);
+      if (after && (!before || before.version !== after.version)) this.notify({ kind: 'put', key, value: after.value, version: after.version });
+      else if (!after && before) this.notify({ kind: 'delete', key, version: state.appliedSeq });
+    }
+  }
+
+  watch(prefix: string, watcher: StoreWatcher): () => void {
+    return this.watchers.add(prefix, watcher);
+  }
+
+  private execute(seq: number, command: StoreCommand): CommandResult {
+    const current = this.slots.get(command.key);
+    const actualVersion = current?.version ?? 0;
+    if (command.expectedVersion !== undefined && command.expectedVersion !== actualVersion) return { outcome: 'conflict', actualVersion };
+    if (command.op === 'put') {
+      if (!current) this.sortedKeys.insert(command.key);
+      this.slots.set(command.key, { value: command.value, version: seq });
+      this.notify({ kind: 'put', key: command.key, value: command.value, version: seq });
+      return { outcome: 'applied', version: seq, existed: current !== undefined };
+    }
+    if (!current) return { outcome: 'applied', version: seq, existed: false };
+    this.slots.delete(command.key);
+    this.sortedKeys.remove(command.key);
+    this.notify({ kind: 'delete', key: command.key, version: seq });
+    return { outcome: 'applied', version: seq, existed: true };
+  }
+
+  private remember(requestId: string, seq: number, result: CommandResult): void {
+    this.dedup.set(requestId, { seq, result });
+    // Insertion order is apply order, the same on every node, so every node evicts the same ids.
+    while (this.dedup.size > DEDUP_ENTRY_COUNT_MAX) this.dedup.delete(this.dedup.keys().next().value!);
+  }
+
+  private notify(change: StoreChange): void {
+    this.watchers.notify(change);
+  }
+}
+
+type CapturedEntry = [key: string, version: number, value: JsonObject];
+type CapturedDedup = [requestId: string, seq: number, result: CommandResult];
+
+/** SnapshotCapture is the state machine at one applied seqno, ready to encode as store.json. */
+export interface SnapshotCapture {
+  appliedSeq: number;
+  entries: CapturedEntry[];
+  dedup: CapturedDedup[];
+}
+
+/** snapshotJson lays out store.json around entry chunks that are already JSON (each without brackets). */
+function snapshotJson(capture: SnapshotCapture, entryChunks: string[]): string {
+  const entries = entryChunks.filter((chunk) => chunk !== '').join(',');
+  return `{"v":${SNAPSHOT_VERSION},"appliedSeq":${capture.appliedSeq},"entries":[${entries}],"dedup":${JSON.stringify(capture.dedup)}}`;
+}
+
+/**
+ * encodeCapture encodes a capture as the bytes of store.json, `chunkEntryCount` entries at a time,
+ * awaiting `pause` between chunks so a large state does not hold the event loop for the whole
+ * encoding. The bytes are the same as encodeSnapshot's.
+ */
+export async function encodeCapture(capture: SnapshotCapture, chunkEntryCount: number, pause: () => Promise<void>): Promise<Uint8Array> {
+  const chunks: string[] = [];
+  for (let from = 0; from < capture.entries.length; from += chunkEntryCount) {
+    if (from > 0) await pause();
+    chunks.push(JSON.stringify(capture.entries.slice(from, from + chunkEntryCount)).slice(1, -1));
+  }
+  return new TextEncoder().encode(snapshotJson(capture, chunks));
+}
+
+/** decodeStoreSnapshot reads store.json; a file that does not hold a whole, ordered state is refused. */
+export function decodeStoreSnapshot(bytes: Uint8Array): { ok: true; state: StoreState } | { ok: false; reason: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch (err) {
+    return { ok: false, reason: `${STORE_SNAPSHOT_FILE} is not UTF-8 JSON: ${(err as Error).message}` };
+  }
+  if (!isObject(raw) || raw.v !== SNAPSHOT_VERSION || !Number.isSafeInteger(raw.appliedSeq) || (raw.appliedSeq as number) < 0
+    || !Array.isArray(raw.entries) || !Array.isArray(raw.dedup)) {
+    return { ok: false, reason: `${STORE_SNAPSHOT_FILE} is not a version ${SNAPSHOT_VERSION} store snapshot` };
+  }
+  const slots = new Map<string, Slot>();
+  const sortedKeys: string[] = [];
+  for (const row of raw.entries as unknown[]) {
+    if (!Array.isArray(row) || typeof row[0] !== 'string' || !Number.isSafeInteger(row[1]) || !isObject(row[2])) {
+      return { ok: false, reason: `${STORE_SNAPSHOT_FILE} has an entry that is not [key, version, object]` };
+    }
+    const key = row[0];
+    if (sortedKeys.length > 0 && !(sortedKeys[sortedKeys.length - 1]! < key)) return { ok: false, reason: `${STORE_SNAPSHOT_FILE} keys are not in ascending order at ${JSON.stringify(key)}` };
+    sortedKeys.push(key);
+    slots.set(key, { version: row[1] as number, value: row[2] as JsonObject });
+  }
+  const dedup = new Map<string, Remembered>();
+  for (const row of raw.dedup as unknown[]) {
+    if (!Array.isArray(row) || typeof row[0] !== 'string' || !Number.isSafeInteger(row[1]) || !isCommandResult(row[2])) {
+      return { ok: false, reason: `${STORE_SNAPSHOT_FILE} has a request-id row that is not [id, seq, result]` };
+    }
+    dedup.set(row[0], { seq: row[1] as number, result: row[2] });
+  }
+  return { ok: true, state: { appliedSeq: raw.appliedSeq as number, slots, sortedKeys, dedup } };
+}

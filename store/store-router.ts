@@ -1,0 +1,147 @@
+// StoreRouter gets store commands committed and read indexes taken wherever this node stands:
+// as the leader it proposes to its own engine; otherwise it forwards to the leader through the
+// LeaderLink (svc.store.v1 over mTLS in a node). It retries while the leader is unknown or changing,
+// with the same request id, until the caller's deadline: the state machine applies a request id once,
+// so a retry after an outcome-unknown failure cannot write twice. It also answers other members'
+// forwarded calls (serveProposal, serveReadIndex), in the wire's terms.
+import { memberById } from '../engine/roster.js';
+import type { CommandResult as CommandResultMessage } from '../proto/gen/svc/store/v1/store.js';
+import { decodeCommand, resultFromMessage, resultToMessage, type CommandResult, type EncodedCommand } from './command.js';
+import { RETRYABLE_REFUSALS, StoreRefusal, StoreUnavailableError } from './errors.js';
+import type { LeaderLink, ReadIndexAnswer, StoreEngine, StoreHost } from './host.js';
+import type { StoreLimits } from './limits.js';
+import type { StoreStateMachine } from './state-machine.js';
+import type { Proposals } from './proposals.js';
+import type { Waiters } from './waiters.js';
+
+export class StoreRouter implements StoreHost {
+  constructor(
+    private readonly engine: StoreEngine,
+    readonly stateMachine: StoreStateMachine,
+    private readonly proposals: Proposals,
+    private readonly link: LeaderLink,
+    private readonly waiters: Waiters,
+    private readonly limits: StoreLimits,
+  ) {}
+
+  commit(command: EncodedCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
+    return this.routed('commit', deadlineAt,
+      () => this.proposeHere(command, deadlineAt),
+      async (leader, callDeadlineAt) => {
+        const answer = await this.link.propose(leader, command.bytes, callDeadlineAt);
+        return { seq: answer.seq, result: readResult(leader, answer.result) };
+      });
+  }
+
+  async readIndex(deadlineAt: number): Promise<number> {
+    const answer = await this.routed('read index', deadlineAt,
+      () => this.readIndexHere(deadlineAt),
+      (leader, callDeadlineAt) => this.link.readIndex(leader, callDeadlineAt));
+    return answer.commitSeq;
+  }
+
+  waitApplied(seq: number, deadlineAt: number): Promise<void> {
+    return this.waiters.untilReached(this.appliedSeq, seq, deadlineAt, `this node to apply seq ${seq}`);
+  }
+
+  /** appliedSeq is the one counter function of every waitApplied (Waiters keeps their waits in one heap by seq). */
+  private readonly appliedSeq = (): number => this.stateMachine.appliedSeq;
+
+  /**
+   * serveProposal answers another member's forwarded command (only the leader commits it): its bytes are
+   * decoded once, to check them and find the request id, and proposed as they came.
+   */
+  async serveProposal(bytes: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: CommandResultMessage }> {
+    const decoded = decodeCommand(bytes);
+    if (!decoded.ok) throw new StoreRefusal('invalid', `bad command: ${decoded.reason}`);
+    const { seq, result } = await this.proposeHere({ requestId: decoded.command.requestId, bytes }, deadlineAt);
+    return { seq, result: resultToMessage(result) };
+  }
+
+  /** serveReadIndex answers another member's read-index request (only the leader serves it). */
+  serveReadIndex(deadlineAt: number): Promise<ReadIndexAnswer> {
+    return this.readIndexHere(deadlineAt);
+  }
+
+  private proposeHere(command: EncodedCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
+    const refusal = this.notLeader();
+    if (refusal) return Promise.reject(refusal);
+    // Applied already (a retry whose first attempt committed): answer the first outcome.
+    const seen = this.stateMachine.recall(command.requestId);
+    if (seen) return Promise.resolve(seen);
+    return this.proposals.propose(command.bytes, command.requestId, deadlineAt);
+  }
+
+  /**
+   * readIndexHere: the leader's commit seqno is a safe read index once it has committed an entry of
+   * its own term (its term-start barrier): from then on it covers every write committed before.
+   * Leadership itself rests on the engine's check-quorum lease (a leader that lost its quorum for
+   * an election timeout steps down), as etcd's lease-based reads do.
+   */
+  private async readIndexHere(deadlineAt: number): Promise<ReadIndexAnswer> {
+    const refusal = this.notLeader();
+    if (refusal) throw refusal;
+    const term = this.engine.status().term;
+    await this.waiters.until(() => {
+      const s = this.engine.status();
+      return s.role !== 'leader' || s.term !== term || this.engine.termAt(s.commitSeq) === term;
+    }, deadlineAt, 'the leader to commit an entry of its term');
+    const s = this.engine.status();
+    if (s.role !== 'leader' || s.term !== term) throw new StoreRefusal('leadership-changed', 'leadership changed while taking the read index');
+    return { commitSeq: s.commitSeq, term };
+  }
+
+  private notLeader(): StoreRefusal | null {
+    const s = this.engine.status();
+    if (s.role === 'leader') return null;
+    const leader = s.leaderId === 0 ? undefined : memberById(s.roster, s.leaderId);
+    return new StoreRefusal('not-leader', leader ? `not the leader; the leader is ${leader.name}` : 'not the leader; no leader known', leader?.grpcAddr ?? '');
+  }
+
+  /** routed runs one attempt after another — here as the leader, or at the leader — until one succeeds or the deadline passes. */
+  private async routed<T>(what: string, deadlineAt: number, here: () => Promise<T>, there: (leader: string, callDeadlineAt: number) => Promise<T>): Promise<T> {
+    let lastProblem = 'no leader known';
+    let hint = '';
+    let hintFollowed = false;
+    // Bounded by deadlineAt: every pass either returns, throws, or waits at least retryBackoffMs.
+    for (;;) {
+      const s = this.engine.status();
+      if (this.engine.failure) throw new StoreUnavailableError(`this node has stopped: ${this.engine.failure.message}`);
+      if (s.removed) throw new StoreUnavailableError('this node was removed from the cluster');
+      if (Date.now() >= deadlineAt) throw new StoreUnavailableError(`${what} timed out: ${lastProblem}`);
+      const leader = s.leaderId === 0 ? undefined : memberById(s.roster, s.leaderId);
+      const target = s.role === 'leader' ? 'here' : hint !== '' ? hint : leader?.grpcAddr ?? '';
+      hint = '';
+      if (target !== '') {
+        try {
+          return target === 'here' ? await here() : await there(target, Math.min(deadlineAt, Date.now() + this.limits.callDeadlineMs));
+        } catch (err) {
+          if (!(err instanceof StoreRefusal)) throw err;
+          if (!RETRYABLE_REFUSALS.has(err.kind)) throw new StoreUnavailableError(`${what} failed: ${err.message}`);
+          lastProblem = err.message;
+          // A refusal naming the leader is followed at once, but only once between pauses.
+          if (err.leaderHint !== '' && err.leaderHint !== target && !hintFollowed) {
+            hint = err.leaderHint;
+            hintFollowed = true;
+            continue;
+          }
+        }
+      }
+      hintFollowed = false;
+      await pause(Math.min(this.limits.retryBackoffMs, Math.max(0, deadlineAt - Date.now())));
+    }
+  }
+}
+
+/** readResult reads a leader's answer; an outcome this build does not know is refused, not guessed. */
+function readResult(leader: string, message: CommandResultMessage | undefined): CommandResult {
+  try {
+    return resultFromMessage(message);
+  } catch (err) {
+    throw new StoreRefusal('internal', `malformed answer from ${leader}: ${(err as Error).message}`);
+  }
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,285 @@
+// The client half of svc.store.v1.Store (proto/svc/store/v1/store.proto): what a member that is not the
+// leader uses to forward writes and ask for read indexes. The server half is store-service.ts.
+import * as grpc from '@grpc/grpc-js';
+import * as pb from '../../proto/gen/svc/store/v1/store.js';
+import { UnaryChannels } from '../grpc/unary-call.js';
+import { DEFAULT_PROPOSE_BATCH_COUNT_MAX, DEFAULT_STREAM_IDLE_MS } from './limits.js';
+import { RequestStreamClient, type Answered, type Pending } from './request-stream.js';
+import { STORE_METHODS, StoreCallError, type ReadIndexAnswer } from './store-calls.js';
+
+export interface StoreClientPoolOptions {
+  credentials: grpc.ChannelCredentials;
+  channelOptions: grpc.ChannelOptions;
+  /** proposeBatchCountMax bounds the proposals coalesced into one batch (default DEFAULT_PROPOSE_BATCH_COUNT_MAX). */
+  proposeBatchCountMax?: number;
+  /** streamIdleMs ends a ReadIndexStream or ProposeStream call idle this long (default DEFAULT_STREAM_IDLE_MS). */
+  streamIdleMs?: number;
+  /** overStreams: false sends everything as unary calls (the benches compare both). Default true. */
+  overStreams?: boolean;
+}
+
+/** ProposeAnswer is the leader's answer to one command: its seq and outcome, as the wire carries them (store/command.ts reads it). */
+export type ProposeAnswer = { seq: number; result: pb.CommandResult | undefined };
+
+interface QueuedProposal {
+  command: Uint8Array;
+  deadlineAt: number;
+  resolve: (answer: ProposeAnswer) => void;
+  reject: (err: Error) => void;
+}
+
+/** UINT32_MAX bounds the timeout_ms fields. */
+const UINT32_MAX = 0xffff_ffff;
+
+const errorOf = (code: grpc.status, details: string, leaderHint: string): StoreCallError => new StoreCallError(code, details, leaderHint);
+
+/** timeoutMsOf is what is left of a deadline, as a timeout_ms field (at least 1). */
+const timeoutMsOf = (deadlineAt: number, now: number): number => Math.min(UINT32_MAX, Math.max(1, Math.ceil(deadlineAt - now)));
+
+/**
+ * StoreClientPool keeps one channel per leader address and runs Store calls under a deadline.
+ * - Proposals to one address made in the same event-loop turn go out together, each still answered alone:
+ *   one ProposeStream request on an open call, or, to a peer without it, one ProposeBatch call (and single
+ *   Propose calls to a peer without that). A follower forwarding many writes costs the leader one message per
+ *   turn instead of a call per write.
+ * - Read indexes go as messages on one open ReadIndexStream call per address; to a peer without it, as unary
+ *   ReadIndex calls.
+ * A method a peer answers UNIMPLEMENTED (an older build) is not tried on that peer again.
+ */
+export class StoreClientPool {
+  private readonly channels: UnaryChannels;
+  private readonly queued = new Map<string, QueuedProposal[]>();
+  private readonly batchUnsupported = new Set<string>();
+  private readonly batchCountMax: number;
+  private readonly readIndexStreams: StreamsByAddress<null, ReadIndexAnswer>;
+  private readonly proposeStreams: StreamsByAddress<QueuedProposal[], pb.ProposeItemAnswer[]>;
+  private readonly overStreams: boolean;
+  private closed = false;
+  /**
+   * callCounts counts what went out, per kind (how well requests share calls, for metrics and tests): unary
+   * `propose` and `proposeBatch` calls, `proposeStream` requests, `readIndex` requests by either transport and,
+   * of those, `readIndexUnary` calls.
+   */
+  readonly callCounts = { propose: 0, proposeBatch: 0, proposeStream: 0, readIndex: 0, readIndexUnary: 0 };
+
+  constructor(options: StoreClientPoolOptions) {
+    this.batchCountMax = options.proposeBatchCountMax ?? DEFAULT_PROPOSE_BATCH_COUNT_MAX;
+    this.overStreams = options.overStreams ?? true;
+    this.channels = new UnaryChannels({
+      credentials: options.credentials, channelOptions: options.channelOptions, poolName: 'store client pool', errorOf,
+    });
+    const idleMs = options.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
+    this.readIndexStreams = new StreamsByAddress(this.channels, STORE_METHODS.readIndexStream, idleMs, {
+      encode: (requestId, _request, timeoutMs) => pb.ReadIndexStreamRequest.encode({ requestId, timeoutMs }).finish(),
+      decode: (bytes) => {
+        const r = pb.ReadIndexStreamResponse.decode(bytes);
+        return answered(r, { commitSeq: r.commitSeq, term: r.term });
+      },
+      fallback: (to, requests) => {
+        for (const r of requests) this.readIndexUnary(to, r.deadlineAt).then(r.resolve, r.reject);
+      },
+    });
+    this.proposeStreams = new StreamsByAddress(this.channels, STORE_METHODS.proposeStream, idleMs, {
+      encode: (requestId, queue) => {
+        const now = Date.now();
+        return pb.ProposeStreamRequest.encode({ requestId, items: queue.map((p) => ({ command: p.command, timeoutMs: timeoutMsOf(p.deadlineAt, now) })) }).finish();
+      },
+      decode: (bytes) => {
+        const r = pb.ProposeStreamResponse.decode(bytes);
+        return answered(r, r.answers);
+      },
+      fallback: (to, requests) => {
+        for (const r of requests) this.proposeUnary(to, r.request);
+      },
+    });
+  }
+
+  /** propose commits one command at the leader `to`; it goes with the other proposals of this loop turn. */
+  propose(to: string, command: Uint8Array, deadlineAt: number): Promise<ProposeAnswer> {
+    if (this.closed) return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, 'store client pool is closed'));
+    return new Promise<ProposeAnswer>((resolve, reject) => {
+      let queue = this.queued.get(to);
+      if (!queue) {
+        queue = [];
+        this.queued.set(to, queue);
+        // After this turn's I/O callbacks: the proposals they make join this one.
+        setImmediate(() => this.flush(to, queue!));
+      }
+      queue.push({ command, deadlineAt, resolve, reject });
+      if (queue.length >= this.batchCountMax) this.flush(to, queue);
+    });
+  }
+
+  /** readIndex asks the leader `to` for a read index: a message on the open ReadIndexStream call, or a unary call to an old peer. */
+  readIndex(to: string, deadlineAt: number): Promise<ReadIndexAnswer> {
+    if (this.closed) return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, 'store client pool is closed'));
+    this.callCounts.readIndex++;
+    if (!this.overStreams || !this.readIndexStreams.supported(to)) return this.readIndexUnary(to, deadlineAt);
+    return this.readIndexStreams.ask(to, null, deadlineAt);
+  }
+
+  /** readIndexStreamCalls: the ReadIndexStream calls opened so far, over every address. */
+  get readIndexStreamCalls(): number {
+    return this.readIndexStreams.callsOpened;
+  }
+
+  /** proposeStreamCalls: the ProposeStream calls opened so far, over every address. */
+  get proposeStreamCalls(): number {
+    return this.proposeStreams.callsOpened;
+  }
+
+  close(): void {
+    this.closed = true;
+    const closed = new StoreCallError(grpc.status.UNAVAILABLE, 'store client pool is closed');
+    for (const queue of this.queued.values()) for (const p of queue) p.reject(closed);
+    this.queued.clear();
+    this.readIndexStreams.close('store client pool is closed');
+    this.proposeStreams.close('store client pool is closed');
+    this.channels.close();
+  }
+
+  private flush(to: string, queue: QueuedProposal[]): void {
+    if (this.queued.get(to) !== queue) return; // flushed already (it filled up)
+    this.queued.delete(to);
+    if (!this.overStreams || !this.proposeStreams.supported(to)) {
+      this.proposeUnary(to, queue);
+      return;
+    }
+    this.callCounts.proposeStream++;
+    this.proposeStreams.ask(to, queue, Math.max(...queue.map((p) => p.deadlineAt))).then(
+      (answers) => settle(to, 'ProposeStreamResponse', queue, answers),
+      (err: unknown) => { for (const p of queue) p.reject(err instanceof Error ? err : new Error(String(err))); },
+    );
+  }
+
+  /** proposeUnary sends a turn's proposals as one ProposeBatch call, or each alone to a peer without it. */
+  private proposeUnary(to: string, queue: QueuedProposal[]): void {
+    if (queue.length === 1 || this.batchUnsupported.has(to)) {
+      this.proposeEachAlone(to, queue);
+      return;
+    }
+    const now = Date.now();
+    const callDeadlineAt = Math.max(...queue.map((p) => p.deadlineAt));
+    const items = queue.map((p) => ({ command: p.command, timeoutMs: timeoutMsOf(p.deadlineAt, now) }));
+    this.callCounts.proposeBatch++;
+    this.channels.call(to, STORE_METHODS.proposeBatch, Buffer.from(pb.ProposeBatchRequest.encode({ items }).finish()), callDeadlineAt).then(
+      (bytes) => {
+        let answers: pb.ProposeItemAnswer[];
+        try {
+          answers = pb.ProposeBatchResponse.decode(bytes).answers;
+        } catch (err) {
+          const failure = new StoreCallError(grpc.status.INTERNAL, `malformed ProposeBatchResponse from ${to}: ${String(err)}`);
+          for (const p of queue) p.reject(failure);
+          return;
+        }
+        settle(to, 'ProposeBatchResponse', queue, answers);
+      },
+      (err: unknown) => {
+        if (err instanceof StoreCallError && err.code === grpc.status.UNIMPLEMENTED) {
+          this.batchUnsupported.add(to);
+          this.proposeEachAlone(to, queue);
+          return;
+        }
+        for (const p of queue) p.reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  }
+
+  private proposeEachAlone(to: string, queue: QueuedProposal[]): void {
+    for (const p of queue) this.proposeOne(to, p.command, p.deadlineAt).then(p.resolve, p.reject);
+  }
+
+  private async proposeOne(to: string, command: Uint8Array, deadlineAt: number): Promise<ProposeAnswer> {
+    this.callCounts.propose++;
+    const bytes = await this.channels.call(to, STORE_METHODS.propose, Buffer.from(pb.ProposeRequest.encode({ command }).finish()), deadlineAt);
+    let response: pb.ProposeResponse;
+    try {
+      response = pb.ProposeResponse.decode(bytes);
+      return { seq: response.seq, result: response.result };
+    } catch (err) {
+      throw new StoreCallError(grpc.status.INTERNAL, `malformed ProposeResponse from ${to}: ${String(err)}`);
+    }
+  }
+
+  private async readIndexUnary(to: string, deadlineAt: number): Promise<ReadIndexAnswer> {
+    this.callCounts.readIndexUnary++;
+    const bytes = await this.channels.call(to, STORE_METHODS.readIndex, Buffer.from(pb.ReadIndexRequest.encode({}).finish()), deadlineAt);
+    try {
+      return pb.ReadIndexResponse.decode(bytes);
+    } catch (err) {
+      throw new StoreCallError(grpc.status.INTERNAL, `malformed ReadIndexResponse from ${to}: ${String(err)}`);
+    }
+  }
+}
+
+/** settle answers each queued proposal with its own answer, in order; a wrong count fails them all. */
+function settle(to: string, what: string, queue: readonly QueuedProposal[], answers: readonly pb.ProposeItemAnswer[]): void {
+  if (answers.length !== queue.length) {
+    const failure = new StoreCallError(grpc.status.INTERNAL, `${what} from ${to} has ${answers.length} answers for ${queue.length} commands`);
+    for (const p of queue) p.reject(failure);
+    return;
+  }
+  queue.forEach((p, i) => {
+    const answer = answers[i]!;
+    if (answer.statusCode === grpc.status.OK) p.resolve({ seq: answer.seq, result: answer.result });
+    else p.reject(new StoreCallError(answer.statusCode, answer.details, answer.leaderHint));
+  });
+}
+
+/** answered reads a stream answer's status: OK with the answer, or the request's failure. */
+function answered<Answer>(response: { requestId: number; statusCode: number; details: string; leaderHint: string }, answer: Answer): Answered<Answer> {
+  const { requestId, statusCode, details, leaderHint } = response;
+  return statusCode === grpc.status.OK ? { requestId, answer } : { requestId, failure: { code: statusCode, details, leaderHint } };
+}
+
+interface StreamCodec<Request, Answer> {
+  encode(requestId: number, request: Request, timeoutMs: number): Uint8Array;
+  decode(bytes: Buffer): Answered<Answer>;
+  /** fallback sends the requests open when a peer answered UNIMPLEMENTED another way. */
+  fallback(to: string, requests: Array<Pending<Request, Answer>>): void;
+}
+
+/** StreamsByAddress keeps one RequestStreamClient per address for one streaming method, and the peers without it. */
+class StreamsByAddress<Request, Answer> {
+  private readonly clients = new Map<string, RequestStreamClient<Request, Answer>>();
+  private readonly unsupported = new Set<string>();
+  /** dropped counts the calls opened by clients since dropped (an address found without the method), so callsOpened never goes down. */
+  private dropped = 0;
+
+  constructor(private readonly channels: UnaryChannels, private readonly path: string, private readonly idleMs: number,
+    private readonly codec: StreamCodec<Request, Answer>) {}
+
+  supported(to: string): boolean {
+    return !this.unsupported.has(to);
+  }
+
+  ask(to: string, request: Request, deadlineAt: number): Promise<Answer> {
+    let client = this.clients.get(to);
+    if (!client) {
+      client = new RequestStreamClient<Request, Answer>({
+        open: () => this.channels.openStream(to, this.path),
+        encode: this.codec.encode, decode: this.codec.decode, errorOf, idleMs: this.idleMs,
+        onUnimplemented: (requests) => {
+          this.unsupported.add(to);
+          const gone = this.clients.get(to);
+          if (gone) this.dropped += gone.callsOpened;
+          this.clients.delete(to);
+          this.codec.fallback(to, requests);
+        },
+      });
+      this.clients.set(to, client);
+    }
+    return client.ask(request, deadlineAt);
+  }
+
+  get callsOpened(): number {
+    let opened = this.dropped;
+    for (const client of this.clients.values()) opened += client.callsOpened;
+    return opened;
+  }
+
+  close(details: string): void {
+    for (const client of this.clients.values()) client.close(details);
+    this.clients.clear();
+  }
+}

@@ -1,0 +1,205 @@
+// The svc.store.v1.Store gRPC service (proto/svc/store/v1/store.proto), the server half: served on the peer
+// mTLS server beside WalShipping. grpc-js moves raw bytes (identity serializers) and decoding happens here,
+// so a malformed request is INVALID_ARGUMENT with a reason instead of grpc-js's generic error. A command
+// stays the bytes it came as: the handler (the store, through the node) reads it. The client half a
+// follower uses to reach the leader is store-client-pool.ts.
+import * as grpc from '@grpc/grpc-js';
+import * as pb from '../../proto/gen/svc/store/v1/store.js';
+import { RequestStreamServer, type Failure } from './request-stream.js';
+import { STORE_METHODS, StoreCallError, TRAILER_LEADER, type ReadIndexAnswer } from './store-calls.js';
+
+export { STORE_METHODS, StoreCallError, TRAILER_LEADER, type ReadIndexAnswer };
+export { StoreClientPool, type ProposeAnswer, type StoreClientPoolOptions } from './store-client-pool.js';
+
+/** StoreServiceHandler decides the answers; the service only decodes the messages, checks sizes and encodes. */
+export interface StoreServiceHandler {
+  /** propose commits an encoded command on this node as the leader (or throws StoreCallError: INVALID_ARGUMENT for a malformed command). */
+  propose(command: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: pb.CommandResult }>;
+  /** readIndex answers this leader's commit seqno once it has committed an entry of its term. */
+  readIndex(deadlineAt: number): Promise<ReadIndexAnswer>;
+}
+
+export interface StoreServiceOptions {
+  handler: StoreServiceHandler;
+  /** commandBytesMax bounds the command a caller may send. */
+  commandBytesMax: number;
+  /** callDeadlineMs bounds a call that arrived without a deadline, and a stream request without a timeout. */
+  callDeadlineMs: number;
+  /** proposeBatchCountMax bounds the commands of one ProposeBatch call or ProposeStream request. */
+  proposeBatchCountMax: number;
+  /** streamOpenRequestCountMax bounds the requests open on one ReadIndexStream or ProposeStream call. */
+  streamOpenRequestCountMax: number;
+  onWarning?: (message: string) => void;
+}
+
+const identity = (bytes: Buffer): Buffer => bytes;
+
+const STREAMING_METHODS: ReadonlySet<string> = new Set(['readIndexStream', 'proposeStream']);
+
+/** storeServiceDefinition registers the Store paths with byte-for-byte serializers. */
+export function storeServiceDefinition(): grpc.ServiceDefinition {
+  const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
+  for (const [name, path] of Object.entries(STORE_METHODS)) {
+    const streaming = STREAMING_METHODS.has(name);
+    definition[name] = {
+      path, requestStream: streaming, responseStream: streaming,
+      requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity,
+    };
+  }
+  return definition;
+}
+
+/** StoreService is the server half: the implementation to register, and a way to end its open streams. */
+export interface StoreService {
+  implementation: grpc.UntypedServiceImplementation;
+  /** endStreams ends every open ReadIndexStream and ProposeStream call with UNAVAILABLE (they never end alone). */
+  endStreams(details: string): void;
+  /** openStreamCount: the ReadIndexStream and ProposeStream calls open now. */
+  openStreamCount(): number;
+}
+
+export function storeService(options: StoreServiceOptions): StoreService {
+  const common = { openRequestCountMax: options.streamOpenRequestCountMax, ...(options.onWarning ? { onWarning: options.onWarning } : {}) };
+  const readIndexStreams = new RequestStreamServer<number, ReadIndexAnswer>({
+    ...common,
+    method: 'ReadIndexStream',
+    decode: (bytes) => {
+      const request = pb.ReadIndexStreamRequest.decode(bytes);
+      return { requestId: request.requestId, request: request.timeoutMs };
+    },
+    handle: (timeoutMs, arrivedAt) =>
+      options.handler.readIndex(arrivedAt + (timeoutMs > 0 ? Math.min(timeoutMs, options.callDeadlineMs) : options.callDeadlineMs)),
+    encodeAnswer: (requestId, { commitSeq, term }) =>
+      pb.ReadIndexStreamResponse.encode({ requestId, statusCode: grpc.status.OK, details: '', leaderHint: '', commitSeq, term }).finish(),
+    encodeFailure: (requestId, failure: Failure) =>
+      pb.ReadIndexStreamResponse.encode({ requestId, statusCode: failure.code, details: failure.details, leaderHint: failure.leaderHint, commitSeq: 0, term: 0 }).finish(),
+  });
+  const proposeStreams = new RequestStreamServer<pb.ProposeItem[], pb.ProposeItemAnswer[]>({
+    ...common,
+    method: 'ProposeStream',
+    decode: (bytes) => {
+      const request = pb.ProposeStreamRequest.decode(bytes);
+      return { requestId: request.requestId, request: request.items };
+    },
+    handle: (items, arrivedAt) => {
+      const refusal = batchRefusal(items, options);
+      return refusal ? Promise.reject(refusal) : proposeItems(items, arrivedAt, arrivedAt + options.callDeadlineMs, options);
+    },
+    encodeAnswer: (requestId, answers) =>
+      pb.ProposeStreamResponse.encode({ requestId, statusCode: grpc.status.OK, details: '', leaderHint: '', answers }).finish(),
+    encodeFailure: (requestId, failure) =>
+      pb.ProposeStreamResponse.encode({ requestId, statusCode: failure.code, details: failure.details, leaderHint: failure.leaderHint, answers: [] }).finish(),
+  });
+  return {
+    implementation: { ...unaryImplementation(options), readIndexStream: readIndexStreams.serve, proposeStream: proposeStreams.serve },
+    endStreams: (details) => {
+      readIndexStreams.endAll(details);
+      proposeStreams.endAll(details);
+    },
+    openStreamCount: () => readIndexStreams.openCallCount + proposeStreams.openCallCount,
+  };
+}
+
+/** sizeRefusal says why a command above commandBytesMax is refused (null: within it). */
+function sizeRefusal(command: Uint8Array, options: StoreServiceOptions): string | null {
+  return command.length > options.commandBytesMax ? `command is ${command.length} bytes, above commandBytesMax ${options.commandBytesMax}` : null;
+}
+
+function itemFailure(code: grpc.status, details: string, leaderHint = ''): pb.ProposeItemAnswer {
+  return { statusCode: code, details, leaderHint, seq: 0, result: undefined };
+}
+
+/** batchRefusal refuses a batch above proposeBatchCountMax whole (RESOURCE_EXHAUSTED). */
+function batchRefusal(items: readonly pb.ProposeItem[], options: StoreServiceOptions): StoreCallError | null {
+  return items.length > options.proposeBatchCountMax
+    ? new StoreCallError(grpc.status.RESOURCE_EXHAUSTED, `${items.length} commands, above proposeBatchCountMax ${options.proposeBatchCountMax}`)
+    : null;
+}
+
+/**
+ * proposeItems proposes each command of a batch as Propose would (the node gathers them into one engine step)
+ * and answers each alone: one command's failure does not fail the others.
+ */
+function proposeItems(items: readonly pb.ProposeItem[], arrivedAt: number, callDeadlineAt: number, options: StoreServiceOptions): Promise<pb.ProposeItemAnswer[]> {
+  return Promise.all(items.map((item): Promise<pb.ProposeItemAnswer> => {
+    const tooBig = sizeRefusal(item.command, options);
+    if (tooBig !== null) return Promise.resolve(itemFailure(grpc.status.INVALID_ARGUMENT, tooBig));
+    const deadlineAt = item.timeoutMs > 0 ? Math.min(callDeadlineAt, arrivedAt + item.timeoutMs) : callDeadlineAt;
+    return options.handler.propose(item.command, deadlineAt).then(
+      ({ seq, result }) => ({ statusCode: grpc.status.OK, details: '', leaderHint: '', seq, result }),
+      (err: unknown) => {
+        if (err instanceof StoreCallError) return itemFailure(err.code, err.details, err.leaderHint);
+        options.onWarning?.(`Store proposal failed: ${String(err)}`);
+        return itemFailure(grpc.status.INTERNAL, 'store handler failed');
+      },
+    );
+  }));
+}
+
+/** unaryImplementation serves the unary methods (storeService adds the streaming ones). */
+function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceImplementation {
+  const deadlineOf = (call: grpc.ServerUnaryCall<Buffer, Buffer>): number => {
+    const deadline = call.getDeadline();
+    const asked = deadline instanceof Date ? deadline.getTime() : Number(deadline);
+    const fallback = Date.now() + options.callDeadlineMs;
+    return Number.isFinite(asked) && asked > 0 ? Math.min(asked, fallback) : fallback;
+  };
+  const fail = (respond: grpc.sendUnaryData<Buffer>, err: unknown, method: string): void => {
+    if (err instanceof StoreCallError) {
+      const metadata = new grpc.Metadata();
+      if (err.leaderHint !== '') metadata.set(TRAILER_LEADER, err.leaderHint);
+      respond({ code: err.code, details: err.details, metadata }, null);
+      return;
+    }
+    options.onWarning?.(`Store ${method} failed: ${String(err)}`);
+    respond({ code: grpc.status.INTERNAL, details: 'store handler failed' }, null);
+  };
+  return {
+    propose: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+      let request: pb.ProposeRequest;
+      try {
+        request = pb.ProposeRequest.decode(call.request);
+      } catch (err) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ProposeRequest: ${String(err)}` }, null);
+        return;
+      }
+      const tooBig = sizeRefusal(request.command, options);
+      if (tooBig !== null) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: tooBig }, null);
+        return;
+      }
+      options.handler.propose(request.command, deadlineOf(call)).then(
+        ({ seq, result }) => respond(null, Buffer.from(pb.ProposeResponse.encode({ seq, result }).finish())),
+        (err: unknown) => fail(respond, err, 'Propose'),
+      );
+    },
+    proposeBatch: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+      let request: pb.ProposeBatchRequest;
+      try {
+        request = pb.ProposeBatchRequest.decode(call.request);
+      } catch (err) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ProposeBatchRequest: ${String(err)}` }, null);
+        return;
+      }
+      const refusal = batchRefusal(request.items, options);
+      if (refusal) {
+        fail(respond, refusal, 'ProposeBatch');
+        return;
+      }
+      void proposeItems(request.items, Date.now(), deadlineOf(call), options)
+        .then((answers) => respond(null, Buffer.from(pb.ProposeBatchResponse.encode({ answers }).finish())));
+    },
+    readIndex: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+      try {
+        pb.ReadIndexRequest.decode(call.request);
+      } catch (err) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ReadIndexRequest: ${String(err)}` }, null);
+        return;
+      }
+      options.handler.readIndex(deadlineOf(call)).then(
+        (answer) => respond(null, Buffer.from(pb.ReadIndexResponse.encode(answer).finish())),
+        (err: unknown) => fail(respond, err, 'ReadIndex'),
+      );
+    },
+  };
+}
