@@ -27,7 +27,7 @@ export const DEFAULT_LIMITS: EngineLimits = {
   readIndexPendingCountMax: 10_000,
   // Off: a lease read is only as safe as the clocks and the absence of pauses (engine/read-index.ts).
   readLeaseEnabled: 0,
-  clockDriftFractionMax: 0.05,
+  clockDriftPercentMax: 5,
 };
 
 /** CURRENT_COMPAT is what this binary speaks: every newer field, capability bit 0. */

@@ -18,7 +18,7 @@
 // The lease fast path (limits.readLeaseEnabled, off by default) answers without a round while a
 // round confirmed at most readLeaseTicks() ago holds. It rests on voters refusing non-transfer votes
 // for an election timeout after a heartbeat (the check-quorum lease) and is safe only if clocks run
-// within clockDriftFractionMax of each other, no process pauses (SIGSTOP, GC, swapping) longer than
+// within clockDriftPercentMax of nominal, no process pauses (SIGSTOP, GC, swapping) longer than
 // the slack, and no voter restarts during the lease (a restarted voter has forgotten its lease and
 // votes at once). A leadership transfer skips the voters' lease, so any TimeoutNow sent in a term
 // ends lease reads for the rest of that term.
@@ -51,7 +51,7 @@ interface WaitingRead {
 /** readLeaseTicks: how long a confirmed round vouches for reads; 0 = no lease (see the file comment). */
 export function readLeaseTicks(limits: EngineLimits): number {
   if (limits.readLeaseEnabled !== 1) return 0;
-  const drift = Math.min(Math.max(limits.clockDriftFractionMax, 0), 0.5);
+  const drift = Math.min(Math.max(limits.clockDriftPercentMax, 0), 50) / 100;
   // A voter refuses votes for electionTimeoutTicks of its own ticks after a heartbeat, the first of
   // which may follow at once: (electionTimeoutTicks - 1) periods of its clock at least. The leader's
   // ticks may run fast and the voter's slow by up to the drift bound.

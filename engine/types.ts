@@ -142,8 +142,8 @@ export interface EngineLimits {
    * (engine/read-index.ts says when that is safe); 0 = every read waits for a round (the default).
    */
   readLeaseEnabled: number;
-  /** clockDriftFractionMax: how far the nodes' tick rates may differ (0.05 = ±5%); shortens the read lease. */
-  clockDriftFractionMax: number;
+  /** clockDriftPercentMax: how far a node's tick rate may stray from nominal, in percent; shortens the read lease. */
+  clockDriftPercentMax: number;
 }
 
 /** NodeStats are the driver's measurements that heartbeats carry (engine/ measures nothing itself). */

@@ -139,7 +139,7 @@ describe('engine read index', () => {
       assert.equal(DEFAULT_LIMITS.readLeaseEnabled, 0);
       assert.equal(readLeaseTicks(DEFAULT_LIMITS), 0);
       assert.equal(readLeaseTicks({ ...DEFAULT_LIMITS, readLeaseEnabled: 1 }), 8); // (10 - 1) x 0.95 / 1.05
-      assert.equal(readLeaseTicks({ ...DEFAULT_LIMITS, readLeaseEnabled: 1, clockDriftFractionMax: 0 }), 9);
+      assert.equal(readLeaseTicks({ ...DEFAULT_LIMITS, readLeaseEnabled: 1, clockDriftPercentMax: 0 }), 9);
     });
 
     it('answers without a round while a confirmed round\'s lease holds, and waits once it lapses', () => {

@@ -139,13 +139,6 @@ export class Driver {
     return this.engine.logBase().seq;
   }
 
-  /** termAt is the term of the engine's entry at seq (undefined when compacted or beyond the end). */
-  termAt(seq: number): number | undefined {
-    const base = this.engine.logBase();
-    if (seq === base.seq) return base.term;
-    return this.engine.entries()[seq - base.seq - 1]?.term;
-  }
-
   /** stop ends ticking, lets the step in progress finish and drops the inputs not yet started. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
