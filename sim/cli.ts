@@ -3,6 +3,7 @@
 // A failing run also prints the invariant, the tick and how to reproduce it, then
 // shrinks its fault schedule (fast-check) and prints the smaller reproduction.
 import { closeSync, openSync } from 'node:fs';
+import { checkerNames } from './checkers/registry.js';
 import { parseCli, usage, type CliRequest } from './cli-args.js';
 import { CoverageTally } from './coverage.js';
 import { SIM_LIMITS } from './limits.js';
@@ -21,6 +22,10 @@ function main(argv: string[]): number {
   }
   if (request.mode === 'help') {
     process.stdout.write(`${usage()}\n`);
+    return 0;
+  }
+  if (request.mode === 'list-checkers') {
+    process.stdout.write(`${checkerNames().join('\n')}\n`);
     return 0;
   }
   if (request.mode === 'sweep') return sweep(request);
@@ -58,7 +63,9 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
   const foreign = result.counts.foreignDelivered + result.counts.otherClusterRefused > 0
     ? `, forged calls: ${result.counts.foreignDelivered} refused by engines, ${result.counts.otherClusterRefused} at the edge (other cluster)` : '';
   process.stdout.write(`simulated ${(result.simulatedMs / 1_000).toFixed(1)} s: ${result.counts.writesIssued} writes, `
-    + `${result.counts.writesAcked} acknowledged, ${result.counts.faultsFired}/${result.faults.length} faults fired${foreign}\n`);
+    + `${result.counts.writesAcked} acknowledged, ${result.counts.readsIssued} reads, ${result.counts.readsServed} served `
+    + `(${result.counts.followerReadsServed} through the leader's index on a follower), ${result.counts.faultsFired}/${result.faults.length} faults fired${foreign}\n`);
+  if (result.linearizability) process.stdout.write(`${describeLinearizability(result)}\n`);
   if (request.verbose) {
     process.stdout.write(`observed: ${JSON.stringify(result.observed)}\n`);
     process.stdout.write(`coverage: ${JSON.stringify(result.coverage)}\n`);
@@ -77,6 +84,12 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
   }
   process.stdout.write(`seed=${request.seed} result=${result.ok ? 'pass' : 'fail'} events=${result.events} trace=${result.traceHash}\n`);
   return result.ok ? 0 : 1;
+}
+
+function describeLinearizability(result: RunResult): string {
+  const l = result.linearizability!;
+  const head = `linearizability: ${l.verdict} (${l.operationCount} operations, ${l.steps} search steps)`;
+  return l.verdict === 'undecided' ? `${head} — not a failure: ${l.detail}` : head;
 }
 
 function printFailure(result: RunResult, request: Extract<CliRequest, { mode: 'single' }>): void {
@@ -98,6 +111,7 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
     return 2;
   }
   const failures: { seed: number; invariant: string; tick: number; message: string }[] = [];
+  const undecided: { seed: number; detail: string }[] = [];
   const total = request.lastSeed - request.firstSeed + 1;
   const showProgress = process.stderr.isTTY === true;
   const startedMs = performance.now();
@@ -113,6 +127,7 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
     foreignDelivered += result.counts.foreignDelivered;
     otherClusterRefused += result.counts.otherClusterRefused;
     if (result.counts.foreignDelivered + result.counts.otherClusterRefused > 0) foreignSeeds++;
+    if (result.linearizability?.verdict === 'undecided') undecided.push({ seed, detail: result.linearizability.detail });
     if (result.failure) {
       failures.push({ seed, invariant: result.failure.invariant, tick: tickOf(result.failure.timeMs), message: result.failure.message });
       if (!showProgress) process.stdout.write(`seed=${seed} result=fail invariant=${result.failure.invariant}\n`);
@@ -127,6 +142,7 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
     process.stdout.write(`foreign traffic in ${foreignSeeds} seeds: ${foreignDelivered} forged calls reached engines (each refused, nothing changed), `
       + `${otherClusterRefused} refused at the edge for another cluster's id\n`);
   }
+  for (const u of undecided) process.stdout.write(`  seed=${u.seed} linearizability=undecided (not a failure): ${u.detail.slice(0, 300)}\n`);
   for (const f of failures) {
     process.stdout.write(`  seed=${f.seed} invariant=${f.invariant} tick=${f.tick}: ${f.message.slice(0, 300)}\n`);
     process.stdout.write(`    reproduce: ${reproduceCommand(f.seed, request.overrides, null)}\n`);

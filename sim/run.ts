@@ -5,6 +5,7 @@
 import { Engine } from '../engine/engine.js';
 import { CURRENT_COMPAT } from '../engine/limits.js';
 import type { Compat } from '../engine/types.js';
+import { checkLinearizability, type LinearizabilityReport } from './checkers/linearizability.js';
 import { livenessGap } from './checkers/liveness.js';
 import { checkLogMirror } from './checkers/log-mirror.js';
 import { Cluster, type FounderSpec } from './cluster.js';
@@ -18,6 +19,7 @@ import { RunObserver, type Counters } from './observer.js';
 import { Prng } from './prng.js';
 import { Trace } from './trace.js';
 import { InvariantViolation } from './violation.js';
+import { RegisterClients } from './register-clients.js';
 import { Workload } from './workload.js';
 
 export interface RunFailure {
@@ -38,9 +40,15 @@ export interface RunResult {
   /** faults: the seed's schedule (faults.ts), then its VOPR-style faults (faults-vopr.ts); indices name them. */
   faults: AnyFault[];
   /** foreignDelivered: forged calls that reached an engine; otherClusterRefused: refused at the edge for their cluster id. */
-  counts: { writesIssued: number; writesAcked: number; faultsFired: number; livenessMs: number; foreignDelivered: number; otherClusterRefused: number };
+  counts: {
+    writesIssued: number; writesAcked: number; faultsFired: number; livenessMs: number;
+    foreignDelivered: number; otherClusterRefused: number;
+    readsIssued: number; readsServed: number; followerReadsServed: number;
+  };
   observed: Counters;
   coverage: CoverageCounts;
+  /** linearizability: the end-of-run check of the clients' history; null when the run failed before it. */
+  linearizability: LinearizabilityReport | null;
 }
 
 export type AnyFault = FaultEvent | VoprFault;
@@ -96,6 +104,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   });
   extras.onCluster?.(cluster);
   const workload = new Workload(cluster, root.fork('workload'), options.workload, root.fork('burst'));
+  const registers = new RegisterClients(cluster, root.fork('registers'), options.workload);
   const injector = new FaultInjector({
     get nowUs() { return cluster.nowUs; },
     nodes: cluster.nodes,
@@ -147,6 +156,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   });
 
   let failure: RunFailure | null = null;
+  let linearizability: LinearizabilityReport | null = null;
   let done = false;
   let livenessStartUs = -1;
   const livenessPrng = root.fork('liveness');
@@ -171,6 +181,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     vopr.active = false;
     cluster.crashPoints.disarmAll();
     workload.stop();
+    registers.stop();
     cluster.heal();
     cluster.network.calm();
     excludeMinority(cluster, injector, livenessPrng);
@@ -185,9 +196,11 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   try {
     cluster.start();
     workload.start();
+    registers.start();
     const endUs = msToUs(options.safetyPhaseMs + options.livenessPhaseMsMax + 10 * SIM_LIMITS.livenessProbeIntervalMs);
     cluster.runUntil(endUs, () => done);
     if (!done && !failure) throw new InvariantViolation('liveness', 'the run ended before the liveness phase concluded');
+    linearizability = checkLinearizability(registers.history.operations());
   } catch (error) {
     if (!(error instanceof InvariantViolation)) throw error;
     failure = {
@@ -214,9 +227,13 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
       livenessMs: livenessStartUs >= 0 ? (cluster.nowUs - livenessStartUs) / 1_000 : 0,
       foreignDelivered: cluster.checkers.foreignTraffic.delivered,
       otherClusterRefused: cluster.otherClusterRefusals,
+      readsIssued: registers.counts.readsIssued,
+      readsServed: registers.counts.readsServed,
+      followerReadsServed: registers.counts.followerReadsServed,
     },
     observed: observer.counters,
     coverage: { ...cluster.coverage.counts },
+    linearizability,
   };
 }
 
