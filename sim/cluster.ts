@@ -130,6 +130,7 @@ export class Cluster implements CheckerWorld {
       guard: (node, what, run) => this.guard(node, what, run),
       nodeByGrpcAddr: (addr) => this.byGrpc.get(addr),
       clusterId: this.clusterId,
+      trace: this.trace,
     }, this.storagePrng, config.storage.snapshotCorruptProbability, config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery);
   }
 
@@ -411,7 +412,10 @@ export class Cluster implements CheckerWorld {
     const node = this.nodes[event.node]!;
     if (event.k === 'request') {
       if (node.state === 'paused') node.inbox.push(event);
-      else if (node.state === 'up') this.router.serve(node, event);
+      else if (node.state === 'up') {
+        this.noteDelivery(event.msg);
+        this.router.serve(node, event);
+      }
       else if (!event.copy) this.router.refuse(event.callKey, event.node);
       return;
     }
@@ -442,10 +446,12 @@ export class Cluster implements CheckerWorld {
         const call = this.router.calls.outbound.get(event.callKey);
         if (!call) return;
         if (event.final) this.router.settle(call);
+        this.noteDelivery(event.msg);
         this.step(node, event.input);
         return;
       }
       case 'snapshot':
+        if (this.router.calls.outbound.has(event.callKey)) this.noteDelivery(event.msg);
         this.router.receiveSnapshot(node, event);
         return;
       case 'deadline': {
@@ -510,6 +516,11 @@ export class Cluster implements CheckerWorld {
     }
     this.trace.record(traceLine(this.eventCount, this.nowUs, node.index, input, effects));
     this.checkers.afterStep({ node, input, effects, before, after, nowUs: this.nowUs });
+  }
+
+  /** noteDelivery tells the trace viewer that view-noted message `msg` reached its engine now. */
+  private noteDelivery(msg: number | undefined): void {
+    if (msg !== undefined && msg > 0) this.trace.note(`{"v":"r","m":${msg},"t":${this.nowUs}}`);
   }
 
   private recordWorld(label: string): void {
