@@ -243,6 +243,11 @@
       if (m.fate === 'lost') {
         x1 = x0 + 12;
         yEnd = y0 + (y1 - y0) * 0.3;
+      } else if (m.fate === 'undelivered' && m.atUs > model.endUs) {
+        // Still in flight when the run ended: cut at the end.
+        const part = (model.endUs - m.sentUs) / Math.max(1, m.atUs - m.sentUs);
+        x1 = xOf(model.endUs);
+        yEnd = y0 + (y1 - y0) * part;
       } else {
         x1 = xOf(m.atUs);
         yEnd = y1;
@@ -341,8 +346,9 @@
       }
     }
     if (best) return best;
+    // The role bar is the lane's middle; a fault band fills the rest of the lane's height.
+    for (const d of drawn.list) if (d.type === 'role' && px >= d.x0 && px <= d.x1 + 1 && py >= d.y0 && py <= d.y1) return d;
     for (const d of drawn.list) if (d.type === 'fault' && px >= d.x0 && px <= d.x1 && py >= d.y0 && py <= d.y1) return d;
-    for (const d of drawn.list) if (d.type === 'role' && px >= d.x0 && px <= d.x1 + 1 && py >= d.y0 - 8 && py <= d.y1 + 8) return d;
     return null;
   }
 
@@ -432,10 +438,18 @@
   function fit() {
     setView(0, Math.max(model.endUs, 1));
   }
+  /**
+   * toViolation frames the failure with the messages that led to it: back to the VIOLATION_CONTEXT_MESSAGES-th
+   * message before it, at least 20 ms and at most three election timeouts.
+   */
+  const VIOLATION_CONTEXT_MESSAGES = 60;
   function toViolation() {
     if (!model.failure) return;
     const at = model.failure.atUs;
-    setView(Math.max(0, at - 3 * electionUs), at + 0.5 * electionUs);
+    const before = firstIndexAtOrAfter(at + 1);
+    const earliest = messages[Math.max(0, before - VIOLATION_CONTEXT_MESSAGES)];
+    const spanUs = Math.min(3 * electionUs, Math.max(20_000, earliest ? at - earliest.sentUs : 0));
+    setView(Math.max(0, at - spanUs), at + spanUs * 0.2);
   }
 
   document.getElementById('zoom-in').addEventListener('click', () => zoom(0.5));
