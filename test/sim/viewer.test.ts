@@ -1,5 +1,5 @@
 // The trace viewer (sim/view/) on a failing run, in a real headless Chromium: the page for a planted bug
-// (an engine that forgets its term and vote) draws one lane per node, one arrow per message the trace
+// (an engine that grants every vote) draws one lane per node, one arrow per message the trace
 // file says is in view, marks the violation with the invariant's name, and its filters and zoom change
 // what is drawn by exactly what the file predicts. The page loads nothing but itself. A screenshot is
 // saved as svc-sim-view.png in the test's temp directory for a person to look at.
@@ -14,11 +14,14 @@ import { optionsFor } from '../../sim/options.js';
 import { runSim, type RunResult } from '../../sim/run.js';
 import { buildViewModel } from '../../sim/view/model.js';
 import { writeView } from '../../sim/view/write.js';
-import { forgetsHardState } from './buggy-engines.js';
+import { grantsEveryVote } from './buggy-engines.js';
 
 const chromiumPath = '/usr/bin/chromium';
-/** FAILING: seed 2, 20 s of faults, with an engine that never saves its term and vote: two leaders in a term. */
-const FAILING = { seed: 2, overrides: { 'safety-s': 20 } };
+/**
+ * FAILING: seed 10, 15 s of faults (10 nodes, joins, a partition), with an engine that grants every vote:
+ * a node with a short log is elected and an acknowledged write is lost (durability, n7, tick 151).
+ */
+const FAILING = { seed: 10, overrides: { 'safety-s': 15 } };
 
 /** FileMessage is a message as the trace file's view notes describe it, read without the viewer's code. */
 interface FileMessage { from: number; to: number; sentUs: number; atUs: number; kind: string; answer: boolean; lost: boolean }
@@ -62,8 +65,8 @@ describe('sim: trace viewer page in headless Chromium', function () {
     dir = mkdtempSync(join(tmpdir(), 'sim-view-'));
     traceFile = join(dir, 'run.jsonl');
     pageFile = join(dir, 'run.html');
-    result = runSim(optionsFor(FAILING.seed, FAILING.overrides), { engineFactory: forgetsHardState, traceFile });
-    assert.ok(result.failure, `seed ${FAILING.seed} with forgetsHardState must fail (the planted bug)`);
+    result = runSim(optionsFor(FAILING.seed, FAILING.overrides), { engineFactory: grantsEveryVote, traceFile });
+    assert.ok(result.failure, `seed ${FAILING.seed} with grantsEveryVote must fail (the planted bug)`);
     writeView(traceFile, pageFile, `seed ${FAILING.seed}`);
     if (!existsSync(chromiumPath)) return;
     browser = await chromium.launch({
@@ -87,7 +90,8 @@ describe('sim: trace viewer page in headless Chromium', function () {
     assert.equal(model.failure?.invariant, result.failure!.invariant);
     assert.equal(model.nodes[model.failure!.node], result.failure!.node);
     assert.ok(model.roles.some((r) => r.role === 'leader'), 'leader stretches come from role effects');
-    assert.ok(model.faults.some((f) => f.kind === 'crash' && f.toUs > f.fromUs), 'a crash is a band until its restart');
+    assert.ok(model.faults.some((f) => f.kind === 'partition' && f.toUs > f.fromUs), 'a partition is a band until it heals');
+    assert.ok(model.roles.some((r) => r.role === 'joiner'), 'a joiner lane starts at its join');
     // A file is input: junk lines are skipped, not fatal.
     assert.equal(buildViewModel('not json\n{"v":"m"}\n[1]\n').events, 0);
   });
