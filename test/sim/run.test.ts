@@ -103,6 +103,13 @@ describe('sim/cli', () => {
     assert.throws(() => parseCli(['--seeds', '5..1']), /empty/);
     assert.throws(() => parseCli(['--seed', '1', '--loss', 'lots']), /needs a number/);
     assert.throws(() => parseCli(['--seed', '1', '--bogus', '1']), /unknown argument --bogus/);
+    assert.deepEqual(parseCli(['--seed', '7', '--view', '--view-out', 'x.html']),
+      { mode: 'single', seed: 7, overrides: {}, onlyFaults: null, traceFile: undefined, shrink: true, verbose: false, view: true, viewOut: 'x.html' });
+    assert.deepEqual(parseCli(['--view-file', 't.jsonl']), { mode: 'view', traceFile: 't.jsonl', viewOut: undefined });
+    assert.deepEqual(parseCli(['--view-file', 't.jsonl', '--view-out', 'p.html']), { mode: 'view', traceFile: 't.jsonl', viewOut: 'p.html' });
+    assert.throws(() => parseCli(['--view-file', 't.jsonl', '--seed', '1']), /--view-file FILE takes only --view-out/);
+    assert.throws(() => parseCli(['--seed', '1', '--view-out', 'p.html']), /--view-out needs --view/);
+    assert.throws(() => parseCli(['--seeds', '1..3', '--view']), /apply to one --seed run/);
   });
 
   it('runs seed 7 however npm is asked: npm run sim -- --seed 7, npm run sim --seed 7, npm run sim 7, npm run sim --seed=7', () => {
