@@ -66,6 +66,8 @@ export class Cluster implements CheckerWorld {
   readonly nodes: SimNode[] = [];
   readonly checkers: CheckerSuite;
   readonly trace: Trace;
+  /** learnersNoted: per node index, whether the last view note said it is a learner. */
+  private readonly learnersNoted = new Map<number, boolean>();
   readonly network: Network;
   readonly limits: EngineLimits;
   readonly tickMs: number;
@@ -509,6 +511,7 @@ export class Cluster implements CheckerWorld {
     const after = quiet ? before : this.guard(node, 'status', () => engine.status());
     node.status = after;
     if (!quiet) this.noteIdentity(node, after);
+    if (!quiet && this.trace.takesNotes) this.noteLearner(node, after);
     const incarnation = node.incarnation;
     for (const effect of effects) {
       this.execute(node, effect, after);
@@ -516,6 +519,14 @@ export class Cluster implements CheckerWorld {
     }
     this.trace.record(traceLine(this.eventCount, this.nowUs, node.index, input, effects));
     this.checkers.afterStep({ node, input, effects, before, after, nowUs: this.nowUs });
+  }
+
+  /** noteLearner tells the trace viewer when a node's own roster entry turns learner or stops being one. */
+  private noteLearner(node: SimNode, status: EngineStatus): void {
+    const learner = status.id !== 0 && status.roster.members.some((m) => m.id === status.id && m.role === MemberRole.Learner);
+    if ((this.learnersNoted.get(node.index) ?? false) === learner) return;
+    this.learnersNoted.set(node.index, learner);
+    this.trace.note(`{"v":"l","n":${node.index},"t":${this.nowUs},"learner":${learner ? 1 : 0}}`);
   }
 
   /** noteDelivery tells the trace viewer that view-noted message `msg` reached its engine now. */

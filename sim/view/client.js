@@ -14,7 +14,7 @@
   /** HEAD_BUDGET: arrowheads only when this few arrows are visible. */
   const HEAD_BUDGET = 1500;
   const ROLE_COLORS = {
-    leader: '#e8b400', candidate: '#f08a24', precandidate: '#f6c48a', follower: '#c9d6e3',
+    leader: '#e8b400', candidate: '#f08a24', precandidate: '#f6c48a', follower: '#c9d6e3', learner: '#d9c8f5',
     joiner: '#a8d8a0', removed: '#9a9a9a', down: '#3b3b3b',
   };
   const KIND_COLORS = {

@@ -21,7 +21,10 @@ export interface ViewMessage {
   text: string;
 }
 
-/** ViewRole is one stretch of a lane in one role: leader, candidate, precandidate, follower, learner, or down. */
+/**
+ * ViewRole is one stretch of a lane in one role: the engine's (leader, candidate, precandidate, follower,
+ * joiner, removed), learner (a follower its own roster lists as a learner), or down (crashed).
+ */
 export interface ViewRole {
   node: number;
   fromUs: number;
@@ -122,6 +125,8 @@ export function buildViewModel(text: string, title = 'sim run'): ViewModel {
           message.fate = 'delivered';
           message.atUs = t;
         }
+      } else if (line.v === 'l') {
+        open.learner(num(line.n), t, line.learner === 1);
       } else if (line.v === 'fail') {
         failureNode = str(line.node);
         model.failure = { invariant: str(line.invariant), node: -1, message: str(line.message), atUs: t, event: num(line.i) };
@@ -169,10 +174,13 @@ function noteNode(model: ViewModel, index: number): void {
 /** RoleTracker turns role effects, crashes and restarts into stretches of each lane. */
 class RoleTracker {
   private readonly current = new Map<number, ViewRole>();
+  /** learners: nodes whose own roster entry is a learner (view note "l"); their follower stretches show as learner. */
+  private readonly learners = new Set<number>();
 
   constructor(private readonly model: ViewModel) {}
 
-  set(node: number, atUs: number, role: string, term: number): void {
+  set(node: number, atUs: number, engineRole: string, term: number): void {
+    const role = engineRole === 'follower' && this.learners.has(node) ? 'learner' : engineRole;
     const now = this.current.get(node);
     if (now && now.role === role && now.term === term) return;
     if (now && now.fromUs === atUs) {
@@ -190,7 +198,14 @@ class RoleTracker {
   /** term: a saved hard state with a newer term starts a new stretch (same role) so its label shows. */
   term(node: number, atUs: number, term: number): void {
     const now = this.current.get(node);
-    if (now && term > now.term && now.role !== 'down') this.set(node, atUs, now.role, term);
+    if (now && term > now.term && now.role !== 'down') this.set(node, atUs, now.role === 'learner' ? 'follower' : now.role, term);
+  }
+
+  learner(node: number, atUs: number, learner: boolean): void {
+    if (learner) this.learners.add(node);
+    else this.learners.delete(node);
+    const now = this.current.get(node);
+    if (now && (now.role === 'follower' || now.role === 'learner')) this.set(node, atUs, 'follower', now.term);
   }
 
   has(node: number): boolean {

@@ -92,6 +92,19 @@ describe('sim: trace viewer page in headless Chromium', function () {
     assert.ok(model.roles.some((r) => r.role === 'leader'), 'leader stretches come from role effects');
     assert.ok(model.faults.some((f) => f.kind === 'partition' && f.toUs > f.fromUs), 'a partition is a band until it heals');
     assert.ok(model.roles.some((r) => r.role === 'joiner'), 'a joiner lane starts at its join');
+    // Roles from a small hand-written file: a learner note, a role effect, a crash and its restart.
+    const tiny = buildViewModel([
+      '{"v":"meta","seed":1,"nodes":["n1","n2"],"tickUs":100000,"electionTimeoutTicks":10}',
+      '{"v":"l","n":1,"t":5,"learner":1}',
+      '{"i":1,"t":10,"n":1,"in":"tick","fx":["warn x"]}',
+      '{"i":2,"t":20,"n":0,"in":"tick","fx":["hs t1 v1 c0","role leader t1 l1"]}',
+      '{"i":3,"t":30,"w":"crash n1 kept 0 torn 0"}',
+      '{"i":4,"t":40,"w":"restart n1"}',
+      '{"i":5,"t":50,"end":"pass"}',
+    ].join('\n'));
+    assert.deepEqual(tiny.roles.map((r) => [r.node, r.role, r.term, r.fromUs, r.toUs]),
+      [[1, 'learner', 0, 10, 50], [0, 'leader', 1, 20, 30], [0, 'down', 1, 30, 40], [0, 'follower', 1, 40, 50]]);
+    assert.deepEqual(tiny.faults.map((f) => [f.kind, f.fromUs, f.toUs]), [['crash', 30, 40]]);
     // A file is input: junk lines are skipped, not fatal.
     assert.equal(buildViewModel('not json\n{"v":"m"}\n[1]\n').events, 0);
   });
