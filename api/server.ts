@@ -61,7 +61,10 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
   try {
     // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
     if (redisUrl && env.SVC_RUN_WORKER !== '0') {
-      worker = await startAgentWorker({ redisUrl, store: options.store, backend: runBackendFromConfig(config, env) });
+      worker = await startAgentWorker({
+        redisUrl, store: options.store, secretKey: config.secretKey, log: config.log, backend: runBackendFromConfig(config, env),
+        isolation: { egressAllow: listFromEnv(env.SVC_RUN_EGRESS_ALLOW), egressDeny: listFromEnv(env.SVC_RUN_EGRESS_DENY) },
+      });
     }
     // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
     if (redisUrl && env.SVC_ALBUM_WORKER !== '0') {
@@ -113,4 +116,9 @@ export async function startApiServer(options: StartApiOptions): Promise<RunningA
       await runtime.close();
     },
   };
+}
+
+/** listFromEnv splits a comma-separated setting (empty entries dropped). */
+function listFromEnv(text: string | undefined): string[] {
+  return (text ?? '').split(',').map((item) => item.trim()).filter(Boolean);
 }

@@ -12,7 +12,7 @@
 // restart must reuse them.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createAdminCert, createClusterCa, createNodeCert, newClusterId, readCertIdentity } from './certs/certs.js';
 import type { BootstrapMember, LogLevel, NodeApiConfig } from './node/config.js';
@@ -149,5 +149,7 @@ export function nodeConfigFor(cluster: ClusterFile, member: ClusterMemberRecord,
 
 export async function writeNodeConfig(member: ClusterMemberRecord, config: NodeConfigWithApi): Promise<void> {
   await mkdir(join(member.configFile, '..'), { recursive: true });
-  await writeFile(member.configFile, `${JSON.stringify(config, null, 2)}\n`);
+  // 0600: the config may carry the Redis URL with its password.
+  await writeFile(member.configFile, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  await chmod(member.configFile, 0o600);
 }

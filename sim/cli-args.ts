@@ -60,12 +60,15 @@ class MissingSeedError extends Error {}
 
 /** parseCli reads the arguments; only when they name no seed do the flags npm took count (env: process.env). */
 export function parseCli(argv: readonly string[], env: NpmEnv = {}): CliRequest {
+  // `npm run sim --seeds 1..500 --foreign-traffic` (no `--`): npm keeps the valueless flag for itself.
+  const args = env.npm_lifecycle_event === 'sim' && env.npm_config_foreign_traffic === 'true' && !argv.includes('--foreign-traffic')
+    ? [...argv, '--foreign-traffic'] : argv;
   try {
-    return parseArgs(argv);
+    return parseArgs(args);
   } catch (err) {
     const fromNpm = npmFlags(env);
     if (!(err instanceof MissingSeedError) || fromNpm.length === 0) throw err;
-    return parseArgs([...fromNpm, ...argv]);
+    return parseArgs([...fromNpm, ...args]);
   }
 }
 

@@ -3,9 +3,10 @@
 // server for `svc openapi` and SDK generation.
 import {
   allowedIpCountMax, commandArgCountMax, commandArgLengthMax, credentialValueLengthMax, nameLengthMax,
-  pageLimitMax, promptLengthMax, rateLimitPerSecondDefault, workspacePathLengthMax,
+  pageLimitMax, promptLengthMax, rateLimitPerSecondDefault, runCredentialsMax, workspacePathLengthMax,
 } from '../limits.js';
 import { credentialCategories } from '../credentials/categories.js';
+import { injectableEnvNamePattern, reservedEnvNames, secretFileNamePattern } from '../runs/run-credentials.js';
 import { albumOpenApi, albumTag } from '../albums/openapi.js';
 
 type Schema = Record<string, unknown>;
@@ -317,7 +318,12 @@ export const openApiDocument = {
       get: authenticated({
         operationId: 'streamRunEvents', tags: ['runs'],
         summary: 'Server-Sent Events of a run, from the start or after Last-Event-ID',
-        description: 'Events: `queued`, `started`, `output` {stream, text}, `notice` {message}, then `complete` ' +
+        description: 'Events: `queued`, `started` {startedAt, sandbox} (sandbox states the run\'s uid, network and ' +
+          'limits, and by what each limit holds on this host), `credentials` {injected: [{category, name, as, target}]} ' +
+          '(which credentials the run got: names, never values), `output` {stream, text} (credential values masked), ' +
+          '`notice` {message, code?} (code: JOB_MISMATCH, PROJECT_MISSING, CREDENTIAL_MISSING, CREDENTIALS_UNAVAILABLE, ' +
+          'NETWORK_POLICY_UNAVAILABLE, NETWORK_SETUP_FAILED, WORKSPACE_MISSING, WORKSPACE_NOT_REACHABLE, INVALID_WORKSPACE, ' +
+          'WORKSPACE_QUOTA_EXCEEDED), then `complete` ' +
           '{status, exitCode, durationMs}, after which the stream ends. Each event has an id; reconnect with ' +
           'Last-Event-ID to resume after it. Quiet periods carry `: keep-alive` comments. A late client gets the ' +
           'whole stream while the run is retained (24 h).',
@@ -422,12 +428,34 @@ export const openApiDocument = {
         type: 'string', minLength: 1, maxLength: workspacePathLengthMax,
         description: 'absolute path of the project directory',
       },
+      ProjectCredential: {
+        type: 'object', additionalProperties: false, required: ['category', 'name', 'as', 'target'],
+        description: 'A stored credential (category and name) that runs of the project get, resolved when each run ' +
+          'starts: as an environment variable named `target`, or as the read-only file `/run/secrets/<target>`. ' +
+          'Values never appear in the project, the run, its events or the logs; output that contains one is masked. ' +
+          'A run whose credential is missing fails with the notice code CREDENTIAL_MISSING.',
+        properties: {
+          category: { ...ref('CategoryText'), description: credentialCategories.join(' | ') },
+          name: ref('Name'),
+          as: { type: 'string', enum: ['env', 'file'] },
+          target: {
+            type: 'string', minLength: 1, maxLength: 128,
+            description: `env: ${injectableEnvNamePattern}, not ${reservedEnvNames.join(', ')} or LD_*; file: ${secretFileNamePattern}`,
+          },
+        },
+      },
+      ProjectCredentials: { type: 'array', maxItems: runCredentialsMax, items: ref('ProjectCredential') },
       Project: {
         type: 'object', additionalProperties: false,
-        required: ['id', 'name', 'workspace', 'command', 'network', 'created_by', 'created_at', 'updated_at'],
+        required: ['id', 'name', 'workspace', 'command', 'network', 'credentials', 'created_by', 'created_at', 'updated_at'],
         properties: {
           id: ref('Id'), name: ref('Name'), workspace: ref('Workspace'), command: ref('Command'),
-          network: { type: 'boolean', description: 'whether agent runs may use the network' },
+          network: {
+            type: 'boolean',
+            description: 'whether agent runs may use the network: egress only (never the host, link-local addresses, ' +
+              'the cluster or its Redis); without it a run has loopback only',
+          },
+          credentials: ref('ProjectCredentials'),
           created_by: ref('Id'), created_at: ref('Timestamp'), updated_at: ref('Timestamp'),
         },
       },
@@ -435,12 +463,15 @@ export const openApiDocument = {
         type: 'object', additionalProperties: false, required: ['name', 'workspace', 'command'],
         properties: {
           name: ref('Name'), workspace: ref('Workspace'), command: ref('Command'),
-          network: { type: 'boolean', default: false },
+          network: { type: 'boolean', default: false }, credentials: ref('ProjectCredentials'),
         },
       },
       ProjectUpdate: {
         type: 'object', additionalProperties: false, minProperties: 1,
-        properties: { name: ref('Name'), workspace: ref('Workspace'), command: ref('Command'), network: { type: 'boolean' } },
+        properties: {
+          name: ref('Name'), workspace: ref('Workspace'), command: ref('Command'), network: { type: 'boolean' },
+          credentials: ref('ProjectCredentials'),
+        },
       },
       QueueStats: {
         type: 'object', additionalProperties: false,

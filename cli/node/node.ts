@@ -366,6 +366,7 @@ export class Node {
     if (config.api && nodeApi) {
       this.api = await nodeApi.startNodeApi(config.api, {
         store: this.replicatedStore, dataDir: config.dataDir, log: this.log, ready: () => this.readyProblem() === null,
+        clusterAddresses: [...(config.bootstrap ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]), ...(config.seeds ?? [])],
       }).catch(rethrowAsConfigError);
     }
     const s = driver.status();

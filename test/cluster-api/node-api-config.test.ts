@@ -92,7 +92,7 @@ describe('cluster-api: the node config api section', function () {
       const node = await readyNode(config);
       let port = 0;
       try {
-        assert.match(node.apiRedisUrl ?? '', /^redis:\/\/127\.0\.0\.1:\d+$/);
+        assert.match(node.apiRedisUrl ?? '', /^redis:\/\/:[0-9a-f]{64}@127\.0\.0\.1:\d+$/, 'with a generated password');
         port = Number(new URL(node.apiRedisUrl!).port);
         assert.ok(existsSync(join(config.dataDir, API_REDIS_DIR)), 'its files live under the data directory');
         const admin = await bootstrapAdminKey(node.store, 'admin');

@@ -369,7 +369,7 @@ export class SvcApi extends HeyApiClient {
     /**
      * Server-Sent Events of a run, from the start or after Last-Event-ID
      *
-     * Events: `queued`, `started`, `output` {stream, text}, `notice` {message}, then `complete` {status, exitCode, durationMs}, after which the stream ends. Each event has an id; reconnect with Last-Event-ID to resume after it. Quiet periods carry `: keep-alive` comments. A late client gets the whole stream while the run is retained (24 h).
+     * Events: `queued`, `started` {startedAt, sandbox} (sandbox states the run's uid, network and limits, and by what each limit holds on this host), `credentials` {injected: [{category, name, as, target}]} (which credentials the run got: names, never values), `output` {stream, text} (credential values masked), `notice` {message, code?} (code: JOB_MISMATCH, PROJECT_MISSING, CREDENTIAL_MISSING, CREDENTIALS_UNAVAILABLE, NETWORK_POLICY_UNAVAILABLE, NETWORK_SETUP_FAILED, WORKSPACE_MISSING, WORKSPACE_NOT_REACHABLE, INVALID_WORKSPACE, WORKSPACE_QUOTA_EXCEEDED), then `complete` {status, exitCode, durationMs}, after which the stream ends. Each event has an id; reconnect with Last-Event-ID to resume after it. Quiet periods carry `: keep-alive` comments. A late client gets the whole stream while the run is retained (24 h).
      */
     public streamRunEvents<ThrowOnError extends boolean = true>(options: Options<StreamRunEventsData, ThrowOnError, StreamRunEventsResponse>) {
         return (options.client ?? this.client).sse.get<StreamRunEventsResponses, StreamRunEventsErrors, ThrowOnError, 'data'>({
