@@ -13,7 +13,9 @@ export type CliRequest =
   | { mode: 'help' }
   | { mode: 'list-checkers' }
   | { mode: 'scenario'; file: string }
-  | { mode: 'single'; seed: number; overrides: OverrideValues; onlyFaults: number[] | null; traceFile?: string; shrink: boolean; verbose: boolean }
+  /** view: write the trace viewer page for a --trace file (to viewOut, or a temp file). */
+  | { mode: 'view'; traceFile: string; viewOut?: string }
+  | { mode: 'single'; seed: number; overrides: OverrideValues; onlyFaults: number[] | null; traceFile?: string; shrink: boolean; verbose: boolean; view?: boolean; viewOut?: string }
   | { mode: 'sweep'; firstSeed: number; lastSeed: number; overrides: OverrideValues };
 
 export function usage(): string {
@@ -25,7 +27,11 @@ export function usage(): string {
     '       npm run sim -- --scenario FILE          run one scripted scenario (scenarios/*.txt)',
     '       npm run sim -- --list-checkers          print every checker\'s name, one a line',
     '',
+    '       npm run sim -- --view-file FILE         write the trace viewer page for a --trace FILE; prints its path',
+    '',
     '  --trace FILE             write one JSON line per event',
+    '  --view                   also write the trace viewer page (a static HTML file) and print its path',
+    '  --view-out FILE          where --view / --view-file write the page (default: the temp directory)',
     '  --only-faults LIST       keep only these fault-schedule indices (comma list, or "none")',
     '  --no-shrink              do not shrink a failing run',
     '  --verbose                print the options and the fault schedule',
@@ -77,6 +83,9 @@ function parseArgs(argv: readonly string[]): CliRequest {
   let shrink = true;
   let verbose = false;
   let foreignTraffic = false;
+  let view = false;
+  let viewOut: string | undefined;
+  let viewFile: string | undefined;
   const overrides: OverrideValues = {};
   for (let i = 0; i < args.length; i++) {
     const flag = args[i]!;
@@ -101,6 +110,9 @@ function parseArgs(argv: readonly string[]): CliRequest {
         break;
       case '--seeds': range = parseRange(value()); break;
       case '--trace': traceFile = value(); break;
+      case '--view': view = true; break;
+      case '--view-out': viewOut = value(); break;
+      case '--view-file': viewFile = value(); break;
       case '--only-faults': onlyFaults = parseList(value()); break;
       case '--no-shrink': shrink = false; break;
       case '--verbose': verbose = true; break;
@@ -124,14 +136,20 @@ function parseArgs(argv: readonly string[]): CliRequest {
       }
     }
   }
+  if (viewFile !== undefined) {
+    if (args.length !== (viewOut === undefined ? 2 : 4)) throw new Error('--view-file FILE takes only --view-out FILE besides');
+    return { mode: 'view', traceFile: viewFile, viewOut };
+  }
   if (foreignTraffic && overrides['foreign-rate'] === undefined) overrides['foreign-rate'] = FOREIGN_RATE_FORCED;
   if (seed !== null && range !== null) throw new Error('give either --seed or --seeds, not both');
   if (range !== null) {
-    if (traceFile !== undefined || onlyFaults !== null) throw new Error('--trace and --only-faults apply to one --seed run');
+    if (traceFile !== undefined || onlyFaults !== null || view || viewOut !== undefined) throw new Error('--trace, --view and --only-faults apply to one --seed run');
     return { mode: 'sweep', firstSeed: range[0], lastSeed: range[1], overrides };
   }
   if (seed === null) throw new MissingSeedError('missing --seed N or --seeds A..B');
-  return { mode: 'single', seed, overrides, onlyFaults, traceFile, shrink, verbose };
+  if (viewOut !== undefined && !view) throw new Error('--view-out needs --view (or --view-file)');
+  const single: CliRequest = { mode: 'single', seed, overrides, onlyFaults, traceFile, shrink, verbose };
+  return view ? { ...single, view, viewOut } : single;
 }
 
 function parseSeed(text: string, flag: string): number {

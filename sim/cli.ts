@@ -1,8 +1,10 @@
-// npm run sim -- --seed N | --seeds A..B [--trace FILE] [--<knob> value ...]   (also: npm run sim N, npm run sim --seed N)
+// npm run sim -- --seed N | --seeds A..B [--trace FILE] [--view] [--<knob> value ...]   (also: npm run sim N, npm run sim --seed N)
+// npm run sim -- --view-file FILE: the trace viewer page (sim/view/) for a --trace file.
 // One run prints its result as the last line: `seed=N result=pass|fail events=E trace=HEX`.
 // A failing run also prints the invariant, the tick and how to reproduce it, then
 // shrinks its fault schedule (fast-check) and prints the smaller reproduction.
 import { closeSync, openSync } from 'node:fs';
+import { basename } from 'node:path';
 import { checkerNames } from './checkers/registry.js';
 import { parseCli, usage, type CliRequest } from './cli-args.js';
 import { CoverageTally } from './coverage.js';
@@ -11,6 +13,7 @@ import { optionsFor, type SimOptions } from './options.js';
 import { describeAnyFault, runSim, type RunResult } from './run.js';
 import { reproduceCommand, shrinkFailure } from './shrink.js';
 import { runScenarioFile } from './scenario.js';
+import { defaultViewPath, writeView } from './view/write.js';
 
 function main(argv: string[]): number {
   let request: CliRequest;
@@ -30,6 +33,7 @@ function main(argv: string[]): number {
   }
   if (request.mode === 'sweep') return sweep(request);
   if (request.mode === 'scenario') return scenario(request.file);
+  if (request.mode === 'view') return viewFile(request.traceFile, request.viewOut);
   return single(request);
 }
 
@@ -46,16 +50,32 @@ function scenario(file: string): number {
   }
 }
 
-function single(request: Extract<CliRequest, { mode: 'single' }>): number {
-  let options: SimOptions;
+/** viewFile writes the viewer page for a trace file and prints its path; 2 when the file cannot be read. */
+function viewFile(traceFile: string, viewOut: string | undefined): number {
   try {
-    options = optionsFor(request.seed, request.overrides, request.onlyFaults);
-    if (request.traceFile !== undefined) closeSync(openSync(request.traceFile, 'w'));
+    const written = writeView(traceFile, viewOut ?? defaultViewPath(basename(traceFile).replace(/\.jsonl?$/, '')));
+    process.stdout.write(`view=${written.path} (${written.events} events, ${written.messages} messages; open it in a browser)\n`);
+    return 0;
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n`);
     return 2;
   }
-  const result = runSim(options, { traceFile: request.traceFile });
+}
+
+function single(request: Extract<CliRequest, { mode: 'single' }>): number {
+  let options: SimOptions;
+  // --view needs the trace file's view notes: without --trace, one goes beside the page.
+  const viewOut = request.view ? request.viewOut ?? defaultViewPath(`seed-${request.seed}`) : undefined;
+  const traceFile = request.traceFile ?? (viewOut !== undefined ? viewOut.replace(/(\.html?)?$/, '.jsonl') : undefined);
+  try {
+    options = optionsFor(request.seed, request.overrides, request.onlyFaults);
+    if (traceFile !== undefined) closeSync(openSync(traceFile, 'w'));
+    if (viewOut !== undefined) closeSync(openSync(viewOut, 'w'));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`);
+    return 2;
+  }
+  const result = runSim(options, { traceFile });
   if (request.verbose) {
     process.stdout.write(`options: ${JSON.stringify({ ...options, onlyFaults: undefined })}\n`);
     result.faults.forEach((f, i) => process.stdout.write(`  fault #${i}: ${describeAnyFault(f)}\n`));
@@ -81,6 +101,10 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
         process.stdout.write(`shrunk reproduction: ${reproduceCommand(request.seed, shrunk.overrides, shrunk.faults)}\n`);
       }
     }
+  }
+  if (viewOut !== undefined && traceFile !== undefined) {
+    const written = writeView(traceFile, viewOut, `seed ${request.seed}`);
+    process.stdout.write(`view=${written.path} (open it in a browser; trace ${traceFile})\n`);
   }
   process.stdout.write(`seed=${request.seed} result=${result.ok ? 'pass' : 'fail'} events=${result.events} trace=${result.traceHash}\n`);
   return result.ok ? 0 : 1;

@@ -72,6 +72,8 @@ export class Cluster implements CheckerWorld {
   readonly nodes: SimNode[] = [];
   readonly checkers: CheckerSuite;
   readonly trace: Trace;
+  /** learnersNoted: per node index, whether the last view note said it is a learner. */
+  private readonly learnersNoted = new Map<number, boolean>();
   readonly network: Network;
   readonly limits: EngineLimits;
   readonly tickMs: number;
@@ -143,6 +145,7 @@ export class Cluster implements CheckerWorld {
       guard: (node, what, run) => this.guard(node, what, run),
       nodeByGrpcAddr: (addr) => this.byGrpc.get(addr),
       clusterId: this.clusterId,
+      trace: this.trace,
     }, this.storagePrng, config.storage.snapshotCorruptProbability, config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery, this.rootPrng.fork('late'));
   }
 
@@ -453,6 +456,7 @@ export class Cluster implements CheckerWorld {
           this.coverage.add('replay-after-crash');
           if (event.request.method === 'RequestVote') this.coverage.add('vote-replay-after-crash');
         }
+        this.noteDelivery(event.msg);
         this.router.serve(node, event);
       }
       else if (!event.copy) this.router.refuse(event.callKey, event.node);
@@ -489,10 +493,12 @@ export class Cluster implements CheckerWorld {
           this.coverage.add('late-answer');
           if ((node.status?.term ?? 0) > event.lateFromTerm) this.coverage.add('late-answer-new-term');
         }
+        this.noteDelivery(event.msg);
         this.step(node, event.input);
         return;
       }
       case 'snapshot':
+        if (this.router.calls.outbound.has(event.callKey)) this.noteDelivery(event.msg);
         this.router.receiveSnapshot(node, event);
         return;
       case 'deadline': {
@@ -550,6 +556,7 @@ export class Cluster implements CheckerWorld {
     const after = quiet ? before : this.guard(node, 'status', () => engine.status());
     node.status = after;
     if (!quiet) this.noteIdentity(node, after);
+    if (!quiet && this.trace.takesNotes) this.noteLearner(node, after);
     const incarnation = node.incarnation;
     const sprung = this.crashPoints.spring(node.index, effects, this.nowUs);
     const replay = sprung && sprung.trap.replayDelayMs >= 0 && input.type === 'request' ? this.router.calls.inbound.get(input.callId) : undefined;
@@ -580,6 +587,19 @@ export class Cluster implements CheckerWorld {
         k: 'request', node: node.index, from: -1, callKey: replay.callKey, request: replay.request, copy: true, cluster: this.clusterId, foreign: '', afterCrashOf: crashedIncarnation,
       });
     }
+  }
+
+  /** noteLearner tells the trace viewer when a node's own roster entry turns learner or stops being one. */
+  private noteLearner(node: SimNode, status: EngineStatus): void {
+    const learner = status.id !== 0 && status.roster.members.some((m) => m.id === status.id && m.role === MemberRole.Learner);
+    if ((this.learnersNoted.get(node.index) ?? false) === learner) return;
+    this.learnersNoted.set(node.index, learner);
+    this.trace.note(`{"v":"l","n":${node.index},"t":${this.nowUs},"learner":${learner ? 1 : 0}}`);
+  }
+
+  /** noteDelivery tells the trace viewer that view-noted message `msg` reached its engine now. */
+  private noteDelivery(msg: number | undefined): void {
+    if (msg !== undefined && msg > 0) this.trace.note(`{"v":"r","m":${msg},"t":${this.nowUs}}`);
   }
 
   private recordWorld(label: string): void {

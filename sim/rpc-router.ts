@@ -13,6 +13,8 @@ import { SIM_LIMITS, msToUs } from './limits.js';
 import { LOST, type Network } from './network.js';
 import type { SimNode } from './node.js';
 import type { Prng } from './prng.js';
+import type { Trace } from './trace.js';
+import { describeInput, describeRequest } from './trace-format.js';
 import { violate } from './violation.js';
 import { carryChunk, carryHeader, carryRequest, carryResponse, shallowRequest, shallowResponse, unreachable } from './wire.js';
 
@@ -30,6 +32,8 @@ export interface RouterHost {
   nodeByGrpcAddr(addr: string): SimNode | undefined;
   /** clusterId is this cluster's id; every call carries it on the wire, as the real peer calls do. */
   readonly clusterId: string;
+  /** trace takes view notes: each network message with its fate, for the trace viewer (sim/view/). */
+  readonly trace: Trace;
 }
 
 /** ForeignCall describes a forged call a server took in (sim/foreign.ts), for the foreign-traffic checker. */
@@ -45,6 +49,8 @@ export class RpcRouter {
   /** otherClusterRefusals counts calls refused at the edge for carrying another cluster's id. */
   otherClusterRefusals = 0;
   private wireCount = 0;
+  /** messageCount numbers view-noted messages (1, 2, ...); 0 means not noted. */
+  private messageCount = 0;
 
   constructor(
     private readonly host: RouterHost,
@@ -77,10 +83,25 @@ export class RpcRouter {
     const carried = this.onWire() ? this.host.guard(node, `encode ${request.method}`, () => carryRequest(request)) : shallowRequest(request);
     const atUs = this.host.network.send(node.index, target.index, this.host.now());
     const cluster = this.host.clusterId;
-    if (atUs !== LOST) this.host.push(atUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: false, cluster, foreign: '' });
+    const msg = this.noteMessage(node.index, target.index, atUs, request.method, false, false, () => describeRequest(request));
+    if (atUs !== LOST) this.host.push(atUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: false, cluster, foreign: '', msg });
     for (const copyAtUs of this.host.network.extraCopies(node.index, target.index, this.host.now())) {
-      this.host.push(copyAtUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: true, cluster, foreign: '' });
+      const copyMsg = this.noteMessage(node.index, target.index, copyAtUs, request.method, false, true, () => describeRequest(request));
+      this.host.push(copyAtUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: true, cluster, foreign: '', msg: copyMsg });
     }
+  }
+
+  /**
+   * noteMessage writes a view note for one message (sim/trace.ts): who sent it to whom, when, its
+   * planned arrival (-1: lost on the network), its method and whether it is an answer or a copy.
+   * Returns its id for the delivery note, 0 when the trace takes no notes.
+   */
+  private noteMessage(from: number, to: number, atUs: number, method: string, answer: boolean, copy: boolean, describe: () => string): number {
+    if (!this.host.trace.takesNotes) return 0;
+    const id = ++this.messageCount;
+    const extra = (answer ? ',"a":1' : '') + (copy ? ',"c":1' : '');
+    this.host.trace.note(`{"v":"m","m":${id},"f":${from},"to":${to},"t":${this.host.now()},"at":${atUs},"k":"${method}"${extra},"d":${JSON.stringify(describe())}}`);
+    return id;
   }
 
   /** onWire says whether this message takes the full protobuf round trip (a deterministic sample). */
@@ -117,7 +138,9 @@ export class RpcRouter {
       if (!call || event.copy) return;
       const refusal: RpcStatus = { code: StatusCode.FAILED_PRECONDITION, details: `cluster id ${event.cluster} is not ${this.host.clusterId}`, trailers: { [TRAILER_REFUSAL]: 'other-cluster' } };
       const atUs = this.planAnswer(node.index, call);
-      if (atUs !== LOST) this.host.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: node.index, callKey: call.key, input: { type: 'callFailed', requestId: call.requestId, status: refusal }, final: true });
+      const input: Input = { type: 'callFailed', requestId: call.requestId, status: refusal };
+      const msg = this.noteMessage(node.index, call.caller, atUs, call.method, true, false, () => describeInput(input));
+      if (atUs !== LOST) this.host.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: node.index, callKey: call.key, input, final: true, msg });
       return;
     }
     const inbound = this.calls.accept(event.callKey, node.index, node.incarnation, event.request);
@@ -169,13 +192,14 @@ export class RpcRouter {
       default: return unreachable(effect);
     }
     const atUs = this.planAnswer(server.index, call);
+    const msg = this.noteMessage(server.index, call.caller, atUs, call.method, true, false, () => describeInput(input));
     if (atUs === LOST) return;
     const lateUs = call.kind === 'unary' ? this.lateUs(call, atUs) : null;
     if (lateUs !== null) {
-      this.host.push(lateUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final, lateFromTerm: call.callerTerm });
+      this.host.push(lateUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final, lateFromTerm: call.callerTerm, msg });
       return;
     }
-    this.host.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final });
+    this.host.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final, msg });
   }
 
   /** lateUs: a held-back arrival time for this unary answer (sim/late-answers.ts), or null. */
@@ -213,8 +237,9 @@ export class RpcRouter {
       else files = this.maybeCorrupt(artifact.files);
     }
     const atUs = this.planAnswer(server.index, call);
+    const msg = this.noteMessage(server.index, call.caller, atUs, call.method, true, false, () => `snapshot ${header.needed ? header.snapshotSeq : 'not-needed'}`);
     if (atUs === LOST) return;
-    this.host.push(atUs, { k: 'snapshot', node: call.caller, inc: call.callerInc, from: server.index, callKey: call.key, header: carried, files, failure });
+    this.host.push(atUs, { k: 'snapshot', node: call.caller, inc: call.callerInc, from: server.index, callKey: call.key, header: carried, files, failure, msg });
   }
 
   private maybeCorrupt(files: Map<string, Uint8Array>): Map<string, Uint8Array> {

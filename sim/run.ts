@@ -103,6 +103,10 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     wireRoundTripEvery: extras.wireRoundTripEvery,
   });
   extras.onCluster?.(cluster);
+  if (trace.takesNotes) {
+    trace.note(JSON.stringify({ v: 'meta', seed: options.seed, nodes: cluster.nodes.map((n) => n.name), tickUs: msToUs(cluster.tickMs),
+      electionTimeoutTicks: cluster.limits.electionTimeoutTicks }));
+  }
   const workload = new Workload(cluster, root.fork('workload'), options.workload, root.fork('burst'));
   const registers = new RegisterClients(cluster, root.fork('registers'), options.workload);
   const injector = new FaultInjector({
@@ -210,6 +214,9 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
       event: cluster.eventCount,
       node: error.nodeIndex >= 0 ? `n${error.nodeIndex + 1}` : '-',
     };
+  }
+  if (failure) {
+    trace.note(JSON.stringify({ v: 'fail', invariant: failure.invariant, node: failure.node, message: failure.message, t: cluster.nowUs, i: failure.event }));
   }
   trace.record(JSON.stringify({ i: cluster.eventCount, t: cluster.nowUs, end: failure ? `fail ${failure.invariant}` : 'pass' }));
   return {
