@@ -76,6 +76,8 @@ const MUTATIONS: Mutation[] = [
     find: 'const problem = requestValueProblem(request);', replace: 'const problem = null as string | null;' },
   { name: 'other-cluster-served', rule: 'a call carrying another cluster\'s id is refused at the edge (sim driver)', file: 'sim/rpc-router.ts',
     find: 'if (event.cluster !== this.host.clusterId) {', replace: 'if (false) {' },
+  { name: 'join-answered-before-commit', rule: 'a join by name is answered only once a record naming it is committed', file: E,
+    find: 'if (uncommittedSeq !== 0 && !memberByName(this.committedRoster(), req.name)) {', replace: 'if (false) {' },
   { name: 'commit-ack-unclamped', rule: 'a ship tells a follower the commit seqno only up to what it matched', file: E,
     find: 'pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, Math.min(ctx.commitSeq, Math.max(ctx.lastSeq, body.appliedSeqno)));', replace: 'pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, ctx.commitSeq);' },
 ];
