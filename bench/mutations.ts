@@ -78,6 +78,8 @@ const MUTATIONS: Mutation[] = [
     find: 'if (event.cluster !== this.host.clusterId) {', replace: 'if (false) {' },
   { name: 'read-from-bare-commit', rule: 'a read index waits for a commit of the leader\'s term and a heartbeat round (Raft §6.4)', file: 'engine/read-index.ts',
     find: '    if (!this.host.termCommitted()) {\n      this.postponed.push(readId);\n      return;\n    }\n    this.admit(readId);', replace: '    this.answer(readId, this.host.commitSeq());' },
+  { name: 'join-answered-before-commit', rule: 'a join by name is answered only once a record naming it is committed', file: E,
+    find: 'if (uncommittedSeq !== 0 && !memberByName(this.committedRoster(), req.name)) {', replace: 'if (false) {' },
   { name: 'commit-ack-unclamped', rule: 'a ship tells a follower the commit seqno only up to what it matched', file: E,
     find: 'pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, Math.min(ctx.commitSeq, Math.max(ctx.lastSeq, body.appliedSeqno)));', replace: 'pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, ctx.commitSeq);' },
   // Issue 12: a break of each rule the newer checkers watch; `target` names the checker meant to catch it.

@@ -1261,8 +1261,19 @@ export class Engine {
     }
     if (existing) {
       const pending = this.pendingWaits.find((w) => w.kind === 'join' && w.name === req.name);
-      if (pending) this.pendingJoinCalls.get(pending.seq)!.push(callId);
-      else this.replyJoinAccepted(callId, existing.id, roster);
+      if (pending) {
+        this.pendingJoinCalls.get(pending.seq)!.push(callId);
+        return;
+      }
+      const uncommittedSeq = this.pendingConfSeq();
+      if (uncommittedSeq !== 0 && !memberByName(this.committedRoster(), req.name)) {
+        // The record naming it came from an earlier leader and is not committed yet: it may still be
+        // truncated (and the id handed to another joiner). Answer once it commits in our term.
+        this.pendingWaits.push({ seq: uncommittedSeq, kind: 'join', id: existing.id, name: req.name });
+        this.pendingJoinCalls.set(uncommittedSeq, [...(this.pendingJoinCalls.get(uncommittedSeq) ?? []), callId]);
+        return;
+      }
+      this.replyJoinAccepted(callId, existing.id, roster);
       return;
     }
     if ((req.capabilities & CAPABILITY_KIND4) === 0) {

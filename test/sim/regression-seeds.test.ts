@@ -34,6 +34,7 @@ const REGRESSIONS: Regression[] = [
   { seed: 237, overrides: {}, found: 'a removal left a leader two voters, one long silent: leader-step-down counts from when a voter set takes effect' },
   { seed: 7, overrides: { vopr: 0, 'foreign-rate': 8 }, found: 'foreign traffic (issue 10): forged calls from non-members, another cluster, absurd terms, forged TimeoutNow change nothing' },
   { seed: 23, overrides: { vopr: 0, joiners: 3, 'promote-rate': 4, 'transfer-rate': 4, 'foreign-rate': 4 }, found: 'lagging rosters under joins, promotions and transfers follow promoted leaders (roster probes), with foreign traffic' },
+  { seed: 181, overrides: { vopr: 0 }, found: 'a new leader answered a join by name from an uncommitted record an earlier leader appended; the record was truncated and the id handed to the next joiner (two nodes with member id 4)' },
 ];
 
 /** SWEEP_SEED_COUNT: the random slice per CI run (override with SVC_SIM_SWEEP_SEEDS). */

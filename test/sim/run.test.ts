@@ -130,6 +130,10 @@ describe('sim/cli', () => {
     // `npm run sim --seeds 1..3` and `npm run sim 1..3`.
     assert.deepEqual(parseCli(['1..3'], underNpm({ npm_config_seeds: 'true' })), { mode: 'sweep', firstSeed: 1, lastSeed: 3, overrides: {} });
     assert.deepEqual(parseCli([], underNpm({ npm_config_seeds: '1..3' })), { mode: 'sweep', firstSeed: 1, lastSeed: 3, overrides: {} });
+    // --foreign-traffic turns foreign traffic on in every seed (a rate the arguments may pin), with or without `--`.
+    assert.deepEqual(parseCli(['--seeds', '1..3', '--foreign-traffic']), { mode: 'sweep', firstSeed: 1, lastSeed: 3, overrides: { 'foreign-rate': 4 } });
+    assert.deepEqual(parseCli(['--seeds', '1..3', '--foreign-traffic', '--foreign-rate', '1']), { mode: 'sweep', firstSeed: 1, lastSeed: 3, overrides: { 'foreign-rate': 1 } });
+    assert.deepEqual(parseCli(['1..3'], underNpm({ npm_config_seeds: 'true', npm_config_foreign_traffic: 'true' })), { mode: 'sweep', firstSeed: 1, lastSeed: 3, overrides: { 'foreign-rate': 4 } });
     assert.throws(() => parseCli(['7', '8']), /give one seed/);
     assert.throws(() => parseCli(['7', '--seed', '8']), /give one seed/);
     assert.throws(() => parseCli(['7', '1..3']), /either --seed or --seeds/);
