@@ -169,7 +169,9 @@ for (const m of MUTATIONS) {
     const regressions = runIn(dir, ['npx', 'mocha', '--no-config', '--node-option', 'import=tsx', '--timeout', '600000', 'test/sim/regression-seeds.test.ts'], 1_200_000, { SVC_SIM_SWEEP_SEEDS: '0' });
     const failedSeeds = [...new Set([...regressions.out.matchAll(/^\s+\d+\) .*?seed (\d+)/gm)].map((x) => x[1]))];
     const caught = failedScenarios.length > 0 || invariants.length > 0 || !units.ok || !regressions.ok;
-    const targetHit = m.target === undefined ? '' : ` target ${m.target}: ${invariants.includes(m.target) || failedScenarios.includes(m.target) ? 'hit' : 'NOT HIT'};`;
+    // An engine test on the simulated world may fail by a checker's InvariantViolation: that checker caught it too.
+    const unitInvariants = [...units.out.matchAll(/InvariantViolation: ([\w-]+):/g)].map((x) => x[1]!);
+    const targetHit = m.target === undefined ? '' : ` target ${m.target}: ${[...invariants, ...unitInvariants, ...failedScenarios].includes(m.target) ? 'hit' : 'NOT HIT'};`;
     rows.push(`${m.name.padEnd(28)} ${caught ? 'CAUGHT ' : 'MISSED '}${targetHit} scenarios: ${[...new Set(failedScenarios)].join(', ') || '-'}; engine tests: ${failedUnits.join(', ') || (units.ok ? '-' : 'failed')}; sim invariants (first seed, seconds into the sweep): ${firstCatches.join(', ') || '-'}; regression seeds: ${failedSeeds.join(', ') || (regressions.ok ? '-' : 'failed')}  (${m.rule})`);
   } finally {
     execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: root, stdio: 'ignore' });
