@@ -100,6 +100,10 @@ export const runRetentionSeconds = 24 * 60 * 60;
 export const runSweepIntervalMs = 10 * 60 * 1000;
 /** runSweepPageEntriesMax is how many run records one sweep reads per store list call. */
 export const runSweepPageEntriesMax = 200;
+/** runTmpBytesMaxKubernetes bounds a Kubernetes run's /tmp (an emptyDir with this sizeLimit). */
+export const runTmpBytesMaxKubernetes = 1024 * 1024 * 1024;
+/** runJobTtlSeconds: Kubernetes deletes a run's finished Job after this, should the worker not have. */
+export const runJobTtlSeconds = 600;
 /** runKillGraceMs is the wait between SIGTERM and SIGKILL when a run is cancelled or times out. */
 export const runKillGraceMs = 2000;
 /** sseKeepAliveMsDefault is the interval of SSE keep-alive comments while a run is quiet. */

@@ -24,6 +24,7 @@ export const DEFAULT_LIMITS: EngineLimits = {
   transferTimeoutTicks: 20,
   clusterMemberCountMax: 15,
   replicationLagRegionCountMax: 64,
+  rosterProbeIntervalTicks: 10,
 };
 
 /** CURRENT_COMPAT is what this binary speaks: every newer field, capability bit 0. */

@@ -4,7 +4,7 @@
 // sets npm_config_seed=true, `npm run sim --seed=7` hands it nothing and sets npm_config_seed=7. So a bare
 // number is a seed and a bare A..B a sweep (`npm run sim 7` works too), and under npm (npm_lifecycle_event
 // sim) npm_config_seed / npm_config_seeds with a value count as --seed / --seeds when the arguments give none.
-import { OVERRIDES, type OverrideValues } from './options.js';
+import { FOREIGN_RATE_FORCED, OVERRIDES, type OverrideValues } from './options.js';
 
 /** SWEEP_SEED_COUNT_MAX bounds one --seeds range. */
 export const SWEEP_SEED_COUNT_MAX = 1_000_000;
@@ -27,6 +27,7 @@ export function usage(): string {
     '  --only-faults LIST       keep only these fault-schedule indices (comma list, or "none")',
     '  --no-shrink              do not shrink a failing run',
     '  --verbose                print the options and the fault schedule',
+    `  --foreign-traffic        forged calls from outside the cluster in every seed (= --foreign-rate ${FOREIGN_RATE_FORCED})`,
     '',
     'knobs (pin a per-seed swarm choice):',
     knobs,
@@ -53,12 +54,15 @@ class MissingSeedError extends Error {}
 
 /** parseCli reads the arguments; only when they name no seed do the flags npm took count (env: process.env). */
 export function parseCli(argv: readonly string[], env: NpmEnv = {}): CliRequest {
+  // `npm run sim --seeds 1..500 --foreign-traffic` (no `--`): npm keeps the valueless flag for itself.
+  const args = env.npm_lifecycle_event === 'sim' && env.npm_config_foreign_traffic === 'true' && !argv.includes('--foreign-traffic')
+    ? [...argv, '--foreign-traffic'] : argv;
   try {
-    return parseArgs(argv);
+    return parseArgs(args);
   } catch (err) {
     const fromNpm = npmFlags(env);
     if (!(err instanceof MissingSeedError) || fromNpm.length === 0) throw err;
-    return parseArgs([...fromNpm, ...argv]);
+    return parseArgs([...fromNpm, ...args]);
   }
 }
 
@@ -70,6 +74,7 @@ function parseArgs(argv: readonly string[]): CliRequest {
   let onlyFaults: number[] | null = null;
   let shrink = true;
   let verbose = false;
+  let foreignTraffic = false;
   const overrides: OverrideValues = {};
   for (let i = 0; i < args.length; i++) {
     const flag = args[i]!;
@@ -94,6 +99,7 @@ function parseArgs(argv: readonly string[]): CliRequest {
       case '--only-faults': onlyFaults = parseList(value()); break;
       case '--no-shrink': shrink = false; break;
       case '--verbose': verbose = true; break;
+      case '--foreign-traffic': foreignTraffic = true; break;
       default: {
         if (/^\d+$/.test(flag)) {
           if (seed !== null) throw new Error('give one seed, or --seeds A..B');
@@ -113,6 +119,7 @@ function parseArgs(argv: readonly string[]): CliRequest {
       }
     }
   }
+  if (foreignTraffic && overrides['foreign-rate'] === undefined) overrides['foreign-rate'] = FOREIGN_RATE_FORCED;
   if (seed !== null && range !== null) throw new Error('give either --seed or --seeds, not both');
   if (range !== null) {
     if (traceFile !== undefined || onlyFaults !== null) throw new Error('--trace and --only-faults apply to one --seed run');

@@ -55,8 +55,10 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
     process.stdout.write(`options: ${JSON.stringify({ ...options, onlyFaults: undefined })}\n`);
     result.faults.forEach((f, i) => process.stdout.write(`  fault #${i}: ${describeFault(f)}\n`));
   }
+  const foreign = result.counts.foreignDelivered + result.counts.otherClusterRefused > 0
+    ? `, forged calls: ${result.counts.foreignDelivered} refused by engines, ${result.counts.otherClusterRefused} at the edge (other cluster)` : '';
   process.stdout.write(`simulated ${(result.simulatedMs / 1_000).toFixed(1)} s: ${result.counts.writesIssued} writes, `
-    + `${result.counts.writesAcked} acknowledged, ${result.counts.faultsFired}/${result.faults.length} faults fired\n`);
+    + `${result.counts.writesAcked} acknowledged, ${result.counts.faultsFired}/${result.faults.length} faults fired${foreign}\n`);
   if (request.verbose) process.stdout.write(`observed: ${JSON.stringify(result.observed)}\n`);
   if (result.failure) {
     printFailure(result, request);
@@ -97,9 +99,15 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
   const showProgress = process.stderr.isTTY === true;
   const startedMs = performance.now();
   let simulatedMs = 0;
+  let foreignDelivered = 0;
+  let otherClusterRefused = 0;
+  let foreignSeeds = 0;
   for (let seed = request.firstSeed; seed <= request.lastSeed; seed++) {
     const result = runSim(optionsFor(seed, request.overrides, null));
     simulatedMs += result.simulatedMs;
+    foreignDelivered += result.counts.foreignDelivered;
+    otherClusterRefused += result.counts.otherClusterRefused;
+    if (result.counts.foreignDelivered + result.counts.otherClusterRefused > 0) foreignSeeds++;
     if (result.failure) {
       failures.push({ seed, invariant: result.failure.invariant, tick: tickOf(result.failure.timeMs), message: result.failure.message });
       if (!showProgress) process.stdout.write(`seed=${seed} result=fail invariant=${result.failure.invariant}\n`);
@@ -110,6 +118,10 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
   const wallS = (performance.now() - startedMs) / 1_000;
   process.stdout.write(`swept seeds ${request.firstSeed}..${request.lastSeed}: ${total - failures.length} passed, ${failures.length} failed `
     + `(${wallS.toFixed(1)} s wall, ${(simulatedMs / 1_000 / wallS).toFixed(0)}x real time)\n`);
+  if (foreignSeeds > 0) {
+    process.stdout.write(`foreign traffic in ${foreignSeeds} seeds: ${foreignDelivered} forged calls reached engines (each refused, nothing changed), `
+      + `${otherClusterRefused} refused at the edge for another cluster's id\n`);
+  }
   for (const f of failures) {
     process.stdout.write(`  seed=${f.seed} invariant=${f.invariant} tick=${f.tick}: ${f.message.slice(0, 300)}\n`);
     process.stdout.write(`    reproduce: ${reproduceCommand(f.seed, request.overrides, null)}\n`);

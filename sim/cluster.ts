@@ -23,7 +23,8 @@ import { Prng } from './prng.js';
 import { Trace } from './trace.js';
 import { traceLine } from './trace-format.js';
 import { InvariantViolation, violate } from './violation.js';
-import { RpcRouter } from './rpc-router.js';
+import { RpcRouter, type ForeignCall } from './rpc-router.js';
+import type { ForeignMessage } from './foreign.js';
 import { unreachable } from './wire.js';
 
 export interface FounderSpec {
@@ -69,6 +70,8 @@ export class Cluster implements CheckerWorld {
   readonly limits: EngineLimits;
   readonly tickMs: number;
   readonly foundingRoster: Roster;
+  /** clusterId is the id this cluster's calls carry on the simulated wire (the real edge checks it). */
+  readonly clusterId: string;
   eventCount = 0;
   private readonly queue = new EventQueue<SimEvent>();
   private readonly router: RpcRouter;
@@ -88,6 +91,7 @@ export class Cluster implements CheckerWorld {
 
   constructor(readonly config: ClusterConfig) {
     if (config.founders.length < 1) throw new Error('a cluster needs at least one founder');
+    this.clusterId = `sim-${config.seed}`;
     this.rootPrng = new Prng(`sim:${config.seed}`);
     this.storagePrng = this.rootPrng.fork('storage');
     this.enginePrng = this.rootPrng.fork('engine');
@@ -125,6 +129,7 @@ export class Cluster implements CheckerWorld {
       step: (node, input) => this.step(node, input),
       guard: (node, what, run) => this.guard(node, what, run),
       nodeByGrpcAddr: (addr) => this.byGrpc.get(addr),
+      clusterId: this.clusterId,
     }, this.storagePrng, config.storage.snapshotCorruptProbability, config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery);
   }
 
@@ -136,6 +141,16 @@ export class Cluster implements CheckerWorld {
 
   nodeByGrpcAddr(addr: string): SimNode | undefined {
     return this.byGrpc.get(addr);
+  }
+
+  /** foreignCall describes a forged call a server took in (null for a member's call). */
+  foreignCall(callId: number): ForeignCall | null {
+    return this.router.foreignCalls.get(callId) ?? null;
+  }
+
+  /** otherClusterRefusals counts calls the simulated edge refused for carrying another cluster's id. */
+  get otherClusterRefusals(): number {
+    return this.router.otherClusterRefusals;
   }
 
   /** leader is the live node that claims leadership in the highest term, or null. */
@@ -296,6 +311,13 @@ export class Cluster implements CheckerWorld {
     this.recordWorld(`join ${node.name} via ${node.seeds.join(',')}`);
   }
 
+  /** injectForeign delivers a forged call (sim/foreign.ts) to a node from outside the cluster. */
+  injectForeign(ref: NodeRef, message: ForeignMessage): void {
+    const node = this.node(ref);
+    this.router.injectForeign(node, message.request, message.clusterId, message.kind);
+    this.recordWorld(`foreign ${message.kind} ${message.request.method} -> ${node.name}${message.clusterId === this.clusterId ? '' : ` (cluster ${message.clusterId})`}`);
+  }
+
   /** propose hands a client command to a node (as the client's believed leader); it returns the proposalId. */
   propose(ref: NodeRef, data: Uint8Array, clientDelayMs = 0): number {
     const proposalId = this.nextProposalId++;
@@ -389,7 +411,7 @@ export class Cluster implements CheckerWorld {
     const node = this.nodes[event.node]!;
     if (event.k === 'request') {
       if (node.state === 'paused') node.inbox.push(event);
-      else if (node.state === 'up') this.router.serve(node, event.callKey, event.request);
+      else if (node.state === 'up') this.router.serve(node, event);
       else if (!event.copy) this.router.refuse(event.callKey, event.node);
       return;
     }
@@ -469,7 +491,10 @@ export class Cluster implements CheckerWorld {
 
   private step(node: SimNode, input: Input): void {
     const engine = node.engine!;
-    const before = node.status;
+    // A forged call's step is judged on a fresh status (foreign-traffic checker): node.status may
+    // lag fields that effect-less steps move (a leader's durableSeq, say).
+    const forged = input.type === 'request' && this.router.foreignCalls.has(input.callId);
+    const before = forged ? this.guard(node, 'status', () => engine.status()) : node.status;
     const effects = this.guard(node, `step(${input.type})`, () => engine.step(input));
     // A step with no effects changed nothing a checker reads: a new term, vote or role comes
     // with saveHardState or roleChanged, a commit with apply, readiness with its effect. So the

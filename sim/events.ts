@@ -10,8 +10,12 @@ export type SimEvent =
   | { k: 'stats'; node: number; inc: number }
   /** input: hand an input to one incarnation; netFrom is the sending node, -1 for a client. */
   | { k: 'input'; node: number; inc: number; input: Input; netFrom: number }
-  /** request: a call arrives at a server (any incarnation of it). */
-  | { k: 'request'; node: number; from: number; callKey: number; request: RpcRequest; copy: boolean }
+  /**
+   * request: a call arrives at a server (any incarnation of it). `cluster` is the cluster id it
+   * carries on the wire; `foreign` names the forgery of forged traffic (sim/foreign.ts: no caller,
+   * from = -1), '' for a member's call.
+   */
+  | { k: 'request'; node: number; from: number; callKey: number; request: RpcRequest; copy: boolean; cluster: string; foreign: string }
   /** answer: a response, failure, chunk or end arrives at the caller. */
   | { k: 'answer'; node: number; inc: number; netFrom: number; callKey: number; input: Input; final: boolean }
   /** snapshot: a FetchSnapshot stream arrives (whole) at the puller, or fails. */

@@ -37,6 +37,8 @@ export interface FaultRates {
   removePerMinute: number;
   promotePerMinute: number;
   idlePerMinute: number;
+  /** foreignPerMinute: volleys of forged calls (sim/foreign.ts) from outside the cluster. */
+  foreignPerMinute: number;
 }
 
 export interface WorkloadKnobs {
@@ -114,6 +116,7 @@ export function swarmOptions(seed: number): SimOptions {
       removePerMinute: on(0.3, () => prng.uniform(0.1, 1)),
       promotePerMinute: on(0.7, () => prng.uniform(0.5, 3)),
       idlePerMinute: on(0.4, () => prng.uniform(0.2, 1)),
+      foreignPerMinute: foreignRate(seed),
     },
     // The burst size comes from its own stream so the swarm's other draws (and old seeds' runs with --burst 1) stay as they were.
     workload: { writeIntervalMsMean: prng.pick([10, 50, 200, 1_000]), burstWriteCountMax: new Prng(`sim:${seed}`).fork('burst').pick([1, 1, 4, 16]) },
@@ -122,6 +125,19 @@ export function swarmOptions(seed: number): SimOptions {
     onlyFaults: null,
   };
   return options;
+}
+
+/**
+ * FOREIGN_SEED_FRACTION of default seeds get foreign traffic, drawn on its own PRNG stream so the
+ * swarm's other draws (and so every other seed's run) stay as they were.
+ */
+const FOREIGN_SEED_FRACTION = 0.3;
+/** FOREIGN_RATE_FORCED is the volley rate --foreign-traffic sets for every seed. */
+export const FOREIGN_RATE_FORCED = 4;
+
+function foreignRate(seed: number): number {
+  const prng = new Prng(`sim:${seed}`).fork('foreign');
+  return prng.chance(FOREIGN_SEED_FRACTION) ? prng.uniform(0.5, FOREIGN_RATE_FORCED) : 0;
 }
 
 /** LOST_ROUND_TRIP_PROBABILITY_CAP bounds the loss writeIntervalMsFloor plans for. */
@@ -184,6 +200,7 @@ export const OVERRIDES: readonly Override[] = [
   { flag: 'remove-rate', describe: 'member removals per simulated minute', ...rate, apply: (o, v) => { o.faults.removePerMinute = v; } },
   { flag: 'promote-rate', describe: 'learner promotions per simulated minute', ...rate, apply: (o, v) => { o.faults.promotePerMinute = v; } },
   { flag: 'idle-rate', describe: 'idle periods (no writes) per simulated minute', ...rate, apply: (o, v) => { o.faults.idlePerMinute = v; } },
+  { flag: 'foreign-rate', describe: 'volleys of forged calls from outside the cluster per simulated minute (--foreign-traffic: 4)', ...rate, apply: (o, v) => { o.faults.foreignPerMinute = v; } },
   { flag: 'write-interval-ms', describe: 'mean gap between client writes, ms', min: 1, max: 3_600_000, apply: (o, v) => { o.workload.writeIntervalMsMean = v; } },
   { flag: 'burst', describe: 'most writes one client event proposes together (proposeBatch)', min: 1, max: 256, apply: (o, v) => { o.workload.burstWriteCountMax = v; } },
   { flag: 'safety-s', describe: 'safety phase length, simulated seconds', min: 1, max: 86_400, apply: (o, v) => { o.safetyPhaseMs = v * 1_000; } },

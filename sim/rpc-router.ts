@@ -3,7 +3,7 @@
 // transfer (verify, install) and status polls. The Cluster hosts it.
 import type { Effect, EngineLimits, Input } from '../engine/types.js';
 import type { RpcRequest, RpcStatus, SnapshotHeader } from '../engine/rpc.js';
-import { StatusCode } from '../engine/rpc.js';
+import { StatusCode, TRAILER_REFUSAL } from '../engine/rpc.js';
 import { readMeta, readStateText, verifyFiles, type Artifact } from './artifacts.js';
 import { CallTable, type CallKind, type OutboundCall } from './calls.js';
 import type { CheckerSuite } from './checkers/suite.js';
@@ -27,10 +27,22 @@ export interface RouterHost {
   step(node: SimNode, input: Input): void;
   guard<T>(node: SimNode, what: string, run: () => T): T;
   nodeByGrpcAddr(addr: string): SimNode | undefined;
+  /** clusterId is this cluster's id; every call carries it on the wire, as the real peer calls do. */
+  readonly clusterId: string;
+}
+
+/** ForeignCall describes a forged call a server took in (sim/foreign.ts), for the foreign-traffic checker. */
+export interface ForeignCall {
+  kind: string;
+  cluster: string;
 }
 
 export class RpcRouter {
   readonly calls = new CallTable();
+  /** foreignCalls: server callIds of forged calls that reached an engine, by callId. */
+  readonly foreignCalls = new Map<number, ForeignCall>();
+  /** otherClusterRefusals counts calls refused at the edge for carrying another cluster's id. */
+  otherClusterRefusals = 0;
   private wireCount = 0;
 
   constructor(
@@ -59,9 +71,10 @@ export class RpcRouter {
     }
     const carried = this.onWire() ? this.host.guard(node, `encode ${request.method}`, () => carryRequest(request)) : shallowRequest(request);
     const atUs = this.host.network.send(node.index, target.index, this.host.now());
-    if (atUs !== LOST) this.host.push(atUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: false });
+    const cluster = this.host.clusterId;
+    if (atUs !== LOST) this.host.push(atUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: false, cluster, foreign: '' });
     for (const copyAtUs of this.host.network.extraCopies(node.index, target.index, this.host.now())) {
-      this.host.push(copyAtUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: true });
+      this.host.push(copyAtUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: true, cluster, foreign: '' });
     }
   }
 
@@ -88,9 +101,32 @@ export class RpcRouter {
     if (node.openRequests.get(call.requestId) === call.key) node.openRequests.delete(call.requestId);
   }
 
-  serve(node: SimNode, callKey: number, request: RpcRequest): void {
-    const inbound = this.calls.accept(callKey, node.index, node.incarnation, request);
-    this.host.step(node, { type: 'request', callId: inbound.callId, request });
+  /**
+   * serve hands a call to the server's engine — unless it carries another cluster's id, which the
+   * edge refuses first (FAILED_PRECONDITION, x-svc-refusal: other-cluster), as a real node does.
+   */
+  serve(node: SimNode, event: Extract<SimEvent, { k: 'request' }>): void {
+    if (event.cluster !== this.host.clusterId) {
+      this.otherClusterRefusals++;
+      const call = this.calls.outbound.get(event.callKey);
+      if (!call || event.copy) return;
+      const refusal: RpcStatus = { code: StatusCode.FAILED_PRECONDITION, details: `cluster id ${event.cluster} is not ${this.host.clusterId}`, trailers: { [TRAILER_REFUSAL]: 'other-cluster' } };
+      const atUs = this.planAnswer(node.index, call);
+      if (atUs !== LOST) this.host.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: node.index, callKey: call.key, input: { type: 'callFailed', requestId: call.requestId, status: refusal }, final: true });
+      return;
+    }
+    const inbound = this.calls.accept(event.callKey, node.index, node.incarnation, event.request);
+    if (event.foreign !== '') this.foreignCalls.set(inbound.callId, { kind: event.foreign, cluster: event.cluster });
+    this.host.step(node, { type: 'request', callId: inbound.callId, request: event.request });
+  }
+
+  /**
+   * injectForeign delivers a forged call (sim/foreign.ts) from outside the cluster: no caller, so
+   * nothing answers back; a plain network delay, no partition applies (the attacker is elsewhere).
+   */
+  injectForeign(target: SimNode, request: RpcRequest, cluster: string, kind: string): void {
+    const atUs = this.host.now() + this.host.network.shortDelayUs();
+    this.host.push(atUs, { k: 'request', node: target.index, from: -1, callKey: 0, request, copy: false, cluster, foreign: kind });
   }
 
   answer(server: SimNode, effect: Extract<Effect, { callId: number }>): void {

@@ -34,7 +34,8 @@ export interface RunResult {
   simulatedMs: number;
   failure: RunFailure | null;
   faults: FaultEvent[];
-  counts: { writesIssued: number; writesAcked: number; faultsFired: number; livenessMs: number };
+  /** foreignDelivered: forged calls that reached an engine; otherClusterRefused: refused at the edge for their cluster id. */
+  counts: { writesIssued: number; writesAcked: number; faultsFired: number; livenessMs: number; foreignDelivered: number; otherClusterRefused: number };
   observed: Counters;
 }
 
@@ -103,6 +104,8 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     join: (i, via) => cluster.join(i, via),
     admin: (op, target) => cluster.admin(op, target),
     idle: (untilMs) => workload.idle(msToUs(untilMs)),
+    clusterId: cluster.clusterId,
+    foreign: (i, message) => cluster.injectForeign(i, message),
     schedule: (atMs, label, run) => cluster.schedule(msToUs(atMs), label, run),
   });
   const all = faultSchedule(options);
@@ -180,6 +183,8 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
       writesAcked: workload.ackedCount,
       faultsFired,
       livenessMs: livenessStartUs >= 0 ? (cluster.nowUs - livenessStartUs) / 1_000 : 0,
+      foreignDelivered: cluster.checkers.foreignTraffic.delivered,
+      otherClusterRefused: cluster.otherClusterRefusals,
     },
     observed: observer.counters,
   };

@@ -6,7 +6,7 @@
 // project's workspace, command, network flag and credentials; the prompt) is read from the replicated store,
 // so a process that can write to Redis can at most start a run that was already queued, as it was queued. A
 // job that does not match its run record is refused: the run fails with a `notice` whose code is JOB_MISMATCH.
-import { spawn } from 'node:child_process';
+import { ChildProcess as ChildProcessClass, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -40,6 +40,7 @@ import {
   agentBinDir, agentMountPoint, defaultSandboxLimits, firstSecretFd, goFd, readyFd, resolvConfFd, sandboxCommand, secretsDir, slirpResolvConf,
 } from './sandbox.js';
 import { SecretMasker } from './secret-masker.js';
+import type { RunBackend, RunProcess } from './run-backend.js';
 
 /** AgentRunJob is the whole payload of a queued run: ids, nothing a worker would act on without the store. */
 export interface AgentRunJob {
@@ -83,6 +84,12 @@ export interface AgentWorkerOptions {
   runSweepIntervalMs?: number;
   /** onSweepError hears a failed sweep (the next interval tries again). */
   onSweepError?: (error: unknown) => void;
+  /**
+   * backend starts runs elsewhere (kubernetes-backend.ts); default: bubblewrap on this host, with the isolation
+   * above. A backend's runs get no host isolation from this worker (no uid, cgroup, egress filter or workspace
+   * quota here: the backend has its own) and no credentials yet (such runs fail CREDENTIALS_UNAVAILABLE).
+   */
+  backend?: RunBackend;
 }
 
 export interface AgentWorker {
@@ -92,7 +99,7 @@ export interface AgentWorker {
 }
 
 interface ActiveRun {
-  child: ChildProcess;
+  child: RunProcess;
   cancel(): void;
 }
 
@@ -114,8 +121,10 @@ interface RunOutcome {
 export async function startAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
   const { store } = options;
   const log = options.log ?? (() => undefined);
-  const isolation = await probeRunIsolation({ redisUrl: options.redisUrl, ...options.isolation });
-  if (isolation.egressProblem) log('runs.network_unavailable', { reason: isolation.egressProblem, effect: 'runs of projects with network: true fail' });
+  const isolation = await probeRunIsolation(options.backend
+    ? { ...options.isolation, probe: false }
+    : { redisUrl: options.redisUrl, ...options.isolation });
+  if (isolation.egressProblem && !options.backend) log('runs.network_unavailable', { reason: isolation.egressProblem, effect: 'runs of projects with network: true fail' });
   const agentMounts = options.agentMounts ?? referenceAgentMounts();
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
   const subscriber = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
@@ -182,8 +191,11 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       if (!project) throw new RunRefusal('PROJECT_MISSING', 'the project was deleted before the run started');
       if (typeof record.prompt !== 'string') throw new RunRefusal('JOB_MISMATCH', 'the run record has no prompt (queued by an older version)');
       const workspace = checkedWorkspace(project.workspace);
-      if (project.network && !isolation.egress) {
+      if (project.network && !isolation.egress && !options.backend) {
         throw new RunRefusal('NETWORK_POLICY_UNAVAILABLE', `the project allows network, but this worker cannot filter egress: ${isolation.egressProblem}`);
+      }
+      if (options.backend && projectCredentials(project).length > 0) {
+        throw new RunRefusal('CREDENTIALS_UNAVAILABLE', `the ${options.backend.name} run backend does not inject credentials`);
       }
       let credentials: ResolvedCredential[];
       try {
@@ -195,7 +207,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       const limits = options.limits ?? defaultSandboxLimits;
       const timeoutMs = options.runTimeoutMs ?? runTimeoutMsDefault;
       resources = acquireRunResources(isolation, runId, limits);
-      const sizeAtStart = await workspaceBytes(workspace);
+      const sizeAtStart = options.backend ? null : await workspaceBytes(workspace);
       if (sizeAtStart !== null && sizeAtStart > isolation.workspaceBytesMax) {
         throw new RunRefusal('WORKSPACE_QUOTA_EXCEEDED', `the workspace holds ${sizeAtStart} bytes, over the quota of ${isolation.workspaceBytesMax}`);
       }
@@ -209,7 +221,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       }
       await appendRunEvent(redis, runId, { event: 'started', data: {
         startedAt: current.started_at ?? new Date().toISOString(),
-        sandbox: describeSandbox(isolation, resources, limits, project.network, timeoutMs),
+        sandbox: describeSandbox(isolation, resources, limits, project.network, timeoutMs, options.backend?.name),
       } });
       if (credentials.length > 0) {
         const injected = credentials.map(({ category, name, as, target }) => ({
@@ -236,6 +248,10 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
 
   function runSandboxed(runId: string, project: SandboxProject, prompt: string, timeoutMs: number,
     limits: SandboxLimits, resources: RunResources, credentials: ResolvedCredential[]): Promise<RunOutcome> {
+    if (options.backend) {
+      const started = options.backend.start({ runId, project, prompt, limits, timeoutMs });
+      return followRun(runId, started, timeoutMs, resources, new SecretMasker([]), null);
+    }
     const network = project.network ? 'slirp' as const : 'none' as const;
     const secretFiles = credentials.filter((credential) => credential.as === 'file');
     const command = sandboxCommand({
@@ -250,6 +266,15 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     for (const stream of child.stdio.slice(3)) stream?.on('error', () => undefined);
     secretFiles.forEach((credential, index) => (child.stdio as unknown as Writable[])[firstSecretFd + index]!.end(credential.value));
     const masker = new SecretMasker(credentials.map((credential) => credential.value));
+    return followRun(runId, child, timeoutMs, resources, masker, { child, workspace: project.workspace, networked: network === 'slirp' });
+  }
+
+  /**
+   * followRun turns a started run's output into events, enforces the wall time, cancellation and (for a local
+   * sandbox) the workspace quota, attaches the network of a networked local sandbox, and settles when it closes.
+   */
+  function followRun(runId: string, child: RunProcess, timeoutMs: number, resources: RunResources,
+    masker: SecretMasker, local: { child: ChildProcess; workspace: string; networked: boolean } | null): Promise<RunOutcome> {
     let ending: RunStatus | null = null;
     let endingCode: { code: string; message: string } | undefined;
     let outputBytes = 0;
@@ -307,9 +332,9 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     // The workspace quota: measured every interval; one measurement at a time.
     let measuring = false;
     const quotaTimer = setInterval(() => {
-      if (measuring) return;
+      if (measuring || !local) return;
       measuring = true;
-      void workspaceBytes(project.workspace).then((bytes) => {
+      void workspaceBytes(local.workspace).then((bytes) => {
         measuring = false;
         if (bytes !== null && bytes > isolation.workspaceBytesMax) {
           kill('failed', { code: 'WORKSPACE_QUOTA_EXCEEDED', message: `the workspace grew to ${bytes} bytes, over the quota of ${isolation.workspaceBytesMax}` });
@@ -317,8 +342,8 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       });
     }, isolation.workspacePollMs);
 
-    if (network === 'slirp') {
-      void attachNetwork(child, resources).then((started) => { slirp = started; }, (error: Error) => {
+    if (local?.networked) {
+      void attachNetwork(local.child, resources).then((started) => { slirp = started; }, (error: Error) => {
         kill('failed', { code: 'NETWORK_SETUP_FAILED', message: `the run's network could not be set up: ${error.message}` });
       });
     }
@@ -385,6 +410,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       sweeper.stop();
       for (const run of active.values()) run.cancel();
       await worker.close();
+      await options.backend?.close?.();
       await workerConnection.quit().catch(() => workerConnection.disconnect());
       await subscriber.quit().catch(() => subscriber.disconnect());
       await redis.quit().catch(() => redis.disconnect());
@@ -448,8 +474,13 @@ function readLine(stream: Readable, timeoutMs: number, what: string, anyData = f
   });
 }
 
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+function signalGroup(child: RunProcess, signal: NodeJS.Signals): void {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  // A run elsewhere (no local process group) is stopped by its backend.
+  if (child.pid === undefined) {
+    if (!(child instanceof ChildProcessClass)) child.kill(signal);
+    return;
+  }
   try {
     process.kill(-child.pid, signal);
   } catch {

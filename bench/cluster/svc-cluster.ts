@@ -1,13 +1,15 @@
 // Our three-node cluster for the bench, started exactly as a user starts one (`svc cluster`: child
 // processes, mutual TLS, the WAL's real fdatasync), and written to through svc.store.v1 Propose at
-// the leader with the admin client certificate, as a follower forwarding a write would.
+// the leader with a follower's peer certificate and the cluster id, as that follower forwarding a write
+// would (svc.store.v1 serves members' peer certificates only).
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { clientCredentials } from '../../transports/grpc/tls.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
+import { clusterChannelOptions } from '../../transports/grpc/peer-identity.js';
 import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
 import { encodeCommand, resultFromMessage } from '../../store/command.js';
 import { StoreClientPool } from '../../transports/store-rpc/store-service.js';
@@ -62,10 +64,15 @@ export async function startSvcCluster(dir: string, nodeOptions: string[] = [], e
       }
       return false;
     }, 'a leader', SVC_START_TIMEOUT_MS);
-    const [ca, cert, key] = await Promise.all([readFile(cluster.tls.caFile), readFile(cluster.tls.adminCertFile), readFile(cluster.tls.adminKeyFile)]);
+    const follower = cluster.members.find((m) => m.name !== leader.name)!;
+    const certs = dirname(cluster.tls.caFile);
+    const [ca, cert, key] = await Promise.all([readFile(cluster.tls.caFile), readFile(join(certs, `${follower.name}.crt`)), readFile(join(certs, `${follower.name}.key`))]);
     const poolOptions = {
       credentials: clientCredentials({ ca, cert, key }),
-      channelOptions: { ...clientChannelOptions(resolveGrpcLimits()), 'grpc.ssl_target_name_override': cluster.tls.serverName, 'grpc.default_authority': cluster.tls.serverName },
+      channelOptions: {
+        ...clientChannelOptions(resolveGrpcLimits()), 'grpc.ssl_target_name_override': cluster.tls.serverName, 'grpc.default_authority': cluster.tls.serverName,
+        ...clusterChannelOptions(cluster.clusterId ?? ''),
+      },
     };
     const pool = new StoreClientPool(poolOptions);
     // One unary Propose call per write: what a client without coalescing or streams pays (the baseline of the batching).

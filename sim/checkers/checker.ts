@@ -19,6 +19,10 @@ export interface StepRecord {
 export interface CheckerWorld {
   readonly nodes: readonly SimNode[];
   nodeByMemberId(id: number): SimNode | undefined;
+  /** foreignCall: how a forged call a server took in was made (sim/foreign.ts); null for a member's call. */
+  foreignCall?(callId: number): { kind: string; cluster: string } | null;
+  /** clusterId is the simulated cluster's wire id. */
+  readonly clusterId?: string;
 }
 
 export interface Checker {

@@ -7,6 +7,7 @@ import { CanonicalLog } from './canonical-log.js';
 import type { Checker, CheckerWorld, StepRecord } from './checker.js';
 import { DurabilityChecker } from './durability.js';
 import { ElectionChecker } from './election.js';
+import { ForeignTrafficChecker } from './foreign-traffic.js';
 import { LagGaugeChecker } from './lag-gauge.js';
 import { LogMatchingChecker } from './log-matching.js';
 import { MembershipChecker } from './membership.js';
@@ -20,9 +21,11 @@ export class CheckerSuite implements Checker {
   readonly name = 'suite';
   readonly canonical = new CanonicalLog();
   readonly durability = new DurabilityChecker(this.canonical);
+  readonly foreignTraffic: ForeignTrafficChecker;
   readonly checkers: Checker[];
 
   constructor(world: CheckerWorld, extra: Checker[] = []) {
+    this.foreignTraffic = new ForeignTrafficChecker(world);
     this.checkers = [
       new ElectionChecker(),
       new LogMatchingChecker(),
@@ -34,6 +37,7 @@ export class CheckerSuite implements Checker {
       new SnapshotIntegrityChecker(this.canonical),
       new MembershipChecker(world),
       new RemovedChecker(),
+      this.foreignTraffic,
       ...extra,
     ];
   }

@@ -28,7 +28,8 @@ describe('cluster-api: the node config api section', function () {
   let plan: PlannedNode;
   const single = async (name: string, extra: Partial<NodeConfig>): Promise<NodeConfig> => {
     [plan] = await planNodes([name]);
-    return nodeConfig(plan!, join(dir, name), pki.tls('solo'), { bootstrap: [plan!.member] }, { tickMs: 30, ...extra });
+    // A node starts only with its own peer certificate (the name in it is the node's).
+    return nodeConfig(plan!, join(dir, name), pki.tls(name), { bootstrap: [plan!.member] }, { tickMs: 30, ...extra });
   };
   const readyNode = async (config: NodeConfig): Promise<Node> => {
     const node = new Node(config);
@@ -38,7 +39,7 @@ describe('cluster-api: the node config api section', function () {
   };
   before(async () => {
     dir = await tempDir('node-api-config');
-    pki = await makePki(dir, ['solo']);
+    pki = await makePki(dir, ['cfg', 'nokey', 'badkey', 'noredis', 'localredis', 'noapi']);
   });
   after(async () => { await removeDir(dir); });
 

@@ -26,6 +26,8 @@ const REGRESSIONS: Regression[] = [
   { seed: 985101, overrides: {}, found: 'the readiness checker forgot an early heartbeat frontier the node rightly converged on (a checker false alarm; bursts make many frontiers)' },
   { seed: 500381, overrides: {}, found: 'the durability checker wanted a term-4 write in a paused candidate that won the older term 3 late (a checker false alarm: leader completeness binds later terms only)' },
   { seed: 42002, overrides: {}, found: 'one-entry segments, one in flight and 10% loss could not commit the offered writes: the write-rate floor now counts lost round trips' },
+  { seed: 7, overrides: { 'foreign-rate': 8 }, found: 'foreign traffic (issue 10): forged calls from non-members, another cluster, absurd terms, forged TimeoutNow change nothing' },
+  { seed: 23, overrides: { joiners: 3, 'promote-rate': 4, 'transfer-rate': 4, 'foreign-rate': 4 }, found: 'lagging rosters under joins, promotions and transfers follow promoted leaders (roster probes), with foreign traffic' },
 ];
 
 /** SWEEP_SEED_COUNT: the random slice per CI run (override with SVC_SIM_SWEEP_SEEDS). */

@@ -55,7 +55,13 @@ export type NewApiKey = {
     name: Name;
     role?: Role;
     user_id?: Id;
+    /**
+     * null: never expires; omitted: the calling key's expiry. No later than the calling key's.
+     */
     expires_at?: Timestamp | null;
+    /**
+     * null: any address; omitted: the calling key's allowlist. Within the calling key's allowlist.
+     */
     allowed_ips?: Array<IpRule> | null;
 };
 
@@ -574,7 +580,7 @@ export type CreateKeyErrors = {
      */
     401: Error;
     /**
-     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role; FORBIDDEN for another user's key from a developer key; KEY_SCOPE_EXCEEDED for a key broader than the caller
      */
     403: Error;
     /**
@@ -668,7 +674,7 @@ export type RevokeKeyErrors = {
      */
     401: Error;
     /**
-     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role; KEY_SCOPE_EXCEEDED: the key is broader than the caller
      */
     403: Error;
     /**
@@ -715,7 +721,7 @@ export type RotateKeyErrors = {
      */
     401: Error;
     /**
-     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role; KEY_SCOPE_EXCEEDED: the key is broader than the caller
      */
     403: Error;
     /**

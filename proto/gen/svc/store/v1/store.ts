@@ -28,8 +28,10 @@ export const protobufFileName = "svc/store/v1/store.proto";
 /**
  * svc.store.v1: the replicated store's internal service between members. A node that is not the
  * leader forwards each write to the leader (Propose) and asks it for a read index before a read
- * (ReadIndex). It is served on the same mutual-TLS server as svc.replication.v1.WalShipping and is
- * not part of the replication wire contract. transports/store-rpc/README.md describes its errors.
+ * (ReadIndex). It is served on the same mutual-TLS server as svc.replication.v1.WalShipping, to members'
+ * peer certificates only (an admin tool writes through svc.admin.v1 Propose; docs/protocol.md,
+ * "Identity and trust"), and is not part of the replication wire contract.
+ * transports/store-rpc/README.md describes its errors.
  */
 
 /** Outcome is how a committed command ended on the state machine. */
