@@ -2,12 +2,12 @@
 // repository (a git worktree), then the scenarios and a short simulator sweep run against it. A
 // mutation that nothing catches is a hole in our checks. The engine unit tests run too. Usage:
 //   npx tsx bench/mutations.ts [seedCount=30] [name ...]
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-interface Mutation { name: string; rule: string; file: string; find: string; replace: string }
+interface Mutation { name: string; rule: string; file: string; find: string; replace: string; target?: string }
 
 const E = 'engine/engine.ts';
 const MUTATIONS: Mutation[] = [
@@ -78,6 +78,30 @@ const MUTATIONS: Mutation[] = [
     find: 'if (event.cluster !== this.host.clusterId) {', replace: 'if (false) {' },
   { name: 'commit-ack-unclamped', rule: 'a ship tells a follower the commit seqno only up to what it matched', file: E,
     find: 'pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, Math.min(ctx.commitSeq, Math.max(ctx.lastSeq, body.appliedSeqno)));', replace: 'pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, ctx.commitSeq);' },
+  // Issue 12: a break of each rule the newer checkers watch; `target` names the checker meant to catch it.
+  { name: 'hard-state-after-messages', rule: 'the hard state is durable before the step\'s messages leave', file: 'engine/effects.ts', target: 'barrier',
+    find: "    if (this.hardStateEffect) out.push(this.hardStateEffect);\n    if (this.reset) out.push({ type: 'resetStateMachine' });\n    out.push(...this.appends, ...this.messages, ...this.applies, ...this.others);",
+    replace: "    if (this.reset) out.push({ type: 'resetStateMachine' });\n    out.push(...this.appends, ...this.messages);\n    if (this.hardStateEffect) out.push(this.hardStateEffect);\n    out.push(...this.applies, ...this.others);" },
+  { name: 'vote-not-saved', rule: 'a vote is saved before it is granted (a new vote in a known term too)', file: E, target: 'barrier',
+    find: 'return a.term !== b.term || a.votedFor !== b.votedFor || a.selfId !== b.selfId', replace: 'return a.term !== b.term || a.selfId !== b.selfId' },
+  { name: 'report-unmatched', rule: 'applied_seqno is matched against the leader, not only durable', file: E, target: 'report-honesty',
+    find: 'return Math.min(this.durableSeq, this.matchedSeq);', replace: 'return this.durableSeq;' },
+  { name: 'no-check-quorum', rule: 'a leader cut off from a quorum steps down (check-quorum)', file: E, target: 'leader-step-down',
+    find: 'if (!this.checkQuorum()) {', replace: 'if (!this.checkQuorum() && this.hs.term < 0) {' },
+  { name: 'check-quorum-never-forgets', rule: 'check-quorum counts only the voters heard in the last election timeout', file: E, target: 'leader-step-down',
+    find: '    this.recentActive.clear();\n    return active >= Math.floor(voters.length / 2) + 1;', replace: '    return active >= Math.floor(voters.length / 2) + 1;' },
+  { name: 'compaction-roster-after-compact', rule: 'the roster at the compaction point is read before the records go', file: E, target: 'roster-replay',
+    find: '      this.baseRoster = this.rosterAt(through);\n      this.log.compactThrough(through);', replace: '      this.log.compactThrough(through);\n      this.baseRoster = this.rosterAt(through);' },
+  { name: 'roster-cache-ignores-term', rule: 'a cached roster is the record at that seq only if the term matches (truncation)', file: E, target: 'roster-replay',
+    find: 'if (cached && cached.term === record.term) return cached.roster;', replace: 'if (cached) return cached.roster;' },
+  { name: 'snapshot-roster-ignored', rule: 'an installed snapshot\'s roster is the log base\'s roster', file: E, target: 'roster-replay',
+    find: '    this.baseRoster = meta.roster;\n', replace: '' },
+  { name: 'match-from-ship', rule: 'a leader counts a follower\'s reported durable frontier, not what it shipped', file: E, target: 'match-honesty',
+    find: '    this.foldMatch(ctx.toId, body.appliedSeqno);', replace: '    this.foldMatch(ctx.toId, body.accepted ? Math.max(body.appliedSeqno, ctx.lastSeq) : body.appliedSeqno);' },
+  { name: 'leader-counts-unsynced-self', rule: 'a leader counts its own durable frontier toward the commit, not its log end', file: E, target: 'match-honesty',
+    find: '(id === this.hs.selfId ? this.durableSeq :', replace: '(id === this.hs.selfId ? this.log.lastSeq() :' },
+  { name: 'learner-refuses-votes', rule: 'a learner answers vote requests (etcd-io/etcd#10998)', file: E, target: 'promoted-learner-votes',
+    find: '&& this.hs.selfId !== 0 && !this.hs.removed', replace: '&& isVoter(this.currentRoster(), this.hs.selfId)' },
 ];
 
 const root = new URL('..', import.meta.url).pathname;
@@ -87,6 +111,32 @@ const only = process.argv.slice(3);
 function runIn(dir: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): { ok: boolean; out: string } {
   const r = spawnSync(args[0]!, args.slice(1), { cwd: dir, encoding: 'utf8', timeout: timeoutMs, env: { ...process.env, FORCE_COLOR: '0', ...env } });
   return { ok: r.status === 0, out: `${r.stdout}\n${r.stderr}` };
+}
+
+interface Catch { seed: number; invariant: string; atS: number }
+
+/** sweepTimed runs the sweep and notes, for each failing seed, when (seconds into the sweep) it was reported. */
+function sweepTimed(dir: string, count: number): Promise<Catch[]> {
+  return new Promise((resolve) => {
+    const startedMs = performance.now();
+    const child = spawn('npx', ['tsx', 'sim/cli.ts', '--seeds', `1..${count}`], { cwd: dir, env: { ...process.env, FORCE_COLOR: '0' } });
+    const caught: Catch[] = [];
+    let pending = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      const lines = pending.split('\n');
+      pending = lines.pop()!;
+      for (const line of lines) {
+        const m = /^seed=(\d+) result=fail invariant=([\w-]+)/.exec(line);
+        if (m) caught.push({ seed: Number(m[1]), invariant: m[2]!, atS: (performance.now() - startedMs) / 1_000 });
+      }
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 1_200_000);
+    child.on('close', () => {
+      clearTimeout(timer);
+      resolve(caught);
+    });
+  });
 }
 
 const rows: string[] = [];
@@ -107,13 +157,16 @@ for (const m of MUTATIONS) {
     const failedScenarios = [...scen.out.matchAll(/^\s+\d+\) (?:scenarios\s+)?([\w-]+):?$/gm)].map((x) => x[1]).filter((x) => x !== 'scenarios');
     const units = runIn(dir, ['npx', 'mocha', '--no-config', '--node-option', 'import=tsx', '--timeout', '120000', 'test/engine/*.test.ts'], 300_000);
     const failedUnits = [...new Set([...units.out.matchAll(/^\s+\d+\) (engine[\w /-]*)$/gm)].map((x) => x[1]!.trim()))];
-    const sweep = runIn(dir, ['npx', 'tsx', 'sim/cli.ts', '--seeds', `1..${seedCount}`, '--no-shrink'], 1_200_000);
-    const invariants = [...new Set([...sweep.out.matchAll(/invariant=([\w-]+)/g)].map((x) => x[1]))];
+    const caughtBySweep = await sweepTimed(dir, seedCount);
+    const invariants = [...new Set(caughtBySweep.map((c) => c.invariant))];
+    const firstCatches = invariants.map((inv) => caughtBySweep.find((c) => c.invariant === inv)!)
+      .map((c) => `${c.invariant} (seed ${c.seed}, ${c.atS.toFixed(0)} s)`);
     // The fixed regression seeds (test/sim/regression-seeds.test.ts) without its random sweep.
     const regressions = runIn(dir, ['npx', 'mocha', '--no-config', '--node-option', 'import=tsx', '--timeout', '600000', 'test/sim/regression-seeds.test.ts'], 1_200_000, { SVC_SIM_SWEEP_SEEDS: '0' });
     const failedSeeds = [...new Set([...regressions.out.matchAll(/^\s+\d+\) .*?seed (\d+)/gm)].map((x) => x[1]))];
     const caught = failedScenarios.length > 0 || invariants.length > 0 || !units.ok || !regressions.ok;
-    rows.push(`${m.name.padEnd(28)} ${caught ? 'CAUGHT ' : 'MISSED '} scenarios: ${[...new Set(failedScenarios)].join(', ') || '-'}; engine tests: ${failedUnits.join(', ') || (units.ok ? '-' : 'failed')}; sim invariants: ${invariants.join(', ') || '-'}; regression seeds: ${failedSeeds.join(', ') || (regressions.ok ? '-' : 'failed')}  (${m.rule})`);
+    const targetHit = m.target === undefined ? '' : ` target ${m.target}: ${invariants.includes(m.target) || failedScenarios.includes(m.target) ? 'hit' : 'NOT HIT'};`;
+    rows.push(`${m.name.padEnd(28)} ${caught ? 'CAUGHT ' : 'MISSED '}${targetHit} scenarios: ${[...new Set(failedScenarios)].join(', ') || '-'}; engine tests: ${failedUnits.join(', ') || (units.ok ? '-' : 'failed')}; sim invariants (first seed, seconds into the sweep): ${firstCatches.join(', ') || '-'}; regression seeds: ${failedSeeds.join(', ') || (regressions.ok ? '-' : 'failed')}  (${m.rule})`);
   } finally {
     execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: root, stdio: 'ignore' });
     rmSync(dir, { recursive: true, force: true });

@@ -1117,11 +1117,16 @@ export class Engine {
     if (req.term < this.hs.term || removed) return respond(false);
     const inLease = this.role === 'leader' || (this.leaderId !== 0 && this.leaseElapsedTicks < this.limits.electionTimeoutTicks);
     if (!req.transfer && inLease && req.candidateRegion !== this.leaderId) return respond(false);
-    // A node reseeding after damage may have lost entries it acknowledged: it grants nothing until reinstalled.
+    // We answer even if our roster says we are a learner (etcd-io/etcd#10998): the candidate's roster, not
+    // ours, decides whether our grant counts, and we may have been promoted by a record we never received.
+    // Without this a promoted learner cut off from its promotion refuses every vote and no leader is
+    // ever elected again (docs/protocol.md, Elections; scenarios/promoted-learner-votes.txt). A node that
+    // knows it was removed (committed) stays out. A node reseeding after damage may have lost entries it
+    // acknowledged: it grants nothing until reinstalled. The candidate must be a voter of our roster or of
+    // one a roster probe vouched for (a non-member's campaign changes nothing).
     const vouched = this.rosterProbe.vouched;
-    const eligible = !this.hs.reseed
+    const eligible = !this.hs.reseed && this.hs.selfId !== 0 && !this.hs.removed
       && (isVoter(this.currentRoster(), req.candidateRegion) || (vouched !== null && isVoter(vouched, req.candidateRegion)))
-      && isVoter(this.currentRoster(), this.hs.selfId)
       && logUpToDate(req.lastLogTerm, req.lastLogSeq, this.log.lastTerm(), this.log.lastSeq());
     if (req.prevote) return respond(eligible && req.term > this.hs.term);
     if (req.term > this.hs.term) this.becomeFollower(req.term, 0);

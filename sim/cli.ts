@@ -4,10 +4,10 @@
 // shrinks its fault schedule (fast-check) and prints the smaller reproduction.
 import { closeSync, openSync } from 'node:fs';
 import { parseCli, usage, type CliRequest } from './cli-args.js';
-import { describeFault } from './faults.js';
+import { CoverageTally } from './coverage.js';
 import { SIM_LIMITS } from './limits.js';
 import { optionsFor, type SimOptions } from './options.js';
-import { runSim, type RunResult } from './run.js';
+import { describeAnyFault, runSim, type RunResult } from './run.js';
 import { reproduceCommand, shrinkFailure } from './shrink.js';
 import { runScenarioFile } from './scenario.js';
 
@@ -53,13 +53,16 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
   const result = runSim(options, { traceFile: request.traceFile });
   if (request.verbose) {
     process.stdout.write(`options: ${JSON.stringify({ ...options, onlyFaults: undefined })}\n`);
-    result.faults.forEach((f, i) => process.stdout.write(`  fault #${i}: ${describeFault(f)}\n`));
+    result.faults.forEach((f, i) => process.stdout.write(`  fault #${i}: ${describeAnyFault(f)}\n`));
   }
   const foreign = result.counts.foreignDelivered + result.counts.otherClusterRefused > 0
     ? `, forged calls: ${result.counts.foreignDelivered} refused by engines, ${result.counts.otherClusterRefused} at the edge (other cluster)` : '';
   process.stdout.write(`simulated ${(result.simulatedMs / 1_000).toFixed(1)} s: ${result.counts.writesIssued} writes, `
     + `${result.counts.writesAcked} acknowledged, ${result.counts.faultsFired}/${result.faults.length} faults fired${foreign}\n`);
-  if (request.verbose) process.stdout.write(`observed: ${JSON.stringify(result.observed)}\n`);
+  if (request.verbose) {
+    process.stdout.write(`observed: ${JSON.stringify(result.observed)}\n`);
+    process.stdout.write(`coverage: ${JSON.stringify(result.coverage)}\n`);
+  }
   if (result.failure) {
     printFailure(result, request);
     if (request.shrink) {
@@ -67,7 +70,7 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
       if (shrunk) {
         process.stdout.write(`shrunk to ${shrunk.faults.length} of ${result.faults.length} faults after ${shrunk.runCount} runs `
           + `(still ${shrunk.result.failure!.invariant} at tick ${tickOf(shrunk.result.failure!.timeMs)}):\n`);
-        for (const i of shrunk.faults) process.stdout.write(`  fault #${i}: ${describeFault(result.faults[i]!)}\n`);
+        for (const i of shrunk.faults) process.stdout.write(`  fault #${i}: ${describeAnyFault(result.faults[i]!)}\n`);
         process.stdout.write(`shrunk reproduction: ${reproduceCommand(request.seed, shrunk.overrides, shrunk.faults)}\n`);
       }
     }
@@ -99,12 +102,14 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
   const showProgress = process.stderr.isTTY === true;
   const startedMs = performance.now();
   let simulatedMs = 0;
+  const coverage = new CoverageTally();
   let foreignDelivered = 0;
   let otherClusterRefused = 0;
   let foreignSeeds = 0;
   for (let seed = request.firstSeed; seed <= request.lastSeed; seed++) {
     const result = runSim(optionsFor(seed, request.overrides, null));
     simulatedMs += result.simulatedMs;
+    coverage.add(result.coverage);
     foreignDelivered += result.counts.foreignDelivered;
     otherClusterRefused += result.counts.otherClusterRefused;
     if (result.counts.foreignDelivered + result.counts.otherClusterRefused > 0) foreignSeeds++;
@@ -126,6 +131,8 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
     process.stdout.write(`  seed=${f.seed} invariant=${f.invariant} tick=${f.tick}: ${f.message.slice(0, 300)}\n`);
     process.stdout.write(`    reproduce: ${reproduceCommand(f.seed, request.overrides, null)}\n`);
   }
+  process.stdout.write('coverage (rare situations reached: total count, seeds reaching it; see sim/coverage.ts):\n');
+  for (const line of coverage.lines()) process.stdout.write(`${line}\n`);
   process.stdout.write(`seeds=${request.firstSeed}..${request.lastSeed} passed=${total - failures.length} failed=${failures.length}\n`);
   return failures.length === 0 ? 0 : 1;
 }

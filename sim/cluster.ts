@@ -4,7 +4,7 @@
 // scenarios and tests drive directly.
 import type { AdminOp, Compat, Effect, EngineConfig, EngineLimits, EngineStatus, Input, NodeStats } from '../engine/types.js';
 import { MemberRole, type Roster } from '../engine/types.js';
-import type { RpcStatus } from '../engine/rpc.js';
+import type { RpcRequest, RpcStatus } from '../engine/rpc.js';
 import { StatusCode } from '../engine/rpc.js';
 import { DEFAULT_LIMITS, CURRENT_COMPAT } from '../engine/limits.js';
 import { bootstrapRoster } from '../engine/roster.js';
@@ -13,6 +13,9 @@ import { callKindOf } from './calls.js';
 import type { Checker, CheckerWorld } from './checkers/checker.js';
 import { CheckerSuite } from './checkers/suite.js';
 import { NodeClock } from './clock.js';
+import { Coverage } from './coverage.js';
+import { CoverageObserver } from './coverage-observer.js';
+import { CrashPoints, type Sprung } from './crash-points.js';
 import { EventQueue } from './event-queue.js';
 import type { SimEvent } from './events.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
@@ -72,6 +75,11 @@ export class Cluster implements CheckerWorld {
   readonly foundingRoster: Roster;
   /** clusterId is the id this cluster's calls carry on the simulated wire (the real edge checks it). */
   readonly clusterId: string;
+  readonly coverage = new Coverage();
+  /** crashPoints: armed boundary-crash traps (sim/crash-points.ts), consulted at every step. */
+  readonly crashPoints = new CrashPoints();
+  /** mayRestart: a boundary crash's node comes back after its downtime unless this says no. */
+  mayRestart: (index: number) => boolean = () => true;
   eventCount = 0;
   private readonly queue = new EventQueue<SimEvent>();
   private readonly router: RpcRouter;
@@ -117,7 +125,7 @@ export class Cluster implements CheckerWorld {
     const roster = bootstrapRoster(this.nodes.slice(0, config.founders.length).map((n) => n.id));
     roster.members = roster.members.map((m, i) => (config.founders[i]!.learner ? { ...m, role: MemberRole.Learner } : m));
     this.foundingRoster = roster;
-    this.checkers = new CheckerSuite(this, config.extraCheckers ?? []);
+    this.checkers = new CheckerSuite(this, [new CoverageObserver(this), ...(config.extraCheckers ?? [])]);
     this.router = new RpcRouter({
       now: () => this.nowUs,
       nodes: this.nodes,
@@ -130,7 +138,7 @@ export class Cluster implements CheckerWorld {
       guard: (node, what, run) => this.guard(node, what, run),
       nodeByGrpcAddr: (addr) => this.byGrpc.get(addr),
       clusterId: this.clusterId,
-    }, this.storagePrng, config.storage.snapshotCorruptProbability, config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery);
+    }, this.storagePrng, config.storage.snapshotCorruptProbability, config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery, this.rootPrng.fork('late'));
   }
 
   // ---- the world as checkers and scripts see it ----
@@ -151,6 +159,11 @@ export class Cluster implements CheckerWorld {
   /** otherClusterRefusals counts calls the simulated edge refused for carrying another cluster's id. */
   get otherClusterRefusals(): number {
     return this.router.otherClusterRefusals;
+  }
+
+  /** cutOff: a message from `from` to `to` cannot get through now (a partition, or `to` not up). */
+  cutOff(from: SimNode, to: SimNode): boolean {
+    return to.state !== 'up' || this.network.isBlocked(from.index, to.index);
   }
 
   /** leader is the live node that claims leadership in the highest term, or null. */
@@ -240,6 +253,7 @@ export class Cluster implements CheckerWorld {
   crash(ref: NodeRef): void {
     const node = this.node(ref);
     if (!node.isLive) return;
+    if (node.storage.pendingCount > 0) this.coverage.add('crash-unsynced-append');
     const torn = node.storage.crash(this.storagePrng, this.config.storage.tornWriteProbability);
     node.state = 'down';
     node.engine = null;
@@ -293,6 +307,13 @@ export class Cluster implements CheckerWorld {
   heal(): void {
     this.network.heal();
     this.recordWorld('heal');
+  }
+
+  /** healNode lifts the partitions touching one node (clogs stay). */
+  healNode(ref: NodeRef): void {
+    const node = this.node(ref);
+    this.network.healNode(node.index);
+    this.recordWorld(`heal ${node.name}`);
   }
 
   clog(from: NodeRef, to: NodeRef, ms: number): void {
@@ -411,7 +432,13 @@ export class Cluster implements CheckerWorld {
     const node = this.nodes[event.node]!;
     if (event.k === 'request') {
       if (node.state === 'paused') node.inbox.push(event);
-      else if (node.state === 'up') this.router.serve(node, event);
+      else if (node.state === 'up') {
+        if (event.afterCrashOf !== undefined && event.afterCrashOf < node.incarnation) {
+          this.coverage.add('replay-after-crash');
+          if (event.request.method === 'RequestVote') this.coverage.add('vote-replay-after-crash');
+        }
+        this.router.serve(node, event);
+      }
       else if (!event.copy) this.router.refuse(event.callKey, event.node);
       return;
     }
@@ -442,6 +469,10 @@ export class Cluster implements CheckerWorld {
         const call = this.router.calls.outbound.get(event.callKey);
         if (!call) return;
         if (event.final) this.router.settle(call);
+        if (event.lateFromTerm !== undefined) {
+          this.coverage.add('late-answer');
+          if ((node.status?.term ?? 0) > event.lateFromTerm) this.coverage.add('late-answer-new-term');
+        }
         this.step(node, event.input);
         return;
       }
@@ -504,12 +535,35 @@ export class Cluster implements CheckerWorld {
     node.status = after;
     if (!quiet) this.noteIdentity(node, after);
     const incarnation = node.incarnation;
-    for (const effect of effects) {
+    const sprung = this.crashPoints.spring(node.index, effects, this.nowUs);
+    const replay = sprung && sprung.trap.replayDelayMs >= 0 && input.type === 'request' ? this.router.calls.inbound.get(input.callId) : undefined;
+    const carried = sprung ? effects.slice(0, sprung.carryCount) : effects;
+    for (const effect of carried) {
       this.execute(node, effect, after);
       if (node.incarnation !== incarnation) break;
     }
-    this.trace.record(traceLine(this.eventCount, this.nowUs, node.index, input, effects));
-    this.checkers.afterStep({ node, input, effects, before, after, nowUs: this.nowUs });
+    this.trace.record(traceLine(this.eventCount, this.nowUs, node.index, input, carried));
+    this.checkers.afterStep({ node, input, effects: carried, before, after, nowUs: this.nowUs, cutShort: sprung !== null });
+    if (sprung && node.incarnation === incarnation) this.crashAtBoundary(node, sprung, replay);
+  }
+
+  /** crashAtBoundary crashes a node a trap caught mid-step, restarts it later and may replay the request it served. */
+  private crashAtBoundary(node: SimNode, sprung: Sprung, replay: { callKey: number; request: RpcRequest } | undefined): void {
+    const { trap } = sprung;
+    if (trap.boundary === 'after-hard-state') this.coverage.add('crash-after-hard-state');
+    if (trap.boundary === 'after-reply') this.coverage.add('crash-after-reply');
+    this.recordWorld(`boundary crash ${node.name} ${trap.boundary} after ${sprung.carryCount} effects`);
+    const crashedIncarnation = node.incarnation;
+    this.crash(node.index);
+    const restartUs = this.nowUs + msToUs(trap.downMs);
+    this.schedule(restartUs, 'boundary crash ends: restart', () => {
+      if (this.mayRestart(node.index)) this.restart(node.index);
+    });
+    if (replay) {
+      this.queue.push(restartUs + msToUs(trap.replayDelayMs), {
+        k: 'request', node: node.index, from: -1, callKey: replay.callKey, request: replay.request, copy: true, cluster: this.clusterId, foreign: '', afterCrashOf: crashedIncarnation,
+      });
+    }
   }
 
   private recordWorld(label: string): void {
@@ -517,6 +571,7 @@ export class Cluster implements CheckerWorld {
   }
 
   private execute(node: SimNode, effect: Effect, after: EngineStatus): void {
+    this.checkers.beforeEffect(node, effect, 'callId' in effect ? this.router.calls.inbound.get(effect.callId)?.request ?? null : null);
     switch (effect.type) {
       case 'saveHardState':
         node.storage.saveHardState(effect.hardState);

@@ -13,11 +13,12 @@ export type SimEvent =
   /**
    * request: a call arrives at a server (any incarnation of it). `cluster` is the cluster id it
    * carries on the wire; `foreign` names the forgery of forged traffic (sim/foreign.ts: no caller,
-   * from = -1), '' for a member's call.
+   * from = -1), '' for a member's call; afterCrashOf: a replay aimed past that incarnation's crash.
    */
-  | { k: 'request'; node: number; from: number; callKey: number; request: RpcRequest; copy: boolean; cluster: string; foreign: string }
+  | { k: 'request'; node: number; from: number; callKey: number; request: RpcRequest; copy: boolean; cluster: string; foreign: string; afterCrashOf?: number }
   /** answer: a response, failure, chunk or end arrives at the caller. */
-  | { k: 'answer'; node: number; inc: number; netFrom: number; callKey: number; input: Input; final: boolean }
+  /** answer: lateFromTerm is set on an answer held back 0.5-3 election timeouts: the caller's term when it called. */
+  | { k: 'answer'; node: number; inc: number; netFrom: number; callKey: number; input: Input; final: boolean; lateFromTerm?: number }
   /** snapshot: a FetchSnapshot stream arrives (whole) at the puller, or fails. */
   | { k: 'snapshot'; node: number; inc: number; from: number; callKey: number; header: SnapshotHeader; files: Map<string, Uint8Array> | null; failure: string }
   | { k: 'deadline'; node: number; inc: number; callKey: number }

@@ -8,6 +8,7 @@ import { readMeta, readStateText, verifyFiles, type Artifact } from './artifacts
 import { CallTable, type CallKind, type OutboundCall } from './calls.js';
 import type { CheckerSuite } from './checkers/suite.js';
 import type { SimEvent } from './events.js';
+import { lateArrivalUs } from './late-answers.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
 import { LOST, type Network } from './network.js';
 import type { SimNode } from './node.js';
@@ -50,6 +51,8 @@ export class RpcRouter {
     private readonly prng: Prng,
     private readonly snapshotCorruptProbability: number,
     private readonly wireEvery: number,
+    /** latePrng draws late answers only, so runs without them draw what they did before. */
+    private readonly latePrng: Prng | null = null,
   ) {}
 
 
@@ -63,7 +66,9 @@ export class RpcRouter {
     const deadlineUs = kind === 'unary'
       ? SIM_LIMITS.callDeadlineElectionTimeouts * electionUs
       : Math.max(SIM_LIMITS.callDeadlineElectionTimeouts * electionUs, msToUs((this.host.limits.pullTimeoutTicks + SIM_LIMITS.pullDeadlineExtraTicks) * this.host.tickMs));
-    this.host.push(this.host.now() + deadlineUs, { k: 'deadline', node: node.index, inc: node.incarnation, callKey: call.key });
+    call.deadlineUs = this.host.now() + deadlineUs;
+    call.callerTerm = node.status?.term ?? 0;
+    this.host.push(call.deadlineUs, { k: 'deadline', node: node.index, inc: node.incarnation, callKey: call.key });
     const target = this.host.nodeByGrpcAddr(to);
     if (!target) {
       this.refuse(call.key, -1);
@@ -165,7 +170,20 @@ export class RpcRouter {
     }
     const atUs = this.planAnswer(server.index, call);
     if (atUs === LOST) return;
+    const lateUs = call.kind === 'unary' ? this.lateUs(call, atUs) : null;
+    if (lateUs !== null) {
+      this.host.push(lateUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final, lateFromTerm: call.callerTerm });
+      return;
+    }
     this.host.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final });
+  }
+
+  /** lateUs: a held-back arrival time for this unary answer (sim/late-answers.ts), or null. */
+  private lateUs(call: OutboundCall, atUs: number): number | null {
+    const probability = this.host.network.currentKnobs.lateAnswerProbability ?? 0;
+    if (!this.latePrng || probability <= 0) return null;
+    const electionUs = msToUs(this.host.limits.electionTimeoutTicks * this.host.tickMs);
+    return lateArrivalUs(this.latePrng, probability, atUs, this.host.now(), call.deadlineUs, electionUs);
   }
 
   /**

@@ -8,7 +8,9 @@ import type { Compat } from '../engine/types.js';
 import { livenessGap } from './checkers/liveness.js';
 import { checkLogMirror } from './checkers/log-mirror.js';
 import { Cluster, type FounderSpec } from './cluster.js';
+import type { CoverageCounts } from './coverage.js';
 import { describeFault, faultSchedule, FaultInjector, type FaultEvent } from './faults.js';
+import { describeVoprFault, voprSchedule, VoprInjector, type VoprFault } from './faults-vopr.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
 import type { EngineFactory } from './node.js';
 import type { SimOptions } from './options.js';
@@ -33,10 +35,18 @@ export interface RunResult {
   traceHash: string;
   simulatedMs: number;
   failure: RunFailure | null;
-  faults: FaultEvent[];
+  /** faults: the seed's schedule (faults.ts), then its VOPR-style faults (faults-vopr.ts); indices name them. */
+  faults: AnyFault[];
   /** foreignDelivered: forged calls that reached an engine; otherClusterRefused: refused at the edge for their cluster id. */
   counts: { writesIssued: number; writesAcked: number; faultsFired: number; livenessMs: number; foreignDelivered: number; otherClusterRefused: number };
   observed: Counters;
+  coverage: CoverageCounts;
+}
+
+export type AnyFault = FaultEvent | VoprFault;
+
+export function describeAnyFault(fault: AnyFault): string {
+  return fault.kind === 'boundary-crash' || fault.kind === 'conf-burst' ? describeVoprFault(fault) : describeFault(fault);
 }
 
 export interface RunExtras {
@@ -108,14 +118,31 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     foreign: (i, message) => cluster.injectForeign(i, message),
     schedule: (atMs, label, run) => cluster.schedule(msToUs(atMs), label, run),
   });
-  const all = faultSchedule(options);
+  const vopr = new VoprInjector({
+    get nowUs() { return cluster.nowUs; },
+    nodes: cluster.nodes,
+    leader: () => {
+      const leader = cluster.leader();
+      return leader?.status ? { index: leader.index, id: leader.status.id, roster: leader.status.roster } : null;
+    },
+    armCrash: (trap) => cluster.crashPoints.arm(trap),
+    isolate: (i) => cluster.isolate(i),
+    healNode: (i) => cluster.healNode(i),
+    admin: (op, target) => cluster.admin(op, target),
+    noteConfChangeInElection: () => cluster.coverage.add('conf-change-in-election'),
+    schedule: (atMs, label, run) => cluster.schedule(msToUs(atMs), label, run),
+  });
+  cluster.mayRestart = (i) => !injector.excluded.has(i);
+  // The VOPR-style faults come after the plain ones, so the plain ones keep their indices.
+  const all: AnyFault[] = [...faultSchedule(options), ...voprSchedule(options)];
   const keep = options.onlyFaults ? new Set(options.onlyFaults) : null;
   let faultsFired = 0;
   all.forEach((fault, index) => {
     if (keep && !keep.has(index)) return;
-    cluster.schedule(msToUs(fault.atMs), `fault #${index}: ${describeFault(fault)}`, () => {
+    cluster.schedule(msToUs(fault.atMs), `fault #${index}: ${describeAnyFault(fault)}`, () => {
       faultsFired++;
-      injector.fire(fault);
+      if (fault.kind === 'boundary-crash' || fault.kind === 'conf-burst') vopr.fire(fault);
+      else injector.fire(fault);
     });
   });
 
@@ -141,6 +168,8 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   cluster.schedule(msToUs(options.safetyPhaseMs), 'liveness phase: heal the core', () => {
     livenessStartUs = cluster.nowUs;
     injector.active = false;
+    vopr.active = false;
+    cluster.crashPoints.disarmAll();
     workload.stop();
     cluster.heal();
     cluster.network.calm();
@@ -187,6 +216,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
       otherClusterRefused: cluster.otherClusterRefusals,
     },
     observed: observer.counters,
+    coverage: { ...cluster.coverage.counts },
   };
 }
 

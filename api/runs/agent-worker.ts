@@ -1,12 +1,13 @@
 // The agent-run worker: a BullMQ Worker that runs each job's project command in the sandbox (sandbox.ts) and
 // streams its output into the run's Redis stream, ending with a `complete` event. It can live in the API
 // process or in its own; cancellation reaches it over a Redis channel.
+import { ChildProcess as ChildProcessClass } from 'node:child_process';
 //
 // A job carries ids only ({runId, projectId}). Everything that decides what runs, where and with what (the
 // project's workspace, command, network flag and credentials; the prompt) is read from the replicated store,
 // so a process that can write to Redis can at most start a run that was already queued, as it was queued. A
 // job that does not match its run record is refused: the run fails with a `notice` whose code is JOB_MISMATCH.
-import { ChildProcess as ChildProcessClass, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -121,6 +122,7 @@ interface RunOutcome {
 export async function startAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
   const { store } = options;
   const log = options.log ?? (() => undefined);
+  // A backend's runs are isolated where they run: this host's uid, cgroup, egress filter and quota are not theirs.
   const isolation = await probeRunIsolation(options.backend
     ? { ...options.isolation, probe: false }
     : { redisUrl: options.redisUrl, ...options.isolation });
@@ -248,33 +250,30 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
 
   function runSandboxed(runId: string, project: SandboxProject, prompt: string, timeoutMs: number,
     limits: SandboxLimits, resources: RunResources, credentials: ResolvedCredential[]): Promise<RunOutcome> {
-    if (options.backend) {
-      const started = options.backend.start({ runId, project, prompt, limits, timeoutMs });
-      return followRun(runId, started, timeoutMs, resources, new SecretMasker([]), null);
-    }
     const network = project.network ? 'slirp' as const : 'none' as const;
-    const secretFiles = credentials.filter((credential) => credential.as === 'file');
-    const command = sandboxCommand({
-      project, prompt, limits, uid: resources.uid, cgroupProcsFiles: resources.cgroup?.procsFiles ?? [], network,
-      secretFileNames: secretFiles.map((credential) => credential.target), readOnlyMounts: agentMounts,
-    });
-    // The sandbox's environment is exactly this: nothing of the worker's own leaks in.
-    const env: Record<string, string> = { PATH: `/usr/local/bin:/usr/bin:/bin:${agentBinDir}`, HOME: '/tmp', LANG: 'C.UTF-8' };
-    for (const credential of credentials) if (credential.as === 'env') env[credential.target] = credential.value;
-    const child = spawn(command.file, command.args, { stdio: command.stdio, detached: true, env });
-    // A sandbox that dies early closes its ends of these pipes: an EPIPE is no reason to crash the worker.
-    for (const stream of child.stdio.slice(3)) stream?.on('error', () => undefined);
-    secretFiles.forEach((credential, index) => (child.stdio as unknown as Writable[])[firstSecretFd + index]!.end(credential.value));
     const masker = new SecretMasker(credentials.map((credential) => credential.value));
-    return followRun(runId, child, timeoutMs, resources, masker, { child, workspace: project.workspace, networked: network === 'slirp' });
-  }
-
-  /**
-   * followRun turns a started run's output into events, enforces the wall time, cancellation and (for a local
-   * sandbox) the workspace quota, attaches the network of a networked local sandbox, and settles when it closes.
-   */
-  function followRun(runId: string, child: RunProcess, timeoutMs: number, resources: RunResources,
-    masker: SecretMasker, local: { child: ChildProcess; workspace: string; networked: boolean } | null): Promise<RunOutcome> {
+    // A configured backend (Kubernetes) runs the command elsewhere, under its own isolation; credentials and the
+    // slirp network are the local sandbox's (runJob refuses a backend run that names credentials).
+    let localChild: ChildProcess | null = null;
+    let child: RunProcess;
+    if (options.backend) {
+      child = options.backend.start({ runId, project, prompt, limits, timeoutMs });
+    } else {
+      const secretFiles = credentials.filter((credential) => credential.as === 'file');
+      const command = sandboxCommand({
+        project, prompt, limits, uid: resources.uid, cgroupProcsFiles: resources.cgroup?.procsFiles ?? [], network,
+        secretFileNames: secretFiles.map((credential) => credential.target), readOnlyMounts: agentMounts,
+      });
+      // The sandbox's environment is exactly this: nothing of the worker's own leaks in.
+      const env: Record<string, string> = { PATH: `/usr/local/bin:/usr/bin:/bin:${agentBinDir}`, HOME: '/tmp', LANG: 'C.UTF-8' };
+      for (const credential of credentials) if (credential.as === 'env') env[credential.target] = credential.value;
+      const spawned = spawn(command.file, command.args, { stdio: command.stdio, detached: true, env });
+      // A sandbox that dies early closes its ends of these pipes: an EPIPE is no reason to crash the worker.
+      for (const stream of spawned.stdio.slice(3)) stream?.on('error', () => undefined);
+      secretFiles.forEach((credential, index) => (spawned.stdio as unknown as Writable[])[firstSecretFd + index]!.end(credential.value));
+      localChild = spawned;
+      child = spawned;
+    }
     let ending: RunStatus | null = null;
     let endingCode: { code: string; message: string } | undefined;
     let outputBytes = 0;
@@ -332,9 +331,9 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     // The workspace quota: measured every interval; one measurement at a time.
     let measuring = false;
     const quotaTimer = setInterval(() => {
-      if (measuring || !local) return;
+      if (measuring || !localChild) return;
       measuring = true;
-      void workspaceBytes(local.workspace).then((bytes) => {
+      void workspaceBytes(project.workspace).then((bytes) => {
         measuring = false;
         if (bytes !== null && bytes > isolation.workspaceBytesMax) {
           kill('failed', { code: 'WORKSPACE_QUOTA_EXCEEDED', message: `the workspace grew to ${bytes} bytes, over the quota of ${isolation.workspaceBytesMax}` });
@@ -342,8 +341,8 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       });
     }, isolation.workspacePollMs);
 
-    if (local?.networked) {
-      void attachNetwork(local.child, resources).then((started) => { slirp = started; }, (error: Error) => {
+    if (network === 'slirp' && localChild) {
+      void attachNetwork(localChild, resources).then((started) => { slirp = started; }, (error: Error) => {
         kill('failed', { code: 'NETWORK_SETUP_FAILED', message: `the run's network could not be set up: ${error.message}` });
       });
     }

@@ -53,10 +53,10 @@ describe('sim/run', () => {
 
   for (const [name, factory, invariants] of [
     ['acknowledges before commit', acksOnAppend, ['durability', 'state-machine-safety', 'log-matching']],
-    ['forgets its term and vote', forgetsHardState, ['election-safety', 'log-matching', 'state-machine-safety', 'quorum', 'durability']],
+    ['forgets its term and vote', forgetsHardState, ['barrier', 'election-safety', 'log-matching', 'state-machine-safety', 'quorum', 'durability']],
     ['ignores stale terms', ignoresStaleTerms, ['term-fencing', 'log-matching', 'state-machine-safety', 'durability']],
     ['claims readiness at once', readyAtOnce, ['readiness-honesty']],
-    ['grants every vote', grantsEveryVote, ['election-safety', 'durability', 'log-matching', 'state-machine-safety', 'quorum']],
+    ['grants every vote', grantsEveryVote, ['barrier', 'election-safety', 'durability', 'log-matching', 'state-machine-safety', 'quorum']],
   ] as [string, EngineFactory, string[]][]) {
     it(`catches an engine that ${name} within ${MUTANT_SEED_COUNT_MAX} default seeds`, () => {
       for (let seed = 1; seed <= MUTANT_SEED_COUNT_MAX; seed++) {
