@@ -85,7 +85,11 @@ export interface AgentWorkerOptions {
   runSweepIntervalMs?: number;
   /** onSweepError hears a failed sweep (the next interval tries again). */
   onSweepError?: (error: unknown) => void;
-  /** backend starts runs elsewhere (kubernetes-backend.ts); default: bubblewrap on this host. */
+  /**
+   * backend starts runs elsewhere (kubernetes-backend.ts); default: bubblewrap on this host, with the isolation
+   * above. A backend's runs get no host isolation from this worker (no uid, cgroup, egress filter or workspace
+   * quota here: the backend has its own) and no credentials yet (such runs fail CREDENTIALS_UNAVAILABLE).
+   */
   backend?: RunBackend;
 }
 
@@ -118,8 +122,11 @@ interface RunOutcome {
 export async function startAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
   const { store } = options;
   const log = options.log ?? (() => undefined);
-  const isolation = await probeRunIsolation({ redisUrl: options.redisUrl, ...options.isolation });
-  if (isolation.egressProblem) log('runs.network_unavailable', { reason: isolation.egressProblem, effect: 'runs of projects with network: true fail' });
+  // A backend's runs are isolated where they run: this host's uid, cgroup, egress filter and quota are not theirs.
+  const isolation = await probeRunIsolation(options.backend
+    ? { ...options.isolation, probe: false }
+    : { redisUrl: options.redisUrl, ...options.isolation });
+  if (isolation.egressProblem && !options.backend) log('runs.network_unavailable', { reason: isolation.egressProblem, effect: 'runs of projects with network: true fail' });
   const agentMounts = options.agentMounts ?? referenceAgentMounts();
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
   const subscriber = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
@@ -186,8 +193,11 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       if (!project) throw new RunRefusal('PROJECT_MISSING', 'the project was deleted before the run started');
       if (typeof record.prompt !== 'string') throw new RunRefusal('JOB_MISMATCH', 'the run record has no prompt (queued by an older version)');
       const workspace = checkedWorkspace(project.workspace);
-      if (project.network && !isolation.egress) {
+      if (project.network && !isolation.egress && !options.backend) {
         throw new RunRefusal('NETWORK_POLICY_UNAVAILABLE', `the project allows network, but this worker cannot filter egress: ${isolation.egressProblem}`);
+      }
+      if (options.backend && projectCredentials(project).length > 0) {
+        throw new RunRefusal('CREDENTIALS_UNAVAILABLE', `the ${options.backend.name} run backend does not inject credentials`);
       }
       let credentials: ResolvedCredential[];
       try {
@@ -199,7 +209,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       const limits = options.limits ?? defaultSandboxLimits;
       const timeoutMs = options.runTimeoutMs ?? runTimeoutMsDefault;
       resources = acquireRunResources(isolation, runId, limits);
-      const sizeAtStart = await workspaceBytes(workspace);
+      const sizeAtStart = options.backend ? null : await workspaceBytes(workspace);
       if (sizeAtStart !== null && sizeAtStart > isolation.workspaceBytesMax) {
         throw new RunRefusal('WORKSPACE_QUOTA_EXCEEDED', `the workspace holds ${sizeAtStart} bytes, over the quota of ${isolation.workspaceBytesMax}`);
       }
@@ -213,7 +223,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       }
       await appendRunEvent(redis, runId, { event: 'started', data: {
         startedAt: current.started_at ?? new Date().toISOString(),
-        sandbox: describeSandbox(isolation, resources, limits, project.network, timeoutMs),
+        sandbox: describeSandbox(isolation, resources, limits, project.network, timeoutMs, options.backend?.name),
       } });
       if (credentials.length > 0) {
         const injected = credentials.map(({ category, name, as, target }) => ({
@@ -243,7 +253,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     const network = project.network ? 'slirp' as const : 'none' as const;
     const masker = new SecretMasker(credentials.map((credential) => credential.value));
     // A configured backend (Kubernetes) runs the command elsewhere, under its own isolation; credentials and the
-    // slirp network are the local sandbox's (the Kubernetes backend does not inject credentials yet).
+    // slirp network are the local sandbox's (runJob refuses a backend run that names credentials).
     let localChild: ChildProcess | null = null;
     let child: RunProcess;
     if (options.backend) {
@@ -321,7 +331,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     // The workspace quota: measured every interval; one measurement at a time.
     let measuring = false;
     const quotaTimer = setInterval(() => {
-      if (measuring) return;
+      if (measuring || !localChild) return;
       measuring = true;
       void workspaceBytes(project.workspace).then((bytes) => {
         measuring = false;

@@ -141,6 +141,8 @@ export function acquireRunResources(isolation: RunIsolation, runId: string, limi
 
 /** SandboxStatement is the `sandbox` field of a run's `started` event. */
 export interface SandboxStatement {
+  /** backend is where the run ran: `bubblewrap` on the worker's host, or `kubernetes` (a Job per run). */
+  backend: string;
   uid: number | null;
   network: 'none' | 'egress-filtered';
   limits: {
@@ -152,9 +154,22 @@ export interface SandboxStatement {
 }
 
 export function describeSandbox(isolation: RunIsolation, resources: RunResources, limits: SandboxLimits,
-  network: boolean, wallMs: number): SandboxStatement {
+  network: boolean, wallMs: number, backend = 'bubblewrap'): SandboxStatement {
   const cgroup = resources.cgroup ? `cgroup ${isolation.cgroups!.version}` : null;
+  if (backend !== 'bubblewrap') {
+    const there = `the ${backend} backend's (its pod's resources and policies)`;
+    return {
+      backend, uid: null, network: network ? 'egress-filtered' : 'none',
+      limits: {
+        memoryBytes: limits.memoryBytesMax, processes: limits.processesMax, cpuCores: isolation.cpuCoresMax,
+        cpuSecondsPerProcess: limits.cpuSecondsMax, tmpBytes: limits.tmpBytesMax, workspaceBytes: isolation.workspaceBytesMax,
+        fileBytes: limits.fileBytesMax, openFiles: limits.openFilesMax, wallMs,
+      },
+      enforcement: { memory: there, processes: there, cpu: there, workspace: there, user: there },
+    };
+  }
   return {
+    backend,
     uid: resources.uid,
     network: network ? 'egress-filtered' : 'none',
     limits: {

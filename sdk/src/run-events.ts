@@ -9,6 +9,8 @@ export type RunFinalStatus = 'succeeded' | 'failed' | 'cancelled' | 'timed_out';
 export interface RunQueuedData { runId: string; projectId: string }
 /** RunSandbox is what the worker states about the run's isolation: its uid, network and limits, and by what each holds. */
 export interface RunSandbox {
+  /** backend: `bubblewrap` on the worker's host, or `kubernetes`. */
+  backend: string;
   uid: number | null;
   network: 'none' | 'egress-filtered';
   limits: {
