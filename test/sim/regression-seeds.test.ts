@@ -32,6 +32,8 @@ const REGRESSIONS: Regression[] = [
   { seed: 9, overrides: {}, found: 'a restarted engine replays its committed log in its first step; a stale ship replayed after a boundary crash was that step (term-fencing)' },
   { seed: 48, overrides: {}, found: 'a promoted joiner that had not yet learnt its member id holds the commit; match-honesty must find it by address' },
   { seed: 237, overrides: {}, found: 'a removal left a leader two voters, one long silent: leader-step-down counts from when a voter set takes effect' },
+  { seed: 689, overrides: {}, found: 'a snapshot fetch overtaken by ships was installed anyway: the follower went back and lost synced entries it had reported (match-honesty); the driver now skips a stale snapshot' },
+  { seed: 833, overrides: {}, found: 'same as 689' },
 ];
 
 /** SWEEP_SEED_COUNT: the random slice per CI run (override with SVC_SIM_SWEEP_SEEDS). */
