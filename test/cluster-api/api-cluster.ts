@@ -161,6 +161,8 @@ export class ApiCluster {
     this.plans = await planNodes(names);
     const secretKeyFile = join(this.dir, 'secret.key');
     writeFileSync(secretKeyFile, testSecretKey.toString('hex'), { mode: 0o600 });
+    // A run's own uid must be able to search every directory above its workspace (WORKSPACE_NOT_REACHABLE).
+    chmodSync(this.dir, 0o711);
     this.workspace = join(this.dir, 'workspace');
     mkdirSync(this.workspace);
     writeFileSync(join(this.workspace, 'agent.sh'), `${agentScript}\n`);

@@ -149,8 +149,9 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
     const complete = await cluster.client('c').streamRun(accepted.streamUrl, (event) => {
       events.push(event.event);
       if (event.event === 'output') output += event.data.text;
+      if (event.event === 'notice') output += JSON.stringify(event.data);
     });
-    assert.equal(complete.status, 'succeeded');
+    assert.equal(complete.status, 'succeeded', `events: ${events.join(',')} output: ${output}`);
     assert.equal(complete.exitCode, 0);
     assert.deepEqual(events.filter((name) => name !== 'output'), ['queued', 'started', 'complete']);
     assert.equal(output, 'prompt: hello cluster\ndone\n');
