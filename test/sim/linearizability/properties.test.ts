@@ -3,9 +3,10 @@
 // fast-check prints `{ seed: ..., path: ... }` on failure; pass them to fc.assert to replay.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { partitionByKey } from '../../../sim/linearizability/encode.js';
+import { OP_CAS, OP_PUT, OUTCOME_DONE, OUTCOME_FAILED, OUTCOME_UNKNOWN, partitionByKey } from '../../../sim/linearizability/encode.js';
 import { MEMO_TABLE_WORDS_MAX_DEFAULT, STEP_BUDGET_DEFAULT, checkKvHistory, formatOperation, type KvOperation } from '../../../sim/linearizability/index.js';
 import { searchLinearization } from '../../../sim/linearizability/search.js';
+import { withoutClosure } from '../../../sim/linearizability/minimise.js';
 import { staleReadIndex } from '../../../sim/linearizability/stale-reads.js';
 import { EFFECT_GAP, get, sequentialHistory, type OpPlan } from './histories.js';
 
@@ -55,6 +56,26 @@ function withStaleRead(plans: OpPlan[], keyCount: number, initialValue: string |
   return { history, staleGet };
 }
 
+/**
+ * Dropping any one operation (with what read a value it wrote) leaves a linearizable set. The
+ * minimiser may have weakened a cas into a put of its value before reporting the original, so the
+ * check weakens every cas that may have swapped: that is weaker than any state the minimiser held,
+ * hence implied by its claim.
+ */
+function assertNoSingleDropKeepsViolation(minimal: KvOperation[], initialValue: string | null): void {
+  const [key] = partitionByKey(minimal, initialValue);
+  assert.ok(key !== undefined && partitionByKey(minimal, initialValue).length === 1, 'a minimal set spans one key');
+  const weakest = key.encoded.map((op) =>
+    op.kind === OP_CAS && op.outcome !== OUTCOME_FAILED ? { ...op, kind: OP_PUT, outcome: op.outcome === OUTCOME_UNKNOWN ? OUTCOME_UNKNOWN : OUTCOME_DONE, a: op.b, b: 0 } : op,
+  );
+  for (let i = 0; i < weakest.length; i++) {
+    const rest = withoutClosure(weakest, [i]);
+    if (rest.length === 0) continue;
+    const verdict = searchLinearization(rest, key.initialState, STEP_BUDGET_DEFAULT, MEMO_TABLE_WORDS_MAX_DEFAULT).outcome;
+    assert.equal(verdict, 'ok', `dropping ${formatOperation(key.operations[key.encoded[i]!.source]!)} keeps the violation:\n${minimal.map(formatOperation).join('\n')}`);
+  }
+}
+
 describe('linearizability checker properties', () => {
   it('accepts every history made from a real sequential execution (overlapping intervals, indeterminate operations)', () => {
     fc.assert(fc.property(scenarioArb, ({ plans, keyCount, initialValue, reversed }) => {
@@ -80,7 +101,10 @@ describe('linearizability checker properties', () => {
       }
       assert.equal(result.key, staleGet.input.key);
       assert.ok(result.minimalOperations.some((op) => op.id === staleGet.id), `the stale get is missing from:\n${result.explanation}`);
-      assert.ok(result.minimalOperations.length <= 4, `more than 4 operations:\n${result.explanation}`);
+      // Not a size bound: the minimiser is greedy (delta debugging), so it can stop at a local
+      // minimum larger than the smallest witness (CI once found a 5-operation one where gets fix the
+      // order of two overlapping puts). What it promises is 1-minimality under its sound moves.
+      assertNoSingleDropKeepsViolation(result.minimalOperations, initialValue);
       assert.ok(result.minimalOperations.every((op) => history.includes(op)));
       assert.equal(result.minimal, true);
       assert.equal(checkKvHistory(result.minimalOperations, { initialValue }).verdict, 'violation', 'the minimal set alone must not be linearizable');
