@@ -99,4 +99,25 @@ export default tseslint.config(
       'no-restricted-syntax': ['error', layerDynamicImports(folder)],
     },
   })),
+  // The linearizability checker runs inside simulator seeds, and a history must get the same verdict
+  // on every machine (its bound is a step count, not a time): no clock, randomness, I/O or async.
+  {
+    files: ['sim/linearizability/**/*.ts'],
+    rules: {
+      'no-restricted-globals': ['error',
+        ...['Date', 'performance', 'process', 'setTimeout', 'setInterval', 'setImmediate', 'queueMicrotask', 'fetch', 'crypto', 'require']
+          .map((name) => ({ name, message: 'sim/linearizability is pure: no clock, randomness, environment, timers or I/O.' }))],
+      'no-restricted-properties': ['error', { object: 'Math', property: 'random', message: 'sim/linearizability is deterministic.' }],
+      'no-restricted-imports': ['error', {
+        paths: ioModules.flatMap((m) => [m, `node:${m}`, `${m}/promises`, `node:${m}/promises`]),
+        patterns: [{ group: ['node:*'], message: 'sim/linearizability imports no Node modules.' },
+          { group: ['../*'], message: 'sim/linearizability is self-contained.' }],
+      }],
+      'no-restricted-syntax': ['error',
+        { selector: ':function[async=true]', message: 'sim/linearizability is synchronous.' },
+        { selector: 'AwaitExpression', message: 'sim/linearizability is synchronous.' },
+        { selector: 'ImportExpression', message: 'sim/linearizability loads nothing at run time.' },
+      ],
+    },
+  },
 );

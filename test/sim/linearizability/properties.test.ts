@@ -1,0 +1,89 @@
+// Properties of the linearizability checker: histories from a real sequential execution always pass;
+// one injected stale read always fails, with a small minimal set that contains the stale read.
+// fast-check prints `{ seed: ..., path: ... }` on failure; pass them to fc.assert to replay.
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { checkKvHistory, formatOperation, type KvOperation } from '../../../sim/linearizability/index.js';
+import { EFFECT_GAP, get, sequentialHistory, type OpPlan } from './histories.js';
+
+const planArb: fc.Arbitrary<OpPlan> = fc.record({
+  kind: fc.constantFrom('put' as const, 'get' as const, 'cas' as const),
+  keyIndex: fc.nat(7),
+  expectedPick: fc.nat(5),
+  // up to 6 effects' worth of slack either side: intervals overlap several neighbours
+  callSlack: fc.nat(6 * EFFECT_GAP),
+  returnSlack: fc.nat(6 * EFFECT_GAP),
+  fate: fc.constantFrom('returned' as const, 'returned' as const, 'returned' as const, 'returned' as const, 'applied' as const, 'lost' as const),
+});
+
+const scenarioArb = fc.record({
+  plans: fc.array(planArb, { minLength: 0, maxLength: 60 }),
+  keyCount: fc.integer({ min: 1, max: 3 }),
+  initialValue: fc.constantFrom(null, 'init'),
+  reversed: fc.boolean(),
+});
+
+/** A completed operation that wrote its value (a put, or a cas that swapped). */
+const wroteValue = (op: KvOperation): boolean =>
+  op.returnTime !== null && (op.output?.kind === 'put' || (op.output?.kind === 'cas' && op.output.swapped));
+const valueOf = (op: KvOperation): string => (op.input.kind === 'get' ? '' : op.input.value);
+
+describe('linearizability checker properties', () => {
+  it('accepts every history made from a real sequential execution (overlapping intervals, indeterminate operations)', () => {
+    fc.assert(fc.property(scenarioArb, ({ plans, keyCount, initialValue, reversed }) => {
+      const history = sequentialHistory(plans, keyCount, initialValue);
+      if (reversed) history.reverse();
+      const result = checkKvHistory(history, { initialValue });
+      assert.equal(result.verdict, 'ok', result.verdict === 'ok' ? '' : result.explanation);
+    }), { numRuns: 300 });
+  });
+
+  it('rejects a history with one injected stale read, minimised to a few operations including it', () => {
+    let shown = false;
+    fc.assert(fc.property(scenarioArb, fc.nat(), fc.nat(3 * EFFECT_GAP), fc.nat(3 * EFFECT_GAP), ({ plans, keyCount, initialValue, reversed }, pick, after, length) => {
+      const history = sequentialHistory(plans, keyCount, initialValue);
+      // A stale pair: `overwriter` began after `overwritten` returned, and the stale get begins after
+      // `overwriter` returned, yet sees `overwritten`'s value (or the initial one, overwritten by any
+      // completed write). Values are unique, so no linearization can explain it.
+      const writes = history.filter(wroteValue);
+      const candidates: { key: string; stale: string | null; overwriter: KvOperation }[] = [];
+      for (const overwriter of writes) {
+        candidates.push({ key: overwriter.input.key, stale: initialValue, overwriter });
+        for (const overwritten of writes) {
+          if (overwritten.input.key === overwriter.input.key && overwritten.returnTime! < overwriter.callTime) {
+            candidates.push({ key: overwriter.input.key, stale: valueOf(overwritten), overwriter });
+          }
+        }
+      }
+      fc.pre(candidates.length > 0);
+      const { key, stale, overwriter } = candidates[pick % candidates.length]!;
+      const callTime = overwriter.returnTime! + 1 + after;
+      const staleGet = get(key, stale, callTime, callTime + length, 'stale-reader');
+      history.push(staleGet);
+      if (reversed) history.reverse();
+
+      const result = checkKvHistory(history, { initialValue });
+      assert.equal(result.verdict, 'violation', `expected a violation for ${formatOperation(staleGet)}`);
+      if (result.verdict !== 'violation') return;
+      if (!shown) {
+        console.log(`      example report:\n${result.explanation.replace(/^/gm, '        ')}`);
+        shown = true;
+      }
+      assert.equal(result.key, key);
+      assert.ok(result.minimalOperations.some((op) => op.id === staleGet.id), `the stale get is missing from:\n${result.explanation}`);
+      assert.ok(result.minimalOperations.length <= 4, `more than 4 operations:\n${result.explanation}`);
+      assert.ok(result.minimalOperations.every((op) => history.includes(op)));
+      assert.equal(result.minimal, true);
+      assert.equal(checkKvHistory(result.minimalOperations, { initialValue }).verdict, 'violation', 'the minimal set alone must not be linearizable');
+      assert.ok(result.explanation.includes(formatOperation(staleGet)));
+    }), { numRuns: 300 });
+  });
+
+  it('gives the same verdict and step count on every run (no clock, no randomness)', () => {
+    fc.assert(fc.property(scenarioArb, ({ plans, keyCount, initialValue }) => {
+      const history = sequentialHistory(plans, keyCount, initialValue);
+      const budget = 50; // small, so some runs end undecided part-way
+      assert.deepEqual(checkKvHistory(history, { initialValue, stepBudget: budget }), checkKvHistory([...history].reverse(), { initialValue, stepBudget: budget }));
+    }), { numRuns: 100 });
+  });
+});
