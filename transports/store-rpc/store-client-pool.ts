@@ -1,11 +1,12 @@
 // The client half of svc.store.v1.Store (proto/svc/store/v1/store.proto): what a member that is not the
-// leader uses to forward writes and ask for read indexes. The server half is store-service.ts.
+// leader uses to forward writes and ask for read indexes, and what a client holding a cluster certificate
+// uses to write (propose at the leader) and read (get at any member). The server half is store-service.ts.
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import { UnaryChannels } from '../grpc/unary-call.js';
 import { DEFAULT_PROPOSE_BATCH_COUNT_MAX, DEFAULT_STREAM_IDLE_MS } from './limits.js';
 import { RequestStreamClient, type Answered, type Pending } from './request-stream.js';
-import { STORE_METHODS, StoreCallError, type ReadIndexAnswer } from './store-calls.js';
+import { STORE_METHODS, StoreCallError, type GetAnswer, type ReadIndexAnswer } from './store-calls.js';
 
 export interface StoreClientPoolOptions {
   credentials: grpc.ChannelCredentials;
@@ -60,7 +61,7 @@ export class StoreClientPool {
    * `propose` and `proposeBatch` calls, `proposeStream` requests, `readIndex` requests by either transport and,
    * of those, `readIndexUnary` calls.
    */
-  readonly callCounts = { propose: 0, proposeBatch: 0, proposeStream: 0, readIndex: 0, readIndexUnary: 0 };
+  readonly callCounts = { propose: 0, proposeBatch: 0, proposeStream: 0, readIndex: 0, readIndexUnary: 0, get: 0 };
 
   constructor(options: StoreClientPoolOptions) {
     this.batchCountMax = options.proposeBatchCountMax ?? DEFAULT_PROPOSE_BATCH_COUNT_MAX;
@@ -116,6 +117,17 @@ export class StoreClientPool {
     this.callCounts.readIndex++;
     if (!this.overStreams || !this.readIndexStreams.supported(to)) return this.readIndexUnary(to, deadlineAt);
     return this.readIndexStreams.ask(to, null, deadlineAt);
+  }
+
+  /** get reads one key at the member `to` (a unary Get call): as that member's store reads it, linearizably. */
+  async get(to: string, key: string, deadlineAt: number): Promise<GetAnswer> {
+    this.callCounts.get++;
+    const bytes = await this.channels.call(to, STORE_METHODS.get, Buffer.from(pb.GetRequest.encode({ key }).finish()), deadlineAt);
+    try {
+      return pb.GetResponse.decode(bytes);
+    } catch (err) {
+      throw new StoreCallError(grpc.status.INTERNAL, `malformed GetResponse from ${to}: ${String(err)}`);
+    }
   }
 
   /** readIndexStreamCalls: the ReadIndexStream calls opened so far, over every address. */

@@ -6,9 +6,9 @@
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import { RequestStreamServer, type Failure } from './request-stream.js';
-import { STORE_METHODS, StoreCallError, TRAILER_LEADER, type ReadIndexAnswer } from './store-calls.js';
+import { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type ReadIndexAnswer } from './store-calls.js';
 
-export { STORE_METHODS, StoreCallError, TRAILER_LEADER, type ReadIndexAnswer };
+export { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type ReadIndexAnswer };
 export { StoreClientPool, type ProposeAnswer, type StoreClientPoolOptions } from './store-client-pool.js';
 
 /** StoreServiceHandler decides the answers; the service only decodes the messages, checks sizes and encodes. */
@@ -17,6 +17,8 @@ export interface StoreServiceHandler {
   propose(command: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: pb.CommandResult }>;
   /** readIndex answers this leader's commit seqno once it has committed an entry of its term. */
   readIndex(deadlineAt: number): Promise<ReadIndexAnswer>;
+  /** get reads one key as this member's store reads it (read index, local apply, local state); any member answers. */
+  get(key: string, deadlineAt: number): Promise<GetAnswer>;
 }
 
 export interface StoreServiceOptions {
@@ -199,6 +201,19 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
       options.handler.readIndex(deadlineOf(call)).then(
         (answer) => respond(null, Buffer.from(pb.ReadIndexResponse.encode(answer).finish())),
         (err: unknown) => fail(respond, err, 'ReadIndex'),
+      );
+    },
+    get: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+      let request: pb.GetRequest;
+      try {
+        request = pb.GetRequest.decode(call.request);
+      } catch (err) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed GetRequest: ${String(err)}` }, null);
+        return;
+      }
+      options.handler.get(request.key, deadlineOf(call)).then(
+        (answer) => respond(null, Buffer.from(pb.GetResponse.encode(answer).finish())),
+        (err: unknown) => fail(respond, err, 'Get'),
       );
     },
   };

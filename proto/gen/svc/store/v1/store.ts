@@ -26,10 +26,12 @@ export const protobufPackage = "svc.store.v1";
 export const protobufFileName = "svc/store/v1/store.proto";
 
 /**
- * svc.store.v1: the replicated store's internal service between members. A node that is not the
- * leader forwards each write to the leader (Propose) and asks it for a read index before a read
- * (ReadIndex). It is served on the same mutual-TLS server as svc.replication.v1.WalShipping and is
- * not part of the replication wire contract. transports/store-rpc/README.md describes its errors.
+ * svc.store.v1: the replicated store's service. Between members: a node that is not the leader
+ * forwards each write to the leader (Propose) and asks it for a read index before a read
+ * (ReadIndex). For a client holding a certificate of the cluster CA (tools, benches, the Jepsen-style
+ * test): Propose at the leader to write, Get at any member to read. It is served on the same
+ * mutual-TLS server as svc.replication.v1.WalShipping and is not part of the replication wire
+ * contract. transports/store-rpc/README.md describes its errors.
  */
 
 /** Outcome is how a committed command ended on the state machine. */
@@ -176,6 +178,19 @@ export interface ProposeStreamResponse {
   details: string;
   leaderHint: string;
   answers: ProposeItemAnswer[];
+}
+
+export interface GetRequest {
+  key: string;
+}
+
+/** GetResponse: found false when the key does not exist (value_json empty, version 0). */
+export interface GetResponse {
+  found: boolean;
+  /** value_json is the stored JSON object, encoded as JSON text. */
+  valueJson: string;
+  /** version is the seqno of the entry that last wrote the key. */
+  version: number;
 }
 
 function createBaseProposeRequest(): ProposeRequest {
@@ -1476,6 +1491,178 @@ export const ProposeStreamResponse: MessageFns<ProposeStreamResponse> = {
   },
 };
 
+function createBaseGetRequest(): GetRequest {
+  return { key: "" };
+}
+
+export const GetRequest: MessageFns<GetRequest> = {
+  encode(message: GetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetRequest {
+    return { key: isSet(object.key) ? globalThis.String(object.key) : "" };
+  },
+
+  toJSON(message: GetRequest): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetRequest>): GetRequest {
+    return GetRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetRequest>): GetRequest {
+    const message = createBaseGetRequest();
+    message.key = object.key ?? "";
+    return message;
+  },
+};
+
+function createBaseGetResponse(): GetResponse {
+  return { found: false, valueJson: "", version: 0 };
+}
+
+export const GetResponse: MessageFns<GetResponse> = {
+  encode(message: GetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.found !== false) {
+      writer.uint32(8).bool(message.found);
+    }
+    if (message.valueJson !== "") {
+      writer.uint32(18).string(message.valueJson);
+    }
+    if (message.version !== 0) {
+      writer.uint32(24).uint64(message.version);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.found = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.valueJson = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.version = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetResponse {
+    return {
+      found: isSet(object.found) ? globalThis.Boolean(object.found) : false,
+      valueJson: isSet(object.valueJson)
+        ? globalThis.String(object.valueJson)
+        : isSet(object.value_json)
+        ? globalThis.String(object.value_json)
+        : "",
+      version: isSet(object.version) ? globalThis.Number(object.version) : 0,
+    };
+  },
+
+  toJSON(message: GetResponse): unknown {
+    const obj: any = {};
+    if (message.found !== false) {
+      obj.found = message.found;
+    }
+    if (message.valueJson !== "") {
+      obj.valueJson = message.valueJson;
+    }
+    if (message.version !== 0) {
+      obj.version = Math.round(message.version);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetResponse>): GetResponse {
+    return GetResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetResponse>): GetResponse {
+    const message = createBaseGetResponse();
+    message.found = object.found ?? false;
+    message.valueJson = object.valueJson ?? "";
+    message.version = object.version ?? 0;
+    return message;
+  },
+};
+
 export type StoreService = typeof StoreService;
 export const StoreService = {
   /**
@@ -1551,6 +1738,20 @@ export const StoreService = {
       Buffer.from(ProposeStreamResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ProposeStreamResponse => ProposeStreamResponse.decode(value),
   },
+  /**
+   * Get reads one key at the member it is sent to, as that member's store reads it: a read index
+   * (asked of the leader when the member follows), the member's apply up to it, then its local state.
+   * Any member answers; a member that cannot take a read index in time answers UNAVAILABLE.
+   */
+  get: {
+    path: "/svc.store.v1.Store/Get" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetRequest): Buffer => Buffer.from(GetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetRequest => GetRequest.decode(value),
+    responseSerialize: (value: GetResponse): Buffer => Buffer.from(GetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetResponse => GetResponse.decode(value),
+  },
 } as const;
 
 export interface StoreServer extends UntypedServiceImplementation {
@@ -1583,6 +1784,12 @@ export interface StoreServer extends UntypedServiceImplementation {
    * above the server's batch limit is answered RESOURCE_EXHAUSTED whole.
    */
   proposeStream: handleBidiStreamingCall<ProposeStreamRequest, ProposeStreamResponse>;
+  /**
+   * Get reads one key at the member it is sent to, as that member's store reads it: a read index
+   * (asked of the leader when the member follows), the member's apply up to it, then its local state.
+   * Any member answers; a member that cannot take a read index in time answers UNAVAILABLE.
+   */
+  get: handleUnaryCall<GetRequest, GetResponse>;
 }
 
 export interface StoreClient extends Client {
@@ -1667,6 +1874,23 @@ export interface StoreClient extends Client {
     metadata: Metadata,
     options?: Partial<CallOptions>,
   ): ClientDuplexStream<ProposeStreamRequest, ProposeStreamResponse>;
+  /**
+   * Get reads one key at the member it is sent to, as that member's store reads it: a read index
+   * (asked of the leader when the member follows), the member's apply up to it, then its local state.
+   * Any member answers; a member that cannot take a read index in time answers UNAVAILABLE.
+   */
+  get(request: GetRequest, callback: (error: ServiceError | null, response: GetResponse) => void): ClientUnaryCall;
+  get(
+    request: GetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetResponse) => void,
+  ): ClientUnaryCall;
+  get(
+    request: GetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const StoreClient = makeGenericClientConstructor(StoreService, "svc.store.v1.Store") as unknown as {
