@@ -1,6 +1,7 @@
 // Our three-node cluster for the bench, started exactly as a user starts one (`svc cluster`: child
 // processes, mutual TLS, the WAL's real fdatasync), and written to through svc.store.v1 Propose at
-// the leader with the admin client certificate, as a follower forwarding a write would.
+// the leader with the admin client certificate, as a follower forwarding a write would; read through
+// svc.store.v1 Get at any member (linearizable: the member's own store read).
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -19,6 +20,7 @@ const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
 const SVC_START_TIMEOUT_MS = 120_000;
 const SVC_STOP_TIMEOUT_MS = 30_000;
 const WRITE_DEADLINE_MS = 10_000;
+const READ_DEADLINE_MS = 10_000;
 
 export interface SvcCluster {
   cluster: ClusterFile;
@@ -27,6 +29,8 @@ export interface SvcCluster {
   put(key: string, value: string): Promise<void>;
   /** putAlone proposes each write in its own Propose call (a pool with proposeBatchCountMax 1). */
   putAlone(key: string, value: string): Promise<void>;
+  /** get reads a key at members[member] through svc.store.v1 Get (one unary call), resolving its value. */
+  get(member: number, key: string): Promise<string | null>;
   stop(): Promise<void>;
 }
 
@@ -81,6 +85,10 @@ export async function startSvcCluster(dir: string, nodeOptions: string[] = [], e
       leaderName: leader.name,
       put: (k, value) => putVia(pool, k, value),
       putAlone: (k, value) => putVia(alonePool, k, value),
+      get: async (member, k) => {
+        const answer = await pool.get(cluster.members[member % cluster.members.length]!.grpcAddr, k, Date.now() + READ_DEADLINE_MS);
+        return answer.found ? (JSON.parse(answer.valueJson) as { d: string }).d : null;
+      },
       stop: async () => {
         pool.close();
         alonePool.close();
