@@ -1,5 +1,5 @@
 // `make jepsen`: the long form of the Jepsen-style run (options.ts LONG_FORM), printing as it goes.
-//   npx tsx test/jepsen/main.ts [--seed N] [--rounds N] [--short] [--schedule kind,kind,…] [--no-api-keys]
+//   npx tsx test/jepsen/main.ts [--seed N] [--rounds N] [--short] [--schedule kind,kind,…] [--tick-ms N] [--no-api-keys]
 // --schedule replaces the form's first rounds (kinds: see nemesis.ts NEMESIS_KINDS); later rounds draw kinds.
 // Exit 0: linearizable; 1: a violation or an undecided check (the report says which); 2: could not run.
 import { launchJepsen } from './launch.js';
@@ -31,6 +31,7 @@ const options: JepsenOptions = {
   seed: numberFlag('seed') ?? Math.floor(Math.random() * 1_000_000),
   rounds: numberFlag('rounds') ?? schedule?.length ?? base.rounds,
   apiKeys: !process.argv.includes('--no-api-keys'),
+  tickMs: numberFlag('tick-ms') ?? base.tickMs,
 };
 const outcome = await launchJepsen(options, (line) => console.log(line));
 if ('skipped' in outcome) {

@@ -39,7 +39,9 @@ export const SHORT_FORM: JepsenOptions = {
   clients: 6,
   keys: 4,
   apiKeys: true,
-  tickMs: 50,
+  // The nodes' default tick: elections after 1-2 s. A shorter one shrinks the window in which a cut-off leader
+  // still leads while the majority has elected another (it steps down within ~2 election timeouts).
+  tickMs: 100,
   stepBudget: 20_000_000,
   timeoutMs: 150_000,
 };
