@@ -29,6 +29,8 @@ export interface TimelineEntry {
 
 /** RECOVERY_POLL_MS paces the wait for a leader after a round. */
 const RECOVERY_POLL_MS = 100;
+/** LEADER_LOOKUP_MS bounds the search for the leader a *-leader round needs (a busy node may miss one poll). */
+const LEADER_LOOKUP_MS = 10_000;
 /** OBSERVE_POLL_MS paces the observer that writes every node's role and term changes into the timeline. */
 const OBSERVE_POLL_MS = 200;
 
@@ -57,7 +59,7 @@ export class Nemesis {
   /** round injects one fault of `kind`, holds it holdMs, heals it, and waits (up to recoverTimeoutMs) for a followed leader. */
   async round(kind: NemesisKind, holdMs: number, recoverTimeoutMs: number): Promise<void> {
     const names = this.cluster.nodes.map((n) => n.name);
-    const leader = (await this.cluster.leader())?.name ?? null;
+    const leader = await this.findLeader(kind.endsWith('-leader') ? LEADER_LOOKUP_MS : 0);
     const victim = kind.endsWith('-leader') && leader !== null ? leader : names[this.prng.int(names.length)]!;
     const others = names.filter((n) => n !== victim);
     const who = `${victim}${victim === leader ? ' (the leader)' : ''}`;
@@ -109,6 +111,17 @@ export class Nemesis {
       }
     }
     await this.waitRecovered(recoverTimeoutMs);
+  }
+
+  /** findLeader polls for the leader up to timeoutMs (at least once); null when none answers as one. */
+  private async findLeader(timeoutMs: number): Promise<string | null> {
+    const started = this.clock.nowMs();
+    // Bounded by timeoutMs.
+    for (;;) {
+      const leader = await this.cluster.leader();
+      if (leader !== null || this.clock.nowMs() - started >= timeoutMs) return leader?.name ?? null;
+      await sleep(RECOVERY_POLL_MS);
+    }
   }
 
   private async healNetwork(): Promise<void> {

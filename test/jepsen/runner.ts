@@ -68,7 +68,7 @@ export async function runJepsenInHub(options: JepsenOptions, topology: Topology,
     const drawHolds = prng.fork('holds');
     for (let round = 0; round < options.rounds && workloadFailure === null; round++) {
       const kind = options.schedule[round] ?? NEMESIS_KINDS[drawKinds.int(NEMESIS_KINDS.length)]!;
-      const holdMs = kind === 'partition-leader' ? options.holdMs : drawHolds.between(Math.floor(options.holdMs / 2), options.holdMs);
+      const holdMs = kind === 'partition-leader' || kind === 'pause-leader' ? options.holdMs : drawHolds.between(Math.floor(options.holdMs / 2), options.holdMs);
       await nemesis.round(kind, holdMs, options.recoverTimeoutMs);
       roundsRun++;
       await sleep(options.quietMs);
