@@ -99,6 +99,7 @@ export default tseslint.config(
       'no-restricted-syntax': ['error', layerDynamicImports(folder)],
     },
   })),
+  // After the layer fences, so its stricter import rule is the one that holds for its files.
   // The linearizability checker runs inside simulator seeds, and a history must get the same verdict
   // on every machine (its bound is a step count, not a time): no clock, randomness, I/O or async.
   {

@@ -45,6 +45,8 @@ const MUTATIONS: Mutation[] = [
     find: 'const voters = voterIds(this.currentRoster());\n    if (voters.length === 0) return;', replace: 'const voters = this.currentRoster().members.filter((m) => m.role !== MemberRole.Removed).map((m) => m.id);\n    if (voters.length === 0) return;' },
   { name: 'report-undurable', rule: 'applied_seqno means durable and matched', file: E,
     find: 'return Math.min(this.durableSeq, this.matchedSeq);', replace: 'return this.matchedSeq;' },
+  { name: 'read-from-bare-commit', rule: 'a read index waits for a commit of the leader\'s term and a heartbeat round (Raft §6.4)', file: 'engine/read-index.ts',
+    find: '    if (!this.host.termCommitted()) {\n      this.postponed.push(readId);\n      return;\n    }\n    this.admit(readId);', replace: '    this.answer(readId, this.host.commitSeq());' },
   { name: 'commit-ack-unclamped', rule: 'a ship tells a follower the commit seqno only up to what it matched', file: E,
     find: 'pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, Math.min(ctx.commitSeq, Math.max(ctx.lastSeq, body.appliedSeqno)));', replace: 'pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, ctx.commitSeq);' },
 ];

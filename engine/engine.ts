@@ -6,6 +6,7 @@
 import { Effects } from './effects.js';
 import { RaftLog, logUpToDate } from './log.js';
 import { Prng } from './prng.js';
+import { ReadIndex } from './read-index.js';
 import {
   decodeRoster, encodeRoster, isRemoved, isVoter, memberById, memberByName, voterIds, withMember,
 } from './roster.js';
@@ -45,7 +46,7 @@ interface Progress {
 type CallContext =
   | { method: 'ShipSegment'; term: number; toId: number; lastSeq: number; commitSeq: number }
   | { method: 'RequestVote'; term: number; toId: number; prevote: boolean }
-  | { method: 'Heartbeat'; term: number; toId: number }
+  | { method: 'Heartbeat'; term: number; toId: number; round: number }
   | { method: 'ReportApplied'; term: number; toId: number }
   | { method: 'TimeoutNow'; term: number; toId: number; adminId: number }
   | { method: 'JoinCluster'; term: number; toAddr: string }
@@ -111,6 +112,8 @@ export class Engine {
   private readonly pendingProposals = new Map<number, number>();
   private pendingWaits: PendingWait[] = [];
   private readonly pendingJoinCalls = new Map<number, number[]>();
+  /** reads: linearizable reads waiting for the leader's term commit and a heartbeat round (read-index.ts). */
+  private readonly reads: ReadIndex;
   private transfer: { targetId: number; adminId: number; elapsedTicks: number; sent: boolean } | null = null;
 
   // Follower state.
@@ -147,6 +150,17 @@ export class Engine {
     this.matchedSeq = this.commitSeq;
     this.leaseElapsedTicks = this.limits.electionTimeoutTicks;
     this.versions = new VersionSpread(() => this.hs.selfId, config.compat.buildVersion);
+    this.reads = new ReadIndex(this.limits, {
+      isLeader: () => this.role === 'leader',
+      selfId: () => this.hs.selfId,
+      voterIds: () => voterIds(this.currentRoster()),
+      commitSeq: () => this.commitSeq,
+      termCommitted: () => this.commitSeq >= this.barrierSeq,
+      leaderHint: () => (this.role === 'leader' ? '' : memberById(this.currentRoster(), this.leaderId)?.grpcAddr ?? ''),
+      ticks: () => this.ticks,
+      broadcastHeartbeat: () => this.broadcastHeartbeat(),
+      emit: (effect) => this.fx.other(effect),
+    });
     if (this.hs.selfId === 0 && config.bootstrapRoster) {
       const self = memberByName(config.bootstrapRoster, config.name);
       if (self) this.hs.selfId = self.id;
@@ -176,6 +190,7 @@ export class Engine {
       case 'snapshotFailed': this.onSnapshotFailed(input.requestId, input.reason); break;
       case 'statusPolled': this.onStatusPolled(input.leaderLastSeq); break;
       case 'admin': this.onAdmin(input.adminId, input.op); break;
+      case 'readIndex': this.reads.onRequest(input.readId); break;
       default: assertNever(input);
     }
     if (hardStateChanged(this.hs, this.savedHs)) {
@@ -342,6 +357,7 @@ export class Engine {
     this.pendingWaits = [];
     if (this.transfer) this.fx.other({ type: 'adminResult', adminId: this.transfer.adminId, ok: true, reason: 'leadership moved' });
     this.transfer = null;
+    this.reads.abandon();
     this.progress.clear();
     this.recentActive.clear();
   }
@@ -413,6 +429,7 @@ export class Engine {
     this.recentActive.clear();
     const barrier: Entry = { seq: this.log.lastSeq() + 1, term: this.hs.term, kind: EntryKind.TermBarrier, data: new Uint8Array(0) };
     this.barrierSeq = barrier.seq;
+    this.reads.onBecomeLeader();
     this.appendLocal([barrier]);
     this.matchedSeq = this.log.lastSeq();
     this.syncProgressToRoster();
@@ -621,6 +638,7 @@ export class Engine {
   private broadcastHeartbeat(): void {
     const lag: Record<number, number> = {};
     for (const [id, pr] of this.progress) lag[id] = Math.max(0, this.log.lastSeq() - pr.matchSeq);
+    const round = this.reads.startRound();
     for (const id of this.progress.keys()) {
       const body: HeartbeatRequest = {
         shardId: this.hs.selfId, regionId: this.hs.selfId, entityCount: this.stats.entityCount,
@@ -630,7 +648,7 @@ export class Engine {
         buildVersion: this.config.compat.buildVersion,
         leaderLastSeq: this.config.compat.sendsLeaderLastSeq ? this.durableSeq : 0,
       };
-      this.sendToId(id, { method: 'Heartbeat', body }, { method: 'Heartbeat', term: this.hs.term, toId: id });
+      this.sendToId(id, { method: 'Heartbeat', body }, { method: 'Heartbeat', term: this.hs.term, toId: id, round });
     }
   }
 
@@ -695,6 +713,7 @@ export class Engine {
     this.commitSeq = quorumSeq;
     this.applyCommitted();
     this.settleLeaderWaits();
+    this.reads.onCommit();
     for (const id of this.progress.keys()) this.maybeShip(id);
   }
 
@@ -1140,7 +1159,7 @@ export class Engine {
     this.calls.delete(requestId);
     switch (response.method) {
       case 'ShipSegment': this.onShipResponse(requestId, ctx as Extract<CallContext, { method: 'ShipSegment' }>, response.body); break;
-      case 'Heartbeat': this.onHeartbeatResponse(ctx.term, (ctx as { toId: number }).toId, response.body); break;
+      case 'Heartbeat': this.onHeartbeatResponse(ctx as Extract<CallContext, { method: 'Heartbeat' }>, response.body); break;
       case 'ReportApplied': break;
       case 'RequestVote': this.onVoteResponse(ctx as Extract<CallContext, { method: 'RequestVote' }>, response.body); break;
       case 'TimeoutNow': this.onTimeoutNowResponse(ctx as Extract<CallContext, { method: 'TimeoutNow' }>, response.body.accepted); break;
@@ -1181,16 +1200,17 @@ export class Engine {
     this.maybeShip(ctx.toId);
   }
 
-  private onHeartbeatResponse(term: number, toId: number, body: HeartbeatResponse): void {
+  private onHeartbeatResponse(ctx: Extract<CallContext, { method: 'Heartbeat' }>, body: HeartbeatResponse): void {
     if (body.removed) {
       this.learnRemoved();
       return;
     }
     if (this.stepDownOnHigherTerm(body.term)) return;
-    if (this.role !== 'leader' || term !== this.hs.term || !body.accepted) return;
-    this.recentActive.add(toId);
-    const pr = this.progress.get(toId);
+    if (this.role !== 'leader' || ctx.term !== this.hs.term || body.term !== this.hs.term || !body.accepted) return;
+    this.recentActive.add(ctx.toId);
+    const pr = this.progress.get(ctx.toId);
     if (pr) pr.capabilities = body.capabilities;
+    this.reads.onAck(ctx.toId, ctx.round);
   }
 
   private onVoteResponse(ctx: Extract<CallContext, { method: 'RequestVote' }>, body: VoteResponse): void {
@@ -1452,6 +1472,7 @@ export class Engine {
     const pr = this.progress.get(t.targetId);
     if (!pr || pr.matchSeq < this.log.lastSeq()) return;
     t.sent = true;
+    this.reads.onTransferStarted();
     const body: TimeoutNowRequest = { term: this.hs.term, leaderRegion: this.hs.selfId };
     this.sendToId(t.targetId, { method: 'TimeoutNow', body }, { method: 'TimeoutNow', term: this.hs.term, toId: t.targetId, adminId: t.adminId });
   }

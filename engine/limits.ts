@@ -24,6 +24,10 @@ export const DEFAULT_LIMITS: EngineLimits = {
   transferTimeoutTicks: 20,
   clusterMemberCountMax: 15,
   replicationLagRegionCountMax: 64,
+  readIndexPendingCountMax: 10_000,
+  // Off: a lease read is only as safe as the clocks and the absence of pauses (engine/read-index.ts).
+  readLeaseEnabled: 0,
+  clockDriftPercentMax: 5,
 };
 
 /** CURRENT_COMPAT is what this binary speaks: every newer field, capability bit 0. */

@@ -135,6 +135,15 @@ export interface EngineLimits {
   clusterMemberCountMax: number;
   /** replicationLagRegionCountMax bounds the replication_lag map accepted in a heartbeat. */
   replicationLagRegionCountMax: number;
+  /** readIndexPendingCountMax bounds reads a leader holds while it confirms its leadership. */
+  readIndexPendingCountMax: number;
+  /**
+   * readLeaseEnabled: 1 = answer reads without a heartbeat round while a recent round's lease holds
+   * (engine/read-index.ts says when that is safe); 0 = every read waits for a round (the default).
+   */
+  readLeaseEnabled: number;
+  /** clockDriftPercentMax: how far a node's tick rate may stray from nominal, in percent; shortens the read lease. */
+  clockDriftPercentMax: number;
 }
 
 /** NodeStats are the driver's measurements that heartbeats carry (engine/ measures nothing itself). */
@@ -188,7 +197,19 @@ export type Input =
   | { type: 'snapshotFailed'; requestId: number; reason: string }
   /** statusPolled: the leader's status endpoint answered (status-poll readiness path). */
   | { type: 'statusPolled'; leaderLastSeq: number }
-  | { type: 'admin'; adminId: number; op: AdminOp };
+  | { type: 'admin'; adminId: number; op: AdminOp }
+  /**
+   * readIndex: a client wants a linearizable read; readId names its readIndexResult. Only the leader
+   * answers with an index; a follower refuses with a leader hint (its driver asks the leader).
+   */
+  | { type: 'readIndex'; readId: number };
+
+/**
+ * ReadIndexRefusal says why a read got no index: `not-leader` (ask leaderHint, if any),
+ * `stepped-down` (leadership was lost before the read was confirmed; retry at the new leader),
+ * `queue-full` (readIndexPendingCountMax reads are already waiting).
+ */
+export type ReadIndexRefusal = 'not-leader' | 'stepped-down' | 'queue-full';
 
 /** Effect is everything an engine asks its driver to do, in order. */
 export type Effect =
@@ -217,6 +238,11 @@ export type Effect =
   | { type: 'compact'; throughSeq: number }
   | { type: 'proposalResult'; proposalId: number; ok: boolean; seq: number; reason: string; leaderHint: string }
   | { type: 'adminResult'; adminId: number; ok: boolean; reason: string }
+  /**
+   * readIndexResult answers a readIndex: serve the read once the state machine has applied `index`
+   * (refusal null), or do not serve it (index 0).
+   */
+  | { type: 'readIndexResult'; readId: number; index: number; refusal: ReadIndexRefusal | null; leaderHint: string }
   /** pollStatus asks the driver to read the leader's status endpoint (answer with statusPolled). */
   | { type: 'pollStatus'; leaderHttpAddr: string }
   | { type: 'readiness'; ready: boolean; reason: string }

@@ -11,6 +11,7 @@ export const SWEEP_SEED_COUNT_MAX = 1_000_000;
 
 export type CliRequest =
   | { mode: 'help' }
+  | { mode: 'list-checkers' }
   | { mode: 'scenario'; file: string }
   | { mode: 'single'; seed: number; overrides: OverrideValues; onlyFaults: number[] | null; traceFile?: string; shrink: boolean; verbose: boolean }
   | { mode: 'sweep'; firstSeed: number; lastSeed: number; overrides: OverrideValues };
@@ -22,6 +23,7 @@ export function usage(): string {
     '       npm run sim -- --seeds A..B [knobs]     a sweep; lists failing seeds',
     '       npm run sim N | npm run sim --seed N    one run too (so is A..B for a sweep); options still go after --',
     '       npm run sim -- --scenario FILE          run one scripted scenario (scenarios/*.txt)',
+    '       npm run sim -- --list-checkers          print every checker\'s name, one a line',
     '',
     '  --trace FILE             write one JSON line per event',
     '  --only-faults LIST       keep only these fault-schedule indices (comma list, or "none")',
@@ -80,6 +82,9 @@ function parseArgs(argv: readonly string[]): CliRequest {
     };
     switch (flag) {
       case '--help': case '-h': return { mode: 'help' };
+      case '--list-checkers':
+        if (args.length !== 1) throw new Error('--list-checkers takes no other arguments');
+        return { mode: 'list-checkers' };
       case '--scenario': {
         const file = value();
         if (args.length !== 2) throw new Error('--scenario FILE takes no other arguments');

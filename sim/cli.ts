@@ -3,6 +3,7 @@
 // A failing run also prints the invariant, the tick and how to reproduce it, then
 // shrinks its fault schedule (fast-check) and prints the smaller reproduction.
 import { closeSync, openSync } from 'node:fs';
+import { checkerNames } from './checkers/registry.js';
 import { parseCli, usage, type CliRequest } from './cli-args.js';
 import { describeFault } from './faults.js';
 import { SIM_LIMITS } from './limits.js';
@@ -21,6 +22,10 @@ function main(argv: string[]): number {
   }
   if (request.mode === 'help') {
     process.stdout.write(`${usage()}\n`);
+    return 0;
+  }
+  if (request.mode === 'list-checkers') {
+    process.stdout.write(`${checkerNames().join('\n')}\n`);
     return 0;
   }
   if (request.mode === 'sweep') return sweep(request);
@@ -56,7 +61,9 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
     result.faults.forEach((f, i) => process.stdout.write(`  fault #${i}: ${describeFault(f)}\n`));
   }
   process.stdout.write(`simulated ${(result.simulatedMs / 1_000).toFixed(1)} s: ${result.counts.writesIssued} writes, `
-    + `${result.counts.writesAcked} acknowledged, ${result.counts.faultsFired}/${result.faults.length} faults fired\n`);
+    + `${result.counts.writesAcked} acknowledged, ${result.counts.readsIssued} reads, ${result.counts.readsServed} served `
+    + `(${result.counts.followerReadsServed} through the leader's index on a follower), ${result.counts.faultsFired}/${result.faults.length} faults fired\n`);
+  if (result.linearizability) process.stdout.write(`${describeLinearizability(result)}\n`);
   if (request.verbose) process.stdout.write(`observed: ${JSON.stringify(result.observed)}\n`);
   if (result.failure) {
     printFailure(result, request);
@@ -72,6 +79,12 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
   }
   process.stdout.write(`seed=${request.seed} result=${result.ok ? 'pass' : 'fail'} events=${result.events} trace=${result.traceHash}\n`);
   return result.ok ? 0 : 1;
+}
+
+function describeLinearizability(result: RunResult): string {
+  const l = result.linearizability!;
+  const head = `linearizability: ${l.verdict} (${l.operationCount} operations, ${l.steps} search steps)`;
+  return l.verdict === 'undecided' ? `${head} — not a failure: ${l.detail}` : head;
 }
 
 function printFailure(result: RunResult, request: Extract<CliRequest, { mode: 'single' }>): void {
@@ -93,6 +106,7 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
     return 2;
   }
   const failures: { seed: number; invariant: string; tick: number; message: string }[] = [];
+  const undecided: { seed: number; detail: string }[] = [];
   const total = request.lastSeed - request.firstSeed + 1;
   const showProgress = process.stderr.isTTY === true;
   const startedMs = performance.now();
@@ -100,6 +114,7 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
   for (let seed = request.firstSeed; seed <= request.lastSeed; seed++) {
     const result = runSim(optionsFor(seed, request.overrides, null));
     simulatedMs += result.simulatedMs;
+    if (result.linearizability?.verdict === 'undecided') undecided.push({ seed, detail: result.linearizability.detail });
     if (result.failure) {
       failures.push({ seed, invariant: result.failure.invariant, tick: tickOf(result.failure.timeMs), message: result.failure.message });
       if (!showProgress) process.stdout.write(`seed=${seed} result=fail invariant=${result.failure.invariant}\n`);
@@ -110,6 +125,7 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
   const wallS = (performance.now() - startedMs) / 1_000;
   process.stdout.write(`swept seeds ${request.firstSeed}..${request.lastSeed}: ${total - failures.length} passed, ${failures.length} failed `
     + `(${wallS.toFixed(1)} s wall, ${(simulatedMs / 1_000 / wallS).toFixed(0)}x real time)\n`);
+  for (const u of undecided) process.stdout.write(`  seed=${u.seed} linearizability=undecided (not a failure): ${u.detail.slice(0, 300)}\n`);
   for (const f of failures) {
     process.stdout.write(`  seed=${f.seed} invariant=${f.invariant} tick=${f.tick}: ${f.message.slice(0, 300)}\n`);
     process.stdout.write(`    reproduce: ${reproduceCommand(f.seed, request.overrides, null)}\n`);

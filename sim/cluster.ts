@@ -56,7 +56,10 @@ export interface ClusterConfig {
 export type NodeRef = number | string;
 
 /** ProposalListener hears every proposalResult (the workload uses it to retry). */
-export type ProposalListener = (node: SimNode, proposalId: number, ok: boolean, seq: number, leaderHint: string) => void;
+export type ProposalListener = (node: SimNode, proposalId: number, ok: boolean, seq: number, leaderHint: string, reason: string) => void;
+
+/** ReadIndexListener hears every readIndexResult (the workload's reads). */
+export type ReadIndexListener = (node: SimNode, result: Extract<Effect, { type: 'readIndexResult' }>) => void;
 
 const TICK: Input = { type: 'tick' };
 
@@ -78,9 +81,11 @@ export class Cluster implements CheckerWorld {
   private readonly proposals = new Map<number, Uint8Array>();
   private readonly afterEventHooks: (() => void)[] = [];
   private readonly proposalListeners: ProposalListener[] = [];
+  private readonly readIndexListeners: ReadIndexListener[] = [];
   readonly adminResults: { adminId: number; ok: boolean; reason: string }[] = [];
   private nextProposalId = 1;
   private nextAdminId = 1;
+  private nextReadId = 1;
   private readonly rootPrng: Prng;
   private readonly storagePrng: Prng;
   private readonly enginePrng: Prng;
@@ -169,6 +174,10 @@ export class Cluster implements CheckerWorld {
 
   onProposalResult(listener: ProposalListener): void {
     this.proposalListeners.push(listener);
+  }
+
+  onReadIndexResult(listener: ReadIndexListener): void {
+    this.readIndexListeners.push(listener);
   }
 
   // ---- running ----
@@ -313,6 +322,13 @@ export class Cluster implements CheckerWorld {
     });
     this.deliverFromClient(this.node(ref).index, { type: 'proposeBatch', proposals }, clientDelayMs);
     return proposals.map((p) => p.proposalId);
+  }
+
+  /** readIndex asks a node's engine for a read index (a readIndex input); it returns the readId. */
+  readIndex(ref: NodeRef, clientDelayMs = 0): number {
+    const readId = this.nextReadId++;
+    this.deliverFromClient(this.node(ref).index, { type: 'readIndex', readId }, clientDelayMs);
+    return readId;
   }
 
   /** admin sends an operator command to `index` (default: the current leader); it returns the adminId or 0. */
@@ -549,11 +565,14 @@ export class Cluster implements CheckerWorld {
       case 'proposalResult': {
         const data = this.proposals.get(effect.proposalId);
         this.checkers.onProposalResult(node, effect.proposalId, effect.ok, effect.seq, data, after.term);
-        for (const listener of this.proposalListeners) listener(node, effect.proposalId, effect.ok, effect.seq, effect.leaderHint);
+        for (const listener of this.proposalListeners) listener(node, effect.proposalId, effect.ok, effect.seq, effect.leaderHint, effect.reason);
         return;
       }
       case 'adminResult':
         this.adminResults.push({ adminId: effect.adminId, ok: effect.ok, reason: effect.reason });
+        return;
+      case 'readIndexResult':
+        for (const listener of this.readIndexListeners) listener(node, effect);
         return;
       case 'pollStatus': {
         const target = this.byHttp.get(effect.leaderHttpAddr);

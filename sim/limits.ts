@@ -38,6 +38,12 @@ export const SIM_LIMITS = {
   clientRetryDelayMsMax: 200,
   /** keySpaceCount: writes go to this many keys, so they overwrite each other. */
   keySpaceCount: 16,
+  /** registerActiveKeyCount: the recorded clients (register-clients.ts) share this many keys at a time. */
+  registerActiveKeyCount: 2,
+  /** registerKeyOpCountMax: a recorded key is retired after this many operations (bounds the checker's work per key). */
+  registerKeyOpCountMax: 60,
+  /** registerKeyIndeterminateWriteCountMax: ... or after this many writes of unknown outcome. */
+  registerKeyIndeterminateWriteCountMax: 4,
   safetyPhaseMsDefault: 90_000,
   /** livenessPhaseMsMax: after healing, the cluster must converge within this long. */
   livenessPhaseMsMax: 60_000,

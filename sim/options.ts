@@ -47,6 +47,16 @@ export interface WorkloadKnobs {
    * one node (what a loaded real node's driver does). 1 = every write proposed alone.
    */
   burstWriteCountMax: number;
+  /** registerClientCount: closed-loop clients whose operations are recorded for the linearizability checker; 0 = none. */
+  registerClientCount: number;
+  /** registerThinkMsMean: mean pause of a recorded client between operations (exponential). */
+  registerThinkMsMean: number;
+  /** readFraction: the share of a recorded client's operations that are linearizable reads. */
+  readFraction: number;
+  /** casFraction: the share of a recorded client's writes that are compare-and-sets (on the value it last saw). */
+  casFraction: number;
+  /** anyNodeFraction: the share of recorded operations sent to any live node rather than the believed leader (follower reads; writes redirected by the hint). */
+  anyNodeFraction: number;
 }
 
 export interface SimOptions {
@@ -116,12 +126,28 @@ export function swarmOptions(seed: number): SimOptions {
       idlePerMinute: on(0.4, () => prng.uniform(0.2, 1)),
     },
     // The burst size comes from its own stream so the swarm's other draws (and old seeds' runs with --burst 1) stay as they were.
-    workload: { writeIntervalMsMean: prng.pick([10, 50, 200, 1_000]), burstWriteCountMax: new Prng(`sim:${seed}`).fork('burst').pick([1, 1, 4, 16]) },
+    workload: {
+      writeIntervalMsMean: prng.pick([10, 50, 200, 1_000]),
+      burstWriteCountMax: new Prng(`sim:${seed}`).fork('burst').pick([1, 1, 4, 16]),
+      ...readKnobs(seed),
+    },
     safetyPhaseMs: prng.between(30, 120) * 1_000,
     livenessPhaseMsMax: SIM_LIMITS.livenessPhaseMsMax,
     onlyFaults: null,
   };
   return options;
+}
+
+/** readKnobs draws the reads and compare-and-sets from their own stream, leaving the swarm's other draws as they were. */
+function readKnobs(seed: number): Pick<WorkloadKnobs, 'registerClientCount' | 'registerThinkMsMean' | 'readFraction' | 'casFraction' | 'anyNodeFraction'> {
+  const prng = new Prng(`sim:${seed}`).fork('reads');
+  return {
+    registerClientCount: prng.pick([2, 4, 8]),
+    registerThinkMsMean: prng.pick([10, 50, 200]),
+    readFraction: prng.pick([0.3, 0.5, 0.8]),
+    casFraction: prng.pick([0, 0.3, 0.6]),
+    anyNodeFraction: prng.pick([0, 0.3, 0.7]),
+  };
 }
 
 /** LOST_ROUND_TRIP_PROBABILITY_CAP bounds the loss writeIntervalMsFloor plans for. */
@@ -185,6 +211,11 @@ export const OVERRIDES: readonly Override[] = [
   { flag: 'promote-rate', describe: 'learner promotions per simulated minute', ...rate, apply: (o, v) => { o.faults.promotePerMinute = v; } },
   { flag: 'idle-rate', describe: 'idle periods (no writes) per simulated minute', ...rate, apply: (o, v) => { o.faults.idlePerMinute = v; } },
   { flag: 'write-interval-ms', describe: 'mean gap between client writes, ms', min: 1, max: 3_600_000, apply: (o, v) => { o.workload.writeIntervalMsMean = v; } },
+  { flag: 'register-clients', describe: 'recorded closed-loop clients (reads, puts, cas; 0 = none)', min: 0, max: 64, apply: (o, v) => { o.workload.registerClientCount = v; } },
+  { flag: 'think-ms', describe: 'mean pause of a recorded client between operations, ms', min: 0, max: 3_600_000, apply: (o, v) => { o.workload.registerThinkMsMean = v; } },
+  { flag: 'read-fraction', describe: 'share of recorded operations that are reads', ...probability, apply: (o, v) => { o.workload.readFraction = v; } },
+  { flag: 'cas-fraction', describe: 'share of recorded writes that are compare-and-sets', ...probability, apply: (o, v) => { o.workload.casFraction = v; } },
+  { flag: 'any-node', describe: 'share of recorded operations sent to any live node, not the believed leader', ...probability, apply: (o, v) => { o.workload.anyNodeFraction = v; } },
   { flag: 'burst', describe: 'most writes one client event proposes together (proposeBatch)', min: 1, max: 256, apply: (o, v) => { o.workload.burstWriteCountMax = v; } },
   { flag: 'safety-s', describe: 'safety phase length, simulated seconds', min: 1, max: 86_400, apply: (o, v) => { o.safetyPhaseMs = v * 1_000; } },
   { flag: 'liveness-s', describe: 'liveness bound after healing, simulated seconds', min: 1, max: 86_400, apply: (o, v) => { o.livenessPhaseMsMax = v * 1_000; } },

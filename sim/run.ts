@@ -5,6 +5,7 @@
 import { Engine } from '../engine/engine.js';
 import { CURRENT_COMPAT } from '../engine/limits.js';
 import type { Compat } from '../engine/types.js';
+import { checkLinearizability, type LinearizabilityReport } from './checkers/linearizability.js';
 import { livenessGap } from './checkers/liveness.js';
 import { checkLogMirror } from './checkers/log-mirror.js';
 import { Cluster, type FounderSpec } from './cluster.js';
@@ -16,6 +17,7 @@ import { RunObserver, type Counters } from './observer.js';
 import { Prng } from './prng.js';
 import { Trace } from './trace.js';
 import { InvariantViolation } from './violation.js';
+import { RegisterClients } from './register-clients.js';
 import { Workload } from './workload.js';
 
 export interface RunFailure {
@@ -34,8 +36,13 @@ export interface RunResult {
   simulatedMs: number;
   failure: RunFailure | null;
   faults: FaultEvent[];
-  counts: { writesIssued: number; writesAcked: number; faultsFired: number; livenessMs: number };
+  counts: {
+    writesIssued: number; writesAcked: number; faultsFired: number; livenessMs: number;
+    readsIssued: number; readsServed: number; followerReadsServed: number;
+  };
   observed: Counters;
+  /** linearizability: the end-of-run check of the clients' history; null when the run failed before it. */
+  linearizability: LinearizabilityReport | null;
 }
 
 export interface RunExtras {
@@ -85,6 +92,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   });
   extras.onCluster?.(cluster);
   const workload = new Workload(cluster, root.fork('workload'), options.workload, root.fork('burst'));
+  const registers = new RegisterClients(cluster, root.fork('registers'), options.workload);
   const injector = new FaultInjector({
     get nowUs() { return cluster.nowUs; },
     nodes: cluster.nodes,
@@ -117,6 +125,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   });
 
   let failure: RunFailure | null = null;
+  let linearizability: LinearizabilityReport | null = null;
   let done = false;
   let livenessStartUs = -1;
   const livenessPrng = root.fork('liveness');
@@ -139,6 +148,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     livenessStartUs = cluster.nowUs;
     injector.active = false;
     workload.stop();
+    registers.stop();
     cluster.heal();
     cluster.network.calm();
     excludeMinority(cluster, injector, livenessPrng);
@@ -153,9 +163,11 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   try {
     cluster.start();
     workload.start();
+    registers.start();
     const endUs = msToUs(options.safetyPhaseMs + options.livenessPhaseMsMax + 10 * SIM_LIMITS.livenessProbeIntervalMs);
     cluster.runUntil(endUs, () => done);
     if (!done && !failure) throw new InvariantViolation('liveness', 'the run ended before the liveness phase concluded');
+    linearizability = checkLinearizability(registers.history.operations());
   } catch (error) {
     if (!(error instanceof InvariantViolation)) throw error;
     failure = {
@@ -180,8 +192,12 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
       writesAcked: workload.ackedCount,
       faultsFired,
       livenessMs: livenessStartUs >= 0 ? (cluster.nowUs - livenessStartUs) / 1_000 : 0,
+      readsIssued: registers.counts.readsIssued,
+      readsServed: registers.counts.readsServed,
+      followerReadsServed: registers.counts.followerReadsServed,
     },
     observed: observer.counters,
+    linearizability,
   };
 }
 

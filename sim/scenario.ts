@@ -8,7 +8,7 @@ import {
   VoteRequest,
 } from '../proto/gen/svc/replication/v1/replication.js';
 import { encodeSegmentFrame, StatusCode, type RpcRequest, type EngineLimits, type Compat, type Entry } from '../engine/index.js';
-import { ScriptedCluster, type MessageRecord } from './scripted-cluster.js';
+import { ScriptedCluster, type MessageRecord, type ScriptedRead } from './scripted-cluster.js';
 
 export interface ScenarioResult {
   name: string;
@@ -25,7 +25,7 @@ export function runScenarioFile(path: string): ScenarioResult {
 
 export function runScenario(text: string, name = 'scenario'): ScenarioResult {
   const cluster = new ScriptedCluster();
-  const state: RunState = { cluster, last: null, values: new Map() };
+  const state: RunState = { cluster, last: null, values: new Map(), reads: new Map() };
   const lines = text.split('\n');
   let commands = 0;
   for (let i = 0; i < lines.length; i++) {
@@ -46,6 +46,7 @@ interface RunState {
   cluster: ScriptedCluster;
   last: MessageRecord | null;
   values: Map<string, number>;
+  reads: Map<string, ScriptedRead>;
 }
 
 function runCommand(state: RunState, line: string): void {
@@ -90,6 +91,11 @@ function runCommand(state: RunState, line: string): void {
     case 'propose': {
       const via = args[1] === 'via' ? args[2] : undefined;
       c.propose(args[0]!, via);
+      return;
+    }
+    case 'read': { // read NODE as NAME: a linearizable read at NODE (a follower's goes through the leader)
+      if (args[1] !== 'as' || !args[2]) throw new Error('usage: read NODE as NAME');
+      state.reads.set(args[2], c.read(args[0]!));
       return;
     }
     case 'propose-many': {
@@ -244,9 +250,25 @@ function condition(state: RunState, args: string[]): Condition {
         explain: () => `last ${field} is ${read()}, wanted ${contains ? 'it to contain ' : ''}${value}`,
       };
     }
+    case 'read': { // read NAME asking|waiting|served|refused [REFUSAL]
+      const read = readNamed(state, rest[0]!);
+      const describe = () => `read ${rest[0]} is ${read.state}${read.refusal ? ` (${read.refusal})` : ''}${read.state === 'waiting' || read.state === 'served' ? ` at index ${read.index} via ${read.askedVia}` : ''}`;
+      return { test: () => read.state === rest[1] && (rest[2] === undefined || read.refusal === rest[2]), explain: () => `${describe()}, wanted ${rest.slice(1).join(' ')}` };
+    }
+    case 'read-saw': { // read-saw NAME VALUE: the served read's state held VALUE
+      const read = readNamed(state, rest[0]!);
+      const saw = () => read.state === 'served' && read.seen.includes(rest[1]!);
+      return { test: saw, explain: () => (read.state === 'served' ? `read ${rest[0]} saw [${read.seen.join(', ')}], not ${rest[1]}` : `read ${rest[0]} is ${read.state}, not served`) };
+    }
     case 'safe': return { test: () => c.violations.length === 0, explain: () => JSON.stringify(c.violations) };
     default: throw new Error(`unknown condition ${what}`);
   }
+}
+
+function readNamed(state: RunState, name: string): ScriptedRead {
+  const read = state.reads.get(name);
+  if (!read) throw new Error(`no read named ${name} (start one with \`read NODE as ${name}\`)`);
+  return read;
 }
 
 function buildRequest(method: string, raw: Record<string, unknown>): RpcRequest {

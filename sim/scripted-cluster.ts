@@ -45,6 +45,23 @@ interface DropRule { from: string; to: string; method: string; remaining: number
 
 export interface SafetyViolation { invariant: string; detail: string }
 
+/**
+ * ScriptedRead is one linearizable read as a node's driver runs it: ask the node's engine for a
+ * read index; a follower's engine refuses with a leader hint, so the driver asks that leader (once);
+ * the read is served from the asked node's state machine once it has applied up to the index.
+ */
+export interface ScriptedRead {
+  node: string;
+  state: 'asking' | 'waiting' | 'served' | 'refused';
+  readId: number;
+  index: number;
+  refusal: string;
+  /** askedVia: the node whose engine gave (or refused) the index. */
+  askedVia: string;
+  /** seen: the values applied on `node` when the read was served (its state then). */
+  seen: string[];
+}
+
 export class ScriptedCluster {
   readonly nodes = new Map<string, ScriptedNode>();
   readonly messages: MessageRecord[] = [];
@@ -56,6 +73,8 @@ export class ScriptedCluster {
   private nextCall = 1;
   private nextProposal = 1;
   private nextAdmin = 1;
+  private nextRead = 1;
+  readonly reads: ScriptedRead[] = [];
   private nextInjected = 1_000_000;
   private blockedLinks = new Set<string>();
   private dropRules: DropRule[] = [];
@@ -215,6 +234,7 @@ export class ScriptedCluster {
           break;
         case 'resetStateMachine': node.applied = []; break;
         case 'stageSnapshot': this.stage(node, e.meta); break;
+        case 'readIndexResult': this.onReadIndexResult(e); break;
         case 'pollStatus': {
           const leader = [...this.nodes.values()].find((n) => n.config.httpAddr === e.leaderHttpAddr && n.alive);
           if (leader && this.linkUp(node.addr, leader.addr) && !this.dropped(node.addr, leader.addr, 'Status')) this.queue.push({ to: node.addr, input: { type: 'statusPolled', leaderLastSeq: leader.engine.status().durableSeq } });
@@ -397,6 +417,53 @@ export class ScriptedCluster {
     return adminId;
   }
 
+  /** read starts a linearizable read at `name` (see ScriptedRead); it returns the read to watch. */
+  read(name: string): ScriptedRead {
+    const read: ScriptedRead = { node: name, state: 'asking', readId: this.nextRead++, index: 0, refusal: '', askedVia: name, seen: [] };
+    this.reads.push(read);
+    this.input(name, { type: 'readIndex', readId: read.readId });
+    this.deliver();
+    return read;
+  }
+
+  private onReadIndexResult(e: Extract<Effect, { type: 'readIndexResult' }>): void {
+    const read = this.reads.find((r) => r.readId === e.readId && r.state === 'asking');
+    if (!read) return;
+    const hinted = e.leaderHint !== '' ? this.byAddr(e.leaderHint) : undefined;
+    if (e.refusal === 'not-leader' && hinted && read.askedVia === read.node && hinted.name !== read.node) {
+      // The driver forwards a follower's read to the leader it names (a network hop: links apply).
+      if (!this.linkUp(this.node(read.node).addr, hinted.addr) || !this.linkUp(hinted.addr, this.node(read.node).addr)) {
+        read.state = 'refused';
+        read.refusal = 'leader unreachable';
+        return;
+      }
+      read.askedVia = hinted.name;
+      read.readId = this.nextRead++;
+      this.queue.push({ to: hinted.addr, input: { type: 'readIndex', readId: read.readId } });
+      return;
+    }
+    if (e.refusal !== null) {
+      read.state = 'refused';
+      read.refusal = e.refusal;
+      return;
+    }
+    read.state = 'waiting';
+    read.index = e.index;
+  }
+
+  /** serveReads serves every waiting read whose node has applied up to its index. */
+  private serveReads(): void {
+    for (const read of this.reads) {
+      if (read.state !== 'waiting') continue;
+      const node = this.node(read.node);
+      if (!node.alive) continue;
+      const appliedSeq = node.applied[node.applied.length - 1]?.seq ?? 0;
+      if (appliedSeq < read.index) continue;
+      read.state = 'served';
+      read.seen = node.applied.map((x) => new TextDecoder().decode(x.data));
+    }
+  }
+
   // ------------------------------------------------------------ checks run after every input
 
   private noteApplied(node: ScriptedNode, e: Entry): void {
@@ -407,6 +474,7 @@ export class ScriptedCluster {
   }
 
   private check(): void {
+    this.serveReads();
     for (const n of this.nodes.values()) {
       if (!n.alive) continue;
       const s = n.engine.status();

@@ -1,5 +1,5 @@
 // KvStateMachine is what committed entries drive on every node: kind-1 entries
-// carry one client command (JSON put), kind 2 and kind 4 only move appliedSeq.
+// carry one client command (JSON put or compare-and-set), kind 2 and kind 4 only move appliedSeq.
 import { EntryKind, type Entry } from '../engine/types.js';
 
 export interface PutCommand {
@@ -9,27 +9,55 @@ export interface PutCommand {
   writeId: number;
 }
 
+/** CasCommand sets `value` only when the key holds `expected` (null = the key is absent). */
+export interface CasCommand {
+  op: 'cas';
+  key: string;
+  expected: string | null;
+  value: string;
+  writeId: number;
+}
+
+export type KvCommand = PutCommand | CasCommand;
+
+/** CAS_OUTCOME_RETAIN_COUNT bounds the compare-and-set outcomes a machine remembers (clients read them at once). */
+const CAS_OUTCOME_RETAIN_COUNT = 4_096;
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export function encodeCommand(command: PutCommand): Uint8Array {
+export function encodeCommand(command: KvCommand): Uint8Array {
+  if (command.op === 'cas') {
+    return encoder.encode(JSON.stringify({ op: 'cas', key: command.key, expected: command.expected, value: command.value, writeId: command.writeId }));
+  }
   return encoder.encode(JSON.stringify({ op: command.op, key: command.key, value: command.value, writeId: command.writeId }));
 }
 
-/** decodeCommand returns null for bytes that are not a put command. */
-export function decodeCommand(bytes: Uint8Array): PutCommand | null {
+/** decodeCommand returns null for bytes that are not a put or cas command. */
+export function decodeCommand(bytes: Uint8Array): KvCommand | null {
   try {
     const raw = JSON.parse(decoder.decode(bytes)) as Record<string, unknown>;
-    if (raw.op !== 'put' || typeof raw.key !== 'string' || typeof raw.value !== 'string' || typeof raw.writeId !== 'number') return null;
-    return { op: 'put', key: raw.key, value: raw.value, writeId: raw.writeId };
+    if (typeof raw.key !== 'string' || typeof raw.value !== 'string' || typeof raw.writeId !== 'number') return null;
+    if (raw.op === 'put') return { op: 'put', key: raw.key, value: raw.value, writeId: raw.writeId };
+    if (raw.op === 'cas' && (raw.expected === null || typeof raw.expected === 'string')) {
+      return { op: 'cas', key: raw.key, expected: raw.expected, value: raw.value, writeId: raw.writeId };
+    }
+    return null;
   } catch {
     return null;
   }
 }
 
+/** commandTakesEffect: a put always sets its value; a cas only when the key holds what it expects. */
+export function commandTakesEffect(command: KvCommand, current: string | undefined): boolean {
+  return command.op === 'put' || (current ?? null) === command.expected;
+}
+
 export class KvStateMachine {
   appliedSeq = 0;
   private kv = new Map<string, string>();
+  /** casOutcomes: whether the cas applied at a seq swapped (the newest few; not part of the state). */
+  private casOutcomes = new Map<number, boolean>();
 
   get size(): number {
     return this.kv.size;
@@ -39,13 +67,23 @@ export class KvStateMachine {
     return this.kv.get(key);
   }
 
+  /** casOutcome: whether the cas this machine applied at `seq` swapped; undefined when unknown. */
+  casOutcome(seq: number): boolean | undefined {
+    return this.casOutcomes.get(seq);
+  }
+
   /** apply returns an error text when the entry does not follow appliedSeq or cannot be read. */
   apply(entry: Entry): string | null {
     if (entry.seq !== this.appliedSeq + 1) return `apply of seq ${entry.seq} does not follow appliedSeq ${this.appliedSeq}`;
     if (entry.kind === EntryKind.EventBatch) {
       const command = decodeCommand(entry.data);
-      if (!command) return `entry ${entry.seq} (kind 1) is not a put command`;
-      this.kv.set(command.key, command.value);
+      if (!command) return `entry ${entry.seq} (kind 1) is not a put or cas command`;
+      const takes = commandTakesEffect(command, this.kv.get(command.key));
+      if (takes) this.kv.set(command.key, command.value);
+      if (command.op === 'cas') {
+        this.casOutcomes.set(entry.seq, takes);
+        if (this.casOutcomes.size > CAS_OUTCOME_RETAIN_COUNT) this.casOutcomes.delete(this.casOutcomes.keys().next().value!);
+      }
     }
     this.appliedSeq = entry.seq;
     return null;
@@ -53,6 +91,7 @@ export class KvStateMachine {
 
   reset(): void {
     this.kv = new Map();
+    this.casOutcomes = new Map();
     this.appliedSeq = 0;
   }
 
@@ -73,6 +112,7 @@ export class KvStateMachine {
         kv.set(pair[0], pair[1]);
       }
       this.kv = kv;
+      this.casOutcomes = new Map();
       this.appliedSeq = raw.appliedSeq;
       return null;
     } catch (error) {

@@ -28,6 +28,7 @@ export function describeInput(input: Input): string {
     case 'snapshotFailed': return `snapfail r${input.requestId} ${plain(input.reason)}`;
     case 'statusPolled': return `polled ${input.leaderLastSeq}`;
     case 'admin': return `admin a${input.adminId} ${input.op.op} ${input.op.memberId}`;
+    case 'readIndex': return `read q${input.readId}`;
     default: return unreachable(input);
   }
 }
@@ -63,6 +64,7 @@ export function describeEffect(effect: Effect): string {
     case 'compact': return `compact ${effect.throughSeq}`;
     case 'proposalResult': return `result p${effect.proposalId} ${effect.ok ? 'ok' : 'no'} ${effect.seq}`;
     case 'adminResult': return `adminResult a${effect.adminId} ${effect.ok ? 'ok' : 'no'}`;
+    case 'readIndexResult': return `readResult q${effect.readId} ${effect.refusal ?? `at ${effect.index}`}`;
     case 'pollStatus': return `poll ${plain(effect.leaderHttpAddr)}`;
     case 'readiness': return `ready ${effect.ready}`;
     case 'roleChanged': return `role ${effect.role} t${effect.term} l${effect.leaderId}`;

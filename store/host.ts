@@ -9,16 +9,17 @@ import type { StoreStateMachine } from './state-machine.js';
 /** ProposalInput: the engine inputs the store submits (one command, or a loop turn's commands together). */
 export type ProposalInput = Extract<Input, { type: 'propose' | 'proposeBatch' }>;
 
+/** ReadIndexInput: a read-index request to the engine (answered by its readIndexResult effect). */
+export type ReadIndexInput = Extract<Input, { type: 'readIndex' }>;
+
 /** StoreEngine is the engine as the store sees it, behind the node's serial input queue. */
 export interface StoreEngine {
   status(): Pick<EngineStatus, 'role' | 'term' | 'leaderId' | 'roster' | 'commitSeq' | 'removed'>;
-  /** termAt is the term of the entry at seq, when the log still holds it. */
-  termAt(seq: number): number | undefined;
   /** failure is what stopped the engine's loop for good (fail-stop), or null. */
   readonly failure: Error | null;
   /** overloaded: the input queue is full; a new proposal is refused rather than queued. */
   overloaded(): boolean;
-  submit(input: ProposalInput): void;
+  submit(input: ProposalInput | ReadIndexInput): void;
 }
 
 /** ReadIndexAnswer is what a leader answers a read-index request with. */

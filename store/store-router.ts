@@ -10,6 +10,7 @@ import { decodeCommand, resultFromMessage, resultToMessage, type CommandResult, 
 import { RETRYABLE_REFUSALS, StoreRefusal, StoreUnavailableError } from './errors.js';
 import type { LeaderLink, ReadIndexAnswer, StoreEngine, StoreHost } from './host.js';
 import type { StoreLimits } from './limits.js';
+import type { EngineReads } from './engine-reads.js';
 import type { StoreStateMachine } from './state-machine.js';
 import type { Proposals } from './proposals.js';
 import type { Waiters } from './waiters.js';
@@ -19,6 +20,7 @@ export class StoreRouter implements StoreHost {
     private readonly engine: StoreEngine,
     readonly stateMachine: StoreStateMachine,
     private readonly proposals: Proposals,
+    private readonly reads: EngineReads,
     private readonly link: LeaderLink,
     private readonly waiters: Waiters,
     private readonly limits: StoreLimits,
@@ -73,22 +75,16 @@ export class StoreRouter implements StoreHost {
   }
 
   /**
-   * readIndexHere: the leader's commit seqno is a safe read index once it has committed an entry of
-   * its own term (its term-start barrier): from then on it covers every write committed before.
-   * Leadership itself rests on the engine's check-quorum lease (a leader that lost its quorum for
-   * an election timeout steps down), as etcd's lease-based reads do.
+   * readIndexHere: the engine's read index (engine/read-index.ts): the commit seqno when the request
+   * arrived, answered once the leader has committed an entry of its own term and a heartbeat round
+   * started after the request was accepted by a majority of voters. A leader cut off from its quorum
+   * never confirms one (it fails its pending reads when check-quorum deposes it), so it serves no stale
+   * read however long it still believes it leads.
    */
-  private async readIndexHere(deadlineAt: number): Promise<ReadIndexAnswer> {
+  private readIndexHere(deadlineAt: number): Promise<ReadIndexAnswer> {
     const refusal = this.notLeader();
-    if (refusal) throw refusal;
-    const term = this.engine.status().term;
-    await this.waiters.until(() => {
-      const s = this.engine.status();
-      return s.role !== 'leader' || s.term !== term || this.engine.termAt(s.commitSeq) === term;
-    }, deadlineAt, 'the leader to commit an entry of its term');
-    const s = this.engine.status();
-    if (s.role !== 'leader' || s.term !== term) throw new StoreRefusal('leadership-changed', 'leadership changed while taking the read index');
-    return { commitSeq: s.commitSeq, term };
+    if (refusal) return Promise.reject(refusal);
+    return this.reads.take(deadlineAt);
   }
 
   private notLeader(): StoreRefusal | null {

@@ -4,7 +4,9 @@
 // applies it, so once a request's barrier holds (this node has applied every write acknowledged before the
 // request began), a cached record is the record the store itself would give. A revocation acknowledged on any
 // node is therefore refused at once here, and a node that cannot take the barrier (cut off, no leader)
-// answers 503 STORE_UNAVAILABLE rather than trusting its cache.
+// answers 503 STORE_UNAVAILABLE rather than trusting its cache. The barrier is linearizable: its read index
+// is confirmed by the leader's engine with a heartbeat round a majority accepted (engine/read-index.ts), so a
+// deposed leader that still believes it leads gives none.
 import type { DocumentStore } from '../../store/document-store.js';
 import type { ApiKeyRecord } from '../records.js';
 import { storeKeys } from '../records.js';

@@ -41,6 +41,7 @@ import { createLogger, type Logger } from '../../transports/node/logger.js';
 import { NodeMetrics } from '../../transports/node/metrics.js';
 import { DiskUsage, ThroughputMeter, wallClockNs } from '../../transports/node/node-stats.js';
 import { isHealthy, statusDocument, unhealthyReason, type NodeStatusDocument } from '../../transports/node/node-status.js';
+import { EngineReads } from '../../store/engine-reads.js';
 import { Proposals } from '../../store/proposals.js';
 import { ServedCalls } from '../../transports/node/served-calls.js';
 import { SnapshotTransfer } from '../../transports/node/snapshot-transfer.js';
@@ -96,6 +97,7 @@ export class Node {
   private served: ServedCalls | null = null;
   private transfer: SnapshotTransfer | null = null;
   private proposals: Proposals | null = null;
+  private engineReads: EngineReads | null = null;
   private router: StoreRouter | null = null;
   private metrics: NodeMetrics | null = null;
   private replicatedStore: ReplicatedStore | null = null;
@@ -318,7 +320,8 @@ export class Node {
     });
     this.proposals = new Proposals(driver, this.stateMachine, (outcome) => this.metrics?.proposals.inc({ outcome }), config.limits.proposeBatchCountMax,
       (size) => this.metrics?.proposalBatchSize.observe(size));
-    this.router = new StoreRouter(driver, this.stateMachine, this.proposals, leaderLink(this.storeClients), this.waiters, this.storeLimits);
+    this.engineReads = new EngineReads(driver, (outcome) => this.metrics?.engineReadIndexes.inc({ outcome }));
+    this.router = new StoreRouter(driver, this.stateMachine, this.proposals, this.engineReads, leaderLink(this.storeClients), this.waiters, this.storeLimits);
     const replicatedStore = this.replicatedStore = new ReplicatedStore(this.router, this.storeLimits);
     const storeClients = this.storeClients;
     this.metrics = new NodeMetrics({
@@ -472,6 +475,7 @@ export class Node {
       observe: (effect) => {
         switch (effect.type) {
           case 'proposalResult': this.proposals!.onResult(effect); return;
+          case 'readIndexResult': this.engineReads!.onResult(effect); return;
           case 'adminResult': {
             const pending = this.admins.get(effect.adminId);
             if (!pending) return;
@@ -536,6 +540,7 @@ export class Node {
   private rejectWaiting(reason: StoreUnavailableError): void {
     this.waiters.rejectAll(reason);
     this.proposals?.rejectAll(reason);
+    this.engineReads?.rejectAll(reason);
     for (const pending of this.admins.values()) {
       clearTimeout(pending.timer);
       pending.reject(reason);

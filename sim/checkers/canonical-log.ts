@@ -3,7 +3,7 @@
 // whose content digest is kept per seq, so a snapshot can be checked in O(keys).
 import type { Entry } from '../../engine/types.js';
 import { EntryKind } from '../../engine/types.js';
-import { decodeCommand } from '../state-machine.js';
+import { commandTakesEffect, decodeCommand } from '../state-machine.js';
 import { sameBytes } from '../artifacts.js';
 import { violate } from '../violation.js';
 
@@ -70,8 +70,8 @@ export class CanonicalLog {
       if (!next) return;
       if (next.kind === EntryKind.EventBatch) {
         const command = decodeCommand(next.data);
-        if (command) {
-          const old = this.referenceKv.get(command.key);
+        const old = command ? this.referenceKv.get(command.key) : undefined;
+        if (command && commandTakesEffect(command, old)) {
           if (old !== undefined) this.referenceDigest = subDigest(this.referenceDigest, pairDigest(command.key, old));
           this.referenceKv.set(command.key, command.value);
           this.referenceDigest = addDigest(this.referenceDigest, pairDigest(command.key, command.value));

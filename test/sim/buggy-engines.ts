@@ -64,3 +64,22 @@ export const readyAtOnce: EngineFactory = (() => {
 /** grantsEveryVote answers every vote request with a grant (two votes in one term, stale logs elected). */
 export const grantsEveryVote: EngineFactory = wrap((_engine, _input, effects) => effects.map((e) => (
   e.type === 'reply' && e.response.method === 'RequestVote' ? { ...e, response: { method: 'RequestVote', body: { ...e.response.body, granted: true } } } : e)));
+
+/**
+ * readsFromBareCommit answers a leader's read at once from its commit seqno, with no heartbeat round
+ * and no wait for a commit of its term (what the store did before the read index): a deposed leader
+ * serves stale reads.
+ */
+export const readsFromBareCommit: EngineFactory = (() => {
+  const answered = new WeakMap<object, Set<number>>();
+  return wrap((engine, input, effects) => {
+    let early = answered.get(engine);
+    if (!early) answered.set(engine, (early = new Set()));
+    const out = effects.filter((e) => !(e.type === 'readIndexResult' && early!.delete(e.readId)));
+    if (input.type === 'readIndex' && engine.status().role === 'leader' && !out.some((e) => e.type === 'readIndexResult' && e.readId === input.readId)) {
+      early.add(input.readId);
+      out.push({ type: 'readIndexResult', readId: input.readId, index: engine.status().commitSeq, refusal: null, leaderHint: '' });
+    }
+    return out;
+  });
+})();

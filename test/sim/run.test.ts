@@ -52,11 +52,11 @@ describe('sim/run', () => {
   });
 
   for (const [name, factory, invariants] of [
-    ['acknowledges before commit', acksOnAppend, ['durability', 'state-machine-safety', 'log-matching']],
-    ['forgets its term and vote', forgetsHardState, ['election-safety', 'log-matching', 'state-machine-safety', 'quorum', 'durability']],
-    ['ignores stale terms', ignoresStaleTerms, ['term-fencing', 'log-matching', 'state-machine-safety', 'durability']],
+    ['acknowledges before commit', acksOnAppend, ['durability', 'state-machine-safety', 'log-matching', 'linearizability']],
+    ['forgets its term and vote', forgetsHardState, ['election-safety', 'log-matching', 'state-machine-safety', 'quorum', 'durability', 'linearizability']],
+    ['ignores stale terms', ignoresStaleTerms, ['term-fencing', 'log-matching', 'state-machine-safety', 'durability', 'linearizability']],
     ['claims readiness at once', readyAtOnce, ['readiness-honesty']],
-    ['grants every vote', grantsEveryVote, ['election-safety', 'durability', 'log-matching', 'state-machine-safety', 'quorum']],
+    ['grants every vote', grantsEveryVote, ['election-safety', 'durability', 'log-matching', 'state-machine-safety', 'quorum', 'linearizability']],
   ] as [string, EngineFactory, string[]][]) {
     it(`catches an engine that ${name} within ${MUTANT_SEED_COUNT_MAX} default seeds`, () => {
       for (let seed = 1; seed <= MUTANT_SEED_COUNT_MAX; seed++) {
@@ -143,6 +143,26 @@ describe('sim/cli', () => {
     const last = first.stdout.trim().split('\n').at(-1)!;
     assert.match(last, /^seed=7 result=pass events=\d+ trace=[0-9a-f]{64}$/);
     assert.equal(second.stdout.trim().split('\n').at(-1), last);
+  });
+
+  it('--list-checkers prints every checker\'s name, one a line, linearizability included', () => {
+    assert.deepEqual(parseCli(['--list-checkers']), { mode: 'list-checkers' });
+    assert.throws(() => parseCli(['--list-checkers', '--seed', '1']), /no other arguments/);
+    const out = spawnSync(process.execPath, ['--import', 'tsx', 'sim/cli.ts', '--list-checkers'], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(out.status, 0, out.stderr);
+    const names = out.stdout.trim().split('\n');
+    for (const name of ['election-safety', 'durability', 'state-machine-safety', 'liveness', 'linearizability']) assert.ok(names.includes(name), name);
+    assert.ok(names.every((n) => /^[a-z-]+$/.test(n)), 'one bare name a line');
+    assert.equal(new Set(names).size, names.length);
+  });
+
+  it('checks the clients\' history at the end of a run and prints the verdict', () => {
+    const result = runSim(optionsFor(7, SHORT));
+    assert.equal(result.linearizability?.verdict, 'ok');
+    assert.ok(result.linearizability!.operationCount > 50);
+    assert.ok(result.counts.readsServed > 0);
+    const out = spawnSync(process.execPath, ['--import', 'tsx', 'sim/cli.ts', '--seed', '7', '--safety-s', '10'], { encoding: 'utf8', timeout: 60_000 });
+    assert.match(out.stdout, /^linearizability: ok \(\d+ operations, \d+ search steps\)$/m);
   });
 
   it('exits 2 with a clear message when the trace file cannot be written', () => {

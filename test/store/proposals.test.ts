@@ -17,7 +17,6 @@ function fakeEngine(): { engine: StoreEngine; submitted: ProposalInput[] } {
   const submitted: ProposalInput[] = [];
   const engine = {
     status: () => { throw new Error('not used'); },
-    termAt: () => undefined,
     failure: null,
     overloaded: () => false,
     submit: (input: ProposalInput) => { submitted.push(input); },

@@ -19,7 +19,7 @@ import { SerialQueue } from './serial-queue.js';
 export type SendEffect = Extract<Effect, { type: 'send' }>;
 export type AnswerEffect = Extract<Effect, { type: 'reply' | 'replyError' | 'streamChunk' | 'streamEnd' | 'serveSnapshot' }>;
 export type FetchSnapshotEffect = Extract<Effect, { type: 'fetchSnapshot' }>;
-export type ObservedEffect = Extract<Effect, { type: 'proposalResult' | 'adminResult' | 'readiness' | 'roleChanged' | 'warning' }>;
+export type ObservedEffect = Extract<Effect, { type: 'proposalResult' | 'adminResult' | 'readIndexResult' | 'readiness' | 'roleChanged' | 'warning' }>;
 
 /** DriverPorts are the node's I/O, one port per kind of effect. */
 export interface DriverPorts {
@@ -139,13 +139,6 @@ export class Driver {
     return this.engine.logBase().seq;
   }
 
-  /** termAt is the term of the engine's entry at seq (undefined when compacted or beyond the end). */
-  termAt(seq: number): number | undefined {
-    const base = this.engine.logBase();
-    if (seq === base.seq) return base.term;
-    return this.engine.entries()[seq - base.seq - 1]?.term;
-  }
-
   /** stop ends ticking, lets the step in progress finish and drops the inputs not yet started. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
@@ -212,7 +205,7 @@ export class Driver {
       case 'stageSnapshot': this.ports.stageSnapshot(effect.meta); return;
       case 'compact': this.ports.compactLog(effect.throughSeq); return;
       case 'pollStatus': this.ports.pollStatus(effect.leaderHttpAddr); return;
-      case 'proposalResult': case 'adminResult': case 'readiness': case 'roleChanged': case 'warning':
+      case 'proposalResult': case 'adminResult': case 'readIndexResult': case 'readiness': case 'roleChanged': case 'warning':
         this.ports.observe(effect);
         return;
       default: assertNever(effect);

@@ -44,6 +44,7 @@ export class NodeMetrics {
   readonly proposalBatchSize: Histogram;
   readonly requestsSent: Counter<'method'>;
   readonly proposals: Counter<'outcome'>;
+  readonly engineReadIndexes: Counter<'outcome'>;
   readonly appliedEvents: Counter;
   readonly snapshots: Counter<'event'>;
   readonly warnings: Counter<'code'>;
@@ -137,6 +138,10 @@ export class NodeMetrics {
     });
     this.requestsSent = new Counter({ name: 'svc_peer_requests_sent_total', help: 'Peer calls this node started, by method.', labelNames: ['method'], registers });
     this.proposals = new Counter({ name: 'svc_proposals_total', help: 'Local proposals, by outcome.', labelNames: ['outcome'], registers });
+    this.engineReadIndexes = new Counter({
+      name: 'svc_engine_read_indexes_total', labelNames: ['outcome'], registers,
+      help: 'Read indexes asked of this node\'s engine (its own reads and other members\' as the leader), by outcome: answered, not-leader, stepped-down, queue-full, timeout.',
+    });
     this.appliedEvents = new Counter({ name: 'svc_applied_events_total', help: 'Store commands applied.', registers });
     this.snapshots = new Counter({ name: 'svc_snapshot_events_total', help: 'Snapshot stagings and installs, by event.', labelNames: ['event'], registers });
     this.statusPolls = new Counter({ name: 'svc_status_polls_total', help: 'GETs of the leader\'s /status on the status-poll readiness path, by outcome.', labelNames: ['outcome'], registers });

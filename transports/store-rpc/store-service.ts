@@ -15,7 +15,7 @@ export { StoreClientPool, type ProposeAnswer, type StoreClientPoolOptions } from
 export interface StoreServiceHandler {
   /** propose commits an encoded command on this node as the leader (or throws StoreCallError: INVALID_ARGUMENT for a malformed command). */
   propose(command: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: pb.CommandResult }>;
-  /** readIndex answers this leader's commit seqno once it has committed an entry of its term. */
+  /** readIndex answers this leader's read index: its commit seqno, once its engine has confirmed its leadership (store/engine-reads.ts). */
   readIndex(deadlineAt: number): Promise<ReadIndexAnswer>;
   /** get reads one key as this member's store reads it (read index, local apply, local state); any member answers. */
   get(key: string, deadlineAt: number): Promise<GetAnswer>;

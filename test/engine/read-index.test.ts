@@ -1,0 +1,174 @@
+// The read index (engine/read-index.ts): when a leader may hand out a read index, and when not.
+import assert from 'node:assert/strict';
+import { DEFAULT_LIMITS, type Effect } from '../../engine/index.js';
+import { readLeaseTicks } from '../../engine/read-index.js';
+import { ScriptedCluster } from '../../sim/scripted-cluster.js';
+
+type ReadResult = Extract<Effect, { type: 'readIndexResult' }>;
+
+function settledCluster(names = ['a', 'b', 'c'], limits: Partial<typeof DEFAULT_LIMITS> = {}): ScriptedCluster {
+  const c = new ScriptedCluster();
+  c.limits = { ...c.limits, ...limits };
+  c.bootstrap(names);
+  assert.ok(c.elect(names[0]!));
+  c.propose('x');
+  assert.ok(c.tickUntil(() => names.every((n) => c.node(n).engine.status().appliedSeq === c.node(names[0]!).engine.status().commitSeq)));
+  return c;
+}
+
+let nextReadId = 1;
+
+/** ask hands a readIndex to `name` without delivering anything; it returns the readId. */
+function ask(c: ScriptedCluster, name: string): number {
+  const readId = nextReadId++;
+  c.input(name, { type: 'readIndex', readId });
+  return readId;
+}
+
+function resultOf(c: ScriptedCluster, name: string, readId: number): ReadResult | undefined {
+  return c.node(name).effects.find((e): e is ReadResult => e.type === 'readIndexResult' && e.readId === readId);
+}
+
+function heartbeatsFrom(c: ScriptedCluster, name: string): number {
+  return c.messages.filter((m) => m.kind === 'request' && m.from === name && m.method === 'Heartbeat').length;
+}
+
+describe('engine read index', () => {
+  it('answers a leader\'s read only after a heartbeat round started after it is accepted by a majority', () => {
+    const c = settledCluster();
+    const commit = c.node('a').engine.status().commitSeq;
+    const before = heartbeatsFrom(c, 'a');
+    const readId = ask(c, 'a');
+    assert.equal(resultOf(c, 'a', readId), undefined, 'no index before the round is confirmed');
+    assert.equal(heartbeatsFrom(c, 'a') - before, 2, 'the read starts a round at once');
+    c.deliver();
+    const result = resultOf(c, 'a', readId);
+    assert.deepEqual(result, { type: 'readIndexResult', readId, index: commit, refusal: null, leaderHint: '' });
+  });
+
+  it('shares one round among reads that arrive together; reads arriving during a round wait for the next', () => {
+    const c = settledCluster();
+    const before = heartbeatsFrom(c, 'a');
+    const first = ask(c, 'a');
+    const second = ask(c, 'a');
+    assert.equal(heartbeatsFrom(c, 'a') - before, 2, 'one round for both');
+    c.deliver();
+    assert.ok(resultOf(c, 'a', first) && resultOf(c, 'a', second));
+    const rounds = heartbeatsFrom(c, 'a');
+    c.block('c', 'a');
+    c.block('b', 'a');
+    const third = ask(c, 'a'); // a round starts; its answers are lost
+    const fourth = ask(c, 'a'); // arrives while that round is in flight: no extra round
+    assert.equal(heartbeatsFrom(c, 'a') - rounds, 2);
+    c.deliver();
+    assert.equal(resultOf(c, 'a', third), undefined);
+    c.heal();
+    // The next periodic heartbeat is a new round, started after both reads: it confirms them.
+    assert.ok(c.tickUntil(() => resultOf(c, 'a', fourth) !== undefined, 5));
+    assert.equal(resultOf(c, 'a', third)?.refusal, null);
+  });
+
+  it('a new leader holds reads until it has committed an entry of its own term', () => {
+    const c = new ScriptedCluster();
+    c.bootstrap(['a', 'b', 'c']);
+    c.drop('a', '*', 'ShipSegment', -1);
+    c.drop('*', 'a', 'StreamSegments', -1);
+    assert.ok(c.elect('a'));
+    const readId = ask(c, 'a');
+    c.tick(3);
+    assert.equal(resultOf(c, 'a', readId), undefined, 'the barrier is not committed yet');
+    assert.equal(c.node('a').engine.status().commitSeq, 0);
+    c.undrop();
+    assert.ok(c.tickUntil(() => resultOf(c, 'a', readId) !== undefined, 10));
+    const result = resultOf(c, 'a', readId)!;
+    assert.equal(result.refusal, null);
+    assert.ok(result.index >= 1, 'the index covers the barrier');
+  });
+
+  it('a leader cut off from its quorum never confirms a read and fails it when it steps down', () => {
+    const c = settledCluster();
+    c.isolate('a');
+    const readId = ask(c, 'a');
+    c.tick(2);
+    assert.equal(resultOf(c, 'a', readId), undefined);
+    assert.ok(c.tickUntil(() => c.node('a').engine.status().role !== 'leader', 40));
+    assert.equal(resultOf(c, 'a', readId)?.refusal, 'stepped-down');
+    assert.equal(resultOf(c, 'a', readId)?.index, 0);
+  });
+
+  it('a follower refuses with the leader\'s address; a node knowing no leader gives no hint', () => {
+    const c = settledCluster();
+    const readId = ask(c, 'b');
+    assert.deepEqual(resultOf(c, 'b', readId), { type: 'readIndexResult', readId, index: 0, refusal: 'not-leader', leaderHint: 'a:7000' });
+    const lone = new ScriptedCluster();
+    lone.bootstrap(['a', 'b', 'c']);
+    const early = ask(lone, 'b');
+    assert.deepEqual(resultOf(lone, 'b', early), { type: 'readIndexResult', readId: early, index: 0, refusal: 'not-leader', leaderHint: '' });
+  });
+
+  it('a single voter answers at once, with no round', () => {
+    const c = settledCluster(['a']);
+    const readId = ask(c, 'a');
+    assert.equal(resultOf(c, 'a', readId)?.index, c.node('a').engine.status().commitSeq);
+  });
+
+  it('refuses reads past readIndexPendingCountMax', () => {
+    const c = settledCluster(['a', 'b', 'c'], { readIndexPendingCountMax: 2 });
+    const ids = [ask(c, 'a'), ask(c, 'a'), ask(c, 'a')];
+    assert.equal(resultOf(c, 'a', ids[2]!)?.refusal, 'queue-full');
+    c.deliver();
+    assert.equal(resultOf(c, 'a', ids[0]!)?.refusal, null);
+    assert.equal(resultOf(c, 'a', ids[1]!)?.refusal, null);
+  });
+
+  it('counts only voters: a learner\'s acks confirm nothing', () => {
+    const c = settledCluster();
+    c.add('d', null, ['a']);
+    assert.ok(c.tickUntil(() => c.node('a').engine.status().roster.members.some((m) => m.name === 'd' && m.role === 1), 100));
+    c.partition([['a', 'd'], ['b', 'c']]);
+    const before = c.messages.filter((m) => m.kind === 'response' && m.from === 'd' && m.method === 'Heartbeat').length;
+    const readId = ask(c, 'a');
+    c.deliver();
+    c.tick(2);
+    assert.ok(c.messages.filter((m) => m.kind === 'response' && m.from === 'd' && m.method === 'Heartbeat').length > before, 'the learner answered');
+    assert.equal(resultOf(c, 'a', readId), undefined);
+  });
+
+  describe('lease (readLeaseEnabled = 1)', () => {
+    it('is shorter than the election timeout by the drift bound, and off by default', () => {
+      assert.equal(DEFAULT_LIMITS.readLeaseEnabled, 0);
+      assert.equal(readLeaseTicks(DEFAULT_LIMITS), 0);
+      assert.equal(readLeaseTicks({ ...DEFAULT_LIMITS, readLeaseEnabled: 1 }), 8); // (10 - 1) x 0.95 / 1.05
+      assert.equal(readLeaseTicks({ ...DEFAULT_LIMITS, readLeaseEnabled: 1, clockDriftPercentMax: 0 }), 9);
+    });
+
+    it('answers without a round while a confirmed round\'s lease holds, and waits once it lapses', () => {
+      const c = settledCluster(['a', 'b', 'c'], { readLeaseEnabled: 1 });
+      ask(c, 'a');
+      c.deliver(); // a round confirmed just now
+      const before = heartbeatsFrom(c, 'a');
+      const fast = ask(c, 'a');
+      assert.equal(resultOf(c, 'a', fast)?.refusal, null);
+      assert.equal(heartbeatsFrom(c, 'a'), before, 'no round');
+      // With every heartbeat lost no round confirms; after the lease a read waits again.
+      c.drop('a', '*', 'Heartbeat', -1);
+      c.tick(readLeaseTicks(c.limits) + 1);
+      const slow = ask(c, 'a');
+      assert.equal(resultOf(c, 'a', slow), undefined);
+    });
+
+    it('ends for the term once a TimeoutNow has gone out', () => {
+      const c = settledCluster(['a', 'b', 'c'], { readLeaseEnabled: 1 });
+      ask(c, 'a');
+      c.deliver();
+      c.drop('a', 'b', 'TimeoutNow', -1);
+      c.admin('transfer', 'b');
+      assert.ok(c.messages.some((m) => m.kind === 'request' && m.method === 'TimeoutNow'));
+      assert.equal(c.node('a').engine.status().role, 'leader');
+      const readId = ask(c, 'a');
+      assert.equal(resultOf(c, 'a', readId), undefined, 'a transfer skips the voters\' lease: a round is needed');
+      c.deliver();
+      assert.equal(resultOf(c, 'a', readId)?.refusal, null);
+    });
+  });
+});
