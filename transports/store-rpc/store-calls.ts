@@ -21,4 +21,5 @@ export const STORE_METHODS = {
   readIndexStream: pb.StoreService.readIndexStream.path,
   proposeStream: pb.StoreService.proposeStream.path,
   get: pb.StoreService.get.path,
+  getStream: pb.StoreService.getStream.path,
 } as const;

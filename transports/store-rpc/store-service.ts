@@ -36,7 +36,7 @@ export interface StoreServiceOptions {
 
 const identity = (bytes: Buffer): Buffer => bytes;
 
-const STREAMING_METHODS: ReadonlySet<string> = new Set(['readIndexStream', 'proposeStream']);
+const STREAMING_METHODS: ReadonlySet<string> = new Set(['readIndexStream', 'proposeStream', 'getStream']);
 
 /** storeServiceDefinition registers the Store paths with byte-for-byte serializers. */
 export function storeServiceDefinition(): grpc.ServiceDefinition {
@@ -54,9 +54,9 @@ export function storeServiceDefinition(): grpc.ServiceDefinition {
 /** StoreService is the server half: the implementation to register, and a way to end its open streams. */
 export interface StoreService {
   implementation: grpc.UntypedServiceImplementation;
-  /** endStreams ends every open ReadIndexStream and ProposeStream call with UNAVAILABLE (they never end alone). */
+  /** endStreams ends every open ReadIndexStream, ProposeStream and GetStream call with UNAVAILABLE (they never end alone). */
   endStreams(details: string): void;
-  /** openStreamCount: the ReadIndexStream and ProposeStream calls open now. */
+  /** openStreamCount: the ReadIndexStream, ProposeStream and GetStream calls open now. */
   openStreamCount(): number;
 }
 
@@ -92,13 +92,28 @@ export function storeService(options: StoreServiceOptions): StoreService {
     encodeFailure: (requestId, failure) =>
       pb.ProposeStreamResponse.encode({ requestId, statusCode: failure.code, details: failure.details, leaderHint: failure.leaderHint, answers: [] }).finish(),
   });
+  const getStreams = new RequestStreamServer<{ key: string; timeoutMs: number }, GetAnswer>({
+    ...common,
+    method: 'GetStream',
+    decode: (bytes) => {
+      const request = pb.GetStreamRequest.decode(bytes);
+      return { requestId: request.requestId, request: { key: request.key, timeoutMs: request.timeoutMs } };
+    },
+    handle: ({ key, timeoutMs }, arrivedAt) =>
+      options.handler.get(key, arrivedAt + (timeoutMs > 0 ? Math.min(timeoutMs, options.callDeadlineMs) : options.callDeadlineMs)),
+    encodeAnswer: (requestId, { found, valueJson, version }) =>
+      pb.GetStreamResponse.encode({ requestId, statusCode: grpc.status.OK, details: '', leaderHint: '', found, valueJson, version }).finish(),
+    encodeFailure: (requestId, failure) =>
+      pb.GetStreamResponse.encode({ requestId, statusCode: failure.code, details: failure.details, leaderHint: failure.leaderHint, found: false, valueJson: '', version: 0 }).finish(),
+  });
   return {
-    implementation: { ...unaryImplementation(options), readIndexStream: readIndexStreams.serve, proposeStream: proposeStreams.serve },
+    implementation: { ...unaryImplementation(options), readIndexStream: readIndexStreams.serve, proposeStream: proposeStreams.serve, getStream: getStreams.serve },
     endStreams: (details) => {
       readIndexStreams.endAll(details);
       proposeStreams.endAll(details);
+      getStreams.endAll(details);
     },
-    openStreamCount: () => readIndexStreams.openCallCount + proposeStreams.openCallCount,
+    openStreamCount: () => readIndexStreams.openCallCount + proposeStreams.openCallCount + getStreams.openCallCount,
   };
 }
 
