@@ -76,13 +76,16 @@ async function metricSum(httpAddrs: readonly string[], name: string, labels = ''
 }
 
 /** SvcCounters: what our members did for a round's reads (from their /metrics), to say what a read costs. */
-interface SvcCounters { heartbeats: number; engineReadIndexes: number; storeReadIndexCalls: number }
+interface SvcCounters { heartbeats: number; peerCalls: number; engineReadIndexes: number; storeReadIndexCalls: number; hardStateSaves: number; walSyncs: number }
 
 async function svcCounters(httpAddrs: readonly string[]): Promise<SvcCounters> {
   return {
     heartbeats: await metricSum(httpAddrs, 'svc_peer_requests_sent_total', 'method="Heartbeat"'),
+    peerCalls: await metricSum(httpAddrs, 'svc_peer_requests_sent_total'),
     engineReadIndexes: await metricSum(httpAddrs, 'svc_engine_read_indexes_total', 'outcome="answered"'),
     storeReadIndexCalls: await metricSum(httpAddrs, 'svc_store_read_index_calls_total'),
+    hardStateSaves: await metricSum(httpAddrs, 'svc_hard_state_save_seconds_count'),
+    walSyncs: await metricSum(httpAddrs, 'svc_wal_sync_seconds_count'),
   };
 }
 
@@ -127,7 +130,7 @@ async function measure(label: string, pids: readonly number[], warmup: number, s
     // Over warm-up and window alike: per read of both (reads in the window scaled up by the round's length).
     const after = await svcCounters(httpAddrs);
     const reads = result.ops * ((warmup + seconds) / seconds);
-    perRead = `; per read: ${fmt((after.heartbeats - countersBefore.heartbeats) / reads, 2)} heartbeat calls, ${fmt((after.engineReadIndexes - countersBefore.engineReadIndexes) / reads, 2)} engine read indexes, ${fmt((after.storeReadIndexCalls - countersBefore.storeReadIndexCalls) / reads, 2)} store read-index calls`;
+    perRead = `; per read: ${fmt((after.heartbeats - countersBefore.heartbeats) / reads, 2)} heartbeat calls (${fmt((after.peerCalls - countersBefore.peerCalls) / reads, 2)} peer calls in all), ${fmt((after.engineReadIndexes - countersBefore.engineReadIndexes) / reads, 2)} engine read indexes, ${fmt((after.storeReadIndexCalls - countersBefore.storeReadIndexCalls) / reads, 2)} store read-index calls, ${fmt((after.hardStateSaves - countersBefore.hardStateSaves) / reads, 2)} hard-state saves, ${fmt((after.walSyncs - countersBefore.walSyncs) / reads, 2)} WAL syncs`;
   }
   console.log(`  ${label}: ${fmt(result.opsPerSecond)} reads/s, p50 ${fmt(result.p50Ms, 2)} ms, p99 ${fmt(result.p99Ms, 2)} ms, members' CPU ${fmt(measured.cpuMsPerSecond)} ms/s = ${fmt(measured.cpuUsPerRead)} µs/read, client ${fmt(measured.clientCpuUsPerRead)} µs/read${perRead}${result.errors ? `, ${result.errors} errors (${result.firstError})` : ''}`);
   return measured;
