@@ -4,7 +4,8 @@
 // - the direction of the layers (docs/architecture.md): engine/ imports nothing of ours but its own files
 //   and proto/gen; store/ builds on the engine, api/ on the store, transports/ on the engine alone; cli/
 //   assembles them all; sim/ runs the engine beside the rest. test/layout/import-direction.test.ts proves
-//   each fence fires.
+//   each fence fires;
+// - a determinism fence around sim/linearizability/ too (the checker runs inside simulator seeds).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
@@ -102,6 +103,7 @@ export default tseslint.config(
   // After the layer fences, so its stricter import rule is the one that holds for its files.
   // The linearizability checker runs inside simulator seeds, and a history must get the same verdict
   // on every machine (its bound is a step count, not a time): no clock, randomness, I/O or async.
+  // It comes after the layer fences: it imports nothing outside its folder, which is stricter.
   {
     files: ['sim/linearizability/**/*.ts'],
     rules: {

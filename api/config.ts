@@ -1,6 +1,8 @@
 // ApiConfig gathers every setting of the HTTP API; configFromEnv reads the documented environment variables.
 import { readFileSync } from 'node:fs';
 import { rateLimitPerSecondDefault, sseKeepAliveMsDefault } from './limits.js';
+import type { RunBackendName } from './runs/run-backend.js';
+import { runBackendNames } from './runs/run-backend.js';
 
 export type ApiLogger = (event: string, fields: Record<string, unknown>) => void;
 
@@ -28,6 +30,11 @@ export interface ApiConfig {
    * duration, request id and key id. Never headers, query strings or bodies, which may carry secrets.
    */
   accessLog: boolean;
+  /**
+   * runBackend is where agent runs go (SVC_RUN_BACKEND): `bubblewrap` on the worker's host (the default) or
+   * `kubernetes`, one Job per run (api/runs/kubernetes-backend.ts; its settings: run-backend-config.ts).
+   */
+  runBackend: RunBackendName;
 }
 
 export const agentRunQueueName = 'agent-runs';
@@ -44,6 +51,7 @@ export function defaultConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     log: jsonLineLogger,
     sseKeepAliveMs: sseKeepAliveMsDefault,
     accessLog: false,
+    runBackend: 'bubblewrap',
     ...overrides,
   };
 }
@@ -74,7 +82,7 @@ export function parseRateLimit(text: string): number {
 
 /**
  * configFromEnv reads SVC_RATE_LIMIT_RPS, SVC_SECRET_KEY or SVC_SECRET_KEY_FILE, SVC_TRUSTED_PROXIES,
- * SVC_WORKSPACE_ROOT and SVC_ACCESS_LOG. Unset variables keep the defaults of defaultConfig.
+ * SVC_WORKSPACE_ROOT, SVC_ACCESS_LOG and SVC_RUN_BACKEND. Unset variables keep the defaults of defaultConfig.
  */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ApiConfig> = {}): ApiConfig {
   const fromEnv: Partial<ApiConfig> = {};
@@ -86,5 +94,11 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: P
   }
   if (env.SVC_WORKSPACE_ROOT) fromEnv.workspaceRoot = env.SVC_WORKSPACE_ROOT;
   if (env.SVC_ACCESS_LOG) fromEnv.accessLog = env.SVC_ACCESS_LOG === '1';
+  if (env.SVC_RUN_BACKEND) {
+    if (!(runBackendNames as readonly string[]).includes(env.SVC_RUN_BACKEND)) {
+      throw new Error(`SVC_RUN_BACKEND must be one of ${runBackendNames.join(', ')}, got ${JSON.stringify(env.SVC_RUN_BACKEND)}`);
+    }
+    fromEnv.runBackend = env.SVC_RUN_BACKEND as RunBackendName;
+  }
   return defaultConfig({ ...fromEnv, ...overrides });
 }

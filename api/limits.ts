@@ -45,13 +45,48 @@ export const apiKeyLengthMax = 256;
 export const runConcurrencyDefault = 2;
 /** runTimeoutMsDefault is the wall-clock limit of one agent run; then it is killed and ends timed_out. */
 export const runTimeoutMsDefault = 10 * 60 * 1000;
-/** runMemoryBytesMax is the address-space limit (RLIMIT_AS) of an agent run. */
+/**
+ * runMemoryBytesMax is an agent run's memory: the run's cgroup (all its processes and its /tmp together) where the
+ * host allows, and each process's data segment (RLIMIT_DATA) always. Not RLIMIT_AS: V8 reserves address space it
+ * never touches (WebAssembly, fetch), and an address-space cap made Node-based agents fail.
+ */
 export const runMemoryBytesMax = 4 * 1024 * 1024 * 1024;
-/** runCpuSecondsMax is the CPU-time limit (RLIMIT_CPU) of an agent run. */
+/** runCpuSecondsMax is the CPU-time limit (RLIMIT_CPU) of each process of an agent run. */
 export const runCpuSecondsMax = 600;
+/** runCpuCoresMax is the CPU rate of a whole run (cgroup CPU quota) where the host allows. */
+export const runCpuCoresMax = 1;
+/**
+ * runProcessesMax bounds an agent run's processes and threads together: the run's cgroup (pids) where the host
+ * allows, and RLIMIT_NPROC of the run's own uid (one uid per run, so it is a per-run limit too).
+ */
+export const runProcessesMax = 256;
 /** runOpenFilesMax (RLIMIT_NOFILE) and runFileBytesMax (RLIMIT_FSIZE) bound an agent run's files. */
 export const runOpenFilesMax = 1024;
 export const runFileBytesMax = 1024 * 1024 * 1024;
+/** runTmpBytesMax is the size of a run's private /tmp (a tmpfs, also counted in its memory). */
+export const runTmpBytesMax = 256 * 1024 * 1024;
+/** runShmBytesMax and runRunDirBytesMax size a run's /dev/shm and /run (credential files are mounted over it). */
+export const runShmBytesMax = 64 * 1024 * 1024;
+export const runRunDirBytesMax = 1024 * 1024;
+/**
+ * runWorkspaceBytesMax is what a project's workspace may hold during a run; runWorkspacePollMs how often it is
+ * measured (du). A run found over it is killed and fails (WORKSPACE_QUOTA_EXCEEDED): a writer can overshoot by
+ * what it writes in one interval, and no single file exceeds runFileBytesMax.
+ */
+export const runWorkspaceBytesMax = 4 * 1024 * 1024 * 1024;
+export const runWorkspacePollMs = 1000;
+/**
+ * Each run gets its own host uid from [runUidFirst, runUidFirst + runUidCount) when the worker runs as root:
+ * no other process on the host has it, so RLIMIT_NPROC, file ownership and the egress filter's owner match are
+ * the run's alone. Claimed under runUidClaimDir, so worker processes on one host never share one.
+ */
+export const runUidFirst = 400_000;
+export const runUidCount = 65_536;
+export const runUidClaimAttemptsMax = 64;
+/** runCredentialsMax bounds the credentials one project injects into its runs. */
+export const runCredentialsMax = 16;
+/** runSlirpReadyTimeoutMs bounds the wait for a run's user-mode network (slirp4netns) to come up. */
+export const runSlirpReadyTimeoutMs = 10_000;
 /** runOutputBytesMax bounds the output of one run kept in its event stream; the rest is dropped (with a notice). */
 export const runOutputBytesMax = 8 * 1024 * 1024;
 /** runOutputFlushMs and runOutputChunkBytesMax batch output into stream events. */
@@ -65,6 +100,10 @@ export const runRetentionSeconds = 24 * 60 * 60;
 export const runSweepIntervalMs = 10 * 60 * 1000;
 /** runSweepPageEntriesMax is how many run records one sweep reads per store list call. */
 export const runSweepPageEntriesMax = 200;
+/** runTmpBytesMaxKubernetes bounds a Kubernetes run's /tmp (an emptyDir with this sizeLimit). */
+export const runTmpBytesMaxKubernetes = 1024 * 1024 * 1024;
+/** runJobTtlSeconds: Kubernetes deletes a run's finished Job after this, should the worker not have. */
+export const runJobTtlSeconds = 600;
 /** runKillGraceMs is the wait between SIGTERM and SIGKILL when a run is cancelled or times out. */
 export const runKillGraceMs = 2000;
 /** sseKeepAliveMsDefault is the interval of SSE keep-alive comments while a run is quiet. */

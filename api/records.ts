@@ -1,6 +1,7 @@
 // The records this API keeps in the DocumentStore, and their keys. See api/README.md ("Store layout").
 import { randomBytes } from 'node:crypto';
 import type { Role } from './auth/auth-context.js';
+import type { ProjectCredential } from './runs/run-credentials.js';
 
 export const storeKeys = {
   user: (id: string) => `users/${id}`,
@@ -63,12 +64,17 @@ export interface CredentialByNameRecord {
 }
 
 export interface ProjectRecord {
-  [key: string]: string | string[] | boolean;
+  [key: string]: string | string[] | boolean | ProjectCredential[];
   id: string;
   name: string;
   workspace: string;
   command: string[];
   network: boolean;
+  /**
+   * credentials the project's runs get (runs/run-credentials.ts). Records made before them lack the field:
+   * read it with projectCredentials().
+   */
+  credentials: ProjectCredential[];
   created_by: string;
   created_at: string;
   updated_at: string;

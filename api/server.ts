@@ -15,6 +15,7 @@ import { redisServerAvailable, startLocalRedis } from './redis/local-redis.js';
 import type { LocalRedis } from './redis/local-redis.js';
 import { startAgentWorker } from './runs/agent-worker.js';
 import type { AgentWorker } from './runs/agent-worker.js';
+import { runBackendFromConfig } from './runs/run-backend-config.js';
 import { imageGeneratorFromEnv, startAlbumWorker } from './albums/index.js';
 import type { AlbumWorker } from './albums/index.js';
 
@@ -59,7 +60,12 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
   let albumWorker: AlbumWorker | undefined;
   try {
     // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
-    if (redisUrl && env.SVC_RUN_WORKER !== '0') worker = await startAgentWorker({ redisUrl, store: options.store });
+    if (redisUrl && env.SVC_RUN_WORKER !== '0') {
+      worker = await startAgentWorker({
+        redisUrl, store: options.store, secretKey: config.secretKey, log: config.log, backend: runBackendFromConfig(config, env),
+        isolation: { egressAllow: listFromEnv(env.SVC_RUN_EGRESS_ALLOW), egressDeny: listFromEnv(env.SVC_RUN_EGRESS_DENY) },
+      });
+    }
     // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
     if (redisUrl && env.SVC_ALBUM_WORKER !== '0') {
       albumWorker = await startAlbumWorker({
@@ -110,4 +116,9 @@ export async function startApiServer(options: StartApiOptions): Promise<RunningA
       await runtime.close();
     },
   };
+}
+
+/** listFromEnv splits a comma-separated setting (empty entries dropped). */
+function listFromEnv(text: string | undefined): string[] {
+  return (text ?? '').split(',').map((item) => item.trim()).filter(Boolean);
 }

@@ -24,6 +24,7 @@ import { appendRunEvent } from '../api/runs/run-records.js';
 import { ApiCluster, type ApiNodeProcess } from '../test/cluster-api/api-cluster.js';
 import type { ReadIndexBatchStats } from '../store/read-index-batch.js';
 import { areaOf } from './cluster/profile.js';
+import { clusterChannelOptions, pemIdentity } from '../transports/grpc/peer-identity.js';
 import { clientCredentials } from '../transports/grpc/tls.js';
 import { StoreClientPool } from '../transports/store-rpc/store-service.js';
 
@@ -245,9 +246,12 @@ async function readIndexCostRowsOver(cluster: ApiCluster, leader: string, overSt
   if (config.tls.mode !== 'mtls') throw new Error('the bench cluster runs mTLS');
   const tls = config.tls;
   const transport = overStream ? 'ReadIndexStream message' : 'unary ReadIndex call';
+  const cert = readFileSync(tls.certFile);
+  const identity = pemIdentity(cert);
+  if (typeof identity === 'string') throw new Error(`the bench node's certificate: ${identity}`);
   const pool = new StoreClientPool({
-    credentials: clientCredentials({ ca: readFileSync(tls.caFile), cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) }),
-    channelOptions: tls.serverNameOverride ? { 'grpc.ssl_target_name_override': tls.serverNameOverride } : {},
+    credentials: clientCredentials({ ca: readFileSync(tls.caFile), cert, key: readFileSync(tls.keyFile) }),
+    channelOptions: { ...(tls.serverNameOverride ? { 'grpc.ssl_target_name_override': tls.serverNameOverride } : {}), ...clusterChannelOptions(identity.clusterId) },
     overStreams: overStream,
   });
   const address = config.grpcAdvertise ?? config.grpcListen;

@@ -3,7 +3,8 @@
 // each takes effect at a random instant between its call and its return; 1% time out (indeterminate,
 // half of them took effect). Prints wall and CPU time, search steps and the verdict for:
 //   - 10,000 operations over 100 keys, 16 clients (the issue's aim: under 10 s);
-//   - the same with one stale read injected (a violation, minimised);
+//   - the same with one stale read injected (a violation, minimised; the quick stale-read check);
+//   - the same with one lost update injected (two cas from one value both swapped; the search);
 //   - 10,000 operations on a single key, 16 clients (every operation contends);
 //   - a pathological history (below) under the default budget: it must end 'undecided', bounded.
 // Usage: npx tsx bench/linearizability.ts [operationCount] [keyCount] [clientCount]
@@ -88,6 +89,21 @@ function injectStaleRead(history: KvOperation[]): KvOperation {
  * a, b, a, ...: it needs k + 1 puts of "a", so it is not linearizable, but with repeated values the
  * search learns that only after trying subsets of the puts (exponential in k).
  */
+/**
+ * A lost update: a second cas from the same value as a completed swapped cas, concurrent with it, also
+ * swapped. Values are unique, so only one can have won; no quick check sees it, the search must.
+ */
+function injectLostUpdate(history: KvOperation[]): KvOperation {
+  const winner = history.find((op) => op.input.kind === 'cas' && op.output?.kind === 'cas' && op.output.swapped && op.id > history.length / 2)!;
+  if (winner.input.kind !== 'cas') throw new Error('unreachable');
+  const loser: KvOperation = {
+    id: history.length, clientId: 'lost-update', input: { kind: 'cas', key: winner.input.key, expected: winner.input.expected, value: 'lost' },
+    callTime: winner.callTime, returnTime: winner.returnTime, output: { kind: 'cas', swapped: true },
+  };
+  history.push(loser);
+  return loser;
+}
+
 function pathological(k: number): KvOperation[] {
   const ops: KvOperation[] = [];
   const put = (value: string): void => {
@@ -133,10 +149,17 @@ function main(): void {
   const ok = timed(`${count} ops / ${keys} keys`, history);
   if (ok.verdict !== 'ok') throw new Error(`a history from a real execution must pass:\n${ok.verdict === 'violation' ? ok.explanation : ''}`);
 
-  const stale = injectStaleRead(history);
-  const bad = timed(`${count} ops / ${keys} keys + 1 stale read`, history);
+  const withStale = [...history];
+  const stale = injectStaleRead(withStale);
+  const bad = timed(`${count} ops / ${keys} keys + 1 stale read (quick check)`, withStale);
   if (bad.verdict !== 'violation' || !bad.minimalOperations.some((op) => op.id === stale.id)) throw new Error('the stale read was not found');
   console.log(bad.explanation.replace(/^/gm, '    '));
+
+  const withLostUpdate = [...history];
+  const lost = injectLostUpdate(withLostUpdate);
+  const lostResult = timed(`${count} ops / ${keys} keys + 1 lost update (search)`, withLostUpdate);
+  if (lostResult.verdict !== 'violation' || !lostResult.minimalOperations.some((op) => op.id === lost.id)) throw new Error('the lost update was not found');
+  console.log(lostResult.explanation.replace(/^/gm, '    '));
 
   timed(`${count} ops / 1 key`, simulatedHistory(count, 1, clients, 7));
 

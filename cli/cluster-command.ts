@@ -222,13 +222,14 @@ async function startSharedRedis(cluster: ClusterFile, say: (line: string) => voi
     say(`the nodes share REDIS_URL ${process.env.REDIS_URL.replace(/\/\/[^@/]*@/, '//***@')}`);
     return null;
   }
-  const { redisServerAvailable, startLocalRedis } = await import('../api/redis/local-redis.js');
+  const { redactRedisUrl, redisServerAvailable, startLocalRedis } = await import('../api/redis/local-redis.js');
   if (!redisServerAvailable()) {
     say('no REDIS_URL and no redis-server on the PATH: queue endpoints will answer 503');
     return null;
   }
   const redis = await startLocalRedis(join(cluster.dir, 'redis'));
-  say(`the nodes share a local redis-server at ${redis.url}`);
+  // Loopback only, with a password generated for this run of the cluster (in the nodes' 0600 config files).
+  say(`the nodes share a local redis-server at ${redactRedisUrl(redis.url)} (password required)`);
   return redis;
 }
 

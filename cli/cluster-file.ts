@@ -29,6 +29,8 @@ export interface ClusterFile {
   /** dir is the cluster directory (absolute); every path below is absolute too. */
   dir: string;
   tickMs: number;
+  /** clusterId names the cluster in its certificates and its peer calls (made at creation; added to older files). */
+  clusterId?: string;
   tls: ClusterTlsRecord;
   members: ClusterMemberRecord[];
   /** api says whether the nodes serve the developer API; adminKey is its first admin key (shown once at creation). */

@@ -1,7 +1,8 @@
 // The local cluster's layout under its directory (default .cluster/):
 //
-//   cluster.json            members (name, id, addresses, pid), TLS files, the admin API key
-//   certs/                  ca.crt/ca.key, NAME.crt/NAME.key per node, admin.crt/admin.key (the CLI's)
+//   cluster.json            the cluster id, members (name, id, addresses, pid), TLS files, the admin API key
+//   certs/                  ca.crt/ca.key, NAME.crt/NAME.key per node (peer certificates),
+//                           admin.crt/admin.key (the CLI's admin certificate)
 //   secret.key              the API's credential key (with --api), made once
 //   NAME/node.json          the node's config (`svc node --config` reads it); rewritten every run
 //   NAME/data/              the node's data directory
@@ -11,9 +12,9 @@
 // restart must reuse them.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createClusterCa, createNodeCert } from './certs/certs.js';
+import { createAdminCert, createClusterCa, createNodeCert, newClusterId, readCertIdentity } from './certs/certs.js';
 import type { BootstrapMember, LogLevel, NodeApiConfig } from './node/config.js';
 import { CLUSTER_FILE_VERSION, type ClusterFile, type ClusterMemberRecord, type ClusterTlsRecord } from './cluster-file.js';
 import { freePorts, portIsFree } from './free-ports.js';
@@ -52,7 +53,8 @@ export async function planCluster(options: ClusterOptions, existing: ClusterFile
     if ((existing.tls.mode === 'insecure') !== options.insecure) {
       throw new UsageError(`${options.dir} holds a cluster made ${existing.tls.mode === 'insecure' ? 'with' : 'without'} --insecure; remove the directory to change that`);
     }
-    return { ...existing, dir: options.dir, tickMs: options.tickMs, api: options.api };
+    // A cluster.json from before cluster ids gets one now (ensureCertificates re-issues its certificates).
+    return { ...existing, clusterId: existing.clusterId ?? newClusterId(), dir: options.dir, tickMs: options.tickMs, api: options.api };
   }
   const names = memberNames(options.nodeCount);
   const ports = options.basePort !== null ? consecutivePorts(options.basePort, names.length * 2) : await freePorts(names.length * 2, CLUSTER_HOST);
@@ -68,7 +70,9 @@ export async function planCluster(options: ClusterOptions, existing: ClusterFile
   const tls: ClusterTlsRecord = options.insecure
     ? { mode: 'insecure' }
     : { mode: 'mtls', caFile: join(certs, 'ca.crt'), adminCertFile: join(certs, `${ADMIN_CERT_NAME}.crt`), adminKeyFile: join(certs, `${ADMIN_CERT_NAME}.key`), serverName: CLUSTER_TLS_SERVER_NAME };
-  return { version: CLUSTER_FILE_VERSION, dir: options.dir, tickMs: options.tickMs, tls, members, api: options.api, updatedAt: new Date().toISOString() };
+  return {
+    version: CLUSTER_FILE_VERSION, dir: options.dir, tickMs: options.tickMs, clusterId: newClusterId(), tls, members, api: options.api, updatedAt: new Date().toISOString(),
+  };
 }
 
 function consecutivePorts(base: number, count: number): number[] {
@@ -88,21 +92,35 @@ export async function busyPorts(cluster: ClusterFile): Promise<string[]> {
   return busy;
 }
 
-/** ensureCertificates makes the CA, each node's certificate and the admin client's, where missing. */
+/**
+ * ensureCertificates makes the CA, each node's peer certificate and the CLI's admin certificate, where
+ * missing or not naming this cluster and role (a certificate from before cluster ids is re-issued).
+ */
 export async function ensureCertificates(cluster: ClusterFile): Promise<string[]> {
   if (cluster.tls.mode !== 'mtls') return [];
+  const clusterId = clusterIdOf(cluster);
   const certs = join(cluster.dir, 'certs');
   const made: string[] = [];
   if (!existsSync(join(certs, 'ca.crt'))) {
     await createClusterCa({ dir: certs, commonName: 'svc-local-cluster-ca' });
     made.push('ca');
   }
-  for (const name of [...cluster.members.map((m) => m.name), ADMIN_CERT_NAME]) {
-    if (existsSync(join(certs, `${name}.crt`)) && existsSync(join(certs, `${name}.key`))) continue;
-    await createNodeCert({ dir: certs, name, peersService: PEERS_SERVICE, namespace: NAMESPACE, overwrite: true });
+  const wanted = [...cluster.members.map((m) => ({ name: m.name, role: 'peer' as const })), { name: ADMIN_CERT_NAME, role: 'admin' as const }];
+  for (const { name, role } of wanted) {
+    if (existsSync(join(certs, `${name}.key`))) {
+      const identity = await readCertIdentity(join(certs, `${name}.crt`));
+      if (typeof identity !== 'string' && identity.role === role && identity.clusterId === clusterId && identity.name === name) continue;
+    }
+    if (role === 'peer') await createNodeCert({ dir: certs, name, clusterId, peersService: PEERS_SERVICE, namespace: NAMESPACE, overwrite: true });
+    else await createAdminCert({ dir: certs, name, clusterId, overwrite: true });
     made.push(name);
   }
   return made;
+}
+
+function clusterIdOf(cluster: ClusterFile): string {
+  if (cluster.clusterId === undefined) throw new Error('the cluster plan has no cluster id');
+  return cluster.clusterId;
 }
 
 /** ensureSecretKey makes the API's 32-byte credential key once (hex, 0600). */
@@ -120,6 +138,7 @@ export function nodeConfigFor(cluster: ClusterFile, member: ClusterMemberRecord,
     name: member.name, dataDir: member.dataDir,
     grpcListen: member.grpcAddr, httpListen: member.httpAddr.replace(/^https?:\/\//, ''),
     bootstrap,
+    ...(cluster.clusterId === undefined ? {} : { clusterId: cluster.clusterId }),
     tls: cluster.tls.mode === 'mtls'
       ? { mode: 'mtls', caFile: cluster.tls.caFile, certFile: join(certs, `${member.name}.crt`), keyFile: join(certs, `${member.name}.key`), serverNameOverride: cluster.tls.serverName }
       : { mode: 'insecure' },
@@ -130,5 +149,7 @@ export function nodeConfigFor(cluster: ClusterFile, member: ClusterMemberRecord,
 
 export async function writeNodeConfig(member: ClusterMemberRecord, config: NodeConfigWithApi): Promise<void> {
   await mkdir(join(member.configFile, '..'), { recursive: true });
-  await writeFile(member.configFile, `${JSON.stringify(config, null, 2)}\n`);
+  // 0600: the config may carry the Redis URL with its password.
+  await writeFile(member.configFile, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  await chmod(member.configFile, 0o600);
 }

@@ -25,6 +25,7 @@ export const NODE_FLAGS: FlagSpec = {
   'http-advertise': { type: 'string' },
   founder: { type: 'string', multiple: true },
   seed: { type: 'string', multiple: true },
+  'cluster-id': { type: 'string' },
   'tls-ca': { type: 'string' },
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
@@ -135,6 +136,8 @@ export async function nodeConfigFromFlags(values: FlagValues): Promise<NodeConfi
   if (founders.length > 0) config.bootstrap = founders.map(parseFounder);
   const seeds = listFlag(values, 'seed');
   if (seeds.length > 0) config.seeds = seeds;
+  const clusterId = stringFlag(values, 'cluster-id');
+  if (clusterId !== undefined) config.clusterId = clusterId;
 
   const tlsFiles = { ca: stringFlag(values, 'tls-ca'), cert: stringFlag(values, 'tls-cert'), key: stringFlag(values, 'tls-key') };
   const anyTlsFile = Object.values(tlsFiles).some((v) => v !== undefined);

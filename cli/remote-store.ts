@@ -1,25 +1,25 @@
 // RemoteStoreWriter is a DocumentStore that only writes: each put or delete is a store command
-// proposed to the cluster over svc.store.v1 (mutual TLS, the admin client certificate), at the
-// leader wherever it is. Retries reuse the command's request id, so a command applies once. It is
-// what `svc keys create` hands to the API's bootstrapAdminKey, which only writes.
+// proposed to the cluster through svc.admin.v1 Propose (mutual TLS, the admin certificate; the member
+// that answers takes it to the leader). Retries reuse the command's request id, so a command applies
+// once. It is what `svc keys create` hands to the API's bootstrapAdminKey, which only writes.
 import { randomUUID } from 'node:crypto';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import {
   VersionConflictError, type DocumentStore, type JsonObject, type ListResult, type VersionedValue, type WriteOptions,
 } from '../store/document-store.js';
 import { encodeCommand, resultFromMessage, type CommandResult, type StoreCommand } from '../store/command.js';
-import { StoreCallError, StoreClientPool } from '../transports/store-rpc/store-service.js';
+import { AdminCallError, AdminClientPool } from '../transports/admin/admin-client.js';
 import type { AdminTarget } from './admin-target.js';
 import { ADMIN_RETRY_DELAY_MS } from './limits.js';
 
 const RETRYABLE = new Set<number>([grpcStatus.UNAVAILABLE, grpcStatus.ABORTED, grpcStatus.FAILED_PRECONDITION, grpcStatus.DEADLINE_EXCEEDED]);
 
 export class RemoteStoreWriter implements DocumentStore {
-  private readonly pool: StoreClientPool;
+  private readonly pool: AdminClientPool;
   private preferred: string;
 
   constructor(private readonly target: AdminTarget) {
-    this.pool = new StoreClientPool({ credentials: target.credentials, channelOptions: target.channelOptions });
+    this.pool = new AdminClientPool({ credentials: target.credentials, channelOptions: target.channelOptions });
     this.preferred = target.addresses[0]!;
   }
 
@@ -67,14 +67,14 @@ export class RemoteStoreWriter implements DocumentStore {
         if (result.outcome === 'rejected') throw new Error(`the cluster rejected the ${command.op} of ${command.key}: ${result.reason}`);
         return result;
       } catch (err) {
-        if (!(err instanceof StoreCallError) || !RETRYABLE.has(err.code)) throw err;
+        if (!(err instanceof AdminCallError) || !RETRYABLE.has(err.code)) throw err;
         lastError = err;
         const addresses = this.target.addresses;
         this.preferred = err.leaderHint !== '' ? err.leaderHint : addresses[(addresses.indexOf(to) + 1) % addresses.length] ?? to;
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(ADMIN_RETRY_DELAY_MS, Math.max(0, this.target.deadlineAt - Date.now()))));
     }
-    throw new StoreCallError(grpcStatus.DEADLINE_EXCEEDED, `the ${command.op} of ${command.key} was not confirmed before the deadline (last: ${lastError instanceof Error ? lastError.message : 'none'})`);
+    throw new AdminCallError(grpcStatus.DEADLINE_EXCEEDED, `the ${command.op} of ${command.key} was not confirmed before the deadline (last: ${lastError instanceof Error ? lastError.message : 'none'})`);
   }
 }
 

@@ -18,7 +18,7 @@ commands:
   members remove NAME        decommission a member
   members transfer NAME      hand leadership to a voter
   keys create                create an admin API key in a running cluster's store (printed once)
-  certs ca|node ...          make a cluster CA or a node certificate
+  certs ca|node|admin ...    make a cluster CA, a node (peer) or an admin certificate
   openapi                    print the developer API's OpenAPI document (no server, no port)
 
 svc <command> --help shows a command's flags.`;
@@ -36,6 +36,7 @@ The config file (JSON, or YAML when it ends in .yaml/.yml) holds NodeConfig fiel
   --http-advertise URL         scheme://host:port peers use for /status
   --founder NAME,GRPC,HTTP     a founding member (repeat for each; the same list on every founder)
   --seed HOST:PORT             a member to join through (repeat for more)
+  --cluster-id ID              the cluster this node belongs to (default: the one in its peer certificate)
   --tls-ca FILE --tls-cert FILE --tls-key FILE   mutual TLS material (cluster CA, this node's pair)
   --tls-server-name NAME       check peers' certificates against NAME instead of the dialled host
   --insecure                   plaintext peer traffic (tests and local development only; said by name)

@@ -5,6 +5,7 @@
 // random source, the disk or the network. docs/protocol.md explains each rule.
 import { Effects } from './effects.js';
 import { RaftLog, logUpToDate } from './log.js';
+import { RosterProbe, senderOf, standingOf, vouchedRosterFrom, type RosterViews, type SenderStanding } from './membership-guard.js';
 import { Prng } from './prng.js';
 import { ReadIndex } from './read-index.js';
 import {
@@ -12,7 +13,7 @@ import {
 } from './roster.js';
 import { decodeSegmentFrame, encodeSegmentFrame, type SegmentFrame } from './segment-frame.js';
 import {
-  StatusCode, TRAILER_CATCHUP, TRAILER_TERM, type AppliedReport, type CatchupTrailer, type HeartbeatRequest,
+  REFUSAL_CODES, StatusCode, TRAILER_CATCHUP, TRAILER_REFUSAL, TRAILER_TERM, type AppliedReport, type CatchupTrailer, type HeartbeatRequest,
   type HeartbeatResponse, type JoinRequest, type JoinResponse, type RpcRequest, type RpcResponse, type RpcStatus,
   type ShipSegmentRequest, type ShipSegmentResponse, type SnapshotHeader, type SnapshotRequest, type StreamRequest,
   type TimeoutNowRequest, type VoteRequest, type VoteResponse,
@@ -22,6 +23,7 @@ import {
   type EngineStatus, type Entry, type HardState, type Input, type NodeStats, type Proposal, type RestoredState, type Role,
   type Roster, type SnapshotMeta,
 } from './types.js';
+import { canIncrementTerm, isCarriableSeq, isCarriableTerm, parseCarriable, requestValueProblem, responseValueProblem } from './values.js';
 import { VersionSpread } from './versions.js';
 
 /** Progress is the leader's view of one follower. */
@@ -49,7 +51,8 @@ type CallContext =
   | { method: 'Heartbeat'; term: number; toId: number; round: number }
   | { method: 'ReportApplied'; term: number; toId: number }
   | { method: 'TimeoutNow'; term: number; toId: number; adminId: number }
-  | { method: 'JoinCluster'; term: number; toAddr: string }
+  /** probe = a roster probe (membership-guard.ts), not our own admission. */
+  | { method: 'JoinCluster'; term: number; toAddr: string; probe: boolean }
   | { method: 'StreamSegments'; term: number; toId: number }
   | { method: 'FetchSnapshot'; term: number; toId: number };
 
@@ -83,6 +86,13 @@ export class Engine {
   private statusCache: EngineStatus | null = null;
   /** rosterCache keeps decoded kind-4 bodies by seq (checked against the entry's term). */
   private readonly rosterCache = new Map<number, { term: number; roster: Roster }>();
+  /** rosterProbe asks known members about members our log does not list yet (membership-guard.ts). */
+  private readonly rosterProbe = new RosterProbe();
+  /**
+   * reseedAwaitingSource: the reseed marker is latched (local evidence of damage) but the wipe
+   * waits until a leader of our current term is confirmed to serve the reinstall.
+   */
+  private reseedAwaitingSource = false;
 
   private role: Role;
   private leaderId = 0;
@@ -141,7 +151,11 @@ export class Engine {
     this.hs = { ...restored.hardState };
     this.savedHs = { ...this.hs };
     const snap = restored.snapshot;
-    this.log = new RaftLog(snap?.seq ?? 0, snap?.entryTerm ?? 0, restored.entries.filter((e) => e.seq > (snap?.seq ?? 0)));
+    const restoredEntries = restored.entries.filter((e) => e.seq > (snap?.seq ?? 0));
+    this.log = new RaftLog(snap?.seq ?? 0, snap?.entryTerm ?? 0, restoredEntries);
+    // A hole in what recovery handed us (RaftLog keeps only the contiguous run) is local evidence
+    // of damage: entries we may have acknowledged are gone, so we reinstall rather than guess.
+    const hole = restoredEntries.length > 0 && this.log.lastSeq() < restoredEntries[restoredEntries.length - 1]!.seq;
     this.baseRoster = snap?.roster ?? null;
     this.staged = snap && restored.snapshotHeader ? { meta: snap, header: restored.snapshotHeader } : null;
     this.durableSeq = this.log.lastSeq();
@@ -167,7 +181,10 @@ export class Engine {
     }
     this.role = this.hs.removed ? 'removed' : this.hs.selfId === 0 ? 'joiner' : 'follower';
     this.resetElectionTimeout();
-    if (this.hs.reseed && !this.hs.removed) this.wipeForReseed(); // storage found corrupt at recovery
+    // Storage found damaged at recovery: nothing of it is applied, and the wipe waits for a
+    // leader of the current term to reinstall from (fenceLeaderTraffic).
+    if (hole) this.latchReseed(`recovered WAL has a hole after seq ${this.log.lastSeq()}`);
+    if (this.hs.reseed && !this.hs.removed) this.reseedAwaitingSource = true;
     else this.applyCommitted();
   }
 
@@ -194,6 +211,8 @@ export class Engine {
       default: assertNever(input);
     }
     if (hardStateChanged(this.hs, this.savedHs)) {
+      // Crash loudly rather than persist a term the next election cannot increment exactly.
+      if (!isCarriableTerm(this.hs.term)) throw new Error(`engine invariant: term ${this.hs.term} is not carriable (values.ts); refusing to save it`);
       this.savedHs = { ...this.hs };
       this.fx.hardState({ ...this.hs, commitSeq: Math.min(this.commitSeq, this.durableSeq) });
     }
@@ -300,7 +319,7 @@ export class Engine {
       name: this.config.name, grpcAddr: this.config.grpcAddr, httpAddr: this.config.httpAddr,
       capabilities: this.config.compat.capabilities,
     };
-    this.joinInflight = this.sendTo(to, 0, { method: 'JoinCluster', body }, { method: 'JoinCluster', term: this.hs.term, toAddr: to });
+    this.joinInflight = this.sendTo(to, 0, { method: 'JoinCluster', body }, { method: 'JoinCluster', term: this.hs.term, toAddr: to, probe: false });
   }
 
   // ---------------------------------------------------------------- roles
@@ -364,6 +383,7 @@ export class Engine {
 
   private startPreVote(): void {
     this.resetElectionTimeout();
+    if (!this.termRoomLeft()) return;
     this.leaderId = 0;
     this.setRole('precandidate');
     this.votes = new Map([[this.hs.selfId, true]]);
@@ -375,6 +395,7 @@ export class Engine {
   }
 
   private startElection(transfer: boolean): void {
+    if (!this.termRoomLeft()) return;
     this.hs.term++;
     this.hs.votedFor = this.hs.selfId;
     this.leaderId = 0;
@@ -389,6 +410,13 @@ export class Engine {
       return;
     }
     this.requestVotes(false, transfer);
+  }
+
+  /** termRoomLeft: another election may start (values.ts); otherwise say so once per attempt. */
+  private termRoomLeft(): boolean {
+    if (canIncrementTerm(this.hs.term)) return true;
+    this.fx.other({ type: 'warning', code: 'term-space-exhausted', message: `term ${this.hs.term} leaves no room for an election; not campaigning` });
+    return false;
   }
 
   private requestVotes(prevote: boolean, transfer: boolean): void {
@@ -524,13 +552,15 @@ export class Engine {
 
   private appendLocal(entries: Entry[]): void {
     if (entries.length === 0) return;
+    if (!isCarriableSeq(entries[entries.length - 1]!.seq)) throw new Error(`engine invariant: seqno ${entries[entries.length - 1]!.seq} is not carriable (values.ts)`);
     this.log.append(entries);
     this.fx.append(entries[0]!.seq, entries);
     this.noteConfigChange(entries);
   }
 
-  /** truncateLocal drops seq and after; never below the commit seqno (the caller checked). */
+  /** truncateLocal drops seq and after; never at or below the commit seqno (the caller checked; asserted). */
   private truncateLocal(seq: number): void {
+    if (seq <= this.commitSeq) throw new Error(`engine invariant: truncating from ${seq} would drop committed entries (commit seqno ${this.commitSeq})`);
     const hadConf = this.log.hasMembershipAfter(seq - 1) !== 0;
     this.log.truncateFrom(seq);
     this.durableSeq = Math.min(this.durableSeq, seq - 1);
@@ -608,7 +638,8 @@ export class Engine {
   // ---------------------------------------------------------------- sending
 
   private sendToId(toId: number, request: RpcRequest, ctx: CallContext): number | null {
-    const member = memberById(this.currentRoster(), toId) ?? memberById(this.committedRoster(), toId);
+    const member = memberById(this.currentRoster(), toId) ?? memberById(this.committedRoster(), toId)
+      ?? (this.rosterProbe.vouched ? memberById(this.rosterProbe.vouched, toId) : undefined);
     if (!member) return null;
     return this.sendTo(member.grpcAddr, toId, request, ctx);
   }
@@ -749,6 +780,24 @@ export class Engine {
   // ---------------------------------------------------------------- requests
 
   private onRequest(callId: number, request: RpcRequest): void {
+    const problem = requestValueProblem(request);
+    if (problem) {
+      this.fx.other({ type: 'warning', code: 'bad-request', message: problem });
+      this.replyError(callId, StatusCode.INVALID_ARGUMENT, problem);
+      return;
+    }
+    const sender = senderOf(request);
+    if (sender !== null) {
+      if (sender === 0) {
+        this.replyError(callId, StatusCode.INVALID_ARGUMENT, `${request.method}: the sender id is 0, which is not a member id`);
+        return;
+      }
+      const standing = this.standingOf(sender);
+      if (standing !== 'member') {
+        this.refuseNonMember(callId, request, sender, standing);
+        return;
+      }
+    }
     switch (request.method) {
       case 'ShipSegment': this.onShipSegment(callId, request.body); break;
       case 'StreamSegments': this.onStreamSegments(callId, request.body); break;
@@ -762,16 +811,90 @@ export class Engine {
     }
   }
 
-  /** fenceLeaderTraffic applies the term rules to leader-asserting traffic; false = rejected. */
+  // ---------------------------------------------------------------- identity and trust
+
+  private rosterViews(): RosterViews {
+    const current = this.currentRoster();
+    this.rosterProbe.forgetIfStale(current.membershipVersion);
+    return { current, committed: this.committedRoster(), vouched: this.rosterProbe.vouched };
+  }
+
+  private standingOf(id: number): SenderStanding {
+    // The common case first (every heartbeat and ship): an active member of the newest roster.
+    const member = memberById(this.currentRoster(), id);
+    if (member && member.role !== MemberRole.Removed) return 'member';
+    return standingOf(id, this.rosterViews());
+  }
+
+  /**
+   * refuseNonMember answers a message from a sender that is not a member: nothing of ours
+   * changes. A removed member hears `removed` where the message has the field (so it stops);
+   * everything else gets FAILED_PRECONDITION with a typed x-svc-refusal trailer. A stranger may
+   * be a member our log does not list yet, so it makes us ask a known member (rate-limited).
+   */
+  private refuseNonMember(callId: number, request: RpcRequest, sender: number, standing: Exclude<SenderStanding, 'member'>): void {
+    if (this.hs.selfId === 0) {
+      // A joiner not yet admitted knows no roster: the leader ships to it as soon as it appends the
+      // joiner's record, before the join is answered. Expected, so not worth a warning.
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `${REFUSAL_CODES.notAdmitted}: this node's join has not been answered yet`, { [TRAILER_REFUSAL]: REFUSAL_CODES.notAdmitted });
+      return;
+    }
+    const code = standing === 'removed' ? REFUSAL_CODES.removedMember : REFUSAL_CODES.notAMember;
+    const what = standing === 'removed' ? `removed member ${sender}` : `${sender}, which is not a member`;
+    this.fx.other({ type: 'warning', code, message: `${request.method} from ${what} (term ${'term' in request.body ? request.body.term : 0}) refused; nothing changed` });
+    if (standing === 'removed' && request.method === 'Heartbeat') return this.replyHeartbeat(callId, false, true);
+    if (standing === 'removed' && request.method === 'RequestVote') {
+      return this.reply(callId, { method: 'RequestVote', body: { term: this.hs.term, granted: false, removed: true } });
+    }
+    this.replyError(callId, StatusCode.FAILED_PRECONDITION, `${code}: ${request.method} from ${what} of this cluster`, { [TRAILER_REFUSAL]: code });
+    if (standing === 'stranger') this.maybeProbeRoster();
+  }
+
+  /** maybeProbeRoster asks the next known member for its roster and term (a JoinCluster under our own name). */
+  private maybeProbeRoster(): void {
+    if (this.hs.selfId === 0 || this.hs.removed || this.role === 'joiner' || this.role === 'removed') return;
+    if (!this.rosterProbe.due(this.ticks, this.limits.rosterProbeIntervalTicks)) return;
+    const target = this.rosterProbe.nextTarget(this.currentRoster(), this.hs.selfId);
+    if (!target) return;
+    // capabilities 0: should the name be unknown to the answering leader, it refuses rather
+    // than admit anyone (JoinCluster's capability rule); a known name appends nothing.
+    const body: JoinRequest = { name: this.config.name, grpcAddr: this.config.grpcAddr, httpAddr: this.config.httpAddr, capabilities: 0 };
+    const requestId = this.sendTo(target.grpcAddr, target.id, { method: 'JoinCluster', body }, { method: 'JoinCluster', term: this.hs.term, toAddr: target.grpcAddr, probe: true });
+    this.rosterProbe.started(requestId, this.ticks);
+  }
+
+  /**
+   * onRosterProbeAnswer takes a member's word (it answered the call we placed to it): a newer
+   * roster it knows becomes vouched (so its members' messages are heard), and a higher term it
+   * is at becomes ours, as any member's answer would make it. A stranger's claim never does either.
+   */
+  private onRosterProbeAnswer(body: JoinResponse): void {
+    const known = Math.max(this.currentRoster().membershipVersion, this.rosterProbe.vouched?.membershipVersion ?? 0);
+    const vouched = vouchedRosterFrom(body, known, this.limits.clusterMemberCountMax);
+    if (vouched) this.rosterProbe.vouched = vouched;
+    if (body.term > this.hs.term) this.becomeFollower(body.term, 0);
+  }
+
+  /** fenceLeaderTraffic applies the term rules to a member's leader-asserting traffic; false = rejected. */
   private fenceLeaderTraffic(term: number, leaderRegion: number): boolean {
     if (term === 0 || term < this.hs.term) return false;
     if (leaderRegion === 0) return false;
     if (term > this.hs.term || this.role === 'precandidate' || this.role === 'candidate' || this.leaderId !== leaderRegion) {
       if (this.role === 'leader' && term === this.hs.term) return false; // two leaders in one term cannot happen; refuse
+      if (term === this.hs.term && this.leaderId !== 0 && this.leaderId !== leaderRegion) {
+        // A term has one leader (Raft's Election Safety): a second claimant is forged or corrupt.
+        this.fx.other({ type: 'warning', code: 'conflicting-leader', message: `member ${leaderRegion} claims term ${term}, whose leader is ${this.leaderId}; refused` });
+        return false;
+      }
       this.becomeFollower(term, leaderRegion);
     }
     this.electionElapsedTicks = 0;
     this.leaseElapsedTicks = 0;
+    if (this.reseedAwaitingSource && this.role === 'follower') {
+      // The leader of our current term is confirmed: it will serve the reinstall.
+      this.reseedAwaitingSource = false;
+      this.wipeForReseed();
+    }
     return true;
   }
 
@@ -780,13 +903,23 @@ export class Engine {
       this.replyError(callId, StatusCode.FAILED_PRECONDITION, `receiver halted: ${this.hs.halted}`);
       return;
     }
-    if (!this.fenceLeaderTraffic(req.term, req.leaderRegion)) {
+    if (req.term === 0 || req.term < this.hs.term) {
       this.replyError(callId, StatusCode.FAILED_PRECONDITION, `stale term ${req.term}: receiver is at term ${this.hs.term}`);
       return;
     }
     const decoded = decodeSegmentFrame(req.payload);
     if (!decoded.ok) {
       this.replyError(callId, StatusCode.INVALID_ARGUMENT, `bad segment payload: ${decoded.reason}`);
+      return;
+    }
+    // A segment that would replace a committed entry is refused before it can change anything, its term
+    // included — unless our own log is already known damaged (reseed latched), which is about to be wiped.
+    if (!this.reseedAwaitingSource && this.contradictsCommit(req, decoded.frame)) {
+      this.reply(callId, { method: 'ShipSegment', body: { accepted: false, appliedSeqno: this.reportable(), term: this.hs.term } });
+      return;
+    }
+    if (!this.fenceLeaderTraffic(req.term, req.leaderRegion)) {
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `leadership claim of member ${req.leaderRegion} at term ${req.term} refused: receiver is at term ${this.hs.term}, led by ${this.leaderId || 'nobody known'}`);
       return;
     }
     const outcome = this.receiveSegment(req, decoded.frame);
@@ -796,11 +929,16 @@ export class Engine {
     }
     const body: ShipSegmentResponse = { accepted: outcome === 'accepted', appliedSeqno: this.reportable(), term: this.hs.term };
     this.reply(callId, { method: 'ShipSegment', body });
+    // A contradiction is not repaired by pulling the same history again: the leader pauses,
+    // retries after pullTimeoutTicks, and each refusal is reported.
     if (outcome === 'rejected') this.startPull();
   }
 
-  /** receiveSegment runs the log-matching check and appends; shared by ShipSegment and stream chunks. */
-  private receiveSegment(req: ShipSegmentRequest, frame: SegmentFrame): 'accepted' | 'rejected' | 'halted' {
+  /**
+   * receiveSegment runs the log-matching check and appends; shared by ShipSegment and stream chunks.
+   * 'contradicted': the segment would replace an entry at or below our commit seqno; refused, reported.
+   */
+  private receiveSegment(req: ShipSegmentRequest, frame: SegmentFrame): 'accepted' | 'rejected' | 'contradicted' | 'halted' {
     this.foldLagGauge(req.id?.shardId ?? req.leaderRegion, req.leaderLastSeq);
     for (const e of frame.entries) {
       const known = e.kind === EntryKind.EventBatch || e.kind === EntryKind.TermBarrier
@@ -813,8 +951,8 @@ export class Engine {
     if (frame.prevSeq > this.log.lastSeq()) return 'rejected';
     if (frame.prevSeq >= this.log.baseSeq && frame.prevSeq > this.commitSeq && this.log.termAt(frame.prevSeq) !== frame.prevTerm) return 'rejected';
     if (frame.prevSeq === this.log.baseSeq && this.log.baseSeq > this.commitSeq && this.log.baseTerm !== frame.prevTerm) return 'rejected';
-    const appended = this.appendFromLeader(frame.entries);
-    if (!appended) return 'halted';
+    if (this.contradictsCommit(req, frame)) return 'contradicted';
+    this.appendFromLeader(frame.entries);
     this.matchedSeq = Math.max(this.matchedSeq, frame.prevSeq + frame.entries.length);
     this.lastAcceptTick = this.ticks;
     const newCommit = Math.min(frame.commitSeq, this.matchedSeq);
@@ -826,8 +964,28 @@ export class Engine {
     return 'accepted';
   }
 
-  /** appendFromLeader skips entries we hold, truncates at the first conflict, appends the rest. */
-  private appendFromLeader(entries: Entry[]): boolean {
+  /** contradictsCommit reports (warning) and returns true when a segment would replace a committed entry. */
+  private contradictsCommit(req: ShipSegmentRequest, frame: SegmentFrame): boolean {
+    const conflict = this.committedConflict(frame.entries);
+    if (conflict === 0) return false;
+    this.fx.other({ type: 'warning', code: 'commit-contradiction', message: `member ${req.leaderRegion}'s segment (term ${req.term}) holds another entry at seq ${conflict}, at or below our commit seqno ${this.commitSeq}; refused, nothing truncated` });
+    return true;
+  }
+
+  /** committedConflict: the seq of the first entry that differs from one we hold at or below our commit seqno, 0 = none. */
+  private committedConflict(entries: Entry[]): number {
+    for (const e of entries) {
+      if (e.seq > this.commitSeq) return 0;
+      if (e.seq <= this.log.baseSeq) continue;
+      const have = this.log.termAt(e.seq);
+      if (have === undefined) return 0;
+      if (have !== e.term) return e.seq;
+    }
+    return 0;
+  }
+
+  /** appendFromLeader skips entries we hold, truncates at the first conflict (above commit: committedConflict ran), appends the rest. */
+  private appendFromLeader(entries: Entry[]): void {
     let i = 0;
     for (; i < entries.length; i++) {
       const e = entries[i]!;
@@ -835,10 +993,6 @@ export class Engine {
       const have = this.log.termAt(e.seq);
       if (have === undefined) break;
       if (have !== e.term) {
-        if (e.seq <= this.commitSeq) {
-          this.latchReseed(`leader's entry at ${e.seq} differs from a committed local entry`);
-          return false;
-        }
         this.truncateLocal(e.seq);
         break;
       }
@@ -848,10 +1002,7 @@ export class Engine {
       this.log.append(rest);
       this.fx.append(rest[0]!.seq, rest);
       if (rest.some((e) => e.kind === EntryKind.Membership) && this.role === 'leader') this.syncProgressToRoster();
-    } else if (i < entries.length && this.log.lastSeq() < entries[i]!.seq - 1) {
-      return true;
     }
-    return true;
   }
 
   private halt(reason: string): void {
@@ -861,13 +1012,17 @@ export class Engine {
     this.fx.other({ type: 'warning', code: 'receiver-halted', message: `segment receiver halted permanently: ${reason}` });
   }
 
-  /** latchReseed: repair would cross the applied seqno, which only corrupt storage causes. */
+  /**
+   * latchReseed: local evidence (a hole in the recovered WAL) says our storage is damaged. A remote
+   * claim never latches it (a contradiction is refused and reported instead). The wipe waits for
+   * a leader of the current term (reseedAwaitingSource); meanwhile we neither campaign nor vote.
+   */
   private latchReseed(reason: string): void {
     if (this.hs.removed) return;
     this.hs.reseed = true;
+    this.reseedAwaitingSource = true;
     this.setReady(false, 'reseed');
-    this.fx.other({ type: 'warning', code: 'reseed-latched', message: `reseed marker latched: ${reason}; wiping and reinstalling` });
-    this.wipeForReseed();
+    this.fx.other({ type: 'warning', code: 'reseed-latched', message: `reseed marker latched: ${reason}; reinstalling from the leader once one is confirmed` });
   }
 
   /** wipeForReseed drops the state machine and the log; the node then pulls everything again. */
@@ -900,13 +1055,27 @@ export class Engine {
       this.replyError(callId, StatusCode.INVALID_ARGUMENT, `replication_lag has ${lagRegions} regions, limit ${this.limits.replicationLagRegionCountMax}`);
       return;
     }
+    if (req.term >= this.hs.term && req.term > 0 && !this.reseedAwaitingSource) {
+      const cut = this.divergentFrom(req.prevLogTerm, req.prevLogSeq, req.term);
+      if (cut !== 0 && cut <= this.commitSeq) {
+        // Obeying would truncate committed entries: a legitimate leader holds every committed
+        // entry, so this claim is corrupt or forged. Refused before it changes anything.
+        this.fx.other({ type: 'warning', code: 'commit-contradiction', message: `member ${req.leaderRegion}'s heartbeat (term ${req.term}) places its log at (${req.prevLogTerm}, ${req.prevLogSeq}), which would cut ours from ${cut}, at or below our commit seqno ${this.commitSeq}; refused` });
+        this.replyHeartbeat(callId, false, removed);
+        return;
+      }
+    }
     if (!this.fenceLeaderTraffic(req.term, req.leaderRegion)) {
       this.replyHeartbeat(callId, false, removed);
       return;
     }
     const warning = this.versions.observe(req.leaderRegion, req.buildVersion);
     if (warning) this.fx.other({ type: 'warning', code: 'version-major-mismatch', message: warning });
-    this.checkDivergence(req.prevLogTerm, req.prevLogSeq, req.term);
+    const cut = this.divergentFrom(req.prevLogTerm, req.prevLogSeq, req.term);
+    if (cut > this.commitSeq) {
+      this.truncateLocal(cut);
+      this.fx.append(cut, []);
+    }
     this.foldLagGauge(req.shardId, req.leaderLastSeq);
     this.foldLagGauge(req.shardId, req.streamBaseline);
     if (req.leaderLastSeq > 0) {
@@ -929,23 +1098,20 @@ export class Engine {
   }
 
   /**
-   * checkDivergence: our entries whose (term, seq) exceed the leader's election-time
-   * position and predate its term were never in its log, so never committed: cut them.
+   * divergentFrom: our entries whose (term, seq) exceed the leader's election-time position and
+   * predate its term were never in its log, so never committed: the first seq to cut, 0 = none.
+   * A zero in either field means "unknown" (a leader from before the fields, spec Versioning 4),
+   * never "an empty log": the check is skipped, and segments' log matching repairs any suffix.
    */
-  private checkDivergence(prevLogTerm: number, prevLogSeq: number, leaderTerm: number): void {
+  private divergentFrom(prevLogTerm: number, prevLogSeq: number, leaderTerm: number): number {
+    if (prevLogTerm === 0 || prevLogSeq === 0) return 0;
     let cut = 0;
     for (let s = this.log.lastSeqBelowTerm(leaderTerm); s > this.log.baseSeq; s--) {
       const t = this.log.termAt(s)!;
       if (t > prevLogTerm || (t === prevLogTerm && s > prevLogSeq)) cut = s;
       else break;
     }
-    if (cut === 0) return;
-    if (cut <= this.commitSeq) {
-      this.latchReseed(`divergent suffix from ${cut} crosses the commit seqno ${this.commitSeq}`);
-      return;
-    }
-    this.truncateLocal(cut);
-    this.fx.append(cut, []);
+    return cut;
   }
 
   private onReportApplied(callId: number, req: AppliedReport): void {
@@ -967,14 +1133,19 @@ export class Engine {
       const body: VoteResponse = { term: this.hs.term, granted, removed };
       this.reply(callId, { method: 'RequestVote', body });
     };
-    if (req.candidateRegion === 0) {
-      this.replyError(callId, StatusCode.INVALID_ARGUMENT, 'candidate_region 0 is not a member id');
-      return;
-    }
     if (req.term < this.hs.term || removed) return respond(false);
     const inLease = this.role === 'leader' || (this.leaderId !== 0 && this.leaseElapsedTicks < this.limits.electionTimeoutTicks);
     if (!req.transfer && inLease && req.candidateRegion !== this.leaderId) return respond(false);
-    const eligible = isVoter(this.currentRoster(), req.candidateRegion) && isVoter(this.currentRoster(), this.hs.selfId)
+    // We answer even if our roster says we are a learner (etcd-io/etcd#10998): the candidate's roster, not
+    // ours, decides whether our grant counts, and we may have been promoted by a record we never received.
+    // Without this a promoted learner cut off from its promotion refuses every vote and no leader is
+    // ever elected again (docs/protocol.md, Elections; scenarios/promoted-learner-votes.txt). A node that
+    // knows it was removed (committed) stays out. A node reseeding after damage may have lost entries it
+    // acknowledged: it grants nothing until reinstalled. The candidate must be a voter of our roster or of
+    // one a roster probe vouched for (a non-member's campaign changes nothing).
+    const vouched = this.rosterProbe.vouched;
+    const eligible = !this.hs.reseed && this.hs.selfId !== 0 && !this.hs.removed
+      && (isVoter(this.currentRoster(), req.candidateRegion) || (vouched !== null && isVoter(vouched, req.candidateRegion)))
       && logUpToDate(req.lastLogTerm, req.lastLogSeq, this.log.lastTerm(), this.log.lastSeq());
     if (req.prevote) return respond(eligible && req.term > this.hs.term);
     if (req.term > this.hs.term) this.becomeFollower(req.term, 0);
@@ -987,12 +1158,18 @@ export class Engine {
     respond(granted);
   }
 
+  /**
+   * onTimeoutNow obeys only the leader of our current term: the term must be ours and the sender
+   * the leader we follow in it. Anything else (another term, another member, no leader known)
+   * is answered accepted = false and changes nothing, so a forged TimeoutNow cannot force an election.
+   */
   private onTimeoutNow(callId: number, req: TimeoutNowRequest): void {
-    const ok = req.term >= this.hs.term && req.term > 0 && this.role !== 'leader' && this.promotable();
-    if (ok) {
-      if (req.term > this.hs.term) this.becomeFollower(req.term, req.leaderRegion);
-      this.startElection(true);
+    const fromOurLeader = req.term === this.hs.term && req.term > 0 && this.leaderId !== 0 && req.leaderRegion === this.leaderId;
+    if (!fromOurLeader) {
+      this.fx.other({ type: 'warning', code: 'timeout-now-refused', message: `TimeoutNow from member ${req.leaderRegion} at term ${req.term}; our term is ${this.hs.term}, led by ${this.leaderId || 'nobody known'}: ignored` });
     }
+    const ok = fromOurLeader && this.role === 'follower' && this.promotable();
+    if (ok) this.startElection(true);
     this.reply(callId, { method: 'TimeoutNow', body: { accepted: ok } });
   }
 
@@ -1034,13 +1211,15 @@ export class Engine {
     this.fx.message({ type: 'streamEnd', callId });
   }
 
-  /** fenceSourceRequest: rules 2 and 4 — serve only at equal terms, as the leader; a stale source steps down. */
+  /**
+   * fenceSourceRequest: rules 2 and 4 — serve only at equal terms, as the leader. A puller at a
+   * higher term is refused, but the source does not adopt that term: StreamRequest and
+   * SnapshotRequest name no sender, so their term is an unverified claim. A deposed source
+   * learns its deposition from members (their answers' terms, or check-quorum).
+   */
   private fenceSourceRequest(term: number): string | null {
     if (term < this.hs.term) return `stale puller term ${term}: source is at term ${this.hs.term}; rejoin first`;
-    if (term > this.hs.term) {
-      this.becomeFollower(term, 0);
-      return `stale source at term ${this.hs.term} < ${term}: stepped down instead of serving`;
-    }
+    if (term > this.hs.term) return `puller claims term ${term}, above the source's ${this.hs.term}: not serving a possibly stale tail`;
     if (this.role !== 'leader') return `not the leader of term ${term}`;
     return null;
   }
@@ -1082,8 +1261,19 @@ export class Engine {
     }
     if (existing) {
       const pending = this.pendingWaits.find((w) => w.kind === 'join' && w.name === req.name);
-      if (pending) this.pendingJoinCalls.get(pending.seq)!.push(callId);
-      else this.replyJoinAccepted(callId, existing.id, roster);
+      if (pending) {
+        this.pendingJoinCalls.get(pending.seq)!.push(callId);
+        return;
+      }
+      const uncommittedSeq = this.pendingConfSeq();
+      if (uncommittedSeq !== 0 && !memberByName(this.committedRoster(), req.name)) {
+        // The record naming it came from an earlier leader and is not committed yet: it may still be
+        // truncated (and the id handed to another joiner). Answer once it commits in our term.
+        this.pendingWaits.push({ seq: uncommittedSeq, kind: 'join', id: existing.id, name: req.name });
+        this.pendingJoinCalls.set(uncommittedSeq, [...(this.pendingJoinCalls.get(uncommittedSeq) ?? []), callId]);
+        return;
+      }
+      this.replyJoinAccepted(callId, existing.id, roster);
       return;
     }
     if ((req.capabilities & CAPABILITY_KIND4) === 0) {
@@ -1102,8 +1292,12 @@ export class Engine {
     this.pendingJoinCalls.set(seq, [callId]);
   }
 
-  /** confChangeRefusal: kind-4 gating, one change at a time, and a committed entry of this term first. */
-  private confChangeRefusal(): string | null {
+  /**
+   * confChangeRefusal: kind-4 gating, one change at a time, and a committed entry of this term first.
+   * The capability gate is on voters (spec), plus a learner being promoted (it is about to be
+   * one): a learner that never reports bit 0 blocks nothing, so it can always be removed.
+   */
+  private confChangeRefusal(promotingId = 0): string | null {
     const roster = this.currentRoster();
     if (this.commitSeq < this.barrierSeq) return 'the leader has not committed an entry of its term yet; retry';
     if (this.pendingConfSeq() !== 0) return 'a membership change is in flight; retry when it commits';
@@ -1111,6 +1305,7 @@ export class Engine {
     if ((this.config.compat.capabilities & CAPABILITY_KIND4) === 0) return 'this leader cannot write kind-4 records';
     for (const m of roster.members) {
       if (m.id === this.hs.selfId || m.role === MemberRole.Removed) continue;
+      if (m.role === MemberRole.Learner && m.id !== promotingId) continue;
       const caps = this.progress.get(m.id)?.capabilities ?? 0;
       if ((caps & CAPABILITY_KIND4) === 0) return `member ${m.id} (${m.name}) has not reported capability bit 0; conf-changes refused`;
     }
@@ -1156,6 +1351,12 @@ export class Engine {
   private onResponse(requestId: number, response: RpcResponse): void {
     const ctx = this.calls.get(requestId);
     if (!ctx || ctx.method !== response.method) return;
+    const problem = responseValueProblem(response);
+    if (problem) {
+      this.fx.other({ type: 'warning', code: 'bad-request', message: problem });
+      this.onCallFailed(requestId, { code: StatusCode.INVALID_ARGUMENT, details: problem, trailers: {} });
+      return;
+    }
     this.calls.delete(requestId);
     switch (response.method) {
       case 'ShipSegment': this.onShipResponse(requestId, ctx as Extract<CallContext, { method: 'ShipSegment' }>, response.body); break;
@@ -1163,7 +1364,13 @@ export class Engine {
       case 'ReportApplied': break;
       case 'RequestVote': this.onVoteResponse(ctx as Extract<CallContext, { method: 'RequestVote' }>, response.body); break;
       case 'TimeoutNow': this.onTimeoutNowResponse(ctx as Extract<CallContext, { method: 'TimeoutNow' }>, response.body.accepted); break;
-      case 'JoinCluster': this.onJoinResponse(requestId, response.body); break;
+      case 'JoinCluster':
+        if ((ctx as Extract<CallContext, { method: 'JoinCluster' }>).probe) {
+          if (this.rosterProbe.settled(requestId)) this.onRosterProbeAnswer(response.body);
+        } else {
+          this.onJoinResponse(requestId, response.body);
+        }
+        break;
       default: assertNever(response);
     }
   }
@@ -1262,7 +1469,8 @@ export class Engine {
       membershipVersion: body.membershipVersion, members,
       nextMemberId: members.reduce((max, m) => Math.max(max, m.id + 1), body.assignedId + 1),
     };
-    const leaderId = Number(body.leaderRegion) || 0;
+    // The named leader leads body.term; at a term of ours above it, the leader is not known yet.
+    const leaderId = body.term >= this.hs.term ? parseCarriable(body.leaderRegion) : 0;
     this.becomeFollower(Math.max(body.term, this.hs.term), leaderId);
   }
 
@@ -1270,7 +1478,7 @@ export class Engine {
     const ctx = this.calls.get(requestId);
     if (!ctx) return;
     this.calls.delete(requestId);
-    const term = Number(status.trailers[TRAILER_TERM] ?? '0');
+    const term = parseCarriable(status.trailers[TRAILER_TERM]);
     if (term > this.hs.term && ctx.method !== 'JoinCluster') {
       this.becomeFollower(term, 0);
       return;
@@ -1283,7 +1491,8 @@ export class Engine {
         break;
       }
       case 'JoinCluster':
-        if (this.joinInflight === requestId) this.joinInflight = null;
+        if (ctx.probe) this.rosterProbe.settled(requestId);
+        else if (this.joinInflight === requestId) this.joinInflight = null;
         break;
       case 'StreamSegments':
         if (this.pull?.requestId !== requestId) return;
@@ -1327,6 +1536,12 @@ export class Engine {
 
   private onStreamChunk(requestId: number, chunk: ShipSegmentRequest): void {
     if (this.pull?.requestId !== requestId || this.hs.halted !== '') return;
+    const problem = requestValueProblem({ method: 'ShipSegment', body: chunk });
+    if (problem) {
+      this.fx.other({ type: 'warning', code: 'bad-request', message: `stream chunk: ${problem}` });
+      this.pull = null;
+      return;
+    }
     if (chunk.term !== this.hs.term || chunk.leaderRegion !== this.leaderId) return;
     this.electionElapsedTicks = 0;
     this.leaseElapsedTicks = 0;
@@ -1455,7 +1670,7 @@ export class Engine {
         if (op.op === 'promote' && member.role !== MemberRole.Learner) return fail('only a learner can be promoted');
         if (op.op === 'remove' && op.memberId === this.hs.selfId) return fail('the leader cannot remove itself: transfer leadership first');
         if (op.op === 'promote' && (this.progress.get(op.memberId)?.matchSeq ?? 0) < this.commitSeq) return fail('learner has not caught up with the commit seqno yet; retry');
-        const refusal = this.confChangeRefusal();
+        const refusal = this.confChangeRefusal(op.op === 'promote' ? op.memberId : 0);
         if (refusal) return fail(refusal);
         const role = op.op === 'promote' ? MemberRole.Voter : MemberRole.Removed;
         const seq = this.appendConfChange(withMember(roster, { ...member, role }));

@@ -24,6 +24,7 @@ export const DEFAULT_LIMITS: EngineLimits = {
   transferTimeoutTicks: 20,
   clusterMemberCountMax: 15,
   replicationLagRegionCountMax: 64,
+  rosterProbeIntervalTicks: 10,
   readIndexPendingCountMax: 10_000,
   // Off: a lease read is only as safe as the clocks and the absence of pauses (engine/read-index.ts).
   readLeaseEnabled: 0,

@@ -64,6 +64,18 @@ export interface RpcStatus {
 
 export const TRAILER_CATCHUP = 'x-svc-catchup';
 export const TRAILER_TERM = 'x-svc-term';
+/**
+ * TRAILER_REFUSAL names, machine-readably, why a peer call was refused before the protocol's
+ * rules looked at it (docs/protocol.md, "Identity and trust"): one of REFUSAL_CODES.
+ */
+export const TRAILER_REFUSAL = 'x-svc-refusal';
+
+/**
+ * RefusalCode: not-a-member (no roster of ours lists the sender), removed-member (our committed roster
+ * lists it Removed), not-admitted (we are a joiner whose join has not been answered: we know no roster).
+ */
+export const REFUSAL_CODES = { notAMember: 'not-a-member', removedMember: 'removed-member', notAdmitted: 'not-admitted' } as const;
+export type RefusalCode = (typeof REFUSAL_CODES)[keyof typeof REFUSAL_CODES];
 
 /** CatchupTrailer is the JSON body of the `x-svc-catchup` trailer. */
 export interface CatchupTrailer {

@@ -7,9 +7,10 @@
 //   entryCount x { u64 seq, u64 term, u8 kind, u32 length, length bytes }
 //   u32 crc32c of everything above
 //
-// u64 fields are written as two u32 halves (big-endian) and must stay below 2^53.
+// u64 fields are written as two u32 halves (big-endian) and must not exceed VALUE_ROOM_MAX (values.ts).
 import { crc32c } from './crc32c.js';
 import type { Entry } from './types.js';
+import { isCarriableValue } from './values.js';
 
 export const SEGMENT_FRAME_VERSION = 1;
 const HEADER_BYTES = 1 + 8 + 8 + 8 + 4;
@@ -84,6 +85,10 @@ export function decodeSegmentFrame(bytes: Uint8Array): DecodeResult {
     if (entries[i]!.term < (i === 0 ? prevTerm : entries[i - 1]!.term)) return { ok: false, reason: 'entry terms decrease' };
   }
   if (Number.isNaN(prevSeq) || Number.isNaN(prevTerm) || Number.isNaN(commitSeq)) return { ok: false, reason: 'u64 field above 2^53' };
+  // Beyond VALUE_ROOM_MAX a value leaves no room to increment (values.ts): malformed here too.
+  if (![prevSeq, prevTerm, commitSeq].every(isCarriableValue) || !entries.every((e) => isCarriableValue(e.seq) && isCarriableValue(e.term))) {
+    return { ok: false, reason: 'u64 field beyond the carriable maximum (2^53 - 2)' };
+  }
   return { ok: true, frame: { prevSeq, prevTerm, commitSeq, entries } };
 }
 

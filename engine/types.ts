@@ -135,6 +135,8 @@ export interface EngineLimits {
   clusterMemberCountMax: number;
   /** replicationLagRegionCountMax bounds the replication_lag map accepted in a heartbeat. */
   replicationLagRegionCountMax: number;
+  /** rosterProbeIntervalTicks paces roster probes (asking a known member who the members are). */
+  rosterProbeIntervalTicks: number;
   /** readIndexPendingCountMax bounds reads a leader holds while it confirms its leadership. */
   readIndexPendingCountMax: number;
   /**
@@ -256,7 +258,19 @@ export type WarningCode =
   | 'receiver-halted'
   | 'reseed-latched'
   | 'storage-divergence'
-  | 'bad-request';
+  | 'bad-request'
+  /** not-a-member: a WalShipping message from a sender our rosters do not list; refused, nothing changed. */
+  | 'not-a-member'
+  /** removed-member: a message from a member our committed roster lists as Removed; refused. */
+  | 'removed-member'
+  /** commit-contradiction: a leader's claim would truncate at or below our commit seqno; refused. */
+  | 'commit-contradiction'
+  /** conflicting-leader: a second leader claimed a term whose leader we already follow; refused. */
+  | 'conflicting-leader'
+  /** timeout-now-refused: TimeoutNow not from the leader of our current term; ignored. */
+  | 'timeout-now-refused'
+  /** term-space-exhausted: our term has no room for another election (values.ts). */
+  | 'term-space-exhausted';
 
 /** Readiness is the engine's readiness-latch state as a driver reads it. */
 export interface EngineStatus {

@@ -19,6 +19,10 @@ export interface OutboundCall {
   streamLost: boolean;
   /** lastArrivalUs keeps a stream's messages in order on arrival. */
   lastArrivalUs: number;
+  /** deadlineUs: when the call fails with DEADLINE_EXCEEDED unless answered first (0 = not set). */
+  deadlineUs: number;
+  /** callerTerm: the caller's term when it called (for counting late answers into a new term). */
+  callerTerm: number;
 }
 
 export interface InboundCall {
@@ -41,10 +45,10 @@ export class CallTable {
   private nextKey = 1;
   private nextCallId = 1;
 
-  open(call: Omit<OutboundCall, 'key' | 'owner' | 'streamLost' | 'lastArrivalUs'>): OutboundCall {
+  open(call: Omit<OutboundCall, 'key' | 'owner' | 'streamLost' | 'lastArrivalUs' | 'deadlineUs' | 'callerTerm'>): OutboundCall {
     const full: OutboundCall = {
       key: this.nextKey++, caller: call.caller, callerInc: call.callerInc, requestId: call.requestId,
-      method: call.method, kind: call.kind, owner: 0, streamLost: false, lastArrivalUs: 0,
+      method: call.method, kind: call.kind, owner: 0, streamLost: false, lastArrivalUs: 0, deadlineUs: 0, callerTerm: 0,
     };
     this.outbound.set(full.key, full);
     return full;

@@ -4,7 +4,7 @@
 // sets npm_config_seed=true, `npm run sim --seed=7` hands it nothing and sets npm_config_seed=7. So a bare
 // number is a seed and a bare A..B a sweep (`npm run sim 7` works too), and under npm (npm_lifecycle_event
 // sim) npm_config_seed / npm_config_seeds with a value count as --seed / --seeds when the arguments give none.
-import { OVERRIDES, type OverrideValues } from './options.js';
+import { FOREIGN_RATE_FORCED, OVERRIDES, type OverrideValues } from './options.js';
 
 /** SWEEP_SEED_COUNT_MAX bounds one --seeds range. */
 export const SWEEP_SEED_COUNT_MAX = 1_000_000;
@@ -13,7 +13,9 @@ export type CliRequest =
   | { mode: 'help' }
   | { mode: 'list-checkers' }
   | { mode: 'scenario'; file: string }
-  | { mode: 'single'; seed: number; overrides: OverrideValues; onlyFaults: number[] | null; traceFile?: string; shrink: boolean; verbose: boolean }
+  /** view: write the trace viewer page for a --trace file (to viewOut, or a temp file). */
+  | { mode: 'view'; traceFile: string; viewOut?: string }
+  | { mode: 'single'; seed: number; overrides: OverrideValues; onlyFaults: number[] | null; traceFile?: string; shrink: boolean; verbose: boolean; view?: boolean; viewOut?: string }
   | { mode: 'sweep'; firstSeed: number; lastSeed: number; overrides: OverrideValues };
 
 export function usage(): string {
@@ -25,10 +27,15 @@ export function usage(): string {
     '       npm run sim -- --scenario FILE          run one scripted scenario (scenarios/*.txt)',
     '       npm run sim -- --list-checkers          print every checker\'s name, one a line',
     '',
+    '       npm run sim -- --view-file FILE         write the trace viewer page for a --trace FILE; prints its path',
+    '',
     '  --trace FILE             write one JSON line per event',
+    '  --view                   also write the trace viewer page (a static HTML file) and print its path',
+    '  --view-out FILE          where --view / --view-file write the page (default: the temp directory)',
     '  --only-faults LIST       keep only these fault-schedule indices (comma list, or "none")',
     '  --no-shrink              do not shrink a failing run',
     '  --verbose                print the options and the fault schedule',
+    `  --foreign-traffic        forged calls from outside the cluster in every seed (= --foreign-rate ${FOREIGN_RATE_FORCED})`,
     '',
     'knobs (pin a per-seed swarm choice):',
     knobs,
@@ -55,12 +62,15 @@ class MissingSeedError extends Error {}
 
 /** parseCli reads the arguments; only when they name no seed do the flags npm took count (env: process.env). */
 export function parseCli(argv: readonly string[], env: NpmEnv = {}): CliRequest {
+  // `npm run sim --seeds 1..500 --foreign-traffic` (no `--`): npm keeps the valueless flag for itself.
+  const args = env.npm_lifecycle_event === 'sim' && env.npm_config_foreign_traffic === 'true' && !argv.includes('--foreign-traffic')
+    ? [...argv, '--foreign-traffic'] : argv;
   try {
-    return parseArgs(argv);
+    return parseArgs(args);
   } catch (err) {
     const fromNpm = npmFlags(env);
     if (!(err instanceof MissingSeedError) || fromNpm.length === 0) throw err;
-    return parseArgs([...fromNpm, ...argv]);
+    return parseArgs([...fromNpm, ...args]);
   }
 }
 
@@ -72,6 +82,10 @@ function parseArgs(argv: readonly string[]): CliRequest {
   let onlyFaults: number[] | null = null;
   let shrink = true;
   let verbose = false;
+  let foreignTraffic = false;
+  let view = false;
+  let viewOut: string | undefined;
+  let viewFile: string | undefined;
   const overrides: OverrideValues = {};
   for (let i = 0; i < args.length; i++) {
     const flag = args[i]!;
@@ -96,9 +110,13 @@ function parseArgs(argv: readonly string[]): CliRequest {
         break;
       case '--seeds': range = parseRange(value()); break;
       case '--trace': traceFile = value(); break;
+      case '--view': view = true; break;
+      case '--view-out': viewOut = value(); break;
+      case '--view-file': viewFile = value(); break;
       case '--only-faults': onlyFaults = parseList(value()); break;
       case '--no-shrink': shrink = false; break;
       case '--verbose': verbose = true; break;
+      case '--foreign-traffic': foreignTraffic = true; break;
       default: {
         if (/^\d+$/.test(flag)) {
           if (seed !== null) throw new Error('give one seed, or --seeds A..B');
@@ -118,13 +136,20 @@ function parseArgs(argv: readonly string[]): CliRequest {
       }
     }
   }
+  if (viewFile !== undefined) {
+    if (args.length !== (viewOut === undefined ? 2 : 4)) throw new Error('--view-file FILE takes only --view-out FILE besides');
+    return { mode: 'view', traceFile: viewFile, viewOut };
+  }
+  if (foreignTraffic && overrides['foreign-rate'] === undefined) overrides['foreign-rate'] = FOREIGN_RATE_FORCED;
   if (seed !== null && range !== null) throw new Error('give either --seed or --seeds, not both');
   if (range !== null) {
-    if (traceFile !== undefined || onlyFaults !== null) throw new Error('--trace and --only-faults apply to one --seed run');
+    if (traceFile !== undefined || onlyFaults !== null || view || viewOut !== undefined) throw new Error('--trace, --view and --only-faults apply to one --seed run');
     return { mode: 'sweep', firstSeed: range[0], lastSeed: range[1], overrides };
   }
   if (seed === null) throw new MissingSeedError('missing --seed N or --seeds A..B');
-  return { mode: 'single', seed, overrides, onlyFaults, traceFile, shrink, verbose };
+  if (viewOut !== undefined && !view) throw new Error('--view-out needs --view (or --view-file)');
+  const single: CliRequest = { mode: 'single', seed, overrides, onlyFaults, traceFile, shrink, verbose };
+  return view ? { ...single, view, viewOut } : single;
 }
 
 function parseSeed(text: string, flag: string): number {

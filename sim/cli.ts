@@ -1,16 +1,19 @@
-// npm run sim -- --seed N | --seeds A..B [--trace FILE] [--<knob> value ...]   (also: npm run sim N, npm run sim --seed N)
+// npm run sim -- --seed N | --seeds A..B [--trace FILE] [--view] [--<knob> value ...]   (also: npm run sim N, npm run sim --seed N)
+// npm run sim -- --view-file FILE: the trace viewer page (sim/view/) for a --trace file.
 // One run prints its result as the last line: `seed=N result=pass|fail events=E trace=HEX`.
 // A failing run also prints the invariant, the tick and how to reproduce it, then
 // shrinks its fault schedule (fast-check) and prints the smaller reproduction.
 import { closeSync, openSync } from 'node:fs';
+import { basename } from 'node:path';
 import { checkerNames } from './checkers/registry.js';
 import { parseCli, usage, type CliRequest } from './cli-args.js';
-import { describeFault } from './faults.js';
+import { CoverageTally } from './coverage.js';
 import { SIM_LIMITS } from './limits.js';
 import { optionsFor, type SimOptions } from './options.js';
-import { runSim, type RunResult } from './run.js';
+import { describeAnyFault, runSim, type RunResult } from './run.js';
 import { reproduceCommand, shrinkFailure } from './shrink.js';
 import { runScenarioFile } from './scenario.js';
+import { defaultViewPath, writeView } from './view/write.js';
 
 function main(argv: string[]): number {
   let request: CliRequest;
@@ -30,6 +33,7 @@ function main(argv: string[]): number {
   }
   if (request.mode === 'sweep') return sweep(request);
   if (request.mode === 'scenario') return scenario(request.file);
+  if (request.mode === 'view') return viewFile(request.traceFile, request.viewOut);
   return single(request);
 }
 
@@ -46,25 +50,46 @@ function scenario(file: string): number {
   }
 }
 
-function single(request: Extract<CliRequest, { mode: 'single' }>): number {
-  let options: SimOptions;
+/** viewFile writes the viewer page for a trace file and prints its path; 2 when the file cannot be read. */
+function viewFile(traceFile: string, viewOut: string | undefined): number {
   try {
-    options = optionsFor(request.seed, request.overrides, request.onlyFaults);
-    if (request.traceFile !== undefined) closeSync(openSync(request.traceFile, 'w'));
+    const written = writeView(traceFile, viewOut ?? defaultViewPath(basename(traceFile).replace(/\.jsonl?$/, '')));
+    process.stdout.write(`view=${written.path} (${written.events} events, ${written.messages} messages; open it in a browser)\n`);
+    return 0;
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n`);
     return 2;
   }
-  const result = runSim(options, { traceFile: request.traceFile });
+}
+
+function single(request: Extract<CliRequest, { mode: 'single' }>): number {
+  let options: SimOptions;
+  // --view needs the trace file's view notes: without --trace, one goes beside the page.
+  const viewOut = request.view ? request.viewOut ?? defaultViewPath(`seed-${request.seed}`) : undefined;
+  const traceFile = request.traceFile ?? (viewOut !== undefined ? viewOut.replace(/(\.html?)?$/, '.jsonl') : undefined);
+  try {
+    options = optionsFor(request.seed, request.overrides, request.onlyFaults);
+    if (traceFile !== undefined) closeSync(openSync(traceFile, 'w'));
+    if (viewOut !== undefined) closeSync(openSync(viewOut, 'w'));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`);
+    return 2;
+  }
+  const result = runSim(options, { traceFile });
   if (request.verbose) {
     process.stdout.write(`options: ${JSON.stringify({ ...options, onlyFaults: undefined })}\n`);
-    result.faults.forEach((f, i) => process.stdout.write(`  fault #${i}: ${describeFault(f)}\n`));
+    result.faults.forEach((f, i) => process.stdout.write(`  fault #${i}: ${describeAnyFault(f)}\n`));
   }
+  const foreign = result.counts.foreignDelivered + result.counts.otherClusterRefused > 0
+    ? `, forged calls: ${result.counts.foreignDelivered} refused by engines, ${result.counts.otherClusterRefused} at the edge (other cluster)` : '';
   process.stdout.write(`simulated ${(result.simulatedMs / 1_000).toFixed(1)} s: ${result.counts.writesIssued} writes, `
     + `${result.counts.writesAcked} acknowledged, ${result.counts.readsIssued} reads, ${result.counts.readsServed} served `
-    + `(${result.counts.followerReadsServed} through the leader's index on a follower), ${result.counts.faultsFired}/${result.faults.length} faults fired\n`);
+    + `(${result.counts.followerReadsServed} through the leader's index on a follower), ${result.counts.faultsFired}/${result.faults.length} faults fired${foreign}\n`);
   if (result.linearizability) process.stdout.write(`${describeLinearizability(result)}\n`);
-  if (request.verbose) process.stdout.write(`observed: ${JSON.stringify(result.observed)}\n`);
+  if (request.verbose) {
+    process.stdout.write(`observed: ${JSON.stringify(result.observed)}\n`);
+    process.stdout.write(`coverage: ${JSON.stringify(result.coverage)}\n`);
+  }
   if (result.failure) {
     printFailure(result, request);
     if (request.shrink) {
@@ -72,10 +97,14 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
       if (shrunk) {
         process.stdout.write(`shrunk to ${shrunk.faults.length} of ${result.faults.length} faults after ${shrunk.runCount} runs `
           + `(still ${shrunk.result.failure!.invariant} at tick ${tickOf(shrunk.result.failure!.timeMs)}):\n`);
-        for (const i of shrunk.faults) process.stdout.write(`  fault #${i}: ${describeFault(result.faults[i]!)}\n`);
+        for (const i of shrunk.faults) process.stdout.write(`  fault #${i}: ${describeAnyFault(result.faults[i]!)}\n`);
         process.stdout.write(`shrunk reproduction: ${reproduceCommand(request.seed, shrunk.overrides, shrunk.faults)}\n`);
       }
     }
+  }
+  if (viewOut !== undefined && traceFile !== undefined) {
+    const written = writeView(traceFile, viewOut, `seed ${request.seed}`);
+    process.stdout.write(`view=${written.path} (open it in a browser; trace ${traceFile})\n`);
   }
   process.stdout.write(`seed=${request.seed} result=${result.ok ? 'pass' : 'fail'} events=${result.events} trace=${result.traceHash}\n`);
   return result.ok ? 0 : 1;
@@ -111,9 +140,17 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
   const showProgress = process.stderr.isTTY === true;
   const startedMs = performance.now();
   let simulatedMs = 0;
+  const coverage = new CoverageTally();
+  let foreignDelivered = 0;
+  let otherClusterRefused = 0;
+  let foreignSeeds = 0;
   for (let seed = request.firstSeed; seed <= request.lastSeed; seed++) {
     const result = runSim(optionsFor(seed, request.overrides, null));
     simulatedMs += result.simulatedMs;
+    coverage.add(result.coverage);
+    foreignDelivered += result.counts.foreignDelivered;
+    otherClusterRefused += result.counts.otherClusterRefused;
+    if (result.counts.foreignDelivered + result.counts.otherClusterRefused > 0) foreignSeeds++;
     if (result.linearizability?.verdict === 'undecided') undecided.push({ seed, detail: result.linearizability.detail });
     if (result.failure) {
       failures.push({ seed, invariant: result.failure.invariant, tick: tickOf(result.failure.timeMs), message: result.failure.message });
@@ -125,11 +162,17 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
   const wallS = (performance.now() - startedMs) / 1_000;
   process.stdout.write(`swept seeds ${request.firstSeed}..${request.lastSeed}: ${total - failures.length} passed, ${failures.length} failed `
     + `(${wallS.toFixed(1)} s wall, ${(simulatedMs / 1_000 / wallS).toFixed(0)}x real time)\n`);
+  if (foreignSeeds > 0) {
+    process.stdout.write(`foreign traffic in ${foreignSeeds} seeds: ${foreignDelivered} forged calls reached engines (each refused, nothing changed), `
+      + `${otherClusterRefused} refused at the edge for another cluster's id\n`);
+  }
   for (const u of undecided) process.stdout.write(`  seed=${u.seed} linearizability=undecided (not a failure): ${u.detail.slice(0, 300)}\n`);
   for (const f of failures) {
     process.stdout.write(`  seed=${f.seed} invariant=${f.invariant} tick=${f.tick}: ${f.message.slice(0, 300)}\n`);
     process.stdout.write(`    reproduce: ${reproduceCommand(f.seed, request.overrides, null)}\n`);
   }
+  process.stdout.write('coverage (rare situations reached: total count, seeds reaching it; see sim/coverage.ts):\n');
+  for (const line of coverage.lines()) process.stdout.write(`${line}\n`);
   process.stdout.write(`seeds=${request.firstSeed}..${request.lastSeed} passed=${total - failures.length} failed=${failures.length}\n`);
   return failures.length === 0 ? 0 : 1;
 }

@@ -4,7 +4,7 @@
 // scenarios and tests drive directly.
 import type { AdminOp, Compat, Effect, EngineConfig, EngineLimits, EngineStatus, Input, NodeStats } from '../engine/types.js';
 import { MemberRole, type Roster } from '../engine/types.js';
-import type { RpcStatus } from '../engine/rpc.js';
+import type { RpcRequest, RpcStatus } from '../engine/rpc.js';
 import { StatusCode } from '../engine/rpc.js';
 import { DEFAULT_LIMITS, CURRENT_COMPAT } from '../engine/limits.js';
 import { bootstrapRoster } from '../engine/roster.js';
@@ -13,6 +13,9 @@ import { callKindOf } from './calls.js';
 import type { Checker, CheckerWorld } from './checkers/checker.js';
 import { CheckerSuite } from './checkers/suite.js';
 import { NodeClock } from './clock.js';
+import { Coverage } from './coverage.js';
+import { CoverageObserver } from './coverage-observer.js';
+import { CrashPoints, type Sprung } from './crash-points.js';
 import { EventQueue } from './event-queue.js';
 import type { SimEvent } from './events.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
@@ -23,7 +26,8 @@ import { Prng } from './prng.js';
 import { Trace } from './trace.js';
 import { traceLine } from './trace-format.js';
 import { InvariantViolation, violate } from './violation.js';
-import { RpcRouter } from './rpc-router.js';
+import { RpcRouter, type ForeignCall } from './rpc-router.js';
+import type { ForeignMessage } from './foreign.js';
 import { unreachable } from './wire.js';
 
 export interface FounderSpec {
@@ -68,10 +72,19 @@ export class Cluster implements CheckerWorld {
   readonly nodes: SimNode[] = [];
   readonly checkers: CheckerSuite;
   readonly trace: Trace;
+  /** learnersNoted: per node index, whether the last view note said it is a learner. */
+  private readonly learnersNoted = new Map<number, boolean>();
   readonly network: Network;
   readonly limits: EngineLimits;
   readonly tickMs: number;
   readonly foundingRoster: Roster;
+  /** clusterId is the id this cluster's calls carry on the simulated wire (the real edge checks it). */
+  readonly clusterId: string;
+  readonly coverage = new Coverage();
+  /** crashPoints: armed boundary-crash traps (sim/crash-points.ts), consulted at every step. */
+  readonly crashPoints = new CrashPoints();
+  /** mayRestart: a boundary crash's node comes back after its downtime unless this says no. */
+  mayRestart: (index: number) => boolean = () => true;
   eventCount = 0;
   private readonly queue = new EventQueue<SimEvent>();
   private readonly router: RpcRouter;
@@ -93,6 +106,7 @@ export class Cluster implements CheckerWorld {
 
   constructor(readonly config: ClusterConfig) {
     if (config.founders.length < 1) throw new Error('a cluster needs at least one founder');
+    this.clusterId = `sim-${config.seed}`;
     this.rootPrng = new Prng(`sim:${config.seed}`);
     this.storagePrng = this.rootPrng.fork('storage');
     this.enginePrng = this.rootPrng.fork('engine');
@@ -118,7 +132,7 @@ export class Cluster implements CheckerWorld {
     const roster = bootstrapRoster(this.nodes.slice(0, config.founders.length).map((n) => n.id));
     roster.members = roster.members.map((m, i) => (config.founders[i]!.learner ? { ...m, role: MemberRole.Learner } : m));
     this.foundingRoster = roster;
-    this.checkers = new CheckerSuite(this, config.extraCheckers ?? []);
+    this.checkers = new CheckerSuite(this, [new CoverageObserver(this), ...(config.extraCheckers ?? [])]);
     this.router = new RpcRouter({
       now: () => this.nowUs,
       nodes: this.nodes,
@@ -130,7 +144,9 @@ export class Cluster implements CheckerWorld {
       step: (node, input) => this.step(node, input),
       guard: (node, what, run) => this.guard(node, what, run),
       nodeByGrpcAddr: (addr) => this.byGrpc.get(addr),
-    }, this.storagePrng, config.storage.snapshotCorruptProbability, config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery);
+      clusterId: this.clusterId,
+      trace: this.trace,
+    }, this.storagePrng, config.storage.snapshotCorruptProbability, config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery, this.rootPrng.fork('late'));
   }
 
   // ---- the world as checkers and scripts see it ----
@@ -141,6 +157,21 @@ export class Cluster implements CheckerWorld {
 
   nodeByGrpcAddr(addr: string): SimNode | undefined {
     return this.byGrpc.get(addr);
+  }
+
+  /** foreignCall describes a forged call a server took in (null for a member's call). */
+  foreignCall(callId: number): ForeignCall | null {
+    return this.router.foreignCalls.get(callId) ?? null;
+  }
+
+  /** otherClusterRefusals counts calls the simulated edge refused for carrying another cluster's id. */
+  get otherClusterRefusals(): number {
+    return this.router.otherClusterRefusals;
+  }
+
+  /** cutOff: a message from `from` to `to` cannot get through now (a partition, or `to` not up). */
+  cutOff(from: SimNode, to: SimNode): boolean {
+    return to.state !== 'up' || this.network.isBlocked(from.index, to.index);
   }
 
   /** leader is the live node that claims leadership in the highest term, or null. */
@@ -234,6 +265,7 @@ export class Cluster implements CheckerWorld {
   crash(ref: NodeRef): void {
     const node = this.node(ref);
     if (!node.isLive) return;
+    if (node.storage.pendingCount > 0) this.coverage.add('crash-unsynced-append');
     const torn = node.storage.crash(this.storagePrng, this.config.storage.tornWriteProbability);
     node.state = 'down';
     node.engine = null;
@@ -289,6 +321,13 @@ export class Cluster implements CheckerWorld {
     this.recordWorld('heal');
   }
 
+  /** healNode lifts the partitions touching one node (clogs stay). */
+  healNode(ref: NodeRef): void {
+    const node = this.node(ref);
+    this.network.healNode(node.index);
+    this.recordWorld(`heal ${node.name}`);
+  }
+
   clog(from: NodeRef, to: NodeRef, ms: number): void {
     const [a, b] = [this.node(from), this.node(to)];
     this.network.clog(a.index, b.index, this.nowUs + msToUs(ms));
@@ -303,6 +342,13 @@ export class Cluster implements CheckerWorld {
     node.seeds = via.map((r) => this.node(r).id.grpcAddr);
     this.startNode(node);
     this.recordWorld(`join ${node.name} via ${node.seeds.join(',')}`);
+  }
+
+  /** injectForeign delivers a forged call (sim/foreign.ts) to a node from outside the cluster. */
+  injectForeign(ref: NodeRef, message: ForeignMessage): void {
+    const node = this.node(ref);
+    this.router.injectForeign(node, message.request, message.clusterId, message.kind);
+    this.recordWorld(`foreign ${message.kind} ${message.request.method} -> ${node.name}${message.clusterId === this.clusterId ? '' : ` (cluster ${message.clusterId})`}`);
   }
 
   /** propose hands a client command to a node (as the client's believed leader); it returns the proposalId. */
@@ -405,7 +451,14 @@ export class Cluster implements CheckerWorld {
     const node = this.nodes[event.node]!;
     if (event.k === 'request') {
       if (node.state === 'paused') node.inbox.push(event);
-      else if (node.state === 'up') this.router.serve(node, event.callKey, event.request);
+      else if (node.state === 'up') {
+        if (event.afterCrashOf !== undefined && event.afterCrashOf < node.incarnation) {
+          this.coverage.add('replay-after-crash');
+          if (event.request.method === 'RequestVote') this.coverage.add('vote-replay-after-crash');
+        }
+        this.noteDelivery(event.msg);
+        this.router.serve(node, event);
+      }
       else if (!event.copy) this.router.refuse(event.callKey, event.node);
       return;
     }
@@ -436,10 +489,16 @@ export class Cluster implements CheckerWorld {
         const call = this.router.calls.outbound.get(event.callKey);
         if (!call) return;
         if (event.final) this.router.settle(call);
+        if (event.lateFromTerm !== undefined) {
+          this.coverage.add('late-answer');
+          if ((node.status?.term ?? 0) > event.lateFromTerm) this.coverage.add('late-answer-new-term');
+        }
+        this.noteDelivery(event.msg);
         this.step(node, event.input);
         return;
       }
       case 'snapshot':
+        if (this.router.calls.outbound.has(event.callKey)) this.noteDelivery(event.msg);
         this.router.receiveSnapshot(node, event);
         return;
       case 'deadline': {
@@ -485,7 +544,10 @@ export class Cluster implements CheckerWorld {
 
   private step(node: SimNode, input: Input): void {
     const engine = node.engine!;
-    const before = node.status;
+    // A forged call's step is judged on a fresh status (foreign-traffic checker): node.status may
+    // lag fields that effect-less steps move (a leader's durableSeq, say).
+    const forged = input.type === 'request' && this.router.foreignCalls.has(input.callId);
+    const before = forged ? this.guard(node, 'status', () => engine.status()) : node.status;
     const effects = this.guard(node, `step(${input.type})`, () => engine.step(input));
     // A step with no effects changed nothing a checker reads: a new term, vote or role comes
     // with saveHardState or roleChanged, a commit with apply, readiness with its effect. So the
@@ -494,13 +556,50 @@ export class Cluster implements CheckerWorld {
     const after = quiet ? before : this.guard(node, 'status', () => engine.status());
     node.status = after;
     if (!quiet) this.noteIdentity(node, after);
+    if (!quiet && this.trace.takesNotes) this.noteLearner(node, after);
     const incarnation = node.incarnation;
-    for (const effect of effects) {
+    const sprung = this.crashPoints.spring(node.index, effects, this.nowUs);
+    const replay = sprung && sprung.trap.replayDelayMs >= 0 && input.type === 'request' ? this.router.calls.inbound.get(input.callId) : undefined;
+    const carried = sprung ? effects.slice(0, sprung.carryCount) : effects;
+    for (const effect of carried) {
       this.execute(node, effect, after);
       if (node.incarnation !== incarnation) break;
     }
-    this.trace.record(traceLine(this.eventCount, this.nowUs, node.index, input, effects));
-    this.checkers.afterStep({ node, input, effects, before, after, nowUs: this.nowUs });
+    this.trace.record(traceLine(this.eventCount, this.nowUs, node.index, input, carried));
+    this.checkers.afterStep({ node, input, effects: carried, before, after, nowUs: this.nowUs, cutShort: sprung !== null });
+    if (sprung && node.incarnation === incarnation) this.crashAtBoundary(node, sprung, replay);
+  }
+
+  /** crashAtBoundary crashes a node a trap caught mid-step, restarts it later and may replay the request it served. */
+  private crashAtBoundary(node: SimNode, sprung: Sprung, replay: { callKey: number; request: RpcRequest } | undefined): void {
+    const { trap } = sprung;
+    if (trap.boundary === 'after-hard-state') this.coverage.add('crash-after-hard-state');
+    if (trap.boundary === 'after-reply') this.coverage.add('crash-after-reply');
+    this.recordWorld(`boundary crash ${node.name} ${trap.boundary} after ${sprung.carryCount} effects`);
+    const crashedIncarnation = node.incarnation;
+    this.crash(node.index);
+    const restartUs = this.nowUs + msToUs(trap.downMs);
+    this.schedule(restartUs, 'boundary crash ends: restart', () => {
+      if (this.mayRestart(node.index)) this.restart(node.index);
+    });
+    if (replay) {
+      this.queue.push(restartUs + msToUs(trap.replayDelayMs), {
+        k: 'request', node: node.index, from: -1, callKey: replay.callKey, request: replay.request, copy: true, cluster: this.clusterId, foreign: '', afterCrashOf: crashedIncarnation,
+      });
+    }
+  }
+
+  /** noteLearner tells the trace viewer when a node's own roster entry turns learner or stops being one. */
+  private noteLearner(node: SimNode, status: EngineStatus): void {
+    const learner = status.id !== 0 && status.roster.members.some((m) => m.id === status.id && m.role === MemberRole.Learner);
+    if ((this.learnersNoted.get(node.index) ?? false) === learner) return;
+    this.learnersNoted.set(node.index, learner);
+    this.trace.note(`{"v":"l","n":${node.index},"t":${this.nowUs},"learner":${learner ? 1 : 0}}`);
+  }
+
+  /** noteDelivery tells the trace viewer that view-noted message `msg` reached its engine now. */
+  private noteDelivery(msg: number | undefined): void {
+    if (msg !== undefined && msg > 0) this.trace.note(`{"v":"r","m":${msg},"t":${this.nowUs}}`);
   }
 
   private recordWorld(label: string): void {
@@ -508,6 +607,7 @@ export class Cluster implements CheckerWorld {
   }
 
   private execute(node: SimNode, effect: Effect, after: EngineStatus): void {
+    this.checkers.beforeEffect(node, effect, 'callId' in effect ? this.router.calls.inbound.get(effect.callId)?.request ?? null : null);
     switch (effect.type) {
       case 'saveHardState':
         node.storage.saveHardState(effect.hardState);

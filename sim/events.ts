@@ -1,6 +1,7 @@
 // SimEvent is everything that can happen in the world at a point of virtual
 // time. Events for one engine incarnation carry `inc`; they are dropped when
 // that incarnation is gone (crashed) and queued while the node is paused.
+// `msg` is the view note id of the message an event carries (0 or absent: none; see sim/trace.ts).
 import type { Input } from '../engine/types.js';
 import type { RpcRequest, SnapshotHeader } from '../engine/rpc.js';
 import type { Artifact } from './artifacts.js';
@@ -10,12 +11,17 @@ export type SimEvent =
   | { k: 'stats'; node: number; inc: number }
   /** input: hand an input to one incarnation; netFrom is the sending node, -1 for a client. */
   | { k: 'input'; node: number; inc: number; input: Input; netFrom: number }
-  /** request: a call arrives at a server (any incarnation of it). */
-  | { k: 'request'; node: number; from: number; callKey: number; request: RpcRequest; copy: boolean }
+  /**
+   * request: a call arrives at a server (any incarnation of it). `cluster` is the cluster id it
+   * carries on the wire; `foreign` names the forgery of forged traffic (sim/foreign.ts: no caller,
+   * from = -1), '' for a member's call; afterCrashOf: a replay aimed past that incarnation's crash.
+   */
+  | { k: 'request'; node: number; from: number; callKey: number; request: RpcRequest; copy: boolean; cluster: string; foreign: string; afterCrashOf?: number; msg?: number }
   /** answer: a response, failure, chunk or end arrives at the caller. */
-  | { k: 'answer'; node: number; inc: number; netFrom: number; callKey: number; input: Input; final: boolean }
+  /** answer: lateFromTerm is set on an answer held back 0.5-3 election timeouts: the caller's term when it called. */
+  | { k: 'answer'; node: number; inc: number; netFrom: number; callKey: number; input: Input; final: boolean; lateFromTerm?: number; msg?: number }
   /** snapshot: a FetchSnapshot stream arrives (whole) at the puller, or fails. */
-  | { k: 'snapshot'; node: number; inc: number; from: number; callKey: number; header: SnapshotHeader; files: Map<string, Uint8Array> | null; failure: string }
+  | { k: 'snapshot'; node: number; inc: number; from: number; callKey: number; header: SnapshotHeader; files: Map<string, Uint8Array> | null; failure: string; msg?: number }
   | { k: 'deadline'; node: number; inc: number; callKey: number }
   | { k: 'sync'; node: number; inc: number }
   | { k: 'staged'; node: number; inc: number; artifact: Artifact }

@@ -3,7 +3,8 @@
 // as a list so a failing run can be shrunk by dropping entries. Each fault
 // carries its own salt for any choice it makes when it fires, so dropping one
 // fault does not change what the others do.
-import { MemberRole, type AdminOp, type Roster } from '../engine/types.js';
+import { MemberRole, type AdminOp, type EngineStatus, type Roster } from '../engine/types.js';
+import { forgeForeignMessage, type ForeignMessage } from './foreign.js';
 import { voterIds } from '../engine/roster.js';
 import type { SimOptions } from './options.js';
 import { Prng, pickByFraction } from './prng.js';
@@ -19,7 +20,9 @@ export type FaultEvent =
   | { kind: 'remove'; atMs: number; salt: number }
   | { kind: 'promote'; atMs: number; salt: number }
   | { kind: 'transfer'; atMs: number; salt: number }
-  | { kind: 'idle'; atMs: number; durationMs: number; salt: number };
+  | { kind: 'idle'; atMs: number; durationMs: number; salt: number }
+  /** foreign: a volley of forged calls (sim/foreign.ts) at live nodes over durationMs. */
+  | { kind: 'foreign'; atMs: number; durationMs: number; salt: number };
 
 /** FAULT_START_MS: no fault fires before the cluster had a chance to elect a first leader. */
 const FAULT_START_MS = 2_000;
@@ -48,6 +51,13 @@ export function faultSchedule(options: SimOptions): FaultEvent[] {
     const atMs = Math.round(prng.uniform(FAULT_START_MS, Math.max(FAULT_START_MS + 1, options.safetyPhaseMs * 0.7)));
     events.push({ kind: 'join', atMs, slot: options.founderCount + j, salt: salt() });
   }
+  // Foreign traffic draws from its own stream, so turning it on leaves every other fault as it was.
+  if (rates.foreignPerMinute > 0) {
+    const fp = new Prng(`sim:${options.seed}`).fork('foreign-faults');
+    for (let i = Math.max(1, Math.round(rates.foreignPerMinute * minutes * fp.uniform(0.5, 1.5))); i > 0; i--) {
+      events.push({ kind: 'foreign', atMs: Math.round(fp.uniform(FAULT_START_MS, Math.max(FAULT_START_MS + 1, options.safetyPhaseMs))), durationMs: Math.round(fp.uniform(200, 5_000)), salt: fp.uint32() });
+    }
+  }
   return events
     .map((event, order) => ({ event, order }))
     .sort((a, b) => a.event.atMs - b.event.atMs || a.order - b.order)
@@ -58,6 +68,8 @@ export function describeFault(event: FaultEvent): string {
   switch (event.kind) {
     case 'crash': case 'pause': case 'clog': case 'idle':
       return `${event.kind} at ${event.atMs}ms for ${event.durationMs}ms`;
+    case 'foreign':
+      return `foreign traffic at ${event.atMs}ms for ${event.durationMs}ms`;
     case 'partition':
       return `partition (${event.shape}) at ${event.atMs}ms for ${event.durationMs}ms`;
     case 'join':
@@ -70,7 +82,9 @@ export function describeFault(event: FaultEvent): string {
 /** FaultWorld is what firing a fault needs from the world. */
 export interface FaultWorld {
   readonly nowUs: number;
-  readonly nodes: readonly { index: number; state: string; status: { id: number; removed: boolean } | null }[];
+  readonly nodes: readonly { index: number; state: string; status: EngineStatus | null }[];
+  /** clusterId is the cluster's wire id (forged calls may carry it, or another). */
+  readonly clusterId: string;
   leaderRoster(): { leaderId: number; roster: Roster } | null;
   crash(index: number): void;
   restart(index: number): void;
@@ -84,8 +98,13 @@ export interface FaultWorld {
   /** admin sends an operator command to the leader, or to `target` (a node slot) when given. */
   admin(op: AdminOp, target?: number): number;
   idle(untilMs: number): void;
+  /** foreign delivers a forged call to a node (sim/foreign.ts). */
+  foreign(index: number, message: ForeignMessage): void;
   schedule(atMs: number, label: string, run: () => void): void;
 }
+
+/** FOREIGN_VOLLEY_COUNT_MAX bounds the forged calls one foreign-traffic fault sends. */
+const FOREIGN_VOLLEY_COUNT_MAX = 24;
 
 /** FaultInjector fires faults during the safety phase and undoes them when their time is up. */
 export class FaultInjector {
@@ -178,6 +197,21 @@ export class FaultInjector {
       case 'idle':
         w.idle(nowMs + event.durationMs);
         return;
+      case 'foreign': {
+        // Each forged call picks its target when it is sent and reads its status (term, leader,
+        // log), as an attacker watching the cluster would; they stop with the safety phase.
+        const count = prng.between(1, FOREIGN_VOLLEY_COUNT_MAX);
+        for (let i = 0; i < count; i++) {
+          const shot = new Prng(`fault:${event.salt}:${i}`);
+          w.schedule(nowMs + shot.uniform(0, event.durationMs), 'foreign call', () => {
+            if (!this.active) return;
+            const targets = w.nodes.filter((n) => (n.state === 'up' || n.state === 'paused') && n.status !== null);
+            const target = pickByFraction(targets, shot.next());
+            if (target) w.foreign(target.index, forgeForeignMessage(shot, target.status!, w.clusterId));
+          });
+        }
+        return;
+      }
     }
   }
 

@@ -27,10 +27,10 @@ export class Network {
     return this.knobs;
   }
 
-  /** calm turns off random loss, duplication, replay, hold-back and tight capacity (the liveness phase). */
+  /** calm turns off random loss, duplication, replay, hold-back, late answers and tight capacity (the liveness phase). */
   calm(): void {
     this.knobs = {
-      ...this.knobs, lossProbability: 0, duplicateProbability: 0, replayProbability: 0, reorderProbability: 0,
+      ...this.knobs, lossProbability: 0, duplicateProbability: 0, replayProbability: 0, reorderProbability: 0, lateAnswerProbability: 0,
       linkInflightCountMax: Math.max(this.knobs.linkInflightCountMax, SIM_LIMITS.linkInflightCountMax),
     };
   }

@@ -17,6 +17,11 @@ export interface NetworkKnobs {
   oneWayDelayMsMax: number;
   /** linkInflightCountMax: capacity of one directed link; beyond it messages drop. */
   linkInflightCountMax: number;
+  /**
+   * lateAnswerProbability: a unary answer is held back 0.5-3 election timeouts, never past its call's
+   * deadline (sim/late-answers.ts). Absent = 0.
+   */
+  lateAnswerProbability?: number;
 }
 
 export interface StorageKnobs {
@@ -37,6 +42,12 @@ export interface FaultRates {
   removePerMinute: number;
   promotePerMinute: number;
   idlePerMinute: number;
+  /** foreignPerMinute: volleys of forged calls (sim/foreign.ts) from outside the cluster. */
+  foreignPerMinute: number;
+  /** boundaryCrashPerMinute: crashes placed at effect boundaries, some with a replay (sim/faults-vopr.ts). Absent = 0. */
+  boundaryCrashPerMinute?: number;
+  /** confBurstPerMinute: bursts of membership changes around a provoked election (sim/faults-vopr.ts). Absent = 0. */
+  confBurstPerMinute?: number;
 }
 
 export interface WorkloadKnobs {
@@ -79,8 +90,11 @@ export interface SimOptions {
   onlyFaults: number[] | null;
 }
 
-/** swarmOptions draws one seed's cluster shape and fault mix. */
-export function swarmOptions(seed: number): SimOptions {
+/**
+ * swarmOptions draws one seed's cluster shape and fault mix. With `vopr` (the default) it then adds the
+ * boundary faults and their focus (swarmVopr); vopr = false is the mix from before them.
+ */
+export function swarmOptions(seed: number, vopr = true): SimOptions {
   const prng = new Prng(`sim:${seed}`).fork('swarm');
   const founderCount = prng.pick([1, 2, 3, 3, 3, 3, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5, 6, 7, 7]);
   const oldPeerCount = prng.chance(0.3) ? prng.between(1, Math.min(SIM_LIMITS.oldPeerCountMax, founderCount)) : 0;
@@ -124,6 +138,7 @@ export function swarmOptions(seed: number): SimOptions {
       removePerMinute: on(0.3, () => prng.uniform(0.1, 1)),
       promotePerMinute: on(0.7, () => prng.uniform(0.5, 3)),
       idlePerMinute: on(0.4, () => prng.uniform(0.2, 1)),
+      foreignPerMinute: foreignRate(seed),
     },
     // The burst size comes from its own stream so the swarm's other draws (and old seeds' runs with --burst 1) stay as they were.
     workload: {
@@ -135,7 +150,74 @@ export function swarmOptions(seed: number): SimOptions {
     livenessPhaseMsMax: SIM_LIMITS.livenessPhaseMsMax,
     onlyFaults: null,
   };
+  if (vopr) swarmVopr(options);
   return options;
+}
+
+/**
+ * FOREIGN_SEED_FRACTION of default seeds get foreign traffic, drawn on its own PRNG stream so the
+ * swarm's other draws (and so every other seed's run) stay as they were.
+ */
+const FOREIGN_SEED_FRACTION = 0.3;
+/** FOREIGN_RATE_FORCED is the volley rate --foreign-traffic sets for every seed. */
+export const FOREIGN_RATE_FORCED = 4;
+
+function foreignRate(seed: number): number {
+  const prng = new Prng(`sim:${seed}`).fork('foreign');
+  return prng.chance(FOREIGN_SEED_FRACTION) ? prng.uniform(0.5, FOREIGN_RATE_FORCED) : 0;
+}
+
+/** VoprFocus: which boundary faults a seed leans on (swarm weights: each combination is common in some seeds). */
+export type VoprFocus = 'none' | 'late' | 'barrier' | 'membership' | 'all';
+
+/** VOPR_FOCUS_WEIGHTS: how many seeds in 12 lean on each focus (the rest turn single kinds on now and then). */
+const VOPR_FOCUS_WEIGHTS: [VoprFocus, number][] = [['none', 4], ['late', 2], ['barrier', 2], ['membership', 2], ['all', 2]];
+
+/**
+ * swarmVopr adds the faults modelled on TigerBeetle's VOPR, drawn from their own PRNG stream (the swarm's
+ * other draws stay as they were): late answers, crashes at effect boundaries with replays, bursts of
+ * membership changes around elections. A focus turns a family up together and bends the seed's other
+ * knobs towards it (replays for crashes at boundaries, joiners for membership bursts), so the rare
+ * combinations are common in some seeds instead of rare in all.
+ */
+export function swarmVopr(options: SimOptions): VoprFocus {
+  const prng = new Prng(`sim:${options.seed}`).fork('vopr');
+  const focus = pickWeighted(prng, VOPR_FOCUS_WEIGHTS);
+  const late = focus === 'late' || focus === 'all' || prng.chance(0.2);
+  const barrier = focus === 'barrier' || focus === 'all' || prng.chance(0.2);
+  const membership = focus === 'membership' || focus === 'all' || prng.chance(0.15);
+  const strong = focus !== 'none';
+  const lateDraw = prng.uniform(0.02, 0.08);
+  const barrierDraw = prng.uniform(1, 4);
+  const burstDraw = prng.uniform(0.5, 2);
+  if (late) options.network.lateAnswerProbability = strong && focus !== 'membership' && focus !== 'barrier' ? lateDraw * 4 : lateDraw;
+  if (barrier) {
+    options.faults.boundaryCrashPerMinute = strong && focus !== 'late' && focus !== 'membership' ? barrierDraw * 4 : barrierDraw;
+    if (focus === 'barrier' || focus === 'all') {
+      // Replays and duplicates are what turn a crash inside a barrier window into a double vote.
+      options.network.replayProbability = Math.max(options.network.replayProbability, 0.03);
+      options.network.duplicateProbability = Math.max(options.network.duplicateProbability, 0.03);
+    }
+  }
+  if (membership) {
+    options.faults.confBurstPerMinute = strong && focus !== 'late' && focus !== 'barrier' ? burstDraw * 3 : burstDraw;
+    if (focus === 'membership' || focus === 'all') {
+      // Learners to promote and voters to remove: joiners arrive as learners.
+      options.joinerCount = Math.max(options.joinerCount, 2);
+      options.faults.promotePerMinute = Math.min(options.faults.promotePerMinute, 1);
+    }
+  }
+  return focus;
+}
+
+function pickWeighted<T>(prng: Prng, weights: readonly [T, number][]): T {
+  const total = weights.reduce((sum, [, w]) => sum + w, 0);
+  let draw = prng.next() * total;
+  for (const [item, weight] of weights) {
+    if (draw < weight) return item;
+    draw -= weight;
+  }
+  return weights[weights.length - 1]![0];
 }
 
 /** readKnobs draws the reads and compare-and-sets from their own stream, leaving the swarm's other draws as they were. */
@@ -197,6 +279,7 @@ export const OVERRIDES: readonly Override[] = [
   { flag: 'dup', describe: 'request duplication probability', ...probability, apply: (o, v) => { o.network.duplicateProbability = v; } },
   { flag: 'replay', describe: 'late request replay probability', ...probability, apply: (o, v) => { o.network.replayProbability = v; } },
   { flag: 'reorder', describe: 'message hold-back (reordering) probability', ...probability, apply: (o, v) => { o.network.reorderProbability = v; } },
+  { flag: 'late', describe: 'probability an answer is held 0.5-3 election timeouts (within its deadline)', ...probability, apply: (o, v) => { o.network.lateAnswerProbability = v; } },
   { flag: 'delay-ms-min', describe: 'one-way delay lower bound, ms', min: 0, max: 10_000, apply: (o, v) => { o.network.oneWayDelayMsMin = v; o.network.oneWayDelayMsMax = Math.max(v, o.network.oneWayDelayMsMax); } },
   { flag: 'delay-ms-max', describe: 'one-way delay upper bound, ms', min: 0, max: 10_000, apply: (o, v) => { o.network.oneWayDelayMsMax = v; o.network.oneWayDelayMsMin = Math.min(v, o.network.oneWayDelayMsMin); } },
   { flag: 'capacity', describe: 'messages in flight per directed link before drops', min: 1, max: 1_000_000, apply: (o, v) => { o.network.linkInflightCountMax = v; } },
@@ -210,6 +293,11 @@ export const OVERRIDES: readonly Override[] = [
   { flag: 'remove-rate', describe: 'member removals per simulated minute', ...rate, apply: (o, v) => { o.faults.removePerMinute = v; } },
   { flag: 'promote-rate', describe: 'learner promotions per simulated minute', ...rate, apply: (o, v) => { o.faults.promotePerMinute = v; } },
   { flag: 'idle-rate', describe: 'idle periods (no writes) per simulated minute', ...rate, apply: (o, v) => { o.faults.idlePerMinute = v; } },
+  { flag: 'foreign-rate', describe: 'volleys of forged calls from outside the cluster per simulated minute (--foreign-traffic: 4)', ...rate, apply: (o, v) => { o.faults.foreignPerMinute = v; } },
+  { flag: 'boundary-crash-rate', describe: 'crashes at effect boundaries (with replays) per simulated minute', ...rate, apply: (o, v) => { o.faults.boundaryCrashPerMinute = v; } },
+  { flag: 'conf-burst-rate', describe: 'bursts of membership changes around an election per simulated minute', ...rate, apply: (o, v) => { o.faults.confBurstPerMinute = v; } },
+  { flag: 'vopr', describe: '0 = the fault mix from before the boundary faults (late answers, boundary crashes, conf bursts)', min: 0, max: 1,
+    apply: () => { /* read by optionsFor before the swarm draw */ } },
   { flag: 'write-interval-ms', describe: 'mean gap between client writes, ms', min: 1, max: 3_600_000, apply: (o, v) => { o.workload.writeIntervalMsMean = v; } },
   { flag: 'register-clients', describe: 'recorded closed-loop clients (reads, puts, cas; 0 = none)', min: 0, max: 64, apply: (o, v) => { o.workload.registerClientCount = v; } },
   { flag: 'think-ms', describe: 'mean pause of a recorded client between operations, ms', min: 0, max: 3_600_000, apply: (o, v) => { o.workload.registerThinkMsMean = v; } },
@@ -251,7 +339,8 @@ export function applyOverrides(options: SimOptions, values: OverrideValues): Sim
 
 /** optionsFor is the options one run uses: the seed's swarm draw, then overrides. */
 export function optionsFor(seed: number, overrides: OverrideValues = {}, onlyFaults: number[] | null = null): SimOptions {
-  const options = applyOverrides(swarmOptions(seed), overrides);
+  if ('vopr' in overrides && overrides.vopr !== 0 && overrides.vopr !== 1) throw new Error(`--vopr must be 0 or 1, got ${overrides.vopr}`);
+  const options = applyOverrides(swarmOptions(seed, overrides.vopr !== 0), overrides);
   // The floor follows the pipeline the run really has (overrides included), unless pinned.
   if (!('write-interval-ms' in overrides)) {
     options.workload.writeIntervalMsMean = Math.max(options.workload.writeIntervalMsMean, writeIntervalMsFloor(options));

@@ -3,15 +3,18 @@
 // transfer (verify, install) and status polls. The Cluster hosts it.
 import type { Effect, EngineLimits, Input } from '../engine/types.js';
 import type { RpcRequest, RpcStatus, SnapshotHeader } from '../engine/rpc.js';
-import { StatusCode } from '../engine/rpc.js';
+import { StatusCode, TRAILER_REFUSAL } from '../engine/rpc.js';
 import { readMeta, readStateText, verifyFiles, type Artifact } from './artifacts.js';
 import { CallTable, type CallKind, type OutboundCall } from './calls.js';
 import type { CheckerSuite } from './checkers/suite.js';
 import type { SimEvent } from './events.js';
+import { lateArrivalUs } from './late-answers.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
 import { LOST, type Network } from './network.js';
 import type { SimNode } from './node.js';
 import type { Prng } from './prng.js';
+import type { Trace } from './trace.js';
+import { describeInput, describeRequest } from './trace-format.js';
 import { violate } from './violation.js';
 import { carryChunk, carryHeader, carryRequest, carryResponse, shallowRequest, shallowResponse, unreachable } from './wire.js';
 
@@ -27,17 +30,35 @@ export interface RouterHost {
   step(node: SimNode, input: Input): void;
   guard<T>(node: SimNode, what: string, run: () => T): T;
   nodeByGrpcAddr(addr: string): SimNode | undefined;
+  /** clusterId is this cluster's id; every call carries it on the wire, as the real peer calls do. */
+  readonly clusterId: string;
+  /** trace takes view notes: each network message with its fate, for the trace viewer (sim/view/). */
+  readonly trace: Trace;
+}
+
+/** ForeignCall describes a forged call a server took in (sim/foreign.ts), for the foreign-traffic checker. */
+export interface ForeignCall {
+  kind: string;
+  cluster: string;
 }
 
 export class RpcRouter {
   readonly calls = new CallTable();
+  /** foreignCalls: server callIds of forged calls that reached an engine, by callId. */
+  readonly foreignCalls = new Map<number, ForeignCall>();
+  /** otherClusterRefusals counts calls refused at the edge for carrying another cluster's id. */
+  otherClusterRefusals = 0;
   private wireCount = 0;
+  /** messageCount numbers view-noted messages (1, 2, ...); 0 means not noted. */
+  private messageCount = 0;
 
   constructor(
     private readonly host: RouterHost,
     private readonly prng: Prng,
     private readonly snapshotCorruptProbability: number,
     private readonly wireEvery: number,
+    /** latePrng draws late answers only, so runs without them draw what they did before. */
+    private readonly latePrng: Prng | null = null,
   ) {}
 
 
@@ -51,7 +72,9 @@ export class RpcRouter {
     const deadlineUs = kind === 'unary'
       ? SIM_LIMITS.callDeadlineElectionTimeouts * electionUs
       : Math.max(SIM_LIMITS.callDeadlineElectionTimeouts * electionUs, msToUs((this.host.limits.pullTimeoutTicks + SIM_LIMITS.pullDeadlineExtraTicks) * this.host.tickMs));
-    this.host.push(this.host.now() + deadlineUs, { k: 'deadline', node: node.index, inc: node.incarnation, callKey: call.key });
+    call.deadlineUs = this.host.now() + deadlineUs;
+    call.callerTerm = node.status?.term ?? 0;
+    this.host.push(call.deadlineUs, { k: 'deadline', node: node.index, inc: node.incarnation, callKey: call.key });
     const target = this.host.nodeByGrpcAddr(to);
     if (!target) {
       this.refuse(call.key, -1);
@@ -59,10 +82,26 @@ export class RpcRouter {
     }
     const carried = this.onWire() ? this.host.guard(node, `encode ${request.method}`, () => carryRequest(request)) : shallowRequest(request);
     const atUs = this.host.network.send(node.index, target.index, this.host.now());
-    if (atUs !== LOST) this.host.push(atUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: false });
+    const cluster = this.host.clusterId;
+    const msg = this.noteMessage(node.index, target.index, atUs, request.method, false, false, () => describeRequest(request));
+    if (atUs !== LOST) this.host.push(atUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: false, cluster, foreign: '', msg });
     for (const copyAtUs of this.host.network.extraCopies(node.index, target.index, this.host.now())) {
-      this.host.push(copyAtUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: true });
+      const copyMsg = this.noteMessage(node.index, target.index, copyAtUs, request.method, false, true, () => describeRequest(request));
+      this.host.push(copyAtUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: true, cluster, foreign: '', msg: copyMsg });
     }
+  }
+
+  /**
+   * noteMessage writes a view note for one message (sim/trace.ts): who sent it to whom, when, its
+   * planned arrival (-1: lost on the network), its method and whether it is an answer or a copy.
+   * Returns its id for the delivery note, 0 when the trace takes no notes.
+   */
+  private noteMessage(from: number, to: number, atUs: number, method: string, answer: boolean, copy: boolean, describe: () => string): number {
+    if (!this.host.trace.takesNotes) return 0;
+    const id = ++this.messageCount;
+    const extra = (answer ? ',"a":1' : '') + (copy ? ',"c":1' : '');
+    this.host.trace.note(`{"v":"m","m":${id},"f":${from},"to":${to},"t":${this.host.now()},"at":${atUs},"k":"${method}"${extra},"d":${JSON.stringify(describe())}}`);
+    return id;
   }
 
   /** onWire says whether this message takes the full protobuf round trip (a deterministic sample). */
@@ -88,9 +127,34 @@ export class RpcRouter {
     if (node.openRequests.get(call.requestId) === call.key) node.openRequests.delete(call.requestId);
   }
 
-  serve(node: SimNode, callKey: number, request: RpcRequest): void {
-    const inbound = this.calls.accept(callKey, node.index, node.incarnation, request);
-    this.host.step(node, { type: 'request', callId: inbound.callId, request });
+  /**
+   * serve hands a call to the server's engine — unless it carries another cluster's id, which the
+   * edge refuses first (FAILED_PRECONDITION, x-svc-refusal: other-cluster), as a real node does.
+   */
+  serve(node: SimNode, event: Extract<SimEvent, { k: 'request' }>): void {
+    if (event.cluster !== this.host.clusterId) {
+      this.otherClusterRefusals++;
+      const call = this.calls.outbound.get(event.callKey);
+      if (!call || event.copy) return;
+      const refusal: RpcStatus = { code: StatusCode.FAILED_PRECONDITION, details: `cluster id ${event.cluster} is not ${this.host.clusterId}`, trailers: { [TRAILER_REFUSAL]: 'other-cluster' } };
+      const atUs = this.planAnswer(node.index, call);
+      const input: Input = { type: 'callFailed', requestId: call.requestId, status: refusal };
+      const msg = this.noteMessage(node.index, call.caller, atUs, call.method, true, false, () => describeInput(input));
+      if (atUs !== LOST) this.host.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: node.index, callKey: call.key, input, final: true, msg });
+      return;
+    }
+    const inbound = this.calls.accept(event.callKey, node.index, node.incarnation, event.request);
+    if (event.foreign !== '') this.foreignCalls.set(inbound.callId, { kind: event.foreign, cluster: event.cluster });
+    this.host.step(node, { type: 'request', callId: inbound.callId, request: event.request });
+  }
+
+  /**
+   * injectForeign delivers a forged call (sim/foreign.ts) from outside the cluster: no caller, so
+   * nothing answers back; a plain network delay, no partition applies (the attacker is elsewhere).
+   */
+  injectForeign(target: SimNode, request: RpcRequest, cluster: string, kind: string): void {
+    const atUs = this.host.now() + this.host.network.shortDelayUs();
+    this.host.push(atUs, { k: 'request', node: target.index, from: -1, callKey: 0, request, copy: false, cluster, foreign: kind });
   }
 
   answer(server: SimNode, effect: Extract<Effect, { callId: number }>): void {
@@ -128,8 +192,22 @@ export class RpcRouter {
       default: return unreachable(effect);
     }
     const atUs = this.planAnswer(server.index, call);
+    const msg = this.noteMessage(server.index, call.caller, atUs, call.method, true, false, () => describeInput(input));
     if (atUs === LOST) return;
-    this.host.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final });
+    const lateUs = call.kind === 'unary' ? this.lateUs(call, atUs) : null;
+    if (lateUs !== null) {
+      this.host.push(lateUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final, lateFromTerm: call.callerTerm, msg });
+      return;
+    }
+    this.host.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final, msg });
+  }
+
+  /** lateUs: a held-back arrival time for this unary answer (sim/late-answers.ts), or null. */
+  private lateUs(call: OutboundCall, atUs: number): number | null {
+    const probability = this.host.network.currentKnobs.lateAnswerProbability ?? 0;
+    if (!this.latePrng || probability <= 0) return null;
+    const electionUs = msToUs(this.host.limits.electionTimeoutTicks * this.host.tickMs);
+    return lateArrivalUs(this.latePrng, probability, atUs, this.host.now(), call.deadlineUs, electionUs);
   }
 
   /**
@@ -159,8 +237,9 @@ export class RpcRouter {
       else files = this.maybeCorrupt(artifact.files);
     }
     const atUs = this.planAnswer(server.index, call);
+    const msg = this.noteMessage(server.index, call.caller, atUs, call.method, true, false, () => `snapshot ${header.needed ? header.snapshotSeq : 'not-needed'}`);
     if (atUs === LOST) return;
-    this.host.push(atUs, { k: 'snapshot', node: call.caller, inc: call.callerInc, from: server.index, callKey: call.key, header: carried, files, failure });
+    this.host.push(atUs, { k: 'snapshot', node: call.caller, inc: call.callerInc, from: server.index, callKey: call.key, header: carried, files, failure, msg });
   }
 
   private maybeCorrupt(files: Map<string, Uint8Array>): Map<string, Uint8Array> {

@@ -9,7 +9,9 @@ import { checkLinearizability, type LinearizabilityReport } from './checkers/lin
 import { livenessGap } from './checkers/liveness.js';
 import { checkLogMirror } from './checkers/log-mirror.js';
 import { Cluster, type FounderSpec } from './cluster.js';
+import type { CoverageCounts } from './coverage.js';
 import { describeFault, faultSchedule, FaultInjector, type FaultEvent } from './faults.js';
+import { describeVoprFault, voprSchedule, VoprInjector, type VoprFault } from './faults-vopr.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
 import type { EngineFactory } from './node.js';
 import type { SimOptions } from './options.js';
@@ -35,14 +37,24 @@ export interface RunResult {
   traceHash: string;
   simulatedMs: number;
   failure: RunFailure | null;
-  faults: FaultEvent[];
+  /** faults: the seed's schedule (faults.ts), then its VOPR-style faults (faults-vopr.ts); indices name them. */
+  faults: AnyFault[];
+  /** foreignDelivered: forged calls that reached an engine; otherClusterRefused: refused at the edge for their cluster id. */
   counts: {
     writesIssued: number; writesAcked: number; faultsFired: number; livenessMs: number;
+    foreignDelivered: number; otherClusterRefused: number;
     readsIssued: number; readsServed: number; followerReadsServed: number;
   };
   observed: Counters;
+  coverage: CoverageCounts;
   /** linearizability: the end-of-run check of the clients' history; null when the run failed before it. */
   linearizability: LinearizabilityReport | null;
+}
+
+export type AnyFault = FaultEvent | VoprFault;
+
+export function describeAnyFault(fault: AnyFault): string {
+  return fault.kind === 'boundary-crash' || fault.kind === 'conf-burst' ? describeVoprFault(fault) : describeFault(fault);
 }
 
 export interface RunExtras {
@@ -91,6 +103,10 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     wireRoundTripEvery: extras.wireRoundTripEvery,
   });
   extras.onCluster?.(cluster);
+  if (trace.takesNotes) {
+    trace.note(JSON.stringify({ v: 'meta', seed: options.seed, nodes: cluster.nodes.map((n) => n.name), tickUs: msToUs(cluster.tickMs),
+      electionTimeoutTicks: cluster.limits.electionTimeoutTicks }));
+  }
   const workload = new Workload(cluster, root.fork('workload'), options.workload, root.fork('burst'));
   const registers = new RegisterClients(cluster, root.fork('registers'), options.workload);
   const injector = new FaultInjector({
@@ -111,16 +127,35 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     join: (i, via) => cluster.join(i, via),
     admin: (op, target) => cluster.admin(op, target),
     idle: (untilMs) => workload.idle(msToUs(untilMs)),
+    clusterId: cluster.clusterId,
+    foreign: (i, message) => cluster.injectForeign(i, message),
     schedule: (atMs, label, run) => cluster.schedule(msToUs(atMs), label, run),
   });
-  const all = faultSchedule(options);
+  const vopr = new VoprInjector({
+    get nowUs() { return cluster.nowUs; },
+    nodes: cluster.nodes,
+    leader: () => {
+      const leader = cluster.leader();
+      return leader?.status ? { index: leader.index, id: leader.status.id, roster: leader.status.roster } : null;
+    },
+    armCrash: (trap) => cluster.crashPoints.arm(trap),
+    isolate: (i) => cluster.isolate(i),
+    healNode: (i) => cluster.healNode(i),
+    admin: (op, target) => cluster.admin(op, target),
+    noteConfChangeInElection: () => cluster.coverage.add('conf-change-in-election'),
+    schedule: (atMs, label, run) => cluster.schedule(msToUs(atMs), label, run),
+  });
+  cluster.mayRestart = (i) => !injector.excluded.has(i);
+  // The VOPR-style faults come after the plain ones, so the plain ones keep their indices.
+  const all: AnyFault[] = [...faultSchedule(options), ...voprSchedule(options)];
   const keep = options.onlyFaults ? new Set(options.onlyFaults) : null;
   let faultsFired = 0;
   all.forEach((fault, index) => {
     if (keep && !keep.has(index)) return;
-    cluster.schedule(msToUs(fault.atMs), `fault #${index}: ${describeFault(fault)}`, () => {
+    cluster.schedule(msToUs(fault.atMs), `fault #${index}: ${describeAnyFault(fault)}`, () => {
       faultsFired++;
-      injector.fire(fault);
+      if (fault.kind === 'boundary-crash' || fault.kind === 'conf-burst') vopr.fire(fault);
+      else injector.fire(fault);
     });
   });
 
@@ -147,6 +182,8 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   cluster.schedule(msToUs(options.safetyPhaseMs), 'liveness phase: heal the core', () => {
     livenessStartUs = cluster.nowUs;
     injector.active = false;
+    vopr.active = false;
+    cluster.crashPoints.disarmAll();
     workload.stop();
     registers.stop();
     cluster.heal();
@@ -178,6 +215,9 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
       node: error.nodeIndex >= 0 ? `n${error.nodeIndex + 1}` : '-',
     };
   }
+  if (failure) {
+    trace.note(JSON.stringify({ v: 'fail', invariant: failure.invariant, node: failure.node, message: failure.message, t: cluster.nowUs, i: failure.event }));
+  }
   trace.record(JSON.stringify({ i: cluster.eventCount, t: cluster.nowUs, end: failure ? `fail ${failure.invariant}` : 'pass' }));
   return {
     seed: options.seed,
@@ -192,11 +232,14 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
       writesAcked: workload.ackedCount,
       faultsFired,
       livenessMs: livenessStartUs >= 0 ? (cluster.nowUs - livenessStartUs) / 1_000 : 0,
+      foreignDelivered: cluster.checkers.foreignTraffic.delivered,
+      otherClusterRefused: cluster.otherClusterRefusals,
       readsIssued: registers.counts.readsIssued,
       readsServed: registers.counts.readsServed,
       followerReadsServed: registers.counts.followerReadsServed,
     },
     observed: observer.counters,
+    coverage: { ...cluster.coverage.counts },
     linearizability,
   };
 }

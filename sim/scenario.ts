@@ -73,7 +73,11 @@ function runCommand(state: RunState, line: string): void {
       c.compat.set(node!, compat);
       return;
     }
-    case 'cluster': c.bootstrap(args); return;
+    case 'cluster': { // cluster A B C [learner D E]
+      const at = args.indexOf('learner');
+      c.bootstrap(at >= 0 ? args.slice(0, at) : args, at >= 0 ? args.slice(at + 1) : []);
+      return;
+    }
     case 'tick': c.tick(Number(args[0] ?? 1)); return;
     case 'elect': if (!c.elect(args[0]!)) throw new Error(`${args[0]} did not win an election`); return;
     case 'until': {
@@ -198,6 +202,14 @@ function condition(state: RunState, args: string[]): Condition {
       };
       return { test: () => read() === rest[1], explain: () => `${rest[0]} is ${read()} in the leader's roster, wanted ${rest[1]}` };
     }
+    case 'roster': { // roster NODE NAME voter|learner|removed|absent (in NODE's own roster: the newest in its log)
+      const roleNames = ['voter', 'learner', 'removed'];
+      const read = () => {
+        const m = statusOf(rest[0]!).roster.members.find((x) => x.name === rest[1]);
+        return m ? roleNames[m.role] ?? `role ${m.role}` : 'absent';
+      };
+      return { test: () => read() === rest[2], explain: () => `${rest[1]} is ${read()} in ${rest[0]}'s roster, wanted ${rest[2]}` };
+    }
     case 'converged': {
       const read = () => {
         const live = [...c.nodes.values()].filter((n) => n.alive && !n.engine.status().removed);
@@ -226,9 +238,10 @@ function condition(state: RunState, args: string[]): Condition {
         && (rest[3] === undefined || m.status.trailers[rest[3]] !== undefined));
       return { test: found, explain: () => `${rest[0]} answered no ${rest[1]} with ${rest[2]}${rest[3] ? ` and trailer ${rest[3]}` : ''}` };
     }
-    case 'effect': { // effect NAME TYPE [REASON]
-      const found = () => c.node(rest[0]!).effects.some((e) => e.type === rest[1] && (rest[2] === undefined || ('reason' in e && e.reason === rest[2]) || ('code' in e && e.code === rest[2])));
-      return { test: found, explain: () => `${rest[0]} emitted no ${rest[1]} ${rest[2] ?? ''}` };
+    case 'effect': { // effect NAME TYPE [REASON|CODE] (the reason may have spaces: the rest of the line)
+      const want = rest.length > 2 ? rest.slice(2).join(' ') : undefined;
+      const found = () => c.node(rest[0]!).effects.some((e) => e.type === rest[1] && (want === undefined || ('reason' in e && e.reason === want) || ('code' in e && e.code === want)));
+      return { test: found, explain: () => `${rest[0]} emitted no ${rest[1]} ${want ?? ''}` };
     }
     case 'no-effect': {
       const found = () => c.node(rest[0]!).effects.some((e) => e.type === rest[1] && (rest[2] === undefined || ('code' in e && e.code === rest[2]) || ('reason' in e && e.reason === rest[2])));

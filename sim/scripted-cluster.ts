@@ -5,7 +5,7 @@
 // per file computed once at staging and verified at install.
 import { blake3 } from '@noble/hashes/blake3.js';
 import {
-  Engine, bootstrapRoster, emptyRestoredState, DEFAULT_LIMITS, CURRENT_COMPAT, EntryKind,
+  Engine, bootstrapRoster, emptyRestoredState, DEFAULT_LIMITS, CURRENT_COMPAT, EntryKind, MemberRole,
   type Effect, type EngineConfig, type Input, type Compat, type EngineLimits, type SnapshotMeta, type Entry,
   type HardState, type SnapshotHeader, type RpcRequest, type RpcStatus, type RpcResponse, type Roster,
 } from '../engine/index.js';
@@ -88,9 +88,12 @@ export class ScriptedCluster {
     return `${name}:7000`;
   }
 
-  bootstrap(names: string[]): void {
-    const roster = bootstrapRoster(names.map((n) => ({ name: n, grpcAddr: ScriptedCluster.addr(n), httpAddr: `http://${n}:8080` })));
-    for (const name of names) this.add(name, roster, []);
+  /** bootstrap founds a cluster: voters, then (optionally) founding learners; ids 1..n in order. */
+  bootstrap(names: string[], learners: string[] = []): void {
+    const all = [...names, ...learners];
+    const roster = bootstrapRoster(all.map((n) => ({ name: n, grpcAddr: ScriptedCluster.addr(n), httpAddr: `http://${n}:8080` })));
+    roster.members = roster.members.map((m) => (learners.includes(m.name) ? { ...m, role: MemberRole.Learner } : m));
+    for (const name of all) this.add(name, roster, []);
   }
 
   add(name: string, roster: Roster | null, seeds: string[]): ScriptedNode {
@@ -410,7 +413,8 @@ export class ScriptedCluster {
   admin(op: 'promote' | 'remove' | 'transfer', memberName: string, via?: string): number {
     const target = via ? this.node(via) : this.leader();
     if (!target) throw new Error('no leader for an admin operation');
-    const member = this.node(memberName).engine.status().id || target.engine.status().roster.members.find((m) => m.name === memberName)?.id || 0;
+    // A member need not be a node of ours (a join some client made up): then the roster names it.
+    const member = this.nodes.get(memberName)?.engine.status().id || target.engine.status().roster.members.find((m) => m.name === memberName)?.id || 0;
     const adminId = this.nextAdmin++;
     this.input(target.name, { type: 'admin', adminId, op: { op, memberId: member } });
     this.deliver();

@@ -12,6 +12,7 @@ const SHRINKABLE_KNOBS: { flag: string; read: (r: ReturnType<typeof optionsFor>)
   { flag: 'dup', read: (o) => o.network.duplicateProbability },
   { flag: 'replay', read: (o) => o.network.replayProbability },
   { flag: 'reorder', read: (o) => o.network.reorderProbability },
+  { flag: 'late', read: (o) => o.network.lateAnswerProbability ?? 0 },
   { flag: 'torn', read: (o) => o.storage.tornWriteProbability },
   { flag: 'corrupt-snapshot', read: (o) => o.storage.snapshotCorruptProbability },
 ];

@@ -33,7 +33,7 @@ export function describeInput(input: Input): string {
   }
 }
 
-function describeRequest(request: RpcRequest): string {
+export function describeRequest(request: RpcRequest): string {
   switch (request.method) {
     case 'ShipSegment': return `Ship t${request.body.term} s${request.body.id?.seqno ?? 0} n${request.body.eventCount} l${request.body.leaderLastSeq}`;
     case 'StreamSegments': return `Stream t${request.body.term} f${request.body.fromSeqno}`;

@@ -1,6 +1,10 @@
 // Trace hashes every event line as it happens (SHA-256, incremental) and can
 // also write the lines to a file. Lines are built from numbers and fixed-order
 // fields only, so the same seed gives the same hash on any machine.
+// A file also gets view notes (lines starting `{"v":`, for the trace viewer in
+// sim/view/): message ids linking a send to its delivery, the run's nodes and
+// its failure. Notes are neither hashed nor counted, so a file's non-note lines
+// hash to the printed trace= digest.
 import { createHash, type Hash } from 'node:crypto';
 import { openSync, writeSync, closeSync } from 'node:fs';
 
@@ -22,6 +26,19 @@ export class Trace {
 
   get writesFile(): boolean {
     return this.fd !== null;
+  }
+
+  /** takesNotes: only a file gets view notes; callers skip building them otherwise. */
+  get takesNotes(): boolean {
+    return this.fd !== null;
+  }
+
+  /** note writes a view note (a JSON object with a "v" key first) to the file: not hashed, not counted. */
+  note(line: string): void {
+    if (this.fd === null) return;
+    this.buffered.push(line);
+    this.bufferedChars += line.length + 1;
+    if (this.bufferedChars > 1 << 20) this.flush();
   }
 
   record(line: string): void {

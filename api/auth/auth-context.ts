@@ -7,4 +7,7 @@ export interface AuthContext {
   userId: string;
   role: Role;
   clientIp: string;
+  /** the key's own bounds: what it creates, rotates or revokes must lie within them (key-scope.ts). */
+  expiresAt: string | null;
+  allowedIps: readonly string[] | null;
 }

@@ -55,7 +55,10 @@ export function authenticate(store: DocumentStore, trustedProxies: readonly stri
       if (record.allowed_ips !== null && !addressInRanges(ip, record.allowed_ips)) {
         throw new ApiError('IP_NOT_ALLOWED', 'this API key may not be used from this address');
       }
-      req.auth = { keyId: record.id, userId: record.user_id, role: record.role, clientIp: ip };
+      req.auth = {
+        keyId: record.id, userId: record.user_id, role: record.role, clientIp: ip,
+        expiresAt: record.expires_at, allowedIps: record.allowed_ips,
+      };
     } catch (error) {
       next(error);
       return;

@@ -51,3 +51,43 @@ export function addressInRanges(address: string, rules: readonly string[]): bool
   }
   return false;
 }
+
+/** rangeWithin: every address of `inner` is in `outer` (CIDRs nest or are disjoint, never partly overlap). */
+function rangeWithin(inner: IpRange, outer: IpRange): boolean {
+  return inner[0].kind() === outer[0].kind() && inner[1] >= outer[1] && inner[0].match(outer);
+}
+
+/** halves splits a CIDR into its two CIDRs one bit longer. */
+function halves([address, bits]: IpRange): [IpRange, IpRange] {
+  const bytes = address.toByteArray();
+  const low = bytes.slice();
+  const high = bytes.slice();
+  // Clear every bit from `bits` on for the low half; the high half also sets bit `bits`.
+  for (let bit = bits; bit < bytes.length * 8; bit++) {
+    low[bit >> 3]! &= ~(0x80 >> (bit & 7));
+    high[bit >> 3]! &= ~(0x80 >> (bit & 7));
+  }
+  high[bits >> 3]! |= 0x80 >> (bits & 7);
+  return [[ipaddr.fromByteArray(low), bits + 1], [ipaddr.fromByteArray(high), bits + 1]];
+}
+
+/**
+ * rangeCovered: every address of `range` is in the union of `rules`. A range no single rule holds is covered
+ * only if rules strictly inside it fill it: split it in halves until each half is held by one rule or meets none.
+ * Each split is driven by a rule inside the range, so the work is bounded by rules × prefix bits.
+ */
+function rangeCovered(range: IpRange, rules: readonly IpRange[]): boolean {
+  if (rules.some((rule) => rangeWithin(range, rule))) return true;
+  if (!rules.some((rule) => rangeWithin(rule, range))) return false;
+  const [low, high] = halves(range);
+  return rangeCovered(low, rules) && rangeCovered(high, rules);
+}
+
+/** rulesOutside returns the entries of `inner` that reach addresses `outer` does not allow. */
+export function rulesOutside(inner: readonly string[], outer: readonly string[]): string[] {
+  const outerRanges = outer.map(parseRange).filter((range): range is IpRange => range !== null);
+  return inner.filter((rule) => {
+    const range = parseRange(rule);
+    return range === null || !rangeCovered(range, outerRanges);
+  });
+}

@@ -2,6 +2,11 @@
 // ciphertext to its credential id and category, so a ciphertext copied onto another record fails to open.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
+/** credentialAssociatedData binds a credential's ciphertext to its id and category. */
+export function credentialAssociatedData(record: { id: string; category: string }): string {
+  return `credential:${record.id}:${record.category}`;
+}
+
 const formatVersion = 1;
 const ivBytes = 12;
 const tagBytes = 16;

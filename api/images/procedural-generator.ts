@@ -1,5 +1,5 @@
-// The built-in ImageGenerator: real PNGs without any service. The anchor is a drawing of the subject
-// (anchor-drawing.ts) on a transparent background. A shot is made from the anchor's pixels only: framed
+// The built-in ImageGenerator: real PNGs without any service. The anchor is a drawing of the kind of thing the
+// subject names (anchor-drawing.ts, subject-kinds.ts) on a transparent background. A shot is made from the anchor's pixels only: framed
 // (cropped around the subject's bounding box), turned (squeeze, shear, mirror, tilt), arranged (pair, trio,
 // reflection), lit (brightness, contrast, saturation, tint, a key light's shading, a rim glow) and put on its
 // background with a floor shadow, so every shot shows the very same subject. It is deterministic: the same
@@ -9,6 +9,7 @@ import sharp from 'sharp';
 import type { AnchorRequest, ImageGenerator, ShotRequest } from './image-generator.js';
 import { ImageGenerationError } from './image-generator.js';
 import { anchorSvg } from './anchor-drawing.js';
+import { closeUpFocus, subjectKindOf } from './subject-kinds.js';
 import type { Angle, Arrangement, Background, Framing, Lighting } from './direction-vocabulary.js';
 import { shotRecipe } from './direction-vocabulary.js';
 import type { Raster, Rgb } from './raster.js';
@@ -37,7 +38,7 @@ export class ProceduralImageGenerator implements ImageGenerator {
     const jitter = variationJitter(request.variation, request.direction.name);
     const { widthPx, heightPx } = request;
 
-    let subject = await frame(anchor, recipe.framing, widthPx, heightPx);
+    let subject = await frame(anchor, recipe.framing, closeUpFocus(subjectKindOf(request.subject)), widthPx, heightPx);
     subject = await turn(subject, recipe.angle, widthPx, heightPx);
     subject = await arrange(subject, recipe.arrangement, jitter.rotateDeg, jitter.shiftX, widthPx, heightPx);
     light(subject, recipe.lighting, recipe.angle.fromBehind, jitter.brightness);
@@ -59,16 +60,21 @@ function variationJitter(variation: number, shotName: string): { rotateDeg: numb
   return { rotateDeg: spread(bytes[0]!) * 4, shiftX: spread(bytes[1]!) * 0.04, brightness: 1 + spread(bytes[2]!) * 0.06 };
 }
 
-/** frame crops the anchor around its subject as the framing says, scaled to the output size. */
-async function frame(anchor: Raster, framing: Framing, widthPx: number, heightPx: number): Promise<Raster> {
+/**
+ * frame crops the anchor around its subject as the framing says, scaled to the output size. A framing tighter
+ * than the whole subject centres on the subject kind's focus (an animal's head, a car's front) when it has one.
+ */
+async function frame(anchor: Raster, framing: Framing, focus: { x: number; y: number } | null, widthPx: number,
+  heightPx: number): Promise<Raster> {
   const box = alphaBox(anchor) ?? { left: 0, top: 0, width: anchor.width, height: anchor.height };
   const aspect = widthPx / heightPx;
   // Wide framings must hold the subject's whole width too.
   const regionHeight = Math.max(2, framing.heightOfSubject * box.height,
     framing.heightOfSubject >= 1 ? framing.heightOfSubject * box.width / aspect : 0);
   const regionWidth = Math.max(2, regionHeight * aspect);
-  const centreX = box.left + box.width / 2;
-  const centreY = box.top + framing.centreFromTop * box.height;
+  const close = framing.heightOfSubject < 1 && focus !== null;
+  const centreX = box.left + (close ? focus.x : 0.5) * box.width;
+  const centreY = box.top + (close ? focus.y : framing.centreFromTop) * box.height;
   const region = cropRaster(anchor, Math.round(centreX - regionWidth / 2), Math.round(centreY - regionHeight / 2),
     Math.round(regionWidth), Math.round(regionHeight));
   return resizeRaster(region, widthPx, heightPx);

@@ -3,9 +3,10 @@
 // server for `svc openapi` and SDK generation.
 import {
   allowedIpCountMax, commandArgCountMax, commandArgLengthMax, credentialValueLengthMax, nameLengthMax,
-  pageLimitMax, promptLengthMax, rateLimitPerSecondDefault, workspacePathLengthMax,
+  pageLimitMax, promptLengthMax, rateLimitPerSecondDefault, runCredentialsMax, workspacePathLengthMax,
 } from '../limits.js';
 import { credentialCategories } from '../credentials/categories.js';
+import { injectableEnvNamePattern, reservedEnvNames, secretFileNamePattern } from '../runs/run-credentials.js';
 import { albumOpenApi, albumTag } from '../albums/openapi.js';
 
 type Schema = Record<string, unknown>;
@@ -38,6 +39,8 @@ const storeUnavailable = 'STORE_UNAVAILABLE: the cluster could not commit or con
 function authenticated(operation: Schema): Schema {
   const responses = operation.responses as Record<string, unknown>;
   const own503 = responses[503] as { description?: string } | undefined;
+  const own403 = responses[403] as { description?: string } | undefined;
+  const common403 = 'IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role';
   return {
     ...operation,
     responses: {
@@ -45,7 +48,7 @@ function authenticated(operation: Schema): Schema {
       503: errorResponse(own503?.description ? `${own503.description}; or ${storeUnavailable}` : storeUnavailable),
       400: errorResponse('VALIDATION_FAILED or MALFORMED_JSON'),
       401: errorResponse('UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED'),
-      403: errorResponse('IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role'),
+      403: errorResponse(own403?.description ? `${common403}; ${own403.description}` : common403),
       429: {
         description: 'RATE_LIMITED', content: json(ref('Error')),
         headers: { 'Retry-After': { schema: { type: 'integer' } }, ...rateLimitHeaders },
@@ -76,6 +79,15 @@ Authentication failures:
 | \`KEY_EXPIRED\` | 401 | the key is past its \`expires_at\` |
 | \`IP_NOT_ALLOWED\` | 403 | the client address is outside the key's \`allowed_ips\` |
 | \`FORBIDDEN\` | 403 | the key's role may not do this (admin-only operation) |
+| \`KEY_SCOPE_EXCEEDED\` | 403 | the key tried to create, rotate or revoke a key broader than itself |
+
+**Key scope.** A key's scope is its role (admin above developer), its \`expires_at\` and its \`allowed_ips\`.
+A key may create, rotate or revoke only keys within its own scope: a role no higher, an expiry no later (a key
+that expires cannot create one that never does), and an allowlist inside its own (a key with an allowlist cannot
+create one without). When creating, an omitted \`expires_at\` or \`allowed_ips\` takes the calling key's own.
+Who may act on which keys: an admin key on any user's keys; a developer key on its own user's keys only (others
+answer 404). A key lies within its own scope, so any key may rotate or revoke itself. Refusals are 403
+\`KEY_SCOPE_EXCEEDED\` with \`details\` naming each field that reaches too far.
 
 **Errors.** Every failure is JSON \`{code, message, requestId, details?}\`; \`code\` is stable. Schema failures
 are 400 \`VALIDATION_FAILED\` with \`details\`. Every response carries \`X-Request-Id\` (echoed when the request
@@ -137,10 +149,15 @@ export const openApiDocument = {
       post: authenticated({
         operationId: 'createKey', tags: ['keys'],
         summary: 'Create a key; the full key is in this response only',
-        description: 'Admins may create keys for any user and either role; developers only developer keys ' +
-          'for themselves.',
+        description: 'Admin keys may create keys for any user; developer keys only for their own user. The new ' +
+          "key must lie within the calling key's scope (see Key scope above): a role no higher, an expiry no " +
+          'later (none only if the caller has none), an allowlist within the caller\'s (none only if the caller ' +
+          "has none). An omitted expires_at or allowed_ips takes the calling key's own.",
         requestBody: { required: true, content: json(ref('NewApiKey')) },
-        responses: { 201: { description: 'created', content: json(ref('IssuedApiKey')) } },
+        responses: {
+          201: { description: 'created', content: json(ref('IssuedApiKey')) },
+          403: { description: "FORBIDDEN for another user's key from a developer key; KEY_SCOPE_EXCEEDED for a key broader than the caller" },
+        },
       }),
     },
     '/keys/{id}': {
@@ -152,15 +169,27 @@ export const openApiDocument = {
     '/keys/{id}/revoke': {
       post: authenticated({
         operationId: 'revokeKey', tags: ['keys'], summary: 'Revoke a key (idempotent)', parameters: [idParam],
-        responses: { 200: { description: 'the revoked key', content: json(ref('ApiKey')) } },
+        description: "Admin keys may revoke any user's key, developer keys their own user's keys, and only keys " +
+          'within the calling key\'s scope (so any key may revoke itself, and a narrow key cannot revoke a broader ' +
+          'one).',
+        responses: {
+          200: { description: 'the revoked key', content: json(ref('ApiKey')) },
+          403: { description: "KEY_SCOPE_EXCEEDED: the key is broader than the caller" },
+        },
       }),
     },
     '/keys/{id}/rotate': {
       post: authenticated({
         operationId: 'rotateKey', tags: ['keys'],
         summary: 'Issue a replacement with the same settings and revoke this key',
+        description: "Who may rotate is who may revoke: admin keys any user's key, developer keys their own " +
+          "user's keys, and only keys within the calling key's scope, since the replacement has the old key's " +
+          'role, expiry and allowlist. Any key may rotate itself. A revoked or expired key cannot be rotated (409).',
         parameters: [idParam],
-        responses: { 201: { description: 'the new key', content: json(ref('IssuedApiKey')) } },
+        responses: {
+          201: { description: 'the new key', content: json(ref('IssuedApiKey')) },
+          403: { description: 'KEY_SCOPE_EXCEEDED: the key is broader than the caller' },
+        },
       }),
     },
     '/users': {
@@ -289,7 +318,12 @@ export const openApiDocument = {
       get: authenticated({
         operationId: 'streamRunEvents', tags: ['runs'],
         summary: 'Server-Sent Events of a run, from the start or after Last-Event-ID',
-        description: 'Events: `queued`, `started`, `output` {stream, text}, `notice` {message}, then `complete` ' +
+        description: 'Events: `queued`, `started` {startedAt, sandbox} (sandbox states the run\'s uid, network and ' +
+          'limits, and by what each limit holds on this host), `credentials` {injected: [{category, name, as, target}]} ' +
+          '(which credentials the run got: names, never values), `output` {stream, text} (credential values masked), ' +
+          '`notice` {message, code?} (code: JOB_MISMATCH, PROJECT_MISSING, CREDENTIAL_MISSING, CREDENTIALS_UNAVAILABLE, ' +
+          'NETWORK_POLICY_UNAVAILABLE, NETWORK_SETUP_FAILED, WORKSPACE_MISSING, WORKSPACE_NOT_REACHABLE, INVALID_WORKSPACE, ' +
+          'WORKSPACE_QUOTA_EXCEEDED), then `complete` ' +
           '{status, exitCode, durationMs}, after which the stream ends. Each event has an id; reconnect with ' +
           'Last-Event-ID to resume after it. Quiet periods carry `: keep-alive` comments. A late client gets the ' +
           'whole stream while the run is retained (24 h).',
@@ -315,7 +349,7 @@ export const openApiDocument = {
       Error: {
         type: 'object', required: ['code', 'message', 'requestId'],
         properties: {
-          code: { type: 'string', examples: ['UNAUTHORIZED', 'KEY_REVOKED', 'KEY_EXPIRED', 'IP_NOT_ALLOWED'] },
+          code: { type: 'string', examples: ['UNAUTHORIZED', 'KEY_REVOKED', 'KEY_EXPIRED', 'IP_NOT_ALLOWED', 'KEY_SCOPE_EXCEEDED'] },
           message: { type: 'string' },
           requestId: { type: 'string' },
           details: {},
@@ -342,9 +376,13 @@ export const openApiDocument = {
         type: 'object', additionalProperties: false, required: ['name'],
         properties: {
           name: ref('Name'), role: ref('Role'), user_id: ref('Id'),
-          expires_at: { oneOf: [ref('Timestamp'), { type: 'null' }] },
+          expires_at: {
+            oneOf: [ref('Timestamp'), { type: 'null' }],
+            description: "null: never expires; omitted: the calling key's expiry. No later than the calling key's.",
+          },
           allowed_ips: {
             oneOf: [{ type: 'array', items: ref('IpRule'), maxItems: allowedIpCountMax }, { type: 'null' }],
+            description: "null: any address; omitted: the calling key's allowlist. Within the calling key's allowlist.",
           },
         },
       },
@@ -390,12 +428,34 @@ export const openApiDocument = {
         type: 'string', minLength: 1, maxLength: workspacePathLengthMax,
         description: 'absolute path of the project directory',
       },
+      ProjectCredential: {
+        type: 'object', additionalProperties: false, required: ['category', 'name', 'as', 'target'],
+        description: 'A stored credential (category and name) that runs of the project get, resolved when each run ' +
+          'starts: as an environment variable named `target`, or as the read-only file `/run/secrets/<target>`. ' +
+          'Values never appear in the project, the run, its events or the logs; output that contains one is masked. ' +
+          'A run whose credential is missing fails with the notice code CREDENTIAL_MISSING.',
+        properties: {
+          category: { ...ref('CategoryText'), description: credentialCategories.join(' | ') },
+          name: ref('Name'),
+          as: { type: 'string', enum: ['env', 'file'] },
+          target: {
+            type: 'string', minLength: 1, maxLength: 128,
+            description: `env: ${injectableEnvNamePattern}, not ${reservedEnvNames.join(', ')} or LD_*; file: ${secretFileNamePattern}`,
+          },
+        },
+      },
+      ProjectCredentials: { type: 'array', maxItems: runCredentialsMax, items: ref('ProjectCredential') },
       Project: {
         type: 'object', additionalProperties: false,
-        required: ['id', 'name', 'workspace', 'command', 'network', 'created_by', 'created_at', 'updated_at'],
+        required: ['id', 'name', 'workspace', 'command', 'network', 'credentials', 'created_by', 'created_at', 'updated_at'],
         properties: {
           id: ref('Id'), name: ref('Name'), workspace: ref('Workspace'), command: ref('Command'),
-          network: { type: 'boolean', description: 'whether agent runs may use the network' },
+          network: {
+            type: 'boolean',
+            description: 'whether agent runs may use the network: egress only (never the host, link-local addresses, ' +
+              'the cluster or its Redis); without it a run has loopback only',
+          },
+          credentials: ref('ProjectCredentials'),
           created_by: ref('Id'), created_at: ref('Timestamp'), updated_at: ref('Timestamp'),
         },
       },
@@ -403,12 +463,15 @@ export const openApiDocument = {
         type: 'object', additionalProperties: false, required: ['name', 'workspace', 'command'],
         properties: {
           name: ref('Name'), workspace: ref('Workspace'), command: ref('Command'),
-          network: { type: 'boolean', default: false },
+          network: { type: 'boolean', default: false }, credentials: ref('ProjectCredentials'),
         },
       },
       ProjectUpdate: {
         type: 'object', additionalProperties: false, minProperties: 1,
-        properties: { name: ref('Name'), workspace: ref('Workspace'), command: ref('Command'), network: { type: 'boolean' } },
+        properties: {
+          name: ref('Name'), workspace: ref('Workspace'), command: ref('Command'), network: { type: 'boolean' },
+          credentials: ref('ProjectCredentials'),
+        },
       },
       QueueStats: {
         type: 'object', additionalProperties: false,

@@ -1,8 +1,12 @@
 // startLocalRedis runs a throwaway redis-server on a free loopback port, with no persistence, its files under
-// `dir`. Used by tests and by the server when REDIS_URL is unset. It fails loudly when redis-server is absent.
+// `dir`, and a password generated for it (in its URL): an agent run or any local process that reaches the port
+// without the password can do nothing (NOAUTH). Used by tests, `svc cluster` and the server when REDIS_URL is
+// unset. It fails loudly when redis-server is absent.
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import net from 'node:net';
 
 /** localRedisStartTimeoutMs bounds how long startup may take before it is declared failed. */
@@ -11,7 +15,11 @@ export const localRedisStartTimeoutMs = 10_000;
 export const localRedisPortAttemptsMax = 5;
 const pollIntervalMs = 25;
 
+/** localRedisPasswordBytes is the entropy of a generated password (256 bits, hex in the URL). */
+export const localRedisPasswordBytes = 32;
+
 export interface LocalRedis {
+  /** url carries the password (`redis://:<password>@127.0.0.1:<port>`): log redactRedisUrl(url), never url. */
   url: string;
   port: number;
   stop(): Promise<void>;
@@ -33,23 +41,32 @@ export async function freeLoopbackPort(): Promise<number> {
   });
 }
 
-function pingOnce(port: number): Promise<boolean> {
+/** redactRedisUrl hides a Redis URL's user and password, for logs and messages. */
+export function redactRedisUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+
+/** pingOnce authenticates and pings; true only when both succeed (AUTH answers +OK, PING +PONG). */
+function pingOnce(port: number, password: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
     let reply = '';
     const done = (ok: boolean) => { socket.destroy(); resolve(ok); };
     socket.setTimeout(500, () => done(false));
     socket.on('error', () => done(false));
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (chunk) => { reply += chunk.toString(); if (reply.includes('\r\n')) done(reply.startsWith('+PONG')); });
+    socket.on('connect', () => socket.write(`AUTH ${password}\r\nPING\r\n`));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString();
+      if (reply.split('\r\n').length > 2) done(reply.startsWith('+OK\r\n+PONG\r\n'));
+    });
   });
 }
 
-async function waitForStart(child: ChildProcess, port: number): Promise<boolean> {
+async function waitForStart(child: ChildProcess, port: number, password: string): Promise<boolean> {
   const deadline = Date.now() + localRedisStartTimeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) return false;
-    if (await pingOnce(port)) return true;
+    if (await pingOnce(port, password)) return true;
     await new Promise((resolve) => setTimeout(resolve, pollIntervalMs));
   }
   return false;
@@ -69,16 +86,22 @@ export async function startLocalRedis(dir: string): Promise<LocalRedis> {
     throw new Error('redis-server is not on the PATH: install it (Debian: apt-get install redis-server) ' +
       'or set REDIS_URL');
   }
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // The password goes in a config file (mode 0600) that redis-server reads, not on its argv, which every local
+  // user can read in /proc.
+  const password = randomBytes(localRedisPasswordBytes).toString('hex');
+  const configFile = path.join(dir, 'redis-auth.conf');
+  rmSync(configFile, { force: true });
+  writeFileSync(configFile, `requirepass ${password}\n`, { mode: 0o600, flag: 'wx' });
   let lastOutput = '';
   for (let attempt = 0; attempt < localRedisPortAttemptsMax; attempt++) {
     const port = await freeLoopbackPort();
-    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '',
+    const child = spawn('redis-server', [configFile, '--port', String(port), '--bind', '127.0.0.1', '--save', '',
       '--appendonly', 'no', '--dir', dir, '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (chunk: Buffer) => { lastOutput = (lastOutput + chunk.toString()).slice(-2000); });
     child.stderr!.on('data', (chunk: Buffer) => { lastOutput = (lastOutput + chunk.toString()).slice(-2000); });
-    if (await waitForStart(child, port)) {
-      return { url: `redis://127.0.0.1:${port}`, port, stop: () => stopChild(child) };
+    if (await waitForStart(child, port, password)) {
+      return { url: `redis://:${password}@127.0.0.1:${port}`, port, stop: () => stopChild(child) };
     }
     await stopChild(child);
   }

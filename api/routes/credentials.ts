@@ -10,9 +10,8 @@ import { listPage, updateRecord } from '../store-helpers.js';
 import { requireRole } from '../auth/authenticate.js';
 import { credentialCategories, isCredentialCategory } from '../credentials/categories.js';
 import { maskSecret } from '../credentials/mask.js';
-import { openSecret, sealSecret } from '../credentials/secret-box.js';
+import { credentialAssociatedData as associatedData, openSecret, sealSecret } from '../credentials/secret-box.js';
 
-const associatedData = (record: { id: string; category: string }) => `credential:${record.id}:${record.category}`;
 
 function checkCategory(category: string): void {
   if (!isCredentialCategory(category)) {

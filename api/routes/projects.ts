@@ -1,5 +1,7 @@
-// Projects: a workspace directory, the agent command (argv) run in it, and whether runs may use the
-// network. Any key may read them; only admins may write them, because a project decides what gets executed.
+// Projects: a workspace directory, the agent command (argv) run in it, whether runs may use the network, and
+// which stored credentials its runs get (names only; values stay in the credential store until a run starts).
+// Any key may read them; only admins may write them, because a project decides what gets executed, and with
+// which secrets.
 import path from 'node:path';
 import { Router } from 'express';
 import type { DocumentStore } from '../../store/document-store.js';
@@ -8,12 +10,16 @@ import type { ProjectRecord } from '../records.js';
 import { newId, nowIso, storeKeys } from '../records.js';
 import { listPage, updateRecord } from '../store-helpers.js';
 import { requireRole } from '../auth/authenticate.js';
+import { credentialCategories, isCredentialCategory } from '../credentials/categories.js';
+import type { ProjectCredential } from '../runs/run-credentials.js';
+import { projectCredentialProblem, projectCredentials } from '../runs/run-credentials.js';
 
 interface ProjectFields {
   name?: string;
   workspace?: string;
   command?: string[];
   network?: boolean;
+  credentials?: ProjectCredential[];
 }
 
 /** checkWorkspace requires an absolute, normalized path (no `..`), inside workspaceRoot when one is set. */
@@ -42,7 +48,19 @@ function checkCommand(command: string[]): string[] {
   return command;
 }
 
-const view = (record: ProjectRecord) => record;
+function checkCredentials(credentials: ProjectCredential[]): ProjectCredential[] {
+  const problem = projectCredentialProblem(credentials);
+  if (problem) throw new ApiError('VALIDATION_FAILED', problem, [{ path: '/body/credentials', message: problem }]);
+  if (credentials.some((entry) => !isCredentialCategory(entry.category))) {
+    throw new ApiError('INVALID_CATEGORY', `credential categories are ${credentialCategories.join(', ')}`);
+  }
+  // Stored in a fixed shape (the validator has refused any other field).
+  return credentials.map(({ category, name, as, target }) => ({ category, name, as, target }));
+}
+
+/** view is the documented Project; a record made before credentials existed shows none. */
+const view = (record: ProjectRecord): ProjectRecord =>
+  (Array.isArray(record.credentials) ? record : { ...record, credentials: projectCredentials(record) });
 
 export function projectRoutes(store: DocumentStore, workspaceRoot: string | undefined): Router {
   const router = Router();
@@ -57,6 +75,7 @@ export function projectRoutes(store: DocumentStore, workspaceRoot: string | unde
     const record: ProjectRecord = {
       id: newId('prj'), name: body.name, workspace: checkWorkspace(body.workspace, workspaceRoot),
       command: checkCommand(body.command), network: body.network ?? false,
+      credentials: checkCredentials(body.credentials ?? []),
       created_by: req.auth!.userId, created_at: now, updated_at: now,
     };
     await store.put(storeKeys.project(record.id), record, { expectedVersion: 0 });
@@ -76,6 +95,7 @@ export function projectRoutes(store: DocumentStore, workspaceRoot: string | unde
     if (body.workspace !== undefined) changes.workspace = checkWorkspace(body.workspace, workspaceRoot);
     if (body.command !== undefined) changes.command = checkCommand(body.command);
     if (body.network !== undefined) changes.network = body.network;
+    if (body.credentials !== undefined) changes.credentials = checkCredentials(body.credentials);
     const record = await updateRecord<ProjectRecord>(store, storeKeys.project(req.params.id as string),
       (current) => ({ ...current, ...changes, updated_at: nowIso() }));
     res.json(view(record));

@@ -80,15 +80,16 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
     const record: RunRecord = {
       id: runId, project_id: project.id, user_id: req.auth!.userId, status: 'queued', created_at: new Date().toISOString(),
       started_at: null, finished_at: null, exit_code: null, duration_ms: null, cancel_requested: false,
+      prompt: (req.body as { prompt: string }).prompt,
     };
     // The record is committed before the job exists, so a worker on any node finds it.
     await store.put(storeKeys.run(runId), record, { expectedVersion: 0 });
     try {
       await appendRunEvent(client, runId, { event: 'queued', data: { runId, projectId: project.id } });
-      await queue!.add('run', {
-        runId, prompt: (req.body as { prompt: string }).prompt,
-        project: { id: project.id, workspace: project.workspace, command: project.command, network: project.network },
-      }, { jobId: runId, attempts: 1, removeOnComplete: { count: 1000 }, removeOnFail: { count: 1000 } });
+      // Ids only: the worker reads the project, its command and policy, and the prompt from the replicated
+      // store, so whoever can write to Redis cannot change what runs or where.
+      const job: AgentRunJob = { runId, projectId: project.id };
+      await queue!.add('run', job, { jobId: runId, attempts: 1, removeOnComplete: { count: 1000 }, removeOnFail: { count: 1000 } });
     } catch (error) {
       // Not queued: the record must not stay `queued` forever.
       await updateRun(store, runId, (current) => ({ ...current, status: 'failed', finished_at: new Date().toISOString() })).catch(() => undefined);

@@ -1,55 +1,133 @@
-// The agent-run worker: a BullMQ Worker that runs each job's project command in the bubblewrap sandbox and
+// The agent-run worker: a BullMQ Worker that runs each job's project command in the sandbox (sandbox.ts) and
 // streams its output into the run's Redis stream, ending with a `complete` event. It can live in the API
 // process or in its own; cancellation reaches it over a Redis channel.
+import { ChildProcess as ChildProcessClass } from 'node:child_process';
+//
+// A job carries ids only ({runId, projectId}). Everything that decides what runs, where and with what (the
+// project's workspace, command, network flag and credentials; the prompt) is read from the replicated store,
+// so a process that can write to Redis can at most start a run that was already queued, as it was queued. A
+// job that does not match its run record is refused: the run fails with a `notice` whose code is JOB_MISMATCH.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Readable, Writable } from 'node:stream';
 import { Worker } from 'bullmq';
 import type { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { startRunSweeper } from './run-sweep.js';
+import type { ApiLogger } from '../config.js';
 import { agentRunQueueName } from '../config.js';
 import {
   runConcurrencyDefault, runKillGraceMs, runOutputBytesMax, runOutputChunkBytesMax, runOutputFlushMs,
-  runTimeoutMsDefault,
+  runSlirpReadyTimeoutMs, runTimeoutMsDefault,
 } from '../limits.js';
+import type { ProjectRecord } from '../records.js';
+import { storeKeys } from '../records.js';
 import type { DocumentStore } from '../../store/document-store.js';
-import type { RunStatus } from './run-records.js';
+import type { RunRecord, RunStatus } from './run-records.js';
 import { appendRunEvent, finishRun, readRun, runKeys, updateRun } from './run-records.js';
-import type { SandboxLimits, SandboxProject } from './sandbox.js';
-import { defaultSandboxLimits, sandboxCommand } from './sandbox.js';
+import type { ResolvedCredential } from './run-credentials.js';
+import { CredentialResolutionError, projectCredentials, resolveRunCredentials } from './run-credentials.js';
+import type { RunIsolation, RunIsolationOptions, RunResources } from './run-isolation.js';
+import {
+  acquireRunResources, chownTree, describeSandbox, probeRunIsolation, workspaceBytes, workspaceOwner,
+} from './run-isolation.js';
+import type { ReadOnlyMount, SandboxLimits, SandboxProject } from './sandbox.js';
+import {
+  agentBinDir, agentMountPoint, defaultSandboxLimits, firstSecretFd, goFd, readyFd, resolvConfFd, sandboxCommand, secretsDir, slirpResolvConf,
+} from './sandbox.js';
+import { SecretMasker } from './secret-masker.js';
+import type { RunBackend, RunProcess } from './run-backend.js';
 
+/** AgentRunJob is the whole payload of a queued run: ids, nothing a worker would act on without the store. */
 export interface AgentRunJob {
   runId: string;
-  project: SandboxProject & { id: string };
-  prompt: string;
+  projectId: string;
+}
+
+/** referenceAgentDir is the reference agent shipped with the service (agent/), bound into every sandbox. */
+export const referenceAgentDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'agent');
+
+/** referenceAgentMounts binds the reference agent and the one package it imports (`openai`), when both exist. */
+export function referenceAgentMounts(agentDir = referenceAgentDir): ReadOnlyMount[] {
+  let openaiDir: string;
+  try {
+    // The package's exports hide package.json: find its root from its entry point.
+    openaiDir = path.dirname(createRequire(import.meta.url).resolve('openai'));
+    while (!existsSync(path.join(openaiDir, 'package.json')) && path.dirname(openaiDir) !== openaiDir) openaiDir = path.dirname(openaiDir);
+  } catch {
+    return [];
+  }
+  if (!existsSync(path.join(agentDir, 'svc-agent.mjs'))) return [];
+  return [{ source: agentDir, target: `${agentMountPoint}/app` }, { source: openaiDir, target: `${agentMountPoint}/node_modules/openai` }];
 }
 
 export interface AgentWorkerOptions {
   redisUrl: string;
   /** store holds the run records (the API's store: on a cluster, the node's replicated store). */
   store: DocumentStore;
+  /** secretKey opens the credentials a project injects (the API's key); without it such runs fail. */
+  secretKey?: Buffer;
+  /** log hears run audit events (`run.credentials_injected`: names only) and isolation warnings. */
+  log?: ApiLogger;
   concurrency?: number;
   runTimeoutMs?: number;
   limits?: SandboxLimits;
+  /** isolation tunes the host probe (uid range, egress allow/deny, quota); see run-isolation.ts. */
+  isolation?: RunIsolationOptions;
+  /** agentMounts are bound read-only into every sandbox (default: referenceAgentMounts(), the shipped agent). */
+  agentMounts?: ReadOnlyMount[];
   /** runSweepIntervalMs paces the sweep of run records past their retention (default runSweepIntervalMs). */
   runSweepIntervalMs?: number;
   /** onSweepError hears a failed sweep (the next interval tries again). */
   onSweepError?: (error: unknown) => void;
+  /**
+   * backend starts runs elsewhere (kubernetes-backend.ts); default: bubblewrap on this host, with the isolation
+   * above. A backend's runs get no host isolation from this worker (no uid, cgroup, egress filter or workspace
+   * quota here: the backend has its own) and no credentials yet (such runs fail CREDENTIALS_UNAVAILABLE).
+   */
+  backend?: RunBackend;
 }
 
 export interface AgentWorker {
+  /** isolation is what the host allowed (found when the worker started). */
+  readonly isolation: RunIsolation;
   close(): Promise<void>;
 }
 
 interface ActiveRun {
-  child: ChildProcess;
+  child: RunProcess;
   cancel(): void;
+}
+
+/** RunRefusal ends a run before its command starts, with a code for its `notice`. */
+class RunRefusal extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+interface RunOutcome {
+  status: RunStatus;
+  exitCode: number | null;
+  /** code says why a run failed that its command did not fail itself (the quota, the network). */
+  code?: string;
+  message?: string;
 }
 
 export async function startAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
   const { store } = options;
+  const log = options.log ?? (() => undefined);
+  // A backend's runs are isolated where they run: this host's uid, cgroup, egress filter and quota are not theirs.
+  const isolation = await probeRunIsolation(options.backend
+    ? { ...options.isolation, probe: false }
+    : { redisUrl: options.redisUrl, ...options.isolation });
+  if (isolation.egressProblem && !options.backend) log('runs.network_unavailable', { reason: isolation.egressProblem, effect: 'runs of projects with network: true fail' });
+  const agentMounts = options.agentMounts ?? referenceAgentMounts();
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
   const subscriber = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
   redis.on('error', () => undefined);
@@ -67,11 +145,27 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
   });
   worker.on('error', () => undefined);
 
+  const fail = async (runId: string, startedMs: number, code: string, message: string): Promise<never> => {
+    await appendRunEvent(redis, runId, { event: 'notice', data: { message, code } });
+    await finishRun(store, redis, runId, 'failed', null, Math.round(performance.now() - startedMs));
+    throw new Error(`run refused: ${code}`);
+  };
+
   async function runJob(job: Job<AgentRunJob>): Promise<{ status: RunStatus; exitCode: number | null }> {
-    const { runId, project, prompt } = job.data;
     const startedMs = performance.now();
+    const data = job.data as unknown;
+    // The API queues every run under its run id (jobId); the payload must agree (jobMismatch).
+    const runId = job.id;
+    if (typeof runId !== 'string' || !/^run_[0-9a-z]{9}[0-9a-f]{16}$/.test(runId)) throw new Error('a job whose id is not a run id');
     const record = await readRun(store, runId);
     if (!record || record.status !== 'queued') return { status: record?.status ?? 'cancelled', exitCode: null };
+    // The payload must be exactly {runId, projectId}, name this job's run, and match the record.
+    const mismatch = jobMismatch(job, data, record);
+    if (mismatch) {
+      await updateRun(store, runId, (now) => (now.status === 'queued' ? { ...now, status: 'running', started_at: new Date().toISOString() } : now));
+      log('runs.job_refused', { runId, jobId: job.id, reason: mismatch });
+      return fail(runId, startedMs, 'JOB_MISMATCH', `the queued job does not match the run: ${mismatch}`);
+    }
     // queued → running by compare-and-set, so a cancel flagged before it wins and one after it is heard.
     let taken = false;
     const current = await updateRun(store, runId, (now) => {
@@ -83,36 +177,110 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       await finishRun(store, redis, runId, 'cancelled', null, 0);
       return { status: 'cancelled', exitCode: null };
     }
-    await appendRunEvent(redis, runId, { event: 'started', data: { startedAt: current.started_at ?? new Date().toISOString() } });
 
-    let workspaceIsDirectory: boolean;
+    let resources: RunResources | null = null;
+    let owner: { uid: number; gid: number } | null = null;
+    let project: ProjectRecord | null = null;
+    // Before `complete`: a client that sees it finds the workspace given back and nothing of the run left.
+    const cleanUp = async () => {
+      await resources?.release();
+      resources = null;
+      if (owner && project) await chownTree(project.workspace, owner.uid, owner.gid).catch(() => undefined);
+      owner = null;
+    };
     try {
-      workspaceIsDirectory = statSync(project.workspace).isDirectory();
-    } catch {
-      workspaceIsDirectory = false;
+      project = (await store.get<ProjectRecord>(storeKeys.project(record.project_id)))?.value ?? null;
+      if (!project) throw new RunRefusal('PROJECT_MISSING', 'the project was deleted before the run started');
+      if (typeof record.prompt !== 'string') throw new RunRefusal('JOB_MISMATCH', 'the run record has no prompt (queued by an older version)');
+      const workspace = checkedWorkspace(project.workspace);
+      if (project.network && !isolation.egress && !options.backend) {
+        throw new RunRefusal('NETWORK_POLICY_UNAVAILABLE', `the project allows network, but this worker cannot filter egress: ${isolation.egressProblem}`);
+      }
+      if (options.backend && projectCredentials(project).length > 0) {
+        throw new RunRefusal('CREDENTIALS_UNAVAILABLE', `the ${options.backend.name} run backend does not inject credentials`);
+      }
+      let credentials: ResolvedCredential[];
+      try {
+        credentials = await resolveRunCredentials(store, options.secretKey, projectCredentials(project));
+      } catch (error) {
+        if (error instanceof CredentialResolutionError) throw new RunRefusal(error.code, error.message);
+        throw error;
+      }
+      const limits = options.limits ?? defaultSandboxLimits;
+      const timeoutMs = options.runTimeoutMs ?? runTimeoutMsDefault;
+      resources = acquireRunResources(isolation, runId, limits);
+      const sizeAtStart = options.backend ? null : await workspaceBytes(workspace);
+      if (sizeAtStart !== null && sizeAtStart > isolation.workspaceBytesMax) {
+        throw new RunRefusal('WORKSPACE_QUOTA_EXCEEDED', `the workspace holds ${sizeAtStart} bytes, over the quota of ${isolation.workspaceBytesMax}`);
+      }
+      if (resources.uid !== null) {
+        const closed = closedAncestor(workspace);
+        if (closed) {
+          throw new RunRefusal('WORKSPACE_NOT_REACHABLE', `the run's own uid cannot reach the workspace: ${closed} is not searchable by others (chmod o+x)`);
+        }
+        owner = workspaceOwner(workspace);
+        await chownTree(workspace, resources.uid, resources.uid);
+      }
+      await appendRunEvent(redis, runId, { event: 'started', data: {
+        startedAt: current.started_at ?? new Date().toISOString(),
+        sandbox: describeSandbox(isolation, resources, limits, project.network, timeoutMs, options.backend?.name),
+      } });
+      if (credentials.length > 0) {
+        const injected = credentials.map(({ category, name, as, target }) => ({
+          category, name, as, target: as === 'file' ? `${secretsDir}/${target}` : target,
+        }));
+        await appendRunEvent(redis, runId, { event: 'credentials', data: { injected } });
+        log('run.credentials_injected', { runId, projectId: project.id, userId: record.user_id, credentials: injected });
+      }
+      const outcome = await runSandboxed(runId, { workspace, command: project.command, network: project.network },
+        record.prompt, timeoutMs, limits, resources, credentials);
+      await cleanUp();
+      if (outcome.code) await appendRunEvent(redis, runId, { event: 'notice', data: { message: outcome.message ?? outcome.code, code: outcome.code } });
+      await finishRun(store, redis, runId, outcome.status, outcome.exitCode, Math.round(performance.now() - startedMs));
+      if (outcome.status !== 'succeeded') throw new Error(`run ${outcome.status}`);
+      return outcome;
+    } catch (error) {
+      await cleanUp();
+      if (error instanceof RunRefusal) return fail(runId, startedMs, error.code, error.message);
+      throw error;
+    } finally {
+      await cleanUp();
     }
-    if (!workspaceIsDirectory) {
-      await appendRunEvent(redis, runId, { event: 'notice', data: { message: 'the workspace directory does not exist' } });
-      await finishRun(store, redis, runId, 'failed', null, Math.round(performance.now() - startedMs));
-      throw new Error('workspace missing');
-    }
-
-    const outcome = await runSandboxed(runId, project, prompt, options.runTimeoutMs ?? runTimeoutMsDefault,
-      options.limits ?? defaultSandboxLimits);
-    await finishRun(store, redis, runId, outcome.status, outcome.exitCode, Math.round(performance.now() - startedMs));
-    if (outcome.status !== 'succeeded') throw new Error(`run ${outcome.status}`);
-    return outcome;
   }
 
   function runSandboxed(runId: string, project: SandboxProject, prompt: string, timeoutMs: number,
-    limits: SandboxLimits): Promise<{ status: RunStatus; exitCode: number | null }> {
-    const { file, args } = sandboxCommand(project, prompt, limits);
-    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    limits: SandboxLimits, resources: RunResources, credentials: ResolvedCredential[]): Promise<RunOutcome> {
+    const network = project.network ? 'slirp' as const : 'none' as const;
+    const masker = new SecretMasker(credentials.map((credential) => credential.value));
+    // A configured backend (Kubernetes) runs the command elsewhere, under its own isolation; credentials and the
+    // slirp network are the local sandbox's (runJob refuses a backend run that names credentials).
+    let localChild: ChildProcess | null = null;
+    let child: RunProcess;
+    if (options.backend) {
+      child = options.backend.start({ runId, project, prompt, limits, timeoutMs });
+    } else {
+      const secretFiles = credentials.filter((credential) => credential.as === 'file');
+      const command = sandboxCommand({
+        project, prompt, limits, uid: resources.uid, cgroupProcsFiles: resources.cgroup?.procsFiles ?? [], network,
+        secretFileNames: secretFiles.map((credential) => credential.target), readOnlyMounts: agentMounts,
+      });
+      // The sandbox's environment is exactly this: nothing of the worker's own leaks in.
+      const env: Record<string, string> = { PATH: `/usr/local/bin:/usr/bin:/bin:${agentBinDir}`, HOME: '/tmp', LANG: 'C.UTF-8' };
+      for (const credential of credentials) if (credential.as === 'env') env[credential.target] = credential.value;
+      const spawned = spawn(command.file, command.args, { stdio: command.stdio, detached: true, env });
+      // A sandbox that dies early closes its ends of these pipes: an EPIPE is no reason to crash the worker.
+      for (const stream of spawned.stdio.slice(3)) stream?.on('error', () => undefined);
+      secretFiles.forEach((credential, index) => (spawned.stdio as unknown as Writable[])[firstSecretFd + index]!.end(credential.value));
+      localChild = spawned;
+      child = spawned;
+    }
     let ending: RunStatus | null = null;
+    let endingCode: { code: string; message: string } | undefined;
     let outputBytes = 0;
     let truncated = false;
     const pending: Array<{ stream: 'stdout' | 'stderr'; text: string }> = [];
     let writes = Promise.resolve();
+    let slirp: ChildProcess | null = null;
 
     const flush = () => {
       const batch = pending.splice(0);
@@ -121,6 +289,14 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       }).catch(() => undefined);
     };
     const flushTimer = setInterval(flush, runOutputFlushMs);
+    const queueText = (stream: 'stdout' | 'stderr', text: string) => {
+      for (let offset = 0; offset < text.length; offset += runOutputChunkBytesMax) {
+        const piece = text.slice(offset, offset + runOutputChunkBytesMax);
+        const last = pending.at(-1);
+        if (last && last.stream === stream && last.text.length + piece.length <= runOutputChunkBytesMax) last.text += piece;
+        else pending.push({ stream, text: piece });
+      }
+    };
     const collect = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
       if (outputBytes >= runOutputBytesMax) {
         if (!truncated) {
@@ -132,26 +308,44 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       }
       const kept = chunk.subarray(0, runOutputBytesMax - outputBytes);
       outputBytes += kept.length;
-      for (let offset = 0; offset < kept.length; offset += runOutputChunkBytesMax) {
-        const text = kept.subarray(offset, offset + runOutputChunkBytesMax).toString('utf8');
-        const last = pending.at(-1);
-        if (last && last.stream === stream && last.text.length + text.length <= runOutputChunkBytesMax) last.text += text;
-        else pending.push({ stream, text });
-      }
+      queueText(stream, masker.push(stream, kept.toString('utf8')));
     };
     child.stdout!.on('data', collect('stdout'));
     child.stderr!.on('data', collect('stderr'));
 
-    const kill = (status: RunStatus) => {
+    const kill = (status: RunStatus, reason?: { code: string; message: string }) => {
       if (ending !== null) return;
       ending = status;
+      endingCode = reason;
       signalGroup(child, 'SIGTERM');
-      setTimeout(() => signalGroup(child, 'SIGKILL'), runKillGraceMs).unref();
+      setTimeout(() => {
+        signalGroup(child, 'SIGKILL');
+        resources.cgroup?.killAll();
+      }, runKillGraceMs).unref();
     };
     const timeout = setTimeout(() => kill('timed_out'), timeoutMs);
     active.set(runId, { child, cancel: () => kill('cancelled') });
     // A cancel that arrived between the check in runJob and the line above was flagged but not heard.
     void readRun(store, runId).then((now) => { if (now?.cancel_requested) kill('cancelled'); }, () => undefined);
+
+    // The workspace quota: measured every interval; one measurement at a time.
+    let measuring = false;
+    const quotaTimer = setInterval(() => {
+      if (measuring || !localChild) return;
+      measuring = true;
+      void workspaceBytes(project.workspace).then((bytes) => {
+        measuring = false;
+        if (bytes !== null && bytes > isolation.workspaceBytesMax) {
+          kill('failed', { code: 'WORKSPACE_QUOTA_EXCEEDED', message: `the workspace grew to ${bytes} bytes, over the quota of ${isolation.workspaceBytesMax}` });
+        }
+      });
+    }, isolation.workspacePollMs);
+
+    if (network === 'slirp' && localChild) {
+      void attachNetwork(localChild, resources).then((started) => { slirp = started; }, (error: Error) => {
+        kill('failed', { code: 'NETWORK_SETUP_FAILED', message: `the run's network could not be set up: ${error.message}` });
+      });
+    }
 
     return new Promise((resolve) => {
       let finished = false;
@@ -160,10 +354,13 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
         finished = true;
         clearTimeout(timeout);
         clearInterval(flushTimer);
+        clearInterval(quotaTimer);
         active.delete(runId);
+        if (slirp) signalGroup(slirp, 'SIGKILL');
+        for (const stream of ['stdout', 'stderr'] as const) queueText(stream, masker.end(stream));
         flush();
         const status: RunStatus = ending ?? (exitCode === 0 ? 'succeeded' : 'failed');
-        writes.then(() => resolve({ status, exitCode }));
+        writes.then(() => resolve({ status, exitCode, ...(endingCode ?? {}) }));
       };
       child.on('error', (error) => {
         pending.push({ stream: 'stderr', text: `could not start the sandbox: ${error.message}\n` });
@@ -174,14 +371,45 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     });
   }
 
+  /**
+   * attachNetwork waits for the sandbox's namespaces, installs the run uid's egress rules, starts slirp4netns
+   * (as the run's uid, so the rules apply to every connection it makes for the run) and lets the sandbox go.
+   */
+  async function attachNetwork(child: ChildProcess, resources: RunResources): Promise<ChildProcess> {
+    const uid = resources.uid!;
+    (child.stdio as unknown as Writable[])[resolvConfFd]!.end(slirpResolvConf);
+    await readLine((child.stdio as unknown as Readable[])[readyFd]!, runSlirpReadyTimeoutMs, 'the sandbox did not make its namespaces');
+    await isolation.egress!.open(uid);
+    resources.egressOpen = true;
+    const loopbackAllowed = isolation.egressAllow.some((rule) => rule.cidr.startsWith('127.'));
+    const slirp = spawn('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all',
+      '--bounding-set=-all', '--', 'slirp4netns', '--configure', '--mtu=65520', '--enable-seccomp',
+      // 10.0.2.2 reaches the host's loopback only when an allow entry opens a loopback destination (the egress
+      // rules still decide which); otherwise slirp4netns refuses it itself as well.
+      ...(loopbackAllowed ? [] : ['--disable-host-loopback']),
+      '--ready-fd=3', `--userns-path=/proc/${child.pid}/ns/user`, String(child.pid), 'tap0'],
+    { stdio: ['ignore', 'ignore', 'ignore', 'pipe'], detached: true });
+    slirp.on('error', () => undefined);
+    try {
+      await readLine(slirp.stdio[3] as Readable, runSlirpReadyTimeoutMs, 'slirp4netns did not come up', true);
+    } catch (error) {
+      signalGroup(slirp, 'SIGKILL');
+      throw error;
+    }
+    (child.stdio as unknown as Writable[])[goFd]!.end('go\n');
+    return slirp;
+  }
+
   // One worker process of the cluster at a time deletes the records of runs past their retention (run-sweep.ts).
   const sweeper = startRunSweeper(redis, store, (error) => options.onSweepError?.(error), options.runSweepIntervalMs);
 
   return {
+    isolation,
     async close() {
       sweeper.stop();
       for (const run of active.values()) run.cancel();
       await worker.close();
+      await options.backend?.close?.();
       await workerConnection.quit().catch(() => workerConnection.disconnect());
       await subscriber.quit().catch(() => subscriber.disconnect());
       await redis.quit().catch(() => redis.disconnect());
@@ -189,8 +417,69 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
   };
 }
 
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+/** jobMismatch says how a job differs from what the API queues for this run, or null when it matches. */
+function jobMismatch(job: Job, data: unknown, record: RunRecord): string | null {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return 'the payload is not an object';
+  const keys = Object.keys(data).sort();
+  if (keys.join(',') !== 'projectId,runId') return `the payload has fields ${keys.join(', ')} (expected runId, projectId)`;
+  const { runId, projectId } = data as AgentRunJob;
+  if (job.id !== runId) return 'the payload names another run';
+  if (projectId !== record.project_id) return 'the project is not the run\'s';
+  return null;
+}
+
+/** checkedWorkspace re-checks what the API checked when the project was written (absolute, normalized, a directory). */
+function checkedWorkspace(workspace: string): string {
+  if (typeof workspace !== 'string' || !path.isAbsolute(workspace) || path.resolve(workspace) !== workspace || workspace === '/') {
+    throw new RunRefusal('INVALID_WORKSPACE', 'the project workspace is not an absolute, normalized directory path');
+  }
+  let isDirectory: boolean;
+  try {
+    isDirectory = statSync(workspace).isDirectory();
+  } catch {
+    isDirectory = false;
+  }
+  if (!isDirectory) throw new RunRefusal('WORKSPACE_MISSING', 'the workspace directory does not exist');
+  return workspace;
+}
+
+/** closedAncestor names the first directory above workspace that others may not search (the run uid is an other), or null. */
+function closedAncestor(workspace: string): string | null {
+  for (let dir = path.dirname(workspace); ; dir = path.dirname(dir)) {
+    if ((statSync(dir).mode & 0o001) === 0) return dir;
+    if (dir === path.dirname(dir)) return null;
+  }
+}
+
+/** readLine resolves on the first data from stream (a line or, with anyData, any bytes); it rejects on EOF or timeout. */
+function readLine(stream: Readable, timeoutMs: number, what: string, anyData = false): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const done = (error?: Error) => {
+      clearTimeout(timer);
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      if (error) reject(error);
+      else resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString();
+      if (anyData || text.includes('\n')) done();
+    };
+    const onEnd = () => done(new Error(`${what} (it closed)`));
+    const timer = setTimeout(() => done(new Error(`${what} within ${timeoutMs} ms`)), timeoutMs);
+    stream.on('data', onData);
+    stream.on('end', onEnd);
+  });
+}
+
+function signalGroup(child: RunProcess, signal: NodeJS.Signals): void {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  // A run elsewhere (no local process group) is stopped by its backend.
+  if (child.pid === undefined) {
+    if (!(child instanceof ChildProcessClass)) child.kill(signal);
+    return;
+  }
   try {
     process.kill(-child.pid, signal);
   } catch {

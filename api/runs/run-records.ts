@@ -7,6 +7,7 @@ import type { DocumentStore } from '../../store/document-store.js';
 import { storeKeys } from '../records.js';
 import { updateRecord } from '../store-helpers.js';
 import { runEventsMax, runRetentionSeconds } from '../limits.js';
+import type { SandboxStatement } from './run-isolation.js';
 
 export const runKeys = {
   events: (runId: string) => `svc:run:${runId}:events`,
@@ -18,11 +19,21 @@ export const runKeys = {
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'timed_out';
 export const finalRunStatuses: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled', 'timed_out'];
 
+/** InjectedCredential names one credential handed to a run (never its value). */
+export interface InjectedCredential {
+  category: string;
+  name: string;
+  as: 'env' | 'file';
+  /** target is the environment variable or the file's path in the sandbox. */
+  target: string;
+}
+
 export type RunEvent =
   | { event: 'queued'; data: { runId: string; projectId: string } }
-  | { event: 'started'; data: { startedAt: string } }
+  | { event: 'started'; data: { startedAt: string; sandbox?: SandboxStatement } }
+  | { event: 'credentials'; data: { injected: InjectedCredential[] } }
   | { event: 'output'; data: { stream: 'stdout' | 'stderr'; text: string } }
-  | { event: 'notice'; data: { message: string } }
+  | { event: 'notice'; data: { message: string; code?: string } }
   | { event: 'complete'; data: { status: RunStatus; exitCode: number | null; durationMs: number } };
 
 export interface RunRecord {
@@ -38,11 +49,16 @@ export interface RunRecord {
   duration_ms: number | null;
   /** cancel_requested closes the race between a cancel and a worker taking the job (routes/runs.ts). */
   cancel_requested: boolean;
+  /**
+   * prompt is what the run was asked: the worker reads it here, with the project, never from the queued job
+   * (which carries ids only). Records made before it was kept here lack it (a worker refuses those runs).
+   */
+  prompt: string | null;
 }
 
-/** runView is the documented Run: the record without its internal cancel flag. */
-export function runView(record: RunRecord): Omit<RunRecord, 'cancel_requested'> {
-  const { cancel_requested: _flag, ...view } = record;
+/** runView is the documented Run: the record without its internal cancel flag and prompt. */
+export function runView(record: RunRecord): Omit<RunRecord, 'cancel_requested' | 'prompt'> {
+  const { cancel_requested: _flag, prompt: _prompt, ...view } = record;
   return view;
 }
 

@@ -81,7 +81,7 @@ async function writeRandomFile(path: string, bytes: number): Promise<void> {
 export async function measureSnapshotTransfer(dir: string, mib: number, rounds: number, options: SnapshotBenchOptions = {}): Promise<{ rows: SnapshotRow[]; bytes: number; stageMbPerSecond: number }> {
   const certDir = join(dir, 'certs');
   await createClusterCa({ dir: certDir, commonName: 'bench-ca' });
-  for (const name of ['server', 'client']) await createNodeCert({ dir: certDir, name, peersService: 'peers', namespace: 'bench' });
+  for (const name of ['server', 'client']) await createNodeCert({ dir: certDir, name, clusterId: 'bench', peersService: 'peers', namespace: 'bench' });
   const serverData = join(dir, 'server');
   const source = join(dir, 'state.bin');
   await writeRandomFile(source, mib * MiB);

@@ -1,14 +1,16 @@
 // Our three-node cluster for the bench, started exactly as a user starts one (`svc cluster`: child
 // processes, mutual TLS, the WAL's real fdatasync), and written to through svc.store.v1 Propose at
-// the leader with the admin client certificate, as a follower forwarding a write would; read through
-// svc.store.v1 GetStream or Get at any member (linearizable: the member's own store read).
+// the leader with a follower's peer certificate and the cluster id, as that follower forwarding a write
+// would (svc.store.v1 serves members' peer certificates only), and read through svc.store.v1 GetStream or
+// Get at any member with the same certificate (linearizable: the member's own store read).
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { clientCredentials, insecureClientCredentials } from '../../transports/grpc/tls.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
+import { clusterChannelOptions } from '../../transports/grpc/peer-identity.js';
 import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
 import { encodeCommand, resultFromMessage } from '../../store/command.js';
 import { StoreClientPool } from '../../transports/store-rpc/store-service.js';
@@ -36,7 +38,6 @@ export interface SvcCluster {
   stop(): Promise<void>;
 }
 
-/** startSvcCluster runs `svc cluster --dir dir`; nodeOptions (e.g. --cpu-prof) go to each node's process. */
 /**
  * startSvcCluster runs `svc cluster --dir dir`; nodeOptions (e.g. --cpu-prof) go to each node's process. With
  * insecure the members and the bench talk plaintext (`--insecure`: a like-for-like transport beside a plaintext
@@ -73,13 +74,19 @@ export async function startSvcCluster(dir: string, nodeOptions: string[] = [], e
       }
       return false;
     }, 'a leader', SVC_START_TIMEOUT_MS);
+    const follower = cluster.members.find((m) => m.name !== leader.name)!;
     const tls = cluster.tls;
+    const channelOptions = { ...clientChannelOptions(resolveGrpcLimits()), ...clusterChannelOptions(cluster.clusterId ?? '') };
     const poolOptions = tls.mode === 'mtls'
       ? {
-        credentials: clientCredentials({ ca: await readFile(tls.caFile), cert: await readFile(tls.adminCertFile), key: await readFile(tls.adminKeyFile) }),
-        channelOptions: { ...clientChannelOptions(resolveGrpcLimits()), 'grpc.ssl_target_name_override': tls.serverName, 'grpc.default_authority': tls.serverName },
+        credentials: clientCredentials({
+          ca: await readFile(tls.caFile),
+          cert: await readFile(join(dirname(tls.caFile), `${follower.name}.crt`)),
+          key: await readFile(join(dirname(tls.caFile), `${follower.name}.key`)),
+        }),
+        channelOptions: { ...channelOptions, 'grpc.ssl_target_name_override': tls.serverName, 'grpc.default_authority': tls.serverName },
       }
-      : { credentials: insecureClientCredentials(), channelOptions: clientChannelOptions(resolveGrpcLimits()) };
+      : { credentials: insecureClientCredentials(), channelOptions };
     const pool = new StoreClientPool(poolOptions);
     // One unary Propose call per write: what a client without coalescing or streams pays (the baseline of the batching).
     const alonePool = new StoreClientPool({ ...poolOptions, proposeBatchCountMax: 1, overStreams: false });

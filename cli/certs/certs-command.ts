@@ -1,16 +1,22 @@
-// `svc certs` entry: make a cluster CA, or a node certificate signed by it.
-//   tsx cli/certs/certs-command.ts ca   --out DIR [--cn NAME] [--days N] [--force]
-//   tsx cli/certs/certs-command.ts node --out DIR --name NODE --peers-service SVC --namespace NS
-//                                    [--pod POD]... [--ca-dir DIR] [--cluster-domain D] [--days N] [--force]
+// `svc certs` entry: make a cluster CA, a node (peer) certificate or an admin certificate signed by it.
+//   tsx cli/certs/certs-command.ts cluster-id
+//   tsx cli/certs/certs-command.ts ca    --out DIR [--cn NAME] [--days N] [--force]
+//   tsx cli/certs/certs-command.ts node  --out DIR --name NODE --cluster-id ID --peers-service SVC --namespace NS
+//                                        [--pod POD]... [--ca-dir DIR] [--cluster-domain D] [--days N] [--force]
+//   tsx cli/certs/certs-command.ts admin --out DIR --name NAME --cluster-id ID [--ca-dir DIR] [--days N] [--force]
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CertError, createClusterCa, createNodeCert } from './certs.js';
+import { CertError, createAdminCert, createClusterCa, createNodeCert, newClusterId } from './certs.js';
 
 export const CERTS_USAGE = `usage:
-  svc certs ca   --out DIR [--cn NAME] [--days N] [--force]
-  svc certs node --out DIR --name NODE --peers-service SVC --namespace NS [--pod POD]... [--ca-dir DIR]
-                 [--cluster-domain DOMAIN] [--days N] [--force]
-Writes ca.crt/ca.key or <NODE>.crt/<NODE>.key (keys 0600) into DIR.`;
+  svc certs cluster-id
+  svc certs ca    --out DIR [--cn NAME] [--days N] [--force]
+  svc certs node  --out DIR --name NODE --cluster-id ID --peers-service SVC --namespace NS [--pod POD]...
+                  [--ca-dir DIR] [--cluster-domain DOMAIN] [--days N] [--force]
+  svc certs admin --out DIR --name NAME --cluster-id ID [--ca-dir DIR] [--days N] [--force]
+cluster-id prints a new cluster id. ca writes ca.crt/ca.key; node a peer certificate (replication and the
+internal store: serverAuth+clientAuth, spiffe://svc/ID/peer/NODE); admin an admin certificate (the Admin
+service only: clientAuth, spiffe://svc/ID/admin/NAME), as <NAME>.crt/<NAME>.key (keys 0600) in DIR.`;
 
 interface Output {
   write(text: string): unknown;
@@ -31,6 +37,7 @@ export async function runCertsCli(argv: string[], out: Output = process.stdout, 
         days: { type: 'string' },
         force: { type: 'boolean' },
         name: { type: 'string' },
+        'cluster-id': { type: 'string' },
         'peers-service': { type: 'string' },
         namespace: { type: 'string' },
         pod: { type: 'string', multiple: true },
@@ -52,11 +59,24 @@ export async function runCertsCli(argv: string[], out: Output = process.stdout, 
       out.write(`wrote ${files.certPath} and ${files.keyPath}\n`);
       return 0;
     }
+    if (command === 'cluster-id') {
+      out.write(`${newClusterId()}\n`);
+      return 0;
+    }
+    if (command === 'admin') {
+      const lacking = missing(['out', 'name', 'cluster-id']);
+      if (lacking.length > 0) return usage(err, `admin needs ${lacking.map((n) => `--${n}`).join(', ')}`);
+      const files = await createAdminCert({
+        dir: str('out')!, caDir: str('ca-dir'), name: str('name')!, clusterId: str('cluster-id')!, validDays: days, overwrite: values.force === true,
+      });
+      out.write(`wrote ${files.certPath} and ${files.keyPath}\nSANs: ${files.subjectAltNames.join(', ')}\n`);
+      return 0;
+    }
     if (command === 'node') {
-      const lacking = missing(['out', 'name', 'peers-service', 'namespace']);
+      const lacking = missing(['out', 'name', 'cluster-id', 'peers-service', 'namespace']);
       if (lacking.length > 0) return usage(err, `node needs ${lacking.map((n) => `--${n}`).join(', ')}`);
       const files = await createNodeCert({
-        dir: str('out')!, caDir: str('ca-dir'), name: str('name')!, peersService: str('peers-service')!, namespace: str('namespace')!,
+        dir: str('out')!, caDir: str('ca-dir'), name: str('name')!, clusterId: str('cluster-id')!, peersService: str('peers-service')!, namespace: str('namespace')!,
         podNames: (values.pod as string[] | undefined) ?? [], clusterDomain: str('cluster-domain'), validDays: days, overwrite: values.force === true,
       });
       out.write(`wrote ${files.certPath} and ${files.keyPath}\nSANs: ${files.subjectAltNames.join(', ')}\n`);

@@ -1,16 +1,22 @@
-// Peer mTLS material: a cluster CA and node certificates it signs. Keys come from node:crypto
-// (EC P-256); certificates from the `openssl` binary (node:crypto cannot issue certificates).
+// Peer mTLS material: a cluster CA, node (peer) certificates and admin certificates it signs. Keys
+// come from node:crypto (EC P-256); certificates from the `openssl` binary (node:crypto cannot issue
+// certificates).
 //
-// A node certificate serves both ends of a peer connection (extendedKeyUsage serverAuth and
-// clientAuth) and names, as subject alternative names, the wildcard
-// `*.<peersService>.<namespace>.svc.<clusterDomain>` (so scaling the stateful set needs no
-// re-issue), each given pod's own name under it, `localhost` and `127.0.0.1`.
+// The two kinds are told apart in the certificate itself (transports/grpc/peer-identity.ts):
+// - A node certificate serves both ends of a peer connection (extendedKeyUsage serverAuth and
+//   clientAuth) and names, as subject alternative names, its identity URI
+//   `spiffe://svc/<cluster-id>/peer/<name>`, the wildcard `*.<peersService>.<namespace>.svc.<clusterDomain>`
+//   (so scaling the stateful set needs no re-issue), each given pod's own name under it, `localhost`
+//   and `127.0.0.1`.
+// - An admin certificate only dials (extendedKeyUsage clientAuth) and names only its identity URI
+//   `spiffe://svc/<cluster-id>/admin/<name>`: it reaches svc.admin.v1 and nothing else.
 import { execFile } from 'node:child_process';
 import { createPrivateKey, generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { CLUSTER_ID, identityUri, pemIdentity, type CertIdentity } from '../../transports/grpc/peer-identity.js';
 
 const run = promisify(execFile);
 
@@ -52,11 +58,25 @@ export interface NodeCertOptions {
   caDir?: string;
   /** name is the node's name: the certificate's CN and its files' base name (a DNS label). */
   name: string;
+  /** clusterId is the cluster the node belongs to (newClusterId() makes one): part of its identity URI. */
+  clusterId: string;
   peersService: string;
   namespace: string;
   /** podNames get explicit SANs beside the wildcard. */
   podNames?: string[];
   clusterDomain?: string;
+  validDays?: number;
+  overwrite?: boolean;
+}
+
+export interface AdminCertOptions {
+  /** dir receives <name>.crt and <name>.key. */
+  dir: string;
+  /** caDir holds ca.crt and ca.key; defaults to dir. */
+  caDir?: string;
+  /** name is the operator's (or tool's) name: the certificate's CN and its files' base name (a DNS label). */
+  name: string;
+  clusterId: string;
   validDays?: number;
   overwrite?: boolean;
 }
@@ -108,10 +128,39 @@ export async function createClusterCa(options: CaOptions): Promise<IssuedFiles> 
   return { certPath, keyPath };
 }
 
-/** createNodeCert makes `<name>.key` and `<name>.crt`, signed by the CA in caDir, for server and client use. */
+/** newClusterId makes a cluster id: 16 random hex digits (a DNS label, as identity URIs need). */
+export function newClusterId(): string {
+  return randomBytes(8).toString('hex');
+}
+
+/** createNodeCert makes `<name>.key` and `<name>.crt`, signed by the CA in caDir: a peer certificate, for server and client use. */
 export async function createNodeCert(options: NodeCertOptions): Promise<IssuedFiles & { subjectAltNames: string[] }> {
   checkLabel('node name', options.name);
-  const subjectAltNames = nodeSubjectAltNames(options);
+  checkClusterId(options.clusterId);
+  const subjectAltNames = [`URI:${identityUri({ role: 'peer', clusterId: options.clusterId, name: options.name })}`, ...nodeSubjectAltNames(options)];
+  return issueLeaf(options, 'serverAuth,clientAuth', subjectAltNames);
+}
+
+/** createAdminCert makes `<name>.key` and `<name>.crt`, signed by the CA in caDir: an admin (client-only) certificate. */
+export async function createAdminCert(options: AdminCertOptions): Promise<IssuedFiles & { subjectAltNames: string[] }> {
+  checkLabel('admin name', options.name);
+  checkClusterId(options.clusterId);
+  return issueLeaf(options, 'clientAuth', [`URI:${identityUri({ role: 'admin', clusterId: options.clusterId, name: options.name })}`]);
+}
+
+/** readCertIdentity reads the identity a certificate file names, or says why it names none. */
+export async function readCertIdentity(certPath: string): Promise<CertIdentity | string> {
+  try {
+    return pemIdentity(await readFile(certPath));
+  } catch (err) {
+    return `cannot read ${certPath}: ${(err as Error).message}`;
+  }
+}
+
+async function issueLeaf(
+  options: { dir: string; caDir?: string; name: string; validDays?: number; overwrite?: boolean },
+  extendedKeyUsage: string, subjectAltNames: string[],
+): Promise<IssuedFiles & { subjectAltNames: string[] }> {
   const days = validDays(options.validDays ?? CERT_VALID_DAYS_DEFAULT);
   const caDir = options.caDir ?? options.dir;
   const ca = await loadCa(caDir);
@@ -125,7 +174,7 @@ export async function createNodeCert(options: NodeCertOptions): Promise<IssuedFi
       '[node_ext]',
       'basicConstraints = critical,CA:FALSE',
       'keyUsage = critical,digitalSignature',
-      'extendedKeyUsage = serverAuth,clientAuth',
+      `extendedKeyUsage = ${extendedKeyUsage}`,
       'subjectKeyIdentifier = hash',
       'authorityKeyIdentifier = keyid,issuer',
       `subjectAltName = ${subjectAltNames.join(',')}`,
@@ -233,6 +282,12 @@ function validDays(days: number): number {
 function checkLabel(what: string, value: unknown): void {
   if (typeof value !== 'string' || !DNS_LABEL.test(value)) {
     throw new CertError(`${what} ${JSON.stringify(value)} must be a DNS label: 1-63 of a-z 0-9 -, not starting or ending with -`);
+  }
+}
+
+function checkClusterId(clusterId: unknown): void {
+  if (typeof clusterId !== 'string' || !CLUSTER_ID.test(clusterId)) {
+    throw new CertError(`cluster id ${JSON.stringify(clusterId)} must be a DNS label: 1-63 of a-z 0-9 -, not starting or ending with -`);
   }
 }
 

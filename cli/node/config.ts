@@ -2,6 +2,8 @@
 // resolveNodeConfig, which names the first problem instead of failing later. See README.md.
 import type { Compat, EngineLimits } from '../../engine/types.js';
 import type { GrpcLimits } from '../../transports/grpc/limits.js';
+import { hostPortProblem, httpBaseProblem } from '../../transports/grpc/join-fields.js';
+import { CLUSTER_ID } from '../../transports/grpc/peer-identity.js';
 import type { StorageLimits } from '../../transports/storage/limits.js';
 import type { StoreLimits } from '../../store/limits.js';
 import { nodeLimits, type NodeLimits } from '../../transports/node/limits.js';
@@ -78,6 +80,13 @@ export interface NodeConfig {
   bootstrap?: BootstrapMember[];
   /** seeds are gRPC addresses of any members, for a node joining an existing cluster. */
   seeds?: string[];
+  /**
+   * clusterId names the cluster this node belongs to (a DNS label; `svc certs cluster-id` makes one). Every
+   * peer call carries it and a call naming another is refused (docs/protocol.md, "Identity and trust").
+   * Default: the cluster id in the node's own peer certificate (mutual TLS), else the one its data
+   * directory recorded at the first start; a plaintext node with neither checks none.
+   */
+  clusterId?: string;
   tls: NodeTls;
   /** tickMs overrides nodeLimits.tickMs: the engine's unit of time. */
   tickMs?: number;
@@ -130,7 +139,17 @@ export function parseHostPort(value: unknown, what: string): HostPort {
 
 function checkHttpBase(value: unknown, what: string): string {
   if (typeof value !== 'string' || !/^https?:\/\/[^/\s]+$/.test(value)) throw new ConfigError(`${what} ${JSON.stringify(value)} is not scheme://host:port`);
+  // The address travels in JoinCluster and rosters: held to the form peers check it against (join-fields.ts).
+  const problem = httpBaseProblem(value);
+  if (problem !== null) throw new ConfigError(`${what} ${JSON.stringify(value)}: ${problem}`);
   return value;
+}
+
+/** checkAdvertisedHostPort: an address peers are told to dial must pass the JoinCluster check (join-fields.ts). */
+function checkAdvertisedHostPort(value: unknown, what: string): void {
+  parseHostPort(value, what);
+  const problem = hostPortProblem(value as string);
+  if (problem !== null) throw new ConfigError(`${what} ${JSON.stringify(value)}: ${problem}`);
 }
 
 function checkFile(value: unknown, what: string): string {
@@ -153,7 +172,7 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
   if (typeof config.dataDir !== 'string' || config.dataDir.trim() === '') throw new ConfigError('dataDir must name a directory');
   const grpcListenAt = parseHostPort(config.grpcListen, 'grpcListen');
   const httpListenAt = parseHostPort(config.httpListen, 'httpListen');
-  if (config.grpcAdvertise !== undefined) parseHostPort(config.grpcAdvertise, 'grpcAdvertise');
+  if (config.grpcAdvertise !== undefined) checkAdvertisedHostPort(config.grpcAdvertise, 'grpcAdvertise');
   if (config.httpAdvertise !== undefined) checkHttpBase(config.httpAdvertise, 'httpAdvertise');
   const wildcard = (host: string): boolean => host === '0.0.0.0' || host === '[::]';
   if (config.grpcAdvertise === undefined && wildcard(grpcListenAt.host)) throw new ConfigError('grpcAdvertise is required when grpcListen binds every interface');
@@ -168,11 +187,15 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
     if (typeof member !== 'object' || member === null || typeof member.name !== 'string' || !NAME.test(member.name)) throw new ConfigError(`bootstrap[${i}] needs a valid name`);
     if (names.has(member.name)) throw new ConfigError(`bootstrap lists ${member.name} twice`);
     names.add(member.name);
-    parseHostPort(member.grpcAddr, `bootstrap[${i}].grpcAddr`);
+    checkAdvertisedHostPort(member.grpcAddr, `bootstrap[${i}].grpcAddr`);
     checkHttpBase(member.httpAddr, `bootstrap[${i}].httpAddr`);
   }
   if (bootstrap.length > 0 && !names.has(config.name)) throw new ConfigError(`bootstrap does not list this node (${config.name}); every founder passes the same list, itself included`);
   for (const [i, seed] of seeds.entries()) parseHostPort(seed, `seeds[${i}]`);
+
+  if (config.clusterId !== undefined && (typeof config.clusterId !== 'string' || !CLUSTER_ID.test(config.clusterId))) {
+    throw new ConfigError(`clusterId ${JSON.stringify(config.clusterId)} must be a DNS label: 1-63 of a-z 0-9 -, not starting or ending with -`);
+  }
 
   const tls = config.tls;
   if (typeof tls !== 'object' || tls === null) throw new ConfigError("tls must be {mode: 'mtls', caFile, certFile, keyFile} or {mode: 'insecure'}");

@@ -2,6 +2,7 @@
 // HTTP port for every path the node itself does not serve (/health, /ready, /metrics and /status stay the
 // node's). node.ts imports this file only when the config has an `api` section, so a node without the API
 // loads none of Express, BullMQ or the image code.
+import { isIPv4 } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -32,6 +33,21 @@ export interface NodeApiStartOptions {
   /** ready is the node's readiness, for the API's own view of it. */
   ready: () => boolean;
   env?: NodeJS.ProcessEnv;
+  /**
+   * clusterAddresses are the members' addresses this node knows (host:port or URLs); their IPv4 hosts join the
+   * agent runs' egress deny list (SVC_RUN_EGRESS_DENY), so a networked run cannot reach another node.
+   */
+  clusterAddresses?: string[];
+}
+
+/** ipv4Hosts picks the IPv4 literal hosts out of host:port strings and URLs. */
+export function ipv4Hosts(addresses: readonly string[]): string[] {
+  const hosts = new Set<string>();
+  for (const address of addresses) {
+    const host = /^(?:[a-z]+:\/\/)?([^/:]+):\d+/.exec(address)?.[1];
+    if (host && isIPv4(host)) hosts.add(host);
+  }
+  return [...hosts];
 }
 
 /**
@@ -58,6 +74,8 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
   if (api.redisUrl !== undefined) env.REDIS_URL = api.redisUrl;
   if (api.runWorker !== undefined) env.SVC_RUN_WORKER = api.runWorker ? '1' : '0';
   if (api.albumWorker !== undefined) env.SVC_ALBUM_WORKER = api.albumWorker ? '1' : '0';
+  const clusterHosts = ipv4Hosts(options.clusterAddresses ?? []);
+  if (clusterHosts.length > 0) env.SVC_RUN_EGRESS_DENY = [env.SVC_RUN_EGRESS_DENY, ...clusterHosts].filter(Boolean).join(',');
   const overrides: Partial<ApiConfig> = {
     isReady: options.ready,
     log: (event, fields) => {

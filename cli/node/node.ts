@@ -15,13 +15,15 @@ import { randomBytes } from 'node:crypto';
 import type { ChannelOptions } from '@grpc/grpc-js';
 import { Engine } from '../../engine/engine.js';
 import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
-import { bootstrapRoster, memberByName } from '../../engine/roster.js';
-import type { AdminOp, EngineConfig, EngineLimits, RestoredState } from '../../engine/types.js';
+import { bootstrapRoster, memberById, memberByName } from '../../engine/roster.js';
+import type { AdminOp, EngineConfig, EngineLimits, RestoredState, Roster } from '../../engine/types.js';
 import type { DocumentStore } from '../../store/document-store.js';
-import { AdminClientPool, adminServiceDefinition, adminServiceImplementation, type SeenHeartbeat } from '../../transports/admin/index.js';
+import { adminServiceDefinition, adminServiceImplementation, type SeenHeartbeat } from '../../transports/admin/index.js';
 import { PeerPool } from '../../transports/grpc/client.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
 import { resolveGrpcLimits, type GrpcLimits } from '../../transports/grpc/limits.js';
+import { PeerGate, REFUSAL_REASONS, type RefusalReason } from '../../transports/grpc/peer-gate.js';
+import { clusterChannelOptions, pemIdentity, type CertIdentity } from '../../transports/grpc/peer-identity.js';
 import { PeerServer } from '../../transports/grpc/server.js';
 import { peerClientCredentials, peerServerCredentials, type PeerSecurity } from '../../transports/grpc/tls.js';
 import { openNodeStorage, type NodeStorage } from '../../transports/storage/node-storage.js';
@@ -33,6 +35,7 @@ import { StoreSnapshots } from '../../store/snapshot-files.js';
 import { StoreStateMachine } from '../../store/state-machine.js';
 import { StoreClientPool, storeService as createStoreService, storeServiceDefinition, type StoreService } from '../../transports/store-rpc/store-service.js';
 import { BUILD_VERSION } from '../../transports/node/build-info.js';
+import { settleClusterId } from './cluster-id.js';
 import { ConfigError, resolveNodeConfig, type NodeConfig, type ResolvedNodeConfig } from './config.js';
 import { Driver, type DriverPorts } from '../../transports/node/driver.js';
 import { startHttpServer, type NodeHttpServer } from '../../transports/node/http-server.js';
@@ -48,7 +51,7 @@ import { SnapshotTransfer } from '../../transports/node/snapshot-transfer.js';
 import { pollLeaderStatus } from '../../transports/node/status-poll.js';
 import { StoreRouter } from '../../store/store-router.js';
 import { Waiters } from '../../store/waiters.js';
-import { leaderLink, storeServiceHandler } from './store-link.js';
+import { adminProposal, leaderLink, storeServiceHandler } from './store-link.js';
 
 type NodeState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -83,7 +86,10 @@ export class Node {
   private lastHeartbeatLag: Record<number, number> = {};
   /** lastHeartbeat is the last heartbeat this node sent (as the leader) or received, for Admin.Status. */
   private lastHeartbeat: SeenHeartbeat | null = null;
-  private adminClients: AdminClientPool | null = null;
+  /** clusterId is the cluster this node belongs to ('' on a plaintext node that knows none), settled at start. */
+  private clusterIdValue = '';
+  /** refusedCalls counts the peer calls the gate refused, by reason (svc_peer_calls_refused_total). */
+  private readonly refusedCalls = Object.fromEntries(REFUSAL_REASONS.map((r) => [r, 0])) as Record<RefusalReason, number>;
   private diskTimer: NodeJS.Timeout | null = null;
 
   private storage: NodeStorage | null = null;
@@ -140,6 +146,11 @@ export class Node {
   /** httpAddress is the advertised HTTP base, scheme://host:port (after start()). */
   get httpAddress(): string {
     return this.advertised.http;
+  }
+
+  /** clusterId is the cluster this node belongs to (after start(); '' on a plaintext node that knows none). */
+  get clusterId(): string {
+    return this.clusterIdValue;
   }
 
   get grpcPort(): number {
@@ -221,6 +232,11 @@ export class Node {
       : {};
     this.storage = await openNodeStorage(config.dataDir, config.storageLimits);
     this.storage.wal.onFailure((err) => this.onFatal(err));
+    const ownIdentity = security.mode === 'mtls' ? this.ownPeerIdentity(security.material.cert) : null;
+    const clusterId = this.clusterIdValue = await settleClusterId({ configured: config.clusterId, fromCertificate: ownIdentity?.clusterId, dataDir: config.dataDir });
+    if (security.mode === 'mtls') security.clusterId = clusterId;
+    // Every peer call this node makes names its cluster; every server it dials must be a peer of it (tls.ts).
+    const peerChannel = { ...nameOverride, ...clusterChannelOptions(clusterId) };
     const restored = await this.recover(this.storage);
     await this.disk.refresh();
 
@@ -244,10 +260,6 @@ export class Node {
       streamOpenRequestCountMax: this.storeLimits.streamOpenRequestCountMax,
       onWarning: (message) => this.log.warn(message),
     });
-    this.adminClients = new AdminClientPool({
-      credentials: peerClientCredentials(security),
-      channelOptions: { ...clientChannelOptions(this.grpcLimits), ...nameOverride } as ChannelOptions,
-    });
     const adminService = adminServiceImplementation({
       host: {
         status: () => {
@@ -260,16 +272,27 @@ export class Node {
         }),
         lastHeartbeat: () => this.lastHeartbeat,
         admin: (op, timeoutMs) => this.admin(op, timeoutMs),
+        propose: adminProposal(() => this.runningRouter()),
+        commandBytesMax: this.storeLimits.commandBytesMax,
       },
-      forwarder: this.adminClients,
       onWarning: (message) => this.log.warn({ source: 'admin' }, message),
+    });
+    // The roster the gate matches certificates against is the engine's current one (uncommitted records included).
+    const roster = (): Roster | null => this.driver?.status().roster ?? null;
+    const gate = new PeerGate({
+      clusterId,
+      requireCertificate: security.mode === 'mtls',
+      memberIdByName: (name) => { const r = roster(); return r ? memberByName(r, name)?.id ?? 0 : 0; },
+      memberNameById: (id) => { const r = roster(); return r ? memberById(r, id)?.name : undefined; },
     });
     this.peerServer = await PeerServer.listen(`${config.grpcListenAt.host}:${config.grpcListenAt.port}`, {
       handler: this.served, credentials: peerServerCredentials(security), limits: this.grpcLimits,
       onWarning: (message) => this.log.warn({ source: 'peer-server' }, message),
+      gate,
+      onRefused: (reason) => { this.refusedCalls[reason] += 1; },
       services: [
-        { definition: storeServiceDefinition(), implementation: storeService.implementation },
-        { definition: adminServiceDefinition(), implementation: adminService },
+        { name: 'svc.store.v1.Store', definition: storeServiceDefinition(), implementation: storeService.implementation, role: 'peer', membersOnly: true },
+        { name: 'svc.admin.v1.Admin', definition: adminServiceDefinition(), implementation: adminService, role: 'admin' },
       ],
     });
     this.http = await startHttpServer(config.httpListenAt.host, config.httpListenAt.port, {
@@ -288,7 +311,7 @@ export class Node {
 
     this.engine = new Engine(this.engineConfig(), restored);
     this.pool = new PeerPool({
-      credentials: peerClientCredentials(security), limits: this.grpcLimits, channelOptions: nameOverride,
+      credentials: peerClientCredentials(security), limits: this.grpcLimits, channelOptions: peerChannel,
       deliver: (input) => {
         if (input.type === 'callFailed') this.log.debug({ requestId: input.requestId, code: input.status.code, details: input.status.details }, 'peer call failed');
         this.driver?.submit(input);
@@ -297,7 +320,7 @@ export class Node {
     });
     this.storeClients = new StoreClientPool({
       credentials: peerClientCredentials(security),
-      channelOptions: { ...clientChannelOptions(this.grpcLimits), ...nameOverride } as ChannelOptions,
+      channelOptions: { ...clientChannelOptions(this.grpcLimits), ...peerChannel } as ChannelOptions,
       proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
       streamIdleMs: this.storeLimits.streamIdleMs,
     });
@@ -337,6 +360,7 @@ export class Node {
       storeCalls: () => ({ ...storeClients.callCounts, streamsOpened: storeClients.readIndexStreamCalls + storeClients.proposeStreamCalls }),
       readIndexBatch: () => replicatedStore.readIndexStats,
       storeStreamsServed: () => storeService.openStreamCount(),
+      peerCallsRefused: () => this.refusedCalls,
     }, config.name, config.processMetrics ?? true);
 
     driver.start();
@@ -345,12 +369,13 @@ export class Node {
     if (config.api && nodeApi) {
       this.api = await nodeApi.startNodeApi(config.api, {
         store: this.replicatedStore, dataDir: config.dataDir, log: this.log, ready: () => this.readyProblem() === null,
+        clusterAddresses: [...(config.bootstrap ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]), ...(config.seeds ?? [])],
       }).catch(rethrowAsConfigError);
     }
     const s = driver.status();
     this.log.info({
       id: s.id, term: s.term, lastSeq: s.lastSeq, snapshotSeq: s.snapshotSeq, grpc: this.advertised.grpc, http: this.advertised.http,
-      tls: config.tls.mode, version: this.buildVersion,
+      tls: config.tls.mode, clusterId, version: this.buildVersion,
     }, 'node started');
   }
 
@@ -368,6 +393,20 @@ export class Node {
       }
     };
     return { mode: 'mtls', material: { ca: await read(tls.caFile, 'tls.caFile'), cert: await read(tls.certFile, 'tls.certFile'), key: await read(tls.keyFile, 'tls.keyFile') } };
+  }
+
+  /** ownPeerIdentity is the identity of this node's own certificate, which must be its peer certificate. */
+  private ownPeerIdentity(cert: Buffer | string): CertIdentity {
+    const file = this.config.tls.mode === 'mtls' ? this.config.tls.certFile : '';
+    const identity = pemIdentity(cert);
+    if (typeof identity === 'string') {
+      throw new ConfigError(`tls.certFile ${file} is not a peer certificate: ${identity}; issue one with \`svc certs node --cluster-id ID\``);
+    }
+    if (identity.role !== 'peer') throw new ConfigError(`tls.certFile ${file} is an ${identity.role} certificate; a node needs its peer certificate (\`svc certs node\`)`);
+    if (identity.name !== this.config.name) {
+      throw new ConfigError(`tls.certFile ${file} is ${identity.name}'s peer certificate, but this node is ${this.config.name}: peers match a node's messages against the name its certificate carries`);
+    }
+    return identity;
   }
 
   /**
@@ -561,7 +600,6 @@ export class Node {
       this.rejectWaiting(new StoreUnavailableError('node stopped'));
       this.pool?.close();
       this.storeClients?.close();
-      this.adminClients?.close();
       // Members' Store streams never end by themselves: end them so the server stops without waiting out its grace.
       this.storeService?.endStreams('node stopping');
       await this.peerServer?.close(this.config.limits.stopGraceMs);

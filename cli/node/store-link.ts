@@ -3,10 +3,12 @@
 // leaderLink is the store's LeaderLink over the client pool, storeServiceHandler the service's handler over
 // the store's StoreRouter. Every kind round-trips to the code it left as.
 import { status } from '@grpc/grpc-js';
+import { decodeCommand, resultToMessage } from '../../store/command.js';
 import { StoreRefusal, StoreUnavailableError, type RefusalKind } from '../../store/errors.js';
 import type { LeaderLink } from '../../store/host.js';
 import type { StoreRouter } from '../../store/store-router.js';
 import type { DocumentStore } from '../../store/document-store.js';
+import type { CommandResult as CommandResultMessage } from '../../proto/gen/svc/store/v1/store.js';
 import { StoreCallError, type StoreClientPool, type StoreServiceHandler } from '../../transports/store-rpc/store-service.js';
 
 const CODE_OF_KIND: Readonly<Record<RefusalKind, status>> = {
@@ -88,5 +90,23 @@ export function storeServiceHandler(router: () => StoreRouter, store: () => Docu
       }
       return found ? { found: true, valueJson: JSON.stringify(found.value), version: found.version } : { found: false, valueJson: '', version: 0 };
     }),
+  };
+}
+
+/**
+ * adminProposal is the Admin service's Propose on this node: the operator's command (an admin certificate
+ * reached this node; svc.store.v1 takes peer certificates only) is committed through the node's router,
+ * which reaches the leader with the node's own peer certificate. Refusals leave as the Store call's codes.
+ */
+export function adminProposal(router: () => StoreRouter): (command: Uint8Array, deadlineAt: number) => Promise<{ seq: number; result: CommandResultMessage }> {
+  return async (bytes, deadlineAt) => {
+    const decoded = decodeCommand(bytes);
+    if (!decoded.ok) throw new StoreCallError(status.INVALID_ARGUMENT, `bad command: ${decoded.reason}`);
+    try {
+      const { seq, result } = await router().commit({ requestId: decoded.command.requestId, bytes }, deadlineAt);
+      return { seq, result: resultToMessage(result) };
+    } catch (err) {
+      throw asCallError(err);
+    }
   };
 }

@@ -7,7 +7,8 @@ export {
 } from './errors.js';
 export type { ApiErrorCode, AuthErrorCode, ConnectionErrorCode, StreamErrorCode } from './errors.js';
 export type {
-  ChannelEvent, RunCompleteData, RunEvent, RunFinalStatus, RunNoticeData, RunOutputData, RunQueuedData, RunStartedData,
+  ChannelEvent, RunCompleteData, RunCredentialsData, RunEvent, RunFinalStatus, RunNoticeData, RunOutputData, RunQueuedData,
+  RunSandbox, RunStartedData,
 } from './run-events.js';
 export type { ReconnectInfo, StreamOptions } from './event-stream.js';
 export { SseParser } from './sse-parser.js';

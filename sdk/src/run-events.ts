@@ -7,15 +7,33 @@ import type { SseEvent } from './sse-parser.js';
 export type RunFinalStatus = 'succeeded' | 'failed' | 'cancelled' | 'timed_out';
 
 export interface RunQueuedData { runId: string; projectId: string }
-export interface RunStartedData { startedAt: string }
+/** RunSandbox is what the worker states about the run's isolation: its uid, network and limits, and by what each holds. */
+export interface RunSandbox {
+  /** backend: `bubblewrap` on the worker's host, or `kubernetes`. */
+  backend: string;
+  uid: number | null;
+  network: 'none' | 'egress-filtered';
+  limits: {
+    memoryBytes: number; processes: number; cpuCores: number | null; cpuSecondsPerProcess: number;
+    tmpBytes: number; workspaceBytes: number; fileBytes: number; openFiles: number; wallMs: number;
+  };
+  enforcement: { memory: string; processes: string; cpu: string; workspace: string; user: string };
+}
+export interface RunStartedData { startedAt: string; sandbox?: RunSandbox }
+/** RunCredentialsData names the credentials a run got (never their values). */
+export interface RunCredentialsData {
+  injected: Array<{ category: string; name: string; as: 'env' | 'file'; target: string }>;
+}
 export interface RunOutputData { stream: 'stdout' | 'stderr'; text: string }
-export interface RunNoticeData { message: string }
+/** code, when present, says why the worker ended or refused the run (JOB_MISMATCH, CREDENTIAL_MISSING, ...). */
+export interface RunNoticeData { message: string; code?: string }
 export interface RunCompleteData { status: RunFinalStatus; exitCode: number | null; durationMs: number }
 
 /** RunEvent is one event of a run's stream; `id` is what Last-Event-ID resumes after. */
 export type RunEvent =
   | { id: string; event: 'queued'; data: RunQueuedData }
   | { id: string; event: 'started'; data: RunStartedData }
+  | { id: string; event: 'credentials'; data: RunCredentialsData }
   | { id: string; event: 'output'; data: RunOutputData }
   | { id: string; event: 'notice'; data: RunNoticeData }
   | { id: string; event: 'complete'; data: RunCompleteData }
@@ -31,7 +49,9 @@ const checks = new Map<string, (data: Fields) => boolean>([
   ['queued', (data) => isString(data.runId) && isString(data.projectId)],
   ['started', (data) => isString(data.startedAt)],
   ['output', (data) => (data.stream === 'stdout' || data.stream === 'stderr') && isString(data.text)],
-  ['notice', (data) => isString(data.message)],
+  ['notice', (data) => isString(data.message) && (data.code === undefined || isString(data.code))],
+  ['credentials', (data) => Array.isArray(data.injected) && data.injected.every((item: unknown) =>
+    typeof item === 'object' && item !== null && isString((item as Fields).name) && isString((item as Fields).target))],
   ['complete', (data) => ['succeeded', 'failed', 'cancelled', 'timed_out'].includes(data.status as string) &&
     isIntegerOrNull(data.exitCode) && Number.isInteger(data.durationMs)],
 ]);

@@ -1,11 +1,12 @@
 // Membership safety: a leader's log holds at most one kind-4 record above the
-// cluster's commit point; learners neither campaign nor grant votes; kind-4
+// cluster's commit point; learners never campaign (they may grant votes: a
+// candidate's roster decides whether a grant counts, see checkers/election.ts); kind-4
 // records are appended by a leader only while every voter has capability bit 0,
 // and never reach a node that lacks it.
 import { CAPABILITY_KIND4, EntryKind, MemberRole, type EngineStatus, type Entry } from '../../engine/types.js';
 import { voterIds } from '../../engine/roster.js';
 import { decodeSegmentFrame } from '../../engine/segment-frame.js';
-import type { VoteRequest, VoteResponse, ShipSegmentRequest } from '../../engine/rpc.js';
+import type { ShipSegmentRequest } from '../../engine/rpc.js';
 import type { SimNode } from '../node.js';
 import { violate } from '../violation.js';
 import type { Checker, CheckerWorld, StepRecord } from './checker.js';
@@ -29,12 +30,6 @@ export class MembershipChecker implements Checker {
     if (!seqs) this.kind4SeqsByNode.set(node.index, (seqs = []));
     while (seqs.length > 0 && seqs[seqs.length - 1]! >= fromSeq) seqs.pop();
     for (const e of entries) if (e.kind === EntryKind.Membership) seqs.push(e.seq);
-  }
-
-  onVote(voter: SimNode, voterStatus: EngineStatus, request: VoteRequest, response: VoteResponse): void {
-    if (response.granted && roleOf(voterStatus, voterStatus.id) === MemberRole.Learner) {
-      violate(this.name, `learner ${voter.name} granted a ${request.prevote ? 'pre-vote' : 'vote'} to member ${request.candidateRegion} in term ${request.term}`, voter.index);
-    }
   }
 
   afterStep(step: StepRecord): void {

@@ -1,17 +1,23 @@
 // CheckerSuite fans every hook out to all checkers, in a fixed order.
-import type { EngineStatus, Entry } from '../../engine/types.js';
-import type { VoteRequest, VoteResponse } from '../../engine/rpc.js';
+import type { Effect, EngineStatus, Entry } from '../../engine/types.js';
+import type { RpcRequest, VoteRequest, VoteResponse } from '../../engine/rpc.js';
 import type { SimNode } from '../node.js';
 import type { Artifact } from '../artifacts.js';
+import { BarrierChecker } from './barrier.js';
 import { CanonicalLog } from './canonical-log.js';
 import type { Checker, CheckerWorld, StepRecord } from './checker.js';
 import { DurabilityChecker } from './durability.js';
 import { ElectionChecker } from './election.js';
+import { ForeignTrafficChecker } from './foreign-traffic.js';
 import { LagGaugeChecker } from './lag-gauge.js';
+import { LeaderStepDownChecker } from './leader-step-down.js';
 import { LogMatchingChecker } from './log-matching.js';
+import { MatchHonestyChecker } from './match-honesty.js';
 import { MembershipChecker } from './membership.js';
 import { ReadinessChecker } from './readiness.js';
 import { RemovedChecker } from './removed.js';
+import { ReportHonestyChecker } from './report-honesty.js';
+import { RosterReplayChecker } from './roster-replay.js';
 import { SnapshotIntegrityChecker } from './snapshot-integrity.js';
 import { StateMachineSafetyChecker } from './state-machine-safety.js';
 import { TermFencingChecker } from './term-fencing.js';
@@ -20,9 +26,11 @@ export class CheckerSuite implements Checker {
   readonly name = 'suite';
   readonly canonical = new CanonicalLog();
   readonly durability = new DurabilityChecker(this.canonical);
+  readonly foreignTraffic: ForeignTrafficChecker;
   readonly checkers: Checker[];
 
   constructor(world: CheckerWorld, extra: Checker[] = []) {
+    this.foreignTraffic = new ForeignTrafficChecker(world);
     this.checkers = [
       new ElectionChecker(),
       new LogMatchingChecker(),
@@ -34,8 +42,21 @@ export class CheckerSuite implements Checker {
       new SnapshotIntegrityChecker(this.canonical),
       new MembershipChecker(world),
       new RemovedChecker(),
+      this.foreignTraffic,
+      new BarrierChecker(),
+      new ReportHonestyChecker(world),
+      new LeaderStepDownChecker(world),
+      new RosterReplayChecker(),
+      new MatchHonestyChecker(world),
       ...extra,
     ];
+    this.withBeforeEffect = this.checkers.filter((c) => c.beforeEffect !== undefined);
+  }
+
+  private readonly withBeforeEffect: Checker[];
+
+  beforeEffect(node: SimNode, effect: Effect, answering: RpcRequest | null): void {
+    for (const c of this.withBeforeEffect) c.beforeEffect!(node, effect, answering);
   }
 
   afterStep(step: StepRecord): void {

@@ -25,7 +25,7 @@ export class TermFencingChecker implements Checker {
     }
     if (shipTerm >= before.term) return;
     for (const effect of effects) {
-      if (wroteOrApplied(effect)) {
+      if (wroteOrApplied(effect, before.commitSeq)) {
         violate(this.name, `${node.name} at term ${before.term} took a ${what} from term ${shipTerm}: ${effect.type}`, node.index);
       }
       if (effect.type === 'reply' && effect.callId === callId && effect.response.method === 'ShipSegment' && effect.response.body.accepted) {
@@ -35,6 +35,12 @@ export class TermFencingChecker implements Checker {
   }
 }
 
-function wroteOrApplied(effect: Effect): boolean {
-  return (effect.type === 'append' && effect.entries.length > 0) || effect.type === 'apply';
+/**
+ * wroteOrApplied: the step appended, or applied past the commit point it started with. Applies at or below
+ * it are not the ship's doing: a restarted engine replays its committed log in its first step, whatever
+ * that step's input (a stale ship replayed after a boundary crash, seed 9).
+ */
+function wroteOrApplied(effect: Effect, commitSeqBefore: number): boolean {
+  if (effect.type === 'append') return effect.entries.length > 0;
+  return effect.type === 'apply' && effect.entries.some((e) => e.seq > commitSeqBefore);
 }

@@ -5,7 +5,7 @@ import { partitionByKey } from './encode.js';
 import { undecidedExplanation, violationExplanation } from './explain.js';
 import { MEMO_TABLE_WORDS_MAX_DEFAULT, MINIMISE_STEP_BUDGET_DEFAULT, STEP_BUDGET_DEFAULT } from './limits.js';
 import { minimiseViolation } from './minimise.js';
-import { searchLinearization } from './search.js';
+import { decideKey } from './decide.js';
 import type { CheckOptions, CheckResult, KvOperation } from './types.js';
 import { InvalidHistoryError, assertValidKvHistory } from './validate.js';
 
@@ -30,7 +30,7 @@ export function checkKvHistory(history: readonly KvOperation[], options: CheckOp
   const keys = partitionByKey(history, initialValue);
   let steps = 0;
   for (const [index, key] of keys.entries()) {
-    const search = searchLinearization(key.encoded, key.initialState, stepBudget - steps, memoWordsMax);
+    const search = decideKey(key.encoded, key.initialState, stepBudget - steps, memoWordsMax);
     const stepsBefore = steps;
     steps += search.steps;
     if (search.outcome === 'ok') continue;

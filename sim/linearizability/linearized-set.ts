@@ -46,7 +46,7 @@ export class LinearizedSet {
     const bit = this.bitOf[op]!;
     const w = bit >>> 5;
     this.bits[w]! |= 1 << (bit & 31);
-    this.hash ^= this.hashOf[op]!;
+    this.hash = (this.hash ^ this.hashOf[op]!) >>> 0;
     if (w >= this.completedWords) return;
     if (w > this.highWord) this.highWord = w;
     while (this.lowWord < this.completedWords && this.bits[this.lowWord] === FULL_WORD) this.lowWord++;
@@ -56,7 +56,7 @@ export class LinearizedSet {
     const bit = this.bitOf[op]!;
     const w = bit >>> 5;
     this.bits[w]! &= ~(1 << (bit & 31));
-    this.hash ^= this.hashOf[op]!;
+    this.hash = (this.hash ^ this.hashOf[op]!) >>> 0;
     if (w >= this.completedWords) return;
     if (w < this.lowWord) this.lowWord = w;
     // words below lowWord are full, so this stops within the window

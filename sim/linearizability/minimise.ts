@@ -12,12 +12,12 @@
 // The reported set is the original operations of what is left; each is at least as constrained as
 // its weakened form, so that set is not linearizable either.
 //
-// Strategy: delete chunks of halving size (a light delta debugging), then single operations and
-// weakenings until nothing changes. Each candidate costs its search steps plus its size, against a
+// Strategy: weaken every cas at once if that keeps the violation; delete chunks of halving size (a
+// light delta debugging); then single operations and weakenings until nothing changes. Each candidate costs its search steps plus its size, against a
 // deterministic budget; when it runs out the smallest violating set so far is returned.
 import { OP_CAS, OP_PUT, OUTCOME_DONE, OUTCOME_FAILED, OUTCOME_UNKNOWN, type EncodedOp } from './encode.js';
 import { requiredValue, writtenValue } from './kv-model.js';
-import { searchLinearization } from './search.js';
+import { decideKey } from './decide.js';
 
 export interface MinimiseResult {
   ops: EncodedOp[];
@@ -82,7 +82,7 @@ export function minimiseViolation(ops: readonly EncodedOp[], initialState: numbe
       cutShort = true;
       return false;
     }
-    const result = searchLinearization(candidate, initialState, budget - work, memoWordsMax);
+    const result = decideKey(candidate, initialState, budget - work, memoWordsMax);
     work += result.steps + candidate.length;
     if (result.outcome === 'undecided-steps' || result.outcome === 'undecided-memory') cutShort = true;
     return result.outcome === 'violation';
@@ -121,6 +121,10 @@ export function minimiseViolation(ops: readonly EncodedOp[], initialState: numbe
     return changed;
   };
 
+  // Weaken every cas first if the violation survives it: a chain of cas ops can otherwise hold a
+  // local minimum (each needs the one before) once a simpler witness was deleted by a chunk.
+  const allWeakened = current.map((op) => weakened(op) ?? op);
+  if (allWeakened.some((op, i) => op !== current[i]) && violates(allWeakened)) current = allWeakened;
   for (let chunk = Math.ceil(current.length / 2); chunk > 1; chunk = Math.ceil(chunk / 2)) deletionPass(chunk);
   for (;;) {
     const dropped = deletionPass(1);

@@ -19,7 +19,7 @@ interface BrowserGlobals {
 }
 
 describe('albums: the album page in headless Chromium', function () {
-  this.timeout(90_000);
+  this.timeout(240_000);
   let stack: AlbumStack;
   let browser: Browser | undefined;
 
@@ -56,20 +56,20 @@ describe('albums: the album page in headless Chromium', function () {
 
     await page.locator('#key-input').fill(api.adminKey);
     await page.locator('#key-form button[type=submit]').click();
-    await page.locator('#status', { hasText: 'Live' }).waitFor({ timeout: 15_000 });
+    await page.locator('#status', { hasText: 'Live' }).waitFor({ timeout: 60_000 });
     assert.ok(await page.locator('#key-form').isHidden(), 'the key form is gone once the key is taken');
     assert.equal(await page.locator('.shot').count(), 6, 'the shots are listed, pending');
     assert.equal(await page.locator('.shot[data-status=pending]').count(), 6);
 
     // Generation starts after the page is open: what it shows next can only have come over the event stream.
     assert.equal((await api.call('POST', `/albums/${album.id}/anchor`)).status, 202);
-    await page.locator('#anchor[data-status=ready] img').waitFor({ timeout: 30_000 });
+    await page.locator('#anchor[data-status=ready] img').waitFor({ timeout: 60_000 });
     assert.equal((await api.call('POST', `/albums/${album.id}/shots`)).status, 202);
-    await page.locator('.shot[data-status=complete] img').nth(5).waitFor({ timeout: 30_000 });
+    await page.locator('.shot[data-status=complete] img').nth(5).waitFor({ timeout: 60_000 });
     assert.equal(await page.locator('.shot[data-status=complete] img').count(), 6);
     // Functions, not strings: the page's CSP refuses eval. The casts stand in for DOM types this project lacks.
     await page.waitForFunction(() => [...(globalThis as unknown as BrowserGlobals).document.querySelectorAll('img')]
-      .every((img) => img.complete && img.naturalWidth === 192), undefined, { timeout: 15_000 });
+      .every((img) => img.complete && img.naturalWidth === 192), undefined, { timeout: 60_000 });
     assert.match(await page.locator('#counts').innerText(), /6 complete/);
     assert.equal(await page.locator('#last-event').innerText(), 'album.completed');
 
@@ -85,7 +85,7 @@ describe('albums: the album page in headless Chromium', function () {
     await page.locator('#forget-key').click();
     await page.locator('#key-input').fill('svc_not-a-real-key');
     await page.locator('#key-form button[type=submit]').click();
-    await page.locator('#status', { hasText: 'UNAUTHORIZED' }).waitFor({ timeout: 15_000 });
+    await page.locator('#status', { hasText: 'UNAUTHORIZED' }).waitFor({ timeout: 60_000 });
     assert.equal(await page.evaluate(() => (globalThis as unknown as BrowserGlobals).sessionStorage.getItem('svc.albumView.apiKey')), null);
   });
 

@@ -111,7 +111,6 @@ describe('api: API keys and authentication', () => {
       ['POST', '/credentials', { category: 'gitea', name: 'n', value: 'v' }],
       ['POST', '/users', { name: 'x' }],
       ['GET', '/users', undefined],
-      ['POST', '/keys', { name: 'escalate', role: 'admin' }],
       ['POST', '/keys', { name: 'other', user_id: api.adminUserId }],
     ];
     for (const [method, path, body] of forbidden) {
@@ -119,6 +118,9 @@ describe('api: API keys and authentication', () => {
       assert.equal(result.status, 403, `${method} ${path}`);
       assert.equal(result.json.code, 'FORBIDDEN');
     }
+    const escalate = await api.call('POST', '/keys', { key: developer.key, body: { name: 'escalate', role: 'admin' } });
+    assert.equal(escalate.status, 403);
+    assert.equal(escalate.json.code, 'KEY_SCOPE_EXCEEDED');
     assert.equal((await api.call('GET', '/projects', { key: developer.key })).status, 200);
     assert.equal((await api.call('GET', `/keys/${api.adminKeyId}`, { key: developer.key })).status, 404);
     assert.equal((await api.call('POST', `/keys/${api.adminKeyId}/revoke`, { key: developer.key })).status, 404);

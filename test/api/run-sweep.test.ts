@@ -17,7 +17,7 @@ function runRecord(id: string, status: RunStatus, finishedAt: string | null): Ru
   return {
     id, project_id: 'prj_000000000aaaaaaaaaaaaaaaa', user_id: 'usr_000000000aaaaaaaaaaaaaaaa', status,
     created_at: '2026-11-01T00:00:00.000Z', started_at: null, finished_at: finishedAt, exit_code: null, duration_ms: null,
-    cancel_requested: false,
+    cancel_requested: false, prompt: null,
   };
 }
 

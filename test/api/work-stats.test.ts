@@ -18,7 +18,7 @@ describe('api: GET /work/stats with real BullMQ queues', function () {
   };
 
   it('moves the counts as jobs are added, run, finished, failed and delayed', async () => {
-    const connection = { host: '127.0.0.1', port: setup.redis.port };
+    const connection = { host: '127.0.0.1', port: setup.redis.port, password: decodeURIComponent(new URL(setup.redis.url).password) };
     const queue = new Queue(agentRunQueueName, { connection });
     try {
       assert.deepEqual(await stats(), {

@@ -1,13 +1,16 @@
 // `svc cluster` from a clean directory, and the admin commands against it, all through bin/svc.js
 // in their own processes: three nodes turn /health 200 and cluster.json names them; `svc status`
 // shows every member's heartbeat fields; `svc keys create` writes a working admin key; a fourth
-// `svc node` joins as a learner, is promoted through a follower, then removed (503), and stops on
+// `svc node` joins as a learner, is promoted through a follower (which names the leader: the CLI retries
+// there), then removed (503), and stops on
 // SIGINT; leadership moves on `svc members transfer`; SIGINT to the supervisor leaves no process.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readCertIdentity } from '../../cli/certs/certs.js';
 import type { ClusterFile } from '../../cli/cluster-file.js';
 import type { MemberStatus } from '../../cli/status-format.js';
+import { CLUSTER_ID } from '../../transports/grpc/peer-identity.js';
 import { alive, httpStatus, LongRunning, processesMentioning, removeDir, runCli, tempDir, waitFor } from './helpers.js';
 
 /** CLUSTER_TICK_MS shortens elections; HEALTHY_TIMEOUT_MS bounds three tsx processes starting on two shared cores. */
@@ -80,6 +83,10 @@ describe('svc cluster and the admin commands against it', function () {
       assert.equal(await httpStatus(`${m.httpAddr}/health`), 200);
     }
     assert.equal(cluster.tls.mode, 'mtls');
+    assert.match(cluster.clusterId ?? '', CLUSTER_ID, 'a cluster id is made at creation');
+    // Certificates of two kinds: the nodes' peer certificates, the CLI's admin certificate, all of this cluster.
+    for (const m of cluster.members) assert.deepEqual(await readCertIdentity(join(dir, '.cluster', 'certs', `${m.name}.crt`)), { role: 'peer', clusterId: cluster.clusterId, name: m.name });
+    assert.deepEqual(await readCertIdentity(join(dir, '.cluster', 'certs', 'admin.crt')), { role: 'admin', clusterId: cluster.clusterId, name: 'admin' });
     assert.match(cluster.adminKey ?? '', /^svc_/);
     // The developer API answers on every node's HTTP port with the key the cluster bootstrapped.
     for (const m of cluster.members) assert.equal(await httpStatus(`${m.httpAddr}/projects`, { 'x-api-key': cluster.adminKey! }), 200);
@@ -128,7 +135,7 @@ describe('svc cluster and the admin commands against it', function () {
 
   it('a fourth svc node joins as a learner; members promote (through a follower) and remove change its role; SIGINT stops it', async function () {
     const certs = join(dir, '.cluster', 'certs');
-    const issued = await runCli(['certs', 'node', '--out', certs, '--name', 'n4', '--peers-service', 'peers', '--namespace', 'local'], { cwd: dir });
+    const issued = await runCli(['certs', 'node', '--out', certs, '--name', 'n4', '--cluster-id', cluster.clusterId!, '--peers-service', 'peers', '--namespace', 'local'], { cwd: dir });
     assert.equal(issued.code, 0, issued.stderr);
     joiner = LongRunning.start([
       'node', '--name', 'n4', '--data-dir', join(dir, 'n4-data'), '--grpc-listen', '127.0.0.1:0', '--http-listen', '127.0.0.1:0',

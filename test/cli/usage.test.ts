@@ -71,7 +71,9 @@ describe('svc usage errors (exit 2)', function () {
     { args: ['cluster', '--engine-limit', 'bogus=1'], message: /--engine-limit: unknown limit "bogus"/ },
     { args: ['cluster', '--node-option', 'rm -rf'], message: /--node-option takes one node flag/ },
     { args: ['openapi', 'extra'], message: /Unexpected argument 'extra'/ },
-    { args: ['certs', 'node', '--out', 'x'], message: /node needs --name, --peers-service, --namespace/ },
+    { args: ['certs', 'node', '--out', 'x'], message: /node needs --name, --cluster-id, --peers-service, --namespace/ },
+    { args: ['certs', 'admin', '--out', 'x', '--name', 'ops'], message: /admin needs --cluster-id/ },
+    { args: ['node', ...BASE, '--insecure', '--cluster-id', 'X_Y'], message: /clusterId "X_Y" must be a DNS label/ },
   ];
   for (const { args, message } of cases) {
     const shown = args.map((a) => (BASE.includes(a) || MTLS.includes(a) ? '' : a)).filter((a) => a !== '').join(' ');

@@ -8,7 +8,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { Node } from '../../cli/node/node.js';
 import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../cli/node/config.js';
-import { API_REDIS_DIR } from '../../cli/node/node-api.js';
+import { API_REDIS_DIR, ipv4Hosts } from '../../cli/node/node-api.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
 import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type Pki, type PlannedNode } from '../node/harness.js';
 import { SvcApiError, SvcClient } from '../../sdk/src/index.js';
@@ -28,7 +28,8 @@ describe('cluster-api: the node config api section', function () {
   let plan: PlannedNode;
   const single = async (name: string, extra: Partial<NodeConfig>): Promise<NodeConfig> => {
     [plan] = await planNodes([name]);
-    return nodeConfig(plan!, join(dir, name), pki.tls('solo'), { bootstrap: [plan!.member] }, { tickMs: 30, ...extra });
+    // A node starts only with its own peer certificate (the name in it is the node's).
+    return nodeConfig(plan!, join(dir, name), pki.tls(name), { bootstrap: [plan!.member] }, { tickMs: 30, ...extra });
   };
   const readyNode = async (config: NodeConfig): Promise<Node> => {
     const node = new Node(config);
@@ -38,7 +39,7 @@ describe('cluster-api: the node config api section', function () {
   };
   before(async () => {
     dir = await tempDir('node-api-config');
-    pki = await makePki(dir, ['solo']);
+    pki = await makePki(dir, ['cfg', 'nokey', 'badkey', 'noredis', 'localredis', 'noapi']);
   });
   after(async () => { await removeDir(dir); });
 
@@ -91,7 +92,7 @@ describe('cluster-api: the node config api section', function () {
       const node = await readyNode(config);
       let port = 0;
       try {
-        assert.match(node.apiRedisUrl ?? '', /^redis:\/\/127\.0\.0\.1:\d+$/);
+        assert.match(node.apiRedisUrl ?? '', /^redis:\/\/:[0-9a-f]{64}@127\.0\.0\.1:\d+$/, 'with a generated password');
         port = Number(new URL(node.apiRedisUrl!).port);
         assert.ok(existsSync(join(config.dataDir, API_REDIS_DIR)), 'its files live under the data directory');
         const admin = await bootstrapAdminKey(node.store, 'admin');
@@ -115,5 +116,12 @@ describe('cluster-api: the node config api section', function () {
     } finally {
       await node.stop();
     }
+  });
+});
+
+describe('cluster-api: the members a node denies to agent runs', () => {
+  it('takes the IPv4 hosts of gRPC addresses, URLs and seeds, once each, and skips names', () => {
+    assert.deepEqual(ipv4Hosts(['10.1.2.3:7000', 'http://10.1.2.3:8080', 'https://10.1.2.4:8443/', 'node-3.internal:7000', '[::1]:7000']),
+      ['10.1.2.3', '10.1.2.4']);
   });
 });

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { ScriptedCluster } from '../../sim/scripted-cluster.js';
+import { FAST_CHECK_SEED } from '../fast-check-seed.js';
 
 type Op =
   | { op: 'tick'; n: number }
@@ -98,8 +99,36 @@ function run(founders: number, ops: Op[]): void {
   assert.deepEqual(c.violations, []);
 }
 
+/** OPS_COUNT_MAX: the schedule length; regression paths below replay only with the default. */
+const OPS_COUNT_MAX = 60;
+
+interface Regression { seed: number; path: string; counterexample: [number, Op[]]; found: string }
+
+/**
+ * REGRESSIONS: schedules that once failed. Each is replayed exactly (fast-check's seed and path, with the
+ * default schedule length) and its shrunk counterexample also runs first in every sweep (as an example,
+ * so it stays even if the arbitraries change).
+ */
+const REGRESSIONS: Regression[] = [
+  {
+    seed: 1127431596, path: '87:3:5:5:10:9:8:9:12:19:11:1:4:9:12:15:13:13:13',
+    counterexample: [1, [{ op: 'join', via: 0 }, { op: 'tick', n: 22 }, { op: 'partition', mask: 1 }, { op: 'promote', who: 5 }, { op: 'tick', n: 14 }]],
+    found: 'a promoted learner that never got its promotion refused every vote: no leader ever again (scenarios/promoted-learner-votes.txt)',
+  },
+];
+
+const scheduleArb = (opsCountMax: number) => fc.tuple(fc.integer({ min: 1, max: 5 }), fc.array(opArb, { maxLength: opsCountMax }));
+
 describe('engine under random schedules (fast-check, ScriptedCluster)', () => {
-  it('stays safe and converges once healed', () => {
-    fc.assert(fc.property(fc.integer({ min: 1, max: 5 }), fc.array(opArb, { maxLength: Number(process.env.SVC_PROPERTY_OPS ?? 60) }), run), { numRuns: Number(process.env.SVC_PROPERTY_RUNS ?? 150) });
+  const runs = Number(process.env.SVC_PROPERTY_RUNS ?? 150);
+  it(`stays safe and converges once healed (${runs} runs, SVC_FC_SEED=${FAST_CHECK_SEED} to repeat)`, () => {
+    fc.assert(fc.property(scheduleArb(Number(process.env.SVC_PROPERTY_OPS ?? OPS_COUNT_MAX)), ([founders, ops]) => run(founders, ops)), {
+      numRuns: runs, seed: FAST_CHECK_SEED, examples: REGRESSIONS.map((r) => [r.counterexample]),
+    });
   });
+  for (const r of REGRESSIONS) {
+    it(`regression: fast-check seed ${r.seed} path ${r.path} passes (${r.found})`, () => {
+      fc.assert(fc.property(scheduleArb(OPS_COUNT_MAX), ([founders, ops]) => run(founders, ops)), { seed: r.seed, path: r.path, endOnFailure: true });
+    });
+  }
 });

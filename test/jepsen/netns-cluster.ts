@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NodeConfig } from '../../cli/node/config.js';
 import { clientCredentials } from '../../transports/grpc/tls.js';
+import { clusterChannelOptions } from '../../transports/grpc/peer-identity.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
 import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
 import { StoreClientPool } from '../../transports/store-rpc/store-service.js';
@@ -26,8 +27,6 @@ export const HTTP_PORT = 8080;
 export const STATUS_DEADLINE_MS = 600;
 /** TRANSFER_DEADLINE_MS bounds a leadership transfer request. */
 export const TRANSFER_DEADLINE_MS = 5_000;
-/** CLIENT_CERT_NAME is the certificate the test's clients present (signed by the cluster CA). */
-const CLIENT_CERT_NAME = 'jepsen-client';
 
 export interface NetnsClusterOptions {
   dir: string;
@@ -48,8 +47,12 @@ export interface ClusterNode {
 
 export class NetnsCluster {
   readonly nodes: ClusterNode[];
-  /** store is the clients' svc.store.v1 pool (writes at the leader, Get anywhere). */
+  /**
+   * store is the clients' svc.store.v1 pool (writes at the leader, Get anywhere). svc.store.v1 serves members'
+   * peer certificates only, so the clients hold the first node's, with the cluster id, as that node would.
+   */
   readonly store: StoreClientPool;
+  /** admin is the svc.admin.v1 pool (Status, ChangeMember), with the admin certificate the CLI holds. */
   readonly admin: AdminClientPool;
 
   private constructor(nodes: ClusterNode[], store: StoreClientPool, admin: AdminClientPool) {
@@ -60,7 +63,7 @@ export class NetnsCluster {
 
   static async start(options: NetnsClusterOptions): Promise<NetnsCluster> {
     const names = options.hosts.map((h) => h.name);
-    const pki: Pki = await makePki(options.dir, [...names, CLIENT_CERT_NAME]);
+    const pki: Pki = await makePki(options.dir, names);
     const bootstrap = options.hosts.map((h) => ({ name: h.name, grpcAddr: `${h.address}:${GRPC_PORT}`, httpAddr: `http://${h.address}:${HTTP_PORT}` }));
     const nodes: ClusterNode[] = options.hosts.map((host) => ({
       name: host.name,
@@ -83,11 +86,16 @@ export class NetnsCluster {
         api: { localRedis: false, rateLimitPerSecond: 1_000_000, accessLog: false, runWorker: false, albumWorker: false },
       },
     }));
-    const [ca, cert, key] = await Promise.all(['ca.crt', `${CLIENT_CERT_NAME}.crt`, `${CLIENT_CERT_NAME}.key`].map((f) => readFile(join(pki.dir, f))));
-    const credentials = clientCredentials({ ca: ca!, cert: cert!, key: key! });
+    const credentialsOf = async (tls: NodeConfig['tls']): Promise<ReturnType<typeof clientCredentials>> => {
+      if (tls.mode !== 'mtls') throw new Error('the cluster runs mutual TLS');
+      const [ca, cert, key] = await Promise.all([readFile(tls.caFile), readFile(tls.certFile), readFile(tls.keyFile)]);
+      return clientCredentials({ ca, cert, key });
+    };
     // The node certificates name localhost; the clients dial private addresses and check that name.
     const channelOptions = { ...clientChannelOptions(resolveGrpcLimits()), 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' };
-    const cluster = new NetnsCluster(nodes, new StoreClientPool({ credentials, channelOptions }), new AdminClientPool({ credentials, channelOptions }));
+    const cluster = new NetnsCluster(nodes,
+      new StoreClientPool({ credentials: await credentialsOf(pki.tls(names[0]!)), channelOptions: { ...channelOptions, ...clusterChannelOptions(pki.clusterId) } }),
+      new AdminClientPool({ credentials: await credentialsOf(pki.adminTls()), channelOptions }));
     try {
       await Promise.all(nodes.map((node) => cluster.launch(node)));
     } catch (err) {

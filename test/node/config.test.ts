@@ -34,6 +34,11 @@ describe('node: config', function () {
       [{ tls: { mode: 'plain' } as unknown as NodeConfig['tls'] }, /tls.mode/],
       [{ tickMs: 0 }, /tickMs must be a positive integer/],
       [{ logLevel: 'loud' as unknown as NodeConfig['logLevel'] }, /logLevel/],
+      // Addresses peers are told (JoinCluster, rosters) are held to the form the peer gate checks.
+      [{ httpAdvertise: 'http://n1.example' }, /httpAdvertise "http:\/\/n1.example": it is not host:port/],
+      [{ grpcAdvertise: 'a..b:7000' }, /grpcAdvertise "a..b:7000": its host is not a DNS name/],
+      [{ bootstrap: [{ ...good.bootstrap![0]!, grpcAddr: '127.0.0.1:0' }] }, /bootstrap\[0\].grpcAddr "127.0.0.1:0": its port is not 1-65535/],
+      [{ clusterId: 'Not_A_Label' }, /clusterId "Not_A_Label" must be a DNS label/],
     ];
     for (const [change, message] of cases) {
       assert.throws(() => resolveNodeConfig({ ...good, ...change } as NodeConfig), (err: unknown) => err instanceof ConfigError && message.test(err.message), JSON.stringify(change));

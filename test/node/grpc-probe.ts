@@ -2,6 +2,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import type { NodeTls } from '../../cli/node/config.js';
+import { clusterChannelOptions } from '../../transports/grpc/peer-identity.js';
 import { storeServiceDefinition } from '../../transports/store-rpc/store-service.js';
 
 const identity = (bytes: Buffer): Buffer => bytes;
@@ -14,11 +15,12 @@ export interface ProbeOutcome {
   bytes: Buffer | null;
 }
 
-export function probeCredentials(tls: NodeTls): { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
-  if (tls.mode === 'insecure') return { credentials: grpc.credentials.createInsecure(), options: {} };
+/** probeCredentials dials with tls's certificate; every call carries clusterId as svc-cluster-id metadata ('' sends none). */
+export function probeCredentials(tls: NodeTls, clusterId = ''): { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
+  if (tls.mode === 'insecure') return { credentials: grpc.credentials.createInsecure(), options: clusterChannelOptions(clusterId) };
   return {
     credentials: grpc.credentials.createSsl(readFileSync(tls.caFile), readFileSync(tls.keyFile), readFileSync(tls.certFile)),
-    options: { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' },
+    options: { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost', ...clusterChannelOptions(clusterId) },
   };
 }
 

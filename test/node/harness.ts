@@ -3,7 +3,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createClusterCa, createNodeCert } from '../../cli/certs/certs.js';
+import { createAdminCert, createClusterCa, createNodeCert, newClusterId } from '../../cli/certs/certs.js';
 import type { BootstrapMember, LogLevel, NodeConfig, NodeTls } from '../../cli/node/config.js';
 import type { NodeStatusDocument } from '../../transports/node/node-status.js';
 import { freePorts } from '../../cli/free-ports.js';
@@ -79,24 +79,30 @@ export function metricValue(text: string, name: string, labels = ''): number | u
   return line === undefined ? undefined : Number(line.slice(wanted.length));
 }
 
-/** Pki is a cluster CA with one certificate per node name (plus a foreign CA when asked). */
+/** Pki is a cluster CA with one peer certificate per node name and an admin certificate, all of one cluster id. */
 export interface Pki {
   dir: string;
+  clusterId: string;
+  /** tls is a node's mutual-TLS config with its peer certificate. */
   tls(name: string): NodeTls;
+  /** adminTls is the same with the admin certificate (ADMIN_CERT_NAME): what the CLI holds. */
+  adminTls(): NodeTls;
 }
 
-export async function makePki(dir: string, names: string[], caName = 'cluster'): Promise<Pki> {
+/** ADMIN_CERT_NAME names the admin certificate makePki issues. */
+export const ADMIN_CERT_NAME = 'admin';
+
+export async function makePki(dir: string, names: string[], caName = 'cluster', clusterId = newClusterId()): Promise<Pki> {
   const caDir = join(dir, caName);
   await createClusterCa({ dir: caDir, commonName: `${caName}-ca` });
-  for (const name of names) await createNodeCert({ dir: caDir, name, peersService: 'peers', namespace: 'test' });
-  return {
-    dir: caDir,
-    tls: (name) => ({
-      mode: 'mtls', caFile: join(caDir, 'ca.crt'), certFile: join(caDir, `${name}.crt`), keyFile: join(caDir, `${name}.key`),
-      // Peers dial 127.0.0.1; the certificate names localhost too, which keeps Node from warning about an IP as TLS server name.
-      serverNameOverride: 'localhost',
-    }),
-  };
+  for (const name of names) await createNodeCert({ dir: caDir, name, clusterId, peersService: 'peers', namespace: 'test' });
+  await createAdminCert({ dir: caDir, name: ADMIN_CERT_NAME, clusterId });
+  const tls = (name: string): NodeTls => ({
+    mode: 'mtls', caFile: join(caDir, 'ca.crt'), certFile: join(caDir, `${name}.crt`), keyFile: join(caDir, `${name}.key`),
+    // Peers dial 127.0.0.1; the certificate names localhost too, which keeps Node from warning about an IP as TLS server name.
+    serverNameOverride: 'localhost',
+  });
+  return { dir: caDir, clusterId, tls, adminTls: () => tls(ADMIN_CERT_NAME) };
 }
 
 export interface PlannedNode {

@@ -103,7 +103,7 @@ describe('sdk: client against a real API server', function () {
   });
 
   it('lists credentials masked, filters by category, and reports a bad category as INVALID_CATEGORY', async () => {
-    const secrets = { gitea: 'gitea-token-0123456789', cloudflare: 'cf-api-token-abcdefghij', woodpecker: 'short' };
+    const secrets: Record<string, string> = { gitea: 'gitea-token-0123456789', cloudflare: 'cf-api-token-abcdefghij', woodpecker: 'short' };
     for (const [category, value] of Object.entries(secrets)) {
       const created = await admin.createCredential({ body: { category, name: `${category}-main`, value } });
       assert.ok(!created.masked_value.includes(value));
@@ -111,7 +111,7 @@ describe('sdk: client against a real API server', function () {
     const all = await admin.listCredentials();
     assert.deepEqual(all.items.map((item) => item.category).sort(), ['cloudflare', 'gitea', 'woodpecker']);
     for (const item of all.items) {
-      const secret = secrets[item.category];
+      const secret = secrets[item.category]!;
       assert.ok(!JSON.stringify(item).includes(secret), `${item.category} is never shown in full`);
       assert.match(item.masked_value, secret.length >= 12 ? /^..••••••..$/ : /^••••$/);
     }

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { createClusterCa, createNodeCert } from '../../cli/certs/certs.js';
+import { createAdminCert, createClusterCa, createNodeCert } from '../../cli/certs/certs.js';
+import { clientCredentials } from '../../transports/grpc/tls.js';
 import { makeTempDir, removeTempDir } from './helpers.js';
 
 const identity = (b: Buffer): Buffer => b;
@@ -27,10 +28,11 @@ describe('certs: grpc-js mutual TLS', function () {
   before(async () => {
     dir = await makeTempDir('mtls');
     await createClusterCa({ dir: join(dir, 'cluster') });
-    await createNodeCert({ dir: join(dir, 'cluster'), name: 'svc-0', peersService: 'peers', namespace: 'ns', podNames: ['svc-0'] });
-    await createNodeCert({ dir: join(dir, 'cluster'), name: 'svc-1', peersService: 'peers', namespace: 'ns' });
+    await createNodeCert({ clusterId: 'c1', dir: join(dir, 'cluster'), name: 'svc-0', peersService: 'peers', namespace: 'ns', podNames: ['svc-0'] });
+    await createNodeCert({ clusterId: 'c1', dir: join(dir, 'cluster'), name: 'svc-1', peersService: 'peers', namespace: 'ns' });
+    await createAdminCert({ dir: join(dir, 'cluster'), name: 'ops', clusterId: 'c1' });
     await createClusterCa({ dir: join(dir, 'foreign') });
-    await createNodeCert({ dir: join(dir, 'foreign'), name: 'svc-1', peersService: 'peers', namespace: 'ns' });
+    await createNodeCert({ clusterId: 'c1', dir: join(dir, 'foreign'), name: 'svc-1', peersService: 'peers', namespace: 'ns' });
 
     server = new grpc.Server();
     server.addService(echoService, { echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => callback(null, call.request) });
@@ -82,5 +84,41 @@ describe('certs: grpc-js mutual TLS', function () {
 
   it('is refused by a client that trusts only another CA', async () => {
     await assert.rejects(call('foreign/ca.crt', { key: 'foreign/svc-1.key', cert: 'foreign/svc-1.crt' }), (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE);
+  });
+
+  it('takes an admin certificate as a client, but TLS itself refuses it as a server (extendedKeyUsage clientAuth only)', async () => {
+    assert.equal((await call('cluster/ca.crt', { key: 'cluster/ops.key', cert: 'cluster/ops.crt' }, 'localhost')).toString(), 'ping');
+    const rogue = new grpc.Server();
+    rogue.addService(echoService, { echo: (c: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, c.request) });
+    const credentials = grpc.ServerCredentials.createSsl(await pem('cluster/ca.crt'), [{ cert_chain: await pem('cluster/ops.crt'), private_key: await pem('cluster/ops.key') }], false);
+    const roguePort = await new Promise<number>((resolve, reject) => rogue.bindAsync('127.0.0.1:0', credentials, (err, bound) => (err ? reject(err) : resolve(bound))));
+    const stub = new EchoClient(`127.0.0.1:${roguePort}`, grpc.credentials.createSsl(await pem('cluster/ca.crt'), await pem('cluster/svc-1.key'), await pem('cluster/svc-1.crt')),
+      { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' });
+    try {
+      await assert.rejects(new Promise<Buffer>((resolve, reject) => {
+        stub.makeUnaryRequest('/svc.test.Echo/Echo', identity, identity, Buffer.from('ping'), { deadline: Date.now() + CALL_DEADLINE_MS },
+          (err: grpc.ServiceError | null, value?: Buffer) => (err ? reject(err) : resolve(value!)));
+      }), (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE);
+    } finally {
+      stub.close();
+      rogue.forceShutdown();
+    }
+  });
+
+  it('refuses, as a client expecting a peer of its cluster, a server of another cluster from the same CA', async () => {
+    const material = { ca: await pem('cluster/ca.crt'), cert: await pem('cluster/svc-1.crt'), key: await pem('cluster/svc-1.key') };
+    const dial = async (peerOfCluster: string): Promise<Buffer> => {
+      const stub = new EchoClient(`127.0.0.1:${port}`, clientCredentials(material, { peerOfCluster }), { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' });
+      try {
+        return await new Promise<Buffer>((resolve, reject) => {
+          stub.makeUnaryRequest('/svc.test.Echo/Echo', identity, identity, Buffer.from('ping'), { deadline: Date.now() + CALL_DEADLINE_MS },
+            (err: grpc.ServiceError | null, value?: Buffer) => (err ? reject(err) : resolve(value!)));
+        });
+      } finally {
+        stub.close();
+      }
+    };
+    assert.equal((await dial('c1')).toString(), 'ping');
+    await assert.rejects(dial('c2'), (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE && /cluster c1, not of c2/.test(err.details));
   });
 });

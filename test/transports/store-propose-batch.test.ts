@@ -24,7 +24,7 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
   before(async function () {
     await cluster.start(['b1', 'b2', 'b3'], ['b1', 'b2', 'b3', 'probe']);
     await cluster.waitLeader(30_000);
-    const { credentials, options } = probeCredentials(cluster.pki.tls('probe'));
+    const { credentials, options } = probeCredentials(cluster.pki.tls('b3'), cluster.pki.clusterId);
     pool = new StoreClientPool({ credentials, channelOptions: options });
     unaryPool = new StoreClientPool({ credentials, channelOptions: options, overStreams: false });
   });
@@ -66,7 +66,7 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
 
   it('refuses a ProposeStream request above proposeBatchCountMax whole, as RESOURCE_EXHAUSTED', async function () {
     const leader = await cluster.waitLeader();
-    const { credentials, options } = probeCredentials(cluster.pki.tls('probe'));
+    const { credentials, options } = probeCredentials(cluster.pki.tls('b3'), cluster.pki.clusterId);
     const greedy = new StoreClientPool({ credentials, channelOptions: options, proposeBatchCountMax: DEFAULT_STORE_LIMITS.proposeBatchCountMax + 10 });
     try {
       const outcomes = await Promise.allSettled(Array.from({ length: DEFAULT_STORE_LIMITS.proposeBatchCountMax + 1 }, (_, i) =>
@@ -115,7 +115,7 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
 
   it('refuses a batch above proposeBatchCountMax as RESOURCE_EXHAUSTED and a malformed one as INVALID_ARGUMENT', async function () {
     const leader = await cluster.waitLeader();
-    const { credentials, options } = probeCredentials(cluster.pki.tls('probe'));
+    const { credentials, options } = probeCredentials(cluster.pki.tls('b3'), cluster.pki.clusterId);
     const client = new grpc.Client(leader.grpcAddress, credentials, options);
     const call = (bytes: Buffer) => new Promise<grpc.ServiceError | null>((resolve) => {
       client.makeUnaryRequest(pb.StoreService.proposeBatch.path, (b: Buffer) => b, (b: Buffer) => b, bytes, { deadline: Date.now() + DEADLINE_MS }, (err) => resolve(err));

@@ -177,7 +177,7 @@ describe('node: ReadIndexStream on a 3-node cluster', function () {
 
   it('serves a follower\'s reads over one stream, sees the leader\'s writes, and a new leader gets a new stream', async () => {
     const leader = await cluster.waitLeader();
-    const { credentials, options } = probeCredentials(cluster.pki.tls('probe'));
+    const { credentials, options } = probeCredentials(cluster.pki.tls('r3'), cluster.pki.clusterId);
     const pool = new StoreClientPool({ credentials, channelOptions: options });
     try {
       await leader.store.put('ri/a', { v: 1 });

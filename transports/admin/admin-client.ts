@@ -1,8 +1,8 @@
-// The client half of svc.admin.v1.Admin: the `svc` command's way into a running node, and a
-// follower's way to pass a ChangeMember on to the leader. One channel per address; every call
-// runs under a deadline.
+// The client half of svc.admin.v1.Admin: the `svc` command's way into a running node, with an admin
+// certificate. One channel per address; every call runs under a deadline.
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
+import * as storePb from '../../proto/gen/svc/store/v1/store.js';
 import { TRAILER_LEADER, UnaryCallError, UnaryChannels } from '../grpc/unary-call.js';
 import { ADMIN_MESSAGE_BYTES_MAX } from './limits.js';
 
@@ -43,6 +43,16 @@ export class AdminClientPool {
       return pb.ChangeMemberResponse.decode(bytes);
     } catch (err) {
       throw new AdminCallError(grpc.status.INTERNAL, `malformed ChangeMemberResponse from ${to}: ${String(err)}`);
+    }
+  }
+
+  /** propose commits an encoded store command through the member at `to` (which reaches the leader itself). */
+  async propose(to: string, command: Uint8Array, deadlineAt: number): Promise<storePb.ProposeResponse> {
+    const bytes = await this.channels.call(to, pb.AdminService.propose.path, Buffer.from(storePb.ProposeRequest.encode({ command }).finish()), deadlineAt);
+    try {
+      return storePb.ProposeResponse.decode(bytes);
+    } catch (err) {
+      throw new AdminCallError(grpc.status.INTERNAL, `malformed ProposeResponse from ${to}: ${String(err)}`);
     }
   }
 

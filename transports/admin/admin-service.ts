@@ -1,13 +1,17 @@
 // The svc.admin.v1.Admin gRPC service (proto/svc/admin/v1/admin.proto), the server half: served on
-// the node's peer server beside WalShipping, so only a client with a certificate from the cluster
-// CA reaches it. Status answers from this node; ChangeMember runs on the leader and a follower
-// passes it on to the leader it knows, at most ADMIN_FORWARD_HOP_COUNT_MAX times.
+// the node's peer server beside WalShipping, where the peer gate lets in admin certificates of this
+// cluster only (docs/protocol.md, "Identity and trust"). Status answers from this node; ChangeMember
+// runs on the leader, and a follower answers "not the leader" naming it (the caller retries there);
+// Propose hands a store command to the node (host.propose), whose store router reaches the leader with
+// the node's own peer certificate.
 import * as grpc from '@grpc/grpc-js';
 import type { AdminOp } from '../../engine/types.js';
 import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
+import * as storePb from '../../proto/gen/svc/store/v1/store.js';
 import type { NodeStatusDocument } from '../node/node-status.js';
-import { AdminCallError, AdminClientPool, TRAILER_LEADER } from './admin-client.js';
-import { ADMIN_CALL_DEADLINE_MS, ADMIN_FORWARD_HOP_COUNT_MAX, ADMIN_NAME_BYTES_MAX } from './limits.js';
+import { UnaryCallError } from '../grpc/unary-call.js';
+import { AdminCallError, TRAILER_LEADER } from './admin-client.js';
+import { ADMIN_CALL_DEADLINE_MS, ADMIN_NAME_BYTES_MAX } from './limits.js';
 import { adminStatusResponse, type SeenHeartbeat } from './status-response.js';
 
 const identity = (bytes: Buffer): Buffer => bytes;
@@ -16,6 +20,7 @@ const identity = (bytes: Buffer): Buffer => bytes;
 export const ADMIN_METHODS = {
   status: pb.AdminService.status.path,
   changeMember: pb.AdminService.changeMember.path,
+  propose: pb.AdminService.propose.path,
 } as const;
 
 /** AdminHost is what the service needs from its node. */
@@ -27,12 +32,17 @@ export interface AdminHost {
   lastHeartbeat(): SeenHeartbeat | null;
   /** admin runs the operation on this node's engine; it rejects when this node is not the leader. */
   admin(op: AdminOp, timeoutMs: number): Promise<void>;
+  /**
+   * propose gets an encoded store command committed at the leader, wherever it is (the node's store router).
+   * It rejects with a UnaryCallError (its code and leader hint are answered) or anything else (INTERNAL).
+   */
+  propose(command: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: storePb.CommandResult | undefined }>;
+  /** commandBytesMax bounds a command Propose takes. */
+  commandBytesMax: number;
 }
 
 export interface AdminServiceOptions {
   host: AdminHost;
-  /** forwarder reaches the leader with the node's own client certificate. */
-  forwarder: AdminClientPool;
   onWarning?: (message: string) => void;
 }
 
@@ -89,10 +99,7 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
       if (status.leaderGrpcAddr === '' || status.leaderId === status.id) {
         throw new AdminCallError(grpc.status.UNAVAILABLE, `${status.name} is ${status.role} and knows no leader; retry`);
       }
-      if (request.hops >= ADMIN_FORWARD_HOP_COUNT_MAX) {
-        throw new AdminCallError(grpc.status.FAILED_PRECONDITION, `not the leader, and the request was already forwarded ${request.hops} times`, status.leaderGrpcAddr);
-      }
-      return options.forwarder.changeMember(status.leaderGrpcAddr, { ...request, hops: request.hops + 1 }, deadlineAt);
+      throw new AdminCallError(grpc.status.FAILED_PRECONDITION, `${status.name} is not the leader; retry at ${status.leaderGrpcAddr}`, status.leaderGrpcAddr);
     }
     const member = status.members.find((m) => m.name === request.name);
     if (!member) throw new AdminCallError(grpc.status.NOT_FOUND, `no member named ${JSON.stringify(request.name)}`);
@@ -120,6 +127,23 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
       } catch (err) {
         fail(respond, err, 'Status');
       }
+    },
+    propose: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+      let request: storePb.ProposeRequest;
+      try {
+        request = storePb.ProposeRequest.decode(call.request);
+      } catch (err) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ProposeRequest: ${String(err)}` }, null);
+        return;
+      }
+      if (request.command.length > host.commandBytesMax) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `command is ${request.command.length} bytes, above commandBytesMax ${host.commandBytesMax}` }, null);
+        return;
+      }
+      host.propose(request.command, deadlineOf(call)).then(
+        (answer) => respond(null, Buffer.from(storePb.ProposeResponse.encode(answer).finish())),
+        (err: unknown) => fail(respond, err instanceof UnaryCallError && !(err instanceof AdminCallError) ? new AdminCallError(err.code, err.details, err.leaderHint) : err, 'Propose'),
+      );
     },
     changeMember: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
       let request: pb.ChangeMemberRequest;

@@ -1,7 +1,5 @@
 // Every limit of the remote admin surface (svc.admin.v1) has a name and a default here.
 
-/** ADMIN_FORWARD_HOP_COUNT_MAX bounds how often a ChangeMember is passed on towards the leader. */
-export const ADMIN_FORWARD_HOP_COUNT_MAX = 2;
 /** ADMIN_CALL_DEADLINE_MS bounds a served call that arrived without a deadline (or with a longer one). */
 export const ADMIN_CALL_DEADLINE_MS = 30_000;
 /** ADMIN_NAME_BYTES_MAX bounds a member name in a request (member names are 1-253 characters). */

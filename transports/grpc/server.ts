@@ -1,8 +1,10 @@
 // The WalShipping gRPC server: all eight methods, each call decoded, checked
 // against GrpcLimits and handed to a PeerHandler with a CallSink. It decides
-// nothing itself. Bad input (malformed protobuf, oversized messages, limits
-// broken, unknown methods, vanished peers) ends that call with a named status
-// while every other call carries on.
+// nothing itself about the protocol. Bad input (malformed protobuf, oversized
+// messages, limits broken, unknown methods, vanished peers) ends that call with
+// a named status while every other call carries on. With a PeerGate, each call's
+// caller (its certificate and cluster id) is checked first, and the extra
+// services it serves are guarded by the certificate role each one takes.
 import * as grpc from '@grpc/grpc-js';
 import { StatusCode, type RpcMethod, type RpcRequest, type UnaryMethod } from '../../engine/rpc.js';
 import type { CallEnd, PeerHandler } from './call-sink.js';
@@ -10,6 +12,9 @@ import { serverChannelOptions } from './channel-options.js';
 import { resolveGrpcLimits, type GrpcLimits } from './limits.js';
 import { RPC_METHODS, identity, isUnaryMethod, methodPath, type StreamMethod } from './methods.js';
 import { StreamCall, UnaryCall, type CallEnv } from './served-call.js';
+import { encodeResponse } from './methods.js';
+import type { PeerGate, Refusal, RefusalReason } from './peer-gate.js';
+import { callerOf, type CertRole } from './peer-identity.js';
 import { toServiceError } from './status.js';
 import { decodeCheckedRequest } from './validate.js';
 
@@ -23,7 +28,26 @@ export interface PeerServerOptions {
   /** onWarning hears about bad input and handler misuse; the server never throws them. */
   onWarning?: (message: string) => void;
   /** services are more gRPC services to serve beside WalShipping, on the same port and credentials. */
-  services?: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>;
+  services?: ExtraService[];
+  /**
+   * gate checks every call's caller before anything else (peer-gate.ts): WalShipping takes peer
+   * certificates, each extra service the `role` it names. Absent: every caller passes (tests of the
+   * transport alone).
+   */
+  gate?: PeerGate;
+  /** onRefused hears of each call the gate refused, with the reason (a metric label). */
+  onRefused?: (reason: RefusalReason, service: string, details: string) => void;
+}
+
+/** ExtraService is a service served beside WalShipping; `role` is the certificate role its callers need. */
+export interface ExtraService {
+  /** name is the service's name in refusals and logs, e.g. "svc.store.v1.Store". */
+  name?: string;
+  definition: grpc.ServiceDefinition;
+  implementation: grpc.UntypedServiceImplementation;
+  role?: CertRole;
+  /** membersOnly: the certificate's name must also be in the node's roster (svc.store.v1: only members write or read). */
+  membersOnly?: boolean;
 }
 
 export interface PeerServerStats {
@@ -77,7 +101,7 @@ export class PeerServer {
         : (call: grpc.ServerWritableStream<Buffer, Buffer>) => this.onStream(method, call);
     }
     this.server.addService(serviceDefinition(), implementation);
-    for (const extra of options.services ?? []) this.server.addService(extra.definition, extra.implementation);
+    for (const extra of options.services ?? []) this.server.addService(extra.definition, this.guarded(extra));
   }
 
   /** listen binds `address` (host:port; port 0 picks a free one) and starts serving. */
@@ -118,10 +142,22 @@ export class PeerServer {
   }
 
   private onUnary(method: UnaryMethod, call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>): void {
+    const refused = this.callerRefused(call, 'peer', 'WalShipping');
+    if (refused) {
+      respond(refused, null);
+      return;
+    }
     const checked = decodeCheckedRequest(method, call.request, this.limits);
     if (!checked.ok) {
       this.reject(method, call.getPeer(), checked.status.details);
       respond(toServiceError(checked.status).error, null);
+      return;
+    }
+    const verdict = this.options.gate?.walShipping(checked.request, callerOf(call));
+    if (verdict && !verdict.pass) {
+      this.refuse(verdict.refusal, `WalShipping ${method}`, call.getPeer());
+      if (verdict.response) respond(null, encodeResponse(verdict.response));
+      else respond({ code: verdict.refusal.code, details: verdict.refusal.details }, null);
       return;
     }
     const served = new UnaryCall(this.nextCallId++, method, call.getPeer(), this.env, respond);
@@ -130,10 +166,21 @@ export class PeerServer {
   }
 
   private onStream(method: StreamMethod, call: grpc.ServerWritableStream<Buffer, Buffer>): void {
+    const refused = this.callerRefused(call, 'peer', 'WalShipping');
+    if (refused) {
+      call.emit('error', refused);
+      return;
+    }
     const checked = decodeCheckedRequest(method, call.request, this.limits);
     if (!checked.ok) {
       this.reject(method, call.getPeer(), checked.status.details);
       call.emit('error', toServiceError(checked.status).error);
+      return;
+    }
+    const verdict = this.options.gate?.walShipping(checked.request, callerOf(call));
+    if (verdict && !verdict.pass) {
+      this.refuse(verdict.refusal, `WalShipping ${method}`, call.getPeer());
+      call.emit('error', { code: verdict.refusal.code, details: verdict.refusal.details });
       return;
     }
     const served = new StreamCall(this.nextCallId++, method, call.getPeer(), this.env, call);
@@ -159,6 +206,51 @@ export class PeerServer {
     } catch (err) {
       this.handlerErrorCount += 1;
       this.warn(`call ${callId}: handler's onCallClosed threw: ${String(err)}`);
+    }
+  }
+
+  /**
+   * callerRefused checks a call's certificate role and cluster id with the gate; it returns the error to
+   * answer with (and counts the refusal), or null when the caller may go on.
+   */
+  private callerRefused(call: Parameters<typeof callerOf>[0] & { getPeer(): string }, role: CertRole, service: string, membersOnly = false): Partial<grpc.ServiceError> | null {
+    const gate = this.options.gate;
+    const caller = callerOf(call);
+    const refusal = gate ? gate.callerRefusal(caller, role, service) ?? (membersOnly ? gate.memberRefusal(caller, service) : null) : null;
+    if (refusal === null) return null;
+    this.refuse(refusal, service, call.getPeer());
+    return { code: refusal.code, details: refusal.details, metadata: new grpc.Metadata() };
+  }
+
+  /** guarded wraps an extra service's handlers so each call's caller is checked before the handler runs. */
+  private guarded(extra: ExtraService): grpc.UntypedServiceImplementation {
+    const role = extra.role;
+    if (!this.options.gate || role === undefined) return extra.implementation;
+    const service = extra.name ?? 'service';
+    const wrapped: grpc.UntypedServiceImplementation = {};
+    for (const [name, handler] of Object.entries(extra.implementation)) {
+      const responseStream = extra.definition[name]?.responseStream ?? false;
+      const guard = (call: Parameters<typeof callerOf>[0] & { getPeer(): string; emit(event: 'error', error: unknown): boolean }, respond?: grpc.sendUnaryData<unknown>): void => {
+        const refused = this.callerRefused(call, role, service, extra.membersOnly === true);
+        if (refused === null) {
+          (handler as (...args: unknown[]) => void)(call, respond);
+          return;
+        }
+        if (!responseStream && respond) respond(refused, null);
+        else call.emit('error', refused);
+      };
+      wrapped[name] = guard as grpc.UntypedHandleCall;
+    }
+    return wrapped;
+  }
+
+  private refuse(refusal: Refusal, what: string, peer: string): void {
+    this.rejectedCallCount += 1;
+    this.warn(`${what} from ${peer} refused (${refusal.reason}): ${refusal.details}`);
+    try {
+      this.options.onRefused?.(refusal.reason, what, refusal.details);
+    } catch (err) {
+      this.warn(`onRefused threw: ${String(err)}`);
     }
   }
 

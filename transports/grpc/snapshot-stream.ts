@@ -10,6 +10,7 @@ import {
 import type { GrpcLimits } from './limits.js';
 import { decodeSnapshotChunk, identity, methodPath } from './methods.js';
 import { RpcStatusError, fromStatusObject, rpcStatus } from './status.js';
+import { isCarriableValue } from '../../engine/values.js';
 
 export interface FetchOptions {
   /** signal cancels the call; the pending or next read then throws CANCELLED. */
@@ -69,6 +70,9 @@ export async function* snapshotChunks(client: grpc.Client | string, request: Sna
       const body = chunk.chunk;
       if (!sawHeader) {
         if (body?.$case !== 'header') throw violation(`first message is ${body?.$case ?? 'empty'}, not the header`);
+        if (!isCarriableValue(body.value.term) || !isCarriableValue(body.value.snapshotSeq)) {
+          throw violation(`header term ${body.value.term} or snapshot_seq ${body.value.snapshotSeq} has no room to increment`);
+        }
         sawHeader = true;
         filesExpected = body.value.needed;
       } else if (body?.$case !== 'file') {

@@ -2,6 +2,8 @@
 // certificate signed by the cluster CA, the client checks the server's against
 // the same CA. Plaintext exists only when a caller asks for it by name.
 import * as grpc from '@grpc/grpc-js';
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import { certIdentity } from './peer-identity.js';
 
 /** PeerTlsMaterial is PEM text or bytes: the cluster CA, this node's certificate chain and its key. */
 export interface PeerTlsMaterial {
@@ -30,8 +32,29 @@ export function serverCredentials(material: PeerTlsMaterial): grpc.ServerCredent
  * The server's name is checked against the dialled host, which the cluster certificate covers
  * with its per-pod and wildcard names (spec, Authentication 2).
  */
-export function clientCredentials(material: PeerTlsMaterial): grpc.ChannelCredentials {
-  return grpc.credentials.createSsl(pem(material.ca, 'ca'), pem(material.key, 'key'), pem(material.cert, 'cert'));
+export function clientCredentials(material: PeerTlsMaterial, expect: ServerExpectation = {}): grpc.ChannelCredentials {
+  const { peerOfCluster } = expect;
+  const verify = peerOfCluster === undefined ? {} : {
+    checkServerIdentity: (hostname: string, cert: PeerCertificate): Error | undefined => serverIdentityProblem(hostname, cert, peerOfCluster),
+  };
+  return grpc.credentials.createSsl(pem(material.ca, 'ca'), pem(material.key, 'key'), pem(material.cert, 'cert'), verify);
+}
+
+/** ServerExpectation is what a client demands of a server's certificate beyond the CA and the host name. */
+export interface ServerExpectation {
+  /** peerOfCluster: the server must present a peer certificate of this cluster (peer-identity.ts). */
+  peerOfCluster?: string;
+}
+
+/** serverIdentityProblem is the host-name check, then the server's role and cluster; undefined when it passes. */
+export function serverIdentityProblem(hostname: string, cert: PeerCertificate, clusterId: string): Error | undefined {
+  const hostProblem = checkServerIdentity(hostname, cert);
+  if (hostProblem) return hostProblem;
+  const identity = certIdentity({ subjectAltName: cert.subjectaltname, extKeyUsage: cert.ext_key_usage });
+  if (typeof identity === 'string') return new Error(`the server's certificate is not a peer's: ${identity}`);
+  if (identity.role !== 'peer') return new Error(`the server's certificate is an ${identity.role} certificate, not a peer's`);
+  if (identity.clusterId !== clusterId) return new Error(`the server is a peer of cluster ${identity.clusterId}, not of ${clusterId}`);
+  return undefined;
 }
 
 /** insecureServerCredentials serves plaintext: for tests and explicitly configured development only. */
@@ -45,12 +68,18 @@ export function insecureClientCredentials(): grpc.ChannelCredentials {
 }
 
 /** PeerSecurity is how a node's configuration names its transport security. */
-export type PeerSecurity = { mode: 'mtls'; material: PeerTlsMaterial } | { mode: 'insecure' };
+export type PeerSecurity = {
+  mode: 'mtls';
+  material: PeerTlsMaterial;
+  /** clusterId, when set, is demanded of every server this node dials (a peer certificate of this cluster). */
+  clusterId?: string;
+} | { mode: 'insecure' };
 
 export function peerServerCredentials(security: PeerSecurity): grpc.ServerCredentials {
   return security.mode === 'mtls' ? serverCredentials(security.material) : insecureServerCredentials();
 }
 
 export function peerClientCredentials(security: PeerSecurity): grpc.ChannelCredentials {
-  return security.mode === 'mtls' ? clientCredentials(security.material) : insecureClientCredentials();
+  if (security.mode === 'insecure') return insecureClientCredentials();
+  return clientCredentials(security.material, security.clusterId === undefined ? {} : { peerOfCluster: security.clusterId });
 }

@@ -23,6 +23,8 @@ export interface MetricsSource {
   readIndexBatch(): { calls: number; readers: number };
   /** storeStreamsServed is the ReadIndexStream and ProposeStream calls other members hold open on this node now. */
   storeStreamsServed(): number;
+  /** peerCallsRefused counts the calls the peer gate refused, by reason (transports/grpc/peer-gate.ts). */
+  peerCallsRefused(): Record<string, number>;
 }
 
 /** StoreCallCounts: what a node sent the leader over svc.store.v1, as counters. */
@@ -123,6 +125,12 @@ export class NodeMetrics {
     counter('svc_store_streams_opened_total', 'ReadIndexStream and ProposeStream calls this node opened to a leader.', () => source.storeCalls().streamsOpened);
     counter('svc_store_read_index_calls_total', 'Read indexes this node took for its reads (each shared by the reads gathered for it).', () => source.readIndexBatch().calls);
     counter('svc_store_read_index_readers_total', 'Reads that waited for a read index (readers / calls = reads per read index).', () => source.readIndexBatch().readers);
+    new Counter({
+      name: 'svc_peer_calls_refused_total',
+      help: 'Calls on the peer port refused before the engine saw them, by reason: no-role, wrong-role (a certificate of the other kind), cluster-mismatch, cluster-missing, claim-mismatch (a message naming another member as its sender), not-member, bad-value (a term or seqno with no room to increment), bad-join (JoinCluster names or addresses).',
+      labelNames: ['reason'], registers,
+      collect() { this.reset(); for (const [reason, count] of Object.entries(source.peerCallsRefused())) this.inc({ reason }, count); },
+    });
     gauge('svc_store_streams_served', 'ReadIndexStream and ProposeStream calls other members hold open on this node.', () => source.storeStreamsServed());
     this.walSyncSeconds = new Histogram({
       name: 'svc_wal_sync_seconds', help: 'From a WAL append to its fdatasync completing (group commit wait included).', registers,

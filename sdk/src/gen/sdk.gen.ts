@@ -105,7 +105,7 @@ export class SvcApi extends HeyApiClient {
     /**
      * Create a key; the full key is in this response only
      *
-     * Admins may create keys for any user and either role; developers only developer keys for themselves.
+     * Admin keys may create keys for any user; developer keys only for their own user. The new key must lie within the calling key's scope (see Key scope above): a role no higher, an expiry no later (none only if the caller has none), an allowlist within the caller's (none only if the caller has none). An omitted expires_at or allowed_ips takes the calling key's own.
      */
     public createKey<ThrowOnError extends boolean = true>(options: Options<CreateKeyData, ThrowOnError>) {
         return (options.client ?? this.client).post<CreateKeyResponses, CreateKeyErrors, ThrowOnError, 'data'>({
@@ -134,6 +134,8 @@ export class SvcApi extends HeyApiClient {
     
     /**
      * Revoke a key (idempotent)
+     *
+     * Admin keys may revoke any user's key, developer keys their own user's keys, and only keys within the calling key's scope (so any key may revoke itself, and a narrow key cannot revoke a broader one).
      */
     public revokeKey<ThrowOnError extends boolean = true>(options: Options<RevokeKeyData, ThrowOnError>) {
         return (options.client ?? this.client).post<RevokeKeyResponses, RevokeKeyErrors, ThrowOnError, 'data'>({
@@ -146,6 +148,8 @@ export class SvcApi extends HeyApiClient {
     
     /**
      * Issue a replacement with the same settings and revoke this key
+     *
+     * Who may rotate is who may revoke: admin keys any user's key, developer keys their own user's keys, and only keys within the calling key's scope, since the replacement has the old key's role, expiry and allowlist. Any key may rotate itself. A revoked or expired key cannot be rotated (409).
      */
     public rotateKey<ThrowOnError extends boolean = true>(options: Options<RotateKeyData, ThrowOnError>) {
         return (options.client ?? this.client).post<RotateKeyResponses, RotateKeyErrors, ThrowOnError, 'data'>({
@@ -365,7 +369,7 @@ export class SvcApi extends HeyApiClient {
     /**
      * Server-Sent Events of a run, from the start or after Last-Event-ID
      *
-     * Events: `queued`, `started`, `output` {stream, text}, `notice` {message}, then `complete` {status, exitCode, durationMs}, after which the stream ends. Each event has an id; reconnect with Last-Event-ID to resume after it. Quiet periods carry `: keep-alive` comments. A late client gets the whole stream while the run is retained (24 h).
+     * Events: `queued`, `started` {startedAt, sandbox} (sandbox states the run's uid, network and limits, and by what each limit holds on this host), `credentials` {injected: [{category, name, as, target}]} (which credentials the run got: names, never values), `output` {stream, text} (credential values masked), `notice` {message, code?} (code: JOB_MISMATCH, PROJECT_MISSING, CREDENTIAL_MISSING, CREDENTIALS_UNAVAILABLE, NETWORK_POLICY_UNAVAILABLE, NETWORK_SETUP_FAILED, WORKSPACE_MISSING, WORKSPACE_NOT_REACHABLE, INVALID_WORKSPACE, WORKSPACE_QUOTA_EXCEEDED), then `complete` {status, exitCode, durationMs}, after which the stream ends. Each event has an id; reconnect with Last-Event-ID to resume after it. Quiet periods carry `: keep-alive` comments. A late client gets the whole stream while the run is retained (24 h).
      */
     public streamRunEvents<ThrowOnError extends boolean = true>(options: Options<StreamRunEventsData, ThrowOnError, StreamRunEventsResponse>) {
         return (options.client ?? this.client).sse.get<StreamRunEventsResponses, StreamRunEventsErrors, ThrowOnError, 'data'>({

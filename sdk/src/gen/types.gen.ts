@@ -55,7 +55,13 @@ export type NewApiKey = {
     name: Name;
     role?: Role;
     user_id?: Id;
+    /**
+     * null: never expires; omitted: the calling key's expiry. No later than the calling key's.
+     */
     expires_at?: Timestamp | null;
+    /**
+     * null: any address; omitted: the calling key's allowlist. Within the calling key's allowlist.
+     */
     allowed_ips?: Array<IpRule> | null;
 };
 
@@ -81,7 +87,7 @@ export type CategoryText = string;
 
 export type Credential = {
     id: Id;
-    category: 'gitea' | 'cloudflare' | 'woodpecker';
+    category: 'gitea' | 'cloudflare' | 'woodpecker' | 'model';
     name: Name;
     /**
      * e.g. ab••••••yz; •••• for short values
@@ -93,7 +99,7 @@ export type Credential = {
 
 export type NewCredential = {
     /**
-     * gitea | cloudflare | woodpecker
+     * gitea | cloudflare | woodpecker | model
      */
     category: CategoryText;
     name: Name;
@@ -114,15 +120,34 @@ export type Command = Array<string>;
  */
 export type Workspace = string;
 
+/**
+ * A stored credential (category and name) that runs of the project get, resolved when each run starts: as an environment variable named `target`, or as the read-only file `/run/secrets/<target>`. Values never appear in the project, the run, its events or the logs; output that contains one is masked. A run whose credential is missing fails with the notice code CREDENTIAL_MISSING.
+ */
+export type ProjectCredential = {
+    /**
+     * gitea | cloudflare | woodpecker | model
+     */
+    category: CategoryText;
+    name: Name;
+    as: 'env' | 'file';
+    /**
+     * env: ^[A-Z_][A-Z0-9_]{0,127}$, not PATH, HOME, LANG, PWD, SHELL, USER, LOGNAME, TMPDIR or LD_*; file: ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$
+     */
+    target: string;
+};
+
+export type ProjectCredentials = Array<ProjectCredential>;
+
 export type Project = {
     id: Id;
     name: Name;
     workspace: Workspace;
     command: Command;
     /**
-     * whether agent runs may use the network
+     * whether agent runs may use the network: egress only (never the host, link-local addresses, the cluster or its Redis); without it a run has loopback only
      */
     network: boolean;
+    credentials: ProjectCredentials;
     created_by: Id;
     created_at: Timestamp;
     updated_at: Timestamp;
@@ -133,6 +158,7 @@ export type NewProject = {
     workspace: Workspace;
     command: Command;
     network?: boolean;
+    credentials?: ProjectCredentials;
 };
 
 export type ProjectUpdate = {
@@ -140,6 +166,7 @@ export type ProjectUpdate = {
     workspace?: Workspace;
     command?: Command;
     network?: boolean;
+    credentials?: ProjectCredentials;
 };
 
 export type QueueStats = {
@@ -553,7 +580,7 @@ export type CreateKeyErrors = {
      */
     401: Error;
     /**
-     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role; FORBIDDEN for another user's key from a developer key; KEY_SCOPE_EXCEEDED for a key broader than the caller
      */
     403: Error;
     /**
@@ -647,7 +674,7 @@ export type RevokeKeyErrors = {
      */
     401: Error;
     /**
-     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role; KEY_SCOPE_EXCEEDED: the key is broader than the caller
      */
     403: Error;
     /**
@@ -694,7 +721,7 @@ export type RotateKeyErrors = {
      */
     401: Error;
     /**
-     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role; KEY_SCOPE_EXCEEDED: the key is broader than the caller
      */
     403: Error;
     /**
@@ -823,7 +850,7 @@ export type ListCredentialsData = {
     path?: never;
     query?: {
         /**
-         * One of gitea, cloudflare, woodpecker; others answer 422 INVALID_CATEGORY
+         * One of gitea, cloudflare, woodpecker, model; others answer 422 INVALID_CATEGORY
          */
         category?: CategoryText;
         limit?: number;

@@ -56,6 +56,17 @@ describe('linearizability checker cases', () => {
     assert.equal(verdictOf([get('k', 'a', 0, 5), put('k', 'a', 10, null)]), 'violation');
   });
 
+  it('a read of an overwritten value is stale unless a write of that value may still take effect', () => {
+    const overwritten = () => [put('k', 'a', 0, 10), put('k', 'b', 20, 30)];
+    assert.equal(verdictOf([...overwritten(), get('k', 'a', 40, 50)]), 'violation');
+    assert.equal(verdictOf([...overwritten(), put('k', 'a', 25, null), get('k', 'a', 40, 50)]), 'ok');
+    assert.equal(verdictOf([...overwritten(), put('k', 'a', 35, 36), get('k', 'a', 40, 50)]), 'ok');
+    // a cas from the stale value is as stale as a get of it
+    assert.equal(verdictOf([...overwritten(), cas('k', 'a', 'c', true, 40, 50)]), 'violation');
+    // the overwrite touching the read (returns as it is called) is concurrent with it
+    assert.equal(verdictOf([put('k', 'a', 0, 10), put('k', 'b', 20, 40), get('k', 'a', 40, 50)]), 'ok');
+  });
+
   it('an indeterminate cas swaps iff it takes effect on the expected value', () => {
     assert.equal(verdictOf([put('k', 'x', 0, 1), cas('k', 'x', 'y', null, 2, null), get('k', 'y', 10, 11)]), 'ok');
     assert.equal(verdictOf([put('k', 'x', 0, 1), cas('k', 'x', 'y', null, 2, null), get('k', 'x', 10, 11)]), 'ok');

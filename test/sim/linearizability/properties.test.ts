@@ -3,7 +3,10 @@
 // fast-check prints `{ seed: ..., path: ... }` on failure; pass them to fc.assert to replay.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { checkKvHistory, formatOperation, type KvOperation } from '../../../sim/linearizability/index.js';
+import { partitionByKey } from '../../../sim/linearizability/encode.js';
+import { MEMO_TABLE_WORDS_MAX_DEFAULT, STEP_BUDGET_DEFAULT, checkKvHistory, formatOperation, type KvOperation } from '../../../sim/linearizability/index.js';
+import { searchLinearization } from '../../../sim/linearizability/search.js';
+import { staleReadIndex } from '../../../sim/linearizability/stale-reads.js';
 import { EFFECT_GAP, get, sequentialHistory, type OpPlan } from './histories.js';
 
 const planArb: fc.Arbitrary<OpPlan> = fc.record({
@@ -17,7 +20,7 @@ const planArb: fc.Arbitrary<OpPlan> = fc.record({
 });
 
 const scenarioArb = fc.record({
-  plans: fc.array(planArb, { minLength: 0, maxLength: 60 }),
+  plans: fc.array(planArb, { minLength: 0, maxLength: 150, size: 'max' }),
   keyCount: fc.integer({ min: 1, max: 3 }),
   initialValue: fc.constantFrom(null, 'init'),
   reversed: fc.boolean(),
@@ -27,6 +30,30 @@ const scenarioArb = fc.record({
 const wroteValue = (op: KvOperation): boolean =>
   op.returnTime !== null && (op.output?.kind === 'put' || (op.output?.kind === 'cas' && op.output.swapped));
 const valueOf = (op: KvOperation): string => (op.input.kind === 'get' ? '' : op.input.value);
+
+/** The history of `plans` plus one stale get (the property is skipped when there is no stale pair). */
+function withStaleRead(plans: OpPlan[], keyCount: number, initialValue: string | null, pick: number, after: number, length: number): { history: KvOperation[]; staleGet: KvOperation } {
+  const history = sequentialHistory(plans, keyCount, initialValue);
+  // A stale pair: `overwriter` began after `overwritten` returned, and the stale get begins after
+  // `overwriter` returned, yet sees `overwritten`'s value (or the initial one, overwritten by any
+  // completed write). Values are unique, so no linearization can explain it.
+  const writes = history.filter(wroteValue);
+  const candidates: { key: string; stale: string | null; overwriter: KvOperation }[] = [];
+  for (const overwriter of writes) {
+    candidates.push({ key: overwriter.input.key, stale: initialValue, overwriter });
+    for (const overwritten of writes) {
+      if (overwritten.input.key === overwriter.input.key && overwritten.returnTime! < overwriter.callTime) {
+        candidates.push({ key: overwriter.input.key, stale: valueOf(overwritten), overwriter });
+      }
+    }
+  }
+  fc.pre(candidates.length > 0);
+  const { key, stale, overwriter } = candidates[pick % candidates.length]!;
+  const callTime = overwriter.returnTime! + 1 + after;
+  const staleGet = get(key, stale, callTime, callTime + length, 'stale-reader');
+  history.push(staleGet);
+  return { history, staleGet };
+}
 
 describe('linearizability checker properties', () => {
   it('accepts every history made from a real sequential execution (overlapping intervals, indeterminate operations)', () => {
@@ -41,25 +68,7 @@ describe('linearizability checker properties', () => {
   it('rejects a history with one injected stale read, minimised to a few operations including it', () => {
     let shown = false;
     fc.assert(fc.property(scenarioArb, fc.nat(), fc.nat(3 * EFFECT_GAP), fc.nat(3 * EFFECT_GAP), ({ plans, keyCount, initialValue, reversed }, pick, after, length) => {
-      const history = sequentialHistory(plans, keyCount, initialValue);
-      // A stale pair: `overwriter` began after `overwritten` returned, and the stale get begins after
-      // `overwriter` returned, yet sees `overwritten`'s value (or the initial one, overwritten by any
-      // completed write). Values are unique, so no linearization can explain it.
-      const writes = history.filter(wroteValue);
-      const candidates: { key: string; stale: string | null; overwriter: KvOperation }[] = [];
-      for (const overwriter of writes) {
-        candidates.push({ key: overwriter.input.key, stale: initialValue, overwriter });
-        for (const overwritten of writes) {
-          if (overwritten.input.key === overwriter.input.key && overwritten.returnTime! < overwriter.callTime) {
-            candidates.push({ key: overwriter.input.key, stale: valueOf(overwritten), overwriter });
-          }
-        }
-      }
-      fc.pre(candidates.length > 0);
-      const { key, stale, overwriter } = candidates[pick % candidates.length]!;
-      const callTime = overwriter.returnTime! + 1 + after;
-      const staleGet = get(key, stale, callTime, callTime + length, 'stale-reader');
-      history.push(staleGet);
+      const { history, staleGet } = withStaleRead(plans, keyCount, initialValue, pick, after, length);
       if (reversed) history.reverse();
 
       const result = checkKvHistory(history, { initialValue });
@@ -69,7 +78,7 @@ describe('linearizability checker properties', () => {
         console.log(`      example report:\n${result.explanation.replace(/^/gm, '        ')}`);
         shown = true;
       }
-      assert.equal(result.key, key);
+      assert.equal(result.key, staleGet.input.key);
       assert.ok(result.minimalOperations.some((op) => op.id === staleGet.id), `the stale get is missing from:\n${result.explanation}`);
       assert.ok(result.minimalOperations.length <= 4, `more than 4 operations:\n${result.explanation}`);
       assert.ok(result.minimalOperations.every((op) => history.includes(op)));
@@ -77,6 +86,24 @@ describe('linearizability checker properties', () => {
       assert.equal(checkKvHistory(result.minimalOperations, { initialValue }).verdict, 'violation', 'the minimal set alone must not be linearizable');
       assert.ok(result.explanation.includes(formatOperation(staleGet)));
     }), { numRuns: 300 });
+  });
+
+  it('the search alone (no quick stale-read reject) also rejects an injected stale read', () => {
+    // checkKvHistory rejects these with the O(n log n) stale-read check first; this keeps the full
+    // search honest on them too. Its proof of a violation visits every consistent cut of the
+    // concurrent operations, so intervals here overlap fewer neighbours than above.
+    const moderate = fc.record({
+      plans: fc.array(planArb.map((p) => ({ ...p, callSlack: p.callSlack % (2 * EFFECT_GAP), returnSlack: p.returnSlack % (2 * EFFECT_GAP) })), { maxLength: 50, size: 'max' }),
+      keyCount: fc.integer({ min: 1, max: 2 }),
+      initialValue: fc.constantFrom(null, 'init'),
+    });
+    fc.assert(fc.property(moderate, fc.nat(), fc.nat(3 * EFFECT_GAP), fc.nat(3 * EFFECT_GAP), ({ plans, keyCount, initialValue }, pick, after, length) => {
+      const { history, staleGet } = withStaleRead(plans, keyCount, initialValue, pick, after, length);
+      const key = partitionByKey(history, initialValue).find((k) => k.key === staleGet.input.key)!;
+      assert.ok(staleReadIndex(key.encoded, key.initialState) >= 0, 'the quick check misses a stale read');
+      const alone = searchLinearization(key.encoded, key.initialState, STEP_BUDGET_DEFAULT, MEMO_TABLE_WORDS_MAX_DEFAULT);
+      assert.equal(alone.outcome, 'violation');
+    }), { numRuns: 60 });
   });
 
   it('gives the same verdict and step count on every run (no clock, no randomness)', () => {

@@ -1,9 +1,12 @@
 // Differential test: on small random histories (few values, so repeats; random outputs, so both
 // verdicts are common) the checker agrees with a brute-force search over every order that respects
-// real time. This guards the search's prunings and memo table, not just the happy path.
+// real time. This guards the search's prunings and memo table, and the quick stale-read reject.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { partitionByKey } from '../../../sim/linearizability/encode.js';
 import { checkKvHistory, formatOperations, type KvOperation } from '../../../sim/linearizability/index.js';
+import { searchLinearization } from '../../../sim/linearizability/search.js';
+import { staleReadIndex } from '../../../sim/linearizability/stale-reads.js';
 
 /** true if some order of `ops` (one key) respecting real time is a legal register run from `initial`. */
 function bruteForceLinearizable(ops: readonly KvOperation[], initial: string | null): boolean {
@@ -66,12 +69,19 @@ function build(list: RawOp[]): KvOperation[] {
 describe('linearizability checker against a brute-force reference', () => {
   it('agrees on every small random history, and a reported minimal set is itself not linearizable', () => {
     let verdicts = { ok: 0, violation: 0 };
-    fc.assert(fc.property(fc.array(opArb, { minLength: 0, maxLength: 7 }), fc.constantFrom(null, 'a'), (list, initialValue) => {
+    fc.assert(fc.property(fc.array(opArb, { minLength: 0, maxLength: 7, size: 'max' }), fc.constantFrom(null, 'a'), (list, initialValue) => {
       const history = build(list);
       const expected = bruteForceLinearizable(history, initialValue);
       const result = checkKvHistory(history, { initialValue });
       assert.notEqual(result.verdict, 'undecided');
       assert.equal(result.verdict === 'ok', expected, `checker said ${result.verdict}, brute force ${expected ? 'ok' : 'violation'}:\n${formatOperations(history)}`);
+      // the search alone (without the quick stale-read reject) agrees too, and the quick reject
+      // fires only on histories that really are not linearizable
+      for (const key of partitionByKey(history, initialValue)) {
+        const alone = searchLinearization(key.encoded, key.initialState, 1_000_000, 1 << 20);
+        assert.equal(alone.outcome === 'ok', expected, `search alone said ${alone.outcome}:\n${formatOperations(history)}`);
+        if (staleReadIndex(key.encoded, key.initialState) >= 0) assert.equal(expected, false, `false stale read:\n${formatOperations(history)}`);
+      }
       verdicts = { ...verdicts, [result.verdict]: verdicts[result.verdict as 'ok' | 'violation'] + 1 };
       if (result.verdict === 'violation') {
         assert.equal(bruteForceLinearizable(result.minimalOperations, initialValue), false, `minimal set is linearizable:\n${result.explanation}`);

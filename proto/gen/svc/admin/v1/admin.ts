@@ -18,16 +18,19 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { ProposeRequest, ProposeResponse } from "../../store/v1/store.js";
 
 export const protobufPackage = "svc.admin.v1";
 
 export const protobufFileName = "svc/admin/v1/admin.proto";
 
 /**
- * svc.admin.v1: the operator's remote admin surface of a node (the `svc members` and `svc status`
- * commands). It is served on the node's peer server next to svc.replication.v1.WalShipping, so it
- * is authenticated by the cluster's mutual TLS: only a client holding a certificate signed by the
- * cluster CA can call it. It is not part of the replication wire contract.
+ * svc.admin.v1: the operator's remote admin surface of a node (the `svc members`, `svc status` and
+ * `svc keys create` commands). It is served on the node's peer server next to
+ * svc.replication.v1.WalShipping, authenticated by the cluster's mutual TLS, and it takes admin
+ * certificates only (spiffe://svc/<cluster-id>/admin/<name>, extendedKeyUsage clientAuth); a node's
+ * peer certificate is refused with PERMISSION_DENIED (docs/protocol.md, "Identity and trust"). It is
+ * not part of the replication wire contract.
  */
 
 export enum MemberChange {
@@ -176,7 +179,7 @@ export interface ChangeMemberRequest {
   change: MemberChange;
   /** name is the member's permanent name. */
   name: string;
-  /** hops counts forwards between members; a node refuses to forward past the limit. */
+  /** hops counted forwards between members in versions that forwarded; it is ignored now. */
   hops: number;
 }
 
@@ -1920,8 +1923,10 @@ export const AdminService = {
   },
   /**
    * ChangeMember promotes, removes or hands leadership to a member named by its member name. Only
-   * the leader carries it out: a follower forwards it to the leader it knows (FAILED_PRECONDITION
-   * with trailer x-svc-leader when it knows none it can reach).
+   * the leader carries it out: a follower answers FAILED_PRECONDITION "not the leader" with trailer
+   * x-svc-leader naming the leader's gRPC address when it knows one (the caller retries there), and
+   * UNAVAILABLE when it knows none. (A follower does not pass the call on: its own certificate is a
+   * peer's, which the leader's Admin service refuses.)
    */
   changeMember: {
     path: "/svc.admin.v1.Admin/ChangeMember" as const,
@@ -1933,6 +1938,20 @@ export const AdminService = {
       Buffer.from(ChangeMemberResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ChangeMemberResponse => ChangeMemberResponse.decode(value),
   },
+  /**
+   * Propose commits one store command (svc.store.v1 encoding) wherever the leader is: the member that
+   * answers passes it on to the leader over svc.store.v1 with its own peer certificate. It is how the
+   * operator's tools write (`svc keys create`), since svc.store.v1 takes peer certificates only.
+   */
+  propose: {
+    path: "/svc.admin.v1.Admin/Propose" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ProposeRequest): Buffer => Buffer.from(ProposeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ProposeRequest => ProposeRequest.decode(value),
+    responseSerialize: (value: ProposeResponse): Buffer => Buffer.from(ProposeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ProposeResponse => ProposeResponse.decode(value),
+  },
 } as const;
 
 export interface AdminServer extends UntypedServiceImplementation {
@@ -1940,10 +1959,18 @@ export interface AdminServer extends UntypedServiceImplementation {
   status: handleUnaryCall<StatusRequest, StatusResponse>;
   /**
    * ChangeMember promotes, removes or hands leadership to a member named by its member name. Only
-   * the leader carries it out: a follower forwards it to the leader it knows (FAILED_PRECONDITION
-   * with trailer x-svc-leader when it knows none it can reach).
+   * the leader carries it out: a follower answers FAILED_PRECONDITION "not the leader" with trailer
+   * x-svc-leader naming the leader's gRPC address when it knows one (the caller retries there), and
+   * UNAVAILABLE when it knows none. (A follower does not pass the call on: its own certificate is a
+   * peer's, which the leader's Admin service refuses.)
    */
   changeMember: handleUnaryCall<ChangeMemberRequest, ChangeMemberResponse>;
+  /**
+   * Propose commits one store command (svc.store.v1 encoding) wherever the leader is: the member that
+   * answers passes it on to the leader over svc.store.v1 with its own peer certificate. It is how the
+   * operator's tools write (`svc keys create`), since svc.store.v1 takes peer certificates only.
+   */
+  propose: handleUnaryCall<ProposeRequest, ProposeResponse>;
 }
 
 export interface AdminClient extends Client {
@@ -1965,8 +1992,10 @@ export interface AdminClient extends Client {
   ): ClientUnaryCall;
   /**
    * ChangeMember promotes, removes or hands leadership to a member named by its member name. Only
-   * the leader carries it out: a follower forwards it to the leader it knows (FAILED_PRECONDITION
-   * with trailer x-svc-leader when it knows none it can reach).
+   * the leader carries it out: a follower answers FAILED_PRECONDITION "not the leader" with trailer
+   * x-svc-leader naming the leader's gRPC address when it knows one (the caller retries there), and
+   * UNAVAILABLE when it knows none. (A follower does not pass the call on: its own certificate is a
+   * peer's, which the leader's Admin service refuses.)
    */
   changeMember(
     request: ChangeMemberRequest,
@@ -1982,6 +2011,26 @@ export interface AdminClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ChangeMemberResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Propose commits one store command (svc.store.v1 encoding) wherever the leader is: the member that
+   * answers passes it on to the leader over svc.store.v1 with its own peer certificate. It is how the
+   * operator's tools write (`svc keys create`), since svc.store.v1 takes peer certificates only.
+   */
+  propose(
+    request: ProposeRequest,
+    callback: (error: ServiceError | null, response: ProposeResponse) => void,
+  ): ClientUnaryCall;
+  propose(
+    request: ProposeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ProposeResponse) => void,
+  ): ClientUnaryCall;
+  propose(
+    request: ProposeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ProposeResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -26,12 +26,13 @@ export const protobufPackage = "svc.store.v1";
 export const protobufFileName = "svc/store/v1/store.proto";
 
 /**
- * svc.store.v1: the replicated store's service. Between members: a node that is not the leader
+ * svc.store.v1: the replicated store's service between members. A node that is not the leader
  * forwards each write to the leader (Propose) and asks it for a read index before a read
- * (ReadIndex). For a client holding a certificate of the cluster CA (tools, benches, the Jepsen-style
- * test): Propose at the leader to write, Get at any member to read. It is served on the same
- * mutual-TLS server as svc.replication.v1.WalShipping and is not part of the replication wire
- * contract. transports/store-rpc/README.md describes its errors.
+ * (ReadIndex); any member reads a key as its own store reads it (Get, GetStream), which is how the
+ * read bench and the Jepsen-style test read, holding a member's certificate. It is served on the same
+ * mutual-TLS server as svc.replication.v1.WalShipping, to members' peer certificates only (an admin
+ * tool writes through svc.admin.v1 Propose; docs/protocol.md, "Identity and trust"), and is not part
+ * of the replication wire contract. transports/store-rpc/README.md describes its errors.
  */
 
 /** Outcome is how a committed command ended on the state machine. */

@@ -1,0 +1,51 @@
+// runBackendFromConfig builds the configured run backend: none for `bubblewrap` (the worker's built-in
+// default), a KubernetesBackend for `kubernetes`, whose settings come from the environment:
+//   SVC_K8S_RUN_IMAGE (required)      the container image of runs (with the agents' tools)
+//   SVC_K8S_NAMESPACE                 default: this pod's namespace in a cluster, else `default`
+//   SVC_K8S_WORKSPACE_CLAIM           a ReadWriteMany PVC holding the workspaces under SVC_WORKSPACE_ROOT
+//                                     (without it: hostPath volumes, for a single-node development cluster)
+//   SVC_K8S_RUN_CPU                   CPU limit per run in cores (default 1)
+//   SVC_K8S_RUN_UID / SVC_K8S_RUN_GID the unprivileged uid/gid of runs (default 65534; never 0)
+//   SVC_K8S_RUN_TMP_BYTES             size limit of a run's /tmp (default runTmpBytesMaxKubernetes)
+//   SVC_K8S_SERVICE_ACCOUNT           the run pods' service account (its token is never mounted)
+// The Kubernetes API is reached with the in-cluster service account, else KUBECONFIG or ~/.kube/config.
+import { existsSync, readFileSync } from 'node:fs';
+import type { ApiConfig } from '../config.js';
+import { runJobTtlSeconds, runTmpBytesMaxKubernetes } from '../limits.js';
+import type { RunBackend } from './run-backend.js';
+import type { KubernetesRunSettings } from './kubernetes-job-spec.js';
+import { KubernetesBackend, kubeConfigFromCluster } from './kubernetes-backend.js';
+
+const serviceAccountNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+export function kubernetesSettingsFromEnv(env: NodeJS.ProcessEnv, workspaceRoot?: string): KubernetesRunSettings {
+  const image = env.SVC_K8S_RUN_IMAGE;
+  if (!image) throw new Error('SVC_RUN_BACKEND=kubernetes needs SVC_K8S_RUN_IMAGE, the container image of runs');
+  const namespace = env.SVC_K8S_NAMESPACE
+    ?? (existsSync(serviceAccountNamespaceFile) ? readFileSync(serviceAccountNamespaceFile, 'utf8').trim() : 'default');
+  const cpuCores = env.SVC_K8S_RUN_CPU ?? '1';
+  if (!/^(\d+(\.\d+)?|\d+m)$/.test(cpuCores)) throw new Error(`SVC_K8S_RUN_CPU must be a CPU quantity such as 1 or 500m, got ${JSON.stringify(cpuCores)}`);
+  return {
+    namespace, image, cpuCores,
+    workspaceClaim: env.SVC_K8S_WORKSPACE_CLAIM || undefined,
+    workspaceRoot,
+    runAsUser: positiveInteger(env, 'SVC_K8S_RUN_UID', 65534),
+    runAsGroup: positiveInteger(env, 'SVC_K8S_RUN_GID', 65534),
+    tmpBytesMax: positiveInteger(env, 'SVC_K8S_RUN_TMP_BYTES', runTmpBytesMaxKubernetes),
+    jobTtlSeconds: runJobTtlSeconds,
+    serviceAccountName: env.SVC_K8S_SERVICE_ACCOUNT || undefined,
+  };
+}
+
+export function runBackendFromConfig(config: Pick<ApiConfig, 'runBackend' | 'workspaceRoot'>, env: NodeJS.ProcessEnv): RunBackend | undefined {
+  if (config.runBackend === 'bubblewrap') return undefined;
+  return new KubernetesBackend(kubeConfigFromCluster(), kubernetesSettingsFromEnv(env, config.workspaceRoot));
+}

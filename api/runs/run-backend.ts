@@ -1,0 +1,42 @@
+// The run backend seam: where a run's command is started. The worker (agent-worker.ts) reads a backend's output
+// streams into the run's events, enforces the wall-time limit and cancellation by kill(), and ends the run when
+// it closes; the backend decides where and how the command runs and under which limits. Two backends:
+// bubblewrap on the worker's own host (the default; agent-worker.ts spawns sandbox.ts's command itself) and
+// one Kubernetes Job per run (kubernetes-backend.ts), chosen by the API config's runBackend.
+import type { Readable } from 'node:stream';
+import type { SandboxLimits, SandboxProject } from './sandbox.js';
+
+export const runBackendNames = ['bubblewrap', 'kubernetes'] as const;
+export type RunBackendName = (typeof runBackendNames)[number];
+
+/**
+ * RunProcess is the part of a child process the worker uses, so that a spawned ChildProcess is one: output on
+ * stdout and stderr, `close` with the exit code (or the signal) once the output has ended, `error` when it could
+ * not start, and kill(SIGTERM) to ask it to stop, kill(SIGKILL) to stop it at once. pid is set only for a local
+ * process (the worker signals its whole process group).
+ */
+export interface RunProcess {
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  readonly pid?: number | undefined;
+  readonly exitCode: number | null;
+  readonly signalCode: NodeJS.Signals | null;
+  kill(signal?: NodeJS.Signals | number): boolean;
+  on(event: 'close', listener: (code: number | null, signal: NodeJS.Signals | null) => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+export interface RunSpec {
+  runId: string;
+  project: SandboxProject & { id?: string };
+  prompt: string;
+  limits: SandboxLimits;
+  /** timeoutMs is the run's wall-time limit, which the worker enforces; a backend may add a backstop. */
+  timeoutMs: number;
+}
+
+export interface RunBackend {
+  readonly name: RunBackendName;
+  start(spec: RunSpec): RunProcess;
+  close?(): Promise<void>;
+}

@@ -1,0 +1,97 @@
+// Roster replay: each node's roster (status) equals the one replayed from its own log and snapshot:
+// the newest kind-4 record in its log, else the roster at its log's base (the snapshot's, or the one
+// in force where it compacted), else the roster it was admitted with (hard state), else the founding
+// roster. Raft's rule that the newest configuration in the log is in force, committed or not, and
+// goes away when that record is truncated. Checked after each step that carried all its effects.
+import { decodeRoster, encodeRoster } from '../../engine/roster.js';
+import { EntryKind, type Effect, type Entry, type Roster } from '../../engine/types.js';
+import { sameBytes } from '../artifacts.js';
+import type { SimNode } from '../node.js';
+import { violate } from '../violation.js';
+import type { Checker, StepRecord } from './checker.js';
+
+const EMPTY_ROSTER: Roster = { membershipVersion: 0, nextMemberId: 1, members: [] };
+
+interface Replay {
+  /** kind4Seqs: ascending seqs of kind-4 records in the node's written log. */
+  kind4Seqs: number[];
+  /** base: the roster at the log's base (snapshot or compaction point), null when the log starts at 0 or was wiped. */
+  base: Roster | null;
+  /** checked: the status roster object last found equal, while nothing it depends on changed. */
+  checked: Roster | null;
+}
+
+export class RosterReplayChecker implements Checker {
+  readonly name = 'roster-replay';
+  private readonly replays = new Map<number, Replay>();
+
+  onStart(node: SimNode): void {
+    const log = node.storage.written;
+    this.replays.set(node.index, {
+      kind4Seqs: log.entries.filter((e) => e.kind === EntryKind.Membership).map((e) => e.seq),
+      base: node.artifacts.newest()?.meta.roster ?? null,
+      checked: null,
+    });
+  }
+
+  onAppend(node: SimNode, fromSeq: number, entries: readonly Entry[]): void {
+    const r = this.replays.get(node.index);
+    if (!r) return;
+    while (r.kind4Seqs.length > 0 && r.kind4Seqs[r.kind4Seqs.length - 1]! >= fromSeq) r.kind4Seqs.pop();
+    const base = node.storage.written.base;
+    for (const e of entries) if (e.kind === EntryKind.Membership && e.seq > base) r.kind4Seqs.push(e.seq);
+    r.checked = null;
+  }
+
+  beforeEffect(node: SimNode, effect: Effect): void {
+    const r = this.replays.get(node.index);
+    if (!r) return;
+    if (effect.type === 'compact') {
+      const through = Math.min(effect.throughSeq, node.storage.written.lastSeq);
+      if (through > node.storage.written.base) {
+        r.base = this.replayAt(node, r, through);
+        r.kind4Seqs = r.kind4Seqs.filter((s) => s > through);
+      }
+      r.checked = null;
+    } else if (effect.type === 'resetStateMachine' || effect.type === 'saveHardState') {
+      if (effect.type === 'resetStateMachine') r.base = null; // a reseed wipes the log; the hard state keeps the roster
+      r.checked = null;
+    }
+  }
+
+  afterStep(step: StepRecord): void {
+    const { node, input, after } = step;
+    const r = this.replays.get(node.index);
+    if (!r) return;
+    if (input.type === 'snapshotInstalled') {
+      r.base = input.meta.roster;
+      r.kind4Seqs = node.storage.written.entries.filter((e) => e.kind === EntryKind.Membership).map((e) => e.seq);
+      r.checked = null;
+    }
+    if (step.cutShort || r.checked === after.roster) return;
+    const replayed = this.replayAt(node, r, node.storage.written.lastSeq);
+    if (!sameBytes(encodeRoster(after.roster), encodeRoster(replayed)) || after.roster.membershipVersion !== replayed.membershipVersion) {
+      violate(this.name, `${node.name}'s roster is ${describe(after.roster)} but its log (ending at ${node.storage.written.lastSeq}, kind-4 at `
+        + `[${r.kind4Seqs.join(',')}], base ${node.storage.written.base}) replays to ${describe(replayed)}`, node.index);
+    }
+    r.checked = after.roster;
+  }
+
+  /** replayAt: the roster in force at seq of this node's log (the engine's rosterAt, derived independently). */
+  private replayAt(node: SimNode, r: Replay, seq: number): Roster {
+    let recordSeq = 0;
+    for (let i = r.kind4Seqs.length - 1; i >= 0; i--) {
+      if (r.kind4Seqs[i]! <= seq) {
+        recordSeq = r.kind4Seqs[i]!;
+        break;
+      }
+    }
+    const record = recordSeq > 0 ? node.storage.written.entryAt(recordSeq) : undefined;
+    const decoded = record ? decodeRoster(record.data) : null;
+    return decoded ?? r.base ?? node.storage.hardState?.rosterBase ?? node.config?.bootstrapRoster ?? EMPTY_ROSTER;
+  }
+}
+
+function describe(roster: Roster): string {
+  return `v${roster.membershipVersion} [${roster.members.map((m) => `${m.id}:${['voter', 'learner', 'removed'][m.role] ?? m.role}`).join(' ')}]`;
+}

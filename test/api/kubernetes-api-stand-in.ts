@@ -1,0 +1,535 @@
+// A STAND-IN for a Kubernetes API server and its kubelet, for tests only: a real cluster cannot run on this
+// machine. It serves the endpoints the Kubernetes run backend uses (create a Job or NetworkPolicy, watch and read
+// pods, follow a container's log, delete a Job or pod) and refuses requests the way the real API server does:
+// - unknown fields with ?fieldValidation=Strict: 400 BadRequest `strict decoding error: unknown field "…"`.
+//   The known fields are those of the Kubernetes OpenAPI schema, as generated into @kubernetes/client-node's
+//   models (each model's attributeTypeMap);
+// - what the OpenAPI schema refuses (missing required fields, wrong types, values outside an enum): validated with
+//   kubernetes-models' validators, generated from the same schema; 422 Invalid (400 for a wrong type);
+// - what the API server validates beyond the schema: object names (RFC 1123; a Job's at most 63 characters),
+//   container names, label keys and values, a Job pod's restartPolicy, quantities, volume mounts, a negative
+//   deadline: 422 Invalid with {causes: [{reason, message, field}]};
+// - a second object of a name: 409 AlreadyExists; a wrong bearer token: 401.
+// Errors are `Status` objects as the real server sends them. Its kubelet runs a Job's container as a local
+// process (no image, no isolation, no resource limits: those are the real node's), in the host directory the
+// workspace volume names, with Kubernetes' $(VAR) expansion of command and args; the log is stdout and stderr
+// together, as the real log API gives them. Deleting a Job without propagationPolicy orphans its pods, as the
+// real batch/v1 API does; activeDeadlineSeconds ends a Job's pod.
+import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { validate as validateJobSchema } from 'kubernetes-models/_schemas/IoK8sApiBatchV1Job';
+import { validate as validateNetworkPolicySchema } from 'kubernetes-models/_schemas/IoK8sApiNetworkingV1NetworkPolicy';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  body: Json;
+}
+
+export interface KubernetesApiStandIn {
+  url: string;
+  token: string;
+  requests: RecordedRequest[];
+  jobs: Map<string, Json>;
+  pods: Map<string, Json>;
+  networkPolicies: Map<string, Json>;
+  /** orphanedPods are pods left running by a Job deletion without propagation. */
+  orphanedPods: string[];
+  /** claims maps PersistentVolumeClaim names to host directories, for the kubelet's volume mounts. */
+  claims: Map<string, string>;
+  kubeConfig(): k8s.KubeConfig;
+  close(): Promise<void>;
+}
+
+class StatusError extends Error {
+  constructor(readonly code: number, readonly reason: string, message: string, readonly details?: Json) {
+    super(message);
+  }
+  body(): Json {
+    return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, reason: this.reason,
+      ...(this.details ? { details: this.details } : {}), code: this.code };
+  }
+}
+
+// --- the OpenAPI schema: known fields (strict decoding) -------------------------------------------------------
+
+interface Attribute { name: string; baseName: string; type: string }
+const models = k8s as unknown as Record<string, { attributeTypeMap?: Attribute[] } | undefined>;
+
+/** unknownFields lists the fields of value that its schema type does not have, as field paths. */
+function unknownFields(value: Json, type: string, at: string, found: string[]): void {
+  if (value === null || value === undefined) return;
+  const array = /^Array<(.+)>$/.exec(type);
+  if (array) {
+    if (Array.isArray(value)) value.forEach((item, index) => unknownFields(item, array[1]!, `${at}[${index}]`, found));
+    return;
+  }
+  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
+  if (map) {
+    if (typeof value === 'object') for (const [key, item] of Object.entries(value)) unknownFields(item, map[1]!, `${at}[${key}]`, found);
+    return;
+  }
+  const attributes = models[type]?.attributeTypeMap;
+  if (!attributes || typeof value !== 'object' || Array.isArray(value)) return;
+  const known = new Map(attributes.map((attribute) => [attribute.baseName, attribute.type]));
+  for (const [key, item] of Object.entries(value)) {
+    const field = at ? `${at}.${key}` : key;
+    const itemType = known.get(key);
+    if (itemType === undefined) found.push(field);
+    else unknownFields(item, itemType, field, found);
+  }
+}
+
+// --- the OpenAPI schema: required fields, types, enums (kubernetes-models) -------------------------------------
+
+interface SchemaError { instancePath: string; keyword: string; params: Json; message?: string }
+type SchemaValidate = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
+
+const fieldPath = (instancePath: string) =>
+  instancePath.split('/').filter(Boolean).map((part, index) => (/^\d+$/.test(part) ? `[${part}]` : `${index ? '.' : ''}${part}`)).join('');
+
+function schemaCauses(validate: SchemaValidate, body: Json): { causes: Json[]; decodeError: string | null } {
+  if (validate(body)) return { causes: [], decodeError: null };
+  const errors = validate.errors ?? [];
+  // anyOf holds the schema's int-or-string and quantity fields: the real server refuses those while decoding.
+  const anyOf = errors.find((error) => error.keyword === 'anyOf' || error.keyword === 'oneOf');
+  if (anyOf) {
+    const field = fieldPath(anyOf.instancePath);
+    return {
+      causes: [],
+      decodeError: /resources|sizeLimit/.test(field)
+        ? "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        : `${field}: expected an integer or a string`,
+    };
+  }
+  const typeError = errors.find((error) => error.keyword === 'type');
+  if (typeError) {
+    return { causes: [], decodeError: `json: cannot unmarshal into Go struct field ${fieldPath(typeError.instancePath)} of type ${typeError.params.type}` };
+  }
+  const causes: Json[] = [];
+  for (const error of errors) {
+    const base = fieldPath(error.instancePath);
+    if (error.keyword === 'required') {
+      const field = base ? `${base}.${error.params.missingProperty}` : String(error.params.missingProperty);
+      causes.push({ reason: 'FieldValueRequired', message: 'Required value', field });
+    } else if (error.keyword === 'enum') {
+      causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: supported values: ${JSON.stringify(error.params.allowedValues)}`, field: base });
+    } else {
+      causes.push({ reason: 'FieldValueInvalid', message: `Invalid value: ${error.keyword}`, field: base });
+    }
+  }
+  return { causes, decodeError: null };
+}
+
+// --- what the API server validates beyond the schema ------------------------------------------------------------
+
+const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+const labelName = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const quantity = /^[+-]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$/;
+
+function nameCauses(name: unknown, field: string, maxLength: number, label: boolean): Json[] {
+  if (typeof name !== 'string' || name === '') return [{ reason: 'FieldValueRequired', message: 'Required value: name or generateName is required', field }];
+  const shape = label ? dns1123Label : dns1123Subdomain;
+  if (name.length > maxLength || !shape.test(name)) {
+    return [{ reason: 'FieldValueInvalid', field,
+      message: `Invalid value: ${JSON.stringify(name)}: a lowercase RFC 1123 ${label ? 'label' : 'subdomain'} must consist of lower case alphanumeric characters, '-'${label ? '' : " or '.'"}, and must start and end with an alphanumeric character, and be at most ${maxLength} characters` }];
+  }
+  return [];
+}
+
+function labelCauses(labels: Json, field: string): Json[] {
+  const causes: Json[] = [];
+  for (const [key, value] of Object.entries(labels ?? {})) {
+    const [prefix, name] = key.includes('/') ? key.split('/', 2) as [string, string] : ['', key];
+    if ((prefix && !dns1123Subdomain.test(prefix)) || name.length > 63 || !labelName.test(name)) {
+      causes.push({ reason: 'FieldValueInvalid', field: `${field}`, message: `Invalid value: ${JSON.stringify(key)}: name part must consist of alphanumeric characters, '-', '_' or '.'` });
+    }
+    if (typeof value !== 'string' || value.length > 63 || !labelValue.test(value)) {
+      causes.push({ reason: 'FieldValueInvalid', field: `${field}`, message: `Invalid value: ${JSON.stringify(value)}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, and be at most 63 characters` });
+    }
+  }
+  return causes;
+}
+
+function podSpecCauses(spec: Json, field: string): Json[] {
+  const causes: Json[] = [];
+  if (!Array.isArray(spec?.containers) || spec.containers.length === 0) {
+    causes.push({ reason: 'FieldValueRequired', message: 'Required value', field: `${field}.containers` });
+    return causes;
+  }
+  const volumes = new Set((spec.volumes ?? []).map((volume: Json) => volume.name));
+  for (const [index, volume] of (spec.volumes ?? []).entries()) causes.push(...nameCauses(volume.name, `${field}.volumes[${index}].name`, 63, true));
+  const names = new Set<string>();
+  for (const [index, container] of spec.containers.entries()) {
+    const at = `${field}.containers[${index}]`;
+    causes.push(...nameCauses(container.name, `${at}.name`, 63, true));
+    if (names.has(container.name)) causes.push({ reason: 'FieldValueDuplicate', message: `Duplicate value: ${JSON.stringify(container.name)}`, field: `${at}.name` });
+    names.add(container.name);
+    if (!container.image) causes.push({ reason: 'FieldValueRequired', message: 'Required value', field: `${at}.image` });
+    for (const kind of ['limits', 'requests']) {
+      for (const [resource, value] of Object.entries(container.resources?.[kind] ?? {})) {
+        if (typeof value !== 'string' || !quantity.test(value)) {
+          causes.push({ reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(value)}: must be a quantity`, field: `${at}.resources.${kind}[${resource}]` });
+        }
+      }
+    }
+    for (const [mountIndex, mount] of (container.volumeMounts ?? []).entries()) {
+      if (!volumes.has(mount.name)) causes.push({ reason: 'FieldValueNotFound', message: `Not found: ${JSON.stringify(mount.name)}`, field: `${at}.volumeMounts[${mountIndex}].name` });
+      if (typeof mount.mountPath !== 'string' || !mount.mountPath.startsWith('/')) {
+        causes.push({ reason: 'FieldValueInvalid', message: 'Invalid value: must be an absolute path', field: `${at}.volumeMounts[${mountIndex}].mountPath` });
+      }
+    }
+  }
+  return causes;
+}
+
+function invalid(kind: string, name: unknown, causes: Json[]): StatusError {
+  const list = causes.map((cause) => `${cause.field}: ${cause.message}`).join(', ');
+  return new StatusError(422, 'Invalid', `${kind} ${JSON.stringify(String(name ?? ''))} is invalid: ${causes.length > 1 ? `[${list}]` : list}`,
+    { name: String(name ?? ''), kind: kind.split('.')[0]!.toLowerCase() + 's', causes });
+}
+
+/** admit checks a created object as the API server would; it returns the object with unknown fields dropped. */
+function admit(body: Json, query: URLSearchParams, type: string, validate: SchemaValidate, kind: string, namespace: string): Json {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new StatusError(400, 'BadRequest', 'the body of the request was in an unknown format');
+  const unknown: string[] = [];
+  unknownFields(body, type, '', unknown);
+  if (unknown.length > 0 && query.get('fieldValidation') === 'Strict') {
+    throw new StatusError(400, 'BadRequest', `strict decoding error: ${unknown.map((field) => `unknown field "${field}"`).join(', ')}`);
+  }
+  const schema = schemaCauses(validate, body);
+  if (schema.decodeError) {
+    throw new StatusError(400, 'BadRequest', `${kind.split('.')[0]} in version "${String(body.apiVersion).split('/').pop()}" cannot be handled as a ${kind.split('.')[0]}: ${schema.decodeError}`);
+  }
+  const causes = [...schema.causes];
+  if (body.metadata?.namespace !== undefined && body.metadata.namespace !== namespace) {
+    throw new StatusError(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+  }
+  causes.push(...nameCauses(body.metadata?.name, 'metadata.name', kind === 'Job.batch' ? 63 : 253, false));
+  causes.push(...labelCauses(body.metadata?.labels, 'metadata.labels'));
+  if (kind === 'Job.batch') {
+    const template = body.spec?.template;
+    causes.push(...labelCauses(template?.metadata?.labels, 'spec.template.metadata.labels'));
+    if (template?.spec) causes.push(...podSpecCauses(template.spec, 'spec.template.spec'));
+    const restart = template?.spec?.restartPolicy;
+    if (template?.spec && restart !== 'Never' && restart !== 'OnFailure') {
+      causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: ${JSON.stringify(restart ?? 'Always')}: supported values: "OnFailure", "Never"`, field: 'spec.template.spec.restartPolicy' });
+    }
+    for (const field of ['activeDeadlineSeconds', 'backoffLimit', 'ttlSecondsAfterFinished']) {
+      const value = body.spec?.[field];
+      if (typeof value === 'number' && (value < 0 || (field === 'activeDeadlineSeconds' && value === 0))) {
+        causes.push({ reason: 'FieldValueInvalid', message: `Invalid value: ${value}: must be greater than ${field === 'activeDeadlineSeconds' ? 'zero' : 'or equal to 0'}`, field: `spec.${field}` });
+      }
+    }
+  }
+  const seen = new Set<string>();
+  const distinct = causes.filter((cause) => !seen.has(`${cause.reason} ${cause.field}`) && seen.add(`${cause.reason} ${cause.field}`));
+  if (distinct.length > 0) throw invalid(kind, body.metadata?.name, distinct);
+  return body;
+}
+
+// --- the server and its kubelet ---------------------------------------------------------------------------------
+
+export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn> {
+  const token = randomBytes(16).toString('hex');
+  const jobs = new Map<string, Json>();
+  const pods = new Map<string, Json>();
+  const networkPolicies = new Map<string, Json>();
+  const processes = new Map<string, ChildProcess>();
+  const logs = new Map<string, Buffer[]>();
+  const logFollowers = new Map<string, Set<http.ServerResponse>>();
+  const podWatchers = new Set<{ namespace: string; selector: [string, string][]; res: http.ServerResponse }>();
+  const timers = new Set<NodeJS.Timeout>();
+  const requests: RecordedRequest[] = [];
+  const orphanedPods: string[] = [];
+  const claims = new Map<string, string>();
+  let resourceVersion = 1;
+
+  const later = (ms: number, action: () => void) => {
+    const timer = setTimeout(() => { timers.delete(timer); action(); }, ms);
+    timers.add(timer);
+  };
+  const stamp = (object: Json) => { object.metadata.resourceVersion = String(++resourceVersion); };
+  const matches = (pod: Json, selector: [string, string][]) => selector.every(([key, value]) => pod.metadata.labels?.[key] === value);
+  const notify = (type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: Json) => {
+    stamp(pod);
+    for (const watcher of podWatchers) {
+      if (watcher.namespace === pod.metadata.namespace && matches(pod, watcher.selector)) watcher.res.write(`${JSON.stringify({ type, object: pod })}\n`);
+    }
+  };
+  const containerStatus = (pod: Json) => pod.status.containerStatuses[0];
+
+  function hostDirectory(pod: Json, workingDir: string): string {
+    for (const mount of pod.spec.containers[0].volumeMounts ?? []) {
+      if (workingDir !== mount.mountPath && !workingDir.startsWith(`${mount.mountPath}/`)) continue;
+      const volume = pod.spec.volumes.find((item: Json) => item.name === mount.name);
+      const root = volume.hostPath?.path ?? claims.get(volume.persistentVolumeClaim?.claimName);
+      if (!root) throw new Error(`the stand-in kubelet cannot mount volume ${mount.name}`);
+      return path.join(root, mount.subPath ?? '', path.relative(mount.mountPath, workingDir));
+    }
+    throw new Error(`no volume holds the working directory ${workingDir}`);
+  }
+
+  /** expand does Kubernetes' $(VAR) expansion of a command or argument: $$ is $, $(NAME) the variable's value. */
+  const expand = (text: string, env: Record<string, string>) =>
+    text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name?: string) => (name === undefined ? '$' : env[name] ?? whole));
+
+  function startContainer(pod: Json): void {
+    const container = pod.spec.containers[0];
+    const env: Record<string, string> = Object.fromEntries((container.env ?? []).map((item: Json) => [item.name, item.value ?? '']));
+    const argv = [...(container.command ?? []), ...(container.args ?? [])].map((part: string) => expand(part, env));
+    const key = pod.metadata.name as string;
+    logs.set(key, []);
+    let child: ChildProcess;
+    try {
+      child = spawn(argv[0]!, argv.slice(1), { cwd: hostDirectory(pod, container.workingDir ?? '/'), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (error) {
+      containerStatus(pod).state = { waiting: { reason: 'CreateContainerError', message: (error as Error).message } };
+      notify('MODIFIED', pod);
+      return;
+    }
+    processes.set(key, child);
+    const startedAt = new Date().toISOString();
+    const collect = (chunk: Buffer) => {
+      logs.get(key)!.push(chunk);
+      for (const follower of logFollowers.get(key) ?? []) follower.write(chunk);
+    };
+    child.stdout!.on('data', collect);
+    child.stderr!.on('data', collect);
+    child.on('error', (error) => {
+      processes.delete(key);
+      containerStatus(pod).state = { waiting: { reason: 'RunContainerError', message: error.message } };
+      notify('MODIFIED', pod);
+    });
+    child.on('spawn', () => {
+      pod.status.phase = 'Running';
+      containerStatus(pod).state = { running: { startedAt } };
+      containerStatus(pod).ready = true;
+      containerStatus(pod).started = true;
+      notify('MODIFIED', pod);
+    });
+    child.on('close', (code, signal) => {
+      processes.delete(key);
+      const exitCode = code ?? 128 + ({ SIGTERM: 15, SIGKILL: 9 } as Record<string, number>)[signal ?? 'SIGKILL']!;
+      pod.status.phase = exitCode === 0 ? 'Succeeded' : 'Failed';
+      containerStatus(pod).state = { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', startedAt, finishedAt: new Date().toISOString() } };
+      containerStatus(pod).ready = false;
+      notify('MODIFIED', pod);
+      for (const follower of logFollowers.get(key) ?? []) follower.end();
+      logFollowers.delete(key);
+      if (pod.metadata.deletionTimestamp) removePod(key);
+    });
+  }
+
+  function removePod(key: string): void {
+    const pod = pods.get(key);
+    if (!pod) return;
+    pods.delete(key);
+    notify('DELETED', pod);
+  }
+
+  /** terminatePod is the kubelet stopping a pod: SIGTERM, then SIGKILL after the grace period; then it is gone. */
+  function terminatePod(key: string, graceSeconds: number): void {
+    const pod = pods.get(key);
+    if (!pod) return;
+    pod.metadata.deletionTimestamp ??= new Date().toISOString();
+    const child = processes.get(key);
+    if (!child) {
+      removePod(key);
+      return;
+    }
+    if (graceSeconds === 0) child.kill('SIGKILL');
+    else {
+      child.kill('SIGTERM');
+      later(graceSeconds * 1000, () => { if (processes.get(key) === child) child.kill('SIGKILL'); });
+    }
+  }
+
+  function createPod(job: Json): void {
+    const namespace = job.metadata.namespace;
+    const name = `${job.metadata.name}-${randomBytes(3).toString('hex').slice(0, 5)}`;
+    const template = job.spec.template;
+    const pod: Json = {
+      apiVersion: 'v1', kind: 'Pod',
+      metadata: {
+        name, namespace, uid: randomBytes(16).toString('hex'), creationTimestamp: new Date().toISOString(),
+        labels: { ...template.metadata?.labels, 'batch.kubernetes.io/job-name': job.metadata.name, 'job-name': job.metadata.name, 'controller-uid': job.metadata.uid },
+        ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: job.metadata.name, uid: job.metadata.uid, controller: true, blockOwnerDeletion: true }],
+      },
+      spec: { ...template.spec, nodeName: 'stand-in-node' },
+      status: {
+        phase: 'Pending',
+        containerStatuses: [{ name: template.spec.containers[0].name, image: template.spec.containers[0].image, imageID: '', ready: false, restartCount: 0, started: false,
+          state: { waiting: { reason: 'ContainerCreating' } } }],
+      },
+    };
+    pods.set(name, pod);
+    notify('ADDED', pod);
+    later(20, () => { if (pods.has(name)) startContainer(pod); });
+    const deadline = job.spec.activeDeadlineSeconds;
+    if (typeof deadline === 'number') {
+      later(deadline * 1000, () => {
+        if (!jobs.has(`${namespace}/${job.metadata.name}`) || !processes.has(name)) return;
+        job.status = { ...job.status, conditions: [{ type: 'Failed', status: 'True', reason: 'DeadlineExceeded' }] };
+        terminatePod(name, pod.spec.terminationGracePeriodSeconds ?? 30);
+      });
+    }
+  }
+
+  const send = (res: http.ServerResponse, status: number, body: Json) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  };
+
+  async function route(req: http.IncomingMessage, res: http.ServerResponse, body: Json): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://stand-in');
+    const parts = url.pathname.split('/').filter(Boolean);
+    requests.push({ method: req.method ?? '', path: url.pathname, query: url.searchParams, body });
+    if (req.headers.authorization !== `Bearer ${token}`) throw new StatusError(401, 'Unauthorized', 'Unauthorized');
+    const method = req.method;
+    // /apis/batch/v1/namespaces/{ns}/jobs[/{name}]
+    if (parts[0] === 'apis' && parts[1] === 'batch' && parts[2] === 'v1' && parts[3] === 'namespaces' && parts[5] === 'jobs') {
+      const namespace = parts[4]!;
+      if (method === 'POST' && parts.length === 6) {
+        const job = admit(body, url.searchParams, 'V1Job', validateJobSchema as SchemaValidate, 'Job.batch', namespace);
+        const key = `${namespace}/${job.metadata.name}`;
+        if (jobs.has(key)) throw new StatusError(409, 'AlreadyExists', `jobs.batch "${job.metadata.name}" already exists`, { name: job.metadata.name, group: 'batch', kind: 'jobs' });
+        job.metadata = { ...job.metadata, namespace, uid: randomBytes(16).toString('hex'), creationTimestamp: new Date().toISOString() };
+        job.status = { active: 1 };
+        stamp(job);
+        jobs.set(key, job);
+        createPod(job);
+        send(res, 201, job);
+        return;
+      }
+      if (method === 'DELETE' && parts.length === 7) {
+        const key = `${namespace}/${parts[6]}`;
+        const job = jobs.get(key);
+        if (!job) throw new StatusError(404, 'NotFound', `jobs.batch "${parts[6]}" not found`, { name: parts[6], group: 'batch', kind: 'jobs' });
+        jobs.delete(key);
+        const policy = url.searchParams.get('propagationPolicy') ?? body?.propagationPolicy;
+        for (const pod of [...pods.values()].filter((item) => item.metadata.ownerReferences?.[0]?.uid === job.metadata.uid)) {
+          if (policy === 'Background' || policy === 'Foreground') terminatePod(pod.metadata.name, pod.spec.terminationGracePeriodSeconds ?? 30);
+          else orphanedPods.push(pod.metadata.name);
+        }
+        send(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name: parts[6], group: 'batch', kind: 'jobs', uid: job.metadata.uid } });
+        return;
+      }
+    }
+    // /apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies
+    if (parts[0] === 'apis' && parts[1] === 'networking.k8s.io' && parts[3] === 'namespaces' && parts[5] === 'networkpolicies' && method === 'POST' && parts.length === 6) {
+      const namespace = parts[4]!;
+      const policy = admit(body, url.searchParams, 'V1NetworkPolicy', validateNetworkPolicySchema as SchemaValidate, 'NetworkPolicy.networking.k8s.io', namespace);
+      const key = `${namespace}/${policy.metadata.name}`;
+      if (networkPolicies.has(key)) throw new StatusError(409, 'AlreadyExists', `networkpolicies.networking.k8s.io "${policy.metadata.name}" already exists`);
+      policy.metadata = { ...policy.metadata, namespace, uid: randomBytes(16).toString('hex') };
+      networkPolicies.set(key, policy);
+      send(res, 201, policy);
+      return;
+    }
+    // /api/v1/namespaces/{ns}/pods[/{name}[/log]]
+    if (parts[0] === 'api' && parts[1] === 'v1' && parts[2] === 'namespaces' && parts[4] === 'pods') {
+      const namespace = parts[3]!;
+      if (method === 'GET' && parts.length === 5) {
+        const selector = (url.searchParams.get('labelSelector') ?? '').split(',').filter(Boolean).map((term) => term.split('=', 2) as [string, string]);
+        const listed = [...pods.values()].filter((pod) => pod.metadata.namespace === namespace && matches(pod, selector));
+        if (url.searchParams.get('watch') !== 'true') {
+          send(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: String(resourceVersion) }, items: listed });
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+        for (const pod of listed) res.write(`${JSON.stringify({ type: 'ADDED', object: pod })}\n`);
+        const watcher = { namespace, selector, res };
+        podWatchers.add(watcher);
+        res.on('close', () => podWatchers.delete(watcher));
+        return;
+      }
+      const pod = pods.get(parts[5] ?? '');
+      if (!pod || pod.metadata.namespace !== namespace) throw new StatusError(404, 'NotFound', `pods "${parts[5]}" not found`, { name: parts[5], kind: 'pods' });
+      if (method === 'GET' && parts.length === 6) {
+        send(res, 200, pod);
+        return;
+      }
+      if (method === 'DELETE' && parts.length === 6) {
+        const grace = url.searchParams.get('gracePeriodSeconds') ?? body?.gracePeriodSeconds;
+        terminatePod(pod.metadata.name, grace === undefined || grace === null ? pod.spec.terminationGracePeriodSeconds ?? 30 : Number(grace));
+        send(res, 200, pod);
+        return;
+      }
+      if (method === 'GET' && parts[6] === 'log') {
+        const container = url.searchParams.get('container') ?? pod.spec.containers[0].name;
+        if (container !== pod.spec.containers[0].name) throw new StatusError(400, 'BadRequest', `container ${container} is not valid for pod ${pod.metadata.name}`);
+        const state = containerStatus(pod).state;
+        if (state.waiting) {
+          throw new StatusError(400, 'BadRequest', `container "${container}" in pod "${pod.metadata.name}" is waiting to start: ${state.waiting.reason}`);
+        }
+        res.writeHead(200, { 'content-type': 'text/plain', 'transfer-encoding': 'chunked' });
+        for (const chunk of logs.get(pod.metadata.name) ?? []) res.write(chunk);
+        if (url.searchParams.get('follow') === 'true' && state.running && processes.has(pod.metadata.name)) {
+          const followers = logFollowers.get(pod.metadata.name) ?? new Set();
+          followers.add(res);
+          logFollowers.set(pod.metadata.name, followers);
+          res.on('close', () => followers.delete(res));
+          return;
+        }
+        res.end();
+        return;
+      }
+    }
+    throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+  }
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      let body: Json;
+      const text = Buffer.concat(chunks).toString('utf8');
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        send(res, 400, new StatusError(400, 'BadRequest', 'the body of the request was in an unknown format').body());
+        return;
+      }
+      route(req, res, body).catch((error: unknown) => {
+        if (error instanceof StatusError) send(res, error.code, error.body());
+        else send(res, 500, new StatusError(500, 'InternalError', String(error)).body());
+      });
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => { server.once('listening', resolve); server.once('error', reject); });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  return {
+    url, token, requests, jobs, pods, networkPolicies, orphanedPods, claims,
+    kubeConfig() {
+      const config = new k8s.KubeConfig();
+      config.loadFromOptions({
+        clusters: [{ name: 'stand-in', server: url, skipTLSVerify: true }],
+        users: [{ name: 'stand-in', token }],
+        contexts: [{ name: 'stand-in', cluster: 'stand-in', user: 'stand-in', namespace: 'runs' }],
+        currentContext: 'stand-in',
+      });
+      return config;
+    },
+    async close() {
+      for (const timer of timers) clearTimeout(timer);
+      for (const child of processes.values()) child.kill('SIGKILL');
+      for (const watcher of podWatchers) watcher.res.end();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
