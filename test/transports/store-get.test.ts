@@ -1,7 +1,8 @@
 // svc.store.v1 Get and GetStream: a client's read of one key at any member. Against a server whose answers
 // the test controls: reads share one GetStream call, each answered under its own id (found or not, or its own
-// refusal); a member without GetStream gets unary Get calls. Then on a real 3-node cluster (mTLS): a read at a
-// follower, over the stream and as a unary call, sees a write the leader acknowledged before it.
+// refusal); a member without GetStream gets unary Get calls. Then on a real 3-node cluster (mTLS, a member's
+// certificate): a read at a follower, over the stream and as a unary call, sees a write the leader
+// acknowledged before it.
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
@@ -79,7 +80,7 @@ describe('store-rpc: Get on a 3-node cluster', function () {
   const cluster = new InProcessCluster();
 
   before(async function () {
-    await cluster.start(['g1', 'g2', 'g3'], ['g1', 'g2', 'g3', 'probe']);
+    await cluster.start(['g1', 'g2', 'g3'], ['g1', 'g2', 'g3']);
     await cluster.waitLeader(30_000);
   });
   after(() => cluster.stop());
@@ -87,7 +88,8 @@ describe('store-rpc: Get on a 3-node cluster', function () {
   it('reads at a follower, over the stream and as a unary call, what the leader acknowledged before', async () => {
     const leader = await cluster.waitLeader();
     const follower = cluster.followers()[0]!;
-    const { credentials, options } = probeCredentials(cluster.pki.tls('probe'));
+    // svc.store.v1 serves members' peer certificates only: the reader holds g3's, with the cluster id.
+    const { credentials, options } = probeCredentials(cluster.pki.tls('g3'), cluster.pki.clusterId);
     const streamed = new StoreClientPool({ credentials, channelOptions: options });
     const unary = new StoreClientPool({ credentials, channelOptions: options, overStreams: false });
     try {
