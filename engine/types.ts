@@ -228,7 +228,11 @@ export type Effect =
   | { type: 'streamEnd'; callId: number }
   /** serveSnapshot answers a FetchSnapshot call: the header, then (needed=true) the artifact's files in manifest order. */
   | { type: 'serveSnapshot'; callId: number; header: SnapshotHeader }
-  /** fetchSnapshot runs a FetchSnapshot call, verifies every file, installs durably; answer with snapshotInstalled/snapshotFailed. */
+  /**
+   * fetchSnapshot runs a FetchSnapshot call, verifies every file, installs durably; answer with snapshotInstalled/snapshotFailed.
+   * A snapshot whose seq is not above the state machine's applied seqno (checked together with the swap) is not installed:
+   * answer snapshotFailed `stale: …` (the follower caught up another way while the fetch ran; installing would take it back).
+   */
   | { type: 'fetchSnapshot'; requestId: number; to: string; toId: number; request: SnapshotRequest }
   /** apply hands committed entries to the state machine, in order. */
   | { type: 'apply'; entries: Entry[] }

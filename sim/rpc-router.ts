@@ -267,6 +267,10 @@ export class RpcRouter {
     const meta = readMeta(files);
     if (!meta) return fail('bad artifact: meta.json unreadable');
     if (meta.seq !== event.header.snapshotSeq) return fail(`bad artifact: meta.json seq ${meta.seq} != header ${event.header.snapshotSeq}`);
+    // The driver's half of Raft's rule: a snapshot not past what the state machine holds is not installed
+    // (engine/types.ts, fetchSnapshot). A follower that caught up by ships while the fetch ran would
+    // otherwise go back to it and lose synced entries it had reported (seed 689).
+    if (meta.seq <= node.machine.appliedSeq) return fail(`stale: the state machine is at ${node.machine.appliedSeq}, the snapshot at ${meta.seq}`);
     const stateError = node.machine.load(readStateText(files) ?? '');
     if (stateError) return fail(`bad artifact: ${stateError}`);
     node.storage.installSnapshot(meta);

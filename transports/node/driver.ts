@@ -118,14 +118,15 @@ export class Driver {
 
   /**
    * submit queues one input. `before` runs inside the queue right before the step (e.g. swapping in
-   * an installed snapshot exactly when the engine learns of it). After stop or failure it is dropped.
+   * an installed snapshot exactly when the engine learns of it); an input it returns replaces `input`
+   * (e.g. the snapshot turned out stale by then). After stop or failure it is dropped.
    */
-  submit(input: Input, before?: () => void): void {
+  submit(input: Input, before?: () => Input | void): void {
     if (this.stopped || this.failed) return;
     this.queue.push(() => {
       if (this.stopped || this.failed) return undefined;
-      before?.();
-      return this.step(input);
+      const replaced = before?.();
+      return this.step(replaced ?? input);
     });
   }
 

@@ -6,7 +6,8 @@
 //   the engine hears snapshotStaged.
 // - fetch: FetchSnapshot from the leader, every file verified (size, BLAKE3) and the artifact
 //   renamed into place by SnapshotStore.install, the state read back, then — inside the driver's
-//   queue, right before the engine hears snapshotInstalled — the state machine is swapped.
+//   queue, right before the engine hears snapshotInstalled — the state machine is swapped, unless
+//   it has applied the snapshot's seq by then (snapshotFailed `stale: …`).
 //   Any failure leaves the old state and the engine hears snapshotFailed (it pulls again).
 // - serve: the staged artifact's files, read only as fast as the peer takes them.
 //
@@ -153,9 +154,21 @@ export class SnapshotTransfer {
       fail('fetch cancelled');
       return;
     }
-    this.events.installed(artifact, performance.now() - startedAt);
     // The swap runs inside the driver's queue, right before the engine adopts the snapshot, so no
-    // apply of another step can fall between them.
-    this.driver.submit({ type: 'snapshotInstalled', requestId, meta: artifact.meta, header: artifact.header }, swap);
+    // apply of another step can fall between them. There too, Raft's rule: a snapshot not past what
+    // the state machine has applied is not swapped in (engine/types.ts, fetchSnapshot) — a follower
+    // that caught up by ships while the fetch ran would go back and lose entries it had reported.
+    const meta = artifact.meta;
+    this.driver.submit({ type: 'snapshotInstalled', requestId, meta, header: artifact.header }, () => {
+      const appliedSeq = this.stateMachine.appliedSeq;
+      if (meta.seq <= appliedSeq) {
+        const reason = `stale: the state machine is at ${appliedSeq}, the snapshot at ${meta.seq}`;
+        this.events.installFailed(reason);
+        return { type: 'snapshotFailed', requestId, reason };
+      }
+      swap();
+      this.events.installed(artifact, performance.now() - startedAt);
+      return undefined;
+    });
   }
 }
