@@ -1,5 +1,5 @@
 # make test = lint + typecheck + generated-code checks (proto, SDK) + every test. CI runs it via .ci/run.
-.PHONY: install test lint typecheck proto proto-check sdk-check unit bench cluster
+.PHONY: install test lint typecheck proto proto-check sdk-check unit bench cluster jepsen
 
 install:
 	npm install
@@ -30,3 +30,8 @@ bench:
 # A local three-node cluster under .cluster/ in the foreground (Ctrl-C stops it); see cli/.
 cluster:
 	node bin/svc.js cluster $(ARGS)
+
+# The Jepsen-style run, long form (as root: network namespaces and iptables; test/jepsen/README.md).
+# ARGS e.g. `--seed 7`, `--rounds 40`, `--schedule partition-leader,pause-leader`.
+jepsen:
+	npx tsx test/jepsen/main.ts $(ARGS)

@@ -19,6 +19,10 @@ export function etcdVersion(): string | null {
 
 export interface EtcdCluster {
   leaderClientUrl: string;
+  /** clientUrls are every member's client URL (HTTP/JSON gateway and gRPC on one port), in member order. */
+  clientUrls: string[];
+  /** pids are the members' process ids. */
+  pids: number[];
   put(key: string, value: string): Promise<void>;
   stop(): Promise<void>;
 }
@@ -61,6 +65,8 @@ export async function startEtcd(dir: string, memberCount: number, connectionCoun
     }, 'etcd to elect a leader', ETCD_START_TIMEOUT_MS);
     return {
       leaderClientUrl,
+      clientUrls: members.map((m) => m.clientUrl),
+      pids: procs.map((p) => p.pid ?? 0),
       put: async (key, value) => {
         const body = JSON.stringify({ key: Buffer.from(key).toString('base64'), value: Buffer.from(value).toString('base64') });
         const answer = await post(agent, `${leaderClientUrl}/v3/kv/put`, body);

@@ -1,13 +1,14 @@
 // Our three-node cluster for the bench, started exactly as a user starts one (`svc cluster`: child
 // processes, mutual TLS, the WAL's real fdatasync), and written to through svc.store.v1 Propose at
 // the leader with a follower's peer certificate and the cluster id, as that follower forwarding a write
-// would (svc.store.v1 serves members' peer certificates only).
+// would (svc.store.v1 serves members' peer certificates only), and read through svc.store.v1 GetStream or
+// Get at any member with the same certificate (linearizable: the member's own store read).
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
-import { clientCredentials } from '../../transports/grpc/tls.js';
+import { clientCredentials, insecureClientCredentials } from '../../transports/grpc/tls.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
 import { clusterChannelOptions } from '../../transports/grpc/peer-identity.js';
 import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
@@ -21,6 +22,7 @@ const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
 const SVC_START_TIMEOUT_MS = 120_000;
 const SVC_STOP_TIMEOUT_MS = 30_000;
 const WRITE_DEADLINE_MS = 10_000;
+const READ_DEADLINE_MS = 10_000;
 
 export interface SvcCluster {
   cluster: ClusterFile;
@@ -29,12 +31,20 @@ export interface SvcCluster {
   put(key: string, value: string): Promise<void>;
   /** putAlone proposes each write in its own Propose call (a pool with proposeBatchCountMax 1). */
   putAlone(key: string, value: string): Promise<void>;
+  /** get reads a key at members[member] through svc.store.v1 (a message on one open GetStream call per member), resolving its value. */
+  get(member: number, key: string): Promise<string | null>;
+  /** getAlone reads with one unary Get call per read. */
+  getAlone(member: number, key: string): Promise<string | null>;
   stop(): Promise<void>;
 }
 
-/** startSvcCluster runs `svc cluster --dir dir`; nodeOptions (e.g. --cpu-prof) go to each node's process. */
-export async function startSvcCluster(dir: string, nodeOptions: string[] = [], engineLimits: string[] = []): Promise<SvcCluster> {
-  const args = [SVC_BIN, 'cluster', '--dir', dir, '--no-api', '--log-level', 'warn', ...nodeOptions.map((o) => `--node-option=${o}`), ...engineLimits.map((l) => `--engine-limit=${l}`)];
+/**
+ * startSvcCluster runs `svc cluster --dir dir`; nodeOptions (e.g. --cpu-prof) go to each node's process. With
+ * insecure the members and the bench talk plaintext (`--insecure`: a like-for-like transport beside a plaintext
+ * etcd); otherwise mutual TLS, the default a user gets.
+ */
+export async function startSvcCluster(dir: string, nodeOptions: string[] = [], engineLimits: string[] = [], insecure = false): Promise<SvcCluster> {
+  const args = [SVC_BIN, 'cluster', '--dir', dir, '--no-api', '--log-level', 'warn', ...(insecure ? ['--insecure'] : []), ...nodeOptions.map((o) => `--node-option=${o}`), ...engineLimits.map((l) => `--engine-limit=${l}`)];
   const supervisor = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   supervisor.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
@@ -52,7 +62,7 @@ export async function startSvcCluster(dir: string, nodeOptions: string[] = [], e
       return /all 3 nodes answer \/health 200/.test(output);
     }, 'svc cluster to turn healthy', SVC_START_TIMEOUT_MS, 200);
     const cluster = JSON.parse(await readFile(join(dir, 'cluster.json'), 'utf8')) as ClusterFile;
-    if (cluster.tls.mode !== 'mtls') throw new Error('the bench cluster must run mutual TLS');
+    if ((cluster.tls.mode === 'mtls') === insecure) throw new Error(`the bench cluster runs ${cluster.tls.mode}, not what was asked`);
     let leader = cluster.members[0]!;
     await waitUntil(async () => {
       for (const m of cluster.members) {
@@ -65,15 +75,18 @@ export async function startSvcCluster(dir: string, nodeOptions: string[] = [], e
       return false;
     }, 'a leader', SVC_START_TIMEOUT_MS);
     const follower = cluster.members.find((m) => m.name !== leader.name)!;
-    const certs = dirname(cluster.tls.caFile);
-    const [ca, cert, key] = await Promise.all([readFile(cluster.tls.caFile), readFile(join(certs, `${follower.name}.crt`)), readFile(join(certs, `${follower.name}.key`))]);
-    const poolOptions = {
-      credentials: clientCredentials({ ca, cert, key }),
-      channelOptions: {
-        ...clientChannelOptions(resolveGrpcLimits()), 'grpc.ssl_target_name_override': cluster.tls.serverName, 'grpc.default_authority': cluster.tls.serverName,
-        ...clusterChannelOptions(cluster.clusterId ?? ''),
-      },
-    };
+    const tls = cluster.tls;
+    const channelOptions = { ...clientChannelOptions(resolveGrpcLimits()), ...clusterChannelOptions(cluster.clusterId ?? '') };
+    const poolOptions = tls.mode === 'mtls'
+      ? {
+        credentials: clientCredentials({
+          ca: await readFile(tls.caFile),
+          cert: await readFile(join(dirname(tls.caFile), `${follower.name}.crt`)),
+          key: await readFile(join(dirname(tls.caFile), `${follower.name}.key`)),
+        }),
+        channelOptions: { ...channelOptions, 'grpc.ssl_target_name_override': tls.serverName, 'grpc.default_authority': tls.serverName },
+      }
+      : { credentials: insecureClientCredentials(), channelOptions };
     const pool = new StoreClientPool(poolOptions);
     // One unary Propose call per write: what a client without coalescing or streams pays (the baseline of the batching).
     const alonePool = new StoreClientPool({ ...poolOptions, proposeBatchCountMax: 1, overStreams: false });
@@ -83,11 +96,17 @@ export async function startSvcCluster(dir: string, nodeOptions: string[] = [], e
       const result = resultFromMessage((await via.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS)).result);
       if (result.outcome !== 'applied') throw new Error(`put ${k}: ${result.outcome}`);
     };
+    const getVia = async (via: StoreClientPool, member: number, k: string): Promise<string | null> => {
+      const answer = await via.get(cluster.members[member % cluster.members.length]!.grpcAddr, k, Date.now() + READ_DEADLINE_MS);
+      return answer.found ? (JSON.parse(answer.valueJson) as { d: string }).d : null;
+    };
     return {
       cluster,
       leaderName: leader.name,
       put: (k, value) => putVia(pool, k, value),
       putAlone: (k, value) => putVia(alonePool, k, value),
+      get: (member, k) => getVia(pool, member, k),
+      getAlone: (member, k) => getVia(alonePool, member, k),
       stop: async () => {
         pool.close();
         alonePool.close();

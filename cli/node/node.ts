@@ -253,7 +253,7 @@ export class Node {
       snapshotFiles: (seq) => this.transfer?.files(seq) ?? 'node is not running',
     });
     const storeService = this.storeService = createStoreService({
-      handler: storeServiceHandler(() => this.runningRouter()),
+      handler: storeServiceHandler(() => this.runningRouter(), () => this.runningStore()),
       commandBytesMax: this.storeLimits.commandBytesMax,
       callDeadlineMs: this.storeLimits.callDeadlineMs,
       proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
@@ -560,6 +560,11 @@ export class Node {
   private runningRouter(): StoreRouter {
     if (!this.router || this.state !== 'running') throw new StoreUnavailableError('node is not running');
     return this.router;
+  }
+
+  private runningStore(): ReplicatedStore {
+    if (!this.replicatedStore || this.state !== 'running') throw new StoreUnavailableError('node is not running');
+    return this.replicatedStore;
   }
 
   private onFatal(err: Error): void {

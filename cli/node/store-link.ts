@@ -7,6 +7,7 @@ import { decodeCommand, resultToMessage } from '../../store/command.js';
 import { StoreRefusal, StoreUnavailableError, type RefusalKind } from '../../store/errors.js';
 import type { LeaderLink } from '../../store/host.js';
 import type { StoreRouter } from '../../store/store-router.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import type { CommandResult as CommandResultMessage } from '../../proto/gen/svc/store/v1/store.js';
 import { StoreCallError, type StoreClientPool, type StoreServiceHandler } from '../../transports/store-rpc/store-service.js';
 
@@ -60,8 +61,11 @@ export function leaderLink(clients: StoreClientPool): LeaderLink {
   };
 }
 
-/** storeServiceHandler answers other members' Store calls with the router the node has while it runs. */
-export function storeServiceHandler(router: () => StoreRouter): StoreServiceHandler {
+/**
+ * storeServiceHandler answers Store calls with the router and store the node has while it runs: other members'
+ * forwarded proposals and read indexes (the router), and clients' reads (Get, through the store's own read path).
+ */
+export function storeServiceHandler(router: () => StoreRouter, store: () => DocumentStore): StoreServiceHandler {
   const run = <T>(call: () => Promise<T>): Promise<T> => {
     let answer: Promise<T>;
     try {
@@ -74,6 +78,18 @@ export function storeServiceHandler(router: () => StoreRouter): StoreServiceHand
   return {
     propose: (command, deadlineAt) => run(() => router().serveProposal(command, deadlineAt)),
     readIndex: (deadlineAt) => run(() => router().serveReadIndex(deadlineAt)),
+    // The store bounds its read by its own readTimeoutMs; the caller's deadline ends the call sooner.
+    get: (key) => run(async () => {
+      let found;
+      try {
+        found = await store().get(key);
+      } catch (err) {
+        // A key the store cannot hold (empty, too long) is the caller's mistake, not the node's.
+        if (err instanceof RangeError) throw new StoreRefusal('invalid', err.message);
+        throw err;
+      }
+      return found ? { found: true, valueJson: JSON.stringify(found.value), version: found.version } : { found: false, valueJson: '', version: 0 };
+    }),
   };
 }
 

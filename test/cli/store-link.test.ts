@@ -5,8 +5,13 @@ import assert from 'node:assert/strict';
 import { status } from '@grpc/grpc-js';
 import { RETRYABLE_REFUSALS, StoreRefusal, StoreUnavailableError, type RefusalKind } from '../../store/errors.js';
 import type { StoreRouter } from '../../store/store-router.js';
+import { MemoryDocumentStore } from '../../store/memory-store.js';
+import type { DocumentStore } from '../../store/document-store.js';
 import { kindOfCode, leaderLink, storeServiceHandler } from '../../cli/node/store-link.js';
 import { StoreCallError, type StoreClientPool } from '../../transports/store-rpc/store-service.js';
+
+/** noStore stands for the node's store where a test only calls the router's half. */
+const noStore = (): DocumentStore => { throw new Error('no store in this test'); };
 
 const KINDS: RefusalKind[] = ['not-leader', 'leadership-changed', 'unavailable', 'timeout', 'overloaded', 'invalid', 'internal'];
 
@@ -14,7 +19,7 @@ describe('cli/node store link', () => {
   it('carries every refusal kind and its leader hint from the leader store to the follower store', async () => {
     for (const kind of KINDS) {
       const router = { serveProposal: () => Promise.reject(new StoreRefusal(kind, `refused: ${kind}`, 'n1:7000')) } as unknown as StoreRouter;
-      const handler = storeServiceHandler(() => router);
+      const handler = storeServiceHandler(() => router, noStore);
       const onWire = await handler.propose(new Uint8Array([1]), Date.now() + 1_000).then(() => null, (err: unknown) => err);
       assert.ok(onWire instanceof StoreCallError, kind);
       // The client pool would reject with what the service answered: the same code, details and hint.
@@ -36,14 +41,27 @@ describe('cli/node store link', () => {
   });
 
   it('answers a wait the leader gave up on as UNAVAILABLE, and other failures pass to the service as they are', async () => {
-    const failing = (err: Error) => storeServiceHandler(() => ({ serveReadIndex: () => Promise.reject(err) }) as unknown as StoreRouter);
+    const failing = (err: Error) => storeServiceHandler(() => ({ serveReadIndex: () => Promise.reject(err) }) as unknown as StoreRouter, noStore);
     const unavailable = await failing(new StoreUnavailableError('timed out waiting')).readIndex(Date.now()).catch((err: unknown) => err);
     assert.ok(unavailable instanceof StoreCallError);
     assert.equal(unavailable.code, status.UNAVAILABLE);
     const bug = new Error('a bug');
     assert.equal(await failing(bug).readIndex(Date.now()).catch((err: unknown) => err), bug);
-    const notRunning = storeServiceHandler(() => { throw new StoreUnavailableError('node is not running'); });
+    const notRunning = storeServiceHandler(() => { throw new StoreUnavailableError('node is not running'); }, noStore);
     const refused = await notRunning.readIndex(Date.now()).catch((err: unknown) => err);
     assert.ok(refused instanceof StoreCallError && refused.code === status.UNAVAILABLE, 'a throw before the call is an answer too');
+  });
+
+  it("answers a client's Get from the node's store: the value as JSON with its version, a missing key as not found, a bad key as INVALID_ARGUMENT", async () => {
+    const store = new MemoryDocumentStore();
+    const { version } = await store.put('k', { v: 'x' });
+    const handler = storeServiceHandler(() => { throw new Error('Get needs no router'); }, () => store);
+    assert.deepEqual(await handler.get('k', Date.now() + 1_000), { found: true, valueJson: '{"v":"x"}', version });
+    assert.deepEqual(await handler.get('missing', Date.now() + 1_000), { found: false, valueJson: '', version: 0 });
+    const bad = await handler.get('', Date.now() + 1_000).catch((err: unknown) => err);
+    assert.ok(bad instanceof StoreCallError && bad.code === status.INVALID_ARGUMENT, String(bad));
+    const cutOff = storeServiceHandler(() => { throw new Error('Get needs no router'); }, () => ({ get: () => Promise.reject(new StoreUnavailableError('read index timed out')) }) as unknown as DocumentStore);
+    const unavailable = await cutOff.get('k', Date.now() + 1_000).catch((err: unknown) => err);
+    assert.ok(unavailable instanceof StoreCallError && unavailable.code === status.UNAVAILABLE, String(unavailable));
   });
 });

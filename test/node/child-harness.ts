@@ -95,6 +95,11 @@ export interface ForkOptions {
   args?: string[];
   /** execArgv adds Node options (bench/api-cluster.ts passes --cpu-prof). */
   execArgv?: string[];
+  /**
+   * wrapper is a command the node runs under, which must exec it in place (the pid stays the node's), e.g.
+   * `['ip', 'netns', 'exec', 'ns1']` for a node in its own network namespace (test/jepsen/).
+   */
+  wrapper?: string[];
 }
 
 /** NodeChildProcess is one node in its own process, spoken to over IPC. */
@@ -127,8 +132,11 @@ export class NodeChildProcess {
 
   /** fork starts entry (a file calling serveNodeChild) with config and resolves once the node has started. */
   static async fork(entry: string, config: NodeConfig, options: ForkOptions = {}): Promise<NodeChildProcess> {
+    const nodeArgv = ['--import', 'tsx', ...(options.execArgv ?? [])];
+    const [wrapperCommand, ...wrapperArgs] = options.wrapper ?? [];
     const proc = fork(entry, [JSON.stringify(config), ...(options.args ?? [])], {
-      execArgv: ['--import', 'tsx', ...(options.execArgv ?? [])],
+      // fork runs execPath with execArgv before the entry; a wrapper goes there, with node after it.
+      ...(wrapperCommand === undefined ? { execArgv: nodeArgv } : { execPath: wrapperCommand, execArgv: [...wrapperArgs, process.execPath, ...nodeArgv] }),
       stdio: ['ignore', process.env.SVC_TEST_LOG_LEVEL ? 'inherit' : 'ignore', 'inherit', 'ipc'],
     });
     const child = new NodeChildProcess(config, proc);
@@ -169,6 +177,16 @@ export class NodeChildProcess {
     if (!this.running) return;
     this.proc.kill('SIGKILL');
     await this.exited;
+  }
+
+  /** pause stops the process with SIGSTOP (it keeps its sockets, answers nothing) until resume(). */
+  pause(): void {
+    if (this.running) this.proc.kill('SIGSTOP');
+  }
+
+  /** resume continues a paused process with SIGCONT. */
+  resume(): void {
+    if (this.running) this.proc.kill('SIGCONT');
   }
 
   /** stop shuts the node down cleanly; a child that does not exit within CHILD_EXIT_GRACE_MS is killed. */

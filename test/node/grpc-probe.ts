@@ -66,7 +66,7 @@ export interface OldStoreServer {
 }
 
 /** startOldStoreServer serves `method` (a svc.store.v1 unary method) with answer(n) for its n-th call (from 1). */
-export async function startOldStoreServer(method: 'propose' | 'readIndex', answer: (call: number) => Buffer): Promise<OldStoreServer> {
+export async function startOldStoreServer(method: 'propose' | 'readIndex' | 'get', answer: (call: number) => Buffer): Promise<OldStoreServer> {
   const server = new grpc.Server();
   const definition = storeServiceDefinition();
   let calls = 0;

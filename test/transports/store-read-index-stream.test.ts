@@ -35,6 +35,7 @@ describe('node: ReadIndexStream (read indexes as messages on one open call)', fu
   const handler: StoreServiceHandler = {
     propose: () => Promise.reject(new StoreCallError(grpc.status.UNIMPLEMENTED, 'not in this test')),
     readIndex: (deadlineAt) => new Promise((resolve, reject) => held.push({ resolve, reject, deadlineAt })),
+    get: () => Promise.reject(new StoreCallError(grpc.status.UNIMPLEMENTED, 'not in this test')),
   };
   const service = storeService({ handler, commandBytesMax: 1024, callDeadlineMs: 5_000, proposeBatchCountMax: 8, streamOpenRequestCountMax: 4 });
   const server = new grpc.Server();

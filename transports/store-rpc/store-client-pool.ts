@@ -1,11 +1,12 @@
 // The client half of svc.store.v1.Store (proto/svc/store/v1/store.proto): what a member that is not the
-// leader uses to forward writes and ask for read indexes. The server half is store-service.ts.
+// leader uses to forward writes and ask for read indexes, and what a client holding a cluster certificate
+// uses to write (propose at the leader) and read (get at any member). The server half is store-service.ts.
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import { UnaryChannels } from '../grpc/unary-call.js';
 import { DEFAULT_PROPOSE_BATCH_COUNT_MAX, DEFAULT_STREAM_IDLE_MS } from './limits.js';
 import { RequestStreamClient, type Answered, type Pending } from './request-stream.js';
-import { STORE_METHODS, StoreCallError, type ReadIndexAnswer } from './store-calls.js';
+import { STORE_METHODS, StoreCallError, type GetAnswer, type ReadIndexAnswer } from './store-calls.js';
 
 export interface StoreClientPoolOptions {
   credentials: grpc.ChannelCredentials;
@@ -52,6 +53,7 @@ export class StoreClientPool {
   private readonly batchUnsupported = new Set<string>();
   private readonly batchCountMax: number;
   private readonly readIndexStreams: StreamsByAddress<null, ReadIndexAnswer>;
+  private readonly getStreams: StreamsByAddress<string, GetAnswer>;
   private readonly proposeStreams: StreamsByAddress<QueuedProposal[], pb.ProposeItemAnswer[]>;
   private readonly overStreams: boolean;
   private closed = false;
@@ -60,7 +62,7 @@ export class StoreClientPool {
    * `propose` and `proposeBatch` calls, `proposeStream` requests, `readIndex` requests by either transport and,
    * of those, `readIndexUnary` calls.
    */
-  readonly callCounts = { propose: 0, proposeBatch: 0, proposeStream: 0, readIndex: 0, readIndexUnary: 0 };
+  readonly callCounts = { propose: 0, proposeBatch: 0, proposeStream: 0, readIndex: 0, readIndexUnary: 0, get: 0, getUnary: 0 };
 
   constructor(options: StoreClientPoolOptions) {
     this.batchCountMax = options.proposeBatchCountMax ?? DEFAULT_PROPOSE_BATCH_COUNT_MAX;
@@ -77,6 +79,16 @@ export class StoreClientPool {
       },
       fallback: (to, requests) => {
         for (const r of requests) this.readIndexUnary(to, r.deadlineAt).then(r.resolve, r.reject);
+      },
+    });
+    this.getStreams = new StreamsByAddress(this.channels, STORE_METHODS.getStream, idleMs, {
+      encode: (requestId, key, timeoutMs) => pb.GetStreamRequest.encode({ requestId, timeoutMs, key }).finish(),
+      decode: (bytes) => {
+        const r = pb.GetStreamResponse.decode(bytes);
+        return answered(r, { found: r.found, valueJson: r.valueJson, version: r.version });
+      },
+      fallback: (to, requests) => {
+        for (const r of requests) this.getUnary(to, r.request, r.deadlineAt).then(r.resolve, r.reject);
       },
     });
     this.proposeStreams = new StreamsByAddress(this.channels, STORE_METHODS.proposeStream, idleMs, {
@@ -118,6 +130,27 @@ export class StoreClientPool {
     return this.readIndexStreams.ask(to, null, deadlineAt);
   }
 
+  /**
+   * get reads one key at the member `to`, as that member's store reads it (linearizably): a message on the open
+   * GetStream call to it, or a unary Get call to a member without it (or with overStreams false).
+   */
+  get(to: string, key: string, deadlineAt: number): Promise<GetAnswer> {
+    if (this.closed) return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, 'store client pool is closed'));
+    this.callCounts.get++;
+    if (!this.overStreams || !this.getStreams.supported(to)) return this.getUnary(to, key, deadlineAt);
+    return this.getStreams.ask(to, key, deadlineAt);
+  }
+
+  private async getUnary(to: string, key: string, deadlineAt: number): Promise<GetAnswer> {
+    this.callCounts.getUnary++;
+    const bytes = await this.channels.call(to, STORE_METHODS.get, Buffer.from(pb.GetRequest.encode({ key }).finish()), deadlineAt);
+    try {
+      return pb.GetResponse.decode(bytes);
+    } catch (err) {
+      throw new StoreCallError(grpc.status.INTERNAL, `malformed GetResponse from ${to}: ${String(err)}`);
+    }
+  }
+
   /** readIndexStreamCalls: the ReadIndexStream calls opened so far, over every address. */
   get readIndexStreamCalls(): number {
     return this.readIndexStreams.callsOpened;
@@ -134,6 +167,7 @@ export class StoreClientPool {
     for (const queue of this.queued.values()) for (const p of queue) p.reject(closed);
     this.queued.clear();
     this.readIndexStreams.close('store client pool is closed');
+    this.getStreams.close('store client pool is closed');
     this.proposeStreams.close('store client pool is closed');
     this.channels.close();
   }

@@ -6,9 +6,9 @@
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import { RequestStreamServer, type Failure } from './request-stream.js';
-import { STORE_METHODS, StoreCallError, TRAILER_LEADER, type ReadIndexAnswer } from './store-calls.js';
+import { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type ReadIndexAnswer } from './store-calls.js';
 
-export { STORE_METHODS, StoreCallError, TRAILER_LEADER, type ReadIndexAnswer };
+export { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type ReadIndexAnswer };
 export { StoreClientPool, type ProposeAnswer, type StoreClientPoolOptions } from './store-client-pool.js';
 
 /** StoreServiceHandler decides the answers; the service only decodes the messages, checks sizes and encodes. */
@@ -17,6 +17,8 @@ export interface StoreServiceHandler {
   propose(command: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: pb.CommandResult }>;
   /** readIndex answers this leader's read index: its commit seqno, once its engine has confirmed its leadership (store/engine-reads.ts). */
   readIndex(deadlineAt: number): Promise<ReadIndexAnswer>;
+  /** get reads one key as this member's store reads it (read index, local apply, local state); any member answers. */
+  get(key: string, deadlineAt: number): Promise<GetAnswer>;
 }
 
 export interface StoreServiceOptions {
@@ -34,7 +36,7 @@ export interface StoreServiceOptions {
 
 const identity = (bytes: Buffer): Buffer => bytes;
 
-const STREAMING_METHODS: ReadonlySet<string> = new Set(['readIndexStream', 'proposeStream']);
+const STREAMING_METHODS: ReadonlySet<string> = new Set(['readIndexStream', 'proposeStream', 'getStream']);
 
 /** storeServiceDefinition registers the Store paths with byte-for-byte serializers. */
 export function storeServiceDefinition(): grpc.ServiceDefinition {
@@ -52,9 +54,9 @@ export function storeServiceDefinition(): grpc.ServiceDefinition {
 /** StoreService is the server half: the implementation to register, and a way to end its open streams. */
 export interface StoreService {
   implementation: grpc.UntypedServiceImplementation;
-  /** endStreams ends every open ReadIndexStream and ProposeStream call with UNAVAILABLE (they never end alone). */
+  /** endStreams ends every open ReadIndexStream, ProposeStream and GetStream call with UNAVAILABLE (they never end alone). */
   endStreams(details: string): void;
-  /** openStreamCount: the ReadIndexStream and ProposeStream calls open now. */
+  /** openStreamCount: the ReadIndexStream, ProposeStream and GetStream calls open now. */
   openStreamCount(): number;
 }
 
@@ -90,13 +92,28 @@ export function storeService(options: StoreServiceOptions): StoreService {
     encodeFailure: (requestId, failure) =>
       pb.ProposeStreamResponse.encode({ requestId, statusCode: failure.code, details: failure.details, leaderHint: failure.leaderHint, answers: [] }).finish(),
   });
+  const getStreams = new RequestStreamServer<{ key: string; timeoutMs: number }, GetAnswer>({
+    ...common,
+    method: 'GetStream',
+    decode: (bytes) => {
+      const request = pb.GetStreamRequest.decode(bytes);
+      return { requestId: request.requestId, request: { key: request.key, timeoutMs: request.timeoutMs } };
+    },
+    handle: ({ key, timeoutMs }, arrivedAt) =>
+      options.handler.get(key, arrivedAt + (timeoutMs > 0 ? Math.min(timeoutMs, options.callDeadlineMs) : options.callDeadlineMs)),
+    encodeAnswer: (requestId, { found, valueJson, version }) =>
+      pb.GetStreamResponse.encode({ requestId, statusCode: grpc.status.OK, details: '', leaderHint: '', found, valueJson, version }).finish(),
+    encodeFailure: (requestId, failure) =>
+      pb.GetStreamResponse.encode({ requestId, statusCode: failure.code, details: failure.details, leaderHint: failure.leaderHint, found: false, valueJson: '', version: 0 }).finish(),
+  });
   return {
-    implementation: { ...unaryImplementation(options), readIndexStream: readIndexStreams.serve, proposeStream: proposeStreams.serve },
+    implementation: { ...unaryImplementation(options), readIndexStream: readIndexStreams.serve, proposeStream: proposeStreams.serve, getStream: getStreams.serve },
     endStreams: (details) => {
       readIndexStreams.endAll(details);
       proposeStreams.endAll(details);
+      getStreams.endAll(details);
     },
-    openStreamCount: () => readIndexStreams.openCallCount + proposeStreams.openCallCount,
+    openStreamCount: () => readIndexStreams.openCallCount + proposeStreams.openCallCount + getStreams.openCallCount,
   };
 }
 
@@ -199,6 +216,19 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
       options.handler.readIndex(deadlineOf(call)).then(
         (answer) => respond(null, Buffer.from(pb.ReadIndexResponse.encode(answer).finish())),
         (err: unknown) => fail(respond, err, 'ReadIndex'),
+      );
+    },
+    get: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+      let request: pb.GetRequest;
+      try {
+        request = pb.GetRequest.decode(call.request);
+      } catch (err) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed GetRequest: ${String(err)}` }, null);
+        return;
+      }
+      options.handler.get(request.key, deadlineOf(call)).then(
+        (answer) => respond(null, Buffer.from(pb.GetResponse.encode(answer).finish())),
+        (err: unknown) => fail(respond, err, 'Get'),
       );
     },
   };

@@ -26,12 +26,13 @@ export const protobufPackage = "svc.store.v1";
 export const protobufFileName = "svc/store/v1/store.proto";
 
 /**
- * svc.store.v1: the replicated store's internal service between members. A node that is not the
- * leader forwards each write to the leader (Propose) and asks it for a read index before a read
- * (ReadIndex). It is served on the same mutual-TLS server as svc.replication.v1.WalShipping, to members'
- * peer certificates only (an admin tool writes through svc.admin.v1 Propose; docs/protocol.md,
- * "Identity and trust"), and is not part of the replication wire contract.
- * transports/store-rpc/README.md describes its errors.
+ * svc.store.v1: the replicated store's service between members. A node that is not the leader
+ * forwards each write to the leader (Propose) and asks it for a read index before a read
+ * (ReadIndex); any member reads a key as its own store reads it (Get, GetStream), which is how the
+ * read bench and the Jepsen-style test read, holding a member's certificate. It is served on the same
+ * mutual-TLS server as svc.replication.v1.WalShipping, to members' peer certificates only (an admin
+ * tool writes through svc.admin.v1 Propose; docs/protocol.md, "Identity and trust"), and is not part
+ * of the replication wire contract. transports/store-rpc/README.md describes its errors.
  */
 
 /** Outcome is how a committed command ended on the state machine. */
@@ -178,6 +179,41 @@ export interface ProposeStreamResponse {
   details: string;
   leaderHint: string;
   answers: ProposeItemAnswer[];
+}
+
+export interface GetRequest {
+  key: string;
+}
+
+/** GetResponse: found false when the key does not exist (value_json empty, version 0). */
+export interface GetResponse {
+  found: boolean;
+  /** value_json is the stored JSON object, encoded as JSON text. */
+  valueJson: string;
+  /** version is the seqno of the entry that last wrote the key. */
+  version: number;
+}
+
+export interface GetStreamRequest {
+  /** request_id names the request in its answer; the caller keeps it unique among its open requests. */
+  requestId: number;
+  /** timeout_ms is the request's own deadline, relative to its arrival (0 = the server's call deadline). */
+  timeoutMs: number;
+  key: string;
+}
+
+/**
+ * GetStreamResponse answers one request: status_code 0 (OK) with the read as in GetResponse, or a gRPC
+ * status code with details.
+ */
+export interface GetStreamResponse {
+  requestId: number;
+  statusCode: number;
+  details: string;
+  leaderHint: string;
+  found: boolean;
+  valueJson: string;
+  version: number;
 }
 
 function createBaseProposeRequest(): ProposeRequest {
@@ -1478,6 +1514,468 @@ export const ProposeStreamResponse: MessageFns<ProposeStreamResponse> = {
   },
 };
 
+function createBaseGetRequest(): GetRequest {
+  return { key: "" };
+}
+
+export const GetRequest: MessageFns<GetRequest> = {
+  encode(message: GetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetRequest {
+    return { key: isSet(object.key) ? globalThis.String(object.key) : "" };
+  },
+
+  toJSON(message: GetRequest): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetRequest>): GetRequest {
+    return GetRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetRequest>): GetRequest {
+    const message = createBaseGetRequest();
+    message.key = object.key ?? "";
+    return message;
+  },
+};
+
+function createBaseGetResponse(): GetResponse {
+  return { found: false, valueJson: "", version: 0 };
+}
+
+export const GetResponse: MessageFns<GetResponse> = {
+  encode(message: GetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.found !== false) {
+      writer.uint32(8).bool(message.found);
+    }
+    if (message.valueJson !== "") {
+      writer.uint32(18).string(message.valueJson);
+    }
+    if (message.version !== 0) {
+      writer.uint32(24).uint64(message.version);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.found = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.valueJson = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.version = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetResponse {
+    return {
+      found: isSet(object.found) ? globalThis.Boolean(object.found) : false,
+      valueJson: isSet(object.valueJson)
+        ? globalThis.String(object.valueJson)
+        : isSet(object.value_json)
+        ? globalThis.String(object.value_json)
+        : "",
+      version: isSet(object.version) ? globalThis.Number(object.version) : 0,
+    };
+  },
+
+  toJSON(message: GetResponse): unknown {
+    const obj: any = {};
+    if (message.found !== false) {
+      obj.found = message.found;
+    }
+    if (message.valueJson !== "") {
+      obj.valueJson = message.valueJson;
+    }
+    if (message.version !== 0) {
+      obj.version = Math.round(message.version);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetResponse>): GetResponse {
+    return GetResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetResponse>): GetResponse {
+    const message = createBaseGetResponse();
+    message.found = object.found ?? false;
+    message.valueJson = object.valueJson ?? "";
+    message.version = object.version ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetStreamRequest(): GetStreamRequest {
+  return { requestId: 0, timeoutMs: 0, key: "" };
+}
+
+export const GetStreamRequest: MessageFns<GetStreamRequest> = {
+  encode(message: GetStreamRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== 0) {
+      writer.uint32(8).uint64(message.requestId);
+    }
+    if (message.timeoutMs !== 0) {
+      writer.uint32(16).uint32(message.timeoutMs);
+    }
+    if (message.key !== "") {
+      writer.uint32(26).string(message.key);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetStreamRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetStreamRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.requestId = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.timeoutMs = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetStreamRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.Number(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.Number(object.request_id)
+        : 0,
+      timeoutMs: isSet(object.timeoutMs)
+        ? globalThis.Number(object.timeoutMs)
+        : isSet(object.timeout_ms)
+        ? globalThis.Number(object.timeout_ms)
+        : 0,
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+    };
+  },
+
+  toJSON(message: GetStreamRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== 0) {
+      obj.requestId = Math.round(message.requestId);
+    }
+    if (message.timeoutMs !== 0) {
+      obj.timeoutMs = Math.round(message.timeoutMs);
+    }
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetStreamRequest>): GetStreamRequest {
+    return GetStreamRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetStreamRequest>): GetStreamRequest {
+    const message = createBaseGetStreamRequest();
+    message.requestId = object.requestId ?? 0;
+    message.timeoutMs = object.timeoutMs ?? 0;
+    message.key = object.key ?? "";
+    return message;
+  },
+};
+
+function createBaseGetStreamResponse(): GetStreamResponse {
+  return { requestId: 0, statusCode: 0, details: "", leaderHint: "", found: false, valueJson: "", version: 0 };
+}
+
+export const GetStreamResponse: MessageFns<GetStreamResponse> = {
+  encode(message: GetStreamResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== 0) {
+      writer.uint32(8).uint64(message.requestId);
+    }
+    if (message.statusCode !== 0) {
+      writer.uint32(16).uint32(message.statusCode);
+    }
+    if (message.details !== "") {
+      writer.uint32(26).string(message.details);
+    }
+    if (message.leaderHint !== "") {
+      writer.uint32(34).string(message.leaderHint);
+    }
+    if (message.found !== false) {
+      writer.uint32(40).bool(message.found);
+    }
+    if (message.valueJson !== "") {
+      writer.uint32(50).string(message.valueJson);
+    }
+    if (message.version !== 0) {
+      writer.uint32(56).uint64(message.version);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetStreamResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetStreamResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.requestId = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.statusCode = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.details = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.leaderHint = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.found = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.valueJson = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.version = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetStreamResponse {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.Number(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.Number(object.request_id)
+        : 0,
+      statusCode: isSet(object.statusCode)
+        ? globalThis.Number(object.statusCode)
+        : isSet(object.status_code)
+        ? globalThis.Number(object.status_code)
+        : 0,
+      details: isSet(object.details) ? globalThis.String(object.details) : "",
+      leaderHint: isSet(object.leaderHint)
+        ? globalThis.String(object.leaderHint)
+        : isSet(object.leader_hint)
+        ? globalThis.String(object.leader_hint)
+        : "",
+      found: isSet(object.found) ? globalThis.Boolean(object.found) : false,
+      valueJson: isSet(object.valueJson)
+        ? globalThis.String(object.valueJson)
+        : isSet(object.value_json)
+        ? globalThis.String(object.value_json)
+        : "",
+      version: isSet(object.version) ? globalThis.Number(object.version) : 0,
+    };
+  },
+
+  toJSON(message: GetStreamResponse): unknown {
+    const obj: any = {};
+    if (message.requestId !== 0) {
+      obj.requestId = Math.round(message.requestId);
+    }
+    if (message.statusCode !== 0) {
+      obj.statusCode = Math.round(message.statusCode);
+    }
+    if (message.details !== "") {
+      obj.details = message.details;
+    }
+    if (message.leaderHint !== "") {
+      obj.leaderHint = message.leaderHint;
+    }
+    if (message.found !== false) {
+      obj.found = message.found;
+    }
+    if (message.valueJson !== "") {
+      obj.valueJson = message.valueJson;
+    }
+    if (message.version !== 0) {
+      obj.version = Math.round(message.version);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GetStreamResponse>): GetStreamResponse {
+    return GetStreamResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetStreamResponse>): GetStreamResponse {
+    const message = createBaseGetStreamResponse();
+    message.requestId = object.requestId ?? 0;
+    message.statusCode = object.statusCode ?? 0;
+    message.details = object.details ?? "";
+    message.leaderHint = object.leaderHint ?? "";
+    message.found = object.found ?? false;
+    message.valueJson = object.valueJson ?? "";
+    message.version = object.version ?? 0;
+    return message;
+  },
+};
+
 export type StoreService = typeof StoreService;
 export const StoreService = {
   /**
@@ -1553,6 +2051,35 @@ export const StoreService = {
       Buffer.from(ProposeStreamResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ProposeStreamResponse => ProposeStreamResponse.decode(value),
   },
+  /**
+   * Get reads one key at the member it is sent to, as that member's store reads it: a read index
+   * (asked of the leader when the member follows), the member's apply up to it, then its local state.
+   * Any member answers; a member that cannot take a read index in time answers UNAVAILABLE.
+   */
+  get: {
+    path: "/svc.store.v1.Store/Get" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetRequest): Buffer => Buffer.from(GetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetRequest => GetRequest.decode(value),
+    responseSerialize: (value: GetResponse): Buffer => Buffer.from(GetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetResponse => GetResponse.decode(value),
+  },
+  /**
+   * GetStream carries one client's reads over one long-lived call: each request is answered as by Get,
+   * under its own request_id, in any order. A client that reads often saves a call per read (a unary
+   * call costs a node several times the CPU of a message on an open call, as for ReadIndexStream). Bad
+   * messages and the open-request limit as for ReadIndexStream.
+   */
+  getStream: {
+    path: "/svc.store.v1.Store/GetStream" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: GetStreamRequest): Buffer => Buffer.from(GetStreamRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetStreamRequest => GetStreamRequest.decode(value),
+    responseSerialize: (value: GetStreamResponse): Buffer => Buffer.from(GetStreamResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetStreamResponse => GetStreamResponse.decode(value),
+  },
 } as const;
 
 export interface StoreServer extends UntypedServiceImplementation {
@@ -1585,6 +2112,19 @@ export interface StoreServer extends UntypedServiceImplementation {
    * above the server's batch limit is answered RESOURCE_EXHAUSTED whole.
    */
   proposeStream: handleBidiStreamingCall<ProposeStreamRequest, ProposeStreamResponse>;
+  /**
+   * Get reads one key at the member it is sent to, as that member's store reads it: a read index
+   * (asked of the leader when the member follows), the member's apply up to it, then its local state.
+   * Any member answers; a member that cannot take a read index in time answers UNAVAILABLE.
+   */
+  get: handleUnaryCall<GetRequest, GetResponse>;
+  /**
+   * GetStream carries one client's reads over one long-lived call: each request is answered as by Get,
+   * under its own request_id, in any order. A client that reads often saves a call per read (a unary
+   * call costs a node several times the CPU of a message on an open call, as for ReadIndexStream). Bad
+   * messages and the open-request limit as for ReadIndexStream.
+   */
+  getStream: handleBidiStreamingCall<GetStreamRequest, GetStreamResponse>;
 }
 
 export interface StoreClient extends Client {
@@ -1669,6 +2209,35 @@ export interface StoreClient extends Client {
     metadata: Metadata,
     options?: Partial<CallOptions>,
   ): ClientDuplexStream<ProposeStreamRequest, ProposeStreamResponse>;
+  /**
+   * Get reads one key at the member it is sent to, as that member's store reads it: a read index
+   * (asked of the leader when the member follows), the member's apply up to it, then its local state.
+   * Any member answers; a member that cannot take a read index in time answers UNAVAILABLE.
+   */
+  get(request: GetRequest, callback: (error: ServiceError | null, response: GetResponse) => void): ClientUnaryCall;
+  get(
+    request: GetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetResponse) => void,
+  ): ClientUnaryCall;
+  get(
+    request: GetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * GetStream carries one client's reads over one long-lived call: each request is answered as by Get,
+   * under its own request_id, in any order. A client that reads often saves a call per read (a unary
+   * call costs a node several times the CPU of a message on an open call, as for ReadIndexStream). Bad
+   * messages and the open-request limit as for ReadIndexStream.
+   */
+  getStream(): ClientDuplexStream<GetStreamRequest, GetStreamResponse>;
+  getStream(options: Partial<CallOptions>): ClientDuplexStream<GetStreamRequest, GetStreamResponse>;
+  getStream(
+    metadata: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientDuplexStream<GetStreamRequest, GetStreamResponse>;
 }
 
 export const StoreClient = makeGenericClientConstructor(StoreService, "svc.store.v1.Store") as unknown as {

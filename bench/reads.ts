@@ -1,0 +1,236 @@
+// Read bench (not a test), one bounded run on loopback: linearizable read throughput and p50/p99 latency at
+// 1, 16 and 64 concurrent readers on a three-node cluster, ours beside etcd's in the same run:
+//   - svc: `svc cluster` (child processes, mutual TLS), each read one svc.store.v1 GetStream message on the
+//     reader's open call to a member (the member's own store read: a read index, at the leader when the
+//     member follows, then its apply); and, as a second row, one unary Get call per read;
+//   - etcd (Debian's etcd-server 3.4, 3 members, no TLS): each read one KV.Range call over gRPC at a member,
+//     linearizable (serializable false, etcd's default: its ReadIndex, then the member's apply).
+// Reader r reads at member r mod 3 (--at leader: every reader at the leader), a key drawn from --keys
+// preloaded keys with 96-byte values. Both clusters stay up and the rounds interleave (svc, svc unary, etcd,
+// then again),
+// so a load swing on this shared machine hits both alike; medians of the rounds are reported, with the
+// svc / etcd throughput ratio (median of the rounds' ratios), and the members' CPU per read (from /proc: on a
+// shared machine throughput also measures the neighbours). etcd is skipped with a note when not installed.
+//
+//   npx tsx bench/reads.ts [--seconds 3] [--warmup 2] [--rounds 3] [--keys 1000] [--at all|leader]
+//                          [--readers 1,16,64] [--no-etcd] [--insecure] [--cpu-prof] [--engine-limit name=value …]
+// --insecure runs our cluster plaintext too (etcd runs plaintext either way): the same transport on both sides.
+// --engine-limit passes engine limits to our nodes (e.g. readLeaseEnabled=1 to see what the lease path would
+// save: not the linearizable default, so not a figure to compare with etcd's).
+// --cpu-prof runs our nodes under `node --cpu-prof` and prints where each node's time went.
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { etcdVersion, startEtcd } from './cluster/etcd.js';
+import { etcdKvClient } from './cluster/etcd-grpc.js';
+import { closedLoop, payload, type LoadResult } from './cluster/load.js';
+import { startSvcCluster } from './cluster/svc-cluster.js';
+import { cpuDuring } from './cluster/proc-cpu.js';
+import { summarizeProfiles } from './cluster/profile.js';
+
+const READER_COUNTS_DEFAULT = [1, 16, 64];
+const PROFILE_TOP_COUNT = 40;
+const VALUE_BYTES = 96;
+/** SVC_VALUE_CHARS makes our stored value {"d":"…"} exactly VALUE_BYTES of JSON. */
+const SVC_VALUE_CHARS = VALUE_BYTES - '{"d":""}'.length;
+/** PRELOAD_CONCURRENCY bounds the writes in flight while the keys are loaded. */
+const PRELOAD_CONCURRENCY = 64;
+const READ_DEADLINE_MS = 10_000;
+
+function numberArg(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  if (at < 0) return fallback;
+  const value = Number(process.argv[at + 1]);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
+  return value;
+}
+
+function atArg(): 'all' | 'leader' {
+  const at = process.argv.indexOf('--at');
+  if (at < 0) return 'all';
+  const value = process.argv[at + 1];
+  if (value !== 'all' && value !== 'leader') throw new Error('--at must be all or leader');
+  return value;
+}
+
+function readersArg(): number[] {
+  const at = process.argv.indexOf('--readers');
+  if (at < 0) return READER_COUNTS_DEFAULT;
+  const counts = (process.argv[at + 1] ?? '').split(',').map(Number);
+  if (counts.some((n) => !Number.isSafeInteger(n) || n < 1)) throw new Error('--readers needs positive integers, e.g. 1,16,64');
+  return counts;
+}
+
+/** metricSum sums one metric's samples (every label set matching `labels`) over the members' /metrics. */
+async function metricSum(httpAddrs: readonly string[], name: string, labels = ''): Promise<number> {
+  let sum = 0;
+  for (const addr of httpAddrs) {
+    const text = await (await fetch(`${addr}/metrics`)).text();
+    for (const line of text.split('\n')) {
+      if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+      if (labels !== '' && !line.includes(labels)) continue;
+      sum += Number(line.slice(line.lastIndexOf(' ') + 1)) || 0;
+    }
+  }
+  return sum;
+}
+
+/** SvcCounters: what our members did for a round's reads (from their /metrics), to say what a read costs. */
+interface SvcCounters { heartbeats: number; peerCalls: number; engineReadIndexes: number; storeReadIndexCalls: number; hardStateSaves: number; walSyncs: number }
+
+async function svcCounters(httpAddrs: readonly string[]): Promise<SvcCounters> {
+  return {
+    heartbeats: await metricSum(httpAddrs, 'svc_peer_requests_sent_total', 'method="Heartbeat"'),
+    peerCalls: await metricSum(httpAddrs, 'svc_peer_requests_sent_total'),
+    engineReadIndexes: await metricSum(httpAddrs, 'svc_engine_read_indexes_total', 'outcome="answered"'),
+    storeReadIndexCalls: await metricSum(httpAddrs, 'svc_store_read_index_calls_total'),
+    hardStateSaves: await metricSum(httpAddrs, 'svc_hard_state_save_seconds_count'),
+    walSyncs: await metricSum(httpAddrs, 'svc_wal_sync_seconds_count'),
+  };
+}
+
+/** Measured is a round's load result with the members' CPU over its measured window. */
+interface Measured extends LoadResult {
+  cpuMsPerSecond: number;
+  cpuUsPerRead: number;
+  /** clientCpuUsPerRead: this process's CPU (the readers' client library) per read, over the whole round. */
+  clientCpuUsPerRead: number;
+}
+
+const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toFixed(digits) : '-');
+
+function median(values: number[]): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+async function preload(keyCount: number, write: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    // Bounded by keyCount.
+    for (let i = next++; i < keyCount; i = next++) await write(i);
+  };
+  await Promise.all(Array.from({ length: PRELOAD_CONCURRENCY }, worker));
+}
+
+async function measure(label: string, pids: readonly number[], warmup: number, seconds: number, run: () => Promise<LoadResult>, httpAddrs: readonly string[] = []): Promise<Measured> {
+  const countersBefore = httpAddrs.length > 0 ? await svcCounters(httpAddrs) : null;
+  const clientBefore = process.cpuUsage();
+  const [result, cpuMs] = await Promise.all([run(), cpuDuring(pids, warmup * 1000, (warmup + seconds) * 1000)]);
+  const client = process.cpuUsage(clientBefore);
+  const measured = {
+    ...result, cpuMsPerSecond: cpuMs / seconds, cpuUsPerRead: (cpuMs * 1000) / Math.max(1, result.ops),
+    // The client's CPU covers warm-up and window; ops counts the window only: scale by the window's share.
+    clientCpuUsPerRead: ((client.user + client.system) * (seconds / (warmup + seconds))) / Math.max(1, result.ops),
+  };
+  let perRead = '';
+  if (countersBefore) {
+    // Over warm-up and window alike: per read of both (reads in the window scaled up by the round's length).
+    const after = await svcCounters(httpAddrs);
+    const reads = result.ops * ((warmup + seconds) / seconds);
+    perRead = `; per read: ${fmt((after.heartbeats - countersBefore.heartbeats) / reads, 2)} heartbeat calls (${fmt((after.peerCalls - countersBefore.peerCalls) / reads, 2)} peer calls in all), ${fmt((after.engineReadIndexes - countersBefore.engineReadIndexes) / reads, 2)} engine read indexes, ${fmt((after.storeReadIndexCalls - countersBefore.storeReadIndexCalls) / reads, 2)} store read-index calls, ${fmt((after.hardStateSaves - countersBefore.hardStateSaves) / reads, 2)} hard-state saves, ${fmt((after.walSyncs - countersBefore.walSyncs) / reads, 2)} WAL syncs`;
+  }
+  console.log(`  ${label}: ${fmt(result.opsPerSecond)} reads/s, p50 ${fmt(result.p50Ms, 2)} ms, p99 ${fmt(result.p99Ms, 2)} ms, members' CPU ${fmt(measured.cpuMsPerSecond)} ms/s = ${fmt(measured.cpuUsPerRead)} µs/read, client ${fmt(measured.clientCpuUsPerRead)} µs/read${perRead}${result.errors ? `, ${result.errors} errors (${result.firstError})` : ''}`);
+  return measured;
+}
+
+async function main(): Promise<void> {
+  const seconds = numberArg('seconds', 3);
+  // Two seconds: under load a node's first second of reads still runs code V8 has not optimised yet.
+  const warmup = numberArg('warmup', 2);
+  const rounds = numberArg('rounds', 3);
+  const keyCount = numberArg('keys', 1000);
+  const at = atArg();
+  const readerCounts = readersArg();
+  const cpuProf = process.argv.includes('--cpu-prof');
+  const dir = await mkdtemp(join(tmpdir(), 'svc-bench-reads-'));
+  const profileDir = join(dir, 'profiles');
+  const key = (i: number): string => `bench/reads/${i}`;
+  // Reader r's i-th read: a key spread over the whole set, different per reader.
+  const keyOf = (reader: number, i: number): string => key((reader * 7919 + i * 104_729) % keyCount);
+  const levels: Array<{ readers: number; svc: Measured[]; svcUnary: Measured[]; etcd: Measured[] }> = [];
+  let etcdNote: string;
+  try {
+    if (cpuProf) await mkdir(profileDir);
+    const engineLimits = process.argv.flatMap((arg, i) => (arg === '--engine-limit' ? [process.argv[i + 1] ?? ''] : []));
+    if (engineLimits.length > 0) console.log(`svc engine limits: ${engineLimits.join(', ')}`);
+    const insecure = process.argv.includes('--insecure');
+    const svc = await startSvcCluster(join(dir, 'svc'), cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [], engineLimits, insecure);
+    const version = process.argv.includes('--no-etcd') ? null : etcdVersion();
+    const etcd = version === null ? null : await startEtcd(join(dir, 'etcd'), 3, Math.max(...readerCounts));
+    const etcdKv = etcd ? etcdKvClient(etcd.clientUrls) : null;
+    etcdNote = version === null
+      ? (process.argv.includes('--no-etcd') ? 'skipped (--no-etcd)' : 'etcd is not installed (Debian: apt-get install -y etcd-server): etcd column skipped')
+      : `${version}, 3 members, gRPC KV.Range (linearizable), no TLS`;
+    const svcPids = svc.cluster.members.map((m) => m.pid);
+    const svcHttp = svc.cluster.members.map((m) => m.httpAddr);
+    try {
+      const svcLeader = svc.cluster.members.findIndex((m) => m.name === svc.leaderName);
+      const etcdLeader = etcd ? etcd.clientUrls.indexOf(etcd.leaderClientUrl) : 0;
+      const svcMember = (reader: number): number => (at === 'leader' ? svcLeader : reader);
+      const etcdMember = (reader: number): number => (at === 'leader' ? etcdLeader : reader);
+      console.log(`svc: 3 nodes (${insecure ? 'plaintext, --insecure' : 'mutual TLS'}), leader ${svc.leaderName}; etcd: ${etcdNote}`);
+      console.log(`preloading ${keyCount} keys (${VALUE_BYTES}-byte values) into each`);
+      await preload(keyCount, (i) => svc.put(key(i), payload(SVC_VALUE_CHARS, i)));
+      if (etcd) await preload(keyCount, (i) => etcd.put(key(i), payload(VALUE_BYTES, i)));
+      // A read that finds nothing would measure a miss, not a read: every read checks it found its key.
+      const svcRead = async (reader: number, i: number): Promise<void> => {
+        if ((await svc.get(svcMember(reader), keyOf(reader, i))) === null) throw new Error(`svc: ${keyOf(reader, i)} not found`);
+      };
+      const svcReadUnary = async (reader: number, i: number): Promise<void> => {
+        if ((await svc.getAlone(svcMember(reader), keyOf(reader, i))) === null) throw new Error(`svc: ${keyOf(reader, i)} not found`);
+      };
+      const etcdRead = async (reader: number, i: number): Promise<void> => {
+        if ((await etcdKv!.range(etcdMember(reader), keyOf(reader, i), Date.now() + READ_DEADLINE_MS)) === null) throw new Error(`etcd: ${keyOf(reader, i)} not found`);
+      };
+      const idleSeconds = 2;
+      const svcIdle = await cpuDuring(svcPids, 0, idleSeconds * 1000) / idleSeconds;
+      const etcdIdle = etcd ? await cpuDuring(etcd.pids, 0, idleSeconds * 1000) / idleSeconds : NaN;
+      console.log(`members' CPU at rest: svc ${fmt(svcIdle)} ms/s, etcd ${fmt(etcdIdle)} ms/s (the CPU per read below is all of it, rest included)`);
+      console.log(`reads at ${at === 'leader' ? 'the leader' : 'reader mod 3 (every member)'}; ${rounds} interleaved rounds per level (svc, svc unary, etcd), ${seconds} s each after ${warmup} s warm-up; medians reported`);
+      for (const readers of readerCounts) {
+        const level = { readers, svc: [] as Measured[], svcUnary: [] as Measured[], etcd: [] as Measured[] };
+        for (let round = 1; round <= rounds; round++) {
+          level.svc.push(await measure(`svc c${readers} round ${round}`, svcPids, warmup, seconds, () => closedLoop(readers, warmup, seconds, svcRead), svcHttp));
+          level.svcUnary.push(await measure(`svc unary c${readers} round ${round}`, svcPids, warmup, seconds, () => closedLoop(readers, warmup, seconds, svcReadUnary), svcHttp));
+          if (etcd && etcdKv) level.etcd.push(await measure(`etcd c${readers} round ${round}`, etcd.pids, warmup, seconds, () => closedLoop(readers, warmup, seconds, etcdRead)));
+        }
+        levels.push(level);
+      }
+    } finally {
+      etcdKv?.close();
+      await svc.stop();
+      await etcd?.stop();
+    }
+    if (cpuProf) {
+      for (const summary of await summarizeProfiles(profileDir, PROFILE_TOP_COUNT)) {
+        const role = summary.pid === svc.cluster.members.find((m) => m.name === svc.leaderName)?.pid ? 'LEADER' : 'follower or supervisor';
+        console.log(`cpu profile ${summary.file} (${role}, pid ${summary.pid}): ${fmt(summary.totalMs)} ms sampled`);
+        console.log(`  by area: ${summary.byArea.map((a) => `${a.area} ${fmt(a.share * 100, 1)}%`).join(', ')}`);
+        for (const f of summary.byFunction) console.log(`    ${fmt(f.share * 100, 1).padStart(5)}%  ${f.name}`);
+      }
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  console.log('');
+  const med = (rs: Measured[], pick: (r: Measured) => number): number => median(rs.map(pick));
+  console.log(`linearizable reads, ${VALUE_BYTES}-byte values, ${keyCount} keys, at ${at === 'leader' ? 'the leader' : 'every member'}`);
+  console.log('| readers | svc reads/s | svc p50 ms | svc p99 ms | svc CPU µs/read (members + client) | svc unary reads/s | unary p99 ms | unary CPU µs/read | etcd reads/s | etcd p50 ms | etcd p99 ms | etcd CPU µs/read (members + client) | svc / etcd (median of rounds) | unary / etcd |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const level of levels) {
+    const hasEtcd = level.etcd.length > 0;
+    const ratio = hasEtcd ? median(level.svc.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond)) : NaN;
+    const unaryRatio = hasEtcd ? median(level.svcUnary.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond)) : NaN;
+    const cpu = (rs: Measured[]): string => `${fmt(med(rs, (r) => r.cpuUsPerRead))} + ${fmt(med(rs, (r) => r.clientCpuUsPerRead))}`;
+    console.log(`| ${level.readers} | ${fmt(med(level.svc, (r) => r.opsPerSecond))} | ${fmt(med(level.svc, (r) => r.p50Ms), 2)} | ${fmt(med(level.svc, (r) => r.p99Ms), 2)} | ${cpu(level.svc)} `
+      + `| ${fmt(med(level.svcUnary, (r) => r.opsPerSecond))} | ${fmt(med(level.svcUnary, (r) => r.p99Ms), 2)} | ${cpu(level.svcUnary)} `
+      + `| ${hasEtcd ? fmt(med(level.etcd, (r) => r.opsPerSecond)) : 'skipped'} | ${hasEtcd ? fmt(med(level.etcd, (r) => r.p50Ms), 2) : '-'} | ${hasEtcd ? fmt(med(level.etcd, (r) => r.p99Ms), 2) : '-'} | ${hasEtcd ? cpu(level.etcd) : '-'} | ${fmt(ratio, 2)} | ${fmt(unaryRatio, 2)} |`);
+  }
+  console.log(`etcd: ${etcdNote}`);
+}
+
+await main();
