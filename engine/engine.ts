@@ -3,11 +3,16 @@
 // snapshots) spoken in svc.replication.v1 messages. `step` takes one input and
 // returns the effects to carry out, in order; nothing here reads a clock, a
 // random source, the disk or the network. docs/protocol.md explains each rule.
+import { assert, assertFrontiers } from './assert.js';
 import { Effects } from './effects.js';
 import { RaftLog, logUpToDate } from './log.js';
+import { PendingChanges, RosterCache, confChangeRefusal, type ConfChangeRefusal } from './membership.js';
 import { RosterProbe, senderOf, standingOf, vouchedRosterFrom, type RosterViews, type SenderStanding } from './membership-guard.js';
 import { Prng } from './prng.js';
+import { Progress, ProgressTracker } from './progress.js';
+import { hasQuorum, quorumMatch, tallyVotes, type VoteTally } from './quorum.js';
 import { ReadIndex } from './read-index.js';
+import { Readiness } from './readiness.js';
 import {
   decodeRoster, encodeRoster, isRemoved, isVoter, memberById, memberByName, voterIds, withMember,
 } from './roster.js';
@@ -19,30 +24,12 @@ import {
   type TimeoutNowRequest, type VoteRequest, type VoteResponse,
 } from './rpc.js';
 import {
-  CAPABILITY_KIND4, EntryKind, MemberRole, type AdminOp, type Effect, type EngineConfig, type EngineLimits,
-  type EngineStatus, type Entry, type HardState, type Input, type NodeStats, type Proposal, type RestoredState, type Role,
-  type Roster, type SnapshotMeta,
+  CAPABILITY_KIND4, EntryKind, MemberRole, type AdminOp, type AdminResultCode, type Effect, type EngineConfig, type EngineLimits,
+  type EngineStatus, type Entry, type HardState, type Input, type NodeStats, type Proposal, type ProposalResultCode,
+  type ReadinessReason, type RestoredState, type Role, type Roster, type SnapshotFailureCode, type SnapshotMeta,
 } from './types.js';
 import { canIncrementTerm, isCarriableSeq, isCarriableTerm, parseCarriable, requestValueProblem, responseValueProblem } from './values.js';
 import { VersionSpread } from './versions.js';
-
-/** Progress is the leader's view of one follower. */
-interface Progress {
-  /** matchSeq: the follower's durable, matched frontier as last reported (decision 6). */
-  matchSeq: number;
-  /** nextSeq: the next seqno to ship. */
-  nextSeq: number;
-  /** state: probe = one ship at a time until accepted; replicate = pipelined; paused = the follower pulls. */
-  state: 'probe' | 'replicate' | 'paused';
-  inflight: Set<number>;
-  lastShipTick: number;
-  pausedTick: number;
-  /** ackedCommitSeq: the highest commit seqno the follower surely took from a ship it accepted (see onShipResponse). */
-  ackedCommitSeq: number;
-  capabilities: number;
-  /** removalSeq: for a member removed in the current roster, the seq of that record (0 otherwise). */
-  removalSeq: number;
-}
 
 /** CallContext remembers why we made a call, so its answer can be judged. */
 type CallContext =
@@ -55,13 +42,6 @@ type CallContext =
   | { method: 'JoinCluster'; term: number; toAddr: string; probe: boolean }
   | { method: 'StreamSegments'; term: number; toId: number }
   | { method: 'FetchSnapshot'; term: number; toId: number };
-
-interface PendingWait {
-  seq: number;
-  kind: 'join' | 'admin';
-  id: number;
-  name: string;
-}
 
 /** JOIN_REFUSAL_REMOVED starts the refusal_reason given to a name that was removed: the joiner stops. */
 export const JOIN_REFUSAL_REMOVED = 'removed: ';
@@ -84,8 +64,8 @@ export class Engine {
   private staging = false;
   /** statusCache holds status() until the next step changes anything. */
   private statusCache: EngineStatus | null = null;
-  /** rosterCache keeps decoded kind-4 bodies by seq (checked against the entry's term). */
-  private readonly rosterCache = new Map<number, { term: number; roster: Roster }>();
+  /** rosterCache keeps decoded kind-4 bodies by seq (membership.ts). */
+  private readonly rosterCache = new RosterCache();
   /** rosterProbe asks known members about members our log does not list yet (membership-guard.ts). */
   private readonly rosterProbe = new RosterProbe();
   /**
@@ -105,7 +85,8 @@ export class Engine {
   private matchedSeq: number;
   private commitSeq: number;
   private appliedSeq: number;
-  private ready = false;
+  /** readiness: the latch and the spec's Readiness rules 1-6 (readiness.ts). */
+  private readonly readiness = new Readiness((effect) => this.fx.other(effect));
   private stats: NodeStats = { entityCount: 0, signalThroughputEps: 0, diskBytes: 0, nowNs: '0' };
 
   private nextRequestId = 1;
@@ -115,23 +96,18 @@ export class Engine {
   private votes = new Map<number, boolean>();
 
   // Leader state.
-  private progress = new Map<number, Progress>();
-  private recentActive = new Set<number>();
+  /** progress: per follower, what it holds and what is in flight (progress.ts). */
+  private readonly progress = new ProgressTracker();
   private electionPrevLog = { term: 0, seq: 0 };
   private barrierSeq = 0;
   private readonly pendingProposals = new Map<number, number>();
-  private pendingWaits: PendingWait[] = [];
-  private readonly pendingJoinCalls = new Map<number, number[]>();
+  /** pendingChanges: joins and admin ops waiting for their kind-4 record to commit (membership.ts). */
+  private readonly pendingChanges = new PendingChanges();
   /** reads: linearizable reads waiting for the leader's term commit and a heartbeat round (read-index.ts). */
   private readonly reads: ReadIndex;
   private transfer: { targetId: number; adminId: number; elapsedTicks: number; sent: boolean } | null = null;
 
   // Follower state.
-  private readonly lagGaugeByShard = new Map<number, number>();
-  private heartbeatLeaderLastSeq = 0;
-  private statusPollTarget = 0;
-  private statusPollMode = false;
-  private statusPollElapsedTicks = 0;
   private pull: { requestId: number; kind: 'stream' | 'snapshot'; startedTick: number } | null = null;
   private lastAcceptTick = 0;
   private reportedSeq = 0;
@@ -204,15 +180,18 @@ export class Engine {
       case 'entriesPersisted': this.onEntriesPersisted(input.lastSeq, input.lastTerm); break;
       case 'snapshotStaged': this.onSnapshotStaged(input.meta, input.header); break;
       case 'snapshotInstalled': this.onSnapshotInstalled(input.requestId, input.meta, input.header); break;
-      case 'snapshotFailed': this.onSnapshotFailed(input.requestId, input.reason); break;
+      case 'snapshotFailed': this.onSnapshotFailed(input.requestId, input.code); break;
       case 'statusPolled': this.onStatusPolled(input.leaderLastSeq); break;
       case 'admin': this.onAdmin(input.adminId, input.op); break;
       case 'readIndex': this.reads.onRequest(input.readId); break;
       default: assertNever(input);
     }
+    assertFrontiers({
+      appliedSeq: this.appliedSeq, commitSeq: this.commitSeq, matchedSeq: this.matchedSeq, durableSeq: this.durableSeq, lastSeq: this.log.lastSeq(),
+    });
     if (hardStateChanged(this.hs, this.savedHs)) {
       // Crash loudly rather than persist a term the next election cannot increment exactly.
-      if (!isCarriableTerm(this.hs.term)) throw new Error(`engine invariant: term ${this.hs.term} is not carriable (values.ts); refusing to save it`);
+      assert(isCarriableTerm(this.hs.term), () => `term ${this.hs.term} is not carriable (values.ts); refusing to save it`);
       this.savedHs = { ...this.hs };
       this.fx.hardState({ ...this.hs, commitSeq: Math.min(this.commitSeq, this.durableSeq) });
     }
@@ -222,12 +201,12 @@ export class Engine {
   status(): EngineStatus {
     if (this.statusCache) return this.statusCache;
     const lag: Record<number, number> = {};
-    for (const [shard, v] of [...this.lagGaugeByShard.entries()].sort((a, b) => a[0] - b[0])) lag[shard] = v;
+    for (const [shard, v] of [...this.readiness.lagGaugeByShard.entries()].sort((a, b) => a[0] - b[0])) lag[shard] = v;
     this.statusCache = {
       id: this.hs.selfId, name: this.config.name, role: this.role, term: this.hs.term, leaderId: this.leaderId,
       lastSeq: this.log.lastSeq(), lastTerm: this.log.lastTerm(), commitSeq: this.commitSeq,
       appliedSeq: this.appliedSeq, durableSeq: this.durableSeq, matchedSeq: this.matchedSeq,
-      snapshotSeq: this.staged?.meta.seq ?? 0, ready: this.ready, halted: this.hs.halted, reseed: this.hs.reseed,
+      snapshotSeq: this.staged?.meta.seq ?? 0, ready: this.readiness.ready, halted: this.hs.halted, reseed: this.hs.reseed,
       removed: this.hs.removed, lagGaugeByShard: lag, roster: this.currentRoster(), versionsSeen: this.versions.snapshot(),
     };
     return this.statusCache;
@@ -265,13 +244,9 @@ export class Engine {
     this.electionElapsedTicks++;
     this.leaseElapsedTicks++;
     if (this.pull && this.ticks - this.pull.startedTick > this.limits.pullTimeoutTicks) this.pull = null;
-    if (this.statusPollMode && !this.ready && this.leaderId !== 0) {
-      this.statusPollElapsedTicks++;
-      if (this.statusPollElapsedTicks >= this.limits.statusPollIntervalTicks) {
-        this.statusPollElapsedTicks = 0;
-        const leader = memberById(this.currentRoster(), this.leaderId);
-        if (leader) this.fx.other({ type: 'pollStatus', leaderHttpAddr: leader.httpAddr });
-      }
+    if (this.leaderId !== 0 && this.readiness.pollDue(this.limits.statusPollIntervalTicks)) {
+      const leader = memberById(this.currentRoster(), this.leaderId);
+      if (leader) this.fx.other({ type: 'pollStatus', leaderHttpAddr: leader.httpAddr });
     }
     if (this.electionElapsedTicks >= this.electionTimeoutTicks && this.promotable()) this.startPreVote();
   }
@@ -289,7 +264,7 @@ export class Engine {
     if (this.transfer) {
       this.transfer.elapsedTicks++;
       if (this.transfer.elapsedTicks >= this.limits.transferTimeoutTicks) {
-        this.fx.other({ type: 'adminResult', adminId: this.transfer.adminId, ok: false, reason: 'leadership transfer timed out' });
+        this.adminResult(this.transfer.adminId, 'transfer-timed-out', 'leadership transfer timed out');
         this.transfer = null;
       }
     }
@@ -297,12 +272,12 @@ export class Engine {
       this.heartbeatElapsedTicks = 0;
       this.broadcastHeartbeat();
     }
-    for (const [id, pr] of this.progress) {
-      if (pr.inflight.size > 0 && this.ticks - pr.lastShipTick > this.limits.shipRetryTicks) {
+    for (const [id, pr] of this.progress.entries()) {
+      if (pr.shipTimedOut(this.ticks, this.limits.shipRetryTicks)) {
         pr.inflight.clear();
-        this.rewind(pr);
+        pr.rewind();
       }
-      if (pr.state === 'paused' && this.ticks - pr.pausedTick > this.limits.pullTimeoutTicks) this.rewind(pr);
+      if (pr.pauseTimedOut(this.ticks, this.limits.pullTimeoutTicks)) pr.rewind();
       this.maybeShip(id);
     }
   }
@@ -348,8 +323,7 @@ export class Engine {
       this.hs.votedFor = 0;
       this.matchedSeq = this.commitSeq;
       this.pull = null;
-      this.heartbeatLeaderLastSeq = 0;
-      this.statusPollTarget = 0;
+      this.readiness.forgetFrontiers();
     }
     if (wasLeader) this.abandonLeadership();
     if (leaderId !== this.leaderId) this.pull = null;
@@ -363,22 +337,16 @@ export class Engine {
 
   private abandonLeadership(): void {
     for (const [, proposalId] of this.pendingProposals) {
-      this.fx.other({ type: 'proposalResult', proposalId, ok: false, seq: 0, reason: 'leadership lost; outcome unknown', leaderHint: '' });
+      this.proposalResult(proposalId, 'leadership-lost', 'leadership lost; outcome unknown', 0, '');
     }
     this.pendingProposals.clear();
-    for (const wait of this.pendingWaits) {
-      if (wait.kind === 'admin') this.fx.other({ type: 'adminResult', adminId: wait.id, ok: false, reason: 'leadership lost; outcome unknown' });
-    }
-    for (const [, callIds] of this.pendingJoinCalls) {
-      for (const callId of callIds) this.replyJoinRefusal(callId, 'leadership lost before the join committed; retry');
-    }
-    this.pendingJoinCalls.clear();
-    this.pendingWaits = [];
-    if (this.transfer) this.fx.other({ type: 'adminResult', adminId: this.transfer.adminId, ok: true, reason: 'leadership moved' });
+    const abandoned = this.pendingChanges.abandon();
+    for (const adminId of abandoned.adminIds) this.adminResult(adminId, 'leadership-lost', 'leadership lost; outcome unknown');
+    for (const callId of abandoned.joinCallIds) this.replyJoinRefusal(callId, 'leadership lost before the join committed; retry');
+    if (this.transfer) this.adminResult(this.transfer.adminId, 'leadership-moved', 'leadership moved');
     this.transfer = null;
     this.reads.abandon();
     this.progress.clear();
-    this.recentActive.clear();
   }
 
   private startPreVote(): void {
@@ -387,7 +355,7 @@ export class Engine {
     this.leaderId = 0;
     this.setRole('precandidate');
     this.votes = new Map([[this.hs.selfId, true]]);
-    if (this.tallyVotes() === 'won') {
+    if (this.tally() === 'won') {
       this.startElection(false);
       return;
     }
@@ -401,11 +369,11 @@ export class Engine {
     this.leaderId = 0;
     this.pull = null;
     this.matchedSeq = this.commitSeq;
-    this.heartbeatLeaderLastSeq = 0;
+    this.readiness.forgetHeartbeatFrontier();
     this.resetElectionTimeout();
     this.setRole('candidate');
     this.votes = new Map([[this.hs.selfId, true]]);
-    if (this.tallyVotes() === 'won') {
+    if (this.tally() === 'won') {
       this.becomeLeader();
       return;
     }
@@ -430,19 +398,8 @@ export class Engine {
     }
   }
 
-  private tallyVotes(): 'won' | 'lost' | 'pending' {
-    const voters = voterIds(this.currentRoster());
-    const quorum = Math.floor(voters.length / 2) + 1;
-    let granted = 0;
-    let rejected = 0;
-    for (const id of voters) {
-      const v = this.votes.get(id);
-      if (v === true) granted++;
-      else if (v === false) rejected++;
-    }
-    if (granted >= quorum) return 'won';
-    if (rejected > voters.length - quorum) return 'lost';
-    return 'pending';
+  private tally(): VoteTally {
+    return tallyVotes(this.currentRoster(), this.votes);
   }
 
   private becomeLeader(): void {
@@ -452,18 +409,17 @@ export class Engine {
     this.heartbeatElapsedTicks = 0;
     this.electionElapsedTicks = 0;
     this.pull = null;
-    this.statusPollMode = false;
+    this.readiness.stopPolling();
     this.progress.clear();
-    this.recentActive.clear();
     const barrier: Entry = { seq: this.log.lastSeq() + 1, term: this.hs.term, kind: EntryKind.TermBarrier, data: new Uint8Array(0) };
     this.barrierSeq = barrier.seq;
     this.reads.onBecomeLeader();
     this.appendLocal([barrier]);
     this.matchedSeq = this.log.lastSeq();
     this.syncProgressToRoster();
-    this.converge('won-leadership');
+    this.converge('won-leadership'); // Readiness rules, 4
     this.broadcastHeartbeat();
-    for (const id of this.progress.keys()) this.maybeShip(id);
+    for (const id of this.progress.ids()) this.maybeShip(id);
     this.maybeCommit();
   }
 
@@ -476,7 +432,7 @@ export class Engine {
     this.leaderId = 0;
     this.pull = null;
     this.setRole('removed');
-    this.setReady(false, 'removed');
+    this.readiness.set(false, 'removed'); // Readiness rules, 6
   }
 
   // ---------------------------------------------------------------- roster
@@ -484,16 +440,8 @@ export class Engine {
   /** rosterAt is the configuration in force at seq: the newest kind-4 record at or before it. */
   private rosterAt(seq: number): Roster {
     const record = this.log.lastMembershipAtOrBefore(Math.min(seq, this.log.lastSeq()));
-    if (record) {
-      const cached = this.rosterCache.get(record.seq);
-      if (cached && cached.term === record.term) return cached.roster;
-      const roster = decodeRoster(record.data);
-      if (roster) {
-        if (this.rosterCache.size > 64) this.rosterCache.clear();
-        this.rosterCache.set(record.seq, { term: record.term, roster });
-        return roster;
-      }
-    }
+    const roster = record ? this.rosterCache.rosterOf(record) : null;
+    if (roster) return roster;
     return this.baseRoster ?? this.hs.rosterBase ?? this.config.bootstrapRoster ?? EMPTY_ROSTER;
   }
 
@@ -516,16 +464,16 @@ export class Engine {
     for (const m of roster.members) {
       if (m.id === this.hs.selfId || this.progress.has(m.id)) continue;
       if (m.role !== MemberRole.Removed) {
-        this.progress.set(m.id, this.newProgress());
+        this.progress.set(m.id, new Progress(this.log.lastSeq(), this.ticks));
         continue;
       }
       // Keep shipping to a removed member until it holds the record that removed it, so it
       // learns (rule 6) even when it is a learner that never campaigns. Once that record is
       // compacted away we stop: it will learn from `removed` in vote responses, or never need to.
       const removalSeq = this.findRemovalSeq(m.id);
-      if (removalSeq > 0) this.progress.set(m.id, { ...this.newProgress(), removalSeq });
+      if (removalSeq > 0) this.progress.set(m.id, new Progress(this.log.lastSeq(), this.ticks, removalSeq));
     }
-    for (const id of [...this.progress.keys()]) {
+    for (const id of [...this.progress.ids()]) {
       if (!memberById(roster, id)) this.progress.delete(id);
     }
   }
@@ -541,18 +489,11 @@ export class Engine {
     return 0;
   }
 
-  private newProgress(): Progress {
-    return {
-      matchSeq: 0, nextSeq: this.log.lastSeq(), state: 'probe', inflight: new Set(), lastShipTick: this.ticks,
-      pausedTick: 0, ackedCommitSeq: 0, capabilities: 0, removalSeq: 0,
-    };
-  }
-
   // ---------------------------------------------------------------- local log
 
   private appendLocal(entries: Entry[]): void {
     if (entries.length === 0) return;
-    if (!isCarriableSeq(entries[entries.length - 1]!.seq)) throw new Error(`engine invariant: seqno ${entries[entries.length - 1]!.seq} is not carriable (values.ts)`);
+    assert(isCarriableSeq(entries[entries.length - 1]!.seq), () => `seqno ${entries[entries.length - 1]!.seq} is not carriable (values.ts)`);
     this.log.append(entries);
     this.fx.append(entries[0]!.seq, entries);
     this.noteConfigChange(entries);
@@ -560,7 +501,7 @@ export class Engine {
 
   /** truncateLocal drops seq and after; never at or below the commit seqno (the caller checked; asserted). */
   private truncateLocal(seq: number): void {
-    if (seq <= this.commitSeq) throw new Error(`engine invariant: truncating from ${seq} would drop committed entries (commit seqno ${this.commitSeq})`);
+    assert(seq > this.commitSeq, () => `truncating from ${seq} would drop committed entries (commit seqno ${this.commitSeq})`);
     const hadConf = this.log.hasMembershipAfter(seq - 1) !== 0;
     this.log.truncateFrom(seq);
     this.durableSeq = Math.min(this.durableSeq, seq - 1);
@@ -668,9 +609,9 @@ export class Engine {
 
   private broadcastHeartbeat(): void {
     const lag: Record<number, number> = {};
-    for (const [id, pr] of this.progress) lag[id] = Math.max(0, this.log.lastSeq() - pr.matchSeq);
+    for (const [id, pr] of this.progress.entries()) lag[id] = Math.max(0, this.log.lastSeq() - pr.matchSeq);
     const round = this.reads.startRound();
-    for (const id of this.progress.keys()) {
+    for (const id of this.progress.ids()) {
       const body: HeartbeatRequest = {
         shardId: this.hs.selfId, regionId: this.hs.selfId, entityCount: this.stats.entityCount,
         signalThroughputEps: this.stats.signalThroughputEps, diskBytes: this.stats.diskBytes, replicationLag: lag,
@@ -683,21 +624,16 @@ export class Engine {
     }
   }
 
-  private rewind(pr: Progress): void {
-    pr.state = 'probe';
-    pr.nextSeq = pr.matchSeq + 1;
-  }
-
   /** maybeShip sends the next segment to a follower when its window and state allow. */
   private maybeShip(id: number): void {
     const pr = this.progress.get(id);
     if (!pr || this.role !== 'leader') return;
-    if (pr.removalSeq > 0 && pr.matchSeq >= pr.removalSeq && pr.ackedCommitSeq >= pr.removalSeq) {
-      this.progress.delete(id); // it has learned of its removal
+    if (pr.learnedRemoval()) {
+      this.progress.delete(id);
       return;
     }
     if (pr.state === 'paused') return;
-    const window = pr.state === 'probe' ? 1 : this.limits.inflightSegmentCountMax;
+    const window = pr.window(this.limits.inflightSegmentCountMax);
     while (pr.inflight.size < window) {
       const last = this.log.lastSeq();
       let prevSeq = pr.nextSeq - 1;
@@ -716,19 +652,14 @@ export class Engine {
       };
       const requestId = this.sendToId(id, { method: 'ShipSegment', body }, { method: 'ShipSegment', term: this.hs.term, toId: id, lastSeq: segLast, commitSeq: this.commitSeq });
       if (requestId === null) return;
-      pr.inflight.add(requestId);
-      pr.lastShipTick = this.ticks;
-      pr.nextSeq = segLast + 1;
+      pr.shipped(requestId, this.ticks, segLast);
       if (entries.length === 0) return;
     }
   }
 
   private foldMatch(id: number, seq: number): void {
     const pr = this.progress.get(id);
-    if (!pr || seq <= pr.matchSeq) return;
-    pr.matchSeq = Math.min(seq, this.log.lastSeq());
-    if (pr.nextSeq <= pr.matchSeq) pr.nextSeq = pr.matchSeq + 1;
-    if (pr.state === 'paused') pr.state = 'replicate';
+    if (!pr || !pr.foldMatch(seq, this.log.lastSeq())) return;
     this.maybeCommit();
     this.maybeSendTimeoutNow();
   }
@@ -736,45 +667,41 @@ export class Engine {
   /** maybeCommit advances the quorum commit index: entries of this term only (Figure 8). */
   private maybeCommit(): void {
     if (this.role !== 'leader') return;
-    const voters = voterIds(this.currentRoster());
-    if (voters.length === 0) return;
-    const matches = voters.map((id) => (id === this.hs.selfId ? this.durableSeq : this.progress.get(id)?.matchSeq ?? 0)).sort((a, b) => b - a);
-    const quorumSeq = matches[Math.floor(voters.length / 2)]!;
+    // The leader counts its own durable frontier, a follower its reported durable, matched one (decision 6).
+    const quorumSeq = quorumMatch(this.currentRoster(), (id) => (id === this.hs.selfId ? this.durableSeq : this.progress.matchOf(id)));
     if (quorumSeq <= this.commitSeq || this.log.termAt(quorumSeq) !== this.hs.term) return;
     this.commitSeq = quorumSeq;
     this.applyCommitted();
     this.settleLeaderWaits();
     this.reads.onCommit();
-    for (const id of this.progress.keys()) this.maybeShip(id);
+    for (const id of this.progress.ids()) this.maybeShip(id);
   }
 
   private settleLeaderWaits(): void {
     for (const [seq, proposalId] of this.pendingProposals) {
       if (seq > this.commitSeq) continue;
       this.pendingProposals.delete(seq);
-      this.fx.other({ type: 'proposalResult', proposalId, ok: true, seq, reason: '', leaderHint: '' });
+      this.proposalResult(proposalId, 'committed', '', seq, '');
     }
-    const still: PendingWait[] = [];
-    for (const wait of this.pendingWaits) {
-      if (wait.seq > this.commitSeq) {
-        still.push(wait);
-        continue;
-      }
-      if (wait.kind === 'admin') this.fx.other({ type: 'adminResult', adminId: wait.id, ok: true, reason: '' });
-      else {
-        for (const callId of this.pendingJoinCalls.get(wait.seq) ?? []) this.replyJoinAccepted(callId, wait.id, this.rosterAt(wait.seq));
-        this.pendingJoinCalls.delete(wait.seq);
-      }
+    for (const change of this.pendingChanges.settle(this.commitSeq)) {
+      if (change.kind === 'admin') this.adminResult(change.id, 'done', '');
+      else for (const callId of change.callIds) this.replyJoinAccepted(callId, change.id, this.rosterAt(change.seq));
     }
-    this.pendingWaits = still;
   }
 
+  /** checkQuorum: a majority of voters was heard this election timeout; each check starts a new count. */
   private checkQuorum(): boolean {
-    const voters = voterIds(this.currentRoster());
-    let active = 0;
-    for (const id of voters) if (id === this.hs.selfId || this.recentActive.has(id)) active++;
-    this.recentActive.clear();
-    return active >= Math.floor(voters.length / 2) + 1;
+    const active = hasQuorum(this.currentRoster(), (id) => id === this.hs.selfId || this.progress.recentActive.has(id));
+    this.progress.recentActive.clear();
+    return active;
+  }
+
+  private proposalResult(proposalId: number, code: ProposalResultCode, reason: string, seq: number, leaderHint: string): void {
+    this.fx.other({ type: 'proposalResult', proposalId, ok: code === 'committed', code, seq, reason, leaderHint });
+  }
+
+  private adminResult(adminId: number, code: AdminResultCode, reason: string): void {
+    this.fx.other({ type: 'adminResult', adminId, ok: code === 'done' || code === 'already-leader' || code === 'leadership-moved', code, reason });
   }
 
   // ---------------------------------------------------------------- requests
@@ -798,6 +725,7 @@ export class Engine {
         return;
       }
     }
+    this.stepTerm(this.termToAdopt(request));
     switch (request.method) {
       case 'ShipSegment': this.onShipSegment(callId, request.body); break;
       case 'StreamSegments': this.onStreamSegments(callId, request.body); break;
@@ -939,7 +867,7 @@ export class Engine {
    * 'contradicted': the segment would replace an entry at or below our commit seqno; refused, reported.
    */
   private receiveSegment(req: ShipSegmentRequest, frame: SegmentFrame): 'accepted' | 'rejected' | 'contradicted' | 'halted' {
-    this.foldLagGauge(req.id?.shardId ?? req.leaderRegion, req.leaderLastSeq);
+    this.readiness.foldLagGauge(req.id?.shardId ?? req.leaderRegion, req.leaderLastSeq);
     for (const e of frame.entries) {
       const known = e.kind === EntryKind.EventBatch || e.kind === EntryKind.TermBarrier
         || (e.kind === EntryKind.Membership && (this.config.compat.capabilities & CAPABILITY_KIND4) !== 0);
@@ -1008,7 +936,7 @@ export class Engine {
   private halt(reason: string): void {
     this.hs.halted = reason;
     this.pull = null;
-    this.setReady(false, 'halted');
+    this.readiness.set(false, 'halted');
     this.fx.other({ type: 'warning', code: 'receiver-halted', message: `segment receiver halted permanently: ${reason}` });
   }
 
@@ -1021,7 +949,7 @@ export class Engine {
     if (this.hs.removed) return;
     this.hs.reseed = true;
     this.reseedAwaitingSource = true;
-    this.setReady(false, 'reseed');
+    this.readiness.set(false, 'reseed');
     this.fx.other({ type: 'warning', code: 'reseed-latched', message: `reseed marker latched: ${reason}; reinstalling from the leader once one is confirmed` });
   }
 
@@ -1040,12 +968,6 @@ export class Engine {
     this.staged = null;
     this.pull = null;
     this.startPull();
-  }
-
-  private foldLagGauge(shard: number, leaderLastSeq: number): void {
-    if (leaderLastSeq <= 0) return;
-    const prev = this.lagGaugeByShard.get(shard) ?? 0;
-    if (leaderLastSeq > prev) this.lagGaugeByShard.set(shard, leaderLastSeq);
   }
 
   private onHeartbeat(callId: number, req: HeartbeatRequest): void {
@@ -1076,16 +998,11 @@ export class Engine {
       this.truncateLocal(cut);
       this.fx.append(cut, []);
     }
-    this.foldLagGauge(req.shardId, req.leaderLastSeq);
-    this.foldLagGauge(req.shardId, req.streamBaseline);
-    if (req.leaderLastSeq > 0) {
-      this.heartbeatLeaderLastSeq = req.leaderLastSeq;
-      this.statusPollMode = false;
-    } else if (!this.ready) {
-      this.statusPollMode = true; // a leader from before the field: readiness through the status poll (rule 3)
-    }
+    this.readiness.foldLagGauge(req.shardId, req.leaderLastSeq);
+    this.readiness.foldLagGauge(req.shardId, req.streamBaseline);
+    this.readiness.onHeartbeatFrontier(req.leaderLastSeq);
     this.tryConverge();
-    const behind = this.reportable() < (this.lagGaugeByShard.get(req.shardId) ?? 0);
+    const behind = this.reportable() < this.readiness.gauge(req.shardId);
     if (behind && !this.pull && (this.hs.reseed || this.ticks - this.lastAcceptTick > this.limits.electionTimeoutTicks)) this.startPull();
     this.replyHeartbeat(callId, true, removed);
   }
@@ -1115,16 +1032,24 @@ export class Engine {
   }
 
   private onReportApplied(callId: number, req: AppliedReport): void {
-    if (req.reporterTerm > this.hs.term) this.becomeFollower(req.reporterTerm, 0);
     const folded = this.role === 'leader' && req.reporterTerm === this.hs.term && req.sourceShard === this.hs.selfId;
     if (folded) {
       const pr = this.progress.get(req.reporterShard);
       if (pr) pr.capabilities = req.capabilities;
-      this.recentActive.add(req.reporterShard);
+      this.progress.heard(req.reporterShard);
       this.foldMatch(req.reporterShard, req.appliedSeqno);
       this.maybeShip(req.reporterShard);
     }
     this.reply(callId, { method: 'ReportApplied', body: { acknowledged: folded } });
+  }
+
+  /**
+   * leaseRefuses: while a leader is fresh (we lead, or heard ours within an election timeout), a
+   * vote for anyone else is refused unless the leader itself hands over (transfer): check-quorum's lease.
+   */
+  private leaseRefuses(req: VoteRequest): boolean {
+    const inLease = this.role === 'leader' || (this.leaderId !== 0 && this.leaseElapsedTicks < this.limits.electionTimeoutTicks);
+    return !req.transfer && inLease && req.candidateRegion !== this.leaderId;
   }
 
   private onRequestVote(callId: number, req: VoteRequest): void {
@@ -1134,8 +1059,7 @@ export class Engine {
       this.reply(callId, { method: 'RequestVote', body });
     };
     if (req.term < this.hs.term || removed) return respond(false);
-    const inLease = this.role === 'leader' || (this.leaderId !== 0 && this.leaseElapsedTicks < this.limits.electionTimeoutTicks);
-    if (!req.transfer && inLease && req.candidateRegion !== this.leaderId) return respond(false);
+    if (this.leaseRefuses(req)) return respond(false);
     // We answer even if our roster says we are a learner (etcd-io/etcd#10998): the candidate's roster, not
     // ours, decides whether our grant counts, and we may have been promoted by a record we never received.
     // Without this a promoted learner cut off from its promotion refuses every vote and no leader is
@@ -1148,7 +1072,6 @@ export class Engine {
       && (isVoter(this.currentRoster(), req.candidateRegion) || (vouched !== null && isVoter(vouched, req.candidateRegion)))
       && logUpToDate(req.lastLogTerm, req.lastLogSeq, this.log.lastTerm(), this.log.lastSeq());
     if (req.prevote) return respond(eligible && req.term > this.hs.term);
-    if (req.term > this.hs.term) this.becomeFollower(req.term, 0);
     const canVote = this.hs.votedFor === 0 || this.hs.votedFor === req.candidateRegion;
     const granted = eligible && canVote;
     if (granted) {
@@ -1260,17 +1183,12 @@ export class Engine {
       return;
     }
     if (existing) {
-      const pending = this.pendingWaits.find((w) => w.kind === 'join' && w.name === req.name);
-      if (pending) {
-        this.pendingJoinCalls.get(pending.seq)!.push(callId);
-        return;
-      }
+      if (this.pendingChanges.joinAlsoAnswers(req.name, callId)) return;
       const uncommittedSeq = this.pendingConfSeq();
       if (uncommittedSeq !== 0 && !memberByName(this.committedRoster(), req.name)) {
         // The record naming it came from an earlier leader and is not committed yet: it may still be
         // truncated (and the id handed to another joiner). Answer once it commits in our term.
-        this.pendingWaits.push({ seq: uncommittedSeq, kind: 'join', id: existing.id, name: req.name });
-        this.pendingJoinCalls.set(uncommittedSeq, [...(this.pendingJoinCalls.get(uncommittedSeq) ?? []), callId]);
+        this.pendingChanges.addJoin(uncommittedSeq, existing.id, req.name, callId);
         return;
       }
       this.replyJoinAccepted(callId, existing.id, roster);
@@ -1280,45 +1198,30 @@ export class Engine {
       this.replyJoinRefusal(callId, 'joiner lacks capability bit 0 (kind-4 membership records)');
       return;
     }
-    const refusal = this.confChangeRefusal();
+    const refusal = this.confChangeRefusal(0);
     if (refusal) {
-      this.replyJoinRefusal(callId, refusal);
+      this.replyJoinRefusal(callId, refusal.detail);
       return;
     }
     const id = roster.nextMemberId;
     const next = withMember(roster, { id, name: req.name, grpcAddr: req.grpcAddr, httpAddr: req.httpAddr, role: MemberRole.Learner });
     const seq = this.appendConfChange(next);
-    this.pendingWaits.push({ seq, kind: 'join', id, name: req.name });
-    this.pendingJoinCalls.set(seq, [callId]);
+    this.pendingChanges.addJoin(seq, id, req.name, callId);
   }
 
-  /**
-   * confChangeRefusal: kind-4 gating, one change at a time, and a committed entry of this term first.
-   * The capability gate is on voters (spec), plus a learner being promoted (it is about to be
-   * one): a learner that never reports bit 0 blocks nothing, so it can always be removed.
-   */
-  private confChangeRefusal(promotingId = 0): string | null {
-    const roster = this.currentRoster();
-    if (this.commitSeq < this.barrierSeq) return 'the leader has not committed an entry of its term yet; retry';
-    if (this.pendingConfSeq() !== 0) return 'a membership change is in flight; retry when it commits';
-    if (this.transfer) return 'a leadership transfer is in progress';
-    if ((this.config.compat.capabilities & CAPABILITY_KIND4) === 0) return 'this leader cannot write kind-4 records';
-    for (const m of roster.members) {
-      if (m.id === this.hs.selfId || m.role === MemberRole.Removed) continue;
-      if (m.role === MemberRole.Learner && m.id !== promotingId) continue;
-      const caps = this.progress.get(m.id)?.capabilities ?? 0;
-      if ((caps & CAPABILITY_KIND4) === 0) return `member ${m.id} (${m.name}) has not reported capability bit 0; conf-changes refused`;
-    }
-    if (roster.members.filter((m) => m.role !== MemberRole.Removed).length >= this.limits.clusterMemberCountMax) {
-      return `cluster is at its member limit (${this.limits.clusterMemberCountMax})`;
-    }
-    return null;
+  /** confChangeRefusal: the kind-4 / capability gate on this leader's next membership change (membership.ts). */
+  private confChangeRefusal(promotingId: number): ConfChangeRefusal | null {
+    return confChangeRefusal({
+      roster: this.currentRoster(), selfId: this.hs.selfId, commitSeq: this.commitSeq, barrierSeq: this.barrierSeq,
+      pendingConfSeq: this.pendingConfSeq(), transferring: this.transfer !== null, selfCapabilities: this.config.compat.capabilities,
+      capabilitiesOf: (id) => this.progress.capabilitiesOf(id), clusterMemberCountMax: this.limits.clusterMemberCountMax, promotingId,
+    });
   }
 
   private appendConfChange(roster: Roster): number {
     const entry: Entry = { seq: this.log.lastSeq() + 1, term: this.hs.term, kind: EntryKind.Membership, data: encodeRoster(roster) };
     this.appendLocal([entry]);
-    for (const id of this.progress.keys()) this.maybeShip(id);
+    for (const id of this.progress.ids()) this.maybeShip(id);
     return entry.seq;
   }
 
@@ -1358,6 +1261,7 @@ export class Engine {
       return;
     }
     this.calls.delete(requestId);
+    if (this.stepTerm(this.termToAdopt(response, ctx))) return;
     switch (response.method) {
       case 'ShipSegment': this.onShipResponse(requestId, ctx as Extract<CallContext, { method: 'ShipSegment' }>, response.body); break;
       case 'Heartbeat': this.onHeartbeatResponse(ctx as Extract<CallContext, { method: 'Heartbeat' }>, response.body); break;
@@ -1375,33 +1279,62 @@ export class Engine {
     }
   }
 
-  private stepDownOnHigherTerm(term: number): boolean {
-    if (term > this.hs.term) {
-      this.becomeFollower(term, 0);
-      return true;
+  /**
+   * termToAdopt: the term a member's message makes us adopt before its handler runs, 0 = none —
+   * etcd's Step check, with its exceptions, in one place. Messages reach it only once admitted
+   * (values checked, sender a member; an answer matched to our call), so a stranger's term never counts.
+   * - An answer to our call carries the answerer's term (a failed call: its x-svc-term trailer) —
+   *   except one saying we were removed (we stop instead: Readiness rules, 6), a vote answer for an
+   *   earlier campaign or one that granted, and JoinCluster (a joiner has no term yet; a roster
+   *   probe's answer is judged together with the roster it vouches for: onRosterProbeAnswer).
+   * - ReportApplied: the reporter's term.
+   * - RequestVote: its term, unless it is a pre-vote (which changes nothing), the candidate was
+   *   removed, or a fresh leader's lease refuses it (leaseRefuses).
+   * - ShipSegment and Heartbeat assert a leader: their term is fenced by fenceLeaderTraffic, after
+   *   the checks that must refuse them before anything changes, our term included (a commit
+   *   contradiction, a halted receiver, a bad payload).
+   * - StreamSegments and FetchSnapshot name no sender: their term is never adopted (fenceSourceRequest);
+   *   TimeoutNow is obeyed only at our own term; JoinCluster carries no term.
+   */
+  private termToAdopt(message: RpcRequest): number;
+  private termToAdopt(message: RpcResponse, ctx: CallContext): number;
+  private termToAdopt(message: RpcRequest | RpcResponse, ctx?: CallContext): number {
+    if (ctx === undefined) {
+      const request = message as RpcRequest;
+      switch (request.method) {
+        case 'ReportApplied': return request.body.reporterTerm;
+        case 'RequestVote': {
+          const req = request.body;
+          if (req.prevote || isRemoved(this.committedRoster(), req.candidateRegion) || this.leaseRefuses(req)) return 0;
+          return req.term;
+        }
+        default: return 0;
+      }
     }
-    return false;
+    const response = message as RpcResponse;
+    switch (response.method) {
+      case 'ShipSegment': return response.body.term;
+      case 'Heartbeat': return response.body.removed ? 0 : response.body.term;
+      case 'RequestVote': return response.body.removed || ctx.term !== this.hs.term || response.body.granted ? 0 : response.body.term;
+      default: return 0;
+    }
+  }
+
+  /** stepTerm adopts a higher term as a follower with no leader known; true when it did. */
+  private stepTerm(term: number): boolean {
+    if (term <= this.hs.term) return false;
+    this.becomeFollower(term, 0);
+    return true;
   }
 
   private onShipResponse(requestId: number, ctx: Extract<CallContext, { method: 'ShipSegment' }>, body: ShipSegmentResponse): void {
-    if (this.stepDownOnHigherTerm(body.term)) return;
     if (this.role !== 'leader' || ctx.term !== this.hs.term || body.term !== this.hs.term) return;
     const pr = this.progress.get(ctx.toId);
     if (!pr) return;
     pr.inflight.delete(requestId);
-    this.recentActive.add(ctx.toId);
-    if (body.accepted) {
-      if (pr.state === 'probe') pr.state = 'replicate';
-      // The follower took commit = min(carried commit, its matched frontier), and that frontier is only
-      // known to reach this ship's last entry (or what it reported): a re-shipped old segment carrying a
-      // newer commit must not count as commit news delivered, or no commit-only ship follows and an idle
-      // follower stays below commit (sim seed 374).
-      pr.ackedCommitSeq = Math.max(pr.ackedCommitSeq, Math.min(ctx.commitSeq, Math.max(ctx.lastSeq, body.appliedSeqno)));
-    } else if (pr.state !== 'paused') {
-      pr.state = 'paused'; // the follower pulls what it misses (StreamSegments) and reports back
-      pr.pausedTick = this.ticks;
-      pr.inflight.clear();
-    }
+    this.progress.heard(ctx.toId);
+    if (body.accepted) pr.shipAccepted(ctx.lastSeq, ctx.commitSeq, body.appliedSeqno);
+    else pr.shipRefused(this.ticks);
     this.foldMatch(ctx.toId, body.appliedSeqno);
     if (pr.state !== 'paused' && pr.nextSeq <= pr.matchSeq) pr.nextSeq = pr.matchSeq + 1;
     this.maybeShip(ctx.toId);
@@ -1412,9 +1345,8 @@ export class Engine {
       this.learnRemoved();
       return;
     }
-    if (this.stepDownOnHigherTerm(body.term)) return;
     if (this.role !== 'leader' || ctx.term !== this.hs.term || body.term !== this.hs.term || !body.accepted) return;
-    this.recentActive.add(ctx.toId);
+    this.progress.heard(ctx.toId);
     const pr = this.progress.get(ctx.toId);
     if (pr) pr.capabilities = body.capabilities;
     this.reads.onAck(ctx.toId, ctx.round);
@@ -1426,11 +1358,10 @@ export class Engine {
       return;
     }
     if (ctx.term !== this.hs.term) return;
-    if (!body.granted && this.stepDownOnHigherTerm(body.term)) return;
     const expected = ctx.prevote ? 'precandidate' : 'candidate';
     if (this.role !== expected) return;
     this.votes.set(ctx.toId, body.granted);
-    const tally = this.tallyVotes();
+    const tally = this.tally();
     if (tally === 'won') {
       if (ctx.prevote) this.startElection(false);
       else this.becomeLeader();
@@ -1442,7 +1373,7 @@ export class Engine {
   private onTimeoutNowResponse(ctx: Extract<CallContext, { method: 'TimeoutNow' }>, accepted: boolean): void {
     if (!this.transfer || this.transfer.adminId !== ctx.adminId) return;
     if (!accepted) {
-      this.fx.other({ type: 'adminResult', adminId: ctx.adminId, ok: false, reason: 'transfer target refused TimeoutNow' });
+      this.adminResult(ctx.adminId, 'transfer-refused', 'transfer target refused TimeoutNow');
       this.transfer = null;
     }
   }
@@ -1478,16 +1409,13 @@ export class Engine {
     const ctx = this.calls.get(requestId);
     if (!ctx) return;
     this.calls.delete(requestId);
-    const term = parseCarriable(status.trailers[TRAILER_TERM]);
-    if (term > this.hs.term && ctx.method !== 'JoinCluster') {
-      this.becomeFollower(term, 0);
-      return;
-    }
+    // The failed call's x-svc-term trailer is its answerer's term (termToAdopt); a JoinCluster's is not ours to take.
+    if (ctx.method !== 'JoinCluster' && this.stepTerm(parseCarriable(status.trailers[TRAILER_TERM]))) return;
     switch (ctx.method) {
       case 'ShipSegment': {
         const pr = this.progress.get(ctx.toId);
         if (!pr || !pr.inflight.delete(requestId)) return;
-        if (pr.state !== 'paused') this.rewind(pr);
+        if (pr.state !== 'paused') pr.rewind();
         break;
       }
       case 'JoinCluster':
@@ -1501,7 +1429,7 @@ export class Engine {
         break;
       case 'TimeoutNow':
         if (this.transfer?.adminId === ctx.adminId) {
-          this.fx.other({ type: 'adminResult', adminId: ctx.adminId, ok: false, reason: `TimeoutNow failed: ${status.details}` });
+          this.adminResult(ctx.adminId, 'transfer-failed', `TimeoutNow failed: ${status.details}`);
           this.transfer = null;
         }
         break;
@@ -1558,8 +1486,7 @@ export class Engine {
     if (this.pull?.requestId !== requestId) return;
     this.calls.delete(requestId);
     this.pull = null;
-    const gauge = this.lagGaugeByShard.get(this.leaderId) ?? 0;
-    if (this.matchedSeq < gauge) this.startPull(); // a bounded stream ended before we caught up
+    if (this.matchedSeq < this.readiness.gauge(this.leaderId)) this.startPull(); // a bounded stream ended before we caught up // a bounded stream ended before we caught up
   }
 
   private onSnapshotInstalled(requestId: number, meta: SnapshotMeta, header: SnapshotHeader): void {
@@ -1587,56 +1514,48 @@ export class Engine {
     this.startPull();
   }
 
-  private onSnapshotFailed(requestId: number, reason: string): void {
+  private onSnapshotFailed(requestId: number, code: SnapshotFailureCode): void {
     if (this.pull?.requestId !== requestId) return;
     this.calls.delete(requestId);
     this.pull = null;
-    if (reason === 'not-needed') this.startPull();
+    if (code === 'not-needed') this.startPull(); // the leader's log still holds what we miss
   }
 
-  // ---------------------------------------------------------------- readiness
+  // ---------------------------------------------------------------- readiness (readiness.ts)
 
-  private setReady(ready: boolean, reason: string): void {
-    if (this.ready === ready) return;
-    this.ready = ready;
-    this.fx.other({ type: 'readiness', ready, reason });
-  }
-
-  private converge(reason: string): void {
+  private converge(reason: ReadinessReason): void {
     if (this.hs.removed || this.hs.halted !== '') return;
     // A reseeding node rebuilt its log from nothing by pulling from the leader: reaching the
     // leader's frontier (or installing a snapshot) is the reinstall completing.
     if (this.hs.reseed) this.hs.reseed = false;
-    this.statusPollMode = false;
-    this.setReady(true, reason);
+    this.readiness.stopPolling();
+    this.readiness.set(true, reason);
   }
 
-  /** tryConverge: rules 1-3 — only a real (non-zero) leader frontier converges the latch. */
+  /** tryConverge: Readiness rules, 2, 3 and 5 — our durable, matched frontier against a real leader frontier. */
   private tryConverge(): void {
-    if (this.ready || this.role === 'removed') return;
-    const frontier = this.reportable();
-    if (this.heartbeatLeaderLastSeq > 0 && frontier >= this.heartbeatLeaderLastSeq) this.converge('caught-up-to-heartbeat-frontier');
-    else if (this.statusPollTarget > 0 && frontier >= this.statusPollTarget) this.converge('caught-up-to-polled-status');
+    if (this.readiness.ready || this.role === 'removed') return;
+    const reason = this.readiness.convergence(this.reportable());
+    if (reason !== null) this.converge(reason);
   }
 
   private onStatusPolled(leaderLastSeq: number): void {
-    if (leaderLastSeq <= 0) return;
-    this.statusPollTarget = leaderLastSeq;
-    this.tryConverge();
+    if (this.readiness.onStatusPolled(leaderLastSeq)) this.tryConverge();
   }
 
   // ---------------------------------------------------------------- client and admin
 
   private onPropose(proposals: readonly Proposal[]): void {
-    const refuse = (proposalId: number, reason: string) => {
+    const refuse = (proposalId: number, refusal: { code: ProposalResultCode; reason: string }) => {
       const leader = memberById(this.currentRoster(), this.leaderId);
-      this.fx.other({ type: 'proposalResult', proposalId, ok: false, seq: 0, reason, leaderHint: this.role === 'leader' ? '' : leader?.grpcAddr ?? '' });
+      this.proposalResult(proposalId, refusal.code, refusal.reason, 0, this.role === 'leader' ? '' : leader?.grpcAddr ?? '');
     };
-    const refusal = this.role !== 'leader' ? 'not the leader' : this.transfer ? 'leadership transfer in progress' : null;
+    const refusal = this.role !== 'leader' ? { code: 'not-leader' as const, reason: 'not the leader' }
+      : this.transfer ? { code: 'transfer-in-progress' as const, reason: 'leadership transfer in progress' } : null;
     const entries: Entry[] = [];
     for (const { proposalId, data } of proposals) {
       if (refusal !== null) refuse(proposalId, refusal);
-      else if (this.pendingProposals.size >= this.limits.proposalQueueCountMax) refuse(proposalId, 'proposal queue full');
+      else if (this.pendingProposals.size >= this.limits.proposalQueueCountMax) refuse(proposalId, { code: 'queue-full', reason: 'proposal queue full' });
       else {
         const entry: Entry = { seq: this.log.lastSeq() + entries.length + 1, term: this.hs.term, kind: EntryKind.EventBatch, data };
         entries.push(entry);
@@ -1646,35 +1565,35 @@ export class Engine {
     if (entries.length === 0) return;
     this.appendLocal(entries);
     this.matchedSeq = this.log.lastSeq();
-    for (const id of this.progress.keys()) this.maybeShip(id);
+    for (const id of this.progress.ids()) this.maybeShip(id);
     this.maybeCommit();
   }
 
   private onAdmin(adminId: number, op: AdminOp): void {
-    const fail = (reason: string) => this.fx.other({ type: 'adminResult', adminId, ok: false, reason });
-    if (this.role !== 'leader') return fail(`not the leader (leader is ${this.leaderId || 'unknown'})`);
+    const fail = (code: AdminResultCode, reason: string) => this.adminResult(adminId, code, reason);
+    if (this.role !== 'leader') return fail('not-leader', `not the leader (leader is ${this.leaderId || 'unknown'})`);
     const roster = this.currentRoster();
     const member = memberById(roster, op.memberId);
-    if (!member || member.role === MemberRole.Removed) return fail(`no active member ${op.memberId}`);
+    if (!member || member.role === MemberRole.Removed) return fail('no-such-member', `no active member ${op.memberId}`);
     switch (op.op) {
       case 'transfer': {
-        if (op.memberId === this.hs.selfId) return this.fx.other({ type: 'adminResult', adminId, ok: true, reason: 'already the leader' });
-        if (member.role !== MemberRole.Voter) return fail('only a voter can take leadership');
-        if (this.transfer) return fail('a leadership transfer is already in progress');
+        if (op.memberId === this.hs.selfId) return this.adminResult(adminId, 'already-leader', 'already the leader');
+        if (member.role !== MemberRole.Voter) return fail('not-a-voter', 'only a voter can take leadership');
+        if (this.transfer) return fail('transfer-in-progress', 'a leadership transfer is already in progress');
         this.transfer = { targetId: op.memberId, adminId, elapsedTicks: 0, sent: false };
         this.maybeSendTimeoutNow();
         return;
       }
       case 'promote':
       case 'remove': {
-        if (op.op === 'promote' && member.role !== MemberRole.Learner) return fail('only a learner can be promoted');
-        if (op.op === 'remove' && op.memberId === this.hs.selfId) return fail('the leader cannot remove itself: transfer leadership first');
-        if (op.op === 'promote' && (this.progress.get(op.memberId)?.matchSeq ?? 0) < this.commitSeq) return fail('learner has not caught up with the commit seqno yet; retry');
+        if (op.op === 'promote' && member.role !== MemberRole.Learner) return fail('not-a-learner', 'only a learner can be promoted');
+        if (op.op === 'remove' && op.memberId === this.hs.selfId) return fail('removes-leader', 'the leader cannot remove itself: transfer leadership first');
+        if (op.op === 'promote' && this.progress.matchOf(op.memberId) < this.commitSeq) return fail('learner-behind', 'learner has not caught up with the commit seqno yet; retry');
         const refusal = this.confChangeRefusal(op.op === 'promote' ? op.memberId : 0);
-        if (refusal) return fail(refusal);
+        if (refusal) return fail(refusal.code, refusal.detail);
         const role = op.op === 'promote' ? MemberRole.Voter : MemberRole.Removed;
         const seq = this.appendConfChange(withMember(roster, { ...member, role }));
-        this.pendingWaits.push({ seq, kind: 'admin', id: adminId, name: member.name });
+        this.pendingChanges.addAdmin(seq, adminId, member.name);
         return;
       }
       default: assertNever(op);

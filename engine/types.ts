@@ -196,7 +196,8 @@ export type Input =
   | { type: 'snapshotStaged'; meta: SnapshotMeta; header: SnapshotHeader }
   /** snapshotInstalled: a fetchSnapshot effect fetched, verified and swapped in the artifact durably. */
   | { type: 'snapshotInstalled'; requestId: number; meta: SnapshotMeta; header: SnapshotHeader }
-  | { type: 'snapshotFailed'; requestId: number; reason: string }
+  /** snapshotFailed: a fetchSnapshot effect did not install; `code` says why, `reason` is the detail for people. */
+  | { type: 'snapshotFailed'; requestId: number; code: SnapshotFailureCode; reason: string }
   /** statusPolled: the leader's status endpoint answered (status-poll readiness path). */
   | { type: 'statusPolled'; leaderLastSeq: number }
   | { type: 'admin'; adminId: number; op: AdminOp }
@@ -242,8 +243,10 @@ export type Effect =
   | { type: 'stageSnapshot'; meta: SnapshotMeta }
   /** compact may delete log entries up to throughSeq (a staged snapshot covers them). */
   | { type: 'compact'; throughSeq: number }
-  | { type: 'proposalResult'; proposalId: number; ok: boolean; seq: number; reason: string; leaderHint: string }
-  | { type: 'adminResult'; adminId: number; ok: boolean; reason: string }
+  /** proposalResult answers a proposal: ok = committed at `seq`; otherwise `code` says why not (reason: detail for people). */
+  | { type: 'proposalResult'; proposalId: number; ok: boolean; code: ProposalResultCode; seq: number; reason: string; leaderHint: string }
+  /** adminResult answers an admin op: `code` says what happened (reason: detail for people). */
+  | { type: 'adminResult'; adminId: number; ok: boolean; code: AdminResultCode; reason: string }
   /**
    * readIndexResult answers a readIndex: serve the read once the state machine has applied `index`
    * (refusal null), or do not serve it (index 0).
@@ -251,7 +254,7 @@ export type Effect =
   | { type: 'readIndexResult'; readId: number; index: number; refusal: ReadIndexRefusal | null; leaderHint: string }
   /** pollStatus asks the driver to read the leader's status endpoint (answer with statusPolled). */
   | { type: 'pollStatus'; leaderHttpAddr: string }
-  | { type: 'readiness'; ready: boolean; reason: string }
+  | { type: 'readiness'; ready: boolean; reason: ReadinessReason }
   | { type: 'roleChanged'; role: Role; term: number; leaderId: number }
   | { type: 'warning'; code: WarningCode; message: string };
 
@@ -299,3 +302,55 @@ export interface EngineStatus {
   roster: Roster;
   versionsSeen: Record<number, string>;
 }
+
+/**
+ * SnapshotFailureCode says why a fetched snapshot was not installed: not-needed = the leader's log
+ * still holds what we miss (pull instead); stale = the state machine got past it meanwhile;
+ * failed = anything else (unreachable, deadline, a bad artifact).
+ */
+export type SnapshotFailureCode = 'not-needed' | 'stale' | 'failed';
+
+/**
+ * ProposalResultCode: committed (ok), or why a proposal was refused: not-leader (retry at
+ * leaderHint), transfer-in-progress, queue-full (definite refusals: nothing was appended), or
+ * leadership-lost (appended, then the leader lost its term: the outcome is unknown).
+ */
+export type ProposalResultCode = 'committed' | 'not-leader' | 'transfer-in-progress' | 'queue-full' | 'leadership-lost';
+
+/**
+ * ConfChangeRefusalCode: why a leader will not append a membership change now (engine/membership.ts,
+ * confChangeRefusal): the kind-4 gate, one change at a time, a commit of its own term first.
+ */
+export type ConfChangeRefusalCode =
+  | 'term-not-committed'
+  | 'change-in-flight'
+  | 'transfer-in-progress'
+  | 'leader-lacks-kind4'
+  | 'member-lacks-kind4'
+  | 'member-limit';
+
+/** AdminResultCode: what became of an admin op (ok: done, already-leader, leadership-moved). */
+export type AdminResultCode =
+  | 'done'
+  | 'already-leader'
+  | 'leadership-moved'
+  | 'not-leader'
+  | 'no-such-member'
+  | 'not-a-voter'
+  | 'not-a-learner'
+  | 'removes-leader'
+  | 'learner-behind'
+  | 'leadership-lost'
+  | 'transfer-timed-out'
+  | 'transfer-refused'
+  | 'transfer-failed'
+  | ConfChangeRefusalCode;
+
+/** ReadinessReason names what flipped the readiness latch (engine/readiness.ts, the spec's Readiness rules). */
+export type ReadinessReason =
+  | 'caught-up-to-heartbeat-frontier'
+  | 'caught-up-to-polled-status'
+  | 'won-leadership'
+  | 'removed'
+  | 'halted'
+  | 'reseed';

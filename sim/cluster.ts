@@ -2,7 +2,7 @@
 // one event queue in virtual time, and the checkers that watch every step.
 // It is also the scripting API (crash, partition, propose, join, ...) that
 // scenarios and tests drive directly.
-import type { AdminOp, Compat, Effect, EngineConfig, EngineLimits, EngineStatus, Input, NodeStats } from '../engine/types.js';
+import type { AdminOp, Compat, Effect, EngineConfig, EngineLimits, EngineStatus, Input, NodeStats, ProposalResultCode } from '../engine/types.js';
 import { MemberRole, type Roster } from '../engine/types.js';
 import type { RpcRequest, RpcStatus } from '../engine/rpc.js';
 import { StatusCode } from '../engine/rpc.js';
@@ -60,7 +60,7 @@ export interface ClusterConfig {
 export type NodeRef = number | string;
 
 /** ProposalListener hears every proposalResult (the workload uses it to retry). */
-export type ProposalListener = (node: SimNode, proposalId: number, ok: boolean, seq: number, leaderHint: string, reason: string) => void;
+export type ProposalListener = (node: SimNode, proposalId: number, ok: boolean, seq: number, leaderHint: string, code: ProposalResultCode) => void;
 
 /** ReadIndexListener hears every readIndexResult (the workload's reads). */
 export type ReadIndexListener = (node: SimNode, result: Extract<Effect, { type: 'readIndexResult' }>) => void;
@@ -506,7 +506,7 @@ export class Cluster implements CheckerWorld {
         if (!call) return;
         this.router.settle(call);
         const input: Input = call.kind === 'snapshot'
-          ? { type: 'snapshotFailed', requestId: call.requestId, reason: 'deadline exceeded' }
+          ? { type: 'snapshotFailed', requestId: call.requestId, code: 'failed', reason: 'deadline exceeded' }
           : { type: 'callFailed', requestId: call.requestId, status: status(StatusCode.DEADLINE_EXCEEDED, 'deadline exceeded') };
         this.step(node, input);
         return;
@@ -665,7 +665,7 @@ export class Cluster implements CheckerWorld {
       case 'proposalResult': {
         const data = this.proposals.get(effect.proposalId);
         this.checkers.onProposalResult(node, effect.proposalId, effect.ok, effect.seq, data, after.term);
-        for (const listener of this.proposalListeners) listener(node, effect.proposalId, effect.ok, effect.seq, effect.leaderHint, effect.reason);
+        for (const listener of this.proposalListeners) listener(node, effect.proposalId, effect.ok, effect.seq, effect.leaderHint, effect.code);
         return;
       }
       case 'adminResult':

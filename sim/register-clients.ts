@@ -17,6 +17,7 @@
 // crash under a read, or "leadership lost; outcome unknown" makes it indeterminate; a refused read
 // is dropped (it did nothing).
 import type { Cluster } from './cluster.js';
+import type { ProposalResultCode } from '../engine/types.js';
 import { History, type OpenOperation } from './history.js';
 import type { KvInput } from './linearizability/index.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
@@ -26,11 +27,11 @@ import type { Prng } from './prng.js';
 import { encodeCommand, type KvCommand } from './state-machine.js';
 
 /**
- * DEFINITE_REFUSALS are the engine's proposalResult reasons given before anything was appended:
- * such a write never took effect. Any other refusal may have (engine/engine.ts: onPropose, and
- * abandonLeadership's "leadership lost; outcome unknown").
+ * DEFINITE_REFUSALS are the engine's proposalResult codes given before anything was appended:
+ * such a write never took effect. Any other refusal may have (engine/types.ts, ProposalResultCode:
+ * leadership-lost's outcome is unknown).
  */
-const DEFINITE_REFUSALS: ReadonlySet<string> = new Set(['not the leader', 'leadership transfer in progress', 'proposal queue full']);
+const DEFINITE_REFUSALS: ReadonlySet<ProposalResultCode> = new Set(['not-leader', 'transfer-in-progress', 'queue-full']);
 
 /** REGISTER_KEY_PREFIX keeps the recorded keys apart from the load writes' k0..k15. */
 const REGISTER_KEY_PREFIX = 'r';
@@ -84,7 +85,7 @@ export class RegisterClients {
 
   constructor(private readonly cluster: Cluster, private readonly prng: Prng, private readonly knobs: WorkloadKnobs) {
     cluster.onReadIndexResult((node, r) => this.onReadIndexResult(node, r.readId, r.index, r.refusal, r.leaderHint));
-    cluster.onProposalResult((node, proposalId, ok, seq, hint, reason) => this.onProposalResult(node, proposalId, ok, seq, hint, reason));
+    cluster.onProposalResult((node, proposalId, ok, seq, hint, code) => this.onProposalResult(node, proposalId, ok, seq, hint, code));
     cluster.onAfterEvent(() => {
       if (this.waiting.length > 0) this.serveWaiting();
     });
@@ -228,7 +229,7 @@ export class RegisterClients {
     this.writesAwaiting.set(o.callId, o);
   }
 
-  private onProposalResult(node: SimNode, proposalId: number, ok: boolean, seq: number, hint: string, reason: string): void {
+  private onProposalResult(node: SimNode, proposalId: number, ok: boolean, seq: number, hint: string, code: ProposalResultCode): void {
     const o = this.writesAwaiting.get(proposalId);
     if (!o) return;
     this.writesAwaiting.delete(proposalId);
@@ -240,7 +241,7 @@ export class RegisterClients {
     }
     const hinted = hint ? this.cluster.nodeByGrpcAddr(hint) : undefined;
     this.writeLeaderGuess = hinted && hinted !== node ? hinted.index : -1;
-    if (!DEFINITE_REFUSALS.has(reason)) return this.indeterminate(o);
+    if (!DEFINITE_REFUSALS.has(code)) return this.indeterminate(o);
     const delayMs = this.prng.uniform(0, SIM_LIMITS.clientRetryDelayMsMax);
     this.cluster.schedule(this.cluster.nowUs + msToUs(delayMs), 'register client retry', () => this.attemptWrite(o));
   }

@@ -1,7 +1,7 @@
 // RpcRouter carries calls between engines over the simulated network: the
 // call table, deadlines, refusals, stream ordering, duplicate answers, snapshot
 // transfer (verify, install) and status polls. The Cluster hosts it.
-import type { Effect, EngineLimits, Input } from '../engine/types.js';
+import type { Effect, EngineLimits, Input, SnapshotFailureCode } from '../engine/types.js';
 import type { RpcRequest, RpcStatus, SnapshotHeader } from '../engine/rpc.js';
 import { StatusCode, TRAILER_REFUSAL } from '../engine/rpc.js';
 import { readMeta, readStateText, verifyFiles, type Artifact } from './artifacts.js';
@@ -116,7 +116,7 @@ export class RpcRouter {
     const call = this.calls.outbound.get(callKey);
     if (!call) return;
     const input: Input = call.kind === 'snapshot'
-      ? { type: 'snapshotFailed', requestId: call.requestId, reason: 'connection refused' }
+      ? { type: 'snapshotFailed', requestId: call.requestId, code: 'failed', reason: 'connection refused' }
       : { type: 'callFailed', requestId: call.requestId, status: status(StatusCode.UNAVAILABLE, 'connection refused') };
     this.host.push(this.host.now() + msToUs(SIM_LIMITS.connectRefusedDelayMs), { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: -1, callKey, input, final: true });
   }
@@ -258,9 +258,9 @@ export class RpcRouter {
     if (!call) return;
     this.settle(call);
     const requestId = call.requestId;
-    const fail = (reason: string): void => this.host.step(node, { type: 'snapshotFailed', requestId, reason });
+    const fail = (reason: string, code: SnapshotFailureCode = 'failed'): void => this.host.step(node, { type: 'snapshotFailed', requestId, code, reason });
     if (event.failure) return fail(event.failure);
-    if (!event.header.needed) return fail('not-needed');
+    if (!event.header.needed) return fail("no snapshot needed: the leader's log still holds what we miss", 'not-needed');
     const files = event.files!;
     const badFile = verifyFiles(event.header, files);
     if (badFile) return fail(`bad artifact: ${badFile}`);
@@ -270,7 +270,7 @@ export class RpcRouter {
     // The driver's half of Raft's rule: a snapshot not past what the state machine holds is not installed
     // (engine/types.ts, fetchSnapshot). A follower that caught up by ships while the fetch ran would
     // otherwise go back to it and lose synced entries it had reported (seed 689).
-    if (meta.seq <= node.machine.appliedSeq) return fail(`stale: the state machine is at ${node.machine.appliedSeq}, the snapshot at ${meta.seq}`);
+    if (meta.seq <= node.machine.appliedSeq) return fail(`stale: the state machine is at ${node.machine.appliedSeq}, the snapshot at ${meta.seq}`, 'stale');
     const stateError = node.machine.load(readStateText(files) ?? '');
     if (stateError) return fail(`bad artifact: ${stateError}`);
     node.storage.installSnapshot(meta);

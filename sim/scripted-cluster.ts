@@ -7,7 +7,7 @@ import { blake3 } from '@noble/hashes/blake3.js';
 import {
   Engine, bootstrapRoster, emptyRestoredState, DEFAULT_LIMITS, CURRENT_COMPAT, EntryKind, MemberRole,
   type Effect, type EngineConfig, type Input, type Compat, type EngineLimits, type SnapshotMeta, type Entry,
-  type HardState, type SnapshotHeader, type RpcRequest, type RpcStatus, type RpcResponse, type Roster,
+  type HardState, type SnapshotHeader, type RpcRequest, type RpcStatus, type RpcResponse, type Roster, type SnapshotFailureCode,
 } from '../engine/index.js';
 
 export interface ScriptedNode {
@@ -317,8 +317,8 @@ export class ScriptedCluster {
   private runFetchSnapshot(node: ScriptedNode, requestId: number, to: string, request: Extract<RpcRequest, { method: 'FetchSnapshot' }>['body']): void {
     const server = this.byAddr(to);
     this.messages.push({ from: node.name, to: server?.name ?? to, method: 'FetchSnapshot', kind: 'request', request: { method: 'FetchSnapshot', body: request } });
-    const fail = (reason: string): void => {
-      this.queue.push({ to: node.addr, input: { type: 'snapshotFailed', requestId, reason } });
+    const fail = (reason: string, code: SnapshotFailureCode = 'failed'): void => {
+      this.queue.push({ to: node.addr, input: { type: 'snapshotFailed', requestId, code, reason } });
     };
     if (!server || !server.alive || !this.linkUp(node.addr, to) || this.dropped(node.addr, to, 'FetchSnapshot')) return fail('unreachable');
     const callId = this.nextCall++;
@@ -339,7 +339,7 @@ export class ScriptedCluster {
     }
     if (!header) return fail('no answer');
     this.messages.push({ from: server.name, to: node.name, method: 'FetchSnapshot', kind: 'chunk' });
-    if (!header.needed) return fail('not-needed');
+    if (!header.needed) return fail("no snapshot needed: the leader's log still holds what we miss", 'not-needed');
     const art = server.disk.artifact;
     if (!art || art.meta.seq !== header.snapshotSeq) return fail('artifact gone');
     const received = new Map<string, Uint8Array>();

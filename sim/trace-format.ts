@@ -25,7 +25,8 @@ export function describeInput(input: Input): string {
     case 'entriesPersisted': return `persisted ${input.lastSeq}/${input.lastTerm}`;
     case 'snapshotStaged': return `staged ${input.meta.seq}`;
     case 'snapshotInstalled': return `installed r${input.requestId} ${input.meta.seq}`;
-    case 'snapshotFailed': return `snapfail r${input.requestId} ${plain(input.reason)}`;
+    // not-needed is traced by its code (its reason is prose); the others by their reason, as before codes existed.
+    case 'snapshotFailed': return `snapfail r${input.requestId} ${input.code === 'not-needed' ? 'not-needed' : plain(input.reason)}`;
     case 'statusPolled': return `polled ${input.leaderLastSeq}`;
     case 'admin': return `admin a${input.adminId} ${input.op.op} ${input.op.memberId}`;
     case 'readIndex': return `read q${input.readId}`;

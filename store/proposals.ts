@@ -68,7 +68,7 @@ export class Proposals {
     clearTimeout(p.timer);
     if (!effect.ok) {
       this.onOutcome('refused');
-      p.reject(refusal(effect.reason, effect.leaderHint));
+      p.reject(refusal(effect));
       return;
     }
     // The entry was applied before this result (the engine's effect order). The state machine remembers the
@@ -93,9 +93,9 @@ export class Proposals {
   }
 }
 
-/** refusal turns the engine's reason into a refusal the caller can act on. */
-function refusal(reason: string, leaderHint: string): StoreRefusal {
-  if (reason.startsWith('leadership lost')) return new StoreRefusal('leadership-changed', reason);
-  if (reason === 'not the leader') return new StoreRefusal('not-leader', reason, leaderHint);
-  return new StoreRefusal('unavailable', reason, leaderHint);
+/** refusal turns the engine's result code into a refusal the caller can act on. */
+function refusal(effect: Extract<Effect, { type: 'proposalResult' }>): StoreRefusal {
+  if (effect.code === 'leadership-lost') return new StoreRefusal('leadership-changed', effect.reason);
+  if (effect.code === 'not-leader') return new StoreRefusal('not-leader', effect.reason, effect.leaderHint);
+  return new StoreRefusal('unavailable', effect.reason, effect.leaderHint);
 }

@@ -31,7 +31,7 @@ export const acksOnAppend: EngineFactory = (() => {
       const last = append?.entries[append.entries.length - 1];
       if (last) {
         acked.add(input.proposalId);
-        out.push({ type: 'proposalResult', proposalId: input.proposalId, ok: true, seq: last.seq, reason: '', leaderHint: '' });
+        out.push({ type: 'proposalResult', proposalId: input.proposalId, ok: true, code: 'committed', seq: last.seq, reason: '', leaderHint: '' });
       }
     }
     return out;
@@ -55,7 +55,7 @@ export const readyAtOnce: EngineFactory = (() => {
   return wrap((engine, input, effects) => {
     if (input.type === 'request' && input.request.method === 'Heartbeat' && !claimed.has(engine) && engine.status().role !== 'leader') {
       claimed.add(engine);
-      return [...effects, { type: 'readiness', ready: true, reason: 'lying' }];
+      return [...effects, { type: 'readiness', ready: true, reason: 'caught-up-to-heartbeat-frontier' } as const];
     }
     return effects;
   });

@@ -101,7 +101,7 @@ describe('sim/checkers (hand-made states)', () => {
   it('readiness honesty: converging on leader_last_seq 0, or short of the frontier, fails', () => {
     const nodes = [makeNode(0), makeNode(1)];
     const checker = new ReadinessChecker(world(nodes));
-    const ready: Effect[] = [{ type: 'readiness', ready: true, reason: 'converged' }];
+    const ready: Effect[] = [{ type: 'readiness', ready: true, reason: 'caught-up-to-heartbeat-frontier' }];
     const hb = (leaderLastSeq: number): Input => ({ type: 'request', callId: 1, request: { method: 'Heartbeat', body: {
       shardId: 1, regionId: 1, entityCount: 0, signalThroughputEps: 0, diskBytes: 0, replicationLag: {}, lastHeartbeatNs: '0',
       term: 2, leaderRegion: 1, streamBaseline: 0, prevLogTerm: 0, prevLogSeq: 0, buildVersion: '', leaderLastSeq } } });
@@ -118,7 +118,7 @@ describe('sim/checkers (hand-made states)', () => {
 
   it('readiness honesty: the latch is sticky unless the node is removed, halted or reseeding', () => {
     const checker = new ReadinessChecker(world([makeNode(0), makeNode(1)]));
-    const drop: Effect[] = [{ type: 'readiness', ready: false, reason: 'whim' }];
+    const drop: Effect[] = [{ type: 'readiness', ready: false, reason: 'caught-up-to-heartbeat-frontier' }];
     violates('readiness-honesty', () => checker.afterStep(step({ node: n2, effects: drop, before: status({ ready: true }), after: status({ ready: false }) })));
     checker.afterStep(step({ node: n2, effects: drop, before: status({ ready: true }), after: status({ ready: false, removed: true }) }));
     checker.afterStep(step({ node: n2, effects: drop, before: status({ ready: true }), after: status({ ready: false, halted: 'unknown kind 3' }) }));
@@ -133,7 +133,7 @@ describe('sim/checkers (hand-made states)', () => {
     checker.afterStep(step({ node: nodes[1]!, input, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 2 }) }));
     const chunk = { id: undefined, payload: Buffer.alloc(0), eventCount: 0, leaderLastSeq: 3, streamBaseline: 0, term: 2, leaderRegion: 1 };
     checker.afterStep(step({ node: nodes[1]!, input: { type: 'streamChunk', requestId: 1, chunk },
-      effects: [{ type: 'readiness', ready: true, reason: 'converged at 2' }], after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 2 }) }));
+      effects: [{ type: 'readiness', ready: true, reason: 'caught-up-to-heartbeat-frontier' }], after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 2 }) }));
   });
 
   it('lag gauges: a shard value going down within one life fails, a restart resets', () => {

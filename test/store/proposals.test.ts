@@ -26,7 +26,7 @@ function fakeEngine(): { engine: StoreEngine; submitted: ProposalInput[] } {
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 const put = (key: string, requestId: string): StoreCommand => ({ op: 'put', key, value: { key }, requestId });
-const ok = (proposalId: number, seq: number): ProposalResult => ({ type: 'proposalResult', proposalId, ok: true, seq, reason: '', leaderHint: '' });
+const ok = (proposalId: number, seq: number): ProposalResult => ({ type: 'proposalResult', proposalId, ok: true, code: 'committed', seq, reason: '', leaderHint: '' });
 const proposalsOf = (input: ProposalInput): Proposal[] => (input.type === 'propose' ? [input] : input.proposals);
 
 describe('store: proposals', () => {
@@ -75,9 +75,9 @@ describe('store: proposals', () => {
     const pending = ['r-1', 'r-2', 'r-3', 'r-4'].map((id) => proposals.propose(encodeCommand(put(id, id)), id, Date.now() + 5_000));
     await nextTurn();
     const [a, b, c, d] = proposalsOf(submitted[0]!);
-    proposals.onResult({ type: 'proposalResult', proposalId: a!.proposalId, ok: false, seq: 0, reason: 'not the leader', leaderHint: 'n2:7000' });
-    proposals.onResult({ type: 'proposalResult', proposalId: b!.proposalId, ok: false, seq: 0, reason: 'leadership lost at term 3', leaderHint: '' });
-    proposals.onResult({ type: 'proposalResult', proposalId: c!.proposalId, ok: false, seq: 0, reason: 'proposal queue full', leaderHint: '' });
+    proposals.onResult({ type: 'proposalResult', proposalId: a!.proposalId, ok: false, code: 'not-leader', seq: 0, reason: 'not the leader', leaderHint: 'n2:7000' });
+    proposals.onResult({ type: 'proposalResult', proposalId: b!.proposalId, ok: false, code: 'leadership-lost', seq: 0, reason: 'leadership lost at term 3', leaderHint: '' });
+    proposals.onResult({ type: 'proposalResult', proposalId: c!.proposalId, ok: false, code: 'queue-full', seq: 0, reason: 'proposal queue full', leaderHint: '' });
     proposals.onResult(ok(d!.proposalId, 9));
     const outcomes = await Promise.allSettled(pending);
     const refusals = outcomes.map((o) => (o.status === 'rejected' ? o.reason as StoreRefusal : null));

@@ -134,14 +134,14 @@ export class SnapshotTransfer {
     const startedAt = performance.now();
     const fail = (reason: string): void => {
       this.events.installFailed(reason);
-      this.driver.submit({ type: 'snapshotFailed', requestId, reason });
+      this.driver.submit({ type: 'snapshotFailed', requestId, code: 'failed', reason });
     };
     let artifact: Artifact;
     let swap: () => void;
     try {
       const parts = await this.pool.openSnapshot(effect.to, effect.request, { signal: controller.signal });
       if (!parts.header.needed) {
-        this.driver.submit({ type: 'snapshotFailed', requestId, reason: 'not-needed' });
+        this.driver.submit({ type: 'snapshotFailed', requestId, code: 'not-needed', reason: "no snapshot needed: the leader's log still holds what we miss" });
         return;
       }
       artifact = await this.snapshots.install(parts.header, parts.files, { signal: controller.signal });
@@ -164,7 +164,7 @@ export class SnapshotTransfer {
       if (meta.seq <= appliedSeq) {
         const reason = `stale: the state machine is at ${appliedSeq}, the snapshot at ${meta.seq}`;
         this.events.installFailed(reason);
-        return { type: 'snapshotFailed', requestId, reason };
+        return { type: 'snapshotFailed', requestId, code: 'stale', reason };
       }
       swap();
       this.events.installed(artifact, performance.now() - startedAt);

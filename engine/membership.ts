@@ -1,0 +1,138 @@
+// Membership: what a node keeps about the roster and its changes, with their rules — the
+// decoded kind-4 records (RosterCache), the kind-4 / capability gate on a leader's changes
+// (confChangeRefusal), and the joins and admin ops waiting for their record to commit
+// (PendingChanges). Who may send us messages is membership-guard.ts; the record codec is roster.ts.
+import { decodeRoster } from './roster.js';
+import { CAPABILITY_KIND4, MemberRole, type ConfChangeRefusalCode, type Entry, type Roster } from './types.js';
+
+/** RosterCache keeps decoded kind-4 bodies by seq, each checked against its entry's term (truncation). */
+export class RosterCache {
+  private readonly bySeq = new Map<number, { term: number; roster: Roster }>();
+
+  /** rosterOf decodes a kind-4 record (or returns it cached); null for a body that is not a roster. */
+  rosterOf(record: Entry): Roster | null {
+    const cached = this.bySeq.get(record.seq);
+    if (cached && cached.term === record.term) return cached.roster;
+    const roster = decodeRoster(record.data);
+    if (roster) {
+      if (this.bySeq.size > 64) this.bySeq.clear();
+      this.bySeq.set(record.seq, { term: record.term, roster });
+    }
+    return roster;
+  }
+}
+
+/** ConfChangeRefusal: why a membership change is refused now, and the detail for people. */
+export interface ConfChangeRefusal {
+  code: ConfChangeRefusalCode;
+  detail: string;
+}
+
+/** ConfChangeContext is what the gate looks at on the leader. */
+export interface ConfChangeContext {
+  roster: Roster;
+  selfId: number;
+  commitSeq: number;
+  /** barrierSeq: the seq of the leader's term barrier (its first entry of the term). */
+  barrierSeq: number;
+  /** pendingConfSeq: an uncommitted kind-4 record's seq, 0 = none. */
+  pendingConfSeq: number;
+  transferring: boolean;
+  /** selfCapabilities: this build's capability bits. */
+  selfCapabilities: number;
+  capabilitiesOf: (id: number) => number;
+  clusterMemberCountMax: number;
+  /** promotingId: a learner about to become a voter (0 = none): the gate covers it too. */
+  promotingId: number;
+}
+
+/**
+ * confChangeRefusal: kind-4 gating, one change at a time, and a committed entry of this term first.
+ * The capability gate is on voters (spec), plus a learner being promoted (it is about to be
+ * one): a learner that never reports bit 0 blocks nothing, so it can always be removed.
+ */
+export function confChangeRefusal(c: ConfChangeContext): ConfChangeRefusal | null {
+  const refuse = (code: ConfChangeRefusalCode, detail: string): ConfChangeRefusal => ({ code, detail });
+  const promotingId = c.promotingId;
+  if (c.commitSeq < c.barrierSeq) return refuse('term-not-committed', 'the leader has not committed an entry of its term yet; retry');
+  if (c.pendingConfSeq !== 0) return refuse('change-in-flight', 'a membership change is in flight; retry when it commits');
+  if (c.transferring) return refuse('transfer-in-progress', 'a leadership transfer is in progress');
+  if ((c.selfCapabilities & CAPABILITY_KIND4) === 0) return refuse('leader-lacks-kind4', 'this leader cannot write kind-4 records');
+  for (const m of c.roster.members) {
+    if (m.id === c.selfId || m.role === MemberRole.Removed) continue;
+    if (m.role === MemberRole.Learner && m.id !== promotingId) continue;
+    const caps = c.capabilitiesOf(m.id);
+    if ((caps & CAPABILITY_KIND4) === 0) return refuse('member-lacks-kind4', `member ${m.id} (${m.name}) has not reported capability bit 0; conf-changes refused`);
+  }
+  if (c.roster.members.filter((m) => m.role !== MemberRole.Removed).length >= c.clusterMemberCountMax) {
+    return refuse('member-limit', `cluster is at its member limit (${c.clusterMemberCountMax})`);
+  }
+  return null;
+}
+
+/** PendingChange waits for the kind-4 record at `seq` to commit: a join (answered then) or an admin op. */
+export interface PendingChange {
+  seq: number;
+  kind: 'join' | 'admin';
+  /** id: the admin op's id, or the joiner's member id. */
+  id: number;
+  name: string;
+}
+
+/** SettledChange is a pending change whose record committed, with the JoinCluster calls to answer. */
+export interface SettledChange extends PendingChange {
+  callIds: number[];
+}
+
+/** PendingChanges are a leader's membership changes waiting for their record to commit. */
+export class PendingChanges {
+  private waits: PendingChange[] = [];
+  /** joinCalls: the JoinCluster calls to answer when the record at a seq commits. */
+  private readonly joinCalls = new Map<number, number[]>();
+
+  addAdmin(seq: number, adminId: number, name: string): void {
+    this.waits.push({ seq, kind: 'admin', id: adminId, name });
+  }
+
+  /** addJoin waits for the record at `seq` that names joiner `name` (member id `id`) to answer `callId`. */
+  addJoin(seq: number, id: number, name: string, callId: number): void {
+    this.waits.push({ seq, kind: 'join', id, name });
+    this.joinCalls.set(seq, [...(this.joinCalls.get(seq) ?? []), callId]);
+  }
+
+  /** joinAlsoAnswers: when a join by `name` already waits, `callId` is answered with it (true). */
+  joinAlsoAnswers(name: string, callId: number): boolean {
+    const pending = this.waits.find((w) => w.kind === 'join' && w.name === name);
+    if (!pending) return false;
+    this.joinCalls.get(pending.seq)!.push(callId);
+    return true;
+  }
+
+  /** settle takes out, in order, the changes whose record is at or below `commitSeq`. */
+  settle(commitSeq: number): SettledChange[] {
+    const settled: SettledChange[] = [];
+    const still: PendingChange[] = [];
+    for (const wait of this.waits) {
+      if (wait.seq > commitSeq) {
+        still.push(wait);
+        continue;
+      }
+      if (wait.kind === 'admin') settled.push({ ...wait, callIds: [] });
+      else {
+        settled.push({ ...wait, callIds: this.joinCalls.get(wait.seq) ?? [] });
+        this.joinCalls.delete(wait.seq);
+      }
+    }
+    this.waits = still;
+    return settled;
+  }
+
+  /** abandon empties the set (leadership lost): the admin ids and join calls still waiting, in order. */
+  abandon(): { adminIds: number[]; joinCallIds: number[] } {
+    const adminIds = this.waits.filter((w) => w.kind === 'admin').map((w) => w.id);
+    const joinCallIds = [...this.joinCalls.values()].flat();
+    this.waits = [];
+    this.joinCalls.clear();
+    return { adminIds, joinCallIds };
+  }
+}

@@ -1,0 +1,139 @@
+// Progress: the leader's view of each follower and the rules that move it (etcd's tracker/).
+// The leader's engine decides when to ship; a Progress says how much may be in flight, where
+// the next segment starts, and what a follower's answer changes.
+
+/** ProgressState: probe = one ship at a time until accepted; replicate = pipelined; paused = the follower pulls. */
+export type ProgressState = 'probe' | 'replicate' | 'paused';
+
+/** Progress is the leader's view of one follower. */
+export class Progress {
+  /** matchSeq: the follower's durable, matched frontier as last reported (decision 6). */
+  matchSeq = 0;
+  state: ProgressState = 'probe';
+  /** inflight: the request ids of ships not answered yet. */
+  readonly inflight = new Set<number>();
+  pausedTick = 0;
+  /** ackedCommitSeq: the highest commit seqno the follower surely took from a ship it accepted (see shipAccepted). */
+  ackedCommitSeq = 0;
+  /** capabilities: the bits the follower last reported (heartbeat answers, ReportApplied). */
+  capabilities = 0;
+
+  /**
+   * @param nextSeq the next seqno to ship
+   * @param lastShipTick when the last ship left (a new follower: now)
+   * @param removalSeq for a member removed in the current roster, the seq of that record (0 otherwise)
+   */
+  constructor(public nextSeq: number, public lastShipTick: number, readonly removalSeq = 0) {}
+
+  /** window is how many ships may be in flight: one while probing. */
+  window(inflightSegmentCountMax: number): number {
+    return this.state === 'probe' ? 1 : inflightSegmentCountMax;
+  }
+
+  /** rewind goes back to probing from the first seq not known to match. */
+  rewind(): void {
+    this.state = 'probe';
+    this.nextSeq = this.matchSeq + 1;
+  }
+
+  /** shipped notes a ship that left with request id `requestId`, ending at `lastSeq`. */
+  shipped(requestId: number, tick: number, lastSeq: number): void {
+    this.inflight.add(requestId);
+    this.lastShipTick = tick;
+    this.nextSeq = lastSeq + 1;
+  }
+
+  /** shipTimedOut: ships are in flight and none left for `retryTicks`. */
+  shipTimedOut(tick: number, retryTicks: number): boolean {
+    return this.inflight.size > 0 && tick - this.lastShipTick > retryTicks;
+  }
+
+  /** pauseTimedOut: paused (the follower pulls) for longer than `pullTimeoutTicks`. */
+  pauseTimedOut(tick: number, pullTimeoutTicks: number): boolean {
+    return this.state === 'paused' && tick - this.pausedTick > pullTimeoutTicks;
+  }
+
+  /**
+   * shipAccepted: the follower took a ship that ended at `lastSeq` and carried `commitSeq`.
+   * It took commit = min(carried commit, its matched frontier), and that frontier is only known to
+   * reach this ship's last entry (or what it reported): a re-shipped old segment carrying a newer
+   * commit must not count as commit news delivered, or no commit-only ship follows and an idle
+   * follower stays below commit (sim seed 374).
+   */
+  shipAccepted(lastSeq: number, commitSeq: number, reportedSeq: number): void {
+    if (this.state === 'probe') this.state = 'replicate';
+    this.ackedCommitSeq = Math.max(this.ackedCommitSeq, Math.min(commitSeq, Math.max(lastSeq, reportedSeq)));
+  }
+
+  /** shipRefused: the follower pulls what it misses (StreamSegments) and reports back. */
+  shipRefused(tick: number): void {
+    if (this.state === 'paused') return;
+    this.state = 'paused';
+    this.pausedTick = tick;
+    this.inflight.clear();
+  }
+
+  /** foldMatch takes a reported frontier (capped at the leader's log end); false when it is not news. */
+  foldMatch(seq: number, leaderLastSeq: number): boolean {
+    if (seq <= this.matchSeq) return false;
+    this.matchSeq = Math.min(seq, leaderLastSeq);
+    if (this.nextSeq <= this.matchSeq) this.nextSeq = this.matchSeq + 1;
+    if (this.state === 'paused') this.state = 'replicate';
+    return true;
+  }
+
+  /** learnedRemoval: a removed member holds the record that removed it and was told it committed (rule 6). */
+  learnedRemoval(): boolean {
+    return this.removalSeq > 0 && this.matchSeq >= this.removalSeq && this.ackedCommitSeq >= this.removalSeq;
+  }
+}
+
+/** ProgressTracker holds a leader's Progress per follower, and who was heard since the last check-quorum. */
+export class ProgressTracker {
+  private readonly byId = new Map<number, Progress>();
+  /** recentActive: followers heard in this election timeout (check-quorum). */
+  readonly recentActive = new Set<number>();
+
+  get(id: number): Progress | undefined {
+    return this.byId.get(id);
+  }
+
+  has(id: number): boolean {
+    return this.byId.has(id);
+  }
+
+  set(id: number, progress: Progress): void {
+    this.byId.set(id, progress);
+  }
+
+  delete(id: number): void {
+    this.byId.delete(id);
+  }
+
+  /** ids in the order followers were added (the order ships go out in). */
+  ids(): IterableIterator<number> {
+    return this.byId.keys();
+  }
+
+  entries(): IterableIterator<[number, Progress]> {
+    return this.byId.entries();
+  }
+
+  matchOf(id: number): number {
+    return this.byId.get(id)?.matchSeq ?? 0;
+  }
+
+  capabilitiesOf(id: number): number {
+    return this.byId.get(id)?.capabilities ?? 0;
+  }
+
+  /** heard notes a follower's answer for check-quorum. */
+  heard(id: number): void {
+    this.recentActive.add(id);
+  }
+
+  clear(): void {
+    this.byId.clear();
+    this.recentActive.clear();
+  }
+}
