@@ -3,10 +3,14 @@
 // snapshots) spoken in svc.replication.v1 messages. `step` takes one input and
 // returns the effects to carry out, in order; nothing here reads a clock, a
 // random source, the disk or the network. docs/protocol.md explains each rule.
+// Each piece of state lives with its rules in its own file: progress.ts (per
+// follower), quorum.ts (majorities), readiness.ts (Readiness rules 1-6),
+// membership.ts (roster cache, conf-change gate, pending joins, joining);
+// this class holds roles, handlers and the order things happen in.
 import { assert, assertFrontiers } from './assert.js';
 import { Effects } from './effects.js';
 import { RaftLog, logUpToDate } from './log.js';
-import { PendingChanges, RosterCache, confChangeRefusal, type ConfChangeRefusal } from './membership.js';
+import { JoinDialer, PendingChanges, RosterCache, confChangeRefusal, type ConfChangeRefusal } from './membership.js';
 import { RosterProbe, senderOf, standingOf, vouchedRosterFrom, type RosterViews, type SenderStanding } from './membership-guard.js';
 import { Prng } from './prng.js';
 import { Progress, ProgressTracker } from './progress.js';
@@ -113,16 +117,12 @@ export class Engine {
   private reportedSeq = 0;
 
   // Joiner state.
-  private joinInflight: number | null = null;
-  private joinElapsedTicks = Number.MAX_SAFE_INTEGER;
-  private joinTargetIndex = 0;
-  private joinLeaderHint = '';
-  /** joinSeeds: the configured seeds, then members learned from refusals. */
-  private readonly joinSeeds: string[];
+  /** joining: whom a joiner dials next, and its call in flight (membership.ts). */
+  private readonly joining: JoinDialer;
 
   constructor(readonly config: EngineConfig, restored: RestoredState) {
     this.limits = config.limits;
-    this.joinSeeds = [...config.seeds];
+    this.joining = new JoinDialer(config.seeds, config.seeds.length + config.limits.clusterMemberCountMax);
     this.prng = new Prng(config.randomSeed);
     this.hs = { ...restored.hardState };
     this.savedHs = { ...this.hs };
@@ -283,18 +283,13 @@ export class Engine {
   }
 
   private tickJoiner(): void {
-    this.joinElapsedTicks++;
-    // Re-target a named leader at once; otherwise pace attempts (and retries after a refusal).
-    if ((this.joinInflight !== null || this.joinLeaderHint === '') && this.joinElapsedTicks < this.limits.joinRetryTicks) return;
-    if (this.joinSeeds.length === 0 && this.joinLeaderHint === '') return;
-    this.joinElapsedTicks = 0;
-    const to = this.joinLeaderHint !== '' ? this.joinLeaderHint : this.joinSeeds[this.joinTargetIndex++ % this.joinSeeds.length]!;
-    this.joinLeaderHint = '';
+    const to = this.joining.due(this.limits.joinRetryTicks);
+    if (to === null) return;
     const body: JoinRequest = {
       name: this.config.name, grpcAddr: this.config.grpcAddr, httpAddr: this.config.httpAddr,
       capabilities: this.config.compat.capabilities,
     };
-    this.joinInflight = this.sendTo(to, 0, { method: 'JoinCluster', body }, { method: 'JoinCluster', term: this.hs.term, toAddr: to, probe: false });
+    this.joining.inflight = this.sendTo(to, 0, { method: 'JoinCluster', body }, { method: 'JoinCluster', term: this.hs.term, toAddr: to, probe: false });
   }
 
   // ---------------------------------------------------------------- roles
@@ -1379,19 +1374,14 @@ export class Engine {
   }
 
   private onJoinResponse(requestId: number, body: JoinResponse): void {
-    if (this.joinInflight !== requestId) return;
-    this.joinInflight = null;
+    if (!this.joining.settled(requestId)) return;
     if (this.role !== 'joiner') return;
     if (!body.accepted) {
       if (body.refusalReason.startsWith(JOIN_REFUSAL_REMOVED)) {
         this.learnRemoved(); // admitted, then removed before we heard: decommissioned, stop dialling
         return;
       }
-      this.joinLeaderHint = body.leaderGrpcAddr;
-      for (const m of body.members) {
-        if (this.joinSeeds.length >= this.config.seeds.length + this.limits.clusterMemberCountMax) break;
-        if (m.grpcAddr !== '' && !this.joinSeeds.includes(m.grpcAddr)) this.joinSeeds.push(m.grpcAddr);
-      }
+      this.joining.refused(body.leaderGrpcAddr, body.members);
       return;
     }
     const members = body.members;
@@ -1420,7 +1410,7 @@ export class Engine {
       }
       case 'JoinCluster':
         if (ctx.probe) this.rosterProbe.settled(requestId);
-        else if (this.joinInflight === requestId) this.joinInflight = null;
+        else this.joining.settled(requestId);
         break;
       case 'StreamSegments':
         if (this.pull?.requestId !== requestId) return;

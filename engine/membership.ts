@@ -1,7 +1,8 @@
 // Membership: what a node keeps about the roster and its changes, with their rules — the
 // decoded kind-4 records (RosterCache), the kind-4 / capability gate on a leader's changes
-// (confChangeRefusal), and the joins and admin ops waiting for their record to commit
-// (PendingChanges). Who may send us messages is membership-guard.ts; the record codec is roster.ts.
+// (confChangeRefusal), the joins and admin ops waiting for their record to commit
+// (PendingChanges), and a joiner's own attempts (JoinDialer). Who may send us messages is
+// membership-guard.ts; the record codec is roster.ts.
 import { decodeRoster } from './roster.js';
 import { CAPABILITY_KIND4, MemberRole, type ConfChangeRefusalCode, type Entry, type Roster } from './types.js';
 
@@ -134,5 +135,51 @@ export class PendingChanges {
     this.waits = [];
     this.joinCalls.clear();
     return { adminIds, joinCallIds };
+  }
+}
+
+/**
+ * JoinDialer: a joiner's attempts to be admitted — whom to dial next (a leader a refusal named at
+ * once, else the seeds in turn, paced by joinRetryTicks) and the one JoinCluster call in flight.
+ */
+export class JoinDialer {
+  /** inflight: the request id of our JoinCluster call, null = none. */
+  inflight: number | null = null;
+  private elapsedTicks = Number.MAX_SAFE_INTEGER;
+  private targetIndex = 0;
+  private leaderHint = '';
+  /** seeds: the configured seeds, then members learned from refusals (at most seedCountMax). */
+  private readonly seeds: string[];
+
+  constructor(configuredSeeds: readonly string[], private readonly seedCountMax: number) {
+    this.seeds = [...configuredSeeds];
+  }
+
+  /** due counts a tick and returns the address to dial now, or null to wait. */
+  due(retryTicks: number): string | null {
+    this.elapsedTicks++;
+    // Re-target a named leader at once; otherwise pace attempts (and retries after a refusal).
+    if ((this.inflight !== null || this.leaderHint === '') && this.elapsedTicks < retryTicks) return null;
+    if (this.seeds.length === 0 && this.leaderHint === '') return null;
+    this.elapsedTicks = 0;
+    const to = this.leaderHint !== '' ? this.leaderHint : this.seeds[this.targetIndex++ % this.seeds.length]!;
+    this.leaderHint = '';
+    return to;
+  }
+
+  /** settled: true when `requestId` was our call in flight (now settled). */
+  settled(requestId: number): boolean {
+    if (this.inflight !== requestId) return false;
+    this.inflight = null;
+    return true;
+  }
+
+  /** refused takes what a refusal teaches: the leader it names, and members to try besides the seeds. */
+  refused(leaderGrpcAddr: string, members: readonly { grpcAddr: string }[]): void {
+    this.leaderHint = leaderGrpcAddr;
+    for (const m of members) {
+      if (this.seeds.length >= this.seedCountMax) break;
+      if (m.grpcAddr !== '' && !this.seeds.includes(m.grpcAddr)) this.seeds.push(m.grpcAddr);
+    }
   }
 }
