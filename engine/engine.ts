@@ -795,7 +795,7 @@ export class Engine {
     const known = Math.max(this.currentRoster().membershipVersion, this.rosterProbe.vouched?.membershipVersion ?? 0);
     const vouched = vouchedRosterFrom(body, known, this.limits.clusterMemberCountMax);
     if (vouched) this.rosterProbe.vouched = vouched;
-    if (body.term > this.hs.term) this.becomeFollower(body.term, 0);
+    this.stepTerm(body.term); // a member's answer to our call, judged with the roster it vouches for (termToAdopt)
   }
 
   /** fenceLeaderTraffic applies the term rules to a member's leader-asserting traffic; false = rejected. */

@@ -18,7 +18,7 @@ import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
 import { bootstrapRoster, memberById, memberByName } from '../../engine/roster.js';
 import type { AdminOp, EngineConfig, EngineLimits, RestoredState, Roster } from '../../engine/types.js';
 import type { DocumentStore } from '../../store/document-store.js';
-import { adminServiceDefinition, adminServiceImplementation, type SeenHeartbeat } from '../../transports/admin/index.js';
+import { AdminRefusedError, adminServiceDefinition, adminServiceImplementation, type SeenHeartbeat } from '../../transports/admin/index.js';
 import { PeerPool } from '../../transports/grpc/client.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
 import { resolveGrpcLimits, type GrpcLimits } from '../../transports/grpc/limits.js';
@@ -521,7 +521,7 @@ export class Node {
             this.admins.delete(effect.adminId);
             clearTimeout(pending.timer);
             if (effect.ok) pending.resolve();
-            else pending.reject(new StoreUnavailableError(`admin operation refused: ${effect.reason}`));
+            else pending.reject(new AdminRefusedError(effect.code, effect.reason));
             return;
           }
           case 'readiness': this.log.info({ ready: effect.ready, reason: effect.reason }, 'readiness changed'); return;

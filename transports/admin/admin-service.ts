@@ -5,7 +5,7 @@
 // Propose hands a store command to the node (host.propose), whose store router reaches the leader with
 // the node's own peer certificate.
 import * as grpc from '@grpc/grpc-js';
-import type { AdminOp } from '../../engine/types.js';
+import type { AdminOp, AdminResultCode } from '../../engine/types.js';
 import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
 import type { NodeStatusDocument } from '../node/node-status.js';
@@ -23,6 +23,14 @@ export const ADMIN_METHODS = {
   propose: pb.AdminService.propose.path,
 } as const;
 
+/** AdminRefusedError: the engine refused an admin op (its adminResult code, and the reason for people). */
+export class AdminRefusedError extends Error {
+  override readonly name = 'AdminRefusedError';
+  constructor(readonly code: AdminResultCode, readonly reason: string) {
+    super(`admin operation refused (${code}): ${reason}`);
+  }
+}
+
 /** AdminHost is what the service needs from its node. */
 export interface AdminHost {
   /** status is the node's /status document; it throws while the node is not running. */
@@ -30,7 +38,7 @@ export interface AdminHost {
   /** own is this node's heartbeat measurements now and its advertised addresses. */
   own(): { entityCount: number; signalThroughputEps: number; diskBytes: number; grpcAddr: string; httpAddr: string };
   lastHeartbeat(): SeenHeartbeat | null;
-  /** admin runs the operation on this node's engine; it rejects when this node is not the leader. */
+  /** admin runs the operation on this node's engine; it rejects with AdminRefusedError when the engine refuses it. */
   admin(op: AdminOp, timeoutMs: number): Promise<void>;
   /**
    * propose gets an encoded store command committed at the leader, wherever it is (the node's store router).
@@ -167,8 +175,7 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
  * answer DEADLINE_EXCEEDED, a node that stopped or failed UNAVAILABLE.
  */
 function adminRefusal(err: Error, leaderHint: string): AdminCallError {
-  const refused = /^admin operation refused: (.*)$/s.exec(err.message);
-  if (refused) return new AdminCallError(grpc.status.FAILED_PRECONDITION, refused[1]!, leaderHint);
+  if (err instanceof AdminRefusedError) return new AdminCallError(grpc.status.FAILED_PRECONDITION, err.reason, leaderHint);
   if (/got no answer within/.test(err.message)) return new AdminCallError(grpc.status.DEADLINE_EXCEEDED, err.message);
   return new AdminCallError(grpc.status.UNAVAILABLE, err.message);
 }
