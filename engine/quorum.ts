@@ -1,5 +1,6 @@
 // Quorum: the one place the majority arithmetic lives (etcd's quorum/). Every count is over
-// the roster's voters only: a learner never counts toward a commit, an election or check-quorum.
+// the roster's voters only: a learner never counts toward a commit, an election, check-quorum
+// or a read index's heartbeat round.
 import { voterIds } from './roster.js';
 import type { Roster } from './types.js';
 
@@ -15,8 +16,18 @@ export function majority(voterCount: number): number {
 export function quorumMatch(roster: Roster, matchOf: (id: number) => number): number {
   const voters = voterIds(roster);
   if (voters.length === 0) return 0;
-  const matches = voters.map(matchOf).sort((a, b) => b - a);
-  return matches[majority(voters.length) - 1]!;
+  return quorumValue(voters, matchOf);
+}
+
+/**
+ * quorumValue: the highest value a majority of `voters` has reached (sorted high to low, the value
+ * in the majority's position); 0 for no voters. The caller passes voters only (read-index.ts's
+ * heartbeat rounds; quorumMatch's matches).
+ */
+export function quorumValue(voters: readonly number[], valueOf: (id: number) => number): number {
+  if (voters.length === 0) return 0;
+  const values = voters.map(valueOf).sort((a, b) => b - a);
+  return values[majority(voters.length) - 1]!;
 }
 
 export type VoteTally = 'won' | 'lost' | 'pending';

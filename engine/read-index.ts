@@ -22,6 +22,7 @@
 // the slack, and no voter restarts during the lease (a restarted voter has forgotten its lease and
 // votes at once). A leadership transfer skips the voters' lease, so any TimeoutNow sent in a term
 // ends lease reads for the rest of that term.
+import { quorumValue } from './quorum.js';
 import type { Effect, EngineLimits, ReadIndexRefusal } from './types.js';
 
 /** ReadIndexHost is what the read index needs from the engine around it. */
@@ -167,10 +168,7 @@ export class ReadIndex {
   /** quorumRound: the newest round a majority of the voters (the leader counting itself) accepted. */
   private quorumRound(): number {
     const self = this.host.selfId();
-    const voters = this.host.voterIds();
-    if (voters.length === 0) return 0;
-    const rounds = voters.map((id) => (id === self ? this.sentRound : this.ackedRound.get(id) ?? 0)).sort((a, b) => b - a);
-    return rounds[Math.floor(voters.length / 2)]!;
+    return quorumValue(this.host.voterIds(), (id) => (id === self ? this.sentRound : this.ackedRound.get(id) ?? 0));
   }
 
   private leaseHolds(): boolean {
