@@ -164,7 +164,10 @@ export class Engine {
     else this.applyCommitted();
   }
 
-  /** step feeds one input and returns the effects to carry out, in order. */
+  /**
+   * step feeds one input and returns the effects to carry out, in order. A message's term is checked
+   * once, before its handler runs (termToAdopt); the frontiers are asserted after every step (assert.ts).
+   */
   step(input: Input): Effect[] {
     this.statusCache = null;
     switch (input.type) {
@@ -720,7 +723,7 @@ export class Engine {
         return;
       }
     }
-    this.stepTerm(this.termToAdopt(request));
+    this.stepTerm(this.termToAdopt(request)); // the term check, once, before any handler (termToAdopt)
     switch (request.method) {
       case 'ShipSegment': this.onShipSegment(callId, request.body); break;
       case 'StreamSegments': this.onStreamSegments(callId, request.body); break;
