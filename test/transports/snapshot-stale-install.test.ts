@@ -63,6 +63,7 @@ describe('transports/node snapshot transfer: Raft\'s rule at the swap', () => {
     assert.equal(stepped.length, 1);
     const input = stepped[0]!;
     assert.equal(input.type, 'snapshotFailed');
+    assert.equal(input.type === 'snapshotFailed' ? input.code : '', 'stale');
     assert.match(input.type === 'snapshotFailed' ? input.reason : '', /^stale: the state machine is at 378, the snapshot at 351$/);
     assert.equal(events.length, 1);
   });
