@@ -7,3 +7,4 @@ export * from './values.js';
 export { standingOf, senderOf, type SenderStanding } from './membership-guard.js';
 export { Engine, JOIN_REFUSAL_REMOVED } from './engine.js';
 export { emptyRestoredState } from './restored.js';
+export { EngineInvariantError } from './assert.js';
