@@ -192,6 +192,7 @@ export class Engine {
   step(input: Input): Effect[] {
     this.statusCache = null;
     switch (input.type) {
+      case 'start': break; // recovery's effects, queued by the constructor, drain below
       case 'tick': this.tick(); break;
       case 'stats': this.stats = input.stats; break;
       case 'request': this.onRequest(input.callId, input.request); break;
