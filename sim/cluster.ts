@@ -415,6 +415,9 @@ export class Cluster implements CheckerWorld {
     node.status = this.guard(node, 'status', () => node.engine!.status());
     this.noteIdentity(node, node.status);
     this.checkers.onStart(node);
+    // Recovery's effects (committed entries applied from the log) are carried out now, as their own
+    // step: left queued, they would ride on whichever input came first, a forged call's, say.
+    this.step(node, { type: 'start' });
     const phaseUs = Math.floor(this.timingPrng.next() * node.clock.tickIntervalUs);
     this.queue.push(this.nowUs + phaseUs, { k: 'tick', node: node.index, inc: node.incarnation });
     this.queue.push(this.nowUs + msToUs(this.timingPrng.uniform(0, SIM_LIMITS.statsIntervalMs)), { k: 'stats', node: node.index, inc: node.incarnation });
