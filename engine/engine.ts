@@ -1069,7 +1069,9 @@ export class Engine {
     // acknowledged: it grants nothing until reinstalled. The candidate must be a voter of our roster or of
     // one a roster probe vouched for (a non-member's campaign changes nothing).
     const vouched = this.rosterProbe.vouched;
-    const eligible = !this.hs.reseed && this.hs.selfId !== 0 && !this.hs.removed
+    const reinstalled = !this.hs.reseed;
+    const mayVote = this.hs.selfId !== 0 && !this.hs.removed;
+    const eligible = reinstalled && mayVote
       && (isVoter(this.currentRoster(), req.candidateRegion) || (vouched !== null && isVoter(vouched, req.candidateRegion)))
       && logUpToDate(req.lastLogTerm, req.lastLogSeq, this.log.lastTerm(), this.log.lastSeq());
     if (req.prevote) return respond(eligible && req.term > this.hs.term);
