@@ -430,6 +430,9 @@ export class Cluster implements CheckerWorld {
   stepNow(ref: NodeRef, input: Input): void {
     const node = this.node(ref);
     if (node.state !== 'up') return;
+    // A script's proposal is a client's: the checkers know what was proposed under each id.
+    if (input.type === 'propose') this.proposals.set(input.proposalId, input.data);
+    if (input.type === 'proposeBatch') for (const p of input.proposals) this.proposals.set(p.proposalId, p.data);
     this.step(node, input);
   }
 
