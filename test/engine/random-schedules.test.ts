@@ -1,6 +1,7 @@
 // Property: under any schedule of partitions, crashes, restarts, transfers, joins, promotions,
-// removals and compaction, the scripted cluster stays safe, and once healed it converges: a
-// leader, every acknowledged write applied on every live member, every joiner ready.
+// removals and compaction, the lockstep world (sim/lockstep.ts) stays safe (its checkers hold after
+// every step), and once healed it converges: a leader, every acknowledged write applied on every live
+// member, every joiner ready.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Lockstep } from '../../sim/lockstep.js';
