@@ -314,8 +314,11 @@ export class RpcRouter {
     const copy = new Map(files);
     if (this.corruptNextSnapshot && copy.has(STATE_FILE)) {
       this.corruptNextSnapshot = false;
+      // The case of the last letter flips: still well-formed JSON, so only the BLAKE3 check can tell.
       const bytes = Uint8Array.from(copy.get(STATE_FILE)!);
-      if (bytes.length > 0) bytes[0] ^= 0xff;
+      let at = bytes.length - 1;
+      while (at > 0 && !(bytes[at]! >= 0x61 && bytes[at]! <= 0x7a)) at--;
+      if (bytes.length > 0) bytes[at] ^= 0x20;
       copy.set(STATE_FILE, bytes);
       return copy;
     }
