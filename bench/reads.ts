@@ -13,14 +13,15 @@
 // shared machine throughput also measures the neighbours). etcd is skipped with a note when not installed.
 //
 //   npx tsx bench/reads.ts [--seconds 3] [--warmup 2] [--rounds 3] [--keys 1000] [--at all|leader]
-//                          [--readers 1,16,64] [--no-etcd] [--insecure] [--cpu-prof] [--engine-limit name=value …]
+//                          [--readers 1,16,64] [--no-etcd] [--insecure] [--cpu-prof] [--cpu-prof-dir DIR] [--engine-limit name=value …]
 // --insecure runs our cluster plaintext too (etcd runs plaintext either way): the same transport on both sides.
 // --engine-limit passes engine limits to our nodes (e.g. readLeaseEnabled=1 to see what the lease path would
 // save: not the linearizable default, so not a figure to compare with etcd's).
-// --cpu-prof runs our nodes under `node --cpu-prof` and prints where each node's time went.
+// --cpu-prof runs our nodes under `node --cpu-prof` and prints where each node's time went; --cpu-prof-dir DIR
+// does the same and keeps the .cpuprofile files in DIR (for Chrome DevTools or a closer look).
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { etcdVersion, startEtcd } from './cluster/etcd.js';
 import { etcdKvClient } from './cluster/etcd-grpc.js';
 import { closedLoop, payload, type LoadResult } from './cluster/load.js';
@@ -42,6 +43,14 @@ function numberArg(name: string, fallback: number): number {
   if (at < 0) return fallback;
   const value = Number(process.argv[at + 1]);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
+  return value;
+}
+
+function stringArg(name: string): string | null {
+  const at = process.argv.indexOf(`--${name}`);
+  if (at < 0) return null;
+  const value = process.argv[at + 1];
+  if (value === undefined || value === '') throw new Error(`--${name} needs a value`);
   return value;
 }
 
@@ -144,16 +153,17 @@ async function main(): Promise<void> {
   const keyCount = numberArg('keys', 1000);
   const at = atArg();
   const readerCounts = readersArg();
-  const cpuProf = process.argv.includes('--cpu-prof');
+  const keptProfileDir = stringArg('cpu-prof-dir');
+  const cpuProf = process.argv.includes('--cpu-prof') || keptProfileDir !== null;
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-reads-'));
-  const profileDir = join(dir, 'profiles');
+  const profileDir = keptProfileDir !== null ? resolve(keptProfileDir) : join(dir, 'profiles');
   const key = (i: number): string => `bench/reads/${i}`;
   // Reader r's i-th read: a key spread over the whole set, different per reader.
   const keyOf = (reader: number, i: number): string => key((reader * 7919 + i * 104_729) % keyCount);
   const levels: Array<{ readers: number; svc: Measured[]; svcUnary: Measured[]; etcd: Measured[] }> = [];
   let etcdNote: string;
   try {
-    if (cpuProf) await mkdir(profileDir);
+    if (cpuProf) await mkdir(profileDir, { recursive: true });
     const engineLimits = process.argv.flatMap((arg, i) => (arg === '--engine-limit' ? [process.argv[i + 1] ?? ''] : []));
     if (engineLimits.length > 0) console.log(`svc engine limits: ${engineLimits.join(', ')}`);
     const insecure = process.argv.includes('--insecure');

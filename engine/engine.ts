@@ -172,7 +172,7 @@ export class Engine {
       termCommitted: () => this.commitSeq >= this.barrierSeq,
       leaderHint: () => (this.role === 'leader' ? '' : memberById(this.currentRoster(), this.leaderId)?.grpcAddr ?? ''),
       ticks: () => this.ticks,
-      broadcastHeartbeat: () => this.broadcastHeartbeat(),
+      broadcastHeartbeat: (toIds) => this.broadcastHeartbeat(toIds),
       emit: (effect) => this.fx.other(effect),
     });
     if (this.hs.selfId === 0 && config.bootstrapRoster) {
@@ -192,6 +192,7 @@ export class Engine {
   step(input: Input): Effect[] {
     this.statusCache = null;
     switch (input.type) {
+      case 'start': break; // recovery's effects, queued by the constructor, drain below
       case 'tick': this.tick(); break;
       case 'stats': this.stats = input.stats; break;
       case 'request': this.onRequest(input.callId, input.request); break;
@@ -666,11 +667,13 @@ export class Engine {
 
   // ---------------------------------------------------------------- leader: replication
 
-  private broadcastHeartbeat(): void {
+  /** broadcastHeartbeat sends one heartbeat round: to every member, or to toIds (a read round, read-index.ts). */
+  private broadcastHeartbeat(toIds?: readonly number[]): void {
     const lag: Record<number, number> = {};
     for (const [id, pr] of this.progress) lag[id] = Math.max(0, this.log.lastSeq() - pr.matchSeq);
     const round = this.reads.startRound();
-    for (const id of this.progress.keys()) {
+    for (const id of toIds ?? this.progress.keys()) {
+      if (!this.progress.has(id)) continue;
       const body: HeartbeatRequest = {
         shardId: this.hs.selfId, regionId: this.hs.selfId, entityCount: this.stats.entityCount,
         signalThroughputEps: this.stats.signalThroughputEps, diskBytes: this.stats.diskBytes, replicationLag: lag,

@@ -15,6 +15,15 @@
 // which starts as soon as the one in flight is confirmed (or at the next periodic heartbeat when an
 // answer was lost), so at most one extra round is in flight however many reads arrive.
 //
+// A round the reads start goes only to as many voters as a majority needs besides the leader (one of
+// two followers in a three-member cluster): a Heartbeat is a unary call, the dearest thing a read
+// costs the leader, and the answers of the others would confirm nothing more. The voters asked are
+// those that acked the newest round, the first to ack it first (so the quickest follower of the last
+// periodic heartbeat, which goes to every member and re-ranks them). A voter that stops answering
+// leaves the reads waiting at most until the next periodic heartbeat (heartbeatIntervalTicks): that
+// round goes to every member, its quorum confirms every read of an earlier round, and the silent
+// voter's acks then rank it last.
+//
 // The lease fast path (limits.readLeaseEnabled, off by default) answers without a round while a
 // round confirmed at most readLeaseTicks() ago holds. It rests on voters refusing non-transfer votes
 // for an election timeout after a heartbeat (the check-quorum lease) and is safe only if clocks run
@@ -36,8 +45,8 @@ export interface ReadIndexHost {
   /** leaderHint: the known leader's gRPC address, '' when none. */
   leaderHint(): string;
   ticks(): number;
-  /** broadcastHeartbeat sends one heartbeat round now (it calls startRound). */
-  broadcastHeartbeat(): void;
+  /** broadcastHeartbeat sends one heartbeat round now (it calls startRound): to toIds, or to every member when omitted. */
+  broadcastHeartbeat(toIds?: readonly number[]): void;
   emit(effect: Extract<Effect, { type: 'readIndexResult' }>): void;
 }
 
@@ -64,6 +73,9 @@ export class ReadIndex {
   /** confirmedRound: the newest round a majority of voters accepted in this leadership. */
   private confirmedRound = 0;
   private readonly ackedRound = new Map<number, number>();
+  /** ackOrder: when (in acks received) each voter's ackedRound last rose, to rank equal rounds. */
+  private readonly ackOrder = new Map<number, number>();
+  private ackCount = 0;
   private readonly roundSentTick = new Map<number, number>();
   /** waiting reads, oldest first; their rounds never decrease along the queue. */
   private waiting: WaitingRead[] = [];
@@ -92,6 +104,7 @@ export class ReadIndex {
   /** onBecomeLeader: a new leadership starts with no acks and no lease. */
   onBecomeLeader(): void {
     this.ackedRound.clear();
+    this.ackOrder.clear();
     this.roundSentTick.clear();
     this.confirmedRound = this.sentRound;
     this.leaseUntilTick = -1;
@@ -131,7 +144,10 @@ export class ReadIndex {
   /** onAck: voter `fromId` accepted the heartbeat of `round` at the leader's current term. */
   onAck(fromId: number, round: number): void {
     if (!this.host.isLeader()) return;
-    if ((this.ackedRound.get(fromId) ?? 0) < round) this.ackedRound.set(fromId, round);
+    if ((this.ackedRound.get(fromId) ?? 0) < round) {
+      this.ackedRound.set(fromId, round);
+      this.ackOrder.set(fromId, ++this.ackCount);
+    }
     this.advance();
   }
 
@@ -145,7 +161,7 @@ export class ReadIndex {
     }
     this.waiting.push({ readId, index, round: this.sentRound + 1 });
     // Start a round now unless one is in flight; the reads that arrive meanwhile share the next.
-    if (this.confirmedRound >= this.sentRound) this.host.broadcastHeartbeat();
+    if (this.confirmedRound >= this.sentRound) this.startReadRound();
   }
 
   private advance(): void {
@@ -161,7 +177,26 @@ export class ReadIndex {
     const ready = this.waiting.slice(0, served);
     this.waiting = this.waiting.slice(served);
     for (const w of ready) this.answer(w.readId, w.index);
-    if (this.waiting.length > 0 && this.confirmedRound >= this.sentRound) this.host.broadcastHeartbeat();
+    if (this.waiting.length > 0 && this.confirmedRound >= this.sentRound) this.startReadRound();
+  }
+
+  /** startReadRound sends a round to the voters a majority needs besides this leader (see the file comment). */
+  private startReadRound(): void {
+    this.host.broadcastHeartbeat(this.readRoundTargets());
+  }
+
+  /** readRoundTargets: the fewest other voters that make a majority with this leader, the most responsive first. */
+  readRoundTargets(): number[] {
+    const self = this.host.selfId();
+    const voters = this.host.voterIds();
+    const others = voters.filter((id) => id !== self);
+    const needed = Math.floor(voters.length / 2) + 1 - (others.length < voters.length ? 1 : 0);
+    const rank = (id: number): [number, number] => [this.ackedRound.get(id) ?? 0, this.ackOrder.get(id) ?? Number.MAX_SAFE_INTEGER];
+    return others
+      .map((id) => ({ id, rank: rank(id) }))
+      .sort((a, b) => b.rank[0] - a.rank[0] || a.rank[1] - b.rank[1] || a.id - b.id)
+      .slice(0, needed)
+      .map((o) => o.id);
   }
 
   /** quorumRound: the newest round a majority of the voters (the leader counting itself) accepted. */

@@ -171,6 +171,13 @@ export interface Proposal {
 
 /** Input is everything that can happen to an engine. */
 export type Input =
+  /**
+   * start: the driver's first input after constructing the engine. The step itself does nothing; its
+   * effects are what recovery queued in the constructor (applying the committed entries found on
+   * disk, a reseed latch), so they are carried out before any peer's message and are never
+   * attributed to one.
+   */
+  | { type: 'start' }
   | { type: 'tick' }
   | { type: 'stats'; stats: NodeStats }
   /** request: a peer called us; answer through a reply/replyError/stream effect with the same callId. */

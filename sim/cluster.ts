@@ -508,6 +508,9 @@ export class Cluster implements CheckerWorld {
     node.status = this.guard(node, 'status', () => node.engine!.status());
     this.noteIdentity(node, node.status);
     this.checkers.onStart(node);
+    // Recovery's effects (committed entries applied from the log) are carried out now, as their own
+    // step: left queued, they would ride on whichever input came first, a forged call's, say.
+    this.step(node, { type: 'start' });
     if (this.lockstep) {
       // One whole period after the start: a script's `tick 1` is one tick of every node.
       this.queue.push(this.nowUs + node.clock.tickIntervalUs, { k: 'tick', node: node.index, inc: node.incarnation });

@@ -13,6 +13,7 @@ export function traceLine(event: number, nowUs: number, node: number, input: Inp
 
 export function describeInput(input: Input): string {
   switch (input.type) {
+    case 'start': return 'start';
     case 'tick': return 'tick';
     case 'stats': return `stats ${input.stats.entityCount}`;
     case 'request': return `req c${input.callId} ${describeRequest(input.request)}`;

@@ -1,66 +1,132 @@
 // EngineReads takes read indexes from this node's own engine (engine/read-index.ts, Raft §6.4): the
 // leader's engine answers only once it has committed an entry of its term and a heartbeat round started
 // after the request was accepted by a majority of voters, so a leader cut off from its quorum answers no
-// read — it fails them when it steps down. Each request is one readIndex input, named by a readId, and
-// settled by the engine's readIndexResult (or this node's deadline). Concurrent requests share the
-// engine's heartbeat rounds; ReadIndexBatch (read-index-batch.ts) already shares requests among readers.
+// read — it fails them when it steps down.
+//
+// The requests of one loop turn go to the engine as ONE readIndex input (a batch, named by its readId),
+// settled by the engine's readIndexResult (or each request's own deadline). A leader's requests come from
+// several sources at once — its own reads (ReadIndexBatch) and each follower's ReadIndexStream — and as
+// separate inputs, the first would start a heartbeat round in its step and the others, arriving a step
+// later, would each wait for the round after it (a round must start after its read arrived). Gathered for
+// one turn (setImmediate: every request whose I/O the loop is handling now joins), they share the round
+// the batch starts, or the next one. Sound: the batch's input reaches the engine after every request in
+// it began, so its index and round are valid for each. The delay is one loop turn.
 import type { Effect } from '../engine/types.js';
 import { StoreRefusal } from './errors.js';
 import type { ReadIndexAnswer, StoreEngine } from './host.js';
 
-interface PendingRead {
-  term: number;
+interface Waiter {
+  deadlineAt: number;
   resolve: (answer: ReadIndexAnswer) => void;
   reject: (err: Error) => void;
-  timer: NodeJS.Timeout;
+}
+
+/** Batch is one readIndex input and the requests it answers. */
+interface Batch {
+  term: number;
+  waiters: Waiter[];
+  /** timer fires at the earliest deadline among the waiters (one timer per batch, not per request). */
+  timer: NodeJS.Timeout | null;
 }
 
 export class EngineReads {
-  private readonly pending = new Map<number, PendingRead>();
+  private readonly pending = new Map<number, Batch>();
+  /** gathering: requests of this loop turn, not yet submitted (null: no flush scheduled). */
+  private gathering: Waiter[] | null = null;
   private nextReadId = 1;
+  private waiterCount = 0;
 
+  /** onOutcome is told each engine answer's outcome once per readIndex input, and 'timeout' once per request that timed out. */
   constructor(private readonly engine: StoreEngine, private readonly onOutcome: (outcome: string) => void = () => undefined) {}
 
+  /** count: requests not settled yet (gathering or waiting for the engine). */
   get count(): number {
-    return this.pending.size;
+    return this.waiterCount;
   }
 
   /** take asks the engine for a read index; it rejects with a StoreRefusal (not-leader, leadership-changed, overloaded, timeout). */
   take(deadlineAt: number): Promise<ReadIndexAnswer> {
     if (this.engine.overloaded()) return Promise.reject(new StoreRefusal('unavailable', 'node overloaded: input queue full'));
-    const readId = this.nextReadId++;
-    const term = this.engine.status().term;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(readId);
-        this.onOutcome('timeout');
-        reject(new StoreRefusal('timeout', 'the leader did not confirm its leadership before the deadline'));
-      }, Math.max(0, deadlineAt - Date.now()));
-      this.pending.set(readId, { term, resolve, reject, timer });
-      this.engine.submit({ type: 'readIndex', readId });
+      if (this.gathering === null) {
+        this.gathering = [];
+        setImmediate(() => this.flush());
+      }
+      this.gathering.push({ deadlineAt, resolve, reject });
+      this.waiterCount++;
     });
   }
 
   onResult(effect: Extract<Effect, { type: 'readIndexResult' }>): void {
-    const p = this.pending.get(effect.readId);
-    if (!p) return;
+    const batch = this.pending.get(effect.readId);
+    if (!batch) return;
     this.pending.delete(effect.readId);
-    clearTimeout(p.timer);
+    if (batch.timer) clearTimeout(batch.timer);
+    this.waiterCount -= batch.waiters.length;
     this.onOutcome(effect.refusal ?? 'answered');
-    switch (effect.refusal) {
-      case null: p.resolve({ commitSeq: effect.index, term: p.term }); return; // a leader's term moves only when it steps down
-      case 'not-leader': p.reject(new StoreRefusal('not-leader', 'not the leader', effect.leaderHint)); return;
-      case 'stepped-down': p.reject(new StoreRefusal('leadership-changed', 'leadership was lost before the read index was confirmed')); return;
-      case 'queue-full': p.reject(new StoreRefusal('overloaded', 'too many reads waiting for the leader to confirm its leadership')); return;
-      default: p.reject(new StoreRefusal('internal', `unknown read-index refusal ${String(effect.refusal)}`));
+    if (effect.refusal === null) {
+      // A leader's term moves only when it steps down.
+      const answer = { commitSeq: effect.index, term: batch.term };
+      for (const w of batch.waiters) w.resolve(answer);
+      return;
     }
+    const err = refusalError(effect);
+    for (const w of batch.waiters) w.reject(err);
   }
 
   rejectAll(err: Error): void {
-    for (const p of this.pending.values()) {
-      clearTimeout(p.timer);
-      p.reject(err);
+    const gathered = this.gathering ?? [];
+    this.gathering = null;
+    for (const w of gathered) w.reject(err);
+    for (const batch of this.pending.values()) {
+      if (batch.timer) clearTimeout(batch.timer);
+      for (const w of batch.waiters) w.reject(err);
     }
     this.pending.clear();
+    this.waiterCount = 0;
+  }
+
+  /** flush submits the turn's requests as one readIndex input. */
+  private flush(): void {
+    const waiters = this.gathering;
+    this.gathering = null;
+    if (waiters === null || waiters.length === 0) return;
+    const readId = this.nextReadId++;
+    const batch: Batch = { term: this.engine.status().term, waiters, timer: null };
+    this.pending.set(readId, batch);
+    this.armTimer(readId, batch);
+    this.engine.submit({ type: 'readIndex', readId });
+  }
+
+  private armTimer(readId: number, batch: Batch): void {
+    let earliest = Infinity;
+    for (const w of batch.waiters) earliest = Math.min(earliest, w.deadlineAt);
+    batch.timer = setTimeout(() => this.expire(readId, batch), Math.max(0, earliest - Date.now()));
+  }
+
+  /** expire fails the requests whose deadline passed; the rest keep waiting for the engine's answer. */
+  private expire(readId: number, batch: Batch): void {
+    const now = Date.now();
+    const expired = batch.waiters.filter((w) => w.deadlineAt <= now);
+    batch.waiters = batch.waiters.filter((w) => w.deadlineAt > now);
+    this.waiterCount -= expired.length;
+    for (const w of expired) {
+      this.onOutcome('timeout');
+      w.reject(new StoreRefusal('timeout', 'the leader did not confirm its leadership before the deadline'));
+    }
+    if (batch.waiters.length === 0) {
+      this.pending.delete(readId);
+      return;
+    }
+    this.armTimer(readId, batch);
+  }
+}
+
+function refusalError(effect: Extract<Effect, { type: 'readIndexResult' }>): StoreRefusal {
+  switch (effect.refusal) {
+    case 'not-leader': return new StoreRefusal('not-leader', 'not the leader', effect.leaderHint);
+    case 'stepped-down': return new StoreRefusal('leadership-changed', 'leadership was lost before the read index was confirmed');
+    case 'queue-full': return new StoreRefusal('overloaded', 'too many reads waiting for the leader to confirm its leadership');
+    default: return new StoreRefusal('internal', `unknown read-index refusal ${String(effect.refusal)}`);
   }
 }

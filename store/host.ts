@@ -45,6 +45,8 @@ export interface StoreHost {
   commit(command: EncodedCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }>;
   /** readIndex resolves with a commit seqno at least as high as any write acknowledged before the call. */
   readIndex(deadlineAt: number): Promise<number>;
+  /** readsLocally: read indexes come from this node's own engine now (it leads), which batches them itself. */
+  readsLocally?(): boolean;
   /** waitApplied resolves once the local state machine has applied seq. */
   waitApplied(seq: number, deadlineAt: number): Promise<void>;
 }

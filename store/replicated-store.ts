@@ -20,7 +20,8 @@ export class ReplicatedStore implements DocumentStore {
 
   constructor(private readonly host: StoreHost, limits: Partial<StoreLimits> = {}) {
     this.limits = storeLimits(limits);
-    this.readIndexes = new ReadIndexBatch((deadlineAt) => this.host.readIndex(deadlineAt));
+    // On the leader, calls may overlap: its engine batches them (read-index-batch.ts).
+    this.readIndexes = new ReadIndexBatch((deadlineAt) => this.host.readIndex(deadlineAt), () => this.host.readsLocally?.() ?? false);
   }
 
   /** readIndexStats: read-index calls made and readers served so far (how well reads share calls). */

@@ -42,6 +42,10 @@ export class StoreRouter implements StoreHost {
     return answer.commitSeq;
   }
 
+  readsLocally(): boolean {
+    return this.engine.status().role === 'leader';
+  }
+
   waitApplied(seq: number, deadlineAt: number): Promise<void> {
     return this.waiters.untilReached(this.appliedSeq, seq, deadlineAt, `this node to apply seq ${seq}`);
   }

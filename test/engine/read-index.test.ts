@@ -40,7 +40,7 @@ describe('engine read index', () => {
     const before = heartbeatsFrom(c, 'a');
     const readId = ask(c, 'a');
     assert.equal(resultOf(c, 'a', readId), undefined, 'no index before the round is confirmed');
-    assert.equal(heartbeatsFrom(c, 'a') - before, 2, 'the read starts a round at once');
+    assert.equal(heartbeatsFrom(c, 'a') - before, 1, 'the read starts a round at once, to the one follower a majority needs');
     c.deliver();
     const result = resultOf(c, 'a', readId);
     assert.deepEqual(result, { type: 'readIndexResult', readId, index: commit, refusal: null, leaderHint: '' });
@@ -51,7 +51,7 @@ describe('engine read index', () => {
     const before = heartbeatsFrom(c, 'a');
     const first = ask(c, 'a');
     const second = ask(c, 'a');
-    assert.equal(heartbeatsFrom(c, 'a') - before, 2, 'one round for both');
+    assert.equal(heartbeatsFrom(c, 'a') - before, 1, 'one round for both');
     c.deliver();
     assert.ok(resultOf(c, 'a', first) && resultOf(c, 'a', second));
     const rounds = heartbeatsFrom(c, 'a');
@@ -59,13 +59,64 @@ describe('engine read index', () => {
     c.block('b', 'a');
     const third = ask(c, 'a'); // a round starts; its answers are lost
     const fourth = ask(c, 'a'); // arrives while that round is in flight: no extra round
-    assert.equal(heartbeatsFrom(c, 'a') - rounds, 2);
+    assert.equal(heartbeatsFrom(c, 'a') - rounds, 1);
     c.deliver();
     assert.equal(resultOf(c, 'a', third), undefined);
     c.heal();
     // The next periodic heartbeat is a new round, started after both reads: it confirms them.
     assert.ok(c.tickUntil(() => resultOf(c, 'a', fourth) !== undefined, 5));
     assert.equal(resultOf(c, 'a', third)?.refusal, null);
+  });
+
+  it('many reads arriving during a round share the next one: one round each, however many reads', () => {
+    const c = settledCluster();
+    const before = heartbeatsFrom(c, 'a');
+    const first = Array.from({ length: 20 }, () => ask(c, 'a'));
+    assert.equal(heartbeatsFrom(c, 'a') - before, 1, 'the first read starts a round; the other 19 arrive while it is in flight');
+    const second = Array.from({ length: 20 }, () => ask(c, 'a'));
+    c.deliver();
+    assert.ok([...first, ...second].every((id) => resultOf(c, 'a', id)?.refusal === null));
+    assert.equal(heartbeatsFrom(c, 'a') - before, 2, 'forty reads, two rounds: the one in flight and the next, which all later reads shared');
+  });
+
+  it('a read round asks only the followers a majority needs; one gone silent costs reads at most a periodic heartbeat', () => {
+    const c = settledCluster();
+    const targetsOf = (readId: number): string[] => {
+      const from = c.messages.length;
+      const asked = ask(c, 'a');
+      assert.equal(asked, readId);
+      return c.messages.slice(from).filter((m) => m.kind === 'request' && m.method === 'Heartbeat').map((m) => m.to);
+    };
+    const firstId = nextReadId;
+    const [quickest, ...rest] = targetsOf(firstId);
+    assert.ok(quickest !== undefined && rest.length === 0, 'one follower of two');
+    c.deliver();
+    assert.equal(resultOf(c, 'a', firstId)?.refusal, null);
+    // The follower reads were asking goes silent: the next round, sent to it, is lost.
+    c.block('a', quickest);
+    c.block(quickest, 'a');
+    const stuckId = nextReadId;
+    assert.deepEqual(targetsOf(stuckId), [quickest]);
+    c.deliver();
+    assert.equal(resultOf(c, 'a', stuckId), undefined);
+    // The periodic heartbeat goes to every member; the other follower's ack confirms the stuck read.
+    assert.ok(c.tickUntil(() => resultOf(c, 'a', stuckId) !== undefined, DEFAULT_LIMITS.heartbeatIntervalTicks));
+    assert.equal(resultOf(c, 'a', stuckId)?.refusal, null);
+    // Reads now ask the follower that answers.
+    const nextId = nextReadId;
+    const [other] = targetsOf(nextId);
+    assert.ok(other !== undefined && other !== quickest);
+    c.deliver();
+    assert.equal(resultOf(c, 'a', nextId)?.refusal, null);
+  });
+
+  it('in a five-member cluster a read round asks two followers', () => {
+    const c = settledCluster(['a', 'b', 'c', 'd', 'e']);
+    const before = heartbeatsFrom(c, 'a');
+    const readId = ask(c, 'a');
+    assert.equal(heartbeatsFrom(c, 'a') - before, 2);
+    c.deliver();
+    assert.equal(resultOf(c, 'a', readId)?.refusal, null);
   });
 
   it('a new leader holds reads until it has committed an entry of its own term', () => {

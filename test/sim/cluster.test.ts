@@ -103,7 +103,7 @@ describe('sim/cluster (scripted, real engine)', () => {
   it('reports an engine exception as a failure with the node and input', () => {
     const throwing: EngineFactory = (config, restored) => {
       const engine = new Engine(config, restored);
-      return { step: () => { throw new Error('boom'); }, status: () => engine.status(), entries: () => [], snapshot: () => null };
+      return { step: (input) => { if (input.type === 'start') return []; throw new Error('boom'); }, status: () => engine.status(), entries: () => [], snapshot: () => null };
     };
     const cluster = calmCluster(1, { engineFactory: throwing });
     cluster.start();

@@ -1,6 +1,6 @@
 // EngineReads: the store's read indexes come from the engine's readIndex (engine/read-index.ts): one input
-// per request, settled by its readIndexResult; the engine's refusals become the store's refusal kinds, so
-// StoreRouter retries them at the leader the refusal names, or after a pause.
+// per loop turn's requests, settled by its readIndexResult; the engine's refusals become the store's refusal
+// kinds, so StoreRouter retries them at the leader the refusal names, or after a pause.
 import assert from 'node:assert/strict';
 import type { Effect, Input } from '../../engine/types.js';
 import { EngineReads } from '../../store/engine-reads.js';
@@ -26,28 +26,40 @@ const readIdOf = (input: Input | undefined): number => {
 };
 
 describe('store: read indexes from the engine', () => {
-  it('asks the engine once per request and answers with the index its readIndexResult confirms', async () => {
+  const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+  it('asks the engine once per loop turn, whatever the number of requests, and answers each with the index confirmed', async () => {
     const { engine, submitted } = fakeEngine();
     const outcomes: string[] = [];
     const reads = new EngineReads(engine, (o) => outcomes.push(o));
     const first = reads.take(Date.now() + 5_000);
     const second = reads.take(Date.now() + 5_000);
+    assert.equal(submitted.length, 0, 'gathered until the turn ends');
+    assert.equal(reads.count, 2);
+    await turn();
+    assert.equal(submitted.length, 1, 'one readIndex input for both');
+    const third = reads.take(Date.now() + 5_000); // a later turn: its own input (it began after the first was sent)
+    await turn();
     assert.equal(submitted.length, 2);
     const [a, b] = submitted.map(readIdOf);
     assert.notEqual(a, b);
-    assert.equal(reads.count, 2);
     reads.onResult({ type: 'readIndexResult', readId: b!, index: 12, refusal: null, leaderHint: '' });
     reads.onResult({ type: 'readIndexResult', readId: a!, index: 11, refusal: null, leaderHint: '' });
     reads.onResult({ type: 'readIndexResult', readId: 999, index: 1, refusal: null, leaderHint: '' }); // unknown: ignored
-    assert.deepEqual(await Promise.all([first, second]), [{ commitSeq: 11, term: 4 }, { commitSeq: 12, term: 4 }]);
+    assert.deepEqual(await Promise.all([first, second, third]), [{ commitSeq: 11, term: 4 }, { commitSeq: 11, term: 4 }, { commitSeq: 12, term: 4 }]);
     assert.deepEqual(outcomes, ['answered', 'answered']);
     assert.equal(reads.count, 0);
   });
 
-  it('turns the engine\'s refusals into retryable store refusals, the leader\'s address kept', async () => {
+  it('turns the engine\'s refusals into retryable store refusals for every request of the input, the leader\'s address kept', async () => {
     const { engine, submitted } = fakeEngine();
     const reads = new EngineReads(engine);
-    const asked = [reads.take(Date.now() + 5_000), reads.take(Date.now() + 5_000), reads.take(Date.now() + 5_000)];
+    const asked: Array<Promise<unknown>> = [];
+    for (let i = 0; i < 3; i++) {
+      asked.push(reads.take(Date.now() + 5_000), reads.take(Date.now() + 5_000));
+      await turn();
+    }
+    assert.equal(submitted.length, 3);
     const results: ReadResult[] = [
       { type: 'readIndexResult', readId: readIdOf(submitted[0]), index: 0, refusal: 'not-leader', leaderHint: 'n2:7000' },
       { type: 'readIndexResult', readId: readIdOf(submitted[1]), index: 0, refusal: 'stepped-down', leaderHint: '' },
@@ -55,17 +67,37 @@ describe('store: read indexes from the engine', () => {
     ];
     for (const r of results) reads.onResult(r);
     const refusals = (await Promise.allSettled(asked)).map((o) => (o.status === 'rejected' ? o.reason as StoreRefusal : null));
-    assert.deepEqual(refusals.map((r) => [r?.kind, r?.leaderHint]), [['not-leader', 'n2:7000'], ['leadership-changed', ''], ['overloaded', '']]);
+    assert.deepEqual(refusals.map((r) => [r?.kind, r?.leaderHint]), [
+      ['not-leader', 'n2:7000'], ['not-leader', 'n2:7000'], ['leadership-changed', ''], ['leadership-changed', ''], ['overloaded', ''], ['overloaded', ''],
+    ]);
   });
 
-  it('times out at the deadline (the leader never confirmed), refuses when the node is overloaded, and rejects all on failure', async () => {
-    const { engine } = fakeEngine();
-    const reads = new EngineReads(engine);
-    await assert.rejects(reads.take(Date.now() + 20), (err: unknown) => err instanceof StoreRefusal && err.kind === 'timeout');
+  it('times each request out at its own deadline (the leader never confirmed), the others of its input still waiting', async () => {
+    const { engine, submitted } = fakeEngine();
+    const outcomes: string[] = [];
+    const reads = new EngineReads(engine, (o) => outcomes.push(o));
+    const soon = reads.take(Date.now() + 20);
+    const later = reads.take(Date.now() + 5_000);
+    await assert.rejects(soon, (err: unknown) => err instanceof StoreRefusal && err.kind === 'timeout');
+    assert.deepEqual(outcomes, ['timeout']);
+    assert.equal(reads.count, 1);
+    reads.onResult({ type: 'readIndexResult', readId: readIdOf(submitted[0]), index: 7, refusal: null, leaderHint: '' });
+    assert.deepEqual(await later, { commitSeq: 7, term: 4 });
     assert.equal(reads.count, 0);
+  });
+
+  it('refuses when the node is overloaded, and rejects all, gathered or sent, on failure', async () => {
     await assert.rejects(new EngineReads(fakeEngine(true).engine).take(Date.now() + 5_000), (err: unknown) => err instanceof StoreRefusal && err.kind === 'unavailable');
-    const waiting = reads.take(Date.now() + 5_000);
+    const { engine, submitted } = fakeEngine();
+    const reads = new EngineReads(engine);
+    const sent = reads.take(Date.now() + 5_000);
+    await turn();
+    const gathered = reads.take(Date.now() + 5_000);
     reads.rejectAll(new StoreUnavailableError('node stopped'));
-    await assert.rejects(waiting, StoreUnavailableError);
+    await assert.rejects(sent, StoreUnavailableError);
+    await assert.rejects(gathered, StoreUnavailableError);
+    assert.equal(reads.count, 0);
+    await turn();
+    assert.equal(submitted.length, 1, 'nothing is sent for requests already rejected');
   });
 });

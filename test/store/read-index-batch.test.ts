@@ -18,17 +18,18 @@ interface PendingCall {
 const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('store: read-index batching', () => {
-  it('gives every read an index at least the commit seqno when it began, with one call in flight at most', async () => {
+  it('gives every read an index at least the commit seqno when it began, with one call in flight at most (or overlapping, on a leader)', async () => {
     await fc.assert(fc.asyncProperty(
       fc.array(fc.constantFrom('write', 'read', 'read', 'answer', 'fail'), { maxLength: 60 }),
-      async (ops) => {
+      fc.boolean(),
+      async (ops, overlap) => {
         let commit = 0;
         let callsStarted = 0;
         const calls: PendingCall[] = [];
         const batch = new ReadIndexBatch((deadlineAt) => new Promise<number>((resolve, reject) => {
           callsStarted++;
           calls.push({ seq: commit, deadlineAt, resolve, reject });
-        }));
+        }), () => overlap);
         const reads: Array<{ commitAtStart: number; outcome: Promise<number | Error> }> = [];
         let readCount = 0;
         for (const op of ops) {
@@ -42,7 +43,7 @@ describe('store: read-index batching', () => {
             else call?.reject(new Error('no leader'));
           }
           await flush();
-          assert.ok(calls.length <= 1, `${calls.length} calls in flight`);
+          if (!overlap) assert.ok(calls.length <= 1, `${calls.length} calls in flight`);
         }
         // Drain: answer whatever is still asked (a call gathered during the last answer starts a turn later).
         for (let guard = 0; guard < 10; guard++) {
@@ -130,6 +131,23 @@ describe('store: read-index batching', () => {
     await flush();
     answers[1]!(2);
     assert.equal(await late, 2, 'the late reader got the call started after it');
+  });
+
+  it('with overlap (a leader), starts the next turn\'s call while one is in flight; without, waits for it', async () => {
+    for (const overlap of [true, false]) {
+      const answers: Array<(seq: number) => void> = [];
+      const batch = new ReadIndexBatch(() => new Promise<number>((resolve) => { answers.push(resolve); }), () => overlap);
+      const first = batch.readIndex(1_000);
+      await flush();
+      const second = [batch.readIndex(1_000), batch.readIndex(1_000)];
+      await flush();
+      assert.equal(answers.length, overlap ? 2 : 1, `overlap ${overlap}`);
+      answers[0]!(1);
+      assert.equal(await first, 1);
+      await flush();
+      answers[1]!(2);
+      assert.deepEqual(await Promise.all(second), [2, 2], 'the second turn\'s readers share one call started after them');
+    }
   });
 
   it('fails every reader of a failed call, and the next reader starts afresh', async () => {

@@ -6,6 +6,9 @@
 // channel reconnects with back-off, and the server ends the calls it was serving to it and frees them.
 // grpc.http2.min_ping_interval_without_data_ms is set for servers that police pings (grpc-core);
 // grpc-js 1.14 ignores it, which is why it is kept no larger than our own keepalive interval.
+//
+// Channelz is off: grpc-js otherwise keeps per-call and per-message statistics (counters, timestamps, a
+// Date per call) for a channelz service we never serve, on every heartbeat and every streamed read.
 import type { ChannelOptions } from '@grpc/grpc-js';
 import type { GrpcLimits } from './limits.js';
 
@@ -18,6 +21,7 @@ export function serverChannelOptions(limits: GrpcLimits): ChannelOptions {
     'grpc.keepalive_timeout_ms': limits.keepaliveTimeoutMs,
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.http2.min_ping_interval_without_data_ms': limits.minPingIntervalWithoutDataMs,
+    'grpc.enable_channelz': 0,
   };
 }
 
@@ -33,5 +37,6 @@ export function clientChannelOptions(limits: GrpcLimits): ChannelOptions {
     'grpc-node.flow_control_window': limits.flowControlWindowBytes,
     // Each peer gets its own subchannel, so closing one pool never tears down another's connection.
     'grpc.use_local_subchannel_pool': 1,
+    'grpc.enable_channelz': 0,
   };
 }

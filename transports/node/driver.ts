@@ -74,8 +74,9 @@ export class Driver {
     this.cachedStatus = engine.status();
   }
 
-  /** start drains the effects the engine produced while recovering, then ticks every tickMs. */
+  /** start carries out the effects the engine produced while recovering, then ticks every tickMs. */
   start(): void {
+    this.submit({ type: 'start' });
     this.submit({ type: 'stats', stats: this.ports.stats() });
     this.timer = setInterval(() => this.onTimer(), this.options.tickMs);
   }

@@ -148,7 +148,7 @@ export class NodeMetrics {
     this.proposals = new Counter({ name: 'svc_proposals_total', help: 'Local proposals, by outcome.', labelNames: ['outcome'], registers });
     this.engineReadIndexes = new Counter({
       name: 'svc_engine_read_indexes_total', labelNames: ['outcome'], registers,
-      help: 'Read indexes asked of this node\'s engine (its own reads and other members\' as the leader), by outcome: answered, not-leader, stepped-down, queue-full, timeout.',
+      help: 'Read indexes asked of this node\'s engine (its own reads and other members\' as the leader; one loop turn\'s requests share one readIndex input), by outcome: answered, not-leader, stepped-down, queue-full (per input), timeout (per request).',
     });
     this.appliedEvents = new Counter({ name: 'svc_applied_events_total', help: 'Store commands applied.', registers });
     this.snapshots = new Counter({ name: 'svc_snapshot_events_total', help: 'Snapshot stagings and installs, by event.', labelNames: ['event'], registers });
