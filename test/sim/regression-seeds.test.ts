@@ -37,6 +37,8 @@ const REGRESSIONS: Regression[] = [
   { seed: 181, overrides: { vopr: 0 }, found: 'a new leader answered a join by name from an uncommitted record an earlier leader appended; the record was truncated and the id handed to the next joiner (two nodes with member id 4)' },
   { seed: 689, overrides: {}, found: 'a snapshot fetch overtaken by ships was installed anyway: the follower went back and lost synced entries it had reported (match-honesty); the driver now skips a stale snapshot' },
   { seed: 833, overrides: {}, found: 'same as 689' },
+  { seed: 121, overrides: {}, found: "a restarted node's recovery applies rode on its first input, a forged ReportApplied (foreign-traffic); recovery now drains in its own 'start' step" },
+  { seed: 316, overrides: {}, found: 'same as 121' },
 ];
 
 /** SWEEP_SEED_COUNT: the random slice per CI run (override with SVC_SIM_SWEEP_SEEDS). */
