@@ -10,7 +10,9 @@ export const SNAPSHOT_NOT_NEEDED = 'not-needed';
 
 /** snapshotMetaProblem: an artifact's meta.json must name the seq its header offered; null when it does. */
 export function snapshotMetaProblem(meta: SnapshotMeta, header: SnapshotHeader): string | null {
-  return meta.seq === header.snapshotSeq ? null : `meta.json says seq ${meta.seq}, the header says ${header.snapshotSeq}`;
+  return meta.seq === header.snapshotSeq
+    ? null
+    : `meta.json says seq ${meta.seq}, the header says ${header.snapshotSeq}`;
 }
 
 /**
@@ -19,7 +21,9 @@ export function snapshotMetaProblem(meta: SnapshotMeta, header: SnapshotHeader):
  * to it would lose entries it has reported). Null when the snapshot may be installed.
  */
 export function staleSnapshotReason(snapshotSeq: number, appliedSeq: number): string | null {
-  return snapshotSeq <= appliedSeq ? `stale: the state machine is at ${appliedSeq}, the snapshot at ${snapshotSeq}` : null;
+  return snapshotSeq <= appliedSeq
+    ? `stale: the state machine is at ${appliedSeq}, the snapshot at ${snapshotSeq}`
+    : null;
 }
 
 /**
@@ -29,7 +33,11 @@ export function staleSnapshotReason(snapshotSeq: number, appliedSeq: number): st
  * It returns the input for the engine.
  */
 export function adoptSnapshot(
-  requestId: number, meta: SnapshotMeta, header: SnapshotHeader, appliedSeq: number, swapIn: () => string | null,
+  requestId: number,
+  meta: SnapshotMeta,
+  header: SnapshotHeader,
+  appliedSeq: number,
+  swapIn: () => string | null,
 ): Extract<Input, { type: 'snapshotInstalled' | 'snapshotFailed' }> {
   const stale = staleSnapshotReason(meta.seq, appliedSeq);
   if (stale !== null) return { type: 'snapshotFailed', requestId, reason: stale };

@@ -115,8 +115,16 @@ export class Lockstep {
   /** bootstrap founds the cluster: voters, then founding learners; ids 1..n in order. */
   bootstrap(names: string[], learners: string[] = []): void {
     if (this.world) throw new Error('the cluster is already founded');
-    const founders = [...names, ...learners].map((name) => ({ name, learner: learners.includes(name), compat: this.compatOf(name) }));
-    const world = lockstepCluster(founders, { joinerSlotCount: JOINER_SLOT_COUNT, engineLimits: { ...this.limits }, extraCheckers: [this.recorder()] });
+    const founders = [...names, ...learners].map((name) => ({
+      name,
+      learner: learners.includes(name),
+      compat: this.compatOf(name),
+    }));
+    const world = lockstepCluster(founders, {
+      joinerSlotCount: JOINER_SLOT_COUNT,
+      engineLimits: { ...this.limits },
+      extraCheckers: [this.recorder()],
+    });
     this.world = world;
     // Spare slots get names no script uses, so a joiner may take any name.
     for (let slot = founders.length; slot < world.nodes.length; slot++) world.nameJoiner(slot, `spare-slot-${slot}`);
@@ -151,7 +159,8 @@ export class Lockstep {
 
   /** partition cuts every link between any two of the groups, both ways. */
   partition(groups: string[][]): void {
-    for (let i = 0; i < groups.length; i++) for (let j = i + 1; j < groups.length; j++) this.cluster.partition(groups[i]!, groups[j]!);
+    for (let i = 0; i < groups.length; i++)
+      for (let j = i + 1; j < groups.length; j++) this.cluster.partition(groups[i]!, groups[j]!);
   }
 
   isolate(name: string): void {
@@ -248,7 +257,10 @@ export class Lockstep {
     const target = via ? this.node(via) : this.leader();
     if (!target) throw new Error('no leader for an admin operation');
     // A member need not be a node of ours (a join some client made up): then the roster names it.
-    const memberId = this.nodes.get(memberName)?.status().id || target.status().roster.members.find((m) => m.name === memberName)?.id || 0;
+    const memberId =
+      this.nodes.get(memberName)?.status().id ||
+      target.status().roster.members.find((m) => m.name === memberName)?.id ||
+      0;
     const adminId = this.cluster.admin({ op, memberId } as AdminOp, target.name);
     this.deliver();
     return adminId;
@@ -257,7 +269,15 @@ export class Lockstep {
   /** read starts a linearizable read at `name` (see ScriptedRead); it returns the read to watch. */
   read(name: string): ScriptedRead {
     this.node(name);
-    const read: ScriptedRead = { node: name, state: 'asking', readId: this.cluster.readIndex(name), index: 0, refusal: '', askedVia: name, seen: [] };
+    const read: ScriptedRead = {
+      node: name,
+      state: 'asking',
+      readId: this.cluster.readIndex(name),
+      index: 0,
+      refusal: '',
+      askedVia: name,
+      seen: [],
+    };
     this.reads.push(read);
     this.deliver();
     return read;
@@ -295,7 +315,13 @@ export class Lockstep {
       beforeEffect: (node, effect, answering) => {
         if (effect.type === 'send') {
           const to = this.cluster.nodeByGrpcAddr(effect.to)?.name ?? effect.to;
-          this.messages.push({ from: node.name, to, method: effect.request.method, kind: 'request', request: effect.request });
+          this.messages.push({
+            from: node.name,
+            to,
+            method: effect.request.method,
+            kind: 'request',
+            request: effect.request,
+          });
         } else if (effect.type === 'fetchSnapshot') {
           const to = this.cluster.nodeByGrpcAddr(effect.to)?.name ?? effect.to;
           const request: RpcRequest = { method: 'FetchSnapshot', body: effect.request };
@@ -314,7 +340,10 @@ export class Lockstep {
     if (e.refusal === 'not-leader' && hinted && read.askedVia === read.node && hinted.name !== read.node) {
       // The driver forwards a follower's read to the leader it names (a network hop: links apply).
       const reader = this.cluster.node(read.node);
-      if (this.cluster.network.isBlocked(reader.index, hinted.index) || this.cluster.network.isBlocked(hinted.index, reader.index)) {
+      if (
+        this.cluster.network.isBlocked(reader.index, hinted.index) ||
+        this.cluster.network.isBlocked(hinted.index, reader.index)
+      ) {
         read.state = 'refused';
         read.refusal = 'leader unreachable';
         return;

@@ -5,7 +5,11 @@ import type { SnapshotHeader } from '../../engine/rpc.js';
 import { adoptSnapshot, snapshotMetaProblem, staleSnapshotReason } from '../../engine/snapshot-install.js';
 import type { SnapshotMeta } from '../../engine/types.js';
 
-const meta: SnapshotMeta = { seq: 20, entryTerm: 2, roster: bootstrapRoster([{ name: 'a', grpcAddr: 'a:7000', httpAddr: 'http://a:8080' }]) };
+const meta: SnapshotMeta = {
+  seq: 20,
+  entryTerm: 2,
+  roster: bootstrapRoster([{ name: 'a', grpcAddr: 'a:7000', httpAddr: 'http://a:8080' }]),
+};
 const header: SnapshotHeader = { needed: true, snapshotSeq: 20, term: 2, leaderRegion: 1, files: [] };
 
 describe('engine: adopting a fetched snapshot', () => {
@@ -19,23 +23,32 @@ describe('engine: adopting a fetched snapshot', () => {
     assert.equal(swapped, 1);
   });
 
-  it('refuses a snapshot not past the applied seqno (Raft\'s rule), without touching the state', () => {
+  it("refuses a snapshot not past the applied seqno (Raft's rule), without touching the state", () => {
     for (const appliedSeq of [20, 25]) {
       let swapped = 0;
       const input = adoptSnapshot(7, meta, header, appliedSeq, () => {
         swapped++;
         return null;
       });
-      assert.deepEqual(input, { type: 'snapshotFailed', requestId: 7, reason: `stale: the state machine is at ${appliedSeq}, the snapshot at 20` });
+      assert.deepEqual(input, {
+        type: 'snapshotFailed',
+        requestId: 7,
+        reason: `stale: the state machine is at ${appliedSeq}, the snapshot at 20`,
+      });
       assert.equal(swapped, 0);
     }
     assert.equal(staleSnapshotReason(21, 20), null);
   });
 
-  it('passes on the swap\'s refusal as snapshotFailed', () => {
-    assert.deepEqual(adoptSnapshot(3, meta, header, 0, () => 'bad artifact: state.json is not JSON'), {
-      type: 'snapshotFailed', requestId: 3, reason: 'bad artifact: state.json is not JSON',
-    });
+  it("passes on the swap's refusal as snapshotFailed", () => {
+    assert.deepEqual(
+      adoptSnapshot(3, meta, header, 0, () => 'bad artifact: state.json is not JSON'),
+      {
+        type: 'snapshotFailed',
+        requestId: 3,
+        reason: 'bad artifact: state.json is not JSON',
+      },
+    );
   });
 
   it('holds meta.json to the seq its header offered', () => {

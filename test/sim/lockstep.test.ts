@@ -8,7 +8,13 @@ import { Lockstep } from '../../sim/lockstep.js';
 /** inputsSeen records every input each node's engine took, with the virtual time. */
 function inputsSeen(): { checker: Checker; inputs: { node: string; atUs: number; input: Input }[] } {
   const inputs: { node: string; atUs: number; input: Input }[] = [];
-  return { inputs, checker: { name: 'inputs', afterStep: (step) => inputs.push({ node: step.node.name, atUs: step.nowUs, input: step.input }) } };
+  return {
+    inputs,
+    checker: {
+      name: 'inputs',
+      afterStep: (step) => inputs.push({ node: step.node.name, atUs: step.nowUs, input: step.input }),
+    },
+  };
 }
 
 describe('sim: the lockstep world', () => {
@@ -22,8 +28,15 @@ describe('sim: the lockstep world', () => {
       const now = cluster.nowUs;
       assert.equal(now, round * cluster.tickMs * 1000);
       const ticks = inputs.slice(from).filter((i) => i.input.type === 'tick');
-      assert.deepEqual(ticks.map((t) => t.node), ['a', 'b', 'c'], `round ${round}: one tick each, in slot order`);
-      assert.ok(inputs.slice(from).every((i) => i.atUs === now), `round ${round}: everything at the round's instant`);
+      assert.deepEqual(
+        ticks.map((t) => t.node),
+        ['a', 'b', 'c'],
+        `round ${round}: one tick each, in slot order`,
+      );
+      assert.ok(
+        inputs.slice(from).every((i) => i.atUs === now),
+        `round ${round}: everything at the round's instant`,
+      );
     }
     assert.ok(cluster.leader(), 'a leader within 30 rounds');
   });
@@ -43,7 +56,9 @@ describe('sim: the lockstep world', () => {
     for (const f of failed) {
       assert.equal(f.atUs % (cluster.tickMs * 1000), 0, 'in the instant of a round, not at a deadline');
       // Refused when sent on the cut link; a call already in flight when the cut came loses its answer instead.
-      assert.ok(f.input.type === 'callFailed' && ['connection refused', 'deadline exceeded'].includes(f.input.status.details));
+      assert.ok(
+        f.input.type === 'callFailed' && ['connection refused', 'deadline exceeded'].includes(f.input.status.details),
+      );
     }
   });
 
@@ -56,6 +71,11 @@ describe('sim: the lockstep world', () => {
     c.join('newcomer', ['s1']);
     assert.equal(Lockstep.addr('newcomer'), c.node('newcomer').addr);
     assert.ok(c.tickUntil(() => c.node('newcomer').holds('hello'), 100));
-    assert.ok(c.leader()!.status().roster.members.some((m) => m.name === 'newcomer'));
+    assert.ok(
+      c
+        .leader()!
+        .status()
+        .roster.members.some((m) => m.name === 'newcomer'),
+    );
   });
 });
