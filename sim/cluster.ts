@@ -1,7 +1,8 @@
 // Cluster is the simulated world: nodes, a faulty network, disks and clocks,
 // one event queue in virtual time, and the checkers that watch every step.
 // It is also the scripting API (crash, partition, propose, join, ...) that
-// scenarios and tests drive directly.
+// scenarios and tests drive directly: in the lockstep preset (sim/presets.ts,
+// driven by sim/lockstep.ts) it is the world every scenario runs in.
 import type { AdminOp, Compat, Effect, EngineConfig, EngineLimits, EngineStatus, Input, NodeStats, ProposalResultCode } from '../engine/types.js';
 import { MemberRole, type Roster } from '../engine/types.js';
 import type { RpcRequest, RpcStatus } from '../engine/rpc.js';
@@ -26,13 +27,18 @@ import { Prng } from './prng.js';
 import { Trace } from './trace.js';
 import { traceLine } from './trace-format.js';
 import { InvariantViolation, violate } from './violation.js';
-import { RpcRouter, type ForeignCall } from './rpc-router.js';
+import { RpcRouter, type ClientAnswer, type ForeignCall } from './rpc-router.js';
+import { emptyRestoredState } from '../engine/restored.js';
 import type { ForeignMessage } from './foreign.js';
 import { unreachable } from './wire.js';
+
+export type { ClientAnswer };
 
 export interface FounderSpec {
   compat?: Compat;
   learner?: boolean;
+  /** name: the node's name (default n1, n2, ... by slot); it listens at `<name>:7000` and `http://<name>:8080`. */
+  name?: string;
 }
 
 export interface ClusterConfig {
@@ -54,6 +60,24 @@ export interface ClusterConfig {
    * others are shallow-copied; 1 = every message, 0 = none. Default SIM_LIMITS.wireRoundTripEvery.
    */
   wireRoundTripEvery?: number;
+  /**
+   * lockstep: the world scripts and scenarios run in (sim/presets.ts, sim/lockstep.ts). Every node ticks
+   * at the same instants, one nominal tick apart, in slot order; nothing else takes time (network and
+   * disk delays come from the knobs, which the preset sets to zero; staging is instant); a call on a cut
+   * link or hit by a script's drop rule fails at once, as a refused connection does; no stats inputs;
+   * each engine's random seed is fixed by its slot (the same on every restart); and the state machine
+   * keeps a kind-1 entry that is not a KV command as an opaque value. Off for seeded runs.
+   */
+  lockstep?: boolean;
+}
+
+/** DropRule: a script loses `remaining` (-1 = all) calls of `method` from `from` to `to` ('*' = any), after letting `skip` through. */
+export interface DropRule {
+  from: string;
+  to: string;
+  method: string;
+  remaining: number;
+  skip: number;
 }
 
 /** NodeRef names a node by slot index (0-based) or by name ('n1', ...). */
@@ -120,11 +144,11 @@ export class Cluster implements CheckerWorld {
     const drift = config.clockDriftFractionMax ?? SIM_LIMITS.clockDriftFractionMax;
     for (let index = 0; index < slotCount; index++) {
       const founder = config.founders[index];
-      const name = `n${index + 1}`;
+      const name = founder?.name ?? `n${index + 1}`;
       const node = new SimNode({
         index, name, grpcAddr: `${name}:7000`, httpAddr: `http://${name}:8080`,
         compat: founder?.compat ?? CURRENT_COMPAT, isJoiner: founder === undefined,
-      }, new NodeClock(clockPrng.uniform(-drift, drift), this.tickMs, clockPrng.uniform(-500, 500)));
+      }, new NodeClock(clockPrng.uniform(-drift, drift), this.tickMs, clockPrng.uniform(-500, 500)), config.lockstep === true);
       this.nodes.push(node);
       this.byGrpc.set(node.id.grpcAddr, node);
       this.byHttp.set(node.id.httpAddr, node);
@@ -146,7 +170,11 @@ export class Cluster implements CheckerWorld {
       nodeByGrpcAddr: (addr) => this.byGrpc.get(addr),
       clusterId: this.clusterId,
       trace: this.trace,
-    }, this.storagePrng, config.storage.snapshotCorruptProbability, config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery, this.rootPrng.fork('late'));
+    }, this.storagePrng, config.storage.snapshotCorruptProbability, config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery, this.rootPrng.fork('late'), config.lockstep === true);
+  }
+
+  get lockstep(): boolean {
+    return this.config.lockstep === true;
   }
 
   // ---- the world as checkers and scripts see it ----
@@ -162,6 +190,10 @@ export class Cluster implements CheckerWorld {
   /** foreignCall describes a forged call a server took in (null for a member's call). */
   foreignCall(callId: number): ForeignCall | null {
     return this.router.foreignCalls.get(callId) ?? null;
+  }
+
+  clientCall(callId: number): boolean {
+    return this.router.clientCallIds.has(callId);
   }
 
   /** otherClusterRefusals counts calls the simulated edge refused for carrying another cluster's id. */
@@ -392,6 +424,66 @@ export class Cluster implements CheckerWorld {
     this.queue.push(this.nowUs + msToUs(delayMs), { k: 'input', node: index, inc: node.incarnation, input, netFrom: -1 });
   }
 
+  // ---- scripting: the lockstep world's hooks (sim/lockstep.ts) ----
+
+  /** stepNow hands `input` to a live, running node's engine at once, outside the event queue (a script's direct step). */
+  stepNow(ref: NodeRef, input: Input): void {
+    const node = this.node(ref);
+    if (node.state !== 'up') return;
+    // A script's proposal is a client's: the checkers know what was proposed under each id.
+    if (input.type === 'propose') this.proposals.set(input.proposalId, input.data);
+    if (input.type === 'proposeBatch') for (const p of input.proposals) this.proposals.set(p.proposalId, p.data);
+    this.step(node, input);
+  }
+
+  /** runDue processes every event due by now, including those they cause now (a lockstep world's "deliver"). */
+  runDue(): void {
+    this.runUntil(this.nowUs);
+  }
+
+  /** drop adds a script's drop rule (lockstep: a dropped call fails at once). */
+  drop(rule: DropRule): void {
+    this.router.dropRules.push({ ...rule });
+  }
+
+  /** undrop forgets every drop rule. */
+  undrop(): void {
+    this.router.dropRules.length = 0;
+  }
+
+  /** corruptNextSnapshot flips a byte of state.json in the next snapshot a server ships. */
+  corruptNextSnapshot(): void {
+    this.router.corruptNextSnapshot = true;
+    this.recordWorld('corrupt next snapshot');
+  }
+
+  /** corruptWal models WAL recovery finding damage before the tail: the node's next start has its reseed marker latched. */
+  corruptWal(ref: NodeRef): void {
+    const node = this.node(ref);
+    node.storage.hardState = { ...(node.storage.hardState ?? emptyRestoredState().hardState), reseed: true };
+    this.recordWorld(`corrupt wal ${node.name}`);
+  }
+
+  /** nameJoiner gives an unborn joiner slot its name (and binary), before join starts it. */
+  nameJoiner(ref: NodeRef, name: string, compat: Compat = CURRENT_COMPAT): SimNode {
+    const node = this.node(ref);
+    if (node.state !== 'unborn' || !node.id.isJoiner) throw new Error(`${node.name} is not an unborn joiner slot`);
+    if (this.nodes.some((n) => n !== node && n.name === name)) throw new Error(`a node is already named ${name}`);
+    this.byGrpc.delete(node.id.grpcAddr);
+    this.byHttp.delete(node.id.httpAddr);
+    Object.assign(node.id, { name, grpcAddr: `${name}:7000`, httpAddr: `http://${name}:8080`, compat: { ...compat } });
+    this.byGrpc.set(node.id.grpcAddr, node);
+    this.byHttp.set(node.id.httpAddr, node);
+    return node;
+  }
+
+  /** injectClient sends a raw request to a node from a test client (no partition applies); onAnswer hears its answers. */
+  injectClient(ref: NodeRef, request: RpcRequest, onAnswer: (effect: ClientAnswer) => void): void {
+    const node = this.node(ref);
+    this.router.injectClient(node, request, onAnswer);
+    this.recordWorld(`client ${request.method} -> ${node.name}`);
+  }
+
   // ---- node lifecycle ----
 
   private startNode(node: SimNode): void {
@@ -404,7 +496,8 @@ export class Cluster implements CheckerWorld {
       httpAddr: node.id.httpAddr,
       bootstrapRoster: founder ? structuredClone(this.foundingRoster) : null,
       seeds: founder ? [] : [...node.seeds],
-      randomSeed: this.enginePrng.uint32(),
+      // Lockstep: a fixed seed per slot, so a script's elections do not depend on the order nodes started in.
+      randomSeed: this.lockstep ? node.index * 7919 + 17 : this.enginePrng.uint32(),
       compat: { ...node.id.compat },
       limits: { ...this.limits },
     };
@@ -418,6 +511,11 @@ export class Cluster implements CheckerWorld {
     // Recovery's effects (committed entries applied from the log) are carried out now, as their own
     // step: left queued, they would ride on whichever input came first, a forged call's, say.
     this.step(node, { type: 'start' });
+    if (this.lockstep) {
+      // One whole period after the start: a script's `tick 1` is one tick of every node.
+      this.queue.push(this.nowUs + node.clock.tickIntervalUs, { k: 'tick', node: node.index, inc: node.incarnation });
+      return;
+    }
     const phaseUs = Math.floor(this.timingPrng.next() * node.clock.tickIntervalUs);
     this.queue.push(this.nowUs + phaseUs, { k: 'tick', node: node.index, inc: node.incarnation });
     this.queue.push(this.nowUs + msToUs(this.timingPrng.uniform(0, SIM_LIMITS.statsIntervalMs)), { k: 'stats', node: node.index, inc: node.incarnation });
@@ -617,7 +715,7 @@ export class Cluster implements CheckerWorld {
         return;
       case 'append': {
         const prevTerm = node.storage.written.termAt(effect.fromSeq - 1);
-        const delayUs = msToUs(this.storagePrng.uniform(SIM_LIMITS.diskSyncDelayMsMin, Math.max(SIM_LIMITS.diskSyncDelayMsMin, this.config.storage.diskSyncDelayMsMax)));
+        const delayUs = this.lockstep ? 0 : msToUs(this.storagePrng.uniform(SIM_LIMITS.diskSyncDelayMsMin, Math.max(SIM_LIMITS.diskSyncDelayMsMin, this.config.storage.diskSyncDelayMsMax)));
         const { error, syncAtUs } = node.storage.append(effect.fromSeq, effect.entries, this.nowUs, delayUs);
         if (error) violate('engine-contract', `${node.name}: ${error}`, node.index);
         this.checkers.onAppend(node, effect.fromSeq, effect.entries, prevTerm);
@@ -653,7 +751,7 @@ export class Cluster implements CheckerWorld {
         }
         const artifact = captureArtifact(effect.meta, node.machine.stateJson(), after.term, after.id);
         this.checkers.onArtifact(node, artifact, 'staged');
-        const delayUs = msToUs(this.storagePrng.uniform(SIM_LIMITS.snapshotStageDelayMsMin, SIM_LIMITS.snapshotStageDelayMsMax));
+        const delayUs = this.lockstep ? 0 : msToUs(this.storagePrng.uniform(SIM_LIMITS.snapshotStageDelayMsMin, SIM_LIMITS.snapshotStageDelayMsMax));
         this.queue.push(this.nowUs + delayUs, { k: 'staged', node: node.index, inc: node.incarnation, artifact });
         return;
       }
@@ -680,6 +778,7 @@ export class Cluster implements CheckerWorld {
       case 'pollStatus': {
         const target = this.byHttp.get(effect.leaderHttpAddr);
         if (!target) return;
+        if (this.router.dropped(node, target, 'Status')) return;
         const atUs = this.network.send(node.index, target.index, this.nowUs);
         if (atUs !== LOST) this.queue.push(atUs, { k: 'statusAsk', node: target.index, from: node.index, fromInc: node.incarnation });
         return;

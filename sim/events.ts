@@ -2,9 +2,12 @@
 // time. Events for one engine incarnation carry `inc`; they are dropped when
 // that incarnation is gone (crashed) and queued while the node is paused.
 // `msg` is the view note id of the message an event carries (0 or absent: none; see sim/trace.ts).
-import type { Input } from '../engine/types.js';
+import type { Effect, Input } from '../engine/types.js';
 import type { RpcRequest, SnapshotHeader } from '../engine/rpc.js';
 import type { Artifact } from './artifacts.js';
+
+/** ClientListener hears the answers to a script's client call (Cluster.injectClient): replies, errors, stream messages. */
+export type ClientListener = (answer: Extract<Effect, { callId: number }>) => void;
 
 export type SimEvent =
   | { k: 'tick'; node: number; inc: number }
@@ -14,9 +17,10 @@ export type SimEvent =
   /**
    * request: a call arrives at a server (any incarnation of it). `cluster` is the cluster id it
    * carries on the wire; `foreign` names the forgery of forged traffic (sim/foreign.ts: no caller,
-   * from = -1), '' for a member's call; afterCrashOf: a replay aimed past that incarnation's crash.
+   * from = -1), '' for a member's call; afterCrashOf: a replay aimed past that incarnation's crash;
+   * client: a script's client call (no caller; its answers go to the listener).
    */
-  | { k: 'request'; node: number; from: number; callKey: number; request: RpcRequest; copy: boolean; cluster: string; foreign: string; afterCrashOf?: number; msg?: number }
+  | { k: 'request'; node: number; from: number; callKey: number; request: RpcRequest; copy: boolean; cluster: string; foreign: string; afterCrashOf?: number; msg?: number; client?: ClientListener }
   /** answer: a response, failure, chunk or end arrives at the caller. */
   /** answer: lateFromTerm is set on an answer held back 0.5-3 election timeouts: the caller's term when it called. */
   | { k: 'answer'; node: number; inc: number; netFrom: number; callKey: number; input: Input; final: boolean; lateFromTerm?: number; msg?: number }

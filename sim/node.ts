@@ -39,7 +39,7 @@ export class SimNode {
   status: EngineStatus | null = null;
   readonly storage = new SimStorage();
   readonly artifacts = new ArtifactStore();
-  readonly machine = new KvStateMachine();
+  readonly machine: KvStateMachine;
   /** inbox holds events that arrived while paused, in arrival order. */
   inbox: SimEvent[] = [];
   /** openRequests maps this incarnation's requestIds to call-table keys. */
@@ -48,7 +48,10 @@ export class SimNode {
   /** config is the last config this node was started with. */
   config: EngineConfig | null = null;
 
-  constructor(readonly id: NodeIdentity, readonly clock: NodeClock) {}
+  /** opaqueCommands: the state machine keeps a kind-1 entry that is no KV command as an opaque value (the lockstep world's scripts write free text). */
+  constructor(readonly id: NodeIdentity, readonly clock: NodeClock, opaqueCommands = false) {
+    this.machine = new KvStateMachine(opaqueCommands);
+  }
 
   get index(): number {
     return this.id.index;

@@ -1,10 +1,15 @@
 // RpcRouter carries calls between engines over the simulated network: the
 // call table, deadlines, refusals, stream ordering, duplicate answers, snapshot
-// transfer (verify, install) and status polls. The Cluster hosts it.
+// transfer (verify, install) and status polls. The Cluster hosts it. In the lockstep
+// world (sim/presets.ts) a call that cannot get through fails at once, and a script
+// may drop calls by rule, corrupt the next snapshot, or call a node as a client.
 import type { Effect, EngineLimits, Input, SnapshotFailureCode } from '../engine/types.js';
 import type { RpcRequest, RpcStatus, SnapshotHeader } from '../engine/rpc.js';
 import { StatusCode, TRAILER_REFUSAL } from '../engine/rpc.js';
-import { readMeta, readStateText, verifyFiles, type Artifact } from './artifacts.js';
+import { adoptSnapshot, snapshotMetaProblem, SNAPSHOT_NOT_NEEDED } from '../engine/snapshot-install.js';
+import { readMeta, readStateText, STATE_FILE, verifyFiles, type Artifact } from './artifacts.js';
+import type { DropRule } from './cluster.js';
+import type { ClientListener } from './events.js';
 import { CallTable, type CallKind, type OutboundCall } from './calls.js';
 import type { CheckerSuite } from './checkers/suite.js';
 import type { SimEvent } from './events.js';
@@ -42,8 +47,19 @@ export interface ForeignCall {
   cluster: string;
 }
 
+/** ClientAnswer is one answer to a script's client call. */
+export type ClientAnswer = Parameters<ClientListener>[0];
+
 export class RpcRouter {
   readonly calls = new CallTable();
+  /** dropRules: a script's drop rules (Cluster.drop); consulted only in the lockstep world. */
+  readonly dropRules: DropRule[] = [];
+  /** corruptNextSnapshot: the next snapshot shipped has a flipped byte in state.json (a script's fault). */
+  corruptNextSnapshot = false;
+  /** clientCalls: server callIds of a script's client calls, with who hears the answers. */
+  private readonly clientCalls = new Map<number, ClientListener>();
+  /** clientCallIds: every server callId a script's client call had (checkers tell them from members' calls). */
+  readonly clientCallIds = new Set<number>();
   /** foreignCalls: server callIds of forged calls that reached an engine, by callId. */
   readonly foreignCalls = new Map<number, ForeignCall>();
   /** otherClusterRefusals counts calls refused at the edge for carrying another cluster's id. */
@@ -59,6 +75,8 @@ export class RpcRouter {
     private readonly wireEvery: number,
     /** latePrng draws late answers only, so runs without them draw what they did before. */
     private readonly latePrng: Prng | null = null,
+    /** lockstep: calls that cannot get through fail at once (see ClusterConfig.lockstep). */
+    private readonly lockstep = false,
   ) {}
 
 
@@ -78,6 +96,10 @@ export class RpcRouter {
     const target = this.host.nodeByGrpcAddr(to);
     if (!target) {
       this.refuse(call.key, -1);
+      return;
+    }
+    if (this.lockstep && (this.host.network.isBlocked(node.index, target.index) || this.dropped(node, target, request.method))) {
+      this.refuse(call.key, target.index);
       return;
     }
     const carried = this.onWire() ? this.host.guard(node, `encode ${request.method}`, () => carryRequest(request)) : shallowRequest(request);
@@ -118,7 +140,7 @@ export class RpcRouter {
     const input: Input = call.kind === 'snapshot'
       ? { type: 'snapshotFailed', requestId: call.requestId, code: 'failed', reason: 'connection refused' }
       : { type: 'callFailed', requestId: call.requestId, status: status(StatusCode.UNAVAILABLE, 'connection refused') };
-    this.host.push(this.host.now() + msToUs(SIM_LIMITS.connectRefusedDelayMs), { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: -1, callKey, input, final: true });
+    this.host.push(this.host.now() + (this.lockstep ? 0 : msToUs(SIM_LIMITS.connectRefusedDelayMs)), { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: -1, callKey, input, final: true });
   }
 
   settle(call: OutboundCall): void {
@@ -145,6 +167,10 @@ export class RpcRouter {
     }
     const inbound = this.calls.accept(event.callKey, node.index, node.incarnation, event.request);
     if (event.foreign !== '') this.foreignCalls.set(inbound.callId, { kind: event.foreign, cluster: event.cluster });
+    if (event.client) {
+      this.clientCalls.set(inbound.callId, event.client);
+      this.clientCallIds.add(inbound.callId);
+    }
     this.host.step(node, { type: 'request', callId: inbound.callId, request: event.request });
   }
 
@@ -155,6 +181,27 @@ export class RpcRouter {
   injectForeign(target: SimNode, request: RpcRequest, cluster: string, kind: string): void {
     const atUs = this.host.now() + this.host.network.shortDelayUs();
     this.host.push(atUs, { k: 'request', node: target.index, from: -1, callKey: 0, request, copy: false, cluster, foreign: kind });
+  }
+
+  /** injectClient delivers a script's client call: no caller and no partition; `listener` hears the answers. */
+  injectClient(target: SimNode, request: RpcRequest, listener: ClientListener): void {
+    const atUs = this.host.now() + this.host.network.shortDelayUs();
+    this.host.push(atUs, { k: 'request', node: target.index, from: -1, callKey: 0, request, copy: false, cluster: this.host.clusterId, foreign: '', client: listener });
+  }
+
+  /** dropped: a script's drop rule takes this call (each rule lets its first `skip` matches through). */
+  dropped(from: SimNode, to: SimNode, method: string): boolean {
+    for (const rule of this.dropRules) {
+      const matches = (rule.from === '*' || rule.from === from.name) && (rule.to === '*' || rule.to === to.name) && (rule.method === '*' || rule.method === method);
+      if (!matches || rule.remaining === 0) continue;
+      if (rule.skip > 0) {
+        rule.skip--;
+        continue;
+      }
+      rule.remaining--;
+      return true;
+    }
+    return false;
   }
 
   answer(server: SimNode, effect: Extract<Effect, { callId: number }>): void {
@@ -171,6 +218,12 @@ export class RpcRouter {
     if (effect.type !== 'streamChunk') this.calls.inbound.delete(effect.callId);
     if (effect.type === 'reply' && effect.response.method === 'RequestVote' && inbound.request.method === 'RequestVote') {
       this.host.checkers.onVote(server, server.status!, inbound.request.body, effect.response.body);
+    }
+    const client = this.clientCalls.get(effect.callId);
+    if (client) {
+      if (effect.type !== 'streamChunk') this.clientCalls.delete(effect.callId);
+      client(effect);
+      return;
     }
     const call = this.calls.outbound.get(inbound.callKey);
     if (!call) return;
@@ -191,9 +244,13 @@ export class RpcRouter {
       case 'streamEnd': input = { type: 'streamEnded', requestId: call.requestId }; break;
       default: return unreachable(effect);
     }
+    const lostBefore = call.streamLost;
     const atUs = this.planAnswer(server.index, call);
     const msg = this.noteMessage(server.index, call.caller, atUs, call.method, true, false, () => describeInput(input));
-    if (atUs === LOST) return;
+    if (atUs === LOST) {
+      if (this.lockstep && !lostBefore) this.failAtOnce(call);
+      return;
+    }
     const lateUs = call.kind === 'unary' ? this.lateUs(call, atUs) : null;
     if (lateUs !== null) {
       this.host.push(lateUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final, lateFromTerm: call.callerTerm, msg });
@@ -238,12 +295,33 @@ export class RpcRouter {
     }
     const atUs = this.planAnswer(server.index, call);
     const msg = this.noteMessage(server.index, call.caller, atUs, call.method, true, false, () => `snapshot ${header.needed ? header.snapshotSeq : 'not-needed'}`);
-    if (atUs === LOST) return;
+    if (atUs === LOST) {
+      if (this.lockstep) this.failAtOnce(call);
+      return;
+    }
     this.host.push(atUs, { k: 'snapshot', node: call.caller, inc: call.callerInc, from: server.index, callKey: call.key, header: carried, files, failure, msg });
+  }
+
+  /** failAtOnce: in the lockstep world an answer the network cut fails its call now (the caller's deadline, without the wait). */
+  private failAtOnce(call: OutboundCall): void {
+    const input: Input = call.kind === 'snapshot'
+      ? { type: 'snapshotFailed', requestId: call.requestId, code: 'failed', reason: 'deadline exceeded' }
+      : { type: 'callFailed', requestId: call.requestId, status: status(StatusCode.DEADLINE_EXCEEDED, 'deadline exceeded') };
+    this.host.push(this.host.now(), { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: -1, callKey: call.key, input, final: true });
   }
 
   private maybeCorrupt(files: Map<string, Uint8Array>): Map<string, Uint8Array> {
     const copy = new Map(files);
+    if (this.corruptNextSnapshot && copy.has(STATE_FILE)) {
+      this.corruptNextSnapshot = false;
+      // The case of the last letter flips: still well-formed JSON, so only the BLAKE3 check can tell.
+      const bytes = Uint8Array.from(copy.get(STATE_FILE)!);
+      let at = bytes.length - 1;
+      while (at > 0 && !(bytes[at]! >= 0x61 && bytes[at]! <= 0x7a)) at--;
+      if (bytes.length > 0) bytes[at] ^= 0x20;
+      copy.set(STATE_FILE, bytes);
+      return copy;
+    }
     if (!this.prng.chance(this.snapshotCorruptProbability)) return copy;
     const paths = [...copy.keys()];
     const path = this.prng.pick(paths);
@@ -253,6 +331,11 @@ export class RpcRouter {
     return copy;
   }
 
+  /**
+   * receiveSnapshot is the puller's install: verify every file (size, BLAKE3) and meta.json, then
+   * adopt it the way every driver does (engine/snapshot-install.ts): stale refused, else the state
+   * machine loads it, the WAL keeps what continues it, the artifact joins the node's store.
+   */
   receiveSnapshot(node: SimNode, event: Extract<SimEvent, { k: 'snapshot' }>): void {
     const call = this.calls.outbound.get(event.callKey);
     if (!call) return;
@@ -260,24 +343,23 @@ export class RpcRouter {
     const requestId = call.requestId;
     const fail = (reason: string, code: SnapshotFailureCode = 'failed'): void => this.host.step(node, { type: 'snapshotFailed', requestId, code, reason });
     if (event.failure) return fail(event.failure);
-    if (!event.header.needed) return fail("no snapshot needed: the leader's log still holds what we miss", 'not-needed');
+    if (!event.header.needed) return fail(SNAPSHOT_NOT_NEEDED, 'not-needed');
     const files = event.files!;
     const badFile = verifyFiles(event.header, files);
     if (badFile) return fail(`bad artifact: ${badFile}`);
     const meta = readMeta(files);
     if (!meta) return fail('bad artifact: meta.json unreadable');
-    if (meta.seq !== event.header.snapshotSeq) return fail(`bad artifact: meta.json seq ${meta.seq} != header ${event.header.snapshotSeq}`);
-    // The driver's half of Raft's rule: a snapshot not past what the state machine holds is not installed
-    // (engine/types.ts, fetchSnapshot). A follower that caught up by ships while the fetch ran would
-    // otherwise go back to it and lose synced entries it had reported (seed 689).
-    if (meta.seq <= node.machine.appliedSeq) return fail(`stale: the state machine is at ${node.machine.appliedSeq}, the snapshot at ${meta.seq}`, 'stale');
-    const stateError = node.machine.load(readStateText(files) ?? '');
-    if (stateError) return fail(`bad artifact: ${stateError}`);
-    node.storage.installSnapshot(meta);
-    const artifact: Artifact = { meta, header: event.header, files, origin: 'installed' };
-    node.artifacts.add(artifact);
-    this.host.checkers.onArtifact(node, artifact, 'installed');
-    this.host.step(node, { type: 'snapshotInstalled', requestId, meta, header: event.header });
+    const metaProblem = snapshotMetaProblem(meta, event.header);
+    if (metaProblem) return fail(`bad artifact: ${metaProblem}`);
+    this.host.step(node, adoptSnapshot(requestId, meta, event.header, node.machine.appliedSeq, () => {
+      const stateError = node.machine.load(readStateText(files) ?? '');
+      if (stateError) return `bad artifact: ${stateError}`;
+      node.storage.installSnapshot(meta);
+      const artifact: Artifact = { meta, header: event.header, files, origin: 'installed' };
+      node.artifacts.add(artifact);
+      this.host.checkers.onArtifact(node, artifact, 'installed');
+      return null;
+    }));
   }
 
   answerStatus(target: SimNode, asker: number, askerInc: number): void {

@@ -53,8 +53,20 @@ export function commandTakesEffect(command: KvCommand, current: string | undefin
   return command.op === 'put' || (current ?? null) === command.expected;
 }
 
+/** opaqueCommand reads free text as a put of the text under itself (KvStateMachine's opaqueCommands). */
+export function opaqueCommand(bytes: Uint8Array): PutCommand {
+  const text = decoder.decode(bytes);
+  return { op: 'put', key: text, value: text, writeId: 0 };
+}
+
 export class KvStateMachine {
   appliedSeq = 0;
+  /**
+   * opaqueCommands: a kind-1 entry that is not a put or cas command is kept as its text under its text
+   * (scripts and scenarios write free words such as `a` or `w39`); off, such an entry is an error.
+   */
+  constructor(private readonly opaqueCommands = false) {}
+
   private kv = new Map<string, string>();
   /** casOutcomes: whether the cas applied at a seq swapped (the newest few; not part of the state). */
   private casOutcomes = new Map<number, boolean>();
@@ -67,6 +79,11 @@ export class KvStateMachine {
     return this.kv.get(key);
   }
 
+  /** values lists the values the state holds, in key order. */
+  values(): string[] {
+    return [...this.kv.keys()].sort().map((k) => this.kv.get(k)!);
+  }
+
   /** casOutcome: whether the cas this machine applied at `seq` swapped; undefined when unknown. */
   casOutcome(seq: number): boolean | undefined {
     return this.casOutcomes.get(seq);
@@ -76,7 +93,7 @@ export class KvStateMachine {
   apply(entry: Entry): string | null {
     if (entry.seq !== this.appliedSeq + 1) return `apply of seq ${entry.seq} does not follow appliedSeq ${this.appliedSeq}`;
     if (entry.kind === EntryKind.EventBatch) {
-      const command = decodeCommand(entry.data);
+      const command = decodeCommand(entry.data) ?? (this.opaqueCommands ? opaqueCommand(entry.data) : null);
       if (!command) return `entry ${entry.seq} (kind 1) is not a put or cas command`;
       const takes = commandTakesEffect(command, this.kv.get(command.key));
       if (takes) this.kv.set(command.key, command.value);

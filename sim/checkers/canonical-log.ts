@@ -3,7 +3,7 @@
 // whose content digest is kept per seq, so a snapshot can be checked in O(keys).
 import type { Entry } from '../../engine/types.js';
 import { EntryKind } from '../../engine/types.js';
-import { commandTakesEffect, decodeCommand } from '../state-machine.js';
+import { commandTakesEffect, decodeCommand, opaqueCommand } from '../state-machine.js';
 import { sameBytes } from '../artifacts.js';
 import { violate } from '../violation.js';
 
@@ -69,7 +69,9 @@ export class CanonicalLog {
       const next = this.entries[this.referenceSeq + 1];
       if (!next) return;
       if (next.kind === EntryKind.EventBatch) {
-        const command = decodeCommand(next.data);
+        // Free text is what a lockstep script writes (KvStateMachine's opaqueCommands); a seeded run's
+        // entries are all commands (its state machines refuse anything else).
+        const command = decodeCommand(next.data) ?? opaqueCommand(next.data);
         const old = command ? this.referenceKv.get(command.key) : undefined;
         if (command && commandTakesEffect(command, old)) {
           if (old !== undefined) this.referenceDigest = subDigest(this.referenceDigest, pairDigest(command.key, old));

@@ -28,6 +28,8 @@ export interface CheckerWorld {
   nodeByMemberId(id: number): SimNode | undefined;
   /** foreignCall: how a forged call a server took in was made (sim/foreign.ts); null for a member's call. */
   foreignCall?(callId: number): { kind: string; cluster: string } | null;
+  /** clientCall: a server callId was a lockstep script's client call (sim/lockstep.ts inject), not a member's. */
+  clientCall?(callId: number): boolean;
   /** clusterId is the simulated cluster's wire id. */
   readonly clusterId?: string;
   /** coverage counts rare situations a checker sees (absent in hand-made test worlds). */

@@ -2,7 +2,9 @@
 // cluster's commit point; learners never campaign (they may grant votes: a
 // candidate's roster decides whether a grant counts, see checkers/election.ts); kind-4
 // records are appended by a leader only while every voter has capability bit 0,
-// and never reach a node that lacks it.
+// and a member never ships one to a voter that lacks it. (A learner without the bit
+// may be shipped one: it halts, harming nobody, spec; a script's client call is
+// no member's doing.)
 import { CAPABILITY_KIND4, EntryKind, MemberRole, type EngineStatus, type Entry } from '../../engine/types.js';
 import { voterIds } from '../../engine/roster.js';
 import { decodeSegmentFrame } from '../../engine/segment-frame.js';
@@ -34,7 +36,10 @@ export class MembershipChecker implements Checker {
 
   afterStep(step: StepRecord): void {
     const { node, input, effects, before, after } = step;
-    if ((node.id.compat.capabilities & CAPABILITY_KIND4) === 0) this.checkNoKind4Delivered(node, input);
+    if ((node.id.compat.capabilities & CAPABILITY_KIND4) === 0 && !(before && roleOf(before, before.id) === MemberRole.Learner)
+      && !(input.type === 'request' && this.world.clientCall?.(input.callId))) {
+      this.checkNoKind4Delivered(node, input);
+    }
     for (const effect of effects) {
       if (effect.type === 'send' && effect.request.method === 'RequestVote'
         && before && roleOf(before, before.id) === MemberRole.Learner && roleOf(after, after.id) === MemberRole.Learner) {

@@ -2,12 +2,12 @@
 import assert from 'node:assert/strict';
 import { DEFAULT_LIMITS, type Effect } from '../../engine/index.js';
 import { readLeaseTicks } from '../../engine/read-index.js';
-import { ScriptedCluster } from '../../sim/scripted-cluster.js';
+import { Lockstep } from '../../sim/lockstep.js';
 
 type ReadResult = Extract<Effect, { type: 'readIndexResult' }>;
 
-function settledCluster(names = ['a', 'b', 'c'], limits: Partial<typeof DEFAULT_LIMITS> = {}): ScriptedCluster {
-  const c = new ScriptedCluster();
+function settledCluster(names = ['a', 'b', 'c'], limits: Partial<typeof DEFAULT_LIMITS> = {}): Lockstep {
+  const c = new Lockstep();
   c.limits = { ...c.limits, ...limits };
   c.bootstrap(names);
   assert.ok(c.elect(names[0]!));
@@ -19,17 +19,17 @@ function settledCluster(names = ['a', 'b', 'c'], limits: Partial<typeof DEFAULT_
 let nextReadId = 1;
 
 /** ask hands a readIndex to `name` without delivering anything; it returns the readId. */
-function ask(c: ScriptedCluster, name: string): number {
+function ask(c: Lockstep, name: string): number {
   const readId = nextReadId++;
   c.input(name, { type: 'readIndex', readId });
   return readId;
 }
 
-function resultOf(c: ScriptedCluster, name: string, readId: number): ReadResult | undefined {
+function resultOf(c: Lockstep, name: string, readId: number): ReadResult | undefined {
   return c.node(name).effects.find((e): e is ReadResult => e.type === 'readIndexResult' && e.readId === readId);
 }
 
-function heartbeatsFrom(c: ScriptedCluster, name: string): number {
+function heartbeatsFrom(c: Lockstep, name: string): number {
   return c.messages.filter((m) => m.kind === 'request' && m.from === name && m.method === 'Heartbeat').length;
 }
 
@@ -120,7 +120,7 @@ describe('engine read index', () => {
   });
 
   it('a new leader holds reads until it has committed an entry of its own term', () => {
-    const c = new ScriptedCluster();
+    const c = new Lockstep();
     c.bootstrap(['a', 'b', 'c']);
     c.drop('a', '*', 'ShipSegment', -1);
     c.drop('*', 'a', 'StreamSegments', -1);
@@ -151,7 +151,7 @@ describe('engine read index', () => {
     const c = settledCluster();
     const readId = ask(c, 'b');
     assert.deepEqual(resultOf(c, 'b', readId), { type: 'readIndexResult', readId, index: 0, refusal: 'not-leader', leaderHint: 'a:7000' });
-    const lone = new ScriptedCluster();
+    const lone = new Lockstep();
     lone.bootstrap(['a', 'b', 'c']);
     const early = ask(lone, 'b');
     assert.deepEqual(resultOf(lone, 'b', early), { type: 'readIndexResult', readId: early, index: 0, refusal: 'not-leader', leaderHint: '' });
@@ -174,7 +174,7 @@ describe('engine read index', () => {
 
   it('counts only voters: a learner\'s acks confirm nothing', () => {
     const c = settledCluster();
-    c.add('d', null, ['a']);
+    c.join('d', ['a']);
     assert.ok(c.tickUntil(() => c.node('a').engine.status().roster.members.some((m) => m.name === 'd' && m.role === 1), 100));
     c.partition([['a', 'd'], ['b', 'c']]);
     const before = c.messages.filter((m) => m.kind === 'response' && m.from === 'd' && m.method === 'Heartbeat').length;

@@ -8,7 +8,7 @@ import {
   isCarriableTerm, requestValueProblem, responseValueProblem, parseCarriable, standingOf, VALUE_ROOM_MAX,
   type Effect, type EngineStatus, type RpcRequest, type Roster,
 } from '../../engine/index.js';
-import { ScriptedCluster } from '../../sim/scripted-cluster.js';
+import { Lockstep } from '../../sim/lockstep.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
 
@@ -57,8 +57,8 @@ describe('engine trust: standing of a sender (engine/membership-guard.ts)', () =
 });
 
 /** settledCluster: three voters, n1 leads term 1, a few writes committed everywhere. */
-function settledCluster(): ScriptedCluster {
-  const c = new ScriptedCluster();
+function settledCluster(): Lockstep {
+  const c = new Lockstep();
   c.bootstrap(['n1', 'n2', 'n3']);
   assert.ok(c.elect('n1'));
   for (let i = 0; i < 3; i++) c.propose(`w${i}`);

@@ -7,12 +7,14 @@
 // - fetch: FetchSnapshot from the leader, every file verified (size, BLAKE3) and the artifact
 //   renamed into place by SnapshotStore.install, the state read back, then — inside the driver's
 //   queue, right before the engine hears snapshotInstalled — the state machine is swapped, unless
-//   it has applied the snapshot's seq by then (snapshotFailed `stale: …`).
+//   it has applied the snapshot's seq by then (snapshotFailed `stale: …`). That last step, and what
+//   the engine hears, are engine/snapshot-install.ts, which the simulator runs too.
 //   Any failure leaves the old state and the engine hears snapshotFailed (it pulls again).
 // - serve: the staged artifact's files, read only as fast as the peer takes them.
 //
 // The state machine is whatever implements SnapshotState (the store's is store/snapshot-files.ts).
 import type { SnapshotMeta } from '../../engine/types.js';
+import { adoptSnapshot, SNAPSHOT_NOT_NEEDED } from '../../engine/snapshot-install.js';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
 import type { PeerPool } from '../grpc/client.js';
 import type { Artifact, SnapshotStore } from '../storage/snapshots.js';
@@ -141,7 +143,7 @@ export class SnapshotTransfer {
     try {
       const parts = await this.pool.openSnapshot(effect.to, effect.request, { signal: controller.signal });
       if (!parts.header.needed) {
-        this.driver.submit({ type: 'snapshotFailed', requestId, code: 'not-needed', reason: "no snapshot needed: the leader's log still holds what we miss" });
+        this.driver.submit({ type: 'snapshotFailed', requestId, code: 'not-needed', reason: SNAPSHOT_NOT_NEEDED });
         return;
       }
       artifact = await this.snapshots.install(parts.header, parts.files, { signal: controller.signal });
@@ -155,20 +157,16 @@ export class SnapshotTransfer {
       return;
     }
     // The swap runs inside the driver's queue, right before the engine adopts the snapshot, so no
-    // apply of another step can fall between them. There too, Raft's rule: a snapshot not past what
-    // the state machine has applied is not swapped in (engine/types.ts, fetchSnapshot) — a follower
-    // that caught up by ships while the fetch ran would go back and lose entries it had reported.
+    // apply of another step can fall between them; adoptSnapshot refuses a stale one there.
     const meta = artifact.meta;
     this.driver.submit({ type: 'snapshotInstalled', requestId, meta, header: artifact.header }, () => {
-      const appliedSeq = this.stateMachine.appliedSeq;
-      if (meta.seq <= appliedSeq) {
-        const reason = `stale: the state machine is at ${appliedSeq}, the snapshot at ${meta.seq}`;
-        this.events.installFailed(reason);
-        return { type: 'snapshotFailed', requestId, code: 'stale', reason };
-      }
-      swap();
-      this.events.installed(artifact, performance.now() - startedAt);
-      return undefined;
+      const input = adoptSnapshot(requestId, meta, artifact.header, this.stateMachine.appliedSeq, () => {
+        swap();
+        this.events.installed(artifact, performance.now() - startedAt);
+        return null;
+      });
+      if (input.type === 'snapshotFailed') this.events.installFailed(input.reason);
+      return input;
     });
   }
 }

@@ -10,6 +10,7 @@ import { mkdir, open, rename, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { SnapshotHeader } from '../../engine/rpc.js';
 import type { SnapshotMeta } from '../../engine/types.js';
+import { snapshotMetaProblem } from '../../engine/snapshot-install.js';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
 import { blake3File, createBlake3Hasher, toHex } from './blake3.js';
 import { fsyncDir, isNotFound, listDir, makeDirsUnder, removeTree, writeAll, writeFileDurable } from './durable-fs.js';
@@ -137,7 +138,8 @@ export class SnapshotStore {
       try {
         const createdDirs = await receiveArtifactFiles(temp, header, chunks, this.limits, options.signal);
         const meta = await readMeta(temp, this.limits).catch((err: Error) => { throw new SnapshotError(`bad ${META_FILE}: ${err.message}`); });
-        if (meta.seq !== header.snapshotSeq) throw new SnapshotError(`${META_FILE} says seq ${meta.seq}, the header says ${header.snapshotSeq}`);
+        const metaProblem = snapshotMetaProblem(meta, header);
+        if (metaProblem !== null) throw new SnapshotError(metaProblem);
         const artifact = await this.publish(temp, manifestFromHeader(header, meta.entryTerm), meta, createdDirs);
         await this.deleteNewerThan(artifact);
         await this.pruneNow();
