@@ -33,6 +33,7 @@ describe('engine: adopting a fetched snapshot', () => {
       assert.deepEqual(input, {
         type: 'snapshotFailed',
         requestId: 7,
+        code: 'stale',
         reason: `stale: the state machine is at ${appliedSeq}, the snapshot at 20`,
       });
       assert.equal(swapped, 0);
@@ -46,6 +47,7 @@ describe('engine: adopting a fetched snapshot', () => {
       {
         type: 'snapshotFailed',
         requestId: 3,
+        code: 'failed',
         reason: 'bad artifact: state.json is not JSON',
       },
     );
