@@ -45,11 +45,14 @@ export class LogView {
     return null;
   }
 
-  /** compact drops entries up to throughSeq (never past the last entry). */
-  compact(throughSeq: number): void {
+  /**
+   * compact drops entries up to throughSeq (never past the last entry). `committedTermAt`, when
+   * given, names the term the covering snapshot holds at a seq (see SimStorage.compact).
+   */
+  compact(throughSeq: number, committedTermAt?: (seq: number) => number | undefined): void {
     const through = Math.min(throughSeq, this.lastSeq);
     if (through <= this.base) return;
-    const term = this.termAt(through)!;
+    const term = committedTermAt?.(through) ?? this.termAt(through)!;
     this.entries.splice(0, through - this.base);
     this.base = through;
     this.baseTerm = term;

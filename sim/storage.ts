@@ -60,7 +60,11 @@ export class SimStorage {
   }
 
   compact(throughSeq: number): void {
-    this.durable.compact(throughSeq);
+    // A compaction is covered by a snapshot of applied, hence committed, entries, which the node's
+    // log (written) holds. The synced WAL may still hold an older, uncommitted version of the last
+    // of them that a pending sync was about to overwrite (a deposed leader's tail, sim seed 14):
+    // the snapshot replaces it, so the synced base takes the committed term, not the stale one.
+    this.durable.compact(throughSeq, (seq) => this.written.termAt(seq));
     this.written.compact(throughSeq);
   }
 
