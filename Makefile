@@ -1,5 +1,5 @@
-# make test = lint + typecheck + generated-code checks (proto, SDK) + every test. CI runs it via .ci/run.
-.PHONY: install test lint typecheck proto proto-check sdk-check unit bench cluster jepsen
+# make test = format check + lint + typecheck + generated-code checks (proto, SDK) + every test. CI runs it via .ci/run.
+.PHONY: install test format format-check lint typecheck proto proto-check sdk-check unit bench cluster jepsen
 
 install:
 	npm install
@@ -9,6 +9,12 @@ proto:
 
 proto-check:
 	npm run --silent check:proto
+
+format:
+	npx prettier --write .
+
+format-check:
+	npx prettier --check .
 
 lint:
 	npx eslint .
@@ -22,7 +28,7 @@ sdk-check:
 unit:
 	npx mocha
 
-test: lint typecheck proto-check sdk-check unit
+test: format-check lint typecheck proto-check sdk-check unit
 
 bench:
 	npm run bench

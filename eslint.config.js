@@ -10,9 +10,27 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
-const ioModules = ['fs', 'net', 'http', 'http2', 'https', 'dgram', 'dns', 'child_process', 'crypto', 'os',
-  'worker_threads', 'cluster', 'tls', 'readline', 'process', 'timers', 'perf_hooks', 'seedrandom',
-  '@grpc/grpc-js'];
+const ioModules = [
+  'fs',
+  'net',
+  'http',
+  'http2',
+  'https',
+  'dgram',
+  'dns',
+  'child_process',
+  'crypto',
+  'os',
+  'worker_threads',
+  'cluster',
+  'tls',
+  'readline',
+  'process',
+  'timers',
+  'perf_hooks',
+  'seedrandom',
+  '@grpc/grpc-js',
+];
 
 /** ourFolders are the repository's top-level folders of code, the units of the layering. */
 const ourFolders = ['engine', 'store', 'api', 'transports', 'cli', 'sim', 'bench', 'scripts', 'test', 'sdk', 'bin'];
@@ -62,7 +80,8 @@ export default tseslint.config(
   {
     files: ['engine/**/*.ts'],
     rules: {
-      'no-restricted-globals': ['error',
+      'no-restricted-globals': [
+        'error',
         { name: 'Date', message: 'engine/ is deterministic: time comes in through tick inputs.' },
         { name: 'setTimeout', message: 'engine/ schedules no timers: count ticks.' },
         { name: 'setInterval', message: 'engine/ schedules no timers: count ticks.' },
@@ -74,15 +93,19 @@ export default tseslint.config(
         { name: 'crypto', message: 'engine/ uses the seeded PRNG it is given.' },
         { name: 'require', message: 'engine/ does no I/O.' },
       ],
-      'no-restricted-properties': ['error',
+      'no-restricted-properties': [
+        'error',
         { object: 'Math', property: 'random', message: 'engine/ uses the seeded PRNG it is given.' },
       ],
-      'no-restricted-imports': ['error', {
-        paths: ioModules.flatMap((m) => [m, `node:${m}`, `${m}/promises`, `node:${m}/promises`]),
-        patterns: [{ group: ['node:*'], message: 'engine/ imports no Node modules.' },
-          layerImports('engine')],
-      }],
-      'no-restricted-syntax': ['error',
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: ioModules.flatMap((m) => [m, `node:${m}`, `${m}/promises`, `node:${m}/promises`]),
+          patterns: [{ group: ['node:*'], message: 'engine/ imports no Node modules.' }, layerImports('engine')],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
         { selector: ':function[async=true]', message: 'engine/ is synchronous.' },
         { selector: 'AwaitExpression', message: 'engine/ is synchronous.' },
         { selector: 'ImportExpression', message: 'engine/ loads nothing at run time.' },
@@ -92,11 +115,23 @@ export default tseslint.config(
   ...['store', 'api', 'transports', 'sim'].map((folder) => ({
     files: codeFiles(folder),
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [layerImports(folder)],
-        // The store knows no transport: its errors are plain (store/errors.ts); cli/node/store-link.ts maps them to gRPC.
-        ...(folder === 'store' ? { paths: [{ name: '@grpc/grpc-js', message: 'store/ knows no transport: refuse with StoreRefusal (store/errors.ts).' }] } : {}),
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [layerImports(folder)],
+          // The store knows no transport: its errors are plain (store/errors.ts); cli/node/store-link.ts maps them to gRPC.
+          ...(folder === 'store'
+            ? {
+                paths: [
+                  {
+                    name: '@grpc/grpc-js',
+                    message: 'store/ knows no transport: refuse with StoreRefusal (store/errors.ts).',
+                  },
+                ],
+              }
+            : {}),
+        },
+      ],
       'no-restricted-syntax': ['error', layerDynamicImports(folder)],
     },
   })),
@@ -107,16 +142,40 @@ export default tseslint.config(
   {
     files: ['sim/linearizability/**/*.ts'],
     rules: {
-      'no-restricted-globals': ['error',
-        ...['Date', 'performance', 'process', 'setTimeout', 'setInterval', 'setImmediate', 'queueMicrotask', 'fetch', 'crypto', 'require']
-          .map((name) => ({ name, message: 'sim/linearizability is pure: no clock, randomness, environment, timers or I/O.' }))],
-      'no-restricted-properties': ['error', { object: 'Math', property: 'random', message: 'sim/linearizability is deterministic.' }],
-      'no-restricted-imports': ['error', {
-        paths: ioModules.flatMap((m) => [m, `node:${m}`, `${m}/promises`, `node:${m}/promises`]),
-        patterns: [{ group: ['node:*'], message: 'sim/linearizability imports no Node modules.' },
-          { group: ['../*'], message: 'sim/linearizability is self-contained.' }],
-      }],
-      'no-restricted-syntax': ['error',
+      'no-restricted-globals': [
+        'error',
+        ...[
+          'Date',
+          'performance',
+          'process',
+          'setTimeout',
+          'setInterval',
+          'setImmediate',
+          'queueMicrotask',
+          'fetch',
+          'crypto',
+          'require',
+        ].map((name) => ({
+          name,
+          message: 'sim/linearizability is pure: no clock, randomness, environment, timers or I/O.',
+        })),
+      ],
+      'no-restricted-properties': [
+        'error',
+        { object: 'Math', property: 'random', message: 'sim/linearizability is deterministic.' },
+      ],
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: ioModules.flatMap((m) => [m, `node:${m}`, `${m}/promises`, `node:${m}/promises`]),
+          patterns: [
+            { group: ['node:*'], message: 'sim/linearizability imports no Node modules.' },
+            { group: ['../*'], message: 'sim/linearizability is self-contained.' },
+          ],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
         { selector: ':function[async=true]', message: 'sim/linearizability is synchronous.' },
         { selector: 'AwaitExpression', message: 'sim/linearizability is synchronous.' },
         { selector: 'ImportExpression', message: 'sim/linearizability loads nothing at run time.' },

@@ -10,7 +10,11 @@ import type { ApiConfig } from './config.js';
 import { defaultConfig } from './config.js';
 import { ApiError, errorHandler } from './errors.js';
 import {
-  rateLimitLeaseMs, rateLimitSliceShareOfLimit, rateLimitSliceTokensMax, rateLimitWindowMs, requestBodyBytesMax,
+  rateLimitLeaseMs,
+  rateLimitSliceShareOfLimit,
+  rateLimitSliceTokensMax,
+  rateLimitWindowMs,
+  requestBodyBytesMax,
 } from './limits.js';
 import { assignRequestId } from './request-id.js';
 import { expressPathOf, inSequence, routeDispatch, routePathsOf } from './keyed-chain.js';
@@ -59,7 +63,13 @@ export interface ApiService {
 function isPublicPath(path: string): boolean {
   const lower = path.toLowerCase();
   const trimmed = lower.length > 1 && lower.endsWith('/') ? lower.slice(0, -1) : lower;
-  return trimmed === '/health' || trimmed === '/ready' || trimmed === '/openapi.json' || trimmed === '/docs' || lower.startsWith('/docs/');
+  return (
+    trimmed === '/health' ||
+    trimmed === '/ready' ||
+    trimmed === '/openapi.json' ||
+    trimmed === '/docs' ||
+    lower.startsWith('/docs/')
+  );
 }
 
 /** validatorOptions are the keyed requests' express-openapi-validator options. */
@@ -80,7 +90,10 @@ export function createApp(options: CreateAppOptions): ApiService {
   const redisClients: Redis[] = [];
   const connect = (autoPipelining = false): Redis => {
     const client = new Redis(options.redis!.url, {
-      maxRetriesPerRequest: 1, commandTimeout: redisCommandTimeoutMs, lazyConnect: false, enableAutoPipelining: autoPipelining,
+      maxRetriesPerRequest: 1,
+      commandTimeout: redisCommandTimeoutMs,
+      lazyConnect: false,
+      enableAutoPipelining: autoPipelining,
     });
     // Connection errors surface as failed commands; the 'error' event only needs a listener.
     client.on('error', () => undefined);
@@ -98,7 +111,9 @@ export function createApp(options: CreateAppOptions): ApiService {
     // of keys asked together go to Redis in one write. (Not the shared one: BullMQ's queues use that.)
     const shared = new RedisSlidingWindowLimiter(connect(true), config.rateLimitPerSecond, rateLimitWindowMs);
     const leased = new LeasedLimiter(shared, config.rateLimitPerSecond, rateLimitWindowMs, {
-      sliceShareOfLimit: rateLimitSliceShareOfLimit, sliceTokensMax: rateLimitSliceTokensMax, leaseMs: rateLimitLeaseMs,
+      sliceShareOfLimit: rateLimitSliceShareOfLimit,
+      sliceTokensMax: rateLimitSliceTokensMax,
+      leaseMs: rateLimitLeaseMs,
     });
     limiter = new FallbackLimiter(leased, localLimiter, (error) => {
       if (!warned) config.log('ratelimit.fallback', { error: error instanceof Error ? error.message : String(error) });
@@ -114,17 +129,25 @@ export function createApp(options: CreateAppOptions): ApiService {
   if (config.accessLog) {
     app.use((req, res, next) => {
       const startedMs = performance.now();
-      res.once('finish', () => config.log('request', {
-        requestId: req.requestId, method: req.method, path: req.path, status: res.statusCode,
-        durationMs: Math.round(performance.now() - startedMs), keyId: req.auth?.keyId ?? null,
-      }));
+      res.once('finish', () =>
+        config.log('request', {
+          requestId: req.requestId,
+          method: req.method,
+          path: req.path,
+          status: res.statusCode,
+          durationMs: Math.round(performance.now() - startedMs),
+          keyId: req.auth?.keyId ?? null,
+        }),
+      );
       next();
     });
   }
 
   // The public routes sit behind one gate, so a keyed request passes them in one step.
   const publicRoutes = express.Router();
-  publicRoutes.get('/health', (_req, res) => { res.json({ status: 'ok' }); });
+  publicRoutes.get('/health', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
   publicRoutes.get('/ready', async (_req, res) => {
     let ready: boolean;
     try {
@@ -135,7 +158,9 @@ export function createApp(options: CreateAppOptions): ApiService {
     if (!ready) throw new ApiError('NOT_READY', 'the service is not ready yet');
     res.json({ status: 'ready' });
   });
-  publicRoutes.get('/openapi.json', (_req, res) => { res.json(openApiDocument); });
+  publicRoutes.get('/openapi.json', (_req, res) => {
+    res.json(openApiDocument);
+  });
   publicRoutes.use(docsRoutes());
   // The album page holds no data (it asks for the key in the browser), so it is public like /docs. Its router
   // sees only GET and HEAD under /album (its routes): a keyed request does not walk it.
@@ -144,8 +169,9 @@ export function createApp(options: CreateAppOptions): ApiService {
   const keyCache = new ApiKeyCache(store);
   // The documented routes the keyed routers must declare: all but the public ones and the album page's.
   const pagePaths = new Set(routePathsOf(albumPage));
-  const keyedDocumentedPaths = Object.keys(openApiDocument.paths)
-    .filter((path) => !isPublicPath(path) && !pagePaths.has(expressPathOf(path)));
+  const keyedDocumentedPaths = Object.keys(openApiDocument.paths).filter(
+    (path) => !isPublicPath(path) && !pagePaths.has(expressPathOf(path)),
+  );
   const runs = runRoutes({ store, redisUrl: options.redis?.url, connect, sseKeepAliveMs: config.sseKeepAliveMs });
   const albums = albumApi({ store, redisUrl: options.redis?.url, connect, sseKeepAliveMs: config.sseKeepAliveMs });
   // One layer for every keyed request (keyed-chain.ts): authentication, rate limit, JSON body, OpenAPI
@@ -154,16 +180,21 @@ export function createApp(options: CreateAppOptions): ApiService {
   const keyed = inSequence([
     authenticate(store, config.trustedProxies, keyCache),
     rateLimit(limiter, rateLimitWindowMs),
-    bodiesOnly(express.json({ limit: requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] })),
+    bodiesOnly(
+      express.json({ limit: requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] }),
+    ),
     ...openApiValidatorChain(validatorOptions(config.validateResponses)),
-    routeDispatch([
-      keyRoutes(store),
-      credentialRoutes(store, config.secretKey),
-      projectRoutes(store, config.workspaceRoot),
-      workRoutes(workStats),
-      runs.router,
-      albums.router,
-    ], keyedDocumentedPaths),
+    routeDispatch(
+      [
+        keyRoutes(store),
+        credentialRoutes(store, config.secretKey),
+        projectRoutes(store, config.workspaceRoot),
+        workRoutes(workStats),
+        runs.router,
+        albums.router,
+      ],
+      keyedDocumentedPaths,
+    ),
   ]);
   // Everything up to the keyed routes is one Express layer: what every answer carries, then the public routes,
   // the album page, or the keyed chain (each Express layer costs every request, bench/api-cluster.ts).
@@ -183,7 +214,9 @@ export function createApp(options: CreateAppOptions): ApiService {
     else keyed(req, res, next);
   });
 
-  app.use((_req, _res, next) => { next(new ApiError('NOT_FOUND', 'no such route')); });
+  app.use((_req, _res, next) => {
+    next(new ApiError('NOT_FOUND', 'no such route'));
+  });
   app.use(errorHandler(config.log));
 
   return {
@@ -208,8 +241,12 @@ export function createApp(options: CreateAppOptions): ApiService {
 class OnToKeyed {
   readonly step: (error?: unknown) => void;
 
-  constructor(private readonly req: Request, private readonly res: Response, private readonly next: NextFunction,
-    private readonly keyed: RequestHandler) {
+  constructor(
+    private readonly req: Request,
+    private readonly res: Response,
+    private readonly next: NextFunction,
+    private readonly keyed: RequestHandler,
+  ) {
     this.step = this.onNext.bind(this);
   }
 

@@ -66,8 +66,11 @@ export function jsonLineLogger(event: string, fields: Record<string, unknown>): 
  */
 export function parseSecretKey(text: string): Buffer {
   const trimmed = text.trim();
-  const bytes = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, 'hex')
-    : /^[A-Za-z0-9+/_-]{43}={0,1}$/.test(trimmed) ? Buffer.from(trimmed, 'base64') : Buffer.alloc(0);
+  const bytes = /^[0-9a-fA-F]{64}$/.test(trimmed)
+    ? Buffer.from(trimmed, 'hex')
+    : /^[A-Za-z0-9+/_-]{43}={0,1}$/.test(trimmed)
+      ? Buffer.from(trimmed, 'base64')
+      : Buffer.alloc(0);
   if (bytes.length !== 32) throw new Error('secret key must be 32 bytes, as 64 hex digits or base64');
   return bytes;
 }
@@ -90,13 +93,17 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: P
   if (env.SVC_SECRET_KEY_FILE) fromEnv.secretKey = parseSecretKey(readFileSync(env.SVC_SECRET_KEY_FILE, 'utf8'));
   else if (env.SVC_SECRET_KEY) fromEnv.secretKey = parseSecretKey(env.SVC_SECRET_KEY);
   if (env.SVC_TRUSTED_PROXIES) {
-    fromEnv.trustedProxies = env.SVC_TRUSTED_PROXIES.split(',').map((item) => item.trim()).filter(Boolean);
+    fromEnv.trustedProxies = env.SVC_TRUSTED_PROXIES.split(',')
+      .map((item) => item.trim())
+      .filter(Boolean);
   }
   if (env.SVC_WORKSPACE_ROOT) fromEnv.workspaceRoot = env.SVC_WORKSPACE_ROOT;
   if (env.SVC_ACCESS_LOG) fromEnv.accessLog = env.SVC_ACCESS_LOG === '1';
   if (env.SVC_RUN_BACKEND) {
     if (!(runBackendNames as readonly string[]).includes(env.SVC_RUN_BACKEND)) {
-      throw new Error(`SVC_RUN_BACKEND must be one of ${runBackendNames.join(', ')}, got ${JSON.stringify(env.SVC_RUN_BACKEND)}`);
+      throw new Error(
+        `SVC_RUN_BACKEND must be one of ${runBackendNames.join(', ')}, got ${JSON.stringify(env.SVC_RUN_BACKEND)}`,
+      );
     }
     fromEnv.runBackend = env.SVC_RUN_BACKEND as RunBackendName;
   }

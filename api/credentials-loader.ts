@@ -62,7 +62,12 @@ export interface LoaderOptions {
   entries: SecretEntry[];
 }
 
-async function request(options: LoaderOptions, method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+async function request(
+  options: LoaderOptions,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: unknown }> {
   const response = await fetch(new URL(path, options.baseUrl), {
     method,
     headers: { 'x-api-key': options.apiKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -90,7 +95,10 @@ async function existingIds(options: LoaderOptions): Promise<Map<string, string>>
     const query: string = `/credentials?limit=${pageLimitMax}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
     const result = await request(options, 'GET', query);
     if (result.status !== 200) throw failure('listing credentials', result);
-    const page = result.json as { items: Array<{ id: string; category: string; name: string }>; next_cursor: string | null };
+    const page = result.json as {
+      items: Array<{ id: string; category: string; name: string }>;
+      next_cursor: string | null;
+    };
     for (const item of page.items) ids.set(`${item.category}\u0000${item.name}`, item.id);
     cursor = page.next_cursor;
     if (cursor === null) return ids;

@@ -32,7 +32,8 @@ const init = `window.ui = SwaggerUIBundle({
 });
 `;
 
-const contentSecurityPolicy = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; " +
+const contentSecurityPolicy =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; " +
   "script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
 
 export function docsRoutes(): Router {

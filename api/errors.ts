@@ -32,7 +32,11 @@ export type ErrorCode = keyof typeof errorStatusByCode;
 
 export class ApiError extends Error {
   readonly status: number;
-  constructor(readonly code: ErrorCode, message: string, readonly details?: unknown) {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+  ) {
     super(message);
     this.name = 'ApiError';
     this.status = errorStatusByCode[code];
@@ -53,23 +57,37 @@ export interface ErrorLogger {
 /** codeForStatus names errors thrown by Express, body-parser and the OpenAPI validator, which carry a status. */
 function codeForStatus(status: number): ErrorCode {
   switch (status) {
-    case 400: return 'BAD_REQUEST';
-    case 401: return 'UNAUTHORIZED';
-    case 403: return 'FORBIDDEN';
-    case 404: return 'NOT_FOUND';
-    case 405: return 'METHOD_NOT_ALLOWED';
-    case 406: return 'NOT_ACCEPTABLE';
-    case 409: return 'CONFLICT';
-    case 413: return 'PAYLOAD_TOO_LARGE';
-    case 415: return 'UNSUPPORTED_MEDIA_TYPE';
-    case 429: return 'RATE_LIMITED';
-    default: return status >= 400 && status < 500 ? 'BAD_REQUEST' : 'INTERNAL';
+    case 400:
+      return 'BAD_REQUEST';
+    case 401:
+      return 'UNAUTHORIZED';
+    case 403:
+      return 'FORBIDDEN';
+    case 404:
+      return 'NOT_FOUND';
+    case 405:
+      return 'METHOD_NOT_ALLOWED';
+    case 406:
+      return 'NOT_ACCEPTABLE';
+    case 409:
+      return 'CONFLICT';
+    case 413:
+      return 'PAYLOAD_TOO_LARGE';
+    case 415:
+      return 'UNSUPPORTED_MEDIA_TYPE';
+    case 429:
+      return 'RATE_LIMITED';
+    default:
+      return status >= 400 && status < 500 ? 'BAD_REQUEST' : 'INTERNAL';
   }
 }
 
 const genericMessages: Partial<Record<ErrorCode, string>> = {
-  BAD_REQUEST: 'bad request', NOT_FOUND: 'no such route or resource', METHOD_NOT_ALLOWED: 'method not allowed',
-  UNSUPPORTED_MEDIA_TYPE: 'send application/json', PAYLOAD_TOO_LARGE: 'request is too large',
+  BAD_REQUEST: 'bad request',
+  NOT_FOUND: 'no such route or resource',
+  METHOD_NOT_ALLOWED: 'method not allowed',
+  UNSUPPORTED_MEDIA_TYPE: 'send application/json',
+  PAYLOAD_TOO_LARGE: 'request is too large',
 };
 
 interface HttpishError {
@@ -98,7 +116,8 @@ export function toApiError(error: unknown): ApiError {
   // express-openapi-validator reports schema failures as 400 with an `errors` array.
   if (status === 400 && Array.isArray(httpish.errors)) {
     const details = (httpish.errors as Array<Record<string, unknown>>).map((item) => ({
-      path: String(item.path ?? ''), message: String(item.message ?? ''),
+      path: String(item.path ?? ''),
+      message: String(item.message ?? ''),
       ...(typeof item.errorCode === 'string' ? { errorCode: item.errorCode } : {}),
     }));
     return new ApiError('VALIDATION_FAILED', 'request does not match the API schema', details);
@@ -107,8 +126,10 @@ export function toApiError(error: unknown): ApiError {
   // Only the validator's messages are known to be safe to show; others (a static-file miss, say) may name
   // server paths, so they get a generic message.
   const fromValidator = Array.isArray(httpish.errors);
-  const message = fromValidator && typeof httpish.message === 'string' && httpish.message.length <= 500
-    ? httpish.message : genericMessages[code] ?? code;
+  const message =
+    fromValidator && typeof httpish.message === 'string' && httpish.message.length <= 500
+      ? httpish.message
+      : (genericMessages[code] ?? code);
   const apiError = new ApiError(code, message);
   (apiError as { status: number }).status = status;
   return apiError;
@@ -130,7 +151,9 @@ export function errorHandler(log: ErrorLogger): ErrorRequestHandler {
     if (apiError.code === 'INTERNAL') {
       // Only the error's name and message are logged: request bodies may hold secrets.
       log('request.error', {
-        requestId: req.requestId, method: req.method, path: req.path,
+        requestId: req.requestId,
+        method: req.method,
+        path: req.path,
         error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
       });
     }

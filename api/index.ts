@@ -8,7 +8,14 @@ export { bootstrapAdminKey } from './auth/api-keys.js';
 export { configFromEnv, defaultConfig } from './config.js';
 export type { ApiConfig } from './config.js';
 export type {
-  DocumentStore, JsonObject, ListOptions, ListResult, StoreChange, StoreEntry, VersionedValue, WriteOptions,
+  DocumentStore,
+  JsonObject,
+  ListOptions,
+  ListResult,
+  StoreChange,
+  StoreEntry,
+  VersionedValue,
+  WriteOptions,
 } from '../store/document-store.js';
 export { VersionConflictError, isVersionConflict } from '../store/document-store.js';
 export { MemoryDocumentStore } from '../store/memory-store.js';

@@ -14,8 +14,12 @@ class SequenceRun {
   readonly step: (error?: unknown) => void;
   private rejected?: (error: unknown) => void;
 
-  constructor(private readonly handlers: readonly RequestHandler[], private readonly req: Request,
-    private readonly res: Response, private readonly next: NextFunction) {
+  constructor(
+    private readonly handlers: readonly RequestHandler[],
+    private readonly req: Request,
+    private readonly res: Response,
+    private readonly next: NextFunction,
+  ) {
     this.step = this.advance.bind(this);
   }
 
@@ -32,7 +36,7 @@ class SequenceRun {
     }
     try {
       const result: unknown = handler(this.req, this.res, this.step);
-      if (result instanceof Promise) result.then(undefined, this.rejected ??= this.fail.bind(this));
+      if (result instanceof Promise) result.then(undefined, (this.rejected ??= this.fail.bind(this)));
     } catch (thrown) {
       this.next(thrown);
     }
@@ -100,7 +104,11 @@ export function routeDispatch(routers: readonly Router[], documentedPaths: reado
   if (undeclared.length > 0) throw new Error(`documented routes no router declares: ${undeclared.join(', ')}`);
   const everyRouter = inSequence(routers as unknown as RequestHandler[]);
   const routersOf = new Map<string, RequestHandler>();
-  for (const [path, list] of byRoute) routersOf.set(path, list.length === 1 ? list[0]! as unknown as RequestHandler : inSequence(list as unknown as RequestHandler[]));
+  for (const [path, list] of byRoute)
+    routersOf.set(
+      path,
+      list.length === 1 ? (list[0]! as unknown as RequestHandler) : inSequence(list as unknown as RequestHandler[]),
+    );
   return (req: Request, res: Response, next: NextFunction) => {
     const expressRoute = (req as Request & { openapi?: { expressRoute?: string } }).openapi?.expressRoute;
     const handler = (expressRoute !== undefined ? routersOf.get(expressRoute) : undefined) ?? everyRouter;

@@ -9,8 +9,15 @@ import { MemoryDocumentStore } from '../store/memory-store.js';
 const store = new MemoryDocumentStore();
 const admin = await bootstrapAdminKey(store, 'admin');
 const running = await startApiServer({ store });
-process.stdout.write(`svc API on ${running.url} (in-memory store, redis: ${running.redisUrl ? redactRedisUrl(running.redisUrl) : 'none'})\n` +
-  `admin key (shown once): ${admin.key}\n`);
-const stop = () => { running.close().then(() => process.exit(0), () => process.exit(1)); };
+process.stdout.write(
+  `svc API on ${running.url} (in-memory store, redis: ${running.redisUrl ? redactRedisUrl(running.redisUrl) : 'none'})\n` +
+    `admin key (shown once): ${admin.key}\n`,
+);
+const stop = () => {
+  running.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+};
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);

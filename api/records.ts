@@ -11,8 +11,7 @@ export const storeKeys = {
   apiKeyByHash: (hashHex: string) => `keys-by-hash/${hashHex}`,
   credential: (id: string) => `credentials/${id}`,
   credentials: 'credentials/',
-  credentialByName: (category: string, name: string) =>
-    `credentials-by-name/${category}/${encodeURIComponent(name)}`,
+  credentialByName: (category: string, name: string) => `credentials-by-name/${category}/${encodeURIComponent(name)}`,
   project: (id: string) => `projects/${id}`,
   projects: 'projects/',
   run: (id: string) => `runs/${id}`,

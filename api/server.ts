@@ -62,15 +62,25 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
     // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
     if (redisUrl && env.SVC_RUN_WORKER !== '0') {
       worker = await startAgentWorker({
-        redisUrl, store: options.store, secretKey: config.secretKey, log: config.log, backend: runBackendFromConfig(config, env),
-        isolation: { egressAllow: listFromEnv(env.SVC_RUN_EGRESS_ALLOW), egressDeny: listFromEnv(env.SVC_RUN_EGRESS_DENY) },
+        redisUrl,
+        store: options.store,
+        secretKey: config.secretKey,
+        log: config.log,
+        backend: runBackendFromConfig(config, env),
+        isolation: {
+          egressAllow: listFromEnv(env.SVC_RUN_EGRESS_ALLOW),
+          egressDeny: listFromEnv(env.SVC_RUN_EGRESS_DENY),
+        },
       });
     }
     // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
     if (redisUrl && env.SVC_ALBUM_WORKER !== '0') {
       albumWorker = await startAlbumWorker({
-        redisUrl, store: options.store, generator: imageGeneratorFromEnv(env),
-        onSweepError: (error) => config.log('albums.blob_sweep_failed', { error: error instanceof Error ? error.message : String(error) }),
+        redisUrl,
+        store: options.store,
+        generator: imageGeneratorFromEnv(env),
+        onSweepError: (error) =>
+          config.log('albums.blob_sweep_failed', { error: error instanceof Error ? error.message : String(error) }),
       });
     }
   } catch (error) {
@@ -99,7 +109,10 @@ export async function startApiServer(options: StartApiOptions): Promise<RunningA
   const host = env.SVC_API_HOST ?? apiHostDefault;
   const server: Server = runtime.service.app.listen(port, host);
   try {
-    await new Promise<void>((resolve, reject) => { server.once('listening', resolve); server.once('error', reject); });
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', resolve);
+      server.once('error', reject);
+    });
   } catch (error) {
     await runtime.close();
     throw error;
@@ -120,5 +133,8 @@ export async function startApiServer(options: StartApiOptions): Promise<RunningA
 
 /** listFromEnv splits a comma-separated setting (empty entries dropped). */
 function listFromEnv(text: string | undefined): string[] {
-  return (text ?? '').split(',').map((item) => item.trim()).filter(Boolean);
+  return (text ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
 }

@@ -40,8 +40,11 @@ const keepAll = (): boolean => true;
  * object, never changes it, so what was read stays as it was read).
  */
 export async function listPage<T extends JsonObject, V>(
-  store: DocumentStore, prefix: string, query: PageRequest,
-  view: (record: T) => V, keep: (record: T) => boolean = keepAll,
+  store: DocumentStore,
+  prefix: string,
+  query: PageRequest,
+  view: (record: T) => V,
+  keep: (record: T) => boolean = keepAll,
 ): Promise<Page<V>> {
   const { limit, after: start } = parsePageRequest(query, prefix);
   const items: V[] = [];
@@ -49,7 +52,11 @@ export async function listPage<T extends JsonObject, V>(
   let scanned = 0;
   while (items.length < limit && scanned < pageScanEntriesMax) {
     // shared: keep and view only read the values, and the page is serialized at once (views build new objects).
-    const batch = await store.list<T>(prefix, { after, limit: Math.min(limit * 4, pageScanEntriesMax - scanned), shared: true });
+    const batch = await store.list<T>(prefix, {
+      after,
+      limit: Math.min(limit * 4, pageScanEntriesMax - scanned),
+      shared: true,
+    });
     for (const entry of batch.entries) {
       scanned++;
       after = entry.key;
@@ -69,7 +76,9 @@ export async function listPage<T extends JsonObject, V>(
  * retrying up to casRetriesMax times. mutate may throw an ApiError to refuse the change.
  */
 export async function updateRecord<T extends JsonObject>(
-  store: DocumentStore, key: string, mutate: (current: T) => T,
+  store: DocumentStore,
+  key: string,
+  mutate: (current: T) => T,
 ): Promise<T> {
   for (let attempt = 0; attempt < casRetriesMax; attempt++) {
     const current = await store.get<T>(key);

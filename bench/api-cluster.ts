@@ -99,9 +99,12 @@ interface CpuProfile {
  */
 function profileByCase(dir: string, cases: BenchCase[]): string {
   const lines: string[] = [];
-  const profiles = readdirSync(dir).filter((file) => file.endsWith('.cpuprofile')).map((file) => ({
-    pid: /^CPU\.\d+\.\d+\.(\d+)\./.exec(file)?.[1] ?? file, profile: JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as CpuProfile,
-  }));
+  const profiles = readdirSync(dir)
+    .filter((file) => file.endsWith('.cpuprofile'))
+    .map((file) => ({
+      pid: /^CPU\.\d+\.\d+\.(\d+)\./.exec(file)?.[1] ?? file,
+      profile: JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as CpuProfile,
+    }));
   for (const benchCase of cases) {
     const requests = benchCase.requestsTotal;
     lines.push(`\n${benchCase.name} (${benchCase.windowsUs.length} window(s), ~${requests} requests)`);
@@ -125,9 +128,15 @@ function profileByCase(dir: string, cases: BenchCase[]): string {
       }
       if (busyUs === 0) continue;
       const perRequest = (us: number): string => (requests > 0 ? `${(us / requests).toFixed(1)} µs/req` : '');
-      const top = (map: Map<string, number>): string => [...map.entries()].sort((a, b) => b[1] - a[1]).slice(0, profileTopCount)
-        .map(([name, us]) => `    ${(us / busyUs * 100).toFixed(1)}% ${perRequest(us)} ${name}`).join('\n');
-      lines.push(`  pid ${pid}: busy ${(busyUs / 1000).toFixed(0)} ms, ${perRequest(busyUs)}\n${top(areas)}\n  functions:\n${top(functions)}`);
+      const top = (map: Map<string, number>): string =>
+        [...map.entries()]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, profileTopCount)
+          .map(([name, us]) => `    ${((us / busyUs) * 100).toFixed(1)}% ${perRequest(us)} ${name}`)
+          .join('\n');
+      lines.push(
+        `  pid ${pid}: busy ${(busyUs / 1000).toFixed(0)} ms, ${perRequest(busyUs)}\n${top(areas)}\n  functions:\n${top(functions)}`,
+      );
     }
   }
   return lines.join('\n');
@@ -135,15 +144,19 @@ function profileByCase(dir: string, cases: BenchCase[]): string {
 
 async function measure(url: string, headers: Record<string, string>): Promise<autocannon.Result> {
   const headerArgs = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}=${value}`]);
-  const { stdout } = await promisify(execFile)(process.execPath,
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
     [autocannonCli, '--json', '-c', String(connections), '-d', String(durationSeconds), ...headerArgs, url],
-    { maxBuffer: 16 * 1024 * 1024 });
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
   return JSON.parse(stdout) as autocannon.Result;
 }
 
 async function api(base: string, key: string, method: string, urlPath: string, body?: unknown): Promise<unknown> {
   const response = await fetch(base + urlPath, {
-    method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+    method,
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();
   if (!response.ok) throw new Error(`${method} ${urlPath} → ${response.status} ${text}`);
@@ -162,10 +175,21 @@ interface OpenStream {
   close(): void;
 }
 
-function openStream(baseUrl: string, streamUrl: string, key: string, latenciesMs: number[], received: { count: number }): Promise<OpenStream> {
+function openStream(
+  baseUrl: string,
+  streamUrl: string,
+  key: string,
+  latenciesMs: number[],
+  received: { count: number },
+): Promise<OpenStream> {
   const url = new URL(streamUrl, baseUrl);
   return new Promise((resolve, reject) => {
-    const request = http.get({ host: url.hostname, port: url.port, path: url.pathname, headers: { 'x-api-key': key, accept: 'text/event-stream' } });
+    const request = http.get({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      headers: { 'x-api-key': key, accept: 'text/event-stream' },
+    });
     request.once('error', reject);
     request.once('response', (response) => {
       if (response.statusCode !== 200) {
@@ -190,14 +214,22 @@ function openStream(baseUrl: string, streamUrl: string, key: string, latenciesMs
           received.count++;
         }
       });
-      const ended = new Promise<void>((done) => { response.once('end', done); response.once('close', done); });
+      const ended = new Promise<void>((done) => {
+        response.once('end', done);
+        response.once('close', done);
+      });
       resolve({ ended, close: () => request.destroy() });
     });
   });
 }
 
-async function sseLevel(baseUrl: string, key: string, usedRuns: Array<{ runId: string; streamUrl: string }>, redis: Redis,
-  streamCount: number): Promise<string> {
+async function sseLevel(
+  baseUrl: string,
+  key: string,
+  usedRuns: Array<{ runId: string; streamUrl: string }>,
+  redis: Redis,
+  streamCount: number,
+): Promise<string> {
   const latenciesMs: number[] = [];
   const received = { count: 0 };
   const streams: OpenStream[] = [];
@@ -207,7 +239,7 @@ async function sseLevel(baseUrl: string, key: string, usedRuns: Array<{ runId: s
     for (; next < streamCount && batch.length < sseOpenConcurrencyMax; next++) {
       batch.push(openStream(baseUrl, usedRuns[next % usedRuns.length]!.streamUrl, key, latenciesMs, received));
     }
-    streams.push(...await Promise.all(batch));
+    streams.push(...(await Promise.all(batch)));
   }
   const openMs = performance.now() - openStartedMs;
   const streamsPerRun = new Map<string, number>();
@@ -217,18 +249,27 @@ async function sseLevel(baseUrl: string, key: string, usedRuns: Array<{ runId: s
   }
   let expected = 0;
   for (let round = 0; round < sseRoundCount; round++) {
-    await Promise.all(usedRuns.map((run) => appendRunEvent(redis, run.runId, { event: 'output', data: { stream: 'stdout', text: String(nowMs()) } })));
+    await Promise.all(
+      usedRuns.map((run) =>
+        appendRunEvent(redis, run.runId, { event: 'output', data: { stream: 'stdout', text: String(nowMs()) } }),
+      ),
+    );
     expected += streamCount;
     await new Promise((resolve) => setTimeout(resolve, sseRoundGapMs));
   }
   const deadline = Date.now() + sseWaitMsMax;
   while (received.count < expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
   for (const stream of streams) stream.close();
-  await Promise.race([Promise.all(streams.map((stream) => stream.ended)), new Promise((resolve) => setTimeout(resolve, sseWaitMsMax))]);
+  await Promise.race([
+    Promise.all(streams.map((stream) => stream.ended)),
+    new Promise((resolve) => setTimeout(resolve, sseWaitMsMax)),
+  ]);
   latenciesMs.sort((a, b) => a - b);
-  return `| ${streamCount} | ${usedRuns.length} | ${Math.round(openMs)} | ${received.count}/${expected} | ` +
+  return (
+    `| ${streamCount} | ${usedRuns.length} | ${Math.round(openMs)} | ${received.count}/${expected} | ` +
     `${percentile(latenciesMs, 0.5).toFixed(1)} | ${percentile(latenciesMs, 0.9).toFixed(1)} | ${percentile(latenciesMs, 0.99).toFixed(1)} | ` +
-    `${latenciesMs.at(-1)?.toFixed(1) ?? '-'} |`;
+    `${latenciesMs.at(-1)?.toFixed(1) ?? '-'} |`
+  );
 }
 
 /**
@@ -237,7 +278,7 @@ async function sseLevel(baseUrl: string, key: string, usedRuns: Array<{ runId: s
  */
 async function readIndexCostRows(cluster: ApiCluster, leader: string): Promise<string[]> {
   const rows: string[] = [];
-  for (const overStream of [true, false]) rows.push(...await readIndexCostRowsOver(cluster, leader, overStream));
+  for (const overStream of [true, false]) rows.push(...(await readIndexCostRowsOver(cluster, leader, overStream)));
   return rows;
 }
 
@@ -251,13 +292,19 @@ async function readIndexCostRowsOver(cluster: ApiCluster, leader: string, overSt
   if (typeof identity === 'string') throw new Error(`the bench node's certificate: ${identity}`);
   const pool = new StoreClientPool({
     credentials: clientCredentials({ ca: readFileSync(tls.caFile), cert, key: readFileSync(tls.keyFile) }),
-    channelOptions: { ...(tls.serverNameOverride ? { 'grpc.ssl_target_name_override': tls.serverNameOverride } : {}), ...clusterChannelOptions(identity.clusterId) },
+    channelOptions: {
+      ...(tls.serverNameOverride ? { 'grpc.ssl_target_name_override': tls.serverNameOverride } : {}),
+      ...clusterChannelOptions(identity.clusterId),
+    },
     overStreams: overStream,
   });
   const address = config.grpcAdvertise ?? config.grpcListen;
   const call = (): Promise<unknown> => pool.readIndex(address, Date.now() + 5_000);
   const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-  const leaderCpuUs = async (): Promise<number> => { const usage = await cluster.node(leader).cpuUsage(); return usage.user + usage.system; };
+  const leaderCpuUs = async (): Promise<number> => {
+    const usage = await cluster.node(leader).cpuUsage();
+    return usage.user + usage.system;
+  };
   const rows: string[] = [];
   let idleUsPerMs = 0;
   const phase = async (name: string, run: (until: number) => Promise<number>): Promise<void> => {
@@ -265,17 +312,25 @@ async function readIndexCostRowsOver(cluster: ApiCluster, leader: string, overSt
     const startedMs = Date.now();
     const calls = await run(startedMs + durationSeconds * 1000);
     const spentMs = Date.now() - startedMs;
-    const spentUs = await leaderCpuUs() - before;
+    const spentUs = (await leaderCpuUs()) - before;
     if (calls === 0) idleUsPerMs = spentUs / spentMs;
     const perCall = calls === 0 ? '-' : ((spentUs - idleUsPerMs * spentMs) / calls).toFixed(0);
-    rows.push(`| ${transport} | ${name} | ${Math.round(calls / spentMs * 1000)} | ${(spentUs / spentMs).toFixed(0)} | ${perCall} |`);
+    rows.push(
+      `| ${transport} | ${name} | ${Math.round((calls / spentMs) * 1000)} | ${(spentUs / spentMs).toFixed(0)} | ${perCall} |`,
+    );
   };
   try {
     await call();
-    await phase('idle', async (until) => { await pause(until - Date.now()); return 0; });
+    await phase('idle', async (until) => {
+      await pause(until - Date.now());
+      return 0;
+    });
     await phase(`one call, then ${readIndexGapMs} ms pause`, async (until) => {
       let calls = 0;
-      for (; Date.now() < until; calls++) { await call(); await pause(readIndexGapMs); }
+      for (; Date.now() < until; calls++) {
+        await call();
+        await pause(readIndexGapMs);
+      }
       return calls;
     });
     await phase('back to back', async (until) => {
@@ -285,7 +340,11 @@ async function readIndexCostRowsOver(cluster: ApiCluster, leader: string, overSt
     });
     await phase(`${readIndexConcurrency} callers`, async (until) => {
       let calls = 0;
-      await Promise.all(Array.from({ length: readIndexConcurrency }, async () => { for (; Date.now() < until; calls++) await call(); }));
+      await Promise.all(
+        Array.from({ length: readIndexConcurrency }, async () => {
+          for (; Date.now() < until; calls++) await call();
+        }),
+      );
       return calls;
     });
   } finally {
@@ -312,19 +371,56 @@ async function main(): Promise<void> {
     const leaderUrl = cluster.node(leader).httpUrl;
     const followerUrl = cluster.node(follower).httpUrl;
     for (let index = 0; index < projectCount; index++) {
-      await api(leaderUrl, key, 'POST', '/projects', { name: `p${index}`, workspace: cluster.workspace, command: ['./agent.sh'] });
+      await api(leaderUrl, key, 'POST', '/projects', {
+        name: `p${index}`,
+        workspace: cluster.workspace,
+        command: ['./agent.sh'],
+      });
     }
     const payload = await api(leaderUrl, key, 'GET', '/projects?limit=50');
     const cases: BenchCase[] = [
-      { name: `bare Express, in the leader's process`, url: `${await cluster.node(leader).bare(payload)}/projects`, headers: {} as Record<string, string>, servingName: leader },
-      { name: 'API GET /projects on the leader', url: `${leaderUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'leader', servingName: leader, node: cluster.node(leader) },
-      { name: `bare Express, in a follower's process`, url: `${await cluster.node(follower).bare(payload)}/projects`, headers: {}, servingName: follower },
-      { name: 'API GET /projects on a follower', url: `${followerUrl}/projects`, headers: { 'x-api-key': key }, bareOf: 'follower', servingName: follower, node: cluster.node(follower) },
-    ].map((benchCase): BenchCase => ({ ...benchCase, roundRps: [], windowsUs: [], requestsTotal: 0, cpuUs: { serving: 0, others: 0 } }));
-    const cpuOfNodes = (): Promise<number[]> => Promise.all(nodeNames.map(async (name) => {
-      const usage = await cluster.node(name).cpuUsage();
-      return usage.user + usage.system;
+      {
+        name: `bare Express, in the leader's process`,
+        url: `${await cluster.node(leader).bare(payload)}/projects`,
+        headers: {} as Record<string, string>,
+        servingName: leader,
+      },
+      {
+        name: 'API GET /projects on the leader',
+        url: `${leaderUrl}/projects`,
+        headers: { 'x-api-key': key },
+        bareOf: 'leader',
+        servingName: leader,
+        node: cluster.node(leader),
+      },
+      {
+        name: `bare Express, in a follower's process`,
+        url: `${await cluster.node(follower).bare(payload)}/projects`,
+        headers: {},
+        servingName: follower,
+      },
+      {
+        name: 'API GET /projects on a follower',
+        url: `${followerUrl}/projects`,
+        headers: { 'x-api-key': key },
+        bareOf: 'follower',
+        servingName: follower,
+        node: cluster.node(follower),
+      },
+    ].map((benchCase): BenchCase => ({
+      ...benchCase,
+      roundRps: [],
+      windowsUs: [],
+      requestsTotal: 0,
+      cpuUs: { serving: 0, others: 0 },
     }));
+    const cpuOfNodes = (): Promise<number[]> =>
+      Promise.all(
+        nodeNames.map(async (name) => {
+          const usage = await cluster.node(name).cpuUsage();
+          return usage.user + usage.system;
+        }),
+      );
     casesForProfile.push(...cases);
     for (let round = 0; round < rounds; round++) {
       for (const benchCase of cases) {
@@ -356,53 +452,78 @@ async function main(): Promise<void> {
     // SSE: queued runs (no worker on any node) whose event streams this process appends to directly.
     const sseRows: string[] = [];
     if (sse) {
-      const project = await api(leaderUrl, key, 'POST', '/projects', { name: 'sse', workspace: cluster.workspace, command: ['./agent.sh'] }) as { id: string };
+      const project = (await api(leaderUrl, key, 'POST', '/projects', {
+        name: 'sse',
+        workspace: cluster.workspace,
+        command: ['./agent.sh'],
+      })) as { id: string };
       const redis = new Redis(cluster.redis!.url);
       for (const streamCount of sseStreamCounts) {
         // Fresh runs per level, so that no stream replays an earlier level's events.
         const runs: Array<{ runId: string; streamUrl: string }> = [];
         for (let index = 0; index < Math.min(sseRunCount, streamCount); index++) {
-          runs.push(await api(leaderUrl, key, 'POST', `/projects/${project.id}/commands`, { prompt: `sse ${index}` }) as { runId: string; streamUrl: string });
+          runs.push(
+            (await api(leaderUrl, key, 'POST', `/projects/${project.id}/commands`, { prompt: `sse ${index}` })) as {
+              runId: string;
+              streamUrl: string;
+            },
+          );
         }
         sseRows.push(await sseLevel(followerUrl, key, runs, redis, streamCount));
       }
       redis.disconnect();
     }
 
-    process.stdout.write(`\n${connections} connections, ${durationSeconds}s per measurement, best of ${rounds} rounds, loopback, ` +
-      `3 nodes (mTLS, fsync) + redis-server + autocannon on ${os.cpus().length} cores; load average at end ` +
-      `${os.loadavg().map((load) => load.toFixed(1)).join(' ')}\n\n`);
+    process.stdout.write(
+      `\n${connections} connections, ${durationSeconds}s per measurement, best of ${rounds} rounds, loopback, ` +
+        `3 nodes (mTLS, fsync) + redis-server + autocannon on ${os.cpus().length} cores; load average at end ` +
+        `${os
+          .loadavg()
+          .map((load) => load.toFixed(1))
+          .join(' ')}\n\n`,
+    );
     // CPU per request: process.cpuUsage() of each node process (user + system) over all rounds of a case,
     // divided by its requests. Unlike req/s and profile busy time, it is not inflated by other processes
     // holding the cores, so its ratio (bare CPU / API CPU, same process) is what the throughput ratio would
     // be on a machine with a core to spare for each process.
-    process.stdout.write('| case | req/s (mean, best round) | vs bare, same process (best rounds) | vs bare, median of rounds (each round) | ' +
-      'p50 ms | p99 ms | non-2xx | CPU µs/req, serving process | ' +
-      'CPU vs bare (bare / API) | CPU µs/req, other nodes | read-index calls per request (readers per call) |\n' +
-      '|---|---|---|---|---|---|---|---|---|---|---|\n');
+    process.stdout.write(
+      '| case | req/s (mean, best round) | vs bare, same process (best rounds) | vs bare, median of rounds (each round) | ' +
+        'p50 ms | p99 ms | non-2xx | CPU µs/req, serving process | ' +
+        'CPU vs bare (bare / API) | CPU µs/req, other nodes | read-index calls per request (readers per call) |\n' +
+        '|---|---|---|---|---|---|---|---|---|---|---|\n',
+    );
     const bareByNode: Record<string, BenchCase> = { leader: cases[0]!, follower: cases[2]! };
-    const cpuPerRequest = (benchCase: BenchCase, which: 'serving' | 'others'): number => benchCase.cpuUs[which] / Math.max(1, benchCase.requestsTotal);
+    const cpuPerRequest = (benchCase: BenchCase, which: 'serving' | 'others'): number =>
+      benchCase.cpuUs[which] / Math.max(1, benchCase.requestsTotal);
     for (const benchCase of cases) {
       const { name, best, bareOf, readIndex, requestsTotal } = benchCase;
       const bare = bareOf ? bareByNode[bareOf]! : benchCase;
-      const ratio = `${(best!.requests.average / bare.best!.requests.average * 100).toFixed(0)}%`;
+      const ratio = `${((best!.requests.average / bare.best!.requests.average) * 100).toFixed(0)}%`;
       // Each round's API case ran right after its bare case: their ratio shares the machine's state of the moment.
       const roundRatios = benchCase.roundRps.map((rps, round) => rps / bare.roundRps[round]!);
       const roundRatio = `${(median(roundRatios) * 100).toFixed(0)}% (${roundRatios.map((r) => (r * 100).toFixed(0)).join(', ')})`;
-      const cpuRatio = `${(cpuPerRequest(bare, 'serving') / cpuPerRequest(benchCase, 'serving') * 100).toFixed(0)}%`;
-      const sharing = readIndex && readIndex.calls > 0
-        ? `${(readIndex.calls / requestsTotal).toFixed(3)} (${(readIndex.readers / readIndex.calls).toFixed(1)})` : '-';
-      process.stdout.write(`| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${roundRatio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} | ` +
-        `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} |\n`);
+      const cpuRatio = `${((cpuPerRequest(bare, 'serving') / cpuPerRequest(benchCase, 'serving')) * 100).toFixed(0)}%`;
+      const sharing =
+        readIndex && readIndex.calls > 0
+          ? `${(readIndex.calls / requestsTotal).toFixed(3)} (${(readIndex.readers / readIndex.calls).toFixed(1)})`
+          : '-';
+      process.stdout.write(
+        `| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${roundRatio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} | ` +
+          `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} |\n`,
+      );
     }
     if (readIndexCost) {
-      process.stdout.write(`\nThe leader's CPU per read index (asked from this process over mTLS, ${durationSeconds} s per phase; per call = ` +
-        '(CPU - idle CPU) / calls)\n\n| transport | phase | calls/s | leader CPU ms/s | leader CPU µs per call |\n|---|---|---|---|---|\n');
+      process.stdout.write(
+        `\nThe leader's CPU per read index (asked from this process over mTLS, ${durationSeconds} s per phase; per call = ` +
+          '(CPU - idle CPU) / calls)\n\n| transport | phase | calls/s | leader CPU ms/s | leader CPU µs per call |\n|---|---|---|---|---|\n',
+      );
       for (const row of readIndexRows) process.stdout.write(`${row}\n`);
     }
     if (sse) {
-      process.stdout.write(`\nSSE delivery (streams on a follower, ${sseRoundCount} rounds of one event per run, ${sseRoundGapMs} ms apart; ` +
-        'latency = receipt - append, ms)\n\n| open streams | runs | open all (ms) | delivered | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|---|\n');
+      process.stdout.write(
+        `\nSSE delivery (streams on a follower, ${sseRoundCount} rounds of one event per run, ${sseRoundGapMs} ms apart; ` +
+          'latency = receipt - append, ms)\n\n| open streams | runs | open all (ms) | delivered | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|---|\n',
+      );
       for (const row of sseRows) process.stdout.write(`${row}\n`);
     }
   } finally {
@@ -410,9 +531,14 @@ async function main(): Promise<void> {
   }
   if (cpuProfile) {
     process.stdout.write(`\nCPU profiles in ${profileDir}\n`);
-    process.stdout.write(`\nNode processes' CPU inside each case's measurements (idle left out; per request = busy time / ` +
-      `requests of all rounds):\n${profileByCase(profileDir, casesForProfile)}\n`);
+    process.stdout.write(
+      `\nNode processes' CPU inside each case's measurements (idle left out; per request = busy time / ` +
+        `requests of all rounds):\n${profileByCase(profileDir, casesForProfile)}\n`,
+    );
   }
 }
 
-main().catch((error: unknown) => { process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`); process.exitCode = 1; });
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exitCode = 1;
+});

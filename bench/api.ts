@@ -39,25 +39,38 @@ async function listen(app: express.Express): Promise<{ url: string; server: Serv
 
 async function measure(url: string, headers: Record<string, string>): Promise<autocannon.Result> {
   const headerArgs = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}=${value}`]);
-  const { stdout } = await promisify(execFile)(process.execPath,
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
     [autocannonCli, '--json', '-c', String(connections), '-d', String(durationSeconds), ...headerArgs, url],
-    { maxBuffer: 16 * 1024 * 1024 });
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
   return JSON.parse(stdout) as autocannon.Result;
 }
 
-async function apiServer(redis: LocalRedis | undefined): Promise<{ url: string; key: string; server: Server; service: ApiService }> {
+async function apiServer(
+  redis: LocalRedis | undefined,
+): Promise<{ url: string; key: string; server: Server; service: ApiService }> {
   const store = new MemoryDocumentStore();
   const admin = await bootstrapAdminKey(store, 'bench');
   for (let index = 0; index < 10; index++) {
     const id = `prj_${String(index).padStart(9, '0')}0000000000000000`;
     await store.put(`projects/${id}`, {
-      id, name: `p${index}`, workspace: '/w', command: ['agent'], network: false, created_by: admin.userId,
-      created_at: new Date().toISOString(), updated_at: new Date().toISOString(),
+      id,
+      name: `p${index}`,
+      workspace: '/w',
+      command: ['agent'],
+      network: false,
+      created_by: admin.userId,
+      created_at: new Date().toISOString(),
+      updated_at: new Date().toISOString(),
     });
   }
   // The limit is lifted so that the bench measures the request path, not the limiter's refusals.
-  const service = createApp({ store, redis: redis ? { url: redis.url } : undefined,
-    config: { rateLimitPerSecond: 1_000_000, log: () => undefined } });
+  const service = createApp({
+    store,
+    redis: redis ? { url: redis.url } : undefined,
+    config: { rateLimitPerSecond: 1_000_000, log: () => undefined },
+  });
   const { url, server } = await listen(service.app);
   return { url, key: admin.key, server, service };
 }
@@ -69,7 +82,9 @@ async function main(): Promise<void> {
   sample.server.close();
   await sample.service.close();
   const bare = express();
-  bare.get('/projects', (_req, res) => { res.json(payload); });
+  bare.get('/projects', (_req, res) => {
+    res.json(payload);
+  });
   const bareServer = await listen(bare);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
   const redis = redisServerAvailable() ? await startLocalRedis(dir) : undefined;
@@ -77,11 +92,18 @@ async function main(): Promise<void> {
   const withRedis = redis ? await apiServer(redis) : undefined;
   const cases: BenchCase[] = [
     { name: 'bare Express res.json', url: `${bareServer.url}/projects`, headers: {} },
-    { name: 'API GET /projects (key, limiter in-process)', url: `${plain.url}/projects`, headers: { 'x-api-key': plain.key } },
+    {
+      name: 'API GET /projects (key, limiter in-process)',
+      url: `${plain.url}/projects`,
+      headers: { 'x-api-key': plain.key },
+    },
   ];
   if (withRedis) {
-    cases.push({ name: 'API GET /projects (key, limiter in Redis)', url: `${withRedis.url}/projects`,
-      headers: { 'x-api-key': withRedis.key } });
+    cases.push({
+      name: 'API GET /projects (key, limiter in Redis)',
+      url: `${withRedis.url}/projects`,
+      headers: { 'x-api-key': withRedis.key },
+    });
   }
   for (let round = 0; round < rounds; round++) {
     for (const benchCase of cases) {
@@ -101,14 +123,24 @@ async function main(): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
 
   const baseline = cases[0]!.best!.requests.average;
-  process.stdout.write(`\n${connections} connections, ${durationSeconds}s per measurement, best of ${rounds} rounds, ` +
-    `loopback; load average at end ${os.loadavg().map((load) => load.toFixed(1)).join(' ')}\n\n`);
+  process.stdout.write(
+    `\n${connections} connections, ${durationSeconds}s per measurement, best of ${rounds} rounds, ` +
+      `loopback; load average at end ${os
+        .loadavg()
+        .map((load) => load.toFixed(1))
+        .join(' ')}\n\n`,
+  );
   process.stdout.write('| case | req/s (mean) | vs bare | p50 ms | p99 ms | non-2xx |\n|---|---|---|---|---|---|\n');
   for (const { name, best } of cases) {
-    process.stdout.write(`| ${name} | ${Math.round(best!.requests.average)} | ` +
-      `${(best!.requests.average / baseline * 100).toFixed(0)}% | ${best!.latency.p50} | ${best!.latency.p99} | ` +
-      `${best!.non2xx} |\n`);
+    process.stdout.write(
+      `| ${name} | ${Math.round(best!.requests.average)} | ` +
+        `${((best!.requests.average / baseline) * 100).toFixed(0)}% | ${best!.latency.p50} | ${best!.latency.p99} | ` +
+        `${best!.non2xx} |\n`,
+    );
   }
 }
 
-main().catch((error: unknown) => { process.stderr.write(`${String(error)}\n`); process.exitCode = 1; });
+main().catch((error: unknown) => {
+  process.stderr.write(`${String(error)}\n`);
+  process.exitCode = 1;
+});

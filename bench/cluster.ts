@@ -78,7 +78,9 @@ function median(values: number[]): number {
 
 async function measure(label: string, run: () => Promise<LoadResult>): Promise<LoadResult> {
   const result = await run();
-  console.log(`  ${label}: ${fmt(result.opsPerSecond)} writes/s, p50 ${fmt(result.p50Ms, 2)} ms, p99 ${fmt(result.p99Ms, 2)} ms${result.errors ? `, ${result.errors} errors (${result.firstError})` : ''}`);
+  console.log(
+    `  ${label}: ${fmt(result.opsPerSecond)} writes/s, p50 ${fmt(result.p50Ms, 2)} ms, p99 ${fmt(result.p99Ms, 2)} ms${result.errors ? `, ${result.errors} errors (${result.firstError})` : ''}`,
+  );
   return result;
 }
 
@@ -103,17 +105,41 @@ async function main(): Promise<void> {
     leaderPid = svc.cluster.members.find((m) => m.name === svc.leaderName)?.pid ?? 0;
     const version = etcdVersion();
     const etcd = version === null ? null : await startEtcd(join(dir, 'etcd'), 3, Math.max(...WRITER_COUNTS));
-    etcdNote = version === null ? 'etcd is not installed (Debian: apt-get install -y etcd-server): etcd column skipped' : `${version}, 3 members, HTTP/JSON gateway at the leader, no TLS`;
+    etcdNote =
+      version === null
+        ? 'etcd is not installed (Debian: apt-get install -y etcd-server): etcd column skipped'
+        : `${version}, 3 members, HTTP/JSON gateway at the leader, no TLS`;
     try {
       console.log(`svc: 3 nodes (mutual TLS, fdatasync group commit), leader ${svc.leaderName}; etcd: ${etcdNote}`);
-      console.log(`${rounds} interleaved rounds per level (svc batched, svc one call per write, etcd), ${seconds} s each after ${warmup} s warm-up; medians reported`);
+      console.log(
+        `${rounds} interleaved rounds per level (svc batched, svc one call per write, etcd), ${seconds} s each after ${warmup} s warm-up; medians reported`,
+      );
       for (const writers of WRITER_COUNTS) {
         const rows: LevelRounds = { writers, svc: [], svcAlone: [], etcd: [] };
         for (let round = 1; round <= rounds; round++) {
           const tag = `c${writers}r${round}`;
-          rows.svc.push(await measure(`svc c${writers} round ${round}`, () => closedLoop(writers, warmup, seconds, (w, i) => svc.put(`bench/${tag}/w${w}/${i}`, payload(SVC_VALUE_CHARS, i)))));
-          rows.svcAlone.push(await measure(`svc one-call c${writers} round ${round}`, () => closedLoop(writers, warmup, seconds, (w, i) => svc.putAlone(`bench/${tag}a/w${w}/${i}`, payload(SVC_VALUE_CHARS, i)))));
-          if (etcd) rows.etcd.push(await measure(`etcd c${writers} round ${round}`, () => closedLoop(writers, warmup, seconds, (w, i) => etcd.put(`bench/${tag}/w${w}/${i}`, payload(VALUE_BYTES, i)))));
+          rows.svc.push(
+            await measure(`svc c${writers} round ${round}`, () =>
+              closedLoop(writers, warmup, seconds, (w, i) =>
+                svc.put(`bench/${tag}/w${w}/${i}`, payload(SVC_VALUE_CHARS, i)),
+              ),
+            ),
+          );
+          rows.svcAlone.push(
+            await measure(`svc one-call c${writers} round ${round}`, () =>
+              closedLoop(writers, warmup, seconds, (w, i) =>
+                svc.putAlone(`bench/${tag}a/w${w}/${i}`, payload(SVC_VALUE_CHARS, i)),
+              ),
+            ),
+          );
+          if (etcd)
+            rows.etcd.push(
+              await measure(`etcd c${writers} round ${round}`, () =>
+                closedLoop(writers, warmup, seconds, (w, i) =>
+                  etcd.put(`bench/${tag}/w${w}/${i}`, payload(VALUE_BYTES, i)),
+                ),
+              ),
+            );
         }
         levels.push(rows);
       }
@@ -122,25 +148,61 @@ async function main(): Promise<void> {
       await etcd?.stop();
     }
 
-    console.log(`snapshot: staging and fetching a ${snapshotMib} MiB artifact, ${snapshotRounds} interleaved rounds (raw, drained, install), medians`);
+    console.log(
+      `snapshot: staging and fetching a ${snapshotMib} MiB artifact, ${snapshotRounds} interleaved rounds (raw, drained, install), medians`,
+    );
     const snapshot = await measureSnapshotTransfer(join(dir, 'snapshot'), snapshotMib, snapshotRounds);
 
     console.log('');
     const med = (rs: LoadResult[], pick: (r: LoadResult) => number): number => median(rs.map(pick));
-    console.log('| writers | svc writes/s | svc p50 ms | svc p99 ms | svc one-call writes/s | one-call p99 ms | etcd writes/s | etcd p50 ms | etcd p99 ms | svc / etcd (median of rounds) | one-call / etcd | svc writes per fdatasync |');
+    console.log(
+      '| writers | svc writes/s | svc p50 ms | svc p99 ms | svc one-call writes/s | one-call p99 ms | etcd writes/s | etcd p50 ms | etcd p99 ms | svc / etcd (median of rounds) | one-call / etcd | svc writes per fdatasync |',
+    );
     console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const level of levels) {
       const hasEtcd = level.etcd.length > 0;
       const ratio = hasEtcd ? median(level.svc.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond)) : NaN;
-      const aloneRatio = hasEtcd ? median(level.svcAlone.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond)) : NaN;
-      console.log(`| ${level.writers} | ${fmt(med(level.svc, (r) => r.opsPerSecond))} | ${fmt(med(level.svc, (r) => r.p50Ms), 2)} | ${fmt(med(level.svc, (r) => r.p99Ms), 2)} | ${fmt(med(level.svcAlone, (r) => r.opsPerSecond))} | ${fmt(med(level.svcAlone, (r) => r.p99Ms), 2)} | ${hasEtcd ? fmt(med(level.etcd, (r) => r.opsPerSecond)) : 'skipped'} | ${hasEtcd ? fmt(med(level.etcd, (r) => r.p50Ms), 2) : '-'} | ${hasEtcd ? fmt(med(level.etcd, (r) => r.p99Ms), 2) : '-'} | ${fmt(ratio, 2)} | ${fmt(aloneRatio, 2)} | ${fmt(med(level.svc, (r) => r.opsPerSecond) / fsyncPerSecond, 2)} |`);
+      const aloneRatio = hasEtcd
+        ? median(level.svcAlone.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond))
+        : NaN;
+      console.log(
+        `| ${level.writers} | ${fmt(med(level.svc, (r) => r.opsPerSecond))} | ${fmt(
+          med(level.svc, (r) => r.p50Ms),
+          2,
+        )} | ${fmt(
+          med(level.svc, (r) => r.p99Ms),
+          2,
+        )} | ${fmt(med(level.svcAlone, (r) => r.opsPerSecond))} | ${fmt(
+          med(level.svcAlone, (r) => r.p99Ms),
+          2,
+        )} | ${hasEtcd ? fmt(med(level.etcd, (r) => r.opsPerSecond)) : 'skipped'} | ${
+          hasEtcd
+            ? fmt(
+                med(level.etcd, (r) => r.p50Ms),
+                2,
+              )
+            : '-'
+        } | ${
+          hasEtcd
+            ? fmt(
+                med(level.etcd, (r) => r.p99Ms),
+                2,
+              )
+            : '-'
+        } | ${fmt(ratio, 2)} | ${fmt(aloneRatio, 2)} | ${fmt(med(level.svc, (r) => r.opsPerSecond) / fsyncPerSecond, 2)} |`,
+      );
     }
     console.log(`disk fdatasync rate this run: ${fmt(fsyncPerSecond)}/s${etcdNote ? `; etcd: ${etcdNote}` : ''}`);
     console.log('');
-    console.log(`snapshot transfer, ${fmt(snapshot.bytes / 1e6)} MB artifact (staging it: ${fmt(snapshot.stageMbPerSecond)} MB/s), loopback, server in a child process`);
+    console.log(
+      `snapshot transfer, ${fmt(snapshot.bytes / 1e6)} MB artifact (staging it: ${fmt(snapshot.stageMbPerSecond)} MB/s), loopback, server in a child process`,
+    );
     console.log('| path | MB/s (median) | ratio to raw (median per round) | client CPU ms/MB | server CPU ms/MB |');
     console.log('|---|---|---|---|---|');
-    for (const row of snapshot.rows) console.log(`| ${row.path} | ${fmt(row.mbPerSecond)} | ${fmt(row.ratioToRaw, 2)} | ${fmt(row.clientCpuMsPerMb, 1)} | ${fmt(row.serverCpuMsPerMb, 1)} |`);
+    for (const row of snapshot.rows)
+      console.log(
+        `| ${row.path} | ${fmt(row.mbPerSecond)} | ${fmt(row.ratioToRaw, 2)} | ${fmt(row.clientCpuMsPerMb, 1)} | ${fmt(row.serverCpuMsPerMb, 1)} |`,
+      );
 
     if (cpuProf) {
       console.log('');

@@ -29,29 +29,39 @@ function arg(name: string, fallback: number): number {
 async function serve(): Promise<void> {
   const message = Buffer.alloc(MiB, 0xab);
   const raw = new grpc.Server({ 'grpc.max_send_message_length': 2 * MiB });
-  raw.addService({
-    Pull: {
-      path: RAW_PATH, requestStream: false, responseStream: true,
-      requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity,
+  raw.addService(
+    {
+      Pull: {
+        path: RAW_PATH,
+        requestStream: false,
+        responseStream: true,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity,
+      },
     },
-  }, {
-    Pull: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
-      let left = call.request.readUInt32BE(0);
-      const pump = (): void => {
-        // Bounded by `left`, which every pass decrements.
-        while (left > 0) {
-          left -= 1;
-          if (!call.write(message)) {
-            call.once('drain', pump);
-            return;
+    {
+      Pull: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+        let left = call.request.readUInt32BE(0);
+        const pump = (): void => {
+          // Bounded by `left`, which every pass decrements.
+          while (left > 0) {
+            left -= 1;
+            if (!call.write(message)) {
+              call.once('drain', pump);
+              return;
+            }
           }
-        }
-        call.end();
-      };
-      pump();
+          call.end();
+        };
+        pump();
+      },
     },
-  });
-  const rawPort = await new Promise<number>((resolve, reject) => raw.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  );
+  const rawPort = await new Promise<number>((resolve, reject) =>
+    raw.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
 
   const peer = await PeerServer.listen('127.0.0.1:0', {
     credentials: insecureServerCredentials(),
@@ -63,7 +73,8 @@ async function serve(): Promise<void> {
         }
         const count = request.body.fromSeqno;
         async function* files(): AsyncGenerator<{ path: string; offset: number; data: Buffer; last: boolean }> {
-          for (let i = 0; i < count; i += 1) yield { path: 'bench', offset: i * MiB, data: message, last: i === count - 1 };
+          for (let i = 0; i < count; i += 1)
+            yield { path: 'bench', offset: i * MiB, data: message, last: i === count - 1 };
         }
         call.serveSnapshot({ needed: true, snapshotSeq: 1, term: 1, leaderRegion: 1, files: [] }, files());
       },
@@ -85,8 +96,17 @@ async function pullRaw(address: string, count: number, windowBytes: number | nul
   const started = process.hrtime.bigint();
   let bytes = 0;
   await new Promise<void>((resolve, reject) => {
-    const call = client.makeServerStreamRequest<Buffer, Buffer>(RAW_PATH, identity, identity, request, new grpc.Metadata(), {});
-    call.on('data', (m: Buffer) => { bytes += m.length; });
+    const call = client.makeServerStreamRequest<Buffer, Buffer>(
+      RAW_PATH,
+      identity,
+      identity,
+      request,
+      new grpc.Metadata(),
+      {},
+    );
+    call.on('data', (m: Buffer) => {
+      bytes += m.length;
+    });
     call.on('error', reject);
     call.on('end', resolve);
   });
@@ -98,7 +118,8 @@ async function pullRaw(address: string, count: number, windowBytes: number | nul
 
 async function pullPeer(address: string, count: number, windowBytes: number | null): Promise<number> {
   const pool = new PeerPool({
-    credentials: insecureClientCredentials(), deliver: () => {},
+    credentials: insecureClientCredentials(),
+    deliver: () => {},
     channelOptions: windowBytes === null ? { 'grpc-node.flow_control_window': HTTP2_DEFAULT_WINDOW_BYTES } : {},
     limits: windowBytes === null ? {} : { flowControlWindowBytes: windowBytes },
   });
@@ -121,7 +142,9 @@ function median(values: number[]): number {
 async function main(): Promise<void> {
   const mib = arg('mib', 256);
   const reps = arg('reps', 3);
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve'], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const ports = await new Promise<{ rawPort: number; peerPort: number }>((resolve, reject) => {
     let text = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -134,9 +157,14 @@ async function main(): Promise<void> {
     ['raw grpc-js, default window (64 KiB)', (n) => pullRaw(`127.0.0.1:${ports.rawPort}`, n, null)],
     ['raw grpc-js, flow_control_window 16 MiB', (n) => pullRaw(`127.0.0.1:${ports.rawPort}`, n, 16 * MiB)],
     ['PeerServer FetchSnapshot, default window (64 KiB)', (n) => pullPeer(`127.0.0.1:${ports.peerPort}`, n, null)],
-    ['PeerServer FetchSnapshot, flow_control_window 16 MiB', (n) => pullPeer(`127.0.0.1:${ports.peerPort}`, n, 16 * MiB)],
+    [
+      'PeerServer FetchSnapshot, flow_control_window 16 MiB',
+      (n) => pullPeer(`127.0.0.1:${ports.peerPort}`, n, 16 * MiB),
+    ],
   ];
-  console.log(`server stream, 1 MiB messages, ${mib} MiB per run, median of ${reps} runs, loopback, server in a child process`);
+  console.log(
+    `server stream, 1 MiB messages, ${mib} MiB per run, median of ${reps} runs, loopback, server in a child process`,
+  );
   console.log('| path | MB/s (median) | runs |');
   console.log('|---|---|---|');
   try {

@@ -8,7 +8,12 @@
 //   - 10,000 operations on a single key, 16 clients (every operation contends);
 //   - a pathological history (below) under the default budget: it must end 'undecided', bounded.
 // Usage: npx tsx bench/linearizability.ts [operationCount] [keyCount] [clientCount]
-import { STEP_BUDGET_DEFAULT, checkKvHistory, type CheckResult, type KvOperation } from '../sim/linearizability/index.js';
+import {
+  STEP_BUDGET_DEFAULT,
+  checkKvHistory,
+  type CheckResult,
+  type KvOperation,
+} from '../sim/linearizability/index.js';
 
 /** mulberry32: a small seeded PRNG so every run checks the same histories. */
 function prng(seed: number): () => number {
@@ -28,7 +33,13 @@ interface Planned {
 }
 
 /** A history of `count` operations by `clients` concurrent clients over `keys` keys (times in µs). */
-export function simulatedHistory(count: number, keys: number, clients: number, seed: number, timeoutProbability = 0.01): KvOperation[] {
+export function simulatedHistory(
+  count: number,
+  keys: number,
+  clients: number,
+  seed: number,
+  timeoutProbability = 0.01,
+): KvOperation[] {
   const random = prng(seed);
   const clientTime = new Array<number>(clients).fill(0);
   const planned: Planned[] = [];
@@ -44,12 +55,19 @@ export function simulatedHistory(count: number, keys: number, clients: number, s
     clientTime[c] = callTime + (timedOut ? 5_000 : latency);
     const key = `k${Math.floor(random() * keys)}`;
     const draw = random();
-    const input: KvOperation['input'] = draw < 0.5 ? { kind: 'get', key } : draw < 0.8 ? { kind: 'put', key, value: `v${id}` } : { kind: 'cas', key, expected: null, value: `v${id}` };
+    const input: KvOperation['input'] =
+      draw < 0.5
+        ? { kind: 'get', key }
+        : draw < 0.8
+          ? { kind: 'put', key, value: `v${id}` }
+          : { kind: 'cas', key, expected: null, value: `v${id}` };
     planned.push({ op: { id, clientId: `c${c}`, input, callTime, returnTime, output: null }, effectAt });
   }
   // Apply in effect order to a real map to learn what each client saw.
   const state = new Map<string, string>();
-  const applied = planned.filter((p) => p.effectAt !== null).sort((x, y) => x.effectAt! - y.effectAt! || x.op.id - y.op.id);
+  const applied = planned
+    .filter((p) => p.effectAt !== null)
+    .sort((x, y) => x.effectAt! - y.effectAt! || x.op.id - y.op.id);
   for (const { op } of applied) {
     const current = state.get(op.input.key) ?? null;
     let output: KvOperation['output'];
@@ -77,7 +95,11 @@ function injectStaleRead(history: KvOperation[]): KvOperation {
   const later = completedPuts.find((op) => op.input.key === first.input.key && op.callTime > first.returnTime!)!;
   const callTime = later.returnTime! + 10;
   const stale: KvOperation = {
-    id: history.length, clientId: 'stale', input: { kind: 'get', key: first.input.key }, callTime, returnTime: callTime + 50,
+    id: history.length,
+    clientId: 'stale',
+    input: { kind: 'get', key: first.input.key },
+    callTime,
+    returnTime: callTime + 50,
     output: { kind: 'get', value: first.input.kind === 'put' ? first.input.value : null },
   };
   history.push(stale);
@@ -94,11 +116,17 @@ function injectStaleRead(history: KvOperation[]): KvOperation {
  * swapped. Values are unique, so only one can have won; no quick check sees it, the search must.
  */
 function injectLostUpdate(history: KvOperation[]): KvOperation {
-  const winner = history.find((op) => op.input.kind === 'cas' && op.output?.kind === 'cas' && op.output.swapped && op.id > history.length / 2)!;
+  const winner = history.find(
+    (op) => op.input.kind === 'cas' && op.output?.kind === 'cas' && op.output.swapped && op.id > history.length / 2,
+  )!;
   if (winner.input.kind !== 'cas') throw new Error('unreachable');
   const loser: KvOperation = {
-    id: history.length, clientId: 'lost-update', input: { kind: 'cas', key: winner.input.key, expected: winner.input.expected, value: 'lost' },
-    callTime: winner.callTime, returnTime: winner.returnTime, output: { kind: 'cas', swapped: true },
+    id: history.length,
+    clientId: 'lost-update',
+    input: { kind: 'cas', key: winner.input.key, expected: winner.input.expected, value: 'lost' },
+    callTime: winner.callTime,
+    returnTime: winner.returnTime,
+    output: { kind: 'cas', swapped: true },
   };
   history.push(loser);
   return loser;
@@ -107,7 +135,14 @@ function injectLostUpdate(history: KvOperation[]): KvOperation {
 function pathological(k: number): KvOperation[] {
   const ops: KvOperation[] = [];
   const put = (value: string): void => {
-    ops.push({ id: ops.length, clientId: `w${ops.length}`, input: { kind: 'put', key: 'hot', value }, callTime: 0, returnTime: 100_000, output: { kind: 'put' } });
+    ops.push({
+      id: ops.length,
+      clientId: `w${ops.length}`,
+      input: { kind: 'put', key: 'hot', value },
+      callTime: 0,
+      returnTime: 100_000,
+      output: { kind: 'put' },
+    });
   };
   for (let i = 0; i < k; i++) {
     put('a');
@@ -115,7 +150,14 @@ function pathological(k: number): KvOperation[] {
   }
   for (let i = 0; i <= 2 * k; i++) {
     const callTime = 100 + 10 * i;
-    ops.push({ id: ops.length, clientId: 'r', input: { kind: 'get', key: 'hot' }, callTime, returnTime: callTime + 5, output: { kind: 'get', value: i % 2 === 0 ? 'a' : 'b' } });
+    ops.push({
+      id: ops.length,
+      clientId: 'r',
+      input: { kind: 'get', key: 'hot' },
+      callTime,
+      returnTime: callTime + 5,
+      output: { kind: 'get', value: i % 2 === 0 ? 'a' : 'b' },
+    });
   }
   return ops;
 }
@@ -128,8 +170,13 @@ function timed(label: string, history: KvOperation[]): CheckResult {
   const cpu = process.cpuUsage(cpuBefore);
   const cpuMs = (cpu.user + cpu.system) / 1000;
   const extra = result.verdict === 'ok' ? `keys=${result.keysChecked}` : `key=${result.key}`;
-  const minimise = result.verdict === 'violation' ? ` minimiseSteps=${result.minimiseSteps} minimal=${result.minimalOperations.length} ops` : '';
-  console.log(`${label}: verdict=${result.verdict} ${extra} steps=${result.steps}${minimise} wall=${wallMs.toFixed(0)} ms cpu=${cpuMs.toFixed(0)} ms`);
+  const minimise =
+    result.verdict === 'violation'
+      ? ` minimiseSteps=${result.minimiseSteps} minimal=${result.minimalOperations.length} ops`
+      : '';
+  console.log(
+    `${label}: verdict=${result.verdict} ${extra} steps=${result.steps}${minimise} wall=${wallMs.toFixed(0)} ms cpu=${cpuMs.toFixed(0)} ms`,
+  );
   return result;
 }
 
@@ -137,28 +184,38 @@ function main(): void {
   const count = Number(process.argv[2] ?? 10_000);
   const keys = Number(process.argv[3] ?? 100);
   const clients = Number(process.argv[4] ?? 16);
-  for (const [name, n] of [['operationCount', count], ['keyCount', keys], ['clientCount', clients]] as const) {
-    if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new Error(`${name} must be a whole number in [1, 1000000]`);
+  for (const [name, n] of [
+    ['operationCount', count],
+    ['keyCount', keys],
+    ['clientCount', clients],
+  ] as const) {
+    if (!Number.isInteger(n) || n < 1 || n > 1_000_000)
+      throw new Error(`${name} must be a whole number in [1, 1000000]`);
   }
-  console.log(`linearizability checker: ${count} operations, ${keys} keys, ${clients} clients; step budget ${STEP_BUDGET_DEFAULT}`);
+  console.log(
+    `linearizability checker: ${count} operations, ${keys} keys, ${clients} clients; step budget ${STEP_BUDGET_DEFAULT}`,
+  );
   timed('warm-up (1,000 ops)', simulatedHistory(1000, 10, clients, 1));
 
   const history = simulatedHistory(count, keys, clients, 7);
   const indeterminate = history.filter((op) => op.returnTime === null).length;
   console.log(`history: ${history.length} operations, ${indeterminate} indeterminate`);
   const ok = timed(`${count} ops / ${keys} keys`, history);
-  if (ok.verdict !== 'ok') throw new Error(`a history from a real execution must pass:\n${ok.verdict === 'violation' ? ok.explanation : ''}`);
+  if (ok.verdict !== 'ok')
+    throw new Error(`a history from a real execution must pass:\n${ok.verdict === 'violation' ? ok.explanation : ''}`);
 
   const withStale = [...history];
   const stale = injectStaleRead(withStale);
   const bad = timed(`${count} ops / ${keys} keys + 1 stale read (quick check)`, withStale);
-  if (bad.verdict !== 'violation' || !bad.minimalOperations.some((op) => op.id === stale.id)) throw new Error('the stale read was not found');
+  if (bad.verdict !== 'violation' || !bad.minimalOperations.some((op) => op.id === stale.id))
+    throw new Error('the stale read was not found');
   console.log(bad.explanation.replace(/^/gm, '    '));
 
   const withLostUpdate = [...history];
   const lost = injectLostUpdate(withLostUpdate);
   const lostResult = timed(`${count} ops / ${keys} keys + 1 lost update (search)`, withLostUpdate);
-  if (lostResult.verdict !== 'violation' || !lostResult.minimalOperations.some((op) => op.id === lost.id)) throw new Error('the lost update was not found');
+  if (lostResult.verdict !== 'violation' || !lostResult.minimalOperations.some((op) => op.id === lost.id))
+    throw new Error('the lost update was not found');
   console.log(lostResult.explanation.replace(/^/gm, '    '));
 
   timed(`${count} ops / 1 key`, simulatedHistory(count, 1, clients, 7));

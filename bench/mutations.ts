@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MUTATIONS, armingProblems } from './mutation-list.js';
 
-
 const root = new URL('..', import.meta.url).pathname;
 if (process.argv[2] === '--check') {
   const problems = armingProblems(root);
@@ -21,18 +20,35 @@ if (process.argv[2] === '--check') {
 const seedCount = Number(process.argv[2] ?? 30);
 const only = process.argv.slice(3);
 
-function runIn(dir: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): { ok: boolean; out: string } {
-  const r = spawnSync(args[0]!, args.slice(1), { cwd: dir, encoding: 'utf8', timeout: timeoutMs, env: { ...process.env, FORCE_COLOR: '0', ...env } });
+function runIn(
+  dir: string,
+  args: string[],
+  timeoutMs: number,
+  env: Record<string, string> = {},
+): { ok: boolean; out: string } {
+  const r = spawnSync(args[0]!, args.slice(1), {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    env: { ...process.env, FORCE_COLOR: '0', ...env },
+  });
   return { ok: r.status === 0, out: `${r.stdout}\n${r.stderr}` };
 }
 
-interface Catch { seed: number; invariant: string; atS: number }
+interface Catch {
+  seed: number;
+  invariant: string;
+  atS: number;
+}
 
 /** sweepTimed runs the sweep and notes, for each failing seed, when (seconds into the sweep) it was reported. */
 function sweepTimed(dir: string, count: number): Promise<Catch[]> {
   return new Promise((resolve) => {
     const startedMs = performance.now();
-    const child = spawn('npx', ['tsx', 'sim/cli.ts', '--seeds', `1..${count}`], { cwd: dir, env: { ...process.env, FORCE_COLOR: '0' } });
+    const child = spawn('npx', ['tsx', 'sim/cli.ts', '--seeds', `1..${count}`], {
+      cwd: dir,
+      env: { ...process.env, FORCE_COLOR: '0' },
+    });
     const caught: Catch[] = [];
     let pending = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -67,25 +83,53 @@ for (const m of MUTATIONS) {
     }
     writeFileSync(path, text.replace(m.find, m.replace));
     const scen = runIn(dir, ['npx', 'mocha', '--config', '.mocharc.scenarios.json'], 300_000);
-    const failedScenarios = [...scen.out.matchAll(/^\s+\d+\) (?:scenarios\s+)?([\w-]+):?$/gm)].map((x) => x[1]).filter((x) => x !== 'scenarios');
-    const units = runIn(dir, ['npx', 'mocha', '--no-config', '--node-option', 'import=tsx', '--timeout', '120000', 'test/engine/*.test.ts'], 300_000);
+    const failedScenarios = [...scen.out.matchAll(/^\s+\d+\) (?:scenarios\s+)?([\w-]+):?$/gm)]
+      .map((x) => x[1])
+      .filter((x) => x !== 'scenarios');
+    const units = runIn(
+      dir,
+      ['npx', 'mocha', '--no-config', '--node-option', 'import=tsx', '--timeout', '120000', 'test/engine/*.test.ts'],
+      300_000,
+    );
     const failedUnits = [...new Set([...units.out.matchAll(/^\s+\d+\) (engine[\w /-]*)$/gm)].map((x) => x[1]!.trim()))];
     const caughtBySweep = await sweepTimed(dir, seedCount);
     const invariants = [...new Set(caughtBySweep.map((c) => c.invariant))];
-    const firstCatches = invariants.map((inv) => caughtBySweep.find((c) => c.invariant === inv)!)
+    const firstCatches = invariants
+      .map((inv) => caughtBySweep.find((c) => c.invariant === inv)!)
       .map((c) => `${c.invariant} (seed ${c.seed}, ${c.atS.toFixed(0)} s)`);
     // The fixed regression seeds (test/sim/regression-seeds.test.ts) without its random sweep.
-    const regressions = runIn(dir, ['npx', 'mocha', '--no-config', '--node-option', 'import=tsx', '--timeout', '600000', 'test/sim/regression-seeds.test.ts'], 1_200_000, { SVC_SIM_SWEEP_SEEDS: '0' });
+    const regressions = runIn(
+      dir,
+      [
+        'npx',
+        'mocha',
+        '--no-config',
+        '--node-option',
+        'import=tsx',
+        '--timeout',
+        '600000',
+        'test/sim/regression-seeds.test.ts',
+      ],
+      1_200_000,
+      { SVC_SIM_SWEEP_SEEDS: '0' },
+    );
     const failedSeeds = [...new Set([...regressions.out.matchAll(/^\s+\d+\) .*?seed (\d+)/gm)].map((x) => x[1]))];
     const caught = failedScenarios.length > 0 || invariants.length > 0 || !units.ok || !regressions.ok;
     // An engine test on the simulated world may fail by a checker's InvariantViolation: that checker caught it too.
     const unitInvariants = [...units.out.matchAll(/InvariantViolation: ([\w-]+):/g)].map((x) => x[1]!);
-    const targetHit = m.target === undefined ? '' : ` target ${m.target}: ${[...invariants, ...unitInvariants, ...failedScenarios].includes(m.target) ? 'hit' : 'NOT HIT'};`;
-    rows.push(`${m.name.padEnd(28)} ${caught ? 'CAUGHT ' : 'MISSED '}${targetHit} scenarios: ${[...new Set(failedScenarios)].join(', ') || '-'}; engine tests: ${failedUnits.join(', ') || (units.ok ? '-' : 'failed')}; sim invariants (first seed, seconds into the sweep): ${firstCatches.join(', ') || '-'}; regression seeds: ${failedSeeds.join(', ') || (regressions.ok ? '-' : 'failed')}  (${m.rule})`);
+    const targetHit =
+      m.target === undefined
+        ? ''
+        : ` target ${m.target}: ${[...invariants, ...unitInvariants, ...failedScenarios].includes(m.target) ? 'hit' : 'NOT HIT'};`;
+    rows.push(
+      `${m.name.padEnd(28)} ${caught ? 'CAUGHT ' : 'MISSED '}${targetHit} scenarios: ${[...new Set(failedScenarios)].join(', ') || '-'}; engine tests: ${failedUnits.join(', ') || (units.ok ? '-' : 'failed')}; sim invariants (first seed, seconds into the sweep): ${firstCatches.join(', ') || '-'}; regression seeds: ${failedSeeds.join(', ') || (regressions.ok ? '-' : 'failed')}  (${m.rule})`,
+    );
   } finally {
     execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: root, stdio: 'ignore' });
     rmSync(dir, { recursive: true, force: true });
   }
   console.log(rows[rows.length - 1]);
 }
-console.log(`\n${rows.filter((r) => r.includes('CAUGHT')).length}/${rows.length} mutations caught (scenarios + engine tests + sim seeds 1..${seedCount} + the regression seeds)`);
+console.log(
+  `\n${rows.filter((r) => r.includes('CAUGHT')).length}/${rows.length} mutations caught (scenarios + engine tests + sim seeds 1..${seedCount} + the regression seeds)`,
+);

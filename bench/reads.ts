@@ -66,7 +66,8 @@ function readersArg(): number[] {
   const at = process.argv.indexOf('--readers');
   if (at < 0) return READER_COUNTS_DEFAULT;
   const counts = (process.argv[at + 1] ?? '').split(',').map(Number);
-  if (counts.some((n) => !Number.isSafeInteger(n) || n < 1)) throw new Error('--readers needs positive integers, e.g. 1,16,64');
+  if (counts.some((n) => !Number.isSafeInteger(n) || n < 1))
+    throw new Error('--readers needs positive integers, e.g. 1,16,64');
   return counts;
 }
 
@@ -85,7 +86,14 @@ async function metricSum(httpAddrs: readonly string[], name: string, labels = ''
 }
 
 /** SvcCounters: what our members did for a round's reads (from their /metrics), to say what a read costs. */
-interface SvcCounters { heartbeats: number; peerCalls: number; engineReadIndexes: number; storeReadIndexCalls: number; hardStateSaves: number; walSyncs: number }
+interface SvcCounters {
+  heartbeats: number;
+  peerCalls: number;
+  engineReadIndexes: number;
+  storeReadIndexCalls: number;
+  hardStateSaves: number;
+  walSyncs: number;
+}
 
 async function svcCounters(httpAddrs: readonly string[]): Promise<SvcCounters> {
   return {
@@ -124,13 +132,22 @@ async function preload(keyCount: number, write: (i: number) => Promise<void>): P
   await Promise.all(Array.from({ length: PRELOAD_CONCURRENCY }, worker));
 }
 
-async function measure(label: string, pids: readonly number[], warmup: number, seconds: number, run: () => Promise<LoadResult>, httpAddrs: readonly string[] = []): Promise<Measured> {
+async function measure(
+  label: string,
+  pids: readonly number[],
+  warmup: number,
+  seconds: number,
+  run: () => Promise<LoadResult>,
+  httpAddrs: readonly string[] = [],
+): Promise<Measured> {
   const countersBefore = httpAddrs.length > 0 ? await svcCounters(httpAddrs) : null;
   const clientBefore = process.cpuUsage();
   const [result, cpuMs] = await Promise.all([run(), cpuDuring(pids, warmup * 1000, (warmup + seconds) * 1000)]);
   const client = process.cpuUsage(clientBefore);
   const measured = {
-    ...result, cpuMsPerSecond: cpuMs / seconds, cpuUsPerRead: (cpuMs * 1000) / Math.max(1, result.ops),
+    ...result,
+    cpuMsPerSecond: cpuMs / seconds,
+    cpuUsPerRead: (cpuMs * 1000) / Math.max(1, result.ops),
     // The client's CPU covers warm-up and window; ops counts the window only: scale by the window's share.
     clientCpuUsPerRead: ((client.user + client.system) * (seconds / (warmup + seconds))) / Math.max(1, result.ops),
   };
@@ -141,7 +158,9 @@ async function measure(label: string, pids: readonly number[], warmup: number, s
     const reads = result.ops * ((warmup + seconds) / seconds);
     perRead = `; per read: ${fmt((after.heartbeats - countersBefore.heartbeats) / reads, 2)} heartbeat calls (${fmt((after.peerCalls - countersBefore.peerCalls) / reads, 2)} peer calls in all), ${fmt((after.engineReadIndexes - countersBefore.engineReadIndexes) / reads, 2)} engine read indexes, ${fmt((after.storeReadIndexCalls - countersBefore.storeReadIndexCalls) / reads, 2)} store read-index calls, ${fmt((after.hardStateSaves - countersBefore.hardStateSaves) / reads, 2)} hard-state saves, ${fmt((after.walSyncs - countersBefore.walSyncs) / reads, 2)} WAL syncs`;
   }
-  console.log(`  ${label}: ${fmt(result.opsPerSecond)} reads/s, p50 ${fmt(result.p50Ms, 2)} ms, p99 ${fmt(result.p99Ms, 2)} ms, members' CPU ${fmt(measured.cpuMsPerSecond)} ms/s = ${fmt(measured.cpuUsPerRead)} µs/read, client ${fmt(measured.clientCpuUsPerRead)} µs/read${perRead}${result.errors ? `, ${result.errors} errors (${result.firstError})` : ''}`);
+  console.log(
+    `  ${label}: ${fmt(result.opsPerSecond)} reads/s, p50 ${fmt(result.p50Ms, 2)} ms, p99 ${fmt(result.p99Ms, 2)} ms, members' CPU ${fmt(measured.cpuMsPerSecond)} ms/s = ${fmt(measured.cpuUsPerRead)} µs/read, client ${fmt(measured.clientCpuUsPerRead)} µs/read${perRead}${result.errors ? `, ${result.errors} errors (${result.firstError})` : ''}`,
+  );
   return measured;
 }
 
@@ -164,16 +183,26 @@ async function main(): Promise<void> {
   let etcdNote: string;
   try {
     if (cpuProf) await mkdir(profileDir, { recursive: true });
-    const engineLimits = process.argv.flatMap((arg, i) => (arg === '--engine-limit' ? [process.argv[i + 1] ?? ''] : []));
+    const engineLimits = process.argv.flatMap((arg, i) =>
+      arg === '--engine-limit' ? [process.argv[i + 1] ?? ''] : [],
+    );
     if (engineLimits.length > 0) console.log(`svc engine limits: ${engineLimits.join(', ')}`);
     const insecure = process.argv.includes('--insecure');
-    const svc = await startSvcCluster(join(dir, 'svc'), cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [], engineLimits, insecure);
+    const svc = await startSvcCluster(
+      join(dir, 'svc'),
+      cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+      engineLimits,
+      insecure,
+    );
     const version = process.argv.includes('--no-etcd') ? null : etcdVersion();
     const etcd = version === null ? null : await startEtcd(join(dir, 'etcd'), 3, Math.max(...readerCounts));
     const etcdKv = etcd ? etcdKvClient(etcd.clientUrls) : null;
-    etcdNote = version === null
-      ? (process.argv.includes('--no-etcd') ? 'skipped (--no-etcd)' : 'etcd is not installed (Debian: apt-get install -y etcd-server): etcd column skipped')
-      : `${version}, 3 members, gRPC KV.Range (linearizable), no TLS`;
+    etcdNote =
+      version === null
+        ? process.argv.includes('--no-etcd')
+          ? 'skipped (--no-etcd)'
+          : 'etcd is not installed (Debian: apt-get install -y etcd-server): etcd column skipped'
+        : `${version}, 3 members, gRPC KV.Range (linearizable), no TLS`;
     const svcPids = svc.cluster.members.map((m) => m.pid);
     const svcHttp = svc.cluster.members.map((m) => m.httpAddr);
     try {
@@ -181,31 +210,63 @@ async function main(): Promise<void> {
       const etcdLeader = etcd ? etcd.clientUrls.indexOf(etcd.leaderClientUrl) : 0;
       const svcMember = (reader: number): number => (at === 'leader' ? svcLeader : reader);
       const etcdMember = (reader: number): number => (at === 'leader' ? etcdLeader : reader);
-      console.log(`svc: 3 nodes (${insecure ? 'plaintext, --insecure' : 'mutual TLS'}), leader ${svc.leaderName}; etcd: ${etcdNote}`);
+      console.log(
+        `svc: 3 nodes (${insecure ? 'plaintext, --insecure' : 'mutual TLS'}), leader ${svc.leaderName}; etcd: ${etcdNote}`,
+      );
       console.log(`preloading ${keyCount} keys (${VALUE_BYTES}-byte values) into each`);
       await preload(keyCount, (i) => svc.put(key(i), payload(SVC_VALUE_CHARS, i)));
       if (etcd) await preload(keyCount, (i) => etcd.put(key(i), payload(VALUE_BYTES, i)));
       // A read that finds nothing would measure a miss, not a read: every read checks it found its key.
       const svcRead = async (reader: number, i: number): Promise<void> => {
-        if ((await svc.get(svcMember(reader), keyOf(reader, i))) === null) throw new Error(`svc: ${keyOf(reader, i)} not found`);
+        if ((await svc.get(svcMember(reader), keyOf(reader, i))) === null)
+          throw new Error(`svc: ${keyOf(reader, i)} not found`);
       };
       const svcReadUnary = async (reader: number, i: number): Promise<void> => {
-        if ((await svc.getAlone(svcMember(reader), keyOf(reader, i))) === null) throw new Error(`svc: ${keyOf(reader, i)} not found`);
+        if ((await svc.getAlone(svcMember(reader), keyOf(reader, i))) === null)
+          throw new Error(`svc: ${keyOf(reader, i)} not found`);
       };
       const etcdRead = async (reader: number, i: number): Promise<void> => {
-        if ((await etcdKv!.range(etcdMember(reader), keyOf(reader, i), Date.now() + READ_DEADLINE_MS)) === null) throw new Error(`etcd: ${keyOf(reader, i)} not found`);
+        if ((await etcdKv!.range(etcdMember(reader), keyOf(reader, i), Date.now() + READ_DEADLINE_MS)) === null)
+          throw new Error(`etcd: ${keyOf(reader, i)} not found`);
       };
       const idleSeconds = 2;
-      const svcIdle = await cpuDuring(svcPids, 0, idleSeconds * 1000) / idleSeconds;
-      const etcdIdle = etcd ? await cpuDuring(etcd.pids, 0, idleSeconds * 1000) / idleSeconds : NaN;
-      console.log(`members' CPU at rest: svc ${fmt(svcIdle)} ms/s, etcd ${fmt(etcdIdle)} ms/s (the CPU per read below is all of it, rest included)`);
-      console.log(`reads at ${at === 'leader' ? 'the leader' : 'reader mod 3 (every member)'}; ${rounds} interleaved rounds per level (svc, svc unary, etcd), ${seconds} s each after ${warmup} s warm-up; medians reported`);
+      const svcIdle = (await cpuDuring(svcPids, 0, idleSeconds * 1000)) / idleSeconds;
+      const etcdIdle = etcd ? (await cpuDuring(etcd.pids, 0, idleSeconds * 1000)) / idleSeconds : NaN;
+      console.log(
+        `members' CPU at rest: svc ${fmt(svcIdle)} ms/s, etcd ${fmt(etcdIdle)} ms/s (the CPU per read below is all of it, rest included)`,
+      );
+      console.log(
+        `reads at ${at === 'leader' ? 'the leader' : 'reader mod 3 (every member)'}; ${rounds} interleaved rounds per level (svc, svc unary, etcd), ${seconds} s each after ${warmup} s warm-up; medians reported`,
+      );
       for (const readers of readerCounts) {
         const level = { readers, svc: [] as Measured[], svcUnary: [] as Measured[], etcd: [] as Measured[] };
         for (let round = 1; round <= rounds; round++) {
-          level.svc.push(await measure(`svc c${readers} round ${round}`, svcPids, warmup, seconds, () => closedLoop(readers, warmup, seconds, svcRead), svcHttp));
-          level.svcUnary.push(await measure(`svc unary c${readers} round ${round}`, svcPids, warmup, seconds, () => closedLoop(readers, warmup, seconds, svcReadUnary), svcHttp));
-          if (etcd && etcdKv) level.etcd.push(await measure(`etcd c${readers} round ${round}`, etcd.pids, warmup, seconds, () => closedLoop(readers, warmup, seconds, etcdRead)));
+          level.svc.push(
+            await measure(
+              `svc c${readers} round ${round}`,
+              svcPids,
+              warmup,
+              seconds,
+              () => closedLoop(readers, warmup, seconds, svcRead),
+              svcHttp,
+            ),
+          );
+          level.svcUnary.push(
+            await measure(
+              `svc unary c${readers} round ${round}`,
+              svcPids,
+              warmup,
+              seconds,
+              () => closedLoop(readers, warmup, seconds, svcReadUnary),
+              svcHttp,
+            ),
+          );
+          if (etcd && etcdKv)
+            level.etcd.push(
+              await measure(`etcd c${readers} round ${round}`, etcd.pids, warmup, seconds, () =>
+                closedLoop(readers, warmup, seconds, etcdRead),
+              ),
+            );
         }
         levels.push(level);
       }
@@ -216,7 +277,10 @@ async function main(): Promise<void> {
     }
     if (cpuProf) {
       for (const summary of await summarizeProfiles(profileDir, PROFILE_TOP_COUNT)) {
-        const role = summary.pid === svc.cluster.members.find((m) => m.name === svc.leaderName)?.pid ? 'LEADER' : 'follower or supervisor';
+        const role =
+          summary.pid === svc.cluster.members.find((m) => m.name === svc.leaderName)?.pid
+            ? 'LEADER'
+            : 'follower or supervisor';
         console.log(`cpu profile ${summary.file} (${role}, pid ${summary.pid}): ${fmt(summary.totalMs)} ms sampled`);
         console.log(`  by area: ${summary.byArea.map((a) => `${a.area} ${fmt(a.share * 100, 1)}%`).join(', ')}`);
         for (const f of summary.byFunction) console.log(`    ${fmt(f.share * 100, 1).padStart(5)}%  ${f.name}`);
@@ -228,17 +292,49 @@ async function main(): Promise<void> {
 
   console.log('');
   const med = (rs: Measured[], pick: (r: Measured) => number): number => median(rs.map(pick));
-  console.log(`linearizable reads, ${VALUE_BYTES}-byte values, ${keyCount} keys, at ${at === 'leader' ? 'the leader' : 'every member'}`);
-  console.log('| readers | svc reads/s | svc p50 ms | svc p99 ms | svc CPU µs/read (members + client) | svc unary reads/s | unary p99 ms | unary CPU µs/read | etcd reads/s | etcd p50 ms | etcd p99 ms | etcd CPU µs/read (members + client) | svc / etcd (median of rounds) | unary / etcd |');
+  console.log(
+    `linearizable reads, ${VALUE_BYTES}-byte values, ${keyCount} keys, at ${at === 'leader' ? 'the leader' : 'every member'}`,
+  );
+  console.log(
+    '| readers | svc reads/s | svc p50 ms | svc p99 ms | svc CPU µs/read (members + client) | svc unary reads/s | unary p99 ms | unary CPU µs/read | etcd reads/s | etcd p50 ms | etcd p99 ms | etcd CPU µs/read (members + client) | svc / etcd (median of rounds) | unary / etcd |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const level of levels) {
     const hasEtcd = level.etcd.length > 0;
     const ratio = hasEtcd ? median(level.svc.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond)) : NaN;
-    const unaryRatio = hasEtcd ? median(level.svcUnary.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond)) : NaN;
-    const cpu = (rs: Measured[]): string => `${fmt(med(rs, (r) => r.cpuUsPerRead))} + ${fmt(med(rs, (r) => r.clientCpuUsPerRead))}`;
-    console.log(`| ${level.readers} | ${fmt(med(level.svc, (r) => r.opsPerSecond))} | ${fmt(med(level.svc, (r) => r.p50Ms), 2)} | ${fmt(med(level.svc, (r) => r.p99Ms), 2)} | ${cpu(level.svc)} `
-      + `| ${fmt(med(level.svcUnary, (r) => r.opsPerSecond))} | ${fmt(med(level.svcUnary, (r) => r.p99Ms), 2)} | ${cpu(level.svcUnary)} `
-      + `| ${hasEtcd ? fmt(med(level.etcd, (r) => r.opsPerSecond)) : 'skipped'} | ${hasEtcd ? fmt(med(level.etcd, (r) => r.p50Ms), 2) : '-'} | ${hasEtcd ? fmt(med(level.etcd, (r) => r.p99Ms), 2) : '-'} | ${hasEtcd ? cpu(level.etcd) : '-'} | ${fmt(ratio, 2)} | ${fmt(unaryRatio, 2)} |`);
+    const unaryRatio = hasEtcd
+      ? median(level.svcUnary.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond))
+      : NaN;
+    const cpu = (rs: Measured[]): string =>
+      `${fmt(med(rs, (r) => r.cpuUsPerRead))} + ${fmt(med(rs, (r) => r.clientCpuUsPerRead))}`;
+    console.log(
+      `| ${level.readers} | ${fmt(med(level.svc, (r) => r.opsPerSecond))} | ${fmt(
+        med(level.svc, (r) => r.p50Ms),
+        2,
+      )} | ${fmt(
+        med(level.svc, (r) => r.p99Ms),
+        2,
+      )} | ${cpu(level.svc)} ` +
+        `| ${fmt(med(level.svcUnary, (r) => r.opsPerSecond))} | ${fmt(
+          med(level.svcUnary, (r) => r.p99Ms),
+          2,
+        )} | ${cpu(level.svcUnary)} ` +
+        `| ${hasEtcd ? fmt(med(level.etcd, (r) => r.opsPerSecond)) : 'skipped'} | ${
+          hasEtcd
+            ? fmt(
+                med(level.etcd, (r) => r.p50Ms),
+                2,
+              )
+            : '-'
+        } | ${
+          hasEtcd
+            ? fmt(
+                med(level.etcd, (r) => r.p99Ms),
+                2,
+              )
+            : '-'
+        } | ${hasEtcd ? cpu(level.etcd) : '-'} | ${fmt(ratio, 2)} | ${fmt(unaryRatio, 2)} |`,
+    );
   }
   console.log(`etcd: ${etcdNote}`);
 }

@@ -13,14 +13,17 @@ const BENCH_FILE_TIMEOUT_MS = 30 * 60_000;
 const here = dirname(fileURLToPath(import.meta.url));
 const self = basename(fileURLToPath(import.meta.url));
 
-const all = readdirSync(here).filter((f) => f.endsWith('.ts') && f !== self).sort();
+const all = readdirSync(here)
+  .filter((f) => f.endsWith('.ts') && f !== self)
+  .sort();
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((w) => !all.includes(`${w}.ts`) && !all.includes(w));
 if (unknown.length > 0) {
   console.error(`unknown bench ${unknown.join(', ')}; known: ${all.map((f) => f.replace(/\.ts$/, '')).join(', ')}`);
   process.exit(2);
 }
-const files = wanted.length === 0 ? all : all.filter((f) => wanted.includes(f) || wanted.includes(f.replace(/\.ts$/, '')));
+const files =
+  wanted.length === 0 ? all : all.filter((f) => wanted.includes(f) || wanted.includes(f.replace(/\.ts$/, '')));
 
 interface Outcome {
   file: string;
@@ -55,7 +58,11 @@ console.log('\n===== bench summary =====');
 console.log('| bench | result | seconds |');
 console.log('|---|---|---|');
 for (const o of outcomes) {
-  const result = o.timedOut ? `timed out (${BENCH_FILE_TIMEOUT_MS / 60_000} min)` : o.code === 0 ? 'ok' : `failed (${o.signal ?? `exit ${o.code}`})`;
+  const result = o.timedOut
+    ? `timed out (${BENCH_FILE_TIMEOUT_MS / 60_000} min)`
+    : o.code === 0
+      ? 'ok'
+      : `failed (${o.signal ?? `exit ${o.code}`})`;
   console.log(`| ${o.file} | ${result} | ${o.seconds.toFixed(1)} |`);
 }
 process.exitCode = outcomes.every((o) => o.code === 0) ? 0 : 1;

@@ -14,10 +14,21 @@ const SWEEP_SEED_COUNT_DEFAULT = 20;
 
 function fiveNodesUnderFaults(seed: number): SimOptions {
   return optionsFor(seed, {
-    nodes: 5, 'old-peers': 0, learners: 0, joiners: 1,
-    loss: 0.05, dup: 0.02, reorder: 0.05, replay: 0.005,
-    'crash-rate': 1, 'pause-rate': 1, 'partition-rate': 1, 'clog-rate': 1, 'transfer-rate': 0.5,
-    'write-interval-ms': 100, 'safety-s': 120,
+    nodes: 5,
+    'old-peers': 0,
+    learners: 0,
+    joiners: 1,
+    loss: 0.05,
+    dup: 0.02,
+    reorder: 0.05,
+    replay: 0.005,
+    'crash-rate': 1,
+    'pause-rate': 1,
+    'partition-rate': 1,
+    'clog-rate': 1,
+    'transfer-rate': 0.5,
+    'write-interval-ms': 100,
+    'safety-s': 120,
   });
 }
 
@@ -51,7 +62,8 @@ function cpuMs(since: NodeJS.CpuUsage): number {
 
 function main(): void {
   const sweepCount = Number(process.argv[2] ?? SWEEP_SEED_COUNT_DEFAULT);
-  if (!Number.isInteger(sweepCount) || sweepCount < 0 || sweepCount > 10_000) throw new Error('sweepSeedCount must be a whole number in [0, 10000]');
+  if (!Number.isInteger(sweepCount) || sweepCount < 0 || sweepCount > 10_000)
+    throw new Error('sweepSeedCount must be a whole number in [0, 10000]');
   let simulatedMs = 0;
   let events = 0;
   let wallMs = 0;
@@ -72,9 +84,11 @@ function main(): void {
     if (!result.ok) console.log(`  (seed ${seed} failed: ${result.failure!.invariant})`);
   });
   const engineMs = Number(split.engineNs) / 1e6;
-  console.log(`5 nodes under faults: ${(simulatedMs / 1_000).toFixed(0)} simulated s, ${events} events in ${(wallMs / 1_000).toFixed(2)} wall s `
-    + `= ${(simulatedMs / wallMs).toFixed(0)}x real time (${(simulatedMs / cpu).toFixed(0)}x per CPU second); `
-    + `${((wallMs * 1_000) / events).toFixed(1)} us/event, of which the engine's step+status ${((engineMs * 1_000) / events).toFixed(1)} us`);
+  console.log(
+    `5 nodes under faults: ${(simulatedMs / 1_000).toFixed(0)} simulated s, ${events} events in ${(wallMs / 1_000).toFixed(2)} wall s ` +
+      `= ${(simulatedMs / wallMs).toFixed(0)}x real time (${(simulatedMs / cpu).toFixed(0)}x per CPU second); ` +
+      `${((wallMs * 1_000) / events).toFixed(1)} us/event, of which the engine's step+status ${((engineMs * 1_000) / events).toFixed(1)} us`,
+  );
   if (sweepCount === 0) return;
   const cpuStart = process.cpuUsage();
   const sweepStarted = performance.now();
@@ -82,8 +96,10 @@ function main(): void {
   for (let seed = 1; seed <= sweepCount; seed++) sweepSimulatedMs += runSim(optionsFor(seed)).simulatedMs;
   const sweepWallMs = performance.now() - sweepStarted;
   const sweepCpuMs = cpuMs(cpuStart);
-  console.log(`sweep of ${sweepCount} default seeds: ${(sweepWallMs / 1_000).toFixed(1)} wall s = ${(sweepCount / (sweepWallMs / 60_000)).toFixed(0)} seeds/minute `
-    + `(${(sweepCount / (sweepCpuMs / 60_000)).toFixed(0)} per CPU minute; ${(sweepSimulatedMs / sweepWallMs).toFixed(0)}x real time)`);
+  console.log(
+    `sweep of ${sweepCount} default seeds: ${(sweepWallMs / 1_000).toFixed(1)} wall s = ${(sweepCount / (sweepWallMs / 60_000)).toFixed(0)} seeds/minute ` +
+      `(${(sweepCount / (sweepCpuMs / 60_000)).toFixed(0)} per CPU minute; ${(sweepSimulatedMs / sweepWallMs).toFixed(0)}x real time)`,
+  );
 }
 
 main();

@@ -79,7 +79,11 @@ async function main(): Promise<void> {
     rows.push(['raw write+fdatasync (before)', `${(await rawSyncRate(dir)).toFixed(0)} /s`, '1 per sync']);
     for (const appenders of APPENDER_COUNTS) {
       const { entriesPerSecond, entriesPerSync } = await walRate(dir, appenders);
-      rows.push([`WAL, ${appenders} concurrent appenders, ${ENTRY_DATA_BYTES} B entries`, `${entriesPerSecond.toFixed(0)} entries/s`, `${entriesPerSync.toFixed(1)} per sync`]);
+      rows.push([
+        `WAL, ${appenders} concurrent appenders, ${ENTRY_DATA_BYTES} B entries`,
+        `${entriesPerSecond.toFixed(0)} entries/s`,
+        `${entriesPerSync.toFixed(1)} per sync`,
+      ]);
     }
     rows.push(['raw write+fdatasync (after)', `${(await rawSyncRate(dir)).toFixed(0)} /s`, '1 per sync']);
     rows.push(['BLAKE3 hash-wasm', `${(await hashWasmRate()).toFixed(0)} MB/s`, `${HASH_WASM_BYTES >> 20} MiB`]);

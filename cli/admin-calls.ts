@@ -21,7 +21,11 @@ export function retryableAdminError(err: unknown): boolean {
  * callAnyMember runs call against the target's members until one answers, within target.deadlineAt.
  * attemptMs bounds one attempt, so a member that hangs does not use up the whole budget.
  */
-export async function callAnyMember<T>(target: AdminTarget, attemptMs: number, call: (address: string, deadlineAt: number) => Promise<T>): Promise<{ value: T; address: string }> {
+export async function callAnyMember<T>(
+  target: AdminTarget,
+  attemptMs: number,
+  call: (address: string, deadlineAt: number) => Promise<T>,
+): Promise<{ value: T; address: string }> {
   let order = [...target.addresses];
   let lastError: unknown = null;
   // Bounded by the deadline: each round either returns, throws, or waits ADMIN_RETRY_DELAY_MS.
@@ -33,7 +37,15 @@ export async function callAnyMember<T>(target: AdminTarget, attemptMs: number, c
         return { value, address };
       } catch (err) {
         lastError = err;
-        if (!retryableAdminError(err) && !(err instanceof AdminCallError && err.code === grpcStatus.DEADLINE_EXCEEDED && Date.now() < target.deadlineAt)) throw err;
+        if (
+          !retryableAdminError(err) &&
+          !(
+            err instanceof AdminCallError &&
+            err.code === grpcStatus.DEADLINE_EXCEEDED &&
+            Date.now() < target.deadlineAt
+          )
+        )
+          throw err;
         if (err instanceof AdminCallError && err.leaderHint !== '' && err.leaderHint !== address) {
           order = [err.leaderHint, ...order.filter((a) => a !== err.leaderHint)];
           break;
@@ -45,5 +57,8 @@ export async function callAnyMember<T>(target: AdminTarget, attemptMs: number, c
     await new Promise((resolve) => setTimeout(resolve, Math.min(ADMIN_RETRY_DELAY_MS, left)));
   }
   const why = lastError instanceof Error ? lastError.message : 'no attempt was made';
-  throw new AdminCallError(grpcStatus.DEADLINE_EXCEEDED, `no member of [${target.addresses.join(', ')}] could answer before the deadline (last: ${why})`);
+  throw new AdminCallError(
+    grpcStatus.DEADLINE_EXCEEDED,
+    `no member of [${target.addresses.join(', ')}] could answer before the deadline (last: ${why})`,
+  );
 }

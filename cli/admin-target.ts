@@ -56,25 +56,42 @@ export async function adminTarget(values: FlagValues): Promise<AdminTarget> {
     }
   }
   const explicitFile = stringFlag(values, 'cluster-file');
-  const clusterFilePath = explicitFile !== undefined ? resolve(explicitFile) : (existsSync(defaultClusterFilePath()) ? defaultClusterFilePath() : null);
+  const clusterFilePath =
+    explicitFile !== undefined
+      ? resolve(explicitFile)
+      : existsSync(defaultClusterFilePath())
+        ? defaultClusterFilePath()
+        : null;
   const cluster = clusterFilePath === null ? null : await readClusterFile(clusterFilePath);
 
   const addresses = nodes.length > 0 ? nodes : (cluster?.members.map((m) => m.grpcAddr) ?? []);
   if (addresses.length === 0) {
-    throw new UsageError(`no node to talk to: give --node HOST:PORT, or --cluster-file (none at ${defaultClusterFilePath()}; \`svc cluster\` writes one)`);
+    throw new UsageError(
+      `no node to talk to: give --node HOST:PORT, or --cluster-file (none at ${defaultClusterFilePath()}; \`svc cluster\` writes one)`,
+    );
   }
 
-  const files = { ca: stringFlag(values, 'tls-ca'), cert: stringFlag(values, 'tls-cert'), key: stringFlag(values, 'tls-key') };
+  const files = {
+    ca: stringFlag(values, 'tls-ca'),
+    cert: stringFlag(values, 'tls-cert'),
+    key: stringFlag(values, 'tls-key'),
+  };
   const anyFile = Object.values(files).some((v) => v !== undefined);
   const serverNameFlag = stringFlag(values, 'tls-server-name');
   let credentials: ChannelCredentials;
   let serverName = serverNameFlag;
   if (values.insecure === true) {
-    if (anyFile || serverNameFlag !== undefined) throw new UsageError('--insecure cannot be combined with --tls-* flags');
+    if (anyFile || serverNameFlag !== undefined)
+      throw new UsageError('--insecure cannot be combined with --tls-* flags');
     credentials = insecureClientCredentials();
   } else if (anyFile) {
-    const missing = Object.entries(files).filter(([, v]) => v === undefined).map(([k]) => `--tls-${k}`);
-    if (missing.length > 0) throw new UsageError(`a client certificate needs --tls-ca, --tls-cert and --tls-key (missing ${missing.join(', ')})`);
+    const missing = Object.entries(files)
+      .filter(([, v]) => v === undefined)
+      .map(([k]) => `--tls-${k}`);
+    if (missing.length > 0)
+      throw new UsageError(
+        `a client certificate needs --tls-ca, --tls-cert and --tls-key (missing ${missing.join(', ')})`,
+      );
     credentials = await loadCredentials(resolve(files.ca!), resolve(files.cert!), resolve(files.key!));
   } else if (cluster?.tls.mode === 'mtls') {
     credentials = await loadCredentials(cluster.tls.caFile, cluster.tls.adminCertFile, cluster.tls.adminKeyFile);
@@ -82,10 +99,23 @@ export async function adminTarget(values: FlagValues): Promise<AdminTarget> {
   } else if (cluster?.tls.mode === 'insecure') {
     credentials = insecureClientCredentials();
   } else {
-    throw new UsageError('say how to reach the node: --tls-ca/--tls-cert/--tls-key (a client certificate from the cluster CA) or --insecure');
+    throw new UsageError(
+      'say how to reach the node: --tls-ca/--tls-cert/--tls-key (a client certificate from the cluster CA) or --insecure',
+    );
   }
-  const channelOptions: ChannelOptions = serverName === undefined ? {} : { 'grpc.ssl_target_name_override': serverName, 'grpc.default_authority': serverName };
-  return { addresses, credentials, channelOptions, deadlineAt: Date.now() + timeoutMs, json: values.json === true, cluster, clusterFilePath };
+  const channelOptions: ChannelOptions =
+    serverName === undefined
+      ? {}
+      : { 'grpc.ssl_target_name_override': serverName, 'grpc.default_authority': serverName };
+  return {
+    addresses,
+    credentials,
+    channelOptions,
+    deadlineAt: Date.now() + timeoutMs,
+    json: values.json === true,
+    cluster,
+    clusterFilePath,
+  };
 }
 
 async function loadCredentials(caFile: string, certFile: string, keyFile: string): Promise<ChannelCredentials> {
@@ -96,7 +126,11 @@ async function loadCredentials(caFile: string, certFile: string, keyFile: string
       throw new UsageError(`cannot read ${what} ${path}: ${(err as Error).message}`);
     }
   };
-  const [ca, cert, key] = await Promise.all([read(caFile, 'CA certificate'), read(certFile, 'client certificate'), read(keyFile, 'client key')]);
+  const [ca, cert, key] = await Promise.all([
+    read(caFile, 'CA certificate'),
+    read(certFile, 'client certificate'),
+    read(keyFile, 'client key'),
+  ]);
   try {
     return clientCredentials({ ca, cert, key });
   } catch (err) {

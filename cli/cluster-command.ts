@@ -8,13 +8,29 @@ import { join, resolve } from 'node:path';
 import type { LogLevel } from './node/config.js';
 import { adminTarget } from './admin-target.js';
 import { CLUSTER_FILE_NAME, readClusterFile, writeClusterFile, type ClusterFile } from './cluster-file.js';
-import { busyPorts, ensureCertificates, ensureSecretKey, nodeConfigFor, planCluster, writeNodeConfig } from './cluster-plan.js';
+import {
+  busyPorts,
+  ensureCertificates,
+  ensureSecretKey,
+  nodeConfigFor,
+  planCluster,
+  writeNodeConfig,
+} from './cluster-plan.js';
 import { DEFAULT_LIMITS } from '../engine/limits.js';
 import { intFlag, limitOverrides, listFlag, parseFlags, stringFlag } from './flags.js';
 import type { Io } from './io.js';
 import {
-  ADMIN_KEY_NAME_DEFAULT, CHILD_STOP_GRACE_MS, CLUSTER_DIR_DEFAULT, CLUSTER_HEALTH_POLL_MS, CLUSTER_HEALTHY_TIMEOUT_MS, CLUSTER_HTTP_TIMEOUT_MS,
-  CLUSTER_NODE_COUNT_DEFAULT, CLUSTER_NODE_COUNT_MAX, CLUSTER_TICK_MS_DEFAULT, EXIT_FAILED, EXIT_OK,
+  ADMIN_KEY_NAME_DEFAULT,
+  CHILD_STOP_GRACE_MS,
+  CLUSTER_DIR_DEFAULT,
+  CLUSTER_HEALTH_POLL_MS,
+  CLUSTER_HEALTHY_TIMEOUT_MS,
+  CLUSTER_HTTP_TIMEOUT_MS,
+  CLUSTER_NODE_COUNT_DEFAULT,
+  CLUSTER_NODE_COUNT_MAX,
+  CLUSTER_TICK_MS_DEFAULT,
+  EXIT_FAILED,
+  EXIT_OK,
 } from './limits.js';
 import { SupervisedNode, type ChildExit } from './supervisor.js';
 import { CLUSTER_USAGE, UsageError } from './usage.js';
@@ -26,8 +42,15 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
 
 export async function runClusterCommand(args: string[], io: Io): Promise<number> {
   const { values } = parseFlags(args, {
-    dir: { type: 'string' }, nodes: { type: 'string' }, 'tick-ms': { type: 'string' }, 'base-port': { type: 'string' },
-    insecure: { type: 'boolean' }, api: { type: 'boolean' }, 'no-api': { type: 'boolean' }, 'log-level': { type: 'string' }, 'node-option': { type: 'string', multiple: true },
+    dir: { type: 'string' },
+    nodes: { type: 'string' },
+    'tick-ms': { type: 'string' },
+    'base-port': { type: 'string' },
+    insecure: { type: 'boolean' },
+    api: { type: 'boolean' },
+    'no-api': { type: 'boolean' },
+    'log-level': { type: 'string' },
+    'node-option': { type: 'string', multiple: true },
     'engine-limit': { type: 'string', multiple: true },
     help: { type: 'boolean' },
   });
@@ -35,17 +58,24 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
     io.out.write(`${CLUSTER_USAGE}\n`);
     return EXIT_OK;
   }
-  if (values.api === true && values['no-api'] === true) throw new UsageError('--api and --no-api contradict each other');
+  if (values.api === true && values['no-api'] === true)
+    throw new UsageError('--api and --no-api contradict each other');
   const logLevel = (stringFlag(values, 'log-level') ?? 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const dir = resolve(stringFlag(values, 'dir') ?? CLUSTER_DIR_DEFAULT);
   const engineLimits = limitOverrides(values, 'engine-limit');
   for (const name of Object.keys(engineLimits)) {
-    if (!(name in DEFAULT_LIMITS)) throw new UsageError(`--engine-limit: unknown limit ${JSON.stringify(name)} (known: ${Object.keys(DEFAULT_LIMITS).join(', ')})`);
+    if (!(name in DEFAULT_LIMITS))
+      throw new UsageError(
+        `--engine-limit: unknown limit ${JSON.stringify(name)} (known: ${Object.keys(DEFAULT_LIMITS).join(', ')})`,
+      );
   }
   const nodeOptions = listFlag(values, 'node-option');
   for (const option of nodeOptions) {
-    if (!/^--[a-z][a-z0-9-]*(=.*)?$/.test(option)) throw new UsageError(`--node-option takes one node flag such as --cpu-prof or --max-old-space-size=512, got ${JSON.stringify(option)}`);
+    if (!/^--[a-z][a-z0-9-]*(=.*)?$/.test(option))
+      throw new UsageError(
+        `--node-option takes one node flag such as --cpu-prof or --max-old-space-size=512, got ${JSON.stringify(option)}`,
+      );
   }
   const options = {
     dir,
@@ -67,7 +97,9 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
   const cluster = await planCluster(options, existing);
   const busy = await busyPorts(cluster);
   if (busy.length > 0) {
-    io.err.write(`svc cluster: ports already in use: ${busy.join(', ')} (is another \`svc cluster\` running on ${dir}?)\n`);
+    io.err.write(
+      `svc cluster: ports already in use: ${busy.join(', ')} (is another \`svc cluster\` running on ${dir}?)\n`,
+    );
     return EXIT_FAILED;
   }
   const made = await ensureCertificates(cluster);
@@ -75,18 +107,25 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
 
   const stopSignal = signalLatch();
   const redis = cluster.api ? await startSharedRedis(cluster, say) : null;
-  const api = cluster.api ? { secretKeyFile: await ensureSecretKey(cluster), ...(redis ? { redisUrl: redis.url } : {}) } : null;
+  const api = cluster.api
+    ? { secretKeyFile: await ensureSecretKey(cluster), ...(redis ? { redisUrl: redis.url } : {}) }
+    : null;
   const children = new Map<string, SupervisedNode>();
   try {
     for (const member of cluster.members) {
       await mkdir(member.dataDir, { recursive: true });
-      await writeNodeConfig(member, { ...nodeConfigFor(cluster, member, { logLevel, api }), ...(Object.keys(engineLimits).length > 0 ? { engineLimits } : {}) });
+      await writeNodeConfig(member, {
+        ...nodeConfigFor(cluster, member, { logLevel, api }),
+        ...(Object.keys(engineLimits).length > 0 ? { engineLimits } : {}),
+      });
     }
     for (const member of cluster.members) {
       const child = SupervisedNode.start(member.name, member.configFile, member.logFile, nodeOptions);
       children.set(member.name, child);
       member.pid = child.pid;
-      say(`started ${member.name} (pid ${child.pid}): gRPC ${member.grpcAddr}, HTTP ${member.httpAddr}, log ${member.logFile}`);
+      say(
+        `started ${member.name} (pid ${child.pid}): gRPC ${member.grpcAddr}, HTTP ${member.httpAddr}, log ${member.logFile}`,
+      );
     }
     cluster.updatedAt = new Date().toISOString();
     await writeClusterFile(filePath, cluster);
@@ -98,7 +137,9 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
       stopSignal.promise.then((signal) => ({ signal })),
     ]);
     if ('exit' in healthy) {
-      io.err.write(`svc cluster: ${describeExit(healthy.exit)} before the cluster was healthy; see ${cluster.members.find((m) => m.name === healthy.exit.name)?.logFile}\n`);
+      io.err.write(
+        `svc cluster: ${describeExit(healthy.exit)} before the cluster was healthy; see ${cluster.members.find((m) => m.name === healthy.exit.name)?.logFile}\n`,
+      );
       return EXIT_FAILED;
     }
     if ('signal' in healthy) {
@@ -106,7 +147,9 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
       return EXIT_OK;
     }
     if (!healthy.ok) {
-      io.err.write(`svc cluster: not every /health answered 200 within ${CLUSTER_HEALTHY_TIMEOUT_MS} ms (${healthy.problem}); see the logs under ${dir}\n`);
+      io.err.write(
+        `svc cluster: not every /health answered 200 within ${CLUSTER_HEALTHY_TIMEOUT_MS} ms (${healthy.problem}); see the logs under ${dir}\n`,
+      );
       return EXIT_FAILED;
     }
     for (const member of cluster.members) member.id = healthy.ids.get(member.name) ?? member.id;
@@ -121,15 +164,25 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
     }
     cluster.updatedAt = new Date().toISOString();
     await writeClusterFile(filePath, cluster);
-    say(`all ${cluster.members.length} nodes answer /health 200 (${cluster.members.map((m) => `${m.name} ${m.httpAddr}`).join(', ')}); ` +
-      `wrote ${filePath}; Ctrl-C stops the cluster`);
+    say(
+      `all ${cluster.members.length} nodes answer /health 200 (${cluster.members.map((m) => `${m.name} ${m.httpAddr}`).join(', ')}); ` +
+        `wrote ${filePath}; Ctrl-C stops the cluster`,
+    );
 
     // Running: until a signal, or until every child is gone.
-    const watchers = [...children.values()].map((child) => child.exited.then((exit) => {
-      if (stopSignal.fired === null) io.err.write(`svc cluster: ${describeExit(exit)}; see ${cluster.members.find((m) => m.name === exit.name)?.logFile}\n`);
-      return exit;
-    }));
-    const outcome = await Promise.race([stopSignal.promise.then((signal) => ({ signal })), Promise.all(watchers).then(() => ({ signal: null }))]);
+    const watchers = [...children.values()].map((child) =>
+      child.exited.then((exit) => {
+        if (stopSignal.fired === null)
+          io.err.write(
+            `svc cluster: ${describeExit(exit)}; see ${cluster.members.find((m) => m.name === exit.name)?.logFile}\n`,
+          );
+        return exit;
+      }),
+    );
+    const outcome = await Promise.race([
+      stopSignal.promise.then((signal) => ({ signal })),
+      Promise.all(watchers).then(() => ({ signal: null })),
+    ]);
     if (outcome.signal === null) {
       io.err.write('svc cluster: every node has exited\n');
       return EXIT_FAILED;
@@ -147,7 +200,11 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
 }
 
 /** stopChildren sends SIGTERM to each running child, SIGKILL after the grace; a second signal kills at once. */
-async function stopChildren(children: Map<string, SupervisedNode>, stopSignal: SignalLatch, say: (line: string) => void): Promise<void> {
+async function stopChildren(
+  children: Map<string, SupervisedNode>,
+  stopSignal: SignalLatch,
+  say: (line: string) => void,
+): Promise<void> {
   const running = [...children.values()].filter((c) => c.running);
   if (running.length === 0) return;
   const hurry = stopSignal.second.then(() => {
@@ -156,12 +213,16 @@ async function stopChildren(children: Map<string, SupervisedNode>, stopSignal: S
   });
   void hurry;
   const exits = await Promise.all(running.map((child) => child.stop(CHILD_STOP_GRACE_MS, KILL_WAIT_MS)));
-  const described = exits.map((exit, i) => (exit ? describeExit(exit) : `${running[i]!.name} did not exit after SIGKILL`));
+  const described = exits.map((exit, i) =>
+    exit ? describeExit(exit) : `${running[i]!.name} did not exit after SIGKILL`,
+  );
   say(`stopped: ${described.join('; ')}`);
 }
 
 function describeExit(exit: ChildExit): string {
-  return exit.signal !== null ? `${exit.name} was ended by ${exit.signal}` : `${exit.name} exited with code ${exit.code}`;
+  return exit.signal !== null
+    ? `${exit.name} was ended by ${exit.signal}`
+    : `${exit.name} exited with code ${exit.code}`;
 }
 
 interface HealthOutcome {
@@ -175,12 +236,14 @@ async function waitHealthy(cluster: ClusterFile, timeoutMs: number, cancelled: (
   const deadline = Date.now() + timeoutMs;
   let problem = 'no answer yet';
   while (Date.now() < deadline && !cancelled()) {
-    const answers = await Promise.all(cluster.members.map(async (m) => ({ m, status: await httpStatus(`${m.httpAddr}/health`) })));
+    const answers = await Promise.all(
+      cluster.members.map(async (m) => ({ m, status: await httpStatus(`${m.httpAddr}/health`) })),
+    );
     const sick = answers.filter((a) => a.status !== 200);
     if (sick.length === 0) {
       const ids = new Map<string, number>();
       for (const m of cluster.members) {
-        const doc = await httpJson(`${m.httpAddr}/status`) as { id?: unknown } | null;
+        const doc = (await httpJson(`${m.httpAddr}/status`)) as { id?: unknown } | null;
         if (doc && typeof doc.id === 'number') ids.set(m.name, doc.id);
       }
       return { ok: true, problem: '', ids };
@@ -217,7 +280,10 @@ async function createClusterAdminKey(filePath: string): Promise<{ key: string }>
 }
 
 /** startSharedRedis gives every node one Redis (rate limits and queues are cluster-wide): REDIS_URL, else a local redis-server. */
-async function startSharedRedis(cluster: ClusterFile, say: (line: string) => void): Promise<{ url: string; stop(): Promise<void> } | null> {
+async function startSharedRedis(
+  cluster: ClusterFile,
+  say: (line: string) => void,
+): Promise<{ url: string; stop(): Promise<void> } | null> {
   if (process.env.REDIS_URL) {
     say(`the nodes share REDIS_URL ${process.env.REDIS_URL.replace(/\/\/[^@/]*@/, '//***@')}`);
     return null;
@@ -245,8 +311,12 @@ function signalLatch(): SignalLatch {
   let first: (signal: NodeJS.Signals) => void = () => undefined;
   let again: () => void = () => undefined;
   const latch: SignalLatch = {
-    promise: new Promise((resolve) => { first = resolve; }),
-    second: new Promise((resolve) => { again = resolve; }),
+    promise: new Promise((resolve) => {
+      first = resolve;
+    }),
+    second: new Promise((resolve) => {
+      again = resolve;
+    }),
     fired: null,
     dispose: () => {
       process.off('SIGINT', onSignal);

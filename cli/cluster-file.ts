@@ -54,11 +54,17 @@ export async function readClusterFile(path: string): Promise<ClusterFile> {
   } catch (err) {
     throw new UsageError(`cluster file ${path} is not JSON: ${(err as Error).message}`);
   }
-  if (parsed?.version !== CLUSTER_FILE_VERSION || !Array.isArray(parsed.members) || typeof parsed.tls !== 'object' || parsed.tls === null) {
+  if (
+    parsed?.version !== CLUSTER_FILE_VERSION ||
+    !Array.isArray(parsed.members) ||
+    typeof parsed.tls !== 'object' ||
+    parsed.tls === null
+  ) {
     throw new UsageError(`cluster file ${path} is not a version ${CLUSTER_FILE_VERSION} cluster.json`);
   }
   for (const [i, m] of parsed.members.entries()) {
-    if (typeof m?.name !== 'string' || typeof m.grpcAddr !== 'string' || typeof m.httpAddr !== 'string') throw new UsageError(`cluster file ${path}: members[${i}] lacks name, grpcAddr or httpAddr`);
+    if (typeof m?.name !== 'string' || typeof m.grpcAddr !== 'string' || typeof m.httpAddr !== 'string')
+      throw new UsageError(`cluster file ${path}: members[${i}] lacks name, grpcAddr or httpAddr`);
   }
   return parsed;
 }

@@ -16,7 +16,12 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createAdminCert, createClusterCa, createNodeCert, newClusterId, readCertIdentity } from './certs/certs.js';
 import type { BootstrapMember, LogLevel, NodeApiConfig } from './node/config.js';
-import { CLUSTER_FILE_VERSION, type ClusterFile, type ClusterMemberRecord, type ClusterTlsRecord } from './cluster-file.js';
+import {
+  CLUSTER_FILE_VERSION,
+  type ClusterFile,
+  type ClusterMemberRecord,
+  type ClusterTlsRecord,
+} from './cluster-file.js';
 import { freePorts, portIsFree } from './free-ports.js';
 import type { NodeConfigWithApi } from './node-config.js';
 import { UsageError } from './usage.js';
@@ -48,30 +53,61 @@ export function memberNames(count: number): string[] {
 export async function planCluster(options: ClusterOptions, existing: ClusterFile | null): Promise<ClusterFile> {
   if (existing) {
     if (existing.members.length !== options.nodeCount) {
-      throw new UsageError(`${options.dir} holds a ${existing.members.length}-node cluster; remove the directory to start a ${options.nodeCount}-node one`);
+      throw new UsageError(
+        `${options.dir} holds a ${existing.members.length}-node cluster; remove the directory to start a ${options.nodeCount}-node one`,
+      );
     }
     if ((existing.tls.mode === 'insecure') !== options.insecure) {
-      throw new UsageError(`${options.dir} holds a cluster made ${existing.tls.mode === 'insecure' ? 'with' : 'without'} --insecure; remove the directory to change that`);
+      throw new UsageError(
+        `${options.dir} holds a cluster made ${existing.tls.mode === 'insecure' ? 'with' : 'without'} --insecure; remove the directory to change that`,
+      );
     }
     // A cluster.json from before cluster ids gets one now (ensureCertificates re-issues its certificates).
-    return { ...existing, clusterId: existing.clusterId ?? newClusterId(), dir: options.dir, tickMs: options.tickMs, api: options.api };
+    return {
+      ...existing,
+      clusterId: existing.clusterId ?? newClusterId(),
+      dir: options.dir,
+      tickMs: options.tickMs,
+      api: options.api,
+    };
   }
   const names = memberNames(options.nodeCount);
-  const ports = options.basePort !== null ? consecutivePorts(options.basePort, names.length * 2) : await freePorts(names.length * 2, CLUSTER_HOST);
+  const ports =
+    options.basePort !== null
+      ? consecutivePorts(options.basePort, names.length * 2)
+      : await freePorts(names.length * 2, CLUSTER_HOST);
   const members: ClusterMemberRecord[] = names.map((name, i) => {
     const nodeDir = join(options.dir, name);
     return {
-      name, id: i + 1,
-      grpcAddr: `${CLUSTER_HOST}:${ports[2 * i]!}`, httpAddr: `http://${CLUSTER_HOST}:${ports[2 * i + 1]!}`,
-      dataDir: join(nodeDir, 'data'), configFile: join(nodeDir, 'node.json'), logFile: join(nodeDir, 'node.log'), pid: 0,
+      name,
+      id: i + 1,
+      grpcAddr: `${CLUSTER_HOST}:${ports[2 * i]!}`,
+      httpAddr: `http://${CLUSTER_HOST}:${ports[2 * i + 1]!}`,
+      dataDir: join(nodeDir, 'data'),
+      configFile: join(nodeDir, 'node.json'),
+      logFile: join(nodeDir, 'node.log'),
+      pid: 0,
     };
   });
   const certs = join(options.dir, 'certs');
   const tls: ClusterTlsRecord = options.insecure
     ? { mode: 'insecure' }
-    : { mode: 'mtls', caFile: join(certs, 'ca.crt'), adminCertFile: join(certs, `${ADMIN_CERT_NAME}.crt`), adminKeyFile: join(certs, `${ADMIN_CERT_NAME}.key`), serverName: CLUSTER_TLS_SERVER_NAME };
+    : {
+        mode: 'mtls',
+        caFile: join(certs, 'ca.crt'),
+        adminCertFile: join(certs, `${ADMIN_CERT_NAME}.crt`),
+        adminKeyFile: join(certs, `${ADMIN_CERT_NAME}.key`),
+        serverName: CLUSTER_TLS_SERVER_NAME,
+      };
   return {
-    version: CLUSTER_FILE_VERSION, dir: options.dir, tickMs: options.tickMs, clusterId: newClusterId(), tls, members, api: options.api, updatedAt: new Date().toISOString(),
+    version: CLUSTER_FILE_VERSION,
+    dir: options.dir,
+    tickMs: options.tickMs,
+    clusterId: newClusterId(),
+    tls,
+    members,
+    api: options.api,
+    updatedAt: new Date().toISOString(),
   };
 }
 
@@ -86,7 +122,7 @@ export async function busyPorts(cluster: ClusterFile): Promise<string[]> {
   for (const m of cluster.members) {
     for (const address of [m.grpcAddr, m.httpAddr.replace(/^https?:\/\//, '')]) {
       const port = Number(address.slice(address.lastIndexOf(':') + 1));
-      if (!await portIsFree(port, CLUSTER_HOST)) busy.push(`${m.name} ${address}`);
+      if (!(await portIsFree(port, CLUSTER_HOST))) busy.push(`${m.name} ${address}`);
     }
   }
   return busy;
@@ -105,13 +141,30 @@ export async function ensureCertificates(cluster: ClusterFile): Promise<string[]
     await createClusterCa({ dir: certs, commonName: 'svc-local-cluster-ca' });
     made.push('ca');
   }
-  const wanted = [...cluster.members.map((m) => ({ name: m.name, role: 'peer' as const })), { name: ADMIN_CERT_NAME, role: 'admin' as const }];
+  const wanted = [
+    ...cluster.members.map((m) => ({ name: m.name, role: 'peer' as const })),
+    { name: ADMIN_CERT_NAME, role: 'admin' as const },
+  ];
   for (const { name, role } of wanted) {
     if (existsSync(join(certs, `${name}.key`))) {
       const identity = await readCertIdentity(join(certs, `${name}.crt`));
-      if (typeof identity !== 'string' && identity.role === role && identity.clusterId === clusterId && identity.name === name) continue;
+      if (
+        typeof identity !== 'string' &&
+        identity.role === role &&
+        identity.clusterId === clusterId &&
+        identity.name === name
+      )
+        continue;
     }
-    if (role === 'peer') await createNodeCert({ dir: certs, name, clusterId, peersService: PEERS_SERVICE, namespace: NAMESPACE, overwrite: true });
+    if (role === 'peer')
+      await createNodeCert({
+        dir: certs,
+        name,
+        clusterId,
+        peersService: PEERS_SERVICE,
+        namespace: NAMESPACE,
+        overwrite: true,
+      });
     else await createAdminCert({ dir: certs, name, clusterId, overwrite: true });
     made.push(name);
   }
@@ -131,18 +184,36 @@ export async function ensureSecretKey(cluster: ClusterFile): Promise<string> {
 }
 
 /** nodeConfigFor is one member's config: loopback addresses, the shared founder list, its certificate. */
-export function nodeConfigFor(cluster: ClusterFile, member: ClusterMemberRecord, extra: { logLevel: LogLevel; api: NodeApiConfig | null }): NodeConfigWithApi {
-  const bootstrap: BootstrapMember[] = cluster.members.map((m) => ({ name: m.name, grpcAddr: m.grpcAddr, httpAddr: m.httpAddr }));
+export function nodeConfigFor(
+  cluster: ClusterFile,
+  member: ClusterMemberRecord,
+  extra: { logLevel: LogLevel; api: NodeApiConfig | null },
+): NodeConfigWithApi {
+  const bootstrap: BootstrapMember[] = cluster.members.map((m) => ({
+    name: m.name,
+    grpcAddr: m.grpcAddr,
+    httpAddr: m.httpAddr,
+  }));
   const certs = join(cluster.dir, 'certs');
   return {
-    name: member.name, dataDir: member.dataDir,
-    grpcListen: member.grpcAddr, httpListen: member.httpAddr.replace(/^https?:\/\//, ''),
+    name: member.name,
+    dataDir: member.dataDir,
+    grpcListen: member.grpcAddr,
+    httpListen: member.httpAddr.replace(/^https?:\/\//, ''),
     bootstrap,
     ...(cluster.clusterId === undefined ? {} : { clusterId: cluster.clusterId }),
-    tls: cluster.tls.mode === 'mtls'
-      ? { mode: 'mtls', caFile: cluster.tls.caFile, certFile: join(certs, `${member.name}.crt`), keyFile: join(certs, `${member.name}.key`), serverNameOverride: cluster.tls.serverName }
-      : { mode: 'insecure' },
-    tickMs: cluster.tickMs, logLevel: extra.logLevel,
+    tls:
+      cluster.tls.mode === 'mtls'
+        ? {
+            mode: 'mtls',
+            caFile: cluster.tls.caFile,
+            certFile: join(certs, `${member.name}.crt`),
+            keyFile: join(certs, `${member.name}.key`),
+            serverNameOverride: cluster.tls.serverName,
+          }
+        : { mode: 'insecure' },
+    tickMs: cluster.tickMs,
+    logLevel: extra.logLevel,
     ...(extra.api ? { api: extra.api } : {}),
   };
 }

@@ -48,7 +48,8 @@ export function intFlag(values: FlagValues, name: string, min: number, max: numb
   if (text === undefined) return undefined;
   if (!/^\d+$/.test(text)) throw new UsageError(`--${name} must be a whole number, got ${JSON.stringify(text)}`);
   const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < min || value > max) throw new UsageError(`--${name} must be from ${min} to ${max}, got ${text}`);
+  if (!Number.isSafeInteger(value) || value < min || value > max)
+    throw new UsageError(`--${name} must be from ${min} to ${max}, got ${text}`);
   return value;
 }
 
@@ -57,7 +58,8 @@ export function limitOverrides(values: FlagValues, name: string): Record<string,
   const out: Record<string, number> = {};
   for (const item of listFlag(values, name)) {
     const match = /^([A-Za-z][A-Za-z0-9]*)=(\d+)$/.exec(item);
-    if (!match) throw new UsageError(`--${name} takes NAME=N (a limit's name and a whole number), got ${JSON.stringify(item)}`);
+    if (!match)
+      throw new UsageError(`--${name} takes NAME=N (a limit's name and a whole number), got ${JSON.stringify(item)}`);
     const value = Number(match[2]);
     if (!Number.isSafeInteger(value)) throw new UsageError(`--${name} ${match[1]} is too large`);
     out[match[1]!] = value;

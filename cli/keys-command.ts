@@ -16,9 +16,15 @@ export async function runKeysCommand(args: string[], io: Io): Promise<number> {
     io.out.write(`${KEYS_USAGE}\n`);
     return EXIT_OK;
   }
-  if (positionals[0] !== 'create') throw new UsageError(positionals[0] === undefined ? 'keys needs an action: create' : `unknown keys action ${JSON.stringify(positionals[0])} (create)`);
+  if (positionals[0] !== 'create')
+    throw new UsageError(
+      positionals[0] === undefined
+        ? 'keys needs an action: create'
+        : `unknown keys action ${JSON.stringify(positionals[0])} (create)`,
+    );
   const name = stringFlag(values, 'name') ?? ADMIN_KEY_NAME_DEFAULT;
-  if (!KEY_NAME.test(name)) throw new UsageError(`--name must be 1-100 letters, digits, spaces, '.', '_' or '-', got ${JSON.stringify(name)}`);
+  if (!KEY_NAME.test(name))
+    throw new UsageError(`--name must be 1-100 letters, digits, spaces, '.', '_' or '-', got ${JSON.stringify(name)}`);
   const target = await adminTarget(values);
   try {
     const admin = await createAdminKey(target, name);
@@ -32,7 +38,10 @@ export async function runKeysCommand(args: string[], io: Io): Promise<number> {
 }
 
 /** createAdminKey bootstraps an admin user and key into the target cluster's store. */
-export async function createAdminKey(target: AdminTarget, name: string): Promise<{ key: string; keyId: string; userId: string }> {
+export async function createAdminKey(
+  target: AdminTarget,
+  name: string,
+): Promise<{ key: string; keyId: string; userId: string }> {
   const store = new RemoteStoreWriter(target);
   try {
     return await bootstrapAdminKey(store, name);

@@ -14,12 +14,18 @@ export async function runSvc(argv: string[], io: Io = processIo): Promise<number
   const [command, ...rest] = argv;
   try {
     switch (command) {
-      case 'node': return await (await import('./node-command.js')).runNodeCommand(rest, io);
-      case 'cluster': return await (await import('./cluster-command.js')).runClusterCommand(rest, io);
-      case 'status': return await (await import('./status-command.js')).runStatusCommand(rest, io);
-      case 'members': return await (await import('./members-command.js')).runMembersCommand(rest, io);
-      case 'keys': return await (await import('./keys-command.js')).runKeysCommand(rest, io);
-      case 'openapi': return (await import('./openapi-command.js')).runOpenApiCommand(rest, io);
+      case 'node':
+        return await (await import('./node-command.js')).runNodeCommand(rest, io);
+      case 'cluster':
+        return await (await import('./cluster-command.js')).runClusterCommand(rest, io);
+      case 'status':
+        return await (await import('./status-command.js')).runStatusCommand(rest, io);
+      case 'members':
+        return await (await import('./members-command.js')).runMembersCommand(rest, io);
+      case 'keys':
+        return await (await import('./keys-command.js')).runKeysCommand(rest, io);
+      case 'openapi':
+        return (await import('./openapi-command.js')).runOpenApiCommand(rest, io);
       case 'certs': {
         const { runCertsCli } = await import('./certs/certs-command.js');
         return await runCertsCli(rest, io.out, io.err);
@@ -39,7 +45,9 @@ export async function runSvc(argv: string[], io: Io = processIo): Promise<number
       io.err.write(`svc${command === undefined ? '' : ` ${command}`}: ${err.message}\n(${help} shows the usage)\n`);
       return EXIT_USAGE;
     }
-    io.err.write(`svc${command === undefined ? '' : ` ${command}`}: ${err instanceof Error ? err.message : String(err)}\n`);
+    io.err.write(
+      `svc${command === undefined ? '' : ` ${command}`}: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
     return EXIT_FAILED;
   }
 }
@@ -62,4 +70,3 @@ export async function runMain(argv: string[]): Promise<void> {
   process.exitCode = code;
   setTimeout(() => process.exit(code), EXIT_GRACE_MS).unref();
 }
-

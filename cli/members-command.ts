@@ -24,7 +24,8 @@ export async function runMembersCommand(args: string[], io: Io): Promise<number>
     return EXIT_OK;
   }
   const [action, name] = positionals;
-  if (action === undefined) throw new UsageError('members needs an action: list, promote NAME, remove NAME or transfer NAME');
+  if (action === undefined)
+    throw new UsageError('members needs an action: list, promote NAME, remove NAME or transfer NAME');
   if (action === 'list') {
     if (name !== undefined) throw new UsageError('members list takes no name');
   } else if (!(action in CHANGES)) {
@@ -36,18 +37,31 @@ export async function runMembersCommand(args: string[], io: Io): Promise<number>
   const pool = adminPool(target);
   try {
     if (action === 'list') {
-      const { value: status } = await callAnyMember(target, STATUS_MEMBER_DEADLINE_MS, (address, deadlineAt) => pool.status(address, deadlineAt));
+      const { value: status } = await callAnyMember(target, STATUS_MEMBER_DEADLINE_MS, (address, deadlineAt) =>
+        pool.status(address, deadlineAt),
+      );
       printMembers(status, io, target.json);
       return EXIT_OK;
     }
     const change = CHANGES[action]!;
-    const { value } = await callAnyMember(target, Number.MAX_SAFE_INTEGER, (address, deadlineAt) => pool.changeMember(address, { change, name: name!, hops: 0 }, deadlineAt));
-    if (target.json) io.out.write(`${JSON.stringify({ action, name, memberId: value.memberId, leader: value.leaderName, detail: value.detail })}\n`);
-    else io.out.write(`${action} ${name} (id ${value.memberId}): done by leader ${value.leaderName}${value.detail === '' ? '' : ` (${value.detail})`}\n`);
+    const { value } = await callAnyMember(target, Number.MAX_SAFE_INTEGER, (address, deadlineAt) =>
+      pool.changeMember(address, { change, name: name!, hops: 0 }, deadlineAt),
+    );
+    if (target.json)
+      io.out.write(
+        `${JSON.stringify({ action, name, memberId: value.memberId, leader: value.leaderName, detail: value.detail })}\n`,
+      );
+    else
+      io.out.write(
+        `${action} ${name} (id ${value.memberId}): done by leader ${value.leaderName}${value.detail === '' ? '' : ` (${value.detail})`}\n`,
+      );
     return EXIT_OK;
   } catch (err) {
     if (!(err instanceof AdminCallError)) throw err;
-    const unknown = err.code === grpcStatus.DEADLINE_EXCEEDED && action !== 'list' ? ' (the outcome is unknown: check `svc members list`)' : '';
+    const unknown =
+      err.code === grpcStatus.DEADLINE_EXCEEDED && action !== 'list'
+        ? ' (the outcome is unknown: check `svc members list`)'
+        : '';
     io.err.write(`svc members ${action}: ${err.message}${unknown}\n`);
     return EXIT_FAILED;
   } finally {
@@ -57,10 +71,21 @@ export async function runMembersCommand(args: string[], io: Io): Promise<number>
 
 function printMembers(status: StatusResponse, io: Io, json: boolean): void {
   if (json) {
-    io.out.write(`${JSON.stringify({ leaderId: status.leaderId, term: status.term, membershipVersion: status.membershipVersion, answeredBy: status.name, members: status.members })}\n`);
+    io.out.write(
+      `${JSON.stringify({ leaderId: status.leaderId, term: status.term, membershipVersion: status.membershipVersion, answeredBy: status.name, members: status.members })}\n`,
+    );
     return;
   }
-  const rows = status.members.map((m) => [String(m.id), m.name, m.role, m.id === status.leaderId ? 'leader' : '', m.grpcAddr, m.httpAddr]);
+  const rows = status.members.map((m) => [
+    String(m.id),
+    m.name,
+    m.role,
+    m.id === status.leaderId ? 'leader' : '',
+    m.grpcAddr,
+    m.httpAddr,
+  ]);
   io.out.write(table(['ID', 'NAME', 'ROLE', '', 'GRPC', 'HTTP'], rows));
-  io.out.write(`membership version ${status.membershipVersion}, term ${status.term}, as ${status.name} (id ${status.id}) sees it\n`);
+  io.out.write(
+    `membership version ${status.membershipVersion}, term ${status.term}, as ${status.name} (id ${status.id}) sees it\n`,
+  );
 }

@@ -32,7 +32,9 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
   }
 
   let stopRequested: (why: string) => void = () => undefined;
-  const stopAsked = new Promise<string>((resolve) => { stopRequested = resolve; });
+  const stopAsked = new Promise<string>((resolve) => {
+    stopRequested = resolve;
+  });
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
     signals += 1;
@@ -53,7 +55,9 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
       io.err.write(`svc node ${config.name}: start failed: ${(err as Error).message}\n`);
       return err instanceof ConfigError ? EXIT_USAGE : EXIT_FAILED;
     }
-    io.err.write(`svc node ${config.name}: running (gRPC ${node.grpcAddress}, HTTP ${node.httpAddress}, ${config.tls.mode === 'mtls' ? 'mutual TLS' : 'PLAINTEXT'})\n`);
+    io.err.write(
+      `svc node ${config.name}: running (gRPC ${node.grpcAddress}, HTTP ${node.httpAddress}, ${config.tls.mode === 'mtls' ? 'mutual TLS' : 'PLAINTEXT'})\n`,
+    );
     process.send?.({ type: 'started', name: config.name, grpcAddr: node.grpcAddress, httpAddr: node.httpAddress });
 
     const outcome = await Promise.race([
@@ -77,7 +81,9 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
 
 async function withTimeout(work: Promise<void>, timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs); });
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
   try {
     return await Promise.race([work.then(() => true as const), late]);
   } finally {

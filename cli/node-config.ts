@@ -85,18 +85,27 @@ export async function loadConfigFile(path: string): Promise<Partial<NodeConfigWi
   try {
     parsed = /\.ya?ml$/i.test(path) ? loadYaml(text, { schema: JSON_SCHEMA }) : JSON.parse(text);
   } catch (err) {
-    throw new UsageError(`config file ${path} is not valid ${/\.ya?ml$/i.test(path) ? 'YAML' : 'JSON'}: ${firstLine((err as Error).message)}`);
+    throw new UsageError(
+      `config file ${path} is not valid ${/\.ya?ml$/i.test(path) ? 'YAML' : 'JSON'}: ${firstLine((err as Error).message)}`,
+    );
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError(`config file ${path} must hold an object of NodeConfig fields`);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new UsageError(`config file ${path} must hold an object of NodeConfig fields`);
   const config = parsed as Partial<NodeConfigWithApi> & Record<string, unknown>;
   for (const key of ['logDestination', 'engineCompat'] as const) {
     if (key in config) throw new UsageError(`config file ${path}: ${key} cannot be set from a file`);
   }
   const base = dirname(resolve(path));
-  const within = (value: unknown): unknown => (typeof value === 'string' && value !== '' && !isAbsolute(value) ? resolve(base, value) : value);
+  const within = (value: unknown): unknown =>
+    typeof value === 'string' && value !== '' && !isAbsolute(value) ? resolve(base, value) : value;
   if (config.dataDir !== undefined) config.dataDir = within(config.dataDir) as string;
   if (config.tls && typeof config.tls === 'object' && config.tls.mode === 'mtls') {
-    config.tls = { ...config.tls, caFile: within(config.tls.caFile) as string, certFile: within(config.tls.certFile) as string, keyFile: within(config.tls.keyFile) as string };
+    config.tls = {
+      ...config.tls,
+      caFile: within(config.tls.caFile) as string,
+      certFile: within(config.tls.certFile) as string,
+      keyFile: within(config.tls.keyFile) as string,
+    };
   }
   const api = config.api as Record<string, unknown> | undefined;
   if (api && typeof api === 'object') {
@@ -109,7 +118,9 @@ export async function loadConfigFile(path: string): Promise<Partial<NodeConfigWi
 export function parseFounder(text: string): BootstrapMember {
   const parts = text.split(',');
   if (parts.length !== 3 || parts.some((p) => p.trim() === '')) {
-    throw new UsageError(`--founder takes NAME,GRPC_HOST:PORT,HTTP_URL (e.g. n1,127.0.0.1:7001,http://127.0.0.1:8001), got ${JSON.stringify(text)}`);
+    throw new UsageError(
+      `--founder takes NAME,GRPC_HOST:PORT,HTTP_URL (e.g. n1,127.0.0.1:7001,http://127.0.0.1:8001), got ${JSON.stringify(text)}`,
+    );
   }
   const [name, grpcAddr, httpAddr] = parts.map((p) => p.trim()) as [string, string, string];
   return { name, grpcAddr, httpAddr };
@@ -128,7 +139,12 @@ export async function nodeConfigFromFlags(values: FlagValues): Promise<NodeConfi
   if (name !== undefined) config.name = name;
   const dataDir = stringFlag(values, 'data-dir');
   if (dataDir !== undefined) config.dataDir = fromCwd(dataDir);
-  for (const [flag, field] of [['grpc-listen', 'grpcListen'], ['grpc-advertise', 'grpcAdvertise'], ['http-listen', 'httpListen'], ['http-advertise', 'httpAdvertise']] as const) {
+  for (const [flag, field] of [
+    ['grpc-listen', 'grpcListen'],
+    ['grpc-advertise', 'grpcAdvertise'],
+    ['http-listen', 'httpListen'],
+    ['http-advertise', 'httpAdvertise'],
+  ] as const) {
     const value = stringFlag(values, flag);
     if (value !== undefined) config[field] = value;
   }
@@ -139,19 +155,35 @@ export async function nodeConfigFromFlags(values: FlagValues): Promise<NodeConfi
   const clusterId = stringFlag(values, 'cluster-id');
   if (clusterId !== undefined) config.clusterId = clusterId;
 
-  const tlsFiles = { ca: stringFlag(values, 'tls-ca'), cert: stringFlag(values, 'tls-cert'), key: stringFlag(values, 'tls-key') };
+  const tlsFiles = {
+    ca: stringFlag(values, 'tls-ca'),
+    cert: stringFlag(values, 'tls-cert'),
+    key: stringFlag(values, 'tls-key'),
+  };
   const anyTlsFile = Object.values(tlsFiles).some((v) => v !== undefined);
   const serverName = stringFlag(values, 'tls-server-name');
   if (values.insecure === true) {
-    if (anyTlsFile || serverName !== undefined) throw new UsageError('--insecure cannot be combined with --tls-* flags');
+    if (anyTlsFile || serverName !== undefined)
+      throw new UsageError('--insecure cannot be combined with --tls-* flags');
     config.tls = { mode: 'insecure' };
   } else if (anyTlsFile) {
-    const missing = Object.entries(tlsFiles).filter(([, v]) => v === undefined).map(([k]) => `--tls-${k}`);
-    if (missing.length > 0) throw new UsageError(`mutual TLS needs --tls-ca, --tls-cert and --tls-key (missing ${missing.join(', ')})`);
-    config.tls = { mode: 'mtls', caFile: fromCwd(tlsFiles.ca!), certFile: fromCwd(tlsFiles.cert!), keyFile: fromCwd(tlsFiles.key!) };
+    const missing = Object.entries(tlsFiles)
+      .filter(([, v]) => v === undefined)
+      .map(([k]) => `--tls-${k}`);
+    if (missing.length > 0)
+      throw new UsageError(`mutual TLS needs --tls-ca, --tls-cert and --tls-key (missing ${missing.join(', ')})`);
+    config.tls = {
+      mode: 'mtls',
+      caFile: fromCwd(tlsFiles.ca!),
+      certFile: fromCwd(tlsFiles.cert!),
+      keyFile: fromCwd(tlsFiles.key!),
+    };
   }
   if (serverName !== undefined) {
-    if (config.tls?.mode !== 'mtls') throw new UsageError('--tls-server-name needs mutual TLS (--tls-ca, --tls-cert, --tls-key or a config file tls section)');
+    if (config.tls?.mode !== 'mtls')
+      throw new UsageError(
+        '--tls-server-name needs mutual TLS (--tls-ca, --tls-cert, --tls-key or a config file tls section)',
+      );
     config.tls = { ...config.tls, serverNameOverride: serverName };
   }
 
@@ -160,9 +192,11 @@ export async function nodeConfigFromFlags(values: FlagValues): Promise<NodeConfi
   for (const [flag, section] of Object.entries(LIMIT_SECTIONS)) {
     const overrides = limitOverrides(values, flag);
     for (const limit of Object.keys(overrides)) {
-      if (!(section.names as readonly string[]).includes(limit)) throw new UsageError(`--${flag}: unknown limit ${JSON.stringify(limit)} (known: ${section.names.join(', ')})`);
+      if (!(section.names as readonly string[]).includes(limit))
+        throw new UsageError(`--${flag}: unknown limit ${JSON.stringify(limit)} (known: ${section.names.join(', ')})`);
     }
-    if (Object.keys(overrides).length > 0) Object.assign(config, { [section.field]: { ...config[section.field], ...overrides } });
+    if (Object.keys(overrides).length > 0)
+      Object.assign(config, { [section.field]: { ...config[section.field], ...overrides } });
   }
   const electionTicks = intFlag(values, 'election-timeout-ticks', 1, TICKS_MAX);
   const heartbeatTicks = intFlag(values, 'heartbeat-interval-ticks', 1, TICKS_MAX);
@@ -184,17 +218,28 @@ export async function nodeConfigFromFlags(values: FlagValues): Promise<NodeConfi
   }
   const logLevel = stringFlag(values, 'log-level');
   if (logLevel !== undefined) {
-    if (!LOG_LEVELS.includes(logLevel as LogLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
+    if (!LOG_LEVELS.includes(logLevel as LogLevel))
+      throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
     config.logLevel = logLevel as LogLevel;
   }
   applyApiFlags(config, values);
 
-  for (const [field, flag] of [['name', '--name'], ['dataDir', '--data-dir'], ['grpcListen', '--grpc-listen'], ['httpListen', '--http-listen']] as const) {
+  for (const [field, flag] of [
+    ['name', '--name'],
+    ['dataDir', '--data-dir'],
+    ['grpcListen', '--grpc-listen'],
+    ['httpListen', '--http-listen'],
+  ] as const) {
     if (config[field] === undefined) throw new UsageError(`${flag} is required (or ${field} in --config)`);
   }
-  if (config.tls === undefined) throw new UsageError('say how peers talk: --tls-ca/--tls-cert/--tls-key (mutual TLS) or --insecure (plaintext), or a tls section in --config');
+  if (config.tls === undefined)
+    throw new UsageError(
+      'say how peers talk: --tls-ca/--tls-cert/--tls-key (mutual TLS) or --insecure (plaintext), or a tls section in --config',
+    );
   if ((config.bootstrap ?? []).length === 0 && (config.seeds ?? []).length === 0) {
-    throw new UsageError('give --founder for each founding member (a new cluster) or --seed (joining one), or bootstrap/seeds in --config');
+    throw new UsageError(
+      'give --founder for each founding member (a new cluster) or --seed (joining one), or bootstrap/seeds in --config',
+    );
   }
   return config as NodeConfigWithApi;
 }
@@ -205,8 +250,12 @@ function applyApiFlags(config: Partial<NodeConfigWithApi>, values: FlagValues): 
   const redisUrl = stringFlag(values, 'api-redis-url');
   const secretKeyFile = stringFlag(values, 'api-secret-key-file');
   const rate = intFlag(values, 'api-rate-limit', 1, RATE_LIMIT_MAX);
-  const anyApiFlag = redisUrl !== undefined || secretKeyFile !== undefined || rate !== undefined
-    || values['api-no-local-redis'] === true || values['api-no-workers'] === true;
+  const anyApiFlag =
+    redisUrl !== undefined ||
+    secretKeyFile !== undefined ||
+    rate !== undefined ||
+    values['api-no-local-redis'] === true ||
+    values['api-no-workers'] === true;
   if (values.api !== true && !anyApiFlag) return;
   const api: NodeApiConfig = { ...config.api };
   if (redisUrl !== undefined) api.redisUrl = redisUrl;

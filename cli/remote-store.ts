@@ -5,14 +5,24 @@
 import { randomUUID } from 'node:crypto';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import {
-  VersionConflictError, type DocumentStore, type JsonObject, type ListResult, type VersionedValue, type WriteOptions,
+  VersionConflictError,
+  type DocumentStore,
+  type JsonObject,
+  type ListResult,
+  type VersionedValue,
+  type WriteOptions,
 } from '../store/document-store.js';
 import { encodeCommand, resultFromMessage, type CommandResult, type StoreCommand } from '../store/command.js';
 import { AdminCallError, AdminClientPool } from '../transports/admin/admin-client.js';
 import type { AdminTarget } from './admin-target.js';
 import { ADMIN_RETRY_DELAY_MS } from './limits.js';
 
-const RETRYABLE = new Set<number>([grpcStatus.UNAVAILABLE, grpcStatus.ABORTED, grpcStatus.FAILED_PRECONDITION, grpcStatus.DEADLINE_EXCEEDED]);
+const RETRYABLE = new Set<number>([
+  grpcStatus.UNAVAILABLE,
+  grpcStatus.ABORTED,
+  grpcStatus.FAILED_PRECONDITION,
+  grpcStatus.DEADLINE_EXCEEDED,
+]);
 
 export class RemoteStoreWriter implements DocumentStore {
   private readonly pool: AdminClientPool;
@@ -63,18 +73,26 @@ export class RemoteStoreWriter implements DocumentStore {
       const to = this.preferred;
       try {
         const result = resultFromMessage((await this.pool.propose(to, bytes, this.target.deadlineAt)).result);
-        if (result.outcome === 'conflict') throw new VersionConflictError(command.key, command.expectedVersion ?? 0, result.actualVersion);
-        if (result.outcome === 'rejected') throw new Error(`the cluster rejected the ${command.op} of ${command.key}: ${result.reason}`);
+        if (result.outcome === 'conflict')
+          throw new VersionConflictError(command.key, command.expectedVersion ?? 0, result.actualVersion);
+        if (result.outcome === 'rejected')
+          throw new Error(`the cluster rejected the ${command.op} of ${command.key}: ${result.reason}`);
         return result;
       } catch (err) {
         if (!(err instanceof AdminCallError) || !RETRYABLE.has(err.code)) throw err;
         lastError = err;
         const addresses = this.target.addresses;
-        this.preferred = err.leaderHint !== '' ? err.leaderHint : addresses[(addresses.indexOf(to) + 1) % addresses.length] ?? to;
+        this.preferred =
+          err.leaderHint !== '' ? err.leaderHint : (addresses[(addresses.indexOf(to) + 1) % addresses.length] ?? to);
       }
-      await new Promise((resolve) => setTimeout(resolve, Math.min(ADMIN_RETRY_DELAY_MS, Math.max(0, this.target.deadlineAt - Date.now()))));
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.min(ADMIN_RETRY_DELAY_MS, Math.max(0, this.target.deadlineAt - Date.now()))),
+      );
     }
-    throw new AdminCallError(grpcStatus.DEADLINE_EXCEEDED, `the ${command.op} of ${command.key} was not confirmed before the deadline (last: ${lastError instanceof Error ? lastError.message : 'none'})`);
+    throw new AdminCallError(
+      grpcStatus.DEADLINE_EXCEEDED,
+      `the ${command.op} of ${command.key} was not confirmed before the deadline (last: ${lastError instanceof Error ? lastError.message : 'none'})`,
+    );
   }
 }
 

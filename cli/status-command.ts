@@ -21,7 +21,9 @@ export async function runStatusCommand(args: string[], io: Io): Promise<number> 
   try {
     let first: StatusResponse;
     try {
-      ({ value: first } = await callAnyMember(target, STATUS_MEMBER_DEADLINE_MS, (address, deadlineAt) => pool.status(address, deadlineAt)));
+      ({ value: first } = await callAnyMember(target, STATUS_MEMBER_DEADLINE_MS, (address, deadlineAt) =>
+        pool.status(address, deadlineAt),
+      ));
     } catch (err) {
       if (!(err instanceof AdminCallError)) throw err;
       io.err.write(`svc status: ${err.message}\n`);
@@ -30,13 +32,22 @@ export async function runStatusCommand(args: string[], io: Io): Promise<number> 
     const nodes: MemberStatus[] = [{ name: first.name, status: first, error: '' }];
     if (values.only !== true) {
       const others = first.members.filter((m) => m.id !== first.id && m.role !== 'removed');
-      const answers = await Promise.all(others.map(async (m): Promise<MemberStatus> => {
-        try {
-          return { name: m.name, status: await pool.status(m.grpcAddr, Math.min(target.deadlineAt, Date.now() + STATUS_MEMBER_DEADLINE_MS)), error: '' };
-        } catch (err) {
-          return { name: m.name, status: null, error: err instanceof Error ? err.message : String(err) };
-        }
-      }));
+      const answers = await Promise.all(
+        others.map(async (m): Promise<MemberStatus> => {
+          try {
+            return {
+              name: m.name,
+              status: await pool.status(
+                m.grpcAddr,
+                Math.min(target.deadlineAt, Date.now() + STATUS_MEMBER_DEADLINE_MS),
+              ),
+              error: '',
+            };
+          } catch (err) {
+            return { name: m.name, status: null, error: err instanceof Error ? err.message : String(err) };
+          }
+        }),
+      );
       nodes.push(...answers);
       nodes.sort((a, b) => (a.status?.id ?? idOf(first, a.name)) - (b.status?.id ?? idOf(first, b.name)));
     }

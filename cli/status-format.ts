@@ -18,7 +18,9 @@ export function formatClusterStatus(first: StatusResponse, nodes: MemberStatus[]
   const lines = [
     `cluster: leader ${leader ? `${leader.name} (id ${leader.id})` : 'unknown'}, term ${first.term}, membership version ${first.membershipVersion}, ` +
       `${first.members.filter((m) => m.role !== 'removed').length} members`,
-    `builds: ${Object.entries(builds).map(([name, v]) => `${name}=${v}`).join(' ')}; version spread ${versionMajorSpread('', builds)} major across the answers ` +
+    `builds: ${Object.entries(builds)
+      .map(([name, v]) => `${name}=${v}`)
+      .join(' ')}; version spread ${versionMajorSpread('', builds)} major across the answers ` +
       `(${Math.max(...answered.map((n) => n.status.versionMajorSpread))} at most as a member sees its peers)`,
   ];
   for (const node of nodes) {
@@ -33,7 +35,9 @@ export function formatClusterStatus(first: StatusResponse, nodes: MemberStatus[]
 }
 
 function memberBlock(s: StatusResponse, nowMs: number): string[] {
-  const health = s.healthy ? 'healthy' : `UNHEALTHY${s.failed ? ` (failed: ${s.failed})` : s.removed ? ' (removed)' : s.reseed ? ' (reseeding)' : s.halted ? ` (halted: ${s.halted})` : ''}`;
+  const health = s.healthy
+    ? 'healthy'
+    : `UNHEALTHY${s.failed ? ` (failed: ${s.failed})` : s.removed ? ' (removed)' : s.reseed ? ' (reseeding)' : s.halted ? ` (halted: ${s.halted})` : ''}`;
   const role = s.members.find((m) => m.id === s.id)?.role ?? '';
   return [
     `${s.name} (id ${s.id}) ${s.role}${role ? ` ${role}` : ''}  term ${s.term}  leader ${s.leaderId === 0 ? 'unknown' : s.leaderId}  ${health}  ready=${s.ready}`,
@@ -47,7 +51,10 @@ function memberBlock(s: StatusResponse, nowMs: number): string[] {
 function heartbeatLines(hb: HeartbeatFields | undefined, nowMs: number): string[] {
   if (!hb || hb.direction === 'none') return ['  last heartbeat: none seen since this process started'];
   const ageS = ((nowMs - hb.seenAtUnixMs) / 1000).toFixed(1);
-  const lag = Object.entries(hb.replicationLag).map(([id, v]) => `${id}:${v}`).join(' ') || 'none';
+  const lag =
+    Object.entries(hb.replicationLag)
+      .map(([id, v]) => `${id}:${v}`)
+      .join(' ') || 'none';
   return [
     `  last heartbeat ${hb.direction} ${hb.direction === 'sent' ? 'to' : 'from'} ${hb.peerId} (term ${hb.term}, ${ageS} s ago):`,
     `    entity_count ${hb.entityCount}  signal_throughput_eps ${hb.signalThroughputEps.toFixed(2)}  disk_bytes ${hb.diskBytes}  replication_lag {${lag}}`,

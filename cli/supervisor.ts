@@ -19,7 +19,10 @@ export class SupervisedNode {
   readonly exited: Promise<ChildExit>;
   private exitInfo: ChildExit | null = null;
 
-  private constructor(readonly name: string, private readonly proc: ChildProcess) {
+  private constructor(
+    readonly name: string,
+    private readonly proc: ChildProcess,
+  ) {
     this.exited = new Promise((resolve) => {
       proc.once('exit', (code, signal) => {
         this.exitInfo = { name, code, signal };
@@ -38,7 +41,9 @@ export class SupervisedNode {
     const log = openSync(logFile, 'a', 0o644);
     try {
       const proc = spawn(process.execPath, args, {
-        stdio: ['ignore', log, log, 'ipc'], detached: true, env: process.env,
+        stdio: ['ignore', log, log, 'ipc'],
+        detached: true,
+        env: process.env,
       });
       // An 'error' (spawn failed) is followed by 'exit' or leaves pid undefined; both read as exited.
       proc.on('error', () => undefined);
@@ -73,7 +78,9 @@ export class SupervisedNode {
 
 async function within<T>(promise: Promise<T>, timeoutMs: number): Promise<T | null> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<null>((resolve) => { timer = setTimeout(() => resolve(null), timeoutMs); });
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), timeoutMs);
+  });
   try {
     return await Promise.race([promise, late]);
   } finally {

@@ -9,7 +9,8 @@ export class EngineInvariantError extends Error {
 
 /** assert throws EngineInvariantError with `message` when `condition` is false. */
 export function assert(condition: boolean, message: string | (() => string)): asserts condition {
-  if (!condition) throw new EngineInvariantError(`engine invariant: ${typeof message === 'string' ? message : message()}`);
+  if (!condition)
+    throw new EngineInvariantError(`engine invariant: ${typeof message === 'string' ? message : message()}`);
 }
 
 /** Frontiers are the seqnos whose order the engine guarantees after every step. */
@@ -30,6 +31,9 @@ export interface Frontiers {
  */
 export function assertFrontiers(f: Frontiers): void {
   assert(f.appliedSeq <= f.commitSeq, () => `applied seqno ${f.appliedSeq} is above the commit seqno ${f.commitSeq}`);
-  assert(f.commitSeq <= f.matchedSeq, () => `commit seqno ${f.commitSeq} is above the matched frontier ${f.matchedSeq}`);
+  assert(
+    f.commitSeq <= f.matchedSeq,
+    () => `commit seqno ${f.commitSeq} is above the matched frontier ${f.matchedSeq}`,
+  );
   assert(f.durableSeq <= f.lastSeq, () => `durable seqno ${f.durableSeq} is above the log end ${f.lastSeq}`);
 }

@@ -4,8 +4,14 @@
 // messages, applies, and the rest (results, readiness, snapshots, warnings).
 import type { Effect, Entry, HardState } from './types.js';
 
-type MessageEffect = Extract<Effect, { type: 'send' | 'reply' | 'replyError' | 'streamChunk' | 'streamEnd' | 'serveSnapshot' | 'fetchSnapshot' }>;
-type OtherEffect = Exclude<Effect, MessageEffect | { type: 'saveHardState' | 'append' | 'apply' | 'resetStateMachine' }>;
+type MessageEffect = Extract<
+  Effect,
+  { type: 'send' | 'reply' | 'replyError' | 'streamChunk' | 'streamEnd' | 'serveSnapshot' | 'fetchSnapshot' }
+>;
+type OtherEffect = Exclude<
+  Effect,
+  MessageEffect | { type: 'saveHardState' | 'append' | 'apply' | 'resetStateMachine' }
+>;
 
 export class Effects {
   private hardStateEffect: Effect | null = null;

@@ -11,28 +11,85 @@ import { assert, assertFrontiers } from './assert.js';
 import { Effects } from './effects.js';
 import { RaftLog, logUpToDate } from './log.js';
 import { JoinDialer, PendingChanges, RosterCache, confChangeRefusal, type ConfChangeRefusal } from './membership.js';
-import { RosterProbe, senderOf, standingOf, vouchedRosterFrom, type RosterViews, type SenderStanding } from './membership-guard.js';
+import {
+  RosterProbe,
+  senderOf,
+  standingOf,
+  vouchedRosterFrom,
+  type RosterViews,
+  type SenderStanding,
+} from './membership-guard.js';
 import { Prng } from './prng.js';
 import { Progress, ProgressTracker } from './progress.js';
 import { hasQuorum, quorumMatch, tallyVotes, type VoteTally } from './quorum.js';
 import { ReadIndex } from './read-index.js';
 import { Readiness } from './readiness.js';
 import {
-  decodeRoster, encodeRoster, isRemoved, isVoter, memberById, memberByName, voterIds, withMember,
+  decodeRoster,
+  encodeRoster,
+  isRemoved,
+  isVoter,
+  memberById,
+  memberByName,
+  voterIds,
+  withMember,
 } from './roster.js';
 import { decodeSegmentFrame, encodeSegmentFrame, type SegmentFrame } from './segment-frame.js';
 import {
-  REFUSAL_CODES, StatusCode, TRAILER_CATCHUP, TRAILER_REFUSAL, TRAILER_TERM, type AppliedReport, type CatchupTrailer, type HeartbeatRequest,
-  type HeartbeatResponse, type JoinRequest, type JoinResponse, type RpcRequest, type RpcResponse, type RpcStatus,
-  type ShipSegmentRequest, type ShipSegmentResponse, type SnapshotHeader, type SnapshotRequest, type StreamRequest,
-  type TimeoutNowRequest, type VoteRequest, type VoteResponse,
+  REFUSAL_CODES,
+  StatusCode,
+  TRAILER_CATCHUP,
+  TRAILER_REFUSAL,
+  TRAILER_TERM,
+  type AppliedReport,
+  type CatchupTrailer,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type JoinRequest,
+  type JoinResponse,
+  type RpcRequest,
+  type RpcResponse,
+  type RpcStatus,
+  type ShipSegmentRequest,
+  type ShipSegmentResponse,
+  type SnapshotHeader,
+  type SnapshotRequest,
+  type StreamRequest,
+  type TimeoutNowRequest,
+  type VoteRequest,
+  type VoteResponse,
 } from './rpc.js';
 import {
-  CAPABILITY_KIND4, EntryKind, MemberRole, type AdminOp, type AdminResultCode, type Effect, type EngineConfig, type EngineLimits,
-  type EngineStatus, type Entry, type HardState, type Input, type NodeStats, type Proposal, type ProposalResultCode,
-  type ReadinessReason, type RestoredState, type Role, type Roster, type SnapshotFailureCode, type SnapshotMeta,
+  CAPABILITY_KIND4,
+  EntryKind,
+  MemberRole,
+  type AdminOp,
+  type AdminResultCode,
+  type Effect,
+  type EngineConfig,
+  type EngineLimits,
+  type EngineStatus,
+  type Entry,
+  type HardState,
+  type Input,
+  type NodeStats,
+  type Proposal,
+  type ProposalResultCode,
+  type ReadinessReason,
+  type RestoredState,
+  type Role,
+  type Roster,
+  type SnapshotFailureCode,
+  type SnapshotMeta,
 } from './types.js';
-import { canIncrementTerm, isCarriableSeq, isCarriableTerm, parseCarriable, requestValueProblem, responseValueProblem } from './values.js';
+import {
+  canIncrementTerm,
+  isCarriableSeq,
+  isCarriableTerm,
+  parseCarriable,
+  requestValueProblem,
+  responseValueProblem,
+} from './values.js';
 import { VersionSpread } from './versions.js';
 
 /** CallContext remembers why we made a call, so its answer can be judged. */
@@ -120,7 +177,10 @@ export class Engine {
   /** joining: whom a joiner dials next, and its call in flight (membership.ts). */
   private readonly joining: JoinDialer;
 
-  constructor(readonly config: EngineConfig, restored: RestoredState) {
+  constructor(
+    readonly config: EngineConfig,
+    restored: RestoredState,
+  ) {
     this.limits = config.limits;
     this.joining = new JoinDialer(config.seeds, config.seeds.length + config.limits.clusterMemberCountMax);
     this.prng = new Prng(config.randomSeed);
@@ -146,7 +206,8 @@ export class Engine {
       voterIds: () => voterIds(this.currentRoster()),
       commitSeq: () => this.commitSeq,
       termCommitted: () => this.commitSeq >= this.barrierSeq,
-      leaderHint: () => (this.role === 'leader' ? '' : memberById(this.currentRoster(), this.leaderId)?.grpcAddr ?? ''),
+      leaderHint: () =>
+        this.role === 'leader' ? '' : (memberById(this.currentRoster(), this.leaderId)?.grpcAddr ?? ''),
       ticks: () => this.ticks,
       broadcastHeartbeat: (toIds) => this.broadcastHeartbeat(toIds),
       emit: (effect) => this.fx.other(effect),
@@ -171,31 +232,72 @@ export class Engine {
   step(input: Input): Effect[] {
     this.statusCache = null;
     switch (input.type) {
-      case 'start': break; // recovery's effects, queued by the constructor, drain below
-      case 'tick': this.tick(); break;
-      case 'stats': this.stats = input.stats; break;
-      case 'request': this.onRequest(input.callId, input.request); break;
-      case 'response': this.onResponse(input.requestId, input.response); break;
-      case 'callFailed': this.onCallFailed(input.requestId, input.status); break;
-      case 'streamChunk': this.onStreamChunk(input.requestId, input.chunk); break;
-      case 'streamEnded': this.onStreamEnded(input.requestId); break;
-      case 'propose': this.onPropose([input]); break;
-      case 'proposeBatch': this.onPropose(input.proposals); break;
-      case 'entriesPersisted': this.onEntriesPersisted(input.lastSeq, input.lastTerm); break;
-      case 'snapshotStaged': this.onSnapshotStaged(input.meta, input.header); break;
-      case 'snapshotInstalled': this.onSnapshotInstalled(input.requestId, input.meta, input.header); break;
-      case 'snapshotFailed': this.onSnapshotFailed(input.requestId, input.code); break;
-      case 'statusPolled': this.onStatusPolled(input.leaderLastSeq); break;
-      case 'admin': this.onAdmin(input.adminId, input.op); break;
-      case 'readIndex': this.reads.onRequest(input.readId); break;
-      default: assertNever(input);
+      case 'start':
+        break; // recovery's effects, queued by the constructor, drain below
+      case 'tick':
+        this.tick();
+        break;
+      case 'stats':
+        this.stats = input.stats;
+        break;
+      case 'request':
+        this.onRequest(input.callId, input.request);
+        break;
+      case 'response':
+        this.onResponse(input.requestId, input.response);
+        break;
+      case 'callFailed':
+        this.onCallFailed(input.requestId, input.status);
+        break;
+      case 'streamChunk':
+        this.onStreamChunk(input.requestId, input.chunk);
+        break;
+      case 'streamEnded':
+        this.onStreamEnded(input.requestId);
+        break;
+      case 'propose':
+        this.onPropose([input]);
+        break;
+      case 'proposeBatch':
+        this.onPropose(input.proposals);
+        break;
+      case 'entriesPersisted':
+        this.onEntriesPersisted(input.lastSeq, input.lastTerm);
+        break;
+      case 'snapshotStaged':
+        this.onSnapshotStaged(input.meta, input.header);
+        break;
+      case 'snapshotInstalled':
+        this.onSnapshotInstalled(input.requestId, input.meta, input.header);
+        break;
+      case 'snapshotFailed':
+        this.onSnapshotFailed(input.requestId, input.code);
+        break;
+      case 'statusPolled':
+        this.onStatusPolled(input.leaderLastSeq);
+        break;
+      case 'admin':
+        this.onAdmin(input.adminId, input.op);
+        break;
+      case 'readIndex':
+        this.reads.onRequest(input.readId);
+        break;
+      default:
+        assertNever(input);
     }
     assertFrontiers({
-      appliedSeq: this.appliedSeq, commitSeq: this.commitSeq, matchedSeq: this.matchedSeq, durableSeq: this.durableSeq, lastSeq: this.log.lastSeq(),
+      appliedSeq: this.appliedSeq,
+      commitSeq: this.commitSeq,
+      matchedSeq: this.matchedSeq,
+      durableSeq: this.durableSeq,
+      lastSeq: this.log.lastSeq(),
     });
     if (hardStateChanged(this.hs, this.savedHs)) {
       // Crash loudly rather than persist a term the next election cannot increment exactly.
-      assert(isCarriableTerm(this.hs.term), () => `term ${this.hs.term} is not carriable (values.ts); refusing to save it`);
+      assert(
+        isCarriableTerm(this.hs.term),
+        () => `term ${this.hs.term} is not carriable (values.ts); refusing to save it`,
+      );
       this.savedHs = { ...this.hs };
       this.fx.hardState({ ...this.hs, commitSeq: Math.min(this.commitSeq, this.durableSeq) });
     }
@@ -207,11 +309,25 @@ export class Engine {
     const lag: Record<number, number> = {};
     for (const [shard, v] of [...this.readiness.lagGaugeByShard.entries()].sort((a, b) => a[0] - b[0])) lag[shard] = v;
     this.statusCache = {
-      id: this.hs.selfId, name: this.config.name, role: this.role, term: this.hs.term, leaderId: this.leaderId,
-      lastSeq: this.log.lastSeq(), lastTerm: this.log.lastTerm(), commitSeq: this.commitSeq,
-      appliedSeq: this.appliedSeq, durableSeq: this.durableSeq, matchedSeq: this.matchedSeq,
-      snapshotSeq: this.staged?.meta.seq ?? 0, ready: this.readiness.ready, halted: this.hs.halted, reseed: this.hs.reseed,
-      removed: this.hs.removed, lagGaugeByShard: lag, roster: this.currentRoster(), versionsSeen: this.versions.snapshot(),
+      id: this.hs.selfId,
+      name: this.config.name,
+      role: this.role,
+      term: this.hs.term,
+      leaderId: this.leaderId,
+      lastSeq: this.log.lastSeq(),
+      lastTerm: this.log.lastTerm(),
+      commitSeq: this.commitSeq,
+      appliedSeq: this.appliedSeq,
+      durableSeq: this.durableSeq,
+      matchedSeq: this.matchedSeq,
+      snapshotSeq: this.staged?.meta.seq ?? 0,
+      ready: this.readiness.ready,
+      halted: this.hs.halted,
+      reseed: this.hs.reseed,
+      removed: this.hs.removed,
+      lagGaugeByShard: lag,
+      roster: this.currentRoster(),
+      versionsSeen: this.versions.snapshot(),
     };
     return this.statusCache;
   }
@@ -236,11 +352,21 @@ export class Engine {
     this.ticks++;
     if (this.ticks % (this.limits.electionTimeoutTicks * 4) === 0) this.sweepCalls();
     switch (this.role) {
-      case 'leader': this.tickLeader(); break;
-      case 'joiner': this.tickJoiner(); break;
-      case 'removed': break;
-      case 'follower': case 'precandidate': case 'candidate': this.tickFollower(); break;
-      default: assertNever(this.role);
+      case 'leader':
+        this.tickLeader();
+        break;
+      case 'joiner':
+        this.tickJoiner();
+        break;
+      case 'removed':
+        break;
+      case 'follower':
+      case 'precandidate':
+      case 'candidate':
+        this.tickFollower();
+        break;
+      default:
+        assertNever(this.role);
     }
   }
 
@@ -290,17 +416,29 @@ export class Engine {
     const to = this.joining.due(this.limits.joinRetryTicks);
     if (to === null) return;
     const body: JoinRequest = {
-      name: this.config.name, grpcAddr: this.config.grpcAddr, httpAddr: this.config.httpAddr,
+      name: this.config.name,
+      grpcAddr: this.config.grpcAddr,
+      httpAddr: this.config.httpAddr,
       capabilities: this.config.compat.capabilities,
     };
-    this.joining.inflight = this.sendTo(to, 0, { method: 'JoinCluster', body }, { method: 'JoinCluster', term: this.hs.term, toAddr: to, probe: false });
+    this.joining.inflight = this.sendTo(
+      to,
+      0,
+      { method: 'JoinCluster', body },
+      { method: 'JoinCluster', term: this.hs.term, toAddr: to, probe: false },
+    );
   }
 
   // ---------------------------------------------------------------- roles
 
   private promotable(): boolean {
-    return this.hs.selfId !== 0 && !this.hs.removed && this.hs.halted === '' && !this.hs.reseed
-      && isVoter(this.currentRoster(), this.hs.selfId);
+    return (
+      this.hs.selfId !== 0 &&
+      !this.hs.removed &&
+      this.hs.halted === '' &&
+      !this.hs.reseed &&
+      isVoter(this.currentRoster(), this.hs.selfId)
+    );
   }
 
   private resetElectionTimeout(): void {
@@ -340,8 +478,10 @@ export class Engine {
     }
     this.pendingProposals.clear();
     const abandoned = this.pendingChanges.abandon();
-    for (const adminId of abandoned.adminIds) this.adminResult(adminId, 'leadership-lost', 'leadership lost; outcome unknown');
-    for (const callId of abandoned.joinCallIds) this.replyJoinRefusal(callId, 'leadership lost before the join committed; retry');
+    for (const adminId of abandoned.adminIds)
+      this.adminResult(adminId, 'leadership-lost', 'leadership lost; outcome unknown');
+    for (const callId of abandoned.joinCallIds)
+      this.replyJoinRefusal(callId, 'leadership lost before the join committed; retry');
     if (this.transfer) this.adminResult(this.transfer.adminId, 'leadership-moved', 'leadership moved');
     this.transfer = null;
     this.reads.abandon();
@@ -382,7 +522,11 @@ export class Engine {
   /** termRoomLeft: another election may start (values.ts); otherwise say so once per attempt. */
   private termRoomLeft(): boolean {
     if (canIncrementTerm(this.hs.term)) return true;
-    this.fx.other({ type: 'warning', code: 'term-space-exhausted', message: `term ${this.hs.term} leaves no room for an election; not campaigning` });
+    this.fx.other({
+      type: 'warning',
+      code: 'term-space-exhausted',
+      message: `term ${this.hs.term} leaves no room for an election; not campaigning`,
+    });
     return false;
   }
 
@@ -391,9 +535,18 @@ export class Engine {
     for (const id of voterIds(this.currentRoster())) {
       if (id === this.hs.selfId) continue;
       const body: VoteRequest = {
-        term, candidateRegion: this.hs.selfId, lastLogTerm: this.log.lastTerm(), lastLogSeq: this.log.lastSeq(), prevote, transfer,
+        term,
+        candidateRegion: this.hs.selfId,
+        lastLogTerm: this.log.lastTerm(),
+        lastLogSeq: this.log.lastSeq(),
+        prevote,
+        transfer,
       };
-      this.sendToId(id, { method: 'RequestVote', body }, { method: 'RequestVote', term: this.hs.term, toId: id, prevote });
+      this.sendToId(
+        id,
+        { method: 'RequestVote', body },
+        { method: 'RequestVote', term: this.hs.term, toId: id, prevote },
+      );
     }
   }
 
@@ -410,7 +563,12 @@ export class Engine {
     this.pull = null;
     this.readiness.stopPolling();
     this.progress.clear();
-    const barrier: Entry = { seq: this.log.lastSeq() + 1, term: this.hs.term, kind: EntryKind.TermBarrier, data: new Uint8Array(0) };
+    const barrier: Entry = {
+      seq: this.log.lastSeq() + 1,
+      term: this.hs.term,
+      kind: EntryKind.TermBarrier,
+      data: new Uint8Array(0),
+    };
     this.barrierSeq = barrier.seq;
     this.reads.onBecomeLeader();
     this.appendLocal([barrier]);
@@ -492,7 +650,10 @@ export class Engine {
 
   private appendLocal(entries: Entry[]): void {
     if (entries.length === 0) return;
-    assert(isCarriableSeq(entries[entries.length - 1]!.seq), () => `seqno ${entries[entries.length - 1]!.seq} is not carriable (values.ts)`);
+    assert(
+      isCarriableSeq(entries[entries.length - 1]!.seq),
+      () => `seqno ${entries[entries.length - 1]!.seq} is not carriable (values.ts)`,
+    );
     this.log.append(entries);
     this.fx.append(entries[0]!.seq, entries);
     this.noteConfigChange(entries);
@@ -500,7 +661,10 @@ export class Engine {
 
   /** truncateLocal drops seq and after; never at or below the commit seqno (the caller checked; asserted). */
   private truncateLocal(seq: number): void {
-    assert(seq > this.commitSeq, () => `truncating from ${seq} would drop committed entries (commit seqno ${this.commitSeq})`);
+    assert(
+      seq > this.commitSeq,
+      () => `truncating from ${seq} would drop committed entries (commit seqno ${this.commitSeq})`,
+    );
     const hadConf = this.log.hasMembershipAfter(seq - 1) !== 0;
     this.log.truncateFrom(seq);
     this.durableSeq = Math.min(this.durableSeq, seq - 1);
@@ -536,10 +700,17 @@ export class Engine {
     if (frontier > this.reportedSeq && this.leaderId !== 0 && this.role !== 'leader') {
       this.reportedSeq = frontier;
       const body: AppliedReport = {
-        reporterShard: this.hs.selfId, sourceShard: this.leaderId, appliedSeqno: frontier, reporterTerm: this.hs.term,
+        reporterShard: this.hs.selfId,
+        sourceShard: this.leaderId,
+        appliedSeqno: frontier,
+        reporterTerm: this.hs.term,
         capabilities: this.config.compat.capabilities,
       };
-      this.sendToId(this.leaderId, { method: 'ReportApplied', body }, { method: 'ReportApplied', term: this.hs.term, toId: this.leaderId });
+      this.sendToId(
+        this.leaderId,
+        { method: 'ReportApplied', body },
+        { method: 'ReportApplied', term: this.hs.term, toId: this.leaderId },
+      );
     }
     this.tryConverge();
   }
@@ -551,7 +722,8 @@ export class Engine {
     if (entries.length === 0) return;
     this.appliedSeq = entries[entries.length - 1]!.seq;
     this.fx.apply(entries);
-    if (entries.some((e) => e.kind === EntryKind.Membership) && isRemoved(this.committedRoster(), this.hs.selfId)) this.learnRemoved();
+    if (entries.some((e) => e.kind === EntryKind.Membership) && isRemoved(this.committedRoster(), this.hs.selfId))
+      this.learnRemoved();
     this.maybeStageSnapshot();
   }
 
@@ -560,7 +732,10 @@ export class Engine {
     if (this.staging || this.appliedSeq - last < this.limits.snapshotEntryCountThreshold) return;
     this.staging = true;
     const seq = this.appliedSeq;
-    this.fx.other({ type: 'stageSnapshot', meta: { seq, entryTerm: this.log.termAt(seq) ?? 0, roster: this.rosterAt(seq) } });
+    this.fx.other({
+      type: 'stageSnapshot',
+      meta: { seq, entryTerm: this.log.termAt(seq) ?? 0, roster: this.rosterAt(seq) },
+    });
   }
 
   private onSnapshotStaged(meta: SnapshotMeta, header: SnapshotHeader): void {
@@ -578,8 +753,10 @@ export class Engine {
   // ---------------------------------------------------------------- sending
 
   private sendToId(toId: number, request: RpcRequest, ctx: CallContext): number | null {
-    const member = memberById(this.currentRoster(), toId) ?? memberById(this.committedRoster(), toId)
-      ?? (this.rosterProbe.vouched ? memberById(this.rosterProbe.vouched, toId) : undefined);
+    const member =
+      memberById(this.currentRoster(), toId) ??
+      memberById(this.committedRoster(), toId) ??
+      (this.rosterProbe.vouched ? memberById(this.rosterProbe.vouched, toId) : undefined);
     if (!member) return null;
     return this.sendTo(member.grpcAddr, toId, request, ctx);
   }
@@ -600,8 +777,17 @@ export class Engine {
     this.fx.message({ type: 'reply', callId, response });
   }
 
-  private replyError(callId: number, code: RpcStatus['code'], details: string, trailers: Record<string, string> = {}): void {
-    this.fx.message({ type: 'replyError', callId, status: { code, details, trailers: { [TRAILER_TERM]: String(this.hs.term), ...trailers } } });
+  private replyError(
+    callId: number,
+    code: RpcStatus['code'],
+    details: string,
+    trailers: Record<string, string> = {},
+  ): void {
+    this.fx.message({
+      type: 'replyError',
+      callId,
+      status: { code, details, trailers: { [TRAILER_TERM]: String(this.hs.term), ...trailers } },
+    });
   }
 
   // ---------------------------------------------------------------- leader: replication
@@ -614,10 +800,18 @@ export class Engine {
     for (const id of toIds ?? this.progress.ids()) {
       if (!this.progress.has(id)) continue;
       const body: HeartbeatRequest = {
-        shardId: this.hs.selfId, regionId: this.hs.selfId, entityCount: this.stats.entityCount,
-        signalThroughputEps: this.stats.signalThroughputEps, diskBytes: this.stats.diskBytes, replicationLag: lag,
-        lastHeartbeatNs: this.stats.nowNs, term: this.hs.term, leaderRegion: this.hs.selfId,
-        streamBaseline: this.electionPrevLog.seq, prevLogTerm: this.electionPrevLog.term, prevLogSeq: this.electionPrevLog.seq,
+        shardId: this.hs.selfId,
+        regionId: this.hs.selfId,
+        entityCount: this.stats.entityCount,
+        signalThroughputEps: this.stats.signalThroughputEps,
+        diskBytes: this.stats.diskBytes,
+        replicationLag: lag,
+        lastHeartbeatNs: this.stats.nowNs,
+        term: this.hs.term,
+        leaderRegion: this.hs.selfId,
+        streamBaseline: this.electionPrevLog.seq,
+        prevLogTerm: this.electionPrevLog.term,
+        prevLogSeq: this.electionPrevLog.seq,
         buildVersion: this.config.compat.buildVersion,
         leaderLastSeq: this.config.compat.sendsLeaderLastSeq ? this.durableSeq : 0,
       };
@@ -640,7 +834,12 @@ export class Engine {
       let prevSeq = pr.nextSeq - 1;
       if (prevSeq < this.log.baseSeq) prevSeq = this.log.baseSeq; // compacted: an empty probe makes it pull, then fetch a snapshot
       const prevTerm = this.log.termAt(prevSeq)!;
-      const entries = this.log.slice(prevSeq + 1, last, this.limits.segmentEntryCountMax, this.limits.segmentPayloadBytesMax);
+      const entries = this.log.slice(
+        prevSeq + 1,
+        last,
+        this.limits.segmentEntryCountMax,
+        this.limits.segmentPayloadBytesMax,
+      );
       const commitNews = pr.ackedCommitSeq < this.commitSeq;
       if (entries.length === 0 && !(pr.state === 'probe' && pr.inflight.size === 0) && !commitNews) return;
       if (entries.length === 0 && pr.inflight.size > 0) return;
@@ -648,10 +847,18 @@ export class Engine {
       const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.commitSeq, entries };
       const body: ShipSegmentRequest = {
         id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: prevSeq + 1 },
-        payload: encodeSegmentFrame(frame), eventCount: entries.length, leaderLastSeq: segLast, streamBaseline: 0,
-        term: this.hs.term, leaderRegion: this.hs.selfId,
+        payload: encodeSegmentFrame(frame),
+        eventCount: entries.length,
+        leaderLastSeq: segLast,
+        streamBaseline: 0,
+        term: this.hs.term,
+        leaderRegion: this.hs.selfId,
       };
-      const requestId = this.sendToId(id, { method: 'ShipSegment', body }, { method: 'ShipSegment', term: this.hs.term, toId: id, lastSeq: segLast, commitSeq: this.commitSeq });
+      const requestId = this.sendToId(
+        id,
+        { method: 'ShipSegment', body },
+        { method: 'ShipSegment', term: this.hs.term, toId: id, lastSeq: segLast, commitSeq: this.commitSeq },
+      );
       if (requestId === null) return;
       pr.shipped(requestId, this.ticks, segLast);
       if (entries.length === 0) return;
@@ -669,7 +876,9 @@ export class Engine {
   private maybeCommit(): void {
     if (this.role !== 'leader') return;
     // The leader counts its own durable frontier, a follower its reported durable, matched one (decision 6).
-    const quorumSeq = quorumMatch(this.currentRoster(), (id) => (id === this.hs.selfId ? this.durableSeq : this.progress.matchOf(id)));
+    const quorumSeq = quorumMatch(this.currentRoster(), (id) =>
+      id === this.hs.selfId ? this.durableSeq : this.progress.matchOf(id),
+    );
     if (quorumSeq <= this.commitSeq || this.log.termAt(quorumSeq) !== this.hs.term) return;
     this.commitSeq = quorumSeq;
     this.applyCommitted();
@@ -697,12 +906,24 @@ export class Engine {
     return active;
   }
 
-  private proposalResult(proposalId: number, code: ProposalResultCode, reason: string, seq: number, leaderHint: string): void {
+  private proposalResult(
+    proposalId: number,
+    code: ProposalResultCode,
+    reason: string,
+    seq: number,
+    leaderHint: string,
+  ): void {
     this.fx.other({ type: 'proposalResult', proposalId, ok: code === 'committed', code, seq, reason, leaderHint });
   }
 
   private adminResult(adminId: number, code: AdminResultCode, reason: string): void {
-    this.fx.other({ type: 'adminResult', adminId, ok: code === 'done' || code === 'already-leader' || code === 'leadership-moved', code, reason });
+    this.fx.other({
+      type: 'adminResult',
+      adminId,
+      ok: code === 'done' || code === 'already-leader' || code === 'leadership-moved',
+      code,
+      reason,
+    });
   }
 
   // ---------------------------------------------------------------- requests
@@ -717,7 +938,11 @@ export class Engine {
     const sender = senderOf(request);
     if (sender !== null) {
       if (sender === 0) {
-        this.replyError(callId, StatusCode.INVALID_ARGUMENT, `${request.method}: the sender id is 0, which is not a member id`);
+        this.replyError(
+          callId,
+          StatusCode.INVALID_ARGUMENT,
+          `${request.method}: the sender id is 0, which is not a member id`,
+        );
         return;
       }
       const standing = this.standingOf(sender);
@@ -728,15 +953,32 @@ export class Engine {
     }
     this.stepTerm(this.termToAdopt(request)); // the term check, once, before any handler (termToAdopt)
     switch (request.method) {
-      case 'ShipSegment': this.onShipSegment(callId, request.body); break;
-      case 'StreamSegments': this.onStreamSegments(callId, request.body); break;
-      case 'FetchSnapshot': this.onFetchSnapshot(callId, request.body); break;
-      case 'Heartbeat': this.onHeartbeat(callId, request.body); break;
-      case 'ReportApplied': this.onReportApplied(callId, request.body); break;
-      case 'RequestVote': this.onRequestVote(callId, request.body); break;
-      case 'TimeoutNow': this.onTimeoutNow(callId, request.body); break;
-      case 'JoinCluster': this.onJoinCluster(callId, request.body); break;
-      default: assertNever(request);
+      case 'ShipSegment':
+        this.onShipSegment(callId, request.body);
+        break;
+      case 'StreamSegments':
+        this.onStreamSegments(callId, request.body);
+        break;
+      case 'FetchSnapshot':
+        this.onFetchSnapshot(callId, request.body);
+        break;
+      case 'Heartbeat':
+        this.onHeartbeat(callId, request.body);
+        break;
+      case 'ReportApplied':
+        this.onReportApplied(callId, request.body);
+        break;
+      case 'RequestVote':
+        this.onRequestVote(callId, request.body);
+        break;
+      case 'TimeoutNow':
+        this.onTimeoutNow(callId, request.body);
+        break;
+      case 'JoinCluster':
+        this.onJoinCluster(callId, request.body);
+        break;
+      default:
+        assertNever(request);
     }
   }
 
@@ -761,21 +1003,37 @@ export class Engine {
    * everything else gets FAILED_PRECONDITION with a typed x-svc-refusal trailer. A stranger may
    * be a member our log does not list yet, so it makes us ask a known member (rate-limited).
    */
-  private refuseNonMember(callId: number, request: RpcRequest, sender: number, standing: Exclude<SenderStanding, 'member'>): void {
+  private refuseNonMember(
+    callId: number,
+    request: RpcRequest,
+    sender: number,
+    standing: Exclude<SenderStanding, 'member'>,
+  ): void {
     if (this.hs.selfId === 0) {
       // A joiner not yet admitted knows no roster: the leader ships to it as soon as it appends the
       // joiner's record, before the join is answered. Expected, so not worth a warning.
-      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `${REFUSAL_CODES.notAdmitted}: this node's join has not been answered yet`, { [TRAILER_REFUSAL]: REFUSAL_CODES.notAdmitted });
+      this.replyError(
+        callId,
+        StatusCode.FAILED_PRECONDITION,
+        `${REFUSAL_CODES.notAdmitted}: this node's join has not been answered yet`,
+        { [TRAILER_REFUSAL]: REFUSAL_CODES.notAdmitted },
+      );
       return;
     }
     const code = standing === 'removed' ? REFUSAL_CODES.removedMember : REFUSAL_CODES.notAMember;
     const what = standing === 'removed' ? `removed member ${sender}` : `${sender}, which is not a member`;
-    this.fx.other({ type: 'warning', code, message: `${request.method} from ${what} (term ${'term' in request.body ? request.body.term : 0}) refused; nothing changed` });
+    this.fx.other({
+      type: 'warning',
+      code,
+      message: `${request.method} from ${what} (term ${'term' in request.body ? request.body.term : 0}) refused; nothing changed`,
+    });
     if (standing === 'removed' && request.method === 'Heartbeat') return this.replyHeartbeat(callId, false, true);
     if (standing === 'removed' && request.method === 'RequestVote') {
       return this.reply(callId, { method: 'RequestVote', body: { term: this.hs.term, granted: false, removed: true } });
     }
-    this.replyError(callId, StatusCode.FAILED_PRECONDITION, `${code}: ${request.method} from ${what} of this cluster`, { [TRAILER_REFUSAL]: code });
+    this.replyError(callId, StatusCode.FAILED_PRECONDITION, `${code}: ${request.method} from ${what} of this cluster`, {
+      [TRAILER_REFUSAL]: code,
+    });
     if (standing === 'stranger') this.maybeProbeRoster();
   }
 
@@ -787,8 +1045,18 @@ export class Engine {
     if (!target) return;
     // capabilities 0: should the name be unknown to the answering leader, it refuses rather
     // than admit anyone (JoinCluster's capability rule); a known name appends nothing.
-    const body: JoinRequest = { name: this.config.name, grpcAddr: this.config.grpcAddr, httpAddr: this.config.httpAddr, capabilities: 0 };
-    const requestId = this.sendTo(target.grpcAddr, target.id, { method: 'JoinCluster', body }, { method: 'JoinCluster', term: this.hs.term, toAddr: target.grpcAddr, probe: true });
+    const body: JoinRequest = {
+      name: this.config.name,
+      grpcAddr: this.config.grpcAddr,
+      httpAddr: this.config.httpAddr,
+      capabilities: 0,
+    };
+    const requestId = this.sendTo(
+      target.grpcAddr,
+      target.id,
+      { method: 'JoinCluster', body },
+      { method: 'JoinCluster', term: this.hs.term, toAddr: target.grpcAddr, probe: true },
+    );
     this.rosterProbe.started(requestId, this.ticks);
   }
 
@@ -808,11 +1076,20 @@ export class Engine {
   private fenceLeaderTraffic(term: number, leaderRegion: number): boolean {
     if (term === 0 || term < this.hs.term) return false;
     if (leaderRegion === 0) return false;
-    if (term > this.hs.term || this.role === 'precandidate' || this.role === 'candidate' || this.leaderId !== leaderRegion) {
+    if (
+      term > this.hs.term ||
+      this.role === 'precandidate' ||
+      this.role === 'candidate' ||
+      this.leaderId !== leaderRegion
+    ) {
       if (this.role === 'leader' && term === this.hs.term) return false; // two leaders in one term cannot happen; refuse
       if (term === this.hs.term && this.leaderId !== 0 && this.leaderId !== leaderRegion) {
         // A term has one leader (Raft's Election Safety): a second claimant is forged or corrupt.
-        this.fx.other({ type: 'warning', code: 'conflicting-leader', message: `member ${leaderRegion} claims term ${term}, whose leader is ${this.leaderId}; refused` });
+        this.fx.other({
+          type: 'warning',
+          code: 'conflicting-leader',
+          message: `member ${leaderRegion} claims term ${term}, whose leader is ${this.leaderId}; refused`,
+        });
         return false;
       }
       this.becomeFollower(term, leaderRegion);
@@ -833,7 +1110,11 @@ export class Engine {
       return;
     }
     if (req.term === 0 || req.term < this.hs.term) {
-      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `stale term ${req.term}: receiver is at term ${this.hs.term}`);
+      this.replyError(
+        callId,
+        StatusCode.FAILED_PRECONDITION,
+        `stale term ${req.term}: receiver is at term ${this.hs.term}`,
+      );
       return;
     }
     const decoded = decodeSegmentFrame(req.payload);
@@ -844,11 +1125,18 @@ export class Engine {
     // A segment that would replace a committed entry is refused before it can change anything, its term
     // included — unless our own log is already known damaged (reseed latched), which is about to be wiped.
     if (!this.reseedAwaitingSource && this.contradictsCommit(req, decoded.frame)) {
-      this.reply(callId, { method: 'ShipSegment', body: { accepted: false, appliedSeqno: this.reportable(), term: this.hs.term } });
+      this.reply(callId, {
+        method: 'ShipSegment',
+        body: { accepted: false, appliedSeqno: this.reportable(), term: this.hs.term },
+      });
       return;
     }
     if (!this.fenceLeaderTraffic(req.term, req.leaderRegion)) {
-      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `leadership claim of member ${req.leaderRegion} at term ${req.term} refused: receiver is at term ${this.hs.term}, led by ${this.leaderId || 'nobody known'}`);
+      this.replyError(
+        callId,
+        StatusCode.FAILED_PRECONDITION,
+        `leadership claim of member ${req.leaderRegion} at term ${req.term} refused: receiver is at term ${this.hs.term}, led by ${this.leaderId || 'nobody known'}`,
+      );
       return;
     }
     const outcome = this.receiveSegment(req, decoded.frame);
@@ -856,7 +1144,11 @@ export class Engine {
       this.replyError(callId, StatusCode.FAILED_PRECONDITION, `receiver halted: ${this.hs.halted}`);
       return;
     }
-    const body: ShipSegmentResponse = { accepted: outcome === 'accepted', appliedSeqno: this.reportable(), term: this.hs.term };
+    const body: ShipSegmentResponse = {
+      accepted: outcome === 'accepted',
+      appliedSeqno: this.reportable(),
+      term: this.hs.term,
+    };
     this.reply(callId, { method: 'ShipSegment', body });
     // A contradiction is not repaired by pulling the same history again: the leader pauses,
     // retries after pullTimeoutTicks, and each refusal is reported.
@@ -867,19 +1159,30 @@ export class Engine {
    * receiveSegment runs the log-matching check and appends; shared by ShipSegment and stream chunks.
    * 'contradicted': the segment would replace an entry at or below our commit seqno; refused, reported.
    */
-  private receiveSegment(req: ShipSegmentRequest, frame: SegmentFrame): 'accepted' | 'rejected' | 'contradicted' | 'halted' {
+  private receiveSegment(
+    req: ShipSegmentRequest,
+    frame: SegmentFrame,
+  ): 'accepted' | 'rejected' | 'contradicted' | 'halted' {
     this.readiness.foldLagGauge(req.id?.shardId ?? req.leaderRegion, req.leaderLastSeq);
     for (const e of frame.entries) {
-      const known = e.kind === EntryKind.EventBatch || e.kind === EntryKind.TermBarrier
-        || (e.kind === EntryKind.Membership && (this.config.compat.capabilities & CAPABILITY_KIND4) !== 0);
+      const known =
+        e.kind === EntryKind.EventBatch ||
+        e.kind === EntryKind.TermBarrier ||
+        (e.kind === EntryKind.Membership && (this.config.compat.capabilities & CAPABILITY_KIND4) !== 0);
       if (!known) {
         this.halt(`unknown batch kind ${e.kind} at seq ${e.seq}`);
         return 'halted';
       }
     }
     if (frame.prevSeq > this.log.lastSeq()) return 'rejected';
-    if (frame.prevSeq >= this.log.baseSeq && frame.prevSeq > this.commitSeq && this.log.termAt(frame.prevSeq) !== frame.prevTerm) return 'rejected';
-    if (frame.prevSeq === this.log.baseSeq && this.log.baseSeq > this.commitSeq && this.log.baseTerm !== frame.prevTerm) return 'rejected';
+    if (
+      frame.prevSeq >= this.log.baseSeq &&
+      frame.prevSeq > this.commitSeq &&
+      this.log.termAt(frame.prevSeq) !== frame.prevTerm
+    )
+      return 'rejected';
+    if (frame.prevSeq === this.log.baseSeq && this.log.baseSeq > this.commitSeq && this.log.baseTerm !== frame.prevTerm)
+      return 'rejected';
     if (this.contradictsCommit(req, frame)) return 'contradicted';
     this.appendFromLeader(frame.entries);
     this.matchedSeq = Math.max(this.matchedSeq, frame.prevSeq + frame.entries.length);
@@ -897,7 +1200,11 @@ export class Engine {
   private contradictsCommit(req: ShipSegmentRequest, frame: SegmentFrame): boolean {
     const conflict = this.committedConflict(frame.entries);
     if (conflict === 0) return false;
-    this.fx.other({ type: 'warning', code: 'commit-contradiction', message: `member ${req.leaderRegion}'s segment (term ${req.term}) holds another entry at seq ${conflict}, at or below our commit seqno ${this.commitSeq}; refused, nothing truncated` });
+    this.fx.other({
+      type: 'warning',
+      code: 'commit-contradiction',
+      message: `member ${req.leaderRegion}'s segment (term ${req.term}) holds another entry at seq ${conflict}, at or below our commit seqno ${this.commitSeq}; refused, nothing truncated`,
+    });
     return true;
   }
 
@@ -938,7 +1245,11 @@ export class Engine {
     this.hs.halted = reason;
     this.pull = null;
     this.readiness.set(false, 'halted');
-    this.fx.other({ type: 'warning', code: 'receiver-halted', message: `segment receiver halted permanently: ${reason}` });
+    this.fx.other({
+      type: 'warning',
+      code: 'receiver-halted',
+      message: `segment receiver halted permanently: ${reason}`,
+    });
   }
 
   /**
@@ -951,7 +1262,11 @@ export class Engine {
     this.hs.reseed = true;
     this.reseedAwaitingSource = true;
     this.readiness.set(false, 'reseed');
-    this.fx.other({ type: 'warning', code: 'reseed-latched', message: `reseed marker latched: ${reason}; reinstalling from the leader once one is confirmed` });
+    this.fx.other({
+      type: 'warning',
+      code: 'reseed-latched',
+      message: `reseed marker latched: ${reason}; reinstalling from the leader once one is confirmed`,
+    });
   }
 
   /** wipeForReseed drops the state machine and the log; the node then pulls everything again. */
@@ -975,7 +1290,11 @@ export class Engine {
     const removed = isRemoved(this.committedRoster(), req.regionId);
     const lagRegions = Object.keys(req.replicationLag).length;
     if (lagRegions > this.limits.replicationLagRegionCountMax) {
-      this.replyError(callId, StatusCode.INVALID_ARGUMENT, `replication_lag has ${lagRegions} regions, limit ${this.limits.replicationLagRegionCountMax}`);
+      this.replyError(
+        callId,
+        StatusCode.INVALID_ARGUMENT,
+        `replication_lag has ${lagRegions} regions, limit ${this.limits.replicationLagRegionCountMax}`,
+      );
       return;
     }
     if (req.term >= this.hs.term && req.term > 0 && !this.reseedAwaitingSource) {
@@ -983,7 +1302,11 @@ export class Engine {
       if (cut !== 0 && cut <= this.commitSeq) {
         // Obeying would truncate committed entries: a legitimate leader holds every committed
         // entry, so this claim is corrupt or forged. Refused before it changes anything.
-        this.fx.other({ type: 'warning', code: 'commit-contradiction', message: `member ${req.leaderRegion}'s heartbeat (term ${req.term}) places its log at (${req.prevLogTerm}, ${req.prevLogSeq}), which would cut ours from ${cut}, at or below our commit seqno ${this.commitSeq}; refused` });
+        this.fx.other({
+          type: 'warning',
+          code: 'commit-contradiction',
+          message: `member ${req.leaderRegion}'s heartbeat (term ${req.term}) places its log at (${req.prevLogTerm}, ${req.prevLogSeq}), which would cut ours from ${cut}, at or below our commit seqno ${this.commitSeq}; refused`,
+        });
         this.replyHeartbeat(callId, false, removed);
         return;
       }
@@ -1004,13 +1327,18 @@ export class Engine {
     this.readiness.onHeartbeatFrontier(req.leaderLastSeq);
     this.tryConverge();
     const behind = this.reportable() < this.readiness.gauge(req.shardId);
-    if (behind && !this.pull && (this.hs.reseed || this.ticks - this.lastAcceptTick > this.limits.electionTimeoutTicks)) this.startPull();
+    if (behind && !this.pull && (this.hs.reseed || this.ticks - this.lastAcceptTick > this.limits.electionTimeoutTicks))
+      this.startPull();
     this.replyHeartbeat(callId, true, removed);
   }
 
   private replyHeartbeat(callId: number, accepted: boolean, removed: boolean): void {
     const body: HeartbeatResponse = {
-      acknowledged: true, term: this.hs.term, accepted, capabilities: this.config.compat.capabilities, removed,
+      acknowledged: true,
+      term: this.hs.term,
+      accepted,
+      capabilities: this.config.compat.capabilities,
+      removed,
     };
     this.reply(callId, { method: 'Heartbeat', body });
   }
@@ -1049,7 +1377,8 @@ export class Engine {
    * vote for anyone else is refused unless the leader itself hands over (transfer): check-quorum's lease.
    */
   private leaseRefuses(req: VoteRequest): boolean {
-    const inLease = this.role === 'leader' || (this.leaderId !== 0 && this.leaseElapsedTicks < this.limits.electionTimeoutTicks);
+    const inLease =
+      this.role === 'leader' || (this.leaderId !== 0 && this.leaseElapsedTicks < this.limits.electionTimeoutTicks);
     return !req.transfer && inLease && req.candidateRegion !== this.leaderId;
   }
 
@@ -1071,9 +1400,12 @@ export class Engine {
     const vouched = this.rosterProbe.vouched;
     const reinstalled = !this.hs.reseed;
     const mayVote = this.hs.selfId !== 0 && !this.hs.removed;
-    const eligible = reinstalled && mayVote
-      && (isVoter(this.currentRoster(), req.candidateRegion) || (vouched !== null && isVoter(vouched, req.candidateRegion)))
-      && logUpToDate(req.lastLogTerm, req.lastLogSeq, this.log.lastTerm(), this.log.lastSeq());
+    const eligible =
+      reinstalled &&
+      mayVote &&
+      (isVoter(this.currentRoster(), req.candidateRegion) ||
+        (vouched !== null && isVoter(vouched, req.candidateRegion))) &&
+      logUpToDate(req.lastLogTerm, req.lastLogSeq, this.log.lastTerm(), this.log.lastSeq());
     if (req.prevote) return respond(eligible && req.term > this.hs.term);
     const canVote = this.hs.votedFor === 0 || this.hs.votedFor === req.candidateRegion;
     const granted = eligible && canVote;
@@ -1090,9 +1422,14 @@ export class Engine {
    * is answered accepted = false and changes nothing, so a forged TimeoutNow cannot force an election.
    */
   private onTimeoutNow(callId: number, req: TimeoutNowRequest): void {
-    const fromOurLeader = req.term === this.hs.term && req.term > 0 && this.leaderId !== 0 && req.leaderRegion === this.leaderId;
+    const fromOurLeader =
+      req.term === this.hs.term && req.term > 0 && this.leaderId !== 0 && req.leaderRegion === this.leaderId;
     if (!fromOurLeader) {
-      this.fx.other({ type: 'warning', code: 'timeout-now-refused', message: `TimeoutNow from member ${req.leaderRegion} at term ${req.term}; our term is ${this.hs.term}, led by ${this.leaderId || 'nobody known'}: ignored` });
+      this.fx.other({
+        type: 'warning',
+        code: 'timeout-now-refused',
+        message: `TimeoutNow from member ${req.leaderRegion} at term ${req.term}; our term is ${this.hs.term}, led by ${this.leaderId || 'nobody known'}: ignored`,
+      });
     }
     const ok = fromOurLeader && this.role === 'follower' && this.promotable();
     if (ok) this.startElection(true);
@@ -1108,26 +1445,48 @@ export class Engine {
     const from = Math.max(1, req.fromSeqno);
     if (from <= this.log.baseSeq) {
       const trailer: CatchupTrailer = {
-        firstAvailableSeq: this.log.baseSeq + 1, snapshotSeq: this.staged?.meta.seq ?? 0, term: this.hs.term, leaderRegion: this.hs.selfId,
+        firstAvailableSeq: this.log.baseSeq + 1,
+        snapshotSeq: this.staged?.meta.seq ?? 0,
+        term: this.hs.term,
+        leaderRegion: this.hs.selfId,
       };
-      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `compacted past from_seqno ${from}: fetch a snapshot`, { [TRAILER_CATCHUP]: JSON.stringify(trailer) });
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `compacted past from_seqno ${from}: fetch a snapshot`, {
+        [TRAILER_CATCHUP]: JSON.stringify(trailer),
+      });
       return;
     }
     if (from > this.log.lastSeq() + 1) {
-      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `from_seqno ${from} is beyond the source's log end ${this.log.lastSeq()}`);
+      this.replyError(
+        callId,
+        StatusCode.FAILED_PRECONDITION,
+        `from_seqno ${from} is beyond the source's log end ${this.log.lastSeq()}`,
+      );
       return;
     }
     let next = from;
     let burstBytes = 0;
-    for (let chunks = 0; chunks < this.limits.streamChunkCountMax && burstBytes < this.limits.streamPayloadBytesMax; chunks++) {
-      const entries = this.log.slice(next, this.log.lastSeq(), this.limits.segmentEntryCountMax, this.limits.segmentPayloadBytesMax);
+    for (
+      let chunks = 0;
+      chunks < this.limits.streamChunkCountMax && burstBytes < this.limits.streamPayloadBytesMax;
+      chunks++
+    ) {
+      const entries = this.log.slice(
+        next,
+        this.log.lastSeq(),
+        this.limits.segmentEntryCountMax,
+        this.limits.segmentPayloadBytesMax,
+      );
       if (entries.length === 0 && chunks > 0) break;
       const prevSeq = next - 1;
       const frame: SegmentFrame = { prevSeq, prevTerm: this.log.termAt(prevSeq)!, commitSeq: this.commitSeq, entries };
       const chunk: ShipSegmentRequest = {
-        id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: next }, payload: encodeSegmentFrame(frame),
-        eventCount: entries.length, leaderLastSeq: prevSeq + entries.length, streamBaseline: this.electionPrevLog.seq,
-        term: this.hs.term, leaderRegion: this.hs.selfId,
+        id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: next },
+        payload: encodeSegmentFrame(frame),
+        eventCount: entries.length,
+        leaderLastSeq: prevSeq + entries.length,
+        streamBaseline: this.electionPrevLog.seq,
+        term: this.hs.term,
+        leaderRegion: this.hs.selfId,
       };
       burstBytes += chunk.payload.length;
       this.fx.message({ type: 'streamChunk', callId, chunk });
@@ -1145,7 +1504,8 @@ export class Engine {
    */
   private fenceSourceRequest(term: number): string | null {
     if (term < this.hs.term) return `stale puller term ${term}: source is at term ${this.hs.term}; rejoin first`;
-    if (term > this.hs.term) return `puller claims term ${term}, above the source's ${this.hs.term}: not serving a possibly stale tail`;
+    if (term > this.hs.term)
+      return `puller claims term ${term}, above the source's ${this.hs.term}: not serving a possibly stale tail`;
     if (this.role !== 'leader') return `not the leader of term ${term}`;
     return null;
   }
@@ -1158,7 +1518,13 @@ export class Engine {
     }
     const from = Math.max(1, req.fromSeqno);
     if (from > this.log.baseSeq) {
-      const header: SnapshotHeader = { needed: false, snapshotSeq: 0, term: this.hs.term, leaderRegion: this.hs.selfId, files: [] };
+      const header: SnapshotHeader = {
+        needed: false,
+        snapshotSeq: 0,
+        term: this.hs.term,
+        leaderRegion: this.hs.selfId,
+        files: [],
+      };
       this.fx.message({ type: 'serveSnapshot', callId, header });
       return;
     }
@@ -1167,12 +1533,25 @@ export class Engine {
       this.replyError(callId, StatusCode.UNAVAILABLE, 'no snapshot staged yet; retry');
       return;
     }
-    this.fx.message({ type: 'serveSnapshot', callId, header: { ...this.staged.header, term: this.hs.term, leaderRegion: this.hs.selfId } });
+    this.fx.message({
+      type: 'serveSnapshot',
+      callId,
+      header: { ...this.staged.header, term: this.hs.term, leaderRegion: this.hs.selfId },
+    });
   }
 
   private onJoinCluster(callId: number, req: JoinRequest): void {
-    if (req.name === '' || req.grpcAddr === '' || req.name.length > 253 || req.grpcAddr.length > 512 || req.httpAddr.length > 512) {
-      this.replyJoinRefusal(callId, 'invalid join request: name and grpc_addr are required (name ≤ 253, addresses ≤ 512 chars)');
+    if (
+      req.name === '' ||
+      req.grpcAddr === '' ||
+      req.name.length > 253 ||
+      req.grpcAddr.length > 512 ||
+      req.httpAddr.length > 512
+    ) {
+      this.replyJoinRefusal(
+        callId,
+        'invalid join request: name and grpc_addr are required (name ≤ 253, addresses ≤ 512 chars)',
+      );
       return;
     }
     if (this.role !== 'leader') {
@@ -1207,7 +1586,13 @@ export class Engine {
       return;
     }
     const id = roster.nextMemberId;
-    const next = withMember(roster, { id, name: req.name, grpcAddr: req.grpcAddr, httpAddr: req.httpAddr, role: MemberRole.Learner });
+    const next = withMember(roster, {
+      id,
+      name: req.name,
+      grpcAddr: req.grpcAddr,
+      httpAddr: req.httpAddr,
+      role: MemberRole.Learner,
+    });
     const seq = this.appendConfChange(next);
     this.pendingChanges.addJoin(seq, id, req.name, callId);
   }
@@ -1215,14 +1600,26 @@ export class Engine {
   /** confChangeRefusal: the kind-4 / capability gate on this leader's next membership change (membership.ts). */
   private confChangeRefusal(promotingId: number): ConfChangeRefusal | null {
     return confChangeRefusal({
-      roster: this.currentRoster(), selfId: this.hs.selfId, commitSeq: this.commitSeq, barrierSeq: this.barrierSeq,
-      pendingConfSeq: this.pendingConfSeq(), transferring: this.transfer !== null, selfCapabilities: this.config.compat.capabilities,
-      capabilitiesOf: (id) => this.progress.capabilitiesOf(id), clusterMemberCountMax: this.limits.clusterMemberCountMax, promotingId,
+      roster: this.currentRoster(),
+      selfId: this.hs.selfId,
+      commitSeq: this.commitSeq,
+      barrierSeq: this.barrierSeq,
+      pendingConfSeq: this.pendingConfSeq(),
+      transferring: this.transfer !== null,
+      selfCapabilities: this.config.compat.capabilities,
+      capabilitiesOf: (id) => this.progress.capabilitiesOf(id),
+      clusterMemberCountMax: this.limits.clusterMemberCountMax,
+      promotingId,
     });
   }
 
   private appendConfChange(roster: Roster): number {
-    const entry: Entry = { seq: this.log.lastSeq() + 1, term: this.hs.term, kind: EntryKind.Membership, data: encodeRoster(roster) };
+    const entry: Entry = {
+      seq: this.log.lastSeq() + 1,
+      term: this.hs.term,
+      kind: EntryKind.Membership,
+      data: encodeRoster(roster),
+    };
     this.appendLocal([entry]);
     for (const id of this.progress.ids()) this.maybeShip(id);
     return entry.seq;
@@ -1234,9 +1631,14 @@ export class Engine {
     // removed) can try other members instead of dialling the same seed forever.
     const roster = this.currentRoster();
     const body: JoinResponse = {
-      accepted: false, refusalReason: reason, assignedId: 0, term: this.hs.term,
-      leaderRegion: this.leaderId === 0 ? '' : String(this.leaderId), leaderGrpcAddr: leader?.grpcAddr ?? '',
-      leaderHttpAddr: leader?.httpAddr ?? '', members: roster.members.filter((m) => m.role !== MemberRole.Removed),
+      accepted: false,
+      refusalReason: reason,
+      assignedId: 0,
+      term: this.hs.term,
+      leaderRegion: this.leaderId === 0 ? '' : String(this.leaderId),
+      leaderGrpcAddr: leader?.grpcAddr ?? '',
+      leaderHttpAddr: leader?.httpAddr ?? '',
+      members: roster.members.filter((m) => m.role !== MemberRole.Removed),
       membershipVersion: roster.membershipVersion,
     };
     this.reply(callId, { method: 'JoinCluster', body });
@@ -1245,9 +1647,15 @@ export class Engine {
   private replyJoinAccepted(callId: number, id: number, roster: Roster): void {
     const self = memberById(roster, this.hs.selfId);
     const body: JoinResponse = {
-      accepted: true, refusalReason: '', assignedId: id, term: this.hs.term, leaderRegion: String(this.hs.selfId),
-      leaderGrpcAddr: self?.grpcAddr ?? this.config.grpcAddr, leaderHttpAddr: self?.httpAddr ?? this.config.httpAddr,
-      members: roster.members, membershipVersion: roster.membershipVersion,
+      accepted: true,
+      refusalReason: '',
+      assignedId: id,
+      term: this.hs.term,
+      leaderRegion: String(this.hs.selfId),
+      leaderGrpcAddr: self?.grpcAddr ?? this.config.grpcAddr,
+      leaderHttpAddr: self?.httpAddr ?? this.config.httpAddr,
+      members: roster.members,
+      membershipVersion: roster.membershipVersion,
     };
     this.reply(callId, { method: 'JoinCluster', body });
   }
@@ -1266,11 +1674,20 @@ export class Engine {
     this.calls.delete(requestId);
     if (this.stepTerm(this.termToAdopt(response, ctx))) return;
     switch (response.method) {
-      case 'ShipSegment': this.onShipResponse(requestId, ctx as Extract<CallContext, { method: 'ShipSegment' }>, response.body); break;
-      case 'Heartbeat': this.onHeartbeatResponse(ctx as Extract<CallContext, { method: 'Heartbeat' }>, response.body); break;
-      case 'ReportApplied': break;
-      case 'RequestVote': this.onVoteResponse(ctx as Extract<CallContext, { method: 'RequestVote' }>, response.body); break;
-      case 'TimeoutNow': this.onTimeoutNowResponse(ctx as Extract<CallContext, { method: 'TimeoutNow' }>, response.body.accepted); break;
+      case 'ShipSegment':
+        this.onShipResponse(requestId, ctx as Extract<CallContext, { method: 'ShipSegment' }>, response.body);
+        break;
+      case 'Heartbeat':
+        this.onHeartbeatResponse(ctx as Extract<CallContext, { method: 'Heartbeat' }>, response.body);
+        break;
+      case 'ReportApplied':
+        break;
+      case 'RequestVote':
+        this.onVoteResponse(ctx as Extract<CallContext, { method: 'RequestVote' }>, response.body);
+        break;
+      case 'TimeoutNow':
+        this.onTimeoutNowResponse(ctx as Extract<CallContext, { method: 'TimeoutNow' }>, response.body.accepted);
+        break;
       case 'JoinCluster':
         if ((ctx as Extract<CallContext, { method: 'JoinCluster' }>).probe) {
           if (this.rosterProbe.settled(requestId)) this.onRosterProbeAnswer(response.body);
@@ -1278,7 +1695,8 @@ export class Engine {
           this.onJoinResponse(requestId, response.body);
         }
         break;
-      default: assertNever(response);
+      default:
+        assertNever(response);
     }
   }
 
@@ -1305,21 +1723,27 @@ export class Engine {
     if (ctx === undefined) {
       const request = message as RpcRequest;
       switch (request.method) {
-        case 'ReportApplied': return request.body.reporterTerm;
+        case 'ReportApplied':
+          return request.body.reporterTerm;
         case 'RequestVote': {
           const req = request.body;
           if (req.prevote || isRemoved(this.committedRoster(), req.candidateRegion) || this.leaseRefuses(req)) return 0;
           return req.term;
         }
-        default: return 0;
+        default:
+          return 0;
       }
     }
     const response = message as RpcResponse;
     switch (response.method) {
-      case 'ShipSegment': return response.body.term;
-      case 'Heartbeat': return response.body.removed ? 0 : response.body.term;
-      case 'RequestVote': return response.body.removed || ctx.term !== this.hs.term || response.body.granted ? 0 : response.body.term;
-      default: return 0;
+      case 'ShipSegment':
+        return response.body.term;
+      case 'Heartbeat':
+        return response.body.removed ? 0 : response.body.term;
+      case 'RequestVote':
+        return response.body.removed || ctx.term !== this.hs.term || response.body.granted ? 0 : response.body.term;
+      default:
+        return 0;
     }
   }
 
@@ -1330,7 +1754,11 @@ export class Engine {
     return true;
   }
 
-  private onShipResponse(requestId: number, ctx: Extract<CallContext, { method: 'ShipSegment' }>, body: ShipSegmentResponse): void {
+  private onShipResponse(
+    requestId: number,
+    ctx: Extract<CallContext, { method: 'ShipSegment' }>,
+    body: ShipSegmentResponse,
+  ): void {
     if (this.role !== 'leader' || ctx.term !== this.hs.term || body.term !== this.hs.term) return;
     const pr = this.progress.get(ctx.toId);
     if (!pr) return;
@@ -1395,7 +1823,8 @@ export class Engine {
     const members = body.members;
     this.hs.selfId = body.assignedId;
     this.hs.rosterBase = {
-      membershipVersion: body.membershipVersion, members,
+      membershipVersion: body.membershipVersion,
+      members,
       nextMemberId: members.reduce((max, m) => Math.max(max, m.id + 1), body.assignedId + 1),
     };
     // The named leader leads body.term; at a term of ours above it, the leader is not known yet.
@@ -1423,7 +1852,8 @@ export class Engine {
       case 'StreamSegments':
         if (this.pull?.requestId !== requestId) return;
         this.pull = null;
-        if (status.code === StatusCode.FAILED_PRECONDITION && status.trailers[TRAILER_CATCHUP] !== undefined) this.startSnapshotFetch();
+        if (status.code === StatusCode.FAILED_PRECONDITION && status.trailers[TRAILER_CATCHUP] !== undefined)
+          this.startSnapshotFetch();
         break;
       case 'TimeoutNow':
         if (this.transfer?.adminId === ctx.adminId) {
@@ -1436,7 +1866,8 @@ export class Engine {
       case 'Heartbeat':
       case 'ReportApplied':
         break;
-      default: assertNever(ctx);
+      default:
+        assertNever(ctx);
     }
   }
 
@@ -1446,7 +1877,11 @@ export class Engine {
   private startPull(): void {
     if (this.pull || this.leaderId === 0 || this.role === 'leader' || this.hs.halted !== '') return;
     const body: StreamRequest = { shardId: this.leaderId, fromSeqno: this.matchedSeq + 1, term: this.hs.term };
-    const requestId = this.sendToId(this.leaderId, { method: 'StreamSegments', body }, { method: 'StreamSegments', term: this.hs.term, toId: this.leaderId });
+    const requestId = this.sendToId(
+      this.leaderId,
+      { method: 'StreamSegments', body },
+      { method: 'StreamSegments', term: this.hs.term, toId: this.leaderId },
+    );
     if (requestId !== null) this.pull = { requestId, kind: 'stream', startedTick: this.ticks };
   }
 
@@ -1455,7 +1890,12 @@ export class Engine {
     if (!leader || this.pull) return;
     const requestId = this.nextRequestId++;
     const request: SnapshotRequest = { shardId: this.leaderId, fromSeqno: this.matchedSeq + 1, term: this.hs.term };
-    this.calls.set(requestId, { method: 'FetchSnapshot', term: this.hs.term, toId: this.leaderId, sentTick: this.ticks });
+    this.calls.set(requestId, {
+      method: 'FetchSnapshot',
+      term: this.hs.term,
+      toId: this.leaderId,
+      sentTick: this.ticks,
+    });
     this.pull = { requestId, kind: 'snapshot', startedTick: this.ticks };
     this.fx.message({ type: 'fetchSnapshot', requestId, to: leader.grpcAddr, toId: this.leaderId, request });
   }
@@ -1493,7 +1933,11 @@ export class Engine {
     // The driver has already swapped the state machine to the artifact: adopt it whatever we thought.
     if (this.log.termAt(meta.seq) === meta.entryTerm && meta.seq <= this.log.lastSeq() && meta.seq > this.log.baseSeq) {
       this.log.compactThrough(meta.seq);
-    } else if (meta.seq !== this.log.baseSeq || meta.entryTerm !== this.log.baseTerm || this.log.lastSeq() !== meta.seq) {
+    } else if (
+      meta.seq !== this.log.baseSeq ||
+      meta.entryTerm !== this.log.baseTerm ||
+      this.log.lastSeq() !== meta.seq
+    ) {
       this.log.resetTo(meta.seq, meta.entryTerm);
       this.fx.append(meta.seq + 1, []);
       this.durableSeq = meta.seq;
@@ -1546,16 +1990,32 @@ export class Engine {
   private onPropose(proposals: readonly Proposal[]): void {
     const refuse = (proposalId: number, refusal: { code: ProposalResultCode; reason: string }) => {
       const leader = memberById(this.currentRoster(), this.leaderId);
-      this.proposalResult(proposalId, refusal.code, refusal.reason, 0, this.role === 'leader' ? '' : leader?.grpcAddr ?? '');
+      this.proposalResult(
+        proposalId,
+        refusal.code,
+        refusal.reason,
+        0,
+        this.role === 'leader' ? '' : (leader?.grpcAddr ?? ''),
+      );
     };
-    const refusal = this.role !== 'leader' ? { code: 'not-leader' as const, reason: 'not the leader' }
-      : this.transfer ? { code: 'transfer-in-progress' as const, reason: 'leadership transfer in progress' } : null;
+    const refusal =
+      this.role !== 'leader'
+        ? { code: 'not-leader' as const, reason: 'not the leader' }
+        : this.transfer
+          ? { code: 'transfer-in-progress' as const, reason: 'leadership transfer in progress' }
+          : null;
     const entries: Entry[] = [];
     for (const { proposalId, data } of proposals) {
       if (refusal !== null) refuse(proposalId, refusal);
-      else if (this.pendingProposals.size >= this.limits.proposalQueueCountMax) refuse(proposalId, { code: 'queue-full', reason: 'proposal queue full' });
+      else if (this.pendingProposals.size >= this.limits.proposalQueueCountMax)
+        refuse(proposalId, { code: 'queue-full', reason: 'proposal queue full' });
       else {
-        const entry: Entry = { seq: this.log.lastSeq() + entries.length + 1, term: this.hs.term, kind: EntryKind.EventBatch, data };
+        const entry: Entry = {
+          seq: this.log.lastSeq() + entries.length + 1,
+          term: this.hs.term,
+          kind: EntryKind.EventBatch,
+          data,
+        };
         entries.push(entry);
         this.pendingProposals.set(entry.seq, proposalId);
       }
@@ -1584,9 +2044,12 @@ export class Engine {
       }
       case 'promote':
       case 'remove': {
-        if (op.op === 'promote' && member.role !== MemberRole.Learner) return fail('not-a-learner', 'only a learner can be promoted');
-        if (op.op === 'remove' && op.memberId === this.hs.selfId) return fail('removes-leader', 'the leader cannot remove itself: transfer leadership first');
-        if (op.op === 'promote' && this.progress.matchOf(op.memberId) < this.commitSeq) return fail('learner-behind', 'learner has not caught up with the commit seqno yet; retry');
+        if (op.op === 'promote' && member.role !== MemberRole.Learner)
+          return fail('not-a-learner', 'only a learner can be promoted');
+        if (op.op === 'remove' && op.memberId === this.hs.selfId)
+          return fail('removes-leader', 'the leader cannot remove itself: transfer leadership first');
+        if (op.op === 'promote' && this.progress.matchOf(op.memberId) < this.commitSeq)
+          return fail('learner-behind', 'learner has not caught up with the commit seqno yet; retry');
         const refusal = this.confChangeRefusal(op.op === 'promote' ? op.memberId : 0);
         if (refusal) return fail(refusal.code, refusal.detail);
         const role = op.op === 'promote' ? MemberRole.Voter : MemberRole.Removed;
@@ -1594,7 +2057,8 @@ export class Engine {
         this.pendingChanges.addAdmin(seq, adminId, member.name);
         return;
       }
-      default: assertNever(op);
+      default:
+        assertNever(op);
     }
   }
 
@@ -1606,14 +2070,25 @@ export class Engine {
     t.sent = true;
     this.reads.onTransferStarted();
     const body: TimeoutNowRequest = { term: this.hs.term, leaderRegion: this.hs.selfId };
-    this.sendToId(t.targetId, { method: 'TimeoutNow', body }, { method: 'TimeoutNow', term: this.hs.term, toId: t.targetId, adminId: t.adminId });
+    this.sendToId(
+      t.targetId,
+      { method: 'TimeoutNow', body },
+      { method: 'TimeoutNow', term: this.hs.term, toId: t.targetId, adminId: t.adminId },
+    );
   }
 }
 
 /** hardStateChanged compares what must be saved; rosterBase is replaced, never mutated, so identity suffices. */
 function hardStateChanged(a: HardState, b: HardState): boolean {
-  return a.term !== b.term || a.votedFor !== b.votedFor || a.selfId !== b.selfId || a.halted !== b.halted
-    || a.reseed !== b.reseed || a.removed !== b.removed || a.rosterBase !== b.rosterBase;
+  return (
+    a.term !== b.term ||
+    a.votedFor !== b.votedFor ||
+    a.selfId !== b.selfId ||
+    a.halted !== b.halted ||
+    a.reseed !== b.reseed ||
+    a.removed !== b.removed ||
+    a.rosterBase !== b.rosterBase
+  );
 }
 
 function assertNever(value: never): never {

@@ -46,7 +46,11 @@ export class RaftLog {
   slice(from: number, to: number, countMax: number, bytesMax: number): Entry[] {
     const out: Entry[] = [];
     let bytes = 0;
-    for (let seq = Math.max(from, this.baseSeq + 1); seq <= Math.min(to, this.lastSeq()) && out.length < countMax; seq++) {
+    for (
+      let seq = Math.max(from, this.baseSeq + 1);
+      seq <= Math.min(to, this.lastSeq()) && out.length < countMax;
+      seq++
+    ) {
       const e = this.list[seq - this.baseSeq - 1]!;
       bytes += e.data.length + 32;
       if (out.length > 0 && bytes > bytesMax) break;

@@ -46,12 +46,20 @@ export function standingOf(id: number, views: RosterViews): SenderStanding {
  */
 export function senderOf(request: RpcRequest): number | null {
   switch (request.method) {
-    case 'ShipSegment': return request.body.leaderRegion;
-    case 'Heartbeat': return request.body.leaderRegion !== 0 ? request.body.leaderRegion : request.body.regionId;
-    case 'ReportApplied': return request.body.reporterShard;
-    case 'RequestVote': return request.body.candidateRegion;
-    case 'TimeoutNow': return request.body.leaderRegion;
-    case 'StreamSegments': case 'FetchSnapshot': case 'JoinCluster': return null;
+    case 'ShipSegment':
+      return request.body.leaderRegion;
+    case 'Heartbeat':
+      return request.body.leaderRegion !== 0 ? request.body.leaderRegion : request.body.regionId;
+    case 'ReportApplied':
+      return request.body.reporterShard;
+    case 'RequestVote':
+      return request.body.candidateRegion;
+    case 'TimeoutNow':
+      return request.body.leaderRegion;
+    case 'StreamSegments':
+    case 'FetchSnapshot':
+    case 'JoinCluster':
+      return null;
   }
 }
 
@@ -92,7 +100,9 @@ export class RosterProbe {
 
   /** nextTarget picks the next member (not ourselves, not removed) to ask, round robin. */
   nextTarget(roster: Roster, selfId: number): MemberInfo | undefined {
-    const candidates = roster.members.filter((m) => m.id !== selfId && m.role !== MemberRole.Removed && m.grpcAddr !== '');
+    const candidates = roster.members.filter(
+      (m) => m.id !== selfId && m.role !== MemberRole.Removed && m.grpcAddr !== '',
+    );
     if (candidates.length === 0) return undefined;
     return candidates[this.turn++ % candidates.length];
   }

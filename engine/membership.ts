@@ -55,15 +55,22 @@ export interface ConfChangeContext {
 export function confChangeRefusal(c: ConfChangeContext): ConfChangeRefusal | null {
   const refuse = (code: ConfChangeRefusalCode, detail: string): ConfChangeRefusal => ({ code, detail });
   const promotingId = c.promotingId;
-  if (c.commitSeq < c.barrierSeq) return refuse('term-not-committed', 'the leader has not committed an entry of its term yet; retry');
-  if (c.pendingConfSeq !== 0) return refuse('change-in-flight', 'a membership change is in flight; retry when it commits');
+  if (c.commitSeq < c.barrierSeq)
+    return refuse('term-not-committed', 'the leader has not committed an entry of its term yet; retry');
+  if (c.pendingConfSeq !== 0)
+    return refuse('change-in-flight', 'a membership change is in flight; retry when it commits');
   if (c.transferring) return refuse('transfer-in-progress', 'a leadership transfer is in progress');
-  if ((c.selfCapabilities & CAPABILITY_KIND4) === 0) return refuse('leader-lacks-kind4', 'this leader cannot write kind-4 records');
+  if ((c.selfCapabilities & CAPABILITY_KIND4) === 0)
+    return refuse('leader-lacks-kind4', 'this leader cannot write kind-4 records');
   for (const m of c.roster.members) {
     if (m.id === c.selfId || m.role === MemberRole.Removed) continue;
     if (m.role === MemberRole.Learner && m.id !== promotingId) continue;
     const caps = c.capabilitiesOf(m.id);
-    if ((caps & CAPABILITY_KIND4) === 0) return refuse('member-lacks-kind4', `member ${m.id} (${m.name}) has not reported capability bit 0; conf-changes refused`);
+    if ((caps & CAPABILITY_KIND4) === 0)
+      return refuse(
+        'member-lacks-kind4',
+        `member ${m.id} (${m.name}) has not reported capability bit 0; conf-changes refused`,
+      );
   }
   if (c.roster.members.filter((m) => m.role !== MemberRole.Removed).length >= c.clusterMemberCountMax) {
     return refuse('member-limit', `cluster is at its member limit (${c.clusterMemberCountMax})`);
@@ -151,7 +158,10 @@ export class JoinDialer {
   /** seeds: the configured seeds, then members learned from refusals (at most seedCountMax). */
   private readonly seeds: string[];
 
-  constructor(configuredSeeds: readonly string[], private readonly seedCountMax: number) {
+  constructor(
+    configuredSeeds: readonly string[],
+    private readonly seedCountMax: number,
+  ) {
     this.seeds = [...configuredSeeds];
   }
 

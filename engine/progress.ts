@@ -23,7 +23,11 @@ export class Progress {
    * @param lastShipTick when the last ship left (a new follower: now)
    * @param removalSeq for a member removed in the current roster, the seq of that record (0 otherwise)
    */
-  constructor(public nextSeq: number, public lastShipTick: number, readonly removalSeq = 0) {}
+  constructor(
+    public nextSeq: number,
+    public lastShipTick: number,
+    readonly removalSeq = 0,
+  ) {}
 
   /** window is how many ships may be in flight: one while probing. */
   window(inflightSegmentCountMax: number): number {

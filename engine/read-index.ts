@@ -85,7 +85,10 @@ export class ReadIndex {
   private leaseUntilTick = -1;
   private leaseBlocked = false;
 
-  constructor(private readonly limits: EngineLimits, private readonly host: ReadIndexHost) {}
+  constructor(
+    private readonly limits: EngineLimits,
+    private readonly host: ReadIndexHost,
+  ) {}
 
   get pendingCount(): number {
     return this.waiting.length + this.postponed.length;
@@ -192,7 +195,10 @@ export class ReadIndex {
     const voters = this.host.voterIds();
     const others = voters.filter((id) => id !== self);
     const needed = majority(voters.length) - (others.length < voters.length ? 1 : 0);
-    const rank = (id: number): [number, number] => [this.ackedRound.get(id) ?? 0, this.ackOrder.get(id) ?? Number.MAX_SAFE_INTEGER];
+    const rank = (id: number): [number, number] => [
+      this.ackedRound.get(id) ?? 0,
+      this.ackOrder.get(id) ?? Number.MAX_SAFE_INTEGER,
+    ];
     return others
       .map((id) => ({ id, rank: rank(id) }))
       .sort((a, b) => b.rank[0] - a.rank[0] || a.rank[1] - b.rank[1] || a.id - b.id)
@@ -203,7 +209,7 @@ export class ReadIndex {
   /** quorumRound: the newest round a majority of the voters (the leader counting itself) accepted. */
   private quorumRound(): number {
     const self = this.host.selfId();
-    return quorumValue(this.host.voterIds(), (id) => (id === self ? this.sentRound : this.ackedRound.get(id) ?? 0));
+    return quorumValue(this.host.voterIds(), (id) => (id === self ? this.sentRound : (this.ackedRound.get(id) ?? 0)));
   }
 
   private leaseHolds(): boolean {

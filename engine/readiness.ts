@@ -93,7 +93,8 @@ export class Readiness {
    * durable, matched frontier reaches a real leader frontier; null while it has not.
    */
   convergence(frontier: number): ReadinessReason | null {
-    if (this.heartbeatLeaderLastSeq > 0 && frontier >= this.heartbeatLeaderLastSeq) return 'caught-up-to-heartbeat-frontier';
+    if (this.heartbeatLeaderLastSeq > 0 && frontier >= this.heartbeatLeaderLastSeq)
+      return 'caught-up-to-heartbeat-frontier';
     else if (this.statusPollTarget > 0 && frontier >= this.statusPollTarget) return 'caught-up-to-polled-status';
     return null;
   }

@@ -4,7 +4,8 @@ import { MemberRole, type Roster } from './types.js';
 import type { MemberInfo } from './rpc.js';
 
 export function encodeRoster(roster: Roster): Uint8Array {
-  const members = [...roster.members].sort((a, b) => a.id - b.id)
+  const members = [...roster.members]
+    .sort((a, b) => a.id - b.id)
     .map((m) => ({ id: m.id, name: m.name, grpcAddr: m.grpcAddr, httpAddr: m.httpAddr, role: m.role }));
   return new TextEncoder().encode(JSON.stringify({ v: roster.membershipVersion, next: roster.nextMemberId, members }));
 }
@@ -16,8 +17,14 @@ export function decodeRoster(bytes: Uint8Array): Roster | null {
     if (typeof raw.v !== 'number' || typeof raw.next !== 'number' || !Array.isArray(raw.members)) return null;
     const members: MemberInfo[] = [];
     for (const m of raw.members as Record<string, unknown>[]) {
-      if (typeof m.id !== 'number' || typeof m.name !== 'string' || typeof m.grpcAddr !== 'string'
-        || typeof m.httpAddr !== 'string' || typeof m.role !== 'number') return null;
+      if (
+        typeof m.id !== 'number' ||
+        typeof m.name !== 'string' ||
+        typeof m.grpcAddr !== 'string' ||
+        typeof m.httpAddr !== 'string' ||
+        typeof m.role !== 'number'
+      )
+        return null;
       members.push({ id: m.id, name: m.name, grpcAddr: m.grpcAddr, httpAddr: m.httpAddr, role: m.role });
     }
     return { membershipVersion: raw.v, nextMemberId: raw.next, members };
@@ -52,7 +59,10 @@ export function isRemoved(roster: Roster, id: number): boolean {
 }
 
 export function withMember(roster: Roster, member: MemberInfo): Roster {
-  const members = roster.members.filter((m) => m.id !== member.id).concat([member]).sort((a, b) => a.id - b.id);
+  const members = roster.members
+    .filter((m) => m.id !== member.id)
+    .concat([member])
+    .sort((a, b) => a.id - b.id);
   return {
     membershipVersion: roster.membershipVersion + 1,
     nextMemberId: Math.max(roster.nextMemberId, member.id + 1),
@@ -65,6 +75,12 @@ export function bootstrapRoster(members: { name: string; grpcAddr: string; httpA
   return {
     membershipVersion: 1,
     nextMemberId: members.length + 1,
-    members: members.map((m, i) => ({ id: i + 1, name: m.name, grpcAddr: m.grpcAddr, httpAddr: m.httpAddr, role: MemberRole.Voter })),
+    members: members.map((m, i) => ({
+      id: i + 1,
+      name: m.name,
+      grpcAddr: m.grpcAddr,
+      httpAddr: m.httpAddr,
+      role: MemberRole.Voter,
+    })),
   };
 }

@@ -1,15 +1,39 @@
 // The engine speaks the proto's own message types. An RPC is one tagged union
 // for requests and one for responses, so every switch can close with `never`.
 import type {
-  AppliedReport, AppliedReportAck, HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse,
-  ShipSegmentRequest, ShipSegmentResponse, SnapshotRequest, StreamRequest, TimeoutNowRequest,
-  TimeoutNowResponse, VoteRequest, VoteResponse, SnapshotHeader,
+  AppliedReport,
+  AppliedReportAck,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  JoinRequest,
+  JoinResponse,
+  ShipSegmentRequest,
+  ShipSegmentResponse,
+  SnapshotRequest,
+  StreamRequest,
+  TimeoutNowRequest,
+  TimeoutNowResponse,
+  VoteRequest,
+  VoteResponse,
+  SnapshotHeader,
 } from '../proto/gen/svc/replication/v1/replication.js';
 
 export type {
-  AppliedReport, AppliedReportAck, HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse,
-  ShipSegmentRequest, ShipSegmentResponse, SnapshotRequest, StreamRequest, TimeoutNowRequest,
-  TimeoutNowResponse, VoteRequest, VoteResponse, SnapshotHeader,
+  AppliedReport,
+  AppliedReportAck,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  JoinRequest,
+  JoinResponse,
+  ShipSegmentRequest,
+  ShipSegmentResponse,
+  SnapshotRequest,
+  StreamRequest,
+  TimeoutNowRequest,
+  TimeoutNowResponse,
+  VoteRequest,
+  VoteResponse,
+  SnapshotHeader,
 };
 export type { MemberInfo, SnapshotFileEntry, WalSegmentId } from '../proto/gen/svc/replication/v1/replication.js';
 
@@ -74,7 +98,11 @@ export const TRAILER_REFUSAL = 'x-svc-refusal';
  * RefusalCode: not-a-member (no roster of ours lists the sender), removed-member (our committed roster
  * lists it Removed), not-admitted (we are a joiner whose join has not been answered: we know no roster).
  */
-export const REFUSAL_CODES = { notAMember: 'not-a-member', removedMember: 'removed-member', notAdmitted: 'not-admitted' } as const;
+export const REFUSAL_CODES = {
+  notAMember: 'not-a-member',
+  removedMember: 'removed-member',
+  notAdmitted: 'not-admitted',
+} as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[keyof typeof REFUSAL_CODES];
 
 /** CatchupTrailer is the JSON body of the `x-svc-catchup` trailer. */

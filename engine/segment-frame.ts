@@ -37,17 +37,22 @@ export function encodeSegmentFrame(frame: SegmentFrame): Uint8Array {
   const bytes = new Uint8Array(segmentFrameBytes(frame.entries));
   const view = new DataView(bytes.buffer);
   let at = 0;
-  view.setUint8(at, SEGMENT_FRAME_VERSION); at += 1;
+  view.setUint8(at, SEGMENT_FRAME_VERSION);
+  at += 1;
   at = writeU64(view, at, frame.prevSeq);
   at = writeU64(view, at, frame.prevTerm);
   at = writeU64(view, at, frame.commitSeq);
-  view.setUint32(at, frame.entries.length); at += 4;
+  view.setUint32(at, frame.entries.length);
+  at += 4;
   for (const e of frame.entries) {
     at = writeU64(view, at, e.seq);
     at = writeU64(view, at, e.term);
-    view.setUint8(at, e.kind); at += 1;
-    view.setUint32(at, e.data.length); at += 4;
-    bytes.set(e.data, at); at += e.data.length;
+    view.setUint8(at, e.kind);
+    at += 1;
+    view.setUint32(at, e.data.length);
+    at += 4;
+    bytes.set(e.data, at);
+    at += e.data.length;
   }
   view.setUint32(at, crc32c(bytes, 0, at));
   return bytes;
@@ -60,20 +65,29 @@ export function decodeSegmentFrame(bytes: Uint8Array): DecodeResult {
   const bodyEnd = bytes.length - CHECKSUM_BYTES;
   if (view.getUint32(bodyEnd) !== crc32c(bytes, 0, bodyEnd)) return { ok: false, reason: 'payload checksum mismatch' };
   let at = 0;
-  const version = view.getUint8(at); at += 1;
+  const version = view.getUint8(at);
+  at += 1;
   if (version !== SEGMENT_FRAME_VERSION) return { ok: false, reason: `unknown segment frame version ${version}` };
-  const prevSeq = readU64(view, at); at += 8;
-  const prevTerm = readU64(view, at); at += 8;
-  const commitSeq = readU64(view, at); at += 8;
-  const count = view.getUint32(at); at += 4;
+  const prevSeq = readU64(view, at);
+  at += 8;
+  const prevTerm = readU64(view, at);
+  at += 8;
+  const commitSeq = readU64(view, at);
+  at += 8;
+  const count = view.getUint32(at);
+  at += 4;
   if (count > (bodyEnd - at) / ENTRY_HEADER_BYTES) return { ok: false, reason: 'entry count exceeds payload' };
   const entries: Entry[] = [];
   for (let i = 0; i < count; i++) {
     if (at + ENTRY_HEADER_BYTES > bodyEnd) return { ok: false, reason: 'truncated entry header' };
-    const seq = readU64(view, at); at += 8;
-    const term = readU64(view, at); at += 8;
-    const kind = view.getUint8(at); at += 1;
-    const length = view.getUint32(at); at += 4;
+    const seq = readU64(view, at);
+    at += 8;
+    const term = readU64(view, at);
+    at += 8;
+    const kind = view.getUint8(at);
+    at += 1;
+    const length = view.getUint32(at);
+    at += 4;
     if (at + length > bodyEnd) return { ok: false, reason: 'truncated entry data' };
     entries.push({ seq, term, kind, data: bytes.slice(at, at + length) });
     at += length;
@@ -82,11 +96,16 @@ export function decodeSegmentFrame(bytes: Uint8Array): DecodeResult {
   const expected = prevSeq + 1;
   for (let i = 0; i < entries.length; i++) {
     if (entries[i]!.seq !== expected + i) return { ok: false, reason: 'entries are not contiguous after prevSeq' };
-    if (entries[i]!.term < (i === 0 ? prevTerm : entries[i - 1]!.term)) return { ok: false, reason: 'entry terms decrease' };
+    if (entries[i]!.term < (i === 0 ? prevTerm : entries[i - 1]!.term))
+      return { ok: false, reason: 'entry terms decrease' };
   }
-  if (Number.isNaN(prevSeq) || Number.isNaN(prevTerm) || Number.isNaN(commitSeq)) return { ok: false, reason: 'u64 field above 2^53' };
+  if (Number.isNaN(prevSeq) || Number.isNaN(prevTerm) || Number.isNaN(commitSeq))
+    return { ok: false, reason: 'u64 field above 2^53' };
   // Beyond VALUE_ROOM_MAX a value leaves no room to increment (values.ts): malformed here too.
-  if (![prevSeq, prevTerm, commitSeq].every(isCarriableValue) || !entries.every((e) => isCarriableValue(e.seq) && isCarriableValue(e.term))) {
+  if (
+    ![prevSeq, prevTerm, commitSeq].every(isCarriableValue) ||
+    !entries.every((e) => isCarriableValue(e.seq) && isCarriableValue(e.term))
+  ) {
     return { ok: false, reason: 'u64 field beyond the carriable maximum (2^53 - 2)' };
   }
   return { ok: true, frame: { prevSeq, prevTerm, commitSeq, entries } };

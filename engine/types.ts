@@ -1,7 +1,15 @@
 // The engine's contract with whatever drives it (the simulator or a real node):
 // inputs go in through Engine.step, effects come out in the order they must be
 // carried out. See docs/architecture.md for the ordering contract.
-import type { MemberInfo, RpcRequest, RpcResponse, RpcStatus, ShipSegmentRequest, SnapshotHeader, SnapshotRequest } from './rpc.js';
+import type {
+  MemberInfo,
+  RpcRequest,
+  RpcResponse,
+  RpcStatus,
+  ShipSegmentRequest,
+  SnapshotHeader,
+  SnapshotRequest,
+} from './rpc.js';
 
 /** EntryKind numbers entries in the log (decision 5). 3 and 5+ are unknown and halt a receiver. */
 export const EntryKind = { EventBatch: 1, TermBarrier: 2, Membership: 4 } as const;
@@ -159,9 +167,7 @@ export interface NodeStats {
 
 /** AdminOp is an operator's membership or leadership command, served by the leader. */
 export type AdminOp =
-  | { op: 'promote'; memberId: number }
-  | { op: 'remove'; memberId: number }
-  | { op: 'transfer'; memberId: number };
+  { op: 'promote'; memberId: number } | { op: 'remove'; memberId: number } | { op: 'transfer'; memberId: number };
 
 /** Proposal is one client command handed to the leader; proposalId names its proposalResult. */
 export interface Proposal {
@@ -251,7 +257,15 @@ export type Effect =
   /** compact may delete log entries up to throughSeq (a staged snapshot covers them). */
   | { type: 'compact'; throughSeq: number }
   /** proposalResult answers a proposal: ok = committed at `seq`; otherwise `code` says why not (reason: detail for people). */
-  | { type: 'proposalResult'; proposalId: number; ok: boolean; code: ProposalResultCode; seq: number; reason: string; leaderHint: string }
+  | {
+      type: 'proposalResult';
+      proposalId: number;
+      ok: boolean;
+      code: ProposalResultCode;
+      seq: number;
+      reason: string;
+      leaderHint: string;
+    }
   /** adminResult answers an admin op: `code` says what happened (reason: detail for people). */
   | { type: 'adminResult'; adminId: number; ok: boolean; code: AdminResultCode; reason: string }
   /**
@@ -355,9 +369,4 @@ export type AdminResultCode =
 
 /** ReadinessReason names what flipped the readiness latch (engine/readiness.ts, the spec's Readiness rules). */
 export type ReadinessReason =
-  | 'caught-up-to-heartbeat-frontier'
-  | 'caught-up-to-polled-status'
-  | 'won-leadership'
-  | 'removed'
-  | 'halted'
-  | 'reseed';
+  'caught-up-to-heartbeat-frontier' | 'caught-up-to-polled-status' | 'won-leadership' | 'removed' | 'halted' | 'reseed';

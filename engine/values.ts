@@ -82,7 +82,9 @@ export function requestValueProblem(request: RpcRequest): string | null {
 /** responseValueProblem is requestValueProblem for an answer to one of our calls. */
 export function responseValueProblem(response: RpcResponse): string | null {
   const problem = firstUncarriable(response.body, '');
-  return problem === null ? null : `${response.method} response: ${problem} is beyond ${VALUE_ROOM_MAX} (no room to increment)`;
+  return problem === null
+    ? null
+    : `${response.method} response: ${problem} is beyond ${VALUE_ROOM_MAX} (no room to increment)`;
 }
 
 /** parseCarriable reads a decimal trailer value (x-svc-term); anything else is 0 (unknown). */

@@ -5,7 +5,10 @@ export class VersionSpread {
   private readonly seen = new Map<number, string>();
   private readonly warned = new Set<string>();
 
-  constructor(private readonly ownId: () => number, private readonly ownVersion: string) {}
+  constructor(
+    private readonly ownId: () => number,
+    private readonly ownVersion: string,
+  ) {}
 
   /** observe records a peer's version and returns a warning message when a new major gap appears. */
   observe(peerId: number, version: string): string | null {

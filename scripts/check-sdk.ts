@@ -24,7 +24,8 @@ export async function checkSdk(sdkRoot: string = sdkRootDefault): Promise<SdkDif
   const specText = printOpenApi();
   const committedSpec = path.join(sdkRoot, 'openapi.json');
   if (!existsSync(committedSpec)) differences.push({ file: 'openapi.json', problem: 'missing' });
-  else if (readFileSync(committedSpec, 'utf8') !== specText) differences.push({ file: 'openapi.json', problem: 'differs' });
+  else if (readFileSync(committedSpec, 'utf8') !== specText)
+    differences.push({ file: 'openapi.json', problem: 'differs' });
 
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'svc-sdk-check-'));
   try {
@@ -36,7 +37,9 @@ export async function checkSdk(sdkRoot: string = sdkRootDefault): Promise<SdkDif
     for (const file of fresh) {
       const label = path.posix.join('src/gen', file);
       if (!committed.includes(file)) differences.push({ file: label, problem: 'missing' });
-      else if (readFileSync(path.join(freshDir, file), 'utf8') !== readFileSync(path.join(committedDir, file), 'utf8')) {
+      else if (
+        readFileSync(path.join(freshDir, file), 'utf8') !== readFileSync(path.join(committedDir, file), 'utf8')
+      ) {
         differences.push({ file: label, problem: 'differs' });
       }
     }
@@ -51,10 +54,12 @@ export async function checkSdk(sdkRoot: string = sdkRootDefault): Promise<SdkDif
 
 /** listFiles lists the files under dir, relative, with / separators, sorted. */
 function listFiles(dir: string, prefix = ''): string[] {
-  return readdirSync(path.join(dir, prefix)).sort().flatMap((name) => {
-    const relative = prefix ? `${prefix}/${name}` : name;
-    return statSync(path.join(dir, relative)).isDirectory() ? listFiles(dir, relative) : [relative];
-  });
+  return readdirSync(path.join(dir, prefix))
+    .sort()
+    .flatMap((name) => {
+      const relative = prefix ? `${prefix}/${name}` : name;
+      return statSync(path.join(dir, relative)).isDirectory() ? listFiles(dir, relative) : [relative];
+    });
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
@@ -62,7 +67,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const differences = await checkSdk(sdkRoot);
   if (differences.length > 0) {
     for (const { file, problem } of differences) console.error(`sdk/${file}: ${problem}`);
-    console.error('the SDK is stale: the OpenAPI document or the generator changed. Run `npm run sdk:gen` and commit sdk/.');
+    console.error(
+      'the SDK is stale: the OpenAPI document or the generator changed. Run `npm run sdk:gen` and commit sdk/.',
+    );
     process.exit(1);
   }
   console.log('sdk/openapi.json and sdk/src/gen match what the code exports and generates');

@@ -13,12 +13,19 @@ async function main(argv: string[]): Promise<number> {
   }
   const entries = parseSecretsFile(readFileSync(file, 'utf8'));
   const report = await loadCredentials({ baseUrl, apiKey, entries });
-  process.stdout.write(`created ${report.created.length}: ${report.created.join(', ') || '-'}\n` +
-    `updated ${report.updated.length}: ${report.updated.join(', ') || '-'}\n`);
+  process.stdout.write(
+    `created ${report.created.length}: ${report.created.join(', ') || '-'}\n` +
+      `updated ${report.updated.length}: ${report.updated.join(', ') || '-'}\n`,
+  );
   return 0;
 }
 
-main(process.argv.slice(2)).then((code) => { process.exitCode = code; }, (error: unknown) => {
-  process.stderr.write(`load-credentials: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
-});
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`load-credentials: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -51,7 +51,9 @@ export async function generateSdk(specText: string, outDir: string): Promise<voi
     const text = readFileSync(file, 'utf8');
     const found = text.split(patch.from).length - 1;
     if (found !== patch.count) {
-      throw new Error(`codegen patch: expected ${patch.count} of ${JSON.stringify(patch.from)} in ${patch.file}, found ${found}`);
+      throw new Error(
+        `codegen patch: expected ${patch.count} of ${JSON.stringify(patch.from)} in ${patch.file}, found ${found}`,
+      );
     }
     writeFileSync(file, text.split(patch.from).join(patch.to));
   }
@@ -61,5 +63,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const specPath = path.resolve(process.argv[2] ?? specPathDefault);
   const outDir = path.resolve(process.argv[3] ?? generatedDirDefault);
   await generateSdk(readFileSync(specPath, 'utf8'), outDir);
-  console.log(`generated ${path.relative(process.cwd(), outDir) || outDir} from ${path.relative(process.cwd(), specPath)}`);
+  console.log(
+    `generated ${path.relative(process.cwd(), outDir) || outDir} from ${path.relative(process.cwd(), specPath)}`,
+  );
 }

@@ -53,7 +53,13 @@ export function readMeta(files: ReadonlyMap<string, Uint8Array>): SnapshotMeta |
   if (!bytes) return null;
   try {
     const meta = JSON.parse(decoder.decode(bytes)) as SnapshotMeta;
-    if (typeof meta.seq !== 'number' || typeof meta.entryTerm !== 'number' || typeof meta.roster !== 'object' || meta.roster === null) return null;
+    if (
+      typeof meta.seq !== 'number' ||
+      typeof meta.entryTerm !== 'number' ||
+      typeof meta.roster !== 'object' ||
+      meta.roster === null
+    )
+      return null;
     return meta;
   } catch {
     return null;
@@ -78,10 +84,13 @@ export class ArtifactStore {
   constructor(private readonly retainCountMax: number = SIM_LIMITS.artifactRetainCountMax) {}
 
   add(artifact: Artifact): void {
-    this.artifacts = this.artifacts.filter((a) => a.meta.seq !== artifact.meta.seq || a.header.term !== artifact.header.term);
+    this.artifacts = this.artifacts.filter(
+      (a) => a.meta.seq !== artifact.meta.seq || a.header.term !== artifact.header.term,
+    );
     this.artifacts.push(artifact);
     this.artifacts.sort((a, b) => a.meta.seq - b.meta.seq);
-    if (this.artifacts.length > this.retainCountMax) this.artifacts.splice(0, this.artifacts.length - this.retainCountMax);
+    if (this.artifacts.length > this.retainCountMax)
+      this.artifacts.splice(0, this.artifacts.length - this.retainCountMax);
   }
 
   newest(): Artifact | undefined {
@@ -94,8 +103,13 @@ export class ArtifactStore {
 
   /** forHeader finds the artifact a served header names: same seq and the same manifest hashes. */
   forHeader(header: SnapshotHeader): Artifact | undefined {
-    return this.artifacts.find((a) => a.meta.seq === header.snapshotSeq
-      && a.header.files.length === header.files.length
-      && a.header.files.every((f, i) => f.path === header.files[i]!.path && sameBytes(f.blake3, header.files[i]!.blake3)));
+    return this.artifacts.find(
+      (a) =>
+        a.meta.seq === header.snapshotSeq &&
+        a.header.files.length === header.files.length &&
+        a.header.files.every(
+          (f, i) => f.path === header.files[i]!.path && sameBytes(f.blake3, header.files[i]!.blake3),
+        ),
+    );
   }
 }

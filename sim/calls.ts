@@ -45,10 +45,21 @@ export class CallTable {
   private nextKey = 1;
   private nextCallId = 1;
 
-  open(call: Omit<OutboundCall, 'key' | 'owner' | 'streamLost' | 'lastArrivalUs' | 'deadlineUs' | 'callerTerm'>): OutboundCall {
+  open(
+    call: Omit<OutboundCall, 'key' | 'owner' | 'streamLost' | 'lastArrivalUs' | 'deadlineUs' | 'callerTerm'>,
+  ): OutboundCall {
     const full: OutboundCall = {
-      key: this.nextKey++, caller: call.caller, callerInc: call.callerInc, requestId: call.requestId,
-      method: call.method, kind: call.kind, owner: 0, streamLost: false, lastArrivalUs: 0, deadlineUs: 0, callerTerm: 0,
+      key: this.nextKey++,
+      caller: call.caller,
+      callerInc: call.callerInc,
+      requestId: call.requestId,
+      method: call.method,
+      kind: call.kind,
+      owner: 0,
+      streamLost: false,
+      lastArrivalUs: 0,
+      deadlineUs: 0,
+      callerTerm: 0,
     };
     this.outbound.set(full.key, full);
     return full;

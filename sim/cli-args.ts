@@ -15,7 +15,17 @@ export type CliRequest =
   | { mode: 'scenario'; file: string }
   /** view: write the trace viewer page for a --trace file (to viewOut, or a temp file). */
   | { mode: 'view'; traceFile: string; viewOut?: string }
-  | { mode: 'single'; seed: number; overrides: OverrideValues; onlyFaults: number[] | null; traceFile?: string; shrink: boolean; verbose: boolean; view?: boolean; viewOut?: string }
+  | {
+      mode: 'single';
+      seed: number;
+      overrides: OverrideValues;
+      onlyFaults: number[] | null;
+      traceFile?: string;
+      shrink: boolean;
+      verbose: boolean;
+      view?: boolean;
+      viewOut?: string;
+    }
   | { mode: 'sweep'; firstSeed: number; lastSeed: number; overrides: OverrideValues };
 
 export function usage(): string {
@@ -25,7 +35,7 @@ export function usage(): string {
     '       npm run sim -- --seeds A..B [knobs]     a sweep; lists failing seeds',
     '       npm run sim N | npm run sim --seed N    one run too (so is A..B for a sweep); options still go after --',
     '       npm run sim -- --scenario FILE          run one scripted scenario (scenarios/*.txt)',
-    '       npm run sim -- --list-checkers          print every checker\'s name, one a line',
+    "       npm run sim -- --list-checkers          print every checker's name, one a line",
     '',
     '       npm run sim -- --view-file FILE         write the trace viewer page for a --trace FILE; prints its path',
     '',
@@ -63,8 +73,12 @@ class MissingSeedError extends Error {}
 /** parseCli reads the arguments; only when they name no seed do the flags npm took count (env: process.env). */
 export function parseCli(argv: readonly string[], env: NpmEnv = {}): CliRequest {
   // `npm run sim --seeds 1..500 --foreign-traffic` (no `--`): npm keeps the valueless flag for itself.
-  const args = env.npm_lifecycle_event === 'sim' && env.npm_config_foreign_traffic === 'true' && !argv.includes('--foreign-traffic')
-    ? [...argv, '--foreign-traffic'] : argv;
+  const args =
+    env.npm_lifecycle_event === 'sim' &&
+    env.npm_config_foreign_traffic === 'true' &&
+    !argv.includes('--foreign-traffic')
+      ? [...argv, '--foreign-traffic']
+      : argv;
   try {
     return parseArgs(args);
   } catch (err) {
@@ -75,7 +89,9 @@ export function parseCli(argv: readonly string[], env: NpmEnv = {}): CliRequest 
 }
 
 function parseArgs(argv: readonly string[]): CliRequest {
-  const args = argv.flatMap((a) => (a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a]));
+  const args = argv.flatMap((a) =>
+    a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a],
+  );
   let seed: number | null = null;
   let range: [number, number] | null = null;
   let traceFile: string | undefined;
@@ -95,7 +111,9 @@ function parseArgs(argv: readonly string[]): CliRequest {
       return v;
     };
     switch (flag) {
-      case '--help': case '-h': return { mode: 'help' };
+      case '--help':
+      case '-h':
+        return { mode: 'help' };
       case '--list-checkers':
         if (args.length !== 1) throw new Error('--list-checkers takes no other arguments');
         return { mode: 'list-checkers' };
@@ -108,15 +126,33 @@ function parseArgs(argv: readonly string[]): CliRequest {
         if (seed !== null) throw new Error('give one seed, or --seeds A..B');
         seed = parseSeed(value(), flag);
         break;
-      case '--seeds': range = parseRange(value()); break;
-      case '--trace': traceFile = value(); break;
-      case '--view': view = true; break;
-      case '--view-out': viewOut = value(); break;
-      case '--view-file': viewFile = value(); break;
-      case '--only-faults': onlyFaults = parseList(value()); break;
-      case '--no-shrink': shrink = false; break;
-      case '--verbose': verbose = true; break;
-      case '--foreign-traffic': foreignTraffic = true; break;
+      case '--seeds':
+        range = parseRange(value());
+        break;
+      case '--trace':
+        traceFile = value();
+        break;
+      case '--view':
+        view = true;
+        break;
+      case '--view-out':
+        viewOut = value();
+        break;
+      case '--view-file':
+        viewFile = value();
+        break;
+      case '--only-faults':
+        onlyFaults = parseList(value());
+        break;
+      case '--no-shrink':
+        shrink = false;
+        break;
+      case '--verbose':
+        verbose = true;
+        break;
+      case '--foreign-traffic':
+        foreignTraffic = true;
+        break;
       default: {
         if (/^\d+$/.test(flag)) {
           if (seed !== null) throw new Error('give one seed, or --seeds A..B');
@@ -137,13 +173,15 @@ function parseArgs(argv: readonly string[]): CliRequest {
     }
   }
   if (viewFile !== undefined) {
-    if (args.length !== (viewOut === undefined ? 2 : 4)) throw new Error('--view-file FILE takes only --view-out FILE besides');
+    if (args.length !== (viewOut === undefined ? 2 : 4))
+      throw new Error('--view-file FILE takes only --view-out FILE besides');
     return { mode: 'view', traceFile: viewFile, viewOut };
   }
   if (foreignTraffic && overrides['foreign-rate'] === undefined) overrides['foreign-rate'] = FOREIGN_RATE_FORCED;
   if (seed !== null && range !== null) throw new Error('give either --seed or --seeds, not both');
   if (range !== null) {
-    if (traceFile !== undefined || onlyFaults !== null || view || viewOut !== undefined) throw new Error('--trace, --view and --only-faults apply to one --seed run');
+    if (traceFile !== undefined || onlyFaults !== null || view || viewOut !== undefined)
+      throw new Error('--trace, --view and --only-faults apply to one --seed run');
     return { mode: 'sweep', firstSeed: range[0], lastSeed: range[1], overrides };
   }
   if (seed === null) throw new MissingSeedError('missing --seed N or --seeds A..B');
@@ -163,13 +201,15 @@ function parseRange(text: string): [number, number] {
   const first = Number(match[1]);
   const last = Number(match[2]);
   if (last < first) throw new Error(`--seeds ${text}: the range is empty`);
-  if (last - first + 1 > SWEEP_SEED_COUNT_MAX) throw new Error(`--seeds ${text}: at most ${SWEEP_SEED_COUNT_MAX} seeds per sweep`);
+  if (last - first + 1 > SWEEP_SEED_COUNT_MAX)
+    throw new Error(`--seeds ${text}: at most ${SWEEP_SEED_COUNT_MAX} seeds per sweep`);
   return [first, last];
 }
 
 function parseList(text: string): number[] {
   if (text === 'none' || text === '') return [];
   const parts = text.split(',');
-  if (!parts.every((p) => /^\d{1,6}$/.test(p))) throw new Error(`--only-faults needs a comma list of indices, got "${text}"`);
+  if (!parts.every((p) => /^\d{1,6}$/.test(p)))
+    throw new Error(`--only-faults needs a comma list of indices, got "${text}"`);
   return [...new Set(parts.map(Number))].sort((a, b) => a - b);
 }

@@ -54,7 +54,9 @@ function scenario(file: string): number {
 function viewFile(traceFile: string, viewOut: string | undefined): number {
   try {
     const written = writeView(traceFile, viewOut ?? defaultViewPath(basename(traceFile).replace(/\.jsonl?$/, '')));
-    process.stdout.write(`view=${written.path} (${written.events} events, ${written.messages} messages; open it in a browser)\n`);
+    process.stdout.write(
+      `view=${written.path} (${written.events} events, ${written.messages} messages; open it in a browser)\n`,
+    );
     return 0;
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n`);
@@ -65,7 +67,7 @@ function viewFile(traceFile: string, viewOut: string | undefined): number {
 function single(request: Extract<CliRequest, { mode: 'single' }>): number {
   let options: SimOptions;
   // --view needs the trace file's view notes: without --trace, one goes beside the page.
-  const viewOut = request.view ? request.viewOut ?? defaultViewPath(`seed-${request.seed}`) : undefined;
+  const viewOut = request.view ? (request.viewOut ?? defaultViewPath(`seed-${request.seed}`)) : undefined;
   const traceFile = request.traceFile ?? (viewOut !== undefined ? viewOut.replace(/(\.html?)?$/, '.jsonl') : undefined);
   try {
     options = optionsFor(request.seed, request.overrides, request.onlyFaults);
@@ -80,11 +82,15 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
     process.stdout.write(`options: ${JSON.stringify({ ...options, onlyFaults: undefined })}\n`);
     result.faults.forEach((f, i) => process.stdout.write(`  fault #${i}: ${describeAnyFault(f)}\n`));
   }
-  const foreign = result.counts.foreignDelivered + result.counts.otherClusterRefused > 0
-    ? `, forged calls: ${result.counts.foreignDelivered} refused by engines, ${result.counts.otherClusterRefused} at the edge (other cluster)` : '';
-  process.stdout.write(`simulated ${(result.simulatedMs / 1_000).toFixed(1)} s: ${result.counts.writesIssued} writes, `
-    + `${result.counts.writesAcked} acknowledged, ${result.counts.readsIssued} reads, ${result.counts.readsServed} served `
-    + `(${result.counts.followerReadsServed} through the leader's index on a follower), ${result.counts.faultsFired}/${result.faults.length} faults fired${foreign}\n`);
+  const foreign =
+    result.counts.foreignDelivered + result.counts.otherClusterRefused > 0
+      ? `, forged calls: ${result.counts.foreignDelivered} refused by engines, ${result.counts.otherClusterRefused} at the edge (other cluster)`
+      : '';
+  process.stdout.write(
+    `simulated ${(result.simulatedMs / 1_000).toFixed(1)} s: ${result.counts.writesIssued} writes, ` +
+      `${result.counts.writesAcked} acknowledged, ${result.counts.readsIssued} reads, ${result.counts.readsServed} served ` +
+      `(${result.counts.followerReadsServed} through the leader's index on a follower), ${result.counts.faultsFired}/${result.faults.length} faults fired${foreign}\n`,
+  );
   if (result.linearizability) process.stdout.write(`${describeLinearizability(result)}\n`);
   if (request.verbose) {
     process.stdout.write(`observed: ${JSON.stringify(result.observed)}\n`);
@@ -93,12 +99,18 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
   if (result.failure) {
     printFailure(result, request);
     if (request.shrink) {
-      const shrunk = shrinkFailure(request.seed, request.overrides, request.onlyFaults, result, (line) => process.stdout.write(`${line}\n`));
+      const shrunk = shrinkFailure(request.seed, request.overrides, request.onlyFaults, result, (line) =>
+        process.stdout.write(`${line}\n`),
+      );
       if (shrunk) {
-        process.stdout.write(`shrunk to ${shrunk.faults.length} of ${result.faults.length} faults after ${shrunk.runCount} runs `
-          + `(still ${shrunk.result.failure!.invariant} at tick ${tickOf(shrunk.result.failure!.timeMs)}):\n`);
+        process.stdout.write(
+          `shrunk to ${shrunk.faults.length} of ${result.faults.length} faults after ${shrunk.runCount} runs ` +
+            `(still ${shrunk.result.failure!.invariant} at tick ${tickOf(shrunk.result.failure!.timeMs)}):\n`,
+        );
         for (const i of shrunk.faults) process.stdout.write(`  fault #${i}: ${describeAnyFault(result.faults[i]!)}\n`);
-        process.stdout.write(`shrunk reproduction: ${reproduceCommand(request.seed, shrunk.overrides, shrunk.faults)}\n`);
+        process.stdout.write(
+          `shrunk reproduction: ${reproduceCommand(request.seed, shrunk.overrides, shrunk.faults)}\n`,
+        );
       }
     }
   }
@@ -106,7 +118,9 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
     const written = writeView(traceFile, viewOut, `seed ${request.seed}`);
     process.stdout.write(`view=${written.path} (open it in a browser; trace ${traceFile})\n`);
   }
-  process.stdout.write(`seed=${request.seed} result=${result.ok ? 'pass' : 'fail'} events=${result.events} trace=${result.traceHash}\n`);
+  process.stdout.write(
+    `seed=${request.seed} result=${result.ok ? 'pass' : 'fail'} events=${result.events} trace=${result.traceHash}\n`,
+  );
   return result.ok ? 0 : 1;
 }
 
@@ -118,7 +132,9 @@ function describeLinearizability(result: RunResult): string {
 
 function printFailure(result: RunResult, request: Extract<CliRequest, { mode: 'single' }>): void {
   const f = result.failure!;
-  process.stdout.write(`FAILED invariant=${f.invariant} tick=${tickOf(f.timeMs)} time=${f.timeMs.toFixed(3)}ms event=${f.event} node=${f.node}\n`);
+  process.stdout.write(
+    `FAILED invariant=${f.invariant} tick=${tickOf(f.timeMs)} time=${f.timeMs.toFixed(3)}ms event=${f.event} node=${f.node}\n`,
+  );
   process.stdout.write(`  ${f.message}\n`);
   process.stdout.write(`reproduce: ${reproduceCommand(request.seed, request.overrides, request.onlyFaults)}\n`);
 }
@@ -151,29 +167,42 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
     foreignDelivered += result.counts.foreignDelivered;
     otherClusterRefused += result.counts.otherClusterRefused;
     if (result.counts.foreignDelivered + result.counts.otherClusterRefused > 0) foreignSeeds++;
-    if (result.linearizability?.verdict === 'undecided') undecided.push({ seed, detail: result.linearizability.detail });
+    if (result.linearizability?.verdict === 'undecided')
+      undecided.push({ seed, detail: result.linearizability.detail });
     if (result.failure) {
-      failures.push({ seed, invariant: result.failure.invariant, tick: tickOf(result.failure.timeMs), message: result.failure.message });
+      failures.push({
+        seed,
+        invariant: result.failure.invariant,
+        tick: tickOf(result.failure.timeMs),
+        message: result.failure.message,
+      });
       if (!showProgress) process.stdout.write(`seed=${seed} result=fail invariant=${result.failure.invariant}\n`);
     }
     if (showProgress) progress(seed - request.firstSeed + 1, total, failures.length, startedMs);
   }
   if (showProgress) process.stderr.write('\n');
   const wallS = (performance.now() - startedMs) / 1_000;
-  process.stdout.write(`swept seeds ${request.firstSeed}..${request.lastSeed}: ${total - failures.length} passed, ${failures.length} failed `
-    + `(${wallS.toFixed(1)} s wall, ${(simulatedMs / 1_000 / wallS).toFixed(0)}x real time)\n`);
+  process.stdout.write(
+    `swept seeds ${request.firstSeed}..${request.lastSeed}: ${total - failures.length} passed, ${failures.length} failed ` +
+      `(${wallS.toFixed(1)} s wall, ${(simulatedMs / 1_000 / wallS).toFixed(0)}x real time)\n`,
+  );
   if (foreignSeeds > 0) {
-    process.stdout.write(`foreign traffic in ${foreignSeeds} seeds: ${foreignDelivered} forged calls reached engines (each refused, nothing changed), `
-      + `${otherClusterRefused} refused at the edge for another cluster's id\n`);
+    process.stdout.write(
+      `foreign traffic in ${foreignSeeds} seeds: ${foreignDelivered} forged calls reached engines (each refused, nothing changed), ` +
+        `${otherClusterRefused} refused at the edge for another cluster's id\n`,
+    );
   }
-  for (const u of undecided) process.stdout.write(`  seed=${u.seed} linearizability=undecided (not a failure): ${u.detail.slice(0, 300)}\n`);
+  for (const u of undecided)
+    process.stdout.write(`  seed=${u.seed} linearizability=undecided (not a failure): ${u.detail.slice(0, 300)}\n`);
   for (const f of failures) {
     process.stdout.write(`  seed=${f.seed} invariant=${f.invariant} tick=${f.tick}: ${f.message.slice(0, 300)}\n`);
     process.stdout.write(`    reproduce: ${reproduceCommand(f.seed, request.overrides, null)}\n`);
   }
   process.stdout.write('coverage (rare situations reached: total count, seeds reaching it; see sim/coverage.ts):\n');
   for (const line of coverage.lines()) process.stdout.write(`${line}\n`);
-  process.stdout.write(`seeds=${request.firstSeed}..${request.lastSeed} passed=${total - failures.length} failed=${failures.length}\n`);
+  process.stdout.write(
+    `seeds=${request.firstSeed}..${request.lastSeed} passed=${total - failures.length} failed=${failures.length}\n`,
+  );
   return failures.length === 0 ? 0 : 1;
 }
 
@@ -182,7 +211,9 @@ function progress(done: number, total: number, failed: number, startedMs: number
   const filled = Math.round((done / total) * width);
   const elapsedS = (performance.now() - startedMs) / 1_000;
   const etaS = done > 0 ? (elapsedS / done) * (total - done) : 0;
-  process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} failed ${failed} eta ${etaS.toFixed(0)}s `);
+  process.stderr.write(
+    `\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} failed ${failed} eta ${etaS.toFixed(0)}s `,
+  );
 }
 
 process.exitCode = main(process.argv.slice(2));

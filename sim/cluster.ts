@@ -3,7 +3,17 @@
 // It is also the scripting API (crash, partition, propose, join, ...) that
 // scenarios and tests drive directly: in the lockstep preset (sim/presets.ts,
 // driven by sim/lockstep.ts) it is the world every scenario runs in.
-import type { AdminOp, Compat, Effect, EngineConfig, EngineLimits, EngineStatus, Input, NodeStats, ProposalResultCode } from '../engine/types.js';
+import type {
+  AdminOp,
+  Compat,
+  Effect,
+  EngineConfig,
+  EngineLimits,
+  EngineStatus,
+  Input,
+  NodeStats,
+  ProposalResultCode,
+} from '../engine/types.js';
 import { MemberRole, type Roster } from '../engine/types.js';
 import type { RpcRequest, RpcStatus } from '../engine/rpc.js';
 import { StatusCode } from '../engine/rpc.js';
@@ -84,7 +94,14 @@ export interface DropRule {
 export type NodeRef = number | string;
 
 /** ProposalListener hears every proposalResult (the workload uses it to retry). */
-export type ProposalListener = (node: SimNode, proposalId: number, ok: boolean, seq: number, leaderHint: string, code: ProposalResultCode) => void;
+export type ProposalListener = (
+  node: SimNode,
+  proposalId: number,
+  ok: boolean,
+  seq: number,
+  leaderHint: string,
+  code: ProposalResultCode,
+) => void;
 
 /** ReadIndexListener hears every readIndexResult (the workload's reads). */
 export type ReadIndexListener = (node: SimNode, result: Extract<Effect, { type: 'readIndexResult' }>) => void;
@@ -145,32 +162,49 @@ export class Cluster implements CheckerWorld {
     for (let index = 0; index < slotCount; index++) {
       const founder = config.founders[index];
       const name = founder?.name ?? `n${index + 1}`;
-      const node = new SimNode({
-        index, name, grpcAddr: `${name}:7000`, httpAddr: `http://${name}:8080`,
-        compat: founder?.compat ?? CURRENT_COMPAT, isJoiner: founder === undefined,
-      }, new NodeClock(clockPrng.uniform(-drift, drift), this.tickMs, clockPrng.uniform(-500, 500)), config.lockstep === true);
+      const node = new SimNode(
+        {
+          index,
+          name,
+          grpcAddr: `${name}:7000`,
+          httpAddr: `http://${name}:8080`,
+          compat: founder?.compat ?? CURRENT_COMPAT,
+          isJoiner: founder === undefined,
+        },
+        new NodeClock(clockPrng.uniform(-drift, drift), this.tickMs, clockPrng.uniform(-500, 500)),
+        config.lockstep === true,
+      );
       this.nodes.push(node);
       this.byGrpc.set(node.id.grpcAddr, node);
       this.byHttp.set(node.id.httpAddr, node);
     }
     const roster = bootstrapRoster(this.nodes.slice(0, config.founders.length).map((n) => n.id));
-    roster.members = roster.members.map((m, i) => (config.founders[i]!.learner ? { ...m, role: MemberRole.Learner } : m));
+    roster.members = roster.members.map((m, i) =>
+      config.founders[i]!.learner ? { ...m, role: MemberRole.Learner } : m,
+    );
     this.foundingRoster = roster;
     this.checkers = new CheckerSuite(this, [new CoverageObserver(this), ...(config.extraCheckers ?? [])]);
-    this.router = new RpcRouter({
-      now: () => this.nowUs,
-      nodes: this.nodes,
-      network: this.network,
-      limits: this.limits,
-      tickMs: this.tickMs,
-      checkers: this.checkers,
-      push: (atUs, event) => this.queue.push(atUs, event),
-      step: (node, input) => this.step(node, input),
-      guard: (node, what, run) => this.guard(node, what, run),
-      nodeByGrpcAddr: (addr) => this.byGrpc.get(addr),
-      clusterId: this.clusterId,
-      trace: this.trace,
-    }, this.storagePrng, config.storage.snapshotCorruptProbability, config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery, this.rootPrng.fork('late'), config.lockstep === true);
+    this.router = new RpcRouter(
+      {
+        now: () => this.nowUs,
+        nodes: this.nodes,
+        network: this.network,
+        limits: this.limits,
+        tickMs: this.tickMs,
+        checkers: this.checkers,
+        push: (atUs, event) => this.queue.push(atUs, event),
+        step: (node, input) => this.step(node, input),
+        guard: (node, what, run) => this.guard(node, what, run),
+        nodeByGrpcAddr: (addr) => this.byGrpc.get(addr),
+        clusterId: this.clusterId,
+        trace: this.trace,
+      },
+      this.storagePrng,
+      config.storage.snapshotCorruptProbability,
+      config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery,
+      this.rootPrng.fork('late'),
+      config.lockstep === true,
+    );
   }
 
   get lockstep(): boolean {
@@ -223,7 +257,8 @@ export class Cluster implements CheckerWorld {
   /** node resolves a slot index or a node name ('n3') to the node. */
   node(ref: NodeRef): SimNode {
     const node = typeof ref === 'number' ? this.nodes[ref] : this.nodes.find((n) => n.name === ref);
-    if (!node) throw new Error(`no node ${JSON.stringify(ref)} (the cluster has ${this.nodes.map((n) => n.name).join(', ')})`);
+    if (!node)
+      throw new Error(`no node ${JSON.stringify(ref)} (the cluster has ${this.nodes.map((n) => n.name).join(', ')})`);
     return node;
   }
 
@@ -287,7 +322,8 @@ export class Cluster implements CheckerWorld {
     const scheduled = this.queue.pop()!;
     this.nowUs = scheduled.atUs;
     this.eventCount++;
-    if (this.eventCount > SIM_LIMITS.eventCountMax) violate('event-budget', `more than ${SIM_LIMITS.eventCountMax} events in one run`);
+    if (this.eventCount > SIM_LIMITS.eventCountMax)
+      violate('event-budget', `more than ${SIM_LIMITS.eventCountMax} events in one run`);
     this.dispatch(scheduled.item);
     for (const hook of this.afterEventHooks) hook();
   }
@@ -338,8 +374,14 @@ export class Cluster implements CheckerWorld {
   partition(a: readonly NodeRef[], b: readonly NodeRef[], oneWay = false): void {
     const left = a.map((r) => this.node(r));
     const right = b.map((r) => this.node(r));
-    this.network.split(left.map((n) => n.index), right.map((n) => n.index), !oneWay);
-    this.recordWorld(`partition [${left.map((n) => n.name).join(',')}] ${oneWay ? '->' : '|'} [${right.map((n) => n.name).join(',')}]`);
+    this.network.split(
+      left.map((n) => n.index),
+      right.map((n) => n.index),
+      !oneWay,
+    );
+    this.recordWorld(
+      `partition [${left.map((n) => n.name).join(',')}] ${oneWay ? '->' : '|'} [${right.map((n) => n.name).join(',')}]`,
+    );
   }
 
   isolate(ref: NodeRef): void {
@@ -380,7 +422,9 @@ export class Cluster implements CheckerWorld {
   injectForeign(ref: NodeRef, message: ForeignMessage): void {
     const node = this.node(ref);
     this.router.injectForeign(node, message.request, message.clusterId, message.kind);
-    this.recordWorld(`foreign ${message.kind} ${message.request.method} -> ${node.name}${message.clusterId === this.clusterId ? '' : ` (cluster ${message.clusterId})`}`);
+    this.recordWorld(
+      `foreign ${message.kind} ${message.request.method} -> ${node.name}${message.clusterId === this.clusterId ? '' : ` (cluster ${message.clusterId})`}`,
+    );
   }
 
   /** propose hands a client command to a node (as the client's believed leader); it returns the proposalId. */
@@ -421,7 +465,13 @@ export class Cluster implements CheckerWorld {
   private deliverFromClient(index: number, input: Input, delayMs: number): void {
     const node = this.node(index);
     if (!node.isLive) return;
-    this.queue.push(this.nowUs + msToUs(delayMs), { k: 'input', node: index, inc: node.incarnation, input, netFrom: -1 });
+    this.queue.push(this.nowUs + msToUs(delayMs), {
+      k: 'input',
+      node: index,
+      inc: node.incarnation,
+      input,
+      netFrom: -1,
+    });
   }
 
   // ---- scripting: the lockstep world's hooks (sim/lockstep.ts) ----
@@ -518,7 +568,11 @@ export class Cluster implements CheckerWorld {
     }
     const phaseUs = Math.floor(this.timingPrng.next() * node.clock.tickIntervalUs);
     this.queue.push(this.nowUs + phaseUs, { k: 'tick', node: node.index, inc: node.incarnation });
-    this.queue.push(this.nowUs + msToUs(this.timingPrng.uniform(0, SIM_LIMITS.statsIntervalMs)), { k: 'stats', node: node.index, inc: node.incarnation });
+    this.queue.push(this.nowUs + msToUs(this.timingPrng.uniform(0, SIM_LIMITS.statsIntervalMs)), {
+      k: 'stats',
+      node: node.index,
+      inc: node.incarnation,
+    });
   }
 
   private guard<T>(node: SimNode, what: string, run: () => T): T {
@@ -559,8 +613,7 @@ export class Cluster implements CheckerWorld {
         }
         this.noteDelivery(event.msg);
         this.router.serve(node, event);
-      }
-      else if (!event.copy) this.router.refuse(event.callKey, event.node);
+      } else if (!event.copy) this.router.refuse(event.callKey, event.node);
       return;
     }
     if (event.k === 'statusAsk') {
@@ -606,9 +659,14 @@ export class Cluster implements CheckerWorld {
         const call = this.router.calls.outbound.get(event.callKey);
         if (!call) return;
         this.router.settle(call);
-        const input: Input = call.kind === 'snapshot'
-          ? { type: 'snapshotFailed', requestId: call.requestId, code: 'failed', reason: 'deadline exceeded' }
-          : { type: 'callFailed', requestId: call.requestId, status: status(StatusCode.DEADLINE_EXCEEDED, 'deadline exceeded') };
+        const input: Input =
+          call.kind === 'snapshot'
+            ? { type: 'snapshotFailed', requestId: call.requestId, code: 'failed', reason: 'deadline exceeded' }
+            : {
+                type: 'callFailed',
+                requestId: call.requestId,
+                status: status(StatusCode.DEADLINE_EXCEEDED, 'deadline exceeded'),
+              };
         this.step(node, input);
         return;
       }
@@ -628,7 +686,8 @@ export class Cluster implements CheckerWorld {
   }
 
   private reschedulePeriodic(node: SimNode, event: { k: 'tick' | 'stats'; node: number; inc: number }): void {
-    const periodUs = event.k === 'tick' ? node.clock.tickIntervalUs : Math.round(msToUs(SIM_LIMITS.statsIntervalMs) / node.clock.rate);
+    const periodUs =
+      event.k === 'tick' ? node.clock.tickIntervalUs : Math.round(msToUs(SIM_LIMITS.statsIntervalMs) / node.clock.rate);
     this.queue.push(this.nowUs + periodUs, event);
   }
 
@@ -660,19 +719,34 @@ export class Cluster implements CheckerWorld {
     if (!quiet && this.trace.takesNotes) this.noteLearner(node, after);
     const incarnation = node.incarnation;
     const sprung = this.crashPoints.spring(node.index, effects, this.nowUs);
-    const replay = sprung && sprung.trap.replayDelayMs >= 0 && input.type === 'request' ? this.router.calls.inbound.get(input.callId) : undefined;
+    const replay =
+      sprung && sprung.trap.replayDelayMs >= 0 && input.type === 'request'
+        ? this.router.calls.inbound.get(input.callId)
+        : undefined;
     const carried = sprung ? effects.slice(0, sprung.carryCount) : effects;
     for (const effect of carried) {
       this.execute(node, effect, after);
       if (node.incarnation !== incarnation) break;
     }
     this.trace.record(traceLine(this.eventCount, this.nowUs, node.index, input, carried));
-    this.checkers.afterStep({ node, input, effects: carried, before, after, nowUs: this.nowUs, cutShort: sprung !== null });
+    this.checkers.afterStep({
+      node,
+      input,
+      effects: carried,
+      before,
+      after,
+      nowUs: this.nowUs,
+      cutShort: sprung !== null,
+    });
     if (sprung && node.incarnation === incarnation) this.crashAtBoundary(node, sprung, replay);
   }
 
   /** crashAtBoundary crashes a node a trap caught mid-step, restarts it later and may replay the request it served. */
-  private crashAtBoundary(node: SimNode, sprung: Sprung, replay: { callKey: number; request: RpcRequest } | undefined): void {
+  private crashAtBoundary(
+    node: SimNode,
+    sprung: Sprung,
+    replay: { callKey: number; request: RpcRequest } | undefined,
+  ): void {
     const { trap } = sprung;
     if (trap.boundary === 'after-hard-state') this.coverage.add('crash-after-hard-state');
     if (trap.boundary === 'after-reply') this.coverage.add('crash-after-reply');
@@ -685,14 +759,23 @@ export class Cluster implements CheckerWorld {
     });
     if (replay) {
       this.queue.push(restartUs + msToUs(trap.replayDelayMs), {
-        k: 'request', node: node.index, from: -1, callKey: replay.callKey, request: replay.request, copy: true, cluster: this.clusterId, foreign: '', afterCrashOf: crashedIncarnation,
+        k: 'request',
+        node: node.index,
+        from: -1,
+        callKey: replay.callKey,
+        request: replay.request,
+        copy: true,
+        cluster: this.clusterId,
+        foreign: '',
+        afterCrashOf: crashedIncarnation,
       });
     }
   }
 
   /** noteLearner tells the trace viewer when a node's own roster entry turns learner or stops being one. */
   private noteLearner(node: SimNode, status: EngineStatus): void {
-    const learner = status.id !== 0 && status.roster.members.some((m) => m.id === status.id && m.role === MemberRole.Learner);
+    const learner =
+      status.id !== 0 && status.roster.members.some((m) => m.id === status.id && m.role === MemberRole.Learner);
     if ((this.learnersNoted.get(node.index) ?? false) === learner) return;
     this.learnersNoted.set(node.index, learner);
     this.trace.note(`{"v":"l","n":${node.index},"t":${this.nowUs},"learner":${learner ? 1 : 0}}`);
@@ -708,14 +791,25 @@ export class Cluster implements CheckerWorld {
   }
 
   private execute(node: SimNode, effect: Effect, after: EngineStatus): void {
-    this.checkers.beforeEffect(node, effect, 'callId' in effect ? this.router.calls.inbound.get(effect.callId)?.request ?? null : null);
+    this.checkers.beforeEffect(
+      node,
+      effect,
+      'callId' in effect ? (this.router.calls.inbound.get(effect.callId)?.request ?? null) : null,
+    );
     switch (effect.type) {
       case 'saveHardState':
         node.storage.saveHardState(effect.hardState);
         return;
       case 'append': {
         const prevTerm = node.storage.written.termAt(effect.fromSeq - 1);
-        const delayUs = this.lockstep ? 0 : msToUs(this.storagePrng.uniform(SIM_LIMITS.diskSyncDelayMsMin, Math.max(SIM_LIMITS.diskSyncDelayMsMin, this.config.storage.diskSyncDelayMsMax)));
+        const delayUs = this.lockstep
+          ? 0
+          : msToUs(
+              this.storagePrng.uniform(
+                SIM_LIMITS.diskSyncDelayMsMin,
+                Math.max(SIM_LIMITS.diskSyncDelayMsMin, this.config.storage.diskSyncDelayMsMax),
+              ),
+            );
         const { error, syncAtUs } = node.storage.append(effect.fromSeq, effect.entries, this.nowUs, delayUs);
         if (error) violate('engine-contract', `${node.name}: ${error}`, node.index);
         this.checkers.onAppend(node, effect.fromSeq, effect.entries, prevTerm);
@@ -726,7 +820,13 @@ export class Cluster implements CheckerWorld {
         this.router.call(node, effect.requestId, effect.to, effect.request, callKindOf(effect.request.method));
         return;
       case 'fetchSnapshot':
-        this.router.call(node, effect.requestId, effect.to, { method: 'FetchSnapshot', body: effect.request }, 'snapshot');
+        this.router.call(
+          node,
+          effect.requestId,
+          effect.to,
+          { method: 'FetchSnapshot', body: effect.request },
+          'snapshot',
+        );
         return;
       case 'reply':
       case 'replyError':
@@ -747,18 +847,28 @@ export class Cluster implements CheckerWorld {
         return;
       case 'stageSnapshot': {
         if (node.machine.appliedSeq !== effect.meta.seq) {
-          violate('engine-contract', `${node.name} asked to stage a snapshot at seq ${effect.meta.seq} while its state machine is at ${node.machine.appliedSeq}`, node.index);
+          violate(
+            'engine-contract',
+            `${node.name} asked to stage a snapshot at seq ${effect.meta.seq} while its state machine is at ${node.machine.appliedSeq}`,
+            node.index,
+          );
         }
         const artifact = captureArtifact(effect.meta, node.machine.stateJson(), after.term, after.id);
         this.checkers.onArtifact(node, artifact, 'staged');
-        const delayUs = this.lockstep ? 0 : msToUs(this.storagePrng.uniform(SIM_LIMITS.snapshotStageDelayMsMin, SIM_LIMITS.snapshotStageDelayMsMax));
+        const delayUs = this.lockstep
+          ? 0
+          : msToUs(this.storagePrng.uniform(SIM_LIMITS.snapshotStageDelayMsMin, SIM_LIMITS.snapshotStageDelayMsMax));
         this.queue.push(this.nowUs + delayUs, { k: 'staged', node: node.index, inc: node.incarnation, artifact });
         return;
       }
       case 'compact': {
         const covered = node.artifacts.newest()?.meta.seq ?? 0;
         if (effect.throughSeq > covered) {
-          violate('engine-contract', `${node.name} compacts through ${effect.throughSeq} but its newest durable snapshot is at ${covered}`, node.index);
+          violate(
+            'engine-contract',
+            `${node.name} compacts through ${effect.throughSeq} but its newest durable snapshot is at ${covered}`,
+            node.index,
+          );
         }
         node.storage.compact(effect.throughSeq);
         return;
@@ -766,7 +876,8 @@ export class Cluster implements CheckerWorld {
       case 'proposalResult': {
         const data = this.proposals.get(effect.proposalId);
         this.checkers.onProposalResult(node, effect.proposalId, effect.ok, effect.seq, data, after.term);
-        for (const listener of this.proposalListeners) listener(node, effect.proposalId, effect.ok, effect.seq, effect.leaderHint, effect.code);
+        for (const listener of this.proposalListeners)
+          listener(node, effect.proposalId, effect.ok, effect.seq, effect.leaderHint, effect.code);
         return;
       }
       case 'adminResult':
@@ -780,7 +891,8 @@ export class Cluster implements CheckerWorld {
         if (!target) return;
         if (this.router.dropped(node, target, 'Status')) return;
         const atUs = this.network.send(node.index, target.index, this.nowUs);
-        if (atUs !== LOST) this.queue.push(atUs, { k: 'statusAsk', node: target.index, from: node.index, fromInc: node.incarnation });
+        if (atUs !== LOST)
+          this.queue.push(atUs, { k: 'statusAsk', node: target.index, from: node.index, fromInc: node.incarnation });
         return;
       }
       case 'readiness':

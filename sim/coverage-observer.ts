@@ -34,7 +34,10 @@ export class CoverageObserver implements Checker {
   constructor(private readonly world: CoverageWorld) {}
 
   onStart(node: SimNode): void {
-    this.kind4SeqsByNode.set(node.index, node.storage.written.entries.filter((e) => e.kind === EntryKind.Membership).map((e) => e.seq));
+    this.kind4SeqsByNode.set(
+      node.index,
+      node.storage.written.entries.filter((e) => e.kind === EntryKind.Membership).map((e) => e.seq),
+    );
   }
 
   onCrash(node: SimNode): void {
@@ -52,7 +55,10 @@ export class CoverageObserver implements Checker {
   }
 
   onVote(_voter: SimNode, voterStatus: EngineStatus, _request: VoteRequest, response: VoteResponse): void {
-    if (response.granted && voterStatus.roster.members.find((m) => m.id === voterStatus.id)?.role === MemberRole.Learner) {
+    if (
+      response.granted &&
+      voterStatus.roster.members.find((m) => m.id === voterStatus.id)?.role === MemberRole.Learner
+    ) {
       this.world.coverage.add('learner-vote-granted');
     }
   }
@@ -64,7 +70,8 @@ export class CoverageObserver implements Checker {
     if (!spell) {
       if (after.role !== 'leader') return;
       const voters = voterIds(after.roster);
-      if (this.cut(node, voters)) this.spells.set(node.index, { startUs: step.nowUs, voterIds: voters, counted: false });
+      if (this.cut(node, voters))
+        this.spells.set(node.index, { startUs: step.nowUs, voterIds: voters, counted: false });
       return;
     }
     if (!this.cut(node, spell.voterIds)) {

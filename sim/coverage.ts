@@ -4,9 +4,9 @@
 
 /** COVERAGE_SITUATIONS: each counted situation, with what it means (printed by a sweep). */
 export const COVERAGE_SITUATIONS = {
-  'late-answer': 'an answer held back 0.5-3 election timeouts (within its call\'s deadline) was delivered',
+  'late-answer': "an answer held back 0.5-3 election timeouts (within its call's deadline) was delivered",
   'late-answer-new-term': 'a late answer reached a caller that had moved to a newer term since the call',
-  'crash-after-hard-state': 'a crash right after a hard-state save, before that step\'s messages left',
+  'crash-after-hard-state': "a crash right after a hard-state save, before that step's messages left",
   'crash-after-reply': 'a crash right after a reply left (the rest of the step lost)',
   'crash-unsynced-append': 'a crash while appends were written but not synced (inside the append/sync window)',
   'replay-after-crash': 'a request reached the restarted server that had answered it before crashing',
@@ -56,7 +56,10 @@ export class CoverageTally {
   lines(): string[] {
     const keys = Object.keys(COVERAGE_SITUATIONS) as CoverageSituation[];
     const width = Math.max(...keys.map((k) => k.length));
-    const out = keys.map((k) => `  ${k.padEnd(width)} ${String(this.totals[k]).padStart(8)} in ${this.runsReaching[k]} of ${this.runCount} seeds`);
+    const out = keys.map(
+      (k) =>
+        `  ${k.padEnd(width)} ${String(this.totals[k]).padStart(8)} in ${this.runsReaching[k]} of ${this.runCount} seeds`,
+    );
     const never = keys.filter((k) => this.runsReaching[k] === 0);
     out.push(never.length === 0 ? '  every situation was reached' : `  NEVER REACHED: ${never.join(', ')}`);
     return out;

@@ -20,12 +20,44 @@ export type SimEvent =
    * from = -1), '' for a member's call; afterCrashOf: a replay aimed past that incarnation's crash;
    * client: a script's client call (no caller; its answers go to the listener).
    */
-  | { k: 'request'; node: number; from: number; callKey: number; request: RpcRequest; copy: boolean; cluster: string; foreign: string; afterCrashOf?: number; msg?: number; client?: ClientListener }
+  | {
+      k: 'request';
+      node: number;
+      from: number;
+      callKey: number;
+      request: RpcRequest;
+      copy: boolean;
+      cluster: string;
+      foreign: string;
+      afterCrashOf?: number;
+      msg?: number;
+      client?: ClientListener;
+    }
   /** answer: a response, failure, chunk or end arrives at the caller. */
   /** answer: lateFromTerm is set on an answer held back 0.5-3 election timeouts: the caller's term when it called. */
-  | { k: 'answer'; node: number; inc: number; netFrom: number; callKey: number; input: Input; final: boolean; lateFromTerm?: number; msg?: number }
+  | {
+      k: 'answer';
+      node: number;
+      inc: number;
+      netFrom: number;
+      callKey: number;
+      input: Input;
+      final: boolean;
+      lateFromTerm?: number;
+      msg?: number;
+    }
   /** snapshot: a FetchSnapshot stream arrives (whole) at the puller, or fails. */
-  | { k: 'snapshot'; node: number; inc: number; from: number; callKey: number; header: SnapshotHeader; files: Map<string, Uint8Array> | null; failure: string; msg?: number }
+  | {
+      k: 'snapshot';
+      node: number;
+      inc: number;
+      from: number;
+      callKey: number;
+      header: SnapshotHeader;
+      files: Map<string, Uint8Array> | null;
+      failure: string;
+      msg?: number;
+    }
   | { k: 'deadline'; node: number; inc: number; callKey: number }
   | { k: 'sync'; node: number; inc: number }
   | { k: 'staged'; node: number; inc: number; artifact: Artifact }

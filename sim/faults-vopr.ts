@@ -15,8 +15,18 @@ import type { SimOptions } from './options.js';
 import { Prng, pickByFraction } from './prng.js';
 
 export type VoprFault =
-  | { kind: 'boundary-crash'; atMs: number; boundary: CrashBoundary; anyNode: boolean; votesOnly: boolean; provokeElection: boolean;
-    replay: boolean; windowMs: number; downMs: number; salt: number }
+  | {
+      kind: 'boundary-crash';
+      atMs: number;
+      boundary: CrashBoundary;
+      anyNode: boolean;
+      votesOnly: boolean;
+      provokeElection: boolean;
+      replay: boolean;
+      windowMs: number;
+      downMs: number;
+      salt: number;
+    }
   | { kind: 'conf-burst'; atMs: number; isolateMs: number; burstMs: number; salt: number };
 
 /** FAULT_START_MS: like faults.ts, nothing before a first leader could be elected. */
@@ -26,18 +36,33 @@ export function voprSchedule(options: SimOptions): VoprFault[] {
   const prng = new Prng(`sim:${options.seed}`).fork('faults-vopr');
   const minutes = options.safetyPhaseMs / 60_000;
   const count = (perMinute: number): number => Math.round(perMinute * minutes * prng.uniform(0.5, 1.5));
-  const at = (): number => Math.round(prng.uniform(FAULT_START_MS, Math.max(FAULT_START_MS + 1, options.safetyPhaseMs)));
+  const at = (): number =>
+    Math.round(prng.uniform(FAULT_START_MS, Math.max(FAULT_START_MS + 1, options.safetyPhaseMs)));
   const events: VoprFault[] = [];
   for (let i = count(options.faults.boundaryCrashPerMinute ?? 0); i > 0; i--) {
     const boundary = prng.pick(CRASH_BOUNDARIES);
     const votesOnly = boundary !== 'after-append' && prng.chance(0.5);
     events.push({
-      kind: 'boundary-crash', atMs: at(), boundary, anyNode: prng.chance(0.5), votesOnly, provokeElection: votesOnly && prng.chance(0.7),
-      replay: prng.chance(0.7), windowMs: Math.round(prng.uniform(2_000, 15_000)), downMs: Math.round(prng.uniform(20, 3_000)), salt: prng.uint32(),
+      kind: 'boundary-crash',
+      atMs: at(),
+      boundary,
+      anyNode: prng.chance(0.5),
+      votesOnly,
+      provokeElection: votesOnly && prng.chance(0.7),
+      replay: prng.chance(0.7),
+      windowMs: Math.round(prng.uniform(2_000, 15_000)),
+      downMs: Math.round(prng.uniform(20, 3_000)),
+      salt: prng.uint32(),
     });
   }
   for (let i = count(options.faults.confBurstPerMinute ?? 0); i > 0; i--) {
-    events.push({ kind: 'conf-burst', atMs: at(), isolateMs: Math.round(prng.uniform(1_000, 3_500)), burstMs: Math.round(prng.uniform(2_000, 6_000)), salt: prng.uint32() });
+    events.push({
+      kind: 'conf-burst',
+      atMs: at(),
+      isolateMs: Math.round(prng.uniform(1_000, 3_500)),
+      burstMs: Math.round(prng.uniform(2_000, 6_000)),
+      salt: prng.uint32(),
+    });
   }
   return events
     .map((event, order) => ({ event, order }))
@@ -48,8 +73,10 @@ export function voprSchedule(options: SimOptions): VoprFault[] {
 export function describeVoprFault(event: VoprFault): string {
   switch (event.kind) {
     case 'boundary-crash':
-      return `boundary-crash ${event.boundary}${event.votesOnly ? ' (a vote)' : ''} of ${event.anyNode ? 'any node' : 'one node'} at ${event.atMs}ms `
-        + `within ${event.windowMs}ms, down ${event.downMs}ms${event.replay ? ', request replayed' : ''}${event.provokeElection ? ', leader cut off' : ''}`;
+      return (
+        `boundary-crash ${event.boundary}${event.votesOnly ? ' (a vote)' : ''} of ${event.anyNode ? 'any node' : 'one node'} at ${event.atMs}ms ` +
+        `within ${event.windowMs}ms, down ${event.downMs}ms${event.replay ? ', request replayed' : ''}${event.provokeElection ? ', leader cut off' : ''}`
+      );
     case 'conf-burst':
       return `conf-burst at ${event.atMs}ms: leader cut off ${event.isolateMs}ms, changes for ${event.burstMs}ms`;
   }
@@ -58,7 +85,11 @@ export function describeVoprFault(event: VoprFault): string {
 /** VoprWorld is what firing these faults needs from the world. */
 export interface VoprWorld {
   readonly nowUs: number;
-  readonly nodes: readonly { index: number; state: string; status: { id: number; role: string; removed: boolean; roster: Roster } | null }[];
+  readonly nodes: readonly {
+    index: number;
+    state: string;
+    status: { id: number; role: string; removed: boolean; roster: Roster } | null;
+  }[];
   leader(): { index: number; id: number; roster: Roster } | null;
   armCrash(trap: CrashTrap): void;
   isolate(index: number): void;
@@ -89,12 +120,21 @@ export class VoprInjector {
     switch (event.kind) {
       case 'boundary-crash': {
         const leader = w.leader();
-        const victim = event.anyNode ? -1 : (prng.chance(0.4) && leader ? leader.index : pickByFraction(live, prng.next()) ?? -1);
+        const victim = event.anyNode
+          ? -1
+          : prng.chance(0.4) && leader
+            ? leader.index
+            : (pickByFraction(live, prng.next()) ?? -1);
         w.armCrash({
-          boundary: event.boundary, nodeIndex: victim, untilUs: w.nowUs + event.windowMs * 1_000, votesOnly: event.votesOnly,
-          replayDelayMs: event.replay ? prng.uniform(1, 300) : -1, downMs: event.downMs,
+          boundary: event.boundary,
+          nodeIndex: victim,
+          untilUs: w.nowUs + event.windowMs * 1_000,
+          votesOnly: event.votesOnly,
+          replayDelayMs: event.replay ? prng.uniform(1, 300) : -1,
+          downMs: event.downMs,
         });
-        if (event.provokeElection && leader) this.cutOff(leader.index, prng.uniform(ELECTION_PROVOKE_MS.min, ELECTION_PROVOKE_MS.max));
+        if (event.provokeElection && leader)
+          this.cutOff(leader.index, prng.uniform(ELECTION_PROVOKE_MS.min, ELECTION_PROVOKE_MS.max));
         return;
       }
       case 'conf-burst': {
@@ -102,7 +142,9 @@ export class VoprInjector {
         if (!leader) return;
         this.askChange(prng, leader.index);
         // The record is appended at once; cut the leader off before it can commit it.
-        w.schedule(nowMs + prng.uniform(0, 30), 'conf-burst: cut the leader off', () => this.cutOff(leader.index, event.isolateMs));
+        w.schedule(nowMs + prng.uniform(0, 30), 'conf-burst: cut the leader off', () =>
+          this.cutOff(leader.index, event.isolateMs),
+        );
         const endMs = nowMs + event.burstMs;
         const next = (atMs: number): void => {
           if (atMs > endMs) return;
@@ -135,13 +177,16 @@ export class VoprInjector {
     if (!view) return;
     const learners = view.members.filter((m) => m.role === MemberRole.Learner).map((m) => m.id);
     const voters = voterIds(view);
-    if (w.nodes.some((n) => n.status && (n.status.role === 'candidate' || n.status.role === 'precandidate'))) w.noteConfChangeInElection();
+    if (w.nodes.some((n) => n.status && (n.status.role === 'candidate' || n.status.role === 'precandidate')))
+      w.noteConfChangeInElection();
     const draw = prng.next();
     const pick = prng.next();
     let op: AdminOp | null = null;
     if (learners.length > 0 && draw < 0.5) op = { op: 'promote', memberId: pickByFraction(learners, pick)! };
     else if (draw < 0.65 && (learners.length > 0 || voters.length >= 4)) {
-      const removable = view.members.filter((m) => m.role === MemberRole.Learner || (m.role === MemberRole.Voter && voters.length >= 4)).map((m) => m.id);
+      const removable = view.members
+        .filter((m) => m.role === MemberRole.Learner || (m.role === MemberRole.Voter && voters.length >= 4))
+        .map((m) => m.id);
       op = { op: 'remove', memberId: pickByFraction(removable, pick)! };
     } else if (voters.length >= 2) op = { op: 'transfer', memberId: pickByFraction(voters, pick)! };
     if (op) w.admin(op, target);

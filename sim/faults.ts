@@ -32,21 +32,32 @@ export function faultSchedule(options: SimOptions): FaultEvent[] {
   const prng = new Prng(`sim:${options.seed}`).fork('faults');
   const minutes = options.safetyPhaseMs / 60_000;
   const events: FaultEvent[] = [];
-  const at = (): number => Math.round(prng.uniform(FAULT_START_MS, Math.max(FAULT_START_MS + 1, options.safetyPhaseMs)));
+  const at = (): number =>
+    Math.round(prng.uniform(FAULT_START_MS, Math.max(FAULT_START_MS + 1, options.safetyPhaseMs)));
   const count = (perMinute: number): number => Math.round(perMinute * minutes * prng.uniform(0.5, 1.5));
   const salt = (): number => prng.uint32();
   const rates = options.faults;
-  for (let i = count(rates.crashPerMinute); i > 0; i--) events.push({ kind: 'crash', atMs: at(), durationMs: Math.round(prng.uniform(200, 20_000)), salt: salt() });
-  for (let i = count(rates.pausePerMinute); i > 0; i--) events.push({ kind: 'pause', atMs: at(), durationMs: Math.round(prng.uniform(100, 10_000)), salt: salt() });
+  for (let i = count(rates.crashPerMinute); i > 0; i--)
+    events.push({ kind: 'crash', atMs: at(), durationMs: Math.round(prng.uniform(200, 20_000)), salt: salt() });
+  for (let i = count(rates.pausePerMinute); i > 0; i--)
+    events.push({ kind: 'pause', atMs: at(), durationMs: Math.round(prng.uniform(100, 10_000)), salt: salt() });
   for (let i = count(rates.partitionPerMinute); i > 0; i--) {
     const shape = prng.pick<PartitionShape>(['halves', 'symmetric', 'asymmetric', 'isolate']);
-    events.push({ kind: 'partition', atMs: at(), durationMs: Math.round(prng.uniform(500, 30_000)), shape, salt: salt() });
+    events.push({
+      kind: 'partition',
+      atMs: at(),
+      durationMs: Math.round(prng.uniform(500, 30_000)),
+      shape,
+      salt: salt(),
+    });
   }
-  for (let i = count(rates.clogPerMinute); i > 0; i--) events.push({ kind: 'clog', atMs: at(), durationMs: Math.round(prng.uniform(200, 10_000)), salt: salt() });
+  for (let i = count(rates.clogPerMinute); i > 0; i--)
+    events.push({ kind: 'clog', atMs: at(), durationMs: Math.round(prng.uniform(200, 10_000)), salt: salt() });
   for (let i = count(rates.removePerMinute); i > 0; i--) events.push({ kind: 'remove', atMs: at(), salt: salt() });
   for (let i = count(rates.promotePerMinute); i > 0; i--) events.push({ kind: 'promote', atMs: at(), salt: salt() });
   for (let i = count(rates.transferPerMinute); i > 0; i--) events.push({ kind: 'transfer', atMs: at(), salt: salt() });
-  for (let i = count(rates.idlePerMinute); i > 0; i--) events.push({ kind: 'idle', atMs: at(), durationMs: Math.round(prng.uniform(3_000, 30_000)), salt: salt() });
+  for (let i = count(rates.idlePerMinute); i > 0; i--)
+    events.push({ kind: 'idle', atMs: at(), durationMs: Math.round(prng.uniform(3_000, 30_000)), salt: salt() });
   for (let j = 0; j < options.joinerCount; j++) {
     const atMs = Math.round(prng.uniform(FAULT_START_MS, Math.max(FAULT_START_MS + 1, options.safetyPhaseMs * 0.7)));
     events.push({ kind: 'join', atMs, slot: options.founderCount + j, salt: salt() });
@@ -55,7 +66,12 @@ export function faultSchedule(options: SimOptions): FaultEvent[] {
   if (rates.foreignPerMinute > 0) {
     const fp = new Prng(`sim:${options.seed}`).fork('foreign-faults');
     for (let i = Math.max(1, Math.round(rates.foreignPerMinute * minutes * fp.uniform(0.5, 1.5))); i > 0; i--) {
-      events.push({ kind: 'foreign', atMs: Math.round(fp.uniform(FAULT_START_MS, Math.max(FAULT_START_MS + 1, options.safetyPhaseMs))), durationMs: Math.round(fp.uniform(200, 5_000)), salt: fp.uint32() });
+      events.push({
+        kind: 'foreign',
+        atMs: Math.round(fp.uniform(FAULT_START_MS, Math.max(FAULT_START_MS + 1, options.safetyPhaseMs))),
+        durationMs: Math.round(fp.uniform(200, 5_000)),
+        salt: fp.uint32(),
+      });
     }
   }
   return events
@@ -66,7 +82,10 @@ export function faultSchedule(options: SimOptions): FaultEvent[] {
 
 export function describeFault(event: FaultEvent): string {
   switch (event.kind) {
-    case 'crash': case 'pause': case 'clog': case 'idle':
+    case 'crash':
+    case 'pause':
+    case 'clog':
+    case 'idle':
       return `${event.kind} at ${event.atMs}ms for ${event.durationMs}ms`;
     case 'foreign':
       return `foreign traffic at ${event.atMs}ms for ${event.durationMs}ms`;
@@ -74,7 +93,9 @@ export function describeFault(event: FaultEvent): string {
       return `partition (${event.shape}) at ${event.atMs}ms for ${event.durationMs}ms`;
     case 'join':
       return `join n${event.slot + 1} at ${event.atMs}ms`;
-    case 'remove': case 'promote': case 'transfer':
+    case 'remove':
+    case 'promote':
+    case 'transfer':
       return `${event.kind} at ${event.atMs}ms`;
   }
 }
@@ -133,7 +154,10 @@ export class FaultInjector {
         return;
       }
       case 'pause': {
-        const victim = pickByFraction(w.nodes.filter((n) => n.state === 'up').map((n) => n.index), prng.next());
+        const victim = pickByFraction(
+          w.nodes.filter((n) => n.state === 'up').map((n) => n.index),
+          prng.next(),
+        );
         if (victim === undefined) return;
         w.pause(victim);
         w.schedule(nowMs + event.durationMs, 'fault ends: resume', () => w.resume(victim));
@@ -182,14 +206,23 @@ export class FaultInjector {
       }
       case 'promote': {
         const view = w.leaderRoster();
-        const id = view && pickByFraction(view.roster.members.filter((m) => m.role === MemberRole.Learner).map((m) => m.id), prng.next());
+        const id =
+          view &&
+          pickByFraction(
+            view.roster.members.filter((m) => m.role === MemberRole.Learner).map((m) => m.id),
+            prng.next(),
+          );
         if (id) w.admin({ op: 'promote', memberId: id }, this.misdirected(prng, live));
         return;
       }
       case 'transfer': {
         const view = w.leaderRoster();
         // Now and then the target is a learner, which the leader must refuse.
-        const targets = prng.chance(0.15) ? view?.roster.members.map((m) => m.id) ?? [] : view ? voterIds(view.roster).filter((v) => v !== view.leaderId) : [];
+        const targets = prng.chance(0.15)
+          ? (view?.roster.members.map((m) => m.id) ?? [])
+          : view
+            ? voterIds(view.roster).filter((v) => v !== view.leaderId)
+            : [];
         const id = view && pickByFraction(targets, prng.next());
         if (id) w.admin({ op: 'transfer', memberId: id }, this.misdirected(prng, live));
         return;

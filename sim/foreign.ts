@@ -22,8 +22,15 @@ export interface ForeignMessage {
 }
 
 export const FOREIGN_KINDS = [
-  'absurd-term-heartbeat', 'zero-prev-heartbeat', 'heartbeat-term-bump', 'report-applied', 'pull-higher-term',
-  'ship-segment', 'vote', 'timeout-now', 'other-cluster',
+  'absurd-term-heartbeat',
+  'zero-prev-heartbeat',
+  'heartbeat-term-bump',
+  'report-applied',
+  'pull-higher-term',
+  'ship-segment',
+  'vote',
+  'timeout-now',
+  'other-cluster',
 ] as const;
 export type ForeignKind = (typeof FOREIGN_KINDS)[number];
 
@@ -50,22 +57,45 @@ export function forgeForeignMessage(prng: Prng, target: EngineStatus, ownCluster
   switch (kind) {
     case 'absurd-term-heartbeat': {
       const from = stranger();
-      return wire({ method: 'Heartbeat', body: heartbeat(from, absurdTerm(), { prevLogTerm: absurdTerm(), prevLogSeq: target.lastSeq + 1, leaderLastSeq: prng.pick([0, 1, target.lastSeq]) }) });
+      return wire({
+        method: 'Heartbeat',
+        body: heartbeat(from, absurdTerm(), {
+          prevLogTerm: absurdTerm(),
+          prevLogSeq: target.lastSeq + 1,
+          leaderLastSeq: prng.pick([0, 1, target.lastSeq]),
+        }),
+      });
     }
     case 'zero-prev-heartbeat': {
       // An "old-version leader": every newer field zero (prev position, leader_last_seq, build_version).
       const from = stranger();
-      return wire({ method: 'Heartbeat', body: heartbeat(from, term + 1, { prevLogTerm: 0, prevLogSeq: 0, leaderLastSeq: 0, buildVersion: '' }) });
+      return wire({
+        method: 'Heartbeat',
+        body: heartbeat(from, term + 1, { prevLogTerm: 0, prevLogSeq: 0, leaderLastSeq: 0, buildVersion: '' }),
+      });
     }
     case 'heartbeat-term-bump': {
       const from = stranger();
-      return wire({ method: 'Heartbeat', body: heartbeat(from, term + prng.pick([0, 1, 5, 1_000]), { prevLogTerm: target.lastTerm, prevLogSeq: target.lastSeq, leaderLastSeq: target.lastSeq + prng.int(10) }) });
+      return wire({
+        method: 'Heartbeat',
+        body: heartbeat(from, term + prng.pick([0, 1, 5, 1_000]), {
+          prevLogTerm: target.lastTerm,
+          prevLogSeq: target.lastSeq,
+          leaderLastSeq: target.lastSeq + prng.int(10),
+        }),
+      });
     }
     case 'report-applied':
-      return wire({ method: 'ReportApplied', body: {
-        reporterShard: stranger(), sourceShard: prng.chance(0.5) ? target.id : target.leaderId, appliedSeqno: target.lastSeq + prng.int(100),
-        reporterTerm: term + prng.pick([1, 1_000, TERM_FAR_AHEAD]), capabilities: prng.pick([0, 1]),
-      } });
+      return wire({
+        method: 'ReportApplied',
+        body: {
+          reporterShard: stranger(),
+          sourceShard: prng.chance(0.5) ? target.id : target.leaderId,
+          appliedSeqno: target.lastSeq + prng.int(100),
+          reporterTerm: term + prng.pick([1, 1_000, TERM_FAR_AHEAD]),
+          capabilities: prng.pick([0, 1]),
+        },
+      });
     case 'pull-higher-term': {
       // A pull names no sender; its term is either far ahead, or absurd: never one a member holds.
       const pullTerm = prng.chance(0.7) ? term + TERM_FAR_AHEAD : absurdTerm();
@@ -78,19 +108,39 @@ export function forgeForeignMessage(prng: Prng, target: EngineStatus, ownCluster
       const prevSeq = fromStart ? 0 : target.lastSeq;
       const prevTerm = fromStart ? 0 : target.lastTerm;
       const shipTerm = term + prng.pick([0, 1, 3]);
-      const entries = [1, 2].map((i) => ({ seq: prevSeq + i, term: shipTerm, kind: 1, data: new TextEncoder().encode(`{"op":"put","key":"forged","value":"x","writeId":0}`) }));
+      const entries = [1, 2].map((i) => ({
+        seq: prevSeq + i,
+        term: shipTerm,
+        kind: 1,
+        data: new TextEncoder().encode(`{"op":"put","key":"forged","value":"x","writeId":0}`),
+      }));
       const payload = encodeSegmentFrame({ prevSeq, prevTerm, commitSeq: prevSeq + 2, entries });
       const from = stranger();
-      return wire({ method: 'ShipSegment', body: {
-        id: { regionId: from, shardId: from, seqno: prevSeq + 1 }, payload, eventCount: entries.length, leaderLastSeq: prevSeq + 2,
-        streamBaseline: 0, term: shipTerm, leaderRegion: from,
-      } });
+      return wire({
+        method: 'ShipSegment',
+        body: {
+          id: { regionId: from, shardId: from, seqno: prevSeq + 1 },
+          payload,
+          eventCount: entries.length,
+          leaderLastSeq: prevSeq + 2,
+          streamBaseline: 0,
+          term: shipTerm,
+          leaderRegion: from,
+        },
+      });
     }
     case 'vote':
-      return wire({ method: 'RequestVote', body: {
-        term: term + prng.pick([1, 2, 1_000]), candidateRegion: stranger(), lastLogTerm: term + 1_000, lastLogSeq: target.lastSeq + 1_000,
-        prevote: prng.chance(0.5), transfer: prng.chance(0.5),
-      } });
+      return wire({
+        method: 'RequestVote',
+        body: {
+          term: term + prng.pick([1, 2, 1_000]),
+          candidateRegion: stranger(),
+          lastLogTerm: term + 1_000,
+          lastLogSeq: target.lastSeq + 1_000,
+          prevote: prng.chance(0.5),
+          transfer: prng.chance(0.5),
+        },
+      });
     case 'timeout-now': {
       // From a stranger at any term, or naming a real member (the target's leader, say) at a term
       // that member never leads: only the leader of the target's current term is obeyed.
@@ -108,19 +158,53 @@ export function forgeForeignMessage(prng: Prng, target: EngineStatus, ownCluster
       const from = target.roster.members.length > 0 ? prng.pick(target.roster.members).id : 1;
       const request: RpcRequest = prng.pick<RpcRequest>([
         { method: 'Heartbeat', body: heartbeat(from, term + 1, { prevLogTerm: 0, prevLogSeq: 0, leaderLastSeq: 1 }) },
-        { method: 'RequestVote', body: { term: term + 1, candidateRegion: from, lastLogTerm: term + 1, lastLogSeq: target.lastSeq + 5, prevote: false, transfer: true } },
+        {
+          method: 'RequestVote',
+          body: {
+            term: term + 1,
+            candidateRegion: from,
+            lastLogTerm: term + 1,
+            lastLogSeq: target.lastSeq + 5,
+            prevote: false,
+            transfer: true,
+          },
+        },
         { method: 'TimeoutNow', body: { term, leaderRegion: target.leaderId || from } },
-        { method: 'ReportApplied', body: { reporterShard: from, sourceShard: target.id, appliedSeqno: target.lastSeq, reporterTerm: term, capabilities: 1 } },
+        {
+          method: 'ReportApplied',
+          body: {
+            reporterShard: from,
+            sourceShard: target.id,
+            appliedSeqno: target.lastSeq,
+            reporterTerm: term,
+            capabilities: 1,
+          },
+        },
       ]);
       return { kind, request, clusterId: OTHER_CLUSTER_ID };
     }
   }
 }
 
-function heartbeat(from: number, term: number, fields: { prevLogTerm: number; prevLogSeq: number; leaderLastSeq: number; buildVersion?: string }) {
+function heartbeat(
+  from: number,
+  term: number,
+  fields: { prevLogTerm: number; prevLogSeq: number; leaderLastSeq: number; buildVersion?: string },
+) {
   return {
-    shardId: from, regionId: from, entityCount: 0, signalThroughputEps: 0, diskBytes: 0, replicationLag: {}, lastHeartbeatNs: '0',
-    term, leaderRegion: from, streamBaseline: fields.prevLogSeq, prevLogTerm: fields.prevLogTerm, prevLogSeq: fields.prevLogSeq,
-    buildVersion: fields.buildVersion ?? '9.9.9', leaderLastSeq: fields.leaderLastSeq,
+    shardId: from,
+    regionId: from,
+    entityCount: 0,
+    signalThroughputEps: 0,
+    diskBytes: 0,
+    replicationLag: {},
+    lastHeartbeatNs: '0',
+    term,
+    leaderRegion: from,
+    streamBaseline: fields.prevLogSeq,
+    prevLogTerm: fields.prevLogTerm,
+    prevLogSeq: fields.prevLogSeq,
+    buildVersion: fields.buildVersion ?? '9.9.9',
+    leaderLastSeq: fields.leaderLastSeq,
   };
 }

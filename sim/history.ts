@@ -37,7 +37,14 @@ export class History {
   complete(op: OpenOperation, output: KvOutput, returnTimeUs: number): void {
     if (!this.settle(op)) return;
     this.completedCount++;
-    this.done.push({ id: op.id, clientId: op.clientId, input: op.input, callTime: op.callTimeUs, returnTime: returnTimeUs, output });
+    this.done.push({
+      id: op.id,
+      clientId: op.clientId,
+      input: op.input,
+      callTime: op.callTimeUs,
+      returnTime: returnTimeUs,
+      output,
+    });
     this.freeClients.push(op.clientId);
   }
 
@@ -45,7 +52,14 @@ export class History {
   indeterminate(op: OpenOperation): void {
     if (!this.settle(op)) return;
     this.indeterminateCount++;
-    this.done.push({ id: op.id, clientId: op.clientId, input: op.input, callTime: op.callTimeUs, returnTime: null, output: null });
+    this.done.push({
+      id: op.id,
+      clientId: op.clientId,
+      input: op.input,
+      callTime: op.callTimeUs,
+      returnTime: null,
+      output: null,
+    });
   }
 
   /** drop: the operation was refused before it could take effect; it is not part of the history. */
@@ -63,7 +77,14 @@ export class History {
   operations(): KvOperation[] {
     const all = [...this.done];
     for (const op of this.open.values()) {
-      all.push({ id: op.id, clientId: op.clientId, input: op.input, callTime: op.callTimeUs, returnTime: null, output: null });
+      all.push({
+        id: op.id,
+        clientId: op.clientId,
+        input: op.input,
+        callTime: op.callTimeUs,
+        returnTime: null,
+        output: null,
+      });
     }
     return all.sort((a, b) => a.id - b.id);
   }

@@ -11,7 +11,14 @@ export const LATE_HOLD_ELECTION_TIMEOUTS = { min: 0.5, max: 3 } as const;
  * lateArrivalUs: when an answer planned to arrive at `atUs` is held back, its new arrival time;
  * null when it is not (not drawn, or its deadline leaves less than the smallest hold).
  */
-export function lateArrivalUs(prng: Prng, probability: number, atUs: number, nowUs: number, deadlineUs: number, electionUs: number): number | null {
+export function lateArrivalUs(
+  prng: Prng,
+  probability: number,
+  atUs: number,
+  nowUs: number,
+  deadlineUs: number,
+  electionUs: number,
+): number | null {
   if (!prng.chance(probability)) return null;
   const holdUs = prng.uniform(LATE_HOLD_ELECTION_TIMEOUTS.min, LATE_HOLD_ELECTION_TIMEOUTS.max) * electionUs;
   // One microsecond before the deadline event, which the caller would otherwise take first.

@@ -36,7 +36,8 @@ export class LogView {
   write(fromSeq: number, entries: readonly Entry[]): string | null {
     if (!Number.isInteger(fromSeq) || fromSeq < 1) return `append fromSeq ${fromSeq} is not a seqno >= 1`;
     for (let i = 0; i < entries.length; i++) {
-      if (entries[i]!.seq !== fromSeq + i) return `append entries not contiguous from ${fromSeq} (entry ${i} has seq ${entries[i]!.seq})`;
+      if (entries[i]!.seq !== fromSeq + i)
+        return `append entries not contiguous from ${fromSeq} (entry ${i} has seq ${entries[i]!.seq})`;
     }
     if (fromSeq > this.lastSeq + 1) return `append fromSeq ${fromSeq} leaves a hole after lastSeq ${this.lastSeq}`;
     const keep = Math.max(0, fromSeq - this.base - 1);

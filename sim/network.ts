@@ -15,7 +15,11 @@ export class Network {
   private readonly arrivalsUs: number[][];
   private knobs: NetworkKnobs;
 
-  constructor(private readonly prng: Prng, knobs: NetworkKnobs, readonly slotCount: number) {
+  constructor(
+    private readonly prng: Prng,
+    knobs: NetworkKnobs,
+    readonly slotCount: number,
+  ) {
     this.knobs = { ...knobs };
     const links = slotCount * slotCount;
     this.blocked = new Uint8Array(links);
@@ -30,7 +34,12 @@ export class Network {
   /** calm turns off random loss, duplication, replay, hold-back, late answers and tight capacity (the liveness phase). */
   calm(): void {
     this.knobs = {
-      ...this.knobs, lossProbability: 0, duplicateProbability: 0, replayProbability: 0, reorderProbability: 0, lateAnswerProbability: 0,
+      ...this.knobs,
+      lossProbability: 0,
+      duplicateProbability: 0,
+      replayProbability: 0,
+      reorderProbability: 0,
+      lateAnswerProbability: 0,
       linkInflightCountMax: Math.max(this.knobs.linkInflightCountMax, SIM_LIMITS.linkInflightCountMax),
     };
   }
@@ -45,7 +54,8 @@ export class Network {
     if (!onStream && !this.hasCapacity(link, nowUs)) return LOST;
     if (!onStream && this.prng.chance(this.knobs.lossProbability)) return LOST;
     let atUs = nowUs + this.delayUs();
-    if (this.prng.chance(this.knobs.reorderProbability)) atUs += msToUs(this.prng.uniform(0, SIM_LIMITS.reorderExtraDelayMsMax));
+    if (this.prng.chance(this.knobs.reorderProbability))
+      atUs += msToUs(this.prng.uniform(0, SIM_LIMITS.reorderExtraDelayMsMax));
     const clogUs = this.cloggedUntilUs[link]!;
     if (clogUs > atUs) atUs = clogUs + this.delayUs();
     this.arrivalsUs[link]!.push(atUs);

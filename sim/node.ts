@@ -1,7 +1,16 @@
 // SimNode is one simulated machine: an engine incarnation plus the parts that
 // outlive it (disk, snapshot artifacts, identity, clock). A crash drops the
 // engine and the state machine's memory; a restart rebuilds both from disk.
-import type { Compat, EngineConfig, EngineStatus, Entry, Input, Effect, RestoredState, SnapshotMeta } from '../engine/types.js';
+import type {
+  Compat,
+  EngineConfig,
+  EngineStatus,
+  Entry,
+  Input,
+  Effect,
+  RestoredState,
+  SnapshotMeta,
+} from '../engine/types.js';
 import { emptyRestoredState } from '../engine/restored.js';
 import { SimStorage, copyHardState } from './storage.js';
 import { ArtifactStore, readStateText } from './artifacts.js';
@@ -49,7 +58,11 @@ export class SimNode {
   config: EngineConfig | null = null;
 
   /** opaqueCommands: the state machine keeps a kind-1 entry that is no KV command as an opaque value (the lockstep world's scripts write free text). */
-  constructor(readonly id: NodeIdentity, readonly clock: NodeClock, opaqueCommands = false) {
+  constructor(
+    readonly id: NodeIdentity,
+    readonly clock: NodeClock,
+    opaqueCommands = false,
+  ) {
     this.machine = new KvStateMachine(opaqueCommands);
   }
 

@@ -20,8 +20,16 @@ export interface Counters {
 export class RunObserver implements Checker {
   readonly name = 'observer';
   readonly counters: Counters = {
-    leaderElections: 0, maxTerm: 0, crashes: 0, snapshotsStaged: 0, snapshotsInstalled: 0, snapshotFetchesFailed: 0,
-    joinersReady: 0, membershipChanges: 0, callsFailed: 0, warnings: {},
+    leaderElections: 0,
+    maxTerm: 0,
+    crashes: 0,
+    snapshotsStaged: 0,
+    snapshotsInstalled: 0,
+    snapshotFetchesFailed: 0,
+    joinersReady: 0,
+    membershipChanges: 0,
+    callsFailed: 0,
+    warnings: {},
   };
 
   afterStep(step: StepRecord): void {
@@ -33,12 +41,23 @@ export class RunObserver implements Checker {
     if (input.type === 'callFailed') c.callsFailed++;
     for (const effect of effects) {
       switch (effect.type) {
-        case 'roleChanged': if (effect.role === 'leader') c.leaderElections++; break;
-        case 'stageSnapshot': c.snapshotsStaged++; break;
-        case 'readiness': if (effect.ready && node.id.isJoiner) c.joinersReady++; break;
-        case 'adminResult': if (effect.ok) c.membershipChanges++; break;
-        case 'warning': c.warnings[effect.code] = (c.warnings[effect.code] ?? 0) + 1; break;
-        default: break;
+        case 'roleChanged':
+          if (effect.role === 'leader') c.leaderElections++;
+          break;
+        case 'stageSnapshot':
+          c.snapshotsStaged++;
+          break;
+        case 'readiness':
+          if (effect.ready && node.id.isJoiner) c.joinersReady++;
+          break;
+        case 'adminResult':
+          if (effect.ok) c.membershipChanges++;
+          break;
+        case 'warning':
+          c.warnings[effect.code] = (c.warnings[effect.code] ?? 0) + 1;
+          break;
+        default:
+          break;
       }
     }
   }

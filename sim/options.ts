@@ -171,7 +171,13 @@ function foreignRate(seed: number): number {
 export type VoprFocus = 'none' | 'late' | 'barrier' | 'membership' | 'all';
 
 /** VOPR_FOCUS_WEIGHTS: how many seeds in 12 lean on each focus (the rest turn single kinds on now and then). */
-const VOPR_FOCUS_WEIGHTS: [VoprFocus, number][] = [['none', 4], ['late', 2], ['barrier', 2], ['membership', 2], ['all', 2]];
+const VOPR_FOCUS_WEIGHTS: [VoprFocus, number][] = [
+  ['none', 4],
+  ['late', 2],
+  ['barrier', 2],
+  ['membership', 2],
+  ['all', 2],
+];
 
 /**
  * swarmVopr adds the faults modelled on TigerBeetle's VOPR, drawn from their own PRNG stream (the swarm's
@@ -190,9 +196,12 @@ export function swarmVopr(options: SimOptions): VoprFocus {
   const lateDraw = prng.uniform(0.02, 0.08);
   const barrierDraw = prng.uniform(1, 4);
   const burstDraw = prng.uniform(0.5, 2);
-  if (late) options.network.lateAnswerProbability = strong && focus !== 'membership' && focus !== 'barrier' ? lateDraw * 4 : lateDraw;
+  if (late)
+    options.network.lateAnswerProbability =
+      strong && focus !== 'membership' && focus !== 'barrier' ? lateDraw * 4 : lateDraw;
   if (barrier) {
-    options.faults.boundaryCrashPerMinute = strong && focus !== 'late' && focus !== 'membership' ? barrierDraw * 4 : barrierDraw;
+    options.faults.boundaryCrashPerMinute =
+      strong && focus !== 'late' && focus !== 'membership' ? barrierDraw * 4 : barrierDraw;
     if (focus === 'barrier' || focus === 'all') {
       // Replays and duplicates are what turn a crash inside a barrier window into a double vote.
       options.network.replayProbability = Math.max(options.network.replayProbability, 0.03);
@@ -221,7 +230,12 @@ function pickWeighted<T>(prng: Prng, weights: readonly [T, number][]): T {
 }
 
 /** readKnobs draws the reads and compare-and-sets from their own stream, leaving the swarm's other draws as they were. */
-function readKnobs(seed: number): Pick<WorkloadKnobs, 'registerClientCount' | 'registerThinkMsMean' | 'readFraction' | 'casFraction' | 'anyNodeFraction'> {
+function readKnobs(
+  seed: number,
+): Pick<
+  WorkloadKnobs,
+  'registerClientCount' | 'registerThinkMsMean' | 'readFraction' | 'casFraction' | 'anyNodeFraction'
+> {
   const prng = new Prng(`sim:${seed}`).fork('reads');
   return {
     registerClientCount: prng.pick([2, 4, 8]),
@@ -246,11 +260,15 @@ const LOST_ROUND_TRIP_PROBABILITY_CAP = 0.99;
  */
 export function writeIntervalMsFloor(options: SimOptions): number {
   // Capped below 1 so that --loss 1 gives a slow workload, not an infinite interval.
-  const lostRoundTripProbability = Math.min(1 - (1 - options.network.lossProbability) ** 2, LOST_ROUND_TRIP_PROBABILITY_CAP);
+  const lostRoundTripProbability = Math.min(
+    1 - (1 - options.network.lossProbability) ** 2,
+    LOST_ROUND_TRIP_PROBABILITY_CAP,
+  );
   const shipRetryMs = (options.engineLimits.shipRetryTicks ?? DEFAULT_LIMITS.shipRetryTicks) * SIM_LIMITS.tickMs;
   const lossDelayMs = (lostRoundTripProbability / (1 - lostRoundTripProbability)) * shipRetryMs;
   const roundTripMs = 2 * options.network.oneWayDelayMsMax + options.storage.diskSyncDelayMsMax + lossDelayMs;
-  const entriesPerRoundTrip = (options.engineLimits.segmentEntryCountMax ?? 256) * (options.engineLimits.inflightSegmentCountMax ?? 8);
+  const entriesPerRoundTrip =
+    (options.engineLimits.segmentEntryCountMax ?? 256) * (options.engineLimits.inflightSegmentCountMax ?? 8);
   const meanWritesPerEvent = (1 + options.workload.burstWriteCountMax) / 2;
   return (2 * roundTripMs * meanWritesPerEvent) / entriesPerRoundTrip;
 }
@@ -269,47 +287,329 @@ const rate = { min: 0, max: 600 };
 
 /** OVERRIDES pin a swarm choice from the command line (`--loss 0.1`); sim/README.md lists them. */
 export const OVERRIDES: readonly Override[] = [
-  { flag: 'nodes', describe: 'founding node count (1-7)', min: 1, max: SIM_LIMITS.founderCountMax,
-    apply: (o, v) => { o.founderCount = v; } },
-  { flag: 'old-peers', describe: 'founders running an older binary', min: 0, max: SIM_LIMITS.founderCountMax,
-    apply: (o, v) => { o.oldPeerCount = v; } },
-  { flag: 'learners', describe: 'founders that start as learners', min: 0, max: 3, apply: (o, v) => { o.founderLearnerCount = v; } },
-  { flag: 'joiners', describe: 'nodes joining during the run', min: 0, max: SIM_LIMITS.joinerCountMax, apply: (o, v) => { o.joinerCount = v; } },
-  { flag: 'loss', describe: 'message loss probability', ...probability, apply: (o, v) => { o.network.lossProbability = v; } },
-  { flag: 'dup', describe: 'request duplication probability', ...probability, apply: (o, v) => { o.network.duplicateProbability = v; } },
-  { flag: 'replay', describe: 'late request replay probability', ...probability, apply: (o, v) => { o.network.replayProbability = v; } },
-  { flag: 'reorder', describe: 'message hold-back (reordering) probability', ...probability, apply: (o, v) => { o.network.reorderProbability = v; } },
-  { flag: 'late', describe: 'probability an answer is held 0.5-3 election timeouts (within its deadline)', ...probability, apply: (o, v) => { o.network.lateAnswerProbability = v; } },
-  { flag: 'delay-ms-min', describe: 'one-way delay lower bound, ms', min: 0, max: 10_000, apply: (o, v) => { o.network.oneWayDelayMsMin = v; o.network.oneWayDelayMsMax = Math.max(v, o.network.oneWayDelayMsMax); } },
-  { flag: 'delay-ms-max', describe: 'one-way delay upper bound, ms', min: 0, max: 10_000, apply: (o, v) => { o.network.oneWayDelayMsMax = v; o.network.oneWayDelayMsMin = Math.min(v, o.network.oneWayDelayMsMin); } },
-  { flag: 'capacity', describe: 'messages in flight per directed link before drops', min: 1, max: 1_000_000, apply: (o, v) => { o.network.linkInflightCountMax = v; } },
-  { flag: 'torn', describe: 'probability a crash keeps a torn unsynced tail', ...probability, apply: (o, v) => { o.storage.tornWriteProbability = v; } },
-  { flag: 'corrupt-snapshot', describe: 'probability a snapshot file is corrupted in transit', ...probability, apply: (o, v) => { o.storage.snapshotCorruptProbability = v; } },
-  { flag: 'crash-rate', describe: 'crashes per simulated minute', ...rate, apply: (o, v) => { o.faults.crashPerMinute = v; } },
-  { flag: 'pause-rate', describe: 'pauses per simulated minute', ...rate, apply: (o, v) => { o.faults.pausePerMinute = v; } },
-  { flag: 'partition-rate', describe: 'partitions per simulated minute', ...rate, apply: (o, v) => { o.faults.partitionPerMinute = v; } },
-  { flag: 'clog-rate', describe: 'link clogs per simulated minute', ...rate, apply: (o, v) => { o.faults.clogPerMinute = v; } },
-  { flag: 'transfer-rate', describe: 'leadership transfers per simulated minute', ...rate, apply: (o, v) => { o.faults.transferPerMinute = v; } },
-  { flag: 'remove-rate', describe: 'member removals per simulated minute', ...rate, apply: (o, v) => { o.faults.removePerMinute = v; } },
-  { flag: 'promote-rate', describe: 'learner promotions per simulated minute', ...rate, apply: (o, v) => { o.faults.promotePerMinute = v; } },
-  { flag: 'idle-rate', describe: 'idle periods (no writes) per simulated minute', ...rate, apply: (o, v) => { o.faults.idlePerMinute = v; } },
-  { flag: 'foreign-rate', describe: 'volleys of forged calls from outside the cluster per simulated minute (--foreign-traffic: 4)', ...rate, apply: (o, v) => { o.faults.foreignPerMinute = v; } },
-  { flag: 'boundary-crash-rate', describe: 'crashes at effect boundaries (with replays) per simulated minute', ...rate, apply: (o, v) => { o.faults.boundaryCrashPerMinute = v; } },
-  { flag: 'conf-burst-rate', describe: 'bursts of membership changes around an election per simulated minute', ...rate, apply: (o, v) => { o.faults.confBurstPerMinute = v; } },
-  { flag: 'vopr', describe: '0 = the fault mix from before the boundary faults (late answers, boundary crashes, conf bursts)', min: 0, max: 1,
-    apply: () => { /* read by optionsFor before the swarm draw */ } },
-  { flag: 'write-interval-ms', describe: 'mean gap between client writes, ms', min: 1, max: 3_600_000, apply: (o, v) => { o.workload.writeIntervalMsMean = v; } },
-  { flag: 'register-clients', describe: 'recorded closed-loop clients (reads, puts, cas; 0 = none)', min: 0, max: 64, apply: (o, v) => { o.workload.registerClientCount = v; } },
-  { flag: 'think-ms', describe: 'mean pause of a recorded client between operations, ms', min: 0, max: 3_600_000, apply: (o, v) => { o.workload.registerThinkMsMean = v; } },
-  { flag: 'read-fraction', describe: 'share of recorded operations that are reads', ...probability, apply: (o, v) => { o.workload.readFraction = v; } },
-  { flag: 'cas-fraction', describe: 'share of recorded writes that are compare-and-sets', ...probability, apply: (o, v) => { o.workload.casFraction = v; } },
-  { flag: 'any-node', describe: 'share of recorded operations sent to any live node, not the believed leader', ...probability, apply: (o, v) => { o.workload.anyNodeFraction = v; } },
-  { flag: 'burst', describe: 'most writes one client event proposes together (proposeBatch)', min: 1, max: 256, apply: (o, v) => { o.workload.burstWriteCountMax = v; } },
-  { flag: 'safety-s', describe: 'safety phase length, simulated seconds', min: 1, max: 86_400, apply: (o, v) => { o.safetyPhaseMs = v * 1_000; } },
-  { flag: 'liveness-s', describe: 'liveness bound after healing, simulated seconds', min: 1, max: 86_400, apply: (o, v) => { o.livenessPhaseMsMax = v * 1_000; } },
-  { flag: 'drift', describe: 'clock drift bound as a fraction (0.02 = ±2%)', min: 0, max: 0.5, apply: (o, v) => { o.clockDriftFractionMax = v; } },
-  { flag: 'snapshot-threshold', describe: 'engine snapshotEntryCountThreshold', min: 1, max: 1e9, apply: (o, v) => { o.engineLimits.snapshotEntryCountThreshold = v; } },
-  { flag: 'segment-entries', describe: 'engine segmentEntryCountMax', min: 1, max: 1e6, apply: (o, v) => { o.engineLimits.segmentEntryCountMax = v; } },
+  {
+    flag: 'nodes',
+    describe: 'founding node count (1-7)',
+    min: 1,
+    max: SIM_LIMITS.founderCountMax,
+    apply: (o, v) => {
+      o.founderCount = v;
+    },
+  },
+  {
+    flag: 'old-peers',
+    describe: 'founders running an older binary',
+    min: 0,
+    max: SIM_LIMITS.founderCountMax,
+    apply: (o, v) => {
+      o.oldPeerCount = v;
+    },
+  },
+  {
+    flag: 'learners',
+    describe: 'founders that start as learners',
+    min: 0,
+    max: 3,
+    apply: (o, v) => {
+      o.founderLearnerCount = v;
+    },
+  },
+  {
+    flag: 'joiners',
+    describe: 'nodes joining during the run',
+    min: 0,
+    max: SIM_LIMITS.joinerCountMax,
+    apply: (o, v) => {
+      o.joinerCount = v;
+    },
+  },
+  {
+    flag: 'loss',
+    describe: 'message loss probability',
+    ...probability,
+    apply: (o, v) => {
+      o.network.lossProbability = v;
+    },
+  },
+  {
+    flag: 'dup',
+    describe: 'request duplication probability',
+    ...probability,
+    apply: (o, v) => {
+      o.network.duplicateProbability = v;
+    },
+  },
+  {
+    flag: 'replay',
+    describe: 'late request replay probability',
+    ...probability,
+    apply: (o, v) => {
+      o.network.replayProbability = v;
+    },
+  },
+  {
+    flag: 'reorder',
+    describe: 'message hold-back (reordering) probability',
+    ...probability,
+    apply: (o, v) => {
+      o.network.reorderProbability = v;
+    },
+  },
+  {
+    flag: 'late',
+    describe: 'probability an answer is held 0.5-3 election timeouts (within its deadline)',
+    ...probability,
+    apply: (o, v) => {
+      o.network.lateAnswerProbability = v;
+    },
+  },
+  {
+    flag: 'delay-ms-min',
+    describe: 'one-way delay lower bound, ms',
+    min: 0,
+    max: 10_000,
+    apply: (o, v) => {
+      o.network.oneWayDelayMsMin = v;
+      o.network.oneWayDelayMsMax = Math.max(v, o.network.oneWayDelayMsMax);
+    },
+  },
+  {
+    flag: 'delay-ms-max',
+    describe: 'one-way delay upper bound, ms',
+    min: 0,
+    max: 10_000,
+    apply: (o, v) => {
+      o.network.oneWayDelayMsMax = v;
+      o.network.oneWayDelayMsMin = Math.min(v, o.network.oneWayDelayMsMin);
+    },
+  },
+  {
+    flag: 'capacity',
+    describe: 'messages in flight per directed link before drops',
+    min: 1,
+    max: 1_000_000,
+    apply: (o, v) => {
+      o.network.linkInflightCountMax = v;
+    },
+  },
+  {
+    flag: 'torn',
+    describe: 'probability a crash keeps a torn unsynced tail',
+    ...probability,
+    apply: (o, v) => {
+      o.storage.tornWriteProbability = v;
+    },
+  },
+  {
+    flag: 'corrupt-snapshot',
+    describe: 'probability a snapshot file is corrupted in transit',
+    ...probability,
+    apply: (o, v) => {
+      o.storage.snapshotCorruptProbability = v;
+    },
+  },
+  {
+    flag: 'crash-rate',
+    describe: 'crashes per simulated minute',
+    ...rate,
+    apply: (o, v) => {
+      o.faults.crashPerMinute = v;
+    },
+  },
+  {
+    flag: 'pause-rate',
+    describe: 'pauses per simulated minute',
+    ...rate,
+    apply: (o, v) => {
+      o.faults.pausePerMinute = v;
+    },
+  },
+  {
+    flag: 'partition-rate',
+    describe: 'partitions per simulated minute',
+    ...rate,
+    apply: (o, v) => {
+      o.faults.partitionPerMinute = v;
+    },
+  },
+  {
+    flag: 'clog-rate',
+    describe: 'link clogs per simulated minute',
+    ...rate,
+    apply: (o, v) => {
+      o.faults.clogPerMinute = v;
+    },
+  },
+  {
+    flag: 'transfer-rate',
+    describe: 'leadership transfers per simulated minute',
+    ...rate,
+    apply: (o, v) => {
+      o.faults.transferPerMinute = v;
+    },
+  },
+  {
+    flag: 'remove-rate',
+    describe: 'member removals per simulated minute',
+    ...rate,
+    apply: (o, v) => {
+      o.faults.removePerMinute = v;
+    },
+  },
+  {
+    flag: 'promote-rate',
+    describe: 'learner promotions per simulated minute',
+    ...rate,
+    apply: (o, v) => {
+      o.faults.promotePerMinute = v;
+    },
+  },
+  {
+    flag: 'idle-rate',
+    describe: 'idle periods (no writes) per simulated minute',
+    ...rate,
+    apply: (o, v) => {
+      o.faults.idlePerMinute = v;
+    },
+  },
+  {
+    flag: 'foreign-rate',
+    describe: 'volleys of forged calls from outside the cluster per simulated minute (--foreign-traffic: 4)',
+    ...rate,
+    apply: (o, v) => {
+      o.faults.foreignPerMinute = v;
+    },
+  },
+  {
+    flag: 'boundary-crash-rate',
+    describe: 'crashes at effect boundaries (with replays) per simulated minute',
+    ...rate,
+    apply: (o, v) => {
+      o.faults.boundaryCrashPerMinute = v;
+    },
+  },
+  {
+    flag: 'conf-burst-rate',
+    describe: 'bursts of membership changes around an election per simulated minute',
+    ...rate,
+    apply: (o, v) => {
+      o.faults.confBurstPerMinute = v;
+    },
+  },
+  {
+    flag: 'vopr',
+    describe: '0 = the fault mix from before the boundary faults (late answers, boundary crashes, conf bursts)',
+    min: 0,
+    max: 1,
+    apply: () => {
+      /* read by optionsFor before the swarm draw */
+    },
+  },
+  {
+    flag: 'write-interval-ms',
+    describe: 'mean gap between client writes, ms',
+    min: 1,
+    max: 3_600_000,
+    apply: (o, v) => {
+      o.workload.writeIntervalMsMean = v;
+    },
+  },
+  {
+    flag: 'register-clients',
+    describe: 'recorded closed-loop clients (reads, puts, cas; 0 = none)',
+    min: 0,
+    max: 64,
+    apply: (o, v) => {
+      o.workload.registerClientCount = v;
+    },
+  },
+  {
+    flag: 'think-ms',
+    describe: 'mean pause of a recorded client between operations, ms',
+    min: 0,
+    max: 3_600_000,
+    apply: (o, v) => {
+      o.workload.registerThinkMsMean = v;
+    },
+  },
+  {
+    flag: 'read-fraction',
+    describe: 'share of recorded operations that are reads',
+    ...probability,
+    apply: (o, v) => {
+      o.workload.readFraction = v;
+    },
+  },
+  {
+    flag: 'cas-fraction',
+    describe: 'share of recorded writes that are compare-and-sets',
+    ...probability,
+    apply: (o, v) => {
+      o.workload.casFraction = v;
+    },
+  },
+  {
+    flag: 'any-node',
+    describe: 'share of recorded operations sent to any live node, not the believed leader',
+    ...probability,
+    apply: (o, v) => {
+      o.workload.anyNodeFraction = v;
+    },
+  },
+  {
+    flag: 'burst',
+    describe: 'most writes one client event proposes together (proposeBatch)',
+    min: 1,
+    max: 256,
+    apply: (o, v) => {
+      o.workload.burstWriteCountMax = v;
+    },
+  },
+  {
+    flag: 'safety-s',
+    describe: 'safety phase length, simulated seconds',
+    min: 1,
+    max: 86_400,
+    apply: (o, v) => {
+      o.safetyPhaseMs = v * 1_000;
+    },
+  },
+  {
+    flag: 'liveness-s',
+    describe: 'liveness bound after healing, simulated seconds',
+    min: 1,
+    max: 86_400,
+    apply: (o, v) => {
+      o.livenessPhaseMsMax = v * 1_000;
+    },
+  },
+  {
+    flag: 'drift',
+    describe: 'clock drift bound as a fraction (0.02 = ±2%)',
+    min: 0,
+    max: 0.5,
+    apply: (o, v) => {
+      o.clockDriftFractionMax = v;
+    },
+  },
+  {
+    flag: 'snapshot-threshold',
+    describe: 'engine snapshotEntryCountThreshold',
+    min: 1,
+    max: 1e9,
+    apply: (o, v) => {
+      o.engineLimits.snapshotEntryCountThreshold = v;
+    },
+  },
+  {
+    flag: 'segment-entries',
+    describe: 'engine segmentEntryCountMax',
+    min: 1,
+    max: 1e6,
+    apply: (o, v) => {
+      o.engineLimits.segmentEntryCountMax = v;
+    },
+  },
 ];
 
 export type OverrideValues = Record<string, number>;
@@ -329,21 +629,35 @@ export function applyOverrides(options: SimOptions, values: OverrideValues): Sim
   // node counts) they are clamped to what each seed's cluster allows.
   const learnerRoom = Math.floor((options.founderCount - 1) / 2);
   if ('nodes' in values) {
-    if ('old-peers' in values && options.oldPeerCount > options.founderCount) throw new Error('--old-peers cannot exceed --nodes');
-    if ('learners' in values && options.founderLearnerCount > learnerRoom) throw new Error('--learners must leave a majority of founders as voters (at most floor((nodes-1)/2))');
+    if ('old-peers' in values && options.oldPeerCount > options.founderCount)
+      throw new Error('--old-peers cannot exceed --nodes');
+    if ('learners' in values && options.founderLearnerCount > learnerRoom)
+      throw new Error('--learners must leave a majority of founders as voters (at most floor((nodes-1)/2))');
   }
   options.oldPeerCount = Math.min(options.oldPeerCount, options.founderCount);
-  options.founderLearnerCount = Math.min(options.founderLearnerCount, learnerRoom, options.founderCount - options.oldPeerCount);
+  options.founderLearnerCount = Math.min(
+    options.founderLearnerCount,
+    learnerRoom,
+    options.founderCount - options.oldPeerCount,
+  );
   return options;
 }
 
 /** optionsFor is the options one run uses: the seed's swarm draw, then overrides. */
-export function optionsFor(seed: number, overrides: OverrideValues = {}, onlyFaults: number[] | null = null): SimOptions {
-  if ('vopr' in overrides && overrides.vopr !== 0 && overrides.vopr !== 1) throw new Error(`--vopr must be 0 or 1, got ${overrides.vopr}`);
+export function optionsFor(
+  seed: number,
+  overrides: OverrideValues = {},
+  onlyFaults: number[] | null = null,
+): SimOptions {
+  if ('vopr' in overrides && overrides.vopr !== 0 && overrides.vopr !== 1)
+    throw new Error(`--vopr must be 0 or 1, got ${overrides.vopr}`);
   const options = applyOverrides(swarmOptions(seed, overrides.vopr !== 0), overrides);
   // The floor follows the pipeline the run really has (overrides included), unless pinned.
   if (!('write-interval-ms' in overrides)) {
-    options.workload.writeIntervalMsMean = Math.max(options.workload.writeIntervalMsMean, writeIntervalMsFloor(options));
+    options.workload.writeIntervalMsMean = Math.max(
+      options.workload.writeIntervalMsMean,
+      writeIntervalMsFloor(options),
+    );
   }
   options.onlyFaults = onlyFaults;
   return options;

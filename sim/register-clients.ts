@@ -31,7 +31,11 @@ import { encodeCommand, type KvCommand } from './state-machine.js';
  * such a write never took effect. Any other refusal may have (engine/types.ts, ProposalResultCode:
  * leadership-lost's outcome is unknown).
  */
-const DEFINITE_REFUSALS: ReadonlySet<ProposalResultCode> = new Set(['not-leader', 'transfer-in-progress', 'queue-full']);
+const DEFINITE_REFUSALS: ReadonlySet<ProposalResultCode> = new Set([
+  'not-leader',
+  'transfer-in-progress',
+  'queue-full',
+]);
 
 /** REGISTER_KEY_PREFIX keeps the recorded keys apart from the load writes' k0..k15. */
 const REGISTER_KEY_PREFIX = 'r';
@@ -70,7 +74,13 @@ export interface RegisterCounts {
 
 export class RegisterClients {
   readonly history = new History();
-  readonly counts: RegisterCounts = { readsIssued: 0, readsServed: 0, followerReadsServed: 0, writesIssued: 0, writesAcked: 0 };
+  readonly counts: RegisterCounts = {
+    readsIssued: 0,
+    readsServed: 0,
+    followerReadsServed: 0,
+    writesIssued: 0,
+    writesAcked: 0,
+  };
   private readonly activeKeys: RegisterKey[] = [];
   private nextKey = 1;
   private nextValue = 1;
@@ -83,9 +93,15 @@ export class RegisterClients {
   private readonly writesAwaiting = new Map<number, Operation>();
   private waiting: Operation[] = [];
 
-  constructor(private readonly cluster: Cluster, private readonly prng: Prng, private readonly knobs: WorkloadKnobs) {
+  constructor(
+    private readonly cluster: Cluster,
+    private readonly prng: Prng,
+    private readonly knobs: WorkloadKnobs,
+  ) {
     cluster.onReadIndexResult((node, r) => this.onReadIndexResult(node, r.readId, r.index, r.refusal, r.leaderHint));
-    cluster.onProposalResult((node, proposalId, ok, seq, hint, code) => this.onProposalResult(node, proposalId, ok, seq, hint, code));
+    cluster.onProposalResult((node, proposalId, ok, seq, hint, code) =>
+      this.onProposalResult(node, proposalId, ok, seq, hint, code),
+    );
     cluster.onAfterEvent(() => {
       if (this.waiting.length > 0) this.serveWaiting();
     });
@@ -114,12 +130,32 @@ export class RegisterClients {
     const writeId = this.nextValue++;
     const value = `w${writeId}`;
     const expected = this.lastSeen.get(key.name) ?? null;
-    const input: KvInput = kind === 'get' ? { kind, key: key.name } : kind === 'cas' ? { kind, key: key.name, expected, value } : { kind, key: key.name, value };
-    const command: KvCommand | null = kind === 'get' ? null
-      : kind === 'cas' ? { op: 'cas', key: key.name, expected, value, writeId } : { op: 'put', key: key.name, value, writeId };
+    const input: KvInput =
+      kind === 'get'
+        ? { kind, key: key.name }
+        : kind === 'cas'
+          ? { kind, key: key.name, expected, value }
+          : { kind, key: key.name, value };
+    const command: KvCommand | null =
+      kind === 'get'
+        ? null
+        : kind === 'cas'
+          ? { op: 'cas', key: key.name, expected, value, writeId }
+          : { op: 'put', key: key.name, value, writeId };
     const operation: Operation = {
-      op: this.history.invoke(input, this.cluster.nowUs), key, kind, state: 'asking', node: null, incarnation: 0, forwarded: false,
-      index: 0, callId: 0, attemptCount: 0, command, data: command ? encodeCommand(command) : null, onDone: () => this.thinkThenRun(),
+      op: this.history.invoke(input, this.cluster.nowUs),
+      key,
+      kind,
+      state: 'asking',
+      node: null,
+      incarnation: 0,
+      forwarded: false,
+      index: 0,
+      callId: 0,
+      attemptCount: 0,
+      command,
+      data: command ? encodeCommand(command) : null,
+      onDone: () => this.thinkThenRun(),
     };
     this.cluster.schedule(this.cluster.nowUs + msToUs(SIM_LIMITS.clientTimeoutMs), 'register client timeout', () => {
       if (operation.state !== 'done') this.indeterminate(operation);
@@ -132,7 +168,10 @@ export class RegisterClients {
   private pickKey(): RegisterKey {
     for (let i = 0; i < this.activeKeys.length; i++) {
       const k = this.activeKeys[i]!;
-      if (k.opCount >= SIM_LIMITS.registerKeyOpCountMax || k.indeterminateWriteCount >= SIM_LIMITS.registerKeyIndeterminateWriteCountMax) {
+      if (
+        k.opCount >= SIM_LIMITS.registerKeyOpCountMax ||
+        k.indeterminateWriteCount >= SIM_LIMITS.registerKeyIndeterminateWriteCountMax
+      ) {
         this.activeKeys[i] = this.newKey();
       }
     }
@@ -229,7 +268,14 @@ export class RegisterClients {
     this.writesAwaiting.set(o.callId, o);
   }
 
-  private onProposalResult(node: SimNode, proposalId: number, ok: boolean, seq: number, hint: string, code: ProposalResultCode): void {
+  private onProposalResult(
+    node: SimNode,
+    proposalId: number,
+    ok: boolean,
+    seq: number,
+    hint: string,
+    code: ProposalResultCode,
+  ): void {
     const o = this.writesAwaiting.get(proposalId);
     if (!o) return;
     this.writesAwaiting.delete(proposalId);
@@ -262,7 +308,8 @@ export class RegisterClients {
   /** pickWriteTarget: the believed leader, or (first attempts, anyNodeFraction of them) any live node. */
   private pickWriteTarget(o: Operation): number {
     const anyNode = o.attemptCount === 0 && this.prng.chance(this.knobs.anyNodeFraction);
-    if (!anyNode && this.writeLeaderGuess >= 0 && this.cluster.nodes[this.writeLeaderGuess]!.isLive) return this.writeLeaderGuess;
+    if (!anyNode && this.writeLeaderGuess >= 0 && this.cluster.nodes[this.writeLeaderGuess]!.isLive)
+      return this.writeLeaderGuess;
     const live = this.cluster.nodes.filter((n) => n.isLive);
     return live.length === 0 ? -1 : this.prng.pick(live).index;
   }

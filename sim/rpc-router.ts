@@ -21,7 +21,15 @@ import type { Prng } from './prng.js';
 import type { Trace } from './trace.js';
 import { describeInput, describeRequest } from './trace-format.js';
 import { violate } from './violation.js';
-import { carryChunk, carryHeader, carryRequest, carryResponse, shallowRequest, shallowResponse, unreachable } from './wire.js';
+import {
+  carryChunk,
+  carryHeader,
+  carryRequest,
+  carryResponse,
+  shallowRequest,
+  shallowResponse,
+  unreachable,
+} from './wire.js';
 
 /** RouterHost is what the router needs from the world around it. */
 export interface RouterHost {
@@ -79,17 +87,30 @@ export class RpcRouter {
     private readonly lockstep = false,
   ) {}
 
-
   call(node: SimNode, requestId: number, to: string, request: RpcRequest, kind: CallKind): void {
     if (node.openRequests.has(requestId)) {
-      violate('engine-contract', `${node.name} reused requestId ${requestId} while that call is still open`, node.index);
+      violate(
+        'engine-contract',
+        `${node.name} reused requestId ${requestId} while that call is still open`,
+        node.index,
+      );
     }
-    const call = this.calls.open({ caller: node.index, callerInc: node.incarnation, requestId, method: request.method, kind });
+    const call = this.calls.open({
+      caller: node.index,
+      callerInc: node.incarnation,
+      requestId,
+      method: request.method,
+      kind,
+    });
     node.openRequests.set(requestId, call.key);
     const electionUs = msToUs(this.host.limits.electionTimeoutTicks * this.host.tickMs);
-    const deadlineUs = kind === 'unary'
-      ? SIM_LIMITS.callDeadlineElectionTimeouts * electionUs
-      : Math.max(SIM_LIMITS.callDeadlineElectionTimeouts * electionUs, msToUs((this.host.limits.pullTimeoutTicks + SIM_LIMITS.pullDeadlineExtraTicks) * this.host.tickMs));
+    const deadlineUs =
+      kind === 'unary'
+        ? SIM_LIMITS.callDeadlineElectionTimeouts * electionUs
+        : Math.max(
+            SIM_LIMITS.callDeadlineElectionTimeouts * electionUs,
+            msToUs((this.host.limits.pullTimeoutTicks + SIM_LIMITS.pullDeadlineExtraTicks) * this.host.tickMs),
+          );
     call.deadlineUs = this.host.now() + deadlineUs;
     call.callerTerm = node.status?.term ?? 0;
     this.host.push(call.deadlineUs, { k: 'deadline', node: node.index, inc: node.incarnation, callKey: call.key });
@@ -98,18 +119,48 @@ export class RpcRouter {
       this.refuse(call.key, -1);
       return;
     }
-    if (this.lockstep && (this.host.network.isBlocked(node.index, target.index) || this.dropped(node, target, request.method))) {
+    if (
+      this.lockstep &&
+      (this.host.network.isBlocked(node.index, target.index) || this.dropped(node, target, request.method))
+    ) {
       this.refuse(call.key, target.index);
       return;
     }
-    const carried = this.onWire() ? this.host.guard(node, `encode ${request.method}`, () => carryRequest(request)) : shallowRequest(request);
+    const carried = this.onWire()
+      ? this.host.guard(node, `encode ${request.method}`, () => carryRequest(request))
+      : shallowRequest(request);
     const atUs = this.host.network.send(node.index, target.index, this.host.now());
     const cluster = this.host.clusterId;
-    const msg = this.noteMessage(node.index, target.index, atUs, request.method, false, false, () => describeRequest(request));
-    if (atUs !== LOST) this.host.push(atUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: false, cluster, foreign: '', msg });
+    const msg = this.noteMessage(node.index, target.index, atUs, request.method, false, false, () =>
+      describeRequest(request),
+    );
+    if (atUs !== LOST)
+      this.host.push(atUs, {
+        k: 'request',
+        node: target.index,
+        from: node.index,
+        callKey: call.key,
+        request: carried,
+        copy: false,
+        cluster,
+        foreign: '',
+        msg,
+      });
     for (const copyAtUs of this.host.network.extraCopies(node.index, target.index, this.host.now())) {
-      const copyMsg = this.noteMessage(node.index, target.index, copyAtUs, request.method, false, true, () => describeRequest(request));
-      this.host.push(copyAtUs, { k: 'request', node: target.index, from: node.index, callKey: call.key, request: carried, copy: true, cluster, foreign: '', msg: copyMsg });
+      const copyMsg = this.noteMessage(node.index, target.index, copyAtUs, request.method, false, true, () =>
+        describeRequest(request),
+      );
+      this.host.push(copyAtUs, {
+        k: 'request',
+        node: target.index,
+        from: node.index,
+        callKey: call.key,
+        request: carried,
+        copy: true,
+        cluster,
+        foreign: '',
+        msg: copyMsg,
+      });
     }
   }
 
@@ -118,11 +169,21 @@ export class RpcRouter {
    * planned arrival (-1: lost on the network), its method and whether it is an answer or a copy.
    * Returns its id for the delivery note, 0 when the trace takes no notes.
    */
-  private noteMessage(from: number, to: number, atUs: number, method: string, answer: boolean, copy: boolean, describe: () => string): number {
+  private noteMessage(
+    from: number,
+    to: number,
+    atUs: number,
+    method: string,
+    answer: boolean,
+    copy: boolean,
+    describe: () => string,
+  ): number {
     if (!this.host.trace.takesNotes) return 0;
     const id = ++this.messageCount;
     const extra = (answer ? ',"a":1' : '') + (copy ? ',"c":1' : '');
-    this.host.trace.note(`{"v":"m","m":${id},"f":${from},"to":${to},"t":${this.host.now()},"at":${atUs},"k":"${method}"${extra},"d":${JSON.stringify(describe())}}`);
+    this.host.trace.note(
+      `{"v":"m","m":${id},"f":${from},"to":${to},"t":${this.host.now()},"at":${atUs},"k":"${method}"${extra},"d":${JSON.stringify(describe())}}`,
+    );
     return id;
   }
 
@@ -137,10 +198,23 @@ export class RpcRouter {
   refuse(callKey: number, _target: number): void {
     const call = this.calls.outbound.get(callKey);
     if (!call) return;
-    const input: Input = call.kind === 'snapshot'
-      ? { type: 'snapshotFailed', requestId: call.requestId, code: 'failed', reason: 'connection refused' }
-      : { type: 'callFailed', requestId: call.requestId, status: status(StatusCode.UNAVAILABLE, 'connection refused') };
-    this.host.push(this.host.now() + (this.lockstep ? 0 : msToUs(SIM_LIMITS.connectRefusedDelayMs)), { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: -1, callKey, input, final: true });
+    const input: Input =
+      call.kind === 'snapshot'
+        ? { type: 'snapshotFailed', requestId: call.requestId, code: 'failed', reason: 'connection refused' }
+        : {
+            type: 'callFailed',
+            requestId: call.requestId,
+            status: status(StatusCode.UNAVAILABLE, 'connection refused'),
+          };
+    this.host.push(this.host.now() + (this.lockstep ? 0 : msToUs(SIM_LIMITS.connectRefusedDelayMs)), {
+      k: 'answer',
+      node: call.caller,
+      inc: call.callerInc,
+      netFrom: -1,
+      callKey,
+      input,
+      final: true,
+    });
   }
 
   settle(call: OutboundCall): void {
@@ -158,11 +232,25 @@ export class RpcRouter {
       this.otherClusterRefusals++;
       const call = this.calls.outbound.get(event.callKey);
       if (!call || event.copy) return;
-      const refusal: RpcStatus = { code: StatusCode.FAILED_PRECONDITION, details: `cluster id ${event.cluster} is not ${this.host.clusterId}`, trailers: { [TRAILER_REFUSAL]: 'other-cluster' } };
+      const refusal: RpcStatus = {
+        code: StatusCode.FAILED_PRECONDITION,
+        details: `cluster id ${event.cluster} is not ${this.host.clusterId}`,
+        trailers: { [TRAILER_REFUSAL]: 'other-cluster' },
+      };
       const atUs = this.planAnswer(node.index, call);
       const input: Input = { type: 'callFailed', requestId: call.requestId, status: refusal };
       const msg = this.noteMessage(node.index, call.caller, atUs, call.method, true, false, () => describeInput(input));
-      if (atUs !== LOST) this.host.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: node.index, callKey: call.key, input, final: true, msg });
+      if (atUs !== LOST)
+        this.host.push(atUs, {
+          k: 'answer',
+          node: call.caller,
+          inc: call.callerInc,
+          netFrom: node.index,
+          callKey: call.key,
+          input,
+          final: true,
+          msg,
+        });
       return;
     }
     const inbound = this.calls.accept(event.callKey, node.index, node.incarnation, event.request);
@@ -180,19 +268,41 @@ export class RpcRouter {
    */
   injectForeign(target: SimNode, request: RpcRequest, cluster: string, kind: string): void {
     const atUs = this.host.now() + this.host.network.shortDelayUs();
-    this.host.push(atUs, { k: 'request', node: target.index, from: -1, callKey: 0, request, copy: false, cluster, foreign: kind });
+    this.host.push(atUs, {
+      k: 'request',
+      node: target.index,
+      from: -1,
+      callKey: 0,
+      request,
+      copy: false,
+      cluster,
+      foreign: kind,
+    });
   }
 
   /** injectClient delivers a script's client call: no caller and no partition; `listener` hears the answers. */
   injectClient(target: SimNode, request: RpcRequest, listener: ClientListener): void {
     const atUs = this.host.now() + this.host.network.shortDelayUs();
-    this.host.push(atUs, { k: 'request', node: target.index, from: -1, callKey: 0, request, copy: false, cluster: this.host.clusterId, foreign: '', client: listener });
+    this.host.push(atUs, {
+      k: 'request',
+      node: target.index,
+      from: -1,
+      callKey: 0,
+      request,
+      copy: false,
+      cluster: this.host.clusterId,
+      foreign: '',
+      client: listener,
+    });
   }
 
   /** dropped: a script's drop rule takes this call (each rule lets its first `skip` matches through). */
   dropped(from: SimNode, to: SimNode, method: string): boolean {
     for (const rule of this.dropRules) {
-      const matches = (rule.from === '*' || rule.from === from.name) && (rule.to === '*' || rule.to === to.name) && (rule.method === '*' || rule.method === method);
+      const matches =
+        (rule.from === '*' || rule.from === from.name) &&
+        (rule.to === '*' || rule.to === to.name) &&
+        (rule.method === '*' || rule.method === method);
       if (!matches || rule.remaining === 0) continue;
       if (rule.skip > 0) {
         rule.skip--;
@@ -207,16 +317,26 @@ export class RpcRouter {
   answer(server: SimNode, effect: Extract<Effect, { callId: number }>): void {
     const inbound = this.calls.inbound.get(effect.callId);
     if (!inbound || inbound.serverInc !== server.incarnation || inbound.server !== server.index) {
-      violate('engine-contract', `${server.name} answered (${effect.type}) call ${effect.callId}, which is not open`, server.index);
+      violate(
+        'engine-contract',
+        `${server.name} answered (${effect.type}) call ${effect.callId}, which is not open`,
+        server.index,
+      );
     }
     const method = inbound.request.method;
-    const wrongMethod = (effect.type === 'reply' && effect.response.method !== method)
-      || ((effect.type === 'streamChunk' || effect.type === 'streamEnd') && method !== 'StreamSegments')
-      || (effect.type === 'serveSnapshot' && method !== 'FetchSnapshot')
-      || (effect.type === 'reply' && (method === 'StreamSegments' || method === 'FetchSnapshot'));
-    if (wrongMethod) violate('engine-contract', `${server.name} answered a ${method} call with ${effect.type}`, server.index);
+    const wrongMethod =
+      (effect.type === 'reply' && effect.response.method !== method) ||
+      ((effect.type === 'streamChunk' || effect.type === 'streamEnd') && method !== 'StreamSegments') ||
+      (effect.type === 'serveSnapshot' && method !== 'FetchSnapshot') ||
+      (effect.type === 'reply' && (method === 'StreamSegments' || method === 'FetchSnapshot'));
+    if (wrongMethod)
+      violate('engine-contract', `${server.name} answered a ${method} call with ${effect.type}`, server.index);
     if (effect.type !== 'streamChunk') this.calls.inbound.delete(effect.callId);
-    if (effect.type === 'reply' && effect.response.method === 'RequestVote' && inbound.request.method === 'RequestVote') {
+    if (
+      effect.type === 'reply' &&
+      effect.response.method === 'RequestVote' &&
+      inbound.request.method === 'RequestVote'
+    ) {
       this.host.checkers.onVote(server, server.status!, inbound.request.body, effect.response.body);
     }
     const client = this.clientCalls.get(effect.callId);
@@ -238,11 +358,33 @@ export class RpcRouter {
     let input: Input;
     let final = true;
     switch (effect.type) {
-      case 'reply': input = { type: 'response', requestId: call.requestId, response: this.onWire() ? this.host.guard(server, 'encode reply', () => carryResponse(effect.response)) : shallowResponse(effect.response) }; break;
-      case 'replyError': input = { type: 'callFailed', requestId: call.requestId, status: copyStatus(effect.status) }; break;
-      case 'streamChunk': input = { type: 'streamChunk', requestId: call.requestId, chunk: this.onWire() ? this.host.guard(server, 'encode chunk', () => carryChunk(effect.chunk)) : { ...effect.chunk } }; final = false; break;
-      case 'streamEnd': input = { type: 'streamEnded', requestId: call.requestId }; break;
-      default: return unreachable(effect);
+      case 'reply':
+        input = {
+          type: 'response',
+          requestId: call.requestId,
+          response: this.onWire()
+            ? this.host.guard(server, 'encode reply', () => carryResponse(effect.response))
+            : shallowResponse(effect.response),
+        };
+        break;
+      case 'replyError':
+        input = { type: 'callFailed', requestId: call.requestId, status: copyStatus(effect.status) };
+        break;
+      case 'streamChunk':
+        input = {
+          type: 'streamChunk',
+          requestId: call.requestId,
+          chunk: this.onWire()
+            ? this.host.guard(server, 'encode chunk', () => carryChunk(effect.chunk))
+            : { ...effect.chunk },
+        };
+        final = false;
+        break;
+      case 'streamEnd':
+        input = { type: 'streamEnded', requestId: call.requestId };
+        break;
+      default:
+        return unreachable(effect);
     }
     const lostBefore = call.streamLost;
     const atUs = this.planAnswer(server.index, call);
@@ -253,10 +395,29 @@ export class RpcRouter {
     }
     const lateUs = call.kind === 'unary' ? this.lateUs(call, atUs) : null;
     if (lateUs !== null) {
-      this.host.push(lateUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final, lateFromTerm: call.callerTerm, msg });
+      this.host.push(lateUs, {
+        k: 'answer',
+        node: call.caller,
+        inc: call.callerInc,
+        netFrom: server.index,
+        callKey: call.key,
+        input,
+        final,
+        lateFromTerm: call.callerTerm,
+        msg,
+      });
       return;
     }
-    this.host.push(atUs, { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: server.index, callKey: call.key, input, final, msg });
+    this.host.push(atUs, {
+      k: 'answer',
+      node: call.caller,
+      inc: call.callerInc,
+      netFrom: server.index,
+      callKey: call.key,
+      input,
+      final,
+      msg,
+    });
   }
 
   /** lateUs: a held-back arrival time for this unary answer (sim/late-answers.ts), or null. */
@@ -285,29 +446,63 @@ export class RpcRouter {
   }
 
   private shipSnapshot(server: SimNode, call: OutboundCall, header: SnapshotHeader): void {
-    const carried = this.onWire() ? this.host.guard(server, 'encode snapshot header', () => carryHeader(header)) : { ...header };
+    const carried = this.onWire()
+      ? this.host.guard(server, 'encode snapshot header', () => carryHeader(header))
+      : { ...header };
     let files: Map<string, Uint8Array> | null = null;
     let failure = '';
     if (header.needed) {
       const artifact = server.artifacts.forHeader(header);
-      if (!artifact) failure = `server ${server.name} has no artifact matching the header it served (seq ${header.snapshotSeq})`;
+      if (!artifact)
+        failure = `server ${server.name} has no artifact matching the header it served (seq ${header.snapshotSeq})`;
       else files = this.maybeCorrupt(artifact.files);
     }
     const atUs = this.planAnswer(server.index, call);
-    const msg = this.noteMessage(server.index, call.caller, atUs, call.method, true, false, () => `snapshot ${header.needed ? header.snapshotSeq : 'not-needed'}`);
+    const msg = this.noteMessage(
+      server.index,
+      call.caller,
+      atUs,
+      call.method,
+      true,
+      false,
+      () => `snapshot ${header.needed ? header.snapshotSeq : 'not-needed'}`,
+    );
     if (atUs === LOST) {
       if (this.lockstep) this.failAtOnce(call);
       return;
     }
-    this.host.push(atUs, { k: 'snapshot', node: call.caller, inc: call.callerInc, from: server.index, callKey: call.key, header: carried, files, failure, msg });
+    this.host.push(atUs, {
+      k: 'snapshot',
+      node: call.caller,
+      inc: call.callerInc,
+      from: server.index,
+      callKey: call.key,
+      header: carried,
+      files,
+      failure,
+      msg,
+    });
   }
 
   /** failAtOnce: in the lockstep world an answer the network cut fails its call now (the caller's deadline, without the wait). */
   private failAtOnce(call: OutboundCall): void {
-    const input: Input = call.kind === 'snapshot'
-      ? { type: 'snapshotFailed', requestId: call.requestId, code: 'failed', reason: 'deadline exceeded' }
-      : { type: 'callFailed', requestId: call.requestId, status: status(StatusCode.DEADLINE_EXCEEDED, 'deadline exceeded') };
-    this.host.push(this.host.now(), { k: 'answer', node: call.caller, inc: call.callerInc, netFrom: -1, callKey: call.key, input, final: true });
+    const input: Input =
+      call.kind === 'snapshot'
+        ? { type: 'snapshotFailed', requestId: call.requestId, code: 'failed', reason: 'deadline exceeded' }
+        : {
+            type: 'callFailed',
+            requestId: call.requestId,
+            status: status(StatusCode.DEADLINE_EXCEEDED, 'deadline exceeded'),
+          };
+    this.host.push(this.host.now(), {
+      k: 'answer',
+      node: call.caller,
+      inc: call.callerInc,
+      netFrom: -1,
+      callKey: call.key,
+      input,
+      final: true,
+    });
   }
 
   private maybeCorrupt(files: Map<string, Uint8Array>): Map<string, Uint8Array> {
@@ -341,7 +536,8 @@ export class RpcRouter {
     if (!call) return;
     this.settle(call);
     const requestId = call.requestId;
-    const fail = (reason: string, code: SnapshotFailureCode = 'failed'): void => this.host.step(node, { type: 'snapshotFailed', requestId, code, reason });
+    const fail = (reason: string, code: SnapshotFailureCode = 'failed'): void =>
+      this.host.step(node, { type: 'snapshotFailed', requestId, code, reason });
     if (event.failure) return fail(event.failure);
     if (!event.header.needed) return fail(SNAPSHOT_NOT_NEEDED, 'not-needed');
     const files = event.files!;
@@ -351,22 +547,31 @@ export class RpcRouter {
     if (!meta) return fail('bad artifact: meta.json unreadable');
     const metaProblem = snapshotMetaProblem(meta, event.header);
     if (metaProblem) return fail(`bad artifact: ${metaProblem}`);
-    this.host.step(node, adoptSnapshot(requestId, meta, event.header, node.machine.appliedSeq, () => {
-      const stateError = node.machine.load(readStateText(files) ?? '');
-      if (stateError) return `bad artifact: ${stateError}`;
-      node.storage.installSnapshot(meta);
-      const artifact: Artifact = { meta, header: event.header, files, origin: 'installed' };
-      node.artifacts.add(artifact);
-      this.host.checkers.onArtifact(node, artifact, 'installed');
-      return null;
-    }));
+    this.host.step(
+      node,
+      adoptSnapshot(requestId, meta, event.header, node.machine.appliedSeq, () => {
+        const stateError = node.machine.load(readStateText(files) ?? '');
+        if (stateError) return `bad artifact: ${stateError}`;
+        node.storage.installSnapshot(meta);
+        const artifact: Artifact = { meta, header: event.header, files, origin: 'installed' };
+        node.artifacts.add(artifact);
+        this.host.checkers.onArtifact(node, artifact, 'installed');
+        return null;
+      }),
+    );
   }
 
   answerStatus(target: SimNode, asker: number, askerInc: number): void {
     const leaderLastSeq = target.storage.durable.lastSeq;
     const atUs = this.host.network.send(target.index, asker, this.host.now());
     if (atUs === LOST) return;
-    this.host.push(atUs, { k: 'input', node: asker, inc: askerInc, input: { type: 'statusPolled', leaderLastSeq }, netFrom: target.index });
+    this.host.push(atUs, {
+      k: 'input',
+      node: asker,
+      inc: askerInc,
+      input: { type: 'statusPolled', leaderLastSeq },
+      netFrom: target.index,
+    });
   }
 }
 

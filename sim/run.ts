@@ -41,9 +41,15 @@ export interface RunResult {
   faults: AnyFault[];
   /** foreignDelivered: forged calls that reached an engine; otherClusterRefused: refused at the edge for their cluster id. */
   counts: {
-    writesIssued: number; writesAcked: number; faultsFired: number; livenessMs: number;
-    foreignDelivered: number; otherClusterRefused: number;
-    readsIssued: number; readsServed: number; followerReadsServed: number;
+    writesIssued: number;
+    writesAcked: number;
+    faultsFired: number;
+    livenessMs: number;
+    foreignDelivered: number;
+    otherClusterRefused: number;
+    readsIssued: number;
+    readsServed: number;
+    followerReadsServed: number;
   };
   observed: Counters;
   coverage: CoverageCounts;
@@ -54,7 +60,9 @@ export interface RunResult {
 export type AnyFault = FaultEvent | VoprFault;
 
 export function describeAnyFault(fault: AnyFault): string {
-  return fault.kind === 'boundary-crash' || fault.kind === 'conf-burst' ? describeVoprFault(fault) : describeFault(fault);
+  return fault.kind === 'boundary-crash' || fault.kind === 'conf-burst'
+    ? describeVoprFault(fault)
+    : describeFault(fault);
 }
 
 export interface RunExtras {
@@ -104,13 +112,22 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   });
   extras.onCluster?.(cluster);
   if (trace.takesNotes) {
-    trace.note(JSON.stringify({ v: 'meta', seed: options.seed, nodes: cluster.nodes.map((n) => n.name), tickUs: msToUs(cluster.tickMs),
-      electionTimeoutTicks: cluster.limits.electionTimeoutTicks }));
+    trace.note(
+      JSON.stringify({
+        v: 'meta',
+        seed: options.seed,
+        nodes: cluster.nodes.map((n) => n.name),
+        tickUs: msToUs(cluster.tickMs),
+        electionTimeoutTicks: cluster.limits.electionTimeoutTicks,
+      }),
+    );
   }
   const workload = new Workload(cluster, root.fork('workload'), options.workload, root.fork('burst'));
   const registers = new RegisterClients(cluster, root.fork('registers'), options.workload);
   const injector = new FaultInjector({
-    get nowUs() { return cluster.nowUs; },
+    get nowUs() {
+      return cluster.nowUs;
+    },
     nodes: cluster.nodes,
     leaderRoster: () => {
       const leader = cluster.leader();
@@ -132,7 +149,9 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     schedule: (atMs, label, run) => cluster.schedule(msToUs(atMs), label, run),
   });
   const vopr = new VoprInjector({
-    get nowUs() { return cluster.nowUs; },
+    get nowUs() {
+      return cluster.nowUs;
+    },
     nodes: cluster.nodes,
     leader: () => {
       const leader = cluster.leader();
@@ -164,11 +183,16 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   let done = false;
   let livenessStartUs = -1;
   const livenessPrng = root.fork('liveness');
-  const core = (): typeof cluster.nodes => cluster.nodes.filter((n) => n.state !== 'unborn' && !injector.excluded.has(n.index));
+  const core = (): typeof cluster.nodes =>
+    cluster.nodes.filter((n) => n.state !== 'unborn' && !injector.excluded.has(n.index));
   const probe = (): void => {
     // Statuses are read after steps with effects; read them fresh for the verdict.
     for (const node of cluster.nodes) if (node.state === 'up' && node.engine) node.status = node.engine.status();
-    const gap = livenessGap({ core: core(), maxAckedSeq: cluster.checkers.durability.maxAckedSeq, nodeByMemberId: (id) => cluster.nodeByMemberId(id) });
+    const gap = livenessGap({
+      core: core(),
+      maxAckedSeq: cluster.checkers.durability.maxAckedSeq,
+      nodeByMemberId: (id) => cluster.nodeByMemberId(id),
+    });
     if (gap === null) {
       for (const node of core()) checkLogMirror(node);
       done = true;
@@ -203,7 +227,8 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     registers.start();
     const endUs = msToUs(options.safetyPhaseMs + options.livenessPhaseMsMax + 10 * SIM_LIMITS.livenessProbeIntervalMs);
     cluster.runUntil(endUs, () => done);
-    if (!done && !failure) throw new InvariantViolation('liveness', 'the run ended before the liveness phase concluded');
+    if (!done && !failure)
+      throw new InvariantViolation('liveness', 'the run ended before the liveness phase concluded');
     linearizability = checkLinearizability(registers.history.operations());
   } catch (error) {
     if (!(error instanceof InvariantViolation)) throw error;
@@ -216,9 +241,20 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     };
   }
   if (failure) {
-    trace.note(JSON.stringify({ v: 'fail', invariant: failure.invariant, node: failure.node, message: failure.message, t: cluster.nowUs, i: failure.event }));
+    trace.note(
+      JSON.stringify({
+        v: 'fail',
+        invariant: failure.invariant,
+        node: failure.node,
+        message: failure.message,
+        t: cluster.nowUs,
+        i: failure.event,
+      }),
+    );
   }
-  trace.record(JSON.stringify({ i: cluster.eventCount, t: cluster.nowUs, end: failure ? `fail ${failure.invariant}` : 'pass' }));
+  trace.record(
+    JSON.stringify({ i: cluster.eventCount, t: cluster.nowUs, end: failure ? `fail ${failure.invariant}` : 'pass' }),
+  );
   return {
     seed: options.seed,
     ok: failure === null,

@@ -4,10 +4,23 @@
 // file's line number, so a scenario reads like a test and fails like one.
 import { readFileSync } from 'node:fs';
 import {
-  AppliedReport, HeartbeatRequest, JoinRequest, ShipSegmentRequest, SnapshotRequest, StreamRequest, TimeoutNowRequest,
+  AppliedReport,
+  HeartbeatRequest,
+  JoinRequest,
+  ShipSegmentRequest,
+  SnapshotRequest,
+  StreamRequest,
+  TimeoutNowRequest,
   VoteRequest,
 } from '../proto/gen/svc/replication/v1/replication.js';
-import { encodeSegmentFrame, StatusCode, type RpcRequest, type EngineLimits, type Compat, type Entry } from '../engine/index.js';
+import {
+  encodeSegmentFrame,
+  StatusCode,
+  type RpcRequest,
+  type EngineLimits,
+  type Compat,
+  type Entry,
+} from '../engine/index.js';
 import { Lockstep, type MessageRecord, type ScriptedRead } from './lockstep.js';
 
 export interface ScenarioResult {
@@ -73,13 +86,18 @@ function runCommand(state: RunState, line: string): void {
       c.compat.set(node!, compat);
       return;
     }
-    case 'cluster': { // cluster A B C [learner D E]
+    case 'cluster': {
+      // cluster A B C [learner D E]
       const at = args.indexOf('learner');
       c.bootstrap(at >= 0 ? args.slice(0, at) : args, at >= 0 ? args.slice(at + 1) : []);
       return;
     }
-    case 'tick': c.tick(Number(args[0] ?? 1)); return;
-    case 'elect': if (!c.elect(args[0]!)) throw new Error(`${args[0]} did not win an election`); return;
+    case 'tick':
+      c.tick(Number(args[0] ?? 1));
+      return;
+    case 'elect':
+      if (!c.elect(args[0]!)) throw new Error(`${args[0]} did not win an election`);
+      return;
     case 'until': {
       const withinAt = args.indexOf('within');
       const rounds = withinAt >= 0 ? Number(args[withinAt + 1]) : UNTIL_ROUNDS_DEFAULT;
@@ -97,7 +115,8 @@ function runCommand(state: RunState, line: string): void {
       c.propose(args[0]!, via);
       return;
     }
-    case 'read': { // read NODE as NAME: a linearizable read at NODE (a follower's goes through the leader)
+    case 'read': {
+      // read NODE as NAME: a linearizable read at NODE (a follower's goes through the leader)
       if (args[1] !== 'as' || !args[2]) throw new Error('usage: read NODE as NAME');
       state.reads.set(args[2], c.read(args[0]!));
       return;
@@ -108,50 +127,94 @@ function runCommand(state: RunState, line: string): void {
       return;
     }
     case 'partition': {
-      const groups = args.join(' ').split('|').map((g) => g.trim().split(/\s+/).filter(Boolean));
+      const groups = args
+        .join(' ')
+        .split('|')
+        .map((g) => g.trim().split(/\s+/).filter(Boolean));
       c.partition(groups);
       return;
     }
-    case 'oneway': c.block(args[0]!, args[2]!); return; // oneway A -> B
-    case 'isolate': c.isolate(args[0]!); return;
-    case 'heal': c.heal(); return;
-    case 'drop': { // drop FROM TO METHOD [COUNT|*] [after K]
+    case 'oneway':
+      c.block(args[0]!, args[2]!);
+      return; // oneway A -> B
+    case 'isolate':
+      c.isolate(args[0]!);
+      return;
+    case 'heal':
+      c.heal();
+      return;
+    case 'drop': {
+      // drop FROM TO METHOD [COUNT|*] [after K]
       const afterAt = args.indexOf('after');
-      c.drop(args[0]!, args[1]!, args[2]!, args[3] === undefined || args[3] === '*' || args[3] === 'after' ? -1 : Number(args[3]), afterAt >= 0 ? Number(args[afterAt + 1]) : 0);
+      c.drop(
+        args[0]!,
+        args[1]!,
+        args[2]!,
+        args[3] === undefined || args[3] === '*' || args[3] === 'after' ? -1 : Number(args[3]),
+        afterAt >= 0 ? Number(args[afterAt + 1]) : 0,
+      );
       return;
     }
-    case 'undrop': c.undrop(); return;
-    case 'crash': c.crash(args[0]!); return;
-    case 'restart': c.restart(args[0]!); return;
-    case 'corrupt-next-snapshot': c.corruptNextSnapshot(); return;
-    case 'corrupt-wal': c.corruptWal(args[0]!); return;
-    case 'join': { // join NAME via SEED [SEED...]
+    case 'undrop':
+      c.undrop();
+      return;
+    case 'crash':
+      c.crash(args[0]!);
+      return;
+    case 'restart':
+      c.restart(args[0]!);
+      return;
+    case 'corrupt-next-snapshot':
+      c.corruptNextSnapshot();
+      return;
+    case 'corrupt-wal':
+      c.corruptWal(args[0]!);
+      return;
+    case 'join': {
+      // join NAME via SEED [SEED...]
       c.join(args[0]!, args.slice(2));
       return;
     }
-    case 'admin': c.admin(args[0] as 'promote' | 'remove' | 'transfer', args[1]!, args[2] === 'via' ? args[3] : undefined); c.deliver(); return;
-    case 'send': { // send NODE METHOD {json}
+    case 'admin':
+      c.admin(args[0] as 'promote' | 'remove' | 'transfer', args[1]!, args[2] === 'via' ? args[3] : undefined);
+      c.deliver();
+      return;
+    case 'send': {
+      // send NODE METHOD {json}
       const request = buildRequest(args[1]!, JSON.parse(line.slice(line.indexOf('{'))) as Record<string, unknown>);
       state.last = null;
-      c.inject(args[0]!, request, (outcome) => { state.last = outcome; });
+      c.inject(args[0]!, request, (outcome) => {
+        state.last = outcome;
+      });
       if (!state.last) throw new Error('the node did not answer the injected request');
       return;
     }
-    default: throw new Error(`unknown command ${verb}`);
+    default:
+      throw new Error(`unknown command ${verb}`);
   }
 }
 
-interface Condition { test: () => boolean; explain: () => string }
+interface Condition {
+  test: () => boolean;
+  explain: () => string;
+}
 
 function compare(actual: number, op: string, expected: number): boolean {
   switch (op) {
-    case '==': return actual === expected;
-    case '!=': return actual !== expected;
-    case '>=': return actual >= expected;
-    case '<=': return actual <= expected;
-    case '>': return actual > expected;
-    case '<': return actual < expected;
-    default: throw new Error(`unknown operator ${op}`);
+    case '==':
+      return actual === expected;
+    case '!=':
+      return actual !== expected;
+    case '>=':
+      return actual >= expected;
+    case '<=':
+      return actual <= expected;
+    case '>':
+      return actual > expected;
+    case '<':
+      return actual < expected;
+    default:
+      throw new Error(`unknown operator ${op}`);
   }
 }
 
@@ -179,82 +242,159 @@ function condition(state: RunState, args: string[]): Condition {
         explain: () => `leader is ${c.leader()?.name ?? 'none'}${name ? `, wanted ${name}` : ''}`,
       };
     }
-    case 'no-leader': return { test: () => c.leader() === undefined, explain: () => `leader is ${c.leader()?.name}` };
-    case 'role': return { test: () => statusOf(rest[0]!).role === rest[1], explain: () => `${rest[0]} is ${statusOf(rest[0]!).role}, wanted ${rest[1]}` };
-    case 'term': return numeric(`${rest[0]} term`, () => statusOf(rest[0]!).term, rest[1]!, rest[2]!);
-    case 'commit': return numeric(`${rest[0]} commit`, () => statusOf(rest[0]!).commitSeq, rest[1]!, rest[2]!);
-    case 'applied': return numeric(`${rest[0]} applied`, () => statusOf(rest[0]!).appliedSeq, rest[1]!, rest[2]!);
-    case 'last-seq': return numeric(`${rest[0]} last seq`, () => statusOf(rest[0]!).lastSeq, rest[1]!, rest[2]!);
-    case 'snapshot-seq': return numeric(`${rest[0]} snapshot seq`, () => statusOf(rest[0]!).snapshotSeq, rest[1]!, rest[2]!);
-    case 'log-base': return numeric(`${rest[0]} log base`, () => c.node(rest[0]!).engine.logBase().seq, rest[1]!, rest[2]!);
-    case 'lag': return numeric(`${rest[0]} lag gauge`, () => Math.max(0, ...Object.values(statusOf(rest[0]!).lagGaugeByShard)), rest[1]!, rest[2]!);
-    case 'ready': return bool(`${rest[0]} ready`, () => statusOf(rest[0]!).ready, rest[1]!);
-    case 'removed': return bool(`${rest[0]} removed`, () => statusOf(rest[0]!).removed, rest[1]!);
-    case 'halted': return bool(`${rest[0]} halted`, () => statusOf(rest[0]!).halted !== '', rest[1]!);
-    case 'reseed': return bool(`${rest[0]} reseed`, () => statusOf(rest[0]!).reseed, rest[1]!);
-    case 'member': { // member NAME voter|learner|removed|absent (in the leader's roster)
+    case 'no-leader':
+      return { test: () => c.leader() === undefined, explain: () => `leader is ${c.leader()?.name}` };
+    case 'role':
+      return {
+        test: () => statusOf(rest[0]!).role === rest[1],
+        explain: () => `${rest[0]} is ${statusOf(rest[0]!).role}, wanted ${rest[1]}`,
+      };
+    case 'term':
+      return numeric(`${rest[0]} term`, () => statusOf(rest[0]!).term, rest[1]!, rest[2]!);
+    case 'commit':
+      return numeric(`${rest[0]} commit`, () => statusOf(rest[0]!).commitSeq, rest[1]!, rest[2]!);
+    case 'applied':
+      return numeric(`${rest[0]} applied`, () => statusOf(rest[0]!).appliedSeq, rest[1]!, rest[2]!);
+    case 'last-seq':
+      return numeric(`${rest[0]} last seq`, () => statusOf(rest[0]!).lastSeq, rest[1]!, rest[2]!);
+    case 'snapshot-seq':
+      return numeric(`${rest[0]} snapshot seq`, () => statusOf(rest[0]!).snapshotSeq, rest[1]!, rest[2]!);
+    case 'log-base':
+      return numeric(`${rest[0]} log base`, () => c.node(rest[0]!).engine.logBase().seq, rest[1]!, rest[2]!);
+    case 'lag':
+      return numeric(
+        `${rest[0]} lag gauge`,
+        () => Math.max(0, ...Object.values(statusOf(rest[0]!).lagGaugeByShard)),
+        rest[1]!,
+        rest[2]!,
+      );
+    case 'ready':
+      return bool(`${rest[0]} ready`, () => statusOf(rest[0]!).ready, rest[1]!);
+    case 'removed':
+      return bool(`${rest[0]} removed`, () => statusOf(rest[0]!).removed, rest[1]!);
+    case 'halted':
+      return bool(`${rest[0]} halted`, () => statusOf(rest[0]!).halted !== '', rest[1]!);
+    case 'reseed':
+      return bool(`${rest[0]} reseed`, () => statusOf(rest[0]!).reseed, rest[1]!);
+    case 'member': {
+      // member NAME voter|learner|removed|absent (in the leader's roster)
       const roleNames = ['voter', 'learner', 'removed'];
       const read = () => {
         const roster = c.leader()?.status().roster;
         const m = roster?.members.find((x) => x.name === rest[0]);
-        return m ? roleNames[m.role] ?? `role ${m.role}` : 'absent';
+        return m ? (roleNames[m.role] ?? `role ${m.role}`) : 'absent';
       };
-      return { test: () => read() === rest[1], explain: () => `${rest[0]} is ${read()} in the leader's roster, wanted ${rest[1]}` };
+      return {
+        test: () => read() === rest[1],
+        explain: () => `${rest[0]} is ${read()} in the leader's roster, wanted ${rest[1]}`,
+      };
     }
-    case 'roster': { // roster NODE NAME voter|learner|removed|absent (in NODE's own roster: the newest in its log)
+    case 'roster': {
+      // roster NODE NAME voter|learner|removed|absent (in NODE's own roster: the newest in its log)
       const roleNames = ['voter', 'learner', 'removed'];
       const read = () => {
         const m = statusOf(rest[0]!).roster.members.find((x) => x.name === rest[1]);
-        return m ? roleNames[m.role] ?? `role ${m.role}` : 'absent';
+        return m ? (roleNames[m.role] ?? `role ${m.role}`) : 'absent';
       };
-      return { test: () => read() === rest[2], explain: () => `${rest[1]} is ${read()} in ${rest[0]}'s roster, wanted ${rest[2]}` };
+      return {
+        test: () => read() === rest[2],
+        explain: () => `${rest[1]} is ${read()} in ${rest[0]}'s roster, wanted ${rest[2]}`,
+      };
     }
     case 'converged': {
       const read = () => {
         const live = [...c.nodes.values()].filter((n) => n.alive && !n.status().removed);
         const commits = new Set(live.map((n) => n.status().appliedSeq));
         const states = new Set(live.map((n) => n.sim.machine.stateJson()));
-        return { ok: commits.size === 1 && states.size === 1, detail: live.map((n) => `${n.name}@${n.status().appliedSeq}`).join(' ') };
+        return {
+          ok: commits.size === 1 && states.size === 1,
+          detail: live.map((n) => `${n.name}@${n.status().appliedSeq}`).join(' '),
+        };
       };
       return { test: () => read().ok, explain: () => `applied frontiers: ${read().detail}` };
     }
-    case 'applied-value': { // applied-value NAME VALUE: NAME's state machine holds the write
+    case 'applied-value': {
+      // applied-value NAME VALUE: NAME's state machine holds the write
       const has = () => c.node(rest[0]!).holds(rest[1]!);
       return { test: has, explain: () => `${rest[0]} has${has() ? '' : ' not'} applied ${rest[1]}` };
     }
-    case 'sent': { // sent NAME METHOD [OP N]
-      const count = () => c.messages.filter((m) => m.kind === 'request' && m.from === rest[0] && m.method === rest[1]).length;
-      return rest[2] ? numeric(`${rest[0]} ${rest[1]} requests`, count, rest[2], rest[3]!) : { test: () => count() > 0, explain: () => `${rest[0]} sent ${count()} ${rest[1]}` };
+    case 'sent': {
+      // sent NAME METHOD [OP N]
+      const count = () =>
+        c.messages.filter((m) => m.kind === 'request' && m.from === rest[0] && m.method === rest[1]).length;
+      return rest[2]
+        ? numeric(`${rest[0]} ${rest[1]} requests`, count, rest[2], rest[3]!)
+        : { test: () => count() > 0, explain: () => `${rest[0]} sent ${count()} ${rest[1]}` };
     }
-    case 'sent-vote': { // sent-vote NAME prevote|vote OP N
-      const count = () => c.messages.filter((m) => m.kind === 'request' && m.from === rest[0] && m.request?.method === 'RequestVote'
-        && m.request.body.prevote === (rest[1] === 'prevote')).length;
+    case 'sent-vote': {
+      // sent-vote NAME prevote|vote OP N
+      const count = () =>
+        c.messages.filter(
+          (m) =>
+            m.kind === 'request' &&
+            m.from === rest[0] &&
+            m.request?.method === 'RequestVote' &&
+            m.request.body.prevote === (rest[1] === 'prevote'),
+        ).length;
       return numeric(`${rest[0]} ${rest[1]} requests`, count, rest[2]!, rest[3]!);
     }
-    case 'error': { // error FROM METHOD|* CODE [TRAILER[=VALUE]]
+    case 'error': {
+      // error FROM METHOD|* CODE [TRAILER[=VALUE]]
       const code = StatusCode[rest[2] as keyof typeof StatusCode];
       const [trailer, trailerValue] = (rest[3] ?? '').split('=');
-      const found = () => c.messages.some((m) => m.kind === 'error' && m.from === rest[0] && (rest[1] === '*' || m.method === rest[1]) && m.status?.code === code
-        && (!trailer || (m.status.trailers[trailer] !== undefined && (trailerValue === undefined || m.status.trailers[trailer] === trailerValue))));
-      return { test: found, explain: () => `${rest[0]} answered no ${rest[1]} with ${rest[2]}${rest[3] ? ` and trailer ${rest[3]}` : ''}` };
+      const found = () =>
+        c.messages.some(
+          (m) =>
+            m.kind === 'error' &&
+            m.from === rest[0] &&
+            (rest[1] === '*' || m.method === rest[1]) &&
+            m.status?.code === code &&
+            (!trailer ||
+              (m.status.trailers[trailer] !== undefined &&
+                (trailerValue === undefined || m.status.trailers[trailer] === trailerValue))),
+        );
+      return {
+        test: found,
+        explain: () => `${rest[0]} answered no ${rest[1]} with ${rest[2]}${rest[3] ? ` and trailer ${rest[3]}` : ''}`,
+      };
     }
-    case 'effect': { // effect NAME TYPE [REASON|CODE] (the reason may have spaces: the rest of the line)
+    case 'effect': {
+      // effect NAME TYPE [REASON|CODE] (the reason may have spaces: the rest of the line)
       const want = rest.length > 2 ? rest.slice(2).join(' ') : undefined;
-      const found = () => c.node(rest[0]!).effects.some((e) => e.type === rest[1] && (want === undefined || ('reason' in e && e.reason === want) || ('code' in e && e.code === want)));
+      const found = () =>
+        c
+          .node(rest[0]!)
+          .effects.some(
+            (e) =>
+              e.type === rest[1] &&
+              (want === undefined || ('reason' in e && e.reason === want) || ('code' in e && e.code === want)),
+          );
       return { test: found, explain: () => `${rest[0]} emitted no ${rest[1]} ${want ?? ''}` };
     }
     case 'no-effect': {
-      const found = () => c.node(rest[0]!).effects.some((e) => e.type === rest[1] && (rest[2] === undefined || ('code' in e && e.code === rest[2]) || ('reason' in e && e.reason === rest[2])));
+      const found = () =>
+        c
+          .node(rest[0]!)
+          .effects.some(
+            (e) =>
+              e.type === rest[1] &&
+              (rest[2] === undefined || ('code' in e && e.code === rest[2]) || ('reason' in e && e.reason === rest[2])),
+          );
       return { test: () => !found(), explain: () => `${rest[0]} emitted ${rest[1]} ${rest[2] ?? ''}` };
     }
-    case 'last': { // last FIELD=VALUE on the injected request's response body, or last status=CODE
+    case 'last': {
+      // last FIELD=VALUE on the injected request's response body, or last status=CODE
       const contains = rest.join(' ').includes('~');
       const [field, value] = contains ? [rest[0]!.split('~')[0]!, rest.join(' ').split('~')[1]!] : rest[0]!.split('=');
       const read = (): string => {
         const l = state.last;
         if (!l) return '(no answer)';
-        if (field === 'status') return l.kind === 'error' ? Object.entries(StatusCode).find(([, v]) => v === l.status?.code)?.[0] ?? '?' : 'OK';
-        if (field!.startsWith('trailer:')) return l.status?.trailers[field!.slice(8)] !== undefined ? 'present' : 'absent';
+        if (field === 'status')
+          return l.kind === 'error'
+            ? (Object.entries(StatusCode).find(([, v]) => v === l.status?.code)?.[0] ?? '?')
+            : 'OK';
+        if (field!.startsWith('trailer:'))
+          return l.status?.trailers[field!.slice(8)] !== undefined ? 'present' : 'absent';
         const body = l.response?.body as unknown as Record<string, unknown> | undefined;
         return String(body?.[field!]);
       };
@@ -263,19 +403,33 @@ function condition(state: RunState, args: string[]): Condition {
         explain: () => `last ${field} is ${read()}, wanted ${contains ? 'it to contain ' : ''}${value}`,
       };
     }
-    case 'read': { // read NAME asking|waiting|served|refused [REFUSAL]
+    case 'read': {
+      // read NAME asking|waiting|served|refused [REFUSAL]
       const read = readNamed(state, rest[0]!);
-      const describe = () => `read ${rest[0]} is ${read.state}${read.refusal ? ` (${read.refusal})` : ''}${read.state === 'waiting' || read.state === 'served' ? ` at index ${read.index} via ${read.askedVia}` : ''}`;
-      return { test: () => read.state === rest[1] && (rest[2] === undefined || read.refusal === rest[2]), explain: () => `${describe()}, wanted ${rest.slice(1).join(' ')}` };
+      const describe = () =>
+        `read ${rest[0]} is ${read.state}${read.refusal ? ` (${read.refusal})` : ''}${read.state === 'waiting' || read.state === 'served' ? ` at index ${read.index} via ${read.askedVia}` : ''}`;
+      return {
+        test: () => read.state === rest[1] && (rest[2] === undefined || read.refusal === rest[2]),
+        explain: () => `${describe()}, wanted ${rest.slice(1).join(' ')}`,
+      };
     }
-    case 'read-saw': { // read-saw NAME VALUE: the served read's state held VALUE
+    case 'read-saw': {
+      // read-saw NAME VALUE: the served read's state held VALUE
       const read = readNamed(state, rest[0]!);
       const saw = () => read.state === 'served' && read.seen.includes(rest[1]!);
-      return { test: saw, explain: () => (read.state === 'served' ? `read ${rest[0]} saw [${read.seen.join(', ')}], not ${rest[1]}` : `read ${rest[0]} is ${read.state}, not served`) };
+      return {
+        test: saw,
+        explain: () =>
+          read.state === 'served'
+            ? `read ${rest[0]} saw [${read.seen.join(', ')}], not ${rest[1]}`
+            : `read ${rest[0]} is ${read.state}, not served`,
+      };
     }
     // The world's checkers throw the moment an invariant breaks, so reaching this line is the proof.
-    case 'safe': return { test: () => true, explain: () => 'every checker held' };
-    default: throw new Error(`unknown condition ${what}`);
+    case 'safe':
+      return { test: () => true, explain: () => 'every checker held' };
+    default:
+      throw new Error(`unknown condition ${what}`);
   }
 }
 
@@ -288,19 +442,39 @@ function readNamed(state: RunState, name: string): ScriptedRead {
 function buildRequest(method: string, raw: Record<string, unknown>): RpcRequest {
   switch (method) {
     case 'ShipSegment': {
-      const frame = raw.frame as { prevSeq: number; prevTerm: number; commitSeq: number; entries: { seq: number; term: number; kind: number; data: string }[] } | undefined;
-      const payload = frame ? encodeSegmentFrame({ ...frame, entries: frame.entries.map((e): Entry => ({ ...e, data: new TextEncoder().encode(e.data) })) }) : new Uint8Array(0);
+      const frame = raw.frame as
+        | {
+            prevSeq: number;
+            prevTerm: number;
+            commitSeq: number;
+            entries: { seq: number; term: number; kind: number; data: string }[];
+          }
+        | undefined;
+      const payload = frame
+        ? encodeSegmentFrame({
+            ...frame,
+            entries: frame.entries.map((e): Entry => ({ ...e, data: new TextEncoder().encode(e.data) })),
+          })
+        : new Uint8Array(0);
       const { frame: _omit, ...rest } = raw;
       return { method, body: ShipSegmentRequest.fromPartial({ ...rest, payload }) };
     }
-    case 'Heartbeat': return { method, body: HeartbeatRequest.fromPartial(raw) };
-    case 'RequestVote': return { method, body: VoteRequest.fromPartial(raw) };
-    case 'JoinCluster': return { method, body: JoinRequest.fromPartial(raw) };
-    case 'StreamSegments': return { method, body: StreamRequest.fromPartial(raw) };
-    case 'FetchSnapshot': return { method, body: SnapshotRequest.fromPartial(raw) };
-    case 'ReportApplied': return { method, body: AppliedReport.fromPartial(raw) };
-    case 'TimeoutNow': return { method, body: TimeoutNowRequest.fromPartial(raw) };
-    default: throw new Error(`unknown method ${method}`);
+    case 'Heartbeat':
+      return { method, body: HeartbeatRequest.fromPartial(raw) };
+    case 'RequestVote':
+      return { method, body: VoteRequest.fromPartial(raw) };
+    case 'JoinCluster':
+      return { method, body: JoinRequest.fromPartial(raw) };
+    case 'StreamSegments':
+      return { method, body: StreamRequest.fromPartial(raw) };
+    case 'FetchSnapshot':
+      return { method, body: SnapshotRequest.fromPartial(raw) };
+    case 'ReportApplied':
+      return { method, body: AppliedReport.fromPartial(raw) };
+    case 'TimeoutNow':
+      return { method, body: TimeoutNowRequest.fromPartial(raw) };
+    default:
+      throw new Error(`unknown method ${method}`);
   }
 }
 

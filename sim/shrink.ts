@@ -24,8 +24,14 @@ export interface Shrunk {
   runCount: number;
 }
 
-export function shrinkFailure(seed: number, overrides: OverrideValues, onlyFaults: number[] | null,
-  failed: RunResult, log: (line: string) => void = () => {}, extras: Pick<RunExtras, 'engineFactory'> = {}): Shrunk | null {
+export function shrinkFailure(
+  seed: number,
+  overrides: OverrideValues,
+  onlyFaults: number[] | null,
+  failed: RunResult,
+  log: (line: string) => void = () => {},
+  extras: Pick<RunExtras, 'engineFactory'> = {},
+): Shrunk | null {
   if (!failed.failure) return null;
   const invariant = failed.failure.invariant;
   const base = optionsFor(seed, overrides, onlyFaults);
@@ -38,24 +44,42 @@ export function shrinkFailure(seed: number, overrides: OverrideValues, onlyFault
   for (const k of knobs) knobArbitraries[k.flag] = fc.constantFrom(0, k.read(base));
   const arbitrary = fc.record({ faults: fc.subarray(allFaults), knobs: fc.record(knobArbitraries) });
   type Candidate = { faults: number[]; knobs: Record<string, number> };
-  const fullExample: Candidate = { faults: allFaults, knobs: Object.fromEntries(knobs.map((k) => [k.flag, k.read(base)])) };
-  const keyOf = (c: Candidate): string => JSON.stringify([c.faults, Object.keys(c.knobs).sort().map((k) => c.knobs[k])]);
+  const fullExample: Candidate = {
+    faults: allFaults,
+    knobs: Object.fromEntries(knobs.map((k) => [k.flag, k.read(base)])),
+  };
+  const keyOf = (c: Candidate): string =>
+    JSON.stringify([
+      c.faults,
+      Object.keys(c.knobs)
+        .sort()
+        .map((k) => c.knobs[k]),
+    ]);
   results.set(keyOf(fullExample), { overrides: { ...overrides, ...fullExample.knobs }, result: failed });
   const stillFails = (candidate: Candidate): boolean => {
     const known = results.get(keyOf(candidate));
     if (known) return known.result.failure?.invariant === invariant;
-    if (runCount >= SIM_LIMITS.shrinkRunCountMax || performance.now() - startedMs > SIM_LIMITS.shrinkWallMsMax) return false;
+    if (runCount >= SIM_LIMITS.shrinkRunCountMax || performance.now() - startedMs > SIM_LIMITS.shrinkWallMsMax)
+      return false;
     runCount++;
     const candidateOverrides = { ...overrides, ...candidate.knobs };
     const result = runSim(optionsFor(seed, candidateOverrides, candidate.faults), extras);
     results.set(keyOf(candidate), { overrides: candidateOverrides, result });
     const same = result.failure?.invariant === invariant;
-    if (same) log(`  shrinking: ${candidate.faults.length} faults, knobs ${JSON.stringify(candidate.knobs)} still fail (run ${runCount})`);
+    if (same)
+      log(
+        `  shrinking: ${candidate.faults.length} faults, knobs ${JSON.stringify(candidate.knobs)} still fail (run ${runCount})`,
+      );
     return same;
   };
-  const outcome = fc.check(fc.property(arbitrary, (candidate) => !stillFails(candidate)), {
-    examples: [[fullExample]], numRuns: 1, seed,
-  });
+  const outcome = fc.check(
+    fc.property(arbitrary, (candidate) => !stillFails(candidate)),
+    {
+      examples: [[fullExample]],
+      numRuns: 1,
+      seed,
+    },
+  );
   const smallest = outcome.counterexample?.[0] ?? fullExample;
   const found = results.get(keyOf(smallest))!;
   return { faults: smallest.faults, overrides: found.overrides, result: found.result, runCount };

@@ -28,9 +28,19 @@ const decoder = new TextDecoder();
 
 export function encodeCommand(command: KvCommand): Uint8Array {
   if (command.op === 'cas') {
-    return encoder.encode(JSON.stringify({ op: 'cas', key: command.key, expected: command.expected, value: command.value, writeId: command.writeId }));
+    return encoder.encode(
+      JSON.stringify({
+        op: 'cas',
+        key: command.key,
+        expected: command.expected,
+        value: command.value,
+        writeId: command.writeId,
+      }),
+    );
   }
-  return encoder.encode(JSON.stringify({ op: command.op, key: command.key, value: command.value, writeId: command.writeId }));
+  return encoder.encode(
+    JSON.stringify({ op: command.op, key: command.key, value: command.value, writeId: command.writeId }),
+  );
 }
 
 /** decodeCommand returns null for bytes that are not a put or cas command. */
@@ -91,7 +101,8 @@ export class KvStateMachine {
 
   /** apply returns an error text when the entry does not follow appliedSeq or cannot be read. */
   apply(entry: Entry): string | null {
-    if (entry.seq !== this.appliedSeq + 1) return `apply of seq ${entry.seq} does not follow appliedSeq ${this.appliedSeq}`;
+    if (entry.seq !== this.appliedSeq + 1)
+      return `apply of seq ${entry.seq} does not follow appliedSeq ${this.appliedSeq}`;
     if (entry.kind === EntryKind.EventBatch) {
       const command = decodeCommand(entry.data) ?? (this.opaqueCommands ? opaqueCommand(entry.data) : null);
       if (!command) return `entry ${entry.seq} (kind 1) is not a put or cas command`;
@@ -99,7 +110,8 @@ export class KvStateMachine {
       if (takes) this.kv.set(command.key, command.value);
       if (command.op === 'cas') {
         this.casOutcomes.set(entry.seq, takes);
-        if (this.casOutcomes.size > CAS_OUTCOME_RETAIN_COUNT) this.casOutcomes.delete(this.casOutcomes.keys().next().value!);
+        if (this.casOutcomes.size > CAS_OUTCOME_RETAIN_COUNT)
+          this.casOutcomes.delete(this.casOutcomes.keys().next().value!);
       }
     }
     this.appliedSeq = entry.seq;
@@ -125,7 +137,8 @@ export class KvStateMachine {
       if (typeof raw.appliedSeq !== 'number' || !Array.isArray(raw.kv)) return 'state.json lacks appliedSeq or kv';
       const kv = new Map<string, string>();
       for (const pair of raw.kv as unknown[]) {
-        if (!Array.isArray(pair) || typeof pair[0] !== 'string' || typeof pair[1] !== 'string') return 'state.json has a bad kv pair';
+        if (!Array.isArray(pair) || typeof pair[0] !== 'string' || typeof pair[1] !== 'string')
+          return 'state.json has a bad kv pair';
         kv.set(pair[0], pair[1]);
       }
       this.kv = kv;

@@ -31,7 +31,12 @@ export class SimStorage {
   }
 
   /** append writes now and returns when the disk will have synced it (never before an earlier append). */
-  append(fromSeq: number, entries: Entry[], nowUs: number, syncDelayUs: number): { error: string | null; syncAtUs: number } {
+  append(
+    fromSeq: number,
+    entries: Entry[],
+    nowUs: number,
+    syncDelayUs: number,
+  ): { error: string | null; syncAtUs: number } {
     const error = this.written.write(fromSeq, entries);
     if (error) return { error, syncAtUs: 0 };
     const syncAtUs = Math.max(this.lastSyncAtUs, nowUs + syncDelayUs);

@@ -18,27 +18,43 @@ function roundTrip<T>(codec: Codec<T>, message: T): T {
 
 export function carryRequest(request: RpcRequest): RpcRequest {
   switch (request.method) {
-    case 'ShipSegment': return { method: request.method, body: roundTrip(pb.ShipSegmentRequest, request.body) };
-    case 'StreamSegments': return { method: request.method, body: roundTrip(pb.StreamRequest, request.body) };
-    case 'FetchSnapshot': return { method: request.method, body: roundTrip(pb.SnapshotRequest, request.body) };
-    case 'Heartbeat': return { method: request.method, body: roundTrip(pb.HeartbeatRequest, request.body) };
-    case 'ReportApplied': return { method: request.method, body: roundTrip(pb.AppliedReport, request.body) };
-    case 'RequestVote': return { method: request.method, body: roundTrip(pb.VoteRequest, request.body) };
-    case 'TimeoutNow': return { method: request.method, body: roundTrip(pb.TimeoutNowRequest, request.body) };
-    case 'JoinCluster': return { method: request.method, body: roundTrip(pb.JoinRequest, request.body) };
-    default: return unreachable(request);
+    case 'ShipSegment':
+      return { method: request.method, body: roundTrip(pb.ShipSegmentRequest, request.body) };
+    case 'StreamSegments':
+      return { method: request.method, body: roundTrip(pb.StreamRequest, request.body) };
+    case 'FetchSnapshot':
+      return { method: request.method, body: roundTrip(pb.SnapshotRequest, request.body) };
+    case 'Heartbeat':
+      return { method: request.method, body: roundTrip(pb.HeartbeatRequest, request.body) };
+    case 'ReportApplied':
+      return { method: request.method, body: roundTrip(pb.AppliedReport, request.body) };
+    case 'RequestVote':
+      return { method: request.method, body: roundTrip(pb.VoteRequest, request.body) };
+    case 'TimeoutNow':
+      return { method: request.method, body: roundTrip(pb.TimeoutNowRequest, request.body) };
+    case 'JoinCluster':
+      return { method: request.method, body: roundTrip(pb.JoinRequest, request.body) };
+    default:
+      return unreachable(request);
   }
 }
 
 export function carryResponse(response: RpcResponse): RpcResponse {
   switch (response.method) {
-    case 'ShipSegment': return { method: response.method, body: roundTrip(pb.ShipSegmentResponse, response.body) };
-    case 'Heartbeat': return { method: response.method, body: roundTrip(pb.HeartbeatResponse, response.body) };
-    case 'ReportApplied': return { method: response.method, body: roundTrip(pb.AppliedReportAck, response.body) };
-    case 'RequestVote': return { method: response.method, body: roundTrip(pb.VoteResponse, response.body) };
-    case 'TimeoutNow': return { method: response.method, body: roundTrip(pb.TimeoutNowResponse, response.body) };
-    case 'JoinCluster': return { method: response.method, body: roundTrip(pb.JoinResponse, response.body) };
-    default: return unreachable(response);
+    case 'ShipSegment':
+      return { method: response.method, body: roundTrip(pb.ShipSegmentResponse, response.body) };
+    case 'Heartbeat':
+      return { method: response.method, body: roundTrip(pb.HeartbeatResponse, response.body) };
+    case 'ReportApplied':
+      return { method: response.method, body: roundTrip(pb.AppliedReportAck, response.body) };
+    case 'RequestVote':
+      return { method: response.method, body: roundTrip(pb.VoteResponse, response.body) };
+    case 'TimeoutNow':
+      return { method: response.method, body: roundTrip(pb.TimeoutNowResponse, response.body) };
+    case 'JoinCluster':
+      return { method: response.method, body: roundTrip(pb.JoinResponse, response.body) };
+    default:
+      return unreachable(response);
   }
 }
 

@@ -28,7 +28,12 @@ export class Workload {
   private readonly attempts = new Map<number, Write>();
 
   /** burstPrng draws burst sizes only, so runs without bursts draw exactly what they did before bursts existed. */
-  constructor(private readonly cluster: Cluster, private readonly prng: Prng, private readonly knobs: WorkloadKnobs, private readonly burstPrng: Prng) {
+  constructor(
+    private readonly cluster: Cluster,
+    private readonly prng: Prng,
+    private readonly knobs: WorkloadKnobs,
+    private readonly burstPrng: Prng,
+  ) {
     cluster.onProposalResult((node, proposalId, ok, _seq, hint) => this.onResult(node, proposalId, ok, hint));
   }
 
@@ -59,7 +64,11 @@ export class Workload {
     }
     const count = this.knobs.burstWriteCountMax > 1 ? 1 + this.burstPrng.int(this.knobs.burstWriteCountMax) : 1;
     if (count === 1) this.attempt(this.newWrite(), this.pickTarget());
-    else this.attemptBurst(Array.from({ length: count }, () => this.newWrite()), this.pickTarget());
+    else
+      this.attemptBurst(
+        Array.from({ length: count }, () => this.newWrite()),
+        this.pickTarget(),
+      );
     this.scheduleNext();
   }
 
@@ -77,7 +86,11 @@ export class Workload {
       return;
     }
     for (const write of writes) write.attemptCount++;
-    const proposalIds = this.cluster.proposeBatch(target, writes.map((w) => w.data), this.burstPrng.uniform(0, 2));
+    const proposalIds = this.cluster.proposeBatch(
+      target,
+      writes.map((w) => w.data),
+      this.burstPrng.uniform(0, 2),
+    );
     proposalIds.forEach((proposalId, i) => this.await(proposalId, writes[i]!));
   }
 
@@ -113,7 +126,9 @@ export class Workload {
     const hinted = hint ? this.cluster.nodeByGrpcAddr(hint) : undefined;
     this.leaderGuess = hinted && hinted !== node ? hinted.index : -1;
     const delayMs = this.prng.uniform(0, SIM_LIMITS.clientRetryDelayMsMax);
-    this.cluster.schedule(this.cluster.nowUs + msToUs(delayMs), 'client retry', () => this.attempt(write, this.pickTarget()));
+    this.cluster.schedule(this.cluster.nowUs + msToUs(delayMs), 'client retry', () =>
+      this.attempt(write, this.pickTarget()),
+    );
   }
 
   private pickTarget(): number {

@@ -54,16 +54,26 @@ export function decodeCommand(bytes: Uint8Array): DecodedCommand {
     return { ok: false, reason: `command is not UTF-8 JSON: ${(err as Error).message}` };
   }
   if (!isObject(raw)) return { ok: false, reason: 'command is not a JSON object' };
-  if (raw.v !== COMMAND_VERSION) return { ok: false, reason: `command version ${JSON.stringify(raw.v)} is not ${COMMAND_VERSION}` };
-  if (typeof raw.key !== 'string' || raw.key.length === 0) return { ok: false, reason: 'command key must be a non-empty string' };
-  if (typeof raw.requestId !== 'string' || raw.requestId.length === 0 || Buffer.byteLength(raw.requestId) > REQUEST_ID_BYTES_MAX) {
+  if (raw.v !== COMMAND_VERSION)
+    return { ok: false, reason: `command version ${JSON.stringify(raw.v)} is not ${COMMAND_VERSION}` };
+  if (typeof raw.key !== 'string' || raw.key.length === 0)
+    return { ok: false, reason: 'command key must be a non-empty string' };
+  if (
+    typeof raw.requestId !== 'string' ||
+    raw.requestId.length === 0 ||
+    Buffer.byteLength(raw.requestId) > REQUEST_ID_BYTES_MAX
+  ) {
     return { ok: false, reason: `command requestId must be 1..${REQUEST_ID_BYTES_MAX} bytes` };
   }
   const expected = raw.expectedVersion;
   if (expected !== undefined && !(Number.isSafeInteger(expected) && (expected as number) >= 0)) {
     return { ok: false, reason: 'command expectedVersion must be a non-negative integer' };
   }
-  const base = { key: raw.key, requestId: raw.requestId, ...(expected === undefined ? {} : { expectedVersion: expected as number }) };
+  const base = {
+    key: raw.key,
+    requestId: raw.requestId,
+    ...(expected === undefined ? {} : { expectedVersion: expected as number }),
+  };
   if (raw.op === 'put') {
     if (!isObject(raw.value)) return { ok: false, reason: 'put value must be a JSON object' };
     return { ok: true, command: { op: 'put', value: raw.value as JsonObject, ...base } };
@@ -74,20 +84,40 @@ export function decodeCommand(bytes: Uint8Array): DecodedCommand {
 
 export function resultToMessage(result: CommandResult): CommandResultMessage {
   switch (result.outcome) {
-    case 'applied': return { outcome: Outcome.OUTCOME_APPLIED, version: result.version, existed: result.existed, actualVersion: 0, reason: '' };
-    case 'conflict': return { outcome: Outcome.OUTCOME_VERSION_CONFLICT, version: 0, existed: false, actualVersion: result.actualVersion, reason: '' };
-    case 'rejected': return { outcome: Outcome.OUTCOME_REJECTED, version: 0, existed: false, actualVersion: 0, reason: result.reason };
-    default: return unreachable(result);
+    case 'applied':
+      return {
+        outcome: Outcome.OUTCOME_APPLIED,
+        version: result.version,
+        existed: result.existed,
+        actualVersion: 0,
+        reason: '',
+      };
+    case 'conflict':
+      return {
+        outcome: Outcome.OUTCOME_VERSION_CONFLICT,
+        version: 0,
+        existed: false,
+        actualVersion: result.actualVersion,
+        reason: '',
+      };
+    case 'rejected':
+      return { outcome: Outcome.OUTCOME_REJECTED, version: 0, existed: false, actualVersion: 0, reason: result.reason };
+    default:
+      return unreachable(result);
   }
 }
 
 /** resultFromMessage reads a leader's answer; an outcome it does not know is an error, not a guess. */
 export function resultFromMessage(message: CommandResultMessage | undefined): CommandResult {
   switch (message?.outcome) {
-    case Outcome.OUTCOME_APPLIED: return { outcome: 'applied', version: message.version, existed: message.existed };
-    case Outcome.OUTCOME_VERSION_CONFLICT: return { outcome: 'conflict', actualVersion: message.actualVersion };
-    case Outcome.OUTCOME_REJECTED: return { outcome: 'rejected', reason: message.reason };
-    default: throw new Error(`leader answered an unknown command outcome ${String(message?.outcome)}`);
+    case Outcome.OUTCOME_APPLIED:
+      return { outcome: 'applied', version: message.version, existed: message.existed };
+    case Outcome.OUTCOME_VERSION_CONFLICT:
+      return { outcome: 'conflict', actualVersion: message.actualVersion };
+    case Outcome.OUTCOME_REJECTED:
+      return { outcome: 'rejected', reason: message.reason };
+    default:
+      throw new Error(`leader answered an unknown command outcome ${String(message?.outcome)}`);
   }
 }
 
@@ -95,10 +125,14 @@ export function resultFromMessage(message: CommandResultMessage | undefined): Co
 export function isCommandResult(value: unknown): value is CommandResult {
   if (!isObject(value)) return false;
   switch (value.outcome) {
-    case 'applied': return Number.isSafeInteger(value.version) && typeof value.existed === 'boolean';
-    case 'conflict': return Number.isSafeInteger(value.actualVersion);
-    case 'rejected': return typeof value.reason === 'string';
-    default: return false;
+    case 'applied':
+      return Number.isSafeInteger(value.version) && typeof value.existed === 'boolean';
+    case 'conflict':
+      return Number.isSafeInteger(value.actualVersion);
+    case 'rejected':
+      return typeof value.reason === 'string';
+    default:
+      return false;
   }
 }
 

@@ -43,8 +43,7 @@ export interface WriteOptions {
 }
 
 export type StoreChange =
-  | { kind: 'put'; key: string; value: JsonObject; version: number }
-  | { kind: 'delete'; key: string; version: number };
+  { kind: 'put'; key: string; value: JsonObject; version: number } | { kind: 'delete'; key: string; version: number };
 
 export type StoreWatcher = (change: StoreChange) => void;
 
@@ -91,6 +90,10 @@ export class VersionConflictError extends Error {
  * module (a second module instance under some loaders) throws an equal error of another class.
  */
 export function isVersionConflict(error: unknown): error is VersionConflictError {
-  return error instanceof VersionConflictError
-    || (error instanceof Error && error.name === 'VersionConflictError' && (error as { code?: unknown }).code === 'VERSION_CONFLICT');
+  return (
+    error instanceof VersionConflictError ||
+    (error instanceof Error &&
+      error.name === 'VersionConflictError' &&
+      (error as { code?: unknown }).code === 'VERSION_CONFLICT')
+  );
 }

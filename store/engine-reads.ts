@@ -37,7 +37,10 @@ export class EngineReads {
   private waiterCount = 0;
 
   /** onOutcome is told each engine answer's outcome once per readIndex input, and 'timeout' once per request that timed out. */
-  constructor(private readonly engine: StoreEngine, private readonly onOutcome: (outcome: string) => void = () => undefined) {}
+  constructor(
+    private readonly engine: StoreEngine,
+    private readonly onOutcome: (outcome: string) => void = () => undefined,
+  ) {}
 
   /** count: requests not settled yet (gathering or waiting for the engine). */
   get count(): number {
@@ -46,7 +49,8 @@ export class EngineReads {
 
   /** take asks the engine for a read index; it rejects with a StoreRefusal (not-leader, leadership-changed, overloaded, timeout). */
   take(deadlineAt: number): Promise<ReadIndexAnswer> {
-    if (this.engine.overloaded()) return Promise.reject(new StoreRefusal('unavailable', 'node overloaded: input queue full'));
+    if (this.engine.overloaded())
+      return Promise.reject(new StoreRefusal('unavailable', 'node overloaded: input queue full'));
     return new Promise((resolve, reject) => {
       if (this.gathering === null) {
         this.gathering = [];
@@ -124,9 +128,13 @@ export class EngineReads {
 
 function refusalError(effect: Extract<Effect, { type: 'readIndexResult' }>): StoreRefusal {
   switch (effect.refusal) {
-    case 'not-leader': return new StoreRefusal('not-leader', 'not the leader', effect.leaderHint);
-    case 'stepped-down': return new StoreRefusal('leadership-changed', 'leadership was lost before the read index was confirmed');
-    case 'queue-full': return new StoreRefusal('overloaded', 'too many reads waiting for the leader to confirm its leadership');
-    default: return new StoreRefusal('internal', `unknown read-index refusal ${String(effect.refusal)}`);
+    case 'not-leader':
+      return new StoreRefusal('not-leader', 'not the leader', effect.leaderHint);
+    case 'stepped-down':
+      return new StoreRefusal('leadership-changed', 'leadership was lost before the read index was confirmed');
+    case 'queue-full':
+      return new StoreRefusal('overloaded', 'too many reads waiting for the leader to confirm its leadership');
+    default:
+      return new StoreRefusal('internal', `unknown read-index refusal ${String(effect.refusal)}`);
   }
 }

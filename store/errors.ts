@@ -16,17 +16,28 @@ export class StoreUnavailableError extends Error {
  * (overloaded, stopping, unreachable), `timeout` (outcome unknown), `overloaded` (too many requests open),
  * `invalid` (a malformed command), `internal` (anything else).
  */
-export type RefusalKind = 'not-leader' | 'leadership-changed' | 'unavailable' | 'timeout' | 'overloaded' | 'invalid' | 'internal';
+export type RefusalKind =
+  'not-leader' | 'leadership-changed' | 'unavailable' | 'timeout' | 'overloaded' | 'invalid' | 'internal';
 
 /**
  * RETRYABLE_REFUSALS are worth another attempt: the leader moved, is electing, or did not answer. A retry
  * reuses the request id, so the state machine settles the outcome of an attempt that did commit.
  */
-export const RETRYABLE_REFUSALS: ReadonlySet<RefusalKind> = new Set<RefusalKind>(['not-leader', 'leadership-changed', 'unavailable', 'timeout', 'overloaded']);
+export const RETRYABLE_REFUSALS: ReadonlySet<RefusalKind> = new Set<RefusalKind>([
+  'not-leader',
+  'leadership-changed',
+  'unavailable',
+  'timeout',
+  'overloaded',
+]);
 
 /** StoreRefusal: one attempt at the leader failed, of `kind`; leaderHint is the leader's address when known. */
 export class StoreRefusal extends Error {
-  constructor(readonly kind: RefusalKind, message: string, readonly leaderHint = '') {
+  constructor(
+    readonly kind: RefusalKind,
+    message: string,
+    readonly leaderHint = '',
+  ) {
     super(message);
     this.name = 'StoreRefusal';
   }

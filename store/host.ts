@@ -23,10 +23,16 @@ export interface StoreEngine {
 }
 
 /** ReadIndexAnswer is what a leader answers a read-index request with. */
-export interface ReadIndexAnswer { commitSeq: number; term: number }
+export interface ReadIndexAnswer {
+  commitSeq: number;
+  term: number;
+}
 
 /** ProposeAnswer is a leader's answer to a forwarded command, as it travels (store/command.ts reads it). */
-export interface ProposeAnswer { seq: number; result: CommandResultMessage | undefined }
+export interface ProposeAnswer {
+  seq: number;
+  result: CommandResultMessage | undefined;
+}
 
 /**
  * LeaderLink carries this node's requests to the leader at an address. A failed attempt rejects with a

@@ -2,7 +2,14 @@
 // command format. The svc.store.v1 service that carries writes and read indexes to the leader is transports/store-rpc.
 export * from './limits.js';
 export * from './command.js';
-export { StoreStateMachine, StateMachineError, decodeStoreSnapshot, STORE_SNAPSHOT_FILE, type AppliedCommand, type StoreState } from './state-machine.js';
+export {
+  StoreStateMachine,
+  StateMachineError,
+  decodeStoreSnapshot,
+  STORE_SNAPSHOT_FILE,
+  type AppliedCommand,
+  type StoreState,
+} from './state-machine.js';
 export { ReplicatedStore } from './replicated-store.js';
 export { StoreUnavailableError, StoreRefusal, RETRYABLE_REFUSALS, type RefusalKind } from './errors.js';
 export type { StoreHost, StoreEngine, LeaderLink, ProposalInput, ProposeAnswer, ReadIndexAnswer } from './host.js';

@@ -10,7 +10,8 @@ export function cloneJson<T extends JsonValue>(value: T): T {
   for (const key of Object.keys(value)) {
     const item = cloneJson((value as JsonObject)[key]!);
     // '__proto__' must stay an own property (as JSON.parse makes it), not set the copy's prototype.
-    if (key === '__proto__') Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
+    if (key === '__proto__')
+      Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
     else copy[key] = item;
   }
   return copy as T;

@@ -55,7 +55,8 @@ export const DEDUP_ENTRY_COUNT_MAX = 10_000;
 export function storeLimits(overrides: Partial<StoreLimits> = {}): StoreLimits {
   const limits = { ...DEFAULT_STORE_LIMITS, ...overrides };
   for (const [name, value] of Object.entries(limits)) {
-    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`store limit ${name} must be a positive integer, got ${String(value)}`);
+    if (!Number.isSafeInteger(value) || value < 1)
+      throw new RangeError(`store limit ${name} must be a positive integer, got ${String(value)}`);
   }
   return limits;
 }

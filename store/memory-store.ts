@@ -2,7 +2,14 @@
 // map. It exists so the API can be built and tested before the replicated store is ready; it replicates
 // nothing and forgets everything on exit. Production wiring must pass the replicated store instead.
 import type {
-  DocumentStore, JsonObject, ListOptions, ListResult, StoreChange, StoreEntry, StoreWatcher, VersionedValue,
+  DocumentStore,
+  JsonObject,
+  ListOptions,
+  ListResult,
+  StoreChange,
+  StoreEntry,
+  StoreWatcher,
+  VersionedValue,
   WriteOptions,
 } from './document-store.js';
 import { VersionConflictError } from './document-store.js';

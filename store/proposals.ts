@@ -36,14 +36,18 @@ export class Proposals {
 
   /** propose hands the command to the engine; it resolves once committed and applied here. */
   propose(data: Uint8Array, requestId: string, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
-    if (this.engine.overloaded()) return Promise.reject(new StoreRefusal('unavailable', 'node overloaded: input queue full'));
+    if (this.engine.overloaded())
+      return Promise.reject(new StoreRefusal('unavailable', 'node overloaded: input queue full'));
     const proposalId = this.nextProposalId++;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(proposalId);
-        this.onOutcome('timeout');
-        reject(new StoreRefusal('timeout', 'proposal not committed before its deadline; outcome unknown'));
-      }, Math.max(0, deadlineAt - Date.now()));
+      const timer = setTimeout(
+        () => {
+          this.pending.delete(proposalId);
+          this.onOutcome('timeout');
+          reject(new StoreRefusal('timeout', 'proposal not committed before its deadline; outcome unknown'));
+        },
+        Math.max(0, deadlineAt - Date.now()),
+      );
       this.pending.set(proposalId, { requestId, resolve, reject, timer });
       this.batch.push({ proposalId, data });
       // setImmediate runs after this turn's I/O callbacks: every proposal that arrived with this one joins it.

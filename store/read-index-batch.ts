@@ -43,7 +43,10 @@ export class ReadIndexBatch {
    * take performs one read-index call that must finish by deadlineAt; overlap says whether a call may start
    * while another is in flight (true where calls are batched further down, e.g. on the leader).
    */
-  constructor(private readonly take: (deadlineAt: number) => Promise<number>, private readonly overlap: () => boolean = () => false) {}
+  constructor(
+    private readonly take: (deadlineAt: number) => Promise<number>,
+    private readonly overlap: () => boolean = () => false,
+  ) {}
 
   get stats(): ReadIndexBatchStats {
     return { ...this.counts };
@@ -60,7 +63,10 @@ export class ReadIndexBatch {
     }
     let resolve!: (seq: number) => void;
     let reject!: (err: unknown) => void;
-    const promise = new Promise<number>((res, rej) => { resolve = res; reject = rej; });
+    const promise = new Promise<number>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
     this.gathering = { promise, resolve, reject, deadlineAt };
     // With a call in flight (and no overlap), its settling schedules this one.
     if (this.inFlight === 0 || this.overlap()) this.startNextTurn();

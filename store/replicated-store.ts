@@ -5,8 +5,15 @@
 // every write acknowledged anywhere before the read began.
 import { randomUUID } from 'node:crypto';
 import {
-  VersionConflictError, type DocumentStore, type JsonObject, type ListOptions, type ListResult, type StoreEntry,
-  type StoreWatcher, type VersionedValue, type WriteOptions,
+  VersionConflictError,
+  type DocumentStore,
+  type JsonObject,
+  type ListOptions,
+  type ListResult,
+  type StoreEntry,
+  type StoreWatcher,
+  type VersionedValue,
+  type WriteOptions,
 } from './document-store.js';
 import { encodeCommand, type CommandResult, type StoreCommand } from './command.js';
 import type { StoreHost } from './host.js';
@@ -18,10 +25,16 @@ export class ReplicatedStore implements DocumentStore {
   /** readIndexes shares one read-index call among concurrent reads (read-index-batch.ts). */
   private readonly readIndexes: ReadIndexBatch;
 
-  constructor(private readonly host: StoreHost, limits: Partial<StoreLimits> = {}) {
+  constructor(
+    private readonly host: StoreHost,
+    limits: Partial<StoreLimits> = {},
+  ) {
     this.limits = storeLimits(limits);
     // On the leader, calls may overlap: its engine batches them (read-index-batch.ts).
-    this.readIndexes = new ReadIndexBatch((deadlineAt) => this.host.readIndex(deadlineAt), () => this.host.readsLocally?.() ?? false);
+    this.readIndexes = new ReadIndexBatch(
+      (deadlineAt) => this.host.readIndex(deadlineAt),
+      () => this.host.readsLocally?.() ?? false,
+    );
   }
 
   /** readIndexStats: read-index calls made and readers served so far (how well reads share calls). */
@@ -43,18 +56,21 @@ export class ReplicatedStore implements DocumentStore {
 
   async put(key: string, value: JsonObject, options: WriteOptions = {}): Promise<{ version: number }> {
     this.checkKey(key);
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new TypeError('store values are JSON objects');
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      throw new TypeError('store values are JSON objects');
     // Encoding (write) is the copy: the log, every node's apply and this node's state get the bytes, never
     // the caller's object, and what JSON cannot hold is refused before it reaches the log.
     const result = await this.write({ op: 'put', key, value, ...this.expected(options), requestId: randomUUID() });
-    if (result.outcome === 'conflict') throw new VersionConflictError(key, options.expectedVersion!, result.actualVersion);
+    if (result.outcome === 'conflict')
+      throw new VersionConflictError(key, options.expectedVersion!, result.actualVersion);
     return { version: result.version };
   }
 
   async delete(key: string, options: WriteOptions = {}): Promise<{ deleted: boolean }> {
     this.checkKey(key);
     const result = await this.write({ op: 'delete', key, ...this.expected(options), requestId: randomUUID() });
-    if (result.outcome === 'conflict') throw new VersionConflictError(key, options.expectedVersion!, result.actualVersion);
+    if (result.outcome === 'conflict')
+      throw new VersionConflictError(key, options.expectedVersion!, result.actualVersion);
     return { deleted: result.existed };
   }
 
@@ -97,7 +113,10 @@ export class ReplicatedStore implements DocumentStore {
   private async write(command: StoreCommand): Promise<Extract<CommandResult, { outcome: 'applied' | 'conflict' }>> {
     // Encoded once, here: these bytes go to the leader and into the log as they are.
     const bytes = encodeCommand(command);
-    if (bytes.length > this.limits.commandBytesMax) throw new RangeError(`the write encodes to ${bytes.length} bytes, above commandBytesMax (${this.limits.commandBytesMax})`);
+    if (bytes.length > this.limits.commandBytesMax)
+      throw new RangeError(
+        `the write encodes to ${bytes.length} bytes, above commandBytesMax (${this.limits.commandBytesMax})`,
+      );
     const deadlineAt = Date.now() + this.limits.writeTimeoutMs;
     const { seq, result } = await this.host.commit({ requestId: command.requestId, bytes }, deadlineAt);
     await this.host.waitApplied(seq, deadlineAt);
@@ -113,7 +132,8 @@ export class ReplicatedStore implements DocumentStore {
 
   private expected(options: WriteOptions): { expectedVersion?: number } {
     if (options.expectedVersion === undefined) return {};
-    if (!Number.isSafeInteger(options.expectedVersion) || options.expectedVersion < 0) throw new RangeError('expectedVersion must be a non-negative integer');
+    if (!Number.isSafeInteger(options.expectedVersion) || options.expectedVersion < 0)
+      throw new RangeError('expectedVersion must be a non-negative integer');
     return { expectedVersion: options.expectedVersion };
   }
 

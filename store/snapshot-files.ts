@@ -4,7 +4,13 @@
 // artifact's store.json is read back, checked to hold the state at the artifact's seq, and swapped in.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { decodeStoreSnapshot, encodeCapture, STORE_SNAPSHOT_FILE, type StoreState, type StoreStateMachine } from './state-machine.js';
+import {
+  decodeStoreSnapshot,
+  encodeCapture,
+  STORE_SNAPSHOT_FILE,
+  type StoreState,
+  type StoreStateMachine,
+} from './state-machine.js';
 
 /** ENCODE_CHUNK_ENTRY_COUNT is how many documents are encoded between yields to the event loop. */
 export const ENCODE_CHUNK_ENTRY_COUNT = 2_048;
@@ -26,7 +32,11 @@ export class StoreSnapshots {
   /** capture holds the state now (O(keys), by reference); encode lays it out as store.json later, pausing between chunks. */
   capture(): { encode(pause: () => Promise<void>): Promise<Array<{ path: string; bytes: Uint8Array }>> } {
     const capture = this.stateMachine.captureSnapshot();
-    return { encode: async (pause) => [{ path: STORE_SNAPSHOT_FILE, bytes: await encodeCapture(capture, ENCODE_CHUNK_ENTRY_COUNT, pause) }] };
+    return {
+      encode: async (pause) => [
+        { path: STORE_SNAPSHOT_FILE, bytes: await encodeCapture(capture, ENCODE_CHUNK_ENTRY_COUNT, pause) },
+      ],
+    };
   }
 
   /** load reads an installed artifact's state; the function it resolves with swaps it in (watchers hear the difference). */
@@ -41,7 +51,9 @@ export async function loadStoreState(artifact: SnapshotArtifactAt): Promise<Stor
   const decoded = decodeStoreSnapshot(await readFile(join(artifact.dir, STORE_SNAPSHOT_FILE)));
   if (!decoded.ok) throw new Error(`snapshot ${artifact.name}: ${decoded.reason}`);
   if (decoded.state.appliedSeq !== artifact.meta.seq) {
-    throw new Error(`snapshot ${artifact.name}: ${STORE_SNAPSHOT_FILE} is at seq ${decoded.state.appliedSeq}, its meta says ${artifact.meta.seq}`);
+    throw new Error(
+      `snapshot ${artifact.name}: ${STORE_SNAPSHOT_FILE} is at seq ${decoded.state.appliedSeq}, its meta says ${artifact.meta.seq}`,
+    );
   }
   return decoded.state;
 }

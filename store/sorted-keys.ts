@@ -23,7 +23,8 @@ export class SortedKeys {
 
   /** blockCountMax is SORTED_KEYS_BLOCK_COUNT_MAX but for tests, which want many splits from few keys. */
   constructor(private readonly blockCountMax = SORTED_KEYS_BLOCK_COUNT_MAX) {
-    if (!Number.isSafeInteger(blockCountMax) || blockCountMax < 2) throw new RangeError(`blockCountMax must be an integer >= 2, got ${blockCountMax}`);
+    if (!Number.isSafeInteger(blockCountMax) || blockCountMax < 2)
+      throw new RangeError(`blockCountMax must be an integer >= 2, got ${blockCountMax}`);
   }
 
   /** fromSorted adopts keys already in strictly ascending order (a decoded snapshot). */
@@ -77,7 +78,12 @@ export class SortedKeys {
   page(prefix: string, limit: number, after?: string): KeyPage {
     const start = after !== undefined && after >= prefix ? after : undefined;
     let b = start === undefined ? this.blockFor(prefix) : this.blockAbove(start);
-    let i = b < this.blocks.length ? (start === undefined ? lowerBound(this.blocks[b]!, prefix) : upperBound(this.blocks[b]!, start)) : 0;
+    let i =
+      b < this.blocks.length
+        ? start === undefined
+          ? lowerBound(this.blocks[b]!, prefix)
+          : upperBound(this.blocks[b]!, start)
+        : 0;
     const keys: string[] = [];
     let more = false;
     // Bounded by the keys: each pass takes one key or moves to the next block.
@@ -129,7 +135,8 @@ function firstIndex(length: number, before: (i: number) => boolean): number {
   let high = length;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    if (before(middle)) low = middle + 1; else high = middle;
+    if (before(middle)) low = middle + 1;
+    else high = middle;
   }
   return low;
 }

@@ -77,7 +77,12 @@ export class StoreStateMachine {
    * list pages through the keys under prefix in ascending order, starting after `after`: copies, or with
    * `shared` the stored objects themselves (for a caller that only reads them, ListOptions.shared).
    */
-  list(prefix: string, limit: number, after?: string, shared = false): { entries: Array<{ key: string; value: JsonObject; version: number }>; nextAfter: string | null } {
+  list(
+    prefix: string,
+    limit: number,
+    after?: string,
+    shared = false,
+  ): { entries: Array<{ key: string; value: JsonObject; version: number }>; nextAfter: string | null } {
     const page = this.sortedKeys.page(prefix, limit, after);
     const entries = page.keys.map((key) => {
       const slot = this.slots.get(key)!;
@@ -98,11 +103,13 @@ export class StoreStateMachine {
    */
   apply(entry: Entry): AppliedCommand {
     if (entry.seq <= this.applied) return { seq: entry.seq, requestId: null, result: null };
-    if (entry.seq !== this.applied + 1) throw new StateMachineError(`apply of seq ${entry.seq} does not follow appliedSeq ${this.applied}`);
+    if (entry.seq !== this.applied + 1)
+      throw new StateMachineError(`apply of seq ${entry.seq} does not follow appliedSeq ${this.applied}`);
     this.applied = entry.seq;
     if (entry.kind !== EntryKind.EventBatch) return { seq: entry.seq, requestId: null, result: null };
     const decoded = decodeCommand(entry.data);
-    if (!decoded.ok) return { seq: entry.seq, requestId: null, result: { outcome: 'rejected', reason: decoded.reason } };
+    if (!decoded.ok)
+      return { seq: entry.seq, requestId: null, result: { outcome: 'rejected', reason: decoded.reason } };
     const command = decoded.command;
     const seen = this.dedup.get(command.requestId);
     if (seen) return { seq: entry.seq, requestId: command.requestId, result: seen.result };
@@ -152,7 +159,8 @@ export class StoreStateMachine {
     for (const key of [...keys].sort()) {
       const before = previous.get(key);
       const after = this.slots.get(key);
-      if (after && (!before || before.version !== after.version)) this.notify({ kind: 'put', key, value: after.value, version: after.version });
+      if (after && (!before || before.version !== after.version))
+        this.notify({ kind: 'put', key, value: after.value, version: after.version });
       else if (!after && before) this.notify({ kind: 'delete', key, version: state.appliedSeq });
     }
   }
@@ -164,7 +172,8 @@ export class StoreStateMachine {
   private execute(seq: number, command: StoreCommand): CommandResult {
     const current = this.slots.get(command.key);
     const actualVersion = current?.version ?? 0;
-    if (command.expectedVersion !== undefined && command.expectedVersion !== actualVersion) return { outcome: 'conflict', actualVersion };
+    if (command.expectedVersion !== undefined && command.expectedVersion !== actualVersion)
+      return { outcome: 'conflict', actualVersion };
     if (command.op === 'put') {
       if (!current) this.sortedKeys.insert(command.key);
       this.slots.set(command.key, { value: command.value, version: seq });
@@ -210,7 +219,11 @@ function snapshotJson(capture: SnapshotCapture, entryChunks: string[]): string {
  * awaiting `pause` between chunks so a large state does not hold the event loop for the whole
  * encoding. The bytes are the same as encodeSnapshot's.
  */
-export async function encodeCapture(capture: SnapshotCapture, chunkEntryCount: number, pause: () => Promise<void>): Promise<Uint8Array> {
+export async function encodeCapture(
+  capture: SnapshotCapture,
+  chunkEntryCount: number,
+  pause: () => Promise<void>,
+): Promise<Uint8Array> {
   const chunks: string[] = [];
   for (let from = 0; from < capture.entries.length; from += chunkEntryCount) {
     if (from > 0) await pause();
@@ -220,15 +233,23 @@ export async function encodeCapture(capture: SnapshotCapture, chunkEntryCount: n
 }
 
 /** decodeStoreSnapshot reads store.json; a file that does not hold a whole, ordered state is refused. */
-export function decodeStoreSnapshot(bytes: Uint8Array): { ok: true; state: StoreState } | { ok: false; reason: string } {
+export function decodeStoreSnapshot(
+  bytes: Uint8Array,
+): { ok: true; state: StoreState } | { ok: false; reason: string } {
   let raw: unknown;
   try {
     raw = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
   } catch (err) {
     return { ok: false, reason: `${STORE_SNAPSHOT_FILE} is not UTF-8 JSON: ${(err as Error).message}` };
   }
-  if (!isObject(raw) || raw.v !== SNAPSHOT_VERSION || !Number.isSafeInteger(raw.appliedSeq) || (raw.appliedSeq as number) < 0
-    || !Array.isArray(raw.entries) || !Array.isArray(raw.dedup)) {
+  if (
+    !isObject(raw) ||
+    raw.v !== SNAPSHOT_VERSION ||
+    !Number.isSafeInteger(raw.appliedSeq) ||
+    (raw.appliedSeq as number) < 0 ||
+    !Array.isArray(raw.entries) ||
+    !Array.isArray(raw.dedup)
+  ) {
     return { ok: false, reason: `${STORE_SNAPSHOT_FILE} is not a version ${SNAPSHOT_VERSION} store snapshot` };
   }
   const slots = new Map<string, Slot>();
@@ -238,13 +259,19 @@ export function decodeStoreSnapshot(bytes: Uint8Array): { ok: true; state: Store
       return { ok: false, reason: `${STORE_SNAPSHOT_FILE} has an entry that is not [key, version, object]` };
     }
     const key = row[0];
-    if (sortedKeys.length > 0 && !(sortedKeys[sortedKeys.length - 1]! < key)) return { ok: false, reason: `${STORE_SNAPSHOT_FILE} keys are not in ascending order at ${JSON.stringify(key)}` };
+    if (sortedKeys.length > 0 && !(sortedKeys[sortedKeys.length - 1]! < key))
+      return { ok: false, reason: `${STORE_SNAPSHOT_FILE} keys are not in ascending order at ${JSON.stringify(key)}` };
     sortedKeys.push(key);
     slots.set(key, { version: row[1] as number, value: row[2] as JsonObject });
   }
   const dedup = new Map<string, Remembered>();
   for (const row of raw.dedup as unknown[]) {
-    if (!Array.isArray(row) || typeof row[0] !== 'string' || !Number.isSafeInteger(row[1]) || !isCommandResult(row[2])) {
+    if (
+      !Array.isArray(row) ||
+      typeof row[0] !== 'string' ||
+      !Number.isSafeInteger(row[1]) ||
+      !isCommandResult(row[2])
+    ) {
       return { ok: false, reason: `${STORE_SNAPSHOT_FILE} has a request-id row that is not [id, seq, result]` };
     }
     dedup.set(row[0], { seq: row[1] as number, result: row[2] });

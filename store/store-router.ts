@@ -6,7 +6,13 @@
 // forwarded calls (serveProposal, serveReadIndex), in the wire's terms.
 import { memberById } from '../engine/roster.js';
 import type { CommandResult as CommandResultMessage } from '../proto/gen/svc/store/v1/store.js';
-import { decodeCommand, resultFromMessage, resultToMessage, type CommandResult, type EncodedCommand } from './command.js';
+import {
+  decodeCommand,
+  resultFromMessage,
+  resultToMessage,
+  type CommandResult,
+  type EncodedCommand,
+} from './command.js';
 import { RETRYABLE_REFUSALS, StoreRefusal, StoreUnavailableError } from './errors.js';
 import type { LeaderLink, ReadIndexAnswer, StoreEngine, StoreHost } from './host.js';
 import type { StoreLimits } from './limits.js';
@@ -27,18 +33,24 @@ export class StoreRouter implements StoreHost {
   ) {}
 
   commit(command: EncodedCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
-    return this.routed('commit', deadlineAt,
+    return this.routed(
+      'commit',
+      deadlineAt,
       () => this.proposeHere(command, deadlineAt),
       async (leader, callDeadlineAt) => {
         const answer = await this.link.propose(leader, command.bytes, callDeadlineAt);
         return { seq: answer.seq, result: readResult(leader, answer.result) };
-      });
+      },
+    );
   }
 
   async readIndex(deadlineAt: number): Promise<number> {
-    const answer = await this.routed('read index', deadlineAt,
+    const answer = await this.routed(
+      'read index',
+      deadlineAt,
       () => this.readIndexHere(deadlineAt),
-      (leader, callDeadlineAt) => this.link.readIndex(leader, callDeadlineAt));
+      (leader, callDeadlineAt) => this.link.readIndex(leader, callDeadlineAt),
+    );
     return answer.commitSeq;
   }
 
@@ -95,11 +107,20 @@ export class StoreRouter implements StoreHost {
     const s = this.engine.status();
     if (s.role === 'leader') return null;
     const leader = s.leaderId === 0 ? undefined : memberById(s.roster, s.leaderId);
-    return new StoreRefusal('not-leader', leader ? `not the leader; the leader is ${leader.name}` : 'not the leader; no leader known', leader?.grpcAddr ?? '');
+    return new StoreRefusal(
+      'not-leader',
+      leader ? `not the leader; the leader is ${leader.name}` : 'not the leader; no leader known',
+      leader?.grpcAddr ?? '',
+    );
   }
 
   /** routed runs one attempt after another — here as the leader, or at the leader — until one succeeds or the deadline passes. */
-  private async routed<T>(what: string, deadlineAt: number, here: () => Promise<T>, there: (leader: string, callDeadlineAt: number) => Promise<T>): Promise<T> {
+  private async routed<T>(
+    what: string,
+    deadlineAt: number,
+    here: () => Promise<T>,
+    there: (leader: string, callDeadlineAt: number) => Promise<T>,
+  ): Promise<T> {
     let lastProblem = 'no leader known';
     let hint = '';
     let hintFollowed = false;
@@ -110,11 +131,13 @@ export class StoreRouter implements StoreHost {
       if (s.removed) throw new StoreUnavailableError('this node was removed from the cluster');
       if (Date.now() >= deadlineAt) throw new StoreUnavailableError(`${what} timed out: ${lastProblem}`);
       const leader = s.leaderId === 0 ? undefined : memberById(s.roster, s.leaderId);
-      const target = s.role === 'leader' ? 'here' : hint !== '' ? hint : leader?.grpcAddr ?? '';
+      const target = s.role === 'leader' ? 'here' : hint !== '' ? hint : (leader?.grpcAddr ?? '');
       hint = '';
       if (target !== '') {
         try {
-          return target === 'here' ? await here() : await there(target, Math.min(deadlineAt, Date.now() + this.limits.callDeadlineMs));
+          return target === 'here'
+            ? await here()
+            : await there(target, Math.min(deadlineAt, Date.now() + this.limits.callDeadlineMs));
         } catch (err) {
           if (!(err instanceof StoreRefusal)) throw err;
           if (!RETRYABLE_REFUSALS.has(err.kind)) throw new StoreUnavailableError(`${what} failed: ${err.message}`);

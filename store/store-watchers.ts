@@ -15,7 +15,9 @@ export class StoreWatchers {
   add(prefix: string, watcher: StoreWatcher): () => void {
     const subscription = { prefix, watcher };
     this.subscriptions.add(subscription);
-    return () => { this.subscriptions.delete(subscription); };
+    return () => {
+      this.subscriptions.delete(subscription);
+    };
   }
 
   /** notify tells every watcher of change's prefix, each with its own copy of a put's value. */

@@ -90,11 +90,17 @@ export class Waiters {
     if (this.count >= this.countMax) return this.tooMany();
     return new Promise<void>((resolve, reject) => {
       const waiter: ConditionWaiter = {
-        condition, resolve, reject, settled: false,
-        timer: setTimeout(() => {
-          this.settleCondition(waiter);
-          reject(new StoreUnavailableError(`timed out waiting for ${what}`));
-        }, Math.max(0, deadlineAt - Date.now())),
+        condition,
+        resolve,
+        reject,
+        settled: false,
+        timer: setTimeout(
+          () => {
+            this.settleCondition(waiter);
+            reject(new StoreUnavailableError(`timed out waiting for ${what}`));
+          },
+          Math.max(0, deadlineAt - Date.now()),
+        ),
       };
       this.waiting.add(waiter);
     });
@@ -115,13 +121,19 @@ export class Waiters {
     const waiters = heap;
     return new Promise<void>((resolve, reject) => {
       const waiter: SeqWaiter = {
-        seq, resolve, reject, settled: false,
-        timer: setTimeout(() => {
-          if (waiter.settled) return;
-          this.settleSeq(waiter, waiters);
-          reject(new StoreUnavailableError(`timed out waiting for ${what}`));
-          waiters.compactIfMostlyDead();
-        }, Math.max(0, deadlineAt - Date.now())),
+        seq,
+        resolve,
+        reject,
+        settled: false,
+        timer: setTimeout(
+          () => {
+            if (waiter.settled) return;
+            this.settleSeq(waiter, waiters);
+            reject(new StoreUnavailableError(`timed out waiting for ${what}`));
+            waiters.compactIfMostlyDead();
+          },
+          Math.max(0, deadlineAt - Date.now()),
+        ),
       };
       this.seqLiveCount++;
       waiters.push(waiter);

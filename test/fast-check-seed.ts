@@ -7,7 +7,8 @@ import { randomInt } from 'node:crypto';
 import fc from 'fast-check';
 
 const fromEnv = process.env.SVC_FC_SEED;
-if (fromEnv !== undefined && !/^-?\d{1,10}$/.test(fromEnv)) throw new Error(`SVC_FC_SEED must be a 32-bit integer, got "${fromEnv}"`);
+if (fromEnv !== undefined && !/^-?\d{1,10}$/.test(fromEnv))
+  throw new Error(`SVC_FC_SEED must be a 32-bit integer, got "${fromEnv}"`);
 export const FAST_CHECK_SEED = fromEnv !== undefined ? Number(fromEnv) | 0 : randomInt(0, 2 ** 31 - 1);
 
 fc.configureGlobal({ ...fc.readConfigureGlobal(), seed: FAST_CHECK_SEED });

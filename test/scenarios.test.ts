@@ -6,7 +6,9 @@ import { runScenarioFile } from '../sim/scenario.js';
 const dir = new URL('../scenarios/', import.meta.url).pathname;
 
 describe('scenarios', () => {
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.txt')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.txt'))
+    .sort()) {
     it(file.replace(/\.txt$/, ''), () => {
       runScenarioFile(join(dir, file));
     });

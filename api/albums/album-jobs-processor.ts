@@ -10,7 +10,18 @@ import type { AlbumRecord } from './album-records.js';
 import { parseImagePath } from './album-records.js';
 import type { AnchorJob, AlbumJob, ShotJob } from './album-jobs.js';
 import type { ShotEnd } from './album-state.js';
-import { abandonAnchor, abandonShot, completeAnchor, completeShot, endEventKeys, failAnchor, failShot, finishedShot, startAnchor, startShot } from './album-state.js';
+import {
+  abandonAnchor,
+  abandonShot,
+  completeAnchor,
+  completeShot,
+  endEventKeys,
+  failAnchor,
+  failShot,
+  finishedShot,
+  startAnchor,
+  startShot,
+} from './album-state.js';
 import type { AlbumUpdater } from './album-updater.js';
 import type { BlobStore } from './blob-store.js';
 import type { UserEventPublisher } from './user-events.js';
@@ -35,7 +46,11 @@ export class StoreAnchorFetcher implements AnchorFetcher {
   async fetch(anchorUrl: string, albumId: string): Promise<Buffer> {
     const parsed = parseImagePath(anchorUrl);
     if (!parsed || parsed.albumId !== albumId) {
-      throw new ImageGenerationError(`AnchorURL ${JSON.stringify(anchorUrl.slice(0, 200))} is not an image of this album`, false, 'BAD_ANCHOR_URL');
+      throw new ImageGenerationError(
+        `AnchorURL ${JSON.stringify(anchorUrl.slice(0, 200))} is not an image of this album`,
+        false,
+        'BAD_ANCHOR_URL',
+      );
     }
     let blob;
     try {
@@ -50,8 +65,7 @@ export class StoreAnchorFetcher implements AnchorFetcher {
 }
 
 export type JobOutcome =
-  | { kind: 'superseded' | 'finished' | 'album-gone' | 'completed' }
-  | { kind: 'failed'; reason: string };
+  { kind: 'superseded' | 'finished' | 'album-gone' | 'completed' } | { kind: 'failed'; reason: string };
 
 export interface JobAttempt {
   /** number counts this job's runs from 1. */
@@ -71,7 +85,8 @@ export interface AlbumJobProcessorOptions {
 
 /** failureOf describes a failure for the album owner; only generator errors may say they are final. */
 export function failureOf(error: unknown): { reason: string; retryable: boolean } {
-  if (error instanceof ImageGenerationError) return { reason: `${error.code}: ${error.message}`, retryable: error.retryable };
+  if (error instanceof ImageGenerationError)
+    return { reason: `${error.code}: ${error.message}`, retryable: error.retryable };
   const message = error instanceof Error ? error.message : String(error);
   return { reason: `INTERNAL: ${message.slice(0, 300)}`, retryable: true };
 }
@@ -82,17 +97,35 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
 
   async function announceAlbumEnd(album: AlbumRecord, end: ShotEnd): Promise<void> {
     if (!end.albumComplete) return;
-    await events.publish(album.user_id, 'album.completed', {
-      albumId: album.id, complete: end.albumComplete.complete, failed: end.albumComplete.failed, at: now(),
-    }, endEventKeys.round(album));
+    await events.publish(
+      album.user_id,
+      'album.completed',
+      {
+        albumId: album.id,
+        complete: end.albumComplete.complete,
+        failed: end.albumComplete.failed,
+        at: now(),
+      },
+      endEventKeys.round(album),
+    );
   }
 
   async function announceAnchorEnd(album: AlbumRecord, generation: number): Promise<void> {
     const onceKey = endEventKeys.anchor(album.id, generation);
     if (album.anchor.state === 'ready') {
-      await events.publish(album.user_id, 'anchor.completed', { albumId: album.id, generation, anchorUrl: album.anchor.url, at: now() }, onceKey);
+      await events.publish(
+        album.user_id,
+        'anchor.completed',
+        { albumId: album.id, generation, anchorUrl: album.anchor.url, at: now() },
+        onceKey,
+      );
     } else if (album.anchor.state === 'failed') {
-      await events.publish(album.user_id, 'anchor.failed', { albumId: album.id, generation, error: album.anchor.error, at: now() }, onceKey);
+      await events.publish(
+        album.user_id,
+        'anchor.failed',
+        { albumId: album.id, generation, error: album.anchor.error, at: now() },
+        onceKey,
+      );
     }
   }
 
@@ -102,9 +135,19 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
     const { shot } = finished;
     const onceKey = endEventKeys.shot(album.id, job.index, job.request);
     if (shot.status === 'complete') {
-      await events.publish(album.user_id, 'shot.completed', { albumId: album.id, index: job.index, imageUrl: shot.image_url, at: now() }, onceKey);
+      await events.publish(
+        album.user_id,
+        'shot.completed',
+        { albumId: album.id, index: job.index, imageUrl: shot.image_url, at: now() },
+        onceKey,
+      );
     } else {
-      await events.publish(album.user_id, 'shot.failed', { albumId: album.id, index: job.index, error: shot.error, at: now() }, onceKey);
+      await events.publish(
+        album.user_id,
+        'shot.failed',
+        { albumId: album.id, index: job.index, error: shot.error, at: now() },
+        onceKey,
+      );
     }
     await announceAlbumEnd(album, finished);
   }
@@ -136,11 +179,19 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
     if (started.result.kind === 'finished') await reannounce(job, started.album);
     if (started.result.kind !== 'started') return { kind: started.result.kind };
     const album = started.album;
-    await events.publish(job.userId, 'anchor.started', { albumId: album.id, generation, attempt: album.anchor.attempts, at: now() });
+    await events.publish(job.userId, 'anchor.started', {
+      albumId: album.id,
+      generation,
+      attempt: album.anchor.attempts,
+      at: now(),
+    });
     let hash: string;
     try {
       const png = await generator.generateAnchor({
-        subject: album.subject, seed: album.anchor.seed, widthPx: album.width_px, heightPx: album.height_px,
+        subject: album.subject,
+        seed: album.anchor.seed,
+        widthPx: album.width_px,
+        heightPx: album.height_px,
       });
       await checkPng(png, album.width_px, album.height_px, anchorImageBytesMax);
       hash = await blobs.put(png, 'image/png');
@@ -149,7 +200,13 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
       const final = !retryable || attempt.last;
       const failed = await updater.update(ref, (current) => failAnchor(current, generation, reason, final, now()));
       if (failed?.result.kind === 'retrying') {
-        await events.publish(job.userId, 'anchor.retrying', { albumId: album.id, generation, attempt: attempt.number, error: reason, at: now() });
+        await events.publish(job.userId, 'anchor.retrying', {
+          albumId: album.id,
+          generation,
+          attempt: attempt.number,
+          error: reason,
+          at: now(),
+        });
         throw error;
       }
       if (failed?.result.kind === 'failed') {
@@ -177,13 +234,22 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
     if (started.result.kind !== 'started') return { kind: started.result.kind };
     const album = started.album;
     const shot = album.shots[job.index]!;
-    await events.publish(job.userId, 'shot.started', { albumId: album.id, index: job.index, attempt: shot.attempts, at: now() });
+    await events.publish(job.userId, 'shot.started', {
+      albumId: album.id,
+      index: job.index,
+      attempt: shot.attempts,
+      at: now(),
+    });
     let hash: string;
     try {
       const anchorPng = await anchors.fetch(job.anchorUrl, job.albumId);
       const png = await generator.generateShot({
-        anchorPng, subject: album.subject, direction: shot.direction, variation: shot.variation,
-        widthPx: album.width_px, heightPx: album.height_px,
+        anchorPng,
+        subject: album.subject,
+        direction: shot.direction,
+        variation: shot.variation,
+        widthPx: album.width_px,
+        heightPx: album.height_px,
       });
       await checkPng(png, album.width_px, album.height_px, shotImageBytesMax);
       hash = await blobs.put(png, 'image/png');
@@ -192,7 +258,13 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
       const final = !retryable || attempt.last;
       const failed = await updater.update(ref, (current) => failShot(current, job, reason, final, now()));
       if (failed?.result.kind === 'retrying') {
-        await events.publish(job.userId, 'shot.retrying', { albumId: album.id, index: job.index, attempt: attempt.number, error: reason, at: now() });
+        await events.publish(job.userId, 'shot.retrying', {
+          albumId: album.id,
+          index: job.index,
+          attempt: attempt.number,
+          error: reason,
+          at: now(),
+        });
         throw error;
       }
       if (failed?.result.kind === 'failed') {
@@ -229,8 +301,10 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
 
   const run = (job: AlbumJob, attempt: JobAttempt): Promise<JobOutcome> => {
     switch (job.kind) {
-      case 'anchor': return processAnchor(job, attempt);
-      case 'shot': return processShot(job, attempt);
+      case 'anchor':
+        return processAnchor(job, attempt);
+      case 'shot':
+        return processShot(job, attempt);
       default: {
         const unknown: never = job;
         throw new Error(`unknown album job ${JSON.stringify(unknown)}`);

@@ -30,8 +30,10 @@ export type AlbumJob = AnchorJob | ShotJob;
 /** albumJobId names a job by what it does; BullMQ ids may not contain ':'. */
 export function albumJobId(job: AlbumJob): string {
   switch (job.kind) {
-    case 'anchor': return `anchor.${job.albumId}.${job.anchorGeneration}`;
-    case 'shot': return `shot.${job.albumId}.${job.index}.${job.request}`;
+    case 'anchor':
+      return `anchor.${job.albumId}.${job.anchorGeneration}`;
+    case 'shot':
+      return `shot.${job.albumId}.${job.index}.${job.request}`;
     default: {
       const unknown: never = job;
       throw new Error(`unknown album job ${JSON.stringify(unknown)}`);
@@ -44,8 +46,11 @@ export const albumBackoffType = 'album-backoff';
 
 export function albumJobOptions(job: AlbumJob): JobsOptions {
   return {
-    jobId: albumJobId(job), attempts: albumJobAttemptsDefault, backoff: { type: albumBackoffType },
-    removeOnComplete: { count: albumJobsKept }, removeOnFail: { count: albumJobsKept },
+    jobId: albumJobId(job),
+    attempts: albumJobAttemptsDefault,
+    backoff: { type: albumBackoffType },
+    removeOnComplete: { count: albumJobsKept },
+    removeOnFail: { count: albumJobsKept },
   };
 }
 

@@ -97,16 +97,28 @@ export function shotCounts(album: AlbumRecord): ShotCounts {
 /** albumView is the API's JSON for an album: the record without job bookkeeping, plus shot counts. */
 export function albumView(album: AlbumRecord) {
   return {
-    id: album.id, name: album.name, subject: album.subject, template: album.template,
-    width_px: album.width_px, height_px: album.height_px,
+    id: album.id,
+    name: album.name,
+    subject: album.subject,
+    template: album.template,
+    width_px: album.width_px,
+    height_px: album.height_px,
     anchor: { ...album.anchor },
     shots: album.shots.map((shot) => ({
-      index: shot.index, direction: shot.direction, status: shot.status, variation: shot.variation,
-      image_url: shot.image_url, error: shot.error, attempts: shot.attempts, requested_at: shot.requested_at,
-      started_at: shot.started_at, completed_at: shot.completed_at,
+      index: shot.index,
+      direction: shot.direction,
+      status: shot.status,
+      variation: shot.variation,
+      image_url: shot.image_url,
+      error: shot.error,
+      attempts: shot.attempts,
+      requested_at: shot.requested_at,
+      started_at: shot.started_at,
+      completed_at: shot.completed_at,
     })),
     shot_counts: shotCounts(album),
-    created_at: album.created_at, updated_at: album.updated_at,
+    created_at: album.created_at,
+    updated_at: album.updated_at,
   };
 }
 

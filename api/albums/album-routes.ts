@@ -54,34 +54,70 @@ export function albumRoutes(options: AlbumRoutesOptions): { router: Router; clos
     try {
       await requireQueue().addBulk(jobs.map((job) => ({ name: job.kind, data: job, opts: albumJobOptions(job) })));
     } catch {
-      throw new ApiError('QUEUE_UNAVAILABLE', 'the job queue is unavailable; repeat the request to queue the same jobs');
+      throw new ApiError(
+        'QUEUE_UNAVAILABLE',
+        'the job queue is unavailable; repeat the request to queue the same jobs',
+      );
     }
   };
 
   router.get('/album-templates', (_req, res) => {
-    res.json({ items: templateNames.map((name) => ({ name, ...templates[name], directions: [...templates[name].directions] })) });
+    res.json({
+      items: templateNames.map((name) => ({ name, ...templates[name], directions: [...templates[name].directions] })),
+    });
   });
 
   router.get('/albums', async (req, res) => {
-    res.json(await listPage<AlbumRecord, ReturnType<typeof albumView>>(store, albumKeys.userAlbums(req.auth!.userId),
-      req.query, albumView));
+    res.json(
+      await listPage<AlbumRecord, ReturnType<typeof albumView>>(
+        store,
+        albumKeys.userAlbums(req.auth!.userId),
+        req.query,
+        albumView,
+      ),
+    );
   });
 
   router.post('/albums', async (req, res) => {
     const fields = checkNewAlbum(req.body as NewAlbumBody);
     const now = nowIso();
     const album: AlbumRecord = {
-      id: newId('alb'), user_id: req.auth!.userId, name: fields.name, subject: fields.subject, template: fields.template,
-      width_px: fields.widthPx, height_px: fields.heightPx,
+      id: newId('alb'),
+      user_id: req.auth!.userId,
+      name: fields.name,
+      subject: fields.subject,
+      template: fields.template,
+      width_px: fields.widthPx,
+      height_px: fields.heightPx,
       anchor: {
-        state: 'none', generation: 0, seed: 0, url: null, hash: null, error: null, attempts: 0, requested_at: null,
-        started_at: null, completed_at: null,
+        state: 'none',
+        generation: 0,
+        seed: 0,
+        url: null,
+        hash: null,
+        error: null,
+        attempts: 0,
+        requested_at: null,
+        started_at: null,
+        completed_at: null,
       },
       shots: fields.directions.map((direction, index) => ({
-        index, direction, status: 'pending', variation: 0, request: 0, queued: false, image_url: null, image_hash: null,
-        error: null, attempts: 0, requested_at: null, started_at: null, completed_at: null,
+        index,
+        direction,
+        status: 'pending',
+        variation: 0,
+        request: 0,
+        queued: false,
+        image_url: null,
+        image_hash: null,
+        error: null,
+        attempts: 0,
+        requested_at: null,
+        started_at: null,
+        completed_at: null,
       })),
-      created_at: now, updated_at: now,
+      created_at: now,
+      updated_at: now,
     };
     await updater.create(album);
     res.status(201).json(albumView(album));
@@ -93,14 +129,16 @@ export function albumRoutes(options: AlbumRoutesOptions): { router: Router; clos
 
   router.delete('/albums/:id', async (req, res) => {
     // Jobs still queued for it find no album and end; its images go with the next blob sweep.
-    if (!await updater.remove(refOf(req))) throw new ApiError('NOT_FOUND', 'no such album');
+    if (!(await updater.remove(refOf(req)))) throw new ApiError('NOT_FOUND', 'no such album');
     res.status(204).end();
   });
 
   router.post('/albums/:id/anchor', async (req, res) => {
     requireQueue();
     const seed = (req.body as { seed?: number } | undefined)?.seed ?? 0;
-    const { album, result } = found(await updater.update(refOf(req), (current) => requestAnchor(current, seed, nowIso())));
+    const { album, result } = found(
+      await updater.update(refOf(req), (current) => requestAnchor(current, seed, nowIso())),
+    );
     await enqueue([result.job]);
     res.status(202).json({ album: albumView(album), queued: result.fresh, eventsUrl });
   });
@@ -121,7 +159,9 @@ export function albumRoutes(options: AlbumRoutesOptions): { router: Router; clos
     requireQueue();
     const index = Number(req.params.index);
     const variation = (req.body as { variation?: number } | undefined)?.variation ?? 0;
-    const { album, result } = found(await updater.update(refOf(req), (current) => requestShot(current, index, variation, nowIso())));
+    const { album, result } = found(
+      await updater.update(refOf(req), (current) => requestShot(current, index, variation, nowIso())),
+    );
     await enqueue([result.job]);
     res.status(202).json({ album: albumView(album), queued: result.fresh, eventsUrl });
   });

@@ -50,21 +50,38 @@ export function anchorJobOf(album: AlbumRecord): AnchorJob {
 export function shotJobOf(album: AlbumRecord, shot: ShotRecord): ShotJob {
   if (album.anchor.state !== 'ready' || album.anchor.url === null) throw new Error('a shot job needs a ready anchor');
   return {
-    kind: 'shot', userId: album.user_id, albumId: album.id, index: shot.index, request: shot.request,
-    anchorGeneration: album.anchor.generation, anchorUrl: album.anchor.url,
+    kind: 'shot',
+    userId: album.user_id,
+    albumId: album.id,
+    index: shot.index,
+    request: shot.request,
+    anchorGeneration: album.anchor.generation,
+    anchorUrl: album.anchor.url,
   };
 }
 
 // ---- requests (routes) ----
 
 /** requestAnchor starts a new anchor generation, or repeats the job of an identical one in flight. */
-export function requestAnchor(album: AlbumRecord, seed: number, now: string): AlbumStep<{ job: AnchorJob; fresh: boolean }> {
+export function requestAnchor(
+  album: AlbumRecord,
+  seed: number,
+  now: string,
+): AlbumStep<{ job: AnchorJob; fresh: boolean }> {
   const inFlight = album.anchor.state === 'pending' || album.anchor.state === 'generating';
   if (inFlight && album.anchor.seed === seed) return unchanged({ job: anchorJobOf(album), fresh: false });
   const next = touched(album, now);
   next.anchor = {
-    state: 'pending', generation: album.anchor.generation + 1, seed, url: null, hash: null, error: null, attempts: 0,
-    requested_at: now, started_at: null, completed_at: null,
+    state: 'pending',
+    generation: album.anchor.generation + 1,
+    seed,
+    url: null,
+    hash: null,
+    error: null,
+    attempts: 0,
+    requested_at: now,
+    started_at: null,
+    completed_at: null,
   };
   for (const shot of next.shots) resetShot(shot);
   return { album: next, result: { job: anchorJobOf(next), fresh: true } };
@@ -72,8 +89,12 @@ export function requestAnchor(album: AlbumRecord, seed: number, now: string): Al
 
 function requireReadyAnchor(album: AlbumRecord): void {
   if (album.anchor.state !== 'ready') {
-    throw new AlbumError('ANCHOR_REQUIRED', `shots need a ready anchor first; the anchor is ${album.anchor.state}: ` +
-      `POST /albums/${album.id}/anchor and wait for anchor.completed`, { anchorState: album.anchor.state });
+    throw new AlbumError(
+      'ANCHOR_REQUIRED',
+      `shots need a ready anchor first; the anchor is ${album.anchor.state}: ` +
+        `POST /albums/${album.id}/anchor and wait for anchor.completed`,
+      { anchorState: album.anchor.state },
+    );
   }
 }
 
@@ -110,7 +131,12 @@ export function requestShots(album: AlbumRecord, now: string): AlbumStep<{ jobs:
  * requestShot (re)generates one shot with the given variation. Repeating a request that is queued or
  * generating with the same variation changes nothing and repeats its job.
  */
-export function requestShot(album: AlbumRecord, index: number, variation: number, now: string): AlbumStep<{ job: ShotJob; fresh: boolean }> {
+export function requestShot(
+  album: AlbumRecord,
+  index: number,
+  variation: number,
+  now: string,
+): AlbumStep<{ job: ShotJob; fresh: boolean }> {
   const current = album.shots[index];
   if (!current) throw new ApiError('NOT_FOUND', `album ${album.id} has shots 0..${album.shots.length - 1}`);
   requireReadyAnchor(album);
@@ -148,8 +174,12 @@ export function startAnchor(album: AlbumRecord, generation: number, now: string)
   return { album: next, result: { kind: 'started' } };
 }
 
-export function completeAnchor(album: AlbumRecord, generation: number, hash: string,
-  now: string): AlbumStep<JobProgress<'completed'>> {
+export function completeAnchor(
+  album: AlbumRecord,
+  generation: number,
+  hash: string,
+  now: string,
+): AlbumStep<JobProgress<'completed'>> {
   if (album.anchor.generation !== generation) return unchanged({ kind: 'superseded' });
   if (album.anchor.state !== 'generating') return unchanged({ kind: 'finished' });
   const next = touched(album, now);
@@ -158,8 +188,13 @@ export function completeAnchor(album: AlbumRecord, generation: number, hash: str
 }
 
 /** failAnchor ends the generation as failed (final) or puts it back to pending for the queue's retry. */
-export function failAnchor(album: AlbumRecord, generation: number, error: string, final: boolean,
-  now: string): AlbumStep<JobProgress<'failed' | 'retrying'>> {
+export function failAnchor(
+  album: AlbumRecord,
+  generation: number,
+  error: string,
+  final: boolean,
+  now: string,
+): AlbumStep<JobProgress<'failed' | 'retrying'>> {
   if (album.anchor.generation !== generation) return unchanged({ kind: 'superseded' });
   if (album.anchor.state !== 'generating') return unchanged({ kind: 'finished' });
   const next = touched(album, now);
@@ -167,14 +202,20 @@ export function failAnchor(album: AlbumRecord, generation: number, error: string
   return { album: next, result: { kind: final ? 'failed' : 'retrying' } };
 }
 
-function currentShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>): ShotRecord | null {
+function currentShot(
+  album: AlbumRecord,
+  job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>,
+): ShotRecord | null {
   const shot = album.shots[job.index];
   if (!shot || shot.request !== job.request || album.anchor.generation !== job.anchorGeneration) return null;
   return shot;
 }
 
-export function startShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>,
-  now: string): AlbumStep<JobProgress<'started'>> {
+export function startShot(
+  album: AlbumRecord,
+  job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>,
+  now: string,
+): AlbumStep<JobProgress<'started'>> {
   const shot = currentShot(album, job);
   if (!shot || !shot.queued) return unchanged({ kind: shot ? 'finished' : 'superseded' });
   const next = touched(album, now);
@@ -196,13 +237,23 @@ export interface ShotEnd {
   albumComplete: ShotCounts | null;
 }
 
-export function completeShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>,
-  hash: string, now: string): AlbumStep<JobProgress<'completed'> & ShotEnd> {
+export function completeShot(
+  album: AlbumRecord,
+  job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>,
+  hash: string,
+  now: string,
+): AlbumStep<JobProgress<'completed'> & ShotEnd> {
   const shot = currentShot(album, job);
-  if (!shot || shot.status !== 'generating') return unchanged({ kind: shot ? 'finished' : 'superseded', albumComplete: null });
+  if (!shot || shot.status !== 'generating')
+    return unchanged({ kind: shot ? 'finished' : 'superseded', albumComplete: null });
   const next = touched(album, now);
   Object.assign(next.shots[job.index]!, {
-    status: 'complete', queued: false, image_url: imagePath(album.id, hash), image_hash: hash, error: null, completed_at: now,
+    status: 'complete',
+    queued: false,
+    image_url: imagePath(album.id, hash),
+    image_hash: hash,
+    error: null,
+    completed_at: now,
   });
   return { album: next, result: { kind: 'completed', albumComplete: albumDone(next) } };
 }
@@ -216,7 +267,10 @@ export interface FinishedShot extends ShotEnd {
 }
 
 /** finishedShot is the shot of job when that request ended (complete or failed), else null. */
-export function finishedShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>): FinishedShot | null {
+export function finishedShot(
+  album: AlbumRecord,
+  job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>,
+): FinishedShot | null {
   const shot = currentShot(album, job);
   if (!shot || (shot.status !== 'complete' && shot.status !== 'failed')) return null;
   return { shot, albumComplete: albumDone(album) };
@@ -230,13 +284,20 @@ export function finishedShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'r
 export const endEventKeys = {
   shot: (albumId: string, index: number, request: number) => `shot.${albumId}.${index}.${request}.end`,
   anchor: (albumId: string, generation: number) => `anchor.${albumId}.${generation}.end`,
-  round: (album: AlbumRecord) => `album.${album.id}.${album.anchor.generation}.${album.shots.map((shot) => shot.request).join('-')}.completed`,
+  round: (album: AlbumRecord) =>
+    `album.${album.id}.${album.anchor.generation}.${album.shots.map((shot) => shot.request).join('-')}.completed`,
 } as const;
 
-export function failShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>,
-  error: string, final: boolean, now: string): AlbumStep<JobProgress<'failed' | 'retrying'> & ShotEnd> {
+export function failShot(
+  album: AlbumRecord,
+  job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>,
+  error: string,
+  final: boolean,
+  now: string,
+): AlbumStep<JobProgress<'failed' | 'retrying'> & ShotEnd> {
   const shot = currentShot(album, job);
-  if (!shot || shot.status !== 'generating') return unchanged({ kind: shot ? 'finished' : 'superseded', albumComplete: null });
+  if (!shot || shot.status !== 'generating')
+    return unchanged({ kind: shot ? 'finished' : 'superseded', albumComplete: null });
   const next = touched(album, now);
   const nextShot = next.shots[job.index]!;
   nextShot.error = error;
@@ -253,8 +314,12 @@ export function failShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'reque
  * worker died too often, or every attempt failed before it could write): the shot, still `generating` or
  * queued for that request, would otherwise wait for ever. A shot that ended, or a newer request, is left alone.
  */
-export function abandonShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>,
-  error: string, now: string): AlbumStep<JobProgress<'failed'> & ShotEnd> {
+export function abandonShot(
+  album: AlbumRecord,
+  job: Pick<ShotJob, 'index' | 'request' | 'anchorGeneration'>,
+  error: string,
+  now: string,
+): AlbumStep<JobProgress<'failed'> & ShotEnd> {
   const shot = currentShot(album, job);
   if (!shot || !shot.queued) return unchanged({ kind: shot ? 'finished' : 'superseded', albumComplete: null });
   const next = touched(album, now);
@@ -263,7 +328,12 @@ export function abandonShot(album: AlbumRecord, job: Pick<ShotJob, 'index' | 're
 }
 
 /** abandonAnchor is abandonShot for the anchor: a generation still pending or generating ends failed. */
-export function abandonAnchor(album: AlbumRecord, generation: number, error: string, now: string): AlbumStep<JobProgress<'failed'>> {
+export function abandonAnchor(
+  album: AlbumRecord,
+  generation: number,
+  error: string,
+  now: string,
+): AlbumStep<JobProgress<'failed'>> {
   if (album.anchor.generation !== generation) return unchanged({ kind: 'superseded' });
   if (album.anchor.state !== 'pending' && album.anchor.state !== 'generating') return unchanged({ kind: 'finished' });
   const next = touched(album, now);

@@ -21,7 +21,10 @@ import { BlobStore } from './blob-store.js';
 import { RedisUserEventPublisher } from './user-events.js';
 import { startBlobSweeper } from './blob-sweep.js';
 import {
-  albumJobBackoffMsDefault, albumJobLockDurationMsDefault, albumJobStalledCountMax, albumJobStalledIntervalMsDefault,
+  albumJobBackoffMsDefault,
+  albumJobLockDurationMsDefault,
+  albumJobStalledCountMax,
+  albumJobStalledIntervalMsDefault,
   albumWorkerConcurrencyDefault,
 } from './limits.js';
 
@@ -57,33 +60,42 @@ export async function startAlbumWorker(options: AlbumWorkerOptions): Promise<Alb
   redis.on('error', () => undefined);
   const blobs = new BlobStore(options.store);
   const process = albumJobProcessor({
-    updater: new StoreAlbumUpdater(options.store), blobs, generator: options.generator,
-    events: new RedisUserEventPublisher(redis), anchors: new StoreAnchorFetcher(blobs),
+    updater: new StoreAlbumUpdater(options.store),
+    blobs,
+    generator: options.generator,
+    events: new RedisUserEventPublisher(redis),
+    anchors: new StoreAnchorFetcher(blobs),
   });
   const backoffMs = options.backoffMs ?? albumJobBackoffMsDefault;
 
   // BullMQ does not close a connection it was given, so the worker keeps it to close it.
   const workerConnection = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
   workerConnection.on('error', () => undefined);
-  const worker = new Worker<AlbumJob>(albumQueueName, async (job: Job<AlbumJob>) => {
-    const attempts = job.opts.attempts ?? 1;
-    const outcome = await process(job.data, { number: job.attemptsMade + 1, last: job.attemptsMade + 1 >= attempts });
-    options.onOutcome?.(job.data, outcome);
-    if (outcome.kind === 'failed') throw new UnrecoverableError(outcome.reason);
-    return outcome;
-  }, {
-    connection: workerConnection,
-    concurrency: options.concurrency ?? albumWorkerConcurrencyDefault,
-    settings: { backoffStrategy: (attemptsMade: number) => albumBackoffMs(attemptsMade, backoffMs) },
-    lockDuration: options.lockDurationMs ?? albumJobLockDurationMsDefault,
-    stalledInterval: options.stalledIntervalMs ?? albumJobStalledIntervalMsDefault,
-    maxStalledCount: albumJobStalledCountMax,
-  });
+  const worker = new Worker<AlbumJob>(
+    albumQueueName,
+    async (job: Job<AlbumJob>) => {
+      const attempts = job.opts.attempts ?? 1;
+      const outcome = await process(job.data, { number: job.attemptsMade + 1, last: job.attemptsMade + 1 >= attempts });
+      options.onOutcome?.(job.data, outcome);
+      if (outcome.kind === 'failed') throw new UnrecoverableError(outcome.reason);
+      return outcome;
+    },
+    {
+      connection: workerConnection,
+      concurrency: options.concurrency ?? albumWorkerConcurrencyDefault,
+      settings: { backoffStrategy: (attemptsMade: number) => albumBackoffMs(attemptsMade, backoffMs) },
+      lockDuration: options.lockDurationMs ?? albumJobLockDurationMsDefault,
+      stalledInterval: options.stalledIntervalMs ?? albumJobStalledIntervalMsDefault,
+      maxStalledCount: albumJobStalledCountMax,
+    },
+  );
   worker.on('error', () => undefined);
   // BullMQ emits `failed` for every failed run; finishedOn is set only when it will not run the job again.
   worker.on('failed', (job, error) => {
     if (!job?.finishedOn) return;
-    void process.abandon(job.data, `JOB_ABANDONED: ${error.message.slice(0, 300)}`).catch((abandonError: unknown) => options.onAbandonError?.(abandonError));
+    void process
+      .abandon(job.data, `JOB_ABANDONED: ${error.message.slice(0, 300)}`)
+      .catch((abandonError: unknown) => options.onAbandonError?.(abandonError));
   });
   await worker.waitUntilReady();
   const sweeper = startBlobSweeper(redis, options.store, blobs, (error) => options.onSweepError?.(error));

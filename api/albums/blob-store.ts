@@ -42,7 +42,10 @@ export interface StoredBlob {
 
 /** BlobCorruptError: a stored blob is missing a chunk or does not hash to its address. */
 export class BlobCorruptError extends Error {
-  constructor(readonly hash: string, why: string) {
+  constructor(
+    readonly hash: string,
+    why: string,
+  ) {
     super(`blob ${hash} is corrupt: ${why}`);
     this.name = 'BlobCorruptError';
   }
@@ -53,11 +56,15 @@ export async function blobHash(bytes: Uint8Array): Promise<string> {
 }
 
 export class BlobStore {
-  constructor(private readonly store: DocumentStore, private readonly now: () => Date = () => new Date()) {}
+  constructor(
+    private readonly store: DocumentStore,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
 
   /** put stores bytes under their hash (once; a repeat only refreshes touched_at) and returns the hash. */
   async put(bytes: Buffer, contentType: string): Promise<string> {
-    if (bytes.length > blobBytesMax) throw new RangeError(`a blob holds at most ${blobBytesMax} bytes, got ${bytes.length}`);
+    if (bytes.length > blobBytesMax)
+      throw new RangeError(`a blob holds at most ${blobBytesMax} bytes, got ${bytes.length}`);
     const hash = await blobHash(bytes);
     const nowIso = this.now().toISOString();
     const existing = await this.store.get<BlobHead>(blobKeys.head(hash));
@@ -73,7 +80,12 @@ export class BlobStore {
       await this.store.put(blobKeys.chunk(hash, index), { data, created_at: nowIso } satisfies BlobChunk);
     }
     const head: BlobHead = {
-      hash, content_type: contentType, size_bytes: bytes.length, chunks: chunkCount, created_at: nowIso, touched_at: nowIso,
+      hash,
+      content_type: contentType,
+      size_bytes: bytes.length,
+      chunks: chunkCount,
+      created_at: nowIso,
+      touched_at: nowIso,
       ...(chunkCount === 0 ? { data: bytes.toString('base64') } : {}),
     };
     try {
@@ -94,7 +106,8 @@ export class BlobStore {
   async get(hash: string, bytesMax = blobBytesMax): Promise<StoredBlob | null> {
     const head = await this.head(hash);
     if (!head) return null;
-    if (head.size_bytes > bytesMax) throw new RangeError(`blob ${hash} has ${head.size_bytes} bytes, over the ${bytesMax} allowed here`);
+    if (head.size_bytes > bytesMax)
+      throw new RangeError(`blob ${hash} has ${head.size_bytes} bytes, over the ${bytesMax} allowed here`);
     let bytes: Buffer;
     if (head.chunks === 0) {
       bytes = Buffer.from(String(head.data ?? ''), 'base64');
@@ -107,8 +120,9 @@ export class BlobStore {
       }
       bytes = Buffer.concat(parts);
     }
-    if (bytes.length !== head.size_bytes) throw new BlobCorruptError(hash, `${bytes.length} bytes, expected ${head.size_bytes}`);
-    if (await blobHash(bytes) !== hash) throw new BlobCorruptError(hash, 'its bytes do not hash to its address');
+    if (bytes.length !== head.size_bytes)
+      throw new BlobCorruptError(hash, `${bytes.length} bytes, expected ${head.size_bytes}`);
+    if ((await blobHash(bytes)) !== hash) throw new BlobCorruptError(hash, 'its bytes do not hash to its address');
     return { bytes, contentType: head.content_type };
   }
 
@@ -117,7 +131,10 @@ export class BlobStore {
    * its image before recording it on its album; the grace covers that gap), then chunks whose head is gone.
    * The head goes first, so a crash mid-sweep leaves only unreachable chunks, which a later sweep removes.
    */
-  async sweep(referenced: ReadonlySet<string>, pageEntriesMax = 200): Promise<{ blobsDeleted: number; chunksDeleted: number }> {
+  async sweep(
+    referenced: ReadonlySet<string>,
+    pageEntriesMax = 200,
+  ): Promise<{ blobsDeleted: number; chunksDeleted: number }> {
     const cutoffMs = this.now().getTime() - blobSweepGraceMs;
     let blobsDeleted = 0;
     let chunksDeleted = 0;
@@ -133,7 +150,7 @@ export class BlobStore {
     }
     for await (const entry of this.entries<BlobChunk>(blobKeys.chunks, pageEntriesMax)) {
       const hash = entry.key.slice(blobKeys.chunks.length, blobKeys.chunks.length + 64);
-      if (Date.parse(entry.value.created_at) > cutoffMs || await this.head(hash)) continue;
+      if (Date.parse(entry.value.created_at) > cutoffMs || (await this.head(hash))) continue;
       if ((await this.store.delete(entry.key)).deleted) chunksDeleted++;
     }
     return { blobsDeleted, chunksDeleted };

@@ -27,12 +27,20 @@ export async function referencedBlobHashes(store: DocumentStore): Promise<Set<st
   }
 }
 
-export async function sweepAlbumBlobs(store: DocumentStore, blobs: BlobStore): Promise<{ blobsDeleted: number; chunksDeleted: number }> {
+export async function sweepAlbumBlobs(
+  store: DocumentStore,
+  blobs: BlobStore,
+): Promise<{ blobsDeleted: number; chunksDeleted: number }> {
   return blobs.sweep(await referencedBlobHashes(store), blobSweepPageEntriesMax);
 }
 
 /** startBlobSweeper sweeps every intervalMs on whichever process takes the lock first; stop() ends it. */
-export function startBlobSweeper(redis: Redis, store: DocumentStore, blobs: BlobStore,
-  onError: (error: unknown) => void, intervalMs = blobSweepIntervalMs): LockedInterval {
+export function startBlobSweeper(
+  redis: Redis,
+  store: DocumentStore,
+  blobs: BlobStore,
+  onError: (error: unknown) => void,
+  intervalMs = blobSweepIntervalMs,
+): LockedInterval {
   return startLockedInterval(redis, sweepLockKey, intervalMs, () => sweepAlbumBlobs(store, blobs), onError);
 }

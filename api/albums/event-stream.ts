@@ -39,8 +39,10 @@ export class ChannelHub {
     set.add(wake);
     // A subscription that Redis does not confirm in time is not waited for: readers also poll the stream on
     // every keep-alive, so they stay correct, only slower, until it is.
-    await Promise.race([this.subscribing.get(channel)!.catch(() => undefined),
-      new Promise((resolve) => setTimeout(resolve, channelSubscribeWaitMs).unref())]);
+    await Promise.race([
+      this.subscribing.get(channel)!.catch(() => undefined),
+      new Promise((resolve) => setTimeout(resolve, channelSubscribeWaitMs).unref()),
+    ]);
     return () => {
       set.delete(wake);
       if (set.size > 0 || this.listeners.get(channel) !== set) return;
@@ -79,7 +81,9 @@ export function eventStreamRoutes(options: EventStreamOptions): { router: Router
       throw new ApiError('QUEUE_UNAVAILABLE', 'the event store is unavailable');
     }
     await eventStreamResponse(req, res, {
-      startAfter, keepAliveMs: options.keepAliveMs, open,
+      startAfter,
+      keepAliveMs: options.keepAliveMs,
+      open,
       listen: (wake) => hub.listen(userEventKeys.channel(req.auth!.userId), wake),
       read: (afterId) => redis.xrange(stream, `(${afterId}`, '+', 'COUNT', sseReadCountMax),
     });

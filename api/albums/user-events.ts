@@ -13,8 +13,14 @@ export const userEventKeys = {
 } as const;
 
 export type AlbumEventName =
-  | 'anchor.started' | 'anchor.retrying' | 'anchor.completed' | 'anchor.failed'
-  | 'shot.started' | 'shot.retrying' | 'shot.completed' | 'shot.failed'
+  | 'anchor.started'
+  | 'anchor.retrying'
+  | 'anchor.completed'
+  | 'anchor.failed'
+  | 'shot.started'
+  | 'shot.retrying'
+  | 'shot.completed'
+  | 'shot.failed'
   | 'album.completed';
 
 export type EventData = Record<string, string | number | boolean | null>;
@@ -54,9 +60,18 @@ export class RedisUserEventPublisher implements UserEventPublisher {
 
   async publish(userId: string, event: AlbumEventName, data: EventData, onceKey?: string): Promise<string> {
     const once = onceKey === undefined ? '' : userEventKeys.once(userId, onceKey);
-    const id = await this.redis.eval(publishScript, 2, userEventKeys.stream(userId), once || userEventKeys.stream(userId),
-      String(userEventsMax), event, JSON.stringify(data), String(userEventsRetentionSeconds), userEventKeys.channel(userId),
-      once === '' ? '0' : '1');
+    const id = await this.redis.eval(
+      publishScript,
+      2,
+      userEventKeys.stream(userId),
+      once || userEventKeys.stream(userId),
+      String(userEventsMax),
+      event,
+      JSON.stringify(data),
+      String(userEventsRetentionSeconds),
+      userEventKeys.channel(userId),
+      once === '' ? '0' : '1',
+    );
     return String(id);
   }
 }

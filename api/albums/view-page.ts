@@ -11,8 +11,14 @@ const albumIdPattern = /^[a-z]{3}_[0-9a-z]{9}[0-9a-f]{16}$/;
 const asset = (name: string) => readFileSync(new URL(`./view/${name}`, import.meta.url), 'utf8');
 
 export const albumPageCsp = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' blob:", "connect-src 'self'",
-  "form-action 'none'", "frame-ancestors 'none'", "base-uri 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' blob:",
+  "connect-src 'self'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
 ].join('; ');
 
 function pageHtml(albumId: string): string {

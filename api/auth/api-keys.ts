@@ -36,8 +36,10 @@ export interface NewKeyFields {
 }
 
 /** createApiKey stores the record and its hash index; it returns the record and the one-time secret. */
-export async function createApiKey(store: DocumentStore, fields: NewKeyFields):
-  Promise<{ record: ApiKeyRecord; secret: string }> {
+export async function createApiKey(
+  store: DocumentStore,
+  fields: NewKeyFields,
+): Promise<{ record: ApiKeyRecord; secret: string }> {
   const secret = generateApiKey();
   const hashHex = hashApiKey(secret).toString('hex');
   const record: ApiKeyRecord = {
@@ -90,11 +92,17 @@ export async function createUser(store: DocumentStore, name: string): Promise<Us
  * bootstrapAdminKey creates an admin user named `name` and an admin key for it, for the CLI to print once.
  * It needs no running server and no existing key.
  */
-export async function bootstrapAdminKey(store: DocumentStore, name: string):
-  Promise<{ key: string; keyId: string; userId: string }> {
+export async function bootstrapAdminKey(
+  store: DocumentStore,
+  name: string,
+): Promise<{ key: string; keyId: string; userId: string }> {
   const user = await createUser(store, name);
   const { record, secret } = await createApiKey(store, {
-    name, userId: user.id, role: 'admin', expiresAt: null, allowedIps: null,
+    name,
+    userId: user.id,
+    role: 'admin',
+    expiresAt: null,
+    allowedIps: null,
   });
   return { key: secret, keyId: record.id, userId: user.id };
 }
@@ -102,8 +110,15 @@ export async function bootstrapAdminKey(store: DocumentStore, name: string):
 /** publicKeyView is what the API shows of a key record: never its hash. */
 export function publicKeyView(record: ApiKeyRecord): Record<string, unknown> {
   return {
-    id: record.id, name: record.name, key_prefix: record.key_prefix, user_id: record.user_id, role: record.role,
-    created_at: record.created_at, expires_at: record.expires_at, revoked_at: record.revoked_at,
-    revoked_by: record.revoked_by, allowed_ips: record.allowed_ips,
+    id: record.id,
+    name: record.name,
+    key_prefix: record.key_prefix,
+    user_id: record.user_id,
+    role: record.role,
+    created_at: record.created_at,
+    expires_at: record.expires_at,
+    revoked_at: record.revoked_at,
+    revoked_by: record.revoked_by,
+    allowed_ips: record.allowed_ips,
   };
 }

@@ -17,7 +17,11 @@ export const apiKeyHeader = 'x-api-key';
  * lookupKey finds the presented key's record behind the session's read barrier: from the cache when it holds
  * the key's hash (the cache is emptied by every key change this node applies, key-cache.ts), else from the store.
  */
-async function lookupKey(session: DocumentStore, cache: ApiKeyCache | undefined, presented: string): Promise<ApiKeyRecord | null> {
+async function lookupKey(
+  session: DocumentStore,
+  cache: ApiKeyCache | undefined,
+  presented: string,
+): Promise<ApiKeyRecord | null> {
   if (!looksLikeApiKey(presented)) return null;
   const hash = hashApiKey(presented);
   if (!cache) return findApiKeyByHash(session, hash);
@@ -32,7 +36,11 @@ async function lookupKey(session: DocumentStore, cache: ApiKeyCache | undefined,
   return found;
 }
 
-export function authenticate(store: DocumentStore, trustedProxies: readonly string[], cache?: ApiKeyCache): RequestHandler {
+export function authenticate(
+  store: DocumentStore,
+  trustedProxies: readonly string[],
+  cache?: ApiKeyCache,
+): RequestHandler {
   // An async function, not a .then callback: a callback would be a new closure per request (tsx renames each).
   return async function authenticateRequest(req, _res, next) {
     const header = req.headers[apiKeyHeader];
@@ -56,8 +64,12 @@ export function authenticate(store: DocumentStore, trustedProxies: readonly stri
         throw new ApiError('IP_NOT_ALLOWED', 'this API key may not be used from this address');
       }
       req.auth = {
-        keyId: record.id, userId: record.user_id, role: record.role, clientIp: ip,
-        expiresAt: record.expires_at, allowedIps: record.allowed_ips,
+        keyId: record.id,
+        userId: record.user_id,
+        role: record.role,
+        clientIp: ip,
+        expiresAt: record.expires_at,
+        allowedIps: record.allowed_ips,
       };
     } catch (error) {
       next(error);

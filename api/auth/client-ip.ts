@@ -28,8 +28,12 @@ export function clientIp(req: IncomingMessage, trustedProxies: readonly string[]
   const peer = socketPeer(req.socket);
   if (trustedProxies.length === 0 || !addressInRanges(peer, trustedProxies)) return peer;
   const header = req.headers['x-forwarded-for'];
-  const joined = Array.isArray(header) ? header.join(',') : header ?? '';
-  const hops = joined.split(',').map((hop) => hop.trim()).filter(Boolean).slice(-forwardedHopsMax);
+  const joined = Array.isArray(header) ? header.join(',') : (header ?? '');
+  const hops = joined
+    .split(',')
+    .map((hop) => hop.trim())
+    .filter(Boolean)
+    .slice(-forwardedHopsMax);
   for (let index = hops.length - 1; index >= 0; index--) {
     const hop = parseAddress(hops[index]!);
     // A malformed hop ends the walk: anything left of it was written by someone we cannot vouch for.

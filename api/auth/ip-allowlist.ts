@@ -68,7 +68,10 @@ function halves([address, bits]: IpRange): [IpRange, IpRange] {
     high[bit >> 3]! &= ~(0x80 >> (bit & 7));
   }
   high[bits >> 3]! |= 0x80 >> (bits & 7);
-  return [[ipaddr.fromByteArray(low), bits + 1], [ipaddr.fromByteArray(high), bits + 1]];
+  return [
+    [ipaddr.fromByteArray(low), bits + 1],
+    [ipaddr.fromByteArray(high), bits + 1],
+  ];
 }
 
 /**

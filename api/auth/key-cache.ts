@@ -20,7 +20,10 @@ export class ApiKeyCache {
   private generation = 0;
   private readonly stopWatching: Array<() => void>;
 
-  constructor(store: DocumentStore, private readonly entriesMax = keyCacheEntriesMax) {
+  constructor(
+    store: DocumentStore,
+    private readonly entriesMax = keyCacheEntriesMax,
+  ) {
     // Key changes are rare (create, revoke, rotate), so any of them empties the whole cache.
     const invalidate = (): void => {
       this.generation++;

@@ -81,7 +81,13 @@ const angles: Table<Angle> = [
 ];
 
 const even: Lighting = {
-  brightness: 1, contrast: 1, saturation: 1, tint: [1, 1, 1], keySide: 0, keyStrength: 0, rim: false,
+  brightness: 1,
+  contrast: 1,
+  saturation: 1,
+  tint: [1, 1, 1],
+  keySide: 0,
+  keyStrength: 0,
+  rim: false,
 };
 const lightings: Table<Lighting> = [
   ['high-key', { ...even, brightness: 1.22, contrast: 0.85, saturation: 0.85 }],
@@ -101,12 +107,24 @@ const lightings: Table<Lighting> = [
 ];
 
 const arrangements: Table<Arrangement> = [
-  ['reflection', 'reflection'], ['glossy', 'reflection'], ['pair', 'pair'], ['two', 'pair'], ['trio', 'trio'],
-  ['three', 'trio'], ['tilt', 'tilted'], ['leap', 'leap'], ['jump', 'leap'], ['dynamic', 'leap'],
+  ['reflection', 'reflection'],
+  ['glossy', 'reflection'],
+  ['pair', 'pair'],
+  ['two', 'pair'],
+  ['trio', 'trio'],
+  ['three', 'trio'],
+  ['tilt', 'tilted'],
+  ['leap', 'leap'],
+  ['jump', 'leap'],
+  ['dynamic', 'leap'],
 ];
 
-const gradient = (top: Background['top'], bottom: Background['bottom']): Background =>
-  ({ top, bottom, horizonAt: null, ground: bottom });
+const gradient = (top: Background['top'], bottom: Background['bottom']): Background => ({
+  top,
+  bottom,
+  horizonAt: null,
+  ground: bottom,
+});
 const backgrounds: Table<Background> = [
   ['outdoor', { top: [120, 178, 235], bottom: [200, 225, 245], horizonAt: 0.68, ground: [104, 150, 84] }],
   ['warm gradient', gradient([250, 214, 165], [196, 110, 74])],

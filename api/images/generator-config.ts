@@ -20,8 +20,11 @@ export function imageGeneratorFromEnv(env: NodeJS.ProcessEnv = process.env): Ima
   if (kind === 'builtin') return new ProceduralImageGenerator();
   if (kind !== 'openai') throw new Error(`SVC_IMAGE_GENERATOR must be builtin or openai, got ${JSON.stringify(kind)}`);
   const baseUrl = env.SVC_IMAGE_API_URL;
-  const apiKey = env.SVC_IMAGE_API_KEY_FILE ? readFileSync(env.SVC_IMAGE_API_KEY_FILE, 'utf8').trim() : env.SVC_IMAGE_API_KEY;
-  if (!baseUrl || !apiKey) throw new Error('SVC_IMAGE_GENERATOR=openai needs SVC_IMAGE_API_URL and SVC_IMAGE_API_KEY (or _FILE)');
+  const apiKey = env.SVC_IMAGE_API_KEY_FILE
+    ? readFileSync(env.SVC_IMAGE_API_KEY_FILE, 'utf8').trim()
+    : env.SVC_IMAGE_API_KEY;
+  if (!baseUrl || !apiKey)
+    throw new Error('SVC_IMAGE_GENERATOR=openai needs SVC_IMAGE_API_URL and SVC_IMAGE_API_KEY (or _FILE)');
   const timeoutMs = env.SVC_IMAGE_TIMEOUT_MS ? Number(env.SVC_IMAGE_TIMEOUT_MS) : imageServiceTimeoutMsDefault;
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new Error('SVC_IMAGE_TIMEOUT_MS must be a positive integer');
   const service = (env.SVC_IMAGE_SERVICE ?? 'openai') as ImageServiceKind;
@@ -30,7 +33,12 @@ export function imageGeneratorFromEnv(env: NodeJS.ProcessEnv = process.env): Ima
   }
   const model = env.SVC_IMAGE_MODEL ?? (service === 'openai' ? imageModelDefault : localAiImageModelDefault);
   return new OpenAiImageGenerator({
-    baseUrl, apiKey, model, service, editModel: env.SVC_IMAGE_EDIT_MODEL, timeoutMs,
+    baseUrl,
+    apiKey,
+    model,
+    service,
+    editModel: env.SVC_IMAGE_EDIT_MODEL,
+    timeoutMs,
     quality: env.SVC_IMAGE_QUALITY as GptImageQuality | undefined,
   });
 }

@@ -36,7 +36,11 @@ export interface ImageGenerator {
  * help (a timeout, a 429 or a 5xx) or not (a refused prompt, a bad image). Other errors count as retryable.
  */
 export class ImageGenerationError extends Error {
-  constructor(message: string, readonly retryable: boolean, readonly code = 'GENERATION_FAILED') {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    readonly code = 'GENERATION_FAILED',
+  ) {
     super(message);
     this.name = 'ImageGenerationError';
   }
@@ -45,14 +49,18 @@ export class ImageGenerationError extends Error {
 /** shotPrompt is the text an image service receives for a shot: the subject, then the direction. */
 export function shotPrompt(subject: string, direction: ShotDirection, variation: number): string {
   const take = variation > 0 ? ` Take ${variation + 1}.` : '';
-  return `${subject.trim()}\nShot "${direction.name}": ${direction.framing} framing, ${direction.angle} angle, ` +
+  return (
+    `${subject.trim()}\nShot "${direction.name}": ${direction.framing} framing, ${direction.angle} angle, ` +
     `${direction.lighting} lighting, ${direction.pose}, ${direction.background} background. Keep the subject ` +
-    `exactly as in the reference image.${take}`;
+    `exactly as in the reference image.${take}`
+  );
 }
 
 /** anchorPrompt is the text an image service receives for the anchor. */
 export function anchorPrompt(subject: string, seed: number): string {
   const take = seed > 0 ? ` Variant ${seed}.` : '';
-  return `${subject.trim()}\nReference image: the subject alone, whole, front view, even studio light, plain ` +
-    `background.${take}`;
+  return (
+    `${subject.trim()}\nReference image: the subject alone, whole, front view, even studio light, plain ` +
+    `background.${take}`
+  );
 }

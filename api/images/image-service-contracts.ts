@@ -29,7 +29,11 @@ export interface ServiceSize {
   text: string;
 }
 
-const sizeOf = (widthPx: number, heightPx: number): ServiceSize => ({ widthPx, heightPx, text: `${widthPx}x${heightPx}` });
+const sizeOf = (widthPx: number, heightPx: number): ServiceSize => ({
+  widthPx,
+  heightPx,
+  text: `${widthPx}x${heightPx}`,
+});
 
 /**
  * closestGptImageSize picks the GPT image size whose aspect ratio is closest to the album's (compared on a log
@@ -60,7 +64,8 @@ const localAiLongSidePxMax = 1024;
 export function closestLocalAiSize(widthPx: number, heightPx: number): ServiceSize {
   let scale = localAiShortSidePx / Math.min(widthPx, heightPx);
   scale = Math.min(scale, localAiLongSidePxMax / Math.max(widthPx, heightPx));
-  const side = (px: number) => Math.max(localAiSideStepPx, Math.round(px * scale / localAiSideStepPx) * localAiSideStepPx);
+  const side = (px: number) =>
+    Math.max(localAiSideStepPx, Math.round((px * scale) / localAiSideStepPx) * localAiSideStepPx);
   return sizeOf(side(widthPx), side(heightPx));
 }
 

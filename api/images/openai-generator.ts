@@ -17,7 +17,11 @@ import { ImageGenerationError, anchorPrompt, shotPrompt } from './image-generato
 import { imageServiceResponseBytesMax, imageServiceTimeoutMsDefault } from '../albums/limits.js';
 import type { GptImageQuality, ImageServiceKind, ServiceSize } from './image-service-contracts.js';
 import {
-  closestGptImageSize, closestLocalAiSize, gptImageQualities, isGptImageModel, localAiPrompt,
+  closestGptImageSize,
+  closestLocalAiSize,
+  gptImageQualities,
+  isGptImageModel,
+  localAiPrompt,
 } from './image-service-contracts.js';
 
 export interface OpenAiImageSettings {
@@ -46,14 +50,18 @@ export class OpenAiImageGenerator implements ImageGenerator {
   private readonly quality: GptImageQuality;
 
   constructor(private readonly settings: OpenAiImageSettings) {
-    if (!/^https?:\/\//.test(settings.baseUrl)) throw new Error('the image service URL must start with http:// or https://');
+    if (!/^https?:\/\//.test(settings.baseUrl))
+      throw new Error('the image service URL must start with http:// or https://');
     this.service = settings.service ?? 'openai';
     this.quality = settings.quality ?? 'auto';
     if (this.service === 'openai' && !isGptImageModel(settings.model)) {
       // dall-e models take other sizes and parameters, answer URLs by default and (dall-e-3) cannot edit.
-      throw new Error(`the openai image service is used with GPT image models (gpt-image-1), not ${JSON.stringify(settings.model)}`);
+      throw new Error(
+        `the openai image service is used with GPT image models (gpt-image-1), not ${JSON.stringify(settings.model)}`,
+      );
     }
-    if (!gptImageQualities.includes(this.quality)) throw new Error(`image quality must be one of ${gptImageQualities.join(', ')}`);
+    if (!gptImageQualities.includes(this.quality))
+      throw new Error(`image quality must be one of ${gptImageQualities.join(', ')}`);
     this.name = this.service;
     this.timeoutMs = settings.timeoutMs ?? imageServiceTimeoutMsDefault;
   }
@@ -66,10 +74,13 @@ export class OpenAiImageGenerator implements ImageGenerator {
   async generateAnchor(request: AnchorRequest): Promise<Buffer> {
     const size = this.serviceSize(request.widthPx, request.heightPx).text;
     const prompt = anchorPrompt(request.subject, request.seed);
-    const fields = this.service === 'openai'
-      ? { model: this.settings.model, prompt, n: 1, size, ...this.gptImageOptions() }
-      : { model: this.settings.model, prompt: localAiPrompt(prompt), n: 1, size, response_format: 'b64_json' };
-    const png = await this.call('/v1/images/generations', JSON.stringify(fields), { 'content-type': 'application/json' });
+    const fields =
+      this.service === 'openai'
+        ? { model: this.settings.model, prompt, n: 1, size, ...this.gptImageOptions() }
+        : { model: this.settings.model, prompt: localAiPrompt(prompt), n: 1, size, response_format: 'b64_json' };
+    const png = await this.call('/v1/images/generations', JSON.stringify(fields), {
+      'content-type': 'application/json',
+    });
     return fitSize(png, request.widthPx, request.heightPx);
   }
 
@@ -87,7 +98,11 @@ export class OpenAiImageGenerator implements ImageGenerator {
       png = await this.call('/v1/images/edits', form, {});
     } else {
       const fields = {
-        model, prompt: localAiPrompt(prompt), n: 1, size, response_format: 'b64_json',
+        model,
+        prompt: localAiPrompt(prompt),
+        n: 1,
+        size,
+        response_format: 'b64_json',
         file: request.anchorPng.toString('base64'),
       };
       png = await this.call('/v1/images/generations', JSON.stringify(fields), { 'content-type': 'application/json' });
@@ -105,13 +120,21 @@ export class OpenAiImageGenerator implements ImageGenerator {
     let response: Response;
     try {
       response = await fetch(url, {
-        method: 'POST', body, headers: { ...headers, authorization: `Bearer ${this.settings.apiKey}` },
-        signal: AbortSignal.timeout(this.timeoutMs), redirect: 'error',
+        method: 'POST',
+        body,
+        headers: { ...headers, authorization: `Bearer ${this.settings.apiKey}` },
+        signal: AbortSignal.timeout(this.timeoutMs),
+        redirect: 'error',
       });
     } catch (error) {
       const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
-      throw new ImageGenerationError(timedOut ? `the image service did not answer within ${this.timeoutMs} ms`
-        : 'the image service could not be reached', true, 'SERVICE_UNAVAILABLE');
+      throw new ImageGenerationError(
+        timedOut
+          ? `the image service did not answer within ${this.timeoutMs} ms`
+          : 'the image service could not be reached',
+        true,
+        'SERVICE_UNAVAILABLE',
+      );
     }
     const text = await readBounded(response, imageServiceResponseBytesMax);
     let answer: ImagesAnswer = {};
@@ -123,15 +146,26 @@ export class OpenAiImageGenerator implements ImageGenerator {
     if (!response.ok) {
       const retryable = response.status === 429 || response.status >= 500;
       const reason = typeof answer.error?.message === 'string' ? `: ${answer.error.message.slice(0, 300)}` : '';
-      throw new ImageGenerationError(`the image service answered ${response.status}${reason}`, retryable,
-        retryable ? 'SERVICE_UNAVAILABLE' : 'SERVICE_REFUSED');
+      throw new ImageGenerationError(
+        `the image service answered ${response.status}${reason}`,
+        retryable,
+        retryable ? 'SERVICE_UNAVAILABLE' : 'SERVICE_REFUSED',
+      );
     }
     const encoded = answer.data?.[0]?.b64_json;
     if (typeof encoded !== 'string' && typeof answer.data?.[0]?.url === 'string') {
-      throw new ImageGenerationError('the image service answered a URL, not b64_json; it is not followed', false, 'BAD_SERVICE_ANSWER');
+      throw new ImageGenerationError(
+        'the image service answered a URL, not b64_json; it is not followed',
+        false,
+        'BAD_SERVICE_ANSWER',
+      );
     }
     if (typeof encoded !== 'string' || encoded.length === 0) {
-      throw new ImageGenerationError('the image service answered without data[0].b64_json', false, 'BAD_SERVICE_ANSWER');
+      throw new ImageGenerationError(
+        'the image service answered without data[0].b64_json',
+        false,
+        'BAD_SERVICE_ANSWER',
+      );
     }
     return Buffer.from(encoded, 'base64');
   }
@@ -148,7 +182,12 @@ async function readBounded(response: Response, bytesMax: number): Promise<string
   if (!response.body) return '';
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
     total += chunk.length;
-    if (total > bytesMax) throw new ImageGenerationError(`the image service's answer is over ${bytesMax} bytes`, false, 'BAD_SERVICE_ANSWER');
+    if (total > bytesMax)
+      throw new ImageGenerationError(
+        `the image service's answer is over ${bytesMax} bytes`,
+        false,
+        'BAD_SERVICE_ANSWER',
+      );
     parts.push(Buffer.from(chunk));
   }
   return Buffer.concat(parts).toString('utf8');
@@ -161,6 +200,10 @@ async function fitSize(image: Buffer, widthPx: number, heightPx: number): Promis
     if (meta.format === 'png' && meta.width === widthPx && meta.height === heightPx) return image;
     return await sharp(image).resize(widthPx, heightPx, { fit: 'cover' }).png().toBuffer();
   } catch {
-    throw new ImageGenerationError('the image service answered with data that is not an image', false, 'BAD_SERVICE_ANSWER');
+    throw new ImageGenerationError(
+      'the image service answered with data that is not an image',
+      false,
+      'BAD_SERVICE_ANSWER',
+    );
   }
 }

@@ -14,8 +14,18 @@ import type { Angle, Arrangement, Background, Framing, Lighting } from './direct
 import { shotRecipe } from './direction-vocabulary.js';
 import type { Raster, Rgb } from './raster.js';
 import {
-  affineRaster, alphaBox, blankRaster, blurRaster, cropRaster, decodeRaster, drawOver, encodePng, mapColours,
-  mirrorRaster, resizeRaster, rotateRaster,
+  affineRaster,
+  alphaBox,
+  blankRaster,
+  blurRaster,
+  cropRaster,
+  decodeRaster,
+  drawOver,
+  encodePng,
+  mapColours,
+  mirrorRaster,
+  resizeRaster,
+  rotateRaster,
 } from './raster.js';
 
 export class ProceduralImageGenerator implements ImageGenerator {
@@ -23,7 +33,9 @@ export class ProceduralImageGenerator implements ImageGenerator {
 
   async generateAnchor(request: AnchorRequest): Promise<Buffer> {
     const svg = anchorSvg(request.subject, request.seed, request.widthPx, request.heightPx);
-    const raster = await decodeRaster(sharp(Buffer.from(svg)).resize(request.widthPx, request.heightPx, { fit: 'fill' }));
+    const raster = await decodeRaster(
+      sharp(Buffer.from(svg)).resize(request.widthPx, request.heightPx, { fit: 'fill' }),
+    );
     return encodePng(raster, false);
   }
 
@@ -32,7 +44,11 @@ export class ProceduralImageGenerator implements ImageGenerator {
     try {
       anchor = await decodeRaster(request.anchorPng);
     } catch (error) {
-      throw new ImageGenerationError(`the anchor is not a readable image: ${(error as Error).message}`, false, 'BAD_ANCHOR');
+      throw new ImageGenerationError(
+        `the anchor is not a readable image: ${(error as Error).message}`,
+        false,
+        'BAD_ANCHOR',
+      );
     }
     const recipe = shotRecipe(request.direction);
     const jitter = variationJitter(request.variation, request.direction.name);
@@ -53,30 +69,50 @@ export class ProceduralImageGenerator implements ImageGenerator {
 }
 
 /** variationJitter turns a variation number into a small, repeatable change of pose and light (none for 0). */
-function variationJitter(variation: number, shotName: string): { rotateDeg: number; shiftX: number; brightness: number } {
+function variationJitter(
+  variation: number,
+  shotName: string,
+): { rotateDeg: number; shiftX: number; brightness: number } {
   if (variation === 0) return { rotateDeg: 0, shiftX: 0, brightness: 1 };
   const bytes = createHash('sha256').update(`${variation}\n${shotName}`).digest();
-  const spread = (byte: number) => byte / 255 * 2 - 1;
-  return { rotateDeg: spread(bytes[0]!) * 4, shiftX: spread(bytes[1]!) * 0.04, brightness: 1 + spread(bytes[2]!) * 0.06 };
+  const spread = (byte: number) => (byte / 255) * 2 - 1;
+  return {
+    rotateDeg: spread(bytes[0]!) * 4,
+    shiftX: spread(bytes[1]!) * 0.04,
+    brightness: 1 + spread(bytes[2]!) * 0.06,
+  };
 }
 
 /**
  * frame crops the anchor around its subject as the framing says, scaled to the output size. A framing tighter
  * than the whole subject centres on the subject kind's focus (an animal's head, a car's front) when it has one.
  */
-async function frame(anchor: Raster, framing: Framing, focus: { x: number; y: number } | null, widthPx: number,
-  heightPx: number): Promise<Raster> {
+async function frame(
+  anchor: Raster,
+  framing: Framing,
+  focus: { x: number; y: number } | null,
+  widthPx: number,
+  heightPx: number,
+): Promise<Raster> {
   const box = alphaBox(anchor) ?? { left: 0, top: 0, width: anchor.width, height: anchor.height };
   const aspect = widthPx / heightPx;
   // Wide framings must hold the subject's whole width too.
-  const regionHeight = Math.max(2, framing.heightOfSubject * box.height,
-    framing.heightOfSubject >= 1 ? framing.heightOfSubject * box.width / aspect : 0);
+  const regionHeight = Math.max(
+    2,
+    framing.heightOfSubject * box.height,
+    framing.heightOfSubject >= 1 ? (framing.heightOfSubject * box.width) / aspect : 0,
+  );
   const regionWidth = Math.max(2, regionHeight * aspect);
   const close = framing.heightOfSubject < 1 && focus !== null;
   const centreX = box.left + (close ? focus.x : 0.5) * box.width;
   const centreY = box.top + (close ? focus.y : framing.centreFromTop) * box.height;
-  const region = cropRaster(anchor, Math.round(centreX - regionWidth / 2), Math.round(centreY - regionHeight / 2),
-    Math.round(regionWidth), Math.round(regionHeight));
+  const region = cropRaster(
+    anchor,
+    Math.round(centreX - regionWidth / 2),
+    Math.round(centreY - regionHeight / 2),
+    Math.round(regionWidth),
+    Math.round(regionHeight),
+  );
   return resizeRaster(region, widthPx, heightPx);
 }
 
@@ -84,7 +120,8 @@ async function frame(anchor: Raster, framing: Framing, focus: { x: number; y: nu
 function placeCentred(layer: Raster, widthPx: number, heightPx: number, shiftX = 0, shiftY = 0): Raster {
   const canvas = blankRaster(widthPx, heightPx);
   drawOver(canvas, layer, {
-    left: Math.round((widthPx - layer.width) / 2 + shiftX), top: Math.round((heightPx - layer.height) / 2 + shiftY),
+    left: Math.round((widthPx - layer.width) / 2 + shiftX),
+    top: Math.round((heightPx - layer.height) / 2 + shiftY),
   });
   return canvas;
 }
@@ -99,13 +136,23 @@ async function turn(subject: Raster, angle: Angle, widthPx: number, heightPx: nu
   return placeCentred(layer, widthPx, heightPx);
 }
 
-async function arrange(subject: Raster, arrangement: Arrangement, jitterDeg: number, jitterShift: number,
-  widthPx: number, heightPx: number): Promise<Raster> {
+async function arrange(
+  subject: Raster,
+  arrangement: Arrangement,
+  jitterDeg: number,
+  jitterShift: number,
+  widthPx: number,
+  heightPx: number,
+): Promise<Raster> {
   const tilt = { tilted: -8, leap: 10 }[arrangement as 'tilted' | 'leap'] ?? 0;
   const turned = await rotateRaster(subject, tilt + jitterDeg);
   const shiftX = jitterShift * widthPx;
-  const scaled = async (factor: number) => resizeRaster(turned, Math.max(1, Math.round(turned.width * factor)),
-    Math.max(1, Math.round(turned.height * factor)));
+  const scaled = async (factor: number) =>
+    resizeRaster(
+      turned,
+      Math.max(1, Math.round(turned.width * factor)),
+      Math.max(1, Math.round(turned.height * factor)),
+    );
   switch (arrangement) {
     case 'single':
     case 'tilted':
@@ -121,7 +168,10 @@ async function arrange(subject: Raster, arrangement: Arrangement, jitterDeg: num
     case 'trio': {
       const small = await scaled(0.64);
       const canvas = placeCentred(small, widthPx, heightPx, shiftX - 0.28 * widthPx, -0.04 * heightPx);
-      drawOver(canvas, placeCentred(small, widthPx, heightPx, shiftX + 0.28 * widthPx, -0.04 * heightPx), { left: 0, top: 0 });
+      drawOver(canvas, placeCentred(small, widthPx, heightPx, shiftX + 0.28 * widthPx, -0.04 * heightPx), {
+        left: 0,
+        top: 0,
+      });
       drawOver(canvas, placeCentred(small, widthPx, heightPx, shiftX, 0.04 * heightPx), { left: 0, top: 0 });
       return canvas;
     }
@@ -130,8 +180,11 @@ async function arrange(subject: Raster, arrangement: Arrangement, jitterDeg: num
       const canvas = placeCentred(small, widthPx, heightPx, shiftX, -0.16 * heightPx);
       const box = alphaBox(canvas);
       if (box) {
-        const mirrored = await decodeRaster(sharp(cropRaster(canvas, 0, box.top, widthPx, box.height).data,
-          { raw: { width: widthPx, height: box.height, channels: 4 } }).flip());
+        const mirrored = await decodeRaster(
+          sharp(cropRaster(canvas, 0, box.top, widthPx, box.height).data, {
+            raw: { width: widthPx, height: box.height, channels: 4 },
+          }).flip(),
+        );
         drawOver(canvas, mirrored, { left: 0, top: box.top + box.height, opacity: 0.35, fadeDown: true });
       }
       return canvas;
@@ -179,8 +232,9 @@ function backdrop(background: Background, widthPx: number, heightPx: number): Ra
   for (let y = 0; y < heightPx; y++) {
     const down = y / Math.max(1, heightPx - 1);
     const onGround = background.horizonAt !== null && down >= background.horizonAt;
-    const colour = onGround ? background.ground.map((value) => value * (0.85 + 0.15 * down)) as Rgb
-      : background.top.map((value, channel) => value + (background.bottom[channel]! - value) * down) as Rgb;
+    const colour = onGround
+      ? (background.ground.map((value) => value * (0.85 + 0.15 * down)) as Rgb)
+      : (background.top.map((value, channel) => value + (background.bottom[channel]! - value) * down) as Rgb);
     for (let x = 0; x < widthPx; x++) {
       const at = (y * widthPx + x) * 4;
       out.data[at] = Math.round(colour[0]);

@@ -91,7 +91,8 @@ export function drawOver(base: Raster, layer: Raster, placement: Placement): voi
       const baseAlpha = base.data[to + 3]! / 255;
       const outAlpha = alpha + baseAlpha * (1 - alpha);
       for (let channel = 0; channel < 3; channel++) {
-        const mixed = (layer.data[from + channel]! * alpha + base.data[to + channel]! * baseAlpha * (1 - alpha)) / outAlpha;
+        const mixed =
+          (layer.data[from + channel]! * alpha + base.data[to + channel]! * baseAlpha * (1 - alpha)) / outAlpha;
         base.data[to + channel] = Math.round(mixed);
       }
       base.data[to + 3] = Math.round(outAlpha * 255);
@@ -100,7 +101,10 @@ export function drawOver(base: Raster, layer: Raster, placement: Placement): voi
 }
 
 /** alphaBox is the smallest rectangle holding every pixel more opaque than alphaMin, or null when none is. */
-export function alphaBox(raster: Raster, alphaMin = 8): { left: number; top: number; width: number; height: number } | null {
+export function alphaBox(
+  raster: Raster,
+  alphaMin = 8,
+): { left: number; top: number; width: number; height: number } | null {
   let left = raster.width;
   let top = raster.height;
   let right = -1;
@@ -128,7 +132,8 @@ export function mapColours(raster: Raster, paint: (x: number, y: number, rgb: Rg
       rgb[1] = raster.data[at + 1]!;
       rgb[2] = raster.data[at + 2]!;
       const out = paint(x, y, rgb);
-      for (let channel = 0; channel < 3; channel++) raster.data[at + channel] = Math.max(0, Math.min(255, Math.round(out[channel]!)));
+      for (let channel = 0; channel < 3; channel++)
+        raster.data[at + channel] = Math.max(0, Math.min(255, Math.round(out[channel]!)));
     }
   }
 }
@@ -136,5 +141,7 @@ export function mapColours(raster: Raster, paint: (x: number, y: number, rgb: Rg
 /** encodePng writes the raster as an opaque (RGB) or RGBA PNG, with settings fixed so equal pixels give equal bytes. */
 export async function encodePng(raster: Raster, opaque: boolean): Promise<Buffer> {
   const pipeline = rasterPipeline(raster);
-  return (opaque ? pipeline.removeAlpha() : pipeline).png({ compressionLevel: 9, adaptiveFiltering: false, palette: false }).toBuffer();
+  return (opaque ? pipeline.removeAlpha() : pipeline)
+    .png({ compressionLevel: 9, adaptiveFiltering: false, palette: false })
+    .toBuffer();
 }

@@ -19,15 +19,21 @@ type Drawing = (p: Palette, bytes: Buffer) => string;
 function pattern(kind: number, clipId: string, colour: string, x: number, y: number, w: number, h: number): string {
   const marks: string[] = [];
   if (kind % 3 === 0) {
-    for (let row = 0; row < 6; row++) marks.push(`<rect x="${x}" y="${y + row * h / 6}" width="${w}" height="${h / 14}" fill="${colour}"/>`);
+    for (let row = 0; row < 6; row++)
+      marks.push(`<rect x="${x}" y="${y + (row * h) / 6}" width="${w}" height="${h / 14}" fill="${colour}"/>`);
   } else if (kind % 3 === 1) {
     for (let row = 0; row < 5; row++) {
       for (let col = 0; col < 5; col++) {
-        marks.push(`<circle cx="${x + (col + 0.5 + (row % 2) * 0.5) * w / 5}" cy="${y + (row + 0.5) * h / 5}" r="${w / 28}" fill="${colour}"/>`);
+        marks.push(
+          `<circle cx="${x + ((col + 0.5 + (row % 2) * 0.5) * w) / 5}" cy="${y + ((row + 0.5) * h) / 5}" r="${w / 28}" fill="${colour}"/>`,
+        );
       }
     }
   } else {
-    for (let col = 0; col < 8; col++) marks.push(`<rect x="${x + col * w / 8}" y="${y}" width="${w / 16}" height="${h}" fill="${colour}" opacity="0.7"/>`);
+    for (let col = 0; col < 8; col++)
+      marks.push(
+        `<rect x="${x + (col * w) / 8}" y="${y}" width="${w / 16}" height="${h}" fill="${colour}" opacity="0.7"/>`,
+      );
   }
   return `<g clip-path="url(#${clipId})">${marks.join('')}</g>`;
 }
@@ -37,8 +43,8 @@ const person: Drawing = (p, bytes) => {
   const hairStyle = bytes[9]! % 3;
   const glasses = bytes[10]! % 3 === 0;
   const earrings = bytes[11]! % 4 === 0;
-  const hairBack = hairStyle === 1
-    ? `<path d="M330 330 Q320 640 360 700 L640 700 Q680 640 670 330 Z" fill="${p.hair}"/>` : '';
+  const hairBack =
+    hairStyle === 1 ? `<path d="M330 330 Q320 640 360 700 L640 700 Q680 640 670 330 Z" fill="${p.hair}"/>` : '';
   const hairTop = [
     `<path d="M345 330 Q350 190 500 185 Q650 190 655 330 Q600 250 500 255 Q400 250 345 330 Z" fill="${p.hair}"/>`,
     `<path d="M335 360 Q330 180 500 175 Q670 180 665 360 Q610 240 500 250 Q390 240 335 360 Z" fill="${p.hair}"/>`,
@@ -70,9 +76,13 @@ const animal: Drawing = (p, bytes) => {
   const ears = pointedEars
     ? `<path d="M728 310 L742 200 L800 285 Z" fill="${p.mainDark}"/><path d="M812 288 L862 196 L872 318 Z" fill="${p.mainDark}"/>`
     : `<ellipse cx="735" cy="300" rx="38" ry="55" fill="${p.mainDark}"/><ellipse cx="845" cy="300" rx="38" ry="55" fill="${p.mainDark}"/>`;
-  const legs = [300, 390, 590, 680].map((x, index) =>
-    `<rect x="${x}" y="600" width="62" height="250" rx="26" fill="${index % 2 === 0 ? p.mainDark : p.main}"/>` +
-    `<ellipse cx="${x + 31}" cy="848" rx="40" ry="18" fill="${p.mainDark}"/>`).join('');
+  const legs = [300, 390, 590, 680]
+    .map(
+      (x, index) =>
+        `<rect x="${x}" y="600" width="62" height="250" rx="26" fill="${index % 2 === 0 ? p.mainDark : p.main}"/>` +
+        `<ellipse cx="${x + 31}" cy="848" rx="40" ry="18" fill="${p.mainDark}"/>`,
+    )
+    .join('');
   return `
     <defs><clipPath id="coat"><ellipse cx="490" cy="560" rx="270" ry="140"/></clipPath></defs>
     <path d="M250 520 Q120 470 140 330" stroke="${p.mainDark}" stroke-width="44" fill="none" stroke-linecap="round"/>
@@ -149,7 +159,8 @@ const cup: Drawing = (p, bytes) => `
     ${pattern(bytes[12]!, 'label', p.accent, 280, 420, 360, 230)}
     <path d="M300 330 L320 860" stroke="#ffffff55" stroke-width="22" stroke-linecap="round"/>`;
 
-const vaseOutline = 'M440 150 L560 150 L560 220 Q700 280 690 490 Q680 700 600 880 L600 930 L400 930 L400 880 ' +
+const vaseOutline =
+  'M440 150 L560 150 L560 220 Q700 280 690 490 Q680 700 600 880 L600 930 L400 930 L400 880 ' +
   'Q320 700 310 490 Q300 280 440 220 Z';
 
 /** A vase or bottle: tall and narrow, a neck over a round shoulder. */
@@ -165,10 +176,28 @@ const vessel: Drawing = (p, bytes) => `
 /** A tree: a narrow trunk under a wide round crown. */
 const tree: Drawing = (p, bytes) => {
   const fruit = bytes[9]! % 2 === 0;
-  const crown = [[500, 330, 230], [340, 430, 150], [660, 430, 150], [410, 230, 140], [590, 230, 140], [500, 520, 160]]
-    .map(([cx, cy, r]) => `<circle cx="${cx}" cy="${cy}" r="${r}" fill="${p.main}"/>`).join('');
-  const dots = fruit ? [[400, 300], [600, 360], [480, 460], [330, 460], [660, 500], [540, 200]]
-    .map(([cx, cy]) => `<circle cx="${cx}" cy="${cy}" r="22" fill="${p.accent}"/>`).join('') : '';
+  const crown = [
+    [500, 330, 230],
+    [340, 430, 150],
+    [660, 430, 150],
+    [410, 230, 140],
+    [590, 230, 140],
+    [500, 520, 160],
+  ]
+    .map(([cx, cy, r]) => `<circle cx="${cx}" cy="${cy}" r="${r}" fill="${p.main}"/>`)
+    .join('');
+  const dots = fruit
+    ? [
+        [400, 300],
+        [600, 360],
+        [480, 460],
+        [330, 460],
+        [660, 500],
+        [540, 200],
+      ]
+        .map(([cx, cy]) => `<circle cx="${cx}" cy="${cy}" r="22" fill="${p.accent}"/>`)
+        .join('')
+    : '';
   return `
     <path d="M450 950 L470 600 L530 600 L550 950 Z" fill="#6b4a2b"/>
     <path d="M470 700 L400 620 M530 680 L600 610" stroke="#6b4a2b" stroke-width="24" stroke-linecap="round"/>
@@ -218,7 +247,18 @@ const object: Drawing = (p, bytes) => `
     <circle cx="410" cy="340" r="60" fill="#ffffff55"/>`;
 
 export const subjectDrawings: Readonly<Record<SubjectKind, Drawing>> = {
-  person, animal, bird, creature, teapot, cup, vessel, tree, house, car, box, object,
+  person,
+  animal,
+  bird,
+  creature,
+  teapot,
+  cup,
+  vessel,
+  tree,
+  house,
+  car,
+  box,
+  object,
 };
 
 /** kindHue is the hue a kind takes when its description names no colour (a green tree), or null for the hash's. */

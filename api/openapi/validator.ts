@@ -18,7 +18,10 @@ import { inSequence } from '../keyed-chain.js';
 // The same path-to-regexp the library resolves, so that both compile routes alike.
 const libraryRequire = createRequire(createRequire(import.meta.url).resolve('express-openapi-validator'));
 const { pathToRegexp } = libraryRequire('path-to-regexp') as {
-  pathToRegexp(path: string, options: { sensitive: boolean; strict: boolean }): { regexp: RegExp; keys: Array<{ name: string }> };
+  pathToRegexp(
+    path: string,
+    options: { sensitive: boolean; strict: boolean },
+  ): { regexp: RegExp; keys: Array<{ name: string }> };
 };
 
 type Operations = Record<string, unknown>;
@@ -57,11 +60,19 @@ export function routeTable(context: OpenApiContext): (strict: boolean, sensitive
     const cacheKey = `${strict}:${sensitive}`;
     let routes = compiled.get(cacheKey);
     if (!routes) {
-      routes = Object.entries(context.expressRouteMap as Record<string, RouteMethods>).map(([expressRoute, methods]) => {
-        const openApiRoute = context.routePair(expressRoute).openApiRoute;
-        const { regexp, keys } = pathToRegexp(expressRoute, { sensitive, strict });
-        return { expressRoute, openApiRoute, pathKey: openApiRoute.substring(methods.basePath.length), regexp, paramNames: keys.map((key) => key.name) };
-      });
+      routes = Object.entries(context.expressRouteMap as Record<string, RouteMethods>).map(
+        ([expressRoute, methods]) => {
+          const openApiRoute = context.routePair(expressRoute).openApiRoute;
+          const { regexp, keys } = pathToRegexp(expressRoute, { sensitive, strict });
+          return {
+            expressRoute,
+            openApiRoute,
+            pathKey: openApiRoute.substring(methods.basePath.length),
+            regexp,
+            paramNames: keys.map((key) => key.name),
+          };
+        },
+      );
       compiled.set(cacheKey, routes);
     }
     return routes;
@@ -78,15 +89,19 @@ export const routeLookupCacheEntriesMax = 1024;
 const routeIndexCaches = new WeakMap<CompiledRoute[], Map<string, number>>();
 
 /** lookupRoute is the library's lookupRoute over precompiled routes: first match in order, params decoded. */
-export function lookupRoute(table: ReturnType<typeof routeTable>, context: OpenApiContext, responseApiDoc: ApiDocPaths | null,
-  req: Request): RouteMatch | null {
+export function lookupRoute(
+  table: ReturnType<typeof routeTable>,
+  context: OpenApiContext,
+  responseApiDoc: ApiDocPaths | null,
+  req: Request,
+): RouteMatch | null {
   const url = context.useRequestUrl ? req.url : req.originalUrl;
   const queryAt = url.indexOf('?');
   const path = queryAt === -1 ? url : url.slice(0, queryAt);
   const method = req.method.toLowerCase();
   const routes = table(!!req.app.enabled('strict routing'), !!req.app.enabled('case sensitive routing'));
   let cache = routeIndexCaches.get(routes);
-  if (!cache) routeIndexCaches.set(routes, cache = new Map());
+  if (!cache) routeIndexCaches.set(routes, (cache = new Map()));
   // A path that matched a route without parameters matches it again (the first match of a fixed list of
   // regexps on the same string): skip the scan.
   const cachedIndex = cache.get(path);
@@ -108,7 +123,10 @@ export function lookupRoute(table: ReturnType<typeof routeTable>, context: OpenA
     }
     return {
       schema: (context.apiDoc as unknown as ApiDocPaths).paths[route.pathKey]![method],
-      expressRoute: route.expressRoute, openApiRoute: route.openApiRoute, pathParams, serial: -1,
+      expressRoute: route.expressRoute,
+      openApiRoute: route.openApiRoute,
+      pathParams,
+      serial: -1,
       _responseSchema: responseApiDoc?.paths[route.pathKey]?.[method],
     };
   }
@@ -129,13 +147,21 @@ export function cachedMetadataMiddleware(context: OpenApiContext, responseApiDoc
         if (context.ignoreUndocumented) return next();
         const methods = (context.openApiRouteMap as Record<string, Operations>)[matched.openApiRoute] ?? {};
         throw new validatorErrors.MethodNotAllowed({
-          path: req.path, message: `${req.method} method not allowed`,
-          headers: { Allow: Object.keys(methods).filter((key) => httpMethods.has(key.toLowerCase())).join(', ') },
+          path: req.path,
+          message: `${req.method} method not allowed`,
+          headers: {
+            Allow: Object.keys(methods)
+              .filter((key) => httpMethods.has(key.toLowerCase()))
+              .join(', '),
+          },
         } as ConstructorParameters<typeof validatorErrors.MethodNotAllowed>[0]);
       }
       const openapi: Record<string, unknown> = {
-        expressRoute: matched.expressRoute, openApiRoute: matched.openApiRoute, pathParams: matched.pathParams,
-        schema: matched.schema, serial: context.serial,
+        expressRoute: matched.expressRoute,
+        openApiRoute: matched.openApiRoute,
+        pathParams: matched.pathParams,
+        schema: matched.schema,
+        serial: context.serial,
       };
       if (responseApiDoc) openapi._responseSchema = matched._responseSchema;
       (req as Request & { openapi?: unknown }).openapi = openapi;
@@ -193,13 +219,24 @@ export interface ValidatorShortcuts {
 function hasNoInput(req: Request): boolean {
   const url = req.url;
   const queryAt = url.indexOf('?');
-  return (queryAt === -1 || queryAt === url.length - 1)
-    && req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
+  return (
+    (queryAt === -1 || queryAt === url.length - 1) &&
+    req.headers['content-length'] === undefined &&
+    req.headers['transfer-encoding'] === undefined
+  );
 }
 
 /** Parameter is the part of an OpenAPI parameter (or a $ref to one) operationNeedsInput reads. */
-export interface Parameter { in?: string; required?: boolean; $ref?: string }
-export interface Operation { parameters?: Parameter[]; requestBody?: unknown; $ref?: string }
+export interface Parameter {
+  in?: string;
+  required?: boolean;
+  $ref?: string;
+}
+export interface Operation {
+  parameters?: Parameter[];
+  requestBody?: unknown;
+  $ref?: string;
+}
 
 /** inputNeeds remembers, per operation object, whether it has anything but optional query parameters. */
 const inputNeeds = new WeakMap<object, boolean>();
@@ -223,7 +260,10 @@ function operationNeedsInput(req: Request, paths: Record<string, Operations>): b
   let needs = inputNeeds.get(operation);
   if (needs === undefined) {
     // No path item under that name (a base path in the way) leaves its parameters unknown: validate.
-    const pathItem = openapi.openApiRoute !== undefined ? paths[openapi.openApiRoute] as { parameters?: Parameter[] } | undefined : undefined;
+    const pathItem =
+      openapi.openApiRoute !== undefined
+        ? (paths[openapi.openApiRoute] as { parameters?: Parameter[] } | undefined)
+        : undefined;
     needs = needsInput(operation, pathItem);
     inputNeeds.set(operation, needs);
   }
@@ -232,7 +272,11 @@ function operationNeedsInput(req: Request, paths: Record<string, Operations>): b
 
 /** ValidatorInternals are the OpenApiValidator members installMiddleware uses (private in its types). */
 interface ValidatorInternals {
-  options: OpenApiValidatorOpts & { ignorePaths?: RegExp | ((path: string) => boolean); ignoreUndocumented?: boolean; useRequestUrl?: boolean };
+  options: OpenApiValidatorOpts & {
+    ignorePaths?: RegExp | ((path: string) => boolean);
+    ignoreUndocumented?: boolean;
+    useRequestUrl?: boolean;
+  };
   ajvOpts: { preprocessor: unknown };
   installPathParams(app: unknown, context: OpenApiContext): void;
   securityMiddleware(apiDoc: unknown): RequestHandler;
@@ -250,7 +294,10 @@ interface ValidatorInternals {
  * multipart step is skipped for an operation without a request body: the library's own check
  * (openapi.multipart.js `shouldHandle`) looks only at the operation's requestBody, so it could never act.
  */
-export function openApiValidatorChain(options: OpenApiValidatorOpts, shortcuts: ValidatorShortcuts = {}): RequestHandler[] {
+export function openApiValidatorChain(
+  options: OpenApiValidatorOpts,
+  shortcuts: ValidatorShortcuts = {},
+): RequestHandler[] {
   const skipInputless = shortcuts.skipInputlessRequests ?? true;
   const onSkip = shortcuts.onSkip;
   const validator = new OpenApiValidator(options);
@@ -258,49 +305,77 @@ export function openApiValidatorChain(options: OpenApiValidatorOpts, shortcuts: 
   const settings = internals.options;
   if (settings.operationHandlers) throw new Error('openApiValidatorChain: operationHandlers are not supported');
   const loaded = new OpenApiSpecLoader({
-    apiDoc: structuredClone(options.apiSpec) as never, validateApiSpec: settings.validateApiSpec, $refParser: settings.$refParser,
-  }).load().then((spec) => {
-    const responseApiDoc = new SchemaPreprocessor(spec.apiDoc, internals.ajvOpts.preprocessor as never, settings.validateResponses as never)
-      .preProcess().apiDocRes as unknown as ApiDocPaths;
-    const context = new OpenApiContext(spec, settings.ignorePaths as never, settings.ignoreUndocumented, settings.useRequestUrl);
-    const apiDoc = context.apiDoc as unknown as { components?: { securitySchemes?: unknown } };
-    let pathParamsInstalled = false;
-    const steps: RequestHandler[] = [
-      (req, _res, next) => {
-        if (!pathParamsInstalled) internals.installPathParams(req.app, context);
-        pathParamsInstalled = true;
-        next();
-      },
-      cachedMetadataMiddleware(context, responseApiDoc),
-    ];
-    if (settings.validateSecurity && apiDoc.components?.securitySchemes) steps.push(internals.securityMiddleware(apiDoc));
-    if (settings.fileUploader) {
-      const multipart = internals.multipartMiddleware(apiDoc);
-      steps.push((req, res, next) => {
-        const schema = (req as Request & { openapi?: { schema?: { requestBody?: unknown; $ref?: unknown } } }).openapi?.schema;
-        // The loader turns an absent requestBody into null.
-        return schema?.requestBody == null && schema?.$ref == null ? next() : multipart(req, res, next);
-      });
-    }
-    if (settings.validateRequests) {
-      const validateRequest = internals.requestValidationMiddleware(apiDoc);
-      const paths = (context.apiDoc as unknown as ApiDocPaths).paths;
-      steps.push(skipInputless
-        ? (req, res, next) => {
-          if (!hasNoInput(req) || operationNeedsInput(req, paths) !== false) return validateRequest(req, res, next);
-          onSkip?.();
-          return next();
-        }
-        : validateRequest);
-    }
-    if (settings.validateResponses) steps.push(internals.responseValidationMiddleware(responseApiDoc, context.serial));
-    return inSequence(steps);
-  });
+    apiDoc: structuredClone(options.apiSpec) as never,
+    validateApiSpec: settings.validateApiSpec,
+    $refParser: settings.$refParser,
+  })
+    .load()
+    .then((spec) => {
+      const responseApiDoc = new SchemaPreprocessor(
+        spec.apiDoc,
+        internals.ajvOpts.preprocessor as never,
+        settings.validateResponses as never,
+      ).preProcess().apiDocRes as unknown as ApiDocPaths;
+      const context = new OpenApiContext(
+        spec,
+        settings.ignorePaths as never,
+        settings.ignoreUndocumented,
+        settings.useRequestUrl,
+      );
+      const apiDoc = context.apiDoc as unknown as { components?: { securitySchemes?: unknown } };
+      let pathParamsInstalled = false;
+      const steps: RequestHandler[] = [
+        (req, _res, next) => {
+          if (!pathParamsInstalled) internals.installPathParams(req.app, context);
+          pathParamsInstalled = true;
+          next();
+        },
+        cachedMetadataMiddleware(context, responseApiDoc),
+      ];
+      if (settings.validateSecurity && apiDoc.components?.securitySchemes)
+        steps.push(internals.securityMiddleware(apiDoc));
+      if (settings.fileUploader) {
+        const multipart = internals.multipartMiddleware(apiDoc);
+        steps.push((req, res, next) => {
+          const schema = (req as Request & { openapi?: { schema?: { requestBody?: unknown; $ref?: unknown } } }).openapi
+            ?.schema;
+          // The loader turns an absent requestBody into null.
+          return schema?.requestBody == null && schema?.$ref == null ? next() : multipart(req, res, next);
+        });
+      }
+      if (settings.validateRequests) {
+        const validateRequest = internals.requestValidationMiddleware(apiDoc);
+        const paths = (context.apiDoc as unknown as ApiDocPaths).paths;
+        steps.push(
+          skipInputless
+            ? (req, res, next) => {
+                if (!hasNoInput(req) || operationNeedsInput(req, paths) !== false)
+                  return validateRequest(req, res, next);
+                onSkip?.();
+                return next();
+              }
+            : validateRequest,
+        );
+      }
+      if (settings.validateResponses)
+        steps.push(internals.responseValidationMiddleware(responseApiDoc, context.serial));
+      return inSequence(steps);
+    });
   let chain: RequestHandler | undefined;
   // A document that fails to load fails every request with the library's error, as the library does.
-  loaded.then((built) => { chain = built; }, () => undefined);
-  return [(req, res, next) => {
-    if (chain) chain(req, res, next);
-    else loaded.then((built) => { built(req, res, next); }, next);
-  }];
+  loaded.then(
+    (built) => {
+      chain = built;
+    },
+    () => undefined,
+  );
+  return [
+    (req, res, next) => {
+      if (chain) chain(req, res, next);
+      else
+        loaded.then((built) => {
+          built(req, res, next);
+        }, next);
+    },
+  ];
 }

@@ -17,8 +17,10 @@ export interface QueueStats {
 function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new ApiError('QUEUE_UNAVAILABLE', 'the queue store did not answer in time')),
-      timeoutMs);
+    timer = setTimeout(
+      () => reject(new ApiError('QUEUE_UNAVAILABLE', 'the queue store did not answer in time')),
+      timeoutMs,
+    );
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
@@ -33,17 +35,23 @@ export class WorkStatsReader {
   }
 
   async read(): Promise<QueueStats[]> {
-    const read = Promise.all(this.queues.map(async (queue) => {
-      const [counts, workers] = await Promise.all([
-        queue.getJobCounts('waiting', 'active', 'completed', 'failed', 'delayed'),
-        queue.getWorkers(),
-      ]);
-      return {
-        name: queue.name, waiting: counts.waiting ?? 0, active: counts.active ?? 0,
-        completed: counts.completed ?? 0, failed: counts.failed ?? 0, delayed: counts.delayed ?? 0,
-        workers: workers.length,
-      };
-    }));
+    const read = Promise.all(
+      this.queues.map(async (queue) => {
+        const [counts, workers] = await Promise.all([
+          queue.getJobCounts('waiting', 'active', 'completed', 'failed', 'delayed'),
+          queue.getWorkers(),
+        ]);
+        return {
+          name: queue.name,
+          waiting: counts.waiting ?? 0,
+          active: counts.active ?? 0,
+          completed: counts.completed ?? 0,
+          failed: counts.failed ?? 0,
+          delayed: counts.delayed ?? 0,
+          workers: workers.length,
+        };
+      }),
+    );
     try {
       return await withTimeout(read, queueStatsTimeoutMs);
     } catch (error) {

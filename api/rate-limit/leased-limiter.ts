@@ -49,10 +49,17 @@ export class LeasedLimiter implements RateLimiter {
   private readonly subjects = new Map<string, SubjectState>();
   private readonly sliceTokens: number;
 
-  constructor(private readonly source: RateLeaseSource, private readonly limit: number, private readonly windowMs: number,
-    private readonly settings: LeaseSettings, private readonly nowMs: () => number = () => performance.now()) {
-    if (!(settings.sliceShareOfLimit > 0 && settings.sliceShareOfLimit <= 1)) throw new RangeError('sliceShareOfLimit must be in (0, 1]');
-    if (!Number.isSafeInteger(settings.sliceTokensMax) || settings.sliceTokensMax < 1) throw new RangeError('sliceTokensMax must be a positive integer');
+  constructor(
+    private readonly source: RateLeaseSource,
+    private readonly limit: number,
+    private readonly windowMs: number,
+    private readonly settings: LeaseSettings,
+    private readonly nowMs: () => number = () => performance.now(),
+  ) {
+    if (!(settings.sliceShareOfLimit > 0 && settings.sliceShareOfLimit <= 1))
+      throw new RangeError('sliceShareOfLimit must be in (0, 1]');
+    if (!Number.isSafeInteger(settings.sliceTokensMax) || settings.sliceTokensMax < 1)
+      throw new RangeError('sliceTokensMax must be a positive integer');
     if (!(settings.leaseMs > 0)) throw new RangeError('leaseMs must be positive');
     this.sliceTokens = Math.min(settings.sliceTokensMax, Math.max(1, Math.ceil(limit * settings.sliceShareOfLimit)));
   }
@@ -62,7 +69,8 @@ export class LeasedLimiter implements RateLimiter {
     const now = this.nowMs();
     const local = this.localRefusal(state, now);
     if (local) return Promise.resolve(local);
-    if (state.waiters.length === 0 && state.tokens > 0 && now < state.tokensExpireAtMs) return Promise.resolve(this.admit(state, now));
+    if (state.waiters.length === 0 && state.tokens > 0 && now < state.tokensExpireAtMs)
+      return Promise.resolve(this.admit(state, now));
     return new Promise<RateDecision>((resolve, reject) => {
       state.waiters.push({ resolve, reject });
       if (!state.leasing) void this.leaseFor(subject, state);
@@ -72,7 +80,8 @@ export class LeasedLimiter implements RateLimiter {
   /** localRefusal refuses without asking Redis when this process alone is at the limit, or the shared window is known full. */
   private localRefusal(state: SubjectState, now: number): RateDecision | null {
     while (state.log.length > 0 && state.log[0]! <= now - this.windowMs) state.log.shift();
-    if (state.log.length >= this.limit) return this.refusal(Math.max(0, Math.floor(state.log[0]! + this.windowMs - now)));
+    if (state.log.length >= this.limit)
+      return this.refusal(Math.max(0, Math.floor(state.log[0]! + this.windowMs - now)));
     if (now < state.refusedUntilMs) return this.refusal(Math.ceil(state.refusedUntilMs - now));
     return null;
   }
@@ -82,7 +91,12 @@ export class LeasedLimiter implements RateLimiter {
     state.spentFromLease++;
     state.log.push(now);
     const remaining = Math.max(0, Math.min(state.sharedRemaining + state.tokens, this.limit - state.log.length));
-    return { allowed: true, limit: this.limit, remaining, resetMs: Math.max(0, Math.floor(state.log[0]! + this.windowMs - now)) };
+    return {
+      allowed: true,
+      limit: this.limit,
+      remaining,
+      resetMs: Math.max(0, Math.floor(state.log[0]! + this.windowMs - now)),
+    };
   }
 
   private refusal(resetMs: number): RateDecision {
@@ -94,7 +108,10 @@ export class LeasedLimiter implements RateLimiter {
     state.leasing = true;
     try {
       while (state.waiters.length > 0) {
-        const wanted = Math.min(this.settings.sliceTokensMax, Math.max(state.waiters.length, Math.min(this.sliceTokens, this.demand(state))));
+        const wanted = Math.min(
+          this.settings.sliceTokensMax,
+          Math.max(state.waiters.length, Math.min(this.sliceTokens, this.demand(state))),
+        );
         let grant;
         try {
           grant = await this.source.lease(subject, wanted);
@@ -139,7 +156,8 @@ export class LeasedLimiter implements RateLimiter {
   private demand(state: SubjectState): number {
     if (state.lastGranted === 0) return 1;
     return state.tokens === 0 && state.spentFromLease >= state.lastGranted && this.nowMs() < state.tokensExpireAtMs
-      ? state.lastGranted * 2 : Math.max(1, state.spentFromLease);
+      ? state.lastGranted * 2
+      : Math.max(1, state.spentFromLease);
   }
 
   private state(subject: string): SubjectState {
@@ -151,8 +169,15 @@ export class LeasedLimiter implements RateLimiter {
       return state;
     }
     state = {
-      tokens: 0, tokensExpireAtMs: 0, sharedRemaining: this.limit, refusedUntilMs: 0, log: [], waiters: [], leasing: false,
-      lastGranted: 0, spentFromLease: 0,
+      tokens: 0,
+      tokensExpireAtMs: 0,
+      sharedRemaining: this.limit,
+      refusedUntilMs: 0,
+      log: [],
+      waiters: [],
+      leasing: false,
+      lastGranted: 0,
+      spentFromLease: 0,
     };
     this.subjects.set(subject, state);
     if (this.subjects.size > localLimiterSubjectsMax) {

@@ -30,7 +30,10 @@ export function rateLimit(limiter: RateLimiter, windowMs: number): RequestHandle
       return;
     }
     res.setHeader('Retry-After', String(Math.max(1, resetSeconds)));
-    next(new ApiError('RATE_LIMITED', `rate limit of ${decision.limit} requests per ${windowSeconds}s exceeded`,
-      { retryAfterMs: decision.resetMs }));
+    next(
+      new ApiError('RATE_LIMITED', `rate limit of ${decision.limit} requests per ${windowSeconds}s exceeded`, {
+        retryAfterMs: decision.resetMs,
+      }),
+    );
   };
 }

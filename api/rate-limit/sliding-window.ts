@@ -61,7 +61,13 @@ export interface RateLeaseSource {
   lease(subject: string, count: number): Promise<RateGrant>;
 }
 
-type SlidingWindowCommand = (key: string, windowUs: number, limit: number, nonce: string, count: number) => Promise<number[]>;
+type SlidingWindowCommand = (
+  key: string,
+  windowUs: number,
+  limit: number,
+  nonce: string,
+  count: number,
+) => Promise<number[]>;
 
 export class RedisSlidingWindowLimiter implements RateLimiter, RateLeaseSource {
   private readonly run: SlidingWindowCommand;
@@ -70,8 +76,12 @@ export class RedisSlidingWindowLimiter implements RateLimiter, RateLeaseSource {
   private readonly memberPrefix = randomBytes(8).toString('hex');
   private memberCount = 0;
 
-  constructor(redis: Redis, private readonly limit: number, private readonly windowMs: number,
-    private readonly keyPrefix = 'svc:ratelimit:') {
+  constructor(
+    redis: Redis,
+    private readonly limit: number,
+    private readonly windowMs: number,
+    private readonly keyPrefix = 'svc:ratelimit:',
+  ) {
     if (!('svcSlidingWindow' in redis)) {
       redis.defineCommand('svcSlidingWindow', { numberOfKeys: 1, lua: slidingWindowScript });
     }
@@ -85,8 +95,13 @@ export class RedisSlidingWindowLimiter implements RateLimiter, RateLeaseSource {
   }
 
   async lease(subject: string, count: number): Promise<RateGrant> {
-    const [granted, remaining, resetMs] = await this.run(this.keyPrefix + subject, this.windowMs * 1000,
-      this.limit, `${this.memberPrefix}${(this.memberCount++).toString(36)}`, count);
+    const [granted, remaining, resetMs] = await this.run(
+      this.keyPrefix + subject,
+      this.windowMs * 1000,
+      this.limit,
+      `${this.memberPrefix}${(this.memberCount++).toString(36)}`,
+      count,
+    );
     return { granted: granted!, remaining: Math.max(0, remaining!), resetMs: resetMs! };
   }
 }
@@ -97,8 +112,11 @@ export const localLimiterSubjectsMax = 100_000;
 export class LocalSlidingWindowLimiter implements RateLimiter {
   private readonly logs = new Map<string, number[]>();
 
-  constructor(private readonly limit: number, private readonly windowMs: number,
-    private readonly nowMs: () => number = () => performance.now()) {}
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+    private readonly nowMs: () => number = () => performance.now(),
+  ) {}
 
   async consume(subject: string): Promise<RateDecision> {
     const now = this.nowMs();
@@ -115,8 +133,11 @@ export class LocalSlidingWindowLimiter implements RateLimiter {
 
 /** FallbackLimiter asks the shared limiter and, when it fails (Redis down), the local one. */
 export class FallbackLimiter implements RateLimiter {
-  constructor(private readonly primary: RateLimiter, private readonly fallback: RateLimiter,
-    private readonly onFallback: (error: unknown) => void) {}
+  constructor(
+    private readonly primary: RateLimiter,
+    private readonly fallback: RateLimiter,
+    private readonly onFallback: (error: unknown) => void,
+  ) {}
 
   async consume(subject: string): Promise<RateDecision> {
     try {

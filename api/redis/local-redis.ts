@@ -51,7 +51,10 @@ function pingOnce(port: number, password: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
     let reply = '';
-    const done = (ok: boolean) => { socket.destroy(); resolve(ok); };
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
     socket.setTimeout(500, () => done(false));
     socket.on('error', () => done(false));
     socket.on('connect', () => socket.write(`AUTH ${password}\r\nPING\r\n`));
@@ -76,15 +79,19 @@ function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const killTimer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    child.once('exit', () => { clearTimeout(killTimer); resolve(); });
+    child.once('exit', () => {
+      clearTimeout(killTimer);
+      resolve();
+    });
     child.kill('SIGTERM');
   });
 }
 
 export async function startLocalRedis(dir: string): Promise<LocalRedis> {
   if (!redisServerAvailable()) {
-    throw new Error('redis-server is not on the PATH: install it (Debian: apt-get install redis-server) ' +
-      'or set REDIS_URL');
+    throw new Error(
+      'redis-server is not on the PATH: install it (Debian: apt-get install redis-server) ' + 'or set REDIS_URL',
+    );
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // The password goes in a config file (mode 0600) that redis-server reads, not on its argv, which every local
@@ -96,10 +103,31 @@ export async function startLocalRedis(dir: string): Promise<LocalRedis> {
   let lastOutput = '';
   for (let attempt = 0; attempt < localRedisPortAttemptsMax; attempt++) {
     const port = await freeLoopbackPort();
-    const child = spawn('redis-server', [configFile, '--port', String(port), '--bind', '127.0.0.1', '--save', '',
-      '--appendonly', 'no', '--dir', dir, '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout!.on('data', (chunk: Buffer) => { lastOutput = (lastOutput + chunk.toString()).slice(-2000); });
-    child.stderr!.on('data', (chunk: Buffer) => { lastOutput = (lastOutput + chunk.toString()).slice(-2000); });
+    const child = spawn(
+      'redis-server',
+      [
+        configFile,
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--protected-mode',
+        'yes',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    child.stdout!.on('data', (chunk: Buffer) => {
+      lastOutput = (lastOutput + chunk.toString()).slice(-2000);
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      lastOutput = (lastOutput + chunk.toString()).slice(-2000);
+    });
     if (await waitForStart(child, port, password)) {
       return { url: `redis://:${password}@127.0.0.1:${port}`, port, stop: () => stopChild(child) };
     }

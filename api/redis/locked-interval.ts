@@ -8,8 +8,13 @@ export interface LockedInterval {
   stop(): void;
 }
 
-export function startLockedInterval(redis: Redis, lockKey: string, intervalMs: number,
-  task: () => Promise<unknown>, onError: (error: unknown) => void): LockedInterval {
+export function startLockedInterval(
+  redis: Redis,
+  lockKey: string,
+  intervalMs: number,
+  task: () => Promise<unknown>,
+  onError: (error: unknown) => void,
+): LockedInterval {
   const timer = setInterval(() => {
     void (async () => {
       const taken = await redis.set(lockKey, String(process.pid), 'PX', intervalMs, 'NX');

@@ -12,11 +12,11 @@ import { credentialCategories, isCredentialCategory } from '../credentials/categ
 import { maskSecret } from '../credentials/mask.js';
 import { credentialAssociatedData as associatedData, openSecret, sealSecret } from '../credentials/secret-box.js';
 
-
 function checkCategory(category: string): void {
   if (!isCredentialCategory(category)) {
-    throw new ApiError('INVALID_CATEGORY', `category must be one of ${credentialCategories.join(', ')}`,
-      { allowed: credentialCategories });
+    throw new ApiError('INVALID_CATEGORY', `category must be one of ${credentialCategories.join(', ')}`, {
+      allowed: credentialCategories,
+    });
   }
 }
 
@@ -28,17 +28,27 @@ export function credentialRoutes(store: DocumentStore, secretKey: Buffer | undef
     return secretKey;
   };
   const view = (record: CredentialRecord) => ({
-    id: record.id, category: record.category, name: record.name,
+    id: record.id,
+    category: record.category,
+    name: record.name,
     masked_value: maskSecret(openSecret(requireSecretKey(), record.ciphertext, associatedData(record))),
-    created_at: record.created_at, updated_at: record.updated_at,
+    created_at: record.created_at,
+    updated_at: record.updated_at,
   });
 
   router.get('/credentials', async (req, res) => {
     requireSecretKey();
     const category = req.query.category;
     if (category !== undefined) checkCategory(String(category));
-    res.json(await listPage<CredentialRecord, ReturnType<typeof view>>(store, storeKeys.credentials, req.query, view,
-      (record) => category === undefined || record.category === category));
+    res.json(
+      await listPage<CredentialRecord, ReturnType<typeof view>>(
+        store,
+        storeKeys.credentials,
+        req.query,
+        view,
+        (record) => category === undefined || record.category === category,
+      ),
+    );
   });
 
   router.post('/credentials', requireRole('admin'), async (req, res) => {
@@ -48,9 +58,12 @@ export function credentialRoutes(store: DocumentStore, secretKey: Buffer | undef
     const now = nowIso();
     const id = newId('crd');
     const record: CredentialRecord = {
-      id, category: body.category, name: body.name,
+      id,
+      category: body.category,
+      name: body.name,
       ciphertext: sealSecret(key, body.value, associatedData({ id, category: body.category })),
-      created_at: now, updated_at: now,
+      created_at: now,
+      updated_at: now,
     };
     // The name index is claimed first with compare-and-set, so two concurrent creates cannot both win.
     const index: CredentialByNameRecord = { credential_id: id };
@@ -74,10 +87,15 @@ export function credentialRoutes(store: DocumentStore, secretKey: Buffer | undef
   router.patch('/credentials/:id', requireRole('admin'), async (req, res) => {
     const key = requireSecretKey();
     const value = (req.body as { value: string }).value;
-    const record = await updateRecord<CredentialRecord>(store, storeKeys.credential(req.params.id as string),
+    const record = await updateRecord<CredentialRecord>(
+      store,
+      storeKeys.credential(req.params.id as string),
       (current) => ({
-        ...current, ciphertext: sealSecret(key, value, associatedData(current)), updated_at: nowIso(),
-      }));
+        ...current,
+        ciphertext: sealSecret(key, value, associatedData(current)),
+        updated_at: nowIso(),
+      }),
+    );
     res.json(view(record));
   });
 

@@ -28,13 +28,17 @@ interface NewKeyBody {
 function normalizeAllowedIps(rules: string[] | null | undefined): string[] | null {
   if (rules === undefined || rules === null) return null;
   if (rules.length === 0) {
-    throw new ApiError('VALIDATION_FAILED', 'allowed_ips must not be empty; use null for any address',
-      [{ path: '/body/allowed_ips', message: 'must not be empty' }]);
+    throw new ApiError('VALIDATION_FAILED', 'allowed_ips must not be empty; use null for any address', [
+      { path: '/body/allowed_ips', message: 'must not be empty' },
+    ]);
   }
   const bad = rules.filter((rule) => normalizeRange(rule) === null);
   if (bad.length > 0) {
-    throw new ApiError('VALIDATION_FAILED', 'allowed_ips holds entries that are not IP addresses or CIDRs',
-      bad.map((rule) => ({ path: '/body/allowed_ips', message: `not an address or CIDR: ${rule.slice(0, 64)}` })));
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      'allowed_ips holds entries that are not IP addresses or CIDRs',
+      bad.map((rule) => ({ path: '/body/allowed_ips', message: `not an address or CIDR: ${rule.slice(0, 64)}` })),
+    );
   }
   return [...new Set(rules.map((rule) => normalizeRange(rule)!))];
 }
@@ -43,8 +47,9 @@ function normalizeExpiry(text: string | null | undefined): string | null {
   if (text === undefined || text === null) return null;
   const time = Date.parse(text);
   if (!Number.isFinite(time) || time <= Date.now()) {
-    throw new ApiError('VALIDATION_FAILED', 'expires_at must be a future date-time',
-      [{ path: '/body/expires_at', message: 'must be in the future' }]);
+    throw new ApiError('VALIDATION_FAILED', 'expires_at must be a future date-time', [
+      { path: '/body/expires_at', message: 'must be in the future' },
+    ]);
   }
   return new Date(time).toISOString();
 }
@@ -53,8 +58,11 @@ function normalizeExpiry(text: string | null | undefined): string | null {
 function requireWithinScope(auth: AuthContext, scope: KeyScope, action: string): void {
   const excess = scopeExcess({ role: auth.role, expiresAt: auth.expiresAt, allowedIps: auth.allowedIps }, scope);
   if (excess.length > 0) {
-    throw new ApiError('KEY_SCOPE_EXCEEDED', `this key may not ${action} a key broader than itself`,
-      excess.map((item) => ({ path: `/body/${item.path}`, message: item.message })));
+    throw new ApiError(
+      'KEY_SCOPE_EXCEEDED',
+      `this key may not ${action} a key broader than itself`,
+      excess.map((item) => ({ path: `/body/${item.path}`, message: item.message })),
+    );
   }
 }
 
@@ -87,15 +95,26 @@ export function keyRoutes(store: DocumentStore): Router {
     requireWithinScope(auth, { role, expiresAt, allowedIps }, 'create');
     if (!(await store.get(storeKeys.user(userId)))) throw new ApiError('NOT_FOUND', 'no such user');
     const { record, secret } = await createApiKey(store, {
-      name: body.name, userId, role, expiresAt, allowedIps: allowedIps === null ? null : [...allowedIps],
+      name: body.name,
+      userId,
+      role,
+      expiresAt,
+      allowedIps: allowedIps === null ? null : [...allowedIps],
     });
     res.status(201).json({ key: secret, record: publicKeyView(record) });
   });
 
   router.get('/keys', async (req, res) => {
     const auth = req.auth!;
-    res.json(await listPage<ApiKeyRecord, unknown>(store, storeKeys.apiKeys, req.query, publicKeyView,
-      (record) => auth.role === 'admin' || record.user_id === auth.userId));
+    res.json(
+      await listPage<ApiKeyRecord, unknown>(
+        store,
+        storeKeys.apiKeys,
+        req.query,
+        publicKeyView,
+        (record) => auth.role === 'admin' || record.user_id === auth.userId,
+      ),
+    );
   });
 
   router.get('/keys/:id', async (req, res) => {
@@ -109,7 +128,8 @@ export function keyRoutes(store: DocumentStore): Router {
     requireWithinScope(req.auth!, scopeOf(await visibleKey(store, req, id)), 'revoke');
     const revokedBy = req.auth!.keyId;
     const record = await updateRecord<ApiKeyRecord>(store, storeKeys.apiKey(id), (current) =>
-      current.revoked_at !== null ? current : { ...current, revoked_at: nowIso(), revoked_by: revokedBy });
+      current.revoked_at !== null ? current : { ...current, revoked_at: nowIso(), revoked_by: revokedBy },
+    );
     res.json(publicKeyView(record));
   });
 
@@ -124,11 +144,16 @@ export function keyRoutes(store: DocumentStore): Router {
       throw new ApiError('CONFLICT', 'an expired key cannot be rotated; create a new key');
     }
     const { record, secret } = await createApiKey(store, {
-      name: old.name, userId: old.user_id, role: old.role, expiresAt: old.expires_at, allowedIps: old.allowed_ips,
+      name: old.name,
+      userId: old.user_id,
+      role: old.role,
+      expiresAt: old.expires_at,
+      allowedIps: old.allowed_ips,
     });
     const revokedBy = req.auth!.keyId;
     await updateRecord<ApiKeyRecord>(store, storeKeys.apiKey(id), (current) =>
-      current.revoked_at !== null ? current : { ...current, revoked_at: nowIso(), revoked_by: revokedBy });
+      current.revoked_at !== null ? current : { ...current, revoked_at: nowIso(), revoked_by: revokedBy },
+    );
     res.status(201).json({ key: secret, record: publicKeyView(record) });
   });
 

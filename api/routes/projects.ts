@@ -24,7 +24,9 @@ interface ProjectFields {
 
 /** checkWorkspace requires an absolute, normalized path (no `..`), inside workspaceRoot when one is set. */
 export function checkWorkspace(workspace: string, workspaceRoot: string | undefined): string {
-  const fail = (why: string): never => { throw new ApiError('INVALID_WORKSPACE', `workspace ${why}`); };
+  const fail = (why: string): never => {
+    throw new ApiError('INVALID_WORKSPACE', `workspace ${why}`);
+  };
   if (workspace.includes('\0')) fail('must not contain NUL');
   if (!path.isAbsolute(workspace)) fail('must be an absolute path');
   if (workspace.split('/').includes('..')) fail('must not contain .. segments');
@@ -38,12 +40,14 @@ export function checkWorkspace(workspace: string, workspaceRoot: string | undefi
 
 function checkCommand(command: string[]): string[] {
   if (command.some((arg) => arg.includes('\0'))) {
-    throw new ApiError('VALIDATION_FAILED', 'command arguments must not contain NUL',
-      [{ path: '/body/command', message: 'contains NUL' }]);
+    throw new ApiError('VALIDATION_FAILED', 'command arguments must not contain NUL', [
+      { path: '/body/command', message: 'contains NUL' },
+    ]);
   }
   if (command[0]!.length === 0) {
-    throw new ApiError('VALIDATION_FAILED', 'command[0] names the program and must not be empty',
-      [{ path: '/body/command/0', message: 'empty' }]);
+    throw new ApiError('VALIDATION_FAILED', 'command[0] names the program and must not be empty', [
+      { path: '/body/command/0', message: 'empty' },
+    ]);
   }
   return command;
 }
@@ -60,7 +64,7 @@ function checkCredentials(credentials: ProjectCredential[]): ProjectCredential[]
 
 /** view is the documented Project; a record made before credentials existed shows none. */
 const view = (record: ProjectRecord): ProjectRecord =>
-  (Array.isArray(record.credentials) ? record : { ...record, credentials: projectCredentials(record) });
+  Array.isArray(record.credentials) ? record : { ...record, credentials: projectCredentials(record) };
 
 export function projectRoutes(store: DocumentStore, workspaceRoot: string | undefined): Router {
   const router = Router();
@@ -73,10 +77,15 @@ export function projectRoutes(store: DocumentStore, workspaceRoot: string | unde
     const body = req.body as Required<Pick<ProjectFields, 'name' | 'workspace' | 'command'>> & ProjectFields;
     const now = nowIso();
     const record: ProjectRecord = {
-      id: newId('prj'), name: body.name, workspace: checkWorkspace(body.workspace, workspaceRoot),
-      command: checkCommand(body.command), network: body.network ?? false,
+      id: newId('prj'),
+      name: body.name,
+      workspace: checkWorkspace(body.workspace, workspaceRoot),
+      command: checkCommand(body.command),
+      network: body.network ?? false,
       credentials: checkCredentials(body.credentials ?? []),
-      created_by: req.auth!.userId, created_at: now, updated_at: now,
+      created_by: req.auth!.userId,
+      created_at: now,
+      updated_at: now,
     };
     await store.put(storeKeys.project(record.id), record, { expectedVersion: 0 });
     res.status(201).json(view(record));
@@ -96,8 +105,11 @@ export function projectRoutes(store: DocumentStore, workspaceRoot: string | unde
     if (body.command !== undefined) changes.command = checkCommand(body.command);
     if (body.network !== undefined) changes.network = body.network;
     if (body.credentials !== undefined) changes.credentials = checkCredentials(body.credentials);
-    const record = await updateRecord<ProjectRecord>(store, storeKeys.project(req.params.id as string),
-      (current) => ({ ...current, ...changes, updated_at: nowIso() }));
+    const record = await updateRecord<ProjectRecord>(store, storeKeys.project(req.params.id as string), (current) => ({
+      ...current,
+      ...changes,
+      updated_at: nowIso(),
+    }));
     res.json(view(record));
   });
 

@@ -15,7 +15,15 @@ import { sseReadCountMax, sseStreamsMax } from '../limits.js';
 import { eventStreamResponse, lastEventIdOf } from '../sse/event-stream-response.js';
 import type { AgentRunJob } from '../runs/agent-worker.js';
 import type { RunRecord } from '../runs/run-records.js';
-import { appendRunEvent, finishRun, isRunStreamFinished, readRun, runKeys, runView, updateRun } from '../runs/run-records.js';
+import {
+  appendRunEvent,
+  finishRun,
+  isRunStreamFinished,
+  readRun,
+  runKeys,
+  runView,
+  updateRun,
+} from '../runs/run-records.js';
 import { RunEventHub } from '../runs/run-event-hub.js';
 
 export interface RunRoutesOptions {
@@ -50,7 +58,9 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
     if (!read) {
       read = client.xrange(runKeys.events(runId), `(${afterId}`, '+', 'COUNT', sseReadCountMax);
       readsInFlight.set(readKey, read);
-      const forget = () => { readsInFlight.delete(readKey); };
+      const forget = () => {
+        readsInFlight.delete(readKey);
+      };
       read.then(forget, forget);
     }
     return read;
@@ -78,8 +88,16 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
     const project = found.value;
     const runId = newId('run');
     const record: RunRecord = {
-      id: runId, project_id: project.id, user_id: req.auth!.userId, status: 'queued', created_at: new Date().toISOString(),
-      started_at: null, finished_at: null, exit_code: null, duration_ms: null, cancel_requested: false,
+      id: runId,
+      project_id: project.id,
+      user_id: req.auth!.userId,
+      status: 'queued',
+      created_at: new Date().toISOString(),
+      started_at: null,
+      finished_at: null,
+      exit_code: null,
+      duration_ms: null,
+      cancel_requested: false,
       prompt: (req.body as { prompt: string }).prompt,
     };
     // The record is committed before the job exists, so a worker on any node finds it.
@@ -89,10 +107,19 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
       // Ids only: the worker reads the project, its command and policy, and the prompt from the replicated
       // store, so whoever can write to Redis cannot change what runs or where.
       const job: AgentRunJob = { runId, projectId: project.id };
-      await queue!.add('run', job, { jobId: runId, attempts: 1, removeOnComplete: { count: 1000 }, removeOnFail: { count: 1000 } });
+      await queue!.add('run', job, {
+        jobId: runId,
+        attempts: 1,
+        removeOnComplete: { count: 1000 },
+        removeOnFail: { count: 1000 },
+      });
     } catch (error) {
       // Not queued: the record must not stay `queued` forever.
-      await updateRun(store, runId, (current) => ({ ...current, status: 'failed', finished_at: new Date().toISOString() })).catch(() => undefined);
+      await updateRun(store, runId, (current) => ({
+        ...current,
+        status: 'failed',
+        finished_at: new Date().toISOString(),
+      })).catch(() => undefined);
       unavailable(error);
     }
     res.status(202).json({ runId, streamUrl: `/runs/${runId}/events` });
@@ -127,7 +154,9 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
     const client = requireRedis();
     // Reads share the router's command connection; resumed at or after `complete`, the response ends at once.
     await eventStreamResponse(req, res, {
-      startAfter: lastEventId === '0' ? '0-0' : lastEventId, keepAliveMs: options.sseKeepAliveMs, open: openStreams,
+      startAfter: lastEventId === '0' ? '0-0' : lastEventId,
+      keepAliveMs: options.sseKeepAliveMs,
+      open: openStreams,
       listen: (wake) => hub!.listen(run.id, wake),
       read: (afterId) => readEventsAfter(client, run.id, afterId),
       finalEvent: 'complete',

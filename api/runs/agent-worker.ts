@@ -22,8 +22,13 @@ import { startRunSweeper } from './run-sweep.js';
 import type { ApiLogger } from '../config.js';
 import { agentRunQueueName } from '../config.js';
 import {
-  runConcurrencyDefault, runKillGraceMs, runOutputBytesMax, runOutputChunkBytesMax, runOutputFlushMs,
-  runSlirpReadyTimeoutMs, runTimeoutMsDefault,
+  runConcurrencyDefault,
+  runKillGraceMs,
+  runOutputBytesMax,
+  runOutputChunkBytesMax,
+  runOutputFlushMs,
+  runSlirpReadyTimeoutMs,
+  runTimeoutMsDefault,
 } from '../limits.js';
 import type { ProjectRecord } from '../records.js';
 import { storeKeys } from '../records.js';
@@ -34,11 +39,25 @@ import type { ResolvedCredential } from './run-credentials.js';
 import { CredentialResolutionError, projectCredentials, resolveRunCredentials } from './run-credentials.js';
 import type { RunIsolation, RunIsolationOptions, RunResources } from './run-isolation.js';
 import {
-  acquireRunResources, chownTree, describeSandbox, probeRunIsolation, workspaceBytes, workspaceOwner,
+  acquireRunResources,
+  chownTree,
+  describeSandbox,
+  probeRunIsolation,
+  workspaceBytes,
+  workspaceOwner,
 } from './run-isolation.js';
 import type { ReadOnlyMount, SandboxLimits, SandboxProject } from './sandbox.js';
 import {
-  agentBinDir, agentMountPoint, defaultSandboxLimits, firstSecretFd, goFd, readyFd, resolvConfFd, sandboxCommand, secretsDir, slirpResolvConf,
+  agentBinDir,
+  agentMountPoint,
+  defaultSandboxLimits,
+  firstSecretFd,
+  goFd,
+  readyFd,
+  resolvConfFd,
+  sandboxCommand,
+  secretsDir,
+  slirpResolvConf,
 } from './sandbox.js';
 import { SecretMasker } from './secret-masker.js';
 import type { RunBackend, RunProcess } from './run-backend.js';
@@ -58,12 +77,16 @@ export function referenceAgentMounts(agentDir = referenceAgentDir): ReadOnlyMoun
   try {
     // The package's exports hide package.json: find its root from its entry point.
     openaiDir = path.dirname(createRequire(import.meta.url).resolve('openai'));
-    while (!existsSync(path.join(openaiDir, 'package.json')) && path.dirname(openaiDir) !== openaiDir) openaiDir = path.dirname(openaiDir);
+    while (!existsSync(path.join(openaiDir, 'package.json')) && path.dirname(openaiDir) !== openaiDir)
+      openaiDir = path.dirname(openaiDir);
   } catch {
     return [];
   }
   if (!existsSync(path.join(agentDir, 'svc-agent.mjs'))) return [];
-  return [{ source: agentDir, target: `${agentMountPoint}/app` }, { source: openaiDir, target: `${agentMountPoint}/node_modules/openai` }];
+  return [
+    { source: agentDir, target: `${agentMountPoint}/app` },
+    { source: openaiDir, target: `${agentMountPoint}/node_modules/openai` },
+  ];
 }
 
 export interface AgentWorkerOptions {
@@ -106,7 +129,10 @@ interface ActiveRun {
 
 /** RunRefusal ends a run before its command starts, with a code for its `notice`. */
 class RunRefusal extends Error {
-  constructor(readonly code: string, message: string) {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -123,10 +149,14 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
   const { store } = options;
   const log = options.log ?? (() => undefined);
   // A backend's runs are isolated where they run: this host's uid, cgroup, egress filter and quota are not theirs.
-  const isolation = await probeRunIsolation(options.backend
-    ? { ...options.isolation, probe: false }
-    : { redisUrl: options.redisUrl, ...options.isolation });
-  if (isolation.egressProblem && !options.backend) log('runs.network_unavailable', { reason: isolation.egressProblem, effect: 'runs of projects with network: true fail' });
+  const isolation = await probeRunIsolation(
+    options.backend ? { ...options.isolation, probe: false } : { redisUrl: options.redisUrl, ...options.isolation },
+  );
+  if (isolation.egressProblem && !options.backend)
+    log('runs.network_unavailable', {
+      reason: isolation.egressProblem,
+      effect: 'runs of projects with network: true fail',
+    });
   const agentMounts = options.agentMounts ?? referenceAgentMounts();
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
   const subscriber = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
@@ -156,13 +186,16 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     const data = job.data as unknown;
     // The API queues every run under its run id (jobId); the payload must agree (jobMismatch).
     const runId = job.id;
-    if (typeof runId !== 'string' || !/^run_[0-9a-z]{9}[0-9a-f]{16}$/.test(runId)) throw new Error('a job whose id is not a run id');
+    if (typeof runId !== 'string' || !/^run_[0-9a-z]{9}[0-9a-f]{16}$/.test(runId))
+      throw new Error('a job whose id is not a run id');
     const record = await readRun(store, runId);
     if (!record || record.status !== 'queued') return { status: record?.status ?? 'cancelled', exitCode: null };
     // The payload must be exactly {runId, projectId}, name this job's run, and match the record.
     const mismatch = jobMismatch(job, data, record);
     if (mismatch) {
-      await updateRun(store, runId, (now) => (now.status === 'queued' ? { ...now, status: 'running', started_at: new Date().toISOString() } : now));
+      await updateRun(store, runId, (now) =>
+        now.status === 'queued' ? { ...now, status: 'running', started_at: new Date().toISOString() } : now,
+      );
       log('runs.job_refused', { runId, jobId: job.id, reason: mismatch });
       return fail(runId, startedMs, 'JOB_MISMATCH', `the queued job does not match the run: ${mismatch}`);
     }
@@ -191,13 +224,20 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     try {
       project = (await store.get<ProjectRecord>(storeKeys.project(record.project_id)))?.value ?? null;
       if (!project) throw new RunRefusal('PROJECT_MISSING', 'the project was deleted before the run started');
-      if (typeof record.prompt !== 'string') throw new RunRefusal('JOB_MISMATCH', 'the run record has no prompt (queued by an older version)');
+      if (typeof record.prompt !== 'string')
+        throw new RunRefusal('JOB_MISMATCH', 'the run record has no prompt (queued by an older version)');
       const workspace = checkedWorkspace(project.workspace);
       if (project.network && !isolation.egress && !options.backend) {
-        throw new RunRefusal('NETWORK_POLICY_UNAVAILABLE', `the project allows network, but this worker cannot filter egress: ${isolation.egressProblem}`);
+        throw new RunRefusal(
+          'NETWORK_POLICY_UNAVAILABLE',
+          `the project allows network, but this worker cannot filter egress: ${isolation.egressProblem}`,
+        );
       }
       if (options.backend && projectCredentials(project).length > 0) {
-        throw new RunRefusal('CREDENTIALS_UNAVAILABLE', `the ${options.backend.name} run backend does not inject credentials`);
+        throw new RunRefusal(
+          'CREDENTIALS_UNAVAILABLE',
+          `the ${options.backend.name} run backend does not inject credentials`,
+        );
       }
       let credentials: ResolvedCredential[];
       try {
@@ -211,31 +251,59 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       resources = acquireRunResources(isolation, runId, limits);
       const sizeAtStart = options.backend ? null : await workspaceBytes(workspace);
       if (sizeAtStart !== null && sizeAtStart > isolation.workspaceBytesMax) {
-        throw new RunRefusal('WORKSPACE_QUOTA_EXCEEDED', `the workspace holds ${sizeAtStart} bytes, over the quota of ${isolation.workspaceBytesMax}`);
+        throw new RunRefusal(
+          'WORKSPACE_QUOTA_EXCEEDED',
+          `the workspace holds ${sizeAtStart} bytes, over the quota of ${isolation.workspaceBytesMax}`,
+        );
       }
       if (resources.uid !== null) {
         const closed = closedAncestor(workspace);
         if (closed) {
-          throw new RunRefusal('WORKSPACE_NOT_REACHABLE', `the run's own uid cannot reach the workspace: ${closed} is not searchable by others (chmod o+x)`);
+          throw new RunRefusal(
+            'WORKSPACE_NOT_REACHABLE',
+            `the run's own uid cannot reach the workspace: ${closed} is not searchable by others (chmod o+x)`,
+          );
         }
         owner = workspaceOwner(workspace);
         await chownTree(workspace, resources.uid, resources.uid);
       }
-      await appendRunEvent(redis, runId, { event: 'started', data: {
-        startedAt: current.started_at ?? new Date().toISOString(),
-        sandbox: describeSandbox(isolation, resources, limits, project.network, timeoutMs, options.backend?.name),
-      } });
+      await appendRunEvent(redis, runId, {
+        event: 'started',
+        data: {
+          startedAt: current.started_at ?? new Date().toISOString(),
+          sandbox: describeSandbox(isolation, resources, limits, project.network, timeoutMs, options.backend?.name),
+        },
+      });
       if (credentials.length > 0) {
         const injected = credentials.map(({ category, name, as, target }) => ({
-          category, name, as, target: as === 'file' ? `${secretsDir}/${target}` : target,
+          category,
+          name,
+          as,
+          target: as === 'file' ? `${secretsDir}/${target}` : target,
         }));
         await appendRunEvent(redis, runId, { event: 'credentials', data: { injected } });
-        log('run.credentials_injected', { runId, projectId: project.id, userId: record.user_id, credentials: injected });
+        log('run.credentials_injected', {
+          runId,
+          projectId: project.id,
+          userId: record.user_id,
+          credentials: injected,
+        });
       }
-      const outcome = await runSandboxed(runId, { workspace, command: project.command, network: project.network },
-        record.prompt, timeoutMs, limits, resources, credentials);
+      const outcome = await runSandboxed(
+        runId,
+        { workspace, command: project.command, network: project.network },
+        record.prompt,
+        timeoutMs,
+        limits,
+        resources,
+        credentials,
+      );
       await cleanUp();
-      if (outcome.code) await appendRunEvent(redis, runId, { event: 'notice', data: { message: outcome.message ?? outcome.code, code: outcome.code } });
+      if (outcome.code)
+        await appendRunEvent(redis, runId, {
+          event: 'notice',
+          data: { message: outcome.message ?? outcome.code, code: outcome.code },
+        });
       await finishRun(store, redis, runId, outcome.status, outcome.exitCode, Math.round(performance.now() - startedMs));
       if (outcome.status !== 'succeeded') throw new Error(`run ${outcome.status}`);
       return outcome;
@@ -248,9 +316,16 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     }
   }
 
-  function runSandboxed(runId: string, project: SandboxProject, prompt: string, timeoutMs: number,
-    limits: SandboxLimits, resources: RunResources, credentials: ResolvedCredential[]): Promise<RunOutcome> {
-    const network = project.network ? 'slirp' as const : 'none' as const;
+  function runSandboxed(
+    runId: string,
+    project: SandboxProject,
+    prompt: string,
+    timeoutMs: number,
+    limits: SandboxLimits,
+    resources: RunResources,
+    credentials: ResolvedCredential[],
+  ): Promise<RunOutcome> {
+    const network = project.network ? ('slirp' as const) : ('none' as const);
     const masker = new SecretMasker(credentials.map((credential) => credential.value));
     // A configured backend (Kubernetes) runs the command elsewhere, under its own isolation; credentials and the
     // slirp network are the local sandbox's (runJob refuses a backend run that names credentials).
@@ -261,16 +336,28 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     } else {
       const secretFiles = credentials.filter((credential) => credential.as === 'file');
       const command = sandboxCommand({
-        project, prompt, limits, uid: resources.uid, cgroupProcsFiles: resources.cgroup?.procsFiles ?? [], network,
-        secretFileNames: secretFiles.map((credential) => credential.target), readOnlyMounts: agentMounts,
+        project,
+        prompt,
+        limits,
+        uid: resources.uid,
+        cgroupProcsFiles: resources.cgroup?.procsFiles ?? [],
+        network,
+        secretFileNames: secretFiles.map((credential) => credential.target),
+        readOnlyMounts: agentMounts,
       });
       // The sandbox's environment is exactly this: nothing of the worker's own leaks in.
-      const env: Record<string, string> = { PATH: `/usr/local/bin:/usr/bin:/bin:${agentBinDir}`, HOME: '/tmp', LANG: 'C.UTF-8' };
+      const env: Record<string, string> = {
+        PATH: `/usr/local/bin:/usr/bin:/bin:${agentBinDir}`,
+        HOME: '/tmp',
+        LANG: 'C.UTF-8',
+      };
       for (const credential of credentials) if (credential.as === 'env') env[credential.target] = credential.value;
       const spawned = spawn(command.file, command.args, { stdio: command.stdio, detached: true, env });
       // A sandbox that dies early closes its ends of these pipes: an EPIPE is no reason to crash the worker.
       for (const stream of spawned.stdio.slice(3)) stream?.on('error', () => undefined);
-      secretFiles.forEach((credential, index) => (spawned.stdio as unknown as Writable[])[firstSecretFd + index]!.end(credential.value));
+      secretFiles.forEach((credential, index) =>
+        (spawned.stdio as unknown as Writable[])[firstSecretFd + index]!.end(credential.value),
+      );
       localChild = spawned;
       child = spawned;
     }
@@ -284,16 +371,19 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
 
     const flush = () => {
       const batch = pending.splice(0);
-      writes = writes.then(async () => {
-        for (const item of batch) await appendRunEvent(redis, runId, { event: 'output', data: item });
-      }).catch(() => undefined);
+      writes = writes
+        .then(async () => {
+          for (const item of batch) await appendRunEvent(redis, runId, { event: 'output', data: item });
+        })
+        .catch(() => undefined);
     };
     const flushTimer = setInterval(flush, runOutputFlushMs);
     const queueText = (stream: 'stdout' | 'stderr', text: string) => {
       for (let offset = 0; offset < text.length; offset += runOutputChunkBytesMax) {
         const piece = text.slice(offset, offset + runOutputChunkBytesMax);
         const last = pending.at(-1);
-        if (last && last.stream === stream && last.text.length + piece.length <= runOutputChunkBytesMax) last.text += piece;
+        if (last && last.stream === stream && last.text.length + piece.length <= runOutputChunkBytesMax)
+          last.text += piece;
         else pending.push({ stream, text: piece });
       }
     };
@@ -301,8 +391,17 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       if (outputBytes >= runOutputBytesMax) {
         if (!truncated) {
           truncated = true;
-          writes = writes.then(() => appendRunEvent(redis, runId, { event: 'notice',
-            data: { message: `output beyond ${runOutputBytesMax} bytes was dropped` } })).then(() => undefined, () => undefined);
+          writes = writes
+            .then(() =>
+              appendRunEvent(redis, runId, {
+                event: 'notice',
+                data: { message: `output beyond ${runOutputBytesMax} bytes was dropped` },
+              }),
+            )
+            .then(
+              () => undefined,
+              () => undefined,
+            );
         }
         return;
       }
@@ -326,7 +425,12 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     const timeout = setTimeout(() => kill('timed_out'), timeoutMs);
     active.set(runId, { child, cancel: () => kill('cancelled') });
     // A cancel that arrived between the check in runJob and the line above was flagged but not heard.
-    void readRun(store, runId).then((now) => { if (now?.cancel_requested) kill('cancelled'); }, () => undefined);
+    void readRun(store, runId).then(
+      (now) => {
+        if (now?.cancel_requested) kill('cancelled');
+      },
+      () => undefined,
+    );
 
     // The workspace quota: measured every interval; one measurement at a time.
     let measuring = false;
@@ -336,15 +440,26 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       void workspaceBytes(project.workspace).then((bytes) => {
         measuring = false;
         if (bytes !== null && bytes > isolation.workspaceBytesMax) {
-          kill('failed', { code: 'WORKSPACE_QUOTA_EXCEEDED', message: `the workspace grew to ${bytes} bytes, over the quota of ${isolation.workspaceBytesMax}` });
+          kill('failed', {
+            code: 'WORKSPACE_QUOTA_EXCEEDED',
+            message: `the workspace grew to ${bytes} bytes, over the quota of ${isolation.workspaceBytesMax}`,
+          });
         }
       });
     }, isolation.workspacePollMs);
 
     if (network === 'slirp' && localChild) {
-      void attachNetwork(localChild, resources).then((started) => { slirp = started; }, (error: Error) => {
-        kill('failed', { code: 'NETWORK_SETUP_FAILED', message: `the run's network could not be set up: ${error.message}` });
-      });
+      void attachNetwork(localChild, resources).then(
+        (started) => {
+          slirp = started;
+        },
+        (error: Error) => {
+          kill('failed', {
+            code: 'NETWORK_SETUP_FAILED',
+            message: `the run's network could not be set up: ${error.message}`,
+          });
+        },
+      );
     }
 
     return new Promise((resolve) => {
@@ -378,17 +493,37 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
   async function attachNetwork(child: ChildProcess, resources: RunResources): Promise<ChildProcess> {
     const uid = resources.uid!;
     (child.stdio as unknown as Writable[])[resolvConfFd]!.end(slirpResolvConf);
-    await readLine((child.stdio as unknown as Readable[])[readyFd]!, runSlirpReadyTimeoutMs, 'the sandbox did not make its namespaces');
+    await readLine(
+      (child.stdio as unknown as Readable[])[readyFd]!,
+      runSlirpReadyTimeoutMs,
+      'the sandbox did not make its namespaces',
+    );
     await isolation.egress!.open(uid);
     resources.egressOpen = true;
     const loopbackAllowed = isolation.egressAllow.some((rule) => rule.cidr.startsWith('127.'));
-    const slirp = spawn('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all',
-      '--bounding-set=-all', '--', 'slirp4netns', '--configure', '--mtu=65520', '--enable-seccomp',
-      // 10.0.2.2 reaches the host's loopback only when an allow entry opens a loopback destination (the egress
-      // rules still decide which); otherwise slirp4netns refuses it itself as well.
-      ...(loopbackAllowed ? [] : ['--disable-host-loopback']),
-      '--ready-fd=3', `--userns-path=/proc/${child.pid}/ns/user`, String(child.pid), 'tap0'],
-    { stdio: ['ignore', 'ignore', 'ignore', 'pipe'], detached: true });
+    const slirp = spawn(
+      'setpriv',
+      [
+        `--reuid=${uid}`,
+        `--regid=${uid}`,
+        '--clear-groups',
+        '--inh-caps=-all',
+        '--bounding-set=-all',
+        '--',
+        'slirp4netns',
+        '--configure',
+        '--mtu=65520',
+        '--enable-seccomp',
+        // 10.0.2.2 reaches the host's loopback only when an allow entry opens a loopback destination (the egress
+        // rules still decide which); otherwise slirp4netns refuses it itself as well.
+        ...(loopbackAllowed ? [] : ['--disable-host-loopback']),
+        '--ready-fd=3',
+        `--userns-path=/proc/${child.pid}/ns/user`,
+        String(child.pid),
+        'tap0',
+      ],
+      { stdio: ['ignore', 'ignore', 'ignore', 'pipe'], detached: true },
+    );
     slirp.on('error', () => undefined);
     try {
       await readLine(slirp.stdio[3] as Readable, runSlirpReadyTimeoutMs, 'slirp4netns did not come up', true);
@@ -421,16 +556,22 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
 function jobMismatch(job: Job, data: unknown, record: RunRecord): string | null {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return 'the payload is not an object';
   const keys = Object.keys(data).sort();
-  if (keys.join(',') !== 'projectId,runId') return `the payload has fields ${keys.join(', ')} (expected runId, projectId)`;
+  if (keys.join(',') !== 'projectId,runId')
+    return `the payload has fields ${keys.join(', ')} (expected runId, projectId)`;
   const { runId, projectId } = data as AgentRunJob;
   if (job.id !== runId) return 'the payload names another run';
-  if (projectId !== record.project_id) return 'the project is not the run\'s';
+  if (projectId !== record.project_id) return "the project is not the run's";
   return null;
 }
 
 /** checkedWorkspace re-checks what the API checked when the project was written (absolute, normalized, a directory). */
 function checkedWorkspace(workspace: string): string {
-  if (typeof workspace !== 'string' || !path.isAbsolute(workspace) || path.resolve(workspace) !== workspace || workspace === '/') {
+  if (
+    typeof workspace !== 'string' ||
+    !path.isAbsolute(workspace) ||
+    path.resolve(workspace) !== workspace ||
+    workspace === '/'
+  ) {
     throw new RunRefusal('INVALID_WORKSPACE', 'the project workspace is not an absolute, normalized directory path');
   }
   let isDirectory: boolean;

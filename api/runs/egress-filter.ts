@@ -37,10 +37,12 @@ export interface EgressRule {
 /** parseEgressRule reads `ip`, `ip/len`, `ip:port` or `ip/len:port` (IPv4); it throws on anything else. */
 export function parseEgressRule(text: string): EgressRule {
   const match = /^(\d{1,3}(?:\.\d{1,3}){3})(\/\d{1,2})?(?::(\d{1,5}))?$/.exec(text.trim());
-  if (!match || !net.isIPv4(match[1]!)) throw new Error(`not an IPv4 address, CIDR or address:port: ${JSON.stringify(text)}`);
+  if (!match || !net.isIPv4(match[1]!))
+    throw new Error(`not an IPv4 address, CIDR or address:port: ${JSON.stringify(text)}`);
   const prefix = match[2] ? Number(match[2].slice(1)) : 32;
   const port = match[3] ? Number(match[3]) : undefined;
-  if (prefix > 32 || (port !== undefined && (port < 1 || port > 65_535))) throw new Error(`out of range: ${JSON.stringify(text)}`);
+  if (prefix > 32 || (port !== undefined && (port < 1 || port > 65_535)))
+    throw new Error(`out of range: ${JSON.stringify(text)}`);
   return { cidr: `${match[1]}/${prefix}`, ...(port !== undefined ? { port } : {}) };
 }
 
@@ -53,7 +55,10 @@ function rejections(match: string[]): string[][] {
   if (match.includes('-p')) {
     return [[...match, '-j', 'REJECT', ...(match.includes('tcp') ? ['--reject-with', 'tcp-reset'] : [])]];
   }
-  return [[...match, '-p', 'tcp', '-j', 'REJECT', '--reject-with', 'tcp-reset'], [...match, '-j', 'REJECT']];
+  return [
+    [...match, '-p', 'tcp', '-j', 'REJECT', '--reject-with', 'tcp-reset'],
+    [...match, '-j', 'REJECT'],
+  ];
 }
 
 function ruleMatches(rule: EgressRule): string[][] {
@@ -61,7 +66,10 @@ function ruleMatches(rule: EgressRule): string[][] {
   return ['tcp', 'udp'].map((protocol) => ['-d', rule.cidr, '-p', protocol, '--dport', String(rule.port)]);
 }
 
-interface Outcome { ok: boolean; stderr: string }
+interface Outcome {
+  ok: boolean;
+  stderr: string;
+}
 
 function iptables(args: string[]): Promise<Outcome> {
   return new Promise((resolve) => {
@@ -109,14 +117,17 @@ export async function installEgressFilter(options: EgressFilterOptions): Promise
   await ensure('OUTPUT', ['-m', 'owner', '--uid-owner', range, '-j', runsChain], 'top');
 
   const accepts = [
-    ...options.dnsServers.filter((address) => net.isIPv4(address))
+    ...options.dnsServers
+      .filter((address) => net.isIPv4(address))
       .flatMap((address) => ruleMatches({ cidr: `${address}/32`, port: 53 })),
     ...options.allow.flatMap(ruleMatches),
   ];
   const rejects = options.deny.flatMap(ruleMatches).flatMap(rejections);
   const jump = (uid: number) => ['-m', 'owner', '--uid-owner', String(uid), '-j', runChain(uid)];
   const removeJumps = async (uid: number) => {
-    for (let index = 0; index < 16 && (await iptables(['-D', runsChain, ...jump(uid)])).ok; index++) { /* all copies */ }
+    for (let index = 0; index < 16 && (await iptables(['-D', runsChain, ...jump(uid)])).ok; index++) {
+      /* all copies */
+    }
   };
   return {
     async open(uid) {

@@ -14,8 +14,14 @@ import type { KubernetesRunSettings } from './kubernetes-job-spec.js';
 import { jobName, runContainerName, runJob, runLabels, runNetworkPolicies } from './kubernetes-job-spec.js';
 
 /** startFailureReasons: a container waiting for one of these will not start without someone changing something. */
-const startFailureReasons = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError',
-  'CreateContainerError', 'RunContainerError']);
+const startFailureReasons = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'RunContainerError',
+]);
 /** watchRetryMs paces re-opening a pod watch the API server closed; watchRetriesMax bounds them per run. */
 const watchRetryMs = 1000;
 const watchRetriesMax = 30;
@@ -41,7 +47,10 @@ export class KubernetesBackend implements RunBackend {
   private readonly networking: NetworkingV1Api;
   private policies: Promise<void> | null = null;
 
-  constructor(readonly kubeConfig: KubeConfig, readonly settings: KubernetesRunSettings) {
+  constructor(
+    readonly kubeConfig: KubeConfig,
+    readonly settings: KubernetesRunSettings,
+  ) {
     this.batch = kubeConfig.makeApiClient(BatchV1Api);
     this.core = kubeConfig.makeApiClient(CoreV1Api);
     this.networking = kubeConfig.makeApiClient(NetworkingV1Api);
@@ -52,7 +61,11 @@ export class KubernetesBackend implements RunBackend {
     this.policies ??= (async () => {
       for (const body of runNetworkPolicies(this.settings.namespace)) {
         try {
-          await this.networking.createNamespacedNetworkPolicy({ namespace: this.settings.namespace, body, fieldValidation: 'Strict' });
+          await this.networking.createNamespacedNetworkPolicy({
+            namespace: this.settings.namespace,
+            body,
+            fieldValidation: 'Strict',
+          });
         } catch (error) {
           // One made by an earlier worker (or the manifests) is kept.
           if (!(error instanceof ApiException && error.code === 409)) throw error;
@@ -88,10 +101,16 @@ class KubernetesRun extends EventEmitter implements RunProcess {
   private watchAbort: AbortController | null = null;
   private closed = false;
   private exitKnown!: () => void;
-  private readonly exited = new Promise<void>((resolve) => { this.exitKnown = resolve; });
+  private readonly exited = new Promise<void>((resolve) => {
+    this.exitKnown = resolve;
+  });
 
-  constructor(private readonly backend: KubernetesBackend, private readonly batch: BatchV1Api,
-    private readonly core: CoreV1Api, private readonly spec: RunSpec) {
+  constructor(
+    private readonly backend: KubernetesBackend,
+    private readonly batch: BatchV1Api,
+    private readonly core: CoreV1Api,
+    private readonly spec: RunSpec,
+  ) {
     super();
     this.name = jobName(spec.runId);
     this.namespace = backend.settings.namespace;
@@ -131,9 +150,16 @@ class KubernetesRun extends EventEmitter implements RunProcess {
     const watch = new Watch(this.backend.kubeConfig);
     const path = `/api/v1/namespaces/${this.namespace}/pods`;
     const ended = new Promise<unknown>((resolve) => {
-      void watch.watch(path, { labelSelector: `${runLabels.runId}=${this.spec.runId}` },
-        (phase, pod: V1Pod) => this.onPod(phase, pod), resolve)
-        .then((abort) => { this.watchAbort = abort; }, resolve);
+      void watch
+        .watch(
+          path,
+          { labelSelector: `${runLabels.runId}=${this.spec.runId}` },
+          (phase, pod: V1Pod) => this.onPod(phase, pod),
+          resolve,
+        )
+        .then((abort) => {
+          this.watchAbort = abort;
+        }, resolve);
     });
     await Promise.race([ended, this.exited]);
     if (this.exit || this.closed) {
@@ -164,7 +190,9 @@ class KubernetesRun extends EventEmitter implements RunProcess {
       if (terminated.reason === 'OOMKilled') this.stderr.write('the run was killed: it went over its memory limit\n');
       this.exit = { code: terminated.exitCode ?? null };
     } else if (waiting?.reason && startFailureReasons.has(waiting.reason)) {
-      this.stderr.write(`the run's pod could not start: ${waiting.reason}${waiting.message ? `: ${waiting.message.slice(0, 300)}` : ''}\n`);
+      this.stderr.write(
+        `the run's pod could not start: ${waiting.reason}${waiting.message ? `: ${waiting.message.slice(0, 300)}` : ''}\n`,
+      );
       this.exit = { code: null };
       void this.stop('SIGKILL');
     } else if (phase === 'DELETED' || pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded') {
@@ -190,15 +218,25 @@ class KubernetesRun extends EventEmitter implements RunProcess {
     this.logEnded = new Promise<void>((resolve) => {
       sink.on('finish', resolve);
       sink.on('error', () => resolve());
-      new Log(this.backend.kubeConfig).log(this.namespace, this.podName!, runContainerName, sink, { follow: true })
-        .then((abort) => { void this.exited.then(() => setTimeout(() => abort.abort(), 5000).unref()); }, () => resolve());
+      new Log(this.backend.kubeConfig)
+        .log(this.namespace, this.podName!, runContainerName, sink, { follow: true })
+        .then(
+          (abort) => {
+            void this.exited.then(() => setTimeout(() => abort.abort(), 5000).unref());
+          },
+          () => resolve(),
+        );
     });
   }
 
   /** readRest reads the finished container's whole log and passes on what the follow did not. */
   private async readRest(): Promise<void> {
     try {
-      const text = await this.core.readNamespacedPodLog({ name: this.podName!, namespace: this.namespace, container: runContainerName });
+      const text = await this.core.readNamespacedPodLog({
+        name: this.podName!,
+        namespace: this.namespace,
+        container: runContainerName,
+      });
       const rest = Buffer.from(text, 'utf8').subarray(this.bytesSeen);
       if (rest.length > 0) this.stdout.write(rest);
     } catch {
@@ -209,7 +247,11 @@ class KubernetesRun extends EventEmitter implements RunProcess {
   private async stop(signal: NodeJS.Signals): Promise<void> {
     try {
       // Jobs deleted through the API orphan their pods unless told otherwise.
-      await this.batch.deleteNamespacedJob({ name: this.name, namespace: this.namespace, propagationPolicy: 'Background' });
+      await this.batch.deleteNamespacedJob({
+        name: this.name,
+        namespace: this.namespace,
+        propagationPolicy: 'Background',
+      });
     } catch {
       // Already gone.
     }

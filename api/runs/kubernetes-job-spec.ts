@@ -31,7 +31,9 @@ export interface KubernetesRunSettings {
 
 export const runContainerName = 'agent';
 export const runLabels = {
-  app: 'app.kubernetes.io/name', managedBy: 'app.kubernetes.io/managed-by', runId: 'svc.dev/run-id',
+  app: 'app.kubernetes.io/name',
+  managedBy: 'app.kubernetes.io/managed-by',
+  runId: 'svc.dev/run-id',
   network: 'svc.dev/run-network',
 } as const;
 export const runAppName = 'svc-run';
@@ -43,7 +45,8 @@ const deadlineSlackSeconds = 30;
 /** jobName is a DNS-1123 label (run ids hold an underscore): Kubernetes puts it in a label, so at most 63. */
 export function jobName(runId: string): string {
   const name = `svc-run-${runId.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`.slice(0, 63).replace(/-+$/, '');
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) throw new Error(`cannot name a Job for run ${JSON.stringify(runId)}`);
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name))
+    throw new Error(`cannot name a Job for run ${JSON.stringify(runId)}`);
   return name;
 }
 
@@ -74,7 +77,12 @@ function workspaceVolume(spec: RunSpec, settings: KubernetesRunSettings): { volu
 export function runJob(spec: RunSpec, settings: KubernetesRunSettings): V1Job {
   const name = jobName(spec.runId);
   const network = spec.project.network ? 'egress' : 'none';
-  const labels = { [runLabels.app]: runAppName, [runLabels.managedBy]: 'svc', [runLabels.runId]: spec.runId, [runLabels.network]: network };
+  const labels = {
+    [runLabels.app]: runAppName,
+    [runLabels.managedBy]: 'svc',
+    [runLabels.runId]: spec.runId,
+    [runLabels.network]: network,
+  };
   const { volume, mount } = workspaceVolume(spec, settings);
   const memory = String(spec.limits.memoryBytesMax);
   const storage = String(spec.limits.fileBytesMax + settings.tmpBytesMax);
@@ -104,29 +112,37 @@ export function runJob(spec: RunSpec, settings: KubernetesRunSettings): V1Job {
           ...(settings.serviceAccountName ? { serviceAccountName: settings.serviceAccountName } : {}),
           terminationGracePeriodSeconds: Math.ceil(runKillGraceMs / 1000),
           securityContext: {
-            runAsNonRoot: true, runAsUser: settings.runAsUser, runAsGroup: settings.runAsGroup,
+            runAsNonRoot: true,
+            runAsUser: settings.runAsUser,
+            runAsGroup: settings.runAsGroup,
             seccompProfile: { type: 'RuntimeDefault' },
           },
-          containers: [{
-            name: runContainerName,
-            image: settings.image,
-            command: [command!],
-            args: [...args, escapeExpansion(spec.prompt)],
-            workingDir: spec.project.workspace,
-            env: [
-              { name: 'PATH', value: '/usr/local/bin:/usr/bin:/bin' }, { name: 'HOME', value: '/tmp' },
-              { name: 'LANG', value: 'C.UTF-8' },
-            ],
-            resources: {
-              limits: { memory, cpu: settings.cpuCores, 'ephemeral-storage': storage },
-              requests: { memory, cpu: settings.cpuCores, 'ephemeral-storage': storage },
+          containers: [
+            {
+              name: runContainerName,
+              image: settings.image,
+              command: [command!],
+              args: [...args, escapeExpansion(spec.prompt)],
+              workingDir: spec.project.workspace,
+              env: [
+                { name: 'PATH', value: '/usr/local/bin:/usr/bin:/bin' },
+                { name: 'HOME', value: '/tmp' },
+                { name: 'LANG', value: 'C.UTF-8' },
+              ],
+              resources: {
+                limits: { memory, cpu: settings.cpuCores, 'ephemeral-storage': storage },
+                requests: { memory, cpu: settings.cpuCores, 'ephemeral-storage': storage },
+              },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                privileged: false,
+                runAsNonRoot: true,
+                capabilities: { drop: ['ALL'] },
+              },
+              volumeMounts: [mount, { name: 'tmp', mountPath: '/tmp' }],
             },
-            securityContext: {
-              allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, runAsNonRoot: true,
-              capabilities: { drop: ['ALL'] },
-            },
-            volumeMounts: [mount, { name: 'tmp', mountPath: '/tmp' }],
-          }],
+          ],
           volumes: [volume, { name: 'tmp', emptyDir: { sizeLimit: String(settings.tmpBytesMax) } }],
         },
       },
@@ -144,12 +160,14 @@ export function runNetworkPolicies(namespace: string): V1NetworkPolicy[] {
   const selector = { matchLabels: { [runLabels.app]: runAppName } };
   return [
     {
-      apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy',
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
       metadata: { name: denyAllPolicyName, namespace, labels: { [runLabels.managedBy]: 'svc' } },
       spec: { podSelector: selector, policyTypes: ['Ingress', 'Egress'], ingress: [], egress: [] },
     },
     {
-      apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy',
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
       metadata: { name: egressPolicyName, namespace, labels: { [runLabels.managedBy]: 'svc' } },
       spec: {
         podSelector: { matchLabels: { [runLabels.app]: runAppName, [runLabels.network]: 'egress' } },
@@ -157,16 +175,33 @@ export function runNetworkPolicies(namespace: string): V1NetworkPolicy[] {
         egress: [
           {
             to: [
-              { ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10', '127.0.0.0/8'] } },
+              {
+                ipBlock: {
+                  cidr: '0.0.0.0/0',
+                  except: [
+                    '10.0.0.0/8',
+                    '172.16.0.0/12',
+                    '192.168.0.0/16',
+                    '169.254.0.0/16',
+                    '100.64.0.0/10',
+                    '127.0.0.0/8',
+                  ],
+                },
+              },
               { ipBlock: { cidr: '::/0', except: ['fc00::/7', 'fe80::/10', '::1/128'] } },
             ],
           },
           {
-            to: [{
-              namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
-              podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
-            }],
-            ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }],
+            to: [
+              {
+                namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+                podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+              },
+            ],
+            ports: [
+              { protocol: 'UDP', port: 53 },
+              { protocol: 'TCP', port: 53 },
+            ],
           },
         ],
       },

@@ -22,19 +22,24 @@ function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number)
   const text = env[name];
   if (text === undefined || text === '') return fallback;
   const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(text)}`);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new Error(`${name} must be a positive integer, got ${JSON.stringify(text)}`);
   return value;
 }
 
 export function kubernetesSettingsFromEnv(env: NodeJS.ProcessEnv, workspaceRoot?: string): KubernetesRunSettings {
   const image = env.SVC_K8S_RUN_IMAGE;
   if (!image) throw new Error('SVC_RUN_BACKEND=kubernetes needs SVC_K8S_RUN_IMAGE, the container image of runs');
-  const namespace = env.SVC_K8S_NAMESPACE
-    ?? (existsSync(serviceAccountNamespaceFile) ? readFileSync(serviceAccountNamespaceFile, 'utf8').trim() : 'default');
+  const namespace =
+    env.SVC_K8S_NAMESPACE ??
+    (existsSync(serviceAccountNamespaceFile) ? readFileSync(serviceAccountNamespaceFile, 'utf8').trim() : 'default');
   const cpuCores = env.SVC_K8S_RUN_CPU ?? '1';
-  if (!/^(\d+(\.\d+)?|\d+m)$/.test(cpuCores)) throw new Error(`SVC_K8S_RUN_CPU must be a CPU quantity such as 1 or 500m, got ${JSON.stringify(cpuCores)}`);
+  if (!/^(\d+(\.\d+)?|\d+m)$/.test(cpuCores))
+    throw new Error(`SVC_K8S_RUN_CPU must be a CPU quantity such as 1 or 500m, got ${JSON.stringify(cpuCores)}`);
   return {
-    namespace, image, cpuCores,
+    namespace,
+    image,
+    cpuCores,
     workspaceClaim: env.SVC_K8S_WORKSPACE_CLAIM || undefined,
     workspaceRoot,
     runAsUser: positiveInteger(env, 'SVC_K8S_RUN_UID', 65534),
@@ -45,7 +50,10 @@ export function kubernetesSettingsFromEnv(env: NodeJS.ProcessEnv, workspaceRoot?
   };
 }
 
-export function runBackendFromConfig(config: Pick<ApiConfig, 'runBackend' | 'workspaceRoot'>, env: NodeJS.ProcessEnv): RunBackend | undefined {
+export function runBackendFromConfig(
+  config: Pick<ApiConfig, 'runBackend' | 'workspaceRoot'>,
+  env: NodeJS.ProcessEnv,
+): RunBackend | undefined {
   if (config.runBackend === 'bubblewrap') return undefined;
   return new KubernetesBackend(kubeConfigFromCluster(), kubernetesSettingsFromEnv(env, config.workspaceRoot));
 }

@@ -128,11 +128,13 @@ function probeV1(): CgroupHost | null {
 /** createRunCgroup makes the run's cgroup(s) with the limits set; it throws when the host refuses. */
 export function createRunCgroup(host: CgroupHost, runId: string, limits: RunCgroupLimits): RunCgroup {
   if (!/^[a-z]{3}_[0-9a-z]+$/.test(runId)) throw new Error('a run id names the cgroup and must be plain');
-  const dirs = host.version === 'v2'
-    ? [path.join(host.parents.memory, runId)]
-    : [...new Set(wanted.map((controller) => path.join(host.parents[controller], runId)))];
+  const dirs =
+    host.version === 'v2'
+      ? [path.join(host.parents.memory, runId)]
+      : [...new Set(wanted.map((controller) => path.join(host.parents[controller], runId)))];
   for (const dir of dirs) mkdirSync(dir);
-  const write = (dir: string, file: string, value: string | number) => writeFileSync(path.join(dir, file), String(value));
+  const write = (dir: string, file: string, value: string | number) =>
+    writeFileSync(path.join(dir, file), String(value));
   const quotaMicros = Math.max(1000, Math.round(limits.cpuCoresMax * cpuPeriodMicros));
   if (host.version === 'v2') {
     const dir = dirs[0]!;
@@ -144,7 +146,8 @@ export function createRunCgroup(host: CgroupHost, runId: string, limits: RunCgro
     const memory = path.join(host.parents.memory, runId);
     write(memory, 'memory.limit_in_bytes', limits.memoryBytesMax);
     // With swap accounting, memory+swap gets the same cap, so swapping out does not escape the limit.
-    if (existsSync(path.join(memory, 'memory.memsw.limit_in_bytes'))) write(memory, 'memory.memsw.limit_in_bytes', limits.memoryBytesMax);
+    if (existsSync(path.join(memory, 'memory.memsw.limit_in_bytes')))
+      write(memory, 'memory.memsw.limit_in_bytes', limits.memoryBytesMax);
     write(path.join(host.parents.pids, runId), 'pids.max', limits.processesMax);
     const cpu = path.join(host.parents.cpu, runId);
     write(cpu, 'cpu.cfs_period_us', cpuPeriodMicros);
@@ -201,8 +204,10 @@ export function createRunCgroup(host: CgroupHost, runId: string, limits: RunCgro
           return false;
         }
       }
-      return (readNumber(path.join(memoryDir, 'memory.failcnt')) ?? 0) > 0 &&
-        /^oom_kill [1-9]/m.test(safeRead(path.join(memoryDir, 'memory.oom_control')));
+      return (
+        (readNumber(path.join(memoryDir, 'memory.failcnt')) ?? 0) > 0 &&
+        /^oom_kill [1-9]/m.test(safeRead(path.join(memoryDir, 'memory.oom_control')))
+      );
     },
     async remove() {
       for (let attempt = 0; attempt < removeAttemptsMax; attempt++) {

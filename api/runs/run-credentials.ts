@@ -28,7 +28,7 @@ export const secretFileNamePattern = '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$';
 
 /** projectCredentials reads a project's credentials (none on a record made before they existed). */
 export function projectCredentials(project: { credentials?: unknown }): ProjectCredential[] {
-  return Array.isArray(project.credentials) ? project.credentials as ProjectCredential[] : [];
+  return Array.isArray(project.credentials) ? (project.credentials as ProjectCredential[]) : [];
 }
 
 /** projectCredentialProblem says what is wrong with a project's credentials, or null. */
@@ -39,8 +39,10 @@ export function projectCredentialProblem(entries: readonly ProjectCredential[]):
     if (targets.has(key)) return `${entry.as} ${entry.target} is named twice`;
     targets.add(key);
     if (entry.as === 'env') {
-      if (!new RegExp(injectableEnvNamePattern).test(entry.target)) return `env target must match ${injectableEnvNamePattern}`;
-      if (reservedEnvNames.includes(entry.target) || entry.target.startsWith('LD_')) return `env ${entry.target} is reserved`;
+      if (!new RegExp(injectableEnvNamePattern).test(entry.target))
+        return `env target must match ${injectableEnvNamePattern}`;
+      if (reservedEnvNames.includes(entry.target) || entry.target.startsWith('LD_'))
+        return `env ${entry.target} is reserved`;
     } else if (!new RegExp(secretFileNamePattern).test(entry.target)) {
       return `file target must match ${secretFileNamePattern}`;
     }
@@ -53,16 +55,23 @@ export interface ResolvedCredential extends ProjectCredential {
 }
 
 export class CredentialResolutionError extends Error {
-  constructor(readonly code: 'CREDENTIAL_MISSING' | 'CREDENTIALS_UNAVAILABLE', message: string) {
+  constructor(
+    readonly code: 'CREDENTIAL_MISSING' | 'CREDENTIALS_UNAVAILABLE',
+    message: string,
+  ) {
     super(message);
   }
 }
 
 /** resolveRunCredentials opens each named credential; a missing one or a missing key fails the whole run. */
-export async function resolveRunCredentials(store: DocumentStore, secretKey: Buffer | undefined,
-  entries: readonly ProjectCredential[]): Promise<ResolvedCredential[]> {
+export async function resolveRunCredentials(
+  store: DocumentStore,
+  secretKey: Buffer | undefined,
+  entries: readonly ProjectCredential[],
+): Promise<ResolvedCredential[]> {
   if (entries.length === 0) return [];
-  if (!secretKey) throw new CredentialResolutionError('CREDENTIALS_UNAVAILABLE', 'the worker has no secret key to open credentials');
+  if (!secretKey)
+    throw new CredentialResolutionError('CREDENTIALS_UNAVAILABLE', 'the worker has no secret key to open credentials');
   const resolved: ResolvedCredential[] = [];
   for (const entry of entries) {
     const index = await store.get<CredentialByNameRecord>(storeKeys.credentialByName(entry.category, entry.name));
@@ -74,7 +83,10 @@ export async function resolveRunCredentials(store: DocumentStore, secretKey: Buf
     try {
       value = openSecret(secretKey, record.value.ciphertext, credentialAssociatedData(record.value));
     } catch {
-      throw new CredentialResolutionError('CREDENTIALS_UNAVAILABLE', `credential ${entry.category}/${entry.name} does not open with this key`);
+      throw new CredentialResolutionError(
+        'CREDENTIALS_UNAVAILABLE',
+        `credential ${entry.category}/${entry.name} does not open with this key`,
+      );
     }
     resolved.push({ category: entry.category, name: entry.name, as: entry.as, target: entry.target, value });
   }

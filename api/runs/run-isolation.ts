@@ -48,7 +48,7 @@ export async function probeRunIsolation(options: RunIsolationOptions = {}): Prom
   const uidRange = options.uidRange ?? defaultRunUidRange();
   const egressAllow = (options.egressAllow ?? []).map(parseEgressRule);
   const egressDeny = (options.egressDeny ?? []).map(parseEgressRule);
-  if (options.redisUrl) egressDeny.push(...await redisHostRules(options.redisUrl));
+  if (options.redisUrl) egressDeny.push(...(await redisHostRules(options.redisUrl)));
   let egress: EgressFilter | null = null;
   let egressProblem: string | null = null;
   if (!root) egressProblem = 'the worker is not root: no per-run uid to filter by';
@@ -57,7 +57,10 @@ export async function probeRunIsolation(options: RunIsolationOptions = {}): Prom
   else {
     try {
       egress = await installEgressFilter({
-        uidFirst: uidRange.first, uidCount: uidRange.count, allow: egressAllow, deny: egressDeny,
+        uidFirst: uidRange.first,
+        uidCount: uidRange.count,
+        allow: egressAllow,
+        deny: egressDeny,
         dnsServers: hostNameservers(),
       });
     } catch (error) {
@@ -65,7 +68,12 @@ export async function probeRunIsolation(options: RunIsolationOptions = {}): Prom
     }
   }
   return {
-    root, cgroups: options.probe === false ? null : probeCgroupHost(), egress, egressProblem, egressAllow, uidRange,
+    root,
+    cgroups: options.probe === false ? null : probeCgroupHost(),
+    egress,
+    egressProblem,
+    egressAllow,
+    uidRange,
     cpuCoresMax: options.cpuCoresMax ?? runCpuCoresMax,
     workspaceBytesMax: options.workspaceBytesMax ?? runWorkspaceBytesMax,
     workspacePollMs: options.workspacePollMs ?? runWorkspacePollMs,
@@ -78,8 +86,10 @@ function commandWorks(file: string, args: string[]): boolean {
 
 function hostNameservers(): string[] {
   try {
-    return readFileSync('/etc/resolv.conf', 'utf8').split('\n')
-      .map((line) => /^\s*nameserver\s+(\S+)/.exec(line)?.[1]).filter((value): value is string => value !== undefined);
+    return readFileSync('/etc/resolv.conf', 'utf8')
+      .split('\n')
+      .map((line) => /^\s*nameserver\s+(\S+)/.exec(line)?.[1])
+      .filter((value): value is string => value !== undefined);
   } catch {
     return [];
   }
@@ -92,7 +102,12 @@ async function redisHostRules(redisUrl: string): Promise<EgressRule[]> {
   } catch {
     return [];
   }
-  const addresses = net.isIP(host) ? [host] : await dns.lookup(host, { all: true }).then((found) => found.map((item) => item.address), () => []);
+  const addresses = net.isIP(host)
+    ? [host]
+    : await dns.lookup(host, { all: true }).then(
+        (found) => found.map((item) => item.address),
+        () => [],
+      );
   return addresses.filter((address) => net.isIPv4(address)).map((address) => ({ cidr: `${address}/32` }));
 }
 
@@ -110,7 +125,9 @@ export function acquireRunResources(isolation: RunIsolation, runId: string, limi
   let uid: RunUid | null = null;
   let cgroup: RunCgroup | null = null;
   const resources: RunResources = {
-    uid: null, cgroup: null, egressOpen: false,
+    uid: null,
+    cgroup: null,
+    egressOpen: false,
     async release() {
       if (resources.egressOpen && uid) await isolation.egress?.close(uid.uid).catch(() => undefined);
       resources.egressOpen = false;
@@ -127,7 +144,9 @@ export function acquireRunResources(isolation: RunIsolation, runId: string, limi
     if (isolation.root) uid = claimRunUid(isolation.uidRange);
     if (isolation.cgroups) {
       cgroup = createRunCgroup(isolation.cgroups, runId, {
-        memoryBytesMax: limits.memoryBytesMax, processesMax: limits.processesMax, cpuCoresMax: isolation.cpuCoresMax,
+        memoryBytesMax: limits.memoryBytesMax,
+        processesMax: limits.processesMax,
+        cpuCoresMax: isolation.cpuCoresMax,
       });
     }
   } catch (error) {
@@ -146,24 +165,45 @@ export interface SandboxStatement {
   uid: number | null;
   network: 'none' | 'egress-filtered';
   limits: {
-    memoryBytes: number; processes: number; cpuCores: number | null; cpuSecondsPerProcess: number;
-    tmpBytes: number; workspaceBytes: number; fileBytes: number; openFiles: number; wallMs: number;
+    memoryBytes: number;
+    processes: number;
+    cpuCores: number | null;
+    cpuSecondsPerProcess: number;
+    tmpBytes: number;
+    workspaceBytes: number;
+    fileBytes: number;
+    openFiles: number;
+    wallMs: number;
   };
   /** enforcement says by what each limit holds on this host. */
   enforcement: { memory: string; processes: string; cpu: string; workspace: string; user: string };
 }
 
-export function describeSandbox(isolation: RunIsolation, resources: RunResources, limits: SandboxLimits,
-  network: boolean, wallMs: number, backend = 'bubblewrap'): SandboxStatement {
+export function describeSandbox(
+  isolation: RunIsolation,
+  resources: RunResources,
+  limits: SandboxLimits,
+  network: boolean,
+  wallMs: number,
+  backend = 'bubblewrap',
+): SandboxStatement {
   const cgroup = resources.cgroup ? `cgroup ${isolation.cgroups!.version}` : null;
   if (backend !== 'bubblewrap') {
     const there = `the ${backend} backend's (its pod's resources and policies)`;
     return {
-      backend, uid: null, network: network ? 'egress-filtered' : 'none',
+      backend,
+      uid: null,
+      network: network ? 'egress-filtered' : 'none',
       limits: {
-        memoryBytes: limits.memoryBytesMax, processes: limits.processesMax, cpuCores: isolation.cpuCoresMax,
-        cpuSecondsPerProcess: limits.cpuSecondsMax, tmpBytes: limits.tmpBytesMax, workspaceBytes: isolation.workspaceBytesMax,
-        fileBytes: limits.fileBytesMax, openFiles: limits.openFilesMax, wallMs,
+        memoryBytes: limits.memoryBytesMax,
+        processes: limits.processesMax,
+        cpuCores: isolation.cpuCoresMax,
+        cpuSecondsPerProcess: limits.cpuSecondsMax,
+        tmpBytes: limits.tmpBytesMax,
+        workspaceBytes: isolation.workspaceBytesMax,
+        fileBytes: limits.fileBytesMax,
+        openFiles: limits.openFilesMax,
+        wallMs,
       },
       enforcement: { memory: there, processes: there, cpu: there, workspace: there, user: there },
     };
@@ -173,18 +213,28 @@ export function describeSandbox(isolation: RunIsolation, resources: RunResources
     uid: resources.uid,
     network: network ? 'egress-filtered' : 'none',
     limits: {
-      memoryBytes: limits.memoryBytesMax, processes: limits.processesMax,
-      cpuCores: cgroup ? isolation.cpuCoresMax : null, cpuSecondsPerProcess: limits.cpuSecondsMax,
-      tmpBytes: limits.tmpBytesMax, workspaceBytes: isolation.workspaceBytesMax, fileBytes: limits.fileBytesMax,
-      openFiles: limits.openFilesMax, wallMs,
+      memoryBytes: limits.memoryBytesMax,
+      processes: limits.processesMax,
+      cpuCores: cgroup ? isolation.cpuCoresMax : null,
+      cpuSecondsPerProcess: limits.cpuSecondsMax,
+      tmpBytes: limits.tmpBytesMax,
+      workspaceBytes: isolation.workspaceBytesMax,
+      fileBytes: limits.fileBytesMax,
+      openFiles: limits.openFilesMax,
+      wallMs,
     },
     enforcement: {
       memory: cgroup ? `${cgroup} for the run (and RLIMIT_DATA per process)` : 'RLIMIT_DATA per process only',
-      processes: [cgroup ? `${cgroup} pids` : null, resources.uid !== null ? 'RLIMIT_NPROC of the run uid' : null]
-        .filter(Boolean).join(' and ') || 'none: this host gives the worker neither cgroups nor a run uid',
+      processes:
+        [cgroup ? `${cgroup} pids` : null, resources.uid !== null ? 'RLIMIT_NPROC of the run uid' : null]
+          .filter(Boolean)
+          .join(' and ') || 'none: this host gives the worker neither cgroups nor a run uid',
       cpu: cgroup ? `${cgroup} quota and RLIMIT_CPU per process` : 'RLIMIT_CPU per process only',
       workspace: `measured every ${isolation.workspacePollMs} ms (du); over the quota the run is killed`,
-      user: resources.uid !== null ? 'a host uid of its own in a user namespace' : "the worker's own user in a user namespace",
+      user:
+        resources.uid !== null
+          ? 'a host uid of its own in a user namespace'
+          : "the worker's own user in a user namespace",
     },
   };
 }
@@ -201,10 +251,15 @@ export function workspaceOwner(workspace: string): { uid: number; gid: number } 
  */
 export function chownTree(dir: string, uid: number, gid: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    execFile('chown', ['-R', '-P', '-h', `${uid}:${gid}`, '--', dir], { timeout: 120_000 }, (error, _stdout, stderr) => {
-      if (error) reject(new Error(`chown of the workspace failed: ${String(stderr).trim() || error.message}`));
-      else resolve();
-    });
+    execFile(
+      'chown',
+      ['-R', '-P', '-h', `${uid}:${gid}`, '--', dir],
+      { timeout: 120_000 },
+      (error, _stdout, stderr) => {
+        if (error) reject(new Error(`chown of the workspace failed: ${String(stderr).trim() || error.message}`));
+        else resolve();
+      },
+    );
   });
 }
 

@@ -67,8 +67,19 @@ export function runView(record: RunRecord): Omit<RunRecord, 'cancel_requested' |
  * eventsChannel so that open event streams on any API process read it at once.
  */
 export async function appendRunEvent(redis: Redis, runId: string, event: RunEvent): Promise<string> {
-  const results = await redis.multi()
-    .xadd(runKeys.events(runId), 'MAXLEN', '~', String(runEventsMax), '*', 'event', event.event, 'data', JSON.stringify(event.data))
+  const results = await redis
+    .multi()
+    .xadd(
+      runKeys.events(runId),
+      'MAXLEN',
+      '~',
+      String(runEventsMax),
+      '*',
+      'event',
+      event.event,
+      'data',
+      JSON.stringify(event.data),
+    )
     .publish(runKeys.eventsChannel, runId)
     .exec();
   const [failure, id] = results?.[0] ?? [new Error('the event append was discarded'), null];
@@ -88,7 +99,11 @@ export async function readRun(store: DocumentStore, runId: string): Promise<RunR
 }
 
 /** updateRun changes the run's record by compare-and-set (retried; see updateRecord) and returns the result. */
-export function updateRun(store: DocumentStore, runId: string, mutate: (current: RunRecord) => RunRecord): Promise<RunRecord> {
+export function updateRun(
+  store: DocumentStore,
+  runId: string,
+  mutate: (current: RunRecord) => RunRecord,
+): Promise<RunRecord> {
   return updateRecord<RunRecord>(store, storeKeys.run(runId), mutate);
 }
 
@@ -96,11 +111,25 @@ export function updateRun(store: DocumentStore, runId: string, mutate: (current:
  * finishRun records the final status (once: a run already final keeps its status), then writes the `complete`
  * event, so that a client that saw `complete` reads the final record; the event stream's retention starts.
  */
-export async function finishRun(store: DocumentStore, redis: Redis, runId: string, status: RunStatus,
-  exitCode: number | null, durationMs: number): Promise<void> {
-  await updateRun(store, runId, (current) => (finalRunStatuses.includes(current.status) ? current : {
-    ...current, status, finished_at: new Date().toISOString(), exit_code: exitCode, duration_ms: durationMs,
-  }));
+export async function finishRun(
+  store: DocumentStore,
+  redis: Redis,
+  runId: string,
+  status: RunStatus,
+  exitCode: number | null,
+  durationMs: number,
+): Promise<void> {
+  await updateRun(store, runId, (current) =>
+    finalRunStatuses.includes(current.status)
+      ? current
+      : {
+          ...current,
+          status,
+          finished_at: new Date().toISOString(),
+          exit_code: exitCode,
+          duration_ms: durationMs,
+        },
+  );
   await appendRunEvent(redis, runId, { event: 'complete', data: { status, exitCode, durationMs } });
   await redis.expire(runKeys.events(runId), runRetentionSeconds);
 }

@@ -20,8 +20,12 @@ export interface RunSweepOutcome {
 }
 
 /** sweepRunRecords deletes the runs that ended before nowMs - retentionMs. */
-export async function sweepRunRecords(store: DocumentStore, nowMs: number, retentionMs = runRetentionSeconds * 1000,
-  pageEntriesMax = runSweepPageEntriesMax): Promise<RunSweepOutcome> {
+export async function sweepRunRecords(
+  store: DocumentStore,
+  nowMs: number,
+  retentionMs = runRetentionSeconds * 1000,
+  pageEntriesMax = runSweepPageEntriesMax,
+): Promise<RunSweepOutcome> {
   const outcome: RunSweepOutcome = { examined: 0, deleted: 0 };
   let after: string | undefined;
   for (;;) {
@@ -47,7 +51,11 @@ function expired(run: RunRecord, nowMs: number, retentionMs: number): boolean {
 }
 
 /** startRunSweeper sweeps every intervalMs on whichever process takes the lock first; stop() ends it. */
-export function startRunSweeper(redis: Redis, store: DocumentStore, onError: (error: unknown) => void,
-  intervalMs = runSweepIntervalMs): LockedInterval {
+export function startRunSweeper(
+  redis: Redis,
+  store: DocumentStore,
+  onError: (error: unknown) => void,
+  intervalMs = runSweepIntervalMs,
+): LockedInterval {
   return startLockedInterval(redis, sweepLockKey, intervalMs, () => sweepRunRecords(store, Date.now()), onError);
 }

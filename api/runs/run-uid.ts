@@ -15,7 +15,8 @@ export interface RunUidRange {
 }
 
 export const defaultRunUidRange = (): RunUidRange => ({
-  first: runUidFirst, count: runUidCount,
+  first: runUidFirst,
+  count: runUidCount,
   claimDir: path.join(isDirectory('/run') ? '/run' : '/tmp', 'svc-run-uids'),
 });
 
@@ -40,9 +41,20 @@ export function claimRunUid(range: RunUidRange): RunUid {
       // that nobody takes the uid, and pick another.
       continue;
     }
-    return { uid, release: () => { try { rmdirSync(claim); } catch { /* already released */ } } };
+    return {
+      uid,
+      release: () => {
+        try {
+          rmdirSync(claim);
+        } catch {
+          /* already released */
+        }
+      },
+    };
   }
-  throw new Error(`no free run uid in ${range.first}..${range.first + range.count - 1} after ${runUidClaimAttemptsMax} attempts`);
+  throw new Error(
+    `no free run uid in ${range.first}..${range.first + range.count - 1} after ${runUidClaimAttemptsMax} attempts`,
+  );
 }
 
 /** uidHasProcesses scans /proc for a process owned by uid. */

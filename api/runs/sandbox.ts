@@ -16,8 +16,14 @@
 // Wall-clock time and the workspace quota are the worker's to enforce (it kills the process group).
 import { existsSync } from 'node:fs';
 import {
-  runCpuSecondsMax, runFileBytesMax, runMemoryBytesMax, runOpenFilesMax, runProcessesMax, runRunDirBytesMax,
-  runShmBytesMax, runTmpBytesMax,
+  runCpuSecondsMax,
+  runFileBytesMax,
+  runMemoryBytesMax,
+  runOpenFilesMax,
+  runProcessesMax,
+  runRunDirBytesMax,
+  runShmBytesMax,
+  runTmpBytesMax,
 } from '../limits.js';
 
 export interface SandboxProject {
@@ -36,15 +42,28 @@ export interface SandboxLimits {
 }
 
 export const defaultSandboxLimits: SandboxLimits = {
-  memoryBytesMax: runMemoryBytesMax, cpuSecondsMax: runCpuSecondsMax,
-  fileBytesMax: runFileBytesMax, openFilesMax: runOpenFilesMax,
-  processesMax: runProcessesMax, tmpBytesMax: runTmpBytesMax,
+  memoryBytesMax: runMemoryBytesMax,
+  cpuSecondsMax: runCpuSecondsMax,
+  fileBytesMax: runFileBytesMax,
+  openFilesMax: runOpenFilesMax,
+  processesMax: runProcessesMax,
+  tmpBytesMax: runTmpBytesMax,
 };
 
 /** sandboxEtcFiles are the only host /etc entries visible in the sandbox (read-only), when they exist. */
-const sandboxEtcFiles = ['/etc/alternatives', '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d',
-  '/etc/ssl', '/etc/ca-certificates', '/etc/localtime', '/etc/nsswitch.conf', '/etc/passwd', '/etc/group',
-  '/etc/gitconfig'];
+const sandboxEtcFiles = [
+  '/etc/alternatives',
+  '/etc/ld.so.cache',
+  '/etc/ld.so.conf',
+  '/etc/ld.so.conf.d',
+  '/etc/ssl',
+  '/etc/ca-certificates',
+  '/etc/localtime',
+  '/etc/nsswitch.conf',
+  '/etc/passwd',
+  '/etc/group',
+  '/etc/gitconfig',
+];
 const networkEtcFiles = ['/etc/hosts'];
 
 /**
@@ -100,43 +119,126 @@ export interface SandboxCommand {
 export function sandboxCommand(plan: SandboxPlan): SandboxCommand {
   const { project, limits } = plan;
   if (plan.network === 'slirp' && plan.uid === null) throw new Error('a networked sandbox needs a run uid');
-  const bwrap = ['bwrap', '--unshare-all', ...(plan.network === 'slirp' ? ['--share-net'] : []), '--die-with-parent',
-    '--new-session', '--cap-drop', 'ALL', '--ro-bind', '/usr', '/usr',
-    '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/sbin', '/sbin', '--symlink', 'usr/lib', '/lib'];
+  const bwrap = [
+    'bwrap',
+    '--unshare-all',
+    ...(plan.network === 'slirp' ? ['--share-net'] : []),
+    '--die-with-parent',
+    '--new-session',
+    '--cap-drop',
+    'ALL',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/sbin',
+    '/sbin',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+  ];
   if (existsSync('/usr/lib64')) bwrap.push('--symlink', 'usr/lib64', '/lib64');
   for (const file of [...sandboxEtcFiles, ...(project.network ? networkEtcFiles : [])]) {
     if (existsSync(file)) bwrap.push('--ro-bind', file, file);
   }
   // Every writable place is sized: /tmp, /dev/shm and /run are capped tmpfs mounts, and the sandbox's root and
   // /dev (bubblewrap's own unsized tmpfs mounts) are made read-only once everything is mounted.
-  bwrap.push('--proc', '/proc', '--dev', '/dev', '--size', String(runShmBytesMax), '--tmpfs', '/dev/shm',
-    '--size', String(limits.tmpBytesMax), '--tmpfs', '/tmp',
-    '--size', String(runRunDirBytesMax), '--tmpfs', '/run', '--dir', secretsDir);
+  bwrap.push(
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--size',
+    String(runShmBytesMax),
+    '--tmpfs',
+    '/dev/shm',
+    '--size',
+    String(limits.tmpBytesMax),
+    '--tmpfs',
+    '/tmp',
+    '--size',
+    String(runRunDirBytesMax),
+    '--tmpfs',
+    '/run',
+    '--dir',
+    secretsDir,
+  );
   if (plan.network === 'slirp') bwrap.push('--ro-bind-data', String(resolvConfFd), '/etc/resolv.conf');
   plan.secretFileNames.forEach((name, index) => {
     bwrap.push('--ro-bind-data', String(firstSecretFd + index), `${secretsDir}/${name}`);
   });
   for (const mount of plan.readOnlyMounts) bwrap.push('--ro-bind', mount.source, mount.target);
-  bwrap.push('--bind', project.workspace, project.workspace, '--chdir', project.workspace,
-    '--remount-ro', '/dev', '--remount-ro', '/',
-    '--setenv', 'PWD', project.workspace, '--', ...project.command, plan.prompt);
+  bwrap.push(
+    '--bind',
+    project.workspace,
+    project.workspace,
+    '--chdir',
+    project.workspace,
+    '--remount-ro',
+    '/dev',
+    '--remount-ro',
+    '/',
+    '--setenv',
+    'PWD',
+    project.workspace,
+    '--',
+    ...project.command,
+    plan.prompt,
+  );
 
-  const rlimits = [`--data=${limits.memoryBytesMax}`, `--cpu=${limits.cpuSecondsMax}`, `--fsize=${limits.fileBytesMax}`,
-    `--nofile=${limits.openFilesMax}`, ...(plan.uid !== null ? [`--nproc=${limits.processesMax}`] : [])];
-  const dropToRunUid = plan.uid === null ? [] : ['setpriv', `--reuid=${plan.uid}`, `--regid=${plan.uid}`,
-    '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--'];
+  const rlimits = [
+    `--data=${limits.memoryBytesMax}`,
+    `--cpu=${limits.cpuSecondsMax}`,
+    `--fsize=${limits.fileBytesMax}`,
+    `--nofile=${limits.openFilesMax}`,
+    ...(plan.uid !== null ? [`--nproc=${limits.processesMax}`] : []),
+  ];
+  const dropToRunUid =
+    plan.uid === null
+      ? []
+      : [
+          'setpriv',
+          `--reuid=${plan.uid}`,
+          `--regid=${plan.uid}`,
+          '--clear-groups',
+          '--inh-caps=-all',
+          '--bounding-set=-all',
+          '--no-new-privs',
+          '--',
+        ];
   // With network, a user namespace (mapping the run uid to itself) and a network namespace owned by it come
   // first, so that slirp4netns, running as the same uid, may join them (bubblewrap's own namespaces nest one
   // user namespace deeper, which slirp4netns cannot enter); the shell says `ready`, waits for `go`, closes both
   // fds and becomes bubblewrap, which shares that network namespace.
-  const waitForNetwork = plan.network === 'slirp'
-    ? ['unshare', '--user', `--map-user=${plan.uid}`, `--map-group=${plan.uid}`, '--net', '--', '/bin/sh', '-c',
-      `echo ready >&${readyFd}; read -r go <&${goFd}; exec ${readyFd}>&- ${goFd}<&-; exec "$@"`, 'sh']
-    : [];
+  const waitForNetwork =
+    plan.network === 'slirp'
+      ? [
+          'unshare',
+          '--user',
+          `--map-user=${plan.uid}`,
+          `--map-group=${plan.uid}`,
+          '--net',
+          '--',
+          '/bin/sh',
+          '-c',
+          `echo ready >&${readyFd}; read -r go <&${goFd}; exec ${readyFd}>&- ${goFd}<&-; exec "$@"`,
+          'sh',
+        ]
+      : [];
   const chain = [...dropToRunUid, 'prlimit', ...rlimits, '--', ...waitForNetwork, ...bwrap];
   const networked = plan.network === 'slirp' ? 'pipe' : 'ignore';
-  const stdio: SandboxCommand['stdio'] = ['ignore', 'pipe', 'pipe', networked, networked, networked,
-    ...plan.secretFileNames.map(() => 'pipe' as const)];
+  const stdio: SandboxCommand['stdio'] = [
+    'ignore',
+    'pipe',
+    'pipe',
+    networked,
+    networked,
+    networked,
+    ...plan.secretFileNames.map(() => 'pipe' as const),
+  ];
   if (plan.cgroupProcsFiles.length === 0) return { file: chain[0]!, args: chain.slice(1), stdio };
   // The wrapper joins the run's cgroups first (its pid, so every process it becomes or starts is inside),
   // and gives up (125) rather than run outside them.

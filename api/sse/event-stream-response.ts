@@ -28,8 +28,9 @@ export function lastEventIdOf(req: Request): string | null {
   const header = req.headers['last-event-id'];
   if (typeof header !== 'string' || header.length === 0) return null;
   if (header !== '0' && !streamIdPattern.test(header)) {
-    throw new ApiError('VALIDATION_FAILED', 'Last-Event-ID is not an event id of this stream',
-      [{ path: '/headers/last-event-id', message: 'expected <ms>-<seq>' }]);
+    throw new ApiError('VALIDATION_FAILED', 'Last-Event-ID is not an event id of this stream', [
+      { path: '/headers/last-event-id', message: 'expected <ms>-<seq>' },
+    ]);
   }
   return header;
 }
@@ -54,7 +55,11 @@ export interface EventStreamResponseOptions {
 }
 
 /** eventStreamResponse answers req with the stream until the client leaves, the final event, or sseStreamDurationMsMax. */
-export async function eventStreamResponse(req: Request, res: Response, options: EventStreamResponseOptions): Promise<void> {
+export async function eventStreamResponse(
+  req: Request,
+  res: Response,
+  options: EventStreamResponseOptions,
+): Promise<void> {
   let closed = false;
   let signalled: boolean;
   let wake: (() => void) | null = null;
@@ -85,7 +90,7 @@ export async function eventStreamResponse(req: Request, res: Response, options: 
         if (event === options.finalEvent) final = true;
       }
       if (final) break;
-      if (firstRead && entries.length === 0 && options.isFinished && await options.isFinished()) break;
+      if (firstRead && entries.length === 0 && options.isFinished && (await options.isFinished())) break;
       firstRead = false;
       if (entries.length === sseReadCountMax || signalled || closed) continue;
       const timedOut = await new Promise<boolean>((resolve) => {

@@ -10,7 +10,11 @@ interface RangeResponse {
   kvs: Array<{ value: Buffer }>;
 }
 
-type Unary<Req, Res> = (request: Req, options: grpc.CallOptions, callback: (err: grpc.ServiceError | null, response?: Res) => void) => void;
+type Unary<Req, Res> = (
+  request: Req,
+  options: grpc.CallOptions,
+  callback: (err: grpc.ServiceError | null, response?: Res) => void,
+) => void;
 
 interface KvStub extends grpc.Client {
   Range: Unary<{ key: Buffer; serializable: boolean }, RangeResponse>;
@@ -26,11 +30,18 @@ export interface EtcdKvClient {
 
 /** etcdKvClient dials each member's client URL (http://host:port) for gRPC. */
 export function etcdKvClient(clientUrls: readonly string[]): EtcdKvClient {
-  const definition = grpc.loadPackageDefinition(loadSync(protoPath, { keepCase: false, longs: Number, defaults: true }));
-  const Kv = (definition.etcdserverpb as grpc.GrpcObject).KV as unknown as new (address: string, credentials: grpc.ChannelCredentials) => KvStub;
+  const definition = grpc.loadPackageDefinition(
+    loadSync(protoPath, { keepCase: false, longs: Number, defaults: true }),
+  );
+  const Kv = (definition.etcdserverpb as grpc.GrpcObject).KV as unknown as new (
+    address: string,
+    credentials: grpc.ChannelCredentials,
+  ) => KvStub;
   const stubs = clientUrls.map((url) => new Kv(new URL(url).host, grpc.credentials.createInsecure()));
   const call = <Req, Res>(fn: Unary<Req, Res>, stub: KvStub, request: Req, deadlineAt: number): Promise<Res> =>
-    new Promise((resolve, reject) => fn.call(stub, request, { deadline: deadlineAt }, (err, response) => (err ? reject(err) : resolve(response!))));
+    new Promise((resolve, reject) =>
+      fn.call(stub, request, { deadline: deadlineAt }, (err, response) => (err ? reject(err) : resolve(response!))),
+    );
   const stubOf = (member: number): KvStub => stubs[member % stubs.length]!;
   return {
     range: async (member, key, deadlineAt) => {
@@ -42,6 +53,8 @@ export function etcdKvClient(clientUrls: readonly string[]): EtcdKvClient {
       const stub = stubOf(member);
       await call(stub.Put, stub, { key: Buffer.from(key), value: Buffer.from(value) }, deadlineAt);
     },
-    close: () => { for (const stub of stubs) stub.close(); },
+    close: () => {
+      for (const stub of stubs) stub.close();
+    },
   };
 }

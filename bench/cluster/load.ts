@@ -16,7 +16,12 @@ export interface LoadResult {
 /** ERROR_COUNT_MAX ends a run early: a target that fails this often is not being measured. */
 const ERROR_COUNT_MAX = 100;
 
-export async function closedLoop(writers: number, warmupSeconds: number, seconds: number, op: (writer: number, i: number) => Promise<void>): Promise<LoadResult> {
+export async function closedLoop(
+  writers: number,
+  warmupSeconds: number,
+  seconds: number,
+  op: (writer: number, i: number) => Promise<void>,
+): Promise<LoadResult> {
   const start = performance.now();
   const measureFrom = start + warmupSeconds * 1000;
   const measureTo = measureFrom + seconds * 1000;
@@ -40,9 +45,17 @@ export async function closedLoop(writers: number, warmupSeconds: number, seconds
   };
   await Promise.all(Array.from({ length: writers }, (_, w) => loop(w)));
   latencies.sort((a, b) => a - b);
-  const pick = (q: number): number => latencies.length === 0 ? NaN : latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
+  const pick = (q: number): number =>
+    latencies.length === 0 ? NaN : latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
   return {
-    writers, ops: latencies.length, seconds, opsPerSecond: latencies.length / seconds, p50Ms: pick(0.5), p99Ms: pick(0.99), errors, firstError,
+    writers,
+    ops: latencies.length,
+    seconds,
+    opsPerSecond: latencies.length / seconds,
+    p50Ms: pick(0.5),
+    p99Ms: pick(0.99),
+    errors,
+    firstError,
   };
 }
 

@@ -2,7 +2,12 @@
 export { freePorts } from '../../cli/free-ports.js';
 
 /** waitUntil polls condition every intervalMs until it holds or timeoutMs passes; a thrown error ends the wait. */
-export async function waitUntil(condition: () => Promise<boolean>, what: string, timeoutMs: number, intervalMs = 100): Promise<void> {
+export async function waitUntil(
+  condition: () => Promise<boolean>,
+  what: string,
+  timeoutMs: number,
+  intervalMs = 100,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await condition()) return;

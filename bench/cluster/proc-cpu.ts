@@ -37,7 +37,9 @@ export function processCpuMs(pids: readonly number[]): number {
 export function cpuDuring(pids: readonly number[], fromMs: number, toMs: number): Promise<number> {
   return new Promise((resolve) => {
     let start = 0;
-    setTimeout(() => { start = processCpuMs(pids); }, fromMs);
+    setTimeout(() => {
+      start = processCpuMs(pids);
+    }, fromMs);
     setTimeout(() => resolve(processCpuMs(pids) - start), toMs);
   });
 }

@@ -42,7 +42,8 @@ export async function summarizeProfiles(dir: string, topCount: number): Promise<
     const profile = JSON.parse(await readFile(join(dir, file), 'utf8')) as CpuProfile;
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
     const selfUs = new Map<number, number>();
-    for (let i = 0; i < profile.samples.length; i++) selfUs.set(profile.samples[i]!, (selfUs.get(profile.samples[i]!) ?? 0) + (profile.timeDeltas[i] ?? 0));
+    for (let i = 0; i < profile.samples.length; i++)
+      selfUs.set(profile.samples[i]!, (selfUs.get(profile.samples[i]!) ?? 0) + (profile.timeDeltas[i] ?? 0));
     const totalUs = [...selfUs.values()].reduce((a, b) => a + b, 0);
     const areas = new Map<string, number>();
     const functions = new Map<string, number>();
@@ -50,13 +51,19 @@ export async function summarizeProfiles(dir: string, topCount: number): Promise<
       const frame = byId.get(id)!.callFrame;
       const area = areaOf(frame.url, frame.functionName);
       areas.set(area, (areas.get(area) ?? 0) + us);
-      const where = frame.url === '' ? '' : ` ${frame.url.replace(/^.*\/(node_modules\/|work\/main\/)/, '')}:${frame.lineNumber + 1}`;
+      const where =
+        frame.url === ''
+          ? ''
+          : ` ${frame.url.replace(/^.*\/(node_modules\/|work\/main\/)/, '')}:${frame.lineNumber + 1}`;
       const name = `${frame.functionName || '(anonymous)'}${where}`;
       functions.set(name, (functions.get(name) ?? 0) + us);
     }
-    const top = (map: Map<string, number>): Array<[string, number]> => [...map.entries()].sort((a, b) => b[1] - a[1]).slice(0, topCount);
+    const top = (map: Map<string, number>): Array<[string, number]> =>
+      [...map.entries()].sort((a, b) => b[1] - a[1]).slice(0, topCount);
     summaries.push({
-      file, pid: Number(/^CPU\.\d+\.\d+\.(\d+)\./.exec(file)?.[1] ?? 0), totalMs: totalUs / 1000,
+      file,
+      pid: Number(/^CPU\.\d+\.\d+\.(\d+)\./.exec(file)?.[1] ?? 0),
+      totalMs: totalUs / 1000,
       byArea: top(areas).map(([area, us]) => ({ area, ms: us / 1000, share: us / totalUs })),
       byFunction: top(functions).map(([name, us]) => ({ name, ms: us / 1000, share: us / totalUs })),
     });

@@ -18,7 +18,11 @@ const identity = (b: Buffer): Buffer => b;
 
 const [dataDir, certDir] = process.argv.slice(2);
 if (!dataDir || !certDir) throw new Error('usage: snapshot-server.ts DATA_DIR CERT_DIR');
-const material = { ca: await readFile(join(certDir, 'ca.crt')), cert: await readFile(join(certDir, 'server.crt')), key: await readFile(join(certDir, 'server.key')) };
+const material = {
+  ca: await readFile(join(certDir, 'ca.crt')),
+  cert: await readFile(join(certDir, 'server.crt')),
+  key: await readFile(join(certDir, 'server.key')),
+};
 const store = await SnapshotStore.open(dataDir);
 const artifact = store.newest();
 if (!artifact) throw new Error(`no staged artifact under ${dataDir}`);
@@ -28,27 +32,40 @@ const chunkBytes = DEFAULT_STORAGE_LIMITS.snapshotChunkBytes;
 const limits = resolveGrpcLimits();
 const raw = new grpc.Server(serverChannelOptions(limits));
 const chunk = Buffer.alloc(chunkBytes, 0x5a);
-raw.addService({
-  Pull: { path: RAW_PATH, requestStream: false, responseStream: true, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity },
-}, {
-  Pull: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
-    let left = totalBytes;
-    const pump = (): void => {
-      // Bounded by `left`, which every pass lowers.
-      while (left > 0) {
-        const size = Math.min(left, chunkBytes);
-        left -= size;
-        if (!call.write(size === chunkBytes ? chunk : chunk.subarray(0, size))) {
-          call.once('drain', pump);
-          return;
-        }
-      }
-      call.end();
-    };
-    pump();
+raw.addService(
+  {
+    Pull: {
+      path: RAW_PATH,
+      requestStream: false,
+      responseStream: true,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
+    },
   },
-});
-const rawPort = await new Promise<number>((resolve, reject) => raw.bindAsync('127.0.0.1:0', serverCredentials(material), (e, p) => (e ? reject(e) : resolve(p))));
+  {
+    Pull: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+      let left = totalBytes;
+      const pump = (): void => {
+        // Bounded by `left`, which every pass lowers.
+        while (left > 0) {
+          const size = Math.min(left, chunkBytes);
+          left -= size;
+          if (!call.write(size === chunkBytes ? chunk : chunk.subarray(0, size))) {
+            call.once('drain', pump);
+            return;
+          }
+        }
+        call.end();
+      };
+      pump();
+    },
+  },
+);
+const rawPort = await new Promise<number>((resolve, reject) =>
+  raw.bindAsync('127.0.0.1:0', serverCredentials(material), (e, p) => (e ? reject(e) : resolve(p))),
+);
 
 const peer = await PeerServer.listen('127.0.0.1:0', {
   credentials: serverCredentials(material),

@@ -67,7 +67,8 @@ async function writeRandomFile(path: string, bytes: number): Promise<void> {
   const handle = await open(path, 'w');
   try {
     const block = randomBytes(WRITE_BLOCK_BYTES);
-    for (let written = 0; written < bytes; written += WRITE_BLOCK_BYTES) await handle.write(block, 0, Math.min(WRITE_BLOCK_BYTES, bytes - written));
+    for (let written = 0; written < bytes; written += WRITE_BLOCK_BYTES)
+      await handle.write(block, 0, Math.min(WRITE_BLOCK_BYTES, bytes - written));
   } finally {
     await handle.close();
   }
@@ -78,21 +79,40 @@ async function writeRandomFile(path: string, bytes: number): Promise<void> {
  * (interleaved, so the noise of a shared machine falls on all three alike), and reports medians and
  * the median per-round ratio to raw.
  */
-export async function measureSnapshotTransfer(dir: string, mib: number, rounds: number, options: SnapshotBenchOptions = {}): Promise<{ rows: SnapshotRow[]; bytes: number; stageMbPerSecond: number }> {
+export async function measureSnapshotTransfer(
+  dir: string,
+  mib: number,
+  rounds: number,
+  options: SnapshotBenchOptions = {},
+): Promise<{ rows: SnapshotRow[]; bytes: number; stageMbPerSecond: number }> {
   const certDir = join(dir, 'certs');
   await createClusterCa({ dir: certDir, commonName: 'bench-ca' });
-  for (const name of ['server', 'client']) await createNodeCert({ dir: certDir, name, clusterId: 'bench', peersService: 'peers', namespace: 'bench' });
+  for (const name of ['server', 'client'])
+    await createNodeCert({ dir: certDir, name, clusterId: 'bench', peersService: 'peers', namespace: 'bench' });
   const serverData = join(dir, 'server');
   const source = join(dir, 'state.bin');
   await writeRandomFile(source, mib * MiB);
   const serverStore = await SnapshotStore.open(serverData);
-  const roster = { membershipVersion: 1, nextMemberId: 2, members: [{ id: 1, name: 'server', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:1', role: MemberRole.Voter }] };
+  const roster = {
+    membershipVersion: 1,
+    nextMemberId: 2,
+    members: [
+      { id: 1, name: 'server', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:1', role: MemberRole.Voter },
+    ],
+  };
   const stageStarted = performance.now();
-  await serverStore.stage({ seq: 1000, entryTerm: 1, roster }, [{ path: 'state.bin', sourcePath: source }], { term: 1, leaderRegion: 1 });
+  await serverStore.stage({ seq: 1000, entryTerm: 1, roster }, [{ path: 'state.bin', sourcePath: source }], {
+    term: 1,
+    leaderRegion: 1,
+  });
   const stageMbPerSecond = (mib * MiB) / 1e6 / ((performance.now() - stageStarted) / 1000);
   await rm(source);
 
-  const child = spawn(process.execPath, [...(options.childExecArgv ?? []), '--import', 'tsx', SERVER_ENTRY, serverData, certDir], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [...(options.childExecArgv ?? []), '--import', 'tsx', SERVER_ENTRY, serverData, certDir],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   try {
     const ports = await new Promise<{ peerPort: number; rawPort: number; totalBytes: number }>((resolve, reject) => {
       let text = '';
@@ -104,20 +124,39 @@ export async function measureSnapshotTransfer(dir: string, mib: number, rounds: 
           resolve(JSON.parse(text.split('\n')[0]!) as { peerPort: number; rawPort: number; totalBytes: number });
         }
       });
-      child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`snapshot server exited with ${code}`)); });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`snapshot server exited with ${code}`));
+      });
     });
-    const material = { ca: await readFile(join(certDir, 'ca.crt')), cert: await readFile(join(certDir, 'client.crt')), key: await readFile(join(certDir, 'client.key')) };
+    const material = {
+      ca: await readFile(join(certDir, 'ca.crt')),
+      cert: await readFile(join(certDir, 'client.crt')),
+      key: await readFile(join(certDir, 'client.key')),
+    };
     const limits = resolveGrpcLimits();
     const nameOverride = { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' };
     const peerAddr = `127.0.0.1:${ports.peerPort}`;
     const request = { shardId: 1, fromSeqno: 1, term: 1 };
 
     const raw = async (): Promise<number> => {
-      const client = new grpc.Client(`127.0.0.1:${ports.rawPort}`, clientCredentials(material), { ...clientChannelOptions(limits), ...nameOverride });
+      const client = new grpc.Client(`127.0.0.1:${ports.rawPort}`, clientCredentials(material), {
+        ...clientChannelOptions(limits),
+        ...nameOverride,
+      });
       let bytes = 0;
       await new Promise<void>((resolve, reject) => {
-        const call = client.makeServerStreamRequest<Buffer, Buffer>(RAW_PATH, identity, identity, Buffer.alloc(0), new grpc.Metadata(), {});
-        call.on('data', (m: Buffer) => { bytes += m.length; });
+        const call = client.makeServerStreamRequest<Buffer, Buffer>(
+          RAW_PATH,
+          identity,
+          identity,
+          Buffer.alloc(0),
+          new grpc.Metadata(),
+          {},
+        );
+        call.on('data', (m: Buffer) => {
+          bytes += m.length;
+        });
         call.on('error', reject);
         call.on('end', resolve);
       });
@@ -126,10 +165,15 @@ export async function measureSnapshotTransfer(dir: string, mib: number, rounds: 
       return bytes;
     };
     const drain = async (): Promise<number> => {
-      const pool = new PeerPool({ credentials: clientCredentials(material), deliver: () => undefined, channelOptions: nameOverride });
+      const pool = new PeerPool({
+        credentials: clientCredentials(material),
+        deliver: () => undefined,
+        channelOptions: nameOverride,
+      });
       let bytes = 0;
       try {
-        for await (const chunk of pool.fetchSnapshot(peerAddr, request)) if (chunk.chunk?.$case === 'file') bytes += chunk.chunk.value.data.length;
+        for await (const chunk of pool.fetchSnapshot(peerAddr, request))
+          if (chunk.chunk?.$case === 'file') bytes += chunk.chunk.value.data.length;
       } finally {
         pool.close();
       }
@@ -139,7 +183,11 @@ export async function measureSnapshotTransfer(dir: string, mib: number, rounds: 
     const install = async (rep: number): Promise<number> => {
       const clientData = join(dir, `client-${rep}`);
       const store = await SnapshotStore.open(clientData);
-      const pool = new PeerPool({ credentials: clientCredentials(material), deliver: () => undefined, channelOptions: nameOverride });
+      const pool = new PeerPool({
+        credentials: clientCredentials(material),
+        deliver: () => undefined,
+        channelOptions: nameOverride,
+      });
       try {
         const parts = await pool.openSnapshot(peerAddr, request);
         const artifact = await store.install(parts.header, parts.files);
@@ -149,7 +197,9 @@ export async function measureSnapshotTransfer(dir: string, mib: number, rounds: 
         await rm(clientData, { recursive: true, force: true });
       }
     };
-    const timed = async (run: () => Promise<number>): Promise<{ mbps: number; clientCpuMsPerMb: number; serverCpuMsPerMb: number }> => {
+    const timed = async (
+      run: () => Promise<number>,
+    ): Promise<{ mbps: number; clientCpuMsPerMb: number; serverCpuMsPerMb: number }> => {
       const serverCpuBefore = await cpuMsOf(child.pid!);
       const clientCpuBefore = process.cpuUsage();
       const started = performance.now();
@@ -158,14 +208,20 @@ export async function measureSnapshotTransfer(dir: string, mib: number, rounds: 
       const clientCpu = process.cpuUsage(clientCpuBefore);
       const serverCpuMs = (await cpuMsOf(child.pid!)) - serverCpuBefore;
       const mb = bytes / 1e6;
-      return { mbps: mb / seconds, clientCpuMsPerMb: (clientCpu.user + clientCpu.system) / 1000 / mb, serverCpuMsPerMb: serverCpuMs / mb };
+      return {
+        mbps: mb / seconds,
+        clientCpuMsPerMb: (clientCpu.user + clientCpu.system) / 1000 / mb,
+        serverCpuMsPerMb: serverCpuMs / mb,
+      };
     };
     const paths: Array<{ path: string; run: (round: number) => Promise<number> }> = [
       { path: 'raw grpc-js server stream (mTLS, same chunk size and channel options, from memory)', run: raw },
       { path: 'FetchSnapshot drained (PeerServer reading the artifact, PeerPool), no install', run: drain },
       { path: 'FetchSnapshot + verified install (sizes, BLAKE3, fsync, rename)', run: install },
     ];
-    const chosen = paths.filter((_, i) => i === 0 || options.paths === undefined || options.paths.includes(i === 1 ? 'drained' : 'install'));
+    const chosen = paths.filter(
+      (_, i) => i === 0 || options.paths === undefined || options.paths.includes(i === 1 ? 'drained' : 'install'),
+    );
     paths.splice(0, paths.length, ...chosen);
     await options.beforeRounds?.();
     const samples: Array<Array<Awaited<ReturnType<typeof timed>>>> = paths.map(() => []);

@@ -43,61 +43,113 @@ export interface SvcCluster {
  * insecure the members and the bench talk plaintext (`--insecure`: a like-for-like transport beside a plaintext
  * etcd); otherwise mutual TLS, the default a user gets.
  */
-export async function startSvcCluster(dir: string, nodeOptions: string[] = [], engineLimits: string[] = [], insecure = false): Promise<SvcCluster> {
-  const args = [SVC_BIN, 'cluster', '--dir', dir, '--no-api', '--log-level', 'warn', ...(insecure ? ['--insecure'] : []), ...nodeOptions.map((o) => `--node-option=${o}`), ...engineLimits.map((l) => `--engine-limit=${l}`)];
+export async function startSvcCluster(
+  dir: string,
+  nodeOptions: string[] = [],
+  engineLimits: string[] = [],
+  insecure = false,
+): Promise<SvcCluster> {
+  const args = [
+    SVC_BIN,
+    'cluster',
+    '--dir',
+    dir,
+    '--no-api',
+    '--log-level',
+    'warn',
+    ...(insecure ? ['--insecure'] : []),
+    ...nodeOptions.map((o) => `--node-option=${o}`),
+    ...engineLimits.map((l) => `--engine-limit=${l}`),
+  ];
   const supervisor = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
-  supervisor.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  supervisor.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
   const exited = new Promise<void>((resolve) => supervisor.once('exit', () => resolve()));
   const stop = async (): Promise<void> => {
     if (supervisor.exitCode !== null || supervisor.signalCode !== null) return;
     supervisor.kill('SIGINT');
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([exited, new Promise<void>((resolve) => { timer = setTimeout(() => { supervisor.kill('SIGKILL'); resolve(); }, SVC_STOP_TIMEOUT_MS); })]);
+    await Promise.race([
+      exited,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          supervisor.kill('SIGKILL');
+          resolve();
+        }, SVC_STOP_TIMEOUT_MS);
+      }),
+    ]);
     clearTimeout(timer);
   };
   try {
-    await waitUntil(async () => {
-      if (supervisor.exitCode !== null) throw new Error(`svc cluster exited: ${output}`);
-      return /all 3 nodes answer \/health 200/.test(output);
-    }, 'svc cluster to turn healthy', SVC_START_TIMEOUT_MS, 200);
+    await waitUntil(
+      async () => {
+        if (supervisor.exitCode !== null) throw new Error(`svc cluster exited: ${output}`);
+        return /all 3 nodes answer \/health 200/.test(output);
+      },
+      'svc cluster to turn healthy',
+      SVC_START_TIMEOUT_MS,
+      200,
+    );
     const cluster = JSON.parse(await readFile(join(dir, 'cluster.json'), 'utf8')) as ClusterFile;
-    if ((cluster.tls.mode === 'mtls') === insecure) throw new Error(`the bench cluster runs ${cluster.tls.mode}, not what was asked`);
+    if ((cluster.tls.mode === 'mtls') === insecure)
+      throw new Error(`the bench cluster runs ${cluster.tls.mode}, not what was asked`);
     let leader = cluster.members[0]!;
-    await waitUntil(async () => {
-      for (const m of cluster.members) {
-        const status = await (await fetch(`${m.httpAddr}/status`)).json().catch(() => ({ role: '' })) as { role: string };
-        if (status.role === 'leader') {
-          leader = m;
-          return true;
+    await waitUntil(
+      async () => {
+        for (const m of cluster.members) {
+          const status = (await (await fetch(`${m.httpAddr}/status`)).json().catch(() => ({ role: '' }))) as {
+            role: string;
+          };
+          if (status.role === 'leader') {
+            leader = m;
+            return true;
+          }
         }
-      }
-      return false;
-    }, 'a leader', SVC_START_TIMEOUT_MS);
+        return false;
+      },
+      'a leader',
+      SVC_START_TIMEOUT_MS,
+    );
     const follower = cluster.members.find((m) => m.name !== leader.name)!;
     const tls = cluster.tls;
-    const channelOptions = { ...clientChannelOptions(resolveGrpcLimits()), ...clusterChannelOptions(cluster.clusterId ?? '') };
-    const poolOptions = tls.mode === 'mtls'
-      ? {
-        credentials: clientCredentials({
-          ca: await readFile(tls.caFile),
-          cert: await readFile(join(dirname(tls.caFile), `${follower.name}.crt`)),
-          key: await readFile(join(dirname(tls.caFile), `${follower.name}.key`)),
-        }),
-        channelOptions: { ...channelOptions, 'grpc.ssl_target_name_override': tls.serverName, 'grpc.default_authority': tls.serverName },
-      }
-      : { credentials: insecureClientCredentials(), channelOptions };
+    const channelOptions = {
+      ...clientChannelOptions(resolveGrpcLimits()),
+      ...clusterChannelOptions(cluster.clusterId ?? ''),
+    };
+    const poolOptions =
+      tls.mode === 'mtls'
+        ? {
+            credentials: clientCredentials({
+              ca: await readFile(tls.caFile),
+              cert: await readFile(join(dirname(tls.caFile), `${follower.name}.crt`)),
+              key: await readFile(join(dirname(tls.caFile), `${follower.name}.key`)),
+            }),
+            channelOptions: {
+              ...channelOptions,
+              'grpc.ssl_target_name_override': tls.serverName,
+              'grpc.default_authority': tls.serverName,
+            },
+          }
+        : { credentials: insecureClientCredentials(), channelOptions };
     const pool = new StoreClientPool(poolOptions);
     // One unary Propose call per write: what a client without coalescing or streams pays (the baseline of the batching).
     const alonePool = new StoreClientPool({ ...poolOptions, proposeBatchCountMax: 1, overStreams: false });
     const run = randomUUID().slice(0, 8);
     const putVia = async (via: StoreClientPool, k: string, value: string): Promise<void> => {
       const command = encodeCommand({ op: 'put', key: k, value: { d: value }, requestId: `bench-${run}-${k}` });
-      const result = resultFromMessage((await via.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS)).result);
+      const result = resultFromMessage(
+        (await via.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS)).result,
+      );
       if (result.outcome !== 'applied') throw new Error(`put ${k}: ${result.outcome}`);
     };
     const getVia = async (via: StoreClientPool, member: number, k: string): Promise<string | null> => {
-      const answer = await via.get(cluster.members[member % cluster.members.length]!.grpcAddr, k, Date.now() + READ_DEADLINE_MS);
+      const answer = await via.get(
+        cluster.members[member % cluster.members.length]!.grpcAddr,
+        k,
+        Date.now() + READ_DEADLINE_MS,
+      );
       return answer.found ? (JSON.parse(answer.valueJson) as { d: string }).d : null;
     };
     return {

@@ -11,9 +11,14 @@ const a = await startSvcCluster(join(dir, 'a'), [], ['snapshotEntryCountThreshol
 const b = await startSvcCluster(join(dir, 'b'), [], ['snapshotEntryCountThreshold=100000']);
 try {
   for (let round = 1; round <= Number(process.argv[2] ?? 4); round++) {
-    for (const [name, svc] of [['10k (old default)', a], ['100k (default)', b]] as const) {
+    for (const [name, svc] of [
+      ['10k (old default)', a],
+      ['100k (default)', b],
+    ] as const) {
       const r = await closedLoop(64, 1, 4, (w, i) => svc.put(`t/${round}/${w}/${i}`, payload(88, i)));
-      console.log(`${name} round ${round}: ${r.opsPerSecond.toFixed(0)} writes/s p50 ${r.p50Ms.toFixed(1)} p99 ${r.p99Ms.toFixed(1)}`);
+      console.log(
+        `${name} round ${round}: ${r.opsPerSecond.toFixed(0)} writes/s p50 ${r.p50Ms.toFixed(1)} p99 ${r.p99Ms.toFixed(1)}`,
+      );
     }
   }
 } finally {

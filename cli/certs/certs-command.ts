@@ -23,7 +23,11 @@ interface Output {
 }
 
 /** runCertsCli runs one command and returns the exit code: 0 done, 1 failed, 2 bad usage. */
-export async function runCertsCli(argv: string[], out: Output = process.stdout, err: Output = process.stderr): Promise<number> {
+export async function runCertsCli(
+  argv: string[],
+  out: Output = process.stdout,
+  err: Output = process.stderr,
+): Promise<number> {
   const [command, ...rest] = argv;
   let values: Record<string, string | boolean | string[] | undefined>;
   try {
@@ -55,7 +59,12 @@ export async function runCertsCli(argv: string[], out: Output = process.stdout, 
   try {
     if (command === 'ca') {
       if (missing(['out']).length > 0) return usage(err, 'ca needs --out');
-      const files = await createClusterCa({ dir: str('out')!, commonName: str('cn'), validDays: days, overwrite: values.force === true });
+      const files = await createClusterCa({
+        dir: str('out')!,
+        commonName: str('cn'),
+        validDays: days,
+        overwrite: values.force === true,
+      });
       out.write(`wrote ${files.certPath} and ${files.keyPath}\n`);
       return 0;
     }
@@ -67,7 +76,12 @@ export async function runCertsCli(argv: string[], out: Output = process.stdout, 
       const lacking = missing(['out', 'name', 'cluster-id']);
       if (lacking.length > 0) return usage(err, `admin needs ${lacking.map((n) => `--${n}`).join(', ')}`);
       const files = await createAdminCert({
-        dir: str('out')!, caDir: str('ca-dir'), name: str('name')!, clusterId: str('cluster-id')!, validDays: days, overwrite: values.force === true,
+        dir: str('out')!,
+        caDir: str('ca-dir'),
+        name: str('name')!,
+        clusterId: str('cluster-id')!,
+        validDays: days,
+        overwrite: values.force === true,
       });
       out.write(`wrote ${files.certPath} and ${files.keyPath}\nSANs: ${files.subjectAltNames.join(', ')}\n`);
       return 0;
@@ -76,8 +90,16 @@ export async function runCertsCli(argv: string[], out: Output = process.stdout, 
       const lacking = missing(['out', 'name', 'cluster-id', 'peers-service', 'namespace']);
       if (lacking.length > 0) return usage(err, `node needs ${lacking.map((n) => `--${n}`).join(', ')}`);
       const files = await createNodeCert({
-        dir: str('out')!, caDir: str('ca-dir'), name: str('name')!, clusterId: str('cluster-id')!, peersService: str('peers-service')!, namespace: str('namespace')!,
-        podNames: (values.pod as string[] | undefined) ?? [], clusterDomain: str('cluster-domain'), validDays: days, overwrite: values.force === true,
+        dir: str('out')!,
+        caDir: str('ca-dir'),
+        name: str('name')!,
+        clusterId: str('cluster-id')!,
+        peersService: str('peers-service')!,
+        namespace: str('namespace')!,
+        podNames: (values.pod as string[] | undefined) ?? [],
+        clusterDomain: str('cluster-domain'),
+        validDays: days,
+        overwrite: values.force === true,
       });
       out.write(`wrote ${files.certPath} and ${files.keyPath}\nSANs: ${files.subjectAltNames.join(', ')}\n`);
       return 0;

@@ -87,7 +87,9 @@ export interface IssuedFiles {
 }
 
 /** nodeSubjectAltNames lists a node certificate's SANs in openssl's `DNS:`/`IP:` form. */
-export function nodeSubjectAltNames(options: Pick<NodeCertOptions, 'peersService' | 'namespace' | 'podNames' | 'clusterDomain'>): string[] {
+export function nodeSubjectAltNames(
+  options: Pick<NodeCertOptions, 'peersService' | 'namespace' | 'podNames' | 'clusterDomain'>,
+): string[] {
   const domain = options.clusterDomain ?? CLUSTER_DOMAIN_DEFAULT;
   checkLabel('peers service', options.peersService);
   checkLabel('namespace', options.namespace);
@@ -102,7 +104,8 @@ export function nodeSubjectAltNames(options: Pick<NodeCertOptions, 'peersService
 /** createClusterCa makes a self-signed CA (EC P-256) that can sign node certificates only. */
 export async function createClusterCa(options: CaOptions): Promise<IssuedFiles> {
   const commonName = options.commonName ?? 'svc cluster CA';
-  if (!COMMON_NAME.test(commonName)) throw new CertError(`CA common name ${JSON.stringify(commonName)} must be 1-64 of A-Z a-z 0-9 space . _ -`);
+  if (!COMMON_NAME.test(commonName))
+    throw new CertError(`CA common name ${JSON.stringify(commonName)} must be 1-64 of A-Z a-z 0-9 space . _ -`);
   const days = validDays(options.validDays ?? CA_VALID_DAYS_DEFAULT);
   const certPath = join(options.dir, CA_CERT_FILE);
   const keyPath = join(options.dir, CA_KEY_FILE);
@@ -110,8 +113,12 @@ export async function createClusterCa(options: CaOptions): Promise<IssuedFiles> 
   const keyPem = newKeyPem();
   await withWorkDir(async (work) => {
     const config = [
-      '[req]', 'distinguished_name = dn', 'prompt = no', 'x509_extensions = ca_ext',
-      '[dn]', `CN = ${commonName}`,
+      '[req]',
+      'distinguished_name = dn',
+      'prompt = no',
+      'x509_extensions = ca_ext',
+      '[dn]',
+      `CN = ${commonName}`,
       '[ca_ext]',
       'basicConstraints = critical,CA:TRUE,pathlen:0',
       'keyUsage = critical,keyCertSign,cRLSign',
@@ -120,8 +127,22 @@ export async function createClusterCa(options: CaOptions): Promise<IssuedFiles> 
     ].join('\n');
     await writeFile(join(work, 'ca.cnf'), `${config}\n`);
     await writeFile(join(work, 'ca.key'), keyPem, { mode: KEY_FILE_MODE });
-    await openssl(['req', '-x509', '-new', '-config', join(work, 'ca.cnf'), '-key', join(work, 'ca.key'), '-sha256',
-      '-days', String(days), '-set_serial', serialNumber(), '-out', join(work, 'ca.crt')]);
+    await openssl([
+      'req',
+      '-x509',
+      '-new',
+      '-config',
+      join(work, 'ca.cnf'),
+      '-key',
+      join(work, 'ca.key'),
+      '-sha256',
+      '-days',
+      String(days),
+      '-set_serial',
+      serialNumber(),
+      '-out',
+      join(work, 'ca.crt'),
+    ]);
     await writeOutput(keyPath, keyPem, KEY_FILE_MODE);
     await writeOutput(certPath, await readFile(join(work, 'ca.crt'), 'utf8'), CERT_FILE_MODE);
   });
@@ -137,7 +158,10 @@ export function newClusterId(): string {
 export async function createNodeCert(options: NodeCertOptions): Promise<IssuedFiles & { subjectAltNames: string[] }> {
   checkLabel('node name', options.name);
   checkClusterId(options.clusterId);
-  const subjectAltNames = [`URI:${identityUri({ role: 'peer', clusterId: options.clusterId, name: options.name })}`, ...nodeSubjectAltNames(options)];
+  const subjectAltNames = [
+    `URI:${identityUri({ role: 'peer', clusterId: options.clusterId, name: options.name })}`,
+    ...nodeSubjectAltNames(options),
+  ];
   return issueLeaf(options, 'serverAuth,clientAuth', subjectAltNames);
 }
 
@@ -145,7 +169,9 @@ export async function createNodeCert(options: NodeCertOptions): Promise<IssuedFi
 export async function createAdminCert(options: AdminCertOptions): Promise<IssuedFiles & { subjectAltNames: string[] }> {
   checkLabel('admin name', options.name);
   checkClusterId(options.clusterId);
-  return issueLeaf(options, 'clientAuth', [`URI:${identityUri({ role: 'admin', clusterId: options.clusterId, name: options.name })}`]);
+  return issueLeaf(options, 'clientAuth', [
+    `URI:${identityUri({ role: 'admin', clusterId: options.clusterId, name: options.name })}`,
+  ]);
 }
 
 /** readCertIdentity reads the identity a certificate file names, or says why it names none. */
@@ -159,7 +185,8 @@ export async function readCertIdentity(certPath: string): Promise<CertIdentity |
 
 async function issueLeaf(
   options: { dir: string; caDir?: string; name: string; validDays?: number; overwrite?: boolean },
-  extendedKeyUsage: string, subjectAltNames: string[],
+  extendedKeyUsage: string,
+  subjectAltNames: string[],
 ): Promise<IssuedFiles & { subjectAltNames: string[] }> {
   const days = validDays(options.validDays ?? CERT_VALID_DAYS_DEFAULT);
   const caDir = options.caDir ?? options.dir;
@@ -184,10 +211,37 @@ async function issueLeaf(
     await writeFile(join(work, 'node.key'), keyPem, { mode: KEY_FILE_MODE });
     await writeFile(join(work, 'ca.key'), ca.keyPem, { mode: KEY_FILE_MODE });
     await writeFile(join(work, 'ca.crt'), ca.certPem);
-    await openssl(['req', '-new', '-config', join(work, 'req.cnf'), '-key', join(work, 'node.key'), '-out', join(work, 'node.csr')]);
-    await openssl(['x509', '-req', '-in', join(work, 'node.csr'), '-CA', join(work, 'ca.crt'), '-CAkey', join(work, 'ca.key'),
-      '-set_serial', serialNumber(), '-days', String(days), '-sha256', '-extfile', join(work, 'ext.cnf'), '-extensions', 'node_ext',
-      '-out', join(work, 'node.crt')]);
+    await openssl([
+      'req',
+      '-new',
+      '-config',
+      join(work, 'req.cnf'),
+      '-key',
+      join(work, 'node.key'),
+      '-out',
+      join(work, 'node.csr'),
+    ]);
+    await openssl([
+      'x509',
+      '-req',
+      '-in',
+      join(work, 'node.csr'),
+      '-CA',
+      join(work, 'ca.crt'),
+      '-CAkey',
+      join(work, 'ca.key'),
+      '-set_serial',
+      serialNumber(),
+      '-days',
+      String(days),
+      '-sha256',
+      '-extfile',
+      join(work, 'ext.cnf'),
+      '-extensions',
+      'node_ext',
+      '-out',
+      join(work, 'node.crt'),
+    ]);
     await writeOutput(keyPath, keyPem, KEY_FILE_MODE);
     await writeOutput(certPath, await readFile(join(work, 'node.crt'), 'utf8'), CERT_FILE_MODE);
   });
@@ -212,7 +266,8 @@ async function loadCa(caDir: string): Promise<{ certPem: string; keyPem: string 
   try {
     cert = new X509Certificate(certPem);
     if (!cert.ca) throw new Error('it is not a CA certificate');
-    if (!cert.checkPrivateKey(createPrivateKey(keyPem))) throw new Error(`${CA_KEY_FILE} does not match ${CA_CERT_FILE}`);
+    if (!cert.checkPrivateKey(createPrivateKey(keyPem)))
+      throw new Error(`${CA_KEY_FILE} does not match ${CA_CERT_FILE}`);
   } catch (err) {
     throw new CertError(`the CA in ${caDir} is unusable: ${(err as Error).message}`);
   }
@@ -238,7 +293,9 @@ async function openssl(args: string[]): Promise<string> {
   } catch (err) {
     const e = err as { code?: unknown; stderr?: unknown; message: string };
     if (e.code === 'ENOENT') throw new CertError('openssl is not installed (Debian: apt-get install openssl)');
-    throw new CertError(`openssl ${args[0]} failed: ${typeof e.stderr === 'string' && e.stderr !== '' ? e.stderr.trim() : e.message}`);
+    throw new CertError(
+      `openssl ${args[0]} failed: ${typeof e.stderr === 'string' && e.stderr !== '' ? e.stderr.trim() : e.message}`,
+    );
   }
 }
 
@@ -275,19 +332,24 @@ async function exists(path: string): Promise<boolean> {
 }
 
 function validDays(days: number): number {
-  if (!Number.isSafeInteger(days) || days < 1 || days > CERT_VALID_DAYS_MAX) throw new CertError(`validity must be 1..${CERT_VALID_DAYS_MAX} days, got ${String(days)}`);
+  if (!Number.isSafeInteger(days) || days < 1 || days > CERT_VALID_DAYS_MAX)
+    throw new CertError(`validity must be 1..${CERT_VALID_DAYS_MAX} days, got ${String(days)}`);
   return days;
 }
 
 function checkLabel(what: string, value: unknown): void {
   if (typeof value !== 'string' || !DNS_LABEL.test(value)) {
-    throw new CertError(`${what} ${JSON.stringify(value)} must be a DNS label: 1-63 of a-z 0-9 -, not starting or ending with -`);
+    throw new CertError(
+      `${what} ${JSON.stringify(value)} must be a DNS label: 1-63 of a-z 0-9 -, not starting or ending with -`,
+    );
   }
 }
 
 function checkClusterId(clusterId: unknown): void {
   if (typeof clusterId !== 'string' || !CLUSTER_ID.test(clusterId)) {
-    throw new CertError(`cluster id ${JSON.stringify(clusterId)} must be a DNS label: 1-63 of a-z 0-9 -, not starting or ending with -`);
+    throw new CertError(
+      `cluster id ${JSON.stringify(clusterId)} must be a DNS label: 1-63 of a-z 0-9 -, not starting or ending with -`,
+    );
   }
 }
 

@@ -30,7 +30,10 @@ export async function settleClusterId(sources: ClusterIdSources): Promise<string
   const [first, ...rest] = named;
   if (!first) return '';
   for (const [where, id] of rest) {
-    if (id !== first[1]) throw new ConfigError(`${first[0]} names cluster ${first[1]} but ${where} names cluster ${id}; a node belongs to one cluster`);
+    if (id !== first[1])
+      throw new ConfigError(
+        `${first[0]} names cluster ${first[1]} but ${where} names cluster ${id}; a node belongs to one cluster`,
+      );
   }
   if (recorded === undefined) {
     const temp = `${path}.tmp-${process.pid}`;

@@ -21,13 +21,13 @@ export interface BootstrapMember {
 /** NodeTls: mutual TLS from PEM files, or plaintext only when asked for by name. */
 export type NodeTls =
   | {
-    mode: 'mtls';
-    caFile: string;
-    certFile: string;
-    keyFile: string;
-    /** serverNameOverride checks peers' certificates against this name instead of the dialled host. */
-    serverNameOverride?: string;
-  }
+      mode: 'mtls';
+      caFile: string;
+      certFile: string;
+      keyFile: string;
+      /** serverNameOverride checks peers' certificates against this name instead of the dialled host. */
+      serverNameOverride?: string;
+    }
   | { mode: 'insecure' };
 
 export type { LogLevel };
@@ -138,7 +138,8 @@ export function parseHostPort(value: unknown, what: string): HostPort {
 }
 
 function checkHttpBase(value: unknown, what: string): string {
-  if (typeof value !== 'string' || !/^https?:\/\/[^/\s]+$/.test(value)) throw new ConfigError(`${what} ${JSON.stringify(value)} is not scheme://host:port`);
+  if (typeof value !== 'string' || !/^https?:\/\/[^/\s]+$/.test(value))
+    throw new ConfigError(`${what} ${JSON.stringify(value)} is not scheme://host:port`);
   // The address travels in JoinCluster and rosters: held to the form peers check it against (join-fields.ts).
   const problem = httpBaseProblem(value);
   if (problem !== null) throw new ConfigError(`${what} ${JSON.stringify(value)}: ${problem}`);
@@ -167,46 +168,62 @@ export interface ResolvedNodeConfig extends NodeConfig {
 export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
   if (typeof config !== 'object' || config === null) throw new ConfigError('node config must be an object');
   if (typeof config.name !== 'string' || !NAME.test(config.name)) {
-    throw new ConfigError(`name ${JSON.stringify(config.name)} must be 1-253 characters of letters, digits, '.', '_' or '-', starting with a letter or digit`);
+    throw new ConfigError(
+      `name ${JSON.stringify(config.name)} must be 1-253 characters of letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    );
   }
-  if (typeof config.dataDir !== 'string' || config.dataDir.trim() === '') throw new ConfigError('dataDir must name a directory');
+  if (typeof config.dataDir !== 'string' || config.dataDir.trim() === '')
+    throw new ConfigError('dataDir must name a directory');
   const grpcListenAt = parseHostPort(config.grpcListen, 'grpcListen');
   const httpListenAt = parseHostPort(config.httpListen, 'httpListen');
   if (config.grpcAdvertise !== undefined) checkAdvertisedHostPort(config.grpcAdvertise, 'grpcAdvertise');
   if (config.httpAdvertise !== undefined) checkHttpBase(config.httpAdvertise, 'httpAdvertise');
   const wildcard = (host: string): boolean => host === '0.0.0.0' || host === '[::]';
-  if (config.grpcAdvertise === undefined && wildcard(grpcListenAt.host)) throw new ConfigError('grpcAdvertise is required when grpcListen binds every interface');
-  if (config.httpAdvertise === undefined && wildcard(httpListenAt.host)) throw new ConfigError('httpAdvertise is required when httpListen binds every interface');
+  if (config.grpcAdvertise === undefined && wildcard(grpcListenAt.host))
+    throw new ConfigError('grpcAdvertise is required when grpcListen binds every interface');
+  if (config.httpAdvertise === undefined && wildcard(httpListenAt.host))
+    throw new ConfigError('httpAdvertise is required when httpListen binds every interface');
 
   const bootstrap = config.bootstrap ?? [];
   const seeds = config.seeds ?? [];
   if (!Array.isArray(bootstrap) || !Array.isArray(seeds)) throw new ConfigError('bootstrap and seeds must be arrays');
-  if (bootstrap.length === 0 && seeds.length === 0) throw new ConfigError('give bootstrap (founding a cluster) or seeds (joining one)');
+  if (bootstrap.length === 0 && seeds.length === 0)
+    throw new ConfigError('give bootstrap (founding a cluster) or seeds (joining one)');
   const names = new Set<string>();
   for (const [i, member] of bootstrap.entries()) {
-    if (typeof member !== 'object' || member === null || typeof member.name !== 'string' || !NAME.test(member.name)) throw new ConfigError(`bootstrap[${i}] needs a valid name`);
+    if (typeof member !== 'object' || member === null || typeof member.name !== 'string' || !NAME.test(member.name))
+      throw new ConfigError(`bootstrap[${i}] needs a valid name`);
     if (names.has(member.name)) throw new ConfigError(`bootstrap lists ${member.name} twice`);
     names.add(member.name);
     checkAdvertisedHostPort(member.grpcAddr, `bootstrap[${i}].grpcAddr`);
     checkHttpBase(member.httpAddr, `bootstrap[${i}].httpAddr`);
   }
-  if (bootstrap.length > 0 && !names.has(config.name)) throw new ConfigError(`bootstrap does not list this node (${config.name}); every founder passes the same list, itself included`);
+  if (bootstrap.length > 0 && !names.has(config.name))
+    throw new ConfigError(
+      `bootstrap does not list this node (${config.name}); every founder passes the same list, itself included`,
+    );
   for (const [i, seed] of seeds.entries()) parseHostPort(seed, `seeds[${i}]`);
 
   if (config.clusterId !== undefined && (typeof config.clusterId !== 'string' || !CLUSTER_ID.test(config.clusterId))) {
-    throw new ConfigError(`clusterId ${JSON.stringify(config.clusterId)} must be a DNS label: 1-63 of a-z 0-9 -, not starting or ending with -`);
+    throw new ConfigError(
+      `clusterId ${JSON.stringify(config.clusterId)} must be a DNS label: 1-63 of a-z 0-9 -, not starting or ending with -`,
+    );
   }
 
   const tls = config.tls;
-  if (typeof tls !== 'object' || tls === null) throw new ConfigError("tls must be {mode: 'mtls', caFile, certFile, keyFile} or {mode: 'insecure'}");
+  if (typeof tls !== 'object' || tls === null)
+    throw new ConfigError("tls must be {mode: 'mtls', caFile, certFile, keyFile} or {mode: 'insecure'}");
   if (tls.mode === 'mtls') {
     checkFile(tls.caFile, 'tls.caFile');
     checkFile(tls.certFile, 'tls.certFile');
     checkFile(tls.keyFile, 'tls.keyFile');
   } else if (tls.mode !== 'insecure') {
-    throw new ConfigError(`tls.mode must be 'mtls' or 'insecure', got ${JSON.stringify((tls as { mode: unknown }).mode)}`);
+    throw new ConfigError(
+      `tls.mode must be 'mtls' or 'insecure', got ${JSON.stringify((tls as { mode: unknown }).mode)}`,
+    );
   }
-  if (config.logLevel !== undefined && !LOG_LEVELS.includes(config.logLevel)) throw new ConfigError(`logLevel must be one of ${LOG_LEVELS.join(', ')}`);
+  if (config.logLevel !== undefined && !LOG_LEVELS.includes(config.logLevel))
+    throw new ConfigError(`logLevel must be one of ${LOG_LEVELS.join(', ')}`);
 
   if (config.api !== undefined) checkApiConfig(config.api);
 
@@ -222,7 +239,8 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
 const RATE_LIMIT_PER_SECOND_MAX = 1_000_000;
 
 function checkApiConfig(api: NodeApiConfig): void {
-  if (typeof api !== 'object' || api === null || Array.isArray(api)) throw new ConfigError('api must be an object (use {} for the defaults)');
+  if (typeof api !== 'object' || api === null || Array.isArray(api))
+    throw new ConfigError('api must be an object (use {} for the defaults)');
   if (api.redisUrl !== undefined && (typeof api.redisUrl !== 'string' || !/^rediss?:\/\/[^\s]+$/.test(api.redisUrl))) {
     throw new ConfigError('api.redisUrl must be a redis:// or rediss:// URL');
   }
@@ -233,9 +251,13 @@ function checkApiConfig(api: NodeApiConfig): void {
     throw new ConfigError(`api.rateLimitPerSecond must be an integer from 1 to ${RATE_LIMIT_PER_SECOND_MAX}`);
   }
   for (const flag of ['localRedis', 'runWorker', 'albumWorker', 'accessLog'] as const) {
-    if (api[flag] !== undefined && typeof api[flag] !== 'boolean') throw new ConfigError(`api.${flag} must be true or false`);
+    if (api[flag] !== undefined && typeof api[flag] !== 'boolean')
+      throw new ConfigError(`api.${flag} must be true or false`);
   }
-  if (api.trustedProxies !== undefined && (!Array.isArray(api.trustedProxies) || api.trustedProxies.some((item) => typeof item !== 'string' || item === ''))) {
+  if (
+    api.trustedProxies !== undefined &&
+    (!Array.isArray(api.trustedProxies) || api.trustedProxies.some((item) => typeof item !== 'string' || item === ''))
+  ) {
     throw new ConfigError('api.trustedProxies must be a list of IP addresses or CIDRs');
   }
 }

@@ -60,7 +60,9 @@ export async function readApiSecretKey(api: NodeApiConfig): Promise<Buffer | und
   try {
     text = await readFile(api.secretKeyFile, 'utf8');
   } catch (err) {
-    throw new ConfigError(`cannot read api.secretKeyFile ${api.secretKeyFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw new ConfigError(
+      `cannot read api.secretKeyFile ${api.secretKeyFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
   }
   try {
     return parseSecretKey(text);
@@ -75,7 +77,8 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
   if (api.runWorker !== undefined) env.SVC_RUN_WORKER = api.runWorker ? '1' : '0';
   if (api.albumWorker !== undefined) env.SVC_ALBUM_WORKER = api.albumWorker ? '1' : '0';
   const clusterHosts = ipv4Hosts(options.clusterAddresses ?? []);
-  if (clusterHosts.length > 0) env.SVC_RUN_EGRESS_DENY = [env.SVC_RUN_EGRESS_DENY, ...clusterHosts].filter(Boolean).join(',');
+  if (clusterHosts.length > 0)
+    env.SVC_RUN_EGRESS_DENY = [env.SVC_RUN_EGRESS_DENY, ...clusterHosts].filter(Boolean).join(',');
   const overrides: Partial<ApiConfig> = {
     isReady: options.ready,
     log: (event, fields) => {
@@ -93,7 +96,11 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
   let runtime;
   try {
     runtime = await startApiService({
-      store: options.store, env, dataDir: join(options.dataDir, API_REDIS_DIR), localRedis: api.localRedis !== false, config: overrides,
+      store: options.store,
+      env,
+      dataDir: join(options.dataDir, API_REDIS_DIR),
+      localRedis: api.localRedis !== false,
+      config: overrides,
     });
   } catch (err) {
     // configFromEnv names the variable it could not use (SVC_RATE_LIMIT_RPS, the secret key): a config problem.
@@ -101,8 +108,18 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
     throw err;
   }
   const redisScope = runtime.redisUrl === null ? 'none' : runtime.localRedis ? 'local' : 'shared';
-  options.log.info({ redis: redisScope, credentials: runtime.service.config.secretKey ? 'on' : 'off (no secret key)', rateLimitPerSecond: runtime.service.config.rateLimitPerSecond }, 'developer API mounted');
-  if (redisScope === 'local') options.log.warn('the API uses a redis-server of this node alone: set api.redisUrl (or REDIS_URL) to one Redis for the whole cluster');
+  options.log.info(
+    {
+      redis: redisScope,
+      credentials: runtime.service.config.secretKey ? 'on' : 'off (no secret key)',
+      rateLimitPerSecond: runtime.service.config.rateLimitPerSecond,
+    },
+    'developer API mounted',
+  );
+  if (redisScope === 'local')
+    options.log.warn(
+      'the API uses a redis-server of this node alone: set api.redisUrl (or REDIS_URL) to one Redis for the whole cluster',
+    );
   return {
     handler: runtime.service.app as unknown as NodeApi['handler'],
     redisUrl: runtime.redisUrl,

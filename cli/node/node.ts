@@ -18,7 +18,12 @@ import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
 import { bootstrapRoster, memberById, memberByName } from '../../engine/roster.js';
 import type { AdminOp, EngineConfig, EngineLimits, RestoredState, Roster } from '../../engine/types.js';
 import type { DocumentStore } from '../../store/document-store.js';
-import { AdminRefusedError, adminServiceDefinition, adminServiceImplementation, type SeenHeartbeat } from '../../transports/admin/index.js';
+import {
+  AdminRefusedError,
+  adminServiceDefinition,
+  adminServiceImplementation,
+  type SeenHeartbeat,
+} from '../../transports/admin/index.js';
 import { PeerPool } from '../../transports/grpc/client.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
 import { resolveGrpcLimits, type GrpcLimits } from '../../transports/grpc/limits.js';
@@ -33,7 +38,12 @@ import { DEDUP_ENTRY_COUNT_MAX } from '../../store/limits.js';
 import { ReplicatedStore } from '../../store/replicated-store.js';
 import { StoreSnapshots } from '../../store/snapshot-files.js';
 import { StoreStateMachine } from '../../store/state-machine.js';
-import { StoreClientPool, storeService as createStoreService, storeServiceDefinition, type StoreService } from '../../transports/store-rpc/store-service.js';
+import {
+  StoreClientPool,
+  storeService as createStoreService,
+  storeServiceDefinition,
+  type StoreService,
+} from '../../transports/store-rpc/store-service.js';
 import { BUILD_VERSION } from '../../transports/node/build-info.js';
 import { settleClusterId } from './cluster-id.js';
 import { ConfigError, resolveNodeConfig, type NodeConfig, type ResolvedNodeConfig } from './config.js';
@@ -43,7 +53,12 @@ import type { NodeApi } from './node-api.js';
 import { createLogger, type Logger } from '../../transports/node/logger.js';
 import { NodeMetrics } from '../../transports/node/metrics.js';
 import { DiskUsage, ThroughputMeter, wallClockNs } from '../../transports/node/node-stats.js';
-import { isHealthy, statusDocument, unhealthyReason, type NodeStatusDocument } from '../../transports/node/node-status.js';
+import {
+  isHealthy,
+  statusDocument,
+  unhealthyReason,
+  type NodeStatusDocument,
+} from '../../transports/node/node-status.js';
 import { EngineReads } from '../../store/engine-reads.js';
 import { Proposals } from '../../store/proposals.js';
 import { ServedCalls } from '../../transports/node/served-calls.js';
@@ -89,7 +104,10 @@ export class Node {
   /** clusterId is the cluster this node belongs to ('' on a plaintext node that knows none), settled at start. */
   private clusterIdValue = '';
   /** refusedCalls counts the peer calls the gate refused, by reason (svc_peer_calls_refused_total). */
-  private readonly refusedCalls = Object.fromEntries(REFUSAL_REASONS.map((r) => [r, 0])) as Record<RefusalReason, number>;
+  private readonly refusedCalls = Object.fromEntries(REFUSAL_REASONS.map((r) => [r, 0])) as Record<
+    RefusalReason,
+    number
+  >;
   private diskTimer: NodeJS.Timeout | null = null;
 
   private storage: NodeStorage | null = null;
@@ -122,14 +140,19 @@ export class Node {
     }
     // A proposal's outcome is read back by its request id (store/proposals.ts): the state machine must still
     // remember every command a leader may have uncommitted.
-    const proposalQueueCountMax = this.config.engineLimits?.proposalQueueCountMax ?? DEFAULT_LIMITS.proposalQueueCountMax;
+    const proposalQueueCountMax =
+      this.config.engineLimits?.proposalQueueCountMax ?? DEFAULT_LIMITS.proposalQueueCountMax;
     if (proposalQueueCountMax > DEDUP_ENTRY_COUNT_MAX) {
-      throw new ConfigError(`engine limit proposalQueueCountMax ${proposalQueueCountMax} is above the store's DEDUP_ENTRY_COUNT_MAX (${DEDUP_ENTRY_COUNT_MAX})`);
+      throw new ConfigError(
+        `engine limit proposalQueueCountMax ${proposalQueueCountMax} is above the store's DEDUP_ENTRY_COUNT_MAX (${DEDUP_ENTRY_COUNT_MAX})`,
+      );
     }
     this.meter = new ThroughputMeter(this.config.limits.throughputWindowMs);
     this.disk = new DiskUsage(this.config.dataDir, this.config.limits.diskUsageFileCountMax);
     this.waiters = new Waiters(this.config.limits.waiterCountMax);
-    this.failed = new Promise((resolve) => { this.resolveFailed = resolve; });
+    this.failed = new Promise((resolve) => {
+      this.resolveFailed = resolve;
+    });
   }
 
   /** store is the replicated DocumentStore (after start()). */
@@ -170,7 +193,10 @@ export class Node {
   status(): NodeStatusDocument {
     if (!this.driver) throw new Error('the node has not started');
     return statusDocument(this.driver.status(), {
-      failed: this.failure?.message ?? '', buildVersion: this.buildVersion, entityCount: this.stateMachine.size, compactedSeq: this.driver.compactedSeq(),
+      failed: this.failure?.message ?? '',
+      buildVersion: this.buildVersion,
+      entityCount: this.stateMachine.size,
+      compactedSeq: this.driver.compactedSeq(),
     });
   }
 
@@ -186,12 +212,15 @@ export class Node {
    */
   admin(op: AdminOp, timeoutMs = this.storeLimits.writeTimeoutMs): Promise<void> {
     const driver = this.driver;
-    if (!driver || this.state !== 'running') return Promise.reject(new StoreUnavailableError('the node is not running'));
+    if (!driver || this.state !== 'running')
+      return Promise.reject(new StoreUnavailableError('the node is not running'));
     const adminId = this.nextAdminId++;
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.admins.delete(adminId);
-        reject(new StoreUnavailableError(`admin ${op.op} of member ${op.memberId} got no answer within ${timeoutMs} ms`));
+        reject(
+          new StoreUnavailableError(`admin ${op.op} of member ${op.memberId} got no answer within ${timeoutMs} ms`),
+        );
       }, timeoutMs);
       this.admins.set(adminId, { resolve, reject, timer });
       driver.submit({ type: 'admin', adminId, op });
@@ -227,13 +256,21 @@ export class Node {
     // Loaded only with an api section: a node without the API loads none of Express, BullMQ or the image code.
     const nodeApi = config.api ? await import('./node-api.js') : null;
     if (config.api && nodeApi) await nodeApi.readApiSecretKey(config.api).catch(rethrowAsConfigError);
-    const nameOverride = config.tls.mode === 'mtls' && config.tls.serverNameOverride
-      ? { 'grpc.ssl_target_name_override': config.tls.serverNameOverride, 'grpc.default_authority': config.tls.serverNameOverride }
-      : {};
+    const nameOverride =
+      config.tls.mode === 'mtls' && config.tls.serverNameOverride
+        ? {
+            'grpc.ssl_target_name_override': config.tls.serverNameOverride,
+            'grpc.default_authority': config.tls.serverNameOverride,
+          }
+        : {};
     this.storage = await openNodeStorage(config.dataDir, config.storageLimits);
     this.storage.wal.onFailure((err) => this.onFatal(err));
     const ownIdentity = security.mode === 'mtls' ? this.ownPeerIdentity(security.material.cert) : null;
-    const clusterId = this.clusterIdValue = await settleClusterId({ configured: config.clusterId, fromCertificate: ownIdentity?.clusterId, dataDir: config.dataDir });
+    const clusterId = (this.clusterIdValue = await settleClusterId({
+      configured: config.clusterId,
+      fromCertificate: ownIdentity?.clusterId,
+      dataDir: config.dataDir,
+    }));
     if (security.mode === 'mtls') security.clusterId = clusterId;
     // Every peer call this node makes names its cluster; every server it dials must be a peer of it (tls.ts).
     const peerChannel = { ...nameOverride, ...clusterChannelOptions(clusterId) };
@@ -246,20 +283,29 @@ export class Node {
         if (!driver || this.state !== 'running') return 'node is not running';
         if (driver.failure) return `node failed: ${driver.failure.message}`;
         if (driver.overloaded()) return 'node overloaded: input queue full';
-        if (request.method === 'Heartbeat') this.lastHeartbeat = { direction: 'received', peerId: request.body.leaderRegion, body: request.body, seenAtMs: Date.now() };
+        if (request.method === 'Heartbeat')
+          this.lastHeartbeat = {
+            direction: 'received',
+            peerId: request.body.leaderRegion,
+            body: request.body,
+            seenAtMs: Date.now(),
+          };
         driver.submit({ type: 'request', callId, request });
         return null;
       },
       snapshotFiles: (seq) => this.transfer?.files(seq) ?? 'node is not running',
     });
-    const storeService = this.storeService = createStoreService({
-      handler: storeServiceHandler(() => this.runningRouter(), () => this.runningStore()),
+    const storeService = (this.storeService = createStoreService({
+      handler: storeServiceHandler(
+        () => this.runningRouter(),
+        () => this.runningStore(),
+      ),
       commandBytesMax: this.storeLimits.commandBytesMax,
       callDeadlineMs: this.storeLimits.callDeadlineMs,
       proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
       streamOpenRequestCountMax: this.storeLimits.streamOpenRequestCountMax,
       onWarning: (message) => this.log.warn(message),
-    });
+    }));
     const adminService = adminServiceImplementation({
       host: {
         status: () => {
@@ -267,8 +313,11 @@ export class Node {
           return this.status();
         },
         own: () => ({
-          entityCount: this.stateMachine.size, signalThroughputEps: this.meter.eventsPerSecond(), diskBytes: this.disk.bytes,
-          grpcAddr: this.advertised.grpc, httpAddr: this.advertised.http,
+          entityCount: this.stateMachine.size,
+          signalThroughputEps: this.meter.eventsPerSecond(),
+          diskBytes: this.disk.bytes,
+          grpcAddr: this.advertised.grpc,
+          httpAddr: this.advertised.http,
         }),
         lastHeartbeat: () => this.lastHeartbeat,
         admin: (op, timeoutMs) => this.admin(op, timeoutMs),
@@ -282,28 +331,56 @@ export class Node {
     const gate = new PeerGate({
       clusterId,
       requireCertificate: security.mode === 'mtls',
-      memberIdByName: (name) => { const r = roster(); return r ? memberByName(r, name)?.id ?? 0 : 0; },
-      memberNameById: (id) => { const r = roster(); return r ? memberById(r, id)?.name : undefined; },
+      memberIdByName: (name) => {
+        const r = roster();
+        return r ? (memberByName(r, name)?.id ?? 0) : 0;
+      },
+      memberNameById: (id) => {
+        const r = roster();
+        return r ? memberById(r, id)?.name : undefined;
+      },
     });
     this.peerServer = await PeerServer.listen(`${config.grpcListenAt.host}:${config.grpcListenAt.port}`, {
-      handler: this.served, credentials: peerServerCredentials(security), limits: this.grpcLimits,
+      handler: this.served,
+      credentials: peerServerCredentials(security),
+      limits: this.grpcLimits,
       onWarning: (message) => this.log.warn({ source: 'peer-server' }, message),
       gate,
-      onRefused: (reason) => { this.refusedCalls[reason] += 1; },
+      onRefused: (reason) => {
+        this.refusedCalls[reason] += 1;
+      },
       services: [
-        { name: 'svc.store.v1.Store', definition: storeServiceDefinition(), implementation: storeService.implementation, role: 'peer', membersOnly: true },
-        { name: 'svc.admin.v1.Admin', definition: adminServiceDefinition(), implementation: adminService, role: 'admin' },
+        {
+          name: 'svc.store.v1.Store',
+          definition: storeServiceDefinition(),
+          implementation: storeService.implementation,
+          role: 'peer',
+          membersOnly: true,
+        },
+        {
+          name: 'svc.admin.v1.Admin',
+          definition: adminServiceDefinition(),
+          implementation: adminService,
+          role: 'admin',
+        },
       ],
     });
-    this.http = await startHttpServer(config.httpListenAt.host, config.httpListenAt.port, {
-      health: () => this.healthProblem(),
-      ready: () => this.readyProblem(),
-      status: () => (this.driver && this.state === 'running' ? this.status() : null),
-      metrics: async () => (this.metrics && this.state === 'running'
-        ? { contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }
-        : null),
-      ...(config.api ? { api: () => this.api?.handler ?? null } : {}),
-    }, config.limits.httpRequestTimeoutMs, (err) => this.log.error({ err: String(err) }, 'HTTP handler failed'));
+    this.http = await startHttpServer(
+      config.httpListenAt.host,
+      config.httpListenAt.port,
+      {
+        health: () => this.healthProblem(),
+        ready: () => this.readyProblem(),
+        status: () => (this.driver && this.state === 'running' ? this.status() : null),
+        metrics: async () =>
+          this.metrics && this.state === 'running'
+            ? { contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }
+            : null,
+        ...(config.api ? { api: () => this.api?.handler ?? null } : {}),
+      },
+      config.limits.httpRequestTimeoutMs,
+      (err) => this.log.error({ err: String(err) }, 'HTTP handler failed'),
+    );
     this.advertised = {
       grpc: config.grpcAdvertise ?? `${config.grpcListenAt.host}:${this.peerServer.port}`,
       http: config.httpAdvertise ?? `http://${config.httpListenAt.host}:${this.http.port}`,
@@ -311,9 +388,15 @@ export class Node {
 
     this.engine = new Engine(this.engineConfig(), restored);
     this.pool = new PeerPool({
-      credentials: peerClientCredentials(security), limits: this.grpcLimits, channelOptions: peerChannel,
+      credentials: peerClientCredentials(security),
+      limits: this.grpcLimits,
+      channelOptions: peerChannel,
       deliver: (input) => {
-        if (input.type === 'callFailed') this.log.debug({ requestId: input.requestId, code: input.status.code, details: input.status.details }, 'peer call failed');
+        if (input.type === 'callFailed')
+          this.log.debug(
+            { requestId: input.requestId, code: input.status.code, details: input.status.details },
+            'peer call failed',
+          );
         this.driver?.submit(input);
       },
       onWarning: (message) => this.log.warn({ source: 'peer-pool' }, message),
@@ -324,59 +407,104 @@ export class Node {
       proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
       streamIdleMs: this.storeLimits.streamIdleMs,
     });
-    const driver = new Driver(this.engine, this.ports(), { tickMs: config.limits.tickMs, inputQueueCountMax: config.limits.inputQueueCountMax });
+    const driver = new Driver(this.engine, this.ports(), {
+      tickMs: config.limits.tickMs,
+      inputQueueCountMax: config.limits.inputQueueCountMax,
+    });
     this.driver = driver;
     this.transfer = new SnapshotTransfer(this.storage.snapshots, this.pool, this.snapshots, driver, {
       staged: (meta, ms) => {
         this.metrics?.snapshots.inc({ event: 'staged' });
         this.log.info({ seq: meta.seq, entryTerm: meta.entryTerm, ms: Math.round(ms) }, 'snapshot staged');
       },
-      stageFailed: (meta, err, willRetry) => this.log.error({ seq: meta.seq, err: err.message, willRetry }, 'snapshot staging failed'),
+      stageFailed: (meta, err, willRetry) =>
+        this.log.error({ seq: meta.seq, err: err.message, willRetry }, 'snapshot staging failed'),
       installed: (artifact, ms) => {
         this.metrics?.snapshots.inc({ event: 'installed' });
-        this.log.info({ seq: artifact.meta.seq, files: artifact.manifest.files.length, ms: Math.round(ms) }, 'snapshot installed');
+        this.log.info(
+          { seq: artifact.meta.seq, files: artifact.manifest.files.length, ms: Math.round(ms) },
+          'snapshot installed',
+        );
       },
       installFailed: (reason) => {
         this.metrics?.snapshots.inc({ event: 'install-failed' });
         this.log.warn({ reason }, 'snapshot fetch or install failed; the engine pulls again');
       },
     });
-    this.proposals = new Proposals(driver, this.stateMachine, (outcome) => this.metrics?.proposals.inc({ outcome }), config.limits.proposeBatchCountMax,
-      (size) => this.metrics?.proposalBatchSize.observe(size));
+    this.proposals = new Proposals(
+      driver,
+      this.stateMachine,
+      (outcome) => this.metrics?.proposals.inc({ outcome }),
+      config.limits.proposeBatchCountMax,
+      (size) => this.metrics?.proposalBatchSize.observe(size),
+    );
     this.engineReads = new EngineReads(driver, (outcome) => this.metrics?.engineReadIndexes.inc({ outcome }));
-    this.router = new StoreRouter(driver, this.stateMachine, this.proposals, this.engineReads, leaderLink(this.storeClients), this.waiters, this.storeLimits);
-    const replicatedStore = this.replicatedStore = new ReplicatedStore(this.router, this.storeLimits);
+    this.router = new StoreRouter(
+      driver,
+      this.stateMachine,
+      this.proposals,
+      this.engineReads,
+      leaderLink(this.storeClients),
+      this.waiters,
+      this.storeLimits,
+    );
+    const replicatedStore = (this.replicatedStore = new ReplicatedStore(this.router, this.storeLimits));
     const storeClients = this.storeClients;
-    this.metrics = new NodeMetrics({
-      status: () => driver.status(),
-      healthy: () => this.healthProblem() === null,
-      buildVersion: this.buildVersion,
-      entityCount: () => this.stateMachine.size,
-      diskBytes: () => this.disk.bytes,
-      throughputEps: () => this.meter.eventsPerSecond(),
-      inputQueueLength: () => driver.queueLength,
-      ticks: () => driver.ticks,
-      memberLag: () => (driver.status().role === 'leader' ? this.lastHeartbeatLag : {}),
-      storeCalls: () => ({ ...storeClients.callCounts, streamsOpened: storeClients.readIndexStreamCalls + storeClients.proposeStreamCalls }),
-      readIndexBatch: () => replicatedStore.readIndexStats,
-      storeStreamsServed: () => storeService.openStreamCount(),
-      peerCallsRefused: () => this.refusedCalls,
-    }, config.name, config.processMetrics ?? true);
+    this.metrics = new NodeMetrics(
+      {
+        status: () => driver.status(),
+        healthy: () => this.healthProblem() === null,
+        buildVersion: this.buildVersion,
+        entityCount: () => this.stateMachine.size,
+        diskBytes: () => this.disk.bytes,
+        throughputEps: () => this.meter.eventsPerSecond(),
+        inputQueueLength: () => driver.queueLength,
+        ticks: () => driver.ticks,
+        memberLag: () => (driver.status().role === 'leader' ? this.lastHeartbeatLag : {}),
+        storeCalls: () => ({
+          ...storeClients.callCounts,
+          streamsOpened: storeClients.readIndexStreamCalls + storeClients.proposeStreamCalls,
+        }),
+        readIndexBatch: () => replicatedStore.readIndexStats,
+        storeStreamsServed: () => storeService.openStreamCount(),
+        peerCallsRefused: () => this.refusedCalls,
+      },
+      config.name,
+      config.processMetrics ?? true,
+    );
 
     driver.start();
     this.diskTimer = setInterval(() => void this.disk.refresh(), config.limits.diskUsageRefreshMs);
     this.state = 'running';
     if (config.api && nodeApi) {
-      this.api = await nodeApi.startNodeApi(config.api, {
-        store: this.replicatedStore, dataDir: config.dataDir, log: this.log, ready: () => this.readyProblem() === null,
-        clusterAddresses: [...(config.bootstrap ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]), ...(config.seeds ?? [])],
-      }).catch(rethrowAsConfigError);
+      this.api = await nodeApi
+        .startNodeApi(config.api, {
+          store: this.replicatedStore,
+          dataDir: config.dataDir,
+          log: this.log,
+          ready: () => this.readyProblem() === null,
+          clusterAddresses: [
+            ...(config.bootstrap ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]),
+            ...(config.seeds ?? []),
+          ],
+        })
+        .catch(rethrowAsConfigError);
     }
     const s = driver.status();
-    this.log.info({
-      id: s.id, term: s.term, lastSeq: s.lastSeq, snapshotSeq: s.snapshotSeq, grpc: this.advertised.grpc, http: this.advertised.http,
-      tls: config.tls.mode, clusterId, version: this.buildVersion,
-    }, 'node started');
+    this.log.info(
+      {
+        id: s.id,
+        term: s.term,
+        lastSeq: s.lastSeq,
+        snapshotSeq: s.snapshotSeq,
+        grpc: this.advertised.grpc,
+        http: this.advertised.http,
+        tls: config.tls.mode,
+        clusterId,
+        version: this.buildVersion,
+      },
+      'node started',
+    );
   }
 
   private async loadSecurity(): Promise<PeerSecurity> {
@@ -392,7 +520,14 @@ export class Node {
         throw new ConfigError(`cannot read ${what} ${path}: ${(err as Error).message}`);
       }
     };
-    return { mode: 'mtls', material: { ca: await read(tls.caFile, 'tls.caFile'), cert: await read(tls.certFile, 'tls.certFile'), key: await read(tls.keyFile, 'tls.keyFile') } };
+    return {
+      mode: 'mtls',
+      material: {
+        ca: await read(tls.caFile, 'tls.caFile'),
+        cert: await read(tls.certFile, 'tls.certFile'),
+        key: await read(tls.keyFile, 'tls.keyFile'),
+      },
+    };
   }
 
   /** ownPeerIdentity is the identity of this node's own certificate, which must be its peer certificate. */
@@ -400,11 +535,18 @@ export class Node {
     const file = this.config.tls.mode === 'mtls' ? this.config.tls.certFile : '';
     const identity = pemIdentity(cert);
     if (typeof identity === 'string') {
-      throw new ConfigError(`tls.certFile ${file} is not a peer certificate: ${identity}; issue one with \`svc certs node --cluster-id ID\``);
+      throw new ConfigError(
+        `tls.certFile ${file} is not a peer certificate: ${identity}; issue one with \`svc certs node --cluster-id ID\``,
+      );
     }
-    if (identity.role !== 'peer') throw new ConfigError(`tls.certFile ${file} is an ${identity.role} certificate; a node needs its peer certificate (\`svc certs node\`)`);
+    if (identity.role !== 'peer')
+      throw new ConfigError(
+        `tls.certFile ${file} is an ${identity.role} certificate; a node needs its peer certificate (\`svc certs node\`)`,
+      );
     if (identity.name !== this.config.name) {
-      throw new ConfigError(`tls.certFile ${file} is ${identity.name}'s peer certificate, but this node is ${this.config.name}: peers match a node's messages against the name its certificate carries`);
+      throw new ConfigError(
+        `tls.certFile ${file} is ${identity.name}'s peer certificate, but this node is ${this.config.name}: peers match a node's messages against the name its certificate carries`,
+      );
     }
     return identity;
   }
@@ -417,9 +559,12 @@ export class Node {
    */
   private async recover(storage: NodeStorage): Promise<RestoredState> {
     const restored = storage.restored;
-    if (storage.tornTail) this.log.info({ ...storage.tornTail }, 'cut a torn WAL tail (an unsynced write at the crash)');
-    if (storage.droppedDivergentTail) this.log.warn('the WAL held another history past the snapshot; that tail was dropped');
-    for (const problem of storage.snapshotProblems) this.log.warn({ problem }, 'skipped an unreadable snapshot artifact');
+    if (storage.tornTail)
+      this.log.info({ ...storage.tornTail }, 'cut a torn WAL tail (an unsynced write at the crash)');
+    if (storage.droppedDivergentTail)
+      this.log.warn('the WAL held another history past the snapshot; that tail was dropped');
+    for (const problem of storage.snapshotProblems)
+      this.log.warn({ problem }, 'skipped an unreadable snapshot artifact');
     let problem = storage.corruption;
     const newest = storage.snapshots.newest();
     if (problem === null && restored.snapshot && newest) {
@@ -435,7 +580,10 @@ export class Node {
     }
     if (problem === null) return restored;
     const hardState = { ...restored.hardState, reseed: !restored.hardState.removed };
-    this.log.error({ problem, reseed: hardState.reseed }, 'storage is damaged: latching the reseed marker and reinstalling from the leader');
+    this.log.error(
+      { problem, reseed: hardState.reseed },
+      'storage is damaged: latching the reseed marker and reinstalling from the leader',
+    );
     await storage.hardStateStore.save(hardState);
     await storage.wal.reset();
     this.stateMachine.reset();
@@ -446,13 +594,19 @@ export class Node {
     const config = this.config;
     const limits: EngineLimits = { ...DEFAULT_LIMITS, ...config.engineLimits };
     for (const [name, value] of Object.entries(limits)) {
-      if (!Number.isSafeInteger(value) || value < 0) throw new ConfigError(`engine limit ${name} must be a non-negative integer, got ${String(value)}`);
+      if (!Number.isSafeInteger(value) || value < 0)
+        throw new ConfigError(`engine limit ${name} must be a non-negative integer, got ${String(value)}`);
     }
     const roster = config.bootstrap && config.bootstrap.length > 0 ? bootstrapRoster(config.bootstrap) : null;
     return {
-      name: config.name, grpcAddr: this.advertised.grpc, httpAddr: this.advertised.http, bootstrapRoster: roster,
-      seeds: config.seeds ?? [], randomSeed: randomBytes(4).readUInt32BE(0),
-      compat: { ...CURRENT_COMPAT, ...config.engineCompat, buildVersion: this.buildVersion }, limits,
+      name: config.name,
+      grpcAddr: this.advertised.grpc,
+      httpAddr: this.advertised.http,
+      bootstrapRoster: roster,
+      seeds: config.seeds ?? [],
+      randomSeed: randomBytes(4).readUInt32BE(0),
+      compat: { ...CURRENT_COMPAT, ...config.engineCompat, buildVersion: this.buildVersion },
+      limits,
     };
   }
 
@@ -473,14 +627,22 @@ export class Node {
       appendLog: (fromSeq, entries) => {
         const startedAt = performance.now();
         const durable = storage.wal.append(fromSeq, entries);
-        durable.then(() => this.metrics?.walSyncSeconds.observe((performance.now() - startedAt) / 1000), () => undefined);
+        durable.then(
+          () => this.metrics?.walSyncSeconds.observe((performance.now() - startedAt) / 1000),
+          () => undefined,
+        );
         return durable;
       },
       send: (effect) => {
         this.metrics?.requestsSent.inc({ method: effect.request.method });
         if (effect.request.method === 'Heartbeat') {
           this.lastHeartbeatLag = effect.request.body.replicationLag;
-          this.lastHeartbeat = { direction: 'sent', peerId: effect.toId, body: effect.request.body, seenAtMs: Date.now() };
+          this.lastHeartbeat = {
+            direction: 'sent',
+            peerId: effect.toId,
+            body: effect.request.body,
+            seenAtMs: Date.now(),
+          };
         }
         this.pool!.send(effect.requestId, effect.to, effect.request);
       },
@@ -513,8 +675,12 @@ export class Node {
       },
       observe: (effect) => {
         switch (effect.type) {
-          case 'proposalResult': this.proposals!.onResult(effect); return;
-          case 'readIndexResult': this.engineReads!.onResult(effect); return;
+          case 'proposalResult':
+            this.proposals!.onResult(effect);
+            return;
+          case 'readIndexResult':
+            this.engineReads!.onResult(effect);
+            return;
           case 'adminResult': {
             const pending = this.admins.get(effect.adminId);
             if (!pending) return;
@@ -524,17 +690,25 @@ export class Node {
             else pending.reject(new AdminRefusedError(effect.code, effect.reason));
             return;
           }
-          case 'readiness': this.log.info({ ready: effect.ready, reason: effect.reason }, 'readiness changed'); return;
-          case 'roleChanged': this.log.info({ role: effect.role, term: effect.term, leaderId: effect.leaderId }, 'role changed'); return;
+          case 'readiness':
+            this.log.info({ ready: effect.ready, reason: effect.reason }, 'readiness changed');
+            return;
+          case 'roleChanged':
+            this.log.info({ role: effect.role, term: effect.term, leaderId: effect.leaderId }, 'role changed');
+            return;
           case 'warning':
             this.metrics?.warnings.inc({ code: effect.code });
             this.log.warn({ code: effect.code }, effect.message);
             return;
-          default: assertNever(effect);
+          default:
+            assertNever(effect);
         }
       },
       stats: () => ({
-        entityCount: this.stateMachine.size, signalThroughputEps: this.meter.eventsPerSecond(), diskBytes: this.disk.bytes, nowNs: wallClockNs(),
+        entityCount: this.stateMachine.size,
+        signalThroughputEps: this.meter.eventsPerSecond(),
+        diskBytes: this.disk.bytes,
+        nowNs: wallClockNs(),
       }),
       stepped: () => {
         this.waiters.check();
@@ -594,7 +768,9 @@ export class Node {
       // The API goes first (new requests answer 503), while the store can still finish what it started.
       const api = this.api;
       this.api = null;
-      await api?.close().catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
+      await api
+        ?.close()
+        .catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
       await this.driver?.stop();
       await this.transfer?.stop();
       this.rejectWaiting(new StoreUnavailableError('node stopped'));
@@ -617,7 +793,8 @@ export class Node {
  * `instanceof ConfigError` holds for callers even where a loader gave that module its own copy of config.ts.
  */
 function rethrowAsConfigError(err: unknown): never {
-  if (err instanceof Error && err.name === 'ConfigError' && !(err instanceof ConfigError)) throw new ConfigError(err.message);
+  if (err instanceof Error && err.name === 'ConfigError' && !(err instanceof ConfigError))
+    throw new ConfigError(err.message);
   throw err;
 }
 

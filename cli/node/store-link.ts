@@ -9,7 +9,11 @@ import type { LeaderLink } from '../../store/host.js';
 import type { StoreRouter } from '../../store/store-router.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { CommandResult as CommandResultMessage } from '../../proto/gen/svc/store/v1/store.js';
-import { StoreCallError, type StoreClientPool, type StoreServiceHandler } from '../../transports/store-rpc/store-service.js';
+import {
+  StoreCallError,
+  type StoreClientPool,
+  type StoreServiceHandler,
+} from '../../transports/store-rpc/store-service.js';
 
 const CODE_OF_KIND: Readonly<Record<RefusalKind, status>> = {
   'not-leader': status.FAILED_PRECONDITION,
@@ -24,13 +28,21 @@ const CODE_OF_KIND: Readonly<Record<RefusalKind, status>> = {
 /** kindOfCode reads a failed call's status; a cancelled call is as retryable as an unavailable peer. */
 export function kindOfCode(code: status): RefusalKind {
   switch (code) {
-    case status.FAILED_PRECONDITION: return 'not-leader';
-    case status.ABORTED: return 'leadership-changed';
-    case status.UNAVAILABLE: case status.CANCELLED: return 'unavailable';
-    case status.DEADLINE_EXCEEDED: return 'timeout';
-    case status.RESOURCE_EXHAUSTED: return 'overloaded';
-    case status.INVALID_ARGUMENT: return 'invalid';
-    default: return 'internal';
+    case status.FAILED_PRECONDITION:
+      return 'not-leader';
+    case status.ABORTED:
+      return 'leadership-changed';
+    case status.UNAVAILABLE:
+    case status.CANCELLED:
+      return 'unavailable';
+    case status.DEADLINE_EXCEEDED:
+      return 'timeout';
+    case status.RESOURCE_EXHAUSTED:
+      return 'overloaded';
+    case status.INVALID_ARGUMENT:
+      return 'invalid';
+    default:
+      return 'internal';
   }
 }
 
@@ -56,8 +68,14 @@ function asCallError(err: unknown): unknown {
 /** leaderLink: the store's way to the leader, over the Store client pool. */
 export function leaderLink(clients: StoreClientPool): LeaderLink {
   return {
-    propose: (leader, command, deadlineAt) => clients.propose(leader, command, deadlineAt).catch((err: unknown) => { throw asRefusal(err); }),
-    readIndex: (leader, deadlineAt) => clients.readIndex(leader, deadlineAt).catch((err: unknown) => { throw asRefusal(err); }),
+    propose: (leader, command, deadlineAt) =>
+      clients.propose(leader, command, deadlineAt).catch((err: unknown) => {
+        throw asRefusal(err);
+      }),
+    readIndex: (leader, deadlineAt) =>
+      clients.readIndex(leader, deadlineAt).catch((err: unknown) => {
+        throw asRefusal(err);
+      }),
   };
 }
 
@@ -73,23 +91,28 @@ export function storeServiceHandler(router: () => StoreRouter, store: () => Docu
     } catch (err) {
       answer = Promise.reject(err);
     }
-    return answer.catch((err: unknown) => { throw asCallError(err); });
+    return answer.catch((err: unknown) => {
+      throw asCallError(err);
+    });
   };
   return {
     propose: (command, deadlineAt) => run(() => router().serveProposal(command, deadlineAt)),
     readIndex: (deadlineAt) => run(() => router().serveReadIndex(deadlineAt)),
     // The store bounds its read by its own readTimeoutMs; the caller's deadline ends the call sooner.
-    get: (key) => run(async () => {
-      let found;
-      try {
-        found = await store().get(key);
-      } catch (err) {
-        // A key the store cannot hold (empty, too long) is the caller's mistake, not the node's.
-        if (err instanceof RangeError) throw new StoreRefusal('invalid', err.message);
-        throw err;
-      }
-      return found ? { found: true, valueJson: JSON.stringify(found.value), version: found.version } : { found: false, valueJson: '', version: 0 };
-    }),
+    get: (key) =>
+      run(async () => {
+        let found;
+        try {
+          found = await store().get(key);
+        } catch (err) {
+          // A key the store cannot hold (empty, too long) is the caller's mistake, not the node's.
+          if (err instanceof RangeError) throw new StoreRefusal('invalid', err.message);
+          throw err;
+        }
+        return found
+          ? { found: true, valueJson: JSON.stringify(found.value), version: found.version }
+          : { found: false, valueJson: '', version: 0 };
+      }),
   };
 }
 
@@ -98,7 +121,9 @@ export function storeServiceHandler(router: () => StoreRouter, store: () => Docu
  * reached this node; svc.store.v1 takes peer certificates only) is committed through the node's router,
  * which reaches the leader with the node's own peer certificate. Refusals leave as the Store call's codes.
  */
-export function adminProposal(router: () => StoreRouter): (command: Uint8Array, deadlineAt: number) => Promise<{ seq: number; result: CommandResultMessage }> {
+export function adminProposal(
+  router: () => StoreRouter,
+): (command: Uint8Array, deadlineAt: number) => Promise<{ seq: number; result: CommandResultMessage }> {
   return async (bytes, deadlineAt) => {
     const decoded = decodeCommand(bytes);
     if (!decoded.ok) throw new StoreCallError(status.INVALID_ARGUMENT, `bad command: ${decoded.reason}`);

@@ -70,8 +70,11 @@ export class SvcClient extends SvcApi {
   }
 
   /** streamRun calls onEvent for each event of the run, in order, and resolves with the `complete` event's data. */
-  async streamRun(streamUrl: string, onEvent: (event: RunEvent) => void | Promise<void>,
-    options: StreamOptions = {}): Promise<RunCompleteData> {
+  async streamRun(
+    streamUrl: string,
+    onEvent: (event: RunEvent) => void | Promise<void>,
+    options: StreamOptions = {},
+  ): Promise<RunCompleteData> {
     for await (const event of this.runEvents(streamUrl, options)) {
       await onEvent(event);
       if (event.event === 'complete') return event.data;
@@ -102,7 +105,8 @@ function createHttpClient(baseUrl: string, apiKey: string | undefined, fetchImpl
   const client = createClient(createConfig({ baseUrl, auth: apiKey, throwOnError: true, fetch: fetchImpl }));
   // The generated client throws the parsed error body; every failure becomes a typed SvcError instead.
   client.interceptors.error.use((error: unknown, response: Response | undefined) =>
-    response ? apiErrorFromBody(response.status, error, response.headers) : connectionError(error, 'request'));
+    response ? apiErrorFromBody(response.status, error, response.headers) : connectionError(error, 'request'),
+  );
   return client;
 }
 
@@ -139,7 +143,10 @@ function checkApiKey(value: string | undefined): string | undefined {
   if (value === undefined || value === '') return undefined;
   // Said without the key itself, which must never reach a log.
   if (!/^[\x21-\x7e]+$/.test(value)) {
-    throw new SvcError('INVALID_OPTIONS', 'the API key has characters a header cannot carry (spaces, newlines, non-ASCII)');
+    throw new SvcError(
+      'INVALID_OPTIONS',
+      'the API key has characters a header cannot carry (spaces, newlines, non-ASCII)',
+    );
   }
   return value;
 }

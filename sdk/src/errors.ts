@@ -7,10 +7,23 @@ export const authErrorCodes = ['UNAUTHORIZED', 'KEY_REVOKED', 'KEY_EXPIRED', 'IP
 export type AuthErrorCode = (typeof authErrorCodes)[number];
 
 /** ApiErrorCode lists the codes the server documents; an unknown code still arrives as a string. */
-export type ApiErrorCode = AuthErrorCode
-  | 'VALIDATION_FAILED' | 'MALFORMED_JSON' | 'FORBIDDEN' | 'NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'CONFLICT'
-  | 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE' | 'INVALID_CATEGORY' | 'INVALID_WORKSPACE' | 'RATE_LIMITED'
-  | 'NOT_READY' | 'QUEUE_UNAVAILABLE' | 'CREDENTIALS_UNAVAILABLE' | 'INTERNAL'
+export type ApiErrorCode =
+  | AuthErrorCode
+  | 'VALIDATION_FAILED'
+  | 'MALFORMED_JSON'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'METHOD_NOT_ALLOWED'
+  | 'CONFLICT'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'INVALID_CATEGORY'
+  | 'INVALID_WORKSPACE'
+  | 'RATE_LIMITED'
+  | 'NOT_READY'
+  | 'QUEUE_UNAVAILABLE'
+  | 'CREDENTIALS_UNAVAILABLE'
+  | 'INTERNAL'
   /** UNEXPECTED_RESPONSE: the answer was not the API's JSON error (a proxy's page, say). */
   | 'UNEXPECTED_RESPONSE'
   | (string & {});
@@ -33,8 +46,14 @@ export class SvcApiError extends SvcError {
   /** retryAfterSeconds is the server's Retry-After (on 429), else null. */
   readonly retryAfterSeconds: number | null;
 
-  constructor(fields: { status: number; code: ApiErrorCode; message: string; requestId: string | null;
-    details?: unknown; retryAfterSeconds?: number | null }) {
+  constructor(fields: {
+    status: number;
+    code: ApiErrorCode;
+    message: string;
+    requestId: string | null;
+    details?: unknown;
+    retryAfterSeconds?: number | null;
+  }) {
     super(fields.code, `${fields.status} ${fields.code}: ${fields.message}`);
     this.status = fields.status;
     this.requestId = fields.requestId;
@@ -62,7 +81,8 @@ export type StreamErrorCode =
   /** FOREIGN_STREAM_URL: the stream URL points at another origin, which would be sent the API key. */
   | 'FOREIGN_STREAM_URL'
   /** ENDED_EARLY and IDLE_TIMEOUT are why a reconnect happened (seen as a RECONNECT_LIMIT's cause). */
-  | 'ENDED_EARLY' | 'IDLE_TIMEOUT'
+  | 'ENDED_EARLY'
+  | 'IDLE_TIMEOUT'
   | 'ABORTED';
 
 /** SvcStreamError: an event stream failed in a way a reconnect does not fix, or reconnects ran out. */
@@ -82,15 +102,22 @@ export function apiErrorFromBody(status: number, body: unknown, headers: Headers
   const headerRequestId = headers.get('x-request-id');
   if (isErrorBody(body)) {
     return new SvcApiError({
-      status, code: body.code, message: body.message, requestId: body.requestId ?? headerRequestId,
-      details: body.details, retryAfterSeconds,
+      status,
+      code: body.code,
+      message: body.message,
+      requestId: body.requestId ?? headerRequestId,
+      details: body.details,
+      retryAfterSeconds,
     });
   }
-  const text = typeof body === 'string' ? body : JSON.stringify(body) ?? '';
+  const text = typeof body === 'string' ? body : (JSON.stringify(body) ?? '');
   const quoted = text.length > errorBodyLengthMax ? `${text.slice(0, errorBodyLengthMax)}…` : text;
   return new SvcApiError({
-    status, code: 'UNEXPECTED_RESPONSE', message: `not an API error body: ${quoted || '(empty)'}`,
-    requestId: headerRequestId, retryAfterSeconds,
+    status,
+    code: 'UNEXPECTED_RESPONSE',
+    message: `not an API error body: ${quoted || '(empty)'}`,
+    requestId: headerRequestId,
+    retryAfterSeconds,
   });
 }
 
@@ -119,6 +146,9 @@ export function connectionError(error: unknown, what: string): SvcError {
 function isErrorBody(body: unknown): body is { code: string; message: string; requestId?: string; details?: unknown } {
   if (typeof body !== 'object' || body === null) return false;
   const fields = body as Record<string, unknown>;
-  return typeof fields.code === 'string' && typeof fields.message === 'string' &&
-    (fields.requestId === undefined || typeof fields.requestId === 'string');
+  return (
+    typeof fields.code === 'string' &&
+    typeof fields.message === 'string' &&
+    (fields.requestId === undefined || typeof fields.requestId === 'string')
+  );
 }

@@ -3,11 +3,12 @@
 // event its decoder calls final (a run's `complete`). A stream that goes silent past idleTimeoutMs (the server
 // sends keep-alives) counts as dropped. Reconnects are bounded: reconnectAttemptsMax in a row that deliver
 // nothing, then RECONNECT_LIMIT.
+import { SvcApiError, SvcError, SvcStreamError, apiErrorFromResponse, connectionError } from './errors.js';
 import {
-  SvcApiError, SvcError, SvcStreamError, apiErrorFromResponse, connectionError,
-} from './errors.js';
-import {
-  reconnectAttemptsMaxDefault, reconnectDelayMsDefault, reconnectDelayMsMax, streamIdleTimeoutMsDefault,
+  reconnectAttemptsMaxDefault,
+  reconnectDelayMsDefault,
+  reconnectDelayMsMax,
+  streamIdleTimeoutMsDefault,
 } from './limits.js';
 import { SseParser } from './sse-parser.js';
 import type { SseEvent, SseLimits } from './sse-parser.js';
@@ -50,8 +51,11 @@ export interface EventDecoder<T extends { id: string }> {
 /** retryableStatuses are answers a later reconnect may get past. */
 const retryableStatuses = new Set([429, 502, 503, 504]);
 
-export async function* readEventStream<T extends { id: string }>(transport: StreamTransport,
-  decoder: EventDecoder<T>, options: StreamOptions = {}): AsyncGenerator<T, void, undefined> {
+export async function* readEventStream<T extends { id: string }>(
+  transport: StreamTransport,
+  decoder: EventDecoder<T>,
+  options: StreamOptions = {},
+): AsyncGenerator<T, void, undefined> {
   const idleTimeoutMs = options.idleTimeoutMs ?? streamIdleTimeoutMsDefault;
   const attemptsMax = options.reconnectAttemptsMax ?? reconnectAttemptsMaxDefault;
   const delayMsFirst = options.reconnectDelayMs ?? reconnectDelayMsDefault;
@@ -90,7 +94,8 @@ export async function* readEventStream<T extends { id: string }>(transport: Stre
           const { done, value } = await reader.read();
           // The consumer's time between events is not the server's silence.
           clearTimeout(idleTimer);
-          const sseEvents = done ? [...parser.push(textDecoder.decode()), ...parser.end()]
+          const sseEvents = done
+            ? [...parser.push(textDecoder.decode()), ...parser.end()]
             : parser.push(textDecoder.decode(value, { stream: true }));
           for (const sseEvent of sseEvents) {
             serverRetryMs = sseEvent.retryMs;
@@ -117,11 +122,14 @@ export async function* readEventStream<T extends { id: string }>(transport: Stre
 
     failures += 1;
     if (failures > attemptsMax) {
-      throw new SvcStreamError('RECONNECT_LIMIT',
-        `gave up after ${attemptsMax} reconnect(s) without an event: ${reason.message}`, { cause: reason });
+      throw new SvcStreamError(
+        'RECONNECT_LIMIT',
+        `gave up after ${attemptsMax} reconnect(s) without an event: ${reason.message}`,
+        { cause: reason },
+      );
     }
-    const retryAfterMs = reason instanceof SvcApiError && reason.retryAfterSeconds !== null
-      ? reason.retryAfterSeconds * 1000 : 0;
+    const retryAfterMs =
+      reason instanceof SvcApiError && reason.retryAfterSeconds !== null ? reason.retryAfterSeconds * 1000 : 0;
     const backoffMs = serverRetryMs ?? delayMsFirst * 2 ** (failures - 1);
     const delayMs = Math.min(Math.max(backoffMs, retryAfterMs), reconnectDelayMsMax);
     options.onReconnect?.({ attempt: failures, lastEventId, delayMs, reason });
@@ -130,8 +138,12 @@ export async function* readEventStream<T extends { id: string }>(transport: Stre
 }
 
 /** classify turns what a connection threw into the reason to reconnect, or throws when reconnecting can't help. */
-function classify(error: unknown, userSignal: AbortSignal | undefined, connectionSignal: AbortSignal,
-  idleError: SvcStreamError): SvcError {
+function classify(
+  error: unknown,
+  userSignal: AbortSignal | undefined,
+  connectionSignal: AbortSignal,
+  idleError: SvcStreamError,
+): SvcError {
   if (userSignal?.aborted) throw abortedError(userSignal);
   if (connectionSignal.aborted && connectionSignal.reason === idleError) return idleError;
   if (error instanceof SvcApiError) {

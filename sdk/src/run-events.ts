@@ -6,7 +6,10 @@ import type { SseEvent } from './sse-parser.js';
 
 export type RunFinalStatus = 'succeeded' | 'failed' | 'cancelled' | 'timed_out';
 
-export interface RunQueuedData { runId: string; projectId: string }
+export interface RunQueuedData {
+  runId: string;
+  projectId: string;
+}
 /** RunSandbox is what the worker states about the run's isolation: its uid, network and limits, and by what each holds. */
 export interface RunSandbox {
   /** backend: `bubblewrap` on the worker's host, or `kubernetes`. */
@@ -14,20 +17,40 @@ export interface RunSandbox {
   uid: number | null;
   network: 'none' | 'egress-filtered';
   limits: {
-    memoryBytes: number; processes: number; cpuCores: number | null; cpuSecondsPerProcess: number;
-    tmpBytes: number; workspaceBytes: number; fileBytes: number; openFiles: number; wallMs: number;
+    memoryBytes: number;
+    processes: number;
+    cpuCores: number | null;
+    cpuSecondsPerProcess: number;
+    tmpBytes: number;
+    workspaceBytes: number;
+    fileBytes: number;
+    openFiles: number;
+    wallMs: number;
   };
   enforcement: { memory: string; processes: string; cpu: string; workspace: string; user: string };
 }
-export interface RunStartedData { startedAt: string; sandbox?: RunSandbox }
+export interface RunStartedData {
+  startedAt: string;
+  sandbox?: RunSandbox;
+}
 /** RunCredentialsData names the credentials a run got (never their values). */
 export interface RunCredentialsData {
   injected: Array<{ category: string; name: string; as: 'env' | 'file'; target: string }>;
 }
-export interface RunOutputData { stream: 'stdout' | 'stderr'; text: string }
+export interface RunOutputData {
+  stream: 'stdout' | 'stderr';
+  text: string;
+}
 /** code, when present, says why the worker ended or refused the run (JOB_MISMATCH, CREDENTIAL_MISSING, ...). */
-export interface RunNoticeData { message: string; code?: string }
-export interface RunCompleteData { status: RunFinalStatus; exitCode: number | null; durationMs: number }
+export interface RunNoticeData {
+  message: string;
+  code?: string;
+}
+export interface RunCompleteData {
+  status: RunFinalStatus;
+  exitCode: number | null;
+  durationMs: number;
+}
 
 /** RunEvent is one event of a run's stream; `id` is what Last-Event-ID resumes after. */
 export type RunEvent =
@@ -50,10 +73,25 @@ const checks = new Map<string, (data: Fields) => boolean>([
   ['started', (data) => isString(data.startedAt)],
   ['output', (data) => (data.stream === 'stdout' || data.stream === 'stderr') && isString(data.text)],
   ['notice', (data) => isString(data.message) && (data.code === undefined || isString(data.code))],
-  ['credentials', (data) => Array.isArray(data.injected) && data.injected.every((item: unknown) =>
-    typeof item === 'object' && item !== null && isString((item as Fields).name) && isString((item as Fields).target))],
-  ['complete', (data) => ['succeeded', 'failed', 'cancelled', 'timed_out'].includes(data.status as string) &&
-    isIntegerOrNull(data.exitCode) && Number.isInteger(data.durationMs)],
+  [
+    'credentials',
+    (data) =>
+      Array.isArray(data.injected) &&
+      data.injected.every(
+        (item: unknown) =>
+          typeof item === 'object' &&
+          item !== null &&
+          isString((item as Fields).name) &&
+          isString((item as Fields).target),
+      ),
+  ],
+  [
+    'complete',
+    (data) =>
+      ['succeeded', 'failed', 'cancelled', 'timed_out'].includes(data.status as string) &&
+      isIntegerOrNull(data.exitCode) &&
+      Number.isInteger(data.durationMs),
+  ],
 ]);
 
 /** decodeRunEvent checks one SSE event of a run stream; a known event with the wrong data is an error. */
@@ -68,8 +106,10 @@ export function decodeRunEvent(event: SseEvent): RunEvent {
   const check = checks.get(event.event);
   if (!check) return { id: event.id, event: 'unrecognized', name: event.event, data };
   if (typeof data !== 'object' || data === null || Array.isArray(data) || !check(data as Fields)) {
-    throw new SvcStreamError('MALFORMED_EVENT',
-      `the ${event.event} event ${event.id} does not have the expected data: ${event.data.slice(0, 200)}`);
+    throw new SvcStreamError(
+      'MALFORMED_EVENT',
+      `the ${event.event} event ${event.id} does not have the expected data: ${event.data.slice(0, 200)}`,
+    );
   }
   return { id: event.id, event: event.event, data } as RunEvent;
 }

@@ -91,8 +91,10 @@ export class SseParser {
       case 'data':
         this.dataLength += value.length + 1;
         if (this.dataLength > this.limits.eventDataLengthMax) {
-          throw new SvcStreamError('EVENT_TOO_LARGE',
-            `an event's data is over ${this.limits.eventDataLengthMax} characters`);
+          throw new SvcStreamError(
+            'EVENT_TOO_LARGE',
+            `an event's data is over ${this.limits.eventDataLengthMax} characters`,
+          );
         }
         this.dataLines.push(value);
         break;
@@ -115,7 +117,10 @@ export class SseParser {
   private dispatch(): SseEvent | null {
     const hasData = this.dataLines.length > 0;
     const event: SseEvent = {
-      id: this.lastEventId, event: this.eventType || 'message', data: this.dataLines.join('\n'), retryMs: this.retryMs,
+      id: this.lastEventId,
+      event: this.eventType || 'message',
+      data: this.dataLines.join('\n'),
+      retryMs: this.retryMs,
     };
     this.dataLines = [];
     this.dataLength = 0;
@@ -125,7 +130,10 @@ export class SseParser {
 
   private checkLineLength(length: number): void {
     if (length > this.limits.lineLengthMax) {
-      throw new SvcStreamError('EVENT_TOO_LARGE', `an event stream line is over ${this.limits.lineLengthMax} characters`);
+      throw new SvcStreamError(
+        'EVENT_TOO_LARGE',
+        `an event stream line is over ${this.limits.lineLengthMax} characters`,
+      );
     }
   }
 }

@@ -19,9 +19,15 @@ export class BarrierChecker implements Checker {
 
   beforeEffect(node: SimNode, effect: Effect, answering: RpcRequest | null): void {
     switch (effect.type) {
-      case 'send': this.checkRequest(node, effect.request); return;
-      case 'fetchSnapshot': this.checkTerm(node, effect.request.term, 'FetchSnapshot'); return;
-      case 'reply': this.checkReply(node, effect.response, answering); return;
+      case 'send':
+        this.checkRequest(node, effect.request);
+        return;
+      case 'fetchSnapshot':
+        this.checkTerm(node, effect.request.term, 'FetchSnapshot');
+        return;
+      case 'reply':
+        this.checkReply(node, effect.response, answering);
+        return;
       case 'replyError': {
         const term = Number(effect.status.trailers[TRAILER_TERM] ?? '0');
         if (term > 0) this.checkTerm(node, term, `an error answer (${effect.status.details.slice(0, 60)})`);
@@ -80,7 +86,12 @@ export class BarrierChecker implements Checker {
         const body = response.body;
         this.checkTerm(node, body.term, 'a RequestVote answer');
         if (body.granted && answering?.method === 'RequestVote' && !answering.body.prevote) {
-          this.checkVote(node, answering.body.term, answering.body.candidateRegion, `granted its vote to member ${answering.body.candidateRegion}`);
+          this.checkVote(
+            node,
+            answering.body.term,
+            answering.body.candidateRegion,
+            `granted its vote to member ${answering.body.candidateRegion}`,
+          );
         }
         return;
       }
@@ -103,15 +114,23 @@ export class BarrierChecker implements Checker {
   private checkTerm(node: SimNode, term: number, what: string): void {
     const saved = node.storage.hardState?.term ?? 0;
     if (term > saved) {
-      violate(this.name, `${node.name} sent ${what} at term ${term} while its saved term is ${saved}: a crash now would forget the term it told`, node.index);
+      violate(
+        this.name,
+        `${node.name} sent ${what} at term ${term} while its saved term is ${saved}: a crash now would forget the term it told`,
+        node.index,
+      );
     }
   }
 
   private checkVote(node: SimNode, term: number, candidate: number, what: string): void {
     const saved = node.storage.hardState;
     if (!saved || saved.term !== term || saved.votedFor !== candidate) {
-      violate(this.name, `${node.name} ${what} in term ${term} while its saved hard state is term ${saved?.term ?? 0}, votedFor ${saved?.votedFor ?? 0}: `
-        + 'a crash now would let it vote again in that term', node.index);
+      violate(
+        this.name,
+        `${node.name} ${what} in term ${term} while its saved hard state is term ${saved?.term ?? 0}, votedFor ${saved?.votedFor ?? 0}: ` +
+          'a crash now would let it vote again in that term',
+        node.index,
+      );
     }
   }
 
@@ -127,12 +146,20 @@ export class BarrierChecker implements Checker {
     const durable = node.storage.durable;
     const written = node.storage.written;
     if (seq > durable.lastSeq) {
-      violate(this.name, `${node.name} reported ${what} = ${seq} while its WAL is synced only to ${durable.lastSeq}`, node.index);
+      violate(
+        this.name,
+        `${node.name} reported ${what} = ${seq} while its WAL is synced only to ${durable.lastSeq}`,
+        node.index,
+      );
     }
     const durableTerm = durable.termAt(seq);
     const writtenTerm = written.termAt(seq);
     if (durableTerm !== undefined && writtenTerm !== undefined && durableTerm !== writtenTerm) {
-      violate(this.name, `${node.name} reported ${what} = ${seq}, but the synced entry there has term ${durableTerm} and its log's has term ${writtenTerm} (not synced yet)`, node.index);
+      violate(
+        this.name,
+        `${node.name} reported ${what} = ${seq}, but the synced entry there has term ${durableTerm} and its log's has term ${writtenTerm} (not synced yet)`,
+        node.index,
+      );
     }
   }
 }

@@ -34,9 +34,12 @@ export class CanonicalLog {
     const known = this.entries[entry.seq];
     if (known) {
       if (known.term !== entry.term || known.kind !== entry.kind || !sameBytes(known.data, entry.data)) {
-        violate('state-machine-safety',
-          `node ${nodeName} applied seq ${entry.seq} as (term ${entry.term}, kind ${entry.kind}, ${entry.data.length} B) `
-          + `but node n${this.appliedBy[entry.seq]! + 1} applied (term ${known.term}, kind ${known.kind}, ${known.data.length} B)`, nodeIndex);
+        violate(
+          'state-machine-safety',
+          `node ${nodeName} applied seq ${entry.seq} as (term ${entry.term}, kind ${entry.kind}, ${entry.data.length} B) ` +
+            `but node n${this.appliedBy[entry.seq]! + 1} applied (term ${known.term}, kind ${known.kind}, ${known.data.length} B)`,
+          nodeIndex,
+        );
       }
       return;
     }

@@ -51,7 +51,14 @@ export interface Checker {
   /** onVote: `voter` answered a RequestVote (voterStatus is its status right after that step). */
   onVote?(voter: SimNode, voterStatus: EngineStatus, request: VoteRequest, response: VoteResponse): void;
   /** onProposalResult: data is what the client proposed under that proposalId; term is the answering node's. */
-  onProposalResult?(node: SimNode, proposalId: number, ok: boolean, seq: number, data: Uint8Array | undefined, term: number): void;
+  onProposalResult?(
+    node: SimNode,
+    proposalId: number,
+    ok: boolean,
+    seq: number,
+    data: Uint8Array | undefined,
+    term: number,
+  ): void;
   onArtifact?(node: SimNode, artifact: Artifact, how: 'staged' | 'installed'): void;
   onCrash?(node: SimNode): void;
   onStart?(node: SimNode): void;

@@ -28,20 +28,40 @@ export class DurabilityChecker implements Checker {
 
   constructor(private readonly canonical: CanonicalLog) {}
 
-  onProposalResult(node: SimNode, proposalId: number, ok: boolean, seq: number, data: Uint8Array | undefined, term: number): void {
+  onProposalResult(
+    node: SimNode,
+    proposalId: number,
+    ok: boolean,
+    seq: number,
+    data: Uint8Array | undefined,
+    term: number,
+  ): void {
     if (!ok) return;
-    if (!data) violate(this.name, `${node.name} acknowledged proposal ${proposalId} that nobody proposed to it`, node.index);
+    if (!data)
+      violate(this.name, `${node.name} acknowledged proposal ${proposalId} that nobody proposed to it`, node.index);
     const earlier = this.acked.get(seq);
     if (earlier && !sameBytes(earlier.data, data)) {
-      violate(this.name, `${node.name} acknowledged proposal ${proposalId} at seq ${seq}, where proposal ${earlier.proposalId} was acknowledged by n${earlier.ackedBy + 1}`, node.index);
+      violate(
+        this.name,
+        `${node.name} acknowledged proposal ${proposalId} at seq ${seq}, where proposal ${earlier.proposalId} was acknowledged by n${earlier.ackedBy + 1}`,
+        node.index,
+      );
     }
     const own = node.storage.written.entryAt(seq);
     if (own && !sameBytes(own.data, data)) {
-      violate(this.name, `${node.name} acknowledged proposal ${proposalId} at seq ${seq} but its own log holds other bytes there`, node.index);
+      violate(
+        this.name,
+        `${node.name} acknowledged proposal ${proposalId} at seq ${seq} but its own log holds other bytes there`,
+        node.index,
+      );
     }
     const applied = this.canonical.at(seq);
     if (applied && !sameBytes(applied.data, data)) {
-      violate(this.name, `${node.name} acknowledged proposal ${proposalId} at seq ${seq}, but another entry was applied there`, node.index);
+      violate(
+        this.name,
+        `${node.name} acknowledged proposal ${proposalId} at seq ${seq}, but another entry was applied there`,
+        node.index,
+      );
     }
     if (!earlier) this.acked.set(seq, { seq, data, proposalId, ackedBy: node.index, ackedInTerm: term });
     this.maxAckedSeq = Math.max(this.maxAckedSeq, seq);
@@ -52,7 +72,11 @@ export class DurabilityChecker implements Checker {
     for (const entry of entries) {
       const write = this.acked.get(entry.seq);
       if (write && !sameBytes(write.data, entry.data)) {
-        violate(this.name, `${node.name} applied other bytes at seq ${entry.seq} than acknowledged proposal ${write.proposalId}: the write was lost`, node.index);
+        violate(
+          this.name,
+          `${node.name} applied other bytes at seq ${entry.seq} than acknowledged proposal ${write.proposalId}: the write was lost`,
+          node.index,
+        );
       }
     }
   }
@@ -65,8 +89,12 @@ export class DurabilityChecker implements Checker {
       if (write.seq <= log.base || write.ackedInTerm >= after.term) continue;
       const entry = log.entryAt(write.seq);
       if (!entry || !sameBytes(entry.data, write.data)) {
-        violate(this.name, `${node.name} became leader of term ${after.term} without acknowledged write at seq ${write.seq} `
-          + `(proposal ${write.proposalId}; its log ends at ${log.lastSeq})`, node.index);
+        violate(
+          this.name,
+          `${node.name} became leader of term ${after.term} without acknowledged write at seq ${write.seq} ` +
+            `(proposal ${write.proposalId}; its log ends at ${log.lastSeq})`,
+          node.index,
+        );
       }
     }
   }

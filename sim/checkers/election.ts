@@ -40,8 +40,12 @@ export class ElectionChecker implements Checker {
     const granted = this.grants.get(after.term)?.get(after.id) ?? new Set<number>();
     const counted = voters.filter((id) => id === after.id || granted.has(id));
     if (counted.length * 2 <= voters.length) {
-      violate('quorum', `${node.name} (id ${after.id}) became leader of term ${after.term} with grants from voters `
-        + `[${counted.join(',')}] of [${voters.join(',')}] (all grants: [${[...granted].join(',')}])`, node.index);
+      violate(
+        'quorum',
+        `${node.name} (id ${after.id}) became leader of term ${after.term} with grants from voters ` +
+          `[${counted.join(',')}] of [${voters.join(',')}] (all grants: [${[...granted].join(',')}])`,
+        node.index,
+      );
     }
   }
 }

@@ -22,7 +22,11 @@ export class ForeignTrafficChecker implements Checker {
     this.delivered++;
     const what = `a forged ${input.request.method} (${forged.kind})`;
     if (this.world.clusterId !== undefined && forged.cluster !== this.world.clusterId) {
-      violate(this.name, `${what} carrying cluster id ${forged.cluster} reached ${node.name}'s engine: the edge must refuse another cluster's call`, node.index);
+      violate(
+        this.name,
+        `${what} carrying cluster id ${forged.cluster} reached ${node.name}'s engine: the edge must refuse another cluster's call`,
+        node.index,
+      );
     }
     for (const effect of effects) {
       if (!allowed(effect, input.callId)) {
@@ -39,7 +43,11 @@ export class ForeignTrafficChecker implements Checker {
 /** allowed: answers to the forged call itself, warnings, and a roster probe (JoinCluster to a member). */
 function allowed(effect: Effect, callId: number): boolean {
   switch (effect.type) {
-    case 'reply': case 'replyError': case 'streamChunk': case 'streamEnd': case 'serveSnapshot':
+    case 'reply':
+    case 'replyError':
+    case 'streamChunk':
+    case 'streamEnd':
+    case 'serveSnapshot':
       return effect.callId === callId;
     case 'warning':
       return true;
@@ -52,19 +60,39 @@ function allowed(effect: Effect, callId: number): boolean {
 
 function describe(effect: Effect): string {
   switch (effect.type) {
-    case 'saveHardState': return `save hard state (term ${effect.hardState.term}, vote ${effect.hardState.votedFor})`;
-    case 'append': return `append ${effect.entries.length} entries from seq ${effect.fromSeq}`;
-    case 'send': return `send ${effect.request.method} to ${effect.to}`;
-    case 'readiness': return `turn ${effect.ready ? 'ready' : 'unready'} (${effect.reason})`;
-    case 'roleChanged': return `become ${effect.role} at term ${effect.term}`;
-    default: return `emit ${effect.type}`;
+    case 'saveHardState':
+      return `save hard state (term ${effect.hardState.term}, vote ${effect.hardState.votedFor})`;
+    case 'append':
+      return `append ${effect.entries.length} entries from seq ${effect.fromSeq}`;
+    case 'send':
+      return `send ${effect.request.method} to ${effect.to}`;
+    case 'readiness':
+      return `turn ${effect.ready ? 'ready' : 'unready'} (${effect.reason})`;
+    case 'roleChanged':
+      return `become ${effect.role} at term ${effect.term}`;
+    default:
+      return `emit ${effect.type}`;
   }
 }
 
 /** changedFields lists the status fields a forged call must never move. */
 function changedFields(before: EngineStatus, after: EngineStatus): string[] {
   const out: string[] = [];
-  const fields = ['term', 'leaderId', 'role', 'lastSeq', 'lastTerm', 'commitSeq', 'appliedSeq', 'durableSeq', 'matchedSeq', 'ready', 'reseed', 'removed', 'halted'] as const;
+  const fields = [
+    'term',
+    'leaderId',
+    'role',
+    'lastSeq',
+    'lastTerm',
+    'commitSeq',
+    'appliedSeq',
+    'durableSeq',
+    'matchedSeq',
+    'ready',
+    'reseed',
+    'removed',
+    'halted',
+  ] as const;
   for (const f of fields) if (before[f] !== after[f]) out.push(`${f} (${String(before[f])} -> ${String(after[f])})`);
   if (JSON.stringify(before.lagGaugeByShard) !== JSON.stringify(after.lagGaugeByShard)) out.push('lag gauge');
   if (JSON.stringify(before.versionsSeen) !== JSON.stringify(after.versionsSeen)) out.push('versions seen');

@@ -16,7 +16,13 @@ export class LagGaugeChecker implements Checker {
     const { node, after, input } = step;
     // Gauges move on what carries a leader frontier; a drop made elsewhere persists until the
     // next such step, where it is caught against the value kept from the last check.
-    if (input.type !== 'request' && input.type !== 'streamChunk' && input.type !== 'statusPolled' && this.lastByNode.has(node.index)) return;
+    if (
+      input.type !== 'request' &&
+      input.type !== 'streamChunk' &&
+      input.type !== 'statusPolled' &&
+      this.lastByNode.has(node.index)
+    )
+      return;
     const previous = this.lastByNode.get(node.index);
     const current = after.lagGaugeByShard;
     if (previous === current) return;
@@ -26,7 +32,11 @@ export class LagGaugeChecker implements Checker {
         const was = previous[shard]!;
         const now = current[shard];
         if (now === undefined || now < was) {
-          violate(this.name, `${node.name} lag gauge for shard ${shard} went from ${was} to ${now ?? 'nothing'}`, node.index);
+          violate(
+            this.name,
+            `${node.name} lag gauge for shard ${shard} went from ${was} to ${now ?? 'nothing'}`,
+            node.index,
+          );
         }
         if (now !== was) changed = true;
       }

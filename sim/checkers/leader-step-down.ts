@@ -55,15 +55,26 @@ export class LeaderStepDownChecker implements Checker {
     const { node, input, effects, before, after } = step;
     let w = this.watches.get(node.index);
     if (after.role !== 'leader') {
-      if (w && before?.role === 'leader' && input.type === 'tick' && after.term === w.term) this.world.coverage?.add('check-quorum-step-down');
+      if (w && before?.role === 'leader' && input.type === 'tick' && after.term === w.term)
+        this.world.coverage?.add('check-quorum-step-down');
       if (w) this.watches.delete(node.index);
       return;
     }
     if (!w || w.incarnation !== node.incarnation || w.term !== after.term) {
-      w = { incarnation: node.incarnation, term: after.term, ticks: 0, heard: new Map(), calls: new Map(), silentSpell: false, voters: '', votersSinceTick: 0 };
+      w = {
+        incarnation: node.incarnation,
+        term: after.term,
+        ticks: 0,
+        heard: new Map(),
+        calls: new Map(),
+        silentSpell: false,
+        voters: '',
+        votersSinceTick: 0,
+      };
       this.watches.set(node.index, w);
     }
-    for (const effect of effects) if (effect.type === 'send' && effect.toId !== 0) w.calls.set(effect.requestId, effect.toId);
+    for (const effect of effects)
+      if (effect.type === 'send' && effect.toId !== 0) w.calls.set(effect.requestId, effect.toId);
     switch (input.type) {
       case 'response': {
         const from = w.calls.get(input.requestId);
@@ -76,7 +87,8 @@ export class LeaderStepDownChecker implements Checker {
         w.calls.delete(input.requestId);
         return;
       case 'request':
-        if (input.request.method === 'ReportApplied' && input.request.body.reporterTerm === w.term) w.heard.set(input.request.body.reporterShard, w.ticks);
+        if (input.request.method === 'ReportApplied' && input.request.body.reporterTerm === w.term)
+          w.heard.set(input.request.body.reporterShard, w.ticks);
         return;
       case 'tick':
         w.ticks++;
@@ -98,7 +110,7 @@ export class LeaderStepDownChecker implements Checker {
       w.voters = voterKey;
       w.votersSinceTick = w.ticks;
     }
-    const times = voters.map((id) => (id === after.id ? w.ticks : w.heard.get(id) ?? 0)).sort((a, b) => b - a);
+    const times = voters.map((id) => (id === after.id ? w.ticks : (w.heard.get(id) ?? 0))).sort((a, b) => b - a);
     const quorumHeardTick = Math.max(times[Math.floor(voters.length / 2)]!, w.votersSinceTick);
     const silentTicks = w.ticks - quorumHeardTick;
     const electionTicks = node.config?.limits.electionTimeoutTicks ?? 10;
@@ -110,18 +122,26 @@ export class LeaderStepDownChecker implements Checker {
     }
     const bound = LEADER_SILENCE_ELECTION_TIMEOUTS * electionTicks + LEADER_SILENCE_TICKS_SLACK;
     if (silentTicks > bound) {
-      const heard = voters.map((id) => `${id}@${id === after.id ? 'self' : w.heard.get(id) ?? 0}`).join(' ');
-      violate(this.name, `${node.name} is still leader of term ${after.term} ${silentTicks} of its ticks after it last heard from a quorum `
-        + `of voters (bound ${bound} = ${LEADER_SILENCE_ELECTION_TIMEOUTS} election timeouts + ${LEADER_SILENCE_TICKS_SLACK}; now tick ${w.ticks}; last heard: ${heard})`, node.index);
+      const heard = voters.map((id) => `${id}@${id === after.id ? 'self' : (w.heard.get(id) ?? 0)}`).join(' ');
+      violate(
+        this.name,
+        `${node.name} is still leader of term ${after.term} ${silentTicks} of its ticks after it last heard from a quorum ` +
+          `of voters (bound ${bound} = ${LEADER_SILENCE_ELECTION_TIMEOUTS} election timeouts + ${LEADER_SILENCE_TICKS_SLACK}; now tick ${w.ticks}; last heard: ${heard})`,
+        node.index,
+      );
     }
   }
 }
 
 function termOf(response: RpcResponse): number {
   switch (response.method) {
-    case 'ShipSegment': case 'Heartbeat': case 'RequestVote': case 'JoinCluster':
+    case 'ShipSegment':
+    case 'Heartbeat':
+    case 'RequestVote':
+    case 'JoinCluster':
       return response.body.term;
-    case 'ReportApplied': case 'TimeoutNow':
+    case 'ReportApplied':
+    case 'TimeoutNow':
       return -1;
   }
 }

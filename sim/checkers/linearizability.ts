@@ -22,7 +22,9 @@ export function checkLinearizability(history: readonly KvOperation[]): Lineariza
     throw new InvariantViolation(LINEARIZABILITY, `key ${result.key} is not linearizable: ${result.explanation}`);
   }
   return {
-    verdict: result.verdict, operationCount: history.length, steps: result.steps,
+    verdict: result.verdict,
+    operationCount: history.length,
+    steps: result.steps,
     detail: result.verdict === 'undecided' ? result.explanation : '',
   };
 }

@@ -28,7 +28,9 @@ export function livenessGap(input: LivenessInput): string | null {
   for (const node of live) {
     const s = node.status!;
     // Removed members owe nothing; a joiner removed before it learned its id is known by name.
-    const removed = roster.members.some((m) => (m.id === s.id || m.name === node.name) && m.role === MemberRole.Removed);
+    const removed = roster.members.some(
+      (m) => (m.id === s.id || m.name === node.name) && m.role === MemberRole.Removed,
+    );
     if (s.removed || removed) continue;
     const isMember = s.id !== 0 && memberIds.has(s.id);
     if (!isMember) {
@@ -38,7 +40,8 @@ export function livenessGap(input: LivenessInput): string | null {
     if (s.term !== ls.term || s.leaderId !== ls.id) {
       return `${node.name} is at term ${s.term} following ${s.leaderId}, leader ${leader.name} is id ${ls.id} at term ${ls.term}`;
     }
-    if (s.commitSeq < input.maxAckedSeq) return `${node.name} has committed ${s.commitSeq} < acknowledged ${input.maxAckedSeq}`;
+    if (s.commitSeq < input.maxAckedSeq)
+      return `${node.name} has committed ${s.commitSeq} < acknowledged ${input.maxAckedSeq}`;
     if (node.id.isJoiner && !s.ready) return `joiner ${node.name} is not ready`;
   }
   return null;

@@ -25,18 +25,27 @@ export class LogMatchingChecker implements Checker {
   onAppend(node: SimNode, fromSeq: number, entries: readonly Entry[], prevTerm: number | undefined): void {
     let previous = prevTerm ?? -1;
     for (const entry of entries) {
-      if (entry.term >= TERM_KEY_SPACE) violate(this.name, `term ${entry.term} is beyond what the checker indexes`, node.index);
+      if (entry.term >= TERM_KEY_SPACE)
+        violate(this.name, `term ${entry.term} is beyond what the checker indexes`, node.index);
       const key = entry.seq * TERM_KEY_SPACE + entry.term;
       const known = this.seen.get(key);
       if (!known) {
         this.seen.set(key, { kind: entry.kind, data: entry.data, prevTerm: previous, writer: node.index });
       } else {
         if (known.kind !== entry.kind || !sameBytes(known.data, entry.data)) {
-          violate(this.name, `${node.name} wrote (seq ${entry.seq}, term ${entry.term}) with other content than n${known.writer + 1}`, node.index);
+          violate(
+            this.name,
+            `${node.name} wrote (seq ${entry.seq}, term ${entry.term}) with other content than n${known.writer + 1}`,
+            node.index,
+          );
         }
         if (known.prevTerm >= 0 && previous >= 0 && known.prevTerm !== previous) {
-          violate(this.name, `${node.name} holds (seq ${entry.seq}, term ${entry.term}) after term ${previous}, `
-            + `n${known.writer + 1} after term ${known.prevTerm}: the logs differ before a matching entry`, node.index);
+          violate(
+            this.name,
+            `${node.name} holds (seq ${entry.seq}, term ${entry.term}) after term ${previous}, ` +
+              `n${known.writer + 1} after term ${known.prevTerm}: the logs differ before a matching entry`,
+            node.index,
+          );
         }
         if (known.prevTerm < 0 && previous >= 0) known.prevTerm = previous;
       }

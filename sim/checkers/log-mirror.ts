@@ -11,13 +11,21 @@ export function checkLogMirror(node: SimNode): void {
   const written = node.storage.written;
   const heldLast = held.length > 0 ? held[held.length - 1]!.seq : undefined;
   if (heldLast !== undefined && heldLast !== written.lastSeq) {
-    violate('engine-contract', `${node.name} holds entries up to ${heldLast} in memory but wrote up to ${written.lastSeq}`, node.index);
+    violate(
+      'engine-contract',
+      `${node.name} holds entries up to ${heldLast} in memory but wrote up to ${written.lastSeq}`,
+      node.index,
+    );
   }
   for (const entry of held) {
     if (entry.seq <= written.base) continue;
     const disk = written.entryAt(entry.seq);
     if (!disk || disk.term !== entry.term || disk.kind !== entry.kind || !sameBytes(disk.data, entry.data)) {
-      violate('engine-contract', `${node.name} holds (seq ${entry.seq}, term ${entry.term}) in memory but wrote ${disk ? `term ${disk.term}` : 'nothing'} there`, node.index);
+      violate(
+        'engine-contract',
+        `${node.name} holds (seq ${entry.seq}, term ${entry.term}) in memory but wrote ${disk ? `term ${disk.term}` : 'nothing'} there`,
+        node.index,
+      );
     }
   }
 }

@@ -29,17 +29,23 @@ export class MatchHonestyChecker implements Checker {
       if (lag === undefined || body.term !== after.term) continue;
       this.checkMatch(node, effect.toId, after.lastSeq - lag, after.term, after.roster);
     }
-    if (before && before.role === 'leader' && before.term === after.term && after.commitSeq > before.commitSeq) this.checkCommit(node, step);
+    if (before && before.role === 'leader' && before.term === after.term && after.commitSeq > before.commitSeq)
+      this.checkCommit(node, step);
   }
 
   private checkMatch(leader: SimNode, id: number, match: number, term: number, roster: Roster): void {
     const follower = this.memberNode(id, roster);
     const fs = follower?.status;
-    if (!follower || follower === leader || !follower.isLive || !fs || fs.term !== term || fs.reseed || match <= 0) return;
+    if (!follower || follower === leader || !follower.isLive || !fs || fs.term !== term || fs.reseed || match <= 0)
+      return;
     if (!holds(follower.storage.durable, leader.storage.written, match)) {
       const durable = follower.storage.durable;
-      violate(this.name, `leader ${leader.name} (term ${term}) counts member ${id} (${follower.name}) as matched to ${match}, but its WAL is synced to `
-        + `${durable.lastSeq} with term ${durable.termAt(match) ?? 'nothing'} at ${match} (leader's: ${leader.storage.written.termAt(match)})`, leader.index);
+      violate(
+        this.name,
+        `leader ${leader.name} (term ${term}) counts member ${id} (${follower.name}) as matched to ${match}, but its WAL is synced to ` +
+          `${durable.lastSeq} with term ${durable.termAt(match) ?? 'nothing'} at ${match} (leader's: ${leader.storage.written.termAt(match)})`,
+        leader.index,
+      );
     }
   }
 
@@ -53,7 +59,11 @@ export class MatchHonestyChecker implements Checker {
       if (node && holds(node.storage.durable, leader.storage.written, seq)) holders.push(id);
     }
     if (holders.length * 2 <= voters.length) {
-      violate(this.name, `leader ${leader.name} committed seq ${seq} in term ${after.term} but only voters [${holders.join(',')}] of [${voters.join(',')}] hold it durably`, leader.index);
+      violate(
+        this.name,
+        `leader ${leader.name} committed seq ${seq} in term ${after.term} but only voters [${holders.join(',')}] of [${voters.join(',')}] hold it durably`,
+        leader.index,
+      );
     }
   }
 

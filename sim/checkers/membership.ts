@@ -36,16 +36,32 @@ export class MembershipChecker implements Checker {
 
   afterStep(step: StepRecord): void {
     const { node, input, effects, before, after } = step;
-    if ((node.id.compat.capabilities & CAPABILITY_KIND4) === 0 && !(before && roleOf(before, before.id) === MemberRole.Learner)
-      && !(input.type === 'request' && this.world.clientCall?.(input.callId))) {
+    if (
+      (node.id.compat.capabilities & CAPABILITY_KIND4) === 0 &&
+      !(before && roleOf(before, before.id) === MemberRole.Learner) &&
+      !(input.type === 'request' && this.world.clientCall?.(input.callId))
+    ) {
       this.checkNoKind4Delivered(node, input);
     }
     for (const effect of effects) {
-      if (effect.type === 'send' && effect.request.method === 'RequestVote'
-        && before && roleOf(before, before.id) === MemberRole.Learner && roleOf(after, after.id) === MemberRole.Learner) {
-        violate(this.name, `learner ${node.name} sent RequestVote (term ${effect.request.body.term}, prevote ${effect.request.body.prevote})`, node.index);
+      if (
+        effect.type === 'send' &&
+        effect.request.method === 'RequestVote' &&
+        before &&
+        roleOf(before, before.id) === MemberRole.Learner &&
+        roleOf(after, after.id) === MemberRole.Learner
+      ) {
+        violate(
+          this.name,
+          `learner ${node.name} sent RequestVote (term ${effect.request.body.term}, prevote ${effect.request.body.prevote})`,
+          node.index,
+        );
       }
-      if (effect.type === 'append' && after.role === 'leader' && effect.entries.some((e) => e.kind === EntryKind.Membership)) {
+      if (
+        effect.type === 'append' &&
+        after.role === 'leader' &&
+        effect.entries.some((e) => e.kind === EntryKind.Membership)
+      ) {
         this.checkGate(node, after);
       }
     }
@@ -57,8 +73,12 @@ export class MembershipChecker implements Checker {
       let uncommitted = 0;
       for (let i = seqs.length - 1; i >= 0 && seqs[i]! > this.clusterCommitSeq; i--) uncommitted++;
       if (uncommitted > 1) {
-        violate(this.name, `leader ${node.name} holds ${uncommitted} uncommitted kind-4 records (cluster commit ${this.clusterCommitSeq}, `
-          + `kind-4 at [${seqs.slice(-uncommitted).join(',')}])`, node.index);
+        violate(
+          this.name,
+          `leader ${node.name} holds ${uncommitted} uncommitted kind-4 records (cluster commit ${this.clusterCommitSeq}, ` +
+            `kind-4 at [${seqs.slice(-uncommitted).join(',')}])`,
+          node.index,
+        );
       }
     }
   }
@@ -67,7 +87,11 @@ export class MembershipChecker implements Checker {
     for (const id of voterIds(after.roster)) {
       const member = this.world.nodeByMemberId(id);
       if (member && (member.id.compat.capabilities & CAPABILITY_KIND4) === 0) {
-        violate(this.name, `leader ${node.name} appended a kind-4 record while voter ${member.name} lacks capability bit 0`, node.index);
+        violate(
+          this.name,
+          `leader ${node.name} appended a kind-4 record while voter ${member.name} lacks capability bit 0`,
+          node.index,
+        );
       }
     }
   }

@@ -41,8 +41,19 @@ export class ReadinessChecker implements Checker {
     for (const effect of effects) {
       if (effect.type === 'readiness' && effect.ready && after.role !== 'leader') this.checkConvergence(step);
       // The latch is sticky: only removal, a halted receiver or a reseed marker unlatch it.
-      if (effect.type === 'readiness' && !effect.ready && step.before?.ready && !after.removed && after.halted === '' && !after.reseed) {
-        violate(this.name, `${node.name} dropped readiness (${effect.reason}) while not removed, halted or reseeding: the latch is sticky`, node.index);
+      if (
+        effect.type === 'readiness' &&
+        !effect.ready &&
+        step.before?.ready &&
+        !after.removed &&
+        after.halted === '' &&
+        !after.reseed
+      ) {
+        violate(
+          this.name,
+          `${node.name} dropped readiness (${effect.reason}) while not removed, halted or reseeding: the latch is sticky`,
+          node.index,
+        );
       }
     }
   }
@@ -63,9 +74,14 @@ export class ReadinessChecker implements Checker {
     const { node, after } = step;
     const inTerm = (this.frontiers.get(node.index) ?? []).filter((f) => f.term === after.term);
     const lowestSeq = this.lowestFrontiers.get(node.index)?.get(after.term);
-    if (lowestSeq !== undefined && !inTerm.some((f) => f.seq === lowestSeq)) inTerm.unshift({ term: after.term, seq: lowestSeq });
+    if (lowestSeq !== undefined && !inTerm.some((f) => f.seq === lowestSeq))
+      inTerm.unshift({ term: after.term, seq: lowestSeq });
     if (inTerm.length === 0) {
-      violate(this.name, `${node.name} became ready in term ${after.term} without having seen a real leader frontier (leader_last_seq > 0) in that term`, node.index);
+      violate(
+        this.name,
+        `${node.name} became ready in term ${after.term} without having seen a real leader frontier (leader_last_seq > 0) in that term`,
+        node.index,
+      );
     }
     // The frontier it may have converged on is bounded by what the engine says is durable and
     // matched, and by what the disk really holds; the disk's content up to it is checked below.
@@ -73,8 +89,12 @@ export class ReadinessChecker implements Checker {
     const reach = Math.min(after.matchedSeq, after.durableSeq, durableSeq);
     const reached = inTerm.filter((f) => f.seq <= reach).map((f) => f.seq);
     if (reached.length === 0) {
-      violate(this.name, `${node.name} became ready with matched ${after.matchedSeq} / durable ${after.durableSeq} (disk ${durableSeq}), below every leader frontier seen in term ${after.term} `
-        + `([${inTerm.map((f) => f.seq).join(',')}])`, node.index);
+      violate(
+        this.name,
+        `${node.name} became ready with matched ${after.matchedSeq} / durable ${after.durableSeq} (disk ${durableSeq}), below every leader frontier seen in term ${after.term} ` +
+          `([${inTerm.map((f) => f.seq).join(',')}])`,
+        node.index,
+      );
     }
     const frontier = Math.max(...reached);
     const leader = this.world.nodeByMemberId(after.leaderId);
@@ -87,8 +107,12 @@ export class ReadinessChecker implements Checker {
       const a = mine.entryAt(seq);
       const b = theirs.entryAt(seq);
       if (!a || !b || a.term !== b.term) {
-        violate(this.name, `${node.name} became ready at frontier ${frontier}, but at seq ${seq} its log has term ${a?.term ?? 'nothing'} `
-          + `and leader ${leader.name}'s has ${b?.term ?? 'nothing'}`, node.index);
+        violate(
+          this.name,
+          `${node.name} became ready at frontier ${frontier}, but at seq ${seq} its log has term ${a?.term ?? 'nothing'} ` +
+            `and leader ${leader.name}'s has ${b?.term ?? 'nothing'}`,
+          node.index,
+        );
       }
     }
   }
@@ -98,8 +122,10 @@ export class ReadinessChecker implements Checker {
 function frontierOf(input: Input): { term: number | undefined; seq: number } | null {
   switch (input.type) {
     case 'request':
-      if (input.request.method === 'Heartbeat') return { term: input.request.body.term, seq: input.request.body.leaderLastSeq };
-      if (input.request.method === 'ShipSegment') return { term: input.request.body.term, seq: input.request.body.leaderLastSeq };
+      if (input.request.method === 'Heartbeat')
+        return { term: input.request.body.term, seq: input.request.body.leaderLastSeq };
+      if (input.request.method === 'ShipSegment')
+        return { term: input.request.body.term, seq: input.request.body.leaderLastSeq };
       return null;
     case 'streamChunk':
       return { term: input.chunk.term, seq: input.chunk.leaderLastSeq };

@@ -11,7 +11,11 @@ export class RemovedChecker implements Checker {
     if (!before?.removed) return;
     for (const effect of effects) {
       if (effect.type === 'send' && effect.request.method === 'RequestVote') {
-        violate(this.name, `${node.name} knows it was removed yet sent RequestVote (term ${effect.request.body.term}, prevote ${effect.request.body.prevote})`, node.index);
+        violate(
+          this.name,
+          `${node.name} knows it was removed yet sent RequestVote (term ${effect.request.body.term}, prevote ${effect.request.body.prevote})`,
+          node.index,
+        );
       }
     }
   }

@@ -19,8 +19,18 @@ export class ReportHonestyChecker implements Checker {
     if (effect.type === 'send' && effect.request.method === 'ReportApplied') {
       const body = effect.request.body;
       this.check(node, body.appliedSeqno, body.reporterTerm, body.sourceShard, 'ReportApplied');
-    } else if (effect.type === 'reply' && effect.response.method === 'ShipSegment' && answering?.method === 'ShipSegment') {
-      this.check(node, effect.response.body.appliedSeqno, effect.response.body.term, answering.body.leaderRegion, 'a ShipSegment answer');
+    } else if (
+      effect.type === 'reply' &&
+      effect.response.method === 'ShipSegment' &&
+      answering?.method === 'ShipSegment'
+    ) {
+      this.check(
+        node,
+        effect.response.body.appliedSeqno,
+        effect.response.body.term,
+        answering.body.leaderRegion,
+        'a ShipSegment answer',
+      );
     }
   }
 
@@ -32,17 +42,29 @@ export class ReportHonestyChecker implements Checker {
     const mine = node.storage.durable;
     const theirs = leader.storage.written;
     if (seq > mine.lastSeq) {
-      violate(this.name, `${node.name} reported applied_seqno ${seq} in ${what} (term ${term}) but its WAL is synced only to ${mine.lastSeq}`, node.index);
+      violate(
+        this.name,
+        `${node.name} reported applied_seqno ${seq} in ${what} (term ${term}) but its WAL is synced only to ${mine.lastSeq}`,
+        node.index,
+      );
     }
     if (seq > theirs.lastSeq) {
-      violate(this.name, `${node.name} reported applied_seqno ${seq} in ${what} (term ${term}) beyond leader ${leader.name}'s log end ${theirs.lastSeq}`, node.index);
+      violate(
+        this.name,
+        `${node.name} reported applied_seqno ${seq} in ${what} (term ${term}) beyond leader ${leader.name}'s log end ${theirs.lastSeq}`,
+        node.index,
+      );
     }
     if (seq <= mine.base || seq < theirs.base) return; // inside a snapshot: committed, so matching
     const myTerm = mine.termAt(seq);
     const theirTerm = theirs.termAt(seq);
     if (myTerm !== theirTerm) {
-      violate(this.name, `${node.name} reported applied_seqno ${seq} in ${what} (term ${term}), but its synced entry there has term ${myTerm} `
-        + `and leader ${leader.name}'s has term ${theirTerm}: that prefix does not match the leader`, node.index);
+      violate(
+        this.name,
+        `${node.name} reported applied_seqno ${seq} in ${what} (term ${term}), but its synced entry there has term ${myTerm} ` +
+          `and leader ${leader.name}'s has term ${theirTerm}: that prefix does not match the leader`,
+        node.index,
+      );
     }
   }
 }

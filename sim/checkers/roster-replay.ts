@@ -70,9 +70,16 @@ export class RosterReplayChecker implements Checker {
     }
     if (step.cutShort || r.checked === after.roster) return;
     const replayed = this.replayAt(node, r, node.storage.written.lastSeq);
-    if (!sameBytes(encodeRoster(after.roster), encodeRoster(replayed)) || after.roster.membershipVersion !== replayed.membershipVersion) {
-      violate(this.name, `${node.name}'s roster is ${describe(after.roster)} but its log (ending at ${node.storage.written.lastSeq}, kind-4 at `
-        + `[${r.kind4Seqs.join(',')}], base ${node.storage.written.base}) replays to ${describe(replayed)}`, node.index);
+    if (
+      !sameBytes(encodeRoster(after.roster), encodeRoster(replayed)) ||
+      after.roster.membershipVersion !== replayed.membershipVersion
+    ) {
+      violate(
+        this.name,
+        `${node.name}'s roster is ${describe(after.roster)} but its log (ending at ${node.storage.written.lastSeq}, kind-4 at ` +
+          `[${r.kind4Seqs.join(',')}], base ${node.storage.written.base}) replays to ${describe(replayed)}`,
+        node.index,
+      );
     }
     r.checked = after.roster;
   }

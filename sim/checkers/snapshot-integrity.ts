@@ -17,23 +17,38 @@ export class SnapshotIntegrityChecker implements Checker {
     const where = `${node.name} ${how} snapshot at seq ${meta.seq}`;
     const fileError = verifyFiles(header, artifact.files);
     if (fileError) violate(this.name, `${where}: ${fileError}`, node.index);
-    if (header.snapshotSeq !== meta.seq) violate(this.name, `${where}: header says seq ${header.snapshotSeq}`, node.index);
+    if (header.snapshotSeq !== meta.seq)
+      violate(this.name, `${where}: header says seq ${header.snapshotSeq}`, node.index);
     const state = JSON.parse(readStateText(artifact.files) ?? '{}') as { appliedSeq?: number; kv?: [string, string][] };
-    if (state.appliedSeq !== meta.seq) violate(this.name, `${where}: its state is at seq ${state.appliedSeq}`, node.index);
+    if (state.appliedSeq !== meta.seq)
+      violate(this.name, `${where}: its state is at seq ${state.appliedSeq}`, node.index);
     const expected = this.canonical.digestAtSeq(meta.seq);
     if (expected === undefined) {
-      violate(this.name, `${where}: the committed history has a gap below seq ${meta.seq} (contiguous to ${this.canonical.contiguousSeq})`, node.index);
+      violate(
+        this.name,
+        `${where}: the committed history has a gap below seq ${meta.seq} (contiguous to ${this.canonical.contiguousSeq})`,
+        node.index,
+      );
     }
     if (kvDigest(state.kv ?? []) !== expected) {
-      violate(this.name, `${where}: its key-value state differs from a replay of the committed log to seq ${meta.seq}`, node.index);
+      violate(
+        this.name,
+        `${where}: its key-value state differs from a replay of the committed log to seq ${meta.seq}`,
+        node.index,
+      );
     }
     if (meta.seq > 0) {
       const entry = this.canonical.at(meta.seq)!;
-      if (entry.term !== meta.entryTerm) violate(this.name, `${where}: entryTerm ${meta.entryTerm}, committed entry has term ${entry.term}`, node.index);
+      if (entry.term !== meta.entryTerm)
+        violate(this.name, `${where}: entryTerm ${meta.entryTerm}, committed entry has term ${entry.term}`, node.index);
     }
     const roster = this.rosterAt(meta.seq);
     if (roster !== null && roster.membershipVersion !== meta.roster.membershipVersion) {
-      violate(this.name, `${where}: roster version ${meta.roster.membershipVersion}, committed log says ${roster.membershipVersion}`, node.index);
+      violate(
+        this.name,
+        `${where}: roster version ${meta.roster.membershipVersion}, committed log says ${roster.membershipVersion}`,
+        node.index,
+      );
     }
   }
 

@@ -75,7 +75,14 @@ export class CheckerSuite implements Checker {
     for (const c of this.checkers) c.onVote?.(voter, voterStatus, request, response);
   }
 
-  onProposalResult(node: SimNode, proposalId: number, ok: boolean, seq: number, data: Uint8Array | undefined, term: number): void {
+  onProposalResult(
+    node: SimNode,
+    proposalId: number,
+    ok: boolean,
+    seq: number,
+    data: Uint8Array | undefined,
+    term: number,
+  ): void {
     for (const c of this.checkers) c.onProposalResult?.(node, proposalId, ok, seq, data, term);
   }
 

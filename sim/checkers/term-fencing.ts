@@ -26,9 +26,18 @@ export class TermFencingChecker implements Checker {
     if (shipTerm >= before.term) return;
     for (const effect of effects) {
       if (wroteOrApplied(effect, before.commitSeq)) {
-        violate(this.name, `${node.name} at term ${before.term} took a ${what} from term ${shipTerm}: ${effect.type}`, node.index);
+        violate(
+          this.name,
+          `${node.name} at term ${before.term} took a ${what} from term ${shipTerm}: ${effect.type}`,
+          node.index,
+        );
       }
-      if (effect.type === 'reply' && effect.callId === callId && effect.response.method === 'ShipSegment' && effect.response.body.accepted) {
+      if (
+        effect.type === 'reply' &&
+        effect.callId === callId &&
+        effect.response.method === 'ShipSegment' &&
+        effect.response.body.accepted
+      ) {
         violate(this.name, `${node.name} at term ${before.term} accepted a ${what} from term ${shipTerm}`, node.index);
       }
     }

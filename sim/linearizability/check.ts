@@ -11,7 +11,8 @@ import { InvalidHistoryError, assertValidKvHistory } from './validate.js';
 
 function countOption(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value < 0) throw new InvalidHistoryError(`CheckOptions.${name} must be a whole number >= 0, not ${value}`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new InvalidHistoryError(`CheckOptions.${name} must be a whole number >= 0, not ${value}`);
   return value;
 }
 
@@ -25,7 +26,8 @@ export function checkKvHistory(history: readonly KvOperation[], options: CheckOp
   const minimiseBudget = countOption('minimiseStepBudget', options.minimiseStepBudget, MINIMISE_STEP_BUDGET_DEFAULT);
   const memoWordsMax = countOption('memoTableWordsMax', options.memoTableWordsMax, MEMO_TABLE_WORDS_MAX_DEFAULT);
   const initialValue = options.initialValue ?? null;
-  if (initialValue !== null && typeof initialValue !== 'string') throw new InvalidHistoryError('CheckOptions.initialValue must be a string or null');
+  if (initialValue !== null && typeof initialValue !== 'string')
+    throw new InvalidHistoryError('CheckOptions.initialValue must be a string or null');
 
   const keys = partitionByKey(history, initialValue);
   let steps = 0;
@@ -47,7 +49,20 @@ export function checkKvHistory(history: readonly KvOperation[], options: CheckOp
         minimal: minimised.minimal,
       };
     }
-    return { verdict: 'undecided', key: key.key, steps, explanation: undecidedExplanation(key, search, stepsBefore, stepBudget, memoWordsMax, index, keys.length - index - 1) };
+    return {
+      verdict: 'undecided',
+      key: key.key,
+      steps,
+      explanation: undecidedExplanation(
+        key,
+        search,
+        stepsBefore,
+        stepBudget,
+        memoWordsMax,
+        index,
+        keys.length - index - 1,
+      ),
+    };
   }
   return { verdict: 'ok', keysChecked: keys.length, steps };
 }

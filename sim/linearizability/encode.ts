@@ -65,13 +65,19 @@ function encodeKey(key: string, operations: KvOperation[], initialValue: string 
     const base = { source, callTime: op.callTime, returnTime, b: 0 };
     switch (op.input.kind) {
       case 'put':
-        return { ...base, kind: OP_PUT, outcome: out === null ? OUTCOME_UNKNOWN : OUTCOME_DONE, a: intern(op.input.value) };
+        return {
+          ...base,
+          kind: OP_PUT,
+          outcome: out === null ? OUTCOME_UNKNOWN : OUTCOME_DONE,
+          a: intern(op.input.value),
+        };
       case 'get':
         // Indeterminate gets were dropped before encoding (they constrain nothing).
         if (out?.kind !== 'get') throw new Error(`#${op.id}: a get without a get output reached encoding`);
         return { ...base, kind: OP_GET, outcome: OUTCOME_DONE, a: intern(out.value) };
       case 'cas': {
-        const outcome = out === null ? OUTCOME_UNKNOWN : out.kind === 'cas' && out.swapped ? OUTCOME_SWAPPED : OUTCOME_FAILED;
+        const outcome =
+          out === null ? OUTCOME_UNKNOWN : out.kind === 'cas' && out.swapped ? OUTCOME_SWAPPED : OUTCOME_FAILED;
         return { ...base, kind: OP_CAS, outcome, a: intern(op.input.expected), b: intern(op.input.value) };
       }
     }
@@ -92,6 +98,8 @@ export function partitionByKey(history: readonly KvOperation[], initialValue: st
     if (ops === undefined) byKey.set(op.input.key, [op]);
     else ops.push(op);
   }
-  const keys = [...byKey.keys()].sort((x, y) => byKey.get(x)!.length - byKey.get(y)!.length || (x < y ? -1 : x > y ? 1 : 0));
+  const keys = [...byKey.keys()].sort(
+    (x, y) => byKey.get(x)!.length - byKey.get(y)!.length || (x < y ? -1 : x > y ? 1 : 0),
+  );
   return keys.map((key) => encodeKey(key, byKey.get(key)!, initialValue));
 }

@@ -22,7 +22,13 @@ export function maxConcurrency(ops: readonly EncodedOp[]): number {
 const startingState = (initialValue: string | null): string =>
   initialValue === null ? 'every key starts absent' : `every key starts as ${JSON.stringify(initialValue)}`;
 
-export function violationExplanation(key: KeyHistory, search: SearchResult, minimised: MinimiseResult, minimal: KvOperation[], initialValue: string | null): string {
+export function violationExplanation(
+  key: KeyHistory,
+  search: SearchResult,
+  minimised: MinimiseResult,
+  minimal: KvOperation[],
+  initialValue: string | null,
+): string {
   const shrunk = minimised.minimal
     ? 'no operation of these could be dropped (with what read its value) keeping the violation'
     : 'the minimisation budget ran out (CheckOptions.minimiseStepBudget), so a smaller set may exist';
@@ -35,11 +41,20 @@ export function violationExplanation(key: KeyHistory, search: SearchResult, mini
   ].join('\n');
 }
 
-export function undecidedExplanation(key: KeyHistory, search: SearchResult, stepsBefore: number, stepBudget: number, memoWordsMax: number, keysBefore: number, keysAfter: number): string {
+export function undecidedExplanation(
+  key: KeyHistory,
+  search: SearchResult,
+  stepsBefore: number,
+  stepBudget: number,
+  memoWordsMax: number,
+  keysBefore: number,
+  keysAfter: number,
+): string {
   const indeterminate = key.encoded.filter((op) => op.returnTime === Infinity).length;
-  const reason = search.outcome === 'undecided-memory'
-    ? `its memo table reached ${memoWordsMax} words (${search.memoEntries} configurations; CheckOptions.memoTableWordsMax)`
-    : `the step budget of ${stepBudget} (CheckOptions.stepBudget, summed over keys; ${stepsBefore} spent on earlier keys) ran out`;
+  const reason =
+    search.outcome === 'undecided-memory'
+      ? `its memo table reached ${memoWordsMax} words (${search.memoEntries} configurations; CheckOptions.memoTableWordsMax)`
+      : `the step budget of ${stepBudget} (CheckOptions.stepBudget, summed over keys; ${stepsBefore} spent on earlier keys) ran out`;
   return (
     `undecided on key ${JSON.stringify(key.key)}: ${reason} after ${search.steps} steps on this key, with neither a linearization ` +
     `nor a proof that none exists. The key has ${key.operations.length} operations, ${indeterminate} of them indeterminate, and up to ` +

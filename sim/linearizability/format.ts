@@ -11,9 +11,15 @@ export function formatOperation(op: KvOperation): string {
   const key = op.input.key;
   let call: string;
   switch (op.input.kind) {
-    case 'put': call = `put(${key}, ${show(op.input.value)})`; break;
-    case 'get': call = `get(${key})`; break;
-    case 'cas': call = `cas(${key}, ${show(op.input.expected)} -> ${show(op.input.value)})`; break;
+    case 'put':
+      call = `put(${key}, ${show(op.input.value)})`;
+      break;
+    case 'get':
+      call = `get(${key})`;
+      break;
+    case 'cas':
+      call = `cas(${key}, ${show(op.input.expected)} -> ${show(op.input.value)})`;
+      break;
   }
   let result: string;
   const output = op.output;

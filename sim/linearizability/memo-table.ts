@@ -84,7 +84,10 @@ export class MemoTable {
     this.arena[at + 3] = low;
     this.arena[at + 4] = window;
     this.arena.set(bits.subarray(low, low + window), at + HEADER_WORDS);
-    this.arena.set(bits.subarray(indeterminateFrom, indeterminateFrom + indeterminateWords), at + HEADER_WORDS + window);
+    this.arena.set(
+      bits.subarray(indeterminateFrom, indeterminateFrom + indeterminateWords),
+      at + HEADER_WORDS + window,
+    );
     this.heads[slot] = at;
     this.usedWords += entryWords;
     this.entryCount++;

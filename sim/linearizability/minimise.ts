@@ -67,11 +67,22 @@ export function withoutClosure(ops: readonly EncodedOp[], seed: readonly number[
 /** `op` weakened to a put of the value it may have written, or null if it is not a cas that may have swapped. */
 function weakened(op: EncodedOp): EncodedOp | null {
   if (op.kind !== OP_CAS || op.outcome === OUTCOME_FAILED) return null;
-  return { ...op, kind: OP_PUT, outcome: op.outcome === OUTCOME_UNKNOWN ? OUTCOME_UNKNOWN : OUTCOME_DONE, a: op.b, b: 0 };
+  return {
+    ...op,
+    kind: OP_PUT,
+    outcome: op.outcome === OUTCOME_UNKNOWN ? OUTCOME_UNKNOWN : OUTCOME_DONE,
+    a: op.b,
+    b: 0,
+  };
 }
 
 /** Minimises `ops` (which must not be linearizable from `initialState`). */
-export function minimiseViolation(ops: readonly EncodedOp[], initialState: number, budget: number, memoWordsMax: number): MinimiseResult {
+export function minimiseViolation(
+  ops: readonly EncodedOp[],
+  initialState: number,
+  budget: number,
+  memoWordsMax: number,
+): MinimiseResult {
   let current = [...ops];
   let work = 0;
   let cutShort = false;

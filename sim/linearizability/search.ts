@@ -39,7 +39,12 @@ const NONE = -1;
  * Searches for a linearization of `ops` starting in `initialState`. Gives up ('undecided-*') after
  * `stepBudget` steps or when the memo table would pass `memoWordsMax` words.
  */
-export function searchLinearization(ops: readonly EncodedOp[], initialState: number, stepBudget: number, memoWordsMax: number): SearchResult {
+export function searchLinearization(
+  ops: readonly EncodedOp[],
+  initialState: number,
+  stepBudget: number,
+  memoWordsMax: number,
+): SearchResult {
   const n = ops.length;
   if (n === 0) return { outcome: 'ok', steps: 0, memoEntries: 0 };
 

@@ -28,7 +28,8 @@ export function staleReadIndex(ops: readonly EncodedOp[], initialState: number):
   const definite = ops.filter((op) => writtenValue(op) >= 0 && op.outcome !== OUTCOME_UNKNOWN);
   definite.sort((x, y) => x.callTime - y.callTime);
   const earliestReturnFrom = new Float64Array(definite.length + 1).fill(Infinity);
-  for (let i = definite.length - 1; i >= 0; i--) earliestReturnFrom[i] = Math.min(earliestReturnFrom[i + 1]!, definite[i]!.returnTime);
+  for (let i = definite.length - 1; i >= 0; i--)
+    earliestReturnFrom[i] = Math.min(earliestReturnFrom[i + 1]!, definite[i]!.returnTime);
 
   for (let r = 0; r < ops.length; r++) {
     const v = requiredValue(ops[r]!);

@@ -29,7 +29,8 @@ function problemOf(op: KvOperation): string | null {
       break;
     case 'cas':
       if (!isString(input.value)) return 'cas input.value is not a string';
-      if (input.expected !== null && !isString(input.expected)) return 'cas input.expected is neither a string nor null';
+      if (input.expected !== null && !isString(input.expected))
+        return 'cas input.expected is neither a string nor null';
       break;
     default:
       return `input.kind ${JSON.stringify(input.kind)} is not put, get or cas`;
@@ -44,7 +45,8 @@ function problemOf(op: KvOperation): string | null {
   const output = op.output as unknown as Record<string, unknown> | null;
   if (typeof output !== 'object' || output === null) return 'a completed operation has no output';
   if (output.kind !== input.kind) return `output.kind ${JSON.stringify(output.kind)} differs from input.kind`;
-  if (output.kind === 'get' && output.value !== null && !isString(output.value)) return 'get output.value is neither a string nor null';
+  if (output.kind === 'get' && output.value !== null && !isString(output.value))
+    return 'get output.value is neither a string nor null';
   if (output.kind === 'cas' && typeof output.swapped !== 'boolean') return 'cas output.swapped is not a boolean';
   return null;
 }
@@ -56,7 +58,8 @@ export function validateKvHistory(history: readonly KvOperation[]): string | nul
   for (let i = 0; i < history.length; i++) {
     const op = history[i]!;
     const problem = problemOf(op);
-    if (problem !== null) return `operation at index ${i}${typeof op?.id === 'number' ? ` (#${op.id})` : ''}: ${problem}`;
+    if (problem !== null)
+      return `operation at index ${i}${typeof op?.id === 'number' ? ` (#${op.id})` : ''}: ${problem}`;
     if (ids.has(op.id)) return `operation at index ${i}: id #${op.id} is used twice`;
     ids.add(op.id);
   }

@@ -14,14 +14,31 @@
   /** HEAD_BUDGET: arrowheads only when this few arrows are visible. */
   const HEAD_BUDGET = 1500;
   const ROLE_COLORS = {
-    leader: '#e8b400', candidate: '#f08a24', precandidate: '#f6c48a', follower: '#c9d6e3', learner: '#d9c8f5',
-    joiner: '#a8d8a0', removed: '#9a9a9a', down: '#3b3b3b',
+    leader: '#e8b400',
+    candidate: '#f08a24',
+    precandidate: '#f6c48a',
+    follower: '#c9d6e3',
+    learner: '#d9c8f5',
+    joiner: '#a8d8a0',
+    removed: '#9a9a9a',
+    down: '#3b3b3b',
   };
   const KIND_COLORS = {
-    RequestVote: '#d9480f', Heartbeat: '#74a9cf', ShipSegment: '#1c7ed6', StreamSegments: '#5f3dc4',
-    FetchSnapshot: '#087f5b', ReportApplied: '#2b8a3e', TimeoutNow: '#c2255c', JoinCluster: '#0b7285',
+    RequestVote: '#d9480f',
+    Heartbeat: '#74a9cf',
+    ShipSegment: '#1c7ed6',
+    StreamSegments: '#5f3dc4',
+    FetchSnapshot: '#087f5b',
+    ReportApplied: '#2b8a3e',
+    TimeoutNow: '#c2255c',
+    JoinCluster: '#0b7285',
   };
-  const FAULT_COLORS = { crash: 'rgba(40,40,40,0.18)', pause: 'rgba(130,60,200,0.22)', partition: 'rgba(220,30,30,0.16)', clog: 'rgba(240,140,0,0.25)' };
+  const FAULT_COLORS = {
+    crash: 'rgba(40,40,40,0.18)',
+    pause: 'rgba(130,60,200,0.22)',
+    partition: 'rgba(220,30,30,0.16)',
+    clog: 'rgba(240,140,0,0.25)',
+  };
 
   const messages = model.messages.slice().sort((a, b) => a.sentUs - b.sentUs);
   let maxFlightUs = 0;
@@ -114,8 +131,9 @@
     canvas.dataset.aggregated = String(drawn.aggregated);
     canvas.dataset.fromUs = String(Math.round(state.fromUs));
     canvas.dataset.toUs = String(Math.round(state.toUs));
-    document.getElementById('range').textContent = `${fmtMs(state.fromUs)} – ${fmtMs(state.toUs)}  ·  ${drawn.arrows} arrows`
-      + (drawn.aggregated > 0 ? ` (+${drawn.aggregated} heartbeats as bars)` : '');
+    document.getElementById('range').textContent =
+      `${fmtMs(state.fromUs)} – ${fmtMs(state.toUs)}  ·  ${drawn.arrows} arrows` +
+      (drawn.aggregated > 0 ? ` (+${drawn.aggregated} heartbeats as bars)` : '');
     renderLabels(rows);
   }
 
@@ -133,7 +151,11 @@
       ctx.moveTo(x, AXIS_HEIGHT_PX - 6);
       ctx.lineTo(x, heightPx);
       ctx.stroke();
-      ctx.fillText(t >= 1e6 && stepUs >= 1e5 ? (t / 1e6).toFixed(stepUs >= 1e6 ? 0 : 1) + ' s' : (t / 1e3).toFixed(0) + ' ms', x + 3, 14);
+      ctx.fillText(
+        t >= 1e6 && stepUs >= 1e5 ? (t / 1e6).toFixed(stepUs >= 1e6 ? 0 : 1) + ' s' : (t / 1e3).toFixed(0) + ' ms',
+        x + 3,
+        14,
+      );
     }
   }
 
@@ -204,7 +226,8 @@
         ctx.fillRect(x0, y - LANE_HEIGHT_PX / 2 + 2, x1 - x0, LANE_HEIGHT_PX - 4);
         ctx.fillStyle = '#600';
         ctx.font = '10px sans-serif';
-        if (x1 - x0 > 40) ctx.fillText(f.label.slice(0, Math.floor((x1 - x0) / 6)), Math.max(x0, 0) + 3, y - LANE_HEIGHT_PX / 2 + 12);
+        if (x1 - x0 > 40)
+          ctx.fillText(f.label.slice(0, Math.floor((x1 - x0) / 6)), Math.max(x0, 0) + 3, y - LANE_HEIGHT_PX / 2 + 12);
         drawn.list.push({ type: 'fault', x0, x1, y0: y - LANE_HEIGHT_PX / 2, y1: y + LANE_HEIGHT_PX / 2, item: f });
       }
       drawn.faults++;
@@ -260,10 +283,13 @@
         ctx.globalAlpha = 1;
         ctx.strokeStyle = m.fate === 'lost' ? '#e03131' : '#777';
         ctx.beginPath();
-        ctx.moveTo(x1 - 3, yEnd - 3); ctx.lineTo(x1 + 3, yEnd + 3);
-        ctx.moveTo(x1 + 3, yEnd - 3); ctx.lineTo(x1 - 3, yEnd + 3);
+        ctx.moveTo(x1 - 3, yEnd - 3);
+        ctx.lineTo(x1 + 3, yEnd + 3);
+        ctx.moveTo(x1 + 3, yEnd - 3);
+        ctx.lineTo(x1 - 3, yEnd + 3);
         ctx.stroke();
-        if (m.fate === 'lost') drawn.lost++; else drawn.undelivered++;
+        if (m.fate === 'lost') drawn.lost++;
+        else drawn.undelivered++;
       } else if (heads) {
         const angle = Math.atan2(yEnd - y0, x1 - x0);
         ctx.fillStyle = color;
@@ -306,7 +332,8 @@
     const row = rows.get(f.node);
     const y = row === undefined ? AXIS_HEIGHT_PX + 4 : laneY(row) - 10;
     marker.style.display = 'block';
-    marker.style.left = Math.min(Math.max(x - marker.offsetWidth / 2, 0), wrap.clientWidth - marker.offsetWidth - 2) + 'px';
+    marker.style.left =
+      Math.min(Math.max(x - marker.offsetWidth / 2, 0), wrap.clientWidth - marker.offsetWidth - 2) + 'px';
     marker.style.top = y + 'px';
     marker.classList.toggle('offscreen', !inView);
   }
@@ -318,7 +345,7 @@
       div.className = 'lane';
       div.dataset.node = String(node);
       div.textContent = model.nodes[node];
-      div.style.top = (laneY(row) - 9) + 'px';
+      div.style.top = laneY(row) - 9 + 'px';
       labels.appendChild(div);
     }
     labels.style.height = canvas.style.height;
@@ -347,13 +374,15 @@
     }
     if (best) return best;
     // The role bar is the lane's middle; a fault band fills the rest of the lane's height.
-    for (const d of drawn.list) if (d.type === 'role' && px >= d.x0 && px <= d.x1 + 1 && py >= d.y0 && py <= d.y1) return d;
-    for (const d of drawn.list) if (d.type === 'fault' && px >= d.x0 && px <= d.x1 && py >= d.y0 && py <= d.y1) return d;
+    for (const d of drawn.list)
+      if (d.type === 'role' && px >= d.x0 && px <= d.x1 + 1 && py >= d.y0 && py <= d.y1) return d;
+    for (const d of drawn.list)
+      if (d.type === 'fault' && px >= d.x0 && px <= d.x1 && py >= d.y0 && py <= d.y1) return d;
     return null;
   }
 
   function stepsNear(node, us) {
-    const windowUs = (state.toUs - state.fromUs) / widthPx() * 8;
+    const windowUs = ((state.toUs - state.fromUs) / widthPx()) * 8;
     return model.steps.filter((s) => s[1] === node && Math.abs(s[0] - us) <= windowUs).slice(0, 12);
   }
 
@@ -365,9 +394,11 @@
     if (!d) return '<p class="hint">Hover or click an arrow, a lane or a fault band.</p>';
     if (d.type === 'message') {
       const m = d.item;
-      return `<h3>${esc(m.kind)} ${m.answer ? 'answer' : 'request'}${m.copy ? ' (copy)' : ''}</h3>`
-        + `<p>${esc(model.nodes[m.from])} → ${esc(model.nodes[m.to])}: <code>${esc(m.text)}</code></p>`
-        + `<p>sent ${fmtMs(m.sentUs)}; ${m.fate === 'delivered' ? 'delivered ' + fmtMs(m.atUs) + ' (' + ((m.atUs - m.sentUs) / 1000).toFixed(1) + ' ms)' : m.fate === 'lost' ? '<b class="bad">lost on the network</b>' : '<b>arrived ' + fmtMs(m.atUs) + ', no engine took it</b>'}</p>`;
+      return (
+        `<h3>${esc(m.kind)} ${m.answer ? 'answer' : 'request'}${m.copy ? ' (copy)' : ''}</h3>` +
+        `<p>${esc(model.nodes[m.from])} → ${esc(model.nodes[m.to])}: <code>${esc(m.text)}</code></p>` +
+        `<p>sent ${fmtMs(m.sentUs)}; ${m.fate === 'delivered' ? 'delivered ' + fmtMs(m.atUs) + ' (' + ((m.atUs - m.sentUs) / 1000).toFixed(1) + ' ms)' : m.fate === 'lost' ? '<b class="bad">lost on the network</b>' : '<b>arrived ' + fmtMs(m.atUs) + ', no engine took it</b>'}</p>`
+      );
     }
     if (d.type === 'fault') {
       const f = d.item;
@@ -375,8 +406,14 @@
     }
     const r = d.item;
     const steps = stepsNear(r.node, usOf(px));
-    return `<h3>${esc(model.nodes[r.node])}: ${esc(r.role)}, term ${r.term}</h3><p>${fmtMs(r.fromUs)} – ${fmtMs(r.toUs)}</p>`
-      + (steps.length ? '<ul>' + steps.map((s) => `<li>${fmtMs(s[0])}: <code>${esc(s[2])}</code> → <code>${esc(s[3])}</code></li>`).join('') + '</ul>' : '');
+    return (
+      `<h3>${esc(model.nodes[r.node])}: ${esc(r.role)}, term ${r.term}</h3><p>${fmtMs(r.fromUs)} – ${fmtMs(r.toUs)}</p>` +
+      (steps.length
+        ? '<ul>' +
+          steps.map((s) => `<li>${fmtMs(s[0])}: <code>${esc(s[2])}</code> → <code>${esc(s[3])}</code></li>`).join('') +
+          '</ul>'
+        : '')
+    );
   }
 
   function pointer(event) {
@@ -399,7 +436,9 @@
     drag = { x: pointer(event)[0], fromUs: state.fromUs, toUs: state.toUs, moved: false };
   });
   window.addEventListener('mouseup', () => {
-    setTimeout(() => { drag = null; }, 0);
+    setTimeout(() => {
+      drag = null;
+    }, 0);
   });
   canvas.addEventListener('click', (event) => {
     if (drag && drag.moved) return;
@@ -408,11 +447,15 @@
     state.pinned = d;
     detail.innerHTML = describe(d, px) + (d ? '<p class="hint">pinned: click empty space to unpin</p>' : '');
   });
-  canvas.addEventListener('wheel', (event) => {
-    event.preventDefault();
-    const [px] = pointer(event);
-    zoom(event.deltaY < 0 ? 1 / 1.25 : 1.25, usOf(px));
-  }, { passive: false });
+  canvas.addEventListener(
+    'wheel',
+    (event) => {
+      event.preventDefault();
+      const [px] = pointer(event);
+      zoom(event.deltaY < 0 ? 1 / 1.25 : 1.25, usOf(px));
+    },
+    { passive: false },
+  );
 
   // ---- view changes ----
 
@@ -485,10 +528,16 @@
   const nodeFilter = document.getElementById('filter-nodes');
   model.nodes.forEach((name, i) => checkbox(nodeFilter, 'node', name, true, toggle(state.nodes, i)));
   const kindFilter = document.getElementById('filter-kinds');
-  kinds.forEach((kind) => checkbox(kindFilter, 'kind', kind, true, toggle(state.kinds, kind), KIND_COLORS[kind] || '#666'));
-  checkbox(kindFilter, 'answers', 'answers', true, (on) => { state.answers = on; });
+  kinds.forEach((kind) =>
+    checkbox(kindFilter, 'kind', kind, true, toggle(state.kinds, kind), KIND_COLORS[kind] || '#666'),
+  );
+  checkbox(kindFilter, 'answers', 'answers', true, (on) => {
+    state.answers = on;
+  });
   const faultFilter = document.getElementById('filter-faults');
-  faultKinds.forEach((kind) => checkbox(faultFilter, 'fault', kind, true, toggle(state.faultKinds, kind), FAULT_COLORS[kind]));
+  faultKinds.forEach((kind) =>
+    checkbox(faultFilter, 'fault', kind, true, toggle(state.faultKinds, kind), FAULT_COLORS[kind]),
+  );
   const legend = document.getElementById('legend');
   for (const [role, color] of Object.entries(ROLE_COLORS)) {
     const span = document.createElement('span');
@@ -498,7 +547,13 @@
 
   window.addEventListener('resize', redraw);
   window.simView = {
-    model, state, drawn, setView, zoom, fit, toViolation,
+    model,
+    state,
+    drawn,
+    setView,
+    zoom,
+    fit,
+    toViolation,
     /** visibleMessageCount counts messages that pass the filters in the current view (what arrows + bars show). */
     visibleMessageCount: () => messages.filter(messageVisible).length,
     draw,

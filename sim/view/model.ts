@@ -84,8 +84,20 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 /** buildViewModel reads the lines of a trace file (written by `npm run sim -- --trace FILE`). */
 export function buildViewModel(text: string, title = 'sim run'): ViewModel {
   const model: ViewModel = {
-    title, seed: null, nodes: [], tickUs: 100_000, electionTimeoutTicks: 10, endUs: 0, result: 'unknown', events: 0,
-    messages: [], roles: [], faults: [], steps: [], failure: null, linked: false,
+    title,
+    seed: null,
+    nodes: [],
+    tickUs: 100_000,
+    electionTimeoutTicks: 10,
+    endUs: 0,
+    result: 'unknown',
+    events: 0,
+    messages: [],
+    roles: [],
+    faults: [],
+    steps: [],
+    failure: null,
+    linked: false,
   };
   const messagesById = new Map<number, ViewMessage>();
   const open = new RoleTracker(model);
@@ -113,8 +125,16 @@ export function buildViewModel(text: string, title = 'sim run'): ViewModel {
         model.linked = true;
         const at = num(line.at, -1);
         const message: ViewMessage = {
-          id: num(line.m), from: num(line.f), to: num(line.to), sentUs: t, atUs: at, fate: at < 0 ? 'lost' : 'undelivered',
-          kind: str(line.k) || '?', answer: line.a === 1, copy: line.c === 1, text: str(line.d),
+          id: num(line.m),
+          from: num(line.f),
+          to: num(line.to),
+          sentUs: t,
+          atUs: at,
+          fate: at < 0 ? 'lost' : 'undelivered',
+          kind: str(line.k) || '?',
+          answer: line.a === 1,
+          copy: line.c === 1,
+          text: str(line.d),
         };
         messagesById.set(message.id, message);
         model.messages.push(message);
@@ -129,7 +149,13 @@ export function buildViewModel(text: string, title = 'sim run'): ViewModel {
         open.learner(num(line.n), t, line.learner === 1);
       } else if (line.v === 'fail') {
         failureNode = str(line.node);
-        model.failure = { invariant: str(line.invariant), node: -1, message: str(line.message), atUs: t, event: num(line.i) };
+        model.failure = {
+          invariant: str(line.invariant),
+          node: -1,
+          message: str(line.message),
+          atUs: t,
+          event: num(line.i),
+        };
       }
       continue;
     }
@@ -154,7 +180,8 @@ export function buildViewModel(text: string, title = 'sim run'): ViewModel {
       const hardState = /^hs t(\d+)/.exec(effect);
       if (hardState) open.term(node, t, Number(hardState[1]));
     }
-    if (effects.length > 0 && model.steps.length < VIEW_STEP_COUNT_MAX) model.steps.push([t, node, str(line.in), effects.join(', ')]);
+    if (effects.length > 0 && model.steps.length < VIEW_STEP_COUNT_MAX)
+      model.steps.push([t, node, str(line.in), effects.join(', ')]);
   }
   open.closeAll(model.endUs);
   bands.closeAll(model.endUs);
@@ -198,7 +225,8 @@ class RoleTracker {
   /** term: a saved hard state with a newer term starts a new stretch (same role) so its label shows. */
   term(node: number, atUs: number, term: number): void {
     const now = this.current.get(node);
-    if (now && term > now.term && now.role !== 'down') this.set(node, atUs, now.role === 'learner' ? 'follower' : now.role, term);
+    if (now && term > now.term && now.role !== 'down')
+      this.set(node, atUs, now.role === 'learner' ? 'follower' : now.role, term);
   }
 
   learner(node: number, atUs: number, learner: boolean): void {
@@ -261,7 +289,13 @@ class BandTracker {
     } else if ((match = /^clog (n\d+)->(n\d+) (\d+(?:\.\d+)?)ms/.exec(label))) {
       const from = nodes(match[1]!)[0]!;
       const to = nodes(match[2]!)[0]!;
-      this.model.faults.push({ kind: 'clog', nodes: [from, to], fromUs: atUs, toUs: atUs + Number(match[3]) * 1_000, label });
+      this.model.faults.push({
+        kind: 'clog',
+        nodes: [from, to],
+        fromUs: atUs,
+        toUs: atUs + Number(match[3]) * 1_000,
+        label,
+      });
     } else if (label.startsWith('join ')) {
       const joiner = nodes(label.split(' via ')[0]!);
       for (const node of joiner) roles.set(node, atUs, 'joiner', 0);

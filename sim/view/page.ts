@@ -8,7 +8,10 @@ const clientScript = readFileSync(new URL('./client.js', import.meta.url), 'utf8
 
 /** embedJson makes JSON safe inside a <script> element: no `</script>` or `<!--` can appear. */
 function embedJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  return JSON.stringify(value)
+    .replace(/</g, '\\u003c')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 }
 
 function escapeHtml(text: string): string {
@@ -18,9 +21,9 @@ function escapeHtml(text: string): string {
 export function viewPage(model: ViewModel): string {
   const failure = model.failure;
   const verdict = failure
-    ? `<span class="bad">FAILED</span> <b id="violation-name" data-invariant="${escapeHtml(failure.invariant)}">${escapeHtml(failure.invariant)}</b>`
-      + ` on ${failure.node >= 0 ? escapeHtml(model.nodes[failure.node] ?? `n${failure.node + 1}`) : 'the cluster'}`
-      + ` at tick ${Math.floor(failure.atUs / model.tickUs)} (${(failure.atUs / 1_000).toFixed(1)} ms, event ${failure.event})`
+    ? `<span class="bad">FAILED</span> <b id="violation-name" data-invariant="${escapeHtml(failure.invariant)}">${escapeHtml(failure.invariant)}</b>` +
+      ` on ${failure.node >= 0 ? escapeHtml(model.nodes[failure.node] ?? `n${failure.node + 1}`) : 'the cluster'}` +
+      ` at tick ${Math.floor(failure.atUs / model.tickUs)} (${(failure.atUs / 1_000).toFixed(1)} ms, event ${failure.event})`
     : `<span class="good">${escapeHtml(model.result)}</span>`;
   const seed = model.seed === null ? '' : ` seed ${model.seed}`;
   return `<!doctype html>

@@ -13,11 +13,17 @@ export function defaultViewPath(name: string): string {
   return join(tmpdir(), `svc-sim-${name}.html`);
 }
 
-export function writeView(traceFile: string, outFile: string, title = basename(traceFile)): { path: string; messages: number; events: number } {
+export function writeView(
+  traceFile: string,
+  outFile: string,
+  title = basename(traceFile),
+): { path: string; messages: number; events: number } {
   const size = statSync(traceFile).size;
-  if (size > VIEW_TRACE_BYTES_MAX) throw new Error(`${traceFile} is ${size} bytes; the viewer reads at most ${VIEW_TRACE_BYTES_MAX}`);
+  if (size > VIEW_TRACE_BYTES_MAX)
+    throw new Error(`${traceFile} is ${size} bytes; the viewer reads at most ${VIEW_TRACE_BYTES_MAX}`);
   const model = buildViewModel(readFileSync(traceFile, 'utf8'), title);
-  if (model.events === 0) throw new Error(`${traceFile} holds no trace events (write one with npm run sim -- --seed N --trace FILE)`);
+  if (model.events === 0)
+    throw new Error(`${traceFile} holds no trace events (write one with npm run sim -- --seed N --trace FILE)`);
   writeFileSync(outFile, viewPage(model));
   return { path: outFile, messages: model.messages.length, events: model.events };
 }

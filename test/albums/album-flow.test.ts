@@ -5,7 +5,15 @@ import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { templateNames, templates } from '../../api/albums/templates.js';
 import type { AlbumStack, EventFollower, Json, SseEvent } from './helpers.js';
-import { createAlbum, decodePng, eventsOf, fetchImage, followEvents, startAlbumStack, waitForEvent } from './helpers.js';
+import {
+  createAlbum,
+  decodePng,
+  eventsOf,
+  fetchImage,
+  followEvents,
+  startAlbumStack,
+  waitForEvent,
+} from './helpers.js';
 
 /** streamIdBefore compares Redis stream ids (<ms>-<seq>) numerically. */
 const streamIdBefore = (a: string, b: string) => {
@@ -24,8 +32,17 @@ async function checkImage(stack: AlbumStack, url: string, widthPx: number, heigh
   return bytes;
 }
 
-async function generateAnchor(stack: AlbumStack, follower: EventFollower, albumId: string, seed?: number): Promise<Json> {
-  const accepted = await stack.api.call('POST', `/albums/${albumId}/anchor`, seed === undefined ? {} : { body: { seed } });
+async function generateAnchor(
+  stack: AlbumStack,
+  follower: EventFollower,
+  albumId: string,
+  seed?: number,
+): Promise<Json> {
+  const accepted = await stack.api.call(
+    'POST',
+    `/albums/${albumId}/anchor`,
+    seed === undefined ? {} : { body: { seed } },
+  );
   assert.equal(accepted.status, 202, accepted.text);
   const generation = accepted.json.album.anchor.generation;
   await waitForEvent(follower, albumId, 'anchor.completed', (event) => event.data.generation === generation);
@@ -36,8 +53,12 @@ async function generateAllShots(stack: AlbumStack, follower: EventFollower, albu
   const before = eventsOf(follower, albumId).filter((event) => event.event === 'album.completed').length;
   const accepted = await stack.api.call('POST', `/albums/${albumId}/shots`);
   assert.equal(accepted.status, 202, accepted.text);
-  await waitForEvent(follower, albumId, 'album.completed', () =>
-    eventsOf(follower, albumId).filter((event) => event.event === 'album.completed').length > before);
+  await waitForEvent(
+    follower,
+    albumId,
+    'album.completed',
+    () => eventsOf(follower, albumId).filter((event) => event.event === 'album.completed').length > before,
+  );
   return (await stack.api.call('GET', `/albums/${albumId}`)).json;
 }
 
@@ -103,7 +124,12 @@ describe('albums: generation end to end (real Redis, BullMQ, built-in generator)
 
       const events = eventsOf(follower, album.id);
       checkEventOrder(events, album.shots.length);
-      assert.deepEqual(events.at(-1)!.data, { albumId: album.id, complete: album.shots.length, failed: 0, at: events.at(-1)!.data.at });
+      assert.deepEqual(events.at(-1)!.data, {
+        albumId: album.id,
+        complete: album.shots.length,
+        failed: 0,
+        at: events.at(-1)!.data.at,
+      });
       const completed = events.filter((event) => event.event === 'shot.completed');
       for (const event of completed) assert.equal(event.data.imageUrl, done.shots[event.data.index].image_url);
     });
@@ -116,11 +142,19 @@ describe('albums: generation end to end (real Redis, BullMQ, built-in generator)
     generator.failShots.set('Hopeless', { retryable: true, times: 3 });
     const album = await createAlbum(api, {
       subject: 'a purple robot fox mascot',
-      directions: [{ name: 'Fine', framing: 'full' }, { name: 'Broken' }, { name: 'Flaky', lighting: 'rim' }, { name: 'Hopeless' }],
+      directions: [
+        { name: 'Fine', framing: 'full' },
+        { name: 'Broken' },
+        { name: 'Flaky', lighting: 'rim' },
+        { name: 'Hopeless' },
+      ],
     });
     await generateAnchor(stack, follower, album.id);
     const done = await generateAllShots(stack, follower, album.id);
-    assert.deepEqual(done.shots.map((shot: Json) => shot.status), ['complete', 'failed', 'complete', 'failed']);
+    assert.deepEqual(
+      done.shots.map((shot: Json) => shot.status),
+      ['complete', 'failed', 'complete', 'failed'],
+    );
     assert.equal(done.shots[1].error, 'INJECTED: injected failure for Broken');
     assert.equal(done.shots[1].attempts, 1, 'a failure that is not retryable is not retried');
     assert.equal(done.shots[1].image_url, null);
@@ -134,7 +168,12 @@ describe('albums: generation end to end (real Redis, BullMQ, built-in generator)
     assert.deepEqual(failed.sort(), [1, 3]);
     assert.equal(events.filter((event) => event.event === 'shot.retrying' && event.data.index === 2).length, 1);
     assert.equal(events.filter((event) => event.event === 'shot.retrying' && event.data.index === 3).length, 2);
-    assert.deepEqual(events.filter((event) => event.event === 'album.completed').map((event) => [event.data.complete, event.data.failed]), [[2, 2]]);
+    assert.deepEqual(
+      events
+        .filter((event) => event.event === 'album.completed')
+        .map((event) => [event.data.complete, event.data.failed]),
+      [[2, 2]],
+    );
 
     // Regenerate the failed shot alone: it completes and the album is complete again.
     const again = await api.call('POST', `/albums/${album.id}/shots/1`);
@@ -157,11 +196,19 @@ describe('albums: generation end to end (real Redis, BullMQ, built-in generator)
     const original = first.shots[2].image_url;
 
     const take = async (variation: number) => {
-      const count = eventsOf(follower, album.id).filter((event) => event.event === 'shot.completed' && event.data.index === 2).length;
+      const count = eventsOf(follower, album.id).filter(
+        (event) => event.event === 'shot.completed' && event.data.index === 2,
+      ).length;
       const accepted = await api.call('POST', `/albums/${album.id}/shots/2`, { body: { variation } });
       assert.equal(accepted.status, 202, accepted.text);
-      await waitForEvent(follower, album.id, 'shot.completed', () =>
-        eventsOf(follower, album.id).filter((event) => event.event === 'shot.completed' && event.data.index === 2).length > count);
+      await waitForEvent(
+        follower,
+        album.id,
+        'shot.completed',
+        () =>
+          eventsOf(follower, album.id).filter((event) => event.event === 'shot.completed' && event.data.index === 2)
+            .length > count,
+      );
       return (await api.call('GET', `/albums/${album.id}`)).json.shots[2];
     };
     const other = await take(1);
@@ -185,7 +232,12 @@ describe('albums: generation end to end (real Redis, BullMQ, built-in generator)
     const shotsNow = await api.call('POST', `/albums/${album.id}/shots`);
     assert.equal(shotsNow.status, 422, 'the new anchor is not ready yet');
 
-    await waitForEvent(follower, album.id, 'anchor.completed', (event) => event.data.generation === reset.json.album.anchor.generation);
+    await waitForEvent(
+      follower,
+      album.id,
+      'anchor.completed',
+      (event) => event.data.generation === reset.json.album.anchor.generation,
+    );
     const second = await generateAllShots(stack, follower, album.id);
     assert.notEqual(second.anchor.url, anchored.anchor.url, 'another seed, another anchor');
     second.shots.forEach((shot: Json, index: number) => assert.notEqual(shot.image_url, first.shots[index].image_url));
@@ -193,7 +245,10 @@ describe('albums: generation end to end (real Redis, BullMQ, built-in generator)
 
   it('DELETE shots discards every result; DELETE album removes it and its images from view', async () => {
     const { api } = stack;
-    const album = await createAlbum(api, { subject: 'a small blue owl', directions: [{ name: 'one' }, { name: 'two', angle: 'dutch' }] });
+    const album = await createAlbum(api, {
+      subject: 'a small blue owl',
+      directions: [{ name: 'one' }, { name: 'two', angle: 'dutch' }],
+    });
     await generateAnchor(stack, follower, album.id);
     const done = await generateAllShots(stack, follower, album.id);
     const deleted = await api.call('DELETE', `/albums/${album.id}/shots`);

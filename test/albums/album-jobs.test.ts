@@ -42,7 +42,8 @@ describe('albums: idempotent jobs, events on the user channel, ownership', funct
     const album = await createAlbum(api, { subject: 'a yellow rubber duck product', template: 'ProductShoot' });
     const anchorCallsBefore = generator.anchorCalls;
     const [first, second] = await Promise.all([
-      api.call('POST', `/albums/${album.id}/anchor`), api.call('POST', `/albums/${album.id}/anchor`),
+      api.call('POST', `/albums/${album.id}/anchor`),
+      api.call('POST', `/albums/${album.id}/anchor`),
     ]);
     assert.deepEqual([first.status, second.status], [202, 202]);
     assert.deepEqual([first.json.queued, second.json.queued].sort(), [false, true], 'one of them started it');
@@ -69,8 +70,13 @@ describe('albums: idempotent jobs, events on the user channel, ownership', funct
     assert.equal(requested.json.album.shots[0].status, 'pending');
     const record = (await api.store.get<AlbumRecord>(albumKeys.album(api.adminUserId, album.id)))!.value;
     const job: ShotJob = {
-      kind: 'shot', userId: api.adminUserId, albumId: album.id, index: 0, request: record.shots[0]!.request,
-      anchorGeneration: album.anchor.generation, anchorUrl: album.anchor.url,
+      kind: 'shot',
+      userId: api.adminUserId,
+      albumId: album.id,
+      index: 0,
+      request: record.shots[0]!.request,
+      anchorGeneration: album.anchor.generation,
+      anchorUrl: album.anchor.url,
     };
     assert.equal(albumJobId(job), `shot.${album.id}.0.${record.shots[0]!.request}`);
     const queue = new Queue(albumQueueName, { connection: { url: redis.url } });
@@ -84,16 +90,27 @@ describe('albums: idempotent jobs, events on the user channel, ownership', funct
       // Run the finished job again, directly: nothing is generated, written or published.
       const published: string[] = [];
       const events: UserEventPublisher = {
-        publish: async (_user: string, name: AlbumEventName, _data: EventData) => { published.push(name); return '0-0'; },
+        publish: async (_user: string, name: AlbumEventName, _data: EventData) => {
+          published.push(name);
+          return '0-0';
+        },
       };
       const blobs = new BlobStore(api.store);
       const process = albumJobProcessor({
-        updater: new StoreAlbumUpdater(api.store), blobs, generator, events, anchors: new StoreAnchorFetcher(blobs),
+        updater: new StoreAlbumUpdater(api.store),
+        blobs,
+        generator,
+        events,
+        anchors: new StoreAnchorFetcher(blobs),
       });
       const before = (await api.call('GET', `/albums/${album.id}`)).json;
       assert.deepEqual(await process(job, { number: 1, last: true }), { kind: 'finished' });
-      assert.deepEqual(await process({ ...job, request: job.request - 1 }, { number: 1, last: true }), { kind: 'superseded' });
-      assert.deepEqual(await process({ ...job, albumId: 'alb_000000000ffffffffffffffff' }, { number: 1, last: true }), { kind: 'album-gone' });
+      assert.deepEqual(await process({ ...job, request: job.request - 1 }, { number: 1, last: true }), {
+        kind: 'superseded',
+      });
+      assert.deepEqual(await process({ ...job, albumId: 'alb_000000000ffffffffffffffff' }, { number: 1, last: true }), {
+        kind: 'album-gone',
+      });
       assert.deepEqual(published, []);
       assert.equal(generator.shotCalls, calls);
       assert.deepEqual((await api.call('GET', `/albums/${album.id}`)).json, before);
@@ -106,11 +123,15 @@ describe('albums: idempotent jobs, events on the user channel, ownership', funct
     const { api, generator } = stack;
     const album = await anchoredAlbum({ subject: 'a green bottle', directions: [{ name: 'a' }, { name: 'b' }] });
     let release!: () => void;
-    generator.gate = new Promise((resolve) => { release = resolve; });
+    generator.gate = new Promise((resolve) => {
+      release = resolve;
+    });
     try {
       await api.call('POST', `/albums/${album.id}/shots`);
-      await waitFor(async () => eventsOf(follower, album.id).filter((event) => event.event === 'shot.started').length,
-        (count) => count === 2);
+      await waitFor(
+        async () => eventsOf(follower, album.id).filter((event) => event.event === 'shot.started').length,
+        (count) => count === 2,
+      );
       const deleted = await api.call('DELETE', `/albums/${album.id}/shots`);
       assert.equal(deleted.json.discarded, 2);
     } finally {
@@ -120,15 +141,22 @@ describe('albums: idempotent jobs, events on the user channel, ownership', funct
     // The jobs finish their images, find their request superseded and record nothing.
     const queue = new Queue(albumQueueName, { connection: { url: stack.redis.url } });
     try {
-      await waitFor(() => queue.getJobCounts('delayed', 'waiting', 'active'),
-        (counts) => counts.delayed === 0 && counts.waiting === 0 && counts.active === 0);
+      await waitFor(
+        () => queue.getJobCounts('delayed', 'waiting', 'active'),
+        (counts) => counts.delayed === 0 && counts.waiting === 0 && counts.active === 0,
+      );
     } finally {
       await queue.close();
     }
     const names = eventsOf(follower, album.id).map((event) => event.event);
-    assert.deepEqual(names.filter((name) => name.startsWith('shot.') || name.startsWith('album.')), ['shot.started', 'shot.started']);
+    assert.deepEqual(
+      names.filter((name) => name.startsWith('shot.') || name.startsWith('album.')),
+      ['shot.started', 'shot.started'],
+    );
     const after = (await api.call('GET', `/albums/${album.id}`)).json;
-    assert.ok(after.shots.every((shot: Json) => shot.status === 'pending' && shot.image_url === null && shot.attempts === 0));
+    assert.ok(
+      after.shots.every((shot: Json) => shot.status === 'pending' && shot.image_url === null && shot.attempts === 0),
+    );
   });
 
   it('GET /events resumes after Last-Event-ID and serves a client of another API process', async () => {
@@ -169,12 +197,20 @@ describe('albums: idempotent jobs, events on the user channel, ownership', funct
   it("albums and their events belong to the key's user", async () => {
     const { api } = stack;
     const user = await api.call('POST', '/users', { body: { name: 'someone-else' } });
-    const key = (await api.call('POST', '/keys', { body: { name: 'theirs', role: 'developer', user_id: user.json.id } })).json.key as string;
+    const key = (
+      await api.call('POST', '/keys', { body: { name: 'theirs', role: 'developer', user_id: user.json.id } })
+    ).json.key as string;
     const theirs = await followEvents(api, { key });
     try {
       const album = await anchoredAlbum({ subject: 'a private project', directions: [{ name: 'one' }] });
-      for (const [method, path] of [['GET', ''], ['DELETE', ''], ['POST', '/anchor'], ['POST', '/shots'], ['DELETE', '/shots'],
-        ['POST', '/shots/0']] as const) {
+      for (const [method, path] of [
+        ['GET', ''],
+        ['DELETE', ''],
+        ['POST', '/anchor'],
+        ['POST', '/shots'],
+        ['DELETE', '/shots'],
+        ['POST', '/shots/0'],
+      ] as const) {
         const answer = await api.call(method, `/albums/${album.id}${path}`, { key });
         assert.equal(answer.status, 404, `${method} ${path} by another user`);
       }
@@ -183,7 +219,10 @@ describe('albums: idempotent jobs, events on the user channel, ownership', funct
       const listed = await api.call('GET', '/albums', { key });
       assert.deepEqual(listed.json.items, []);
       const mine = await createAlbum(api, { subject: 'their own', directions: [{ name: 'one' }] }, key);
-      assert.deepEqual((await api.call('GET', '/albums', { key })).json.items.map((item: Json) => item.id), [mine.id]);
+      assert.deepEqual(
+        (await api.call('GET', '/albums', { key })).json.items.map((item: Json) => item.id),
+        [mine.id],
+      );
       assert.ok(!(await api.call('GET', '/albums')).json.items.some((item: Json) => item.id === mine.id));
       const accepted = await api.call('POST', `/albums/${mine.id}/anchor`, { key });
       assert.equal(accepted.status, 202);

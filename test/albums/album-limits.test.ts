@@ -2,7 +2,11 @@
 // state changes. These need no worker; Redis is there for the generation endpoints' 202/422 checks.
 import assert from 'node:assert/strict';
 import {
-  directionFieldLengthMax, imagePromptLengthMax, imageSidePxMax, shotsPerAlbumMax, subjectLengthMax,
+  directionFieldLengthMax,
+  imagePromptLengthMax,
+  imageSidePxMax,
+  shotsPerAlbumMax,
+  subjectLengthMax,
 } from '../../api/albums/limits.js';
 import { startTestApi, useApiOnRedis } from '../api/harness.js';
 
@@ -18,29 +22,59 @@ describe('albums: limits and bad input', function () {
   };
 
   it('names each limit it enforces, at the limit accepted and one past it refused', async () => {
-    const ok = await setup.api.call('POST', '/albums', { body: { subject: 's'.repeat(subjectLengthMax), template: 'PortraitSession' } });
+    const ok = await setup.api.call('POST', '/albums', {
+      body: { subject: 's'.repeat(subjectLengthMax), template: 'PortraitSession' },
+    });
     assert.equal(ok.status, 201, ok.text);
-    const tooLong = await refused({ subject: 's'.repeat(subjectLengthMax + 1), template: 'PortraitSession' }, 422, 'SUBJECT_TOO_LONG');
-    assert.deepEqual(tooLong.details, { limit: 'subjectLengthMax', max: subjectLengthMax, actual: subjectLengthMax + 1 });
+    const tooLong = await refused(
+      { subject: 's'.repeat(subjectLengthMax + 1), template: 'PortraitSession' },
+      422,
+      'SUBJECT_TOO_LONG',
+    );
+    assert.deepEqual(tooLong.details, {
+      limit: 'subjectLengthMax',
+      max: subjectLengthMax,
+      actual: subjectLengthMax + 1,
+    });
 
     const directions = (count: number) => Array.from({ length: count }, (_, index) => ({ name: `shot ${index}` }));
-    assert.equal((await setup.api.call('POST', '/albums', { body: { subject: 'x', directions: directions(shotsPerAlbumMax) } })).status, 201);
+    assert.equal(
+      (await setup.api.call('POST', '/albums', { body: { subject: 'x', directions: directions(shotsPerAlbumMax) } }))
+        .status,
+      201,
+    );
     await refused({ subject: 'x', directions: directions(shotsPerAlbumMax + 1) }, 422, 'TOO_MANY_SHOTS');
-    await refused({ subject: 'x', directions: [{ name: 'n', lighting: 'l'.repeat(directionFieldLengthMax + 1) }] }, 422, 'DIRECTION_TOO_LONG');
+    await refused(
+      { subject: 'x', directions: [{ name: 'n', lighting: 'l'.repeat(directionFieldLengthMax + 1) }] },
+      422,
+      'DIRECTION_TOO_LONG',
+    );
     // Long fields that pass one by one can still make a prompt over the image services' limit.
     const long = 'w'.repeat(directionFieldLengthMax);
-    await refused({
-      subject: 's'.repeat(subjectLengthMax),
-      directions: [{ name: long, framing: long, angle: long, lighting: long, pose: long, background: long }],
-    }, 422, 'PROMPT_TOO_LONG');
+    await refused(
+      {
+        subject: 's'.repeat(subjectLengthMax),
+        directions: [{ name: long, framing: long, angle: long, lighting: long, pose: long, background: long }],
+      },
+      422,
+      'PROMPT_TOO_LONG',
+    );
     assert.ok(subjectLengthMax + 6 * directionFieldLengthMax > imagePromptLengthMax);
-    await refused({ subject: 'x', template: 'ProductShoot', width_px: imageSidePxMax + 1 }, 422, 'IMAGE_SIZE_UNSUPPORTED');
+    await refused(
+      { subject: 'x', template: 'ProductShoot', width_px: imageSidePxMax + 1 },
+      422,
+      'IMAGE_SIZE_UNSUPPORTED',
+    );
     await refused({ subject: 'x', template: 'ProductShoot', height_px: 10 }, 422, 'IMAGE_SIZE_UNSUPPORTED');
     await refused({ subject: 'x'.repeat(300 * 1024), template: 'ProductShoot' }, 413, 'PAYLOAD_TOO_LARGE');
   });
 
   it('refuses albums that are not one thing or the other, and unknown or malformed fields', async () => {
-    await refused({ subject: 'x', template: 'ProductShoot', directions: [{ name: 'a' }] }, 422, 'TEMPLATE_OR_DIRECTIONS');
+    await refused(
+      { subject: 'x', template: 'ProductShoot', directions: [{ name: 'a' }] },
+      422,
+      'TEMPLATE_OR_DIRECTIONS',
+    );
     await refused({ subject: 'x' }, 422, 'TEMPLATE_OR_DIRECTIONS');
     await refused({ subject: 'x', directions: [] }, 422, 'TEMPLATE_OR_DIRECTIONS');
     await refused({ subject: '   ', template: 'ProductShoot' }, 400, 'VALIDATION_FAILED');
@@ -52,7 +86,9 @@ describe('albums: limits and bad input', function () {
   });
 
   it('generation endpoints: 404 for an unknown album or shot, 400 for a bad index or seed, 422 before the anchor', async () => {
-    const album = (await setup.api.call('POST', '/albums', { body: { subject: 'x', directions: [{ name: 'a' }, { name: 'b' }] } })).json;
+    const album = (
+      await setup.api.call('POST', '/albums', { body: { subject: 'x', directions: [{ name: 'a' }, { name: 'b' }] } })
+    ).json;
     assert.equal((await setup.api.call('POST', '/albums/alb_000000000ffffffffffffffff/anchor')).status, 404);
     assert.equal((await setup.api.call('POST', `/albums/${album.id}/shots/-1`)).status, 400);
     assert.equal((await setup.api.call('POST', `/albums/${album.id}/shots/${shotsPerAlbumMax}`)).status, 400);
@@ -83,7 +119,10 @@ describe('albums: limits and bad input', function () {
       assert.equal((await bare.call('GET', `/albums/${album.json.id}`)).json.anchor.state, 'none', 'nothing changed');
       assert.equal((await bare.call('GET', '/events')).json.code, 'QUEUE_UNAVAILABLE');
       const templates = await bare.call('GET', '/album-templates');
-      assert.deepEqual(templates.json.items.map((item: { name: string }) => item.name), ['PortraitSession', 'ProductShoot', 'CharacterSheet']);
+      assert.deepEqual(
+        templates.json.items.map((item: { name: string }) => item.name),
+        ['PortraitSession', 'ProductShoot', 'CharacterSheet'],
+      );
       assert.ok(templates.json.items.every((item: { directions: unknown[] }) => item.directions.length >= 6));
     } finally {
       await bare.close();

@@ -27,9 +27,17 @@ describe('albums: the album page in headless Chromium', function () {
     if (!existsSync(chromiumPath)) this.skip();
     stack = await startAlbumStack();
     browser = await chromium.launch({
-      executablePath: chromiumPath, headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync'],
+      executablePath: chromiumPath,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   });
   after(async () => {
@@ -39,7 +47,13 @@ describe('albums: the album page in headless Chromium', function () {
 
   it('asks for the key, then shows the anchor and each shot as it completes, live', async () => {
     const { api } = stack;
-    const album = await createAlbum(api, { subject: 'a purple robot fox mascot', template: 'CharacterSheet', name: 'Mascot sheet', width_px: 192, height_px: 192 });
+    const album = await createAlbum(api, {
+      subject: 'a purple robot fox mascot',
+      template: 'CharacterSheet',
+      name: 'Mascot sheet',
+      width_px: 192,
+      height_px: 192,
+    });
     const page = await browser!.newPage({ viewport: { width: 1100, height: 900 } });
     const foreign: string[] = [];
     const consoleLines: string[] = [];
@@ -68,13 +82,24 @@ describe('albums: the album page in headless Chromium', function () {
     await page.locator('.shot[data-status=complete] img').nth(5).waitFor({ timeout: 60_000 });
     assert.equal(await page.locator('.shot[data-status=complete] img').count(), 6);
     // Functions, not strings: the page's CSP refuses eval. The casts stand in for DOM types this project lacks.
-    await page.waitForFunction(() => [...(globalThis as unknown as BrowserGlobals).document.querySelectorAll('img')]
-      .every((img) => img.complete && img.naturalWidth === 192), undefined, { timeout: 60_000 });
+    await page.waitForFunction(
+      () =>
+        [...(globalThis as unknown as BrowserGlobals).document.querySelectorAll('img')].every(
+          (img) => img.complete && img.naturalWidth === 192,
+        ),
+      undefined,
+      { timeout: 60_000 },
+    );
     assert.match(await page.locator('#counts').innerText(), /6 complete/);
     assert.equal(await page.locator('#last-event').innerText(), 'album.completed');
 
     assert.ok(!page.url().includes(api.adminKey), 'the key is not in the URL');
-    assert.equal(await page.evaluate(() => (globalThis as unknown as BrowserGlobals).sessionStorage.getItem('svc.albumView.apiKey')), api.adminKey);
+    assert.equal(
+      await page.evaluate(() =>
+        (globalThis as unknown as BrowserGlobals).sessionStorage.getItem('svc.albumView.apiKey'),
+      ),
+      api.adminKey,
+    );
     assert.ok(!(await page.content()).includes(api.adminKey), 'the key is not in the page');
     assert.ok(!consoleLines.some((line) => line.includes(api.adminKey)));
     assert.ok(!JSON.stringify(api.logs).includes(api.adminKey), 'nor in the server log');
@@ -86,7 +111,12 @@ describe('albums: the album page in headless Chromium', function () {
     await page.locator('#key-input').fill('svc_not-a-real-key');
     await page.locator('#key-form button[type=submit]').click();
     await page.locator('#status', { hasText: 'UNAUTHORIZED' }).waitFor({ timeout: 60_000 });
-    assert.equal(await page.evaluate(() => (globalThis as unknown as BrowserGlobals).sessionStorage.getItem('svc.albumView.apiKey')), null);
+    assert.equal(
+      await page.evaluate(() =>
+        (globalThis as unknown as BrowserGlobals).sessionStorage.getItem('svc.albumView.apiKey'),
+      ),
+      null,
+    );
   });
 
   it('answers 404 for a page of something that is not an album id', async () => {

@@ -6,7 +6,15 @@ import type { AlbumRecord } from '../../api/albums/album-records.js';
 import type { AlbumStep } from '../../api/albums/album-state.js';
 import { albumFixtureTime, newAlbumRecord } from './helpers.js';
 import {
-  completeAnchor, completeShot, deleteShots, failAnchor, failShot, requestAnchor, requestShot, requestShots, startAnchor,
+  completeAnchor,
+  completeShot,
+  deleteShots,
+  failAnchor,
+  failShot,
+  requestAnchor,
+  requestShot,
+  requestShots,
+  startAnchor,
   startShot,
 } from '../../api/albums/album-state.js';
 
@@ -29,7 +37,12 @@ describe('albums: the state machine', () => {
     const requested = requestAnchor(album, 0, now);
     assert.equal(requested.album!.anchor.state, 'pending');
     assert.equal(requested.album!.anchor.generation, 1);
-    assert.deepEqual(requested.result.job, { kind: 'anchor', userId: album.user_id, albumId: album.id, anchorGeneration: 1 });
+    assert.deepEqual(requested.result.job, {
+      kind: 'anchor',
+      userId: album.user_id,
+      albumId: album.id,
+      anchorGeneration: 1,
+    });
     const started = startAnchor(requested.album!, 1, now);
     assert.equal(started.album!.anchor.state, 'generating');
     assert.equal(started.album!.anchor.attempts, 1);
@@ -78,8 +91,13 @@ describe('albums: the state machine', () => {
     assert.ok(first.album!.shots.every((shot) => shot.queued && shot.status === 'pending'));
     const jobs = first.result.jobs;
     assert.deepEqual(jobs[0], {
-      kind: 'shot', userId: album.user_id, albumId: album.id, index: 0, request: first.album!.shots[0]!.request,
-      anchorGeneration: 1, anchorUrl: album.anchor.url,
+      kind: 'shot',
+      userId: album.user_id,
+      albumId: album.id,
+      index: 0,
+      request: first.album!.shots[0]!.request,
+      anchorGeneration: 1,
+      anchorUrl: album.anchor.url,
     });
     const repeat = requestShots(first.album!, now);
     assert.equal(repeat.album, null, 'nothing to change');
@@ -91,10 +109,13 @@ describe('albums: the state machine', () => {
     let album = readyAlbum(2);
     const { jobs } = requestShots(album, now).result;
     album = apply(album, requestShots(album, now));
-    const [a, b] = jobs as [typeof jobs[0], typeof jobs[0]];
+    const [a, b] = jobs as [(typeof jobs)[0], (typeof jobs)[0]];
     album = apply(album, startShot(album, a, now));
     album = apply(album, startShot(album, b, now));
-    assert.deepEqual(album.shots.map((shot) => shot.status), ['generating', 'generating']);
+    assert.deepEqual(
+      album.shots.map((shot) => shot.status),
+      ['generating', 'generating'],
+    );
     const retry = failShot(album, b, 'X: busy', false, now);
     assert.equal(retry.album!.shots[1]!.status, 'pending');
     assert.equal(retry.album!.shots[1]!.queued, true, 'still queued: the queue retries it');
@@ -104,7 +125,10 @@ describe('albums: the state machine', () => {
     assert.equal(firstDone.result.albumComplete, null);
     album = firstDone.album!;
     const lastDone = failShot(album, b, 'X: refused', true, now);
-    assert.deepEqual(lastDone.result, { kind: 'failed', albumComplete: { pending: 0, generating: 0, complete: 1, failed: 1 } });
+    assert.deepEqual(lastDone.result, {
+      kind: 'failed',
+      albumComplete: { pending: 0, generating: 0, complete: 1, failed: 1 },
+    });
     album = lastDone.album!;
     assert.equal(album.shots[1]!.error, 'X: refused');
     assert.deepEqual(completeShot(album, a, otherHash, now).result, { kind: 'finished', albumComplete: null });
@@ -139,47 +163,55 @@ describe('albums: the state machine', () => {
   });
 
   it('property: in any interleaving of requests and jobs, only the write that ends the last outstanding shot reports the album complete, and a shot has an image exactly when complete', () => {
-    type Op = { kind: 'start' | 'complete' | 'fail' | 'retry'; shot: number } | { kind: 'request'; shot: number } | { kind: 'requestAll' };
+    type Op =
+      | { kind: 'start' | 'complete' | 'fail' | 'retry'; shot: number }
+      | { kind: 'request'; shot: number }
+      | { kind: 'requestAll' };
     const op = fc.oneof(
       fc.record({ kind: fc.constantFrom('start', 'complete', 'fail', 'retry'), shot: fc.integer({ min: 0, max: 2 }) }),
       fc.record({ kind: fc.constant('request'), shot: fc.integer({ min: 0, max: 2 }) }),
       fc.record({ kind: fc.constant('requestAll') }),
     ) as fc.Arbitrary<Op>;
-    fc.assert(fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
-      let album = readyAlbum(3);
-      const jobs = new Map<number, ReturnType<typeof requestShot>['result']['job']>();
-      for (const step of ops) {
-        if (step.kind === 'requestAll') {
-          const result = requestShots(album, now);
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+        let album = readyAlbum(3);
+        const jobs = new Map<number, ReturnType<typeof requestShot>['result']['job']>();
+        for (const step of ops) {
+          if (step.kind === 'requestAll') {
+            const result = requestShots(album, now);
+            album = apply(album, result);
+            for (const job of result.result.jobs) jobs.set(job.index, job);
+            continue;
+          }
+          if (step.kind === 'request') {
+            const result = requestShot(album, step.shot, 0, now);
+            album = apply(album, result);
+            jobs.set(step.shot, result.result.job);
+            continue;
+          }
+          const job = jobs.get(step.shot);
+          if (!job) continue;
+          const before = album;
+          const result: AlbumStep<{ kind: string; albumComplete?: unknown }> =
+            step.kind === 'start'
+              ? startShot(album, job, now)
+              : step.kind === 'complete'
+                ? completeShot(album, job, hash, now)
+                : failShot(album, job, 'e', step.kind === 'fail', now);
           album = apply(album, result);
-          for (const job of result.result.jobs) jobs.set(job.index, job);
-          continue;
+          const complete = result.result.albumComplete ?? null;
+          if (complete) {
+            // Reported only by the write that ended the last outstanding shot.
+            assert.ok(result.album !== null);
+            assert.ok(before.shots.some((shot) => shot.status === 'generating'));
+            assert.ok(album.shots.every((shot) => shot.status === 'complete' || shot.status === 'failed'));
+          }
+          for (const shot of album.shots) {
+            assert.equal(shot.status === 'complete', shot.image_url !== null, 'an image exactly when complete');
+            if (shot.status === 'complete' || shot.status === 'failed') assert.equal(shot.queued, false);
+          }
         }
-        if (step.kind === 'request') {
-          const result = requestShot(album, step.shot, 0, now);
-          album = apply(album, result);
-          jobs.set(step.shot, result.result.job);
-          continue;
-        }
-        const job = jobs.get(step.shot);
-        if (!job) continue;
-        const before = album;
-        const result: AlbumStep<{ kind: string; albumComplete?: unknown }> = step.kind === 'start' ? startShot(album, job, now)
-          : step.kind === 'complete' ? completeShot(album, job, hash, now)
-            : failShot(album, job, 'e', step.kind === 'fail', now);
-        album = apply(album, result);
-        const complete = result.result.albumComplete ?? null;
-        if (complete) {
-          // Reported only by the write that ended the last outstanding shot.
-          assert.ok(result.album !== null);
-          assert.ok(before.shots.some((shot) => shot.status === 'generating'));
-          assert.ok(album.shots.every((shot) => shot.status === 'complete' || shot.status === 'failed'));
-        }
-        for (const shot of album.shots) {
-          assert.equal(shot.status === 'complete', shot.image_url !== null, 'an image exactly when complete');
-          if (shot.status === 'complete' || shot.status === 'failed') assert.equal(shot.queued, false);
-        }
-      }
-    }));
+      }),
+    );
   });
 });

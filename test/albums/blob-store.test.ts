@@ -23,7 +23,10 @@ describe('albums: the blob store', () => {
     assert.equal((await blobs.head(smallHash))!.chunks, 0);
     assert.equal((await blobs.head(largeHash))!.chunks, 3);
     const chunkKeys = (await store.list(blobKeys.chunks)).entries.map((entry) => entry.key);
-    assert.deepEqual(chunkKeys, [0, 1, 2].map((index) => blobKeys.chunk(largeHash, index)));
+    assert.deepEqual(
+      chunkKeys,
+      [0, 1, 2].map((index) => blobKeys.chunk(largeHash, index)),
+    );
     assert.deepEqual((await blobs.get(smallHash))!.bytes, small);
     assert.deepEqual((await blobs.get(largeHash))!.bytes, large);
     assert.equal(await blobs.get('f'.repeat(64)), null);
@@ -68,7 +71,11 @@ describe('albums: the blob store', () => {
     nowMs += blobSweepGraceMs + 1;
     const again = await blobs.put((await blobs.get(fresh))!.bytes, 'image/png');
     assert.equal(again, fresh);
-    assert.deepEqual(await blobs.sweep(new Set()), { blobsDeleted: 1, chunksDeleted: 0 }, 'only the unrefreshed one goes');
+    assert.deepEqual(
+      await blobs.sweep(new Set()),
+      { blobsDeleted: 1, chunksDeleted: 0 },
+      'only the unrefreshed one goes',
+    );
     assert.ok(await blobs.head(fresh));
   });
 
@@ -76,9 +83,14 @@ describe('albums: the blob store', () => {
     const store = new MemoryDocumentStore();
     let nowMs = Date.parse('2026-01-01T00:00:00Z');
     const blobs = new BlobStore(store, () => new Date(nowMs));
-    const [anchor, shot, orphan] = await Promise.all([1, 2, 3].map((seed) => blobs.put(randomBytes(50 + seed), 'image/png')));
+    const [anchor, shot, orphan] = await Promise.all(
+      [1, 2, 3].map((seed) => blobs.put(randomBytes(50 + seed), 'image/png')),
+    );
     const album = (userId: string, id: string, anchorHash: string | null, shotHash: string | null) => ({
-      id, user_id: userId, anchor: { hash: anchorHash }, shots: [{ image_hash: shotHash }, { image_hash: null }],
+      id,
+      user_id: userId,
+      anchor: { hash: anchorHash },
+      shots: [{ image_hash: shotHash }, { image_hash: null }],
     });
     await store.put(albumKeys.album('usr_a', 'alb_1'), album('usr_a', 'alb_1', anchor!, null));
     await store.put(albumKeys.album('usr_b', 'alb_2'), album('usr_b', 'alb_2', null, shot!));

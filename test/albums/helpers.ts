@@ -18,15 +18,49 @@ export const albumFixtureUserId = 'usr_000000000aaaaaaaaaaaaaaaa';
 /** newAlbumRecord is a stored album as POST /albums leaves it: anchor none, shotCount pending shots. */
 export function newAlbumRecord(shotCount = 3, fields: Partial<Pick<AlbumRecord, 'id' | 'subject'>> = {}): AlbumRecord {
   return {
-    id: fields.id ?? 'alb_000000000aaaaaaaaaaaaaaaa', user_id: albumFixtureUserId, name: null, subject: fields.subject ?? 'a fox',
-    template: null, width_px: 64, height_px: 64,
-    anchor: { state: 'none', generation: 0, seed: 0, url: null, hash: null, error: null, attempts: 0, requested_at: null, started_at: null, completed_at: null },
+    id: fields.id ?? 'alb_000000000aaaaaaaaaaaaaaaa',
+    user_id: albumFixtureUserId,
+    name: null,
+    subject: fields.subject ?? 'a fox',
+    template: null,
+    width_px: 64,
+    height_px: 64,
+    anchor: {
+      state: 'none',
+      generation: 0,
+      seed: 0,
+      url: null,
+      hash: null,
+      error: null,
+      attempts: 0,
+      requested_at: null,
+      started_at: null,
+      completed_at: null,
+    },
     shots: Array.from({ length: shotCount }, (_, index) => ({
-      index, direction: { name: `s${index}`, framing: 'medium', angle: 'front', lighting: 'studio', pose: 'natural', background: 'white' },
-      status: 'pending' as const, variation: 0, request: 0, queued: false, image_url: null, image_hash: null, error: null,
-      attempts: 0, requested_at: null, started_at: null, completed_at: null,
+      index,
+      direction: {
+        name: `s${index}`,
+        framing: 'medium',
+        angle: 'front',
+        lighting: 'studio',
+        pose: 'natural',
+        background: 'white',
+      },
+      status: 'pending' as const,
+      variation: 0,
+      request: 0,
+      queued: false,
+      image_url: null,
+      image_hash: null,
+      error: null,
+      attempts: 0,
+      requested_at: null,
+      started_at: null,
+      completed_at: null,
     })),
-    created_at: albumFixtureTime, updated_at: albumFixtureTime,
+    created_at: albumFixtureTime,
+    updated_at: albumFixtureTime,
   };
 }
 
@@ -45,15 +79,20 @@ export interface EventFollower {
 }
 
 /** followEvents opens GET /events and collects its events until close (bounded by timeoutMs). */
-export async function followEvents(api: TestApi, options: { key?: string; lastEventId?: string } = {},
-  timeoutMs = 60_000): Promise<EventFollower> {
+export async function followEvents(
+  api: TestApi,
+  options: { key?: string; lastEventId?: string } = {},
+  timeoutMs = 60_000,
+): Promise<EventFollower> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   const headers: Record<string, string> = { 'x-api-key': options.key ?? api.adminKey, accept: 'text/event-stream' };
   if (options.lastEventId) headers['last-event-id'] = options.lastEventId;
   const response = await fetch(`${api.baseUrl}/events`, { headers, signal: controller.signal });
   const follower: EventFollower = {
-    events: [], comments: [], status: response.status,
+    events: [],
+    comments: [],
+    status: response.status,
     close() {
       clearTimeout(timer);
       controller.abort();
@@ -66,7 +105,9 @@ export async function followEvents(api: TestApi, options: { key?: string; lastEv
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let opened: () => void;
-  const open = new Promise<void>((resolve) => { opened = resolve; });
+  const open = new Promise<void>((resolve) => {
+    opened = resolve;
+  });
   void (async () => {
     let buffer = '';
     try {
@@ -82,7 +123,8 @@ export async function followEvents(api: TestApi, options: { key?: string; lastEv
             opened!();
             continue;
           }
-          const field = (name: string) => lines.find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2) ?? '';
+          const field = (name: string) =>
+            lines.find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2) ?? '';
           follower.events.push({ id: field('id'), event: field('event'), data: JSON.parse(field('data')) });
         }
       }
@@ -136,15 +178,24 @@ export interface AlbumStack {
 }
 
 /** startAlbumStack starts real Redis, the API over the in-memory store, and an album worker on both. */
-export async function startAlbumStack(options: { backoffMs?: number; concurrency?: number; inner?: ImageGenerator } = {}): Promise<AlbumStack> {
+export async function startAlbumStack(
+  options: { backoffMs?: number; concurrency?: number; inner?: ImageGenerator } = {},
+): Promise<AlbumStack> {
   const redis = await startTestRedis();
   const api = await startTestApi({ redisUrl: redis.url, config: { sseKeepAliveMs: 200 } });
   const generator = new FailingGenerator(options.inner ?? new ProceduralImageGenerator());
   const worker = await startAlbumWorker({
-    redisUrl: redis.url, store: api.store, generator, backoffMs: options.backoffMs ?? 40, concurrency: options.concurrency ?? 4,
+    redisUrl: redis.url,
+    store: api.store,
+    generator,
+    backoffMs: options.backoffMs ?? 40,
+    concurrency: options.concurrency ?? 4,
   });
   return {
-    redis, api, generator, worker,
+    redis,
+    api,
+    generator,
+    worker,
     async close() {
       await worker.close();
       await api.close();
@@ -169,10 +220,18 @@ export function eventsOf(follower: EventFollower, albumId: string): SseEvent[] {
 }
 
 /** waitForEvent waits until an event of albumId matches (bounded), and returns it. */
-export async function waitForEvent(follower: EventFollower, albumId: string, name: string,
-  holds: (event: SseEvent) => boolean = () => true, timeoutMs = 30_000): Promise<SseEvent> {
-  const found = await waitFor(async () => eventsOf(follower, albumId).find((event) => event.event === name && holds(event)),
-    (event) => event !== undefined, timeoutMs);
+export async function waitForEvent(
+  follower: EventFollower,
+  albumId: string,
+  name: string,
+  holds: (event: SseEvent) => boolean = () => true,
+  timeoutMs = 30_000,
+): Promise<SseEvent> {
+  const found = await waitFor(
+    async () => eventsOf(follower, albumId).find((event) => event.event === name && holds(event)),
+    (event) => event !== undefined,
+    timeoutMs,
+  );
   return found!;
 }
 
@@ -180,6 +239,7 @@ export async function waitForEvent(follower: EventFollower, albumId: string, nam
 export async function fetchImage(api: TestApi, url: string, key?: string): Promise<Buffer> {
   const response = await fetch(api.baseUrl + url, { headers: { 'x-api-key': key ?? api.adminKey } });
   if (response.status !== 200) throw new Error(`image ${url}: ${response.status} ${await response.text()}`);
-  if (response.headers.get('content-type') !== 'image/png') throw new Error(`image ${url}: ${response.headers.get('content-type')}`);
+  if (response.headers.get('content-type') !== 'image/png')
+    throw new Error(`image ${url}: ${response.headers.get('content-type')}`);
   return Buffer.from(await response.arrayBuffer());
 }

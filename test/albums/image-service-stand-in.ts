@@ -54,7 +54,10 @@ const colourOf = (text: string) => {
 
 /** Refusal is an answer the stand-in gives instead of an image: status and body as the real service's. */
 class Refusal extends Error {
-  constructor(readonly status: number, readonly body: unknown) {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {
     super(JSON.stringify(body));
   }
 }
@@ -71,25 +74,63 @@ const gptImage = {
   editImagesMax: 16,
   editImageBytesMax: 50 * 1024 * 1024,
 };
-const generationParameters = new Set(['prompt', 'model', 'n', 'size', 'quality', 'background', 'output_format',
-  'output_compression', 'moderation', 'style', 'response_format', 'user']);
-const editParameters = new Set(['image', 'image[]', 'mask', 'prompt', 'model', 'n', 'size', 'quality', 'background',
-  'output_format', 'output_compression', 'response_format', 'user']);
+const generationParameters = new Set([
+  'prompt',
+  'model',
+  'n',
+  'size',
+  'quality',
+  'background',
+  'output_format',
+  'output_compression',
+  'moderation',
+  'style',
+  'response_format',
+  'user',
+]);
+const editParameters = new Set([
+  'image',
+  'image[]',
+  'mask',
+  'prompt',
+  'model',
+  'n',
+  'size',
+  'quality',
+  'background',
+  'output_format',
+  'output_compression',
+  'response_format',
+  'user',
+]);
 
 const openAiError = (status: number, message: string, param: string | null, code: string | null) =>
   new Refusal(status, { error: { message, type: 'invalid_request_error', param, code } });
 
 const quoteList = (values: readonly string[]) =>
-  values.slice(0, -1).map((value) => `'${value}'`).join(', ') + `, and '${values[values.length - 1]}'`;
+  values
+    .slice(0, -1)
+    .map((value) => `'${value}'`)
+    .join(', ') + `, and '${values[values.length - 1]}'`;
 
 function requireOneOf(fields: Record<string, unknown>, name: string, allowed: readonly string[]): void {
   const value = fields[name];
   if (value === undefined || value === null) return;
   if (typeof value !== 'string') {
-    throw openAiError(400, `Invalid type for '${name}': expected one of ${quoteList(allowed)}, but got ${typeof value} instead.`, name, 'invalid_type');
+    throw openAiError(
+      400,
+      `Invalid type for '${name}': expected one of ${quoteList(allowed)}, but got ${typeof value} instead.`,
+      name,
+      'invalid_type',
+    );
   }
   if (!allowed.includes(value)) {
-    throw openAiError(400, `Invalid value: '${value}'. Supported values are: ${quoteList(allowed)}.`, name, 'invalid_value');
+    throw openAiError(
+      400,
+      `Invalid value: '${value}'. Supported values are: ${quoteList(allowed)}.`,
+      name,
+      'invalid_value',
+    );
   }
 }
 
@@ -99,7 +140,12 @@ function integerOf(fields: Record<string, unknown>, name: string, multipart: boo
   if (value === undefined || value === null) return undefined;
   const number = multipart && typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value;
   if (typeof number !== 'number' || !Number.isInteger(number)) {
-    throw openAiError(400, `Invalid type for '${name}': expected an integer, but got ${typeof value} instead.`, name, 'invalid_type');
+    throw openAiError(
+      400,
+      `Invalid type for '${name}': expected an integer, but got ${typeof value} instead.`,
+      name,
+      'invalid_type',
+    );
   }
   return number;
 }
@@ -115,7 +161,12 @@ function checkGptImageRequest(fields: Record<string, unknown>, edit: boolean): s
   }
   const model = fields.model;
   if (typeof model !== 'string' || !/^gpt-image-/.test(model)) {
-    throw openAiError(400, `The stand-in serves GPT image models only, not '${String(model)}'.`, 'model', 'invalid_value');
+    throw openAiError(
+      400,
+      `The stand-in serves GPT image models only, not '${String(model)}'.`,
+      'model',
+      'invalid_value',
+    );
   }
   if (fields.style !== undefined) {
     throw openAiError(400, "The 'style' parameter is only supported for dall-e-3.", 'style', 'unsupported_parameter');
@@ -124,7 +175,12 @@ function checkGptImageRequest(fields: Record<string, unknown>, edit: boolean): s
     throw openAiError(400, "Missing required parameter: 'prompt'.", 'prompt', 'missing_required_parameter');
   }
   if (fields.prompt.length > gptImage.promptCharsMax) {
-    throw openAiError(400, `Invalid 'prompt': string too long. Expected a string with maximum length ${gptImage.promptCharsMax}, but got a string with length ${fields.prompt.length} instead.`, 'prompt', 'string_above_max_length');
+    throw openAiError(
+      400,
+      `Invalid 'prompt': string too long. Expected a string with maximum length ${gptImage.promptCharsMax}, but got a string with length ${fields.prompt.length} instead.`,
+      'prompt',
+      'string_above_max_length',
+    );
   }
   requireOneOf(fields, 'size', gptImage.sizes);
   requireOneOf(fields, 'quality', gptImage.qualities);
@@ -133,15 +189,30 @@ function checkGptImageRequest(fields: Record<string, unknown>, edit: boolean): s
   if (!edit) requireOneOf(fields, 'moderation', gptImage.moderations);
   const n = integerOf(fields, 'n', edit);
   if (n !== undefined && (n < 1 || n > 10)) {
-    throw openAiError(400, `Invalid 'n': integer ${n < 1 ? 'below minimum value' : 'above maximum value'}. Expected a value ${n < 1 ? '>= 1' : '<= 10'}, but got ${n} instead.`, 'n', n < 1 ? 'integer_below_min_value' : 'integer_above_max_value');
+    throw openAiError(
+      400,
+      `Invalid 'n': integer ${n < 1 ? 'below minimum value' : 'above maximum value'}. Expected a value ${n < 1 ? '>= 1' : '<= 10'}, but got ${n} instead.`,
+      'n',
+      n < 1 ? 'integer_below_min_value' : 'integer_above_max_value',
+    );
   }
   const format = (fields.output_format as string | undefined) ?? 'png';
   const compression = integerOf(fields, 'output_compression', edit);
   if (compression !== undefined && (compression < 0 || compression > 100 || format === 'png')) {
-    throw openAiError(400, 'output_compression is supported only for the jpeg and webp output formats, from 0 to 100.', 'output_compression', 'invalid_value');
+    throw openAiError(
+      400,
+      'output_compression is supported only for the jpeg and webp output formats, from 0 to 100.',
+      'output_compression',
+      'invalid_value',
+    );
   }
   if (fields.background === 'transparent' && format === 'jpeg') {
-    throw openAiError(400, 'Transparent background requires an output format of png or webp.', 'background', 'invalid_value');
+    throw openAiError(
+      400,
+      'Transparent background requires an output format of png or webp.',
+      'background',
+      'invalid_value',
+    );
   }
   const size = (fields.size as string | undefined) ?? 'auto';
   return size === 'auto' ? '1024x1024' : size;
@@ -150,11 +221,15 @@ function checkGptImageRequest(fields: Record<string, unknown>, edit: boolean): s
 function imageKind(bytes: Buffer): 'png' | 'jpeg' | 'webp' | null {
   if (bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'png';
   if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'jpeg';
-  if (bytes.subarray(0, 4).toString('latin1') === 'RIFF' && bytes.subarray(8, 12).toString('latin1') === 'WEBP') return 'webp';
+  if (bytes.subarray(0, 4).toString('latin1') === 'RIFF' && bytes.subarray(8, 12).toString('latin1') === 'WEBP')
+    return 'webp';
   return null;
 }
 
-async function readForm(body: Buffer, contentType: string): Promise<{ fields: Record<string, unknown>; images: Buffer[] }> {
+async function readForm(
+  body: Buffer,
+  contentType: string,
+): Promise<{ fields: Record<string, unknown>; images: Buffer[] }> {
   if (!contentType.startsWith('multipart/form-data')) {
     throw openAiError(400, 'Invalid Content-Type header (expected multipart/form-data).', null, null);
   }
@@ -172,29 +247,40 @@ async function readForm(body: Buffer, contentType: string): Promise<{ fields: Re
 }
 
 function checkEditImages(images: Buffer[]): void {
-  if (images.length === 0) throw openAiError(400, "Missing required parameter: 'image'.", 'image', 'missing_required_parameter');
+  if (images.length === 0)
+    throw openAiError(400, "Missing required parameter: 'image'.", 'image', 'missing_required_parameter');
   if (images.length > gptImage.editImagesMax) {
     throw openAiError(400, `Invalid 'image': at most ${gptImage.editImagesMax} images.`, 'image', 'invalid_value');
   }
   for (const image of images) {
     if (imageKind(image) === null || image.length > gptImage.editImageBytesMax) {
-      throw openAiError(400, "Invalid image file or mode for image 1, please check your image file.", 'image', 'invalid_image_file');
+      throw openAiError(
+        400,
+        'Invalid image file or mode for image 1, please check your image file.',
+        'image',
+        'invalid_image_file',
+      );
     }
   }
 }
 
 // --- LocalAI, Stable Diffusion ----------------------------------------------------------------------------------
 
-const localAiError = (status: number, message: string) => new Refusal(status, { error: { code: status, message, type: '' } });
+const localAiError = (status: number, message: string) =>
+  new Refusal(status, { error: { code: status, message, type: '' } });
 
 /** localAiSize reads `size` as LocalAI does; the divisible-by-8 check is diffusers' (its pipelines refuse others). */
 function localAiSize(fields: Record<string, unknown>): [number, number] {
   if (fields.size !== undefined && typeof fields.size !== 'string') {
-    throw localAiError(500, 'failed reading parameters from request:json: cannot unmarshal number into Go struct field OpenAIRequest.size of type string');
+    throw localAiError(
+      500,
+      'failed reading parameters from request:json: cannot unmarshal number into Go struct field OpenAIRequest.size of type string',
+    );
   }
   const text = typeof fields.size === 'string' && fields.size.includes('x') ? fields.size : '512x512';
   const parts = text.split('x');
-  if (parts.length !== 2 || !parts.every((part) => /^\d+$/.test(part))) throw localAiError(500, "invalid value for 'size'");
+  if (parts.length !== 2 || !parts.every((part) => /^\d+$/.test(part)))
+    throw localAiError(500, "invalid value for 'size'");
   const [width, height] = parts.map(Number) as [number, number];
   if (width % 8 !== 0 || height % 8 !== 0) {
     throw localAiError(500, `\`height\` and \`width\` have to be divisible by 8 but are ${height} and ${width}.`);
@@ -204,10 +290,20 @@ function localAiSize(fields: Record<string, unknown>): [number, number] {
 
 // --- the server -------------------------------------------------------------------------------------------------
 
-export async function startImageServiceStandIn(apiKey: string, options: { service?: StandInService } = {}): Promise<ImageServiceStandIn> {
+export async function startImageServiceStandIn(
+  apiKey: string,
+  options: { service?: StandInService } = {},
+): Promise<ImageServiceStandIn> {
   const service = options.service ?? 'openai';
   const standIn: ImageServiceStandIn = {
-    service, baseUrl: '', requests: [], refusals: [], failures: [], stallMs: 0, sizeOverride: null, close: async () => undefined,
+    service,
+    baseUrl: '',
+    requests: [],
+    refusals: [],
+    failures: [],
+    stallMs: 0,
+    sizeOverride: null,
+    close: async () => undefined,
   };
 
   const answer = (res: http.ServerResponse, status: number, body: unknown) => {
@@ -219,11 +315,17 @@ export async function startImageServiceStandIn(apiKey: string, options: { servic
     const [w, h] = standIn.sizeOverride ? [standIn.sizeOverride.width, standIn.sizeOverride.height] : [width, height];
     return reference
       ? sharp(reference).resize(w, h, { fit: 'fill' }).tint(colourOf(prompt)).png().toBuffer()
-      : sharp({ create: { width: w, height: h, channels: 3, background: colourOf(prompt) } }).png().toBuffer();
+      : sharp({ create: { width: w, height: h, channels: 3, background: colourOf(prompt) } })
+          .png()
+          .toBuffer();
   };
 
   /** handle checks and answers one request; it throws a Refusal for what the real service refuses. */
-  const handle = async (path: string, contentType: string, body: Buffer): Promise<{ request: StandInRequest; image: () => Promise<unknown> }> => {
+  const handle = async (
+    path: string,
+    contentType: string,
+    body: Buffer,
+  ): Promise<{ request: StandInRequest; image: () => Promise<unknown> }> => {
     let fields: Record<string, unknown>;
     if (service === 'openai') {
       if (path === '/v1/images/generations') {
@@ -232,10 +334,14 @@ export async function startImageServiceStandIn(apiKey: string, options: { servic
         } catch {
           throw openAiError(400, 'We could not parse the JSON body of your request.', null, null);
         }
-        if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) throw openAiError(400, 'The body must be a JSON object.', null, null);
+        if (typeof fields !== 'object' || fields === null || Array.isArray(fields))
+          throw openAiError(400, 'The body must be a JSON object.', null, null);
         const size = checkGptImageRequest(fields, false);
         const request = { path, authorization: undefined, fields, image: null };
-        return { request, image: async () => gptAnswer(fields, size, await drawSize(size, String(fields.prompt), null)) };
+        return {
+          request,
+          image: async () => gptAnswer(fields, size, await drawSize(size, String(fields.prompt), null)),
+        };
       }
       if (path === '/v1/images/edits') {
         const form = await readForm(body, contentType);
@@ -244,7 +350,10 @@ export async function startImageServiceStandIn(apiKey: string, options: { servic
         checkEditImages(form.images);
         const reference = form.images[0]!;
         const request = { path, authorization: undefined, fields, image: reference };
-        return { request, image: async () => gptAnswer(fields, size, await drawSize(size, String(fields.prompt), reference)) };
+        return {
+          request,
+          image: async () => gptAnswer(fields, size, await drawSize(size, String(fields.prompt), reference)),
+        };
       }
       throw openAiError(404, `Invalid URL (POST ${path})`, null, null);
     }
@@ -268,8 +377,12 @@ export async function startImageServiceStandIn(apiKey: string, options: { servic
       request,
       image: async () => {
         const png = await draw(width, height, String(fields.prompt ?? ''), reference);
-        const item = fields.response_format === 'b64_json' ? { b64_json: png.toString('base64') }
-          : { url: `${standIn.baseUrl}/generated-images/b64${createHash('sha256').update(png).digest('hex').slice(0, 8)}.png` };
+        const item =
+          fields.response_format === 'b64_json'
+            ? { b64_json: png.toString('base64') }
+            : {
+                url: `${standIn.baseUrl}/generated-images/b64${createHash('sha256').update(png).digest('hex').slice(0, 8)}.png`,
+              };
         return { created: Math.floor(Date.now() / 1000), id: 'stand-in', data: [item] };
       },
     };
@@ -280,9 +393,18 @@ export async function startImageServiceStandIn(apiKey: string, options: { servic
     return draw(width, height, prompt, reference);
   };
   const gptAnswer = (fields: Record<string, unknown>, size: string, png: Buffer) => ({
-    created: Math.floor(Date.now() / 1000), background: fields.background === 'transparent' ? 'transparent' : 'opaque',
-    data: [{ b64_json: png.toString('base64') }], output_format: 'png', quality: fields.quality === 'auto' || !fields.quality ? 'medium' : fields.quality,
-    size, usage: { input_tokens: 50, input_tokens_details: { image_tokens: 0, text_tokens: 50 }, output_tokens: 1056, total_tokens: 1106 },
+    created: Math.floor(Date.now() / 1000),
+    background: fields.background === 'transparent' ? 'transparent' : 'opaque',
+    data: [{ b64_json: png.toString('base64') }],
+    output_format: 'png',
+    quality: fields.quality === 'auto' || !fields.quality ? 'medium' : fields.quality,
+    size,
+    usage: {
+      input_tokens: 50,
+      input_tokens_details: { image_tokens: 0, text_tokens: 50 },
+      output_tokens: 1056,
+      total_tokens: 1106,
+    },
   });
 
   const server = http.createServer((req, res) => {
@@ -293,9 +415,20 @@ export async function startImageServiceStandIn(apiKey: string, options: { servic
         const path = req.url ?? '';
         const authorized = req.headers.authorization === `Bearer ${apiKey}`;
         if (!authorized) {
-          answer(res, 401, service === 'openai'
-            ? { error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } }
-            : { error: { code: 401, message: 'An authentication key is required', type: '' } });
+          answer(
+            res,
+            401,
+            service === 'openai'
+              ? {
+                  error: {
+                    message: 'Incorrect API key provided.',
+                    type: 'invalid_request_error',
+                    param: null,
+                    code: 'invalid_api_key',
+                  },
+                }
+              : { error: { code: 401, message: 'An authentication key is required', type: '' } },
+          );
           return;
         }
         let handled: Awaited<ReturnType<typeof handle>>;
@@ -321,7 +454,10 @@ export async function startImageServiceStandIn(apiKey: string, options: { servic
     });
   });
   server.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve, reject) => { server.once('listening', resolve); server.once('error', reject); });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
   standIn.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   standIn.close = async () => {
     server.closeAllConnections();

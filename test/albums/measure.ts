@@ -15,24 +15,43 @@ const shotBytes: number[] = [];
 let anchorPng: Buffer = Buffer.alloc(0);
 for (let round = 0; round < 5; round++) {
   let started = performance.now();
-  anchorPng = await generator.generateAnchor({ subject: 'a woman with a red jacket', seed: round, widthPx: sidePx, heightPx: sidePx });
+  anchorPng = await generator.generateAnchor({
+    subject: 'a woman with a red jacket',
+    seed: round,
+    widthPx: sidePx,
+    heightPx: sidePx,
+  });
   anchorMs.push(performance.now() - started);
   for (const direction of directions) {
     started = performance.now();
-    const png = await generator.generateShot({ anchorPng, subject: 'x', direction, variation: 0, widthPx: sidePx, heightPx: sidePx });
+    const png = await generator.generateShot({
+      anchorPng,
+      subject: 'x',
+      direction,
+      variation: 0,
+      widthPx: sidePx,
+      heightPx: sidePx,
+    });
     shotMs.push(performance.now() - started);
     shotBytes.push(png.length);
   }
 }
-console.log(`built-in generator, ${sidePx}x${sidePx}: anchor median ${median(anchorMs).toFixed(0)} ms (${anchorPng.length} B); ` +
-  `shot median ${median(shotMs).toFixed(0)} ms, max ${Math.max(...shotMs).toFixed(0)} ms; shot PNG median ${median(shotBytes)} B`);
+console.log(
+  `built-in generator, ${sidePx}x${sidePx}: anchor median ${median(anchorMs).toFixed(0)} ms (${anchorPng.length} B); ` +
+    `shot median ${median(shotMs).toFixed(0)} ms, max ${Math.max(...shotMs).toFixed(0)} ms; shot PNG median ${median(shotBytes)} B`,
+);
 
 const stack = await startAlbumStack({ concurrency: 4 });
 const follower = await followEvents(stack.api);
 try {
   const wholeMs: number[] = [];
   for (let round = 0; round < 3; round++) {
-    const album = await createAlbum(stack.api, { subject: `round ${round}: a teal ceramic mug`, template: 'PortraitSession', width_px: sidePx, height_px: sidePx });
+    const album = await createAlbum(stack.api, {
+      subject: `round ${round}: a teal ceramic mug`,
+      template: 'PortraitSession',
+      width_px: sidePx,
+      height_px: sidePx,
+    });
     const started = performance.now();
     await stack.api.call('POST', `/albums/${album.id}/anchor`);
     await waitForEvent(follower, album.id, 'anchor.completed', undefined, 120_000);
@@ -40,8 +59,10 @@ try {
     await waitForEvent(follower, album.id, 'album.completed', undefined, 120_000);
     wholeMs.push(performance.now() - started);
   }
-  console.log(`whole album (anchor + ${directions.length} shots, ${sidePx}px, worker concurrency 4, in-memory store, local Redis): ` +
-    `median ${median(wholeMs).toFixed(0)} ms from POST anchor to album.completed`);
+  console.log(
+    `whole album (anchor + ${directions.length} shots, ${sidePx}px, worker concurrency 4, in-memory store, local Redis): ` +
+      `median ${median(wholeMs).toFixed(0)} ms from POST anchor to album.completed`,
+  );
 } finally {
   follower.close();
   await stack.close();

@@ -31,18 +31,29 @@ function differenceMask(shot: PNG, empty: PNG): Mask {
   const on = new Uint8Array(shot.width * shot.height);
   for (let index = 0; index < on.length; index++) {
     let difference = 0;
-    for (let channel = 0; channel < 3; channel++) difference += Math.abs(shot.data[index * 4 + channel]! - empty.data[index * 4 + channel]!);
+    for (let channel = 0; channel < 3; channel++)
+      difference += Math.abs(shot.data[index * 4 + channel]! - empty.data[index * 4 + channel]!);
     on[index] = difference > 40 ? 1 : 0;
   }
   return { width: shot.width, height: shot.height, on };
 }
 
-function bounds(mask: Mask): { left: number; top: number; right: number; bottom: number; width: number; height: number } {
+function bounds(mask: Mask): {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+  width: number;
+  height: number;
+} {
   let [left, top, right, bottom] = [mask.width, mask.height, -1, -1];
   for (let y = 0; y < mask.height; y++) {
     for (let x = 0; x < mask.width; x++) {
       if (!mask.on[y * mask.width + x]) continue;
-      left = Math.min(left, x); right = Math.max(right, x); top = Math.min(top, y); bottom = Math.max(bottom, y);
+      left = Math.min(left, x);
+      right = Math.max(right, x);
+      top = Math.min(top, y);
+      bottom = Math.max(bottom, y);
     }
   }
   assert.ok(right >= 0, 'the mask is not empty');
@@ -75,7 +86,8 @@ function rowWidth(mask: Mask, y: number): number {
 function rowsAt(mask: Mask, from: number, to: number): number[] {
   const box = bounds(mask);
   const rows: number[] = [];
-  for (let y = Math.round(box.top + from * (box.height - 1)); y <= Math.round(box.top + to * (box.height - 1)); y++) rows.push(y);
+  for (let y = Math.round(box.top + from * (box.height - 1)); y <= Math.round(box.top + to * (box.height - 1)); y++)
+    rows.push(y);
   return rows;
 }
 
@@ -96,8 +108,17 @@ async function anchorMask(subject: string, seed = 0): Promise<Mask> {
 }
 
 const references: ReadonlyArray<readonly [SubjectKind, string]> = [
-  ['person', 'a person'], ['animal', 'an animal'], ['bird', 'a bird'], ['creature', 'a creature'], ['teapot', 'a teapot'],
-  ['cup', 'a cup'], ['vessel', 'a vase'], ['tree', 'a tree'], ['house', 'a house'], ['car', 'a car'], ['box', 'a box'],
+  ['person', 'a person'],
+  ['animal', 'an animal'],
+  ['bird', 'a bird'],
+  ['creature', 'a creature'],
+  ['teapot', 'a teapot'],
+  ['cup', 'a cup'],
+  ['vessel', 'a vase'],
+  ['tree', 'a tree'],
+  ['house', 'a house'],
+  ['car', 'a car'],
+  ['box', 'a box'],
   ['object', 'a thing'],
 ];
 
@@ -110,18 +131,35 @@ describe('albums: the built-in generator draws what the subject names', function
 
   it('reads the kind from the first thing the description names, and draws an unknown thing as an object, not a person', () => {
     const expectations: Array<[string, SubjectKind]> = [
-      ['a woman in a red coat', 'person'], ['two children playing', 'person'], ['a tabby cat', 'animal'],
-      ['a brown horse', 'animal'], ['an owl', 'bird'], ['a red robot', 'creature'], ['a blue teapot with gold flowers', 'teapot'],
-      ['a copper kettle', 'teapot'], ['a teal ceramic mug', 'cup'], ['a glass vase', 'vessel'], ['wine bottles', 'vessel'],
-      ['an old oak tree', 'tree'], ['a thatched cottage', 'house'], ['a red sports car', 'car'],
-      ['a teapot shaped like a cat', 'teapot'], ['a cat beside a teapot', 'animal'], ['the concept of time', 'object'],
-      ['Ada Lovelace', 'object'], ['a cupcake', 'object'], ['a catalogue', 'object'],
+      ['a woman in a red coat', 'person'],
+      ['two children playing', 'person'],
+      ['a tabby cat', 'animal'],
+      ['a brown horse', 'animal'],
+      ['an owl', 'bird'],
+      ['a red robot', 'creature'],
+      ['a blue teapot with gold flowers', 'teapot'],
+      ['a copper kettle', 'teapot'],
+      ['a teal ceramic mug', 'cup'],
+      ['a glass vase', 'vessel'],
+      ['wine bottles', 'vessel'],
+      ['an old oak tree', 'tree'],
+      ['a thatched cottage', 'house'],
+      ['a red sports car', 'car'],
+      ['a teapot shaped like a cat', 'teapot'],
+      ['a cat beside a teapot', 'animal'],
+      ['the concept of time', 'object'],
+      ['Ada Lovelace', 'object'],
+      ['a cupcake', 'object'],
+      ['a catalogue', 'object'],
     ];
     for (const [subject, kind] of expectations) assert.equal(subjectKindOf(subject), kind, subject);
   });
 
   it('gives each kind its own silhouette: a teapot is not a person', () => {
-    assert.ok(intersectionOverUnion(referenceMasks.get('teapot')!, referenceMasks.get('person')!) < 0.5, 'a teapot is not a person');
+    assert.ok(
+      intersectionOverUnion(referenceMasks.get('teapot')!, referenceMasks.get('person')!) < 0.5,
+      'a teapot is not a person',
+    );
     const kinds = [...referenceMasks.keys()];
     for (const [index, first] of kinds.entries()) {
       for (const second of kinds.slice(index + 1)) {
@@ -133,25 +171,46 @@ describe('albums: the built-in generator draws what the subject names', function
 
   it('draws a described subject with the silhouette of its kind, whatever its colours, details and seed', async () => {
     const described: Array<[string, SubjectKind]> = [
-      ['a woman in a red coat', 'person'], ['a tabby cat', 'animal'], ['a brown horse', 'animal'], ['a green parrot', 'bird'],
-      ['a red robot', 'creature'], ['a blue teapot with gold flowers', 'teapot'], ['a copper kettle', 'teapot'],
-      ['a teal ceramic mug', 'cup'], ['a glass vase', 'vessel'], ['an old oak tree', 'tree'], ['a thatched cottage', 'house'],
-      ['a red sports car', 'car'], ['a gift box', 'box'], ['the concept of time', 'object'], ['a teapot shaped like a cat', 'teapot'],
+      ['a woman in a red coat', 'person'],
+      ['a tabby cat', 'animal'],
+      ['a brown horse', 'animal'],
+      ['a green parrot', 'bird'],
+      ['a red robot', 'creature'],
+      ['a blue teapot with gold flowers', 'teapot'],
+      ['a copper kettle', 'teapot'],
+      ['a teal ceramic mug', 'cup'],
+      ['a glass vase', 'vessel'],
+      ['an old oak tree', 'tree'],
+      ['a thatched cottage', 'house'],
+      ['a red sports car', 'car'],
+      ['a gift box', 'box'],
+      ['the concept of time', 'object'],
+      ['a teapot shaped like a cat', 'teapot'],
     ];
     for (const [subject, kind] of described) {
       const mask = await anchorMask(subject, 3);
-      const scores = [...referenceMasks].map(([reference, referenceMask]) => [reference, intersectionOverUnion(mask, referenceMask)] as const)
+      const scores = [...referenceMasks]
+        .map(([reference, referenceMask]) => [reference, intersectionOverUnion(mask, referenceMask)] as const)
         .sort((a, b) => b[1] - a[1]);
-      assert.equal(scores[0]![0], kind, `${subject}: nearest silhouettes ${scores.slice(0, 3).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
+      assert.equal(
+        scores[0]![0],
+        kind,
+        `${subject}: nearest silhouettes ${scores
+          .slice(0, 3)
+          .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+          .join(', ')}`,
+      );
       assert.ok(scores[0]![1] > 0.8, `${subject} matches its kind's silhouette (IoU ${scores[0]![1].toFixed(2)})`);
     }
   });
 
   it('has the parts each kind is known by', () => {
     const mask = (kind: SubjectKind) => referenceMasks.get(kind)!;
-    const most = (kind: SubjectKind, from: number, to: number) => Math.max(...rowsAt(mask(kind), from, to).map((y) => runs(mask(kind), y)));
+    const most = (kind: SubjectKind, from: number, to: number) =>
+      Math.max(...rowsAt(mask(kind), from, to).map((y) => runs(mask(kind), y)));
     const aspect = (kind: SubjectKind) => bounds(mask(kind)).width / bounds(mask(kind)).height;
-    const widthAt = (kind: SubjectKind, fraction: number) => rowWidth(mask(kind), rowsAt(mask(kind), fraction, fraction)[0]!);
+    const widthAt = (kind: SubjectKind, fraction: number) =>
+      rowWidth(mask(kind), rowsAt(mask(kind), fraction, fraction)[0]!);
 
     // A person: a head narrower than the shoulders under it, nothing beside it.
     assert.ok(widthAt('person', 0.25) < 0.7 * widthAt('person', 0.9), 'a head over wider shoulders');
@@ -173,7 +232,10 @@ describe('albums: the built-in generator draws what the subject names', function
     // A house: a roof that widens from its ridge, over walls of one width.
     assert.ok(widthAt('house', 0.03) < 0.25 * widthAt('house', 0.35), 'a pitched roof');
     const walls = rowsAt(mask('house'), 0.6, 0.98).map((y) => rowWidth(mask('house'), y));
-    assert.ok(Math.max(...walls) - Math.min(...walls) <= 2, `straight walls (${Math.min(...walls)}..${Math.max(...walls)})`);
+    assert.ok(
+      Math.max(...walls) - Math.min(...walls) <= 2,
+      `straight walls (${Math.min(...walls)}..${Math.max(...walls)})`,
+    );
     // A car: long and low, on two wheels.
     assert.ok(aspect('car') > 1.7, `car aspect ${aspect('car').toFixed(2)}`);
     assert.equal(most('car', 0.9, 0.97), 2, 'two wheels');
@@ -187,12 +249,21 @@ describe('albums: template directions change the framing and arrangement of the 
   const [widthPx, heightPx] = [160, 160];
 
   async function shotMask(anchorPng: Buffer, subject: string, direction: ShotDirection): Promise<Mask> {
-    const shot = decodePng(await generator.generateShot({ anchorPng, subject, direction, variation: 0, widthPx, heightPx }));
-    const emptyAnchor = await sharp({ create: { width: widthPx, height: heightPx, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } }).png().toBuffer();
-    const empty = decodePng(await generator.generateShot({ anchorPng: emptyAnchor, subject, direction, variation: 0, widthPx, heightPx }));
+    const shot = decodePng(
+      await generator.generateShot({ anchorPng, subject, direction, variation: 0, widthPx, heightPx }),
+    );
+    const emptyAnchor = await sharp({
+      create: { width: widthPx, height: heightPx, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } },
+    })
+      .png()
+      .toBuffer();
+    const empty = decodePng(
+      await generator.generateShot({ anchorPng: emptyAnchor, subject, direction, variation: 0, widthPx, heightPx }),
+    );
     return differenceMask(shot, empty);
   }
-  const direction = (template: keyof typeof templates, name: string) => templates[template].directions.find((item) => item.name === name)!;
+  const direction = (template: keyof typeof templates, name: string) =>
+    templates[template].directions.find((item) => item.name === name)!;
 
   it('ProductShoot: a whole packshot, a pair side by side, a detail that fills the frame', async () => {
     const subject = 'a glass vase';
@@ -225,9 +296,19 @@ describe('albums: template directions change the framing and arrangement of the 
   it('a close-up of an animal is of its head (its eye and nose are in the frame), not of its back', async () => {
     const subject = 'a white cat';
     const anchorPng = await generator.generateAnchor({ subject, seed: 0, widthPx, heightPx });
-    const shot = decodePng(await generator.generateShot({ anchorPng, subject, direction: direction('PortraitSession', 'Head shot'), variation: 0, widthPx, heightPx }));
+    const shot = decodePng(
+      await generator.generateShot({
+        anchorPng,
+        subject,
+        direction: direction('PortraitSession', 'Head shot'),
+        variation: 0,
+        widthPx,
+        heightPx,
+      }),
+    );
     let dark = 0;
-    for (let at = 0; at < shot.data.length; at += 4) if (Math.max(shot.data[at]!, shot.data[at + 1]!, shot.data[at + 2]!) < 60) dark++;
+    for (let at = 0; at < shot.data.length; at += 4)
+      if (Math.max(shot.data[at]!, shot.data[at + 1]!, shot.data[at + 2]!) < 60) dark++;
     assert.ok(dark > 20, `the eye and nose are in the frame (${dark} dark pixels)`);
   });
 });

@@ -9,7 +9,15 @@ import { ProceduralImageGenerator } from '../../api/images/procedural-generator.
 import { startTestApi, startTestRedis, waitFor } from '../api/harness.js';
 import type { TestApi, TestRedis } from '../api/harness.js';
 import type { EventFollower } from './helpers.js';
-import { FailingGenerator, createAlbum, decodePng, eventsOf, fetchImage, followEvents, waitForEvent } from './helpers.js';
+import {
+  FailingGenerator,
+  createAlbum,
+  decodePng,
+  eventsOf,
+  fetchImage,
+  followEvents,
+  waitForEvent,
+} from './helpers.js';
 
 describe('albums: a worker dies mid-shot', function () {
   this.timeout(60_000);
@@ -35,22 +43,35 @@ describe('albums: a worker dies mid-shot', function () {
     const lock = { lockDurationMs: 800, stalledIntervalMs: 300 };
     const abandoned: string[] = [];
     const first = await startAlbumWorker({
-      redisUrl: redis.url, store: api.store, generator: doomed, ...lock,
-      onOutcome: (job, outcome) => { if (job.kind === 'shot') abandoned.push(outcome.kind); },
+      redisUrl: redis.url,
+      store: api.store,
+      generator: doomed,
+      ...lock,
+      onOutcome: (job, outcome) => {
+        if (job.kind === 'shot') abandoned.push(outcome.kind);
+      },
     });
     workers.push(first);
-    const album = await createAlbum(api, { subject: 'a blue sneaker', directions: [{ name: 'only', framing: 'full' }] });
+    const album = await createAlbum(api, {
+      subject: 'a blue sneaker',
+      directions: [{ name: 'only', framing: 'full' }],
+    });
     await api.call('POST', `/albums/${album.id}/anchor`);
     await waitForEvent(follower, album.id, 'anchor.completed');
 
     let release!: () => void;
-    doomed.gate = new Promise((resolve) => { release = resolve; });
+    doomed.gate = new Promise((resolve) => {
+      release = resolve;
+    });
     await api.call('POST', `/albums/${album.id}/shots`);
     await waitForEvent(follower, album.id, 'shot.started');
     await first.close(true);
 
     const second = await startAlbumWorker({
-      redisUrl: redis.url, store: api.store, generator: new ProceduralImageGenerator(), ...lock,
+      redisUrl: redis.url,
+      store: api.store,
+      generator: new ProceduralImageGenerator(),
+      ...lock,
     });
     workers.push(second);
     await waitForEvent(follower, album.id, 'album.completed', undefined, 20_000);
@@ -62,10 +83,20 @@ describe('albums: a worker dies mid-shot', function () {
 
     // The abandoned run ends now, and changes nothing.
     release();
-    await waitFor(async () => abandoned, (outcomes) => outcomes.length === 1);
+    await waitFor(
+      async () => abandoned,
+      (outcomes) => outcomes.length === 1,
+    );
     assert.deepEqual(abandoned, ['finished']);
     assert.deepEqual((await api.call('GET', `/albums/${album.id}`)).json, done);
     const names = eventsOf(follower, album.id).map((event) => event.event);
-    assert.deepEqual(names, ['anchor.started', 'anchor.completed', 'shot.started', 'shot.started', 'shot.completed', 'album.completed']);
+    assert.deepEqual(names, [
+      'anchor.started',
+      'anchor.completed',
+      'shot.started',
+      'shot.started',
+      'shot.completed',
+      'album.completed',
+    ]);
   });
 });

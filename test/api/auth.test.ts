@@ -4,7 +4,11 @@ import { addressInRanges, normalizeRange } from '../../api/auth/ip-allowlist.js'
 import { startTestApi } from './harness.js';
 import type { TestApi } from './harness.js';
 
-async function issueKey(api: TestApi, body: Record<string, unknown>, key?: string): Promise<{ key: string; id: string }> {
+async function issueKey(
+  api: TestApi,
+  body: Record<string, unknown>,
+  key?: string,
+): Promise<{ key: string; id: string }> {
   const result = await api.call('POST', '/keys', { body, key });
   assert.equal(result.status, 201, result.text);
   return { key: result.json.key, id: result.json.record.id };
@@ -12,8 +16,12 @@ async function issueKey(api: TestApi, body: Record<string, unknown>, key?: strin
 
 describe('api: API keys and authentication', () => {
   let api: TestApi;
-  before(async () => { api = await startTestApi(); });
-  after(async () => { await api.close(); });
+  before(async () => {
+    api = await startTestApi();
+  });
+  after(async () => {
+    await api.close();
+  });
 
   it('answers 401 UNAUTHORIZED for a missing key and for an unknown or malformed one', async () => {
     for (const key of [null, '', 'svc_' + 'A'.repeat(43), 'not-a-key', 'svc_' + 'x'.repeat(400)]) {
@@ -37,14 +45,18 @@ describe('api: API keys and authentication', () => {
 
   it('answers 401 KEY_EXPIRED for a key past expires_at', async () => {
     const { secret } = await createApiKey(api.store, {
-      name: 'expired', userId: api.adminUserId, role: 'developer',
-      expiresAt: new Date(Date.now() - 1000).toISOString(), allowedIps: null,
+      name: 'expired',
+      userId: api.adminUserId,
+      role: 'developer',
+      expiresAt: new Date(Date.now() - 1000).toISOString(),
+      allowedIps: null,
     });
     const result = await api.call('GET', '/projects', { key: secret });
     assert.equal(result.status, 401);
     assert.equal(result.json.code, 'KEY_EXPIRED');
-    const expiredId = (await api.call('GET', '/keys?limit=200')).json.items
-      .find((item: { name: string }) => item.name === 'expired').id as string;
+    const expiredId = (await api.call('GET', '/keys?limit=200')).json.items.find(
+      (item: { name: string }) => item.name === 'expired',
+    ).id as string;
     assert.equal((await api.call('POST', `/keys/${expiredId}/rotate`)).json.code, 'CONFLICT', 'no dead replacement');
     const future = await issueKey(api, { name: 'not yet', expires_at: new Date(Date.now() + 3_600_000).toISOString() });
     assert.equal((await api.call('GET', '/projects', { key: future.key })).status, 200);
@@ -66,7 +78,12 @@ describe('api: API keys and authentication', () => {
 
   it('documents the four authentication codes with their statuses', async () => {
     const description = (await api.call('GET', '/openapi.json')).json.info.description as string;
-    for (const row of ['`UNAUTHORIZED` | 401', '`KEY_REVOKED` | 401', '`KEY_EXPIRED` | 401', '`IP_NOT_ALLOWED` | 403']) {
+    for (const row of [
+      '`UNAUTHORIZED` | 401',
+      '`KEY_REVOKED` | 401',
+      '`KEY_EXPIRED` | 401',
+      '`IP_NOT_ALLOWED` | 403',
+    ]) {
       assert.ok(description.includes(row), row);
     }
   });
@@ -102,7 +119,7 @@ describe('api: API keys and authentication', () => {
     assert.equal(again.status, 409);
   });
 
-  it('keeps admin-only operations from developer keys (403 FORBIDDEN) and hides other users\' keys', async () => {
+  it("keeps admin-only operations from developer keys (403 FORBIDDEN) and hides other users' keys", async () => {
     const user = await api.call('POST', '/users', { body: { name: 'dev-user' } });
     assert.equal(user.status, 201);
     const developer = await issueKey(api, { name: 'dev', user_id: user.json.id, role: 'developer' });
@@ -125,7 +142,10 @@ describe('api: API keys and authentication', () => {
     assert.equal((await api.call('GET', `/keys/${api.adminKeyId}`, { key: developer.key })).status, 404);
     assert.equal((await api.call('POST', `/keys/${api.adminKeyId}/revoke`, { key: developer.key })).status, 404);
     const own = await api.call('GET', '/keys', { key: developer.key });
-    assert.deepEqual(own.json.items.map((item: { id: string }) => item.id), [developer.id]);
+    assert.deepEqual(
+      own.json.items.map((item: { id: string }) => item.id),
+      [developer.id],
+    );
     const selfIssued = await issueKey(api, { name: 'my second key' }, developer.key);
     assert.equal((await api.call('GET', `/keys/${selfIssued.id}`, { key: developer.key })).json.user_id, user.json.id);
   });
@@ -134,7 +154,9 @@ describe('api: API keys and authentication', () => {
     const logged = await startTestApi({ config: { accessLog: true } });
     try {
       const issued = await issueKey(logged, { name: 'logged?' });
-      await logged.call('POST', '/credentials', { body: { category: 'gitea', name: 'log-check', value: 'do-not-log-me-123' } });
+      await logged.call('POST', '/credentials', {
+        body: { category: 'gitea', name: 'log-check', value: 'do-not-log-me-123' },
+      });
       await logged.call('POST', '/keys', { key: issued.key, rawBody: `{"name": "${issued.key}"` });
       await logged.call('GET', `/credentials?cursor=${issued.key}`);
       await logged.call('GET', '/projects', { key: issued.key.slice(0, -1) });
@@ -150,16 +172,28 @@ describe('api: API keys and authentication', () => {
 
 describe('api: client address behind trusted proxies', () => {
   let api: TestApi;
-  before(async () => { api = await startTestApi({ config: { trustedProxies: ['127.0.0.1/32', '::1'] } }); });
-  after(async () => { await api.close(); });
+  before(async () => {
+    api = await startTestApi({ config: { trustedProxies: ['127.0.0.1/32', '::1'] } });
+  });
+  after(async () => {
+    await api.close();
+  });
 
   it('honours X-Forwarded-For from a trusted peer, for IPv4, IPv6 and IPv4-mapped addresses', async () => {
-    const key = (await issueKey(api, { name: 'fwd', allowed_ips: ['10.0.0.0/8', '2001:db8::/32', '198.51.100.7'] })).key;
+    const key = (await issueKey(api, { name: 'fwd', allowed_ips: ['10.0.0.0/8', '2001:db8::/32', '198.51.100.7'] }))
+      .key;
     const expectations: Array<[string, number]> = [
-      ['10.1.2.3', 200], ['::ffff:10.1.2.3', 200], ['2001:db8::5', 200], ['198.51.100.7', 200],
-      ['192.168.1.1', 403], ['2001:db9::1', 403], ['::ffff:192.168.1.1', 403],
+      ['10.1.2.3', 200],
+      ['::ffff:10.1.2.3', 200],
+      ['2001:db8::5', 200],
+      ['198.51.100.7', 200],
+      ['192.168.1.1', 403],
+      ['2001:db9::1', 403],
+      ['::ffff:192.168.1.1', 403],
       // The right-most untrusted hop is the client: a client cannot spoof by prepending.
-      ['10.9.9.9, 192.168.1.1', 403], ['192.168.1.1, 10.9.9.9', 200], ['10.1.1.1, 127.0.0.1', 200],
+      ['10.9.9.9, 192.168.1.1', 403],
+      ['192.168.1.1, 10.9.9.9', 200],
+      ['10.1.1.1, 127.0.0.1', 200],
       ['garbage', 403],
     ];
     for (const [forwarded, status] of expectations) {

@@ -6,8 +6,12 @@ import type { TestApi } from './harness.js';
 describe('api: service basics', () => {
   let api: TestApi;
   let ready = false;
-  before(async () => { api = await startTestApi({ config: { isReady: () => ready } }); });
-  after(async () => { await api.close(); });
+  before(async () => {
+    api = await startTestApi({ config: { isReady: () => ready } });
+  });
+  after(async () => {
+    await api.close();
+  });
 
   it('GET /health answers without a key', async () => {
     const result = await api.call('GET', '/health', { key: null });
@@ -40,7 +44,13 @@ describe('api: service basics', () => {
       ['POST', '/projects', { rawBody: '{"name":' }, 400, 'MALFORMED_JSON'],
       ['POST', '/projects', { rawBody: JSON.stringify({ name: 'x' }) }, 400, 'VALIDATION_FAILED'],
       ['POST', '/projects', { rawBody: 'x'.repeat(300_000) }, 413, 'PAYLOAD_TOO_LARGE'],
-      ['POST', '/projects', { rawBody: 'name=x', headers: { 'content-type': 'text/plain' } }, 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      [
+        'POST',
+        '/projects',
+        { rawBody: 'name=x', headers: { 'content-type': 'text/plain' } },
+        415,
+        'UNSUPPORTED_MEDIA_TYPE',
+      ],
       ['GET', '/projects?limit=0', {}, 400, 'VALIDATION_FAILED'],
       ['GET', '/projects?unknown=1', {}, 400, 'VALIDATION_FAILED'],
       ['GET', '/projects/%E0%A4%A', {}, 400, 'VALIDATION_FAILED'],
@@ -58,7 +68,9 @@ describe('api: service basics', () => {
   });
 
   it('gives schema failures details naming the field', async () => {
-    const result = await api.call('POST', '/projects', { body: { name: 'p', workspace: '/w', command: 'not-an-array' } });
+    const result = await api.call('POST', '/projects', {
+      body: { name: 'p', workspace: '/w', command: 'not-an-array' },
+    });
     assert.equal(result.json.code, 'VALIDATION_FAILED');
     assert.ok(result.json.details.some((detail: { path: string }) => detail.path === '/body/command'));
   });

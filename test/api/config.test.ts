@@ -7,8 +7,12 @@ import { startLocalRedis } from '../../api/redis/local-redis.js';
 
 describe('api: configuration from the environment', () => {
   let dir: string;
-  before(() => { dir = mkdtempSync(path.join(os.tmpdir(), 'svc-api-config-')); });
-  after(() => { rmSync(dir, { recursive: true, force: true }); });
+  before(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'svc-api-config-'));
+  });
+  after(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('reads the secret key from SVC_SECRET_KEY_FILE in preference to SVC_SECRET_KEY', () => {
     const fromFile = Buffer.alloc(32, 1);
@@ -16,7 +20,10 @@ describe('api: configuration from the environment', () => {
     writeFileSync(file, `${fromFile.toString('base64')}\n`);
     const config = configFromEnv({ SVC_SECRET_KEY_FILE: file, SVC_SECRET_KEY: Buffer.alloc(32, 2).toString('hex') });
     assert.deepEqual(config.secretKey, fromFile);
-    assert.deepEqual(configFromEnv({ SVC_SECRET_KEY: Buffer.alloc(32, 2).toString('hex') }).secretKey, Buffer.alloc(32, 2));
+    assert.deepEqual(
+      configFromEnv({ SVC_SECRET_KEY: Buffer.alloc(32, 2).toString('hex') }).secretKey,
+      Buffer.alloc(32, 2),
+    );
     assert.equal(configFromEnv({}).secretKey, undefined);
   });
 

@@ -13,8 +13,12 @@ import type { TestApi } from './harness.js';
 
 describe('api: credentials', () => {
   let api: TestApi;
-  beforeEach(async () => { api = await startTestApi(); });
-  afterEach(async () => { await api.close(); });
+  beforeEach(async () => {
+    api = await startTestApi();
+  });
+  afterEach(async () => {
+    await api.close();
+  });
 
   const create = (category: string, name: string, value: string) =>
     api.call('POST', '/credentials', { body: { category, name, value } });
@@ -32,11 +36,20 @@ describe('api: credentials', () => {
       assert.ok(!all.text.includes(secret), 'no value leaves the API unmasked');
     }
     const onlyGitea = await api.call('GET', '/credentials?category=gitea');
-    assert.deepEqual(onlyGitea.json.items.map((item: { name: string }) => item.name), ['admin-token']);
-    assert.deepEqual((await api.call('GET', '/credentials?category=cloudflare')).json.items.map(
-      (item: { category: string }) => item.category), ['cloudflare']);
+    assert.deepEqual(
+      onlyGitea.json.items.map((item: { name: string }) => item.name),
+      ['admin-token'],
+    );
+    assert.deepEqual(
+      (await api.call('GET', '/credentials?category=cloudflare')).json.items.map(
+        (item: { category: string }) => item.category,
+      ),
+      ['cloudflare'],
+    );
 
-    const updated = await api.call('PATCH', `/credentials/${gitea.json.id}`, { body: { value: 'new-value-0123456789' } });
+    const updated = await api.call('PATCH', `/credentials/${gitea.json.id}`, {
+      body: { value: 'new-value-0123456789' },
+    });
     assert.equal(updated.status, 200);
     assert.equal(updated.json.masked_value, 'ne••••••89');
     assert.equal((await api.call('DELETE', `/credentials/${gitea.json.id}`)).status, 204);
@@ -61,7 +74,11 @@ describe('api: credentials', () => {
     const again = await create('gitea', 'dup', 'value-two');
     assert.equal(again.status, 409);
     assert.equal(again.json.code, 'CONFLICT');
-    assert.equal((await create('cloudflare', 'dup', 'value-two')).status, 201, 'the same name in another category is fine');
+    assert.equal(
+      (await create('cloudflare', 'dup', 'value-two')).status,
+      201,
+      'the same name in another category is fine',
+    );
   });
 
   it('stores AES-256-GCM ciphertext that does not contain the plaintext', async () => {
@@ -70,12 +87,17 @@ describe('api: credentials', () => {
     const everything = JSON.stringify((await api.store.list('')).entries);
     assert.ok(!everything.includes(plaintext));
     assert.ok(!everything.includes(Buffer.from(plaintext).toString('base64')));
-    const record = (await api.store.get<{ ciphertext: string; category: string }>(`credentials/${created.json.id}`))!.value;
+    const record = (await api.store.get<{ ciphertext: string; category: string }>(`credentials/${created.json.id}`))!
+      .value;
     assert.equal(openSecret(testSecretKey, record.ciphertext, `credential:${created.json.id}:gitea`), plaintext);
-    assert.throws(() => openSecret(Buffer.alloc(32, 1), record.ciphertext, `credential:${created.json.id}:gitea`),
-      'another key cannot open it');
-    assert.throws(() => openSecret(testSecretKey, record.ciphertext, 'credential:other:gitea'),
-      'a ciphertext moved to another record does not open');
+    assert.throws(
+      () => openSecret(Buffer.alloc(32, 1), record.ciphertext, `credential:${created.json.id}:gitea`),
+      'another key cannot open it',
+    );
+    assert.throws(
+      () => openSecret(testSecretKey, record.ciphertext, 'credential:other:gitea'),
+      'a ciphertext moved to another record does not open',
+    );
     assert.notEqual(sealSecret(testSecretKey, 'x', 'a'), sealSecret(testSecretKey, 'x', 'a'), 'a fresh IV each time');
   });
 
@@ -95,8 +117,10 @@ describe('api: credentials', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     for (let page = 0; page < 10; page++) {
-      const result: { json: { items: Array<{ name: string }>; next_cursor: string | null } } = await api.call('GET',
-        `/credentials?category=woodpecker&limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      const result: { json: { items: Array<{ name: string }>; next_cursor: string | null } } = await api.call(
+        'GET',
+        `/credentials?category=woodpecker&limit=3${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       seen.push(...result.json.items.map((item) => item.name));
       cursor = result.json.next_cursor;
       if (cursor === null) break;
@@ -107,22 +131,38 @@ describe('api: credentials', () => {
 
   it('loads an operator secrets file idempotently: a re-run updates and never duplicates', async () => {
     const yamlText = 'gitea:\n  admin-token: "token-aaaaaaaaaaaa"\ncloudflare:\n  dns: "cf-bbbbbbbbbbbbbb"\n';
-    const first = await loadCredentials({ baseUrl: api.baseUrl, apiKey: api.adminKey, entries: parseSecretsFile(yamlText) });
+    const first = await loadCredentials({
+      baseUrl: api.baseUrl,
+      apiKey: api.adminKey,
+      entries: parseSecretsFile(yamlText),
+    });
     assert.deepEqual(first, { created: ['gitea/admin-token', 'cloudflare/dns'], updated: [] });
-    const changed = JSON.stringify({ gitea: { 'admin-token': 'token-cccccccccccc' }, cloudflare: { dns: 'cf-bbbbbbbbbbbbbb' } });
-    const second = await loadCredentials({ baseUrl: api.baseUrl, apiKey: api.adminKey, entries: parseSecretsFile(changed) });
+    const changed = JSON.stringify({
+      gitea: { 'admin-token': 'token-cccccccccccc' },
+      cloudflare: { dns: 'cf-bbbbbbbbbbbbbb' },
+    });
+    const second = await loadCredentials({
+      baseUrl: api.baseUrl,
+      apiKey: api.adminKey,
+      entries: parseSecretsFile(changed),
+    });
     assert.deepEqual(second, { created: [], updated: ['gitea/admin-token', 'cloudflare/dns'] });
     const listed = await api.call('GET', '/credentials');
     assert.equal(listed.json.items.length, 2);
-    assert.equal(listed.json.items.find((item: { name: string }) => item.name === 'admin-token').masked_value, 'to••••••cc');
+    assert.equal(
+      listed.json.items.find((item: { name: string }) => item.name === 'admin-token').masked_value,
+      'to••••••cc',
+    );
   });
 
   it('refuses secrets files with unknown categories or non-string values before sending anything', () => {
     assert.throws(() => parseSecretsFile('aws:\n  key: "x"\n'), /unknown category "aws"/);
     assert.throws(() => parseSecretsFile('gitea:\n  key: [1, 2]\n'), /must be a string/);
     assert.throws(() => parseSecretsFile('- just\n- a list\n'), /category/);
-    assert.throws(() => parseSecretsFile('gitea: {key: "sekrit-in-broken-yaml"'), (error: Error) =>
-      !error.message.includes('sekrit'));
+    assert.throws(
+      () => parseSecretsFile('gitea: {key: "sekrit-in-broken-yaml"'),
+      (error: Error) => !error.message.includes('sekrit'),
+    );
   });
 
   it('runs as a script with the key from the environment', async function () {
@@ -131,8 +171,10 @@ describe('api: credentials', () => {
     try {
       const file = path.join(dir, 'secrets.json');
       writeFileSync(file, JSON.stringify({ woodpecker: { 'agent-secret': 'wp-secret-0123456789' } }));
-      const run = () => promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/load-credentials.ts', file, api.baseUrl],
-        { env: { ...process.env, SVC_API_KEY: api.adminKey } });
+      const run = () =>
+        promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/load-credentials.ts', file, api.baseUrl], {
+          env: { ...process.env, SVC_API_KEY: api.adminKey },
+        });
       const first = await run();
       assert.match(first.stdout, /created 1: woodpecker\/agent-secret/);
       const second = await run();
@@ -158,6 +200,9 @@ describe('api: masking and secret key parsing', () => {
     assert.deepEqual(parseSecretKey(bytes.toString('hex')), bytes);
     assert.deepEqual(parseSecretKey(bytes.toString('base64') + '\n'), bytes);
     assert.deepEqual(parseSecretKey(bytes.toString('base64url')), bytes);
-    assert.throws(() => parseSecretKey('too-short-secret'), (error: Error) => !error.message.includes('too-short'));
+    assert.throws(
+      () => parseSecretKey('too-short-secret'),
+      (error: Error) => !error.message.includes('too-short'),
+    );
   });
 });

@@ -65,13 +65,20 @@ export async function startTestApi(options: TestApiOptions = {}): Promise<TestAp
     store,
     redis: options.redisUrl ? { url: options.redisUrl } : undefined,
     config: {
-      validateResponses: true, secretKey: testSecretKey, rateLimitPerSecond: 10_000,
-      log: (event, fields) => { logs.push({ event, fields }); },
+      validateResponses: true,
+      secretKey: testSecretKey,
+      rateLimitPerSecond: 10_000,
+      log: (event, fields) => {
+        logs.push({ event, fields });
+      },
       ...options.config,
     },
   });
   const server: Server = service.app.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve, reject) => { server.once('listening', resolve); server.once('error', reject); });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   const call = async (method: string, urlPath: string, callOptions: CallOptions = {}): Promise<CallResult> => {
@@ -95,7 +102,14 @@ export async function startTestApi(options: TestApiOptions = {}): Promise<TestAp
   };
 
   return {
-    baseUrl, store, service, adminKey: admin.key, adminKeyId: admin.keyId, adminUserId: admin.userId, logs, call,
+    baseUrl,
+    store,
+    service,
+    adminKey: admin.key,
+    adminKeyId: admin.keyId,
+    adminUserId: admin.userId,
+    logs,
+    call,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -112,7 +126,8 @@ export async function startTestRedis(): Promise<TestRedis> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-api-redis-'));
   const redis = await startLocalRedis(dir);
   return {
-    ...redis, dir,
+    ...redis,
+    dir,
     async stop() {
       await redis.stop();
       rmSync(dir, { recursive: true, force: true });
@@ -146,18 +161,27 @@ export function useApiOnRedis(options: Omit<TestApiOptions, 'redisUrl'> = {}): A
     return value;
   };
   return {
-    get api() { return started(api, 'the test API'); },
-    get redis() { return started(redis, 'the test Redis'); },
+    get api() {
+      return started(api, 'the test API');
+    },
+    get redis() {
+      return started(redis, 'the test Redis');
+    },
   };
 }
 
 /** waitFor polls condition until it holds or timeoutMs passes (then it throws with the last value seen). */
-export async function waitFor<T>(read: () => Promise<T>, holds: (value: T) => boolean, timeoutMs = 10_000,
-  intervalMs = 25): Promise<T> {
+export async function waitFor<T>(
+  read: () => Promise<T>,
+  holds: (value: T) => boolean,
+  timeoutMs = 10_000,
+  intervalMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T = await read();
   while (!holds(last)) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
+    if (Date.now() > deadline)
+      throw new Error(`condition not met within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
     last = await read();
   }

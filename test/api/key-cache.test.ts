@@ -4,7 +4,13 @@
 // request (the barrier catches up, the watch empties the cache), never served from the stale cache.
 import assert from 'node:assert/strict';
 import type {
-  DocumentStore, JsonObject, ListOptions, ListResult, StoreWatcher, VersionedValue, WriteOptions,
+  DocumentStore,
+  JsonObject,
+  ListOptions,
+  ListResult,
+  StoreWatcher,
+  VersionedValue,
+  WriteOptions,
 } from '../../store/document-store.js';
 import { MemoryDocumentStore } from '../../store/memory-store.js';
 import type { ApiKeyRecord } from '../../api/records.js';
@@ -60,7 +66,9 @@ describe('api: key cache on a lagging replica', () => {
     replica = new LaggingReplica();
     api = await startTestApi({ store: replica });
   });
-  after(async () => { await api?.close(); });
+  after(async () => {
+    await api?.close();
+  });
 
   it('refuses a cached key revoked elsewhere on the next request, and serves it from the cache until then', async () => {
     const created = await api.call('POST', '/keys', { body: { name: 'cached' } });
@@ -70,7 +78,11 @@ describe('api: key cache on a lagging replica', () => {
     assert.equal((await api.call('GET', '/projects', { key })).status, 200);
     assert.ok(replica.barriers > barriersBefore, 'a cached key still takes the read barrier');
     const stored = (await replica.local.get<ApiKeyRecord>(`keys/${record.id}`))!.value;
-    replica.writeElsewhere(`keys/${record.id}`, { ...stored, revoked_at: new Date().toISOString(), revoked_by: 'elsewhere' });
+    replica.writeElsewhere(`keys/${record.id}`, {
+      ...stored,
+      revoked_at: new Date().toISOString(),
+      revoked_by: 'elsewhere',
+    });
     const refused = await api.call('GET', '/projects', { key });
     assert.equal(refused.status, 401, `a key revoked elsewhere answered ${refused.status}`);
     assert.equal((refused.json as { code: string }).code, 'KEY_REVOKED');

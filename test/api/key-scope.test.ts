@@ -15,10 +15,14 @@ describe('api: a key creates only keys no broader than itself', () => {
     api = await startTestApi();
     userId = (await api.call('POST', '/users', { body: { name: 'scoped-user' } })).json.id;
   });
-  after(async () => { await api.close(); });
+  after(async () => {
+    await api.close();
+  });
 
   /** restricted: a developer key for userId that expires in 10 minutes and works only from loopback. */
-  async function restrictedKey(role: 'developer' | 'admin' = 'developer'): Promise<{ key: string; id: string; expiresAt: string }> {
+  async function restrictedKey(
+    role: 'developer' | 'admin' = 'developer',
+  ): Promise<{ key: string; id: string; expiresAt: string }> {
     const expiresAt = inMinutes(10);
     const result = await api.call('POST', '/keys', {
       body: { name: 'restricted', user_id: userId, role, expires_at: expiresAt, allowed_ips: ['127.0.0.0/24'] },
@@ -42,26 +46,37 @@ describe('api: a key creates only keys no broader than itself', () => {
       const result = await api.call('POST', '/keys', { key: restricted.key, body: { name: 'broader', ...fields } });
       assert.equal(result.status, 403, JSON.stringify(fields));
       assert.equal(result.json.code, 'KEY_SCOPE_EXCEEDED', JSON.stringify(fields));
-      assert.deepEqual(result.json.details.map((item: { path: string }) => item.path), [path], JSON.stringify(fields));
+      assert.deepEqual(
+        result.json.details.map((item: { path: string }) => item.path),
+        [path],
+        JSON.stringify(fields),
+      );
     }
     const all = await api.call('POST', '/keys', {
-      key: restricted.key, body: { name: 'everything', role: 'admin', expires_at: null, allowed_ips: null },
+      key: restricted.key,
+      body: { name: 'everything', role: 'admin', expires_at: null, allowed_ips: null },
     });
     assert.equal(all.json.code, 'KEY_SCOPE_EXCEEDED');
     assert.equal(all.json.details.length, 3, 'each field that reaches too far is named');
     const mine = (await api.call('GET', '/keys', { key: restricted.key })).json.items as Array<{ name: string }>;
-    assert.deepEqual(mine.map((item) => item.name), ['restricted'], 'no refused key was stored');
+    assert.deepEqual(
+      mine.map((item) => item.name),
+      ['restricted'],
+      'no refused key was stored',
+    );
   });
 
-  it('allows a key within its scope, and an omitted expiry or allowlist takes the creator\'s own', async () => {
+  it("allows a key within its scope, and an omitted expiry or allowlist takes the creator's own", async () => {
     const restricted = await restrictedKey();
     const narrower = await api.call('POST', '/keys', {
-      key: restricted.key, body: { name: 'narrower', expires_at: inMinutes(5), allowed_ips: ['127.0.0.1'] },
+      key: restricted.key,
+      body: { name: 'narrower', expires_at: inMinutes(5), allowed_ips: ['127.0.0.1'] },
     });
     assert.equal(narrower.status, 201, narrower.text);
     assert.equal((await api.call('GET', '/projects', { key: narrower.json.key })).status, 200);
     const equal = await api.call('POST', '/keys', {
-      key: restricted.key, body: { name: 'equal', expires_at: restricted.expiresAt, allowed_ips: ['127.0.0.0/25', '127.0.0.128/25'] },
+      key: restricted.key,
+      body: { name: 'equal', expires_at: restricted.expiresAt, allowed_ips: ['127.0.0.0/25', '127.0.0.128/25'] },
     });
     assert.equal(equal.status, 201, equal.text);
     const inherited = await api.call('POST', '/keys', { key: restricted.key, body: { name: 'inherited' } });
@@ -81,11 +96,14 @@ describe('api: a key creates only keys no broader than itself', () => {
       assert.equal(result.status, 403, JSON.stringify(body));
       assert.equal(result.json.code, 'KEY_SCOPE_EXCEEDED');
     }
-    const within = await api.call('POST', '/keys', { key: restrictedAdmin.key, body: { name: 'ok', role: 'admin', user_id: userId } });
+    const within = await api.call('POST', '/keys', {
+      key: restrictedAdmin.key,
+      body: { name: 'ok', role: 'admin', user_id: userId },
+    });
     assert.equal(within.status, 201, within.text);
   });
 
-  it('a narrow key cannot rotate or revoke its user\'s broader keys, but may rotate and revoke itself', async () => {
+  it("a narrow key cannot rotate or revoke its user's broader keys, but may rotate and revoke itself", async () => {
     const broad = await api.call('POST', '/keys', { body: { name: 'broad', user_id: userId, role: 'admin' } });
     assert.equal(broad.status, 201);
     const restricted = await restrictedKey();
@@ -95,7 +113,11 @@ describe('api: a key creates only keys no broader than itself', () => {
     assert.equal(rotate.json.code, 'KEY_SCOPE_EXCEEDED');
     const revoke = await api.call('POST', `/keys/${broad.json.record.id}/revoke`, { key: restricted.key });
     assert.equal(revoke.json.code, 'KEY_SCOPE_EXCEEDED');
-    assert.equal((await api.call('GET', '/projects', { key: broad.json.key })).status, 200, 'the broad key still works');
+    assert.equal(
+      (await api.call('GET', '/projects', { key: broad.json.key })).status,
+      200,
+      'the broad key still works',
+    );
 
     const self = await api.call('POST', `/keys/${restricted.id}/rotate`, { key: restricted.key });
     assert.equal(self.status, 201, self.text);
@@ -108,7 +130,11 @@ describe('api: a key creates only keys no broader than itself', () => {
   it('documents who may create, rotate and revoke keys in the OpenAPI document', async () => {
     const document = (await api.call('GET', '/openapi.json')).json;
     assert.ok((document.info.description as string).includes('`KEY_SCOPE_EXCEEDED` | 403'));
-    for (const [path, operation] of [['/keys', 'post'], ['/keys/{id}/revoke', 'post'], ['/keys/{id}/rotate', 'post']] as const) {
+    for (const [path, operation] of [
+      ['/keys', 'post'],
+      ['/keys/{id}/revoke', 'post'],
+      ['/keys/{id}/rotate', 'post'],
+    ] as const) {
       const described = document.paths[path][operation];
       assert.match(described.description as string, /scope/, path);
       assert.match(described.responses[403].description as string, /KEY_SCOPE_EXCEEDED/, path);
@@ -134,7 +160,12 @@ describe('api: key scope rules', () => {
     assert.deepEqual(scopeExcess(holder, { ...holder, expiresAt: '2099-01-01T00:00:00.000Z' }), []);
     assert.equal(scopeExcess(holder, { ...holder, expiresAt: '2100-01-01T00:00:00.001Z' }).length, 1);
     assert.equal(scopeExcess(holder, { ...holder, role: 'admin' }).length, 1);
-    assert.deepEqual(scopeExcess({ role: 'admin', expiresAt: null, allowedIps: null },
-      { role: 'admin', expiresAt: null, allowedIps: null }), []);
+    assert.deepEqual(
+      scopeExcess(
+        { role: 'admin', expiresAt: null, allowedIps: null },
+        { role: 'admin', expiresAt: null, allowedIps: null },
+      ),
+      [],
+    );
   });
 });

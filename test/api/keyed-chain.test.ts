@@ -7,39 +7,67 @@ import express, { Router } from 'express';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { expressPathOf, inSequence, routeDispatch, routePathsOf } from '../../api/keyed-chain.js';
 
-interface Served { url: string; close(): Promise<void> }
+interface Served {
+  url: string;
+  close(): Promise<void>;
+}
 
 async function serve(handler: RequestHandler, seen: string[]): Promise<Served> {
   const app = express();
   app.use(handler);
-  app.use((_req, res) => { seen.push('404'); res.status(404).json({ code: 'NOT_FOUND' }); });
+  app.use((_req, res) => {
+    seen.push('404');
+    res.status(404).json({ code: 'NOT_FOUND' });
+  });
   const onError: ErrorRequestHandler = (error: unknown, _req, res, _next) => {
     res.status(500).json({ error: error instanceof Error ? error.message : String(error) });
   };
   app.use(onError);
-  const server: Server = await new Promise((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)); });
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise((resolve) => { server.close(() => resolve()); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+      }),
   };
 }
 
 /** matchedAs stands in for the validator: it names the route a request matched (or none). */
-const matchedAs = (route: string | undefined): RequestHandler => (req, _res, next) => {
-  if (route !== undefined) (req as unknown as { openapi: unknown }).openapi = { expressRoute: route };
-  next();
-};
+const matchedAs =
+  (route: string | undefined): RequestHandler =>
+  (req, _res, next) => {
+    if (route !== undefined) (req as unknown as { openapi: unknown }).openapi = { expressRoute: route };
+    next();
+  };
 
 function routers(seen: string[]): Router[] {
   const first = Router();
   // A route that passes on: the dispatch must then try the next router declaring the same route.
-  first.get('/things/:id', (_req, _res, next) => { seen.push('first /things/:id'); next(); });
-  first.get('/first', (_req, res) => { seen.push('first /first'); res.json({ from: 'first' }); });
-  first.use((_req, _res, next) => { seen.push('first walked'); next(); });
+  first.get('/things/:id', (_req, _res, next) => {
+    seen.push('first /things/:id');
+    next();
+  });
+  first.get('/first', (_req, res) => {
+    seen.push('first /first');
+    res.json({ from: 'first' });
+  });
+  first.use((_req, _res, next) => {
+    seen.push('first walked');
+    next();
+  });
   const second = Router();
-  second.get('/things/:id', (req, res) => { seen.push('second /things/:id'); res.json({ id: req.params.id }); });
+  second.get('/things/:id', (req, res) => {
+    seen.push('second /things/:id');
+    res.json({ id: req.params.id });
+  });
   const nested = Router();
-  nested.get('/deep/:x', (_req, res) => { seen.push('nested /deep/:x'); res.json({ from: 'nested' }); });
+  nested.get('/deep/:x', (_req, res) => {
+    seen.push('nested /deep/:x');
+    res.json({ from: 'nested' });
+  });
   const third = Router();
   third.use(nested);
   return [first, second, third];
@@ -82,17 +110,33 @@ describe('api: keyed chain', () => {
 
   it('runs a sequence as consecutive layers: an error passed, thrown or rejected skips the rest', async () => {
     const failures: Record<string, RequestHandler> = {
-      passed: (_req, _res, next) => { next(new Error('passed')); },
-      thrown: () => { throw new Error('thrown'); },
-      rejected: async () => { await Promise.resolve(); throw new Error('rejected'); },
+      passed: (_req, _res, next) => {
+        next(new Error('passed'));
+      },
+      thrown: () => {
+        throw new Error('thrown');
+      },
+      rejected: async () => {
+        await Promise.resolve();
+        throw new Error('rejected');
+      },
     };
     for (const [name, failing] of Object.entries(failures)) {
       const seen: string[] = [];
-      const served = await serve(inSequence([
-        (_req, _res, next) => { seen.push('before'); next(); },
-        failing,
-        (_req, res) => { seen.push('after'); res.json({}); },
-      ]), seen);
+      const served = await serve(
+        inSequence([
+          (_req, _res, next) => {
+            seen.push('before');
+            next();
+          },
+          failing,
+          (_req, res) => {
+            seen.push('after');
+            res.json({});
+          },
+        ]),
+        seen,
+      );
       try {
         const response = await fetch(served.url + '/x');
         assert.equal(response.status, 500, name);

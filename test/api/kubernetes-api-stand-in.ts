@@ -51,18 +51,35 @@ export interface KubernetesApiStandIn {
 }
 
 class StatusError extends Error {
-  constructor(readonly code: number, readonly reason: string, message: string, readonly details?: Json) {
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    message: string,
+    readonly details?: Json,
+  ) {
     super(message);
   }
   body(): Json {
-    return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: this.message, reason: this.reason,
-      ...(this.details ? { details: this.details } : {}), code: this.code };
+    return {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: this.message,
+      reason: this.reason,
+      ...(this.details ? { details: this.details } : {}),
+      code: this.code,
+    };
   }
 }
 
 // --- the OpenAPI schema: known fields (strict decoding) -------------------------------------------------------
 
-interface Attribute { name: string; baseName: string; type: string }
+interface Attribute {
+  name: string;
+  baseName: string;
+  type: string;
+}
 const models = k8s as unknown as Record<string, { attributeTypeMap?: Attribute[] } | undefined>;
 
 /** unknownFields lists the fields of value that its schema type does not have, as field paths. */
@@ -75,7 +92,8 @@ function unknownFields(value: Json, type: string, at: string, found: string[]): 
   }
   const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
   if (map) {
-    if (typeof value === 'object') for (const [key, item] of Object.entries(value)) unknownFields(item, map[1]!, `${at}[${key}]`, found);
+    if (typeof value === 'object')
+      for (const [key, item] of Object.entries(value)) unknownFields(item, map[1]!, `${at}[${key}]`, found);
     return;
   }
   const attributes = models[type]?.attributeTypeMap;
@@ -91,11 +109,20 @@ function unknownFields(value: Json, type: string, at: string, found: string[]): 
 
 // --- the OpenAPI schema: required fields, types, enums (kubernetes-models) -------------------------------------
 
-interface SchemaError { instancePath: string; keyword: string; params: Json; message?: string }
+interface SchemaError {
+  instancePath: string;
+  keyword: string;
+  params: Json;
+  message?: string;
+}
 type SchemaValidate = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
 
 const fieldPath = (instancePath: string) =>
-  instancePath.split('/').filter(Boolean).map((part, index) => (/^\d+$/.test(part) ? `[${part}]` : `${index ? '.' : ''}${part}`)).join('');
+  instancePath
+    .split('/')
+    .filter(Boolean)
+    .map((part, index) => (/^\d+$/.test(part) ? `[${part}]` : `${index ? '.' : ''}${part}`))
+    .join('');
 
 function schemaCauses(validate: SchemaValidate, body: Json): { causes: Json[]; decodeError: string | null } {
   if (validate(body)) return { causes: [], decodeError: null };
@@ -113,7 +140,10 @@ function schemaCauses(validate: SchemaValidate, body: Json): { causes: Json[]; d
   }
   const typeError = errors.find((error) => error.keyword === 'type');
   if (typeError) {
-    return { causes: [], decodeError: `json: cannot unmarshal into Go struct field ${fieldPath(typeError.instancePath)} of type ${typeError.params.type}` };
+    return {
+      causes: [],
+      decodeError: `json: cannot unmarshal into Go struct field ${fieldPath(typeError.instancePath)} of type ${typeError.params.type}`,
+    };
   }
   const causes: Json[] = [];
   for (const error of errors) {
@@ -122,7 +152,11 @@ function schemaCauses(validate: SchemaValidate, body: Json): { causes: Json[]; d
       const field = base ? `${base}.${error.params.missingProperty}` : String(error.params.missingProperty);
       causes.push({ reason: 'FieldValueRequired', message: 'Required value', field });
     } else if (error.keyword === 'enum') {
-      causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: supported values: ${JSON.stringify(error.params.allowedValues)}`, field: base });
+      causes.push({
+        reason: 'FieldValueNotSupported',
+        message: `Unsupported value: supported values: ${JSON.stringify(error.params.allowedValues)}`,
+        field: base,
+      });
     } else {
       causes.push({ reason: 'FieldValueInvalid', message: `Invalid value: ${error.keyword}`, field: base });
     }
@@ -139,11 +173,17 @@ const labelName = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const quantity = /^[+-]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$/;
 
 function nameCauses(name: unknown, field: string, maxLength: number, label: boolean): Json[] {
-  if (typeof name !== 'string' || name === '') return [{ reason: 'FieldValueRequired', message: 'Required value: name or generateName is required', field }];
+  if (typeof name !== 'string' || name === '')
+    return [{ reason: 'FieldValueRequired', message: 'Required value: name or generateName is required', field }];
   const shape = label ? dns1123Label : dns1123Subdomain;
   if (name.length > maxLength || !shape.test(name)) {
-    return [{ reason: 'FieldValueInvalid', field,
-      message: `Invalid value: ${JSON.stringify(name)}: a lowercase RFC 1123 ${label ? 'label' : 'subdomain'} must consist of lower case alphanumeric characters, '-'${label ? '' : " or '.'"}, and must start and end with an alphanumeric character, and be at most ${maxLength} characters` }];
+    return [
+      {
+        reason: 'FieldValueInvalid',
+        field,
+        message: `Invalid value: ${JSON.stringify(name)}: a lowercase RFC 1123 ${label ? 'label' : 'subdomain'} must consist of lower case alphanumeric characters, '-'${label ? '' : " or '.'"}, and must start and end with an alphanumeric character, and be at most ${maxLength} characters`,
+      },
+    ];
   }
   return [];
 }
@@ -151,12 +191,20 @@ function nameCauses(name: unknown, field: string, maxLength: number, label: bool
 function labelCauses(labels: Json, field: string): Json[] {
   const causes: Json[] = [];
   for (const [key, value] of Object.entries(labels ?? {})) {
-    const [prefix, name] = key.includes('/') ? key.split('/', 2) as [string, string] : ['', key];
+    const [prefix, name] = key.includes('/') ? (key.split('/', 2) as [string, string]) : ['', key];
     if ((prefix && !dns1123Subdomain.test(prefix)) || name.length > 63 || !labelName.test(name)) {
-      causes.push({ reason: 'FieldValueInvalid', field: `${field}`, message: `Invalid value: ${JSON.stringify(key)}: name part must consist of alphanumeric characters, '-', '_' or '.'` });
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: `${field}`,
+        message: `Invalid value: ${JSON.stringify(key)}: name part must consist of alphanumeric characters, '-', '_' or '.'`,
+      });
     }
     if (typeof value !== 'string' || value.length > 63 || !labelValue.test(value)) {
-      causes.push({ reason: 'FieldValueInvalid', field: `${field}`, message: `Invalid value: ${JSON.stringify(value)}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, and be at most 63 characters` });
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: `${field}`,
+        message: `Invalid value: ${JSON.stringify(value)}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, and be at most 63 characters`,
+      });
     }
   }
   return causes;
@@ -169,25 +217,45 @@ function podSpecCauses(spec: Json, field: string): Json[] {
     return causes;
   }
   const volumes = new Set((spec.volumes ?? []).map((volume: Json) => volume.name));
-  for (const [index, volume] of (spec.volumes ?? []).entries()) causes.push(...nameCauses(volume.name, `${field}.volumes[${index}].name`, 63, true));
+  for (const [index, volume] of (spec.volumes ?? []).entries())
+    causes.push(...nameCauses(volume.name, `${field}.volumes[${index}].name`, 63, true));
   const names = new Set<string>();
   for (const [index, container] of spec.containers.entries()) {
     const at = `${field}.containers[${index}]`;
     causes.push(...nameCauses(container.name, `${at}.name`, 63, true));
-    if (names.has(container.name)) causes.push({ reason: 'FieldValueDuplicate', message: `Duplicate value: ${JSON.stringify(container.name)}`, field: `${at}.name` });
+    if (names.has(container.name))
+      causes.push({
+        reason: 'FieldValueDuplicate',
+        message: `Duplicate value: ${JSON.stringify(container.name)}`,
+        field: `${at}.name`,
+      });
     names.add(container.name);
-    if (!container.image) causes.push({ reason: 'FieldValueRequired', message: 'Required value', field: `${at}.image` });
+    if (!container.image)
+      causes.push({ reason: 'FieldValueRequired', message: 'Required value', field: `${at}.image` });
     for (const kind of ['limits', 'requests']) {
       for (const [resource, value] of Object.entries(container.resources?.[kind] ?? {})) {
         if (typeof value !== 'string' || !quantity.test(value)) {
-          causes.push({ reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(value)}: must be a quantity`, field: `${at}.resources.${kind}[${resource}]` });
+          causes.push({
+            reason: 'FieldValueInvalid',
+            message: `Invalid value: ${JSON.stringify(value)}: must be a quantity`,
+            field: `${at}.resources.${kind}[${resource}]`,
+          });
         }
       }
     }
     for (const [mountIndex, mount] of (container.volumeMounts ?? []).entries()) {
-      if (!volumes.has(mount.name)) causes.push({ reason: 'FieldValueNotFound', message: `Not found: ${JSON.stringify(mount.name)}`, field: `${at}.volumeMounts[${mountIndex}].name` });
+      if (!volumes.has(mount.name))
+        causes.push({
+          reason: 'FieldValueNotFound',
+          message: `Not found: ${JSON.stringify(mount.name)}`,
+          field: `${at}.volumeMounts[${mountIndex}].name`,
+        });
       if (typeof mount.mountPath !== 'string' || !mount.mountPath.startsWith('/')) {
-        causes.push({ reason: 'FieldValueInvalid', message: 'Invalid value: must be an absolute path', field: `${at}.volumeMounts[${mountIndex}].mountPath` });
+        causes.push({
+          reason: 'FieldValueInvalid',
+          message: 'Invalid value: must be an absolute path',
+          field: `${at}.volumeMounts[${mountIndex}].mountPath`,
+        });
       }
     }
   }
@@ -196,25 +264,49 @@ function podSpecCauses(spec: Json, field: string): Json[] {
 
 function invalid(kind: string, name: unknown, causes: Json[]): StatusError {
   const list = causes.map((cause) => `${cause.field}: ${cause.message}`).join(', ');
-  return new StatusError(422, 'Invalid', `${kind} ${JSON.stringify(String(name ?? ''))} is invalid: ${causes.length > 1 ? `[${list}]` : list}`,
-    { name: String(name ?? ''), kind: kind.split('.')[0]!.toLowerCase() + 's', causes });
+  return new StatusError(
+    422,
+    'Invalid',
+    `${kind} ${JSON.stringify(String(name ?? ''))} is invalid: ${causes.length > 1 ? `[${list}]` : list}`,
+    { name: String(name ?? ''), kind: kind.split('.')[0]!.toLowerCase() + 's', causes },
+  );
 }
 
 /** admit checks a created object as the API server would; it returns the object with unknown fields dropped. */
-function admit(body: Json, query: URLSearchParams, type: string, validate: SchemaValidate, kind: string, namespace: string): Json {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new StatusError(400, 'BadRequest', 'the body of the request was in an unknown format');
+function admit(
+  body: Json,
+  query: URLSearchParams,
+  type: string,
+  validate: SchemaValidate,
+  kind: string,
+  namespace: string,
+): Json {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new StatusError(400, 'BadRequest', 'the body of the request was in an unknown format');
   const unknown: string[] = [];
   unknownFields(body, type, '', unknown);
   if (unknown.length > 0 && query.get('fieldValidation') === 'Strict') {
-    throw new StatusError(400, 'BadRequest', `strict decoding error: ${unknown.map((field) => `unknown field "${field}"`).join(', ')}`);
+    throw new StatusError(
+      400,
+      'BadRequest',
+      `strict decoding error: ${unknown.map((field) => `unknown field "${field}"`).join(', ')}`,
+    );
   }
   const schema = schemaCauses(validate, body);
   if (schema.decodeError) {
-    throw new StatusError(400, 'BadRequest', `${kind.split('.')[0]} in version "${String(body.apiVersion).split('/').pop()}" cannot be handled as a ${kind.split('.')[0]}: ${schema.decodeError}`);
+    throw new StatusError(
+      400,
+      'BadRequest',
+      `${kind.split('.')[0]} in version "${String(body.apiVersion).split('/').pop()}" cannot be handled as a ${kind.split('.')[0]}: ${schema.decodeError}`,
+    );
   }
   const causes = [...schema.causes];
   if (body.metadata?.namespace !== undefined && body.metadata.namespace !== namespace) {
-    throw new StatusError(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+    throw new StatusError(
+      400,
+      'BadRequest',
+      'the namespace of the provided object does not match the namespace sent on the request',
+    );
   }
   causes.push(...nameCauses(body.metadata?.name, 'metadata.name', kind === 'Job.batch' ? 63 : 253, false));
   causes.push(...labelCauses(body.metadata?.labels, 'metadata.labels'));
@@ -224,17 +316,27 @@ function admit(body: Json, query: URLSearchParams, type: string, validate: Schem
     if (template?.spec) causes.push(...podSpecCauses(template.spec, 'spec.template.spec'));
     const restart = template?.spec?.restartPolicy;
     if (template?.spec && restart !== 'Never' && restart !== 'OnFailure') {
-      causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: ${JSON.stringify(restart ?? 'Always')}: supported values: "OnFailure", "Never"`, field: 'spec.template.spec.restartPolicy' });
+      causes.push({
+        reason: 'FieldValueNotSupported',
+        message: `Unsupported value: ${JSON.stringify(restart ?? 'Always')}: supported values: "OnFailure", "Never"`,
+        field: 'spec.template.spec.restartPolicy',
+      });
     }
     for (const field of ['activeDeadlineSeconds', 'backoffLimit', 'ttlSecondsAfterFinished']) {
       const value = body.spec?.[field];
       if (typeof value === 'number' && (value < 0 || (field === 'activeDeadlineSeconds' && value === 0))) {
-        causes.push({ reason: 'FieldValueInvalid', message: `Invalid value: ${value}: must be greater than ${field === 'activeDeadlineSeconds' ? 'zero' : 'or equal to 0'}`, field: `spec.${field}` });
+        causes.push({
+          reason: 'FieldValueInvalid',
+          message: `Invalid value: ${value}: must be greater than ${field === 'activeDeadlineSeconds' ? 'zero' : 'or equal to 0'}`,
+          field: `spec.${field}`,
+        });
       }
     }
   }
   const seen = new Set<string>();
-  const distinct = causes.filter((cause) => !seen.has(`${cause.reason} ${cause.field}`) && seen.add(`${cause.reason} ${cause.field}`));
+  const distinct = causes.filter(
+    (cause) => !seen.has(`${cause.reason} ${cause.field}`) && seen.add(`${cause.reason} ${cause.field}`),
+  );
   if (distinct.length > 0) throw invalid(kind, body.metadata?.name, distinct);
   return body;
 }
@@ -257,15 +359,22 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
   let resourceVersion = 1;
 
   const later = (ms: number, action: () => void) => {
-    const timer = setTimeout(() => { timers.delete(timer); action(); }, ms);
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      action();
+    }, ms);
     timers.add(timer);
   };
-  const stamp = (object: Json) => { object.metadata.resourceVersion = String(++resourceVersion); };
-  const matches = (pod: Json, selector: [string, string][]) => selector.every(([key, value]) => pod.metadata.labels?.[key] === value);
+  const stamp = (object: Json) => {
+    object.metadata.resourceVersion = String(++resourceVersion);
+  };
+  const matches = (pod: Json, selector: [string, string][]) =>
+    selector.every(([key, value]) => pod.metadata.labels?.[key] === value);
   const notify = (type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: Json) => {
     stamp(pod);
     for (const watcher of podWatchers) {
-      if (watcher.namespace === pod.metadata.namespace && matches(pod, watcher.selector)) watcher.res.write(`${JSON.stringify({ type, object: pod })}\n`);
+      if (watcher.namespace === pod.metadata.namespace && matches(pod, watcher.selector))
+        watcher.res.write(`${JSON.stringify({ type, object: pod })}\n`);
     }
   };
   const containerStatus = (pod: Json) => pod.status.containerStatuses[0];
@@ -283,17 +392,25 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
 
   /** expand does Kubernetes' $(VAR) expansion of a command or argument: $$ is $, $(NAME) the variable's value. */
   const expand = (text: string, env: Record<string, string>) =>
-    text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name?: string) => (name === undefined ? '$' : env[name] ?? whole));
+    text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name?: string) =>
+      name === undefined ? '$' : (env[name] ?? whole),
+    );
 
   function startContainer(pod: Json): void {
     const container = pod.spec.containers[0];
-    const env: Record<string, string> = Object.fromEntries((container.env ?? []).map((item: Json) => [item.name, item.value ?? '']));
+    const env: Record<string, string> = Object.fromEntries(
+      (container.env ?? []).map((item: Json) => [item.name, item.value ?? '']),
+    );
     const argv = [...(container.command ?? []), ...(container.args ?? [])].map((part: string) => expand(part, env));
     const key = pod.metadata.name as string;
     logs.set(key, []);
     let child: ChildProcess;
     try {
-      child = spawn(argv[0]!, argv.slice(1), { cwd: hostDirectory(pod, container.workingDir ?? '/'), env, stdio: ['ignore', 'pipe', 'pipe'] });
+      child = spawn(argv[0]!, argv.slice(1), {
+        cwd: hostDirectory(pod, container.workingDir ?? '/'),
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
     } catch (error) {
       containerStatus(pod).state = { waiting: { reason: 'CreateContainerError', message: (error as Error).message } };
       notify('MODIFIED', pod);
@@ -323,7 +440,14 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
       processes.delete(key);
       const exitCode = code ?? 128 + ({ SIGTERM: 15, SIGKILL: 9 } as Record<string, number>)[signal ?? 'SIGKILL']!;
       pod.status.phase = exitCode === 0 ? 'Succeeded' : 'Failed';
-      containerStatus(pod).state = { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', startedAt, finishedAt: new Date().toISOString() } };
+      containerStatus(pod).state = {
+        terminated: {
+          exitCode,
+          reason: exitCode === 0 ? 'Completed' : 'Error',
+          startedAt,
+          finishedAt: new Date().toISOString(),
+        },
+      };
       containerStatus(pod).ready = false;
       notify('MODIFIED', pod);
       for (const follower of logFollowers.get(key) ?? []) follower.end();
@@ -352,7 +476,9 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     if (graceSeconds === 0) child.kill('SIGKILL');
     else {
       child.kill('SIGTERM');
-      later(graceSeconds * 1000, () => { if (processes.get(key) === child) child.kill('SIGKILL'); });
+      later(graceSeconds * 1000, () => {
+        if (processes.get(key) === child) child.kill('SIGKILL');
+      });
     }
   }
 
@@ -361,22 +487,51 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     const name = `${job.metadata.name}-${randomBytes(3).toString('hex').slice(0, 5)}`;
     const template = job.spec.template;
     const pod: Json = {
-      apiVersion: 'v1', kind: 'Pod',
+      apiVersion: 'v1',
+      kind: 'Pod',
       metadata: {
-        name, namespace, uid: randomBytes(16).toString('hex'), creationTimestamp: new Date().toISOString(),
-        labels: { ...template.metadata?.labels, 'batch.kubernetes.io/job-name': job.metadata.name, 'job-name': job.metadata.name, 'controller-uid': job.metadata.uid },
-        ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: job.metadata.name, uid: job.metadata.uid, controller: true, blockOwnerDeletion: true }],
+        name,
+        namespace,
+        uid: randomBytes(16).toString('hex'),
+        creationTimestamp: new Date().toISOString(),
+        labels: {
+          ...template.metadata?.labels,
+          'batch.kubernetes.io/job-name': job.metadata.name,
+          'job-name': job.metadata.name,
+          'controller-uid': job.metadata.uid,
+        },
+        ownerReferences: [
+          {
+            apiVersion: 'batch/v1',
+            kind: 'Job',
+            name: job.metadata.name,
+            uid: job.metadata.uid,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
       },
       spec: { ...template.spec, nodeName: 'stand-in-node' },
       status: {
         phase: 'Pending',
-        containerStatuses: [{ name: template.spec.containers[0].name, image: template.spec.containers[0].image, imageID: '', ready: false, restartCount: 0, started: false,
-          state: { waiting: { reason: 'ContainerCreating' } } }],
+        containerStatuses: [
+          {
+            name: template.spec.containers[0].name,
+            image: template.spec.containers[0].image,
+            imageID: '',
+            ready: false,
+            restartCount: 0,
+            started: false,
+            state: { waiting: { reason: 'ContainerCreating' } },
+          },
+        ],
       },
     };
     pods.set(name, pod);
     notify('ADDED', pod);
-    later(20, () => { if (pods.has(name)) startContainer(pod); });
+    later(20, () => {
+      if (pods.has(name)) startContainer(pod);
+    });
     const deadline = job.spec.activeDeadlineSeconds;
     if (typeof deadline === 'number') {
       later(deadline * 1000, () => {
@@ -399,13 +554,29 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     if (req.headers.authorization !== `Bearer ${token}`) throw new StatusError(401, 'Unauthorized', 'Unauthorized');
     const method = req.method;
     // /apis/batch/v1/namespaces/{ns}/jobs[/{name}]
-    if (parts[0] === 'apis' && parts[1] === 'batch' && parts[2] === 'v1' && parts[3] === 'namespaces' && parts[5] === 'jobs') {
+    if (
+      parts[0] === 'apis' &&
+      parts[1] === 'batch' &&
+      parts[2] === 'v1' &&
+      parts[3] === 'namespaces' &&
+      parts[5] === 'jobs'
+    ) {
       const namespace = parts[4]!;
       if (method === 'POST' && parts.length === 6) {
         const job = admit(body, url.searchParams, 'V1Job', validateJobSchema as SchemaValidate, 'Job.batch', namespace);
         const key = `${namespace}/${job.metadata.name}`;
-        if (jobs.has(key)) throw new StatusError(409, 'AlreadyExists', `jobs.batch "${job.metadata.name}" already exists`, { name: job.metadata.name, group: 'batch', kind: 'jobs' });
-        job.metadata = { ...job.metadata, namespace, uid: randomBytes(16).toString('hex'), creationTimestamp: new Date().toISOString() };
+        if (jobs.has(key))
+          throw new StatusError(409, 'AlreadyExists', `jobs.batch "${job.metadata.name}" already exists`, {
+            name: job.metadata.name,
+            group: 'batch',
+            kind: 'jobs',
+          });
+        job.metadata = {
+          ...job.metadata,
+          namespace,
+          uid: randomBytes(16).toString('hex'),
+          creationTimestamp: new Date().toISOString(),
+        };
         job.status = { active: 1 };
         stamp(job);
         jobs.set(key, job);
@@ -416,23 +587,56 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
       if (method === 'DELETE' && parts.length === 7) {
         const key = `${namespace}/${parts[6]}`;
         const job = jobs.get(key);
-        if (!job) throw new StatusError(404, 'NotFound', `jobs.batch "${parts[6]}" not found`, { name: parts[6], group: 'batch', kind: 'jobs' });
+        if (!job)
+          throw new StatusError(404, 'NotFound', `jobs.batch "${parts[6]}" not found`, {
+            name: parts[6],
+            group: 'batch',
+            kind: 'jobs',
+          });
         jobs.delete(key);
         const policy = url.searchParams.get('propagationPolicy') ?? body?.propagationPolicy;
-        for (const pod of [...pods.values()].filter((item) => item.metadata.ownerReferences?.[0]?.uid === job.metadata.uid)) {
-          if (policy === 'Background' || policy === 'Foreground') terminatePod(pod.metadata.name, pod.spec.terminationGracePeriodSeconds ?? 30);
+        for (const pod of [...pods.values()].filter(
+          (item) => item.metadata.ownerReferences?.[0]?.uid === job.metadata.uid,
+        )) {
+          if (policy === 'Background' || policy === 'Foreground')
+            terminatePod(pod.metadata.name, pod.spec.terminationGracePeriodSeconds ?? 30);
           else orphanedPods.push(pod.metadata.name);
         }
-        send(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name: parts[6], group: 'batch', kind: 'jobs', uid: job.metadata.uid } });
+        send(res, 200, {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Success',
+          details: { name: parts[6], group: 'batch', kind: 'jobs', uid: job.metadata.uid },
+        });
         return;
       }
     }
     // /apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies
-    if (parts[0] === 'apis' && parts[1] === 'networking.k8s.io' && parts[3] === 'namespaces' && parts[5] === 'networkpolicies' && method === 'POST' && parts.length === 6) {
+    if (
+      parts[0] === 'apis' &&
+      parts[1] === 'networking.k8s.io' &&
+      parts[3] === 'namespaces' &&
+      parts[5] === 'networkpolicies' &&
+      method === 'POST' &&
+      parts.length === 6
+    ) {
       const namespace = parts[4]!;
-      const policy = admit(body, url.searchParams, 'V1NetworkPolicy', validateNetworkPolicySchema as SchemaValidate, 'NetworkPolicy.networking.k8s.io', namespace);
+      const policy = admit(
+        body,
+        url.searchParams,
+        'V1NetworkPolicy',
+        validateNetworkPolicySchema as SchemaValidate,
+        'NetworkPolicy.networking.k8s.io',
+        namespace,
+      );
       const key = `${namespace}/${policy.metadata.name}`;
-      if (networkPolicies.has(key)) throw new StatusError(409, 'AlreadyExists', `networkpolicies.networking.k8s.io "${policy.metadata.name}" already exists`);
+      if (networkPolicies.has(key))
+        throw new StatusError(
+          409,
+          'AlreadyExists',
+          `networkpolicies.networking.k8s.io "${policy.metadata.name}" already exists`,
+        );
       policy.metadata = { ...policy.metadata, namespace, uid: randomBytes(16).toString('hex') };
       networkPolicies.set(key, policy);
       send(res, 201, policy);
@@ -442,10 +646,20 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     if (parts[0] === 'api' && parts[1] === 'v1' && parts[2] === 'namespaces' && parts[4] === 'pods') {
       const namespace = parts[3]!;
       if (method === 'GET' && parts.length === 5) {
-        const selector = (url.searchParams.get('labelSelector') ?? '').split(',').filter(Boolean).map((term) => term.split('=', 2) as [string, string]);
-        const listed = [...pods.values()].filter((pod) => pod.metadata.namespace === namespace && matches(pod, selector));
+        const selector = (url.searchParams.get('labelSelector') ?? '')
+          .split(',')
+          .filter(Boolean)
+          .map((term) => term.split('=', 2) as [string, string]);
+        const listed = [...pods.values()].filter(
+          (pod) => pod.metadata.namespace === namespace && matches(pod, selector),
+        );
         if (url.searchParams.get('watch') !== 'true') {
-          send(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: String(resourceVersion) }, items: listed });
+          send(res, 200, {
+            kind: 'PodList',
+            apiVersion: 'v1',
+            metadata: { resourceVersion: String(resourceVersion) },
+            items: listed,
+          });
           return;
         }
         res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
@@ -456,23 +670,32 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
         return;
       }
       const pod = pods.get(parts[5] ?? '');
-      if (!pod || pod.metadata.namespace !== namespace) throw new StatusError(404, 'NotFound', `pods "${parts[5]}" not found`, { name: parts[5], kind: 'pods' });
+      if (!pod || pod.metadata.namespace !== namespace)
+        throw new StatusError(404, 'NotFound', `pods "${parts[5]}" not found`, { name: parts[5], kind: 'pods' });
       if (method === 'GET' && parts.length === 6) {
         send(res, 200, pod);
         return;
       }
       if (method === 'DELETE' && parts.length === 6) {
         const grace = url.searchParams.get('gracePeriodSeconds') ?? body?.gracePeriodSeconds;
-        terminatePod(pod.metadata.name, grace === undefined || grace === null ? pod.spec.terminationGracePeriodSeconds ?? 30 : Number(grace));
+        terminatePod(
+          pod.metadata.name,
+          grace === undefined || grace === null ? (pod.spec.terminationGracePeriodSeconds ?? 30) : Number(grace),
+        );
         send(res, 200, pod);
         return;
       }
       if (method === 'GET' && parts[6] === 'log') {
         const container = url.searchParams.get('container') ?? pod.spec.containers[0].name;
-        if (container !== pod.spec.containers[0].name) throw new StatusError(400, 'BadRequest', `container ${container} is not valid for pod ${pod.metadata.name}`);
+        if (container !== pod.spec.containers[0].name)
+          throw new StatusError(400, 'BadRequest', `container ${container} is not valid for pod ${pod.metadata.name}`);
         const state = containerStatus(pod).state;
         if (state.waiting) {
-          throw new StatusError(400, 'BadRequest', `container "${container}" in pod "${pod.metadata.name}" is waiting to start: ${state.waiting.reason}`);
+          throw new StatusError(
+            400,
+            'BadRequest',
+            `container "${container}" in pod "${pod.metadata.name}" is waiting to start: ${state.waiting.reason}`,
+          );
         }
         res.writeHead(200, { 'content-type': 'text/plain', 'transfer-encoding': 'chunked' });
         for (const chunk of logs.get(pod.metadata.name) ?? []) res.write(chunk);
@@ -509,11 +732,21 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     });
   });
   server.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve, reject) => { server.once('listening', resolve); server.once('error', reject); });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   return {
-    url, token, requests, jobs, pods, networkPolicies, orphanedPods, claims,
+    url,
+    token,
+    requests,
+    jobs,
+    pods,
+    networkPolicies,
+    orphanedPods,
+    claims,
     kubeConfig() {
       const config = new k8s.KubeConfig();
       config.loadFromOptions({

@@ -23,15 +23,24 @@ import type { KubernetesApiStandIn } from './kubernetes-api-stand-in.js';
 type Json = any;
 
 const settings: KubernetesRunSettings = {
-  namespace: 'runs', image: 'registry.example/svc-agent:1', cpuCores: '1', runAsUser: 65534, runAsGroup: 65534,
-  tmpBytesMax: 256 * 1024 * 1024, jobTtlSeconds: 600,
+  namespace: 'runs',
+  image: 'registry.example/svc-agent:1',
+  cpuCores: '1',
+  runAsUser: 65534,
+  runAsGroup: 65534,
+  tmpBytesMax: 256 * 1024 * 1024,
+  jobTtlSeconds: 600,
 };
 
-interface SseEvent { event: string; data: Json }
+interface SseEvent {
+  event: string;
+  data: Json;
+}
 
 async function readEvents(api: TestApi, streamUrl: string): Promise<SseEvent[]> {
   const response = await fetch(api.baseUrl + streamUrl, {
-    headers: { 'x-api-key': api.adminKey, accept: 'text/event-stream' }, signal: AbortSignal.timeout(30_000),
+    headers: { 'x-api-key': api.adminKey, accept: 'text/event-stream' },
+    signal: AbortSignal.timeout(30_000),
   });
   const events: SseEvent[] = [];
   for (const block of (await response.text()).split('\n\n')) {
@@ -43,17 +52,23 @@ async function readEvents(api: TestApi, streamUrl: string): Promise<SseEvent[]> 
   return events;
 }
 
-const outputOf = (events: SseEvent[]) => events.filter((event) => event.event === 'output').map((event) => event.data.text).join('');
+const outputOf = (events: SseEvent[]) =>
+  events
+    .filter((event) => event.event === 'output')
+    .map((event) => event.data.text)
+    .join('');
 const namesOf = (events: SseEvent[]) => events.map((event) => event.event).filter((name) => name !== 'output');
 
 describe('runs: the Kubernetes Job spec', () => {
   const spec = {
-    runId: 'run_0abcdefgh0123456789abcdef', prompt: 'fix $(HOME) and $PATH, cost $$5',
+    runId: 'run_0abcdefgh0123456789abcdef',
+    prompt: 'fix $(HOME) and $PATH, cost $$5',
     project: { workspace: '/srv/ws/p1', command: ['./agent.sh', '--model=$(MODEL)'], network: false },
-    limits: defaultSandboxLimits, timeoutMs: 600_000,
+    limits: defaultSandboxLimits,
+    timeoutMs: 600_000,
   };
 
-  it('holds the run\'s limits, a locked-down pod and the command passed through unexpanded', () => {
+  it("holds the run's limits, a locked-down pod and the command passed through unexpanded", () => {
     const job = runJob(spec, { ...settings, workspaceClaim: 'workspaces', workspaceRoot: '/srv/ws' });
     assert.equal(job.metadata!.name, 'svc-run-run-0abcdefgh0123456789abcdef');
     assert.equal(job.spec!.backoffLimit, 0);
@@ -62,22 +77,49 @@ describe('runs: the Kubernetes Job spec', () => {
     assert.equal(pod.restartPolicy, 'Never');
     assert.equal(pod.automountServiceAccountToken, false);
     assert.equal(pod.enableServiceLinks, false);
-    assert.deepEqual(pod.securityContext, { runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534, seccompProfile: { type: 'RuntimeDefault' } });
+    assert.deepEqual(pod.securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 65534,
+      runAsGroup: 65534,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
     const container = pod.containers[0]!;
     assert.deepEqual(container.securityContext, {
-      allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, runAsNonRoot: true, capabilities: { drop: ['ALL'] },
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      privileged: false,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
     });
-    assert.deepEqual(container.resources!.limits, { memory: String(defaultSandboxLimits.memoryBytesMax), cpu: '1',
-      'ephemeral-storage': String(defaultSandboxLimits.fileBytesMax + settings.tmpBytesMax) });
+    assert.deepEqual(container.resources!.limits, {
+      memory: String(defaultSandboxLimits.memoryBytesMax),
+      cpu: '1',
+      'ephemeral-storage': String(defaultSandboxLimits.fileBytesMax + settings.tmpBytesMax),
+    });
     assert.deepEqual(container.resources!.requests, container.resources!.limits);
-    assert.deepEqual(container.volumeMounts, [{ name: 'workspace', mountPath: '/srv/ws/p1', subPath: 'p1' }, { name: 'tmp', mountPath: '/tmp' }]);
+    assert.deepEqual(container.volumeMounts, [
+      { name: 'workspace', mountPath: '/srv/ws/p1', subPath: 'p1' },
+      { name: 'tmp', mountPath: '/tmp' },
+    ]);
     assert.deepEqual(pod.volumes![0], { name: 'workspace', persistentVolumeClaim: { claimName: 'workspaces' } });
     assert.equal(pod.volumes![1]!.emptyDir!.sizeLimit, String(settings.tmpBytesMax));
     assert.deepEqual(container.command, ['./agent.sh']);
     assert.deepEqual(container.args, ['--model=$$(MODEL)', 'fix $$(HOME) and $$PATH, cost $$$$5']);
     assert.equal(job.spec!.template.metadata!.labels!['svc.dev/run-network'], 'none');
-    assert.equal(runJob({ ...spec, project: { ...spec.project, network: true } }, settings).spec!.template.metadata!.labels!['svc.dev/run-network'], 'egress');
-    assert.throws(() => runJob({ ...spec, project: { ...spec.project, workspace: '/elsewhere' } }, { ...settings, workspaceClaim: 'w', workspaceRoot: '/srv/ws' }), /not under/);
+    assert.equal(
+      runJob({ ...spec, project: { ...spec.project, network: true } }, settings).spec!.template.metadata!.labels![
+        'svc.dev/run-network'
+      ],
+      'egress',
+    );
+    assert.throws(
+      () =>
+        runJob(
+          { ...spec, project: { ...spec.project, workspace: '/elsewhere' } },
+          { ...settings, workspaceClaim: 'w', workspaceRoot: '/srv/ws' },
+        ),
+      /not under/,
+    );
     assert.equal(escapeExpansion('a$b'), 'a$$b');
     assert.ok(jobName('run_' + 'x'.repeat(80)).length <= 63);
   });
@@ -88,27 +130,54 @@ describe('runs: the Kubernetes Job spec', () => {
     assert.equal(configFromEnv({ SVC_RUN_BACKEND: 'kubernetes' }).runBackend, 'kubernetes');
     assert.throws(() => configFromEnv({ SVC_RUN_BACKEND: 'docker' }), /bubblewrap, kubernetes/);
     assert.throws(() => kubernetesSettingsFromEnv({}), /SVC_K8S_RUN_IMAGE/);
-    const fromEnv = kubernetesSettingsFromEnv({ SVC_K8S_RUN_IMAGE: 'img', SVC_K8S_NAMESPACE: 'agents', SVC_K8S_WORKSPACE_CLAIM: 'ws', SVC_K8S_RUN_CPU: '500m' }, '/srv/ws');
-    assert.deepEqual([fromEnv.namespace, fromEnv.workspaceClaim, fromEnv.cpuCores, fromEnv.workspaceRoot, fromEnv.runAsUser], ['agents', 'ws', '500m', '/srv/ws', 65534]);
-    assert.throws(() => kubernetesSettingsFromEnv({ SVC_K8S_RUN_IMAGE: 'img', SVC_K8S_RUN_UID: '0' }), /positive integer/);
+    const fromEnv = kubernetesSettingsFromEnv(
+      { SVC_K8S_RUN_IMAGE: 'img', SVC_K8S_NAMESPACE: 'agents', SVC_K8S_WORKSPACE_CLAIM: 'ws', SVC_K8S_RUN_CPU: '500m' },
+      '/srv/ws',
+    );
+    assert.deepEqual(
+      [fromEnv.namespace, fromEnv.workspaceClaim, fromEnv.cpuCores, fromEnv.workspaceRoot, fromEnv.runAsUser],
+      ['agents', 'ws', '500m', '/srv/ws', 65534],
+    );
+    assert.throws(
+      () => kubernetesSettingsFromEnv({ SVC_K8S_RUN_IMAGE: 'img', SVC_K8S_RUN_UID: '0' }),
+      /positive integer/,
+    );
   });
 });
 
 describe('runs: the Kubernetes API stand-in refuses what the API server refuses', function () {
   this.timeout(30_000);
   let cluster: KubernetesApiStandIn;
-  before(async () => { cluster = await startKubernetesApiStandIn(); });
-  after(async () => { await cluster?.close(); });
+  before(async () => {
+    cluster = await startKubernetesApiStandIn();
+  });
+  after(async () => {
+    await cluster?.close();
+  });
 
   const post = async (body: Json, query = '?fieldValidation=Strict', token = cluster.token) => {
     const response = await fetch(`${cluster.url}/apis/batch/v1/namespaces/runs/jobs${query}`, {
-      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
     });
-    return { status: response.status, json: await response.json() as Json };
+    return { status: response.status, json: (await response.json()) as Json };
   };
-  const validJob = (runId: string): Json => JSON.parse(JSON.stringify(runJob({
-    runId, prompt: 'p', project: { workspace: '/tmp', command: ['true'], network: false }, limits: defaultSandboxLimits, timeoutMs: 60_000,
-  }, settings)));
+  const validJob = (runId: string): Json =>
+    JSON.parse(
+      JSON.stringify(
+        runJob(
+          {
+            runId,
+            prompt: 'p',
+            project: { workspace: '/tmp', command: ['true'], network: false },
+            limits: defaultSandboxLimits,
+            timeoutMs: 60_000,
+          },
+          settings,
+        ),
+      ),
+    );
 
   it('refuses unknown fields under strict validation, missing required fields, invalid names and a second Job of a name', async () => {
     const unknown = validJob('run_unknown');
@@ -118,7 +187,10 @@ describe('runs: the Kubernetes API stand-in refuses what the API server refuses'
     assert.equal(strict.status, 400);
     assert.equal(strict.json.kind, 'Status');
     assert.equal(strict.json.reason, 'BadRequest');
-    assert.equal(strict.json.message, 'strict decoding error: unknown field "spec.template.spec.containers[0].cpuLimit", unknown field "spec.activeDeadline"');
+    assert.equal(
+      strict.json.message,
+      'strict decoding error: unknown field "spec.template.spec.containers[0].cpuLimit", unknown field "spec.activeDeadline"',
+    );
 
     const missing = validJob('run_missing');
     delete missing.spec.template.spec.containers[0].name;
@@ -126,16 +198,25 @@ describe('runs: the Kubernetes API stand-in refuses what the API server refuses'
     const required = await post(missing);
     assert.equal(required.status, 422);
     assert.equal(required.json.reason, 'Invalid');
-    assert.deepEqual(required.json.details.causes.map((cause: Json) => [cause.reason, cause.field]), [['FieldValueRequired', 'spec.template']]);
+    assert.deepEqual(
+      required.json.details.causes.map((cause: Json) => [cause.reason, cause.field]),
+      [['FieldValueRequired', 'spec.template']],
+    );
     const noName = validJob('run_noname');
     delete noName.spec.template.spec.containers[0].name;
-    assert.deepEqual((await post(noName)).json.details.causes.map((cause: Json) => cause.field), ['spec.template.spec.containers[0].name']);
+    assert.deepEqual(
+      (await post(noName)).json.details.causes.map((cause: Json) => cause.field),
+      ['spec.template.spec.containers[0].name'],
+    );
 
     const badName = validJob('run_badname');
     badName.metadata.name = 'Svc_Run';
     const named = await post(badName);
     assert.equal(named.status, 422);
-    assert.match(named.json.message, /^Job.batch "Svc_Run" is invalid: metadata.name: Invalid value: "Svc_Run": a lowercase RFC 1123 subdomain/);
+    assert.match(
+      named.json.message,
+      /^Job.batch "Svc_Run" is invalid: metadata.name: Invalid value: "Svc_Run": a lowercase RFC 1123 subdomain/,
+    );
     const longName = validJob('run_long');
     longName.metadata.name = 'a'.repeat(64);
     assert.equal((await post(longName)).status, 422, 'a Job name is at most 63 characters (it becomes a label)');
@@ -172,28 +253,44 @@ describe('runs: a run through the Kubernetes backend', function () {
 
   before(() => {
     workspace = mkdtempSync(path.join(os.tmpdir(), 'svc-k8s-ws-'));
-    writeFileSync(path.join(workspace, 'agent.sh'), [
-      '#!/bin/sh',
-      'echo "prompt: $1"',
-      'echo "$1" > answer.txt',
-      'case "$1" in',
-      '  sleep*) i=0; while [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done ;;',
-      '  fail*) echo "failing"; exit 3 ;;',
-      'esac',
-      'echo done',
-    ].join('\n'));
+    writeFileSync(
+      path.join(workspace, 'agent.sh'),
+      [
+        '#!/bin/sh',
+        'echo "prompt: $1"',
+        'echo "$1" > answer.txt',
+        'case "$1" in',
+        '  sleep*) i=0; while [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done ;;',
+        '  fail*) echo "failing"; exit 3 ;;',
+        'esac',
+        'echo done',
+      ].join('\n'),
+    );
     chmodSync(path.join(workspace, 'agent.sh'), 0o755);
   });
-  after(() => { if (workspace) rmSync(workspace, { recursive: true, force: true }); });
+  after(() => {
+    if (workspace) rmSync(workspace, { recursive: true, force: true });
+  });
 
-  interface Stack { redis: TestRedis; api: TestApi; worker: AgentWorker; cluster?: KubernetesApiStandIn }
+  interface Stack {
+    redis: TestRedis;
+    api: TestApi;
+    worker: AgentWorker;
+    cluster?: KubernetesApiStandIn;
+  }
 
   async function startStack(kubernetes: boolean): Promise<Stack> {
     const redis = await startTestRedis();
     const api = await startTestApi({ redisUrl: redis.url, config: { sseKeepAliveMs: 150 } });
     const cluster = kubernetes ? await startKubernetesApiStandIn() : undefined;
     const backend = cluster ? new KubernetesBackend(cluster.kubeConfig(), settings) : undefined;
-    const worker = await startAgentWorker({ redisUrl: redis.url, store: api.store, concurrency: 2, runTimeoutMs: 3000, backend });
+    const worker = await startAgentWorker({
+      redisUrl: redis.url,
+      store: api.store,
+      concurrency: 2,
+      runTimeoutMs: 3000,
+      backend,
+    });
     return { redis, api, worker, cluster };
   }
   async function stopStack(stack: Stack | undefined): Promise<void> {
@@ -203,7 +300,9 @@ describe('runs: a run through the Kubernetes backend', function () {
     await stack?.redis.stop();
   }
   async function runOnce(stack: Stack, prompt: string): Promise<{ runId: string; events: SseEvent[] }> {
-    const project = await stack.api.call('POST', '/projects', { body: { name: 'agent', workspace, command: ['./agent.sh'], network: false } });
+    const project = await stack.api.call('POST', '/projects', {
+      body: { name: 'agent', workspace, command: ['./agent.sh'], network: false },
+    });
     assert.equal(project.status, 201, project.text);
     const accepted = await stack.api.call('POST', `/projects/${project.json.id}/commands`, { body: { prompt } });
     assert.equal(accepted.status, 202, accepted.text);
@@ -231,13 +330,19 @@ describe('runs: a run through the Kubernetes backend', function () {
       const [want, have] = [expected.events.at(-1)!.data, got.events.at(-1)!.data];
       assert.deepEqual([have.status, have.exitCode], [want.status, want.exitCode], prompt);
     }
-    assert.equal(outputOf((await runOnce(pods!, 'cost $$5')).events), 'prompt: cost $$5\ndone\n', 'the prompt reaches the agent unexpanded');
+    assert.equal(
+      outputOf((await runOnce(pods!, 'cost $$5')).events),
+      'prompt: cost $$5\ndone\n',
+      'the prompt reaches the agent unexpanded',
+    );
   });
 
-  it('creates each Job with strict field validation, the run\'s limits and the network fence, and deletes it with its pod', async () => {
+  it("creates each Job with strict field validation, the run's limits and the network fence, and deletes it with its pod", async () => {
     const cluster = pods!.cluster!;
     const { runId } = await runOnce(pods!, 'hello');
-    const created = cluster.requests.filter((request) => request.method === 'POST' && request.path === '/apis/batch/v1/namespaces/runs/jobs');
+    const created = cluster.requests.filter(
+      (request) => request.method === 'POST' && request.path === '/apis/batch/v1/namespaces/runs/jobs',
+    );
     assert.ok(created.length > 0);
     assert.ok(created.every((request) => request.query.get('fieldValidation') === 'Strict'));
     const job = created.find((request) => request.body.metadata.labels['svc.dev/run-id'] === runId)!.body;
@@ -247,8 +352,13 @@ describe('runs: a run through the Kubernetes backend', function () {
     assert.equal(container.securityContext.readOnlyRootFilesystem, true);
     assert.equal(job.spec.activeDeadlineSeconds, 3 + 2 + 30);
     assert.deepEqual([...cluster.networkPolicies.keys()].sort(), ['runs/svc-run-deny-all', 'runs/svc-run-egress']);
-    await waitFor(async () => cluster.jobs.has(`runs/${jobName(runId)}`), (present) => !present);
-    const deletion = cluster.requests.find((request) => request.method === 'DELETE' && request.path.endsWith(`/jobs/${jobName(runId)}`))!;
+    await waitFor(
+      async () => cluster.jobs.has(`runs/${jobName(runId)}`),
+      (present) => !present,
+    );
+    const deletion = cluster.requests.find(
+      (request) => request.method === 'DELETE' && request.path.endsWith(`/jobs/${jobName(runId)}`),
+    )!;
     assert.equal(deletion.query.get('propagationPolicy'), 'Background', 'a Job deleted without it orphans its pod');
     assert.deepEqual(cluster.orphanedPods, []);
   });
@@ -258,13 +368,25 @@ describe('runs: a run through the Kubernetes backend', function () {
     const timedOut = await runOnce(pods!, 'sleep long');
     assert.deepEqual(namesOf(timedOut.events), ['queued', 'started', 'complete']);
     assert.equal(timedOut.events.at(-1)!.data.status, 'timed_out');
-    await waitFor(async () => [...cluster.pods.values()].filter((pod) => pod.metadata.labels['svc.dev/run-id'] === timedOut.runId).length, (count) => count === 0);
+    await waitFor(
+      async () =>
+        [...cluster.pods.values()].filter((pod) => pod.metadata.labels['svc.dev/run-id'] === timedOut.runId).length,
+      (count) => count === 0,
+    );
 
-    const project = await pods!.api.call('POST', '/projects', { body: { name: 'agent', workspace, command: ['./agent.sh'], network: false } });
-    const accepted = await pods!.api.call('POST', `/projects/${project.json.id}/commands`, { body: { prompt: 'sleep again' } });
+    const project = await pods!.api.call('POST', '/projects', {
+      body: { name: 'agent', workspace, command: ['./agent.sh'], network: false },
+    });
+    const accepted = await pods!.api.call('POST', `/projects/${project.json.id}/commands`, {
+      body: { prompt: 'sleep again' },
+    });
     const reading = readEvents(pods!.api, accepted.json.streamUrl);
-    await waitFor(async () => [...cluster.pods.values()].find((pod) => pod.metadata.labels['svc.dev/run-id'] === accepted.json.runId)?.status.phase,
-      (phase) => phase === 'Running');
+    await waitFor(
+      async () =>
+        [...cluster.pods.values()].find((pod) => pod.metadata.labels['svc.dev/run-id'] === accepted.json.runId)?.status
+          .phase,
+      (phase) => phase === 'Running',
+    );
     assert.equal((await pods!.api.call('POST', `/runs/${accepted.json.runId}/cancel`)).status, 202);
     const events = await reading;
     assert.equal(events.at(-1)!.data.status, 'cancelled');
@@ -273,15 +395,29 @@ describe('runs: a run through the Kubernetes backend', function () {
 
   it('refuses a run that names credentials (the backend cannot inject them yet) before creating a Job', async () => {
     const cluster = pods!.cluster!;
-    const jobsBefore = cluster.requests.filter((request) => request.method === 'POST' && request.path.endsWith('/jobs')).length;
-    const project = await pods!.api.call('POST', '/projects', { body: { name: 'secretive', workspace, command: ['./agent.sh'],
-      credentials: [{ category: 'gitea', name: 'bot', as: 'env', target: 'GITEA_TOKEN' }] } });
+    const jobsBefore = cluster.requests.filter(
+      (request) => request.method === 'POST' && request.path.endsWith('/jobs'),
+    ).length;
+    const project = await pods!.api.call('POST', '/projects', {
+      body: {
+        name: 'secretive',
+        workspace,
+        command: ['./agent.sh'],
+        credentials: [{ category: 'gitea', name: 'bot', as: 'env', target: 'GITEA_TOKEN' }],
+      },
+    });
     assert.equal(project.status, 201, project.text);
     const accepted = await pods!.api.call('POST', `/projects/${project.json.id}/commands`, { body: { prompt: 'x' } });
     const events = await readEvents(pods!.api, accepted.json.streamUrl);
     assert.equal(events.at(-1)!.data.status, 'failed');
-    assert.deepEqual(events.filter((event) => event.event === 'notice').map((event) => event.data.code), ['CREDENTIALS_UNAVAILABLE']);
-    assert.equal(cluster.requests.filter((request) => request.method === 'POST' && request.path.endsWith('/jobs')).length, jobsBefore);
+    assert.deepEqual(
+      events.filter((event) => event.event === 'notice').map((event) => event.data.code),
+      ['CREDENTIALS_UNAVAILABLE'],
+    );
+    assert.equal(
+      cluster.requests.filter((request) => request.method === 'POST' && request.path.endsWith('/jobs')).length,
+      jobsBefore,
+    );
     const { events: ran } = await runOnce(pods!, 'hello');
     assert.equal(ran.find((event) => event.event === 'started')!.data.sandbox.backend, 'kubernetes');
   });
@@ -291,12 +427,20 @@ describe('runs: a run through the Kubernetes backend', function () {
     const refusing = new KubernetesBackend(cluster.kubeConfig(), { ...settings, cpuCores: 'lots' });
     const redis = await startTestRedis();
     const api = await startTestApi({ redisUrl: redis.url });
-    const worker = await startAgentWorker({ redisUrl: redis.url, store: api.store, runTimeoutMs: 3000, backend: refusing });
+    const worker = await startAgentWorker({
+      redisUrl: redis.url,
+      store: api.store,
+      runTimeoutMs: 3000,
+      backend: refusing,
+    });
     try {
       const { events } = await runOnce({ redis, api, worker }, 'hello');
       assert.deepEqual(namesOf(events), ['queued', 'started', 'complete']);
       assert.equal(events.at(-1)!.data.status, 'failed');
-      assert.match(outputOf(events), /could not create the Kubernetes Job: 400: Job in version "v1" cannot be handled as a Job: quantities must match/);
+      assert.match(
+        outputOf(events),
+        /could not create the Kubernetes Job: 400: Job in version "v1" cannot be handled as a Job: quantities must match/,
+      );
     } finally {
       await worker.close();
       await api.close();

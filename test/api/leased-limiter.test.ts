@@ -12,14 +12,21 @@ const windowMs = 1000;
 class SharedWindow implements RateLeaseSource {
   readonly log: number[] = [];
   leases = 0;
-  constructor(private readonly limit: number, private readonly clock: { now: number }) {}
+  constructor(
+    private readonly limit: number,
+    private readonly clock: { now: number },
+  ) {}
   async lease(_subject: string, count: number): Promise<RateGrant> {
     this.leases++;
     const now = this.clock.now;
     while (this.log.length > 0 && this.log[0]! <= now - windowMs) this.log.shift();
     const granted = Math.max(0, Math.min(count, this.limit - this.log.length));
     for (let index = 0; index < granted; index++) this.log.push(now);
-    return { granted, remaining: this.limit - this.log.length, resetMs: this.log.length > 0 ? this.log[0]! + windowMs - now : 0 };
+    return {
+      granted,
+      remaining: this.limit - this.log.length,
+      resetMs: this.log.length > 0 ? this.log[0]! + windowMs - now : 0,
+    };
   }
 }
 
@@ -38,31 +45,49 @@ describe('api: leased rate limit', () => {
   const settings = { sliceShareOfLimit: 0.05, sliceTokensMax: 64, leaseMs: 100 };
 
   it('admits at most the limit in any window in one process, and at most one slice per process more across processes', async () => {
-    await fc.assert(fc.asyncProperty(
-      fc.integer({ min: 1, max: 3 }), fc.integer({ min: 5, max: 60 }),
-      fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 120 }), process: fc.nat(), burst: fc.integer({ min: 1, max: 20 }) }), { minLength: 1, maxLength: 80 }),
-      async (processCount, limit, schedule) => {
-        const clock = { now: 0 };
-        const shared = new SharedWindow(limit, clock);
-        const limiters = Array.from({ length: processCount }, () => new LeasedLimiter(shared, limit, windowMs, settings, () => clock.now));
-        const admitted: number[][] = limiters.map(() => []);
-        for (const step of schedule) {
-          clock.now += step.gapMs;
-          const which = step.process % processCount;
-          const decisions = await Promise.all(Array.from({ length: step.burst }, () => limiters[which]!.consume('k')));
-          for (const decision of decisions) {
-            if (decision.allowed) admitted[which]!.push(clock.now);
-            assert.ok(decision.remaining >= 0 && decision.remaining <= limit);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 5, max: 60 }),
+        fc.array(
+          fc.record({
+            gapMs: fc.integer({ min: 0, max: 120 }),
+            process: fc.nat(),
+            burst: fc.integer({ min: 1, max: 20 }),
+          }),
+          { minLength: 1, maxLength: 80 },
+        ),
+        async (processCount, limit, schedule) => {
+          const clock = { now: 0 };
+          const shared = new SharedWindow(limit, clock);
+          const limiters = Array.from(
+            { length: processCount },
+            () => new LeasedLimiter(shared, limit, windowMs, settings, () => clock.now),
+          );
+          const admitted: number[][] = limiters.map(() => []);
+          for (const step of schedule) {
+            clock.now += step.gapMs;
+            const which = step.process % processCount;
+            const decisions = await Promise.all(
+              Array.from({ length: step.burst }, () => limiters[which]!.consume('k')),
+            );
+            for (const decision of decisions) {
+              if (decision.allowed) admitted[which]!.push(clock.now);
+              assert.ok(decision.remaining >= 0 && decision.remaining <= limit);
+            }
           }
-        }
-        for (const times of admitted) assert.ok(maxInAnyWindow(times) <= limit, 'one process stays within the limit');
-        const slice = Math.min(settings.sliceTokensMax, Math.max(1, Math.ceil(limit * settings.sliceShareOfLimit)));
-        // A lease may ask for as many tokens as requests wait (one burst), so a process may hold that many.
-        const heldMax = Math.max(slice, ...schedule.map((step) => step.burst));
-        assert.ok(maxInAnyWindow(admitted.flat()) <= limit + processCount * Math.min(settings.sliceTokensMax, heldMax),
-          'across processes at most what each held beyond the limit');
-      },
-    ), { numRuns: 200 });
+          for (const times of admitted) assert.ok(maxInAnyWindow(times) <= limit, 'one process stays within the limit');
+          const slice = Math.min(settings.sliceTokensMax, Math.max(1, Math.ceil(limit * settings.sliceShareOfLimit)));
+          // A lease may ask for as many tokens as requests wait (one burst), so a process may hold that many.
+          const heldMax = Math.max(slice, ...schedule.map((step) => step.burst));
+          assert.ok(
+            maxInAnyWindow(admitted.flat()) <= limit + processCount * Math.min(settings.sliceTokensMax, heldMax),
+            'across processes at most what each held beyond the limit',
+          );
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 
   it('under load judges most requests without asking the shared window', async () => {
@@ -84,7 +109,10 @@ describe('api: leased rate limit', () => {
     const shared = new SharedWindow(3, clock);
     const limiter = new LeasedLimiter(shared, 3, windowMs, settings, () => clock.now);
     const first = await Promise.all(Array.from({ length: 5 }, () => limiter.consume('k')));
-    assert.deepEqual(first.map((decision) => decision.allowed), [true, true, true, false, false]);
+    assert.deepEqual(
+      first.map((decision) => decision.allowed),
+      [true, true, true, false, false],
+    );
     const leasesAfterRefusal = shared.leases;
     clock.now = 500;
     const refused = await limiter.consume('k');

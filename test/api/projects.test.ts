@@ -4,21 +4,33 @@ import type { TestApi } from './harness.js';
 
 describe('api: projects', () => {
   let api: TestApi;
-  before(async () => { api = await startTestApi({ config: { workspaceRoot: '/srv/work' } }); });
-  after(async () => { await api.close(); });
+  before(async () => {
+    api = await startTestApi({ config: { workspaceRoot: '/srv/work' } });
+  });
+  after(async () => {
+    await api.close();
+  });
 
   it('creates, lists, gets, updates and deletes a project', async () => {
     const created = await api.call('POST', '/projects', {
       body: { name: 'site', workspace: '/srv/work/site', command: ['/usr/bin/agent', '--yes'], network: true },
     });
     assert.equal(created.status, 201, created.text);
-    assert.deepEqual([created.json.workspace, created.json.command, created.json.network],
-      ['/srv/work/site', ['/usr/bin/agent', '--yes'], true]);
-    const second = await api.call('POST', '/projects', { body: { name: 'lib', workspace: '/srv/work/lib', command: ['agent'] } });
+    assert.deepEqual(
+      [created.json.workspace, created.json.command, created.json.network],
+      ['/srv/work/site', ['/usr/bin/agent', '--yes'], true],
+    );
+    const second = await api.call('POST', '/projects', {
+      body: { name: 'lib', workspace: '/srv/work/lib', command: ['agent'] },
+    });
     assert.equal(second.json.network, false, 'network defaults to off');
 
     const listed = await api.call('GET', '/projects');
-    assert.deepEqual(listed.json.items.map((item: { name: string }) => item.name), ['site', 'lib'], 'oldest first');
+    assert.deepEqual(
+      listed.json.items.map((item: { name: string }) => item.name),
+      ['site', 'lib'],
+      'oldest first',
+    );
     const id = created.json.id as string;
     assert.deepEqual((await api.call('GET', `/projects/${id}`)).json, created.json);
 

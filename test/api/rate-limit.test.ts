@@ -24,8 +24,10 @@ async function burst(count: number, send: () => Promise<boolean>): Promise<numbe
  * limit of `limit` per second admits `limit`. t0 is taken after the first answer for a limiter behind HTTP
  * (so that Redis saw it before t0) and before the call for a direct one (so that its window opened after t0).
  */
-async function edgeSchedule(send: () => Promise<boolean>, t0After: boolean):
-  Promise<{ admittedAtEdge: number; spanMs: number }> {
+async function edgeSchedule(
+  send: () => Promise<boolean>,
+  t0After: boolean,
+): Promise<{ admittedAtEdge: number; spanMs: number }> {
   const sentMs = performance.now();
   assert.equal(await burst(1, send), 1);
   const t0 = t0After ? performance.now() : sentMs;
@@ -44,8 +46,9 @@ describe('api: rate limiting (sliding window in Redis)', function () {
   it('answers 429 RATE_LIMITED past the rate, with Retry-After and RateLimit-* headers', async () => {
     const key = (await setup.api.call('POST', '/keys', { body: { name: 'burst' } })).json.key as string;
     const startMs = performance.now();
-    const results: CallResult[] = await Promise.all(Array.from({ length: ratePerSecond + 5 },
-      () => setup.api.call('GET', '/projects', { key })));
+    const results: CallResult[] = await Promise.all(
+      Array.from({ length: ratePerSecond + 5 }, () => setup.api.call('GET', '/projects', { key })),
+    );
     assert.ok(performance.now() - startMs < 1000, 'the burst must fit in one window to prove anything');
     const admitted = results.filter((result) => result.status === 200);
     const limited = results.filter((result) => result.status === 429);
@@ -59,23 +62,41 @@ describe('api: rate limiting (sliding window in Redis)', function () {
       assert.ok(Number(result.headers.get('ratelimit-reset')) >= 0);
     }
     const remaining = admitted.map((result) => Number(result.headers.get('ratelimit-remaining'))).sort((a, b) => a - b);
-    assert.deepEqual(remaining, Array.from({ length: ratePerSecond }, (_unused, index) => index));
+    assert.deepEqual(
+      remaining,
+      Array.from({ length: ratePerSecond }, (_unused, index) => index),
+    );
   });
 
   it('holds a burst straddling a window edge to the limit (a fixed window would admit about twice)', async () => {
     const key = (await setup.api.call('POST', '/keys', { body: { name: 'edge' } })).json.key as string;
-    const ours = await edgeSchedule(async () => (await setup.api.call('GET', '/projects', { key })).status === 200, true);
+    const ours = await edgeSchedule(
+      async () => (await setup.api.call('GET', '/projects', { key })).status === 200,
+      true,
+    );
     assert.ok(ours.spanMs < 1000, `the edge bursts must fit in one window to prove anything (${ours.spanMs} ms)`);
-    assert.equal(ours.admittedAtEdge, ratePerSecond - 1 + 1,
-      'within one second only the t0 slot freed up, so one request of the late burst is admitted');
+    assert.equal(
+      ours.admittedAtEdge,
+      ratePerSecond - 1 + 1,
+      'within one second only the t0 slot freed up, so one request of the late burst is admitted',
+    );
 
     // The same schedule against rate-limiter-flexible's Redis limiter, a fixed window, on the same Redis.
     const client = new Redis(setup.redis.url);
     try {
       const fixed = new RateLimiterRedis({ storeClient: client, points: ratePerSecond, duration: 1, keyPrefix: 'cmp' });
-      const theirs = await edgeSchedule(() => fixed.consume('edge').then(() => true, () => false), false);
-      assert.ok(theirs.admittedAtEdge > ratePerSecond * 1.5,
-        `a fixed window lets ~2x through at the edge (admitted ${theirs.admittedAtEdge})`);
+      const theirs = await edgeSchedule(
+        () =>
+          fixed.consume('edge').then(
+            () => true,
+            () => false,
+          ),
+        false,
+      );
+      assert.ok(
+        theirs.admittedAtEdge > ratePerSecond * 1.5,
+        `a fixed window lets ~2x through at the edge (admitted ${theirs.admittedAtEdge})`,
+      );
     } finally {
       client.disconnect();
     }
@@ -85,14 +106,22 @@ describe('api: rate limiting (sliding window in Redis)', function () {
     const second = await startTestApi({ redisUrl: setup.redis.url, config: { rateLimitPerSecond: ratePerSecond } });
     try {
       // Same store contents are not needed: the limit is keyed by key id, so create the key in both stores.
-      const key = (await setup.api.call('POST', '/keys', { body: { name: 'shared' } })).json as { key: string; record: { id: string } };
+      const key = (await setup.api.call('POST', '/keys', { body: { name: 'shared' } })).json as {
+        key: string;
+        record: { id: string };
+      };
       const record = await setup.api.store.get(`keys/${key.record.id}`);
       const index = await setup.api.store.list('keys-by-hash/');
       await second.store.put(`keys/${key.record.id}`, record!.value);
       for (const entry of index.entries) await second.store.put(entry.key, entry.value);
       const startMs = performance.now();
-      const statuses = await Promise.all(Array.from({ length: 30 }, (_unused, index) =>
-        (index % 2 === 0 ? setup.api : second).call('GET', '/projects', { key: key.key }).then((result) => result.status)));
+      const statuses = await Promise.all(
+        Array.from({ length: 30 }, (_unused, index) =>
+          (index % 2 === 0 ? setup.api : second)
+            .call('GET', '/projects', { key: key.key })
+            .then((result) => result.status),
+        ),
+      );
       assert.ok(performance.now() - startMs < 1000, 'the burst must fit in one window to prove anything');
       assert.equal(statuses.filter((status) => status === 200).length, ratePerSecond, 'not 2 × the rate');
     } finally {
@@ -105,7 +134,9 @@ describe('api: rate limiting without Redis', () => {
   it('still limits per process with the same algorithm', async () => {
     const api = await startTestApi({ config: { rateLimitPerSecond: 5 } });
     try {
-      const statuses = await Promise.all(Array.from({ length: 8 }, () => api.call('GET', '/projects').then((r) => r.status)));
+      const statuses = await Promise.all(
+        Array.from({ length: 8 }, () => api.call('GET', '/projects').then((r) => r.status)),
+      );
       assert.equal(statuses.filter((status) => status === 200).length, 5);
       assert.equal(statuses.filter((status) => status === 429).length, 3);
     } finally {

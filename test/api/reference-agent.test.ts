@@ -45,8 +45,11 @@ describe('api: the reference agent (svc-agent) end to end through the SDK', func
     const seed = path.join(root, 'seed');
     git(root, 'init', '-q', '-b', 'main', seed);
     writeFileSync(path.join(seed, 'calc.js'), buggy);
-    writeFileSync(path.join(seed, 'calc.test.mjs'), "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\n" +
-      "import { add } from './calc.js';\ntest('adds', () => assert.equal(add(2, 3), 5));\n");
+    writeFileSync(
+      path.join(seed, 'calc.test.mjs'),
+      "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\n" +
+        "import { add } from './calc.js';\ntest('adds', () => assert.equal(add(2, 3), 5));\n",
+    );
     writeFileSync(path.join(seed, 'package.json'), '{"type":"module"}\n');
     git(seed, 'add', '-A');
     git(seed, '-c', 'user.name=seed', '-c', 'user.email=seed@svc.invalid', 'commit', '-q', '-m', 'a buggy add');
@@ -60,17 +63,25 @@ describe('api: the reference agent (svc-agent) end to end through the SDK', func
       apiKey: modelKey,
       script: [
         { toolCalls: [{ name: 'read_file', arguments: { path: 'calc.js' } }] },
-        { content: 'add subtracts; fixing it.', toolCalls: [{ name: 'write_file', arguments: { path: 'calc.js', content: fixed } }] },
+        {
+          content: 'add subtracts; fixing it.',
+          toolCalls: [{ name: 'write_file', arguments: { path: 'calc.js', content: fixed } }],
+        },
         { toolCalls: [{ name: 'finish', arguments: { commit_message: 'Fix add: it subtracted' } }] },
       ],
     });
     redis = await startTestRedis();
     api = await startTestApi({ redisUrl: redis.url });
     worker = await startAgentWorker({
-      redisUrl: redis.url, store: api.store, secretKey: testSecretKey, log: api.service.config.log, runTimeoutMs: Number(process.env.DEBUG_RUN_MS ?? 90_000),
+      redisUrl: redis.url,
+      store: api.store,
+      secretKey: testSecretKey,
+      log: api.service.config.log,
+      runTimeoutMs: Number(process.env.DEBUG_RUN_MS ?? 90_000),
       isolation: { egressAllow: [`127.0.0.1:${chat.port}`, `127.0.0.1:${gitServer.port}`] },
     });
-    if (!worker.isolation.egress) throw new Error(`this test needs egress-filtered network runs: ${worker.isolation.egressProblem}`);
+    if (!worker.isolation.egress)
+      throw new Error(`this test needs egress-filtered network runs: ${worker.isolation.egressProblem}`);
   });
   after(async () => {
     await worker?.close();
@@ -88,32 +99,65 @@ describe('api: the reference agent (svc-agent) end to end through the SDK', func
     const recording: typeof fetch = async (input, init) => {
       const response = await fetch(input, init);
       if (!response.headers.get('content-type')?.startsWith('text/event-stream')) {
-        bodies.push(response.clone().text().then((text) => { responses.push(text); }, () => undefined));
+        bodies.push(
+          response
+            .clone()
+            .text()
+            .then(
+              (text) => {
+                responses.push(text);
+              },
+              () => undefined,
+            ),
+        );
       }
       return response;
     };
     const svc = new SvcClient({ baseUrl: api.baseUrl, apiKey: api.adminKey, env: {}, fetch: recording });
     await svc.createCredential({ body: { category: 'model', name: 'stand-in', value: modelKey } });
     await svc.createCredential({ body: { category: 'gitea', name: 'agent-bot', value: giteaToken } });
-    const project = await svc.createProject({ body: {
-      name: 'calc', workspace: path.join(root, 'workspace'), network: true,
-      command: ['svc-agent', '--base-url', `http://10.0.2.2:${chat.port}/v1`, '--model', 'stand-in-model',
-        '--check', 'node --test', '--push', 'origin', '--branch', 'main'],
-      credentials: [
-        { category: 'model', name: 'stand-in', as: 'env', target: 'OPENAI_API_KEY' },
-        { category: 'gitea', name: 'agent-bot', as: 'env', target: 'GITEA_TOKEN' },
-      ],
-    } });
-    const { streamUrl, runId } = await svc.runCommand({ path: { id: project.id }, body: { prompt: 'The test fails: fix add in calc.js.' } });
+    const project = await svc.createProject({
+      body: {
+        name: 'calc',
+        workspace: path.join(root, 'workspace'),
+        network: true,
+        command: [
+          'svc-agent',
+          '--base-url',
+          `http://10.0.2.2:${chat.port}/v1`,
+          '--model',
+          'stand-in-model',
+          '--check',
+          'node --test',
+          '--push',
+          'origin',
+          '--branch',
+          'main',
+        ],
+        credentials: [
+          { category: 'model', name: 'stand-in', as: 'env', target: 'OPENAI_API_KEY' },
+          { category: 'gitea', name: 'agent-bot', as: 'env', target: 'GITEA_TOKEN' },
+        ],
+      },
+    });
+    const { streamUrl, runId } = await svc.runCommand({
+      path: { id: project.id },
+      body: { prompt: 'The test fails: fix add in calc.js.' },
+    });
     const events: RunEvent[] = [];
-    const complete = await svc.streamRun(streamUrl, (event) => { events.push(event); if (process.env.DEBUG_RUN) console.log(JSON.stringify(event)); });
+    const complete = await svc.streamRun(streamUrl, (event) => {
+      events.push(event);
+      if (process.env.DEBUG_RUN) console.log(JSON.stringify(event));
+    });
     const output = events.flatMap((event) => (event.event === 'output' ? [event.data.text] : [])).join('');
     assert.equal(complete.status, 'succeeded', output);
     assert.equal(complete.exitCode, 0);
-    assert.deepEqual(chat.refusals, [], 'the agent\'s requests all met the chat completions schema');
+    assert.deepEqual(chat.refusals, [], "the agent's requests all met the chat completions schema");
     assert.equal(chat.requests.length, 3);
     // The second request answers the first tool call with the file's content, by its id.
-    const toolMessage = (chat.requests[1]!.messages as Array<Record<string, unknown>>).find((message) => message.role === 'tool')!;
+    const toolMessage = (chat.requests[1]!.messages as Array<Record<string, unknown>>).find(
+      (message) => message.role === 'tool',
+    )!;
     assert.equal(toolMessage.tool_call_id, 'call_1');
     assert.equal(toolMessage.content, buggy);
     assert.match(output, /check `node --test` passed/, JSON.stringify(output));
@@ -126,13 +170,15 @@ describe('api: the reference agent (svc-agent) end to end through the SDK', func
     assert.equal(readFileSync(path.join(root, 'workspace', 'calc.js'), 'utf8'), fixed);
 
     const audit = events.find((event) => event.event === 'credentials');
-    assert.deepEqual(audit?.data, { injected: [
-      { category: 'model', name: 'stand-in', as: 'env', target: 'OPENAI_API_KEY' },
-      { category: 'gitea', name: 'agent-bot', as: 'env', target: 'GITEA_TOKEN' },
-    ] });
+    assert.deepEqual(audit?.data, {
+      injected: [
+        { category: 'model', name: 'stand-in', as: 'env', target: 'OPENAI_API_KEY' },
+        { category: 'gitea', name: 'agent-bot', as: 'env', target: 'GITEA_TOKEN' },
+      ],
+    });
     await svc.getRun({ path: { id: runId } });
     await Promise.all(bodies);
-    assert.equal(responses.length, 5, "two credentials, the project, the run, its status");
+    assert.equal(responses.length, 5, 'two credentials, the project, the run, its status');
     const seen = [JSON.stringify(events), JSON.stringify(api.logs), ...responses].join('\n');
     for (const secret of [modelKey, giteaToken]) {
       assert.ok(!seen.includes(secret), 'a credential value appeared in a log line, an event or a response');

@@ -15,8 +15,12 @@ export interface SseRead {
 }
 
 /** readSse reads a whole event stream (the server ends it after `complete`), bounded by timeoutMs. */
-export async function readSse(api: TestApi, streamUrl: string, options: { key?: string; lastEventId?: string } = {},
-  timeoutMs = 20_000): Promise<SseRead> {
+export async function readSse(
+  api: TestApi,
+  streamUrl: string,
+  options: { key?: string; lastEventId?: string } = {},
+  timeoutMs = 20_000,
+): Promise<SseRead> {
   const headers: Record<string, string> = { 'x-api-key': options.key ?? api.adminKey, accept: 'text/event-stream' };
   if (options.lastEventId) headers['last-event-id'] = options.lastEventId;
   const response = await fetch(api.baseUrl + streamUrl, { headers, signal: AbortSignal.timeout(timeoutMs) });
@@ -36,6 +40,10 @@ export async function readSse(api: TestApi, streamUrl: string, options: { key?: 
   return { status: response.status, headers: response.headers, events, comments };
 }
 
-export const outputText = (events: SseEvent[], stream: string) => events.filter((event) => event.event === 'output')
-  .map((event) => event.data as { stream: string; text: string }).filter((data) => data.stream === stream)
-  .map((data) => data.text).join('');
+export const outputText = (events: SseEvent[], stream: string) =>
+  events
+    .filter((event) => event.event === 'output')
+    .map((event) => event.data as { stream: string; text: string })
+    .filter((data) => data.stream === stream)
+    .map((data) => data.text)
+    .join('');

@@ -67,9 +67,19 @@ const scripts: Record<string, string> = {
     'if head -c 20000000 /dev/zero > /tmp/big 2>/dev/null; then echo "tmp unbounded"; else echo "tmp capped"; fi',
     'echo "uid=$(id -u)"',
   ].join('\n'),
-  'grow.sh': ['#!/bin/sh', 'i=0; while [ $i -lt 40 ]; do head -c 4000000 /dev/zero > "fill-$i"; i=$((i+1)); sleep 0.1; done', 'echo grown'].join('\n'),
-  'secrets.sh': ['#!/bin/sh', 'echo "token=$GITEA_TOKEN"', 'echo "file=$(cat /run/secrets/model-key)"',
-    'printf %s "$GITEA_TOKEN" | base64', 'printf "split: %s" "$GITEA_TOKEN" | fold -w 7', 'echo'].join('\n'),
+  'grow.sh': [
+    '#!/bin/sh',
+    'i=0; while [ $i -lt 40 ]; do head -c 4000000 /dev/zero > "fill-$i"; i=$((i+1)); sleep 0.1; done',
+    'echo grown',
+  ].join('\n'),
+  'secrets.sh': [
+    '#!/bin/sh',
+    'echo "token=$GITEA_TOKEN"',
+    'echo "file=$(cat /run/secrets/model-key)"',
+    'printf %s "$GITEA_TOKEN" | base64',
+    'printf "split: %s" "$GITEA_TOKEN" | fold -w 7',
+    'echo',
+  ].join('\n'),
 };
 
 describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids-only jobs)', function () {
@@ -83,9 +93,18 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
   const outside = mkdtempSync(path.join(os.tmpdir(), 'svc-outside-'));
 
   const workerOptions = (): AgentWorkerOptions => ({
-    redisUrl: redis.url, store: api.store, secretKey: testSecretKey, log: api.service.config.log, concurrency: 2,
+    redisUrl: redis.url,
+    store: api.store,
+    secretKey: testSecretKey,
+    log: api.service.config.log,
+    concurrency: 2,
     runTimeoutMs: 30_000,
-    limits: { ...defaultSandboxLimits, processesMax, memoryBytesMax: 2 * 1024 * 1024 * 1024, tmpBytesMax: 8 * 1024 * 1024 },
+    limits: {
+      ...defaultSandboxLimits,
+      processesMax,
+      memoryBytesMax: 2 * 1024 * 1024 * 1024,
+      tmpBytesMax: 8 * 1024 * 1024,
+    },
     isolation: { egressAllow: [`127.0.0.1:${allowed.port}`], workspaceBytesMax, workspacePollMs: 200 },
   });
   const createProject = async (command: string[], extra: Record<string, unknown> = {}): Promise<string> => {
@@ -97,9 +116,14 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     const accepted = await api.call('POST', `/projects/${projectId}/commands`, { body: { prompt } });
     assert.equal(accepted.status, 202, accepted.text);
     const read = await readSse(api, accepted.json.streamUrl as string, {}, 60_000);
-    return { ...read, runId: accepted.json.runId as string, complete: read.events.at(-1)!.data as { status: string; exitCode: number | null } };
+    return {
+      ...read,
+      runId: accepted.json.runId as string,
+      complete: read.events.at(-1)!.data as { status: string; exitCode: number | null },
+    };
   };
-  const notices = (events: SseEvent[]) => events.filter((event) => event.event === 'notice').map((event) => event.data as { code?: string; message: string });
+  const notices = (events: SseEvent[]) =>
+    events.filter((event) => event.event === 'notice').map((event) => event.data as { code?: string; message: string });
 
   before(async () => {
     redis = await startTestRedis();
@@ -128,12 +152,15 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
       const socket = net.connect({ host: '127.0.0.1', port: redis.port });
       socket.once('error', reject);
       socket.once('connect', () => socket.write('SET svc:probe 1\r\n'));
-      socket.once('data', (chunk) => { socket.destroy(); resolve(chunk.toString()); });
+      socket.once('data', (chunk) => {
+        socket.destroy();
+        resolve(chunk.toString());
+      });
     });
     assert.match(reply, /^-NOAUTH/);
   });
 
-  it('a run with network reaches an allowed destination but not Redis, the host\'s loopback or link-local addresses', async () => {
+  it("a run with network reaches an allowed destination but not Redis, the host's loopback or link-local addresses", async () => {
     const projectId = await createProject(['node', './probe.cjs'], { network: true });
     const targets = [
       ['127.0.0.1', redis.port], // the run's own loopback: nothing listens there
@@ -143,10 +170,15 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
       ['10.0.2.2', allowed.port], // the one allowed loopback destination
     ];
     const result = await runToEnd(projectId, JSON.stringify(targets));
-    const lines = new Map(outputText(result.events, 'stdout').trim().split('\n').map((line) => {
-      const [target, outcome] = line.split(' ');
-      return [target!, outcome!] as const;
-    }));
+    const lines = new Map(
+      outputText(result.events, 'stdout')
+        .trim()
+        .split('\n')
+        .map((line) => {
+          const [target, outcome] = line.split(' ');
+          return [target!, outcome!] as const;
+        }),
+    );
     assert.equal(lines.size, targets.length, outputText(result.events, 'stdout') + outputText(result.events, 'stderr'));
     for (const [host, port] of targets.slice(0, 4)) {
       assert.notEqual(lines.get(`${host}:${port}`), 'connected', `${host}:${port} must be unreachable`);
@@ -164,7 +196,12 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     const projectId = await createProject(['./escape.sh']);
     const otherProject = await createProject(['sh', '-c', `touch ${outside}/other-project-ran`]);
     const forged = [
-      { runId: '', projectId, prompt: 'x', project: { id: projectId, workspace: outside, command: ['sh', '-c', `touch ${outside}/pwned`], network: true } },
+      {
+        runId: '',
+        projectId,
+        prompt: 'x',
+        project: { id: projectId, workspace: outside, command: ['sh', '-c', `touch ${outside}/pwned`], network: true },
+      },
       { runId: '', projectId: otherProject },
     ];
     const client = new Redis(redis.url);
@@ -176,7 +213,11 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
         const runId = accepted.json.runId as string;
         runIds.push(runId);
         payload.runId = runId;
-        assert.equal(await client.hset(`bull:agent-runs:${runId}`, 'data', JSON.stringify(payload)), 0, 'the job existed');
+        assert.equal(
+          await client.hset(`bull:agent-runs:${runId}`, 'data', JSON.stringify(payload)),
+          0,
+          'the job existed',
+        );
       }
     } finally {
       client.disconnect();
@@ -185,8 +226,15 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     for (const runId of runIds) {
       const read = await readSse(api, `/runs/${runId}/events`, {}, 60_000);
       assert.equal((read.events.at(-1)!.data as { status: string }).status, 'failed');
-      assert.deepEqual(notices(read.events).map((notice) => notice.code), ['JOB_MISMATCH']);
-      assert.equal(read.events.some((event) => event.event === 'output'), false, 'no command ran');
+      assert.deepEqual(
+        notices(read.events).map((notice) => notice.code),
+        ['JOB_MISMATCH'],
+      );
+      assert.equal(
+        read.events.some((event) => event.event === 'output'),
+        false,
+        'no command ran',
+      );
     }
     assert.equal(existsSync(path.join(outside, 'pwned')), false, 'the forged command did not run');
     assert.equal(existsSync(path.join(outside, 'other-project-ran')), false, 'nor the other project');
@@ -198,7 +246,11 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     // Every place backed by the host refuses; the workspace's parent here is under /tmp, which in the sandbox is
     // its own tmpfs (a write there stays in the sandbox: checked on the host below).
     const sandboxTmp = `${path.dirname(workspace)}/svc-escape`;
-    assert.deepEqual(stdout.split('\n').filter((line) => line.endsWith(' written') && line !== `${sandboxTmp} written`), [], stdout);
+    assert.deepEqual(
+      stdout.split('\n').filter((line) => line.endsWith(' written') && line !== `${sandboxTmp} written`),
+      [],
+      stdout,
+    );
     assert.match(stdout, /^tmp capped$/m, '/tmp is size-capped');
     assert.equal(existsSync(path.join(path.dirname(workspace), 'svc-escape')), false);
     assert.equal(existsSync('/etc/svc-escape-target'), false);
@@ -216,7 +268,9 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     const reading = readSse(api, accepted.json.streamUrl as string, {}, 60_000);
     let answered = 0;
     let done = false;
-    void reading.finally(() => { done = true; });
+    void reading.finally(() => {
+      done = true;
+    });
     while (!done) {
       const started = Date.now();
       const health = await fetch(`${api.baseUrl}/health`, { signal: AbortSignal.timeout(5000) });
@@ -227,15 +281,21 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     }
     const read = await reading;
     const processes = Number(/processes=(\d+)/.exec(outputText(read.events, 'stdout'))?.[1]);
-    assert.ok(processes > 0 && processes <= processesMax, `processes seen: ${processes} (limit ${processesMax}): ${JSON.stringify(read.events)}`);
+    assert.ok(
+      processes > 0 && processes <= processesMax,
+      `processes seen: ${processes} (limit ${processesMax}): ${JSON.stringify(read.events)}`,
+    );
     assert.ok(answered >= 1);
-    const started = read.events.find((event) => event.event === 'started')!.data as { sandbox: { limits: { processes: number }; enforcement: { processes: string } } };
+    const started = read.events.find((event) => event.event === 'started')!.data as {
+      sandbox: { limits: { processes: number }; enforcement: { processes: string } };
+    };
     assert.equal(started.sandbox.limits.processes, processesMax);
     assert.match(started.sandbox.enforcement.processes, /cgroup|RLIMIT_NPROC/);
   });
 
-  it('Node\'s fetch and WebAssembly work under the memory limit', async () => {
-    const script = "fetch('data:text/plain,fetched').then((r) => r.text()).then((t) => { new WebAssembly.Memory({ initial: 1 }); console.log(t); })";
+  it("Node's fetch and WebAssembly work under the memory limit", async () => {
+    const script =
+      "fetch('data:text/plain,fetched').then((r) => r.text()).then((t) => { new WebAssembly.Memory({ initial: 1 }); console.log(t); })";
     const result = await runToEnd(await createProject(['node', '-e', script]), 'go');
     assert.equal(result.complete.status, 'succeeded', outputText(result.events, 'stderr'));
     assert.equal(outputText(result.events, 'stdout'), 'fetched\n');
@@ -244,7 +304,10 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
   it('a workspace grown past its quota ends the run (WORKSPACE_QUOTA_EXCEEDED)', async () => {
     const result = await runToEnd(await createProject(['./grow.sh']), 'grow');
     assert.equal(result.complete.status, 'failed');
-    assert.deepEqual(notices(result.events).map((notice) => notice.code), ['WORKSPACE_QUOTA_EXCEEDED']);
+    assert.deepEqual(
+      notices(result.events).map((notice) => notice.code),
+      ['WORKSPACE_QUOTA_EXCEEDED'],
+    );
     assert.doesNotMatch(outputText(result.events, 'stdout'), /grown/);
     for (let index = 0; index < 40; index++) rmSync(path.join(workspace, `fill-${index}`), { force: true });
   });
@@ -252,13 +315,18 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
   it('injects credentials as env and files, masks them in output, and records their names only', async () => {
     const token = 'gitea-token-s3cr3t-0123456789';
     const modelKey = 'sk-model-key-abcdefghijklmnop';
-    for (const [category, name, value] of [['gitea', 'bot', token], ['model', 'stand-in', modelKey]] as const) {
+    for (const [category, name, value] of [
+      ['gitea', 'bot', token],
+      ['model', 'stand-in', modelKey],
+    ] as const) {
       assert.equal((await api.call('POST', '/credentials', { body: { category, name, value } })).status, 201);
     }
-    const projectId = await createProject(['./secrets.sh'], { credentials: [
-      { category: 'gitea', name: 'bot', as: 'env', target: 'GITEA_TOKEN' },
-      { category: 'model', name: 'stand-in', as: 'file', target: 'model-key' },
-    ] });
+    const projectId = await createProject(['./secrets.sh'], {
+      credentials: [
+        { category: 'gitea', name: 'bot', as: 'env', target: 'GITEA_TOKEN' },
+        { category: 'model', name: 'stand-in', as: 'file', target: 'model-key' },
+      ],
+    });
     const project = await api.call('GET', `/projects/${projectId}`);
     assert.equal(project.json.credentials.length, 2);
     const result = await runToEnd(projectId, 'print them');
@@ -272,15 +340,22 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     }
     assert.ok(!everything.includes(token.slice(0, 14)), 'nor a fragment of it');
     const audit = result.events.find((event) => event.event === 'credentials')!.data;
-    assert.deepEqual(audit, { injected: [
-      { category: 'gitea', name: 'bot', as: 'env', target: 'GITEA_TOKEN' },
-      { category: 'model', name: 'stand-in', as: 'file', target: '/run/secrets/model-key' },
-    ] });
+    assert.deepEqual(audit, {
+      injected: [
+        { category: 'gitea', name: 'bot', as: 'env', target: 'GITEA_TOKEN' },
+        { category: 'model', name: 'stand-in', as: 'file', target: '/run/secrets/model-key' },
+      ],
+    });
     assert.ok(api.logs.some((line) => line.event === 'run.credentials_injected' && line.fields.runId === result.runId));
     // A project naming a credential that does not exist fails its runs with a code, before anything runs.
-    const missing = await createProject(['./secrets.sh'], { credentials: [{ category: 'gitea', name: 'nobody', as: 'env', target: 'X' }] });
+    const missing = await createProject(['./secrets.sh'], {
+      credentials: [{ category: 'gitea', name: 'nobody', as: 'env', target: 'X' }],
+    });
     const refused = await runToEnd(missing, 'x');
-    assert.deepEqual(notices(refused.events).map((notice) => notice.code), ['CREDENTIAL_MISSING']);
+    assert.deepEqual(
+      notices(refused.events).map((notice) => notice.code),
+      ['CREDENTIAL_MISSING'],
+    );
   });
 
   it('refuses project credentials with a reserved or malformed target', async () => {
@@ -288,14 +363,24 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
       [{ category: 'gitea', name: 'bot', as: 'env', target: 'PATH' }],
       [{ category: 'gitea', name: 'bot', as: 'env', target: 'LD_PRELOAD' }],
       [{ category: 'gitea', name: 'bot', as: 'file', target: '../etc/passwd' }],
-      [{ category: 'gitea', name: 'bot', as: 'env', target: 'A' }, { category: 'model', name: 'x', as: 'env', target: 'A' }],
+      [
+        { category: 'gitea', name: 'bot', as: 'env', target: 'A' },
+        { category: 'model', name: 'x', as: 'env', target: 'A' },
+      ],
     ]) {
-      const created = await api.call('POST', '/projects', { body: { name: 'p', workspace, command: ['true'], credentials } });
+      const created = await api.call('POST', '/projects', {
+        body: { name: 'p', workspace, command: ['true'], credentials },
+      });
       assert.equal(created.status, 400, JSON.stringify(credentials));
     }
-    const unknownCategory = await api.call('POST', '/projects', { body: { name: 'p', workspace, command: ['true'],
-      credentials: [{ category: 'aws', name: 'bot', as: 'env', target: 'A' }] } });
+    const unknownCategory = await api.call('POST', '/projects', {
+      body: {
+        name: 'p',
+        workspace,
+        command: ['true'],
+        credentials: [{ category: 'aws', name: 'bot', as: 'env', target: 'A' }],
+      },
+    });
     assert.equal(unknownCategory.status, 422);
   });
 });
-

@@ -15,9 +15,17 @@ const nowMs = Date.parse('2026-11-22T12:00:00.000Z');
 
 function runRecord(id: string, status: RunStatus, finishedAt: string | null): RunRecord {
   return {
-    id, project_id: 'prj_000000000aaaaaaaaaaaaaaaa', user_id: 'usr_000000000aaaaaaaaaaaaaaaa', status,
-    created_at: '2026-11-01T00:00:00.000Z', started_at: null, finished_at: finishedAt, exit_code: null, duration_ms: null,
-    cancel_requested: false, prompt: null,
+    id,
+    project_id: 'prj_000000000aaaaaaaaaaaaaaaa',
+    user_id: 'usr_000000000aaaaaaaaaaaaaaaa',
+    status,
+    created_at: '2026-11-01T00:00:00.000Z',
+    started_at: null,
+    finished_at: finishedAt,
+    exit_code: null,
+    duration_ms: null,
+    cancel_requested: false,
+    prompt: null,
   };
 }
 
@@ -50,7 +58,13 @@ describe('api: run records past their retention are swept', function () {
     await seed(store);
     const outcome = await sweepRunRecords(store, nowMs, dayMs, 2);
     assert.deepEqual(outcome, { examined: 9, deleted: 4 });
-    assert.deepEqual(await remaining(store), ['run_bad_date', 'run_final_without_end', 'run_old_running', 'run_queued', 'run_recent_succeeded']);
+    assert.deepEqual(await remaining(store), [
+      'run_bad_date',
+      'run_final_without_end',
+      'run_old_running',
+      'run_queued',
+      'run_recent_succeeded',
+    ]);
     assert.ok(await store.get('projects/prj_000000000aaaaaaaaaaaaaaaa'), 'other records are not touched');
     assert.deepEqual(await sweepRunRecords(store, nowMs, dayMs, 2), { examined: 5, deleted: 0 });
   });
@@ -75,7 +89,9 @@ describe('api: run records past their retention are swept', function () {
   describe('the sweeper, with a real redis-server', () => {
     let redis: TestRedis;
     const clients: Redis[] = [];
-    before(async () => { redis = await startTestRedis(); });
+    before(async () => {
+      redis = await startTestRedis();
+    });
     after(async () => {
       for (const client of clients) client.disconnect();
       await redis?.stop();
@@ -93,7 +109,10 @@ describe('api: run records past their retention are swept', function () {
         };
         return view;
       };
-      await store.put(storeKeys.run('run_long_ago'), runRecord('run_long_ago', 'succeeded', new Date(Date.now() - 2 * dayMs).toISOString()));
+      await store.put(
+        storeKeys.run('run_long_ago'),
+        runRecord('run_long_ago', 'succeeded', new Date(Date.now() - 2 * dayMs).toISOString()),
+      );
       await store.put(storeKeys.run('run_just_now'), runRecord('run_just_now', 'succeeded', new Date().toISOString()));
       const errors: unknown[] = [];
       const intervalMs = 400;
@@ -102,13 +121,24 @@ describe('api: run records past their retention are swept', function () {
         clients.push(client);
         return startRunSweeper(client, counting(), (error) => errors.push(error), intervalMs);
       });
-      await waitFor(() => remaining(store), (keys) => keys.length === 1, 10_000);
-      await waitFor(async () => sweepsAtMs.length, (count) => count >= 3, 10_000);
+      await waitFor(
+        () => remaining(store),
+        (keys) => keys.length === 1,
+        10_000,
+      );
+      await waitFor(
+        async () => sweepsAtMs.length,
+        (count) => count >= 3,
+        10_000,
+      );
       for (const sweeper of sweepers) sweeper.stop();
       // Both processes' timers fire every interval; without the lock both would sweep, a few ms apart. With it,
       // a lock is taken only once the last one expired (one interval), less the event loops' delays.
       const gapsMs = sweepsAtMs.slice(1).map((atMs, i) => atMs - sweepsAtMs[i]!);
-      assert.ok(gapsMs.every((gapMs) => gapMs >= intervalMs / 4), `one sweep per interval: gaps ${gapsMs.join(', ')} ms`);
+      assert.ok(
+        gapsMs.every((gapMs) => gapMs >= intervalMs / 4),
+        `one sweep per interval: gaps ${gapsMs.join(', ')} ms`,
+      );
       const sweepCount = sweepsAtMs.length;
       await new Promise((resolve) => setTimeout(resolve, 3 * intervalMs));
       assert.equal(sweepsAtMs.length, sweepCount, 'stopped sweepers sweep no more');

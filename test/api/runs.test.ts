@@ -32,20 +32,23 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
     api = await startTestApi({ redisUrl: redis.url, config: { sseKeepAliveMs: 150 } });
     worker = await startAgentWorker({ redisUrl: redis.url, store: api.store, concurrency: 2, runTimeoutMs: 1500 });
     workspace = mkdtempSync(path.join(os.tmpdir(), 'svc-agent-ws-'));
-    writeFileSync(path.join(workspace, 'agent.sh'), [
-      '#!/bin/sh',
-      'echo "prompt: $1"',
-      'echo "to stderr" >&2',
-      'echo "$1" > answer.txt',
-      'case "$1" in',
-      '  sleep*) i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done ;;',
-      '  pause*) sleep 0.5; echo "after pause" ;;',
-      '  net*) cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d " " | sort | tr "\\n" " "; echo ;;',
-      '  env*) env | sort; ls /etc | tr "\\n" " "; echo ;;',
-      '  fail*) exit 3 ;;',
-      'esac',
-      'echo done',
-    ].join('\n'));
+    writeFileSync(
+      path.join(workspace, 'agent.sh'),
+      [
+        '#!/bin/sh',
+        'echo "prompt: $1"',
+        'echo "to stderr" >&2',
+        'echo "$1" > answer.txt',
+        'case "$1" in',
+        '  sleep*) i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done ;;',
+        '  pause*) sleep 0.5; echo "after pause" ;;',
+        '  net*) cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d " " | sort | tr "\\n" " "; echo ;;',
+        '  env*) env | sort; ls /etc | tr "\\n" " "; echo ;;',
+        '  fail*) exit 3 ;;',
+        'esac',
+        'echo done',
+      ].join('\n'),
+    );
     chmodSync(path.join(workspace, 'agent.sh'), 0o755);
   });
   after(async () => {
@@ -63,26 +66,41 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
     assert.match(read.headers.get('content-type')!, /^text\/event-stream/);
     assert.equal(read.headers.get('cache-control'), 'no-cache');
     assert.equal(read.headers.get('x-accel-buffering'), 'no');
-    assert.deepEqual(read.events.map((event) => event.event).filter((name) => name !== 'output'),
-      ['queued', 'started', 'complete']);
+    assert.deepEqual(
+      read.events.map((event) => event.event).filter((name) => name !== 'output'),
+      ['queued', 'started', 'complete'],
+    );
     assert.equal(outputText(read.events, 'stdout'), 'prompt: hello world\ndone\n');
     assert.equal(outputText(read.events, 'stderr'), 'to stderr\n');
     const complete = read.events.at(-1)!.data as { status: string; exitCode: number; durationMs: number };
     assert.equal(complete.status, 'succeeded');
     assert.equal(complete.exitCode, 0);
     assert.ok(Number.isInteger(complete.durationMs) && complete.durationMs >= 0);
-    assert.equal(readFileSync(path.join(workspace, 'answer.txt'), 'utf8'), 'hello world\n', 'the workspace is writable');
+    assert.equal(
+      readFileSync(path.join(workspace, 'answer.txt'), 'utf8'),
+      'hello world\n',
+      'the workspace is writable',
+    );
     const status = await api.call('GET', `/runs/${runId}`);
     assert.equal(status.json.status, 'succeeded');
     const ids = read.events.map((event) => event.id.split('-').map(BigInt) as [bigint, bigint]);
-    assert.ok(ids.every(([ms, seq], index) => index === 0 ||
-      ms > ids[index - 1]![0] || (ms === ids[index - 1]![0] && seq > ids[index - 1]![1])), 'event ids increase');
+    assert.ok(
+      ids.every(
+        ([ms, seq], index) =>
+          index === 0 || ms > ids[index - 1]![0] || (ms === ids[index - 1]![0] && seq > ids[index - 1]![1]),
+      ),
+      'event ids increase',
+    );
   });
 
   it('reports a failing agent with its exit code', async () => {
     const projectId = await createProject(['./agent.sh']);
     const read = await readSse(api, (await run(projectId, 'fail please')).streamUrl);
-    assert.deepEqual(read.events.at(-1)!.data, { ...(read.events.at(-1)!.data as object), status: 'failed', exitCode: 3 });
+    assert.deepEqual(read.events.at(-1)!.data, {
+      ...(read.events.at(-1)!.data as object),
+      status: 'failed',
+      exitCode: 3,
+    });
   });
 
   it('gives a late client the whole stream, and resumes after Last-Event-ID', async () => {
@@ -101,7 +119,10 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
   it('sends keep-alive comments while the agent is quiet', async () => {
     const projectId = await createProject(['./agent.sh']);
     const read = await readSse(api, (await run(projectId, 'pause')).streamUrl);
-    assert.ok(read.comments.some((comment) => comment === ': keep-alive'), JSON.stringify(read));
+    assert.ok(
+      read.comments.some((comment) => comment === ': keep-alive'),
+      JSON.stringify(read),
+    );
     assert.match(outputText(read.events, 'stdout'), /after pause/);
   });
 
@@ -111,7 +132,10 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
     // With network the run still has a namespace of its own: loopback and slirp4netns's tap0, never the host's.
     const networked = await readSse(api, (await run(await createProject(['./agent.sh'], true), 'net')).streamUrl);
     assert.match(outputText(networked.events, 'stdout'), /^prompt: net\nlo tap0 \n/);
-    const env = outputText((await readSse(api, (await run(await createProject(['./agent.sh']), 'env')).streamUrl)).events, 'stdout');
+    const env = outputText(
+      (await readSse(api, (await run(await createProject(['./agent.sh']), 'env')).streamUrl)).events,
+      'stdout',
+    );
     assert.ok(!env.includes('REDIS') && !env.includes('SVC_'), 'no host environment leaks in');
     assert.ok(!/\bshadow\b/.test(env), 'host /etc/shadow is not visible');
   });
@@ -119,7 +143,10 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
   it('cancels a running run', async () => {
     const projectId = await createProject(['./agent.sh']);
     const { runId, streamUrl } = await run(projectId, 'sleep');
-    await waitFor(() => api.call('GET', `/runs/${runId}`).then((result) => result.json.status), (status) => status === 'running');
+    await waitFor(
+      () => api.call('GET', `/runs/${runId}`).then((result) => result.json.status),
+      (status) => status === 'running',
+    );
     const cancel = await api.call('POST', `/runs/${runId}/cancel`);
     assert.equal(cancel.status, 202);
     const read = await readSse(api, streamUrl);
@@ -137,12 +164,14 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
   it('keeps runs private to their user (and admins), and counts them in /work/stats', async () => {
     const projectId = await createProject(['./agent.sh']);
     const user = await api.call('POST', '/users', { body: { name: 'runner' } });
-    const developer = (await api.call('POST', '/keys', { body: { name: 'dev', user_id: user.json.id } })).json.key as string;
+    const developer = (await api.call('POST', '/keys', { body: { name: 'dev', user_id: user.json.id } })).json
+      .key as string;
     const mine = await run(projectId, 'mine', developer);
     assert.equal((await readSse(api, mine.streamUrl, { key: developer })).status, 200);
     assert.equal((await api.call('GET', `/runs/${mine.runId}`)).status, 200, 'admins see every run');
     const stranger = await api.call('POST', '/users', { body: { name: 'stranger' } });
-    const strangerKey = (await api.call('POST', '/keys', { body: { name: 's', user_id: stranger.json.id } })).json.key as string;
+    const strangerKey = (await api.call('POST', '/keys', { body: { name: 's', user_id: stranger.json.id } })).json
+      .key as string;
     assert.equal((await api.call('GET', mine.streamUrl, { key: strangerKey })).status, 404);
     assert.equal((await api.call('POST', `/runs/${mine.runId}/cancel`, { key: strangerKey })).status, 404);
     const stats = await api.call('GET', '/work/stats');
@@ -151,7 +180,10 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
   });
 
   it('answers 404 for an unknown project and 400 for a bad prompt', async () => {
-    assert.equal((await api.call('POST', '/projects/prj_000000000aaaaaaaaaaaaaaaa/commands', { body: { prompt: 'x' } })).status, 404);
+    assert.equal(
+      (await api.call('POST', '/projects/prj_000000000aaaaaaaaaaaaaaaa/commands', { body: { prompt: 'x' } })).status,
+      404,
+    );
     const projectId = await createProject(['./agent.sh']);
     assert.equal((await api.call('POST', `/projects/${projectId}/commands`, { body: { prompt: '' } })).status, 400);
     assert.equal((await api.call('POST', `/projects/${projectId}/commands`, { body: {} })).status, 400);
@@ -163,11 +195,16 @@ describe('api: cancelling a run no worker has taken', () => {
     const redis = await startTestRedis();
     const api = await startTestApi({ redisUrl: redis.url });
     try {
-      const project = await api.call('POST', '/projects', { body: { name: 'p', workspace: '/tmp', command: ['true'] } });
+      const project = await api.call('POST', '/projects', {
+        body: { name: 'p', workspace: '/tmp', command: ['true'] },
+      });
       const accepted = await api.call('POST', `/projects/${project.json.id}/commands`, { body: { prompt: 'x' } });
       assert.equal((await api.call('POST', `/runs/${accepted.json.runId}/cancel`)).status, 202);
       const read = await readSse(api, accepted.json.streamUrl);
-      assert.deepEqual(read.events.map((event) => event.event), ['queued', 'complete']);
+      assert.deepEqual(
+        read.events.map((event) => event.event),
+        ['queued', 'complete'],
+      );
       assert.equal((read.events[1]!.data as { status: string }).status, 'cancelled');
       const stats = await api.call('GET', '/work/stats');
       assert.equal(stats.json.queues[0].waiting, 0, 'the job left the queue');
@@ -182,7 +219,9 @@ describe('api: agent runs without Redis', () => {
   it('answers 503 QUEUE_UNAVAILABLE', async () => {
     const api = await startTestApi();
     try {
-      const project = await api.call('POST', '/projects', { body: { name: 'p', workspace: '/tmp', command: ['true'] } });
+      const project = await api.call('POST', '/projects', {
+        body: { name: 'p', workspace: '/tmp', command: ['true'] },
+      });
       const result = await api.call('POST', `/projects/${project.json.id}/commands`, { body: { prompt: 'x' } });
       assert.equal(result.status, 503);
       assert.equal(result.json.code, 'QUEUE_UNAVAILABLE');

@@ -18,7 +18,9 @@ export async function startStandInGitServer(projectRoot: string, token: string):
   const state = { authorized: 0, refused: 0 };
   const server = http.createServer((req, res) => {
     const header = req.headers.authorization ?? '';
-    const password = header.startsWith('Basic ') ? Buffer.from(header.slice(6), 'base64').toString('utf8').split(':').slice(1).join(':') : '';
+    const password = header.startsWith('Basic ')
+      ? Buffer.from(header.slice(6), 'base64').toString('utf8').split(':').slice(1).join(':')
+      : '';
     if (password !== token) {
       state.refused++;
       res.writeHead(401, { 'www-authenticate': 'Basic realm="stand-in gitea"' });
@@ -29,9 +31,15 @@ export async function startStandInGitServer(projectRoot: string, token: string):
     const url = new URL(req.url ?? '/', 'http://stand-in');
     const backend = spawn('git', ['http-backend'], {
       env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_PROJECT_ROOT: projectRoot, GIT_HTTP_EXPORT_ALL: '1',
-        REQUEST_METHOD: req.method ?? 'GET', PATH_INFO: decodeURIComponent(url.pathname), QUERY_STRING: url.search.slice(1),
-        CONTENT_TYPE: req.headers['content-type'] ?? '', REMOTE_USER: 'svc-agent', REMOTE_ADDR: '127.0.0.1',
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        GIT_PROJECT_ROOT: projectRoot,
+        GIT_HTTP_EXPORT_ALL: '1',
+        REQUEST_METHOD: req.method ?? 'GET',
+        PATH_INFO: decodeURIComponent(url.pathname),
+        QUERY_STRING: url.search.slice(1),
+        CONTENT_TYPE: req.headers['content-type'] ?? '',
+        REMOTE_USER: 'svc-agent',
+        REMOTE_ADDR: '127.0.0.1',
         ...(req.headers['content-encoding'] ? { HTTP_CONTENT_ENCODING: req.headers['content-encoding'] } : {}),
         ...(req.headers['git-protocol'] ? { GIT_PROTOCOL: String(req.headers['git-protocol']) } : {}),
       },
@@ -70,8 +78,16 @@ export async function startStandInGitServer(projectRoot: string, token: string):
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
-    get authorized() { return state.authorized; },
-    get refused() { return state.refused; },
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    get authorized() {
+      return state.authorized;
+    },
+    get refused() {
+      return state.refused;
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -16,27 +16,49 @@ const methods = ['get', 'post', 'put', 'patch', 'delete'] as const;
 type Paths = Record<string, Record<string, unknown> & { parameters?: [] }>;
 const paths = openApiDocument.paths as unknown as Paths;
 const operations = Object.entries(paths).flatMap(([path, item]) =>
-  methods.filter((method) => item[method] !== undefined).map((method) => ({ path, method, operation: item[method] as Operation, item })));
+  methods
+    .filter((method) => item[method] !== undefined)
+    .map((method) => ({ path, method, operation: item[method] as Operation, item })),
+);
 
 /** skipped counts the requests whose validation the shortcut skipped. */
 let skipped = 0;
 
 async function serve(skipInputlessRequests: boolean): Promise<{ url: string; server: Server }> {
   const app = express();
-  app.use(inSequence([
-    express.json({ strict: true, type: ['application/json', 'application/*+json'] }),
-    ...openApiValidatorChain(validatorOptions(false), { skipInputlessRequests, onSkip: () => { skipped++; } }),
-    (req: Request, res: Response) => { res.json({ query: req.query, params: req.params }); },
-  ]));
-  app.use((err: { status?: number; message?: string; errors?: unknown }, _req: Request, res: Response, _next: NextFunction) => {
-    res.status(err.status ?? 500).json({ message: err.message, errors: err.errors });
-  });
+  app.use(
+    inSequence([
+      express.json({ strict: true, type: ['application/json', 'application/*+json'] }),
+      ...openApiValidatorChain(validatorOptions(false), {
+        skipInputlessRequests,
+        onSkip: () => {
+          skipped++;
+        },
+      }),
+      (req: Request, res: Response) => {
+        res.json({ query: req.query, params: req.params });
+      },
+    ]),
+  );
+  app.use(
+    (
+      err: { status?: number; message?: string; errors?: unknown },
+      _req: Request,
+      res: Response,
+      _next: NextFunction,
+    ) => {
+      res.status(err.status ?? 500).json({ message: err.message, errors: err.errors });
+    },
+  );
   const server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
-const idArbitrary = fc.oneof(fc.constantFrom('prj_0000000000aaaaaaaaaaaaaaaa', 'x', '0', '%2F', 'a%20b'), fc.string({ maxLength: 10 }).map(encodeURIComponent));
+const idArbitrary = fc.oneof(
+  fc.constantFrom('prj_0000000000aaaaaaaaaaaaaaaa', 'x', '0', '%2F', 'a%20b'),
+  fc.string({ maxLength: 10 }).map(encodeURIComponent),
+);
 const headerArbitrary = fc.dictionary(
   fc.constantFrom('accept', 'x-api-key', 'last-event-id', 'cookie', 'x-request-id', 'if-none-match', 'x-custom'),
   fc.string({ maxLength: 80 }).map((s) => s.replace(/[^\x20-\x7e]/g, 'x')),
@@ -57,7 +79,9 @@ describe('api: the validator shortcut for requests without input', function () {
   });
 
   it('applies to the list operations (no body, optional query parameters only) and to nothing with other input', () => {
-    const skippable = operations.filter((o) => !needsInput(o.operation, o.item)).map((o) => `${o.method.toUpperCase()} ${o.path}`);
+    const skippable = operations
+      .filter((o) => !needsInput(o.operation, o.item))
+      .map((o) => `${o.method.toUpperCase()} ${o.path}`);
     assert.ok(skippable.includes('GET /projects'), `GET /projects is skippable: ${skippable.join(', ')}`);
     assert.ok(!skippable.includes('GET /projects/{id}'), 'a path parameter rules it out');
     assert.ok(!skippable.includes('POST /projects'), 'a body rules it out');
@@ -82,21 +106,28 @@ describe('api: the validator shortcut for requests without input', function () {
 
   it('answers every request as the library does (fast-check; the seed is printed on failure)', async () => {
     const before = skipped;
-    await fc.assert(fc.asyncProperty(
-      fc.constantFrom(...operations), idArbitrary, fc.constantFrom('', '?', '?limit=2', '?limit=0', '?bogus=1', '?category=gitea'),
-      fc.option(fc.constantFrom('{}', '{"name":"x"}', 'not json', '[]'), { nil: undefined }), headerArbitrary,
-      async (o, id, query, body, headers) => {
-        const url = `${o.path.replace(/\{[^}]+\}/g, id)}${query}`;
-        const init: RequestInit = {
-          method: o.method.toUpperCase(), headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
-          ...(body !== undefined && o.method !== 'get' ? { body } : {}),
-        };
-        const [a, b] = await Promise.all([fetch(withShortcut.url + url, init), fetch(without.url + url, init)]);
-        const [textA, textB] = await Promise.all([a.text(), b.text()]);
-        assert.equal(a.status, b.status, `${init.method} ${url}: ${textA} vs ${textB}`);
-        assert.equal(textA, textB, `${init.method} ${url}`);
-      },
-    ), { numRuns: 300 });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...operations),
+        idArbitrary,
+        fc.constantFrom('', '?', '?limit=2', '?limit=0', '?bogus=1', '?category=gitea'),
+        fc.option(fc.constantFrom('{}', '{"name":"x"}', 'not json', '[]'), { nil: undefined }),
+        headerArbitrary,
+        async (o, id, query, body, headers) => {
+          const url = `${o.path.replace(/\{[^}]+\}/g, id)}${query}`;
+          const init: RequestInit = {
+            method: o.method.toUpperCase(),
+            headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+            ...(body !== undefined && o.method !== 'get' ? { body } : {}),
+          };
+          const [a, b] = await Promise.all([fetch(withShortcut.url + url, init), fetch(without.url + url, init)]);
+          const [textA, textB] = await Promise.all([a.text(), b.text()]);
+          assert.equal(a.status, b.status, `${init.method} ${url}: ${textA} vs ${textB}`);
+          assert.equal(textA, textB, `${init.method} ${url}`);
+        },
+      ),
+      { numRuns: 300 },
+    );
     assert.ok(skipped - before >= 10, `the shortcut was taken (${skipped - before} times)`);
   });
 });

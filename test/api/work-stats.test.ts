@@ -4,7 +4,13 @@ import { agentRunQueueName } from '../../api/config.js';
 import { startTestApi, startTestRedis, useApiOnRedis, waitFor } from './harness.js';
 
 interface QueueStats {
-  name: string; waiting: number; active: number; completed: number; failed: number; delayed: number; workers: number;
+  name: string;
+  waiting: number;
+  active: number;
+  completed: number;
+  failed: number;
+  delayed: number;
+  workers: number;
 }
 
 describe('api: GET /work/stats with real BullMQ queues', function () {
@@ -18,11 +24,21 @@ describe('api: GET /work/stats with real BullMQ queues', function () {
   };
 
   it('moves the counts as jobs are added, run, finished, failed and delayed', async () => {
-    const connection = { host: '127.0.0.1', port: setup.redis.port, password: decodeURIComponent(new URL(setup.redis.url).password) };
+    const connection = {
+      host: '127.0.0.1',
+      port: setup.redis.port,
+      password: decodeURIComponent(new URL(setup.redis.url).password),
+    };
     const queue = new Queue(agentRunQueueName, { connection });
     try {
       assert.deepEqual(await stats(), {
-        name: agentRunQueueName, waiting: 0, active: 0, completed: 0, failed: 0, delayed: 0, workers: 0,
+        name: agentRunQueueName,
+        waiting: 0,
+        active: 0,
+        completed: 0,
+        failed: 0,
+        delayed: 0,
+        workers: 0,
       });
       await queue.add('ok', { n: 1 });
       await queue.add('ok', { n: 2 });
@@ -33,11 +49,17 @@ describe('api: GET /work/stats with real BullMQ queues', function () {
       assert.equal(queued.delayed, 1);
 
       let release!: () => void;
-      const gate = new Promise<void>((resolve) => { release = resolve; });
-      const worker = new Worker(agentRunQueueName, async (job) => {
-        await gate;
-        if (job.name === 'boom') throw new Error('planned failure');
-      }, { connection, concurrency: 5 });
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const worker = new Worker(
+        agentRunQueueName,
+        async (job) => {
+          await gate;
+          if (job.name === 'boom') throw new Error('planned failure');
+        },
+        { connection, concurrency: 5 },
+      );
       try {
         const running = await waitFor(stats, (current) => current.active === 3 && current.workers === 1);
         assert.equal(running.waiting, 0);

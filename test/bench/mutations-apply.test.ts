@@ -10,7 +10,7 @@ import { MUTATIONS, armingProblems, type Mutation } from '../../bench/mutation-l
 const root = new URL('../..', import.meta.url).pathname;
 
 describe('bench: mutations stay armed', () => {
-  it('every mutation\'s find text occurs exactly once in its file, and its replacement differs', () => {
+  it("every mutation's find text occurs exactly once in its file, and its replacement differs", () => {
     assert.ok(MUTATIONS.length >= 40, `the list holds ${MUTATIONS.length} mutations`);
     assert.deepEqual(armingProblems(root), []);
   });
@@ -25,7 +25,10 @@ describe('bench: mutations stay armed', () => {
       assert.deepEqual(armingProblems(dir, [m('once', 'a();')]), []);
       assert.match(armingProblems(dir, [m('twice', 'b();')]).join('\n'), /twice: its find text occurs 2 times/);
       assert.match(armingProblems(dir, [m('gone', 'c();')]).join('\n'), /gone: its find text occurs 0 times/);
-      assert.match(armingProblems(dir, [{ ...m('nofile', 'a();'), file: 'engine/none.ts' }]).join('\n'), /nofile: engine\/none.ts cannot be read/);
+      assert.match(
+        armingProblems(dir, [{ ...m('nofile', 'a();'), file: 'engine/none.ts' }]).join('\n'),
+        /nofile: engine\/none.ts cannot be read/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

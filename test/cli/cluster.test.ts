@@ -30,7 +30,7 @@ interface StatusDoc {
 async function statusOf(httpAddr: string): Promise<StatusDoc | null> {
   try {
     const response = await fetch(`${httpAddr}/status`, { signal: AbortSignal.timeout(3_000) });
-    return response.ok ? (await response.json()) as StatusDoc : null;
+    return response.ok ? ((await response.json()) as StatusDoc) : null;
   } catch {
     return null;
   }
@@ -43,7 +43,8 @@ describe('svc cluster and the admin commands against it', function () {
   let joiner: LongRunning | null = null;
   let cluster: ClusterFile;
 
-  const readCluster = async (): Promise<ClusterFile> => JSON.parse(await readFile(join(dir, '.cluster', 'cluster.json'), 'utf8')) as ClusterFile;
+  const readCluster = async (): Promise<ClusterFile> =>
+    JSON.parse(await readFile(join(dir, '.cluster', 'cluster.json'), 'utf8')) as ClusterFile;
   const leader = async (): Promise<StatusDoc> => {
     for (const m of cluster.members) {
       const s = await statusOf(m.httpAddr);
@@ -75,7 +76,14 @@ describe('svc cluster and the admin commands against it', function () {
     await supervisor.waitOutput(/all 3 nodes answer \/health 200/, 'the cluster to turn healthy', HEALTHY_TIMEOUT_MS);
     assert.match(supervisor.stdout, /made certificates \(ca, n1, n2, n3, admin\)/);
     cluster = await readCluster();
-    assert.deepEqual(cluster.members.map((m) => [m.name, m.id]), [['n1', 1], ['n2', 2], ['n3', 3]]);
+    assert.deepEqual(
+      cluster.members.map((m) => [m.name, m.id]),
+      [
+        ['n1', 1],
+        ['n2', 2],
+        ['n3', 3],
+      ],
+    );
     for (const m of cluster.members) {
       assert.match(m.grpcAddr, /^127\.0\.0\.1:\d+$/);
       assert.match(m.httpAddr, /^http:\/\/127\.0\.0\.1:\d+$/);
@@ -85,18 +93,31 @@ describe('svc cluster and the admin commands against it', function () {
     assert.equal(cluster.tls.mode, 'mtls');
     assert.match(cluster.clusterId ?? '', CLUSTER_ID, 'a cluster id is made at creation');
     // Certificates of two kinds: the nodes' peer certificates, the CLI's admin certificate, all of this cluster.
-    for (const m of cluster.members) assert.deepEqual(await readCertIdentity(join(dir, '.cluster', 'certs', `${m.name}.crt`)), { role: 'peer', clusterId: cluster.clusterId, name: m.name });
-    assert.deepEqual(await readCertIdentity(join(dir, '.cluster', 'certs', 'admin.crt')), { role: 'admin', clusterId: cluster.clusterId, name: 'admin' });
+    for (const m of cluster.members)
+      assert.deepEqual(await readCertIdentity(join(dir, '.cluster', 'certs', `${m.name}.crt`)), {
+        role: 'peer',
+        clusterId: cluster.clusterId,
+        name: m.name,
+      });
+    assert.deepEqual(await readCertIdentity(join(dir, '.cluster', 'certs', 'admin.crt')), {
+      role: 'admin',
+      clusterId: cluster.clusterId,
+      name: 'admin',
+    });
     assert.match(cluster.adminKey ?? '', /^svc_/);
     // The developer API answers on every node's HTTP port with the key the cluster bootstrapped.
-    for (const m of cluster.members) assert.equal(await httpStatus(`${m.httpAddr}/projects`, { 'x-api-key': cluster.adminKey! }), 200);
+    for (const m of cluster.members)
+      assert.equal(await httpStatus(`${m.httpAddr}/projects`, { 'x-api-key': cluster.adminKey! }), 200);
   });
 
   it('svc status shows term, role, leader, seqnos, readiness, versions and every heartbeat field of each member', async function () {
     const result = await runCli(['status', '--json'], { cwd: dir });
     assert.equal(result.code, 0, result.stderr);
     const { nodes } = JSON.parse(result.stdout) as { nodes: MemberStatus[] };
-    assert.deepEqual(nodes.map((n) => n.name), ['n1', 'n2', 'n3']);
+    assert.deepEqual(
+      nodes.map((n) => n.name),
+      ['n1', 'n2', 'n3'],
+    );
     const statuses = nodes.map((n) => n.status!);
     const leaders = statuses.filter((s) => s.role === 'leader');
     assert.equal(leaders.length, 1);
@@ -114,11 +135,28 @@ describe('svc cluster and the admin commands against it', function () {
       assert.ok(hb.diskBytes > 0, 'disk_bytes measured');
       assert.ok(hb.entityCount >= 2, 'entity_count counts the admin user and key');
       assert.ok(Number.isFinite(hb.signalThroughputEps));
-      assert.deepEqual(Object.keys(hb.replicationLag).map(Number).sort(), statuses.filter((o) => o.role !== 'leader').map((o) => o.id).sort());
+      assert.deepEqual(
+        Object.keys(hb.replicationLag).map(Number).sort(),
+        statuses
+          .filter((o) => o.role !== 'leader')
+          .map((o) => o.id)
+          .sort(),
+      );
     }
     const text = await runCli(['status'], { cwd: dir });
     assert.equal(text.code, 0, text.stderr);
-    for (const field of ['entity_count', 'signal_throughput_eps', 'disk_bytes', 'replication_lag', 'last_heartbeat_ns', 'build_version', 'version spread', 'commit', 'applied', 'ready=true']) {
+    for (const field of [
+      'entity_count',
+      'signal_throughput_eps',
+      'disk_bytes',
+      'replication_lag',
+      'last_heartbeat_ns',
+      'build_version',
+      'version spread',
+      'commit',
+      'applied',
+      'ready=true',
+    ]) {
       assert.ok(text.stdout.includes(field), `${field} missing from:\n${text.stdout}`);
     }
   });
@@ -129,28 +167,77 @@ describe('svc cluster and the admin commands against it', function () {
     const { key } = JSON.parse(result.stdout) as { key: string };
     assert.match(key, /^svc_/);
     assert.notEqual(key, cluster.adminKey);
-    for (const m of cluster.members) assert.equal(await httpStatus(`${m.httpAddr}/projects`, { 'x-api-key': key }), 200);
-    assert.equal(await httpStatus(`${cluster.members[0]!.httpAddr}/projects`, { 'x-api-key': `${key.slice(0, -2)}xx` }), 401);
+    for (const m of cluster.members)
+      assert.equal(await httpStatus(`${m.httpAddr}/projects`, { 'x-api-key': key }), 200);
+    assert.equal(
+      await httpStatus(`${cluster.members[0]!.httpAddr}/projects`, { 'x-api-key': `${key.slice(0, -2)}xx` }),
+      401,
+    );
   });
 
   it('a fourth svc node joins as a learner; members promote (through a follower) and remove change its role; SIGINT stops it', async function () {
     const certs = join(dir, '.cluster', 'certs');
-    const issued = await runCli(['certs', 'node', '--out', certs, '--name', 'n4', '--cluster-id', cluster.clusterId!, '--peers-service', 'peers', '--namespace', 'local'], { cwd: dir });
+    const issued = await runCli(
+      [
+        'certs',
+        'node',
+        '--out',
+        certs,
+        '--name',
+        'n4',
+        '--cluster-id',
+        cluster.clusterId!,
+        '--peers-service',
+        'peers',
+        '--namespace',
+        'local',
+      ],
+      { cwd: dir },
+    );
     assert.equal(issued.code, 0, issued.stderr);
-    joiner = LongRunning.start([
-      'node', '--name', 'n4', '--data-dir', join(dir, 'n4-data'), '--grpc-listen', '127.0.0.1:0', '--http-listen', '127.0.0.1:0',
-      '--seed', cluster.members[1]!.grpcAddr, '--tls-ca', join(certs, 'ca.crt'), '--tls-cert', join(certs, 'n4.crt'), '--tls-key', join(certs, 'n4.key'),
-      '--tls-server-name', 'localhost', '--tick-ms', String(CLUSTER_TICK_MS), '--log-level', 'warn',
-    ], dir);
+    joiner = LongRunning.start(
+      [
+        'node',
+        '--name',
+        'n4',
+        '--data-dir',
+        join(dir, 'n4-data'),
+        '--grpc-listen',
+        '127.0.0.1:0',
+        '--http-listen',
+        '127.0.0.1:0',
+        '--seed',
+        cluster.members[1]!.grpcAddr,
+        '--tls-ca',
+        join(certs, 'ca.crt'),
+        '--tls-cert',
+        join(certs, 'n4.crt'),
+        '--tls-key',
+        join(certs, 'n4.key'),
+        '--tls-server-name',
+        'localhost',
+        '--tick-ms',
+        String(CLUSTER_TICK_MS),
+        '--log-level',
+        'warn',
+      ],
+      dir,
+    );
     await joiner.waitOutput(/svc node n4: running/, 'n4 to start', HEALTHY_TIMEOUT_MS);
     const roleOfN4 = async (): Promise<string> => (await leader()).members.find((m) => m.name === 'n4')?.role ?? '';
     await waitFor(async () => (await roleOfN4()) === 'learner', 'n4 to join as a learner', CONDITION_TIMEOUT_MS);
 
     const listed = await runCli(['members', 'list', '--json'], { cwd: dir });
     assert.equal(listed.code, 0, listed.stderr);
-    const n4 = (JSON.parse(listed.stdout) as { members: Array<{ name: string; role: string; httpAddr: string }> }).members.find((m) => m.name === 'n4')!;
+    const n4 = (
+      JSON.parse(listed.stdout) as { members: Array<{ name: string; role: string; httpAddr: string }> }
+    ).members.find((m) => m.name === 'n4')!;
     assert.equal(n4.role, 'learner');
-    await waitFor(async () => (await httpStatus(`${n4.httpAddr}/health`)) === 200, 'n4 /health 200', CONDITION_TIMEOUT_MS);
+    await waitFor(
+      async () => (await httpStatus(`${n4.httpAddr}/health`)) === 200,
+      'n4 /health 200',
+      CONDITION_TIMEOUT_MS,
+    );
 
     const currentLeader = await leader();
     const followerAddr = cluster.members.find((m) => m.id !== currentLeader.id)!.grpcAddr;
@@ -162,7 +249,11 @@ describe('svc cluster and the admin commands against it', function () {
     const removed = await runCli(['members', 'remove', 'n4'], { cwd: dir });
     assert.equal(removed.code, 0, removed.stderr);
     await waitFor(async () => (await roleOfN4()) === 'removed', 'n4 to be removed', CONDITION_TIMEOUT_MS);
-    await waitFor(async () => (await httpStatus(`${n4.httpAddr}/health`)) === 503, 'n4 /health 503 once removed', CONDITION_TIMEOUT_MS);
+    await waitFor(
+      async () => (await httpStatus(`${n4.httpAddr}/health`)) === 503,
+      'n4 /health 503 once removed',
+      CONDITION_TIMEOUT_MS,
+    );
     const again = await runCli(['members', 'remove', 'n4'], { cwd: dir });
     assert.equal(again.code, 1);
     assert.match(again.stderr, /member n4 \(id 4\) was removed/);
@@ -194,6 +285,9 @@ describe('svc cluster and the admin commands against it', function () {
     assert.match(supervisor!.stdout, /stopped: n1 exited with code 0; n2 exited with code 0; n3 exited with code 0/);
     for (const pid of pids) assert.equal(alive(pid), false, `pid ${pid} outlived the supervisor`);
     assert.deepEqual(processesMentioning(dir), []);
-    assert.deepEqual((await readCluster()).members.map((m) => m.pid), [0, 0, 0]);
+    assert.deepEqual(
+      (await readCluster()).members.map((m) => m.pid),
+      [0, 0, 0],
+    );
   });
 });

@@ -23,13 +23,23 @@ export interface CliResult {
 }
 
 /** runCli runs one svc command to its end (SIGKILL after timeoutMs). */
-export function runCli(args: string[], options: { cwd?: string; nodeArgs?: string[]; timeoutMs?: number } = {}): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  options: { cwd?: string; nodeArgs?: string[]; timeoutMs?: number } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), SVC_BIN, ...args], { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), SVC_BIN, ...args], {
+      cwd: options.cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
-    proc.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    proc.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    proc.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    proc.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
     const timer = setTimeout(() => proc.kill('SIGKILL'), options.timeoutMs ?? CLI_RUN_TIMEOUT_MS);
     proc.once('error', reject);
     proc.once('close', (code, signal) => {
@@ -47,12 +57,18 @@ export class LongRunning {
   private exitedAlready = false;
 
   constructor(readonly proc: ChildProcess) {
-    proc.stdout?.on('data', (chunk: Buffer) => { this.stdout += chunk.toString(); });
-    proc.stderr?.on('data', (chunk: Buffer) => { this.stderr += chunk.toString(); });
-    this.exited = new Promise((resolve) => proc.once('close', (code, signal) => {
-      this.exitedAlready = true;
-      resolve({ code, signal });
-    }));
+    proc.stdout?.on('data', (chunk: Buffer) => {
+      this.stdout += chunk.toString();
+    });
+    proc.stderr?.on('data', (chunk: Buffer) => {
+      this.stderr += chunk.toString();
+    });
+    this.exited = new Promise((resolve) =>
+      proc.once('close', (code, signal) => {
+        this.exitedAlready = true;
+        resolve({ code, signal });
+      }),
+    );
   }
 
   static start(args: string[], cwd: string): LongRunning {
@@ -64,17 +80,24 @@ export class LongRunning {
   }
 
   async waitOutput(pattern: RegExp, what: string, timeoutMs: number): Promise<void> {
-    await waitFor(() => {
-      if (pattern.test(this.stdout) || pattern.test(this.stderr)) return true;
-      if (!this.running) throw new Error(`exited before ${what}: stdout ${this.stdout}\nstderr ${this.stderr}`);
-      return false;
-    }, what, timeoutMs, false);
+    await waitFor(
+      () => {
+        if (pattern.test(this.stdout) || pattern.test(this.stderr)) return true;
+        if (!this.running) throw new Error(`exited before ${what}: stdout ${this.stdout}\nstderr ${this.stderr}`);
+        return false;
+      },
+      what,
+      timeoutMs,
+      false,
+    );
   }
 
   /** exitWithin resolves with the exit, or null when the process is still running after timeoutMs. */
   async exitWithin(timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | null> {
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<null>((resolve) => { timer = setTimeout(() => resolve(null), timeoutMs); });
+    const late = new Promise<null>((resolve) => {
+      timer = setTimeout(() => resolve(null), timeoutMs);
+    });
     try {
       return await Promise.race([this.exited, late]);
     } finally {
@@ -89,7 +112,12 @@ export class LongRunning {
 }
 
 /** waitFor polls condition at POLL_INTERVAL_MS until it holds, failing after timeoutMs with what it waited for. */
-export function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs: number, swallow = true): Promise<void> {
+export function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs: number,
+  swallow = true,
+): Promise<void> {
   return pollFor(condition, what, timeoutMs, { intervalMs: POLL_INTERVAL_MS, swallow });
 }
 

@@ -3,9 +3,10 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 
-const refuse = (what) => function refused() {
-  process.stderr.write(`NO-LISTEN: ${what} was called\n`);
-  process.exit(99);
-};
+const refuse = (what) =>
+  function refused() {
+    process.stderr.write(`NO-LISTEN: ${what} was called\n`);
+    process.exit(99);
+  };
 net.Server.prototype.listen = refuse('net.Server.listen');
 dgram.Socket.prototype.bind = refuse('dgram.Socket.bind');

@@ -13,15 +13,20 @@ const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', '
 /** unresolvedRefs lists every local $ref in doc that does not point at a value inside it. */
 function unresolvedRefs(doc: unknown): string[] {
   const missing: string[] = [];
-  const resolve = (ref: string): unknown => ref.slice(2).split('/').reduce<unknown>((node, part) => {
-    const key = part.replaceAll('~1', '/').replaceAll('~0', '~');
-    return node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined;
-  }, doc);
+  const resolve = (ref: string): unknown =>
+    ref
+      .slice(2)
+      .split('/')
+      .reduce<unknown>((node, part) => {
+        const key = part.replaceAll('~1', '/').replaceAll('~0', '~');
+        return node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined;
+      }, doc);
   const walk = (node: unknown): void => {
     if (Array.isArray(node)) node.forEach(walk);
     else if (node !== null && typeof node === 'object') {
       for (const [key, value] of Object.entries(node)) {
-        if (key === '$ref' && typeof value === 'string' && (!value.startsWith('#/') || resolve(value) === undefined)) missing.push(value);
+        if (key === '$ref' && typeof value === 'string' && (!value.startsWith('#/') || resolve(value) === undefined))
+          missing.push(value);
         else walk(value);
       }
     }
@@ -34,7 +39,11 @@ describe('svc openapi', function () {
   this.timeout(60_000);
 
   it('the no-listen preload ends a process that listens (control)', function () {
-    const control = spawnSync(process.execPath, ['--import', NO_LISTEN, '-e', "require('node:http').createServer().listen(0, '127.0.0.1')"], { encoding: 'utf8', timeout: 30_000 });
+    const control = spawnSync(
+      process.execPath,
+      ['--import', NO_LISTEN, '-e', "require('node:http').createServer().listen(0, '127.0.0.1')"],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     assert.equal(control.status, 99);
     assert.match(control.stderr, /NO-LISTEN: net\.Server\.listen/);
   });
@@ -44,12 +53,19 @@ describe('svc openapi', function () {
     assert.equal(result.stderr.includes('NO-LISTEN'), false, result.stderr);
     assert.equal(result.code, 0, result.stderr);
     assert.equal(result.stdout, printOpenApi());
-    const doc = JSON.parse(result.stdout) as { openapi: string; info: { title: string; version: string }; paths: Record<string, Record<string, { responses?: object }>> };
+    const doc = JSON.parse(result.stdout) as {
+      openapi: string;
+      info: { title: string; version: string };
+      paths: Record<string, Record<string, { responses?: object }>>;
+    };
     assert.match(doc.openapi, /^3\.\d+\.\d+$/);
     assert.ok(doc.info.title.length > 0 && doc.info.version.length > 0);
-    const operations = Object.values(doc.paths).flatMap((item) => Object.entries(item).filter(([method]) => HTTP_METHODS.has(method)));
+    const operations = Object.values(doc.paths).flatMap((item) =>
+      Object.entries(item).filter(([method]) => HTTP_METHODS.has(method)),
+    );
     assert.ok(operations.length > 10, `only ${operations.length} operations`);
-    for (const [, operation] of operations) assert.ok(operation.responses && Object.keys(operation.responses).length > 0);
+    for (const [, operation] of operations)
+      assert.ok(operation.responses && Object.keys(operation.responses).length > 0);
     assert.deepEqual(unresolvedRefs(doc), []);
   });
 });

@@ -26,9 +26,17 @@ describe('svc cluster supervisor: SIGTERM, then SIGKILL after a bound', function
 
   async function startChild(name: string, script: string): Promise<SupervisedNode> {
     const log = join(dir, `${name}.log`);
-    const child = SupervisedNode.spawn(name, ['-e', `${script}; console.log('ready'); setInterval(() => {}, 1000);`], log);
+    const child = SupervisedNode.spawn(
+      name,
+      ['-e', `${script}; console.log('ready'); setInterval(() => {}, 1000);`],
+      log,
+    );
     started.push(child);
-    await waitFor(async () => (await readFile(log, 'utf8').catch(() => '')).includes('ready'), `${name} to be ready`, READY_TIMEOUT_MS);
+    await waitFor(
+      async () => (await readFile(log, 'utf8').catch(() => '')).includes('ready'),
+      `${name} to be ready`,
+      READY_TIMEOUT_MS,
+    );
     return child;
   }
 

@@ -12,8 +12,16 @@ function bufferIo(): Io & { outText(): string; errText(): string } {
   let out = '';
   let err = '';
   return {
-    out: { write: (text: string) => { out += text; } },
-    err: { write: (text: string) => { err += text; } },
+    out: {
+      write: (text: string) => {
+        out += text;
+      },
+    },
+    err: {
+      write: (text: string) => {
+        err += text;
+      },
+    },
     outText: () => out,
     errText: () => err,
   };
@@ -26,7 +34,18 @@ async function svc(args: string[]): Promise<{ code: number; out: string; err: st
 }
 
 const MTLS = ['--tls-ca', 'ca.crt', '--tls-cert', 'n1.crt', '--tls-key', 'n1.key'];
-const BASE = ['--name', 'n1', '--data-dir', 'd', '--grpc-listen', '127.0.0.1:0', '--http-listen', '127.0.0.1:0', '--founder', 'n1,127.0.0.1:7001,http://127.0.0.1:8001'];
+const BASE = [
+  '--name',
+  'n1',
+  '--data-dir',
+  'd',
+  '--grpc-listen',
+  '127.0.0.1:0',
+  '--http-listen',
+  '127.0.0.1:0',
+  '--founder',
+  'n1,127.0.0.1:7001,http://127.0.0.1:8001',
+];
 
 describe('svc usage errors (exit 2)', function () {
   this.timeout(60_000);
@@ -49,23 +68,44 @@ describe('svc usage errors (exit 2)', function () {
     { args: ['node', ...BASE], message: /say how peers talk: --tls-ca\/--tls-cert\/--tls-key .* or --insecure/ },
     { args: ['node', ...BASE, '--tls-ca', 'ca.crt'], message: /missing --tls-cert, --tls-key/ },
     { args: ['node', ...BASE, '--insecure', '--tls-ca', 'ca.crt'], message: /--insecure cannot be combined/ },
-    { args: ['node', ...BASE, '--insecure', '--founder', 'n2'], message: /--founder takes NAME,GRPC_HOST:PORT,HTTP_URL/ },
-    { args: ['node', ...BASE, '--insecure', '--engine-limit', 'noSuchLimit=3'], message: /unknown limit "noSuchLimit"/ },
-    { args: ['node', ...BASE, '--insecure', '--engine-limit', 'electionTimeoutTicks'], message: /--engine-limit takes NAME=N/ },
+    {
+      args: ['node', ...BASE, '--insecure', '--founder', 'n2'],
+      message: /--founder takes NAME,GRPC_HOST:PORT,HTTP_URL/,
+    },
+    {
+      args: ['node', ...BASE, '--insecure', '--engine-limit', 'noSuchLimit=3'],
+      message: /unknown limit "noSuchLimit"/,
+    },
+    {
+      args: ['node', ...BASE, '--insecure', '--engine-limit', 'electionTimeoutTicks'],
+      message: /--engine-limit takes NAME=N/,
+    },
     { args: ['node', ...BASE, '--insecure', '--log-level', 'loud'], message: /--log-level must be one of/ },
     { args: ['node', '--insecure', '--name', 'n1'], message: /--data-dir is required/ },
     { args: ['node', ...BASE.slice(0, 8), '--insecure'], message: /give --founder .* or --seed/ },
-    { args: ['node', ...BASE, '--insecure', '--grpc-listen', 'nowhere'], message: /grpcListen "nowhere" is not host:port/ },
+    {
+      args: ['node', ...BASE, '--insecure', '--grpc-listen', 'nowhere'],
+      message: /grpcListen "nowhere" is not host:port/,
+    },
     { args: ['node', ...BASE, '--insecure', '--name', 'bad name!'], message: /name "bad name!" must be/ },
-    { args: ['node', '--config', '/nonexistent/svc-node.json'], message: /cannot read config file \/nonexistent\/svc-node.json/ },
+    {
+      args: ['node', '--config', '/nonexistent/svc-node.json'],
+      message: /cannot read config file \/nonexistent\/svc-node.json/,
+    },
     { args: ['members'], message: /members needs an action/ },
     { args: ['members', 'frob', 'n1'], message: /unknown members action "frob"/ },
     { args: ['members', 'promote'], message: /members promote needs a member NAME/ },
-    { args: ['members', 'list', '--node', 'not-an-address', '--insecure'], message: /--node "not-an-address" is not host:port/ },
+    {
+      args: ['members', 'list', '--node', 'not-an-address', '--insecure'],
+      message: /--node "not-an-address" is not host:port/,
+    },
     { args: ['status', '--node', '127.0.0.1:1', '--tls-ca', 'x'], message: /needs --tls-ca, --tls-cert and --tls-key/ },
     { args: ['status', '--cluster-file', '/nonexistent/cluster.json'], message: /cannot read cluster file/ },
     { args: ['keys'], message: /keys needs an action: create/ },
-    { args: ['keys', 'create', '--name', '', '--insecure', '--node', '127.0.0.1:1'], message: /--name must not be empty/ },
+    {
+      args: ['keys', 'create', '--name', '', '--insecure', '--node', '127.0.0.1:1'],
+      message: /--name must not be empty/,
+    },
     { args: ['cluster', '--nodes', '99'], message: /--nodes must be from 1 to 7/ },
     { args: ['cluster', '--api', '--no-api'], message: /--api and --no-api contradict/ },
     { args: ['cluster', '--engine-limit', 'bogus=1'], message: /--engine-limit: unknown limit "bogus"/ },
@@ -76,7 +116,10 @@ describe('svc usage errors (exit 2)', function () {
     { args: ['node', ...BASE, '--insecure', '--cluster-id', 'X_Y'], message: /clusterId "X_Y" must be a DNS label/ },
   ];
   for (const { args, message } of cases) {
-    const shown = args.map((a) => (BASE.includes(a) || MTLS.includes(a) ? '' : a)).filter((a) => a !== '').join(' ');
+    const shown = args
+      .map((a) => (BASE.includes(a) || MTLS.includes(a) ? '' : a))
+      .filter((a) => a !== '')
+      .join(' ');
     it(`svc ${shown || '(nothing)'}${args.includes('--name') && args.includes('--founder') ? ' (with a complete base)' : ''}: ${message.source.slice(0, 50)}`, async function () {
       const result = await svc(args);
       assert.equal(result.code, 2, `exit ${result.code}; stderr: ${result.err}`);
@@ -102,16 +145,41 @@ describe('svc usage errors (exit 2)', function () {
 
   it('a YAML config file resolves its paths against the file and flags override it (--print-config)', async function () {
     const path = join(dir, 'node.yaml');
-    await writeFile(path, [
-      'name: a1', 'dataDir: data/a1', 'grpcListen: 127.0.0.1:7001', 'httpListen: 127.0.0.1:8001',
-      'bootstrap:', '  - {name: a1, grpcAddr: "127.0.0.1:7001", httpAddr: "http://127.0.0.1:8001"}',
-      'tls: {mode: mtls, caFile: certs/ca.crt, certFile: certs/a1.crt, keyFile: /abs/a1.key}', 'tickMs: 50', '',
-    ].join('\n'));
-    const result = await svc(['node', '--config', path, '--tick-ms', '70', '--election-timeout-ticks', '12', '--store-limit', 'writeTimeoutMs=2000', '--print-config']);
+    await writeFile(
+      path,
+      [
+        'name: a1',
+        'dataDir: data/a1',
+        'grpcListen: 127.0.0.1:7001',
+        'httpListen: 127.0.0.1:8001',
+        'bootstrap:',
+        '  - {name: a1, grpcAddr: "127.0.0.1:7001", httpAddr: "http://127.0.0.1:8001"}',
+        'tls: {mode: mtls, caFile: certs/ca.crt, certFile: certs/a1.crt, keyFile: /abs/a1.key}',
+        'tickMs: 50',
+        '',
+      ].join('\n'),
+    );
+    const result = await svc([
+      'node',
+      '--config',
+      path,
+      '--tick-ms',
+      '70',
+      '--election-timeout-ticks',
+      '12',
+      '--store-limit',
+      'writeTimeoutMs=2000',
+      '--print-config',
+    ]);
     assert.equal(result.code, 0, result.err);
     const config = JSON.parse(result.out) as Record<string, unknown> & { tls: Record<string, string> };
     assert.equal(config.dataDir, join(dir, 'data/a1'));
-    assert.deepEqual(config.tls, { mode: 'mtls', caFile: join(dir, 'certs/ca.crt'), certFile: join(dir, 'certs/a1.crt'), keyFile: '/abs/a1.key' });
+    assert.deepEqual(config.tls, {
+      mode: 'mtls',
+      caFile: join(dir, 'certs/ca.crt'),
+      certFile: join(dir, 'certs/a1.crt'),
+      keyFile: '/abs/a1.key',
+    });
     assert.equal(config.tickMs, 70);
     assert.deepEqual(config.engineLimits, { electionTimeoutTicks: 12 });
     assert.deepEqual(config.storeLimits, { writeTimeoutMs: 2000 });

@@ -28,7 +28,11 @@ const STALLED_INTERVAL_MS = 500;
  */
 const RECOVERY_MS_MAX = LOCK_DURATION_MS + 2 * STALLED_INTERVAL_MS + SHOT_DELAY_MS + 8_000;
 const knobs: AlbumWorkerKnobs = {
-  shotDelayMs: SHOT_DELAY_MS, concurrency: 1, lockDurationMs: LOCK_DURATION_MS, stalledIntervalMs: STALLED_INTERVAL_MS, backoffMs: 200,
+  shotDelayMs: SHOT_DELAY_MS,
+  concurrency: 1,
+  lockDurationMs: LOCK_DURATION_MS,
+  stalledIntervalMs: STALLED_INTERVAL_MS,
+  backoffMs: 200,
 };
 /** Small images keep the pixel work (on the nodes' event loops) light; the size is still checked exactly. */
 const WIDTH_PX = 96;
@@ -54,8 +58,14 @@ function checkEventOrder(events: AlbumEvent[], shotCount: number): void {
 /** anchored creates an album on one node, checks the 422 before the anchor, and waits for the anchor. */
 async function anchored(client: SvcClient, events: UserEvents, body: NewAlbum): Promise<Album> {
   const album = await client.createAlbum({ body: { width_px: WIDTH_PX, height_px: HEIGHT_PX, ...body } });
-  const refused = await client.generateShots({ path: { id: album.id } }).then(() => null, (error: unknown) => error);
-  assert.ok(refused instanceof SvcApiError && refused.status === 422 && refused.code === 'ANCHOR_REQUIRED', String(refused));
+  const refused = await client.generateShots({ path: { id: album.id } }).then(
+    () => null,
+    (error: unknown) => error,
+  );
+  assert.ok(
+    refused instanceof SvcApiError && refused.status === 422 && refused.code === 'ANCHOR_REQUIRED',
+    String(refused),
+  );
   const accepted = await client.generateAnchor({ path: { id: album.id }, body: {} });
   assert.equal(accepted.album.anchor.state, 'pending');
   await events.waitFor(album.id, 'anchor.completed');
@@ -69,7 +79,9 @@ describe('cluster-albums: albums on a three-node cluster, through the SDK, with 
   before(async () => {
     await cluster.start({ albumWorker: knobs });
   });
-  after(async () => { await cluster.stop(); });
+  after(async () => {
+    await cluster.stop();
+  });
 
   it('every template: 422 before the anchor, then every shot a PNG of its size, events in order on another node, images on every node', async () => {
     const leader = (await cluster.leaderName())!;
@@ -79,30 +91,48 @@ describe('cluster-albums: albums on a three-node cluster, through the SDK, with 
     const events = new UserEvents(cluster.client(reader, user.key));
     try {
       const client = cluster.client(creator, user.key);
-      const albums = await Promise.all(templateNames.map(async (template) => {
-        const album = await anchored(client, events, { subject: `a teal ceramic mug for ${template}`, template });
-        assert.equal(album.shots.length, templates[template].directions.length);
-        const accepted = await client.generateShots({ path: { id: album.id } });
-        assert.deepEqual(accepted.queuedShots, album.shots.map((shot) => shot.index));
-        return album;
-      }));
+      const albums = await Promise.all(
+        templateNames.map(async (template) => {
+          const album = await anchored(client, events, { subject: `a teal ceramic mug for ${template}`, template });
+          assert.equal(album.shots.length, templates[template].directions.length);
+          const accepted = await client.generateShots({ path: { id: album.id } });
+          assert.deepEqual(
+            accepted.queuedShots,
+            album.shots.map((shot) => shot.index),
+          );
+          return album;
+        }),
+      );
       for (const album of albums) {
         await events.waitFor(album.id, 'album.completed');
         const done = await client.getAlbum({ path: { id: album.id } });
         assert.deepEqual(done.shot_counts, { pending: 0, generating: 0, complete: done.shots.length, failed: 0 });
         checkEventOrder(events.of(album.id), done.shots.length);
-        const completedUrls = events.of(album.id).filter((event) => event.event === 'shot.completed')
-          .sort((x, y) => x.data.index! - y.data.index!).map((event) => event.data.imageUrl);
-        assert.deepEqual(completedUrls, done.shots.map((shot) => shot.image_url), 'the events name the recorded images');
+        const completedUrls = events
+          .of(album.id)
+          .filter((event) => event.event === 'shot.completed')
+          .sort((x, y) => x.data.index! - y.data.index!)
+          .map((event) => event.data.imageUrl);
+        assert.deepEqual(
+          completedUrls,
+          done.shots.map((shot) => shot.image_url),
+          'the events name the recorded images',
+        );
         for (const url of [done.anchor.url!, ...done.shots.map((shot) => shot.image_url!)]) {
-          const fromEach = await Promise.all(NAMES.map((name) => imageBytes(cluster.client(name, user.key), album.id, url)));
+          const fromEach = await Promise.all(
+            NAMES.map((name) => imageBytes(cluster.client(name, user.key), album.id, url)),
+          );
           checkPng(fromEach[0]!, url, WIDTH_PX, HEIGHT_PX);
-          for (const bytes of fromEach.slice(1)) assert.ok(bytes.equals(fromEach[0]!), `${url}: the same bytes from every node`);
+          for (const bytes of fromEach.slice(1))
+            assert.ok(bytes.equals(fromEach[0]!), `${url}: the same bytes from every node`);
         }
       }
       // Work was spread: every node's worker drew shots.
       const activity = await Promise.all(NAMES.map((name) => cluster.node(name).albumActivity()));
-      assert.ok(activity.every((one) => one.shotsGenerated > 0), JSON.stringify(activity));
+      assert.ok(
+        activity.every((one) => one.shotsGenerated > 0),
+        JSON.stringify(activity),
+      );
     } finally {
       await events.close();
     }
@@ -120,20 +150,33 @@ describe('cluster-albums: albums on a three-node cluster, through the SDK, with 
     const events = new UserEvents(cluster.client(reader, user.key));
     try {
       const client = cluster.client(creator, user.key);
-      const album = await anchored(client, events, { subject: 'a red fox in a green scarf', template: 'CharacterSheet' });
+      const album = await anchored(client, events, {
+        subject: 'a red fox in a green scarf',
+        template: 'CharacterSheet',
+      });
       const shotCount = album.shots.length;
       await client.generateShots({ path: { id: album.id } });
 
       // Kill once a shot is complete and the victim's worker is drawing another: mid-album, mid-job.
       let beforeKill: Album | undefined;
-      await waitFor(async () => {
-        const [inFlight, current] = await Promise.all([cluster.node(victim).albumActivity(), client.getAlbum({ path: { id: album.id } })]);
-        beforeKill = current;
-        return inFlight.shotsInFlight > 0 && current.shot_counts.complete > 0;
-      }, `a complete shot while ${victim} draws one`, 30_000);
+      await waitFor(
+        async () => {
+          const [inFlight, current] = await Promise.all([
+            cluster.node(victim).albumActivity(),
+            client.getAlbum({ path: { id: album.id } }),
+          ]);
+          beforeKill = current;
+          return inFlight.shotsInFlight > 0 && current.shot_counts.complete > 0;
+        },
+        `a complete shot while ${victim} draws one`,
+        30_000,
+      );
       await cluster.node(victim).kill9();
       const killedAt = Date.now();
-      assert.ok(beforeKill!.shot_counts.complete < shotCount, `mid-album at the kill: ${JSON.stringify(beforeKill!.shot_counts)}`);
+      assert.ok(
+        beforeKill!.shot_counts.complete < shotCount,
+        `mid-album at the kill: ${JSON.stringify(beforeKill!.shot_counts)}`,
+      );
       assert.ok(beforeKill!.shot_counts.generating > 0, 'some shots were generating at the kill');
 
       await events.waitFor(album.id, 'album.completed');
@@ -143,7 +186,10 @@ describe('cluster-albums: albums on a three-node cluster, through the SDK, with 
       checkEventOrder(events.of(album.id), shotCount);
       // The victim's shot was started again elsewhere: the kill landed in the middle of a job.
       const restarted = done.shots.filter((shot) => shot.attempts > 1);
-      assert.ok(restarted.length > 0, `a shot started again after the kill: attempts ${done.shots.map((shot) => shot.attempts).join(',')}`);
+      assert.ok(
+        restarted.length > 0,
+        `a shot started again after the kill: attempts ${done.shots.map((shot) => shot.attempts).join(',')}`,
+      );
       assert.ok(recoveryMs < RECOVERY_MS_MAX, `recovered in ${recoveryMs} ms (bound ${RECOVERY_MS_MAX} ms)`);
       // Nothing acknowledged before the kill is lost: shots complete then keep their images.
       for (const shot of beforeKill!.shots.filter((one) => one.status === 'complete')) {
@@ -151,22 +197,34 @@ describe('cluster-albums: albums on a three-node cluster, through the SDK, with 
       }
       for (const shot of done.shots) {
         const survivors = NAMES.filter((name) => name !== victim);
-        const [first, second] = await Promise.all(survivors.map((name) => imageBytes(cluster.client(name, user.key), album.id, shot.image_url!)));
+        const [first, second] = await Promise.all(
+          survivors.map((name) => imageBytes(cluster.client(name, user.key), album.id, shot.image_url!)),
+        );
         checkPng(first!, shot.image_url!, WIDTH_PX, HEIGHT_PX);
         assert.ok(first!.equals(second!), `${shot.image_url}: the same bytes from both survivors`);
       }
       // Every job finished: none waiting, running, delayed or failed in the shared queue.
-      await waitFor(async () => {
-        const counts = await albumJobCounts(cluster.redis!.url);
-        return counts.active === 0 && counts.waiting === 0 && counts.delayed === 0 && counts.prioritized === 0 && counts.failed === 0;
-      }, 'the album queue to be empty with no failed job', 15_000);
+      await waitFor(
+        async () => {
+          const counts = await albumJobCounts(cluster.redis!.url);
+          return (
+            counts.active === 0 &&
+            counts.waiting === 0 &&
+            counts.delayed === 0 &&
+            counts.prioritized === 0 &&
+            counts.failed === 0
+          );
+        },
+        'the album queue to be empty with no failed job',
+        15_000,
+      );
       return { recoveryMs };
     } finally {
       await events.close();
     }
   }
 
-  it("kill -9 of a follower whose worker is drawing a shot: the survivors finish every shot, each complete once", async () => {
+  it('kill -9 of a follower whose worker is drawing a shot: the survivors finish every shot, each complete once', async () => {
     const victimOf = (leader: string) => NAMES.find((name) => name !== leader)!;
     const { recoveryMs } = await killMidAlbum('follower-kill', victimOf);
     process.stdout.write(`      follower killed → album.completed in ${recoveryMs} ms\n`);

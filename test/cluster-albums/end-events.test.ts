@@ -25,7 +25,8 @@ import { albumFixtureTime, albumFixtureUserId, newAlbumRecord } from '../albums/
 class RefusingStore extends MemoryDocumentStore {
   override put(key: string, value: JsonObject, options?: WriteOptions): Promise<{ version: number }> {
     const shots = (value as unknown as Partial<AlbumRecord>).shots;
-    if (shots?.some((shot) => shot.status === 'complete')) return Promise.reject(new Error('the store refused the write'));
+    if (shots?.some((shot) => shot.status === 'complete'))
+      return Promise.reject(new Error('the store refused the write'));
     return super.put(key, value, options);
   }
 }
@@ -42,16 +43,22 @@ describe('cluster-albums: a worker dying between its write and its event, a job 
   const blobs = new BlobStore(store);
   let publisher: RedisUserEventPublisher;
 
-  const processorWith = (events: UserEventPublisher) => albumJobProcessor({
-    updater, blobs, generator: new ProceduralImageGenerator(), events, anchors: new StoreAnchorFetcher(blobs),
-  });
+  const processorWith = (events: UserEventPublisher) =>
+    albumJobProcessor({
+      updater,
+      blobs,
+      generator: new ProceduralImageGenerator(),
+      events,
+      anchors: new StoreAnchorFetcher(blobs),
+    });
 
   /** streamOf is the user's stream for one album: event names, with the shot index when there is one. */
   async function streamOf(albumId: string): Promise<string[]> {
     const entries = await connection.xrange(userEventKeys.stream(userId), '-', '+');
-    return entries.map(([, fields]) => ({ event: fields[1]!, data: JSON.parse(fields[3]!) as { albumId: string; index?: number } }))
+    return entries
+      .map(([, fields]) => ({ event: fields[1]!, data: JSON.parse(fields[3]!) as { albumId: string; index?: number } }))
       .filter((entry) => entry.data.albumId === albumId)
-      .map((entry) => entry.data.index === undefined ? entry.event : `${entry.event}#${entry.data.index}`);
+      .map((entry) => (entry.data.index === undefined ? entry.event : `${entry.event}#${entry.data.index}`));
   }
 
   /** shotJobs makes an album with a ready anchor and its shots requested; it returns their jobs. */
@@ -59,7 +66,9 @@ describe('cluster-albums: a worker dying between its write and its event, a job 
     await updater.create(newAlbumRecord(shotCount, { id, subject: 'a grey owl' }));
     const ref = { userId, albumId: id };
     const anchor = await updater.update(ref, (album) => requestAnchor(album, 0, now));
-    assert.deepEqual(await processorWith(publisher)(anchor!.result.job, { number: 1, last: false }), { kind: 'completed' });
+    assert.deepEqual(await processorWith(publisher)(anchor!.result.job, { number: 1, last: false }), {
+      kind: 'completed',
+    });
     return (await updater.update(ref, (album) => requestShots(album, now)))!.result.jobs;
   }
 
@@ -89,18 +98,40 @@ describe('cluster-albums: a worker dying between its write and its event, a job 
     };
     await assert.rejects(processorWith(dying)(second!, { number: 1, last: false }), /killed/);
     const album = (await updater.read({ userId, albumId }))!;
-    assert.deepEqual(album.shots.map((shot) => shot.status), ['complete', 'complete'], 'the write was done');
-    assert.deepEqual(await streamOf(albumId), ['anchor.started', 'anchor.completed', 'shot.started#0', 'shot.completed#0', 'shot.started#1']);
+    assert.deepEqual(
+      album.shots.map((shot) => shot.status),
+      ['complete', 'complete'],
+      'the write was done',
+    );
+    assert.deepEqual(await streamOf(albumId), [
+      'anchor.started',
+      'anchor.completed',
+      'shot.started#0',
+      'shot.completed#0',
+      'shot.started#1',
+    ]);
 
     // BullMQ runs the stalled job again: it finds the shot ended and announces it, and the album's end.
     assert.deepEqual(await process(second!, { number: 1, last: false }), { kind: 'finished' });
-    const announced = ['anchor.started', 'anchor.completed', 'shot.started#0', 'shot.completed#0', 'shot.started#1', 'shot.completed#1', 'album.completed'];
+    const announced = [
+      'anchor.started',
+      'anchor.completed',
+      'shot.started#0',
+      'shot.completed#0',
+      'shot.started#1',
+      'shot.completed#1',
+      'album.completed',
+    ];
     assert.deepEqual(await streamOf(albumId), announced);
     // Any further run (a duplicate, a late one) adds nothing; nor does the first shot's job run again.
     assert.deepEqual(await process(second!, { number: 2, last: true }), { kind: 'finished' });
     assert.deepEqual(await process(first!, { number: 2, last: true }), { kind: 'finished' });
     assert.deepEqual(await streamOf(albumId), announced);
-    assert.deepEqual((await updater.read({ userId, albumId }))!.shots.map((shot) => shot.attempts), [1, 1], 'nothing started again');
+    assert.deepEqual(
+      (await updater.read({ userId, albumId }))!.shots.map((shot) => shot.attempts),
+      [1, 1],
+      'nothing started again',
+    );
   });
 
   it('a job the queue gave up on ends its shot failed, announced once; an ended shot is left alone', async () => {
@@ -115,9 +146,20 @@ describe('cluster-albums: a worker dying between its write and its event, a job 
     await process.abandon(second!, reason);
     await process.abandon(first!, reason);
     const album = (await updater.read({ userId, albumId }))!;
-    assert.deepEqual(album.shots.map((shot) => [shot.status, shot.error]), [['complete', null], ['failed', reason]]);
+    assert.deepEqual(
+      album.shots.map((shot) => [shot.status, shot.error]),
+      [
+        ['complete', null],
+        ['failed', reason],
+      ],
+    );
     assert.deepEqual(await streamOf(albumId), [
-      'anchor.started', 'anchor.completed', 'shot.started#0', 'shot.completed#0', 'shot.failed#1', 'album.completed',
+      'anchor.started',
+      'anchor.completed',
+      'shot.started#0',
+      'shot.completed#0',
+      'shot.failed#1',
+      'album.completed',
     ]);
   });
 
@@ -130,21 +172,39 @@ describe('cluster-albums: a worker dying between its write and its event, a job 
     const anchorJob = (await refusingUpdater.update(ref, (album) => requestAnchor(album, 0, now)))!.result.job;
     const refusingBlobs = new BlobStore(refusing);
     await albumJobProcessor({
-      updater: refusingUpdater, blobs: refusingBlobs, generator: new ProceduralImageGenerator(), events: publisher,
+      updater: refusingUpdater,
+      blobs: refusingBlobs,
+      generator: new ProceduralImageGenerator(),
+      events: publisher,
       anchors: new StoreAnchorFetcher(refusingBlobs),
     })(anchorJob, { number: 1, last: false });
     const [job] = (await refusingUpdater.update(ref, (album) => requestShots(album, now)))!.result.jobs;
-    const worker = await startAlbumWorker({ redisUrl: redis.url, store: refusing, generator: new ProceduralImageGenerator(), backoffMs: 20 });
+    const worker = await startAlbumWorker({
+      redisUrl: redis.url,
+      store: refusing,
+      generator: new ProceduralImageGenerator(),
+      backoffMs: 20,
+    });
     const queueConnection = new Redis(redis.url, { maxRetriesPerRequest: null });
     const queue = new Queue(albumQueueName, { connection: queueConnection });
     try {
       await queue.add('shot', job!, albumJobOptions(job!));
-      await waitFor(async () => (await refusingUpdater.read(ref))!.shots[0]!.status === 'failed', 'the shot to end failed', 15_000);
+      await waitFor(
+        async () => (await refusingUpdater.read(ref))!.shots[0]!.status === 'failed',
+        'the shot to end failed',
+        15_000,
+      );
       const shot = (await refusingUpdater.read(ref))!.shots[0]!;
       assert.match(shot.error!, /^JOB_ABANDONED: the store refused the write/);
       assert.equal(shot.attempts, 3, 'every attempt ran');
       await waitFor(async () => (await streamOf(albumId)).includes('album.completed'), 'album.completed', 5_000);
-      assert.deepEqual((await streamOf(albumId)).slice(2), ['shot.started#0', 'shot.started#0', 'shot.started#0', 'shot.failed#0', 'album.completed']);
+      assert.deepEqual((await streamOf(albumId)).slice(2), [
+        'shot.started#0',
+        'shot.started#0',
+        'shot.started#0',
+        'shot.failed#0',
+        'album.completed',
+      ]);
     } finally {
       await worker.close();
       await queue.close();

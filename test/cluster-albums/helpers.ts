@@ -41,7 +41,11 @@ export class UserEvents {
     this.done = (async () => {
       try {
         const stream = client.userEvents({
-          lastEventId: '0', signal: this.controller.signal, onReconnect: () => { this.reconnects++; },
+          lastEventId: '0',
+          signal: this.controller.signal,
+          onReconnect: () => {
+            this.reconnects++;
+          },
         });
         for await (const event of stream) this.events.push(event as AlbumEvent);
       } catch (error) {
@@ -59,14 +63,22 @@ export class UserEvents {
   }
 
   /** waitFor waits (bounded) until an event of albumId named name satisfies holds, and returns it. */
-  async waitFor(albumId: string, name: string, holds: (event: AlbumEvent) => boolean = () => true,
-    timeoutMs = EVENT_WAIT_MS): Promise<AlbumEvent> {
+  async waitFor(
+    albumId: string,
+    name: string,
+    holds: (event: AlbumEvent) => boolean = () => true,
+    timeoutMs = EVENT_WAIT_MS,
+  ): Promise<AlbumEvent> {
     let found: AlbumEvent | undefined;
-    await waitFor(() => {
-      if (this.error) throw this.error;
-      found = this.of(albumId).find((event) => event.event === name && holds(event));
-      return found !== undefined;
-    }, `${name} for album ${albumId}`, timeoutMs);
+    await waitFor(
+      () => {
+        if (this.error) throw this.error;
+        found = this.of(albumId).find((event) => event.event === name && holds(event));
+        return found !== undefined;
+      },
+      `${name} for album ${albumId}`,
+      timeoutMs,
+    );
     return found!;
   }
 
@@ -94,7 +106,7 @@ export function streamIdBefore(a: string, b: string): boolean {
 /** imageBytes fetches an album image through the SDK (GET /albums/{id}/images/{hash}). */
 export async function imageBytes(client: SvcClient, albumId: string, url: string): Promise<Buffer> {
   const hash = url.split('/').at(-1)!;
-  const body = await client.getAlbumImage({ path: { id: albumId, hash } }) as unknown;
+  const body = (await client.getAlbumImage({ path: { id: albumId, hash } })) as unknown;
   assert.ok(body instanceof Blob, `the image of ${url} came back as ${typeof body}`);
   return Buffer.from(await body.arrayBuffer());
 }
@@ -109,15 +121,19 @@ export function checkPng(bytes: Buffer, url: string, widthPx: number, heightPx: 
 /** readAlbum reads an album, waiting out 503 STORE_UNAVAILABLE while the cluster elects a leader. */
 export async function readAlbum(client: SvcClient, albumId: string): Promise<Album> {
   let album: Album | undefined;
-  await waitFor(async () => {
-    try {
-      album = await client.getAlbum({ path: { id: albumId } });
-      return true;
-    } catch (error) {
-      if (error instanceof SvcApiError && error.status === 503) return false;
-      throw error;
-    }
-  }, `album ${albumId} to be readable`, EVENT_WAIT_MS);
+  await waitFor(
+    async () => {
+      try {
+        album = await client.getAlbum({ path: { id: albumId } });
+        return true;
+      } catch (error) {
+        if (error instanceof SvcApiError && error.status === 503) return false;
+        throw error;
+      }
+    },
+    `album ${albumId} to be readable`,
+    EVENT_WAIT_MS,
+  );
   return album!;
 }
 

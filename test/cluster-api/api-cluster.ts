@@ -53,10 +53,17 @@ export interface AlbumActivity {
 
 /** ApiNodeProcess is one node with the API in its own process (the shared child harness). */
 export class ApiNodeProcess {
-  private constructor(private readonly child: NodeChildProcess, readonly httpUrl: string) {}
+  private constructor(
+    private readonly child: NodeChildProcess,
+    readonly httpUrl: string,
+  ) {}
 
   /** start forks the node; execArgv adds Node options (bench/api-cluster.ts passes --cpu-prof). */
-  static async start(config: NodeConfig, execArgv: string[] = [], options: ApiChildOptions = {}): Promise<ApiNodeProcess> {
+  static async start(
+    config: NodeConfig,
+    execArgv: string[] = [],
+    options: ApiChildOptions = {},
+  ): Promise<ApiNodeProcess> {
     const child = await NodeChildProcess.fork(entry, config, { execArgv, args: [JSON.stringify(options)] });
     return new ApiNodeProcess(child, `http://${config.httpListen}`);
   }
@@ -78,7 +85,11 @@ export class ApiNodeProcess {
   }
 
   bootstrapAdmin(name: string): Promise<{ key: string; keyId: string; userId: string }> {
-    return this.child.request({ op: 'bootstrap-admin', name }) as Promise<{ key: string; keyId: string; userId: string }>;
+    return this.child.request({ op: 'bootstrap-admin', name }) as Promise<{
+      key: string;
+      keyId: string;
+      userId: string;
+    }>;
   }
 
   /** bare serves `payload` at GET /projects from a bare Express app in this process; it resolves with its URL. */
@@ -169,11 +180,27 @@ export class ApiCluster {
     chmodSync(join(this.workspace, 'agent.sh'), 0o755);
     const bootstrap = this.plans.map((plan) => plan.member);
     const api = {
-      redisUrl: this.redis.url, localRedis: false, secretKeyFile, rateLimitPerSecond: CLUSTER_RATE_LIMIT_PER_SECOND, ...options.api,
+      redisUrl: this.redis.url,
+      localRedis: false,
+      secretKeyFile,
+      rateLimitPerSecond: CLUSTER_RATE_LIMIT_PER_SECOND,
+      ...options.api,
     };
-    const started = await Promise.allSettled(this.plans.map((plan) => ApiNodeProcess.start(
-      nodeConfig(plan, join(this.dir, plan.name), pki.tls(plan.name), { bootstrap }, { tickMs: options.tickMs ?? CLUSTER_TICK_MS, api }),
-      options.execArgv, this.childOptions())));
+    const started = await Promise.allSettled(
+      this.plans.map((plan) =>
+        ApiNodeProcess.start(
+          nodeConfig(
+            plan,
+            join(this.dir, plan.name),
+            pki.tls(plan.name),
+            { bootstrap },
+            { tickMs: options.tickMs ?? CLUSTER_TICK_MS, api },
+          ),
+          options.execArgv,
+          this.childOptions(),
+        ),
+      ),
+    );
     for (const result of started) if (result.status === 'fulfilled') this.nodes.set(result.value.name, result.value);
     const failed = started.find((result) => result.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
@@ -207,13 +234,18 @@ export class ApiCluster {
 
   /** client is an SDK client for one node's API (the admin key unless another is given). */
   client(name: string, apiKey = this.admin.key, fetchImpl?: typeof fetch): SvcClient {
-    return new SvcClient({ baseUrl: this.node(name).httpUrl, apiKey, env: {}, ...(fetchImpl ? { fetch: fetchImpl } : {}) });
+    return new SvcClient({
+      baseUrl: this.node(name).httpUrl,
+      apiKey,
+      env: {},
+      ...(fetchImpl ? { fetch: fetchImpl } : {}),
+    });
   }
 
   async statusOf(name: string): Promise<NodeStatusDocument | null> {
     try {
       const response = await fetch(`${this.node(name).httpUrl}/status`, { signal: AbortSignal.timeout(2_000) });
-      return response.status === 200 ? await response.json() as NodeStatusDocument : null;
+      return response.status === 200 ? ((await response.json()) as NodeStatusDocument) : null;
     } catch {
       return null;
     }
@@ -230,13 +262,17 @@ export class ApiCluster {
   }
 
   async waitAllReady(timeoutMs = READY_TIMEOUT_MS): Promise<void> {
-    await waitFor(async () => {
-      for (const node of this.running()) {
-        const response = await fetch(`${node.httpUrl}/ready`, { signal: AbortSignal.timeout(2_000) });
-        if (response.status !== 200) return false;
-      }
-      return true;
-    }, 'every running node to answer /ready 200', timeoutMs);
+    await waitFor(
+      async () => {
+        for (const node of this.running()) {
+          const response = await fetch(`${node.httpUrl}/ready`, { signal: AbortSignal.timeout(2_000) });
+          if (response.status !== 200) return false;
+        }
+        return true;
+      },
+      'every running node to answer /ready 200',
+      timeoutMs,
+    );
   }
 
   async stop(): Promise<void> {

@@ -55,13 +55,20 @@ serveNodeChild(async (config) => {
     const redisUrl = config.api?.redisUrl;
     if (!redisUrl) throw new Error('options.albumWorker needs api.redisUrl');
     worker = await startAlbumWorker({
-      redisUrl, store: node.store, generator, concurrency: knobs.concurrency,
-      lockDurationMs: knobs.lockDurationMs, stalledIntervalMs: knobs.stalledIntervalMs, backoffMs: knobs.backoffMs,
+      redisUrl,
+      store: node.store,
+      generator,
+      concurrency: knobs.concurrency,
+      lockDurationMs: knobs.lockDurationMs,
+      stalledIntervalMs: knobs.stalledIntervalMs,
+      backoffMs: knobs.backoffMs,
     });
   }
   return {
     node,
-    stop: async () => { await worker?.close(); },
+    stop: async () => {
+      await worker?.close();
+    },
     ops: {
       // The CLI's `svc keys create` does this through a store client; here the node's own store does it.
       'bootstrap-admin': (request) => bootstrapAdminKey(node.store, (request.name as string | undefined) ?? 'admin'),
@@ -71,7 +78,9 @@ serveNodeChild(async (config) => {
       bare: async (request) => {
         const bare = express();
         const payload = request.payload;
-        bare.get('/projects', (_req, res) => { res.json(payload); });
+        bare.get('/projects', (_req, res) => {
+          res.json(payload);
+        });
         const server = bare.listen(0, '127.0.0.1');
         await new Promise((resolve) => server.once('listening', resolve));
         return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -13,7 +13,13 @@ import { testSecretKey } from '../api/harness.js';
 import { waitFor } from '../node/harness.js';
 import { ApiCluster, CLUSTER_RATE_LIMIT_PER_SECOND, READY_TIMEOUT_MS } from './api-cluster.js';
 import {
-  bodyArbitrary, contentTypeArbitrary, extraHeadersArbitrary, methodArbitrary, pathArbitrary, printable, rawRequest,
+  bodyArbitrary,
+  contentTypeArbitrary,
+  extraHeadersArbitrary,
+  methodArbitrary,
+  pathArbitrary,
+  printable,
+  rawRequest,
   type RawResponse,
 } from './fuzz-requests.js';
 
@@ -55,10 +61,17 @@ function checkAnswer(what: string, path: string, response: RawResponse): 'ok' | 
   } catch {
     parsed = undefined;
   }
-  if (response.status === 503 && (parsed?.code === 'STORE_UNAVAILABLE' || (nodePath && parsed?.status === 'unavailable'))) return 'no-leader';
+  if (
+    response.status === 503 &&
+    (parsed?.code === 'STORE_UNAVAILABLE' || (nodePath && parsed?.status === 'unavailable'))
+  )
+    return 'no-leader';
   assert.ok(response.status < 500, `${what} → ${response.status} ${response.body.slice(0, 300)}`);
   if (response.status >= 400 && response.body !== '') {
-    assert.ok(nodePath ? typeof parsed?.status === 'string' : typeof parsed?.code === 'string', `${what} → ${response.status} ${response.body.slice(0, 300)}`);
+    assert.ok(
+      nodePath ? typeof parsed?.status === 'string' : typeof parsed?.code === 'string',
+      `${what} → ${response.status} ${response.body.slice(0, 300)}`,
+    );
   }
   return 'ok';
 }
@@ -79,17 +92,22 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
     await cluster.start();
     project.workspace = cluster.workspace;
   });
-  after(async () => { await cluster.stop(); });
+  after(async () => {
+    await cluster.stop();
+  });
 
   it("serves the API on every node's HTTP port, beside the node's own /health, /ready, /status and /metrics", async () => {
     for (const name of ['a', 'b', 'c']) {
       const client = cluster.client(name);
       assert.deepEqual(await client.getHealth(), { status: 'ok' }, "the node's /health");
       assert.deepEqual(await client.getReady(), { status: 'ok' }, "the node's /ready (the API's would say ready)");
-      const document = await client.getOpenApi() as { openapi?: string };
+      const document = (await client.getOpenApi()) as { openapi?: string };
       assert.equal(document.openapi, '3.1.0');
-      assert.deepEqual((await client.listUsers()).items.map((user) => user.id), [cluster.admin.userId]);
-      const status = await (await fetch(`${cluster.node(name).httpUrl}/status`)).json() as { name: string };
+      assert.deepEqual(
+        (await client.listUsers()).items.map((user) => user.id),
+        [cluster.admin.userId],
+      );
+      const status = (await (await fetch(`${cluster.node(name).httpUrl}/status`)).json()) as { name: string };
       assert.equal(status.name, name);
       assert.match(await (await fetch(`${cluster.node(name).httpUrl}/metrics`)).text(), /svc_term /);
     }
@@ -101,18 +119,30 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
     const issued = await a.createKey({ body: { name: 'dev-key', role: 'developer', user_id: user.id } });
     // No waiting: the create was acknowledged only once committed, and reads on B and C take a read index.
     const [onB, onC] = await Promise.all([
-      cluster.client('b', issued.key).listKeys(), cluster.client('c', issued.key).getKey({ path: { id: issued.record.id } }),
+      cluster.client('b', issued.key).listKeys(),
+      cluster.client('c', issued.key).getKey({ path: { id: issued.record.id } }),
     ]);
-    assert.deepEqual(onB.items.map((key) => key.id), [issued.record.id]);
+    assert.deepEqual(
+      onB.items.map((key) => key.id),
+      [issued.record.id],
+    );
     assert.equal(onC.key_prefix, issued.key.slice(0, 12));
     await cluster.client('c').revokeKey({ path: { id: issued.record.id } });
-    const refused = await cluster.client('b', issued.key).listProjects().then(() => null, (error: unknown) => error);
+    const refused = await cluster
+      .client('b', issued.key)
+      .listProjects()
+      .then(
+        () => null,
+        (error: unknown) => error,
+      );
     assert.ok(refused instanceof SvcApiError && refused.code === 'KEY_REVOKED', String(refused));
   });
 
   it('credentials created on B are listed masked on C', async () => {
     const secret = 'gitea-token-0123456789abcdef';
-    const created = await cluster.client('b').createCredential({ body: { category: 'gitea', name: 'ci', value: secret } });
+    const created = await cluster
+      .client('b')
+      .createCredential({ body: { category: 'gitea', name: 'ci', value: secret } });
     const listed = await cluster.client('c').listCredentials({ query: { category: 'gitea' } });
     const found = listed.items.find((item) => item.id === created.id);
     assert.ok(found, 'the credential is listed on C');
@@ -133,16 +163,21 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
     for (const name of ['a', 'b', 'c']) await cluster.client(name, issued.key, recording).listProjects();
     assert.equal(remaining.length, 3);
     // A per-node limiter would answer limit-1 on every node; the shared one counts all three requests.
-    assert.ok(remaining[0]! < CLUSTER_RATE_LIMIT_PER_SECOND && remaining[1]! < remaining[0]! && remaining[2]! < remaining[1]!,
-      `RateLimit-Remaining on a, b, c: ${remaining.join(', ')}`);
+    assert.ok(
+      remaining[0]! < CLUSTER_RATE_LIMIT_PER_SECOND && remaining[1]! < remaining[0]! && remaining[2]! < remaining[1]!,
+      `RateLimit-Remaining on a, b, c: ${remaining.join(', ')}`,
+    );
   });
 
   it('runs a project queued on A, worked on any node, streamed from C to complete; /work/stats counts move', async () => {
-    const stats = async (client: SvcClient) => (await client.getWorkStats()).queues.find((queue) => queue.name === 'agent-runs')!;
+    const stats = async (client: SvcClient) =>
+      (await client.getWorkStats()).queues.find((queue) => queue.name === 'agent-runs')!;
     const before = await stats(cluster.client('c'));
     assert.equal(before.workers, 3, 'each node runs an agent worker on the shared queue');
     const created = await cluster.client('a').createProject({ body: { name: 'agent', ...project } });
-    const accepted = await cluster.client('b').runCommand({ path: { id: created.id }, body: { prompt: 'hello cluster' } });
+    const accepted = await cluster
+      .client('b')
+      .runCommand({ path: { id: created.id }, body: { prompt: 'hello cluster' } });
     assert.equal(accepted.streamUrl, `/runs/${accepted.runId}/events`);
     const events: string[] = [];
     let output = '';
@@ -153,14 +188,21 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
     });
     assert.equal(complete.status, 'succeeded', `events: ${events.join(',')} output: ${output}`);
     assert.equal(complete.exitCode, 0);
-    assert.deepEqual(events.filter((name) => name !== 'output'), ['queued', 'started', 'complete']);
+    assert.deepEqual(
+      events.filter((name) => name !== 'output'),
+      ['queued', 'started', 'complete'],
+    );
     assert.equal(output, 'prompt: hello cluster\ndone\n');
     const failing = await cluster.client('a').runCommand({ path: { id: created.id }, body: { prompt: 'fail now' } });
     assert.equal((await cluster.client('b').streamRun(failing.streamUrl, () => undefined)).status, 'failed');
-    const after = await waitFor(async () => {
-      const now = await stats(cluster.client('a'));
-      return now.completed >= before.completed + 1 && now.failed >= before.failed + 1;
-    }, '/work/stats to count the succeeded and the failed run', 10_000).then(() => stats(cluster.client('a')));
+    const after = await waitFor(
+      async () => {
+        const now = await stats(cluster.client('a'));
+        return now.completed >= before.completed + 1 && now.failed >= before.failed + 1;
+      },
+      '/work/stats to count the succeeded and the failed run',
+      10_000,
+    ).then(() => stats(cluster.client('a')));
     assert.equal(after.active, 0);
     assert.equal((await cluster.client('b').getRun({ path: { id: accepted.runId } })).status, 'succeeded');
     finishedRunId = accepted.runId;
@@ -169,7 +211,10 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
   it("keeps a run's record in the replicated store: on every node's replica, and readable after its Redis keys are gone", async () => {
     assert.ok(finishedRunId, 'the run test ran first');
     for (const name of ['a', 'b', 'c']) {
-      assert.ok((await cluster.node(name).localKeys('runs/')).includes(`runs/${finishedRunId}`), `${name} holds runs/${finishedRunId}`);
+      assert.ok(
+        (await cluster.node(name).localKeys('runs/')).includes(`runs/${finishedRunId}`),
+        `${name} holds runs/${finishedRunId}`,
+      );
     }
     const redis = new Redis(cluster.redis!.url);
     try {
@@ -191,7 +236,9 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
 
   it('ends a stream resumed after its complete event at once, on any node', async () => {
     const created = await cluster.client('a').createProject({ body: { name: 'resume', ...project } });
-    const accepted = await cluster.client('a').runCommand({ path: { id: created.id }, body: { prompt: 'pause a little' } });
+    const accepted = await cluster
+      .client('a')
+      .runCommand({ path: { id: created.id }, body: { prompt: 'pause a little' } });
     const ids: Array<{ id: string; event: string }> = [];
     // Many readers of one run on one node share reads; each still gets every event, once, in order.
     const readers = Array.from({ length: CONCURRENT_READERS }, async () => {
@@ -199,14 +246,20 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
       for await (const event of cluster.client('c').runEvents(accepted.streamUrl)) seen.push(event.id);
       return seen;
     });
-    for await (const event of cluster.client('b').runEvents(accepted.streamUrl)) ids.push({ id: event.id, event: event.event });
-    for (const seen of await Promise.all(readers)) assert.deepEqual(seen, ids.map((item) => item.id));
+    for await (const event of cluster.client('b').runEvents(accepted.streamUrl))
+      ids.push({ id: event.id, event: event.event });
+    for (const seen of await Promise.all(readers))
+      assert.deepEqual(
+        seen,
+        ids.map((item) => item.id),
+      );
     const completeId = ids.at(-1)!.id;
     assert.equal(ids.at(-1)!.event, 'complete');
     for (const name of ['a', 'b', 'c']) {
       const startedMs = performance.now();
       const response = await fetch(cluster.node(name).httpUrl + accepted.streamUrl, {
-        headers: { 'x-api-key': cluster.admin.key, 'last-event-id': completeId }, signal: AbortSignal.timeout(20_000),
+        headers: { 'x-api-key': cluster.admin.key, 'last-event-id': completeId },
+        signal: AbortSignal.timeout(20_000),
       });
       const text = await response.text();
       const elapsedMs = performance.now() - startedMs;
@@ -216,26 +269,40 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
     }
     // Resuming before complete delivers exactly the rest, ending with complete.
     const rest: string[] = [];
-    for await (const event of cluster.client('c').runEvents(accepted.streamUrl, { lastEventId: ids.at(-2)!.id })) rest.push(event.id);
+    for await (const event of cluster.client('c').runEvents(accepted.streamUrl, { lastEventId: ids.at(-2)!.id }))
+      rest.push(event.id);
     assert.deepEqual(rest, [completeId]);
   });
 
   it('fuzz: random requests to any node never get a 5xx (503 STORE_UNAVAILABLE only while there is no leader)', async () => {
     const termBefore = (await cluster.statusOf('a'))?.term;
     let noLeaderAnswers = 0;
-    await fc.assert(fc.asyncProperty(
-      fc.constantFrom('a', 'b', 'c'), methodArbitrary, pathArbitrary, fc.oneof(fc.constant('admin'), fc.constant(null), printable),
-      contentTypeArbitrary, extraHeadersArbitrary, bodyArbitrary,
-      async (name, method, path, key, contentType, extraHeaders, body) => {
-        const headers: Record<string, string> = { ...extraHeaders };
-        if (key !== null) headers['x-api-key'] = key === 'admin' ? cluster.admin.key : key;
-        if (contentType) headers['content-type'] = contentType;
-        const response = await rawRequest(cluster.node(name).httpUrl, method, path, headers,
-          method === 'GET' || method === 'HEAD' ? undefined : body);
-        if (response === null) return;
-        if (checkAnswer(`${name}: ${method} ${path}`, path, response) === 'no-leader') noLeaderAnswers++;
-      },
-    ), { numRuns: FUZZ_RUNS });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('a', 'b', 'c'),
+        methodArbitrary,
+        pathArbitrary,
+        fc.oneof(fc.constant('admin'), fc.constant(null), printable),
+        contentTypeArbitrary,
+        extraHeadersArbitrary,
+        bodyArbitrary,
+        async (name, method, path, key, contentType, extraHeaders, body) => {
+          const headers: Record<string, string> = { ...extraHeaders };
+          if (key !== null) headers['x-api-key'] = key === 'admin' ? cluster.admin.key : key;
+          if (contentType) headers['content-type'] = contentType;
+          const response = await rawRequest(
+            cluster.node(name).httpUrl,
+            method,
+            path,
+            headers,
+            method === 'GET' || method === 'HEAD' ? undefined : body,
+          );
+          if (response === null) return;
+          if (checkAnswer(`${name}: ${method} ${path}`, path, response) === 'no-leader') noLeaderAnswers++;
+        },
+      ),
+      { numRuns: FUZZ_RUNS },
+    );
     const termAfter = (await cluster.statusOf('a'))?.term;
     // With no election during the run there was a leader throughout, so no request may have been told otherwise.
     if (termAfter === termBefore) assert.equal(noLeaderAnswers, 0, 'no STORE_UNAVAILABLE while the leader stood');
@@ -269,17 +336,26 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
           if (!isStoreUnavailable(error)) throw error;
         }
       }
-      throw new Error(`${name}: no ${WRITES_AFTER_ELECTION} acknowledged writes after the election within ${WRITER_CREATES_MAX} tries`);
+      throw new Error(
+        `${name}: no ${WRITES_AFTER_ELECTION} acknowledged writes after the election within ${WRITER_CREATES_MAX} tries`,
+      );
     };
     // The prober reads and writes on the survivors while they elect: any answer is < 500 or a 503 STORE_UNAVAILABLE.
     const probe = async (): Promise<number> => {
       let probes = 0;
       while (electedAt === 0 && probes < PROBES_MAX) {
         const name = survivors[probes % survivors.length]!;
-        const [method, path, body] = probes % 2 === 0 ? ['GET', '/projects?limit=5', undefined]
-          : ['POST', '/users', JSON.stringify({ name: `probe-${probes}` })];
-        const response = await rawRequest(cluster.node(name).httpUrl, method, path,
-          { 'x-api-key': cluster.admin.key, 'content-type': 'application/json' }, body);
+        const [method, path, body] =
+          probes % 2 === 0
+            ? ['GET', '/projects?limit=5', undefined]
+            : ['POST', '/users', JSON.stringify({ name: `probe-${probes}` })];
+        const response = await rawRequest(
+          cluster.node(name).httpUrl,
+          method,
+          path,
+          { 'x-api-key': cluster.admin.key, 'content-type': 'application/json' },
+          body,
+        );
         if (response !== null) checkAnswer(`${name}: ${method} ${path} during the election`, path, response);
         probes++;
       }
@@ -290,14 +366,21 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
     await cluster.node(leader).kill9();
     killed = true;
     const prober = probe();
-    await waitFor(async () => {
-      const now = await cluster.leaderName();
-      return now !== null && now !== leader;
-    }, 'a new leader among the survivors', READY_TIMEOUT_MS);
+    await waitFor(
+      async () => {
+        const now = await cluster.leaderName();
+        return now !== null && now !== leader;
+      },
+      'a new leader among the survivors',
+      READY_TIMEOUT_MS,
+    );
     electedAt = Date.now();
-    assert.ok(await prober > 0, 'the survivors were probed during the election');
+    assert.ok((await prober) > 0, 'the survivors were probed during the election');
     await Promise.all(writers);
-    assert.ok(survivorFailures.every(isStoreUnavailable), `survivors failed only with 503 STORE_UNAVAILABLE: ${survivorFailures.map(String).join('; ')}`);
+    assert.ok(
+      survivorFailures.every(isStoreUnavailable),
+      `survivors failed only with 503 STORE_UNAVAILABLE: ${survivorFailures.map(String).join('; ')}`,
+    );
     for (const name of survivors) {
       assert.ok((afterElection.get(name) ?? 0) >= WRITES_AFTER_ELECTION, `${name} kept acknowledging writes`);
       const listed = await allProjectIds(cluster.client(name));
@@ -308,11 +391,20 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
       assert.ok((await client.listUsers()).items.some((user) => user.name === 'dev'));
       assert.ok((await client.listCredentials()).items.some((item) => item.name === 'ci'));
       assert.equal((await client.getKey({ path: { id: cluster.admin.keyId } })).role, 'admin');
-      assert.equal((await client.getRun({ path: { id: finishedRunId } })).status, 'succeeded', 'the run record survives');
+      assert.equal(
+        (await client.getRun({ path: { id: finishedRunId } })).status,
+        'succeeded',
+        'the run record survives',
+      );
     }
     // A run still goes end to end on the survivors (the shared queue, a surviving worker).
     const created = await cluster.client(survivors[0]!).createProject({ body: { name: 'after-kill', ...project } });
-    const accepted = await cluster.client(survivors[1]!).runCommand({ path: { id: created.id }, body: { prompt: 'still here' } });
-    assert.equal((await cluster.client(survivors[0]!).streamRun(accepted.streamUrl, () => undefined)).status, 'succeeded');
+    const accepted = await cluster
+      .client(survivors[1]!)
+      .runCommand({ path: { id: created.id }, body: { prompt: 'still here' } });
+    assert.equal(
+      (await cluster.client(survivors[0]!).streamRun(accepted.streamUrl, () => undefined)).status,
+      'succeeded',
+    );
   });
 });

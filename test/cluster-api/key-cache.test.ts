@@ -44,7 +44,8 @@ describe('cluster-api: the key cache behind the read barrier', function () {
   it('refuses a key revoked through the leader at once on the follower that had it cached', async () => {
     const { key, id } = await newKey();
     // Several answers on the follower: the first fills its cache, the rest are served from it.
-    for (let round = 0; round < 3; round++) assert.equal((await onFollower.call('GET', '/projects', { key })).status, 200);
+    for (let round = 0; round < 3; round++)
+      assert.equal((await onFollower.call('GET', '/projects', { key })).status, 200);
     const revoked = await onLeader.call('POST', `/keys/${id}/revoke`, {});
     assert.equal(revoked.status, 200, revoked.text);
     // No waiting: the revocation was acknowledged, so the follower's next read barrier covers it.

@@ -10,13 +10,25 @@ import { Node } from '../../cli/node/node.js';
 import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../cli/node/config.js';
 import { API_REDIS_DIR, ipv4Hosts } from '../../cli/node/node-api.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
-import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type Pki, type PlannedNode } from '../node/harness.js';
+import {
+  makePki,
+  nodeConfig,
+  planNodes,
+  removeDir,
+  tempDir,
+  waitFor,
+  type Pki,
+  type PlannedNode,
+} from '../node/harness.js';
 import { SvcApiError, SvcClient } from '../../sdk/src/index.js';
 
 async function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }
@@ -41,12 +53,17 @@ describe('cluster-api: the node config api section', function () {
     dir = await tempDir('node-api-config');
     pki = await makePki(dir, ['cfg', 'nokey', 'badkey', 'noredis', 'localredis', 'noapi']);
   });
-  after(async () => { await removeDir(dir); });
+  after(async () => {
+    await removeDir(dir);
+  });
 
   it('refuses a malformed api section by name', async () => {
     const base = await single('cfg', {});
-    const refused = (api: unknown, pattern: RegExp) => assert.throws(() => resolveNodeConfig({ ...base, api } as NodeConfig),
-      (error: unknown) => error instanceof ConfigError && pattern.test(error.message));
+    const refused = (api: unknown, pattern: RegExp) =>
+      assert.throws(
+        () => resolveNodeConfig({ ...base, api } as NodeConfig),
+        (error: unknown) => error instanceof ConfigError && pattern.test(error.message),
+      );
     refused([], /api must be an object/);
     refused({ redisUrl: 'http://x' }, /api\.redisUrl/);
     refused({ rateLimitPerSecond: 0 }, /api\.rateLimitPerSecond/);
@@ -58,12 +75,21 @@ describe('cluster-api: the node config api section', function () {
   });
 
   it('will not start with a missing or malformed credential key file, and says which', async () => {
-    const missing = new Node(await single('nokey', { api: { localRedis: false, secretKeyFile: join(dir, 'absent.key') } }));
-    await assert.rejects(missing.start(), (error: unknown) => error instanceof ConfigError && /api\.secretKeyFile .*absent\.key/.test(error.message));
+    const missing = new Node(
+      await single('nokey', { api: { localRedis: false, secretKeyFile: join(dir, 'absent.key') } }),
+    );
+    await assert.rejects(
+      missing.start(),
+      (error: unknown) => error instanceof ConfigError && /api\.secretKeyFile .*absent\.key/.test(error.message),
+    );
     const badFile = join(dir, 'bad.key');
     writeFileSync(badFile, 'not a key');
     const malformed = new Node(await single('badkey', { api: { localRedis: false, secretKeyFile: badFile } }));
-    await assert.rejects(malformed.start(), (error: unknown) => error instanceof ConfigError && /32 bytes/.test(error.message) && !/not a key/.test(error.message));
+    await assert.rejects(
+      malformed.start(),
+      (error: unknown) =>
+        error instanceof ConfigError && /32 bytes/.test(error.message) && !/not a key/.test(error.message),
+    );
   });
 
   it('without any Redis serves records and answers queue endpoints 503 QUEUE_UNAVAILABLE', async () => {
@@ -73,15 +99,34 @@ describe('cluster-api: the node config api section', function () {
       const admin = await bootstrapAdminKey(node.store, 'admin');
       const client = new SvcClient({ baseUrl: node.httpAddress, apiKey: admin.key, env: {} });
       const project = await client.createProject({ body: { name: 'p', workspace: '/tmp', command: ['true'] } });
-      assert.deepEqual((await client.listProjects()).items.map((item) => item.id), [project.id]);
-      const refused = await client.getWorkStats().then(() => null, (error: unknown) => error);
-      assert.ok(refused instanceof SvcApiError && refused.status === 503 && refused.code === 'QUEUE_UNAVAILABLE', String(refused));
-      const noKey = await client.listCredentials().then(() => null, (error: unknown) => error);
-      assert.ok(noKey instanceof SvcApiError && noKey.code === 'CREDENTIALS_UNAVAILABLE', 'no key file, no credentials');
+      assert.deepEqual(
+        (await client.listProjects()).items.map((item) => item.id),
+        [project.id],
+      );
+      const refused = await client.getWorkStats().then(
+        () => null,
+        (error: unknown) => error,
+      );
+      assert.ok(
+        refused instanceof SvcApiError && refused.status === 503 && refused.code === 'QUEUE_UNAVAILABLE',
+        String(refused),
+      );
+      const noKey = await client.listCredentials().then(
+        () => null,
+        (error: unknown) => error,
+      );
+      assert.ok(
+        noKey instanceof SvcApiError && noKey.code === 'CREDENTIALS_UNAVAILABLE',
+        'no key file, no credentials',
+      );
     } finally {
       await node.stop();
     }
-    assert.equal((await fetch(`http://127.0.0.1:${plan.httpPort}/projects`).catch(() => null)), null, 'stopped: nothing listens');
+    assert.equal(
+      await fetch(`http://127.0.0.1:${plan.httpPort}/projects`).catch(() => null),
+      null,
+      'stopped: nothing listens',
+    );
   });
 
   it('without REDIS_URL runs a redis-server of its own under its data directory, and stops it', async () => {
@@ -121,7 +166,15 @@ describe('cluster-api: the node config api section', function () {
 
 describe('cluster-api: the members a node denies to agent runs', () => {
   it('takes the IPv4 hosts of gRPC addresses, URLs and seeds, once each, and skips names', () => {
-    assert.deepEqual(ipv4Hosts(['10.1.2.3:7000', 'http://10.1.2.3:8080', 'https://10.1.2.4:8443/', 'node-3.internal:7000', '[::1]:7000']),
-      ['10.1.2.3', '10.1.2.4']);
+    assert.deepEqual(
+      ipv4Hosts([
+        '10.1.2.3:7000',
+        'http://10.1.2.3:8080',
+        'https://10.1.2.4:8443/',
+        'node-3.internal:7000',
+        '[::1]:7000',
+      ]),
+      ['10.1.2.3', '10.1.2.4'],
+    );
   });
 });

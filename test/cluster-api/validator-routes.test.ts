@@ -12,9 +12,21 @@ import { cachedMetadataMiddleware } from '../../api/openapi/validator.js';
 
 type Outcome = { openapi: unknown; params: unknown } | { error: string; status: unknown };
 
-function run(middleware: (req: Request, res: Response, next: NextFunction) => unknown, method: string, url: string): Outcome {
+function run(
+  middleware: (req: Request, res: Response, next: NextFunction) => unknown,
+  method: string,
+  url: string,
+): Outcome {
   const path = url.split('?')[0]!;
-  const req = { method, url, originalUrl: url, path, baseUrl: '', params: {}, app: { enabled: () => false } } as unknown as Request & { openapi?: unknown };
+  const req = {
+    method,
+    url,
+    originalUrl: url,
+    path,
+    baseUrl: '',
+    params: {},
+    app: { enabled: () => false },
+  } as unknown as Request & { openapi?: unknown };
   try {
     middleware(req, {} as Response, () => undefined);
     return { openapi: req.openapi ?? null, params: req.params };
@@ -27,12 +39,30 @@ function run(middleware: (req: Request, res: Response, next: NextFunction) => un
 const documentedPaths = Object.keys(openApiDocument.paths);
 
 const segment = fc.oneof(
-  fc.constantFrom('prj_0000000000aaaaaaaaaaaaaaaa', 'x', '0', '', '%', '%E0%A4%A', '%2F', 'a%20b', '😀', 'shots', 'anchor'),
+  fc.constantFrom(
+    'prj_0000000000aaaaaaaaaaaaaaaa',
+    'x',
+    '0',
+    '',
+    '%',
+    '%E0%A4%A',
+    '%2F',
+    'a%20b',
+    '😀',
+    'shots',
+    'anchor',
+  ),
   fc.string({ maxLength: 12 }).map(encodeURIComponent),
 );
 
 const urlArbitrary = fc.oneof(
-  fc.tuple(fc.constantFrom(...documentedPaths), fc.array(segment, { minLength: 3, maxLength: 3 }), fc.boolean(), fc.boolean())
+  fc
+    .tuple(
+      fc.constantFrom(...documentedPaths),
+      fc.array(segment, { minLength: 3, maxLength: 3 }),
+      fc.boolean(),
+      fc.boolean(),
+    )
     .map(([template, ids, slash, query]) => {
       let index = 0;
       const filled = template.replace(/\{[^}]+\}/g, () => ids[index++ % ids.length]!);
@@ -47,7 +77,11 @@ describe('api: the cached OpenAPI route lookup', function () {
   let library: ReturnType<typeof applyOpenApiMetadata>;
   let cached: ReturnType<typeof cachedMetadataMiddleware>;
   before(async () => {
-    const spec = await new OpenApiSpecLoader({ apiDoc: structuredClone(openApiDocument) as never, validateApiSpec: false, $refParser: { mode: 'bundle' } }).load();
+    const spec = await new OpenApiSpecLoader({
+      apiDoc: structuredClone(openApiDocument) as never,
+      validateApiSpec: false,
+      $refParser: { mode: 'bundle' },
+    }).load();
     const context = new OpenApiContext(spec, /^\/docs(\/|$)/);
     library = applyOpenApiMetadata(context, null as never);
     cached = cachedMetadataMiddleware(context, null);
@@ -60,25 +94,39 @@ describe('api: the cached OpenAPI route lookup', function () {
         const outcome = run(cached, method, url);
         assert.deepEqual(outcome, run(library, method, url), `${method} ${url}`);
         if ('openapi' in outcome && outcome.openapi !== null) {
-          assert.equal((outcome.openapi as { openApiRoute: string }).openApiRoute, template, `${method} ${url} matched its own route`);
+          assert.equal(
+            (outcome.openapi as { openApiRoute: string }).openApiRoute,
+            template,
+            `${method} ${url} matched its own route`,
+          );
         }
       }
     }
   });
 
   it('gives the same outcome as the library for random requests', () => {
-    fc.assert(fc.property(fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'), urlArbitrary, (method, url) => {
-      assert.deepEqual(run(cached, method, url), run(library, method, url), `${method} ${url}`);
-    }), { numRuns: 2_000 });
+    fc.assert(
+      fc.property(
+        fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'),
+        urlArbitrary,
+        (method, url) => {
+          assert.deepEqual(run(cached, method, url), run(library, method, url), `${method} ${url}`);
+        },
+      ),
+      { numRuns: 2_000 },
+    );
   });
 
   it("gives the library's outcome again for a path it has cached (the parameterless-route cache)", () => {
     // Each request twice, the second from lookupRoute's cache when the first matched a route without parameters.
-    fc.assert(fc.property(fc.constantFrom('GET', 'POST', 'DELETE'), urlArbitrary, (method, url) => {
-      const expected = run(library, method, url);
-      assert.deepEqual(run(cached, method, url), expected, `${method} ${url}`);
-      assert.deepEqual(run(cached, method, url), expected, `${method} ${url}, again`);
-    }), { numRuns: 1_000 });
+    fc.assert(
+      fc.property(fc.constantFrom('GET', 'POST', 'DELETE'), urlArbitrary, (method, url) => {
+        const expected = run(library, method, url);
+        assert.deepEqual(run(cached, method, url), expected, `${method} ${url}`);
+        assert.deepEqual(run(cached, method, url), expected, `${method} ${url}, again`);
+      }),
+      { numRuns: 1_000 },
+    );
     for (const url of ['/projects', '/PROJECTS', '/projects/', '/work/stats', '/album-templates', '/nowhere']) {
       assert.deepEqual(run(cached, 'GET', url), run(library, 'GET', url), url);
     }

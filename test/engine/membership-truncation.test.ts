@@ -12,14 +12,20 @@ import { encodeCommand } from '../../sim/state-machine.js';
 const WAIT_MS = 20_000;
 
 describe('engine: a membership record truncated and replaced at the same seqno', () => {
-  it('the deposed leader adopts the new leader\'s roster (roster-replay watches every step)', () => {
+  it("the deposed leader adopts the new leader's roster (roster-replay watches every step)", () => {
     const cluster = calmCluster(3, { seed: 12 });
     cluster.start();
-    assert.ok(cluster.runUntilTrue(() => cluster.leader() !== null, WAIT_MS), 'a first leader');
+    assert.ok(
+      cluster.runUntilTrue(() => cluster.leader() !== null, WAIT_MS),
+      'a first leader',
+    );
     const old = cluster.leader()!;
     cluster.join(3, [old.index]);
     const joiner = cluster.node(3);
-    assert.ok(cluster.runUntilTrue(() => joiner.status?.ready === true, WAIT_MS), 'the joiner is admitted as a learner and ready');
+    assert.ok(
+      cluster.runUntilTrue(() => joiner.status?.ready === true, WAIT_MS),
+      'the joiner is admitted as a learner and ready',
+    );
     cluster.runFor(1_000);
     const joinerId = joiner.status!.id;
     const base = old.status!.lastSeq;
@@ -36,10 +42,21 @@ describe('engine: a membership record truncated and replaced at the same seqno',
     // follows it and truncates both records (and reports its capabilities, which the new leader's
     // conf-change gate waits for); then the new leader promotes the learner, at base + 2.
     const oldTerm = old.status!.term;
-    assert.ok(cluster.runUntilTrue(() => cluster.nodes.some((n) => n !== old && n.status?.role === 'leader' && n.status.term > oldTerm), WAIT_MS));
+    assert.ok(
+      cluster.runUntilTrue(
+        () => cluster.nodes.some((n) => n !== old && n.status?.role === 'leader' && n.status.term > oldTerm),
+        WAIT_MS,
+      ),
+    );
     const fresh = cluster.nodes.find((n) => n !== old && n.status?.role === 'leader')!;
     cluster.heal();
-    assert.ok(cluster.runUntilTrue(() => old.status!.term === fresh.status!.term && old.storage.written.lastSeq === base + 1, WAIT_MS), 'the old leader truncated');
+    assert.ok(
+      cluster.runUntilTrue(
+        () => old.status!.term === fresh.status!.term && old.storage.written.lastSeq === base + 1,
+        WAIT_MS,
+      ),
+      'the old leader truncated',
+    );
     const promoted = () => fresh.status!.roster.members.find((m) => m.id === joinerId)?.role === MemberRole.Voter;
     for (let attempt = 0; attempt < 40 && !promoted(); attempt++) {
       cluster.admin({ op: 'promote', memberId: joinerId }, fresh.index);
@@ -50,7 +67,11 @@ describe('engine: a membership record truncated and replaced at the same seqno',
 
     const caughtUp = () => old.storage.written.termAt(removalSeq) === fresh.status!.term;
     assert.ok(cluster.runUntilTrue(caughtUp, WAIT_MS), 'the old leader holds the new record');
-    assert.equal(old.status!.roster.members.find((m) => m.id === joinerId)?.role, MemberRole.Voter, 'its roster is the promotion, not its own removal');
+    assert.equal(
+      old.status!.roster.members.find((m) => m.id === joinerId)?.role,
+      MemberRole.Voter,
+      'its roster is the promotion, not its own removal',
+    );
     assert.ok(cluster.coverage.counts['kind4-truncated'] >= 1);
   });
 });

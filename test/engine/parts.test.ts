@@ -28,13 +28,19 @@ describe('engine/log', () => {
   });
 
   it('compares log positions lexicographically on (term, seq)', () => {
-    fc.assert(fc.property(fc.nat(5), fc.nat(50), fc.nat(5), fc.nat(50), (t1, s1, t2, s2) => {
-      assert.equal(logUpToDate(t1, s1, t2, s2), t1 > t2 || (t1 === t2 && s1 >= s2));
-    }));
+    fc.assert(
+      fc.property(fc.nat(5), fc.nat(50), fc.nat(5), fc.nat(50), (t1, s1, t2, s2) => {
+        assert.equal(logUpToDate(t1, s1, t2, s2), t1 > t2 || (t1 === t2 && s1 >= s2));
+      }),
+    );
   });
 
   it('bounds slices by count and bytes but always returns one entry', () => {
-    const log = new RaftLog(0, 0, Array.from({ length: 10 }, (_, i) => entry(i + 1, 1)));
+    const log = new RaftLog(
+      0,
+      0,
+      Array.from({ length: 10 }, (_, i) => entry(i + 1, 1)),
+    );
     assert.equal(log.slice(1, 10, 3, 1 << 20).length, 3);
     assert.equal(log.slice(1, 10, 100, 1).length, 1);
     assert.equal(log.slice(11, 20, 100, 1 << 20).length, 0);
@@ -43,7 +49,10 @@ describe('engine/log', () => {
 
 describe('engine/roster', () => {
   it('round-trips and raises the version per change', () => {
-    const r = bootstrapRoster([{ name: 'a', grpcAddr: 'a:1', httpAddr: 'http://a:2' }, { name: 'b', grpcAddr: 'b:1', httpAddr: 'http://b:2' }]);
+    const r = bootstrapRoster([
+      { name: 'a', grpcAddr: 'a:1', httpAddr: 'http://a:2' },
+      { name: 'b', grpcAddr: 'b:1', httpAddr: 'http://b:2' },
+    ]);
     const next = withMember(r, { id: 3, name: 'c', grpcAddr: 'c:1', httpAddr: 'http://c:2', role: MemberRole.Learner });
     assert.equal(next.membershipVersion, 2);
     assert.equal(next.nextMemberId, 4);

@@ -24,16 +24,39 @@ describe('engine: proposeBatch', () => {
 
     const appends = effects.filter((e) => e.type === 'append');
     assert.equal(appends.length, 1, 'one WAL append for the batch');
-    assert.deepEqual(appends[0]!.type === 'append' && appends[0]!.entries.map((e) => decode(e.data)), ['w1001', 'w1002', 'w1003', 'w1004']);
+    assert.deepEqual(appends[0]!.type === 'append' && appends[0]!.entries.map((e) => decode(e.data)), [
+      'w1001',
+      'w1002',
+      'w1003',
+      'w1004',
+    ]);
     const ships = effects.filter((e) => e.type === 'send' && e.request.method === 'ShipSegment');
     assert.equal(ships.length, 2, 'one ShipSegment per follower');
-    for (const ship of ships) assert.ok(ship.type === 'send' && ship.request.method === 'ShipSegment' && ship.request.body.eventCount === 4);
+    for (const ship of ships)
+      assert.ok(ship.type === 'send' && ship.request.method === 'ShipSegment' && ship.request.body.eventCount === 4);
 
     const results = stepEffects(c, 'a', () => c.deliver()).filter((e) => e.type === 'proposalResult');
-    assert.deepEqual(results.map((r) => r.type === 'proposalResult' && [r.proposalId, r.ok]), proposals.map((p) => [p.proposalId, true]));
+    assert.deepEqual(
+      results.map((r) => r.type === 'proposalResult' && [r.proposalId, r.ok]),
+      proposals.map((p) => [p.proposalId, true]),
+    );
     const seqs = results.map((r) => (r.type === 'proposalResult' ? r.seq : 0));
-    assert.deepEqual(seqs, [seqs[0]!, seqs[0]! + 1, seqs[0]! + 2, seqs[0]! + 3], 'consecutive seqnos in the order proposed');
-    assert.ok(c.tickUntil(() => ['a', 'b', 'c'].every((n) => c.node(n).values().filter((v) => v.startsWith('w100')).length === 4)));
+    assert.deepEqual(
+      seqs,
+      [seqs[0]!, seqs[0]! + 1, seqs[0]! + 2, seqs[0]! + 3],
+      'consecutive seqnos in the order proposed',
+    );
+    assert.ok(
+      c.tickUntil(() =>
+        ['a', 'b', 'c'].every(
+          (n) =>
+            c
+              .node(n)
+              .values()
+              .filter((v) => v.startsWith('w100')).length === 4,
+        ),
+      ),
+    );
   });
 
   it('refuses every command of a batch sent to a follower, naming the leader', () => {
@@ -41,11 +64,24 @@ describe('engine: proposeBatch', () => {
     c.bootstrap(['a', 'b', 'c']);
     assert.ok(c.elect('a'));
     c.deliver();
-    const effects = stepEffects(c, 'b', () => c.input('b', { type: 'proposeBatch', proposals: [{ proposalId: 7, data: encode('x') }, { proposalId: 8, data: encode('y') }] }));
+    const effects = stepEffects(c, 'b', () =>
+      c.input('b', {
+        type: 'proposeBatch',
+        proposals: [
+          { proposalId: 7, data: encode('x') },
+          { proposalId: 8, data: encode('y') },
+        ],
+      }),
+    );
     assert.equal(effects.filter((e) => e.type === 'append').length, 0);
     const results = effects.filter((e) => e.type === 'proposalResult');
-    assert.deepEqual(results.map((r) => r.type === 'proposalResult' && [r.proposalId, r.ok, r.reason, r.leaderHint]),
-      [[7, false, 'not the leader', Lockstep.addr('a')], [8, false, 'not the leader', Lockstep.addr('a')]]);
+    assert.deepEqual(
+      results.map((r) => r.type === 'proposalResult' && [r.proposalId, r.ok, r.reason, r.leaderHint]),
+      [
+        [7, false, 'not the leader', Lockstep.addr('a')],
+        [8, false, 'not the leader', Lockstep.addr('a')],
+      ],
+    );
   });
 
   it('takes what fits under proposalQueueCountMax and refuses the rest of the batch', () => {
@@ -59,8 +95,17 @@ describe('engine: proposeBatch', () => {
     const append = effects.find((e) => e.type === 'append');
     assert.deepEqual(append?.type === 'append' && append.entries.map((e) => decode(e.data)), ['q1', 'q2']);
     const refused = effects.filter((e) => e.type === 'proposalResult');
-    assert.deepEqual(refused.map((r) => r.type === 'proposalResult' && [r.proposalId, r.ok, r.reason]), [[3, false, 'proposal queue full']]);
+    assert.deepEqual(
+      refused.map((r) => r.type === 'proposalResult' && [r.proposalId, r.ok, r.reason]),
+      [[3, false, 'proposal queue full']],
+    );
     const later = stepEffects(c, 'a', () => c.deliver()).filter((e) => e.type === 'proposalResult');
-    assert.deepEqual(later.map((r) => r.type === 'proposalResult' && [r.proposalId, r.ok]), [[1, true], [2, true]]);
+    assert.deepEqual(
+      later.map((r) => r.type === 'proposalResult' && [r.proposalId, r.ok]),
+      [
+        [1, true],
+        [2, true],
+      ],
+    );
   });
 });

@@ -47,12 +47,18 @@ function run(founders: number, ops: Op[]): void {
   const pick = (i: number) => names()[i % names().length]!;
   for (const o of ops) {
     switch (o.op) {
-      case 'tick': c.tick(o.n); break;
-      case 'propose': if (c.leader()) {
-        const value = `w${writes++}`;
-        proposed.set(c.propose(value), value);
-      } break;
-      case 'isolate': c.isolate(pick(o.who)); break;
+      case 'tick':
+        c.tick(o.n);
+        break;
+      case 'propose':
+        if (c.leader()) {
+          const value = `w${writes++}`;
+          proposed.set(c.propose(value), value);
+        }
+        break;
+      case 'isolate':
+        c.isolate(pick(o.who));
+        break;
       case 'partition': {
         const all = names();
         const a = all.filter((_, i) => (o.mask >> i) & 1);
@@ -60,7 +66,9 @@ function run(founders: number, ops: Op[]): void {
         if (a.length && b.length) c.partition([a, b]);
         break;
       }
-      case 'heal': c.heal(); break;
+      case 'heal':
+        c.heal();
+        break;
       case 'crash': {
         const alive = names().filter((n) => c.node(n).alive);
         if (alive.length > 1) c.crash(alive[o.who % alive.length]!);
@@ -71,17 +79,26 @@ function run(founders: number, ops: Op[]): void {
         if (dead.length) c.restart(dead[o.who % dead.length]!);
         break;
       }
-      case 'transfer': if (c.leader()) c.admin('transfer', pick(o.who)); break;
-      case 'join': if (joined < 3) c.join(`j${++joined}`, [pick(o.via)]); break;
-      case 'promote': if (c.leader()) c.admin('promote', pick(o.who)); break;
-      case 'remove': if (c.leader()) c.admin('remove', pick(o.who)); break;
+      case 'transfer':
+        if (c.leader()) c.admin('transfer', pick(o.who));
+        break;
+      case 'join':
+        if (joined < 3) c.join(`j${++joined}`, [pick(o.via)]);
+        break;
+      case 'promote':
+        if (c.leader()) c.admin('promote', pick(o.who));
+        break;
+      case 'remove':
+        if (c.leader()) c.admin('remove', pick(o.who));
+        break;
     }
     c.deliver(); // a broken invariant throws here (the world's checkers)
   }
   // Liveness: heal everything, bring everyone back, demand convergence within a bound.
   c.heal();
   for (const n of names()) if (!c.node(n).alive) c.restart(n);
-  const live = () => [...c.nodes.values()].filter((n) => n.alive && !n.engine.status().removed && n.engine.status().id !== 0);
+  const live = () =>
+    [...c.nodes.values()].filter((n) => n.alive && !n.engine.status().removed && n.engine.status().id !== 0);
   const settled = () => {
     const leader = c.leader();
     if (!leader) return false;
@@ -89,21 +106,35 @@ function run(founders: number, ops: Op[]): void {
     return live().every((n) => n.engine.status().appliedSeq >= frontier && n.engine.status().ready);
   };
   const ok = c.tickUntil(settled, 3000);
-  assert.ok(ok, `no convergence: ${live().map((n) => `${n.name}:${n.engine.status().role}@${n.engine.status().appliedSeq}/${n.engine.status().commitSeq} ready=${n.engine.status().ready}`).join(' ')}`);
+  assert.ok(
+    ok,
+    `no convergence: ${live()
+      .map(
+        (n) =>
+          `${n.name}:${n.engine.status().role}@${n.engine.status().appliedSeq}/${n.engine.status().commitSeq} ready=${n.engine.status().ready}`,
+      )
+      .join(' ')}`,
+  );
   const leader = c.leader()!;
-  for (const n of c.nodes.values()) for (const e of n.effects) {
-    if (e.type === 'proposalResult' && e.ok) {
-      const value = proposed.get(e.proposalId);
-      assert.ok(value !== undefined, `proposal ${e.proposalId} was never made`);
-      assert.ok(leader.holds(value), `acknowledged write ${value} (seq ${e.seq}) is missing from the leader's state`);
+  for (const n of c.nodes.values())
+    for (const e of n.effects) {
+      if (e.type === 'proposalResult' && e.ok) {
+        const value = proposed.get(e.proposalId);
+        assert.ok(value !== undefined, `proposal ${e.proposalId} was never made`);
+        assert.ok(leader.holds(value), `acknowledged write ${value} (seq ${e.seq}) is missing from the leader's state`);
+      }
     }
-  }
 }
 
 /** OPS_COUNT_MAX: the schedule length; regression paths below replay only with the default. */
 const OPS_COUNT_MAX = 60;
 
-interface Regression { seed: number; path: string; counterexample: [number, Op[]]; found: string }
+interface Regression {
+  seed: number;
+  path: string;
+  counterexample: [number, Op[]];
+  found: string;
+}
 
 /**
  * REGRESSIONS: schedules that once failed. Each is replayed exactly (fast-check's seed and path, with the
@@ -112,24 +143,46 @@ interface Regression { seed: number; path: string; counterexample: [number, Op[]
  */
 const REGRESSIONS: Regression[] = [
   {
-    seed: 1127431596, path: '87:3:5:5:10:9:8:9:12:19:11:1:4:9:12:15:13:13:13',
-    counterexample: [1, [{ op: 'join', via: 0 }, { op: 'tick', n: 22 }, { op: 'partition', mask: 1 }, { op: 'promote', who: 5 }, { op: 'tick', n: 14 }]],
-    found: 'a promoted learner that never got its promotion refused every vote: no leader ever again (scenarios/promoted-learner-votes.txt)',
+    seed: 1127431596,
+    path: '87:3:5:5:10:9:8:9:12:19:11:1:4:9:12:15:13:13:13',
+    counterexample: [
+      1,
+      [
+        { op: 'join', via: 0 },
+        { op: 'tick', n: 22 },
+        { op: 'partition', mask: 1 },
+        { op: 'promote', who: 5 },
+        { op: 'tick', n: 14 },
+      ],
+    ],
+    found:
+      'a promoted learner that never got its promotion refused every vote: no leader ever again (scenarios/promoted-learner-votes.txt)',
   },
 ];
 
-const scheduleArb = (opsCountMax: number) => fc.tuple(fc.integer({ min: 1, max: 5 }), fc.array(opArb, { maxLength: opsCountMax }));
+const scheduleArb = (opsCountMax: number) =>
+  fc.tuple(fc.integer({ min: 1, max: 5 }), fc.array(opArb, { maxLength: opsCountMax }));
 
 describe('engine under random schedules (fast-check, Lockstep)', () => {
   const runs = Number(process.env.SVC_PROPERTY_RUNS ?? 150);
   it(`stays safe and converges once healed (${runs} runs, SVC_FC_SEED=${FAST_CHECK_SEED} to repeat)`, () => {
-    fc.assert(fc.property(scheduleArb(Number(process.env.SVC_PROPERTY_OPS ?? OPS_COUNT_MAX)), ([founders, ops]) => run(founders, ops)), {
-      numRuns: runs, seed: FAST_CHECK_SEED, examples: REGRESSIONS.map((r) => [r.counterexample]),
-    });
+    fc.assert(
+      fc.property(scheduleArb(Number(process.env.SVC_PROPERTY_OPS ?? OPS_COUNT_MAX)), ([founders, ops]) =>
+        run(founders, ops),
+      ),
+      {
+        numRuns: runs,
+        seed: FAST_CHECK_SEED,
+        examples: REGRESSIONS.map((r) => [r.counterexample]),
+      },
+    );
   });
   for (const r of REGRESSIONS) {
     it(`regression: fast-check seed ${r.seed} path ${r.path} passes (${r.found})`, () => {
-      fc.assert(fc.property(scheduleArb(OPS_COUNT_MAX), ([founders, ops]) => run(founders, ops)), { seed: r.seed, path: r.path, endOnFailure: true });
+      fc.assert(
+        fc.property(scheduleArb(OPS_COUNT_MAX), ([founders, ops]) => run(founders, ops)),
+        { seed: r.seed, path: r.path, endOnFailure: true },
+      );
     });
   }
 });

@@ -12,7 +12,11 @@ function settledCluster(names = ['a', 'b', 'c'], limits: Partial<typeof DEFAULT_
   c.bootstrap(names);
   assert.ok(c.elect(names[0]!));
   c.propose('x');
-  assert.ok(c.tickUntil(() => names.every((n) => c.node(n).engine.status().appliedSeq === c.node(names[0]!).engine.status().commitSeq)));
+  assert.ok(
+    c.tickUntil(() =>
+      names.every((n) => c.node(n).engine.status().appliedSeq === c.node(names[0]!).engine.status().commitSeq),
+    ),
+  );
   return c;
 }
 
@@ -34,13 +38,17 @@ function heartbeatsFrom(c: Lockstep, name: string): number {
 }
 
 describe('engine read index', () => {
-  it('answers a leader\'s read only after a heartbeat round started after it is accepted by a majority', () => {
+  it("answers a leader's read only after a heartbeat round started after it is accepted by a majority", () => {
     const c = settledCluster();
     const commit = c.node('a').engine.status().commitSeq;
     const before = heartbeatsFrom(c, 'a');
     const readId = ask(c, 'a');
     assert.equal(resultOf(c, 'a', readId), undefined, 'no index before the round is confirmed');
-    assert.equal(heartbeatsFrom(c, 'a') - before, 1, 'the read starts a round at once, to the one follower a majority needs');
+    assert.equal(
+      heartbeatsFrom(c, 'a') - before,
+      1,
+      'the read starts a round at once, to the one follower a majority needs',
+    );
     c.deliver();
     const result = resultOf(c, 'a', readId);
     assert.deepEqual(result, { type: 'readIndexResult', readId, index: commit, refusal: null, leaderHint: '' });
@@ -72,11 +80,19 @@ describe('engine read index', () => {
     const c = settledCluster();
     const before = heartbeatsFrom(c, 'a');
     const first = Array.from({ length: 20 }, () => ask(c, 'a'));
-    assert.equal(heartbeatsFrom(c, 'a') - before, 1, 'the first read starts a round; the other 19 arrive while it is in flight');
+    assert.equal(
+      heartbeatsFrom(c, 'a') - before,
+      1,
+      'the first read starts a round; the other 19 arrive while it is in flight',
+    );
     const second = Array.from({ length: 20 }, () => ask(c, 'a'));
     c.deliver();
     assert.ok([...first, ...second].every((id) => resultOf(c, 'a', id)?.refusal === null));
-    assert.equal(heartbeatsFrom(c, 'a') - before, 2, 'forty reads, two rounds: the one in flight and the next, which all later reads shared');
+    assert.equal(
+      heartbeatsFrom(c, 'a') - before,
+      2,
+      'forty reads, two rounds: the one in flight and the next, which all later reads shared',
+    );
   });
 
   it('a read round asks only the followers a majority needs; one gone silent costs reads at most a periodic heartbeat', () => {
@@ -85,7 +101,10 @@ describe('engine read index', () => {
       const from = c.messages.length;
       const asked = ask(c, 'a');
       assert.equal(asked, readId);
-      return c.messages.slice(from).filter((m) => m.kind === 'request' && m.method === 'Heartbeat').map((m) => m.to);
+      return c.messages
+        .slice(from)
+        .filter((m) => m.kind === 'request' && m.method === 'Heartbeat')
+        .map((m) => m.to);
     };
     const firstId = nextReadId;
     const [quickest, ...rest] = targetsOf(firstId);
@@ -147,14 +166,26 @@ describe('engine read index', () => {
     assert.equal(resultOf(c, 'a', readId)?.index, 0);
   });
 
-  it('a follower refuses with the leader\'s address; a node knowing no leader gives no hint', () => {
+  it("a follower refuses with the leader's address; a node knowing no leader gives no hint", () => {
     const c = settledCluster();
     const readId = ask(c, 'b');
-    assert.deepEqual(resultOf(c, 'b', readId), { type: 'readIndexResult', readId, index: 0, refusal: 'not-leader', leaderHint: 'a:7000' });
+    assert.deepEqual(resultOf(c, 'b', readId), {
+      type: 'readIndexResult',
+      readId,
+      index: 0,
+      refusal: 'not-leader',
+      leaderHint: 'a:7000',
+    });
     const lone = new Lockstep();
     lone.bootstrap(['a', 'b', 'c']);
     const early = ask(lone, 'b');
-    assert.deepEqual(resultOf(lone, 'b', early), { type: 'readIndexResult', readId: early, index: 0, refusal: 'not-leader', leaderHint: '' });
+    assert.deepEqual(resultOf(lone, 'b', early), {
+      type: 'readIndexResult',
+      readId: early,
+      index: 0,
+      refusal: 'not-leader',
+      leaderHint: '',
+    });
   });
 
   it('a single voter answers at once, with no round', () => {
@@ -172,16 +203,31 @@ describe('engine read index', () => {
     assert.equal(resultOf(c, 'a', ids[1]!)?.refusal, null);
   });
 
-  it('counts only voters: a learner\'s acks confirm nothing', () => {
+  it("counts only voters: a learner's acks confirm nothing", () => {
     const c = settledCluster();
     c.join('d', ['a']);
-    assert.ok(c.tickUntil(() => c.node('a').engine.status().roster.members.some((m) => m.name === 'd' && m.role === 1), 100));
-    c.partition([['a', 'd'], ['b', 'c']]);
+    assert.ok(
+      c.tickUntil(
+        () =>
+          c
+            .node('a')
+            .engine.status()
+            .roster.members.some((m) => m.name === 'd' && m.role === 1),
+        100,
+      ),
+    );
+    c.partition([
+      ['a', 'd'],
+      ['b', 'c'],
+    ]);
     const before = c.messages.filter((m) => m.kind === 'response' && m.from === 'd' && m.method === 'Heartbeat').length;
     const readId = ask(c, 'a');
     c.deliver();
     c.tick(2);
-    assert.ok(c.messages.filter((m) => m.kind === 'response' && m.from === 'd' && m.method === 'Heartbeat').length > before, 'the learner answered');
+    assert.ok(
+      c.messages.filter((m) => m.kind === 'response' && m.from === 'd' && m.method === 'Heartbeat').length > before,
+      'the learner answered',
+    );
     assert.equal(resultOf(c, 'a', readId), undefined);
   });
 
@@ -193,7 +239,7 @@ describe('engine read index', () => {
       assert.equal(readLeaseTicks({ ...DEFAULT_LIMITS, readLeaseEnabled: 1, clockDriftPercentMax: 0 }), 9);
     });
 
-    it('answers without a round while a confirmed round\'s lease holds, and waits once it lapses', () => {
+    it("answers without a round while a confirmed round's lease holds, and waits once it lapses", () => {
       const c = settledCluster(['a', 'b', 'c'], { readLeaseEnabled: 1 });
       ask(c, 'a');
       c.deliver(); // a round confirmed just now
@@ -217,7 +263,7 @@ describe('engine read index', () => {
       assert.ok(c.messages.some((m) => m.kind === 'request' && m.method === 'TimeoutNow'));
       assert.equal(c.node('a').engine.status().role, 'leader');
       const readId = ask(c, 'a');
-      assert.equal(resultOf(c, 'a', readId), undefined, 'a transfer skips the voters\' lease: a round is needed');
+      assert.equal(resultOf(c, 'a', readId), undefined, "a transfer skips the voters' lease: a round is needed");
       c.deliver();
       assert.equal(resultOf(c, 'a', readId)?.refusal, null);
     });

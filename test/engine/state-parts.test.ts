@@ -3,40 +3,108 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { EngineInvariantError, assertFrontiers } from '../../engine/assert.js';
-import { JoinDialer, PendingChanges, RosterCache, confChangeRefusal, type ConfChangeContext } from '../../engine/membership.js';
+import {
+  JoinDialer,
+  PendingChanges,
+  RosterCache,
+  confChangeRefusal,
+  type ConfChangeContext,
+} from '../../engine/membership.js';
 import { Progress } from '../../engine/progress.js';
 import { hasQuorum, majority, quorumMatch, tallyVotes } from '../../engine/quorum.js';
 import { Readiness } from '../../engine/readiness.js';
-import { CAPABILITY_KIND4, EntryKind, MemberRole, bootstrapRoster, encodeRoster, withMember, type Effect, type Roster } from '../../engine/index.js';
+import {
+  CAPABILITY_KIND4,
+  EntryKind,
+  MemberRole,
+  bootstrapRoster,
+  encodeRoster,
+  withMember,
+  type Effect,
+  type Roster,
+} from '../../engine/index.js';
 
-const founders = (n: number): Roster => bootstrapRoster(Array.from({ length: n }, (_, i) => ({ name: `n${i + 1}`, grpcAddr: `a${i + 1}`, httpAddr: `h${i + 1}` })));
-const withLearner = (roster: Roster, id: number): Roster => withMember(roster, { id, name: `l${id}`, grpcAddr: `la${id}`, httpAddr: `lh${id}`, role: MemberRole.Learner });
+const founders = (n: number): Roster =>
+  bootstrapRoster(
+    Array.from({ length: n }, (_, i) => ({ name: `n${i + 1}`, grpcAddr: `a${i + 1}`, httpAddr: `h${i + 1}` })),
+  );
+const withLearner = (roster: Roster, id: number): Roster =>
+  withMember(roster, { id, name: `l${id}`, grpcAddr: `la${id}`, httpAddr: `lh${id}`, role: MemberRole.Learner });
 
 describe('engine/quorum', () => {
   it('quorumMatch is the highest seq a majority of voters holds; learners never count', () => {
     const roster = withLearner(withLearner(founders(3), 4), 5);
-    const match = new Map([[1, 10], [2, 4], [3, 2], [4, 50], [5, 50]]);
-    assert.equal(quorumMatch(roster, (id) => match.get(id) ?? 0), 4);
-    assert.equal(quorumMatch({ membershipVersion: 0, nextMemberId: 1, members: [] }, () => 9), 0);
+    const match = new Map([
+      [1, 10],
+      [2, 4],
+      [3, 2],
+      [4, 50],
+      [5, 50],
+    ]);
+    assert.equal(
+      quorumMatch(roster, (id) => match.get(id) ?? 0),
+      4,
+    );
+    assert.equal(
+      quorumMatch({ membershipVersion: 0, nextMemberId: 1, members: [] }, () => 9),
+      0,
+    );
   });
 
   it('quorumMatch agrees with a brute-force majority for any matches', () => {
-    fc.assert(fc.property(fc.array(fc.nat(100), { minLength: 1, maxLength: 7 }), (matches) => {
-      const roster = founders(matches.length);
-      const got = quorumMatch(roster, (id) => matches[id - 1]!);
-      const holders = (seq: number) => matches.filter((m) => m >= seq).length;
-      assert.ok(holders(got) >= majority(matches.length), 'a majority holds the quorum seq');
-      assert.ok(holders(got + 1) < majority(matches.length), 'no higher seq is held by a majority');
-    }));
+    fc.assert(
+      fc.property(fc.array(fc.nat(100), { minLength: 1, maxLength: 7 }), (matches) => {
+        const roster = founders(matches.length);
+        const got = quorumMatch(roster, (id) => matches[id - 1]!);
+        const holders = (seq: number) => matches.filter((m) => m >= seq).length;
+        assert.ok(holders(got) >= majority(matches.length), 'a majority holds the quorum seq');
+        assert.ok(holders(got + 1) < majority(matches.length), 'no higher seq is held by a majority');
+      }),
+    );
   });
 
   it('tallies votes and check-quorum over voters only', () => {
     const roster = withLearner(founders(3), 4);
-    assert.equal(tallyVotes(roster, new Map([[1, true], [4, true]])), 'pending');
-    assert.equal(tallyVotes(roster, new Map([[1, true], [2, true]])), 'won');
-    assert.equal(tallyVotes(roster, new Map([[1, true], [2, false], [3, false], [4, true]])), 'lost');
-    assert.equal(hasQuorum(roster, (id) => id === 1 || id === 4), false);
-    assert.equal(hasQuorum(roster, (id) => id === 1 || id === 3), true);
+    assert.equal(
+      tallyVotes(
+        roster,
+        new Map([
+          [1, true],
+          [4, true],
+        ]),
+      ),
+      'pending',
+    );
+    assert.equal(
+      tallyVotes(
+        roster,
+        new Map([
+          [1, true],
+          [2, true],
+        ]),
+      ),
+      'won',
+    );
+    assert.equal(
+      tallyVotes(
+        roster,
+        new Map([
+          [1, true],
+          [2, false],
+          [3, false],
+          [4, true],
+        ]),
+      ),
+      'lost',
+    );
+    assert.equal(
+      hasQuorum(roster, (id) => id === 1 || id === 4),
+      false,
+    );
+    assert.equal(
+      hasQuorum(roster, (id) => id === 1 || id === 3),
+      true,
+    );
   });
 });
 
@@ -67,7 +135,7 @@ describe('engine/progress', () => {
     assert.equal(pr.ackedCommitSeq, 4);
   });
 
-  it('caps a reported match at the leader\'s log end, and knows when a removed member has learned', () => {
+  it("caps a reported match at the leader's log end, and knows when a removed member has learned", () => {
     const pr = new Progress(1, 0, 6);
     pr.foldMatch(99, 8);
     assert.equal(pr.matchSeq, 8);
@@ -103,7 +171,10 @@ describe('engine/readiness (spec Readiness rules)', () => {
   it('rule 3: leader_last_seq = 0 switches to the status poll, paced', () => {
     const { readiness } = latch();
     readiness.onHeartbeatFrontier(0);
-    assert.deepEqual([1, 2, 3].map(() => readiness.pollDue(3)), [false, false, true]);
+    assert.deepEqual(
+      [1, 2, 3].map(() => readiness.pollDue(3)),
+      [false, false, true],
+    );
     assert.equal(readiness.onStatusPolled(0), false);
     assert.equal(readiness.onStatusPolled(5), true);
     assert.equal(readiness.convergence(5), 'caught-up-to-polled-status');
@@ -111,19 +182,31 @@ describe('engine/readiness (spec Readiness rules)', () => {
     assert.equal(readiness.pollDue(1), false, 'a real frontier ends the poll');
   });
 
-  it('flips emit one effect each (rules 4 and 6 are the engine\'s set calls)', () => {
+  it("flips emit one effect each (rules 4 and 6 are the engine's set calls)", () => {
     const { readiness, effects } = latch();
     readiness.set(true, 'won-leadership');
     readiness.set(true, 'won-leadership');
     readiness.set(false, 'removed');
-    assert.deepEqual(effects, [{ type: 'readiness', ready: true, reason: 'won-leadership' }, { type: 'readiness', ready: false, reason: 'removed' }]);
+    assert.deepEqual(effects, [
+      { type: 'readiness', ready: true, reason: 'won-leadership' },
+      { type: 'readiness', ready: false, reason: 'removed' },
+    ]);
   });
 });
 
 describe('engine/membership', () => {
   const ctx = (over: Partial<ConfChangeContext> = {}): ConfChangeContext => ({
-    roster: withLearner(founders(3), 4), selfId: 1, commitSeq: 5, barrierSeq: 5, pendingConfSeq: 0, transferring: false,
-    selfCapabilities: CAPABILITY_KIND4, capabilitiesOf: () => CAPABILITY_KIND4, clusterMemberCountMax: 7, promotingId: 0, ...over,
+    roster: withLearner(founders(3), 4),
+    selfId: 1,
+    commitSeq: 5,
+    barrierSeq: 5,
+    pendingConfSeq: 0,
+    transferring: false,
+    selfCapabilities: CAPABILITY_KIND4,
+    capabilitiesOf: () => CAPABILITY_KIND4,
+    clusterMemberCountMax: 7,
+    promotingId: 0,
+    ...over,
   });
 
   it('the conf-change gate answers with a typed code', () => {
@@ -132,14 +215,20 @@ describe('engine/membership', () => {
     assert.equal(confChangeRefusal(ctx({ pendingConfSeq: 6 }))?.code, 'change-in-flight');
     assert.equal(confChangeRefusal(ctx({ transferring: true }))?.code, 'transfer-in-progress');
     assert.equal(confChangeRefusal(ctx({ selfCapabilities: 0 }))?.code, 'leader-lacks-kind4');
-    assert.equal(confChangeRefusal(ctx({ capabilitiesOf: (id) => (id === 2 ? 0 : CAPABILITY_KIND4) }))?.code, 'member-lacks-kind4');
+    assert.equal(
+      confChangeRefusal(ctx({ capabilitiesOf: (id) => (id === 2 ? 0 : CAPABILITY_KIND4) }))?.code,
+      'member-lacks-kind4',
+    );
     assert.equal(confChangeRefusal(ctx({ clusterMemberCountMax: 4 }))?.code, 'member-limit');
   });
 
   it('the capability gate is on voters, and on a learner being promoted', () => {
     const incapableLearner = (id: number) => (id === 4 ? 0 : CAPABILITY_KIND4);
     assert.equal(confChangeRefusal(ctx({ capabilitiesOf: incapableLearner })), null);
-    assert.equal(confChangeRefusal(ctx({ capabilitiesOf: incapableLearner, promotingId: 4 }))?.code, 'member-lacks-kind4');
+    assert.equal(
+      confChangeRefusal(ctx({ capabilitiesOf: incapableLearner, promotingId: 4 }))?.code,
+      'member-lacks-kind4',
+    );
   });
 
   it('the roster cache serves a record only at the term it was decoded for (truncation)', () => {
@@ -157,7 +246,10 @@ describe('engine/membership', () => {
     assert.equal(pending.joinAlsoAnswers('n4', 101), true);
     assert.equal(pending.joinAlsoAnswers('n5', 102), false);
     pending.addAdmin(6, 9, 'n2');
-    assert.deepEqual(pending.settle(5).map((c) => [c.kind, c.id, c.callIds]), [['join', 4, [100, 101]]]);
+    assert.deepEqual(
+      pending.settle(5).map((c) => [c.kind, c.id, c.callIds]),
+      [['join', 4, [100, 101]]],
+    );
     pending.addJoin(7, 5, 'n5', 103);
     assert.deepEqual(pending.abandon(), { adminIds: [9], joinCallIds: [103] });
     assert.deepEqual(pending.settle(99), []);
@@ -172,15 +264,28 @@ describe('engine/membership', () => {
     dialer.refused('leader', [{ grpcAddr: 'm1' }, { grpcAddr: 'm2' }, { grpcAddr: 'm3' }]);
     assert.equal(dialer.due(3), 'leader', 'a named leader at once');
     assert.deepEqual([dialer.due(3), dialer.due(3), dialer.due(3)], [null, null, 's2']);
-    assert.deepEqual([1, 2, 3].map(() => dialer.due(1)), ['m1', 'm2', 's1'], 'learned members join the seeds, up to the limit');
+    assert.deepEqual(
+      [1, 2, 3].map(() => dialer.due(1)),
+      ['m1', 'm2', 's1'],
+      'learned members join the seeds, up to the limit',
+    );
   });
 });
 
 describe('engine/assert', () => {
   it('frontiers: applied ≤ commit ≤ matched, durable ≤ log end; anything else throws EngineInvariantError', () => {
     assertFrontiers({ appliedSeq: 1, commitSeq: 2, matchedSeq: 3, durableSeq: 3, lastSeq: 3 });
-    assert.throws(() => assertFrontiers({ appliedSeq: 3, commitSeq: 2, matchedSeq: 3, durableSeq: 3, lastSeq: 3 }), EngineInvariantError);
-    assert.throws(() => assertFrontiers({ appliedSeq: 1, commitSeq: 4, matchedSeq: 3, durableSeq: 3, lastSeq: 4 }), /commit seqno 4 is above the matched frontier 3/);
-    assert.throws(() => assertFrontiers({ appliedSeq: 1, commitSeq: 2, matchedSeq: 3, durableSeq: 5, lastSeq: 4 }), /durable seqno 5 is above the log end 4/);
+    assert.throws(
+      () => assertFrontiers({ appliedSeq: 3, commitSeq: 2, matchedSeq: 3, durableSeq: 3, lastSeq: 3 }),
+      EngineInvariantError,
+    );
+    assert.throws(
+      () => assertFrontiers({ appliedSeq: 1, commitSeq: 4, matchedSeq: 3, durableSeq: 3, lastSeq: 4 }),
+      /commit seqno 4 is above the matched frontier 3/,
+    );
+    assert.throws(
+      () => assertFrontiers({ appliedSeq: 1, commitSeq: 2, matchedSeq: 3, durableSeq: 5, lastSeq: 4 }),
+      /durable seqno 5 is above the log end 4/,
+    );
   });
 });

@@ -25,7 +25,14 @@ export class History {
   }
 
   invoke(clientId: string, input: KvInput): KvOperation {
-    const op: KvOperation = { id: this.nextId++, clientId, input, callTime: this.nowUs(), returnTime: null, output: null };
+    const op: KvOperation = {
+      id: this.nextId++,
+      clientId,
+      input,
+      callTime: this.nowUs(),
+      returnTime: null,
+      output: null,
+    };
     this.operations.push(op);
     return op;
   }
@@ -65,9 +72,18 @@ export class ClientIdentity {
 export function tallyHistory(ops: readonly KvOperation[]): Record<string, number> {
   const tally: Record<string, number> = {};
   for (const op of ops) {
-    const outcome = op.output === null ? 'indeterminate'
-      : op.output.kind === 'cas' ? (op.output.swapped ? 'swapped' : 'not-swapped')
-        : op.output.kind === 'get' ? (op.output.value === null ? 'absent' : 'value') : 'ok';
+    const outcome =
+      op.output === null
+        ? 'indeterminate'
+        : op.output.kind === 'cas'
+          ? op.output.swapped
+            ? 'swapped'
+            : 'not-swapped'
+          : op.output.kind === 'get'
+            ? op.output.value === null
+              ? 'absent'
+              : 'value'
+            : 'ok';
     const name = `${op.input.key.startsWith('apikey/') ? 'apikey ' : ''}${op.input.kind} ${outcome}`;
     tally[name] = (tally[name] ?? 0) + 1;
   }

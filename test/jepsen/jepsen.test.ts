@@ -21,8 +21,13 @@ describe('jepsen: a real cluster under partitions, kills, pauses and transfers',
     assert.equal(report.verdict, 'ok', `the history is not linearizable:${context}`);
     // A run in which nothing happened proves nothing: the workload must have read and written, and every round run.
     assert.equal(report.roundsRun, SHORT_FORM.schedule.length, context);
-    assert.ok(report.completedGets >= 50 && report.completedWrites >= 50, `too little work done: ${report.completedGets} gets, ${report.completedWrites} writes${context}`);
+    assert.ok(
+      report.completedGets >= 50 && report.completedWrites >= 50,
+      `too little work done: ${report.completedGets} gets, ${report.completedWrites} writes${context}`,
+    );
     assert.ok(report.keysRevoked >= 1, `no API key was revoked${context}`);
-    console.log(`      ${report.text.split('\n')[0]}; ${report.operations} operations (${report.completedGets} register reads, ${report.completedWrites} register writes completed), ${report.keysRevoked} API keys revoked, ${report.roundsRun} nemesis rounds`);
+    console.log(
+      `      ${report.text.split('\n')[0]}; ${report.operations} operations (${report.completedGets} register reads, ${report.completedWrites} register writes completed), ${report.keysRevoked} API keys revoked, ${report.roundsRun} nemesis rounds`,
+    );
   });
 });

@@ -46,13 +46,23 @@ interface LiveKey {
   secret: string;
 }
 
-interface AnswerBody { code?: string; key?: string; record?: { id?: string } }
+interface AnswerBody {
+  code?: string;
+  key?: string;
+  record?: { id?: string };
+}
 type Answer = { status: number; body: AnswerBody } | null;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class KeyWorkload {
-  readonly stats: KeyWorkloadStats = { keysCreated: 0, keysRevoked: 0, adminCallsIndeterminate: 0, adminCallsRefused: [], usesUnanswered: 0 };
+  readonly stats: KeyWorkloadStats = {
+    keysCreated: 0,
+    keysRevoked: 0,
+    adminCallsIndeterminate: 0,
+    adminCallsRefused: [],
+    usesUnanswered: 0,
+  };
   private current: LiveKey | null = null;
   private readonly admin = new ClientIdentity('admin');
   /** adminAt is the node the admin calls; it moves on after a failure. */
@@ -62,7 +72,10 @@ export class KeyWorkload {
 
   /** run drives the admin loop and one user per node until stopped() holds. */
   async run(stopped: () => boolean): Promise<void> {
-    await Promise.all([this.adminLoop(stopped), ...this.options.httpUrls.map((url, i) => this.userLoop(i, url, stopped))]);
+    await Promise.all([
+      this.adminLoop(stopped),
+      ...this.options.httpUrls.map((url, i) => this.userLoop(i, url, stopped)),
+    ]);
   }
 
   private async adminLoop(stopped: () => boolean): Promise<void> {
@@ -71,8 +84,15 @@ export class KeyWorkload {
     for (let n = 1; !stopped(); n++) {
       const register = `apikey/${n}`;
       const create = history.invoke(this.admin.id, { kind: 'put', key: register, value: 'active' });
-      const created = await this.call('POST', '/keys', this.options.adminKey, { name: `jepsen-${n}`, role: 'developer' });
-      if (created?.status !== 201 || typeof created.body.key !== 'string' || typeof created.body.record?.id !== 'string') {
+      const created = await this.call('POST', '/keys', this.options.adminKey, {
+        name: `jepsen-${n}`,
+        role: 'developer',
+      });
+      if (
+        created?.status !== 201 ||
+        typeof created.body.key !== 'string' ||
+        typeof created.body.record?.id !== 'string'
+      ) {
         this.adminFailed(create, created);
         await sleep(timing.failurePauseMs);
         continue;
@@ -103,7 +123,9 @@ export class KeyWorkload {
   private adminFailed(op: KvOperation, answer: Answer): void {
     if (answer !== null && answer.status >= 400 && answer.status < 500) {
       this.options.history.drop(op);
-      this.stats.adminCallsRefused.push(`${op.input.key} ${op.input.kind === 'put' ? op.input.value : ''}: ${answer.status} ${answer.body.code ?? ''}`);
+      this.stats.adminCallsRefused.push(
+        `${op.input.key} ${op.input.kind === 'put' ? op.input.value : ''}: ${answer.status} ${answer.body.code ?? ''}`,
+      );
     } else {
       this.stats.adminCallsIndeterminate++;
       this.admin.retire();
@@ -123,10 +145,16 @@ export class KeyWorkload {
       }
       const op = history.invoke(user.id, { kind: 'get', key: key.register });
       const answer = await this.request(url, 'GET', `/keys/${encodeURIComponent(key.id)}`, key.secret);
-      const value = answer === null ? undefined
-        : answer.status === 200 ? 'active'
-          : answer.status === 401 && answer.body.code === 'KEY_REVOKED' ? 'revoked'
-            : answer.status === 401 && answer.body.code === 'UNAUTHORIZED' ? null : undefined;
+      const value =
+        answer === null
+          ? undefined
+          : answer.status === 200
+            ? 'active'
+            : answer.status === 401 && answer.body.code === 'KEY_REVOKED'
+              ? 'revoked'
+              : answer.status === 401 && answer.body.code === 'UNAUTHORIZED'
+                ? null
+                : undefined;
       if (value === undefined) {
         // No answer, or one that says nothing about the key (503 when the node cannot confirm): not a read.
         history.drop(op);

@@ -82,7 +82,12 @@ export class KvClient {
     while (!stopped()) {
       const key = keys[prng.int(keys.length)]!;
       const draw = prng.next();
-      const ok = draw < GET_SHARE ? await this.get(key) : draw < GET_SHARE + PUT_SHARE ? await this.put(key) : await this.cas(key);
+      const ok =
+        draw < GET_SHARE
+          ? await this.get(key)
+          : draw < GET_SHARE + PUT_SHARE
+            ? await this.put(key)
+            : await this.cas(key);
       await sleep(ok ? prng.uniform(0, timing.thinkMsMax) : timing.failurePauseMs);
     }
   }
@@ -120,7 +125,13 @@ export class KvClient {
     const expected = this.seen.get(key) ?? { value: null, version: 0 };
     const value = this.nextValue();
     const op = this.options.history.invoke(this.identity.id, { kind: 'cas', key, expected: expected.value, value });
-    const outcome = await this.write(op, { op: 'put', key, value: { v: value }, expectedVersion: expected.version, requestId: this.requestId() });
+    const outcome = await this.write(op, {
+      op: 'put',
+      key,
+      value: { v: value },
+      expectedVersion: expected.version,
+      requestId: this.requestId(),
+    });
     if (outcome === null) return false;
     const swapped = outcome.outcome === 'applied';
     this.options.history.complete(op, { kind: 'cas', swapped });
@@ -133,7 +144,10 @@ export class KvClient {
    * with the command's outcome, or null when there is none: the operation is then dropped (no attempt can
    * have been proposed) or left indeterminate (this client is retired).
    */
-  private async write(op: KvOperation, command: StoreCommand): Promise<{ outcome: 'applied'; version: number } | { outcome: 'conflict' } | null> {
+  private async write(
+    op: KvOperation,
+    command: StoreCommand,
+  ): Promise<{ outcome: 'applied'; version: number } | { outcome: 'conflict' } | null> {
     const { pool, members, timing, history } = this.options;
     const bytes = encodeCommand(command);
     const deadlineAt = Date.now() + timing.writeDeadlineMs;
@@ -144,7 +158,8 @@ export class KvClient {
       try {
         const answer = await pool.propose(to, bytes, Math.min(deadlineAt, Date.now() + timing.attemptDeadlineMs));
         const result = resultFromMessage(answer.result);
-        if (result.outcome === 'rejected') throw new Error(`the store rejected ${command.op} ${command.key}: ${result.reason}`);
+        if (result.outcome === 'rejected')
+          throw new Error(`the store rejected ${command.op} ${command.key}: ${result.reason}`);
         return result.outcome === 'applied' ? { outcome: 'applied', version: result.version } : { outcome: 'conflict' };
       } catch (err) {
         if (!(err instanceof StoreCallError)) throw err;

@@ -27,13 +27,20 @@ export async function launchJepsen(options: JepsenOptions, log: (line: string) =
   }
 }
 
-function runInHub(options: JepsenOptions, topology: Awaited<ReturnType<typeof createTopology>>, log: (line: string) => void): Promise<JepsenReport> {
+function runInHub(
+  options: JepsenOptions,
+  topology: Awaited<ReturnType<typeof createTopology>>,
+  log: (line: string) => void,
+): Promise<JepsenReport> {
   const [wrapper, ...wrapperArgs] = netnsExec(topology.hubNetns);
   // The nodes must not find a Redis or an API secret in the environment: the run's configuration is all theirs.
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_JEPSEN_RUNNER: '1' };
   for (const name of ['REDIS_URL', 'SVC_SECRET_KEY', 'SVC_SECRET_KEY_FILE', 'SVC_RATE_LIMIT_RPS']) delete env[name];
   const child = fork(runnerEntry, [JSON.stringify({ options, topology })], {
-    execPath: wrapper!, execArgv: [...wrapperArgs, process.execPath, '--import', 'tsx'], env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    execPath: wrapper!,
+    execArgv: [...wrapperArgs, process.execPath, '--import', 'tsx'],
+    env,
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   const lines = (stream: NodeJS.ReadableStream | null): void => {
     let rest = '';
@@ -43,7 +50,9 @@ function runInHub(options: JepsenOptions, topology: Awaited<ReturnType<typeof cr
       rest = parts.pop() ?? '';
       for (const line of parts) log(line);
     });
-    stream?.on('end', () => { if (rest !== '') log(rest); });
+    stream?.on('end', () => {
+      if (rest !== '') log(rest);
+    });
   };
   lines(child.stdout);
   lines(child.stderr);
@@ -63,6 +72,8 @@ function runInHub(options: JepsenOptions, topology: Awaited<ReturnType<typeof cr
       if (message.type === 'report' && message.report) settle(() => resolve(message.report!));
       else if (message.type === 'error') settle(() => reject(new Error(`the run failed: ${message.error}`)));
     });
-    child.once('exit', (code, signal) => settle(() => reject(new Error(`the runner exited (${signal ?? `code ${code}`}) without a report`))));
+    child.once('exit', (code, signal) =>
+      settle(() => reject(new Error(`the runner exited (${signal ?? `code ${code}`}) without a report`))),
+    );
   });
 }

@@ -11,7 +11,8 @@ function scheduleFlag(): NemesisKind[] | undefined {
   if (at < 0) return undefined;
   const kinds = (process.argv[at + 1] ?? '').split(',');
   const unknown = kinds.filter((k) => !(NEMESIS_KINDS as readonly string[]).includes(k));
-  if (unknown.length > 0) throw new Error(`--schedule: unknown kinds ${unknown.join(', ')}; known: ${NEMESIS_KINDS.join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(`--schedule: unknown kinds ${unknown.join(', ')}; known: ${NEMESIS_KINDS.join(', ')}`);
   return kinds as NemesisKind[];
 }
 
@@ -41,5 +42,7 @@ if ('skipped' in outcome) {
 console.log('');
 console.log(outcome.report.text);
 console.log('');
-console.log(`jepsen: seed ${options.seed}: ${outcome.report.verdict} (rerun: npx tsx test/jepsen/main.ts --seed ${options.seed}${base === SHORT_FORM ? ' --short' : ''}${schedule ? ` --schedule ${schedule.join(',')}` : ''}${options.rounds !== base.rounds ? ` --rounds ${options.rounds}` : ''})`);
+console.log(
+  `jepsen: seed ${options.seed}: ${outcome.report.verdict} (rerun: npx tsx test/jepsen/main.ts --seed ${options.seed}${base === SHORT_FORM ? ' --short' : ''}${schedule ? ` --schedule ${schedule.join(',')}` : ''}${options.rounds !== base.rounds ? ` --rounds ${options.rounds}` : ''})`,
+);
 process.exit(outcome.report.verdict === 'ok' ? 0 : 1);

@@ -20,7 +20,7 @@ export const NEMESIS_KINDS = [
   'pause-one',
   'transfer-leader',
 ] as const;
-export type NemesisKind = typeof NEMESIS_KINDS[number];
+export type NemesisKind = (typeof NEMESIS_KINDS)[number];
 
 export interface TimelineEntry {
   atMs: number;
@@ -76,7 +76,9 @@ export class Nemesis {
         const cut = others[this.prng.int(others.length)]!;
         await partition(this.topology, [[victim], [cut]]);
         this.partitioned = true;
-        this.note(`${kind}: ${who} and ${cut} cut off from each other, both reach ${others.filter((n) => n !== cut).join(', ')}`);
+        this.note(
+          `${kind}: ${who} and ${cut} cut off from each other, both reach ${others.filter((n) => n !== cut).join(', ')}`,
+        );
         await sleep(holdMs);
         await this.healNetwork();
         break;
@@ -104,7 +106,10 @@ export class Nemesis {
         }
         const to = others[this.prng.int(others.length)]!;
         this.note(`${kind}: ${leader} asked to hand leadership to ${to}`);
-        const detail = await this.cluster.transfer(leader, to).then((d) => d || 'accepted', (err: unknown) => `refused: ${(err as Error).message}`);
+        const detail = await this.cluster.transfer(leader, to).then(
+          (d) => d || 'accepted',
+          (err: unknown) => `refused: ${(err as Error).message}`,
+        );
         this.note(`transfer ${leader} -> ${to}: ${detail}`);
         await sleep(holdMs);
         break;
@@ -137,7 +142,10 @@ export class Nemesis {
     while (this.clock.nowMs() - started < timeoutMs) {
       const statuses = [...(await this.cluster.statuses()).values()];
       const leaders = statuses.filter((s) => s?.role === 'leader');
-      if (leaders.length === 1 && statuses.every((s) => s !== null && s.term === leaders[0]!.term && s.leaderId === leaders[0]!.id)) {
+      if (
+        leaders.length === 1 &&
+        statuses.every((s) => s !== null && s.term === leaders[0]!.term && s.leaderId === leaders[0]!.id)
+      ) {
         this.note(`recovered: ${leaders[0]!.name} leads term ${leaders[0]!.term}, followed by every node`);
         return;
       }
@@ -170,7 +178,10 @@ export class Nemesis {
     if (this.partitioned) await this.healNetwork().catch(() => undefined);
     for (const node of this.cluster.nodes) {
       if (node.paused) this.cluster.resume(node.name);
-      if (!this.cluster.running(node)) await this.cluster.restart(node.name).catch((err: unknown) => this.note(`restart of ${node.name} failed: ${String(err)}`));
+      if (!this.cluster.running(node))
+        await this.cluster
+          .restart(node.name)
+          .catch((err: unknown) => this.note(`restart of ${node.name} failed: ${String(err)}`));
     }
   }
 }

@@ -64,7 +64,11 @@ export class NetnsCluster {
   static async start(options: NetnsClusterOptions): Promise<NetnsCluster> {
     const names = options.hosts.map((h) => h.name);
     const pki: Pki = await makePki(options.dir, names);
-    const bootstrap = options.hosts.map((h) => ({ name: h.name, grpcAddr: `${h.address}:${GRPC_PORT}`, httpAddr: `http://${h.address}:${HTTP_PORT}` }));
+    const bootstrap = options.hosts.map((h) => ({
+      name: h.name,
+      grpcAddr: `${h.address}:${GRPC_PORT}`,
+      httpAddr: `http://${h.address}:${HTTP_PORT}`,
+    }));
     const nodes: ClusterNode[] = options.hosts.map((host) => ({
       name: host.name,
       grpcAddr: `${host.address}:${GRPC_PORT}`,
@@ -83,7 +87,13 @@ export class NetnsCluster {
         logLevel: options.logLevel,
         processMetrics: false,
         // No Redis: the workload needs keys only (queues answer 503). The rate limit must never refuse the test.
-        api: { localRedis: false, rateLimitPerSecond: 1_000_000, accessLog: false, runWorker: false, albumWorker: false },
+        api: {
+          localRedis: false,
+          rateLimitPerSecond: 1_000_000,
+          accessLog: false,
+          runWorker: false,
+          albumWorker: false,
+        },
       },
     }));
     const credentialsOf = async (tls: NodeConfig['tls']): Promise<ReturnType<typeof clientCredentials>> => {
@@ -92,10 +102,19 @@ export class NetnsCluster {
       return clientCredentials({ ca, cert, key });
     };
     // The node certificates name localhost; the clients dial private addresses and check that name.
-    const channelOptions = { ...clientChannelOptions(resolveGrpcLimits()), 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' };
-    const cluster = new NetnsCluster(nodes,
-      new StoreClientPool({ credentials: await credentialsOf(pki.tls(names[0]!)), channelOptions: { ...channelOptions, ...clusterChannelOptions(pki.clusterId) } }),
-      new AdminClientPool({ credentials: await credentialsOf(pki.adminTls()), channelOptions }));
+    const channelOptions = {
+      ...clientChannelOptions(resolveGrpcLimits()),
+      'grpc.ssl_target_name_override': 'localhost',
+      'grpc.default_authority': 'localhost',
+    };
+    const cluster = new NetnsCluster(
+      nodes,
+      new StoreClientPool({
+        credentials: await credentialsOf(pki.tls(names[0]!)),
+        channelOptions: { ...channelOptions, ...clusterChannelOptions(pki.clusterId) },
+      }),
+      new AdminClientPool({ credentials: await credentialsOf(pki.adminTls()), channelOptions }),
+    );
     try {
       await Promise.all(nodes.map((node) => cluster.launch(node)));
     } catch (err) {
@@ -124,7 +143,10 @@ export class NetnsCluster {
   async bootstrapAdmin(): Promise<{ key: string; keyId: string }> {
     const node = this.nodes.find((n) => this.running(n) && !n.paused);
     if (!node?.process) throw new Error('no running node to mint the admin key');
-    return await node.process.request({ op: 'bootstrap-admin', name: 'jepsen-admin' }) as { key: string; keyId: string };
+    return (await node.process.request({ op: 'bootstrap-admin', name: 'jepsen-admin' })) as {
+      key: string;
+      keyId: string;
+    };
   }
 
   async kill9(name: string): Promise<void> {
@@ -173,7 +195,11 @@ export class NetnsCluster {
 
   /** transfer asks the leader to hand leadership to `to` (svc.admin.v1 ChangeMember TRANSFER). */
   async transfer(leader: string, to: string): Promise<string> {
-    const answer = await this.admin.changeMember(this.node(leader).grpcAddr, { change: MemberChange.MEMBER_CHANGE_TRANSFER, name: to, hops: 0 }, Date.now() + TRANSFER_DEADLINE_MS);
+    const answer = await this.admin.changeMember(
+      this.node(leader).grpcAddr,
+      { change: MemberChange.MEMBER_CHANGE_TRANSFER, name: to, hops: 0 },
+      Date.now() + TRANSFER_DEADLINE_MS,
+    );
     return answer.detail;
   }
 

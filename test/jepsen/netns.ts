@@ -51,7 +51,10 @@ async function sh(command: string, args: string[]): Promise<string> {
 /** netnsUnavailable says why this machine cannot run the test (not root, no `ip netns`, no iptables), or null. */
 export async function netnsUnavailable(): Promise<string | null> {
   if (process.getuid?.() !== 0) return 'not running as root (network namespaces and iptables need root)';
-  for (const [command, args] of [['ip', ['netns', 'list']], ['iptables', ['--version']]] as const) {
+  for (const [command, args] of [
+    ['ip', ['netns', 'list']],
+    ['iptables', ['--version']],
+  ] as const) {
     try {
       await run(command, [...args], { timeout: COMMAND_TIMEOUT_MS });
     } catch (err) {
@@ -80,7 +83,10 @@ function alive(pid: number): boolean {
 
 /** killNetnsProcesses ends, with SIGKILL, every process inside one of our namespaces (nodes we started there). */
 async function killNetnsProcesses(netns: string): Promise<void> {
-  const pids = (await sh('ip', ['netns', 'pids', netns]).catch(() => '')).split(/\s+/).filter((p) => p !== '').map(Number);
+  const pids = (await sh('ip', ['netns', 'pids', netns]).catch(() => ''))
+    .split(/\s+/)
+    .filter((p) => p !== '')
+    .map(Number);
   for (const pid of pids) {
     if (pid === process.pid) continue;
     try {
@@ -124,7 +130,11 @@ export async function createTopology(nodeNames: readonly string[], runTag = `${p
     prefix,
     hubNetns: `${prefix}-hub`,
     hubAddress: `${SUBNET_PREFIX}.${HUB_HOST_OCTET}`,
-    nodes: nodeNames.map((name, i) => ({ name, netns: `${prefix}-${name}`, address: `${SUBNET_PREFIX}.${NODE_HOST_OCTET_FIRST + i}` })),
+    nodes: nodeNames.map((name, i) => ({
+      name,
+      netns: `${prefix}-${name}`,
+      address: `${SUBNET_PREFIX}.${NODE_HOST_OCTET_FIRST + i}`,
+    })),
   };
   try {
     const hub = topology.hubNetns;
@@ -168,18 +178,22 @@ function iptables(netns: string, args: string[]): Promise<string> {
  */
 export async function partition(topology: Topology, groups: readonly (readonly string[])[]): Promise<void> {
   const groupOf = new Map<string, number>();
-  groups.forEach((group, i) => { for (const name of group) groupOf.set(name, i); });
-  await Promise.all(topology.nodes.map(async (node) => {
-    await iptables(node.netns, ['-F', PARTITION_CHAIN]);
-    const mine = groupOf.get(node.name);
-    if (mine === undefined) return;
-    for (const other of topology.nodes) {
-      const theirs = groupOf.get(other.name);
-      if (other === node || theirs === undefined || theirs === mine) continue;
-      await iptables(node.netns, ['-A', PARTITION_CHAIN, '-s', other.address, '-j', 'DROP']);
-      await iptables(node.netns, ['-A', PARTITION_CHAIN, '-d', other.address, '-j', 'DROP']);
-    }
-  }));
+  groups.forEach((group, i) => {
+    for (const name of group) groupOf.set(name, i);
+  });
+  await Promise.all(
+    topology.nodes.map(async (node) => {
+      await iptables(node.netns, ['-F', PARTITION_CHAIN]);
+      const mine = groupOf.get(node.name);
+      if (mine === undefined) return;
+      for (const other of topology.nodes) {
+        const theirs = groupOf.get(other.name);
+        if (other === node || theirs === undefined || theirs === mine) continue;
+        await iptables(node.netns, ['-A', PARTITION_CHAIN, '-s', other.address, '-j', 'DROP']);
+        await iptables(node.netns, ['-A', PARTITION_CHAIN, '-d', other.address, '-j', 'DROP']);
+      }
+    }),
+  );
 }
 
 /** heal removes every partition rule. */

@@ -17,14 +17,22 @@ describe('layout: the import direction (eslint.config.js)', function () {
   /** fences lints code as the file at `file` and returns the fence rules it broke. */
   async function fences(file: string, code: string): Promise<string[]> {
     const [result] = await eslint.lintText(code, { filePath: path.join(repoRoot, file) });
-    return result!.messages.filter((m) => m.ruleId !== null && FENCE_RULES.has(m.ruleId)).map((m) => `${m.ruleId}: ${m.message}`);
+    return result!.messages
+      .filter((m) => m.ruleId !== null && FENCE_RULES.has(m.ruleId))
+      .map((m) => `${m.ruleId}: ${m.message}`);
   }
 
   const fires: Array<[file: string, code: string]> = [
     ['transports/node/probe.ts', "import { startApiService } from '../../api/server.js';\nvoid startApiService;\n"],
-    ['transports/grpc/probe.ts', "import type { StoreLimits } from '../../store/limits.js';\nexport type L = StoreLimits;\n"],
+    [
+      'transports/grpc/probe.ts',
+      "import type { StoreLimits } from '../../store/limits.js';\nexport type L = StoreLimits;\n",
+    ],
     ['transports/node/probe.ts', "export { Node } from '../../cli/node/node.js';\n"],
-    ['transports/node/probe.ts', "export async function load(): Promise<unknown> { return import('../../api/server.js'); }\n"],
+    [
+      'transports/node/probe.ts',
+      "export async function load(): Promise<unknown> { return import('../../api/server.js'); }\n",
+    ],
     ['transports/probe.ts', "import { ReplicatedStore } from '../store/replicated-store.js';\nvoid ReplicatedStore;\n"],
     ['store/probe.ts', "import { UnaryCallError } from '../transports/grpc/unary-call.js';\nvoid UnaryCallError;\n"],
     ['store/probe.ts', "import * as grpc from '@grpc/grpc-js';\nvoid grpc;\n"],
@@ -42,16 +50,34 @@ describe('layout: the import direction (eslint.config.js)', function () {
     it(`fires on ${file}: ${code.split('\n')[0]}`, async () => {
       const broken = await fences(file, code);
       assert.ok(broken.length > 0, `no fence fired for ${file}`);
-      assert.ok(broken.some((m) => /must not import|knows no transport/.test(m)), broken.join('\n'));
+      assert.ok(
+        broken.some((m) => /must not import|knows no transport/.test(m)),
+        broken.join('\n'),
+      );
     });
   }
 
   const allowed: Array<[file: string, code: string]> = [
-    ['transports/grpc/probe.ts', "import * as pb from '../../proto/gen/svc/store/v1/store.js';\nimport { DEFAULT_STREAM_IDLE_MS } from '../store-rpc/limits.js';\nimport type { Entry } from '../../engine/types.js';\nexport type E = Entry;\nvoid pb;\nvoid DEFAULT_STREAM_IDLE_MS;\n"],
-    ['store/probe.ts', "import type { Entry } from '../engine/types.js';\nimport * as pb from '../proto/gen/svc/store/v1/store.js';\nexport type E = Entry;\nvoid pb;\n"],
-    ['api/routes/probe.ts', "import type { DocumentStore } from '../../store/document-store.js';\nimport { storeError } from '../store-helpers.js';\nexport type D = DocumentStore;\nvoid storeError;\n"],
-    ['engine/tracker/probe.ts', "import type { Entry } from '../types.js';\nimport * as pb from '../../proto/gen/svc/replication/v1/replication.js';\nexport type E = Entry;\nvoid pb;\n"],
-    ['cli/node/probe.ts', "import { startApiService } from '../../api/server.js';\nimport { StoreRouter } from '../../store/store-router.js';\nimport { Driver } from '../../transports/node/driver.js';\nvoid startApiService;\nvoid StoreRouter;\nvoid Driver;\n"],
+    [
+      'transports/grpc/probe.ts',
+      "import * as pb from '../../proto/gen/svc/store/v1/store.js';\nimport { DEFAULT_STREAM_IDLE_MS } from '../store-rpc/limits.js';\nimport type { Entry } from '../../engine/types.js';\nexport type E = Entry;\nvoid pb;\nvoid DEFAULT_STREAM_IDLE_MS;\n",
+    ],
+    [
+      'store/probe.ts',
+      "import type { Entry } from '../engine/types.js';\nimport * as pb from '../proto/gen/svc/store/v1/store.js';\nexport type E = Entry;\nvoid pb;\n",
+    ],
+    [
+      'api/routes/probe.ts',
+      "import type { DocumentStore } from '../../store/document-store.js';\nimport { storeError } from '../store-helpers.js';\nexport type D = DocumentStore;\nvoid storeError;\n",
+    ],
+    [
+      'engine/tracker/probe.ts',
+      "import type { Entry } from '../types.js';\nimport * as pb from '../../proto/gen/svc/replication/v1/replication.js';\nexport type E = Entry;\nvoid pb;\n",
+    ],
+    [
+      'cli/node/probe.ts',
+      "import { startApiService } from '../../api/server.js';\nimport { StoreRouter } from '../../store/store-router.js';\nimport { Driver } from '../../transports/node/driver.js';\nvoid startApiService;\nvoid StoreRouter;\nvoid Driver;\n",
+    ],
     ['sim/probe.ts', "import type { Entry } from '../engine/types.js';\nexport type E = Entry;\n"],
   ];
   for (const [file, code] of allowed) {

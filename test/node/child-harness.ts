@@ -47,8 +47,14 @@ function commonOps(node: Node): Record<string, ChildOp> {
     put: (request) => node.store.put(request.key as string, request.value as JsonObject),
     get: (request) => node.store.get(request.key as string),
     // dump and entries are this node's local replica, without a read barrier: what it has applied.
-    dump: () => ({ appliedSeq: node.stateMachine.appliedSeq, entries: node.stateMachine.list('', Number.MAX_SAFE_INTEGER).entries }),
-    entries: (request) => node.stateMachine.list((request.prefix as string | undefined) ?? '', Number.MAX_SAFE_INTEGER).entries.map((entry) => entry.key),
+    dump: () => ({
+      appliedSeq: node.stateMachine.appliedSeq,
+      entries: node.stateMachine.list('', Number.MAX_SAFE_INTEGER).entries,
+    }),
+    entries: (request) =>
+      node.stateMachine
+        .list((request.prefix as string | undefined) ?? '', Number.MAX_SAFE_INTEGER)
+        .entries.map((entry) => entry.key),
   };
 }
 
@@ -57,7 +63,9 @@ function commonOps(node: Node): Record<string, ChildOp> {
  * serves the common ops plus the entry's own. `stop` runs the entry's own stop first (a worker it started),
  * then the node's, answers, and exits.
  */
-export function serveNodeChild(start: (config: NodeConfig) => Promise<{ node: Node; ops?: Record<string, ChildOp>; stop?: () => Promise<void> }>): void {
+export function serveNodeChild(
+  start: (config: NodeConfig) => Promise<{ node: Node; ops?: Record<string, ChildOp>; stop?: () => Promise<void> }>,
+): void {
   void (async () => {
     const config = JSON.parse(process.argv[2] ?? '{}') as NodeConfig;
     const { node, ops = {}, stop } = await start(config);
@@ -76,7 +84,11 @@ export function serveNodeChild(start: (config: NodeConfig) => Promise<{ node: No
           if (!handler) throw new Error(`unknown op ${String(request.op)}`);
           send({ id: request.id, ok: true, result: await handler(request) });
         } catch (err) {
-          send({ id: request.id, ok: false, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });
+          send({
+            id: request.id,
+            ok: false,
+            error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+          });
         }
       })();
     });
@@ -105,20 +117,28 @@ export interface ForkOptions {
 /** NodeChildProcess is one node in its own process, spoken to over IPC. */
 export class NodeChildProcess {
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+  >();
   readonly exited: Promise<void>;
   /** startStatus is the node's status right after start: what it recovered from disk. */
   startStatus: NodeStatusDocument | null = null;
 
-  private constructor(readonly config: NodeConfig, private readonly proc: ChildProcess) {
-    this.exited = new Promise((resolve) => proc.once('exit', () => {
-      for (const p of this.pending.values()) {
-        clearTimeout(p.timer);
-        p.reject(new Error(`${config.name} exited`));
-      }
-      this.pending.clear();
-      resolve();
-    }));
+  private constructor(
+    readonly config: NodeConfig,
+    private readonly proc: ChildProcess,
+  ) {
+    this.exited = new Promise((resolve) =>
+      proc.once('exit', () => {
+        for (const p of this.pending.values()) {
+          clearTimeout(p.timer);
+          p.reject(new Error(`${config.name} exited`));
+        }
+        this.pending.clear();
+        resolve();
+      }),
+    );
     proc.on('message', (message: Answer) => {
       if (message.id === undefined) return;
       const p = this.pending.get(message.id);
@@ -136,7 +156,9 @@ export class NodeChildProcess {
     const [wrapperCommand, ...wrapperArgs] = options.wrapper ?? [];
     const proc = fork(entry, [JSON.stringify(config), ...(options.args ?? [])], {
       // fork runs execPath with execArgv before the entry; a wrapper goes there, with node after it.
-      ...(wrapperCommand === undefined ? { execArgv: nodeArgv } : { execPath: wrapperCommand, execArgv: [...wrapperArgs, process.execPath, ...nodeArgv] }),
+      ...(wrapperCommand === undefined
+        ? { execArgv: nodeArgv }
+        : { execPath: wrapperCommand, execArgv: [...wrapperArgs, process.execPath, ...nodeArgv] }),
       stdio: ['ignore', process.env.SVC_TEST_LOG_LEVEL ? 'inherit' : 'ignore', 'inherit', 'ipc'],
     });
     const child = new NodeChildProcess(config, proc);

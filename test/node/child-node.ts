@@ -43,7 +43,10 @@ export class ChildNode {
   }
 
   dump(): Promise<{ appliedSeq: number; entries: Array<{ key: string; value: JsonObject; version: number }> }> {
-    return this.child.request({ op: 'dump' }) as Promise<{ appliedSeq: number; entries: Array<{ key: string; value: JsonObject; version: number }> }>;
+    return this.child.request({ op: 'dump' }) as Promise<{
+      appliedSeq: number;
+      entries: Array<{ key: string; value: JsonObject; version: number }>;
+    }>;
   }
 
   /** kill9 ends the process with SIGKILL: no flush, no goodbye. */

@@ -36,15 +36,19 @@ const WRITER_PUTS_MAX = 5_000;
  */
 async function adminUntilDone(node: Node, op: AdminOp): Promise<void> {
   let lastError: unknown = null;
-  await waitFor(async () => {
-    try {
-      await node.admin(op);
-      return true;
-    } catch (err) {
-      lastError = err;
-      return false;
-    }
-  }, `admin ${op.op} of member ${op.memberId} (last refusal: ${String(lastError)})`, 10_000);
+  await waitFor(
+    async () => {
+      try {
+        await node.admin(op);
+        return true;
+      } catch (err) {
+        lastError = err;
+        return false;
+      }
+    },
+    `admin ${op.op} of member ${op.memberId} (last refusal: ${String(lastError)})`,
+    10_000,
+  );
 }
 
 describe('node: a three-node cluster over mutual TLS', function () {
@@ -62,7 +66,8 @@ describe('node: a three-node cluster over mutual TLS', function () {
   it('elects one leader; every node turns healthy and ready', async function () {
     const leader = await cluster.waitLeader();
     await waitFor(async () => {
-      for (const node of cluster.nodes.values()) if ((await httpStatus(`${node.httpAddress}/health`)) !== 200) return false;
+      for (const node of cluster.nodes.values())
+        if ((await httpStatus(`${node.httpAddress}/health`)) !== 200) return false;
       return true;
     }, 'every /health to answer 200');
     for (const node of cluster.nodes.values()) {
@@ -91,7 +96,11 @@ describe('node: a three-node cluster over mutual TLS', function () {
     assert.match(text, /svc_wal_sync_seconds_bucket\{le="0.005"\} \d+/);
     assert.match(text, /svc_member_replication_lag_events\{member="\d+"\} \d+/);
     const followerText = (await httpGet(`${follower.httpAddress}/metrics`)).text;
-    assert.equal(metricValue(followerText, 'svc_replication_lag_events', `shard="${s.id}"`), 0, 'a caught-up follower lags by 0 events');
+    assert.equal(
+      metricValue(followerText, 'svc_replication_lag_events', `shard="${s.id}"`),
+      0,
+      'a caught-up follower lags by 0 events',
+    );
     assert.ok((metricValue(followerText, 'svc_replication_lag_high_water_seq', `shard="${s.id}"`) ?? 0) >= 2);
     const status = await getStatus(follower.httpAddress);
     assert.equal(status.leaderId, s.id);
@@ -112,9 +121,14 @@ describe('node: a three-node cluster over mutual TLS', function () {
     // version is the seqno of the committed entry that wrote it
     assert.ok(follower.status().appliedSeq >= version);
 
-    await assert.rejects(follower.store.put('users/ada', { name: 'Eve' }, { expectedVersion: version + 1000 }),
-      (err: unknown) => err instanceof VersionConflictError && err.actualVersion === version);
-    await assert.rejects(follower.store.put('users/ada', { name: 'Eve' }, { expectedVersion: 0 }), VersionConflictError);
+    await assert.rejects(
+      follower.store.put('users/ada', { name: 'Eve' }, { expectedVersion: version + 1000 }),
+      (err: unknown) => err instanceof VersionConflictError && err.actualVersion === version,
+    );
+    await assert.rejects(
+      follower.store.put('users/ada', { name: 'Eve' }, { expectedVersion: 0 }),
+      VersionConflictError,
+    );
     const second = await follower.store.put('users/ada', { name: 'Ada L.' }, { expectedVersion: version });
     assert.ok(second.version > version);
     const created = await follower.store.put('users/bob', { name: 'Bob' }, { expectedVersion: 0 });
@@ -123,7 +137,10 @@ describe('node: a three-node cluster over mutual TLS', function () {
     assert.equal(await follower.store.get('users/bob'), null);
     // The failed compare-and-sets were committed no-ops: every node holds the same state.
     for (const node of cluster.nodes.values()) {
-      await waitFor(() => node.stateMachine.appliedSeq >= follower.stateMachine.appliedSeq, `${node.config.name} to catch up`);
+      await waitFor(
+        () => node.stateMachine.appliedSeq >= follower.stateMachine.appliedSeq,
+        `${node.config.name} to catch up`,
+      );
       assert.deepEqual(node.stateMachine.get('users/ada'), { value: { name: 'Ada L.' }, version: second.version });
     }
   });
@@ -136,10 +153,17 @@ describe('node: a three-node cluster over mutual TLS', function () {
       const reader = nodes[(i + 1) % nodes.length]!;
       const { version } = await writer.store.put(`ryw/${String(i).padStart(2, '0')}`, { i });
       // No waiting: the reader's read index covers the acknowledged write.
-      assert.deepEqual(await reader.store.get(`ryw/${String(i).padStart(2, '0')}`), { value: { i }, version }, `write ${i} on ${writer.config.name}, read on ${reader.config.name}`);
+      assert.deepEqual(
+        await reader.store.get(`ryw/${String(i).padStart(2, '0')}`),
+        { value: { i }, version },
+        `write ${i} on ${writer.config.name}, read on ${reader.config.name}`,
+      );
     }
     const page = await nodes[2]!.store.list('ryw/', { limit: 5 });
-    assert.deepEqual(page.entries.map((e) => e.key), ['ryw/00', 'ryw/01', 'ryw/02', 'ryw/03', 'ryw/04']);
+    assert.deepEqual(
+      page.entries.map((e) => e.key),
+      ['ryw/00', 'ryw/01', 'ryw/02', 'ryw/03', 'ryw/04'],
+    );
     assert.equal(page.nextAfter, 'ryw/04');
     const rest = await nodes[0]!.store.list('ryw/', { after: page.nextAfter! });
     assert.equal(rest.entries.length, 7);
@@ -176,11 +200,17 @@ describe('node: a three-node cluster over mutual TLS', function () {
         switch (request.method) {
           case 'Heartbeat':
             heartbeats.push(request.body);
-            call.reply({ method: 'Heartbeat', body: { acknowledged: true, term: request.body.term, accepted: true, capabilities: 1, removed: false } });
+            call.reply({
+              method: 'Heartbeat',
+              body: { acknowledged: true, term: request.body.term, accepted: true, capabilities: 1, removed: false },
+            });
             return;
           case 'ShipSegment':
             // It claims to hold what it is shipped, so the leader stops shipping once it is removed.
-            call.reply({ method: 'ShipSegment', body: { accepted: true, appliedSeqno: request.body.leaderLastSeq, term: request.body.term } });
+            call.reply({
+              method: 'ShipSegment',
+              body: { accepted: true, appliedSeqno: request.body.leaderLastSeq, term: request.body.term },
+            });
             return;
           default:
             call.replyError({ code: StatusCode.UNAVAILABLE, details: 'spy', trailers: {} });
@@ -188,30 +218,44 @@ describe('node: a three-node cluster over mutual TLS', function () {
       },
     };
     // The spy holds a peer certificate of this cluster in its own name: a JoinCluster must name the certificate's holder.
-    const material = { ca: readFileSync(join(cluster.pki.dir, 'ca.crt')), cert: readFileSync(join(cluster.pki.dir, 'spy.crt')), key: readFileSync(join(cluster.pki.dir, 'spy.key')) };
+    const material = {
+      ca: readFileSync(join(cluster.pki.dir, 'ca.crt')),
+      cert: readFileSync(join(cluster.pki.dir, 'spy.crt')),
+      key: readFileSync(join(cluster.pki.dir, 'spy.key')),
+    };
     const spy = await PeerServer.listen('127.0.0.1:0', { handler, credentials: serverCredentials(material) });
     const outcomes: TransportInput[] = [];
     const pool = new PeerPool({
-      credentials: clientCredentials(material), channelOptions: { 'grpc.ssl_target_name_override': 'localhost', ...clusterChannelOptions(cluster.pki.clusterId) },
+      credentials: clientCredentials(material),
+      channelOptions: { 'grpc.ssl_target_name_override': 'localhost', ...clusterChannelOptions(cluster.pki.clusterId) },
       deliver: (input) => outcomes.push(input),
     });
     try {
       await waitFor(async () => {
         const sent = outcomes.length;
-        pool.send(sent + 1, leader.grpcAddress, { method: 'JoinCluster', body: { name: 'spy', grpcAddr: `127.0.0.1:${spy.port}`, httpAddr: 'http://127.0.0.1:9', capabilities: 1 } });
+        pool.send(sent + 1, leader.grpcAddress, {
+          method: 'JoinCluster',
+          body: { name: 'spy', grpcAddr: `127.0.0.1:${spy.port}`, httpAddr: 'http://127.0.0.1:9', capabilities: 1 },
+        });
         await waitFor(() => outcomes.length > sent, 'the JoinCluster answer');
         const last = outcomes[outcomes.length - 1]!;
         return last.type === 'response' && last.response.method === 'JoinCluster' && last.response.body.accepted;
       }, 'the spy to be admitted');
       const entityCount = leader.stateMachine.size;
       // disk_bytes comes from a walk of the data directory every diskUsageRefreshMs, so it may trail a fresh cluster.
-      await waitFor(() => heartbeats.some((h) => h.entityCount === entityCount && h.diskBytes > 0), 'a heartbeat counting every document and the disk');
+      await waitFor(
+        () => heartbeats.some((h) => h.entityCount === entityCount && h.diskBytes > 0),
+        'a heartbeat counting every document and the disk',
+      );
       const hb = heartbeats.find((h) => h.entityCount === entityCount && h.diskBytes > 0)!;
       const s = leader.status();
       assert.equal(hb.term, s.term);
       assert.equal(hb.leaderRegion, s.id);
       assert.equal(hb.entityCount, leader.stateMachine.size, 'entity_count: documents in the store');
-      assert.ok(hb.signalThroughputEps > 0, `signal_throughput_eps ${hb.signalThroughputEps} measures applied commands`);
+      assert.ok(
+        hb.signalThroughputEps > 0,
+        `signal_throughput_eps ${hb.signalThroughputEps} measures applied commands`,
+      );
       assert.ok(hb.diskBytes > 0, 'disk_bytes: WAL and snapshots on disk');
       const skewMs = Math.abs(Number(BigInt(hb.lastHeartbeatNs) / 1_000_000n) - Date.now());
       assert.ok(skewMs < 5_000, `last_heartbeat_ns is the wall clock (off by ${skewMs} ms)`);
@@ -219,7 +263,9 @@ describe('node: a three-node cluster over mutual TLS', function () {
       assert.match(hb.buildVersion, /^\d+\.\d+\.\d+/);
       assert.ok(hb.leaderLastSeq > 0);
       const lagMembers = Object.keys(hb.replicationLag).map(Number).sort();
-      for (const node of cluster.nodes.values()) if (node !== leader) assert.ok(lagMembers.includes(node.status().id), `replication_lag has member ${node.status().id}`);
+      for (const node of cluster.nodes.values())
+        if (node !== leader)
+          assert.ok(lagMembers.includes(node.status().id), `replication_lag has member ${node.status().id}`);
       // The spy leaves the roster again, so later membership changes do not wait on it.
       await adminUntilDone(leader, { op: 'remove', memberId: leader.memberId('spy') });
       assert.equal(leader.status().members.find((m) => m.name === 'spy')?.role, 'removed');
@@ -234,17 +280,25 @@ describe('node: a three-node cluster over mutual TLS', function () {
     const foreign = await makePki(join(cluster.dir, 'foreign'), ['n1'], 'foreign');
     const foreignTls = foreign.tls('n1');
     const { credentials: foreignCredentials, options } = probeCredentials(foreignTls);
-    const heartbeat = pb.HeartbeatRequest.encode(pb.HeartbeatRequest.fromPartial({ term: leader.status().term + 5, leaderRegion: 1 })).finish();
+    const heartbeat = pb.HeartbeatRequest.encode(
+      pb.HeartbeatRequest.fromPartial({ term: leader.status().term + 5, leaderRegion: 1 }),
+    ).finish();
     const termBefore = leader.status().term;
     for (const node of cluster.nodes.values()) {
-      for (const [credentials, channelOptions] of [[foreignCredentials, options], [grpc.credentials.createInsecure(), {}]] as const) {
+      for (const [credentials, channelOptions] of [
+        [foreignCredentials, options],
+        [grpc.credentials.createInsecure(), {}],
+      ] as const) {
         const probe = new Probe(node.grpcAddress, credentials, channelOptions);
         const outcome = await probe.unary(methodPath('Heartbeat'), Buffer.from(heartbeat));
         probe.close();
         assert.equal(outcome.code, grpc.status.UNAVAILABLE, `${node.config.name}: ${outcome.details}`);
       }
       const foreignStore = new StoreClientPool({ credentials: foreignCredentials, channelOptions: options });
-      await assert.rejects(foreignStore.readIndex(node.grpcAddress, Date.now() + 3_000), (err: unknown) => err instanceof StoreCallError && err.code === grpc.status.UNAVAILABLE);
+      await assert.rejects(
+        foreignStore.readIndex(node.grpcAddress, Date.now() + 3_000),
+        (err: unknown) => err instanceof StoreCallError && err.code === grpc.status.UNAVAILABLE,
+      );
       foreignStore.close();
     }
     // The forged higher-term heartbeat never arrived: nobody stepped down.
@@ -269,14 +323,26 @@ describe('node: a three-node cluster over mutual TLS', function () {
     const member = probeCredentials(cluster.pki.tls('n1'), cluster.pki.clusterId);
     const garbage = Buffer.from([0xff, 0xff, 0xff, 0x07]);
     const s = leader.status();
-    const badPayload = pb.ShipSegmentRequest.encode(pb.ShipSegmentRequest.fromPartial({ term: s.term, leaderRegion: s.id, payload: Buffer.from('not a frame') })).finish();
-    const termZero = pb.ShipSegmentRequest.encode(pb.ShipSegmentRequest.fromPartial({
-      term: 0, leaderRegion: s.id, payload: encodeSegmentFrame({ prevSeq: 0, prevTerm: 0, commitSeq: 0, entries: [] }),
-    })).finish();
-    const voteFromNobody = pb.VoteRequest.encode(pb.VoteRequest.fromPartial({ term: s.term + 1, candidateRegion: 0, prevote: true })).finish();
-    const lagFlood = pb.HeartbeatRequest.encode(pb.HeartbeatRequest.fromPartial({
-      term: s.term, leaderRegion: s.id, replicationLag: Object.fromEntries(Array.from({ length: 200 }, (_, i) => [i + 1, 1])),
-    })).finish();
+    const badPayload = pb.ShipSegmentRequest.encode(
+      pb.ShipSegmentRequest.fromPartial({ term: s.term, leaderRegion: s.id, payload: Buffer.from('not a frame') }),
+    ).finish();
+    const termZero = pb.ShipSegmentRequest.encode(
+      pb.ShipSegmentRequest.fromPartial({
+        term: 0,
+        leaderRegion: s.id,
+        payload: encodeSegmentFrame({ prevSeq: 0, prevTerm: 0, commitSeq: 0, entries: [] }),
+      }),
+    ).finish();
+    const voteFromNobody = pb.VoteRequest.encode(
+      pb.VoteRequest.fromPartial({ term: s.term + 1, candidateRegion: 0, prevote: true }),
+    ).finish();
+    const lagFlood = pb.HeartbeatRequest.encode(
+      pb.HeartbeatRequest.fromPartial({
+        term: s.term,
+        leaderRegion: s.id,
+        replicationLag: Object.fromEntries(Array.from({ length: 200 }, (_, i) => [i + 1, 1])),
+      }),
+    ).finish();
     const badCommand = storePb.ProposeRequest.encode({ command: Buffer.from('{"v":1,"op":"drop-table"}') }).finish();
     const huge = Buffer.alloc(9 * 1024 * 1024, 1);
     const ackedBefore = acknowledged;
@@ -285,22 +351,48 @@ describe('node: a three-node cluster over mutual TLS', function () {
       for (const node of cluster.nodes.values()) {
         const probe = new Probe(node.grpcAddress, credentials, options);
         for (const method of RPC_METHODS) {
-          const outcome = method === 'StreamSegments' || method === 'FetchSnapshot'
-            ? await probe.stream(methodPath(method), garbage)
-            : await probe.unary(methodPath(method), garbage);
+          const outcome =
+            method === 'StreamSegments' || method === 'FetchSnapshot'
+              ? await probe.stream(methodPath(method), garbage)
+              : await probe.unary(methodPath(method), garbage);
           codes.push([`${node.config.name} ${method} garbage`, outcome.code]);
         }
-        codes.push([`${node.config.name} unknown method`, (await probe.unary('/svc.replication.v1.WalShipping/DropEverything', garbage)).code]);
-        codes.push([`${node.config.name} ShipSegment bad payload`, (await probe.unary(methodPath('ShipSegment'), Buffer.from(badPayload))).code]);
-        codes.push([`${node.config.name} ShipSegment term 0`, (await probe.unary(methodPath('ShipSegment'), Buffer.from(termZero))).code]);
-        codes.push([`${node.config.name} RequestVote candidate 0`, (await probe.unary(methodPath('RequestVote'), Buffer.from(voteFromNobody))).code]);
-        codes.push([`${node.config.name} Heartbeat lag flood`, (await probe.unary(methodPath('Heartbeat'), Buffer.from(lagFlood))).code]);
+        codes.push([
+          `${node.config.name} unknown method`,
+          (await probe.unary('/svc.replication.v1.WalShipping/DropEverything', garbage)).code,
+        ]);
+        codes.push([
+          `${node.config.name} ShipSegment bad payload`,
+          (await probe.unary(methodPath('ShipSegment'), Buffer.from(badPayload))).code,
+        ]);
+        codes.push([
+          `${node.config.name} ShipSegment term 0`,
+          (await probe.unary(methodPath('ShipSegment'), Buffer.from(termZero))).code,
+        ]);
+        codes.push([
+          `${node.config.name} RequestVote candidate 0`,
+          (await probe.unary(methodPath('RequestVote'), Buffer.from(voteFromNobody))).code,
+        ]);
+        codes.push([
+          `${node.config.name} Heartbeat lag flood`,
+          (await probe.unary(methodPath('Heartbeat'), Buffer.from(lagFlood))).code,
+        ]);
         const storeProbe = new Probe(node.grpcAddress, member.credentials, member.options);
-        codes.push([`${node.config.name} Store Propose garbage`, (await storeProbe.unary(storePb.StoreService.propose.path, garbage)).code]);
-        codes.push([`${node.config.name} Store Propose bad command`, (await storeProbe.unary(storePb.StoreService.propose.path, Buffer.from(badCommand))).code]);
-        codes.push([`${node.config.name} Store ReadIndex garbage`, (await storeProbe.unary(storePb.StoreService.readIndex.path, garbage)).code]);
+        codes.push([
+          `${node.config.name} Store Propose garbage`,
+          (await storeProbe.unary(storePb.StoreService.propose.path, garbage)).code,
+        ]);
+        codes.push([
+          `${node.config.name} Store Propose bad command`,
+          (await storeProbe.unary(storePb.StoreService.propose.path, Buffer.from(badCommand))).code,
+        ]);
+        codes.push([
+          `${node.config.name} Store ReadIndex garbage`,
+          (await storeProbe.unary(storePb.StoreService.readIndex.path, garbage)).code,
+        ]);
         storeProbe.close();
-        if (round === 0) codes.push([`${node.config.name} 9 MiB message`, (await probe.unary(methodPath('ShipSegment'), huge)).code]);
+        if (round === 0)
+          codes.push([`${node.config.name} 9 MiB message`, (await probe.unary(methodPath('ShipSegment'), huge)).code]);
         probe.close();
       }
     }
@@ -323,9 +415,13 @@ describe('node: a three-node cluster over mutual TLS', function () {
     // Nobody was disturbed: same leader, same term, everyone healthy, everyone converges.
     assert.equal(leader.status().role, 'leader');
     assert.equal(leader.status().term, termBefore);
-    for (const node of cluster.nodes.values()) assert.equal(await httpStatus(`${node.httpAddress}/health`), 200, node.config.name);
+    for (const node of cluster.nodes.values())
+      assert.equal(await httpStatus(`${node.httpAddress}/health`), 200, node.config.name);
     const target = leader.status().commitSeq;
-    await waitFor(() => [...cluster.nodes.values()].every((n) => n.stateMachine.appliedSeq >= target), 'every node to apply the load');
+    await waitFor(
+      () => [...cluster.nodes.values()].every((n) => n.stateMachine.appliedSeq >= target),
+      'every node to apply the load',
+    );
     assert.ok(acknowledged > 20, `${acknowledged} writes acknowledged`);
   });
 
@@ -333,20 +429,39 @@ describe('node: a three-node cluster over mutual TLS', function () {
     const leader = await cluster.waitLeader();
     await waitFor(() => leader.status().compactedSeq > 0, 'the leader to compact its log');
     const idle = leader.status();
-    const commandsApplied = async (): Promise<number> => metricValue((await httpGet(`${leader.httpAddress}/metrics`)).text, 'svc_applied_events_total') ?? -1;
+    const commandsApplied = async (): Promise<number> =>
+      metricValue((await httpGet(`${leader.httpAddress}/metrics`)).text, 'svc_applied_events_total') ?? -1;
     const commandsBefore = await commandsApplied();
     const seed = cluster.followers()[0]!;
     const [plan] = await planNodes(['n4']);
-    const joiner = new Node(nodeConfig(plan!, join(cluster.dir, 'n4'), cluster.pki.tls('n4'), { seeds: [seed.grpcAddress] }, { engineLimits: ENGINE_LIMITS }));
+    const joiner = new Node(
+      nodeConfig(
+        plan!,
+        join(cluster.dir, 'n4'),
+        cluster.pki.tls('n4'),
+        { seeds: [seed.grpcAddress] },
+        { engineLimits: ENGINE_LIMITS },
+      ),
+    );
     cluster.nodes.set('n4', joiner);
     await joiner.start();
     const first = await httpGet(`${joiner.httpAddress}/health`);
     assert.equal(first.status, 503, `a joiner starts not ready: ${first.text}`);
-    await waitFor(async () => (await httpStatus(`${joiner.httpAddress}/health`)) === 200, 'the joiner\'s /health to answer 200', 20_000);
+    await waitFor(
+      async () => (await httpStatus(`${joiner.httpAddress}/health`)) === 200,
+      "the joiner's /health to answer 200",
+      20_000,
+    );
     const metrics = (await httpGet(`${joiner.httpAddress}/metrics`)).text;
-    assert.ok((metricValue(metrics, 'svc_snapshot_events_total', 'event="installed"') ?? 0) >= 1, 'the joiner installed a snapshot');
+    assert.ok(
+      (metricValue(metrics, 'svc_snapshot_events_total', 'event="installed"') ?? 0) >= 1,
+      'the joiner installed a snapshot',
+    );
     const s = joiner.status();
-    assert.ok(s.snapshotSeq >= idle.compactedSeq, `installed snapshot ${s.snapshotSeq} covers the compacted prefix ${idle.compactedSeq}`);
+    assert.ok(
+      s.snapshotSeq >= idle.compactedSeq,
+      `installed snapshot ${s.snapshotSeq} covers the compacted prefix ${idle.compactedSeq}`,
+    );
     assert.equal(s.members.find((m) => m.name === 'n4')?.role, 'learner');
     assert.equal(joiner.stateMachine.size, leader.stateMachine.size, 'the joiner holds every document');
     assert.deepEqual(joiner.stateMachine.get('users/ada'), leader.stateMachine.get('users/ada'));
@@ -363,12 +478,18 @@ describe('node: a three-node cluster over mutual TLS', function () {
     await waitFor(() => victim.status().removed, 'the removed node to learn of its removal');
     assert.equal(await httpStatus(`${victim.httpAddress}/health`), 503);
     assert.equal((await getStatus(victim.httpAddress)).role, 'removed');
-    const votesSent = async (): Promise<number> => metricValue((await httpGet(`${victim.httpAddress}/metrics`)).text, 'svc_peer_requests_sent_total', 'method="RequestVote"') ?? 0;
+    const votesSent = async (): Promise<number> =>
+      metricValue(
+        (await httpGet(`${victim.httpAddress}/metrics`)).text,
+        'svc_peer_requests_sent_total',
+        'method="RequestVote"',
+      ) ?? 0;
     const before = await votesSent();
     const termBefore = victim.status().term;
     // Unheard from, a voter would campaign within two election timeouts (< 2 x 10 ticks): let its
     // own engine step three times that, measured by its tick counter, not by a sleep.
-    const ticks = async (): Promise<number> => metricValue((await httpGet(`${victim.httpAddress}/metrics`)).text, 'svc_engine_ticks_total') ?? 0;
+    const ticks = async (): Promise<number> =>
+      metricValue((await httpGet(`${victim.httpAddress}/metrics`)).text, 'svc_engine_ticks_total') ?? 0;
     const ticksBefore = await ticks();
     await waitFor(async () => (await ticks()) >= ticksBefore + 60, 'sixty ticks on the removed node', 20_000);
     assert.equal(await votesSent(), before, 'no vote or pre-vote requests after removal');

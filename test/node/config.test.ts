@@ -4,7 +4,10 @@ import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../cli/node/
 import { Node } from '../../cli/node/node.js';
 
 const good: NodeConfig = {
-  name: 'n1', dataDir: '/tmp/n1', grpcListen: '127.0.0.1:7000', httpListen: '127.0.0.1:8080',
+  name: 'n1',
+  dataDir: '/tmp/n1',
+  grpcListen: '127.0.0.1:7000',
+  httpListen: '127.0.0.1:8080',
   bootstrap: [{ name: 'n1', grpcAddr: '127.0.0.1:7000', httpAddr: 'http://127.0.0.1:8080' }],
   tls: { mode: 'insecure' },
 };
@@ -37,11 +40,18 @@ describe('node: config', function () {
       // Addresses peers are told (JoinCluster, rosters) are held to the form the peer gate checks.
       [{ httpAdvertise: 'http://n1.example' }, /httpAdvertise "http:\/\/n1.example": it is not host:port/],
       [{ grpcAdvertise: 'a..b:7000' }, /grpcAdvertise "a..b:7000": its host is not a DNS name/],
-      [{ bootstrap: [{ ...good.bootstrap![0]!, grpcAddr: '127.0.0.1:0' }] }, /bootstrap\[0\].grpcAddr "127.0.0.1:0": its port is not 1-65535/],
+      [
+        { bootstrap: [{ ...good.bootstrap![0]!, grpcAddr: '127.0.0.1:0' }] },
+        /bootstrap\[0\].grpcAddr "127.0.0.1:0": its port is not 1-65535/,
+      ],
       [{ clusterId: 'Not_A_Label' }, /clusterId "Not_A_Label" must be a DNS label/],
     ];
     for (const [change, message] of cases) {
-      assert.throws(() => resolveNodeConfig({ ...good, ...change } as NodeConfig), (err: unknown) => err instanceof ConfigError && message.test(err.message), JSON.stringify(change));
+      assert.throws(
+        () => resolveNodeConfig({ ...good, ...change } as NodeConfig),
+        (err: unknown) => err instanceof ConfigError && message.test(err.message),
+        JSON.stringify(change),
+      );
     }
   });
 
@@ -49,15 +59,33 @@ describe('node: config', function () {
     assert.throws(() => new Node({ ...good, storeLimits: { writeTimeoutMs: -1 } }), ConfigError);
     assert.throws(() => new Node({ ...good, grpcLimits: { unaryDeadlineMs: 0 } }), ConfigError);
     // A proposal's outcome is read back by request id: the store must remember as many as the engine queues.
-    assert.throws(() => new Node({ ...good, engineLimits: { proposalQueueCountMax: 10_001 } }),
-      (err: unknown) => err instanceof ConfigError && /proposalQueueCountMax 10001 is above the store's DEDUP_ENTRY_COUNT_MAX \(10000\)/.test(err.message));
+    assert.throws(
+      () => new Node({ ...good, engineLimits: { proposalQueueCountMax: 10_001 } }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        /proposalQueueCountMax 10001 is above the store's DEDUP_ENTRY_COUNT_MAX \(10000\)/.test(err.message),
+    );
     assert.doesNotThrow(() => new Node({ ...good, engineLimits: { proposalQueueCountMax: 10_000 } }));
   });
 
   it('a Node whose certificate files are missing fails to start with a clear error and releases its ports', async function () {
-    const node = new Node({ ...good, dataDir: `/tmp/svc-node-missing-${process.pid}`, grpcListen: '127.0.0.1:0', httpListen: '127.0.0.1:0', logLevel: 'silent',
-      tls: { mode: 'mtls', caFile: '/nonexistent/ca.crt', certFile: '/nonexistent/n1.crt', keyFile: '/nonexistent/n1.key' } });
-    await assert.rejects(node.start(), (err: unknown) => err instanceof ConfigError && /cannot read tls.caFile \/nonexistent\/ca.crt/.test(err.message));
+    const node = new Node({
+      ...good,
+      dataDir: `/tmp/svc-node-missing-${process.pid}`,
+      grpcListen: '127.0.0.1:0',
+      httpListen: '127.0.0.1:0',
+      logLevel: 'silent',
+      tls: {
+        mode: 'mtls',
+        caFile: '/nonexistent/ca.crt',
+        certFile: '/nonexistent/n1.crt',
+        keyFile: '/nonexistent/n1.key',
+      },
+    });
+    await assert.rejects(
+      node.start(),
+      (err: unknown) => err instanceof ConfigError && /cannot read tls.caFile \/nonexistent\/ca.crt/.test(err.message),
+    );
     await node.stop();
   });
 });

@@ -9,7 +9,19 @@ import { join } from 'node:path';
 import type { JsonObject } from '../../store/document-store.js';
 import type { NodeConfig } from '../../cli/node/config.js';
 import { ChildNode } from './child-node.js';
-import { getStatus, httpGet, httpStatus, makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type PlannedNode, type StatusDoc } from './harness.js';
+import {
+  getStatus,
+  httpGet,
+  httpStatus,
+  makePki,
+  nodeConfig,
+  planNodes,
+  removeDir,
+  tempDir,
+  waitFor,
+  type PlannedNode,
+  type StatusDoc,
+} from './harness.js';
 
 /** Snapshots every 50 applied entries with nothing retained, so a reseeding node must install one. */
 const ENGINE_LIMITS = { snapshotEntryCountThreshold: 50, compactionRetainEntryCount: 0 };
@@ -69,7 +81,10 @@ describe('node: crashes with real processes (kill -9)', function () {
     plans = await planNodes(names);
     const bootstrap = plans.map((p) => p.member);
     for (const plan of plans) {
-      configs.set(plan.name, nodeConfig(plan, join(dir, plan.name), pki.tls(plan.name), { bootstrap }, { engineLimits: ENGINE_LIMITS }));
+      configs.set(
+        plan.name,
+        nodeConfig(plan, join(dir, plan.name), pki.tls(plan.name), { bootstrap }, { engineLimits: ENGINE_LIMITS }),
+      );
     }
     const started = await Promise.all(names.map((name) => ChildNode.start(configs.get(name)!)));
     for (const child of started) children.set(child.config.name, child);
@@ -88,7 +103,11 @@ describe('node: crashes with real processes (kill -9)', function () {
     let stop = false;
     const running = writers.map((name) => startWriter(name, () => stop));
     try {
-      await waitFor(() => acknowledged.size >= WRITES_BEFORE_CRASH, `${WRITES_BEFORE_CRASH} acknowledged writes`, 20_000);
+      await waitFor(
+        () => acknowledged.size >= WRITES_BEFORE_CRASH,
+        `${WRITES_BEFORE_CRASH} acknowledged writes`,
+        20_000,
+      );
       const ackedAtCrash = acknowledged.size;
       await children.get(oldLeader)!.kill9();
 
@@ -96,7 +115,11 @@ describe('node: crashes with real processes (kill -9)', function () {
       const newLeader = (await leaderName(oldLeader))!;
       assert.notEqual(newLeader, oldLeader);
       assert.ok((await statusOf(newLeader))!.term > oldTerm, 'the new leader leads a later term');
-      await waitFor(() => acknowledged.size >= ackedAtCrash + WRITES_AFTER_CRASH, 'writes to go on under the new leader', 30_000);
+      await waitFor(
+        () => acknowledged.size >= ackedAtCrash + WRITES_AFTER_CRASH,
+        'writes to go on under the new leader',
+        30_000,
+      );
     } finally {
       stop = true;
       await Promise.all(running.map((w) => w.done));
@@ -110,8 +133,16 @@ describe('node: crashes with real processes (kill -9)', function () {
     const leader = (await leaderName())!;
     const leaderHttp = `http://${configs.get(leader)!.httpListen}`;
     const commitAfter = (await getStatus(leaderHttp)).commitSeq;
-    await waitFor(async () => (await httpStatus(`http://${configs.get(oldLeader)!.httpListen}/health`)) === 200, 'the restarted node to turn healthy', 20_000);
-    await waitFor(async () => ((await statusOf(oldLeader))?.appliedSeq ?? 0) >= commitAfter, 'the restarted node to apply everything', 20_000);
+    await waitFor(
+      async () => (await httpStatus(`http://${configs.get(oldLeader)!.httpListen}/health`)) === 200,
+      'the restarted node to turn healthy',
+      20_000,
+    );
+    await waitFor(
+      async () => ((await statusOf(oldLeader))?.appliedSeq ?? 0) >= commitAfter,
+      'the restarted node to apply everything',
+      20_000,
+    );
 
     // Every acknowledged write is on every node, at the version it was acknowledged with.
     for (const [name, child] of children) {
@@ -127,10 +158,17 @@ describe('node: crashes with real processes (kill -9)', function () {
     const target = Math.min(...dumps.map((d) => d.appliedSeq));
     assert.ok(target >= commitAfter);
     // The replicas agree entry for entry (compare at the same applied seqno).
-    await waitFor(async () => {
-      const now = await Promise.all([...children.values()].map((c) => c.dump()));
-      return now.every((d) => d.appliedSeq === now[0]!.appliedSeq) && now.every((d) => JSON.stringify(d.entries) === JSON.stringify(now[0]!.entries));
-    }, 'identical replicas', 10_000);
+    await waitFor(
+      async () => {
+        const now = await Promise.all([...children.values()].map((c) => c.dump()));
+        return (
+          now.every((d) => d.appliedSeq === now[0]!.appliedSeq) &&
+          now.every((d) => JSON.stringify(d.entries) === JSON.stringify(now[0]!.entries))
+        );
+      },
+      'identical replicas',
+      10_000,
+    );
     // And the restarted node takes writes again, and reads them back at once.
     const written = await restarted.put('after/restart', { ok: true });
     assert.deepEqual(await restarted.get('after/restart'), { value: { ok: true }, version: written.version });
@@ -165,13 +203,18 @@ describe('node: crashes with real processes (kill -9)', function () {
     const victimHttp = `http://${configs.get(victim)!.httpListen}`;
     const first = await httpGet(`${victimHttp}/health`);
     assert.equal(first.status, 503, first.text);
-    await waitFor(async () => (await httpStatus(`${victimHttp}/health`)) === 200, 'the reseeded node to turn healthy', 30_000);
+    await waitFor(
+      async () => (await httpStatus(`${victimHttp}/health`)) === 200,
+      'the reseeded node to turn healthy',
+      30_000,
+    );
     const s = await getStatus(victimHttp);
     assert.equal(s.reseed, false);
     assert.ok(s.snapshotSeq > 0, 'it installed a snapshot');
     const dump = await restarted.dump();
     const byKey = new Map(dump.entries.map((e) => [e.key, e]));
-    for (const [key, { version }] of acknowledged) assert.equal(byKey.get(key)?.version, version, `${key} after the reseed`);
+    for (const [key, { version }] of acknowledged)
+      assert.equal(byKey.get(key)?.version, version, `${key} after the reseed`);
     for (let i = 0; i < 60; i++) assert.ok(byKey.has(`reseed/${i}`));
   });
 });

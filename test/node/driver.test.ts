@@ -19,9 +19,14 @@ async function turns(count: number): Promise<void> {
 
 function singleNodeEngine(): Engine {
   const config: EngineConfig = {
-    name: 'solo', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:2',
+    name: 'solo',
+    grpcAddr: '127.0.0.1:1',
+    httpAddr: 'http://127.0.0.1:2',
     bootstrapRoster: bootstrapRoster([{ name: 'solo', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:2' }]),
-    seeds: [], randomSeed: 7, compat: CURRENT_COMPAT, limits: { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 },
+    seeds: [],
+    randomSeed: 7,
+    compat: CURRENT_COMPAT,
+    limits: { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 },
   };
   return new Engine(config, emptyRestoredState());
 }
@@ -41,24 +46,47 @@ class FakePorts implements DriverPorts {
     if (!this.holdSaves) return Promise.resolve();
     return new Promise((resolve, reject) => this.saves.push({ hardState, release: resolve, fail: reject }));
   }
-  resetStateMachine(): void { this.calls.push('resetStateMachine'); }
+  resetStateMachine(): void {
+    this.calls.push('resetStateMachine');
+  }
   appendLog(fromSeq: number, entries: { seq: number }[]): Promise<unknown> {
     this.calls.push(`append ${fromSeq}+${entries.length}`);
     if (this.appendError) return Promise.reject(this.appendError);
     if (this.holdAppends) return new Promise<void>((resolve) => this.heldAppends.push(resolve));
     return Promise.resolve();
   }
-  send(): void { this.calls.push('send'); }
-  answer(): void { this.calls.push('answer'); }
-  fetchSnapshot(): void { this.calls.push('fetchSnapshot'); }
-  apply(entries: { seq: number }[]): void { this.calls.push(`apply ${entries.map((e) => e.seq).join(',')}`); }
-  stageSnapshot(): void { this.calls.push('stageSnapshot'); }
-  compactLog(): void { this.calls.push('compact'); }
-  pollStatus(): void { this.calls.push('pollStatus'); }
-  observe(effect: { type: string }): void { this.calls.push(effect.type); }
-  stats() { return { entityCount: 0, signalThroughputEps: 0, diskBytes: 0, nowNs: '0' }; }
+  send(): void {
+    this.calls.push('send');
+  }
+  answer(): void {
+    this.calls.push('answer');
+  }
+  fetchSnapshot(): void {
+    this.calls.push('fetchSnapshot');
+  }
+  apply(entries: { seq: number }[]): void {
+    this.calls.push(`apply ${entries.map((e) => e.seq).join(',')}`);
+  }
+  stageSnapshot(): void {
+    this.calls.push('stageSnapshot');
+  }
+  compactLog(): void {
+    this.calls.push('compact');
+  }
+  pollStatus(): void {
+    this.calls.push('pollStatus');
+  }
+  observe(effect: { type: string }): void {
+    this.calls.push(effect.type);
+  }
+  stats() {
+    return { entityCount: 0, signalThroughputEps: 0, diskBytes: 0, nowNs: '0' };
+  }
   stepped(): void {}
-  fail(err: Error): void { this.failure = err; this.calls.push(`fail: ${err.message}`); }
+  fail(err: Error): void {
+    this.failure = err;
+    this.calls.push(`fail: ${err.message}`);
+  }
 }
 
 describe('node: driver loop', function () {
@@ -74,7 +102,7 @@ describe('node: driver loop', function () {
       // The first save holds selfId; release it, then wait for the election's save (term 1).
       await waitFor(() => ports.saves.length === 1, 'the first hard-state save');
       ports.saves[0]!.release();
-      await waitFor(() => ports.saves.length === 2, 'the election\'s hard-state save');
+      await waitFor(() => ports.saves.length === 2, "the election's hard-state save");
       assert.equal(ports.saves[1]!.hardState.term, 1);
       driver.submit({ type: 'propose', proposalId: 1, data: new TextEncoder().encode('x') });
       // Nothing may happen while the save is pending, however often the loop turns.
@@ -87,10 +115,17 @@ describe('node: driver loop', function () {
       ports.saves[1]!.release();
       await waitFor(() => ports.calls.includes('proposalResult'), 'the proposal to commit');
       const afterSave = ports.calls.slice(ports.calls.indexOf('saveHardState term=1'));
-      assert.deepEqual(afterSave.slice(0, 2), ['saveHardState term=1', 'append 1+1'], 'the barrier entry is appended only after the term is durable');
+      assert.deepEqual(
+        afterSave.slice(0, 2),
+        ['saveHardState term=1', 'append 1+1'],
+        'the barrier entry is appended only after the term is durable',
+      );
       assert.ok(afterSave.indexOf('append 2+1') > afterSave.indexOf('append 1+1'));
       const applyOf2 = afterSave.findIndex((call) => /^apply (\d+,)*2(,|$)/.test(call));
-      assert.ok(applyOf2 > afterSave.indexOf('append 2+1'), `committed after its append was reported durable: ${afterSave.join(' | ')}`);
+      assert.ok(
+        applyOf2 > afterSave.indexOf('append 2+1'),
+        `committed after its append was reported durable: ${afterSave.join(' | ')}`,
+      );
     } finally {
       await driver.stop();
     }
@@ -108,14 +143,25 @@ describe('node: driver loop', function () {
     const driver = new Driver(engine, ports, { tickMs: TICK_MS, inputQueueCountMax: 100 });
     driver.start();
     try {
-      await waitFor(() => engine.status().role === 'leader' && engine.status().commitSeq === 1, 'leadership and its barrier entry committed');
+      await waitFor(
+        () => engine.status().role === 'leader' && engine.status().commitSeq === 1,
+        'leadership and its barrier entry committed',
+      );
       ports.holdAppends = true;
-      for (let id = 1; id <= 3; id++) driver.submit({ type: 'propose', proposalId: id, data: new TextEncoder().encode(`p${id}`) });
+      for (let id = 1; id <= 3; id++)
+        driver.submit({ type: 'propose', proposalId: id, data: new TextEncoder().encode(`p${id}`) });
       await waitFor(() => ports.heldAppends.length === 3, 'three appends in flight');
       const from = stepped.length;
       for (const release of ports.heldAppends.splice(0)) release();
-      await waitFor(() => ports.calls.filter((c) => c === 'proposalResult').length === 3, 'the three proposals to commit');
-      assert.deepEqual(stepped.slice(from).filter((s) => s.startsWith('persisted')), ['persisted 4'], 'one step for the three durable appends');
+      await waitFor(
+        () => ports.calls.filter((c) => c === 'proposalResult').length === 3,
+        'the three proposals to commit',
+      );
+      assert.deepEqual(
+        stepped.slice(from).filter((s) => s.startsWith('persisted')),
+        ['persisted 4'],
+        'one step for the three durable appends',
+      );
       assert.equal(engine.status().commitSeq, 4);
     } finally {
       await driver.stop();
@@ -151,7 +197,7 @@ describe('node: driver loop', function () {
     try {
       await waitFor(() => ports.saves.length === 1, 'the first save');
       ports.saves[0]!.release();
-      await waitFor(() => ports.saves.length === 2, 'the election\'s save');
+      await waitFor(() => ports.saves.length === 2, "the election's save");
       ports.saves[1]!.fail(new Error('EIO'));
       await waitFor(() => ports.failure !== null, 'the failure');
       assert.equal(ports.calls[ports.calls.length - 1], 'fail: hard state save failed: Error: EIO');

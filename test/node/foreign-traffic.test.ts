@@ -20,7 +20,19 @@ import { methodPath } from '../../transports/grpc/methods.js';
 import type { NodeConfig, NodeTls } from '../../cli/node/config.js';
 import { ChildNode } from './child-node.js';
 import { Probe, probeCredentials, type ProbeOutcome } from './grpc-probe.js';
-import { getStatus, httpGet, makePki, metricValue, nodeConfig, planNodes, removeDir, tempDir, waitFor, type Pki, type StatusDoc } from './harness.js';
+import {
+  getStatus,
+  httpGet,
+  makePki,
+  metricValue,
+  nodeConfig,
+  planNodes,
+  removeDir,
+  tempDir,
+  waitFor,
+  type Pki,
+  type StatusDoc,
+} from './harness.js';
 
 /** TICK_MS: a 1-2 s election timeout, so a loaded machine does not elect by itself while the test watches the term. */
 const TICK_MS = 100;
@@ -47,19 +59,30 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
 
   async function leader(): Promise<StatusDoc> {
     let found: StatusDoc | null = null;
-    await waitFor(async () => {
-      found = (await statuses()).filter((s) => s.role === 'leader').sort((a, b) => b.term - a.term)[0] ?? null;
-      return found !== null;
-    }, 'a leader', 20_000);
+    await waitFor(
+      async () => {
+        found = (await statuses()).filter((s) => s.role === 'leader').sort((a, b) => b.term - a.term)[0] ?? null;
+        return found !== null;
+      },
+      'a leader',
+      20_000,
+    );
     return found!;
   }
 
   /** send makes one raw call to a node with a certificate; every call names this cluster's id. */
-  async function send(to: string, tls: NodeTls, method: 'Heartbeat' | 'ReportApplied' | 'TimeoutNow' | 'JoinCluster' | 'RequestVote' | 'StreamSegments', bytes: Uint8Array): Promise<ProbeOutcome> {
+  async function send(
+    to: string,
+    tls: NodeTls,
+    method: 'Heartbeat' | 'ReportApplied' | 'TimeoutNow' | 'JoinCluster' | 'RequestVote' | 'StreamSegments',
+    bytes: Uint8Array,
+  ): Promise<ProbeOutcome> {
     const { credentials, options } = probeCredentials(tls, pki.clusterId);
     const probe = new Probe(grpcOf(to), credentials, options);
     try {
-      return method === 'StreamSegments' ? await probe.stream(methodPath(method), Buffer.from(bytes)) : await probe.unary(methodPath(method), Buffer.from(bytes));
+      return method === 'StreamSegments'
+        ? await probe.stream(methodPath(method), Buffer.from(bytes))
+        : await probe.unary(methodPath(method), Buffer.from(bytes));
     } finally {
       probe.close();
     }
@@ -82,7 +105,13 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
         }
       }
     })();
-    return { stop: async () => { stopped = true; await done; }, count: () => count };
+    return {
+      stop: async () => {
+        stopped = true;
+        await done;
+      },
+      count: () => count,
+    };
   }
 
   /**
@@ -104,10 +133,18 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
     }
     const commit = (await getStatus(httpOf(before.name))).commitSeq;
     for (const [name, child] of children) {
-      await waitFor(async () => (await getStatus(httpOf(name))).appliedSeq >= commit, `${name} to apply through ${commit}`, 20_000);
+      await waitFor(
+        async () => (await getStatus(httpOf(name))).appliedSeq >= commit,
+        `${name} to apply through ${commit}`,
+        20_000,
+      );
       const byKey = new Map((await child.dump()).entries.map((e) => [e.key, e]));
       for (const [key, { value, version }] of acknowledged) {
-        assert.deepEqual(byKey.get(key) && { value: byKey.get(key)!.value, version: byKey.get(key)!.version }, { value, version }, `${what}: ${name} holds ${key}`);
+        assert.deepEqual(
+          byKey.get(key) && { value: byKey.get(key)!.value, version: byKey.get(key)!.version },
+          { value, version },
+          `${what}: ${name} holds ${key}`,
+        );
       }
     }
   }
@@ -117,11 +154,18 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
     pki = await makePki(dir, [...NAMES, INTRUDER]);
     const plans = await planNodes(NAMES);
     const bootstrap = plans.map((p) => p.member);
-    for (const plan of plans) configs.set(plan.name, nodeConfig(plan, join(dir, plan.name), pki.tls(plan.name), { bootstrap }, { tickMs: TICK_MS }));
+    for (const plan of plans)
+      configs.set(
+        plan.name,
+        nodeConfig(plan, join(dir, plan.name), pki.tls(plan.name), { bootstrap }, { tickMs: TICK_MS }),
+      );
     const started = await Promise.all(NAMES.map((name) => ChildNode.start(configs.get(name)!)));
     for (const child of started) children.set(child.config.name, child);
     const first = await leader();
-    const writer = writing(NAMES.find((n) => n !== first.name)!, 'warmup');
+    const writer = writing(
+      NAMES.find((n) => n !== first.name)!,
+      'warmup',
+    );
     await waitFor(() => writer.count() >= 20, 'twenty acknowledged writes', 30_000);
     await writer.stop();
   });
@@ -134,21 +178,49 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
   it('(1) a Heartbeat with term 2^53-1 from non-member region 99 is refused everywhere: no node adopts the term', async function () {
     const before = await leader();
     const absurd = Number.MAX_SAFE_INTEGER;
-    const heartbeat = pb.HeartbeatRequest.encode(pb.HeartbeatRequest.fromPartial({
-      shardId: NON_MEMBER_ID, regionId: NON_MEMBER_ID, leaderRegion: NON_MEMBER_ID, term: absurd, leaderLastSeq: 1,
-    })).finish();
+    const heartbeat = pb.HeartbeatRequest.encode(
+      pb.HeartbeatRequest.fromPartial({
+        shardId: NON_MEMBER_ID,
+        regionId: NON_MEMBER_ID,
+        leaderRegion: NON_MEMBER_ID,
+        term: absurd,
+        leaderLastSeq: 1,
+      }),
+    ).finish();
     // The same term in every message that carries one.
-    const vote = pb.VoteRequest.encode(pb.VoteRequest.fromPartial({ term: absurd, candidateRegion: NON_MEMBER_ID, lastLogTerm: absurd, lastLogSeq: absurd })).finish();
-    const report = pb.AppliedReport.encode(pb.AppliedReport.fromPartial({ reporterShard: NON_MEMBER_ID, sourceShard: before.id, appliedSeqno: 1, reporterTerm: absurd, capabilities: 1 })).finish();
+    const vote = pb.VoteRequest.encode(
+      pb.VoteRequest.fromPartial({
+        term: absurd,
+        candidateRegion: NON_MEMBER_ID,
+        lastLogTerm: absurd,
+        lastLogSeq: absurd,
+      }),
+    ).finish();
+    const report = pb.AppliedReport.encode(
+      pb.AppliedReport.fromPartial({
+        reporterShard: NON_MEMBER_ID,
+        sourceShard: before.id,
+        appliedSeqno: 1,
+        reporterTerm: absurd,
+        capabilities: 1,
+      }),
+    ).finish();
     for (const name of NAMES) {
-      for (const [method, bytes] of [['Heartbeat', heartbeat], ['RequestVote', vote], ['ReportApplied', report]] as const) {
+      for (const [method, bytes] of [
+        ['Heartbeat', heartbeat],
+        ['RequestVote', vote],
+        ['ReportApplied', report],
+      ] as const) {
         const outcome = await send(name, pki.tls(INTRUDER), method, bytes);
         assert.equal(outcome.code, grpc.status.INVALID_ARGUMENT, `${name} ${method}: ${outcome.details}`);
         assert.match(outcome.details, /[tT]erm = 9007199254740991 is beyond/);
       }
     }
     const metrics = (await httpGet(`${httpOf(before.name)}/metrics`)).text;
-    assert.ok((metricValue(metrics, 'svc_peer_calls_refused_total', 'reason="bad-value"') ?? 0) >= 3, 'refusals are counted');
+    assert.ok(
+      (metricValue(metrics, 'svc_peer_calls_refused_total', 'reason="bad-value"') ?? 0) >= 3,
+      'refusals are counted',
+    );
     await stillSound(before, 'absurd term');
     for (const s of await statuses()) assert.ok(s.term < absurd - 1, `${s.name} term ${s.term}`);
   });
@@ -156,17 +228,33 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
   it('(2) a Heartbeat from a non-member at term+1 with prev_log 0/0, sent to all three nodes, deletes nothing [engine half]', async function () {
     const before = await leader();
     const commits = new Map((await statuses()).map((s) => [s.name, s.commitSeq]));
-    const heartbeat = pb.HeartbeatRequest.encode(pb.HeartbeatRequest.fromPartial({
-      shardId: NON_MEMBER_ID, regionId: NON_MEMBER_ID, leaderRegion: NON_MEMBER_ID, term: before.term + 1, prevLogTerm: 0, prevLogSeq: 0,
-    })).finish();
+    const heartbeat = pb.HeartbeatRequest.encode(
+      pb.HeartbeatRequest.fromPartial({
+        shardId: NON_MEMBER_ID,
+        regionId: NON_MEMBER_ID,
+        leaderRegion: NON_MEMBER_ID,
+        term: before.term + 1,
+        prevLogTerm: 0,
+        prevLogSeq: 0,
+      }),
+    ).finish();
     for (const name of NAMES) await send(name, pki.tls(INTRUDER), 'Heartbeat', heartbeat);
-    for (const s of await statuses()) assert.ok(s.commitSeq >= commits.get(s.name)!, `${s.name} commit ${s.commitSeq} fell below ${commits.get(s.name)}`);
+    for (const s of await statuses())
+      assert.ok(
+        s.commitSeq >= commits.get(s.name)!,
+        `${s.name} commit ${s.commitSeq} fell below ${commits.get(s.name)}`,
+      );
     await stillSound(before, 'zero prev from a non-member');
   });
 
   it('(3) a JoinCluster with grpc_addr "not a host:port" is refused with a refusal_reason: the roster is unchanged', async function () {
     const before = await leader();
-    const join = pb.JoinRequest.encode({ name: INTRUDER, grpcAddr: 'not a host:port', httpAddr: 'http://127.0.0.1:9', capabilities: 1 }).finish();
+    const join = pb.JoinRequest.encode({
+      name: INTRUDER,
+      grpcAddr: 'not a host:port',
+      httpAddr: 'http://127.0.0.1:9',
+      capabilities: 1,
+    }).finish();
     for (const name of NAMES) {
       const outcome = await send(name, pki.tls(INTRUDER), 'JoinCluster', join);
       assert.equal(outcome.code, grpc.status.OK, outcome.details);
@@ -175,8 +263,16 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
       assert.match(response.refusalReason, /^invalid: grpc_addr "not a host:port": /);
     }
     // A well-formed JoinCluster may not name someone else than the certificate's holder.
-    const impostor = pb.JoinRequest.encode({ name: 'n9', grpcAddr: '127.0.0.1:9', httpAddr: 'http://127.0.0.1:9', capabilities: 1 }).finish();
-    assert.equal((await send(before.name, pki.tls(INTRUDER), 'JoinCluster', impostor)).code, grpc.status.PERMISSION_DENIED);
+    const impostor = pb.JoinRequest.encode({
+      name: 'n9',
+      grpcAddr: '127.0.0.1:9',
+      httpAddr: 'http://127.0.0.1:9',
+      capabilities: 1,
+    }).finish();
+    assert.equal(
+      (await send(before.name, pki.tls(INTRUDER), 'JoinCluster', impostor)).code,
+      grpc.status.PERMISSION_DENIED,
+    );
     for (const s of await statuses()) {
       assert.deepEqual(s.members.map((m) => m.name).sort(), [...NAMES].sort(), `${s.name}'s roster`);
     }
@@ -198,10 +294,18 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
       const timeoutNow = pb.TimeoutNowRequest.encode({ term: before.term, leaderRegion: before.id }).finish();
       for (const name of followers) {
         const outcome = await send(name, pki.adminTls(), 'TimeoutNow', timeoutNow);
-        assert.equal(outcome.code, grpc.status.PERMISSION_DENIED, `TimeoutNow with the admin certificate: ${outcome.details}`);
+        assert.equal(
+          outcome.code,
+          grpc.status.PERMISSION_DENIED,
+          `TimeoutNow with the admin certificate: ${outcome.details}`,
+        );
         assert.match(outcome.details, /accepts peer certificates only/);
       }
-      await waitFor(() => writer.count() >= startCount + WRITES_DURING_ATTACK, 'writes to go on during the attack', 30_000);
+      await waitFor(
+        () => writer.count() >= startCount + WRITES_DURING_ATTACK,
+        'writes to go on during the attack',
+        30_000,
+      );
     } finally {
       await writer.stop();
     }
@@ -216,18 +320,35 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
     const writer = writing(followers[0]!, 'attack4b');
     try {
       const startCount = writer.count();
-      const report = pb.AppliedReport.encode(pb.AppliedReport.fromPartial({
-        reporterShard: NON_MEMBER_ID, sourceShard: before.id, appliedSeqno: 1, reporterTerm: before.term + 1000, capabilities: 1,
-      })).finish();
+      const report = pb.AppliedReport.encode(
+        pb.AppliedReport.fromPartial({
+          reporterShard: NON_MEMBER_ID,
+          sourceShard: before.id,
+          appliedSeqno: 1,
+          reporterTerm: before.term + 1000,
+          capabilities: 1,
+        }),
+      ).finish();
       for (let i = 0; i < REPORT_COUNT; i++) {
         await send(before.name, pki.tls(INTRUDER), 'ReportApplied', report);
         await new Promise((resolve) => setTimeout(resolve, REPORT_INTERVAL_MS));
       }
-      const heartbeat = pb.HeartbeatRequest.encode(pb.HeartbeatRequest.fromPartial({
-        shardId: NON_MEMBER_ID, regionId: NON_MEMBER_ID, leaderRegion: NON_MEMBER_ID, term: before.term + 1, prevLogTerm: before.term, prevLogSeq: 1,
-      })).finish();
+      const heartbeat = pb.HeartbeatRequest.encode(
+        pb.HeartbeatRequest.fromPartial({
+          shardId: NON_MEMBER_ID,
+          regionId: NON_MEMBER_ID,
+          leaderRegion: NON_MEMBER_ID,
+          term: before.term + 1,
+          prevLogTerm: before.term,
+          prevLogSeq: 1,
+        }),
+      ).finish();
       for (const name of followers) await send(name, pki.tls(INTRUDER), 'Heartbeat', heartbeat);
-      await waitFor(() => writer.count() >= startCount + WRITES_DURING_ATTACK, 'writes to go on during the attack', 30_000);
+      await waitFor(
+        () => writer.count() >= startCount + WRITES_DURING_ATTACK,
+        'writes to go on during the attack',
+        30_000,
+      );
     } finally {
       await writer.stop();
     }

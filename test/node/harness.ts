@@ -34,7 +34,10 @@ export interface WaitOptions {
 
 /** waitFor polls condition until it holds, failing after timeoutMs with what it waited for. */
 export async function waitFor(
-  condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000, options: WaitOptions = {},
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+  options: WaitOptions = {},
 ): Promise<void> {
   const { intervalMs = POLL_INTERVAL_MS, swallow = true } = options;
   const deadline = Date.now() + timeoutMs;
@@ -92,13 +95,22 @@ export interface Pki {
 /** ADMIN_CERT_NAME names the admin certificate makePki issues. */
 export const ADMIN_CERT_NAME = 'admin';
 
-export async function makePki(dir: string, names: string[], caName = 'cluster', clusterId = newClusterId()): Promise<Pki> {
+export async function makePki(
+  dir: string,
+  names: string[],
+  caName = 'cluster',
+  clusterId = newClusterId(),
+): Promise<Pki> {
   const caDir = join(dir, caName);
   await createClusterCa({ dir: caDir, commonName: `${caName}-ca` });
-  for (const name of names) await createNodeCert({ dir: caDir, name, clusterId, peersService: 'peers', namespace: 'test' });
+  for (const name of names)
+    await createNodeCert({ dir: caDir, name, clusterId, peersService: 'peers', namespace: 'test' });
   await createAdminCert({ dir: caDir, name: ADMIN_CERT_NAME, clusterId });
   const tls = (name: string): NodeTls => ({
-    mode: 'mtls', caFile: join(caDir, 'ca.crt'), certFile: join(caDir, `${name}.crt`), keyFile: join(caDir, `${name}.key`),
+    mode: 'mtls',
+    caFile: join(caDir, 'ca.crt'),
+    certFile: join(caDir, `${name}.crt`),
+    keyFile: join(caDir, `${name}.key`),
     // Peers dial 127.0.0.1; the certificate names localhost too, which keeps Node from warning about an IP as TLS server name.
     serverNameOverride: 'localhost',
   });
@@ -118,14 +130,33 @@ export async function planNodes(names: string[]): Promise<PlannedNode[]> {
   return names.map((name, i) => {
     const grpcPort = ports[2 * i]!;
     const httpPort = ports[2 * i + 1]!;
-    return { name, grpcPort, httpPort, member: { name, grpcAddr: `127.0.0.1:${grpcPort}`, httpAddr: `http://127.0.0.1:${httpPort}` } };
+    return {
+      name,
+      grpcPort,
+      httpPort,
+      member: { name, grpcAddr: `127.0.0.1:${grpcPort}`, httpAddr: `http://127.0.0.1:${httpPort}` },
+    };
   });
 }
 
 /** nodeConfig is a founder's (bootstrap) or joiner's (seeds) config on loopback. */
-export function nodeConfig(plan: PlannedNode, dataDir: string, tls: NodeTls, cluster: { bootstrap?: BootstrapMember[]; seeds?: string[] }, extra: Partial<NodeConfig> = {}): NodeConfig {
+export function nodeConfig(
+  plan: PlannedNode,
+  dataDir: string,
+  tls: NodeTls,
+  cluster: { bootstrap?: BootstrapMember[]; seeds?: string[] },
+  extra: Partial<NodeConfig> = {},
+): NodeConfig {
   return {
-    name: plan.name, dataDir, grpcListen: `127.0.0.1:${plan.grpcPort}`, httpListen: `127.0.0.1:${plan.httpPort}`,
-    ...cluster, tls, tickMs: TEST_TICK_MS, logLevel: TEST_LOG_LEVEL, processMetrics: false, ...extra,
+    name: plan.name,
+    dataDir,
+    grpcListen: `127.0.0.1:${plan.grpcPort}`,
+    httpListen: `127.0.0.1:${plan.httpPort}`,
+    ...cluster,
+    tls,
+    tickMs: TEST_TICK_MS,
+    logLevel: TEST_LOG_LEVEL,
+    processMetrics: false,
+    ...extra,
   };
 }

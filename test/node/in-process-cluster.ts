@@ -18,7 +18,10 @@ export class InProcessCluster {
     this.plans = await planNodes(founders);
     const bootstrap = this.plans.map((p) => p.member);
     for (const plan of this.plans) {
-      this.nodes.set(plan.name, new Node(nodeConfig(plan, join(this.dir, plan.name), this.pki.tls(plan.name), { bootstrap }, extra)));
+      this.nodes.set(
+        plan.name,
+        new Node(nodeConfig(plan, join(this.dir, plan.name), this.pki.tls(plan.name), { bootstrap }, extra)),
+      );
     }
     await Promise.all([...this.nodes.values()].map((n) => n.start()));
   }

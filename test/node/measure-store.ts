@@ -40,25 +40,36 @@ async function load(target: Target, label: string, writers: number): Promise<voi
   let done = 0;
   const ms: number[] = [];
   const until = Date.now() + SECONDS * 1000;
-  await Promise.all(Array.from({ length: writers }, async (_, w) => {
-    for (let i = 0; Date.now() < until; i++) {
-      const t = performance.now();
-      await target.put(`${label}/${writers}/${w}/${i}`, { i, pad: 'x'.repeat(64) });
-      ms.push(performance.now() - t);
-      done++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: writers }, async (_, w) => {
+      for (let i = 0; Date.now() < until; i++) {
+        const t = performance.now();
+        await target.put(`${label}/${writers}/${w}/${i}`, { i, pad: 'x'.repeat(64) });
+        ms.push(performance.now() - t);
+        done++;
+      }
+    }),
+  );
   ms.sort((a, b) => a - b);
-  console.log(`put via ${label}, ${writers} writers: ${(done / SECONDS).toFixed(0)} puts/s, p50 ${percentile(ms, 0.5).toFixed(1)} ms, p99 ${percentile(ms, 0.99).toFixed(1)} ms`);
+  console.log(
+    `put via ${label}, ${writers} writers: ${(done / SECONDS).toFixed(0)} puts/s, p50 ${percentile(ms, 0.5).toFixed(1)} ms, p99 ${percentile(ms, 0.99).toFixed(1)} ms`,
+  );
 }
 
 async function measure(leader: Target, follower: Target): Promise<void> {
-  for (const [label, target] of [['leader', leader], ['follower', follower]] as const) {
+  for (const [label, target] of [
+    ['leader', leader],
+    ['follower', follower],
+  ] as const) {
     const ms = await timed(SEQUENTIAL_COUNT, (i) => target.put(`seq-${label}/${i}`, { i, pad: 'x'.repeat(64) }));
-    console.log(`sequential put via ${label}: p50 ${percentile(ms, 0.5).toFixed(2)} ms, p99 ${percentile(ms, 0.99).toFixed(2)} ms`);
+    console.log(
+      `sequential put via ${label}: p50 ${percentile(ms, 0.5).toFixed(2)} ms, p99 ${percentile(ms, 0.99).toFixed(2)} ms`,
+    );
   }
   const reads = await timed(SEQUENTIAL_COUNT, (i) => follower.get(`seq-leader/${i}`));
-  console.log(`get via follower (read index + local apply): p50 ${percentile(reads, 0.5).toFixed(2)} ms, p99 ${percentile(reads, 0.99).toFixed(2)} ms`);
+  console.log(
+    `get via follower (read index + local apply): p50 ${percentile(reads, 0.5).toFixed(2)} ms, p99 ${percentile(reads, 0.99).toFixed(2)} ms`,
+  );
   for (const writers of CONCURRENCY_LEVELS) await load(leader, 'leader', writers);
   await load(follower, 'follower', CONCURRENCY_LEVELS[CONCURRENCY_LEVELS.length - 1]!);
 }
@@ -80,14 +91,25 @@ async function processes(): Promise<void> {
   const pki = await makePki(dir, names);
   const plans = await planNodes(names);
   const bootstrap = plans.map((p) => p.member);
-  const children = await Promise.all(plans.map((p) => ChildNode.start(nodeConfig(p, join(dir, p.name), pki.tls(p.name), { bootstrap }, { tickMs: TICK_MS }))));
+  const children = await Promise.all(
+    plans.map((p) =>
+      ChildNode.start(nodeConfig(p, join(dir, p.name), pki.tls(p.name), { bootstrap }, { tickMs: TICK_MS })),
+    ),
+  );
   try {
     let leader: ChildNode | undefined;
-    await waitFor(async () => {
-      for (const c of children) if ((await c.status()).role === 'leader') leader = c;
-      return leader !== undefined;
-    }, 'a leader', 20_000);
-    await measure(leader!, children.find((c) => c !== leader)!);
+    await waitFor(
+      async () => {
+        for (const c of children) if ((await c.status()).role === 'leader') leader = c;
+        return leader !== undefined;
+      },
+      'a leader',
+      20_000,
+    );
+    await measure(
+      leader!,
+      children.find((c) => c !== leader)!,
+    );
   } finally {
     await Promise.all(children.map((c) => c.stop()));
     await removeDir(dir);

@@ -17,12 +17,21 @@ describe('node: mixed versions', function () {
     if (dir) await removeDir(dir);
   });
 
-  it('a joiner of a leader without leader_last_seq turns ready through the leader\'s /status, and reports the version spread', async function () {
+  it("a joiner of a leader without leader_last_seq turns ready through the leader's /status, and reports the version spread", async function () {
     dir = await tempDir('mixed');
     const [oldPlan, newPlan] = await planNodes(['old', 'new']);
-    const old = new Node(nodeConfig(oldPlan!, join(dir, 'old'), { mode: 'insecure' }, { bootstrap: [oldPlan!.member] }, {
-      buildVersion: '2.3.0', engineCompat: { sendsLeaderLastSeq: false },
-    }));
+    const old = new Node(
+      nodeConfig(
+        oldPlan!,
+        join(dir, 'old'),
+        { mode: 'insecure' },
+        { bootstrap: [oldPlan!.member] },
+        {
+          buildVersion: '2.3.0',
+          engineCompat: { sendsLeaderLastSeq: false },
+        },
+      ),
+    );
     nodes.push(old);
     await old.start();
     await waitFor(() => old.status().role === 'leader', 'the old node to lead');
@@ -32,13 +41,23 @@ describe('node: mixed versions', function () {
     nodes.push(joiner);
     await joiner.start();
     assert.equal(await httpStatus(`${joiner.httpAddress}/health`), 503);
-    await waitFor(async () => (await httpStatus(`${joiner.httpAddress}/health`)) === 200, 'the joiner to turn ready', 20_000);
+    await waitFor(
+      async () => (await httpStatus(`${joiner.httpAddress}/health`)) === 200,
+      'the joiner to turn ready',
+      20_000,
+    );
     const text = (await httpGet(`${joiner.httpAddress}/metrics`)).text;
-    assert.ok((metricValue(text, 'svc_status_polls_total', 'outcome="answered"') ?? 0) >= 1, 'readiness came from polling the leader\'s /status');
+    assert.ok(
+      (metricValue(text, 'svc_status_polls_total', 'outcome="answered"') ?? 0) >= 1,
+      "readiness came from polling the leader's /status",
+    );
     assert.equal(metricValue(text, 'svc_version_major_spread'), 2, 'major 0 here, 2 on the leader');
     assert.ok((metricValue(text, 'svc_engine_warnings_total', 'code="version-major-mismatch"') ?? 0) >= 1);
     assert.equal(metricValue(text, 'svc_peer_build_info', `member="${old.status().id}",version="2.3.0"`), 1);
-    assert.ok(joiner.status().durableLastSeq >= old.status().durableLastSeq, 'honest convergence: the joiner holds the leader\'s frontier');
+    assert.ok(
+      joiner.status().durableLastSeq >= old.status().durableLastSeq,
+      "honest convergence: the joiner holds the leader's frontier",
+    );
     assert.deepEqual(await joiner.store.get('doc/4'), await old.store.get('doc/4'));
   });
 });

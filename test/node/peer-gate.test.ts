@@ -30,7 +30,13 @@ describe('node: the peer gate on a real cluster', function () {
   before(async function () {
     await cluster.start(['n1', 'n2', 'n3'], ['n1', 'n2', 'n3', 'n4']);
     // A peer certificate from the same CA, of another cluster.
-    await createNodeCert({ dir: cluster.pki.dir, name: 'other', clusterId: 'another-cluster', peersService: 'peers', namespace: 'test' });
+    await createNodeCert({
+      dir: cluster.pki.dir,
+      name: 'other',
+      clusterId: 'another-cluster',
+      peersService: 'peers',
+      namespace: 'test',
+    });
     otherTls = withCert(cluster.pki.tls('n1'), cluster.pki.dir, 'other');
   });
 
@@ -38,7 +44,13 @@ describe('node: the peer gate on a real cluster', function () {
     await cluster.stop();
   });
 
-  async function call(to: Node, tls: NodeTls, clusterId: string, path: string, bytes: Uint8Array): Promise<ProbeOutcome> {
+  async function call(
+    to: Node,
+    tls: NodeTls,
+    clusterId: string,
+    path: string,
+    bytes: Uint8Array,
+  ): Promise<ProbeOutcome> {
     const { credentials, options } = probeCredentials(tls, clusterId);
     const probe = new Probe(to.grpcAddress, credentials, options);
     try {
@@ -49,7 +61,11 @@ describe('node: the peer gate on a real cluster', function () {
   }
 
   const refusedCount = async (node: Node, reason: string): Promise<number> =>
-    metricValue((await httpGet(`${node.httpAddress}/metrics`)).text, 'svc_peer_calls_refused_total', `reason="${reason}"`) ?? 0;
+    metricValue(
+      (await httpGet(`${node.httpAddress}/metrics`)).text,
+      'svc_peer_calls_refused_total',
+      `reason="${reason}"`,
+    ) ?? 0;
 
   function adminPool(tls: NodeTls): AdminClientPool {
     if (tls.mode !== 'mtls') throw new Error('mtls only');
@@ -60,16 +76,28 @@ describe('node: the peer gate on a real cluster', function () {
   it('refuses calls of another cluster (certificate or metadata) and peer calls without a cluster id, and counts them', async function () {
     const leader = await cluster.waitLeader();
     const s = leader.status();
-    const heartbeat = pb.HeartbeatRequest.encode(pb.HeartbeatRequest.fromPartial({ term: s.term + 1, leaderRegion: 99, regionId: 99, shardId: 99 })).finish();
-    const before = { mismatch: await refusedCount(leader, 'cluster-mismatch'), missing: await refusedCount(leader, 'cluster-missing') };
+    const heartbeat = pb.HeartbeatRequest.encode(
+      pb.HeartbeatRequest.fromPartial({ term: s.term + 1, leaderRegion: 99, regionId: 99, shardId: 99 }),
+    ).finish();
+    const before = {
+      mismatch: await refusedCount(leader, 'cluster-mismatch'),
+      missing: await refusedCount(leader, 'cluster-missing'),
+    };
     const outcomes = {
       otherCert: await call(leader, otherTls, 'another-cluster', methodPath('Heartbeat'), heartbeat),
       otherCertOurMetadata: await call(leader, otherTls, cluster.pki.clusterId, methodPath('Heartbeat'), heartbeat),
       otherMetadata: await call(leader, cluster.pki.tls('n4'), 'another-cluster', methodPath('Heartbeat'), heartbeat),
       noMetadata: await call(leader, cluster.pki.tls('n4'), '', methodPath('Heartbeat'), heartbeat),
-      otherCertStore: await call(leader, otherTls, 'another-cluster', storePb.StoreService.readIndex.path, storePb.ReadIndexRequest.encode({}).finish()),
+      otherCertStore: await call(
+        leader,
+        otherTls,
+        'another-cluster',
+        storePb.StoreService.readIndex.path,
+        storePb.ReadIndexRequest.encode({}).finish(),
+      ),
     };
-    for (const [what, outcome] of Object.entries(outcomes)) assert.equal(outcome.code, grpc.status.PERMISSION_DENIED, `${what}: ${outcome.details}`);
+    for (const [what, outcome] of Object.entries(outcomes))
+      assert.equal(outcome.code, grpc.status.PERMISSION_DENIED, `${what}: ${outcome.details}`);
     assert.match(outcomes.otherCert.details, /certificate is of cluster another-cluster, this node's is /);
     assert.match(outcomes.otherMetadata.details, /names cluster "another-cluster"/);
     assert.match(outcomes.noMetadata.details, /carries no svc-cluster-id metadata/);
@@ -83,10 +111,19 @@ describe('node: the peer gate on a real cluster', function () {
     const s = leader.status();
     const [follower, target] = cluster.followers();
     const timeoutNow = pb.TimeoutNowRequest.encode({ term: s.term, leaderRegion: s.id }).finish();
-    const outcome = await call(target!, cluster.pki.tls(follower!.config.name), cluster.pki.clusterId, methodPath('TimeoutNow'), timeoutNow);
+    const outcome = await call(
+      target!,
+      cluster.pki.tls(follower!.config.name),
+      cluster.pki.clusterId,
+      methodPath('TimeoutNow'),
+      timeoutNow,
+    );
     assert.equal(outcome.code, grpc.status.PERMISSION_DENIED);
-    assert.match(outcome.details, new RegExp(`TimeoutNow leader_region ${s.id} is not the sender: the certificate is ${follower!.config.name}'s`));
-    assert.ok(await refusedCount(target!, 'claim-mismatch') >= 1);
+    assert.match(
+      outcome.details,
+      new RegExp(`TimeoutNow leader_region ${s.id} is not the sender: the certificate is ${follower!.config.name}'s`),
+    );
+    assert.ok((await refusedCount(target!, 'claim-mismatch')) >= 1);
     assert.equal(cluster.leader(), leader);
     assert.equal(leader.status().term, s.term);
   });
@@ -98,26 +135,57 @@ describe('node: the peer gate on a real cluster', function () {
     try {
       const status = await admin.status(leader.grpcAddress, Date.now() + 3_000);
       assert.equal(status.role, 'leader');
-      await assert.rejects(asPeer.status(leader.grpcAddress, Date.now() + 3_000),
-        (err: unknown) => err instanceof AdminCallError && err.code === grpc.status.PERMISSION_DENIED && /accepts admin certificates only/.test(err.details));
+      await assert.rejects(
+        asPeer.status(leader.grpcAddress, Date.now() + 3_000),
+        (err: unknown) =>
+          err instanceof AdminCallError &&
+          err.code === grpc.status.PERMISSION_DENIED &&
+          /accepts admin certificates only/.test(err.details),
+      );
     } finally {
       admin.close();
       asPeer.close();
     }
     const readIndexRequest = storePb.ReadIndexRequest.encode({}).finish();
-    const readIndex = await call(leader, cluster.pki.adminTls(), '', storePb.StoreService.readIndex.path, readIndexRequest);
+    const readIndex = await call(
+      leader,
+      cluster.pki.adminTls(),
+      '',
+      storePb.StoreService.readIndex.path,
+      readIndexRequest,
+    );
     assert.equal(readIndex.code, grpc.status.PERMISSION_DENIED);
     assert.match(readIndex.details, /svc.store.v1.Store accepts peer certificates only/);
     // A peer certificate of this cluster whose name is no member's neither writes nor reads the store.
-    const stranger = await call(leader, cluster.pki.tls('n4'), cluster.pki.clusterId, storePb.StoreService.readIndex.path, readIndexRequest);
+    const stranger = await call(
+      leader,
+      cluster.pki.tls('n4'),
+      cluster.pki.clusterId,
+      storePb.StoreService.readIndex.path,
+      readIndexRequest,
+    );
     assert.equal(stranger.code, grpc.status.PERMISSION_DENIED);
     assert.match(stranger.details, /svc.store.v1.Store serves members only; n4 is not in this node's roster/);
-    const memberCall = await call(leader, cluster.pki.tls(cluster.followers()[0]!.config.name), cluster.pki.clusterId, storePb.StoreService.readIndex.path, readIndexRequest);
+    const memberCall = await call(
+      leader,
+      cluster.pki.tls(cluster.followers()[0]!.config.name),
+      cluster.pki.clusterId,
+      storePb.StoreService.readIndex.path,
+      readIndexRequest,
+    );
     assert.equal(memberCall.code, grpc.status.OK, memberCall.details);
-    const vote = pb.VoteRequest.encode(pb.VoteRequest.fromPartial({ term: leader.status().term + 1, candidateRegion: 2, prevote: true })).finish();
-    const walShipping = await call(leader, cluster.pki.adminTls(), cluster.pki.clusterId, methodPath('RequestVote'), vote);
+    const vote = pb.VoteRequest.encode(
+      pb.VoteRequest.fromPartial({ term: leader.status().term + 1, candidateRegion: 2, prevote: true }),
+    ).finish();
+    const walShipping = await call(
+      leader,
+      cluster.pki.adminTls(),
+      cluster.pki.clusterId,
+      methodPath('RequestVote'),
+      vote,
+    );
     assert.equal(walShipping.code, grpc.status.PERMISSION_DENIED);
-    assert.ok(await refusedCount(leader, 'wrong-role') >= 3);
+    assert.ok((await refusedCount(leader, 'wrong-role')) >= 3);
   });
 
   it('Admin.Propose commits a store command through a follower; a follower names the leader for ChangeMember', async function () {
@@ -125,26 +193,44 @@ describe('node: the peer gate on a real cluster', function () {
     const follower = cluster.followers()[0]!;
     const admin = adminPool(cluster.pki.adminTls());
     try {
-      const command = encodeCommand({ op: 'put', key: 'admin/written', value: { by: 'admin' }, requestId: 'peer-gate-test-1' });
+      const command = encodeCommand({
+        op: 'put',
+        key: 'admin/written',
+        value: { by: 'admin' },
+        requestId: 'peer-gate-test-1',
+      });
       const { seq, result } = await admin.propose(follower.grpcAddress, command, Date.now() + 10_000);
       assert.equal(resultFromMessage(result).outcome, 'applied');
       assert.ok(seq > 0);
       assert.deepEqual((await leader.store.get('admin/written'))?.value, { by: 'admin' });
       const change = { change: adminPb.MemberChange.MEMBER_CHANGE_TRANSFER, name: follower.config.name, hops: 0 };
-      await assert.rejects(admin.changeMember(follower.grpcAddress, change, Date.now() + 3_000),
-        (err: unknown) => err instanceof AdminCallError && err.code === grpc.status.FAILED_PRECONDITION && err.leaderHint === leader.grpcAddress);
+      await assert.rejects(
+        admin.changeMember(follower.grpcAddress, change, Date.now() + 3_000),
+        (err: unknown) =>
+          err instanceof AdminCallError &&
+          err.code === grpc.status.FAILED_PRECONDITION &&
+          err.leaderHint === leader.grpcAddress,
+      );
     } finally {
       admin.close();
     }
   });
 
-  it('will not start with an admin certificate, another node\'s certificate, or a data directory of another cluster', async function () {
+  it("will not start with an admin certificate, another node's certificate, or a data directory of another cluster", async function () {
     const dir = await tempDir('gate-start');
     try {
       const [plan] = await planNodes(['n1']);
       const bootstrap = [plan!.member];
       const start = async (tls: NodeTls, dataDir: string, clusterId?: string): Promise<unknown> => {
-        const node = new Node(nodeConfig(plan!, dataDir, tls, { bootstrap }, { logLevel: 'silent', ...(clusterId === undefined ? {} : { clusterId }) }));
+        const node = new Node(
+          nodeConfig(
+            plan!,
+            dataDir,
+            tls,
+            { bootstrap },
+            { logLevel: 'silent', ...(clusterId === undefined ? {} : { clusterId }) },
+          ),
+        );
         try {
           await node.start();
           return null;

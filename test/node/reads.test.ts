@@ -11,7 +11,7 @@ import { InProcessCluster } from './in-process-cluster.js';
 /** READ_TIMEOUT_MS: a read's whole barrier (read index and apply) in this test, short so a refusal comes soon. */
 const READ_TIMEOUT_MS = 1_500;
 
-describe('node: reads take the engine\'s read index', function () {
+describe("node: reads take the engine's read index", function () {
   this.timeout(60_000);
   const cluster = new InProcessCluster();
 
@@ -29,7 +29,10 @@ describe('node: reads take the engine\'s read index', function () {
     assert.deepEqual((await leader.store.get('reads/a'))?.value, { v: 1 });
     assert.deepEqual((await other!.store.get('reads/a'))?.value, { v: 1 });
     const metrics = (await httpGet(`${leader.httpAddress}/metrics`)).text;
-    assert.ok((metricValue(metrics, 'svc_engine_read_indexes_total', 'outcome="answered"') ?? 0) >= 2, 'the leader\'s engine answered its own read and the follower\'s');
+    assert.ok(
+      (metricValue(metrics, 'svc_engine_read_indexes_total', 'outcome="answered"') ?? 0) >= 2,
+      "the leader's engine answered its own read and the follower's",
+    );
   });
 
   it('a leader cut off from its followers serves no read, though it still believes it leads', async () => {

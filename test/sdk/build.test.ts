@@ -24,8 +24,10 @@ describe('sdk: builds to JavaScript that runs in plain Node (no tsx)', function 
   });
 
   it('compiles with sdk/tsconfig.json, and the output calls the API with the key from SVC_API_KEY', async () => {
-    await run(path.join(repoRoot, 'node_modules', '.bin', 'tsc'), ['-p', 'sdk/tsconfig.json', '--outDir', outDir],
-      { cwd: repoRoot, timeout: 80_000 });
+    await run(path.join(repoRoot, 'node_modules', '.bin', 'tsc'), ['-p', 'sdk/tsconfig.json', '--outDir', outDir], {
+      cwd: repoRoot,
+      timeout: 80_000,
+    });
     writeFileSync(path.join(outDir, 'package.json'), '{"type":"module"}\n');
     const script = [
       `const { SvcClient, SvcApiError } = await import(${JSON.stringify(path.join(outDir, 'index.js'))});`,
@@ -35,7 +37,8 @@ describe('sdk: builds to JavaScript that runs in plain Node (no tsx)', function 
       'console.log(JSON.stringify({ items: page.items.length, code: failure.code, typed: failure instanceof SvcApiError }));',
     ].join('\n');
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
-      env: { PATH: process.env.PATH, SVC_API_KEY: api.adminKey, SVC_URL: api.baseUrl }, timeout: 20_000,
+      env: { PATH: process.env.PATH, SVC_API_KEY: api.adminKey, SVC_URL: api.baseUrl },
+      timeout: 20_000,
     });
     assert.deepEqual(JSON.parse(stdout), { items: 0, code: 'UNAUTHORIZED', typed: true });
   });

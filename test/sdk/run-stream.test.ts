@@ -14,8 +14,10 @@ import type { TcpProxy } from './tcp-proxy.js';
 /** gateWaitRoundsMax bounds the agent's wait for the test to open its gate (50 ms each). */
 const gateWaitRoundsMax = 300;
 
-const stdoutOf = (events: RunEvent[]) => events.flatMap((event) =>
-  event.event === 'output' && event.data.stream === 'stdout' ? [event.data.text] : []).join('');
+const stdoutOf = (events: RunEvent[]) =>
+  events
+    .flatMap((event) => (event.event === 'output' && event.data.stream === 'stdout' ? [event.data.text] : []))
+    .join('');
 
 /** recordingFetch remembers the Last-Event-ID of every request it sends. */
 function recordingFetch(): { fetch: typeof fetch; lastEventIds: (string | null)[] } {
@@ -52,15 +54,18 @@ describe('sdk: run event streams against a real API server, Redis and agent work
     worker = await startAgentWorker({ redisUrl: redis.url, store: api.store, concurrency: 2, runTimeoutMs: 30_000 });
     proxy = await startTcpProxy(api.baseUrl);
     workspace = mkdtempSync(path.join(os.tmpdir(), 'svc-sdk-ws-'));
-    writeFileSync(path.join(workspace, 'agent.sh'), [
-      '#!/bin/sh',
-      'echo "prompt: $1"',
-      'case "$1" in',
-      `  gate*) echo "waiting at gate"; i=0; while [ ! -f gate ] && [ $i -lt ${gateWaitRoundsMax} ]; do sleep 0.05; i=$((i+1)); done; echo "through gate" ;;`,
-      '  fail*) exit 3 ;;',
-      'esac',
-      'echo done',
-    ].join('\n'));
+    writeFileSync(
+      path.join(workspace, 'agent.sh'),
+      [
+        '#!/bin/sh',
+        'echo "prompt: $1"',
+        'case "$1" in',
+        `  gate*) echo "waiting at gate"; i=0; while [ ! -f gate ] && [ $i -lt ${gateWaitRoundsMax} ]; do sleep 0.05; i=$((i+1)); done; echo "through gate" ;;`,
+        '  fail*) exit 3 ;;',
+        'esac',
+        'echo done',
+      ].join('\n'),
+    );
     chmodSync(path.join(workspace, 'agent.sh'), 0o755);
     admin = new SvcClient({ baseUrl: api.baseUrl, apiKey: api.adminKey, env: {} });
     projectId = (await admin.createProject({ body: { name: 'agent', workspace, command: ['./agent.sh'] } })).id;
@@ -78,10 +83,15 @@ describe('sdk: run event streams against a real API server, Redis and agent work
   it('streamRun delivers every event in order and resolves with the complete event', async () => {
     const { streamUrl } = await start('hello sdk');
     const events: RunEvent[] = [];
-    const complete = await admin.streamRun(streamUrl, (event) => { events.push(event); });
+    const complete = await admin.streamRun(streamUrl, (event) => {
+      events.push(event);
+    });
     assert.deepEqual(complete, { ...complete, status: 'succeeded', exitCode: 0 });
     assert.ok(Number.isInteger(complete.durationMs));
-    assert.deepEqual(events.map((event) => event.event).filter((name) => name !== 'output'), ['queued', 'started', 'complete']);
+    assert.deepEqual(
+      events.map((event) => event.event).filter((name) => name !== 'output'),
+      ['queued', 'started', 'complete'],
+    );
     assert.equal(stdoutOf(events), 'prompt: hello sdk\ndone\n');
     assert.deepEqual(events.at(-1), { id: events.at(-1)!.id, event: 'complete', data: complete });
     const failed = await admin.streamRun((await start('fail now')).streamUrl, () => undefined);
@@ -95,28 +105,38 @@ describe('sdk: run event streams against a real API server, Redis and agent work
     const events: RunEvent[] = [];
     const reconnects: ReconnectInfo[] = [];
     let dropped = false;
-    const complete = await viaProxy.streamRun(streamUrl, (event) => {
-      events.push(event);
-      if (!dropped && event.event === 'output' && event.data.text.includes('waiting at gate')) {
-        dropped = true;
-        proxy.dropAll();
-      }
-    }, {
-      reconnectDelayMs: 50,
-      onReconnect: (info) => {
-        reconnects.push(info);
-        // The agent finishes only after the drop, so the rest of the stream must come over the new connection.
-        writeFileSync(gatePath(), '');
+    const complete = await viaProxy.streamRun(
+      streamUrl,
+      (event) => {
+        events.push(event);
+        if (!dropped && event.event === 'output' && event.data.text.includes('waiting at gate')) {
+          dropped = true;
+          proxy.dropAll();
+        }
       },
-    });
+      {
+        reconnectDelayMs: 50,
+        onReconnect: (info) => {
+          reconnects.push(info);
+          // The agent finishes only after the drop, so the rest of the stream must come over the new connection.
+          writeFileSync(gatePath(), '');
+        },
+      },
+    );
     assert.equal(complete.status, 'succeeded');
     assert.ok(dropped, 'the connection was dropped mid-run');
     assert.equal(reconnects.length, 1, JSON.stringify(reconnects.map((info) => info.reason.message)));
-    const lastBeforeDrop = events.find((event) => event.event === 'output' && event.data.text.includes('waiting at gate'))!;
+    const lastBeforeDrop = events.find(
+      (event) => event.event === 'output' && event.data.text.includes('waiting at gate'),
+    )!;
     const deliveredBeforeReconnect = events.slice(0, events.indexOf(lastBeforeDrop) + 1);
     assert.equal(reconnects[0]!.lastEventId, lastBeforeDrop.id);
     assert.equal(reconnects[0]!.reason.code, 'CONNECTION_FAILED');
-    assert.deepEqual(recorder.lastEventIds, [null, lastBeforeDrop.id], 'the second request resumes after the last event');
+    assert.deepEqual(
+      recorder.lastEventIds,
+      [null, lastBeforeDrop.id],
+      'the second request resumes after the last event',
+    );
     assert.ok(events.length > deliveredBeforeReconnect.length, 'events arrived after the reconnect');
 
     const ids = events.map((event) => event.id);
@@ -130,7 +150,9 @@ describe('sdk: run event streams against a real API server, Redis and agent work
   it('resumes after a given event id, and stops cleanly when the caller breaks out', async () => {
     const { streamUrl } = await start('resume');
     const all: RunEvent[] = [];
-    await admin.streamRun(streamUrl, (event) => { all.push(event); });
+    await admin.streamRun(streamUrl, (event) => {
+      all.push(event);
+    });
     const resumed: RunEvent[] = [];
     for await (const event of admin.runEvents(streamUrl, { lastEventId: all[1]!.id })) resumed.push(event);
     assert.deepEqual(resumed, all.slice(2));
@@ -143,7 +165,11 @@ describe('sdk: run event streams against a real API server, Redis and agent work
       if (event.event === 'started') break;
     }
     assert.deepEqual(seen, ['queued', 'started']);
-    await waitFor(async () => proxy.busyConnectionCount(), (count) => count === 0, 2_000);
+    await waitFor(
+      async () => proxy.busyConnectionCount(),
+      (count) => count === 0,
+      2_000,
+    );
     writeFileSync(gatePath(), '');
     await admin.streamRun(gated.streamUrl, () => undefined);
   });
@@ -152,10 +178,17 @@ describe('sdk: run event streams against a real API server, Redis and agent work
     const { streamUrl } = await start('gate aborted');
     const controller = new AbortController();
     const seen: string[] = [];
-    await assert.rejects(admin.streamRun(streamUrl, (event) => {
-      seen.push(event.event);
-      if (event.event === 'started') controller.abort();
-    }, { signal: controller.signal }), (error: unknown) => error instanceof SvcStreamError && error.code === 'ABORTED');
+    await assert.rejects(
+      admin.streamRun(
+        streamUrl,
+        (event) => {
+          seen.push(event.event);
+          if (event.event === 'started') controller.abort();
+        },
+        { signal: controller.signal },
+      ),
+      (error: unknown) => error instanceof SvcStreamError && error.code === 'ABORTED',
+    );
     assert.deepEqual(seen, ['queued', 'started']);
     writeFileSync(gatePath(), '');
     await admin.streamRun(streamUrl, () => undefined);
@@ -167,16 +200,24 @@ describe('sdk: run event streams against a real API server, Redis and agent work
     await admin.revokeKey({ path: { id: issued.record.id } });
     const recorder = recordingFetch();
     const revoked = new SvcClient({ baseUrl: api.baseUrl, apiKey: issued.key, fetch: recorder.fetch, env: {} });
-    await assert.rejects(revoked.streamRun(streamUrl, () => undefined),
-      (error: unknown) => error instanceof SvcApiError && error.code === 'KEY_REVOKED' && error.status === 401);
+    await assert.rejects(
+      revoked.streamRun(streamUrl, () => undefined),
+      (error: unknown) => error instanceof SvcApiError && error.code === 'KEY_REVOKED' && error.status === 401,
+    );
     assert.equal(recorder.lastEventIds.length, 1, 'an auth failure is not retried');
     const keyless = new SvcClient({ baseUrl: api.baseUrl, env: {} });
-    await assert.rejects(keyless.streamRun(streamUrl, () => undefined),
-      (error: unknown) => error instanceof SvcApiError && error.code === 'UNAUTHORIZED');
-    await assert.rejects(admin.streamRun('/runs/run_000000000aaaaaaaaaaaaaaaa/events', () => undefined),
-      (error: unknown) => error instanceof SvcApiError && error.code === 'NOT_FOUND');
-    assert.throws(() => admin.runEvents('https://elsewhere.example/runs/x/events'),
-      (error: unknown) => error instanceof SvcStreamError && error.code === 'FOREIGN_STREAM_URL');
+    await assert.rejects(
+      keyless.streamRun(streamUrl, () => undefined),
+      (error: unknown) => error instanceof SvcApiError && error.code === 'UNAUTHORIZED',
+    );
+    await assert.rejects(
+      admin.streamRun('/runs/run_000000000aaaaaaaaaaaaaaaa/events', () => undefined),
+      (error: unknown) => error instanceof SvcApiError && error.code === 'NOT_FOUND',
+    );
+    assert.throws(
+      () => admin.runEvents('https://elsewhere.example/runs/x/events'),
+      (error: unknown) => error instanceof SvcStreamError && error.code === 'FOREIGN_STREAM_URL',
+    );
     await admin.streamRun(streamUrl, () => undefined);
   });
 });

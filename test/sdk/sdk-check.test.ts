@@ -34,7 +34,9 @@ describe('sdk: sdk:check (committed spec and generated code match the code)', fu
     unlinkSync(path.join(staleRoot, 'src', 'gen', 'client.gen.ts'));
     writeFileSync(path.join(staleRoot, 'src', 'gen', 'leftover.gen.ts'), 'export {};\n');
   });
-  after(() => { if (staleRoot) rmSync(staleRoot, { recursive: true, force: true }); });
+  after(() => {
+    if (staleRoot) rmSync(staleRoot, { recursive: true, force: true });
+  });
 
   it('finds no difference on the committed files', async () => {
     assert.deepEqual(await checkSdk(), []);
@@ -52,7 +54,10 @@ describe('sdk: sdk:check (committed spec and generated code match the code)', fu
   it('npm run sdk:check exits 0 on the committed files and 1 on a stale copy', async () => {
     const passing = await runScript('npm', ['run', '--silent', 'sdk:check']);
     assert.equal(passing.code, 0, passing.output);
-    const failing = await runScript(path.join(repoRoot, 'node_modules', '.bin', 'tsx'), ['scripts/check-sdk.ts', staleRoot]);
+    const failing = await runScript(path.join(repoRoot, 'node_modules', '.bin', 'tsx'), [
+      'scripts/check-sdk.ts',
+      staleRoot,
+    ]);
     assert.equal(failing.code, 1, failing.output);
     assert.match(failing.output, /sdk\/src\/gen\/types\.gen\.ts: differs/);
     assert.match(failing.output, /npm run sdk:gen/);

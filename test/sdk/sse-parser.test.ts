@@ -60,29 +60,48 @@ describe('sdk: SSE parser', () => {
       dataLines: fc.array(field, { minLength: 1, maxLength: 3 }),
       commentBefore: fc.boolean(),
     });
-    fc.assert(fc.property(
-      fc.array(event, { maxLength: 8 }), fc.constantFrom('\n', '\r\n', '\r'), fc.array(fc.nat(), { maxLength: 20 }),
-      (events, newline, offsets) => {
-        const text = events.map((item) => [
-          ...(item.commentBefore ? [': keep-alive', ''] : []),
-          `id: ${item.id}`, `event: ${item.event}`, ...item.dataLines.map((line) => `data: ${line}`), '', '',
-        ].join(newline)).join('');
-        const expected = events.map((item) => ({
-          id: item.id, event: item.event, data: item.dataLines.join('\n'), retryMs: null,
-        }));
-        assert.deepEqual(parseAll(cutAt(text, offsets)), expected);
-        assert.deepEqual(parseAll([...text]), expected, 'one character per chunk');
-      },
-    ));
+    fc.assert(
+      fc.property(
+        fc.array(event, { maxLength: 8 }),
+        fc.constantFrom('\n', '\r\n', '\r'),
+        fc.array(fc.nat(), { maxLength: 20 }),
+        (events, newline, offsets) => {
+          const text = events
+            .map((item) =>
+              [
+                ...(item.commentBefore ? [': keep-alive', ''] : []),
+                `id: ${item.id}`,
+                `event: ${item.event}`,
+                ...item.dataLines.map((line) => `data: ${line}`),
+                '',
+                '',
+              ].join(newline),
+            )
+            .join('');
+          const expected = events.map((item) => ({
+            id: item.id,
+            event: item.event,
+            data: item.dataLines.join('\n'),
+            retryMs: null,
+          }));
+          assert.deepEqual(parseAll(cutAt(text, offsets)), expected);
+          assert.deepEqual(parseAll([...text]), expected, 'one character per chunk');
+        },
+      ),
+    );
   });
 
   it('refuses a line or event data over its bound instead of growing without limit', () => {
     const parser = new SseParser({ lineLengthMax: 64, eventDataLengthMax: 100 });
     assert.deepEqual(parser.push(`data: ${'x'.repeat(50)}\n\n`).length, 1);
-    assert.throws(() => parser.push('data: ' + 'y'.repeat(70)),
-      (error: unknown) => error instanceof SvcStreamError && error.code === 'EVENT_TOO_LARGE');
+    assert.throws(
+      () => parser.push('data: ' + 'y'.repeat(70)),
+      (error: unknown) => error instanceof SvcStreamError && error.code === 'EVENT_TOO_LARGE',
+    );
     const dataParser = new SseParser({ lineLengthMax: 64, eventDataLengthMax: 100 });
-    assert.throws(() => dataParser.push(`data: ${'z'.repeat(40)}\n`.repeat(3)),
-      (error: unknown) => error instanceof SvcStreamError && error.code === 'EVENT_TOO_LARGE');
+    assert.throws(
+      () => dataParser.push(`data: ${'z'.repeat(40)}\n`.repeat(3)),
+      (error: unknown) => error instanceof SvcStreamError && error.code === 'EVENT_TOO_LARGE',
+    );
   });
 });

@@ -16,7 +16,8 @@ interface ScriptedServer {
 }
 
 const sse = (res: http.ServerResponse) => res.writeHead(200, { 'content-type': 'text/event-stream' });
-const event = (id: string, name: string, data: unknown) => `id: ${id}\nevent: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+const event = (id: string, name: string, data: unknown) =>
+  `id: ${id}\nevent: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 const complete = (id: string) => event(id, 'complete', { status: 'succeeded', exitCode: 0, durationMs: 5 });
 const output = (id: string, text: string) => event(id, 'output', { stream: 'stdout', text });
 
@@ -43,13 +44,18 @@ async function startScripted(handlers: Handler[]): Promise<ScriptedServer> {
   };
 }
 
-async function collect(server: ScriptedServer, options: Parameters<SvcClient['runEvents']>[1] = {}):
-  Promise<{ events: RunEvent[]; reconnects: ReconnectInfo[] }> {
+async function collect(
+  server: ScriptedServer,
+  options: Parameters<SvcClient['runEvents']>[1] = {},
+): Promise<{ events: RunEvent[]; reconnects: ReconnectInfo[] }> {
   const events: RunEvent[] = [];
   const reconnects: ReconnectInfo[] = [];
   for await (const item of server.client.runEvents('/runs/x/events', {
-    reconnectDelayMs: 10, ...options, onReconnect: (info) => reconnects.push(info),
-  })) events.push(item);
+    reconnectDelayMs: 10,
+    ...options,
+    onReconnect: (info) => reconnects.push(info),
+  }))
+    events.push(item);
   return { events, reconnects };
 }
 
@@ -61,15 +67,26 @@ describe('sdk: event stream faults (scripted server)', function () {
     servers.push(server);
     return server;
   };
-  afterEach(async () => { await Promise.all(servers.splice(0).map((server) => server.close())); });
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((server) => server.close()));
+  });
 
   it('reconnects after a response that ends before complete, resuming after the last event', async () => {
     const server = await scripted([
-      (_req, res) => { sse(res); res.end(output('1-0', 'a') + output('1-1', 'b')); },
-      (_req, res) => { sse(res); res.end(': hello\n\n' + output('2-0', 'c') + complete('2-1')); },
+      (_req, res) => {
+        sse(res);
+        res.end(output('1-0', 'a') + output('1-1', 'b'));
+      },
+      (_req, res) => {
+        sse(res);
+        res.end(': hello\n\n' + output('2-0', 'c') + complete('2-1'));
+      },
     ]);
     const { events, reconnects } = await collect(server);
-    assert.deepEqual(events.map((item) => item.id), ['1-0', '1-1', '2-0', '2-1']);
+    assert.deepEqual(
+      events.map((item) => item.id),
+      ['1-0', '1-1', '2-0', '2-1'],
+    );
     assert.deepEqual(server.lastEventIds, [null, '1-1']);
     assert.equal(reconnects.length, 1);
     assert.equal(reconnects[0]!.reason.code, 'ENDED_EARLY');
@@ -78,12 +95,21 @@ describe('sdk: event stream faults (scripted server)', function () {
 
   it('drops a silent connection after idleTimeoutMs and resumes', async () => {
     const server = await scripted([
-      (_req, res) => { sse(res); res.write(output('1-0', 'a')); },
-      (_req, res) => { sse(res); res.end(complete('1-1')); },
+      (_req, res) => {
+        sse(res);
+        res.write(output('1-0', 'a'));
+      },
+      (_req, res) => {
+        sse(res);
+        res.end(complete('1-1'));
+      },
     ]);
     const started = Date.now();
     const { events, reconnects } = await collect(server, { idleTimeoutMs: 200 });
-    assert.deepEqual(events.map((item) => item.id), ['1-0', '1-1']);
+    assert.deepEqual(
+      events.map((item) => item.id),
+      ['1-0', '1-1'],
+    );
     assert.equal(reconnects[0]!.reason.code, 'IDLE_TIMEOUT');
     assert.deepEqual(server.lastEventIds, [null, '1-0']);
     assert.ok(Date.now() - started < 5_000);
@@ -91,8 +117,14 @@ describe('sdk: event stream faults (scripted server)', function () {
 
   it("waits the server's retry: delay before reconnecting", async () => {
     const server = await scripted([
-      (_req, res) => { sse(res); res.end(`retry: 30\n${output('1-0', 'a')}`); },
-      (_req, res) => { sse(res); res.end(complete('1-1')); },
+      (_req, res) => {
+        sse(res);
+        res.end(`retry: 30\n${output('1-0', 'a')}`);
+      },
+      (_req, res) => {
+        sse(res);
+        res.end(complete('1-1'));
+      },
     ]);
     const { reconnects } = await collect(server);
     assert.equal(reconnects[0]!.delayMs, 30);
@@ -104,8 +136,10 @@ describe('sdk: event stream faults (scripted server)', function () {
       res.end(JSON.stringify({ code: 'QUEUE_UNAVAILABLE', message: 'no redis', requestId: 'r1' }));
     };
     const server = await scripted([unavailable]);
-    const error = await collect(server, { reconnectAttemptsMax: 2 }).then(() => assert.fail('expected a failure'),
-      (caught: unknown) => caught);
+    const error = await collect(server, { reconnectAttemptsMax: 2 }).then(
+      () => assert.fail('expected a failure'),
+      (caught: unknown) => caught,
+    );
     assert.ok(error instanceof SvcStreamError && error.code === 'RECONNECT_LIMIT', String(error));
     assert.ok(error.cause instanceof SvcApiError && error.cause.code === 'QUEUE_UNAVAILABLE');
     assert.equal(server.lastEventIds.length, 3, 'the first try and two reconnects');
@@ -114,36 +148,66 @@ describe('sdk: event stream faults (scripted server)', function () {
   it('resets the failure count whenever an event arrives', async () => {
     const handlers: Handler[] = [];
     for (let index = 0; index < 5; index += 1) {
-      handlers.push((_req, res) => { sse(res); res.end(output(`${index}-0`, 'x')); });
+      handlers.push((_req, res) => {
+        sse(res);
+        res.end(output(`${index}-0`, 'x'));
+      });
     }
-    handlers.push((_req, res) => { sse(res); res.end(complete('9-0')); });
+    handlers.push((_req, res) => {
+      sse(res);
+      res.end(complete('9-0'));
+    });
     const server = await scripted(handlers);
     const { events } = await collect(server, { reconnectAttemptsMax: 1 });
     assert.equal(events.length, 6, 'five drops, each after progress, never hit the limit of 1');
   });
 
   it('refuses a body that is not an event stream, and malformed known events, without retrying', async () => {
-    const json = await scripted([(_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{}');
-    }]);
-    await assert.rejects(collect(json), (error: unknown) => error instanceof SvcStreamError && error.code === 'NOT_AN_EVENT_STREAM');
+    const json = await scripted([
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{}');
+      },
+    ]);
+    await assert.rejects(
+      collect(json),
+      (error: unknown) => error instanceof SvcStreamError && error.code === 'NOT_AN_EVENT_STREAM',
+    );
     assert.equal(json.lastEventIds.length, 1);
 
-    const malformed = await scripted([(_req, res) => { sse(res); res.end(event('1-0', 'complete', { status: 'weird' })); }]);
-    await assert.rejects(collect(malformed), (error: unknown) => error instanceof SvcStreamError && error.code === 'MALFORMED_EVENT');
+    const malformed = await scripted([
+      (_req, res) => {
+        sse(res);
+        res.end(event('1-0', 'complete', { status: 'weird' }));
+      },
+    ]);
+    await assert.rejects(
+      collect(malformed),
+      (error: unknown) => error instanceof SvcStreamError && error.code === 'MALFORMED_EVENT',
+    );
     assert.equal(malformed.lastEventIds.length, 1);
 
-    const huge = await scripted([(_req, res) => { sse(res); res.end(`data: ${'x'.repeat(200)}\n\n`); }]);
-    await assert.rejects(collect(huge, { sseLimits: { lineLengthMax: 100 } }),
-      (error: unknown) => error instanceof SvcStreamError && error.code === 'EVENT_TOO_LARGE');
+    const huge = await scripted([
+      (_req, res) => {
+        sse(res);
+        res.end(`data: ${'x'.repeat(200)}\n\n`);
+      },
+    ]);
+    await assert.rejects(
+      collect(huge, { sseLimits: { lineLengthMax: 100 } }),
+      (error: unknown) => error instanceof SvcStreamError && error.code === 'EVENT_TOO_LARGE',
+    );
   });
 
   it('passes events it does not know through as unrecognized', async () => {
-    const server = await scripted([(_req, res) => {
-      sse(res);
-      res.end(event('1-0', 'progress', { percent: 5 }) + 'id: 1-1\nevent: hint\ndata: plain text\n\n' + complete('1-2'));
-    }]);
+    const server = await scripted([
+      (_req, res) => {
+        sse(res);
+        res.end(
+          event('1-0', 'progress', { percent: 5 }) + 'id: 1-1\nevent: hint\ndata: plain text\n\n' + complete('1-2'),
+        );
+      },
+    ]);
     const { events } = await collect(server);
     assert.deepEqual(events.slice(0, 2), [
       { id: '1-0', event: 'unrecognized', name: 'progress', data: { percent: 5 } },
@@ -152,14 +216,24 @@ describe('sdk: event stream faults (scripted server)', function () {
   });
 
   it('reports an answer that is not the API error shape as UNEXPECTED_RESPONSE', async () => {
-    const server = await scripted([(_req, res) => {
-      res.writeHead(502, { 'content-type': 'text/html' });
-      res.end('<html>bad gateway</html>');
-    }]);
-    await assert.rejects(server.client.getHealth(), (error: unknown) => error instanceof SvcApiError &&
-      error.code === 'UNEXPECTED_RESPONSE' && error.status === 502 && error.message.includes('bad gateway'));
-    const streamError = await collect(server, { reconnectAttemptsMax: 0 }).then(() => assert.fail('expected a failure'),
-      (caught: unknown) => caught);
+    const server = await scripted([
+      (_req, res) => {
+        res.writeHead(502, { 'content-type': 'text/html' });
+        res.end('<html>bad gateway</html>');
+      },
+    ]);
+    await assert.rejects(
+      server.client.getHealth(),
+      (error: unknown) =>
+        error instanceof SvcApiError &&
+        error.code === 'UNEXPECTED_RESPONSE' &&
+        error.status === 502 &&
+        error.message.includes('bad gateway'),
+    );
+    const streamError = await collect(server, { reconnectAttemptsMax: 0 }).then(
+      () => assert.fail('expected a failure'),
+      (caught: unknown) => caught,
+    );
     assert.ok(streamError instanceof SvcStreamError && streamError.code === 'RECONNECT_LIMIT');
     assert.ok(streamError.cause instanceof SvcApiError && streamError.cause.code === 'UNEXPECTED_RESPONSE');
   });
@@ -171,7 +245,10 @@ describe('sdk: event stream faults (scripted server)', function () {
         sse(res);
         res.end(event('1-0', 'album.shot', { albumId: 'alb_1', index: 0, status: 'generating' }));
       },
-      (_req, res) => { sse(res); res.write(event('1-1', 'album.shot', { albumId: 'alb_1', index: 0, status: 'complete' })); },
+      (_req, res) => {
+        sse(res);
+        res.write(event('1-1', 'album.shot', { albumId: 'alb_1', index: 0, status: 'complete' }));
+      },
     ]);
     const seen: unknown[] = [];
     for await (const item of server.client.userEvents({ lastEventId: '0', reconnectDelayMs: 10 })) {

@@ -29,7 +29,9 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
     accepted += 1;
     const pair: Pair = { client, upstream: net.connect(Number(target.port), target.hostname), busy: false };
     pairs.add(pair);
-    client.once('data', () => { pair.busy = true; });
+    client.once('data', () => {
+      pair.busy = true;
+    });
     for (const socket of [pair.client, pair.upstream]) {
       socket.on('error', () => undefined);
       socket.on('close', () => {
@@ -42,7 +44,10 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
     pair.upstream.pipe(pair.client);
   });
   server.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve, reject) => { server.once('listening', resolve); server.once('error', reject); });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     connectionCount: () => accepted,

@@ -9,7 +9,15 @@ const roster = { membershipVersion: 1, nextMemberId: 2, members: [] };
 function machineAt(seq: number): KvStateMachine {
   const machine = new KvStateMachine();
   for (let s = 1; s <= seq; s++) {
-    assert.equal(machine.apply({ seq: s, term: 1, kind: 1, data: encodeCommand({ op: 'put', key: `k${s % 3}`, value: `v${s}`, writeId: s }) }), null);
+    assert.equal(
+      machine.apply({
+        seq: s,
+        term: 1,
+        kind: 1,
+        data: encodeCommand({ op: 'put', key: `k${s % 3}`, value: `v${s}`, writeId: s }),
+      }),
+      null,
+    );
   }
   return machine;
 }
@@ -18,8 +26,12 @@ describe('sim/artifacts and state machine', () => {
   it('captures files with their BLAKE3 once, and verifies them', () => {
     const meta: SnapshotMeta = { seq: 5, entryTerm: 1, roster };
     const artifact = captureArtifact(meta, machineAt(5).stateJson(), 2, 1);
-    assert.deepEqual(artifact.header.files.map((f) => f.path), ['meta.json', 'state.json']);
-    for (const f of artifact.header.files) assert.deepEqual(new Uint8Array(f.blake3), blake3(artifact.files.get(f.path)!));
+    assert.deepEqual(
+      artifact.header.files.map((f) => f.path),
+      ['meta.json', 'state.json'],
+    );
+    for (const f of artifact.header.files)
+      assert.deepEqual(new Uint8Array(f.blake3), blake3(artifact.files.get(f.path)!));
     assert.equal(verifyFiles(artifact.header, artifact.files), null);
     assert.deepEqual(readMeta(artifact.files), meta);
   });
@@ -41,7 +53,8 @@ describe('sim/artifacts and state machine', () => {
 
   it('keeps only the newest artifacts and finds one by its header', () => {
     const store = new ArtifactStore(2);
-    for (const seq of [3, 9, 6]) store.add(captureArtifact({ seq, entryTerm: 1, roster }, machineAt(seq).stateJson(), 1, 1));
+    for (const seq of [3, 9, 6])
+      store.add(captureArtifact({ seq, entryTerm: 1, roster }, machineAt(seq).stateJson(), 1, 1));
     assert.equal(store.count, 2);
     assert.equal(store.newest()!.meta.seq, 9);
     const six = store.newest()!;
@@ -64,7 +77,12 @@ describe('sim/artifacts and state machine', () => {
   });
 
   it('decodes only well-formed put commands', () => {
-    assert.deepEqual(decodeCommand(encodeCommand({ op: 'put', key: 'a', value: 'b', writeId: 3 })), { op: 'put', key: 'a', value: 'b', writeId: 3 });
+    assert.deepEqual(decodeCommand(encodeCommand({ op: 'put', key: 'a', value: 'b', writeId: 3 })), {
+      op: 'put',
+      key: 'a',
+      value: 'b',
+      writeId: 3,
+    });
     assert.equal(decodeCommand(new TextEncoder().encode('{"op":"del"}')), null);
     assert.equal(decodeCommand(new Uint8Array([0xff])), null);
   });

@@ -30,20 +30,35 @@ function patched(patch: (engine: Engine) => void): EngineFactory {
 
 /** savesHardStateLast carries out its hard-state save after the step's messages (a vote leaves before it is durable). */
 export const savesHardStateLast: EngineFactory = wrap((_engine, _input, effects) => [
-  ...effects.filter((e) => e.type !== 'saveHardState'), ...effects.filter((e) => e.type === 'saveHardState'),
+  ...effects.filter((e) => e.type !== 'saveHardState'),
+  ...effects.filter((e) => e.type === 'saveHardState'),
 ]);
 
 /** reportsUnmatched reports its durable frontier as applied_seqno, matched against the leader or not. */
-export const reportsUnmatched: EngineFactory = wrap((engine, _input, effects) => effects.map((e): Effect => {
-  const durableSeq = engine.status().durableSeq;
-  if (e.type === 'send' && e.request.method === 'ReportApplied') {
-    return { ...e, request: { method: 'ReportApplied', body: { ...e.request.body, appliedSeqno: Math.max(e.request.body.appliedSeqno, durableSeq) } } };
-  }
-  if (e.type === 'reply' && e.response.method === 'ShipSegment') {
-    return { ...e, response: { method: 'ShipSegment', body: { ...e.response.body, appliedSeqno: Math.max(e.response.body.appliedSeqno, durableSeq) } } };
-  }
-  return e;
-}));
+export const reportsUnmatched: EngineFactory = wrap((engine, _input, effects) =>
+  effects.map((e): Effect => {
+    const durableSeq = engine.status().durableSeq;
+    if (e.type === 'send' && e.request.method === 'ReportApplied') {
+      return {
+        ...e,
+        request: {
+          method: 'ReportApplied',
+          body: { ...e.request.body, appliedSeqno: Math.max(e.request.body.appliedSeqno, durableSeq) },
+        },
+      };
+    }
+    if (e.type === 'reply' && e.response.method === 'ShipSegment') {
+      return {
+        ...e,
+        response: {
+          method: 'ShipSegment',
+          body: { ...e.response.body, appliedSeqno: Math.max(e.response.body.appliedSeqno, durableSeq) },
+        },
+      };
+    }
+    return e;
+  }),
+);
 
 /** neverStepsDown: check-quorum always finds a quorum, so a leader cut off stays leader. */
 export const neverStepsDown: EngineFactory = patched((engine) => {
@@ -58,17 +73,22 @@ export const countsUnackedShips: EngineFactory = (() => {
     if (!map) shipped.set(engine, (map = new Map()));
     return map;
   };
-  return wrap((engine, _input, effects) => {
-    for (const e of effects) if (e.type === 'send' && e.request.method === 'ShipSegment') ships(engine).set(e.requestId, e.request.body.leaderLastSeq);
-    return effects;
-  }, (engine, input) => {
-    if (input.type !== 'response' || input.response.method !== 'ShipSegment') return input;
-    const last = ships(engine).get(input.requestId);
-    ships(engine).delete(input.requestId);
-    const body = input.response.body;
-    if (last === undefined || !body.accepted || last <= body.appliedSeqno) return input;
-    return { ...input, response: { method: 'ShipSegment', body: { ...body, appliedSeqno: last } } };
-  });
+  return wrap(
+    (engine, _input, effects) => {
+      for (const e of effects)
+        if (e.type === 'send' && e.request.method === 'ShipSegment')
+          ships(engine).set(e.requestId, e.request.body.leaderLastSeq);
+      return effects;
+    },
+    (engine, input) => {
+      if (input.type !== 'response' || input.response.method !== 'ShipSegment') return input;
+      const last = ships(engine).get(input.requestId);
+      ships(engine).delete(input.requestId);
+      const body = input.response.body;
+      if (last === undefined || !body.accepted || last <= body.appliedSeqno) return input;
+      return { ...input, response: { method: 'ShipSegment', body: { ...body, appliedSeqno: last } } };
+    },
+  );
 })();
 
 /** forgetsCompactedRoster: the roster at the log's base (snapshot or compaction) is forgotten; only kind-4 records and the admission roster count. */

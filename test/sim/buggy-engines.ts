@@ -27,11 +27,22 @@ export const acksOnAppend: EngineFactory = (() => {
     if (!acked) early.set(engine, (acked = new Set()));
     const out = effects.filter((e) => !(e.type === 'proposalResult' && e.ok && acked!.has(e.proposalId)));
     if (input.type === 'propose') {
-      const append = effects.find((e): e is Extract<Effect, { type: 'append' }> => e.type === 'append' && e.entries.some((x) => x.kind === EntryKind.EventBatch));
+      const append = effects.find(
+        (e): e is Extract<Effect, { type: 'append' }> =>
+          e.type === 'append' && e.entries.some((x) => x.kind === EntryKind.EventBatch),
+      );
       const last = append?.entries[append.entries.length - 1];
       if (last) {
         acked.add(input.proposalId);
-        out.push({ type: 'proposalResult', proposalId: input.proposalId, ok: true, code: 'committed', seq: last.seq, reason: '', leaderHint: '' });
+        out.push({
+          type: 'proposalResult',
+          proposalId: input.proposalId,
+          ok: true,
+          code: 'committed',
+          seq: last.seq,
+          reason: '',
+          leaderHint: '',
+        });
       }
     }
     return out;
@@ -39,21 +50,31 @@ export const acksOnAppend: EngineFactory = (() => {
 })();
 
 /** ignoresStaleTerms lifts every incoming ship's term to the receiver's own: no term fencing. */
-export const ignoresStaleTerms: EngineFactory = wrap((_engine, _input, effects) => effects, (engine, input) => {
-  if (input.type !== 'request' || input.request.method !== 'ShipSegment') return input;
-  const term = engine.status().term;
-  if (input.request.body.term >= term) return input;
-  return { ...input, request: { method: 'ShipSegment', body: { ...input.request.body, term } } };
-});
+export const ignoresStaleTerms: EngineFactory = wrap(
+  (_engine, _input, effects) => effects,
+  (engine, input) => {
+    if (input.type !== 'request' || input.request.method !== 'ShipSegment') return input;
+    const term = engine.status().term;
+    if (input.request.body.term >= term) return input;
+    return { ...input, request: { method: 'ShipSegment', body: { ...input.request.body, term } } };
+  },
+);
 
 /** forgetsHardState never makes its term and vote durable. */
-export const forgetsHardState: EngineFactory = wrap((_engine, _input, effects) => effects.filter((e) => e.type !== 'saveHardState'));
+export const forgetsHardState: EngineFactory = wrap((_engine, _input, effects) =>
+  effects.filter((e) => e.type !== 'saveHardState'),
+);
 
 /** readyAtOnce claims readiness on the first heartbeat it sees, caught up or not. */
 export const readyAtOnce: EngineFactory = (() => {
   const claimed = new WeakSet<object>();
   return wrap((engine, input, effects) => {
-    if (input.type === 'request' && input.request.method === 'Heartbeat' && !claimed.has(engine) && engine.status().role !== 'leader') {
+    if (
+      input.type === 'request' &&
+      input.request.method === 'Heartbeat' &&
+      !claimed.has(engine) &&
+      engine.status().role !== 'leader'
+    ) {
       claimed.add(engine);
       return [...effects, { type: 'readiness', ready: true, reason: 'caught-up-to-heartbeat-frontier' } as const];
     }
@@ -62,8 +83,13 @@ export const readyAtOnce: EngineFactory = (() => {
 })();
 
 /** grantsEveryVote answers every vote request with a grant (two votes in one term, stale logs elected). */
-export const grantsEveryVote: EngineFactory = wrap((_engine, _input, effects) => effects.map((e) => (
-  e.type === 'reply' && e.response.method === 'RequestVote' ? { ...e, response: { method: 'RequestVote', body: { ...e.response.body, granted: true } } } : e)));
+export const grantsEveryVote: EngineFactory = wrap((_engine, _input, effects) =>
+  effects.map((e) =>
+    e.type === 'reply' && e.response.method === 'RequestVote'
+      ? { ...e, response: { method: 'RequestVote', body: { ...e.response.body, granted: true } } }
+      : e,
+  ),
+);
 
 /**
  * readsFromBareCommit answers a leader's read at once from its commit seqno, with no heartbeat round
@@ -76,9 +102,19 @@ export const readsFromBareCommit: EngineFactory = (() => {
     let early = answered.get(engine);
     if (!early) answered.set(engine, (early = new Set()));
     const out = effects.filter((e) => !(e.type === 'readIndexResult' && early!.delete(e.readId)));
-    if (input.type === 'readIndex' && engine.status().role === 'leader' && !out.some((e) => e.type === 'readIndexResult' && e.readId === input.readId)) {
+    if (
+      input.type === 'readIndex' &&
+      engine.status().role === 'leader' &&
+      !out.some((e) => e.type === 'readIndexResult' && e.readId === input.readId)
+    ) {
       early.add(input.readId);
-      out.push({ type: 'readIndexResult', readId: input.readId, index: engine.status().commitSeq, refusal: null, leaderHint: '' });
+      out.push({
+        type: 'readIndexResult',
+        readId: input.readId,
+        index: engine.status().commitSeq,
+        refusal: null,
+        leaderHint: '',
+      });
     }
     return out;
   });

@@ -20,7 +20,13 @@ import { Prng } from '../../sim/prng.js';
 import { runSim } from '../../sim/run.js';
 import type { SimNode } from '../../sim/node.js';
 import { InvariantViolation } from '../../sim/violation.js';
-import { countsUnackedShips, forgetsCompactedRoster, neverStepsDown, reportsUnmatched, savesHardStateLast } from './buggy-engines-power.js';
+import {
+  countsUnackedShips,
+  forgetsCompactedRoster,
+  neverStepsDown,
+  reportsUnmatched,
+  savesHardStateLast,
+} from './buggy-engines-power.js';
 import { entry, makeNode, roster, status, world } from './fixtures.js';
 
 function violates(invariant: string, run: () => void): void {
@@ -32,7 +38,17 @@ function step(over: Partial<StepRecord> & Pick<StepRecord, 'node' | 'after'>): S
 }
 
 function hardState(over: Partial<HardState>): HardState {
-  return { term: 0, votedFor: 0, selfId: 1, commitSeq: 0, rosterBase: null, halted: '', reseed: false, removed: false, ...over };
+  return {
+    term: 0,
+    votedFor: 0,
+    selfId: 1,
+    commitSeq: 0,
+    rosterBase: null,
+    halted: '',
+    reseed: false,
+    removed: false,
+    ...over,
+  };
 }
 
 /** synced writes entries to a node's WAL and syncs them. */
@@ -41,15 +57,43 @@ function synced(node: SimNode, entries: ReturnType<typeof entry>[]): void {
   node.storage.syncDue(1);
 }
 
-const voteRequest = (term: number, candidate: number, prevote = false): RpcRequest =>
-  ({ method: 'RequestVote', body: { term, candidateRegion: candidate, lastLogTerm: 0, lastLogSeq: 0, prevote, transfer: false } });
-const voteReply = (term: number, granted: boolean): Effect => ({ type: 'reply', callId: 1, response: { method: 'RequestVote', body: { term, granted, removed: false } } });
-const report = (seq: number, term: number, leader: number): Effect => ({ type: 'send', requestId: 1, to: `n${leader}:7000`, toId: leader,
-  request: { method: 'ReportApplied', body: { reporterShard: 2, sourceShard: leader, appliedSeqno: seq, reporterTerm: term, capabilities: 1 } } });
+const voteRequest = (term: number, candidate: number, prevote = false): RpcRequest => ({
+  method: 'RequestVote',
+  body: { term, candidateRegion: candidate, lastLogTerm: 0, lastLogSeq: 0, prevote, transfer: false },
+});
+const voteReply = (term: number, granted: boolean): Effect => ({
+  type: 'reply',
+  callId: 1,
+  response: { method: 'RequestVote', body: { term, granted, removed: false } },
+});
+const report = (seq: number, term: number, leader: number): Effect => ({
+  type: 'send',
+  requestId: 1,
+  to: `n${leader}:7000`,
+  toId: leader,
+  request: {
+    method: 'ReportApplied',
+    body: { reporterShard: 2, sourceShard: leader, appliedSeqno: seq, reporterTerm: term, capabilities: 1 },
+  },
+});
 
 function heartbeat(term: number, toId: number, lag: Record<number, number>): Effect {
-  const body: HeartbeatRequest = { shardId: 1, regionId: 1, entityCount: 0, signalThroughputEps: 0, diskBytes: 0, replicationLag: lag, lastHeartbeatNs: '0',
-    term, leaderRegion: 1, streamBaseline: 0, prevLogTerm: 0, prevLogSeq: 0, buildVersion: '', leaderLastSeq: 0 };
+  const body: HeartbeatRequest = {
+    shardId: 1,
+    regionId: 1,
+    entityCount: 0,
+    signalThroughputEps: 0,
+    diskBytes: 0,
+    replicationLag: lag,
+    lastHeartbeatNs: '0',
+    term,
+    leaderRegion: 1,
+    streamBaseline: 0,
+    prevLogTerm: 0,
+    prevLogSeq: 0,
+    buildVersion: '',
+    leaderLastSeq: 0,
+  };
   return { type: 'send', requestId: 7, to: `n${toId}:7000`, toId, request: { method: 'Heartbeat', body } };
 }
 
@@ -86,13 +130,32 @@ describe('sim/checkers for barriers, reports, step-down, rosters and matches (ha
     const coverage = new Coverage();
     const checker = new LeaderStepDownChecker({ ...world([n1, n2, n3]), coverage });
     const leaderStatus = status({ id: 1, role: 'leader', term: 2, roster: roster([1, 2, 3]) });
-    checker.afterStep(step({ node: n1, after: leaderStatus, input: { type: 'response', requestId: 0, response: { method: 'TimeoutNow', body: { accepted: true } } } }));
+    checker.afterStep(
+      step({
+        node: n1,
+        after: leaderStatus,
+        input: { type: 'response', requestId: 0, response: { method: 'TimeoutNow', body: { accepted: true } } },
+      }),
+    );
     // Heard from n2 every 5 ticks: never silent.
     for (let tick = 1; tick <= 40; tick++) {
       const effects: Effect[] = tick % 5 === 0 ? [heartbeat(2, 2, {})] : [];
       checker.afterStep(step({ node: n1, after: leaderStatus, effects }));
       if (tick % 5 === 0) {
-        checker.afterStep(step({ node: n1, after: leaderStatus, input: { type: 'response', requestId: 7, response: { method: 'Heartbeat', body: { acknowledged: true, term: 2, accepted: true, capabilities: 1, removed: false } } } }));
+        checker.afterStep(
+          step({
+            node: n1,
+            after: leaderStatus,
+            input: {
+              type: 'response',
+              requestId: 7,
+              response: {
+                method: 'Heartbeat',
+                body: { acknowledged: true, term: 2, accepted: true, capabilities: 1, removed: false },
+              },
+            },
+          }),
+        );
       }
     }
     // Then silence: 2 election timeouts + 1 tick of slack are allowed, one more is not.
@@ -139,9 +202,13 @@ describe('sim/checkers for barriers, reports, step-down, rosters and matches (ha
     }
     const leader = status({ id: 1, role: 'leader', term: 2, lastSeq: 4, commitSeq: 1, roster: roster([1, 2, 3]) });
     checker.afterStep(step({ node: n1, after: leader, effects: [heartbeat(2, 2, { 2: 2 })] }));
-    violates('match-honesty', () => checker.afterStep(step({ node: n1, after: leader, effects: [heartbeat(2, 2, { 2: 1 })] })));
+    violates('match-honesty', () =>
+      checker.afterStep(step({ node: n1, after: leader, effects: [heartbeat(2, 2, { 2: 1 })] })),
+    );
     checker.afterStep(step({ node: n1, before: leader, after: { ...leader, commitSeq: 2 } }));
-    violates('match-honesty', () => checker.afterStep(step({ node: n1, before: leader, after: { ...leader, commitSeq: 3 } })));
+    violates('match-honesty', () =>
+      checker.afterStep(step({ node: n1, before: leader, after: { ...leader, commitSeq: 3 } })),
+    );
   });
 });
 
@@ -150,14 +217,28 @@ describe('sim fault parts: crash points, late answers, coverage tally', () => {
     const points = new CrashPoints();
     const hs: Effect = { type: 'saveHardState', hardState: hardState({ term: 2 }) };
     const append: Effect = { type: 'append', fromSeq: 1, entries: [entry(1, 2)] };
-    points.arm({ boundary: 'after-append', nodeIndex: 1, untilUs: 100, votesOnly: false, replayDelayMs: -1, downMs: 10 });
+    points.arm({
+      boundary: 'after-append',
+      nodeIndex: 1,
+      untilUs: 100,
+      votesOnly: false,
+      replayDelayMs: -1,
+      downMs: 10,
+    });
     assert.equal(points.spring(0, [hs, append], 5), null, 'another node');
     assert.equal(points.spring(1, [hs, append], 5)?.carryCount, 2, 'right after the append');
     assert.equal(points.spring(1, [hs, append], 6), null, 'used up');
     points.arm({ boundary: 'after-reply', nodeIndex: -1, untilUs: 100, votesOnly: true, replayDelayMs: 5, downMs: 10 });
     assert.equal(points.spring(2, [hs, voteReply(2, false)], 7), null, 'a refusal is not a vote');
     assert.equal(points.spring(2, [hs, voteReply(2, true), append], 8)?.carryCount, 2);
-    points.arm({ boundary: 'after-hard-state', nodeIndex: -1, untilUs: 100, votesOnly: false, replayDelayMs: -1, downMs: 10 });
+    points.arm({
+      boundary: 'after-hard-state',
+      nodeIndex: -1,
+      untilUs: 100,
+      votesOnly: false,
+      replayDelayMs: -1,
+      downMs: 10,
+    });
     assert.equal(points.spring(0, [hs, append], 101), null, 'expired');
     assert.equal(points.armedCount, 0);
   });
@@ -171,7 +252,11 @@ describe('sim fault parts: crash points, late answers, coverage tally', () => {
       const at = lateArrivalUs(prng, 1, nowUs + 5_000, nowUs, deadlineUs, electionUs);
       assert.ok(at !== null && at - nowUs >= 0.5 * electionUs && at < deadlineUs, `held to ${at}`);
     }
-    assert.equal(lateArrivalUs(prng, 1, 1_000, 0, 0.3 * electionUs, electionUs), null, 'too close to its deadline to be late');
+    assert.equal(
+      lateArrivalUs(prng, 1, 1_000, 0, 0.3 * electionUs, electionUs),
+      null,
+      'too close to its deadline to be late',
+    );
     assert.equal(lateArrivalUs(prng, 0, 1_000, 0, 2 * electionUs, electionUs), null);
   });
 
@@ -214,11 +299,30 @@ describe('sim: the newer checkers catch deliberately broken engines', function (
 
   it('the boundary faults reach the rare situations these checkers need (coverage counts)', () => {
     const tally = new CoverageTally();
-    const knobs = { 'safety-s': 40, late: 0.2, 'boundary-crash-rate': 20, 'conf-burst-rate': 4, replay: 0.05, joiners: 2 };
+    const knobs = {
+      'safety-s': 40,
+      late: 0.2,
+      'boundary-crash-rate': 20,
+      'conf-burst-rate': 4,
+      replay: 0.05,
+      joiners: 2,
+    };
     for (let seed = 1; seed <= 3; seed++) tally.add(runSim(optionsFor(seed, knobs)).coverage);
-    for (const situation of ['late-answer', 'late-answer-new-term', 'crash-after-hard-state', 'crash-after-reply', 'crash-unsynced-append',
-      'replay-after-crash', 'conf-change-in-election', 'leader-quorum-silent', 'check-quorum-step-down'] as const) {
-      assert.ok(tally.totals[situation] > 0, `${situation} never reached in seeds 1..3 with ${JSON.stringify(knobs)}:\n${tally.lines().join('\n')}`);
+    for (const situation of [
+      'late-answer',
+      'late-answer-new-term',
+      'crash-after-hard-state',
+      'crash-after-reply',
+      'crash-unsynced-append',
+      'replay-after-crash',
+      'conf-change-in-election',
+      'leader-quorum-silent',
+      'check-quorum-step-down',
+    ] as const) {
+      assert.ok(
+        tally.totals[situation] > 0,
+        `${situation} never reached in seeds 1..3 with ${JSON.stringify(knobs)}:\n${tally.lines().join('\n')}`,
+      );
     }
   });
 });

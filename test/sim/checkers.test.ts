@@ -43,16 +43,29 @@ describe('sim/checkers (hand-made states)', () => {
     const voteRequest = { term: 2, candidateRegion: 1, lastLogTerm: 1, lastLogSeq: 3, prevote: false, transfer: false };
     checker.onVote(n2, status({ id: 2 }), voteRequest, { term: 2, granted: true, removed: false });
     checker.afterStep(step({ node: n1, after: status({ id: 1, role: 'leader', term: 2 }) }));
-    checker.onVote(n3, status({ id: 3 }), { ...voteRequest, candidateRegion: 2 }, { term: 2, granted: true, removed: false });
-    violates('election-safety', () => checker.afterStep(step({ node: n2, after: status({ id: 2, role: 'leader', term: 2 }) })));
+    checker.onVote(
+      n3,
+      status({ id: 3 }),
+      { ...voteRequest, candidateRegion: 2 },
+      { term: 2, granted: true, removed: false },
+    );
+    violates('election-safety', () =>
+      checker.afterStep(step({ node: n2, after: status({ id: 2, role: 'leader', term: 2 }) })),
+    );
   });
 
   it('quorum: a leader without majority grants from voters fails (a learner grant does not count)', () => {
     const checker = new ElectionChecker();
     const r = roster([1, 2, 3], [4]);
-    checker.onVote(makeNode(3), status({ id: 4, roster: r }), { term: 5, candidateRegion: 1, lastLogTerm: 1, lastLogSeq: 1, prevote: false, transfer: false },
-      { term: 5, granted: true, removed: false });
-    violates('quorum', () => checker.afterStep(step({ node: n1, after: status({ id: 1, role: 'leader', term: 5, roster: r }) })));
+    checker.onVote(
+      makeNode(3),
+      status({ id: 4, roster: r }),
+      { term: 5, candidateRegion: 1, lastLogTerm: 1, lastLogSeq: 1, prevote: false, transfer: false },
+      { term: 5, granted: true, removed: false },
+    );
+    violates('quorum', () =>
+      checker.afterStep(step({ node: n1, after: status({ id: 1, role: 'leader', term: 5, roster: r }) })),
+    );
   });
 
   it('log matching: the same (seq, term) with other bytes, or after another term, fails', () => {
@@ -79,7 +92,11 @@ describe('sim/checkers (hand-made states)', () => {
     assert.equal(checker.maxAckedSeq, 2);
     violates('durability', () => checker.onApply(n2, [entry(2, 1, 'write-B')]));
     n2.storage.written.resetTo(0, 0, [entry(1, 1)]);
-    violates('durability', () => checker.afterStep(step({ node: n2, before: status({ id: 2 }), after: status({ id: 2, role: 'leader', term: 3 }) })));
+    violates('durability', () =>
+      checker.afterStep(
+        step({ node: n2, before: status({ id: 2 }), after: status({ id: 2, role: 'leader', term: 3 }) }),
+      ),
+    );
     // Acknowledged in term 2: a stale candidate winning term 2 (or 1) late is fenced and may lack it (seed 500381).
     checker.afterStep(step({ node: n2, before: status({ id: 2 }), after: status({ id: 2, role: 'leader', term: 2 }) }));
     violates('durability', () => checker.onProposalResult(n3, 8, true, 2, new TextEncoder().encode('write-C'), 2));
@@ -88,40 +105,141 @@ describe('sim/checkers (hand-made states)', () => {
   it('term fencing: appending or accepting a ship from a lower term fails', () => {
     const checker = new TermFencingChecker();
     const payload = encodeSegmentFrame({ prevSeq: 0, prevTerm: 0, commitSeq: 0, entries: [entry(1, 1)] });
-    const body = { id: { regionId: 1, shardId: 1, seqno: 1 }, payload: Buffer.from(payload), eventCount: 1, leaderLastSeq: 1, streamBaseline: 0, term: 1, leaderRegion: 1 };
+    const body = {
+      id: { regionId: 1, shardId: 1, seqno: 1 },
+      payload: Buffer.from(payload),
+      eventCount: 1,
+      leaderLastSeq: 1,
+      streamBaseline: 0,
+      term: 1,
+      leaderRegion: 1,
+    };
     const input: Input = { type: 'request', callId: 9, request: { method: 'ShipSegment', body } };
     const rejected: Effect[] = [{ type: 'replyError', callId: 9, status: { code: 9, details: 'stale', trailers: {} } }];
-    checker.afterStep(step({ node: n2, input, before: status({ term: 3 }), after: status({ term: 3 }), effects: rejected }));
-    violates('term-fencing', () => checker.afterStep(step({ node: n2, input, before: status({ term: 3 }), after: status({ term: 3 }),
-      effects: [{ type: 'append', fromSeq: 1, entries: [entry(1, 1)] }] })));
-    violates('term-fencing', () => checker.afterStep(step({ node: n2, input, before: status({ term: 3 }), after: status({ term: 3 }),
-      effects: [{ type: 'reply', callId: 9, response: { method: 'ShipSegment', body: { accepted: true, appliedSeqno: 1, term: 3 } } }] })));
+    checker.afterStep(
+      step({ node: n2, input, before: status({ term: 3 }), after: status({ term: 3 }), effects: rejected }),
+    );
+    violates('term-fencing', () =>
+      checker.afterStep(
+        step({
+          node: n2,
+          input,
+          before: status({ term: 3 }),
+          after: status({ term: 3 }),
+          effects: [{ type: 'append', fromSeq: 1, entries: [entry(1, 1)] }],
+        }),
+      ),
+    );
+    violates('term-fencing', () =>
+      checker.afterStep(
+        step({
+          node: n2,
+          input,
+          before: status({ term: 3 }),
+          after: status({ term: 3 }),
+          effects: [
+            {
+              type: 'reply',
+              callId: 9,
+              response: { method: 'ShipSegment', body: { accepted: true, appliedSeqno: 1, term: 3 } },
+            },
+          ],
+        }),
+      ),
+    );
   });
 
   it('readiness honesty: converging on leader_last_seq 0, or short of the frontier, fails', () => {
     const nodes = [makeNode(0), makeNode(1)];
     const checker = new ReadinessChecker(world(nodes));
     const ready: Effect[] = [{ type: 'readiness', ready: true, reason: 'caught-up-to-heartbeat-frontier' }];
-    const hb = (leaderLastSeq: number): Input => ({ type: 'request', callId: 1, request: { method: 'Heartbeat', body: {
-      shardId: 1, regionId: 1, entityCount: 0, signalThroughputEps: 0, diskBytes: 0, replicationLag: {}, lastHeartbeatNs: '0',
-      term: 2, leaderRegion: 1, streamBaseline: 0, prevLogTerm: 0, prevLogSeq: 0, buildVersion: '', leaderLastSeq } } });
+    const hb = (leaderLastSeq: number): Input => ({
+      type: 'request',
+      callId: 1,
+      request: {
+        method: 'Heartbeat',
+        body: {
+          shardId: 1,
+          regionId: 1,
+          entityCount: 0,
+          signalThroughputEps: 0,
+          diskBytes: 0,
+          replicationLag: {},
+          lastHeartbeatNs: '0',
+          term: 2,
+          leaderRegion: 1,
+          streamBaseline: 0,
+          prevLogTerm: 0,
+          prevLogSeq: 0,
+          buildVersion: '',
+          leaderLastSeq,
+        },
+      },
+    });
     const joiner = nodes[1]!;
-    violates('readiness-honesty', () => checker.afterStep(step({ node: joiner, input: hb(0), effects: ready, after: status({ id: 2, term: 2, leaderId: 1 }) })));
+    violates('readiness-honesty', () =>
+      checker.afterStep(
+        step({ node: joiner, input: hb(0), effects: ready, after: status({ id: 2, term: 2, leaderId: 1 }) }),
+      ),
+    );
     nodes[0]!.storage.written.resetTo(0, 0, [entry(1, 2), entry(2, 2), entry(3, 2)]);
     joiner.storage.durable.resetTo(0, 0, [entry(1, 2)]);
-    violates('readiness-honesty', () => checker.afterStep(step({ node: joiner, input: hb(3), effects: ready, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 1, durableSeq: 1 }) })));
+    violates('readiness-honesty', () =>
+      checker.afterStep(
+        step({
+          node: joiner,
+          input: hb(3),
+          effects: ready,
+          after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 1, durableSeq: 1 }),
+        }),
+      ),
+    );
     joiner.storage.durable.resetTo(0, 0, [entry(1, 2), entry(2, 1), entry(3, 2)]);
-    violates('readiness-honesty', () => checker.afterStep(step({ node: joiner, input: hb(3), effects: ready, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 3 }) })));
+    violates('readiness-honesty', () =>
+      checker.afterStep(
+        step({
+          node: joiner,
+          input: hb(3),
+          effects: ready,
+          after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 3 }),
+        }),
+      ),
+    );
     joiner.storage.durable.resetTo(0, 0, [entry(1, 2), entry(2, 2), entry(3, 2)]);
-    checker.afterStep(step({ node: joiner, input: hb(3), effects: ready, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 3 }) }));
+    checker.afterStep(
+      step({
+        node: joiner,
+        input: hb(3),
+        effects: ready,
+        after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 3 }),
+      }),
+    );
   });
 
   it('readiness honesty: the latch is sticky unless the node is removed, halted or reseeding', () => {
     const checker = new ReadinessChecker(world([makeNode(0), makeNode(1)]));
     const drop: Effect[] = [{ type: 'readiness', ready: false, reason: 'caught-up-to-heartbeat-frontier' }];
-    violates('readiness-honesty', () => checker.afterStep(step({ node: n2, effects: drop, before: status({ ready: true }), after: status({ ready: false }) })));
-    checker.afterStep(step({ node: n2, effects: drop, before: status({ ready: true }), after: status({ ready: false, removed: true }) }));
-    checker.afterStep(step({ node: n2, effects: drop, before: status({ ready: true }), after: status({ ready: false, halted: 'unknown kind 3' }) }));
+    violates('readiness-honesty', () =>
+      checker.afterStep(
+        step({ node: n2, effects: drop, before: status({ ready: true }), after: status({ ready: false }) }),
+      ),
+    );
+    checker.afterStep(
+      step({
+        node: n2,
+        effects: drop,
+        before: status({ ready: true }),
+        after: status({ ready: false, removed: true }),
+      }),
+    );
+    checker.afterStep(
+      step({
+        node: n2,
+        effects: drop,
+        before: status({ ready: true }),
+        after: status({ ready: false, halted: 'unknown kind 3' }),
+      }),
+    );
   });
 
   it('readiness honesty: a stale entry the engine has truncated but the disk not yet synced is not held against it', () => {
@@ -130,10 +248,26 @@ describe('sim/checkers (hand-made states)', () => {
     nodes[0]!.storage.written.resetTo(0, 0, [entry(1, 2), entry(2, 2), entry(3, 2)]);
     nodes[1]!.storage.durable.resetTo(0, 0, [entry(1, 2), entry(2, 2), entry(3, 1)]);
     const input: Input = { type: 'statusPolled', leaderLastSeq: 2 };
-    checker.afterStep(step({ node: nodes[1]!, input, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 2 }) }));
-    const chunk = { id: undefined, payload: Buffer.alloc(0), eventCount: 0, leaderLastSeq: 3, streamBaseline: 0, term: 2, leaderRegion: 1 };
-    checker.afterStep(step({ node: nodes[1]!, input: { type: 'streamChunk', requestId: 1, chunk },
-      effects: [{ type: 'readiness', ready: true, reason: 'caught-up-to-heartbeat-frontier' }], after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 2 }) }));
+    checker.afterStep(
+      step({ node: nodes[1]!, input, after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 2 }) }),
+    );
+    const chunk = {
+      id: undefined,
+      payload: Buffer.alloc(0),
+      eventCount: 0,
+      leaderLastSeq: 3,
+      streamBaseline: 0,
+      term: 2,
+      leaderRegion: 1,
+    };
+    checker.afterStep(
+      step({
+        node: nodes[1]!,
+        input: { type: 'streamChunk', requestId: 1, chunk },
+        effects: [{ type: 'readiness', ready: true, reason: 'caught-up-to-heartbeat-frontier' }],
+        after: status({ id: 2, term: 2, leaderId: 1, matchedSeq: 3, durableSeq: 2 }),
+      }),
+    );
   });
 
   it('lag gauges: a shard value going down within one life fails, a restart resets', () => {
@@ -142,18 +276,29 @@ describe('sim/checkers (hand-made states)', () => {
     checker.afterStep(step({ node: n1, input: polled, after: status({ lagGaugeByShard: { 1: 5 } }) }));
     checker.afterStep(step({ node: n1, input: polled, after: status({ lagGaugeByShard: { 1: 9, 2: 1 } }) }));
     checker.afterStep(step({ node: n1, after: status({ lagGaugeByShard: { 1: 2, 2: 1 } }) }));
-    violates('lag-gauge-monotonic', () => checker.afterStep(step({ node: n1, input: polled, after: status({ lagGaugeByShard: { 1: 8, 2: 1 } }) })),
-      'a drop made on a tick is caught at the next frontier-bearing step');
-    violates('lag-gauge-monotonic', () => checker.afterStep(step({ node: n1, input: polled, after: status({ lagGaugeByShard: { 1: 9 } }) })));
+    violates(
+      'lag-gauge-monotonic',
+      () => checker.afterStep(step({ node: n1, input: polled, after: status({ lagGaugeByShard: { 1: 8, 2: 1 } }) })),
+      'a drop made on a tick is caught at the next frontier-bearing step',
+    );
+    violates('lag-gauge-monotonic', () =>
+      checker.afterStep(step({ node: n1, input: polled, after: status({ lagGaugeByShard: { 1: 9 } }) })),
+    );
     checker.onStart(n1);
     checker.afterStep(step({ node: n1, input: polled, after: status({ lagGaugeByShard: { 1: 1 } }) }));
   });
 
-  it('membership: two kind-4 records above the cluster commit point in a leader\'s log fail', () => {
-    const k4 = (seq: number) => ({ ...entry(seq, 2), kind: EntryKind.Membership, data: encodeRoster(roster([1, 2, 3])) });
+  it("membership: two kind-4 records above the cluster commit point in a leader's log fail", () => {
+    const k4 = (seq: number) => ({
+      ...entry(seq, 2),
+      kind: EntryKind.Membership,
+      data: encodeRoster(roster([1, 2, 3])),
+    });
     const fresh = new MembershipChecker(world([n1, n2, n3]));
     fresh.onAppend(n1, 1, [entry(1, 2), k4(2), k4(3)]);
-    violates('membership-safety', () => fresh.afterStep(step({ node: n1, after: status({ role: 'leader', term: 2, commitSeq: 1 }) })));
+    violates('membership-safety', () =>
+      fresh.afterStep(step({ node: n1, after: status({ role: 'leader', term: 2, commitSeq: 1 }) })),
+    );
     const checker = new MembershipChecker(world([n1, n2, n3]));
     checker.onAppend(n1, 1, [entry(1, 2), k4(2), k4(3)]);
     checker.afterStep(step({ node: n2, after: status({ id: 2, role: 'follower', term: 2, commitSeq: 2 }) }));
@@ -164,26 +309,79 @@ describe('sim/checkers (hand-made states)', () => {
   it('membership: a learner campaigning fails (granting a vote is allowed: etcd-io/etcd#10998)', () => {
     const checker = new MembershipChecker(world([n1, n2, n3]));
     const r = roster([1, 2], [3]);
-    const campaign: Effect[] = [{ type: 'send', requestId: 1, to: 'n1:7000', toId: 1, request: { method: 'RequestVote', body: { term: 2, candidateRegion: 3, lastLogTerm: 0, lastLogSeq: 0, prevote: true, transfer: false } } }];
-    violates('membership-safety', () => checker.afterStep(step({ node: n3, effects: campaign, before: status({ id: 3, roster: r }), after: status({ id: 3, roster: r }) })));
+    const campaign: Effect[] = [
+      {
+        type: 'send',
+        requestId: 1,
+        to: 'n1:7000',
+        toId: 1,
+        request: {
+          method: 'RequestVote',
+          body: { term: 2, candidateRegion: 3, lastLogTerm: 0, lastLogSeq: 0, prevote: true, transfer: false },
+        },
+      },
+    ];
+    violates('membership-safety', () =>
+      checker.afterStep(
+        step({
+          node: n3,
+          effects: campaign,
+          before: status({ id: 3, roster: r }),
+          after: status({ id: 3, roster: r }),
+        }),
+      ),
+    );
   });
 
   it('membership: kind-4 appended while a voter lacks bit 0, or delivered to such a node, fails', () => {
     const old = makeNode(1, { ...CURRENT_COMPAT, capabilities: 0 });
     const checker = new MembershipChecker(world([n1, old, n3]));
     const k4 = { ...entry(4, 2), kind: EntryKind.Membership, data: encodeRoster(roster([1, 2, 3])) };
-    violates('membership-safety', () => checker.afterStep(step({ node: n1, effects: [{ type: 'append', fromSeq: 4, entries: [k4] }],
-      after: status({ role: 'leader', term: 2, commitSeq: 3 }) })));
+    violates('membership-safety', () =>
+      checker.afterStep(
+        step({
+          node: n1,
+          effects: [{ type: 'append', fromSeq: 4, entries: [k4] }],
+          after: status({ role: 'leader', term: 2, commitSeq: 3 }),
+        }),
+      ),
+    );
     const payload = Buffer.from(encodeSegmentFrame({ prevSeq: 3, prevTerm: 2, commitSeq: 3, entries: [k4] }));
-    const input: Input = { type: 'request', callId: 1, request: { method: 'ShipSegment', body: { id: undefined, payload, eventCount: 1, leaderLastSeq: 4, streamBaseline: 0, term: 2, leaderRegion: 1 } } };
-    violates('membership-safety', () => checker.afterStep(step({ node: old, input, after: status({ id: 2, term: 2 }) })));
+    const input: Input = {
+      type: 'request',
+      callId: 1,
+      request: {
+        method: 'ShipSegment',
+        body: { id: undefined, payload, eventCount: 1, leaderLastSeq: 4, streamBaseline: 0, term: 2, leaderRegion: 1 },
+      },
+    };
+    violates('membership-safety', () =>
+      checker.afterStep(step({ node: old, input, after: status({ id: 2, term: 2 }) })),
+    );
   });
 
   it('a node that knows it was removed and still campaigns fails', () => {
     const checker = new RemovedChecker();
-    const campaign: Effect[] = [{ type: 'send', requestId: 1, to: 'n1:7000', toId: 1, request: { method: 'RequestVote', body: { term: 4, candidateRegion: 2, lastLogTerm: 1, lastLogSeq: 1, prevote: true, transfer: false } } }];
-    checker.afterStep(step({ node: n2, effects: campaign, before: status({ removed: false }), after: status({ removed: true }) }));
-    violates('removed-never-campaigns', () => checker.afterStep(step({ node: n2, effects: campaign, before: status({ removed: true }), after: status({ removed: true }) })));
+    const campaign: Effect[] = [
+      {
+        type: 'send',
+        requestId: 1,
+        to: 'n1:7000',
+        toId: 1,
+        request: {
+          method: 'RequestVote',
+          body: { term: 4, candidateRegion: 2, lastLogTerm: 1, lastLogSeq: 1, prevote: true, transfer: false },
+        },
+      },
+    ];
+    checker.afterStep(
+      step({ node: n2, effects: campaign, before: status({ removed: false }), after: status({ removed: true }) }),
+    );
+    violates('removed-never-campaigns', () =>
+      checker.afterStep(
+        step({ node: n2, effects: campaign, before: status({ removed: true }), after: status({ removed: true }) }),
+      ),
+    );
   });
 
   it('snapshot integrity: an artifact whose state differs from a replay of the committed log fails', () => {
@@ -197,9 +395,17 @@ describe('sim/checkers (hand-made states)', () => {
     log.forEach((e) => machine.apply(e));
     const meta = { seq: 3, entryTerm: 1, roster: roster([1]) };
     checker.onArtifact(n1, captureArtifact(meta, machine.stateJson(), 1, 1), 'staged');
-    const wrong = JSON.stringify({ appliedSeq: 3, kv: [['a', '1'], ['b', '2']] });
+    const wrong = JSON.stringify({
+      appliedSeq: 3,
+      kv: [
+        ['a', '1'],
+        ['b', '2'],
+      ],
+    });
     violates('snapshot-integrity', () => checker.onArtifact(n2, captureArtifact(meta, wrong, 1, 1), 'installed'));
-    violates('snapshot-integrity', () => checker.onArtifact(n2, captureArtifact({ ...meta, entryTerm: 2 }, machine.stateJson(), 1, 1), 'installed'));
+    violates('snapshot-integrity', () =>
+      checker.onArtifact(n2, captureArtifact({ ...meta, entryTerm: 2 }, machine.stateJson(), 1, 1), 'installed'),
+    );
     const tampered = captureArtifact(meta, machine.stateJson(), 1, 1);
     tampered.files.set('state.json', new TextEncoder().encode(wrong));
     violates('snapshot-integrity', () => checker.onArtifact(n2, tampered, 'installed'));
@@ -209,7 +415,9 @@ describe('sim/checkers (hand-made states)', () => {
     const nodes = [makeNode(0), makeNode(1), makeNode(2, CURRENT_COMPAT, true)];
     const r = roster([1, 2], [3]);
     const input = () => ({ core: nodes, maxAckedSeq: 5, nodeByMemberId: (id: number) => nodes[id - 1] });
-    nodes.forEach((n) => { n.state = 'up'; });
+    nodes.forEach((n) => {
+      n.state = 'up';
+    });
     nodes[0]!.status = status({ id: 1, role: 'follower', term: 3, roster: r });
     nodes[1]!.status = status({ id: 2, role: 'follower', term: 3, roster: r });
     nodes[2]!.status = status({ id: 0, role: 'joiner', term: 0, roster: r });

@@ -15,7 +15,10 @@ describe('sim/cluster (scripted, real engine)', () => {
   it('elects one leader and applies a write on every founder', () => {
     const cluster = calmCluster(3);
     cluster.start();
-    assert.ok(cluster.runUntilTrue(() => cluster.leader() !== null, ELECTION_WAIT_MS), 'a leader within the bound');
+    assert.ok(
+      cluster.runUntilTrue(() => cluster.leader() !== null, ELECTION_WAIT_MS),
+      'a leader within the bound',
+    );
     const leader = cluster.leader()!;
     cluster.propose(leader.index, put('a', '1', 1));
     const applied = () => cluster.nodes.slice(0, 3).every((n) => n.machine.get('a') === '1');
@@ -36,7 +39,9 @@ describe('sim/cluster (scripted, real engine)', () => {
     cluster.propose(leader.index, put('b', '2', 2));
     cluster.runFor(1_000);
     cluster.restart(follower.index);
-    assert.ok(cluster.runUntilTrue(() => follower.machine.get('b') === '2' && follower.machine.get('a') === '1', 10_000));
+    assert.ok(
+      cluster.runUntilTrue(() => follower.machine.get('b') === '2' && follower.machine.get('a') === '1', 10_000),
+    );
   });
 
   it('replaces a partitioned leader, and the old one follows after healing', () => {
@@ -46,7 +51,12 @@ describe('sim/cluster (scripted, real engine)', () => {
     const old = cluster.leader()!;
     const oldTerm = old.status!.term;
     cluster.isolate(old.index);
-    assert.ok(cluster.runUntilTrue(() => cluster.nodes.some((n) => n !== old && n.status?.role === 'leader' && n.status.term > oldTerm), 20_000));
+    assert.ok(
+      cluster.runUntilTrue(
+        () => cluster.nodes.some((n) => n !== old && n.status?.role === 'leader' && n.status.term > oldTerm),
+        20_000,
+      ),
+    );
     cluster.heal();
     assert.ok(cluster.runUntilTrue(() => old.status!.role === 'follower' && old.status!.term > oldTerm, 20_000));
   });
@@ -61,7 +71,10 @@ describe('sim/cluster (scripted, real engine)', () => {
     const via = cluster.nodes.findIndex((n, i) => i < 3 && n !== leader);
     cluster.join(3, [via]);
     const joiner = cluster.node(3);
-    assert.ok(cluster.runUntilTrue(() => joiner.status?.ready === true, 20_000), `joiner ready (role ${joiner.status?.role})`);
+    assert.ok(
+      cluster.runUntilTrue(() => joiner.status?.ready === true, 20_000),
+      `joiner ready (role ${joiner.status?.role})`,
+    );
     const member = leader.status!.roster.members.find((m) => m.name === joiner.name);
     assert.equal(member?.role, MemberRole.Learner);
     assert.equal(joiner.machine.get('a'), '1');
@@ -97,16 +110,30 @@ describe('sim/cluster (scripted, real engine)', () => {
     };
     const cluster = calmCluster(3, { engineFactory: doubleReply, network: CALM_NETWORK });
     cluster.start();
-    assert.throws(() => cluster.runFor(10_000), (e: unknown) => e instanceof InvariantViolation && e.invariant === 'engine-contract');
+    assert.throws(
+      () => cluster.runFor(10_000),
+      (e: unknown) => e instanceof InvariantViolation && e.invariant === 'engine-contract',
+    );
   });
 
   it('reports an engine exception as a failure with the node and input', () => {
     const throwing: EngineFactory = (config, restored) => {
       const engine = new Engine(config, restored);
-      return { step: (input) => { if (input.type === 'start') return []; throw new Error('boom'); }, status: () => engine.status(), entries: () => [], snapshot: () => null };
+      return {
+        step: (input) => {
+          if (input.type === 'start') return [];
+          throw new Error('boom');
+        },
+        status: () => engine.status(),
+        entries: () => [],
+        snapshot: () => null,
+      };
     };
     const cluster = calmCluster(1, { engineFactory: throwing });
     cluster.start();
-    assert.throws(() => cluster.runFor(1_000), (e: unknown) => e instanceof InvariantViolation && e.invariant === 'engine-exception' && /boom/.test(e.message));
+    assert.throws(
+      () => cluster.runFor(1_000),
+      (e: unknown) => e instanceof InvariantViolation && e.invariant === 'engine-exception' && /boom/.test(e.message),
+    );
   });
 });

@@ -4,14 +4,19 @@ import { EventQueue } from '../../sim/event-queue.js';
 
 describe('sim/event-queue', () => {
   it('pops by time, then by the order events were pushed', () => {
-    fc.assert(fc.property(fc.array(fc.integer({ min: 0, max: 50 }), { maxLength: 300 }), (times) => {
-      const queue = new EventQueue<number>();
-      times.forEach((t, i) => queue.push(t, i));
-      const popped: number[] = [];
-      for (let e = queue.pop(); e; e = queue.pop()) popped.push(e.item);
-      const expected = times.map((t, i) => ({ t, i })).sort((a, b) => a.t - b.t || a.i - b.i).map((x) => x.i);
-      assert.deepEqual(popped, expected);
-    }));
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 50 }), { maxLength: 300 }), (times) => {
+        const queue = new EventQueue<number>();
+        times.forEach((t, i) => queue.push(t, i));
+        const popped: number[] = [];
+        for (let e = queue.pop(); e; e = queue.pop()) popped.push(e.item);
+        const expected = times
+          .map((t, i) => ({ t, i }))
+          .sort((a, b) => a.t - b.t || a.i - b.i)
+          .map((x) => x.i);
+        assert.deepEqual(popped, expected);
+      }),
+    );
   });
 
   it('interleaves pushes and pops correctly', () => {

@@ -7,24 +7,53 @@ import type { CheckerWorld } from '../../sim/checkers/checker.js';
 
 export function makeNode(index: number, compat: Compat = CURRENT_COMPAT, isJoiner = false): SimNode {
   const name = `n${index + 1}`;
-  return new SimNode({ index, name, grpcAddr: `${name}:7000`, httpAddr: `http://${name}:8080`, compat, isJoiner }, new NodeClock(0, 100, 0));
+  return new SimNode(
+    { index, name, grpcAddr: `${name}:7000`, httpAddr: `http://${name}:8080`, compat, isJoiner },
+    new NodeClock(0, 100, 0),
+  );
 }
 
 export function roster(voters: number[], learners: number[] = [], removed: number[] = []): Roster {
-  const member = (id: number, role: number) => ({ id, name: `n${id}`, grpcAddr: `n${id}:7000`, httpAddr: `http://n${id}:8080`, role });
+  const member = (id: number, role: number) => ({
+    id,
+    name: `n${id}`,
+    grpcAddr: `n${id}:7000`,
+    httpAddr: `http://n${id}:8080`,
+    role,
+  });
   return {
     membershipVersion: 1,
     nextMemberId: 10,
-    members: [...voters.map((id) => member(id, MemberRole.Voter)), ...learners.map((id) => member(id, MemberRole.Learner)),
-      ...removed.map((id) => member(id, MemberRole.Removed))].sort((a, b) => a.id - b.id),
+    members: [
+      ...voters.map((id) => member(id, MemberRole.Voter)),
+      ...learners.map((id) => member(id, MemberRole.Learner)),
+      ...removed.map((id) => member(id, MemberRole.Removed)),
+    ].sort((a, b) => a.id - b.id),
   };
 }
 
 export function status(over: Partial<EngineStatus> = {}): EngineStatus {
   return {
-    id: 1, name: 'n1', role: 'follower', term: 1, leaderId: 0, lastSeq: 0, lastTerm: 0, commitSeq: 0, appliedSeq: 0,
-    durableSeq: 0, matchedSeq: 0, snapshotSeq: 0, ready: false, halted: '', reseed: false, removed: false,
-    lagGaugeByShard: {}, roster: roster([1, 2, 3]), versionsSeen: {}, ...over,
+    id: 1,
+    name: 'n1',
+    role: 'follower',
+    term: 1,
+    leaderId: 0,
+    lastSeq: 0,
+    lastTerm: 0,
+    commitSeq: 0,
+    appliedSeq: 0,
+    durableSeq: 0,
+    matchedSeq: 0,
+    snapshotSeq: 0,
+    ready: false,
+    halted: '',
+    reseed: false,
+    removed: false,
+    lagGaugeByShard: {},
+    roster: roster([1, 2, 3]),
+    versionsSeen: {},
+    ...over,
   };
 }
 

@@ -22,7 +22,15 @@ describe('sim/history', () => {
     h.indeterminate(lost);
     h.complete(lost, { kind: 'cas', swapped: true }, 30); // settled once: ignored
     const ops = h.operations();
-    assert.deepEqual(ops.map((o) => [o.id, o.callTime, o.returnTime]), [[put.id, 10, 20], [get.id, 12, 21], [lost.id, 14, null], [open.id, 15, null]]);
+    assert.deepEqual(
+      ops.map((o) => [o.id, o.callTime, o.returnTime]),
+      [
+        [put.id, 10, 20],
+        [get.id, 12, 21],
+        [lost.id, 14, null],
+        [open.id, 15, null],
+      ],
+    );
     assert.equal(ops.find((o) => o.id === lost.id)!.output, null);
     assert.deepEqual([h.completedCount, h.indeterminateCount, h.droppedCount, h.openCount], [2, 1, 1, 1]);
   });
@@ -36,7 +44,10 @@ describe('sim/history', () => {
     assert.equal(h.invoke({ kind: 'get', key: 'r1' }, 4).clientId, a.clientId, 'a free client is reused');
     h.indeterminate(b);
     const later = [h.invoke({ kind: 'get', key: 'r1' }, 5), h.invoke({ kind: 'get', key: 'r1' }, 6)];
-    assert.ok(later.every((op) => op.clientId !== b.clientId), 'an indeterminate operation\'s client may still be acting: never reused');
+    assert.ok(
+      later.every((op) => op.clientId !== b.clientId),
+      "an indeterminate operation's client may still be acting: never reused",
+    );
   });
 });
 
@@ -45,8 +56,15 @@ describe('sim/state-machine compare-and-set', () => {
     const cas: KvCommand = { op: 'cas', key: 'r1', expected: null, value: 'w1', writeId: 1 };
     assert.deepEqual(decodeCommand(encodeCommand(cas)), cas);
     assert.deepEqual(decodeCommand(encodeCommand({ ...cas, expected: 'w0' })), { ...cas, expected: 'w0' });
-    assert.equal(decodeCommand(new TextEncoder().encode('{"op":"cas","key":"r1","value":"w1","writeId":1}')), null, 'expected is required');
-    assert.equal(decodeCommand(new TextEncoder().encode('{"op":"cas","key":"r1","expected":3,"value":"w1","writeId":1}')), null);
+    assert.equal(
+      decodeCommand(new TextEncoder().encode('{"op":"cas","key":"r1","value":"w1","writeId":1}')),
+      null,
+      'expected is required',
+    );
+    assert.equal(
+      decodeCommand(new TextEncoder().encode('{"op":"cas","key":"r1","expected":3,"value":"w1","writeId":1}')),
+      null,
+    );
   });
 
   it('swaps only when the key holds what is expected (null = absent), and remembers each outcome by seq', () => {
@@ -56,7 +74,10 @@ describe('sim/state-machine compare-and-set', () => {
     assert.equal(m.apply(entry(2, { op: 'cas', key: 'r1', expected: null, value: 'w2', writeId: 2 })), null);
     assert.equal(m.apply(entry(3, { op: 'cas', key: 'r1', expected: null, value: 'w3', writeId: 3 })), null);
     assert.equal(m.apply(entry(4, { op: 'cas', key: 'r1', expected: 'w2', value: 'w4', writeId: 4 })), null);
-    assert.deepEqual([1, 2, 3, 4].map((s) => m.casOutcome(s)), [false, true, false, true]);
+    assert.deepEqual(
+      [1, 2, 3, 4].map((s) => m.casOutcome(s)),
+      [false, true, false, true],
+    );
     assert.equal(m.get('r1'), 'w4');
     assert.equal(m.casOutcome(5), undefined);
     const copy = new KvStateMachine();
@@ -78,7 +99,13 @@ describe('sim/state-machine compare-and-set', () => {
       canonical.record(0, 'n1', entry(i + 1, c));
       assert.equal(m.apply(entry(i + 1, c)), null);
     });
-    assert.equal(canonical.digestAtSeq(4), kvDigest([['r1', 'w3'], ['r2', 'w4']]));
+    assert.equal(
+      canonical.digestAtSeq(4),
+      kvDigest([
+        ['r1', 'w3'],
+        ['r2', 'w4'],
+      ]),
+    );
     assert.equal(canonical.digestAtSeq(2), kvDigest([['r1', 'w1']]));
   });
 });

@@ -4,8 +4,13 @@ import type { NetworkKnobs } from '../../sim/options.js';
 import { Prng } from '../../sim/prng.js';
 
 const calm: NetworkKnobs = {
-  lossProbability: 0, duplicateProbability: 0, replayProbability: 0, reorderProbability: 0,
-  oneWayDelayMsMin: 1, oneWayDelayMsMax: 5, linkInflightCountMax: 1000,
+  lossProbability: 0,
+  duplicateProbability: 0,
+  replayProbability: 0,
+  reorderProbability: 0,
+  oneWayDelayMsMin: 1,
+  oneWayDelayMsMax: 5,
+  linkInflightCountMax: 1000,
 };
 
 describe('sim/network', () => {

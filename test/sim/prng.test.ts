@@ -9,7 +9,10 @@ describe('sim/prng', () => {
     const drawsA = Array.from({ length: 50 }, () => a.next());
     const drawsB = Array.from({ length: 50 }, () => b.next());
     assert.deepEqual(drawsA, drawsB);
-    assert.notDeepEqual(drawsA, Array.from({ length: 50 }, () => new Prng('sim:8').next()));
+    assert.notDeepEqual(
+      drawsA,
+      Array.from({ length: 50 }, () => new Prng('sim:8').next()),
+    );
   });
 
   it('forks by label, independent of how much the parent drew', () => {
@@ -17,17 +20,22 @@ describe('sim/prng', () => {
     const used = new Prng('sim:1');
     for (let i = 0; i < 1000; i++) used.next();
     const forked = used.fork('network');
-    assert.deepEqual(Array.from({ length: 10 }, () => forked.next()), Array.from({ length: 10 }, () => fresh.next()));
+    assert.deepEqual(
+      Array.from({ length: 10 }, () => forked.next()),
+      Array.from({ length: 10 }, () => fresh.next()),
+    );
   });
 
   it('keeps int, between, uniform and pick in range', () => {
-    fc.assert(fc.property(fc.integer({ min: 0, max: 1e6 }), fc.integer({ min: 1, max: 1000 }), (seed, n) => {
-      const prng = new Prng(`t:${seed}`);
-      const i = prng.int(n);
-      const b = prng.between(-n, n);
-      const u = prng.uniform(2, 3);
-      return Number.isInteger(i) && i >= 0 && i < n && b >= -n && b <= n && u >= 2 && u < 3 && prng.uint32() >= 0;
-    }));
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 1e6 }), fc.integer({ min: 1, max: 1000 }), (seed, n) => {
+        const prng = new Prng(`t:${seed}`);
+        const i = prng.int(n);
+        const b = prng.between(-n, n);
+        const u = prng.uniform(2, 3);
+        return Number.isInteger(i) && i >= 0 && i < n && b >= -n && b <= n && u >= 2 && u < 3 && prng.uint32() >= 0;
+      }),
+    );
   });
 
   it('refuses impossible ranges with a clear error', () => {

@@ -13,8 +13,13 @@ import { realEngine } from '../../sim/run.js';
 import { readsFromBareCommit } from './buggy-engines.js';
 
 const KNOBS: WorkloadKnobs = {
-  writeIntervalMsMean: 1_000, burstWriteCountMax: 1, registerClientCount: 6, registerThinkMsMean: 5, readFraction: 0.5,
-  casFraction: 0.3, anyNodeFraction: 0.5,
+  writeIntervalMsMean: 1_000,
+  burstWriteCountMax: 1,
+  registerClientCount: 6,
+  registerThinkMsMean: 5,
+  readFraction: 0.5,
+  casFraction: 0.3,
+  anyNodeFraction: 0.5,
 };
 
 /** STALE_SEED_COUNT_MAX: the bare-commit engine must be caught within this many runs. */
@@ -62,9 +67,13 @@ describe('sim: linearizable reads', function () {
     // The stale window (a new leader commits while the old one has not yet stepped down) opens in
     // some cut-offs only; seed 7 is the first run that hits it (a change to the clients may move it).
     let caught: ReturnType<typeof checkKvHistory> | undefined;
-    for (let seed = 1; seed <= STALE_SEED_COUNT_MAX && caught?.verdict !== 'violation'; seed++) caught = cutOffLeaderRun(readsFromBareCommit, seed).verdict;
+    for (let seed = 1; seed <= STALE_SEED_COUNT_MAX && caught?.verdict !== 'violation'; seed++)
+      caught = cutOffLeaderRun(readsFromBareCommit, seed).verdict;
     assert.ok(caught && caught.verdict === 'violation', `a stale read within ${STALE_SEED_COUNT_MAX} runs`);
-    assert.ok(caught.minimalOperations.some((op) => op.input.kind === 'get'), 'a read is among the minimal operations');
+    assert.ok(
+      caught.minimalOperations.some((op) => op.input.kind === 'get'),
+      'a read is among the minimal operations',
+    );
     assert.match(caught.explanation, /get\(r\d+\)/);
   });
 });

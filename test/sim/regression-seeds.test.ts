@@ -7,7 +7,11 @@ import { optionsFor, type OverrideValues } from '../../sim/options.js';
 import { runSim } from '../../sim/run.js';
 import { reproduceCommand } from '../../sim/shrink.js';
 
-interface Regression { seed: number; overrides: OverrideValues; found: string }
+interface Regression {
+  seed: number;
+  overrides: OverrideValues;
+  found: string;
+}
 
 /**
  * REGRESSIONS: seeds that broke an invariant before a fix, kept so the fix stays. `burst: 1` replays
@@ -17,27 +21,103 @@ interface Regression { seed: number; overrides: OverrideValues; found: string }
  */
 const REGRESSIONS: Regression[] = [
   { seed: 7, overrides: { vopr: 0, burst: 1 }, found: 'the README example; trace determinism' },
-  { seed: 64, overrides: { vopr: 0, burst: 1 }, found: 'a follower stuck below commit after a lost commit-only ship (liveness)' },
+  {
+    seed: 64,
+    overrides: { vopr: 0, burst: 1 },
+    found: 'a follower stuck below commit after a lost commit-only ship (liveness)',
+  },
   { seed: 109, overrides: { vopr: 0, burst: 1 }, found: 'same as 64' },
-  { seed: 23, overrides: { vopr: 0, burst: 1, joiners: 3, 'promote-rate': 4, 'remove-rate': 4, 'transfer-rate': 4 }, found: 'a joiner removed before it heard it was admitted dialled forever' },
+  {
+    seed: 23,
+    overrides: { vopr: 0, burst: 1, joiners: 3, 'promote-rate': 4, 'remove-rate': 4, 'transfer-rate': 4 },
+    found: 'a joiner removed before it heard it was admitted dialled forever',
+  },
   // write-interval-ms pins the write rate the seed was found with (the floor has since learnt about loss).
-  { seed: 14, overrides: { vopr: 0, burst: 1, 'clog-rate': 10, 'pause-rate': 10, 'segment-entries': 1, 'write-interval-ms': 300 }, found: 'slow catch-up with one-entry segments' },
+  {
+    seed: 14,
+    overrides: { vopr: 0, burst: 1, 'clog-rate': 10, 'pause-rate': 10, 'segment-entries': 1, 'write-interval-ms': 300 },
+    found: 'slow catch-up with one-entry segments',
+  },
   { seed: 61, overrides: { vopr: 0, burst: 1 }, found: 'a restarted leader with a stale saved commit point' },
-  { seed: 277, overrides: { vopr: 0, burst: 1 }, found: 'a joiner whose only seed was removed dialled it forever (liveness)' },
-  { seed: 374, overrides: { vopr: 0 }, found: 'a re-shipped old segment carrying a newer commit counted as commit news delivered; the idle follower stayed below commit (liveness)' },
-  { seed: 985101, overrides: { vopr: 0 }, found: 'the readiness checker forgot an early heartbeat frontier the node rightly converged on (a checker false alarm; bursts make many frontiers)' },
-  { seed: 500381, overrides: { vopr: 0 }, found: 'the durability checker wanted a term-4 write in a paused candidate that won the older term 3 late (a checker false alarm: leader completeness binds later terms only)' },
-  { seed: 42002, overrides: { vopr: 0 }, found: 'one-entry segments, one in flight and 10% loss could not commit the offered writes: the write-rate floor now counts lost round trips' },
+  {
+    seed: 277,
+    overrides: { vopr: 0, burst: 1 },
+    found: 'a joiner whose only seed was removed dialled it forever (liveness)',
+  },
+  {
+    seed: 374,
+    overrides: { vopr: 0 },
+    found:
+      'a re-shipped old segment carrying a newer commit counted as commit news delivered; the idle follower stayed below commit (liveness)',
+  },
+  {
+    seed: 985101,
+    overrides: { vopr: 0 },
+    found:
+      'the readiness checker forgot an early heartbeat frontier the node rightly converged on (a checker false alarm; bursts make many frontiers)',
+  },
+  {
+    seed: 500381,
+    overrides: { vopr: 0 },
+    found:
+      'the durability checker wanted a term-4 write in a paused candidate that won the older term 3 late (a checker false alarm: leader completeness binds later terms only)',
+  },
+  {
+    seed: 42002,
+    overrides: { vopr: 0 },
+    found:
+      'one-entry segments, one in flight and 10% loss could not commit the offered writes: the write-rate floor now counts lost round trips',
+  },
   // Found with the boundary faults of issue 12 (the default mix since): both were checker false alarms.
-  { seed: 9, overrides: {}, found: 'a restarted engine replays its committed log in its first step; a stale ship replayed after a boundary crash was that step (term-fencing)' },
-  { seed: 48, overrides: {}, found: 'a promoted joiner that had not yet learnt its member id holds the commit; match-honesty must find it by address' },
-  { seed: 237, overrides: {}, found: 'a removal left a leader two voters, one long silent: leader-step-down counts from when a voter set takes effect' },
-  { seed: 7, overrides: { vopr: 0, 'foreign-rate': 8 }, found: 'foreign traffic (issue 10): forged calls from non-members, another cluster, absurd terms, forged TimeoutNow change nothing' },
-  { seed: 23, overrides: { vopr: 0, joiners: 3, 'promote-rate': 4, 'transfer-rate': 4, 'foreign-rate': 4 }, found: 'lagging rosters under joins, promotions and transfers follow promoted leaders (roster probes), with foreign traffic' },
-  { seed: 181, overrides: { vopr: 0 }, found: 'a new leader answered a join by name from an uncommitted record an earlier leader appended; the record was truncated and the id handed to the next joiner (two nodes with member id 4)' },
-  { seed: 689, overrides: {}, found: 'a snapshot fetch overtaken by ships was installed anyway: the follower went back and lost synced entries it had reported (match-honesty); the driver now skips a stale snapshot' },
+  {
+    seed: 9,
+    overrides: {},
+    found:
+      'a restarted engine replays its committed log in its first step; a stale ship replayed after a boundary crash was that step (term-fencing)',
+  },
+  {
+    seed: 48,
+    overrides: {},
+    found:
+      'a promoted joiner that had not yet learnt its member id holds the commit; match-honesty must find it by address',
+  },
+  {
+    seed: 237,
+    overrides: {},
+    found:
+      'a removal left a leader two voters, one long silent: leader-step-down counts from when a voter set takes effect',
+  },
+  {
+    seed: 7,
+    overrides: { vopr: 0, 'foreign-rate': 8 },
+    found:
+      'foreign traffic (issue 10): forged calls from non-members, another cluster, absurd terms, forged TimeoutNow change nothing',
+  },
+  {
+    seed: 23,
+    overrides: { vopr: 0, joiners: 3, 'promote-rate': 4, 'transfer-rate': 4, 'foreign-rate': 4 },
+    found:
+      'lagging rosters under joins, promotions and transfers follow promoted leaders (roster probes), with foreign traffic',
+  },
+  {
+    seed: 181,
+    overrides: { vopr: 0 },
+    found:
+      'a new leader answered a join by name from an uncommitted record an earlier leader appended; the record was truncated and the id handed to the next joiner (two nodes with member id 4)',
+  },
+  {
+    seed: 689,
+    overrides: {},
+    found:
+      'a snapshot fetch overtaken by ships was installed anyway: the follower went back and lost synced entries it had reported (match-honesty); the driver now skips a stale snapshot',
+  },
   { seed: 833, overrides: {}, found: 'same as 689' },
-  { seed: 121, overrides: {}, found: "a restarted node's recovery applies rode on its first input, a forged ReportApplied (foreign-traffic); recovery now drains in its own 'start' step" },
+  {
+    seed: 121,
+    overrides: {},
+    found:
+      "a restarted node's recovery applies rode on its first input, a forged ReportApplied (foreign-traffic); recovery now drains in its own 'start' step",
+  },
   { seed: 316, overrides: {}, found: 'same as 121' },
 ];
 
@@ -46,7 +126,10 @@ const SWEEP_SEED_COUNT = Number(process.env.SVC_SIM_SWEEP_SEEDS ?? 12);
 
 function check(seed: number, overrides: OverrideValues): void {
   const result = runSim(optionsFor(seed, overrides));
-  assert.ok(result.ok, `seed=${seed} failed ${result.failure?.invariant} at ${result.failure?.timeMs} ms: ${result.failure?.message}\n  reproduce: ${reproduceCommand(seed, overrides, null)}`);
+  assert.ok(
+    result.ok,
+    `seed=${seed} failed ${result.failure?.invariant} at ${result.failure?.timeMs} ms: ${result.failure?.message}\n  reproduce: ${reproduceCommand(seed, overrides, null)}`,
+  );
 }
 
 describe('sim: regression seeds and a bounded random sweep', function () {
@@ -59,7 +142,10 @@ describe('sim: regression seeds and a bounded random sweep', function () {
     const failures: string[] = [];
     for (let seed = first; seed < first + SWEEP_SEED_COUNT; seed++) {
       const result = runSim(optionsFor(seed));
-      if (!result.ok) failures.push(`seed=${seed} ${result.failure?.invariant}: ${result.failure?.message}\n  reproduce: npm run sim -- --seed ${seed}`);
+      if (!result.ok)
+        failures.push(
+          `seed=${seed} ${result.failure?.invariant}: ${result.failure?.message}\n  reproduce: npm run sim -- --seed ${seed}`,
+        );
     }
     assert.deepEqual(failures, []);
   });

@@ -10,12 +10,19 @@ import { openNodeStorage } from '../../transports/storage/node-storage.js';
 
 describe('storage: the data directory lock', () => {
   let dir = '';
-  beforeEach(async () => { dir = await mkdtemp(join(tmpdir(), 'svc-lock-')); });
-  afterEach(async () => { await rm(dir, { recursive: true, force: true }); });
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-lock-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
 
   it('refuses a second opener of the same data directory, naming the owner, until the first closes', async () => {
     const first = await openNodeStorage(dir);
-    await assert.rejects(openNodeStorage(dir), (err: unknown) => err instanceof DataDirLockedError && err.ownerPid === process.pid && err.message.includes(dir));
+    await assert.rejects(
+      openNodeStorage(dir),
+      (err: unknown) => err instanceof DataDirLockedError && err.ownerPid === process.pid && err.message.includes(dir),
+    );
     await first.close();
     const second = await openNodeStorage(dir);
     await second.close();
@@ -25,7 +32,10 @@ describe('storage: the data directory lock', () => {
   it('refuses while another live process holds it', async () => {
     // A live process that is not us: our parent (the test runner's shell or npm) is alive for the whole test.
     await writeFile(join(dir, LOCK_FILE), `${process.ppid} someone-else\n`);
-    await assert.rejects(acquireDataDirLock(dir), (err: unknown) => err instanceof DataDirLockedError && err.ownerPid === process.ppid);
+    await assert.rejects(
+      acquireDataDirLock(dir),
+      (err: unknown) => err instanceof DataDirLockedError && err.ownerPid === process.ppid,
+    );
   });
 
   it('takes over a lock whose process is gone, and one that is unreadable', async () => {

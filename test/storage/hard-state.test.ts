@@ -7,15 +7,29 @@ import { makeTempDir, removeTempDir } from './helpers.js';
 
 function hardState(term: number): HardState {
   return {
-    term, votedFor: 2, selfId: 1, commitSeq: 40, halted: '', reseed: false, removed: false,
-    rosterBase: { membershipVersion: 3, nextMemberId: 4, members: [{ id: 1, name: 'a', grpcAddr: 'a:1', httpAddr: 'a:2', role: 0 }] },
+    term,
+    votedFor: 2,
+    selfId: 1,
+    commitSeq: 40,
+    halted: '',
+    reseed: false,
+    removed: false,
+    rosterBase: {
+      membershipVersion: 3,
+      nextMemberId: 4,
+      members: [{ id: 1, name: 'a', grpcAddr: 'a:1', httpAddr: 'a:2', role: 0 }],
+    },
   };
 }
 
 describe('storage/hard-state', () => {
   let dir: string;
-  beforeEach(async () => { dir = await makeTempDir('hs'); });
-  afterEach(async () => { await removeTempDir(dir); });
+  beforeEach(async () => {
+    dir = await makeTempDir('hs');
+  });
+  afterEach(async () => {
+    await removeTempDir(dir);
+  });
 
   it('reads null for a fresh node', async () => {
     assert.equal(await new HardStateStore(dir).load(), null);
@@ -35,8 +49,14 @@ describe('storage/hard-state', () => {
 
   it('reports a damaged file clearly instead of starting fresh', async () => {
     await writeFile(join(dir, HARD_STATE_FILE), '{"version":1,"hardState":{"term":');
-    await assert.rejects(new HardStateStore(dir).load(), (err: unknown) => err instanceof HardStateError && /not JSON/.test(err.message));
-    await writeFile(join(dir, HARD_STATE_FILE), JSON.stringify({ version: 1, hardState: { ...hardState(1), term: -1 } }));
+    await assert.rejects(
+      new HardStateStore(dir).load(),
+      (err: unknown) => err instanceof HardStateError && /not JSON/.test(err.message),
+    );
+    await writeFile(
+      join(dir, HARD_STATE_FILE),
+      JSON.stringify({ version: 1, hardState: { ...hardState(1), term: -1 } }),
+    );
     await assert.rejects(new HardStateStore(dir).load(), /term must be a non-negative integer/);
   });
 

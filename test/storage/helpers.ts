@@ -29,7 +29,11 @@ export function summary(list: readonly Entry[]): Array<[number, number, number, 
 }
 
 /** waitFor polls a condition with a bound instead of sleeping a fixed time. */
-export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 5000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

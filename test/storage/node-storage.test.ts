@@ -6,13 +6,30 @@ import type { HardState, SnapshotMeta } from '../../engine/types.js';
 import { openNodeStorage, entriesAfterSnapshot } from '../../transports/storage/node-storage.js';
 import { entries, makeTempDir, removeTempDir, summary } from './helpers.js';
 
-const roster = { membershipVersion: 1, nextMemberId: 2, members: [{ id: 1, name: 'n1', grpcAddr: 'n1:7000', httpAddr: 'n1:8000', role: 0 }] };
-const hardState: HardState = { term: 3, votedFor: 1, selfId: 1, commitSeq: 45, rosterBase: null, halted: '', reseed: false, removed: false };
+const roster = {
+  membershipVersion: 1,
+  nextMemberId: 2,
+  members: [{ id: 1, name: 'n1', grpcAddr: 'n1:7000', httpAddr: 'n1:8000', role: 0 }],
+};
+const hardState: HardState = {
+  term: 3,
+  votedFor: 1,
+  selfId: 1,
+  commitSeq: 45,
+  rosterBase: null,
+  halted: '',
+  reseed: false,
+  removed: false,
+};
 
 describe('storage/openNodeStorage', () => {
   let dir: string;
-  beforeEach(async () => { dir = await makeTempDir('node'); });
-  afterEach(async () => { await removeTempDir(dir); });
+  beforeEach(async () => {
+    dir = await makeTempDir('node');
+  });
+  afterEach(async () => {
+    await removeTempDir(dir);
+  });
 
   it('starts a fresh node from nothing', async () => {
     const storage = await openNodeStorage(dir);
@@ -28,7 +45,10 @@ describe('storage/openNodeStorage', () => {
     await storage.wal.append(1, entries(1, 30, 2));
     await storage.wal.append(31, entries(31, 20, 3));
     const meta: SnapshotMeta = { seq: 30, entryTerm: 2, roster };
-    const artifact = await storage.snapshots.stage(meta, [{ path: 'state.bin', bytes: Buffer.from('state at 30') }], { term: 3, leaderRegion: 1 });
+    const artifact = await storage.snapshots.stage(meta, [{ path: 'state.bin', bytes: Buffer.from('state at 30') }], {
+      term: 3,
+      leaderRegion: 1,
+    });
     await storage.wal.compact(20);
     await storage.close();
 
@@ -54,7 +74,10 @@ describe('storage/openNodeStorage', () => {
     await storage.close();
     const reopened = await openNodeStorage(dir);
     assert.equal(reopened.corruption, null);
-    assert.deepEqual(reopened.restored.entries.map((e) => e.seq), [501, 502, 503]);
+    assert.deepEqual(
+      reopened.restored.entries.map((e) => e.seq),
+      [501, 502, 503],
+    );
     await reopened.close();
   });
 
@@ -78,10 +101,20 @@ describe('storage/openNodeStorage', () => {
     const divergent = entriesAfterSnapshot([...entries(25, 6, 1), ...entries(31, 5, 1)], meta);
     assert.deepEqual(divergent, { entries: [], gap: null, droppedDivergentTail: true });
     const matching = entriesAfterSnapshot([...entries(25, 6, 2), ...entries(31, 5, 2)], meta);
-    assert.deepEqual(matching.entries.map((e) => e.seq), [31, 32, 33, 34, 35]);
+    assert.deepEqual(
+      matching.entries.map((e) => e.seq),
+      [31, 32, 33, 34, 35],
+    );
     const gap = entriesAfterSnapshot(entries(40, 5, 2), meta);
     assert.match(gap.gap ?? '', /resumes at seq 40 but the snapshot ends at 30/);
-    assert.deepEqual(entriesAfterSnapshot(entries(1, 10, 1), meta).entries, [], 'a log behind the snapshot adds nothing');
-    assert.deepEqual(entriesAfterSnapshot(entries(3, 2, 1), null).gap, 'the WAL resumes at seq 3 but the snapshot ends at 0: entries between are missing');
+    assert.deepEqual(
+      entriesAfterSnapshot(entries(1, 10, 1), meta).entries,
+      [],
+      'a log behind the snapshot adds nothing',
+    );
+    assert.deepEqual(
+      entriesAfterSnapshot(entries(3, 2, 1), null).gap,
+      'the WAL resumes at seq 3 but the snapshot ends at 0: entries between are missing',
+    );
   });
 });

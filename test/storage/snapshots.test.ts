@@ -15,7 +15,15 @@ const CHUNK_BYTES = 1024;
 const limits = storageLimits({ snapshotChunkBytes: CHUNK_BYTES });
 
 function meta(seq: number, entryTerm = 2): SnapshotMeta {
-  return { seq, entryTerm, roster: { membershipVersion: 1, nextMemberId: 3, members: [{ id: 1, name: 'n1', grpcAddr: 'n1:7000', httpAddr: 'n1:8000', role: 0 }] } };
+  return {
+    seq,
+    entryTerm,
+    roster: {
+      membershipVersion: 1,
+      nextMemberId: 3,
+      members: [{ id: 1, name: 'n1', grpcAddr: 'n1:7000', httpAddr: 'n1:8000', role: 0 }],
+    },
+  };
 }
 
 async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
@@ -49,12 +57,16 @@ describe('storage/snapshots', () => {
 
   async function stageSample(store: SnapshotStore, seq = 10): Promise<Artifact> {
     await writeFile(join(source, 'outside-source.bin'), contents.copied);
-    return store.stage(meta(seq), [
-      { path: 'state/big.bin', bytes: contents.big },
-      { path: 'state/deep/exact.bin', bytes: contents.exact },
-      { path: 'empty', bytes: contents.empty },
-      { path: 'copied.bin', sourcePath: join(source, 'outside-source.bin') },
-    ], { term: 5, leaderRegion: 1 });
+    return store.stage(
+      meta(seq),
+      [
+        { path: 'state/big.bin', bytes: contents.big },
+        { path: 'state/deep/exact.bin', bytes: contents.exact },
+        { path: 'empty', bytes: contents.empty },
+        { path: 'copied.bin', sourcePath: join(source, 'outside-source.bin') },
+      ],
+      { term: 5, leaderRegion: 1 },
+    );
   }
 
   async function artifactChunks(store: SnapshotStore, artifact: Artifact): Promise<SnapshotFileChunk[]> {
@@ -73,8 +85,15 @@ describe('storage/snapshots', () => {
     assert.equal(header.snapshotSeq, 10);
     assert.equal(header.term, 5);
     assert.equal(header.leaderRegion, 1);
-    assert.deepEqual(header.files.map((f) => f.path), ['meta.json', 'state/big.bin', 'state/deep/exact.bin', 'empty', 'copied.bin']);
-    for (const [path, bytes] of [['state/big.bin', contents.big], ['empty', contents.empty], ['copied.bin', contents.copied]] as const) {
+    assert.deepEqual(
+      header.files.map((f) => f.path),
+      ['meta.json', 'state/big.bin', 'state/deep/exact.bin', 'empty', 'copied.bin'],
+    );
+    for (const [path, bytes] of [
+      ['state/big.bin', contents.big],
+      ['empty', contents.empty],
+      ['copied.bin', contents.copied],
+    ] as const) {
       const file = header.files.find((f) => f.path === path)!;
       assert.equal(file.size, bytes.length);
       assert.deepEqual(Buffer.from(file.blake3), Buffer.from(nobleBlake3(bytes)), `${path} digest matches the oracle`);
@@ -83,9 +102,23 @@ describe('storage/snapshots', () => {
     const chunks = await artifactChunks(src, staged);
     assert.ok(chunks.every((c) => c.data.length <= CHUNK_BYTES));
     const big = chunks.filter((c) => c.path === 'state/big.bin');
-    assert.deepEqual(big.map((c) => [c.offset, c.data.length, c.last]), [[0, CHUNK_BYTES, false], [CHUNK_BYTES, CHUNK_BYTES, false], [2 * CHUNK_BYTES, 1, true]]);
-    assert.deepEqual(chunks.filter((c) => c.path === 'empty').map((c) => [c.offset, c.data.length, c.last]), [[0, 0, true]]);
-    assert.deepEqual([...new Set(chunks.map((c) => c.path))], header.files.map((f) => f.path), 'files come in manifest order');
+    assert.deepEqual(
+      big.map((c) => [c.offset, c.data.length, c.last]),
+      [
+        [0, CHUNK_BYTES, false],
+        [CHUNK_BYTES, CHUNK_BYTES, false],
+        [2 * CHUNK_BYTES, 1, true],
+      ],
+    );
+    assert.deepEqual(
+      chunks.filter((c) => c.path === 'empty').map((c) => [c.offset, c.data.length, c.last]),
+      [[0, 0, true]],
+    );
+    assert.deepEqual(
+      [...new Set(chunks.map((c) => c.path))],
+      header.files.map((f) => f.path),
+      'files come in manifest order',
+    );
 
     const dst = await SnapshotStore.open(target, limits);
     const installed = await dst.install(header, fromList(chunks));
@@ -115,7 +148,10 @@ describe('storage/snapshots', () => {
     await writeFile(path, bytes);
     assert.match((await src.verify(next)) ?? '', /BLAKE3 mismatch/);
 
-    await assert.rejects(dst.install(next.header, src.read(next)), (err: unknown) => err instanceof SnapshotError && /state\/big\.bin: BLAKE3 mismatch/.test(err.message));
+    await assert.rejects(
+      dst.install(next.header, src.read(next)),
+      (err: unknown) => err instanceof SnapshotError && /state\/big\.bin: BLAKE3 mismatch/.test(err.message),
+    );
     assert.equal(dst.newest()?.name, '10-2', 'the old artifact is still current');
     assert.deepEqual((await readdir(join(target, 'snapshots'))).sort(), ['10-2']);
     assert.equal(await dst.verify(dst.newest()!), null);
@@ -128,14 +164,44 @@ describe('storage/snapshots', () => {
     const dst = await SnapshotStore.open(target, limits);
     const cases: Array<[string, AsyncIterable<SnapshotFileChunk>, RegExp]> = [
       ['short stream', fromList(chunks.slice(0, -1)), /stream ended inside copied\.bin at 4096 of 5000 bytes/],
-      ['missing file', fromList(chunks.filter((c) => c.path !== 'copied.bin')), /stream ended before 1 listed file\(s\), first "copied\.bin"/],
-      ['file cut short', fromList(chunks.filter((c) => !(c.path === 'state/big.bin' && c.last))), /chunk for "state\/deep\/exact\.bin" out of manifest order \(expected "state\/big\.bin"\)/],
-      ['last too early', fromList(chunks.map((c) => (c.path === 'state/big.bin' && c.offset === CHUNK_BYTES ? { ...c, last: true } : c))), /state\/big\.bin: ended at 2048 bytes, the header says 2049/],
-      ['offset gap', fromList(chunks.filter((c) => !(c.path === 'state/big.bin' && c.offset === CHUNK_BYTES))), /offset 2048, expected 1024/],
+      [
+        'missing file',
+        fromList(chunks.filter((c) => c.path !== 'copied.bin')),
+        /stream ended before 1 listed file\(s\), first "copied\.bin"/,
+      ],
+      [
+        'file cut short',
+        fromList(chunks.filter((c) => !(c.path === 'state/big.bin' && c.last))),
+        /chunk for "state\/deep\/exact\.bin" out of manifest order \(expected "state\/big\.bin"\)/,
+      ],
+      [
+        'last too early',
+        fromList(
+          chunks.map((c) => (c.path === 'state/big.bin' && c.offset === CHUNK_BYTES ? { ...c, last: true } : c)),
+        ),
+        /state\/big\.bin: ended at 2048 bytes, the header says 2049/,
+      ],
+      [
+        'offset gap',
+        fromList(chunks.filter((c) => !(c.path === 'state/big.bin' && c.offset === CHUNK_BYTES))),
+        /offset 2048, expected 1024/,
+      ],
       ['extra chunk', fromList([...chunks, chunks[0]!]), /extra chunk/],
       ['unknown path', fromList([chunks[0]!, { ...chunks[1]!, path: 'nope' }]), /unknown path "nope"/],
-      ['size mismatch', fromList(chunks.map((c) => (c.path === 'empty' ? { ...c, data: Buffer.from('x') } : c))), /more than its 0 bytes/],
-      ['producer throws', (async function* () { yield chunks[0]!; yield chunks[1]!; throw new Error('connection reset'); })(), /connection reset/],
+      [
+        'size mismatch',
+        fromList(chunks.map((c) => (c.path === 'empty' ? { ...c, data: Buffer.from('x') } : c))),
+        /more than its 0 bytes/,
+      ],
+      [
+        'producer throws',
+        (async function* () {
+          yield chunks[0]!;
+          yield chunks[1]!;
+          throw new Error('connection reset');
+        })(),
+        /connection reset/,
+      ],
     ];
     for (const [name, stream, expected] of cases) {
       await assert.rejects(dst.install(staged.header, stream), expected, name);
@@ -147,8 +213,17 @@ describe('storage/snapshots', () => {
   it('refuses path traversal and bad headers before writing anything', async () => {
     const dst = await SnapshotStore.open(target, limits);
     const digest = Buffer.from(nobleBlake3(new Uint8Array(0)));
-    const base: SnapshotHeader = { needed: true, snapshotSeq: 5, term: 1, leaderRegion: 1, files: [{ path: 'meta.json', size: 0, blake3: digest }] };
-    const withPath = (path: string): SnapshotHeader => ({ ...base, files: [...base.files, { path, size: 0, blake3: digest }] });
+    const base: SnapshotHeader = {
+      needed: true,
+      snapshotSeq: 5,
+      term: 1,
+      leaderRegion: 1,
+      files: [{ path: 'meta.json', size: 0, blake3: digest }],
+    };
+    const withPath = (path: string): SnapshotHeader => ({
+      ...base,
+      files: [...base.files, { path, size: 0, blake3: digest }],
+    });
     const evil: Array<[SnapshotHeader, RegExp]> = [
       [withPath('../escape'), /'\.\.' segment/],
       [withPath('a/../../escape'), /'\.\.' segment/],
@@ -157,7 +232,10 @@ describe('storage/snapshots', () => {
       [withPath('a\\..\\b'), /backslash/],
       [withPath('manifest.json'), /reserved/],
       [withPath('meta.json'), /listed twice/],
-      [{ ...withPath('a/b'), files: [...withPath('a/b').files, { path: 'a', size: 0, blake3: digest }] }, /both a file and a directory/],
+      [
+        { ...withPath('a/b'), files: [...withPath('a/b').files, { path: 'a', size: 0, blake3: digest }] },
+        /both a file and a directory/,
+      ],
       [{ ...base, files: [] }, /does not list meta.json/],
       [{ ...base, needed: false }, /no snapshot is needed/],
       [{ ...base, term: -1 }, /term must be a non-negative integer/],
@@ -165,7 +243,11 @@ describe('storage/snapshots', () => {
       [{ ...base, files: [{ path: 'meta.json', size: 0, blake3: Buffer.alloc(5) }] }, /32 bytes/],
     ];
     for (const [header, expected] of evil) {
-      await assert.rejects(dst.install(header, fromList([])), (err: unknown) => err instanceof SnapshotError && expected.test(err.message), JSON.stringify(header.files.map((f) => f.path)));
+      await assert.rejects(
+        dst.install(header, fromList([])),
+        (err: unknown) => err instanceof SnapshotError && expected.test(err.message),
+        JSON.stringify(header.files.map((f) => f.path)),
+      );
     }
     assert.deepEqual(await readdir(join(target, 'snapshots')), []);
     assert.deepEqual((await readdir(target)).sort(), ['snapshots'], 'nothing written beside the store');
@@ -173,9 +255,17 @@ describe('storage/snapshots', () => {
 
   it('refuses an artifact whose meta.json disagrees with its header or is not a SnapshotMeta', async () => {
     const dst = await SnapshotStore.open(target, limits);
-    const send = (metaBytes: Buffer, snapshotSeq: number) => dst.install(
-      { needed: true, snapshotSeq, term: 1, leaderRegion: 1, files: [{ path: 'meta.json', size: metaBytes.length, blake3: Buffer.from(nobleBlake3(metaBytes)) }] },
-      fromList([{ path: 'meta.json', offset: 0, data: metaBytes, last: true }]));
+    const send = (metaBytes: Buffer, snapshotSeq: number) =>
+      dst.install(
+        {
+          needed: true,
+          snapshotSeq,
+          term: 1,
+          leaderRegion: 1,
+          files: [{ path: 'meta.json', size: metaBytes.length, blake3: Buffer.from(nobleBlake3(metaBytes)) }],
+        },
+        fromList([{ path: 'meta.json', offset: 0, data: metaBytes, last: true }]),
+      );
     await assert.rejects(send(Buffer.from(JSON.stringify(meta(6))), 5), /meta\.json says seq 6, the header says 5/);
     await assert.rejects(send(Buffer.from('{"seq": 5}'), 5), /bad meta\.json: .*entryTerm/);
     assert.deepEqual(await readdir(join(target, 'snapshots')), []);
@@ -196,9 +286,18 @@ describe('storage/snapshots', () => {
 
   it('refuses reserved and unsafe paths when staging', async () => {
     const src = await SnapshotStore.open(source, limits);
-    await assert.rejects(src.stage(meta(1), [{ path: 'meta.json', bytes: Buffer.alloc(1) }], { term: 1, leaderRegion: 1 }), /reserved/);
-    await assert.rejects(src.stage(meta(1), [{ path: '../x', bytes: Buffer.alloc(1) }], { term: 1, leaderRegion: 1 }), /'\.\.' segment/);
-    await assert.rejects(src.stage({ ...meta(1), seq: 0 }, [], { term: 1, leaderRegion: 1 }), /seq must be a positive integer/);
+    await assert.rejects(
+      src.stage(meta(1), [{ path: 'meta.json', bytes: Buffer.alloc(1) }], { term: 1, leaderRegion: 1 }),
+      /reserved/,
+    );
+    await assert.rejects(
+      src.stage(meta(1), [{ path: '../x', bytes: Buffer.alloc(1) }], { term: 1, leaderRegion: 1 }),
+      /'\.\.' segment/,
+    );
+    await assert.rejects(
+      src.stage({ ...meta(1), seq: 0 }, [], { term: 1, leaderRegion: 1 }),
+      /seq must be a positive integer/,
+    );
     assert.deepEqual(await readdir(join(source, 'snapshots')), []);
   });
 
@@ -233,16 +332,25 @@ describe('storage/snapshots', () => {
     assert.deepEqual(await src.prune(), ['10-2']);
     await stageSample(src, 40);
     assert.deepEqual((await readdir(join(source, 'snapshots'))).sort(), ['30-2', '40-2']);
-    assert.deepEqual(src.list().map((a) => a.name), ['40-2', '30-2']);
+    assert.deepEqual(
+      src.list().map((a) => a.name),
+      ['40-2', '30-2'],
+    );
   });
 
   it('drops local artifacts newer than an installed one, and leftovers on open', async () => {
     const src = await SnapshotStore.open(source, limits);
     const fromLeader = await stageSample(src, 15);
     const local = await SnapshotStore.open(target, limits);
-    await local.stage(meta(30, 1), [{ path: 'x', bytes: Buffer.from('abandoned history') }], { term: 1, leaderRegion: 2 });
+    await local.stage(meta(30, 1), [{ path: 'x', bytes: Buffer.from('abandoned history') }], {
+      term: 1,
+      leaderRegion: 2,
+    });
     await local.install(fromLeader.header, src.read(fromLeader));
-    assert.deepEqual(local.list().map((a) => a.name), ['15-2']);
+    assert.deepEqual(
+      local.list().map((a) => a.name),
+      ['15-2'],
+    );
 
     await mkdir(join(target, 'snapshots', '.install-99-abc'));
     await writeFile(join(target, 'snapshots', '.install-99-abc', 'half'), 'x');
@@ -253,7 +361,12 @@ describe('storage/snapshots', () => {
 
   it('with the hash worker and background syncs: installs byte for byte, and a flipped byte still fails and keeps the old state', async () => {
     // big.bin and copied.bin go to the worker, with a hash-ahead bound below one chunk and a sync every chunk.
-    const workerLimits = storageLimits({ snapshotChunkBytes: CHUNK_BYTES, snapshotHashOffThreadBytesMin: 2000, snapshotHashAheadBytesMax: 1000, snapshotSyncEveryBytes: CHUNK_BYTES });
+    const workerLimits = storageLimits({
+      snapshotChunkBytes: CHUNK_BYTES,
+      snapshotHashOffThreadBytesMin: 2000,
+      snapshotHashAheadBytesMax: 1000,
+      snapshotSyncEveryBytes: CHUNK_BYTES,
+    });
     const src = await SnapshotStore.open(source, workerLimits);
     const dst = await SnapshotStore.open(target, workerLimits);
     const old = await stageSample(src, 10);
@@ -269,8 +382,15 @@ describe('storage/snapshots', () => {
       bytes[bytes.length - 3] ^= 0x01;
       await writeFile(path, bytes);
       const pattern = new RegExp(`${flipped.replace('.', '\\.')}: BLAKE3 mismatch`);
-      await assert.rejects(dst.install(next.header, src.read(next)), (err: unknown) => err instanceof SnapshotError && pattern.test(err.message));
-      assert.deepEqual((await readdir(join(target, 'snapshots'))).sort(), ['10-2'], 'the old artifact is still the only one');
+      await assert.rejects(
+        dst.install(next.header, src.read(next)),
+        (err: unknown) => err instanceof SnapshotError && pattern.test(err.message),
+      );
+      assert.deepEqual(
+        (await readdir(join(target, 'snapshots'))).sort(),
+        ['10-2'],
+        'the old artifact is still the only one',
+      );
       await removeTempDir(next.dir);
       await src.prune();
     }

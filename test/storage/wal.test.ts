@@ -7,8 +7,12 @@ import { entries, entry, makeTempDir, removeTempDir, summary } from './helpers.j
 
 describe('storage/wal', () => {
   let dir: string;
-  beforeEach(async () => { dir = await makeTempDir('wal'); });
-  afterEach(async () => { await removeTempDir(dir); });
+  beforeEach(async () => {
+    dir = await makeTempDir('wal');
+  });
+  afterEach(async () => {
+    await removeTempDir(dir);
+  });
 
   async function segmentFiles(): Promise<string[]> {
     return (await readdir(dir)).filter((n) => n.endsWith('.wal')).sort();
@@ -34,7 +38,10 @@ describe('storage/wal', () => {
     const reopened = await Wal.open(dir);
     assert.equal(reopened.corruption, null);
     assert.equal(reopened.tornTail, null);
-    assert.deepEqual(summary(reopened.entries), summary([...entries(1, 10, 1), ...entries(11, 5, 2, 0), ...entries(16, 3, 2, 3000)]));
+    assert.deepEqual(
+      summary(reopened.entries),
+      summary([...entries(1, 10, 1), ...entries(11, 5, 2, 0), ...entries(16, 3, 2, 3000)]),
+    );
     assert.deepEqual(reopened.wal.durablePoint(), { lastSeq: 18, lastTerm: 2 });
     await reopened.wal.close();
   });
@@ -111,16 +118,26 @@ describe('storage/wal', () => {
     assert.equal(reopened.corruption.offset, 4 * recordBytes);
     assert.match(reopened.corruption.reason, /checksum/);
     assert.equal(reopened.tornTail, null);
-    assert.deepEqual(reopened.entries.map((e) => e.seq), [1, 2, 3, 4], 'only the prefix before the damage');
+    assert.deepEqual(
+      reopened.entries.map((e) => e.seq),
+      [1, 2, 3, 4],
+      'only the prefix before the damage',
+    );
     assert.equal((await stat(path)).size, bytes.length, 'nothing is cut');
-    assert.throws(() => reopened.wal.append(5, [entry(5, 1)]), (err: unknown) => err instanceof WalError && err.code === 'corrupt');
+    assert.throws(
+      () => reopened.wal.append(5, [entry(5, 1)]),
+      (err: unknown) => err instanceof WalError && err.code === 'corrupt',
+    );
 
     await reopened.wal.reset();
     await reopened.wal.append(50, entries(50, 2, 3));
     await reopened.wal.close();
     const fresh = await Wal.open(dir);
     assert.equal(fresh.corruption, null);
-    assert.deepEqual(fresh.entries.map((e) => e.seq), [50, 51]);
+    assert.deepEqual(
+      fresh.entries.map((e) => e.seq),
+      [50, 51],
+    );
     await fresh.wal.close();
   });
 
@@ -161,17 +178,28 @@ describe('storage/wal', () => {
     const resolvedOrder: number[] = [];
     const promises: Array<Promise<DurablePoint>> = [];
     for (let seq = 1; seq <= appendCount; seq++) {
-      promises.push(wal.append(seq, [entry(seq, 1, 128)]).then((p) => { resolvedOrder.push(p.lastSeq); return p; }));
+      promises.push(
+        wal.append(seq, [entry(seq, 1, 128)]).then((p) => {
+          resolvedOrder.push(p.lastSeq);
+          return p;
+        }),
+      );
     }
     await Promise.all(promises);
     const stats = wal.stats();
     assert.equal(stats.appendCount, appendCount);
     assert.ok(stats.syncCount < appendCount, `${stats.syncCount} syncs for ${appendCount} appends`);
     assert.ok(stats.syncCount >= 1);
-    assert.deepEqual(resolvedOrder, Array.from({ length: appendCount }, (_, i) => i + 1));
+    assert.deepEqual(
+      resolvedOrder,
+      Array.from({ length: appendCount }, (_, i) => i + 1),
+    );
     assert.equal(durableSeen.length, stats.batchCount, 'one durability report per group commit');
     assert.equal(durableSeen[durableSeen.length - 1], appendCount);
-    assert.ok(durableSeen.every((s, i) => i === 0 || s > durableSeen[i - 1]!), 'durability reports only move forward');
+    assert.ok(
+      durableSeen.every((s, i) => i === 0 || s > durableSeen[i - 1]!),
+      'durability reports only move forward',
+    );
     await wal.close();
     const reopened = await Wal.open(dir);
     assert.equal(reopened.entries.length, appendCount);
@@ -193,7 +221,10 @@ describe('storage/wal', () => {
     const stats = wal.stats();
     assert.equal(stats.appendCount, appenderCount * roundCount);
     // One append per sync would be 160 syncs; group commit needs about one per round.
-    assert.ok(stats.syncCount <= 2 * roundCount, `${stats.syncCount} syncs for ${stats.appendCount} appends in ${roundCount} rounds`);
+    assert.ok(
+      stats.syncCount <= 2 * roundCount,
+      `${stats.syncCount} syncs for ${stats.appendCount} appends in ${roundCount} rounds`,
+    );
     await wal.close();
   });
 
@@ -218,7 +249,10 @@ describe('storage/wal', () => {
     assert.equal(reopened.corruption, null);
     const seqs = reopened.entries.map((e) => e.seq);
     assert.equal(seqs[seqs.length - 1], 62);
-    assert.ok(seqs.every((s, i) => i === 0 || s === seqs[i - 1]! + 1), 'contiguous');
+    assert.ok(
+      seqs.every((s, i) => i === 0 || s === seqs[i - 1]! + 1),
+      'contiguous',
+    );
     await reopened.wal.close();
   });
 
@@ -231,7 +265,10 @@ describe('storage/wal', () => {
     assert.equal(await wal.compact(9), 1);
     await wal.close();
     const reopened = await Wal.open(dir, limits);
-    assert.deepEqual(reopened.entries.map((e) => [e.seq, e.term]), Array.from({ length: 20 }, (_, i) => [10 + i, 2]));
+    assert.deepEqual(
+      reopened.entries.map((e) => [e.seq, e.term]),
+      Array.from({ length: 20 }, (_, i) => [10 + i, 2]),
+    );
     await reopened.wal.close();
   });
 

@@ -12,10 +12,19 @@ type ReadResult = Extract<Effect, { type: 'readIndexResult' }>;
 function fakeEngine(overloaded = false): { engine: StoreEngine; submitted: Input[] } {
   const submitted: Input[] = [];
   const engine = {
-    status: () => ({ role: 'leader' as const, term: 4, leaderId: 1, roster: { membershipVersion: 1, nextMemberId: 2, members: [] }, commitSeq: 9, removed: false }),
+    status: () => ({
+      role: 'leader' as const,
+      term: 4,
+      leaderId: 1,
+      roster: { membershipVersion: 1, nextMemberId: 2, members: [] },
+      commitSeq: 9,
+      removed: false,
+    }),
     failure: null,
     overloaded: () => overloaded,
-    submit: (input: Input) => { submitted.push(input); },
+    submit: (input: Input) => {
+      submitted.push(input);
+    },
   } satisfies StoreEngine;
   return { engine, submitted };
 }
@@ -46,12 +55,16 @@ describe('store: read indexes from the engine', () => {
     reads.onResult({ type: 'readIndexResult', readId: b!, index: 12, refusal: null, leaderHint: '' });
     reads.onResult({ type: 'readIndexResult', readId: a!, index: 11, refusal: null, leaderHint: '' });
     reads.onResult({ type: 'readIndexResult', readId: 999, index: 1, refusal: null, leaderHint: '' }); // unknown: ignored
-    assert.deepEqual(await Promise.all([first, second, third]), [{ commitSeq: 11, term: 4 }, { commitSeq: 11, term: 4 }, { commitSeq: 12, term: 4 }]);
+    assert.deepEqual(await Promise.all([first, second, third]), [
+      { commitSeq: 11, term: 4 },
+      { commitSeq: 11, term: 4 },
+      { commitSeq: 12, term: 4 },
+    ]);
     assert.deepEqual(outcomes, ['answered', 'answered']);
     assert.equal(reads.count, 0);
   });
 
-  it('turns the engine\'s refusals into retryable store refusals for every request of the input, the leader\'s address kept', async () => {
+  it("turns the engine's refusals into retryable store refusals for every request of the input, the leader's address kept", async () => {
     const { engine, submitted } = fakeEngine();
     const reads = new EngineReads(engine);
     const asked: Array<Promise<unknown>> = [];
@@ -61,15 +74,31 @@ describe('store: read indexes from the engine', () => {
     }
     assert.equal(submitted.length, 3);
     const results: ReadResult[] = [
-      { type: 'readIndexResult', readId: readIdOf(submitted[0]), index: 0, refusal: 'not-leader', leaderHint: 'n2:7000' },
+      {
+        type: 'readIndexResult',
+        readId: readIdOf(submitted[0]),
+        index: 0,
+        refusal: 'not-leader',
+        leaderHint: 'n2:7000',
+      },
       { type: 'readIndexResult', readId: readIdOf(submitted[1]), index: 0, refusal: 'stepped-down', leaderHint: '' },
       { type: 'readIndexResult', readId: readIdOf(submitted[2]), index: 0, refusal: 'queue-full', leaderHint: '' },
     ];
     for (const r of results) reads.onResult(r);
-    const refusals = (await Promise.allSettled(asked)).map((o) => (o.status === 'rejected' ? o.reason as StoreRefusal : null));
-    assert.deepEqual(refusals.map((r) => [r?.kind, r?.leaderHint]), [
-      ['not-leader', 'n2:7000'], ['not-leader', 'n2:7000'], ['leadership-changed', ''], ['leadership-changed', ''], ['overloaded', ''], ['overloaded', ''],
-    ]);
+    const refusals = (await Promise.allSettled(asked)).map((o) =>
+      o.status === 'rejected' ? (o.reason as StoreRefusal) : null,
+    );
+    assert.deepEqual(
+      refusals.map((r) => [r?.kind, r?.leaderHint]),
+      [
+        ['not-leader', 'n2:7000'],
+        ['not-leader', 'n2:7000'],
+        ['leadership-changed', ''],
+        ['leadership-changed', ''],
+        ['overloaded', ''],
+        ['overloaded', ''],
+      ],
+    );
   });
 
   it('times each request out at its own deadline (the leader never confirmed), the others of its input still waiting', async () => {
@@ -81,13 +110,22 @@ describe('store: read indexes from the engine', () => {
     await assert.rejects(soon, (err: unknown) => err instanceof StoreRefusal && err.kind === 'timeout');
     assert.deepEqual(outcomes, ['timeout']);
     assert.equal(reads.count, 1);
-    reads.onResult({ type: 'readIndexResult', readId: readIdOf(submitted[0]), index: 7, refusal: null, leaderHint: '' });
+    reads.onResult({
+      type: 'readIndexResult',
+      readId: readIdOf(submitted[0]),
+      index: 7,
+      refusal: null,
+      leaderHint: '',
+    });
     assert.deepEqual(await later, { commitSeq: 7, term: 4 });
     assert.equal(reads.count, 0);
   });
 
   it('refuses when the node is overloaded, and rejects all, gathered or sent, on failure', async () => {
-    await assert.rejects(new EngineReads(fakeEngine(true).engine).take(Date.now() + 5_000), (err: unknown) => err instanceof StoreRefusal && err.kind === 'unavailable');
+    await assert.rejects(
+      new EngineReads(fakeEngine(true).engine).take(Date.now() + 5_000),
+      (err: unknown) => err instanceof StoreRefusal && err.kind === 'unavailable',
+    );
     const { engine, submitted } = fakeEngine();
     const reads = new EngineReads(engine);
     const sent = reads.take(Date.now() + 5_000);

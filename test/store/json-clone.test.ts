@@ -7,18 +7,21 @@ import { cloneJson } from '../../store/json-clone.js';
 
 describe('store: cloneJson', () => {
   it('copies any JSON value exactly, sharing no object or array with it', () => {
-    fc.assert(fc.property(fc.jsonValue(), (value) => {
-      const copy = cloneJson(value as JsonValue);
-      assert.deepStrictEqual(copy, structuredClone(value));
-      const originals = new Set<unknown>();
-      const walk = (item: unknown, into: (found: unknown) => void): void => {
-        if (item === null || typeof item !== 'object') return;
-        into(item);
-        for (const child of Object.values(item)) walk(child, into);
-      };
-      walk(value, (found) => originals.add(found));
-      walk(copy, (found) => assert.ok(!originals.has(found), 'the copy shares an object with the original'));
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const copy = cloneJson(value as JsonValue);
+        assert.deepStrictEqual(copy, structuredClone(value));
+        const originals = new Set<unknown>();
+        const walk = (item: unknown, into: (found: unknown) => void): void => {
+          if (item === null || typeof item !== 'object') return;
+          into(item);
+          for (const child of Object.values(item)) walk(child, into);
+        };
+        walk(value, (found) => originals.add(found));
+        walk(copy, (found) => assert.ok(!originals.has(found), 'the copy shares an object with the original'));
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it("keeps a '__proto__' key as an own property, never as the copy's prototype", () => {

@@ -14,8 +14,12 @@ describe('store: MemoryDocumentStore specifics', () => {
   it('keeps notifying the other watchers when one throws', async () => {
     const store = new MemoryDocumentStore();
     let calls = 0;
-    store.watch('p/', () => { throw new Error('a broken watcher'); });
-    store.watch('p/', () => { calls++; });
+    store.watch('p/', () => {
+      throw new Error('a broken watcher');
+    });
+    store.watch('p/', () => {
+      calls++;
+    });
     await store.put('p/1', { a: 1 });
     assert.equal(calls, 1);
   });

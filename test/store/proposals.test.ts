@@ -16,17 +16,29 @@ type ProposalResult = Extract<Effect, { type: 'proposalResult' }>;
 function fakeEngine(): { engine: StoreEngine; submitted: ProposalInput[] } {
   const submitted: ProposalInput[] = [];
   const engine = {
-    status: () => { throw new Error('not used'); },
+    status: () => {
+      throw new Error('not used');
+    },
     failure: null,
     overloaded: () => false,
-    submit: (input: ProposalInput) => { submitted.push(input); },
+    submit: (input: ProposalInput) => {
+      submitted.push(input);
+    },
   } satisfies StoreEngine;
   return { engine, submitted };
 }
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 const put = (key: string, requestId: string): StoreCommand => ({ op: 'put', key, value: { key }, requestId });
-const ok = (proposalId: number, seq: number): ProposalResult => ({ type: 'proposalResult', proposalId, ok: true, code: 'committed', seq, reason: '', leaderHint: '' });
+const ok = (proposalId: number, seq: number): ProposalResult => ({
+  type: 'proposalResult',
+  proposalId,
+  ok: true,
+  code: 'committed',
+  seq,
+  reason: '',
+  leaderHint: '',
+});
 const proposalsOf = (input: ProposalInput): Proposal[] => (input.type === 'propose' ? [input] : input.proposals);
 
 describe('store: proposals', () => {
@@ -40,8 +52,14 @@ describe('store: proposals', () => {
     await nextTurn();
     assert.equal(submitted.length, 1, 'one engine input for the loop turn');
     const sent = proposalsOf(submitted[0]!);
-    assert.deepEqual(sent.map((p) => p.data), bytes);
-    assert.ok(sent.every((p, i) => p.data === bytes[i]), 'the same bytes, not a re-encoding');
+    assert.deepEqual(
+      sent.map((p) => p.data),
+      bytes,
+    );
+    assert.ok(
+      sent.every((p, i) => p.data === bytes[i]),
+      'the same bytes, not a re-encoding',
+    );
     // Both applied in one step, their results reported in two later steps: nothing is cached per step.
     sent.forEach((p, i) => stateMachine.apply({ seq: i + 1, term: 1, kind: EntryKind.EventBatch, data: p.data }));
     proposals.onResult(ok(sent[1]!.proposalId, 2));
@@ -65,24 +83,64 @@ describe('store: proposals', () => {
     sent.forEach((p, i) => stateMachine.apply({ seq: i + 1, term: 1, kind: EntryKind.EventBatch, data: p.data }));
     sent.forEach((p, i) => proposals.onResult(ok(p.proposalId, i + 1)));
     const answers = await Promise.all([first, retry]);
-    assert.deepEqual(answers.map((a) => a.result), [{ outcome: 'applied', version: 1, existed: false }, { outcome: 'applied', version: 1, existed: false }]);
+    assert.deepEqual(
+      answers.map((a) => a.result),
+      [
+        { outcome: 'applied', version: 1, existed: false },
+        { outcome: 'applied', version: 1, existed: false },
+      ],
+    );
   });
 
   it('turns refusals into plain kinds, and a result with no outcome at apply into an internal refusal', async () => {
     const { engine, submitted } = fakeEngine();
     const stateMachine = new StoreStateMachine();
     const proposals = new Proposals(engine, stateMachine, () => undefined, 16);
-    const pending = ['r-1', 'r-2', 'r-3', 'r-4'].map((id) => proposals.propose(encodeCommand(put(id, id)), id, Date.now() + 5_000));
+    const pending = ['r-1', 'r-2', 'r-3', 'r-4'].map((id) =>
+      proposals.propose(encodeCommand(put(id, id)), id, Date.now() + 5_000),
+    );
     await nextTurn();
     const [a, b, c, d] = proposalsOf(submitted[0]!);
-    proposals.onResult({ type: 'proposalResult', proposalId: a!.proposalId, ok: false, code: 'not-leader', seq: 0, reason: 'not the leader', leaderHint: 'n2:7000' });
-    proposals.onResult({ type: 'proposalResult', proposalId: b!.proposalId, ok: false, code: 'leadership-lost', seq: 0, reason: 'leadership lost at term 3', leaderHint: '' });
-    proposals.onResult({ type: 'proposalResult', proposalId: c!.proposalId, ok: false, code: 'queue-full', seq: 0, reason: 'proposal queue full', leaderHint: '' });
+    proposals.onResult({
+      type: 'proposalResult',
+      proposalId: a!.proposalId,
+      ok: false,
+      code: 'not-leader',
+      seq: 0,
+      reason: 'not the leader',
+      leaderHint: 'n2:7000',
+    });
+    proposals.onResult({
+      type: 'proposalResult',
+      proposalId: b!.proposalId,
+      ok: false,
+      code: 'leadership-lost',
+      seq: 0,
+      reason: 'leadership lost at term 3',
+      leaderHint: '',
+    });
+    proposals.onResult({
+      type: 'proposalResult',
+      proposalId: c!.proposalId,
+      ok: false,
+      code: 'queue-full',
+      seq: 0,
+      reason: 'proposal queue full',
+      leaderHint: '',
+    });
     proposals.onResult(ok(d!.proposalId, 9));
     const outcomes = await Promise.allSettled(pending);
-    const refusals = outcomes.map((o) => (o.status === 'rejected' ? o.reason as StoreRefusal : null));
+    const refusals = outcomes.map((o) => (o.status === 'rejected' ? (o.reason as StoreRefusal) : null));
     assert.ok(refusals.every((r) => r instanceof StoreRefusal));
-    assert.deepEqual(refusals.map((r) => [r!.kind, r!.leaderHint]), [['not-leader', 'n2:7000'], ['leadership-changed', ''], ['unavailable', ''], ['internal', '']]);
+    assert.deepEqual(
+      refusals.map((r) => [r!.kind, r!.leaderHint]),
+      [
+        ['not-leader', 'n2:7000'],
+        ['leadership-changed', ''],
+        ['unavailable', ''],
+        ['internal', ''],
+      ],
+    );
   });
 });
 
@@ -106,8 +164,17 @@ describe('store: ReplicatedStore writes', () => {
     const decoded = decodeCommand(committed[0]!.bytes);
     assert.ok(decoded.ok);
     assert.equal(decoded.command.requestId, committed[0]!.requestId);
-    assert.deepEqual(decoded.command, { op: 'put', key: 'users/u1', value: { name: 'Ada', nested: { n: 1 } }, requestId: committed[0]!.requestId });
-    await assert.rejects(store.put('users/u2', { n: 1n } as never), TypeError, 'what JSON cannot hold is refused before the log');
+    assert.deepEqual(decoded.command, {
+      op: 'put',
+      key: 'users/u1',
+      value: { name: 'Ada', nested: { n: 1 } },
+      requestId: committed[0]!.requestId,
+    });
+    await assert.rejects(
+      store.put('users/u2', { n: 1n } as never),
+      TypeError,
+      'what JSON cannot hold is refused before the log',
+    );
     assert.equal(committed.length, 1);
   });
 });

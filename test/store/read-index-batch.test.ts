@@ -19,58 +19,74 @@ const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve
 
 describe('store: read-index batching', () => {
   it('gives every read an index at least the commit seqno when it began, with one call in flight at most (or overlapping, on a leader)', async () => {
-    await fc.assert(fc.asyncProperty(
-      fc.array(fc.constantFrom('write', 'read', 'read', 'answer', 'fail'), { maxLength: 60 }),
-      fc.boolean(),
-      async (ops, overlap) => {
-        let commit = 0;
-        let callsStarted = 0;
-        const calls: PendingCall[] = [];
-        const batch = new ReadIndexBatch((deadlineAt) => new Promise<number>((resolve, reject) => {
-          callsStarted++;
-          calls.push({ seq: commit, deadlineAt, resolve, reject });
-        }), () => overlap);
-        const reads: Array<{ commitAtStart: number; outcome: Promise<number | Error> }> = [];
-        let readCount = 0;
-        for (const op of ops) {
-          if (op === 'write') commit++;
-          else if (op === 'read') {
-            readCount++;
-            reads.push({ commitAtStart: commit, outcome: batch.readIndex(1_000 + readCount).catch((err: Error) => err) });
-          } else {
-            const call = calls.shift();
-            if (op === 'answer') call?.resolve(call.seq);
-            else call?.reject(new Error('no leader'));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.constantFrom('write', 'read', 'read', 'answer', 'fail'), { maxLength: 60 }),
+        fc.boolean(),
+        async (ops, overlap) => {
+          let commit = 0;
+          let callsStarted = 0;
+          const calls: PendingCall[] = [];
+          const batch = new ReadIndexBatch(
+            (deadlineAt) =>
+              new Promise<number>((resolve, reject) => {
+                callsStarted++;
+                calls.push({ seq: commit, deadlineAt, resolve, reject });
+              }),
+            () => overlap,
+          );
+          const reads: Array<{ commitAtStart: number; outcome: Promise<number | Error> }> = [];
+          let readCount = 0;
+          for (const op of ops) {
+            if (op === 'write') commit++;
+            else if (op === 'read') {
+              readCount++;
+              reads.push({
+                commitAtStart: commit,
+                outcome: batch.readIndex(1_000 + readCount).catch((err: Error) => err),
+              });
+            } else {
+              const call = calls.shift();
+              if (op === 'answer') call?.resolve(call.seq);
+              else call?.reject(new Error('no leader'));
+            }
+            await flush();
+            if (!overlap) assert.ok(calls.length <= 1, `${calls.length} calls in flight`);
           }
-          await flush();
-          if (!overlap) assert.ok(calls.length <= 1, `${calls.length} calls in flight`);
-        }
-        // Drain: answer whatever is still asked (a call gathered during the last answer starts a turn later).
-        for (let guard = 0; guard < 10; guard++) {
-          await flush();
-          await flush();
-          const call = calls.shift();
-          if (!call) break;
-          call.resolve(call.seq);
-        }
-        assert.equal(calls.length, 0, 'every gathered call was started and answered');
-        assert.ok(callsStarted <= readCount, `${callsStarted} calls for ${readCount} reads`);
-        for (const read of reads) {
-          const outcome = await read.outcome;
-          if (outcome instanceof Error) continue;
-          assert.ok(outcome >= read.commitAtStart, `a read that began at commit ${read.commitAtStart} got index ${outcome}`);
-        }
-      },
-    ), { numRuns: 500 });
+          // Drain: answer whatever is still asked (a call gathered during the last answer starts a turn later).
+          for (let guard = 0; guard < 10; guard++) {
+            await flush();
+            await flush();
+            const call = calls.shift();
+            if (!call) break;
+            call.resolve(call.seq);
+          }
+          assert.equal(calls.length, 0, 'every gathered call was started and answered');
+          assert.ok(callsStarted <= readCount, `${callsStarted} calls for ${readCount} reads`);
+          for (const read of reads) {
+            const outcome = await read.outcome;
+            if (outcome instanceof Error) continue;
+            assert.ok(
+              outcome >= read.commitAtStart,
+              `a read that began at commit ${read.commitAtStart} got index ${outcome}`,
+            );
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 
   it('shares one call among readers that arrive together, and passes the earliest deadline on', async () => {
     const deadlines: number[] = [];
     const answers: Array<() => void> = [];
-    const batch = new ReadIndexBatch((deadlineAt) => new Promise<number>((resolve) => {
-      deadlines.push(deadlineAt);
-      answers.push(() => resolve(deadlines.length * 10));
-    }));
+    const batch = new ReadIndexBatch(
+      (deadlineAt) =>
+        new Promise<number>((resolve) => {
+          deadlines.push(deadlineAt);
+          answers.push(() => resolve(deadlines.length * 10));
+        }),
+    );
     const first = batch.readIndex(500);
     await flush();
     const gathered = [batch.readIndex(900), batch.readIndex(700), batch.readIndex(800)];
@@ -87,10 +103,13 @@ describe('store: read-index batching', () => {
   it('gathers the readers of one loop turn into one call, which starts on the next turn', async () => {
     const deadlines: number[] = [];
     const answers: Array<(seq: number) => void> = [];
-    const batch = new ReadIndexBatch((deadlineAt) => new Promise<number>((resolve) => {
-      deadlines.push(deadlineAt);
-      answers.push(resolve);
-    }));
+    const batch = new ReadIndexBatch(
+      (deadlineAt) =>
+        new Promise<number>((resolve) => {
+          deadlines.push(deadlineAt);
+          answers.push(resolve);
+        }),
+    );
     const readers = [batch.readIndex(900), batch.readIndex(600), batch.readIndex(800)];
     assert.deepEqual(deadlines, [], 'no call before the turn ends');
     await flush();
@@ -102,7 +121,12 @@ describe('store: read-index batching', () => {
 
   it('readers arriving while a call is in flight, and in the turn its answer arrives, share the next call', async () => {
     const answers: Array<(seq: number) => void> = [];
-    const batch = new ReadIndexBatch(() => new Promise<number>((resolve) => { answers.push(resolve); }));
+    const batch = new ReadIndexBatch(
+      () =>
+        new Promise<number>((resolve) => {
+          answers.push(resolve);
+        }),
+    );
     const first = batch.readIndex(1_000);
     await flush();
     assert.equal(answers.length, 1);
@@ -122,7 +146,12 @@ describe('store: read-index batching', () => {
 
   it('never hands a reader the answer of a call that started before it arrived', async () => {
     const answers: Array<(seq: number) => void> = [];
-    const batch = new ReadIndexBatch(() => new Promise<number>((resolve) => { answers.push(resolve); }));
+    const batch = new ReadIndexBatch(
+      () =>
+        new Promise<number>((resolve) => {
+          answers.push(resolve);
+        }),
+    );
     const early = batch.readIndex(1_000);
     await flush();
     const late = batch.readIndex(1_000);
@@ -133,10 +162,16 @@ describe('store: read-index batching', () => {
     assert.equal(await late, 2, 'the late reader got the call started after it');
   });
 
-  it('with overlap (a leader), starts the next turn\'s call while one is in flight; without, waits for it', async () => {
+  it("with overlap (a leader), starts the next turn's call while one is in flight; without, waits for it", async () => {
     for (const overlap of [true, false]) {
       const answers: Array<(seq: number) => void> = [];
-      const batch = new ReadIndexBatch(() => new Promise<number>((resolve) => { answers.push(resolve); }), () => overlap);
+      const batch = new ReadIndexBatch(
+        () =>
+          new Promise<number>((resolve) => {
+            answers.push(resolve);
+          }),
+        () => overlap,
+      );
       const first = batch.readIndex(1_000);
       await flush();
       const second = [batch.readIndex(1_000), batch.readIndex(1_000)];
@@ -146,7 +181,11 @@ describe('store: read-index batching', () => {
       assert.equal(await first, 1);
       await flush();
       answers[1]!(2);
-      assert.deepEqual(await Promise.all(second), [2, 2], 'the second turn\'s readers share one call started after them');
+      assert.deepEqual(
+        await Promise.all(second),
+        [2, 2],
+        "the second turn's readers share one call started after them",
+      );
     }
   });
 

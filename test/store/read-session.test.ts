@@ -6,7 +6,11 @@ import type { StoreHost } from '../../store/host.js';
 import { ReplicatedStore } from '../../store/replicated-store.js';
 import type { StoreStateMachine } from '../../store/state-machine.js';
 
-function fakeHost(answers: Array<number | Error>): { host: StoreHost; readIndexCalls: () => number; waitedFor: number[] } {
+function fakeHost(answers: Array<number | Error>): {
+  host: StoreHost;
+  readIndexCalls: () => number;
+  waitedFor: number[];
+} {
   let calls = 0;
   const waitedFor: number[] = [];
   const values = new Map([['k/a', { value: { n: 1 }, version: 1 }]]);
@@ -21,7 +25,10 @@ function fakeHost(answers: Array<number | Error>): { host: StoreHost; readIndexC
       const answer = answers[calls++] ?? new Error('no more answers');
       return answer instanceof Error ? Promise.reject(answer) : Promise.resolve(answer);
     },
-    waitApplied: (seq) => { waitedFor.push(seq); return Promise.resolve(); },
+    waitApplied: (seq) => {
+      waitedFor.push(seq);
+      return Promise.resolve();
+    },
   };
   return { host, readIndexCalls: () => calls, waitedFor };
 }
@@ -34,7 +41,10 @@ describe('store: read sessions', () => {
     const [one, two, page] = await Promise.all([session.get('k/a'), session.get('k/b'), session.list('k/')]);
     assert.deepEqual(one?.value, { n: 1 });
     assert.equal(two, null);
-    assert.deepEqual(page.entries.map((entry) => entry.key), ['k/a']);
+    assert.deepEqual(
+      page.entries.map((entry) => entry.key),
+      ['k/a'],
+    );
     await session.barrier!();
     assert.equal(readIndexCalls(), 1);
     assert.deepEqual(waitedFor, [7, 7, 7, 7], 'every read waited for the apply of the one index');

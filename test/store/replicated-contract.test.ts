@@ -27,7 +27,9 @@ describe('cluster-api: read sessions of the replicated store', function () {
     await cluster.start(['a', 'b', 'c'], ['a', 'b', 'c']);
     await cluster.waitLeader();
   });
-  after(async () => { await cluster.stop(); });
+  after(async () => {
+    await cluster.stop();
+  });
 
   it("share one read index per session, yet see every write acknowledged before it began and the session's own", async () => {
     const [follower, other] = cluster.followers();
@@ -36,7 +38,10 @@ describe('cluster-api: read sessions of the replicated store', function () {
     const host = (store as unknown as { host: { readIndex: (deadlineAt: number) => Promise<number> } }).host;
     const readIndex = host.readIndex.bind(host);
     let calls = 0;
-    host.readIndex = (deadlineAt) => { calls++; return readIndex(deadlineAt); };
+    host.readIndex = (deadlineAt) => {
+      calls++;
+      return readIndex(deadlineAt);
+    };
     try {
       await cluster.leader()!.store.put('session/a', { n: 1 });
       await other!.store.put('session/b', { n: 2 });
@@ -44,7 +49,10 @@ describe('cluster-api: read sessions of the replicated store', function () {
       calls = 0;
       assert.deepEqual((await session.get('session/a'))?.value, { n: 1 });
       assert.deepEqual((await session.get('session/b'))?.value, { n: 2 });
-      assert.deepEqual((await session.list('session/')).entries.map((entry) => entry.key), ['session/a', 'session/b']);
+      assert.deepEqual(
+        (await session.list('session/')).entries.map((entry) => entry.key),
+        ['session/a', 'session/b'],
+      );
       assert.equal(calls, 1, 'three reads, one read index');
       await session.put('session/c', { n: 3 });
       assert.deepEqual((await session.get('session/c'))?.value, { n: 3 }, 'its own write, at once');

@@ -10,18 +10,33 @@ import { decodeStoreSnapshot, encodeCapture, StoreStateMachine } from '../../sto
 
 let nextSeq = 1;
 function entryOf(command: StoreCommand | Uint8Array, seq = nextSeq++): Entry {
-  return { seq, term: 1, kind: EntryKind.EventBatch, data: command instanceof Uint8Array ? command : encodeCommand(command) };
+  return {
+    seq,
+    term: 1,
+    kind: EntryKind.EventBatch,
+    data: command instanceof Uint8Array ? command : encodeCommand(command),
+  };
 }
 
 describe('store: state machine', function () {
-  beforeEach(() => { nextSeq = 1; });
+  beforeEach(() => {
+    nextSeq = 1;
+  });
 
   it('versions every document by the seqno of the entry that wrote it', function () {
     const sm = new StoreStateMachine();
-    assert.deepEqual(sm.apply(entryOf({ op: 'put', key: 'a', value: { x: 1 }, requestId: 'r1' })).result, { outcome: 'applied', version: 1, existed: false });
+    assert.deepEqual(sm.apply(entryOf({ op: 'put', key: 'a', value: { x: 1 }, requestId: 'r1' })).result, {
+      outcome: 'applied',
+      version: 1,
+      existed: false,
+    });
     sm.apply({ seq: 2, term: 1, kind: EntryKind.TermBarrier, data: new Uint8Array(0) });
     nextSeq = 3;
-    assert.deepEqual(sm.apply(entryOf({ op: 'put', key: 'a', value: { x: 2 }, requestId: 'r2' })).result, { outcome: 'applied', version: 3, existed: true });
+    assert.deepEqual(sm.apply(entryOf({ op: 'put', key: 'a', value: { x: 2 }, requestId: 'r2' })).result, {
+      outcome: 'applied',
+      version: 3,
+      existed: true,
+    });
     assert.deepEqual(sm.get('a'), { value: { x: 2 }, version: 3 });
     assert.equal(sm.appliedSeq, 3);
     assert.equal(sm.size, 1);
@@ -30,11 +45,28 @@ describe('store: state machine', function () {
   it('decides compare-and-set at apply: a conflict is a committed no-op that reports the actual version', function () {
     const sm = new StoreStateMachine();
     sm.apply(entryOf({ op: 'put', key: 'a', value: { x: 1 }, requestId: 'r1' }));
-    assert.deepEqual(sm.apply(entryOf({ op: 'put', key: 'a', value: { x: 9 }, expectedVersion: 7, requestId: 'r2' })).result, { outcome: 'conflict', actualVersion: 1 });
-    assert.deepEqual(sm.apply(entryOf({ op: 'put', key: 'b', value: { y: 1 }, expectedVersion: 0, requestId: 'r3' })).result, { outcome: 'applied', version: 3, existed: false });
-    assert.deepEqual(sm.apply(entryOf({ op: 'put', key: 'b', value: { y: 2 }, expectedVersion: 0, requestId: 'r4' })).result, { outcome: 'conflict', actualVersion: 3 });
-    assert.deepEqual(sm.apply(entryOf({ op: 'delete', key: 'a', expectedVersion: 1, requestId: 'r5' })).result, { outcome: 'applied', version: 5, existed: true });
-    assert.deepEqual(sm.apply(entryOf({ op: 'delete', key: 'a', requestId: 'r6' })).result, { outcome: 'applied', version: 6, existed: false });
+    assert.deepEqual(
+      sm.apply(entryOf({ op: 'put', key: 'a', value: { x: 9 }, expectedVersion: 7, requestId: 'r2' })).result,
+      { outcome: 'conflict', actualVersion: 1 },
+    );
+    assert.deepEqual(
+      sm.apply(entryOf({ op: 'put', key: 'b', value: { y: 1 }, expectedVersion: 0, requestId: 'r3' })).result,
+      { outcome: 'applied', version: 3, existed: false },
+    );
+    assert.deepEqual(
+      sm.apply(entryOf({ op: 'put', key: 'b', value: { y: 2 }, expectedVersion: 0, requestId: 'r4' })).result,
+      { outcome: 'conflict', actualVersion: 3 },
+    );
+    assert.deepEqual(sm.apply(entryOf({ op: 'delete', key: 'a', expectedVersion: 1, requestId: 'r5' })).result, {
+      outcome: 'applied',
+      version: 5,
+      existed: true,
+    });
+    assert.deepEqual(sm.apply(entryOf({ op: 'delete', key: 'a', requestId: 'r6' })).result, {
+      outcome: 'applied',
+      version: 6,
+      existed: false,
+    });
     assert.equal(sm.get('a'), null);
     assert.deepEqual(sm.get('b'), { value: { y: 1 }, version: 3 });
     assert.equal(sm.appliedSeq, 6);
@@ -51,7 +83,8 @@ describe('store: state machine', function () {
 
   it('remembers at most DEDUP_ENTRY_COUNT_MAX request ids, forgetting the oldest first', function () {
     const sm = new StoreStateMachine();
-    for (let i = 0; i <= DEDUP_ENTRY_COUNT_MAX; i++) sm.apply(entryOf({ op: 'put', key: `k${i % 10}`, value: { i }, requestId: `r${i}` }));
+    for (let i = 0; i <= DEDUP_ENTRY_COUNT_MAX; i++)
+      sm.apply(entryOf({ op: 'put', key: `k${i % 10}`, value: { i }, requestId: `r${i}` }));
     assert.equal(sm.recall('r0'), undefined);
     assert.ok(sm.recall('r1'));
     assert.ok(sm.recall(`r${DEDUP_ENTRY_COUNT_MAX}`));
@@ -64,8 +97,15 @@ describe('store: state machine', function () {
     assert.match((rejected.result as { reason: string }).reason, /unknown command op/);
     assert.equal(sm.apply(entryOf(new Uint8Array([0xff, 0xfe]))).result?.outcome, 'rejected');
     assert.equal(sm.appliedSeq, 2);
-    assert.throws(() => sm.apply({ seq: 5, term: 1, kind: EntryKind.EventBatch, data: new Uint8Array(0) }), /does not follow appliedSeq 2/);
-    assert.equal(sm.apply({ seq: 1, term: 1, kind: EntryKind.EventBatch, data: new Uint8Array(0) }).result, null, 'an entry already applied is skipped');
+    assert.throws(
+      () => sm.apply({ seq: 5, term: 1, kind: EntryKind.EventBatch, data: new Uint8Array(0) }),
+      /does not follow appliedSeq 2/,
+    );
+    assert.equal(
+      sm.apply({ seq: 1, term: 1, kind: EntryKind.EventBatch, data: new Uint8Array(0) }).result,
+      null,
+      'an entry already applied is skipped',
+    );
   });
 
   it('decodeCommand names what is wrong', function () {
@@ -78,18 +118,28 @@ describe('store: state machine', function () {
     assert.match(bad('{"v":2,"op":"put"}'), /version 2/);
     assert.match(bad('{"v":1,"op":"put","key":"","requestId":"r"}'), /key/);
     assert.match(bad('{"v":1,"op":"put","key":"k","requestId":"r","value":[1]}'), /JSON object/);
-    assert.match(bad('{"v":1,"op":"put","key":"k","requestId":"r","value":{},"expectedVersion":-1}'), /expectedVersion/);
+    assert.match(
+      bad('{"v":1,"op":"put","key":"k","requestId":"r","value":{},"expectedVersion":-1}'),
+      /expectedVersion/,
+    );
     assert.match(bad(`{"v":1,"op":"delete","key":"k","requestId":"${'x'.repeat(200)}"}`), /requestId/);
   });
 
   it('lists keys under a prefix in order, page by page', function () {
     const sm = new StoreStateMachine();
-    for (const key of ['b/2', 'a/1', 'b/1', 'c/1', 'b/3']) sm.apply(entryOf({ op: 'put', key, value: {}, requestId: key }));
+    for (const key of ['b/2', 'a/1', 'b/1', 'c/1', 'b/3'])
+      sm.apply(entryOf({ op: 'put', key, value: {}, requestId: key }));
     const page = sm.list('b/', 2);
-    assert.deepEqual(page.entries.map((e) => e.key), ['b/1', 'b/2']);
+    assert.deepEqual(
+      page.entries.map((e) => e.key),
+      ['b/1', 'b/2'],
+    );
     assert.equal(page.nextAfter, 'b/2');
     const rest = sm.list('b/', 2, page.nextAfter!);
-    assert.deepEqual(rest.entries.map((e) => e.key), ['b/3']);
+    assert.deepEqual(
+      rest.entries.map((e) => e.key),
+      ['b/3'],
+    );
     assert.equal(rest.nextAfter, null);
   });
 
@@ -107,14 +157,20 @@ describe('store: state machine', function () {
     target.watch('', (c) => changes.push(c));
     target.reset();
     target.restore(decoded.state);
-    assert.deepEqual(changes, [{ kind: 'delete', key: 'gone', version: 2 }, { kind: 'put', key: 'new', value: { v: 2 }, version: 2 }]);
+    assert.deepEqual(changes, [
+      { kind: 'delete', key: 'gone', version: 2 },
+      { kind: 'put', key: 'new', value: { v: 2 }, version: 2 },
+    ]);
     assert.equal(target.encodeSnapshot().toString(), source.encodeSnapshot().toString());
     assert.deepEqual(target.recall('r2')?.seq, 2);
   });
 
   it('encodes a capture in chunks to the same bytes, and applies after the capture do not leak into it', async function () {
     const sm = new StoreStateMachine();
-    for (let i = 0; i < 25; i++) sm.apply(entryOf({ op: 'put', key: `k/${String(i).padStart(2, '0')}`, value: { i, s: 'é"\\' }, requestId: `c${i}` }));
+    for (let i = 0; i < 25; i++)
+      sm.apply(
+        entryOf({ op: 'put', key: `k/${String(i).padStart(2, '0')}`, value: { i, s: 'é"\\' }, requestId: `c${i}` }),
+      );
     sm.apply(entryOf({ op: 'delete', key: 'k/03', requestId: 'd3' }));
     const whole = Buffer.from(sm.encodeSnapshot()).toString();
     const capture = sm.captureSnapshot();
@@ -124,12 +180,17 @@ describe('store: state machine', function () {
     sm.apply(entryOf({ op: 'delete', key: 'k/06', requestId: 'late3' }));
     let pauses = 0;
     for (const chunk of [1, 4, 7, 24, 25, 1000]) {
-      const bytes = await encodeCapture(capture, chunk, async () => { pauses++; });
+      const bytes = await encodeCapture(capture, chunk, async () => {
+        pauses++;
+      });
       assert.equal(Buffer.from(bytes).toString(), whole, `chunks of ${chunk}`);
     }
     assert.ok(pauses > 20, 'small chunks yield between them');
     const empty = new StoreStateMachine();
-    assert.equal(Buffer.from(await encodeCapture(empty.captureSnapshot(), 4, async () => undefined)).toString(), Buffer.from(empty.encodeSnapshot()).toString());
+    assert.equal(
+      Buffer.from(await encodeCapture(empty.captureSnapshot(), 4, async () => undefined)).toString(),
+      Buffer.from(empty.encodeSnapshot()).toString(),
+    );
   });
 
   it('refuses a snapshot file that is not a whole, ordered state', function () {
@@ -153,23 +214,44 @@ describe('store: state machine', function () {
       requestId: fc.constantFrom('r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7', 'r8'),
       n: fc.integer({ min: 0, max: 9 }),
     });
-    fc.assert(fc.property(fc.array(command, { minLength: 1, maxLength: 30 }), fc.nat(), (commands, cutAt) => {
-      const entries = commands.map((c, i): Entry => entryOf(c.op === 'put'
-        ? { op: 'put', key: c.key, value: { n: c.n }, requestId: c.requestId, ...(c.cas === undefined ? {} : { expectedVersion: c.cas }) }
-        : { op: 'delete', key: c.key, requestId: c.requestId, ...(c.cas === undefined ? {} : { expectedVersion: c.cas }) }, i + 1));
-      const straight = new StoreStateMachine();
-      const outcomes = entries.map((e) => straight.apply(e).result);
-      const cut = cutAt % (entries.length + 1);
-      const first = new StoreStateMachine();
-      const outcomesRestarted = entries.slice(0, cut).map((e) => first.apply(e).result);
-      const decoded = decodeStoreSnapshot(first.encodeSnapshot());
-      if (!decoded.ok) return false;
-      const second = new StoreStateMachine();
-      second.restore(decoded.state);
-      outcomesRestarted.push(...entries.slice(cut).map((e) => second.apply(e).result));
-      assert.deepEqual(outcomesRestarted, outcomes);
-      assert.equal(new TextDecoder().decode(second.encodeSnapshot()), new TextDecoder().decode(straight.encodeSnapshot()));
-      return true;
-    }));
+    fc.assert(
+      fc.property(fc.array(command, { minLength: 1, maxLength: 30 }), fc.nat(), (commands, cutAt) => {
+        const entries = commands.map((c, i): Entry =>
+          entryOf(
+            c.op === 'put'
+              ? {
+                  op: 'put',
+                  key: c.key,
+                  value: { n: c.n },
+                  requestId: c.requestId,
+                  ...(c.cas === undefined ? {} : { expectedVersion: c.cas }),
+                }
+              : {
+                  op: 'delete',
+                  key: c.key,
+                  requestId: c.requestId,
+                  ...(c.cas === undefined ? {} : { expectedVersion: c.cas }),
+                },
+            i + 1,
+          ),
+        );
+        const straight = new StoreStateMachine();
+        const outcomes = entries.map((e) => straight.apply(e).result);
+        const cut = cutAt % (entries.length + 1);
+        const first = new StoreStateMachine();
+        const outcomesRestarted = entries.slice(0, cut).map((e) => first.apply(e).result);
+        const decoded = decodeStoreSnapshot(first.encodeSnapshot());
+        if (!decoded.ok) return false;
+        const second = new StoreStateMachine();
+        second.restore(decoded.state);
+        outcomesRestarted.push(...entries.slice(cut).map((e) => second.apply(e).result));
+        assert.deepEqual(outcomesRestarted, outcomes);
+        assert.equal(
+          new TextDecoder().decode(second.encodeSnapshot()),
+          new TextDecoder().decode(straight.encodeSnapshot()),
+        );
+        return true;
+      }),
+    );
   });
 });

@@ -14,12 +14,17 @@ import { RpcStatusError } from '../../transports/grpc/status.js';
 import { insecureClientCredentials } from '../../transports/grpc/tls.js';
 import { FakePeerHandler, startRawServer, startServer, waitFor } from './helpers.js';
 
-const heartbeat = (term: number): RpcRequest => ({ method: 'Heartbeat', body: pb.HeartbeatRequest.fromPartial({ term, regionId: 1, replicationLag: { 2: 5 } }) });
+const heartbeat = (term: number): RpcRequest => ({
+  method: 'Heartbeat',
+  body: pb.HeartbeatRequest.fromPartial({ term, regionId: 1, replicationLag: { 2: 5 } }),
+});
 
 /** Outcomes collects what a pool delivers, by requestId. */
 class Outcomes {
   readonly all: TransportInput[] = [];
-  readonly deliver = (input: TransportInput): void => { this.all.push(input); };
+  readonly deliver = (input: TransportInput): void => {
+    this.all.push(input);
+  };
   of(requestId: number): TransportInput[] {
     return this.all.filter((i) => i.requestId === requestId);
   }
@@ -44,19 +49,33 @@ describe('transports/grpc client: PeerPool', function () {
   let handler: FakePeerHandler;
   let outcomes: Outcomes;
   let pool: PeerPool;
-  const limits = { unaryDeadlineMs: 300, initialReconnectBackoffMs: 50, maxReconnectBackoffMs: 200, snapshotIdleTimeoutMs: 300 };
+  const limits = {
+    unaryDeadlineMs: 300,
+    initialReconnectBackoffMs: 50,
+    maxReconnectBackoffMs: 200,
+    snapshotIdleTimeoutMs: 300,
+  };
 
   before(async function () {
     handler = new FakePeerHandler()
       .on('Heartbeat', (_id, request, call) => {
         if (request.method !== 'Heartbeat') throw new Error('not a heartbeat');
         if (request.body.term < 5) {
-          call.replyError({ code: StatusCode.FAILED_PRECONDITION, details: 'stale term', trailers: { [TRAILER_TERM]: '5' } });
+          call.replyError({
+            code: StatusCode.FAILED_PRECONDITION,
+            details: 'stale term',
+            trailers: { [TRAILER_TERM]: '5' },
+          });
         } else {
-          call.reply({ method: 'Heartbeat', body: { acknowledged: true, term: request.body.term, accepted: true, capabilities: 1, removed: false } });
+          call.reply({
+            method: 'Heartbeat',
+            body: { acknowledged: true, term: request.body.term, accepted: true, capabilities: 1, removed: false },
+          });
         }
       })
-      .on('RequestVote', () => { /* never answers: the client's deadline ends it */ })
+      .on('RequestVote', () => {
+        /* never answers: the client's deadline ends it */
+      })
       .on('StreamSegments', (_id, request, call) => {
         if (request.method !== 'StreamSegments') throw new Error('not a stream request');
         for (let seq = request.body.fromSeqno; seq < request.body.fromSeqno + 3; seq += 1) {
@@ -66,8 +85,12 @@ describe('transports/grpc client: PeerPool', function () {
           call.streamEnd();
         } else {
           call.replyError({
-            code: StatusCode.FAILED_PRECONDITION, details: 'compacted',
-            trailers: { [TRAILER_CATCHUP]: '{"firstAvailableSeq":10,"snapshotSeq":9,"term":3,"leaderRegion":1}', [TRAILER_TERM]: '3' },
+            code: StatusCode.FAILED_PRECONDITION,
+            details: 'compacted',
+            trailers: {
+              [TRAILER_CATCHUP]: '{"firstAvailableSeq":10,"snapshotSeq":9,"term":3,"leaderRegion":1}',
+              [TRAILER_TERM]: '3',
+            },
           });
         }
       })
@@ -75,23 +98,40 @@ describe('transports/grpc client: PeerPool', function () {
         if (request.method !== 'FetchSnapshot') throw new Error('not a snapshot request');
         if (request.body.term === 5) {
           const endless = async function* (): AsyncGenerator<pb.SnapshotFileChunk> {
-            for (let i = 0; i < 100_000; i += 1) yield { path: 'f', offset: i * 65_536, data: Buffer.alloc(65_536), last: false };
+            for (let i = 0; i < 100_000; i += 1)
+              yield { path: 'f', offset: i * 65_536, data: Buffer.alloc(65_536), last: false };
           };
           call.serveSnapshot({ needed: true, snapshotSeq: 9, term: 5, leaderRegion: 1, files: [] }, endless());
           return;
         }
         if (request.body.fromSeqno > 9) {
-          call.serveSnapshot({ needed: false, snapshotSeq: 0, term: 3, leaderRegion: 1, files: [] }, (async function* () {})());
+          call.serveSnapshot(
+            { needed: false, snapshotSeq: 0, term: 3, leaderRegion: 1, files: [] },
+            (async function* () {})(),
+          );
           return;
         }
         if (request.body.term !== 3) {
-          call.replyError({ code: StatusCode.FAILED_PRECONDITION, details: 'term mismatch', trailers: { [TRAILER_TERM]: '3' } });
+          call.replyError({
+            code: StatusCode.FAILED_PRECONDITION,
+            details: 'term mismatch',
+            trailers: { [TRAILER_TERM]: '3' },
+          });
           return;
         }
         const files = async function* (): AsyncGenerator<pb.SnapshotFileChunk> {
           for (let i = 0; i < 4; i += 1) yield { path: 'f', offset: i * 10, data: Buffer.alloc(10, i), last: i === 3 };
         };
-        call.serveSnapshot({ needed: true, snapshotSeq: 9, term: 3, leaderRegion: 1, files: [{ path: 'f', size: 40, blake3: Buffer.alloc(32) }] }, files());
+        call.serveSnapshot(
+          {
+            needed: true,
+            snapshotSeq: 9,
+            term: 3,
+            leaderRegion: 1,
+            files: [{ path: 'f', size: 40, blake3: Buffer.alloc(32) }],
+          },
+          files(),
+        );
       });
     ({ server, address } = await startServer(handler));
   });
@@ -122,7 +162,14 @@ describe('transports/grpc client: PeerPool', function () {
   it('delivers a unary answer as a response input with the requestId', async function () {
     pool.send(11, address, heartbeat(7));
     const outcome = await outcomes.waitTerminal(11);
-    assert.deepEqual(outcome, { type: 'response', requestId: 11, response: { method: 'Heartbeat', body: { acknowledged: true, term: 7, accepted: true, capabilities: 1, removed: false } } });
+    assert.deepEqual(outcome, {
+      type: 'response',
+      requestId: 11,
+      response: {
+        method: 'Heartbeat',
+        body: { acknowledged: true, term: 7, accepted: true, capabilities: 1, removed: false },
+      },
+    });
     const sent = handler.requests.at(-1)!.request;
     assert.deepEqual(sent, heartbeat(7), 'the request arrives field for field');
   });
@@ -130,7 +177,11 @@ describe('transports/grpc client: PeerPool', function () {
   it('delivers a refusal as callFailed with code, details and trailers', async function () {
     pool.send(12, address, heartbeat(2));
     const status = failure(await outcomes.waitTerminal(12));
-    assert.deepEqual(status, { code: StatusCode.FAILED_PRECONDITION, details: 'stale term', trailers: { [TRAILER_TERM]: '5' } });
+    assert.deepEqual(status, {
+      code: StatusCode.FAILED_PRECONDITION,
+      details: 'stale term',
+      trailers: { [TRAILER_TERM]: '5' },
+    });
   });
 
   it('ends an unanswered call at its deadline with DEADLINE_EXCEEDED', async function () {
@@ -143,17 +194,28 @@ describe('transports/grpc client: PeerPool', function () {
   it('StreamSegments: streamChunks then streamEnded', async function () {
     pool.send(14, address, { method: 'StreamSegments', body: { shardId: 1, fromSeqno: 10, term: 3 } });
     await outcomes.waitTerminal(14);
-    assert.deepEqual(outcomes.of(14).map((i) => (i.type === 'streamChunk' ? i.chunk.id?.seqno : i.type)), [10, 11, 12, 'streamEnded']);
+    assert.deepEqual(
+      outcomes.of(14).map((i) => (i.type === 'streamChunk' ? i.chunk.id?.seqno : i.type)),
+      [10, 11, 12, 'streamEnded'],
+    );
   });
 
   it('StreamSegments: the x-svc-catchup trailer arrives on FAILED_PRECONDITION, after the chunks', async function () {
     pool.send(15, address, { method: 'StreamSegments', body: { shardId: 1, fromSeqno: 1, term: 3 } });
     await outcomes.waitTerminal(15);
     const inputs = outcomes.of(15);
-    assert.deepEqual(inputs.map((i) => i.type), ['streamChunk', 'streamChunk', 'streamChunk', 'callFailed']);
+    assert.deepEqual(
+      inputs.map((i) => i.type),
+      ['streamChunk', 'streamChunk', 'streamChunk', 'callFailed'],
+    );
     const status = failure(inputs[3]!);
     assert.equal(status.code, StatusCode.FAILED_PRECONDITION);
-    assert.deepEqual(JSON.parse(status.trailers[TRAILER_CATCHUP]!), { firstAvailableSeq: 10, snapshotSeq: 9, term: 3, leaderRegion: 1 });
+    assert.deepEqual(JSON.parse(status.trailers[TRAILER_CATCHUP]!), {
+      firstAvailableSeq: 10,
+      snapshotSeq: 9,
+      term: 3,
+      leaderRegion: 1,
+    });
     assert.equal(status.trailers[TRAILER_TERM], '3');
   });
 
@@ -177,7 +239,10 @@ describe('transports/grpc client: PeerPool', function () {
 
   it('close() cancels calls in flight (callFailed CANCELLED) and refuses later sends', async function () {
     pool.send(20, address, { method: 'RequestVote', body: pb.VoteRequest.fromPartial({ term: 1 }) });
-    await waitFor(() => handler.requests.some((r) => r.request.method === 'RequestVote' && !handler.closed.has(r.callId)), 'the call to reach the server');
+    await waitFor(
+      () => handler.requests.some((r) => r.request.method === 'RequestVote' && !handler.closed.has(r.callId)),
+      'the call to reach the server',
+    );
     pool.close();
     assert.equal(failure(await outcomes.waitTerminal(20)).code, StatusCode.CANCELLED);
     pool.send(21, address, heartbeat(7));
@@ -193,7 +258,10 @@ describe('transports/grpc client: PeerPool', function () {
     pool.send(31, spare.address, heartbeat(7));
     assert.equal(failure(await outcomes.waitTerminal(31)).code, StatusCode.UNAVAILABLE);
     const { PeerServer } = await import('../../transports/grpc/server.js');
-    const back = await PeerServer.listen(`127.0.0.1:${port}`, { handler, credentials: grpc.ServerCredentials.createInsecure() });
+    const back = await PeerServer.listen(`127.0.0.1:${port}`, {
+      handler,
+      credentials: grpc.ServerCredentials.createInsecure(),
+    });
     try {
       // Bounded: at most 100 attempts, each ending within the unary deadline.
       let requestId = 32;
@@ -212,21 +280,40 @@ describe('transports/grpc client: PeerPool', function () {
     it('yields the header, then the file chunks in order', async function () {
       const chunks: pb.SnapshotChunk[] = [];
       for await (const chunk of pool.fetchSnapshot(address, { shardId: 1, fromSeqno: 1, term: 3 })) chunks.push(chunk);
-      assert.deepEqual(chunks.map((c) => c.chunk?.$case), ['header', 'file', 'file', 'file', 'file']);
-      assert.deepEqual(chunks.slice(1).map((c) => (c.chunk?.$case === 'file' ? c.chunk.value.offset : -1)), [0, 10, 20, 30]);
+      assert.deepEqual(
+        chunks.map((c) => c.chunk?.$case),
+        ['header', 'file', 'file', 'file', 'file'],
+      );
+      assert.deepEqual(
+        chunks.slice(1).map((c) => (c.chunk?.$case === 'file' ? c.chunk.value.offset : -1)),
+        [0, 10, 20, 30],
+      );
     });
 
     it('throws a refusal as RpcStatusError with its trailers', async function () {
-      await assert.rejects(async () => {
-        for await (const _ of pool.fetchSnapshot(address, { shardId: 1, fromSeqno: 1, term: 2 })) { /* drain */ }
-      }, (err: unknown) => err instanceof RpcStatusError && err.code === StatusCode.FAILED_PRECONDITION
-        && err.details === 'term mismatch' && err.trailers[TRAILER_TERM] === '3');
+      await assert.rejects(
+        async () => {
+          for await (const _ of pool.fetchSnapshot(address, { shardId: 1, fromSeqno: 1, term: 2 })) {
+            /* drain */
+          }
+        },
+        (err: unknown) =>
+          err instanceof RpcStatusError &&
+          err.code === StatusCode.FAILED_PRECONDITION &&
+          err.details === 'term mismatch' &&
+          err.trailers[TRAILER_TERM] === '3',
+      );
     });
 
     it('throws UNAVAILABLE for an unreachable peer', async function () {
-      await assert.rejects(async () => {
-        for await (const _ of pool.fetchSnapshot('127.0.0.1:1', { shardId: 1, fromSeqno: 1, term: 3 })) { /* drain */ }
-      }, (err: unknown) => err instanceof RpcStatusError && err.code === StatusCode.UNAVAILABLE);
+      await assert.rejects(
+        async () => {
+          for await (const _ of pool.fetchSnapshot('127.0.0.1:1', { shardId: 1, fromSeqno: 1, term: 3 })) {
+            /* drain */
+          }
+        },
+        (err: unknown) => err instanceof RpcStatusError && err.code === StatusCode.UNAVAILABLE,
+      );
     });
 
     it('openSnapshot resolves with the header, then files yields the file chunks', async function () {
@@ -242,14 +329,21 @@ describe('transports/grpc client: PeerPool', function () {
 
     it('an aborted signal cancels the call: the read throws CANCELLED and the server frees it', async function () {
       const controller = new AbortController();
-      const { files } = await pool.openSnapshot(address, { shardId: 1, fromSeqno: 1, term: 5 }, { signal: controller.signal });
+      const { files } = await pool.openSnapshot(
+        address,
+        { shardId: 1, fromSeqno: 1, term: 5 },
+        { signal: controller.signal },
+      );
       let received = 0;
-      await assert.rejects(async () => {
-        for await (const _ of files) {
-          received += 1;
-          if (received === 3) controller.abort();
-        }
-      }, (err: unknown) => err instanceof RpcStatusError && err.code === StatusCode.CANCELLED);
+      await assert.rejects(
+        async () => {
+          for await (const _ of files) {
+            received += 1;
+            if (received === 3) controller.abort();
+          }
+        },
+        (err: unknown) => err instanceof RpcStatusError && err.code === StatusCode.CANCELLED,
+      );
       await waitFor(() => server.stats().activeCallCount === 0, 'the server call to end');
     });
 
@@ -259,7 +353,10 @@ describe('transports/grpc client: PeerPool', function () {
         assert.equal(chunk.chunk?.$case, 'header');
         break;
       }
-      await waitFor(() => handler.requests.length > before && server.stats().activeCallCount === 0, 'the server call to end');
+      await waitFor(
+        () => handler.requests.length > before && server.stats().activeCallCount === 0,
+        'the server call to end',
+      );
     });
   });
 
@@ -272,12 +369,15 @@ describe('transports/grpc client: PeerPool', function () {
         unary: (_method, respond) => respond(null, Buffer.from([0x0f, 0x01])),
         stream: (method, call) => {
           if (method === 'StreamSegments') {
-            call.write(Buffer.from(pb.ShipSegmentRequest.encode(pb.ShipSegmentRequest.fromPartial({ term: 1 })).finish()));
+            call.write(
+              Buffer.from(pb.ShipSegmentRequest.encode(pb.ShipSegmentRequest.fromPartial({ term: 1 })).finish()),
+            );
             call.write(Buffer.from([0x0f, 0x01]));
             call.end();
             return;
           }
-          if (mode === 'file-first') call.write(encode({ chunk: { $case: 'file', value: pb.SnapshotFileChunk.fromPartial({ path: 'f' }) } }));
+          if (mode === 'file-first')
+            call.write(encode({ chunk: { $case: 'file', value: pb.SnapshotFileChunk.fromPartial({ path: 'f' }) } }));
           if (mode === 'files-after-not-needed') {
             call.write(encode({ chunk: { $case: 'header', value: pb.SnapshotHeader.fromPartial({ needed: false }) } }));
             call.write(encode({ chunk: { $case: 'file', value: pb.SnapshotFileChunk.fromPartial({ path: 'f' }) } }));
@@ -301,7 +401,10 @@ describe('transports/grpc client: PeerPool', function () {
     it('a malformed stream chunk ends the stream with callFailed INTERNAL after the good chunks', async function () {
       pool.send(41, raw.address, { method: 'StreamSegments', body: { shardId: 1, fromSeqno: 1, term: 1 } });
       await outcomes.waitTerminal(41);
-      assert.deepEqual(outcomes.of(41).map((i) => i.type), ['streamChunk', 'callFailed']);
+      assert.deepEqual(
+        outcomes.of(41).map((i) => i.type),
+        ['streamChunk', 'callFailed'],
+      );
       assert.match(failure(outcomes.of(41)[1]!).details, /malformed StreamSegments chunk/);
     });
 
@@ -313,9 +416,14 @@ describe('transports/grpc client: PeerPool', function () {
     ] as const) {
       it(`fetchSnapshot throws on a stream that is ${scenario}`, async function () {
         mode = scenario;
-        await assert.rejects(async () => {
-          for await (const _ of pool.fetchSnapshot(raw.address, { shardId: 1, fromSeqno: 1, term: 3 })) { /* drain */ }
-        }, (err: unknown) => err instanceof RpcStatusError && expected.test(err.details));
+        await assert.rejects(
+          async () => {
+            for await (const _ of pool.fetchSnapshot(raw.address, { shardId: 1, fromSeqno: 1, term: 3 })) {
+              /* drain */
+            }
+          },
+          (err: unknown) => err instanceof RpcStatusError && expected.test(err.details),
+        );
       });
     }
   });

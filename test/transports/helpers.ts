@@ -48,9 +48,16 @@ export class FakePeerHandler implements PeerHandler {
   }
 }
 
-export async function startServer(handler: PeerHandler, limits: Partial<GrpcLimits> = {}, warnings: string[] = []): Promise<{ server: PeerServer; address: string }> {
+export async function startServer(
+  handler: PeerHandler,
+  limits: Partial<GrpcLimits> = {},
+  warnings: string[] = [],
+): Promise<{ server: PeerServer; address: string }> {
   const server = await PeerServer.listen('127.0.0.1:0', {
-    handler, credentials: insecureServerCredentials(), limits, onWarning: (m) => warnings.push(m),
+    handler,
+    credentials: insecureServerCredentials(),
+    limits,
+    onWarning: (m) => warnings.push(m),
   });
   return { server, address: `127.0.0.1:${server.port}` };
 }
@@ -64,11 +71,18 @@ export interface RawOutcome {
 export function rawUnary(address: string, path: string, bytes: Buffer, deadlineMs = 5_000): Promise<RawOutcome> {
   const client = new grpc.Client(address, grpc.credentials.createInsecure());
   return new Promise((resolve) => {
-    client.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, bytes, new grpc.Metadata(),
-      { deadline: Date.now() + deadlineMs }, (error, value) => {
+    client.makeUnaryRequest<Buffer, Buffer>(
+      path,
+      identity,
+      identity,
+      bytes,
+      new grpc.Metadata(),
+      { deadline: Date.now() + deadlineMs },
+      (error, value) => {
         client.close();
         resolve({ error, value });
-      });
+      },
+    );
   });
 }
 
@@ -76,12 +90,25 @@ export function rawClient(address: string, options: grpc.ChannelOptions = {}): g
   return new grpc.Client(address, grpc.credentials.createInsecure(), options);
 }
 
-export function rawStream(client: grpc.Client, method: 'StreamSegments' | 'FetchSnapshot', bytes: Buffer): grpc.ClientReadableStream<Buffer> {
-  return client.makeServerStreamRequest<Buffer, Buffer>(methodPath(method), identity, identity, bytes, new grpc.Metadata(), {});
+export function rawStream(
+  client: grpc.Client,
+  method: 'StreamSegments' | 'FetchSnapshot',
+  bytes: Buffer,
+): grpc.ClientReadableStream<Buffer> {
+  return client.makeServerStreamRequest<Buffer, Buffer>(
+    methodPath(method),
+    identity,
+    identity,
+    bytes,
+    new grpc.Metadata(),
+    {},
+  );
 }
 
 /** streamOutcome collects a raw stream's messages and its final status. */
-export function streamOutcome(stream: grpc.ClientReadableStream<Buffer>): Promise<{ messages: Buffer[]; status: grpc.StatusObject }> {
+export function streamOutcome(
+  stream: grpc.ClientReadableStream<Buffer>,
+): Promise<{ messages: Buffer[]; status: grpc.StatusObject }> {
   const messages: Buffer[] = [];
   return new Promise((resolve) => {
     stream.on('data', (m: Buffer) => messages.push(m));
@@ -104,16 +131,24 @@ export async function startRawServer(handlers: {
   for (const method of RPC_METHODS) {
     const responseStream = !isUnaryMethod(method);
     definition[method] = {
-      path: methodPath(method), requestStream: false, responseStream,
-      requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity,
+      path: methodPath(method),
+      requestStream: false,
+      responseStream,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
     };
     implementation[method] = responseStream
       ? (call: grpc.ServerWritableStream<Buffer, Buffer>) => handlers.stream?.(method, call)
-      : (_call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => handlers.unary?.(method, respond);
+      : (_call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) =>
+          handlers.unary?.(method, respond);
   }
   server.addService(definition, implementation);
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    );
   });
   return { server, address: `127.0.0.1:${port}` };
 }
@@ -132,7 +167,10 @@ export class SilenceableProxy {
     const proxy = new SilenceableProxy(server);
     server.on('connection', (downstream) => {
       const upstream = net.connect(upstreamPort, '127.0.0.1');
-      for (const [from, to] of [[downstream, upstream], [upstream, downstream]] as const) {
+      for (const [from, to] of [
+        [downstream, upstream],
+        [upstream, downstream],
+      ] as const) {
         proxy.sockets.add(from);
         from.on('data', (data: Buffer) => {
           if (!proxy.silent) to.write(data);

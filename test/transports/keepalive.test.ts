@@ -23,8 +23,12 @@ describe('transports/grpc keepalive', function () {
   before(async function () {
     // The fake keeps every StreamSegments call open after its first chunk, like a leader with nothing new to ship.
     handler = new FakePeerHandler()
-      .on('StreamSegments', (_id, _request, call) => call.streamChunk(pb.ShipSegmentRequest.fromPartial({ id: { seqno: 1 }, term: 1 })))
-      .on('Heartbeat', (_id, _request, call) => call.reply({ method: 'Heartbeat', body: pb.HeartbeatResponse.fromPartial({ acknowledged: true }) }));
+      .on('StreamSegments', (_id, _request, call) =>
+        call.streamChunk(pb.ShipSegmentRequest.fromPartial({ id: { seqno: 1 }, term: 1 })),
+      )
+      .on('Heartbeat', (_id, _request, call) =>
+        call.reply({ method: 'Heartbeat', body: pb.HeartbeatResponse.fromPartial({ acknowledged: true }) }),
+      );
     ({ server, address } = await startServer(handler, keepalive));
     proxy = await SilenceableProxy.start(server.port);
   });
@@ -40,12 +44,19 @@ describe('transports/grpc keepalive', function () {
     assert.equal(options['grpc.keepalive_timeout_ms'], DEFAULT_GRPC_LIMITS.keepaliveTimeoutMs);
     assert.equal(options['grpc.keepalive_permit_without_calls'], 1);
     assert.ok(Number(options['grpc.http2.min_ping_interval_without_data_ms']) <= DEFAULT_GRPC_LIMITS.keepaliveTimeMs);
-    assert.throws(() => resolveGrpcLimits({ keepaliveTimeMs: 1_000, minPingIntervalWithoutDataMs: 5_000 }), /must not exceed keepaliveTimeMs/);
+    assert.throws(
+      () => resolveGrpcLimits({ keepaliveTimeMs: 1_000, minPingIntervalWithoutDataMs: 5_000 }),
+      /must not exceed keepaliveTimeMs/,
+    );
   });
 
   it('a silent peer: the server frees the call, the client reports UNAVAILABLE', async function () {
     const outcomes: TransportInput[] = [];
-    const pool = new PeerPool({ credentials: insecureClientCredentials(), deliver: (i) => outcomes.push(i), limits: { ...keepalive, streamDeadlineMs: 20_000 } });
+    const pool = new PeerPool({
+      credentials: insecureClientCredentials(),
+      deliver: (i) => outcomes.push(i),
+      limits: { ...keepalive, streamDeadlineMs: 20_000 },
+    });
     try {
       pool.send(1, proxy.address, { method: 'StreamSegments', body: { shardId: 1, fromSeqno: 1, term: 1 } });
       await waitFor(() => outcomes.some((i) => i.type === 'streamChunk'), 'the first chunk');
@@ -55,7 +66,11 @@ describe('transports/grpc keepalive', function () {
       await waitFor(() => server.stats().activeCallCount === 0, 'the server to drop the silent peer', 10_000);
       const callId = handler.requests.at(-1)!.callId;
       assert.equal(handler.closed.get(callId)?.code, StatusCode.CANCELLED);
-      await waitFor(() => outcomes.some((i) => i.type === 'callFailed'), 'the client to give up on the silent peer', 10_000);
+      await waitFor(
+        () => outcomes.some((i) => i.type === 'callFailed'),
+        'the client to give up on the silent peer',
+        10_000,
+      );
       const failed = outcomes.find((i) => i.type === 'callFailed') as Extract<TransportInput, { type: 'callFailed' }>;
       assert.equal(failed.status.code, StatusCode.UNAVAILABLE);
       assert.ok(Date.now() - silencedAt < 10_000, 'noticed well before the 20 s stream deadline');

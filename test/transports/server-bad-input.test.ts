@@ -24,7 +24,10 @@ describe('transports/grpc server: bad input', function () {
     handler = new FakePeerHandler()
       .on('Heartbeat', (_id, request, call) => {
         assert.equal(request.method, 'Heartbeat');
-        call.reply({ method: 'Heartbeat', body: { acknowledged: true, term: request.body.term, accepted: true, capabilities: 1, removed: false } });
+        call.reply({
+          method: 'Heartbeat',
+          body: { acknowledged: true, term: request.body.term, accepted: true, capabilities: 1, removed: false },
+        });
       })
       .on('RequestVote', () => {
         throw new Error('the fake handler fails on purpose');
@@ -37,8 +40,20 @@ describe('transports/grpc server: bad input', function () {
         call.reply({ method: 'ShipSegment', body: { accepted: true, appliedSeqno: 7, term: 2 } });
         call.reply({ method: 'ShipSegment', body: { accepted: false, appliedSeqno: 0, term: 0 } });
       })
-      .on('JoinCluster', (_id, _request, call) => call.reply({ method: 'Heartbeat', body: pb.HeartbeatResponse.fromPartial({}) }));
-    ({ server, address } = await startServer(handler, { messageBytesMax, streamBufferedBytesMax: messageBytesMax, replicationLagEntryCountMax, stringFieldBytesMax: 64, handlerIdleTimeoutMs: 300 }, warnings));
+      .on('JoinCluster', (_id, _request, call) =>
+        call.reply({ method: 'Heartbeat', body: pb.HeartbeatResponse.fromPartial({}) }),
+      );
+    ({ server, address } = await startServer(
+      handler,
+      {
+        messageBytesMax,
+        streamBufferedBytesMax: messageBytesMax,
+        replicationLagEntryCountMax,
+        stringFieldBytesMax: 64,
+        handlerIdleTimeoutMs: 300,
+      },
+      warnings,
+    ));
   });
 
   after(async function () {
@@ -64,7 +79,11 @@ describe('transports/grpc server: bad input', function () {
     ];
     for (const bytes of garbage) {
       const outcome = await rawUnary(address, methodPath('Heartbeat'), bytes);
-      assert.equal(outcome.error?.code, grpc.status.INVALID_ARGUMENT, `for ${bytes.toString('hex')}: ${outcome.error?.details}`);
+      assert.equal(
+        outcome.error?.code,
+        grpc.status.INVALID_ARGUMENT,
+        `for ${bytes.toString('hex')}: ${outcome.error?.details}`,
+      );
       assert.match(outcome.error!.details, /malformed Heartbeat request/);
     }
     assert.equal(handler.requests.length, before, 'the handler never sees malformed input');
@@ -87,23 +106,40 @@ describe('transports/grpc server: bad input', function () {
   });
 
   it('refuses a replication_lag map above replicationLagEntryCountMax with INVALID_ARGUMENT', async function () {
-    const lag = (count: number): Record<number, number> => Object.fromEntries(Array.from({ length: count }, (_, i) => [i + 1, i * 10]));
-    const atLimit = await rawUnary(address, methodPath('Heartbeat'), encode(pb.HeartbeatRequest, { replicationLag: lag(replicationLagEntryCountMax) }));
+    const lag = (count: number): Record<number, number> =>
+      Object.fromEntries(Array.from({ length: count }, (_, i) => [i + 1, i * 10]));
+    const atLimit = await rawUnary(
+      address,
+      methodPath('Heartbeat'),
+      encode(pb.HeartbeatRequest, { replicationLag: lag(replicationLagEntryCountMax) }),
+    );
     assert.equal(atLimit.error, null, 'exactly the limit is fine');
-    const huge = await rawUnary(address, methodPath('Heartbeat'), encode(pb.HeartbeatRequest, { replicationLag: lag(5_000) }));
+    const huge = await rawUnary(
+      address,
+      methodPath('Heartbeat'),
+      encode(pb.HeartbeatRequest, { replicationLag: lag(5_000) }),
+    );
     assert.equal(huge.error?.code, grpc.status.INVALID_ARGUMENT);
     assert.match(huge.error!.details, /replication_lag has 5000 entries, above replicationLagEntryCountMax 8/);
     await heartbeatStillServed();
   });
 
   it('refuses a string field above stringFieldBytesMax with INVALID_ARGUMENT', async function () {
-    const outcome = await rawUnary(address, methodPath('JoinCluster'), encode(pb.JoinRequest, { name: 'n'.repeat(65) }));
+    const outcome = await rawUnary(
+      address,
+      methodPath('JoinCluster'),
+      encode(pb.JoinRequest, { name: 'n'.repeat(65) }),
+    );
     assert.equal(outcome.error?.code, grpc.status.INVALID_ARGUMENT);
     assert.match(outcome.error!.details, /field name is 65 bytes/);
   });
 
   it('answers an unknown method path with UNIMPLEMENTED', async function () {
-    for (const path of ['/svc.replication.v1.WalShipping/DropTables', '/svc.replication.v2.WalShipping/Heartbeat', '/nope']) {
+    for (const path of [
+      '/svc.replication.v1.WalShipping/DropTables',
+      '/svc.replication.v2.WalShipping/Heartbeat',
+      '/nope',
+    ]) {
       const outcome = await rawUnary(address, path, Buffer.alloc(0));
       assert.equal(outcome.error?.code, grpc.status.UNIMPLEMENTED, path);
     }

@@ -13,25 +13,41 @@ const MiB = 1024 * KiB;
 
 function segment(seqno: number, payloadBytes: number): pb.ShipSegmentRequest {
   return pb.ShipSegmentRequest.fromPartial({
-    id: { regionId: 1, shardId: 1, seqno }, payload: Buffer.alloc(payloadBytes, seqno % 251), eventCount: 1, leaderLastSeq: seqno, term: 3,
+    id: { regionId: 1, shardId: 1, seqno },
+    payload: Buffer.alloc(payloadBytes, seqno % 251),
+    eventCount: 1,
+    leaderLastSeq: seqno,
+    term: 3,
   });
 }
 
-const streamRequest = (fromSeqno: number): Buffer => Buffer.from(pb.StreamRequest.encode(pb.StreamRequest.fromPartial({ shardId: 1, fromSeqno, term: 3 })).finish());
-const snapshotRequest = (): Buffer => Buffer.from(pb.SnapshotRequest.encode(pb.SnapshotRequest.fromPartial({ shardId: 1, fromSeqno: 1, term: 3 })).finish());
+const streamRequest = (fromSeqno: number): Buffer =>
+  Buffer.from(pb.StreamRequest.encode(pb.StreamRequest.fromPartial({ shardId: 1, fromSeqno, term: 3 })).finish());
+const snapshotRequest = (): Buffer =>
+  Buffer.from(
+    pb.SnapshotRequest.encode(pb.SnapshotRequest.fromPartial({ shardId: 1, fromSeqno: 1, term: 3 })).finish(),
+  );
 
 /** SnapshotSource yields `count` file chunks of `chunkBytes`, counting what the server pulled and whether it was closed. */
 class SnapshotSource {
   pulled = 0;
   closedEarly = false;
   finishedNormally = false;
-  constructor(readonly count: number, readonly chunkBytes: number) {}
+  constructor(
+    readonly count: number,
+    readonly chunkBytes: number,
+  ) {}
 
   async *chunks(): AsyncGenerator<pb.SnapshotFileChunk> {
     try {
       for (let i = 0; i < this.count; i += 1) {
         this.pulled += 1;
-        yield { path: 'state/data.bin', offset: i * this.chunkBytes, data: Buffer.alloc(this.chunkBytes, i % 251), last: i === this.count - 1 };
+        yield {
+          path: 'state/data.bin',
+          offset: i * this.chunkBytes,
+          data: Buffer.alloc(this.chunkBytes, i % 251),
+          last: i === this.count - 1,
+        };
       }
       this.finishedNormally = true;
     } finally {
@@ -41,7 +57,10 @@ class SnapshotSource {
 }
 
 const header = (needed: boolean): pb.SnapshotHeader => ({
-  needed, snapshotSeq: needed ? 100 : 0, term: 3, leaderRegion: 1,
+  needed,
+  snapshotSeq: needed ? 100 : 0,
+  term: 3,
+  leaderRegion: 1,
   files: needed ? [{ path: 'state/data.bin', size: 0, blake3: Buffer.alloc(32, 1) }] : [],
 });
 
@@ -70,13 +89,19 @@ describe('transports/grpc server: streams', function () {
           call.streamEnd();
         } else {
           call.replyError({
-            code: StatusCode.FAILED_PRECONDITION, details: 'compacted past from_seqno',
-            trailers: { [TRAILER_CATCHUP]: JSON.stringify({ firstAvailableSeq: 40, snapshotSeq: 50, term: 3, leaderRegion: 1 }), [TRAILER_TERM]: '3' },
+            code: StatusCode.FAILED_PRECONDITION,
+            details: 'compacted past from_seqno',
+            trailers: {
+              [TRAILER_CATCHUP]: JSON.stringify({ firstAvailableSeq: 40, snapshotSeq: 50, term: 3, leaderRegion: 1 }),
+              [TRAILER_TERM]: '3',
+            },
           });
         }
       })
       .on('FetchSnapshot', (_id, _request, call) => call.serveSnapshot(header(source.count > 0), source.chunks()))
-      .on('Heartbeat', (_id, _request, call) => call.reply({ method: 'Heartbeat', body: pb.HeartbeatResponse.fromPartial({ acknowledged: true }) }));
+      .on('Heartbeat', (_id, _request, call) =>
+        call.reply({ method: 'Heartbeat', body: pb.HeartbeatResponse.fromPartial({ acknowledged: true }) }),
+      );
     ({ server, address } = await startServer(handler, limits));
   });
 
@@ -91,7 +116,10 @@ describe('transports/grpc server: streams', function () {
     const { messages, status } = await streamOutcome(rawStream(client, 'StreamSegments', streamRequest(1)));
     client.close();
     assert.equal(status.code, grpc.status.OK);
-    assert.deepEqual(messages.map((m) => pb.ShipSegmentRequest.decode(m).id?.seqno), segmentsToSend.map((s) => s.id?.seqno));
+    assert.deepEqual(
+      messages.map((m) => pb.ShipSegmentRequest.decode(m).id?.seqno),
+      segmentsToSend.map((s) => s.id?.seqno),
+    );
   });
 
   it('StreamSegments: chunks first, then FAILED_PRECONDITION with the x-svc-catchup and x-svc-term trailers', async function () {
@@ -103,7 +131,12 @@ describe('transports/grpc server: streams', function () {
     assert.equal(messages.length, 2);
     assert.equal(status.code, grpc.status.FAILED_PRECONDITION);
     assert.equal(status.details, 'compacted past from_seqno');
-    assert.deepEqual(JSON.parse(String(status.metadata.get(TRAILER_CATCHUP)[0])), { firstAvailableSeq: 40, snapshotSeq: 50, term: 3, leaderRegion: 1 });
+    assert.deepEqual(JSON.parse(String(status.metadata.get(TRAILER_CATCHUP)[0])), {
+      firstAvailableSeq: 40,
+      snapshotSeq: 50,
+      term: 3,
+      leaderRegion: 1,
+    });
     assert.equal(status.metadata.get(TRAILER_TERM)[0], '3');
   });
 
@@ -114,14 +147,21 @@ describe('transports/grpc server: streams', function () {
     const stream = rawStream(client, 'StreamSegments', streamRequest(1));
     stream.pause();
     const outcome = streamOutcome(stream);
-    await waitFor(() => handler.closed.size > 0 && [...handler.closed.values()].some((e) => e.code === StatusCode.RESOURCE_EXHAUSTED), 'the server to give up on the burst');
+    await waitFor(
+      () =>
+        handler.closed.size > 0 && [...handler.closed.values()].some((e) => e.code === StatusCode.RESOURCE_EXHAUSTED),
+      'the server to give up on the burst',
+    );
     assert.ok(server.stats().bufferedBytes <= limits.streamBufferedBytesMax);
     stream.resume();
     const { messages, status } = await outcome;
     client.close();
     assert.equal(status.code, grpc.status.RESOURCE_EXHAUSTED);
     assert.match(status.details, /reader too slow/);
-    assert.ok(messages.length >= 1 && messages.length <= 8, `the reader got the ${messages.length} chunks that fit, in order`);
+    assert.ok(
+      messages.length >= 1 && messages.length <= 8,
+      `the reader got the ${messages.length} chunks that fit, in order`,
+    );
     messages.forEach((m, i) => assert.equal(pb.ShipSegmentRequest.decode(m).id?.seqno, i + 1));
   });
 
@@ -130,7 +170,10 @@ describe('transports/grpc server: streams', function () {
     const { messages, status } = await streamOutcome(rawStream(client, 'StreamSegments', streamRequest(777)));
     client.close();
     assert.equal(status.code, grpc.status.OK);
-    assert.deepEqual(messages.map((m) => pb.ShipSegmentRequest.decode(m).id?.seqno), [777]);
+    assert.deepEqual(
+      messages.map((m) => pb.ShipSegmentRequest.decode(m).id?.seqno),
+      [777],
+    );
   });
 
   it('FetchSnapshot: needed=false sends the header alone and never reads the source', async function () {
@@ -144,7 +187,7 @@ describe('transports/grpc server: streams', function () {
     assert.equal(source.pulled, 0);
   });
 
-  it('FetchSnapshot: a slow reader holds the server to a bounded buffer and the source to the reader\'s pace', async function () {
+  it("FetchSnapshot: a slow reader holds the server to a bounded buffer and the source to the reader's pace", async function () {
     const chunkBytes = 256 * KiB;
     source = new SnapshotSource(256, chunkBytes); // 64 MiB in all
     const client = rawClient(address);
@@ -153,7 +196,9 @@ describe('transports/grpc server: streams', function () {
     let bufferedMax = 0;
     let aheadMax = 0;
     let status: grpc.StatusObject | null = null;
-    stream.on('status', (s: grpc.StatusObject) => { status = s; });
+    stream.on('status', (s: grpc.StatusObject) => {
+      status = s;
+    });
     stream.on('error', () => {});
     // The reader takes one message per timer turn: far slower than the server could write.
     for await (const message of stream as AsyncIterable<Buffer>) {
@@ -192,7 +237,10 @@ describe('transports/grpc server: streams', function () {
         }
       });
     });
-    await waitFor(() => handler.requests.length > before && server.stats().activeCallCount === 0, 'the call to be freed');
+    await waitFor(
+      () => handler.requests.length > before && server.stats().activeCallCount === 0,
+      'the call to be freed',
+    );
     await waitFor(() => source.closedEarly, 'the snapshot source to be closed');
     const callId = handler.requests.at(-1)!.callId;
     assert.equal(handler.closed.get(callId)?.code, StatusCode.CANCELLED);
@@ -212,7 +260,10 @@ describe('transports/grpc server: streams', function () {
     await new Promise<void>((resolve) => stream.once('data', () => resolve()));
     stream.cancel();
     client.close();
-    await waitFor(() => server.stats().activeCallCount === 0 && server.stats().bufferedBytes === 0, 'the call to be freed');
+    await waitFor(
+      () => server.stats().activeCallCount === 0 && server.stats().bufferedBytes === 0,
+      'the call to be freed',
+    );
     const callId = handler.requests.at(-1)!.callId;
     assert.equal(handler.closed.get(callId)?.code, StatusCode.CANCELLED);
     handler.sinks.get(callId)!.streamChunk(segment(99, 10));
@@ -222,8 +273,15 @@ describe('transports/grpc server: streams', function () {
   it('still serves after all of the above', async function () {
     const client = rawClient(address);
     const ok = await new Promise<grpc.ServiceError | null>((resolve) => {
-      client.makeUnaryRequest('/svc.replication.v1.WalShipping/Heartbeat', (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0),
-        new grpc.Metadata(), {}, (err) => resolve(err));
+      client.makeUnaryRequest(
+        '/svc.replication.v1.WalShipping/Heartbeat',
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        Buffer.alloc(0),
+        new grpc.Metadata(),
+        {},
+        (err) => resolve(err),
+      );
     });
     client.close();
     assert.equal(ok, null);

@@ -6,7 +6,13 @@
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
-import { StoreCallError, StoreClientPool, storeService, storeServiceDefinition, type StoreServiceHandler } from '../../transports/store-rpc/store-service.js';
+import {
+  StoreCallError,
+  StoreClientPool,
+  storeService,
+  storeServiceDefinition,
+  type StoreServiceHandler,
+} from '../../transports/store-rpc/store-service.js';
 import { probeCredentials, startOldStoreServer } from '../node/grpc-probe.js';
 import { InProcessCluster } from '../node/in-process-cluster.js';
 
@@ -14,24 +20,38 @@ const DEADLINE_MS = 10_000;
 
 describe('store-rpc: Get and GetStream (a client reads one key at any member)', function () {
   this.timeout(60_000);
-  const stored = new Map<string, { valueJson: string; version: number }>([['a', { valueJson: '{"v":"x"}', version: 3 }], ['b', { valueJson: '{"v":"y"}', version: 5 }]]);
+  const stored = new Map<string, { valueJson: string; version: number }>([
+    ['a', { valueJson: '{"v":"x"}', version: 3 }],
+    ['b', { valueJson: '{"v":"y"}', version: 5 }],
+  ]);
   const handler: StoreServiceHandler = {
     propose: () => Promise.reject(new StoreCallError(grpc.status.UNIMPLEMENTED, 'not in this test')),
     readIndex: () => Promise.reject(new StoreCallError(grpc.status.UNIMPLEMENTED, 'not in this test')),
     get: (key) => {
-      if (key === 'cut-off') return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, 'no read index in time'));
+      if (key === 'cut-off')
+        return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, 'no read index in time'));
       const found = stored.get(key);
       return Promise.resolve(found ? { found: true, ...found } : { found: false, valueJson: '', version: 0 });
     },
   };
-  const service = storeService({ handler, commandBytesMax: 1024, callDeadlineMs: 5_000, proposeBatchCountMax: 8, streamOpenRequestCountMax: 64 });
+  const service = storeService({
+    handler,
+    commandBytesMax: 1024,
+    callDeadlineMs: 5_000,
+    proposeBatchCountMax: 8,
+    streamOpenRequestCountMax: 64,
+  });
   const server = new grpc.Server();
   let address = '';
   const pool = new StoreClientPool({ credentials: grpc.credentials.createInsecure(), channelOptions: {} });
 
   before(async () => {
     server.addService(storeServiceDefinition(), service.implementation);
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
     address = `127.0.0.1:${port}`;
   });
   after(() => {
@@ -44,7 +64,11 @@ describe('store-rpc: Get and GetStream (a client reads one key at any member)', 
     const answers = await Promise.all(keys.map((key) => pool.get(address, key, Date.now() + DEADLINE_MS)));
     answers.forEach((answer, i) => {
       const expected = stored.get(keys[i]!);
-      assert.deepEqual(answer, expected ? { found: true, ...expected } : { found: false, valueJson: '', version: 0 }, keys[i]);
+      assert.deepEqual(
+        answer,
+        expected ? { found: true, ...expected } : { found: false, valueJson: '', version: 0 },
+        keys[i],
+      );
     });
     assert.equal(pool.callCounts.get, keys.length);
     assert.equal(pool.callCounts.getUnary, 0, 'no unary call: every read went on the stream');
@@ -52,7 +76,10 @@ describe('store-rpc: Get and GetStream (a client reads one key at any member)', 
   });
 
   it('fails one read with its own status and answers the others', async () => {
-    const [refused, fine] = await Promise.allSettled([pool.get(address, 'cut-off', Date.now() + DEADLINE_MS), pool.get(address, 'a', Date.now() + DEADLINE_MS)]);
+    const [refused, fine] = await Promise.allSettled([
+      pool.get(address, 'cut-off', Date.now() + DEADLINE_MS),
+      pool.get(address, 'a', Date.now() + DEADLINE_MS),
+    ]);
     assert.equal(refused.status, 'rejected');
     const err = (refused as PromiseRejectedResult).reason as unknown;
     assert.ok(err instanceof StoreCallError && err.code === grpc.status.UNAVAILABLE, String(err));
@@ -60,7 +87,9 @@ describe('store-rpc: Get and GetStream (a client reads one key at any member)', 
   });
 
   it('reads with unary Get calls from a member without GetStream, and does not try the stream again', async () => {
-    const old = await startOldStoreServer('get', (call) => Buffer.from(pb.GetResponse.encode({ found: true, valueJson: `{"call":${call}}`, version: call }).finish()));
+    const old = await startOldStoreServer('get', (call) =>
+      Buffer.from(pb.GetResponse.encode({ found: true, valueJson: `{"call":${call}}`, version: call }).finish()),
+    );
     const fresh = new StoreClientPool({ credentials: grpc.credentials.createInsecure(), channelOptions: {} });
     try {
       const first = await fresh.get(old.address, 'k', Date.now() + DEADLINE_MS);
@@ -95,10 +124,24 @@ describe('store-rpc: Get on a 3-node cluster', function () {
     try {
       const { version } = await leader.store.put('get/a', { v: 'one' });
       for (const pool of [streamed, unary]) {
-        assert.deepEqual(await pool.get(follower.grpcAddress, 'get/a', Date.now() + DEADLINE_MS), { found: true, valueJson: '{"v":"one"}', version });
-        assert.deepEqual(await pool.get(leader.grpcAddress, 'get/none', Date.now() + DEADLINE_MS), { found: false, valueJson: '', version: 0 });
-        const bad = await pool.get(follower.grpcAddress, '', Date.now() + DEADLINE_MS).then(() => null, (err: unknown) => err);
-        assert.ok(bad instanceof StoreCallError && bad.code === grpc.status.INVALID_ARGUMENT, `an empty key: ${String(bad)}`);
+        assert.deepEqual(await pool.get(follower.grpcAddress, 'get/a', Date.now() + DEADLINE_MS), {
+          found: true,
+          valueJson: '{"v":"one"}',
+          version,
+        });
+        assert.deepEqual(await pool.get(leader.grpcAddress, 'get/none', Date.now() + DEADLINE_MS), {
+          found: false,
+          valueJson: '',
+          version: 0,
+        });
+        const bad = await pool.get(follower.grpcAddress, '', Date.now() + DEADLINE_MS).then(
+          () => null,
+          (err: unknown) => err,
+        );
+        assert.ok(
+          bad instanceof StoreCallError && bad.code === grpc.status.INVALID_ARGUMENT,
+          `an empty key: ${String(bad)}`,
+        );
       }
       assert.equal(streamed.callCounts.getUnary, 0);
       assert.equal(unary.callCounts.getUnary, 3);

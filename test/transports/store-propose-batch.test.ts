@@ -41,11 +41,20 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
       const client = transport === 'ProposeStream' ? pool : unaryPool;
       const before = { ...client.callCounts };
       const count = 40;
-      const answers = await Promise.all(Array.from({ length: count }, (_, i) =>
-        client.propose(leader.grpcAddress, put(`${transport}/${i}`, { i }, `${transport}-${i}`), Date.now() + DEADLINE_MS)));
+      const answers = await Promise.all(
+        Array.from({ length: count }, (_, i) =>
+          client.propose(
+            leader.grpcAddress,
+            put(`${transport}/${i}`, { i }, `${transport}-${i}`),
+            Date.now() + DEADLINE_MS,
+          ),
+        ),
+      );
       const sent = (kind: keyof typeof before) => client.callCounts[kind] - before[kind];
-      assert.deepEqual({ stream: sent('proposeStream'), batch: sent('proposeBatch'), single: sent('propose') },
-        transport === 'ProposeStream' ? { stream: 1, batch: 0, single: 0 } : { stream: 0, batch: 1, single: 0 });
+      assert.deepEqual(
+        { stream: sent('proposeStream'), batch: sent('proposeBatch'), single: sent('propose') },
+        transport === 'ProposeStream' ? { stream: 1, batch: 0, single: 0 } : { stream: 0, batch: 1, single: 0 },
+      );
       const seqs = answers.map((a) => a.seq);
       assert.equal(new Set(seqs).size, count, 'a distinct entry per command');
       for (let i = 1; i < count; i++) assert.ok(seqs[i]! > seqs[i - 1]!, 'seqnos follow the order proposed');
@@ -67,21 +76,33 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
   it('refuses a ProposeStream request above proposeBatchCountMax whole, as RESOURCE_EXHAUSTED', async function () {
     const leader = await cluster.waitLeader();
     const { credentials, options } = probeCredentials(cluster.pki.tls('b3'), cluster.pki.clusterId);
-    const greedy = new StoreClientPool({ credentials, channelOptions: options, proposeBatchCountMax: DEFAULT_STORE_LIMITS.proposeBatchCountMax + 10 });
+    const greedy = new StoreClientPool({
+      credentials,
+      channelOptions: options,
+      proposeBatchCountMax: DEFAULT_STORE_LIMITS.proposeBatchCountMax + 10,
+    });
     try {
-      const outcomes = await Promise.allSettled(Array.from({ length: DEFAULT_STORE_LIMITS.proposeBatchCountMax + 1 }, (_, i) =>
-        greedy.propose(leader.grpcAddress, put(`greedy/${i}`, { i }, `greedy-${i}`), Date.now() + DEADLINE_MS)));
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: DEFAULT_STORE_LIMITS.proposeBatchCountMax + 1 }, (_, i) =>
+          greedy.propose(leader.grpcAddress, put(`greedy/${i}`, { i }, `greedy-${i}`), Date.now() + DEADLINE_MS),
+        ),
+      );
       assert.equal(greedy.callCounts.proposeStream, 1);
-      for (const o of outcomes) assert.ok(o.status === 'rejected' && o.reason instanceof StoreCallError && o.reason.code === grpc.status.RESOURCE_EXHAUSTED);
+      for (const o of outcomes)
+        assert.ok(
+          o.status === 'rejected' &&
+            o.reason instanceof StoreCallError &&
+            o.reason.code === grpc.status.RESOURCE_EXHAUSTED,
+        );
       assert.equal(await leader.store.get('greedy/0'), null, 'nothing of a refused request was written');
     } finally {
       greedy.close();
     }
   });
 
-  it('hands the leader\'s concurrent writes to its engine in batches (svc_proposal_batch_size)', async function () {
+  it("hands the leader's concurrent writes to its engine in batches (svc_proposal_batch_size)", async function () {
     const leader = await cluster.waitLeader();
-    const metrics = async () => (await (await fetch(`${leader.httpAddress}/metrics`)).text());
+    const metrics = async () => await (await fetch(`${leader.httpAddress}/metrics`)).text();
     const count = (text: string, name: string) => metricValue(text, name) ?? 0;
     const before = await metrics();
     const writes = 50;
@@ -102,10 +123,19 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
     ]);
     assert.equal(good.status, 'fulfilled', String(good.status === 'rejected' ? good.reason : ''));
     assert.equal(alsoGood.status, 'fulfilled');
-    assert.ok(bad.status === 'rejected' && bad.reason instanceof StoreCallError && bad.reason.code === grpc.status.INVALID_ARGUMENT, String(bad.status === 'rejected' ? bad.reason : 'fulfilled'));
+    assert.ok(
+      bad.status === 'rejected' &&
+        bad.reason instanceof StoreCallError &&
+        bad.reason.code === grpc.status.INVALID_ARGUMENT,
+      String(bad.status === 'rejected' ? bad.reason : 'fulfilled'),
+    );
 
     const follower = cluster.followers()[0]!;
-    const refused = await Promise.allSettled([0, 1, 2].map((i) => pool.propose(follower.grpcAddress, put(`refused/${i}`, { i }, `refused-${i}`), Date.now() + DEADLINE_MS)));
+    const refused = await Promise.allSettled(
+      [0, 1, 2].map((i) =>
+        pool.propose(follower.grpcAddress, put(`refused/${i}`, { i }, `refused-${i}`), Date.now() + DEADLINE_MS),
+      ),
+    );
     for (const r of refused) {
       assert.ok(r.status === 'rejected' && r.reason instanceof StoreCallError, 'refused');
       assert.equal(r.reason.code, grpc.status.FAILED_PRECONDITION);
@@ -117,11 +147,22 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
     const leader = await cluster.waitLeader();
     const { credentials, options } = probeCredentials(cluster.pki.tls('b3'), cluster.pki.clusterId);
     const client = new grpc.Client(leader.grpcAddress, credentials, options);
-    const call = (bytes: Buffer) => new Promise<grpc.ServiceError | null>((resolve) => {
-      client.makeUnaryRequest(pb.StoreService.proposeBatch.path, (b: Buffer) => b, (b: Buffer) => b, bytes, { deadline: Date.now() + DEADLINE_MS }, (err) => resolve(err));
-    });
+    const call = (bytes: Buffer) =>
+      new Promise<grpc.ServiceError | null>((resolve) => {
+        client.makeUnaryRequest(
+          pb.StoreService.proposeBatch.path,
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          bytes,
+          { deadline: Date.now() + DEADLINE_MS },
+          (err) => resolve(err),
+        );
+      });
     try {
-      const items = Array.from({ length: DEFAULT_STORE_LIMITS.proposeBatchCountMax + 1 }, (_, i) => ({ command: put(`big/${i}`, { i }, `big-${i}`), timeoutMs: 0 }));
+      const items = Array.from({ length: DEFAULT_STORE_LIMITS.proposeBatchCountMax + 1 }, (_, i) => ({
+        command: put(`big/${i}`, { i }, `big-${i}`),
+        timeoutMs: 0,
+      }));
       const tooMany = await call(Buffer.from(pb.ProposeBatchRequest.encode({ items }).finish()));
       assert.equal(tooMany?.code, grpc.status.RESOURCE_EXHAUSTED);
       assert.equal(await leader.store.get('big/0'), null, 'nothing of a refused batch was written');
@@ -133,16 +174,30 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
   });
 
   it('falls back to single Propose calls against a server without ProposeStream and ProposeBatch', async function () {
-    const old = await startOldStoreServer('propose', (call) => Buffer.from(pb.ProposeResponse.encode({ seq: call, result: { outcome: pb.Outcome.OUTCOME_APPLIED, version: call, existed: false, actualVersion: 0, reason: '' } }).finish()));
+    const old = await startOldStoreServer('propose', (call) =>
+      Buffer.from(
+        pb.ProposeResponse.encode({
+          seq: call,
+          result: { outcome: pb.Outcome.OUTCOME_APPLIED, version: call, existed: false, actualVersion: 0, reason: '' },
+        }).finish(),
+      ),
+    );
     const plain = new StoreClientPool({ credentials: grpc.credentials.createInsecure(), channelOptions: {} });
     try {
       const to = old.address;
-      const answers = await Promise.all([0, 1, 2].map((i) => plain.propose(to, put(`old/${i}`, { i }, `old-${i}`), Date.now() + DEADLINE_MS)));
-      assert.deepEqual(answers.map((a) => resultFromMessage(a.result).outcome), ['applied', 'applied', 'applied']);
+      const answers = await Promise.all(
+        [0, 1, 2].map((i) => plain.propose(to, put(`old/${i}`, { i }, `old-${i}`), Date.now() + DEADLINE_MS)),
+      );
+      assert.deepEqual(
+        answers.map((a) => resultFromMessage(a.result).outcome),
+        ['applied', 'applied', 'applied'],
+      );
       assert.equal(old.calls, 3);
       assert.equal(plain.callCounts.proposeStream, 1, 'the stream tried once, UNIMPLEMENTED');
       assert.equal(plain.callCounts.proposeBatch, 1, 'the batch tried once, UNIMPLEMENTED');
-      await Promise.all([3, 4].map((i) => plain.propose(to, put(`old/${i}`, { i }, `old-${i}`), Date.now() + DEADLINE_MS)));
+      await Promise.all(
+        [3, 4].map((i) => plain.propose(to, put(`old/${i}`, { i }, `old-${i}`), Date.now() + DEADLINE_MS)),
+      );
       assert.equal(plain.callCounts.proposeBatch, 1, 'not tried again');
       assert.equal(plain.callCounts.proposeStream, 1, 'not tried again');
       assert.equal(old.calls, 5);

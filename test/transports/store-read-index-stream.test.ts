@@ -6,7 +6,13 @@
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
-import { StoreCallError, StoreClientPool, storeService, storeServiceDefinition, type StoreServiceHandler } from '../../transports/store-rpc/store-service.js';
+import {
+  StoreCallError,
+  StoreClientPool,
+  storeService,
+  storeServiceDefinition,
+  type StoreServiceHandler,
+} from '../../transports/store-rpc/store-service.js';
 import { probeCredentials, startOldStoreServer } from '../node/grpc-probe.js';
 import { InProcessCluster } from '../node/in-process-cluster.js';
 import { metricValue, waitFor } from '../node/harness.js';
@@ -14,18 +20,29 @@ import { metricValue, waitFor } from '../node/harness.js';
 const DEADLINE_MS = 10_000;
 
 /** Held is a read-index request the test answers by hand. */
-interface Held { resolve: (answer: { commitSeq: number; term: number }) => void; reject: (err: unknown) => void; deadlineAt: number }
+interface Held {
+  resolve: (answer: { commitSeq: number; term: number }) => void;
+  reject: (err: unknown) => void;
+  deadlineAt: number;
+}
 
 async function serve(server: grpc.Server): Promise<string> {
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
   return `127.0.0.1:${port}`;
 }
 
 function rejection(promise: Promise<unknown>): Promise<StoreCallError> {
-  return promise.then(() => assert.fail('expected a failure'), (err: unknown) => {
-    assert.ok(err instanceof StoreCallError, `a StoreCallError, got ${String(err)}`);
-    return err;
-  });
+  return promise.then(
+    () => assert.fail('expected a failure'),
+    (err: unknown) => {
+      assert.ok(err instanceof StoreCallError, `a StoreCallError, got ${String(err)}`);
+      return err;
+    },
+  );
 }
 
 describe('node: ReadIndexStream (read indexes as messages on one open call)', function () {
@@ -37,11 +54,20 @@ describe('node: ReadIndexStream (read indexes as messages on one open call)', fu
     readIndex: (deadlineAt) => new Promise((resolve, reject) => held.push({ resolve, reject, deadlineAt })),
     get: () => Promise.reject(new StoreCallError(grpc.status.UNIMPLEMENTED, 'not in this test')),
   };
-  const service = storeService({ handler, commandBytesMax: 1024, callDeadlineMs: 5_000, proposeBatchCountMax: 8, streamOpenRequestCountMax: 4 });
+  const service = storeService({
+    handler,
+    commandBytesMax: 1024,
+    callDeadlineMs: 5_000,
+    proposeBatchCountMax: 8,
+    streamOpenRequestCountMax: 4,
+  });
   const server = new grpc.Server();
   const countingImplementation = { ...service.implementation };
   const unary = countingImplementation.readIndex as grpc.handleUnaryCall<Buffer, Buffer>;
-  countingImplementation.readIndex = (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+  countingImplementation.readIndex = (
+    call: grpc.ServerUnaryCall<Buffer, Buffer>,
+    respond: grpc.sendUnaryData<Buffer>,
+  ) => {
     unaryReadIndexCalls++;
     unary(call, respond);
   };
@@ -54,7 +80,11 @@ describe('node: ReadIndexStream (read indexes as messages on one open call)', fu
   });
   beforeEach(() => {
     held.length = 0;
-    pool = new StoreClientPool({ credentials: grpc.credentials.createInsecure(), channelOptions: {}, streamIdleMs: 60_000 });
+    pool = new StoreClientPool({
+      credentials: grpc.credentials.createInsecure(),
+      channelOptions: {},
+      streamIdleMs: 60_000,
+    });
   });
   afterEach(() => pool.close());
   after(() => server.forceShutdown());
@@ -66,21 +96,30 @@ describe('node: ReadIndexStream (read indexes as messages on one open call)', fu
     held[2]!.resolve({ commitSeq: 30, term: 3 });
     held[0]!.resolve({ commitSeq: 10, term: 3 });
     held[1]!.resolve({ commitSeq: 20, term: 3 });
-    assert.deepEqual(await Promise.all(asks), [{ commitSeq: 10, term: 3 }, { commitSeq: 20, term: 3 }, { commitSeq: 30, term: 3 }]);
+    assert.deepEqual(await Promise.all(asks), [
+      { commitSeq: 10, term: 3 },
+      { commitSeq: 20, term: 3 },
+      { commitSeq: 30, term: 3 },
+    ]);
     const later = pool.readIndex(to, Date.now() + DEADLINE_MS);
     await waitFor(() => held.length === 4, 'the fourth request');
     held[3]!.resolve({ commitSeq: 40, term: 3 });
     assert.deepEqual(await later, { commitSeq: 40, term: 3 });
     assert.equal(pool.readIndexStreamCalls, 1, 'one call carried all four');
     assert.equal(unaryReadIndexCalls, 0);
-    assert.ok(held.every((h) => h.deadlineAt <= Date.now() + DEADLINE_MS), 'each request carries its own deadline');
+    assert.ok(
+      held.every((h) => h.deadlineAt <= Date.now() + DEADLINE_MS),
+      'each request carries its own deadline',
+    );
   });
 
-  it('keeps a refusal\'s code and leader hint, and a request past its deadline fails alone', async () => {
+  it("keeps a refusal's code and leader hint, and a request past its deadline fails alone", async () => {
     const refused = pool.readIndex(to, Date.now() + DEADLINE_MS);
     const slow = pool.readIndex(to, Date.now() + 200);
     await waitFor(() => held.length === 2, 'two requests');
-    held[0]!.reject(new StoreCallError(grpc.status.FAILED_PRECONDITION, 'not the leader; the leader is n2', '127.0.0.1:1234'));
+    held[0]!.reject(
+      new StoreCallError(grpc.status.FAILED_PRECONDITION, 'not the leader; the leader is n2', '127.0.0.1:1234'),
+    );
     const err = await rejection(refused);
     assert.equal(err.code, grpc.status.FAILED_PRECONDITION);
     assert.equal(err.leaderHint, '127.0.0.1:1234');
@@ -109,18 +148,33 @@ describe('node: ReadIndexStream (read indexes as messages on one open call)', fu
   });
 
   it('answers RESOURCE_EXHAUSTED to requests beyond the open-request limit, and the others normally', async () => {
-    const asks = [0, 1, 2, 3, 4].map(() => pool.readIndex(to, Date.now() + DEADLINE_MS).then((a) => a, (err: unknown) => err));
+    const asks = [0, 1, 2, 3, 4].map(() =>
+      pool.readIndex(to, Date.now() + DEADLINE_MS).then(
+        (a) => a,
+        (err: unknown) => err,
+      ),
+    );
     await waitFor(() => held.length === 4, 'four requests held (the limit)');
     const fifth = await asks[4]!;
-    assert.ok(fifth instanceof StoreCallError && fifth.code === grpc.status.RESOURCE_EXHAUSTED, `the fifth is refused: ${String(fifth)}`);
+    assert.ok(
+      fifth instanceof StoreCallError && fifth.code === grpc.status.RESOURCE_EXHAUSTED,
+      `the fifth is refused: ${String(fifth)}`,
+    );
     held.forEach((h, i) => h.resolve({ commitSeq: i, term: 1 }));
-    assert.deepEqual(await Promise.all(asks.slice(0, 4)), [0, 1, 2, 3].map((i) => ({ commitSeq: i, term: 1 })));
+    assert.deepEqual(
+      await Promise.all(asks.slice(0, 4)),
+      [0, 1, 2, 3].map((i) => ({ commitSeq: i, term: 1 })),
+    );
   });
 
   it('ends a malformed call with INVALID_ARGUMENT', async () => {
     const client = new grpc.Client(to, grpc.credentials.createInsecure());
     try {
-      const call = client.makeBidiStreamRequest<Buffer, Buffer>(pb.StoreService.readIndexStream.path, (b) => b, (b) => b);
+      const call = client.makeBidiStreamRequest<Buffer, Buffer>(
+        pb.StoreService.readIndexStream.path,
+        (b) => b,
+        (b) => b,
+      );
       const status = new Promise<grpc.ServiceError>((resolve) => call.on('error', resolve));
       call.on('data', () => undefined);
       call.write(Buffer.from([0xff, 0xff, 0xff]));
@@ -133,7 +187,11 @@ describe('node: ReadIndexStream (read indexes as messages on one open call)', fu
   });
 
   it('ends an idle call after streamIdleMs', async () => {
-    const quick = new StoreClientPool({ credentials: grpc.credentials.createInsecure(), channelOptions: {}, streamIdleMs: 50 });
+    const quick = new StoreClientPool({
+      credentials: grpc.credentials.createInsecure(),
+      channelOptions: {},
+      streamIdleMs: 50,
+    });
     try {
       const ask = quick.readIndex(to, Date.now() + DEADLINE_MS);
       await waitFor(() => held.length === 1, 'a request');
@@ -146,10 +204,18 @@ describe('node: ReadIndexStream (read indexes as messages on one open call)', fu
   });
 
   it('asks a peer without ReadIndexStream with unary ReadIndex calls, and does not try the stream again', async () => {
-    const old = await startOldStoreServer('readIndex', (call) => Buffer.from(pb.ReadIndexResponse.encode({ commitSeq: 70 + call, term: 7 }).finish()));
+    const old = await startOldStoreServer('readIndex', (call) =>
+      Buffer.from(pb.ReadIndexResponse.encode({ commitSeq: 70 + call, term: 7 }).finish()),
+    );
     const oldAddress = old.address;
     try {
-      assert.deepEqual(await Promise.all([pool.readIndex(oldAddress, Date.now() + DEADLINE_MS), pool.readIndex(oldAddress, Date.now() + DEADLINE_MS)]).then((a) => a.map((x) => x.term)), [7, 7]);
+      assert.deepEqual(
+        await Promise.all([
+          pool.readIndex(oldAddress, Date.now() + DEADLINE_MS),
+          pool.readIndex(oldAddress, Date.now() + DEADLINE_MS),
+        ]).then((a) => a.map((x) => x.term)),
+        [7, 7],
+      );
       assert.deepEqual(await pool.readIndex(oldAddress, Date.now() + DEADLINE_MS), { commitSeq: 73, term: 7 });
       assert.equal(old.calls, 3);
       assert.equal(pool.readIndexStreamCalls, 1, 'the stream was tried once, and not again');
@@ -171,32 +237,54 @@ describe('node: ReadIndexStream on a 3-node cluster', function () {
   after(() => cluster.stop());
 
   async function waitForLeaderOtherThan(old: Awaited<ReturnType<InProcessCluster['waitLeader']>>) {
-    await waitFor(() => { const l = cluster.leader(); return l !== undefined && l !== old; }, 'a new leader', 30_000);
+    await waitFor(
+      () => {
+        const l = cluster.leader();
+        return l !== undefined && l !== old;
+      },
+      'a new leader',
+      30_000,
+    );
     return cluster.leader()!;
   }
 
-  it('serves a follower\'s reads over one stream, sees the leader\'s writes, and a new leader gets a new stream', async () => {
+  it("serves a follower's reads over one stream, sees the leader's writes, and a new leader gets a new stream", async () => {
     const leader = await cluster.waitLeader();
     const { credentials, options } = probeCredentials(cluster.pki.tls('r3'), cluster.pki.clusterId);
     const pool = new StoreClientPool({ credentials, channelOptions: options });
     try {
       await leader.store.put('ri/a', { v: 1 });
-      const answers = await Promise.all(Array.from({ length: 20 }, () => pool.readIndex(leader.grpcAddress, Date.now() + DEADLINE_MS)));
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => pool.readIndex(leader.grpcAddress, Date.now() + DEADLINE_MS)),
+      );
       for (const a of answers) assert.ok(a.commitSeq >= 1 && a.term >= 1);
       assert.equal(pool.readIndexStreamCalls, 1);
       assert.equal(pool.callCounts.readIndexUnary, 0);
       const follower = cluster.followers()[0]!;
       const { version } = await leader.store.put('ri/b', { v: 2 });
-      assert.deepEqual((await follower.store.get('ri/b'))?.value, { v: 2 }, 'a read on a follower sees a write acknowledged before it');
+      assert.deepEqual(
+        (await follower.store.get('ri/b'))?.value,
+        { v: 2 },
+        'a read on a follower sees a write acknowledged before it',
+      );
       assert.ok(version > 0);
       // The follower's read went over a stream it opened; the leader serves it (and the probe's).
       const metrics = async (url: string) => (await fetch(`${url}/metrics`)).text();
       const followerMetrics = await metrics(follower.httpAddress);
-      assert.ok((metricValue(followerMetrics, 'svc_store_streams_opened_total') ?? 0) >= 1, 'the follower opened a stream');
+      assert.ok(
+        (metricValue(followerMetrics, 'svc_store_streams_opened_total') ?? 0) >= 1,
+        'the follower opened a stream',
+      );
       assert.ok((metricValue(followerMetrics, 'svc_store_requests_sent_total', 'kind="read_index"') ?? 0) >= 1);
       assert.equal(metricValue(followerMetrics, 'svc_store_requests_sent_total', 'kind="read_index_unary"'), 0);
-      assert.ok((metricValue(followerMetrics, 'svc_store_read_index_readers_total') ?? 0) >= (metricValue(followerMetrics, 'svc_store_read_index_calls_total') ?? 0));
-      assert.ok((metricValue(await metrics(leader.httpAddress), 'svc_store_streams_served') ?? 0) >= 2, 'the leader serves the follower\'s and the probe\'s streams');
+      assert.ok(
+        (metricValue(followerMetrics, 'svc_store_read_index_readers_total') ?? 0) >=
+          (metricValue(followerMetrics, 'svc_store_read_index_calls_total') ?? 0),
+      );
+      assert.ok(
+        (metricValue(await metrics(leader.httpAddress), 'svc_store_streams_served') ?? 0) >= 2,
+        "the leader serves the follower's and the probe's streams",
+      );
       const refusal = await rejection(pool.readIndex(follower.grpcAddress, Date.now() + DEADLINE_MS));
       assert.equal(refusal.code, grpc.status.FAILED_PRECONDITION, 'a follower refuses, naming the leader');
       assert.equal(refusal.leaderHint, leader.grpcAddress);
@@ -206,7 +294,10 @@ describe('node: ReadIndexStream on a 3-node cluster', function () {
       const openedBeforeStop = pool.readIndexStreamCalls;
       await leader.stop();
       const stopped = await rejection(pool.readIndex(leader.grpcAddress, Date.now() + 2_000));
-      assert.ok([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED].includes(stopped.code), `a stopped leader: ${stopped.message}`);
+      assert.ok(
+        [grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED].includes(stopped.code),
+        `a stopped leader: ${stopped.message}`,
+      );
       const next = await waitForLeaderOtherThan(leader);
       await next.store.put('ri/c', { v: 3 });
       const reader = cluster.followers().find((n) => n !== leader && n !== next)!;

@@ -21,24 +21,73 @@ export class ThrowawayPki {
 
   /** ca makes a self-signed CA named `name`. */
   ca(name: string): Issued {
-    this.openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '2', '-subj', `/CN=${name}`,
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+    this.openssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.crt`,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    );
     return this.read(name);
   }
 
   /** issue signs a certificate for `name` with the CA `caName`, valid for the given subject alternative names. */
   issue(caName: string, name: string, altNames: string[]): Issued {
-    writeFileSync(path.join(this.dir, `${name}.ext`), [
-      'basicConstraints=CA:FALSE',
-      'keyUsage=critical,digitalSignature,keyAgreement',
-      'extendedKeyUsage=serverAuth,clientAuth',
-      `subjectAltName=${altNames.join(',')}`,
-    ].join('\n'));
-    this.openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
-    this.openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${caName}.crt`, '-CAkey', `${caName}.key`,
-      '-set_serial', String(this.serial++), '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`);
+    writeFileSync(
+      path.join(this.dir, `${name}.ext`),
+      [
+        'basicConstraints=CA:FALSE',
+        'keyUsage=critical,digitalSignature,keyAgreement',
+        'extendedKeyUsage=serverAuth,clientAuth',
+        `subjectAltName=${altNames.join(',')}`,
+      ].join('\n'),
+    );
+    this.openssl(
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      `/CN=${name}`,
+    );
+    this.openssl(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      `${caName}.crt`,
+      '-CAkey',
+      `${caName}.key`,
+      '-set_serial',
+      String(this.serial++),
+      '-out',
+      `${name}.crt`,
+      '-days',
+      '2',
+      '-extfile',
+      `${name}.ext`,
+    );
     return this.read(name);
   }
 
@@ -51,6 +100,9 @@ export class ThrowawayPki {
   }
 
   private read(name: string): Issued {
-    return { cert: readFileSync(path.join(this.dir, `${name}.crt`)), key: readFileSync(path.join(this.dir, `${name}.key`)) };
+    return {
+      cert: readFileSync(path.join(this.dir, `${name}.crt`)),
+      key: readFileSync(path.join(this.dir, `${name}.key`)),
+    };
   }
 }

@@ -24,9 +24,19 @@ describe('transports/grpc TLS', function () {
   /** call sends one heartbeat with the given credentials and returns its outcome. */
   // Peers dial each other by DNS name; naming the server 'localhost' here also keeps Node from
   // warning about an IP address used as the TLS server name.
-  async function call(credentials: grpc.ChannelCredentials, channelOptions: grpc.ChannelOptions = { 'grpc.ssl_target_name_override': 'localhost' }): Promise<TransportInput> {
+  async function call(
+    credentials: grpc.ChannelCredentials,
+    channelOptions: grpc.ChannelOptions = { 'grpc.ssl_target_name_override': 'localhost' },
+  ): Promise<TransportInput> {
     let outcome: TransportInput | undefined;
-    const pool = new PeerPool({ credentials, deliver: (input) => { outcome = input; }, limits: { unaryDeadlineMs: 3_000 }, channelOptions });
+    const pool = new PeerPool({
+      credentials,
+      deliver: (input) => {
+        outcome = input;
+      },
+      limits: { unaryDeadlineMs: 3_000 },
+      channelOptions,
+    });
     pools.push(pool);
     pool.send(1, address, heartbeat);
     await waitFor(() => outcome !== undefined, 'the outcome');
@@ -38,11 +48,18 @@ describe('transports/grpc TLS', function () {
     pki = new ThrowawayPki();
     pki.ca('cluster-ca');
     pki.ca('other-ca');
-    const serverCert = pki.issue('cluster-ca', 'node-0', ['IP:127.0.0.1', 'DNS:localhost', 'DNS:*.peers.svc.cluster.local']);
+    const serverCert = pki.issue('cluster-ca', 'node-0', [
+      'IP:127.0.0.1',
+      'DNS:localhost',
+      'DNS:*.peers.svc.cluster.local',
+    ]);
     handler = new FakePeerHandler().on('Heartbeat', (_id, _request, sink) => {
       sink.reply({ method: 'Heartbeat', body: pb.HeartbeatResponse.fromPartial({ acknowledged: true, term: 4 }) });
     });
-    server = await PeerServer.listen('127.0.0.1:0', { handler, credentials: serverCredentials(pki.material('cluster-ca', serverCert)) });
+    server = await PeerServer.listen('127.0.0.1:0', {
+      handler,
+      credentials: serverCredentials(pki.material('cluster-ca', serverCert)),
+    });
     address = `127.0.0.1:${server.port}`;
   });
 
@@ -53,16 +70,26 @@ describe('transports/grpc TLS', function () {
   });
 
   it('a client with a certificate from the cluster CA talks', async function () {
-    const material = pki.material('cluster-ca', pki.issue('cluster-ca', 'node-1', ['DNS:node-1.peers.svc.cluster.local']));
+    const material = pki.material(
+      'cluster-ca',
+      pki.issue('cluster-ca', 'node-1', ['DNS:node-1.peers.svc.cluster.local']),
+    );
     const outcome = await call(clientCredentials(material));
     assert.equal(outcome.type, 'response', JSON.stringify(outcome));
   });
 
   it('the wildcard pod-name SAN covers any pod under the peers service', async function () {
-    const material = pki.material('cluster-ca', pki.issue('cluster-ca', 'node-2', ['DNS:node-2.peers.svc.cluster.local']));
-    const outcome = await call(clientCredentials(material), { 'grpc.ssl_target_name_override': 'node-7.peers.svc.cluster.local' });
+    const material = pki.material(
+      'cluster-ca',
+      pki.issue('cluster-ca', 'node-2', ['DNS:node-2.peers.svc.cluster.local']),
+    );
+    const outcome = await call(clientCredentials(material), {
+      'grpc.ssl_target_name_override': 'node-7.peers.svc.cluster.local',
+    });
     assert.equal(outcome.type, 'response', JSON.stringify(outcome));
-    const elsewhere = await call(clientCredentials(material), { 'grpc.ssl_target_name_override': 'node-7.other.svc.cluster.local' });
+    const elsewhere = await call(clientCredentials(material), {
+      'grpc.ssl_target_name_override': 'node-7.other.svc.cluster.local',
+    });
     assert.equal(elsewhere.type, 'callFailed', 'a name the certificate does not cover is refused');
   });
 
@@ -77,7 +104,11 @@ describe('transports/grpc TLS', function () {
     ] as const) {
       const outcome = await call(credentials);
       assert.equal(outcome.type, 'callFailed', `${who}: ${JSON.stringify(outcome)}`);
-      assert.equal((outcome as Extract<TransportInput, { type: 'callFailed' }>).status.code, StatusCode.UNAVAILABLE, who);
+      assert.equal(
+        (outcome as Extract<TransportInput, { type: 'callFailed' }>).status.code,
+        StatusCode.UNAVAILABLE,
+        who,
+      );
     }
     assert.equal(handler.requests.length, served, 'no refused call reached the handler');
   });

@@ -38,7 +38,12 @@ interface MarkdownTable {
 }
 
 function cells(line: string): string[] {
-  return line.trim().replace(/^\|/, '').replace(/\|$/, '').split('|').map((c) => c.trim());
+  return line
+    .trim()
+    .replace(/^\|/, '')
+    .replace(/\|$/, '')
+    .split('|')
+    .map((c) => c.trim());
 }
 
 function markdownTables(markdown: string): MarkdownTable[] {
@@ -167,7 +172,16 @@ export interface FileDescriptorSetJson {
     name: string;
     package?: string;
     messageType?: MessageDescriptorJson[];
-    service?: { name: string; method?: { name: string; inputType: string; outputType: string; clientStreaming?: boolean; serverStreaming?: boolean }[] }[];
+    service?: {
+      name: string;
+      method?: {
+        name: string;
+        inputType: string;
+        outputType: string;
+        clientStreaming?: boolean;
+        serverStreaming?: boolean;
+      }[];
+    }[];
   }[];
 }
 
@@ -197,22 +211,36 @@ export function contractFromDescriptors(set: FileDescriptorSetJson, fileName: st
       if (entry) {
         const key = entry.field!.find((f) => f.number === 1)!;
         const value = entry.field!.find((f) => f.number === 2)!;
-        return { name: field.name, number: field.number, type: `map<${descriptorType(key)}, ${descriptorType(value)}>`, repeated: false, oneof };
+        return {
+          name: field.name,
+          number: field.number,
+          type: `map<${descriptorType(key)}, ${descriptorType(value)}>`,
+          repeated: false,
+          oneof,
+        };
       }
-      return { name: field.name, number: field.number, type: descriptorType(field), repeated: field.label === 'LABEL_REPEATED', oneof };
+      return {
+        name: field.name,
+        number: field.number,
+        type: descriptorType(field),
+        repeated: field.label === 'LABEL_REPEATED',
+        oneof,
+      };
     });
   }
   const service = file.service ?? [];
   return {
     packageName: file.package ?? '',
     serviceName: service.map((s) => s.name).join(','),
-    methods: service.flatMap((s) => (s.method ?? []).map((m) => ({
-      name: m.name,
-      requestType: shortName(m.inputType),
-      responseType: shortName(m.outputType),
-      requestStream: m.clientStreaming === true,
-      responseStream: m.serverStreaming === true,
-    }))),
+    methods: service.flatMap((s) =>
+      (s.method ?? []).map((m) => ({
+        name: m.name,
+        requestType: shortName(m.inputType),
+        responseType: shortName(m.outputType),
+        requestStream: m.clientStreaming === true,
+        responseStream: m.serverStreaming === true,
+      })),
+    ),
     messages,
   };
 }
@@ -226,8 +254,10 @@ function describeField(f: WireField): string {
 /** compareContracts lists every way `proto` differs from `spec`; empty means they agree. */
 export function compareContracts(spec: WireContract, proto: WireContract): string[] {
   const differences: string[] = [];
-  if (spec.packageName !== proto.packageName) differences.push(`package: spec ${spec.packageName}, proto ${proto.packageName}`);
-  if (spec.serviceName !== proto.serviceName) differences.push(`service: spec ${spec.serviceName}, proto ${proto.serviceName}`);
+  if (spec.packageName !== proto.packageName)
+    differences.push(`package: spec ${spec.packageName}, proto ${proto.packageName}`);
+  if (spec.serviceName !== proto.serviceName)
+    differences.push(`service: spec ${spec.serviceName}, proto ${proto.serviceName}`);
 
   const protoMethods = new Map(proto.methods.map((m) => [m.name, m]));
   for (const method of spec.methods) {
@@ -245,8 +275,14 @@ export function compareContracts(spec: WireContract, proto: WireContract): strin
   for (const name of [...messageNames].sort()) {
     const specFields = spec.messages[name];
     const protoFields = proto.messages[name];
-    if (!specFields) { differences.push(`message ${name}: in the proto, not in the spec`); continue; }
-    if (!protoFields) { differences.push(`message ${name}: in the spec, missing from the proto`); continue; }
+    if (!specFields) {
+      differences.push(`message ${name}: in the proto, not in the spec`);
+      continue;
+    }
+    if (!protoFields) {
+      differences.push(`message ${name}: in the spec, missing from the proto`);
+      continue;
+    }
     const protoByName = new Map(protoFields.map((f) => [f.name, f]));
     const seenNumbers = new Set<number>();
     for (const field of specFields) {

@@ -29,7 +29,12 @@ export class AdminClientPool {
   }
 
   async status(to: string, deadlineAt: number): Promise<pb.StatusResponse> {
-    const bytes = await this.channels.call(to, pb.AdminService.status.path, Buffer.from(pb.StatusRequest.encode({}).finish()), deadlineAt);
+    const bytes = await this.channels.call(
+      to,
+      pb.AdminService.status.path,
+      Buffer.from(pb.StatusRequest.encode({}).finish()),
+      deadlineAt,
+    );
     try {
       return pb.StatusResponse.decode(bytes);
     } catch (err) {
@@ -37,8 +42,17 @@ export class AdminClientPool {
     }
   }
 
-  async changeMember(to: string, request: pb.ChangeMemberRequest, deadlineAt: number): Promise<pb.ChangeMemberResponse> {
-    const bytes = await this.channels.call(to, pb.AdminService.changeMember.path, Buffer.from(pb.ChangeMemberRequest.encode(request).finish()), deadlineAt);
+  async changeMember(
+    to: string,
+    request: pb.ChangeMemberRequest,
+    deadlineAt: number,
+  ): Promise<pb.ChangeMemberResponse> {
+    const bytes = await this.channels.call(
+      to,
+      pb.AdminService.changeMember.path,
+      Buffer.from(pb.ChangeMemberRequest.encode(request).finish()),
+      deadlineAt,
+    );
     try {
       return pb.ChangeMemberResponse.decode(bytes);
     } catch (err) {
@@ -48,7 +62,12 @@ export class AdminClientPool {
 
   /** propose commits an encoded store command through the member at `to` (which reaches the leader itself). */
   async propose(to: string, command: Uint8Array, deadlineAt: number): Promise<storePb.ProposeResponse> {
-    const bytes = await this.channels.call(to, pb.AdminService.propose.path, Buffer.from(storePb.ProposeRequest.encode({ command }).finish()), deadlineAt);
+    const bytes = await this.channels.call(
+      to,
+      pb.AdminService.propose.path,
+      Buffer.from(storePb.ProposeRequest.encode({ command }).finish()),
+      deadlineAt,
+    );
     try {
       return storePb.ProposeResponse.decode(bytes);
     } catch (err) {

@@ -26,7 +26,10 @@ export const ADMIN_METHODS = {
 /** AdminRefusedError: the engine refused an admin op (its adminResult code, and the reason for people). */
 export class AdminRefusedError extends Error {
   override readonly name = 'AdminRefusedError';
-  constructor(readonly code: AdminResultCode, readonly reason: string) {
+  constructor(
+    readonly code: AdminResultCode,
+    readonly reason: string,
+  ) {
     super(`admin operation refused (${code}): ${reason}`);
   }
 }
@@ -59,8 +62,13 @@ export function adminServiceDefinition(): grpc.ServiceDefinition {
   const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
   for (const [name, path] of Object.entries(ADMIN_METHODS)) {
     definition[name] = {
-      path, requestStream: false, responseStream: false,
-      requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity,
+      path,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
     };
   }
   return definition;
@@ -98,20 +106,32 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
 
   const change = async (request: pb.ChangeMemberRequest, deadlineAt: number): Promise<pb.ChangeMemberResponse> => {
     const op = CHANGE_OPS[request.change];
-    if (op === undefined) throw new AdminCallError(grpc.status.INVALID_ARGUMENT, `change must be promote, remove or transfer, got ${request.change}`);
+    if (op === undefined)
+      throw new AdminCallError(
+        grpc.status.INVALID_ARGUMENT,
+        `change must be promote, remove or transfer, got ${request.change}`,
+      );
     if (request.name === '' || Buffer.byteLength(request.name) > ADMIN_NAME_BYTES_MAX) {
       throw new AdminCallError(grpc.status.INVALID_ARGUMENT, `member name must be 1..${ADMIN_NAME_BYTES_MAX} bytes`);
     }
     const status = runningStatus();
     if (status.role !== 'leader') {
       if (status.leaderGrpcAddr === '' || status.leaderId === status.id) {
-        throw new AdminCallError(grpc.status.UNAVAILABLE, `${status.name} is ${status.role} and knows no leader; retry`);
+        throw new AdminCallError(
+          grpc.status.UNAVAILABLE,
+          `${status.name} is ${status.role} and knows no leader; retry`,
+        );
       }
-      throw new AdminCallError(grpc.status.FAILED_PRECONDITION, `${status.name} is not the leader; retry at ${status.leaderGrpcAddr}`, status.leaderGrpcAddr);
+      throw new AdminCallError(
+        grpc.status.FAILED_PRECONDITION,
+        `${status.name} is not the leader; retry at ${status.leaderGrpcAddr}`,
+        status.leaderGrpcAddr,
+      );
     }
     const member = status.members.find((m) => m.name === request.name);
     if (!member) throw new AdminCallError(grpc.status.NOT_FOUND, `no member named ${JSON.stringify(request.name)}`);
-    if (member.role === 'removed') throw new AdminCallError(grpc.status.FAILED_PRECONDITION, `member ${request.name} (id ${member.id}) was removed`);
+    if (member.role === 'removed')
+      throw new AdminCallError(grpc.status.FAILED_PRECONDITION, `member ${request.name} (id ${member.id}) was removed`);
     const timeoutMs = Math.max(1, deadlineAt - Date.now());
     try {
       await host.admin({ op, memberId: member.id }, timeoutMs);
@@ -145,12 +165,25 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
         return;
       }
       if (request.command.length > host.commandBytesMax) {
-        respond({ code: grpc.status.INVALID_ARGUMENT, details: `command is ${request.command.length} bytes, above commandBytesMax ${host.commandBytesMax}` }, null);
+        respond(
+          {
+            code: grpc.status.INVALID_ARGUMENT,
+            details: `command is ${request.command.length} bytes, above commandBytesMax ${host.commandBytesMax}`,
+          },
+          null,
+        );
         return;
       }
       host.propose(request.command, deadlineOf(call)).then(
         (answer) => respond(null, Buffer.from(storePb.ProposeResponse.encode(answer).finish())),
-        (err: unknown) => fail(respond, err instanceof UnaryCallError && !(err instanceof AdminCallError) ? new AdminCallError(err.code, err.details, err.leaderHint) : err, 'Propose'),
+        (err: unknown) =>
+          fail(
+            respond,
+            err instanceof UnaryCallError && !(err instanceof AdminCallError)
+              ? new AdminCallError(err.code, err.details, err.leaderHint)
+              : err,
+            'Propose',
+          ),
       );
     },
     changeMember: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
@@ -175,7 +208,8 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
  * answer DEADLINE_EXCEEDED, a node that stopped or failed UNAVAILABLE.
  */
 function adminRefusal(err: Error, leaderHint: string): AdminCallError {
-  if (err instanceof AdminRefusedError) return new AdminCallError(grpc.status.FAILED_PRECONDITION, err.reason, leaderHint);
+  if (err instanceof AdminRefusedError)
+    return new AdminCallError(grpc.status.FAILED_PRECONDITION, err.reason, leaderHint);
   if (/got no answer within/.test(err.message)) return new AdminCallError(grpc.status.DEADLINE_EXCEEDED, err.message);
   return new AdminCallError(grpc.status.UNAVAILABLE, err.message);
 }

@@ -14,17 +14,34 @@ export interface SeenHeartbeat {
 }
 
 const NO_HEARTBEAT: HeartbeatFields = {
-  direction: 'none', peerId: 0, term: 0, entityCount: 0, signalThroughputEps: 0, diskBytes: 0, replicationLag: {},
-  lastHeartbeatNs: '0', buildVersion: '', leaderLastSeq: 0, seenAtUnixMs: 0,
+  direction: 'none',
+  peerId: 0,
+  term: 0,
+  entityCount: 0,
+  signalThroughputEps: 0,
+  diskBytes: 0,
+  replicationLag: {},
+  lastHeartbeatNs: '0',
+  buildVersion: '',
+  leaderLastSeq: 0,
+  seenAtUnixMs: 0,
 };
 
 export function heartbeatFields(seen: SeenHeartbeat | null): HeartbeatFields {
   if (!seen) return NO_HEARTBEAT;
   const b = seen.body;
   return {
-    direction: seen.direction, peerId: seen.peerId, term: b.term, entityCount: b.entityCount, signalThroughputEps: b.signalThroughputEps,
-    diskBytes: b.diskBytes, replicationLag: { ...b.replicationLag }, lastHeartbeatNs: b.lastHeartbeatNs, buildVersion: b.buildVersion,
-    leaderLastSeq: b.leaderLastSeq, seenAtUnixMs: seen.seenAtMs,
+    direction: seen.direction,
+    peerId: seen.peerId,
+    term: b.term,
+    entityCount: b.entityCount,
+    signalThroughputEps: b.signalThroughputEps,
+    diskBytes: b.diskBytes,
+    replicationLag: { ...b.replicationLag },
+    lastHeartbeatNs: b.lastHeartbeatNs,
+    buildVersion: b.buildVersion,
+    leaderLastSeq: b.leaderLastSeq,
+    seenAtUnixMs: seen.seenAtMs,
   };
 }
 
@@ -55,8 +72,12 @@ export function adminStatusResponse(
     members: doc.members.map((m) => ({ ...m })),
     versionsSeen: numericKeys(versionsSeen),
     versionMajorSpread: versionMajorSpread(doc.buildVersion, versionsSeen),
-    entityCount: own.entityCount, signalThroughputEps: own.signalThroughputEps, diskBytes: own.diskBytes,
-    lastHeartbeat: heartbeatFields(seen), grpcAddr: own.grpcAddr, httpAddr: own.httpAddr,
+    entityCount: own.entityCount,
+    signalThroughputEps: own.signalThroughputEps,
+    diskBytes: own.diskBytes,
+    lastHeartbeat: heartbeatFields(seen),
+    grpcAddr: own.grpcAddr,
+    httpAddr: own.httpAddr,
     lagHighWaterSeq: numericKeys(lagGaugeByShard),
   };
 }

@@ -2,7 +2,12 @@
 // node's driver, feeding the engine). The server decides nothing: it decodes a
 // call, hands it over with a CallSink, and carries out what the sink is told.
 import type {
-  RpcMethod, RpcRequest, RpcResponse, RpcStatus, ShipSegmentRequest, SnapshotHeader,
+  RpcMethod,
+  RpcRequest,
+  RpcResponse,
+  RpcStatus,
+  ShipSegmentRequest,
+  SnapshotHeader,
 } from '../../engine/rpc.js';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
 

@@ -3,7 +3,13 @@
 // the engine's inputs (response, callFailed, streamChunk, streamEnded), and it
 // gives the snapshot installer FetchSnapshot as an async iterable.
 import * as grpc from '@grpc/grpc-js';
-import { StatusCode, type RpcRequest, type RpcStatus, type SnapshotRequest, type UnaryMethod } from '../../engine/rpc.js';
+import {
+  StatusCode,
+  type RpcRequest,
+  type RpcStatus,
+  type SnapshotRequest,
+  type UnaryMethod,
+} from '../../engine/rpc.js';
 import type { Input } from '../../engine/types.js';
 import type { SnapshotChunk } from '../../proto/gen/svc/replication/v1/replication.js';
 import { clientChannelOptions } from './channel-options.js';
@@ -139,8 +145,14 @@ export class PeerPool {
 
   private startUnary(requestId: number, to: string, client: grpc.Client, method: UnaryMethod, bytes: Buffer): void {
     const deadlineMs = method === 'JoinCluster' ? this.limits.joinDeadlineMs : this.limits.unaryDeadlineMs;
-    const call = client.makeUnaryRequest<Buffer, Buffer>(methodPath(method), identity, identity, bytes,
-      new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (err, value) => {
+    const call = client.makeUnaryRequest<Buffer, Buffer>(
+      methodPath(method),
+      identity,
+      identity,
+      bytes,
+      new grpc.Metadata(),
+      { deadline: Date.now() + deadlineMs },
+      (err, value) => {
         this.inflight.delete(requestId);
         if (err) {
           this.deliver({ type: 'callFailed', requestId, status: fromStatusObject(err) });
@@ -150,17 +162,25 @@ export class PeerPool {
           this.deliver({ type: 'response', requestId, response: decodeResponse(method, value ?? Buffer.alloc(0)) });
         } catch (decodeErr) {
           this.deliver({
-            type: 'callFailed', requestId,
+            type: 'callFailed',
+            requestId,
             status: rpcStatus(StatusCode.INTERNAL, `malformed ${method} response: ${String(decodeErr)}`),
           });
         }
-      });
+      },
+    );
     this.inflight.set(requestId, { to, cancel: () => call.cancel() });
   }
 
   private startStream(requestId: number, to: string, client: grpc.Client, bytes: Buffer): void {
-    const call = client.makeServerStreamRequest<Buffer, Buffer>(methodPath('StreamSegments'), identity, identity,
-      bytes, new grpc.Metadata(), { deadline: Date.now() + this.limits.streamDeadlineMs });
+    const call = client.makeServerStreamRequest<Buffer, Buffer>(
+      methodPath('StreamSegments'),
+      identity,
+      identity,
+      bytes,
+      new grpc.Metadata(),
+      { deadline: Date.now() + this.limits.streamDeadlineMs },
+    );
     let failure: RpcStatus | null = null;
     let status: grpc.StatusObject | null = null;
     let ended = false;

@@ -19,7 +19,8 @@ function hostProblem(host: string): string | null {
   if (IPV4.test(host) || IPV6_BRACKETED.test(host)) return null;
   if (host.length === 0 || host.length > 253) return 'its host must be 1-253 characters';
   if (/^[\d.]+$/.test(host)) return 'its host is not a valid IPv4 address';
-  if (!host.split('.').every((label) => DNS_LABEL.test(label))) return 'its host is not a DNS name (labels of A-Z a-z 0-9 -)';
+  if (!host.split('.').every((label) => DNS_LABEL.test(label)))
+    return 'its host is not a DNS name (labels of A-Z a-z 0-9 -)';
   return null;
 }
 
@@ -43,7 +44,8 @@ export function httpBaseProblem(value: string): string | null {
 
 /** joinRequestProblem names the first JoinRequest field that is not well formed, or returns null. */
 export function joinRequestProblem(request: JoinRequest): string | null {
-  if (!JOIN_NAME.test(request.name)) return `name ${JSON.stringify(request.name.slice(0, 64))} must be 1-253 of A-Z a-z 0-9 . _ -, starting with a letter or digit`;
+  if (!JOIN_NAME.test(request.name))
+    return `name ${JSON.stringify(request.name.slice(0, 64))} must be 1-253 of A-Z a-z 0-9 . _ -, starting with a letter or digit`;
   const grpc = hostPortProblem(request.grpcAddr);
   if (grpc !== null) return `grpc_addr ${JSON.stringify(request.grpcAddr.slice(0, 64))}: ${grpc}`;
   const http = httpBaseProblem(request.httpAddr);

@@ -6,7 +6,13 @@ import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
 import type { RpcMethod, RpcRequest, RpcResponse, UnaryMethod } from '../../engine/rpc.js';
 
 export const RPC_METHODS: readonly RpcMethod[] = [
-  'ShipSegment', 'StreamSegments', 'FetchSnapshot', 'Heartbeat', 'ReportApplied', 'RequestVote', 'TimeoutNow',
+  'ShipSegment',
+  'StreamSegments',
+  'FetchSnapshot',
+  'Heartbeat',
+  'ReportApplied',
+  'RequestVote',
+  'TimeoutNow',
   'JoinCluster',
 ];
 
@@ -39,54 +45,86 @@ function bytesOf(writer: { finish(): Uint8Array }): Buffer {
 
 export function encodeRequest(request: RpcRequest): Buffer {
   switch (request.method) {
-    case 'ShipSegment': return bytesOf(pb.ShipSegmentRequest.encode(request.body));
-    case 'StreamSegments': return bytesOf(pb.StreamRequest.encode(request.body));
-    case 'FetchSnapshot': return bytesOf(pb.SnapshotRequest.encode(request.body));
-    case 'Heartbeat': return bytesOf(pb.HeartbeatRequest.encode(request.body));
-    case 'ReportApplied': return bytesOf(pb.AppliedReport.encode(request.body));
-    case 'RequestVote': return bytesOf(pb.VoteRequest.encode(request.body));
-    case 'TimeoutNow': return bytesOf(pb.TimeoutNowRequest.encode(request.body));
-    case 'JoinCluster': return bytesOf(pb.JoinRequest.encode(request.body));
-    default: return unreachable(request);
+    case 'ShipSegment':
+      return bytesOf(pb.ShipSegmentRequest.encode(request.body));
+    case 'StreamSegments':
+      return bytesOf(pb.StreamRequest.encode(request.body));
+    case 'FetchSnapshot':
+      return bytesOf(pb.SnapshotRequest.encode(request.body));
+    case 'Heartbeat':
+      return bytesOf(pb.HeartbeatRequest.encode(request.body));
+    case 'ReportApplied':
+      return bytesOf(pb.AppliedReport.encode(request.body));
+    case 'RequestVote':
+      return bytesOf(pb.VoteRequest.encode(request.body));
+    case 'TimeoutNow':
+      return bytesOf(pb.TimeoutNowRequest.encode(request.body));
+    case 'JoinCluster':
+      return bytesOf(pb.JoinRequest.encode(request.body));
+    default:
+      return unreachable(request);
   }
 }
 
 /** decodeRequest throws on bytes that are not a valid encoding of the method's request message. */
 export function decodeRequest(method: RpcMethod, bytes: Uint8Array): RpcRequest {
   switch (method) {
-    case 'ShipSegment': return { method, body: pb.ShipSegmentRequest.decode(bytes) };
-    case 'StreamSegments': return { method, body: pb.StreamRequest.decode(bytes) };
-    case 'FetchSnapshot': return { method, body: pb.SnapshotRequest.decode(bytes) };
-    case 'Heartbeat': return { method, body: pb.HeartbeatRequest.decode(bytes) };
-    case 'ReportApplied': return { method, body: pb.AppliedReport.decode(bytes) };
-    case 'RequestVote': return { method, body: pb.VoteRequest.decode(bytes) };
-    case 'TimeoutNow': return { method, body: pb.TimeoutNowRequest.decode(bytes) };
-    case 'JoinCluster': return { method, body: pb.JoinRequest.decode(bytes) };
-    default: return unreachable(method);
+    case 'ShipSegment':
+      return { method, body: pb.ShipSegmentRequest.decode(bytes) };
+    case 'StreamSegments':
+      return { method, body: pb.StreamRequest.decode(bytes) };
+    case 'FetchSnapshot':
+      return { method, body: pb.SnapshotRequest.decode(bytes) };
+    case 'Heartbeat':
+      return { method, body: pb.HeartbeatRequest.decode(bytes) };
+    case 'ReportApplied':
+      return { method, body: pb.AppliedReport.decode(bytes) };
+    case 'RequestVote':
+      return { method, body: pb.VoteRequest.decode(bytes) };
+    case 'TimeoutNow':
+      return { method, body: pb.TimeoutNowRequest.decode(bytes) };
+    case 'JoinCluster':
+      return { method, body: pb.JoinRequest.decode(bytes) };
+    default:
+      return unreachable(method);
   }
 }
 
 export function encodeResponse(response: RpcResponse): Buffer {
   switch (response.method) {
-    case 'ShipSegment': return bytesOf(pb.ShipSegmentResponse.encode(response.body));
-    case 'Heartbeat': return bytesOf(pb.HeartbeatResponse.encode(response.body));
-    case 'ReportApplied': return bytesOf(pb.AppliedReportAck.encode(response.body));
-    case 'RequestVote': return bytesOf(pb.VoteResponse.encode(response.body));
-    case 'TimeoutNow': return bytesOf(pb.TimeoutNowResponse.encode(response.body));
-    case 'JoinCluster': return bytesOf(pb.JoinResponse.encode(response.body));
-    default: return unreachable(response);
+    case 'ShipSegment':
+      return bytesOf(pb.ShipSegmentResponse.encode(response.body));
+    case 'Heartbeat':
+      return bytesOf(pb.HeartbeatResponse.encode(response.body));
+    case 'ReportApplied':
+      return bytesOf(pb.AppliedReportAck.encode(response.body));
+    case 'RequestVote':
+      return bytesOf(pb.VoteResponse.encode(response.body));
+    case 'TimeoutNow':
+      return bytesOf(pb.TimeoutNowResponse.encode(response.body));
+    case 'JoinCluster':
+      return bytesOf(pb.JoinResponse.encode(response.body));
+    default:
+      return unreachable(response);
   }
 }
 
 export function decodeResponse(method: UnaryMethod, bytes: Uint8Array): RpcResponse {
   switch (method) {
-    case 'ShipSegment': return { method, body: pb.ShipSegmentResponse.decode(bytes) };
-    case 'Heartbeat': return { method, body: pb.HeartbeatResponse.decode(bytes) };
-    case 'ReportApplied': return { method, body: pb.AppliedReportAck.decode(bytes) };
-    case 'RequestVote': return { method, body: pb.VoteResponse.decode(bytes) };
-    case 'TimeoutNow': return { method, body: pb.TimeoutNowResponse.decode(bytes) };
-    case 'JoinCluster': return { method, body: pb.JoinResponse.decode(bytes) };
-    default: return unreachable(method);
+    case 'ShipSegment':
+      return { method, body: pb.ShipSegmentResponse.decode(bytes) };
+    case 'Heartbeat':
+      return { method, body: pb.HeartbeatResponse.decode(bytes) };
+    case 'ReportApplied':
+      return { method, body: pb.AppliedReportAck.decode(bytes) };
+    case 'RequestVote':
+      return { method, body: pb.VoteResponse.decode(bytes) };
+    case 'TimeoutNow':
+      return { method, body: pb.TimeoutNowResponse.decode(bytes) };
+    case 'JoinCluster':
+      return { method, body: pb.JoinResponse.decode(bytes) };
+    default:
+      return unreachable(method);
   }
 }
 
@@ -118,11 +156,13 @@ const TAG_FILE_LAST = 32;
  */
 export function encodeSnapshotFileChunk(file: pb.SnapshotFileChunk): Buffer {
   const pathBytes = Buffer.byteLength(file.path, 'utf8');
-  if (!Number.isSafeInteger(file.offset) || file.offset < 0) throw new RangeError(`snapshot chunk offset ${file.offset} is not a non-negative safe integer`);
-  const bodyBytes = (pathBytes > 0 ? 1 + varintBytes(pathBytes) + pathBytes : 0)
-    + (file.offset !== 0 ? 1 + varintBytes(file.offset) : 0)
-    + (file.data.length > 0 ? 1 + varintBytes(file.data.length) + file.data.length : 0)
-    + (file.last ? 2 : 0);
+  if (!Number.isSafeInteger(file.offset) || file.offset < 0)
+    throw new RangeError(`snapshot chunk offset ${file.offset} is not a non-negative safe integer`);
+  const bodyBytes =
+    (pathBytes > 0 ? 1 + varintBytes(pathBytes) + pathBytes : 0) +
+    (file.offset !== 0 ? 1 + varintBytes(file.offset) : 0) +
+    (file.data.length > 0 ? 1 + varintBytes(file.data.length) + file.data.length : 0) +
+    (file.last ? 2 : 0);
   const out = Buffer.allocUnsafe(1 + varintBytes(bodyBytes) + bodyBytes);
   let at = 0;
   out[at++] = TAG_CHUNK_FILE;

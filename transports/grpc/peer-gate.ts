@@ -23,10 +23,24 @@ import { requestValueProblem } from '../../engine/values.js';
 
 /** RefusalReason labels svc_peer_calls_refused_total. */
 export type RefusalReason =
-  | 'no-role' | 'wrong-role' | 'cluster-mismatch' | 'cluster-missing' | 'claim-mismatch' | 'not-member' | 'bad-value' | 'bad-join';
+  | 'no-role'
+  | 'wrong-role'
+  | 'cluster-mismatch'
+  | 'cluster-missing'
+  | 'claim-mismatch'
+  | 'not-member'
+  | 'bad-value'
+  | 'bad-join';
 
 export const REFUSAL_REASONS: readonly RefusalReason[] = [
-  'no-role', 'wrong-role', 'cluster-mismatch', 'cluster-missing', 'claim-mismatch', 'not-member', 'bad-value', 'bad-join',
+  'no-role',
+  'wrong-role',
+  'cluster-mismatch',
+  'cluster-missing',
+  'claim-mismatch',
+  'not-member',
+  'bad-value',
+  'bad-join',
 ];
 
 export interface Refusal {
@@ -66,25 +80,38 @@ export class PeerGate {
   /** callerRefusal checks the caller's certificate role and cluster for a service that takes `role` certificates. */
   callerRefusal(caller: Caller, role: CertRole, service: string): Refusal | null {
     const ours = this.options.clusterId;
-    if (!caller.tls && this.options.requireCertificate === true) return denied('no-role', `${service} refused: no verified client certificate`);
+    if (!caller.tls && this.options.requireCertificate === true)
+      return denied('no-role', `${service} refused: no verified client certificate`);
     if (caller.tls) {
       if (caller.identity === null) return denied('no-role', `${service} refused: ${caller.problem}`);
       const { identity } = caller;
       if (identity.role !== role) {
-        return denied('wrong-role', `${service} accepts ${role} certificates only; the caller's is an ${identity.role} certificate (${identity.name})`);
+        return denied(
+          'wrong-role',
+          `${service} accepts ${role} certificates only; the caller's is an ${identity.role} certificate (${identity.name})`,
+        );
       }
       if (ours !== '' && identity.clusterId !== ours) {
-        return denied('cluster-mismatch', `${service} refused: the caller's certificate is of cluster ${identity.clusterId}, this node's is ${ours}`);
+        return denied(
+          'cluster-mismatch',
+          `${service} refused: the caller's certificate is of cluster ${identity.clusterId}, this node's is ${ours}`,
+        );
       }
     }
     if (ours === '') return null;
     if (caller.clusterId === '') {
       // An admin certificate names its cluster; a plaintext admin caller has nothing to name.
       if (role === 'admin') return null;
-      return denied('cluster-missing', `${service} refused: the call carries no svc-cluster-id metadata (this node is of cluster ${ours})`);
+      return denied(
+        'cluster-missing',
+        `${service} refused: the call carries no svc-cluster-id metadata (this node is of cluster ${ours})`,
+      );
     }
     if (caller.clusterId !== ours) {
-      return denied('cluster-mismatch', `${service} refused: the call names cluster ${JSON.stringify(caller.clusterId.slice(0, 64))}, this node's is ${ours}`);
+      return denied(
+        'cluster-mismatch',
+        `${service} refused: the call names cluster ${JSON.stringify(caller.clusterId.slice(0, 64))}, this node's is ${ours}`,
+      );
     }
     return null;
   }
@@ -98,7 +125,11 @@ export class PeerGate {
   /** walShipping is the verdict on one decoded WalShipping request from a caller callerRefusal passed. */
   walShipping(request: RpcRequest, caller: Caller): GateVerdict {
     const valueProblem = requestValueProblem(request);
-    if (valueProblem !== null) return { pass: false, refusal: { code: grpcStatus.INVALID_ARGUMENT, details: valueProblem, reason: 'bad-value' } };
+    if (valueProblem !== null)
+      return {
+        pass: false,
+        refusal: { code: grpcStatus.INVALID_ARGUMENT, details: valueProblem, reason: 'bad-value' },
+      };
     if (caller.tls) {
       const claim = this.claimRefusal(request, caller.identity!.name);
       if (claim) return { pass: false, refusal: claim };
@@ -113,8 +144,15 @@ export class PeerGate {
           response: {
             method: 'JoinCluster',
             body: {
-              accepted: false, refusalReason, assignedId: 0, term: 0, leaderRegion: '', leaderGrpcAddr: '', leaderHttpAddr: '',
-              members: [], membershipVersion: 0,
+              accepted: false,
+              refusalReason,
+              assignedId: 0,
+              term: 0,
+              leaderRegion: '',
+              leaderGrpcAddr: '',
+              leaderHttpAddr: '',
+              members: [],
+              membershipVersion: 0,
             },
           },
         };
@@ -127,20 +165,32 @@ export class PeerGate {
   private claimRefusal(request: RpcRequest, certName: string): Refusal | null {
     const certId = this.options.memberIdByName(certName);
     if (request.method === 'JoinCluster') {
-      return request.body.name === certName ? null
-        : denied('claim-mismatch', `JoinCluster names ${JSON.stringify(request.body.name.slice(0, 64))}, but the certificate is ${certName}'s`);
+      return request.body.name === certName
+        ? null
+        : denied(
+            'claim-mismatch',
+            `JoinCluster names ${JSON.stringify(request.body.name.slice(0, 64))}, but the certificate is ${certName}'s`,
+          );
     }
     if (request.method === 'StreamSegments' || request.method === 'FetchSnapshot') {
-      return certId !== 0 ? null : denied('not-member', `${request.method} serves members only; ${certName} is not in this node's roster`);
+      return certId !== 0
+        ? null
+        : denied('not-member', `${request.method} serves members only; ${certName} is not in this node's roster`);
     }
     for (const [field, id] of senderClaims(request)) {
       if (id === 0 || id === certId) continue;
       if (certId !== 0) {
-        return denied('claim-mismatch', `${request.method} ${field} ${id} is not the sender: the certificate is ${certName}'s, member ${certId}`);
+        return denied(
+          'claim-mismatch',
+          `${request.method} ${field} ${id} is not the sender: the certificate is ${certName}'s, member ${certId}`,
+        );
       }
       const holder = this.options.memberNameById(id);
       if (holder !== undefined) {
-        return denied('claim-mismatch', `${request.method} ${field} ${id} is member ${holder}, but the certificate is ${certName}'s`);
+        return denied(
+          'claim-mismatch',
+          `${request.method} ${field} ${id} is member ${holder}, but the certificate is ${certName}'s`,
+        );
       }
     }
     return null;
@@ -150,12 +200,26 @@ export class PeerGate {
 /** senderClaims are the fields in which a message names its sender's member id. */
 function senderClaims(request: RpcRequest): Array<[string, number]> {
   switch (request.method) {
-    case 'ShipSegment': return [['leader_region', request.body.leaderRegion], ['id.region_id', request.body.id?.regionId ?? 0], ['id.shard_id', request.body.id?.shardId ?? 0]];
-    case 'Heartbeat': return [['leader_region', request.body.leaderRegion], ['region_id', request.body.regionId], ['shard_id', request.body.shardId]];
-    case 'ReportApplied': return [['reporter_shard', request.body.reporterShard]];
-    case 'RequestVote': return [['candidate_region', request.body.candidateRegion]];
-    case 'TimeoutNow': return [['leader_region', request.body.leaderRegion]];
-    default: return [];
+    case 'ShipSegment':
+      return [
+        ['leader_region', request.body.leaderRegion],
+        ['id.region_id', request.body.id?.regionId ?? 0],
+        ['id.shard_id', request.body.id?.shardId ?? 0],
+      ];
+    case 'Heartbeat':
+      return [
+        ['leader_region', request.body.leaderRegion],
+        ['region_id', request.body.regionId],
+        ['shard_id', request.body.shardId],
+      ];
+    case 'ReportApplied':
+      return [['reporter_shard', request.body.reporterShard]];
+    case 'RequestVote':
+      return [['candidate_region', request.body.candidateRegion]];
+    case 'TimeoutNow':
+      return [['leader_region', request.body.leaderRegion]];
+    default:
+      return [];
   }
 }
 

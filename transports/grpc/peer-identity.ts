@@ -34,8 +34,10 @@ export interface CertIdentity {
 
 /** identityUri is the URI SAN that names a certificate's role, cluster and holder. */
 export function identityUri(identity: CertIdentity): string {
-  if (!CLUSTER_ID.test(identity.clusterId)) throw new Error(`cluster id ${JSON.stringify(identity.clusterId)} must be a DNS label (a-z 0-9 -, 1-63)`);
-  if (!IDENTITY_NAME.test(identity.name)) throw new Error(`name ${JSON.stringify(identity.name)} must be 1-253 of A-Z a-z 0-9 . _ -`);
+  if (!CLUSTER_ID.test(identity.clusterId))
+    throw new Error(`cluster id ${JSON.stringify(identity.clusterId)} must be a DNS label (a-z 0-9 -, 1-63)`);
+  if (!IDENTITY_NAME.test(identity.name))
+    throw new Error(`name ${JSON.stringify(identity.name)} must be 1-253 of A-Z a-z 0-9 . _ -`);
   return `spiffe://${SPIFFE_TRUST_DOMAIN}/${identity.clusterId}/${identity.role}/${identity.name}`;
 }
 
@@ -59,16 +61,22 @@ export interface CertFacts {
 
 /** certIdentity finds a certificate's identity, or says why it has none. */
 export function certIdentity(facts: CertFacts): CertIdentity | string {
-  const uris = (facts.subjectAltName ?? '').split(', ').filter((entry) => entry.startsWith('URI:spiffe://')).map((entry) => entry.slice(4));
+  const uris = (facts.subjectAltName ?? '')
+    .split(', ')
+    .filter((entry) => entry.startsWith('URI:spiffe://'))
+    .map((entry) => entry.slice(4));
   const identities = uris.map(parseIdentityUri);
-  if (identities.length === 0) return 'the certificate names no role (no spiffe://svc/<cluster>/<peer|admin>/<name> URI)';
+  if (identities.length === 0)
+    return 'the certificate names no role (no spiffe://svc/<cluster>/<peer|admin>/<name> URI)';
   if (identities.length > 1) return `the certificate names ${identities.length} identities; it must name one`;
   const identity = identities[0];
   if (!identity) return `the certificate's identity URI ${JSON.stringify(uris[0])} is malformed`;
   const usages = facts.extKeyUsage ?? [];
   if (!usages.includes(OID_CLIENT_AUTH)) return 'the certificate lacks extendedKeyUsage clientAuth';
-  if (identity.role === 'peer' && !usages.includes(OID_SERVER_AUTH)) return 'a peer certificate must have extendedKeyUsage serverAuth too';
-  if (identity.role === 'admin' && usages.includes(OID_SERVER_AUTH)) return 'an admin certificate must not have extendedKeyUsage serverAuth';
+  if (identity.role === 'peer' && !usages.includes(OID_SERVER_AUTH))
+    return 'a peer certificate must have extendedKeyUsage serverAuth too';
+  if (identity.role === 'admin' && usages.includes(OID_SERVER_AUTH))
+    return 'an admin certificate must not have extendedKeyUsage serverAuth';
   return identity;
 }
 
@@ -96,13 +104,17 @@ export type Caller =
 /** ServerCallLike is the part of a grpc-js server call identity needs. */
 export interface ServerCallLike {
   metadata: grpc.Metadata;
-  getAuthContext?(): { transportSecurityType?: string; sslPeerCertificate?: { raw?: Buffer; subjectaltname?: string; ext_key_usage?: string[] } } | null;
+  getAuthContext?(): {
+    transportSecurityType?: string;
+    sslPeerCertificate?: { raw?: Buffer; subjectaltname?: string; ext_key_usage?: string[] };
+  } | null;
 }
 
 /** callerOf reads the caller of a server call from its TLS session and its metadata. */
 export function callerOf(call: ServerCallLike): Caller {
   const claimed = call.metadata.get(CLUSTER_ID_METADATA_KEY);
-  const clusterId = claimed.length === 1 && typeof claimed[0] === 'string' ? claimed[0] : claimed.length > 1 ? '<several>' : '';
+  const clusterId =
+    claimed.length === 1 && typeof claimed[0] === 'string' ? claimed[0] : claimed.length > 1 ? '<several>' : '';
   const auth = call.getAuthContext?.() ?? null;
   if (auth?.transportSecurityType !== 'ssl') return { tls: false, identity: null, problem: null, clusterId };
   const cert = auth.sslPeerCertificate;
@@ -115,12 +127,13 @@ export function callerOf(call: ServerCallLike): Caller {
 
 /** clusterIdInterceptor adds the cluster id to the metadata of every call a client makes. */
 export function clusterIdInterceptor(clusterId: string): grpc.Interceptor {
-  return (options, nextCall) => new grpc.InterceptingCall(nextCall(options), {
-    start: (metadata, listener, next) => {
-      metadata.set(CLUSTER_ID_METADATA_KEY, clusterId);
-      next(metadata, listener);
-    },
-  });
+  return (options, nextCall) =>
+    new grpc.InterceptingCall(nextCall(options), {
+      start: (metadata, listener, next) => {
+        metadata.set(CLUSTER_ID_METADATA_KEY, clusterId);
+        next(metadata, listener);
+      },
+    });
 }
 
 /**
@@ -128,5 +141,5 @@ export function clusterIdInterceptor(clusterId: string): grpc.Interceptor {
  * reads `interceptors` from a Client's options); '' adds nothing (a plaintext node with no cluster id).
  */
 export function clusterChannelOptions(clusterId: string): grpc.ChannelOptions {
-  return clusterId === '' ? {} : { interceptors: [clusterIdInterceptor(clusterId)] } as grpc.ChannelOptions;
+  return clusterId === '' ? {} : ({ interceptors: [clusterIdInterceptor(clusterId)] } as grpc.ChannelOptions);
 }

@@ -3,7 +3,12 @@
 // control, so a slow reader holds the server to a bounded number of bytes.
 import type * as grpc from '@grpc/grpc-js';
 import {
-  StatusCode, type RpcMethod, type RpcResponse, type RpcStatus, type ShipSegmentRequest, type SnapshotHeader,
+  StatusCode,
+  type RpcMethod,
+  type RpcResponse,
+  type RpcStatus,
+  type ShipSegmentRequest,
+  type SnapshotHeader,
 } from '../../engine/rpc.js';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
 import type { CallEnd, CallSink } from './call-sink.js';
@@ -25,7 +30,12 @@ abstract class ServedCall implements CallSink {
   private isClosed = false;
   private idleTimer: NodeJS.Timeout | null = null;
 
-  constructor(readonly callId: number, readonly method: RpcMethod, readonly peer: string, protected readonly env: CallEnv) {}
+  constructor(
+    readonly callId: number,
+    readonly method: RpcMethod,
+    readonly peer: string,
+    protected readonly env: CallEnv,
+  ) {}
 
   get closed(): boolean {
     return this.isClosed;
@@ -86,7 +96,13 @@ abstract class ServedCall implements CallSink {
 
 /** UnaryCall answers once through grpc-js's callback. */
 export class UnaryCall extends ServedCall {
-  constructor(callId: number, method: RpcMethod, peer: string, env: CallEnv, private readonly respond: grpc.sendUnaryData<Buffer>) {
+  constructor(
+    callId: number,
+    method: RpcMethod,
+    peer: string,
+    env: CallEnv,
+    private readonly respond: grpc.sendUnaryData<Buffer>,
+  ) {
     super(callId, method, peer, env);
     this.expectHandler();
   }
@@ -133,7 +149,8 @@ export class UnaryCall extends ServedCall {
   protected fail(status: RpcStatus): void {
     if (this.closed) return;
     const { error, rejected } = toServiceError(status);
-    if (rejected.length > 0) this.env.warn(`${this.method} call ${this.callId}: dropped trailers ${rejected.join(', ')}`);
+    if (rejected.length > 0)
+      this.env.warn(`${this.method} call ${this.callId}: dropped trailers ${rejected.join(', ')}`);
     this.respond(error, null);
     this.close({ code: status.code, details: status.details });
   }
@@ -157,7 +174,13 @@ export class StreamCall extends ServedCall {
   private snapshotStarted = false;
   private writableWaiters: (() => void)[] = [];
 
-  constructor(callId: number, method: RpcMethod, peer: string, env: CallEnv, private readonly call: grpc.ServerWritableStream<Buffer, Buffer>) {
+  constructor(
+    callId: number,
+    method: RpcMethod,
+    peer: string,
+    env: CallEnv,
+    private readonly call: grpc.ServerWritableStream<Buffer, Buffer>,
+  ) {
     super(callId, method, peer, env);
     this.expectHandler();
   }
@@ -265,7 +288,9 @@ export class StreamCall extends ServedCall {
     } catch (err) {
       exhausted = true;
       this.env.warn(`FetchSnapshot call ${this.callId}: snapshot source failed: ${String(err)}`);
-      this.fail(rpcStatus(StatusCode.INTERNAL, `snapshot source failed: ${err instanceof Error ? err.message : String(err)}`));
+      this.fail(
+        rpcStatus(StatusCode.INTERNAL, `snapshot source failed: ${err instanceof Error ? err.message : String(err)}`),
+      );
     } finally {
       if (!exhausted && iterator?.return) {
         try {
@@ -291,8 +316,12 @@ export class StreamCall extends ServedCall {
     const max = this.env.limits.streamBufferedBytesMax;
     if (this.bufferedBytes() + bytes.length > max) {
       this.env.warn(`${this.method} call ${this.callId}: reader too slow, ${this.bufferedBytes()} bytes buffered`);
-      this.fail(rpcStatus(StatusCode.RESOURCE_EXHAUSTED,
-        `reader too slow: stream would buffer more than streamBufferedBytesMax ${max} bytes; pull again`));
+      this.fail(
+        rpcStatus(
+          StatusCode.RESOURCE_EXHAUSTED,
+          `reader too slow: stream would buffer more than streamBufferedBytesMax ${max} bytes; pull again`,
+        ),
+      );
       return;
     }
     this.queue.push(bytes);
@@ -353,7 +382,8 @@ export class StreamCall extends ServedCall {
       return;
     }
     const { error, rejected } = toServiceError(ending.status);
-    if (rejected.length > 0) this.env.warn(`${this.method} call ${this.callId}: dropped trailers ${rejected.join(', ')}`);
+    if (rejected.length > 0)
+      this.env.warn(`${this.method} call ${this.callId}: dropped trailers ${rejected.join(', ')}`);
     this.call.emit('error', error);
     this.close({ code: ending.status.code, details: ending.status.details });
   }

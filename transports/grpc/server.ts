@@ -97,7 +97,8 @@ export class PeerServer {
     const implementation: grpc.UntypedServiceImplementation = {};
     for (const method of RPC_METHODS) {
       implementation[method] = isUnaryMethod(method)
-        ? (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => this.onUnary(method, call, respond)
+        ? (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) =>
+            this.onUnary(method, call, respond)
         : (call: grpc.ServerWritableStream<Buffer, Buffer>) => this.onStream(method, call);
     }
     this.server.addService(serviceDefinition(), implementation);
@@ -141,7 +142,11 @@ export class PeerServer {
     for (const call of [...this.active.values()]) call.peerGone();
   }
 
-  private onUnary(method: UnaryMethod, call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>): void {
+  private onUnary(
+    method: UnaryMethod,
+    call: grpc.ServerUnaryCall<Buffer, Buffer>,
+    respond: grpc.sendUnaryData<Buffer>,
+  ): void {
     const refused = this.callerRefused(call, 'peer', 'WalShipping');
     if (refused) {
       respond(refused, null);
@@ -213,10 +218,17 @@ export class PeerServer {
    * callerRefused checks a call's certificate role and cluster id with the gate; it returns the error to
    * answer with (and counts the refusal), or null when the caller may go on.
    */
-  private callerRefused(call: Parameters<typeof callerOf>[0] & { getPeer(): string }, role: CertRole, service: string, membersOnly = false): Partial<grpc.ServiceError> | null {
+  private callerRefused(
+    call: Parameters<typeof callerOf>[0] & { getPeer(): string },
+    role: CertRole,
+    service: string,
+    membersOnly = false,
+  ): Partial<grpc.ServiceError> | null {
     const gate = this.options.gate;
     const caller = callerOf(call);
-    const refusal = gate ? gate.callerRefusal(caller, role, service) ?? (membersOnly ? gate.memberRefusal(caller, service) : null) : null;
+    const refusal = gate
+      ? (gate.callerRefusal(caller, role, service) ?? (membersOnly ? gate.memberRefusal(caller, service) : null))
+      : null;
     if (refusal === null) return null;
     this.refuse(refusal, service, call.getPeer());
     return { code: refusal.code, details: refusal.details, metadata: new grpc.Metadata() };
@@ -230,7 +242,10 @@ export class PeerServer {
     const wrapped: grpc.UntypedServiceImplementation = {};
     for (const [name, handler] of Object.entries(extra.implementation)) {
       const responseStream = extra.definition[name]?.responseStream ?? false;
-      const guard = (call: Parameters<typeof callerOf>[0] & { getPeer(): string; emit(event: 'error', error: unknown): boolean }, respond?: grpc.sendUnaryData<unknown>): void => {
+      const guard = (
+        call: Parameters<typeof callerOf>[0] & { getPeer(): string; emit(event: 'error', error: unknown): boolean },
+        respond?: grpc.sendUnaryData<unknown>,
+      ): void => {
         const refused = this.callerRefused(call, role, service, extra.membersOnly === true);
         if (refused === null) {
           (handler as (...args: unknown[]) => void)(call, respond);

@@ -5,7 +5,9 @@
 import * as grpc from '@grpc/grpc-js';
 import { StatusCode, type SnapshotHeader, type SnapshotRequest } from '../../engine/rpc.js';
 import {
-  SnapshotRequest as SnapshotRequestCodec, type SnapshotChunk, type SnapshotFileChunk,
+  SnapshotRequest as SnapshotRequestCodec,
+  type SnapshotChunk,
+  type SnapshotFileChunk,
 } from '../../proto/gen/svc/replication/v1/replication.js';
 import type { GrpcLimits } from './limits.js';
 import { decodeSnapshotChunk, identity, methodPath } from './methods.js';
@@ -24,12 +26,23 @@ export interface SnapshotParts {
   files: AsyncIterable<SnapshotFileChunk>;
 }
 
-export async function* snapshotChunks(client: grpc.Client | string, request: SnapshotRequest, limits: GrpcLimits, options: FetchOptions = {}): AsyncGenerator<SnapshotChunk> {
+export async function* snapshotChunks(
+  client: grpc.Client | string,
+  request: SnapshotRequest,
+  limits: GrpcLimits,
+  options: FetchOptions = {},
+): AsyncGenerator<SnapshotChunk> {
   if (typeof client === 'string') throw new RpcStatusError(rpcStatus(StatusCode.UNAVAILABLE, client));
   options.signal?.throwIfAborted();
   const bytes = Buffer.from(SnapshotRequestCodec.encode(request).finish());
-  const call = client.makeServerStreamRequest<Buffer, Buffer>(methodPath('FetchSnapshot'), identity, identity, bytes,
-    new grpc.Metadata(), {});
+  const call = client.makeServerStreamRequest<Buffer, Buffer>(
+    methodPath('FetchSnapshot'),
+    identity,
+    identity,
+    bytes,
+    new grpc.Metadata(),
+    {},
+  );
   const cancel = (): void => call.cancel();
   options.signal?.addEventListener('abort', cancel, { once: true });
   const messages = call[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
@@ -48,10 +61,15 @@ export async function* snapshotChunks(client: grpc.Client | string, request: Sna
       try {
         next = await messages.next();
       } catch (err) {
-        if (options.signal?.aborted) throw new RpcStatusError(rpcStatus(StatusCode.CANCELLED, 'FetchSnapshot cancelled by its caller'));
+        if (options.signal?.aborted)
+          throw new RpcStatusError(rpcStatus(StatusCode.CANCELLED, 'FetchSnapshot cancelled by its caller'));
         throw idleTimedOut
-          ? new RpcStatusError(rpcStatus(StatusCode.DEADLINE_EXCEEDED,
-            `no FetchSnapshot message for snapshotIdleTimeoutMs ${limits.snapshotIdleTimeoutMs} ms`))
+          ? new RpcStatusError(
+              rpcStatus(
+                StatusCode.DEADLINE_EXCEEDED,
+                `no FetchSnapshot message for snapshotIdleTimeoutMs ${limits.snapshotIdleTimeoutMs} ms`,
+              ),
+            )
           : new RpcStatusError(fromStatusObject(err as grpc.ServiceError));
       } finally {
         clearTimeout(timer);
@@ -71,7 +89,9 @@ export async function* snapshotChunks(client: grpc.Client | string, request: Sna
       if (!sawHeader) {
         if (body?.$case !== 'header') throw violation(`first message is ${body?.$case ?? 'empty'}, not the header`);
         if (!isCarriableValue(body.value.term) || !isCarriableValue(body.value.snapshotSeq)) {
-          throw violation(`header term ${body.value.term} or snapshot_seq ${body.value.snapshotSeq} has no room to increment`);
+          throw violation(
+            `header term ${body.value.term} or snapshot_seq ${body.value.snapshotSeq} has no room to increment`,
+          );
         }
         sawHeader = true;
         filesExpected = body.value.needed;

@@ -74,7 +74,9 @@ export function metadataTrailers(metadata: Metadata | undefined | null): Record<
  * does not name (UNAUTHENTICATED, UNKNOWN, ...) becomes UNAVAILABLE, the engine's "this peer
  * cannot answer now", and keeps its original name in the details.
  */
-export function fromStatusObject(status: Pick<StatusObject, 'code' | 'details'> & { metadata?: Metadata | null }): RpcStatus {
+export function fromStatusObject(
+  status: Pick<StatusObject, 'code' | 'details'> & { metadata?: Metadata | null },
+): RpcStatus {
   const trailers = metadataTrailers(status.metadata);
   if (ENGINE_CODES.has(status.code) && status.code !== StatusCode.OK) {
     return { code: status.code as StatusCode, details: status.details, trailers };

@@ -34,10 +34,19 @@ export function serverCredentials(material: PeerTlsMaterial): grpc.ServerCredent
  */
 export function clientCredentials(material: PeerTlsMaterial, expect: ServerExpectation = {}): grpc.ChannelCredentials {
   const { peerOfCluster } = expect;
-  const verify = peerOfCluster === undefined ? {} : {
-    checkServerIdentity: (hostname: string, cert: PeerCertificate): Error | undefined => serverIdentityProblem(hostname, cert, peerOfCluster),
-  };
-  return grpc.credentials.createSsl(pem(material.ca, 'ca'), pem(material.key, 'key'), pem(material.cert, 'cert'), verify);
+  const verify =
+    peerOfCluster === undefined
+      ? {}
+      : {
+          checkServerIdentity: (hostname: string, cert: PeerCertificate): Error | undefined =>
+            serverIdentityProblem(hostname, cert, peerOfCluster),
+        };
+  return grpc.credentials.createSsl(
+    pem(material.ca, 'ca'),
+    pem(material.key, 'key'),
+    pem(material.cert, 'cert'),
+    verify,
+  );
 }
 
 /** ServerExpectation is what a client demands of a server's certificate beyond the CA and the host name. */
@@ -52,8 +61,10 @@ export function serverIdentityProblem(hostname: string, cert: PeerCertificate, c
   if (hostProblem) return hostProblem;
   const identity = certIdentity({ subjectAltName: cert.subjectaltname, extKeyUsage: cert.ext_key_usage });
   if (typeof identity === 'string') return new Error(`the server's certificate is not a peer's: ${identity}`);
-  if (identity.role !== 'peer') return new Error(`the server's certificate is an ${identity.role} certificate, not a peer's`);
-  if (identity.clusterId !== clusterId) return new Error(`the server is a peer of cluster ${identity.clusterId}, not of ${clusterId}`);
+  if (identity.role !== 'peer')
+    return new Error(`the server's certificate is an ${identity.role} certificate, not a peer's`);
+  if (identity.clusterId !== clusterId)
+    return new Error(`the server is a peer of cluster ${identity.clusterId}, not of ${clusterId}`);
   return undefined;
 }
 
@@ -68,12 +79,14 @@ export function insecureClientCredentials(): grpc.ChannelCredentials {
 }
 
 /** PeerSecurity is how a node's configuration names its transport security. */
-export type PeerSecurity = {
-  mode: 'mtls';
-  material: PeerTlsMaterial;
-  /** clusterId, when set, is demanded of every server this node dials (a peer certificate of this cluster). */
-  clusterId?: string;
-} | { mode: 'insecure' };
+export type PeerSecurity =
+  | {
+      mode: 'mtls';
+      material: PeerTlsMaterial;
+      /** clusterId, when set, is demanded of every server this node dials (a peer certificate of this cluster). */
+      clusterId?: string;
+    }
+  | { mode: 'insecure' };
 
 export function peerServerCredentials(security: PeerSecurity): grpc.ServerCredentials {
   return security.mode === 'mtls' ? serverCredentials(security.material) : insecureServerCredentials();
@@ -81,5 +94,8 @@ export function peerServerCredentials(security: PeerSecurity): grpc.ServerCreden
 
 export function peerClientCredentials(security: PeerSecurity): grpc.ChannelCredentials {
   if (security.mode === 'insecure') return insecureClientCredentials();
-  return clientCredentials(security.material, security.clusterId === undefined ? {} : { peerOfCluster: security.clusterId });
+  return clientCredentials(
+    security.material,
+    security.clusterId === undefined ? {} : { peerOfCluster: security.clusterId },
+  );
 }

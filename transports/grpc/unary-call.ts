@@ -11,7 +11,11 @@ export const TRAILER_LEADER = 'x-svc-leader';
  * pool subclasses it, so a handler can tell whose call failed.
  */
 export class UnaryCallError extends Error {
-  constructor(readonly code: grpc.status, readonly details: string, readonly leaderHint = '') {
+  constructor(
+    readonly code: grpc.status,
+    readonly details: string,
+    readonly leaderHint = '',
+  ) {
     super(`${grpc.status[code] ?? code}: ${details}`);
     this.name = new.target.name;
   }
@@ -48,7 +52,13 @@ export class UnaryChannels {
       return Promise.reject(err);
     }
     return new Promise<Buffer>((resolve, reject) => {
-      channel.makeUnaryRequest<Buffer, Buffer>(path, identity, identity, request, new grpc.Metadata(), { deadline: deadlineAt },
+      channel.makeUnaryRequest<Buffer, Buffer>(
+        path,
+        identity,
+        identity,
+        request,
+        new grpc.Metadata(),
+        { deadline: deadlineAt },
         (err, value) => {
           if (err) {
             const hint = err.metadata?.get(TRAILER_LEADER)[0];
@@ -56,7 +66,8 @@ export class UnaryChannels {
             return;
           }
           resolve(value ?? Buffer.alloc(0));
-        });
+        },
+      );
     });
   }
 

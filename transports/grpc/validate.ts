@@ -21,15 +21,19 @@ export function decodeCheckedRequest(method: RpcMethod, bytes: Uint8Array, limit
 export function requestProblem(request: RpcRequest, limits: GrpcLimits): string | null {
   for (const [field, value] of Object.entries(request.body)) {
     if (typeof value === 'string' && Buffer.byteLength(value) > limits.stringFieldBytesMax) {
-      return `${request.method} field ${field} is ${Buffer.byteLength(value)} bytes, above stringFieldBytesMax `
-        + `${limits.stringFieldBytesMax}`;
+      return (
+        `${request.method} field ${field} is ${Buffer.byteLength(value)} bytes, above stringFieldBytesMax ` +
+        `${limits.stringFieldBytesMax}`
+      );
     }
   }
   if (request.method === 'Heartbeat') {
     const entryCount = Object.keys(request.body.replicationLag).length;
     if (entryCount > limits.replicationLagEntryCountMax) {
-      return `Heartbeat replication_lag has ${entryCount} entries, above replicationLagEntryCountMax `
-        + `${limits.replicationLagEntryCountMax}`;
+      return (
+        `Heartbeat replication_lag has ${entryCount} entries, above replicationLagEntryCountMax ` +
+        `${limits.replicationLagEntryCountMax}`
+      );
     }
   }
   return null;

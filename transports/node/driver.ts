@@ -17,9 +17,15 @@ import type { Effect, EngineStatus, Entry, HardState, Input, NodeStats, Snapshot
 import { SerialQueue } from './serial-queue.js';
 
 export type SendEffect = Extract<Effect, { type: 'send' }>;
-export type AnswerEffect = Extract<Effect, { type: 'reply' | 'replyError' | 'streamChunk' | 'streamEnd' | 'serveSnapshot' }>;
+export type AnswerEffect = Extract<
+  Effect,
+  { type: 'reply' | 'replyError' | 'streamChunk' | 'streamEnd' | 'serveSnapshot' }
+>;
 export type FetchSnapshotEffect = Extract<Effect, { type: 'fetchSnapshot' }>;
-export type ObservedEffect = Extract<Effect, { type: 'proposalResult' | 'adminResult' | 'readIndexResult' | 'readiness' | 'roleChanged' | 'warning' }>;
+export type ObservedEffect = Extract<
+  Effect,
+  { type: 'proposalResult' | 'adminResult' | 'readIndexResult' | 'readiness' | 'roleChanged' | 'warning' }
+>;
 
 /** DriverPorts are the node's I/O, one port per kind of effect. */
 export interface DriverPorts {
@@ -69,7 +75,11 @@ export class Driver {
    */
   private persistedPoint: { lastSeq: number; lastTerm: number } | null = null;
 
-  constructor(private readonly engine: Engine, private readonly ports: DriverPorts, private readonly options: DriverOptions) {
+  constructor(
+    private readonly engine: Engine,
+    private readonly ports: DriverPorts,
+    private readonly options: DriverOptions,
+  ) {
     this.queue = new SerialQueue((err) => this.failStop(err instanceof Error ? err : new Error(String(err))));
     this.cachedStatus = engine.status();
   }
@@ -196,21 +206,47 @@ export class Driver {
         // The engine emits at most one, first; a second would break the barrier contract.
         this.failStop(new Error('saveHardState after the first effect of a step'));
         return;
-      case 'resetStateMachine': this.ports.resetStateMachine(); return;
-      case 'append': this.append(effect.fromSeq, effect.entries); return;
-      case 'send': this.ports.send(effect); return;
-      case 'reply': case 'replyError': case 'streamChunk': case 'streamEnd': case 'serveSnapshot':
+      case 'resetStateMachine':
+        this.ports.resetStateMachine();
+        return;
+      case 'append':
+        this.append(effect.fromSeq, effect.entries);
+        return;
+      case 'send':
+        this.ports.send(effect);
+        return;
+      case 'reply':
+      case 'replyError':
+      case 'streamChunk':
+      case 'streamEnd':
+      case 'serveSnapshot':
         this.ports.answer(effect);
         return;
-      case 'fetchSnapshot': this.ports.fetchSnapshot(effect); return;
-      case 'apply': this.ports.apply(effect.entries); return;
-      case 'stageSnapshot': this.ports.stageSnapshot(effect.meta); return;
-      case 'compact': this.ports.compactLog(effect.throughSeq); return;
-      case 'pollStatus': this.ports.pollStatus(effect.leaderHttpAddr); return;
-      case 'proposalResult': case 'adminResult': case 'readIndexResult': case 'readiness': case 'roleChanged': case 'warning':
+      case 'fetchSnapshot':
+        this.ports.fetchSnapshot(effect);
+        return;
+      case 'apply':
+        this.ports.apply(effect.entries);
+        return;
+      case 'stageSnapshot':
+        this.ports.stageSnapshot(effect.meta);
+        return;
+      case 'compact':
+        this.ports.compactLog(effect.throughSeq);
+        return;
+      case 'pollStatus':
+        this.ports.pollStatus(effect.leaderHttpAddr);
+        return;
+      case 'proposalResult':
+      case 'adminResult':
+      case 'readIndexResult':
+      case 'readiness':
+      case 'roleChanged':
+      case 'warning':
         this.ports.observe(effect);
         return;
-      default: assertNever(effect);
+      default:
+        assertNever(effect);
     }
   }
 
@@ -239,12 +275,14 @@ export class Driver {
     if (queued) return;
     // A microtask later: the other appends of the same group commit resolve in this same job queue
     // and move persistedPoint first, so the step sees the group's end.
-    queueMicrotask(() => this.queue.push(() => {
-      const point = this.persistedPoint;
-      this.persistedPoint = null;
-      if (this.stopped || this.failed || point === null) return undefined;
-      return this.step({ type: 'entriesPersisted', lastSeq: point.lastSeq, lastTerm: point.lastTerm });
-    }));
+    queueMicrotask(() =>
+      this.queue.push(() => {
+        const point = this.persistedPoint;
+        this.persistedPoint = null;
+        if (this.stopped || this.failed || point === null) return undefined;
+        return this.step({ type: 'entriesPersisted', lastSeq: point.lastSeq, lastTerm: point.lastTerm });
+      }),
+    );
   }
 
   private failStop(err: Error): void {

@@ -28,7 +28,13 @@ export interface NodeHttpServer {
   close(): Promise<void>;
 }
 
-export async function startHttpServer(host: string, port: number, surface: HttpSurface, requestTimeoutMs: number, onError: (err: Error) => void): Promise<NodeHttpServer> {
+export async function startHttpServer(
+  host: string,
+  port: number,
+  surface: HttpSurface,
+  requestTimeoutMs: number,
+  onError: (err: Error) => void,
+): Promise<NodeHttpServer> {
   const server: Server = createServer((req, res) => {
     handle(req, res, surface).catch((err: unknown) => {
       onError(err instanceof Error ? err : new Error(String(err)));
@@ -48,10 +54,11 @@ export async function startHttpServer(host: string, port: number, surface: HttpS
   });
   return {
     port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -71,11 +78,19 @@ async function handle(req: IncomingMessage, res: ServerResponse, surface: HttpSu
   switch (path) {
     case '/health': {
       const reason = surface.health();
-      return send(res, reason === null ? 200 : 503, reason === null ? { status: 'ok' } : { status: 'unavailable', reason });
+      return send(
+        res,
+        reason === null ? 200 : 503,
+        reason === null ? { status: 'ok' } : { status: 'unavailable', reason },
+      );
     }
     case '/ready': {
       const reason = surface.ready();
-      return send(res, reason === null ? 200 : 503, reason === null ? { status: 'ok' } : { status: 'unavailable', reason });
+      return send(
+        res,
+        reason === null ? 200 : 503,
+        reason === null ? { status: 'ok' } : { status: 'unavailable', reason },
+      );
     }
     case '/status': {
       const status = surface.status();
@@ -92,6 +107,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, surface: HttpSu
 
 function send(res: ServerResponse, code: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(code, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(code, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }

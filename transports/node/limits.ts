@@ -47,7 +47,8 @@ export const DEFAULT_NODE_LIMITS: Readonly<NodeLimits> = Object.freeze({
 export function nodeLimits(overrides: Partial<NodeLimits> = {}): NodeLimits {
   const limits = { ...DEFAULT_NODE_LIMITS, ...overrides };
   for (const [name, value] of Object.entries(limits)) {
-    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`node limit ${name} must be a positive integer, got ${String(value)}`);
+    if (!Number.isSafeInteger(value) || value < 1)
+      throw new RangeError(`node limit ${name} must be a positive integer, got ${String(value)}`);
   }
   return limits;
 }

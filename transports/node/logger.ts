@@ -6,7 +6,11 @@ export type { Logger };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
-export function createLogger(name: string, level: LogLevel = 'info', destination?: { write(line: string): unknown }): Logger {
+export function createLogger(
+  name: string,
+  level: LogLevel = 'info',
+  destination?: { write(line: string): unknown },
+): Logger {
   const options = { level, base: { node: name }, timestamp: pino.stdTimeFunctions.isoTime };
   return destination ? pino(options, destination) : pino(options);
 }

@@ -10,7 +10,10 @@ export class ThroughputMeter {
   private readonly startedAtMs: number;
   private total = 0;
 
-  constructor(private readonly windowMs: number, private readonly now: () => number = Date.now) {
+  constructor(
+    private readonly windowMs: number,
+    private readonly now: () => number = Date.now,
+  ) {
     this.startedAtMs = now();
   }
 
@@ -48,7 +51,10 @@ export class DiskUsage {
   private measured = 0;
   private walking: Promise<void> | null = null;
 
-  constructor(private readonly dir: string, private readonly fileCountMax: number) {}
+  constructor(
+    private readonly dir: string,
+    private readonly fileCountMax: number,
+  ) {}
 
   get bytes(): number {
     return this.measured;
@@ -56,7 +62,16 @@ export class DiskUsage {
 
   /** refresh walks the tree unless a walk is already running; files vanishing meanwhile are skipped. */
   refresh(): Promise<void> {
-    this.walking ??= this.walk().then((bytes) => { this.measured = bytes; }, () => undefined).finally(() => { this.walking = null; });
+    this.walking ??= this.walk()
+      .then(
+        (bytes) => {
+          this.measured = bytes;
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        this.walking = null;
+      });
     return this.walking;
   }
 

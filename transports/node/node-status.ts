@@ -4,15 +4,25 @@ import { MemberRole, type EngineStatus } from '../../engine/types.js';
 import { memberById } from '../../engine/roster.js';
 import type { StatusResponse } from '../../proto/gen/svc/admin/v1/admin.js';
 
-const ROLE_NAMES: Record<number, string> = { [MemberRole.Voter]: 'voter', [MemberRole.Learner]: 'learner', [MemberRole.Removed]: 'removed' };
+const ROLE_NAMES: Record<number, string> = {
+  [MemberRole.Voter]: 'voter',
+  [MemberRole.Learner]: 'learner',
+  [MemberRole.Removed]: 'removed',
+};
 
 /**
  * AdminOnlyStatusField names the StatusResponse fields /status leaves out: the node's own heartbeat
  * measurements and addresses, the last heartbeat, and the two maps whose keys proto holds as numbers.
  */
 type AdminOnlyStatusField =
-  | 'versionMajorSpread' | 'signalThroughputEps' | 'diskBytes' | 'lastHeartbeat' | 'grpcAddr' | 'httpAddr'
-  | 'versionsSeen' | 'lagHighWaterSeq';
+  | 'versionMajorSpread'
+  | 'signalThroughputEps'
+  | 'diskBytes'
+  | 'lastHeartbeat'
+  | 'grpcAddr'
+  | 'httpAddr'
+  | 'versionsSeen'
+  | 'lagHighWaterSeq';
 
 /**
  * NodeStatusDocument is Admin.Status's StatusResponse (the one list of the fields, in admin.proto) less
@@ -27,15 +37,40 @@ export type NodeStatusDocument = Omit<StatusResponse, AdminOnlyStatusField> & {
   versionsSeen: Record<string, string>;
 };
 
-export function statusDocument(s: EngineStatus, extra: { failed: string; buildVersion: string; entityCount: number; compactedSeq: number }): NodeStatusDocument {
+export function statusDocument(
+  s: EngineStatus,
+  extra: { failed: string; buildVersion: string; entityCount: number; compactedSeq: number },
+): NodeStatusDocument {
   const leader = s.leaderId === 0 ? undefined : memberById(s.roster, s.leaderId);
   return {
-    id: s.id, name: s.name, role: s.role, term: s.term, leaderId: s.leaderId,
-    leaderGrpcAddr: leader?.grpcAddr ?? '', leaderHttpAddr: leader?.httpAddr ?? '',
-    durableLastSeq: s.durableSeq, lastSeq: s.lastSeq, commitSeq: s.commitSeq, appliedSeq: s.appliedSeq, snapshotSeq: s.snapshotSeq, compactedSeq: extra.compactedSeq,
-    ready: s.ready, healthy: isHealthy(s, extra.failed), halted: s.halted, reseed: s.reseed, removed: s.removed, failed: extra.failed,
-    buildVersion: extra.buildVersion, membershipVersion: s.roster.membershipVersion,
-    members: s.roster.members.map((m) => ({ id: m.id, name: m.name, grpcAddr: m.grpcAddr, httpAddr: m.httpAddr, role: ROLE_NAMES[m.role] ?? String(m.role) })),
+    id: s.id,
+    name: s.name,
+    role: s.role,
+    term: s.term,
+    leaderId: s.leaderId,
+    leaderGrpcAddr: leader?.grpcAddr ?? '',
+    leaderHttpAddr: leader?.httpAddr ?? '',
+    durableLastSeq: s.durableSeq,
+    lastSeq: s.lastSeq,
+    commitSeq: s.commitSeq,
+    appliedSeq: s.appliedSeq,
+    snapshotSeq: s.snapshotSeq,
+    compactedSeq: extra.compactedSeq,
+    ready: s.ready,
+    healthy: isHealthy(s, extra.failed),
+    halted: s.halted,
+    reseed: s.reseed,
+    removed: s.removed,
+    failed: extra.failed,
+    buildVersion: extra.buildVersion,
+    membershipVersion: s.roster.membershipVersion,
+    members: s.roster.members.map((m) => ({
+      id: m.id,
+      name: m.name,
+      grpcAddr: m.grpcAddr,
+      httpAddr: m.httpAddr,
+      role: ROLE_NAMES[m.role] ?? String(m.role),
+    })),
     lagGaugeByShard: Object.fromEntries(Object.entries(s.lagGaugeByShard).map(([k, v]) => [k, v])),
     versionsSeen: Object.fromEntries(Object.entries(s.versionsSeen).map(([k, v]) => [k, v])),
     entityCount: extra.entityCount,

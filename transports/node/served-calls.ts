@@ -40,10 +40,18 @@ export class ServedCalls implements PeerHandler {
     const sink = this.sinks.get(effect.callId);
     if (!sink || sink.closed) return;
     switch (effect.type) {
-      case 'reply': sink.reply(effect.response); return;
-      case 'replyError': sink.replyError(effect.status); return;
-      case 'streamChunk': sink.streamChunk(effect.chunk); return;
-      case 'streamEnd': sink.streamEnd(); return;
+      case 'reply':
+        sink.reply(effect.response);
+        return;
+      case 'replyError':
+        sink.replyError(effect.status);
+        return;
+      case 'streamChunk':
+        sink.streamChunk(effect.chunk);
+        return;
+      case 'streamEnd':
+        sink.streamEnd();
+        return;
       case 'serveSnapshot': {
         if (!effect.header.needed) {
           sink.serveSnapshot(effect.header, emptyFiles());
@@ -54,7 +62,8 @@ export class ServedCalls implements PeerHandler {
         else sink.serveSnapshot(effect.header, files);
         return;
       }
-      default: assertNever(effect);
+      default:
+        assertNever(effect);
     }
   }
 }

@@ -62,7 +62,9 @@ export class SnapshotTransfer {
   /** stage captures the state machine now; it must be called with appliedSeq = meta.seq. */
   stage(meta: SnapshotMeta): void {
     if (this.stateMachine.appliedSeq !== meta.seq) {
-      throw new Error(`stageSnapshot at seq ${meta.seq} while the state machine has applied ${this.stateMachine.appliedSeq}`);
+      throw new Error(
+        `stageSnapshot at seq ${meta.seq} while the state machine has applied ${this.stateMachine.appliedSeq}`,
+      );
     }
     const capture = this.stateMachine.capture();
     const { term, id } = this.driver.liveStatus();
@@ -74,9 +76,11 @@ export class SnapshotTransfer {
     this.fetching?.abort();
     const controller = new AbortController();
     this.fetching = controller;
-    this.track(this.runFetch(effect, controller).finally(() => {
-      if (this.fetching === controller) this.fetching = null;
-    }));
+    this.track(
+      this.runFetch(effect, controller).finally(() => {
+        if (this.fetching === controller) this.fetching = null;
+      }),
+    );
   }
 
   /** files serves the staged artifact at snapshotSeq, or says why it cannot. */
@@ -100,7 +104,12 @@ export class SnapshotTransfer {
     void work.finally(() => this.inflight.delete(work));
   }
 
-  private async encodeAndWrite(meta: SnapshotMeta, capture: ReturnType<SnapshotState['capture']>, term: number, leaderRegion: number): Promise<void> {
+  private async encodeAndWrite(
+    meta: SnapshotMeta,
+    capture: ReturnType<SnapshotState['capture']>,
+    term: number,
+    leaderRegion: number,
+  ): Promise<void> {
     let files: Array<{ path: string; bytes: Uint8Array }>;
     try {
       files = await capture.encode(nextTurn);
@@ -111,7 +120,13 @@ export class SnapshotTransfer {
     await this.writeStaged(meta, files, term, leaderRegion, 1);
   }
 
-  private async writeStaged(meta: SnapshotMeta, files: Array<{ path: string; bytes: Uint8Array }>, term: number, leaderRegion: number, attempt: number): Promise<void> {
+  private async writeStaged(
+    meta: SnapshotMeta,
+    files: Array<{ path: string; bytes: Uint8Array }>,
+    term: number,
+    leaderRegion: number,
+    attempt: number,
+  ): Promise<void> {
     const startedAt = performance.now();
     if (this.stopped) return;
     try {

@@ -1,9 +1,16 @@
 // pollLeaderStatus reads a leader's GET /status for the status-poll readiness path: its
 // durableLastSeq, or null when the leader does not answer in time or answers nonsense.
-export async function pollLeaderStatus(leaderHttpAddr: string, timeoutMs: number, bodyBytesMax: number): Promise<number | null> {
+export async function pollLeaderStatus(
+  leaderHttpAddr: string,
+  timeoutMs: number,
+  bodyBytesMax: number,
+): Promise<number | null> {
   let response: Response;
   try {
-    response = await fetch(new URL('/status', leaderHttpAddr), { signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
+    response = await fetch(new URL('/status', leaderHttpAddr), {
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: 'error',
+    });
   } catch {
     return null;
   }

@@ -19,8 +19,12 @@ export async function createBlake3Hasher(): Promise<Blake3Hasher> {
   const hasher: IHasher = await createBLAKE3();
   hasher.init();
   return {
-    update(bytes) { hasher.update(bytes); },
-    digest() { return hasher.digest('binary'); },
+    update(bytes) {
+      hasher.update(bytes);
+    },
+    digest() {
+      return hasher.digest('binary');
+    },
   };
 }
 
@@ -84,7 +88,11 @@ export class OffThreadBlake3 {
   private digestWaiter: { resolve(d: Uint8Array): void; reject(e: Error): void } | null = null;
 
   private constructor() {
-    this.worker = new Worker(HASH_WORKER_SOURCE, { eval: true, execArgv: [], workerData: { hashWasmPath: requireHere.resolve('hash-wasm') } });
+    this.worker = new Worker(HASH_WORKER_SOURCE, {
+      eval: true,
+      execArgv: [],
+      workerData: { hashWasmPath: requireHere.resolve('hash-wasm') },
+    });
     this.worker.on('message', (reply: WorkerReply) => {
       if (reply.t === 'ack') {
         this.inFlightBytes -= reply.bytes;

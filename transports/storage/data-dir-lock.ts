@@ -15,8 +15,13 @@ export const LOCK_FILE = 'LOCK';
 const LOCK_ATTEMPT_COUNT_MAX = 3;
 
 export class DataDirLockedError extends Error {
-  constructor(readonly dataDir: string, readonly ownerPid: number) {
-    super(`data directory ${dataDir} is in use by process ${ownerPid} (its ${LOCK_FILE} file); stop that node first, or remove ${LOCK_FILE} if that process is not a node`);
+  constructor(
+    readonly dataDir: string,
+    readonly ownerPid: number,
+  ) {
+    super(
+      `data directory ${dataDir} is in use by process ${ownerPid} (its ${LOCK_FILE} file); stop that node first, or remove ${LOCK_FILE} if that process is not a node`,
+    );
     this.name = 'DataDirLockedError';
   }
 }
@@ -26,7 +31,10 @@ export interface DataDirLock {
 }
 
 /** acquireDataDirLock takes the lock on dataDir (which must exist), or throws DataDirLockedError. */
-export async function acquireDataDirLock(dataDir: string, isAlive: (pid: number) => boolean = pidIsAlive): Promise<DataDirLock> {
+export async function acquireDataDirLock(
+  dataDir: string,
+  isAlive: (pid: number) => boolean = pidIsAlive,
+): Promise<DataDirLock> {
   const path = join(dataDir, LOCK_FILE);
   const token = randomUUID();
   for (let attempt = 1; attempt <= LOCK_ATTEMPT_COUNT_MAX; attempt++) {
@@ -44,7 +52,8 @@ export async function acquireDataDirLock(dataDir: string, isAlive: (pid: number)
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
     const ownerPid = await lockOwner(path);
-    if (ownerPid !== null && (ownerPid === process.pid || isAlive(ownerPid))) throw new DataDirLockedError(dataDir, ownerPid);
+    if (ownerPid !== null && (ownerPid === process.pid || isAlive(ownerPid)))
+      throw new DataDirLockedError(dataDir, ownerPid);
     // Stale (its process is gone) or unreadable (a crash while it was written): take it over.
     await rm(path, { force: true });
   }

@@ -53,10 +53,19 @@ export function writeAllSync(fd: number, bytes: Uint8Array, position: number): v
 }
 
 /** writeAll loops until every byte is written: a single write may be short. */
-export async function writeAll(handle: { write(b: Uint8Array, o: number, l: number, p?: number | null): Promise<{ bytesWritten: number }> }, bytes: Uint8Array, position: number | null = null): Promise<void> {
+export async function writeAll(
+  handle: { write(b: Uint8Array, o: number, l: number, p?: number | null): Promise<{ bytesWritten: number }> },
+  bytes: Uint8Array,
+  position: number | null = null,
+): Promise<void> {
   let offset = 0;
   while (offset < bytes.length) {
-    const { bytesWritten } = await handle.write(bytes, offset, bytes.length - offset, position === null ? null : position + offset);
+    const { bytesWritten } = await handle.write(
+      bytes,
+      offset,
+      bytes.length - offset,
+      position === null ? null : position + offset,
+    );
     if (bytesWritten <= 0) throw new Error(`write made no progress at byte ${offset} of ${bytes.length}`);
     offset += bytesWritten;
   }

@@ -20,7 +20,10 @@ export class HardStateStore {
   /** Saves run one at a time, in call order, so the file always ends at the newest state. */
   private chain: Promise<void> = Promise.resolve();
 
-  constructor(private readonly dataDir: string, private readonly limits: StorageLimits = DEFAULT_STORAGE_LIMITS) {}
+  constructor(
+    private readonly dataDir: string,
+    private readonly limits: StorageLimits = DEFAULT_STORAGE_LIMITS,
+  ) {}
 
   /** load reads the saved state; null means none was ever saved (a fresh node). */
   async load(): Promise<HardState | null> {
@@ -32,7 +35,9 @@ export class HardStateStore {
       throw err;
     }
     if (bytes.length > this.limits.hardStateBytesMax) {
-      throw new HardStateError(`${HARD_STATE_FILE} is ${bytes.length} bytes, above hardStateBytesMax (${this.limits.hardStateBytesMax})`);
+      throw new HardStateError(
+        `${HARD_STATE_FILE} is ${bytes.length} bytes, above hardStateBytesMax (${this.limits.hardStateBytesMax})`,
+      );
     }
     let parsed: unknown;
     try {
@@ -77,17 +82,26 @@ export function hardStateProblem(hs: unknown): string | null {
   for (const field of ['reseed', 'removed'] as const) {
     if (typeof hs[field] !== 'boolean') return `${field} must be a boolean`;
   }
-  if (hs.rosterBase !== null && rosterProblem(hs.rosterBase) !== null) return `rosterBase: ${rosterProblem(hs.rosterBase)}`;
+  if (hs.rosterBase !== null && rosterProblem(hs.rosterBase) !== null)
+    return `rosterBase: ${rosterProblem(hs.rosterBase)}`;
   return null;
 }
 
 /** rosterProblem checks a Roster's shape (its meaning is the engine's). */
 export function rosterProblem(roster: unknown): string | null {
   if (!isRecord(roster)) return 'not an object';
-  if (!isCount(roster.membershipVersion) || !isCount(roster.nextMemberId)) return 'membershipVersion and nextMemberId must be non-negative integers';
+  if (!isCount(roster.membershipVersion) || !isCount(roster.nextMemberId))
+    return 'membershipVersion and nextMemberId must be non-negative integers';
   if (!Array.isArray(roster.members)) return 'members must be an array';
   for (const m of roster.members as unknown[]) {
-    if (!isRecord(m) || !isCount(m.id) || !isCount(m.role) || typeof m.name !== 'string' || typeof m.grpcAddr !== 'string' || typeof m.httpAddr !== 'string') {
+    if (
+      !isRecord(m) ||
+      !isCount(m.id) ||
+      !isCount(m.role) ||
+      typeof m.name !== 'string' ||
+      typeof m.grpcAddr !== 'string' ||
+      typeof m.httpAddr !== 'string'
+    ) {
       return 'a member lacks id, name, grpcAddr, httpAddr or role';
     }
   }

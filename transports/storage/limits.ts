@@ -72,13 +72,18 @@ export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
 export function storageLimits(overrides: Partial<StorageLimits> = {}): StorageLimits {
   const limits = { ...DEFAULT_STORAGE_LIMITS, ...overrides };
   for (const [name, value] of Object.entries(limits)) {
-    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`storage limit ${name} must be a positive integer, got ${String(value)}`);
+    if (!Number.isSafeInteger(value) || value < 1)
+      throw new RangeError(`storage limit ${name} must be a positive integer, got ${String(value)}`);
   }
   if (limits.walRecordBytesMax > limits.walSegmentBytesMax) {
-    throw new RangeError(`walRecordBytesMax (${limits.walRecordBytesMax}) exceeds walSegmentBytesMax (${limits.walSegmentBytesMax})`);
+    throw new RangeError(
+      `walRecordBytesMax (${limits.walRecordBytesMax}) exceeds walSegmentBytesMax (${limits.walSegmentBytesMax})`,
+    );
   }
   if (limits.snapshotChunkBytes > limits.snapshotChunkBytesMax) {
-    throw new RangeError(`snapshotChunkBytes (${limits.snapshotChunkBytes}) exceeds snapshotChunkBytesMax (${limits.snapshotChunkBytesMax})`);
+    throw new RangeError(
+      `snapshotChunkBytes (${limits.snapshotChunkBytes}) exceeds snapshotChunkBytesMax (${limits.snapshotChunkBytesMax})`,
+    );
   }
   return limits;
 }

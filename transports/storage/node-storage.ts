@@ -55,16 +55,21 @@ export async function openNodeStorage(dataDir: string, overrides: Partial<Storag
   }
 }
 
-async function openLocked(dataDir: string, limits: StorageLimits, releaseLock: () => Promise<void>): Promise<NodeStorage> {
+async function openLocked(
+  dataDir: string,
+  limits: StorageLimits,
+  releaseLock: () => Promise<void>,
+): Promise<NodeStorage> {
   const hardStateStore = new HardStateStore(dataDir, limits);
   const savedHardState = await hardStateStore.load();
   const snapshots = await SnapshotStore.open(dataDir, limits);
   const opened = await Wal.open(join(dataDir, WAL_DIR), limits);
   const newest = snapshots.newest();
   const tail = entriesAfterSnapshot(opened.entries, newest?.meta ?? null);
-  const corruption = opened.corruption !== null
-    ? `WAL ${opened.corruption.segment} at byte ${opened.corruption.offset}: ${opened.corruption.reason}`
-    : tail.gap;
+  const corruption =
+    opened.corruption !== null
+      ? `WAL ${opened.corruption.segment} at byte ${opened.corruption.offset}: ${opened.corruption.reason}`
+      : tail.gap;
 
   const restored: RestoredState = {
     ...emptyRestoredState(),
@@ -101,16 +106,28 @@ async function openLocked(dataDir: string, limits: StorageLimits, releaseLock: (
  * holds the snapshot's seq with a different term, everything after it is another history and goes.
  * A log that resumes past snapshot.seq + 1 has lost entries: that is reported as a gap.
  */
-export function entriesAfterSnapshot(walEntries: Entry[], snapshot: SnapshotMeta | null): { entries: Entry[]; gap: string | null; droppedDivergentTail: boolean } {
+export function entriesAfterSnapshot(
+  walEntries: Entry[],
+  snapshot: SnapshotMeta | null,
+): { entries: Entry[]; gap: string | null; droppedDivergentTail: boolean } {
   const baseSeq = snapshot?.seq ?? 0;
   const first = walEntries[0];
-  if (snapshot !== null && first !== undefined && first.seq <= baseSeq && walEntries[walEntries.length - 1]!.seq >= baseSeq) {
+  if (
+    snapshot !== null &&
+    first !== undefined &&
+    first.seq <= baseSeq &&
+    walEntries[walEntries.length - 1]!.seq >= baseSeq
+  ) {
     const atBase = walEntries[baseSeq - first.seq]!;
     if (atBase.term !== snapshot.entryTerm) return { entries: [], gap: null, droppedDivergentTail: true };
   }
   const entries = walEntries.filter((e) => e.seq > baseSeq);
   if (entries.length > 0 && entries[0]!.seq !== baseSeq + 1) {
-    return { entries: [], gap: `the WAL resumes at seq ${entries[0]!.seq} but the snapshot ends at ${baseSeq}: entries between are missing`, droppedDivergentTail: false };
+    return {
+      entries: [],
+      gap: `the WAL resumes at seq ${entries[0]!.seq} but the snapshot ends at ${baseSeq}: entries between are missing`,
+      droppedDivergentTail: false,
+    };
   }
   return { entries, gap: null, droppedDivergentTail: false };
 }

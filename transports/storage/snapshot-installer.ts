@@ -14,15 +14,20 @@ import { META_FILE, pathListProblem, SnapshotError } from './snapshot-paths.js';
 export function headerProblem(header: SnapshotHeader, limits: StorageLimits): string | null {
   if (typeof header !== 'object' || header === null) return 'header is not an object';
   if (header.needed !== true) return 'header says no snapshot is needed';
-  if (!Number.isSafeInteger(header.snapshotSeq) || header.snapshotSeq < 1) return 'snapshot_seq must be a positive integer';
+  if (!Number.isSafeInteger(header.snapshotSeq) || header.snapshotSeq < 1)
+    return 'snapshot_seq must be a positive integer';
   if (!Number.isSafeInteger(header.term) || header.term < 0) return 'term must be a non-negative integer';
-  if (!Number.isSafeInteger(header.leaderRegion) || header.leaderRegion < 0) return 'leader_region must be a non-negative integer';
+  if (!Number.isSafeInteger(header.leaderRegion) || header.leaderRegion < 0)
+    return 'leader_region must be a non-negative integer';
   if (!Array.isArray(header.files)) return 'files must be a list';
-  if (header.files.length > limits.snapshotFileCountMax) return `header lists ${header.files.length} files, above snapshotFileCountMax (${limits.snapshotFileCountMax})`;
+  if (header.files.length > limits.snapshotFileCountMax)
+    return `header lists ${header.files.length} files, above snapshotFileCountMax (${limits.snapshotFileCountMax})`;
   for (const f of header.files) {
     if (typeof f !== 'object' || f === null) return 'a file entry is not an object';
-    if (!Number.isSafeInteger(f.size) || f.size < 0 || f.size > limits.snapshotFileBytesMax) return `${String(f.path)}: size must be 0..snapshotFileBytesMax`;
-    if (!(f.blake3 instanceof Uint8Array) || f.blake3.length !== BLAKE3_DIGEST_BYTES) return `${String(f.path)}: blake3 must be ${BLAKE3_DIGEST_BYTES} bytes`;
+    if (!Number.isSafeInteger(f.size) || f.size < 0 || f.size > limits.snapshotFileBytesMax)
+      return `${String(f.path)}: size must be 0..snapshotFileBytesMax`;
+    if (!(f.blake3 instanceof Uint8Array) || f.blake3.length !== BLAKE3_DIGEST_BYTES)
+      return `${String(f.path)}: blake3 must be ${BLAKE3_DIGEST_BYTES} bytes`;
   }
   const paths = header.files.map((f) => f.path);
   const pathIssue = pathListProblem(paths, limits.snapshotPathBytesMax);
@@ -58,7 +63,12 @@ async function syncBehind(file: OpenFile): Promise<void> {
   file.unsyncedBytes = 0;
   const syncing = file.handle.datasync();
   file.syncing = syncing;
-  syncing.then(() => { if (file.syncing === syncing) file.syncing = null; }, () => undefined); // failures surface through awaitSync
+  syncing.then(
+    () => {
+      if (file.syncing === syncing) file.syncing = null;
+    },
+    () => undefined,
+  ); // failures surface through awaitSync
 }
 
 /** awaitSync waits for the background fdatasync, rethrowing its failure. */
@@ -98,11 +108,19 @@ export async function receiveArtifactFiles(
   const hasherFor = async (size: number): Promise<FileHasher> => {
     if (size < limits.snapshotHashOffThreadBytesMin) {
       const inline = await createBlake3Hasher();
-      return { update: (b) => inline.update(b), settle: () => Promise.resolve(), digest: () => Promise.resolve(inline.digest()) };
+      return {
+        update: (b) => inline.update(b),
+        settle: () => Promise.resolve(),
+        digest: () => Promise.resolve(inline.digest()),
+      };
     }
     worker ??= OffThreadBlake3.start();
     const w = worker;
-    return { update: (b) => w.update(b), settle: () => w.waitInFlightAtMost(limits.snapshotHashAheadBytesMax), digest: () => w.digest() };
+    return {
+      update: (b) => w.update(b),
+      settle: () => w.waitInFlightAtMost(limits.snapshotHashAheadBytesMax),
+      digest: () => w.digest(),
+    };
   };
   const iterator = chunks[Symbol.asyncIterator]();
   try {
@@ -113,20 +131,34 @@ export async function receiveArtifactFiles(
       const problem = chunkShapeProblem(chunk, limits);
       if (problem !== null) throw new SnapshotError(problem);
       const file = files[index];
-      if (file === undefined) throw new SnapshotError(`extra chunk for ${JSON.stringify(chunk.path)} after the last listed file`);
+      if (file === undefined)
+        throw new SnapshotError(`extra chunk for ${JSON.stringify(chunk.path)} after the last listed file`);
       if (chunk.path !== file.path) {
-        throw new SnapshotError(known.has(chunk.path)
-          ? `chunk for ${JSON.stringify(chunk.path)} out of manifest order (expected ${JSON.stringify(file.path)})`
-          : `chunk for unknown path ${JSON.stringify(chunk.path)}`);
+        throw new SnapshotError(
+          known.has(chunk.path)
+            ? `chunk for ${JSON.stringify(chunk.path)} out of manifest order (expected ${JSON.stringify(file.path)})`
+            : `chunk for unknown path ${JSON.stringify(chunk.path)}`,
+        );
       }
       if (current === null) {
         const target = resolve(root, file.path);
-        if (!target.startsWith(root + sep)) throw new SnapshotError(`path ${JSON.stringify(file.path)} escapes the artifact`);
+        if (!target.startsWith(root + sep))
+          throw new SnapshotError(`path ${JSON.stringify(file.path)} escapes the artifact`);
         await makeDirsUnder(root, dirname(target), createdDirs);
-        current = { handle: await open(target, 'wx'), hasher: await hasherFor(file.size), written: 0, pending: [], pendingBytes: 0, syncing: null, unsyncedBytes: 0 };
+        current = {
+          handle: await open(target, 'wx'),
+          hasher: await hasherFor(file.size),
+          written: 0,
+          pending: [],
+          pendingBytes: 0,
+          syncing: null,
+          unsyncedBytes: 0,
+        };
       }
-      if (chunk.offset !== current.written) throw new SnapshotError(`${file.path}: chunk at offset ${chunk.offset}, expected ${current.written}`);
-      if (current.written + chunk.data.length > file.size) throw new SnapshotError(`${file.path}: more than its ${file.size} bytes`);
+      if (chunk.offset !== current.written)
+        throw new SnapshotError(`${file.path}: chunk at offset ${chunk.offset}, expected ${current.written}`);
+      if (current.written + chunk.data.length > file.size)
+        throw new SnapshotError(`${file.path}: more than its ${file.size} bytes`);
       // The write runs in the thread pool while this chunk is hashed and the next one arrives;
       // at most snapshotWriteAheadBytesMax are in flight, so a slow disk slows the stream.
       const done = writeAll(current.handle, chunk.data, current.written);
@@ -148,16 +180,24 @@ export async function receiveArtifactFiles(
       }
       await settleWrites(current);
       await awaitSync(current);
-      if (current.written !== file.size) throw new SnapshotError(`${file.path}: ended at ${current.written} bytes, the header says ${file.size}`);
+      if (current.written !== file.size)
+        throw new SnapshotError(`${file.path}: ended at ${current.written} bytes, the header says ${file.size}`);
       const digest = await current.hasher.digest();
-      if (toHex(digest) !== toHex(file.blake3)) throw new SnapshotError(`${file.path}: BLAKE3 mismatch (got ${toHex(digest)}, header ${toHex(file.blake3)})`);
+      if (toHex(digest) !== toHex(file.blake3))
+        throw new SnapshotError(`${file.path}: BLAKE3 mismatch (got ${toHex(digest)}, header ${toHex(file.blake3)})`);
       await current.handle.sync();
       await current.handle.close();
       current = null;
       index++;
     }
-    if (current !== null) throw new SnapshotError(`stream ended inside ${files[index]!.path} at ${current.written} of ${files[index]!.size} bytes`);
-    if (index < files.length) throw new SnapshotError(`stream ended before ${files.length - index} listed file(s), first ${JSON.stringify(files[index]!.path)}`);
+    if (current !== null)
+      throw new SnapshotError(
+        `stream ended inside ${files[index]!.path} at ${current.written} of ${files[index]!.size} bytes`,
+      );
+    if (index < files.length)
+      throw new SnapshotError(
+        `stream ended before ${files.length - index} listed file(s), first ${JSON.stringify(files[index]!.path)}`,
+      );
     return [...createdDirs];
   } catch (err) {
     // Stop the producer too (closes a gRPC stream or a file reader); not awaited, since a stalled
@@ -177,13 +217,14 @@ export async function receiveArtifactFiles(
 function chunkShapeProblem(chunk: SnapshotFileChunk, limits: StorageLimits): string | null {
   if (typeof chunk !== 'object' || chunk === null) return 'chunk is not an object';
   if (typeof chunk.path !== 'string') return 'chunk path must be a string';
-  if (!Number.isSafeInteger(chunk.offset) || chunk.offset < 0) return `${chunk.path}: chunk offset must be a non-negative integer`;
+  if (!Number.isSafeInteger(chunk.offset) || chunk.offset < 0)
+    return `${chunk.path}: chunk offset must be a non-negative integer`;
   if (!(chunk.data instanceof Uint8Array)) return `${chunk.path}: chunk data must be bytes`;
-  if (chunk.data.length > limits.snapshotChunkBytesMax) return `${chunk.path}: chunk of ${chunk.data.length} bytes, above snapshotChunkBytesMax (${limits.snapshotChunkBytesMax})`;
+  if (chunk.data.length > limits.snapshotChunkBytesMax)
+    return `${chunk.path}: chunk of ${chunk.data.length} bytes, above snapshotChunkBytesMax (${limits.snapshotChunkBytesMax})`;
   if (typeof chunk.last !== 'boolean') return `${chunk.path}: chunk last must be a boolean`;
   return null;
 }
-
 
 function nextOrAbort<T>(iterator: AsyncIterator<T>, signal: AbortSignal | undefined): Promise<IteratorResult<T>> {
   if (signal === undefined) return iterator.next();
@@ -192,8 +233,14 @@ function nextOrAbort<T>(iterator: AsyncIterator<T>, signal: AbortSignal | undefi
     const onAbort = (): void => reject(new SnapshotError(`install aborted: ${String(signal.reason)}`));
     signal.addEventListener('abort', onAbort, { once: true });
     iterator.next().then(
-      (r) => { signal.removeEventListener('abort', onAbort); resolvePromise(r); },
-      (e: unknown) => { signal.removeEventListener('abort', onAbort); reject(e instanceof Error ? e : new Error(String(e))); },
+      (r) => {
+        signal.removeEventListener('abort', onAbort);
+        resolvePromise(r);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
     );
   });
 }

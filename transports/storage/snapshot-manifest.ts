@@ -31,7 +31,11 @@ export interface Manifest {
 }
 
 /** headerOf is the SnapshotHeader that serves the artifact (needed=true, digests as bytes). */
-export function headerOf(manifest: Manifest, term = manifest.term, leaderRegion = manifest.leaderRegion): SnapshotHeader {
+export function headerOf(
+  manifest: Manifest,
+  term = manifest.term,
+  leaderRegion = manifest.leaderRegion,
+): SnapshotHeader {
   return {
     needed: true,
     snapshotSeq: manifest.seq,
@@ -93,11 +97,19 @@ function manifestProblem(value: unknown, limits: StorageLimits): string | null {
   for (const field of ['seq', 'entryTerm', 'term', 'leaderRegion'] as const) {
     if (!isCount(m[field])) return `${field} must be a non-negative integer`;
   }
-  if (!Array.isArray(m.files) || m.files.length > limits.snapshotFileCountMax) return 'files must be an array within snapshotFileCountMax';
+  if (!Array.isArray(m.files) || m.files.length > limits.snapshotFileCountMax)
+    return 'files must be an array within snapshotFileCountMax';
   for (const f of m.files as unknown[]) {
     const file = f as Record<string, unknown>;
-    if (typeof f !== 'object' || f === null || typeof file.path !== 'string' || !isCount(file.size)
-      || typeof file.blake3 !== 'string' || !/^[0-9a-f]+$/.test(file.blake3) || file.blake3.length !== 2 * BLAKE3_DIGEST_BYTES) {
+    if (
+      typeof f !== 'object' ||
+      f === null ||
+      typeof file.path !== 'string' ||
+      !isCount(file.size) ||
+      typeof file.blake3 !== 'string' ||
+      !/^[0-9a-f]+$/.test(file.blake3) ||
+      file.blake3.length !== 2 * BLAKE3_DIGEST_BYTES
+    ) {
       return 'a file entry lacks path, size or a 32-byte hex blake3';
     }
   }
@@ -110,7 +122,8 @@ function manifestProblem(value: unknown, limits: StorageLimits): string | null {
 
 async function readJson(path: string, limits: StorageLimits): Promise<unknown> {
   const bytes = await readFile(path);
-  if (bytes.length > limits.metaFileBytesMax) throw new SnapshotError(`${path} is ${bytes.length} bytes, above metaFileBytesMax`);
+  if (bytes.length > limits.metaFileBytesMax)
+    throw new SnapshotError(`${path} is ${bytes.length} bytes, above metaFileBytesMax`);
   try {
     return JSON.parse(bytes.toString('utf8'));
   } catch (err) {

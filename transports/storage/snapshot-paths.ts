@@ -15,7 +15,8 @@ export class SnapshotError extends Error {
 /** pathProblem says why `path` may not name a file in an artifact, null when it may. */
 export function pathProblem(path: unknown, pathBytesMax: number): string | null {
   if (typeof path !== 'string' || path.length === 0) return 'path must be a non-empty string';
-  if (Buffer.byteLength(path, 'utf8') > pathBytesMax) return `path is longer than snapshotPathBytesMax (${pathBytesMax} bytes)`;
+  if (Buffer.byteLength(path, 'utf8') > pathBytesMax)
+    return `path is longer than snapshotPathBytesMax (${pathBytesMax} bytes)`;
   if (path.includes('\0')) return 'path contains NUL';
   if (path.includes('\\')) return 'path contains a backslash';
   if (path.startsWith('/')) return 'path is absolute';

@@ -8,12 +8,17 @@ import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/repli
 import type { Manifest } from './snapshot-manifest.js';
 import { SnapshotError } from './snapshot-paths.js';
 
-export async function* readArtifactChunks(dir: string, manifest: Manifest, chunkBytes: number): AsyncGenerator<SnapshotFileChunk> {
+export async function* readArtifactChunks(
+  dir: string,
+  manifest: Manifest,
+  chunkBytes: number,
+): AsyncGenerator<SnapshotFileChunk> {
   for (const file of manifest.files) {
     const handle = await open(join(dir, file.path), 'r');
     try {
       const { size } = await handle.stat();
-      if (size !== file.size) throw new SnapshotError(`${file.path} is ${size} bytes on disk, the manifest says ${file.size}`);
+      if (size !== file.size)
+        throw new SnapshotError(`${file.path} is ${size} bytes on disk, the manifest says ${file.size}`);
       if (file.size === 0) {
         yield { path: file.path, offset: 0, data: Buffer.alloc(0), last: true };
         continue;
@@ -44,11 +49,17 @@ export async function* readArtifactChunks(dir: string, manifest: Manifest, chunk
   }
 }
 
-async function readExactly(handle: Awaited<ReturnType<typeof open>>, data: Buffer, position: number, path: string): Promise<void> {
+async function readExactly(
+  handle: Awaited<ReturnType<typeof open>>,
+  data: Buffer,
+  position: number,
+  path: string,
+): Promise<void> {
   let filled = 0;
   while (filled < data.length) {
     const { bytesRead } = await handle.read(data, filled, data.length - filled, position + filled);
-    if (bytesRead === 0) throw new SnapshotError(`${path} ended at byte ${position + filled}, before its manifest size`);
+    if (bytesRead === 0)
+      throw new SnapshotError(`${path} ended at byte ${position + filled}, before its manifest size`);
     filled += bytesRead;
   }
 }

@@ -17,8 +17,15 @@ import { fsyncDir, isNotFound, listDir, makeDirsUnder, removeTree, writeAll, wri
 import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from './limits.js';
 import { headerProblem, receiveArtifactFiles } from './snapshot-installer.js';
 import {
-  encodeJson, headerOf, manifestFromHeader, metaProblem, newManifest, readManifest, readMeta,
-  type Manifest, type ManifestFile,
+  encodeJson,
+  headerOf,
+  manifestFromHeader,
+  metaProblem,
+  newManifest,
+  readManifest,
+  readMeta,
+  type Manifest,
+  type ManifestFile,
 } from './snapshot-manifest.js';
 import { readArtifactChunks } from './snapshot-reader.js';
 import { MANIFEST_FILE, META_FILE, pathListProblem, SnapshotError } from './snapshot-paths.js';
@@ -37,9 +44,7 @@ export interface Artifact {
 }
 
 /** SnapshotFileSource is one state-machine file to stage: its bytes, or a file to copy them from. */
-export type SnapshotFileSource =
-  | { path: string; bytes: Uint8Array }
-  | { path: string; sourcePath: string };
+export type SnapshotFileSource = { path: string; bytes: Uint8Array } | { path: string; sourcePath: string };
 
 export interface StageOptions {
   /** term and leaderRegion fill the returned header (the stager's current term and member id). */
@@ -107,11 +112,15 @@ export class SnapshotStore {
       await mkdir(temp);
       try {
         const createdDirs = new Set<string>();
-        const manifestFiles: ManifestFile[] = [await this.writeStagedFile(temp, META_FILE, encodeJson(meta), createdDirs)];
+        const manifestFiles: ManifestFile[] = [
+          await this.writeStagedFile(temp, META_FILE, encodeJson(meta), createdDirs),
+        ];
         for (const file of files) {
-          manifestFiles.push('bytes' in file
-            ? await this.writeStagedFile(temp, file.path, file.bytes, createdDirs)
-            : await this.copyStagedFile(temp, file.path, file.sourcePath, createdDirs));
+          manifestFiles.push(
+            'bytes' in file
+              ? await this.writeStagedFile(temp, file.path, file.bytes, createdDirs)
+              : await this.copyStagedFile(temp, file.path, file.sourcePath, createdDirs),
+          );
         }
         const manifest = newManifest(meta, options.term, options.leaderRegion, manifestFiles);
         const artifact = await this.publish(temp, manifest, meta, [...createdDirs]);
@@ -129,7 +138,11 @@ export class SnapshotStore {
    * file, then swaps it into place. On any failure the temp directory is removed and the existing
    * artifacts are untouched. It resolves with the installed artifact (meta read from its meta.json).
    */
-  install(header: SnapshotHeader, chunks: AsyncIterable<SnapshotFileChunk>, options: { signal?: AbortSignal } = {}): Promise<Artifact> {
+  install(
+    header: SnapshotHeader,
+    chunks: AsyncIterable<SnapshotFileChunk>,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<Artifact> {
     return this.exclusive(async () => {
       const problem = headerProblem(header, this.limits);
       if (problem !== null) throw new SnapshotError(`bad snapshot header: ${problem}`);
@@ -137,7 +150,9 @@ export class SnapshotStore {
       await mkdir(temp);
       try {
         const createdDirs = await receiveArtifactFiles(temp, header, chunks, this.limits, options.signal);
-        const meta = await readMeta(temp, this.limits).catch((err: Error) => { throw new SnapshotError(`bad ${META_FILE}: ${err.message}`); });
+        const meta = await readMeta(temp, this.limits).catch((err: Error) => {
+          throw new SnapshotError(`bad ${META_FILE}: ${err.message}`);
+        });
         const metaProblem = snapshotMetaProblem(meta, header);
         if (metaProblem !== null) throw new SnapshotError(metaProblem);
         const artifact = await this.publish(temp, manifestFromHeader(header, meta.entryTerm), meta, createdDirs);
@@ -210,7 +225,12 @@ export class SnapshotStore {
   }
 
   /** publish writes the manifest, syncs every directory and renames the artifact into place. */
-  private async publish(temp: string, manifest: Manifest, meta: SnapshotMeta, createdDirs: string[]): Promise<Artifact> {
+  private async publish(
+    temp: string,
+    manifest: Manifest,
+    meta: SnapshotMeta,
+    createdDirs: string[],
+  ): Promise<Artifact> {
     await writeFileDurable(join(temp, MANIFEST_FILE), encodeJson(manifest));
     // Deepest first, so each directory's entry is durable in its (still unsynced) parent.
     for (const d of [...createdDirs].sort((a, b) => b.length - a.length)) await fsyncDir(d);
@@ -228,7 +248,12 @@ export class SnapshotStore {
     return artifact;
   }
 
-  private async writeStagedFile(temp: string, path: string, bytes: Uint8Array, createdDirs: Set<string>): Promise<ManifestFile> {
+  private async writeStagedFile(
+    temp: string,
+    path: string,
+    bytes: Uint8Array,
+    createdDirs: Set<string>,
+  ): Promise<ManifestFile> {
     const target = join(temp, path);
     await makeDirsUnder(temp, dirname(target), createdDirs);
     const hasher = await createBlake3Hasher();
@@ -238,7 +263,12 @@ export class SnapshotStore {
   }
 
   /** copyStagedFile streams a source file into the artifact, hashing the same buffers it writes. */
-  private async copyStagedFile(temp: string, path: string, sourcePath: string, createdDirs: Set<string>): Promise<ManifestFile> {
+  private async copyStagedFile(
+    temp: string,
+    path: string,
+    sourcePath: string,
+    createdDirs: Set<string>,
+  ): Promise<ManifestFile> {
     const target = join(temp, path);
     await makeDirsUnder(temp, dirname(target), createdDirs);
     const hasher = await createBlake3Hasher();
@@ -276,15 +306,20 @@ export class SnapshotStore {
 function checkStageInput(meta: SnapshotMeta, files: readonly SnapshotFileSource[], limits: StorageLimits): void {
   const problem = metaProblem(meta);
   if (problem !== null) throw new SnapshotError(`cannot stage: ${problem}`);
-  if (files.length + 1 > limits.snapshotFileCountMax) throw new SnapshotError(`cannot stage ${files.length} files: above snapshotFileCountMax (${limits.snapshotFileCountMax})`);
+  if (files.length + 1 > limits.snapshotFileCountMax)
+    throw new SnapshotError(
+      `cannot stage ${files.length} files: above snapshotFileCountMax (${limits.snapshotFileCountMax})`,
+    );
   const paths = files.map((f) => f.path);
-  if (paths.includes(META_FILE)) throw new SnapshotError(`cannot stage: ${META_FILE} is reserved for the snapshot's meta`);
+  if (paths.includes(META_FILE))
+    throw new SnapshotError(`cannot stage: ${META_FILE} is reserved for the snapshot's meta`);
   const pathIssue = pathListProblem([META_FILE, ...paths], limits.snapshotPathBytesMax);
   if (pathIssue !== null) throw new SnapshotError(`cannot stage: ${pathIssue}`);
   for (const file of files) {
     const hasBytes = 'bytes' in file && file.bytes instanceof Uint8Array;
     const hasSource = 'sourcePath' in file && typeof file.sourcePath === 'string';
-    if (hasBytes === hasSource) throw new SnapshotError(`cannot stage ${file.path}: give exactly one of bytes or sourcePath`);
+    if (hasBytes === hasSource)
+      throw new SnapshotError(`cannot stage ${file.path}: give exactly one of bytes or sourcePath`);
   }
 }
 
@@ -293,7 +328,9 @@ async function loadArtifact(dir: string, name: string, limits: StorageLimits): P
   const manifest = await readManifest(artifactDir, limits);
   const meta = await readMeta(artifactDir, limits);
   if (`${meta.seq}-${meta.entryTerm}` !== name || manifest.seq !== meta.seq || manifest.entryTerm !== meta.entryTerm) {
-    throw new Error(`name, manifest (${manifest.seq}-${manifest.entryTerm}) and meta (${meta.seq}-${meta.entryTerm}) disagree`);
+    throw new Error(
+      `name, manifest (${manifest.seq}-${manifest.entryTerm}) and meta (${meta.seq}-${meta.entryTerm}) disagree`,
+    );
   }
   return { name, dir: artifactDir, meta, manifest, header: headerOf(manifest) };
 }
@@ -306,7 +343,6 @@ function compareArtifacts(a: Artifact, b: Artifact): number {
 function sortNewestFirst(artifacts: Artifact[]): Artifact[] {
   return artifacts.sort(compareArtifacts);
 }
-
 
 async function exists(path: string): Promise<boolean> {
   try {

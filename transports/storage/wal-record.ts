@@ -19,13 +19,9 @@ export const RECORD_TYPE_TRUNCATE = 2;
 const ENTRY_BODY_FIXED_BYTES = 1 + 8 + 8 + 1;
 const TRUNCATE_BODY_BYTES = 1 + 8;
 
-export type WalRecord =
-  | { type: 'entry'; entry: Entry }
-  | { type: 'truncate'; fromSeq: number };
+export type WalRecord = { type: 'entry'; entry: Entry } | { type: 'truncate'; fromSeq: number };
 
-export type ParseResult =
-  | { ok: true; record: WalRecord; next: number }
-  | { ok: false; reason: string };
+export type ParseResult = { ok: true; record: WalRecord; next: number } | { ok: false; reason: string };
 
 /** entryRecordBytes is the encoded size of one entry record. */
 export function entryRecordBytes(dataBytes: number): number {
@@ -86,7 +82,8 @@ function sealRecord(bytes: Buffer, at: number, bodyBytes: number): number {
 export function parseRecord(bytes: Buffer, at: number, end: number, recordBytesMax: number): ParseResult {
   if (end - at < RECORD_HEADER_BYTES) return { ok: false, reason: 'record header cut short' };
   const bodyBytes = bytes.readUInt32BE(at + 4);
-  if (bodyBytes < 1 || RECORD_HEADER_BYTES + bodyBytes > recordBytesMax) return { ok: false, reason: `implausible record length ${bodyBytes}` };
+  if (bodyBytes < 1 || RECORD_HEADER_BYTES + bodyBytes > recordBytesMax)
+    return { ok: false, reason: `implausible record length ${bodyBytes}` };
   const next = at + RECORD_HEADER_BYTES + bodyBytes;
   if (next > end) return { ok: false, reason: 'record body cut short' };
   if (bytes.readUInt32BE(at) !== crc32c(bytes, at + 4, next)) return { ok: false, reason: 'record checksum mismatch' };
@@ -96,7 +93,8 @@ export function parseRecord(bytes: Buffer, at: number, end: number, recordBytesM
     if (bodyBytes < ENTRY_BODY_FIXED_BYTES) return { ok: false, reason: 'entry record too short' };
     const seq = readU64(bytes, bodyAt + 1);
     const term = readU64(bytes, bodyAt + 9);
-    if (Number.isNaN(seq) || Number.isNaN(term) || seq < 1) return { ok: false, reason: 'entry record seq or term out of range' };
+    if (Number.isNaN(seq) || Number.isNaN(term) || seq < 1)
+      return { ok: false, reason: 'entry record seq or term out of range' };
     const kind = bytes.readUInt8(bodyAt + 17);
     const data = new Uint8Array(bytes.subarray(bodyAt + ENTRY_BODY_FIXED_BYTES, next));
     return { ok: true, record: { type: 'entry', entry: { seq, term, kind, data } }, next };

@@ -1,6 +1,12 @@
 // scanSegment splits a segment file into good records and, at most, one bad spot. Whether a bad
 // spot is a torn tail (cut it) or corruption (report it) depends on what follows it.
-import { parseRecord, RECORD_HEADER_BYTES, RECORD_TYPE_ENTRY, RECORD_TYPE_TRUNCATE, type WalRecord } from './wal-record.js';
+import {
+  parseRecord,
+  RECORD_HEADER_BYTES,
+  RECORD_TYPE_ENTRY,
+  RECORD_TYPE_TRUNCATE,
+  type WalRecord,
+} from './wal-record.js';
 
 export interface ScannedRecord {
   record: WalRecord;
@@ -28,7 +34,11 @@ export function scanSegment(bytes: Buffer, recordBytesMax: number): SegmentScan 
   while (at < bytes.length) {
     const parsed = parseRecord(bytes, at, bytes.length, recordBytesMax);
     if (!parsed.ok) {
-      return { records, goodBytes: at, bad: { offset: at, reason: parsed.reason, validRecordAfter: hasValidRecordAfter(bytes, at, recordBytesMax) } };
+      return {
+        records,
+        goodBytes: at,
+        bad: { offset: at, reason: parsed.reason, validRecordAfter: hasValidRecordAfter(bytes, at, recordBytesMax) },
+      };
     }
     records.push({ record: parsed.record, end: parsed.next });
     at = parsed.next;

@@ -58,7 +58,10 @@ export interface WalStats {
 export type WalErrorCode = 'invalid-argument' | 'queue-full' | 'corrupt' | 'failed' | 'closed' | 'busy';
 
 export class WalError extends Error {
-  constructor(readonly code: WalErrorCode, message: string) {
+  constructor(
+    readonly code: WalErrorCode,
+    message: string,
+  ) {
     super(message);
     this.name = 'WalError';
   }
@@ -171,7 +174,12 @@ export class Wal {
         continue;
       }
       await truncateFile(path, scan.goodBytes);
-      tornTail = { segment: name, offset: scan.goodBytes, bytesCut: bytes.length - scan.goodBytes, reason: scan.bad.reason };
+      tornTail = {
+        segment: name,
+        offset: scan.goodBytes,
+        bytesCut: bytes.length - scan.goodBytes,
+        reason: scan.bad.reason,
+      };
     }
 
     let handle: FileHandle | null = null;
@@ -199,14 +207,20 @@ export class Wal {
     const truncateFromSeq = fromSeq === this.queuedLastSeq + 1 ? null : fromSeq;
     const encoded = encodeRecords(truncateFromSeq, entries);
     if (this.queuedBytes + encoded.bytes.length > this.limits.walQueuedBytesMax) {
-      throw new WalError('queue-full', `WAL queue holds ${this.queuedBytes} bytes; ${encoded.bytes.length} more would pass walQueuedBytesMax (${this.limits.walQueuedBytesMax})`);
+      throw new WalError(
+        'queue-full',
+        `WAL queue holds ${this.queuedBytes} bytes; ${encoded.bytes.length} more would pass walQueuedBytesMax (${this.limits.walQueuedBytesMax})`,
+      );
     }
     this.applyToTermRuns(fromSeq, entries);
     this.queuedLastSeq = entries.length > 0 ? entries[entries.length - 1]!.seq : fromSeq - 1;
     const point = { lastSeq: this.queuedLastSeq, lastTerm: this.termAt(this.queuedLastSeq) };
     let resolve!: (p: DurablePoint) => void;
     let reject!: (e: Error) => void;
-    const promise = new Promise<DurablePoint>((res, rej) => { resolve = res; reject = rej; });
+    const promise = new Promise<DurablePoint>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
     // Failures also reach onFailure listeners; a caller that drops this promise must not crash the process.
     promise.catch(() => undefined);
     this.queue.push({ encoded, truncateFromSeq, point, resolve, reject });
@@ -253,9 +267,15 @@ export class Wal {
    */
   compact(throughSeq: number): Promise<number> {
     if (!Number.isSafeInteger(throughSeq) || throughSeq < 0) {
-      return Promise.reject(new WalError('invalid-argument', `compact throughSeq must be a non-negative integer, got ${String(throughSeq)}`));
+      return Promise.reject(
+        new WalError(
+          'invalid-argument',
+          `compact throughSeq must be a non-negative integer, got ${String(throughSeq)}`,
+        ),
+      );
     }
-    if (this.corruption !== null) return Promise.reject(new WalError('corrupt', 'a corrupt WAL is not compacted; reset it'));
+    if (this.corruption !== null)
+      return Promise.reject(new WalError('corrupt', 'a corrupt WAL is not compacted; reset it'));
     const run = this.compaction.then(() => this.deleteSegmentsThrough(throughSeq));
     this.compaction = run.catch(() => undefined);
     return run;
@@ -267,8 +287,10 @@ export class Wal {
    */
   async reset(): Promise<void> {
     if (this.closed) throw new WalError('closed', 'WAL is closed');
-    if (this.failure !== null) throw new WalError('failed', `WAL failed earlier and cannot be reset: ${this.failure.message}`);
-    if (this.writing || this.queue.length > 0) throw new WalError('busy', 'WAL reset needs an idle log: await sync() first');
+    if (this.failure !== null)
+      throw new WalError('failed', `WAL failed earlier and cannot be reset: ${this.failure.message}`);
+    if (this.writing || this.queue.length > 0)
+      throw new WalError('busy', 'WAL reset needs an idle log: await sync() first');
     await this.compaction;
     await this.handle?.close();
     this.handle = null;
@@ -302,7 +324,11 @@ export class Wal {
   private checkWritable(): void {
     if (this.closed) throw new WalError('closed', 'WAL is closed');
     if (this.failure !== null) throw new WalError('failed', `WAL failed earlier: ${this.failure.message}`);
-    if (this.corruption !== null) throw new WalError('corrupt', `WAL is corrupt (${this.corruption.reason} in ${this.corruption.segment} at ${this.corruption.offset}); reset it first`);
+    if (this.corruption !== null)
+      throw new WalError(
+        'corrupt',
+        `WAL is corrupt (${this.corruption.reason} in ${this.corruption.segment} at ${this.corruption.offset}); reset it first`,
+      );
   }
 
   private kick(): void {
@@ -362,7 +388,10 @@ export class Wal {
       pendingBytes = 0;
     };
     const note = (segment: Segment, seq: number): void => {
-      if (seq > 0) settle.push(() => { segment.liveMaxSeq = Math.max(segment.liveMaxSeq, seq); });
+      if (seq > 0)
+        settle.push(() => {
+          segment.liveMaxSeq = Math.max(segment.liveMaxSeq, seq);
+        });
     };
 
     for (const append of batch) {
@@ -433,7 +462,8 @@ export class Wal {
 
   private applyToTermRuns(fromSeq: number, entries: readonly Entry[]): void {
     if (fromSeq > this.queuedLastSeq + 1) this.termRuns = [];
-    while (this.termRuns.length > 0 && this.termRuns[this.termRuns.length - 1]!.startSeq >= fromSeq) this.termRuns.pop();
+    while (this.termRuns.length > 0 && this.termRuns[this.termRuns.length - 1]!.startSeq >= fromSeq)
+      this.termRuns.pop();
     for (const e of entries) {
       const last = this.termRuns[this.termRuns.length - 1];
       if (last === undefined || last.term !== e.term) this.termRuns.push({ startSeq: e.seq, term: e.term });
@@ -449,16 +479,27 @@ export class Wal {
 }
 
 function checkAppend(fromSeq: number, entries: readonly Entry[], limits: StorageLimits): void {
-  if (!Number.isSafeInteger(fromSeq) || fromSeq < 1) throw new WalError('invalid-argument', `append fromSeq must be a positive integer, got ${String(fromSeq)}`);
+  if (!Number.isSafeInteger(fromSeq) || fromSeq < 1)
+    throw new WalError('invalid-argument', `append fromSeq must be a positive integer, got ${String(fromSeq)}`);
   if (!Array.isArray(entries)) throw new WalError('invalid-argument', 'append entries must be an array');
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i]!;
-    if (e.seq !== fromSeq + i) throw new WalError('invalid-argument', `append entry ${i} has seq ${String(e.seq)}, expected ${fromSeq + i} (entries start at fromSeq, contiguous)`);
-    if (!Number.isSafeInteger(e.term) || e.term < 0) throw new WalError('invalid-argument', `entry ${e.seq} has a bad term ${String(e.term)}`);
-    if (!Number.isInteger(e.kind) || e.kind < 0 || e.kind > 255) throw new WalError('invalid-argument', `entry ${e.seq} has a bad kind ${String(e.kind)}`);
-    if (!(e.data instanceof Uint8Array)) throw new WalError('invalid-argument', `entry ${e.seq} data must be a Uint8Array`);
+    if (e.seq !== fromSeq + i)
+      throw new WalError(
+        'invalid-argument',
+        `append entry ${i} has seq ${String(e.seq)}, expected ${fromSeq + i} (entries start at fromSeq, contiguous)`,
+      );
+    if (!Number.isSafeInteger(e.term) || e.term < 0)
+      throw new WalError('invalid-argument', `entry ${e.seq} has a bad term ${String(e.term)}`);
+    if (!Number.isInteger(e.kind) || e.kind < 0 || e.kind > 255)
+      throw new WalError('invalid-argument', `entry ${e.seq} has a bad kind ${String(e.kind)}`);
+    if (!(e.data instanceof Uint8Array))
+      throw new WalError('invalid-argument', `entry ${e.seq} data must be a Uint8Array`);
     if (entryRecordBytes(e.data.length) > limits.walRecordBytesMax) {
-      throw new WalError('invalid-argument', `entry ${e.seq} needs a ${entryRecordBytes(e.data.length)}-byte record, above walRecordBytesMax (${limits.walRecordBytesMax})`);
+      throw new WalError(
+        'invalid-argument',
+        `entry ${e.seq} needs a ${entryRecordBytes(e.data.length)}-byte record, above walRecordBytesMax (${limits.walRecordBytesMax})`,
+      );
     }
   }
 }
@@ -505,6 +546,8 @@ function callListener(call: () => void): void {
     call();
   } catch (err) {
     // A listener's bug is the listener's: surface it like any uncaught callback error, not as a WAL failure.
-    queueMicrotask(() => { throw err; });
+    queueMicrotask(() => {
+      throw err;
+    });
   }
 }

@@ -9,7 +9,11 @@ import * as grpc from '@grpc/grpc-js';
 import { TRAILER_LEADER, UnaryCallError, type CallErrorOf } from '../grpc/unary-call.js';
 
 /** Failure is a request's non-OK answer: a gRPC status code, details and, from a non-leader, the leader's address. */
-export interface Failure { code: grpc.status; details: string; leaderHint: string }
+export interface Failure {
+  code: grpc.status;
+  details: string;
+  leaderHint: string;
+}
 
 /** Answered is a decoded answer: its request id, and the answer or the request's failure. */
 export type Answered<Answer> = { requestId: number; answer: Answer } | { requestId: number; failure: Failure };
@@ -60,13 +64,21 @@ export class RequestStreamServer<Request, Answer> {
         decoded = options.decode(bytes);
       } catch (err) {
         finish();
-        call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: `malformed ${options.method} request: ${String(err)}` });
+        call.emit('error', {
+          code: grpc.status.INVALID_ARGUMENT,
+          details: `malformed ${options.method} request: ${String(err)}`,
+        });
         return;
       }
       const { requestId, request } = decoded;
       if (openRequests >= options.openRequestCountMax) {
-        send(options.encodeFailure(requestId, { code: grpc.status.RESOURCE_EXHAUSTED, leaderHint: '',
-          details: `${openRequests} requests open on this ${options.method} call, at its limit of ${options.openRequestCountMax}` }));
+        send(
+          options.encodeFailure(requestId, {
+            code: grpc.status.RESOURCE_EXHAUSTED,
+            leaderHint: '',
+            details: `${openRequests} requests open on this ${options.method} call, at its limit of ${options.openRequestCountMax}`,
+          }),
+        );
         return;
       }
       openRequests++;
@@ -76,17 +88,29 @@ export class RequestStreamServer<Request, Answer> {
       } catch (err) {
         answered = Promise.reject(err);
       }
-      answered.then(
-        (answer) => send(options.encodeAnswer(requestId, answer)),
-        (err: unknown) => {
-          if (err instanceof UnaryCallError) {
-            send(options.encodeFailure(requestId, { code: err.code, details: err.details, leaderHint: err.leaderHint }));
-            return;
-          }
-          options.onWarning?.(`Store ${options.method} request failed: ${String(err)}`);
-          send(options.encodeFailure(requestId, { code: grpc.status.INTERNAL, details: 'store handler failed', leaderHint: '' }));
-        },
-      ).finally(() => { openRequests--; });
+      answered
+        .then(
+          (answer) => send(options.encodeAnswer(requestId, answer)),
+          (err: unknown) => {
+            if (err instanceof UnaryCallError) {
+              send(
+                options.encodeFailure(requestId, { code: err.code, details: err.details, leaderHint: err.leaderHint }),
+              );
+              return;
+            }
+            options.onWarning?.(`Store ${options.method} request failed: ${String(err)}`);
+            send(
+              options.encodeFailure(requestId, {
+                code: grpc.status.INTERNAL,
+                details: 'store handler failed',
+                leaderHint: '',
+              }),
+            );
+          },
+        )
+        .finally(() => {
+          openRequests--;
+        });
     });
     call.on('end', () => {
       if (ended) return;
@@ -180,8 +204,12 @@ export class RequestStreamClient<Request, Answer> {
     this.call = call;
     this.callsOpened++;
     call.on('data', (bytes: Buffer) => this.onAnswer(call, bytes));
-    call.on('error', (err: grpc.ServiceError) => this.onCallEnded(call, { code: err.code, details: err.details, leaderHint: leaderHintOf(err.metadata) }));
-    call.on('end', () => this.onCallEnded(call, { code: grpc.status.UNAVAILABLE, details: 'the leader ended the stream', leaderHint: '' }));
+    call.on('error', (err: grpc.ServiceError) =>
+      this.onCallEnded(call, { code: err.code, details: err.details, leaderHint: leaderHintOf(err.metadata) }),
+    );
+    call.on('end', () =>
+      this.onCallEnded(call, { code: grpc.status.UNAVAILABLE, details: 'the leader ended the stream', leaderHint: '' }),
+    );
     return call;
   }
 
@@ -199,7 +227,10 @@ export class RequestStreamClient<Request, Answer> {
     this.open.delete(answered.requestId);
     clearTimeout(pending.timer);
     if ('answer' in answered) pending.resolve(answered.answer);
-    else pending.reject(this.options.errorOf(answered.failure.code, answered.failure.details, answered.failure.leaderHint));
+    else
+      pending.reject(
+        this.options.errorOf(answered.failure.code, answered.failure.details, answered.failure.leaderHint),
+      );
     this.idleWhenDone();
   }
 

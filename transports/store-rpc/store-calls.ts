@@ -9,10 +9,17 @@ export { TRAILER_LEADER };
 export class StoreCallError extends UnaryCallError {}
 
 /** ReadIndexAnswer is what a leader answers a read-index request with. */
-export interface ReadIndexAnswer { commitSeq: number; term: number }
+export interface ReadIndexAnswer {
+  commitSeq: number;
+  term: number;
+}
 
 /** GetAnswer is what a member answers a Get with: found false (value_json '', version 0) for a missing key. */
-export interface GetAnswer { found: boolean; valueJson: string; version: number }
+export interface GetAnswer {
+  found: boolean;
+  valueJson: string;
+  version: number;
+}
 
 export const STORE_METHODS = {
   propose: pb.StoreService.propose.path,

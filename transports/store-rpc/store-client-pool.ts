@@ -32,10 +32,12 @@ interface QueuedProposal {
 /** UINT32_MAX bounds the timeout_ms fields. */
 const UINT32_MAX = 0xffff_ffff;
 
-const errorOf = (code: grpc.status, details: string, leaderHint: string): StoreCallError => new StoreCallError(code, details, leaderHint);
+const errorOf = (code: grpc.status, details: string, leaderHint: string): StoreCallError =>
+  new StoreCallError(code, details, leaderHint);
 
 /** timeoutMsOf is what is left of a deadline, as a timeout_ms field (at least 1). */
-const timeoutMsOf = (deadlineAt: number, now: number): number => Math.min(UINT32_MAX, Math.max(1, Math.ceil(deadlineAt - now)));
+const timeoutMsOf = (deadlineAt: number, now: number): number =>
+  Math.min(UINT32_MAX, Math.max(1, Math.ceil(deadlineAt - now)));
 
 /**
  * StoreClientPool keeps one channel per leader address and runs Store calls under a deadline.
@@ -62,13 +64,24 @@ export class StoreClientPool {
    * `propose` and `proposeBatch` calls, `proposeStream` requests, `readIndex` requests by either transport and,
    * of those, `readIndexUnary` calls.
    */
-  readonly callCounts = { propose: 0, proposeBatch: 0, proposeStream: 0, readIndex: 0, readIndexUnary: 0, get: 0, getUnary: 0 };
+  readonly callCounts = {
+    propose: 0,
+    proposeBatch: 0,
+    proposeStream: 0,
+    readIndex: 0,
+    readIndexUnary: 0,
+    get: 0,
+    getUnary: 0,
+  };
 
   constructor(options: StoreClientPoolOptions) {
     this.batchCountMax = options.proposeBatchCountMax ?? DEFAULT_PROPOSE_BATCH_COUNT_MAX;
     this.overStreams = options.overStreams ?? true;
     this.channels = new UnaryChannels({
-      credentials: options.credentials, channelOptions: options.channelOptions, poolName: 'store client pool', errorOf,
+      credentials: options.credentials,
+      channelOptions: options.channelOptions,
+      poolName: 'store client pool',
+      errorOf,
     });
     const idleMs = options.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
     this.readIndexStreams = new StreamsByAddress(this.channels, STORE_METHODS.readIndexStream, idleMs, {
@@ -94,7 +107,10 @@ export class StoreClientPool {
     this.proposeStreams = new StreamsByAddress(this.channels, STORE_METHODS.proposeStream, idleMs, {
       encode: (requestId, queue) => {
         const now = Date.now();
-        return pb.ProposeStreamRequest.encode({ requestId, items: queue.map((p) => ({ command: p.command, timeoutMs: timeoutMsOf(p.deadlineAt, now) })) }).finish();
+        return pb.ProposeStreamRequest.encode({
+          requestId,
+          items: queue.map((p) => ({ command: p.command, timeoutMs: timeoutMsOf(p.deadlineAt, now) })),
+        }).finish();
       },
       decode: (bytes) => {
         const r = pb.ProposeStreamResponse.decode(bytes);
@@ -143,7 +159,12 @@ export class StoreClientPool {
 
   private async getUnary(to: string, key: string, deadlineAt: number): Promise<GetAnswer> {
     this.callCounts.getUnary++;
-    const bytes = await this.channels.call(to, STORE_METHODS.get, Buffer.from(pb.GetRequest.encode({ key }).finish()), deadlineAt);
+    const bytes = await this.channels.call(
+      to,
+      STORE_METHODS.get,
+      Buffer.from(pb.GetRequest.encode({ key }).finish()),
+      deadlineAt,
+    );
     try {
       return pb.GetResponse.decode(bytes);
     } catch (err) {
@@ -182,7 +203,9 @@ export class StoreClientPool {
     this.callCounts.proposeStream++;
     this.proposeStreams.ask(to, queue, Math.max(...queue.map((p) => p.deadlineAt))).then(
       (answers) => settle(to, 'ProposeStreamResponse', queue, answers),
-      (err: unknown) => { for (const p of queue) p.reject(err instanceof Error ? err : new Error(String(err))); },
+      (err: unknown) => {
+        for (const p of queue) p.reject(err instanceof Error ? err : new Error(String(err)));
+      },
     );
   }
 
@@ -196,27 +219,37 @@ export class StoreClientPool {
     const callDeadlineAt = Math.max(...queue.map((p) => p.deadlineAt));
     const items = queue.map((p) => ({ command: p.command, timeoutMs: timeoutMsOf(p.deadlineAt, now) }));
     this.callCounts.proposeBatch++;
-    this.channels.call(to, STORE_METHODS.proposeBatch, Buffer.from(pb.ProposeBatchRequest.encode({ items }).finish()), callDeadlineAt).then(
-      (bytes) => {
-        let answers: pb.ProposeItemAnswer[];
-        try {
-          answers = pb.ProposeBatchResponse.decode(bytes).answers;
-        } catch (err) {
-          const failure = new StoreCallError(grpc.status.INTERNAL, `malformed ProposeBatchResponse from ${to}: ${String(err)}`);
-          for (const p of queue) p.reject(failure);
-          return;
-        }
-        settle(to, 'ProposeBatchResponse', queue, answers);
-      },
-      (err: unknown) => {
-        if (err instanceof StoreCallError && err.code === grpc.status.UNIMPLEMENTED) {
-          this.batchUnsupported.add(to);
-          this.proposeEachAlone(to, queue);
-          return;
-        }
-        for (const p of queue) p.reject(err instanceof Error ? err : new Error(String(err)));
-      },
-    );
+    this.channels
+      .call(
+        to,
+        STORE_METHODS.proposeBatch,
+        Buffer.from(pb.ProposeBatchRequest.encode({ items }).finish()),
+        callDeadlineAt,
+      )
+      .then(
+        (bytes) => {
+          let answers: pb.ProposeItemAnswer[];
+          try {
+            answers = pb.ProposeBatchResponse.decode(bytes).answers;
+          } catch (err) {
+            const failure = new StoreCallError(
+              grpc.status.INTERNAL,
+              `malformed ProposeBatchResponse from ${to}: ${String(err)}`,
+            );
+            for (const p of queue) p.reject(failure);
+            return;
+          }
+          settle(to, 'ProposeBatchResponse', queue, answers);
+        },
+        (err: unknown) => {
+          if (err instanceof StoreCallError && err.code === grpc.status.UNIMPLEMENTED) {
+            this.batchUnsupported.add(to);
+            this.proposeEachAlone(to, queue);
+            return;
+          }
+          for (const p of queue) p.reject(err instanceof Error ? err : new Error(String(err)));
+        },
+      );
   }
 
   private proposeEachAlone(to: string, queue: QueuedProposal[]): void {
@@ -225,7 +258,12 @@ export class StoreClientPool {
 
   private async proposeOne(to: string, command: Uint8Array, deadlineAt: number): Promise<ProposeAnswer> {
     this.callCounts.propose++;
-    const bytes = await this.channels.call(to, STORE_METHODS.propose, Buffer.from(pb.ProposeRequest.encode({ command }).finish()), deadlineAt);
+    const bytes = await this.channels.call(
+      to,
+      STORE_METHODS.propose,
+      Buffer.from(pb.ProposeRequest.encode({ command }).finish()),
+      deadlineAt,
+    );
     let response: pb.ProposeResponse;
     try {
       response = pb.ProposeResponse.decode(bytes);
@@ -237,7 +275,12 @@ export class StoreClientPool {
 
   private async readIndexUnary(to: string, deadlineAt: number): Promise<ReadIndexAnswer> {
     this.callCounts.readIndexUnary++;
-    const bytes = await this.channels.call(to, STORE_METHODS.readIndex, Buffer.from(pb.ReadIndexRequest.encode({}).finish()), deadlineAt);
+    const bytes = await this.channels.call(
+      to,
+      STORE_METHODS.readIndex,
+      Buffer.from(pb.ReadIndexRequest.encode({}).finish()),
+      deadlineAt,
+    );
     try {
       return pb.ReadIndexResponse.decode(bytes);
     } catch (err) {
@@ -247,9 +290,17 @@ export class StoreClientPool {
 }
 
 /** settle answers each queued proposal with its own answer, in order; a wrong count fails them all. */
-function settle(to: string, what: string, queue: readonly QueuedProposal[], answers: readonly pb.ProposeItemAnswer[]): void {
+function settle(
+  to: string,
+  what: string,
+  queue: readonly QueuedProposal[],
+  answers: readonly pb.ProposeItemAnswer[],
+): void {
   if (answers.length !== queue.length) {
-    const failure = new StoreCallError(grpc.status.INTERNAL, `${what} from ${to} has ${answers.length} answers for ${queue.length} commands`);
+    const failure = new StoreCallError(
+      grpc.status.INTERNAL,
+      `${what} from ${to} has ${answers.length} answers for ${queue.length} commands`,
+    );
     for (const p of queue) p.reject(failure);
     return;
   }
@@ -261,9 +312,14 @@ function settle(to: string, what: string, queue: readonly QueuedProposal[], answ
 }
 
 /** answered reads a stream answer's status: OK with the answer, or the request's failure. */
-function answered<Answer>(response: { requestId: number; statusCode: number; details: string; leaderHint: string }, answer: Answer): Answered<Answer> {
+function answered<Answer>(
+  response: { requestId: number; statusCode: number; details: string; leaderHint: string },
+  answer: Answer,
+): Answered<Answer> {
   const { requestId, statusCode, details, leaderHint } = response;
-  return statusCode === grpc.status.OK ? { requestId, answer } : { requestId, failure: { code: statusCode, details, leaderHint } };
+  return statusCode === grpc.status.OK
+    ? { requestId, answer }
+    : { requestId, failure: { code: statusCode, details, leaderHint } };
 }
 
 interface StreamCodec<Request, Answer> {
@@ -280,8 +336,12 @@ class StreamsByAddress<Request, Answer> {
   /** dropped counts the calls opened by clients since dropped (an address found without the method), so callsOpened never goes down. */
   private dropped = 0;
 
-  constructor(private readonly channels: UnaryChannels, private readonly path: string, private readonly idleMs: number,
-    private readonly codec: StreamCodec<Request, Answer>) {}
+  constructor(
+    private readonly channels: UnaryChannels,
+    private readonly path: string,
+    private readonly idleMs: number,
+    private readonly codec: StreamCodec<Request, Answer>,
+  ) {}
 
   supported(to: string): boolean {
     return !this.unsupported.has(to);
@@ -292,7 +352,10 @@ class StreamsByAddress<Request, Answer> {
     if (!client) {
       client = new RequestStreamClient<Request, Answer>({
         open: () => this.channels.openStream(to, this.path),
-        encode: this.codec.encode, decode: this.codec.decode, errorOf, idleMs: this.idleMs,
+        encode: this.codec.encode,
+        decode: this.codec.decode,
+        errorOf,
+        idleMs: this.idleMs,
         onUnimplemented: (requests) => {
           this.unsupported.add(to);
           const gone = this.clients.get(to);

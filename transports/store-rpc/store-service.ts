@@ -44,8 +44,13 @@ export function storeServiceDefinition(): grpc.ServiceDefinition {
   for (const [name, path] of Object.entries(STORE_METHODS)) {
     const streaming = STREAMING_METHODS.has(name);
     definition[name] = {
-      path, requestStream: streaming, responseStream: streaming,
-      requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity,
+      path,
+      requestStream: streaming,
+      responseStream: streaming,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
     };
   }
   return definition;
@@ -61,7 +66,10 @@ export interface StoreService {
 }
 
 export function storeService(options: StoreServiceOptions): StoreService {
-  const common = { openRequestCountMax: options.streamOpenRequestCountMax, ...(options.onWarning ? { onWarning: options.onWarning } : {}) };
+  const common = {
+    openRequestCountMax: options.streamOpenRequestCountMax,
+    ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+  };
   const readIndexStreams = new RequestStreamServer<number, ReadIndexAnswer>({
     ...common,
     method: 'ReadIndexStream',
@@ -70,11 +78,27 @@ export function storeService(options: StoreServiceOptions): StoreService {
       return { requestId: request.requestId, request: request.timeoutMs };
     },
     handle: (timeoutMs, arrivedAt) =>
-      options.handler.readIndex(arrivedAt + (timeoutMs > 0 ? Math.min(timeoutMs, options.callDeadlineMs) : options.callDeadlineMs)),
+      options.handler.readIndex(
+        arrivedAt + (timeoutMs > 0 ? Math.min(timeoutMs, options.callDeadlineMs) : options.callDeadlineMs),
+      ),
     encodeAnswer: (requestId, { commitSeq, term }) =>
-      pb.ReadIndexStreamResponse.encode({ requestId, statusCode: grpc.status.OK, details: '', leaderHint: '', commitSeq, term }).finish(),
+      pb.ReadIndexStreamResponse.encode({
+        requestId,
+        statusCode: grpc.status.OK,
+        details: '',
+        leaderHint: '',
+        commitSeq,
+        term,
+      }).finish(),
     encodeFailure: (requestId, failure: Failure) =>
-      pb.ReadIndexStreamResponse.encode({ requestId, statusCode: failure.code, details: failure.details, leaderHint: failure.leaderHint, commitSeq: 0, term: 0 }).finish(),
+      pb.ReadIndexStreamResponse.encode({
+        requestId,
+        statusCode: failure.code,
+        details: failure.details,
+        leaderHint: failure.leaderHint,
+        commitSeq: 0,
+        term: 0,
+      }).finish(),
   });
   const proposeStreams = new RequestStreamServer<pb.ProposeItem[], pb.ProposeItemAnswer[]>({
     ...common,
@@ -85,12 +109,26 @@ export function storeService(options: StoreServiceOptions): StoreService {
     },
     handle: (items, arrivedAt) => {
       const refusal = batchRefusal(items, options);
-      return refusal ? Promise.reject(refusal) : proposeItems(items, arrivedAt, arrivedAt + options.callDeadlineMs, options);
+      return refusal
+        ? Promise.reject(refusal)
+        : proposeItems(items, arrivedAt, arrivedAt + options.callDeadlineMs, options);
     },
     encodeAnswer: (requestId, answers) =>
-      pb.ProposeStreamResponse.encode({ requestId, statusCode: grpc.status.OK, details: '', leaderHint: '', answers }).finish(),
+      pb.ProposeStreamResponse.encode({
+        requestId,
+        statusCode: grpc.status.OK,
+        details: '',
+        leaderHint: '',
+        answers,
+      }).finish(),
     encodeFailure: (requestId, failure) =>
-      pb.ProposeStreamResponse.encode({ requestId, statusCode: failure.code, details: failure.details, leaderHint: failure.leaderHint, answers: [] }).finish(),
+      pb.ProposeStreamResponse.encode({
+        requestId,
+        statusCode: failure.code,
+        details: failure.details,
+        leaderHint: failure.leaderHint,
+        answers: [],
+      }).finish(),
   });
   const getStreams = new RequestStreamServer<{ key: string; timeoutMs: number }, GetAnswer>({
     ...common,
@@ -100,14 +138,38 @@ export function storeService(options: StoreServiceOptions): StoreService {
       return { requestId: request.requestId, request: { key: request.key, timeoutMs: request.timeoutMs } };
     },
     handle: ({ key, timeoutMs }, arrivedAt) =>
-      options.handler.get(key, arrivedAt + (timeoutMs > 0 ? Math.min(timeoutMs, options.callDeadlineMs) : options.callDeadlineMs)),
+      options.handler.get(
+        key,
+        arrivedAt + (timeoutMs > 0 ? Math.min(timeoutMs, options.callDeadlineMs) : options.callDeadlineMs),
+      ),
     encodeAnswer: (requestId, { found, valueJson, version }) =>
-      pb.GetStreamResponse.encode({ requestId, statusCode: grpc.status.OK, details: '', leaderHint: '', found, valueJson, version }).finish(),
+      pb.GetStreamResponse.encode({
+        requestId,
+        statusCode: grpc.status.OK,
+        details: '',
+        leaderHint: '',
+        found,
+        valueJson,
+        version,
+      }).finish(),
     encodeFailure: (requestId, failure) =>
-      pb.GetStreamResponse.encode({ requestId, statusCode: failure.code, details: failure.details, leaderHint: failure.leaderHint, found: false, valueJson: '', version: 0 }).finish(),
+      pb.GetStreamResponse.encode({
+        requestId,
+        statusCode: failure.code,
+        details: failure.details,
+        leaderHint: failure.leaderHint,
+        found: false,
+        valueJson: '',
+        version: 0,
+      }).finish(),
   });
   return {
-    implementation: { ...unaryImplementation(options), readIndexStream: readIndexStreams.serve, proposeStream: proposeStreams.serve, getStream: getStreams.serve },
+    implementation: {
+      ...unaryImplementation(options),
+      readIndexStream: readIndexStreams.serve,
+      proposeStream: proposeStreams.serve,
+      getStream: getStreams.serve,
+    },
     endStreams: (details) => {
       readIndexStreams.endAll(details);
       proposeStreams.endAll(details);
@@ -119,7 +181,9 @@ export function storeService(options: StoreServiceOptions): StoreService {
 
 /** sizeRefusal says why a command above commandBytesMax is refused (null: within it). */
 function sizeRefusal(command: Uint8Array, options: StoreServiceOptions): string | null {
-  return command.length > options.commandBytesMax ? `command is ${command.length} bytes, above commandBytesMax ${options.commandBytesMax}` : null;
+  return command.length > options.commandBytesMax
+    ? `command is ${command.length} bytes, above commandBytesMax ${options.commandBytesMax}`
+    : null;
 }
 
 function itemFailure(code: grpc.status, details: string, leaderHint = ''): pb.ProposeItemAnswer {
@@ -129,7 +193,10 @@ function itemFailure(code: grpc.status, details: string, leaderHint = ''): pb.Pr
 /** batchRefusal refuses a batch above proposeBatchCountMax whole (RESOURCE_EXHAUSTED). */
 function batchRefusal(items: readonly pb.ProposeItem[], options: StoreServiceOptions): StoreCallError | null {
   return items.length > options.proposeBatchCountMax
-    ? new StoreCallError(grpc.status.RESOURCE_EXHAUSTED, `${items.length} commands, above proposeBatchCountMax ${options.proposeBatchCountMax}`)
+    ? new StoreCallError(
+        grpc.status.RESOURCE_EXHAUSTED,
+        `${items.length} commands, above proposeBatchCountMax ${options.proposeBatchCountMax}`,
+      )
     : null;
 }
 
@@ -137,20 +204,27 @@ function batchRefusal(items: readonly pb.ProposeItem[], options: StoreServiceOpt
  * proposeItems proposes each command of a batch as Propose would (the node gathers them into one engine step)
  * and answers each alone: one command's failure does not fail the others.
  */
-function proposeItems(items: readonly pb.ProposeItem[], arrivedAt: number, callDeadlineAt: number, options: StoreServiceOptions): Promise<pb.ProposeItemAnswer[]> {
-  return Promise.all(items.map((item): Promise<pb.ProposeItemAnswer> => {
-    const tooBig = sizeRefusal(item.command, options);
-    if (tooBig !== null) return Promise.resolve(itemFailure(grpc.status.INVALID_ARGUMENT, tooBig));
-    const deadlineAt = item.timeoutMs > 0 ? Math.min(callDeadlineAt, arrivedAt + item.timeoutMs) : callDeadlineAt;
-    return options.handler.propose(item.command, deadlineAt).then(
-      ({ seq, result }) => ({ statusCode: grpc.status.OK, details: '', leaderHint: '', seq, result }),
-      (err: unknown) => {
-        if (err instanceof StoreCallError) return itemFailure(err.code, err.details, err.leaderHint);
-        options.onWarning?.(`Store proposal failed: ${String(err)}`);
-        return itemFailure(grpc.status.INTERNAL, 'store handler failed');
-      },
-    );
-  }));
+function proposeItems(
+  items: readonly pb.ProposeItem[],
+  arrivedAt: number,
+  callDeadlineAt: number,
+  options: StoreServiceOptions,
+): Promise<pb.ProposeItemAnswer[]> {
+  return Promise.all(
+    items.map((item): Promise<pb.ProposeItemAnswer> => {
+      const tooBig = sizeRefusal(item.command, options);
+      if (tooBig !== null) return Promise.resolve(itemFailure(grpc.status.INVALID_ARGUMENT, tooBig));
+      const deadlineAt = item.timeoutMs > 0 ? Math.min(callDeadlineAt, arrivedAt + item.timeoutMs) : callDeadlineAt;
+      return options.handler.propose(item.command, deadlineAt).then(
+        ({ seq, result }) => ({ statusCode: grpc.status.OK, details: '', leaderHint: '', seq, result }),
+        (err: unknown) => {
+          if (err instanceof StoreCallError) return itemFailure(err.code, err.details, err.leaderHint);
+          options.onWarning?.(`Store proposal failed: ${String(err)}`);
+          return itemFailure(grpc.status.INTERNAL, 'store handler failed');
+        },
+      );
+    }),
+  );
 }
 
 /** unaryImplementation serves the unary methods (storeService adds the streaming ones). */
@@ -203,8 +277,9 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
         fail(respond, refusal, 'ProposeBatch');
         return;
       }
-      void proposeItems(request.items, Date.now(), deadlineOf(call), options)
-        .then((answers) => respond(null, Buffer.from(pb.ProposeBatchResponse.encode({ answers }).finish())));
+      void proposeItems(request.items, Date.now(), deadlineOf(call), options).then((answers) =>
+        respond(null, Buffer.from(pb.ProposeBatchResponse.encode({ answers }).finish())),
+      );
     },
     readIndex: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
       try {

@@ -17,7 +17,9 @@
   let refreshing = null;
   let refreshAgain = false;
 
-  const setStatus = (text) => { $('status').textContent = text; };
+  const setStatus = (text) => {
+    $('status').textContent = text;
+  };
 
   function askForKey(message) {
     sessionStorage.removeItem(storageKey);
@@ -80,7 +82,8 @@
     }
     return el('div', { class: 'card', 'data-status': status }, [
       el('h2', {}, [el('span', { text: title }), el('span', { class: `badge ${status}`, text: status })]),
-      frame, ...details,
+      frame,
+      ...details,
     ]);
   }
 
@@ -90,20 +93,33 @@
     $('subject').textContent = album.subject;
     document.documentElement.style.setProperty('--aspect', `${album.width_px} / ${album.height_px}`);
     const anchor = album.anchor;
-    const anchorCard = card('Anchor', anchor.state, anchor.url, anchor.error ? [el('div', { class: 'error', text: anchor.error })] : []);
+    const anchorCard = card(
+      'Anchor',
+      anchor.state,
+      anchor.url,
+      anchor.error ? [el('div', { class: 'error', text: anchor.error })] : [],
+    );
     anchorCard.id = 'anchor';
     $('anchor-slot').replaceChildren(anchorCard);
-    $('shots').replaceChildren(...album.shots.map((shot) => {
-      const d = shot.direction;
-      const details = [el('div', { class: 'direction', text: `${d.framing} · ${d.angle} · ${d.lighting} · ${d.pose} · ${d.background}` })];
-      if (shot.error) details.push(el('div', { class: 'error', text: shot.error }));
-      const node = card(`${shot.index + 1}. ${d.name}`, shot.status, shot.image_url, details);
-      node.classList.add('shot');
-      node.dataset.index = String(shot.index);
-      return node;
-    }));
+    $('shots').replaceChildren(
+      ...album.shots.map((shot) => {
+        const d = shot.direction;
+        const details = [
+          el('div', {
+            class: 'direction',
+            text: `${d.framing} · ${d.angle} · ${d.lighting} · ${d.pose} · ${d.background}`,
+          }),
+        ];
+        if (shot.error) details.push(el('div', { class: 'error', text: shot.error }));
+        const node = card(`${shot.index + 1}. ${d.name}`, shot.status, shot.image_url, details);
+        node.classList.add('shot');
+        node.dataset.index = String(shot.index);
+        return node;
+      }),
+    );
     const counts = album.shot_counts;
-    $('counts').textContent = `${counts.complete} complete · ${counts.generating} generating · ${counts.pending} pending · ${counts.failed} failed`;
+    $('counts').textContent =
+      `${counts.complete} complete · ${counts.generating} generating · ${counts.pending} pending · ${counts.failed} failed`;
   }
 
   async function refresh() {
@@ -121,7 +137,11 @@
         }
         if (response.ok) render(await response.json());
       } while (refreshAgain);
-    })().catch(() => undefined).finally(() => { refreshing = null; });
+    })()
+      .catch(() => undefined)
+      .finally(() => {
+        refreshing = null;
+      });
     return refreshing;
   }
 
@@ -188,5 +208,7 @@
 
   if (apiKey) start();
   else askForKey('Enter an API key to view this album. It stays in this tab only.');
-  window.addEventListener('pagehide', () => { for (const url of objectUrls.values()) URL.revokeObjectURL(url); });
+  window.addEventListener('pagehide', () => {
+    for (const url of objectUrls.values()) URL.revokeObjectURL(url);
+  });
 })();

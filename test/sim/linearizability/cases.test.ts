@@ -1,7 +1,11 @@
 // Unit cases of the linearizability checker: each names the history and the verdict it must get.
 import assert from 'node:assert/strict';
 import {
-  InvalidHistoryError, checkKvHistory, formatOperations, type CheckResult, type KvOperation,
+  InvalidHistoryError,
+  checkKvHistory,
+  formatOperations,
+  type CheckResult,
+  type KvOperation,
 } from '../../../sim/linearizability/index.js';
 import { alternatingReads, cas, get, put } from './histories.js';
 
@@ -70,7 +74,10 @@ describe('linearizability checker cases', () => {
   it('an indeterminate cas swaps iff it takes effect on the expected value', () => {
     assert.equal(verdictOf([put('k', 'x', 0, 1), cas('k', 'x', 'y', null, 2, null), get('k', 'y', 10, 11)]), 'ok');
     assert.equal(verdictOf([put('k', 'x', 0, 1), cas('k', 'x', 'y', null, 2, null), get('k', 'x', 10, 11)]), 'ok');
-    assert.equal(verdictOf([put('k', 'z', 0, 1), cas('k', 'x', 'y', null, 2, null), get('k', 'y', 10, 11)]), 'violation');
+    assert.equal(
+      verdictOf([put('k', 'z', 0, 1), cas('k', 'x', 'y', null, 2, null), get('k', 'y', 10, 11)]),
+      'violation',
+    );
   });
 
   it('drops indeterminate gets: they constrain nothing', () => {
@@ -80,15 +87,22 @@ describe('linearizability checker cases', () => {
 
   it('checks keys apart and reports the violating key', () => {
     const history = [
-      put('a', '1', 0, 10), get('a', '1', 11, 12),
-      put('b', '1', 0, 10), put('b', '2', 11, 20), get('b', '1', 21, 30), get('b', '2', 31, 32),
+      put('a', '1', 0, 10),
+      get('a', '1', 11, 12),
+      put('b', '1', 0, 10),
+      put('b', '2', 11, 20),
+      get('b', '1', 21, 30),
+      get('b', '2', 31, 32),
       put('c', '1', 0, 10),
     ];
     const result = checkKvHistory(history);
     assert.equal(result.verdict, 'violation');
     if (result.verdict !== 'violation') return;
     assert.equal(result.key, 'b');
-    assert.deepEqual(result.minimalOperations.map((op) => op.id), [history[2]!.id, history[3]!.id, history[4]!.id]);
+    assert.deepEqual(
+      result.minimalOperations.map((op) => op.id),
+      [history[2]!.id, history[3]!.id, history[4]!.id],
+    );
     assert.ok(result.explanation.startsWith('linearizability violation on key "b"'), result.explanation);
     assert.ok(result.explanation.endsWith(formatOperations(result.minimalOperations)), result.explanation);
   });
@@ -141,29 +155,111 @@ describe('linearizability checker cases', () => {
       mutate(op);
       return [op];
     };
-    assert.throws(() => checkKvHistory(bad((op) => { op.returnTime = 1; })), /returnTime is before callTime/);
-    assert.throws(() => checkKvHistory(bad((op) => { op.output = null; })), /a completed operation has no output/);
-    assert.throws(() => checkKvHistory(bad((op) => { op.returnTime = null; })), /indeterminate operation .* has an output/);
-    assert.throws(() => checkKvHistory(bad((op) => { op.callTime = Number.NaN; })), /callTime is not a finite number/);
-    assert.throws(() => checkKvHistory(bad((op) => { op.output = { kind: 'get', value: 'a' }; })), /output.kind "get" differs/);
-    assert.throws(() => checkKvHistory(bad((op) => { (op.input as { kind: string }).kind = 'delete'; })), /input.kind "delete" is not put, get or cas/);
+    assert.throws(
+      () =>
+        checkKvHistory(
+          bad((op) => {
+            op.returnTime = 1;
+          }),
+        ),
+      /returnTime is before callTime/,
+    );
+    assert.throws(
+      () =>
+        checkKvHistory(
+          bad((op) => {
+            op.output = null;
+          }),
+        ),
+      /a completed operation has no output/,
+    );
+    assert.throws(
+      () =>
+        checkKvHistory(
+          bad((op) => {
+            op.returnTime = null;
+          }),
+        ),
+      /indeterminate operation .* has an output/,
+    );
+    assert.throws(
+      () =>
+        checkKvHistory(
+          bad((op) => {
+            op.callTime = Number.NaN;
+          }),
+        ),
+      /callTime is not a finite number/,
+    );
+    assert.throws(
+      () =>
+        checkKvHistory(
+          bad((op) => {
+            op.output = { kind: 'get', value: 'a' };
+          }),
+        ),
+      /output.kind "get" differs/,
+    );
+    assert.throws(
+      () =>
+        checkKvHistory(
+          bad((op) => {
+            (op.input as { kind: string }).kind = 'delete';
+          }),
+        ),
+      /input.kind "delete" is not put, get or cas/,
+    );
     const twice = put('k', 'a', 0, 1);
-    assert.throws(() => checkKvHistory([twice, { ...twice }]), (e: unknown) => e instanceof InvalidHistoryError && /used twice/.test(e.message));
+    assert.throws(
+      () => checkKvHistory([twice, { ...twice }]),
+      (e: unknown) => e instanceof InvalidHistoryError && /used twice/.test(e.message),
+    );
     assert.throws(() => checkKvHistory([], { stepBudget: -1 }), /stepBudget must be a whole number/);
   });
 
   it('formats operations one a line with their times', () => {
     const ops: KvOperation[] = [
-      { id: 12, clientId: 'c3', input: { kind: 'get', key: 'k1' }, callTime: 1200, returnTime: 1450, output: { kind: 'get', value: 'v7' } },
-      { id: 13, clientId: 'c4', input: { kind: 'cas', key: 'k1', expected: null, value: 'v8' }, callTime: 1300, returnTime: 1500, output: { kind: 'cas', swapped: false } },
-      { id: 14, clientId: 'c2', input: { kind: 'put', key: 'k1', value: 'v9' }, callTime: 1320, returnTime: null, output: null },
-      { id: 15, clientId: 'c2', input: { kind: 'get', key: 'k1' }, callTime: 1600, returnTime: 1700, output: { kind: 'get', value: null } },
+      {
+        id: 12,
+        clientId: 'c3',
+        input: { kind: 'get', key: 'k1' },
+        callTime: 1200,
+        returnTime: 1450,
+        output: { kind: 'get', value: 'v7' },
+      },
+      {
+        id: 13,
+        clientId: 'c4',
+        input: { kind: 'cas', key: 'k1', expected: null, value: 'v8' },
+        callTime: 1300,
+        returnTime: 1500,
+        output: { kind: 'cas', swapped: false },
+      },
+      {
+        id: 14,
+        clientId: 'c2',
+        input: { kind: 'put', key: 'k1', value: 'v9' },
+        callTime: 1320,
+        returnTime: null,
+        output: null,
+      },
+      {
+        id: 15,
+        clientId: 'c2',
+        input: { kind: 'get', key: 'k1' },
+        callTime: 1600,
+        returnTime: 1700,
+        output: { kind: 'get', value: null },
+      },
     ];
-    assert.equal(formatOperations(ops), [
-      '#12 c3 get(k1) -> "v7"  [1200, 1450]',
-      '#13 c4 cas(k1, absent -> "v8") -> not swapped  [1300, 1500]',
-      '#14 c2 put(k1, "v9") -> ?  [1320, ?]  (indeterminate)',
-      '#15 c2 get(k1) -> absent  [1600, 1700]',
-    ].join('\n'));
+    assert.equal(
+      formatOperations(ops),
+      [
+        '#12 c3 get(k1) -> "v7"  [1200, 1450]',
+        '#13 c4 cas(k1, absent -> "v8") -> not swapped  [1300, 1500]',
+        '#14 c2 put(k1, "v9") -> ?  [1320, ?]  (indeterminate)',
+        '#15 c2 get(k1) -> absent  [1600, 1700]',
+      ].join('\n'),
+    );
   });
 });

@@ -7,18 +7,56 @@ let nextId = 1;
 const fresh = (): number => nextId++;
 
 /** A completed put. returnTime null makes it indeterminate. */
-export function put(key: string, value: string, callTime: number, returnTime: number | null, clientId = 'c1'): KvOperation {
-  return { id: fresh(), clientId, input: { kind: 'put', key, value }, callTime, returnTime, output: returnTime === null ? null : { kind: 'put' } };
+export function put(
+  key: string,
+  value: string,
+  callTime: number,
+  returnTime: number | null,
+  clientId = 'c1',
+): KvOperation {
+  return {
+    id: fresh(),
+    clientId,
+    input: { kind: 'put', key, value },
+    callTime,
+    returnTime,
+    output: returnTime === null ? null : { kind: 'put' },
+  };
 }
 
-export function get(key: string, value: string | null, callTime: number, returnTime: number | null, clientId = 'c2'): KvOperation {
-  return { id: fresh(), clientId, input: { kind: 'get', key }, callTime, returnTime, output: returnTime === null ? null : { kind: 'get', value } };
+export function get(
+  key: string,
+  value: string | null,
+  callTime: number,
+  returnTime: number | null,
+  clientId = 'c2',
+): KvOperation {
+  return {
+    id: fresh(),
+    clientId,
+    input: { kind: 'get', key },
+    callTime,
+    returnTime,
+    output: returnTime === null ? null : { kind: 'get', value },
+  };
 }
 
 /** swapped null = indeterminate (returnTime must be null too). */
-export function cas(key: string, expected: string | null, value: string, swapped: boolean | null, callTime: number, returnTime: number | null, clientId = 'c3'): KvOperation {
+export function cas(
+  key: string,
+  expected: string | null,
+  value: string,
+  swapped: boolean | null,
+  callTime: number,
+  returnTime: number | null,
+  clientId = 'c3',
+): KvOperation {
   return {
-    id: fresh(), clientId, input: { kind: 'cas', key, expected, value }, callTime, returnTime,
+    id: fresh(),
+    clientId,
+    input: { kind: 'cas', key, expected, value },
+    callTime,
+    returnTime,
     output: swapped === null ? null : { kind: 'cas', swapped },
   };
 }
@@ -43,7 +81,11 @@ export const EFFECT_GAP = 10;
  * Runs `plans` in order against a real map (effect of plan i at time EFFECT_GAP * (i + 1)) and
  * records what each client saw. Values are unique ("v<i>"), so a stale read is unambiguous.
  */
-export function sequentialHistory(plans: readonly OpPlan[], keyCount: number, initialValue: string | null): KvOperation[] {
+export function sequentialHistory(
+  plans: readonly OpPlan[],
+  keyCount: number,
+  initialValue: string | null,
+): KvOperation[] {
   const state = new Map<string, string | null>();
   const written = new Map<string, string[]>();
   const history: KvOperation[] = [];

@@ -6,11 +6,23 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { OP_PUT, OUTCOME_DONE, OUTCOME_UNKNOWN, type EncodedOp } from '../../../sim/linearizability/encode.js';
 import { LinearizedSet } from '../../../sim/linearizability/linearized-set.js';
-import { MEMO_FULL, MEMO_INSERTED, MEMO_PRESENT, MemoTable, bitHashes } from '../../../sim/linearizability/memo-table.js';
+import {
+  MEMO_FULL,
+  MEMO_INSERTED,
+  MEMO_PRESENT,
+  MemoTable,
+  bitHashes,
+} from '../../../sim/linearizability/memo-table.js';
 
 function encodedOps(indeterminate: boolean[]): EncodedOp[] {
   return indeterminate.map((open, source) => ({
-    source, kind: OP_PUT, outcome: open ? OUTCOME_UNKNOWN : OUTCOME_DONE, a: 1, b: 0, callTime: source, returnTime: open ? Infinity : source + 1,
+    source,
+    kind: OP_PUT,
+    outcome: open ? OUTCOME_UNKNOWN : OUTCOME_DONE,
+    a: 1,
+    b: 0,
+    callTime: source,
+    returnTime: open ? Infinity : source + 1,
   }));
 }
 
@@ -18,35 +30,47 @@ describe('linearizability memo table', () => {
   it('keeps lowWord, highWord and the hash equal to a recomputation after any adds and removes', () => {
     // As in a search: a prefix linearized (whole words full), then changes near its edge.
     const scenario = fc.record({
-      open: fc.array(fc.nat(9).map((n) => n === 0), { minLength: 1, maxLength: 200, size: 'max' }),
+      open: fc.array(
+        fc.nat(9).map((n) => n === 0),
+        { minLength: 1, maxLength: 200, size: 'max' },
+      ),
       prefix: fc.nat(200),
       toggles: fc.array(fc.integer({ min: -40, max: 40 }), { maxLength: 300, size: 'max' }),
     });
-    fc.assert(fc.property(scenario, ({ open, prefix, toggles }) => {
-      const ops = encodedOps(open);
-      const set = new LinearizedSet(ops);
-      const members = new Set<number>();
-      const hashes = bitHashes(ops.length);
-      const edge = Math.min(prefix, ops.length);
-      const changes = [...Array.from({ length: edge }, (_, i) => i), ...toggles.map((t) => Math.min(ops.length - 1, Math.max(0, edge + t)))];
-      for (const op of changes) {
-        if (members.has(op)) {
-          members.delete(op);
-          set.remove(op);
-        } else {
-          members.add(op);
-          set.add(op);
+    fc.assert(
+      fc.property(scenario, ({ open, prefix, toggles }) => {
+        const ops = encodedOps(open);
+        const set = new LinearizedSet(ops);
+        const members = new Set<number>();
+        const hashes = bitHashes(ops.length);
+        const edge = Math.min(prefix, ops.length);
+        const changes = [
+          ...Array.from({ length: edge }, (_, i) => i),
+          ...toggles.map((t) => Math.min(ops.length - 1, Math.max(0, edge + t))),
+        ];
+        for (const op of changes) {
+          if (members.has(op)) {
+            members.delete(op);
+            set.remove(op);
+          } else {
+            members.add(op);
+            set.add(op);
+          }
+          let low = 0;
+          while (low < set.completedWords && set.bits[low] === 0xffffffff) low++;
+          let high = set.completedWords - 1;
+          while (high >= 0 && set.bits[high] === 0) high--;
+          assert.equal(set.lowWord, low);
+          assert.equal(set.highWord, high);
+          assert.equal(set.hash, [...members].reduce((h, m) => (h ^ hashes[m]!) >>> 0, 0) >>> 0);
+          assert.equal(
+            set.bits.reduce((n, w) => n + w.toString(2).split('1').length - 1, 0),
+            members.size,
+          );
         }
-        let low = 0;
-        while (low < set.completedWords && set.bits[low] === 0xffffffff) low++;
-        let high = set.completedWords - 1;
-        while (high >= 0 && set.bits[high] === 0) high--;
-        assert.equal(set.lowWord, low);
-        assert.equal(set.highWord, high);
-        assert.equal(set.hash, [...members].reduce((h, m) => (h ^ hashes[m]!) >>> 0, 0) >>> 0);
-        assert.equal(set.bits.reduce((n, w) => n + w.toString(2).split('1').length - 1, 0), members.size);
-      }
-    }), { numRuns: 200 });
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it('tells configurations apart by their bits and state even when every hash collides', () => {

@@ -57,10 +57,30 @@ function build(list: RawOp[]): KvOperation[] {
   return list.map((r, id): KvOperation => {
     const returnTime = r.indeterminate ? null : r.callTime + r.length;
     const clientId = `c${id}`;
-    if (r.kind === 'put') return { id, clientId, input: { kind: 'put', key: 'k', value: r.value }, callTime: r.callTime, returnTime, output: returnTime === null ? null : { kind: 'put' } };
-    if (r.kind === 'get') return { id, clientId, input: { kind: 'get', key: 'k' }, callTime: r.callTime, returnTime, output: returnTime === null ? null : { kind: 'get', value: r.observed } };
+    if (r.kind === 'put')
+      return {
+        id,
+        clientId,
+        input: { kind: 'put', key: 'k', value: r.value },
+        callTime: r.callTime,
+        returnTime,
+        output: returnTime === null ? null : { kind: 'put' },
+      };
+    if (r.kind === 'get')
+      return {
+        id,
+        clientId,
+        input: { kind: 'get', key: 'k' },
+        callTime: r.callTime,
+        returnTime,
+        output: returnTime === null ? null : { kind: 'get', value: r.observed },
+      };
     return {
-      id, clientId, input: { kind: 'cas', key: 'k', expected: r.expected, value: r.value }, callTime: r.callTime, returnTime,
+      id,
+      clientId,
+      input: { kind: 'cas', key: 'k', expected: r.expected, value: r.value },
+      callTime: r.callTime,
+      returnTime,
       output: returnTime === null ? null : { kind: 'cas', swapped: r.swapped },
     };
   });
@@ -69,25 +89,45 @@ function build(list: RawOp[]): KvOperation[] {
 describe('linearizability checker against a brute-force reference', () => {
   it('agrees on every small random history, and a reported minimal set is itself not linearizable', () => {
     let verdicts = { ok: 0, violation: 0 };
-    fc.assert(fc.property(fc.array(opArb, { minLength: 0, maxLength: 7, size: 'max' }), fc.constantFrom(null, 'a'), (list, initialValue) => {
-      const history = build(list);
-      const expected = bruteForceLinearizable(history, initialValue);
-      const result = checkKvHistory(history, { initialValue });
-      assert.notEqual(result.verdict, 'undecided');
-      assert.equal(result.verdict === 'ok', expected, `checker said ${result.verdict}, brute force ${expected ? 'ok' : 'violation'}:\n${formatOperations(history)}`);
-      // the search alone (without the quick stale-read reject) agrees too, and the quick reject
-      // fires only on histories that really are not linearizable
-      for (const key of partitionByKey(history, initialValue)) {
-        const alone = searchLinearization(key.encoded, key.initialState, 1_000_000, 1 << 20);
-        assert.equal(alone.outcome === 'ok', expected, `search alone said ${alone.outcome}:\n${formatOperations(history)}`);
-        if (staleReadIndex(key.encoded, key.initialState) >= 0) assert.equal(expected, false, `false stale read:\n${formatOperations(history)}`);
-      }
-      verdicts = { ...verdicts, [result.verdict]: verdicts[result.verdict as 'ok' | 'violation'] + 1 };
-      if (result.verdict === 'violation') {
-        assert.equal(bruteForceLinearizable(result.minimalOperations, initialValue), false, `minimal set is linearizable:\n${result.explanation}`);
-        assert.equal(result.minimal, true);
-      }
-    }), { numRuns: 3000 });
+    fc.assert(
+      fc.property(
+        fc.array(opArb, { minLength: 0, maxLength: 7, size: 'max' }),
+        fc.constantFrom(null, 'a'),
+        (list, initialValue) => {
+          const history = build(list);
+          const expected = bruteForceLinearizable(history, initialValue);
+          const result = checkKvHistory(history, { initialValue });
+          assert.notEqual(result.verdict, 'undecided');
+          assert.equal(
+            result.verdict === 'ok',
+            expected,
+            `checker said ${result.verdict}, brute force ${expected ? 'ok' : 'violation'}:\n${formatOperations(history)}`,
+          );
+          // the search alone (without the quick stale-read reject) agrees too, and the quick reject
+          // fires only on histories that really are not linearizable
+          for (const key of partitionByKey(history, initialValue)) {
+            const alone = searchLinearization(key.encoded, key.initialState, 1_000_000, 1 << 20);
+            assert.equal(
+              alone.outcome === 'ok',
+              expected,
+              `search alone said ${alone.outcome}:\n${formatOperations(history)}`,
+            );
+            if (staleReadIndex(key.encoded, key.initialState) >= 0)
+              assert.equal(expected, false, `false stale read:\n${formatOperations(history)}`);
+          }
+          verdicts = { ...verdicts, [result.verdict]: verdicts[result.verdict as 'ok' | 'violation'] + 1 };
+          if (result.verdict === 'violation') {
+            assert.equal(
+              bruteForceLinearizable(result.minimalOperations, initialValue),
+              false,
+              `minimal set is linearizable:\n${result.explanation}`,
+            );
+            assert.equal(result.minimal, true);
+          }
+        },
+      ),
+      { numRuns: 3000 },
+    );
     // both verdicts must be exercised, or the comparison proves little
     assert.ok(verdicts.ok > 300 && verdicts.violation > 300, JSON.stringify(verdicts));
   });
