@@ -8,6 +8,7 @@
 // membership.ts (roster cache, conf-change gate, pending joins, joining);
 // this class holds roles, handlers and the order things happen in.
 import { assert, assertFrontiers } from './assert.js';
+import { OutstandingCalls, type CallContext } from './calls.js';
 import { Effects } from './effects.js';
 import { RaftLog, logUpToDate } from './log.js';
 import { JoinDialer, PendingChanges, RosterCache, confChangeRefusal, type ConfChangeRefusal } from './membership.js';
@@ -20,6 +21,7 @@ import {
   type SenderStanding,
 } from './membership-guard.js';
 import { Prng } from './prng.js';
+import { FollowerPull, readChunk } from './pull.js';
 import { Progress, ProgressTracker } from './progress.js';
 import { hasQuorum, quorumMatch, tallyVotes, type VoteTally } from './quorum.js';
 import { ReadIndex } from './read-index.js';
@@ -92,18 +94,6 @@ import {
 } from './values.js';
 import { VersionSpread } from './versions.js';
 
-/** CallContext remembers why we made a call, so its answer can be judged. */
-type CallContext =
-  | { method: 'ShipSegment'; term: number; toId: number; lastSeq: number; commitSeq: number }
-  | { method: 'RequestVote'; term: number; toId: number; prevote: boolean }
-  | { method: 'Heartbeat'; term: number; toId: number; round: number }
-  | { method: 'ReportApplied'; term: number; toId: number }
-  | { method: 'TimeoutNow'; term: number; toId: number; adminId: number }
-  /** probe = a roster probe (membership-guard.ts), not our own admission. */
-  | { method: 'JoinCluster'; term: number; toAddr: string; probe: boolean }
-  | { method: 'StreamSegments'; term: number; toId: number }
-  | { method: 'FetchSnapshot'; term: number; toId: number };
-
 /** JOIN_REFUSAL_REMOVED starts the refusal_reason given to a name that was removed: the joiner stops. */
 export const JOIN_REFUSAL_REMOVED = 'removed: ';
 
@@ -150,8 +140,8 @@ export class Engine {
   private readonly readiness = new Readiness((effect) => this.fx.other(effect));
   private stats: NodeStats = { entityCount: 0, signalThroughputEps: 0, diskBytes: 0, nowNs: '0' };
 
-  private nextRequestId = 1;
-  private readonly calls = new Map<number, CallContext & { sentTick: number }>();
+  /** calls: the calls we placed and await (calls.ts). */
+  private readonly calls = new OutstandingCalls();
 
   // Candidate state.
   private votes = new Map<number, boolean>();
@@ -169,8 +159,8 @@ export class Engine {
   private transfer: { targetId: number; adminId: number; elapsedTicks: number; sent: boolean } | null = null;
 
   // Follower state.
-  private pull: { requestId: number; kind: 'stream' | 'snapshot'; startedTick: number } | null = null;
-  private lastAcceptTick = 0;
+  /** pull: our one pull from the leader (stream or snapshot fetch) and when a segment was last accepted (pull.ts). */
+  private readonly pull = new FollowerPull();
   private reportedSeq = 0;
 
   // Joiner state.
@@ -373,7 +363,7 @@ export class Engine {
   private tickFollower(): void {
     this.electionElapsedTicks++;
     this.leaseElapsedTicks++;
-    if (this.pull && this.ticks - this.pull.startedTick > this.limits.pullTimeoutTicks) this.pull = null;
+    this.pull.expire(this.ticks, this.limits.pullTimeoutTicks);
     if (this.leaderId !== 0 && this.readiness.pollDue(this.limits.statusPollIntervalTicks)) {
       const leader = memberById(this.currentRoster(), this.leaderId);
       if (leader) this.fx.other({ type: 'pollStatus', leaderHttpAddr: leader.httpAddr });
@@ -459,11 +449,11 @@ export class Engine {
       this.hs.term = term;
       this.hs.votedFor = 0;
       this.matchedSeq = this.commitSeq;
-      this.pull = null;
+      this.pull.stop();
       this.readiness.forgetFrontiers();
     }
     if (wasLeader) this.abandonLeadership();
-    if (leaderId !== this.leaderId) this.pull = null;
+    if (leaderId !== this.leaderId) this.pull.stop();
     this.leaderId = leaderId;
     this.votes.clear();
     this.resetElectionTimeout();
@@ -506,7 +496,7 @@ export class Engine {
     this.hs.term++;
     this.hs.votedFor = this.hs.selfId;
     this.leaderId = 0;
-    this.pull = null;
+    this.pull.stop();
     this.matchedSeq = this.commitSeq;
     this.readiness.forgetHeartbeatFrontier();
     this.resetElectionTimeout();
@@ -560,7 +550,7 @@ export class Engine {
     this.electionPrevLog = { term: this.log.lastTerm(), seq: this.log.lastSeq() };
     this.heartbeatElapsedTicks = 0;
     this.electionElapsedTicks = 0;
-    this.pull = null;
+    this.pull.stop();
     this.readiness.stopPolling();
     this.progress.clear();
     const barrier: Entry = {
@@ -587,7 +577,7 @@ export class Engine {
     this.hs.reseed = false;
     if (this.role === 'leader') this.abandonLeadership();
     this.leaderId = 0;
-    this.pull = null;
+    this.pull.stop();
     this.setRole('removed');
     this.readiness.set(false, 'removed'); // Readiness rules, 6
   }
@@ -762,15 +752,13 @@ export class Engine {
   }
 
   private sendTo(to: string, toId: number, request: RpcRequest, ctx: CallContext): number {
-    const requestId = this.nextRequestId++;
-    this.calls.set(requestId, { ...ctx, sentTick: this.ticks });
+    const requestId = this.calls.place(ctx, this.ticks);
     this.fx.message({ type: 'send', requestId, to, toId, request });
     return requestId;
   }
 
   private sweepCalls(): void {
-    const horizon = this.ticks - this.limits.electionTimeoutTicks * 8;
-    for (const [id, ctx] of this.calls) if (ctx.sentTick < horizon) this.calls.delete(id);
+    this.calls.sweep(this.ticks - this.limits.electionTimeoutTicks * 8);
   }
 
   private reply(callId: number, response: RpcResponse): void {
@@ -1186,7 +1174,7 @@ export class Engine {
     if (this.contradictsCommit(req, frame)) return 'contradicted';
     this.appendFromLeader(frame.entries);
     this.matchedSeq = Math.max(this.matchedSeq, frame.prevSeq + frame.entries.length);
-    this.lastAcceptTick = this.ticks;
+    this.pull.accepted(this.ticks);
     const newCommit = Math.min(frame.commitSeq, this.matchedSeq);
     if (newCommit > this.commitSeq) {
       this.commitSeq = newCommit;
@@ -1243,7 +1231,7 @@ export class Engine {
 
   private halt(reason: string): void {
     this.hs.halted = reason;
-    this.pull = null;
+    this.pull.stop();
     this.readiness.set(false, 'halted');
     this.fx.other({
       type: 'warning',
@@ -1282,7 +1270,7 @@ export class Engine {
     this.matchedSeq = 0;
     this.reportedSeq = 0;
     this.staged = null;
-    this.pull = null;
+    this.pull.stop();
     this.startPull();
   }
 
@@ -1327,8 +1315,7 @@ export class Engine {
     this.readiness.onHeartbeatFrontier(req.leaderLastSeq);
     this.tryConverge();
     const behind = this.reportable() < this.readiness.gauge(req.shardId);
-    if (behind && !this.pull && (this.hs.reseed || this.ticks - this.lastAcceptTick > this.limits.electionTimeoutTicks))
-      this.startPull();
+    if (behind && this.pull.due(this.ticks, this.limits.electionTimeoutTicks, this.hs.reseed)) this.startPull();
     this.replyHeartbeat(callId, true, removed);
   }
 
@@ -1671,7 +1658,7 @@ export class Engine {
       this.onCallFailed(requestId, { code: StatusCode.INVALID_ARGUMENT, details: problem, trailers: {} });
       return;
     }
-    this.calls.delete(requestId);
+    this.calls.settle(requestId);
     if (this.stepTerm(this.termToAdopt(response, ctx))) return;
     switch (response.method) {
       case 'ShipSegment':
@@ -1835,7 +1822,7 @@ export class Engine {
   private onCallFailed(requestId: number, status: RpcStatus): void {
     const ctx = this.calls.get(requestId);
     if (!ctx) return;
-    this.calls.delete(requestId);
+    this.calls.settle(requestId);
     // The failed call's x-svc-term trailer is its answerer's term (termToAdopt); a JoinCluster's is not ours to take.
     if (ctx.method !== 'JoinCluster' && this.stepTerm(parseCarriable(status.trailers[TRAILER_TERM]))) return;
     switch (ctx.method) {
@@ -1850,8 +1837,8 @@ export class Engine {
         else this.joining.settled(requestId);
         break;
       case 'StreamSegments':
-        if (this.pull?.requestId !== requestId) return;
-        this.pull = null;
+        if (!this.pull.isFor(requestId)) return;
+        this.pull.stop();
         if (status.code === StatusCode.FAILED_PRECONDITION && status.trailers[TRAILER_CATCHUP] !== undefined)
           this.startSnapshotFetch();
         break;
@@ -1875,61 +1862,53 @@ export class Engine {
 
   /** startPull asks the leader's stream for what we miss, from the first seq not known to match. */
   private startPull(): void {
-    if (this.pull || this.leaderId === 0 || this.role === 'leader' || this.hs.halted !== '') return;
+    if (this.pull.active || this.leaderId === 0 || this.role === 'leader' || this.hs.halted !== '') return;
     const body: StreamRequest = { shardId: this.leaderId, fromSeqno: this.matchedSeq + 1, term: this.hs.term };
     const requestId = this.sendToId(
       this.leaderId,
       { method: 'StreamSegments', body },
       { method: 'StreamSegments', term: this.hs.term, toId: this.leaderId },
     );
-    if (requestId !== null) this.pull = { requestId, kind: 'stream', startedTick: this.ticks };
+    if (requestId !== null) this.pull.started(requestId, 'stream', this.ticks);
   }
 
   private startSnapshotFetch(): void {
     const leader = memberById(this.currentRoster(), this.leaderId);
-    if (!leader || this.pull) return;
-    const requestId = this.nextRequestId++;
+    if (!leader || this.pull.active) return;
+    const requestId = this.calls.place(
+      { method: 'FetchSnapshot', term: this.hs.term, toId: this.leaderId },
+      this.ticks,
+    );
     const request: SnapshotRequest = { shardId: this.leaderId, fromSeqno: this.matchedSeq + 1, term: this.hs.term };
-    this.calls.set(requestId, {
-      method: 'FetchSnapshot',
-      term: this.hs.term,
-      toId: this.leaderId,
-      sentTick: this.ticks,
-    });
-    this.pull = { requestId, kind: 'snapshot', startedTick: this.ticks };
+    this.pull.started(requestId, 'snapshot', this.ticks);
     this.fx.message({ type: 'fetchSnapshot', requestId, to: leader.grpcAddr, toId: this.leaderId, request });
   }
 
   private onStreamChunk(requestId: number, chunk: ShipSegmentRequest): void {
-    if (this.pull?.requestId !== requestId || this.hs.halted !== '') return;
-    const problem = requestValueProblem({ method: 'ShipSegment', body: chunk });
-    if (problem) {
-      this.fx.other({ type: 'warning', code: 'bad-request', message: `stream chunk: ${problem}` });
-      this.pull = null;
+    if (!this.pull.isFor(requestId) || this.hs.halted !== '') return;
+    const reading = readChunk(chunk, this.hs.term, this.leaderId);
+    if (reading.verdict === 'invalid') {
+      this.fx.other({ type: 'warning', code: 'bad-request', message: `stream chunk: ${reading.problem}` });
+      this.pull.stop();
       return;
     }
-    if (chunk.term !== this.hs.term || chunk.leaderRegion !== this.leaderId) return;
+    if (reading.verdict === 'foreign') return;
     this.electionElapsedTicks = 0;
     this.leaseElapsedTicks = 0;
-    this.pull.startedTick = this.ticks;
-    const decoded = decodeSegmentFrame(chunk.payload);
-    if (!decoded.ok) {
-      this.pull = null;
-      return;
-    }
-    if (this.receiveSegment(chunk, decoded.frame) !== 'accepted') this.pull = null;
+    this.pull.progressed(this.ticks);
+    if (reading.verdict === 'undecodable' || this.receiveSegment(chunk, reading.frame) !== 'accepted') this.pull.stop();
   }
 
   private onStreamEnded(requestId: number): void {
-    if (this.pull?.requestId !== requestId) return;
-    this.calls.delete(requestId);
-    this.pull = null;
+    if (!this.pull.isFor(requestId)) return;
+    this.calls.settle(requestId);
+    this.pull.stop();
     if (this.matchedSeq < this.readiness.gauge(this.leaderId)) this.startPull(); // a bounded stream ended before we caught up // a bounded stream ended before we caught up
   }
 
   private onSnapshotInstalled(requestId: number, meta: SnapshotMeta, header: SnapshotHeader): void {
-    if (this.pull?.requestId === requestId) this.pull = null;
-    this.calls.delete(requestId);
+    if (this.pull.isFor(requestId)) this.pull.stop();
+    this.calls.settle(requestId);
     // The driver has already swapped the state machine to the artifact: adopt it whatever we thought.
     if (this.log.termAt(meta.seq) === meta.entryTerm && meta.seq <= this.log.lastSeq() && meta.seq > this.log.baseSeq) {
       this.log.compactThrough(meta.seq);
@@ -1957,9 +1936,9 @@ export class Engine {
   }
 
   private onSnapshotFailed(requestId: number, code: SnapshotFailureCode): void {
-    if (this.pull?.requestId !== requestId) return;
-    this.calls.delete(requestId);
-    this.pull = null;
+    if (!this.pull.isFor(requestId)) return;
+    this.calls.settle(requestId);
+    this.pull.stop();
     if (code === 'not-needed') this.startPull(); // the leader's log still holds what we miss
   }
 

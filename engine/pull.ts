@@ -1,0 +1,77 @@
+// FollowerPull: a follower's one pull from its leader at a time — a StreamSegments stream, or a
+// FetchSnapshot when the stream says the leader's log no longer holds what we miss — and the rules
+// for starting one, hearing its chunks, and giving it up. Engine sends the calls and applies the
+// segments; this holds what is in flight and decides.
+import type { ShipSegmentRequest } from './rpc.js';
+import { decodeSegmentFrame, type SegmentFrame } from './segment-frame.js';
+import { requestValueProblem } from './values.js';
+
+export type PullKind = 'stream' | 'snapshot';
+
+/**
+ * ChunkReading is what a stream chunk is to the follower: invalid (a value without room, values.ts:
+ * the stream is given up), foreign (not from our leader in our term: ignored), undecodable (the
+ * frame is corrupt: the stream is given up) or a frame to receive.
+ */
+export type ChunkReading =
+  | { verdict: 'invalid'; problem: string }
+  | { verdict: 'foreign' }
+  | { verdict: 'undecodable' }
+  | { verdict: 'frame'; frame: SegmentFrame };
+
+/** readChunk judges one stream chunk against our term and the leader we follow. */
+export function readChunk(chunk: ShipSegmentRequest, term: number, leaderId: number): ChunkReading {
+  const problem = requestValueProblem({ method: 'ShipSegment', body: chunk });
+  if (problem) return { verdict: 'invalid', problem };
+  if (chunk.term !== term || chunk.leaderRegion !== leaderId) return { verdict: 'foreign' };
+  const decoded = decodeSegmentFrame(chunk.payload);
+  return decoded.ok ? { verdict: 'frame', frame: decoded.frame } : { verdict: 'undecodable' };
+}
+
+export class FollowerPull {
+  private current: { requestId: number; kind: PullKind; startedTick: number } | null = null;
+  /** lastAcceptTick: when a segment from the leader (shipped or streamed) was last accepted. */
+  private lastAcceptTick = 0;
+
+  /** active: a pull is in flight. */
+  get active(): boolean {
+    return this.current !== null;
+  }
+
+  /** isFor: `requestId` is the pull in flight (an answer to an abandoned pull is ignored). */
+  isFor(requestId: number): boolean {
+    return this.current?.requestId === requestId;
+  }
+
+  started(requestId: number, kind: PullKind, tick: number): void {
+    this.current = { requestId, kind, startedTick: tick };
+  }
+
+  /** stop gives the pull up (ended, failed, refused, or no longer ours to make); a new one may start. */
+  stop(): void {
+    this.current = null;
+  }
+
+  /** progressed: a chunk from our leader arrived, so the pull is alive at `tick`. */
+  progressed(tick: number): void {
+    if (this.current) this.current.startedTick = tick;
+  }
+
+  /** expire gives up a pull silent for more than `timeoutTicks` (the stream or the fetch hung). */
+  expire(tick: number, timeoutTicks: number): void {
+    if (this.current && tick - this.current.startedTick > timeoutTicks) this.current = null;
+  }
+
+  /** accepted: a segment from the leader was accepted at `tick`. */
+  accepted(tick: number): void {
+    this.lastAcceptTick = tick;
+  }
+
+  /**
+   * due: a follower found behind should pull now — none in flight, and either `urgent` (a reseed
+   * reinstalls by pulling) or no segment accepted for more than `quietTicks` (shipping stalled).
+   */
+  due(tick: number, quietTicks: number, urgent: boolean): boolean {
+    return !this.current && (urgent || tick - this.lastAcceptTick > quietTicks);
+  }
+}
