@@ -26,6 +26,7 @@ import { Progress, ProgressTracker } from './progress.js';
 import { hasQuorum, quorumMatch, tallyVotes, type VoteTally } from './quorum.js';
 import { ReadIndex } from './read-index.js';
 import { Readiness } from './readiness.js';
+import { LeadershipTransfer } from './transfer.js';
 import {
   decodeRoster,
   encodeRoster,
@@ -156,7 +157,8 @@ export class Engine {
   private readonly pendingChanges = new PendingChanges();
   /** reads: linearizable reads waiting for the leader's term commit and a heartbeat round (read-index.ts). */
   private readonly reads: ReadIndex;
-  private transfer: { targetId: number; adminId: number; elapsedTicks: number; sent: boolean } | null = null;
+  /** transfer: the leadership handover in progress, if any (transfer.ts). */
+  private readonly transfer = new LeadershipTransfer();
 
   // Follower state.
   /** pull: our one pull from the leader (stream or snapshot fetch) and when a segment was last accepted (pull.ts). */
@@ -381,13 +383,8 @@ export class Engine {
         return;
       }
     }
-    if (this.transfer) {
-      this.transfer.elapsedTicks++;
-      if (this.transfer.elapsedTicks >= this.limits.transferTimeoutTicks) {
-        this.adminResult(this.transfer.adminId, 'transfer-timed-out', 'leadership transfer timed out');
-        this.transfer = null;
-      }
-    }
+    const timedOut = this.transfer.tick(this.limits.transferTimeoutTicks);
+    if (timedOut !== null) this.adminResult(timedOut, 'transfer-timed-out', 'leadership transfer timed out');
     if (this.heartbeatElapsedTicks >= this.limits.heartbeatIntervalTicks) {
       this.heartbeatElapsedTicks = 0;
       this.broadcastHeartbeat();
@@ -472,8 +469,8 @@ export class Engine {
       this.adminResult(adminId, 'leadership-lost', 'leadership lost; outcome unknown');
     for (const callId of abandoned.joinCallIds)
       this.replyJoinRefusal(callId, 'leadership lost before the join committed; retry');
-    if (this.transfer) this.adminResult(this.transfer.adminId, 'leadership-moved', 'leadership moved');
-    this.transfer = null;
+    const moved = this.transfer.end();
+    if (moved !== null) this.adminResult(moved, 'leadership-moved', 'leadership moved');
     this.reads.abandon();
     this.progress.clear();
   }
@@ -1592,7 +1589,7 @@ export class Engine {
       commitSeq: this.commitSeq,
       barrierSeq: this.barrierSeq,
       pendingConfSeq: this.pendingConfSeq(),
-      transferring: this.transfer !== null,
+      transferring: this.transfer.inProgress,
       selfCapabilities: this.config.compat.capabilities,
       capabilitiesOf: (id) => this.progress.capabilitiesOf(id),
       clusterMemberCountMax: this.limits.clusterMemberCountMax,
@@ -1789,11 +1786,8 @@ export class Engine {
   }
 
   private onTimeoutNowResponse(ctx: Extract<CallContext, { method: 'TimeoutNow' }>, accepted: boolean): void {
-    if (!this.transfer || this.transfer.adminId !== ctx.adminId) return;
-    if (!accepted) {
+    if (!accepted && this.transfer.settle(ctx.adminId))
       this.adminResult(ctx.adminId, 'transfer-refused', 'transfer target refused TimeoutNow');
-      this.transfer = null;
-    }
   }
 
   private onJoinResponse(requestId: number, body: JoinResponse): void {
@@ -1843,10 +1837,8 @@ export class Engine {
           this.startSnapshotFetch();
         break;
       case 'TimeoutNow':
-        if (this.transfer?.adminId === ctx.adminId) {
+        if (this.transfer.settle(ctx.adminId))
           this.adminResult(ctx.adminId, 'transfer-failed', `TimeoutNow failed: ${status.details}`);
-          this.transfer = null;
-        }
         break;
       case 'FetchSnapshot':
       case 'RequestVote':
@@ -1980,7 +1972,7 @@ export class Engine {
     const refusal =
       this.role !== 'leader'
         ? { code: 'not-leader' as const, reason: 'not the leader' }
-        : this.transfer
+        : this.transfer.inProgress
           ? { code: 'transfer-in-progress' as const, reason: 'leadership transfer in progress' }
           : null;
     const entries: Entry[] = [];
@@ -2016,8 +2008,9 @@ export class Engine {
       case 'transfer': {
         if (op.memberId === this.hs.selfId) return this.adminResult(adminId, 'already-leader', 'already the leader');
         if (member.role !== MemberRole.Voter) return fail('not-a-voter', 'only a voter can take leadership');
-        if (this.transfer) return fail('transfer-in-progress', 'a leadership transfer is already in progress');
-        this.transfer = { targetId: op.memberId, adminId, elapsedTicks: 0, sent: false };
+        if (this.transfer.inProgress)
+          return fail('transfer-in-progress', 'a leadership transfer is already in progress');
+        this.transfer.start(op.memberId, adminId);
         this.maybeSendTimeoutNow();
         return;
       }
@@ -2042,11 +2035,13 @@ export class Engine {
   }
 
   private maybeSendTimeoutNow(): void {
-    const t = this.transfer;
-    if (!t || t.sent || this.role !== 'leader') return;
-    const pr = this.progress.get(t.targetId);
-    if (!pr || pr.matchSeq < this.log.lastSeq()) return;
-    t.sent = true;
+    if (this.role !== 'leader') return;
+    // The target must hold our whole log, or it could not win the election TimeoutNow starts.
+    const t = this.transfer.takeDue((targetId) => {
+      const pr = this.progress.get(targetId);
+      return pr !== undefined && pr.matchSeq >= this.log.lastSeq();
+    });
+    if (t === null) return;
     this.reads.onTransferStarted();
     const body: TimeoutNowRequest = { term: this.hs.term, leaderRegion: this.hs.selfId };
     this.sendToId(
