@@ -10,6 +10,7 @@
 import { assert, assertFrontiers } from './assert.js';
 import { OutstandingCalls, type CallContext } from './calls.js';
 import { Effects } from './effects.js';
+import { Election } from './election.js';
 import { RaftLog, logUpToDate } from './log.js';
 import { JoinDialer, PendingChanges, RosterCache, confChangeRefusal, type ConfChangeRefusal } from './membership.js';
 import {
@@ -20,10 +21,9 @@ import {
   type RosterViews,
   type SenderStanding,
 } from './membership-guard.js';
-import { Prng } from './prng.js';
 import { FollowerPull, readChunk } from './pull.js';
 import { Progress, ProgressTracker } from './progress.js';
-import { hasQuorum, quorumMatch, tallyVotes, type VoteTally } from './quorum.js';
+import { hasQuorum, quorumMatch, type VoteTally } from './quorum.js';
 import { ReadIndex } from './read-index.js';
 import { Readiness } from './readiness.js';
 import { LeadershipTransfer } from './transfer.js';
@@ -102,7 +102,6 @@ const EMPTY_ROSTER: Roster = { membershipVersion: 0, nextMemberId: 1, members: [
 
 export class Engine {
   private readonly limits: EngineLimits;
-  private readonly prng: Prng;
   private readonly fx = new Effects();
   private readonly versions: VersionSpread;
 
@@ -129,10 +128,7 @@ export class Engine {
   private role: Role;
   private leaderId = 0;
   private ticks = 0;
-  private electionElapsedTicks = 0;
-  private leaseElapsedTicks: number;
   private heartbeatElapsedTicks = 0;
-  private electionTimeoutTicks = 0;
   private durableSeq: number;
   private matchedSeq: number;
   private commitSeq: number;
@@ -144,8 +140,8 @@ export class Engine {
   /** calls: the calls we placed and await (calls.ts). */
   private readonly calls = new OutstandingCalls();
 
-  // Candidate state.
-  private votes = new Map<number, boolean>();
+  /** election: the election clock, check-quorum's lease and the campaign's votes (election.ts). */
+  private readonly election: Election;
 
   // Leader state.
   /** progress: per follower, what it holds and what is in flight (progress.ts). */
@@ -175,7 +171,7 @@ export class Engine {
   ) {
     this.limits = config.limits;
     this.joining = new JoinDialer(config.seeds, config.seeds.length + config.limits.clusterMemberCountMax);
-    this.prng = new Prng(config.randomSeed);
+    this.election = new Election(config.limits.electionTimeoutTicks, config.randomSeed);
     this.hs = { ...restored.hardState };
     this.savedHs = { ...this.hs };
     const snap = restored.snapshot;
@@ -190,7 +186,6 @@ export class Engine {
     this.appliedSeq = Math.max(restored.appliedSeq, this.log.baseSeq);
     this.commitSeq = Math.max(this.appliedSeq, Math.min(this.hs.commitSeq, this.log.lastSeq()));
     this.matchedSeq = this.commitSeq;
-    this.leaseElapsedTicks = this.limits.electionTimeoutTicks;
     this.versions = new VersionSpread(() => this.hs.selfId, config.compat.buildVersion);
     this.reads = new ReadIndex(this.limits, {
       isLeader: () => this.role === 'leader',
@@ -209,7 +204,7 @@ export class Engine {
       if (self) this.hs.selfId = self.id;
     }
     this.role = this.hs.removed ? 'removed' : this.hs.selfId === 0 ? 'joiner' : 'follower';
-    this.resetElectionTimeout();
+    this.election.randomizeTimeout();
     // Storage found damaged at recovery: nothing of it is applied, and the wipe waits for a
     // leader of the current term to reinstall from (fenceLeaderTraffic).
     if (hole) this.latchReseed(`recovered WAL has a hole after seq ${this.log.lastSeq()}`);
@@ -363,21 +358,18 @@ export class Engine {
   }
 
   private tickFollower(): void {
-    this.electionElapsedTicks++;
-    this.leaseElapsedTicks++;
+    this.election.tickFollower();
     this.pull.expire(this.ticks, this.limits.pullTimeoutTicks);
     if (this.leaderId !== 0 && this.readiness.pollDue(this.limits.statusPollIntervalTicks)) {
       const leader = memberById(this.currentRoster(), this.leaderId);
       if (leader) this.fx.other({ type: 'pollStatus', leaderHttpAddr: leader.httpAddr });
     }
-    if (this.electionElapsedTicks >= this.electionTimeoutTicks && this.promotable()) this.startPreVote();
+    if (this.election.timedOut && this.promotable()) this.startPreVote();
   }
 
   private tickLeader(): void {
     this.heartbeatElapsedTicks++;
-    this.electionElapsedTicks++;
-    if (this.electionElapsedTicks >= this.limits.electionTimeoutTicks) {
-      this.electionElapsedTicks = 0;
+    if (this.election.tickLeader()) {
       if (!this.checkQuorum()) {
         this.becomeFollower(this.hs.term, 0);
         return;
@@ -428,12 +420,6 @@ export class Engine {
     );
   }
 
-  private resetElectionTimeout(): void {
-    const t = this.limits.electionTimeoutTicks;
-    this.electionTimeoutTicks = this.prng.intBetween(t, 2 * t);
-    this.electionElapsedTicks = 0;
-  }
-
   private setRole(role: Role): void {
     if (this.role === role) return;
     this.role = role;
@@ -452,8 +438,8 @@ export class Engine {
     if (wasLeader) this.abandonLeadership();
     if (leaderId !== this.leaderId) this.pull.stop();
     this.leaderId = leaderId;
-    this.votes.clear();
-    this.resetElectionTimeout();
+    this.election.endCampaign();
+    this.election.randomizeTimeout();
     if (this.hs.removed) this.setRole('removed');
     else if (this.hs.selfId === 0) this.setRole('joiner');
     else this.setRole('follower');
@@ -476,11 +462,11 @@ export class Engine {
   }
 
   private startPreVote(): void {
-    this.resetElectionTimeout();
+    this.election.randomizeTimeout();
     if (!this.termRoomLeft()) return;
     this.leaderId = 0;
     this.setRole('precandidate');
-    this.votes = new Map([[this.hs.selfId, true]]);
+    this.election.startCampaign(this.hs.selfId);
     if (this.tally() === 'won') {
       this.startElection(false);
       return;
@@ -496,9 +482,9 @@ export class Engine {
     this.pull.stop();
     this.matchedSeq = this.commitSeq;
     this.readiness.forgetHeartbeatFrontier();
-    this.resetElectionTimeout();
+    this.election.randomizeTimeout();
     this.setRole('candidate');
-    this.votes = new Map([[this.hs.selfId, true]]);
+    this.election.startCampaign(this.hs.selfId);
     if (this.tally() === 'won') {
       this.becomeLeader();
       return;
@@ -538,7 +524,7 @@ export class Engine {
   }
 
   private tally(): VoteTally {
-    return tallyVotes(this.currentRoster(), this.votes);
+    return this.election.tally(this.currentRoster());
   }
 
   private becomeLeader(): void {
@@ -546,7 +532,7 @@ export class Engine {
     this.setRole('leader');
     this.electionPrevLog = { term: this.log.lastTerm(), seq: this.log.lastSeq() };
     this.heartbeatElapsedTicks = 0;
-    this.electionElapsedTicks = 0;
+    this.election.restartClock();
     this.pull.stop();
     this.readiness.stopPolling();
     this.progress.clear();
@@ -1079,8 +1065,7 @@ export class Engine {
       }
       this.becomeFollower(term, leaderRegion);
     }
-    this.electionElapsedTicks = 0;
-    this.leaseElapsedTicks = 0;
+    this.election.heardLeader();
     if (this.reseedAwaitingSource && this.role === 'follower') {
       // The leader of our current term is confirmed: it will serve the reinstall.
       this.reseedAwaitingSource = false;
@@ -1361,8 +1346,7 @@ export class Engine {
    * vote for anyone else is refused unless the leader itself hands over (transfer): check-quorum's lease.
    */
   private leaseRefuses(req: VoteRequest): boolean {
-    const inLease =
-      this.role === 'leader' || (this.leaderId !== 0 && this.leaseElapsedTicks < this.limits.electionTimeoutTicks);
+    const inLease = this.role === 'leader' || (this.leaderId !== 0 && this.election.leaseHeld);
     return !req.transfer && inLease && req.candidateRegion !== this.leaderId;
   }
 
@@ -1395,7 +1379,7 @@ export class Engine {
     const granted = eligible && canVote;
     if (granted) {
       this.hs.votedFor = req.candidateRegion;
-      this.electionElapsedTicks = 0;
+      this.election.restartClock();
     }
     respond(granted);
   }
@@ -1775,7 +1759,7 @@ export class Engine {
     if (ctx.term !== this.hs.term) return;
     const expected = ctx.prevote ? 'precandidate' : 'candidate';
     if (this.role !== expected) return;
-    this.votes.set(ctx.toId, body.granted);
+    this.election.recordVote(ctx.toId, body.granted);
     const tally = this.tally();
     if (tally === 'won') {
       if (ctx.prevote) this.startElection(false);
@@ -1885,8 +1869,7 @@ export class Engine {
       return;
     }
     if (reading.verdict === 'foreign') return;
-    this.electionElapsedTicks = 0;
-    this.leaseElapsedTicks = 0;
+    this.election.heardLeader();
     this.pull.progressed(this.ticks);
     if (reading.verdict === 'undecodable' || this.receiveSegment(chunk, reading.frame) !== 'accepted') this.pull.stop();
   }
