@@ -5,8 +5,10 @@
 // random source, the disk or the network. docs/protocol.md explains each rule.
 // Each piece of state lives with its rules in its own file: progress.ts (per
 // follower), quorum.ts (majorities), readiness.ts (Readiness rules 1-6),
-// membership.ts (roster cache, conf-change gate, pending joins, joining);
-// this class holds roles, handlers and the order things happen in.
+// membership.ts (roster cache, conf-change gate, pending joins, joining), calls.ts
+// (calls we placed), election.ts (election clock, lease, votes), pull.ts (a
+// follower's pull), transfer.ts (leadership handover); this class holds roles,
+// handlers and the order things happen in.
 import { assert, assertFrontiers } from './assert.js';
 import { OutstandingCalls, type CallContext } from './calls.js';
 import { Effects } from './effects.js';
