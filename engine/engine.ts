@@ -5,10 +5,11 @@
 // random source, the disk or the network. docs/protocol.md explains each rule.
 // Each piece of state lives with its rules in its own file: progress.ts (per
 // follower), quorum.ts (majorities), readiness.ts (Readiness rules 1-6),
-// membership.ts (roster cache, conf-change gate, pending joins, joining), calls.ts
-// (calls we placed), election.ts (election clock, lease, votes), pull.ts (a
-// follower's pull), transfer.ts (leadership handover); this class holds roles,
-// handlers and the order things happen in.
+// membership.ts (roster cache, conf-change gate, pending joins, joining),
+// calls.ts (calls we placed), election.ts (election clock, lease, votes),
+// proposals.ts (proposals awaiting commit), pull.ts (a follower's pull),
+// transfer.ts (leadership handover); this class holds roles, handlers and the
+// order things happen in.
 import { assert, assertFrontiers } from './assert.js';
 import { OutstandingCalls, type CallContext } from './calls.js';
 import { Effects } from './effects.js';
@@ -25,6 +26,7 @@ import {
 } from './membership-guard.js';
 import { FollowerPull, readChunk } from './pull.js';
 import { Progress, ProgressTracker } from './progress.js';
+import { PendingProposals } from './proposals.js';
 import { hasQuorum, quorumMatch, type VoteTally } from './quorum.js';
 import { ReadIndex } from './read-index.js';
 import { Readiness } from './readiness.js';
@@ -150,7 +152,8 @@ export class Engine {
   private readonly progress = new ProgressTracker();
   private electionPrevLog = { term: 0, seq: 0 };
   private barrierSeq = 0;
-  private readonly pendingProposals = new Map<number, number>();
+  /** pendingProposals: proposals in our log awaiting commit (proposals.ts). */
+  private readonly pendingProposals = new PendingProposals();
   /** pendingChanges: joins and admin ops waiting for their kind-4 record to commit (membership.ts). */
   private readonly pendingChanges = new PendingChanges();
   /** reads: linearizable reads waiting for the leader's term commit and a heartbeat round (read-index.ts). */
@@ -448,10 +451,8 @@ export class Engine {
   }
 
   private abandonLeadership(): void {
-    for (const [, proposalId] of this.pendingProposals) {
+    for (const proposalId of this.pendingProposals.abandon())
       this.proposalResult(proposalId, 'leadership-lost', 'leadership lost; outcome unknown', 0, '');
-    }
-    this.pendingProposals.clear();
     const abandoned = this.pendingChanges.abandon();
     for (const adminId of abandoned.adminIds)
       this.adminResult(adminId, 'leadership-lost', 'leadership lost; outcome unknown');
@@ -861,11 +862,8 @@ export class Engine {
   }
 
   private settleLeaderWaits(): void {
-    for (const [seq, proposalId] of this.pendingProposals) {
-      if (seq > this.commitSeq) continue;
-      this.pendingProposals.delete(seq);
+    for (const { seq, proposalId } of this.pendingProposals.settle(this.commitSeq))
       this.proposalResult(proposalId, 'committed', '', seq, '');
-    }
     for (const change of this.pendingChanges.settle(this.commitSeq)) {
       if (change.kind === 'admin') this.adminResult(change.id, 'done', '');
       else for (const callId of change.callIds) this.replyJoinAccepted(callId, change.id, this.rosterAt(change.seq));
@@ -1973,7 +1971,7 @@ export class Engine {
           data,
         };
         entries.push(entry);
-        this.pendingProposals.set(entry.seq, proposalId);
+        this.pendingProposals.add(entry.seq, proposalId);
       }
     }
     if (entries.length === 0) return;

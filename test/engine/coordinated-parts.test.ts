@@ -1,9 +1,10 @@
 // The engine's second round of state parts, each with its rules (engine/calls.ts, pull.ts,
-// transfer.ts, election.ts): what each decides on its own, without a cluster around it.
+// transfer.ts, election.ts, proposals.ts): what each decides on its own, without a cluster around it.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { OutstandingCalls } from '../../engine/calls.js';
 import { Election } from '../../engine/election.js';
+import { PendingProposals } from '../../engine/proposals.js';
 import { FollowerPull, readChunk } from '../../engine/pull.js';
 import { LeadershipTransfer } from '../../engine/transfer.js';
 import {
@@ -219,5 +220,25 @@ describe('engine/election', () => {
     election.endCampaign();
     assert.equal(election.tally(roster), 'pending');
     assert.equal(election.tally(founders(1)), 'pending', 'not even our own vote after the campaign ends');
+  });
+});
+
+describe('engine/proposals', () => {
+  it('answers each proposal once: committed up to the commit seqno, in order; the rest abandoned', () => {
+    const pending = new PendingProposals();
+    pending.add(5, 50);
+    pending.add(6, 60);
+    pending.add(7, 70);
+    assert.deepEqual(pending.settle(4), []);
+    assert.deepEqual(pending.settle(6), [
+      { seq: 5, proposalId: 50 },
+      { seq: 6, proposalId: 60 },
+    ]);
+    assert.deepEqual(pending.settle(6), [], 'settled once');
+    assert.equal(pending.size, 1);
+    pending.add(8, 80);
+    assert.deepEqual(pending.abandon(), [70, 80]);
+    assert.equal(pending.size, 0);
+    assert.deepEqual(pending.settle(100), [], 'nothing left after abandoning');
   });
 });
