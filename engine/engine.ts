@@ -8,8 +8,8 @@
 // membership.ts (roster cache, conf-change gate, pending joins, joining),
 // calls.ts (calls we placed), election.ts (election clock, lease, votes),
 // proposals.ts (proposals awaiting commit), pull.ts (a follower's pull),
-// transfer.ts (leadership handover); this class holds roles, handlers and the
-// order things happen in.
+// transfer.ts (leadership handover), snapshot-staging.ts (the snapshot held);
+// this class holds roles, handlers and the order things happen in.
 import { assert, assertFrontiers } from './assert.js';
 import { OutstandingCalls, type CallContext } from './calls.js';
 import { Effects } from './effects.js';
@@ -29,6 +29,7 @@ import { Progress, ProgressTracker } from './progress.js';
 import { PendingProposals } from './proposals.js';
 import { hasQuorum, quorumMatch, type VoteTally } from './quorum.js';
 import { ReadIndex } from './read-index.js';
+import { SnapshotStaging } from './snapshot-staging.js';
 import { Readiness } from './readiness.js';
 import { LeadershipTransfer } from './transfer.js';
 import {
@@ -115,8 +116,8 @@ export class Engine {
   private log: RaftLog;
   /** baseRoster is the roster at log.baseSeq (from a snapshot or compaction). */
   private baseRoster: Roster | null;
-  private staged: { meta: SnapshotMeta; header: SnapshotHeader } | null;
-  private staging = false;
+  /** snapshots: the snapshot we hold to serve, and whether a newer one is being staged (snapshot-staging.ts). */
+  private readonly snapshots: SnapshotStaging;
   /** statusCache holds status() until the next step changes anything. */
   private statusCache: EngineStatus | null = null;
   /** rosterCache keeps decoded kind-4 bodies by seq (membership.ts). */
@@ -186,7 +187,9 @@ export class Engine {
     // of damage: entries we may have acknowledged are gone, so we reinstall rather than guess.
     const hole = restoredEntries.length > 0 && this.log.lastSeq() < restoredEntries[restoredEntries.length - 1]!.seq;
     this.baseRoster = snap?.roster ?? null;
-    this.staged = snap && restored.snapshotHeader ? { meta: snap, header: restored.snapshotHeader } : null;
+    this.snapshots = new SnapshotStaging(
+      snap && restored.snapshotHeader ? { meta: snap, header: restored.snapshotHeader } : null,
+    );
     this.durableSeq = this.log.lastSeq();
     this.appliedSeq = Math.max(restored.appliedSeq, this.log.baseSeq);
     this.commitSeq = Math.max(this.appliedSeq, Math.min(this.hs.commitSeq, this.log.lastSeq()));
@@ -312,7 +315,7 @@ export class Engine {
       appliedSeq: this.appliedSeq,
       durableSeq: this.durableSeq,
       matchedSeq: this.matchedSeq,
-      snapshotSeq: this.staged?.meta.seq ?? 0,
+      snapshotSeq: this.snapshots.seq,
       ready: this.readiness.ready,
       halted: this.hs.halted,
       reseed: this.hs.reseed,
@@ -335,7 +338,7 @@ export class Engine {
   }
 
   snapshot(): SnapshotMeta | null {
-    return this.staged?.meta ?? null;
+    return this.snapshots.meta;
   }
 
   // ---------------------------------------------------------------- ticks
@@ -704,9 +707,8 @@ export class Engine {
   }
 
   private maybeStageSnapshot(): void {
-    const last = this.staged?.meta.seq ?? this.log.baseSeq;
-    if (this.staging || this.appliedSeq - last < this.limits.snapshotEntryCountThreshold) return;
-    this.staging = true;
+    if (!this.snapshots.due(this.appliedSeq, this.log.baseSeq, this.limits.snapshotEntryCountThreshold)) return;
+    this.snapshots.begin();
     const seq = this.appliedSeq;
     this.fx.other({
       type: 'stageSnapshot',
@@ -715,9 +717,7 @@ export class Engine {
   }
 
   private onSnapshotStaged(meta: SnapshotMeta, header: SnapshotHeader): void {
-    this.staging = false;
-    if (this.staged && this.staged.meta.seq >= meta.seq) return;
-    this.staged = { meta, header };
+    if (!this.snapshots.staged(meta, header)) return;
     const through = Math.min(meta.seq - this.limits.compactionRetainEntryCount, this.appliedSeq);
     if (through > this.log.baseSeq && through <= this.log.lastSeq()) {
       this.baseRoster = this.rosterAt(through);
@@ -1251,7 +1251,7 @@ export class Engine {
     this.durableSeq = 0;
     this.matchedSeq = 0;
     this.reportedSeq = 0;
-    this.staged = null;
+    this.snapshots.drop();
     this.pull.stop();
     this.startPull();
   }
@@ -1414,7 +1414,7 @@ export class Engine {
     if (from <= this.log.baseSeq) {
       const trailer: CatchupTrailer = {
         firstAvailableSeq: this.log.baseSeq + 1,
-        snapshotSeq: this.staged?.meta.seq ?? 0,
+        snapshotSeq: this.snapshots.seq,
         term: this.hs.term,
         leaderRegion: this.hs.selfId,
       };
@@ -1496,7 +1496,8 @@ export class Engine {
       this.fx.message({ type: 'serveSnapshot', callId, header });
       return;
     }
-    if (!this.staged || this.staged.meta.seq < from) {
+    const held = this.snapshots.headerCovering(from);
+    if (held === null) {
       this.maybeStageSnapshot();
       this.replyError(callId, StatusCode.UNAVAILABLE, 'no snapshot staged yet; retry');
       return;
@@ -1504,7 +1505,7 @@ export class Engine {
     this.fx.message({
       type: 'serveSnapshot',
       callId,
-      header: { ...this.staged.header, term: this.hs.term, leaderRegion: this.hs.selfId },
+      header: { ...held, term: this.hs.term, leaderRegion: this.hs.selfId },
     });
   }
 
@@ -1898,7 +1899,7 @@ export class Engine {
     }
     this.baseRoster = meta.roster;
     this.fx.other({ type: 'compact', throughSeq: meta.seq });
-    this.staged = { meta, header };
+    this.snapshots.installed(meta, header);
     this.appliedSeq = meta.seq;
     this.commitSeq = Math.max(meta.seq, Math.min(this.commitSeq, this.log.lastSeq()));
     this.matchedSeq = Math.max(meta.seq, Math.min(this.matchedSeq, this.log.lastSeq()));

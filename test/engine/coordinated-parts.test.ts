@@ -1,11 +1,12 @@
 // The engine's second round of state parts, each with its rules (engine/calls.ts, pull.ts,
-// transfer.ts, election.ts, proposals.ts): what each decides on its own, without a cluster around it.
+// transfer.ts, election.ts, proposals.ts, snapshot-staging.ts): what each decides on its own, without a cluster around it.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { OutstandingCalls } from '../../engine/calls.js';
 import { Election } from '../../engine/election.js';
 import { PendingProposals } from '../../engine/proposals.js';
 import { FollowerPull, readChunk } from '../../engine/pull.js';
+import { SnapshotStaging } from '../../engine/snapshot-staging.js';
 import { LeadershipTransfer } from '../../engine/transfer.js';
 import {
   EntryKind,
@@ -240,5 +241,45 @@ describe('engine/proposals', () => {
     assert.deepEqual(pending.abandon(), [70, 80]);
     assert.equal(pending.size, 0);
     assert.deepEqual(pending.settle(100), [], 'nothing left after abandoning');
+  });
+});
+
+describe('engine/snapshot-staging', () => {
+  const roster = founders(1);
+  const meta = (seq: number) => ({ seq, entryTerm: 1, roster });
+  const header = (seq: number) => ({
+    needed: true,
+    snapshotSeq: seq,
+    term: 1,
+    leaderRegion: 1,
+    files: [],
+  });
+
+  it('asks for one snapshot at a time, once enough is applied past the last one (or the log base)', () => {
+    const snapshots = new SnapshotStaging(null);
+    assert.equal(snapshots.seq, 0);
+    assert.equal(snapshots.due(109, 10, 100), false, 'threshold counted from the log base');
+    assert.equal(snapshots.due(110, 10, 100), true);
+    snapshots.begin();
+    assert.equal(snapshots.due(500, 10, 100), false, 'one staging at a time');
+    assert.equal(snapshots.staged(meta(110), header(110)), true);
+    assert.equal(snapshots.seq, 110);
+    assert.equal(snapshots.due(209, 0, 100), false, 'now counted from the held snapshot');
+    assert.equal(snapshots.due(210, 0, 100), true);
+  });
+
+  it('holds only a newer snapshot, serves it only when it reaches the asked seq, and forgets it on a wipe', () => {
+    const snapshots = new SnapshotStaging({ meta: meta(50), header: header(50) });
+    snapshots.begin();
+    assert.equal(snapshots.staged(meta(40), header(40)), false, 'older than the one held: dropped');
+    assert.equal(snapshots.due(1000, 0, 1), true, 'but the staging is over');
+    assert.equal(snapshots.seq, 50);
+    assert.equal(snapshots.headerCovering(50)?.snapshotSeq, 50);
+    assert.equal(snapshots.headerCovering(51), null);
+    snapshots.installed(meta(30), header(30));
+    assert.equal(snapshots.meta?.seq, 30, 'an installed snapshot is held whatever we had');
+    snapshots.drop();
+    assert.equal(snapshots.meta, null);
+    assert.equal(snapshots.headerCovering(0), null);
   });
 });
