@@ -283,7 +283,9 @@ export class Engine {
     assertFrontiers({
       appliedSeq: this.appliedSeq,
       commitSeq: this.commitSeq,
-      matchedSeq: this.matchedSeq,
+      // A leader's own log is the one to match: its commit may pass what it has synced itself (or
+      // its matchedSeq, set at its syncs) when a quorum of followers synced first.
+      matchedSeq: this.role === 'leader' ? this.log.lastSeq() : this.matchedSeq,
       durableSeq: this.durableSeq,
       lastSeq: this.log.lastSeq(),
     });
