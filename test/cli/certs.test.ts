@@ -13,7 +13,7 @@ import {
 } from '../../cli/certs/certs.js';
 import { runCertsCli } from '../../cli/certs/certs-command.js';
 import { CLUSTER_ID, certIdentity } from '../../transports/grpc/peer-identity.js';
-import { makeTempDir, removeTempDir } from '../storage/helpers.js';
+import { makeTempDir, removeTempDir } from '../transports/storage/helpers.js';
 
 const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';
 const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';

@@ -3,12 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { blake3 as nobleBlake3 } from '@noble/hashes/blake3.js';
-import type { SnapshotHeader } from '../../engine/rpc.js';
-import type { SnapshotMeta } from '../../engine/types.js';
-import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
-import { storageLimits } from '../../transports/storage/limits.js';
-import { SnapshotError } from '../../transports/storage/snapshot-paths.js';
-import { SnapshotStore, type Artifact } from '../../transports/storage/snapshots.js';
+import type { SnapshotHeader } from '../../../engine/rpc.js';
+import type { SnapshotMeta } from '../../../engine/types.js';
+import type { SnapshotFileChunk } from '../../../proto/gen/svc/replication/v1/replication.js';
+import { storageLimits } from '../../../transports/storage/limits.js';
+import { SnapshotError } from '../../../transports/storage/snapshot-paths.js';
+import { SnapshotStore, type Artifact } from '../../../transports/storage/snapshots.js';
 import { makeTempDir, removeTempDir, waitFor } from './helpers.js';
 
 const CHUNK_BYTES = 1024;

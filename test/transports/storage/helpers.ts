@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Entry } from '../../engine/types.js';
+import type { Entry } from '../../../engine/types.js';
 
 export async function makeTempDir(prefix: string): Promise<string> {
   return mkdtemp(join(tmpdir(), `svc-storage-${prefix}-`));

@@ -10,7 +10,7 @@ import {
   createBlake3Hasher,
   OffThreadBlake3,
   toHex,
-} from '../../transports/storage/blake3.js';
+} from '../../../transports/storage/blake3.js';
 import { makeTempDir, removeTempDir } from './helpers.js';
 
 // BLAKE3 works in 64-byte blocks and 1024-byte chunks: sizes around both, plus 0 and 1 MiB + 1.

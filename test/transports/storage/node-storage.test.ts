@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { emptyRestoredState } from '../../engine/restored.js';
-import type { HardState, SnapshotMeta } from '../../engine/types.js';
-import { openNodeStorage, entriesAfterSnapshot } from '../../transports/storage/node-storage.js';
+import { emptyRestoredState } from '../../../engine/restored.js';
+import type { HardState, SnapshotMeta } from '../../../engine/types.js';
+import { openNodeStorage, entriesAfterSnapshot } from '../../../transports/storage/node-storage.js';
 import { entries, makeTempDir, removeTempDir, summary } from './helpers.js';
 
 const roster = {

@@ -5,8 +5,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { acquireDataDirLock, DataDirLockedError, LOCK_FILE } from '../../transports/storage/data-dir-lock.js';
-import { openNodeStorage } from '../../transports/storage/node-storage.js';
+import { acquireDataDirLock, DataDirLockedError, LOCK_FILE } from '../../../transports/storage/data-dir-lock.js';
+import { openNodeStorage } from '../../../transports/storage/node-storage.js';
 
 describe('storage: the data directory lock', () => {
   let dir = '';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { appendFile, readdir, readFile, stat, truncate, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { storageLimits } from '../../transports/storage/limits.js';
-import { Wal, WalError, segmentFileName, type DurablePoint } from '../../transports/storage/wal.js';
+import { storageLimits } from '../../../transports/storage/limits.js';
+import { Wal, WalError, segmentFileName, type DurablePoint } from '../../../transports/storage/wal.js';
 import { entries, entry, makeTempDir, removeTempDir, summary } from './helpers.js';
 
 describe('storage/wal', () => {

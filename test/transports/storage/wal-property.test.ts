@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { appendFile, readdir, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import type { Entry } from '../../engine/types.js';
-import { storageLimits } from '../../transports/storage/limits.js';
-import { Wal } from '../../transports/storage/wal.js';
+import type { Entry } from '../../../engine/types.js';
+import { storageLimits } from '../../../transports/storage/limits.js';
+import { Wal } from '../../../transports/storage/wal.js';
 import { makeTempDir, removeTempDir } from './helpers.js';
 
 interface ModelLog {

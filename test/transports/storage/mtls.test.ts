@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { createAdminCert, createClusterCa, createNodeCert } from '../../cli/certs/certs.js';
-import { clientCredentials } from '../../transports/grpc/tls.js';
+import { createAdminCert, createClusterCa, createNodeCert } from '../../../cli/certs/certs.js';
+import { clientCredentials } from '../../../transports/grpc/tls.js';
 import { makeTempDir, removeTempDir } from './helpers.js';
 
 const identity = (b: Buffer): Buffer => b;

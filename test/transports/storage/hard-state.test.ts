@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { HardState } from '../../engine/types.js';
-import { HARD_STATE_FILE, HardStateError, HardStateStore } from '../../transports/storage/hard-state.js';
+import type { HardState } from '../../../engine/types.js';
+import { HARD_STATE_FILE, HardStateError, HardStateStore } from '../../../transports/storage/hard-state.js';
 import { makeTempDir, removeTempDir } from './helpers.js';
 
 function hardState(term: number): HardState {
