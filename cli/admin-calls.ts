@@ -2,7 +2,7 @@
 // one names it), retry what retrying can help (no reachable member, no leader yet, a change the
 // leader asks to retry) until the command's deadline, and give up at once on everything else.
 import { status as grpcStatus } from '@grpc/grpc-js';
-import { AdminCallError, AdminClientPool } from '../transports/admin/admin-client.js';
+import { AdminCallError, AdminClientPool, RETRYABLE_ADMIN_CODES } from '../transports/admin/admin-client.js';
 import type { AdminTarget } from './admin-target.js';
 import { ADMIN_RETRY_DELAY_MS } from './limits.js';
 
@@ -10,11 +10,11 @@ export function adminPool(target: AdminTarget): AdminClientPool {
   return new AdminClientPool({ credentials: target.credentials, channelOptions: target.channelOptions });
 }
 
-/** retryableAdminError: nobody answered, no leader is known, or the leader said "retry". */
+/** retryableAdminError: nobody answered, no leader is known, or the refusal's code is one retrying can cure. */
 export function retryableAdminError(err: unknown): boolean {
   if (!(err instanceof AdminCallError)) return false;
   if (err.code === grpcStatus.UNAVAILABLE) return true;
-  return err.code === grpcStatus.FAILED_PRECONDITION && /\bretry\b|not the leader/.test(err.details);
+  return err.code === grpcStatus.FAILED_PRECONDITION && RETRYABLE_ADMIN_CODES.has(err.refusalCode);
 }
 
 /**

@@ -1,12 +1,25 @@
 // The client half of svc.admin.v1.Admin: the `svc` command's way into a running node, with an admin
 // certificate. One channel per address; every call runs under a deadline.
 import * as grpc from '@grpc/grpc-js';
+import type { AdminResultCode } from '../../engine/types.js';
 import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
-import { TRAILER_LEADER, UnaryCallError, UnaryChannels } from '../grpc/unary-call.js';
+import { TRAILER_LEADER, TRAILER_REFUSAL_CODE, UnaryCallError, UnaryChannels } from '../grpc/unary-call.js';
 import { ADMIN_MESSAGE_BYTES_MAX } from './limits.js';
 
-export { TRAILER_LEADER };
+export { TRAILER_LEADER, TRAILER_REFUSAL_CODE };
+
+/**
+ * RETRYABLE_ADMIN_CODES: the refusals (AdminResultCode, sent as TRAILER_REFUSAL_CODE) that waiting
+ * and asking again can cure: no leader here, the leader's term not committed yet, another change or
+ * a learner's catch-up still under way. 'leadership-lost' is not one: the op may have happened.
+ */
+export const RETRYABLE_ADMIN_CODES: ReadonlySet<string> = new Set<AdminResultCode>([
+  'not-leader',
+  'term-not-committed',
+  'change-in-flight',
+  'learner-behind',
+]);
 
 /** AdminCallError is an Admin call's failure: a grpc status code, its details, and a leader hint when known. */
 export class AdminCallError extends UnaryCallError {}
@@ -24,7 +37,7 @@ export class AdminClientPool {
       credentials: options.credentials,
       channelOptions: { 'grpc.max_receive_message_length': ADMIN_MESSAGE_BYTES_MAX, ...options.channelOptions },
       poolName: 'admin client pool',
-      errorOf: (code, details, leaderHint) => new AdminCallError(code, details, leaderHint),
+      errorOf: (code, details, leaderHint, refusalCode) => new AdminCallError(code, details, leaderHint, refusalCode),
     });
   }
 

@@ -10,7 +10,7 @@ import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
 import type { NodeStatusDocument } from '../node/node-status.js';
 import { UnaryCallError } from '../grpc/unary-call.js';
-import { AdminCallError, TRAILER_LEADER } from './admin-client.js';
+import { AdminCallError, TRAILER_LEADER, TRAILER_REFUSAL_CODE } from './admin-client.js';
 import { ADMIN_CALL_DEADLINE_MS, ADMIN_NAME_BYTES_MAX } from './limits.js';
 import { adminStatusResponse, type SeenHeartbeat } from './status-response.js';
 
@@ -88,6 +88,7 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
     const code = known?.code ?? grpc.status.INTERNAL;
     const metadata = new grpc.Metadata();
     if (known && known.leaderHint !== '') metadata.set(TRAILER_LEADER, known.leaderHint);
+    if (known && known.refusalCode !== '') metadata.set(TRAILER_REFUSAL_CODE, known.refusalCode);
     respond({ code, details: known?.details ?? 'admin handler failed', metadata }, null);
   };
   const deadlineOf = (call: grpc.ServerUnaryCall<Buffer, Buffer>): number => {
@@ -126,6 +127,7 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
         grpc.status.FAILED_PRECONDITION,
         `${status.name} is not the leader; retry at ${status.leaderGrpcAddr}`,
         status.leaderGrpcAddr,
+        'not-leader' satisfies AdminResultCode,
       );
     }
     const member = status.members.find((m) => m.name === request.name);
@@ -209,7 +211,7 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
  */
 function adminRefusal(err: Error, leaderHint: string): AdminCallError {
   if (err instanceof AdminRefusedError)
-    return new AdminCallError(grpc.status.FAILED_PRECONDITION, err.reason, leaderHint);
+    return new AdminCallError(grpc.status.FAILED_PRECONDITION, err.reason, leaderHint, err.code);
   if (/got no answer within/.test(err.message)) return new AdminCallError(grpc.status.DEADLINE_EXCEEDED, err.message);
   return new AdminCallError(grpc.status.UNAVAILABLE, err.message);
 }

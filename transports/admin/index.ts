@@ -1,4 +1,11 @@
-export { AdminCallError, AdminClientPool, TRAILER_LEADER, type AdminClientPoolOptions } from './admin-client.js';
+export {
+  AdminCallError,
+  AdminClientPool,
+  RETRYABLE_ADMIN_CODES,
+  TRAILER_LEADER,
+  TRAILER_REFUSAL_CODE,
+  type AdminClientPoolOptions,
+} from './admin-client.js';
 export {
   ADMIN_METHODS,
   AdminRefusedError,

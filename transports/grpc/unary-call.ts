@@ -7,6 +7,12 @@ import * as grpc from '@grpc/grpc-js';
 export const TRAILER_LEADER = 'x-svc-leader';
 
 /**
+ * TRAILER_REFUSAL_CODE carries a refusal's typed code (an admin op's AdminResultCode, say), so a
+ * caller decides what to do from the code, never by reading the details text.
+ */
+export const TRAILER_REFUSAL_CODE = 'x-svc-code';
+
+/**
  * UnaryCallError is a failed call: a grpc status code, its details, and the leader hint when known. Each
  * pool subclasses it, so a handler can tell whose call failed.
  */
@@ -15,14 +21,16 @@ export class UnaryCallError extends Error {
     readonly code: grpc.status,
     readonly details: string,
     readonly leaderHint = '',
+    /** refusalCode: the refusal's typed code from TRAILER_REFUSAL_CODE, '' when it sent none */
+    readonly refusalCode = '',
   ) {
     super(`${grpc.status[code] ?? code}: ${details}`);
     this.name = new.target.name;
   }
 }
 
-/** CallErrorOf builds a pool's typed error from a failed call's status code, details and leader hint. */
-export type CallErrorOf = (code: grpc.status, details: string, leaderHint: string) => Error;
+/** CallErrorOf builds a pool's typed error from a failed call's status code, details, leader hint and refusal code. */
+export type CallErrorOf = (code: grpc.status, details: string, leaderHint: string, refusalCode?: string) => Error;
 
 export interface UnaryChannelsOptions {
   credentials: grpc.ChannelCredentials;
@@ -62,7 +70,15 @@ export class UnaryChannels {
         (err, value) => {
           if (err) {
             const hint = err.metadata?.get(TRAILER_LEADER)[0];
-            reject(errorOf(err.code, err.details, typeof hint === 'string' ? hint : ''));
+            const refusalCode = err.metadata?.get(TRAILER_REFUSAL_CODE)[0];
+            reject(
+              errorOf(
+                err.code,
+                err.details,
+                typeof hint === 'string' ? hint : '',
+                typeof refusalCode === 'string' ? refusalCode : '',
+              ),
+            );
             return;
           }
           resolve(value ?? Buffer.alloc(0));
