@@ -119,6 +119,10 @@ export async function startLocalRedis(dir: string): Promise<LocalRedis> {
         dir,
         '--protected-mode',
         'yes',
+        // Redis rewrites its process title; keeping the config file (inside `dir`) in it tells an operator
+        // whose Redis this is, and lets a cleanup that looks for `dir` in command lines find it.
+        '--proc-title-template',
+        '{title} {listen-addr} {server-mode} {config-file}',
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

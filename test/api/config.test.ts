@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { configFromEnv } from '../../api/config.js';
@@ -40,6 +40,30 @@ describe('api: configuration from the environment', () => {
       await assert.rejects(startLocalRedis(path.join(dir, 'redis')), /redis-server is not on the PATH/);
     } finally {
       process.env.PATH = savedPath;
+    }
+  });
+});
+
+describe('api: a node-local redis-server', () => {
+  it('names its own directory in its process title, so whose it is can be told (and a cleanup finds it)', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-local-redis-'));
+    const redis = await startLocalRedis(path.join(dir, 'redis'));
+    try {
+      const titles = readdirSync('/proc')
+        .filter((entry) => /^\d+$/.test(entry))
+        .map((pid) => {
+          try {
+            return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+          } catch {
+            return '';
+          }
+        });
+      const ours = titles.filter((t) => t.includes(`127.0.0.1:${redis.port}`));
+      assert.equal(ours.length, 1, `one redis-server on port ${redis.port}: ${JSON.stringify(ours)}`);
+      assert.ok(ours[0]!.includes(path.join(dir, 'redis')), ours[0]);
+    } finally {
+      await redis.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
