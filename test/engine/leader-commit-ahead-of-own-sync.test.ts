@@ -2,28 +2,10 @@
 // own durable frontier is one vote of three). The engine's frontier asserts (engine/assert.ts) must
 // allow that: a real node crashed on it when its followers' fsyncs beat its own.
 import assert from 'node:assert/strict';
-import {
-  Engine,
-  bootstrapRoster,
-  emptyRestoredState,
-  DEFAULT_LIMITS,
-  CURRENT_COMPAT,
-  type Effect,
-} from '../../engine/index.js';
+import { Engine, emptyRestoredState, DEFAULT_LIMITS, type Effect } from '../../engine/index.js';
+import { founderConfig } from './founders.js';
 
-const roster = bootstrapRoster(
-  ['n1', 'n2', 'n3'].map((name) => ({ name, grpcAddr: `${name}:7000`, httpAddr: `http://${name}:8080` })),
-);
-const config = {
-  name: 'n1',
-  grpcAddr: 'n1:7000',
-  httpAddr: 'http://n1:8080',
-  bootstrapRoster: roster,
-  seeds: [],
-  randomSeed: 1,
-  compat: CURRENT_COMPAT,
-  limits: DEFAULT_LIMITS,
-};
+const config = founderConfig('n1', ['n1', 'n2', 'n3']);
 
 type Send = Extract<Effect, { type: 'send' }>;
 const sends = (effects: Effect[]): Send[] => effects.filter((e): e is Send => e.type === 'send');

@@ -2,30 +2,10 @@
 // the committed entries it found on disk there, so they never ride on (and are never attributed to)
 // the first message that happens to arrive, a forged one say (sim seed 121, foreign-traffic).
 import assert from 'node:assert/strict';
-import {
-  Engine,
-  bootstrapRoster,
-  emptyRestoredState,
-  DEFAULT_LIMITS,
-  CURRENT_COMPAT,
-  EntryKind,
-  type Effect,
-  type RestoredState,
-} from '../../engine/index.js';
+import { Engine, emptyRestoredState, EntryKind, type Effect, type RestoredState } from '../../engine/index.js';
+import { founderConfig } from './founders.js';
 
-const roster = bootstrapRoster(
-  ['n1', 'n2', 'n3'].map((name) => ({ name, grpcAddr: `${name}:7000`, httpAddr: `http://${name}:8080` })),
-);
-const config = {
-  name: 'n1',
-  grpcAddr: 'n1:7000',
-  httpAddr: 'http://n1:8080',
-  bootstrapRoster: roster,
-  seeds: [],
-  randomSeed: 1,
-  compat: CURRENT_COMPAT,
-  limits: DEFAULT_LIMITS,
-};
+const config = founderConfig('n1', ['n1', 'n2', 'n3']);
 
 /** A node that crashed with entries 1..3 committed (hard state says so) and none applied. */
 function restoredWithCommitted(): RestoredState {

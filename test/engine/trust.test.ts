@@ -5,10 +5,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
   Engine,
-  bootstrapRoster,
   emptyRestoredState,
   DEFAULT_LIMITS,
-  CURRENT_COMPAT,
   MemberRole,
   encodeSegmentFrame,
   isCarriableTerm,
@@ -22,6 +20,7 @@ import {
   type RpcRequest,
   type Roster,
 } from '../../engine/index.js';
+import { founderConfig } from './founders.js';
 import { Lockstep } from '../../sim/lockstep.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -323,22 +322,9 @@ describe('engine trust: TimeoutNow', () => {
 
 describe('engine trust: the term space', () => {
   it('a node whose term has no room left does not campaign, and says so', () => {
-    const roster = bootstrapRoster([{ name: 'solo', grpcAddr: 'solo:7000', httpAddr: 'http://solo:8080' }]);
     const restored = emptyRestoredState();
     restored.hardState = { ...restored.hardState, term: VALUE_ROOM_MAX, selfId: 1 };
-    const engine = new Engine(
-      {
-        name: 'solo',
-        grpcAddr: 'solo:7000',
-        httpAddr: 'http://solo:8080',
-        bootstrapRoster: roster,
-        seeds: [],
-        randomSeed: 1,
-        compat: CURRENT_COMPAT,
-        limits: DEFAULT_LIMITS,
-      },
-      restored,
-    );
+    const engine = new Engine(founderConfig('solo', ['solo']), restored);
     const effects: Effect[] = [];
     for (let i = 0; i < DEFAULT_LIMITS.electionTimeoutTicks * 3; i++) effects.push(...engine.step({ type: 'tick' }));
     assert.equal(engine.status().term, VALUE_ROOM_MAX);
@@ -353,26 +339,11 @@ describe('engine trust: the term space', () => {
 
 describe('engine trust: reseeding only on local evidence', () => {
   it('a hole in the recovered WAL latches the reseed marker (durably), and nothing is applied or wiped until a leader is confirmed', () => {
-    const roster = bootstrapRoster(
-      ['a', 'b', 'c'].map((n) => ({ name: n, grpcAddr: `${n}:7000`, httpAddr: `http://${n}:8080` })),
-    );
     const restored = emptyRestoredState();
     restored.hardState = { ...restored.hardState, term: 1, selfId: 2, commitSeq: 4 };
     const entry = (seq: number) => ({ seq, term: 1, kind: 1, data: new TextEncoder().encode(`e${seq}`) });
     restored.entries = [entry(1), entry(2), entry(4)]; // 3 is missing
-    const engine = new Engine(
-      {
-        name: 'b',
-        grpcAddr: 'b:7000',
-        httpAddr: 'http://b:8080',
-        bootstrapRoster: roster,
-        seeds: [],
-        randomSeed: 1,
-        compat: CURRENT_COMPAT,
-        limits: DEFAULT_LIMITS,
-      },
-      restored,
-    );
+    const engine = new Engine(founderConfig('b', ['a', 'b', 'c']), restored);
     assert.equal(engine.status().reseed, true);
     const first = engine.step({ type: 'tick' });
     assert.ok(first[0]?.type === 'saveHardState' && first[0].hardState.reseed, 'the marker is saved first');
@@ -418,25 +389,10 @@ describe('engine trust: reseeding only on local evidence', () => {
   });
 
   it('a node whose own log is known damaged does not refuse the leader as contradicting it: it wipes and reinstalls', () => {
-    const roster = bootstrapRoster(
-      ['a', 'b', 'c'].map((n) => ({ name: n, grpcAddr: `${n}:7000`, httpAddr: `http://${n}:8080` })),
-    );
     const restored = emptyRestoredState();
     restored.hardState = { ...restored.hardState, term: 3, selfId: 2, commitSeq: 2, reseed: true };
     restored.entries = [1, 2].map((seq) => ({ seq, term: 3, kind: 1, data: new Uint8Array(0) }));
-    const engine = new Engine(
-      {
-        name: 'b',
-        grpcAddr: 'b:7000',
-        httpAddr: 'http://b:8080',
-        bootstrapRoster: roster,
-        seeds: [],
-        randomSeed: 1,
-        compat: CURRENT_COMPAT,
-        limits: DEFAULT_LIMITS,
-      },
-      restored,
-    );
+    const engine = new Engine(founderConfig('b', ['a', 'b', 'c']), restored);
     // The leader's position (1, 1) would cut our (damaged) entry 2, at our commit seqno.
     const effects = engine.step({
       type: 'request',

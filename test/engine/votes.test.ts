@@ -1,33 +1,10 @@
 // Vote handling on a single engine, driven by hand: what a voter does with pre-votes and votes.
 import assert from 'node:assert/strict';
-import {
-  Engine,
-  encodeSegmentFrame,
-  bootstrapRoster,
-  emptyRestoredState,
-  DEFAULT_LIMITS,
-  CURRENT_COMPAT,
-  type Effect,
-  type RpcResponse,
-} from '../../engine/index.js';
+import { Engine, encodeSegmentFrame, emptyRestoredState, type Effect, type RpcResponse } from '../../engine/index.js';
+import { founderConfig } from './founders.js';
 
 function voter(): Engine {
-  const roster = bootstrapRoster(
-    ['a', 'b', 'c'].map((n) => ({ name: n, grpcAddr: `${n}:7000`, httpAddr: `http://${n}:8080` })),
-  );
-  return new Engine(
-    {
-      name: 'b',
-      grpcAddr: 'b:7000',
-      httpAddr: 'http://b:8080',
-      bootstrapRoster: roster,
-      seeds: [],
-      randomSeed: 1,
-      compat: CURRENT_COMPAT,
-      limits: DEFAULT_LIMITS,
-    },
-    emptyRestoredState(),
-  );
+  return new Engine(founderConfig('b', ['a', 'b', 'c']), emptyRestoredState());
 }
 
 function answer(effects: Effect[]): RpcResponse {

@@ -182,7 +182,7 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
           fail(
             respond,
             err instanceof UnaryCallError && !(err instanceof AdminCallError)
-              ? new AdminCallError(err.code, err.details, err.leaderHint)
+              ? new AdminCallError(err.code, err.details, err.leaderHint, err.refusalCode)
               : err,
             'Propose',
           ),
