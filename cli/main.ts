@@ -8,7 +8,7 @@ import { TOP_USAGE, UsageError } from './usage.js';
 
 /** LONG_RUNNING commands end the process when they return, whatever handles are still open. */
 const LONG_RUNNING = new Set(['node', 'cluster']);
-const COMMANDS = new Set(['node', 'cluster', 'status', 'members', 'keys', 'openapi', 'certs']);
+const COMMANDS = new Set(['node', 'cluster', 'status', 'members', 'keys', 'openapi', 'certs', 'manifests']);
 
 export async function runSvc(argv: string[], io: Io = processIo): Promise<number> {
   const [command, ...rest] = argv;
@@ -26,6 +26,8 @@ export async function runSvc(argv: string[], io: Io = processIo): Promise<number
         return await (await import('./keys-command.js')).runKeysCommand(rest, io);
       case 'openapi':
         return (await import('./openapi-command.js')).runOpenApiCommand(rest, io);
+      case 'manifests':
+        return await (await import('./manifests/manifests-command.js')).runManifestsCommand(rest, io);
       case 'certs': {
         const { runCertsCli } = await import('./certs/certs-command.js');
         return await runCertsCli(rest, io.out, io.err);

@@ -19,6 +19,7 @@ commands:
   members transfer NAME      hand leadership to a voter
   keys create                create an admin API key in a running cluster's store (printed once)
   certs ca|node|admin ...    make a cluster CA, a node (peer) or an admin certificate
+  manifests render|secrets   Kubernetes objects of a deployment (YAML); secrets from a certs directory
   openapi                    print the developer API's OpenAPI document (no server, no port)
 
 svc <command> --help shows a command's flags.`;

@@ -198,9 +198,12 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
     checkAdvertisedHostPort(member.grpcAddr, `bootstrap[${i}].grpcAddr`);
     checkHttpBase(member.httpAddr, `bootstrap[${i}].httpAddr`);
   }
-  if (bootstrap.length > 0 && !names.has(config.name))
+  // A node the founders' list leaves out joins through its seeds: every pod of a stateful set gets one
+  // template, so the founders and the pods added later by scaling share the same flags (deploy/kubernetes).
+  const joinsThroughSeeds = bootstrap.length > 0 && !names.has(config.name);
+  if (joinsThroughSeeds && seeds.length === 0)
     throw new ConfigError(
-      `bootstrap does not list this node (${config.name}); every founder passes the same list, itself included`,
+      `bootstrap does not list this node (${config.name}) and no seeds are given; every founder passes the same list, itself included, and a node left out of it joins through seeds`,
     );
   for (const [i, seed] of seeds.entries()) parseHostPort(seed, `seeds[${i}]`);
 
@@ -233,7 +236,7 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
-  return { ...config, bootstrap, seeds, limits, grpcListenAt, httpListenAt };
+  return { ...config, bootstrap: joinsThroughSeeds ? [] : bootstrap, seeds, limits, grpcListenAt, httpListenAt };
 }
 
 const RATE_LIMIT_PER_SECOND_MAX = 1_000_000;

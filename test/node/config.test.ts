@@ -19,6 +19,12 @@ describe('node: config', function () {
     assert.deepEqual(founder.grpcListenAt, { host: '127.0.0.1', port: 7000 });
     const joiner = resolveNodeConfig({ ...good, bootstrap: undefined, seeds: ['n2.peers:7000'], tickMs: 50 });
     assert.equal(joiner.limits.tickMs, 50);
+    // One stateful-set template for every pod: a pod the founders' list leaves out joins through its seeds.
+    const scaledUp = resolveNodeConfig({ ...good, name: 'n9', seeds: ['n1.peers:7000'] });
+    assert.deepEqual(scaledUp.bootstrap, [], 'a node left out of the founders founds nothing');
+    assert.deepEqual(scaledUp.seeds, ['n1.peers:7000']);
+    const founderWithSeeds = resolveNodeConfig({ ...good, seeds: ['n2.peers:7000'] });
+    assert.deepEqual(founderWithSeeds.bootstrap, good.bootstrap, 'a founder keeps the founding roster beside seeds');
   });
 
   it('refuses each kind of mistake with a ConfigError that names it', function () {
@@ -30,7 +36,7 @@ describe('node: config', function () {
       [{ grpcListen: '0.0.0.0:7000' }, /grpcAdvertise is required/],
       [{ httpAdvertise: '127.0.0.1:8080' }, /httpAdvertise .* is not scheme:\/\/host:port/],
       [{ bootstrap: [] }, /give bootstrap .* or seeds/],
-      [{ bootstrap: [{ name: 'n2', grpcAddr: 'a:1', httpAddr: 'http://a:2' }] }, /does not list this node/],
+      [{ bootstrap: [{ name: 'n2', grpcAddr: 'a:1', httpAddr: 'http://a:2' }] }, /does not list this node \(n1\) and no seeds/],
       [{ bootstrap: [good.bootstrap![0]!, good.bootstrap![0]!] }, /lists n1 twice/],
       [{ seeds: ['nope'] }, /seeds\[0\]/],
       [{ tls: { mode: 'mtls', caFile: '', certFile: 'c', keyFile: 'k' } }, /tls.caFile/],

@@ -1,0 +1,89 @@
+// The names every Kubernetes object of a deployment shares, derived from one set of options: the renderer
+// (render.ts) and the Secret writer (secrets.ts) both read them here, so a Secret's name, its keys and the pod's
+// references to them cannot drift apart, and the peers Service is the one `svc certs node --peers-service` names.
+import { CLUSTER_DOMAIN_DEFAULT } from '../certs/certs.js';
+
+/** DEPLOYMENT_NAME_DEFAULT names the StatefulSet; its pods are <name>-0, <name>-1, … (the node names). */
+export const DEPLOYMENT_NAME_DEFAULT = 'svc';
+/** GRPC_PORT is the peer port (replication, svc.store.v1, svc.admin.v1); HTTP_PORT the node's HTTP surface and API. */
+export const GRPC_PORT = 7000;
+export const HTTP_PORT = 8080;
+export const REDIS_PORT = 6379;
+/** FOUNDER_COUNT_DEFAULT: three voters survive one lost node, the usual first size. */
+export const FOUNDER_COUNT_DEFAULT = 3;
+
+/** Where the node's container finds what the manifests mount. */
+export const MOUNTS = {
+  data: '/var/lib/svc',
+  tls: '/etc/svc/tls',
+  apiSecret: '/etc/svc/api',
+  tmp: '/tmp',
+  redisData: '/data',
+  redisConfig: '/etc/redis',
+  redisAuth: '/etc/redis-auth',
+} as const;
+
+/** Keys inside the Secrets (secrets.ts writes them, render.ts references them). */
+export const SECRET_KEYS = {
+  caCert: 'ca.crt',
+  apiSecretKey: 'secret-key',
+  redisUrl: 'redis-url',
+  redisAuthConf: 'auth.conf',
+  redisPassword: 'password',
+} as const;
+export const REDIS_CONFIG_KEY = 'redis.conf';
+
+export interface DeploymentNames {
+  namespace: string;
+  /** statefulSet is the StatefulSet's name, and the prefix of every other object's. */
+  statefulSet: string;
+  /** peersService is the headless Service of the pods' DNS names: the `--peers-service` of `svc certs node`. */
+  peersService: string;
+  clientService: string;
+  serviceAccount: string;
+  tlsSecret: string;
+  apiSecret: string;
+  redisAuthSecret: string;
+  redisConfigMap: string;
+  redis: string;
+  clusterDomain: string;
+}
+
+export function deploymentNames(options: {
+  namespace: string;
+  name?: string;
+  clusterDomain?: string;
+}): DeploymentNames {
+  const name = options.name ?? DEPLOYMENT_NAME_DEFAULT;
+  return {
+    namespace: options.namespace,
+    statefulSet: name,
+    peersService: `${name}-peers`,
+    clientService: name,
+    serviceAccount: name,
+    tlsSecret: `${name}-tls`,
+    apiSecret: `${name}-api`,
+    redisAuthSecret: `${name}-redis-auth`,
+    redisConfigMap: `${name}-redis`,
+    redis: `${name}-redis`,
+    clusterDomain: options.clusterDomain ?? CLUSTER_DOMAIN_DEFAULT,
+  };
+}
+
+/** podName is the name of the StatefulSet's pod of this ordinal, which is also its node's name. */
+export function podName(names: DeploymentNames, ordinal: number): string {
+  return `${names.statefulSet}-${ordinal}`;
+}
+
+/** podHost is a pod's stable DNS name under the peers Service (covered by the certificate's wildcard). */
+export function podHost(names: DeploymentNames, pod: string): string {
+  return `${pod}.${names.peersService}.${names.namespace}.svc.${names.clusterDomain}`;
+}
+
+export function redisHost(names: DeploymentNames): string {
+  return `${names.redis}.${names.namespace}.svc.${names.clusterDomain}`;
+}
+
+/** nodeCertFile and nodeKeyFile are a node's files in the TLS Secret (the names `svc certs node --name` writes). */
+export const nodeCertFile = (pod: string): string => `${pod}.crt`;
+export const nodeKeyFile = (pod: string): string => `${pod}.key`;

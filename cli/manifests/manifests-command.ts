@@ -1,0 +1,170 @@
+// `svc manifests render|secrets`: the Kubernetes objects of a deployment as YAML (deploy/kubernetes/README.md).
+import { chmod, stat, writeFile } from 'node:fs/promises';
+import { dump } from 'js-yaml';
+import { intFlag, parseFlags, stringFlag, type FlagSpec } from '../flags.js';
+import type { Io } from '../io.js';
+import { EXIT_OK } from '../limits.js';
+import { UsageError } from '../usage.js';
+import { ManifestError, renderManifests, type ManifestOptions } from './render.js';
+import { buildSecrets } from './secrets.js';
+import { REPLICA_COUNT_MAX } from './render.js';
+
+export const MANIFESTS_USAGE = `usage:
+  svc manifests render  --namespace NS --cluster-id ID --image IMAGE [--replicas N] [--founders N] [--name NAME]
+                        [--run-image IMAGE [--workspace-claim PVC] [--workspace-root DIR]] [--storage-class CLASS]
+                        [--data-size 20Gi] [--redis-image IMAGE] [--redis-size 5Gi] [--redis-memory-mib N]
+                        [--cluster-domain DOMAIN] [--log-level LEVEL]
+  svc manifests secrets --certs DIR --namespace NS --out FILE [--replicas N] [--name NAME] [--cluster-id ID]
+                        [--cluster-domain DOMAIN] [--force]
+
+render prints every object but the Secrets (YAML, for kubectl apply -f -): the node StatefulSet, its headless
+peers Service (<name>-peers: the --peers-service of svc certs node) and client Service, a PodDisruptionBudget,
+Redis, NetworkPolicies and, with --run-image, the run backend's RBAC. It holds no secret value.
+  --replicas N        nodes to run (default 3); --founders N of them found the cluster (default min(3, N));
+                      keep --founders the same on every later render
+secrets WRITES SECRET VALUES to FILE (mode 0600; "--out -" prints them to stdout, for a pipe to kubectl):
+the CA certificate and the peer pairs of pods <name>-0 … <name>-(N-1) from DIR (each checked: its own peer
+certificate, of one cluster, covering its DNS name under <name>-peers.NS), the API's credential key and the
+Redis password (both made once in DIR, 0600, and reused). Never ca.key, never an admin certificate.`;
+
+const RENDER_FLAGS: FlagSpec = {
+  namespace: { type: 'string' },
+  'cluster-id': { type: 'string' },
+  image: { type: 'string' },
+  replicas: { type: 'string' },
+  founders: { type: 'string' },
+  name: { type: 'string' },
+  'run-image': { type: 'string' },
+  'workspace-claim': { type: 'string' },
+  'workspace-root': { type: 'string' },
+  'storage-class': { type: 'string' },
+  'data-size': { type: 'string' },
+  'redis-image': { type: 'string' },
+  'redis-size': { type: 'string' },
+  'redis-memory-mib': { type: 'string' },
+  'cluster-domain': { type: 'string' },
+  'log-level': { type: 'string' },
+  help: { type: 'boolean' },
+};
+
+const SECRETS_FLAGS: FlagSpec = {
+  certs: { type: 'string' },
+  namespace: { type: 'string' },
+  out: { type: 'string' },
+  replicas: { type: 'string' },
+  name: { type: 'string' },
+  'cluster-id': { type: 'string' },
+  'cluster-domain': { type: 'string' },
+  force: { type: 'boolean' },
+  help: { type: 'boolean' },
+};
+
+const REDIS_MEMORY_MIB_MAX = 1024 * 1024;
+
+/** toYaml writes objects as one multi-document YAML stream. */
+export function toYaml(objects: readonly object[]): string {
+  return objects.map((object) => `---\n${dump(object, { noRefs: true, lineWidth: -1, sortKeys: false })}`).join('');
+}
+
+function required(values: Record<string, unknown>, names: string[]): void {
+  const missing = names.filter((name) => values[name] === undefined);
+  if (missing.length > 0) throw new UsageError(`needs ${missing.map((name) => `--${name}`).join(', ')}`);
+}
+
+/** renderOptionsFromArgs reads `svc manifests render`'s flags (the example's header line is parsed with it too). */
+export function renderOptionsFromArgs(args: string[]): ManifestOptions | 'help' {
+  const { values } = parseFlags(args, RENDER_FLAGS);
+  if (values.help === true) return 'help';
+  required(values, ['namespace', 'cluster-id', 'image']);
+  const memoryMib = intFlag(values, 'redis-memory-mib', 16, REDIS_MEMORY_MIB_MAX);
+  const optional = (flag: string) => stringFlag(values, flag);
+  const options: ManifestOptions = {
+    namespace: stringFlag(values, 'namespace')!,
+    clusterId: stringFlag(values, 'cluster-id')!,
+    image: stringFlag(values, 'image')!,
+    replicas: intFlag(values, 'replicas', 1, REPLICA_COUNT_MAX) ?? 3,
+  };
+  const founders = intFlag(values, 'founders', 1, REPLICA_COUNT_MAX);
+  if (founders !== undefined) options.founders = founders;
+  const fields: Array<[string, keyof ManifestOptions]> = [
+    ['name', 'name'],
+    ['run-image', 'runImage'],
+    ['workspace-claim', 'workspaceClaim'],
+    ['workspace-root', 'workspaceRoot'],
+    ['storage-class', 'storageClass'],
+    ['data-size', 'dataVolumeSize'],
+    ['redis-image', 'redisImage'],
+    ['redis-size', 'redisVolumeSize'],
+    ['cluster-domain', 'clusterDomain'],
+    ['log-level', 'logLevel'],
+  ];
+  for (const [flag, field] of fields) {
+    const value = optional(flag);
+    if (value !== undefined) (options as unknown as Record<string, unknown>)[field] = value;
+  }
+  if (memoryMib !== undefined) options.redisMemoryBytes = memoryMib * 1024 * 1024;
+  if (options.runImage === undefined && (options.workspaceClaim ?? options.workspaceRoot) !== undefined)
+    throw new UsageError('--workspace-claim and --workspace-root need --run-image');
+  return options;
+}
+
+export async function runManifestsCommand(args: string[], io: Io): Promise<number> {
+  const [command, ...rest] = args;
+  if (command === 'render') {
+    const options = renderOptionsFromArgs(rest);
+    if (options === 'help') {
+      io.out.write(`${MANIFESTS_USAGE}\n`);
+      return EXIT_OK;
+    }
+    let objects;
+    try {
+      objects = renderManifests(options);
+    } catch (err) {
+      if (err instanceof ManifestError) throw new UsageError(err.message);
+      throw err;
+    }
+    io.out.write(toYaml(objects));
+    return EXIT_OK;
+  }
+  if (command === 'secrets') {
+    const { values } = parseFlags(rest, SECRETS_FLAGS);
+    if (values.help === true) {
+      io.out.write(`${MANIFESTS_USAGE}\n`);
+      return EXIT_OK;
+    }
+    required(values, ['certs', 'namespace', 'out']);
+    const out = stringFlag(values, 'out')!;
+    const secrets = await buildSecrets({
+      certsDir: stringFlag(values, 'certs')!,
+      namespace: stringFlag(values, 'namespace')!,
+      name: stringFlag(values, 'name'),
+      clusterDomain: stringFlag(values, 'cluster-domain'),
+      clusterId: stringFlag(values, 'cluster-id'),
+      replicas: intFlag(values, 'replicas', 1, REPLICA_COUNT_MAX) ?? 3,
+    });
+    const text = toYaml(secrets);
+    if (out === '-') {
+      io.out.write(text);
+      return EXIT_OK;
+    }
+    if (values.force !== true && (await exists(out))) throw new UsageError(`${out} exists; pass --force to replace it`);
+    await writeFile(out, text, { mode: 0o600 });
+    await chmod(out, 0o600);
+    io.err.write(`wrote ${secrets.map((secret) => secret.metadata!.name).join(', ')} to ${out} (mode 0600)\n`);
+    return EXIT_OK;
+  }
+  if (command === undefined || command === '--help' || command === 'help') {
+    (command === undefined ? io.err : io.out).write(`${MANIFESTS_USAGE}\n`);
+    return command === undefined ? 2 : EXIT_OK;
+  }
+  throw new UsageError(`unknown subcommand ${JSON.stringify(command)} (render or secrets)`);
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

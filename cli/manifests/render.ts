@@ -1,0 +1,630 @@
+// renderManifests: every Kubernetes object of a production deployment, as plain objects, from a handful of
+// options (a pure function: no clock, no randomness, no files). Secret *values* are never here: secrets.ts
+// writes the Secrets from the `svc certs` directory; these objects only reference them by name and key.
+//
+// Why the shape it has (docs/operations.md, "On Kubernetes"):
+// - a StatefulSet gives each node a stable name (<set>-N, the node's member name) and DNS name under the
+//   headless peers Service, and its own data volume;
+// - podManagementPolicy Parallel: the founders elect a leader only when a majority of them runs, and a pod is
+//   Ready (/ready) only once a leader is known, so OrderedReady would wait for <set>-0's readiness forever;
+// - every pod gets the same flags: the founders' list and seeds. A founder finds itself in the list; a pod added
+//   by scaling up is not in it and joins through the seeds (cli/node/config.ts);
+// - secrets reach the pod as files (certificates, the API's key) or as a secretKeyRef (REDIS_URL), never as flag
+//   values, which `ps` and the pod spec would show.
+import type {
+  V1ConfigMap,
+  V1Container,
+  V1EnvVar,
+  V1NetworkPolicy,
+  V1PodDisruptionBudget,
+  V1Role,
+  V1RoleBinding,
+  V1Service,
+  V1ServiceAccount,
+  V1StatefulSet,
+  V1Volume,
+  V1VolumeMount,
+} from '@kubernetes/client-node';
+import { runNetworkPolicies } from '../../api/runs/kubernetes-job-spec.js';
+import { NODE_STOP_TIMEOUT_MS } from '../limits.js';
+import {
+  deploymentNames,
+  FOUNDER_COUNT_DEFAULT,
+  GRPC_PORT,
+  HTTP_PORT,
+  MOUNTS,
+  nodeCertFile,
+  nodeKeyFile,
+  podHost,
+  podName,
+  REDIS_CONFIG_KEY,
+  REDIS_PORT,
+  SECRET_KEYS,
+  type DeploymentNames,
+} from './layout.js';
+
+export interface ManifestOptions {
+  namespace: string;
+  /** clusterId is the id every certificate of the cluster names (`svc certs cluster-id`). */
+  clusterId: string;
+  /** replicas is how many nodes run; founders the first ones, who found the cluster (never changed later). */
+  replicas: number;
+  founders?: number;
+  /** image is the node image (deploy/Containerfile). */
+  image: string;
+  /** name names the StatefulSet (default svc) and prefixes every other object. */
+  name?: string;
+  clusterDomain?: string;
+  /** storageClass of the data volumes (default: the cluster's default class). */
+  storageClass?: string;
+  dataVolumeSize?: string;
+  redisImage?: string;
+  redisVolumeSize?: string;
+  /** redisMemoryBytes is Redis' maxmemory; its container's memory limit leaves room above it. */
+  redisMemoryBytes?: number;
+  /** runImage turns on agent runs as Kubernetes Jobs (SVC_RUN_BACKEND=kubernetes); without it, runs are off. */
+  runImage?: string;
+  /** workspaceClaim is the ReadWriteMany claim holding the workspaces (SVC_K8S_WORKSPACE_CLAIM). */
+  workspaceClaim?: string;
+  workspaceRoot?: string;
+  logLevel?: string;
+}
+
+/** Labels: the run pods the Kubernetes backend makes are app.kubernetes.io/name=svc-run, never these. */
+export const APP_LABEL = 'app.kubernetes.io/name';
+export const APP_NAME = 'svc';
+export const COMPONENT_LABEL = 'app.kubernetes.io/component';
+export const INSTANCE_LABEL = 'app.kubernetes.io/instance';
+
+/** NODE_UID is the node container's uid and gid (no passwd entry needed; the image sets the same). */
+export const NODE_UID = 10001;
+/** REDIS_UID is the `redis` user of the official Redis image. */
+export const REDIS_UID = 999;
+/** TERMINATION_GRACE_SECONDS covers `svc node`'s clean stop (NODE_STOP_TIMEOUT_MS) with room to exit. */
+export const TERMINATION_GRACE_SECONDS = Math.ceil(NODE_STOP_TIMEOUT_MS / 1000) + 5;
+/** READINESS_PATH is served 200 when the node is healthy and knows a leader; LIVENESS_PATH 200 whenever it runs. */
+export const READINESS_PATH = '/ready';
+export const LIVENESS_PATH = '/status';
+export const DATA_VOLUME_SIZE_DEFAULT = '20Gi';
+export const REDIS_VOLUME_SIZE_DEFAULT = '5Gi';
+export const REDIS_IMAGE_DEFAULT = 'docker.io/library/redis:7.2-bookworm';
+export const REDIS_MEMORY_BYTES_DEFAULT = 512 * 1024 * 1024;
+export const WORKSPACE_ROOT_DEFAULT = '/srv/workspaces';
+/** TMP_SIZE_LIMIT bounds the node's /tmp (tsx's compile cache lives there; the root file system is read-only). */
+export const TMP_SIZE_LIMIT = '256Mi';
+/** NODE_* are the node container's resources: the engine and store are memory-resident. */
+export const NODE_RESOURCES = {
+  requests: { cpu: '500m', memory: '1Gi', 'ephemeral-storage': '256Mi' },
+  limits: { cpu: '2', memory: '2Gi', 'ephemeral-storage': '1Gi' },
+};
+
+export type ManifestObject =
+  | V1ServiceAccount
+  | V1Role
+  | V1RoleBinding
+  | V1ConfigMap
+  | V1Service
+  | V1StatefulSet
+  | V1PodDisruptionBudget
+  | V1NetworkPolicy;
+
+export class ManifestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ManifestError';
+  }
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const QUANTITY = /^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|[kMGTPE])?$/;
+/** REPLICA_COUNT_MAX matches the certificates' pod-name bound and more than any sane cluster. */
+export const REPLICA_COUNT_MAX = 99;
+
+/** checkOptions names the first option that would render an object Kubernetes or the node refuses. */
+export function checkOptions(options: ManifestOptions): void {
+  for (const [what, value] of [
+    ['namespace', options.namespace],
+    ['cluster id', options.clusterId],
+    ['name', options.name ?? 'svc'],
+  ] as const) {
+    if (!DNS_LABEL.test(value)) throw new ManifestError(`${what} ${JSON.stringify(value)} must be a DNS label`);
+  }
+  // The pod name <name>-NN must stay a label, and the peers Service <name>-peers too.
+  if ((options.name ?? 'svc').length > 50) throw new ManifestError('name must be at most 50 characters');
+  const founders = options.founders ?? Math.min(FOUNDER_COUNT_DEFAULT, options.replicas);
+  if (!Number.isSafeInteger(options.replicas) || options.replicas < 1 || options.replicas > REPLICA_COUNT_MAX)
+    throw new ManifestError(`replicas must be 1..${REPLICA_COUNT_MAX}, got ${options.replicas}`);
+  if (!Number.isSafeInteger(founders) || founders < 1 || founders > options.replicas)
+    throw new ManifestError(`founders must be 1..replicas (${options.replicas}), got ${founders}`);
+  if (options.image.trim() === '' || /\s/.test(options.image))
+    throw new ManifestError(`image ${JSON.stringify(options.image)} is not an image reference`);
+  if (options.runImage !== undefined && (options.runImage.trim() === '' || /\s/.test(options.runImage)))
+    throw new ManifestError(`run image ${JSON.stringify(options.runImage)} is not an image reference`);
+  for (const [what, value] of [
+    ['data volume size', options.dataVolumeSize],
+    ['redis volume size', options.redisVolumeSize],
+  ] as const) {
+    if (value !== undefined && !QUANTITY.test(value))
+      throw new ManifestError(`${what} ${JSON.stringify(value)} is not a quantity such as 20Gi`);
+  }
+  const memory = options.redisMemoryBytes ?? REDIS_MEMORY_BYTES_DEFAULT;
+  if (!Number.isSafeInteger(memory) || memory < 16 * 1024 * 1024)
+    throw new ManifestError('redis memory must be at least 16 MiB');
+  if (options.workspaceClaim !== undefined && !DNS_LABEL.test(options.workspaceClaim))
+    throw new ManifestError(`workspace claim ${JSON.stringify(options.workspaceClaim)} must be a DNS label`);
+  if (options.workspaceRoot !== undefined && !options.workspaceRoot.startsWith('/'))
+    throw new ManifestError('workspace root must be an absolute path');
+}
+
+function labels(names: DeploymentNames, component: 'node' | 'redis'): Record<string, string> {
+  return { [APP_LABEL]: APP_NAME, [INSTANCE_LABEL]: names.statefulSet, [COMPONENT_LABEL]: component };
+}
+
+const metadata = (names: DeploymentNames, name: string, component: 'node' | 'redis') => ({
+  name,
+  namespace: names.namespace,
+  labels: labels(names, component),
+});
+
+/** nodeArgs is the container's argument list: `svc node` and its flags, with Kubernetes' $(POD_NAME) expansion. */
+export function nodeArgs(options: ManifestOptions, names: DeploymentNames): string[] {
+  const founders = options.founders ?? Math.min(FOUNDER_COUNT_DEFAULT, options.replicas);
+  const self = '$(POD_NAME)';
+  const founderPods = Array.from({ length: founders }, (_, ordinal) => podName(names, ordinal));
+  return [
+    'node',
+    '--name',
+    self,
+    '--data-dir',
+    MOUNTS.data,
+    '--grpc-listen',
+    `0.0.0.0:${GRPC_PORT}`,
+    '--grpc-advertise',
+    `${podHost(names, self)}:${GRPC_PORT}`,
+    '--http-listen',
+    `0.0.0.0:${HTTP_PORT}`,
+    '--http-advertise',
+    `http://${podHost(names, self)}:${HTTP_PORT}`,
+    ...founderPods.flatMap((pod) => [
+      '--founder',
+      `${pod},${podHost(names, pod)}:${GRPC_PORT},http://${podHost(names, pod)}:${HTTP_PORT}`,
+    ]),
+    // Pods beyond the founders join through them (any member redirects to the leader).
+    ...founderPods.flatMap((pod) => ['--seed', `${podHost(names, pod)}:${GRPC_PORT}`]),
+    '--cluster-id',
+    options.clusterId,
+    '--tls-ca',
+    `${MOUNTS.tls}/${SECRET_KEYS.caCert}`,
+    '--tls-cert',
+    `${MOUNTS.tls}/${nodeCertFile(self)}`,
+    '--tls-key',
+    `${MOUNTS.tls}/${nodeKeyFile(self)}`,
+    '--log-level',
+    options.logLevel ?? 'info',
+    '--api',
+    // REDIS_URL comes from the Secret; a missing one must not start a Redis of this pod alone.
+    '--api-no-local-redis',
+    '--api-secret-key-file',
+    `${MOUNTS.apiSecret}/${SECRET_KEYS.apiSecretKey}`,
+  ];
+}
+
+function nodeEnv(options: ManifestOptions, names: DeploymentNames): V1EnvVar[] {
+  const env: V1EnvVar[] = [
+    { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    {
+      name: 'REDIS_URL',
+      valueFrom: { secretKeyRef: { name: names.apiSecret, key: SECRET_KEYS.redisUrl, optional: false } },
+    },
+    { name: 'NODE_ENV', value: 'production' },
+  ];
+  if (options.runImage === undefined) {
+    // No run image: agent runs stay queued for another worker rather than run in this locked-down pod.
+    env.push({ name: 'SVC_RUN_WORKER', value: '0' });
+    return env;
+  }
+  env.push(
+    { name: 'SVC_RUN_BACKEND', value: 'kubernetes' },
+    { name: 'SVC_K8S_RUN_IMAGE', value: options.runImage },
+    { name: 'SVC_K8S_NAMESPACE', value: names.namespace },
+    { name: 'SVC_WORKSPACE_ROOT', value: options.workspaceRoot ?? WORKSPACE_ROOT_DEFAULT },
+  );
+  if (options.workspaceClaim !== undefined)
+    env.push({ name: 'SVC_K8S_WORKSPACE_CLAIM', value: options.workspaceClaim });
+  return env;
+}
+
+function nodeContainer(options: ManifestOptions, names: DeploymentNames): V1Container {
+  const mounts: V1VolumeMount[] = [
+    { name: 'data', mountPath: MOUNTS.data },
+    { name: 'tls', mountPath: MOUNTS.tls, readOnly: true },
+    { name: 'api-secret', mountPath: MOUNTS.apiSecret, readOnly: true },
+    { name: 'tmp', mountPath: MOUNTS.tmp },
+  ];
+  if (options.runImage !== undefined && options.workspaceClaim !== undefined)
+    mounts.push({ name: 'workspaces', mountPath: options.workspaceRoot ?? WORKSPACE_ROOT_DEFAULT });
+  return {
+    name: 'node',
+    image: options.image,
+    imagePullPolicy: 'IfNotPresent',
+    args: nodeArgs(options, names),
+    env: nodeEnv(options, names),
+    ports: [
+      { name: 'grpc', containerPort: GRPC_PORT, protocol: 'TCP' },
+      { name: 'http', containerPort: HTTP_PORT, protocol: 'TCP' },
+    ],
+    // /ready: healthy and a leader known. A pod leaves the client Service during an election, and a rolling
+    // update moves on only once the restarted node can serve again.
+    readinessProbe: {
+      httpGet: { path: READINESS_PATH, port: 'http' },
+      periodSeconds: 5,
+      timeoutSeconds: 3,
+      failureThreshold: 2,
+    },
+    // /status answers 200 whenever the node runs, whatever its role: elections, catching up and a removed
+    // member never fail it; a wedged event loop does.
+    livenessProbe: {
+      httpGet: { path: LIVENESS_PATH, port: 'http' },
+      periodSeconds: 10,
+      timeoutSeconds: 5,
+      failureThreshold: 6,
+    },
+    // Recovery (WAL replay, snapshot verification) happens before /status answers: up to ten minutes.
+    startupProbe: {
+      httpGet: { path: LIVENESS_PATH, port: 'http' },
+      periodSeconds: 5,
+      timeoutSeconds: 3,
+      failureThreshold: 120,
+    },
+    resources: NODE_RESOURCES,
+    securityContext: {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      privileged: false,
+      capabilities: { drop: ['ALL'] },
+    },
+    volumeMounts: mounts,
+  };
+}
+
+function nodeVolumes(options: ManifestOptions, names: DeploymentNames): V1Volume[] {
+  const volumes: V1Volume[] = [
+    // Every node's pair is in the one Secret (a StatefulSet has one pod template); each node reads its own.
+    { name: 'tls', secret: { secretName: names.tlsSecret, defaultMode: 0o440 } },
+    {
+      name: 'api-secret',
+      secret: {
+        secretName: names.apiSecret,
+        defaultMode: 0o440,
+        items: [{ key: SECRET_KEYS.apiSecretKey, path: SECRET_KEYS.apiSecretKey }],
+      },
+    },
+    { name: 'tmp', emptyDir: { sizeLimit: TMP_SIZE_LIMIT } },
+  ];
+  if (options.runImage !== undefined && options.workspaceClaim !== undefined)
+    volumes.push({ name: 'workspaces', persistentVolumeClaim: { claimName: options.workspaceClaim } });
+  return volumes;
+}
+
+function statefulSet(options: ManifestOptions, names: DeploymentNames): V1StatefulSet {
+  const runs = options.runImage !== undefined;
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: metadata(names, names.statefulSet, 'node'),
+    spec: {
+      serviceName: names.peersService,
+      replicas: options.replicas,
+      podManagementPolicy: 'Parallel',
+      // One pod at a time, the next only once the restarted one is Ready (/ready).
+      updateStrategy: { type: 'RollingUpdate' },
+      // A removed member's volume is deleted by hand after `svc members remove` (its name cannot rejoin).
+      persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Retain', whenScaled: 'Retain' },
+      selector: { matchLabels: labels(names, 'node') },
+      template: {
+        metadata: { labels: labels(names, 'node') },
+        spec: {
+          serviceAccountName: names.serviceAccount,
+          // The token is needed only to create run Jobs.
+          automountServiceAccountToken: runs,
+          enableServiceLinks: false,
+          terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: NODE_UID,
+            runAsGroup: NODE_UID,
+            fsGroup: NODE_UID,
+            fsGroupChangePolicy: 'OnRootMismatch',
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          // Voters on separate hosts: one host lost costs one vote.
+          affinity: {
+            podAntiAffinity: {
+              preferredDuringSchedulingIgnoredDuringExecution: [
+                {
+                  weight: 100,
+                  podAffinityTerm: {
+                    topologyKey: 'kubernetes.io/hostname',
+                    labelSelector: { matchLabels: labels(names, 'node') },
+                  },
+                },
+              ],
+            },
+          },
+          containers: [nodeContainer(options, names)],
+          volumes: nodeVolumes(options, names),
+        },
+      },
+      volumeClaimTemplates: [
+        {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name: 'data', labels: labels(names, 'node') },
+          spec: {
+            accessModes: ['ReadWriteOnce'],
+            ...(options.storageClass === undefined ? {} : { storageClassName: options.storageClass }),
+            resources: { requests: { storage: options.dataVolumeSize ?? DATA_VOLUME_SIZE_DEFAULT } },
+          },
+        },
+      ],
+    },
+  };
+}
+
+function services(names: DeploymentNames): V1Service[] {
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: metadata(names, names.peersService, 'node'),
+      spec: {
+        // Headless: a DNS name per pod (<pod>.<peers>.<ns>.svc.<domain>), covered by the certificates' wildcard.
+        clusterIP: 'None',
+        // Peers must find each other before any is ready: readiness needs a leader, a leader needs peers.
+        publishNotReadyAddresses: true,
+        selector: labels(names, 'node'),
+        ports: [
+          { name: 'grpc', port: GRPC_PORT, targetPort: 'grpc', protocol: 'TCP' },
+          { name: 'http', port: HTTP_PORT, targetPort: 'http', protocol: 'TCP' },
+        ],
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: metadata(names, names.clientService, 'node'),
+      spec: {
+        type: 'ClusterIP',
+        selector: labels(names, 'node'),
+        ports: [{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }],
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: metadata(names, names.redis, 'redis'),
+      spec: {
+        type: 'ClusterIP',
+        selector: labels(names, 'redis'),
+        ports: [{ name: 'redis', port: REDIS_PORT, targetPort: 'redis', protocol: 'TCP' }],
+      },
+    },
+  ];
+}
+
+/** redisConfig is Redis' configuration without its password, which it includes from the Secret's file. */
+export function redisConfig(memoryBytes: number): string {
+  return [
+    `port ${REDIS_PORT}`,
+    'bind * -::*',
+    'protected-mode yes',
+    `dir ${MOUNTS.redisData}`,
+    // BullMQ's queues must never lose a key to eviction: a full Redis refuses writes instead.
+    `maxmemory ${memoryBytes}`,
+    'maxmemory-policy noeviction',
+    'appendonly yes',
+    'appendfsync everysec',
+    // The password: `requirepass …` in a file of the Secret, never on the command line.
+    `include ${MOUNTS.redisAuth}/${SECRET_KEYS.redisAuthConf}`,
+    '',
+  ].join('\n');
+}
+
+function redis(options: ManifestOptions, names: DeploymentNames): [V1ConfigMap, V1StatefulSet] {
+  const memory = options.redisMemoryBytes ?? REDIS_MEMORY_BYTES_DEFAULT;
+  const memoryLimitMi = Math.ceil((memory * 1.5) / (1024 * 1024));
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: metadata(names, names.redisConfigMap, 'redis'),
+      data: { [REDIS_CONFIG_KEY]: redisConfig(memory) },
+    },
+    {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: metadata(names, names.redis, 'redis'),
+      spec: {
+        serviceName: names.redis,
+        replicas: 1,
+        selector: { matchLabels: labels(names, 'redis') },
+        template: {
+          metadata: { labels: labels(names, 'redis') },
+          spec: {
+            automountServiceAccountToken: false,
+            enableServiceLinks: false,
+            securityContext: {
+              runAsNonRoot: true,
+              runAsUser: REDIS_UID,
+              runAsGroup: REDIS_UID,
+              fsGroup: REDIS_UID,
+              fsGroupChangePolicy: 'OnRootMismatch',
+              seccompProfile: { type: 'RuntimeDefault' },
+            },
+            containers: [
+              {
+                name: 'redis',
+                image: options.redisImage ?? REDIS_IMAGE_DEFAULT,
+                imagePullPolicy: 'IfNotPresent',
+                command: ['redis-server', `${MOUNTS.redisConfig}/${REDIS_CONFIG_KEY}`],
+                ports: [{ name: 'redis', containerPort: REDIS_PORT, protocol: 'TCP' }],
+                readinessProbe: { tcpSocket: { port: 'redis' }, periodSeconds: 5, failureThreshold: 3 },
+                livenessProbe: { tcpSocket: { port: 'redis' }, periodSeconds: 10, failureThreshold: 6 },
+                resources: {
+                  requests: { cpu: '100m', memory: `${memoryLimitMi}Mi` },
+                  limits: { cpu: '1', memory: `${memoryLimitMi}Mi` },
+                },
+                securityContext: {
+                  allowPrivilegeEscalation: false,
+                  readOnlyRootFilesystem: true,
+                  runAsNonRoot: true,
+                  privileged: false,
+                  capabilities: { drop: ['ALL'] },
+                },
+                volumeMounts: [
+                  { name: 'data', mountPath: MOUNTS.redisData },
+                  { name: 'config', mountPath: MOUNTS.redisConfig, readOnly: true },
+                  { name: 'auth', mountPath: MOUNTS.redisAuth, readOnly: true },
+                ],
+              },
+            ],
+            volumes: [
+              { name: 'config', configMap: { name: names.redisConfigMap } },
+              {
+                name: 'auth',
+                secret: {
+                  secretName: names.redisAuthSecret,
+                  defaultMode: 0o440,
+                  items: [{ key: SECRET_KEYS.redisAuthConf, path: SECRET_KEYS.redisAuthConf }],
+                },
+              },
+            ],
+          },
+        },
+        volumeClaimTemplates: [
+          {
+            apiVersion: 'v1',
+            kind: 'PersistentVolumeClaim',
+            metadata: { name: 'data', labels: labels(names, 'redis') },
+            spec: {
+              accessModes: ['ReadWriteOnce'],
+              ...(options.storageClass === undefined ? {} : { storageClassName: options.storageClass }),
+              resources: { requests: { storage: options.redisVolumeSize ?? REDIS_VOLUME_SIZE_DEFAULT } },
+            },
+          },
+        ],
+      },
+    },
+  ];
+}
+
+/**
+ * networkPolicies are written as the API server reads them: the client library's model calls an ingress rule's
+ * `from` `_from` (its serializer renames it), so these plain objects are typed by hand where they differ.
+ */
+function networkPolicies(names: DeploymentNames): V1NetworkPolicy[] {
+  const nodes = { matchLabels: labels(names, 'node') };
+  const policies = [
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: metadata(names, names.redis, 'redis'),
+      spec: {
+        podSelector: { matchLabels: labels(names, 'redis') },
+        policyTypes: ['Ingress'],
+        ingress: [{ from: [{ podSelector: nodes }], ports: [{ protocol: 'TCP', port: REDIS_PORT }] }],
+      },
+    },
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: metadata(names, names.statefulSet, 'node'),
+      spec: {
+        podSelector: nodes,
+        policyTypes: ['Ingress'],
+        ingress: [
+          // The peer port (replication, the internal store, admin calls) from the nodes alone; operators reach
+          // svc.admin.v1 with `kubectl port-forward`, which a NetworkPolicy does not see.
+          { from: [{ podSelector: nodes }], ports: [{ protocol: 'TCP', port: GRPC_PORT }] },
+          // The HTTP surface and developer API from anywhere the cluster routes.
+          { ports: [{ protocol: 'TCP', port: HTTP_PORT }] },
+        ],
+      },
+    },
+  ];
+  return policies as unknown as V1NetworkPolicy[];
+}
+
+/**
+ * RUN_BACKEND_RULES are exactly the Kubernetes API calls of the run backend (api/runs/kubernetes-backend.ts);
+ * test/deploy/manifests.test.ts reads that file's calls and fails when they and this list disagree.
+ */
+export const RUN_BACKEND_RULES: ReadonlyArray<{ apiGroup: string; resource: string; verbs: readonly string[] }> = [
+  { apiGroup: 'batch', resource: 'jobs', verbs: ['create', 'delete'] },
+  { apiGroup: '', resource: 'pods', verbs: ['watch', 'delete'] },
+  { apiGroup: '', resource: 'pods/log', verbs: ['get'] },
+  { apiGroup: 'networking.k8s.io', resource: 'networkpolicies', verbs: ['create'] },
+  // Per-run Secrets for a run's credentials (created before its Job, owned by it, deleted after).
+  { apiGroup: '', resource: 'secrets', verbs: ['create', 'patch', 'delete'] },
+];
+
+function rbac(names: DeploymentNames, runs: boolean): Array<V1ServiceAccount | V1Role | V1RoleBinding> {
+  const account: V1ServiceAccount = {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: metadata(names, names.serviceAccount, 'node'),
+    automountServiceAccountToken: false,
+  };
+  if (!runs) return [account];
+  const roleName = `${names.statefulSet}-runs`;
+  return [
+    account,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: metadata(names, roleName, 'node'),
+      rules: RUN_BACKEND_RULES.map((rule) => ({
+        apiGroups: [rule.apiGroup],
+        resources: [rule.resource],
+        verbs: [...rule.verbs],
+      })),
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: metadata(names, roleName, 'node'),
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: roleName },
+      subjects: [{ kind: 'ServiceAccount', name: names.serviceAccount, namespace: names.namespace }],
+    },
+  ];
+}
+
+function disruptionBudget(names: DeploymentNames): V1PodDisruptionBudget {
+  return {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: metadata(names, names.statefulSet, 'node'),
+    // One voter down at a time keeps a majority of three (and of five, with room).
+    spec: { maxUnavailable: 1, selector: { matchLabels: labels(names, 'node') } },
+  };
+}
+
+/** renderManifests lists every object but the Secrets, in the order `kubectl apply -f` should create them. */
+export function renderManifests(options: ManifestOptions): ManifestObject[] {
+  checkOptions(options);
+  const names = deploymentNames(options);
+  const runs = options.runImage !== undefined;
+  const [redisConfigMap, redisSet] = redis(options, names);
+  return [
+    ...rbac(names, runs),
+    redisConfigMap,
+    ...services(names),
+    ...networkPolicies(names),
+    // The run pods' fence, the same objects the backend would create before its first Job (it keeps these).
+    ...(runs ? runNetworkPolicies(names.namespace) : []),
+    redisSet,
+    statefulSet(options, names),
+    disruptionBudget(names),
+  ];
+}

@@ -1,0 +1,159 @@
+// The deployment's Secrets, built from a `svc certs` output directory: the cluster CA certificate and every
+// node's peer pair (never ca.key, never an admin certificate: those stay with the operator), the developer
+// API's credential key and Redis' password. The key and the password are made once, kept 0600 in that
+// directory, and reused: a new API key would make every stored credential unreadable.
+import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
+import { chmod, readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { V1Secret } from '@kubernetes/client-node';
+import { pemIdentity } from '../../transports/grpc/peer-identity.js';
+import { parseSecretKey } from '../../api/config.js';
+import { CA_CERT_FILE } from '../certs/certs.js';
+import {
+  deploymentNames,
+  nodeCertFile,
+  nodeKeyFile,
+  podHost,
+  podName,
+  redisHost,
+  REDIS_PORT,
+  SECRET_KEYS,
+  type DeploymentNames,
+} from './layout.js';
+import { ManifestError } from './render.js';
+
+/** Files kept beside the certificates (0600), made on first use. */
+export const API_SECRET_KEY_FILE = 'api-secret-key';
+export const REDIS_PASSWORD_FILE = 'redis-password';
+const SECRET_FILE_MODE = 0o600;
+/** REDIS_PASSWORD_BYTES: 32 random bytes, hex (no character a URL or redis.conf would need escaped). */
+const REDIS_PASSWORD_BYTES = 32;
+const REDIS_PASSWORD = /^[0-9a-f]{32,128}$/;
+
+export interface SecretOptions {
+  /** certsDir is the `svc certs --out` directory: ca.crt and <pod>.crt/.key for each pod. */
+  certsDir: string;
+  namespace: string;
+  name?: string;
+  clusterDomain?: string;
+  /** replicas: the pods whose pairs go in (<name>-0 … <name>-(replicas-1)); issue ahead for planned scale-ups. */
+  replicas: number;
+  /** clusterId, when given, must be the one every certificate names. */
+  clusterId?: string;
+}
+
+async function readText(path: string, what: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    throw new ManifestError(`cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+}
+
+/** keptSecret reads a secret file made earlier, or makes it (0600) with make(); check refuses a malformed one. */
+async function keptSecret(path: string, make: () => string, check: (text: string) => void): Promise<string> {
+  let exists = true;
+  try {
+    await stat(path);
+  } catch {
+    exists = false;
+  }
+  if (!exists) {
+    // wx: two runs at once never both write (the second fails and says so).
+    await writeFile(path, `${make()}\n`, { mode: SECRET_FILE_MODE, flag: 'wx' });
+    await chmod(path, SECRET_FILE_MODE);
+  }
+  const text = (await readText(path, 'secret file')).trim();
+  try {
+    check(text);
+  } catch (err) {
+    // The message never holds the value.
+    throw new ManifestError(`${path}: ${(err as Error).message}`);
+  }
+  return text;
+}
+
+/** checkNodePair: a node's certificate is its own peer certificate, of this cluster, for these DNS names. */
+function checkNodePair(
+  names: DeploymentNames,
+  pod: string,
+  certPem: string,
+  keyPem: string,
+  caPem: string,
+  clusterId: string | undefined,
+): string {
+  const where = `${pod}'s certificate`;
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(certPem);
+    if (!cert.checkPrivateKey(createPrivateKey(keyPem))) throw new Error(`${nodeKeyFile(pod)} is not its key`);
+    if (!cert.checkIssued(new X509Certificate(caPem))) throw new Error(`it is not issued by ${CA_CERT_FILE}`);
+  } catch (err) {
+    throw new ManifestError(`${where}: ${(err as Error).message}`);
+  }
+  const identity = pemIdentity(certPem);
+  if (typeof identity === 'string') throw new ManifestError(`${where}: ${identity}`);
+  if (identity.role !== 'peer' || identity.name !== pod)
+    throw new ManifestError(
+      `${where} is a ${identity.role} certificate of ${identity.name}, not ${pod}'s peer certificate`,
+    );
+  if (clusterId !== undefined && identity.clusterId !== clusterId)
+    throw new ManifestError(`${where} names cluster ${identity.clusterId}, not ${clusterId}`);
+  const host = podHost(names, pod);
+  if (cert.checkHost(host) === undefined)
+    throw new ManifestError(
+      `${where} does not cover ${host}: issue it with --peers-service ${names.peersService} --namespace ${names.namespace}`,
+    );
+  return identity.clusterId;
+}
+
+const base64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
+
+/** buildSecrets reads and checks the directory and returns the three Secrets (values base64, as Kubernetes keeps them). */
+export async function buildSecrets(options: SecretOptions): Promise<V1Secret[]> {
+  const names = deploymentNames(options);
+  if (!Number.isSafeInteger(options.replicas) || options.replicas < 1)
+    throw new ManifestError('replicas must be a positive whole number');
+  const caPem = await readText(join(options.certsDir, CA_CERT_FILE), 'the CA certificate');
+  const tls: Record<string, string> = { [SECRET_KEYS.caCert]: base64(caPem) };
+  let clusterId = options.clusterId;
+  for (let ordinal = 0; ordinal < options.replicas; ordinal++) {
+    const pod = podName(names, ordinal);
+    const certPem = await readText(join(options.certsDir, nodeCertFile(pod)), `${pod}'s certificate`);
+    const keyPem = await readText(join(options.certsDir, nodeKeyFile(pod)), `${pod}'s key`);
+    clusterId = checkNodePair(names, pod, certPem, keyPem, caPem, clusterId);
+    tls[nodeCertFile(pod)] = base64(certPem);
+    tls[nodeKeyFile(pod)] = base64(keyPem);
+  }
+  const apiKey = await keptSecret(
+    join(options.certsDir, API_SECRET_KEY_FILE),
+    () => randomBytes(32).toString('hex'),
+    (text) => void parseSecretKey(text),
+  );
+  const password = await keptSecret(
+    join(options.certsDir, REDIS_PASSWORD_FILE),
+    () => randomBytes(REDIS_PASSWORD_BYTES).toString('hex'),
+    (text) => {
+      if (!REDIS_PASSWORD.test(text)) throw new Error('not a password this command made (32-128 hex digits)');
+    },
+  );
+  const redisUrl = `redis://:${password}@${redisHost(names)}:${REDIS_PORT}`;
+  const secret = (name: string, data: Record<string, string>): V1Secret => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace: names.namespace, labels: { 'app.kubernetes.io/instance': names.statefulSet } },
+    type: 'Opaque',
+    data,
+  });
+  return [
+    secret(names.tlsSecret, tls),
+    secret(names.apiSecret, {
+      [SECRET_KEYS.apiSecretKey]: base64(`${apiKey}\n`),
+      [SECRET_KEYS.redisUrl]: base64(redisUrl),
+    }),
+    secret(names.redisAuthSecret, {
+      [SECRET_KEYS.redisAuthConf]: base64(`requirepass ${password}\n`),
+      [SECRET_KEYS.redisPassword]: base64(password),
+    }),
+  ];
+}
