@@ -41,3 +41,11 @@ cluster:
 # ARGS e.g. `--seed 7`, `--rounds 40`, `--schedule partition-leader,pause-leader`.
 jepsen:
 	npx tsx test/jepsen/main.ts $(ARGS)
+
+# The committed Kubernetes example (deploy/kubernetes/example/svc.yaml), rendered again from its own header line.
+EXAMPLE_ARGS = --namespace svc --cluster-id 0123456789abcdef --replicas 3 --image registry.example/svc:0.1.0 --run-image registry.example/svc-agent:1 --workspace-claim svc-workspaces
+manifests-example:
+	{ echo '# Rendered by make manifests-example; edit cli/manifests/, not this file (test/deploy/manifests.test.ts checks it).'; \
+	  echo '# Secrets are not here: svc manifests secrets writes them (docs/operations.md, "On Kubernetes").'; \
+	  echo '# svc manifests render $(EXAMPLE_ARGS)'; \
+	  node bin/svc.js manifests render $(EXAMPLE_ARGS); } > deploy/kubernetes/example/svc.yaml
