@@ -49,3 +49,18 @@ manifests-example:
 	  echo '# Secrets are not here: svc manifests secrets writes them (docs/operations.md, "On Kubernetes").'; \
 	  echo '# svc manifests render $(EXAMPLE_ARGS)'; \
 	  node bin/svc.js manifests render $(EXAMPLE_ARGS); } > deploy/kubernetes/example/svc.yaml
+
+# The node image (deploy/Containerfile). The context is made from git's runtime sources and `npm ci --omit=dev`.
+IMAGE ?= localhost/svc:$(shell node -p "require('./package.json').version")
+IMAGE_SOURCES = bin cli engine store transports api proto agent package.json package-lock.json tsconfig.json
+image-context:
+	rm -rf .image-context && mkdir .image-context
+	git ls-files -z $(IMAGE_SOURCES) | xargs -0 cp --parents -t .image-context
+	cd .image-context && npm install --omit=dev --ignore-scripts --prefer-offline --no-audit --no-fund --no-save
+
+image: image-context
+	podman build -f deploy/Containerfile -t $(IMAGE) $(IMAGE_BUILD_ARGS) .image-context
+
+# Builds the image on a base made from this host's node and runs a one-node cluster in it (podman; minutes).
+image-test:
+	SVC_IMAGE_TEST=1 npx mocha --no-config --node-option import=tsx --timeout 900000 test/deploy/image.test.ts
