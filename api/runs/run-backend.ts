@@ -26,6 +26,16 @@ export interface RunProcess {
   on(event: 'error', listener: (error: Error) => void): unknown;
 }
 
+/**
+ * RunCredential is a credential the run's command gets: an environment variable (as `env`, named target) or the
+ * file /run/secrets/<target> (as `file`). The value is for the backend to hand over, never to record.
+ */
+export interface RunCredential {
+  as: 'env' | 'file';
+  target: string;
+  value: string;
+}
+
 export interface RunSpec {
   runId: string;
   project: SandboxProject & { id?: string };
@@ -33,6 +43,8 @@ export interface RunSpec {
   limits: SandboxLimits;
   /** timeoutMs is the run's wall-time limit, which the worker enforces; a backend may add a backstop. */
   timeoutMs: number;
+  /** credentials the backend injects (resolved by the worker, which masks their values in the output). */
+  credentials?: readonly RunCredential[];
 }
 
 export interface RunBackend {
