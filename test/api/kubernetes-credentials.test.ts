@@ -423,6 +423,29 @@ describe('runs: credentials on the Kubernetes backend', function () {
     for (const form of everyForm) assert.ok(!everything.includes(form), `${form} appears outside the Secret`);
   });
 
+  it('deletes the Secret of a cancelled run', async () => {
+    const project = await createProject(['./creds.sh'], credentialProject);
+    const { runId, reading } = await startRun(project.json.id, 'creds-cancelled');
+    const key = `runs/${secretName(runId)}`;
+    await waitFor(
+      async () => cluster.secrets.get(key)?.metadata.ownerReferences,
+      (owners) => owners !== undefined,
+    );
+    assert.equal((await api.call('POST', `/runs/${runId}/cancel`)).status, 202);
+    const { events } = await reading;
+    assert.equal((events.at(-1)!.data as Json).status, 'cancelled');
+    await waitFor(
+      async () => cluster.secrets.has(key),
+      (present) => !present,
+    );
+    assert.ok(
+      cluster.requests.some(
+        (request) =>
+          request.method === 'DELETE' && request.path === `/api/v1/namespaces/runs/secrets/${secretName(runId)}`,
+      ),
+    );
+  });
+
   it('deletes the Secret when the Job cannot be created', async () => {
     const refusing = new KubernetesBackend(cluster.kubeConfig(), { ...settings, cpuCores: 'lots' });
     const otherRedis = await startTestRedis();
