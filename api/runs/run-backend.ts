@@ -1,6 +1,7 @@
 // The run backend seam: where a run's command is started. The worker (agent-worker.ts) reads a backend's output
 // streams into the run's events, enforces the wall-time limit and cancellation by kill(), and ends the run when
-// it closes; the backend decides where and how the command runs and under which limits. Two backends:
+// it closes; the backend decides where and how the command runs, under which limits, and how the command gets its
+// credentials (the worker resolves and audits them, and masks their values in the output). Two backends:
 // bubblewrap on the worker's own host (the default; agent-worker.ts spawns sandbox.ts's command itself) and
 // one Kubernetes Job per run (kubernetes-backend.ts), chosen by the API config's runBackend.
 import type { Readable } from 'node:stream';

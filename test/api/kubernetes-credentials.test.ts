@@ -12,7 +12,7 @@ import { startAgentWorker } from '../../api/runs/agent-worker.js';
 import type { AgentWorker } from '../../api/runs/agent-worker.js';
 import { KubernetesBackend } from '../../api/runs/kubernetes-backend.js';
 import type { KubernetesRunSettings } from '../../api/runs/kubernetes-job-spec.js';
-import { jobName, runJob, secretName } from '../../api/runs/kubernetes-job-spec.js';
+import { jobName, runJob, runSecret, secretName } from '../../api/runs/kubernetes-job-spec.js';
 import { defaultSandboxLimits } from '../../api/runs/sandbox.js';
 import type { LogLine, TestApi, TestRedis } from './harness.js';
 import { startTestApi, startTestRedis, testSecretKey, waitFor } from './harness.js';
@@ -52,6 +52,34 @@ const credentialProject = {
     { category: 'model', name: 'stand-in', as: 'file', target: 'model-key' },
   ],
 };
+
+describe('runs: the Secret of a run and the references to it', () => {
+  const spec = {
+    runId: 'run_0abcdefgh0123456789abcdef',
+    prompt: 'p',
+    project: { workspace: '/srv/ws/p1', command: ['./agent.sh'], network: false },
+    limits: defaultSandboxLimits,
+    timeoutMs: 600_000,
+  };
+
+  it('holds the values apart by kind (an env and a file of one name), while the Job names keys only', () => {
+    assert.equal(runSecret(spec, settings), null, 'no credentials, no Secret');
+    const credentials = [
+      { as: 'env' as const, target: 'TOKEN', value: 'env-value-1' },
+      { as: 'file' as const, target: 'TOKEN', value: 'file-value-2' },
+    ];
+    const secret = runSecret({ ...spec, credentials }, settings)!;
+    assert.equal(secret.metadata!.name, 'svc-run-run-0abcdefgh0123456789abcdef-credentials');
+    assert.deepEqual(secret.data, { 'env.TOKEN': b64('env-value-1'), 'file.TOKEN': b64('file-value-2') });
+    const job = JSON.stringify(runJob({ ...spec, credentials }, settings));
+    for (const value of ['env-value-1', 'file-value-2', b64('env-value-1'), b64('file-value-2')])
+      assert.ok(!job.includes(value), value);
+    assert.deepEqual(
+      JSON.parse(JSON.stringify(runJob(spec, settings))),
+      JSON.parse(JSON.stringify(runJob({ ...spec, credentials: [] }, settings))),
+    );
+  });
+});
 
 describe('runs: the Kubernetes API stand-in refuses Secrets the API server refuses', function () {
   this.timeout(30_000);
