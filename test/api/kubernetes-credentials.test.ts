@@ -200,9 +200,20 @@ describe('runs: the Kubernetes API stand-in refuses Secrets the API server refus
       assert.equal((await patch(name, [{ op: 'add', path: '/metadata/ownerReferences', value: [ref] }])).status, 200);
       return made.json.metadata.name as string;
     };
+    // A Secret whose owner is not there is collected; the collector works in order, so once it has collected
+    // one made later, it has looked at every Secret before it.
+    const collected = async (name: string) => {
+      assert.equal((await post(secret(name))).status, 201);
+      const ghost = { apiVersion: 'batch/v1', kind: 'Job', name: 'gone', uid: 'f'.repeat(32) };
+      assert.equal((await patch(name, [{ op: 'add', path: '/metadata/ownerReferences', value: [ghost] }])).status, 200);
+      await waitFor(
+        async () => cluster.secrets.has(`runs/${name}`),
+        (present) => !present,
+      );
+    };
     const background = await owned('run_gc_background', 's-owned-background');
     const orphan = await owned('run_gc_orphan', 's-owned-orphan');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await collected('s-no-owner-1');
     assert.ok(cluster.secrets.has('runs/s-owned-background'), 'an owner that is there keeps its Secret');
     await request('DELETE', `${jobs}/${background}?propagationPolicy=Background`);
     await waitFor(
@@ -210,16 +221,8 @@ describe('runs: the Kubernetes API stand-in refuses Secrets the API server refus
       (present) => !present,
     );
     await request('DELETE', `${jobs}/${orphan}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await collected('s-no-owner-2');
     assert.equal(cluster.secrets.get('runs/s-owned-orphan').metadata.ownerReferences, undefined, 'orphaned, kept');
-
-    assert.equal((await post(secret('s-no-owner'))).status, 201);
-    const ghost = { apiVersion: 'batch/v1', kind: 'Job', name: 'gone', uid: 'f'.repeat(32) };
-    await patch('s-no-owner', [{ op: 'add', path: '/metadata/ownerReferences', value: [ghost] }]);
-    await waitFor(
-      async () => cluster.secrets.has('runs/s-no-owner'),
-      (present) => !present,
-    );
     const missingUid = await patch('s-owned-orphan', [
       { op: 'add', path: '/metadata/ownerReferences', value: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'x' }] },
     ]);
