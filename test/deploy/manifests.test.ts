@@ -435,11 +435,10 @@ describe('deploy: Kubernetes manifests', function () {
     const granted = new Set(
       RUN_BACKEND_RULES.flatMap((rule) => rule.verbs.map((verb) => `${rule.apiGroup}/${rule.resource}:${verb}`)),
     );
-    // Per-run Secrets (a run's credentials) land in the backend beside this work: granted ahead of the calls.
-    const anticipated = new Set(['/secrets:create', '/secrets:patch', '/secrets:delete']);
     assert.ok(called.size >= 6, [...called].join(' '));
     for (const call of called) assert.ok(granted.has(call), `the Role lacks ${call}`);
-    for (const grant of granted) assert.ok(called.has(grant) || anticipated.has(grant), `the Role grants ${grant}`);
+    for (const grant of granted)
+      assert.ok(called.has(grant), `the Role grants ${grant}, which the backend never calls`);
     const role = one(objects, 'Role', `${names.statefulSet}-runs`);
     assert.deepEqual(
       new Set(
