@@ -67,7 +67,17 @@ function layerDynamicImports(folder) {
 const codeFiles = (folder) => [`${folder}/**/*.ts`, `${folder}/**/*.js`, `${folder}/**/*.mjs`];
 
 export default tseslint.config(
-  { ignores: ['proto/gen/**', 'node_modules/**', 'sdk/src/gen/**', 'sdk/dist/**', '.cluster/**', 'dist/**', '.image-context/**'] },
+  {
+    ignores: [
+      'proto/gen/**',
+      'node_modules/**',
+      'sdk/src/gen/**',
+      'sdk/dist/**',
+      '.cluster/**',
+      'dist/**',
+      '.image-context/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
