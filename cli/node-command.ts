@@ -1,4 +1,4 @@
-// `svc node`: one node in the foreground. It stops cleanly on SIGINT or SIGTERM (a second signal
+// `svc node`: one node in the foreground. It stops cleanly on SIGINT or SIGTERM, during its start too (a second signal
 // exits at once), when the parent that started it over IPC goes away (`svc cluster`), and exits 1
 // when the node fails (fail-stop: a WAL or hard-state write failed).
 import { Node } from './node/node.js';
@@ -49,11 +49,22 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
   process.on('SIGTERM', onSignal);
   if (process.connected) process.once('disconnect', onDisconnect);
   try {
-    try {
-      await node.start();
-    } catch (err) {
-      io.err.write(`svc node ${config.name}: start failed: ${(err as Error).message}\n`);
-      return err instanceof ConfigError ? EXIT_USAGE : EXIT_FAILED;
+    // A stop asked for while the node starts ends the start: a start can wait without bound (the developer API
+    // waits for its Redis), and a pod gets one SIGTERM, then SIGKILL after its grace.
+    const started = node.start().then(
+      () => ({ failed: null }),
+      (err: unknown) => ({ failed: err instanceof Error ? err : new Error(String(err)) }),
+    );
+    const first = await Promise.race([started, stopAsked.then((why) => ({ stopAsked: why }))]);
+    if ('stopAsked' in first) {
+      io.err.write(`svc node ${config.name}: stopping before it finished starting (${first.stopAsked})\n`);
+      const stopped = await withTimeout(node.stop(), NODE_STOP_TIMEOUT_MS);
+      io.err.write(`svc node ${config.name}: ${stopped ? 'stopped' : 'did not stop in time; exiting anyway'}\n`);
+      return stopped ? EXIT_OK : EXIT_FAILED;
+    }
+    if (first.failed) {
+      io.err.write(`svc node ${config.name}: start failed: ${first.failed.message}\n`);
+      return first.failed instanceof ConfigError ? EXIT_USAGE : EXIT_FAILED;
     }
     io.err.write(
       `svc node ${config.name}: running (gRPC ${node.grpcAddress}, HTTP ${node.httpAddress}, ${config.tls.mode === 'mtls' ? 'mutual TLS' : 'PLAINTEXT'})\n`,
