@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { runCertsCli } from '../../cli/certs/certs-command.js';
-import { MOUNTS, SECRET_KEYS } from '../../cli/manifests/layout.js';
+import { GRPC_PORT, HTTP_PORT, MOUNTS, SECRET_KEYS } from '../../cli/manifests/layout.js';
 import { NODE_UID, renderManifests, TERMINATION_GRACE_SECONDS } from '../../cli/manifests/render.js';
 import { buildSecrets } from '../../cli/manifests/secrets.js';
 import { freePorts } from '../../cli/free-ports.js';
@@ -49,6 +49,10 @@ describe('deploy: the node image', function () {
     let dir: string;
     const image = 'localhost/svc:image-test';
     const name = `svc-image-test-${process.pid}`;
+    const network = `svc-image-test-${process.pid}`;
+    const clusterId = '0123456789abcdef';
+    const names: string[] = [];
+    let networkMade = false;
     // This sandbox's podman: crun refuses hybrid cgroups, and the default rlimits exceed the host's.
     const podman = ['--runtime', 'runc'];
     const limits = ['--ulimit', 'nofile=20000:20000', '--ulimit', 'nproc=4096:4096'];
@@ -83,7 +87,9 @@ describe('deploy: the node image', function () {
     after(async () => {
       redis?.kill('SIGKILL');
       if (dir === undefined) return;
-      await run('podman', [...podman, 'rm', '-f', name]).catch(() => undefined);
+      for (const containerName of names)
+        await run('podman', [...podman, 'rm', '-f', containerName]).catch(() => undefined);
+      if (networkMade) await run('podman', ['network', 'rm', '-f', network]).catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });
     });
 
@@ -107,63 +113,66 @@ describe('deploy: the node image', function () {
       assert.match(stdout, /manifests render\|secrets/);
     });
 
-    it('runs the rendered svc-0 as a one-node cluster to /ready, and stops cleanly on SIGTERM', async () => {
-      const options = { namespace: 'prod', clusterId: '0123456789abcdef', replicas: 1, image };
-      const pki = path.join(dir, 'pki');
+    /** certsAndSecrets issues the CA and pods' certificates and projects the Secrets as the kubelet would. */
+    async function certsAndSecrets(
+      at: string,
+      replicas: number,
+    ): Promise<{ secrets: Json[]; tls: string; api: string }> {
+      const pki = path.join(at, 'pki');
       assert.equal(await runCertsCli(['ca', '--out', pki], quiet, quiet), 0);
-      const nodeArgs = ['node', '--out', pki, '--name', 'svc-0', '--cluster-id', options.clusterId];
-      nodeArgs.push('--peers-service', 'svc-peers', '--namespace', 'prod', '--pod', 'svc-0');
-      assert.equal(await runCertsCli(nodeArgs, quiet, quiet), 0);
-      const secrets = (await buildSecrets({ certsDir: pki, namespace: 'prod', replicas: 1 })) as Json[];
-      const volumes: Record<string, string> = {};
-      // Each Secret as the kubelet would project it: one file per key, readable by the pod's group.
-      for (const [volume, secret] of [
-        ['tls', secrets[0]],
-        ['api', secrets[1]],
-      ] as const) {
-        const at = path.join(dir, volume);
-        mkdirSync(at);
-        for (const [key, value] of Object.entries(secret.data as Record<string, string>))
-          if (volume === 'tls' || key === SECRET_KEYS.apiSecretKey)
-            writeFileSync(path.join(at, key), Buffer.from(value, 'base64'), { mode: 0o440 });
-        volumes[volume] = at;
+      for (let ordinal = 0; ordinal < replicas; ordinal++) {
+        const pod = `svc-${ordinal}`;
+        const certArgs = ['node', '--out', pki, '--name', pod, '--cluster-id', clusterId];
+        certArgs.push('--peers-service', 'svc-peers', '--namespace', 'prod', '--pod', pod);
+        assert.equal(await runCertsCli(certArgs, quiet, quiet), 0);
       }
-      const data = path.join(dir, 'data');
+      const secrets = (await buildSecrets({ certsDir: pki, namespace: 'prod', replicas })) as Json[];
+      // One file per key, owned by root, readable by the pod's group (fsGroup), in a directory of its own.
+      const project = (volume: string, secret: Json, keys: string[]): string => {
+        const where = path.join(at, volume);
+        mkdirSync(where);
+        for (const key of keys) {
+          writeFileSync(path.join(where, key), Buffer.from(secret.data[key], 'base64'), { mode: 0o440 });
+          chownSync(path.join(where, key), 0, NODE_UID);
+        }
+        chownSync(where, 0, NODE_UID);
+        return where;
+      };
+      const tls = project('tls', secrets[0], Object.keys(secrets[0].data));
+      const api = project('api', secrets[1], [SECRET_KEYS.apiSecretKey]);
+      return { secrets, tls, api };
+    }
+
+    /** startPod runs the rendered node container as pod `pod` would run, with its own data directory. */
+    async function startPod(options: {
+      at: string;
+      pod: string;
+      container: Json;
+      tls: string;
+      api: string;
+      redisUrl: string;
+      network: string[];
+    }): Promise<{ name: string; data: string }> {
+      const container = options.container;
+      const data = path.join(options.at, `data-${options.pod}`);
       mkdirSync(data);
-      for (const at of [volumes.tls!, volumes.api!, data]) {
-        chownSync(at, NODE_UID, NODE_UID);
-        for (const file of at === data ? [] : Object.keys(secrets[at === volumes.tls ? 0 : 1].data))
-          if (existsSync(path.join(at, file))) chownSync(path.join(at, file), 0, NODE_UID);
-      }
-      const set = renderManifests(options).find(
-        (object) => object.kind === 'StatefulSet' && object.metadata?.name === 'svc',
-      ) as Json;
-      const container = set.spec.template.spec.containers[0];
-      const args = (container.args as string[]).map((arg) => arg.replaceAll('$(POD_NAME)', 'svc-0'));
-      // The Secret's Redis, stood in for by a redis-server on this host's loopback with the Secret's password,
-      // reached from the container through slirp4netns (10.0.2.2 is the host's loopback there).
-      const password = Buffer.from(secrets[2].data[SECRET_KEYS.redisPassword], 'base64').toString();
-      const [redisPort] = await freePorts(1);
-      writeFileSync(path.join(dir, 'redis.conf'), `requirepass ${password}\n`, { mode: 0o600 });
-      redis = spawn(
-        'redis-server',
-        [path.join(dir, 'redis.conf'), '--port', String(redisPort), '--bind', '127.0.0.1', '--dir', dir],
-        { stdio: 'ignore' },
-      );
-      const redisUrl = `redis://:${password}@10.0.2.2:${redisPort}`;
+      chownSync(data, NODE_UID, NODE_UID);
+      const args = (container.args as string[]).map((arg) => arg.replaceAll('$(POD_NAME)', options.pod));
       const env = (container.env as Json[]).flatMap((v) =>
         v.name === 'POD_NAME'
-          ? ['-e', 'POD_NAME=svc-0']
+          ? ['-e', `POD_NAME=${options.pod}`]
           : v.name === 'REDIS_URL'
-            ? ['-e', `REDIS_URL=${redisUrl}`]
+            ? ['-e', `REDIS_URL=${options.redisUrl}`]
             : ['-e', `${v.name}=${v.value}`],
       );
+      const containerName = `${name}-${path.basename(options.at)}-${options.pod}`;
+      names.push(containerName);
       await run('podman', [
         ...podman,
         'run',
         '-d',
         '--name',
-        name,
+        containerName,
         ...limits,
         '--read-only',
         '--tmpfs',
@@ -172,46 +181,142 @@ describe('deploy: the node image', function () {
         'ALL',
         '--security-opt',
         'no-new-privileges',
-        '--network',
-        'slirp4netns:allow_host_loopback=true',
+        ...options.network,
         '--user',
         `${NODE_UID}:${NODE_UID}`,
         '-v',
         `${data}:${MOUNTS.data}`,
         '-v',
-        `${volumes.tls}:${MOUNTS.tls}:ro`,
+        `${options.tls}:${MOUNTS.tls}:ro`,
         '-v',
-        `${volumes.api}:${MOUNTS.apiSecret}:ro`,
+        `${options.api}:${MOUNTS.apiSecret}:ro`,
         ...env,
         image,
         ...args,
       ]);
-      const probe = `fetch('http://127.0.0.1:8080${container.readinessProbe.httpGet.path}').then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(2))`;
-      let ready = false;
+      return { name: containerName, data };
+    }
+
+    const logsOf = async (containerName: string): Promise<string> => {
+      const { stdout, stderr } = await run('podman', [...podman, 'logs', containerName], {
+        maxBuffer: 16 * 1024 * 1024,
+      });
+      return stdout + stderr;
+    };
+
+    /** httpInside GETs a path of the node's HTTP port from inside its container (as the kubelet's probe would). */
+    async function httpInside(containerName: string, pathname: string): Promise<{ status: number; body: string }> {
+      const script = `fetch('http://127.0.0.1:${HTTP_PORT}${pathname}').then(async (r) => console.log(JSON.stringify({ status: r.status, body: await r.text() })), () => console.log('{"status":0,"body":""}'))`;
+      const { stdout } = await run('podman', [...podman, 'exec', containerName, 'node', '-e', script]);
+      return JSON.parse(stdout) as { status: number; body: string };
+    }
+
+    async function waitReady(containerName: string, probePath: string): Promise<void> {
       const deadline = Date.now() + 120_000;
-      while (!ready && Date.now() < deadline) {
-        ready = await run('podman', [...podman, 'exec', name, 'node', '-e', probe]).then(
-          () => true,
-          async () => {
-            await new Promise((resolve) => setTimeout(resolve, 1000));
-            return false;
-          },
-        );
-        const { stdout: state } = await run('podman', [...podman, 'inspect', name, '--format', '{{.State.Running}}']);
-        if (!ready && state.trim() !== 'true') break;
+      while (Date.now() < deadline) {
+        const answer = await httpInside(containerName, probePath).catch(() => ({ status: -1, body: '' }));
+        if (answer.status === 200) return;
+        const { stdout: state } = await run('podman', [
+          ...podman,
+          'inspect',
+          containerName,
+          '--format',
+          '{{.State.Running}}',
+        ]);
+        if (state.trim() !== 'true') break;
+        await new Promise((resolve) => setTimeout(resolve, 1000));
       }
-      const logs = async () => {
-        const { stdout, stderr } = await run('podman', [...podman, 'logs', name], { maxBuffer: 16 * 1024 * 1024 });
-        return stdout + stderr;
-      };
-      assert.ok(ready, `svc-0 never answered /ready 200:\n${(await logs()).slice(-3000)}`);
-      await run('podman', [...podman, 'stop', '-t', String(TERMINATION_GRACE_SECONDS), name]);
-      const { stdout: exit } = await run('podman', [...podman, 'inspect', name, '--format', '{{.State.ExitCode}}']);
-      const text = await logs();
+      assert.fail(`${containerName} never answered ${probePath} 200:\n${(await logsOf(containerName)).slice(-3000)}`);
+    }
+
+    async function stopCleanly(containerName: string, pod: string): Promise<string> {
+      await run('podman', [...podman, 'stop', '-t', String(TERMINATION_GRACE_SECONDS), containerName]);
+      const { stdout: exit } = await run('podman', [
+        ...podman,
+        'inspect',
+        containerName,
+        '--format',
+        '{{.State.ExitCode}}',
+      ]);
+      const text = await logsOf(containerName);
       assert.equal(exit.trim(), '0', text.slice(-3000));
-      assert.match(text, /svc node svc-0: stopped/);
+      assert.match(text, new RegExp(`svc node ${pod}: stopped`));
+      return text;
+    }
+
+    const nodeContainer = (replicas: number): Json =>
+      (
+        renderManifests({ namespace: 'prod', clusterId, replicas, founders: 3, image }).find(
+          (object) => object.kind === 'StatefulSet' && object.metadata?.name === 'svc',
+        ) as Json
+      ).spec.template.spec.containers[0];
+
+    it('runs the rendered svc-0 as a one-node cluster to /ready with its Redis, and stops cleanly on SIGTERM', async () => {
+      const at = path.join(dir, 'single');
+      mkdirSync(at);
+      const { secrets, tls, api } = await certsAndSecrets(at, 1);
+      const container = (
+        renderManifests({ namespace: 'prod', clusterId, replicas: 1, image }).find(
+          (object) => object.kind === 'StatefulSet' && object.metadata?.name === 'svc',
+        ) as Json
+      ).spec.template.spec.containers[0];
+      // The Secret's Redis, stood in for by a redis-server on this host's loopback with the Secret's password,
+      // reached from the container through slirp4netns (10.0.2.2 is the host's loopback there).
+      const password = Buffer.from(secrets[2].data[SECRET_KEYS.redisPassword], 'base64').toString();
+      const [redisPort] = await freePorts(1);
+      writeFileSync(path.join(at, 'redis.conf'), `requirepass ${password}\n`, { mode: 0o600 });
+      redis = spawn(
+        'redis-server',
+        [path.join(at, 'redis.conf'), '--port', String(redisPort), '--bind', '127.0.0.1', '--dir', at],
+        { stdio: 'ignore' },
+      );
+      const pod = await startPod({
+        at,
+        pod: 'svc-0',
+        container,
+        tls,
+        api,
+        redisUrl: `redis://:${password}@10.0.2.2:${redisPort}`,
+        network: ['--network', 'slirp4netns:allow_host_loopback=true'],
+      });
+      await waitReady(pod.name, container.readinessProbe.httpGet.path);
+      const text = await stopCleanly(pod.name, 'svc-0');
+      assert.match(text, /svc node svc-0: running/, 'the start finished: the API reached its Redis');
       assert.ok(!text.includes(password), 'the Redis password is in no log line');
-      assert.ok(existsSync(path.join(data, 'cluster-id')), 'the node wrote its data volume');
+      assert.ok(existsSync(path.join(pod.data, 'cluster-id')), 'the node wrote its data volume');
+    });
+
+    it('three founders elect over their pod DNS names; a fourth pod of the same template joins through the seeds', async () => {
+      const at = path.join(dir, 'cluster');
+      mkdirSync(at);
+      const { tls, api } = await certsAndSecrets(at, 4);
+      // A network whose DNS answers the pods' names under the peers Service, as the cluster's DNS would.
+      await run('podman', ['network', 'create', network]);
+      networkMade = true;
+      const container = nodeContainer(3);
+      assert.deepEqual(nodeContainer(4).args, container.args, 'scaling up changes no pod flag');
+      // No Redis here: the API's start waits for it, which neither readiness nor a stop waits on.
+      const redisUrl = 'redis://:unused@127.0.0.1:1';
+      const start = (pod: string) =>
+        startPod({
+          at,
+          pod,
+          container,
+          tls,
+          api,
+          redisUrl,
+          network: ['--network', network, '--network-alias', `${pod}.svc-peers.prod.svc.cluster.local`],
+        });
+      const founders = [await start('svc-0'), await start('svc-1'), await start('svc-2')];
+      for (const founder of founders) await waitReady(founder.name, container.readinessProbe.httpGet.path);
+      const joiner = await start('svc-3');
+      await waitReady(joiner.name, container.readinessProbe.httpGet.path);
+      const status = JSON.parse((await httpInside(founders[0]!.name, '/status')).body) as Json;
+      const members = (status.members as Json[]).map((member) => `${member.name}:${member.role}`).sort();
+      assert.deepEqual(members, ['svc-0:voter', 'svc-1:voter', 'svc-2:voter', 'svc-3:learner']);
+      const svc3 = (status.members as Json[]).find((member) => member.name === 'svc-3');
+      assert.equal(svc3.grpcAddr, `svc-3.svc-peers.prod.svc.cluster.local:${GRPC_PORT}`);
+      for (const [index, pod] of [...founders, joiner].entries()) await stopCleanly(pod.name, `svc-${index}`);
     });
   });
 });
