@@ -43,7 +43,7 @@ jepsen:
 	npx tsx test/jepsen/main.ts $(ARGS)
 
 # The committed Kubernetes example (deploy/kubernetes/example/svc.yaml), rendered again from its own header line.
-EXAMPLE_ARGS = --namespace svc --cluster-id 0123456789abcdef --replicas 3 --image registry.example/svc:0.1.0 --run-image registry.example/svc-agent:1 --workspace-claim svc-workspaces
+EXAMPLE_ARGS = --namespace svc --cluster-id 0123456789abcdef --founders 3 --replicas 3 --image registry.example/svc:0.1.0 --run-image registry.example/svc-agent:1 --workspace-claim svc-workspaces
 manifests-example:
 	{ echo '# Rendered by make manifests-example; edit cli/manifests/, not this file (test/deploy/manifests.test.ts checks it).'; \
 	  echo '# Secrets are not here: svc manifests secrets writes them (docs/operations.md, "On Kubernetes").'; \

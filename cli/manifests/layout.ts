@@ -9,8 +9,6 @@ export const DEPLOYMENT_NAME_DEFAULT = 'svc';
 export const GRPC_PORT = 7000;
 export const HTTP_PORT = 8080;
 export const REDIS_PORT = 6379;
-/** FOUNDER_COUNT_DEFAULT: three voters survive one lost node, the usual first size. */
-export const FOUNDER_COUNT_DEFAULT = 3;
 
 /** Where the node's container finds what the manifests mount. */
 export const MOUNTS = {

@@ -10,7 +10,7 @@ import { buildSecrets } from './secrets.js';
 import { REPLICA_COUNT_MAX } from './render.js';
 
 export const MANIFESTS_USAGE = `usage:
-  svc manifests render  --namespace NS --cluster-id ID --image IMAGE [--replicas N] [--founders N] [--name NAME]
+  svc manifests render  --namespace NS --cluster-id ID --image IMAGE --founders N [--replicas N] [--name NAME]
                         [--run-image IMAGE [--workspace-claim PVC] [--workspace-root DIR]] [--storage-class CLASS]
                         [--data-size 20Gi] [--redis-image IMAGE] [--redis-size 5Gi] [--redis-memory-mib N]
                         [--cluster-domain DOMAIN] [--log-level LEVEL]
@@ -20,8 +20,9 @@ export const MANIFESTS_USAGE = `usage:
 render prints every object but the Secrets (YAML, for kubectl apply -f -): the node StatefulSet, its headless
 peers Service (<name>-peers: the --peers-service of svc certs node) and client Service, a PodDisruptionBudget,
 Redis, NetworkPolicies and, with --run-image, the run backend's RBAC. It holds no secret value.
-  --replicas N        nodes to run (default 3); --founders N of them found the cluster (default min(3, N));
-                      keep --founders the same on every later render
+  --founders N        the first N pods found the cluster (3 survives one lost node): never change it later,
+                      a longer list would let fresh pods found a second roster
+  --replicas N        nodes to run (default: the founders); pods beyond the founders join through them
 secrets WRITES SECRET VALUES to FILE (mode 0600; "--out -" prints them to stdout, for a pipe to kubectl):
 the CA certificate and the peer pairs of pods <name>-0 … <name>-(N-1) from DIR (each checked: its own peer
 certificate, of one cluster, covering its DNS name under <name>-peers.NS), the API's credential key and the
@@ -75,17 +76,17 @@ function required(values: Record<string, unknown>, names: string[]): void {
 export function renderOptionsFromArgs(args: string[]): ManifestOptions | 'help' {
   const { values } = parseFlags(args, RENDER_FLAGS);
   if (values.help === true) return 'help';
-  required(values, ['namespace', 'cluster-id', 'image']);
+  required(values, ['namespace', 'cluster-id', 'image', 'founders']);
   const memoryMib = intFlag(values, 'redis-memory-mib', 16, REDIS_MEMORY_MIB_MAX);
   const optional = (flag: string) => stringFlag(values, flag);
   const options: ManifestOptions = {
     namespace: stringFlag(values, 'namespace')!,
     clusterId: stringFlag(values, 'cluster-id')!,
     image: stringFlag(values, 'image')!,
-    replicas: intFlag(values, 'replicas', 1, REPLICA_COUNT_MAX) ?? 3,
+    founders: intFlag(values, 'founders', 1, REPLICA_COUNT_MAX)!,
+    replicas: 0,
   };
-  const founders = intFlag(values, 'founders', 1, REPLICA_COUNT_MAX);
-  if (founders !== undefined) options.founders = founders;
+  options.replicas = intFlag(values, 'replicas', 1, REPLICA_COUNT_MAX) ?? options.founders;
   const fields: Array<[string, keyof ManifestOptions]> = [
     ['name', 'name'],
     ['run-image', 'runImage'],

@@ -29,7 +29,6 @@ import { runNetworkPolicies } from '../../api/runs/kubernetes-job-spec.js';
 import { NODE_STOP_TIMEOUT_MS } from '../limits.js';
 import {
   deploymentNames,
-  FOUNDER_COUNT_DEFAULT,
   GRPC_PORT,
   HTTP_PORT,
   MOUNTS,
@@ -47,9 +46,14 @@ export interface ManifestOptions {
   namespace: string;
   /** clusterId is the id every certificate of the cluster names (`svc certs cluster-id`). */
   clusterId: string;
-  /** replicas is how many nodes run; founders the first ones, who found the cluster (never changed later). */
+  /** replicas is how many nodes run. */
   replicas: number;
-  founders?: number;
+  /**
+   * founders is how many of the first pods found the cluster. It must never change once the cluster exists: a
+   * fresh pod in a longer founders' list would found with its peers a roster the cluster never had. Hence no
+   * default: it is said on every render.
+   */
+  founders: number;
   /** image is the node image (deploy/Containerfile). */
   image: string;
   /** name names the StatefulSet (default svc) and prefixes every other object. */
@@ -131,7 +135,7 @@ export function checkOptions(options: ManifestOptions): void {
   }
   // The pod name <name>-NN must stay a label, and the peers Service <name>-peers too.
   if ((options.name ?? 'svc').length > 50) throw new ManifestError('name must be at most 50 characters');
-  const founders = options.founders ?? Math.min(FOUNDER_COUNT_DEFAULT, options.replicas);
+  const founders = options.founders;
   if (!Number.isSafeInteger(options.replicas) || options.replicas < 1 || options.replicas > REPLICA_COUNT_MAX)
     throw new ManifestError(`replicas must be 1..${REPLICA_COUNT_MAX}, got ${options.replicas}`);
   if (!Number.isSafeInteger(founders) || founders < 1 || founders > options.replicas)
@@ -168,7 +172,7 @@ const metadata = (names: DeploymentNames, name: string, component: 'node' | 'red
 
 /** nodeArgs is the container's argument list: `svc node` and its flags, with Kubernetes' $(POD_NAME) expansion. */
 export function nodeArgs(options: ManifestOptions, names: DeploymentNames): string[] {
-  const founders = options.founders ?? Math.min(FOUNDER_COUNT_DEFAULT, options.replicas);
+  const founders = options.founders;
   const self = '$(POD_NAME)';
   const founderPods = Array.from({ length: founders }, (_, ordinal) => podName(names, ordinal));
   return [

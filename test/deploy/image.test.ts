@@ -37,7 +37,7 @@ describe('deploy: the node image', function () {
     const entrypoint = JSON.parse(/^ENTRYPOINT (.+)$/m.exec(containerfile)![1]!);
     assert.deepEqual(entrypoint, ['node', '/app/bin/svc.js']);
     assert.match(containerfile, new RegExp(`^USER ${NODE_UID}:${NODE_UID}$`, 'm'));
-    const set = renderManifests({ namespace: 'x', clusterId: 'c1', replicas: 3, image: 'i' })
+    const set = renderManifests({ namespace: 'x', clusterId: 'c1', replicas: 3, founders: 3, image: 'i' })
       .filter((object) => object.kind === 'StatefulSet')
       .map((object) => object as Json)
       .find((object) => object.metadata.name === 'svc');
@@ -256,7 +256,7 @@ describe('deploy: the node image', function () {
       mkdirSync(at);
       const { secrets, tls, api } = await certsAndSecrets(at, 1);
       const container = (
-        renderManifests({ namespace: 'prod', clusterId, replicas: 1, image }).find(
+        renderManifests({ namespace: 'prod', clusterId, replicas: 1, founders: 1, image }).find(
           (object) => object.kind === 'StatefulSet' && object.metadata?.name === 'svc',
         ) as Json
       ).spec.template.spec.containers[0];

@@ -54,6 +54,7 @@ const options: ManifestOptions = {
   namespace: 'prod',
   clusterId: '0123456789abcdef',
   replicas: 3,
+  founders: 3,
   image: 'registry.example/svc:0.1.0',
   runImage: 'registry.example/svc-agent:1',
   workspaceClaim: 'svc-workspaces',
@@ -111,7 +112,7 @@ describe('deploy: Kubernetes manifests', function () {
     const variants = [
       objects,
       renderManifests({ ...options, runImage: undefined, workspaceClaim: undefined }),
-      renderManifests({ ...options, replicas: 5, founders: 3, storageClass: 'fast', name: 'store' }),
+      renderManifests({ ...options, replicas: 5, storageClass: 'fast', name: 'store' }),
       secrets,
     ];
     for (const list of variants) {
@@ -464,6 +465,31 @@ describe('deploy: Kubernetes manifests', function () {
     assert.notEqual(exampleOptions, 'help');
     const fresh = renderManifests(exampleOptions as ManifestOptions);
     assert.deepEqual(loadAll(text), JSON.parse(JSON.stringify(fresh)), 'regenerate it: make manifests-example');
+  });
+
+  it('render refuses what would found a second roster or make objects the API server refuses', async () => {
+    const io = { out: quiet, err: quiet };
+    const base = ['render', '--namespace', 'prod', '--cluster-id', 'c1', '--image', 'r/svc:1'];
+    await assert.rejects(runManifestsCommand(base, io), /needs --founders/);
+    await assert.rejects(runManifestsCommand([...base, '--founders', '4', '--replicas', '3'], io), /founders must be/);
+    await assert.rejects(runManifestsCommand([...base, '--founders', '3', '--namespace', 'Prod'], io), /DNS label/);
+    await assert.rejects(runManifestsCommand([...base, '--founders', '3', '--data-size', 'lots'], io), /quantity/);
+    await assert.rejects(
+      runManifestsCommand([...base, '--founders', '3', '--workspace-claim', 'ws'], io),
+      /need --run-image/,
+    );
+    const printed: string[] = [];
+    const ok = await runManifestsCommand([...base, '--founders', '3'], {
+      out: { write: (t: string) => printed.push(t) },
+      err: quiet,
+    });
+    assert.equal(ok, 0);
+    assert.equal(
+      (loadAll(printed.join('')) as Json[]).find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'svc').spec
+        .replicas,
+      3,
+      'replicas default to the founders',
+    );
   });
 
   it('svc manifests secrets writes a 0600 file, never overwrites it, and refuses certificates of another deployment', async () => {
