@@ -46,6 +46,7 @@ import {
   workspaceBytes,
   workspaceOwner,
 } from './run-isolation.js';
+import { EgressDenyUnresolved } from './egress-deny.js';
 import type { ReadOnlyMount, SandboxLimits, SandboxProject } from './sandbox.js';
 import {
   agentBinDir,
@@ -157,6 +158,15 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       reason: isolation.egressProblem,
       effect: 'runs of projects with network: true fail',
     });
+  // Resolve the names to deny once now: a name that answers now is denied from then on even if DNS later fails.
+  if (isolation.egress && !options.backend) {
+    await isolation.egressDeny.resolve().catch((error: Error) =>
+      log('runs.egress_deny_unresolved', {
+        reason: error.message,
+        effect: 'runs of projects with network: true fail EGRESS_DENY_UNRESOLVED until the names resolve',
+      }),
+    );
+  }
   const agentMounts = options.agentMounts ?? referenceAgentMounts();
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
   const subscriber = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
@@ -266,6 +276,16 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
         }
         owner = workspaceOwner(workspace);
         await chownTree(workspace, resources.uid, resources.uid);
+      }
+      if (project.network && !options.backend) {
+        // What the run may not reach is resolved now (the cluster's members by name, as they are now).
+        try {
+          resources.egressDeny = await isolation.egressDeny.resolve();
+        } catch (error) {
+          if (!(error instanceof EgressDenyUnresolved)) throw error;
+          log('runs.egress_deny_unresolved', { runId, reason: error.message });
+          throw new RunRefusal(error.code, `the run's network is refused: ${error.message}`);
+        }
       }
       await appendRunEvent(redis, runId, {
         event: 'started',
@@ -498,7 +518,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       runSlirpReadyTimeoutMs,
       'the sandbox did not make its namespaces',
     );
-    await isolation.egress!.open(uid);
+    await isolation.egress!.open(uid, resources.egressDeny!.rules);
     resources.egressOpen = true;
     const loopbackAllowed = isolation.egressAllow.some((rule) => rule.cidr.startsWith('127.'));
     const slirp = spawn(

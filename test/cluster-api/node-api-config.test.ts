@@ -8,7 +8,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { Node } from '../../cli/node/node.js';
 import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../cli/node/config.js';
-import { API_REDIS_DIR, ipv4Hosts } from '../../cli/node/node-api.js';
+import { API_REDIS_DIR } from '../../cli/node/node-api.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
 import {
   makePki,
@@ -161,20 +161,5 @@ describe('cluster-api: the node config api section', function () {
     } finally {
       await node.stop();
     }
-  });
-});
-
-describe('cluster-api: the members a node denies to agent runs', () => {
-  it('takes the IPv4 hosts of gRPC addresses, URLs and seeds, once each, and skips names', () => {
-    assert.deepEqual(
-      ipv4Hosts([
-        '10.1.2.3:7000',
-        'http://10.1.2.3:8080',
-        'https://10.1.2.4:8443/',
-        'node-3.internal:7000',
-        '[::1]:7000',
-      ]),
-      ['10.1.2.3', '10.1.2.4'],
-    );
   });
 });
