@@ -12,9 +12,10 @@
 // being rescheduled), and a name never resolved at all refuses networked runs with EGRESS_DENY_UNRESOLVED until
 // it does, since what it would deny is unknown.
 //
-// IPv6: networked runs have no IPv6 route (slirp4netns runs without --enable-ipv6; the run's interface has no
-// IPv6 address or route), so only IPv4 addresses get rules; a name's IPv6 addresses are listed in the run's
-// `started` event as resolved but are unreachable from a run anyway.
+// IPv6: networked runs have no IPv6 route (slirp4netns runs without --enable-ipv6 and forwards no IPv6; a run's
+// connect to an IPv6 address fails ENETUNREACH, test/api/run-isolation.test.ts), so only IPv4 addresses get
+// rules (the filter is iptables, IPv4); a name's IPv6 addresses are listed in the run's `started` event as
+// resolved, unreachable anyway. Were runs ever given IPv6, these would need ip6tables rules first.
 import dns from 'node:dns/promises';
 import net from 'node:net';
 import type { EgressRule } from './egress-filter.js';

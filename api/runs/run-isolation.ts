@@ -253,7 +253,7 @@ export function describeSandbox(
             allowed: isolation.egressAllow.map(ruleText),
             denied: [...standingDenialsText, ...resources.egressDeny.rules.map(ruleText)],
             resolved: resources.egressDeny.names,
-            ipv6: 'none: a run has no IPv6 address or route (slirp4netns without IPv6)',
+            ipv6: 'none: a run has no IPv6 route (slirp4netns runs without IPv6), so IPv6 addresses need no rule',
           },
         }
       : {}),

@@ -75,6 +75,8 @@ const scripts: Record<string, string> = {
     'i=0; while [ $i -lt 40 ]; do head -c 4000000 /dev/zero > "fill-$i"; i=$((i+1)); sleep 0.1; done',
     'echo grown',
   ].join('\n'),
+  // One write bigger than the workspace quota (64 MiB), in one go: faster than any poll of the workspace.
+  'big.sh': ['#!/bin/sh', 'head -c 70000000 /dev/zero > big', 'echo "head exited $?"'].join('\n'),
   'secrets.sh': [
     '#!/bin/sh',
     'echo "token=$GITEA_TOKEN"',
@@ -240,7 +242,7 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     assert.equal(first.lines.size, 3, first.text);
     assert.notEqual(first.lines.get(`${memberAddress}:${foreign.port}`), 'connected', 'a member is unreachable');
     assert.equal(first.lines.get(`${otherAddress}:${foreign.port}`), 'connected', 'another host is reachable');
-    assert.notEqual(first.lines.get(`2001:db8::1:80`), 'connected');
+    assert.equal(first.lines.get('2001:db8::1:80'), 'ENETUNREACH', 'no IPv6 route');
     assert.ok(first.egress, 'a networked run states its egress');
     assert.ok(first.egress.denied.includes(`${memberAddress}/32`), JSON.stringify(first.egress));
     assert.ok(first.egress.denied.includes('127.0.0.0/8'));
@@ -421,6 +423,18 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     );
     assert.doesNotMatch(outputText(result.events, 'stdout'), /grown/);
     for (let index = 0; index < 40; index++) rmSync(path.join(workspace, `fill-${index}`), { force: true });
+  });
+
+  it('no single file outgrows the workspace quota (RLIMIT_FSIZE at the quota), however fast it is written', async () => {
+    const result = await runToEnd(await createProject(['./big.sh']), 'big');
+    const started = result.events.find((event) => event.event === 'started')!.data as {
+      sandbox: { limits: { fileBytes: number; workspaceBytes: number } };
+    };
+    assert.equal(started.sandbox.limits.fileBytes, workspaceBytesMax);
+    assert.equal(started.sandbox.limits.workspaceBytes, workspaceBytesMax);
+    const bytes = statSync(path.join(workspace, 'big')).size;
+    rmSync(path.join(workspace, 'big'), { force: true });
+    assert.equal(bytes, workspaceBytesMax, 'the write stopped at the quota');
   });
 
   it('injects credentials as env and files, masks them in output, and records their names only', async () => {
