@@ -71,7 +71,7 @@ export const runRunDirBytesMax = 1024 * 1024;
 /**
  * runWorkspaceBytesMax is what a project's workspace may hold during a run; runWorkspacePollMs how often it is
  * measured (du). A run found over it is killed and fails (WORKSPACE_QUOTA_EXCEEDED): a writer can overshoot by
- * what it writes in one interval, and no single file exceeds runFileBytesMax.
+ * what it writes in one interval; no single file exceeds the quota (RLIMIT_FSIZE is at most it).
  */
 export const runWorkspaceBytesMax = 4 * 1024 * 1024 * 1024;
 export const runWorkspacePollMs = 1000;
