@@ -113,7 +113,8 @@ export interface AgentWorkerOptions {
   /**
    * backend starts runs elsewhere (kubernetes-backend.ts); default: bubblewrap on this host, with the isolation
    * above. A backend's runs get no host isolation from this worker (no uid, cgroup, egress filter or workspace
-   * quota here: the backend has its own) and no credentials yet (such runs fail CREDENTIALS_UNAVAILABLE).
+   * quota here: the backend has its own). Credentials are resolved and audited here and handed to the backend,
+   * which injects them (Kubernetes: a per-run Secret); their values are masked in its output here.
    */
   backend?: RunBackend;
 }
@@ -255,12 +256,6 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
           throw new RunRefusal(error.code, `the run's network is refused: ${error.message}`);
         }
       }
-      if (options.backend && projectCredentials(project).length > 0) {
-        throw new RunRefusal(
-          'CREDENTIALS_UNAVAILABLE',
-          `the ${options.backend.name} run backend does not inject credentials`,
-        );
-      }
       let credentials: ResolvedCredential[];
       try {
         credentials = await resolveRunCredentials(store, options.secretKey, projectCredentials(project));
@@ -359,12 +354,13 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
   ): Promise<RunOutcome> {
     const network = project.network ? ('slirp' as const) : ('none' as const);
     const masker = new SecretMasker(credentials.map((credential) => credential.value));
-    // A configured backend (Kubernetes) runs the command elsewhere, under its own isolation; credentials and the
-    // slirp network are the local sandbox's (runJob refuses a backend run that names credentials).
+    // A configured backend (Kubernetes) runs the command elsewhere, under its own isolation, and injects the
+    // credentials itself; the slirp network is the local sandbox's. Either way the output passes the masker.
     let localChild: ChildProcess | null = null;
     let child: RunProcess;
     if (options.backend) {
-      child = options.backend.start({ runId, project, prompt, limits, timeoutMs });
+      const injected = credentials.map(({ as, target, value }) => ({ as, target, value }));
+      child = options.backend.start({ runId, project, prompt, limits, timeoutMs, credentials: injected });
     } else {
       const secretFiles = credentials.filter((credential) => credential.as === 'file');
       const command = sandboxCommand({

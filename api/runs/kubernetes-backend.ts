@@ -5,13 +5,24 @@
 // API merges the container's stdout and stderr, so a Kubernetes run's output all arrives as stdout.
 // kill(SIGTERM) deletes the Job with its pod (the pod gets its termination grace); kill(SIGKILL) deletes the pod
 // at once. A finished Job is deleted; ttlSecondsAfterFinished catches one the worker could not.
+// A run's credentials go into one immutable Secret, created before the Job and referenced by its pod; the worker
+// masks their values in the output it reads from the log, as for a local run.
 import { EventEmitter, once } from 'node:events';
 import { PassThrough, Writable } from 'node:stream';
 import { ApiException, BatchV1Api, CoreV1Api, KubeConfig, Log, NetworkingV1Api, Watch } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { RunBackend, RunProcess, RunSpec } from './run-backend.js';
 import type { KubernetesRunSettings } from './kubernetes-job-spec.js';
-import { jobName, runContainerName, runJob, runLabels, runNetworkPolicies } from './kubernetes-job-spec.js';
+import {
+  jobName,
+  runContainerName,
+  runJob,
+  runLabels,
+  runNetworkPolicies,
+  runSecret,
+  secretName,
+  secretOwnerReference,
+} from './kubernetes-job-spec.js';
 
 /** startFailureReasons: a container waiting for one of these will not start without someone changing something. */
 const startFailureReasons = new Set([
@@ -92,6 +103,8 @@ class KubernetesRun extends EventEmitter implements RunProcess {
   private readonly name: string;
   private readonly namespace: string;
   private created = false;
+  /** secretMade: the run's Secret exists (or may: its creation was sent) and is the backend's to delete. */
+  private secretMade = false;
   private stopping: NodeJS.Signals | null = null;
   private podName: string | null = null;
   private exit: { code: number | null } | null = null;
@@ -127,13 +140,30 @@ class KubernetesRun extends EventEmitter implements RunProcess {
   }
 
   private async drive(): Promise<void> {
+    let step = 'create the Kubernetes Job';
     try {
       const body = runJob(this.spec, this.backend.settings);
+      const secret = runSecret(this.spec, this.backend.settings);
       await this.backend.ensurePolicies();
-      await this.batch.createNamespacedJob({ namespace: this.namespace, body, fieldValidation: 'Strict' });
+      // The Secret comes first, so the pod never waits on a missing one.
+      if (secret) {
+        step = "create the run's Secret";
+        this.secretMade = true;
+        await this.core.createNamespacedSecret({ namespace: this.namespace, body: secret, fieldValidation: 'Strict' });
+        step = 'create the Kubernetes Job';
+      }
+      const job = await this.batch.createNamespacedJob({ namespace: this.namespace, body, fieldValidation: 'Strict' });
       this.created = true;
+      if (secret) {
+        step = "give the run's Secret to its Job";
+        await this.ownSecret(job.metadata?.uid);
+      }
     } catch (error) {
-      this.fail(`could not create the Kubernetes Job: ${statusMessage(error)}`);
+      // Nothing of the run may outlive it: a Job made before a later step failed goes, and so does the Secret
+      // (before the Job exists, no owner reference would ever collect it).
+      if (this.created) await this.stop('SIGKILL');
+      await this.deleteSecret();
+      this.fail(`could not ${step}: ${statusMessage(error)}`);
       return;
     }
     if (this.stopping) void this.stop(this.stopping);
@@ -142,7 +172,41 @@ class KubernetesRun extends EventEmitter implements RunProcess {
     // The follow may have ended before the container did (or never begun): read the log once more for the rest.
     await this.logEnded;
     if (this.podName && this.exit?.code !== null) await this.readRest();
+    await this.deleteSecret();
     this.finish();
+  }
+
+  /**
+   * ownSecret makes the Job the owner of the run's Secret (immutable covers its data, not its metadata). Both
+   * this and deleteSecret: the explicit delete removes the credentials the moment the run ends, whatever became
+   * of its Job (one the worker could not delete lives until ttlSecondsAfterFinished); the owner reference
+   * removes them with the Job when the worker is gone before it could delete them (a crash, a lost API server),
+   * since the Job's deadline and TTL end the Job without the worker.
+   */
+  private async ownSecret(uid: string | undefined): Promise<void> {
+    if (!uid) throw new Error('the API server gave the Job no uid');
+    await this.core.patchNamespacedSecret({
+      name: secretName(this.spec.runId),
+      namespace: this.namespace,
+      body: [{ op: 'add', path: '/metadata/ownerReferences', value: [secretOwnerReference({ name: this.name, uid })] }],
+      fieldValidation: 'Strict',
+    });
+  }
+
+  /** deleteSecret deletes the run's Secret, if it made one; one already gone is fine. */
+  private async deleteSecret(): Promise<void> {
+    if (!this.secretMade) return;
+    try {
+      await this.core.deleteNamespacedSecret({ name: secretName(this.spec.runId), namespace: this.namespace });
+      this.secretMade = false;
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) {
+        this.secretMade = false;
+        return;
+      }
+      // The owner reference (once the Job exists) is what is left to collect it.
+      this.stderr.write(`the run's Secret could not be deleted: ${statusMessage(error)}\n`);
+    }
   }
 
   private async watchPod(retries: number): Promise<void> {

@@ -1,10 +1,20 @@
 // The Kubernetes objects of a run: one batch/v1 Job per run (one pod, no retries) with the run's limits in
-// its spec, and the two NetworkPolicies every run pod falls under. Pure functions of the run and the settings,
-// so the spec can be read and tested without a cluster.
+// its spec, the run's credentials in one v1 Secret that the pod only references, and the two NetworkPolicies
+// every run pod falls under. Pure functions of the run and the settings, so the spec can be read and tested
+// without a cluster.
 import path from 'node:path';
-import type { V1Job, V1NetworkPolicy, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import type {
+  V1EnvVar,
+  V1Job,
+  V1NetworkPolicy,
+  V1OwnerReference,
+  V1Secret,
+  V1Volume,
+  V1VolumeMount,
+} from '@kubernetes/client-node';
 import { runKillGraceMs } from '../limits.js';
-import type { RunSpec } from './run-backend.js';
+import type { RunCredential, RunSpec } from './run-backend.js';
+import { secretsDir } from './sandbox.js';
 
 export interface KubernetesRunSettings {
   namespace: string;
@@ -39,6 +49,15 @@ export const runLabels = {
 export const runAppName = 'svc-run';
 export const denyAllPolicyName = 'svc-run-deny-all';
 export const egressPolicyName = 'svc-run-egress';
+export const credentialsVolumeName = 'credentials';
+/**
+ * secretFileMode: credential files are readable by every uid in the container. The kubelet writes a secret
+ * volume's files as root; the run's uid (runAsUser, never 0) can read a 0400 file only through a pod fsGroup,
+ * and a pod fsGroup makes the kubelet chown every volume of the pod recursively, the shared workspace claim
+ * included. The container holds the run's uid alone, so "others" are nobody else; the volume is mounted
+ * read-only.
+ */
+export const secretFileMode = 0o444;
 /** deadlineSlackSeconds: the Job's own deadline comes after the worker's, which kills first and says why. */
 const deadlineSlackSeconds = 30;
 
@@ -58,6 +77,86 @@ export function escapeExpansion(text: string): string {
   return text.replace(/\$/g, '$$$$');
 }
 
+/** secretName names the Secret holding a run's credentials (a DNS-1123 subdomain, like the Job's name). */
+export function secretName(runId: string): string {
+  return `${jobName(runId)}-credentials`;
+}
+
+/**
+ * credentialKey is a credential's key in the run's Secret: `env.NAME` or `file.name`, so an environment
+ * variable and a file of the same target stay apart. Both target patterns (run-credentials.ts) are within the
+ * Secret key pattern [-._a-zA-Z0-9]+.
+ */
+export function credentialKey(credential: Pick<RunCredential, 'as' | 'target'>): string {
+  return `${credential.as}.${credential.target}`;
+}
+
+function runLabelsOf(spec: RunSpec): Record<string, string> {
+  return { [runLabels.app]: runAppName, [runLabels.managedBy]: 'svc', [runLabels.runId]: spec.runId };
+}
+
+/**
+ * runSecret is the Secret of a run's credentials, or null for a run without any: Opaque, immutable (nothing may
+ * change what a started run was given), labelled with the run id like the Job. The backend gives it to the Job
+ * (secretOwnerReference) once the Job exists.
+ */
+export function runSecret(spec: RunSpec, settings: KubernetesRunSettings): V1Secret | null {
+  const credentials = spec.credentials ?? [];
+  if (credentials.length === 0) return null;
+  const data: Record<string, string> = {};
+  for (const credential of credentials)
+    data[credentialKey(credential)] = Buffer.from(credential.value).toString('base64');
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: secretName(spec.runId), namespace: settings.namespace, labels: runLabelsOf(spec) },
+    type: 'Opaque',
+    immutable: true,
+    data,
+  };
+}
+
+/**
+ * secretOwnerReference makes the Job the owner of the run's Secret: Kubernetes' garbage collector deletes the
+ * Secret with the Job. Not blockOwnerDeletion (that needs update on jobs/finalizers) and not controller.
+ */
+export function secretOwnerReference(job: { name: string; uid: string }): V1OwnerReference {
+  return { apiVersion: 'batch/v1', kind: 'Job', name: job.name, uid: job.uid };
+}
+
+/**
+ * credentialReferences is what the pod spec holds of the credentials: env entries that name a key of the run's
+ * Secret, and a secret volume of the file credentials at /run/secrets (where the local sandbox puts them).
+ * Names only: the values are in the Secret.
+ */
+function credentialReferences(spec: RunSpec): { env: V1EnvVar[]; volumes: V1Volume[]; mounts: V1VolumeMount[] } {
+  const credentials = spec.credentials ?? [];
+  const name = secretName(spec.runId);
+  const env = credentials
+    .filter((credential) => credential.as === 'env')
+    .map((credential) => ({
+      name: credential.target,
+      valueFrom: { secretKeyRef: { name, key: credentialKey(credential), optional: false } },
+    }));
+  const files = credentials.filter((credential) => credential.as === 'file');
+  if (files.length === 0) return { env, volumes: [], mounts: [] };
+  return {
+    env,
+    volumes: [
+      {
+        name: credentialsVolumeName,
+        secret: {
+          secretName: name,
+          optional: false,
+          defaultMode: secretFileMode,
+          items: files.map((credential) => ({ key: credentialKey(credential), path: credential.target })),
+        },
+      },
+    ],
+    mounts: [{ name: credentialsVolumeName, mountPath: secretsDir, readOnly: true }],
+  };
+}
+
 function workspaceVolume(spec: RunSpec, settings: KubernetesRunSettings): { volume: V1Volume; mount: V1VolumeMount } {
   const workspace = spec.project.workspace;
   const mount: V1VolumeMount = { name: 'workspace', mountPath: workspace };
@@ -73,17 +172,13 @@ function workspaceVolume(spec: RunSpec, settings: KubernetesRunSettings): { volu
   return { volume: { name: 'workspace', persistentVolumeClaim: { claimName: settings.workspaceClaim } }, mount };
 }
 
-/** runJob is the Job of one run: its command, its workspace, and its limits. */
+/** runJob is the Job of one run: its command, its workspace, its limits, and references to its credentials. */
 export function runJob(spec: RunSpec, settings: KubernetesRunSettings): V1Job {
   const name = jobName(spec.runId);
   const network = spec.project.network ? 'egress' : 'none';
-  const labels = {
-    [runLabels.app]: runAppName,
-    [runLabels.managedBy]: 'svc',
-    [runLabels.runId]: spec.runId,
-    [runLabels.network]: network,
-  };
+  const labels = { ...runLabelsOf(spec), [runLabels.network]: network };
   const { volume, mount } = workspaceVolume(spec, settings);
+  const credentials = credentialReferences(spec);
   const memory = String(spec.limits.memoryBytesMax);
   const storage = String(spec.limits.fileBytesMax + settings.tmpBytesMax);
   const [command, ...args] = spec.project.command.map(escapeExpansion);
@@ -128,6 +223,7 @@ export function runJob(spec: RunSpec, settings: KubernetesRunSettings): V1Job {
                 { name: 'PATH', value: '/usr/local/bin:/usr/bin:/bin' },
                 { name: 'HOME', value: '/tmp' },
                 { name: 'LANG', value: 'C.UTF-8' },
+                ...credentials.env,
               ],
               resources: {
                 limits: { memory, cpu: settings.cpuCores, 'ephemeral-storage': storage },
@@ -140,10 +236,14 @@ export function runJob(spec: RunSpec, settings: KubernetesRunSettings): V1Job {
                 runAsNonRoot: true,
                 capabilities: { drop: ['ALL'] },
               },
-              volumeMounts: [mount, { name: 'tmp', mountPath: '/tmp' }],
+              volumeMounts: [mount, { name: 'tmp', mountPath: '/tmp' }, ...credentials.mounts],
             },
           ],
-          volumes: [volume, { name: 'tmp', emptyDir: { sizeLimit: String(settings.tmpBytesMax) } }],
+          volumes: [
+            volume,
+            { name: 'tmp', emptyDir: { sizeLimit: String(settings.tmpBytesMax) } },
+            ...credentials.volumes,
+          ],
         },
       },
     },

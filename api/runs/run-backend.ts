@@ -1,6 +1,7 @@
 // The run backend seam: where a run's command is started. The worker (agent-worker.ts) reads a backend's output
 // streams into the run's events, enforces the wall-time limit and cancellation by kill(), and ends the run when
-// it closes; the backend decides where and how the command runs and under which limits. Two backends:
+// it closes; the backend decides where and how the command runs, under which limits, and how the command gets its
+// credentials (the worker resolves and audits them, and masks their values in the output). Two backends:
 // bubblewrap on the worker's own host (the default; agent-worker.ts spawns sandbox.ts's command itself) and
 // one Kubernetes Job per run (kubernetes-backend.ts), chosen by the API config's runBackend.
 import type { Readable } from 'node:stream';
@@ -26,6 +27,16 @@ export interface RunProcess {
   on(event: 'error', listener: (error: Error) => void): unknown;
 }
 
+/**
+ * RunCredential is a credential the run's command gets: an environment variable (as `env`, named target) or the
+ * file /run/secrets/<target> (as `file`). The value is for the backend to hand over, never to record.
+ */
+export interface RunCredential {
+  as: 'env' | 'file';
+  target: string;
+  value: string;
+}
+
 export interface RunSpec {
   runId: string;
   project: SandboxProject & { id?: string };
@@ -33,6 +44,8 @@ export interface RunSpec {
   limits: SandboxLimits;
   /** timeoutMs is the run's wall-time limit, which the worker enforces; a backend may add a backstop. */
   timeoutMs: number;
+  /** credentials the backend injects (resolved by the worker, which masks their values in the output). */
+  credentials?: readonly RunCredential[];
 }
 
 export interface RunBackend {

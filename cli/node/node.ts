@@ -50,6 +50,7 @@ import { ConfigError, resolveNodeConfig, type NodeConfig, type ResolvedNodeConfi
 import { Driver, type DriverPorts } from '../../transports/node/driver.js';
 import { startHttpServer, type NodeHttpServer } from '../../transports/node/http-server.js';
 import type { NodeApi } from './node-api.js';
+import { LogThrottle } from '../../transports/node/log-throttle.js';
 import { createLogger, type Logger } from '../../transports/node/logger.js';
 import { NodeMetrics } from '../../transports/node/metrics.js';
 import { DiskUsage, ThroughputMeter, wallClockNs } from '../../transports/node/node-stats.js';
@@ -96,6 +97,8 @@ export class Node {
   private readonly meter: ThroughputMeter;
   private readonly disk: DiskUsage;
   private readonly waiters: Waiters;
+  /** warningLogs caps the log lines of engine warnings, which peers' messages drive (log-throttle.ts). */
+  private readonly warningLogs: LogThrottle;
   private readonly admins = new Map<number, PendingAdmin>();
   private nextAdminId = 1;
   private lastHeartbeatLag: Record<number, number> = {};
@@ -150,6 +153,10 @@ export class Node {
     this.meter = new ThroughputMeter(this.config.limits.throughputWindowMs);
     this.disk = new DiskUsage(this.config.dataDir, this.config.limits.diskUsageFileCountMax);
     this.waiters = new Waiters(this.config.limits.waiterCountMax);
+    this.warningLogs = new LogThrottle(
+      this.config.limits.logLinesPerKindWindowMax,
+      this.config.limits.logThrottleWindowMs,
+    );
     this.failed = new Promise((resolve) => {
       this.resolveFailed = resolve;
     });
@@ -304,7 +311,7 @@ export class Node {
       callDeadlineMs: this.storeLimits.callDeadlineMs,
       proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
       streamOpenRequestCountMax: this.storeLimits.streamOpenRequestCountMax,
-      onWarning: (message) => this.log.warn(message),
+      onWarning: (message) => this.warnCapped('store', { source: 'store' }, message),
     }));
     const adminService = adminServiceImplementation({
       host: {
@@ -324,7 +331,7 @@ export class Node {
         propose: adminProposal(() => this.runningRouter()),
         commandBytesMax: this.storeLimits.commandBytesMax,
       },
-      onWarning: (message) => this.log.warn({ source: 'admin' }, message),
+      onWarning: (message) => this.warnCapped('admin', { source: 'admin' }, message),
     });
     // The roster the gate matches certificates against is the engine's current one (uncommitted records included).
     const roster = (): Roster | null => this.driver?.status().roster ?? null;
@@ -344,7 +351,7 @@ export class Node {
       handler: this.served,
       credentials: peerServerCredentials(security),
       limits: this.grpcLimits,
-      onWarning: (message) => this.log.warn({ source: 'peer-server' }, message),
+      onWarning: (message, kind) => this.warnCapped(`peer-server:${kind}`, { source: 'peer-server' }, message),
       gate,
       onRefused: (reason) => {
         this.refusedCalls[reason] += 1;
@@ -698,10 +705,11 @@ export class Node {
           case 'roleChanged':
             this.log.info({ role: effect.role, term: effect.term, leaderId: effect.leaderId }, 'role changed');
             return;
-          case 'warning':
+          case 'warning': {
             this.metrics?.warnings.inc({ code: effect.code });
-            this.log.warn({ code: effect.code }, effect.message);
+            this.warnCapped(`engine:${effect.code}`, { code: effect.code }, effect.message);
             return;
+          }
           default:
             assertNever(effect);
         }
@@ -731,6 +739,19 @@ export class Node {
     const problem = this.healthProblem();
     if (problem !== null) return problem;
     return this.driver!.status().leaderId === 0 ? 'no leader known' : null;
+  }
+
+  /**
+   * warnCapped logs a warning that peers' messages can drive, at most logLinesPerKindWindowMax lines of
+   * one kind per window (log-throttle.ts); the first line after a capped window says how many were left out.
+   */
+  private warnCapped(kind: string, fields: Record<string, unknown>, message: string): void {
+    const admission = this.warningLogs.admit(kind);
+    if (!admission.write) return;
+    this.log.warn(
+      admission.suppressedBefore > 0 ? { ...fields, suppressed: admission.suppressedBefore } : fields,
+      message,
+    );
   }
 
   private runningRouter(): StoreRouter {

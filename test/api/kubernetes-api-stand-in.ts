@@ -1,6 +1,7 @@
 // A STAND-IN for a Kubernetes API server and its kubelet, for tests only: a real cluster cannot run on this
 // machine. It serves the endpoints the Kubernetes run backend uses (create a Job or NetworkPolicy, watch and read
-// pods, follow a container's log, delete a Job or pod) and refuses requests the way the real API server does:
+// pods, follow a container's log, delete a Job or pod; create, read, update and delete a Secret) and refuses
+// requests the way the real API server does:
 // - unknown fields with ?fieldValidation=Strict: 400 BadRequest `strict decoding error: unknown field "…"`.
 //   The known fields are those of the Kubernetes OpenAPI schema, as generated into @kubernetes/client-node's
 //   models (each model's attributeTypeMap);
@@ -9,21 +10,38 @@
 // - what the API server validates beyond the schema: object names (RFC 1123; a Job's at most 63 characters),
 //   container names, label keys and values, a Job pod's restartPolicy, quantities, volume mounts, a negative
 //   deadline: 422 Invalid with {causes: [{reason, message, field}]};
+// - a Secret's keys, base64 values, size and immutability (kubernetes-stand-in-secrets.ts);
 // - a second object of a name: 409 AlreadyExists; a wrong bearer token: 401.
 // Errors are `Status` objects as the real server sends them. Its kubelet runs a Job's container as a local
 // process (no image, no isolation, no resource limits: those are the real node's), in the host directory the
 // workspace volume names, with Kubernetes' $(VAR) expansion of command and args; the log is stdout and stderr
 // together, as the real log API gives them. Deleting a Job without propagationPolicy orphans its pods, as the
-// real batch/v1 API does; activeDeadlineSeconds ends a Job's pod.
+// real batch/v1 API does; activeDeadlineSeconds ends a Job's pod. Its garbage collector deletes a Secret whose
+// owner Jobs are all gone (deleted with propagation, or never there), and drops the owner reference of a Job
+// deleted without it (orphaning). Its kubelet resolves env `secretKeyRef`s (a missing Secret or key: the
+// container waits in CreateContainerConfigError) and mounts secret volumes at their mount paths, read-only, in
+// a mount namespace of the container's own (unshare(1): the stand-in must run as root for such pods).
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { validate as validateJobSchema } from 'kubernetes-models/_schemas/IoK8sApiBatchV1Job';
 import { validate as validateNetworkPolicySchema } from 'kubernetes-models/_schemas/IoK8sApiNetworkingV1NetworkPolicy';
+import { validate as validateSecretSchema } from 'kubernetes-models/_schemas/IoK8sApiCoreV1Secret';
+import {
+  PatchError,
+  applyJsonPatch,
+  applyMergePatch,
+  base64Problem,
+  foldSecret,
+  secretCauses,
+  secretUpdateCauses,
+} from './kubernetes-stand-in-secrets.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -42,6 +60,8 @@ export interface KubernetesApiStandIn {
   jobs: Map<string, Json>;
   pods: Map<string, Json>;
   networkPolicies: Map<string, Json>;
+  /** secrets by `namespace/name`, as stored (data base64). */
+  secrets: Map<string, Json>;
   /** orphanedPods are pods left running by a Job deletion without propagation. */
   orphanedPods: string[];
   /** claims maps PersistentVolumeClaim names to host directories, for the kubelet's volume mounts. */
@@ -138,6 +158,13 @@ function schemaCauses(validate: SchemaValidate, body: Json): { causes: Json[]; d
         : `${field}: expected an integer or a string`,
     };
   }
+  // A `byte` field (a Secret's data) is base64 the server decodes: a bad one fails decoding.
+  const byteError = errors.find((error) => error.keyword === 'format' && error.params.format === 'byte');
+  if (byteError) {
+    let value: Json = body;
+    for (const part of byteError.instancePath.split('/').filter(Boolean)) value = value?.[part];
+    return { causes: [], decodeError: base64Problem(String(value)) ?? 'illegal base64 data' };
+  }
   const typeError = errors.find((error) => error.keyword === 'type');
   if (typeError) {
     return {
@@ -217,8 +244,10 @@ function podSpecCauses(spec: Json, field: string): Json[] {
     return causes;
   }
   const volumes = new Set((spec.volumes ?? []).map((volume: Json) => volume.name));
-  for (const [index, volume] of (spec.volumes ?? []).entries())
+  for (const [index, volume] of (spec.volumes ?? []).entries()) {
     causes.push(...nameCauses(volume.name, `${field}.volumes[${index}].name`, 63, true));
+    if (volume.secret) causes.push(...secretVolumeCauses(volume.secret, `${field}.volumes[${index}].secret`));
+  }
   const names = new Set<string>();
   for (const [index, container] of spec.containers.entries()) {
     const at = `${field}.containers[${index}]`;
@@ -232,6 +261,25 @@ function podSpecCauses(spec: Json, field: string): Json[] {
     names.add(container.name);
     if (!container.image)
       causes.push({ reason: 'FieldValueRequired', message: 'Required value', field: `${at}.image` });
+    for (const [envIndex, item] of (container.env ?? []).entries()) {
+      const envField = `${at}.env[${envIndex}]`;
+      if (item.valueFrom && item.value)
+        causes.push({
+          reason: 'FieldValueInvalid',
+          message: 'Invalid value: "": may not be specified when `value` is not empty',
+          field: `${envField}.valueFrom`,
+        });
+      const ref = item.valueFrom?.secretKeyRef;
+      if (ref) {
+        causes.push(...nameCauses(ref.name, `${envField}.valueFrom.secretKeyRef.name`, 253, false));
+        if (typeof ref.key !== 'string' || !/^[-._a-zA-Z0-9]+$/.test(ref.key) || ref.key.length > 253)
+          causes.push({
+            reason: 'FieldValueInvalid',
+            message: `Invalid value: ${JSON.stringify(ref.key)}: a valid config key must consist of alphanumeric characters, '-', '_' or '.'`,
+            field: `${envField}.valueFrom.secretKeyRef.key`,
+          });
+      }
+    }
     for (const kind of ['limits', 'requests']) {
       for (const [resource, value] of Object.entries(container.resources?.[kind] ?? {})) {
         if (typeof value !== 'string' || !quantity.test(value)) {
@@ -258,6 +306,37 @@ function podSpecCauses(spec: Json, field: string): Json[] {
         });
       }
     }
+  }
+  return causes;
+}
+
+/** fileModeCause: a secret volume's modes are permission bits, 0 to 0777. */
+function fileModeCause(mode: unknown, field: string): Json[] {
+  if (mode === undefined || (typeof mode === 'number' && Number.isInteger(mode) && mode >= 0 && mode <= 0o777))
+    return [];
+  return [
+    {
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: ${JSON.stringify(mode)}: must be a number between 0 and 0777 (octal), both inclusive`,
+      field,
+    },
+  ];
+}
+
+function secretVolumeCauses(secret: Json, field: string): Json[] {
+  const causes: Json[] = [];
+  causes.push(...nameCauses(secret.secretName, `${field}.secretName`, 253, false));
+  causes.push(...fileModeCause(secret.defaultMode, `${field}.defaultMode`));
+  for (const [index, item] of (secret.items ?? []).entries()) {
+    const at = `${field}.items[${index}]`;
+    const parts = typeof item.path === 'string' ? item.path.split('/') : [];
+    if (typeof item.path !== 'string' || item.path === '' || item.path.startsWith('/') || parts.includes('..'))
+      causes.push({
+        reason: 'FieldValueInvalid',
+        message: `Invalid value: ${JSON.stringify(item.path)}: must be a relative path without '..'`,
+        field: `${at}.path`,
+      });
+    causes.push(...fileModeCause(item.mode, `${at}.mode`));
   }
   return causes;
 }
@@ -341,6 +420,36 @@ function admit(
   return body;
 }
 
+/** admitSecret checks a Secret as the API server would and returns it as stored (stringData folded into data). */
+function admitSecret(body: Json, query: URLSearchParams, namespace: string): Json {
+  const secret = foldSecret(
+    admit(body, query, 'V1Secret', validateSecretSchema as SchemaValidate, 'Secret', namespace),
+  );
+  const causes = secretCauses(secret);
+  if (causes.length > 0) throw invalid('Secret', secret.metadata?.name, causes);
+  return secret;
+}
+
+const mountSecretsScript = [
+  // Arguments: pairs of (mount path, host directory), then `--`, then the container's argv. A mount path that
+  // does not exist gets a tmpfs on its nearest existing ancestor (in this mount namespace only), as a runtime
+  // creates its mount points in the container's own root.
+  'set -e',
+  'made=" "',
+  'while [ "$1" != -- ]; do',
+  '  target=$1; source=$2; shift 2',
+  '  parent=$target; while [ ! -e "$parent" ]; do parent=$(dirname "$parent"); done',
+  '  if [ "$parent" != "$target" ] && [ "${made#* $parent }" = "$made" ]; then',
+  '    mount -t tmpfs -o size=1m,mode=0755 stand-in-secrets "$parent"; made="$made$parent "',
+  '  fi',
+  '  mkdir -p "$target"',
+  '  mount --bind "$source" "$target"',
+  '  mount -o remount,bind,ro "$target"',
+  'done',
+  'shift',
+  'exec "$@"',
+].join('\n');
+
 // --- the server and its kubelet ---------------------------------------------------------------------------------
 
 export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn> {
@@ -348,6 +457,9 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
   const jobs = new Map<string, Json>();
   const pods = new Map<string, Json>();
   const networkPolicies = new Map<string, Json>();
+  const secrets = new Map<string, Json>();
+  /** secretDirs holds, per pod, the host directories of its secret volumes' files. */
+  const secretDirs = new Map<string, string[]>();
   const processes = new Map<string, ChildProcess>();
   const logs = new Map<string, Buffer[]>();
   const logFollowers = new Map<string, Set<http.ServerResponse>>();
@@ -379,6 +491,80 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
   };
   const containerStatus = (pod: Json) => pod.status.containerStatuses[0];
 
+  // --- the garbage collector: owner references --------------------------------------------------------------
+  const ownerPresent = (namespace: string, ref: Json) =>
+    ref.apiVersion === 'batch/v1' &&
+    ref.kind === 'Job' &&
+    jobs.get(`${namespace}/${ref.name}`)?.metadata.uid === ref.uid;
+  /** collectSecret deletes a Secret whose owners are all gone and drops references to gone ones (some left). */
+  const collectSecret = (key: string) =>
+    later(10, () => {
+      const secret = secrets.get(key);
+      const refs: Json[] = secret?.metadata.ownerReferences ?? [];
+      if (!secret || refs.length === 0) return;
+      const present = refs.filter((ref) => ownerPresent(secret.metadata.namespace, ref));
+      if (present.length === 0) secrets.delete(key);
+      else if (present.length < refs.length) {
+        secret.metadata.ownerReferences = present;
+        stamp(secret);
+      }
+    });
+  /** jobDeleted: dependents go with the Job (Background, Foreground) or lose their reference to it (orphan). */
+  const jobDeleted = (job: Json, policy: string | undefined) => {
+    for (const [key, secret] of secrets) {
+      const refs: Json[] = secret.metadata.ownerReferences ?? [];
+      if (!refs.some((ref) => ref.uid === job.metadata.uid)) continue;
+      if (policy === 'Background' || policy === 'Foreground') collectSecret(key);
+      else {
+        secret.metadata.ownerReferences = refs.filter((ref) => ref.uid !== job.metadata.uid);
+        if (secret.metadata.ownerReferences.length === 0) delete secret.metadata.ownerReferences;
+        stamp(secret);
+      }
+    }
+  };
+
+  const removeSecretDirs = (key: string) => {
+    for (const dir of secretDirs.get(key) ?? []) rmSync(dir, { recursive: true, force: true });
+    secretDirs.delete(key);
+  };
+
+  /**
+   * secretMounts writes the files of the pod's secret volumes to host directories and says where each is mounted;
+   * null while a Secret or key a volume needs is missing (the kubelet keeps the pod in ContainerCreating).
+   */
+  function secretMounts(pod: Json): Array<{ mountPath: string; source: string }> | null {
+    const key = pod.metadata.name as string;
+    removeSecretDirs(key);
+    const dirs: string[] = [];
+    secretDirs.set(key, dirs);
+    const mounts: Array<{ mountPath: string; source: string }> = [];
+    for (const volume of pod.spec.volumes ?? []) {
+      if (!volume.secret) continue;
+      const secret = secrets.get(`${pod.metadata.namespace}/${volume.secret.secretName}`);
+      if (!secret && !volume.secret.optional) return null;
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-k8s-secret-'));
+      dirs.push(dir);
+      const data: Record<string, string> = secret?.data ?? {};
+      const items: Json[] = volume.secret.items ?? Object.keys(data).map((item) => ({ key: item, path: item }));
+      for (const item of items) {
+        const value = data[item.key];
+        if (value === undefined) {
+          if (volume.secret.optional) continue;
+          return null;
+        }
+        const file = path.join(dir, item.path);
+        mkdirSync(path.dirname(file), { recursive: true });
+        writeFileSync(file, Buffer.from(value, 'base64'));
+        chmodSync(file, item.mode ?? volume.secret.defaultMode ?? 0o644);
+      }
+      for (const mount of pod.spec.containers[0].volumeMounts ?? []) {
+        if (mount.name === volume.name)
+          mounts.push({ mountPath: mount.mountPath, source: path.join(dir, mount.subPath ?? '') });
+      }
+    }
+    return mounts;
+  }
+
   function hostDirectory(pod: Json, workingDir: string): string {
     for (const mount of pod.spec.containers[0].volumeMounts ?? []) {
       if (workingDir !== mount.mountPath && !workingDir.startsWith(`${mount.mountPath}/`)) continue;
@@ -398,11 +584,61 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
 
   function startContainer(pod: Json): void {
     const container = pod.spec.containers[0];
-    const env: Record<string, string> = Object.fromEntries(
-      (container.env ?? []).map((item: Json) => [item.name, item.value ?? '']),
-    );
-    const argv = [...(container.command ?? []), ...(container.args ?? [])].map((part: string) => expand(part, env));
     const key = pod.metadata.name as string;
+    const waitFor = (reason: string, message: string) => {
+      containerStatus(pod).state = { waiting: { reason, message } };
+      notify('MODIFIED', pod);
+    };
+    // Volumes come before the container: one whose Secret is not there yet is retried, as the kubelet does.
+    const mounts = secretMounts(pod);
+    if (mounts === null) {
+      later(200, () => {
+        if (pods.has(key) && !pod.metadata.deletionTimestamp) startContainer(pod);
+      });
+      return;
+    }
+    const env: Record<string, string> = {};
+    for (const item of container.env ?? []) {
+      const ref = item.valueFrom?.secretKeyRef;
+      if (!ref) {
+        env[item.name] = item.value ?? '';
+        continue;
+      }
+      const secret = secrets.get(`${pod.metadata.namespace}/${ref.name}`);
+      const value: string | undefined = secret?.data?.[ref.key];
+      if (value === undefined) {
+        if (ref.optional) continue;
+        waitFor(
+          'CreateContainerConfigError',
+          secret
+            ? `couldn't find key ${ref.key} in Secret ${pod.metadata.namespace}/${ref.name}`
+            : `secret "${ref.name}" not found`,
+        );
+        return;
+      }
+      env[item.name] = Buffer.from(value, 'base64').toString('utf8');
+    }
+    let argv = [...(container.command ?? []), ...(container.args ?? [])].map((part: string) => expand(part, env));
+    if (mounts.length > 0) {
+      if (process.getuid?.() !== 0) {
+        waitFor('CreateContainerError', 'the stand-in kubelet mounts secret volumes with unshare(1), which needs root');
+        return;
+      }
+      argv = [
+        'unshare',
+        '--mount',
+        '--propagation',
+        'private',
+        '--',
+        '/bin/sh',
+        '-c',
+        mountSecretsScript,
+        'sh',
+        ...mounts.flatMap((mount) => [mount.mountPath, mount.source]),
+        '--',
+        ...argv,
+      ];
+    }
     logs.set(key, []);
     let child: ChildProcess;
     try {
@@ -438,6 +674,7 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     });
     child.on('close', (code, signal) => {
       processes.delete(key);
+      removeSecretDirs(key);
       const exitCode = code ?? 128 + ({ SIGTERM: 15, SIGKILL: 9 } as Record<string, number>)[signal ?? 'SIGKILL']!;
       pod.status.phase = exitCode === 0 ? 'Succeeded' : 'Failed';
       containerStatus(pod).state = {
@@ -460,6 +697,7 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     const pod = pods.get(key);
     if (!pod) return;
     pods.delete(key);
+    removeSecretDirs(key);
     notify('DELETED', pod);
   }
 
@@ -595,6 +833,7 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
           });
         jobs.delete(key);
         const policy = url.searchParams.get('propagationPolicy') ?? body?.propagationPolicy;
+        jobDeleted(job, policy);
         for (const pod of [...pods.values()].filter(
           (item) => item.metadata.ownerReferences?.[0]?.uid === job.metadata.uid,
         )) {
@@ -641,6 +880,99 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
       networkPolicies.set(key, policy);
       send(res, 201, policy);
       return;
+    }
+    // /api/v1/namespaces/{ns}/secrets[/{name}]
+    if (parts[0] === 'api' && parts[1] === 'v1' && parts[2] === 'namespaces' && parts[4] === 'secrets') {
+      const namespace = parts[3]!;
+      if (method === 'POST' && parts.length === 5) {
+        const secret = admitSecret(body, url.searchParams, namespace);
+        const key = `${namespace}/${secret.metadata.name}`;
+        if (secrets.has(key))
+          throw new StatusError(409, 'AlreadyExists', `secrets "${secret.metadata.name}" already exists`, {
+            name: secret.metadata.name,
+            kind: 'secrets',
+          });
+        secret.metadata = {
+          ...secret.metadata,
+          namespace,
+          uid: randomBytes(16).toString('hex'),
+          creationTimestamp: new Date().toISOString(),
+        };
+        stamp(secret);
+        secrets.set(key, secret);
+        collectSecret(key);
+        send(res, 201, secret);
+        return;
+      }
+      if (parts.length === 6) {
+        const name = parts[5]!;
+        const key = `${namespace}/${name}`;
+        const stored = secrets.get(key);
+        if (!stored) throw new StatusError(404, 'NotFound', `secrets "${name}" not found`, { name, kind: 'secrets' });
+        if (method === 'GET') {
+          send(res, 200, stored);
+          return;
+        }
+        if (method === 'DELETE') {
+          secrets.delete(key);
+          send(res, 200, {
+            kind: 'Status',
+            apiVersion: 'v1',
+            metadata: {},
+            status: 'Success',
+            details: { name, kind: 'secrets', uid: stored.metadata.uid },
+          });
+          return;
+        }
+        if (method === 'PUT' || method === 'PATCH') {
+          let updated: Json;
+          if (method === 'PUT') updated = body;
+          else {
+            const type = String(req.headers['content-type'] ?? '').split(';')[0];
+            try {
+              if (type === 'application/json-patch+json') updated = applyJsonPatch(stored, body);
+              else if (type === 'application/merge-patch+json' || type === 'application/strategic-merge-patch+json')
+                updated = applyMergePatch(stored, body);
+              else
+                throw new StatusError(
+                  415,
+                  'UnsupportedMediaType',
+                  `the stand-in does not take ${JSON.stringify(type)} patches (server-side apply)`,
+                );
+            } catch (error) {
+              if (error instanceof PatchError) throw new StatusError(422, 'Invalid', error.message);
+              throw error;
+            }
+          }
+          if (updated?.metadata?.name !== name)
+            throw new StatusError(
+              400,
+              'BadRequest',
+              `the name of the object (${String(updated?.metadata?.name)}) does not match the name on the URL (${name})`,
+            );
+          const version = updated.metadata.resourceVersion;
+          if (method === 'PUT' && version !== undefined && version !== stored.metadata.resourceVersion)
+            throw new StatusError(
+              409,
+              'Conflict',
+              `Operation cannot be fulfilled on secrets "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+            );
+          const secret = admitSecret(updated, url.searchParams, namespace);
+          const causes = secretUpdateCauses(stored, secret);
+          if (causes.length > 0) throw invalid('Secret', name, causes);
+          secret.metadata = {
+            ...secret.metadata,
+            namespace,
+            uid: stored.metadata.uid,
+            creationTimestamp: stored.metadata.creationTimestamp,
+          };
+          stamp(secret);
+          secrets.set(key, secret);
+          collectSecret(key);
+          send(res, 200, secret);
+          return;
+        }
+      }
     }
     // /api/v1/namespaces/{ns}/pods[/{name}[/log]]
     if (parts[0] === 'api' && parts[1] === 'v1' && parts[2] === 'namespaces' && parts[4] === 'pods') {
@@ -745,6 +1077,7 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     jobs,
     pods,
     networkPolicies,
+    secrets,
     orphanedPods,
     claims,
     kubeConfig() {
@@ -760,6 +1093,7 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     async close() {
       for (const timer of timers) clearTimeout(timer);
       for (const child of processes.values()) child.kill('SIGKILL');
+      for (const key of [...secretDirs.keys()]) removeSecretDirs(key);
       for (const watcher of podWatchers) watcher.res.end();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

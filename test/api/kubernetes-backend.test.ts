@@ -393,35 +393,6 @@ describe('runs: a run through the Kubernetes backend', function () {
     assert.deepEqual(cluster.orphanedPods, []);
   });
 
-  it('refuses a run that names credentials (the backend cannot inject them yet) before creating a Job', async () => {
-    const cluster = pods!.cluster!;
-    const jobsBefore = cluster.requests.filter(
-      (request) => request.method === 'POST' && request.path.endsWith('/jobs'),
-    ).length;
-    const project = await pods!.api.call('POST', '/projects', {
-      body: {
-        name: 'secretive',
-        workspace,
-        command: ['./agent.sh'],
-        credentials: [{ category: 'gitea', name: 'bot', as: 'env', target: 'GITEA_TOKEN' }],
-      },
-    });
-    assert.equal(project.status, 201, project.text);
-    const accepted = await pods!.api.call('POST', `/projects/${project.json.id}/commands`, { body: { prompt: 'x' } });
-    const events = await readEvents(pods!.api, accepted.json.streamUrl);
-    assert.equal(events.at(-1)!.data.status, 'failed');
-    assert.deepEqual(
-      events.filter((event) => event.event === 'notice').map((event) => event.data.code),
-      ['CREDENTIALS_UNAVAILABLE'],
-    );
-    assert.equal(
-      cluster.requests.filter((request) => request.method === 'POST' && request.path.endsWith('/jobs')).length,
-      jobsBefore,
-    );
-    const { events: ran } = await runOnce(pods!, 'hello');
-    assert.equal(ran.find((event) => event.event === 'started')!.data.sandbox.backend, 'kubernetes');
-  });
-
   it('fails a run whose Job the API server refuses, saying why', async () => {
     const cluster = pods!.cluster!;
     const refusing = new KubernetesBackend(cluster.kubeConfig(), { ...settings, cpuCores: 'lots' });

@@ -25,8 +25,12 @@ export interface PeerServerOptions {
   /** credentials: serverCredentials(...) for mTLS, or insecureServerCredentials() when explicitly asked. */
   credentials: grpc.ServerCredentials;
   limits?: Partial<GrpcLimits>;
-  /** onWarning hears about bad input and handler misuse; the server never throws them. */
-  onWarning?: (message: string) => void;
+  /**
+   * onWarning hears about bad input and handler misuse; the server never throws them. `kind` names the
+   * sort of warning (`refused:<reason>`, `rejected`, `handler`) so a caller can cap each sort's log lines:
+   * peers drive most of them.
+   */
+  onWarning?: (message: string, kind: string) => void;
   /** services are more gRPC services to serve beside WalShipping, on the same port and credentials. */
   services?: ExtraService[];
   /**
@@ -261,7 +265,7 @@ export class PeerServer {
 
   private refuse(refusal: Refusal, what: string, peer: string): void {
     this.rejectedCallCount += 1;
-    this.warn(`${what} from ${peer} refused (${refusal.reason}): ${refusal.details}`);
+    this.warn(`${what} from ${peer} refused (${refusal.reason}): ${refusal.details}`, `refused:${refusal.reason}`);
     try {
       this.options.onRefused?.(refusal.reason, what, refusal.details);
     } catch (err) {
@@ -271,10 +275,10 @@ export class PeerServer {
 
   private reject(method: RpcMethod, peer: string, details: string): void {
     this.rejectedCallCount += 1;
-    this.warn(`${method} from ${peer} refused: ${details}`);
+    this.warn(`${method} from ${peer} refused: ${details}`, 'rejected');
   }
 
-  private warn(message: string): void {
-    this.options.onWarning?.(message);
+  private warn(message: string, kind = 'handler'): void {
+    this.options.onWarning?.(message, kind);
   }
 }

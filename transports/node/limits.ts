@@ -28,6 +28,13 @@ export interface NodeLimits {
   stopGraceMs: number;
   /** httpRequestTimeoutMs bounds one request to the node's HTTP server. */
   httpRequestTimeoutMs: number;
+  /**
+   * logLinesPerKindWindowMax is how many log lines one kind of peer-driven event (an engine warning code)
+   * writes per logThrottleWindowMs; the rest are counted in the metric and summed into the next line.
+   */
+  logLinesPerKindWindowMax: number;
+  /** logThrottleWindowMs is the window of logLinesPerKindWindowMax. */
+  logThrottleWindowMs: number;
 }
 
 export const DEFAULT_NODE_LIMITS: Readonly<NodeLimits> = Object.freeze({
@@ -42,6 +49,8 @@ export const DEFAULT_NODE_LIMITS: Readonly<NodeLimits> = Object.freeze({
   waiterCountMax: 10_000,
   stopGraceMs: 1_000,
   httpRequestTimeoutMs: 5_000,
+  logLinesPerKindWindowMax: 20,
+  logThrottleWindowMs: 60_000,
 });
 
 export function nodeLimits(overrides: Partial<NodeLimits> = {}): NodeLimits {
