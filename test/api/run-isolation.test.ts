@@ -426,15 +426,18 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
   });
 
   it('no single file outgrows the workspace quota (RLIMIT_FSIZE at the quota), however fast it is written', async () => {
-    const result = await runToEnd(await createProject(['./big.sh']), 'big');
-    const started = result.events.find((event) => event.event === 'started')!.data as {
-      sandbox: { limits: { fileBytes: number; workspaceBytes: number } };
-    };
-    assert.equal(started.sandbox.limits.fileBytes, workspaceBytesMax);
-    assert.equal(started.sandbox.limits.workspaceBytes, workspaceBytesMax);
-    const bytes = statSync(path.join(workspace, 'big')).size;
-    rmSync(path.join(workspace, 'big'), { force: true });
-    assert.equal(bytes, workspaceBytesMax, 'the write stopped at the quota');
+    const big = path.join(workspace, 'big');
+    try {
+      const result = await runToEnd(await createProject(['./big.sh']), 'big');
+      const started = result.events.find((event) => event.event === 'started')!.data as {
+        sandbox: { limits: { fileBytes: number; workspaceBytes: number } };
+      };
+      assert.equal(statSync(big).size, workspaceBytesMax, 'the write stopped at the quota');
+      assert.equal(started.sandbox.limits.fileBytes, workspaceBytesMax);
+      assert.equal(started.sandbox.limits.workspaceBytes, workspaceBytesMax);
+    } finally {
+      rmSync(big, { force: true });
+    }
   });
 
   it('injects credentials as env and files, masks them in output, and records their names only', async () => {
