@@ -526,7 +526,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       runSlirpReadyTimeoutMs,
       'the sandbox did not make its namespaces',
     );
-    await isolation.egress!.open(uid, resources.egressDeny!.rules);
+    await isolation.egress!.open(uid, resources.egressDeny!);
     resources.egressOpen = true;
     const loopbackAllowed = isolation.egressAllow.some((rule) => rule.cidr.startsWith('127.'));
     const slirp = spawn(

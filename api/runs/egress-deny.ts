@@ -1,6 +1,8 @@
 // The destinations no networked run may reach beyond the egress filter's standing denials (egress-filter.ts):
 // the configured ones (SVC_RUN_EGRESS_DENY), the cluster's members (the node's live roster, read again at every
-// resolution, so a member that joins or moves is denied from the next run on) and the Redis host.
+// resolution, so a member that joins or moves is denied from the next run on) and the Redis host. The members'
+// advertised ports and the Redis port are `services`: denied before the allow entries, so no allow entry (a
+// broad internal CIDR) opens them; the rest after, so an allow entry can open another port of such a host.
 //
 // Members are usually advertised by name (a pod under a Kubernetes headless service; `localhost` under `make
 // cluster`), so names are resolved with the host's resolver (dns.lookup: /etc/hosts, then DNS) when the worker
@@ -48,27 +50,43 @@ export function parseDenyEntry(text: string): EgressRule | NamedDeny {
   return { name: match[1]!.toLowerCase(), ...(port !== undefined ? { port } : {}) };
 }
 
+const defaultPorts: Record<string, number> = { 'http:': 80, 'https:': 443, 'redis:': 6379, 'rediss:': 6379 };
+
 /**
- * addressHosts picks the hosts out of member addresses (`host:port`, `[v6]:port`, URLs), once each: names, IPv4
- * and IPv6 literals (without brackets). Anything without a host is skipped.
+ * addressEndpoints picks the host (and port, a URL's default one if it names none) out of member addresses
+ * (`host:port`, `[v6]:port`, URLs): names and IPv4 and IPv6 literals (without brackets), lower-cased, once each.
+ * Anything without a host is skipped.
  */
-export function addressHosts(addresses: readonly string[]): string[] {
-  const hosts = new Set<string>();
+export function addressEndpoints(addresses: readonly string[]): Array<{ host: string; port?: number }> {
+  const endpoints = new Map<string, { host: string; port?: number }>();
   for (const address of addresses) {
     let host: string | undefined;
+    let port: number | undefined;
     if (/^[a-z][a-z0-9+.-]*:\/\//i.test(address)) {
       try {
-        host = new URL(address).hostname;
+        const url = new URL(address);
+        host = url.hostname;
+        port = url.port ? Number(url.port) : defaultPorts[url.protocol];
       } catch {
         host = undefined;
       }
     } else {
-      host = /^\[([^\]]+)\]:\d+$/.exec(address)?.[1] ?? /^([^:[\]]+)(?::\d+)?$/.exec(address)?.[1];
+      const match = /^\[([^\]]+)\](?::(\d+))?$/.exec(address) ?? /^([^:[\]]+)(?::(\d+))?$/.exec(address);
+      host = match?.[1];
+      port = match?.[2] === undefined ? undefined : Number(match[2]);
     }
     host = host?.replace(/^\[|\]$/g, '').toLowerCase();
-    if (host) hosts.add(host);
+    if (!host) continue;
+    if (port !== undefined && !(port >= 1 && port <= 65_535)) port = undefined;
+    const endpoint = { host, ...(port !== undefined ? { port } : {}) };
+    endpoints.set(`${host} ${port ?? ''}`, endpoint);
   }
-  return [...hosts];
+  return [...endpoints.values()];
+}
+
+/** addressHosts are addressEndpoints' hosts, once each. */
+export function addressHosts(addresses: readonly string[]): string[] {
+  return [...new Set(addressEndpoints(addresses).map((endpoint) => endpoint.host))];
 }
 
 /** ruleText writes a rule as it is configured: `cidr` or `cidr:port`. */
@@ -90,7 +108,9 @@ export interface EgressDenySources {
 }
 
 export interface ResolvedDeny {
-  /** rules are the IPv4 rules a run gets (after its allow entries, egress-filter.ts). */
+  /** services are the members' advertised ports and the Redis port (IPv4): denied before any allow entry. */
+  services: EgressRule[];
+  /** rules are the rest (whole member and Redis hosts, configured entries): denied after the allow entries. */
   rules: EgressRule[];
   /** names are the names resolved and the addresses each stands for (both families; `stale`: kept from before). */
   names: Array<{ name: string; addresses: string[]; stale?: true }>;
@@ -120,7 +140,7 @@ export function egressDenyList(sources: EgressDenySources): EgressDenyList {
     if ('cidr' in parsed) fixedRules.push(parsed);
     else fixedNames.push(parsed);
   }
-  const redisHost = sources.redisUrl ? addressHosts([sources.redisUrl]) : [];
+  const redisEndpoints = sources.redisUrl ? addressEndpoints([sources.redisUrl]) : [];
   const resolveHost = sources.resolve ?? dnsResolver;
   const timeoutMs = sources.timeoutMs ?? runEgressResolveTimeoutMs;
   /** lastGood keeps each name's last addresses, so a failed lookup denies what the name stood for before. */
@@ -146,13 +166,19 @@ export function egressDenyList(sources: EgressDenySources): EgressDenyList {
   return {
     async resolve() {
       const rules = [...fixedRules];
-      const named: NamedDeny[] = [...fixedNames];
-      const members = [...addressHosts(sources.clusterAddresses?.() ?? []), ...redisHost];
-      for (const host of members) {
-        if (net.isIPv4(host)) rules.push({ cidr: `${host}/32` });
-        else if (net.isIPv6(host))
-          continue; // runs have no IPv6 route: nothing to deny
-        else named.push({ name: host });
+      const services: EgressRule[] = [];
+      /** named: entries to resolve; `service` ones deny one port before the allow entries. */
+      const named: Array<NamedDeny & { service?: true }> = [...fixedNames];
+      const endpoints = [...addressEndpoints(sources.clusterAddresses?.() ?? []), ...redisEndpoints];
+      for (const { host, port } of endpoints) {
+        if (net.isIPv6(host)) continue; // runs have no IPv6 route: nothing to deny
+        if (net.isIPv4(host)) {
+          rules.push({ cidr: `${host}/32` });
+          if (port !== undefined) services.push({ cidr: `${host}/32`, port });
+        } else {
+          named.push({ name: host });
+          if (port !== undefined) named.push({ name: host, port, service: true });
+        }
       }
       const distinct = [...new Set(named.map((entry) => entry.name))];
       const failures: Array<{ name: string; reason: string }> = [];
@@ -178,11 +204,12 @@ export function egressDenyList(sources: EgressDenySources): EgressDenyList {
       for (const entry of named) {
         for (const address of addressesOf.get(entry.name)!) {
           if (!net.isIPv4(address)) continue;
-          rules.push({ cidr: `${address}/32`, ...(entry.port !== undefined ? { port: entry.port } : {}) });
+          const rule = { cidr: `${address}/32`, ...(entry.port !== undefined ? { port: entry.port } : {}) };
+          (entry.service ? services : rules).push(rule);
         }
       }
-      const unique = new Map(rules.map((rule) => [ruleText(rule), rule]));
-      return { rules: [...unique.values()], names };
+      const unique = (list: EgressRule[]) => [...new Map(list.map((rule) => [ruleText(rule), rule])).values()];
+      return { services: unique(services), rules: unique(rules), names };
     },
   };
 }

@@ -10,7 +10,8 @@
 //   OUTPUT        -m owner --uid-owner <run uid range> -j SVC-RUNS
 //   SVC-RUNS      -m owner --uid-owner <uid> -j SVC-RUN-<uid>     (one per active run, inserted at the top)
 //                 ... then the standing denials, appended once
-//   SVC-RUN-<uid> allow entries -j ACCEPT; deny entries -j REJECT (then back to SVC-RUNS's standing denials)
+//   SVC-RUN-<uid> service denials -j REJECT (the members' and Redis's ports: no allow entry opens them); DNS and
+//                 allow entries -j ACCEPT; deny entries -j REJECT (then back to SVC-RUNS's standing denials)
 // A run whose rules cannot be installed does not get the network (its run fails with NETWORK_POLICY_UNAVAILABLE).
 import { execFile } from 'node:child_process';
 import net from 'node:net';
@@ -109,9 +110,17 @@ export interface EgressFilterOptions {
   dnsServers: string[];
 }
 
+/** RunDenials are one run's denials beyond the standing ones (egress-deny.ts resolves them as the run starts). */
+export interface RunDenials {
+  /** services are refused before any allow entry (the members' and Redis's ports). */
+  services: readonly EgressRule[];
+  /** rules are refused after the allow entries. */
+  rules: readonly EgressRule[];
+}
+
 export interface EgressFilter {
-  /** open installs the run uid's rules (the allow entries, then deny); close removes them. */
-  open(uid: number, deny: readonly EgressRule[]): Promise<void>;
+  /** open installs the run uid's rules (service denials, the allow entries, then the rest); close removes them. */
+  open(uid: number, deny: RunDenials): Promise<void>;
   close(uid: number): Promise<void>;
 }
 
@@ -147,8 +156,9 @@ export async function installEgressFilter(options: EgressFilterOptions): Promise
         if (!/exists/i.test(made.stderr)) throw new Error(`iptables -N ${chain}: ${made.stderr}`);
         await must(['-F', chain]);
       }
+      for (const rule of deny.services.flatMap(ruleMatches).flatMap(rejections)) await must(['-A', chain, ...rule]);
       for (const match of accepts) await must(['-A', chain, ...match, '-j', 'ACCEPT']);
-      for (const rule of deny.flatMap(ruleMatches).flatMap(rejections)) await must(['-A', chain, ...rule]);
+      for (const rule of deny.rules.flatMap(ruleMatches).flatMap(rejections)) await must(['-A', chain, ...rule]);
       await removeJumps(uid);
       await must(['-I', runsChain, '1', ...jump(uid)]);
     },

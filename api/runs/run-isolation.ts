@@ -183,6 +183,8 @@ export interface SandboxStatement {
 export interface EgressStatement {
   /** allowed are the allow entries, reachable past the denials. */
   allowed: string[];
+  /** deniedServices: the members' advertised ports and the Redis port, which no allow entry opens (IPv4). */
+  deniedServices: string[];
   /** denied: the standing denials, then this run's (configured, the cluster's members, Redis), IPv4. */
   denied: string[];
   /** resolved: the names behind denied entries and their addresses when the run started (`stale`: kept). */
@@ -251,6 +253,7 @@ export function describeSandbox(
       ? {
           egress: {
             allowed: isolation.egressAllow.map(ruleText),
+            deniedServices: resources.egressDeny.services.map(ruleText),
             denied: [...standingDenialsText, ...resources.egressDeny.rules.map(ruleText)],
             resolved: resources.egressDeny.names,
             ipv6: 'none: a run has no IPv6 route (slirp4netns runs without IPv6), so IPv6 addresses need no rule',

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import {
   EgressDenyUnresolved,
+  addressEndpoints,
   addressHosts,
   dnsResolver,
   egressDenyList,
@@ -41,6 +42,27 @@ describe('api: the egress deny list (egress-deny.ts)', () => {
     );
   });
 
+  it("takes members' endpoints with their ports (a URL's default port when it names none)", () => {
+    assert.deepEqual(
+      addressEndpoints([
+        'svc-0.svc:7000',
+        'http://svc-0.svc',
+        'https://10.1.2.3/',
+        'redis://:pw@redis.svc/0',
+        '[::1]:7000',
+        'bare',
+      ]),
+      [
+        { host: 'svc-0.svc', port: 7000 },
+        { host: 'svc-0.svc', port: 80 },
+        { host: '10.1.2.3', port: 443 },
+        { host: 'redis.svc', port: 6379 },
+        { host: '::1', port: 7000 },
+        { host: 'bare' },
+      ],
+    );
+  });
+
   it('resolves names when asked, reading the members again each time; only IPv4 addresses become rules', async () => {
     const members = ['svc-0.svc:7000', 'http://10.9.0.1:8080', '[fd00::9]:7000'];
     const asked: string[] = [];
@@ -61,10 +83,18 @@ describe('api: the egress deny list (egress-deny.ts)', () => {
       },
     });
     const first = await list.resolve();
-    assert.deepEqual(
-      first.rules.map((rule) => (rule.port ? `${rule.cidr}:${rule.port}` : rule.cidr)),
-      ['192.0.2.0/24', '10.9.0.1/32', '10.9.0.30/32:22', '10.9.0.31/32:22', '10.9.0.10/32', '10.9.0.20/32'],
-    );
+    const texts = (rules: Array<{ cidr: string; port?: number }>) =>
+      rules.map((rule) => (rule.port ? `${rule.cidr}:${rule.port}` : rule.cidr));
+    assert.deepEqual(texts(first.rules), [
+      '192.0.2.0/24',
+      '10.9.0.1/32',
+      '10.9.0.30/32:22',
+      '10.9.0.31/32:22',
+      '10.9.0.10/32',
+      '10.9.0.20/32',
+    ]);
+    // The members' advertised ports and the Redis port: no allow entry opens them.
+    assert.deepEqual(texts(first.services), ['10.9.0.1/32:8080', '10.9.0.10/32:7000', '10.9.0.20/32:6379']);
     assert.deepEqual(first.names, [
       { name: 'gitea.svc', addresses: ['10.9.0.30', '10.9.0.31'] },
       { name: 'svc-0.svc', addresses: ['10.9.0.10', 'fd00::10'] },
@@ -95,6 +125,7 @@ describe('api: the egress deny list (egress-deny.ts)', () => {
     failing = new Set(['svc-0.svc', 'late.svc']);
     const kept = await list.resolve();
     assert.deepEqual(kept.rules, [{ cidr: '10.9.0.10/32' }]);
+    assert.deepEqual(kept.services, [{ cidr: '10.9.0.10/32', port: 7000 }]);
     assert.deepEqual(kept.names, [{ name: 'svc-0.svc', addresses: ['10.9.0.10'], stale: true }]);
 
     members.push('late.svc:7000');

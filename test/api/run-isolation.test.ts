@@ -12,6 +12,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { startAgentWorker } from '../../api/runs/agent-worker.js';
 import type { AgentWorker, AgentWorkerOptions } from '../../api/runs/agent-worker.js';
+import type { EgressStatement } from '../../api/runs/run-isolation.js';
 import { defaultSandboxLimits } from '../../api/runs/sandbox.js';
 import { runUidCount, runUidFirst } from '../../api/limits.js';
 import { startTestApi, startTestRedis, testSecretKey } from './harness.js';
@@ -98,7 +99,7 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
   let foreign: ForeignHost;
   // The cluster's members as the worker hears of them (a node's roster: names), and the names' addresses as the
   // test's resolver answers them (dns.lookup for any other name); a name in `unresolvable` fails to resolve.
-  const members: string[] = ['member-a.svc.test:7000', 'http://member-a.svc.test:8080'];
+  const members: string[] = [];
   const names = new Map<string, string[]>();
   const unresolvable = new Set<string>();
   const resolveHost = async (name: string): Promise<string[]> => {
@@ -121,7 +122,8 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
       tmpBytesMax: 8 * 1024 * 1024,
     },
     isolation: {
-      egressAllow: [`127.0.0.1:${allowed.port}`],
+      // The second entry opens member-a's advertised port: a member's ports stay denied all the same.
+      egressAllow: [`127.0.0.1:${allowed.port}`, `${foreign.addresses[0]}:${foreign.port}`],
       workspaceBytesMax,
       workspacePollMs: 200,
       clusterAddresses: () => members,
@@ -152,6 +154,7 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     allowed = await loopbackServer();
     other = await loopbackServer();
     foreign = await startForeignHost();
+    members.push(`member-a.svc.test:${foreign.port}`, 'http://member-a.svc.test:8080');
     names.set('member-a.svc.test', [foreign.addresses[0], 'fd00:5c::a']);
     names.set('member-c.svc.test', [foreign.addresses[1]]);
     worker = await startAgentWorker(workerOptions());
@@ -228,14 +231,14 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
         .map((line) => line.split(' ') as [string, string]),
     );
     const started = result.events.find((event) => event.event === 'started')?.data as
-      { sandbox: { egress?: { denied: string[]; resolved: unknown[]; ipv6: string } } } | undefined;
+      { sandbox: { egress?: EgressStatement } } | undefined;
     return { result, lines, text: text + outputText(result.events, 'stderr'), egress: started?.sandbox.egress };
   };
 
   it('a run with network cannot reach a cluster member known to the worker only by name, nor one that joins later', async () => {
     const [memberAddress, otherAddress] = foreign.addresses;
     const first = await probe([
-      [memberAddress, foreign.port], // member-a.svc.test: a member, by name only
+      [memberAddress, foreign.port], // member-a.svc.test's advertised port: a member, by name only (and allowed)
       [otherAddress, foreign.port], // the same machine's other address: no member (yet), reachable
       ['2001:db8::1', 80], // runs have no IPv6 route
     ]);
@@ -245,6 +248,9 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     assert.equal(first.lines.get('2001:db8::1:80'), 'ENETUNREACH', 'no IPv6 route');
     assert.ok(first.egress, 'a networked run states its egress');
     assert.ok(first.egress.denied.includes(`${memberAddress}/32`), JSON.stringify(first.egress));
+    // Its advertised port is refused before the allow entries, so the allow entry naming it opens nothing.
+    assert.ok(first.egress.deniedServices.includes(`${memberAddress}/32:${foreign.port}`));
+    assert.ok(first.egress.allowed.includes(`${memberAddress}/32:${foreign.port}`));
     assert.ok(first.egress.denied.includes('127.0.0.0/8'));
     assert.deepEqual(first.egress.resolved, [{ name: 'member-a.svc.test', addresses: [memberAddress, 'fd00:5c::a'] }]);
     assert.match(first.egress.ipv6, /^none/);
