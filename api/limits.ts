@@ -71,7 +71,7 @@ export const runRunDirBytesMax = 1024 * 1024;
 /**
  * runWorkspaceBytesMax is what a project's workspace may hold during a run; runWorkspacePollMs how often it is
  * measured (du). A run found over it is killed and fails (WORKSPACE_QUOTA_EXCEEDED): a writer can overshoot by
- * what it writes in one interval, and no single file exceeds runFileBytesMax.
+ * what it writes in one interval; no single file exceeds the quota (RLIMIT_FSIZE is at most it).
  */
 export const runWorkspaceBytesMax = 4 * 1024 * 1024 * 1024;
 export const runWorkspacePollMs = 1000;
@@ -87,6 +87,11 @@ export const runUidClaimAttemptsMax = 64;
 export const runCredentialsMax = 16;
 /** runSlirpReadyTimeoutMs bounds the wait for a run's user-mode network (slirp4netns) to come up. */
 export const runSlirpReadyTimeoutMs = 10_000;
+/**
+ * runEgressResolveTimeoutMs bounds the lookup of one name a networked run is denied (a cluster member, the Redis
+ * host) when the run starts; a name without an answer keeps its last addresses (egress-deny.ts).
+ */
+export const runEgressResolveTimeoutMs = 5_000;
 /** runOutputBytesMax bounds the output of one run kept in its event stream; the rest is dropped (with a notice). */
 export const runOutputBytesMax = 8 * 1024 * 1024;
 /** runOutputFlushMs and runOutputChunkBytesMax batch output into stream events. */

@@ -42,6 +42,11 @@ export interface StartApiOptions {
   dataDir?: string;
   /** localRedis false never starts a local redis-server when REDIS_URL is unset (default true). */
   localRedis?: boolean;
+  /**
+   * clusterAddresses answers the cluster members' addresses as they are now (a node's roster); the agent-run
+   * worker denies their hosts (names resolved at each networked run's start) to networked runs.
+   */
+  clusterAddresses?: () => readonly string[];
   config?: Partial<ApiConfig>;
 }
 
@@ -70,6 +75,7 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
         isolation: {
           egressAllow: listFromEnv(env.SVC_RUN_EGRESS_ALLOW),
           egressDeny: listFromEnv(env.SVC_RUN_EGRESS_DENY),
+          ...(options.clusterAddresses ? { clusterAddresses: options.clusterAddresses } : {}),
         },
       });
     }

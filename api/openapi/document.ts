@@ -417,10 +417,11 @@ export const openApiDocument = {
         summary: 'Server-Sent Events of a run, from the start or after Last-Event-ID',
         description:
           "Events: `queued`, `started` {startedAt, sandbox} (sandbox states the run's uid, network and " +
-          'limits, and by what each limit holds on this host), `credentials` {injected: [{category, name, as, target}]} ' +
+          'limits, and by what each limit holds on this host; with network, `egress`: what the run may reach and what ' +
+          'it is denied, names resolved as it started), `credentials` {injected: [{category, name, as, target}]} ' +
           '(which credentials the run got: names, never values), `output` {stream, text} (credential values masked), ' +
           '`notice` {message, code?} (code: JOB_MISMATCH, PROJECT_MISSING, CREDENTIAL_MISSING, CREDENTIALS_UNAVAILABLE, ' +
-          'NETWORK_POLICY_UNAVAILABLE, NETWORK_SETUP_FAILED, WORKSPACE_MISSING, WORKSPACE_NOT_REACHABLE, INVALID_WORKSPACE, ' +
+          'NETWORK_POLICY_UNAVAILABLE, EGRESS_DENY_UNRESOLVED, NETWORK_SETUP_FAILED, WORKSPACE_MISSING, WORKSPACE_NOT_REACHABLE, INVALID_WORKSPACE, ' +
           'WORKSPACE_QUOTA_EXCEEDED), then `complete` ' +
           '{status, exitCode, durationMs}, after which the stream ends. Each event has an id; reconnect with ' +
           'Last-Event-ID to resume after it. Quiet periods carry `: keep-alive` comments. A late client gets the ' +

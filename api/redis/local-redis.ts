@@ -29,6 +29,21 @@ export function redisServerAvailable(): boolean {
   return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
+let diesWithParentPrefix: string[] | undefined;
+
+/**
+ * diesWithParent is the command prefix that makes a child get SIGTERM when this process dies, however it dies:
+ * util-linux's `setpriv --pdeathsig` sets PR_SET_PDEATHSIG, which survives the exec into redis-server. Without
+ * it a SIGKILLed node or `svc cluster` supervisor left its redis-server running for good. Empty where setpriv
+ * lacks the option (the server then outlives a killed parent, as before).
+ */
+function diesWithParent(): string[] {
+  diesWithParentPrefix ??=
+    spawnSync('setpriv', ['--pdeathsig', 'TERM', 'true'], { stdio: 'ignore' }).status === 0
+      ? ['setpriv', '--pdeathsig', 'TERM']
+      : [];
+  return diesWithParentPrefix;
+}
 export async function freeLoopbackPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -103,9 +118,11 @@ export async function startLocalRedis(dir: string): Promise<LocalRedis> {
   let lastOutput = '';
   for (let attempt = 0; attempt < localRedisPortAttemptsMax; attempt++) {
     const port = await freeLoopbackPort();
+    const [command, ...prefixArgs] = [...diesWithParent(), 'redis-server'];
     const child = spawn(
-      'redis-server',
+      command!,
       [
+        ...prefixArgs,
         configFile,
         '--port',
         String(port),

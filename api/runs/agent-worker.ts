@@ -46,6 +46,8 @@ import {
   workspaceBytes,
   workspaceOwner,
 } from './run-isolation.js';
+import type { ResolvedDeny } from './egress-deny.js';
+import { EgressDenyUnresolved } from './egress-deny.js';
 import type { ReadOnlyMount, SandboxLimits, SandboxProject } from './sandbox.js';
 import {
   agentBinDir,
@@ -158,6 +160,15 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       reason: isolation.egressProblem,
       effect: 'runs of projects with network: true fail',
     });
+  // Resolve the names to deny once now: a name that answers now is denied from then on even if DNS later fails.
+  if (isolation.egress && !options.backend) {
+    await isolation.egressDeny.resolve().catch((error: Error) =>
+      log('runs.egress_deny_resolve_failed', {
+        reason: error.message,
+        effect: 'runs of projects with network: true fail EGRESS_DENY_UNRESOLVED until the names resolve',
+      }),
+    );
+  }
   const agentMounts = options.agentMounts ?? referenceAgentMounts();
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
   const subscriber = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
@@ -234,6 +245,17 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
           `the project allows network, but this worker cannot filter egress: ${isolation.egressProblem}`,
         );
       }
+      // What a networked run may not reach is resolved as it starts (the cluster's members by name, as they are now).
+      let egressDeny: ResolvedDeny | null = null;
+      if (project.network && !options.backend) {
+        try {
+          egressDeny = await isolation.egressDeny.resolve();
+        } catch (error) {
+          if (!(error instanceof EgressDenyUnresolved)) throw error;
+          log('runs.egress_deny_resolve_failed', { runId, reason: error.message });
+          throw new RunRefusal(error.code, `the run's network is refused: ${error.message}`);
+        }
+      }
       let credentials: ResolvedCredential[];
       try {
         credentials = await resolveRunCredentials(store, options.secretKey, projectCredentials(project));
@@ -241,9 +263,19 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
         if (error instanceof CredentialResolutionError) throw new RunRefusal(error.code, error.message);
         throw error;
       }
-      const limits = options.limits ?? defaultSandboxLimits;
+      const configuredLimits = options.limits ?? defaultSandboxLimits;
+      // No file may outgrow the workspace quota (RLIMIT_FSIZE): the quota is measured by polling, so this bounds
+      // what one file can overshoot it by (writes past it fail EFBIG at once) where the quota is under the file
+      // limit. A backend's runs have their own limits.
+      const limits = options.backend
+        ? configuredLimits
+        : {
+            ...configuredLimits,
+            fileBytesMax: Math.min(configuredLimits.fileBytesMax, isolation.workspaceBytesMax),
+          };
       const timeoutMs = options.runTimeoutMs ?? runTimeoutMsDefault;
       resources = acquireRunResources(isolation, runId, limits);
+      resources.egressDeny = egressDeny;
       const sizeAtStart = options.backend ? null : await workspaceBytes(workspace);
       if (sizeAtStart !== null && sizeAtStart > isolation.workspaceBytesMax) {
         throw new RunRefusal(
@@ -494,7 +526,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       runSlirpReadyTimeoutMs,
       'the sandbox did not make its namespaces',
     );
-    await isolation.egress!.open(uid);
+    await isolation.egress!.open(uid, resources.egressDeny!);
     resources.egressOpen = true;
     const loopbackAllowed = isolation.egressAllow.some((rule) => rule.cidr.startsWith('127.'));
     const slirp = spawn(

@@ -2,20 +2,32 @@
 // (slirp4netns), which runs as the run's own host uid, so host firewall rules that match that owner decide where
 // it may go. Denied: the host itself (every local address: loopback, the host's interfaces, hence a Redis or a
 // node listening on any of them), link-local (169.254/16: cloud metadata), multicast and 0/8, plus the addresses
-// the worker is told to deny (the cluster's nodes, a remote Redis). An allow entry (ip or cidr, optionally :port)
-// opens one destination past those denials, e.g. an internal gitea.
+// the worker is told to deny for each run (egress-deny.ts: the cluster's members, the Redis host, configured
+// ones, resolved when the run starts). An allow entry (ip or cidr, optionally :port) opens one destination past
+// those denials, e.g. an internal gitea.
 //
 // Rules (iptables, IPv4; runs are offered no IPv6):
 //   OUTPUT        -m owner --uid-owner <run uid range> -j SVC-RUNS
 //   SVC-RUNS      -m owner --uid-owner <uid> -j SVC-RUN-<uid>     (one per active run, inserted at the top)
 //                 ... then the standing denials, appended once
-//   SVC-RUN-<uid> allow entries -j ACCEPT; deny entries -j REJECT (then back to SVC-RUNS's standing denials)
+//   SVC-RUN-<uid> service denials -j REJECT (the members' and Redis's ports: no allow entry opens them); DNS and
+//                 allow entries -j ACCEPT; deny entries -j REJECT (then back to SVC-RUNS's standing denials)
 // A run whose rules cannot be installed does not get the network (its run fails with NETWORK_POLICY_UNAVAILABLE).
 import { execFile } from 'node:child_process';
 import net from 'node:net';
 
 export const runsChain = 'SVC-RUNS';
 const runChain = (uid: number) => `SVC-RUN-${uid}`;
+
+/** standingDenialsText states the standing denials in a run's `started` event. */
+export const standingDenialsText = [
+  "the host's own addresses",
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '0.0.0.0/8',
+  '224.0.0.0/4',
+  '255.255.255.255/32',
+];
 
 /** standingDenials are rejected for every run uid after its own chain (which may accept allow entries first). */
 const standingDenials: string[][] = [
@@ -94,14 +106,21 @@ export interface EgressFilterOptions {
   uidFirst: number;
   uidCount: number;
   allow: EgressRule[];
-  deny: EgressRule[];
   /** dnsServers may be reached on port 53 even when local (a host resolver on 127.0.0.53). */
   dnsServers: string[];
 }
 
+/** RunDenials are one run's denials beyond the standing ones (egress-deny.ts resolves them as the run starts). */
+export interface RunDenials {
+  /** services are refused before any allow entry (the members' and Redis's ports). */
+  services: readonly EgressRule[];
+  /** rules are refused after the allow entries. */
+  rules: readonly EgressRule[];
+}
+
 export interface EgressFilter {
-  /** open installs the run uid's rules; close removes them. */
-  open(uid: number): Promise<void>;
+  /** open installs the run uid's rules (service denials, the allow entries, then the rest); close removes them. */
+  open(uid: number, deny: RunDenials): Promise<void>;
   close(uid: number): Promise<void>;
 }
 
@@ -122,7 +141,6 @@ export async function installEgressFilter(options: EgressFilterOptions): Promise
       .flatMap((address) => ruleMatches({ cidr: `${address}/32`, port: 53 })),
     ...options.allow.flatMap(ruleMatches),
   ];
-  const rejects = options.deny.flatMap(ruleMatches).flatMap(rejections);
   const jump = (uid: number) => ['-m', 'owner', '--uid-owner', String(uid), '-j', runChain(uid)];
   const removeJumps = async (uid: number) => {
     for (let index = 0; index < 16 && (await iptables(['-D', runsChain, ...jump(uid)])).ok; index++) {
@@ -130,7 +148,7 @@ export async function installEgressFilter(options: EgressFilterOptions): Promise
     }
   };
   return {
-    async open(uid) {
+    async open(uid, deny) {
       const chain = runChain(uid);
       // A chain left by a crashed worker is emptied and reused.
       const made = await iptables(['-N', chain]);
@@ -138,8 +156,9 @@ export async function installEgressFilter(options: EgressFilterOptions): Promise
         if (!/exists/i.test(made.stderr)) throw new Error(`iptables -N ${chain}: ${made.stderr}`);
         await must(['-F', chain]);
       }
+      for (const rule of deny.services.flatMap(ruleMatches).flatMap(rejections)) await must(['-A', chain, ...rule]);
       for (const match of accepts) await must(['-A', chain, ...match, '-j', 'ACCEPT']);
-      for (const rule of rejects) await must(['-A', chain, ...rule]);
+      for (const rule of deny.rules.flatMap(ruleMatches).flatMap(rejections)) await must(['-A', chain, ...rule]);
       await removeJumps(uid);
       await must(['-I', runsChain, '1', ...jump(uid)]);
     },

@@ -4,6 +4,9 @@
 // writable, as on hybrid hosts) is used the same way; otherwise probeCgroupHost answers null and the run relies on
 // rlimits (sandbox.ts says which in the run's `started` event).
 //
+// `root` stands for `/` when looking for the hierarchies (its proc/self/mountinfo and proc/self/cgroup, and the
+// mount points under it): always `/` in service, a directory laid out like a host in tests.
+//
 // A run's cgroup is created before the sandbox starts; the sandbox's first process moves itself in (the
 // wrapper in sandbox.ts writes its pid to `procsFiles`) before it execs anything, so nothing the run starts is
 // ever outside it.
@@ -41,18 +44,21 @@ const cpuPeriodMicros = 100_000;
 const removeAttemptsMax = 20;
 const removeRetryMs = 50;
 
-/** probeCgroupHost finds where this process may make run cgroups with memory, pids and cpu limits, or null. */
-export function probeCgroupHost(): CgroupHost | null {
+/**
+ * probeCgroupHost finds where this process may make run cgroups with memory, pids and cpu limits, or null:
+ * cgroup v2 where its controllers are available, else writable v1 hierarchies, else none.
+ */
+export function probeCgroupHost(root = '/'): CgroupHost | null {
   try {
-    return probeV2() ?? probeV1();
+    return probeV2(root) ?? probeV1(root);
   } catch {
     return null;
   }
 }
 
-function ownCgroupPaths(): Map<string, string> {
+function ownCgroupPaths(root: string): Map<string, string> {
   const paths = new Map<string, string>();
-  for (const line of readFileSync('/proc/self/cgroup', 'utf8').split('\n')) {
+  for (const line of readFileSync(path.join(root, 'proc/self/cgroup'), 'utf8').split('\n')) {
     const match = /^\d+:([^:]*):(.*)$/.exec(line);
     if (!match) continue;
     for (const controller of match[1]!.split(',')) paths.set(controller, match[2]!);
@@ -66,23 +72,27 @@ interface CgroupMount {
   options: string[];
 }
 
-function cgroupMounts(): CgroupMount[] {
+function cgroupMounts(root: string): CgroupMount[] {
   const mounts: CgroupMount[] = [];
-  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+  for (const line of readFileSync(path.join(root, 'proc/self/mountinfo'), 'utf8').split('\n')) {
     const [before, after] = line.split(' - ');
     if (!before || !after) continue;
     const [fsType, , superOptions] = after.split(' ');
     if (fsType !== 'cgroup' && fsType !== 'cgroup2') continue;
-    mounts.push({ fsType, mountPoint: before.split(' ')[4]!, options: (superOptions ?? '').split(',') });
+    mounts.push({
+      fsType,
+      mountPoint: path.join(root, before.split(' ')[4]!),
+      options: (superOptions ?? '').split(','),
+    });
   }
   return mounts;
 }
 
 const wanted = ['memory', 'pids', 'cpu'] as const;
 
-function probeV2(): CgroupHost | null {
-  const mount = cgroupMounts().find((item) => item.fsType === 'cgroup2');
-  const own = ownCgroupPaths().get('');
+function probeV2(root: string): CgroupHost | null {
+  const mount = cgroupMounts(root).find((item) => item.fsType === 'cgroup2');
+  const own = ownCgroupPaths(root).get('');
   if (!mount || own === undefined) return null;
   const mine = path.join(mount.mountPoint, own);
   const available = readFileSync(path.join(mine, 'cgroup.controllers'), 'utf8').trim().split(/\s+/);
@@ -110,9 +120,9 @@ function enableControllers(dir: string): boolean {
   }
 }
 
-function probeV1(): CgroupHost | null {
-  const own = ownCgroupPaths();
-  const mounts = cgroupMounts().filter((item) => item.fsType === 'cgroup');
+function probeV1(root: string): CgroupHost | null {
+  const own = ownCgroupPaths(root);
+  const mounts = cgroupMounts(root).filter((item) => item.fsType === 'cgroup');
   const parents: Partial<Record<(typeof wanted)[number], string>> = {};
   for (const controller of wanted) {
     const mount = mounts.find((item) => item.options.includes(controller));
@@ -125,34 +135,84 @@ function probeV1(): CgroupHost | null {
   return { version: 'v1', parents: parents as CgroupHost['parents'] };
 }
 
-/** createRunCgroup makes the run's cgroup(s) with the limits set; it throws when the host refuses. */
+/**
+ * createRunCgroup makes the run's cgroup(s) with the limits set; it throws (leaving nothing behind) when the host
+ * refuses. A limit that is not finite is written as unlimited (v2 `max`, v1 -1).
+ */
 export function createRunCgroup(host: CgroupHost, runId: string, limits: RunCgroupLimits): RunCgroup {
   if (!/^[a-z]{3}_[0-9a-z]+$/.test(runId)) throw new Error('a run id names the cgroup and must be plain');
-  const dirs =
-    host.version === 'v2'
-      ? [path.join(host.parents.memory, runId)]
-      : [...new Set(wanted.map((controller) => path.join(host.parents[controller], runId)))];
-  for (const dir of dirs) mkdirSync(dir);
+  const dirs = runCgroupDirs(host, runId);
+  const made: string[] = [];
+  try {
+    for (const dir of dirs) {
+      mkdirSync(dir);
+      made.push(dir);
+    }
+    writeLimits(host, runId, limits);
+  } catch (error) {
+    for (const dir of made.reverse()) {
+      try {
+        rmdirSync(dir);
+      } catch {
+        // a leftover is harmless
+      }
+    }
+    throw error;
+  }
+  return runCgroupHandle(host, runId);
+}
+
+function writeLimits(host: CgroupHost, runId: string, limits: RunCgroupLimits): void {
   const write = (dir: string, file: string, value: string | number) =>
     writeFileSync(path.join(dir, file), String(value));
+  /** writeIfPresent writes a file the kernel offers only with some options (swap accounting). */
+  const writeIfPresent = (dir: string, file: string, value: string | number) => {
+    try {
+      write(dir, file, value);
+    } catch (error) {
+      if (existsSync(path.join(dir, file))) throw error;
+    }
+  };
+  const cpuLimited = Number.isFinite(limits.cpuCoresMax);
   const quotaMicros = Math.max(1000, Math.round(limits.cpuCoresMax * cpuPeriodMicros));
   if (host.version === 'v2') {
-    const dir = dirs[0]!;
-    write(dir, 'memory.max', limits.memoryBytesMax);
-    if (existsSync(path.join(dir, 'memory.swap.max'))) write(dir, 'memory.swap.max', 0);
-    write(dir, 'pids.max', limits.processesMax);
-    write(dir, 'cpu.max', `${quotaMicros} ${cpuPeriodMicros}`);
+    const v2 = (value: number) => (Number.isFinite(value) ? value : 'max');
+    const dir = path.join(host.parents.memory, runId);
+    write(dir, 'memory.max', v2(limits.memoryBytesMax));
+    // No swap: swapping out would let a run hold more than memory.max.
+    writeIfPresent(dir, 'memory.swap.max', 0);
+    write(dir, 'pids.max', v2(limits.processesMax));
+    write(dir, 'cpu.max', `${cpuLimited ? quotaMicros : 'max'} ${cpuPeriodMicros}`);
   } else {
+    const v1 = (value: number) => (Number.isFinite(value) ? value : -1);
     const memory = path.join(host.parents.memory, runId);
-    write(memory, 'memory.limit_in_bytes', limits.memoryBytesMax);
+    write(memory, 'memory.limit_in_bytes', v1(limits.memoryBytesMax));
     // With swap accounting, memory+swap gets the same cap, so swapping out does not escape the limit.
     if (existsSync(path.join(memory, 'memory.memsw.limit_in_bytes')))
-      write(memory, 'memory.memsw.limit_in_bytes', limits.memoryBytesMax);
-    write(path.join(host.parents.pids, runId), 'pids.max', limits.processesMax);
+      write(memory, 'memory.memsw.limit_in_bytes', v1(limits.memoryBytesMax));
+    write(
+      path.join(host.parents.pids, runId),
+      'pids.max',
+      Number.isFinite(limits.processesMax) ? limits.processesMax : 'max',
+    );
     const cpu = path.join(host.parents.cpu, runId);
     write(cpu, 'cpu.cfs_period_us', cpuPeriodMicros);
-    write(cpu, 'cpu.cfs_quota_us', quotaMicros);
+    write(cpu, 'cpu.cfs_quota_us', cpuLimited ? quotaMicros : -1);
   }
+}
+
+/** runCgroupDirs are the directories of a run's cgroup (v2: one; v1: one per hierarchy). */
+function runCgroupDirs(host: CgroupHost, runId: string): string[] {
+  return host.version === 'v2'
+    ? [path.join(host.parents.memory, runId)]
+    : [...new Set(wanted.map((controller) => path.join(host.parents[controller], runId)))];
+}
+
+/** runCgroupHandle answers for a run cgroup that exists (createRunCgroup's second half). */
+export function runCgroupHandle(host: CgroupHost, runId: string): RunCgroup {
+  const dirs = runCgroupDirs(host, runId);
+  const write = (dir: string, file: string, value: string | number) =>
+    writeFileSync(path.join(dir, file), String(value));
   const pidsDir = path.join(host.parents.pids, runId);
   const memoryDir = path.join(host.parents.memory, runId);
   const readNumber = (file: string): number | null => {

@@ -3,12 +3,12 @@
 // back. describe() is what the run's `started` event states, so a user sees which limits hold and how.
 import { execFile, spawnSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
-import dns from 'node:dns/promises';
-import net from 'node:net';
 import type { CgroupHost, RunCgroup } from './run-cgroup.js';
 import { createRunCgroup, probeCgroupHost } from './run-cgroup.js';
 import type { EgressFilter, EgressRule } from './egress-filter.js';
-import { installEgressFilter, parseEgressRule } from './egress-filter.js';
+import { installEgressFilter, parseEgressRule, standingDenialsText } from './egress-filter.js';
+import type { EgressDenyList, HostResolver, ResolvedDeny } from './egress-deny.js';
+import { egressDenyList, ruleText } from './egress-deny.js';
 import type { RunUid, RunUidRange } from './run-uid.js';
 import { claimRunUid, defaultRunUidRange } from './run-uid.js';
 import type { SandboxLimits } from './sandbox.js';
@@ -19,10 +19,16 @@ export interface RunIsolationOptions {
   uidRange?: RunUidRange;
   /** egressAllow: `ip[/len][:port]` destinations a networked run may reach past the standing denials. */
   egressAllow?: string[];
-  /** egressDeny: more destinations no run may reach (the cluster's nodes, a remote Redis). */
+  /** egressDeny: more destinations no run may reach: `ip[/len][:port]` or `name[:port]` (egress-deny.ts). */
   egressDeny?: string[];
-  /** redisUrl's host is denied too (resolved now) when it is not a local address (those are denied anyway). */
+  /** clusterAddresses answers the cluster members' addresses now (a node's live roster); their hosts are denied. */
+  clusterAddresses?: () => readonly string[];
+  /** redisUrl's host is denied too. */
   redisUrl?: string;
+  /** resolveHost resolves the names to deny (default: dns.lookup; tests give their own). */
+  resolveHost?: HostResolver;
+  /** cgroupRoot stands for `/` when looking for cgroup hierarchies (default `/`; see run-cgroup.ts). */
+  cgroupRoot?: string;
   cpuCoresMax?: number;
   workspaceBytesMax?: number;
   workspacePollMs?: number;
@@ -37,6 +43,8 @@ export interface RunIsolation {
   /** egressProblem says why networked runs are refused (no slirp4netns, no iptables, not root), or null. */
   egressProblem: string | null;
   egressAllow: EgressRule[];
+  /** egressDeny answers, when a networked run starts, what it may not reach beyond the standing denials. */
+  egressDeny: EgressDenyList;
   uidRange: RunUidRange;
   cpuCoresMax: number;
   workspaceBytesMax: number;
@@ -47,8 +55,12 @@ export async function probeRunIsolation(options: RunIsolationOptions = {}): Prom
   const root = options.probe !== false && process.getuid?.() === 0;
   const uidRange = options.uidRange ?? defaultRunUidRange();
   const egressAllow = (options.egressAllow ?? []).map(parseEgressRule);
-  const egressDeny = (options.egressDeny ?? []).map(parseEgressRule);
-  if (options.redisUrl) egressDeny.push(...(await redisHostRules(options.redisUrl)));
+  const egressDeny = egressDenyList({
+    configured: options.egressDeny ?? [],
+    ...(options.clusterAddresses ? { clusterAddresses: options.clusterAddresses } : {}),
+    ...(options.redisUrl ? { redisUrl: options.redisUrl } : {}),
+    ...(options.resolveHost ? { resolve: options.resolveHost } : {}),
+  });
   let egress: EgressFilter | null = null;
   let egressProblem: string | null = null;
   if (!root) egressProblem = 'the worker is not root: no per-run uid to filter by';
@@ -60,7 +72,6 @@ export async function probeRunIsolation(options: RunIsolationOptions = {}): Prom
         uidFirst: uidRange.first,
         uidCount: uidRange.count,
         allow: egressAllow,
-        deny: egressDeny,
         dnsServers: hostNameservers(),
       });
     } catch (error) {
@@ -69,10 +80,11 @@ export async function probeRunIsolation(options: RunIsolationOptions = {}): Prom
   }
   return {
     root,
-    cgroups: options.probe === false ? null : probeCgroupHost(),
+    cgroups: options.probe === false ? null : probeCgroupHost(options.cgroupRoot),
     egress,
     egressProblem,
     egressAllow,
+    egressDeny,
     uidRange,
     cpuCoresMax: options.cpuCoresMax ?? runCpuCoresMax,
     workspaceBytesMax: options.workspaceBytesMax ?? runWorkspaceBytesMax,
@@ -95,28 +107,14 @@ function hostNameservers(): string[] {
   }
 }
 
-async function redisHostRules(redisUrl: string): Promise<EgressRule[]> {
-  let host: string;
-  try {
-    host = new URL(redisUrl).hostname.replace(/^\[|\]$/g, '');
-  } catch {
-    return [];
-  }
-  const addresses = net.isIP(host)
-    ? [host]
-    : await dns.lookup(host, { all: true }).then(
-        (found) => found.map((item) => item.address),
-        () => [],
-      );
-  return addresses.filter((address) => net.isIPv4(address)).map((address) => ({ cidr: `${address}/32` }));
-}
-
 /** RunResources are what one run holds while it runs; release() gives all of it back (idempotent). */
 export interface RunResources {
   uid: number | null;
   cgroup: RunCgroup | null;
   /** egressOpen: the run's uid has its egress rules. */
   egressOpen: boolean;
+  /** egressDeny is what a networked run is denied beyond the standing denials (resolved as it starts), or null. */
+  egressDeny: ResolvedDeny | null;
   release(): Promise<void>;
 }
 
@@ -128,6 +126,7 @@ export function acquireRunResources(isolation: RunIsolation, runId: string, limi
     uid: null,
     cgroup: null,
     egressOpen: false,
+    egressDeny: null,
     async release() {
       if (resources.egressOpen && uid) await isolation.egress?.close(uid.uid).catch(() => undefined);
       resources.egressOpen = false;
@@ -177,6 +176,20 @@ export interface SandboxStatement {
   };
   /** enforcement says by what each limit holds on this host. */
   enforcement: { memory: string; processes: string; cpu: string; workspace: string; user: string };
+  /** egress is what a networked run may and may not reach (bubblewrap runs with network only). */
+  egress?: EgressStatement;
+}
+
+export interface EgressStatement {
+  /** allowed are the allow entries, reachable past the denials. */
+  allowed: string[];
+  /** deniedServices: the members' advertised ports and the Redis port, which no allow entry opens (IPv4). */
+  deniedServices: string[];
+  /** denied: the standing denials, then this run's (configured, the cluster's members, Redis), IPv4. */
+  denied: string[];
+  /** resolved: the names behind denied entries and their addresses when the run started (`stale`: kept). */
+  resolved: ResolvedDeny['names'];
+  ipv6: string;
 }
 
 export function describeSandbox(
@@ -236,6 +249,17 @@ export function describeSandbox(
           ? 'a host uid of its own in a user namespace'
           : "the worker's own user in a user namespace",
     },
+    ...(network && resources.egressDeny
+      ? {
+          egress: {
+            allowed: isolation.egressAllow.map(ruleText),
+            deniedServices: resources.egressDeny.services.map(ruleText),
+            denied: [...standingDenialsText, ...resources.egressDeny.rules.map(ruleText)],
+            resolved: resources.egressDeny.names,
+            ipv6: 'none: a run has no IPv6 route (slirp4netns runs without IPv6), so IPv6 addresses need no rule',
+          },
+        }
+      : {}),
   };
 }
 

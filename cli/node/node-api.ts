@@ -2,7 +2,6 @@
 // HTTP port for every path the node itself does not serve (/health, /ready, /metrics and /status stay the
 // node's). node.ts imports this file only when the config has an `api` section, so a node without the API
 // loads none of Express, BullMQ or the image code.
-import { isIPv4 } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -34,20 +33,11 @@ export interface NodeApiStartOptions {
   ready: () => boolean;
   env?: NodeJS.ProcessEnv;
   /**
-   * clusterAddresses are the members' addresses this node knows (host:port or URLs); their IPv4 hosts join the
-   * agent runs' egress deny list (SVC_RUN_EGRESS_DENY), so a networked run cannot reach another node.
+   * clusterAddresses answers the members' addresses this node knows now (host:port or URLs: its roster, the
+   * bootstrap list and seeds); the agent-run worker denies their hosts, by address or by name (resolved when
+   * each networked run starts, api/runs/egress-deny.ts), so a networked run cannot reach another node.
    */
-  clusterAddresses?: string[];
-}
-
-/** ipv4Hosts picks the IPv4 literal hosts out of host:port strings and URLs. */
-export function ipv4Hosts(addresses: readonly string[]): string[] {
-  const hosts = new Set<string>();
-  for (const address of addresses) {
-    const host = /^(?:[a-z]+:\/\/)?([^/:]+):\d+/.exec(address)?.[1];
-    if (host && isIPv4(host)) hosts.add(host);
-  }
-  return [...hosts];
+  clusterAddresses?: () => readonly string[];
 }
 
 /**
@@ -76,9 +66,6 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
   if (api.redisUrl !== undefined) env.REDIS_URL = api.redisUrl;
   if (api.runWorker !== undefined) env.SVC_RUN_WORKER = api.runWorker ? '1' : '0';
   if (api.albumWorker !== undefined) env.SVC_ALBUM_WORKER = api.albumWorker ? '1' : '0';
-  const clusterHosts = ipv4Hosts(options.clusterAddresses ?? []);
-  if (clusterHosts.length > 0)
-    env.SVC_RUN_EGRESS_DENY = [env.SVC_RUN_EGRESS_DENY, ...clusterHosts].filter(Boolean).join(',');
   const overrides: Partial<ApiConfig> = {
     isReady: options.ready,
     log: (event, fields) => {
@@ -100,6 +87,7 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
       env,
       dataDir: join(options.dataDir, API_REDIS_DIR),
       localRedis: api.localRedis !== false,
+      ...(options.clusterAddresses ? { clusterAddresses: options.clusterAddresses } : {}),
       config: overrides,
     });
   } catch (err) {

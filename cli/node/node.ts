@@ -490,7 +490,9 @@ export class Node {
           dataDir: config.dataDir,
           log: this.log,
           ready: () => this.readyProblem() === null,
-          clusterAddresses: [
+          // Read at each networked run's start: a member added or moved since is denied from then on.
+          clusterAddresses: () => [
+            ...(this.driver?.status().roster.members ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]),
             ...(config.bootstrap ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]),
             ...(config.seeds ?? []),
           ],

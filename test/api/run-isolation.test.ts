@@ -1,9 +1,10 @@
 // What an agent run cannot do (issue 13's escape and limits), each through the real API, worker, bubblewrap,
 // slirp4netns, iptables and Redis: reach the host's Redis or loopback over its network, change what a queued
 // job runs by rewriting it in Redis, write outside its workspace, fork without bound, grow the workspace past
-// its quota; and what it can: Node's fetch under the memory limit, egress to an allowed destination, its
+// its quota, reach a cluster member it knows only by name; and what it can: Node's fetch under the memory limit, egress to an allowed destination, its
 // credentials (masked in output, audited by name).
 import assert from 'node:assert/strict';
+import dns from 'node:dns/promises';
 import { chmodSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -11,12 +12,15 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { startAgentWorker } from '../../api/runs/agent-worker.js';
 import type { AgentWorker, AgentWorkerOptions } from '../../api/runs/agent-worker.js';
+import type { EgressStatement } from '../../api/runs/run-isolation.js';
 import { defaultSandboxLimits } from '../../api/runs/sandbox.js';
 import { runUidCount, runUidFirst } from '../../api/limits.js';
 import { startTestApi, startTestRedis, testSecretKey } from './harness.js';
 import type { TestApi, TestRedis } from './harness.js';
 import { outputText, readSse } from './run-events.js';
 import type { SseEvent } from './run-events.js';
+import { startForeignHost } from './foreign-host.js';
+import type { ForeignHost } from './foreign-host.js';
 
 const processesMax = 64;
 const workspaceBytesMax = 64 * 1024 * 1024;
@@ -72,6 +76,8 @@ const scripts: Record<string, string> = {
     'i=0; while [ $i -lt 40 ]; do head -c 4000000 /dev/zero > "fill-$i"; i=$((i+1)); sleep 0.1; done',
     'echo grown',
   ].join('\n'),
+  // One write bigger than the workspace quota (64 MiB), in one go: faster than any poll of the workspace.
+  'big.sh': ['#!/bin/sh', 'head -c 70000000 /dev/zero > big', 'echo "head exited $?"'].join('\n'),
   'secrets.sh': [
     '#!/bin/sh',
     'echo "token=$GITEA_TOKEN"',
@@ -90,6 +96,16 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
   let workspace: string;
   let allowed: { port: number; close(): Promise<void> };
   let other: { port: number; close(): Promise<void> };
+  let foreign: ForeignHost;
+  // The cluster's members as the worker hears of them (a node's roster: names), and the names' addresses as the
+  // test's resolver answers them (dns.lookup for any other name); a name in `unresolvable` fails to resolve.
+  const members: string[] = [];
+  const names = new Map<string, string[]>();
+  const unresolvable = new Set<string>();
+  const resolveHost = async (name: string): Promise<string[]> => {
+    if (unresolvable.has(name)) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+    return names.get(name) ?? (await dns.lookup(name, { all: true })).map((found) => found.address);
+  };
   const outside = mkdtempSync(path.join(os.tmpdir(), 'svc-outside-'));
 
   const workerOptions = (): AgentWorkerOptions => ({
@@ -105,7 +121,14 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
       memoryBytesMax: 2 * 1024 * 1024 * 1024,
       tmpBytesMax: 8 * 1024 * 1024,
     },
-    isolation: { egressAllow: [`127.0.0.1:${allowed.port}`], workspaceBytesMax, workspacePollMs: 200 },
+    isolation: {
+      // The second entry opens member-a's advertised port: a member's ports stay denied all the same.
+      egressAllow: [`127.0.0.1:${allowed.port}`, `${foreign.addresses[0]}:${foreign.port}`],
+      workspaceBytesMax,
+      workspacePollMs: 200,
+      clusterAddresses: () => members,
+      resolveHost,
+    },
   });
   const createProject = async (command: string[], extra: Record<string, unknown> = {}): Promise<string> => {
     const created = await api.call('POST', '/projects', { body: { name: 'isolated', workspace, command, ...extra } });
@@ -130,6 +153,10 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     api = await startTestApi({ redisUrl: redis.url });
     allowed = await loopbackServer();
     other = await loopbackServer();
+    foreign = await startForeignHost();
+    members.push(`member-a.svc.test:${foreign.port}`, 'http://member-a.svc.test:8080');
+    names.set('member-a.svc.test', [foreign.addresses[0], 'fd00:5c::a']);
+    names.set('member-c.svc.test', [foreign.addresses[1]]);
     worker = await startAgentWorker(workerOptions());
     workspace = mkdtempSync(path.join(os.tmpdir(), 'svc-isolated-ws-'));
     for (const [name, text] of Object.entries(scripts)) {
@@ -143,6 +170,7 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     await redis?.stop();
     await allowed?.close();
     await other?.close();
+    await foreign?.close();
     rmSync(workspace, { recursive: true, force: true });
     rmSync(outside, { recursive: true, force: true });
   });
@@ -186,6 +214,97 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     assert.equal(lines.get(`10.0.2.2:${allowed.port}`), 'connected', 'egress to an allowed destination works');
     const started = result.events.find((event) => event.event === 'started')!.data as { sandbox: { network: string } };
     assert.equal(started.sandbox.network, 'egress-filtered');
+  });
+
+  /** probe runs probe.cjs over targets in a networked run and answers each `host:port`'s outcome. */
+  const probe = async (targets: Array<[string, number]>) => {
+    const result = await runToEnd(
+      await createProject(['node', './probe.cjs'], { network: true }),
+      JSON.stringify(targets),
+    );
+    const text = outputText(result.events, 'stdout');
+    const lines = new Map(
+      text
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.split(' ') as [string, string]),
+    );
+    const started = result.events.find((event) => event.event === 'started')?.data as
+      { sandbox: { egress?: EgressStatement } } | undefined;
+    return { result, lines, text: text + outputText(result.events, 'stderr'), egress: started?.sandbox.egress };
+  };
+
+  it('a run with network cannot reach a cluster member known to the worker only by name, nor one that joins later', async () => {
+    const [memberAddress, otherAddress] = foreign.addresses;
+    const first = await probe([
+      [memberAddress, foreign.port], // member-a.svc.test's advertised port: a member, by name only (and allowed)
+      [otherAddress, foreign.port], // the same machine's other address: no member (yet), reachable
+      ['2001:db8::1', 80], // runs have no IPv6 route
+    ]);
+    assert.equal(first.lines.size, 3, first.text);
+    assert.notEqual(first.lines.get(`${memberAddress}:${foreign.port}`), 'connected', 'a member is unreachable');
+    assert.equal(first.lines.get(`${otherAddress}:${foreign.port}`), 'connected', 'another host is reachable');
+    assert.equal(first.lines.get('2001:db8::1:80'), 'ENETUNREACH', 'no IPv6 route');
+    assert.ok(first.egress, 'a networked run states its egress');
+    assert.ok(first.egress.denied.includes(`${memberAddress}/32`), JSON.stringify(first.egress));
+    // Its advertised port is refused before the allow entries, so the allow entry naming it opens nothing.
+    assert.ok(first.egress.deniedServices.includes(`${memberAddress}/32:${foreign.port}`));
+    assert.ok(first.egress.allowed.includes(`${memberAddress}/32:${foreign.port}`));
+    assert.ok(first.egress.denied.includes('127.0.0.0/8'));
+    assert.deepEqual(first.egress.resolved, [{ name: 'member-a.svc.test', addresses: [memberAddress, 'fd00:5c::a'] }]);
+    assert.match(first.egress.ipv6, /^none/);
+
+    // The roster changes (a member joins, advertised by name): the next run is denied it too.
+    members.push('http://member-c.svc.test:8080');
+    try {
+      const second = await probe([[otherAddress, foreign.port]]);
+      assert.equal(second.lines.size, 1, second.text);
+      assert.notEqual(
+        second.lines.get(`${otherAddress}:${foreign.port}`),
+        'connected',
+        'the new member is unreachable',
+      );
+    } finally {
+      members.pop();
+    }
+  });
+
+  it('a name to deny that never resolved refuses networked runs (EGRESS_DENY_UNRESOLVED); one that stops resolving keeps its addresses', async () => {
+    members.push('member-b.svc.test:7000');
+    unresolvable.add('member-b.svc.test');
+    try {
+      const refused = await runToEnd(await createProject(['node', './probe.cjs'], { network: true }), '[]');
+      assert.equal(refused.complete.status, 'failed');
+      assert.deepEqual(
+        notices(refused.events).map((notice) => notice.code),
+        ['EGRESS_DENY_UNRESOLVED'],
+      );
+      assert.match(notices(refused.events)[0]!.message, /member-b\.svc\.test \(ENOTFOUND\)/);
+      assert.equal(
+        refused.events.some((event) => event.event === 'output' || event.event === 'started'),
+        false,
+        'nothing ran',
+      );
+      const offline = await runToEnd(await createProject(['sh', '-c', 'echo offline']), 'x');
+      assert.equal(offline.complete.status, 'succeeded', 'runs without network are not affected');
+    } finally {
+      members.pop();
+      unresolvable.delete('member-b.svc.test');
+    }
+    // member-a resolved before (when the worker started and at earlier runs): its addresses are kept.
+    unresolvable.add('member-a.svc.test');
+    try {
+      const [memberAddress] = foreign.addresses;
+      const kept = await probe([[memberAddress, foreign.port]]);
+      assert.equal(kept.result.complete.status, 'succeeded', kept.text);
+      assert.notEqual(kept.lines.get(`${memberAddress}:${foreign.port}`), 'connected');
+      assert.deepEqual(kept.egress?.resolved, [
+        { name: 'member-a.svc.test', addresses: [memberAddress, 'fd00:5c::a'], stale: true },
+      ]);
+    } finally {
+      unresolvable.delete('member-a.svc.test');
+    }
   });
 
   it('a queued job rewritten in Redis does not change what runs: the run fails JOB_MISMATCH and nothing runs', async () => {
@@ -310,6 +429,21 @@ describe('api: agent run isolation (uid, namespaces, cgroups, egress filter, ids
     );
     assert.doesNotMatch(outputText(result.events, 'stdout'), /grown/);
     for (let index = 0; index < 40; index++) rmSync(path.join(workspace, `fill-${index}`), { force: true });
+  });
+
+  it('no single file outgrows the workspace quota (RLIMIT_FSIZE at the quota), however fast it is written', async () => {
+    const big = path.join(workspace, 'big');
+    try {
+      const result = await runToEnd(await createProject(['./big.sh']), 'big');
+      const started = result.events.find((event) => event.event === 'started')!.data as {
+        sandbox: { limits: { fileBytes: number; workspaceBytes: number } };
+      };
+      assert.equal(statSync(big).size, workspaceBytesMax, 'the write stopped at the quota');
+      assert.equal(started.sandbox.limits.fileBytes, workspaceBytesMax);
+      assert.equal(started.sandbox.limits.workspaceBytes, workspaceBytesMax);
+    } finally {
+      rmSync(big, { force: true });
+    }
   });
 
   it('injects credentials as env and files, masks them in output, and records their names only', async () => {

@@ -1,14 +1,16 @@
 // The node's `api` section: checked with the rest of the config (ConfigError naming the field), a bad key file
 // stops the start, a node without Redis still serves records (queue endpoints 503 QUEUE_UNAVAILABLE), a node
-// without REDIS_URL runs a redis-server of its own under its data directory and stops it, and a node without
-// the section keeps 404 for every path but its own.
+// without REDIS_URL runs a redis-server of its own under its data directory and stops it (its worker denying
+// networked runs the roster's members and that Redis), and a node without the section keeps 404 for every path
+// but its own.
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
 import { Node } from '../../cli/node/node.js';
 import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../cli/node/config.js';
-import { API_REDIS_DIR, ipv4Hosts } from '../../cli/node/node-api.js';
+import { API_REDIS_DIR } from '../../cli/node/node-api.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
 import {
   makePki,
@@ -141,8 +143,28 @@ describe('cluster-api: the node config api section', function () {
         port = Number(new URL(node.apiRedisUrl!).port);
         assert.ok(existsSync(join(config.dataDir, API_REDIS_DIR)), 'its files live under the data directory');
         const admin = await bootstrapAdminKey(node.store, 'admin');
-        const stats = await new SvcClient({ baseUrl: node.httpAddress, apiKey: admin.key, env: {} }).getWorkStats();
+        const client = new SvcClient({ baseUrl: node.httpAddress, apiKey: admin.key, env: {} });
+        const stats = await client.getWorkStats();
         assert.equal(stats.queues[0]!.workers, 1, "this node's own worker");
+        // The node's worker denies networked runs the members of its roster (here itself) and its Redis.
+        if (process.getuid?.() === 0) {
+          const workspace = mkdtempSync(join(tmpdir(), 'svc-node-run-'));
+          try {
+            const project = await client.createProject({
+              body: { name: 'net', workspace, command: ['true'], network: true },
+            });
+            const accepted = await client.runCommand({ path: { id: project.id }, body: { prompt: 'x' } });
+            let sandbox: { egress?: { deniedServices: string[] } } | undefined;
+            const complete = await client.streamRun(accepted.streamUrl, (event) => {
+              if (event.event === 'started') sandbox = event.data.sandbox as typeof sandbox;
+            });
+            assert.equal(complete.status, 'succeeded');
+            for (const denied of [plan.grpcPort, plan.httpPort, port])
+              assert.ok(sandbox?.egress?.deniedServices.includes(`127.0.0.1/32:${denied}`), JSON.stringify(sandbox));
+          } finally {
+            rmSync(workspace, { recursive: true, force: true });
+          }
+        }
       } finally {
         await node.stop();
       }
@@ -161,20 +183,5 @@ describe('cluster-api: the node config api section', function () {
     } finally {
       await node.stop();
     }
-  });
-});
-
-describe('cluster-api: the members a node denies to agent runs', () => {
-  it('takes the IPv4 hosts of gRPC addresses, URLs and seeds, once each, and skips names', () => {
-    assert.deepEqual(
-      ipv4Hosts([
-        '10.1.2.3:7000',
-        'http://10.1.2.3:8080',
-        'https://10.1.2.4:8443/',
-        'node-3.internal:7000',
-        '[::1]:7000',
-      ]),
-      ['10.1.2.3', '10.1.2.4'],
-    );
   });
 });
