@@ -36,7 +36,10 @@ describe('node: config', function () {
       [{ grpcListen: '0.0.0.0:7000' }, /grpcAdvertise is required/],
       [{ httpAdvertise: '127.0.0.1:8080' }, /httpAdvertise .* is not scheme:\/\/host:port/],
       [{ bootstrap: [] }, /give bootstrap .* or seeds/],
-      [{ bootstrap: [{ name: 'n2', grpcAddr: 'a:1', httpAddr: 'http://a:2' }] }, /does not list this node \(n1\) and no seeds/],
+      [
+        { bootstrap: [{ name: 'n2', grpcAddr: 'a:1', httpAddr: 'http://a:2' }] },
+        /does not list this node \(n1\) and no seeds/,
+      ],
       [{ bootstrap: [good.bootstrap![0]!, good.bootstrap![0]!] }, /lists n1 twice/],
       [{ seeds: ['nope'] }, /seeds\[0\]/],
       [{ tls: { mode: 'mtls', caFile: '', certFile: 'c', keyFile: 'k' } }, /tls.caFile/],
