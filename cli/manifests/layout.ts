@@ -14,6 +14,8 @@ export const REDIS_PORT = 6379;
 export const MOUNTS = {
   data: '/var/lib/svc',
   tls: '/etc/svc/tls',
+  /** tlsPairs holds every pod's pair (the TLS Secret): mounted into the init container only (render.ts). */
+  tlsPairs: '/etc/svc/tls-pairs',
   apiSecret: '/etc/svc/api',
   tmp: '/tmp',
   redisData: '/data',

@@ -102,6 +102,30 @@ export const NODE_RESOURCES = {
   limits: { cpu: '2', memory: '2Gi', 'ephemeral-storage': '1Gi' },
 };
 
+/** OWN_PAIR_RESOURCES are the init container's: it copies three small files. */
+export const OWN_PAIR_RESOURCES = {
+  requests: { cpu: '50m', memory: '64Mi' },
+  limits: { cpu: '200m', memory: '128Mi' },
+};
+
+/**
+ * OWN_PAIR_SCRIPT is what the init container runs (`node -e OWN_PAIR_SCRIPT <pod> <from> <to>`): it copies the
+ * CA certificate and the pod's own certificate and key out of the TLS Secret (every pod's pair: a StatefulSet has
+ * one pod template) into the memory volume the node container mounts. The node container never mounts the
+ * Secret, so a compromised node process holds its own key only and cannot speak as another member. A pod with
+ * no pair in the Secret fails here, naming what to do, before the node starts.
+ */
+export const OWN_PAIR_SCRIPT = [
+  "const fs = require('node:fs'); const path = require('node:path');",
+  'const [pod, from, to] = process.argv.slice(1);',
+  "if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(pod || '')) { console.error('not a pod name: ' + pod); process.exit(2); }",
+  `for (const file of ['${SECRET_KEYS.caCert}', pod + '.crt', pod + '.key']) {`,
+  '  const source = path.join(from, file);',
+  "  if (!fs.existsSync(source)) { console.error('the TLS Secret holds no ' + file + ': issue the pod a certificate (svc certs node) and re-run svc manifests secrets with enough --replicas'); process.exit(1); }",
+  '  fs.copyFileSync(source, path.join(to, file)); fs.chmodSync(path.join(to, file), 0o400);',
+  '}',
+].join('\n');
+
 export type ManifestObject =
   | V1ServiceAccount
   | V1Role
@@ -238,6 +262,32 @@ function nodeEnv(options: ManifestOptions, names: DeploymentNames): V1EnvVar[] {
   return env;
 }
 
+/** lockedDown is a container's security context: a fresh object each (YAML would alias a shared one). */
+const lockedDown = () => ({
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  privileged: false,
+  capabilities: { drop: ['ALL'] },
+});
+
+/** ownPairContainer copies the pod's own TLS pair out of the Secret before the node starts (OWN_PAIR_SCRIPT). */
+function ownPairContainer(options: ManifestOptions): V1Container {
+  return {
+    name: 'own-tls-pair',
+    image: options.image,
+    imagePullPolicy: 'IfNotPresent',
+    command: ['node', '-e', OWN_PAIR_SCRIPT, '$(POD_NAME)', MOUNTS.tlsPairs, MOUNTS.tls],
+    env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+    resources: OWN_PAIR_RESOURCES,
+    securityContext: lockedDown(),
+    volumeMounts: [
+      { name: 'tls-pairs', mountPath: MOUNTS.tlsPairs, readOnly: true },
+      { name: 'tls', mountPath: MOUNTS.tls },
+    ],
+  };
+}
+
 function nodeContainer(options: ManifestOptions, names: DeploymentNames): V1Container {
   const mounts: V1VolumeMount[] = [
     { name: 'data', mountPath: MOUNTS.data },
@@ -281,21 +331,17 @@ function nodeContainer(options: ManifestOptions, names: DeploymentNames): V1Cont
       failureThreshold: 120,
     },
     resources: NODE_RESOURCES,
-    securityContext: {
-      allowPrivilegeEscalation: false,
-      readOnlyRootFilesystem: true,
-      runAsNonRoot: true,
-      privileged: false,
-      capabilities: { drop: ['ALL'] },
-    },
+    securityContext: lockedDown(),
     volumeMounts: mounts,
   };
 }
 
 function nodeVolumes(options: ManifestOptions, names: DeploymentNames): V1Volume[] {
   const volumes: V1Volume[] = [
-    // Every node's pair is in the one Secret (a StatefulSet has one pod template); each node reads its own.
-    { name: 'tls', secret: { secretName: names.tlsSecret, defaultMode: 0o440 } },
+    // Every node's pair is in the one Secret (a StatefulSet has one pod template): only the init container
+    // mounts it, and copies the pod's own pair into `tls`, in memory, which the node container mounts.
+    { name: 'tls-pairs', secret: { secretName: names.tlsSecret, defaultMode: 0o440 } },
+    { name: 'tls', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
     {
       name: 'api-secret',
       secret: {
@@ -356,6 +402,7 @@ function statefulSet(options: ManifestOptions, names: DeploymentNames): V1Statef
               ],
             },
           },
+          initContainers: [ownPairContainer(options)],
           containers: [nodeContainer(options, names)],
           volumes: nodeVolumes(options, names),
         },

@@ -5,7 +5,16 @@
 // the default test run. The default run checks the Containerfile's files and entrypoint (below, always).
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -138,7 +147,7 @@ describe('deploy: the node image', function () {
         chownSync(where, 0, NODE_UID);
         return where;
       };
-      const tls = project('tls', secrets[0], Object.keys(secrets[0].data));
+      const tls = project('tls-pairs', secrets[0], Object.keys(secrets[0].data));
       const api = project('api', secrets[1], [SECRET_KEYS.apiSecretKey]);
       return { secrets, tls, api };
     }
@@ -157,6 +166,40 @@ describe('deploy: the node image', function () {
       const data = path.join(options.at, `data-${options.pod}`);
       mkdirSync(data);
       chownSync(data, NODE_UID, NODE_UID);
+      // The init container first, as the kubelet runs it: it copies the pod's own pair out of every pod's.
+      const own = path.join(options.at, `tls-${options.pod}`);
+      mkdirSync(own);
+      chownSync(own, NODE_UID, NODE_UID);
+      const init = (
+        renderManifests({ namespace: 'prod', clusterId, replicas: 1, founders: 1, image }).find(
+          (object) => object.kind === 'StatefulSet' && object.metadata?.name === 'svc',
+        ) as Json
+      ).spec.template.spec.initContainers[0];
+      const initCommand = (init.command as string[]).map((arg) => arg.replaceAll('$(POD_NAME)', options.pod));
+      await run('podman', [
+        ...podman,
+        'run',
+        '--rm',
+        ...limits,
+        '--read-only',
+        '--cap-drop',
+        'ALL',
+        '--security-opt',
+        'no-new-privileges',
+        '--network',
+        'none',
+        '--user',
+        `${NODE_UID}:${NODE_UID}`,
+        '-v',
+        `${options.tls}:${MOUNTS.tlsPairs}:ro`,
+        '-v',
+        `${own}:${MOUNTS.tls}`,
+        '--entrypoint',
+        initCommand[0]!,
+        image,
+        ...initCommand.slice(1),
+      ]);
+      assert.deepEqual(readdirSync(own).sort(), ['ca.crt', `${options.pod}.crt`, `${options.pod}.key`]);
       const args = (container.args as string[]).map((arg) => arg.replaceAll('$(POD_NAME)', options.pod));
       const env = (container.env as Json[]).flatMap((v) =>
         v.name === 'POD_NAME'
@@ -187,7 +230,7 @@ describe('deploy: the node image', function () {
         '-v',
         `${data}:${MOUNTS.data}`,
         '-v',
-        `${options.tls}:${MOUNTS.tls}:ro`,
+        `${own}:${MOUNTS.tls}:ro`,
         '-v',
         `${options.api}:${MOUNTS.apiSecret}:ro`,
         ...env,

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
@@ -154,7 +154,7 @@ describe('deploy: Kubernetes manifests', function () {
         for (const item of volume.secret?.items ?? volume.configMap?.items ?? [])
           assert.ok(item.key in source, `${volume.name}: key ${item.key}`);
       }
-      for (const container of pod.containers) {
+      for (const container of [...(pod.initContainers ?? []), ...pod.containers]) {
         for (const variable of container.env ?? []) {
           const ref = variable.valueFrom?.secretKeyRef ?? variable.valueFrom?.configMapKeyRef;
           if (!ref) continue;
@@ -222,7 +222,13 @@ describe('deploy: Kubernetes manifests', function () {
     const pod = nodeSet().spec.template.spec;
     const mountOf = (volume: string): string => container.volumeMounts.find((m: Json) => m.name === volume).mountPath;
     const volumeOf = (volume: string): Json => pod.volumes.find((v: Json) => v.name === volume);
-    const tlsKeys = Object.keys(secret(volumeOf('tls').secret.secretName).data);
+    const tlsKeys = Object.keys(secret(volumeOf('tls-pairs').secret.secretName).data);
+    // The node container holds its own pair only: the Secret of every pair is the init container's.
+    assert.ok(!container.volumeMounts.some((m: Json) => m.name === 'tls-pairs'), 'the node never mounts every pair');
+    assert.equal(volumeOf('tls').emptyDir.medium, 'Memory', 'its own pair is kept in memory');
+    const init = pod.initContainers.find((c: Json) => c.name === 'own-tls-pair');
+    assert.ok(init.volumeMounts.some((m: Json) => m.name === 'tls-pairs' && m.readOnly === true));
+    assert.equal(init.volumeMounts.find((m: Json) => m.name === 'tls').mountPath, mountOf('tls'));
     assert.equal(container.args[0], 'node', 'the image runs `svc`; its first argument is the subcommand');
     assert.equal(container.command, undefined, "the image's entrypoint runs (deploy/Containerfile)");
     for (let ordinal = 0; ordinal <= options.replicas; ordinal++) {
@@ -314,6 +320,43 @@ describe('deploy: Kubernetes manifests', function () {
     }
   });
 
+  it("the init container gives each pod its own TLS pair and nothing of its peers' (its command, run here)", async () => {
+    const pod = nodeSet().spec.template.spec;
+    const init = pod.initContainers.find((c: Json) => c.name === 'own-tls-pair');
+    const mountOf = (volume: string): string => init.volumeMounts.find((m: Json) => m.name === volume).mountPath;
+    const tlsSecret = secret(pod.volumes.find((v: Json) => v.name === 'tls-pairs').secret.secretName);
+    const at = mkdtempSync(path.join(dir, 'own-pair-'));
+    const pairs = path.join(at, 'pairs');
+    mkdirSync(pairs);
+    for (const [key, value] of Object.entries(tlsSecret.data as Record<string, string>))
+      writeFileSync(path.join(pairs, key), Buffer.from(value, 'base64'));
+    /** runInit runs the container's command as the kubelet would, the mounts moved under `at`. */
+    const runInit = async (podName: string, own: string): Promise<{ code: number | null; stderr: string }> => {
+      mkdirSync(own);
+      const command = (init.command as string[]).map((arg) =>
+        expand(arg, { POD_NAME: podName }).replace(mountOf('tls-pairs'), pairs).replace(mountOf('tls'), own),
+      );
+      assert.equal(command[0], 'node');
+      const child = spawn(process.execPath, command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const [code] = (await once(child, 'exit')) as [number | null];
+      return { code, stderr };
+    };
+    const own = path.join(at, 'svc-1');
+    assert.deepEqual(await runInit('svc-1', own), { code: 0, stderr: '' });
+    assert.deepEqual(readdirSync(own).sort(), ['ca.crt', 'svc-1.crt', 'svc-1.key']);
+    for (const file of readdirSync(own)) {
+      assert.equal(statSync(path.join(own, file)).mode & 0o777, 0o400, file);
+      assert.deepEqual(readFileSync(path.join(own, file)), readFileSync(path.join(pairs, file)), file);
+    }
+    const missing = await runInit('svc-9', path.join(at, 'svc-9'));
+    assert.equal(missing.code, 1, 'a pod with no pair in the Secret fails before its node starts');
+    assert.match(missing.stderr, /the TLS Secret holds no svc-9\.crt: issue the pod a certificate/);
+    const traversal = await runInit('../svc-1', path.join(at, 'bad'));
+    assert.equal(traversal.code, 2, 'a pod name is a DNS label');
+  });
+
   it("the pods are locked down, spread, budgeted and given the node's stop grace", () => {
     const set = nodeSet();
     const pod = set.spec.template.spec;
@@ -325,7 +368,7 @@ describe('deploy: Kubernetes manifests', function () {
       const spec = s.spec.template.spec;
       assert.equal(spec.securityContext.runAsNonRoot, true);
       assert.ok(spec.securityContext.runAsUser > 0);
-      for (const c of spec.containers) {
+      for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
         assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'] });
         assert.equal(c.securityContext.readOnlyRootFilesystem, true);
         assert.equal(c.securityContext.allowPrivilegeEscalation, false);
