@@ -1,18 +1,26 @@
 // Cluster bench (not a test), one bounded run on loopback:
 //   1. the disk's fdatasync rate, measured now in the same directory;
 //   2. three-node write throughput and p50/p99 commit latency at 1, 16 and 64 concurrent writers,
-//      96-byte values: our cluster (`svc cluster`: child processes, mutual TLS, real fsync; writes
-//      go to the leader through svc.store.v1 as a follower forwards them: a StoreClientPool that
-//      sends one loop turn's writes as one ProposeBatch, and, as a second row, one Propose call per
-//      write) beside etcd from Debian (3 members, v3 HTTP/JSON gateway POST /v3/kv/put at the
-//      leader, one request per write), skipped with a note when `etcd` is not installed. Both
-//      clusters stay up and the rounds interleave (svc, svc one-call, etcd, then again), so a load
-//      swing on this shared machine hits all three alike; medians of the rounds are reported;
+//      96-byte values, our cluster beside etcd's in the same run:
+//      - svc (`svc cluster`: child processes, mutual TLS, real fsync): every write is sent straight to the
+//        leader's svc.store.v1, as a follower forwarding a client's write does (the bench holds a follower's
+//        peer certificate: svc.store.v1 serves members only), so no row pays a forwarding hop: a
+//        StoreClientPool that sends one loop turn's writes as one ProposeStream message, and, as a second
+//        row, one unary Propose call per write;
+//      - etcd from Debian (3 members, no TLS), also at the leader, one request per write: KV.Put over gRPC
+//        (one @grpc/grpc-js channel, as etcd's own clients talk; etcd's strongest path) and, as a second
+//        row, its v3 HTTP/JSON gateway (POST /v3/kv/put, keep-alive connections), skipped with a note when
+//        `etcd` is not installed.
+//      Both clusters stay up and the rounds interleave (svc, svc one-call, etcd gRPC, etcd HTTP, then again),
+//      so a load swing on this shared machine hits all four alike; medians of the rounds are reported, and
+//      each ratio is the median of the rounds' ratios;
 //   3. snapshot transfer MB/s (a staged artifact fetched and installed with verification) beside a
-//      raw grpc-js stream with the same flow-control settings.
+//      raw grpc-js stream with the same flow-control settings (--no-snapshot skips it).
 //
-//   npx tsx bench/cluster.ts [--seconds 3] [--warmup 1] [--rounds 3] [--snapshot-mib 256] [--snapshot-rounds 3] [--cpu-prof]
+//   npx tsx bench/cluster.ts [--seconds 3] [--warmup 1] [--rounds 3] [--snapshot-mib 256] [--snapshot-rounds 3]
+//                            [--no-snapshot] [--insecure] [--cpu-prof]
 //
+// --insecure runs our cluster plaintext too (etcd runs plaintext either way): the same transport on both sides.
 // --cpu-prof runs our nodes under `node --cpu-prof` and prints where each node's time went.
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
@@ -20,6 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { etcdVersion, startEtcd } from './cluster/etcd.js';
+import { etcdKvClient } from './cluster/etcd-grpc.js';
 import { closedLoop, payload, type LoadResult } from './cluster/load.js';
 import { summarizeProfiles } from './cluster/profile.js';
 import { measureSnapshotTransfer } from './cluster/snapshot.js';
@@ -32,6 +41,7 @@ const SVC_VALUE_CHARS = VALUE_BYTES - '{"d":""}'.length;
 const FSYNC_RECORD_BYTES = 128;
 const FSYNC_SECONDS = 1.5;
 const PROFILE_TOP_COUNT = 12;
+const WRITE_DEADLINE_MS = 10_000;
 
 function numberArg(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -66,7 +76,8 @@ interface LevelRounds {
   writers: number;
   svc: LoadResult[];
   svcAlone: LoadResult[];
-  etcd: LoadResult[];
+  etcdGrpc: LoadResult[];
+  etcdHttp: LoadResult[];
 }
 
 function median(values: number[]): number {
@@ -90,6 +101,8 @@ async function main(): Promise<void> {
   const snapshotMib = numberArg('snapshot-mib', 256);
   const snapshotRounds = numberArg('snapshot-rounds', 3);
   const cpuProf = process.argv.includes('--cpu-prof');
+  const insecure = process.argv.includes('--insecure');
+  const withSnapshot = !process.argv.includes('--no-snapshot');
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-cluster-'));
   const profileDir = join(dir, 'profiles');
   const rounds = numberArg('rounds', 3);
@@ -101,21 +114,30 @@ async function main(): Promise<void> {
     console.log(`disk: ${fmt(fsyncPerSecond)} fdatasync/s (${FSYNC_RECORD_BYTES}-byte appends, ${tmpdir()})`);
 
     if (cpuProf) await mkdir(profileDir);
-    const svc = await startSvcCluster(join(dir, 'svc'), cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+    const svc = await startSvcCluster(
+      join(dir, 'svc'),
+      cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+      [],
+      insecure,
+    );
     leaderPid = svc.cluster.members.find((m) => m.name === svc.leaderName)?.pid ?? 0;
     const version = etcdVersion();
     const etcd = version === null ? null : await startEtcd(join(dir, 'etcd'), 3, Math.max(...WRITER_COUNTS));
+    const etcdKv = etcd ? etcdKvClient(etcd.clientUrls) : null;
+    const etcdLeader = etcd ? etcd.clientUrls.indexOf(etcd.leaderClientUrl) : 0;
     etcdNote =
       version === null
-        ? 'etcd is not installed (Debian: apt-get install -y etcd-server): etcd column skipped'
-        : `${version}, 3 members, HTTP/JSON gateway at the leader, no TLS`;
+        ? 'etcd is not installed (Debian: apt-get install -y etcd-server): etcd columns skipped'
+        : `${version}, 3 members, no TLS, every write at the leader: gRPC KV.Put (one channel) and the HTTP/JSON gateway POST /v3/kv/put (keep-alive), one request per write`;
     try {
-      console.log(`svc: 3 nodes (mutual TLS, fdatasync group commit), leader ${svc.leaderName}; etcd: ${etcdNote}`);
       console.log(
-        `${rounds} interleaved rounds per level (svc batched, svc one call per write, etcd), ${seconds} s each after ${warmup} s warm-up; medians reported`,
+        `svc: 3 nodes (${insecure ? 'plaintext, --insecure' : 'mutual TLS'}, fdatasync group commit), leader ${svc.leaderName}, every write sent to the leader as a forwarding follower does; etcd: ${etcdNote}`,
+      );
+      console.log(
+        `${rounds} interleaved rounds per level (svc batched, svc one call per write, etcd gRPC, etcd HTTP), ${seconds} s each after ${warmup} s warm-up; medians reported`,
       );
       for (const writers of WRITER_COUNTS) {
-        const rows: LevelRounds = { writers, svc: [], svcAlone: [], etcd: [] };
+        const rows: LevelRounds = { writers, svc: [], svcAlone: [], etcdGrpc: [], etcdHttp: [] };
         for (let round = 1; round <= rounds; round++) {
           const tag = `c${writers}r${round}`;
           rows.svc.push(
@@ -132,77 +154,92 @@ async function main(): Promise<void> {
               ),
             ),
           );
-          if (etcd)
-            rows.etcd.push(
-              await measure(`etcd c${writers} round ${round}`, () =>
+          if (etcd && etcdKv) {
+            rows.etcdGrpc.push(
+              await measure(`etcd gRPC c${writers} round ${round}`, () =>
+                closedLoop(writers, warmup, seconds, (w, i) =>
+                  etcdKv.put(
+                    etcdLeader,
+                    `bench/${tag}g/w${w}/${i}`,
+                    payload(VALUE_BYTES, i),
+                    Date.now() + WRITE_DEADLINE_MS,
+                  ),
+                ),
+              ),
+            );
+            rows.etcdHttp.push(
+              await measure(`etcd HTTP c${writers} round ${round}`, () =>
                 closedLoop(writers, warmup, seconds, (w, i) =>
                   etcd.put(`bench/${tag}/w${w}/${i}`, payload(VALUE_BYTES, i)),
                 ),
               ),
             );
+          }
         }
         levels.push(rows);
       }
     } finally {
+      etcdKv?.close();
       await svc.stop();
       await etcd?.stop();
     }
 
-    console.log(
-      `snapshot: staging and fetching a ${snapshotMib} MiB artifact, ${snapshotRounds} interleaved rounds (raw, drained, install), medians`,
-    );
-    const snapshot = await measureSnapshotTransfer(join(dir, 'snapshot'), snapshotMib, snapshotRounds);
+    let snapshot: Awaited<ReturnType<typeof measureSnapshotTransfer>> | null = null;
+    if (withSnapshot) {
+      console.log(
+        `snapshot: staging and fetching a ${snapshotMib} MiB artifact, ${snapshotRounds} interleaved rounds (raw, drained, install), medians`,
+      );
+      snapshot = await measureSnapshotTransfer(join(dir, 'snapshot'), snapshotMib, snapshotRounds);
+    }
 
     console.log('');
     const med = (rs: LoadResult[], pick: (r: LoadResult) => number): number => median(rs.map(pick));
+    const ops = (rs: LoadResult[]): string => (rs.length === 0 ? 'skipped' : fmt(med(rs, (r) => r.opsPerSecond)));
+    const latency = (rs: LoadResult[]): string =>
+      rs.length === 0
+        ? '-'
+        : `${fmt(
+            med(rs, (r) => r.p50Ms),
+            2,
+          )} / ${fmt(
+            med(rs, (r) => r.p99Ms),
+            2,
+          )}`;
+    /** ratio is the median over rounds of round i's svc rate over round i's etcd rate (they ran back to back). */
+    const ratio = (ours: LoadResult[], theirs: LoadResult[]): string =>
+      theirs.length === 0 ? '-' : fmt(median(ours.map((r, i) => r.opsPerSecond / theirs[i]!.opsPerSecond)), 2);
     console.log(
-      '| writers | svc writes/s | svc p50 ms | svc p99 ms | svc one-call writes/s | one-call p99 ms | etcd writes/s | etcd p50 ms | etcd p99 ms | svc / etcd (median of rounds) | one-call / etcd | svc writes per fdatasync |',
+      `writes/s (median of rounds) and p50 / p99 ms; svc ${insecure ? 'plaintext (--insecure)' : 'over mutual TLS'}, etcd plaintext; every write at the leader`,
     );
-    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
-    for (const level of levels) {
-      const hasEtcd = level.etcd.length > 0;
-      const ratio = hasEtcd ? median(level.svc.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond)) : NaN;
-      const aloneRatio = hasEtcd
-        ? median(level.svcAlone.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond))
-        : NaN;
+    console.log(
+      '| writers | svc | svc p50 / p99 | svc one-call | one-call p50 / p99 | etcd gRPC | etcd gRPC p50 / p99 | etcd HTTP | etcd HTTP p50 / p99 | svc writes per fdatasync |',
+    );
+    console.log('|---|---|---|---|---|---|---|---|---|---|');
+    for (const l of levels)
       console.log(
-        `| ${level.writers} | ${fmt(med(level.svc, (r) => r.opsPerSecond))} | ${fmt(
-          med(level.svc, (r) => r.p50Ms),
-          2,
-        )} | ${fmt(
-          med(level.svc, (r) => r.p99Ms),
-          2,
-        )} | ${fmt(med(level.svcAlone, (r) => r.opsPerSecond))} | ${fmt(
-          med(level.svcAlone, (r) => r.p99Ms),
-          2,
-        )} | ${hasEtcd ? fmt(med(level.etcd, (r) => r.opsPerSecond)) : 'skipped'} | ${
-          hasEtcd
-            ? fmt(
-                med(level.etcd, (r) => r.p50Ms),
-                2,
-              )
-            : '-'
-        } | ${
-          hasEtcd
-            ? fmt(
-                med(level.etcd, (r) => r.p99Ms),
-                2,
-              )
-            : '-'
-        } | ${fmt(ratio, 2)} | ${fmt(aloneRatio, 2)} | ${fmt(med(level.svc, (r) => r.opsPerSecond) / fsyncPerSecond, 2)} |`,
+        `| ${l.writers} | ${ops(l.svc)} | ${latency(l.svc)} | ${ops(l.svcAlone)} | ${latency(l.svcAlone)} | ${ops(l.etcdGrpc)} | ${latency(l.etcdGrpc)} | ${ops(l.etcdHttp)} | ${latency(l.etcdHttp)} | ${fmt(med(l.svc, (r) => r.opsPerSecond) / fsyncPerSecond, 2)} |`,
       );
-    }
-    console.log(`disk fdatasync rate this run: ${fmt(fsyncPerSecond)}/s${etcdNote ? `; etcd: ${etcdNote}` : ''}`);
     console.log('');
-    console.log(
-      `snapshot transfer, ${fmt(snapshot.bytes / 1e6)} MB artifact (staging it: ${fmt(snapshot.stageMbPerSecond)} MB/s), loopback, server in a child process`,
-    );
-    console.log('| path | MB/s (median) | ratio to raw (median per round) | client CPU ms/MB | server CPU ms/MB |');
+    console.log("throughput ratios, each the median of the rounds' ratios (only these same-run ratios mean anything)");
+    console.log('| writers | svc / etcd gRPC | one-call / etcd gRPC | svc / etcd HTTP | one-call / etcd HTTP |');
     console.log('|---|---|---|---|---|');
-    for (const row of snapshot.rows)
+    for (const l of levels)
       console.log(
-        `| ${row.path} | ${fmt(row.mbPerSecond)} | ${fmt(row.ratioToRaw, 2)} | ${fmt(row.clientCpuMsPerMb, 1)} | ${fmt(row.serverCpuMsPerMb, 1)} |`,
+        `| ${l.writers} | ${ratio(l.svc, l.etcdGrpc)} | ${ratio(l.svcAlone, l.etcdGrpc)} | ${ratio(l.svc, l.etcdHttp)} | ${ratio(l.svcAlone, l.etcdHttp)} |`,
       );
+    console.log(`disk fdatasync rate this run: ${fmt(fsyncPerSecond)}/s; etcd: ${etcdNote}`);
+    if (snapshot) {
+      console.log('');
+      console.log(
+        `snapshot transfer, ${fmt(snapshot.bytes / 1e6)} MB artifact (staging it: ${fmt(snapshot.stageMbPerSecond)} MB/s), loopback, server in a child process`,
+      );
+      console.log('| path | MB/s (median) | ratio to raw (median per round) | client CPU ms/MB | server CPU ms/MB |');
+      console.log('|---|---|---|---|---|');
+      for (const row of snapshot.rows)
+        console.log(
+          `| ${row.path} | ${fmt(row.mbPerSecond)} | ${fmt(row.ratioToRaw, 2)} | ${fmt(row.clientCpuMsPerMb, 1)} | ${fmt(row.serverCpuMsPerMb, 1)} |`,
+        );
+    }
 
     if (cpuProf) {
       console.log('');
