@@ -30,6 +30,15 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
+import {
+  dns1123Label,
+  dns1123Subdomain,
+  labelName,
+  labelValue,
+  quantity,
+  unknownFields,
+  type SchemaValidate,
+} from './kubernetes-rules.js';
 import { validate as validateJobSchema } from 'kubernetes-models/_schemas/IoK8sApiBatchV1Job';
 import { validate as validateNetworkPolicySchema } from 'kubernetes-models/_schemas/IoK8sApiNetworkingV1NetworkPolicy';
 import { validate as validateSecretSchema } from 'kubernetes-models/_schemas/IoK8sApiCoreV1Secret';
@@ -95,47 +104,7 @@ class StatusError extends Error {
 
 // --- the OpenAPI schema: known fields (strict decoding) -------------------------------------------------------
 
-interface Attribute {
-  name: string;
-  baseName: string;
-  type: string;
-}
-const models = k8s as unknown as Record<string, { attributeTypeMap?: Attribute[] } | undefined>;
-
-/** unknownFields lists the fields of value that its schema type does not have, as field paths. */
-function unknownFields(value: Json, type: string, at: string, found: string[]): void {
-  if (value === null || value === undefined) return;
-  const array = /^Array<(.+)>$/.exec(type);
-  if (array) {
-    if (Array.isArray(value)) value.forEach((item, index) => unknownFields(item, array[1]!, `${at}[${index}]`, found));
-    return;
-  }
-  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
-  if (map) {
-    if (typeof value === 'object')
-      for (const [key, item] of Object.entries(value)) unknownFields(item, map[1]!, `${at}[${key}]`, found);
-    return;
-  }
-  const attributes = models[type]?.attributeTypeMap;
-  if (!attributes || typeof value !== 'object' || Array.isArray(value)) return;
-  const known = new Map(attributes.map((attribute) => [attribute.baseName, attribute.type]));
-  for (const [key, item] of Object.entries(value)) {
-    const field = at ? `${at}.${key}` : key;
-    const itemType = known.get(key);
-    if (itemType === undefined) found.push(field);
-    else unknownFields(item, itemType, field, found);
-  }
-}
-
 // --- the OpenAPI schema: required fields, types, enums (kubernetes-models) -------------------------------------
-
-interface SchemaError {
-  instancePath: string;
-  keyword: string;
-  params: Json;
-  message?: string;
-}
-type SchemaValidate = ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
 
 const fieldPath = (instancePath: string) =>
   instancePath
@@ -192,12 +161,6 @@ function schemaCauses(validate: SchemaValidate, body: Json): { causes: Json[]; d
 }
 
 // --- what the API server validates beyond the schema ------------------------------------------------------------
-
-const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-const labelName = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-const quantity = /^[+-]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$/;
 
 function nameCauses(name: unknown, field: string, maxLength: number, label: boolean): Json[] {
   if (typeof name !== 'string' || name === '')

@@ -1,11 +1,17 @@
-// Validation of a Kubernetes object against the Kubernetes OpenAPI schema, the way the run backend's stand-in
-// API server (test/api/kubernetes-api-stand-in.ts) validates what it is sent, with the same two sources:
-// - the known fields of each type, as generated into @kubernetes/client-node's models (their attributeTypeMap):
-//   a field the schema does not have is what `kubectl apply` (strict field validation) refuses;
-// - required fields, types and enums: kubernetes-models' validators, generated from the same schema;
-// and what the API server checks beyond the schema for these objects: names, label keys and values, and that a
-// container's volume mounts name volumes of its pod.
-import * as k8s from '@kubernetes/client-node';
+// Validation of a Kubernetes object against the Kubernetes OpenAPI schema, with the rules the run backend's
+// stand-in API server applies (test/api/kubernetes-rules.ts): known fields (what `kubectl apply`'s strict field
+// validation refuses), required fields, types and enums (kubernetes-models' validators, one per kind the
+// manifests hold), and what the API server checks beyond the schema for these objects: names, label keys and
+// values, and that a container's volume mounts name volumes of its pod.
+import {
+  dns1123Label,
+  dns1123Subdomain,
+  labelName,
+  labelValue,
+  quantity,
+  unknownFields,
+  type SchemaValidate,
+} from '../api/kubernetes-rules.js';
 import { validate as validateConfigMap } from 'kubernetes-models/_schemas/IoK8sApiCoreV1ConfigMap';
 import { validate as validateSecret } from 'kubernetes-models/_schemas/IoK8sApiCoreV1Secret';
 import { validate as validateService } from 'kubernetes-models/_schemas/IoK8sApiCoreV1Service';
@@ -18,10 +24,6 @@ import { validate as validateRoleBinding } from 'kubernetes-models/_schemas/IoK8
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
-type SchemaValidate = ((data: unknown) => boolean) & {
-  errors?: Array<{ instancePath: string; keyword: string; message?: string; params: Json }> | null;
-};
-
 /** KINDS maps each kind the manifests hold to its model type (known fields) and its schema validator. */
 const KINDS: Record<string, { apiVersion: string; type: string; validate: SchemaValidate }> = {
   ConfigMap: { apiVersion: 'v1', type: 'V1ConfigMap', validate: validateConfigMap },
@@ -38,43 +40,6 @@ const KINDS: Record<string, { apiVersion: string; type: string; validate: Schema
   Role: { apiVersion: 'rbac.authorization.k8s.io/v1', type: 'V1Role', validate: validateRole },
   RoleBinding: { apiVersion: 'rbac.authorization.k8s.io/v1', type: 'V1RoleBinding', validate: validateRoleBinding },
 };
-
-interface Attribute {
-  baseName: string;
-  type: string;
-}
-const models = k8s as unknown as Record<string, { attributeTypeMap?: Attribute[] } | undefined>;
-
-/** unknownFields lists the fields of value its schema type does not have (by their JSON names). */
-function unknownFields(value: Json, type: string, at: string, found: string[]): void {
-  if (value === null || value === undefined) return;
-  const array = /^Array<(.+)>$/.exec(type);
-  if (array) {
-    if (Array.isArray(value)) value.forEach((item, index) => unknownFields(item, array[1]!, `${at}[${index}]`, found));
-    return;
-  }
-  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
-  if (map) {
-    if (typeof value === 'object')
-      for (const [key, item] of Object.entries(value)) unknownFields(item, map[1]!, `${at}[${key}]`, found);
-    return;
-  }
-  const attributes = models[type]?.attributeTypeMap;
-  if (!attributes || typeof value !== 'object' || Array.isArray(value)) return;
-  const known = new Map(attributes.map((attribute) => [attribute.baseName, attribute.type]));
-  for (const [key, item] of Object.entries(value)) {
-    const field = at ? `${at}.${key}` : key;
-    const itemType = known.get(key);
-    if (itemType === undefined) found.push(field);
-    else unknownFields(item, itemType, field, found);
-  }
-}
-
-const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-const labelName = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-const quantity = /^[+-]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$/;
 
 function labelProblems(labels: Json, at: string): string[] {
   const problems: string[] = [];
