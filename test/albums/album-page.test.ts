@@ -72,6 +72,9 @@ describe('albums: the album page in headless Chromium', function () {
     await page.locator('#key-form button[type=submit]').click();
     await page.locator('#status', { hasText: 'Live' }).waitFor({ timeout: 60_000 });
     assert.ok(await page.locator('#key-form').isHidden(), 'the key form is gone once the key is taken');
+    // The page says Live after its first render; waiting on the sixth card as well keeps this test from
+    // depending on that order.
+    await page.locator('.shot').nth(5).waitFor({ timeout: 60_000 });
     assert.equal(await page.locator('.shot').count(), 6, 'the shots are listed, pending');
     assert.equal(await page.locator('.shot[data-status=pending]').count(), 6);
 
@@ -90,8 +93,9 @@ describe('albums: the album page in headless Chromium', function () {
       undefined,
       { timeout: 60_000 },
     );
-    assert.match(await page.locator('#counts').innerText(), /6 complete/);
-    assert.equal(await page.locator('#last-event').innerText(), 'album.completed');
+    // album.completed may arrive after the last shot's render: wait for it rather than read it once.
+    await page.locator('#counts', { hasText: '6 complete' }).waitFor({ timeout: 60_000 });
+    await page.locator('#last-event', { hasText: 'album.completed' }).waitFor({ timeout: 60_000 });
 
     assert.ok(!page.url().includes(api.adminKey), 'the key is not in the URL');
     assert.equal(

@@ -16,6 +16,7 @@
   let apiKey = sessionStorage.getItem(storageKey);
   let refreshing = null;
   let refreshAgain = false;
+  let albumMissing = false;
 
   const setStatus = (text) => {
     $('status').textContent = text;
@@ -132,9 +133,11 @@
         refreshAgain = false;
         const response = await api(`/albums/${albumId}`);
         if (response.status === 404) {
+          albumMissing = true;
           setStatus('No such album for this key.');
           return;
         }
+        albumMissing = false;
         if (response.ok) render(await response.json());
       } while (refreshAgain);
     })()
@@ -175,8 +178,9 @@
         if (state.lastEventId) headers['Last-Event-ID'] = state.lastEventId;
         const response = await api('/events', headers);
         if (!response.ok || !response.body) throw new Error(`events answered ${response.status}`);
-        setStatus('Live: following events.');
+        // Live only once the album is drawn: a reader (or a test) that sees "Live" sees the current album.
         await refresh();
+        if (!albumMissing) setStatus('Live: following events.');
         failures = 0;
         const reader = response.body.getReader();
         const decoder = new TextDecoder();
