@@ -37,6 +37,8 @@ export interface KubernetesRunSettings {
   /** jobTtlSeconds: Kubernetes deletes a finished Job after this, if the worker did not. */
   jobTtlSeconds: number;
   serviceAccountName?: string;
+  /** secretOwnDeadlineMs: default runKubernetesSecretOwnDeadlineMs (tests shorten it). */
+  secretOwnDeadlineMs?: number;
 }
 
 export const runContainerName = 'agent';

@@ -15,9 +15,10 @@
 // end it without a worker), and a Job of a running run is its worker's to stop. Each delete carries the uid and
 // resourceVersion the decision was made on as preconditions, so an object that changed meanwhile (the owner patch
 // landing) is not deleted but judged again by the next sweep. A Job goes with propagationPolicy Background, so
-// its pods go too. Only names are reported, never a Secret's values.
-import { ApiException } from '@kubernetes/client-node';
-import type { BatchV1Api, CoreV1Api, V1ObjectMeta } from '@kubernetes/client-node';
+// its pods go too. The lists ask for metadata only, so no Secret's values reach the sweep; only names are
+// reported.
+import { ApiException, Observable } from '@kubernetes/client-node';
+import type { BatchV1Api, ConfigurationOptions, CoreV1Api, V1ObjectMeta } from '@kubernetes/client-node';
 import assert from 'node:assert/strict';
 import {
   runKubernetesOrphanGraceMs,
@@ -55,6 +56,27 @@ export interface LeftoverSweepOptions {
   pageItemsMax?: number;
   onDeleted?: (deletion: LeftoverDeletion) => void;
 }
+
+/**
+ * metadataOnly asks the API server for the objects' metadata alone (PartialObjectMetadataList, served by every
+ * API server since 1.15), so the sweep's list of Secrets never carries their values to this process. A server
+ * that cannot answers in full (the fallback type), which the sweep reads the same way.
+ */
+const metadataOnly: ConfigurationOptions = {
+  middleware: [
+    {
+      pre: (context) => {
+        context.setHeaderParam(
+          'Accept',
+          'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json',
+        );
+        return new Observable(Promise.resolve(context));
+      },
+      post: (context) => new Observable(Promise.resolve(context)),
+    },
+  ],
+  middlewareMergeStrategy: 'append',
+};
 
 /** listPagesMax bounds the pages of one list, should a server keep answering with a continue token. */
 const listPagesMax = 10_000;
@@ -150,7 +172,7 @@ export async function sweepKubernetesLeftovers(
     runStatus === null ? 'run-missing' : finalRunStatuses.includes(runStatus) ? 'run-final' : null;
 
   const secrets = listAll(
-    (page) => clients.core.listNamespacedSecret({ namespace, labelSelector: runObjectSelector, ...page }),
+    (page) => clients.core.listNamespacedSecret({ namespace, labelSelector: runObjectSelector, ...page }, metadataOnly),
     limit,
   );
   for await (const secret of secrets) {
@@ -180,7 +202,7 @@ export async function sweepKubernetesLeftovers(
   }
 
   const jobs = listAll(
-    (page) => clients.batch.listNamespacedJob({ namespace, labelSelector: runObjectSelector, ...page }),
+    (page) => clients.batch.listNamespacedJob({ namespace, labelSelector: runObjectSelector, ...page }, metadataOnly),
     limit,
   );
   for await (const job of jobs) {

@@ -54,7 +54,14 @@ import {
   secretCauses,
   secretUpdateCauses,
 } from './kubernetes-stand-in-secrets.js';
-import { ListError, ListSnapshots, listPage, parseLabelSelector, selects } from './kubernetes-stand-in-lists.js';
+import {
+  ListError,
+  ListSnapshots,
+  listForm,
+  listPage,
+  parseLabelSelector,
+  selects,
+} from './kubernetes-stand-in-lists.js';
 import type { Requirement } from './kubernetes-stand-in-lists.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -65,6 +72,7 @@ export interface RecordedRequest {
   path: string;
   query: URLSearchParams;
   body: Json;
+  accept?: string;
 }
 
 export interface KubernetesApiStandIn {
@@ -480,9 +488,22 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     collection: string,
     objects: Json[],
     query: URLSearchParams,
+    accept: string | undefined,
   ) => {
+    const form = listForm(accept);
     const page = listPage(collection, objects, query, resourceVersion, snapshots);
-    send(res, 200, { kind, apiVersion, metadata: page.metadata, items: page.items });
+    if (form === 'metadata') {
+      send(res, 200, {
+        kind: 'PartialObjectMetadataList',
+        apiVersion: 'meta.k8s.io/v1',
+        metadata: page.metadata,
+        items: page.items.map((item) => ({
+          kind: 'PartialObjectMetadata',
+          apiVersion: 'meta.k8s.io/v1',
+          metadata: item.metadata,
+        })),
+      });
+    } else send(res, 200, { kind, apiVersion, metadata: page.metadata, items: page.items });
   };
   const notify = (type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: Json) => {
     stamp(pod);
@@ -790,7 +811,13 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
   async function route(req: http.IncomingMessage, res: http.ServerResponse, body: Json): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://stand-in');
     const parts = url.pathname.split('/').filter(Boolean);
-    requests.push({ method: req.method ?? '', path: url.pathname, query: url.searchParams, body });
+    requests.push({
+      method: req.method ?? '',
+      path: url.pathname,
+      query: url.searchParams,
+      body,
+      accept: req.headers.accept,
+    });
     if (req.headers.authorization !== `Bearer ${token}`) throw new StatusError(401, 'Unauthorized', 'Unauthorized');
     const method = req.method;
     // /apis/batch/v1/namespaces/{ns}/jobs[/{name}]
@@ -804,7 +831,7 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
       const namespace = parts[4]!;
       if (method === 'GET' && parts.length === 6) {
         const listed = [...jobs.values()].filter((job) => job.metadata.namespace === namespace);
-        list(res, 'JobList', 'batch/v1', `jobs/${namespace}`, listed, url.searchParams);
+        list(res, 'JobList', 'batch/v1', `jobs/${namespace}`, listed, url.searchParams, req.headers.accept);
         return;
       }
       if (method === 'POST' && parts.length === 6) {
@@ -895,7 +922,7 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
       const namespace = parts[3]!;
       if (method === 'GET' && parts.length === 5) {
         const listed = [...secrets.values()].filter((secret) => secret.metadata.namespace === namespace);
-        list(res, 'SecretList', 'v1', `secrets/${namespace}`, listed, url.searchParams);
+        list(res, 'SecretList', 'v1', `secrets/${namespace}`, listed, url.searchParams, req.headers.accept);
         return;
       }
       if (method === 'POST' && parts.length === 5) {
@@ -997,7 +1024,7 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
         const selector = parseLabelSelector(url.searchParams.get('labelSelector') ?? '');
         if (url.searchParams.get('watch') !== 'true') {
           const inNamespace = [...pods.values()].filter((pod) => pod.metadata.namespace === namespace);
-          list(res, 'PodList', 'v1', `pods/${namespace}`, inNamespace, url.searchParams);
+          list(res, 'PodList', 'v1', `pods/${namespace}`, inNamespace, url.searchParams, req.headers.accept);
           return;
         }
         const listed = [...pods.values()].filter(

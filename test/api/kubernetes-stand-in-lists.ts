@@ -10,6 +10,8 @@
 //   valid…", continue with a resourceVersion other than "" or "0" is 400, and a token whose snapshot is gone
 //   (compacted; the stand-in keeps a few, or compact() drops them) is 410 Expired with a token that continues
 //   from the latest state (rv -1), as the real server answers.
+// - Accept `application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`: the objects' metadata alone (the
+//   first acceptable entry of the header wins; none acceptable is 406 NotAcceptable).
 // Not done: remainingItemCount (the real server omits it with a label selector, which is how the backend lists).
 import { dns1123Subdomain, labelName, labelValue } from './kubernetes-rules.js';
 
@@ -287,4 +289,27 @@ export function listPage(
     items,
     metadata: { resourceVersion: String(rv), continue: encodeContinue(rv, `${items.at(-1)!.metadata.name}\u0000`) },
   };
+}
+
+/** listForm reads a list call's Accept header: full objects, or metadata only (PartialObjectMetadataList). */
+export function listForm(accept: string | undefined): 'full' | 'metadata' {
+  for (const entry of (accept ?? '*/*').split(',')) {
+    const [type, ...parameters] = entry.split(';').map((part) => part.trim());
+    const params = new Map(
+      parameters.map((parameter) => parameter.split('=', 2) as [string, string]).filter(([key]) => key !== 'q'),
+    );
+    if (type !== 'application/json' && type !== 'application/*' && type !== '*/*') continue;
+    if (params.size === 0) return 'full';
+    if (
+      params.get('as') === 'PartialObjectMetadataList' &&
+      params.get('g') === 'meta.k8s.io' &&
+      params.get('v') === 'v1'
+    )
+      return 'metadata';
+  }
+  throw new ListError(
+    406,
+    'NotAcceptable',
+    `only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf`,
+  );
 }

@@ -4,6 +4,7 @@
 // record is gone, or the grace has passed, and leaves a live run's owned Secret and Job alone. Also the list
 // contract the sweep relies on, which the stand-in enforces as the real API server does (label selectors, paging).
 import assert from 'node:assert/strict';
+import { EventEmitter, once } from 'node:events';
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -190,6 +191,25 @@ describe('runs: the Kubernetes API stand-in lists as the API server does (label 
     assert.deepEqual(decodeContinue(token), { rv: decoded.rv, startKey: 's-b\u0000' });
   });
 
+  it('answers with metadata alone when asked for a PartialObjectMetadataList, and 406 for a form it does not serve', async () => {
+    const response = await fetch(`${cluster.url}${secretsPath}?limit=2`, {
+      headers: {
+        authorization: `Bearer ${cluster.token}`,
+        accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json',
+      },
+    });
+    const listed = (await response.json()) as Json;
+    assert.equal(listed.kind, 'PartialObjectMetadataList');
+    assert.equal(listed.apiVersion, 'meta.k8s.io/v1');
+    assert.deepEqual(Object.keys(listed.items[0]).sort(), ['apiVersion', 'kind', 'metadata']);
+    assert.equal(listed.items[0].kind, 'PartialObjectMetadata');
+    assert.ok(listed.metadata.continue, 'paged like a full list');
+    const refused = await fetch(`${cluster.url}${secretsPath}`, {
+      headers: { authorization: `Bearer ${cluster.token}`, accept: 'application/json;as=Table;g=meta.k8s.io;v=v9' },
+    });
+    assert.equal(refused.status, 406);
+  });
+
   it('answers 410 Expired for a token whose state is compacted, with a token that goes on from the latest state', async () => {
     const first = await call(cluster, 'GET', `${secretsPath}?limit=1`);
     cluster.compactLists();
@@ -338,6 +358,12 @@ describe('runs: the Kubernetes leftover sweep deletes what a dead worker left, n
     );
     assert.ok(lists.every((request) => request.query.get('limit') === '2'));
     assert.ok(lists.every((request) => request.query.get('labelSelector') === runObjectSelector));
+    assert.ok(
+      lists.every((request) =>
+        request.accept?.startsWith('application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1'),
+      ),
+      'metadata only: the sweep is never sent a value',
+    );
     assert.ok(lists.filter((request) => request.query.get('continue')).length >= 3, 'more than one page each');
     assert.ok(
       !JSON.stringify(deletions).includes(secretValue) && !JSON.stringify(deletions).includes(b64(secretValue)),
@@ -362,6 +388,26 @@ describe('runs: the Kubernetes leftover sweep deletes what a dead worker left, n
     const dayLater = await backend.sweepLeftovers(statusOf, Date.now() + 24 * 60 * 60 * 1000);
     assert.equal(dayLater.secretsDeleted + dayLater.jobsDeleted, 0);
     assert.ok(hasSecret(runs.live) && hasJob(runs.live) && podsOf(runs.live).length === 1);
+  });
+
+  it('gives up a run whose Job comes after the owner deadline, deleting its Secret and Job (no unowned Secret lingers)', async () => {
+    const late = new KubernetesBackend(cluster.kubeConfig(), { ...settings, secretOwnDeadlineMs: 0 });
+    const id = runId(9);
+    const child = late.start(spec(id)) as unknown as EventEmitter;
+    const [error] = (await once(child, 'error')) as [Error];
+    assert.match(
+      error.message,
+      /^could not give the run's Secret to its Job: the Job was made \d+ ms after the Secret \(at most 0 ms\)$/,
+    );
+    assert.ok(!hasSecret(id), 'the Secret is deleted');
+    await waitFor(
+      async () => hasJob(id),
+      (present) => !present,
+    );
+    const patches = cluster.requests.filter(
+      (request) => request.method === 'PATCH' && request.path.endsWith(secretName(id)),
+    );
+    assert.deepEqual(patches, [], 'never owned late');
   });
 
   it('does not delete an unowned Secret whose owner patch lands while the sweep decides (resourceVersion precondition)', async () => {
@@ -449,6 +495,8 @@ describe('runs: a starting worker sweeps the Kubernetes leftovers of runs that e
       log: (event, fields) => workerLogs.push({ event, fields }),
       runTimeoutMs: 30_000,
       onSweepError: (error) => sweepErrors.push(error),
+      // Sweeps every 300 ms all through the live run below, which it must leave alone.
+      backendSweepIntervalMs: 300,
       backend,
     });
     await waitFor(
@@ -498,6 +546,14 @@ describe('runs: a starting worker sweeps the Kubernetes leftovers of runs that e
     writeFileSync(path.join(workspace, 'go'), '');
     const { events } = await reading;
     assert.equal((events.at(-1)!.data as Json).status, 'succeeded', outputText(events, 'stdout'));
+    assert.match(outputText(events, 'stdout'), /^done: live-1$/m);
+
+    // Periodically too: a leftover that appears after the start goes at a later interval.
+    assert.equal((await call(cluster, 'POST', `${secretsPath}?fieldValidation=Strict`, left)).status, 201);
+    await waitFor(
+      async () => hasSecretNamed(secretName(dead)),
+      (present) => !present,
+    );
     assert.deepEqual(sweepErrors, []);
   });
 
