@@ -102,6 +102,7 @@ async function* listAll<T extends Listed>(
     } catch (error) {
       const next = token !== undefined ? expiredContinue(error) : undefined;
       if (next === undefined) throw error;
+      if (next === '') return;
       token = next;
       continue;
     }

@@ -410,6 +410,35 @@ describe('runs: the Kubernetes leftover sweep deletes what a dead worker left, n
     assert.deepEqual(patches, [], 'never owned late');
   });
 
+  it('goes on past a continue token that expired mid-sweep (410) with the one the server gives', async () => {
+    const ids = [21, 22, 23, 24, 25].map(runId);
+    for (const id of ids) await makeSecret(id);
+    let compacted = false;
+    const deletions: LeftoverDeletion[] = [];
+    const outcome = await backend.sweepLeftovers(
+      async (id) => {
+        // After the first page is read, before the second is asked for: the token's state is gone.
+        if (!compacted) {
+          compacted = true;
+          cluster.compactLists();
+        }
+        return ids.includes(id) ? 'timed_out' : 'running';
+      },
+      Date.now(),
+      { pageItemsMax: 2, onDeleted: (deletion) => deletions.push(deletion) },
+    );
+    const expired = cluster.requests.filter(
+      (request) => request.path === secretsPath && request.method === 'GET' && request.query.get('continue'),
+    );
+    assert.ok(
+      expired.some((request) => decodeContinue(request.query.get('continue')!).rv === -1),
+      'took the 410 token',
+    );
+    assert.deepEqual(deletions.map((deletion) => deletion.runId).sort(), ids);
+    assert.equal(outcome.secretsDeleted, 5);
+    for (const id of ids) assert.ok(!hasSecret(id));
+  });
+
   it('does not delete an unowned Secret whose owner patch lands while the sweep decides (resourceVersion precondition)', async () => {
     const id = runId(8);
     await makeSecret(id);
