@@ -43,6 +43,16 @@ export const apiKeyPrefixLength = 12;
 export const apiKeyLengthMax = 256;
 /** runConcurrencyDefault is how many agent runs one worker process runs at once. */
 export const runConcurrencyDefault = 2;
+/**
+ * runJobLockDurationMsDefault is how long a running agent job's BullMQ lock lasts (its worker renews it every half
+ * of that). A worker that dies holds its runs only until the lock runs out; the next stalled check of any live
+ * worker (every runJobStalledIntervalMsDefault) hands the job back, and the worker that takes it finishes the run
+ * `failed` with a WORKER_LOST notice (agent-worker.ts): so a dead worker's runs end within the sum (40 s). A run
+ * worker's event loop does little besides copying output, so it never misses a renewal by this much.
+ */
+export const runJobLockDurationMsDefault = 30_000;
+/** runJobStalledIntervalMsDefault is how often each run worker looks for agent jobs whose lock ran out. */
+export const runJobStalledIntervalMsDefault = 10_000;
 /** runTimeoutMsDefault is the wall-clock limit of one agent run; then it is killed and ends timed_out. */
 export const runTimeoutMsDefault = 10 * 60 * 1000;
 /**
@@ -101,7 +111,10 @@ export const runOutputChunkBytesMax = 16 * 1024;
 export const runEventsMax = 100_000;
 /** runRetentionSeconds is how long a finished run's events and status stay readable. */
 export const runRetentionSeconds = 24 * 60 * 60;
-/** runSweepIntervalMs is how often one worker process deletes run records past their retention (runs/run-sweep.ts). */
+/**
+ * runSweepIntervalMs is how often one worker process deletes run records past their retention and finishes runs
+ * left `running` whose job is no longer active (runs/run-sweep.ts).
+ */
 export const runSweepIntervalMs = 10 * 60 * 1000;
 /** runSweepPageEntriesMax is how many run records one sweep reads per store list call. */
 export const runSweepPageEntriesMax = 200;

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Readable, Writable } from 'node:stream';
-import { Worker } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import type { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { startRunSweeper } from './run-sweep.js';
@@ -24,6 +24,8 @@ import type { ApiLogger } from '../config.js';
 import { agentRunQueueName } from '../config.js';
 import {
   runConcurrencyDefault,
+  runJobLockDurationMsDefault,
+  runJobStalledIntervalMsDefault,
   runKillGraceMs,
   runOutputBytesMax,
   runOutputChunkBytesMax,
@@ -36,7 +38,16 @@ import type { ProjectRecord } from '../records.js';
 import { storeKeys } from '../records.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { RunRecord, RunStatus } from './run-records.js';
-import { appendRunEvent, finishRun, readRun, runIdPattern, runKeys, updateRun } from './run-records.js';
+import {
+  appendRunEvent,
+  finishLostRun,
+  finishRun,
+  readRun,
+  runIdPattern,
+  runKeys,
+  updateRun,
+  workerLostCode,
+} from './run-records.js';
 import type { ResolvedCredential } from './run-credentials.js';
 import { CredentialResolutionError, projectCredentials, resolveRunCredentials } from './run-credentials.js';
 import type { RunIsolation, RunIsolationOptions, RunResources } from './run-isolation.js';
@@ -113,6 +124,13 @@ export interface AgentWorkerOptions {
   agentMounts?: ReadOnlyMount[];
   /** runSweepIntervalMs paces the sweep of run records past their retention (default runSweepIntervalMs). */
   runSweepIntervalMs?: number;
+  /**
+   * lockDurationMs and stalledIntervalMs (BullMQ's; defaults runJobLockDurationMsDefault and
+   * runJobStalledIntervalMsDefault) decide how soon a run whose worker died is handed to another worker, which
+   * finishes it `failed` (WORKER_LOST): once its lock expires, at the next stalled check of any worker.
+   */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
   /** onSweepError hears a failed sweep (the next interval tries again). */
   onSweepError?: (error: unknown) => void;
   /** backendSweepIntervalMs paces the sweep of a backend's leftovers (default runKubernetesSweepIntervalMs). */
@@ -129,7 +147,12 @@ export interface AgentWorkerOptions {
 export interface AgentWorker {
   /** isolation is what the host allowed (found when the worker started). */
   readonly isolation: RunIsolation;
-  close(): Promise<void>;
+  /**
+   * close cancels the running runs and waits for them. close(true) abandons them as a crash would: the BullMQ
+   * worker stops (their locks left to expire) and nothing else; the runs' processes go on until a worker that
+   * takes the job back finishes the run and its cancel reaches them. A later close() closes the rest.
+   */
+  close(force?: boolean): Promise<void>;
 }
 
 interface ActiveRun {
@@ -191,6 +214,8 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
   const worker = new Worker<AgentRunJob>(agentRunQueueName, (job) => runJob(job), {
     connection: workerConnection,
     concurrency: options.concurrency ?? runConcurrencyDefault,
+    lockDuration: options.lockDurationMs ?? runJobLockDurationMsDefault,
+    stalledInterval: options.stalledIntervalMs ?? runJobStalledIntervalMsDefault,
   });
   worker.on('error', () => undefined);
 
@@ -207,6 +232,25 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     const runId = job.id;
     if (typeof runId !== 'string' || !runIdPattern.test(runId)) throw new Error('a job whose id is not a run id');
     const record = await readRun(store, runId);
+    // A job handed out again while its run is `running`: the worker that started it lost its lock (BullMQ's
+    // stalled check gives a job back only then), so it died or can no longer reach Redis. The run is failed, not
+    // started over: it may already have had effects beyond the store (a git push), and at most once is the safe
+    // default. Its processes are gone with that worker (the local sandbox runs with --die-with-parent in a PID
+    // namespace, so the kernel kills it all with the worker; a worker still alive hears the cancel that
+    // finishLostRun publishes); a backend's run elsewhere is stopped by the backend (Kubernetes: its Job deleted).
+    if (record?.status === 'running') {
+      log('runs.worker_lost', { runId, jobId: job.id });
+      await options.backend
+        ?.stopLost?.(runId)
+        .catch((error: unknown) =>
+          log('runs.worker_lost_stop_failed', {
+            runId,
+            reason: error instanceof Error ? error.message : String(error),
+          }),
+        );
+      await finishLostRun(store, redis, runId);
+      throw new Error(`run lost: ${workerLostCode}`);
+    }
     if (!record || record.status !== 'queued') return { status: record?.status ?? 'cancelled', exitCode: null };
     // The payload must be exactly {runId, projectId}, name this job's run, and match the record.
     const mismatch = jobMismatch(job, data, record);
@@ -570,7 +614,16 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
   }
 
   // One worker process of the cluster at a time deletes the records of runs past their retention (run-sweep.ts).
-  const sweeper = startRunSweeper(redis, store, (error) => options.onSweepError?.(error), options.runSweepIntervalMs);
+  // It also finishes runs left `running` whose job no worker holds any more (run-sweep.ts sweepLostRuns).
+  const queue = new Queue<AgentRunJob>(agentRunQueueName, { connection: redis });
+  queue.on('error', () => undefined);
+  const sweeper = startRunSweeper(
+    redis,
+    store,
+    (error) => options.onSweepError?.(error),
+    options.runSweepIntervalMs,
+    (runId) => queue.getJobState(runId),
+  );
   // What a backend's runs left where they ran when a worker died (kubernetes-sweep.ts: unowned Secrets, Jobs of
   // ended runs): swept once as this worker starts, since a restarted worker is the usual sign of one that died,
   // then on one worker process of the cluster at a time. Names are logged, never contents.
@@ -599,12 +652,17 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
 
   return {
     isolation,
-    async close() {
+    async close(force = false) {
       sweeper.stop();
       leftoverSweeper?.stop();
       await leftoverSweep;
+      if (force) {
+        await worker.close(true);
+        return;
+      }
       for (const run of active.values()) run.cancel();
       await worker.close();
+      await queue.close();
       await options.backend?.close?.();
       await workerConnection.quit().catch(() => workerConnection.disconnect());
       await subscriber.quit().catch(() => subscriber.disconnect());

@@ -98,6 +98,20 @@ export class KubernetesBackend implements RunBackend {
     return new KubernetesRun(this, this.batch, this.core, spec);
   }
 
+  /** stopLost deletes a lost run's Job with its pods (Background propagation); its Secret goes with the Job (once owned; an unowned one is the leftover sweep's). */
+  async stopLost(runId: string): Promise<void> {
+    try {
+      await this.batch.deleteNamespacedJob({
+        name: jobName(runId),
+        namespace: this.settings.namespace,
+        // Jobs deleted through the API orphan their pods unless told otherwise.
+        propagationPolicy: 'Background',
+      });
+    } catch (error) {
+      if (!(error instanceof ApiException && error.code === 404)) throw error;
+    }
+  }
+
   /** sweepLeftovers deletes the run Secrets and Jobs that outlived their runs (kubernetes-sweep.ts). */
   sweepLeftovers(
     statusOf: RunStatusLookup,

@@ -54,6 +54,11 @@ export interface RunBackend {
   start(spec: RunSpec): RunProcess;
   close?(): Promise<void>;
   /**
+   * stopLost stops what is left of a run whose worker was lost (Kubernetes: deletes its Job, with its pods), so
+   * nothing of it keeps running once it is failed WORKER_LOST; a run already gone is fine.
+   */
+  stopLost?(runId: string): Promise<void>;
+  /**
    * sweepLeftovers deletes what runs left behind where they ran after their worker died (Kubernetes: Secrets
    * and Jobs, kubernetes-sweep.ts); statusOf reads a run's status from the store (null: no record). The worker
    * runs it when it starts and, on one worker process at a time, every runKubernetesSweepIntervalMs.

@@ -4,6 +4,7 @@
 // queue; the stream expires runRetentionSeconds after the end.
 import type { Redis } from 'ioredis';
 import type { DocumentStore } from '../../store/document-store.js';
+import { isVersionConflict } from '../../store/document-store.js';
 import { storeKeys } from '../records.js';
 import { updateRecord } from '../store-helpers.js';
 import { runEventsMax, runRetentionSeconds } from '../limits.js';
@@ -110,9 +111,19 @@ export function updateRun(
   return updateRecord<RunRecord>(store, storeKeys.run(runId), mutate);
 }
 
+/** completeEvent is the `complete` event of a final record: it says what the record says. */
+function completeEvent(record: RunRecord): RunEvent {
+  return {
+    event: 'complete',
+    data: { status: record.status, exitCode: record.exit_code, durationMs: record.duration_ms ?? 0 },
+  };
+}
+
 /**
  * finishRun records the final status (once: a run already final keeps its status), then writes the `complete`
- * event, so that a client that saw `complete` reads the final record; the event stream's retention starts.
+ * event, so that a client that saw `complete` reads the final record; the event stream's retention starts. The
+ * event says what the record says: when another party finished the run first (a worker that found it lost, the
+ * sweep), its status stands and no second `complete` is appended if the stream already ends with one.
  */
 export async function finishRun(
   store: DocumentStore,
@@ -121,18 +132,79 @@ export async function finishRun(
   status: RunStatus,
   exitCode: number | null,
   durationMs: number,
-): Promise<void> {
-  await updateRun(store, runId, (current) =>
-    finalRunStatuses.includes(current.status)
-      ? current
-      : {
+): Promise<RunRecord> {
+  let finishedHere = false;
+  const record = await updateRun(store, runId, (current) => {
+    finishedHere = !finalRunStatuses.includes(current.status);
+    return finishedHere
+      ? {
           ...current,
           status,
           finished_at: new Date().toISOString(),
           exit_code: exitCode,
           duration_ms: durationMs,
-        },
-  );
-  await appendRunEvent(redis, runId, { event: 'complete', data: { status, exitCode, durationMs } });
+        }
+      : current;
+  });
+  if (finishedHere || !(await isRunStreamFinished(redis, runId)))
+    await appendRunEvent(redis, runId, completeEvent(record));
   await redis.expire(runKeys.events(runId), runRetentionSeconds);
+  return record;
+}
+
+/** workerLostCode is the `notice` code of a run whose worker stopped mid-run (finishLostRun). */
+export const workerLostCode = 'WORKER_LOST';
+
+/**
+ * finishLostRun ends a run that is still `running` although the worker that started it lost it (the worker
+ * died, or lost its BullMQ lock): `failed` with a WORKER_LOST notice, then `complete`. It is never run again:
+ * an agent run has side effects beyond the store (a git push, a message sent), so running it twice could do
+ * them twice; at most once is the safe default, and the client can start a new run. With `read` (the record as
+ * the sweep read it) the change is a compare-and-set on that version, so a worker that finished it meanwhile wins;
+ * without it, any `running` record is taken. A live worker still running it hears a cancel and stops it.
+ * Resolves true when this call finished the run.
+ */
+export async function finishLostRun(
+  store: DocumentStore,
+  redis: Redis,
+  runId: string,
+  read?: { record: RunRecord; version: number },
+): Promise<boolean> {
+  const lost = (current: RunRecord): RunRecord => {
+    const startedMs = current.started_at === null ? NaN : Date.parse(current.started_at);
+    const nowMs = Date.now();
+    return {
+      ...current,
+      status: 'failed',
+      finished_at: new Date(nowMs).toISOString(),
+      exit_code: null,
+      duration_ms: Number.isFinite(startedMs) ? Math.max(0, nowMs - startedMs) : 0,
+    };
+  };
+  let record: RunRecord | null = null;
+  if (read === undefined) {
+    await updateRun(store, runId, (current) => {
+      record = current.status === 'running' ? lost(current) : null;
+      return record ?? current;
+    });
+  } else {
+    if (read.record.status !== 'running') return false;
+    const failed = lost(read.record);
+    try {
+      await store.put(storeKeys.run(runId), failed, { expectedVersion: read.version });
+      record = failed;
+    } catch (error) {
+      if (isVersionConflict(error)) return false;
+      throw error;
+    }
+  }
+  if (record === null) return false;
+  const message =
+    "the worker running this run stopped before it ended; the run's processes stopped with it and it is not run " +
+    'again (a run may have side effects, such as a git push): start a new run';
+  await appendRunEvent(redis, runId, { event: 'notice', data: { message, code: workerLostCode } });
+  await appendRunEvent(redis, runId, completeEvent(record));
+  await redis.expire(runKeys.events(runId), runRetentionSeconds);
+  await redis.publish(runKeys.cancelChannel, runId);
+  return true;
 }
