@@ -240,14 +240,12 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     // finishLostRun publishes); a backend's run elsewhere is stopped by the backend (Kubernetes: its Job deleted).
     if (record?.status === 'running') {
       log('runs.worker_lost', { runId, jobId: job.id });
-      await options.backend
-        ?.stopLost?.(runId)
-        .catch((error: unknown) =>
-          log('runs.worker_lost_stop_failed', {
-            runId,
-            reason: error instanceof Error ? error.message : String(error),
-          }),
-        );
+      await options.backend?.stopLost?.(runId).catch((error: unknown) =>
+        log('runs.worker_lost_stop_failed', {
+          runId,
+          reason: error instanceof Error ? error.message : String(error),
+        }),
+      );
       await finishLostRun(store, redis, runId);
       throw new Error(`run lost: ${workerLostCode}`);
     }
