@@ -393,6 +393,38 @@ describe('runs: a run through the Kubernetes backend', function () {
     assert.deepEqual(cluster.orphanedPods, []);
   });
 
+  it("stopLost (a run whose worker was lost) deletes the run's Job with its pods; a Job already gone is fine", async () => {
+    const cluster = pods!.cluster!;
+    const project = await pods!.api.call('POST', '/projects', {
+      body: { name: 'agent', workspace, command: ['./agent.sh'], network: false },
+    });
+    const accepted = await pods!.api.call('POST', `/projects/${project.json.id}/commands`, {
+      body: { prompt: 'sleep lost' },
+    });
+    const runId = accepted.json.runId as string;
+    const reading = readEvents(pods!.api, accepted.json.streamUrl);
+    await waitFor(
+      async () =>
+        [...cluster.pods.values()].find((pod) => pod.metadata.labels['svc.dev/run-id'] === runId)?.status.phase,
+      (phase) => phase === 'Running',
+    );
+    // Another worker's backend, as the worker that takes the job back uses it.
+    const other = new KubernetesBackend(cluster.kubeConfig(), settings);
+    await other.stopLost(runId);
+    assert.equal(cluster.jobs.has(`runs/${jobName(runId)}`), false);
+    const deletion = cluster.requests.find(
+      (request) => request.method === 'DELETE' && request.path.endsWith(`/jobs/${jobName(runId)}`),
+    )!;
+    assert.equal(deletion.query.get('propagationPolicy'), 'Background', 'a Job deleted without it orphans its pod');
+    await waitFor(
+      async () => [...cluster.pods.values()].filter((pod) => pod.metadata.labels['svc.dev/run-id'] === runId).length,
+      (count) => count === 0,
+    );
+    assert.deepEqual(cluster.orphanedPods, []);
+    await other.stopLost(runId);
+    assert.notEqual((await reading).at(-1)!.data.status, 'succeeded');
+  });
+
   it('fails a run whose Job the API server refuses, saying why', async () => {
     const cluster = pods!.cluster!;
     const refusing = new KubernetesBackend(cluster.kubeConfig(), { ...settings, cpuCores: 'lots' });
