@@ -109,6 +109,23 @@ export const runSweepPageEntriesMax = 200;
 export const runTmpBytesMaxKubernetes = 1024 * 1024 * 1024;
 /** runJobTtlSeconds: Kubernetes deletes a run's finished Job after this, should the worker not have. */
 export const runJobTtlSeconds = 600;
+/**
+ * runKubernetesSecretOwnDeadlineMs: a Kubernetes run whose Job is not made within this of sending its Secret fails
+ * (the backend deletes both) rather than give the Secret its owner reference late. It bounds how long a live
+ * worker leaves a run's Secret without an owner, which the leftover sweep relies on (runKubernetesOrphanGraceMs).
+ */
+export const runKubernetesSecretOwnDeadlineMs = 60_000;
+/**
+ * runKubernetesOrphanGraceMs: the leftover sweep (runs/kubernetes-sweep.ts) deletes a run's Secret that has no
+ * owner once it is older than this (by its creationTimestamp), even while the run's record says running: no live
+ * worker leaves one unowned that long (runKubernetesSecretOwnDeadlineMs), so its worker died before the owner
+ * patch. Far above that deadline, so clock skew between the API server and the sweeping worker does not matter.
+ */
+export const runKubernetesOrphanGraceMs = 10 * 60 * 1000;
+/** runKubernetesSweepIntervalMs paces the leftover sweep, run by one worker process of the cluster at a time. */
+export const runKubernetesSweepIntervalMs = 5 * 60 * 1000;
+/** runKubernetesSweepPageItemsMax is the `limit` of each Secret or Job list call of the leftover sweep. */
+export const runKubernetesSweepPageItemsMax = 100;
 /** runKillGraceMs is the wait between SIGTERM and SIGKILL when a run is cancelled or times out. */
 export const runKillGraceMs = 2000;
 /** sseKeepAliveMsDefault is the interval of SSE keep-alive comments while a run is quiet. */

@@ -357,6 +357,14 @@ export const MUTATIONS: readonly Mutation[] = [
     replace: 'id === this.hs.selfId ? this.log.lastSeq() :',
   },
   {
+    name: 'install-stale-snapshot',
+    rule: "a fetched snapshot not past the state machine's applied seqno is refused (Raft's stale-snapshot rule)",
+    file: 'engine/snapshot-install.ts',
+    target: 'applied-monotonic',
+    find: "  if (stale !== null) return { type: 'snapshotFailed', requestId, code: 'stale', reason: stale };\n",
+    replace: '',
+  },
+  {
     name: 'learner-refuses-votes',
     rule: 'a learner answers vote requests (etcd-io/etcd#10998)',
     file: E,

@@ -283,8 +283,8 @@ export class Engine {
     assertFrontiers({
       appliedSeq: this.appliedSeq,
       commitSeq: this.commitSeq,
-      // A leader's own log is the one to match: its commit may pass what it has synced itself (or
-      // its matchedSeq, set at its syncs) when a quorum of followers synced first.
+      // A leader's own log is the one to match: its commit may pass what it has synced itself when a
+      // quorum of followers synced first (its matchedSeq is its log end, moved at each append: appendLocal).
       matchedSeq: this.role === 'leader' ? this.log.lastSeq() : this.matchedSeq,
       durableSeq: this.durableSeq,
       lastSeq: this.log.lastSeq(),
@@ -553,7 +553,6 @@ export class Engine {
     this.barrierSeq = barrier.seq;
     this.reads.onBecomeLeader();
     this.appendLocal([barrier]);
-    this.matchedSeq = this.log.lastSeq();
     this.syncProgressToRoster();
     this.converge('won-leadership'); // Readiness rules, 4
     this.broadcastHeartbeat();
@@ -629,13 +628,21 @@ export class Engine {
 
   // ---------------------------------------------------------------- local log
 
+  /**
+   * appendLocal is the leader's own append (term barrier, proposals, membership records). A leader's log
+   * is the one to match, so its matched frontier moves to the log end with every append, whatever the
+   * kind: its commit may pass its own sync on its followers' durable frontiers, and a leader demoted in
+   * its own term (check-quorum) keeps that frontier as a follower, where commit <= matched is asserted.
+   */
   private appendLocal(entries: Entry[]): void {
     if (entries.length === 0) return;
+    assert(this.role === 'leader', () => `appendLocal as ${this.role}: only a leader appends its own entries`);
     assert(
       isCarriableSeq(entries[entries.length - 1]!.seq),
       () => `seqno ${entries[entries.length - 1]!.seq} is not carriable (values.ts)`,
     );
     this.log.append(entries);
+    this.matchedSeq = this.log.lastSeq();
     this.fx.append(entries[0]!.seq, entries);
     this.noteConfigChange(entries);
   }
@@ -1979,7 +1986,6 @@ export class Engine {
     }
     if (entries.length === 0) return;
     this.appendLocal(entries);
-    this.matchedSeq = this.log.lastSeq();
     for (const id of this.progress.ids()) this.maybeShip(id);
     this.maybeCommit();
   }

@@ -198,12 +198,14 @@ export class Cluster implements CheckerWorld {
         nodeByGrpcAddr: (addr) => this.byGrpc.get(addr),
         clusterId: this.clusterId,
         trace: this.trace,
+        coverage: this.coverage,
       },
       this.storagePrng,
       config.storage.snapshotCorruptProbability,
       config.wireRoundTripEvery ?? SIM_LIMITS.wireRoundTripEvery,
       this.rootPrng.fork('late'),
       config.lockstep === true,
+      this.rootPrng.fork('slow-snapshot'),
     );
   }
 
@@ -505,6 +507,12 @@ export class Cluster implements CheckerWorld {
   corruptNextSnapshot(): void {
     this.router.corruptNextSnapshot = true;
     this.recordWorld('corrupt next snapshot');
+  }
+
+  /** delayNextSnapshot holds the next snapshot a server ships `ticks` ticks longer than the network would (a slow transfer). */
+  delayNextSnapshot(ticks: number): void {
+    this.router.delayNextSnapshotUs = msToUs(ticks * this.tickMs);
+    this.recordWorld(`delay next snapshot ${ticks} ticks`);
   }
 
   /** corruptWal models WAL recovery finding damage before the tail: the node's next start has its reseed marker latched. */

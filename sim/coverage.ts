@@ -17,6 +17,10 @@ export const COVERAGE_SITUATIONS = {
   'leader-quorum-silent': 'a leader went more than one election timeout without hearing from a quorum',
   'leader-isolated-past-bound': 'a leader stayed cut off from a quorum by the network past the step-down bound',
   'check-quorum-step-down': 'a leader stepped down because no quorum answered it (check-quorum)',
+  'snapshot-arrived-stale':
+    "a fetched snapshot reached its puller not past the puller's applied seqno (Raft refuses it)",
+  'snapshot-arrived-behind':
+    "a fetched snapshot reached its puller below the puller's applied seqno (installing it would move the state back)",
 } as const;
 
 export type CoverageSituation = keyof typeof COVERAGE_SITUATIONS;

@@ -186,6 +186,13 @@ export class Lockstep {
     this.cluster.corruptNextSnapshot();
   }
 
+  /** delayNextSnapshot: the next snapshot a server ships reaches its puller `rounds` rounds late (never past its call's deadline). */
+  delayNextSnapshot(rounds: number): void {
+    if (!(Number.isInteger(rounds) && rounds > 0))
+      throw new Error(`delay-next-snapshot wants a number of rounds > 0, got ${rounds}`);
+    this.cluster.delayNextSnapshot(rounds);
+  }
+
   corruptWal(name: string): void {
     this.cluster.corruptWal(name);
   }

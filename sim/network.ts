@@ -31,7 +31,7 @@ export class Network {
     return this.knobs;
   }
 
-  /** calm turns off random loss, duplication, replay, hold-back, late answers and tight capacity (the liveness phase). */
+  /** calm turns off random loss, duplication, replay, hold-back, late answers, slow snapshots and tight capacity (the liveness phase). */
   calm(): void {
     this.knobs = {
       ...this.knobs,
@@ -40,6 +40,7 @@ export class Network {
       replayProbability: 0,
       reorderProbability: 0,
       lateAnswerProbability: 0,
+      slowSnapshotProbability: 0,
       linkInflightCountMax: Math.max(this.knobs.linkInflightCountMax, SIM_LIMITS.linkInflightCountMax),
     };
   }

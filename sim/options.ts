@@ -22,6 +22,11 @@ export interface NetworkKnobs {
    * deadline (sim/late-answers.ts). Absent = 0.
    */
   lateAnswerProbability?: number;
+  /**
+   * slowSnapshotProbability: a snapshot answer is held back from half an election timeout to just before
+   * its call's deadline, often past the puller's pull timeout (sim/late-answers.ts). Absent = 0.
+   */
+  slowSnapshotProbability?: number;
 }
 
 export interface StorageKnobs {
@@ -150,8 +155,24 @@ export function swarmOptions(seed: number, vopr = true): SimOptions {
     livenessPhaseMsMax: SIM_LIMITS.livenessPhaseMsMax,
     onlyFaults: null,
   };
-  if (vopr) swarmVopr(options);
+  if (vopr) {
+    swarmVopr(options);
+    // Slow snapshots came after the VOPR-style faults; `--vopr 0` (the regression seeds) keeps the mix from before them too.
+    const slowSnapshot = slowSnapshotProbability(seed);
+    if (slowSnapshot > 0) options.network.slowSnapshotProbability = slowSnapshot;
+  }
   return options;
+}
+
+/**
+ * SLOW_SNAPSHOT_SEED_FRACTION of default seeds get slow snapshot transfers, drawn on their own PRNG
+ * stream so the swarm's other draws stay as they were: a seed that fetches no snapshot runs as before.
+ */
+const SLOW_SNAPSHOT_SEED_FRACTION = 0.5;
+
+function slowSnapshotProbability(seed: number): number {
+  const prng = new Prng(`sim:${seed}`).fork('slow-snapshot');
+  return prng.chance(SLOW_SNAPSHOT_SEED_FRACTION) ? prng.uniform(0.2, 0.6) : 0;
 }
 
 /**
@@ -361,6 +382,14 @@ export const OVERRIDES: readonly Override[] = [
     ...probability,
     apply: (o, v) => {
       o.network.lateAnswerProbability = v;
+    },
+  },
+  {
+    flag: 'slow-snapshot',
+    describe: 'probability a snapshot answer is held until just before its deadline (past the pull timeout, often)',
+    ...probability,
+    apply: (o, v) => {
+      o.network.slowSnapshotProbability = v;
     },
   },
   {

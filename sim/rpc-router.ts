@@ -13,7 +13,8 @@ import type { ClientListener } from './events.js';
 import { CallTable, type CallKind, type OutboundCall } from './calls.js';
 import type { CheckerSuite } from './checkers/suite.js';
 import type { SimEvent } from './events.js';
-import { lateArrivalUs } from './late-answers.js';
+import type { Coverage } from './coverage.js';
+import { lateArrivalUs, slowSnapshotArrivalUs } from './late-answers.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
 import { LOST, type Network } from './network.js';
 import type { SimNode } from './node.js';
@@ -47,6 +48,8 @@ export interface RouterHost {
   readonly clusterId: string;
   /** trace takes view notes: each network message with its fate, for the trace viewer (sim/view/). */
   readonly trace: Trace;
+  /** coverage counts rare situations (sim/coverage.ts): here, a snapshot that arrives stale. */
+  readonly coverage: Coverage;
 }
 
 /** ForeignCall describes a forged call a server took in (sim/foreign.ts), for the foreign-traffic checker. */
@@ -64,6 +67,11 @@ export class RpcRouter {
   readonly dropRules: DropRule[] = [];
   /** corruptNextSnapshot: the next snapshot shipped has a flipped byte in state.json (a script's fault). */
   corruptNextSnapshot = false;
+  /**
+   * delayNextSnapshotUs: the next snapshot shipped arrives this much later than the network would bring it
+   * (a script's slow transfer; 0 = none), never past its call's deadline.
+   */
+  delayNextSnapshotUs = 0;
   /** clientCalls: server callIds of a script's client calls, with who hears the answers. */
   private readonly clientCalls = new Map<number, ClientListener>();
   /** clientCallIds: every server callId a script's client call had (checkers tell them from members' calls). */
@@ -85,6 +93,8 @@ export class RpcRouter {
     private readonly latePrng: Prng | null = null,
     /** lockstep: calls that cannot get through fail at once (see ClusterConfig.lockstep). */
     private readonly lockstep = false,
+    /** slowPrng draws slow snapshot transfers only (sim/late-answers.ts), so runs without them draw what they did before. */
+    private readonly slowPrng: Prng | null = null,
   ) {}
 
   call(node: SimNode, requestId: number, to: string, request: RpcRequest, kind: CallKind): void {
@@ -471,7 +481,8 @@ export class RpcRouter {
       if (this.lockstep) this.failAtOnce(call);
       return;
     }
-    this.host.push(atUs, {
+    const slowUs = this.slowSnapshotUs(call, atUs);
+    this.host.push(slowUs ?? atUs, {
       k: 'snapshot',
       node: call.caller,
       inc: call.callerInc,
@@ -482,6 +493,25 @@ export class RpcRouter {
       failure,
       msg,
     });
+  }
+
+  /**
+   * slowSnapshotUs: a held-back arrival time for this snapshot answer, or null. A script's
+   * delayNextSnapshotUs holds the next one by that much; the seeded runs hold one with the network's
+   * slowSnapshotProbability (sim/late-answers.ts), often past the puller's pull timeout. Either way the
+   * answer lands before the call's deadline, so it still counts: the puller may have moved on by then
+   * (a newer fetch installed, a new leader streamed to it), and the snapshot may have gone stale.
+   */
+  private slowSnapshotUs(call: OutboundCall, atUs: number): number | null {
+    if (this.delayNextSnapshotUs > 0) {
+      const heldUs = Math.min(atUs + this.delayNextSnapshotUs, call.deadlineUs - 1);
+      this.delayNextSnapshotUs = 0;
+      return heldUs > atUs ? heldUs : null;
+    }
+    const probability = this.host.network.currentKnobs.slowSnapshotProbability ?? 0;
+    if (!this.slowPrng || probability <= 0) return null;
+    const electionUs = msToUs(this.host.limits.electionTimeoutTicks * this.host.tickMs);
+    return slowSnapshotArrivalUs(this.slowPrng, probability, atUs, this.host.now(), call.deadlineUs, electionUs);
   }
 
   /** failAtOnce: in the lockstep world an answer the network cut fails its call now (the caller's deadline, without the wait). */
@@ -547,6 +577,8 @@ export class RpcRouter {
     if (!meta) return fail('bad artifact: meta.json unreadable');
     const metaProblem = snapshotMetaProblem(meta, event.header);
     if (metaProblem) return fail(`bad artifact: ${metaProblem}`);
+    if (meta.seq <= node.machine.appliedSeq) this.host.coverage.add('snapshot-arrived-stale');
+    if (meta.seq < node.machine.appliedSeq) this.host.coverage.add('snapshot-arrived-behind');
     this.host.step(
       node,
       adoptSnapshot(requestId, meta, event.header, node.machine.appliedSeq, () => {

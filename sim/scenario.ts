@@ -167,6 +167,10 @@ function runCommand(state: RunState, line: string): void {
     case 'corrupt-next-snapshot':
       c.corruptNextSnapshot();
       return;
+    case 'delay-next-snapshot':
+      // delay-next-snapshot ROUNDS
+      c.delayNextSnapshot(Number(args[0]));
+      return;
     case 'corrupt-wal':
       c.corruptWal(args[0]!);
       return;
@@ -424,6 +428,12 @@ function condition(state: RunState, args: string[]): Condition {
             ? `read ${rest[0]} saw [${read.seen.join(', ')}], not ${rest[1]}`
             : `read ${rest[0]} is ${read.state}, not served`,
       };
+    }
+    case 'coverage': {
+      // coverage SITUATION OP N: how often the world reached a rare situation (sim/coverage.ts)
+      const counts = c.cluster.coverage.counts as Record<string, number>;
+      if (counts[rest[0]!] === undefined) throw new Error(`unknown coverage situation ${rest[0]}`);
+      return numeric(`coverage ${rest[0]}`, () => counts[rest[0]!]!, rest[1]!, rest[2]!);
     }
     // The world's checkers throw the moment an invariant breaks, so reaching this line is the proof.
     case 'safe':

@@ -19,6 +19,7 @@ import { Worker } from 'bullmq';
 import type { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { startRunSweeper } from './run-sweep.js';
+import { startLockedInterval, type LockedInterval } from '../redis/locked-interval.js';
 import type { ApiLogger } from '../config.js';
 import { agentRunQueueName } from '../config.js';
 import {
@@ -27,6 +28,7 @@ import {
   runOutputBytesMax,
   runOutputChunkBytesMax,
   runOutputFlushMs,
+  runKubernetesSweepIntervalMs,
   runSlirpReadyTimeoutMs,
   runTimeoutMsDefault,
 } from '../limits.js';
@@ -34,7 +36,7 @@ import type { ProjectRecord } from '../records.js';
 import { storeKeys } from '../records.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { RunRecord, RunStatus } from './run-records.js';
-import { appendRunEvent, finishRun, readRun, runKeys, updateRun } from './run-records.js';
+import { appendRunEvent, finishRun, readRun, runIdPattern, runKeys, updateRun } from './run-records.js';
 import type { ResolvedCredential } from './run-credentials.js';
 import { CredentialResolutionError, projectCredentials, resolveRunCredentials } from './run-credentials.js';
 import type { RunIsolation, RunIsolationOptions, RunResources } from './run-isolation.js';
@@ -69,6 +71,9 @@ export interface AgentRunJob {
   runId: string;
   projectId: string;
 }
+
+/** leftoverSweepLockKey is the Redis lock of the backend leftover sweep (one worker process per interval). */
+const leftoverSweepLockKey = 'svc:run-backend-leftover-sweep';
 
 /** referenceAgentDir is the reference agent shipped with the service (agent/), bound into every sandbox. */
 export const referenceAgentDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'agent');
@@ -110,6 +115,8 @@ export interface AgentWorkerOptions {
   runSweepIntervalMs?: number;
   /** onSweepError hears a failed sweep (the next interval tries again). */
   onSweepError?: (error: unknown) => void;
+  /** backendSweepIntervalMs paces the sweep of a backend's leftovers (default runKubernetesSweepIntervalMs). */
+  backendSweepIntervalMs?: number;
   /**
    * backend starts runs elsewhere (kubernetes-backend.ts); default: bubblewrap on this host, with the isolation
    * above. A backend's runs get no host isolation from this worker (no uid, cgroup, egress filter or workspace
@@ -198,8 +205,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     const data = job.data as unknown;
     // The API queues every run under its run id (jobId); the payload must agree (jobMismatch).
     const runId = job.id;
-    if (typeof runId !== 'string' || !/^run_[0-9a-z]{9}[0-9a-f]{16}$/.test(runId))
-      throw new Error('a job whose id is not a run id');
+    if (typeof runId !== 'string' || !runIdPattern.test(runId)) throw new Error('a job whose id is not a run id');
     const record = await readRun(store, runId);
     if (!record || record.status !== 'queued') return { status: record?.status ?? 'cancelled', exitCode: null };
     // The payload must be exactly {runId, projectId}, name this job's run, and match the record.
@@ -565,11 +571,38 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
 
   // One worker process of the cluster at a time deletes the records of runs past their retention (run-sweep.ts).
   const sweeper = startRunSweeper(redis, store, (error) => options.onSweepError?.(error), options.runSweepIntervalMs);
+  // What a backend's runs left where they ran when a worker died (kubernetes-sweep.ts: unowned Secrets, Jobs of
+  // ended runs): swept once as this worker starts, since a restarted worker is the usual sign of one that died,
+  // then on one worker process of the cluster at a time. Names are logged, never contents.
+  const backend = options.backend;
+  let leftoverSweep: Promise<void> = Promise.resolve();
+  let leftoverSweeper: LockedInterval | null = null;
+  if (backend?.sweepLeftovers) {
+    const sweepLeftovers = async () => {
+      const outcome = await backend.sweepLeftovers!(
+        async (runId) => (await readRun(store, runId))?.status ?? null,
+        Date.now(),
+        { onDeleted: (deletion) => log('runs.backend_leftover_deleted', { backend: backend.name, ...deletion }) },
+      );
+      if (outcome.secretsDeleted + outcome.jobsDeleted + outcome.conflicts > 0)
+        log('runs.backend_leftover_sweep', { backend: backend.name, ...outcome });
+    };
+    leftoverSweep = sweepLeftovers().catch((error: unknown) => options.onSweepError?.(error));
+    leftoverSweeper = startLockedInterval(
+      redis,
+      leftoverSweepLockKey,
+      options.backendSweepIntervalMs ?? runKubernetesSweepIntervalMs,
+      sweepLeftovers,
+      (error) => options.onSweepError?.(error),
+    );
+  }
 
   return {
     isolation,
     async close() {
       sweeper.stop();
+      leftoverSweeper?.stop();
+      await leftoverSweep;
       for (const run of active.values()) run.cancel();
       await worker.close();
       await options.backend?.close?.();

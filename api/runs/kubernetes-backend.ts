@@ -6,12 +6,17 @@
 // kill(SIGTERM) deletes the Job with its pod (the pod gets its termination grace); kill(SIGKILL) deletes the pod
 // at once. A finished Job is deleted; ttlSecondsAfterFinished catches one the worker could not.
 // A run's credentials go into one immutable Secret, created before the Job and referenced by its pod; the worker
-// masks their values in the output it reads from the log, as for a local run.
+// masks their values in the output it reads from the log, as for a local run. What a worker that died mid-run
+// leaves behind (a Secret without an owner, a Job of an ended run) is deleted by sweepLeftovers
+// (kubernetes-sweep.ts), which the worker runs when it starts and, on one worker at a time, periodically.
 import { EventEmitter, once } from 'node:events';
 import { PassThrough, Writable } from 'node:stream';
 import { ApiException, BatchV1Api, CoreV1Api, KubeConfig, Log, NetworkingV1Api, Watch } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
+import { runKubernetesSecretOwnDeadlineMs } from '../limits.js';
 import type { RunBackend, RunProcess, RunSpec } from './run-backend.js';
+import type { LeftoverSweepOptions, LeftoverSweepOutcome, RunStatusLookup } from './kubernetes-sweep.js';
+import { sweepKubernetesLeftovers } from './kubernetes-sweep.js';
 import type { KubernetesRunSettings } from './kubernetes-job-spec.js';
 import {
   jobName,
@@ -92,6 +97,21 @@ export class KubernetesBackend implements RunBackend {
   start(spec: RunSpec): RunProcess {
     return new KubernetesRun(this, this.batch, this.core, spec);
   }
+
+  /** sweepLeftovers deletes the run Secrets and Jobs that outlived their runs (kubernetes-sweep.ts). */
+  sweepLeftovers(
+    statusOf: RunStatusLookup,
+    nowMs: number,
+    options: LeftoverSweepOptions = {},
+  ): Promise<LeftoverSweepOutcome> {
+    return sweepKubernetesLeftovers(
+      { core: this.core, batch: this.batch },
+      this.settings.namespace,
+      statusOf,
+      nowMs,
+      options,
+    );
+  }
 }
 
 class KubernetesRun extends EventEmitter implements RunProcess {
@@ -146,6 +166,7 @@ class KubernetesRun extends EventEmitter implements RunProcess {
       const secret = runSecret(this.spec, this.backend.settings);
       await this.backend.ensurePolicies();
       // The Secret comes first, so the pod never waits on a missing one.
+      const secretSentMs = performance.now();
       if (secret) {
         step = "create the run's Secret";
         this.secretMade = true;
@@ -156,6 +177,13 @@ class KubernetesRun extends EventEmitter implements RunProcess {
       this.created = true;
       if (secret) {
         step = "give the run's Secret to its Job";
+        // Past the deadline the leftover sweep may take this Secret for a dead worker's (kubernetes-sweep.ts):
+        // the run gives up instead of owning it late. A patch sent in time that the sweep's delete beats fails
+        // (404), which ends the run the same way.
+        const elapsedMs = performance.now() - secretSentMs;
+        const deadlineMs = this.backend.settings.secretOwnDeadlineMs ?? runKubernetesSecretOwnDeadlineMs;
+        if (elapsedMs > deadlineMs)
+          throw new Error(`the Job was made ${Math.round(elapsedMs)} ms after the Secret (at most ${deadlineMs} ms)`);
         await this.ownSecret(job.metadata?.uid);
       }
     } catch (error) {

@@ -37,6 +37,8 @@ export interface KubernetesRunSettings {
   /** jobTtlSeconds: Kubernetes deletes a finished Job after this, if the worker did not. */
   jobTtlSeconds: number;
   serviceAccountName?: string;
+  /** secretOwnDeadlineMs: default runKubernetesSecretOwnDeadlineMs (tests shorten it). */
+  secretOwnDeadlineMs?: number;
 }
 
 export const runContainerName = 'agent';
@@ -47,6 +49,11 @@ export const runLabels = {
   network: 'svc.dev/run-network',
 } as const;
 export const runAppName = 'svc-run';
+/**
+ * runObjectSelector is a label selector for the run Jobs and run Secrets the backend makes (their pods match it
+ * too): the app and managed-by labels they all carry, and a run id. The leftover sweep lists by it.
+ */
+export const runObjectSelector = `${runLabels.app}=${runAppName},${runLabels.managedBy}=svc,${runLabels.runId}`;
 export const denyAllPolicyName = 'svc-run-deny-all';
 export const egressPolicyName = 'svc-run-egress';
 export const credentialsVolumeName = 'credentials';

@@ -5,6 +5,7 @@
 // bubblewrap on the worker's own host (the default; agent-worker.ts spawns sandbox.ts's command itself) and
 // one Kubernetes Job per run (kubernetes-backend.ts), chosen by the API config's runBackend.
 import type { Readable } from 'node:stream';
+import type { LeftoverSweepOptions, LeftoverSweepOutcome, RunStatusLookup } from './kubernetes-sweep.js';
 import type { SandboxLimits, SandboxProject } from './sandbox.js';
 
 export const runBackendNames = ['bubblewrap', 'kubernetes'] as const;
@@ -52,4 +53,14 @@ export interface RunBackend {
   readonly name: RunBackendName;
   start(spec: RunSpec): RunProcess;
   close?(): Promise<void>;
+  /**
+   * sweepLeftovers deletes what runs left behind where they ran after their worker died (Kubernetes: Secrets
+   * and Jobs, kubernetes-sweep.ts); statusOf reads a run's status from the store (null: no record). The worker
+   * runs it when it starts and, on one worker process at a time, every runKubernetesSweepIntervalMs.
+   */
+  sweepLeftovers?(
+    statusOf: RunStatusLookup,
+    nowMs: number,
+    options?: LeftoverSweepOptions,
+  ): Promise<LeftoverSweepOutcome>;
 }

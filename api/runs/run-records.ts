@@ -16,6 +16,9 @@ export const runKeys = {
   eventsChannel: 'svc:run-events',
 } as const;
 
+/** runIdPattern is the form of every run id the API makes (and so of every job id a worker takes). */
+export const runIdPattern = /^run_[0-9a-z]{9}[0-9a-f]{16}$/;
+
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'timed_out';
 export const finalRunStatuses: readonly RunStatus[] = ['succeeded', 'failed', 'cancelled', 'timed_out'];
 

@@ -608,16 +608,19 @@ function networkPolicies(names: DeploymentNames): V1NetworkPolicy[] {
 }
 
 /**
- * RUN_BACKEND_RULES are exactly the Kubernetes API calls of the run backend (api/runs/kubernetes-backend.ts);
- * test/deploy/manifests.test.ts reads that file's calls and fails when they and this list disagree.
+ * RUN_BACKEND_RULES are exactly the Kubernetes API calls of the run backend (api/runs/kubernetes-backend.ts and
+ * its leftover sweep, api/runs/kubernetes-sweep.ts); test/deploy/manifests.test.ts reads those files' calls and
+ * fails when they and this list disagree.
  */
 export const RUN_BACKEND_RULES: ReadonlyArray<{ apiGroup: string; resource: string; verbs: readonly string[] }> = [
-  { apiGroup: 'batch', resource: 'jobs', verbs: ['create', 'delete'] },
+  // list: the leftover sweep finds the Jobs of ended runs by label.
+  { apiGroup: 'batch', resource: 'jobs', verbs: ['create', 'delete', 'list'] },
   { apiGroup: '', resource: 'pods', verbs: ['watch', 'delete'] },
   { apiGroup: '', resource: 'pods/log', verbs: ['get'] },
   { apiGroup: 'networking.k8s.io', resource: 'networkpolicies', verbs: ['create'] },
-  // Per-run Secrets for a run's credentials (created before its Job, owned by it, deleted after).
-  { apiGroup: '', resource: 'secrets', verbs: ['create', 'patch', 'delete'] },
+  // Per-run Secrets for a run's credentials (created before its Job, owned by it, deleted after); list: the
+  // leftover sweep finds those a dead worker left (it asks for metadata only, but RBAC has no narrower verb).
+  { apiGroup: '', resource: 'secrets', verbs: ['create', 'patch', 'delete', 'list'] },
 ];
 
 function rbac(names: DeploymentNames, runs: boolean): Array<V1ServiceAccount | V1Role | V1RoleBinding> {

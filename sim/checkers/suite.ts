@@ -3,6 +3,7 @@ import type { Effect, EngineStatus, Entry } from '../../engine/types.js';
 import type { RpcRequest, VoteRequest, VoteResponse } from '../../engine/rpc.js';
 import type { SimNode } from '../node.js';
 import type { Artifact } from '../artifacts.js';
+import { AppliedMonotonicChecker } from './applied-monotonic.js';
 import { BarrierChecker } from './barrier.js';
 import { CanonicalLog } from './canonical-log.js';
 import type { Checker, CheckerWorld, StepRecord } from './checker.js';
@@ -35,6 +36,7 @@ export class CheckerSuite implements Checker {
       new ElectionChecker(),
       new LogMatchingChecker(),
       new StateMachineSafetyChecker(this.canonical),
+      new AppliedMonotonicChecker(),
       this.durability,
       new TermFencingChecker(),
       new ReadinessChecker(world),

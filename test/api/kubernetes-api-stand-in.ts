@@ -21,6 +21,9 @@
 // deleted without it (orphaning). Its kubelet resolves env `secretKeyRef`s (a missing Secret or key: the
 // container waits in CreateContainerConfigError) and mounts secret volumes at their mount paths, read-only, in
 // a mount namespace of the container's own (unshare(1): the stand-in must run as root for such pods).
+// It lists pods, Jobs and Secrets with label selectors and paging (limit/continue, consistent snapshots) as the
+// real server does (kubernetes-stand-in-lists.ts), and deletes with preconditions (uid, resourceVersion: 409
+// Conflict when the object differs).
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -51,6 +54,15 @@ import {
   secretCauses,
   secretUpdateCauses,
 } from './kubernetes-stand-in-secrets.js';
+import {
+  ListError,
+  ListSnapshots,
+  listForm,
+  listPage,
+  parseLabelSelector,
+  selects,
+} from './kubernetes-stand-in-lists.js';
+import type { Requirement } from './kubernetes-stand-in-lists.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -60,6 +72,7 @@ export interface RecordedRequest {
   path: string;
   query: URLSearchParams;
   body: Json;
+  accept?: string;
 }
 
 export interface KubernetesApiStandIn {
@@ -75,6 +88,8 @@ export interface KubernetesApiStandIn {
   orphanedPods: string[];
   /** claims maps PersistentVolumeClaim names to host directories, for the kubelet's volume mounts. */
   claims: Map<string, string>;
+  /** compactLists forgets the states continued list pages are served from (their tokens then get 410). */
+  compactLists(): void;
   kubeConfig(): k8s.KubeConfig;
   close(): Promise<void>;
 }
@@ -85,6 +100,7 @@ class StatusError extends Error {
     readonly reason: string,
     message: string,
     readonly details?: Json,
+    readonly continueToken?: string,
   ) {
     super(message);
   }
@@ -92,7 +108,7 @@ class StatusError extends Error {
     return {
       kind: 'Status',
       apiVersion: 'v1',
-      metadata: {},
+      metadata: this.continueToken ? { continue: this.continueToken } : {},
       status: 'Failure',
       message: this.message,
       reason: this.reason,
@@ -426,7 +442,8 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
   const processes = new Map<string, ChildProcess>();
   const logs = new Map<string, Buffer[]>();
   const logFollowers = new Map<string, Set<http.ServerResponse>>();
-  const podWatchers = new Set<{ namespace: string; selector: [string, string][]; res: http.ServerResponse }>();
+  const podWatchers = new Set<{ namespace: string; selector: Requirement[]; res: http.ServerResponse }>();
+  const snapshots = new ListSnapshots();
   const timers = new Set<NodeJS.Timeout>();
   const requests: RecordedRequest[] = [];
   const orphanedPods: string[] = [];
@@ -443,8 +460,51 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
   const stamp = (object: Json) => {
     object.metadata.resourceVersion = String(++resourceVersion);
   };
-  const matches = (pod: Json, selector: [string, string][]) =>
-    selector.every(([key, value]) => pod.metadata.labels?.[key] === value);
+  const matches = (pod: Json, selector: Requirement[]) => selects(selector, pod.metadata.labels);
+  /** checkPreconditions refuses a delete whose preconditions (DeleteOptions) do not match the object: 409. */
+  const checkPreconditions = (object: Json, body: Json, resource: string) => {
+    const wanted = body?.preconditions ?? {};
+    for (const [field, have] of [
+      ['uid', object.metadata.uid],
+      ['resourceVersion', object.metadata.resourceVersion],
+    ] as const) {
+      const want = wanted[field];
+      if (want !== undefined && want !== null && want !== have) {
+        const label = field === 'uid' ? 'UID' : 'ResourceVersion';
+        throw new StatusError(
+          409,
+          'Conflict',
+          `Operation cannot be fulfilled on ${resource} "${object.metadata.name}": Precondition failed: ${label} in precondition: ${want}, ${label} in object meta: ${have}`,
+          { name: object.metadata.name, kind: resource.split('.')[0] },
+        );
+      }
+    }
+  };
+  /** list answers a list call of one collection (kubernetes-stand-in-lists.ts). */
+  const list = (
+    res: http.ServerResponse,
+    kind: string,
+    apiVersion: string,
+    collection: string,
+    objects: Json[],
+    query: URLSearchParams,
+    accept: string | undefined,
+  ) => {
+    const form = listForm(accept);
+    const page = listPage(collection, objects, query, resourceVersion, snapshots);
+    if (form === 'metadata') {
+      send(res, 200, {
+        kind: 'PartialObjectMetadataList',
+        apiVersion: 'meta.k8s.io/v1',
+        metadata: page.metadata,
+        items: page.items.map((item) => ({
+          kind: 'PartialObjectMetadata',
+          apiVersion: 'meta.k8s.io/v1',
+          metadata: item.metadata,
+        })),
+      });
+    } else send(res, 200, { kind, apiVersion, metadata: page.metadata, items: page.items });
+  };
   const notify = (type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: Json) => {
     stamp(pod);
     for (const watcher of podWatchers) {
@@ -751,7 +811,13 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
   async function route(req: http.IncomingMessage, res: http.ServerResponse, body: Json): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://stand-in');
     const parts = url.pathname.split('/').filter(Boolean);
-    requests.push({ method: req.method ?? '', path: url.pathname, query: url.searchParams, body });
+    requests.push({
+      method: req.method ?? '',
+      path: url.pathname,
+      query: url.searchParams,
+      body,
+      accept: req.headers.accept,
+    });
     if (req.headers.authorization !== `Bearer ${token}`) throw new StatusError(401, 'Unauthorized', 'Unauthorized');
     const method = req.method;
     // /apis/batch/v1/namespaces/{ns}/jobs[/{name}]
@@ -763,6 +829,11 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
       parts[5] === 'jobs'
     ) {
       const namespace = parts[4]!;
+      if (method === 'GET' && parts.length === 6) {
+        const listed = [...jobs.values()].filter((job) => job.metadata.namespace === namespace);
+        list(res, 'JobList', 'batch/v1', `jobs/${namespace}`, listed, url.searchParams, req.headers.accept);
+        return;
+      }
       if (method === 'POST' && parts.length === 6) {
         const job = admit(body, url.searchParams, 'V1Job', validateJobSchema as SchemaValidate, 'Job.batch', namespace);
         const key = `${namespace}/${job.metadata.name}`;
@@ -794,7 +865,9 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
             group: 'batch',
             kind: 'jobs',
           });
+        checkPreconditions(job, body, 'jobs.batch');
         jobs.delete(key);
+        ++resourceVersion;
         const policy = url.searchParams.get('propagationPolicy') ?? body?.propagationPolicy;
         jobDeleted(job, policy);
         for (const pod of [...pods.values()].filter(
@@ -847,6 +920,11 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     // /api/v1/namespaces/{ns}/secrets[/{name}]
     if (parts[0] === 'api' && parts[1] === 'v1' && parts[2] === 'namespaces' && parts[4] === 'secrets') {
       const namespace = parts[3]!;
+      if (method === 'GET' && parts.length === 5) {
+        const listed = [...secrets.values()].filter((secret) => secret.metadata.namespace === namespace);
+        list(res, 'SecretList', 'v1', `secrets/${namespace}`, listed, url.searchParams, req.headers.accept);
+        return;
+      }
       if (method === 'POST' && parts.length === 5) {
         const secret = admitSecret(body, url.searchParams, namespace);
         const key = `${namespace}/${secret.metadata.name}`;
@@ -877,7 +955,9 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
           return;
         }
         if (method === 'DELETE') {
+          checkPreconditions(stored, body, 'secrets');
           secrets.delete(key);
+          ++resourceVersion;
           send(res, 200, {
             kind: 'Status',
             apiVersion: 'v1',
@@ -941,22 +1021,15 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     if (parts[0] === 'api' && parts[1] === 'v1' && parts[2] === 'namespaces' && parts[4] === 'pods') {
       const namespace = parts[3]!;
       if (method === 'GET' && parts.length === 5) {
-        const selector = (url.searchParams.get('labelSelector') ?? '')
-          .split(',')
-          .filter(Boolean)
-          .map((term) => term.split('=', 2) as [string, string]);
+        const selector = parseLabelSelector(url.searchParams.get('labelSelector') ?? '');
+        if (url.searchParams.get('watch') !== 'true') {
+          const inNamespace = [...pods.values()].filter((pod) => pod.metadata.namespace === namespace);
+          list(res, 'PodList', 'v1', `pods/${namespace}`, inNamespace, url.searchParams, req.headers.accept);
+          return;
+        }
         const listed = [...pods.values()].filter(
           (pod) => pod.metadata.namespace === namespace && matches(pod, selector),
         );
-        if (url.searchParams.get('watch') !== 'true') {
-          send(res, 200, {
-            kind: 'PodList',
-            apiVersion: 'v1',
-            metadata: { resourceVersion: String(resourceVersion) },
-            items: listed,
-          });
-          return;
-        }
         res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
         for (const pod of listed) res.write(`${JSON.stringify({ type: 'ADDED', object: pod })}\n`);
         const watcher = { namespace, selector, res };
@@ -1021,7 +1094,13 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
         return;
       }
       route(req, res, body).catch((error: unknown) => {
-        if (error instanceof StatusError) send(res, error.code, error.body());
+        if (error instanceof ListError)
+          send(
+            res,
+            error.code,
+            new StatusError(error.code, error.reason, error.message, undefined, error.continueToken).body(),
+          );
+        else if (error instanceof StatusError) send(res, error.code, error.body());
         else send(res, 500, new StatusError(500, 'InternalError', String(error)).body());
       });
     });
@@ -1043,6 +1122,7 @@ export async function startKubernetesApiStandIn(): Promise<KubernetesApiStandIn>
     secrets,
     orphanedPods,
     claims,
+    compactLists: () => snapshots.compact(),
     kubeConfig() {
       const config = new k8s.KubeConfig();
       config.loadFromOptions({

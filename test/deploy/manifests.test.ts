@@ -453,8 +453,10 @@ describe('deploy: Kubernetes manifests', function () {
     }
   });
 
-  it('the Role grants exactly the Kubernetes API calls of the run backend (api/runs/kubernetes-backend.ts)', () => {
-    const source = readFileSync(path.join(repo, 'api/runs/kubernetes-backend.ts'), 'utf8');
+  it('the Role grants exactly the Kubernetes API calls of the run backend (api/runs/kubernetes-backend.ts, its sweep)', () => {
+    const source = ['api/runs/kubernetes-backend.ts', 'api/runs/kubernetes-sweep.ts']
+      .map((file) => readFileSync(path.join(repo, file), 'utf8'))
+      .join('\n');
     const groups: Record<string, string> = { BatchV1Api: 'batch', CoreV1Api: '', NetworkingV1Api: 'networking.k8s.io' };
     const fieldGroup = new Map<string, string>();
     for (const match of source.matchAll(/(\w+): (\w+V1Api)\b/g)) {
@@ -466,7 +468,7 @@ describe('deploy: Kubernetes manifests', function () {
     const plural = (kind: string): string =>
       kind === 'PodLog' ? 'pods/log' : kind.toLowerCase().replace(/y$/, 'ie') + 's';
     const called = new Set<string>();
-    for (const match of source.matchAll(/this\.(\w+)\.(\w+?)Namespaced(\w+)\(/g)) {
+    for (const match of source.matchAll(/(?:this|clients)\.(\w+)\.(\w+?)Namespaced(\w+)\(/g)) {
       const group = fieldGroup.get(match[1]!);
       assert.ok(group !== undefined, `a client field the test knows: ${match[1]}`);
       assert.ok(match[2]! in verbs, `a verb the test knows: ${match[2]}`);

@@ -1,6 +1,9 @@
 // A leader commits what a quorum of followers synced even before its own WAL sync completes (its
 // own durable frontier is one vote of three). The engine's frontier asserts (engine/assert.ts) must
-// allow that: a real node crashed on it when its followers' fsyncs beat its own.
+// allow that: a real node crashed on it when its followers' fsyncs beat its own. So must the leader's
+// matched frontier after a demotion in its own term: it once stayed behind a membership record the
+// leader had appended (only proposals and the term barrier moved it), and check-quorum then broke
+// commit <= matched as the leader turned follower.
 import assert from 'node:assert/strict';
 import { Engine, emptyRestoredState, DEFAULT_LIMITS, type Effect } from '../../engine/index.js';
 import { founderConfig } from './founders.js';
@@ -62,7 +65,7 @@ describe('engine: a leader commits on its followers before its own sync', () => 
     assert.equal(status.durableSeq, 0, 'the leader has synced nothing itself');
   });
 
-  it('does so for a membership record too (a join appended by the leader itself)', () => {
+  function leaderWithCommittedJoin(): Engine {
     const engine = electedLeader();
     const { term, lastSeq } = engine.status();
     // Both followers report capability bit 0, so membership changes are allowed.
@@ -81,5 +84,21 @@ describe('engine: a leader commits on its followers before its own sync', () => 
     );
     assert.equal(status.commitSeq, status.lastSeq, 'the membership record is committed');
     assert.equal(status.durableSeq, 0, 'the leader has synced nothing itself');
+    return engine;
+  }
+
+  it('does so for a membership record too (a join appended by the leader itself)', () => {
+    leaderWithCommittedJoin();
+  });
+
+  it('steps down by check-quorum in its term, its own sync still pending, without breaking commit <= matched', () => {
+    const engine = leaderWithCommittedJoin();
+    // The followers go silent (cut off) and the leader's disk never syncs: check-quorum demotes it
+    // in the same term. Its matched frontier must still cover the membership record it committed.
+    for (let tick = 0; tick < 4 * DEFAULT_LIMITS.electionTimeoutTicks && engine.status().role === 'leader'; tick++)
+      engine.step({ type: 'tick' });
+    const status = engine.status();
+    assert.equal(status.role, 'follower');
+    assert.ok(status.matchedSeq >= status.commitSeq, `matched ${status.matchedSeq} < commit ${status.commitSeq}`);
   });
 });

@@ -13,7 +13,7 @@ import { ReportHonestyChecker } from '../../sim/checkers/report-honesty.js';
 import { RosterReplayChecker } from '../../sim/checkers/roster-replay.js';
 import { Coverage, CoverageTally } from '../../sim/coverage.js';
 import { CrashPoints } from '../../sim/crash-points.js';
-import { lateArrivalUs } from '../../sim/late-answers.js';
+import { lateArrivalUs, slowSnapshotArrivalUs } from '../../sim/late-answers.js';
 import type { EngineFactory } from '../../sim/node.js';
 import { optionsFor } from '../../sim/options.js';
 import { Prng } from '../../sim/prng.js';
@@ -260,6 +260,21 @@ describe('sim fault parts: crash points, late answers, coverage tally', () => {
     assert.equal(lateArrivalUs(prng, 0, 1_000, 0, 2 * electionUs, electionUs), null);
   });
 
+  it('a slow snapshot lands from half an election timeout to just before its deadline', () => {
+    const prng = new Prng('slow');
+    const electionUs = 1_000_000;
+    const nowUs = 10_000_000;
+    const deadlineUs = nowUs + 4 * electionUs;
+    let pastPullTimeout = 0;
+    for (let i = 0; i < 200; i++) {
+      const at = slowSnapshotArrivalUs(prng, 1, nowUs + 5_000, nowUs, deadlineUs, electionUs);
+      assert.ok(at !== null && at - nowUs >= 0.5 * electionUs && at < deadlineUs, `held to ${at}`);
+      if (at - nowUs > 3 * electionUs) pastPullTimeout++;
+    }
+    assert.ok(pastPullTimeout > 20, `only ${pastPullTimeout} of 200 outlasted a 3-election-timeout pull timeout`);
+    assert.equal(slowSnapshotArrivalUs(prng, 0, 1_000, 0, deadlineUs, electionUs), null);
+  });
+
   it('a sweep tally names the situations no seed reached', () => {
     const tally = new CoverageTally();
     const a = new Coverage();
@@ -296,6 +311,15 @@ describe('sim: the newer checkers catch deliberately broken engines', function (
       assert.fail(`not caught in ${POWER_MUTANT_SEED_COUNT_MAX} seeds`);
     });
   }
+
+  it('slow snapshot transfers bring a snapshot to a puller that has applied past it (applied-monotonic needs it) within 8 default seeds', () => {
+    for (let seed = 1; seed <= POWER_MUTANT_SEED_COUNT_MAX; seed++) {
+      const result = runSim(optionsFor(seed));
+      assert.equal(result.failure, null, `seed ${seed}: ${result.failure?.message}`);
+      if (result.coverage['snapshot-arrived-behind'] > 0) return;
+    }
+    assert.fail(`no snapshot arrived behind its puller's applied seqno in seeds 1..${POWER_MUTANT_SEED_COUNT_MAX}`);
+  });
 
   it('the boundary faults reach the rare situations these checkers need (coverage counts)', () => {
     const tally = new CoverageTally();

@@ -4,6 +4,7 @@ import { encodeSegmentFrame } from '../../engine/segment-frame.js';
 import { EntryKind, type Effect, type Input } from '../../engine/types.js';
 import { encodeRoster } from '../../engine/roster.js';
 import { captureArtifact } from '../../sim/artifacts.js';
+import { AppliedMonotonicChecker } from '../../sim/checkers/applied-monotonic.js';
 import { CanonicalLog } from '../../sim/checkers/canonical-log.js';
 import type { StepRecord } from '../../sim/checkers/checker.js';
 import { DurabilityChecker } from '../../sim/checkers/durability.js';
@@ -409,6 +410,26 @@ describe('sim/checkers (hand-made states)', () => {
     const tampered = captureArtifact(meta, machine.stateJson(), 1, 1);
     tampered.files.set('state.json', new TextEncoder().encode(wrong));
     violates('snapshot-integrity', () => checker.onArtifact(n2, tampered, 'installed'));
+  });
+
+  it('applied never goes back: a snapshot installed below what the state machine applied fails; a restart or reseed starts over', () => {
+    const checker = new AppliedMonotonicChecker();
+    const node = makeNode(0);
+    checker.onStart(node);
+    const log = [put(1, 1, 'a', '1'), put(2, 1, 'b', '2'), put(3, 1, 'a', '3')];
+    for (const e of log) node.machine.apply(e);
+    checker.onApply(node);
+    const at = (seq: number) => captureArtifact({ seq, entryTerm: 1, roster: roster([1]) }, '{}', 1, 1);
+    checker.onArtifact(node, at(2), 'staged'); // its own snapshot, behind the state it keeps: no move back
+    checker.onArtifact(node, at(3), 'installed'); // equal: the state is the same
+    violates('applied-monotonic', () => checker.onArtifact(node, at(2), 'installed'));
+    checker.beforeEffect(node, { type: 'resetStateMachine' });
+    checker.onArtifact(node, at(2), 'installed'); // a reseed wiped the state on purpose
+    checker.onArtifact(node, at(5), 'installed');
+    checker.onCrash(node);
+    node.machine.reset();
+    checker.onStart(node); // restarted from an older artifact: a new life
+    checker.onArtifact(node, at(4), 'installed');
   });
 
   it('liveness: names what is missing until leader, commits and joiners converge', () => {
