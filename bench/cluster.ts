@@ -18,7 +18,7 @@
 //      raw grpc-js stream with the same flow-control settings (--no-snapshot skips it).
 //
 //   npx tsx bench/cluster.ts [--seconds 3] [--warmup 1] [--rounds 3] [--snapshot-mib 256] [--snapshot-rounds 3]
-//                            [--no-snapshot] [--insecure] [--cpu-prof]
+//                            [--no-snapshot] [--insecure] [--cpu-prof] [--writers 1,16,64]
 //
 // --insecure runs our cluster plaintext too (etcd runs plaintext either way): the same transport on both sides.
 // --cpu-prof runs our nodes under `node --cpu-prof` and prints where each node's time went.
@@ -34,7 +34,7 @@ import { summarizeProfiles } from './cluster/profile.js';
 import { measureSnapshotTransfer } from './cluster/snapshot.js';
 import { startSvcCluster } from './cluster/svc-cluster.js';
 
-const WRITER_COUNTS = [1, 16, 64];
+const DEFAULT_WRITER_COUNTS = [1, 16, 64];
 const VALUE_BYTES = 96;
 /** SVC_VALUE_CHARS makes our stored value {"d":"…"} exactly VALUE_BYTES of JSON. */
 const SVC_VALUE_CHARS = VALUE_BYTES - '{"d":""}'.length;
@@ -67,6 +67,16 @@ async function fdatasyncRate(dir: string): Promise<number> {
     await handle.close();
   }
   return count / ((performance.now() - started) / 1000);
+}
+
+/** writerCounts reads --writers 1,16 (the levels to run), DEFAULT_WRITER_COUNTS without it. */
+function writerCounts(): number[] {
+  const at = process.argv.indexOf('--writers');
+  if (at < 0) return DEFAULT_WRITER_COUNTS;
+  const counts = (process.argv[at + 1] ?? '').split(',').map(Number);
+  if (counts.length === 0 || counts.some((n) => !Number.isInteger(n) || n <= 0))
+    throw new Error('--writers must be a comma-separated list of positive integers');
+  return counts;
 }
 
 const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toFixed(digits) : '-');
@@ -106,6 +116,7 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-cluster-'));
   const profileDir = join(dir, 'profiles');
   const rounds = numberArg('rounds', 3);
+  const writerLevels = writerCounts();
   const levels: LevelRounds[] = [];
   let etcdNote: string;
   let leaderPid: number;
@@ -122,7 +133,7 @@ async function main(): Promise<void> {
     );
     leaderPid = svc.cluster.members.find((m) => m.name === svc.leaderName)?.pid ?? 0;
     const version = etcdVersion();
-    const etcd = version === null ? null : await startEtcd(join(dir, 'etcd'), 3, Math.max(...WRITER_COUNTS));
+    const etcd = version === null ? null : await startEtcd(join(dir, 'etcd'), 3, Math.max(...writerLevels));
     const etcdKv = etcd ? etcdKvClient(etcd.clientUrls) : null;
     const etcdLeader = etcd ? etcd.clientUrls.indexOf(etcd.leaderClientUrl) : 0;
     etcdNote =
@@ -136,7 +147,7 @@ async function main(): Promise<void> {
       console.log(
         `${rounds} interleaved rounds per level (svc batched, svc one call per write, etcd gRPC, etcd HTTP), ${seconds} s each after ${warmup} s warm-up; medians reported`,
       );
-      for (const writers of WRITER_COUNTS) {
+      for (const writers of writerLevels) {
         const rows: LevelRounds = { writers, svc: [], svcAlone: [], etcdGrpc: [], etcdHttp: [] };
         for (let round = 1; round <= rounds; round++) {
           const tag = `c${writers}r${round}`;

@@ -228,6 +228,34 @@ describe('storage/wal', () => {
     await wal.close();
   });
 
+  it('writes a lone append before its caller yields to the event loop, batched with the appends made beside it', async () => {
+    const { wal } = await Wal.open(dir);
+    const before = wal.stats();
+    // A leader's propose step runs in a setImmediate callback: the WAL must not wait for a later loop turn
+    // (other I/O first) before writing and syncing, or a lone writer pays that turn on every commit.
+    await new Promise<void>((resolve, reject) => {
+      setImmediate(() => {
+        const first = wal.append(1, [entry(1, 1, 40)]);
+        const second = wal.append(2, [entry(2, 1, 40)]);
+        assert.equal(wal.stats().bytesWritten, before.bytesWritten, 'append only encodes and enqueues');
+        queueMicrotask(() => {
+          try {
+            const written = wal.stats().bytesWritten - before.bytesWritten;
+            assert.ok(written > 0, 'the write started within the same task, not on a later loop turn');
+            Promise.all([first, second]).then(() => {
+              assert.equal(wal.stats().batchCount - before.batchCount, 1, 'both appends rode one group commit');
+              assert.equal(wal.stats().bytesWritten - before.bytesWritten, written);
+              resolve();
+            }, reject);
+          } catch (err) {
+            reject(err as Error);
+          }
+        });
+      });
+    });
+    await wal.close();
+  });
+
   it('rolls segments at walSegmentBytesMax and compacts whole segments only', async () => {
     const limits = storageLimits({ walSegmentBytesMax: 1000, walRecordBytesMax: 200 });
     const { wal } = await Wal.open(dir, limits);
