@@ -9,7 +9,6 @@ import path from 'node:path';
 import { startAgentWorker } from '../../api/runs/agent-worker.js';
 import type { AgentWorker } from '../../api/runs/agent-worker.js';
 import { KubernetesBackend } from '../../api/runs/kubernetes-backend.js';
-import type { KubernetesRunSettings } from '../../api/runs/kubernetes-job-spec.js';
 import { escapeExpansion, jobName, runJob } from '../../api/runs/kubernetes-job-spec.js';
 import { kubernetesSettingsFromEnv, runBackendFromConfig } from '../../api/runs/run-backend-config.js';
 import { defaultSandboxLimits } from '../../api/runs/sandbox.js';
@@ -18,19 +17,10 @@ import { startTestApi, startTestRedis, waitFor } from './harness.js';
 import type { TestApi, TestRedis } from './harness.js';
 import { startKubernetesApiStandIn } from './kubernetes-api-stand-in.js';
 import type { KubernetesApiStandIn } from './kubernetes-api-stand-in.js';
+import type { Json } from './kubernetes-test-fixtures.js';
+import { plainJobJson, standInRequest, testRunSettings } from './kubernetes-test-fixtures.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-
-const settings: KubernetesRunSettings = {
-  namespace: 'runs',
-  image: 'registry.example/svc-agent:1',
-  cpuCores: '1',
-  runAsUser: 65534,
-  runAsGroup: 65534,
-  tmpBytesMax: 256 * 1024 * 1024,
-  jobTtlSeconds: 600,
-};
+const settings = testRunSettings;
 
 interface SseEvent {
   event: string;
@@ -155,29 +145,9 @@ describe('runs: the Kubernetes API stand-in refuses what the API server refuses'
     await cluster?.close();
   });
 
-  const post = async (body: Json, query = '?fieldValidation=Strict', token = cluster.token) => {
-    const response = await fetch(`${cluster.url}/apis/batch/v1/namespaces/runs/jobs${query}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: response.status, json: (await response.json()) as Json };
-  };
-  const validJob = (runId: string): Json =>
-    JSON.parse(
-      JSON.stringify(
-        runJob(
-          {
-            runId,
-            prompt: 'p',
-            project: { workspace: '/tmp', command: ['true'], network: false },
-            limits: defaultSandboxLimits,
-            timeoutMs: 60_000,
-          },
-          settings,
-        ),
-      ),
-    );
+  const post = (body: Json, query = '?fieldValidation=Strict', token = cluster.token) =>
+    standInRequest(cluster, 'POST', `/apis/batch/v1/namespaces/runs/jobs${query}`, body, undefined, token);
+  const validJob = (runId: string): Json => plainJobJson(runId);
 
   it('refuses unknown fields under strict validation, missing required fields, invalid names and a second Job of a name', async () => {
     const unknown = validJob('run_unknown');

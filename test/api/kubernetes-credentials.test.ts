@@ -11,28 +11,18 @@ import path from 'node:path';
 import { startAgentWorker } from '../../api/runs/agent-worker.js';
 import type { AgentWorker } from '../../api/runs/agent-worker.js';
 import { KubernetesBackend } from '../../api/runs/kubernetes-backend.js';
-import type { KubernetesRunSettings } from '../../api/runs/kubernetes-job-spec.js';
 import { jobName, runJob, runSecret, secretName } from '../../api/runs/kubernetes-job-spec.js';
 import { defaultSandboxLimits } from '../../api/runs/sandbox.js';
 import type { LogLine, TestApi, TestRedis } from './harness.js';
 import { startTestApi, startTestRedis, testSecretKey, waitFor } from './harness.js';
 import { startKubernetesApiStandIn } from './kubernetes-api-stand-in.js';
 import type { KubernetesApiStandIn } from './kubernetes-api-stand-in.js';
+import type { Json } from './kubernetes-test-fixtures.js';
+import { plainJobJson, standInRequest, testRunSettings } from './kubernetes-test-fixtures.js';
 import { outputText, readSse } from './run-events.js';
 import type { SseEvent } from './run-events.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-
-const settings: KubernetesRunSettings = {
-  namespace: 'runs',
-  image: 'registry.example/svc-agent:1',
-  cpuCores: '1',
-  runAsUser: 65534,
-  runAsGroup: 65534,
-  tmpBytesMax: 256 * 1024 * 1024,
-  jobTtlSeconds: 600,
-};
+const settings = testRunSettings;
 
 const token = 'gitea-token-k8s/s3cr3t+0123456789';
 const modelKey = 'sk-model-key-on-a-pod-abcdefghij';
@@ -91,14 +81,8 @@ describe('runs: the Kubernetes API stand-in refuses Secrets the API server refus
     await cluster?.close();
   });
 
-  const request = async (method: string, url: string, body?: Json, contentType = 'application/json') => {
-    const response = await fetch(`${cluster.url}${url}`, {
-      method,
-      headers: { authorization: `Bearer ${cluster.token}`, 'content-type': contentType },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: response.status, json: (await response.json()) as Json };
-  };
+  const request = (method: string, url: string, body?: Json, contentType = 'application/json') =>
+    standInRequest(cluster, method, url, body, contentType);
   const secrets = '/api/v1/namespaces/runs/secrets';
   const post = (body: Json) => request('POST', `${secrets}?fieldValidation=Strict`, body);
   const patch = (name: string, body: Json, type = 'application/json-patch+json') =>
@@ -176,21 +160,7 @@ describe('runs: the Kubernetes API stand-in refuses Secrets the API server refus
   });
 
   it('collects a Secret with its owner Job (deleted with propagation), orphans it otherwise, and collects one whose owner is not there', async () => {
-    const job = (runId: string) =>
-      JSON.parse(
-        JSON.stringify(
-          runJob(
-            {
-              runId,
-              prompt: 'p',
-              project: { workspace: '/tmp', command: ['true'], network: false },
-              limits: defaultSandboxLimits,
-              timeoutMs: 60_000,
-            },
-            settings,
-          ),
-        ),
-      );
+    const job = (runId: string) => plainJobJson(runId);
     const jobs = '/apis/batch/v1/namespaces/runs/jobs';
     const owned = async (runId: string, name: string) => {
       const made = await request('POST', `${jobs}?fieldValidation=Strict`, job(runId));

@@ -11,7 +11,6 @@ import path from 'node:path';
 import { startAgentWorker } from '../../api/runs/agent-worker.js';
 import type { AgentWorker } from '../../api/runs/agent-worker.js';
 import { KubernetesBackend } from '../../api/runs/kubernetes-backend.js';
-import type { KubernetesRunSettings } from '../../api/runs/kubernetes-job-spec.js';
 import {
   jobName,
   runJob,
@@ -31,37 +30,18 @@ import type { LogLine, TestApi, TestRedis } from './harness.js';
 import { startTestApi, startTestRedis, testSecretKey, waitFor } from './harness.js';
 import { startKubernetesApiStandIn } from './kubernetes-api-stand-in.js';
 import type { KubernetesApiStandIn } from './kubernetes-api-stand-in.js';
+import type { Json } from './kubernetes-test-fixtures.js';
+import { standInRequest, testRunSettings } from './kubernetes-test-fixtures.js';
 import { decodeContinue, encodeContinue } from './kubernetes-stand-in-lists.js';
 import { outputText, readSse } from './run-events.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-
-const settings: KubernetesRunSettings = {
-  namespace: 'runs',
-  image: 'registry.example/svc-agent:1',
-  cpuCores: '1',
-  runAsUser: 65534,
-  runAsGroup: 65534,
-  tmpBytesMax: 256 * 1024 * 1024,
-  jobTtlSeconds: 600,
-};
+const settings = testRunSettings;
 const secretValue = 'leftover-secret-value-0123456789';
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 /** runId makes a run id of the API's form (run_ + 9 base36 + 16 hex), distinct per n. */
 const runId = (n: number) => `run_${n.toString(36).padStart(9, '0')}${n.toString(16).padStart(16, '0')}`;
 
-async function call(cluster: KubernetesApiStandIn, method: string, url: string, body?: Json, type?: string) {
-  const response = await fetch(`${cluster.url}${url}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${cluster.token}`,
-      'content-type': type ?? (method === 'PATCH' ? 'application/json-patch+json' : 'application/json'),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, json: (await response.json()) as Json };
-}
+const call = standInRequest;
 const secretsPath = '/api/v1/namespaces/runs/secrets';
 const jobsPath = '/apis/batch/v1/namespaces/runs/jobs';
 
