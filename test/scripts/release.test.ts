@@ -32,7 +32,7 @@ describe('npm run release in a scratch clone', function () {
   let dir = '';
   let clone = '';
   let target = '';
-  let before = '';
+  let headBefore = '';
 
   const inClone = (command: string, args: string[]): Run => {
     const result = spawnSync(command, args, {
@@ -50,7 +50,7 @@ describe('npm run release in a scratch clone', function () {
 
   /** assertUntouched: a refused release wrote, committed and tagged nothing. */
   const assertUntouched = async (): Promise<void> => {
-    assert.equal(git('rev-parse', 'HEAD'), before);
+    assert.equal(git('rev-parse', 'HEAD'), headBefore);
     assert.equal(git('tag', '--list', `v${target}`), '');
     assert.equal(git('status', '--porcelain'), '');
   };
@@ -59,7 +59,7 @@ describe('npm run release in a scratch clone', function () {
     dir = await mkdtemp(join(tmpdir(), 'svc-release-'));
     clone = join(dir, 'clone');
     execFileSync('git', ['clone', '--quiet', REPO, clone]);
-    before = git('rev-parse', 'HEAD');
+    headBefore = git('rev-parse', 'HEAD');
     // v0.2.0, the first release, while the repository is before it; the next minor once it is past it.
     const [major = 0, minor = 0] = (await versionOf('package.json')).split('.').map(Number);
     target = major === 0 && minor < 2 ? '0.2.0' : `${major}.${minor + 1}.0`;
@@ -105,7 +105,7 @@ describe('npm run release in a scratch clone', function () {
     assert.match(run.stdout, new RegExp(`committed and tagged v${target.replaceAll('.', '\\.')}`));
 
     assert.equal(git('log', '-1', '--format=%s'), `release ${target}`);
-    assert.equal(git('rev-parse', 'HEAD~1'), before, 'one commit on top');
+    assert.equal(git('rev-parse', 'HEAD~1'), headBefore, 'one commit on top');
     assert.equal(git('cat-file', '-t', `v${target}`), 'tag', 'an annotated tag');
     assert.equal(git('rev-parse', `v${target}^{commit}`), git('rev-parse', 'HEAD'));
     assert.equal(git('status', '--porcelain'), '');
@@ -137,7 +137,7 @@ describe('npm run release in a scratch clone', function () {
   });
 
   it('refuses the same version again (its tag exists), and an empty Unreleased section', async () => {
-    before = git('rev-parse', 'HEAD');
+    headBefore = git('rev-parse', 'HEAD');
     const again = release(target);
     assert.equal(again.status, 2);
     assert.match(again.stderr, new RegExp(`tag v${target.replaceAll('.', '\\.')} exists already`));
@@ -145,7 +145,7 @@ describe('npm run release in a scratch clone', function () {
     const next = release(`${major}.${minor + 1}.0`);
     assert.equal(next.status, 2);
     assert.match(next.stderr, /Unreleased section lists nothing/);
-    assert.equal(git('rev-parse', 'HEAD'), before);
+    assert.equal(git('rev-parse', 'HEAD'), headBefore);
     assert.equal(git('status', '--porcelain'), '');
   });
 });
