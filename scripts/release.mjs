@@ -142,7 +142,9 @@ function release(argv) {
   git(['add', '--', ...Object.keys(files)]);
   git(['commit', '--quiet', '-m', `release ${version}`]);
   git(['tag', '--annotate', tag, '-m', `svc ${version}`]);
-  process.stdout.write(`release ${version}: committed and tagged ${tag} (${current} -> ${version}, changelog ${date})\n`);
+  process.stdout.write(
+    `release ${version}: committed and tagged ${tag} (${current} -> ${version}, changelog ${date})\n`,
+  );
 
   if (options.image) {
     const image = `${options.imageName}:${version}`;
@@ -163,6 +165,6 @@ try {
     process.stderr.write(`release: ${err.message}\n${err instanceof ReleaseError ? '' : `${USAGE}\n`}`);
     process.exit(2);
   }
-  process.stderr.write(`release: ${err instanceof Error ? (err.stderr?.toString() || err.message) : String(err)}\n`);
+  process.stderr.write(`release: ${err instanceof Error ? err.stderr?.toString() || err.message : String(err)}\n`);
   process.exit(1);
 }

@@ -185,7 +185,7 @@ describe('svc usage errors (exit 2)', function () {
     assert.deepEqual(config.storeLimits, { writeTimeoutMs: 2000 });
   });
 
-  it('svc --version and svc version print package.json\'s version, in process and from bin/svc.js', async function () {
+  it("svc --version and svc version print package.json's version, in process and from bin/svc.js", async function () {
     this.timeout(120_000);
     const version = (
       JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
