@@ -9,7 +9,7 @@ import { TOP_USAGE, UsageError } from './usage.js';
 
 /** LONG_RUNNING commands end the process when they return, whatever handles are still open. */
 const LONG_RUNNING = new Set(['node', 'cluster']);
-const COMMANDS = new Set(['node', 'cluster', 'status', 'members', 'keys', 'openapi', 'certs', 'manifests', 'version']);
+const COMMANDS = new Set(['node', 'cluster', 'status', 'members', 'keys', 'openapi', 'certs', 'manifests']);
 
 export async function runSvc(argv: string[], io: Io = processIo): Promise<number> {
   const [command, ...rest] = argv;

@@ -148,7 +148,14 @@ function release(argv) {
 
   if (options.image) {
     const image = `${options.imageName}:${version}`;
-    execFileSync('make', ['image', `IMAGE=${image}`], { cwd: root, stdio: 'inherit' });
+    try {
+      execFileSync('make', ['image', `IMAGE=${image}`], { cwd: root, stdio: 'inherit' });
+    } catch (err) {
+      throw new Error(
+        `${version} is committed and tagged ${tag}, but make image failed (${err.message}); build it again with: make image IMAGE=${image}`,
+        { cause: err },
+      );
+    }
     process.stdout.write(`image ${image}\n`);
     if (options.latest) {
       execFileSync('podman', ['tag', image, `${options.imageName}:latest`], { stdio: 'inherit' });
