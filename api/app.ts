@@ -4,7 +4,8 @@
 import './express-types.js';
 import express from 'express';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connectRedis } from './redis/redis-target.js';
 import type { DocumentStore } from '../store/document-store.js';
 import type { ApiConfig } from './config.js';
 import { defaultConfig } from './config.js';
@@ -89,7 +90,7 @@ export function createApp(options: CreateAppOptions): ApiService {
   const { store } = options;
   const redisClients: Redis[] = [];
   const connect = (autoPipelining = false): Redis => {
-    const client = new Redis(options.redis!.url, {
+    const client = connectRedis(options.redis!.url, {
       maxRetriesPerRequest: 1,
       commandTimeout: redisCommandTimeoutMs,
       lazyConnect: false,

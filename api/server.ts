@@ -3,6 +3,7 @@
 // process). With Redis it also runs an agent-run worker and an album worker in this process unless
 // SVC_RUN_WORKER=0 / SVC_ALBUM_WORKER=0. A cluster node mounts `service.app` on its own HTTP server
 // (cli/node/node-api.ts); startApiServer listens on its own port (`tsx api/main.ts`).
+import { parseRedisUrl } from './redis/redis-target.js';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import path from 'node:path';
@@ -55,6 +56,14 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
   const config = configFromEnv(env, options.config);
   let localRedis: LocalRedis | undefined;
   let redisUrl = env.REDIS_URL ?? null;
+  // A malformed URL stops the start here, naming the setting, rather than failing every queued request later.
+  if (redisUrl !== null) {
+    try {
+      parseRedisUrl(redisUrl);
+    } catch (error) {
+      throw new Error(`REDIS_URL: ${(error as Error).message}`, { cause: error });
+    }
+  }
   if (!redisUrl && options.localRedis !== false && redisServerAvailable()) {
     localRedis = await startLocalRedis(options.dataDir ?? path.resolve('.cluster', 'api-redis'));
     redisUrl = localRedis.url;

@@ -10,6 +10,7 @@ import type { Redis } from 'ioredis';
 import type { DocumentStore } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import { newId, nowIso } from '../records.js';
+import { awaitReplicated } from '../redis/redis-target.js';
 import { listPage } from '../store-helpers.js';
 import type { AlbumRecord } from './album-records.js';
 import { albumKeys, albumView } from './album-records.js';
@@ -29,6 +30,8 @@ export interface AlbumRoutesOptions {
   blobs: BlobStore;
   /** redis, when set, is the command connection the job queue uses; without it generation answers 503. */
   redis: Redis | undefined;
+  /** redisUrl is redis's URL: it says how many replicas must hold a queued job (redis-target.ts). */
+  redisUrl?: string;
 }
 
 export const eventsUrl = '/events';
@@ -53,6 +56,8 @@ export function albumRoutes(options: AlbumRoutesOptions): { router: Router; clos
     if (jobs.length === 0) return;
     try {
       await requireQueue().addBulk(jobs.map((job) => ({ name: job.kind, data: job, opts: albumJobOptions(job) })));
+      // Acknowledged only once enough replicas hold the jobs, so a Redis failover cannot take back a 202.
+      if (options.redisUrl) await awaitReplicated(options.redis!, options.redisUrl);
     } catch {
       throw new ApiError(
         'QUEUE_UNAVAILABLE',

@@ -9,7 +9,7 @@
 // marked failed here, so nothing waits for ever.
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import { connectRedis } from '../redis/redis-target.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { ImageGenerator } from '../images/image-generator.js';
 import type { AlbumJob } from './album-jobs.js';
@@ -56,7 +56,7 @@ export interface AlbumWorker {
 }
 
 export async function startAlbumWorker(options: AlbumWorkerOptions): Promise<AlbumWorker> {
-  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
+  const redis = connectRedis(options.redisUrl, { maxRetriesPerRequest: 3 });
   redis.on('error', () => undefined);
   const blobs = new BlobStore(options.store);
   const process = albumJobProcessor({
@@ -69,7 +69,7 @@ export async function startAlbumWorker(options: AlbumWorkerOptions): Promise<Alb
   const backoffMs = options.backoffMs ?? albumJobBackoffMsDefault;
 
   // BullMQ does not close a connection it was given, so the worker keeps it to close it.
-  const workerConnection = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+  const workerConnection = connectRedis(options.redisUrl, { maxRetriesPerRequest: null });
   workerConnection.on('error', () => undefined);
   const worker = new Worker<AlbumJob>(
     albumQueueName,

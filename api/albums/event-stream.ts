@@ -7,7 +7,8 @@
 // loop itself is the API's shared one (api/sse/event-stream-response.ts).
 import { Router } from 'express';
 import type { Response } from 'express';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connectRedis } from '../redis/redis-target.js';
 import { ApiError } from '../errors.js';
 import { sseReadCountMax } from '../limits.js';
 import { eventStreamResponse, lastEventIdOf } from '../sse/event-stream-response.js';
@@ -21,7 +22,7 @@ export class ChannelHub {
   private readonly subscribing = new Map<string, Promise<unknown>>();
 
   constructor(redisUrl: string) {
-    this.subscriber = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    this.subscriber = connectRedis(redisUrl, { maxRetriesPerRequest: null });
     this.subscriber.on('error', () => undefined);
     this.subscriber.on('message', (channel: string) => {
       for (const listener of this.listeners.get(channel) ?? []) listener();

@@ -24,7 +24,12 @@ export interface AlbumApiOptions {
 export function albumApi(options: AlbumApiOptions): { router: Router; close(): Promise<void> } {
   const redis = options.redisUrl ? options.connect() : undefined;
   const hub = options.redisUrl ? new ChannelHub(options.redisUrl) : undefined;
-  const albums = albumRoutes({ store: options.store, blobs: new BlobStore(options.store), redis });
+  const albums = albumRoutes({
+    store: options.store,
+    blobs: new BlobStore(options.store),
+    redis,
+    ...(options.redisUrl ? { redisUrl: options.redisUrl } : {}),
+  });
   const events = eventStreamRoutes({ redis, hub, keepAliveMs: options.sseKeepAliveMs });
   const router = Router();
   router.use(albums.router, events.router);

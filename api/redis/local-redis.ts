@@ -56,9 +56,9 @@ export async function freeLoopbackPort(): Promise<number> {
   });
 }
 
-/** redactRedisUrl hides a Redis URL's user and password, for logs and messages. */
+/** redactRedisUrl hides a Redis URL's user and password (and a Sentinel URL's sentinelPassword), for logs and messages. */
 export function redactRedisUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
+  return url.replace(/\/\/[^@/]*@/, '//***@').replace(/([?&]sentinelPassword=)[^&#]*/g, '$1***');
 }
 
 /** pingOnce authenticates and pings; true only when both succeed (AUTH answers +OK, PING +PONG). */

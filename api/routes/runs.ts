@@ -25,6 +25,7 @@ import {
   updateRun,
 } from '../runs/run-records.js';
 import { RunEventHub } from '../runs/run-event-hub.js';
+import { awaitReplicated } from '../redis/redis-target.js';
 
 export interface RunRoutesOptions {
   store: DocumentStore;
@@ -113,6 +114,8 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
         removeOnComplete: { count: 1000 },
         removeOnFail: { count: 1000 },
       });
+      // Acknowledged only once enough replicas hold the job, so a Redis failover cannot take back a 202.
+      await awaitReplicated(client, redisUrl!);
     } catch (error) {
       // Not queued: the record must not stay `queued` forever.
       await updateRun(store, runId, (current) => ({

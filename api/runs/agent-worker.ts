@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import type { Readable, Writable } from 'node:stream';
 import { Queue, Worker } from 'bullmq';
 import type { Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import { connectRedis } from '../redis/redis-target.js';
 import { startRunSweeper } from './run-sweep.js';
 import { startLockedInterval, type LockedInterval } from '../redis/locked-interval.js';
 import type { ApiLogger } from '../config.js';
@@ -200,8 +200,8 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     );
   }
   const agentMounts = options.agentMounts ?? referenceAgentMounts();
-  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
-  const subscriber = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+  const redis = connectRedis(options.redisUrl, { maxRetriesPerRequest: 3 });
+  const subscriber = connectRedis(options.redisUrl, { maxRetriesPerRequest: null });
   redis.on('error', () => undefined);
   subscriber.on('error', () => undefined);
   const active = new Map<string, ActiveRun>();
@@ -209,7 +209,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
   subscriber.on('message', (_channel, runId: string) => active.get(runId)?.cancel());
 
   // BullMQ does not close a connection it was given, so the worker keeps it to close it.
-  const workerConnection = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+  const workerConnection = connectRedis(options.redisUrl, { maxRetriesPerRequest: null });
   workerConnection.on('error', () => undefined);
   const worker = new Worker<AgentRunJob>(agentRunQueueName, (job) => runJob(job), {
     connection: workerConnection,

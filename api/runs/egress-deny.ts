@@ -18,6 +18,7 @@
 // connect to an IPv6 address fails ENETUNREACH, test/api/run-isolation.test.ts), so only IPv4 addresses get
 // rules (the filter is iptables, IPv4); a name's IPv6 addresses are listed in the run's `started` event as
 // resolved, unreachable anyway. Were runs ever given IPv6, these would need ip6tables rules first.
+import { redisAddresses, sentinelServers } from '../redis/redis-target.js';
 import dns from 'node:dns/promises';
 import net from 'node:net';
 import type { EgressRule } from './egress-filter.js';
@@ -99,7 +100,10 @@ export interface EgressDenySources {
   configured?: readonly string[];
   /** clusterAddresses answers the members' addresses (host:port or URLs) now; read at every resolution. */
   clusterAddresses?: () => readonly string[];
-  /** redisUrl's host is denied too. */
+  /**
+   * redisUrl's host is denied too; for a Sentinel URL, every sentinel and the servers they report (the primary
+   * and its replicas, asked again at every resolution; the last answer is kept when no sentinel answers).
+   */
   redisUrl?: string;
   /** resolve answers a name's addresses (default dnsResolver; tests give their own). */
   resolve?: HostResolver;
@@ -140,7 +144,13 @@ export function egressDenyList(sources: EgressDenySources): EgressDenyList {
     if ('cidr' in parsed) fixedRules.push(parsed);
     else fixedNames.push(parsed);
   }
-  const redisEndpoints = sources.redisUrl ? addressEndpoints([sources.redisUrl]) : [];
+  const redisEndpoints = sources.redisUrl ? addressEndpoints(redisAddresses(sources.redisUrl)) : [];
+  let redisServersLast: string[] = [];
+  const redisServers = async (): Promise<string[]> => {
+    if (!sources.redisUrl) return [];
+    redisServersLast = await sentinelServers(sources.redisUrl).catch(() => redisServersLast);
+    return redisServersLast;
+  };
   const resolveHost = sources.resolve ?? dnsResolver;
   const timeoutMs = sources.timeoutMs ?? runEgressResolveTimeoutMs;
   /** lastGood keeps each name's last addresses, so a failed lookup denies what the name stood for before. */
@@ -169,7 +179,11 @@ export function egressDenyList(sources: EgressDenySources): EgressDenyList {
       const services: EgressRule[] = [];
       /** named: entries to resolve; `service` ones deny one port before the allow entries. */
       const named: Array<NamedDeny & { service?: true }> = [...fixedNames];
-      const endpoints = [...addressEndpoints(sources.clusterAddresses?.() ?? []), ...redisEndpoints];
+      const endpoints = [
+        ...addressEndpoints(sources.clusterAddresses?.() ?? []),
+        ...redisEndpoints,
+        ...addressEndpoints(await redisServers()),
+      ];
       for (const { host, port } of endpoints) {
         if (net.isIPv6(host)) continue; // runs have no IPv6 route: nothing to deny
         if (net.isIPv4(host)) {

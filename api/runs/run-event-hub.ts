@@ -3,7 +3,8 @@
 // of that run. Events themselves are always read from the run's Redis stream, in its order, so a wake-up lost
 // to a reconnect costs latency (until the stream's next keep-alive read), never an event. An open stream so
 // holds no Redis connection of its own.
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connectRedis } from '../redis/redis-target.js';
 import { runKeys } from './run-records.js';
 
 /** hubSubscribeWaitMs bounds how long a new stream waits for the hub's subscription to be confirmed. */
@@ -17,7 +18,7 @@ export class RunEventHub {
 
   constructor(redisUrl: string) {
     // ioredis subscribes again after a reconnect (autoResubscribe).
-    this.subscriber = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    this.subscriber = connectRedis(redisUrl, { maxRetriesPerRequest: null });
     this.subscriber.on('error', () => undefined);
     this.subscriber.on('message', (_channel: string, runId: string) => {
       this.notifications++;

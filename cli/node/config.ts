@@ -1,5 +1,6 @@
 // NodeConfig is everything a node is started with: a plain object, checked once by
 // resolveNodeConfig, which names the first problem instead of failing later. See README.md.
+import { isRedisUrl } from '../../api/redis/redis-target.js';
 import type { Compat, EngineLimits } from '../../engine/types.js';
 import type { GrpcLimits } from '../../transports/grpc/limits.js';
 import { hostPortProblem, httpBaseProblem } from '../../transports/grpc/join-fields.js';
@@ -244,8 +245,10 @@ const RATE_LIMIT_PER_SECOND_MAX = 1_000_000;
 function checkApiConfig(api: NodeApiConfig): void {
   if (typeof api !== 'object' || api === null || Array.isArray(api))
     throw new ConfigError('api must be an object (use {} for the defaults)');
-  if (api.redisUrl !== undefined && (typeof api.redisUrl !== 'string' || !/^rediss?:\/\/[^\s]+$/.test(api.redisUrl))) {
-    throw new ConfigError('api.redisUrl must be a redis:// or rediss:// URL');
+  if (api.redisUrl !== undefined && (typeof api.redisUrl !== 'string' || !isRedisUrl(api.redisUrl))) {
+    throw new ConfigError(
+      'api.redisUrl must be a redis://, rediss:// or redis+sentinel://host:port[,host:port…]/<primary name> URL',
+    );
   }
   if (api.secretKeyFile !== undefined) checkFile(api.secretKeyFile, 'api.secretKeyFile');
   if (api.workspaceRoot !== undefined) checkFile(api.workspaceRoot, 'api.workspaceRoot');
