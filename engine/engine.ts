@@ -14,6 +14,12 @@ import { assert, assertFrontiers } from './assert.js';
 import { OutstandingCalls, type CallContext } from './calls.js';
 import { Effects } from './effects.js';
 import { Election } from './election.js';
+import {
+  CALL_FORGET_AGE_ELECTION_TIMEOUTS,
+  CALL_SWEEP_INTERVAL_ELECTION_TIMEOUTS,
+  MEMBER_ADDRESS_CHARS_MAX,
+  MEMBER_NAME_CHARS_MAX,
+} from './limits.js';
 import { RaftLog, logUpToDate } from './log.js';
 import { JoinDialer, PendingChanges, RosterCache, confChangeRefusal, type ConfChangeRefusal } from './membership.js';
 import {
@@ -347,7 +353,8 @@ export class Engine {
 
   private tick(): void {
     this.ticks++;
-    if (this.ticks % (this.limits.electionTimeoutTicks * 4) === 0) this.sweepCalls();
+    if (this.ticks % (this.limits.electionTimeoutTicks * CALL_SWEEP_INTERVAL_ELECTION_TIMEOUTS) === 0)
+      this.sweepCalls();
     switch (this.role) {
       case 'leader':
         this.tickLeader();
@@ -753,7 +760,7 @@ export class Engine {
   }
 
   private sweepCalls(): void {
-    this.calls.sweep(this.ticks - this.limits.electionTimeoutTicks * 8);
+    this.calls.sweep(this.ticks - this.limits.electionTimeoutTicks * CALL_FORGET_AGE_ELECTION_TIMEOUTS);
   }
 
   private reply(callId: number, response: RpcResponse): void {
@@ -1522,13 +1529,13 @@ export class Engine {
     if (
       req.name === '' ||
       req.grpcAddr === '' ||
-      req.name.length > 253 ||
-      req.grpcAddr.length > 512 ||
-      req.httpAddr.length > 512
+      req.name.length > MEMBER_NAME_CHARS_MAX ||
+      req.grpcAddr.length > MEMBER_ADDRESS_CHARS_MAX ||
+      req.httpAddr.length > MEMBER_ADDRESS_CHARS_MAX
     ) {
       this.replyJoinRefusal(
         callId,
-        'invalid join request: name and grpc_addr are required (name ≤ 253, addresses ≤ 512 chars)',
+        `invalid join request: name and grpc_addr are required (name ≤ ${MEMBER_NAME_CHARS_MAX}, addresses ≤ ${MEMBER_ADDRESS_CHARS_MAX} chars)`,
       );
       return;
     }
