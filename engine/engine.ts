@@ -10,7 +10,7 @@
 // proposals.ts (proposals awaiting commit), pull.ts (a follower's pull),
 // transfer.ts (leadership handover), snapshot-staging.ts (the snapshot held);
 // this class holds roles, handlers and the order things happen in.
-import { assert, assertFrontiers } from './assert.js';
+import { assert, assertFrontiers, assertNever } from './assert.js';
 import { OutstandingCalls, type CallContext } from './calls.js';
 import { Effects } from './effects.js';
 import { Election } from './election.js';
@@ -2062,8 +2062,4 @@ function hardStateChanged(a: HardState, b: HardState): boolean {
     a.removed !== b.removed ||
     a.rosterBase !== b.rosterBase
   );
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

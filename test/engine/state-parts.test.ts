@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { EngineInvariantError, assertFrontiers } from '../../engine/assert.js';
+import { RaftLog } from '../../engine/log.js';
 import {
   JoinDialer,
   PendingChanges,
@@ -287,5 +288,13 @@ describe('engine/assert', () => {
       () => assertFrontiers({ appliedSeq: 1, commitSeq: 2, matchedSeq: 3, durableSeq: 5, lastSeq: 4 }),
       /durable seqno 5 is above the log end 4/,
     );
+  });
+
+  it('the log: an append out of order or a compaction past its end throws EngineInvariantError', () => {
+    const log = new RaftLog(0, 0, []);
+    const entry = (seq: number) => ({ seq, term: 1, kind: EntryKind.EventBatch, data: new Uint8Array(0) });
+    log.append([entry(1)]);
+    assert.throws(() => log.append([entry(3)]), EngineInvariantError);
+    assert.throws(() => log.compactThrough(2), EngineInvariantError);
   });
 });
