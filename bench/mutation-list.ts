@@ -22,14 +22,15 @@ const PROGRESS = 'engine/progress.ts';
 const QUORUM = 'engine/quorum.ts';
 const READINESS = 'engine/readiness.ts';
 const MEMBERSHIP = 'engine/membership.ts';
+const POSITIONS = 'engine/positions.ts';
 
 export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'figure8-commit-old-term',
     rule: 'commit only entries of the current term (Figure 8)',
     file: E,
-    find: 'if (quorumSeq <= this.commitSeq || this.log.termAt(quorumSeq) !== this.hs.term) return;',
-    replace: 'if (quorumSeq <= this.commitSeq) return;',
+    find: 'if (quorumSeq <= this.positions.commitSeq || this.log.termAt(quorumSeq) !== this.hs.term) return;',
+    replace: 'if (quorumSeq <= this.positions.commitSeq) return;',
   },
   {
     name: 'accept-term-zero',
@@ -141,9 +142,9 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'report-undurable',
     rule: 'applied_seqno means durable and matched',
-    file: E,
-    find: 'return Math.min(this.durableSeq, this.matchedSeq);',
-    replace: 'return this.matchedSeq;',
+    file: POSITIONS,
+    find: 'return Math.min(this.durable, this.matched);',
+    replace: 'return this.matched;',
   },
   // Issue 10: the replication plane's trust boundary (docs/protocol.md, "Identity and trust — engine rules").
   {
@@ -186,7 +187,7 @@ export const MUTATIONS: readonly Mutation[] = [
     name: 'heartbeat-contradiction-obeyed',
     rule: 'a heartbeat contradicting the commit seqno is refused, not obeyed',
     file: E,
-    find: 'if (cut !== 0 && cut <= this.commitSeq) {',
+    find: 'if (cut !== 0 && cut <= this.positions.commitSeq) {',
     replace: 'if (false) {',
   },
   {
@@ -294,10 +295,10 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'report-unmatched',
     rule: 'applied_seqno is matched against the leader, not only durable',
-    file: E,
+    file: POSITIONS,
     target: 'report-honesty',
-    find: 'return Math.min(this.durableSeq, this.matchedSeq);',
-    replace: 'return this.durableSeq;',
+    find: 'return Math.min(this.durable, this.matched);',
+    replace: 'return this.durable;',
   },
   {
     name: 'no-check-quorum',
@@ -310,9 +311,9 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'check-quorum-never-forgets',
     rule: 'check-quorum counts only the voters heard in the last election timeout',
-    file: E,
+    file: PROGRESS,
     target: 'leader-step-down',
-    find: '    this.progress.recentActive.clear();\n    return active;',
+    find: '    this.recentActive.clear();\n    return active;',
     replace: '    return active;',
   },
   {
@@ -353,7 +354,7 @@ export const MUTATIONS: readonly Mutation[] = [
     rule: 'a leader counts its own durable frontier toward the commit, not its log end',
     file: E,
     target: 'match-honesty',
-    find: 'id === this.hs.selfId ? this.durableSeq :',
+    find: 'id === this.hs.selfId ? this.positions.durableSeq :',
     replace: 'id === this.hs.selfId ? this.log.lastSeq() :',
   },
   {

@@ -10,7 +10,7 @@
 // proposals.ts (proposals awaiting commit), pull.ts (a follower's pull),
 // transfer.ts (leadership handover), snapshot-staging.ts (the snapshot held);
 // this class holds roles, handlers and the order things happen in.
-import { assert, assertFrontiers, assertNever } from './assert.js';
+import { assert, assertNever } from './assert.js';
 import { OutstandingCalls, type CallContext } from './calls.js';
 import { Effects } from './effects.js';
 import { Election } from './election.js';
@@ -32,8 +32,9 @@ import {
 } from './membership-guard.js';
 import { FollowerPull, readChunk } from './pull.js';
 import { Progress, ProgressTracker } from './progress.js';
+import { LogPositions } from './positions.js';
 import { PendingProposals } from './proposals.js';
-import { hasQuorum, quorumMatch, type VoteTally } from './quorum.js';
+import { quorumMatch, type VoteTally } from './quorum.js';
 import { ReadIndex } from './read-index.js';
 import { SnapshotStaging } from './snapshot-staging.js';
 import { Readiness } from './readiness.js';
@@ -98,7 +99,6 @@ import {
 } from './types.js';
 import {
   canIncrementTerm,
-  isCarriableSeq,
   isCarriableTerm,
   parseCarriable,
   requestValueProblem,
@@ -119,7 +119,7 @@ export class Engine {
   private hs: HardState;
   /** savedHs is the hard state last handed out to be saved (commitSeq aside, which rides along). */
   private savedHs: HardState;
-  private log: RaftLog;
+  private readonly log: RaftLog;
   /** baseRoster is the roster at log.baseSeq (from a snapshot or compaction). */
   private baseRoster: Roster | null;
   /** snapshots: the snapshot we hold to serve, and whether a newer one is being staged (snapshot-staging.ts). */
@@ -140,10 +140,8 @@ export class Engine {
   private leaderId = 0;
   private ticks = 0;
   private heartbeatElapsedTicks = 0;
-  private durableSeq: number;
-  private matchedSeq: number;
-  private commitSeq: number;
-  private appliedSeq: number;
+  /** positions: commit, applied, durable, matched, reported and the term barrier, with their order (positions.ts). */
+  private readonly positions: LogPositions;
   /** readiness: the latch and the spec's Readiness rules 1-6 (readiness.ts). */
   private readonly readiness = new Readiness((effect) => this.fx.other(effect));
   private stats: NodeStats = { entityCount: 0, signalThroughputEps: 0, diskBytes: 0, nowNs: '0' };
@@ -158,7 +156,6 @@ export class Engine {
   /** progress: per follower, what it holds and what is in flight (progress.ts). */
   private readonly progress = new ProgressTracker();
   private electionPrevLog = { term: 0, seq: 0 };
-  private barrierSeq = 0;
   /** pendingProposals: proposals in our log awaiting commit (proposals.ts). */
   private readonly pendingProposals = new PendingProposals();
   /** pendingChanges: joins and admin ops waiting for their kind-4 record to commit (membership.ts). */
@@ -171,7 +168,6 @@ export class Engine {
   // Follower state.
   /** pull: our one pull from the leader (stream or snapshot fetch) and when a segment was last accepted (pull.ts). */
   private readonly pull = new FollowerPull();
-  private reportedSeq = 0;
 
   // Joiner state.
   /** joining: whom a joiner dials next, and its call in flight (membership.ts). */
@@ -196,17 +192,14 @@ export class Engine {
     this.snapshots = new SnapshotStaging(
       snap && restored.snapshotHeader ? { meta: snap, header: restored.snapshotHeader } : null,
     );
-    this.durableSeq = this.log.lastSeq();
-    this.appliedSeq = Math.max(restored.appliedSeq, this.log.baseSeq);
-    this.commitSeq = Math.max(this.appliedSeq, Math.min(this.hs.commitSeq, this.log.lastSeq()));
-    this.matchedSeq = this.commitSeq;
+    this.positions = new LogPositions(this.log, restored.appliedSeq, this.hs.commitSeq);
     this.versions = new VersionSpread(() => this.hs.selfId, config.compat.buildVersion);
     this.reads = new ReadIndex(this.limits, {
       isLeader: () => this.role === 'leader',
       selfId: () => this.hs.selfId,
       voterIds: () => voterIds(this.currentRoster()),
-      commitSeq: () => this.commitSeq,
-      termCommitted: () => this.commitSeq >= this.barrierSeq,
+      commitSeq: () => this.positions.commitSeq,
+      termCommitted: () => this.positions.termCommitted(),
       leaderHint: () =>
         this.role === 'leader' ? '' : (memberById(this.currentRoster(), this.leaderId)?.grpcAddr ?? ''),
       ticks: () => this.ticks,
@@ -286,15 +279,9 @@ export class Engine {
       default:
         assertNever(input);
     }
-    assertFrontiers({
-      appliedSeq: this.appliedSeq,
-      commitSeq: this.commitSeq,
-      // A leader's own log is the one to match: its commit may pass what it has synced itself when a
-      // quorum of followers synced first (its matchedSeq is its log end, moved at each append: appendLocal).
-      matchedSeq: this.role === 'leader' ? this.log.lastSeq() : this.matchedSeq,
-      durableSeq: this.durableSeq,
-      lastSeq: this.log.lastSeq(),
-    });
+    // A leader's own log is the one to match: its commit may pass what it has synced itself when a
+    // quorum of followers synced first (its matched frontier is its log end, moved at each append).
+    this.positions.assertOrdered(this.role === 'leader');
     if (hardStateChanged(this.hs, this.savedHs)) {
       // Crash loudly rather than persist a term the next election cannot increment exactly.
       assert(
@@ -302,7 +289,7 @@ export class Engine {
         () => `term ${this.hs.term} is not carriable (values.ts); refusing to save it`,
       );
       this.savedHs = { ...this.hs };
-      this.fx.hardState({ ...this.hs, commitSeq: Math.min(this.commitSeq, this.durableSeq) });
+      this.fx.hardState({ ...this.hs, commitSeq: Math.min(this.positions.commitSeq, this.positions.durableSeq) });
     }
     return this.fx.drain();
   }
@@ -319,10 +306,10 @@ export class Engine {
       leaderId: this.leaderId,
       lastSeq: this.log.lastSeq(),
       lastTerm: this.log.lastTerm(),
-      commitSeq: this.commitSeq,
-      appliedSeq: this.appliedSeq,
-      durableSeq: this.durableSeq,
-      matchedSeq: this.matchedSeq,
+      commitSeq: this.positions.commitSeq,
+      appliedSeq: this.positions.appliedSeq,
+      durableSeq: this.positions.durableSeq,
+      matchedSeq: this.positions.matchedSeq,
       snapshotSeq: this.snapshots.seq,
       ready: this.readiness.ready,
       halted: this.hs.halted,
@@ -400,8 +387,7 @@ export class Engine {
     }
     for (const [id, pr] of this.progress.entries()) {
       if (pr.shipTimedOut(this.ticks, this.limits.shipRetryTicks)) {
-        pr.inflight.clear();
-        pr.rewind();
+        pr.abandonShips();
       }
       if (pr.pauseTimedOut(this.ticks, this.limits.pullTimeoutTicks)) pr.rewind();
       this.maybeShip(id);
@@ -417,11 +403,13 @@ export class Engine {
       httpAddr: this.config.httpAddr,
       capabilities: this.config.compat.capabilities,
     };
-    this.joining.inflight = this.sendTo(
-      to,
-      0,
-      { method: 'JoinCluster', body },
-      { method: 'JoinCluster', term: this.hs.term, toAddr: to, probe: false },
+    this.joining.started(
+      this.sendTo(
+        to,
+        0,
+        { method: 'JoinCluster', body },
+        { method: 'JoinCluster', term: this.hs.term, toAddr: to, probe: false },
+      ),
     );
   }
 
@@ -448,7 +436,7 @@ export class Engine {
     if (term > this.hs.term) {
       this.hs.term = term;
       this.hs.votedFor = 0;
-      this.matchedSeq = this.commitSeq;
+      this.positions.forgetMatch();
       this.pull.stop();
       this.readiness.forgetFrontiers();
     }
@@ -495,7 +483,7 @@ export class Engine {
     this.hs.votedFor = this.hs.selfId;
     this.leaderId = 0;
     this.pull.stop();
-    this.matchedSeq = this.commitSeq;
+    this.positions.forgetMatch();
     this.readiness.forgetHeartbeatFrontier();
     this.election.randomizeTimeout();
     this.setRole('candidate');
@@ -557,7 +545,7 @@ export class Engine {
       kind: EntryKind.TermBarrier,
       data: new Uint8Array(0),
     };
-    this.barrierSeq = barrier.seq;
+    this.positions.startTerm(barrier.seq);
     this.reads.onBecomeLeader();
     this.appendLocal([barrier]);
     this.syncProgressToRoster();
@@ -595,12 +583,12 @@ export class Engine {
   }
 
   private committedRoster(): Roster {
-    return this.rosterAt(this.commitSeq);
+    return this.rosterAt(this.positions.commitSeq);
   }
 
   /** pendingConfSeq: the seq of an uncommitted kind-4 record in the log, 0 when none. */
   private pendingConfSeq(): number {
-    return this.log.hasMembershipAfter(this.commitSeq);
+    return this.log.hasMembershipAfter(this.positions.commitSeq);
   }
 
   private syncProgressToRoster(): void {
@@ -644,27 +632,15 @@ export class Engine {
   private appendLocal(entries: Entry[]): void {
     if (entries.length === 0) return;
     assert(this.role === 'leader', () => `appendLocal as ${this.role}: only a leader appends its own entries`);
-    assert(
-      isCarriableSeq(entries[entries.length - 1]!.seq),
-      () => `seqno ${entries[entries.length - 1]!.seq} is not carriable (values.ts)`,
-    );
-    this.log.append(entries);
-    this.matchedSeq = this.log.lastSeq();
+    this.positions.appendOwn(entries);
     this.fx.append(entries[0]!.seq, entries);
     this.noteConfigChange(entries);
   }
 
   /** truncateLocal drops seq and after; never at or below the commit seqno (the caller checked; asserted). */
   private truncateLocal(seq: number): void {
-    assert(
-      seq > this.commitSeq,
-      () => `truncating from ${seq} would drop committed entries (commit seqno ${this.commitSeq})`,
-    );
     const hadConf = this.log.hasMembershipAfter(seq - 1) !== 0;
-    this.log.truncateFrom(seq);
-    this.durableSeq = Math.min(this.durableSeq, seq - 1);
-    this.matchedSeq = Math.min(this.matchedSeq, seq - 1);
-    this.reportedSeq = Math.min(this.reportedSeq, seq - 1);
+    this.positions.truncateFrom(seq);
     if (hadConf && this.role === 'leader') this.syncProgressToRoster();
   }
 
@@ -674,26 +650,20 @@ export class Engine {
   }
 
   private onEntriesPersisted(lastSeq: number, lastTerm: number): void {
-    if (lastSeq > this.log.lastSeq() || this.log.termAt(lastSeq) !== lastTerm || lastSeq <= this.durableSeq) return;
-    this.durableSeq = lastSeq;
+    if (!this.positions.persisted(lastSeq, lastTerm)) return;
     if (this.role === 'leader') {
-      this.matchedSeq = this.log.lastSeq();
+      this.positions.matchLogEnd();
       this.maybeCommit();
       return;
     }
     this.afterFrontierMoved();
   }
 
-  /** reportable: the durable, matched frontier that applied_seqno means on the wire (decision 6). */
-  private reportable(): number {
-    return Math.min(this.durableSeq, this.matchedSeq);
-  }
-
   /** afterFrontierMoved: one apply round on a follower — report it once, then check the latch. */
   private afterFrontierMoved(): void {
-    const frontier = this.reportable();
-    if (frontier > this.reportedSeq && this.leaderId !== 0 && this.role !== 'leader') {
-      this.reportedSeq = frontier;
+    const frontier = this.positions.reportable();
+    if (frontier > this.positions.reportedSeq && this.leaderId !== 0 && this.role !== 'leader') {
+      this.positions.reportedThrough(frontier);
       const body: AppliedReport = {
         reporterShard: this.hs.selfId,
         sourceShard: this.leaderId,
@@ -711,11 +681,16 @@ export class Engine {
   }
 
   private applyCommitted(): void {
-    if (this.commitSeq <= this.appliedSeq) return;
-    const upTo = Math.min(this.commitSeq, this.log.lastSeq());
-    const entries = this.log.slice(this.appliedSeq + 1, upTo, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+    if (this.positions.commitSeq <= this.positions.appliedSeq) return;
+    const upTo = Math.min(this.positions.commitSeq, this.log.lastSeq());
+    const entries = this.log.slice(
+      this.positions.appliedSeq + 1,
+      upTo,
+      Number.MAX_SAFE_INTEGER,
+      Number.MAX_SAFE_INTEGER,
+    );
     if (entries.length === 0) return;
-    this.appliedSeq = entries[entries.length - 1]!.seq;
+    this.positions.appliedThrough(entries[entries.length - 1]!.seq);
     this.fx.apply(entries);
     if (entries.some((e) => e.kind === EntryKind.Membership) && isRemoved(this.committedRoster(), this.hs.selfId))
       this.learnRemoved();
@@ -723,9 +698,10 @@ export class Engine {
   }
 
   private maybeStageSnapshot(): void {
-    if (!this.snapshots.due(this.appliedSeq, this.log.baseSeq, this.limits.snapshotEntryCountThreshold)) return;
+    if (!this.snapshots.due(this.positions.appliedSeq, this.log.baseSeq, this.limits.snapshotEntryCountThreshold))
+      return;
     this.snapshots.begin();
-    const seq = this.appliedSeq;
+    const seq = this.positions.appliedSeq;
     this.fx.other({
       type: 'stageSnapshot',
       meta: { seq, entryTerm: this.log.termAt(seq) ?? 0, roster: this.rosterAt(seq) },
@@ -734,7 +710,7 @@ export class Engine {
 
   private onSnapshotStaged(meta: SnapshotMeta, header: SnapshotHeader): void {
     if (!this.snapshots.staged(meta, header)) return;
-    const through = Math.min(meta.seq - this.limits.compactionRetainEntryCount, this.appliedSeq);
+    const through = Math.min(meta.seq - this.limits.compactionRetainEntryCount, this.positions.appliedSeq);
     if (through > this.log.baseSeq && through <= this.log.lastSeq()) {
       this.baseRoster = this.rosterAt(through);
       this.log.compactThrough(through);
@@ -803,7 +779,7 @@ export class Engine {
         prevLogTerm: this.electionPrevLog.term,
         prevLogSeq: this.electionPrevLog.seq,
         buildVersion: this.config.compat.buildVersion,
-        leaderLastSeq: this.config.compat.sendsLeaderLastSeq ? this.durableSeq : 0,
+        leaderLastSeq: this.config.compat.sendsLeaderLastSeq ? this.positions.durableSeq : 0,
       };
       this.sendToId(id, { method: 'Heartbeat', body }, { method: 'Heartbeat', term: this.hs.term, toId: id, round });
     }
@@ -819,7 +795,7 @@ export class Engine {
     }
     if (pr.state === 'paused') return;
     const window = pr.window(this.limits.inflightSegmentCountMax);
-    while (pr.inflight.size < window) {
+    while (pr.inflightCount < window) {
       const last = this.log.lastSeq();
       let prevSeq = pr.nextSeq - 1;
       if (prevSeq < this.log.baseSeq) prevSeq = this.log.baseSeq; // compacted: an empty probe makes it pull, then fetch a snapshot
@@ -830,11 +806,11 @@ export class Engine {
         this.limits.segmentEntryCountMax,
         this.limits.segmentPayloadBytesMax,
       );
-      const commitNews = pr.ackedCommitSeq < this.commitSeq;
-      if (entries.length === 0 && !(pr.state === 'probe' && pr.inflight.size === 0) && !commitNews) return;
-      if (entries.length === 0 && pr.inflight.size > 0) return;
+      const commitNews = pr.ackedCommitSeq < this.positions.commitSeq;
+      if (entries.length === 0 && !(pr.state === 'probe' && pr.inflightCount === 0) && !commitNews) return;
+      if (entries.length === 0 && pr.inflightCount > 0) return;
       const segLast = prevSeq + entries.length;
-      const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.commitSeq, entries };
+      const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.positions.commitSeq, entries };
       const body: ShipSegmentRequest = {
         id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: prevSeq + 1 },
         payload: encodeSegmentFrame(frame),
@@ -847,7 +823,7 @@ export class Engine {
       const requestId = this.sendToId(
         id,
         { method: 'ShipSegment', body },
-        { method: 'ShipSegment', term: this.hs.term, toId: id, lastSeq: segLast, commitSeq: this.commitSeq },
+        { method: 'ShipSegment', term: this.hs.term, toId: id, lastSeq: segLast, commitSeq: this.positions.commitSeq },
       );
       if (requestId === null) return;
       pr.shipped(requestId, this.ticks, segLast);
@@ -867,10 +843,10 @@ export class Engine {
     if (this.role !== 'leader') return;
     // The leader counts its own durable frontier, a follower its reported durable, matched one (decision 6).
     const quorumSeq = quorumMatch(this.currentRoster(), (id) =>
-      id === this.hs.selfId ? this.durableSeq : this.progress.matchOf(id),
+      id === this.hs.selfId ? this.positions.durableSeq : this.progress.matchOf(id),
     );
-    if (quorumSeq <= this.commitSeq || this.log.termAt(quorumSeq) !== this.hs.term) return;
-    this.commitSeq = quorumSeq;
+    if (quorumSeq <= this.positions.commitSeq || this.log.termAt(quorumSeq) !== this.hs.term) return;
+    this.positions.commitTo(quorumSeq);
     this.applyCommitted();
     this.settleLeaderWaits();
     this.reads.onCommit();
@@ -878,9 +854,9 @@ export class Engine {
   }
 
   private settleLeaderWaits(): void {
-    for (const { seq, proposalId } of this.pendingProposals.settle(this.commitSeq))
+    for (const { seq, proposalId } of this.pendingProposals.settle(this.positions.commitSeq))
       this.proposalResult(proposalId, 'committed', '', seq, '');
-    for (const change of this.pendingChanges.settle(this.commitSeq)) {
+    for (const change of this.pendingChanges.settle(this.positions.commitSeq)) {
       if (change.kind === 'admin') this.adminResult(change.id, 'done', '');
       else for (const callId of change.callIds) this.replyJoinAccepted(callId, change.id, this.rosterAt(change.seq));
     }
@@ -888,9 +864,7 @@ export class Engine {
 
   /** checkQuorum: a majority of voters was heard this election timeout; each check starts a new count. */
   private checkQuorum(): boolean {
-    const active = hasQuorum(this.currentRoster(), (id) => id === this.hs.selfId || this.progress.recentActive.has(id));
-    this.progress.recentActive.clear();
-    return active;
+    return this.progress.checkQuorum(this.currentRoster(), this.hs.selfId);
   }
 
   private proposalResult(
@@ -1055,7 +1029,7 @@ export class Engine {
   private onRosterProbeAnswer(body: JoinResponse): void {
     const known = Math.max(this.currentRoster().membershipVersion, this.rosterProbe.vouched?.membershipVersion ?? 0);
     const vouched = vouchedRosterFrom(body, known, this.limits.clusterMemberCountMax);
-    if (vouched) this.rosterProbe.vouched = vouched;
+    if (vouched) this.rosterProbe.vouch(vouched);
     this.stepTerm(body.term); // a member's answer to our call, judged with the roster it vouches for (termToAdopt)
   }
 
@@ -1113,7 +1087,7 @@ export class Engine {
     if (!this.reseedAwaitingSource && this.contradictsCommit(req, decoded.frame)) {
       this.reply(callId, {
         method: 'ShipSegment',
-        body: { accepted: false, appliedSeqno: this.reportable(), term: this.hs.term },
+        body: { accepted: false, appliedSeqno: this.positions.reportable(), term: this.hs.term },
       });
       return;
     }
@@ -1132,7 +1106,7 @@ export class Engine {
     }
     const body: ShipSegmentResponse = {
       accepted: outcome === 'accepted',
-      appliedSeqno: this.reportable(),
+      appliedSeqno: this.positions.reportable(),
       term: this.hs.term,
     };
     this.reply(callId, { method: 'ShipSegment', body });
@@ -1163,19 +1137,23 @@ export class Engine {
     if (frame.prevSeq > this.log.lastSeq()) return 'rejected';
     if (
       frame.prevSeq >= this.log.baseSeq &&
-      frame.prevSeq > this.commitSeq &&
+      frame.prevSeq > this.positions.commitSeq &&
       this.log.termAt(frame.prevSeq) !== frame.prevTerm
     )
       return 'rejected';
-    if (frame.prevSeq === this.log.baseSeq && this.log.baseSeq > this.commitSeq && this.log.baseTerm !== frame.prevTerm)
+    if (
+      frame.prevSeq === this.log.baseSeq &&
+      this.log.baseSeq > this.positions.commitSeq &&
+      this.log.baseTerm !== frame.prevTerm
+    )
       return 'rejected';
     if (this.contradictsCommit(req, frame)) return 'contradicted';
     this.appendFromLeader(frame.entries);
-    this.matchedSeq = Math.max(this.matchedSeq, frame.prevSeq + frame.entries.length);
+    this.positions.matchThrough(frame.prevSeq + frame.entries.length);
     this.pull.accepted(this.ticks);
-    const newCommit = Math.min(frame.commitSeq, this.matchedSeq);
-    if (newCommit > this.commitSeq) {
-      this.commitSeq = newCommit;
+    const newCommit = Math.min(frame.commitSeq, this.positions.matchedSeq);
+    if (newCommit > this.positions.commitSeq) {
+      this.positions.commitTo(newCommit);
       this.applyCommitted();
     }
     this.afterFrontierMoved();
@@ -1189,7 +1167,7 @@ export class Engine {
     this.fx.other({
       type: 'warning',
       code: 'commit-contradiction',
-      message: `member ${req.leaderRegion}'s segment (term ${req.term}) holds another entry at seq ${conflict}, at or below our commit seqno ${this.commitSeq}; refused, nothing truncated`,
+      message: `member ${req.leaderRegion}'s segment (term ${req.term}) holds another entry at seq ${conflict}, at or below our commit seqno ${this.positions.commitSeq}; refused, nothing truncated`,
     });
     return true;
   }
@@ -1197,7 +1175,7 @@ export class Engine {
   /** committedConflict: the seq of the first entry that differs from one we hold at or below our commit seqno, 0 = none. */
   private committedConflict(entries: Entry[]): number {
     for (const e of entries) {
-      if (e.seq > this.commitSeq) return 0;
+      if (e.seq > this.positions.commitSeq) return 0;
       if (e.seq <= this.log.baseSeq) continue;
       const have = this.log.termAt(e.seq);
       if (have === undefined) return 0;
@@ -1259,14 +1237,9 @@ export class Engine {
   private wipeForReseed(): void {
     this.hs.rosterBase = this.currentRoster(); // keep knowing who the members are while the log is empty
     this.fx.resetStateMachine();
-    this.log.resetTo(0, 0);
+    this.positions.wipe();
     this.baseRoster = null;
     this.fx.append(1, []);
-    this.commitSeq = 0;
-    this.appliedSeq = 0;
-    this.durableSeq = 0;
-    this.matchedSeq = 0;
-    this.reportedSeq = 0;
     this.snapshots.drop();
     this.pull.stop();
     this.startPull();
@@ -1285,13 +1258,13 @@ export class Engine {
     }
     if (req.term >= this.hs.term && req.term > 0 && !this.reseedAwaitingSource) {
       const cut = this.divergentFrom(req.prevLogTerm, req.prevLogSeq, req.term);
-      if (cut !== 0 && cut <= this.commitSeq) {
+      if (cut !== 0 && cut <= this.positions.commitSeq) {
         // Obeying would truncate committed entries: a legitimate leader holds every committed
         // entry, so this claim is corrupt or forged. Refused before it changes anything.
         this.fx.other({
           type: 'warning',
           code: 'commit-contradiction',
-          message: `member ${req.leaderRegion}'s heartbeat (term ${req.term}) places its log at (${req.prevLogTerm}, ${req.prevLogSeq}), which would cut ours from ${cut}, at or below our commit seqno ${this.commitSeq}; refused`,
+          message: `member ${req.leaderRegion}'s heartbeat (term ${req.term}) places its log at (${req.prevLogTerm}, ${req.prevLogSeq}), which would cut ours from ${cut}, at or below our commit seqno ${this.positions.commitSeq}; refused`,
         });
         this.replyHeartbeat(callId, false, removed);
         return;
@@ -1304,7 +1277,7 @@ export class Engine {
     const warning = this.versions.observe(req.leaderRegion, req.buildVersion);
     if (warning) this.fx.other({ type: 'warning', code: 'version-major-mismatch', message: warning });
     const cut = this.divergentFrom(req.prevLogTerm, req.prevLogSeq, req.term);
-    if (cut > this.commitSeq) {
+    if (cut > this.positions.commitSeq) {
       this.truncateLocal(cut);
       this.fx.append(cut, []);
     }
@@ -1312,7 +1285,7 @@ export class Engine {
     this.readiness.foldLagGauge(req.shardId, req.streamBaseline);
     this.readiness.onHeartbeatFrontier(req.leaderLastSeq);
     this.tryConverge();
-    const behind = this.reportable() < this.readiness.gauge(req.shardId);
+    const behind = this.positions.reportable() < this.readiness.gauge(req.shardId);
     if (behind && this.pull.due(this.ticks, this.limits.electionTimeoutTicks, this.hs.reseed)) this.startPull();
     this.replyHeartbeat(callId, true, removed);
   }
@@ -1349,7 +1322,7 @@ export class Engine {
     const folded = this.role === 'leader' && req.reporterTerm === this.hs.term && req.sourceShard === this.hs.selfId;
     if (folded) {
       const pr = this.progress.get(req.reporterShard);
-      if (pr) pr.capabilities = req.capabilities;
+      if (pr) pr.heardCapabilities(req.capabilities);
       this.progress.heard(req.reporterShard);
       this.foldMatch(req.reporterShard, req.appliedSeqno);
       this.maybeShip(req.reporterShard);
@@ -1462,7 +1435,12 @@ export class Engine {
       );
       if (entries.length === 0 && chunks > 0) break;
       const prevSeq = next - 1;
-      const frame: SegmentFrame = { prevSeq, prevTerm: this.log.termAt(prevSeq)!, commitSeq: this.commitSeq, entries };
+      const frame: SegmentFrame = {
+        prevSeq,
+        prevTerm: this.log.termAt(prevSeq)!,
+        commitSeq: this.positions.commitSeq,
+        entries,
+      };
       const chunk: ShipSegmentRequest = {
         id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: next },
         payload: encodeSegmentFrame(frame),
@@ -1587,8 +1565,8 @@ export class Engine {
     return confChangeRefusal({
       roster: this.currentRoster(),
       selfId: this.hs.selfId,
-      commitSeq: this.commitSeq,
-      barrierSeq: this.barrierSeq,
+      commitSeq: this.positions.commitSeq,
+      barrierSeq: this.positions.barrierSeq,
       pendingConfSeq: this.pendingConfSeq(),
       transferring: this.transfer.inProgress,
       selfCapabilities: this.config.compat.capabilities,
@@ -1747,12 +1725,12 @@ export class Engine {
     if (this.role !== 'leader' || ctx.term !== this.hs.term || body.term !== this.hs.term) return;
     const pr = this.progress.get(ctx.toId);
     if (!pr) return;
-    pr.inflight.delete(requestId);
+    pr.answered(requestId);
     this.progress.heard(ctx.toId);
     if (body.accepted) pr.shipAccepted(ctx.lastSeq, ctx.commitSeq, body.appliedSeqno);
     else pr.shipRefused(this.ticks);
     this.foldMatch(ctx.toId, body.appliedSeqno);
-    if (pr.state !== 'paused' && pr.nextSeq <= pr.matchSeq) pr.nextSeq = pr.matchSeq + 1;
+    pr.skipMatched();
     this.maybeShip(ctx.toId);
   }
 
@@ -1764,7 +1742,7 @@ export class Engine {
     if (this.role !== 'leader' || ctx.term !== this.hs.term || body.term !== this.hs.term || !body.accepted) return;
     this.progress.heard(ctx.toId);
     const pr = this.progress.get(ctx.toId);
-    if (pr) pr.capabilities = body.capabilities;
+    if (pr) pr.heardCapabilities(body.capabilities);
     this.reads.onAck(ctx.toId, ctx.round);
   }
 
@@ -1823,7 +1801,7 @@ export class Engine {
     switch (ctx.method) {
       case 'ShipSegment': {
         const pr = this.progress.get(ctx.toId);
-        if (!pr || !pr.inflight.delete(requestId)) return;
+        if (!pr || !pr.answered(requestId)) return;
         if (pr.state !== 'paused') pr.rewind();
         break;
       }
@@ -1856,7 +1834,11 @@ export class Engine {
   /** startPull asks the leader's stream for what we miss, from the first seq not known to match. */
   private startPull(): void {
     if (this.pull.active || this.leaderId === 0 || this.role === 'leader' || this.hs.halted !== '') return;
-    const body: StreamRequest = { shardId: this.leaderId, fromSeqno: this.matchedSeq + 1, term: this.hs.term };
+    const body: StreamRequest = {
+      shardId: this.leaderId,
+      fromSeqno: this.positions.matchedSeq + 1,
+      term: this.hs.term,
+    };
     const requestId = this.sendToId(
       this.leaderId,
       { method: 'StreamSegments', body },
@@ -1872,7 +1854,11 @@ export class Engine {
       { method: 'FetchSnapshot', term: this.hs.term, toId: this.leaderId },
       this.ticks,
     );
-    const request: SnapshotRequest = { shardId: this.leaderId, fromSeqno: this.matchedSeq + 1, term: this.hs.term };
+    const request: SnapshotRequest = {
+      shardId: this.leaderId,
+      fromSeqno: this.positions.matchedSeq + 1,
+      term: this.hs.term,
+    };
     this.pull.started(requestId, 'snapshot', this.ticks);
     this.fx.message({ type: 'fetchSnapshot', requestId, to: leader.grpcAddr, toId: this.leaderId, request });
   }
@@ -1895,31 +1881,17 @@ export class Engine {
     if (!this.pull.isFor(requestId)) return;
     this.calls.settle(requestId);
     this.pull.stop();
-    if (this.matchedSeq < this.readiness.gauge(this.leaderId)) this.startPull(); // a bounded stream ended before we caught up // a bounded stream ended before we caught up
+    if (this.positions.matchedSeq < this.readiness.gauge(this.leaderId)) this.startPull(); // a bounded stream ended before we caught up // a bounded stream ended before we caught up
   }
 
   private onSnapshotInstalled(requestId: number, meta: SnapshotMeta, header: SnapshotHeader): void {
     if (this.pull.isFor(requestId)) this.pull.stop();
     this.calls.settle(requestId);
     // The driver has already swapped the state machine to the artifact: adopt it whatever we thought.
-    if (this.log.termAt(meta.seq) === meta.entryTerm && meta.seq <= this.log.lastSeq() && meta.seq > this.log.baseSeq) {
-      this.log.compactThrough(meta.seq);
-    } else if (
-      meta.seq !== this.log.baseSeq ||
-      meta.entryTerm !== this.log.baseTerm ||
-      this.log.lastSeq() !== meta.seq
-    ) {
-      this.log.resetTo(meta.seq, meta.entryTerm);
-      this.fx.append(meta.seq + 1, []);
-      this.durableSeq = meta.seq;
-    }
+    if (this.positions.installSnapshot(meta.seq, meta.entryTerm)) this.fx.append(meta.seq + 1, []);
     this.baseRoster = meta.roster;
     this.fx.other({ type: 'compact', throughSeq: meta.seq });
     this.snapshots.installed(meta, header);
-    this.appliedSeq = meta.seq;
-    this.commitSeq = Math.max(meta.seq, Math.min(this.commitSeq, this.log.lastSeq()));
-    this.matchedSeq = Math.max(meta.seq, Math.min(this.matchedSeq, this.log.lastSeq()));
-    this.durableSeq = Math.max(this.durableSeq, meta.seq);
     if (this.hs.reseed) this.hs.reseed = false;
     if (isRemoved(meta.roster, this.hs.selfId)) this.learnRemoved();
     this.applyCommitted();
@@ -1948,7 +1920,7 @@ export class Engine {
   /** tryConverge: Readiness rules, 2, 3 and 5 — our durable, matched frontier against a real leader frontier. */
   private tryConverge(): void {
     if (this.readiness.ready || this.role === 'removed') return;
-    const reason = this.readiness.convergence(this.reportable());
+    const reason = this.readiness.convergence(this.positions.reportable());
     if (reason !== null) this.converge(reason);
   }
 
@@ -2019,7 +1991,7 @@ export class Engine {
           return fail('not-a-learner', 'only a learner can be promoted');
         if (op.op === 'remove' && op.memberId === this.hs.selfId)
           return fail('removes-leader', 'the leader cannot remove itself: transfer leadership first');
-        if (op.op === 'promote' && this.progress.matchOf(op.memberId) < this.commitSeq)
+        if (op.op === 'promote' && this.progress.matchOf(op.memberId) < this.positions.commitSeq)
           return fail('learner-behind', 'learner has not caught up with the commit seqno yet; retry');
         const refusal = this.confChangeRefusal(op.op === 'promote' ? op.memberId : 0);
         if (refusal) return fail(refusal.code, refusal.detail);

@@ -151,7 +151,7 @@ export class PendingChanges {
  */
 export class JoinDialer {
   /** inflight: the request id of our JoinCluster call, null = none. */
-  inflight: number | null = null;
+  private inflight: number | null = null;
   private elapsedTicks = Number.MAX_SAFE_INTEGER;
   private targetIndex = 0;
   private leaderHint = '';
@@ -175,6 +175,11 @@ export class JoinDialer {
     const to = this.leaderHint !== '' ? this.leaderHint : this.seeds[this.targetIndex++ % this.seeds.length]!;
     this.leaderHint = '';
     return to;
+  }
+
+  /** started: our JoinCluster call `requestId` is in flight. */
+  started(requestId: number): void {
+    this.inflight = requestId;
   }
 
   /** settled: true when `requestId` was our call in flight (now settled). */

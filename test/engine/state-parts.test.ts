@@ -115,7 +115,7 @@ describe('engine/progress', () => {
     assert.equal(pr.window(8), 1);
     pr.shipped(1, 3, 7);
     assert.equal(pr.nextSeq, 8);
-    pr.inflight.delete(1);
+    pr.answered(1);
     pr.shipAccepted(7, 6, 0);
     assert.equal(pr.state, 'replicate');
     assert.equal(pr.window(8), 8);
@@ -259,7 +259,7 @@ describe('engine/membership', () => {
   it('a joiner dials a named leader at once, else its seeds in turn, paced', () => {
     const dialer = new JoinDialer(['s1', 's2'], 4);
     assert.equal(dialer.due(3), 's1');
-    dialer.inflight = 1;
+    dialer.started(1);
     assert.equal(dialer.due(3), null);
     assert.equal(dialer.settled(1), true);
     dialer.refused('leader', [{ grpcAddr: 'm1' }, { grpcAddr: 'm2' }, { grpcAddr: 'm3' }]);
