@@ -23,6 +23,7 @@ const QUORUM = 'engine/quorum.ts';
 const READINESS = 'engine/readiness.ts';
 const MEMBERSHIP = 'engine/membership.ts';
 const POSITIONS = 'engine/positions.ts';
+const TERM_RULE = 'engine/term-rule.ts';
 
 export const MUTATIONS: readonly Mutation[] = [
   {
@@ -35,16 +36,16 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'accept-term-zero',
     rule: 'term-0 traffic rejected at term >= 1',
-    file: E,
-    find: 'if (term === 0 || term < this.hs.term) return false;',
-    replace: 'if (term < this.hs.term) return false;',
+    file: TERM_RULE,
+    find: 'return term === 0 && assertsLeader(request);',
+    replace: 'return false;',
   },
   {
     name: 'accept-stale-term',
     rule: 'a lower term is refused (deposed leader fenced)',
-    file: E,
-    find: 'if (term === 0 || term < this.hs.term) return false;',
-    replace: 'if (term === 0) return false;',
+    file: TERM_RULE,
+    find: '  if (term < ourTerm) return true;\n',
+    replace: '',
   },
   {
     name: 'prevote-as-vote',
@@ -105,9 +106,9 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'fold-any-reporter-term',
     rule: 'ReportApplied folded only at the activation term',
-    file: E,
-    find: "const folded = this.role === 'leader' && req.reporterTerm === this.hs.term && req.sourceShard === this.hs.selfId;",
-    replace: "const folded = this.role === 'leader' && req.sourceShard === this.hs.selfId;",
+    file: TERM_RULE,
+    find: "    case 'ReportApplied':\n      return request.body.reporterTerm;",
+    replace: "    case 'ReportApplied':\n      return null;",
   },
   {
     name: 'ignore-removed-flag',
@@ -127,9 +128,9 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'serve-stale-puller',
     rule: 'StreamSegments served only at equal terms',
-    file: E,
-    find: 'if (term < this.hs.term) return `stale puller term ${term}: source is at term ${this.hs.term}; rejoin first`;',
-    replace: '',
+    file: TERM_RULE,
+    find: "    case 'StreamSegments':\n    case 'FetchSnapshot':\n      return request.body.term;",
+    replace: "    case 'StreamSegments':\n    case 'FetchSnapshot':\n      return null;",
   },
   {
     name: 'count-learners',

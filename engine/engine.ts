@@ -38,6 +38,7 @@ import { quorumMatch, type VoteTally } from './quorum.js';
 import { ReadIndex } from './read-index.js';
 import { SnapshotStaging } from './snapshot-staging.js';
 import { Readiness } from './readiness.js';
+import { isStaleTerm } from './term-rule.js';
 import { LeadershipTransfer } from './transfer.js';
 import {
   decodeRoster,
@@ -912,7 +913,10 @@ export class Engine {
         return;
       }
     }
-    this.stepTerm(this.termToAdopt(request)); // the term check, once, before any handler (termToAdopt)
+    if (this.refusedBeforeTerm(callId, request)) return;
+    // The term rule, once, before any handler: a stale term refused, a newer one adopted (termToAdopt).
+    if (isStaleTerm(request, this.hs.term)) return this.refuseStaleTerm(callId, request);
+    this.stepTerm(this.termToAdopt(request));
     switch (request.method) {
       case 'ShipSegment':
         this.onShipSegment(callId, request.body);
@@ -938,6 +942,64 @@ export class Engine {
       case 'JoinCluster':
         this.onJoinCluster(callId, request.body);
         break;
+      default:
+        assertNever(request);
+    }
+  }
+
+  /**
+   * refusedBeforeTerm answers what is refused whatever the term: a segment to a halted receiver (it
+   * takes nothing more) and a heartbeat listing more regions than replicationLagRegionCountMax (a
+   * value beyond our limits). True when it answered.
+   */
+  private refusedBeforeTerm(callId: number, request: RpcRequest): boolean {
+    if (request.method === 'ShipSegment' && this.hs.halted !== '') {
+      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `receiver halted: ${this.hs.halted}`);
+      return true;
+    }
+    if (request.method !== 'Heartbeat') return false;
+    const lagRegions = Object.keys(request.body.replicationLag).length;
+    if (lagRegions <= this.limits.replicationLagRegionCountMax) return false;
+    this.replyError(
+      callId,
+      StatusCode.INVALID_ARGUMENT,
+      `replication_lag has ${lagRegions} regions, limit ${this.limits.replicationLagRegionCountMax}`,
+    );
+    return true;
+  }
+
+  /**
+   * refuseStaleTerm answers a request whose term is stale (term-rule.ts) the way the spec has each
+   * kind answer it; nothing of ours changes. Our term rides on every answer, so the sender learns it.
+   */
+  private refuseStaleTerm(callId: number, request: RpcRequest): void {
+    switch (request.method) {
+      case 'ShipSegment':
+        return this.replyError(
+          callId,
+          StatusCode.FAILED_PRECONDITION,
+          `stale term ${request.body.term}: receiver is at term ${this.hs.term}`,
+        );
+      case 'Heartbeat':
+        return this.replyHeartbeat(callId, false, isRemoved(this.committedRoster(), request.body.regionId));
+      case 'ReportApplied':
+        return this.reply(callId, { method: 'ReportApplied', body: { acknowledged: false } });
+      case 'RequestVote': {
+        const removed = isRemoved(this.committedRoster(), request.body.candidateRegion);
+        return this.reply(callId, { method: 'RequestVote', body: { term: this.hs.term, granted: false, removed } });
+      }
+      case 'TimeoutNow':
+        this.warnTimeoutNowRefused(request.body);
+        return this.reply(callId, { method: 'TimeoutNow', body: { accepted: false } });
+      case 'StreamSegments':
+      case 'FetchSnapshot':
+        return this.replyError(
+          callId,
+          StatusCode.FAILED_PRECONDITION,
+          `stale puller term ${request.body.term}: source is at term ${this.hs.term}; rejoin first`,
+        );
+      case 'JoinCluster':
+        return assert(false, 'JoinCluster carries no term to be stale');
       default:
         assertNever(request);
     }
@@ -1033,9 +1095,12 @@ export class Engine {
     this.stepTerm(body.term); // a member's answer to our call, judged with the roster it vouches for (termToAdopt)
   }
 
-  /** fenceLeaderTraffic applies the term rules to a member's leader-asserting traffic; false = rejected. */
+  /**
+   * fenceLeaderTraffic: a member's leader-asserting traffic at our term or above (the term rule refused
+   * a stale one) names its leader; a newer term or a leader we did not know makes us its follower,
+   * unless the term already has another leader. False = rejected.
+   */
   private fenceLeaderTraffic(term: number, leaderRegion: number): boolean {
-    if (term === 0 || term < this.hs.term) return false;
     if (leaderRegion === 0) return false;
     if (
       term > this.hs.term ||
@@ -1065,18 +1130,6 @@ export class Engine {
   }
 
   private onShipSegment(callId: number, req: ShipSegmentRequest): void {
-    if (this.hs.halted !== '') {
-      this.replyError(callId, StatusCode.FAILED_PRECONDITION, `receiver halted: ${this.hs.halted}`);
-      return;
-    }
-    if (req.term === 0 || req.term < this.hs.term) {
-      this.replyError(
-        callId,
-        StatusCode.FAILED_PRECONDITION,
-        `stale term ${req.term}: receiver is at term ${this.hs.term}`,
-      );
-      return;
-    }
     const decoded = decodeSegmentFrame(req.payload);
     if (!decoded.ok) {
       this.replyError(callId, StatusCode.INVALID_ARGUMENT, `bad segment payload: ${decoded.reason}`);
@@ -1247,16 +1300,7 @@ export class Engine {
 
   private onHeartbeat(callId: number, req: HeartbeatRequest): void {
     const removed = isRemoved(this.committedRoster(), req.regionId);
-    const lagRegions = Object.keys(req.replicationLag).length;
-    if (lagRegions > this.limits.replicationLagRegionCountMax) {
-      this.replyError(
-        callId,
-        StatusCode.INVALID_ARGUMENT,
-        `replication_lag has ${lagRegions} regions, limit ${this.limits.replicationLagRegionCountMax}`,
-      );
-      return;
-    }
-    if (req.term >= this.hs.term && req.term > 0 && !this.reseedAwaitingSource) {
+    if (!this.reseedAwaitingSource) {
       const cut = this.divergentFrom(req.prevLogTerm, req.prevLogSeq, req.term);
       if (cut !== 0 && cut <= this.positions.commitSeq) {
         // Obeying would truncate committed entries: a legitimate leader holds every committed
@@ -1319,7 +1363,8 @@ export class Engine {
   }
 
   private onReportApplied(callId: number, req: AppliedReport): void {
-    const folded = this.role === 'leader' && req.reporterTerm === this.hs.term && req.sourceShard === this.hs.selfId;
+    // The term rule ran first: the reporter's term is ours, the one its frontier was matched in.
+    const folded = this.role === 'leader' && req.sourceShard === this.hs.selfId;
     if (folded) {
       const pr = this.progress.get(req.reporterShard);
       if (pr) pr.heardCapabilities(req.capabilities);
@@ -1345,7 +1390,7 @@ export class Engine {
       const body: VoteResponse = { term: this.hs.term, granted, removed };
       this.reply(callId, { method: 'RequestVote', body });
     };
-    if (req.term < this.hs.term || removed) return respond(false);
+    if (removed) return respond(false);
     if (this.leaseRefuses(req)) return respond(false);
     // We answer even if our roster says we are a learner (etcd-io/etcd#10998): the candidate's roster, not
     // ours, decides whether our grant counts, and we may have been promoted by a record we never received.
@@ -1381,16 +1426,18 @@ export class Engine {
   private onTimeoutNow(callId: number, req: TimeoutNowRequest): void {
     const fromOurLeader =
       req.term === this.hs.term && req.term > 0 && this.leaderId !== 0 && req.leaderRegion === this.leaderId;
-    if (!fromOurLeader) {
-      this.fx.other({
-        type: 'warning',
-        code: 'timeout-now-refused',
-        message: `TimeoutNow from member ${req.leaderRegion} at term ${req.term}; our term is ${this.hs.term}, led by ${this.leaderId || 'nobody known'}: ignored`,
-      });
-    }
+    if (!fromOurLeader) this.warnTimeoutNowRefused(req);
     const ok = fromOurLeader && this.role === 'follower' && this.promotable();
     if (ok) this.startElection(true);
     this.reply(callId, { method: 'TimeoutNow', body: { accepted: ok } });
+  }
+
+  private warnTimeoutNowRefused(req: TimeoutNowRequest): void {
+    this.fx.other({
+      type: 'warning',
+      code: 'timeout-now-refused',
+      message: `TimeoutNow from member ${req.leaderRegion} at term ${req.term}; our term is ${this.hs.term}, led by ${this.leaderId || 'nobody known'}: ignored`,
+    });
   }
 
   private onStreamSegments(callId: number, req: StreamRequest): void {
@@ -1459,13 +1506,12 @@ export class Engine {
   }
 
   /**
-   * fenceSourceRequest: rules 2 and 4 — serve only at equal terms, as the leader. A puller at a
-   * higher term is refused, but the source does not adopt that term: StreamRequest and
+   * fenceSourceRequest: rules 2 and 4 — serve only at equal terms, as the leader (a stale puller was
+   * refused by the term rule, term-rule.ts). A puller at a higher term is refused, but the source does not adopt that term: StreamRequest and
    * SnapshotRequest name no sender, so their term is an unverified claim. A deposed source
    * learns its deposition from members (their answers' terms, or check-quorum).
    */
   private fenceSourceRequest(term: number): string | null {
-    if (term < this.hs.term) return `stale puller term ${term}: source is at term ${this.hs.term}; rejoin first`;
     if (term > this.hs.term)
       return `puller claims term ${term}, above the source's ${this.hs.term}: not serving a possibly stale tail`;
     if (this.role !== 'leader') return `not the leader of term ${term}`;
@@ -1674,9 +1720,10 @@ export class Engine {
    * - ReportApplied: the reporter's term.
    * - RequestVote: its term, unless it is a pre-vote (which changes nothing), the candidate was
    *   removed, or a fresh leader's lease refuses it (leaseRefuses).
-   * - ShipSegment and Heartbeat assert a leader: their term is fenced by fenceLeaderTraffic, after
+   * - ShipSegment and Heartbeat assert a leader: a newer term is adopted by fenceLeaderTraffic, after
    *   the checks that must refuse them before anything changes, our term included (a commit
-   *   contradiction, a halted receiver, a bad payload).
+   *   contradiction, a bad payload).
+   * A stale term is refused before any of this (term-rule.ts, refuseStaleTerm).
    * - StreamSegments and FetchSnapshot name no sender: their term is never adopted (fenceSourceRequest);
    *   TimeoutNow is obeyed only at our own term; JoinCluster carries no term.
    */
