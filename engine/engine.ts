@@ -21,7 +21,14 @@ import {
   MEMBER_NAME_CHARS_MAX,
 } from './limits.js';
 import { RaftLog, logUpToDate } from './log.js';
-import { JoinDialer, PendingChanges, RosterCache, confChangeRefusal, type ConfChangeRefusal } from './membership.js';
+import {
+  JOIN_REFUSAL_REMOVED,
+  JoinDialer,
+  PendingChanges,
+  RosterCache,
+  confChangeRefusal,
+  type ConfChangeRefusal,
+} from './membership.js';
 import {
   RosterProbe,
   senderOf,
@@ -63,6 +70,7 @@ import {
   type HeartbeatResponse,
   type JoinRequest,
   type JoinResponse,
+  type MemberInfo,
   type RpcRequest,
   type RpcResponse,
   type RpcStatus,
@@ -91,7 +99,6 @@ import {
   type NodeStats,
   type Proposal,
   type ProposalResultCode,
-  type ReadinessReason,
   type RestoredState,
   type Role,
   type Roster,
@@ -107,8 +114,7 @@ import {
 } from './values.js';
 import { VersionSpread } from './versions.js';
 
-/** JOIN_REFUSAL_REMOVED starts the refusal_reason given to a name that was removed: the joiner stops. */
-export const JOIN_REFUSAL_REMOVED = 'removed: ';
+export { JOIN_REFUSAL_REMOVED };
 
 const EMPTY_ROSTER: Roster = { membershipVersion: 0, nextMemberId: 1, members: [] };
 
@@ -144,7 +150,10 @@ export class Engine {
   /** positions: commit, applied, durable, matched, reported and the term barrier, with their order (positions.ts). */
   private readonly positions: LogPositions;
   /** readiness: the latch and the spec's Readiness rules 1-6 (readiness.ts). */
-  private readonly readiness = new Readiness((effect) => this.fx.other(effect));
+  private readonly readiness = new Readiness(
+    (effect) => this.fx.other(effect),
+    () => this.hs.removed || this.hs.halted !== '',
+  );
   private stats: NodeStats = { entityCount: 0, signalThroughputEps: 0, diskBytes: 0, nowNs: '0' };
 
   /** calls: the calls we placed and await (calls.ts). */
@@ -550,7 +559,7 @@ export class Engine {
     this.reads.onBecomeLeader();
     this.appendLocal([barrier]);
     this.syncProgressToRoster();
-    this.converge('won-leadership'); // Readiness rules, 4
+    if (this.readiness.wonLeadership()) this.reinstalled(); // Readiness rules, 4
     this.broadcastHeartbeat();
     for (const id of this.progress.ids()) this.maybeShip(id);
     this.maybeCommit();
@@ -565,7 +574,7 @@ export class Engine {
     this.leaderId = 0;
     this.pull.stop();
     this.setRole('removed');
-    this.readiness.set(false, 'removed'); // Readiness rules, 6
+    this.readiness.removed(); // Readiness rules, 6
   }
 
   // ---------------------------------------------------------------- roster
@@ -640,14 +649,12 @@ export class Engine {
 
   /** truncateLocal drops seq and after; never at or below the commit seqno (the caller checked; asserted). */
   private truncateLocal(seq: number): void {
-    const hadConf = this.log.hasMembershipAfter(seq - 1) !== 0;
+    assert(this.role !== 'leader', `a leader never truncates its own log (Leader Append-Only): from ${seq}`);
     this.positions.truncateFrom(seq);
-    if (hadConf && this.role === 'leader') this.syncProgressToRoster();
   }
 
   private noteConfigChange(entries: Entry[]): void {
-    if (!entries.some((e) => e.kind === EntryKind.Membership)) return;
-    if (this.role === 'leader') this.syncProgressToRoster();
+    if (entries.some((e) => e.kind === EntryKind.Membership)) this.syncProgressToRoster();
   }
 
   private onEntriesPersisted(lastSeq: number, lastTerm: number): void {
@@ -721,11 +728,17 @@ export class Engine {
 
   // ---------------------------------------------------------------- sending
 
+  /** memberToReach finds where member `id` is dialled: our newest roster, else the committed one, else a vouched one. */
+  private memberToReach(id: number): MemberInfo | undefined {
+    return (
+      memberById(this.currentRoster(), id) ??
+      memberById(this.committedRoster(), id) ??
+      (this.rosterProbe.vouched ? memberById(this.rosterProbe.vouched, id) : undefined)
+    );
+  }
+
   private sendToId(toId: number, request: RpcRequest, ctx: CallContext): number | null {
-    const member =
-      memberById(this.currentRoster(), toId) ??
-      memberById(this.committedRoster(), toId) ??
-      (this.rosterProbe.vouched ? memberById(this.rosterProbe.vouched, toId) : undefined);
+    const member = this.memberToReach(toId);
     if (!member) return null;
     return this.sendTo(member.grpcAddr, toId, request, ctx);
   }
@@ -1239,6 +1252,7 @@ export class Engine {
 
   /** appendFromLeader skips entries we hold, truncates at the first conflict (above commit: committedConflict ran), appends the rest. */
   private appendFromLeader(entries: Entry[]): void {
+    assert(this.role !== 'leader', 'a leader takes no segments: its own log is the one to match');
     let i = 0;
     for (; i < entries.length; i++) {
       const e = entries[i]!;
@@ -1254,14 +1268,13 @@ export class Engine {
     if (rest.length > 0) {
       this.log.append(rest);
       this.fx.append(rest[0]!.seq, rest);
-      if (rest.some((e) => e.kind === EntryKind.Membership) && this.role === 'leader') this.syncProgressToRoster();
     }
   }
 
   private halt(reason: string): void {
     this.hs.halted = reason;
     this.pull.stop();
-    this.readiness.set(false, 'halted');
+    this.readiness.halted();
     this.fx.other({
       type: 'warning',
       code: 'receiver-halted',
@@ -1278,7 +1291,7 @@ export class Engine {
     if (this.hs.removed) return;
     this.hs.reseed = true;
     this.reseedAwaitingSource = true;
-    this.readiness.set(false, 'reseed');
+    this.readiness.reseedLatched();
     this.fx.other({
       type: 'warning',
       code: 'reseed-latched',
@@ -1300,19 +1313,20 @@ export class Engine {
 
   private onHeartbeat(callId: number, req: HeartbeatRequest): void {
     const removed = isRemoved(this.committedRoster(), req.regionId);
-    if (!this.reseedAwaitingSource) {
-      const cut = this.divergentFrom(req.prevLogTerm, req.prevLogSeq, req.term);
-      if (cut !== 0 && cut <= this.positions.commitSeq) {
-        // Obeying would truncate committed entries: a legitimate leader holds every committed
-        // entry, so this claim is corrupt or forged. Refused before it changes anything.
-        this.fx.other({
-          type: 'warning',
-          code: 'commit-contradiction',
-          message: `member ${req.leaderRegion}'s heartbeat (term ${req.term}) places its log at (${req.prevLogTerm}, ${req.prevLogSeq}), which would cut ours from ${cut}, at or below our commit seqno ${this.positions.commitSeq}; refused`,
-        });
-        this.replyHeartbeat(callId, false, removed);
-        return;
-      }
+    // The cut is judged once: before anything changes, unless our log waits to be wiped for a
+    // reseed (fenceLeaderTraffic may wipe it), when it is judged on what is left afterwards.
+    const awaitingWipe = this.reseedAwaitingSource;
+    let cut = awaitingWipe ? 0 : this.divergentFrom(req.prevLogTerm, req.prevLogSeq, req.term);
+    if (cut !== 0 && cut <= this.positions.commitSeq) {
+      // Obeying would truncate committed entries: a legitimate leader holds every committed
+      // entry, so this claim is corrupt or forged. Refused before it changes anything.
+      this.fx.other({
+        type: 'warning',
+        code: 'commit-contradiction',
+        message: `member ${req.leaderRegion}'s heartbeat (term ${req.term}) places its log at (${req.prevLogTerm}, ${req.prevLogSeq}), which would cut ours from ${cut}, at or below our commit seqno ${this.positions.commitSeq}; refused`,
+      });
+      this.replyHeartbeat(callId, false, removed);
+      return;
     }
     if (!this.fenceLeaderTraffic(req.term, req.leaderRegion)) {
       this.replyHeartbeat(callId, false, removed);
@@ -1320,7 +1334,7 @@ export class Engine {
     }
     const warning = this.versions.observe(req.leaderRegion, req.buildVersion);
     if (warning) this.fx.other({ type: 'warning', code: 'version-major-mismatch', message: warning });
-    const cut = this.divergentFrom(req.prevLogTerm, req.prevLogSeq, req.term);
+    if (awaitingWipe) cut = this.divergentFrom(req.prevLogTerm, req.prevLogSeq, req.term);
     if (cut > this.positions.commitSeq) {
       this.truncateLocal(cut);
       this.fx.append(cut, []);
@@ -1820,11 +1834,8 @@ export class Engine {
     if (!this.joining.settled(requestId)) return;
     if (this.role !== 'joiner') return;
     if (!body.accepted) {
-      if (body.refusalReason.startsWith(JOIN_REFUSAL_REMOVED)) {
-        this.learnRemoved(); // admitted, then removed before we heard: decommissioned, stop dialling
-        return;
-      }
-      this.joining.refused(body.leaderGrpcAddr, body.members);
+      // Admitted, then removed before we heard: decommissioned, stop dialling.
+      if (this.joining.heardRefusal(body) === 'removed') this.learnRemoved();
       return;
     }
     const members = body.members;
@@ -1895,7 +1906,7 @@ export class Engine {
   }
 
   private startSnapshotFetch(): void {
-    const leader = memberById(this.currentRoster(), this.leaderId);
+    const leader = this.memberToReach(this.leaderId);
     if (!leader || this.pull.active) return;
     const requestId = this.calls.place(
       { method: 'FetchSnapshot', term: this.hs.term, toId: this.leaderId },
@@ -1955,20 +1966,17 @@ export class Engine {
 
   // ---------------------------------------------------------------- readiness (readiness.ts)
 
-  private converge(reason: ReadinessReason): void {
-    if (this.hs.removed || this.hs.halted !== '') return;
-    // A reseeding node rebuilt its log from nothing by pulling from the leader: reaching the
-    // leader's frontier (or installing a snapshot) is the reinstall completing.
+  /**
+   * reinstalled: the latch turned ready. A reseeding node rebuilt its log from nothing by pulling from
+   * the leader: reaching the leader's frontier (or installing a snapshot) is the reinstall completing.
+   */
+  private reinstalled(): void {
     if (this.hs.reseed) this.hs.reseed = false;
-    this.readiness.stopPolling();
-    this.readiness.set(true, reason);
   }
 
-  /** tryConverge: Readiness rules, 2, 3 and 5 — our durable, matched frontier against a real leader frontier. */
+  /** tryConverge: Readiness rules, 2, 3 and 5 (readiness.ts) on our durable, matched frontier. */
   private tryConverge(): void {
-    if (this.readiness.ready || this.role === 'removed') return;
-    const reason = this.readiness.convergence(this.positions.reportable());
-    if (reason !== null) this.converge(reason);
+    if (this.readiness.tryConverge(this.positions.reportable())) this.reinstalled();
   }
 
   private onStatusPolled(leaderLastSeq: number): void {

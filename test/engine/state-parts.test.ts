@@ -183,15 +183,31 @@ describe('engine/readiness (spec Readiness rules)', () => {
     assert.equal(readiness.pollDue(1), false, 'a real frontier ends the poll');
   });
 
-  it("flips emit one effect each (rules 4 and 6 are the engine's set calls)", () => {
+  it('flips emit one effect each: rule 4 (won leadership) up, rule 6 (removed) down', () => {
     const { readiness, effects } = latch();
-    readiness.set(true, 'won-leadership');
-    readiness.set(true, 'won-leadership');
-    readiness.set(false, 'removed');
+    assert.equal(readiness.wonLeadership(), true);
+    readiness.wonLeadership();
+    readiness.removed();
     assert.deepEqual(effects, [
       { type: 'readiness', ready: true, reason: 'won-leadership' },
       { type: 'readiness', ready: false, reason: 'removed' },
     ]);
+  });
+
+  it('a node removed or halted for good never turns ready again, whatever it hears', () => {
+    let stopped = false;
+    const effects: Effect[] = [];
+    const readiness = new Readiness(
+      (e) => effects.push(e),
+      () => stopped,
+    );
+    readiness.onHeartbeatFrontier(5);
+    stopped = true;
+    readiness.halted();
+    assert.equal(readiness.tryConverge(9), false);
+    assert.equal(readiness.wonLeadership(), false);
+    assert.equal(readiness.ready, false);
+    assert.deepEqual(effects, []);
   });
 });
 
