@@ -1190,6 +1190,7 @@ export class Engine {
     frame: SegmentFrame,
   ): 'accepted' | 'rejected' | 'contradicted' | 'halted' {
     this.readiness.foldLagGauge(req.id?.shardId ?? req.leaderRegion, req.leaderLastSeq);
+    this.pull.heardFrontier(req.term, req.leaderRegion, req.leaderLastSeq);
     for (const e of frame.entries) {
       const known =
         e.kind === EntryKind.EventBatch ||
@@ -1342,8 +1343,9 @@ export class Engine {
     this.readiness.foldLagGauge(req.shardId, req.leaderLastSeq);
     this.readiness.foldLagGauge(req.shardId, req.streamBaseline);
     this.readiness.onHeartbeatFrontier(req.leaderLastSeq);
+    this.pull.heardFrontier(req.term, req.leaderRegion, Math.max(req.leaderLastSeq, req.streamBaseline));
     this.tryConverge();
-    const behind = this.positions.reportable() < this.readiness.gauge(req.shardId);
+    const behind = this.positions.reportable() < this.pull.target(this.hs.term, req.leaderRegion);
     if (behind && this.pull.due(this.ticks, this.limits.electionTimeoutTicks, this.hs.reseed)) this.startPull();
     this.replyHeartbeat(callId, true, removed);
   }
@@ -1939,7 +1941,8 @@ export class Engine {
     if (!this.pull.isFor(requestId)) return;
     this.calls.settle(requestId);
     this.pull.stop();
-    if (this.positions.matchedSeq < this.readiness.gauge(this.leaderId)) this.startPull(); // a bounded stream ended before we caught up // a bounded stream ended before we caught up
+    // A bounded stream ended before we reached the leader's frontier of this term: pull on.
+    if (this.positions.matchedSeq < this.pull.target(this.hs.term, this.leaderId)) this.startPull();
   }
 
   private onSnapshotInstalled(requestId: number, meta: SnapshotMeta, header: SnapshotHeader): void {
