@@ -17,13 +17,14 @@ export interface Mutation {
   target?: string;
 }
 
-const E = 'engine/engine.ts';
+const E = 'engine/core.ts';
 const PROGRESS = 'engine/progress.ts';
 const QUORUM = 'engine/quorum.ts';
 const READINESS = 'engine/readiness.ts';
 const MEMBERSHIP = 'engine/membership.ts';
 const POSITIONS = 'engine/positions.ts';
 const TERM_RULE = 'engine/term-rule.ts';
+const LEADER = 'engine/role-leader.ts';
 
 export const MUTATIONS: readonly Mutation[] = [
   {
@@ -114,9 +115,9 @@ export const MUTATIONS: readonly Mutation[] = [
     name: 'ignore-removed-flag',
     rule: 'removed in a vote response stops campaigning',
     file: E,
-    find: "private onVoteResponse(ctx: Extract<CallContext, { method: 'RequestVote' }>, body: VoteResponse): void {\n    if (body.removed) {",
+    find: '        if (response.body.removed) this.learnRemoved();\n        else this.handlers.onVoteAnswer(',
     replace:
-      "private onVoteResponse(ctx: Extract<CallContext, { method: 'RequestVote' }>, body: VoteResponse): void {\n    if (body.removed && false) {",
+      '        if (response.body.removed && false) this.learnRemoved();\n        else this.handlers.onVoteAnswer(',
   },
   {
     name: 'skip-unknown-kind',
@@ -304,10 +305,10 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'no-check-quorum',
     rule: 'a leader cut off from a quorum steps down (check-quorum)',
-    file: E,
+    file: LEADER,
     target: 'leader-step-down',
-    find: 'if (!this.checkQuorum()) {',
-    replace: 'if (!this.checkQuorum() && this.hs.term < 0) {',
+    find: 'if (!c.checkQuorum()) {',
+    replace: 'if (!c.checkQuorum() && c.hs.term < 0) {',
   },
   {
     name: 'check-quorum-never-forgets',
@@ -344,11 +345,10 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'match-from-ship',
     rule: "a leader counts a follower's reported durable frontier, not what it shipped",
-    file: E,
+    file: LEADER,
     target: 'match-honesty',
-    find: '    this.foldMatch(ctx.toId, body.appliedSeqno);',
-    replace:
-      '    this.foldMatch(ctx.toId, body.accepted ? Math.max(body.appliedSeqno, ctx.lastSeq) : body.appliedSeqno);',
+    find: '    c.foldMatch(ctx.toId, body.appliedSeqno);',
+    replace: '    c.foldMatch(ctx.toId, body.accepted ? Math.max(body.appliedSeqno, ctx.lastSeq) : body.appliedSeqno);',
   },
   {
     name: 'leader-counts-unsynced-self',
