@@ -25,6 +25,7 @@ const MEMBERSHIP = 'engine/membership.ts';
 const POSITIONS = 'engine/positions.ts';
 const TERM_RULE = 'engine/term-rule.ts';
 const LEADER = 'engine/role-leader.ts';
+const LEADER_REQUESTS = 'engine/role-leader-requests.ts';
 
 export const MUTATIONS: readonly Mutation[] = [
   {
@@ -265,8 +266,8 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'join-answered-before-commit',
     rule: 'a join by name is answered only once a record naming it is committed',
-    file: E,
-    find: 'if (uncommittedSeq !== 0 && !memberByName(this.committedRoster(), req.name)) {',
+    file: LEADER_REQUESTS,
+    find: 'if (uncommittedSeq !== 0 && !memberByName(c.committedRoster(), req.name)) {',
     replace: 'if (false) {',
   },
   {

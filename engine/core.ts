@@ -17,14 +17,7 @@ import {
   MEMBER_NAME_CHARS_MAX,
 } from './limits.js';
 import { RaftLog, logUpToDate } from './log.js';
-import {
-  JOIN_REFUSAL_REMOVED,
-  JoinDialer,
-  PendingChanges,
-  RosterCache,
-  confChangeRefusal,
-  type ConfChangeRefusal,
-} from './membership.js';
+import { JoinDialer, PendingChanges, RosterCache, confChangeRefusal, type ConfChangeRefusal } from './membership.js';
 import {
   RosterProbe,
   senderOf,
@@ -48,16 +41,7 @@ import { LEADER } from './role-leader.js';
 import { REMOVED, type RoleHandlers } from './roles.js';
 import { isStaleTerm } from './term-rule.js';
 import { LeadershipTransfer } from './transfer.js';
-import {
-  decodeRoster,
-  encodeRoster,
-  isRemoved,
-  isVoter,
-  memberById,
-  memberByName,
-  voterIds,
-  withMember,
-} from './roster.js';
+import { decodeRoster, encodeRoster, isRemoved, isVoter, memberById, memberByName, voterIds } from './roster.js';
 import { decodeSegmentFrame, encodeSegmentFrame, type SegmentFrame } from './segment-frame.js';
 import {
   REFUSAL_CODES,
@@ -88,7 +72,6 @@ import {
   CAPABILITY_KIND4,
   EntryKind,
   MemberRole,
-  type AdminOp,
   type AdminResultCode,
   type Effect,
   type EngineConfig,
@@ -98,7 +81,6 @@ import {
   type HardState,
   type Input,
   type NodeStats,
-  type Proposal,
   type ProposalResultCode,
   type RestoredState,
   type Role,
@@ -276,10 +258,10 @@ export class EngineCore {
         this.onStreamEnded(input.requestId);
         break;
       case 'propose':
-        this.onPropose([input]);
+        this.handlers.onPropose(this, [input]);
         break;
       case 'proposeBatch':
-        this.onPropose(input.proposals);
+        this.handlers.onPropose(this, input.proposals);
         break;
       case 'entriesPersisted':
         this.onEntriesPersisted(input.lastSeq, input.lastTerm);
@@ -297,7 +279,7 @@ export class EngineCore {
         this.onStatusPolled(input.leaderLastSeq);
         break;
       case 'admin':
-        this.onAdmin(input.adminId, input.op);
+        this.handlers.onAdmin(this, input.adminId, input.op);
         break;
       case 'readIndex':
         this.reads.onRequest(input.readId);
@@ -608,12 +590,7 @@ export class EngineCore {
 
   onEntriesPersisted(lastSeq: number, lastTerm: number): void {
     if (!this.positions.persisted(lastSeq, lastTerm)) return;
-    if (this.role === 'leader') {
-      this.positions.matchLogEnd();
-      this.maybeCommit();
-      return;
-    }
-    this.afterFrontierMoved();
+    this.handlers.onPersisted(this);
   }
 
   /** afterFrontierMoved: one apply round on a follower — report it once, then check the latch. */
@@ -1314,15 +1291,7 @@ export class EngineCore {
   }
 
   onReportApplied(callId: number, req: AppliedReport): void {
-    // The term rule ran first: the reporter's term is ours, the one its frontier was matched in.
-    const folded = this.role === 'leader' && req.sourceShard === this.hs.selfId;
-    if (folded) {
-      const pr = this.progress.get(req.reporterShard);
-      if (pr) pr.heardCapabilities(req.capabilities);
-      this.progress.heard(req.reporterShard);
-      this.foldMatch(req.reporterShard, req.appliedSeqno);
-      this.maybeShip(req.reporterShard);
-    }
+    const folded = this.handlers.foldReport(this, req);
     this.reply(callId, { method: 'ReportApplied', body: { acknowledged: folded } });
   }
 
@@ -1514,47 +1483,7 @@ export class EngineCore {
       );
       return;
     }
-    if (this.role !== 'leader') {
-      this.replyJoinRefusal(callId, this.leaderId === 0 ? 'not the leader; no leader known yet' : 'not the leader');
-      return;
-    }
-    const roster = this.currentRoster();
-    const existing = memberByName(roster, req.name);
-    if (existing && existing.role === MemberRole.Removed) {
-      this.replyJoinRefusal(callId, `${JOIN_REFUSAL_REMOVED}member ${req.name} was removed; join under a new name`);
-      return;
-    }
-    if (existing) {
-      if (this.pendingChanges.joinAlsoAnswers(req.name, callId)) return;
-      const uncommittedSeq = this.pendingConfSeq();
-      if (uncommittedSeq !== 0 && !memberByName(this.committedRoster(), req.name)) {
-        // The record naming it came from an earlier leader and is not committed yet: it may still be
-        // truncated (and the id handed to another joiner). Answer once it commits in our term.
-        this.pendingChanges.addJoin(uncommittedSeq, existing.id, req.name, callId);
-        return;
-      }
-      this.replyJoinAccepted(callId, existing.id, roster);
-      return;
-    }
-    if ((req.capabilities & CAPABILITY_KIND4) === 0) {
-      this.replyJoinRefusal(callId, 'joiner lacks capability bit 0 (kind-4 membership records)');
-      return;
-    }
-    const refusal = this.confChangeRefusal(0);
-    if (refusal) {
-      this.replyJoinRefusal(callId, refusal.detail);
-      return;
-    }
-    const id = roster.nextMemberId;
-    const next = withMember(roster, {
-      id,
-      name: req.name,
-      grpcAddr: req.grpcAddr,
-      httpAddr: req.httpAddr,
-      role: MemberRole.Learner,
-    });
-    const seq = this.appendConfChange(next);
-    this.pendingChanges.addJoin(seq, id, req.name, callId);
+    this.handlers.onJoin(this, callId, req);
   }
 
   /** confChangeRefusal: the kind-4 / capability gate on this leader's next membership change (membership.ts). */
@@ -1869,79 +1798,16 @@ export class EngineCore {
 
   // ---------------------------------------------------------------- client and admin
 
-  onPropose(proposals: readonly Proposal[]): void {
-    const refuse = (proposalId: number, refusal: { code: ProposalResultCode; reason: string }) => {
-      const leader = memberById(this.currentRoster(), this.leaderId);
-      this.proposalResult(
-        proposalId,
-        refusal.code,
-        refusal.reason,
-        0,
-        this.role === 'leader' ? '' : (leader?.grpcAddr ?? ''),
-      );
-    };
-    const refusal =
-      this.role !== 'leader'
-        ? { code: 'not-leader' as const, reason: 'not the leader' }
-        : this.transfer.inProgress
-          ? { code: 'transfer-in-progress' as const, reason: 'leadership transfer in progress' }
-          : null;
-    const entries: Entry[] = [];
-    for (const { proposalId, data } of proposals) {
-      if (refusal !== null) refuse(proposalId, refusal);
-      else if (this.pendingProposals.size >= this.limits.proposalQueueCountMax)
-        refuse(proposalId, { code: 'queue-full', reason: 'proposal queue full' });
-      else {
-        const entry: Entry = {
-          seq: this.log.lastSeq() + entries.length + 1,
-          term: this.hs.term,
-          kind: EntryKind.EventBatch,
-          data,
-        };
-        entries.push(entry);
-        this.pendingProposals.add(entry.seq, proposalId);
-      }
-    }
-    if (entries.length === 0) return;
-    this.appendLocal(entries);
-    for (const id of this.progress.ids()) this.maybeShip(id);
-    this.maybeCommit();
-  }
-
-  onAdmin(adminId: number, op: AdminOp): void {
-    const fail = (code: AdminResultCode, reason: string) => this.adminResult(adminId, code, reason);
-    if (this.role !== 'leader') return fail('not-leader', `not the leader (leader is ${this.leaderId || 'unknown'})`);
-    const roster = this.currentRoster();
-    const member = memberById(roster, op.memberId);
-    if (!member || member.role === MemberRole.Removed) return fail('no-such-member', `no active member ${op.memberId}`);
-    switch (op.op) {
-      case 'transfer': {
-        if (op.memberId === this.hs.selfId) return this.adminResult(adminId, 'already-leader', 'already the leader');
-        if (member.role !== MemberRole.Voter) return fail('not-a-voter', 'only a voter can take leadership');
-        if (this.transfer.inProgress)
-          return fail('transfer-in-progress', 'a leadership transfer is already in progress');
-        this.transfer.start(op.memberId, adminId);
-        this.maybeSendTimeoutNow();
-        return;
-      }
-      case 'promote':
-      case 'remove': {
-        if (op.op === 'promote' && member.role !== MemberRole.Learner)
-          return fail('not-a-learner', 'only a learner can be promoted');
-        if (op.op === 'remove' && op.memberId === this.hs.selfId)
-          return fail('removes-leader', 'the leader cannot remove itself: transfer leadership first');
-        if (op.op === 'promote' && this.progress.matchOf(op.memberId) < this.positions.commitSeq)
-          return fail('learner-behind', 'learner has not caught up with the commit seqno yet; retry');
-        const refusal = this.confChangeRefusal(op.op === 'promote' ? op.memberId : 0);
-        if (refusal) return fail(refusal.code, refusal.detail);
-        const role = op.op === 'promote' ? MemberRole.Voter : MemberRole.Removed;
-        const seq = this.appendConfChange(withMember(roster, { ...member, role }));
-        this.pendingChanges.addAdmin(seq, adminId, member.name);
-        return;
-      }
-      default:
-        assertNever(op);
-    }
+  /** refuseProposal answers a client command we do not append; a follower names the leader to try. */
+  refuseProposal(proposalId: number, refusal: { code: ProposalResultCode; reason: string }): void {
+    const leader = memberById(this.currentRoster(), this.leaderId);
+    this.proposalResult(
+      proposalId,
+      refusal.code,
+      refusal.reason,
+      0,
+      this.role === 'leader' ? '' : (leader?.grpcAddr ?? ''),
+    );
   }
 
   maybeSendTimeoutNow(): void {

@@ -3,7 +3,7 @@
 import type { CallContext } from './calls.js';
 import type { EngineCore } from './core.js';
 import { tickFollower } from './role-follower.js';
-import { PASSIVE, type RoleHandlers } from './roles.js';
+import { NOT_LEADING, type RoleHandlers } from './roles.js';
 import type { VoteResponse } from './rpc.js';
 
 /** countVote records one answer and acts on the tally: won (a pre-vote campaigns, a vote leads), lost (follow). */
@@ -20,7 +20,7 @@ function countVote(c: EngineCore, ctx: Extract<CallContext, { method: 'RequestVo
 }
 
 export const PRECANDIDATE: RoleHandlers = {
-  ...PASSIVE,
+  ...NOT_LEADING,
   role: 'precandidate',
   tick: tickFollower,
   onVoteAnswer: (c, ctx, body) => {
@@ -29,7 +29,7 @@ export const PRECANDIDATE: RoleHandlers = {
 };
 
 export const CANDIDATE: RoleHandlers = {
-  ...PASSIVE,
+  ...NOT_LEADING,
   role: 'candidate',
   tick: tickFollower,
   onVoteAnswer: (c, ctx, body) => {

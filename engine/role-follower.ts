@@ -1,7 +1,7 @@
 // The follower's handler set (roles.ts), whose tick a campaign shares: the election clock, the
 // pull's timeout, the status poll (Readiness rules, 3), and a pre-vote once the clock runs out.
 import type { EngineCore } from './core.js';
-import { PASSIVE, type RoleHandlers } from './roles.js';
+import { NOT_LEADING, type RoleHandlers } from './roles.js';
 import { memberById } from './roster.js';
 
 /** tickFollower is the tick of a follower and of a (pre-)candidate. */
@@ -15,4 +15,4 @@ export function tickFollower(c: EngineCore): void {
   if (c.election.timedOut && c.promotable()) c.startPreVote();
 }
 
-export const FOLLOWER: RoleHandlers = { ...PASSIVE, role: 'follower', tick: tickFollower };
+export const FOLLOWER: RoleHandlers = { ...NOT_LEADING, role: 'follower', tick: tickFollower };

@@ -1,12 +1,12 @@
 // The joiner's handler set (roles.ts): dial JoinCluster (JoinDialer paces and re-targets it) until
 // admitted, then follow with the id and roster the answer gives.
 import type { EngineCore } from './core.js';
-import { PASSIVE, type RoleHandlers } from './roles.js';
+import { NOT_LEADING, type RoleHandlers } from './roles.js';
 import type { JoinRequest } from './rpc.js';
 import { parseCarriable } from './values.js';
 
 export const JOINER: RoleHandlers = {
-  ...PASSIVE,
+  ...NOT_LEADING,
   role: 'joiner',
 
   tick(c: EngineCore): void {

@@ -1,11 +1,23 @@
 // The leader's handler set (roles.ts): check-quorum, heartbeats, ship retries and the transfer
 // timeout on each tick; its followers' answers to ships and heartbeats.
 import type { EngineCore } from './core.js';
-import { PASSIVE, type RoleHandlers } from './roles.js';
+import {
+  leaderAdministers,
+  leaderAdmits,
+  leaderFoldsReport,
+  leaderPersisted,
+  leaderProposes,
+} from './role-leader-requests.js';
+import { NOT_LEADING, type RoleHandlers } from './roles.js';
 
 export const LEADER: RoleHandlers = {
-  ...PASSIVE,
+  ...NOT_LEADING,
   role: 'leader',
+  onPersisted: leaderPersisted,
+  foldReport: leaderFoldsReport,
+  onJoin: leaderAdmits,
+  onPropose: leaderProposes,
+  onAdmin: leaderAdministers,
 
   tick(c: EngineCore): void {
     c.heartbeatElapsedTicks++;
