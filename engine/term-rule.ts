@@ -1,6 +1,6 @@
 // The stale-term rule for requests, in one place (etcd's `m.Term < r.Term` case): a request whose
 // term is below ours, or one asserting a leader at term 0 (a term no leader holds), is refused
-// before any handler runs, each kind with the spec's answer (Engine.refuseStaleTerm). A higher term
+// before any handler runs, each kind with the spec's answer (EngineCore.refuseStaleTerm). A higher term
 // is the other half of the rule: adopted first where termToAdopt says so. JoinCluster carries no term.
 import type { RpcRequest } from './rpc.js';
 
