@@ -17,33 +17,37 @@ export interface Mutation {
   target?: string;
 }
 
-const E = 'engine/engine.ts';
+const E = 'engine/core.ts';
 const PROGRESS = 'engine/progress.ts';
 const QUORUM = 'engine/quorum.ts';
 const READINESS = 'engine/readiness.ts';
 const MEMBERSHIP = 'engine/membership.ts';
+const POSITIONS = 'engine/positions.ts';
+const TERM_RULE = 'engine/term-rule.ts';
+const LEADER = 'engine/role-leader.ts';
+const LEADER_REQUESTS = 'engine/role-leader-requests.ts';
 
 export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'figure8-commit-old-term',
     rule: 'commit only entries of the current term (Figure 8)',
     file: E,
-    find: 'if (quorumSeq <= this.commitSeq || this.log.termAt(quorumSeq) !== this.hs.term) return;',
-    replace: 'if (quorumSeq <= this.commitSeq) return;',
+    find: 'if (quorumSeq <= this.positions.commitSeq || this.log.termAt(quorumSeq) !== this.hs.term) return;',
+    replace: 'if (quorumSeq <= this.positions.commitSeq) return;',
   },
   {
     name: 'accept-term-zero',
     rule: 'term-0 traffic rejected at term >= 1',
-    file: E,
-    find: 'if (term === 0 || term < this.hs.term) return false;',
-    replace: 'if (term < this.hs.term) return false;',
+    file: TERM_RULE,
+    find: 'return term === 0 && assertsLeader(request);',
+    replace: 'return false;',
   },
   {
     name: 'accept-stale-term',
     rule: 'a lower term is refused (deposed leader fenced)',
-    file: E,
-    find: 'if (term === 0 || term < this.hs.term) return false;',
-    replace: 'if (term === 0) return false;',
+    file: TERM_RULE,
+    find: '  if (term < ourTerm) return true;\n',
+    replace: '',
   },
   {
     name: 'prevote-as-vote',
@@ -104,17 +108,17 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'fold-any-reporter-term',
     rule: 'ReportApplied folded only at the activation term',
-    file: E,
-    find: "const folded = this.role === 'leader' && req.reporterTerm === this.hs.term && req.sourceShard === this.hs.selfId;",
-    replace: "const folded = this.role === 'leader' && req.sourceShard === this.hs.selfId;",
+    file: TERM_RULE,
+    find: "    case 'ReportApplied':\n      return request.body.reporterTerm;",
+    replace: "    case 'ReportApplied':\n      return null;",
   },
   {
     name: 'ignore-removed-flag',
     rule: 'removed in a vote response stops campaigning',
     file: E,
-    find: "private onVoteResponse(ctx: Extract<CallContext, { method: 'RequestVote' }>, body: VoteResponse): void {\n    if (body.removed) {",
+    find: '        if (response.body.removed) this.learnRemoved();\n        else this.handlers.onVoteAnswer(',
     replace:
-      "private onVoteResponse(ctx: Extract<CallContext, { method: 'RequestVote' }>, body: VoteResponse): void {\n    if (body.removed && false) {",
+      '        if (response.body.removed && false) this.learnRemoved();\n        else this.handlers.onVoteAnswer(',
   },
   {
     name: 'skip-unknown-kind',
@@ -126,9 +130,9 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'serve-stale-puller',
     rule: 'StreamSegments served only at equal terms',
-    file: E,
-    find: 'if (term < this.hs.term) return `stale puller term ${term}: source is at term ${this.hs.term}; rejoin first`;',
-    replace: '',
+    file: TERM_RULE,
+    find: "    case 'StreamSegments':\n    case 'FetchSnapshot':\n      return request.body.term;",
+    replace: "    case 'StreamSegments':\n    case 'FetchSnapshot':\n      return null;",
   },
   {
     name: 'count-learners',
@@ -141,9 +145,9 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'report-undurable',
     rule: 'applied_seqno means durable and matched',
-    file: E,
-    find: 'return Math.min(this.durableSeq, this.matchedSeq);',
-    replace: 'return this.matchedSeq;',
+    file: POSITIONS,
+    find: 'return Math.min(this.durable, this.matched);',
+    replace: 'return this.matched;',
   },
   // Issue 10: the replication plane's trust boundary (docs/protocol.md, "Identity and trust — engine rules").
   {
@@ -186,7 +190,7 @@ export const MUTATIONS: readonly Mutation[] = [
     name: 'heartbeat-contradiction-obeyed',
     rule: 'a heartbeat contradicting the commit seqno is refused, not obeyed',
     file: E,
-    find: 'if (cut !== 0 && cut <= this.commitSeq) {',
+    find: 'if (cut !== 0 && cut <= this.positions.commitSeq) {',
     replace: 'if (false) {',
   },
   {
@@ -262,8 +266,8 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'join-answered-before-commit',
     rule: 'a join by name is answered only once a record naming it is committed',
-    file: E,
-    find: 'if (uncommittedSeq !== 0 && !memberByName(this.committedRoster(), req.name)) {',
+    file: LEADER_REQUESTS,
+    find: 'if (uncommittedSeq !== 0 && !memberByName(c.committedRoster(), req.name)) {',
     replace: 'if (false) {',
   },
   {
@@ -294,25 +298,25 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'report-unmatched',
     rule: 'applied_seqno is matched against the leader, not only durable',
-    file: E,
+    file: POSITIONS,
     target: 'report-honesty',
-    find: 'return Math.min(this.durableSeq, this.matchedSeq);',
-    replace: 'return this.durableSeq;',
+    find: 'return Math.min(this.durable, this.matched);',
+    replace: 'return this.durable;',
   },
   {
     name: 'no-check-quorum',
     rule: 'a leader cut off from a quorum steps down (check-quorum)',
-    file: E,
+    file: LEADER,
     target: 'leader-step-down',
-    find: 'if (!this.checkQuorum()) {',
-    replace: 'if (!this.checkQuorum() && this.hs.term < 0) {',
+    find: 'if (!c.checkQuorum()) {',
+    replace: 'if (!c.checkQuorum() && c.hs.term < 0) {',
   },
   {
     name: 'check-quorum-never-forgets',
     rule: 'check-quorum counts only the voters heard in the last election timeout',
-    file: E,
+    file: PROGRESS,
     target: 'leader-step-down',
-    find: '    this.progress.recentActive.clear();\n    return active;',
+    find: '    this.recentActive.clear();\n    return active;',
     replace: '    return active;',
   },
   {
@@ -342,18 +346,17 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'match-from-ship',
     rule: "a leader counts a follower's reported durable frontier, not what it shipped",
-    file: E,
+    file: LEADER,
     target: 'match-honesty',
-    find: '    this.foldMatch(ctx.toId, body.appliedSeqno);',
-    replace:
-      '    this.foldMatch(ctx.toId, body.accepted ? Math.max(body.appliedSeqno, ctx.lastSeq) : body.appliedSeqno);',
+    find: '    c.foldMatch(ctx.toId, body.appliedSeqno);',
+    replace: '    c.foldMatch(ctx.toId, body.accepted ? Math.max(body.appliedSeqno, ctx.lastSeq) : body.appliedSeqno);',
   },
   {
     name: 'leader-counts-unsynced-self',
     rule: 'a leader counts its own durable frontier toward the commit, not its log end',
     file: E,
     target: 'match-honesty',
-    find: 'id === this.hs.selfId ? this.durableSeq :',
+    find: 'id === this.hs.selfId ? this.positions.durableSeq :',
     replace: 'id === this.hs.selfId ? this.log.lastSeq() :',
   },
   {

@@ -13,6 +13,11 @@ export function assert(condition: boolean, message: string | (() => string)): as
     throw new EngineInvariantError(`engine invariant: ${typeof message === 'string' ? message : message()}`);
 }
 
+/** assertNever marks a switch's unreachable default: a value of no known case is an engine bug. */
+export function assertNever(value: never): never {
+  throw new EngineInvariantError(`engine invariant: unhandled case ${JSON.stringify(value)}`);
+}
+
 /** Frontiers are the seqnos whose order the engine guarantees after every step. */
 export interface Frontiers {
   appliedSeq: number;

@@ -37,3 +37,20 @@ export const CURRENT_COMPAT: Compat = {
   capabilities: 0x1,
   buildVersion: '0.1.0',
 };
+
+// Fixed bounds: part of the protocol's shape rather than tuning, so not in EngineLimits. The
+// transports import them (transports/admin/limits.ts, transports/grpc/join-fields.ts).
+
+/** DNS_NAME_CHARS_MAX: the longest DNS name (RFC 1035), the bound on a host in an address. */
+export const DNS_NAME_CHARS_MAX = 253;
+/** MEMBER_NAME_CHARS_MAX: a member name is 1-253 characters, so it may also be the member's DNS name. */
+export const MEMBER_NAME_CHARS_MAX = DNS_NAME_CHARS_MAX;
+/** MEMBER_ADDRESS_CHARS_MAX bounds a joiner's grpc_addr and http_addr as the engine accepts them. */
+export const MEMBER_ADDRESS_CHARS_MAX = 512;
+/** CALL_SWEEP_INTERVAL_ELECTION_TIMEOUTS: how often, in election timeouts, unanswered calls are swept. */
+export const CALL_SWEEP_INTERVAL_ELECTION_TIMEOUTS = 4;
+/**
+ * CALL_FORGET_AGE_ELECTION_TIMEOUTS: a call unanswered for this many election timeouts is forgotten
+ * (its answer, should one come, is ignored as unknown): far past any retry, so only lost calls go.
+ */
+export const CALL_FORGET_AGE_ELECTION_TIMEOUTS = 8;

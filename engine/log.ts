@@ -1,6 +1,7 @@
 // RaftLog: the in-memory log after the compaction point. Entries are numbered
 // by one global seqno; `baseSeq`/`baseTerm` name the last compacted entry, so
 // the log-matching check still works right after a snapshot or compaction.
+import { assert } from './assert.js';
 import { EntryKind, type Entry } from './types.js';
 
 export class RaftLog {
@@ -71,7 +72,7 @@ export class RaftLog {
 
   append(entries: readonly Entry[]): void {
     for (const e of entries) {
-      if (e.seq !== this.lastSeq() + 1) throw new Error(`log append out of order: ${e.seq} after ${this.lastSeq()}`);
+      assert(e.seq === this.lastSeq() + 1, () => `log append out of order: ${e.seq} after ${this.lastSeq()}`);
       this.list.push(e);
       if (e.kind === EntryKind.Membership) this.membershipSeqs.push(e.seq);
     }
@@ -81,7 +82,7 @@ export class RaftLog {
   compactThrough(seq: number): void {
     if (seq <= this.baseSeq) return;
     const term = this.termAt(seq);
-    if (term === undefined) throw new Error(`compact beyond log end: ${seq} > ${this.lastSeq()}`);
+    assert(term !== undefined, () => `compact beyond log end: ${seq} > ${this.lastSeq()}`);
     this.list = this.list.slice(seq - this.baseSeq);
     this.membershipSeqs = this.membershipSeqs.filter((s) => s > seq);
     this.baseSeq = seq;

@@ -87,11 +87,20 @@ export function vouchedRosterFrom(answer: JoinResponse, ownVersion: number, memb
  * a member's answer can change what we believe.
  */
 export class RosterProbe {
-  /** vouched is the newest roster a member vouched for (see RosterViews.vouched). */
-  vouched: Roster | null = null;
-  inflightRequestId: number | null = null;
+  /** vouchedRoster is the newest roster a member vouched for (see RosterViews.vouched). */
+  private vouchedRoster: Roster | null = null;
+  private inflightRequestId: number | null = null;
   private lastProbeTick = Number.NEGATIVE_INFINITY;
   private turn = 0;
+
+  get vouched(): Roster | null {
+    return this.vouchedRoster;
+  }
+
+  /** vouch takes a newer roster a member's answer vouched for (vouchedRosterFrom). */
+  vouch(roster: Roster): void {
+    this.vouchedRoster = roster;
+  }
 
   /** due: no probe in flight and none started within intervalTicks. */
   due(nowTick: number, intervalTicks: number): boolean {
@@ -120,6 +129,6 @@ export class RosterProbe {
 
   /** forgetIfStale drops the vouched roster once the log's own roster is as new. */
   forgetIfStale(logVersion: number): void {
-    if (this.vouched && this.vouched.membershipVersion <= logVersion) this.vouched = null;
+    if (this.vouchedRoster && this.vouchedRoster.membershipVersion <= logVersion) this.vouchedRoster = null;
   }
 }

@@ -145,13 +145,16 @@ export class PendingChanges {
   }
 }
 
+/** JOIN_REFUSAL_REMOVED starts the refusal_reason given to a name that was removed: the joiner stops. */
+export const JOIN_REFUSAL_REMOVED = 'removed: ';
+
 /**
  * JoinDialer: a joiner's attempts to be admitted — whom to dial next (a leader a refusal named at
  * once, else the seeds in turn, paced by joinRetryTicks) and the one JoinCluster call in flight.
  */
 export class JoinDialer {
   /** inflight: the request id of our JoinCluster call, null = none. */
-  inflight: number | null = null;
+  private inflight: number | null = null;
   private elapsedTicks = Number.MAX_SAFE_INTEGER;
   private targetIndex = 0;
   private leaderHint = '';
@@ -177,11 +180,31 @@ export class JoinDialer {
     return to;
   }
 
+  /** started: our JoinCluster call `requestId` is in flight. */
+  started(requestId: number): void {
+    this.inflight = requestId;
+  }
+
   /** settled: true when `requestId` was our call in flight (now settled). */
   settled(requestId: number): boolean {
     if (this.inflight !== requestId) return false;
     this.inflight = null;
     return true;
+  }
+
+  /**
+   * heardRefusal reads a refusal — the re-targeting rule, whole: a name that was removed stops dialling
+   * ('removed'); otherwise the leader it names is dialled next, at once (due), and the members it lists
+   * join the seeds tried in turn ('retargeted').
+   */
+  heardRefusal(refusal: {
+    refusalReason: string;
+    leaderGrpcAddr: string;
+    members: readonly { grpcAddr: string }[];
+  }): 'removed' | 'retargeted' {
+    if (refusal.refusalReason.startsWith(JOIN_REFUSAL_REMOVED)) return 'removed';
+    this.refused(refusal.leaderGrpcAddr, refusal.members);
+    return 'retargeted';
   }
 
   /** refused takes what a refusal teaches: the leader it names, and members to try besides the seeds. */

@@ -1,6 +1,8 @@
 // Progress: the leader's view of each follower and the rules that move it (etcd's tracker/).
 // The leader's engine decides when to ship; a Progress says how much may be in flight, where
 // the next segment starts, and what a follower's answer changes.
+import { hasQuorum } from './quorum.js';
+import type { Roster } from './types.js';
 
 /** ProgressState: probe = one ship at a time until accepted; replicate = pipelined; paused = the follower pulls. */
 export type ProgressState = 'probe' | 'replicate' | 'paused';
@@ -11,12 +13,12 @@ export class Progress {
   matchSeq = 0;
   state: ProgressState = 'probe';
   /** inflight: the request ids of ships not answered yet. */
-  readonly inflight = new Set<number>();
+  private readonly inflight = new Set<number>();
   pausedTick = 0;
   /** ackedCommitSeq: the highest commit seqno the follower surely took from a ship it accepted (see shipAccepted). */
   ackedCommitSeq = 0;
-  /** capabilities: the bits the follower last reported (heartbeat answers, ReportApplied). */
-  capabilities = 0;
+  /** reportedCapabilities: the bits the follower last reported (heartbeat answers, ReportApplied). */
+  private reportedCapabilities = 0;
 
   /**
    * @param nextSeq the next seqno to ship
@@ -28,6 +30,36 @@ export class Progress {
     public lastShipTick: number,
     readonly removalSeq = 0,
   ) {}
+
+  get capabilities(): number {
+    return this.reportedCapabilities;
+  }
+
+  /** inflightCount: ships not answered yet. */
+  get inflightCount(): number {
+    return this.inflight.size;
+  }
+
+  /** heardCapabilities takes the bits the follower reported. */
+  heardCapabilities(bits: number): void {
+    this.reportedCapabilities = bits;
+  }
+
+  /** answered: the ship `requestId` was answered (or failed); false when it was not in flight. */
+  answered(requestId: number): boolean {
+    return this.inflight.delete(requestId);
+  }
+
+  /** abandonShips forgets the ships in flight (none answered in time) and probes again. */
+  abandonShips(): void {
+    this.inflight.clear();
+    this.rewind();
+  }
+
+  /** skipMatched: unless paused, the next ship starts past what the follower is known to match. */
+  skipMatched(): void {
+    if (this.state !== 'paused' && this.nextSeq <= this.matchSeq) this.nextSeq = this.matchSeq + 1;
+  }
 
   /** window is how many ships may be in flight: one while probing. */
   window(inflightSegmentCountMax: number): number {
@@ -96,7 +128,7 @@ export class Progress {
 export class ProgressTracker {
   private readonly byId = new Map<number, Progress>();
   /** recentActive: followers heard in this election timeout (check-quorum). */
-  readonly recentActive = new Set<number>();
+  private readonly recentActive = new Set<number>();
 
   get(id: number): Progress | undefined {
     return this.byId.get(id);
@@ -134,6 +166,13 @@ export class ProgressTracker {
   /** heard notes a follower's answer for check-quorum. */
   heard(id: number): void {
     this.recentActive.add(id);
+  }
+
+  /** checkQuorum: a majority of voters (the leader, `selfId`, always) was heard since the last check, which starts a new count. */
+  checkQuorum(roster: Roster, selfId: number): boolean {
+    const active = hasQuorum(roster, (id) => id === selfId || this.recentActive.has(id));
+    this.recentActive.clear();
+    return active;
   }
 
   clear(): void {

@@ -32,6 +32,27 @@ export class FollowerPull {
   private current: { requestId: number; kind: PullKind; startedTick: number } | null = null;
   /** lastAcceptTick: when a segment from the leader (shipped or streamed) was last accepted. */
   private lastAcceptTick = 0;
+  /** frontier: the furthest log end our leader told us of, in its term (a new term or leader starts again from 0). */
+  private frontier = { term: 0, leaderId: 0, seq: 0 };
+
+  /**
+   * heardFrontier: leader `leaderId` said at `term` that its log reaches `seq` (a heartbeat's
+   * leader_last_seq or stream_baseline, a segment's end). A leader's log only grows in its term.
+   */
+  heardFrontier(term: number, leaderId: number, seq: number): void {
+    if (this.frontier.term !== term || this.frontier.leaderId !== leaderId) this.frontier = { term, leaderId, seq: 0 };
+    if (seq > this.frontier.seq) this.frontier.seq = seq;
+  }
+
+  /**
+   * target: what a pull from `leaderId` at `term` must reach, 0 = nothing known: its frontier in that
+   * term only. Never an earlier term's (the lag gauge keeps those, Readiness rules, 1): a node that leads
+   * again after its uncommitted tail was truncated holds less, and a target it never reaches again would
+   * have its followers open and end streams forever.
+   */
+  target(term: number, leaderId: number): number {
+    return this.frontier.term === term && this.frontier.leaderId === leaderId ? this.frontier.seq : 0;
+  }
 
   /** active: a pull is in flight. */
   get active(): boolean {

@@ -1,7 +1,8 @@
 // Readiness: the sticky readiness latch and what drives it — the spec's "Readiness rules" 1-6
-// (docs/spec/replication-grpc.md), all here. The engine feeds in what it hears (heartbeat
-// frontiers, status polls, its own durable-and-matched frontier) and says when the node won
-// leadership, was removed, halted or latched a reseed; Readiness decides and emits the flips.
+// (docs/spec/replication-grpc.md), all here, every flip of the latch included. The engine feeds in
+// what it hears (heartbeat frontiers, status polls, its own durable-and-matched frontier) and says
+// when the node won leadership, was removed, halted or latched a reseed; Readiness decides and
+// emits the flips.
 import type { Effect, ReadinessReason } from './types.js';
 
 type ReadinessEffect = Extract<Effect, { type: 'readiness' }>;
@@ -18,7 +19,14 @@ export class Readiness {
   private statusPollMode = false;
   private statusPollElapsedTicks = 0;
 
-  constructor(private readonly emit: (effect: ReadinessEffect) => void) {}
+  /**
+   * @param emit takes each flip's effect
+   * @param stopped tells whether the node is removed or halted for good: it never turns ready again
+   */
+  constructor(
+    private readonly emit: (effect: ReadinessEffect) => void,
+    private readonly stopped: () => boolean = () => false,
+  ) {}
 
   /** ready: the latch (sticky: it drops only when the node is removed, halts or latches a reseed). */
   get ready(): boolean {
@@ -26,10 +34,48 @@ export class Readiness {
   }
 
   /** set flips the latch (one readiness effect per flip). */
-  set(ready: boolean, reason: ReadinessReason): void {
+  private set(ready: boolean, reason: ReadinessReason): void {
     if (this.latched === ready) return;
     this.latched = ready;
     this.emit({ type: 'readiness', ready, reason });
+  }
+
+  /** Readiness rules, 4: a node that wins leadership is ready (it holds every committed entry); true when it turned ready. */
+  wonLeadership(): boolean {
+    return this.converge('won-leadership');
+  }
+
+  /** Readiness rules, 6: a removed member answers 503 for good. */
+  removed(): void {
+    this.set(false, 'removed');
+  }
+
+  /** A receiver halted on an entry it cannot apply is not ready, for good. */
+  halted(): void {
+    this.set(false, 'halted');
+  }
+
+  /** A node whose storage was found damaged is not ready until reinstalled (it converges again then). */
+  reseedLatched(): void {
+    this.set(false, 'reseed');
+  }
+
+  /**
+   * tryConverge: Readiness rules, 2, 3 and 5 — `frontier` (our durable, matched one) against a real
+   * leader frontier; true when the latch turned ready now.
+   */
+  tryConverge(frontier: number): boolean {
+    if (this.latched) return false;
+    const reason = this.convergence(frontier);
+    return reason !== null && this.converge(reason);
+  }
+
+  /** converge turns the latch ready, never for a node removed or halted; a ready node polls no status. */
+  private converge(reason: ReadinessReason): boolean {
+    if (this.stopped()) return false;
+    this.stopPolling();
+    this.set(true, reason);
+    return true;
   }
 
   /** Readiness rules, 1: the gauge folds leader_last_seq per shard and never goes down. */

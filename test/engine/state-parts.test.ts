@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { EngineInvariantError, assertFrontiers } from '../../engine/assert.js';
+import { RaftLog } from '../../engine/log.js';
 import {
   JoinDialer,
   PendingChanges,
@@ -114,7 +115,7 @@ describe('engine/progress', () => {
     assert.equal(pr.window(8), 1);
     pr.shipped(1, 3, 7);
     assert.equal(pr.nextSeq, 8);
-    pr.inflight.delete(1);
+    pr.answered(1);
     pr.shipAccepted(7, 6, 0);
     assert.equal(pr.state, 'replicate');
     assert.equal(pr.window(8), 8);
@@ -182,15 +183,31 @@ describe('engine/readiness (spec Readiness rules)', () => {
     assert.equal(readiness.pollDue(1), false, 'a real frontier ends the poll');
   });
 
-  it("flips emit one effect each (rules 4 and 6 are the engine's set calls)", () => {
+  it('flips emit one effect each: rule 4 (won leadership) up, rule 6 (removed) down', () => {
     const { readiness, effects } = latch();
-    readiness.set(true, 'won-leadership');
-    readiness.set(true, 'won-leadership');
-    readiness.set(false, 'removed');
+    assert.equal(readiness.wonLeadership(), true);
+    readiness.wonLeadership();
+    readiness.removed();
     assert.deepEqual(effects, [
       { type: 'readiness', ready: true, reason: 'won-leadership' },
       { type: 'readiness', ready: false, reason: 'removed' },
     ]);
+  });
+
+  it('a node removed or halted for good never turns ready again, whatever it hears', () => {
+    let stopped = false;
+    const effects: Effect[] = [];
+    const readiness = new Readiness(
+      (e) => effects.push(e),
+      () => stopped,
+    );
+    readiness.onHeartbeatFrontier(5);
+    stopped = true;
+    readiness.halted();
+    assert.equal(readiness.tryConverge(9), false);
+    assert.equal(readiness.wonLeadership(), false);
+    assert.equal(readiness.ready, false);
+    assert.deepEqual(effects, []);
   });
 });
 
@@ -258,7 +275,7 @@ describe('engine/membership', () => {
   it('a joiner dials a named leader at once, else its seeds in turn, paced', () => {
     const dialer = new JoinDialer(['s1', 's2'], 4);
     assert.equal(dialer.due(3), 's1');
-    dialer.inflight = 1;
+    dialer.started(1);
     assert.equal(dialer.due(3), null);
     assert.equal(dialer.settled(1), true);
     dialer.refused('leader', [{ grpcAddr: 'm1' }, { grpcAddr: 'm2' }, { grpcAddr: 'm3' }]);
@@ -287,5 +304,13 @@ describe('engine/assert', () => {
       () => assertFrontiers({ appliedSeq: 1, commitSeq: 2, matchedSeq: 3, durableSeq: 5, lastSeq: 4 }),
       /durable seqno 5 is above the log end 4/,
     );
+  });
+
+  it('the log: an append out of order or a compaction past its end throws EngineInvariantError', () => {
+    const log = new RaftLog(0, 0, []);
+    const entry = (seq: number) => ({ seq, term: 1, kind: EntryKind.EventBatch, data: new Uint8Array(0) });
+    log.append([entry(1)]);
+    assert.throws(() => log.append([entry(3)]), EngineInvariantError);
+    assert.throws(() => log.compactThrough(2), EngineInvariantError);
   });
 });

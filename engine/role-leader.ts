@@ -1,0 +1,63 @@
+// The leader's handler set (roles.ts): check-quorum, heartbeats, ship retries and the transfer
+// timeout on each tick; its followers' answers to ships and heartbeats.
+import type { EngineCore } from './core.js';
+import {
+  leaderAdministers,
+  leaderAdmits,
+  leaderFoldsReport,
+  leaderPersisted,
+  leaderProposes,
+} from './role-leader-requests.js';
+import { NOT_LEADING, type RoleHandlers } from './roles.js';
+
+export const LEADER: RoleHandlers = {
+  ...NOT_LEADING,
+  role: 'leader',
+  onPersisted: leaderPersisted,
+  foldReport: leaderFoldsReport,
+  onJoin: leaderAdmits,
+  onPropose: leaderProposes,
+  onAdmin: leaderAdministers,
+
+  tick(c: EngineCore): void {
+    c.heartbeatElapsedTicks++;
+    if (c.election.tickLeader()) {
+      if (!c.checkQuorum()) {
+        c.becomeFollower(c.hs.term, 0);
+        return;
+      }
+    }
+    const timedOut = c.transfer.tick(c.limits.transferTimeoutTicks);
+    if (timedOut !== null) c.adminResult(timedOut, 'transfer-timed-out', 'leadership transfer timed out');
+    if (c.heartbeatElapsedTicks >= c.limits.heartbeatIntervalTicks) {
+      c.heartbeatElapsedTicks = 0;
+      c.broadcastHeartbeat();
+    }
+    for (const [id, pr] of c.progress.entries()) {
+      if (pr.shipTimedOut(c.ticks, c.limits.shipRetryTicks)) pr.abandonShips();
+      if (pr.pauseTimedOut(c.ticks, c.limits.pullTimeoutTicks)) pr.rewind();
+      c.maybeShip(id);
+    }
+  },
+
+  onShipAnswer(c, requestId, ctx, body): void {
+    if (ctx.term !== c.hs.term || body.term !== c.hs.term) return;
+    const pr = c.progress.get(ctx.toId);
+    if (!pr) return;
+    pr.answered(requestId);
+    c.progress.heard(ctx.toId);
+    if (body.accepted) pr.shipAccepted(ctx.lastSeq, ctx.commitSeq, body.appliedSeqno);
+    else pr.shipRefused(c.ticks);
+    c.foldMatch(ctx.toId, body.appliedSeqno);
+    pr.skipMatched();
+    c.maybeShip(ctx.toId);
+  },
+
+  onHeartbeatAnswer(c, ctx, body): void {
+    if (ctx.term !== c.hs.term || body.term !== c.hs.term || !body.accepted) return;
+    c.progress.heard(ctx.toId);
+    const pr = c.progress.get(ctx.toId);
+    if (pr) pr.heardCapabilities(body.capabilities);
+    c.reads.onAck(ctx.toId, ctx.round);
+  },
+};
