@@ -25,7 +25,7 @@ import {
   type BackupManifest,
   type VerifiedBackup,
 } from './backup-file.js';
-import { BACKUP_KEEP_COUNT_MAX, BACKUP_TIMEOUT_MS_DEFAULT } from './limits.js';
+import { BACKUP_KEEP_MAX, BACKUP_TIMEOUT_MS_DEFAULT } from './limits.js';
 
 /** BACKUP_FILE_SUFFIX ends the names --out-dir gives backups (and the only files --keep deletes). */
 export const BACKUP_FILE_SUFFIX = '.svcbak';
@@ -46,7 +46,7 @@ export async function runBackupCommand(args: string[], io: Io): Promise<number> 
   const out = stringFlag(values, 'out');
   const outDir = stringFlag(values, 'out-dir');
   if ((out === undefined) === (outDir === undefined)) throw new UsageError('give one of --out FILE or --out-dir DIR');
-  const keep = intFlag(values, 'keep', 1, BACKUP_KEEP_COUNT_MAX);
+  const keep = intFlag(values, 'keep', 1, BACKUP_KEEP_MAX);
   if (keep !== undefined && outDir === undefined) throw new UsageError('--keep needs --out-dir');
   const target = await adminTarget({
     ...values,

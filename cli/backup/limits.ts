@@ -12,7 +12,7 @@ export const BACKUP_TEXT_BYTES_MAX = 256;
 export const BACKUP_READ_BUFFER_BYTES = 1024 * 1024;
 /** BACKUP_TIMEOUT_MS_DEFAULT bounds `svc backup` (barrier, capture, transfer, retries) unless --timeout-ms says otherwise. */
 export const BACKUP_TIMEOUT_MS_DEFAULT = 300_000;
-/** BACKUP_KEEP_COUNT_MAX bounds `svc backup --keep N`. */
-export const BACKUP_KEEP_COUNT_MAX = 10_000;
+/** BACKUP_KEEP_MAX bounds `svc backup --keep N`. */
+export const BACKUP_KEEP_MAX = 10_000;
 /** RESTORE_IGNORED_ENTRIES may be in a data directory `svc restore` calls empty (a fresh ext4 volume has lost+found). */
 export const RESTORE_IGNORED_ENTRIES: ReadonlySet<string> = new Set(['lost+found']);
