@@ -1,5 +1,7 @@
 // Backup and restore end to end, with real processes over mutual TLS: a three-node cluster (child processes)
-// takes writes; `svc backup` (bin/svc.js, the admin certificate) copies it; more writes follow; `svc backup
+// takes writes; `svc backup` (bin/svc.js, the admin certificate) copies it while a writer goes on (what was
+// acknowledged before it began is in it, what after it ended is not: a document's version is its commit
+// seqno, so the state at the index is exactly known); more writes follow; `svc backup
 // verify` passes; a flipped byte, a cut file and a wrong magic are each refused by verify and by restore with
 // nothing written; `svc restore` then founds a NEW cluster (new cluster id, new certificates) whose three
 // founders serve exactly the state at the backup's index (not the later writes), a fourth node joining later
@@ -24,6 +26,9 @@ import { removeDir, runCli, tempDir, waitFor } from './helpers.js';
 
 const WRITES_BEFORE = 30;
 const WRITES_AFTER = 10;
+/** WRITER_ACKS_AROUND_BACKUP: the concurrent writer's acknowledged puts awaited before the backup and after it. */
+const WRITER_ACKS_AROUND_BACKUP = 5;
+const WRITER_PUTS_MAX = 5_000;
 const LEADER_TIMEOUT_MS = 30_000;
 const CONVERGE_TIMEOUT_MS = 30_000;
 
@@ -65,8 +70,12 @@ describe('svc backup and svc restore on real nodes over mutual TLS', function ()
   let sourcePlans: PlannedNode[];
   const source = new Map<string, ChildNode>();
   const restored = new Map<string, ChildNode>();
-  /** atBackup is the source's state when the backup was taken (every node applied alike, nothing in flight). */
-  let atBackup: Dump;
+  /**
+   * atBackup is the source's state at the backup's index: the writes before it (every node applied alike), and
+   * of the unique keys a writer put while the backup ran, those committed at or below the index (a document's
+   * version is the seqno that committed it).
+   */
+  let atBackup: Dump['entries'];
   let backupIndex = 0;
 
   before(async function () {
@@ -89,7 +98,7 @@ describe('svc backup and svc restore on real nodes over mutual TLS', function ()
     if (dir) await removeDir(dir);
   });
 
-  it('svc backup copies the cluster at a committed index; later writes are not in it; verify passes', async function () {
+  it('svc backup copies the cluster at a committed index while writes go on; later writes are not in it; verify passes', async function () {
     await waitFor(async () => (await leaderOf(sourcePlans)) !== null, 'a leader', LEADER_TIMEOUT_MS);
     const nodes = [...source.values()];
     for (let i = 0; i < WRITES_BEFORE; i++)
@@ -101,12 +110,33 @@ describe('svc backup and svc restore on real nodes over mutual TLS', function ()
       'the members to apply alike',
       CONVERGE_TIMEOUT_MS,
     );
-    atBackup = await nodes[0]!.dump();
-    assert.equal(atBackup.entries.length, WRITES_BEFORE);
+    const before = await nodes[0]!.dump();
+    assert.equal(before.entries.length, WRITES_BEFORE);
 
+    // A writer puts unique keys through a follower's store while the backup runs: some acknowledged before the
+    // backup began (they must be in it), some after it ended (they must not be).
+    const during: string[] = [];
+    let stopWriter = false;
+    const writer = (async () => {
+      for (let i = 0; i < WRITER_PUTS_MAX && !stopWriter; i++) {
+        const key = `during/${String(i).padStart(4, '0')}`;
+        await nodes[2]!.put(key, { i, phase: 'during' });
+        during.push(key);
+      }
+    })();
+    await waitFor(() => during.length >= WRITER_ACKS_AROUND_BACKUP, 'writes before the backup', CONVERGE_TIMEOUT_MS);
+    const ackedBeforeBackup = [...during];
     const result = await runCli(['backup', '--out', backupFile, '--json', ...adminFlags(sourcePki, sourcePlans)], {
       cwd: dir,
     });
+    const ackedBeforeEnd = during.length;
+    await waitFor(
+      () => during.length >= ackedBeforeEnd + WRITER_ACKS_AROUND_BACKUP,
+      'writes after the backup',
+      CONVERGE_TIMEOUT_MS,
+    );
+    stopWriter = true;
+    await writer;
     assert.equal(result.code, 0, result.stderr);
     const written = JSON.parse(result.stdout) as {
       path: string;
@@ -116,7 +146,22 @@ describe('svc backup and svc restore on real nodes over mutual TLS', function ()
     backupIndex = written.manifest.index;
     assert.equal(written.path, backupFile);
     assert.equal(written.manifest.clusterId, sourcePki.clusterId);
-    assert.ok(backupIndex >= atBackup.appliedSeq, `index ${backupIndex} covers every acknowledged write`);
+    assert.ok(backupIndex >= before.appliedSeq, `index ${backupIndex} covers every acknowledged write`);
+    await waitFor(
+      async () => (await nodes[0]!.dump()).entries.length === WRITES_BEFORE + during.length,
+      "the writer's keys applied everywhere",
+      CONVERGE_TIMEOUT_MS,
+    );
+    const duringEntries = (await nodes[0]!.dump()).entries.filter((e) => e.key.startsWith('during/'));
+    const inBackup = duringEntries.filter((e) => e.version <= backupIndex);
+    for (const key of ackedBeforeBackup)
+      assert.ok(
+        inBackup.some((e) => e.key === key),
+        `${key}, acknowledged before the backup began, is in it`,
+      );
+    for (const key of during.slice(ackedBeforeEnd))
+      assert.ok(!inBackup.some((e) => e.key === key), `${key}, acknowledged after the backup ended, is not in it`);
+    atBackup = [...before.entries, ...inBackup].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     assert.deepEqual(written.manifest.roster.map((m) => m.name).sort(), ['s1', 's2', 's3']);
     assert.deepEqual(
       (await readdir(dir)).filter((name) => name.includes('.tmp-')),
@@ -240,7 +285,7 @@ describe('svc backup and svc restore on real nodes over mutual TLS', function ()
       'a leader of the restored cluster',
       LEADER_TIMEOUT_MS,
     );
-    for (const child of started) assert.deepEqual((await child.dump()).entries, atBackup.entries, child.config.name);
+    for (const child of started) assert.deepEqual((await child.dump()).entries, atBackup, child.config.name);
 
     const joinerPlan = plans[3]!;
     const joiner = await ChildNode.start(
@@ -254,7 +299,7 @@ describe('svc backup and svc restore on real nodes over mutual TLS', function ()
       'the joiner to install the restored state',
       CONVERGE_TIMEOUT_MS,
     );
-    assert.deepEqual((await joiner.dump()).entries, atBackup.entries, 'the joiner holds the backed-up state');
+    assert.deepEqual((await joiner.dump()).entries, atBackup, 'the joiner holds the backed-up state');
 
     // Exactly the backup: the writes made after it are absent, the overwrite before it is there.
     const r1 = restored.get('r1')!;
