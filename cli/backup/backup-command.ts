@@ -2,8 +2,8 @@
 // through the Admin service with the admin certificate (the cluster found as `svc status` finds it), written
 // as one file (backup-file.ts) atomically: temp file, fsync, rename, fsync the directory.
 // `svc backup verify FILE`: every digest and the structure checked; exit 0 with a summary, or 1 naming the problem.
-import { readdir, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { readdir, rm, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { AdminCallError } from '../../transports/admin/admin-client.js';
 import { BACKUP_BYTES_MAX, BACKUP_FILE_COUNT_MAX } from '../../transports/admin/limits.js';
@@ -48,6 +48,8 @@ export async function runBackupCommand(args: string[], io: Io): Promise<number> 
   if ((out === undefined) === (outDir === undefined)) throw new UsageError('give one of --out FILE or --out-dir DIR');
   const keep = intFlag(values, 'keep', 1, BACKUP_KEEP_MAX);
   if (keep !== undefined && outDir === undefined) throw new UsageError('--keep needs --out-dir');
+  // Checked before the cluster is asked: a backup with nowhere to go would be taken for nothing.
+  await checkDirectory(outDir !== undefined ? resolve(outDir) : dirname(resolve(out!)));
   const target = await adminTarget({
     ...values,
     'timeout-ms': values['timeout-ms'] ?? String(BACKUP_TIMEOUT_MS_DEFAULT),
@@ -148,6 +150,16 @@ function manifestOf(header: BackupHeader, address: string): BackupManifest {
     servedBy: header.servedBy,
     files: header.files.map((f) => ({ path: f.path, size: f.size, blake3: toHex(f.blake3) })),
   };
+}
+
+async function checkDirectory(dir: string): Promise<void> {
+  let info;
+  try {
+    info = await stat(dir);
+  } catch (err) {
+    throw new UsageError(`cannot write a backup into ${dir}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  if (!info.isDirectory()) throw new UsageError(`${dir} is not a directory`);
 }
 
 /** backupFileName names a backup in --out-dir: its creation time (UTC) and index, so names sort oldest first. */
