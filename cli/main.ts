@@ -9,7 +9,18 @@ import { TOP_USAGE, UsageError } from './usage.js';
 
 /** LONG_RUNNING commands end the process when they return, whatever handles are still open. */
 const LONG_RUNNING = new Set(['node', 'cluster']);
-const COMMANDS = new Set(['node', 'cluster', 'status', 'members', 'keys', 'openapi', 'certs', 'manifests']);
+const COMMANDS = new Set([
+  'node',
+  'cluster',
+  'status',
+  'members',
+  'keys',
+  'openapi',
+  'certs',
+  'manifests',
+  'backup',
+  'restore',
+]);
 
 export async function runSvc(argv: string[], io: Io = processIo): Promise<number> {
   const [command, ...rest] = argv;
@@ -25,6 +36,10 @@ export async function runSvc(argv: string[], io: Io = processIo): Promise<number
         return await (await import('./members-command.js')).runMembersCommand(rest, io);
       case 'keys':
         return await (await import('./keys-command.js')).runKeysCommand(rest, io);
+      case 'backup':
+        return await (await import('./backup/backup-command.js')).runBackupCommand(rest, io);
+      case 'restore':
+        return await (await import('./backup/restore-command.js')).runRestoreCommand(rest, io);
       case 'openapi':
         return (await import('./openapi-command.js')).runOpenApiCommand(rest, io);
       case 'manifests':

@@ -20,6 +20,9 @@ commands:
   keys create                create an admin API key in a running cluster's store (printed once)
   certs ca|node|admin ...    make a cluster CA, a node (peer) or an admin certificate
   manifests render|secrets   Kubernetes objects of a deployment (YAML); secrets from a certs directory
+  backup --out FILE          a consistent copy of a running cluster's store, in one file with its BLAKE3 manifest
+  backup verify FILE         check every digest and the structure of a backup file
+  restore FILE --data-dir D  found a NEW cluster's member from a backup (run once per founder)
   openapi                    print the developer API's OpenAPI document (no server, no port)
   version, --version         print svc's version (the nodes' build_version)
 
@@ -99,3 +102,31 @@ then SIGKILL after a bound). Ports are picked on the first run and kept in DIR/c
 export const OPENAPI_USAGE = `usage: svc openapi
 
 Prints the developer API's OpenAPI document (JSON) to stdout. No server starts and no port opens.`;
+
+export const BACKUP_USAGE = `usage: svc backup --out FILE | --out-dir DIR [--keep N] [target flags]
+       svc backup verify FILE [--json]
+
+backup asks any member for a copy of the store at a committed index (a read index from the leader, then the
+state once that member has applied it) over the Admin service, with the admin certificate, and writes one file:
+the snapshot's files and a manifest (index, term, cluster id, roster, created-at, build version, each file's
+BLAKE3) ending in a BLAKE3 digest of the whole. It is written to a temp file, fsynced, then renamed.
+  --out FILE                   write the backup here (an existing file is replaced, atomically)
+  --out-dir DIR                write it into DIR as svc-backup-<UTC time>-<index>.svcbak
+  --keep N                     with --out-dir: then delete all but the newest N such files in DIR
+  (--timeout-ms defaults to 300000 here)
+verify reads FILE end to end: magic, manifest, length, every file's digest and the whole file's. Exit 0 with a
+summary, or 1 naming what is wrong.
+
+${ADMIN_TARGET_USAGE}`;
+
+export const RESTORE_USAGE = `usage: svc restore FILE --data-dir DIR --founder NAME,GRPC,HTTP [--founder …] [--name NAME] [--cluster-id ID] [--json]
+
+Founds a NEW cluster from a backup: writes DIR (missing, or empty but for lost+found) as the data directory of
+founder NAME, holding the backup's state at its index. Run it once per founder, each into its own directory,
+with the same --founder list and --cluster-id, then start each with \`svc node\` and that same --founder list
+(nodes joining later through --seed install the data from the leader). A corrupted, truncated or foreign file
+is refused before anything is written.
+  --founder NAME,GRPC,HTTP     a founding member of the new cluster (repeat for each; the list svc node gets)
+  --name NAME                  which founder DIR is for (default: the only founder)
+  --cluster-id ID              the new cluster's id (default: a new one, printed); never the backed-up cluster's:
+                               the new cluster's certificates carry it (svc certs node --cluster-id ID)`;

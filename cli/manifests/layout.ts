@@ -21,6 +21,9 @@ export const MOUNTS = {
   redisData: '/data',
   redisConfig: '/etc/redis',
   redisAuth: '/etc/redis-auth',
+  /** backupAdmin holds the backup CronJob's admin certificate (the backup admin Secret); backups its volume. */
+  backupAdmin: '/etc/svc/backup-admin',
+  backups: '/backups',
 } as const;
 
 /** Keys inside the Secrets (secrets.ts writes them, render.ts references them). */
@@ -30,6 +33,9 @@ export const SECRET_KEYS = {
   redisUrl: 'redis-url',
   redisAuthConf: 'auth.conf',
   redisPassword: 'password',
+  /** The backup admin Secret's admin certificate and key (beside caCert). */
+  backupAdminCert: 'admin.crt',
+  backupAdminKey: 'admin.key',
 } as const;
 export const REDIS_CONFIG_KEY = 'redis.conf';
 
@@ -46,6 +52,9 @@ export interface DeploymentNames {
   redisAuthSecret: string;
   redisConfigMap: string;
   redis: string;
+  /** backup names the backup CronJob; backupAdminSecret the Secret of its admin certificate. */
+  backup: string;
+  backupAdminSecret: string;
   clusterDomain: string;
 }
 
@@ -66,6 +75,8 @@ export function deploymentNames(options: {
     redisAuthSecret: `${name}-redis-auth`,
     redisConfigMap: `${name}-redis`,
     redis: `${name}-redis`,
+    backup: `${name}-backup`,
+    backupAdminSecret: `${name}-backup-admin`,
     clusterDomain: options.clusterDomain ?? CLUSTER_DOMAIN_DEFAULT,
   };
 }

@@ -8,14 +8,16 @@ import { UsageError } from '../usage.js';
 import { ManifestError, renderManifests, type ManifestOptions } from './render.js';
 import { buildSecrets } from './secrets.js';
 import { REPLICA_COUNT_MAX } from './render.js';
+import { BACKUP_KEEP_MAX } from '../backup/limits.js';
 
 export const MANIFESTS_USAGE = `usage:
   svc manifests render  --namespace NS --cluster-id ID --image IMAGE --founders N [--replicas N] [--name NAME]
                         [--run-image IMAGE [--workspace-claim PVC] [--workspace-root DIR]] [--storage-class CLASS]
                         [--data-size 20Gi] [--redis-image IMAGE] [--redis-size 5Gi] [--redis-memory-mib N]
                         [--cluster-domain DOMAIN] [--log-level LEVEL]
+                        [--backup-schedule CRON --backup-claim PVC [--backup-keep N]]
   svc manifests secrets --certs DIR --namespace NS --out FILE [--replicas N] [--name NAME] [--cluster-id ID]
-                        [--cluster-domain DOMAIN] [--force]
+                        [--cluster-domain DOMAIN] [--backup-admin NAME] [--force]
 
 render prints every object but the Secrets (YAML, for kubectl apply -f -): the node StatefulSet, its headless
 peers Service (<name>-peers: the --peers-service of svc certs node) and client Service, a PodDisruptionBudget,
@@ -23,10 +25,15 @@ Redis, NetworkPolicies and, with --run-image, the run backend's RBAC. It holds n
   --founders N        the first N pods found the cluster (3 survives one lost node): never change it later,
                       a longer list would let fresh pods found a second roster
   --replicas N        nodes to run (default: the founders); pods beyond the founders join through them
+  --backup-schedule CRON   add a CronJob running \`svc backup --out-dir /backups --keep N\` on this schedule, with
+                      the admin certificate of the Secret <name>-backup-admin (secrets --backup-admin writes it)
+  --backup-claim PVC  the PersistentVolumeClaim the backups are written into (yours to create)
+  --backup-keep N     backups kept in it (default 7)
 secrets WRITES SECRET VALUES to FILE (mode 0600; "--out -" prints them to stdout, for a pipe to kubectl):
 the CA certificate and the peer pairs of pods <name>-0 … <name>-(N-1) from DIR (each checked: its own peer
 certificate, of one cluster, covering its DNS name under <name>-peers.NS), the API's credential key and the
-Redis password (both made once in DIR, 0600, and reused). Never ca.key, never an admin certificate.`;
+Redis password (both made once in DIR, 0600, and reused). Never ca.key, and an admin certificate only when
+--backup-admin NAME asks: then NAME.crt/NAME.key (an admin certificate of the cluster) go in <name>-backup-admin.`;
 
 const RENDER_FLAGS: FlagSpec = {
   namespace: { type: 'string' },
@@ -45,6 +52,9 @@ const RENDER_FLAGS: FlagSpec = {
   'redis-memory-mib': { type: 'string' },
   'cluster-domain': { type: 'string' },
   'log-level': { type: 'string' },
+  'backup-schedule': { type: 'string' },
+  'backup-claim': { type: 'string' },
+  'backup-keep': { type: 'string' },
   help: { type: 'boolean' },
 };
 
@@ -56,6 +66,7 @@ const SECRETS_FLAGS: FlagSpec = {
   name: { type: 'string' },
   'cluster-id': { type: 'string' },
   'cluster-domain': { type: 'string' },
+  'backup-admin': { type: 'string' },
   force: { type: 'boolean' },
   help: { type: 'boolean' },
 };
@@ -98,12 +109,16 @@ export function renderOptionsFromArgs(args: string[]): ManifestOptions | 'help' 
     ['redis-size', 'redisVolumeSize'],
     ['cluster-domain', 'clusterDomain'],
     ['log-level', 'logLevel'],
+    ['backup-schedule', 'backupSchedule'],
+    ['backup-claim', 'backupClaim'],
   ];
   for (const [flag, field] of fields) {
     const value = optional(flag);
     if (value !== undefined) (options as unknown as Record<string, unknown>)[field] = value;
   }
   if (memoryMib !== undefined) options.redisMemoryBytes = memoryMib * 1024 * 1024;
+  const backupKeep = intFlag(values, 'backup-keep', 1, BACKUP_KEEP_MAX);
+  if (backupKeep !== undefined) options.backupKeep = backupKeep;
   if (options.runImage === undefined && (options.workspaceClaim ?? options.workspaceRoot) !== undefined)
     throw new UsageError('--workspace-claim and --workspace-root need --run-image');
   return options;
@@ -141,6 +156,7 @@ export async function runManifestsCommand(args: string[], io: Io): Promise<numbe
       name: stringFlag(values, 'name'),
       clusterDomain: stringFlag(values, 'cluster-domain'),
       clusterId: stringFlag(values, 'cluster-id'),
+      backupAdmin: stringFlag(values, 'backup-admin'),
       replicas: intFlag(values, 'replicas', 1, REPLICA_COUNT_MAX) ?? 3,
     });
     const text = toYaml(secrets);

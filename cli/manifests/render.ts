@@ -13,6 +13,7 @@
 //   values, which `ps` and the pod spec would show.
 import type {
   V1ConfigMap,
+  V1CronJob,
   V1Container,
   V1EnvVar,
   V1NetworkPolicy,
@@ -27,6 +28,8 @@ import type {
 } from '@kubernetes/client-node';
 import { runNetworkPolicies } from '../../api/runs/kubernetes-job-spec.js';
 import { NODE_STOP_TIMEOUT_MS } from '../limits.js';
+import { BACKUP_KEEP_MAX } from '../backup/limits.js';
+import { backupCronJob } from './backup-cronjob.js';
 import {
   deploymentNames,
   GRPC_PORT,
@@ -72,6 +75,12 @@ export interface ManifestOptions {
   workspaceClaim?: string;
   workspaceRoot?: string;
   logLevel?: string;
+  /** backupSchedule turns on the backup CronJob (backup-cronjob.ts), on this cron schedule; backupClaim is required with it. */
+  backupSchedule?: string;
+  /** backupClaim is the PersistentVolumeClaim the backups go into. */
+  backupClaim?: string;
+  /** backupKeep is how many backups the CronJob keeps in the claim (default BACKUP_KEEP_DEFAULT). */
+  backupKeep?: number;
 }
 
 /** Labels: the run pods the Kubernetes backend makes are app.kubernetes.io/name=svc-run, never these. */
@@ -134,7 +143,8 @@ export type ManifestObject =
   | V1Service
   | V1StatefulSet
   | V1PodDisruptionBudget
-  | V1NetworkPolicy;
+  | V1NetworkPolicy
+  | V1CronJob;
 
 export class ManifestError extends Error {
   constructor(message: string) {
@@ -182,9 +192,23 @@ export function checkOptions(options: ManifestOptions): void {
     throw new ManifestError(`workspace claim ${JSON.stringify(options.workspaceClaim)} must be a DNS label`);
   if (options.workspaceRoot !== undefined && !options.workspaceRoot.startsWith('/'))
     throw new ManifestError('workspace root must be an absolute path');
+  const backup = options.backupSchedule !== undefined;
+  if (!backup && (options.backupClaim ?? options.backupKeep) !== undefined)
+    throw new ManifestError('the backup claim and keep count need a backup schedule');
+  if (backup && options.backupClaim === undefined) throw new ManifestError('a backup schedule needs a backup claim');
+  if (options.backupClaim !== undefined && !DNS_LABEL.test(options.backupClaim))
+    throw new ManifestError(`backup claim ${JSON.stringify(options.backupClaim)} must be a DNS label`);
+  // Five fields of cron syntax (or a macro such as @daily); the API server checks the rest.
+  if (backup && !/^(@[a-z]+|\S+( \S+){4})$/.test(options.backupSchedule!))
+    throw new ManifestError(`backup schedule ${JSON.stringify(options.backupSchedule)} is not a cron schedule`);
+  if (
+    options.backupKeep !== undefined &&
+    (!Number.isSafeInteger(options.backupKeep) || options.backupKeep < 1 || options.backupKeep > BACKUP_KEEP_MAX)
+  )
+    throw new ManifestError(`backup keep must be 1..${BACKUP_KEEP_MAX}`);
 }
 
-function labels(names: DeploymentNames, component: 'node' | 'redis'): Record<string, string> {
+function labels(names: DeploymentNames, component: 'node' | 'redis' | 'backup'): Record<string, string> {
   return { [APP_LABEL]: APP_NAME, [INSTANCE_LABEL]: names.statefulSet, [COMPONENT_LABEL]: component };
 }
 
@@ -574,8 +598,12 @@ function redis(options: ManifestOptions, names: DeploymentNames): [V1ConfigMap, 
  * networkPolicies are written as the API server reads them: the client library's model calls an ingress rule's
  * `from` `_from` (its serializer renames it), so these plain objects are typed by hand where they differ.
  */
-function networkPolicies(names: DeploymentNames): V1NetworkPolicy[] {
+function networkPolicies(names: DeploymentNames, backup: boolean): V1NetworkPolicy[] {
   const nodes = { matchLabels: labels(names, 'node') };
+  // The backup CronJob's pods call svc.admin.v1 on the peer port (with the admin certificate).
+  const peerPortFrom = backup
+    ? [{ podSelector: nodes }, { podSelector: { matchLabels: labels(names, 'backup') } }]
+    : [{ podSelector: nodes }];
   const policies = [
     {
       apiVersion: 'networking.k8s.io/v1',
@@ -597,7 +625,7 @@ function networkPolicies(names: DeploymentNames): V1NetworkPolicy[] {
         ingress: [
           // The peer port (replication, the internal store, admin calls) from the nodes alone; operators reach
           // svc.admin.v1 with `kubectl port-forward`, which a NetworkPolicy does not see.
-          { from: [{ podSelector: nodes }], ports: [{ protocol: 'TCP', port: GRPC_PORT }] },
+          { from: peerPortFrom, ports: [{ protocol: 'TCP', port: GRPC_PORT }] },
           // The HTTP surface and developer API from anywhere the cluster routes.
           { ports: [{ protocol: 'TCP', port: HTTP_PORT }] },
         ],
@@ -674,11 +702,28 @@ export function renderManifests(options: ManifestOptions): ManifestObject[] {
     ...rbac(names, runs),
     redisConfigMap,
     ...services(names),
-    ...networkPolicies(names),
+    ...networkPolicies(names, options.backupSchedule !== undefined),
     // The run pods' fence, the same objects the backend would create before its first Job (it keeps these).
     ...(runs ? runNetworkPolicies(names.namespace) : []),
     redisSet,
     statefulSet(options, names),
     disruptionBudget(names),
+    ...(options.backupSchedule === undefined
+      ? []
+      : [
+          backupCronJob(
+            {
+              image: options.image,
+              founders: options.founders,
+              schedule: options.backupSchedule,
+              claim: options.backupClaim!,
+              keep: options.backupKeep,
+              uid: NODE_UID,
+              labels: labels(names, 'backup'),
+              securityContext: lockedDown,
+            },
+            names,
+          ),
+        ]),
   ];
 }

@@ -1,6 +1,6 @@
 // The deployment's Secrets, built from a `svc certs` output directory: the cluster CA certificate and every
-// node's peer pair (never ca.key, never an admin certificate: those stay with the operator), the developer
-// API's credential key and Redis' password. The key and the password are made once, kept 0600 in that
+// node's peer pair (never ca.key, and no admin certificate unless the backup CronJob's is asked for with
+// backupAdmin: the others stay with the operator), the developer API's credential key and Redis' password. The key and the password are made once, kept 0600 in that
 // directory, and reused: a new API key would make every stored credential unreadable.
 import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import { chmod, readFile, stat, writeFile } from 'node:fs/promises';
@@ -40,6 +40,8 @@ export interface SecretOptions {
   replicas: number;
   /** clusterId, when given, must be the one every certificate names. */
   clusterId?: string;
+  /** backupAdmin names an admin certificate (<name>.crt/.key) for the backup CronJob's Secret; absent: none. */
+  backupAdmin?: string;
 }
 
 async function readText(path: string, what: string): Promise<string> {
@@ -107,6 +109,30 @@ function checkNodePair(
   return identity.clusterId;
 }
 
+/** checkAdminPair: the backup's certificate is an admin certificate of this cluster, with its key, from the CA. */
+function checkAdminPair(
+  name: string,
+  certPem: string,
+  keyPem: string,
+  caPem: string,
+  clusterId: string | undefined,
+): void {
+  const where = `the backup admin certificate ${name}.crt`;
+  try {
+    const cert = new X509Certificate(certPem);
+    if (!cert.checkPrivateKey(createPrivateKey(keyPem))) throw new Error(`${name}.key is not its key`);
+    if (!cert.checkIssued(new X509Certificate(caPem))) throw new Error(`it is not issued by ${CA_CERT_FILE}`);
+  } catch (err) {
+    throw new ManifestError(`${where}: ${(err as Error).message}`);
+  }
+  const identity = pemIdentity(certPem);
+  if (typeof identity === 'string') throw new ManifestError(`${where}: ${identity}`);
+  if (identity.role !== 'admin')
+    throw new ManifestError(`${where} is a ${identity.role} certificate; issue one with \`svc certs admin\``);
+  if (clusterId !== undefined && identity.clusterId !== clusterId)
+    throw new ManifestError(`${where} names cluster ${identity.clusterId}, not ${clusterId}`);
+}
+
 const base64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
 
 /** buildSecrets reads and checks the directory and returns the three Secrets (values base64, as Kubernetes keeps them). */
@@ -145,6 +171,22 @@ export async function buildSecrets(options: SecretOptions): Promise<V1Secret[]> 
     type: 'Opaque',
     data,
   });
+  const backup: V1Secret[] = [];
+  if (options.backupAdmin !== undefined) {
+    const name = options.backupAdmin;
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/.test(name))
+      throw new ManifestError(`backup admin ${JSON.stringify(name)} is not a certificate name`);
+    const certPem = await readText(join(options.certsDir, `${name}.crt`), 'the backup admin certificate');
+    const keyPem = await readText(join(options.certsDir, `${name}.key`), 'the backup admin key');
+    checkAdminPair(name, certPem, keyPem, caPem, clusterId);
+    backup.push(
+      secret(names.backupAdminSecret, {
+        [SECRET_KEYS.caCert]: base64(caPem),
+        [SECRET_KEYS.backupAdminCert]: base64(certPem),
+        [SECRET_KEYS.backupAdminKey]: base64(keyPem),
+      }),
+    );
+  }
   return [
     secret(names.tlsSecret, tls),
     secret(names.apiSecret, {
@@ -155,5 +197,6 @@ export async function buildSecrets(options: SecretOptions): Promise<V1Secret[]> 
       [SECRET_KEYS.redisAuthConf]: base64(`requirepass ${password}\n`),
       [SECRET_KEYS.redisPassword]: base64(password),
     }),
+    ...backup,
   ];
 }

@@ -45,6 +45,7 @@ import {
   type StoreService,
 } from '../../transports/store-rpc/store-service.js';
 import { BUILD_VERSION } from '../../transports/node/build-info.js';
+import { captureForBackup } from './backup-capture.js';
 import { settleClusterId } from './cluster-id.js';
 import { ConfigError, resolveNodeConfig, type NodeConfig, type ResolvedNodeConfig } from './config.js';
 import { Driver, type DriverPorts } from '../../transports/node/driver.js';
@@ -330,6 +331,16 @@ export class Node {
         admin: (op, timeoutMs) => this.admin(op, timeoutMs),
         propose: adminProposal(() => this.runningRouter()),
         commandBytesMax: this.storeLimits.commandBytesMax,
+        backup: (deadlineAt) =>
+          captureForBackup(
+            {
+              router: () => this.runningRouter(),
+              stateMachine: this.stateMachine,
+              status: () => this.status(),
+              clusterId: this.clusterIdValue,
+            },
+            deadlineAt,
+          ),
       },
       onWarning: (message) => this.warnCapped('admin', { source: 'admin' }, message),
     });

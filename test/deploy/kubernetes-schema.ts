@@ -17,6 +17,7 @@ import { validate as validateSecret } from 'kubernetes-models/_schemas/IoK8sApiC
 import { validate as validateService } from 'kubernetes-models/_schemas/IoK8sApiCoreV1Service';
 import { validate as validateServiceAccount } from 'kubernetes-models/_schemas/IoK8sApiCoreV1ServiceAccount';
 import { validate as validateStatefulSet } from 'kubernetes-models/_schemas/IoK8sApiAppsV1StatefulSet';
+import { validate as validateCronJob } from 'kubernetes-models/_schemas/IoK8sApiBatchV1CronJob';
 import { validate as validateNetworkPolicy } from 'kubernetes-models/_schemas/IoK8sApiNetworkingV1NetworkPolicy';
 import { validate as validatePodDisruptionBudget } from 'kubernetes-models/_schemas/IoK8sApiPolicyV1PodDisruptionBudget';
 import { validate as validateRole } from 'kubernetes-models/_schemas/IoK8sApiRbacV1Role';
@@ -31,6 +32,7 @@ const KINDS: Record<string, { apiVersion: string; type: string; validate: Schema
   Service: { apiVersion: 'v1', type: 'V1Service', validate: validateService },
   ServiceAccount: { apiVersion: 'v1', type: 'V1ServiceAccount', validate: validateServiceAccount },
   StatefulSet: { apiVersion: 'apps/v1', type: 'V1StatefulSet', validate: validateStatefulSet },
+  CronJob: { apiVersion: 'batch/v1', type: 'V1CronJob', validate: validateCronJob },
   NetworkPolicy: { apiVersion: 'networking.k8s.io/v1', type: 'V1NetworkPolicy', validate: validateNetworkPolicy },
   PodDisruptionBudget: {
     apiVersion: 'policy/v1',
@@ -92,6 +94,19 @@ export function schemaProblems(object: Json): string[] {
   if ((object.kind === 'Service' || object.kind === 'StatefulSet') && !dns1123Label.test(name))
     problems.push(`metadata.name ${JSON.stringify(name)} is not a DNS label`);
   problems.push(...labelProblems(object.metadata?.labels, 'metadata.labels'));
+  if (object.kind === 'CronJob') {
+    // A CronJob's name prefixes its Jobs' (with 11 characters of time): the API server allows 52.
+    if (typeof name === 'string' && name.length > 52) problems.push(`metadata.name ${name} is longer than 52`);
+    const job = object.spec?.jobTemplate;
+    problems.push(...labelProblems(job?.metadata?.labels, 'spec.jobTemplate.metadata.labels'));
+    problems.push(
+      ...labelProblems(job?.spec?.template?.metadata?.labels, 'spec.jobTemplate.spec.template.metadata.labels'),
+    );
+    const pod = job?.spec?.template?.spec ?? {};
+    if (pod.restartPolicy !== 'Never' && pod.restartPolicy !== 'OnFailure')
+      problems.push('a Job pod restartPolicy must be Never or OnFailure');
+    problems.push(...podSpecProblems(pod, 'spec.jobTemplate.spec.template.spec', []));
+  }
   if (object.kind === 'StatefulSet') {
     const template = object.spec?.template;
     problems.push(...labelProblems(template?.metadata?.labels, 'spec.template.metadata.labels'));

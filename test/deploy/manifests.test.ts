@@ -14,6 +14,7 @@ import { loadAll } from 'js-yaml';
 import { Redis } from 'ioredis';
 import { runCertsCli } from '../../cli/certs/certs-command.js';
 import { parseFlags } from '../../cli/flags.js';
+import { ADMIN_TARGET_FLAGS } from '../../cli/admin-target.js';
 import { NODE_STOP_TIMEOUT_MS } from '../../cli/limits.js';
 import {
   deploymentNames,
@@ -113,6 +114,7 @@ describe('deploy: Kubernetes manifests', function () {
       objects,
       renderManifests({ ...options, runImage: undefined, workspaceClaim: undefined }),
       renderManifests({ ...options, replicas: 5, storageClass: 'fast', name: 'store' }),
+      renderManifests({ ...options, backupSchedule: '15 3 * * *', backupClaim: 'svc-backups', backupKeep: 14 }),
       secrets,
     ];
     for (const list of variants) {
@@ -510,6 +512,94 @@ describe('deploy: Kubernetes manifests', function () {
     assert.notEqual(exampleOptions, 'help');
     const fresh = renderManifests(exampleOptions as ManifestOptions);
     assert.deepEqual(loadAll(text), JSON.parse(JSON.stringify(fresh)), 'regenerate it: make manifests-example');
+  });
+
+  it('the backup CronJob runs the real `svc backup` with the backup admin Secret into the claim, and may reach the peer port', async () => {
+    assert.ok(!objects.some((o) => o.kind === 'CronJob'), 'no CronJob unless a schedule is given');
+    const argv = ['--backup-schedule', '@daily', '--backup-claim', 'svc-backups', '--backup-keep', '14'];
+    const withBackup = renderManifests(
+      renderOptionsFromArgs([
+        ...['--namespace', options.namespace, '--cluster-id', options.clusterId, '--image', options.image],
+        ...['--founders', '3', ...argv],
+      ]) as ManifestOptions,
+    ) as Json[];
+    const cron = one(withBackup, 'CronJob', names.backup);
+    const [read] = loadAll(toYaml([cron])) as Json[];
+    assert.deepEqual(schemaProblems(read), []);
+    const broken = structuredClone(cron);
+    broken.spec.jobTemplate.spec.template.spec.restartPolicy = 'Always';
+    broken.spec.jobTemplate.spec.template.spec.containers[0].volumeMount = [];
+    delete broken.spec.schedule;
+    const problems = schemaProblems(broken).join('\n');
+    assert.match(problems, /restartPolicy must be Never or OnFailure/);
+    assert.match(problems, /unknown field "spec.jobTemplate.spec.template.spec.containers\[0\].volumeMount"/);
+    assert.match(problems, /required/, 'the schema check of a CronJob is real');
+    assert.equal(cron.spec.schedule, '@daily');
+    assert.equal(cron.spec.concurrencyPolicy, 'Forbid');
+    const pod = cron.spec.jobTemplate.spec.template.spec;
+    const container = pod.containers[0];
+    assert.equal(container.image, options.image);
+    const volume = (name: string): Json => pod.volumes.find((v: Json) => v.name === name);
+    const mount = (name: string): string => container.volumeMounts.find((m: Json) => m.name === name).mountPath;
+    assert.equal(volume('backups').persistentVolumeClaim.claimName, 'svc-backups');
+    // Its arguments parse with the backup command's own flags, and name files the Secret it mounts holds.
+    assert.equal(container.args[0], 'backup');
+    const { values } = parseFlags(container.args.slice(1), {
+      ...ADMIN_TARGET_FLAGS,
+      'out-dir': { type: 'string' },
+      keep: { type: 'string' },
+    });
+    assert.equal(values['out-dir'], mount('backups'));
+    assert.equal(values.keep, '14');
+    assert.deepEqual(
+      values.node,
+      [0, 1, 2].map((i) => `svc-${i}.svc-peers.prod.svc.cluster.local:7000`),
+    );
+    const adminCerts = path.join(dir, 'backup-pki');
+    assert.equal(await runCertsCli(['ca', '--out', adminCerts], quiet, quiet), 0);
+    for (let ordinal = 0; ordinal < 3; ordinal++) {
+      const podName = `svc-${ordinal}`;
+      const args = ['node', '--out', adminCerts, '--name', podName, '--cluster-id', options.clusterId];
+      args.push('--peers-service', names.peersService, '--namespace', options.namespace, '--pod', podName);
+      assert.equal(await runCertsCli(args, quiet, quiet), 0);
+    }
+    const adminArgs = ['admin', '--out', adminCerts, '--name', 'backup', '--cluster-id', options.clusterId];
+    assert.equal(await runCertsCli(adminArgs, quiet, quiet), 0);
+    const withAdmin = await buildSecrets({
+      certsDir: adminCerts,
+      namespace: options.namespace,
+      replicas: 3,
+      backupAdmin: 'backup',
+    });
+    const adminSecret = one(withAdmin, 'Secret', volume('backup-admin').secret.secretName);
+    assert.deepEqual(schemaProblems(adminSecret), []);
+    for (const flag of ['tls-ca', 'tls-cert', 'tls-key']) {
+      const file = values[flag] as string;
+      assert.equal(path.dirname(file), mount('backup-admin'), flag);
+      assert.ok(path.basename(file) in adminSecret.data, `${flag}: the Secret holds ${path.basename(file)}`);
+    }
+    assert.match(decode(adminSecret.data['admin.crt']), /BEGIN CERTIFICATE/);
+    // A peer certificate is refused as the backup's: the Admin service takes admin certificates only.
+    await assert.rejects(
+      buildSecrets({ certsDir: adminCerts, namespace: options.namespace, replicas: 3, backupAdmin: 'svc-0' }),
+      /is a peer certificate/,
+    );
+    // The nodes' NetworkPolicy lets the backup pods (and the nodes) reach the peer port, nothing else.
+    const policy = one(withBackup, 'NetworkPolicy', names.statefulSet);
+    const peerRule = policy.spec.ingress.find((rule: Json) => rule.ports[0].port === 7000);
+    assert.deepEqual(
+      peerRule.from.map((f: Json) => f.podSelector.matchLabels['app.kubernetes.io/component']),
+      ['node', 'backup'],
+    );
+    assert.deepEqual(cron.spec.jobTemplate.spec.template.metadata.labels['app.kubernetes.io/component'], 'backup');
+    const io = { out: quiet, err: quiet };
+    const base = ['render', '--namespace', 'prod', '--cluster-id', 'c1', '--image', 'r/svc:1', '--founders', '3'];
+    await assert.rejects(runManifestsCommand([...base, '--backup-schedule', '@daily'], io), /needs a backup claim/);
+    await assert.rejects(runManifestsCommand([...base, '--backup-claim', 'b'], io), /need a backup schedule/);
+    await assert.rejects(
+      runManifestsCommand([...base, '--backup-schedule', 'soon', '--backup-claim', 'b'], io),
+      /not a cron schedule/,
+    );
   });
 
   it('render refuses what would found a second roster or make objects the API server refuses', async () => {

@@ -88,6 +88,35 @@ export class AdminClientPool {
     }
   }
 
+  /**
+   * backup reads an Admin.Backup stream from the member at `to`: the header, then the file chunks, each
+   * decoded. A failure is thrown as AdminCallError (with the leader hint and refusal code it carried).
+   */
+  async *backup(to: string, deadlineAt: number): AsyncGenerator<pb.BackupChunk> {
+    const call = this.channels.openServerStream(
+      to,
+      pb.AdminService.backup.path,
+      Buffer.from(pb.BackupRequest.encode({}).finish()),
+      deadlineAt,
+    );
+    try {
+      for await (const bytes of call as AsyncIterable<Buffer>) {
+        let chunk: pb.BackupChunk;
+        try {
+          chunk = pb.BackupChunk.decode(bytes);
+        } catch (err) {
+          throw new AdminCallError(grpc.status.INTERNAL, `malformed BackupChunk from ${to}: ${String(err)}`);
+        }
+        yield chunk;
+      }
+    } catch (err) {
+      if (err instanceof AdminCallError) throw err;
+      throw this.channels.callErrorOf(err);
+    } finally {
+      call.cancel();
+    }
+  }
+
   close(): void {
     this.channels.close();
   }

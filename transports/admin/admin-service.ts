@@ -3,7 +3,8 @@
 // cluster only (docs/protocol.md, "Identity and trust"). Status answers from this node; ChangeMember
 // runs on the leader, and a follower answers "not the leader" naming it (the caller retries there);
 // Propose hands a store command to the node (host.propose), whose store router reaches the leader with
-// the node's own peer certificate.
+// the node's own peer certificate; Backup streams the state the node captures at a committed index
+// (host.backup; backup-service.ts).
 import * as grpc from '@grpc/grpc-js';
 import type { AdminOp, AdminResultCode } from '../../engine/types.js';
 import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
@@ -11,6 +12,7 @@ import * as storePb from '../../proto/gen/svc/store/v1/store.js';
 import type { NodeStatusDocument } from '../node/node-status.js';
 import { UnaryCallError } from '../grpc/unary-call.js';
 import { AdminCallError, TRAILER_LEADER, TRAILER_REFUSAL_CODE } from './admin-client.js';
+import { backupHandler, type BackupCapture, type BackupLimits } from './backup-service.js';
 import { ADMIN_CALL_DEADLINE_MS, ADMIN_NAME_BYTES_MAX } from './limits.js';
 import { adminStatusResponse, type SeenHeartbeat } from './status-response.js';
 
@@ -21,7 +23,11 @@ export const ADMIN_METHODS = {
   status: pb.AdminService.status.path,
   changeMember: pb.AdminService.changeMember.path,
   propose: pb.AdminService.propose.path,
+  backup: pb.AdminService.backup.path,
 } as const;
+
+/** STREAMING_METHODS are the Admin methods that answer with a stream. */
+const STREAMING_METHODS: ReadonlySet<string> = new Set(['backup']);
 
 /** AdminRefusedError: the engine refused an admin op (its adminResult code, and the reason for people). */
 export class AdminRefusedError extends Error {
@@ -50,11 +56,18 @@ export interface AdminHost {
   propose(command: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: storePb.CommandResult | undefined }>;
   /** commandBytesMax bounds a command Propose takes. */
   commandBytesMax: number;
+  /**
+   * backup captures the state machine at a committed index: a read index taken after the call, then the
+   * state once this node has applied that far. It rejects like propose (a UnaryCallError's code is answered).
+   */
+  backup(deadlineAt: number): Promise<BackupCapture>;
 }
 
 export interface AdminServiceOptions {
   host: AdminHost;
   onWarning?: (message: string) => void;
+  /** backupLimits override the named backup limits (limits.ts), for tests. */
+  backupLimits?: Partial<BackupLimits>;
 }
 
 /** adminServiceDefinition registers the Admin paths with byte-for-byte serializers (decoding happens here). */
@@ -64,7 +77,7 @@ export function adminServiceDefinition(): grpc.ServiceDefinition {
     definition[name] = {
       path,
       requestStream: false,
-      responseStream: false,
+      responseStream: STREAMING_METHODS.has(name),
       requestSerialize: identity,
       requestDeserialize: identity,
       responseSerialize: identity,
@@ -91,7 +104,7 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
     if (known && known.refusalCode !== '') metadata.set(TRAILER_REFUSAL_CODE, known.refusalCode);
     respond({ code, details: known?.details ?? 'admin handler failed', metadata }, null);
   };
-  const deadlineOf = (call: grpc.ServerUnaryCall<Buffer, Buffer>): number => {
+  const deadlineOf = (call: { getDeadline(): grpc.Deadline }): number => {
     const deadline = call.getDeadline();
     const asked = deadline instanceof Date ? deadline.getTime() : Number(deadline);
     const fallback = Date.now() + ADMIN_CALL_DEADLINE_MS;
@@ -143,7 +156,24 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
     return { memberId: member.id, leaderName: status.name, detail: '' };
   };
 
+  const backup = backupHandler({
+    capture: (deadlineAt) => host.backup(deadlineAt),
+    deadlineOf,
+    limits: options.backupLimits,
+    refusal: (err) => {
+      if (err instanceof AdminCallError) return err;
+      if (err instanceof UnaryCallError)
+        return new AdminCallError(err.code, err.details, err.leaderHint, err.refusalCode);
+      options.onWarning?.(`Admin Backup failed: ${String(err)}`);
+      return new AdminCallError(
+        grpc.status.INTERNAL,
+        `backup failed: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    },
+  });
+
   return {
+    backup,
     status: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
       try {
         pb.StatusRequest.decode(call.request);

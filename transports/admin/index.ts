@@ -14,5 +14,12 @@ export {
   type AdminHost,
   type AdminServiceOptions,
 } from './admin-service.js';
+export {
+  backupHandler,
+  DEFAULT_BACKUP_LIMITS,
+  type BackupCapture,
+  type BackupLimits,
+  type BackupServeOptions,
+} from './backup-service.js';
 export { adminStatusResponse, heartbeatFields, versionMajorSpread, type SeenHeartbeat } from './status-response.js';
 export * from './limits.js';

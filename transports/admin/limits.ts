@@ -7,3 +7,15 @@ export const ADMIN_CALL_DEADLINE_MS = 30_000;
 export const ADMIN_NAME_BYTES_MAX = MEMBER_NAME_CHARS_MAX;
 /** ADMIN_MESSAGE_BYTES_MAX bounds an admin response a client accepts (a roster of 15 members is a few KiB). */
 export const ADMIN_MESSAGE_BYTES_MAX = 4 * 1024 * 1024;
+
+/**
+ * BACKUP_BYTES_MAX bounds the files of one backup (Admin.Backup): a member refuses a larger state with
+ * RESOURCE_EXHAUSTED before sending anything, and a client refuses a stream that claims or carries more.
+ */
+export const BACKUP_BYTES_MAX = 1024 * 1024 * 1024;
+/** BACKUP_CHUNK_BYTES is the file data in one BackupFileChunk (well under ADMIN_MESSAGE_BYTES_MAX). */
+export const BACKUP_CHUNK_BYTES = 1024 * 1024;
+/** BACKUP_FILE_COUNT_MAX bounds the files one backup lists. */
+export const BACKUP_FILE_COUNT_MAX = 64;
+/** BACKUP_CONCURRENT_COUNT_MAX bounds the Backup calls one member serves at once: each holds an encoded copy of the state. */
+export const BACKUP_CONCURRENT_COUNT_MAX = 2;

@@ -93,6 +93,36 @@ export class UnaryChannels {
     return this.clientFor(to).makeBidiStreamRequest<Buffer, Buffer>(path, identity, identity, new grpc.Metadata());
   }
 
+  /**
+   * openServerStream starts a server-streaming call of raw bytes under a deadline. Reading it throws grpc-js's
+   * ServiceError on failure: callErrorOf turns that into the pool's error.
+   */
+  openServerStream(to: string, path: string, request: Buffer, deadlineAt: number): grpc.ClientReadableStream<Buffer> {
+    if (this.closed) throw this.options.errorOf(grpc.status.UNAVAILABLE, `${this.options.poolName} is closed`, '');
+    return this.clientFor(to).makeServerStreamRequest<Buffer, Buffer>(
+      path,
+      identity,
+      identity,
+      request,
+      new grpc.Metadata(),
+      { deadline: deadlineAt },
+    );
+  }
+
+  /** callErrorOf turns what a call threw (a grpc-js ServiceError) into the pool's error, leader hint included. */
+  callErrorOf(err: unknown): Error {
+    const e = err as Partial<grpc.ServiceError>;
+    if (typeof e?.code !== 'number') return this.options.errorOf(grpc.status.UNKNOWN, String(err), '');
+    const hint = e.metadata?.get(TRAILER_LEADER)[0];
+    const refusalCode = e.metadata?.get(TRAILER_REFUSAL_CODE)[0];
+    return this.options.errorOf(
+      e.code,
+      e.details ?? '',
+      typeof hint === 'string' ? hint : '',
+      typeof refusalCode === 'string' ? refusalCode : '',
+    );
+  }
+
   /** clientFor is the channel to `to`, dialled at first use (UNAVAILABLE, as the pool's error, when the address is bad). */
   private clientFor(to: string): grpc.Client {
     let client = this.clients.get(to);

@@ -11,7 +11,9 @@ import {
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientReadableStream,
   type ClientUnaryCall,
+  type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -190,6 +192,46 @@ export interface ChangeMemberResponse {
   leaderName: string;
   /** detail is the engine's note (e.g. "already the leader"); empty when there is none. */
   detail: string;
+}
+
+export interface BackupRequest {
+}
+
+/** BackupFile is one file of the state machine's snapshot (store.json today), as in a snapshot artifact. */
+export interface BackupFile {
+  path: string;
+  size: number;
+  /** blake3 is the file's 32-byte BLAKE3 digest. */
+  blake3: Uint8Array;
+}
+
+export interface BackupHeader {
+  /** index is the seqno of the last entry the copy includes (every entry up to it is committed). */
+  index: number;
+  /** term is the answering member's current term when it captured the state. */
+  term: number;
+  clusterId: string;
+  /** membership_version and roster are the answering member's view of the cluster's members. */
+  membershipVersion: number;
+  roster: Member[];
+  /** created_at_unix_ms is the answering member's wall clock at the capture. */
+  createdAtUnixMs: number;
+  buildVersion: string;
+  /** served_by is the answering member's name. */
+  servedBy: string;
+  files: BackupFile[];
+}
+
+/** BackupFileChunk is the next bytes of one file: files come in header order, each from offset 0 on. */
+export interface BackupFileChunk {
+  path: string;
+  offset: number;
+  data: Uint8Array;
+}
+
+/** BackupChunk: the first message of a Backup stream is the header, every later one a file chunk. */
+export interface BackupChunk {
+  part: { $case: "header"; value: BackupHeader } | { $case: "file"; value: BackupFileChunk } | undefined;
 }
 
 function createBaseStatusRequest(): StatusRequest {
@@ -1909,6 +1951,590 @@ export const ChangeMemberResponse: MessageFns<ChangeMemberResponse> = {
   },
 };
 
+function createBaseBackupRequest(): BackupRequest {
+  return {};
+}
+
+export const BackupRequest: MessageFns<BackupRequest> = {
+  encode(_: BackupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BackupRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBackupRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): BackupRequest {
+    return {};
+  },
+
+  toJSON(_: BackupRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<BackupRequest>): BackupRequest {
+    return BackupRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<BackupRequest>): BackupRequest {
+    const message = createBaseBackupRequest();
+    return message;
+  },
+};
+
+function createBaseBackupFile(): BackupFile {
+  return { path: "", size: 0, blake3: new Uint8Array(0) };
+}
+
+export const BackupFile: MessageFns<BackupFile> = {
+  encode(message: BackupFile, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.path !== "") {
+      writer.uint32(10).string(message.path);
+    }
+    if (message.size !== 0) {
+      writer.uint32(16).uint64(message.size);
+    }
+    if (message.blake3.length !== 0) {
+      writer.uint32(26).bytes(message.blake3);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BackupFile {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBackupFile();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.size = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.blake3 = reader.bytes();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BackupFile {
+    return {
+      path: isSet(object.path) ? globalThis.String(object.path) : "",
+      size: isSet(object.size) ? globalThis.Number(object.size) : 0,
+      blake3: isSet(object.blake3) ? bytesFromBase64(object.blake3) : new Uint8Array(0),
+    };
+  },
+
+  toJSON(message: BackupFile): unknown {
+    const obj: any = {};
+    if (message.path !== "") {
+      obj.path = message.path;
+    }
+    if (message.size !== 0) {
+      obj.size = Math.round(message.size);
+    }
+    if (message.blake3.length !== 0) {
+      obj.blake3 = base64FromBytes(message.blake3);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<BackupFile>): BackupFile {
+    return BackupFile.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<BackupFile>): BackupFile {
+    const message = createBaseBackupFile();
+    message.path = object.path ?? "";
+    message.size = object.size ?? 0;
+    message.blake3 = object.blake3 ?? new Uint8Array(0);
+    return message;
+  },
+};
+
+function createBaseBackupHeader(): BackupHeader {
+  return {
+    index: 0,
+    term: 0,
+    clusterId: "",
+    membershipVersion: 0,
+    roster: [],
+    createdAtUnixMs: 0,
+    buildVersion: "",
+    servedBy: "",
+    files: [],
+  };
+}
+
+export const BackupHeader: MessageFns<BackupHeader> = {
+  encode(message: BackupHeader, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint64(message.index);
+    }
+    if (message.term !== 0) {
+      writer.uint32(16).uint64(message.term);
+    }
+    if (message.clusterId !== "") {
+      writer.uint32(26).string(message.clusterId);
+    }
+    if (message.membershipVersion !== 0) {
+      writer.uint32(32).uint64(message.membershipVersion);
+    }
+    for (const v of message.roster) {
+      Member.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.createdAtUnixMs !== 0) {
+      writer.uint32(48).uint64(message.createdAtUnixMs);
+    }
+    if (message.buildVersion !== "") {
+      writer.uint32(58).string(message.buildVersion);
+    }
+    if (message.servedBy !== "") {
+      writer.uint32(66).string(message.servedBy);
+    }
+    for (const v of message.files) {
+      BackupFile.encode(v!, writer.uint32(74).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BackupHeader {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBackupHeader();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.term = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.clusterId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.membershipVersion = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.roster.push(Member.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.createdAtUnixMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.buildVersion = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.servedBy = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.files.push(BackupFile.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BackupHeader {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      term: isSet(object.term) ? globalThis.Number(object.term) : 0,
+      clusterId: isSet(object.clusterId)
+        ? globalThis.String(object.clusterId)
+        : isSet(object.cluster_id)
+        ? globalThis.String(object.cluster_id)
+        : "",
+      membershipVersion: isSet(object.membershipVersion)
+        ? globalThis.Number(object.membershipVersion)
+        : isSet(object.membership_version)
+        ? globalThis.Number(object.membership_version)
+        : 0,
+      roster: globalThis.Array.isArray(object?.roster) ? object.roster.map((e: any) => Member.fromJSON(e)) : [],
+      createdAtUnixMs: isSet(object.createdAtUnixMs)
+        ? globalThis.Number(object.createdAtUnixMs)
+        : isSet(object.created_at_unix_ms)
+        ? globalThis.Number(object.created_at_unix_ms)
+        : 0,
+      buildVersion: isSet(object.buildVersion)
+        ? globalThis.String(object.buildVersion)
+        : isSet(object.build_version)
+        ? globalThis.String(object.build_version)
+        : "",
+      servedBy: isSet(object.servedBy)
+        ? globalThis.String(object.servedBy)
+        : isSet(object.served_by)
+        ? globalThis.String(object.served_by)
+        : "",
+      files: globalThis.Array.isArray(object?.files)
+        ? object.files.map((e: any) => BackupFile.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: BackupHeader): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.term !== 0) {
+      obj.term = Math.round(message.term);
+    }
+    if (message.clusterId !== "") {
+      obj.clusterId = message.clusterId;
+    }
+    if (message.membershipVersion !== 0) {
+      obj.membershipVersion = Math.round(message.membershipVersion);
+    }
+    if (message.roster?.length) {
+      obj.roster = message.roster.map((e) => Member.toJSON(e));
+    }
+    if (message.createdAtUnixMs !== 0) {
+      obj.createdAtUnixMs = Math.round(message.createdAtUnixMs);
+    }
+    if (message.buildVersion !== "") {
+      obj.buildVersion = message.buildVersion;
+    }
+    if (message.servedBy !== "") {
+      obj.servedBy = message.servedBy;
+    }
+    if (message.files?.length) {
+      obj.files = message.files.map((e) => BackupFile.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<BackupHeader>): BackupHeader {
+    return BackupHeader.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<BackupHeader>): BackupHeader {
+    const message = createBaseBackupHeader();
+    message.index = object.index ?? 0;
+    message.term = object.term ?? 0;
+    message.clusterId = object.clusterId ?? "";
+    message.membershipVersion = object.membershipVersion ?? 0;
+    message.roster = object.roster?.map((e) => Member.fromPartial(e)) || [];
+    message.createdAtUnixMs = object.createdAtUnixMs ?? 0;
+    message.buildVersion = object.buildVersion ?? "";
+    message.servedBy = object.servedBy ?? "";
+    message.files = object.files?.map((e) => BackupFile.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseBackupFileChunk(): BackupFileChunk {
+  return { path: "", offset: 0, data: new Uint8Array(0) };
+}
+
+export const BackupFileChunk: MessageFns<BackupFileChunk> = {
+  encode(message: BackupFileChunk, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.path !== "") {
+      writer.uint32(10).string(message.path);
+    }
+    if (message.offset !== 0) {
+      writer.uint32(16).uint64(message.offset);
+    }
+    if (message.data.length !== 0) {
+      writer.uint32(26).bytes(message.data);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BackupFileChunk {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBackupFileChunk();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.offset = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.data = reader.bytes();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BackupFileChunk {
+    return {
+      path: isSet(object.path) ? globalThis.String(object.path) : "",
+      offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      data: isSet(object.data) ? bytesFromBase64(object.data) : new Uint8Array(0),
+    };
+  },
+
+  toJSON(message: BackupFileChunk): unknown {
+    const obj: any = {};
+    if (message.path !== "") {
+      obj.path = message.path;
+    }
+    if (message.offset !== 0) {
+      obj.offset = Math.round(message.offset);
+    }
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<BackupFileChunk>): BackupFileChunk {
+    return BackupFileChunk.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<BackupFileChunk>): BackupFileChunk {
+    const message = createBaseBackupFileChunk();
+    message.path = object.path ?? "";
+    message.offset = object.offset ?? 0;
+    message.data = object.data ?? new Uint8Array(0);
+    return message;
+  },
+};
+
+function createBaseBackupChunk(): BackupChunk {
+  return { part: undefined };
+}
+
+export const BackupChunk: MessageFns<BackupChunk> = {
+  encode(message: BackupChunk, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.part?.$case) {
+      case "header":
+        BackupHeader.encode(message.part.value, writer.uint32(10).fork()).join();
+        break;
+      case "file":
+        BackupFileChunk.encode(message.part.value, writer.uint32(18).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BackupChunk {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBackupChunk();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.part = { $case: "header", value: BackupHeader.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.part = { $case: "file", value: BackupFileChunk.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): BackupChunk {
+    return {
+      part: isSet(object.header)
+        ? { $case: "header", value: BackupHeader.fromJSON(object.header) }
+        : isSet(object.file)
+        ? { $case: "file", value: BackupFileChunk.fromJSON(object.file) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: BackupChunk): unknown {
+    const obj: any = {};
+    if (message.part?.$case === "header") {
+      obj.header = BackupHeader.toJSON(message.part.value);
+    } else if (message.part?.$case === "file") {
+      obj.file = BackupFileChunk.toJSON(message.part.value);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<BackupChunk>): BackupChunk {
+    return BackupChunk.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<BackupChunk>): BackupChunk {
+    const message = createBaseBackupChunk();
+    switch (object.part?.$case) {
+      case "header": {
+        if (object.part?.value !== undefined && object.part?.value !== null) {
+          message.part = { $case: "header", value: BackupHeader.fromPartial(object.part.value) };
+        }
+        break;
+      }
+      case "file": {
+        if (object.part?.value !== undefined && object.part?.value !== null) {
+          message.part = { $case: "file", value: BackupFileChunk.fromPartial(object.part.value) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
 export type AdminService = typeof AdminService;
 export const AdminService = {
   /** Status answers this node's view of itself and of the cluster. */
@@ -1952,6 +2578,25 @@ export const AdminService = {
     responseSerialize: (value: ProposeResponse): Buffer => Buffer.from(ProposeResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ProposeResponse => ProposeResponse.decode(value),
   },
+  /**
+   * Backup streams a consistent copy of the replicated store (`svc backup`). The member that answers
+   * takes a read index (the leader's commit barrier: the leader's commit seqno, confirmed by a
+   * heartbeat round of a majority, wherever the leader is), waits until it has applied that far,
+   * captures its state machine there, and sends one BackupHeader (the index it captured, every file's
+   * size and BLAKE3 digest), then the files' bytes in BackupFileChunks, in header order. Every entry up
+   * to the index is committed, so the copy holds every write acknowledged before the call began and
+   * nothing uncommitted. A state above backupBytesMax is refused with RESOURCE_EXHAUSTED before
+   * anything is sent, and so is a call beyond backupConcurrentCountMax on one member.
+   */
+  backup: {
+    path: "/svc.admin.v1.Admin/Backup" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: BackupRequest): Buffer => Buffer.from(BackupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): BackupRequest => BackupRequest.decode(value),
+    responseSerialize: (value: BackupChunk): Buffer => Buffer.from(BackupChunk.encode(value).finish()),
+    responseDeserialize: (value: Buffer): BackupChunk => BackupChunk.decode(value),
+  },
 } as const;
 
 export interface AdminServer extends UntypedServiceImplementation {
@@ -1971,6 +2616,17 @@ export interface AdminServer extends UntypedServiceImplementation {
    * operator's tools write (`svc keys create`), since svc.store.v1 takes peer certificates only.
    */
   propose: handleUnaryCall<ProposeRequest, ProposeResponse>;
+  /**
+   * Backup streams a consistent copy of the replicated store (`svc backup`). The member that answers
+   * takes a read index (the leader's commit barrier: the leader's commit seqno, confirmed by a
+   * heartbeat round of a majority, wherever the leader is), waits until it has applied that far,
+   * captures its state machine there, and sends one BackupHeader (the index it captured, every file's
+   * size and BLAKE3 digest), then the files' bytes in BackupFileChunks, in header order. Every entry up
+   * to the index is committed, so the copy holds every write acknowledged before the call began and
+   * nothing uncommitted. A state above backupBytesMax is refused with RESOURCE_EXHAUSTED before
+   * anything is sent, and so is a call beyond backupConcurrentCountMax on one member.
+   */
+  backup: handleServerStreamingCall<BackupRequest, BackupChunk>;
 }
 
 export interface AdminClient extends Client {
@@ -2032,6 +2688,22 @@ export interface AdminClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ProposeResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Backup streams a consistent copy of the replicated store (`svc backup`). The member that answers
+   * takes a read index (the leader's commit barrier: the leader's commit seqno, confirmed by a
+   * heartbeat round of a majority, wherever the leader is), waits until it has applied that far,
+   * captures its state machine there, and sends one BackupHeader (the index it captured, every file's
+   * size and BLAKE3 digest), then the files' bytes in BackupFileChunks, in header order. Every entry up
+   * to the index is committed, so the copy holds every write acknowledged before the call began and
+   * nothing uncommitted. A state above backupBytesMax is refused with RESOURCE_EXHAUSTED before
+   * anything is sent, and so is a call beyond backupConcurrentCountMax on one member.
+   */
+  backup(request: BackupRequest, options?: Partial<CallOptions>): ClientReadableStream<BackupChunk>;
+  backup(
+    request: BackupRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<BackupChunk>;
 }
 
 export const AdminClient = makeGenericClientConstructor(AdminService, "svc.admin.v1.Admin") as unknown as {
@@ -2039,6 +2711,31 @@ export const AdminClient = makeGenericClientConstructor(AdminService, "svc.admin
   service: typeof AdminService;
   serviceName: string;
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  if ((globalThis as any).Buffer) {
+    return Uint8Array.from((globalThis as any).Buffer.from(b64, "base64"));
+  } else {
+    const bin = globalThis.atob(b64);
+    const arr = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; ++i) {
+      arr[i] = bin.charCodeAt(i);
+    }
+    return arr;
+  }
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  if ((globalThis as any).Buffer) {
+    return (globalThis as any).Buffer.from(arr).toString("base64");
+  } else {
+    const bin: string[] = [];
+    arr.forEach((byte) => {
+      bin.push(globalThis.String.fromCharCode(byte));
+    });
+    return globalThis.btoa(bin.join(""));
+  }
+}
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
