@@ -15,6 +15,7 @@
 import type { Engine } from '../../engine/engine.js';
 import type { Effect, EngineStatus, Entry, HardState, Input, NodeStats, SnapshotMeta } from '../../engine/types.js';
 import { SerialQueue } from './serial-queue.js';
+import { stamp } from './write-trace.js';
 
 export type SendEffect = Extract<Effect, { type: 'send' }>;
 export type AnswerEffect = Extract<
@@ -227,6 +228,7 @@ export class Driver {
         return;
       case 'apply':
         this.ports.apply(effect.entries);
+        stamp('apply', effect.entries[effect.entries.length - 1]?.seq ?? 0);
         return;
       case 'stageSnapshot':
         this.ports.stageSnapshot(effect.meta);
@@ -252,6 +254,7 @@ export class Driver {
 
   private append(fromSeq: number, entries: Entry[]): void {
     const last = entries[entries.length - 1];
+    stamp('append', last?.seq ?? 0);
     let durable: Promise<unknown>;
     try {
       durable = this.ports.appendLog(fromSeq, entries);
@@ -280,6 +283,7 @@ export class Driver {
         const point = this.persistedPoint;
         this.persistedPoint = null;
         if (this.stopped || this.failed || point === null) return undefined;
+        stamp('persisted.stepped', point.lastSeq);
         return this.step({ type: 'entriesPersisted', lastSeq: point.lastSeq, lastTerm: point.lastTerm });
       }),
     );
