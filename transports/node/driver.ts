@@ -9,6 +9,8 @@
 //   apply          to the state machine, synchronously, in order
 //   the rest       snapshots, compaction, status polls, results, readiness, warnings
 //
+// One exception to the order: in a step that answers proposals, the ShipSegments that carry no entries
+// (commit notices) are sent a loop turn later, after the answers (isCommitNotice).
 // Only the hard-state save is awaited inside a step: appends are durable asynchronously by
 // contract (the engine counts only what entriesPersisted reports). An I/O failure that leaves the
 // node unable to keep a promise (a hard state or WAL write) is fail-stop: no later effect or step runs.
@@ -195,10 +197,25 @@ export class Driver {
   }
 
   private finishStep(effects: Effect[], from: number): void {
-    for (let i = from; i < effects.length && !this.failed; i++) this.carryOut(effects[i]!);
+    // A step that answers proposals holds its commit notices (segments with no entries) back a loop turn:
+    // the clients' answers, which leave from the results' promise callbacks after this step, go out first.
+    const answersFirst = effects.some((e) => e.type === 'proposalResult');
+    let notices: SendEffect[] | null = null;
+    for (let i = from; i < effects.length && !this.failed; i++) {
+      const effect = effects[i]!;
+      if (answersFirst && isCommitNotice(effect)) (notices ??= []).push(effect);
+      else this.carryOut(effect);
+    }
     this.midStep = false;
     this.statusStale = true;
     this.ports.stepped();
+    if (notices !== null) {
+      const held = notices;
+      setImmediate(() => {
+        if (this.stopped || this.failed) return;
+        for (const effect of held) this.ports.send(effect);
+      });
+    }
   }
 
   private carryOut(effect: Effect): void {
@@ -297,6 +314,14 @@ export class Driver {
     this.queue.clear();
     this.ports.fail(err);
   }
+}
+
+/**
+ * isCommitNotice: a ShipSegment with no entries, which only tells a follower the commit seqno (or probes it). No
+ * write waits for it: the writes it commits are committed already, and the follower's log is unchanged by it.
+ */
+function isCommitNotice(effect: Effect): effect is SendEffect {
+  return effect.type === 'send' && effect.request.method === 'ShipSegment' && effect.request.body.eventCount === 0;
 }
 
 function assertNever(value: never): never {
