@@ -31,7 +31,7 @@ interface NodeTrace {
   name: string;
   grpcAddr: string;
   /** byPhase: the node's stamps of each phase, in time order. */
-  byPhase: Map<WritePhase, WriteStamp[]>;
+  byPhase: Map<WritePhase | 'cpu', WriteStamp[]>;
 }
 
 async function readTraces(dir: string): Promise<NodeTrace[]> {
@@ -39,7 +39,7 @@ async function readTraces(dir: string): Promise<NodeTrace[]> {
   for (const file of (await readdir(dir)).filter((f) => f.endsWith('.jsonl'))) {
     const lines = (await readFile(join(dir, file), 'utf8')).split('\n').filter((l) => l !== '');
     const head = JSON.parse(lines[0]!) as { node: string; grpcAddr: string };
-    const byPhase = new Map<WritePhase, WriteStamp[]>();
+    const byPhase = new Map<WritePhase | 'cpu', WriteStamp[]>();
     for (const line of lines.slice(1)) {
       const s = JSON.parse(line) as WriteStamp;
       let list = byPhase.get(s.phase);
@@ -150,6 +150,19 @@ function analyse(writes: Write[], leader: NodeTrace, followers: NodeTrace[]): Ma
   return out;
 }
 
+/**
+ * cpuPerWrite is a node's CPU time per write (ms) between its first recorder line after the first write was
+ * sent and its last one before the last write was answered: less sensitive to a busy machine than the phases.
+ */
+function cpuPerWrite(node: NodeTrace, writes: Write[]): number {
+  const lines = node.byPhase.get('cpu') ?? [];
+  const start = lines.find((l) => l.atUs >= writes[0]!.sentUs);
+  const end = [...lines].reverse().find((l) => l.atUs <= writes[writes.length - 1]!.answeredUs);
+  if (!start || !end || end.atUs <= start.atUs) return NaN;
+  const count = writes.filter((w) => w.sentUs >= start.atUs && w.answeredUs <= end.atUs).length;
+  return count === 0 ? NaN : (end.cpuUs! - start.cpuUs!) / 1000 / count;
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted.length === 0 ? NaN : sorted[Math.floor(sorted.length / 2)]!;
@@ -193,6 +206,10 @@ async function main(): Promise<void> {
     const shown = values.length === 0 ? '—' : median(values).toFixed(2);
     console.log(`  ${phase.padEnd(width)}  ${shown.padStart(7)}  (n=${values.length})`);
   }
+  const cpu = [leader, ...traces.filter((t) => t !== leader)].map(
+    (t) => `${t.name}${t === leader ? ' (leader)' : ''} ${cpuPerWrite(t, writes).toFixed(2)}`,
+  );
+  console.log(`  CPU ms per write: ${cpu.join(', ')}`);
   if (process.argv.includes('--keep')) console.log(`traces kept in ${traceDir}`);
   else await rm(dir, { recursive: true, force: true });
 }

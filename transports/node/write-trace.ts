@@ -30,7 +30,9 @@ export type WritePhase =
   | 'propose.answered'; // the leader's Store handler has the outcome of the command at `seq`
 
 export interface WriteStamp {
-  phase: WritePhase;
+  /** phase is a WritePhase, or 'cpu' on the recorder's own lines (cpuUs: the process's CPU time so far). */
+  phase: WritePhase | 'cpu';
+  cpuUs?: number;
   seq: number;
   /** atUs is microseconds on the monotonic clock. */
   atUs: number;
@@ -59,7 +61,8 @@ export function monotonicUs(): number {
 
 /**
  * recordWriteTrace subscribes and appends every stamp as a JSON line to `file` (a first line names the node),
- * buffered and written every WRITE_TRACE_FLUSH_MS and at stop. It returns stop.
+ * buffered and written every WRITE_TRACE_FLUSH_MS and at stop, each batch ending with a 'cpu' line (the
+ * process's CPU time then). It returns stop.
  */
 export function recordWriteTrace(file: string, node: { name: string; grpcAddr: () => string }): () => void {
   let lines: string[] = [];
@@ -69,7 +72,9 @@ export function recordWriteTrace(file: string, node: { name: string; grpcAddr: (
       lines.unshift(JSON.stringify({ node: node.name, grpcAddr: node.grpcAddr() }));
       headed = true;
     }
-    if (lines.length === 0) return;
+    // The process's CPU time so far, so a reader can divide the CPU a span of writes took by their count.
+    const cpu = process.cpuUsage();
+    lines.push(JSON.stringify({ phase: 'cpu', seq: 0, atUs: monotonicUs(), cpuUs: cpu.user + cpu.system }));
     appendFileSync(file, `${lines.join('\n')}\n`);
     lines = [];
   };
