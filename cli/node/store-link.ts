@@ -70,7 +70,7 @@ function asCallError(err: unknown): unknown {
 export function leaderLink(clients: StoreClientPool): LeaderLink {
   return {
     propose: (leader, command, deadlineAt) =>
-      clients.propose(leader, command, deadlineAt).catch((err: unknown) => {
+      clients.propose(leader, command.bytes, deadlineAt, command.requestId).catch((err: unknown) => {
         throw asRefusal(err);
       }),
     readIndex: (leader, deadlineAt) =>
@@ -97,9 +97,9 @@ export function storeServiceHandler(router: () => StoreRouter, store: () => Docu
     });
   };
   return {
-    propose: (command, deadlineAt) => {
+    propose: (command, deadlineAt, requestId) => {
       stamp('propose.received', 0);
-      return run(() => router().serveProposal(command, deadlineAt)).then((answer) => {
+      return run(() => router().serveProposal(command, deadlineAt, requestId)).then((answer) => {
         stamp('propose.answered', answer.seq);
         return answer;
       });
