@@ -89,8 +89,18 @@ interface Write {
   answeredUs: number;
 }
 
-function analyse(writes: Write[], leader: NodeTrace, followers: NodeTrace[]): Map<Phase, number[]> {
+interface Analysis {
+  phases: Map<Phase, number[]>;
+  /** waitedOnLeaderSync counts the writes whose commit came after the leader's own fdatasync (the last to arrive). */
+  waitedOnLeaderSync: number;
+  /** commits counts the writes both the leader's sync and a follower's frontier were seen for. */
+  commits: number;
+}
+
+function analyse(writes: Write[], leader: NodeTrace, followers: NodeTrace[]): Analysis {
   const out = new Map<Phase, number[]>(PHASES.map((p) => [p, []]));
+  let waitedOnLeaderSync = 0;
+  let commits = 0;
   const add = (phase: Phase, from: WriteStamp | number | undefined, to: WriteStamp | number | undefined): void => {
     if (from === undefined || to === undefined) return;
     const a = typeof from === 'number' ? from : from.atUs;
@@ -141,13 +151,17 @@ function analyse(writes: Write[], leader: NodeTrace, followers: NodeTrace[]): Ma
       add(PHASES[12], ship, acked);
       const applied = first(leader, 'apply', append.atUs, seq);
       if (Number.isFinite(best.reach)) add(PHASES[13], best.reach, applied);
+      if (Number.isFinite(best.reach) && synced) {
+        commits++;
+        if (synced.atUs > best.reach) waitedOnLeaderSync++;
+      }
       const answered = applied && first(leader, 'propose.answered', applied.atUs, seq);
       add(PHASES[14], applied, answered);
       add(PHASES[15], answered, w.answeredUs);
     }
     add(PHASES[16], w.sentUs, w.answeredUs);
   }
-  return out;
+  return { phases: out, waitedOnLeaderSync, commits };
 }
 
 /**
@@ -192,7 +206,7 @@ async function main(): Promise<void> {
   const traces = await readTraces(traceDir);
   const leader = traces.find((t) => t.name === cluster.leaderName);
   if (!leader) throw new Error(`no trace from the leader ${cluster.leaderName} in ${traceDir}`);
-  const phases = analyse(
+  const { phases, waitedOnLeaderSync, commits } = analyse(
     writes,
     leader,
     traces.filter((t) => t !== leader),
@@ -210,6 +224,9 @@ async function main(): Promise<void> {
     (t) => `${t.name}${t === leader ? ' (leader)' : ''} ${cpuPerWrite(t, writes).toFixed(2)}`,
   );
   console.log(`  CPU ms per write: ${cpu.join(', ')}`);
+  console.log(
+    `  commits that waited on the leader's own fdatasync (a follower's frontier came first): ${commits === 0 ? '—' : `${Math.round((100 * waitedOnLeaderSync) / commits)}%`} of ${commits}`,
+  );
   if (process.argv.includes('--keep')) console.log(`traces kept in ${traceDir}`);
   else await rm(dir, { recursive: true, force: true });
 }
