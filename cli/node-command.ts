@@ -7,7 +7,12 @@ import { parseFlags } from './flags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, NODE_STOP_TIMEOUT_MS } from './limits.js';
 import { NODE_FLAGS, nodeConfigFromFlags } from './node-config.js';
 import type { Io } from './io.js';
+import { join } from 'node:path';
+import { recordWriteTrace } from '../transports/node/write-trace.js';
 import { NODE_USAGE, UsageError } from './usage.js';
+
+/** WRITE_TRACE_DIR_ENV names the directory `svc node` records its write-timeline stamps in (unset: none recorded). */
+export const WRITE_TRACE_DIR_ENV = 'SVC_WRITE_TRACE_DIR';
 
 /** SIGNAL_EXIT_CODE is the exit code after a second signal cut the clean stop short. */
 const SIGNAL_EXIT_CODE = 130;
@@ -30,6 +35,16 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
     if (err instanceof ConfigError) throw new UsageError(err.message);
     throw err;
   }
+
+  // The write timeline (bench/write-timeline.ts): every stamp of this node into <dir>/<name>.jsonl.
+  const traceDir = process.env[WRITE_TRACE_DIR_ENV];
+  const stopTrace =
+    traceDir !== undefined && traceDir !== ''
+      ? recordWriteTrace(join(traceDir, `${config.name}.jsonl`), {
+          name: config.name,
+          grpcAddr: () => node.grpcAddress,
+        })
+      : () => undefined;
 
   let stopRequested: (why: string) => void = () => undefined;
   const stopAsked = new Promise<string>((resolve) => {
@@ -84,6 +99,7 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
     io.err.write(`svc node ${config.name}: stopped\n`);
     return outcome.failed ? EXIT_FAILED : EXIT_OK;
   } finally {
+    stopTrace();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     process.off('disconnect', onDisconnect);

@@ -25,7 +25,9 @@ export type CommandResult =
 
 /**
  * EncodedCommand is a command as it travels: encoded once, where it is written (ReplicatedStore), and moved
- * as these bytes to the leader and into the log; requestId is kept beside them so no hop decodes to find it.
+ * as these bytes to the leader and into the log; requestId is kept beside them, and a forwarded command
+ * carries it in its own field (svc.store.v1 ProposeRequest.request_id), so the leader finds it without
+ * decoding the command (commandNamesRequestId checks the two agree). The command is decoded once, at apply.
  */
 export interface EncodedCommand {
   requestId: string;
@@ -41,6 +43,21 @@ export function encodeCommand(command: StoreCommand): Uint8Array {
   if (command.expectedVersion !== undefined) body.expectedVersion = command.expectedVersion;
   body.requestId = command.requestId;
   return encoder.encode(JSON.stringify(body));
+}
+
+/**
+ * commandNamesRequestId says whether `bytes` end the way encodeCommand ends a command of this request id
+ * (`,"requestId":"…"}`: encodeCommand writes it last), so a request id sent beside a command is known to be
+ * the command's own without decoding it. False for anything else (another encoder's key order, a mismatch):
+ * the caller then decodes the command.
+ */
+export function commandNamesRequestId(bytes: Uint8Array, requestId: string): boolean {
+  if (requestId.length === 0 || Buffer.byteLength(requestId) > REQUEST_ID_BYTES_MAX) return false;
+  const tail = encoder.encode(`,"requestId":${JSON.stringify(requestId)}}`);
+  if (bytes.length <= tail.length) return false;
+  const offset = bytes.length - tail.length;
+  for (let i = 0; i < tail.length; i++) if (bytes[offset + i] !== tail[i]) return false;
+  return true;
 }
 
 export type DecodedCommand = { ok: true; command: StoreCommand } | { ok: false; reason: string };

@@ -2,7 +2,7 @@
 // driver loop (transports/node/driver.ts), LeaderLink by the node over svc.store.v1 (cli/node/store-link.ts),
 // StoreHost by StoreRouter for ReplicatedStore.
 import type { EngineStatus, Input } from '../engine/types.js';
-import type { CommandResult as CommandResultMessage } from '../proto/gen/svc/store/v1/store.js';
+import type { ProposeResponse } from '../proto/gen/svc/store/v1/store.js';
 import type { CommandResult, EncodedCommand } from './command.js';
 import type { StoreStateMachine } from './state-machine.js';
 
@@ -28,19 +28,14 @@ export interface ReadIndexAnswer {
   term: number;
 }
 
-/** ProposeAnswer is a leader's answer to a forwarded command, as it travels (store/command.ts reads it). */
-export interface ProposeAnswer {
-  seq: number;
-  result: CommandResultMessage | undefined;
-}
-
 /**
  * LeaderLink carries this node's requests to the leader at an address. A failed attempt rejects with a
  * StoreRefusal (its kind decides whether StoreRouter tries again); the command goes as the bytes it was
- * encoded to once, by ReplicatedStore.
+ * encoded to once, by ReplicatedStore, with its request id beside them. The leader's answer is svc.store.v1's
+ * ProposeResponse as it came (store/command.ts's resultFromMessage reads its result).
  */
 export interface LeaderLink {
-  propose(leader: string, command: Uint8Array, deadlineAt: number): Promise<ProposeAnswer>;
+  propose(leader: string, command: EncodedCommand, deadlineAt: number): Promise<ProposeResponse>;
   readIndex(leader: string, deadlineAt: number): Promise<ReadIndexAnswer>;
 }
 

@@ -12,7 +12,7 @@ export {
 } from './state-machine.js';
 export { ReplicatedStore } from './replicated-store.js';
 export { StoreUnavailableError, StoreRefusal, RETRYABLE_REFUSALS, type RefusalKind } from './errors.js';
-export type { StoreHost, StoreEngine, LeaderLink, ProposalInput, ProposeAnswer, ReadIndexAnswer } from './host.js';
+export type { StoreHost, StoreEngine, LeaderLink, ProposalInput, ReadIndexAnswer } from './host.js';
 export { StoreRouter } from './store-router.js';
 export { Proposals } from './proposals.js';
 export { Waiters } from './waiters.js';

@@ -7,6 +7,7 @@
 import { memberById } from '../engine/roster.js';
 import type { CommandResult as CommandResultMessage } from '../proto/gen/svc/store/v1/store.js';
 import {
+  commandNamesRequestId,
   decodeCommand,
   resultFromMessage,
   resultToMessage,
@@ -38,7 +39,7 @@ export class StoreRouter implements StoreHost {
       deadlineAt,
       () => this.proposeHere(command, deadlineAt),
       async (leader, callDeadlineAt) => {
-        const answer = await this.link.propose(leader, command.bytes, callDeadlineAt);
+        const answer = await this.link.propose(leader, command, callDeadlineAt);
         return { seq: answer.seq, result: readResult(leader, answer.result) };
       },
     );
@@ -66,13 +67,24 @@ export class StoreRouter implements StoreHost {
   private readonly appliedSeq = (): number => this.stateMachine.appliedSeq;
 
   /**
-   * serveProposal answers another member's forwarded command (only the leader commits it): its bytes are
-   * decoded once, to check them and find the request id, and proposed as they came.
+   * serveProposal answers another member's forwarded command (only the leader commits it), proposed as the bytes
+   * it came as. With the request id the sender put beside it, and the command's last bytes naming that id
+   * (commandNamesRequestId), it is not decoded here: apply decodes it, once, and a command that is malformed
+   * within commits as a `rejected` outcome. Otherwise (an older sender, another encoding) it is decoded to find
+   * the id, and a malformed one is refused as invalid.
    */
-  async serveProposal(bytes: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: CommandResultMessage }> {
-    const decoded = decodeCommand(bytes);
-    if (!decoded.ok) throw new StoreRefusal('invalid', `bad command: ${decoded.reason}`);
-    const { seq, result } = await this.proposeHere({ requestId: decoded.command.requestId, bytes }, deadlineAt);
+  async serveProposal(
+    bytes: Uint8Array,
+    deadlineAt: number,
+    sentRequestId = '',
+  ): Promise<{ seq: number; result: CommandResultMessage }> {
+    let requestId = sentRequestId;
+    if (!commandNamesRequestId(bytes, requestId)) {
+      const decoded = decodeCommand(bytes);
+      if (!decoded.ok) throw new StoreRefusal('invalid', `bad command: ${decoded.reason}`);
+      requestId = decoded.command.requestId;
+    }
+    const { seq, result } = await this.proposeHere({ requestId, bytes }, deadlineAt);
     return { seq, result: resultToMessage(result) };
   }
 

@@ -138,9 +138,10 @@ export async function startSvcCluster(
     const alonePool = new StoreClientPool({ ...poolOptions, proposeBatchCountMax: 1, overStreams: false });
     const run = randomUUID().slice(0, 8);
     const putVia = async (via: StoreClientPool, k: string, value: string): Promise<void> => {
-      const command = encodeCommand({ op: 'put', key: k, value: { d: value }, requestId: `bench-${run}-${k}` });
+      const requestId = `bench-${run}-${k}`;
+      const command = encodeCommand({ op: 'put', key: k, value: { d: value }, requestId });
       const result = resultFromMessage(
-        (await via.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS)).result,
+        (await via.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS, requestId)).result,
       );
       if (result.outcome !== 'applied') throw new Error(`put ${k}: ${result.outcome}`);
     };

@@ -69,6 +69,8 @@ import { pollLeaderStatus } from '../../transports/node/status-poll.js';
 import { StoreRouter } from '../../store/store-router.js';
 import { Waiters } from '../../store/waiters.js';
 import { adminProposal, leaderLink, storeServiceHandler } from './store-link.js';
+import { tracing } from '../../transports/node/write-trace.js';
+import { stampSend, stampServed } from './write-stamps.js';
 
 type NodeState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -291,6 +293,7 @@ export class Node {
         if (!driver || this.state !== 'running') return 'node is not running';
         if (driver.failure) return `node failed: ${driver.failure.message}`;
         if (driver.overloaded()) return 'node overloaded: input queue full';
+        if (tracing()) stampServed(request);
         if (request.method === 'Heartbeat')
           this.lastHeartbeat = {
             direction: 'received',
@@ -664,6 +667,7 @@ export class Node {
             seenAtMs: Date.now(),
           };
         }
+        if (tracing()) stampSend(effect);
         this.pool!.send(effect.requestId, effect.to, effect.request);
       },
       answer: (effect) => this.served!.answer(effect),

@@ -9,6 +9,7 @@ import type { LeaderLink } from '../../store/host.js';
 import type { StoreRouter } from '../../store/store-router.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { CommandResult as CommandResultMessage } from '../../proto/gen/svc/store/v1/store.js';
+import { stamp } from '../../transports/node/write-trace.js';
 import {
   StoreCallError,
   type StoreClientPool,
@@ -69,7 +70,7 @@ function asCallError(err: unknown): unknown {
 export function leaderLink(clients: StoreClientPool): LeaderLink {
   return {
     propose: (leader, command, deadlineAt) =>
-      clients.propose(leader, command, deadlineAt).catch((err: unknown) => {
+      clients.propose(leader, command.bytes, deadlineAt, command.requestId).catch((err: unknown) => {
         throw asRefusal(err);
       }),
     readIndex: (leader, deadlineAt) =>
@@ -96,7 +97,13 @@ export function storeServiceHandler(router: () => StoreRouter, store: () => Docu
     });
   };
   return {
-    propose: (command, deadlineAt) => run(() => router().serveProposal(command, deadlineAt)),
+    propose: (command, deadlineAt, requestId) => {
+      stamp('propose.received', 0);
+      return run(() => router().serveProposal(command, deadlineAt, requestId)).then((answer) => {
+        stamp('propose.answered', answer.seq);
+        return answer;
+      });
+    },
     readIndex: (deadlineAt) => run(() => router().serveReadIndex(deadlineAt)),
     // The store bounds its read by its own readTimeoutMs; the caller's deadline ends the call sooner.
     get: (key) =>

@@ -32,7 +32,7 @@ describe('cli/node store link', () => {
         serveProposal: () => Promise.reject(new StoreRefusal(kind, `refused: ${kind}`, 'n1:7000')),
       } as unknown as StoreRouter;
       const handler = storeServiceHandler(() => router, noStore);
-      const onWire = await handler.propose(new Uint8Array([1]), Date.now() + 1_000).then(
+      const onWire = await handler.propose(new Uint8Array([1]), Date.now() + 1_000, '').then(
         () => null,
         (err: unknown) => err,
       );
@@ -42,7 +42,7 @@ describe('cli/node store link', () => {
         propose: () => Promise.reject(new StoreCallError(onWire.code, onWire.details, onWire.leaderHint)),
       } as unknown as StoreClientPool;
       const back = await leaderLink(pool)
-        .propose('n1:7000', new Uint8Array([1]), Date.now() + 1_000)
+        .propose('n1:7000', { requestId: 'r1', bytes: new Uint8Array([1]) }, Date.now() + 1_000)
         .then(
           () => null,
           (err: unknown) => err,

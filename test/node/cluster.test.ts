@@ -343,7 +343,10 @@ describe('node: a three-node cluster over mutual TLS', function () {
         replicationLag: Object.fromEntries(Array.from({ length: 200 }, (_, i) => [i + 1, 1])),
       }),
     ).finish();
-    const badCommand = storePb.ProposeRequest.encode({ command: Buffer.from('{"v":1,"op":"drop-table"}') }).finish();
+    const badCommand = storePb.ProposeRequest.encode({
+      command: Buffer.from('{"v":1,"op":"drop-table"}'),
+      requestId: '',
+    }).finish();
     const huge = Buffer.alloc(9 * 1024 * 1024, 1);
     const ackedBefore = acknowledged;
     const codes: Array<[string, number]> = [];

@@ -6,7 +6,8 @@ import { Engine } from '../../engine/engine.js';
 import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
 import { emptyRestoredState } from '../../engine/restored.js';
 import { bootstrapRoster } from '../../engine/roster.js';
-import type { EngineConfig, HardState } from '../../engine/types.js';
+import type { Effect, EngineConfig, HardState } from '../../engine/types.js';
+import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
 import { Driver, type DriverPorts } from '../../transports/node/driver.js';
 import { waitFor } from './harness.js';
 
@@ -215,5 +216,50 @@ describe('node: driver loop', function () {
     for (let i = 0; i < 3; i++) driver.submit({ type: 'tick' });
     assert.equal(driver.overloaded(), true);
     void driver.stop();
+  });
+
+  it("sends a step's commit notices after the answers its proposal results let leave", async function () {
+    // A stub engine: one step ships entries to n2, a commit notice (no entries) to n3, and answers a proposal.
+    const ship = (to: string, eventCount: number): Effect => ({
+      type: 'send',
+      requestId: eventCount + 1,
+      to,
+      toId: 0,
+      request: { method: 'ShipSegment', body: pb.ShipSegmentRequest.fromPartial({ eventCount }) },
+    });
+    let stepEffects: Effect[] = [];
+    const stub = {
+      step: () => stepEffects,
+      status: () => singleNodeEngine().status(),
+      logBase: () => ({ seq: 0, term: 0 }),
+    } as unknown as Engine;
+    const calls: string[] = [];
+    const ports = Object.assign(new FakePorts(), {
+      send: (effect: Extract<Effect, { type: 'send' }>) => void calls.push(`send to ${effect.to}`),
+      observe: () => {
+        calls.push('proposalResult');
+        // The answer leaves from a promise callback, as Proposals' resolve reaches the Store handler.
+        void Promise.resolve().then(() => calls.push('answer leaves'));
+      },
+    });
+    const driver = new Driver(stub, ports, { tickMs: 60_000, inputQueueCountMax: 100 });
+    try {
+      stepEffects = [
+        ship('n2', 1),
+        ship('n3', 0),
+        { type: 'proposalResult', proposalId: 1, ok: true, code: 'committed', seq: 1, reason: '', leaderHint: '' },
+      ];
+      driver.submit({ type: 'tick' });
+      await turns(2);
+      assert.deepEqual(calls, ['send to n2', 'proposalResult', 'answer leaves', 'send to n3']);
+      // Without a result in the step, a notice goes at once, in the engine's order.
+      calls.length = 0;
+      stepEffects = [ship('n3', 0), ship('n2', 1)];
+      driver.submit({ type: 'tick' });
+      await turns(2);
+      assert.deepEqual(calls, ['send to n3', 'send to n2']);
+    } finally {
+      await driver.stop();
+    }
   });
 });

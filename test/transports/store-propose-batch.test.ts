@@ -162,6 +162,7 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
       const items = Array.from({ length: DEFAULT_STORE_LIMITS.proposeBatchCountMax + 1 }, (_, i) => ({
         command: put(`big/${i}`, { i }, `big-${i}`),
         timeoutMs: 0,
+        requestId: `big-${i}`,
       }));
       const tooMany = await call(Buffer.from(pb.ProposeBatchRequest.encode({ items }).finish()));
       assert.equal(tooMany?.code, grpc.status.RESOURCE_EXHAUSTED);

@@ -7,6 +7,7 @@ import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
 import * as grpc from '@grpc/grpc-js';
 import { PeerPool, type TransportInput } from '../../transports/grpc/client.js';
 import { PeerServer } from '../../transports/grpc/server.js';
+import { peerCertificateReads } from '../../transports/grpc/peer-identity.js';
 import { clientCredentials, insecureClientCredentials, serverCredentials } from '../../transports/grpc/tls.js';
 import { FakePeerHandler, waitFor } from './helpers.js';
 import { ThrowawayPki } from './throwaway-pki.js';
@@ -124,6 +125,37 @@ describe('transports/grpc TLS', function () {
   it('still serves a cluster client after the refusals', async function () {
     const material = pki.material('cluster-ca', pki.issue('cluster-ca', 'node-3', ['DNS:node-3']));
     assert.equal((await call(clientCredentials(material))).type, 'response');
+  });
+
+  it('reads a client certificate once per connection, not once per call', async function () {
+    // grpc-js reads the certificate afresh (TLSSocket.getPeerCertificate) on each getAuthContext(); the server
+    // keys what it read on the connection's HTTP/2 session (peer-identity.ts). Without that cache, or with a
+    // grpc-js whose call no longer leads to its session, every call below reads it again.
+    const material = pki.material('cluster-ca', pki.issue('cluster-ca', 'node-4', ['DNS:node-4']));
+    const outcomes: TransportInput[] = [];
+    const pool = new PeerPool({
+      credentials: clientCredentials(material),
+      deliver: (input) => void outcomes.push(input),
+      limits: { unaryDeadlineMs: 3_000 },
+      channelOptions: { 'grpc.ssl_target_name_override': 'localhost' },
+    });
+    pools.push(pool);
+    const before = peerCertificateReads();
+    const CALLS = 10;
+    for (let i = 1; i <= CALLS; i++) {
+      pool.send(i, address, heartbeat);
+      await waitFor(() => outcomes.length === i, `call ${i}'s outcome`);
+    }
+    assert.ok(
+      outcomes.every((o) => o.type === 'response'),
+      JSON.stringify(outcomes),
+    );
+    assert.equal(peerCertificateReads() - before, 1, `${CALLS} calls on one connection read the certificate once`);
+    pool.close();
+    // A new connection is read anew: a second client's certificate is its own.
+    const other = pki.material('cluster-ca', pki.issue('cluster-ca', 'node-5', ['DNS:node-5']));
+    assert.equal((await call(clientCredentials(other))).type, 'response');
+    assert.equal(peerCertificateReads() - before, 2);
   });
 
   it('rejects material that is not PEM with a clear error', function () {

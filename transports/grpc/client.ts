@@ -17,6 +17,7 @@ import { resolveGrpcLimits, type GrpcLimits } from './limits.js';
 import { decodeResponse, decodeSegmentChunk, encodeRequest, identity, methodPath } from './methods.js';
 import { snapshotChunks, splitSnapshot, type FetchOptions, type SnapshotParts } from './snapshot-stream.js';
 import { fromStatusObject, rpcStatus } from './status.js';
+import { stamp } from '../node/write-trace.js';
 
 /** TransportInput is every engine input a call's outcome becomes. */
 export type TransportInput = Extract<Input, { type: 'response' | 'callFailed' | 'streamChunk' | 'streamEnded' }>;
@@ -159,7 +160,9 @@ export class PeerPool {
           return;
         }
         try {
-          this.deliver({ type: 'response', requestId, response: decodeResponse(method, value ?? Buffer.alloc(0)) });
+          const response = decodeResponse(method, value ?? Buffer.alloc(0));
+          if (response.method === 'ShipSegment') stamp('ship.acked', response.body.appliedSeqno, to);
+          this.deliver({ type: 'response', requestId, response });
         } catch (decodeErr) {
           this.deliver({
             type: 'callFailed',

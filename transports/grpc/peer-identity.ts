@@ -110,19 +110,68 @@ export interface ServerCallLike {
   } | null;
 }
 
-/** callerOf reads the caller of a server call from its TLS session and its metadata. */
+/** CertStanding is the certificate half of a Caller: fixed for the life of a TLS connection. */
+type CertStanding = Omit<Caller, 'clusterId'>;
+
+/**
+ * standingByConnection caches each connection's certificate standing, keyed on its HTTP/2 session object and
+ * dropped with it (a WeakMap). grpc-js's getAuthContext() calls TLSSocket.getPeerCertificate() on every call,
+ * which builds the certificate's object (fingerprints included) again each time: under `--cpu-prof` it was the
+ * busiest function of a busy node. A connection's certificate cannot change (TLS 1.3 has no renegotiation and
+ * Node's HTTP/2 refuses it), so reading it once per connection checks the same thing.
+ */
+const standingByConnection = new WeakMap<object, CertStanding>();
+/** certificateReads counts the peer certificates read (cache misses and calls with no session to key on): for tests. */
+let certificateReads = 0;
+
+/**
+ * connectionOf finds the HTTP/2 session a grpc-js server call runs on, or null. grpc-js (1.10 and later) gives
+ * the handler a call object whose `call` is the server's intercepting call; with no server interceptors that is
+ * its BaseServerInterceptingCall, whose `stream` is the ServerHttp2Stream — the object its own getAuthContext()
+ * reads the socket through. These fields are not grpc-js's typed API, so each step is checked, and a call of
+ * any other shape is read per call as before (test/transports/tls.test.ts notices a grpc-js that changed it).
+ */
+function connectionOf(call: ServerCallLike): object | null {
+  const inner = (call as { call?: unknown }).call;
+  if (typeof inner !== 'object' || inner === null) return null;
+  const stream = (inner as { stream?: unknown }).stream;
+  if (typeof stream !== 'object' || stream === null) return null;
+  const session = (stream as { session?: unknown }).session;
+  return typeof session === 'object' && session !== null ? session : null;
+}
+
+function readStanding(call: ServerCallLike): CertStanding {
+  certificateReads++;
+  const auth = call.getAuthContext?.() ?? null;
+  if (auth?.transportSecurityType !== 'ssl') return { tls: false, identity: null, problem: null };
+  const cert = auth.sslPeerCertificate;
+  if (!cert) return { tls: true, identity: null, problem: 'no client certificate' };
+  const found = certIdentity({ subjectAltName: cert.subjectaltname, extKeyUsage: cert.ext_key_usage });
+  return typeof found === 'string'
+    ? { tls: true, identity: null, problem: found }
+    : { tls: true, identity: found, problem: null };
+}
+
+/** peerCertificateReads is how many times callerOf has read a peer certificate in this process (tests). */
+export function peerCertificateReads(): number {
+  return certificateReads;
+}
+
+/**
+ * callerOf reads the caller of a server call: the certificate's standing once per connection (cached on its
+ * HTTP/2 session), the cluster id from each call's metadata.
+ */
 export function callerOf(call: ServerCallLike): Caller {
   const claimed = call.metadata.get(CLUSTER_ID_METADATA_KEY);
   const clusterId =
     claimed.length === 1 && typeof claimed[0] === 'string' ? claimed[0] : claimed.length > 1 ? '<several>' : '';
-  const auth = call.getAuthContext?.() ?? null;
-  if (auth?.transportSecurityType !== 'ssl') return { tls: false, identity: null, problem: null, clusterId };
-  const cert = auth.sslPeerCertificate;
-  if (!cert) return { tls: true, identity: null, problem: 'no client certificate', clusterId };
-  const found = certIdentity({ subjectAltName: cert.subjectaltname, extKeyUsage: cert.ext_key_usage });
-  return typeof found === 'string'
-    ? { tls: true, identity: null, problem: found, clusterId }
-    : { tls: true, identity: found, problem: null, clusterId };
+  const connection = connectionOf(call);
+  let standing = connection === null ? undefined : standingByConnection.get(connection);
+  if (standing === undefined) {
+    standing = readStanding(call);
+    if (connection !== null) standingByConnection.set(connection, standing);
+  }
+  return { ...standing, clusterId } as Caller;
 }
 
 /** clusterIdInterceptor adds the cluster id to the metadata of every call a client makes. */

@@ -14,7 +14,7 @@ import { RPC_METHODS, identity, isUnaryMethod, methodPath, type StreamMethod } f
 import { StreamCall, UnaryCall, type CallEnv } from './served-call.js';
 import { encodeResponse } from './methods.js';
 import type { PeerGate, Refusal, RefusalReason } from './peer-gate.js';
-import { callerOf, type CertRole } from './peer-identity.js';
+import { callerOf, type Caller, type CertRole } from './peer-identity.js';
 import { toServiceError } from './status.js';
 import { decodeCheckedRequest } from './validate.js';
 
@@ -151,7 +151,8 @@ export class PeerServer {
     call: grpc.ServerUnaryCall<Buffer, Buffer>,
     respond: grpc.sendUnaryData<Buffer>,
   ): void {
-    const refused = this.callerRefused(call, 'peer', 'WalShipping');
+    const caller = callerOf(call);
+    const refused = this.callerRefused(call, caller, 'peer', 'WalShipping');
     if (refused) {
       respond(refused, null);
       return;
@@ -162,7 +163,7 @@ export class PeerServer {
       respond(toServiceError(checked.status).error, null);
       return;
     }
-    const verdict = this.options.gate?.walShipping(checked.request, callerOf(call));
+    const verdict = this.options.gate?.walShipping(checked.request, caller);
     if (verdict && !verdict.pass) {
       this.refuse(verdict.refusal, `WalShipping ${method}`, call.getPeer());
       if (verdict.response) respond(null, encodeResponse(verdict.response));
@@ -175,7 +176,8 @@ export class PeerServer {
   }
 
   private onStream(method: StreamMethod, call: grpc.ServerWritableStream<Buffer, Buffer>): void {
-    const refused = this.callerRefused(call, 'peer', 'WalShipping');
+    const caller = callerOf(call);
+    const refused = this.callerRefused(call, caller, 'peer', 'WalShipping');
     if (refused) {
       call.emit('error', refused);
       return;
@@ -186,7 +188,7 @@ export class PeerServer {
       call.emit('error', toServiceError(checked.status).error);
       return;
     }
-    const verdict = this.options.gate?.walShipping(checked.request, callerOf(call));
+    const verdict = this.options.gate?.walShipping(checked.request, caller);
     if (verdict && !verdict.pass) {
       this.refuse(verdict.refusal, `WalShipping ${method}`, call.getPeer());
       call.emit('error', { code: verdict.refusal.code, details: verdict.refusal.details });
@@ -223,13 +225,13 @@ export class PeerServer {
    * answer with (and counts the refusal), or null when the caller may go on.
    */
   private callerRefused(
-    call: Parameters<typeof callerOf>[0] & { getPeer(): string },
+    call: { getPeer(): string },
+    caller: Caller,
     role: CertRole,
     service: string,
     membersOnly = false,
   ): Partial<grpc.ServiceError> | null {
     const gate = this.options.gate;
-    const caller = callerOf(call);
     const refusal = gate
       ? (gate.callerRefusal(caller, role, service) ?? (membersOnly ? gate.memberRefusal(caller, service) : null))
       : null;
@@ -250,7 +252,7 @@ export class PeerServer {
         call: Parameters<typeof callerOf>[0] & { getPeer(): string; emit(event: 'error', error: unknown): boolean },
         respond?: grpc.sendUnaryData<unknown>,
       ): void => {
-        const refused = this.callerRefused(call, role, service, extra.membersOnly === true);
+        const refused = this.callerRefused(call, callerOf(call), role, service, extra.membersOnly === true);
         if (refused === null) {
           (handler as (...args: unknown[]) => void)(call, respond);
           return;

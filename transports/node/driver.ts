@@ -9,12 +9,15 @@
 //   apply          to the state machine, synchronously, in order
 //   the rest       snapshots, compaction, status polls, results, readiness, warnings
 //
+// One exception to the order: in a step that answers proposals, the ShipSegments that carry no entries
+// (commit notices) are sent a loop turn later, after the answers (isCommitNotice).
 // Only the hard-state save is awaited inside a step: appends are durable asynchronously by
 // contract (the engine counts only what entriesPersisted reports). An I/O failure that leaves the
 // node unable to keep a promise (a hard state or WAL write) is fail-stop: no later effect or step runs.
 import type { Engine } from '../../engine/engine.js';
 import type { Effect, EngineStatus, Entry, HardState, Input, NodeStats, SnapshotMeta } from '../../engine/types.js';
 import { SerialQueue } from './serial-queue.js';
+import { stamp } from './write-trace.js';
 
 export type SendEffect = Extract<Effect, { type: 'send' }>;
 export type AnswerEffect = Extract<
@@ -194,10 +197,25 @@ export class Driver {
   }
 
   private finishStep(effects: Effect[], from: number): void {
-    for (let i = from; i < effects.length && !this.failed; i++) this.carryOut(effects[i]!);
+    // A step that answers proposals holds its commit notices (segments with no entries) back a loop turn:
+    // the clients' answers, which leave from the results' promise callbacks after this step, go out first.
+    const answersFirst = effects.some((e) => e.type === 'proposalResult');
+    let notices: SendEffect[] | null = null;
+    for (let i = from; i < effects.length && !this.failed; i++) {
+      const effect = effects[i]!;
+      if (answersFirst && isCommitNotice(effect)) (notices ??= []).push(effect);
+      else this.carryOut(effect);
+    }
     this.midStep = false;
     this.statusStale = true;
     this.ports.stepped();
+    if (notices !== null) {
+      const held = notices;
+      setImmediate(() => {
+        if (this.stopped || this.failed) return;
+        for (const effect of held) this.ports.send(effect);
+      });
+    }
   }
 
   private carryOut(effect: Effect): void {
@@ -227,6 +245,7 @@ export class Driver {
         return;
       case 'apply':
         this.ports.apply(effect.entries);
+        stamp('apply', effect.entries[effect.entries.length - 1]?.seq ?? 0);
         return;
       case 'stageSnapshot':
         this.ports.stageSnapshot(effect.meta);
@@ -252,6 +271,7 @@ export class Driver {
 
   private append(fromSeq: number, entries: Entry[]): void {
     const last = entries[entries.length - 1];
+    stamp('append', last?.seq ?? 0);
     let durable: Promise<unknown>;
     try {
       durable = this.ports.appendLog(fromSeq, entries);
@@ -280,6 +300,7 @@ export class Driver {
         const point = this.persistedPoint;
         this.persistedPoint = null;
         if (this.stopped || this.failed || point === null) return undefined;
+        stamp('persisted.stepped', point.lastSeq);
         return this.step({ type: 'entriesPersisted', lastSeq: point.lastSeq, lastTerm: point.lastTerm });
       }),
     );
@@ -293,6 +314,14 @@ export class Driver {
     this.queue.clear();
     this.ports.fail(err);
   }
+}
+
+/**
+ * isCommitNotice: a ShipSegment with no entries, which only tells a follower the commit seqno (or probes it). No
+ * write waits for it: the writes it commits are committed already, and the follower's log is unchanged by it.
+ */
+function isCommitNotice(effect: Effect): effect is SendEffect {
+  return effect.type === 'send' && effect.request.method === 'ShipSegment' && effect.request.body.eventCount === 0;
 }
 
 function assertNever(value: never): never {

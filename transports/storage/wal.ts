@@ -18,6 +18,7 @@ import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from './limits.js';
 import { encodeRecords, entryRecordBytes, type EncodedRecords } from './wal-record.js';
 import { LogReplay } from './wal-replay.js';
 import { scanSegment } from './wal-scan.js';
+import { stamp } from '../node/write-trace.js';
 
 const SEGMENT_NAME = /^(\d{16})\.wal$/;
 
@@ -376,6 +377,8 @@ export class Wal {
   }
 
   private async writeBatch(batch: PendingAppend[]): Promise<void> {
+    const batchLastSeq = batch[batch.length - 1]!.point.lastSeq;
+    stamp('wal.round', batchLastSeq);
     // Live-seq bookkeeping waits for the sync: compaction must not act on a truncate that a crash could still undo.
     const settle: Array<() => void> = [];
     let active = this.segments[this.segments.length - 1]!;
@@ -424,6 +427,7 @@ export class Wal {
     }
     await flush();
     await this.handle!.datasync();
+    stamp('wal.synced', batchLastSeq);
     this.counters.syncCount++;
     this.counters.batchCount++;
     for (const apply of settle) apply();

@@ -19,13 +19,12 @@ export interface StoreClientPoolOptions {
   overStreams?: boolean;
 }
 
-/** ProposeAnswer is the leader's answer to one command: its seq and outcome, as the wire carries them (store/command.ts reads it). */
-export type ProposeAnswer = { seq: number; result: pb.CommandResult | undefined };
-
 interface QueuedProposal {
   command: Uint8Array;
+  /** requestId is the command's own request id, sent beside it ('' leaves the leader to decode the command). */
+  requestId: string;
   deadlineAt: number;
-  resolve: (answer: ProposeAnswer) => void;
+  resolve: (answer: pb.ProposeResponse) => void;
   reject: (err: Error) => void;
 }
 
@@ -109,7 +108,11 @@ export class StoreClientPool {
         const now = Date.now();
         return pb.ProposeStreamRequest.encode({
           requestId,
-          items: queue.map((p) => ({ command: p.command, timeoutMs: timeoutMsOf(p.deadlineAt, now) })),
+          items: queue.map((p) => ({
+            command: p.command,
+            timeoutMs: timeoutMsOf(p.deadlineAt, now),
+            requestId: p.requestId,
+          })),
         }).finish();
       },
       decode: (bytes) => {
@@ -122,10 +125,13 @@ export class StoreClientPool {
     });
   }
 
-  /** propose commits one command at the leader `to`; it goes with the other proposals of this loop turn. */
-  propose(to: string, command: Uint8Array, deadlineAt: number): Promise<ProposeAnswer> {
+  /**
+   * propose commits one command at the leader `to`; it goes with the other proposals of this loop turn. requestId,
+   * the command's own, travels beside it so the leader need not decode the command to find it (store/command.ts).
+   */
+  propose(to: string, command: Uint8Array, deadlineAt: number, requestId = ''): Promise<pb.ProposeResponse> {
     if (this.closed) return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, 'store client pool is closed'));
-    return new Promise<ProposeAnswer>((resolve, reject) => {
+    return new Promise<pb.ProposeResponse>((resolve, reject) => {
       let queue = this.queued.get(to);
       if (!queue) {
         queue = [];
@@ -133,7 +139,7 @@ export class StoreClientPool {
         // After this turn's I/O callbacks: the proposals they make join this one.
         setImmediate(() => this.flush(to, queue!));
       }
-      queue.push({ command, deadlineAt, resolve, reject });
+      queue.push({ command, requestId, deadlineAt, resolve, reject });
       if (queue.length >= this.batchCountMax) this.flush(to, queue);
     });
   }
@@ -217,7 +223,11 @@ export class StoreClientPool {
     }
     const now = Date.now();
     const callDeadlineAt = Math.max(...queue.map((p) => p.deadlineAt));
-    const items = queue.map((p) => ({ command: p.command, timeoutMs: timeoutMsOf(p.deadlineAt, now) }));
+    const items = queue.map((p) => ({
+      command: p.command,
+      timeoutMs: timeoutMsOf(p.deadlineAt, now),
+      requestId: p.requestId,
+    }));
     this.callCounts.proposeBatch++;
     this.channels
       .call(
@@ -253,21 +263,19 @@ export class StoreClientPool {
   }
 
   private proposeEachAlone(to: string, queue: QueuedProposal[]): void {
-    for (const p of queue) this.proposeOne(to, p.command, p.deadlineAt).then(p.resolve, p.reject);
+    for (const p of queue) this.proposeOne(to, p).then(p.resolve, p.reject);
   }
 
-  private async proposeOne(to: string, command: Uint8Array, deadlineAt: number): Promise<ProposeAnswer> {
+  private async proposeOne(to: string, proposal: QueuedProposal): Promise<pb.ProposeResponse> {
     this.callCounts.propose++;
     const bytes = await this.channels.call(
       to,
       STORE_METHODS.propose,
-      Buffer.from(pb.ProposeRequest.encode({ command }).finish()),
-      deadlineAt,
+      Buffer.from(pb.ProposeRequest.encode({ command: proposal.command, requestId: proposal.requestId }).finish()),
+      proposal.deadlineAt,
     );
-    let response: pb.ProposeResponse;
     try {
-      response = pb.ProposeResponse.decode(bytes);
-      return { seq: response.seq, result: response.result };
+      return pb.ProposeResponse.decode(bytes);
     } catch (err) {
       throw new StoreCallError(grpc.status.INTERNAL, `malformed ProposeResponse from ${to}: ${String(err)}`);
     }

@@ -9,12 +9,19 @@ import { RequestStreamServer, type Failure } from './request-stream.js';
 import { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type ReadIndexAnswer } from './store-calls.js';
 
 export { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type ReadIndexAnswer };
-export { StoreClientPool, type ProposeAnswer, type StoreClientPoolOptions } from './store-client-pool.js';
+export { StoreClientPool, type StoreClientPoolOptions } from './store-client-pool.js';
 
 /** StoreServiceHandler decides the answers; the service only decodes the messages, checks sizes and encodes. */
 export interface StoreServiceHandler {
-  /** propose commits an encoded command on this node as the leader (or throws StoreCallError: INVALID_ARGUMENT for a malformed command). */
-  propose(command: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: pb.CommandResult }>;
+  /**
+   * propose commits an encoded command on this node as the leader (or throws StoreCallError: INVALID_ARGUMENT for a
+   * malformed command). requestId is what the caller sent beside the command ('' from an older caller).
+   */
+  propose(
+    command: Uint8Array,
+    deadlineAt: number,
+    requestId: string,
+  ): Promise<{ seq: number; result: pb.CommandResult }>;
   /** readIndex answers this leader's read index: its commit seqno, once its engine has confirmed its leadership (store/engine-reads.ts). */
   readIndex(deadlineAt: number): Promise<ReadIndexAnswer>;
   /** get reads one key as this member's store reads it (read index, local apply, local state); any member answers. */
@@ -215,7 +222,7 @@ function proposeItems(
       const tooBig = sizeRefusal(item.command, options);
       if (tooBig !== null) return Promise.resolve(itemFailure(grpc.status.INVALID_ARGUMENT, tooBig));
       const deadlineAt = item.timeoutMs > 0 ? Math.min(callDeadlineAt, arrivedAt + item.timeoutMs) : callDeadlineAt;
-      return options.handler.propose(item.command, deadlineAt).then(
+      return options.handler.propose(item.command, deadlineAt, item.requestId).then(
         ({ seq, result }) => ({ statusCode: grpc.status.OK, details: '', leaderHint: '', seq, result }),
         (err: unknown) => {
           if (err instanceof StoreCallError) return itemFailure(err.code, err.details, err.leaderHint);
@@ -259,7 +266,7 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
         respond({ code: grpc.status.INVALID_ARGUMENT, details: tooBig }, null);
         return;
       }
-      options.handler.propose(request.command, deadlineOf(call)).then(
+      options.handler.propose(request.command, deadlineOf(call), request.requestId).then(
         ({ seq, result }) => respond(null, Buffer.from(pb.ProposeResponse.encode({ seq, result }).finish())),
         (err: unknown) => fail(respond, err, 'Propose'),
       );

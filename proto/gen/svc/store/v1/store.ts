@@ -87,6 +87,12 @@ export function outcomeToJSON(object: Outcome): string {
 export interface ProposeRequest {
   /** command is an encoded store command (store/command.ts: versioned JSON). */
   command: Uint8Array;
+  /**
+   * request_id is the command's own request id, so the leader finds it without decoding the command; it must
+   * be the one the command names (the leader checks the command's last bytes). Empty (an older sender): the
+   * leader decodes the command to find it.
+   */
+  requestId: string;
 }
 
 export interface CommandResult {
@@ -111,6 +117,8 @@ export interface ProposeItem {
   command: Uint8Array;
   /** timeout_ms is this command's own deadline, relative to the call's arrival (0 = the call's deadline). */
   timeoutMs: number;
+  /** request_id: as ProposeRequest's. */
+  requestId: string;
 }
 
 export interface ProposeBatchRequest {
@@ -217,13 +225,16 @@ export interface GetStreamResponse {
 }
 
 function createBaseProposeRequest(): ProposeRequest {
-  return { command: new Uint8Array(0) };
+  return { command: new Uint8Array(0), requestId: "" };
 }
 
 export const ProposeRequest: MessageFns<ProposeRequest> = {
   encode(message: ProposeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.command.length !== 0) {
       writer.uint32(10).bytes(message.command);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(18).string(message.requestId);
     }
     return writer;
   },
@@ -249,6 +260,14 @@ export const ProposeRequest: MessageFns<ProposeRequest> = {
             message.command = reader.bytes();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -262,13 +281,23 @@ export const ProposeRequest: MessageFns<ProposeRequest> = {
   },
 
   fromJSON(object: any): ProposeRequest {
-    return { command: isSet(object.command) ? bytesFromBase64(object.command) : new Uint8Array(0) };
+    return {
+      command: isSet(object.command) ? bytesFromBase64(object.command) : new Uint8Array(0),
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+    };
   },
 
   toJSON(message: ProposeRequest): unknown {
     const obj: any = {};
     if (message.command.length !== 0) {
       obj.command = base64FromBytes(message.command);
+    }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
     }
     return obj;
   },
@@ -279,6 +308,7 @@ export const ProposeRequest: MessageFns<ProposeRequest> = {
   fromPartial(object: DeepPartial<ProposeRequest>): ProposeRequest {
     const message = createBaseProposeRequest();
     message.command = object.command ?? new Uint8Array(0);
+    message.requestId = object.requestId ?? "";
     return message;
   },
 };
@@ -508,7 +538,7 @@ export const ProposeResponse: MessageFns<ProposeResponse> = {
 };
 
 function createBaseProposeItem(): ProposeItem {
-  return { command: new Uint8Array(0), timeoutMs: 0 };
+  return { command: new Uint8Array(0), timeoutMs: 0, requestId: "" };
 }
 
 export const ProposeItem: MessageFns<ProposeItem> = {
@@ -518,6 +548,9 @@ export const ProposeItem: MessageFns<ProposeItem> = {
     }
     if (message.timeoutMs !== 0) {
       writer.uint32(16).uint32(message.timeoutMs);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(26).string(message.requestId);
     }
     return writer;
   },
@@ -551,6 +584,14 @@ export const ProposeItem: MessageFns<ProposeItem> = {
             message.timeoutMs = reader.uint32();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -571,6 +612,11 @@ export const ProposeItem: MessageFns<ProposeItem> = {
         : isSet(object.timeout_ms)
         ? globalThis.Number(object.timeout_ms)
         : 0,
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
     };
   },
 
@@ -582,6 +628,9 @@ export const ProposeItem: MessageFns<ProposeItem> = {
     if (message.timeoutMs !== 0) {
       obj.timeoutMs = Math.round(message.timeoutMs);
     }
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
     return obj;
   },
 
@@ -592,6 +641,7 @@ export const ProposeItem: MessageFns<ProposeItem> = {
     const message = createBaseProposeItem();
     message.command = object.command ?? new Uint8Array(0);
     message.timeoutMs = object.timeoutMs ?? 0;
+    message.requestId = object.requestId ?? "";
     return message;
   },
 };

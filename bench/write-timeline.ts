@@ -1,0 +1,237 @@
+// Write timeline bench (not a test): where one write's time goes, phase by phase. It starts a three-node
+// cluster as a user does (`svc cluster`: child processes, mutual TLS, real fdatasync) with every node
+// recording its write-trace stamps (transports/node/write-trace.ts, SVC_WRITE_TRACE_DIR), sends N sequential
+// writes to the leader (one unary svc.store.v1 Propose each, as bench/cluster.ts's "one request per write"
+// row at one writer), and prints the median of each phase over the writes. All stamps are on the machine's
+// monotonic clock, so a phase that crosses processes (client to leader, leader to follower) is measured too.
+//
+//   npx tsx bench/write-timeline.ts [--writes 300] [--warmup 30] [--insecure] [--keep]
+//
+// The follower shown is the one whose frontier reached the leader first for that write (the one that
+// completed the quorum). A phase a write did not show (no stamp) is left out of that phase's median.
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startSvcCluster } from './cluster/svc-cluster.js';
+import { monotonicUs, type WritePhase, type WriteStamp } from '../transports/node/write-trace.js';
+import { WRITE_TRACE_DIR_ENV } from '../cli/node-command.js';
+
+const VALUE_CHARS = 88;
+
+function numberArg(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  if (at < 0) return fallback;
+  const value = Number(process.argv[at + 1]);
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer`);
+  return value;
+}
+
+interface NodeTrace {
+  name: string;
+  grpcAddr: string;
+  /** byPhase: the node's stamps of each phase, in time order. */
+  byPhase: Map<WritePhase | 'cpu', WriteStamp[]>;
+}
+
+async function readTraces(dir: string): Promise<NodeTrace[]> {
+  const traces: NodeTrace[] = [];
+  for (const file of (await readdir(dir)).filter((f) => f.endsWith('.jsonl'))) {
+    const lines = (await readFile(join(dir, file), 'utf8')).split('\n').filter((l) => l !== '');
+    const head = JSON.parse(lines[0]!) as { node: string; grpcAddr: string };
+    const byPhase = new Map<WritePhase | 'cpu', WriteStamp[]>();
+    for (const line of lines.slice(1)) {
+      const s = JSON.parse(line) as WriteStamp;
+      let list = byPhase.get(s.phase);
+      if (!list) byPhase.set(s.phase, (list = []));
+      list.push(s);
+    }
+    for (const list of byPhase.values()) list.sort((a, b) => a.atUs - b.atUs);
+    traces.push({ name: head.node, grpcAddr: head.grpcAddr, byPhase });
+  }
+  return traces;
+}
+
+/** first finds a node's first stamp of `phase` at or after `from` (µs) with seq >= seq and, if given, to peer. */
+function first(node: NodeTrace, phase: WritePhase, from: number, seq = 0, peer?: string): WriteStamp | undefined {
+  for (const s of node.byPhase.get(phase) ?? []) {
+    if (s.atUs < from || s.seq < seq) continue;
+    if (peer !== undefined && s.peer !== peer) continue;
+    return s;
+  }
+  return undefined;
+}
+
+/** PHASES are the rows printed: a name and the two points it spans. */
+const PHASES = [
+  'client → leader Store handler',
+  'handler → engine append effect',
+  'leader append → its WAL round starts',
+  "leader's write + fdatasync",
+  'leader append → ShipSegment handed to the pool',
+  "ShipSegment → follower's server has it",
+  "follower's server → its append effect",
+  'follower append → its WAL round starts',
+  "follower's write + fdatasync",
+  'follower synced → entriesPersisted step',
+  'entriesPersisted → ReportApplied handed to the pool',
+  "ReportApplied → leader's server has it",
+  'ShipSegment → its answer at the leader',
+  'frontier at leader → apply (commit)',
+  'apply → handler has the outcome',
+  'handler outcome → client has the answer',
+  'total (client)',
+] as const;
+type Phase = (typeof PHASES)[number];
+
+interface Write {
+  sentUs: number;
+  answeredUs: number;
+}
+
+interface Analysis {
+  phases: Map<Phase, number[]>;
+  /** waitedOnLeaderSync counts the writes whose commit came after the leader's own fdatasync (the last to arrive). */
+  waitedOnLeaderSync: number;
+  /** commits counts the writes both the leader's sync and a follower's frontier were seen for. */
+  commits: number;
+}
+
+function analyse(writes: Write[], leader: NodeTrace, followers: NodeTrace[]): Analysis {
+  const out = new Map<Phase, number[]>(PHASES.map((p) => [p, []]));
+  let waitedOnLeaderSync = 0;
+  let commits = 0;
+  const add = (phase: Phase, from: WriteStamp | number | undefined, to: WriteStamp | number | undefined): void => {
+    if (from === undefined || to === undefined) return;
+    const a = typeof from === 'number' ? from : from.atUs;
+    const b = typeof to === 'number' ? to : to.atUs;
+    out.get(phase)!.push((b - a) / 1000);
+  };
+  for (const w of writes) {
+    const received = first(leader, 'propose.received', w.sentUs);
+    if (!received || received.atUs > w.answeredUs) continue;
+    const append = first(leader, 'append', received.atUs, 1);
+    if (!append) continue;
+    const seq = append.seq;
+    const round = first(leader, 'wal.round', append.atUs, seq);
+    const synced = round && first(leader, 'wal.synced', round.atUs, seq);
+    add(PHASES[0], w.sentUs, received);
+    add(PHASES[1], received, append);
+    add(PHASES[2], append, round);
+    add(PHASES[3], round, synced);
+    // The follower that brought the frontier to the leader first.
+    let best: { reach: number; stamps: Array<WriteStamp | undefined> } | null = null;
+    for (const f of followers) {
+      const ship = first(leader, 'ship.sent', append.atUs, seq, f.grpcAddr);
+      if (!ship) continue;
+      const got = first(f, 'ship.received', ship.atUs, seq);
+      const fAppend = got && first(f, 'append', got.atUs, seq);
+      const fRound = fAppend && first(f, 'wal.round', fAppend.atUs, seq);
+      const fSynced = fRound && first(f, 'wal.synced', fRound.atUs, seq);
+      const persisted = fSynced && first(f, 'persisted.stepped', fSynced.atUs, seq);
+      const report = persisted && first(f, 'report.sent', persisted.atUs, seq);
+      const reportIn = report && first(leader, 'report.received', report.atUs, seq);
+      const acked = first(leader, 'ship.acked', ship.atUs, 0, f.grpcAddr);
+      // The answer carries the frontier only when its applied_seqno hint already covers the write.
+      const ackReach = acked && acked.seq >= seq ? acked.atUs : Infinity;
+      const reach = Math.min(reportIn?.atUs ?? Infinity, ackReach);
+      if (best === null || reach < best.reach)
+        best = { reach, stamps: [ship, got, fAppend, fRound, fSynced, persisted, report, reportIn, acked] };
+    }
+    if (best) {
+      const [ship, got, fAppend, fRound, fSynced, persisted, report, reportIn, acked] = best.stamps;
+      add(PHASES[4], append, ship);
+      add(PHASES[5], ship, got);
+      add(PHASES[6], got, fAppend);
+      add(PHASES[7], fAppend, fRound);
+      add(PHASES[8], fRound, fSynced);
+      add(PHASES[9], fSynced, persisted);
+      add(PHASES[10], persisted, report);
+      add(PHASES[11], report, reportIn);
+      add(PHASES[12], ship, acked);
+      const applied = first(leader, 'apply', append.atUs, seq);
+      if (Number.isFinite(best.reach)) add(PHASES[13], best.reach, applied);
+      if (Number.isFinite(best.reach) && synced) {
+        commits++;
+        if (synced.atUs > best.reach) waitedOnLeaderSync++;
+      }
+      const answered = applied && first(leader, 'propose.answered', applied.atUs, seq);
+      add(PHASES[14], applied, answered);
+      add(PHASES[15], answered, w.answeredUs);
+    }
+    add(PHASES[16], w.sentUs, w.answeredUs);
+  }
+  return { phases: out, waitedOnLeaderSync, commits };
+}
+
+/**
+ * cpuPerWrite is a node's CPU time per write (ms) between its first recorder line after the first write was
+ * sent and its last one before the last write was answered: less sensitive to a busy machine than the phases.
+ */
+function cpuPerWrite(node: NodeTrace, writes: Write[]): number {
+  const lines = node.byPhase.get('cpu') ?? [];
+  const start = lines.find((l) => l.atUs >= writes[0]!.sentUs);
+  const end = [...lines].reverse().find((l) => l.atUs <= writes[writes.length - 1]!.answeredUs);
+  if (!start || !end || end.atUs <= start.atUs) return NaN;
+  const count = writes.filter((w) => w.sentUs >= start.atUs && w.answeredUs <= end.atUs).length;
+  return count === 0 ? NaN : (end.cpuUs! - start.cpuUs!) / 1000 / count;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? NaN : sorted[Math.floor(sorted.length / 2)]!;
+}
+
+async function main(): Promise<void> {
+  const writeCount = numberArg('writes', 300);
+  const warmupCount = numberArg('warmup', 30);
+  const insecure = process.argv.includes('--insecure');
+  const dir = await mkdtemp(join(tmpdir(), 'svc-write-timeline-'));
+  const traceDir = join(dir, 'trace');
+  mkdirSync(traceDir);
+  process.env[WRITE_TRACE_DIR_ENV] = traceDir;
+  const cluster = await startSvcCluster(join(dir, 'cluster'), [], [], insecure);
+  const writes: Write[] = [];
+  try {
+    const value = 'x'.repeat(VALUE_CHARS);
+    for (let i = 0; i < warmupCount; i++) await cluster.putAlone(`warm-${i}`, value);
+    for (let i = 0; i < writeCount; i++) {
+      const sentUs = monotonicUs();
+      await cluster.putAlone(`k-${i}`, value);
+      writes.push({ sentUs, answeredUs: monotonicUs() });
+    }
+  } finally {
+    await cluster.stop();
+  }
+  const traces = await readTraces(traceDir);
+  const leader = traces.find((t) => t.name === cluster.leaderName);
+  if (!leader) throw new Error(`no trace from the leader ${cluster.leaderName} in ${traceDir}`);
+  const { phases, waitedOnLeaderSync, commits } = analyse(
+    writes,
+    leader,
+    traces.filter((t) => t !== leader),
+  );
+  console.log(
+    `write timeline: ${writes.length} sequential writes (one unary Propose each) to ${cluster.leaderName}, 3 nodes, ${insecure ? 'plaintext' : 'mutual TLS'}; medians in ms`,
+  );
+  const width = Math.max(...PHASES.map((p) => p.length));
+  for (const phase of PHASES) {
+    const values = phases.get(phase)!;
+    const shown = values.length === 0 ? '—' : median(values).toFixed(2);
+    console.log(`  ${phase.padEnd(width)}  ${shown.padStart(7)}  (n=${values.length})`);
+  }
+  const cpu = [leader, ...traces.filter((t) => t !== leader)].map(
+    (t) => `${t.name}${t === leader ? ' (leader)' : ''} ${cpuPerWrite(t, writes).toFixed(2)}`,
+  );
+  console.log(`  CPU ms per write: ${cpu.join(', ')}`);
+  console.log(
+    `  commits that waited on the leader's own fdatasync (a follower's frontier came first): ${commits === 0 ? '—' : `${Math.round((100 * waitedOnLeaderSync) / commits)}%`} of ${commits}`,
+  );
+  if (process.argv.includes('--keep')) console.log(`traces kept in ${traceDir}`);
+  else await rm(dir, { recursive: true, force: true });
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
