@@ -3,15 +3,18 @@
 // (Engine.step and Engine.status with everything they call) by function, and the inclusive time of
 // the world's parts (checkers, trace, wire codec, state machine).
 //
+//   npx tsx bench/sim-profile.ts [A..B] [topCount]     profiles a sweep of seeds A..B (default 1..10), then summarises
 //   node --cpu-prof --cpu-prof-dir=/tmp/simprof --import tsx sim/cli.ts --seeds 1..20
-//   npx tsx bench/sim-profile.ts /tmp/simprof [topCount]
+//   npx tsx bench/sim-profile.ts /tmp/simprof [topCount]  summarises profiles written already
 //
 // Under tsx every frame reports line 1 (the transform does not keep lines), so a function's line is
 // looked up in its .ts source by its name (the first definition of that name in the file).
 // Samples are wall-clock: on a loaded machine a descheduled thread's time lands on whatever it ran,
 // so shares are the figure to read, not milliseconds. V8's own profile format, read directly: no
 // maintained npm package summarises it by folder and by subtree, which is what this needs.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
 interface CallFrame {
@@ -34,6 +37,7 @@ interface Profile {
 
 const ROOT = join(import.meta.dirname, '..');
 const TOP_COUNT_DEFAULT = 15;
+const PROFILE_SEEDS_DEFAULT = '1..10';
 
 /** PARTS: the world's parts, by the function that enters each (inclusive time, not counted twice). */
 const PARTS: [label: string, prefix: string][] = [
@@ -111,9 +115,28 @@ class Totals {
 }
 
 function main(): void {
-  const dir = process.argv[2];
+  const what = process.argv[2] ?? PROFILE_SEEDS_DEFAULT;
   const topCount = Number(process.argv[3] ?? TOP_COUNT_DEFAULT);
-  if (!dir) throw new Error('usage: npx tsx bench/sim-profile.ts DIR_OF_CPUPROFILES [topCount]');
+  if (/^\d+\.\.\d+$/.test(what)) {
+    const dir = mkdtempSync(join(tmpdir(), 'sim-profile-'));
+    try {
+      console.log(`profiling npm run sim -- --seeds ${what} ...`);
+      const run = spawnSync(
+        process.execPath,
+        ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--import', 'tsx', 'sim/cli.ts', '--seeds', what],
+        { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      console.log(run.stdout.split('\n')[0]);
+      summarise(dir, topCount);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
+  summarise(what, topCount);
+}
+
+function summarise(dir: string, topCount: number): void {
   const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
   if (files.length === 0) throw new Error(`no .cpuprofile in ${dir}`);
   const byFolder = new Totals();
