@@ -660,6 +660,12 @@ export class Cluster implements CheckerWorld {
           this.coverage.add('late-answer');
           if ((node.status?.term ?? 0) > event.lateFromTerm) this.coverage.add('late-answer-new-term');
         }
+        if (
+          call.method === 'RequestVote' &&
+          event.input.type === 'response' &&
+          (node.status?.term ?? 0) > call.callerTerm
+        )
+          this.coverage.add('vote-answer-new-term');
         this.noteDelivery(event.msg);
         this.step(node, event.input);
         return;
