@@ -43,44 +43,10 @@ export function encodeCommand(command: KvCommand): Uint8Array {
   );
 }
 
-/**
- * DECODED_TEXT_COUNT_MAX bounds decodeCommand's cache by text; it is emptied when full (every node applies
- * each entry, and the canonical log reads it once more, within a short span of one another).
- */
-const DECODED_TEXT_COUNT_MAX = 4_096;
-
-/**
- * Every node decodes every committed entry, and `JSON.parse` per entry per node was a fiftieth of a
- * sweep's time, so decodeCommand remembers its answers: by the bytes object (the leader's entries are the
- * proposal's own bytes), else by their text (a follower's come out of a decoded segment frame). A
- * command is a pure function of its bytes, and the answers are frozen, so sharing them changes nothing.
- */
-const decodedByBytes = new WeakMap<Uint8Array, Readonly<KvCommand> | null>();
-const decodedByText = new Map<string, Readonly<KvCommand> | null>();
-
-/** decodeCommand returns null for bytes that are not a put or cas command; the command it returns is frozen. */
-export function decodeCommand(bytes: Uint8Array): Readonly<KvCommand> | null {
-  const known = decodedByBytes.get(bytes);
-  if (known !== undefined) return known;
-  const text = decoder.decode(bytes);
-  let command = decodedByText.get(text);
-  if (command === undefined) {
-    command = parseCommand(text);
-    if (decodedByText.size >= DECODED_TEXT_COUNT_MAX) decodedByText.clear();
-    decodedByText.set(text, command);
-  }
-  decodedByBytes.set(bytes, command);
-  return command;
-}
-
-function parseCommand(text: string): Readonly<KvCommand> | null {
-  const command = parseCommandFields(text);
-  return command === null ? null : Object.freeze(command);
-}
-
-function parseCommandFields(text: string): KvCommand | null {
+/** decodeCommand returns null for bytes that are not a put or cas command. */
+export function decodeCommand(bytes: Uint8Array): KvCommand | null {
   try {
-    const raw = JSON.parse(text) as Record<string, unknown>;
+    const raw = JSON.parse(decoder.decode(bytes)) as Record<string, unknown>;
     if (typeof raw.key !== 'string' || typeof raw.value !== 'string' || typeof raw.writeId !== 'number') return null;
     if (raw.op === 'put') return { op: 'put', key: raw.key, value: raw.value, writeId: raw.writeId };
     if (raw.op === 'cas' && (raw.expected === null || typeof raw.expected === 'string')) {
