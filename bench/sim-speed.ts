@@ -2,15 +2,18 @@
 // cluster under faults (100 ms ticks), and seeds per minute for a sweep of
 // default (swarm) runs. CPU-time figures are printed too: this machine is shared,
 // so wall time alone says as much about the neighbours as about the simulator.
-// Usage: npx tsx bench/sim-speed.ts [sweepSeedCount]
+// The sweep runs twice: in one thread, then on `jobs` worker threads (sim/sweep.ts, `--jobs`).
+// Usage: npx tsx bench/sim-speed.ts [sweepSeedCount] [jobs]
 import { Engine } from '../engine/engine.js';
 import type { EngineFactory } from '../sim/node.js';
 import { optionsFor, type SimOptions } from '../sim/options.js';
 import { runSim } from '../sim/run.js';
+import { SWEEP_JOBS_MAX, sweepSeeds } from '../sim/sweep.js';
 
 /** FIVE_NODE_SEEDS: a few fixed seeds, each pinned to the same 5-node fault mix (the first warms the JIT up). */
 const FIVE_NODE_SEEDS = [100, 101, 102, 103];
 const SWEEP_SEED_COUNT_DEFAULT = 20;
+const SWEEP_JOBS_DEFAULT = 2;
 
 function fiveNodesUnderFaults(seed: number): SimOptions {
   return optionsFor(seed, {
@@ -60,10 +63,13 @@ function cpuMs(since: NodeJS.CpuUsage): number {
   return (used.user + used.system) / 1_000;
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const sweepCount = Number(process.argv[2] ?? SWEEP_SEED_COUNT_DEFAULT);
   if (!Number.isInteger(sweepCount) || sweepCount < 0 || sweepCount > 10_000)
     throw new Error('sweepSeedCount must be a whole number in [0, 10000]');
+  const jobs = Number(process.argv[3] ?? SWEEP_JOBS_DEFAULT);
+  if (!Number.isInteger(jobs) || jobs < 1 || jobs > SWEEP_JOBS_MAX)
+    throw new Error(`jobs must be a whole number in [1, ${SWEEP_JOBS_MAX}]`);
   let simulatedMs = 0;
   let events = 0;
   let wallMs = 0;
@@ -100,6 +106,19 @@ function main(): void {
     `sweep of ${sweepCount} default seeds: ${(sweepWallMs / 1_000).toFixed(1)} wall s = ${(sweepCount / (sweepWallMs / 60_000)).toFixed(0)} seeds/minute ` +
       `(${(sweepCount / (sweepCpuMs / 60_000)).toFixed(0)} per CPU minute; ${(sweepSimulatedMs / sweepWallMs).toFixed(0)}x real time)`,
   );
+  if (jobs === 1) return;
+  // The same seeds on worker threads; process.cpuUsage counts every thread of the process.
+  const seeds = Array.from({ length: sweepCount }, (_, i) => i + 1);
+  const jobsCpuStart = process.cpuUsage();
+  const jobsStarted = performance.now();
+  let jobsSimulatedMs = 0;
+  await sweepSeeds(seeds, {}, jobs, (outcome) => (jobsSimulatedMs += outcome.simulatedMs));
+  const jobsWallMs = performance.now() - jobsStarted;
+  console.log(
+    `sweep of ${sweepCount} default seeds with --jobs ${jobs}: ${(jobsWallMs / 1_000).toFixed(1)} wall s = ` +
+      `${(sweepCount / (jobsWallMs / 60_000)).toFixed(0)} seeds/minute (${(sweepCount / (cpuMs(jobsCpuStart) / 60_000)).toFixed(0)} per CPU minute; ` +
+      `${(jobsSimulatedMs / jobsWallMs).toFixed(0)}x real time)`,
+  );
 }
 
-main();
+await main();

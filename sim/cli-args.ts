@@ -5,6 +5,7 @@
 // number is a seed and a bare A..B a sweep (`npm run sim 7` works too), and under npm (npm_lifecycle_event
 // sim) npm_config_seed / npm_config_seeds with a value count as --seed / --seeds when the arguments give none.
 import { FOREIGN_RATE_FORCED, OVERRIDES, type OverrideValues } from './options.js';
+import { SWEEP_JOBS_MAX, type Shard } from './sweep.js';
 
 /** SWEEP_SEED_COUNT_MAX bounds one --seeds range. */
 export const SWEEP_SEED_COUNT_MAX = 1_000_000;
@@ -26,13 +27,27 @@ export type CliRequest =
       view?: boolean;
       viewOut?: string;
     }
-  | { mode: 'sweep'; firstSeed: number; lastSeed: number; overrides: OverrideValues };
+  | {
+      mode: 'sweep';
+      firstSeed: number;
+      lastSeed: number;
+      overrides: OverrideValues;
+      /** jobs: worker threads running seeds (1 = this thread only). */
+      jobs: number;
+      /** shard: run only every shard.count-th seed of the range, from its shard.index-th; null = all. */
+      shard: Shard | null;
+      /** eachSeed: print every seed's line (`seed=N result=… events=E trace=HEX`), in seed order. */
+      eachSeed: boolean;
+    };
 
 export function usage(): string {
   const knobs = OVERRIDES.map((o) => `  --${o.flag.padEnd(20)} ${o.describe} [${o.min}..${o.max}]`).join('\n');
   return [
     'usage: npm run sim -- --seed N [options]      one run; last line: seed=N result=pass|fail events=E trace=HEX',
     '       npm run sim -- --seeds A..B [knobs]     a sweep; lists failing seeds',
+    '         --jobs N               run the sweep on N worker threads (same outcomes and output, in seed order)',
+    '         --shard I/N            run only seeds A+I, A+I+N, ... (0 <= I < N): one part of a sweep split N ways',
+    "         --each-seed            print every seed's line (seed=N result=… events=E trace=HEX), in seed order",
     '       npm run sim N | npm run sim --seed N    one run too (so is A..B for a sweep); options still go after --',
     '       npm run sim -- --scenario FILE          run one scripted scenario (scenarios/*.txt)',
     "       npm run sim -- --list-checkers          print every checker's name, one a line",
@@ -102,6 +117,9 @@ function parseArgs(argv: readonly string[]): CliRequest {
   let view = false;
   let viewOut: string | undefined;
   let viewFile: string | undefined;
+  let jobs: number | null = null;
+  let shard: Shard | null = null;
+  let eachSeed = false;
   const overrides: OverrideValues = {};
   for (let i = 0; i < args.length; i++) {
     const flag = args[i]!;
@@ -153,6 +171,15 @@ function parseArgs(argv: readonly string[]): CliRequest {
       case '--foreign-traffic':
         foreignTraffic = true;
         break;
+      case '--jobs':
+        jobs = parseJobs(value());
+        break;
+      case '--shard':
+        shard = parseShard(value());
+        break;
+      case '--each-seed':
+        eachSeed = true;
+        break;
       default: {
         if (/^\d+$/.test(flag)) {
           if (seed !== null) throw new Error('give one seed, or --seeds A..B');
@@ -182,8 +209,10 @@ function parseArgs(argv: readonly string[]): CliRequest {
   if (range !== null) {
     if (traceFile !== undefined || onlyFaults !== null || view || viewOut !== undefined)
       throw new Error('--trace, --view and --only-faults apply to one --seed run');
-    return { mode: 'sweep', firstSeed: range[0], lastSeed: range[1], overrides };
+    return { mode: 'sweep', firstSeed: range[0], lastSeed: range[1], overrides, jobs: jobs ?? 1, shard, eachSeed };
   }
+  if (jobs !== null || shard !== null || eachSeed)
+    throw new Error('--jobs, --shard and --each-seed apply to a --seeds sweep');
   if (seed === null) throw new MissingSeedError('missing --seed N or --seeds A..B');
   if (viewOut !== undefined && !view) throw new Error('--view-out needs --view (or --view-file)');
   const single: CliRequest = { mode: 'single', seed, overrides, onlyFaults, traceFile, shrink, verbose };
@@ -204,6 +233,20 @@ function parseRange(text: string): [number, number] {
   if (last - first + 1 > SWEEP_SEED_COUNT_MAX)
     throw new Error(`--seeds ${text}: at most ${SWEEP_SEED_COUNT_MAX} seeds per sweep`);
   return [first, last];
+}
+
+function parseJobs(text: string): number {
+  if (!/^\d{1,3}$/.test(text) || Number(text) < 1 || Number(text) > SWEEP_JOBS_MAX)
+    throw new Error(`--jobs needs a whole number in [1, ${SWEEP_JOBS_MAX}], got "${text}"`);
+  return Number(text);
+}
+
+function parseShard(text: string): Shard {
+  const match = /^(\d{1,7})\/(\d{1,7})$/.exec(text);
+  const shard = match ? { index: Number(match[1]), count: Number(match[2]) } : null;
+  if (!shard || shard.count < 1 || shard.index >= shard.count || shard.count > SWEEP_SEED_COUNT_MAX)
+    throw new Error(`--shard needs I/N with 0 <= I < N <= ${SWEEP_SEED_COUNT_MAX} (e.g. 0/4), got "${text}"`);
+  return shard;
 }
 
 function parseList(text: string): number[] {

@@ -11,11 +11,12 @@ import { CoverageTally } from './coverage.js';
 import { SIM_LIMITS } from './limits.js';
 import { optionsFor, type SimOptions } from './options.js';
 import { describeAnyFault, runSim, type RunResult } from './run.js';
+import { shardSeeds, sweepSeeds, type SeedOutcome } from './sweep.js';
 import { reproduceCommand, shrinkFailure } from './shrink.js';
 import { runScenarioFile } from './scenario.js';
 import { defaultViewPath, writeView } from './view/write.js';
 
-function main(argv: string[]): number {
+async function main(argv: string[]): Promise<number> {
   let request: CliRequest;
   try {
     request = parseCli(argv, process.env);
@@ -143,7 +144,7 @@ function tickOf(timeMs: number): number {
   return Math.floor(timeMs / SIM_LIMITS.tickMs);
 }
 
-function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
+async function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): Promise<number> {
   try {
     optionsFor(request.firstSeed, request.overrides, null);
   } catch (error) {
@@ -152,7 +153,8 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
   }
   const failures: { seed: number; invariant: string; tick: number; message: string }[] = [];
   const undecided: { seed: number; detail: string }[] = [];
-  const total = request.lastSeed - request.firstSeed + 1;
+  const seeds = shardSeeds(request.firstSeed, request.lastSeed, request.shard);
+  const total = seeds.length;
   const showProgress = process.stderr.isTTY === true;
   const startedMs = performance.now();
   let simulatedMs = 0;
@@ -160,31 +162,44 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
   let foreignDelivered = 0;
   let otherClusterRefused = 0;
   let foreignSeeds = 0;
-  for (let seed = request.firstSeed; seed <= request.lastSeed; seed++) {
-    const result = runSim(optionsFor(seed, request.overrides, null));
-    simulatedMs += result.simulatedMs;
-    coverage.add(result.coverage);
-    foreignDelivered += result.counts.foreignDelivered;
-    otherClusterRefused += result.counts.otherClusterRefused;
-    if (result.counts.foreignDelivered + result.counts.otherClusterRefused > 0) foreignSeeds++;
-    if (result.linearizability?.verdict === 'undecided')
-      undecided.push({ seed, detail: result.linearizability.detail });
-    if (result.failure) {
+  // Outcomes arrive in seed order whatever the thread count, so every line below but the timing is
+  // the same for --jobs 1 and --jobs N.
+  const take = (outcome: SeedOutcome): void => {
+    const { seed } = outcome;
+    simulatedMs += outcome.simulatedMs;
+    coverage.add(outcome.coverage);
+    foreignDelivered += outcome.foreignDelivered;
+    otherClusterRefused += outcome.otherClusterRefused;
+    if (outcome.foreignDelivered + outcome.otherClusterRefused > 0) foreignSeeds++;
+    if (outcome.undecided !== null) undecided.push({ seed, detail: outcome.undecided });
+    if (outcome.failure) {
       failures.push({
         seed,
-        invariant: result.failure.invariant,
-        tick: tickOf(result.failure.timeMs),
-        message: result.failure.message,
+        invariant: outcome.failure.invariant,
+        tick: tickOf(outcome.failure.timeMs),
+        message: outcome.failure.message,
       });
-      if (!showProgress) process.stdout.write(`seed=${seed} result=fail invariant=${result.failure.invariant}\n`);
     }
-    if (showProgress) progress(seed - request.firstSeed + 1, total, failures.length, startedMs);
-  }
+    if (request.eachSeed) {
+      process.stdout.write(
+        `seed=${seed} result=${outcome.ok ? 'pass' : 'fail'} events=${outcome.events} trace=${outcome.traceHash}` +
+          `${outcome.failure ? ` invariant=${outcome.failure.invariant}` : ''}\n`,
+      );
+    } else if (outcome.failure && !showProgress) {
+      process.stdout.write(`seed=${seed} result=fail invariant=${outcome.failure.invariant}\n`);
+    }
+  };
+  await sweepSeeds(seeds, request.overrides, request.jobs, take, (done) => {
+    if (showProgress) progress(done, total, failures.length, startedMs);
+  });
   if (showProgress) process.stderr.write('\n');
   const wallS = (performance.now() - startedMs) / 1_000;
+  const range = `${request.firstSeed}..${request.lastSeed}`;
+  const part = request.shard ? ` shard ${request.shard.index}/${request.shard.count} (${total} seeds)` : '';
   process.stdout.write(
-    `swept seeds ${request.firstSeed}..${request.lastSeed}: ${total - failures.length} passed, ${failures.length} failed ` +
-      `(${wallS.toFixed(1)} s wall, ${(simulatedMs / 1_000 / wallS).toFixed(0)}x real time)\n`,
+    `swept seeds ${range}${part}: ${total - failures.length} passed, ${failures.length} failed ` +
+      `(${wallS.toFixed(1)} s wall, ${(simulatedMs / 1_000 / wallS).toFixed(0)}x real time` +
+      `${request.jobs > 1 ? ` on ${request.jobs} threads` : ''})\n`,
   );
   if (foreignSeeds > 0) {
     process.stdout.write(
@@ -201,7 +216,7 @@ function sweep(request: Extract<CliRequest, { mode: 'sweep' }>): number {
   process.stdout.write('coverage (rare situations reached: total count, seeds reaching it; see sim/coverage.ts):\n');
   for (const line of coverage.lines()) process.stdout.write(`${line}\n`);
   process.stdout.write(
-    `seeds=${request.firstSeed}..${request.lastSeed} passed=${total - failures.length} failed=${failures.length}\n`,
+    `seeds=${range}${part ? ` shard=${request.shard!.index}/${request.shard!.count}` : ''} passed=${total - failures.length} failed=${failures.length}\n`,
   );
   return failures.length === 0 ? 0 : 1;
 }
@@ -216,4 +231,4 @@ function progress(done: number, total: number, failed: number, startedMs: number
   );
 }
 
-process.exitCode = main(process.argv.slice(2));
+process.exitCode = await main(process.argv.slice(2));

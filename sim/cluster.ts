@@ -587,10 +587,15 @@ export class Cluster implements CheckerWorld {
     try {
       return run();
     } catch (error) {
-      if (error instanceof InvariantViolation) throw error;
-      const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
-      return violate('engine-exception', `${node.name} threw in ${what}: ${text}`, node.index);
+      return this.threw(node, what, error);
     }
+  }
+
+  /** threw: an engine's exception is a violation (an InvariantViolation from a checker passes through). */
+  private threw(node: SimNode, what: string, error: unknown): never {
+    if (error instanceof InvariantViolation) throw error;
+    const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    return violate('engine-exception', `${node.name} threw in ${what}: ${text}`, node.index);
   }
 
   private noteIdentity(node: SimNode, status: EngineStatus): void {
@@ -655,6 +660,12 @@ export class Cluster implements CheckerWorld {
           this.coverage.add('late-answer');
           if ((node.status?.term ?? 0) > event.lateFromTerm) this.coverage.add('late-answer-new-term');
         }
+        if (
+          call.method === 'RequestVote' &&
+          event.input.type === 'response' &&
+          (node.status?.term ?? 0) > call.callerTerm
+        )
+          this.coverage.add('vote-answer-new-term');
         this.noteDelivery(event.msg);
         this.step(node, event.input);
         return;
@@ -716,12 +727,26 @@ export class Cluster implements CheckerWorld {
     // lag fields that effect-less steps move (a leader's durableSeq, say).
     const forged = input.type === 'request' && this.router.foreignCalls.has(input.callId);
     const before = forged ? this.guard(node, 'status', () => engine.status()) : node.status;
-    const effects = this.guard(node, `step(${input.type})`, () => engine.step(input));
+    // try/catch in place of guard(): no closure and no "step(...)" text per step (the hot path).
+    let effects: Effect[];
+    try {
+      effects = engine.step(input);
+    } catch (error) {
+      this.threw(node, `step(${input.type})`, error);
+    }
     // A step with no effects changed nothing a checker reads: a new term, vote or role comes
     // with saveHardState or roleChanged, a commit with apply, readiness with its effect. So the
     // (costly) status read is skipped; the next step with effects reads it afresh.
     const quiet = effects.length === 0 && before !== null;
-    const after = quiet ? before : this.guard(node, 'status', () => engine.status());
+    let after: EngineStatus;
+    if (quiet) after = before;
+    else {
+      try {
+        after = engine.status();
+      } catch (error) {
+        this.threw(node, 'status', error);
+      }
+    }
     node.status = after;
     if (!quiet) this.noteIdentity(node, after);
     if (!quiet && this.trace.takesNotes) this.noteLearner(node, after);
@@ -795,7 +820,8 @@ export class Cluster implements CheckerWorld {
   }
 
   private recordWorld(label: string): void {
-    this.trace.record(JSON.stringify({ i: this.eventCount, t: this.nowUs, w: label }));
+    // The text of JSON.stringify({ i, t, w: label }) (integers print alike either way), built without the object.
+    this.trace.record(`{"i":${this.eventCount},"t":${this.nowUs},"w":${JSON.stringify(label)}}`);
   }
 
   private execute(node: SimNode, effect: Effect, after: EngineStatus): void {

@@ -4,7 +4,7 @@
 // where they happen (late answers and replays in the cluster, boundary crashes, checkers).
 import { voterIds } from '../engine/roster.js';
 import type { VoteRequest, VoteResponse } from '../engine/rpc.js';
-import { EntryKind, MemberRole, type EngineStatus, type Entry } from '../engine/types.js';
+import { EntryKind, MemberRole, type Effect, type EngineStatus, type Entry } from '../engine/types.js';
 import type { Checker, StepRecord } from './checkers/checker.js';
 import { LEADER_SILENCE_ELECTION_TIMEOUTS } from './checkers/leader-step-down.js';
 import type { Coverage } from './coverage.js';
@@ -52,6 +52,25 @@ export class CoverageObserver implements Checker {
       this.world.coverage.add('kind4-truncated');
     }
     for (const e of entries) if (e.kind === EntryKind.Membership) seqs.push(e.seq);
+  }
+
+  /**
+   * beforeEffect counts figure 8's tail: an append about to cut, at the first seq where the log and the
+   * leader's entries differ, a suffix whose newest entry is of a higher term than the leader's entry
+   * there (figure 8 (e): S1 holds [1, 2, 4], S5 of term 5 sends index 2 of term 3 and S1's term-4 tail
+   * goes). A log's terms never go down, so its last entry's term is the newest of the suffix.
+   */
+  beforeEffect(node: SimNode, effect: Effect): void {
+    if (effect.type !== 'append') return;
+    const log = node.storage.written;
+    if (effect.fromSeq > log.lastSeq) return;
+    for (const e of effect.entries) {
+      if (e.seq > log.lastSeq) return;
+      const held = log.termAt(e.seq);
+      if (held === undefined || held === e.term) continue;
+      if ((log.termAt(log.lastSeq) ?? 0) > e.term) this.world.coverage.add('figure8-tail');
+      return;
+    }
   }
 
   onVote(_voter: SimNode, voterStatus: EngineStatus, _request: VoteRequest, response: VoteResponse): void {

@@ -3,9 +3,9 @@
 // in force where it compacted), else the roster it was admitted with (hard state), else the founding
 // roster. Raft's rule that the newest configuration in the log is in force, committed or not, and
 // goes away when that record is truncated. Checked after each step that carried all its effects.
-import { decodeRoster, encodeRoster } from '../../engine/roster.js';
+import { decodeRoster } from '../../engine/roster.js';
 import { EntryKind, type Effect, type Entry, type Roster } from '../../engine/types.js';
-import { sameBytes } from '../artifacts.js';
+import type { MemberInfo } from '../../engine/rpc.js';
 import type { SimNode } from '../node.js';
 import { violate } from '../violation.js';
 import type { Checker, StepRecord } from './checker.js';
@@ -17,8 +17,12 @@ interface Replay {
   kind4Seqs: number[];
   /** base: the roster at the log's base (snapshot or compaction point), null when the log starts at 0 or was wiped. */
   base: Roster | null;
-  /** checked: the status roster object last found equal, while nothing it depends on changed. */
-  checked: Roster | null;
+  /**
+   * replayed: the roster the log replays to, kept while nothing it depends on changes (an append, a
+   * compaction, a reseed, a hard-state save, a snapshot install); null = replay again. Replaying and
+   * comparing after every step was a twelfth of a sweep's time (sim/README.md, "Speed").
+   */
+  replayed: Roster | null;
 }
 
 export class RosterReplayChecker implements Checker {
@@ -30,7 +34,7 @@ export class RosterReplayChecker implements Checker {
     this.replays.set(node.index, {
       kind4Seqs: log.entries.filter((e) => e.kind === EntryKind.Membership).map((e) => e.seq),
       base: node.artifacts.newest()?.meta.roster ?? null,
-      checked: null,
+      replayed: null,
     });
   }
 
@@ -40,7 +44,7 @@ export class RosterReplayChecker implements Checker {
     while (r.kind4Seqs.length > 0 && r.kind4Seqs[r.kind4Seqs.length - 1]! >= fromSeq) r.kind4Seqs.pop();
     const base = node.storage.written.base;
     for (const e of entries) if (e.kind === EntryKind.Membership && e.seq > base) r.kind4Seqs.push(e.seq);
-    r.checked = null;
+    r.replayed = null;
   }
 
   beforeEffect(node: SimNode, effect: Effect): void {
@@ -52,10 +56,10 @@ export class RosterReplayChecker implements Checker {
         r.base = this.replayAt(node, r, through);
         r.kind4Seqs = r.kind4Seqs.filter((s) => s > through);
       }
-      r.checked = null;
+      r.replayed = null;
     } else if (effect.type === 'resetStateMachine' || effect.type === 'saveHardState') {
       if (effect.type === 'resetStateMachine') r.base = null; // a reseed wipes the log; the hard state keeps the roster
-      r.checked = null;
+      r.replayed = null;
     }
   }
 
@@ -66,14 +70,11 @@ export class RosterReplayChecker implements Checker {
     if (input.type === 'snapshotInstalled') {
       r.base = input.meta.roster;
       r.kind4Seqs = node.storage.written.entries.filter((e) => e.kind === EntryKind.Membership).map((e) => e.seq);
-      r.checked = null;
+      r.replayed = null;
     }
-    if (step.cutShort || r.checked === after.roster) return;
-    const replayed = this.replayAt(node, r, node.storage.written.lastSeq);
-    if (
-      !sameBytes(encodeRoster(after.roster), encodeRoster(replayed)) ||
-      after.roster.membershipVersion !== replayed.membershipVersion
-    ) {
+    if (step.cutShort) return;
+    const replayed = (r.replayed ??= this.replayAt(node, r, node.storage.written.lastSeq));
+    if (!sameRoster(after.roster, replayed)) {
       violate(
         this.name,
         `${node.name}'s roster is ${describe(after.roster)} but its log (ending at ${node.storage.written.lastSeq}, kind-4 at ` +
@@ -81,7 +82,6 @@ export class RosterReplayChecker implements Checker {
         node.index,
       );
     }
-    r.checked = after.roster;
   }
 
   /** replayAt: the roster in force at seq of this node's log (the engine's rosterAt, derived independently). */
@@ -97,6 +97,40 @@ export class RosterReplayChecker implements Checker {
     const decoded = record ? decodeRoster(record.data) : null;
     return decoded ?? r.base ?? node.storage.hardState?.rosterBase ?? node.config?.bootstrapRoster ?? EMPTY_ROSTER;
   }
+}
+
+/**
+ * sameRoster: the two rosters encode to the same kind-4 body (engine/roster.ts encodeRoster: version, next
+ * id, and each member's id, name, addresses and role, members in id order), compared field by field
+ * instead of encoding both.
+ */
+export function sameRoster(a: Roster, b: Roster): boolean {
+  if (a === b) return true;
+  if (a.membershipVersion !== b.membershipVersion || a.nextMemberId !== b.nextMemberId) return false;
+  if (a.members.length !== b.members.length) return false;
+  const left = byId(a.members);
+  const right = byId(b.members);
+  for (let i = 0; i < left.length; i++) {
+    const x = left[i]!;
+    const y = right[i]!;
+    if (
+      x.id !== y.id ||
+      x.name !== y.name ||
+      x.grpcAddr !== y.grpcAddr ||
+      x.httpAddr !== y.httpAddr ||
+      x.role !== y.role
+    )
+      return false;
+  }
+  return true;
+}
+
+/** byId: the members in id order (the array itself when already in order, as rosters usually are). */
+function byId(members: readonly MemberInfo[]): readonly MemberInfo[] {
+  for (let i = 1; i < members.length; i++) {
+    if (members[i - 1]!.id > members[i]!.id) return [...members].sort((a, b) => a.id - b.id);
+  }
+  return members;
 }
 
 function describe(roster: Roster): string {

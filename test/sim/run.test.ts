@@ -138,6 +138,9 @@ describe('sim/cli', () => {
       firstSeed: 1,
       lastSeed: 500,
       overrides: { loss: 0.1, nodes: 5 },
+      jobs: 1,
+      shard: null,
+      eachSeed: false,
     });
     assert.deepEqual(
       (parseCli(['--seed', '1', '--only-faults', '3,1,3']) as { onlyFaults: number[] }).onlyFaults,
@@ -214,12 +217,18 @@ describe('sim/cli', () => {
       firstSeed: 1,
       lastSeed: 3,
       overrides: {},
+      jobs: 1,
+      shard: null,
+      eachSeed: false,
     });
     assert.deepEqual(parseCli([], underNpm({ npm_config_seeds: '1..3' })), {
       mode: 'sweep',
       firstSeed: 1,
       lastSeed: 3,
       overrides: {},
+      jobs: 1,
+      shard: null,
+      eachSeed: false,
     });
     // --foreign-traffic turns foreign traffic on in every seed (a rate the arguments may pin), with or without `--`.
     assert.deepEqual(parseCli(['--seeds', '1..3', '--foreign-traffic']), {
@@ -227,18 +236,27 @@ describe('sim/cli', () => {
       firstSeed: 1,
       lastSeed: 3,
       overrides: { 'foreign-rate': 4 },
+      jobs: 1,
+      shard: null,
+      eachSeed: false,
     });
     assert.deepEqual(parseCli(['--seeds', '1..3', '--foreign-traffic', '--foreign-rate', '1']), {
       mode: 'sweep',
       firstSeed: 1,
       lastSeed: 3,
       overrides: { 'foreign-rate': 1 },
+      jobs: 1,
+      shard: null,
+      eachSeed: false,
     });
     assert.deepEqual(parseCli(['1..3'], underNpm({ npm_config_seeds: 'true', npm_config_foreign_traffic: 'true' })), {
       mode: 'sweep',
       firstSeed: 1,
       lastSeed: 3,
       overrides: { 'foreign-rate': 4 },
+      jobs: 1,
+      shard: null,
+      eachSeed: false,
     });
     assert.throws(() => parseCli(['7', '8']), /give one seed/);
     assert.throws(() => parseCli(['7', '--seed', '8']), /give one seed/);

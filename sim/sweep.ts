@@ -1,0 +1,157 @@
+// A sweep runs many seeds, in this thread or spread over worker threads (`--jobs N`), and hands back
+// each seed's outcome in seed order whatever the order they finish in. A seed's run depends on its
+// seed and knobs only (each run builds its own world and PRNGs), so a seed gives the same outcome
+// and trace hash in any thread; `test/sim/sweep.test.ts` checks it.
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { CoverageCounts } from './coverage.js';
+import { optionsFor, type OverrideValues } from './options.js';
+import { runSim } from './run.js';
+
+/** SWEEP_JOBS_MAX bounds --jobs (worker threads; each holds one run's world in memory). */
+export const SWEEP_JOBS_MAX = 64;
+
+/** SeedOutcome is what a sweep keeps of one run: small, plain data (it crosses from a worker thread). */
+export interface SeedOutcome {
+  seed: number;
+  ok: boolean;
+  events: number;
+  traceHash: string;
+  simulatedMs: number;
+  failure: { invariant: string; timeMs: number; message: string } | null;
+  coverage: CoverageCounts;
+  foreignDelivered: number;
+  otherClusterRefused: number;
+  /** undecided: the linearizability checker's explanation when it ran out of budget, else null. */
+  undecided: string | null;
+}
+
+/** runSeed runs one seed of a sweep (the swarm's options for it, with the sweep's knobs). */
+export function runSeed(seed: number, overrides: OverrideValues): SeedOutcome {
+  const result = runSim(optionsFor(seed, overrides, null));
+  return {
+    seed,
+    ok: result.ok,
+    events: result.events,
+    traceHash: result.traceHash,
+    simulatedMs: result.simulatedMs,
+    failure: result.failure
+      ? { invariant: result.failure.invariant, timeMs: result.failure.timeMs, message: result.failure.message }
+      : null,
+    coverage: result.coverage,
+    foreignDelivered: result.counts.foreignDelivered,
+    otherClusterRefused: result.counts.otherClusterRefused,
+    undecided: result.linearizability?.verdict === 'undecided' ? result.linearizability.detail : null,
+  };
+}
+
+/** Shard picks every `count`-th seed of a range, starting at its `index`-th (0-based). */
+export interface Shard {
+  index: number;
+  count: number;
+}
+
+/** shardSeeds lists the seeds of first..last a shard runs: first + index, first + index + count, ... */
+export function shardSeeds(first: number, last: number, shard: Shard | null): number[] {
+  const { index, count } = shard ?? { index: 0, count: 1 };
+  const seeds: number[] = [];
+  for (let seed = first + index; seed <= last; seed += count) seeds.push(seed);
+  return seeds;
+}
+
+/**
+ * startWorker starts one worker thread on sweep-worker. Run from TypeScript (tsx), the thread does not
+ * inherit tsx's loader (node 20 applies --import hooks to the main thread only), so a small bootstrap
+ * registers tsx in the thread first, then imports the worker's .ts file.
+ */
+function startWorker(): Worker {
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./sweep-worker.js', import.meta.url));
+  const entry = new URL('./sweep-worker.ts', import.meta.url).href;
+  const tsx = tsxApiUrl();
+  const bootstrap = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`;
+  return new Worker(bootstrap, { eval: true });
+}
+
+/**
+ * tsxApiUrl: where tsx's ESM API is. Where tsx loaded this file as CommonJS (mocha under tsx),
+ * import.meta.resolve is missing and require resolves the API's CommonJS build; the ESM build sits beside it.
+ */
+function tsxApiUrl(): string {
+  if (typeof import.meta.resolve === 'function') return import.meta.resolve('tsx/esm/api');
+  return pathToFileURL(
+    createRequire(import.meta.url)
+      .resolve('tsx/esm/api')
+      .replace(/\.cjs$/, '.mjs'),
+  ).href;
+}
+
+/** WorkerRequest / WorkerReply: the messages between a sweep and its worker threads (sweep-worker.ts). */
+export type WorkerRequest = { seed: number; overrides: OverrideValues };
+export type WorkerReply = { outcome: SeedOutcome } | { seed: number; error: string };
+
+/**
+ * sweepSeeds runs `seeds` on `jobs` threads (1 = this one) and calls onOutcome for each, in the order
+ * of `seeds`; onDone(count) hears each finished run as it finishes (for a progress bar). A run that
+ * throws something other than a violation (a bug in the world) rejects the sweep, as it would stop
+ * a sweep in one thread.
+ */
+export async function sweepSeeds(
+  seeds: readonly number[],
+  overrides: OverrideValues,
+  jobs: number,
+  onOutcome: (outcome: SeedOutcome) => void,
+  onDone: (doneCount: number) => void = () => {},
+): Promise<void> {
+  if (!Number.isInteger(jobs) || jobs < 1 || jobs > SWEEP_JOBS_MAX)
+    throw new Error(`jobs must be a whole number in [1, ${SWEEP_JOBS_MAX}], got ${jobs}`);
+  if (jobs === 1 || seeds.length <= 1) {
+    seeds.forEach((seed, i) => {
+      onOutcome(runSeed(seed, overrides));
+      onDone(i + 1);
+    });
+    return;
+  }
+  const results: (SeedOutcome | undefined)[] = new Array(seeds.length);
+  let nextToHand = 0;
+  let nextToReport = 0;
+  let doneCount = 0;
+  const workers: Worker[] = [];
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const hand = (worker: Worker): void => {
+        if (nextToHand >= seeds.length) return;
+        const request: WorkerRequest = { seed: seeds[nextToHand++]!, overrides };
+        worker.postMessage(request);
+      };
+      const positionOf = new Map(seeds.map((seed, i) => [seed, i]));
+      for (let i = 0; i < Math.min(jobs, seeds.length); i++) {
+        const worker = startWorker();
+        workers.push(worker);
+        worker.on('message', (reply: WorkerReply) => {
+          if ('error' in reply) {
+            reject(new Error(`seed ${reply.seed}: ${reply.error}`));
+            return;
+          }
+          results[positionOf.get(reply.outcome.seed)!] = reply.outcome;
+          onDone(++doneCount);
+          // Report the finished prefix, in seed order.
+          while (nextToReport < seeds.length && results[nextToReport] !== undefined) {
+            onOutcome(results[nextToReport]!);
+            results[nextToReport++] = undefined;
+          }
+          if (nextToReport === seeds.length) resolve();
+          else hand(worker);
+        });
+        worker.on('error', reject);
+        worker.on('exit', (code) => {
+          if (nextToReport < seeds.length)
+            reject(new Error(`a sweep worker exited (code ${code}) before the sweep ended`));
+        });
+        hand(worker);
+      }
+    });
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+}
