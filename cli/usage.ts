@@ -34,14 +34,20 @@ The config file (JSON, or YAML when it ends in .yaml/.yml) holds NodeConfig fiel
   --data-dir DIR               data directory (created when missing)
   --grpc-listen HOST:PORT      peer server bind address
   --grpc-advertise HOST:PORT   address peers dial (default: grpc-listen with the bound port)
-  --http-listen HOST:PORT      /health /ready /metrics /status bind address
-  --http-advertise URL         scheme://host:port peers use for /status
+  --http-listen HOST:PORT      the HTTP port's bind address: /health /ready /status and the API (HTTPS)
+  --http-advertise URL         scheme://host:port peers use for /status (default https://http-listen)
+  --http-tls-cert FILE --http-tls-key FILE   the HTTP port's server certificate (default: under mutual TLS,
+                               the node's peer certificate); --http-tls-ca FILE: the CA peers' HTTP ports
+                               are checked against (default --tls-ca)
+  --http-insecure              plaintext HTTP port (logged as a warning: API keys cross in clear)
+  --metrics-listen HOST:PORT   /metrics (and /status /health /ready), plaintext, apart from the API
+                               (default 127.0.0.1:0: loopback, a port the kernel picks, in the start log)
   --founder NAME,GRPC,HTTP     a founding member (repeat for each; the same list on every founder)
   --seed HOST:PORT             a member to join through (repeat for more)
   --cluster-id ID              the cluster this node belongs to (default: the one in its peer certificate)
   --tls-ca FILE --tls-cert FILE --tls-key FILE   mutual TLS material (cluster CA, this node's pair)
   --tls-server-name NAME       check peers' certificates against NAME instead of the dialled host
-  --insecure                   plaintext peer traffic (tests and local development only; said by name)
+  --insecure                   plaintext peer traffic and HTTP port (tests and local development only)
   --tick-ms N                  engine tick (default 100)
   --election-timeout-ticks N   --heartbeat-interval-ticks N   --write-timeout-ms N   --read-timeout-ms N
   --engine-limit NAME=N        any engine limit by name (repeatable); also --grpc-limit, --storage-limit,
