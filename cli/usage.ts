@@ -18,12 +18,16 @@ commands:
   members remove NAME        decommission a member
   members transfer NAME      hand leadership to a voter
   keys create                create an admin API key in a running cluster's store (printed once)
-  certs ca|node|admin ...    make a cluster CA, a node (peer) or an admin certificate
+  certs ca|node|admin|api    make a cluster CA, a node (peer), an admin or the HTTP API's certificate
   manifests render|secrets   Kubernetes objects of a deployment (YAML); secrets from a certs directory
   openapi                    print the developer API's OpenAPI document (no server, no port)
   version, --version         print svc's version (the nodes' build_version)
 
-svc <command> --help shows a command's flags.`;
+svc <command> --help (and svc <command> <action> --help) shows a command's flags.`;
+
+export const VERSION_USAGE = `usage: svc version (or svc --version)
+
+Prints svc's version: package.json's, which the nodes report as build_version.`;
 
 export const NODE_USAGE = `usage: svc node [--config FILE] [flags]
 
