@@ -13,9 +13,10 @@ export const MANIFESTS_USAGE = `usage:
   svc manifests render  --namespace NS --cluster-id ID --image IMAGE --founders N [--replicas N] [--name NAME]
                         [--run-image IMAGE [--workspace-claim PVC] [--workspace-root DIR]] [--storage-class CLASS]
                         [--data-size 20Gi] [--redis-image IMAGE] [--redis-size 5Gi] [--redis-memory-mib N]
-                        [--cluster-domain DOMAIN] [--log-level LEVEL]
+                        [--cluster-domain DOMAIN] [--log-level LEVEL] [--metrics-namespace NS]
+                        [--api-tls secret|cert-manager [--cert-manager-issuer [Cluster]Issuer/NAME]]
   svc manifests secrets --certs DIR --namespace NS --out FILE [--replicas N] [--name NAME] [--cluster-id ID]
-                        [--cluster-domain DOMAIN] [--force]
+                        [--cluster-domain DOMAIN] [--api-tls secret|cert-manager] [--force]
 
 render prints every object but the Secrets (YAML, for kubectl apply -f -): the node StatefulSet, its headless
 peers Service (<name>-peers: the --peers-service of svc certs node) and client Service, a PodDisruptionBudget,
@@ -23,10 +24,15 @@ Redis, NetworkPolicies and, with --run-image, the run backend's RBAC. It holds n
   --founders N        the first N pods found the cluster (3 survives one lost node): never change it later,
                       a longer list would let fresh pods found a second roster
   --replicas N        nodes to run (default: the founders); pods beyond the founders join through them
+  --api-tls MODE      where the API's HTTPS certificate (Secret <name>-api-tls) comes from: secret (default,
+                      svc manifests secrets, from svc certs api) or cert-manager (a Certificate is rendered)
+  --metrics-namespace NS   the namespace whose pods may scrape the metrics port 9090 (default monitoring)
 secrets WRITES SECRET VALUES to FILE (mode 0600; "--out -" prints them to stdout, for a pipe to kubectl):
 the CA certificate and the peer pairs of pods <name>-0 … <name>-(N-1) from DIR (each checked: its own peer
 certificate, of one cluster, covering its DNS name under <name>-peers.NS), the API's credential key and the
-Redis password (both made once in DIR, 0600, and reused). Never ca.key, never an admin certificate.`;
+Redis password (both made once in DIR, 0600, and reused), and the API's HTTPS pair from DIR/api.crt, api.key
+(svc certs api; checked: issued by the CA, covering the client Service and the pods; not with --api-tls
+cert-manager). Never ca.key, never an admin certificate.`;
 
 const RENDER_FLAGS: FlagSpec = {
   namespace: { type: 'string' },
@@ -45,6 +51,9 @@ const RENDER_FLAGS: FlagSpec = {
   'redis-memory-mib': { type: 'string' },
   'cluster-domain': { type: 'string' },
   'log-level': { type: 'string' },
+  'api-tls': { type: 'string' },
+  'cert-manager-issuer': { type: 'string' },
+  'metrics-namespace': { type: 'string' },
   help: { type: 'boolean' },
 };
 
@@ -56,6 +65,7 @@ const SECRETS_FLAGS: FlagSpec = {
   name: { type: 'string' },
   'cluster-id': { type: 'string' },
   'cluster-domain': { type: 'string' },
+  'api-tls': { type: 'string' },
   force: { type: 'boolean' },
   help: { type: 'boolean' },
 };
@@ -98,6 +108,9 @@ export function renderOptionsFromArgs(args: string[]): ManifestOptions | 'help' 
     ['redis-size', 'redisVolumeSize'],
     ['cluster-domain', 'clusterDomain'],
     ['log-level', 'logLevel'],
+    ['api-tls', 'apiTls'],
+    ['cert-manager-issuer', 'certManagerIssuer'],
+    ['metrics-namespace', 'metricsNamespace'],
   ];
   for (const [flag, field] of fields) {
     const value = optional(flag);
@@ -107,6 +120,12 @@ export function renderOptionsFromArgs(args: string[]): ManifestOptions | 'help' 
   if (options.runImage === undefined && (options.workspaceClaim ?? options.workspaceRoot) !== undefined)
     throw new UsageError('--workspace-claim and --workspace-root need --run-image');
   return options;
+}
+
+function apiTlsFlag(value: string | undefined): 'secret' | 'cert-manager' | undefined {
+  if (value !== undefined && value !== 'secret' && value !== 'cert-manager')
+    throw new UsageError(`--api-tls must be secret or cert-manager, got ${JSON.stringify(value)}`);
+  return value;
 }
 
 export async function runManifestsCommand(args: string[], io: Io): Promise<number> {
@@ -142,6 +161,7 @@ export async function runManifestsCommand(args: string[], io: Io): Promise<numbe
       clusterDomain: stringFlag(values, 'cluster-domain'),
       clusterId: stringFlag(values, 'cluster-id'),
       replicas: intFlag(values, 'replicas', 1, REPLICA_COUNT_MAX) ?? 3,
+      apiTls: apiTlsFlag(stringFlag(values, 'api-tls')),
     });
     const text = toYaml(secrets);
     if (out === '-') {
