@@ -83,7 +83,8 @@ export async function planCluster(options: ClusterOptions, existing: ClusterFile
     return {
       ...existing,
       members,
-      tls: existing.tls.mode === 'mtls' ? { ...existing.tls, ...apiCertFiles(join(options.dir, 'certs')) } : existing.tls,
+      tls:
+        existing.tls.mode === 'mtls' ? { ...existing.tls, ...apiCertFiles(join(options.dir, 'certs')) } : existing.tls,
       clusterId: existing.clusterId ?? newClusterId(),
       dir: options.dir,
       tickMs: options.tickMs,

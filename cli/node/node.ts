@@ -590,14 +590,20 @@ export class Node {
     if (httpTls?.mode === 'https') {
       const caFile = httpTls.caFile ?? (config.tls.mode === 'mtls' ? config.tls.caFile : undefined);
       return {
-        pair: { cert: await read(httpTls.certFile, 'httpTls.certFile'), key: await read(httpTls.keyFile, 'httpTls.keyFile') },
+        pair: {
+          cert: await read(httpTls.certFile, 'httpTls.certFile'),
+          key: await read(httpTls.keyFile, 'httpTls.keyFile'),
+        },
         trust: caFile === undefined ? undefined : await read(caFile, httpTls.caFile ? 'httpTls.caFile' : 'tls.caFile'),
       };
     }
     // No httpTls under mutual TLS: the peer certificate serves HTTPS too (serverAuth; localhost, 127.0.0.1, the pods).
     assert(config.tls.mode === 'mtls');
     return {
-      pair: { cert: await read(config.tls.certFile, 'tls.certFile'), key: await read(config.tls.keyFile, 'tls.keyFile') },
+      pair: {
+        cert: await read(config.tls.certFile, 'tls.certFile'),
+        key: await read(config.tls.keyFile, 'tls.keyFile'),
+      },
       trust: await read(config.tls.caFile, 'tls.caFile'),
     };
   }
