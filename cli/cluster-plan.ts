@@ -74,7 +74,9 @@ export async function planCluster(options: ClusterOptions, existing: ClusterFile
     }
     // A cluster.json from before cluster ids gets one now (ensureCertificates re-issues its certificates); one
     // from before HTTPS gets https:// HTTP addresses, the API certificate and metrics ports.
-    const metricsPorts = await freePorts(existing.members.length, CLUSTER_HOST);
+    const metricsPorts = existing.members.every((member) => member.metricsAddr !== undefined)
+      ? []
+      : await freePorts(existing.members.length, CLUSTER_HOST);
     const members = existing.members.map((member, i) => ({
       ...member,
       httpAddr: options.insecure ? member.httpAddr : member.httpAddr.replace(/^http:\/\//, 'https://'),
