@@ -204,7 +204,8 @@ async function main(): Promise<void> {
           : 'etcd is not installed (Debian: apt-get install -y etcd-server): etcd column skipped'
         : `${version}, 3 members, gRPC KV.Range (linearizable), no TLS`;
     const svcPids = svc.cluster.members.map((m) => m.pid);
-    const svcHttp = svc.cluster.members.map((m) => m.httpAddr);
+    // /metrics is on each member's metrics listener (plaintext, loopback).
+    const svcHttp = svc.cluster.members.map((m) => m.metricsAddr ?? m.httpAddr);
     try {
       const svcLeader = svc.cluster.members.findIndex((m) => m.name === svc.leaderName);
       const etcdLeader = etcd ? etcd.clientUrls.indexOf(etcd.leaderClientUrl) : 0;

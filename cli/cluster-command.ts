@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import type { LogLevel } from './node/config.js';
 import { adminTarget } from './admin-target.js';
 import { CLUSTER_FILE_NAME, readClusterFile, writeClusterFile, type ClusterFile } from './cluster-file.js';
+import { clusterFetch, type ClusterFetch } from './cluster-fetch.js';
 import {
   busyPorts,
   ensureCertificates,
@@ -169,7 +170,7 @@ async function startNodes(
     children.set(member.name, child);
     member.pid = child.pid;
     say(
-      `started ${member.name} (pid ${child.pid}): gRPC ${member.grpcAddr}, HTTP ${member.httpAddr}, log ${member.logFile}`,
+      `started ${member.name} (pid ${child.pid}): gRPC ${member.grpcAddr}, HTTP ${member.httpAddr}, metrics ${member.metricsAddr ?? '-'}, log ${member.logFile}`,
     );
   }
   cluster.updatedAt = new Date().toISOString();
@@ -189,11 +190,12 @@ async function awaitHealthy(
   say: (line: string) => void,
 ): Promise<number | null> {
   const firstExit = Promise.race([...children.values()].map((c) => c.exited));
+  const http = await clusterFetch(cluster);
   const healthy = await Promise.race([
-    waitHealthy(cluster, CLUSTER_HEALTHY_TIMEOUT_MS, () => stopSignal.fired !== null),
+    waitHealthy(http, cluster, CLUSTER_HEALTHY_TIMEOUT_MS, () => stopSignal.fired !== null),
     firstExit.then((exit) => ({ exit })),
     stopSignal.promise.then((signal) => ({ signal })),
-  ]);
+  ]).finally(() => http.close());
   if ('exit' in healthy) {
     io.err.write(
       `svc cluster: ${describeExit(healthy.exit)} before the cluster was healthy; see ${cluster.members.find((m) => m.name === healthy.exit.name)?.logFile}\n`,
@@ -224,7 +226,7 @@ async function awaitHealthy(
   await writeClusterFile(filePath, cluster);
   say(
     `all ${cluster.members.length} nodes answer /health 200 (${cluster.members.map((m) => `${m.name} ${m.httpAddr}`).join(', ')}); ` +
-      `wrote ${filePath}; Ctrl-C stops the cluster`,
+      `wrote ${filePath}${cluster.tls.mode === 'mtls' ? ` (HTTPS: curl --cacert ${cluster.tls.caFile})` : ''}; Ctrl-C stops the cluster`,
   );
   return null;
 }
@@ -291,18 +293,23 @@ interface HealthOutcome {
 }
 
 /** waitHealthy polls every member's /health until all answer 200, then reads their ids from /status. */
-async function waitHealthy(cluster: ClusterFile, timeoutMs: number, cancelled: () => boolean): Promise<HealthOutcome> {
+async function waitHealthy(
+  http: ClusterFetch,
+  cluster: ClusterFile,
+  timeoutMs: number,
+  cancelled: () => boolean,
+): Promise<HealthOutcome> {
   const deadline = Date.now() + timeoutMs;
   let problem = 'no answer yet';
   while (Date.now() < deadline && !cancelled()) {
     const answers = await Promise.all(
-      cluster.members.map(async (m) => ({ m, status: await httpStatus(`${m.httpAddr}/health`) })),
+      cluster.members.map(async (m) => ({ m, status: await httpStatus(http, `${m.httpAddr}/health`) })),
     );
     const sick = answers.filter((a) => a.status !== 200);
     if (sick.length === 0) {
       const ids = new Map<string, number>();
       for (const m of cluster.members) {
-        const doc = (await httpJson(`${m.httpAddr}/status`)) as { id?: unknown } | null;
+        const doc = (await httpJson(http, `${m.httpAddr}/status`)) as { id?: unknown } | null;
         if (doc && typeof doc.id === 'number') ids.set(m.name, doc.id);
       }
       return { ok: true, problem: '', ids };
@@ -313,9 +320,9 @@ async function waitHealthy(cluster: ClusterFile, timeoutMs: number, cancelled: (
   return { ok: false, problem, ids: new Map() };
 }
 
-async function httpStatus(url: string): Promise<number> {
+async function httpStatus(http: ClusterFetch, url: string): Promise<number> {
   try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(CLUSTER_HTTP_TIMEOUT_MS) });
+    const response = await http.fetch(url, { signal: AbortSignal.timeout(CLUSTER_HTTP_TIMEOUT_MS) });
     await response.arrayBuffer();
     return response.status;
   } catch {
@@ -323,9 +330,9 @@ async function httpStatus(url: string): Promise<number> {
   }
 }
 
-async function httpJson(url: string): Promise<unknown> {
+async function httpJson(http: ClusterFetch, url: string): Promise<unknown> {
   try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(CLUSTER_HTTP_TIMEOUT_MS) });
+    const response = await http.fetch(url, { signal: AbortSignal.timeout(CLUSTER_HTTP_TIMEOUT_MS) });
     return response.ok ? await response.json() : null;
   } catch {
     return null;

@@ -12,7 +12,10 @@ export interface ClusterMemberRecord {
   /** id is the member id (founders are 1..n in roster order); 0 until the node has answered /status. */
   id: number;
   grpcAddr: string;
+  /** httpAddr is the node's HTTP port: https://127.0.0.1:PORT (its certificate chains to tls.caFile), http:// with --insecure. */
   httpAddr: string;
+  /** metricsAddr is the node's metrics listener, http://127.0.0.1:PORT (/metrics, /status); added to older files. */
+  metricsAddr?: string;
   dataDir: string;
   configFile: string;
   logFile: string;
@@ -20,8 +23,20 @@ export interface ClusterMemberRecord {
   pid: number;
 }
 
+/**
+ * ClusterTlsRecord: under mTLS, caFile is the cluster CA, which the peers' certificates, the admin certificate and
+ * the HTTP API's certificate (apiCertFile, one for every node, naming localhost and 127.0.0.1) chain to.
+ */
 export type ClusterTlsRecord =
-  | { mode: 'mtls'; caFile: string; adminCertFile: string; adminKeyFile: string; serverName: string }
+  | {
+      mode: 'mtls';
+      caFile: string;
+      adminCertFile: string;
+      adminKeyFile: string;
+      serverName: string;
+      apiCertFile?: string;
+      apiKeyFile?: string;
+    }
   | { mode: 'insecure' };
 
 export interface ClusterFile {

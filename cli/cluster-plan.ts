@@ -2,7 +2,8 @@
 //
 //   cluster.json            the cluster id, members (name, id, addresses, pid), TLS files, the admin API key
 //   certs/                  ca.crt/ca.key, NAME.crt/NAME.key per node (peer certificates),
-//                           admin.crt/admin.key (the CLI's admin certificate)
+//                           admin.crt/admin.key (the CLI's admin certificate), api.crt/api.key (every
+//                           node's HTTPS certificate: localhost, 127.0.0.1)
 //   secret.key              the API's credential key (with --api), made once
 //   NAME/node.json          the node's config (`svc node --config` reads it); rewritten every run
 //   NAME/data/              the node's data directory
@@ -14,7 +15,14 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createAdminCert, createClusterCa, createNodeCert, newClusterId, readCertIdentity } from './certs/certs.js';
+import {
+  createAdminCert,
+  createApiCert,
+  createClusterCa,
+  createNodeCert,
+  newClusterId,
+  readCertIdentity,
+} from './certs/certs.js';
 import type { BootstrapMember, LogLevel, NodeApiConfig } from './node/config.js';
 import {
   CLUSTER_FILE_VERSION,
@@ -31,6 +39,8 @@ export const CLUSTER_HOST = '127.0.0.1';
 /** CLUSTER_TLS_SERVER_NAME is the name peers check: the node certificates name localhost and 127.0.0.1. */
 export const CLUSTER_TLS_SERVER_NAME = 'localhost';
 export const ADMIN_CERT_NAME = 'admin';
+/** API_CERT_NAME is the HTTP port's certificate, shared by the local nodes (they all listen on 127.0.0.1). */
+export const API_CERT_NAME = 'api';
 const PEERS_SERVICE = 'peers';
 const NAMESPACE = 'local';
 const PORT_MAX = 65_535;
@@ -62,9 +72,21 @@ export async function planCluster(options: ClusterOptions, existing: ClusterFile
         `${options.dir} holds a cluster made ${existing.tls.mode === 'insecure' ? 'with' : 'without'} --insecure; remove the directory to change that`,
       );
     }
-    // A cluster.json from before cluster ids gets one now (ensureCertificates re-issues its certificates).
+    // A cluster.json from before cluster ids gets one now (ensureCertificates re-issues its certificates); one
+    // from before HTTPS gets https:// HTTP addresses, the API certificate and metrics ports.
+    const metricsPorts = existing.members.every((member) => member.metricsAddr !== undefined)
+      ? []
+      : await freePorts(existing.members.length, CLUSTER_HOST);
+    const members = existing.members.map((member, i) => ({
+      ...member,
+      httpAddr: options.insecure ? member.httpAddr : member.httpAddr.replace(/^http:\/\//, 'https://'),
+      metricsAddr: member.metricsAddr ?? `http://${CLUSTER_HOST}:${metricsPorts[i]!}`,
+    }));
     return {
       ...existing,
+      members,
+      tls:
+        existing.tls.mode === 'mtls' ? { ...existing.tls, ...apiCertFiles(join(options.dir, 'certs')) } : existing.tls,
       clusterId: existing.clusterId ?? newClusterId(),
       dir: options.dir,
       tickMs: options.tickMs,
@@ -74,15 +96,16 @@ export async function planCluster(options: ClusterOptions, existing: ClusterFile
   const names = memberNames(options.nodeCount);
   const ports =
     options.basePort !== null
-      ? consecutivePorts(options.basePort, names.length * 2)
-      : await freePorts(names.length * 2, CLUSTER_HOST);
+      ? consecutivePorts(options.basePort, names.length * 3)
+      : await freePorts(names.length * 3, CLUSTER_HOST);
   const members: ClusterMemberRecord[] = names.map((name, i) => {
     const nodeDir = join(options.dir, name);
     return {
       name,
       id: i + 1,
-      grpcAddr: `${CLUSTER_HOST}:${ports[2 * i]!}`,
-      httpAddr: `http://${CLUSTER_HOST}:${ports[2 * i + 1]!}`,
+      grpcAddr: `${CLUSTER_HOST}:${ports[3 * i]!}`,
+      httpAddr: `${options.insecure ? 'http' : 'https'}://${CLUSTER_HOST}:${ports[3 * i + 1]!}`,
+      metricsAddr: `http://${CLUSTER_HOST}:${ports[3 * i + 2]!}`,
       dataDir: join(nodeDir, 'data'),
       configFile: join(nodeDir, 'node.json'),
       logFile: join(nodeDir, 'node.log'),
@@ -98,6 +121,7 @@ export async function planCluster(options: ClusterOptions, existing: ClusterFile
         adminCertFile: join(certs, `${ADMIN_CERT_NAME}.crt`),
         adminKeyFile: join(certs, `${ADMIN_CERT_NAME}.key`),
         serverName: CLUSTER_TLS_SERVER_NAME,
+        ...apiCertFiles(certs),
       };
   return {
     version: CLUSTER_FILE_VERSION,
@@ -111,6 +135,10 @@ export async function planCluster(options: ClusterOptions, existing: ClusterFile
   };
 }
 
+function apiCertFiles(certs: string): { apiCertFile: string; apiKeyFile: string } {
+  return { apiCertFile: join(certs, `${API_CERT_NAME}.crt`), apiKeyFile: join(certs, `${API_CERT_NAME}.key`) };
+}
+
 function consecutivePorts(base: number, count: number): number[] {
   if (base + count - 1 > PORT_MAX) throw new UsageError(`--base-port ${base} leaves no room for ${count} ports`);
   return Array.from({ length: count }, (_, i) => base + i);
@@ -120,7 +148,8 @@ function consecutivePorts(base: number, count: number): number[] {
 export async function busyPorts(cluster: ClusterFile): Promise<string[]> {
   const busy: string[] = [];
   for (const m of cluster.members) {
-    for (const address of [m.grpcAddr, m.httpAddr.replace(/^https?:\/\//, '')]) {
+    const urls = [m.httpAddr, ...(m.metricsAddr === undefined ? [] : [m.metricsAddr])];
+    for (const address of [m.grpcAddr, ...urls.map((url) => url.replace(/^https?:\/\//, ''))]) {
       const port = Number(address.slice(address.lastIndexOf(':') + 1));
       if (!(await portIsFree(port, CLUSTER_HOST))) busy.push(`${m.name} ${address}`);
     }
@@ -168,6 +197,16 @@ export async function ensureCertificates(cluster: ClusterFile): Promise<string[]
     else await createAdminCert({ dir: certs, name, clusterId, overwrite: true });
     made.push(name);
   }
+  if (!existsSync(join(certs, `${API_CERT_NAME}.key`)) || !existsSync(join(certs, `${API_CERT_NAME}.crt`))) {
+    await createApiCert({
+      dir: certs,
+      name: API_CERT_NAME,
+      dnsNames: [CLUSTER_TLS_SERVER_NAME],
+      ipAddresses: [CLUSTER_HOST],
+      overwrite: true,
+    });
+    made.push(API_CERT_NAME);
+  }
   return made;
 }
 
@@ -200,6 +239,7 @@ export function nodeConfigFor(
     dataDir: member.dataDir,
     grpcListen: member.grpcAddr,
     httpListen: member.httpAddr.replace(/^https?:\/\//, ''),
+    ...(member.metricsAddr === undefined ? {} : { metricsListen: member.metricsAddr.replace(/^https?:\/\//, '') }),
     bootstrap,
     ...(cluster.clusterId === undefined ? {} : { clusterId: cluster.clusterId }),
     tls:
@@ -212,6 +252,16 @@ export function nodeConfigFor(
             serverNameOverride: cluster.tls.serverName,
           }
         : { mode: 'insecure' },
+    // --insecure makes the whole node plaintext; otherwise the HTTP port serves HTTPS with the API certificate.
+    ...(cluster.tls.mode === 'mtls'
+      ? {
+          httpTls: {
+            mode: 'https' as const,
+            certFile: cluster.tls.apiCertFile ?? join(certs, `${API_CERT_NAME}.crt`),
+            keyFile: cluster.tls.apiKeyFile ?? join(certs, `${API_CERT_NAME}.key`),
+          },
+        }
+      : {}),
     tickMs: cluster.tickMs,
     logLevel: extra.logLevel,
     ...(extra.api ? { api: extra.api } : {}),

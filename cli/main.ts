@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { BUILD_VERSION } from '../transports/node/build-info.js';
 import { processIo, type Io } from './io.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './limits.js';
-import { TOP_USAGE, UsageError } from './usage.js';
+import { TOP_USAGE, UsageError, VERSION_USAGE } from './usage.js';
 
 /** LONG_RUNNING commands end the process when they return, whatever handles are still open. */
 const LONG_RUNNING = new Set(['node', 'cluster']);
@@ -46,6 +46,10 @@ export async function runSvc(argv: string[], io: Io = processIo): Promise<number
         return await (await import('./manifests/manifests-command.js')).runManifestsCommand(rest, io);
       case 'version':
       case '--version':
+        if (rest.length === 1 && rest[0] === '--help') {
+          io.out.write(`${VERSION_USAGE}\n`);
+          return EXIT_OK;
+        }
         // The same version the nodes report as build_version (package.json's, which a release bumps).
         if (rest.length > 0) throw new UsageError(`${command} takes no arguments`);
         io.out.write(`svc ${BUILD_VERSION || 'version-unknown'}\n`);

@@ -82,9 +82,15 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
       return first.failed instanceof ConfigError ? EXIT_USAGE : EXIT_FAILED;
     }
     io.err.write(
-      `svc node ${config.name}: running (gRPC ${node.grpcAddress}, HTTP ${node.httpAddress}, ${config.tls.mode === 'mtls' ? 'mutual TLS' : 'PLAINTEXT'})\n`,
+      `svc node ${config.name}: running (gRPC ${node.grpcAddress}, HTTP ${node.httpAddress}, metrics ${node.metricsAddress}, ${config.tls.mode === 'mtls' ? 'mutual TLS' : 'PLAINTEXT'})\n`,
     );
-    process.send?.({ type: 'started', name: config.name, grpcAddr: node.grpcAddress, httpAddr: node.httpAddress });
+    process.send?.({
+      type: 'started',
+      name: config.name,
+      grpcAddr: node.grpcAddress,
+      httpAddr: node.httpAddress,
+      metricsAddr: node.metricsAddress,
+    });
 
     const outcome = await Promise.race([
       stopAsked.then((why) => ({ failed: null, why })),

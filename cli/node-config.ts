@@ -23,6 +23,11 @@ export const NODE_FLAGS: FlagSpec = {
   'grpc-advertise': { type: 'string' },
   'http-listen': { type: 'string' },
   'http-advertise': { type: 'string' },
+  'http-tls-cert': { type: 'string' },
+  'http-tls-key': { type: 'string' },
+  'http-tls-ca': { type: 'string' },
+  'http-insecure': { type: 'boolean' },
+  'metrics-listen': { type: 'string' },
   founder: { type: 'string', multiple: true },
   seed: { type: 'string', multiple: true },
   'cluster-id': { type: 'string' },
@@ -107,6 +112,15 @@ export async function loadConfigFile(path: string): Promise<Partial<NodeConfigWi
       keyFile: within(config.tls.keyFile) as string,
     };
   }
+  if (config.httpTls && typeof config.httpTls === 'object' && config.httpTls.mode === 'https') {
+    const httpTls = config.httpTls;
+    config.httpTls = {
+      ...httpTls,
+      certFile: within(httpTls.certFile) as string,
+      keyFile: within(httpTls.keyFile) as string,
+      ...(httpTls.caFile === undefined ? {} : { caFile: within(httpTls.caFile) as string }),
+    };
+  }
   const api = config.api as Record<string, unknown> | undefined;
   if (api && typeof api === 'object') {
     for (const key of ['secretKeyFile', 'workspaceRoot']) if (key in api) api[key] = within(api[key]);
@@ -144,6 +158,7 @@ export async function nodeConfigFromFlags(values: FlagValues): Promise<NodeConfi
     ['grpc-advertise', 'grpcAdvertise'],
     ['http-listen', 'httpListen'],
     ['http-advertise', 'httpAdvertise'],
+    ['metrics-listen', 'metricsListen'],
   ] as const) {
     const value = stringFlag(values, flag);
     if (value !== undefined) config[field] = value;
@@ -186,6 +201,8 @@ export async function nodeConfigFromFlags(values: FlagValues): Promise<NodeConfi
       );
     config.tls = { ...config.tls, serverNameOverride: serverName };
   }
+
+  applyHttpTlsFlags(config, values);
 
   const tickMs = intFlag(values, 'tick-ms', 1, TICK_MS_MAX);
   if (tickMs !== undefined) config.tickMs = tickMs;
@@ -245,6 +262,28 @@ export async function nodeConfigFromFlags(values: FlagValues): Promise<NodeConfi
 }
 
 const RATE_LIMIT_MAX = 1_000_000;
+
+/** applyHttpTlsFlags: --http-tls-cert/--http-tls-key[/--http-tls-ca] (HTTPS with that pair) or --http-insecure. */
+function applyHttpTlsFlags(config: Partial<NodeConfigWithApi>, values: FlagValues): void {
+  const cert = stringFlag(values, 'http-tls-cert');
+  const key = stringFlag(values, 'http-tls-key');
+  const ca = stringFlag(values, 'http-tls-ca');
+  if (values['http-insecure'] === true) {
+    if (cert !== undefined || key !== undefined || ca !== undefined)
+      throw new UsageError('--http-insecure cannot be combined with --http-tls-* flags');
+    config.httpTls = { mode: 'insecure' };
+    return;
+  }
+  if (cert === undefined && key === undefined && ca === undefined) return;
+  if (cert === undefined || key === undefined)
+    throw new UsageError('HTTPS with its own certificate needs --http-tls-cert and --http-tls-key');
+  config.httpTls = {
+    mode: 'https',
+    certFile: resolve(cert),
+    keyFile: resolve(key),
+    ...(ca === undefined ? {} : { caFile: resolve(ca) }),
+  };
+}
 
 function applyApiFlags(config: Partial<NodeConfigWithApi>, values: FlagValues): void {
   const redisUrl = stringFlag(values, 'api-redis-url');

@@ -18,7 +18,7 @@ commands:
   members remove NAME        decommission a member
   members transfer NAME      hand leadership to a voter
   keys create                create an admin API key in a running cluster's store (printed once)
-  certs ca|node|admin ...    make a cluster CA, a node (peer) or an admin certificate
+  certs ca|node|admin|api    make a cluster CA, a node (peer), an admin or the HTTP API's certificate
   manifests render|secrets   Kubernetes objects of a deployment (YAML); secrets from a certs directory
   backup --out FILE          a consistent copy of a running cluster's store, in one file with its BLAKE3 manifest
   backup verify FILE         check every digest and the structure of a backup file
@@ -26,7 +26,11 @@ commands:
   openapi                    print the developer API's OpenAPI document (no server, no port)
   version, --version         print svc's version (the nodes' build_version)
 
-svc <command> --help shows a command's flags.`;
+svc <command> --help (and svc <command> <action> --help) shows a command's flags.`;
+
+export const VERSION_USAGE = `usage: svc version (or svc --version)
+
+Prints svc's version: package.json's, which the nodes report as build_version.`;
 
 export const NODE_USAGE = `usage: svc node [--config FILE] [flags]
 
@@ -37,14 +41,20 @@ The config file (JSON, or YAML when it ends in .yaml/.yml) holds NodeConfig fiel
   --data-dir DIR               data directory (created when missing)
   --grpc-listen HOST:PORT      peer server bind address
   --grpc-advertise HOST:PORT   address peers dial (default: grpc-listen with the bound port)
-  --http-listen HOST:PORT      /health /ready /metrics /status bind address
-  --http-advertise URL         scheme://host:port peers use for /status
+  --http-listen HOST:PORT      the HTTP port's bind address: /health /ready /status and the API (HTTPS)
+  --http-advertise URL         scheme://host:port peers use for /status (default https://http-listen)
+  --http-tls-cert FILE --http-tls-key FILE   the HTTP port's server certificate (default: under mutual TLS,
+                               the node's peer certificate); --http-tls-ca FILE: the CA peers' HTTP ports
+                               are checked against (default --tls-ca)
+  --http-insecure              plaintext HTTP port (logged as a warning: API keys cross in clear)
+  --metrics-listen HOST:PORT   /metrics (and /status /health /ready), plaintext, apart from the API
+                               (default 127.0.0.1:0: loopback, a port the kernel picks, in the start log)
   --founder NAME,GRPC,HTTP     a founding member (repeat for each; the same list on every founder)
   --seed HOST:PORT             a member to join through (repeat for more)
   --cluster-id ID              the cluster this node belongs to (default: the one in its peer certificate)
   --tls-ca FILE --tls-cert FILE --tls-key FILE   mutual TLS material (cluster CA, this node's pair)
   --tls-server-name NAME       check peers' certificates against NAME instead of the dialled host
-  --insecure                   plaintext peer traffic (tests and local development only; said by name)
+  --insecure                   plaintext peer traffic and HTTP port (tests and local development only)
   --tick-ms N                  engine tick (default 100)
   --election-timeout-ticks N   --heartbeat-interval-ticks N   --write-timeout-ms N   --read-timeout-ms N
   --engine-limit NAME=N        any engine limit by name (repeatable); also --grpc-limit, --storage-limit,

@@ -99,7 +99,12 @@ export async function startSvcCluster(
     await waitUntil(
       async () => {
         for (const m of cluster.members) {
-          const status = (await (await fetch(`${m.httpAddr}/status`)).json().catch(() => ({ role: '' }))) as {
+          // The metrics listener serves /status too, in plaintext on loopback (the HTTP port is HTTPS).
+          const status = (await (
+            await fetch(`${m.metricsAddr ?? m.httpAddr}/status`)
+          )
+            .json()
+            .catch(() => ({ role: '' }))) as {
             role: string;
           };
           if (status.role === 'leader') {

@@ -4,9 +4,10 @@
 //   tsx cli/certs/certs-command.ts node  --out DIR --name NODE --cluster-id ID --peers-service SVC --namespace NS
 //                                        [--pod POD]... [--ca-dir DIR] [--cluster-domain D] [--days N] [--force]
 //   tsx cli/certs/certs-command.ts admin --out DIR --name NAME --cluster-id ID [--ca-dir DIR] [--days N] [--force]
+//   tsx cli/certs/certs-command.ts api   --out DIR [--name NAME] --dns NAME... [--ip IP]... [--ca-dir DIR] [--days N] [--force]
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CertError, createAdminCert, createClusterCa, createNodeCert, newClusterId } from './certs.js';
+import { CertError, createAdminCert, createApiCert, createClusterCa, createNodeCert, newClusterId } from './certs.js';
 
 export const CERTS_USAGE = `usage:
   svc certs cluster-id
@@ -14,9 +15,13 @@ export const CERTS_USAGE = `usage:
   svc certs node  --out DIR --name NODE --cluster-id ID --peers-service SVC --namespace NS [--pod POD]...
                   [--ca-dir DIR] [--cluster-domain DOMAIN] [--days N] [--force]
   svc certs admin --out DIR --name NAME --cluster-id ID [--ca-dir DIR] [--days N] [--force]
+  svc certs api   --out DIR [--name NAME] --dns NAME... [--ip IP]... [--ca-dir DIR] [--days N] [--force]
+  svc certs [COMMAND] --help
 cluster-id prints a new cluster id. ca writes ca.crt/ca.key; node a peer certificate (replication and the
 internal store: serverAuth+clientAuth, spiffe://svc/ID/peer/NODE); admin an admin certificate (the Admin
-service only: clientAuth, spiffe://svc/ID/admin/NAME), as <NAME>.crt/<NAME>.key (keys 0600) in DIR.`;
+service only: clientAuth, spiffe://svc/ID/admin/NAME); api the HTTP API's server certificate (serverAuth, the
+names clients reach it by: --dns, repeatable, a leading *. allowed, and --ip; NAME default api), as
+<NAME>.crt/<NAME>.key (keys 0600) in DIR.`;
 
 interface Output {
   write(text: string): unknown;
@@ -47,11 +52,18 @@ export async function runCertsCli(
         pod: { type: 'string', multiple: true },
         'ca-dir': { type: 'string' },
         'cluster-domain': { type: 'string' },
+        dns: { type: 'string', multiple: true },
+        ip: { type: 'string', multiple: true },
+        help: { type: 'boolean', short: 'h' },
       },
     }));
   } catch (e) {
     err.write(`${(e as Error).message}\n${CERTS_USAGE}\n`);
     return 2;
+  }
+  if (values.help === true || command === '--help' || command === '-h' || command === 'help') {
+    out.write(`${CERTS_USAGE}\n`);
+    return 0;
   }
   const str = (name: string): string | undefined => values[name] as string | undefined;
   const days = str('days') === undefined ? undefined : Number(str('days'));
@@ -80,6 +92,23 @@ export async function runCertsCli(
         caDir: str('ca-dir'),
         name: str('name')!,
         clusterId: str('cluster-id')!,
+        validDays: days,
+        overwrite: values.force === true,
+      });
+      out.write(`wrote ${files.certPath} and ${files.keyPath}\nSANs: ${files.subjectAltNames.join(', ')}\n`);
+      return 0;
+    }
+    if (command === 'api') {
+      if (missing(['out']).length > 0) return usage(err, 'api needs --out');
+      const dnsNames = (values.dns as string[] | undefined) ?? [];
+      const ipAddresses = (values.ip as string[] | undefined) ?? [];
+      if (dnsNames.length + ipAddresses.length === 0) return usage(err, 'api needs --dns NAME or --ip IP');
+      const files = await createApiCert({
+        dir: str('out')!,
+        caDir: str('ca-dir'),
+        name: str('name') ?? 'api',
+        dnsNames,
+        ipAddresses,
         validDays: days,
         overwrite: values.force === true,
       });

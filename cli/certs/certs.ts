@@ -14,6 +14,7 @@ import { execFile } from 'node:child_process';
 import { createPrivateKey, generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CLUSTER_ID, identityUri, pemIdentity, type CertIdentity } from '../../transports/grpc/peer-identity.js';
@@ -77,6 +78,21 @@ export interface AdminCertOptions {
   /** name is the operator's (or tool's) name: the certificate's CN and its files' base name (a DNS label). */
   name: string;
   clusterId: string;
+  validDays?: number;
+  overwrite?: boolean;
+}
+
+export interface ApiCertOptions {
+  /** dir receives <name>.crt and <name>.key. */
+  dir: string;
+  /** caDir holds ca.crt and ca.key; defaults to dir. */
+  caDir?: string;
+  /** name is the certificate's CN and its files' base name (a DNS label), e.g. `api`. */
+  name: string;
+  /** dnsNames are the names clients reach the API by (the client Service, an ingress host, localhost...). */
+  dnsNames: string[];
+  /** ipAddresses are IPs clients dial directly (127.0.0.1 for a local cluster). */
+  ipAddresses?: string[];
   validDays?: number;
   overwrite?: boolean;
 }
@@ -172,6 +188,26 @@ export async function createAdminCert(options: AdminCertOptions): Promise<Issued
   return issueLeaf(options, 'clientAuth', [
     `URI:${identityUri({ role: 'admin', clusterId: options.clusterId, name: options.name })}`,
   ]);
+}
+
+/**
+ * createApiCert makes `<name>.key` and `<name>.crt`, signed by the CA in caDir: the HTTP API's server certificate
+ * (serverAuth only, DNS and IP names, no identity URI: the peer gate never takes it for a peer or an admin).
+ */
+export async function createApiCert(options: ApiCertOptions): Promise<IssuedFiles & { subjectAltNames: string[] }> {
+  checkLabel('certificate name', options.name);
+  const dns = [...new Set(options.dnsNames)];
+  const ips = [...new Set(options.ipAddresses ?? [])];
+  if (dns.length + ips.length === 0) throw new CertError('an API certificate needs at least one DNS name or IP');
+  if (dns.length + ips.length > POD_NAME_COUNT_MAX)
+    throw new CertError(`${dns.length + ips.length} names, above ${POD_NAME_COUNT_MAX}`);
+  for (const name of dns) {
+    const labels = name.startsWith('*.') ? name.slice(2) : name;
+    if (labels.length > 253 || !labels.split('.').every((label) => DNS_LABEL.test(label)))
+      throw new CertError(`DNS name ${JSON.stringify(name)} must be dot-separated DNS labels (a leading *. allowed)`);
+  }
+  for (const ip of ips) if (isIP(ip) === 0) throw new CertError(`${JSON.stringify(ip)} is not an IP address`);
+  return issueLeaf(options, 'serverAuth', [...dns.map((name) => `DNS:${name}`), ...ips.map((ip) => `IP:${ip}`)]);
 }
 
 /** readCertIdentity reads the identity a certificate file names, or says why it names none. */

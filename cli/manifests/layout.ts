@@ -8,6 +8,10 @@ export const DEPLOYMENT_NAME_DEFAULT = 'svc';
 /** GRPC_PORT is the peer port (replication, svc.store.v1, svc.admin.v1); HTTP_PORT the node's HTTP surface and API. */
 export const GRPC_PORT = 7000;
 export const HTTP_PORT = 8080;
+/** METRICS_PORT is the node's metrics listener (/metrics, /status; plaintext), off the client Service. */
+export const METRICS_PORT = 9090;
+/** CLIENT_SERVICE_PORT: the client Service speaks HTTPS on the usual port (to the pods' HTTP_PORT). */
+export const CLIENT_SERVICE_PORT = 443;
 export const REDIS_PORT = 6379;
 
 /** Where the node's container finds what the manifests mount. */
@@ -17,6 +21,8 @@ export const MOUNTS = {
   /** tlsPairs holds every pod's pair (the TLS Secret): mounted into the init container only (render.ts). */
   tlsPairs: '/etc/svc/tls-pairs',
   apiSecret: '/etc/svc/api',
+  /** apiTls holds the HTTP port's certificate pair (tls.crt, tls.key) from the API TLS Secret. */
+  apiTls: '/etc/svc/api-tls',
   tmp: '/tmp',
   redisData: '/data',
   redisConfig: '/etc/redis',
@@ -29,6 +35,9 @@ export const MOUNTS = {
 /** Keys inside the Secrets (secrets.ts writes them, render.ts references them). */
 export const SECRET_KEYS = {
   caCert: 'ca.crt',
+  /** tlsCert and tlsKey are a kubernetes.io/tls Secret's keys (cert-manager writes the same). */
+  tlsCert: 'tls.crt',
+  tlsKey: 'tls.key',
   apiSecretKey: 'secret-key',
   redisUrl: 'redis-url',
   redisAuthConf: 'auth.conf',
@@ -48,6 +57,8 @@ export interface DeploymentNames {
   clientService: string;
   serviceAccount: string;
   tlsSecret: string;
+  /** apiTlsSecret holds the HTTP API's certificate pair (kubernetes.io/tls), from svc manifests secrets or cert-manager. */
+  apiTlsSecret: string;
   apiSecret: string;
   redisAuthSecret: string;
   redisConfigMap: string;
@@ -71,6 +82,7 @@ export function deploymentNames(options: {
     clientService: name,
     serviceAccount: name,
     tlsSecret: `${name}-tls`,
+    apiTlsSecret: `${name}-api-tls`,
     apiSecret: `${name}-api`,
     redisAuthSecret: `${name}-redis-auth`,
     redisConfigMap: `${name}-redis`,
@@ -98,3 +110,21 @@ export function redisHost(names: DeploymentNames): string {
 /** nodeCertFile and nodeKeyFile are a node's files in the TLS Secret (the names `svc certs node --name` writes). */
 export const nodeCertFile = (pod: string): string => `${pod}.crt`;
 export const nodeKeyFile = (pod: string): string => `${pod}.key`;
+
+/** API_CERT_NAME is the API certificate's base name in the certs directory (`svc certs api --name api`). */
+export const API_CERT_NAME = 'api';
+
+/**
+ * apiDnsNames are the names the API certificate must cover: the client Service's (short and full) and every pod's
+ * under the peers Service (the wildcard: peers' status polls, and a client that picks a pod).
+ */
+export function apiDnsNames(names: DeploymentNames): string[] {
+  const service = names.clientService;
+  return [
+    service,
+    `${service}.${names.namespace}`,
+    `${service}.${names.namespace}.svc`,
+    `${service}.${names.namespace}.svc.${names.clusterDomain}`,
+    `*.${names.peersService}.${names.namespace}.svc.${names.clusterDomain}`,
+  ];
+}

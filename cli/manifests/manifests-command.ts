@@ -14,10 +14,11 @@ export const MANIFESTS_USAGE = `usage:
   svc manifests render  --namespace NS --cluster-id ID --image IMAGE --founders N [--replicas N] [--name NAME]
                         [--run-image IMAGE [--workspace-claim PVC] [--workspace-root DIR]] [--storage-class CLASS]
                         [--data-size 20Gi] [--redis-image IMAGE] [--redis-size 5Gi] [--redis-memory-mib N]
-                        [--cluster-domain DOMAIN] [--log-level LEVEL]
+                        [--cluster-domain DOMAIN] [--log-level LEVEL] [--metrics-namespace NS]
+                        [--api-tls secret|cert-manager [--cert-manager-issuer [Cluster]Issuer/NAME]]
                         [--backup-schedule CRON --backup-claim PVC [--backup-keep N]]
   svc manifests secrets --certs DIR --namespace NS --out FILE [--replicas N] [--name NAME] [--cluster-id ID]
-                        [--cluster-domain DOMAIN] [--backup-admin NAME] [--force]
+                        [--cluster-domain DOMAIN] [--api-tls secret|cert-manager] [--backup-admin NAME] [--force]
 
 render prints every object but the Secrets (YAML, for kubectl apply -f -): the node StatefulSet, its headless
 peers Service (<name>-peers: the --peers-service of svc certs node) and client Service, a PodDisruptionBudget,
@@ -25,6 +26,9 @@ Redis, NetworkPolicies and, with --run-image, the run backend's RBAC. It holds n
   --founders N        the first N pods found the cluster (3 survives one lost node): never change it later,
                       a longer list would let fresh pods found a second roster
   --replicas N        nodes to run (default: the founders); pods beyond the founders join through them
+  --api-tls MODE      where the API's HTTPS certificate (Secret <name>-api-tls) comes from: secret (default,
+                      svc manifests secrets, from svc certs api) or cert-manager (a Certificate is rendered)
+  --metrics-namespace NS   the namespace whose pods may scrape the metrics port 9090 (default monitoring)
   --backup-schedule CRON   add a CronJob running \`svc backup --out-dir /backups --keep N\` on this schedule, with
                       the admin certificate of the Secret <name>-backup-admin (secrets --backup-admin writes it)
   --backup-claim PVC  the PersistentVolumeClaim the backups are written into (yours to create)
@@ -32,8 +36,10 @@ Redis, NetworkPolicies and, with --run-image, the run backend's RBAC. It holds n
 secrets WRITES SECRET VALUES to FILE (mode 0600; "--out -" prints them to stdout, for a pipe to kubectl):
 the CA certificate and the peer pairs of pods <name>-0 … <name>-(N-1) from DIR (each checked: its own peer
 certificate, of one cluster, covering its DNS name under <name>-peers.NS), the API's credential key and the
-Redis password (both made once in DIR, 0600, and reused). Never ca.key, and an admin certificate only when
---backup-admin NAME asks: then NAME.crt/NAME.key (an admin certificate of the cluster) go in <name>-backup-admin.`;
+Redis password (both made once in DIR, 0600, and reused), and the API's HTTPS pair from DIR/api.crt, api.key
+(svc certs api; checked: issued by the CA, covering the client Service and the pods; not with --api-tls
+cert-manager). Never ca.key, and an admin certificate only when --backup-admin NAME asks: then
+NAME.crt/NAME.key (an admin certificate of the cluster) go in <name>-backup-admin.`;
 
 const RENDER_FLAGS: FlagSpec = {
   namespace: { type: 'string' },
@@ -55,6 +61,9 @@ const RENDER_FLAGS: FlagSpec = {
   'backup-schedule': { type: 'string' },
   'backup-claim': { type: 'string' },
   'backup-keep': { type: 'string' },
+  'api-tls': { type: 'string' },
+  'cert-manager-issuer': { type: 'string' },
+  'metrics-namespace': { type: 'string' },
   help: { type: 'boolean' },
 };
 
@@ -67,6 +76,7 @@ const SECRETS_FLAGS: FlagSpec = {
   'cluster-id': { type: 'string' },
   'cluster-domain': { type: 'string' },
   'backup-admin': { type: 'string' },
+  'api-tls': { type: 'string' },
   force: { type: 'boolean' },
   help: { type: 'boolean' },
 };
@@ -111,6 +121,9 @@ export function renderOptionsFromArgs(args: string[]): ManifestOptions | 'help' 
     ['log-level', 'logLevel'],
     ['backup-schedule', 'backupSchedule'],
     ['backup-claim', 'backupClaim'],
+    ['api-tls', 'apiTls'],
+    ['cert-manager-issuer', 'certManagerIssuer'],
+    ['metrics-namespace', 'metricsNamespace'],
   ];
   for (const [flag, field] of fields) {
     const value = optional(flag);
@@ -122,6 +135,12 @@ export function renderOptionsFromArgs(args: string[]): ManifestOptions | 'help' 
   if (options.runImage === undefined && (options.workspaceClaim ?? options.workspaceRoot) !== undefined)
     throw new UsageError('--workspace-claim and --workspace-root need --run-image');
   return options;
+}
+
+function apiTlsFlag(value: string | undefined): 'secret' | 'cert-manager' | undefined {
+  if (value !== undefined && value !== 'secret' && value !== 'cert-manager')
+    throw new UsageError(`--api-tls must be secret or cert-manager, got ${JSON.stringify(value)}`);
+  return value;
 }
 
 export async function runManifestsCommand(args: string[], io: Io): Promise<number> {
@@ -158,6 +177,7 @@ export async function runManifestsCommand(args: string[], io: Io): Promise<numbe
       clusterId: stringFlag(values, 'cluster-id'),
       backupAdmin: stringFlag(values, 'backup-admin'),
       replicas: intFlag(values, 'replicas', 1, REPLICA_COUNT_MAX) ?? 3,
+      apiTls: apiTlsFlag(stringFlag(values, 'api-tls')),
     });
     const text = toYaml(secrets);
     if (out === '-') {

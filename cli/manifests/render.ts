@@ -31,9 +31,12 @@ import { NODE_STOP_TIMEOUT_MS } from '../limits.js';
 import { BACKUP_KEEP_MAX } from '../backup/limits.js';
 import { backupCronJob } from './backup-cronjob.js';
 import {
+  apiDnsNames,
+  CLIENT_SERVICE_PORT,
   deploymentNames,
   GRPC_PORT,
   HTTP_PORT,
+  METRICS_PORT,
   MOUNTS,
   nodeCertFile,
   nodeKeyFile,
@@ -81,7 +84,19 @@ export interface ManifestOptions {
   backupClaim?: string;
   /** backupKeep is how many backups the CronJob keeps in the claim (default BACKUP_KEEP_DEFAULT). */
   backupKeep?: number;
+  /**
+   * apiTls says where the HTTP API's certificate (the Secret <name>-api-tls) comes from: 'secret' (default: `svc
+   * manifests secrets`, from `svc certs api`) or 'cert-manager' (a cert-manager Certificate is rendered, signed by
+   * certManagerIssuer).
+   */
+  apiTls?: 'secret' | 'cert-manager';
+  /** certManagerIssuer is `Issuer/NAME` or `ClusterIssuer/NAME` (a bare NAME is an Issuer in the namespace). */
+  certManagerIssuer?: string;
+  /** metricsNamespace is the namespace whose pods may scrape the metrics port (default monitoring). */
+  metricsNamespace?: string;
 }
+
+export const METRICS_NAMESPACE_DEFAULT = 'monitoring';
 
 /** Labels: the run pods the Kubernetes backend makes are app.kubernetes.io/name=svc-run, never these. */
 export const APP_LABEL = 'app.kubernetes.io/name';
@@ -144,7 +159,8 @@ export type ManifestObject =
   | V1StatefulSet
   | V1PodDisruptionBudget
   | V1NetworkPolicy
-  | V1CronJob;
+  | V1CronJob
+  | CertManagerCertificate;
 
 export class ManifestError extends Error {
   constructor(message: string) {
@@ -206,6 +222,25 @@ export function checkOptions(options: ManifestOptions): void {
     (!Number.isSafeInteger(options.backupKeep) || options.backupKeep < 1 || options.backupKeep > BACKUP_KEEP_MAX)
   )
     throw new ManifestError(`backup keep must be 1..${BACKUP_KEEP_MAX}`);
+  if (options.apiTls !== undefined && options.apiTls !== 'secret' && options.apiTls !== 'cert-manager')
+    throw new ManifestError(`api TLS ${JSON.stringify(options.apiTls)} must be secret or cert-manager`);
+  if (options.apiTls === 'cert-manager') certManagerIssuer(options);
+  else if (options.certManagerIssuer !== undefined)
+    throw new ManifestError('a cert-manager issuer needs api TLS cert-manager');
+  if (options.metricsNamespace !== undefined && !DNS_LABEL.test(options.metricsNamespace))
+    throw new ManifestError(`metrics namespace ${JSON.stringify(options.metricsNamespace)} must be a DNS label`);
+}
+
+/** certManagerIssuer reads `[Issuer/|ClusterIssuer/]NAME`. */
+function certManagerIssuer(options: ManifestOptions): { kind: string; name: string } {
+  const match = /^(?:(Issuer|ClusterIssuer)\/)?([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/.exec(
+    options.certManagerIssuer ?? '',
+  );
+  if (!match)
+    throw new ManifestError(
+      `api TLS cert-manager needs a cert-manager issuer: Issuer/NAME or ClusterIssuer/NAME, got ${JSON.stringify(options.certManagerIssuer ?? '')}`,
+    );
+  return { kind: match[1] ?? 'Issuer', name: match[2]! };
 }
 
 function labels(names: DeploymentNames, component: 'node' | 'redis' | 'backup'): Record<string, string> {
@@ -236,10 +271,17 @@ export function nodeArgs(options: ManifestOptions, names: DeploymentNames): stri
     '--http-listen',
     `0.0.0.0:${HTTP_PORT}`,
     '--http-advertise',
-    `http://${podHost(names, self)}:${HTTP_PORT}`,
+    `https://${podHost(names, self)}:${HTTP_PORT}`,
+    // HTTPS with the API certificate (the API TLS Secret); peers' status polls check it against the cluster CA.
+    '--http-tls-cert',
+    `${MOUNTS.apiTls}/${SECRET_KEYS.tlsCert}`,
+    '--http-tls-key',
+    `${MOUNTS.apiTls}/${SECRET_KEYS.tlsKey}`,
+    '--metrics-listen',
+    `0.0.0.0:${METRICS_PORT}`,
     ...founderPods.flatMap((pod) => [
       '--founder',
-      `${pod},${podHost(names, pod)}:${GRPC_PORT},http://${podHost(names, pod)}:${HTTP_PORT}`,
+      `${pod},${podHost(names, pod)}:${GRPC_PORT},https://${podHost(names, pod)}:${HTTP_PORT}`,
     ]),
     // Pods beyond the founders join through them (any member redirects to the leader).
     ...founderPods.flatMap((pod) => ['--seed', `${podHost(names, pod)}:${GRPC_PORT}`]),
@@ -317,6 +359,7 @@ function nodeContainer(options: ManifestOptions, names: DeploymentNames): V1Cont
     { name: 'data', mountPath: MOUNTS.data },
     { name: 'tls', mountPath: MOUNTS.tls, readOnly: true },
     { name: 'api-secret', mountPath: MOUNTS.apiSecret, readOnly: true },
+    { name: 'api-tls', mountPath: MOUNTS.apiTls, readOnly: true },
     { name: 'tmp', mountPath: MOUNTS.tmp },
   ];
   if (options.runImage !== undefined && options.workspaceClaim !== undefined)
@@ -330,11 +373,13 @@ function nodeContainer(options: ManifestOptions, names: DeploymentNames): V1Cont
     ports: [
       { name: 'grpc', containerPort: GRPC_PORT, protocol: 'TCP' },
       { name: 'http', containerPort: HTTP_PORT, protocol: 'TCP' },
+      { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
     ],
+    // The probes speak HTTPS to the HTTP port (the kubelet does not check the certificate).
     // /ready: healthy and a leader known. A pod leaves the client Service during an election, and a rolling
     // update moves on only once the restarted node can serve again.
     readinessProbe: {
-      httpGet: { path: READINESS_PATH, port: 'http' },
+      httpGet: { path: READINESS_PATH, port: 'http', scheme: 'HTTPS' },
       periodSeconds: 5,
       timeoutSeconds: 3,
       failureThreshold: 2,
@@ -342,14 +387,14 @@ function nodeContainer(options: ManifestOptions, names: DeploymentNames): V1Cont
     // /status answers 200 whenever the node runs, whatever its role: elections, catching up and a removed
     // member never fail it; a wedged event loop does.
     livenessProbe: {
-      httpGet: { path: LIVENESS_PATH, port: 'http' },
+      httpGet: { path: LIVENESS_PATH, port: 'http', scheme: 'HTTPS' },
       periodSeconds: 10,
       timeoutSeconds: 5,
       failureThreshold: 6,
     },
     // Recovery (WAL replay, snapshot verification) happens before /status answers: up to ten minutes.
     startupProbe: {
-      httpGet: { path: LIVENESS_PATH, port: 'http' },
+      httpGet: { path: LIVENESS_PATH, port: 'http', scheme: 'HTTPS' },
       periodSeconds: 5,
       timeoutSeconds: 3,
       failureThreshold: 120,
@@ -372,6 +417,17 @@ function nodeVolumes(options: ManifestOptions, names: DeploymentNames): V1Volume
         secretName: names.apiSecret,
         defaultMode: 0o440,
         items: [{ key: SECRET_KEYS.apiSecretKey, path: SECRET_KEYS.apiSecretKey }],
+      },
+    },
+    {
+      name: 'api-tls',
+      secret: {
+        secretName: names.apiTlsSecret,
+        defaultMode: 0o440,
+        items: [
+          { key: SECRET_KEYS.tlsCert, path: SECRET_KEYS.tlsCert },
+          { key: SECRET_KEYS.tlsKey, path: SECRET_KEYS.tlsKey },
+        ],
       },
     },
     { name: 'tmp', emptyDir: { sizeLimit: TMP_SIZE_LIMIT } },
@@ -462,6 +518,8 @@ function services(names: DeploymentNames): V1Service[] {
         ports: [
           { name: 'grpc', port: GRPC_PORT, targetPort: 'grpc', protocol: 'TCP' },
           { name: 'http', port: HTTP_PORT, targetPort: 'http', protocol: 'TCP' },
+          // For a scraper's endpoint discovery (a ServiceMonitor on this Service): never on the client Service.
+          { name: 'metrics', port: METRICS_PORT, targetPort: 'metrics', protocol: 'TCP' },
         ],
       },
     },
@@ -472,7 +530,8 @@ function services(names: DeploymentNames): V1Service[] {
       spec: {
         type: 'ClusterIP',
         selector: labels(names, 'node'),
-        ports: [{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }],
+        // HTTPS only: the API and /health, /ready, /status; /metrics is on the pods' metrics port, not here.
+        ports: [{ name: 'https', port: CLIENT_SERVICE_PORT, targetPort: 'http', protocol: 'TCP' }],
       },
     },
     {
@@ -598,8 +657,9 @@ function redis(options: ManifestOptions, names: DeploymentNames): [V1ConfigMap, 
  * networkPolicies are written as the API server reads them: the client library's model calls an ingress rule's
  * `from` `_from` (its serializer renames it), so these plain objects are typed by hand where they differ.
  */
-function networkPolicies(names: DeploymentNames, backup: boolean): V1NetworkPolicy[] {
+function networkPolicies(options: ManifestOptions, names: DeploymentNames): V1NetworkPolicy[] {
   const nodes = { matchLabels: labels(names, 'node') };
+  const backup = options.backupSchedule !== undefined;
   // The backup CronJob's pods call svc.admin.v1 on the peer port (with the admin certificate).
   const peerPortFrom = backup
     ? [{ podSelector: nodes }, { podSelector: { matchLabels: labels(names, 'backup') } }]
@@ -626,8 +686,21 @@ function networkPolicies(names: DeploymentNames, backup: boolean): V1NetworkPoli
           // The peer port (replication, the internal store, admin calls) from the nodes alone; operators reach
           // svc.admin.v1 with `kubectl port-forward`, which a NetworkPolicy does not see.
           { from: peerPortFrom, ports: [{ protocol: 'TCP', port: GRPC_PORT }] },
-          // The HTTP surface and developer API from anywhere the cluster routes.
+          // The HTTP surface and developer API (HTTPS) from anywhere the cluster routes.
           { ports: [{ protocol: 'TCP', port: HTTP_PORT }] },
+          // The metrics listener from the monitoring namespace alone.
+          {
+            from: [
+              {
+                namespaceSelector: {
+                  matchLabels: {
+                    'kubernetes.io/metadata.name': options.metricsNamespace ?? METRICS_NAMESPACE_DEFAULT,
+                  },
+                },
+              },
+            ],
+            ports: [{ protocol: 'TCP', port: METRICS_PORT }],
+          },
         ],
       },
     },
@@ -702,9 +775,10 @@ export function renderManifests(options: ManifestOptions): ManifestObject[] {
     ...rbac(names, runs),
     redisConfigMap,
     ...services(names),
-    ...networkPolicies(names, options.backupSchedule !== undefined),
+    ...networkPolicies(options, names),
     // The run pods' fence, the same objects the backend would create before its first Job (it keeps these).
     ...(runs ? runNetworkPolicies(names.namespace) : []),
+    ...(options.apiTls === 'cert-manager' ? [apiCertificate(options, names)] : []),
     redisSet,
     statefulSet(options, names),
     disruptionBudget(names),
@@ -726,4 +800,36 @@ export function renderManifests(options: ManifestOptions): ManifestObject[] {
           ),
         ]),
   ];
+}
+
+/**
+ * CertManagerCertificate is cert-manager's Certificate (cert-manager.io/v1), which writes the API TLS Secret and
+ * renews it; typed here, as the Kubernetes client library has no model for custom resources.
+ */
+export interface CertManagerCertificate {
+  apiVersion: 'cert-manager.io/v1';
+  kind: 'Certificate';
+  metadata: { name: string; namespace: string; labels: Record<string, string> };
+  spec: {
+    secretName: string;
+    dnsNames: string[];
+    issuerRef: { kind: string; name: string; group: string };
+    privateKey: { algorithm: string; size: number; rotationPolicy: string };
+    usages: string[];
+  };
+}
+
+function apiCertificate(options: ManifestOptions, names: DeploymentNames): CertManagerCertificate {
+  return {
+    apiVersion: 'cert-manager.io/v1',
+    kind: 'Certificate',
+    metadata: metadata(names, names.apiTlsSecret, 'node'),
+    spec: {
+      secretName: names.apiTlsSecret,
+      dnsNames: apiDnsNames(names),
+      issuerRef: { ...certManagerIssuer(options), group: 'cert-manager.io' },
+      privateKey: { algorithm: 'ECDSA', size: 256, rotationPolicy: 'Always' },
+      usages: ['server auth', 'digital signature'],
+    },
+  };
 }

@@ -10,6 +10,8 @@ import { pemIdentity } from '../../transports/grpc/peer-identity.js';
 import { parseSecretKey } from '../../api/config.js';
 import { CA_CERT_FILE } from '../certs/certs.js';
 import {
+  API_CERT_NAME,
+  apiDnsNames,
   deploymentNames,
   nodeCertFile,
   nodeKeyFile,
@@ -42,6 +44,11 @@ export interface SecretOptions {
   clusterId?: string;
   /** backupAdmin names an admin certificate (<name>.crt/.key) for the backup CronJob's Secret; absent: none. */
   backupAdmin?: string;
+  /**
+   * apiTls 'secret' (default) puts DIR's api.crt/api.key (`svc certs api`) in the API TLS Secret; 'cert-manager'
+   * leaves that Secret to cert-manager (render --api-tls cert-manager).
+   */
+  apiTls?: 'secret' | 'cert-manager';
 }
 
 async function readText(path: string, what: string): Promise<string> {
@@ -133,6 +140,25 @@ function checkAdminPair(
     throw new ManifestError(`${where} names cluster ${identity.clusterId}, not ${clusterId}`);
 }
 
+/** checkApiPair: the API certificate is issued by the cluster CA, matches its key and covers every API name. */
+function checkApiPair(names: DeploymentNames, certPem: string, keyPem: string, caPem: string): void {
+  const issue = `issue it with \`svc certs api --out DIR ${apiDnsNames(names)
+    .map((name) => `--dns '${name}'`)
+    .join(' ')}\``;
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(certPem);
+    if (!cert.checkPrivateKey(createPrivateKey(keyPem))) throw new Error(`${API_CERT_NAME}.key is not its key`);
+    if (!cert.checkIssued(new X509Certificate(caPem))) throw new Error(`it is not issued by ${CA_CERT_FILE}`);
+  } catch (err) {
+    throw new ManifestError(`the API certificate: ${(err as Error).message}`);
+  }
+  for (const host of [apiDnsNames(names)[3]!, podHost(names, podName(names, 0))]) {
+    if (cert.checkHost(host) === undefined)
+      throw new ManifestError(`the API certificate does not cover ${host}: ${issue}`);
+  }
+}
+
 const base64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
 
 /** buildSecrets reads and checks the directory and returns the three Secrets (values base64, as Kubernetes keeps them). */
@@ -164,11 +190,22 @@ export async function buildSecrets(options: SecretOptions): Promise<V1Secret[]> 
     },
   );
   const redisUrl = `redis://:${password}@${redisHost(names)}:${REDIS_PORT}`;
-  const secret = (name: string, data: Record<string, string>): V1Secret => ({
+  let apiTls: Record<string, string> | null = null;
+  if (options.apiTls !== 'cert-manager') {
+    const certPem = await readText(join(options.certsDir, `${API_CERT_NAME}.crt`), 'the API certificate');
+    const keyPem = await readText(join(options.certsDir, `${API_CERT_NAME}.key`), 'the API key');
+    checkApiPair(names, certPem, keyPem, caPem);
+    apiTls = {
+      [SECRET_KEYS.tlsCert]: base64(certPem),
+      [SECRET_KEYS.tlsKey]: base64(keyPem),
+      [SECRET_KEYS.caCert]: base64(caPem),
+    };
+  }
+  const secret = (name: string, data: Record<string, string>, type = 'Opaque'): V1Secret => ({
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { name, namespace: names.namespace, labels: { 'app.kubernetes.io/instance': names.statefulSet } },
-    type: 'Opaque',
+    type,
     data,
   });
   const backup: V1Secret[] = [];
@@ -189,6 +226,7 @@ export async function buildSecrets(options: SecretOptions): Promise<V1Secret[]> 
   }
   return [
     secret(names.tlsSecret, tls),
+    ...(apiTls ? [secret(names.apiTlsSecret, apiTls, 'kubernetes.io/tls')] : []),
     secret(names.apiSecret, {
       [SECRET_KEYS.apiSecretKey]: base64(`${apiKey}\n`),
       [SECRET_KEYS.redisUrl]: base64(redisUrl),

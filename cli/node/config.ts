@@ -31,6 +31,13 @@ export type NodeTls =
     }
   | { mode: 'insecure' };
 
+/**
+ * NodeHttpTls: how the HTTP port (httpListen) is served. 'https' with this server certificate and key (PEM);
+ * caFile is what this node trusts when it reads a peer's HTTP port (the status poll), default tls.caFile.
+ * 'insecure' is plaintext, only when asked for by name (a warning is logged at start).
+ */
+export type NodeHttpTls = { mode: 'https'; certFile: string; keyFile: string; caFile?: string } | { mode: 'insecure' };
+
 export type { LogLevel };
 
 /**
@@ -73,10 +80,24 @@ export interface NodeConfig {
   grpcListen: string;
   /** grpcAdvertise is the address peers dial; default: grpcListen with the bound port. */
   grpcAdvertise?: string;
-  /** httpListen is where /health, /ready, /metrics and /status are served, host:port. */
+  /** httpListen is where /health, /ready, /status and the developer API are served, host:port. */
   httpListen: string;
-  /** httpAdvertise is the HTTP base peers use, scheme://host:port; default: http://httpListen with the bound port. */
+  /**
+   * httpAdvertise is the HTTP base peers use, scheme://host:port; default: https://httpListen with the bound port
+   * (http:// when the HTTP port is plaintext).
+   */
   httpAdvertise?: string;
+  /**
+   * httpTls says how the HTTP port is served. Default: HTTPS with the node's peer certificate (tls.certFile and
+   * tls.keyFile: it names localhost, 127.0.0.1 and the pods) under mutual TLS; plaintext when tls.mode is
+   * 'insecure' (the whole node is then in its plaintext test mode). Plain HTTP to an HTTPS port is answered 400.
+   */
+  httpTls?: NodeHttpTls;
+  /**
+   * metricsListen is where /metrics (and /status, /health, /ready) are served in plaintext, host:port, apart from
+   * the API's port; default 127.0.0.1:0 (loopback, a port the kernel picks: Node.metricsAddress, the start log).
+   */
+  metricsListen?: string;
   /** bootstrap is the founding roster (the same list on every founder, itself included). */
   bootstrap?: BootstrapMember[];
   /** seeds are gRPC addresses of any members, for a node joining an existing cluster. */
@@ -163,6 +184,15 @@ export interface ResolvedNodeConfig extends NodeConfig {
   limits: NodeLimits;
   grpcListenAt: HostPort;
   httpListenAt: HostPort;
+  metricsListenAt: HostPort;
+}
+
+/** METRICS_LISTEN_DEFAULT: loopback, a port the kernel picks (several nodes share a host in tests and `svc cluster`). */
+export const METRICS_LISTEN_DEFAULT = '127.0.0.1:0';
+
+/** httpIsPlaintext: the HTTP port speaks plain HTTP (asked for by name, or the whole node is plaintext). */
+export function httpIsPlaintext(config: Pick<NodeConfig, 'tls' | 'httpTls'>): boolean {
+  return config.httpTls ? config.httpTls.mode === 'insecure' : config.tls.mode === 'insecure';
 }
 
 /** resolveNodeConfig checks a NodeConfig and fills the node limits; it throws ConfigError naming the problem. */
@@ -177,6 +207,7 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
     throw new ConfigError('dataDir must name a directory');
   const grpcListenAt = parseHostPort(config.grpcListen, 'grpcListen');
   const httpListenAt = parseHostPort(config.httpListen, 'httpListen');
+  const metricsListenAt = parseHostPort(config.metricsListen ?? METRICS_LISTEN_DEFAULT, 'metricsListen');
   if (config.grpcAdvertise !== undefined) checkAdvertisedHostPort(config.grpcAdvertise, 'grpcAdvertise');
   if (config.httpAdvertise !== undefined) checkHttpBase(config.httpAdvertise, 'httpAdvertise');
   const wildcard = (host: string): boolean => host === '0.0.0.0' || host === '[::]';
@@ -226,6 +257,7 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
       `tls.mode must be 'mtls' or 'insecure', got ${JSON.stringify((tls as { mode: unknown }).mode)}`,
     );
   }
+  checkHttpTls(config.httpTls);
   if (config.logLevel !== undefined && !LOG_LEVELS.includes(config.logLevel))
     throw new ConfigError(`logLevel must be one of ${LOG_LEVELS.join(', ')}`);
 
@@ -237,7 +269,30 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
-  return { ...config, bootstrap: joinsThroughSeeds ? [] : bootstrap, seeds, limits, grpcListenAt, httpListenAt };
+  return {
+    ...config,
+    bootstrap: joinsThroughSeeds ? [] : bootstrap,
+    seeds,
+    limits,
+    grpcListenAt,
+    httpListenAt,
+    metricsListenAt,
+  };
+}
+
+function checkHttpTls(httpTls: NodeHttpTls | undefined): void {
+  if (httpTls === undefined) return;
+  if (typeof httpTls !== 'object' || httpTls === null)
+    throw new ConfigError("httpTls must be {mode: 'https', certFile, keyFile} or {mode: 'insecure'}");
+  if (httpTls.mode === 'https') {
+    checkFile(httpTls.certFile, 'httpTls.certFile');
+    checkFile(httpTls.keyFile, 'httpTls.keyFile');
+    if (httpTls.caFile !== undefined) checkFile(httpTls.caFile, 'httpTls.caFile');
+  } else if (httpTls.mode !== 'insecure') {
+    throw new ConfigError(
+      `httpTls.mode must be 'https' or 'insecure', got ${JSON.stringify((httpTls as { mode: unknown }).mode)}`,
+    );
+  }
 }
 
 const RATE_LIMIT_PER_SECOND_MAX = 1_000_000;

@@ -10,7 +10,9 @@
 //   await node.stop();
 //
 // README.md documents the config, the HTTP surface and the recovery rules.
+import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { Agent } from 'undici';
 import { randomBytes } from 'node:crypto';
 import type { ChannelOptions } from '@grpc/grpc-js';
 import { Engine } from '../../engine/engine.js';
@@ -47,9 +49,9 @@ import {
 import { BUILD_VERSION } from '../../transports/node/build-info.js';
 import { captureForBackup } from './backup-capture.js';
 import { settleClusterId } from './cluster-id.js';
-import { ConfigError, resolveNodeConfig, type NodeConfig, type ResolvedNodeConfig } from './config.js';
+import { ConfigError, httpIsPlaintext, resolveNodeConfig, type NodeConfig, type ResolvedNodeConfig } from './config.js';
 import { Driver, type DriverPorts } from '../../transports/node/driver.js';
-import { startHttpServer, type NodeHttpServer } from '../../transports/node/http-server.js';
+import { startHttpServer, type HttpSurface, type NodeHttpServer } from '../../transports/node/http-server.js';
 import type { NodeApi } from './node-api.js';
 import { LogThrottle } from '../../transports/node/log-throttle.js';
 import { createLogger, type Logger } from '../../transports/node/logger.js';
@@ -119,6 +121,9 @@ export class Node {
   private storage: NodeStorage | null = null;
   private peerServer: PeerServer | null = null;
   private http: NodeHttpServer | null = null;
+  private metricsServer: NodeHttpServer | null = null;
+  /** statusPollAgent trusts the CA of the members' HTTPS ports, for the status poll (null: plaintext). */
+  private statusPollAgent: Agent | null = null;
   private pool: PeerPool | null = null;
   private storeClients: StoreClientPool | null = null;
   private storeService: StoreService | null = null;
@@ -192,6 +197,12 @@ export class Node {
 
   get httpPort(): number {
     return this.http?.port ?? 0;
+  }
+
+  /** metricsAddress is the metrics listener's base, http://host:port (after start()). */
+  get metricsAddress(): string {
+    const port = this.metricsServer?.port ?? 0;
+    return `http://${this.config.metricsListenAt.host}:${port}`;
   }
 
   /** apiRedisUrl is the Redis the developer API uses (null: none, or no API). */
@@ -386,25 +397,39 @@ export class Node {
         },
       ],
     });
-    this.http = await startHttpServer(
-      config.httpListenAt.host,
-      config.httpListenAt.port,
-      {
-        health: () => this.healthProblem(),
-        ready: () => this.readyProblem(),
-        status: () => (this.driver && this.state === 'running' ? this.status() : null),
-        metrics: async () =>
-          this.metrics && this.state === 'running'
-            ? { contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }
-            : null,
-        ...(config.api ? { api: () => this.api?.handler ?? null } : {}),
-      },
-      config.limits.httpRequestTimeoutMs,
-      (err) => this.log.error({ err: String(err) }, 'HTTP handler failed'),
-    );
+    const surface: HttpSurface = {
+      health: () => this.healthProblem(),
+      ready: () => this.readyProblem(),
+      status: () => (this.driver && this.state === 'running' ? this.status() : null),
+      metrics: async () =>
+        this.metrics && this.state === 'running'
+          ? { contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }
+          : null,
+      ...(config.api ? { api: () => this.api?.handler ?? null } : {}),
+    };
+    const onHttpError = (err: Error): void => this.log.error({ err: String(err) }, 'HTTP handler failed');
+    const httpTls = await this.loadHttpTls();
+    this.http = await startHttpServer({
+      host: config.httpListenAt.host,
+      port: config.httpListenAt.port,
+      role: 'api',
+      surface,
+      requestTimeoutMs: config.limits.httpRequestTimeoutMs,
+      onError: onHttpError,
+      ...(httpTls ? { tls: httpTls.pair } : {}),
+    });
+    this.statusPollAgent = httpTls ? new Agent({ connect: { ca: httpTls.trust } }) : null;
+    this.metricsServer = await startHttpServer({
+      host: config.metricsListenAt.host,
+      port: config.metricsListenAt.port,
+      role: 'metrics',
+      surface,
+      requestTimeoutMs: config.limits.httpRequestTimeoutMs,
+      onError: onHttpError,
+    });
     this.advertised = {
       grpc: config.grpcAdvertise ?? `${config.grpcListenAt.host}:${this.peerServer.port}`,
-      http: config.httpAdvertise ?? `http://${config.httpListenAt.host}:${this.http.port}`,
+      http: config.httpAdvertise ?? `${httpTls ? 'https' : 'http'}://${config.httpListenAt.host}:${this.http.port}`,
     };
 
     this.engine = new Engine(this.engineConfig(), restored);
@@ -522,6 +547,7 @@ export class Node {
         snapshotSeq: s.snapshotSeq,
         grpc: this.advertised.grpc,
         http: this.advertised.http,
+        metrics: this.metricsAddress,
         tls: config.tls.mode,
         clusterId,
         version: this.buildVersion,
@@ -550,6 +576,49 @@ export class Node {
         cert: await read(tls.certFile, 'tls.certFile'),
         key: await read(tls.keyFile, 'tls.keyFile'),
       },
+    };
+  }
+
+  /**
+   * loadHttpTls reads the HTTP port's certificate pair and what the status poll trusts, or answers null for a
+   * plaintext HTTP port (logged as a warning: API keys would cross the network in clear).
+   */
+  private async loadHttpTls(): Promise<{ pair: { cert: Buffer; key: Buffer }; trust: Buffer | undefined } | null> {
+    const config = this.config;
+    if (httpIsPlaintext(config)) {
+      this.log.warn(
+        config.httpTls?.mode === 'insecure'
+          ? 'the HTTP port is PLAINTEXT (httpTls.mode insecure): API keys cross the network in clear'
+          : 'the HTTP port is PLAINTEXT (tls.mode insecure and no httpTls): API keys cross the network in clear',
+      );
+      return null;
+    }
+    const read = async (path: string, what: string): Promise<Buffer> => {
+      try {
+        return await readFile(path);
+      } catch (err) {
+        throw new ConfigError(`cannot read ${what} ${path}: ${(err as Error).message}`);
+      }
+    };
+    const httpTls = config.httpTls;
+    if (httpTls?.mode === 'https') {
+      const caFile = httpTls.caFile ?? (config.tls.mode === 'mtls' ? config.tls.caFile : undefined);
+      return {
+        pair: {
+          cert: await read(httpTls.certFile, 'httpTls.certFile'),
+          key: await read(httpTls.keyFile, 'httpTls.keyFile'),
+        },
+        trust: caFile === undefined ? undefined : await read(caFile, httpTls.caFile ? 'httpTls.caFile' : 'tls.caFile'),
+      };
+    }
+    // No httpTls under mutual TLS: the peer certificate serves HTTPS too (serverAuth; localhost, 127.0.0.1, the pods).
+    assert(config.tls.mode === 'mtls');
+    return {
+      pair: {
+        cert: await read(config.tls.certFile, 'tls.certFile'),
+        key: await read(config.tls.keyFile, 'tls.keyFile'),
+      },
+      trust: await read(config.tls.caFile, 'tls.caFile'),
     };
   }
 
@@ -692,7 +761,12 @@ export class Node {
       },
       pollStatus: (leaderHttpAddr) => {
         const limits = this.config.limits;
-        void pollLeaderStatus(leaderHttpAddr, limits.statusPollTimeoutMs, limits.statusResponseBytesMax).then((seq) => {
+        void pollLeaderStatus(
+          leaderHttpAddr,
+          limits.statusPollTimeoutMs,
+          limits.statusResponseBytesMax,
+          this.statusPollAgent ?? undefined,
+        ).then((seq) => {
           this.metrics?.statusPolls.inc({ outcome: seq === null ? 'failed' : 'answered' });
           if (seq !== null && seq > 0) this.driver?.submit({ type: 'statusPolled', leaderLastSeq: seq });
         });
@@ -818,6 +892,8 @@ export class Node {
       this.storeService?.endStreams('node stopping');
       await this.peerServer?.close(this.config.limits.stopGraceMs);
       await this.http?.close();
+      await this.metricsServer?.close();
+      await this.statusPollAgent?.close().catch(() => undefined);
       await this.storage?.close();
       this.state = 'stopped';
       this.log.info('node stopped');

@@ -21,6 +21,12 @@ export interface SvcClientOptions {
   baseUrl?: string;
   /** fetch replaces globalThis.fetch (for a proxy agent, or to observe requests). */
   fetch?: typeof fetch;
+  /**
+   * dispatcher goes to every fetch as RequestInit.dispatcher (Node's fetch is undici): an undici Agent made with
+   * `connect: { ca }` trusts a private CA, such as a cluster's (cluster.json's tls.caFile). The SDK itself depends
+   * on no undici; NODE_EXTRA_CA_CERTS is the other way.
+   */
+  dispatcher?: object;
   /** requestTimeoutMs bounds each call; event streams are bounded by idleTimeoutMs instead. */
   requestTimeoutMs?: number;
   /** env is where the defaults come from; default process.env. */
@@ -41,7 +47,7 @@ export class SvcClient extends SvcApi {
     if (!Number.isFinite(requestTimeoutMs) || requestTimeoutMs <= 0) {
       throw new SvcError('INVALID_OPTIONS', `requestTimeoutMs must be a positive number, not ${requestTimeoutMs}`);
     }
-    const baseFetch = options.fetch ?? globalThis.fetch;
+    const baseFetch = withDispatcher(options.fetch ?? globalThis.fetch, options.dispatcher);
     super({ client: createHttpClient(baseUrl, apiKey, timedFetch(baseFetch, requestTimeoutMs)) });
     this.baseUrl = baseUrl;
     this.#apiKey = apiKey;
@@ -108,6 +114,12 @@ function createHttpClient(baseUrl: string, apiKey: string | undefined, fetchImpl
     response ? apiErrorFromBody(response.status, error, response.headers) : connectionError(error, 'request'),
   );
   return client;
+}
+
+/** withDispatcher passes `dispatcher` in every call's init (a Request's own init does not carry one through). */
+function withDispatcher(baseFetch: typeof fetch, dispatcher: object | undefined): typeof fetch {
+  if (dispatcher === undefined) return baseFetch;
+  return (input, init) => baseFetch(input, { ...init, dispatcher } as RequestInit);
 }
 
 /** timedFetch bounds each call by timeoutMs, keeping the caller's own signal. */

@@ -3,6 +3,7 @@
 // huge). rawRequest sends exactly what it is given and reads the whole answer, except an event stream, which it
 // closes once the status is known.
 import http from 'node:http';
+import https from 'node:https';
 import fc from 'fast-check';
 
 /** RAW_REQUEST_TIMEOUT_MS bounds one fuzz request. */
@@ -20,14 +21,18 @@ export function rawRequest(
   path: string,
   headers: Record<string, string>,
   body: string | undefined,
+  /** ca is trusted for an https:// baseUrl (a cluster's own CA). */
+  ca?: Buffer,
 ): Promise<RawResponse | null> {
   const url = new URL(baseUrl);
+  const secure = url.protocol === 'https:';
   return new Promise((resolve, reject) => {
     let request: http.ClientRequest;
     try {
       // An explicit Content-Length keeps the framing valid: Node sends OPTIONS/DELETE bodies unframed otherwise.
       const framing = body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) };
-      request = http.request({
+      request = (secure ? https.request : http.request)({
+        ...(secure && ca ? { ca } : {}),
         host: url.hostname,
         port: url.port,
         method,

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import {
   CertError,
   createAdminCert,
+  createApiCert,
   createClusterCa,
   createNodeCert,
   newClusterId,
@@ -12,7 +13,7 @@ import {
   readCertIdentity,
 } from '../../cli/certs/certs.js';
 import { runCertsCli } from '../../cli/certs/certs-command.js';
-import { CLUSTER_ID, certIdentity } from '../../transports/grpc/peer-identity.js';
+import { CLUSTER_ID, certIdentity, pemIdentity } from '../../transports/grpc/peer-identity.js';
 import { makeTempDir, removeTempDir } from '../transports/storage/helpers.js';
 
 const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';
@@ -283,5 +284,32 @@ describe('certs: cluster CA and node certificates', function () {
     }
     assert.match(newClusterId(), CLUSTER_ID);
     assert.notEqual(newClusterId(), newClusterId());
+  });
+
+  it("issues the HTTP API's certificate: serverAuth only, its DNS and IP names, no identity the peer gate takes", async () => {
+    const files = await createApiCert({
+      dir: join(dir, 'ca1'),
+      name: 'api',
+      dnsNames: ['svc.prod.svc.cluster.local', '*.svc-peers.prod.svc.cluster.local'],
+      ipAddresses: ['127.0.0.1'],
+    });
+    const api = new X509Certificate(await readFile(files.certPath));
+    assert.equal(
+      api.subjectAltName,
+      'DNS:svc.prod.svc.cluster.local, DNS:*.svc-peers.prod.svc.cluster.local, IP Address:127.0.0.1',
+    );
+    assert.deepEqual([...(api.keyUsage ?? [])], [SERVER_AUTH]);
+    assert.equal(api.verify(ca.publicKey), true);
+    assert.notEqual(api.checkHost('svc-3.svc-peers.prod.svc.cluster.local'), undefined);
+    assert.match(String(pemIdentity(await readFile(files.certPath))), /names no role/);
+    await assert.rejects(createApiCert({ dir: join(dir, 'ca1'), name: 'api2', dnsNames: [] }), CertError);
+    await assert.rejects(
+      createApiCert({ dir: join(dir, 'ca1'), name: 'api3', dnsNames: ['bad name'] }),
+      /must be dot-separated DNS labels/,
+    );
+    await assert.rejects(
+      createApiCert({ dir: join(dir, 'ca1'), name: 'api4', dnsNames: ['x'], ipAddresses: ['300.1.1.1'] }),
+      /not an IP address/,
+    );
   });
 });

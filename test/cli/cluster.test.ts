@@ -4,7 +4,10 @@
 // `svc node` joins as a learner, is promoted through a follower (which names the leader: the CLI retries
 // there), then removed (503), and stops on
 // SIGINT; leadership moves on `svc members transfer`; SIGINT to the supervisor leaves no process.
+// The nodes' HTTP ports serve HTTPS with the cluster's CA (undici's fetch and `curl --cacert`), refuse plain
+// HTTP with 400, carry the security headers, and keep /metrics on the metrics listener.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,7 +15,20 @@ import { readCertIdentity } from '../../cli/certs/certs.js';
 import type { ClusterFile } from '../../cli/cluster-file.js';
 import type { MemberStatus } from '../../cli/status-format.js';
 import { CLUSTER_ID } from '../../transports/grpc/peer-identity.js';
-import { alive, httpStatus, LongRunning, processesMentioning, removeDir, runCli, tempDir, waitFor } from './helpers.js';
+import { promisify } from 'node:util';
+import { Agent, fetch as undiciFetch } from 'undici';
+import {
+  alive,
+  httpStatus as httpStatusOf,
+  LongRunning,
+  processesMentioning,
+  removeDir,
+  runCli,
+  tempDir,
+  waitFor,
+} from './helpers.js';
+
+const run = promisify(execFile);
 
 /** PACKAGE_VERSION is what a release writes to package.json: the nodes report it as build_version. */
 const PACKAGE_VERSION = (
@@ -33,9 +49,17 @@ interface StatusDoc {
   members: Array<{ id: number; name: string; grpcAddr: string; httpAddr: string; role: string }>;
 }
 
+/** clusterCa trusts the cluster's CA (cluster.json's tls.caFile) once the cluster is made. */
+let clusterCa: Agent | undefined;
+const httpStatus = (url: string, headers: Record<string, string> = {}): Promise<number> =>
+  httpStatusOf(url, headers, clusterCa);
+
 async function statusOf(httpAddr: string): Promise<StatusDoc | null> {
   try {
-    const response = await fetch(`${httpAddr}/status`, { signal: AbortSignal.timeout(3_000) });
+    const response = await undiciFetch(`${httpAddr}/status`, {
+      signal: AbortSignal.timeout(3_000),
+      ...(clusterCa ? { dispatcher: clusterCa } : {}),
+    });
     return response.ok ? ((await response.json()) as StatusDoc) : null;
   } catch {
     return null;
@@ -64,6 +88,7 @@ describe('svc cluster and the admin commands against it', function () {
   });
 
   after(async function () {
+    await clusterCa?.close();
     joiner?.kill();
     supervisor?.kill();
     // Whatever is left that this test started (its command lines name the temp dir) is ended by id.
@@ -80,8 +105,10 @@ describe('svc cluster and the admin commands against it', function () {
   it('brings up three nodes from a clean tree: every /health answers 200 and cluster.json names them', async function () {
     supervisor = LongRunning.start(['cluster', '--tick-ms', String(CLUSTER_TICK_MS), '--log-level', 'warn'], dir);
     await supervisor.waitOutput(/all 3 nodes answer \/health 200/, 'the cluster to turn healthy', HEALTHY_TIMEOUT_MS);
-    assert.match(supervisor.stdout, /made certificates \(ca, n1, n2, n3, admin\)/);
+    assert.match(supervisor.stdout, /made certificates \(ca, n1, n2, n3, admin, api\)/);
     cluster = await readCluster();
+    assert.equal(cluster.tls.mode, 'mtls');
+    if (cluster.tls.mode === 'mtls') clusterCa = new Agent({ connect: { ca: await readFile(cluster.tls.caFile) } });
     assert.deepEqual(
       cluster.members.map((m) => [m.name, m.id]),
       [
@@ -92,7 +119,8 @@ describe('svc cluster and the admin commands against it', function () {
     );
     for (const m of cluster.members) {
       assert.match(m.grpcAddr, /^127\.0\.0\.1:\d+$/);
-      assert.match(m.httpAddr, /^http:\/\/127\.0\.0\.1:\d+$/);
+      assert.match(m.httpAddr, /^https:\/\/127\.0\.0\.1:\d+$/);
+      assert.match(m.metricsAddr ?? '', /^http:\/\/127\.0\.0\.1:\d+$/);
       assert.ok(m.pid > 0 && alive(m.pid), `${m.name} pid ${m.pid}`);
       assert.equal(await httpStatus(`${m.httpAddr}/health`), 200);
     }
@@ -114,6 +142,59 @@ describe('svc cluster and the admin commands against it', function () {
     // The developer API answers on every node's HTTP port with the key the cluster bootstrapped.
     for (const m of cluster.members)
       assert.equal(await httpStatus(`${m.httpAddr}/projects`, { 'x-api-key': cluster.adminKey! }), 200);
+  });
+
+  it("every member answers 200 over HTTPS with cluster.json's CA (fetch and curl --cacert), refuses plain HTTP, sends the security headers", async function () {
+    assert.equal(cluster.tls.mode, 'mtls');
+    const caFile = cluster.tls.mode === 'mtls' ? cluster.tls.caFile : '';
+    for (const m of cluster.members) {
+      const response = await undiciFetch(`${m.httpAddr}/health`, { dispatcher: clusterCa! });
+      assert.equal(response.status, 200);
+      assert.deepEqual(await response.json(), { status: 'ok' });
+      // The usual headers, on the node's own paths and on the API's.
+      for (const answer of [response, await undiciFetch(`${m.httpAddr}/projects`, { dispatcher: clusterCa! })]) {
+        assert.equal(answer.headers.get('strict-transport-security'), 'max-age=31536000');
+        assert.equal(answer.headers.get('x-content-type-options'), 'nosniff');
+        assert.equal(answer.headers.get('x-frame-options'), 'SAMEORIGIN');
+        assert.equal(answer.headers.get('referrer-policy'), 'no-referrer');
+        assert.match(answer.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+        if (!answer.bodyUsed) await answer.body?.cancel();
+      }
+      const curl = await run('curl', [
+        '-sS',
+        '--cacert',
+        caFile,
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code}',
+        `${m.httpAddr}/health`,
+      ]);
+      assert.equal(curl.stdout, '200');
+      // Without the cluster's CA the certificate is not trusted: the CA is what makes it work.
+      await assert.rejects(undiciFetch(`${m.httpAddr}/health`, { signal: AbortSignal.timeout(5_000) }));
+      // Plain HTTP to the HTTPS port: a clear 400, at once (no hang, no empty reply).
+      const plainUrl = m.httpAddr.replace(/^https:/, 'http:');
+      const plain = await undiciFetch(`${plainUrl}/health`, { signal: AbortSignal.timeout(5_000) });
+      assert.equal(plain.status, 400);
+      assert.equal(((await plain.json()) as { code: string }).code, 'HTTPS_REQUIRED');
+      const plainCurl = await run('curl', [
+        '-sS',
+        '-m',
+        '5',
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code}',
+        `${plainUrl}/health`,
+      ]);
+      assert.equal(plainCurl.stdout, '400');
+      // /metrics is on the metrics listener (plaintext, loopback), not on the HTTP port.
+      const metrics = await undiciFetch(`${m.metricsAddr!}/metrics`);
+      assert.equal(metrics.status, 200);
+      assert.match(await metrics.text(), /^svc_term \d+$/m);
+      assert.equal(await httpStatus(`${m.httpAddr}/metrics`), 404);
+    }
   });
 
   it('svc status shows term, role, leader, seqnos, readiness, versions and every heartbeat field of each member', async function () {

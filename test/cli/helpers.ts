@@ -7,6 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { waitFor as pollFor } from '../node/harness.js';
 
 export const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
@@ -153,9 +154,21 @@ export function processesMentioning(text: string): Array<{ pid: number; cmdline:
   return found;
 }
 
-export async function httpStatus(url: string, headers: Record<string, string> = {}): Promise<number> {
+/**
+ * httpStatus answers a GET's status, 0 when nothing answered. `dispatcher` is an undici Agent for HTTPS with the
+ * cluster's own CA (undici's fetch is used: the Agent and the fetch come from one undici).
+ */
+export async function httpStatus(
+  url: string,
+  headers: Record<string, string> = {},
+  dispatcher?: Dispatcher,
+): Promise<number> {
   try {
-    const response = await fetch(url, { headers, signal: AbortSignal.timeout(3_000) });
+    const response = await undiciFetch(url, {
+      headers,
+      signal: AbortSignal.timeout(3_000),
+      ...(dispatcher ? { dispatcher } : {}),
+    });
     await response.arrayBuffer();
     return response.status;
   } catch {

@@ -114,6 +114,19 @@ describe('svc usage errors (exit 2)', function () {
     { args: ['certs', 'node', '--out', 'x'], message: /node needs --name, --cluster-id, --peers-service, --namespace/ },
     { args: ['certs', 'admin', '--out', 'x', '--name', 'ops'], message: /admin needs --cluster-id/ },
     { args: ['node', ...BASE, '--insecure', '--cluster-id', 'X_Y'], message: /clusterId "X_Y" must be a DNS label/ },
+    {
+      args: ['node', ...BASE, ...MTLS, '--http-insecure', '--http-tls-cert', 'api.crt'],
+      message: /--http-insecure cannot be combined with --http-tls-\* flags/,
+    },
+    {
+      args: ['node', ...BASE, ...MTLS, '--http-tls-cert', 'api.crt'],
+      message: /needs --http-tls-cert and --http-tls-key/,
+    },
+    {
+      args: ['node', ...BASE, '--insecure', '--metrics-listen', 'nowhere'],
+      message: /metricsListen "nowhere" is not host:port/,
+    },
+    { args: ['certs', 'api', '--out', 'x'], message: /api needs --dns NAME or --ip IP/ },
   ];
   for (const { args, message } of cases) {
     const shown = args
@@ -155,6 +168,8 @@ describe('svc usage errors (exit 2)', function () {
         'bootstrap:',
         '  - {name: a1, grpcAddr: "127.0.0.1:7001", httpAddr: "http://127.0.0.1:8001"}',
         'tls: {mode: mtls, caFile: certs/ca.crt, certFile: certs/a1.crt, keyFile: /abs/a1.key}',
+        'httpTls: {mode: https, certFile: certs/api.crt, keyFile: certs/api.key}',
+        'metricsListen: 127.0.0.1:9464',
         'tickMs: 50',
         '',
       ].join('\n'),
@@ -180,6 +195,12 @@ describe('svc usage errors (exit 2)', function () {
       certFile: join(dir, 'certs/a1.crt'),
       keyFile: '/abs/a1.key',
     });
+    assert.deepEqual(config.httpTls, {
+      mode: 'https',
+      certFile: join(dir, 'certs/api.crt'),
+      keyFile: join(dir, 'certs/api.key'),
+    });
+    assert.equal(config.metricsListen, '127.0.0.1:9464');
     assert.equal(config.tickMs, 70);
     assert.deepEqual(config.engineLimits, { electionTimeoutTicks: 12 });
     assert.deepEqual(config.storeLimits, { writeTimeoutMs: 2000 });

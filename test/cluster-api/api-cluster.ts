@@ -1,8 +1,10 @@
 // ApiCluster: three (or more) nodes in child processes over mutual TLS, each serving the developer API on its
 // HTTP port over the replicated store, all sharing one real redis-server that the harness starts on a free
-// loopback port. Temp dirs for data, certificates, the credential key file and an agent workspace; everything
+// loopback port. The HTTP ports serve HTTPS with the nodes' peer certificates (a node's default under mutual
+// TLS); the harness's fetch and SDK clients trust the test CA (an undici Agent); /metrics is on metricsUrl. Temp dirs for data, certificates, the credential key file and an agent workspace; everything
 // is removed by stop(). Tests talk to the nodes through the SDK (client()).
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Agent } from 'undici';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NodeConfig } from '../../cli/node/config.js';
@@ -56,6 +58,8 @@ export class ApiNodeProcess {
   private constructor(
     private readonly child: NodeChildProcess,
     readonly httpUrl: string,
+    /** metricsUrl is the metrics listener's base (/metrics, /status), plaintext on loopback. */
+    readonly metricsUrl: string,
   ) {}
 
   /** start forks the node; execArgv adds Node options (bench/api-cluster.ts passes --cpu-prof). */
@@ -65,7 +69,8 @@ export class ApiNodeProcess {
     options: ApiChildOptions = {},
   ): Promise<ApiNodeProcess> {
     const child = await NodeChildProcess.fork(entry, config, { execArgv, args: [JSON.stringify(options)] });
-    return new ApiNodeProcess(child, `http://${config.httpListen}`);
+    const scheme = config.httpTls?.mode === 'insecure' || config.tls.mode === 'insecure' ? 'http' : 'https';
+    return new ApiNodeProcess(child, `${scheme}://${config.httpListen}`, `http://${config.metricsListen}`);
   }
 
   get name(): string {
@@ -141,6 +146,8 @@ export interface ApiClusterOptions {
   execArgv?: string[];
   /** albumWorker replaces each node's album worker by a held-back one (AlbumWorkerKnobs). */
   albumWorker?: AlbumWorkerKnobs;
+  /** plaintextHttp serves the HTTP ports in plain HTTP (httpTls insecure) instead of HTTPS. */
+  plaintextHttp?: boolean;
 }
 
 /** The agent script every project of the tests runs: prints its prompt, fails on `fail`, waits on `pause`. */
@@ -162,6 +169,14 @@ export class ApiCluster {
   redis: TestRedis | null = null;
   admin = { key: '', keyId: '', userId: '' };
   private startOptions: ApiClusterOptions = {};
+  /** ca trusts the test CA, which the nodes' HTTPS certificates chain to (null until start, or plaintext). */
+  private ca: Agent | null = null;
+  /** caPem is the test CA (PEM), for clients other than fetch (node:https); null when plaintext. */
+  caPem: Buffer | null = null;
+
+  /** fetch is globalThis.fetch trusting the test CA (Node's fetch is undici: it takes undici's Agent). */
+  readonly fetch: typeof fetch = (input, init) =>
+    fetch(input, this.ca ? ({ ...init, dispatcher: this.ca } as unknown as RequestInit) : init);
 
   async start(options: ApiClusterOptions = {}): Promise<void> {
     const names = options.names ?? ['a', 'b', 'c'];
@@ -169,6 +184,10 @@ export class ApiCluster {
     this.dir = await tempDir('cluster-api');
     this.redis = await startTestRedis();
     const pki = await makePki(this.dir, names);
+    if (options.plaintextHttp !== true) {
+      this.caPem = readFileSync(join(pki.dir, 'ca.crt'));
+      this.ca = new Agent({ connect: { ca: this.caPem } });
+    }
     this.plans = await planNodes(names);
     const secretKeyFile = join(this.dir, 'secret.key');
     writeFileSync(secretKeyFile, testSecretKey.toString('hex'), { mode: 0o600 });
@@ -194,7 +213,12 @@ export class ApiCluster {
             join(this.dir, plan.name),
             pki.tls(plan.name),
             { bootstrap },
-            { tickMs: options.tickMs ?? CLUSTER_TICK_MS, api },
+            {
+              tickMs: options.tickMs ?? CLUSTER_TICK_MS,
+              api,
+              // HTTPS with the peer certificate: the node's default under mutual TLS (the harness's is plaintext).
+              httpTls: options.plaintextHttp === true ? { mode: 'insecure' } : undefined,
+            },
           ),
           options.execArgv,
           this.childOptions(),
@@ -239,12 +263,13 @@ export class ApiCluster {
       apiKey,
       env: {},
       ...(fetchImpl ? { fetch: fetchImpl } : {}),
+      ...(this.ca ? { dispatcher: this.ca } : {}),
     });
   }
 
   async statusOf(name: string): Promise<NodeStatusDocument | null> {
     try {
-      const response = await fetch(`${this.node(name).httpUrl}/status`, { signal: AbortSignal.timeout(2_000) });
+      const response = await this.fetch(`${this.node(name).httpUrl}/status`, { signal: AbortSignal.timeout(2_000) });
       return response.status === 200 ? ((await response.json()) as NodeStatusDocument) : null;
     } catch {
       return null;
@@ -265,7 +290,7 @@ export class ApiCluster {
     await waitFor(
       async () => {
         for (const node of this.running()) {
-          const response = await fetch(`${node.httpUrl}/ready`, { signal: AbortSignal.timeout(2_000) });
+          const response = await this.fetch(`${node.httpUrl}/ready`, { signal: AbortSignal.timeout(2_000) });
           if (response.status !== 200) return false;
         }
         return true;
@@ -278,6 +303,7 @@ export class ApiCluster {
   async stop(): Promise<void> {
     await Promise.all([...this.nodes.values()].map((node) => node.stop().catch(() => node.kill9())));
     await this.redis?.stop();
+    await this.ca?.close();
     if (this.dir !== '') await removeDir(this.dir);
   }
 }

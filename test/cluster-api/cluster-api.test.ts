@@ -96,7 +96,7 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
     await cluster.stop();
   });
 
-  it("serves the API on every node's HTTP port, beside the node's own /health, /ready, /status and /metrics", async () => {
+  it("serves the API over HTTPS on every node's HTTP port, beside the node's own /health, /ready, /status; /metrics on its own listener", async () => {
     for (const name of ['a', 'b', 'c']) {
       const client = cluster.client(name);
       assert.deepEqual(await client.getHealth(), { status: 'ok' }, "the node's /health");
@@ -107,9 +107,13 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
         (await client.listUsers()).items.map((user) => user.id),
         [cluster.admin.userId],
       );
-      const status = (await (await fetch(`${cluster.node(name).httpUrl}/status`)).json()) as { name: string };
+      assert.match(cluster.node(name).httpUrl, /^https:/);
+      const status = (await (await cluster.fetch(`${cluster.node(name).httpUrl}/status`)).json()) as { name: string };
       assert.equal(status.name, name);
-      assert.match(await (await fetch(`${cluster.node(name).httpUrl}/metrics`)).text(), /svc_term /);
+      const onApiPort = await cluster.fetch(`${cluster.node(name).httpUrl}/metrics`);
+      assert.equal(onApiPort.status, 404, '/metrics is not on the API port');
+      await onApiPort.body?.cancel();
+      assert.match(await (await fetch(`${cluster.node(name).metricsUrl}/metrics`)).text(), /svc_term /);
     }
   });
 
@@ -156,7 +160,7 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
     const issued = await cluster.client('a').createKey({ body: { name: 'rate', role: 'admin' } });
     const remaining: number[] = [];
     const recording: typeof fetch = async (input, init) => {
-      const response = await fetch(input, init);
+      const response = await cluster.fetch(input, init);
       remaining.push(Number(response.headers.get('ratelimit-remaining')));
       return response;
     };
@@ -257,7 +261,7 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
     assert.equal(ids.at(-1)!.event, 'complete');
     for (const name of ['a', 'b', 'c']) {
       const startedMs = performance.now();
-      const response = await fetch(cluster.node(name).httpUrl + accepted.streamUrl, {
+      const response = await cluster.fetch(cluster.node(name).httpUrl + accepted.streamUrl, {
         headers: { 'x-api-key': cluster.admin.key, 'last-event-id': completeId },
         signal: AbortSignal.timeout(20_000),
       });
@@ -296,6 +300,7 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
             path,
             headers,
             method === 'GET' || method === 'HEAD' ? undefined : body,
+            cluster.caPem ?? undefined,
           );
           if (response === null) return;
           if (checkAnswer(`${name}: ${method} ${path}`, path, response) === 'no-leader') noLeaderAnswers++;
@@ -355,6 +360,7 @@ describe('cluster-api: the developer API on a three-node cluster, through the SD
           path,
           { 'x-api-key': cluster.admin.key, 'content-type': 'application/json' },
           body,
+          cluster.caPem ?? undefined,
         );
         if (response !== null) checkAnswer(`${name}: ${method} ${path} during the election`, path, response);
         probes++;

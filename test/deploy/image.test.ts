@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { runCertsCli } from '../../cli/certs/certs-command.js';
-import { GRPC_PORT, HTTP_PORT, MOUNTS, SECRET_KEYS } from '../../cli/manifests/layout.js';
+import { apiDnsNames, deploymentNames, GRPC_PORT, HTTP_PORT, MOUNTS, SECRET_KEYS } from '../../cli/manifests/layout.js';
 import { NODE_UID, renderManifests, TERMINATION_GRACE_SECONDS } from '../../cli/manifests/render.js';
 import { buildSecrets } from '../../cli/manifests/secrets.js';
 import { freePorts } from '../../cli/free-ports.js';
@@ -127,7 +127,7 @@ describe('deploy: the node image', function () {
     async function certsAndSecrets(
       at: string,
       replicas: number,
-    ): Promise<{ secrets: Json[]; tls: string; api: string }> {
+    ): Promise<{ secrets: Json[]; tls: string; api: string; apiTls: string }> {
       const pki = path.join(at, 'pki');
       assert.equal(await runCertsCli(['ca', '--out', pki], quiet, quiet), 0);
       for (let ordinal = 0; ordinal < replicas; ordinal++) {
@@ -136,7 +136,11 @@ describe('deploy: the node image', function () {
         certArgs.push('--peers-service', 'svc-peers', '--namespace', 'prod', '--pod', pod);
         assert.equal(await runCertsCli(certArgs, quiet, quiet), 0);
       }
+      const layout = deploymentNames({ namespace: 'prod' });
+      const dns = apiDnsNames(layout).flatMap((name) => ['--dns', name]);
+      assert.equal(await runCertsCli(['api', '--out', pki, ...dns], quiet, quiet), 0);
       const secrets = (await buildSecrets({ certsDir: pki, namespace: 'prod', replicas })) as Json[];
+      const named = (name: string): Json => secrets.find((secret) => secret.metadata.name === name);
       // One file per key, owned by root, readable by the pod's group (fsGroup), in a directory of its own.
       const project = (volume: string, secret: Json, keys: string[]): string => {
         const where = path.join(at, volume);
@@ -148,9 +152,11 @@ describe('deploy: the node image', function () {
         chownSync(where, 0, NODE_UID);
         return where;
       };
-      const tls = project('tls-pairs', secrets[0], Object.keys(secrets[0].data));
-      const api = project('api', secrets[1], [SECRET_KEYS.apiSecretKey]);
-      return { secrets, tls, api };
+      const tlsSecret = named(layout.tlsSecret);
+      const tls = project('tls-pairs', tlsSecret, Object.keys(tlsSecret.data));
+      const api = project('api', named(layout.apiSecret), [SECRET_KEYS.apiSecretKey]);
+      const apiTls = project('api-tls', named(layout.apiTlsSecret), [SECRET_KEYS.tlsCert, SECRET_KEYS.tlsKey]);
+      return { secrets, tls, api, apiTls };
     }
 
     /** startPod runs the rendered node container as pod `pod` would run, with its own data directory. */
@@ -160,6 +166,7 @@ describe('deploy: the node image', function () {
       container: Json;
       tls: string;
       api: string;
+      apiTls: string;
       redisUrl: string;
       network: string[];
     }): Promise<{ name: string; data: string }> {
@@ -234,6 +241,8 @@ describe('deploy: the node image', function () {
         `${own}:${MOUNTS.tls}:ro`,
         '-v',
         `${options.api}:${MOUNTS.apiSecret}:ro`,
+        '-v',
+        `${options.apiTls}:${MOUNTS.apiTls}:ro`,
         ...env,
         image,
         ...args,
@@ -248,9 +257,12 @@ describe('deploy: the node image', function () {
       return stdout + stderr;
     };
 
-    /** httpInside GETs a path of the node's HTTP port from inside its container (as the kubelet's probe would). */
+    /**
+     * httpInside GETs a path of the node's HTTP port (HTTPS) from inside its container, as the kubelet's probe
+     * would: without checking the certificate.
+     */
     async function httpInside(containerName: string, pathname: string): Promise<{ status: number; body: string }> {
-      const script = `fetch('http://127.0.0.1:${HTTP_PORT}${pathname}').then(async (r) => console.log(JSON.stringify({ status: r.status, body: await r.text() })), () => console.log('{"status":0,"body":""}'))`;
+      const script = `require('node:https').get({ host: '127.0.0.1', port: ${HTTP_PORT}, path: '${pathname}', rejectUnauthorized: false }, (r) => { let body = ''; r.setEncoding('utf8'); r.on('data', (c) => (body += c)); r.on('end', () => console.log(JSON.stringify({ status: r.statusCode, body }))); }).on('error', () => console.log('{"status":0,"body":""}'))`;
       const { stdout } = await run('podman', [...podman, 'exec', containerName, 'node', '-e', script]);
       return JSON.parse(stdout) as { status: number; body: string };
     }
@@ -298,7 +310,7 @@ describe('deploy: the node image', function () {
     it('runs the rendered svc-0 as a one-node cluster to /ready with its Redis, and stops cleanly on SIGTERM', async () => {
       const at = path.join(dir, 'single');
       mkdirSync(at);
-      const { secrets, tls, api } = await certsAndSecrets(at, 1);
+      const { secrets, tls, api, apiTls } = await certsAndSecrets(at, 1);
       const container = (
         renderManifests({ namespace: 'prod', clusterId, replicas: 1, founders: 1, image }).find(
           (object) => object.kind === 'StatefulSet' && object.metadata?.name === 'svc',
@@ -306,7 +318,10 @@ describe('deploy: the node image', function () {
       ).spec.template.spec.containers[0];
       // The Secret's Redis, stood in for by a redis-server on this host's loopback with the Secret's password,
       // reached from the container through slirp4netns (10.0.2.2 is the host's loopback there).
-      const password = Buffer.from(secrets[2].data[SECRET_KEYS.redisPassword], 'base64').toString();
+      const redisAuth = secrets.find(
+        (secret) => secret.metadata.name === deploymentNames({ namespace: 'prod' }).redisAuthSecret,
+      );
+      const password = Buffer.from(redisAuth.data[SECRET_KEYS.redisPassword], 'base64').toString();
       const [redisPort] = await freePorts(1);
       writeFileSync(path.join(at, 'redis.conf'), `requirepass ${password}\n`, { mode: 0o600 });
       redis = spawn(
@@ -320,6 +335,7 @@ describe('deploy: the node image', function () {
         container,
         tls,
         api,
+        apiTls,
         redisUrl: `redis://:${password}@10.0.2.2:${redisPort}`,
         network: ['--network', 'slirp4netns:allow_host_loopback=true'],
       });
@@ -333,7 +349,7 @@ describe('deploy: the node image', function () {
     it('three founders elect over their pod DNS names; a fourth pod of the same template joins through the seeds; a founder killed with -9 restarts on its volume', async () => {
       const at = path.join(dir, 'cluster');
       mkdirSync(at);
-      const { tls, api } = await certsAndSecrets(at, 4);
+      const { tls, api, apiTls } = await certsAndSecrets(at, 4);
       // A network whose DNS answers the pods' names under the peers Service, as the cluster's DNS would.
       await run('podman', ['network', 'create', network]);
       networkMade = true;
@@ -348,6 +364,7 @@ describe('deploy: the node image', function () {
           container,
           tls,
           api,
+          apiTls,
           redisUrl,
           network: ['--network', network, '--network-alias', `${pod}.svc-peers.prod.svc.cluster.local`],
         });

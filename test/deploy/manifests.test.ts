@@ -17,9 +17,11 @@ import { parseFlags } from '../../cli/flags.js';
 import { ADMIN_TARGET_FLAGS } from '../../cli/admin-target.js';
 import { NODE_STOP_TIMEOUT_MS } from '../../cli/limits.js';
 import {
+  apiDnsNames,
   deploymentNames,
   GRPC_PORT,
   HTTP_PORT,
+  METRICS_PORT,
   MOUNTS,
   podHost,
   REDIS_CONFIG_KEY,
@@ -42,6 +44,7 @@ import { kubernetesSettingsFromEnv } from '../../api/runs/run-backend-config.js'
 import { startHttpServer } from '../../transports/node/http-server.js';
 import type { NodeStatusDocument } from '../../transports/node/node-status.js';
 import { freePorts } from '../../cli/free-ports.js';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { schemaProblems } from './kubernetes-schema.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -99,6 +102,9 @@ describe('deploy: Kubernetes manifests', function () {
       await runCertsCli(['admin', '--out', certs, '--name', 'alice', '--cluster-id', options.clusterId], quiet, quiet),
       0,
     );
+    // The HTTP API's certificate, for the names the manifests give it (docs/operations.md).
+    const dns = apiDnsNames(names).flatMap((name) => ['--dns', name]);
+    assert.equal(await runCertsCli(['api', '--out', certs, ...dns], quiet, quiet), 0);
     secrets = await buildSecrets({ certsDir: certs, namespace: options.namespace, replicas: options.replicas + 1 });
     objects = renderManifests(options) as Json[];
   });
@@ -252,6 +258,15 @@ describe('deploy: Kubernetes manifests', function () {
         assert.ok(tlsKeys.includes(path.basename(file)), `${file} is a key of the TLS Secret`);
       }
       assert.equal(path.basename(resolved.tls.certFile), `${podName}.crt`, 'each node its own pair');
+      // HTTPS with the API TLS Secret's pair; /metrics on its own port.
+      assert.equal(resolved.httpAdvertise, `https://${podHost(names, podName)}:${HTTP_PORT}`);
+      assert.ok(resolved.httpTls?.mode === 'https');
+      const apiTls = volumeOf('api-tls').secret;
+      assert.equal(apiTls.secretName, names.apiTlsSecret);
+      assert.equal(resolved.httpTls.certFile, path.join(mountOf('api-tls'), SECRET_KEYS.tlsCert));
+      assert.equal(resolved.httpTls.keyFile, path.join(mountOf('api-tls'), SECRET_KEYS.tlsKey));
+      assert.equal(resolved.metricsListenAt.port, METRICS_PORT);
+      assert.ok(resolved.bootstrap!.every((member) => member.httpAddr.startsWith('https://')) || ordinal >= 3);
       const keyVolume = volumeOf('api-secret').secret;
       assert.equal(resolved.api?.secretKeyFile, path.join(mountOf('api-secret'), keyVolume.items[0].path));
       assert.equal(resolved.api?.localRedis, false, 'a missing REDIS_URL never starts a Redis of one pod');
@@ -295,22 +310,32 @@ describe('deploy: Kubernetes manifests', function () {
     assert.equal(container.livenessProbe.httpGet.port, 'http');
     assert.equal(container.startupProbe.httpGet.port, 'http');
     let leader: string | null = null;
-    const server = await startHttpServer(
-      '127.0.0.1',
-      0,
-      {
+    // The node's real HTTPS listener with the API TLS Secret's pair; the kubelet does not check the certificate.
+    const apiTls = secret(names.apiTlsSecret).data;
+    const server = await startHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      role: 'api',
+      surface: {
         health: () => null,
         ready: () => (leader === null ? 'no leader known' : null),
         status: () => ({ role: leader === null ? 'candidate' : 'follower' }) as unknown as NodeStatusDocument,
         metrics: async () => null,
       },
-      5_000,
-      () => undefined,
-    );
+      requestTimeoutMs: 5_000,
+      onError: () => undefined,
+      tls: {
+        cert: Buffer.from(apiTls[SECRET_KEYS.tlsCert], 'base64'),
+        key: Buffer.from(apiTls[SECRET_KEYS.tlsKey], 'base64'),
+      },
+    });
+    const kubelet = new Agent({ connect: { rejectUnauthorized: false } });
     try {
-      const get = async (probe: Json) =>
-        (await fetch(`http://127.0.0.1:${server.port}${probe.httpGet.path}`, { signal: AbortSignal.timeout(5000) }))
-          .status;
+      const get = async (probe: Json) => {
+        assert.equal(probe.httpGet.scheme, 'HTTPS');
+        const url = `https://127.0.0.1:${server.port}${probe.httpGet.path}`;
+        return (await undiciFetch(url, { dispatcher: kubelet, signal: AbortSignal.timeout(5000) })).status;
+      };
       // During an election: out of the client Service, but alive.
       assert.equal(await get(container.readinessProbe), 503);
       assert.equal(await get(container.livenessProbe), 200);
@@ -319,6 +344,7 @@ describe('deploy: Kubernetes manifests', function () {
       assert.equal(await get(container.readinessProbe), 200);
     } finally {
       await server.close();
+      await kubelet.close();
     }
   });
 
@@ -503,6 +529,59 @@ describe('deploy: Kubernetes manifests', function () {
     ]);
   });
 
+  it('the client Service speaks HTTPS to the HTTP port only; /metrics is on its own port, open to the monitoring namespace alone', () => {
+    const client = one(objects, 'Service', names.clientService);
+    assert.deepEqual(client.spec.ports, [{ name: 'https', port: 443, targetPort: 'http', protocol: 'TCP' }]);
+    const container = nodeContainer();
+    assert.equal(container.ports.find((port: Json) => port.name === 'metrics').containerPort, METRICS_PORT);
+    const peers = one(objects, 'Service', names.peersService);
+    assert.ok(peers.spec.ports.some((port: Json) => port.name === 'metrics' && port.port === METRICS_PORT));
+    const rules = one(objects, 'NetworkPolicy', names.statefulSet).spec.ingress.filter((rule: Json) =>
+      rule.ports.some((port: Json) => port.port === METRICS_PORT),
+    );
+    assert.deepEqual(rules, [
+      {
+        from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+        ports: [{ protocol: 'TCP', port: METRICS_PORT }],
+      },
+    ]);
+    // The API TLS Secret: a kubernetes.io/tls pair from the cluster CA covering the client Service and the pods.
+    const apiTls = secret(names.apiTlsSecret);
+    assert.equal(apiTls.type, 'kubernetes.io/tls');
+    const cert = new X509Certificate(Buffer.from(apiTls.data[SECRET_KEYS.tlsCert], 'base64'));
+    assert.ok(cert.checkIssued(new X509Certificate(readFileSync(path.join(certs, 'ca.crt')))));
+    for (const host of [`${names.clientService}.${options.namespace}.svc.cluster.local`, podHost(names, 'svc-2')])
+      assert.notEqual(cert.checkHost(host), undefined, host);
+  });
+
+  it('with --api-tls cert-manager: a Certificate writes the API TLS Secret, and svc manifests secrets leaves it out', async () => {
+    const rendered = renderManifests({
+      ...options,
+      apiTls: 'cert-manager',
+      certManagerIssuer: 'ClusterIssuer/internal-ca',
+    }) as Json[];
+    const certificate = one(rendered, 'Certificate', names.apiTlsSecret);
+    assert.equal(certificate.apiVersion, 'cert-manager.io/v1');
+    assert.equal(certificate.spec.secretName, names.apiTlsSecret);
+    assert.deepEqual(certificate.spec.dnsNames, apiDnsNames(names));
+    assert.deepEqual(certificate.spec.issuerRef, {
+      kind: 'ClusterIssuer',
+      name: 'internal-ca',
+      group: 'cert-manager.io',
+    });
+    assert.throws(() => renderManifests({ ...options, apiTls: 'cert-manager' }), /needs a cert-manager issuer/);
+    const without = await buildSecrets({
+      certsDir: certs,
+      namespace: options.namespace,
+      replicas: options.replicas,
+      apiTls: 'cert-manager',
+    });
+    assert.deepEqual(
+      without.map((object) => object.metadata!.name),
+      [names.tlsSecret, names.apiSecret, names.redisAuthSecret],
+    );
+  });
+
   it('the committed example is what its header command renders now', async () => {
     const text = readFileSync(EXAMPLE, 'utf8');
     const header = /^# svc manifests render (.+)$/m.exec(text);
@@ -570,6 +649,8 @@ describe('deploy: Kubernetes manifests', function () {
       namespace: options.namespace,
       replicas: 3,
       backupAdmin: 'backup',
+      // This directory holds no API certificate (svc certs api): the API's TLS is not what this test is about.
+      apiTls: 'cert-manager',
     });
     const adminSecret = one(withAdmin, 'Secret', volume('backup-admin').secret.secretName);
     assert.deepEqual(schemaProblems(adminSecret), []);

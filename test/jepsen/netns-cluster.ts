@@ -83,6 +83,8 @@ export class NetnsCluster {
         httpListen: `${host.address}:${HTTP_PORT}`,
         bootstrap,
         tls: pki.tls(host.name),
+        // The workload's HTTP is plaintext: the node's HTTPS is not what this run tests.
+        httpTls: { mode: 'insecure' },
         tickMs: options.tickMs,
         logLevel: options.logLevel,
         processMetrics: false,

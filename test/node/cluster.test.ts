@@ -83,7 +83,7 @@ describe('node: a three-node cluster over mutual TLS', function () {
     await leader.store.put('metrics/probe', { ok: true });
     const follower = cluster.followers()[0]!;
     await waitFor(() => follower.stateMachine.appliedSeq >= leader.stateMachine.appliedSeq, 'the follower to apply');
-    const text = (await httpGet(`${leader.httpAddress}/metrics`)).text;
+    const text = (await httpGet(`${leader.metricsAddress}/metrics`)).text;
     const s = leader.status();
     assert.equal(metricValue(text, 'svc_term'), s.term);
     assert.equal(metricValue(text, 'svc_role', 'role="leader"'), 1);
@@ -95,7 +95,7 @@ describe('node: a three-node cluster over mutual TLS', function () {
     assert.ok((metricValue(text, 'svc_wal_sync_seconds_count') ?? 0) >= 1, 'WAL sync latency histogram');
     assert.match(text, /svc_wal_sync_seconds_bucket\{le="0.005"\} \d+/);
     assert.match(text, /svc_member_replication_lag_events\{member="\d+"\} \d+/);
-    const followerText = (await httpGet(`${follower.httpAddress}/metrics`)).text;
+    const followerText = (await httpGet(`${follower.metricsAddress}/metrics`)).text;
     assert.equal(
       metricValue(followerText, 'svc_replication_lag_events', `shard="${s.id}"`),
       0,
@@ -108,6 +108,8 @@ describe('node: a three-node cluster over mutual TLS', function () {
     assert.equal(status.members.length, 3);
     assert.equal(typeof status.durableLastSeq, 'number');
     assert.equal(await httpStatus(`${leader.httpAddress}/nope`), 404);
+    assert.equal(await httpStatus(`${leader.httpAddress}/metrics`), 404, '/metrics is not on the HTTP port');
+    assert.equal(await httpStatus(`${leader.metricsAddress}/nope`), 404);
     const post = await fetch(`${leader.httpAddress}/health`, { method: 'POST', signal: AbortSignal.timeout(2_000) });
     assert.equal(post.status, 405);
   });
@@ -433,7 +435,7 @@ describe('node: a three-node cluster over mutual TLS', function () {
     await waitFor(() => leader.status().compactedSeq > 0, 'the leader to compact its log');
     const idle = leader.status();
     const commandsApplied = async (): Promise<number> =>
-      metricValue((await httpGet(`${leader.httpAddress}/metrics`)).text, 'svc_applied_events_total') ?? -1;
+      metricValue((await httpGet(`${leader.metricsAddress}/metrics`)).text, 'svc_applied_events_total') ?? -1;
     const commandsBefore = await commandsApplied();
     const seed = cluster.followers()[0]!;
     const [plan] = await planNodes(['n4']);
@@ -455,7 +457,7 @@ describe('node: a three-node cluster over mutual TLS', function () {
       "the joiner's /health to answer 200",
       20_000,
     );
-    const metrics = (await httpGet(`${joiner.httpAddress}/metrics`)).text;
+    const metrics = (await httpGet(`${joiner.metricsAddress}/metrics`)).text;
     assert.ok(
       (metricValue(metrics, 'svc_snapshot_events_total', 'event="installed"') ?? 0) >= 1,
       'the joiner installed a snapshot',
@@ -483,7 +485,7 @@ describe('node: a three-node cluster over mutual TLS', function () {
     assert.equal((await getStatus(victim.httpAddress)).role, 'removed');
     const votesSent = async (): Promise<number> =>
       metricValue(
-        (await httpGet(`${victim.httpAddress}/metrics`)).text,
+        (await httpGet(`${victim.metricsAddress}/metrics`)).text,
         'svc_peer_requests_sent_total',
         'method="RequestVote"',
       ) ?? 0;
@@ -492,7 +494,7 @@ describe('node: a three-node cluster over mutual TLS', function () {
     // Unheard from, a voter would campaign within two election timeouts (< 2 x 10 ticks): let its
     // own engine step three times that, measured by its tick counter, not by a sleep.
     const ticks = async (): Promise<number> =>
-      metricValue((await httpGet(`${victim.httpAddress}/metrics`)).text, 'svc_engine_ticks_total') ?? 0;
+      metricValue((await httpGet(`${victim.metricsAddress}/metrics`)).text, 'svc_engine_ticks_total') ?? 0;
     const ticksBefore = await ticks();
     await waitFor(async () => (await ticks()) >= ticksBefore + 60, 'sixty ticks on the removed node', 20_000);
     assert.equal(await votesSent(), before, 'no vote or pre-vote requests after removal');

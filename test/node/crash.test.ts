@@ -172,7 +172,7 @@ describe('node: crashes with real processes (kill -9)', function () {
     // And the restarted node takes writes again, and reads them back at once.
     const written = await restarted.put('after/restart', { ok: true });
     assert.deepEqual(await restarted.get('after/restart'), { value: { ok: true }, version: written.version });
-    const health = await httpGet(`http://${configs.get(oldLeader)!.httpListen}/metrics`);
+    const health = await httpGet(`http://${configs.get(oldLeader)!.metricsListen}/metrics`);
     assert.match(health.text, /svc_wal_sync_seconds_count \d+/);
   });
 

@@ -55,6 +55,7 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
 
   const httpOf = (name: string): string => `http://${configs.get(name)!.httpListen}`;
   const grpcOf = (name: string): string => configs.get(name)!.grpcListen;
+  const metricsOf = (name: string): string => `http://${configs.get(name)!.metricsListen}`;
   const statuses = async (): Promise<StatusDoc[]> => Promise.all(NAMES.map((name) => getStatus(httpOf(name))));
 
   async function leader(): Promise<StatusDoc> {
@@ -216,7 +217,7 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
         assert.match(outcome.details, /[tT]erm = 9007199254740991 is beyond/);
       }
     }
-    const metrics = (await httpGet(`${httpOf(before.name)}/metrics`)).text;
+    const metrics = (await httpGet(`${metricsOf(before.name)}/metrics`)).text;
     assert.ok(
       (metricValue(metrics, 'svc_peer_calls_refused_total', 'reason="bad-value"') ?? 0) >= 3,
       'refusals are counted',
@@ -276,7 +277,7 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
     for (const s of await statuses()) {
       assert.deepEqual(s.members.map((m) => m.name).sort(), [...NAMES].sort(), `${s.name}'s roster`);
     }
-    const metrics = (await httpGet(`${httpOf(before.name)}/metrics`)).text;
+    const metrics = (await httpGet(`${metricsOf(before.name)}/metrics`)).text;
     assert.ok((metricValue(metrics, 'svc_peer_calls_refused_total', 'reason="bad-join"') ?? 0) >= 1);
     await stillSound(before, 'bad join');
   });
@@ -309,7 +310,7 @@ describe('node: foreign traffic against a real cluster (issue 10)', function () 
     } finally {
       await writer.stop();
     }
-    const metrics = (await httpGet(`${httpOf(followers[0]!)}/metrics`)).text;
+    const metrics = (await httpGet(`${metricsOf(followers[0]!)}/metrics`)).text;
     assert.ok((metricValue(metrics, 'svc_peer_calls_refused_total', 'reason="wrong-role"') ?? 0) >= 1);
     await stillSound(before, 'stream and admin TimeoutNow');
   });

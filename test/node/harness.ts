@@ -121,25 +121,30 @@ export interface PlannedNode {
   name: string;
   grpcPort: number;
   httpPort: number;
+  metricsPort: number;
   member: BootstrapMember;
 }
 
 /** planNodes picks ports and roster entries for founders (they must be known before anyone starts). */
 export async function planNodes(names: string[]): Promise<PlannedNode[]> {
-  const ports = await freePorts(names.length * 2);
+  const ports = await freePorts(names.length * 3);
   return names.map((name, i) => {
-    const grpcPort = ports[2 * i]!;
-    const httpPort = ports[2 * i + 1]!;
+    const grpcPort = ports[3 * i]!;
+    const httpPort = ports[3 * i + 1]!;
     return {
       name,
       grpcPort,
       httpPort,
+      metricsPort: ports[3 * i + 2]!,
       member: { name, grpcAddr: `127.0.0.1:${grpcPort}`, httpAddr: `http://127.0.0.1:${httpPort}` },
     };
   });
 }
 
-/** nodeConfig is a founder's (bootstrap) or joiner's (seeds) config on loopback. */
+/**
+ * nodeConfig is a founder's (bootstrap) or joiner's (seeds) config on loopback. Its HTTP port is plaintext (the
+ * node's HTTPS is tested in test/cli/cluster.test.ts and test/cluster-api/); /metrics is on metricsPort.
+ */
 export function nodeConfig(
   plan: PlannedNode,
   dataDir: string,
@@ -152,8 +157,10 @@ export function nodeConfig(
     dataDir,
     grpcListen: `127.0.0.1:${plan.grpcPort}`,
     httpListen: `127.0.0.1:${plan.httpPort}`,
+    metricsListen: `127.0.0.1:${plan.metricsPort}`,
     ...cluster,
     tls,
+    ...(tls.mode === 'mtls' ? { httpTls: { mode: 'insecure' as const } } : {}),
     tickMs: TEST_TICK_MS,
     logLevel: TEST_LOG_LEVEL,
     processMetrics: false,

@@ -58,7 +58,7 @@ describe('node: peer-driven warnings are capped in the log', function () {
     const probe = new Probe(leader.grpcAddress, credentials, options);
     const refusedCount = async (): Promise<number> =>
       metricValue(
-        (await httpGet(`${leader.httpAddress}/metrics`)).text,
+        (await httpGet(`${leader.metricsAddress}/metrics`)).text,
         'svc_engine_warnings_total',
         'code="not-a-member"',
       ) ?? 0;

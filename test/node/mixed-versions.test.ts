@@ -46,7 +46,7 @@ describe('node: mixed versions', function () {
       'the joiner to turn ready',
       20_000,
     );
-    const text = (await httpGet(`${joiner.httpAddress}/metrics`)).text;
+    const text = (await httpGet(`${joiner.metricsAddress}/metrics`)).text;
     assert.ok(
       (metricValue(text, 'svc_status_polls_total', 'outcome="answered"') ?? 0) >= 1,
       "readiness came from polling the leader's /status",

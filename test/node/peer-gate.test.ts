@@ -62,7 +62,7 @@ describe('node: the peer gate on a real cluster', function () {
 
   const refusedCount = async (node: Node, reason: string): Promise<number> =>
     metricValue(
-      (await httpGet(`${node.httpAddress}/metrics`)).text,
+      (await httpGet(`${node.metricsAddress}/metrics`)).text,
       'svc_peer_calls_refused_total',
       `reason="${reason}"`,
     ) ?? 0;

@@ -28,7 +28,7 @@ describe("node: reads take the engine's read index", function () {
     await follower!.store.put('reads/a', { v: 1 });
     assert.deepEqual((await leader.store.get('reads/a'))?.value, { v: 1 });
     assert.deepEqual((await other!.store.get('reads/a'))?.value, { v: 1 });
-    const metrics = (await httpGet(`${leader.httpAddress}/metrics`)).text;
+    const metrics = (await httpGet(`${leader.metricsAddress}/metrics`)).text;
     assert.ok(
       (metricValue(metrics, 'svc_engine_read_indexes_total', 'outcome="answered"') ?? 0) >= 2,
       "the leader's engine answered its own read and the follower's",

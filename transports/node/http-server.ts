@@ -1,12 +1,22 @@
-// The node's own HTTP surface (node:http):
-//   GET /health   200 once the readiness latch converged; 503 before, and when removed, halted, reseeding or failed
-//   GET /ready    200 when healthy and a leader is known (the node can serve store reads and writes)
-//   GET /metrics  Prometheus text format
-//   GET /status   the JSON document of node-status.ts (the status-poll readiness path reads durableLastSeq)
-// With the developer API configured (node-api.ts), every other path goes to it; without, they answer 404.
+// The node's own HTTP surface, on two listeners (node:http / node:https):
+//   the HTTP port (httpListen; HTTPS unless plaintext was asked for by name)
+//     GET /health   200 once the readiness latch converged; 503 before, and when removed, halted, reseeding or failed
+//     GET /ready    200 when healthy and a leader is known (the node can serve store reads and writes)
+//     GET /status   the JSON document of node-status.ts (peers' status-poll readiness path reads durableLastSeq here)
+//     /metrics      404 naming the metrics listener
+//     any other     the developer API when configured (node-api.ts); 404 without it
+//   the metrics listener (metricsListen; plaintext, loopback by default)
+//     GET /metrics  Prometheus text format; and /status, /health, /ready as above
+// On the HTTP port every answer carries helmet's security headers (HSTS when it is HTTPS).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import helmet from 'helmet';
 import type { NodeStatusDocument } from './node-status.js';
+import { httpsOnly } from './https-only.js';
+
+/** HSTS_MAX_AGE_SECONDS is how long a browser keeps to HTTPS for the node's name once told (one year). */
+export const HSTS_MAX_AGE_SECONDS = 31_536_000;
 
 export interface HttpSurface {
   /** health is null when healthy, else the reason for 503. */
@@ -23,50 +33,112 @@ export interface HttpSurface {
   api?: () => ((req: IncomingMessage, res: ServerResponse) => void) | null;
 }
 
+/** HttpListenerRole: 'api' is the HTTP port (no /metrics, the API, security headers); 'metrics' the metrics listener. */
+export type HttpListenerRole = 'api' | 'metrics';
+
+export interface HttpListenerOptions {
+  host: string;
+  port: number;
+  role: HttpListenerRole;
+  surface: HttpSurface;
+  requestTimeoutMs: number;
+  onError: (err: Error) => void;
+  /** tls serves HTTPS with this PEM pair; plain HTTP to the port is answered 400 and closed (https-only.ts). */
+  tls?: { cert: Buffer; key: Buffer };
+}
+
 export interface NodeHttpServer {
   port: number;
   close(): Promise<void>;
 }
 
-export async function startHttpServer(
-  host: string,
-  port: number,
-  surface: HttpSurface,
-  requestTimeoutMs: number,
-  onError: (err: Error) => void,
-): Promise<NodeHttpServer> {
-  const server: Server = createServer((req, res) => {
-    handle(req, res, surface).catch((err: unknown) => {
-      onError(err instanceof Error ? err : new Error(String(err)));
-      if (!res.headersSent) send(res, 500, { status: 'error', reason: 'internal error' });
-      else res.destroy();
+export async function startHttpServer(options: HttpListenerOptions): Promise<NodeHttpServer> {
+  const { surface, role, onError } = options;
+  const headers = role === 'api' ? securityHeaders(options.tls !== undefined) : null;
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    const answer = (): void => {
+      handle(req, res, surface, role).catch((err: unknown) => {
+        onError(err instanceof Error ? err : new Error(String(err)));
+        if (!res.headersSent) send(res, 500, { status: 'error', reason: 'internal error' });
+        else res.destroy();
+      });
+    };
+    if (headers === null) return answer();
+    headers(req, res, (err?: unknown) => {
+      if (err) {
+        onError(err instanceof Error ? err : new Error(String(err)));
+        return send(res, 500, { status: 'error', reason: 'internal error' });
+      }
+      answer();
     });
-  });
-  server.requestTimeout = requestTimeoutMs;
-  server.headersTimeout = Math.min(requestTimeoutMs, 60_000);
+  };
+  const server: Server | HttpsServer = options.tls
+    ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2' }, listener)
+    : createServer(listener);
+  server.requestTimeout = options.requestTimeoutMs;
+  server.headersTimeout = Math.min(options.requestTimeoutMs, 60_000);
   server.on('clientError', (_err, socket) => socket.destroy());
+  // A failed TLS handshake (a bad client, an unknown CA on its side) closes that connection and nothing else.
+  server.on('tlsClientError', (_err, socket) => socket.destroy());
+  const front = server instanceof HttpsServer ? httpsOnly(server, server.headersTimeout) : server;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host.replace(/^\[|\]$/g, ''), () => {
-      server.off('error', reject);
+    front.once('error', reject);
+    front.listen(options.port, options.host.replace(/^\[|\]$/g, ''), () => {
+      front.off('error', reject);
       resolve();
     });
   });
   return {
-    port: (server.address() as AddressInfo).port,
+    port: (front.address() as AddressInfo).port,
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        let open = front === server ? 1 : 2;
+        const done = (): void => {
+          open -= 1;
+          if (open === 0) resolve();
+        };
+        if (front !== server) front.close(done);
+        // The HTTPS server never listened itself (the front hands it connections): closing it ends them.
+        server.close(done);
         server.closeAllConnections();
       }),
   };
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, surface: HttpSurface): Promise<void> {
-  const path = (req.url ?? '/').split('?')[0];
-  const known = path === '/health' || path === '/ready' || path === '/metrics' || path === '/status';
-  if (!known) {
-    if (!surface.api) return send(res, 404, { status: 'error', reason: `no route ${path}` });
+type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
+
+/**
+ * securityHeaders is helmet (maintained, framework-free: it runs on node:http as on Express 5) with two
+ * choices of ours: HSTS only over HTTPS (a browser ignores it over HTTP, and a plaintext node is a test set-up),
+ * without includeSubDomains (the node's name says nothing of its siblings'); and a CSP for a JSON API
+ * (default-src 'none'), which the API's two pages (/docs, the album page) replace with their own.
+ */
+function securityHeaders(https: boolean): Middleware {
+  return helmet({
+    strictTransportSecurity: https ? { maxAge: HSTS_MAX_AGE_SECONDS, includeSubDomains: false } : false,
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
+    },
+  }) as unknown as Middleware;
+}
+
+const NODE_PATHS: Record<HttpListenerRole, ReadonlySet<string>> = {
+  api: new Set(['/health', '/ready', '/status']),
+  metrics: new Set(['/health', '/ready', '/status', '/metrics']),
+};
+
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  surface: HttpSurface,
+  role: HttpListenerRole,
+): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0]!;
+  if (role === 'api' && path === '/metrics')
+    return send(res, 404, { status: 'error', reason: '/metrics is served on the metrics listener (metricsListen)' });
+  if (!NODE_PATHS[role].has(path)) {
+    if (role !== 'api' || !surface.api) return send(res, 404, { status: 'error', reason: `no route ${path}` });
     const api = surface.api();
     if (api === null) return send(res, 503, { status: 'unavailable', reason: 'the developer API is not running' });
     return api(req, res);

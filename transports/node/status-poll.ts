@@ -1,15 +1,20 @@
 // pollLeaderStatus reads a leader's GET /status for the status-poll readiness path: its
-// durableLastSeq, or null when the leader does not answer in time or answers nonsense.
+// durableLastSeq, or null when the leader does not answer in time or answers nonsense. An https:// leader is
+// checked against `dispatcher`'s CA (the node's: httpTls.caFile, else the cluster CA).
+import { fetch, type Dispatcher, type Response } from 'undici';
+
 export async function pollLeaderStatus(
   leaderHttpAddr: string,
   timeoutMs: number,
   bodyBytesMax: number,
+  dispatcher?: Dispatcher,
 ): Promise<number | null> {
   let response: Response;
   try {
     response = await fetch(new URL('/status', leaderHttpAddr), {
       signal: AbortSignal.timeout(timeoutMs),
       redirect: 'error',
+      ...(dispatcher ? { dispatcher } : {}),
     });
   } catch {
     return null;
