@@ -662,7 +662,13 @@ describe('deploy: Kubernetes manifests', function () {
     assert.match(decode(adminSecret.data['admin.crt']), /BEGIN CERTIFICATE/);
     // A peer certificate is refused as the backup's: the Admin service takes admin certificates only.
     await assert.rejects(
-      buildSecrets({ certsDir: adminCerts, namespace: options.namespace, replicas: 3, backupAdmin: 'svc-0' }),
+      buildSecrets({
+        certsDir: adminCerts,
+        namespace: options.namespace,
+        replicas: 3,
+        backupAdmin: 'svc-0',
+        apiTls: 'cert-manager',
+      }),
       /is a peer certificate/,
     );
     // The nodes' NetworkPolicy lets the backup pods (and the nodes) reach the peer port, nothing else.
