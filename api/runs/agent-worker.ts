@@ -75,6 +75,7 @@ import {
   slirpResolvConf,
 } from './sandbox.js';
 import { SecretMasker } from './secret-masker.js';
+import { agentStageRootDefault, closedAncestor, stageAgentMounts } from './agent-stage.js';
 import type { RunBackend, RunProcess } from './run-backend.js';
 
 /** AgentRunJob is the whole payload of a queued run: ids, nothing a worker would act on without the store. */
@@ -122,6 +123,12 @@ export interface AgentWorkerOptions {
   isolation?: RunIsolationOptions;
   /** agentMounts are bound read-only into every sandbox (default: referenceAgentMounts(), the shipped agent). */
   agentMounts?: ReadOnlyMount[];
+  /**
+   * agentStageRoot is where a worker that gives runs their own uid copies the agentMounts for them to read
+   * (agent-stage.ts; default agentStageRootDefault: /run/svc-agent). The worker does not start when a run's uid
+   * could not reach it, and says what to change.
+   */
+  agentStageRoot?: string;
   /** runSweepIntervalMs paces the sweep of run records past their retention (default runSweepIntervalMs). */
   runSweepIntervalMs?: number;
   /**
@@ -199,7 +206,13 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       }),
     );
   }
-  const agentMounts = options.agentMounts ?? referenceAgentMounts();
+  // Runs of their own uid read the agent from a copy (agent-stage.ts): the checkout may sit in a private home.
+  const givenMounts = options.agentMounts ?? referenceAgentMounts();
+  const stage =
+    isolation.root && !options.backend && givenMounts.length > 0
+      ? await stageAgentMounts(givenMounts, options.agentStageRoot ?? agentStageRootDefault(os.tmpdir()))
+      : null;
+  const agentMounts = stage?.mounts ?? givenMounts;
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
   const subscriber = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
   redis.on('error', () => undefined);
@@ -665,6 +678,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       await workerConnection.quit().catch(() => workerConnection.disconnect());
       await subscriber.quit().catch(() => subscriber.disconnect());
       await redis.quit().catch(() => redis.disconnect());
+      await stage?.remove();
     },
   };
 }
@@ -699,14 +713,6 @@ function checkedWorkspace(workspace: string): string {
   }
   if (!isDirectory) throw new RunRefusal('WORKSPACE_MISSING', 'the workspace directory does not exist');
   return workspace;
-}
-
-/** closedAncestor names the first directory above workspace that others may not search (the run uid is an other), or null. */
-function closedAncestor(workspace: string): string | null {
-  for (let dir = path.dirname(workspace); ; dir = path.dirname(dir)) {
-    if ((statSync(dir).mode & 0o001) === 0) return dir;
-    if (dir === path.dirname(dir)) return null;
-  }
 }
 
 /** readLine resolves on the first data from stream (a line or, with anyData, any bytes); it rejects on EOF or timeout. */
