@@ -7,8 +7,8 @@
 //
 // bubblewrap 0.8's --ro-bind-fd does not help: it resolves /proc/self/fd/N back to the path, which the run's
 // uid still cannot traverse. The copy leaves out type declarations and source maps (never executed); it is
-// made once as the worker starts and removed when it closes, and a worker that died leaves one that the next
-// worker on the host removes (each copy is named for the pid of the process that made it).
+// made once, in the background as the worker starts (runs wait for it), and removed when the worker closes; a
+// worker that died leaves one that the next worker on the host removes (each is named for its process's pid).
 import { chmod, cp, lstat, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { statSync } from 'node:fs';
 import path from 'node:path';
@@ -32,7 +32,12 @@ export class AgentStageError extends Error {}
 /** neverExecuted names files the copy leaves out: type declarations and source maps. */
 const neverExecuted = /\.(d\.[mc]?ts|map)$/;
 
-export async function stageAgentMounts(mounts: ReadOnlyMount[], stageRoot: string): Promise<AgentStage> {
+/**
+ * checkAgentStageRoot makes the stage root when missing and checks that it is this user's, written by no one
+ * else, and reachable by a run's uid; it throws an AgentStageError that says what to change. A worker calls it
+ * as it starts (cheap), then stages in the background (stageAgentMounts: a copy takes seconds on a busy host).
+ */
+export async function checkAgentStageRoot(stageRoot: string): Promise<void> {
   await mkdir(stageRoot, { recursive: true, mode: 0o755 });
   const root = await lstat(stageRoot);
   // Another user able to write here could swap the agent every run executes: refuse rather than use it.
@@ -46,6 +51,10 @@ export async function stageAgentMounts(mounts: ReadOnlyMount[], stageRoot: strin
     throw new AgentStageError(
       `a run's own uid cannot reach the agent stage ${stageRoot}: ${closed} is not searchable by others (chmod o+x ${closed}, or point the stage elsewhere)`,
     );
+}
+
+/** stageAgentMounts copies each mount's source into a new directory of stageRoot (checked: checkAgentStageRoot). */
+export async function stageAgentMounts(mounts: ReadOnlyMount[], stageRoot: string): Promise<AgentStage> {
   await removeLeftovers(stageRoot);
   const dir = await mkdtemp(path.join(stageRoot, `${process.pid}-`));
   try {

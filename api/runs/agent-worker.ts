@@ -75,7 +75,8 @@ import {
   slirpResolvConf,
 } from './sandbox.js';
 import { SecretMasker } from './secret-masker.js';
-import { agentStageRootDefault, closedAncestor, stageAgentMounts } from './agent-stage.js';
+import type { AgentStage } from './agent-stage.js';
+import { agentStageRootDefault, checkAgentStageRoot, closedAncestor, stageAgentMounts } from './agent-stage.js';
 import type { RunBackend, RunProcess } from './run-backend.js';
 
 /** AgentRunJob is the whole payload of a queued run: ids, nothing a worker would act on without the store. */
@@ -207,12 +208,29 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     );
   }
   // Runs of their own uid read the agent from a copy (agent-stage.ts): the checkout may sit in a private home.
+  // The stage root is checked now (a worker that could not stage does not start); the copy is made in the
+  // background, so the API is up at once, and a run waits for it.
   const givenMounts = options.agentMounts ?? referenceAgentMounts();
-  const stage =
-    isolation.root && !options.backend && givenMounts.length > 0
-      ? await stageAgentMounts(givenMounts, options.agentStageRoot ?? agentStageRootDefault(os.tmpdir()))
-      : null;
-  const agentMounts = stage?.mounts ?? givenMounts;
+  let staging: Promise<AgentStage> | null = null;
+  if (isolation.root && !options.backend && givenMounts.length > 0) {
+    const stageRoot = options.agentStageRoot ?? agentStageRootDefault(os.tmpdir());
+    await checkAgentStageRoot(stageRoot);
+    staging = stageAgentMounts(givenMounts, stageRoot);
+    staging.catch((error: Error) =>
+      log('runs.agent_stage_failed', { reason: error.message, effect: 'runs fail AGENT_STAGE_FAILED' }),
+    );
+  }
+  const agentMounts = async (): Promise<ReadOnlyMount[]> => {
+    if (!staging) return givenMounts;
+    try {
+      return (await staging).mounts;
+    } catch (error) {
+      throw new RunRefusal(
+        'AGENT_STAGE_FAILED',
+        `the worker could not copy the agent for the run's uid: ${(error as Error).message}`,
+      );
+    }
+  };
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
   const subscriber = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
   redis.on('error', () => undefined);
@@ -306,6 +324,8 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
           `the project allows network, but this worker cannot filter egress: ${isolation.egressProblem}`,
         );
       }
+      // The agent the sandbox binds (a copy made as the worker started, which the first runs may wait for).
+      const mounts = await agentMounts();
       // What a networked run may not reach is resolved as it starts (the cluster's members by name, as they are now).
       let egressDeny: ResolvedDeny | null = null;
       if (project.network && !options.backend) {
@@ -385,6 +405,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
         limits,
         resources,
         credentials,
+        mounts,
       );
       await cleanUp();
       if (outcome.code)
@@ -412,6 +433,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     limits: SandboxLimits,
     resources: RunResources,
     credentials: ResolvedCredential[],
+    mounts: ReadOnlyMount[],
   ): Promise<RunOutcome> {
     const network = project.network ? ('slirp' as const) : ('none' as const);
     const masker = new SecretMasker(credentials.map((credential) => credential.value));
@@ -432,7 +454,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
         cgroupProcsFiles: resources.cgroup?.procsFiles ?? [],
         network,
         secretFileNames: secretFiles.map((credential) => credential.target),
-        readOnlyMounts: agentMounts,
+        readOnlyMounts: mounts,
       });
       // The sandbox's environment is exactly this: nothing of the worker's own leaks in.
       const env: Record<string, string> = {
@@ -678,7 +700,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       await workerConnection.quit().catch(() => workerConnection.disconnect());
       await subscriber.quit().catch(() => subscriber.disconnect());
       await redis.quit().catch(() => redis.disconnect());
-      await stage?.remove();
+      await staging?.then((stage) => stage.remove()).catch(() => undefined);
     },
   };
 }

@@ -105,6 +105,23 @@ describe('api: the agent of a checkout under a private (0700) directory', functi
     assert.ok(!existsSync(path.join(stageRoot, copies[0]!)));
   });
 
+  it('fails runs with AGENT_STAGE_FAILED, not a crash, when the agent could not be copied', async () => {
+    worker = await startAgentWorker({
+      redisUrl: redis.url,
+      store: api.store,
+      agentStageRoot: stageRoot,
+      agentMounts: [{ source: path.join(privateDir, 'gone'), target: `${agentMountPoint}/app` }],
+    });
+    const read = await runCommand(['true'], 'x');
+    const notice = read.events.find((event) => event.event === 'notice')?.data as { code: string; message: string };
+    assert.equal(notice.code, 'AGENT_STAGE_FAILED');
+    assert.match(notice.message, /could not copy the agent/);
+    assert.equal((read.events.at(-1)!.data as { status: string }).status, 'failed');
+    await worker.close();
+    worker = undefined;
+    assert.deepEqual(readdirSync(stageRoot), [], 'a failed copy leaves nothing');
+  });
+
   it('does not start, and says what to change, when a run uid could not reach the stage', async () => {
     const closedRoot = path.join(privateDir, 'stage');
     await assert.rejects(
