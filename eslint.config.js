@@ -3,8 +3,8 @@
 //   environment, schedule a timer, await anything or import I/O modules;
 // - the direction of the layers (docs/architecture.md): engine/ imports nothing of ours but its own files
 //   and proto/gen; store/ builds on the engine, api/ on the store, transports/ on the engine alone; cli/
-//   assembles them all; sim/ runs the engine beside the rest. test/layout/import-direction.test.ts proves
-//   each fence fires;
+//   assembles them all; sim/ runs the engine beside the rest; bench/ may use of test/ only its cluster
+//   harnesses. test/layout/import-direction.test.ts proves each fence fires;
 // - a determinism fence around sim/linearizability/ too (the checker runs inside simulator seeds).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
@@ -63,6 +63,21 @@ function layerDynamicImports(folder) {
   const pattern = layerPattern(FORBIDDEN[folder]).replaceAll('/', '\\/');
   return { selector: `ImportExpression[source.value=/${pattern}/]`, message: layerMessage(folder) };
 }
+
+/** BENCH_TEST_FIXTURES are the test/ harness modules bench/ may import (paths under test/, without .js). */
+const BENCH_TEST_FIXTURES = [
+  'node/harness',
+  'node/child-harness',
+  'node/in-process-cluster',
+  'api/harness',
+  'cluster-api/api-cluster',
+];
+
+/** benchTestImports refuses a bench import of test/ other than its fixtures. */
+const benchTestImports = {
+  regex: `^(\\.\\./)+test/(?!(${BENCH_TEST_FIXTURES.join('|')})\\.js$)`,
+  message: `bench/ may import of test/ only its harnesses (${BENCH_TEST_FIXTURES.join(', ')}).`,
+};
 
 const codeFiles = (folder) => [`${folder}/**/*.ts`, `${folder}/**/*.js`, `${folder}/**/*.mjs`];
 
@@ -145,6 +160,22 @@ export default tseslint.config(
       'no-restricted-syntax': ['error', layerDynamicImports(folder)],
     },
   })),
+  // bench/ measures the product, so it may import any layer; of test/ it may use only the harnesses that
+  // start real clusters (BENCH_TEST_FIXTURES), never a test's own code, so a test change cannot quietly
+  // change what a benchmark measures.
+  {
+    files: codeFiles('bench'),
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [benchTestImports] }],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: `ImportExpression[source.value=/${benchTestImports.regex.replaceAll('/', '\\/')}/]`,
+          message: benchTestImports.message,
+        },
+      ],
+    },
+  },
   // After the layer fences, so its stricter import rule is the one that holds for its files.
   // The linearizability checker runs inside simulator seeds, and a history must get the same verdict
   // on every machine (its bound is a step count, not a time): no clock, randomness, I/O or async.

@@ -1,7 +1,20 @@
 // The records this API keeps in the DocumentStore, and their keys. See api/README.md ("Store layout").
 import { randomBytes } from 'node:crypto';
 import type { Role } from './auth/auth-context.js';
-import type { ProjectCredential } from './runs/run-credentials.js';
+
+/**
+ * ProjectCredential is one entry of a project's `credentials`: the stored credential (category, name) and
+ * where the agent finds its value: `as: 'env'` an environment variable named target, `as: 'file'` the file
+ * /run/secrets/<target>.
+ * (Checked and resolved in runs/run-credentials.ts.)
+ */
+export interface ProjectCredential {
+  [key: string]: string;
+  category: string;
+  name: string;
+  as: 'env' | 'file';
+  target: string;
+}
 
 export const storeKeys = {
   user: (id: string) => `users/${id}`,

@@ -353,6 +353,179 @@ async function readIndexCostRowsOver(cluster: ApiCluster, leader: string, overSt
   return rows;
 }
 
+/** benchCases are the four measured cases: bare Express and the API's GET /projects, on the leader and a follower. */
+async function benchCases(cluster: ApiCluster, leader: string, follower: string): Promise<BenchCase[]> {
+  const key = cluster.admin.key;
+  const leaderUrl = cluster.node(leader).httpUrl;
+  for (let index = 0; index < projectCount; index++) {
+    await api(leaderUrl, key, 'POST', '/projects', {
+      name: `p${index}`,
+      workspace: cluster.workspace,
+      command: ['./agent.sh'],
+    });
+  }
+  const payload = await api(leaderUrl, key, 'GET', '/projects?limit=50');
+  return [
+    {
+      name: `bare Express, in the leader's process`,
+      url: `${await cluster.node(leader).bare(payload)}/projects`,
+      headers: {} as Record<string, string>,
+      servingName: leader,
+    },
+    {
+      name: 'API GET /projects on the leader',
+      url: `${leaderUrl}/projects`,
+      headers: { 'x-api-key': key },
+      bareOf: 'leader',
+      servingName: leader,
+      node: cluster.node(leader),
+    },
+    {
+      name: `bare Express, in a follower's process`,
+      url: `${await cluster.node(follower).bare(payload)}/projects`,
+      headers: {},
+      servingName: follower,
+    },
+    {
+      name: 'API GET /projects on a follower',
+      url: `${cluster.node(follower).httpUrl}/projects`,
+      headers: { 'x-api-key': key },
+      bareOf: 'follower',
+      servingName: follower,
+      node: cluster.node(follower),
+    },
+  ].map((benchCase): BenchCase => ({
+    ...benchCase,
+    roundRps: [],
+    windowsUs: [],
+    requestsTotal: 0,
+    cpuUs: { serving: 0, others: 0 },
+  }));
+}
+
+/** measureRounds measures every case once per round, in order, with its CPU and read-index counts. */
+async function measureRounds(cluster: ApiCluster, nodeNames: string[], cases: BenchCase[]): Promise<void> {
+  const cpuOfNodes = (): Promise<number[]> =>
+    Promise.all(
+      nodeNames.map(async (name) => {
+        const usage = await cluster.node(name).cpuUsage();
+        return usage.user + usage.system;
+      }),
+    );
+  for (let round = 0; round < rounds; round++) {
+    for (const benchCase of cases) {
+      const statsBefore = await benchCase.node?.readIndexStats();
+      const cpuBefore = await cpuOfNodes();
+      const startedUs = monotonicUs();
+      const result = await measure(benchCase.url, benchCase.headers);
+      benchCase.windowsUs.push([startedUs, monotonicUs()]);
+      const cpuAfter = await cpuOfNodes();
+      nodeNames.forEach((name, index) => {
+        const spentUs = cpuAfter[index]! - cpuBefore[index]!;
+        if (name === benchCase.servingName) benchCase.cpuUs.serving += spentUs;
+        else benchCase.cpuUs.others += spentUs;
+      });
+      const statsAfter = await benchCase.node?.readIndexStats();
+      if (statsBefore && statsAfter) {
+        benchCase.readIndex ??= { calls: 0, readers: 0 };
+        benchCase.readIndex.calls += statsAfter.calls - statsBefore.calls;
+        benchCase.readIndex.readers += statsAfter.readers - statsBefore.readers;
+      }
+      benchCase.requestsTotal += result.requests.total;
+      benchCase.roundRps.push(result.requests.average);
+      if (!benchCase.best || result.requests.average > benchCase.best.requests.average) benchCase.best = result;
+    }
+  }
+}
+
+/** measureSse: queued runs (no worker on any node) whose event streams this process appends to directly. */
+async function measureSse(cluster: ApiCluster, leader: string, follower: string): Promise<string[]> {
+  const key = cluster.admin.key;
+  const leaderUrl = cluster.node(leader).httpUrl;
+  const sseRows: string[] = [];
+  const project = (await api(leaderUrl, key, 'POST', '/projects', {
+    name: 'sse',
+    workspace: cluster.workspace,
+    command: ['./agent.sh'],
+  })) as { id: string };
+  const redis = new Redis(cluster.redis!.url);
+  for (const streamCount of sseStreamCounts) {
+    // Fresh runs per level, so that no stream replays an earlier level's events.
+    const runs: Array<{ runId: string; streamUrl: string }> = [];
+    for (let index = 0; index < Math.min(sseRunCount, streamCount); index++) {
+      runs.push(
+        (await api(leaderUrl, key, 'POST', `/projects/${project.id}/commands`, { prompt: `sse ${index}` })) as {
+          runId: string;
+          streamUrl: string;
+        },
+      );
+    }
+    sseRows.push(await sseLevel(cluster.node(follower).httpUrl, key, runs, redis, streamCount));
+  }
+  redis.disconnect();
+  return sseRows;
+}
+
+/** printCases writes the cases' table. */
+function printCases(cases: BenchCase[]): void {
+  process.stdout.write(
+    `\n${connections} connections, ${durationSeconds}s per measurement, best of ${rounds} rounds, loopback, ` +
+      `3 nodes (mTLS, fsync) + redis-server + autocannon on ${os.cpus().length} cores; load average at end ` +
+      `${os
+        .loadavg()
+        .map((load) => load.toFixed(1))
+        .join(' ')}\n\n`,
+  );
+  // CPU per request: process.cpuUsage() of each node process (user + system) over all rounds of a case,
+  // divided by its requests. Unlike req/s and profile busy time, it is not inflated by other processes
+  // holding the cores, so its ratio (bare CPU / API CPU, same process) is what the throughput ratio would
+  // be on a machine with a core to spare for each process.
+  process.stdout.write(
+    '| case | req/s (mean, best round) | vs bare, same process (best rounds) | vs bare, median of rounds (each round) | ' +
+      'p50 ms | p99 ms | non-2xx | CPU µs/req, serving process | ' +
+      'CPU vs bare (bare / API) | CPU µs/req, other nodes | read-index calls per request (readers per call) |\n' +
+      '|---|---|---|---|---|---|---|---|---|---|---|\n',
+  );
+  const bareByNode: Record<string, BenchCase> = { leader: cases[0]!, follower: cases[2]! };
+  const cpuPerRequest = (benchCase: BenchCase, which: 'serving' | 'others'): number =>
+    benchCase.cpuUs[which] / Math.max(1, benchCase.requestsTotal);
+  for (const benchCase of cases) {
+    const { name, best, bareOf, readIndex, requestsTotal } = benchCase;
+    const bare = bareOf ? bareByNode[bareOf]! : benchCase;
+    const ratio = `${((best!.requests.average / bare.best!.requests.average) * 100).toFixed(0)}%`;
+    // Each round's API case ran right after its bare case: their ratio shares the machine's state of the moment.
+    const roundRatios = benchCase.roundRps.map((rps, round) => rps / bare.roundRps[round]!);
+    const roundRatio = `${(median(roundRatios) * 100).toFixed(0)}% (${roundRatios.map((r) => (r * 100).toFixed(0)).join(', ')})`;
+    const cpuRatio = `${((cpuPerRequest(bare, 'serving') / cpuPerRequest(benchCase, 'serving')) * 100).toFixed(0)}%`;
+    const sharing =
+      readIndex && readIndex.calls > 0
+        ? `${(readIndex.calls / requestsTotal).toFixed(3)} (${(readIndex.readers / readIndex.calls).toFixed(1)})`
+        : '-';
+    process.stdout.write(
+      `| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${roundRatio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} | ` +
+        `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} |\n`,
+    );
+  }
+}
+
+/** printExtras writes the read-index cost and SSE tables, when measured. */
+function printExtras(readIndexRows: string[], sseRows: string[]): void {
+  if (readIndexCost) {
+    process.stdout.write(
+      `\nThe leader's CPU per read index (asked from this process over mTLS, ${durationSeconds} s per phase; per call = ` +
+        '(CPU - idle CPU) / calls)\n\n| transport | phase | calls/s | leader CPU ms/s | leader CPU µs per call |\n|---|---|---|---|---|\n',
+    );
+    for (const row of readIndexRows) process.stdout.write(`${row}\n`);
+  }
+  if (sse) {
+    process.stdout.write(
+      `\nSSE delivery (streams on a follower, ${sseRoundCount} rounds of one event per run, ${sseRoundGapMs} ms apart; ` +
+        'latency = receipt - append, ms)\n\n| open streams | runs | open all (ms) | delivered | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|---|\n',
+    );
+    for (const row of sseRows) process.stdout.write(`${row}\n`);
+  }
+}
+
 async function main(): Promise<void> {
   const profileDir = cpuProfile ? mkdtempSync(path.join(os.tmpdir(), 'svc-api-cluster-prof-')) : '';
   const cluster = new ApiCluster();
@@ -367,165 +540,13 @@ async function main(): Promise<void> {
     if (!leader) throw new Error('no leader');
     const nodeNames = ['a', 'b', 'c'];
     const follower = nodeNames.find((name) => name !== leader)!;
-    const key = cluster.admin.key;
-    const leaderUrl = cluster.node(leader).httpUrl;
-    const followerUrl = cluster.node(follower).httpUrl;
-    for (let index = 0; index < projectCount; index++) {
-      await api(leaderUrl, key, 'POST', '/projects', {
-        name: `p${index}`,
-        workspace: cluster.workspace,
-        command: ['./agent.sh'],
-      });
-    }
-    const payload = await api(leaderUrl, key, 'GET', '/projects?limit=50');
-    const cases: BenchCase[] = [
-      {
-        name: `bare Express, in the leader's process`,
-        url: `${await cluster.node(leader).bare(payload)}/projects`,
-        headers: {} as Record<string, string>,
-        servingName: leader,
-      },
-      {
-        name: 'API GET /projects on the leader',
-        url: `${leaderUrl}/projects`,
-        headers: { 'x-api-key': key },
-        bareOf: 'leader',
-        servingName: leader,
-        node: cluster.node(leader),
-      },
-      {
-        name: `bare Express, in a follower's process`,
-        url: `${await cluster.node(follower).bare(payload)}/projects`,
-        headers: {},
-        servingName: follower,
-      },
-      {
-        name: 'API GET /projects on a follower',
-        url: `${followerUrl}/projects`,
-        headers: { 'x-api-key': key },
-        bareOf: 'follower',
-        servingName: follower,
-        node: cluster.node(follower),
-      },
-    ].map((benchCase): BenchCase => ({
-      ...benchCase,
-      roundRps: [],
-      windowsUs: [],
-      requestsTotal: 0,
-      cpuUs: { serving: 0, others: 0 },
-    }));
-    const cpuOfNodes = (): Promise<number[]> =>
-      Promise.all(
-        nodeNames.map(async (name) => {
-          const usage = await cluster.node(name).cpuUsage();
-          return usage.user + usage.system;
-        }),
-      );
+    const cases = await benchCases(cluster, leader, follower);
     casesForProfile.push(...cases);
-    for (let round = 0; round < rounds; round++) {
-      for (const benchCase of cases) {
-        const statsBefore = await benchCase.node?.readIndexStats();
-        const cpuBefore = await cpuOfNodes();
-        const startedUs = monotonicUs();
-        const result = await measure(benchCase.url, benchCase.headers);
-        benchCase.windowsUs.push([startedUs, monotonicUs()]);
-        const cpuAfter = await cpuOfNodes();
-        nodeNames.forEach((name, index) => {
-          const spentUs = cpuAfter[index]! - cpuBefore[index]!;
-          if (name === benchCase.servingName) benchCase.cpuUs.serving += spentUs;
-          else benchCase.cpuUs.others += spentUs;
-        });
-        const statsAfter = await benchCase.node?.readIndexStats();
-        if (statsBefore && statsAfter) {
-          benchCase.readIndex ??= { calls: 0, readers: 0 };
-          benchCase.readIndex.calls += statsAfter.calls - statsBefore.calls;
-          benchCase.readIndex.readers += statsAfter.readers - statsBefore.readers;
-        }
-        benchCase.requestsTotal += result.requests.total;
-        benchCase.roundRps.push(result.requests.average);
-        if (!benchCase.best || result.requests.average > benchCase.best.requests.average) benchCase.best = result;
-      }
-    }
-
+    await measureRounds(cluster, nodeNames, cases);
     const readIndexRows = readIndexCost ? await readIndexCostRows(cluster, leader) : [];
-
-    // SSE: queued runs (no worker on any node) whose event streams this process appends to directly.
-    const sseRows: string[] = [];
-    if (sse) {
-      const project = (await api(leaderUrl, key, 'POST', '/projects', {
-        name: 'sse',
-        workspace: cluster.workspace,
-        command: ['./agent.sh'],
-      })) as { id: string };
-      const redis = new Redis(cluster.redis!.url);
-      for (const streamCount of sseStreamCounts) {
-        // Fresh runs per level, so that no stream replays an earlier level's events.
-        const runs: Array<{ runId: string; streamUrl: string }> = [];
-        for (let index = 0; index < Math.min(sseRunCount, streamCount); index++) {
-          runs.push(
-            (await api(leaderUrl, key, 'POST', `/projects/${project.id}/commands`, { prompt: `sse ${index}` })) as {
-              runId: string;
-              streamUrl: string;
-            },
-          );
-        }
-        sseRows.push(await sseLevel(followerUrl, key, runs, redis, streamCount));
-      }
-      redis.disconnect();
-    }
-
-    process.stdout.write(
-      `\n${connections} connections, ${durationSeconds}s per measurement, best of ${rounds} rounds, loopback, ` +
-        `3 nodes (mTLS, fsync) + redis-server + autocannon on ${os.cpus().length} cores; load average at end ` +
-        `${os
-          .loadavg()
-          .map((load) => load.toFixed(1))
-          .join(' ')}\n\n`,
-    );
-    // CPU per request: process.cpuUsage() of each node process (user + system) over all rounds of a case,
-    // divided by its requests. Unlike req/s and profile busy time, it is not inflated by other processes
-    // holding the cores, so its ratio (bare CPU / API CPU, same process) is what the throughput ratio would
-    // be on a machine with a core to spare for each process.
-    process.stdout.write(
-      '| case | req/s (mean, best round) | vs bare, same process (best rounds) | vs bare, median of rounds (each round) | ' +
-        'p50 ms | p99 ms | non-2xx | CPU µs/req, serving process | ' +
-        'CPU vs bare (bare / API) | CPU µs/req, other nodes | read-index calls per request (readers per call) |\n' +
-        '|---|---|---|---|---|---|---|---|---|---|---|\n',
-    );
-    const bareByNode: Record<string, BenchCase> = { leader: cases[0]!, follower: cases[2]! };
-    const cpuPerRequest = (benchCase: BenchCase, which: 'serving' | 'others'): number =>
-      benchCase.cpuUs[which] / Math.max(1, benchCase.requestsTotal);
-    for (const benchCase of cases) {
-      const { name, best, bareOf, readIndex, requestsTotal } = benchCase;
-      const bare = bareOf ? bareByNode[bareOf]! : benchCase;
-      const ratio = `${((best!.requests.average / bare.best!.requests.average) * 100).toFixed(0)}%`;
-      // Each round's API case ran right after its bare case: their ratio shares the machine's state of the moment.
-      const roundRatios = benchCase.roundRps.map((rps, round) => rps / bare.roundRps[round]!);
-      const roundRatio = `${(median(roundRatios) * 100).toFixed(0)}% (${roundRatios.map((r) => (r * 100).toFixed(0)).join(', ')})`;
-      const cpuRatio = `${((cpuPerRequest(bare, 'serving') / cpuPerRequest(benchCase, 'serving')) * 100).toFixed(0)}%`;
-      const sharing =
-        readIndex && readIndex.calls > 0
-          ? `${(readIndex.calls / requestsTotal).toFixed(3)} (${(readIndex.readers / readIndex.calls).toFixed(1)})`
-          : '-';
-      process.stdout.write(
-        `| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${roundRatio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} | ` +
-          `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} |\n`,
-      );
-    }
-    if (readIndexCost) {
-      process.stdout.write(
-        `\nThe leader's CPU per read index (asked from this process over mTLS, ${durationSeconds} s per phase; per call = ` +
-          '(CPU - idle CPU) / calls)\n\n| transport | phase | calls/s | leader CPU ms/s | leader CPU µs per call |\n|---|---|---|---|---|\n',
-      );
-      for (const row of readIndexRows) process.stdout.write(`${row}\n`);
-    }
-    if (sse) {
-      process.stdout.write(
-        `\nSSE delivery (streams on a follower, ${sseRoundCount} rounds of one event per run, ${sseRoundGapMs} ms apart; ` +
-          'latency = receipt - append, ms)\n\n| open streams | runs | open all (ms) | delivered | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|---|\n',
-      );
-      for (const row of sseRows) process.stdout.write(`${row}\n`);
-    }
+    const sseRows = sse ? await measureSse(cluster, leader, follower) : [];
+    printCases(cases);
+    printExtras(readIndexRows, sseRows);
   } finally {
     await cluster.stop();
   }

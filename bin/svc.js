@@ -6,13 +6,20 @@
 // is no second process to forward to. A checkout never holds cli/main.js (tsc there only type-checks).
 import { existsSync } from 'node:fs';
 
+const argv = process.argv.slice(2);
 const compiled = new URL('../cli/main.js', import.meta.url);
-let main;
-if (existsSync(compiled)) {
-  main = await import(compiled.href);
+if (argv.length === 1 && (argv[0] === '--version' || argv[0] === 'version')) {
+  // Answered before anything loads, in the form cli/main.ts answers it: at once, and in a checkout without
+  // node_modules (the release script's test runs it in a fresh clone).
+  const { readFileSync } = await import('node:fs');
+  const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  process.stdout.write(`svc ${typeof version === 'string' && version !== '' ? version : 'version-unknown'}\n`);
+} else if (existsSync(compiled)) {
+  const { runMain } = await import(compiled.href);
+  await runMain(argv);
 } else {
   const { register } = await import('tsx/esm/api');
   register();
-  main = await import('../cli/main.ts');
+  const { runMain } = await import('../cli/main.ts');
+  await runMain(argv);
 }
-await main.runMain(process.argv.slice(2));

@@ -40,7 +40,21 @@ const KILL_WAIT_MS = 5_000;
 const TICK_MS_MAX = 10_000;
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-export async function runClusterCommand(args: string[], io: Io): Promise<number> {
+/** ClusterOptions are `svc cluster`'s flags, checked. */
+interface ClusterOptions {
+  dir: string;
+  nodeCount: number;
+  tickMs: number;
+  basePort: number | null;
+  insecure: boolean;
+  api: boolean;
+  logLevel: LogLevel;
+  engineLimits: Record<string, number>;
+  nodeOptions: string[];
+}
+
+/** parseClusterOptions reads and checks the flags; null when --help was asked (and answered). */
+function parseClusterOptions(args: string[], io: Io): ClusterOptions | null {
   const { values } = parseFlags(args, {
     dir: { type: 'string' },
     nodes: { type: 'string' },
@@ -56,13 +70,12 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
   });
   if (values.help === true) {
     io.out.write(`${CLUSTER_USAGE}\n`);
-    return EXIT_OK;
+    return null;
   }
   if (values.api === true && values['no-api'] === true)
     throw new UsageError('--api and --no-api contradict each other');
   const logLevel = (stringFlag(values, 'log-level') ?? 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
-  const dir = resolve(stringFlag(values, 'dir') ?? CLUSTER_DIR_DEFAULT);
   const engineLimits = limitOverrides(values, 'engine-limit');
   for (const name of Object.keys(engineLimits)) {
     if (!(name in DEFAULT_LIMITS))
@@ -77,15 +90,23 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
         `--node-option takes one node flag such as --cpu-prof or --max-old-space-size=512, got ${JSON.stringify(option)}`,
       );
   }
-  const options = {
-    dir,
+  return {
+    dir: resolve(stringFlag(values, 'dir') ?? CLUSTER_DIR_DEFAULT),
     nodeCount: intFlag(values, 'nodes', 1, CLUSTER_NODE_COUNT_MAX) ?? CLUSTER_NODE_COUNT_DEFAULT,
     tickMs: intFlag(values, 'tick-ms', 1, TICK_MS_MAX) ?? CLUSTER_TICK_MS_DEFAULT,
     basePort: intFlag(values, 'base-port', 1024, 65_535) ?? null,
     insecure: values.insecure === true,
     api: values['no-api'] !== true,
     logLevel,
+    engineLimits,
+    nodeOptions,
   };
+}
+
+export async function runClusterCommand(args: string[], io: Io): Promise<number> {
+  const options = parseClusterOptions(args, io);
+  if (options === null) return EXIT_OK;
+  const { dir } = options;
   const say = (line: string): void => {
     io.out.write(`svc cluster: ${line}\n`);
   };
@@ -107,88 +128,13 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
 
   const stopSignal = signalLatch();
   const redis = cluster.api ? await startSharedRedis(cluster, say) : null;
-  const api = cluster.api
-    ? { secretKeyFile: await ensureSecretKey(cluster), ...(redis ? { redisUrl: redis.url } : {}) }
-    : null;
   const children = new Map<string, SupervisedNode>();
   try {
-    for (const member of cluster.members) {
-      await mkdir(member.dataDir, { recursive: true });
-      await writeNodeConfig(member, {
-        ...nodeConfigFor(cluster, member, { logLevel, api }),
-        ...(Object.keys(engineLimits).length > 0 ? { engineLimits } : {}),
-      });
-    }
-    for (const member of cluster.members) {
-      const child = SupervisedNode.start(member.name, member.configFile, member.logFile, nodeOptions);
-      children.set(member.name, child);
-      member.pid = child.pid;
-      say(
-        `started ${member.name} (pid ${child.pid}): gRPC ${member.grpcAddr}, HTTP ${member.httpAddr}, log ${member.logFile}`,
-      );
-    }
-    cluster.updatedAt = new Date().toISOString();
+    await startNodes(cluster, options, redis, children, say);
     await writeClusterFile(filePath, cluster);
-
-    const firstExit = Promise.race([...children.values()].map((c) => c.exited));
-    const healthy = await Promise.race([
-      waitHealthy(cluster, CLUSTER_HEALTHY_TIMEOUT_MS, () => stopSignal.fired !== null),
-      firstExit.then((exit) => ({ exit })),
-      stopSignal.promise.then((signal) => ({ signal })),
-    ]);
-    if ('exit' in healthy) {
-      io.err.write(
-        `svc cluster: ${describeExit(healthy.exit)} before the cluster was healthy; see ${cluster.members.find((m) => m.name === healthy.exit.name)?.logFile}\n`,
-      );
-      return EXIT_FAILED;
-    }
-    if ('signal' in healthy) {
-      say(`${healthy.signal} before the cluster was healthy`);
-      return EXIT_OK;
-    }
-    if (!healthy.ok) {
-      io.err.write(
-        `svc cluster: not every /health answered 200 within ${CLUSTER_HEALTHY_TIMEOUT_MS} ms (${healthy.problem}); see the logs under ${dir}\n`,
-      );
-      return EXIT_FAILED;
-    }
-    for (const member of cluster.members) member.id = healthy.ids.get(member.name) ?? member.id;
-    if (cluster.api && cluster.adminKey === undefined) {
-      try {
-        const admin = await createClusterAdminKey(filePath);
-        cluster.adminKey = admin.key;
-        say(`admin API key (kept in ${filePath}): ${admin.key}`);
-      } catch (err) {
-        io.err.write(`svc cluster: could not create the admin API key: ${(err as Error).message}\n`);
-      }
-    }
-    cluster.updatedAt = new Date().toISOString();
-    await writeClusterFile(filePath, cluster);
-    say(
-      `all ${cluster.members.length} nodes answer /health 200 (${cluster.members.map((m) => `${m.name} ${m.httpAddr}`).join(', ')}); ` +
-        `wrote ${filePath}; Ctrl-C stops the cluster`,
-    );
-
-    // Running: until a signal, or until every child is gone.
-    const watchers = [...children.values()].map((child) =>
-      child.exited.then((exit) => {
-        if (stopSignal.fired === null)
-          io.err.write(
-            `svc cluster: ${describeExit(exit)}; see ${cluster.members.find((m) => m.name === exit.name)?.logFile}\n`,
-          );
-        return exit;
-      }),
-    );
-    const outcome = await Promise.race([
-      stopSignal.promise.then((signal) => ({ signal })),
-      Promise.all(watchers).then(() => ({ signal: null })),
-    ]);
-    if (outcome.signal === null) {
-      io.err.write('svc cluster: every node has exited\n');
-      return EXIT_FAILED;
-    }
-    say(`${outcome.signal}: stopping the nodes`);
-    return EXIT_OK;
+    const started = await awaitHealthy(cluster, filePath, children, stopSignal, io, say);
+    if (started !== null) return started;
+    return await runUntilStopped(cluster, children, stopSignal, io, say);
   } finally {
     await stopChildren(children, stopSignal, say);
     for (const member of cluster.members) member.pid = 0;
@@ -197,6 +143,119 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
     await redis?.stop();
     stopSignal.dispose();
   }
+}
+
+/** startNodes writes each member's config and starts it as a supervised child process. */
+async function startNodes(
+  cluster: ClusterFile,
+  options: ClusterOptions,
+  redis: { url: string } | null,
+  children: Map<string, SupervisedNode>,
+  say: (line: string) => void,
+): Promise<void> {
+  const { logLevel, engineLimits } = options;
+  const api = cluster.api
+    ? { secretKeyFile: await ensureSecretKey(cluster), ...(redis ? { redisUrl: redis.url } : {}) }
+    : null;
+  for (const member of cluster.members) {
+    await mkdir(member.dataDir, { recursive: true });
+    await writeNodeConfig(member, {
+      ...nodeConfigFor(cluster, member, { logLevel, api }),
+      ...(Object.keys(engineLimits).length > 0 ? { engineLimits } : {}),
+    });
+  }
+  for (const member of cluster.members) {
+    const child = SupervisedNode.start(member.name, member.configFile, member.logFile, options.nodeOptions);
+    children.set(member.name, child);
+    member.pid = child.pid;
+    say(
+      `started ${member.name} (pid ${child.pid}): gRPC ${member.grpcAddr}, HTTP ${member.httpAddr}, log ${member.logFile}`,
+    );
+  }
+  cluster.updatedAt = new Date().toISOString();
+}
+
+/**
+ * awaitHealthy waits for every /health to answer 200, then makes the admin key on a first run and writes
+ * cluster.json; it answers the exit code when the cluster did not come up (a child exited, a signal, the
+ * timeout), null when it did.
+ */
+async function awaitHealthy(
+  cluster: ClusterFile,
+  filePath: string,
+  children: Map<string, SupervisedNode>,
+  stopSignal: SignalLatch,
+  io: Io,
+  say: (line: string) => void,
+): Promise<number | null> {
+  const firstExit = Promise.race([...children.values()].map((c) => c.exited));
+  const healthy = await Promise.race([
+    waitHealthy(cluster, CLUSTER_HEALTHY_TIMEOUT_MS, () => stopSignal.fired !== null),
+    firstExit.then((exit) => ({ exit })),
+    stopSignal.promise.then((signal) => ({ signal })),
+  ]);
+  if ('exit' in healthy) {
+    io.err.write(
+      `svc cluster: ${describeExit(healthy.exit)} before the cluster was healthy; see ${cluster.members.find((m) => m.name === healthy.exit.name)?.logFile}\n`,
+    );
+    return EXIT_FAILED;
+  }
+  if ('signal' in healthy) {
+    say(`${healthy.signal} before the cluster was healthy`);
+    return EXIT_OK;
+  }
+  if (!healthy.ok) {
+    io.err.write(
+      `svc cluster: not every /health answered 200 within ${CLUSTER_HEALTHY_TIMEOUT_MS} ms (${healthy.problem}); see the logs under ${cluster.dir}\n`,
+    );
+    return EXIT_FAILED;
+  }
+  for (const member of cluster.members) member.id = healthy.ids.get(member.name) ?? member.id;
+  if (cluster.api && cluster.adminKey === undefined) {
+    try {
+      const admin = await createClusterAdminKey(filePath);
+      cluster.adminKey = admin.key;
+      say(`admin API key (kept in ${filePath}): ${admin.key}`);
+    } catch (err) {
+      io.err.write(`svc cluster: could not create the admin API key: ${(err as Error).message}\n`);
+    }
+  }
+  cluster.updatedAt = new Date().toISOString();
+  await writeClusterFile(filePath, cluster);
+  say(
+    `all ${cluster.members.length} nodes answer /health 200 (${cluster.members.map((m) => `${m.name} ${m.httpAddr}`).join(', ')}); ` +
+      `wrote ${filePath}; Ctrl-C stops the cluster`,
+  );
+  return null;
+}
+
+/** runUntilStopped waits for a signal (exit 0) or for every child to be gone (exit 1). */
+async function runUntilStopped(
+  cluster: ClusterFile,
+  children: Map<string, SupervisedNode>,
+  stopSignal: SignalLatch,
+  io: Io,
+  say: (line: string) => void,
+): Promise<number> {
+  const watchers = [...children.values()].map((child) =>
+    child.exited.then((exit) => {
+      if (stopSignal.fired === null)
+        io.err.write(
+          `svc cluster: ${describeExit(exit)}; see ${cluster.members.find((m) => m.name === exit.name)?.logFile}\n`,
+        );
+      return exit;
+    }),
+  );
+  const outcome = await Promise.race([
+    stopSignal.promise.then((signal) => ({ signal })),
+    Promise.all(watchers).then(() => ({ signal: null })),
+  ]);
+  if (outcome.signal === null) {
+    io.err.write('svc cluster: every node has exited\n');
+    return EXIT_FAILED;
+  }
+  say(`${outcome.signal}: stopping the nodes`);
+  return EXIT_OK;
 }
 
 /** stopChildren sends SIGTERM to each running child, SIGKILL after the grace; a second signal kills at once. */

@@ -2,6 +2,7 @@
 // when asked for, so `svc openapi` loads no gRPC and opens no port. Exit codes: 0 done, 1 failed,
 // 2 bad usage (flags, config), with the problem named on stderr.
 import { pathToFileURL } from 'node:url';
+import { BUILD_VERSION } from '../transports/node/build-info.js';
 import { processIo, type Io } from './io.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './limits.js';
 import { TOP_USAGE, UsageError } from './usage.js';
@@ -28,6 +29,12 @@ export async function runSvc(argv: string[], io: Io = processIo): Promise<number
         return (await import('./openapi-command.js')).runOpenApiCommand(rest, io);
       case 'manifests':
         return await (await import('./manifests/manifests-command.js')).runManifestsCommand(rest, io);
+      case 'version':
+      case '--version':
+        // The same version the nodes report as build_version (package.json's, which a release bumps).
+        if (rest.length > 0) throw new UsageError(`${command} takes no arguments`);
+        io.out.write(`svc ${BUILD_VERSION || 'version-unknown'}\n`);
+        return EXIT_OK;
       case 'certs': {
         const { runCertsCli } = await import('./certs/certs-command.js');
         return await runCertsCli(rest, io.out, io.err);

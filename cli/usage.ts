@@ -21,6 +21,7 @@ commands:
   certs ca|node|admin ...    make a cluster CA, a node (peer) or an admin certificate
   manifests render|secrets   Kubernetes objects of a deployment (YAML); secrets from a certs directory
   openapi                    print the developer API's OpenAPI document (no server, no port)
+  version, --version         print svc's version (the nodes' build_version)
 
 svc <command> --help shows a command's flags.`;
 

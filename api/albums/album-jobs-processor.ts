@@ -91,65 +91,95 @@ export function failureOf(error: unknown): { reason: string; retryable: boolean 
   return { reason: `INTERNAL: ${message.slice(0, 300)}`, retryable: true };
 }
 
-export function albumJobProcessor(options: AlbumJobProcessorOptions) {
-  const { updater, blobs, generator, events, anchors } = options;
-  const now = options.now ?? (() => new Date().toISOString());
+/**
+ * AlbumJobProcessor runs one album job: it records the job's start and end in the album (compare-and-set through
+ * the updater), makes the image, and announces each end once.
+ */
+class AlbumJobProcessor {
+  private readonly updater: AlbumJobProcessorOptions['updater'];
+  private readonly blobs: AlbumJobProcessorOptions['blobs'];
+  private readonly generator: ImageGenerator;
+  private readonly events: UserEventPublisher;
+  private readonly anchors: AnchorFetcher;
+  private readonly now: () => string;
 
-  async function announceAlbumEnd(album: AlbumRecord, end: ShotEnd): Promise<void> {
+  constructor(options: AlbumJobProcessorOptions) {
+    this.updater = options.updater;
+    this.blobs = options.blobs;
+    this.generator = options.generator;
+    this.events = options.events;
+    this.anchors = options.anchors;
+    this.now = options.now ?? (() => new Date().toISOString());
+  }
+
+  run(job: AlbumJob, attempt: JobAttempt): Promise<JobOutcome> {
+    switch (job.kind) {
+      case 'anchor':
+        return this.processAnchor(job, attempt);
+      case 'shot':
+        return this.processShot(job, attempt);
+      default: {
+        const unknown: never = job;
+        throw new Error(`unknown album job ${JSON.stringify(unknown)}`);
+      }
+    }
+  }
+
+  private async announceAlbumEnd(album: AlbumRecord, end: ShotEnd): Promise<void> {
     if (!end.albumComplete) return;
-    await events.publish(
+    await this.events.publish(
       album.user_id,
       'album.completed',
       {
         albumId: album.id,
         complete: end.albumComplete.complete,
         failed: end.albumComplete.failed,
-        at: now(),
+        at: this.now(),
       },
       endEventKeys.round(album),
     );
   }
 
-  async function announceAnchorEnd(album: AlbumRecord, generation: number): Promise<void> {
+  private async announceAnchorEnd(album: AlbumRecord, generation: number): Promise<void> {
     const onceKey = endEventKeys.anchor(album.id, generation);
     if (album.anchor.state === 'ready') {
-      await events.publish(
+      await this.events.publish(
         album.user_id,
         'anchor.completed',
-        { albumId: album.id, generation, anchorUrl: album.anchor.url, at: now() },
+        { albumId: album.id, generation, anchorUrl: album.anchor.url, at: this.now() },
         onceKey,
       );
     } else if (album.anchor.state === 'failed') {
-      await events.publish(
+      await this.events.publish(
         album.user_id,
         'anchor.failed',
-        { albumId: album.id, generation, error: album.anchor.error, at: now() },
+        { albumId: album.id, generation, error: album.anchor.error, at: this.now() },
         onceKey,
       );
     }
   }
 
-  async function announceShotEnd(album: AlbumRecord, job: ShotJob): Promise<void> {
+  private async announceShotEnd(album: AlbumRecord, job: ShotJob): Promise<void> {
     const finished = finishedShot(album, job);
     if (!finished) return;
     const { shot } = finished;
     const onceKey = endEventKeys.shot(album.id, job.index, job.request);
     if (shot.status === 'complete') {
-      await events.publish(
+      await this.events.publish(
         album.user_id,
         'shot.completed',
-        { albumId: album.id, index: job.index, imageUrl: shot.image_url, at: now() },
+        { albumId: album.id, index: job.index, imageUrl: shot.image_url, at: this.now() },
         onceKey,
       );
     } else {
-      await events.publish(
+      await this.events.publish(
         album.user_id,
         'shot.failed',
-        { albumId: album.id, index: job.index, error: shot.error, at: now() },
+        { albumId: album.id, index: job.index, error: shot.error, at: this.now() },
         onceKey,
       );
     }
-    await announceAlbumEnd(album, finished);
+    await this.announceAlbumEnd(album, finished);
   }
 
   /**
@@ -157,93 +187,95 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
    * request meanwhile: that run announces it (or is run again and does), so this repeat is best effort and
    * its failure (this worker may be closing) does not fail the run.
    */
-  async function alsoAnnounce(job: AlbumJob, album: AlbumRecord): Promise<void> {
-    await reannounce(job, album).catch(() => undefined);
+  private async alsoAnnounce(job: AlbumJob, album: AlbumRecord): Promise<void> {
+    await this.reannounce(job, album).catch(() => undefined);
   }
 
   /** reannounce publishes the end of a job that found its request already ended (the publisher keeps it once). */
-  async function reannounce(job: AlbumJob, album: AlbumRecord): Promise<void> {
-    if (!events.keepsOnce) return;
+  private async reannounce(job: AlbumJob, album: AlbumRecord): Promise<void> {
+    if (!this.events.keepsOnce) return;
     if (job.kind === 'anchor') {
-      if (album.anchor.generation === job.anchorGeneration) await announceAnchorEnd(album, job.anchorGeneration);
+      if (album.anchor.generation === job.anchorGeneration) await this.announceAnchorEnd(album, job.anchorGeneration);
     } else {
-      await announceShotEnd(album, job);
+      await this.announceShotEnd(album, job);
     }
   }
 
-  async function processAnchor(job: AnchorJob, attempt: JobAttempt): Promise<JobOutcome> {
+  async processAnchor(job: AnchorJob, attempt: JobAttempt): Promise<JobOutcome> {
     const ref = { userId: job.userId, albumId: job.albumId };
     const generation = job.anchorGeneration;
-    const started = await updater.update(ref, (album) => startAnchor(album, generation, now()));
+    const started = await this.updater.update(ref, (album) => startAnchor(album, generation, this.now()));
     if (!started) return { kind: 'album-gone' };
-    if (started.result.kind === 'finished') await reannounce(job, started.album);
+    if (started.result.kind === 'finished') await this.reannounce(job, started.album);
     if (started.result.kind !== 'started') return { kind: started.result.kind };
     const album = started.album;
-    await events.publish(job.userId, 'anchor.started', {
+    await this.events.publish(job.userId, 'anchor.started', {
       albumId: album.id,
       generation,
       attempt: album.anchor.attempts,
-      at: now(),
+      at: this.now(),
     });
     let hash: string;
     try {
-      const png = await generator.generateAnchor({
+      const png = await this.generator.generateAnchor({
         subject: album.subject,
         seed: album.anchor.seed,
         widthPx: album.width_px,
         heightPx: album.height_px,
       });
       await checkPng(png, album.width_px, album.height_px, anchorImageBytesMax);
-      hash = await blobs.put(png, 'image/png');
+      hash = await this.blobs.put(png, 'image/png');
     } catch (error) {
       const { reason, retryable } = failureOf(error);
       const final = !retryable || attempt.last;
-      const failed = await updater.update(ref, (current) => failAnchor(current, generation, reason, final, now()));
+      const failed = await this.updater.update(ref, (current) =>
+        failAnchor(current, generation, reason, final, this.now()),
+      );
       if (failed?.result.kind === 'retrying') {
-        await events.publish(job.userId, 'anchor.retrying', {
+        await this.events.publish(job.userId, 'anchor.retrying', {
           albumId: album.id,
           generation,
           attempt: attempt.number,
           error: reason,
-          at: now(),
+          at: this.now(),
         });
         throw error;
       }
       if (failed?.result.kind === 'failed') {
-        await announceAnchorEnd(failed.album, generation);
+        await this.announceAnchorEnd(failed.album, generation);
         return { kind: 'failed', reason };
       }
-      if (failed?.result.kind === 'finished') await alsoAnnounce(job, failed.album);
+      if (failed?.result.kind === 'finished') await this.alsoAnnounce(job, failed.album);
       return { kind: failed ? failed.result.kind : 'album-gone' };
     }
     // Outside the try: a store or Redis failure from here on is not the image's failure. It fails this run,
     // and the queue's next run finds the anchor generating (and makes it again) or ready (and announces it).
-    const done = await updater.update(ref, (current) => completeAnchor(current, generation, hash, now()));
+    const done = await this.updater.update(ref, (current) => completeAnchor(current, generation, hash, this.now()));
     if (!done) return { kind: 'album-gone' };
-    if (done.result.kind === 'finished') await alsoAnnounce(job, done.album);
+    if (done.result.kind === 'finished') await this.alsoAnnounce(job, done.album);
     if (done.result.kind !== 'completed') return { kind: done.result.kind };
-    await announceAnchorEnd(done.album, generation);
+    await this.announceAnchorEnd(done.album, generation);
     return { kind: 'completed' };
   }
 
-  async function processShot(job: ShotJob, attempt: JobAttempt): Promise<JobOutcome> {
+  async processShot(job: ShotJob, attempt: JobAttempt): Promise<JobOutcome> {
     const ref = { userId: job.userId, albumId: job.albumId };
-    const started = await updater.update(ref, (album) => startShot(album, job, now()));
+    const started = await this.updater.update(ref, (album) => startShot(album, job, this.now()));
     if (!started) return { kind: 'album-gone' };
-    if (started.result.kind === 'finished') await reannounce(job, started.album);
+    if (started.result.kind === 'finished') await this.reannounce(job, started.album);
     if (started.result.kind !== 'started') return { kind: started.result.kind };
     const album = started.album;
     const shot = album.shots[job.index]!;
-    await events.publish(job.userId, 'shot.started', {
+    await this.events.publish(job.userId, 'shot.started', {
       albumId: album.id,
       index: job.index,
       attempt: shot.attempts,
-      at: now(),
+      at: this.now(),
     });
     let hash: string;
     try {
-      const anchorPng = await anchors.fetch(job.anchorUrl, job.albumId);
-      const png = await generator.generateShot({
+      const anchorPng = await this.anchors.fetch(job.anchorUrl, job.albumId);
+      const png = await this.generator.generateShot({
         anchorPng,
         subject: album.subject,
         direction: shot.direction,
@@ -252,35 +284,35 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
         heightPx: album.height_px,
       });
       await checkPng(png, album.width_px, album.height_px, shotImageBytesMax);
-      hash = await blobs.put(png, 'image/png');
+      hash = await this.blobs.put(png, 'image/png');
     } catch (error) {
       const { reason, retryable } = failureOf(error);
       const final = !retryable || attempt.last;
-      const failed = await updater.update(ref, (current) => failShot(current, job, reason, final, now()));
+      const failed = await this.updater.update(ref, (current) => failShot(current, job, reason, final, this.now()));
       if (failed?.result.kind === 'retrying') {
-        await events.publish(job.userId, 'shot.retrying', {
+        await this.events.publish(job.userId, 'shot.retrying', {
           albumId: album.id,
           index: job.index,
           attempt: attempt.number,
           error: reason,
-          at: now(),
+          at: this.now(),
         });
         throw error;
       }
       if (failed?.result.kind === 'failed') {
-        await announceShotEnd(failed.album, job);
+        await this.announceShotEnd(failed.album, job);
         return { kind: 'failed', reason };
       }
-      if (failed?.result.kind === 'finished') await alsoAnnounce(job, failed.album);
+      if (failed?.result.kind === 'finished') await this.alsoAnnounce(job, failed.album);
       return { kind: failed ? failed.result.kind : 'album-gone' };
     }
     // As for the anchor: a failure recording or announcing the shot fails this run, and the next run finds the
     // shot generating (and makes it again) or ended (and announces it, once).
-    const done = await updater.update(ref, (current) => completeShot(current, job, hash, now()));
+    const done = await this.updater.update(ref, (current) => completeShot(current, job, hash, this.now()));
     if (!done) return { kind: 'album-gone' };
-    if (done.result.kind === 'finished') await alsoAnnounce(job, done.album);
+    if (done.result.kind === 'finished') await this.alsoAnnounce(job, done.album);
     if (done.result.kind !== 'completed') return { kind: done.result.kind };
-    await announceShotEnd(done.album, job);
+    await this.announceShotEnd(done.album, job);
     return { kind: 'completed' };
   }
 
@@ -288,28 +320,22 @@ export function albumJobProcessor(options: AlbumJobProcessorOptions) {
    * abandon records the end of a job the queue gave up on without the job recording one (album-state.ts
    * abandonShot), and announces it; a job that did record its end changes nothing here.
    */
-  async function abandon(job: AlbumJob, reason: string): Promise<void> {
+  async abandon(job: AlbumJob, reason: string): Promise<void> {
     const ref = { userId: job.userId, albumId: job.albumId };
     if (job.kind === 'anchor') {
-      const ended = await updater.update(ref, (album) => abandonAnchor(album, job.anchorGeneration, reason, now()));
-      if (ended && ended.result.kind !== 'superseded') await reannounce(job, ended.album);
+      const ended = await this.updater.update(ref, (album) =>
+        abandonAnchor(album, job.anchorGeneration, reason, this.now()),
+      );
+      if (ended && ended.result.kind !== 'superseded') await this.reannounce(job, ended.album);
     } else {
-      const ended = await updater.update(ref, (album) => abandonShot(album, job, reason, now()));
-      if (ended && ended.result.kind !== 'superseded') await reannounce(job, ended.album);
+      const ended = await this.updater.update(ref, (album) => abandonShot(album, job, reason, this.now()));
+      if (ended && ended.result.kind !== 'superseded') await this.reannounce(job, ended.album);
     }
   }
+}
 
-  const run = (job: AlbumJob, attempt: JobAttempt): Promise<JobOutcome> => {
-    switch (job.kind) {
-      case 'anchor':
-        return processAnchor(job, attempt);
-      case 'shot':
-        return processShot(job, attempt);
-      default: {
-        const unknown: never = job;
-        throw new Error(`unknown album job ${JSON.stringify(unknown)}`);
-      }
-    }
-  };
-  return Object.assign(run, { abandon });
+export function albumJobProcessor(options: AlbumJobProcessorOptions) {
+  const processor = new AlbumJobProcessor(options);
+  const run = (job: AlbumJob, attempt: JobAttempt): Promise<JobOutcome> => processor.run(job, attempt);
+  return Object.assign(run, { abandon: (job: AlbumJob, reason: string) => processor.abandon(job, reason) });
 }

@@ -20,7 +20,7 @@ import type { AlbumUpdater } from './album-updater.js';
 import { StoreAlbumUpdater } from './album-updater.js';
 import type { BlobStore } from './blob-store.js';
 import { blobHashPattern } from './blob-store.js';
-import { checkNewAlbum } from './new-album.js';
+import { checkNewAlbum, newAlbumRecord } from './new-album.js';
 import type { NewAlbumBody } from './new-album.js';
 import { templateNames, templates } from './templates.js';
 
@@ -79,46 +79,7 @@ export function albumRoutes(options: AlbumRoutesOptions): { router: Router; clos
   });
 
   router.post('/albums', async (req, res) => {
-    const fields = checkNewAlbum(req.body as NewAlbumBody);
-    const now = nowIso();
-    const album: AlbumRecord = {
-      id: newId('alb'),
-      user_id: req.auth!.userId,
-      name: fields.name,
-      subject: fields.subject,
-      template: fields.template,
-      width_px: fields.widthPx,
-      height_px: fields.heightPx,
-      anchor: {
-        state: 'none',
-        generation: 0,
-        seed: 0,
-        url: null,
-        hash: null,
-        error: null,
-        attempts: 0,
-        requested_at: null,
-        started_at: null,
-        completed_at: null,
-      },
-      shots: fields.directions.map((direction, index) => ({
-        index,
-        direction,
-        status: 'pending',
-        variation: 0,
-        request: 0,
-        queued: false,
-        image_url: null,
-        image_hash: null,
-        error: null,
-        attempts: 0,
-        requested_at: null,
-        started_at: null,
-        completed_at: null,
-      })),
-      created_at: now,
-      updated_at: now,
-    };
+    const album = newAlbumRecord(newId('alb'), req.auth!.userId, checkNewAlbum(req.body as NewAlbumBody), nowIso());
     await updater.create(album);
     res.status(201).json(albumView(album));
   });

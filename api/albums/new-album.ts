@@ -13,6 +13,7 @@ import {
   subjectLengthMax,
 } from './limits.js';
 import type { ShotDirection, TemplateName } from './templates.js';
+import type { AlbumRecord } from './album-records.js';
 import { directionDefaults, templates } from './templates.js';
 import { shotPrompt } from '../images/image-generator.js';
 
@@ -116,4 +117,46 @@ export function checkNewAlbum(body: NewAlbumBody): NewAlbumFields {
     }
   }
   return { subject, name: body.name ?? null, template: body.template ?? null, directions, widthPx, heightPx };
+}
+
+/** newAlbumRecord is a new album's record: its anchor not asked for yet and every shot pending. */
+export function newAlbumRecord(id: string, userId: string, fields: NewAlbumFields, now: string): AlbumRecord {
+  return {
+    id,
+    user_id: userId,
+    name: fields.name,
+    subject: fields.subject,
+    template: fields.template,
+    width_px: fields.widthPx,
+    height_px: fields.heightPx,
+    anchor: {
+      state: 'none',
+      generation: 0,
+      seed: 0,
+      url: null,
+      hash: null,
+      error: null,
+      attempts: 0,
+      requested_at: null,
+      started_at: null,
+      completed_at: null,
+    },
+    shots: fields.directions.map((direction, index) => ({
+      index,
+      direction,
+      status: 'pending',
+      variation: 0,
+      request: 0,
+      queued: false,
+      image_url: null,
+      image_hash: null,
+      error: null,
+      attempts: 0,
+      requested_at: null,
+      started_at: null,
+      completed_at: null,
+    })),
+    created_at: now,
+    updated_at: now,
+  };
 }

@@ -26,36 +26,17 @@ import {
   runKubernetesSweepPageItemsMax,
 } from '../limits.js';
 import { jobName, runLabels, runObjectSelector, secretName } from './kubernetes-job-spec.js';
+import type { LeftoverReason, LeftoverSweepOptions, LeftoverSweepOutcome, RunStatusLookup } from './run-backend.js';
 import type { RunStatus } from './run-records.js';
 import { finalRunStatuses, runIdPattern } from './run-records.js';
 
-/** RunStatusLookup reads a run's status from the replicated store: null when it has no record. */
-export type RunStatusLookup = (runId: string) => Promise<RunStatus | null>;
-
-export type LeftoverReason = 'run-final' | 'run-missing' | 'unowned-past-grace';
-
-/** LeftoverDeletion names one deleted object (never its contents). */
-export interface LeftoverDeletion {
-  kind: 'Secret' | 'Job';
-  name: string;
-  runId: string;
-  reason: LeftoverReason;
-}
-
-export interface LeftoverSweepOutcome {
-  secretsExamined: number;
-  secretsDeleted: number;
-  jobsExamined: number;
-  jobsDeleted: number;
-  /** conflicts counts deletes refused because the object changed since it was listed (left to the next sweep). */
-  conflicts: number;
-}
-
-export interface LeftoverSweepOptions {
-  graceMs?: number;
-  pageItemsMax?: number;
-  onDeleted?: (deletion: LeftoverDeletion) => void;
-}
+export type {
+  LeftoverDeletion,
+  LeftoverReason,
+  LeftoverSweepOptions,
+  LeftoverSweepOutcome,
+  RunStatusLookup,
+} from './run-backend.js';
 
 /**
  * metadataOnly asks the API server for the objects' metadata alone (PartialObjectMetadataList, served by every

@@ -5,8 +5,37 @@
 // bubblewrap on the worker's own host (the default; agent-worker.ts spawns sandbox.ts's command itself) and
 // one Kubernetes Job per run (kubernetes-backend.ts), chosen by the API config's runBackend.
 import type { Readable } from 'node:stream';
-import type { LeftoverSweepOptions, LeftoverSweepOutcome, RunStatusLookup } from './kubernetes-sweep.js';
+import type { RunStatus } from './run-records.js';
 import type { SandboxLimits, SandboxProject } from './sandbox.js';
+
+// The leftover sweep's types (kubernetes-sweep.ts sweeps; a backend with nothing to sweep reports zeros).
+/** RunStatusLookup reads a run's status from the replicated store: null when it has no record. */
+export type RunStatusLookup = (runId: string) => Promise<RunStatus | null>;
+
+export type LeftoverReason = 'run-final' | 'run-missing' | 'unowned-past-grace';
+
+/** LeftoverDeletion names one deleted object (never its contents). */
+export interface LeftoverDeletion {
+  kind: 'Secret' | 'Job';
+  name: string;
+  runId: string;
+  reason: LeftoverReason;
+}
+
+export interface LeftoverSweepOutcome {
+  secretsExamined: number;
+  secretsDeleted: number;
+  jobsExamined: number;
+  jobsDeleted: number;
+  /** conflicts counts deletes refused because the object changed since it was listed (left to the next sweep). */
+  conflicts: number;
+}
+
+export interface LeftoverSweepOptions {
+  graceMs?: number;
+  pageItemsMax?: number;
+  onDeleted?: (deletion: LeftoverDeletion) => void;
+}
 
 export const runBackendNames = ['bubblewrap', 'kubernetes'] as const;
 export type RunBackendName = (typeof runBackendNames)[number];

@@ -4,22 +4,11 @@
 // rotated credential reaches the next run. Values go to the sandbox through its environment and pipes only;
 // what is recorded (the run's `credentials` event, the log) is names, never values.
 import type { DocumentStore } from '../../store/document-store.js';
-import type { CredentialByNameRecord, CredentialRecord } from '../records.js';
+import type { CredentialByNameRecord, CredentialRecord, ProjectCredential } from '../records.js';
+
+export type { ProjectCredential } from '../records.js';
 import { storeKeys } from '../records.js';
 import { credentialAssociatedData, openSecret } from '../credentials/secret-box.js';
-
-/**
- * ProjectCredential is one entry of a project's `credentials`: the stored credential (category, name) and
- * where the agent finds its value: `as: 'env'` an environment variable named target, `as: 'file'` the file
- * /run/secrets/<target>.
- */
-export interface ProjectCredential {
-  [key: string]: string;
-  category: string;
-  name: string;
-  as: 'env' | 'file';
-  target: string;
-}
 
 /** An environment variable target: upper case, digits, underscore; never one the sandbox sets or the loader reads. */
 export const injectableEnvNamePattern = '^[A-Z_][A-Z0-9_]{0,127}$';

@@ -5,6 +5,7 @@
 // there), then removed (503), and stops on
 // SIGINT; leadership moves on `svc members transfer`; SIGINT to the supervisor leaves no process.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readCertIdentity } from '../../cli/certs/certs.js';
@@ -12,6 +13,11 @@ import type { ClusterFile } from '../../cli/cluster-file.js';
 import type { MemberStatus } from '../../cli/status-format.js';
 import { CLUSTER_ID } from '../../transports/grpc/peer-identity.js';
 import { alive, httpStatus, LongRunning, processesMentioning, removeDir, runCli, tempDir, waitFor } from './helpers.js';
+
+/** PACKAGE_VERSION is what a release writes to package.json: the nodes report it as build_version. */
+const PACKAGE_VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 /** CLUSTER_TICK_MS shortens elections; HEALTHY_TIMEOUT_MS bounds three tsx processes starting on two shared cores. */
 const CLUSTER_TICK_MS = 50;
@@ -126,11 +132,11 @@ describe('svc cluster and the admin commands against it', function () {
       assert.equal(s.term, leaders[0]!.term);
       assert.ok(s.ready && s.healthy);
       assert.ok(s.commitSeq >= 1 && s.appliedSeq >= 1);
-      assert.equal(s.buildVersion, '0.1.0');
+      assert.equal(s.buildVersion, PACKAGE_VERSION);
       assert.equal(s.versionMajorSpread, 0);
       const hb = s.lastHeartbeat!;
       assert.equal(hb.direction, s.role === 'leader' ? 'sent' : 'received');
-      assert.equal(hb.buildVersion, '0.1.0');
+      assert.equal(hb.buildVersion, PACKAGE_VERSION);
       assert.match(hb.lastHeartbeatNs, /^\d{19}$/);
       assert.ok(hb.diskBytes > 0, 'disk_bytes measured');
       assert.ok(hb.entityCount >= 2, 'entity_count counts the admin user and key');

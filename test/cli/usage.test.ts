@@ -2,7 +2,7 @@
 // and exit code 2, nothing started. Most run in process (runSvc); one runs bin/svc.js to see the
 // real exit code. A good config file (YAML, relative paths) resolves as documented.
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runSvc } from '../../cli/main.js';
 import type { Io } from '../../cli/io.js';
@@ -183,5 +183,22 @@ describe('svc usage errors (exit 2)', function () {
     assert.equal(config.tickMs, 70);
     assert.deepEqual(config.engineLimits, { electionTimeoutTicks: 12 });
     assert.deepEqual(config.storeLimits, { writeTimeoutMs: 2000 });
+  });
+
+  it("svc --version and svc version print package.json's version, in process and from bin/svc.js", async function () {
+    this.timeout(120_000);
+    const version = (
+      JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+    ).version;
+    assert.match(version, /^\d+\.\d+\.\d+$/);
+    for (const args of [['--version'], ['version']]) {
+      assert.deepEqual(await svc(args), { code: 0, out: `svc ${version}\n`, err: '' });
+      const real = await runCli(args);
+      assert.equal(real.code, 0, real.stderr);
+      assert.equal(real.stdout, `svc ${version}\n`);
+    }
+    const extra = await svc(['version', 'extra']);
+    assert.equal(extra.code, 2);
+    assert.match(extra.err, /version takes no arguments/);
   });
 });

@@ -1,7 +1,8 @@
 // The node image (deploy/Containerfile), built with podman and run the way the StatefulSet runs it: the rendered
 // arguments for pod svc-0, the Secrets as read-only files, a read-only root file system, no capabilities, uid
 // 10001, its Redis on the host reached through slirp4netns. It must answer `svc --help`, reach /ready as a one-node cluster and stop cleanly on SIGTERM
-// within the pod's termination grace. Minutes of work: it runs under `make image-test` (SVC_IMAGE_TEST=1), not in
+// within the pod's termination grace; a founder of three, killed with -9 (the container's PID 1), restarts on its
+// volume to /health, and the nodes report the package's version. Minutes of work: it runs under `make image-test` (SVC_IMAGE_TEST=1), not in
 // the default test run. The default run checks the Containerfile's files and entrypoint (below, always).
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -373,7 +374,7 @@ describe('deploy: the node image', function () {
       assert.ok(existsSync(path.join(pod.data, 'cluster-id')), 'the node wrote its data volume');
     });
 
-    it('three founders elect over their pod DNS names; a fourth pod of the same template joins through the seeds', async () => {
+    it('three founders elect over their pod DNS names; a fourth pod of the same template joins through the seeds; a founder killed with -9 restarts on its volume', async () => {
       const at = path.join(dir, 'cluster');
       mkdirSync(at);
       const { tls, api } = await certsAndSecrets(at, 4);
@@ -403,6 +404,33 @@ describe('deploy: the node image', function () {
       assert.deepEqual(members, ['svc-0:voter', 'svc-1:voter', 'svc-2:voter', 'svc-3:learner']);
       const svc3 = (status.members as Json[]).find((member) => member.name === 'svc-3');
       assert.equal(svc3.grpcAddr, `svc-3.svc-peers.prod.svc.cluster.local:${GRPC_PORT}`);
+
+      // The nodes report the package's version (read from /app/package.json in the image) as build_version.
+      const version = (JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')) as { version: string })
+        .version;
+      assert.equal(status.buildVersion, version);
+      const { stdout: printed } = await run('podman', [...podman, 'run', '--rm', ...limits, image, '--version']);
+      assert.equal(printed, `svc ${version}\n`);
+
+      // A crash of svc-1 (PID 1 in its container) and the container started again on its volume: it reaches
+      // /health. With a pid-named lock it refused "in use by process 1" and the pod crash-looped.
+      const victim = founders[1]!;
+      const { stdout: pid1 } = await run('podman', [
+        ...podman,
+        'exec',
+        victim.name,
+        'node',
+        '-e',
+        "process.stdout.write(require('fs').readFileSync('/proc/1/cmdline'))",
+      ]);
+      assert.match(pid1, /^node\0\/app\/bin\/svc\.js\0node\0/, "the node is the container's PID 1");
+      await run('podman', [...podman, 'kill', '--signal', 'KILL', victim.name]);
+      await run('podman', [...podman, 'wait', victim.name]);
+      assert.equal(readFileSync(path.join(victim.data, 'LOCK'), 'utf8').split(/\s/)[0], '1', 'its LOCK names pid 1');
+      await run('podman', [...podman, 'start', victim.name]);
+      await waitReady(victim.name, '/health');
+      const logs = await logsOf(victim.name);
+      assert.doesNotMatch(logs, /DataDirLockedError|is in use by/);
       for (const [index, pod] of [...founders, joiner].entries()) await stopCleanly(pod.name, `svc-${index}`);
     });
   });
