@@ -1,5 +1,5 @@
-# make test = format check + lint + typecheck + generated-code checks (proto, SDK) + every test. CI runs it via .ci/run.
-.PHONY: install test format format-check lint typecheck proto proto-check sdk-check unit bench cluster jepsen
+# make test = format check + lint + typecheck + generated-code checks (proto, SDK) + lockfile check + every test. CI runs it via .ci/run.
+.PHONY: install test format format-check lint typecheck proto proto-check sdk-check lock-check build unit bench cluster jepsen image-context image image-test
 
 install:
 	npm install
@@ -25,10 +25,18 @@ typecheck:
 sdk-check:
 	npm run --silent sdk:check
 
+# package-lock.json is complete (every platform's optional packages): npm install on a fresh clone changes nothing.
+lock-check:
+	npm run --silent check:lock
+
+# The compiled app in dist/ (scripts/build.mjs); the image is built from it.
+build:
+	npm run --silent build
+
 unit:
 	npx mocha
 
-test: format-check lint typecheck proto-check sdk-check unit
+test: format-check lint typecheck proto-check sdk-check lock-check unit
 
 bench:
 	npm run bench
@@ -50,13 +58,13 @@ manifests-example:
 	  echo '# svc manifests render $(EXAMPLE_ARGS)'; \
 	  node bin/svc.js manifests render $(EXAMPLE_ARGS); } > deploy/kubernetes/example/svc.yaml
 
-# The node image (deploy/Containerfile). The context is made from git's runtime sources and `npm ci --omit=dev`.
+# The node image (deploy/Containerfile). The context is the compiled app (npm run build, scripts/build.mjs: tsc's
+# JavaScript laid out as the repository, and the files it reads) with production dependencies only (`npm ci --omit=dev`).
 IMAGE ?= localhost/svc:$(shell node -p "require('./package.json').version")
-IMAGE_SOURCES = bin cli engine store transports api proto agent package.json package-lock.json tsconfig.json
 image-context:
-	rm -rf .image-context && mkdir .image-context
-	git ls-files -z $(IMAGE_SOURCES) | xargs -0 cp --parents -t .image-context
-	cd .image-context && npm install --omit=dev --ignore-scripts --prefer-offline --no-audit --no-fund --no-save
+	rm -rf .image-context
+	node scripts/build.mjs .image-context
+	cd .image-context && npm ci --omit=dev --ignore-scripts --prefer-offline --no-audit --no-fund
 
 image: image-context
 	podman build -f deploy/Containerfile -t $(IMAGE) $(IMAGE_BUILD_ARGS) .image-context

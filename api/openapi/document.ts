@@ -421,7 +421,7 @@ export const openApiDocument = {
           'it is denied, names resolved as it started), `credentials` {injected: [{category, name, as, target}]} ' +
           '(which credentials the run got: names, never values), `output` {stream, text} (credential values masked), ' +
           '`notice` {message, code?} (code: JOB_MISMATCH, PROJECT_MISSING, CREDENTIAL_MISSING, CREDENTIALS_UNAVAILABLE, ' +
-          'NETWORK_POLICY_UNAVAILABLE, EGRESS_DENY_UNRESOLVED, NETWORK_SETUP_FAILED, WORKSPACE_MISSING, WORKSPACE_NOT_REACHABLE, INVALID_WORKSPACE, ' +
+          'NETWORK_POLICY_UNAVAILABLE, EGRESS_DENY_UNRESOLVED, NETWORK_SETUP_FAILED, AGENT_STAGE_FAILED, WORKSPACE_MISSING, WORKSPACE_NOT_REACHABLE, INVALID_WORKSPACE, ' +
           'WORKSPACE_QUOTA_EXCEEDED, WORKER_LOST: the worker running it stopped; the run failed and is not run again), then `complete` ' +
           '{status, exitCode, durationMs}, after which the stream ends. Each event has an id; reconnect with ' +
           'Last-Event-ID to resume after it. Quiet periods carry `: keep-alive` comments. A late client gets the ' +

@@ -75,6 +75,8 @@ import {
   slirpResolvConf,
 } from './sandbox.js';
 import { SecretMasker } from './secret-masker.js';
+import type { AgentStage } from './agent-stage.js';
+import { agentStageRootDefault, checkAgentStageRoot, closedAncestor, stageAgentMounts } from './agent-stage.js';
 import type { RunBackend, RunProcess } from './run-backend.js';
 
 /** AgentRunJob is the whole payload of a queued run: ids, nothing a worker would act on without the store. */
@@ -122,6 +124,12 @@ export interface AgentWorkerOptions {
   isolation?: RunIsolationOptions;
   /** agentMounts are bound read-only into every sandbox (default: referenceAgentMounts(), the shipped agent). */
   agentMounts?: ReadOnlyMount[];
+  /**
+   * agentStageRoot is where a worker that gives runs their own uid copies the agentMounts for them to read
+   * (agent-stage.ts; default agentStageRootDefault: /run/svc-agent). The worker does not start when a run's uid
+   * could not reach it, and says what to change.
+   */
+  agentStageRoot?: string;
   /** runSweepIntervalMs paces the sweep of run records past their retention (default runSweepIntervalMs). */
   runSweepIntervalMs?: number;
   /**
@@ -199,7 +207,30 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       }),
     );
   }
-  const agentMounts = options.agentMounts ?? referenceAgentMounts();
+  // Runs of their own uid read the agent from a copy (agent-stage.ts): the checkout may sit in a private home.
+  // The stage root is checked now (a worker that could not stage does not start); the copy is made in the
+  // background, so the API is up at once, and a run waits for it.
+  const givenMounts = options.agentMounts ?? referenceAgentMounts();
+  let staging: Promise<AgentStage> | null = null;
+  if (isolation.root && !options.backend && givenMounts.length > 0) {
+    const stageRoot = options.agentStageRoot ?? agentStageRootDefault(os.tmpdir());
+    await checkAgentStageRoot(stageRoot);
+    staging = stageAgentMounts(givenMounts, stageRoot);
+    staging.catch((error: Error) =>
+      log('runs.agent_stage_failed', { reason: error.message, effect: 'runs fail AGENT_STAGE_FAILED' }),
+    );
+  }
+  const agentMounts = async (): Promise<ReadOnlyMount[]> => {
+    if (!staging) return givenMounts;
+    try {
+      return (await staging).mounts;
+    } catch (error) {
+      throw new RunRefusal(
+        'AGENT_STAGE_FAILED',
+        `the worker could not copy the agent for the run's uid: ${(error as Error).message}`,
+      );
+    }
+  };
   const redis = connectRedis(options.redisUrl, { maxRetriesPerRequest: 3 });
   const subscriber = connectRedis(options.redisUrl, { maxRetriesPerRequest: null });
   redis.on('error', () => undefined);
@@ -293,6 +324,8 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
           `the project allows network, but this worker cannot filter egress: ${isolation.egressProblem}`,
         );
       }
+      // The agent the sandbox binds (a copy made as the worker started, which the first runs may wait for).
+      const mounts = await agentMounts();
       // What a networked run may not reach is resolved as it starts (the cluster's members by name, as they are now).
       let egressDeny: ResolvedDeny | null = null;
       if (project.network && !options.backend) {
@@ -372,6 +405,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
         limits,
         resources,
         credentials,
+        mounts,
       );
       await cleanUp();
       if (outcome.code)
@@ -399,6 +433,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
     limits: SandboxLimits,
     resources: RunResources,
     credentials: ResolvedCredential[],
+    mounts: ReadOnlyMount[],
   ): Promise<RunOutcome> {
     const network = project.network ? ('slirp' as const) : ('none' as const);
     const masker = new SecretMasker(credentials.map((credential) => credential.value));
@@ -419,7 +454,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
         cgroupProcsFiles: resources.cgroup?.procsFiles ?? [],
         network,
         secretFileNames: secretFiles.map((credential) => credential.target),
-        readOnlyMounts: agentMounts,
+        readOnlyMounts: mounts,
       });
       // The sandbox's environment is exactly this: nothing of the worker's own leaks in.
       const env: Record<string, string> = {
@@ -665,6 +700,7 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
       await workerConnection.quit().catch(() => workerConnection.disconnect());
       await subscriber.quit().catch(() => subscriber.disconnect());
       await redis.quit().catch(() => redis.disconnect());
+      await staging?.then((stage) => stage.remove()).catch(() => undefined);
     },
   };
 }
@@ -699,14 +735,6 @@ function checkedWorkspace(workspace: string): string {
   }
   if (!isDirectory) throw new RunRefusal('WORKSPACE_MISSING', 'the workspace directory does not exist');
   return workspace;
-}
-
-/** closedAncestor names the first directory above workspace that others may not search (the run uid is an other), or null. */
-function closedAncestor(workspace: string): string | null {
-  for (let dir = path.dirname(workspace); ; dir = path.dirname(dir)) {
-    if ((statSync(dir).mode & 0o001) === 0) return dir;
-    if (dir === path.dirname(dir)) return null;
-  }
 }
 
 /** readLine resolves on the first data from stream (a line or, with anyData, any bytes); it rejects on EOF or timeout. */

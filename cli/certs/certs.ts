@@ -1,6 +1,7 @@
 // Peer mTLS material: a cluster CA, node (peer) certificates and admin certificates it signs. Keys
-// come from node:crypto (EC P-256); certificates from the `openssl` binary (node:crypto cannot issue
-// certificates).
+// come from node:crypto (EC P-256); certificates are built and signed in process with @peculiar/x509 over
+// node's WebCrypto (node:crypto verifies certificates but cannot issue them), so issuing needs no `openssl`
+// binary. Tests still parse what is issued here with openssl, as an independent reader.
 //
 // The two kinds are told apart in the certificate itself (transports/grpc/peer-identity.ts):
 // - A node certificate serves both ends of a peer connection (extendedKeyUsage serverAuth and
@@ -10,16 +11,28 @@
 //   and `127.0.0.1`.
 // - An admin certificate only dials (extendedKeyUsage clientAuth) and names only its identity URI
 //   `spiffe://svc/<cluster-id>/admin/<name>`: it reaches svc.admin.v1 and nothing else.
-import { execFile } from 'node:child_process';
-import { createPrivateKey, generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+// The profile is openssl's as this file used to ask it for: X.509 v3, SHA-256 signatures, random positive
+// serials, subject and authority key identifiers (SHA-1 of the public key, RFC 5280 method 1), critical
+// basicConstraints and keyUsage, UTF8String common names.
+// @peculiar/x509 resolves its algorithms through tsyringe, which needs the reflect-metadata polyfill first.
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomBytes,
+  webcrypto,
+  X509Certificate,
+  type KeyObject,
+} from 'node:crypto';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { CLUSTER_ID, identityUri, pemIdentity, type CertIdentity } from '../../transports/grpc/peer-identity.js';
 
-const run = promisify(execFile);
+/** crypto is node's WebCrypto, handed to every @peculiar/x509 call (no global provider is set). */
+const crypto = webcrypto;
 
 export const CA_CERT_FILE = 'ca.crt';
 export const CA_KEY_FILE = 'ca.key';
@@ -28,8 +41,6 @@ export const CA_VALID_DAYS_DEFAULT = 3650;
 export const CERT_VALID_DAYS_MAX = 36_500;
 export const CLUSTER_DOMAIN_DEFAULT = 'cluster.local';
 export const POD_NAME_COUNT_MAX = 1000;
-/** opensslTimeoutMs bounds one openssl run, so a wedged binary is an error, not a hang. */
-export const OPENSSL_TIMEOUT_MS = 30_000;
 const KEY_FILE_MODE = 0o600;
 const CERT_FILE_MODE = 0o644;
 
@@ -102,7 +113,7 @@ export interface IssuedFiles {
   keyPath: string;
 }
 
-/** nodeSubjectAltNames lists a node certificate's SANs in openssl's `DNS:`/`IP:` form. */
+/** nodeSubjectAltNames lists a node certificate's SANs in the `DNS:`/`IP:` form openssl and node print. */
 export function nodeSubjectAltNames(
   options: Pick<NodeCertOptions, 'peersService' | 'namespace' | 'podNames' | 'clusterDomain'>,
 ): string[] {
@@ -126,42 +137,28 @@ export async function createClusterCa(options: CaOptions): Promise<IssuedFiles> 
   const certPath = join(options.dir, CA_CERT_FILE);
   const keyPath = join(options.dir, CA_KEY_FILE);
   await prepareOutput(options.dir, [certPath, keyPath], options.overwrite === true);
-  const keyPem = newKeyPem();
-  await withWorkDir(async (work) => {
-    const config = [
-      '[req]',
-      'distinguished_name = dn',
-      'prompt = no',
-      'x509_extensions = ca_ext',
-      '[dn]',
-      `CN = ${commonName}`,
-      '[ca_ext]',
-      'basicConstraints = critical,CA:TRUE,pathlen:0',
-      'keyUsage = critical,keyCertSign,cRLSign',
-      'subjectKeyIdentifier = hash',
-      'authorityKeyIdentifier = keyid:always',
-    ].join('\n');
-    await writeFile(join(work, 'ca.cnf'), `${config}\n`);
-    await writeFile(join(work, 'ca.key'), keyPem, { mode: KEY_FILE_MODE });
-    await openssl([
-      'req',
-      '-x509',
-      '-new',
-      '-config',
-      join(work, 'ca.cnf'),
-      '-key',
-      join(work, 'ca.key'),
-      '-sha256',
-      '-days',
-      String(days),
-      '-set_serial',
-      serialNumber(),
-      '-out',
-      join(work, 'ca.crt'),
-    ]);
-    await writeOutput(keyPath, keyPem, KEY_FILE_MODE);
-    await writeOutput(certPath, await readFile(join(work, 'ca.crt'), 'utf8'), CERT_FILE_MODE);
-  });
+  const key = newKey();
+  const keys = { privateKey: await signingKey(key.privateKey), publicKey: await verifyingKey(key.publicKey) };
+  const { notBefore, notAfter } = validity(days);
+  const cert = await x509.X509CertificateGenerator.createSelfSigned(
+    {
+      serialNumber: serialNumber(),
+      name: commonNameOnly(commonName),
+      notBefore,
+      notAfter,
+      signingAlgorithm: signingAlgorithm(key.privateKey),
+      keys,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+        await x509.AuthorityKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+      ],
+    },
+    crypto,
+  );
+  await writeOutput(keyPath, pkcs8Pem(key.privateKey), KEY_FILE_MODE);
+  await writeOutput(certPath, cert.toString('pem') + '\n', CERT_FILE_MODE);
   return { certPath, keyPath };
 }
 
@@ -178,16 +175,18 @@ export async function createNodeCert(options: NodeCertOptions): Promise<IssuedFi
     `URI:${identityUri({ role: 'peer', clusterId: options.clusterId, name: options.name })}`,
     ...nodeSubjectAltNames(options),
   ];
-  return issueLeaf(options, 'serverAuth,clientAuth', subjectAltNames);
+  return issueLeaf(options, [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth], subjectAltNames);
 }
 
 /** createAdminCert makes `<name>.key` and `<name>.crt`, signed by the CA in caDir: an admin (client-only) certificate. */
 export async function createAdminCert(options: AdminCertOptions): Promise<IssuedFiles & { subjectAltNames: string[] }> {
   checkLabel('admin name', options.name);
   checkClusterId(options.clusterId);
-  return issueLeaf(options, 'clientAuth', [
-    `URI:${identityUri({ role: 'admin', clusterId: options.clusterId, name: options.name })}`,
-  ]);
+  return issueLeaf(
+    options,
+    [x509.ExtendedKeyUsage.clientAuth],
+    [`URI:${identityUri({ role: 'admin', clusterId: options.clusterId, name: options.name })}`],
+  );
 }
 
 /**
@@ -207,7 +206,11 @@ export async function createApiCert(options: ApiCertOptions): Promise<IssuedFile
       throw new CertError(`DNS name ${JSON.stringify(name)} must be dot-separated DNS labels (a leading *. allowed)`);
   }
   for (const ip of ips) if (isIP(ip) === 0) throw new CertError(`${JSON.stringify(ip)} is not an IP address`);
-  return issueLeaf(options, 'serverAuth', [...dns.map((name) => `DNS:${name}`), ...ips.map((ip) => `IP:${ip}`)]);
+  return issueLeaf(
+    options,
+    [x509.ExtendedKeyUsage.serverAuth],
+    [...dns.map((name) => `DNS:${name}`), ...ips.map((ip) => `IP:${ip}`)],
+  );
 }
 
 /** readCertIdentity reads the identity a certificate file names, or says why it names none. */
@@ -221,7 +224,7 @@ export async function readCertIdentity(certPath: string): Promise<CertIdentity |
 
 async function issueLeaf(
   options: { dir: string; caDir?: string; name: string; validDays?: number; overwrite?: boolean },
-  extendedKeyUsage: string,
+  extendedKeyUsages: x509.ExtendedKeyUsage[],
   subjectAltNames: string[],
 ): Promise<IssuedFiles & { subjectAltNames: string[] }> {
   const days = validDays(options.validDays ?? CERT_VALID_DAYS_DEFAULT);
@@ -230,66 +233,44 @@ async function issueLeaf(
   const certPath = join(options.dir, `${options.name}.crt`);
   const keyPath = join(options.dir, `${options.name}.key`);
   await prepareOutput(options.dir, [certPath, keyPath], options.overwrite === true);
-  const keyPem = newKeyPem();
-  await withWorkDir(async (work) => {
-    const req = ['[req]', 'distinguished_name = dn', 'prompt = no', '[dn]', `CN = ${options.name}`].join('\n');
-    const ext = [
-      '[node_ext]',
-      'basicConstraints = critical,CA:FALSE',
-      'keyUsage = critical,digitalSignature',
-      `extendedKeyUsage = ${extendedKeyUsage}`,
-      'subjectKeyIdentifier = hash',
-      'authorityKeyIdentifier = keyid,issuer',
-      `subjectAltName = ${subjectAltNames.join(',')}`,
-    ].join('\n');
-    await writeFile(join(work, 'req.cnf'), `${req}\n`);
-    await writeFile(join(work, 'ext.cnf'), `${ext}\n`);
-    await writeFile(join(work, 'node.key'), keyPem, { mode: KEY_FILE_MODE });
-    await writeFile(join(work, 'ca.key'), ca.keyPem, { mode: KEY_FILE_MODE });
-    await writeFile(join(work, 'ca.crt'), ca.certPem);
-    await openssl([
-      'req',
-      '-new',
-      '-config',
-      join(work, 'req.cnf'),
-      '-key',
-      join(work, 'node.key'),
-      '-out',
-      join(work, 'node.csr'),
-    ]);
-    await openssl([
-      'x509',
-      '-req',
-      '-in',
-      join(work, 'node.csr'),
-      '-CA',
-      join(work, 'ca.crt'),
-      '-CAkey',
-      join(work, 'ca.key'),
-      '-set_serial',
-      serialNumber(),
-      '-days',
-      String(days),
-      '-sha256',
-      '-extfile',
-      join(work, 'ext.cnf'),
-      '-extensions',
-      'node_ext',
-      '-out',
-      join(work, 'node.crt'),
-    ]);
-    await writeOutput(keyPath, keyPem, KEY_FILE_MODE);
-    await writeOutput(certPath, await readFile(join(work, 'node.crt'), 'utf8'), CERT_FILE_MODE);
-  });
+  const key = newKey();
+  const { notBefore, notAfter } = validity(days);
+  const publicKey = await verifyingKey(key.publicKey);
+  const caSki = ca.cert.getExtension(x509.SubjectKeyIdentifierExtension);
+  const cert = await x509.X509CertificateGenerator.create(
+    {
+      serialNumber: serialNumber(),
+      subject: commonNameOnly(options.name),
+      issuer: ca.cert.subjectName,
+      notBefore,
+      notAfter,
+      signingAlgorithm: signingAlgorithm(ca.key),
+      publicKey,
+      signingKey: await signingKey(ca.key),
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+        new x509.ExtendedKeyUsageExtension(extendedKeyUsages, false),
+        await x509.SubjectKeyIdentifierExtension.create(publicKey, false, crypto),
+        // The issuer's own key identifier when it states one (as openssl's `keyid` copies it), else its key's hash.
+        caSki
+          ? new x509.AuthorityKeyIdentifierExtension(caSki.keyId, false)
+          : await x509.AuthorityKeyIdentifierExtension.create(
+              await verifyingKey(createPublicKey(ca.key)),
+              false,
+              crypto,
+            ),
+        new x509.SubjectAlternativeNameExtension(subjectAltNames.map(generalName), false),
+      ],
+    },
+    crypto,
+  );
+  await writeOutput(keyPath, pkcs8Pem(key.privateKey), KEY_FILE_MODE);
+  await writeOutput(certPath, cert.toString('pem') + '\n', CERT_FILE_MODE);
   return { certPath, keyPath, subjectAltNames };
 }
 
-/** opensslVersion says which openssl will run, or throws a CertError when there is none. */
-export async function opensslVersion(): Promise<string> {
-  return (await openssl(['version'])).trim();
-}
-
-async function loadCa(caDir: string): Promise<{ certPem: string; keyPem: string }> {
+async function loadCa(caDir: string): Promise<{ cert: x509.X509Certificate; key: KeyObject }> {
   let certPem: string;
   let keyPem: string;
   try {
@@ -298,50 +279,89 @@ async function loadCa(caDir: string): Promise<{ certPem: string; keyPem: string 
   } catch (err) {
     throw new CertError(`cannot read the CA in ${caDir} (${CA_CERT_FILE}, ${CA_KEY_FILE}): ${(err as Error).message}`);
   }
-  let cert: X509Certificate;
   try {
-    cert = new X509Certificate(certPem);
+    const cert = new X509Certificate(certPem);
     if (!cert.ca) throw new Error('it is not a CA certificate');
-    if (!cert.checkPrivateKey(createPrivateKey(keyPem)))
-      throw new Error(`${CA_KEY_FILE} does not match ${CA_CERT_FILE}`);
+    const key = createPrivateKey(keyPem);
+    if (!cert.checkPrivateKey(key)) throw new Error(`${CA_KEY_FILE} does not match ${CA_CERT_FILE}`);
+    signingAlgorithm(key);
+    return { cert: new x509.X509Certificate(cert.raw), key };
   } catch (err) {
     throw new CertError(`the CA in ${caDir} is unusable: ${(err as Error).message}`);
   }
-  return { certPem, keyPem };
 }
 
-function newKeyPem(): string {
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
-  return privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+function newKey(): { privateKey: KeyObject; publicKey: KeyObject } {
+  return generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
 }
 
-/** serialNumber is a random positive 127-bit serial, as RFC 5280 asks (unique per CA). */
+function pkcs8Pem(key: KeyObject): string {
+  return key.export({ type: 'pkcs8', format: 'pem' }).toString();
+}
+
+/** webCurves maps node's curve names to WebCrypto's, for the EC keys a CA may have. */
+const webCurves: Record<string, string> = { prime256v1: 'P-256', secp384r1: 'P-384', secp521r1: 'P-521' };
+
+/**
+ * keyAlgorithm is the WebCrypto algorithm of a key: EC on a NIST curve (the keys this file makes) or RSA (a CA
+ * an operator brought), both signing with SHA-256 as `openssl -sha256` did; other kinds are refused.
+ */
+function keyAlgorithm(key: KeyObject): webcrypto.EcKeyImportParams | webcrypto.RsaHashedImportParams {
+  if (key.asymmetricKeyType === 'ec') {
+    const namedCurve = webCurves[key.asymmetricKeyDetails?.namedCurve ?? ''];
+    if (namedCurve) return { name: 'ECDSA', namedCurve };
+  }
+  if (key.asymmetricKeyType === 'rsa') return { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' };
+  throw new Error(
+    `its key is ${key.asymmetricKeyType ?? 'of no known kind'}${key.asymmetricKeyDetails?.namedCurve ? ` (${key.asymmetricKeyDetails.namedCurve})` : ''}; an EC key on P-256, P-384 or P-521 or an RSA key is needed`,
+  );
+}
+
+function signingAlgorithm(key: KeyObject): webcrypto.Algorithm | webcrypto.EcdsaParams {
+  const algorithm = keyAlgorithm(key);
+  return algorithm.name === 'ECDSA' ? { name: 'ECDSA', hash: 'SHA-256' } : algorithm;
+}
+
+function signingKey(key: KeyObject): Promise<webcrypto.CryptoKey> {
+  const der = key.export({ type: 'pkcs8', format: 'der' });
+  return crypto.subtle.importKey('pkcs8', der, keyAlgorithm(key), false, ['sign']);
+}
+
+function verifyingKey(key: KeyObject): Promise<webcrypto.CryptoKey> {
+  const der = key.export({ type: 'spki', format: 'der' });
+  return crypto.subtle.importKey('spki', der, keyAlgorithm(key), true, ['verify']);
+}
+
+/** validity starts now, to the second (X.509 times have no fractions), and lasts `days` days. */
+function validity(days: number): { notBefore: Date; notAfter: Date } {
+  const notBefore = new Date(Math.floor(Date.now() / 1000) * 1000);
+  return { notBefore, notAfter: new Date(notBefore.getTime() + days * 86_400_000) };
+}
+
+/** commonNameOnly is a name of one CN, a UTF8String (as openssl's default string mask makes it). */
+function commonNameOnly(commonName: string): x509.Name {
+  return new x509.Name([{ CN: [{ utf8String: commonName }] }]);
+}
+
+/** generalName turns a SAN in its `URI:`, `DNS:` or `IP:` form into @peculiar/x509's. */
+function generalName(san: string): x509.JsonGeneralName {
+  const colon = san.indexOf(':');
+  const kind = san.slice(0, colon);
+  const value = san.slice(colon + 1);
+  if (kind === 'URI') return { type: 'url', value };
+  if (kind === 'DNS') return { type: 'dns', value };
+  if (kind === 'IP') return { type: 'ip', value };
+  throw new Error(`unknown subject alternative name kind in ${JSON.stringify(san)}`);
+}
+
+/**
+ * serialNumber is a random positive serial of 16 bytes in hex, as RFC 5280 asks (unique per CA): the first byte
+ * is 0x01..0x7f, so the DER integer is positive and needs no leading zero byte.
+ */
 function serialNumber(): string {
   const bytes = randomBytes(16);
-  bytes[0] = bytes[0]! & 0x7f;
-  return `0x${bytes.toString('hex')}`;
-}
-
-async function openssl(args: string[]): Promise<string> {
-  try {
-    const { stdout } = await run('openssl', args, { timeout: OPENSSL_TIMEOUT_MS, maxBuffer: 1024 * 1024 });
-    return stdout;
-  } catch (err) {
-    const e = err as { code?: unknown; stderr?: unknown; message: string };
-    if (e.code === 'ENOENT') throw new CertError('openssl is not installed (Debian: apt-get install openssl)');
-    throw new CertError(
-      `openssl ${args[0]} failed: ${typeof e.stderr === 'string' && e.stderr !== '' ? e.stderr.trim() : e.message}`,
-    );
-  }
-}
-
-async function withWorkDir(work: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'svc-certs-'));
-  try {
-    await work(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  bytes[0] = bytes[0]! & 0x7f || 0x01;
+  return bytes.toString('hex');
 }
 
 async function prepareOutput(dir: string, paths: string[], overwrite: boolean): Promise<void> {

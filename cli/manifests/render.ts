@@ -118,7 +118,7 @@ export const REDIS_VOLUME_SIZE_DEFAULT = '5Gi';
 export const REDIS_IMAGE_DEFAULT = 'docker.io/library/redis:7.2-bookworm';
 export const REDIS_MEMORY_BYTES_DEFAULT = 512 * 1024 * 1024;
 export const WORKSPACE_ROOT_DEFAULT = '/srv/workspaces';
-/** TMP_SIZE_LIMIT bounds the node's /tmp (tsx's compile cache lives there; the root file system is read-only). */
+/** TMP_SIZE_LIMIT bounds the node's /tmp (the root file system is read-only; the temp dir is the only scratch space). */
 export const TMP_SIZE_LIMIT = '256Mi';
 /** NODE_* are the node container's resources: the engine and store are memory-resident. */
 export const NODE_RESOURCES = {

@@ -26,11 +26,12 @@ export interface CliResult {
 /** runCli runs one svc command to its end (SIGKILL after timeoutMs). */
 export function runCli(
   args: string[],
-  options: { cwd?: string; nodeArgs?: string[]; timeoutMs?: number } = {},
+  options: { cwd?: string; nodeArgs?: string[]; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), SVC_BIN, ...args], {
       cwd: options.cwd,
+      env: options.env ?? process.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

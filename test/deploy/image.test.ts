@@ -35,15 +35,19 @@ const quiet = { write: () => true };
 describe('deploy: the node image', function () {
   this.timeout(900_000);
 
-  it('the Containerfile copies files that exist and runs bin/svc.js, whose first argument the StatefulSet gives', () => {
+  it('the Containerfile copies the built app (scripts/build.mjs) and runs bin/svc.js, whose first argument the StatefulSet gives', () => {
     const copies = [...containerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(/\s+/));
-    assert.ok(copies.length >= 8);
-    for (const source of copies)
-      if (source !== 'node_modules') assert.ok(existsSync(path.join(repo, source)), `${source} exists`);
-    // Every folder the CLI imports from at run time is in the image (make image copies these from git).
-    const makefile = readFileSync(path.join(repo, 'Makefile'), 'utf8');
-    const sources = /^IMAGE_SOURCES = (.+)$/m.exec(makefile)![1]!.split(/\s+/);
-    for (const source of copies) if (source !== 'node_modules') assert.ok(sources.includes(source), source);
+    // The context (make image-context) is the build's output and node_modules: its top-level entries are the
+    // folders tsc compiles (tsconfig.build.json) and the files copied beside them (scripts/build.mjs's assets).
+    const top = (entry: string) => entry.split('/')[0]!;
+    const compiled = (JSON.parse(readFileSync(path.join(repo, 'tsconfig.build.json'), 'utf8')) as Json).include;
+    const buildScript = readFileSync(path.join(repo, 'scripts/build.mjs'), 'utf8');
+    const assets = [.../^const assets = \[(.+)\];$/m.exec(buildScript)![1]!.matchAll(/'([^']+)'/g)].map((m) => m[1]!);
+    assert.deepEqual(
+      [...new Set(copies)].sort(),
+      [...new Set(['node_modules', ...compiled.map(top), ...assets.map(top)])].sort(),
+      'the image copies every top-level entry of the build, and nothing else',
+    );
     const entrypoint = JSON.parse(/^ENTRYPOINT (.+)$/m.exec(containerfile)![1]!);
     assert.deepEqual(entrypoint, ['node', '/app/bin/svc.js']);
     assert.match(containerfile, new RegExp(`^USER ${NODE_UID}:${NODE_UID}$`, 'm'));
@@ -121,6 +125,46 @@ describe('deploy: the node image', function () {
       ]);
       assert.match(stdout, /usage: svc <command>/);
       assert.match(stdout, /manifests render\|secrets/);
+    });
+
+    it('holds compiled JavaScript and production dependencies only: no tsx, TypeScript or dev dependency', async () => {
+      const script = [
+        "const fs = require('node:fs'), path = require('node:path');",
+        "const walk = (d) => fs.readdirSync(d).flatMap((n) => { const e = path.join(d, n); return n === 'node_modules' ? [] : fs.statSync(e).isDirectory() ? walk(e) : [e]; });",
+        "const modules = fs.readdirSync('/app/node_modules').flatMap((n) => n.startsWith('@') ? fs.readdirSync('/app/node_modules/' + n).map((m) => n + '/' + m) : [n]);",
+        "console.log(JSON.stringify({ modules, typescript: walk('/app').filter((f) => /\\.[cm]?ts$/.test(f)) }));",
+      ].join('\n');
+      const { stdout } = await run('podman', [
+        ...podman,
+        'run',
+        '--rm',
+        ...limits,
+        '--network',
+        'none',
+        '--entrypoint',
+        'node',
+        image,
+        '-e',
+        script,
+      ]);
+      const found = JSON.parse(stdout) as { modules: string[]; typescript: string[] };
+      assert.deepEqual(found.typescript, [], 'no TypeScript source in /app');
+      assert.ok(
+        found.modules.includes('@grpc/grpc-js') && found.modules.includes('express'),
+        'the dependencies are there',
+      );
+      // Every package the lock marks dev-only (the dev dependencies and what only they pull in) stays out.
+      const lock = JSON.parse(readFileSync(path.join(repo, 'package-lock.json'), 'utf8')) as Json;
+      const devOnly = Object.entries(lock.packages as Record<string, { dev?: boolean }>)
+        .filter(([where, entry]) => entry.dev && /^node_modules\/(@[^/]+\/)?[^/]+$/.test(where))
+        .map(([where]) => where.slice('node_modules/'.length));
+      assert.ok(devOnly.includes('tsx') && devOnly.includes('typescript') && devOnly.includes('ts-proto'));
+      assert.deepEqual(
+        found.modules.filter((name) => devOnly.includes(name)),
+        [],
+        'no dev-only package in the image',
+      );
+      assert.ok(!found.modules.includes('tsx') && !found.modules.includes('esbuild'), 'no tsx (nor its esbuild)');
     });
 
     /** certsAndSecrets issues the CA and pods' certificates and projects the Secrets as the kubelet would. */

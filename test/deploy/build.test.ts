@@ -1,0 +1,141 @@
+// The build (npm run build, scripts/build.mjs): the app as compiled JavaScript, run with only the production
+// dependencies in sight, as the image runs it. The built tree sits outside the checkout with a node_modules of its
+// own that holds only package.json's `dependencies` (linked to the checkout's), so a module of the app that
+// needed tsx, TypeScript or a dev dependency would fail to load here. The launcher's choice between compiled and
+// TypeScript is checked on its own too.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { builtinModules } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const repo = path.resolve(import.meta.dirname, '../..');
+const pkg = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+
+const filesUnder = (dir: string): string[] =>
+  readdirSync(dir).flatMap((name) => {
+    const entry = path.join(dir, name);
+    if (name === 'node_modules') return [];
+    return statSync(entry).isDirectory() ? filesUnder(entry) : [entry];
+  });
+
+/** packageOf names the package a bare import specifier is from (`@scope/name/x` → `@scope/name`). */
+const packageOf = (specifier: string): string =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
+
+describe('deploy: the build (compiled JavaScript, production dependencies only)', function () {
+  this.timeout(600_000);
+  let out: string;
+
+  before(async () => {
+    out = path.join(mkdtempSync(path.join(os.tmpdir(), 'svc-build-')), 'app');
+    await run(process.execPath, [path.join(repo, 'scripts/build.mjs'), out], { maxBuffer: 16 * 1024 * 1024 });
+    for (const name of Object.keys(pkg.dependencies)) {
+      mkdirSync(path.dirname(path.join(out, 'node_modules', name)), { recursive: true });
+      symlinkSync(path.join(repo, 'node_modules', name), path.join(out, 'node_modules', name));
+    }
+  });
+  after(() => {
+    if (out) rmSync(path.dirname(out), { recursive: true, force: true });
+  });
+
+  it('holds JavaScript and the files the app reads, no TypeScript', () => {
+    const files = filesUnder(out).map((file) => path.relative(out, file));
+    assert.deepEqual(
+      files.filter((file) => /\.[cm]?ts$/.test(file)),
+      [],
+    );
+    for (const file of ['bin/svc.js', 'cli/main.js', 'package.json', 'agent/svc-agent.mjs', 'agent/bin/svc-agent'])
+      assert.ok(files.includes(file), file);
+    assert.ok(files.some((file) => file.startsWith('api/albums/view/')));
+    assert.ok(!existsSync(path.join(out, 'node_modules', 'tsx')));
+  });
+
+  it('imports only node built-ins and production dependencies (none of them tsx, TypeScript or a code generator)', () => {
+    const imported = new Set<string>();
+    // bin/svc.js is left out: it names tsx for a checkout, and the launcher test below shows it never loads it here.
+    const modules = filesUnder(out).filter((f) => /\.m?js$/.test(f) && f !== path.join(out, 'bin/svc.js'));
+    const patterns = [
+      /^\s*(?:import|export)\b[^'"`\n]*?\bfrom\s*['"]([^'"\n]+)['"]/gm, // import … from 'x', export … from 'x'
+      /^\s*import\s*['"]([^'"\n]+)['"]/gm, // import 'x'
+      /\bimport\(\s*['"]([^'"\n]+)['"]\s*\)/g, // import('x')
+      /\.resolve\(\s*['"]([^'"\n]+)['"]\s*\)/g, // createRequire(…).resolve('x')
+    ];
+    for (const file of modules) {
+      const text = readFileSync(file, 'utf8');
+      for (const pattern of patterns)
+        for (const match of text.matchAll(pattern))
+          if (/^[^./][^\s$]*$/.test(match[1]!)) imported.add(packageOf(match[1]!));
+    }
+    const external = [...imported].filter((name) => !name.startsWith('node:') && !builtinModules.includes(name));
+    assert.ok(external.length > 5, external.join(', '));
+    for (const name of external) assert.ok(name in pkg.dependencies, `${name} is imported at run time`);
+    for (const dev of ['tsx', 'typescript', 'ts-proto', '@noble/hashes', 'rate-limiter-flexible', 'seedrandom']) {
+      assert.ok(!(dev in pkg.dependencies), `${dev} is no production dependency`);
+      assert.ok(dev in pkg.devDependencies, `${dev} is a dev dependency`);
+    }
+  });
+
+  it('runs svc from the build: --help, certificates and manifests', async () => {
+    const svc = path.join(out, 'bin/svc.js');
+    const help = await run(process.execPath, [svc, '--help'], { cwd: os.tmpdir() });
+    assert.match(help.stdout, /usage: svc <command>/);
+    const pki = path.join(path.dirname(out), 'pki');
+    await run(process.execPath, [svc, 'certs', 'ca', '--out', pki]);
+    await run(process.execPath, [
+      svc,
+      ...['certs', 'node', '--out', pki, '--name', 'n1', '--cluster-id', 'c1'],
+      ...['--peers-service', 'p', '--namespace', 'x'],
+    ]);
+    assert.ok(existsSync(path.join(pki, 'n1.crt')));
+    const manifests = await run(process.execPath, [
+      svc,
+      ...['manifests', 'render', '--namespace', 'x', '--cluster-id', 'c1', '--founders', '1', '--replicas', '1'],
+      ...['--image', 'localhost/svc:test'],
+    ]);
+    assert.match(manifests.stdout, /kind: StatefulSet/);
+  });
+
+  it('the launcher runs compiled code beside it when there is some, and TypeScript through tsx otherwise', async () => {
+    // A launcher with a compiled CLI beside it and no node_modules in reach: it must not look for tsx.
+    const alone = mkdtempSync(path.join(os.tmpdir(), 'svc-launcher-'));
+    try {
+      mkdirSync(path.join(alone, 'bin'));
+      mkdirSync(path.join(alone, 'cli'));
+      copyFileSync(path.join(repo, 'bin/svc.js'), path.join(alone, 'bin/svc.js'));
+      writeFileSync(path.join(alone, 'package.json'), '{"type":"module"}');
+      writeFileSync(
+        path.join(alone, 'cli/main.js'),
+        'export async function runMain(args) { console.log(`compiled ${args.join(" ")}`); }\n',
+      );
+      const compiled = await run(process.execPath, [path.join(alone, 'bin/svc.js'), 'a', 'b']);
+      assert.equal(compiled.stdout, 'compiled a b\n');
+    } finally {
+      rmSync(alone, { recursive: true, force: true });
+    }
+    // The checkout has no cli/main.js: its launcher runs cli/main.ts.
+    assert.ok(!existsSync(path.join(repo, 'cli/main.js')));
+    const checkout = await run(process.execPath, [path.join(repo, 'bin/svc.js'), 'certs', 'cluster-id']);
+    assert.match(checkout.stdout, /^[0-9a-f]{16}\n$/);
+  });
+});
