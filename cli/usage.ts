@@ -52,6 +52,9 @@ The config file (JSON, or YAML when it ends in .yaml/.yml) holds NodeConfig fiel
   --api-secret-key-file FILE   credential encryption key (default SVC_SECRET_KEY_FILE / SVC_SECRET_KEY)
   --api-rate-limit N           requests per second per API key
   --api-no-workers             leave agent runs and album jobs to other processes
+  --no-recording               do not keep the flight recording (<data-dir>/recording/, on by default)
+  --record-payloads            record the store's values whole, not as keyed hashes (they are secrets)
+  --recording-bytes-max N      bound of the recording ring on disk (default 268435456)
   --print-config               print the resolved config as JSON and exit`;
 
 export const ADMIN_TARGET_USAGE = `target (any member; a follower passes changes on to the leader):

@@ -68,6 +68,8 @@ import { pollLeaderStatus } from '../../transports/node/status-poll.js';
 import { StoreRouter } from '../../store/store-router.js';
 import { Waiters } from '../../store/waiters.js';
 import { adminProposal, leaderLink, storeServiceHandler } from './store-link.js';
+import { startRecording } from './recording.js';
+import type { FlightRecorder } from '../../transports/node/recorder.js';
 
 type NodeState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -121,6 +123,7 @@ export class Node {
   private storeService: StoreService | null = null;
   private engine: Engine | null = null;
   private driver: Driver | null = null;
+  private recorder: FlightRecorder | null = null;
   private served: ServedCalls | null = null;
   private transfer: SnapshotTransfer | null = null;
   private proposals: Proposals | null = null;
@@ -394,6 +397,7 @@ export class Node {
     };
 
     this.engine = new Engine(this.engineConfig(), restored);
+    this.recorder = await startRecording(config, this.engine, restored, this.buildVersion, this.log);
     this.pool = new PeerPool({
       credentials: peerClientCredentials(security),
       limits: this.grpcLimits,
@@ -417,6 +421,7 @@ export class Node {
     const driver = new Driver(this.engine, this.ports(), {
       tickMs: config.limits.tickMs,
       inputQueueCountMax: config.limits.inputQueueCountMax,
+      recorder: this.recorder,
     });
     this.driver = driver;
     this.transfer = new SnapshotTransfer(this.storage.snapshots, this.pool, this.snapshots, driver, {
@@ -795,6 +800,7 @@ export class Node {
         ?.close()
         .catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
       await this.driver?.stop();
+      await this.recorder?.close();
       await this.transfer?.stop();
       this.rejectWaiting(new StoreUnavailableError('node stopped'));
       this.pool?.close();
