@@ -34,7 +34,20 @@ const ioModules = [
 ];
 
 /** ourFolders are the repository's top-level folders of code, the units of the layering. */
-const ourFolders = ['engine', 'recording', 'store', 'api', 'transports', 'cli', 'sim', 'bench', 'scripts', 'test', 'sdk', 'bin'];
+const ourFolders = [
+  'engine',
+  'recording',
+  'store',
+  'api',
+  'transports',
+  'cli',
+  'sim',
+  'bench',
+  'scripts',
+  'test',
+  'sdk',
+  'bin',
+];
 
 /** FORBIDDEN lists, per folder, the top-level folders its files must not import (statically or dynamically). */
 const FORBIDDEN = {

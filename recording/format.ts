@@ -43,6 +43,8 @@ export interface RunLine {
   /** build is the node's build version: a replay with another engine build may diverge for that reason alone. */
   build: string;
   startedAtMs: number;
+  /** tickMs is the wall length of one tick on this node (engine timeouts count ticks). */
+  tickMs: number;
   payloads: PayloadMode;
   config: EngineConfig;
   restored: RestoredState;

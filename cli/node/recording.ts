@@ -37,7 +37,7 @@ export function recordingConfigProblem(recording: unknown): string | null {
 }
 
 export async function startRecording(
-  config: { name: string; dataDir: string; recording?: NodeRecordingConfig },
+  config: { name: string; dataDir: string; recording?: NodeRecordingConfig; limits: { tickMs: number } },
   engine: Engine,
   restored: RestoredState,
   build: string,
@@ -50,6 +50,7 @@ export async function startRecording(
     keyFile: join(config.dataDir, RECORDING_KEY_FILE),
     node: config.name,
     build,
+    tickMs: config.limits.tickMs,
     payloads: recording.payloads ?? 'hashed',
     config: engine.config,
     restored,

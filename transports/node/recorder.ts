@@ -69,6 +69,7 @@ export interface RecorderStart {
   keyFile: string;
   node: string;
   build: string;
+  tickMs: number;
   payloads: PayloadMode;
   config: EngineConfig;
   restored: RestoredState;
@@ -132,6 +133,7 @@ export class FlightRecorder implements StepRecorder {
       node: start.node,
       build: start.build,
       startedAtMs,
+      tickMs: start.tickMs,
       payloads: start.payloads,
       config: start.config,
       restored: start.restored,
