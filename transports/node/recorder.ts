@@ -97,6 +97,7 @@ export class FlightRecorder implements StepRecorder {
   private gapFrom = 0;
   private gapReason = '';
   private stopped = false;
+  private closed = false;
   private failed = false;
   private readonly timer: NodeJS.Timeout;
   private readonly now: () => number;
@@ -174,9 +175,16 @@ export class FlightRecorder implements StepRecorder {
     return total;
   }
 
+  /** settled resolves once every line recorded so far is written (tests and close). */
+  async settled(): Promise<void> {
+    this.flush();
+    await this.pump();
+  }
+
   /** close writes what is buffered and closes the segment (no fsync: a recording is not the node's data). */
   async close(): Promise<void> {
-    if (this.stopped) return;
+    if (this.closed) return;
+    this.closed = true;
     this.flush();
     this.stopped = true;
     clearInterval(this.timer);
