@@ -12,6 +12,10 @@ import type { RunReplay } from './replay.js';
 
 interface OpenCall {
   messageId: number;
+  /** message is its view note, written out at the end (a call that failed at the caller is marked lost). */
+  message: Record<string, unknown>;
+  delivered: boolean;
+  key: string;
   from: number;
   to: number;
   /** the caller's requestId, so the answer finds its way back */
@@ -74,6 +78,9 @@ export function replayTrace(runs: readonly RunReplay[], title: string): ReplayTr
   const served = new Map<string, OpenCall>();
   /** answers on their way back, by the caller's lane and requestId */
   const answers = new Map<string, number[]>();
+  /** calls placed, by the caller's lane and requestId */
+  const placed = new Map<string, OpenCall>();
+  const messageLines: Record<string, unknown>[] = [];
   let eventNo = 0;
   for (const event of events) {
     eventNo++;
@@ -92,6 +99,7 @@ export function replayTrace(runs: readonly RunReplay[], title: string): ReplayTr
       const call = inFlight.get(key)?.shift();
       if (call) {
         matched++;
+        call.delivered = true;
         lines.push(JSON.stringify({ v: 'r', m: call.messageId, t: event.us }));
         served.set(`${event.lane}|${input.callId}`, call);
       }
@@ -104,50 +112,67 @@ export function replayTrace(runs: readonly RunReplay[], title: string): ReplayTr
       const queue = answers.get(`${event.lane}|${input.requestId}`);
       const id = queue?.shift();
       if (id !== undefined) lines.push(JSON.stringify({ v: 'r', m: id, t: event.us }));
+      // A call that failed at the caller before any recorded member took it never arrived: lost.
+      const call = placed.get(`${event.lane}|${input.requestId}`);
+      if (input.type === 'callFailed' && call && !call.delivered) {
+        call.message.at = -1;
+        const queued = inFlight.get(call.key);
+        if (queued)
+          inFlight.set(
+            call.key,
+            queued.filter((c) => c !== call),
+          );
+      }
     }
     for (const effect of event.effects) {
       if (effect.type === 'send') {
         const to = laneById.get(effect.toId);
         const id = nextMessage++;
-        lines.push(
-          JSON.stringify({
-            v: 'm',
-            m: id,
-            f: event.lane,
-            to: to ?? event.lane,
-            t: event.us,
-            at: event.us,
-            k: effect.request.method,
-            a: 0,
-            c: 0,
-            d: describeRequest(effect.request),
-          }),
-        );
+        const message = {
+          v: 'm',
+          m: id,
+          f: event.lane,
+          to: to ?? event.lane,
+          t: event.us,
+          at: event.us,
+          k: effect.request.method,
+          a: 0,
+          c: 0,
+          d: describeRequest(effect.request),
+        };
+        messageLines.push(message);
         if (to === undefined) continue;
         const key = `${to}|${describeRequest(effect.request)}`;
         const queue = inFlight.get(key) ?? [];
-        queue.push({ messageId: id, from: event.lane, to, requestId: effect.requestId });
+        const call: OpenCall = {
+          messageId: id,
+          message,
+          delivered: false,
+          key,
+          from: event.lane,
+          to,
+          requestId: effect.requestId,
+        };
+        queue.push(call);
         inFlight.set(key, queue);
+        placed.set(`${event.lane}|${effect.requestId}`, call);
       } else if (effect.type === 'reply' || effect.type === 'replyError' || effect.type === 'streamChunk') {
         const call = served.get(`${event.lane}|${effect.callId}`);
         if (!call) continue;
         const id = nextMessage++;
-        const kind =
-          effect.type === 'reply' ? effect.response.method : effect.type === 'streamChunk' ? 'StreamSegments' : 'error';
-        lines.push(
-          JSON.stringify({
-            v: 'm',
-            m: id,
-            f: event.lane,
-            to: call.from,
-            t: event.us,
-            at: event.us,
-            k: kind,
-            a: 1,
-            c: 0,
-            d: describeEffect(effect),
-          }),
-        );
+        // An answer carries its call's method, as in the simulator's traces.
+        messageLines.push({
+          v: 'm',
+          m: id,
+          f: event.lane,
+          to: call.from,
+          t: event.us,
+          at: event.us,
+          k: call.message.k,
+          a: 1,
+          c: 0,
+          d: describeEffect(effect),
+        });
         const key = `${call.from}|${call.requestId}`;
         const queue = answers.get(key) ?? [];
         queue.push(id);
@@ -156,5 +181,12 @@ export function replayTrace(runs: readonly RunReplay[], title: string): ReplayTr
     }
   }
   lines.push(JSON.stringify({ t: events[events.length - 1]?.us ?? 0, end: 'replayed' }));
-  return { lines, messages: nextMessage - 1, matched, wallStartMs };
+  // The view notes of messages go first: a receipt line must follow its message's note.
+  const [meta, ...rest] = lines;
+  return {
+    lines: [meta!, ...messageLines.map((m) => JSON.stringify(m)), ...rest],
+    messages: nextMessage - 1,
+    matched,
+    wallStartMs,
+  };
 }

@@ -144,7 +144,7 @@ describe('flight recorder: the ring on disk', function () {
         request: {
           method: 'ShipSegment',
           body: {
-            id: { shardId: 0, seqno: 1 },
+            id: { regionId: 0, shardId: 0, seqno: 1 },
             payload: frame,
             eventCount: 2,
             leaderLastSeq: 2,

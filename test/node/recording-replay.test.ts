@@ -4,11 +4,17 @@
 // identical effects digest at every step, the partial-history checkers pass, and the store's values are
 // nowhere in the recordings. A planted non-determinism (sim/replay/planted.ts) is caught at the exact step.
 import assert from 'node:assert/strict';
+import { existsSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { chromium } from 'playwright-core';
 import type { NodeConfig } from '../../cli/node/config.js';
 import { readRecording, recordingFiles } from '../../recording/reader.js';
-import { replayPaths } from '../../sim/replay/cli.js';
+import { replayPaths, type ReplayOutcome } from '../../sim/replay/cli.js';
+import { replayTrace } from '../../sim/replay/trace.js';
+import { buildViewModel } from '../../sim/view/model.js';
+import { writeView } from '../../sim/view/write.js';
 import { plantedWallClock } from '../../sim/replay/planted.js';
 import { replayRun } from '../../sim/replay/replay.js';
 import { ChildNode } from './child-node.js';
@@ -17,12 +23,14 @@ import { getStatus, makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor 
 const WRITES_BEFORE_CRASH = 30;
 const WRITES_AFTER_CRASH = 30;
 const SECRET = 'p4ssw0rd-never-recorded';
+const chromiumPath = '/usr/bin/chromium';
 
 describe('flight recorder: a real 3-node cluster replays step for step', function () {
   this.timeout(180_000);
   let dir: string;
   const configs = new Map<string, NodeConfig>();
   const children = new Map<string, ChildNode>();
+  let outcome: ReplayOutcome | null = null;
 
   async function leaderName(exclude = ''): Promise<string | null> {
     for (const [name, config] of configs) {
@@ -65,7 +73,8 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
 
   after(async function () {
     await Promise.all([...children.values()].map((c) => c.stop().catch(() => undefined)));
-    if (dir) await removeDir(dir);
+    if (dir && !process.env.KEEP_REC) await removeDir(dir);
+    else process.stdout.write(`kept ${dir}\n`);
   });
 
   it('writes, kill -9 of the leader, a restart: every member replays with identical digests at every step', async function () {
@@ -84,7 +93,7 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
 
     const recordings = [...configs.values()].map((c) => join(c.dataDir, 'recording'));
     const lines: string[] = [];
-    const outcome = replayPaths(recordings, (line) => lines.push(line));
+    outcome = replayPaths(recordings, (line) => lines.push(line));
     process.stdout.write(`${lines.map((l) => `      ${l}`).join('\n')}\n`);
     assert.ok(outcome.ok, lines.join('\n'));
     const oldLeaderRuns = outcome.runs.filter((r) => r.node === oldLeader);
@@ -128,10 +137,80 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
     assert.ok(planted.divergence, 'the planted clock read diverges');
     assert.equal(planted.divergence.step, expected, 'at the first step the clock read reaches an effect');
     assert.equal(planted.matched, expected - 1);
-    assert.match(planted.divergence.input, /"type":"tick"|"type":"/);
+    assert.equal(
+      (JSON.parse(planted.divergence.input) as { type: string }).type,
+      leaderRun.steps[expected - 1]!.in.type,
+    );
     assert.ok(planted.divergence.replayed.effects.some((fx) => / Heartbeat /.test(fx)));
     process.stdout.write(
       `      planted wall-clock read caught at step ${planted.divergence.step} of ${leaderRun.run}\n`,
     );
+  });
+
+  it('the viewer draws the three members as one space-time diagram on the wall-clock axis (Chromium)', async function () {
+    if (!outcome) this.skip();
+    const runs = outcome!.runs;
+    const trace = replayTrace(runs, 'real 3-node recording');
+    const traceFile = join(dir, 'replay.jsonl');
+    const pageFile = join(dir, 'replay.html');
+    writeFileSync(traceFile, `${trace.lines.join('\n')}\n`);
+    const model = buildViewModel(trace.lines.join('\n'));
+    assert.deepEqual(model.nodes, ['r1', 'r2', 'r3']);
+    assert.equal(model.wallStartMs, trace.wallStartMs);
+    const delivered = model.messages.filter((m) => m.fate === 'delivered');
+    const calls = model.messages.filter((m) => !m.answer);
+    // Every call is either matched to the input that received it or failed at its caller (lost: the
+    // receiver was down), except a call sent within a second of its receiver's last recorded step (kill -9:
+    // the steps still buffered, up to recordingFlushMs of them, are gone with the process).
+    const runEndsUs = runs.map((r) => ({
+      lane: model.nodes.indexOf(r.node),
+      endUs: ((r.steps.at(-1)?.atMs ?? 0) - trace.wallStartMs) * 1000,
+    }));
+    const unexplained = calls.filter(
+      (m) =>
+        m.fate === 'undelivered' &&
+        !runEndsUs.some((end) => end.lane === m.to && Math.abs(end.endUs - m.sentUs) <= 1_000_000),
+    );
+    assert.deepEqual(
+      unexplained.map((m) => m.text),
+      [],
+      'calls neither received nor failed',
+    );
+    assert.ok(trace.matched > calls.length / 2, `${trace.matched} of ${calls.length} calls matched across members`);
+    process.stdout.write(
+      `      viewer: ${calls.length} calls, ${trace.matched} matched across members, ${calls.filter((m) => m.fate === 'lost').length} failed at the caller\n`,
+    );
+    assert.ok(
+      delivered.some((m) => m.answer),
+      'answers are linked back to their calls',
+    );
+    assert.ok(model.roles.some((r) => r.role === 'leader') && model.roles.some((r) => r.role === 'down'));
+    writeView(traceFile, pageFile, 'real 3-node recording');
+    if (!existsSync(chromiumPath)) this.skip();
+    const browser = await chromium.launch({
+      executablePath: chromiumPath,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 600 } });
+      const errors: string[] = [];
+      page.on('pageerror', (error) => errors.push(String(error)));
+      await page.goto(pathToFileURL(pageFile).href);
+      await page.locator('.lane').first().waitFor({ timeout: 30_000 });
+      assert.deepEqual(await page.locator('.lane').allInnerTexts(), ['r1', 'r2', 'r3']);
+      await page.click('#zoom-fit');
+      await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
+      const data = await page
+        .locator('#diagram')
+        .evaluate((c) => ({ ...(c as unknown as { dataset: Record<string, string> }).dataset }));
+      assert.equal(Number(data.arrows) + Number(data.aggregated), model.messages.length, 'every message is drawn');
+      // The axis is wall-clock time: the range starts at the first recorded step's UTC time of day.
+      const first = new Date(trace.wallStartMs).toISOString().slice(11, 19);
+      assert.match(await page.locator('#range').innerText(), new RegExp(`^${first}\\.\\d{3} UTC`));
+      await page.screenshot({ path: join(dir, 'replay.png') });
+      assert.deepEqual(errors, []);
+    } finally {
+      await browser.close();
+    }
   });
 });
