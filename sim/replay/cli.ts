@@ -1,15 +1,16 @@
-// npm run sim -- --replay PATH... [--view] [--view-out FILE] [--trace FILE]
+// npm run sim -- --replay PATH... [--view] [--view-out FILE] [--trace FILE] [--to-scenario [FILE.txt]]
 // Each PATH is one member's recording (its <data-dir>/recording directory, or one segment file). Every
 // run of every member is replayed on this build's engine and each step's effects digest compared with the
 // node's; the checkers that a partial history allows run over what the replays produced; --view draws
 // all members as one space-time diagram on the wall-clock axis. Last line:
 // `replay result=pass|fail members=N steps=NAME:MATCHED/RECORDED,...`.
 import { writeFileSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import { readRecording } from '../../recording/reader.js';
 import { defaultViewPath, writeView } from '../view/write.js';
 import { checkPartialHistory, PARTIAL_HISTORY_CHECKS } from './checks.js';
 import { replayRun, type Divergence, type ReplayEngineFactory, type RunReplay } from './replay.js';
+import { toScenario } from './to-scenario.js';
 import { replayTrace } from './trace.js';
 
 export interface ReplayRequest {
@@ -17,12 +18,15 @@ export interface ReplayRequest {
   view: boolean;
   viewOut?: string;
   traceFile?: string;
+  /** toScenario: write the incident as a scenario file there ('' = a name under scenarios/). */
+  toScenario?: string;
 }
 
-export const REPLAY_USAGE = `usage: npm run sim -- --replay PATH... [--view] [--view-out FILE] [--trace FILE]
+export const REPLAY_USAGE = `usage: npm run sim -- --replay PATH... [--view] [--view-out FILE] [--trace FILE] [--to-scenario [FILE.txt]]
   PATH      a member's recording: its <data-dir>/recording directory or one seg-*.rec file
   --view    write the space-time diagram of every member (wall-clock axis) and print view=PATH
-  --trace   write the aligned trace (the viewer's input) to FILE`;
+  --trace   write the aligned trace (the viewer's input) to FILE
+  --to-scenario  write the incident's events as a scenario the lockstep world runs (default scenarios/recorded-TIME.txt)`;
 
 export function parseReplayArgs(argv: string[]): ReplayRequest {
   const request: ReplayRequest = { paths: [], view: false };
@@ -30,7 +34,10 @@ export function parseReplayArgs(argv: string[]): ReplayRequest {
     const arg = argv[i]!;
     if (arg === '--replay') continue;
     if (arg === '--view') request.view = true;
-    else if (arg === '--view-out' || arg === '--trace') {
+    else if (arg === '--to-scenario') {
+      const next = argv[i + 1];
+      request.toScenario = next !== undefined && next.endsWith('.txt') ? argv[++i]! : '';
+    } else if (arg === '--view-out' || arg === '--trace') {
       const value = argv[++i];
       if (value === undefined) throw new Error(`${arg} needs a file`);
       if (arg === '--view-out') {
@@ -125,6 +132,14 @@ export function replayMain(argv: string[]): number {
       const written = writeView(traceFile, viewOut, title);
       write(`view=${written.path} (open it in a browser)`);
     }
+  }
+  if (request.toScenario !== undefined) {
+    const file =
+      request.toScenario === ''
+        ? join('scenarios', `recorded-${new Date().toISOString().replace(/[:.]/g, '-')}.txt`)
+        : request.toScenario;
+    writeFileSync(file, toScenario(outcome.runs, request.paths.join(' ')));
+    write(`scenario=${file} (run it: npm run sim -- --scenario ${file})`);
   }
   const byNode = new Map<string, { matched: number; recorded: number }>();
   for (const run of outcome.runs) {

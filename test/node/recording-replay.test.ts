@@ -4,7 +4,8 @@
 // identical effects digest at every step, the partial-history checkers pass, and the store's values are
 // nowhere in the recordings. A planted non-determinism (sim/replay/planted.ts) is caught at the exact step.
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -13,6 +14,7 @@ import type { NodeConfig } from '../../cli/node/config.js';
 import { readRecording, recordingFiles } from '../../recording/reader.js';
 import { replayPaths, type ReplayOutcome } from '../../sim/replay/cli.js';
 import { replayTrace } from '../../sim/replay/trace.js';
+import { runScenarioFile } from '../../sim/scenario.js';
 import { buildViewModel } from '../../sim/view/model.js';
 import { writeView } from '../../sim/view/write.js';
 import { plantedWallClock } from '../../sim/replay/planted.js';
@@ -31,6 +33,7 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
   const configs = new Map<string, NodeConfig>();
   const children = new Map<string, ChildNode>();
   let outcome: ReplayOutcome | null = null;
+  let killed = '';
 
   async function leaderName(exclude = ''): Promise<string | null> {
     for (const [name, config] of configs) {
@@ -79,7 +82,7 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
 
   it('writes, kill -9 of the leader, a restart: every member replays with identical digests at every step', async function () {
     await waitFor(async () => (await leaderName()) !== null, 'a leader', 15_000);
-    const oldLeader = (await leaderName())!;
+    const oldLeader = (killed = (await leaderName())!);
     const survivors = [...configs.keys()].filter((n) => n !== oldLeader);
     await writeThrough([...configs.keys()], WRITES_BEFORE_CRASH, 'before');
     await children.get(oldLeader)!.kill9();
@@ -160,8 +163,8 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
     const delivered = model.messages.filter((m) => m.fate === 'delivered');
     const calls = model.messages.filter((m) => !m.answer);
     // Every call is either matched to the input that received it or failed at its caller (lost: the
-    // receiver was down), except a call sent within a second of its receiver's last recorded step (kill -9:
-    // the steps still buffered, up to recordingFlushMs of them, are gone with the process).
+    // receiver was down), except a call sent within a second of the end of its receiver's or its caller's
+    // run: a kill -9 loses the steps still buffered (up to recordingFlushMs), and a stop ends calls unanswered.
     const runEndsUs = runs.map((r) => ({
       lane: model.nodes.indexOf(r.node),
       endUs: ((r.steps.at(-1)?.atMs ?? 0) - trace.wallStartMs) * 1000,
@@ -169,7 +172,9 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
     const unexplained = calls.filter(
       (m) =>
         m.fate === 'undelivered' &&
-        !runEndsUs.some((end) => end.lane === m.to && Math.abs(end.endUs - m.sentUs) <= 1_000_000),
+        !runEndsUs.some(
+          (end) => (end.lane === m.to || end.lane === m.from) && Math.abs(end.endUs - m.sentUs) <= 1_000_000,
+        ),
     );
     assert.deepEqual(
       unexplained.map((m) => m.text),
@@ -212,5 +217,37 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
     } finally {
       await browser.close();
     }
+  });
+
+  it('npm run sim -- --replay: the command replays all three, and --to-scenario turns the incident into a passing scenario', function () {
+    if (!outcome) this.skip();
+    const recordings = [...configs.values()].map((c) => join(c.dataDir, 'recording'));
+    const scenarioFile = join(dir, 'incident.txt');
+    const run = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'sim/cli.ts',
+        '--replay',
+        ...recordings,
+        '--to-scenario',
+        scenarioFile,
+        '--view-out',
+        join(dir, 'v.html'),
+      ],
+      { encoding: 'utf8', timeout: 120_000 },
+    );
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    const last = run.stdout.trim().split('\n').at(-1)!;
+    assert.match(last, /^replay result=pass members=3 runs=4 steps=r1:(\d+)\/\1,r2:(\d+)\/\2,r3:(\d+)\/\3$/);
+    assert.match(run.stdout, /^view=/m);
+    const script = readFileSync(scenarioFile, 'utf8');
+    process.stdout.write(`${script.replace(/^/gm, '      | ')}\n`);
+    assert.match(script, new RegExp(`^crash ${killed}\\b`, 'm'), 'the kill -9 is in the scenario');
+    assert.match(script, new RegExp(`^until not leader ${killed}\\b`, 'm'), 'and the leader change it caused');
+    assert.match(script, new RegExp(`^restart ${killed}\\b`, 'm'), 'and the restart');
+    const result = runScenarioFile(scenarioFile);
+    assert.ok(result.commands > 5);
   });
 });
