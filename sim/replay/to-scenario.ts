@@ -158,5 +158,26 @@ function collectEvents(runs: readonly RunReplay[], ids: Map<string, number>): Ev
   }
   // Leader lines sort before the write results of the same step; crashes before restarts.
   const order = { crash: 0, isolate: 1, leader: 2, heal: 3, restart: 4, write: 5 } as const;
-  return events.sort((a, b) => a.atMs - b.atMs || order[a.kind] - order[b.kind]);
+  const sorted = events.sort((a, b) => a.atMs - b.atMs || order[a.kind] - order[b.kind]);
+  // A cut-off member learns it is cut off only when its calls time out, often after the others have
+  // elected a new leader: an isolation of the old leader seen soon after such a change caused it.
+  const windowMs = ISOLATION_LATE_WINDOW_MS;
+  let leader = '';
+  const changes: Array<{ atMs: number; from: string }> = [];
+  for (const event of sorted) {
+    if (event.kind !== 'leader') continue;
+    if (leader !== '' && event.node !== leader) changes.push({ atMs: event.atMs, from: leader });
+    leader = event.node;
+  }
+  for (const event of sorted) {
+    if (event.kind !== 'isolate') continue;
+    const cause = changes
+      .filter((c) => c.from === event.node && c.atMs <= event.atMs && event.atMs - c.atMs <= windowMs)
+      .at(-1);
+    if (cause) event.atMs = cause.atMs - 0.001;
+  }
+  return sorted.sort((a, b) => a.atMs - b.atMs || order[a.kind] - order[b.kind]);
 }
+
+/** ISOLATION_LATE_WINDOW_MS: how long after a leader change the old leader's failed calls still explain it. */
+export const ISOLATION_LATE_WINDOW_MS = 5_000;

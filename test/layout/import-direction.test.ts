@@ -45,6 +45,9 @@ describe('layout: the import direction (eslint.config.js)', function () {
     ['engine/tracker/probe.ts', "import { Cluster } from '../../sim/cluster.js';\nvoid Cluster;\n"],
     ['sim/probe.ts', "import { StoreStateMachine } from '../store/state-machine.js';\nvoid StoreStateMachine;\n"],
     ['sim/checkers/probe.ts', "import { Wal } from '../../transports/storage/wal.js';\nvoid Wal;\n"],
+    ['recording/probe.ts', "import { Cluster } from '../sim/cluster.js';\nvoid Cluster;\n"],
+    ['recording/probe.ts', "import { Driver } from '../transports/node/driver.js';\nvoid Driver;\n"],
+    ['engine/probe.ts', "import { encodeLine } from '../recording/codec.js';\nvoid encodeLine;\n"],
   ];
   for (const [file, code] of fires) {
     it(`fires on ${file}: ${code.split('\n')[0]}`, async () => {
