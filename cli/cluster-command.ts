@@ -52,6 +52,7 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
     'log-level': { type: 'string' },
     'node-option': { type: 'string', multiple: true },
     'engine-limit': { type: 'string', multiple: true },
+    'no-recording': { type: 'boolean' },
     help: { type: 'boolean' },
   });
   if (values.help === true) {
@@ -117,6 +118,7 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
       await writeNodeConfig(member, {
         ...nodeConfigFor(cluster, member, { logLevel, api }),
         ...(Object.keys(engineLimits).length > 0 ? { engineLimits } : {}),
+        ...(values['no-recording'] === true ? { recording: { enabled: false } } : {}),
       });
     }
     for (const member of cluster.members) {

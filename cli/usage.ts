@@ -96,7 +96,8 @@ then SIGKILL after a bound). Ports are picked on the first run and kept in DIR/c
                                share one Redis, and an admin key is created once and kept in cluster.json)
   --log-level LEVEL            the nodes' log level (logs go to DIR/NAME/node.log)
   --node-option FLAG           a flag for each node's node process, e.g. --node-option=--cpu-prof (repeatable)
-  --engine-limit NAME=N        an engine limit for every node (repeatable), e.g. inflightSegmentCountMax=32`;
+  --engine-limit NAME=N        an engine limit for every node (repeatable), e.g. inflightSegmentCountMax=32
+  --no-recording               the nodes keep no flight recording (docs/operations.md, "Flight recorder")`;
 
 export const OPENAPI_USAGE = `usage: svc openapi
 
