@@ -169,6 +169,10 @@ describe('svc usage errors (exit 2)', function () {
       '12',
       '--store-limit',
       'writeTimeoutMs=2000',
+      '--no-recording',
+      '--record-payloads',
+      '--recording-bytes-max',
+      '67108864',
       '--print-config',
     ]);
     assert.equal(result.code, 0, result.err);
@@ -183,5 +187,10 @@ describe('svc usage errors (exit 2)', function () {
     assert.equal(config.tickMs, 70);
     assert.deepEqual(config.engineLimits, { electionTimeoutTicks: 12 });
     assert.deepEqual(config.storeLimits, { writeTimeoutMs: 2000 });
+    assert.deepEqual(config.recording, {
+      enabled: false,
+      payloads: 'full',
+      limits: { recordingBytesMax: 67_108_864 },
+    });
   });
 });
