@@ -12,8 +12,11 @@ import { emptyRestoredState } from '../../engine/restored.js';
 import { bootstrapRoster, encodeRoster } from '../../engine/roster.js';
 import { decodeSegmentFrame, encodeSegmentFrame } from '../../engine/segment-frame.js';
 import { EntryKind, type EngineConfig, type Input } from '../../engine/types.js';
+import { Engine } from '../../engine/engine.js';
+import { Driver, type DriverPorts } from '../../transports/node/driver.js';
 import { FlightRecorder, recordingLimits, type RecordingLimits } from '../../transports/node/recorder.js';
-import { removeDir, tempDir } from './harness.js';
+import { replayRun } from '../../sim/replay/replay.js';
+import { removeDir, tempDir, waitFor } from './harness.js';
 
 const roster = bootstrapRoster([{ name: 'solo', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:2' }]);
 const config: EngineConfig = {
@@ -208,5 +211,57 @@ describe('flight recorder: the ring on disk', function () {
   it('refuses limits that cannot hold a bound', function () {
     assert.throws(() => recordingLimits({ recordingBytesMax: 4_096, recordingSegmentBytesMax: 4_096 }), /twice/);
     assert.throws(() => recordingLimits({ recordingSegmentBytesMax: 100 }), /at least 4096/);
+  });
+
+  it('records every step the driver runs, in order, and the run replays with the same digest at every step', async function () {
+    const engineConfig = { ...config, limits: { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 } };
+    const recorder = await FlightRecorder.open({
+      dir: join(dir, 'recording'),
+      keyFile: join(dir, 'recording.key'),
+      node: 'solo',
+      build: 'test',
+      tickMs: 2,
+      payloads: 'hashed',
+      config: engineConfig,
+      restored: emptyRestoredState(),
+      limits: recordingLimits(),
+    });
+    const engine = new Engine(engineConfig, emptyRestoredState());
+    const results: string[] = [];
+    const ports: DriverPorts = {
+      saveHardState: () => Promise.resolve(),
+      resetStateMachine: () => undefined,
+      appendLog: () => Promise.resolve(),
+      send: () => undefined,
+      answer: () => undefined,
+      fetchSnapshot: () => undefined,
+      apply: () => undefined,
+      stageSnapshot: () => undefined,
+      compactLog: () => undefined,
+      pollStatus: () => undefined,
+      observe: (effect) => {
+        if (effect.type === 'proposalResult') results.push(effect.code);
+      },
+      stats: () => ({ entityCount: 0, signalThroughputEps: 0, diskBytes: 0, nowNs: String(Date.now() * 1e6) }),
+      stepped: () => undefined,
+      fail: (err) => assert.fail(err),
+    };
+    const driver = new Driver(engine, ports, { tickMs: 2, inputQueueCountMax: 1_000, recorder });
+    driver.start();
+    await waitFor(() => driver.status().role === 'leader', 'the single node to lead', 10_000);
+    for (let i = 0; i < 20; i++) driver.submit({ type: 'propose', proposalId: i + 1, data: text(`value-${i}`) });
+    await waitFor(() => results.length === 20, 'twenty proposals answered', 10_000);
+    await driver.stop();
+    await recorder.close();
+    assert.deepEqual(new Set(results), new Set(['committed']));
+    const [run] = readRecording(join(dir, 'recording'));
+    assert.equal(run!.steps.length, driver.steps, 'one line per step');
+    assert.deepEqual(
+      run!.steps.map((s) => s.n),
+      run!.steps.map((_, i) => i + 1),
+    );
+    const replay = replayRun(run!);
+    assert.equal(replay.divergence, null);
+    assert.equal(replay.matched, driver.steps);
   });
 });
