@@ -45,6 +45,7 @@ export async function startRecording(
 ): Promise<FlightRecorder | null> {
   const recording = config.recording ?? {};
   if (recording.enabled === false) return null;
+  // The recording must never keep the node from running: a recorder that cannot start is logged and skipped.
   return FlightRecorder.open({
     dir: join(config.dataDir, RECORDING_DIR),
     keyFile: join(config.dataDir, RECORDING_KEY_FILE),
@@ -56,5 +57,8 @@ export async function startRecording(
     restored,
     limits: recordingLimits(recording.limits),
     onError: (err) => log.warn({ err: err.message }, 'flight recording stopped: a write failed (the node runs on)'),
+  }).catch((err: unknown) => {
+    log.warn({ err: String(err) }, 'flight recording not started (the node runs without it)');
+    return null;
   });
 }

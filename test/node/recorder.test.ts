@@ -208,6 +208,15 @@ describe('flight recorder: the ring on disk', function () {
     );
   });
 
+  it('a gap on the last step is written when the recorder closes', async function () {
+    const recorder = await open(dir, { recordingSegmentBytesMax: 4_096, recordingBytesMax: 8_192 }, 'full');
+    recorder.record({ type: 'tick' }, [], 1);
+    recorder.record({ type: 'propose', proposalId: 1, data: new Uint8Array(10_000) }, [], 1);
+    await recorder.close();
+    const [run] = readRecording(join(dir, 'recording'));
+    assert.equal(run!.gap?.n, 2);
+  });
+
   it('refuses limits that cannot hold a bound', function () {
     assert.throws(() => recordingLimits({ recordingBytesMax: 4_096, recordingSegmentBytesMax: 4_096 }), /twice/);
     assert.throws(() => recordingLimits({ recordingSegmentBytesMax: 100 }), /at least 4096/);

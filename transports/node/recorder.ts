@@ -185,6 +185,8 @@ export class FlightRecorder implements StepRecorder {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // A gap noted on the last steps still gets its line, so a replay says where the recording stops.
+    if (this.gapFrom > 0 && !this.stopped) this.writeGap();
     this.flush();
     this.stopped = true;
     clearInterval(this.timer);
