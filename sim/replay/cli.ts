@@ -67,7 +67,7 @@ export function replayPaths(
     for (const recorded of readRecording(path)) {
       const replay = replayRun(recorded, { engine: options.engine, keepSteps: options.keepSteps ?? true });
       runs.push(replay);
-      const head = `replay ${replay.node} run=${replay.run}`;
+      const head = `replay ${replay.node} run=${replay.run}${replay.build ? ` build=${replay.build}` : ''}`;
       if (replay.skipped && replay.matched === 0) {
         write(`${head}: not replayed (${replay.skipped}); ${replay.recorded} steps recorded`);
         continue;

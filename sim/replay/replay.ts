@@ -142,8 +142,8 @@ function divergence(
     step: step.n,
     tick: step.tick,
     atMs: step.at,
-    // The input was revived (values are zeros now): encoded again, values show as lengths, never content.
-    input: encodeLine(step.in, mode, new Uint8Array(32)),
+    // The input was revived (values are zeros now): encoded again, a redacted value shows as its length alone.
+    input: encodeLine(step.in, mode, new Uint8Array(32)).replace(/"\$r":\[(\d+),"[^"]*"\]/g, '"$r":[$1]'),
     recorded: { digest: step.d, effects: step.fx },
     replayed: { digest, effects: effects.map(describeEffect), canonical: canonicalEffects(effects, mode) },
   };

@@ -76,8 +76,9 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
 
   after(async function () {
     await Promise.all([...children.values()].map((c) => c.stop().catch(() => undefined)));
-    if (dir && !process.env.KEEP_REC) await removeDir(dir);
-    else process.stdout.write(`kept ${dir}\n`);
+    // SVC_TEST_KEEP_RECORDING=1 keeps the recordings (and the page, replay.html) to look at afterwards.
+    if (process.env.SVC_TEST_KEEP_RECORDING === '1') process.stdout.write(`      kept ${dir}\n`);
+    else if (dir) await removeDir(dir);
   });
 
   it('writes, kill -9 of the leader, a restart: every member replays with identical digests at every step', async function () {
