@@ -8,7 +8,7 @@ import { TOP_USAGE, UsageError } from './usage.js';
 
 /** LONG_RUNNING commands end the process when they return, whatever handles are still open. */
 const LONG_RUNNING = new Set(['node', 'cluster']);
-const COMMANDS = new Set(['node', 'cluster', 'status', 'members', 'keys', 'openapi', 'certs', 'manifests']);
+const COMMANDS = new Set(['node', 'cluster', 'status', 'members', 'keys', 'openapi', 'certs', 'manifests', 'debug']);
 
 export async function runSvc(argv: string[], io: Io = processIo): Promise<number> {
   const [command, ...rest] = argv;
@@ -22,6 +22,8 @@ export async function runSvc(argv: string[], io: Io = processIo): Promise<number
         return await (await import('./status-command.js')).runStatusCommand(rest, io);
       case 'members':
         return await (await import('./members-command.js')).runMembersCommand(rest, io);
+      case 'debug':
+        return await (await import('./debug-command.js')).runDebugCommand(rest, io);
       case 'keys':
         return await (await import('./keys-command.js')).runKeysCommand(rest, io);
       case 'openapi':

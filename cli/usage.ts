@@ -21,6 +21,7 @@ commands:
   certs ca|node|admin ...    make a cluster CA, a node (peer) or an admin certificate
   manifests render|secrets   Kubernetes objects of a deployment (YAML); secrets from a certs directory
   openapi                    print the developer API's OpenAPI document (no server, no port)
+  debug bundle --out DIR     gather every member's flight recording, status and metrics (admin certificate)
 
 svc <command> --help shows a command's flags.`;
 
@@ -73,6 +74,15 @@ Shows, for the target and every member in its roster: role, term, leader, commit
 readiness, build version and version spread, and every heartbeat field (entity_count,
 signal_throughput_eps, disk_bytes, replication_lag, last_heartbeat_ns, build_version).
   --only                       the target node alone
+
+${ADMIN_TARGET_USAGE}`;
+
+export const DEBUG_USAGE = `usage: svc debug bundle --out DIR [--since TIME] [target flags]
+
+Gathers every member's flight recording (<data-dir>/recording/), status and /metrics through the admin
+API into DIR/<member>/. With --since (e.g. 2026-11-27T10:00:00Z) only the segments written since then and
+the earlier segments of their runs. Replay it with: npm run sim -- --replay DIR/*/recording
+(node logs are not gathered: copy them from each node's log destination).
 
 ${ADMIN_TARGET_USAGE}`;
 

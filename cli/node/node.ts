@@ -68,7 +68,7 @@ import { pollLeaderStatus } from '../../transports/node/status-poll.js';
 import { StoreRouter } from '../../store/store-router.js';
 import { Waiters } from '../../store/waiters.js';
 import { adminProposal, leaderLink, storeServiceHandler } from './store-link.js';
-import { startRecording } from './recording.js';
+import { recordingDir, startRecording } from './recording.js';
 import type { FlightRecorder } from '../../transports/node/recorder.js';
 
 type NodeState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -333,6 +333,7 @@ export class Node {
         admin: (op, timeoutMs) => this.admin(op, timeoutMs),
         propose: adminProposal(() => this.runningRouter()),
         commandBytesMax: this.storeLimits.commandBytesMax,
+        recordingDir: config.recording?.enabled === false ? null : recordingDir(config.dataDir),
       },
       onWarning: (message) => this.warnCapped('admin', { source: 'admin' }, message),
     });

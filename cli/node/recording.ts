@@ -11,6 +11,10 @@ import type { Logger } from '../../transports/node/logger.js';
 export const RECORDING_DIR = 'recording';
 export const RECORDING_KEY_FILE = 'recording.key';
 
+export function recordingDir(dataDir: string): string {
+  return join(dataDir, RECORDING_DIR);
+}
+
 export interface NodeRecordingConfig {
   /** enabled: record every engine step (default true; `svc node --no-recording` turns it off). */
   enabled?: boolean;

@@ -20,7 +20,7 @@ import { writeView } from '../../sim/view/write.js';
 import { plantedWallClock } from '../../sim/replay/planted.js';
 import { replayRun } from '../../sim/replay/replay.js';
 import { ChildNode } from './child-node.js';
-import { getStatus, makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor } from './harness.js';
+import { getStatus, makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type Pki } from './harness.js';
 
 const WRITES_BEFORE_CRASH = 30;
 const WRITES_AFTER_CRASH = 30;
@@ -34,6 +34,7 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
   const children = new Map<string, ChildNode>();
   let outcome: ReplayOutcome | null = null;
   let killed = '';
+  let pki: Pki;
 
   async function leaderName(exclude = ''): Promise<string | null> {
     for (const [name, config] of configs) {
@@ -65,7 +66,7 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
   before(async function () {
     dir = await tempDir('recording');
     const names = ['r1', 'r2', 'r3'];
-    const pki = await makePki(dir, names);
+    pki = await makePki(dir, names);
     const plans = await planNodes(names);
     const bootstrap = plans.map((p) => p.member);
     for (const plan of plans)
@@ -92,8 +93,48 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
     await writeThrough(survivors, WRITES_AFTER_CRASH, 'after');
     children.set(oldLeader, await ChildNode.start(configs.get(oldLeader)!));
     await writeThrough([...configs.keys()], 10, 'rejoined');
+    // svc debug bundle gathers every member's recording, status and metrics through the admin API, with
+    // the admin certificate, while the cluster runs.
+    const admin = pki.adminTls() as { caFile: string; certFile: string; keyFile: string };
+    const bundleDir = join(dir, 'bundle');
+    const bundle = spawnSync(
+      process.execPath,
+      [
+        'bin/svc.js',
+        'debug',
+        'bundle',
+        '--out',
+        bundleDir,
+        '--node',
+        configs.get(survivors[0]!)!.grpcListen,
+        '--tls-ca',
+        admin.caFile,
+        '--tls-cert',
+        admin.certFile,
+        '--tls-key',
+        admin.keyFile,
+        '--tls-server-name',
+        'localhost',
+      ],
+      { encoding: 'utf8', timeout: 120_000 },
+    );
+    assert.equal(bundle.status, 0, bundle.stdout + bundle.stderr);
+    assert.match(bundle.stdout, /^bundle=.* members=3 segments=\d+ bytes=\d+/m);
     await Promise.all([...children.values()].map((c) => c.stop()));
     children.clear();
+
+    // The bundle replays like the data directories (up to the steps written when it was taken).
+    const bundled = replayPaths(
+      [...configs.keys()].map((name) => join(bundleDir, name, 'recording')),
+      () => undefined,
+    );
+    assert.ok(bundled.ok, 'the bundle replays identically');
+    assert.equal(bundled.runs.length, 4, "the bundle holds every run, the killed leader's first one too");
+    for (const name of configs.keys()) {
+      const status = JSON.parse(await readFile(join(bundleDir, name, 'status.json'), 'utf8')) as { name: string };
+      assert.equal(status.name, name);
+      assert.match(await readFile(join(bundleDir, name, 'metrics.txt'), 'utf8'), /svc_/);
+    }
 
     const recordings = [...configs.values()].map((c) => join(c.dataDir, 'recording'));
     const lines: string[] = [];

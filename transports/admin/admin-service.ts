@@ -12,6 +12,7 @@ import type { NodeStatusDocument } from '../node/node-status.js';
 import { UnaryCallError } from '../grpc/unary-call.js';
 import { AdminCallError, TRAILER_LEADER, TRAILER_REFUSAL_CODE } from './admin-client.js';
 import { ADMIN_CALL_DEADLINE_MS, ADMIN_NAME_BYTES_MAX } from './limits.js';
+import { readRecording } from './recording-reads.js';
 import { adminStatusResponse, type SeenHeartbeat } from './status-response.js';
 
 const identity = (bytes: Buffer): Buffer => bytes;
@@ -21,6 +22,7 @@ export const ADMIN_METHODS = {
   status: pb.AdminService.status.path,
   changeMember: pb.AdminService.changeMember.path,
   propose: pb.AdminService.propose.path,
+  recording: pb.AdminService.recording.path,
 } as const;
 
 /** AdminRefusedError: the engine refused an admin op (its adminResult code, and the reason for people). */
@@ -50,6 +52,8 @@ export interface AdminHost {
   propose(command: Uint8Array, deadlineAt: number): Promise<{ seq: number; result: storePb.CommandResult | undefined }>;
   /** commandBytesMax bounds a command Propose takes. */
   commandBytesMax: number;
+  /** recordingDir is the node's flight recording directory, null when it records nothing. */
+  recordingDir?: string | null;
 }
 
 export interface AdminServiceOptions {
@@ -186,6 +190,19 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
               : err,
             'Propose',
           ),
+      );
+    },
+    recording: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+      let request: pb.RecordingRequest;
+      try {
+        request = pb.RecordingRequest.decode(call.request);
+      } catch (err) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed RecordingRequest: ${String(err)}` }, null);
+        return;
+      }
+      readRecording(host.recordingDir ?? null, request).then(
+        (response) => respond(null, Buffer.from(pb.RecordingResponse.encode(response).finish())),
+        (err: unknown) => fail(respond, err, 'Recording'),
       );
     },
     changeMember: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
