@@ -3,8 +3,9 @@
 //   environment, schedule a timer, await anything or import I/O modules;
 // - the direction of the layers (docs/architecture.md): engine/ imports nothing of ours but its own files
 //   and proto/gen; store/ builds on the engine, api/ on the store, transports/ on the engine alone; cli/
-//   assembles them all; sim/ runs the engine beside the rest; bench/ may use of test/ only its cluster
-//   harnesses. test/layout/import-direction.test.ts proves each fence fires;
+//   assembles them all; sim/ runs the engine beside the rest; recording/ (the flight recorder's format,
+//   written by transports/ and replayed by sim/) builds on the engine alone; bench/ may use of test/ only its
+//   cluster harnesses. test/layout/import-direction.test.ts proves each fence fires;
 // - a determinism fence around sim/linearizability/ too (the checker runs inside simulator seeds).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
@@ -33,11 +34,26 @@ const ioModules = [
 ];
 
 /** ourFolders are the repository's top-level folders of code, the units of the layering. */
-const ourFolders = ['engine', 'store', 'api', 'transports', 'cli', 'sim', 'bench', 'scripts', 'test', 'sdk', 'bin'];
+const ourFolders = [
+  'engine',
+  'recording',
+  'store',
+  'api',
+  'transports',
+  'cli',
+  'sim',
+  'bench',
+  'scripts',
+  'test',
+  'sdk',
+  'bin',
+];
 
 /** FORBIDDEN lists, per folder, the top-level folders its files must not import (statically or dynamically). */
 const FORBIDDEN = {
   engine: ourFolders.filter((folder) => folder !== 'engine'),
+  // The flight recorder's format: written by transports/, read by sim/, so it builds on the engine alone.
+  recording: ourFolders.filter((folder) => folder !== 'engine' && folder !== 'recording'),
   store: ['transports', 'cli', 'api', 'sim'],
   api: ['transports', 'cli', 'sim'],
   transports: ['api', 'store', 'cli', 'sim'],
@@ -137,7 +153,7 @@ export default tseslint.config(
       ],
     },
   },
-  ...['store', 'api', 'transports', 'sim'].map((folder) => ({
+  ...['recording', 'store', 'api', 'transports', 'sim'].map((folder) => ({
     files: codeFiles(folder),
     rules: {
       'no-restricted-imports': [

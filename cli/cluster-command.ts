@@ -52,6 +52,8 @@ interface ClusterOptions {
   logLevel: LogLevel;
   engineLimits: Record<string, number>;
   nodeOptions: string[];
+  /** recording false starts the nodes without their flight recorder (--no-recording). */
+  recording: boolean;
 }
 
 /** parseClusterOptions reads and checks the flags; null when --help was asked (and answered). */
@@ -67,6 +69,7 @@ function parseClusterOptions(args: string[], io: Io): ClusterOptions | null {
     'log-level': { type: 'string' },
     'node-option': { type: 'string', multiple: true },
     'engine-limit': { type: 'string', multiple: true },
+    'no-recording': { type: 'boolean' },
     help: { type: 'boolean' },
   });
   if (values.help === true) {
@@ -101,6 +104,7 @@ function parseClusterOptions(args: string[], io: Io): ClusterOptions | null {
     logLevel,
     engineLimits,
     nodeOptions,
+    recording: values['no-recording'] !== true,
   };
 }
 
@@ -163,6 +167,7 @@ async function startNodes(
     await writeNodeConfig(member, {
       ...nodeConfigFor(cluster, member, { logLevel, api }),
       ...(Object.keys(engineLimits).length > 0 ? { engineLimits } : {}),
+      ...(options.recording ? {} : { recording: { enabled: false } }),
     });
   }
   for (const member of cluster.members) {

@@ -20,6 +20,7 @@ const COMMANDS = new Set([
   'manifests',
   'backup',
   'restore',
+  'debug',
 ]);
 
 export async function runSvc(argv: string[], io: Io = processIo): Promise<number> {
@@ -34,6 +35,8 @@ export async function runSvc(argv: string[], io: Io = processIo): Promise<number
         return await (await import('./status-command.js')).runStatusCommand(rest, io);
       case 'members':
         return await (await import('./members-command.js')).runMembersCommand(rest, io);
+      case 'debug':
+        return await (await import('./debug-command.js')).runDebugCommand(rest, io);
       case 'keys':
         return await (await import('./keys-command.js')).runKeysCommand(rest, io);
       case 'backup':

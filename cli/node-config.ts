@@ -53,6 +53,9 @@ export const NODE_FLAGS: FlagSpec = {
   'api-secret-key-file': { type: 'string' },
   'api-rate-limit': { type: 'string' },
   'api-no-workers': { type: 'boolean' },
+  'no-recording': { type: 'boolean' },
+  'record-payloads': { type: 'boolean' },
+  'recording-bytes-max': { type: 'string' },
   'print-config': { type: 'boolean' },
   help: { type: 'boolean' },
 };
@@ -240,6 +243,7 @@ export async function nodeConfigFromFlags(values: FlagValues): Promise<NodeConfi
     config.logLevel = logLevel as LogLevel;
   }
   applyApiFlags(config, values);
+  applyRecordingFlags(config, values);
 
   for (const [field, flag] of [
     ['name', '--name'],
@@ -262,6 +266,19 @@ export async function nodeConfigFromFlags(values: FlagValues): Promise<NodeConfi
 }
 
 const RATE_LIMIT_MAX = 1_000_000;
+/** RECORDING_BYTES_FLAG_MAX bounds --recording-bytes-max (1 TiB: a ring is meant to be far smaller). */
+const RECORDING_BYTES_FLAG_MAX = 2 ** 40;
+
+/** applyRecordingFlags: --no-recording, --record-payloads (values whole, not hashed), --recording-bytes-max N. */
+function applyRecordingFlags(config: Partial<NodeConfigWithApi>, values: FlagValues): void {
+  const bytesMax = intFlag(values, 'recording-bytes-max', 1, RECORDING_BYTES_FLAG_MAX);
+  if (values['no-recording'] !== true && values['record-payloads'] !== true && bytesMax === undefined) return;
+  const recording = { ...config.recording };
+  if (values['no-recording'] === true) recording.enabled = false;
+  if (values['record-payloads'] === true) recording.payloads = 'full';
+  if (bytesMax !== undefined) recording.limits = { ...recording.limits, recordingBytesMax: bytesMax };
+  config.recording = recording;
+}
 
 /** applyHttpTlsFlags: --http-tls-cert/--http-tls-key[/--http-tls-ca] (HTTPS with that pair) or --http-insecure. */
 function applyHttpTlsFlags(config: Partial<NodeConfigWithApi>, values: FlagValues): void {

@@ -25,6 +25,7 @@ commands:
   restore FILE --data-dir D  found a NEW cluster's member from a backup (run once per founder)
   openapi                    print the developer API's OpenAPI document (no server, no port)
   version, --version         print svc's version (the nodes' build_version)
+  debug bundle --out DIR     gather every member's flight recording, status and metrics (admin certificate)
 
 svc <command> --help (and svc <command> <action> --help) shows a command's flags.`;
 
@@ -66,6 +67,9 @@ The config file (JSON, or YAML when it ends in .yaml/.yml) holds NodeConfig fiel
   --api-secret-key-file FILE   credential encryption key (default SVC_SECRET_KEY_FILE / SVC_SECRET_KEY)
   --api-rate-limit N           requests per second per API key
   --api-no-workers             leave agent runs and album jobs to other processes
+  --no-recording               do not keep the flight recording (<data-dir>/recording/, on by default)
+  --record-payloads            record the store's values whole, not as keyed hashes (they are secrets)
+  --recording-bytes-max N      bound of the recording ring on disk (default 268435456)
   --print-config               print the resolved config as JSON and exit`;
 
 export const ADMIN_TARGET_USAGE = `target (any member; a follower passes changes on to the leader):
@@ -84,6 +88,15 @@ Shows, for the target and every member in its roster: role, term, leader, commit
 readiness, build version and version spread, and every heartbeat field (entity_count,
 signal_throughput_eps, disk_bytes, replication_lag, last_heartbeat_ns, build_version).
   --only                       the target node alone
+
+${ADMIN_TARGET_USAGE}`;
+
+export const DEBUG_USAGE = `usage: svc debug bundle --out DIR [--since TIME] [target flags]
+
+Gathers every member's flight recording (<data-dir>/recording/), status and /metrics through the admin
+API into DIR/<member>/. With --since (e.g. 2026-11-27T10:00:00Z) only the segments written since then and
+the earlier segments of their runs. Replay it with: npm run sim -- --replay DIR/*/recording
+(node logs are not gathered: copy them from each node's log destination).
 
 ${ADMIN_TARGET_USAGE}`;
 
@@ -107,7 +120,8 @@ then SIGKILL after a bound). Ports are picked on the first run and kept in DIR/c
                                share one Redis, and an admin key is created once and kept in cluster.json)
   --log-level LEVEL            the nodes' log level (logs go to DIR/NAME/node.log)
   --node-option FLAG           a flag for each node's node process, e.g. --node-option=--cpu-prof (repeatable)
-  --engine-limit NAME=N        an engine limit for every node (repeatable), e.g. inflightSegmentCountMax=32`;
+  --engine-limit NAME=N        an engine limit for every node (repeatable), e.g. inflightSegmentCountMax=32
+  --no-recording               the nodes keep no flight recording (docs/operations.md, "Flight recorder")`;
 
 export const OPENAPI_USAGE = `usage: svc openapi
 

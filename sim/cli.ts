@@ -1,5 +1,6 @@
 // npm run sim -- --seed N | --seeds A..B [--trace FILE] [--view] [--<knob> value ...]   (also: npm run sim N, npm run sim --seed N)
 // npm run sim -- --view-file FILE: the trace viewer page (sim/view/) for a --trace file.
+// npm run sim -- --replay PATH...: replay real nodes' flight recordings (sim/replay/cli.ts).
 // One run prints its result as the last line: `seed=N result=pass|fail events=E trace=HEX`.
 // A failing run also prints the invariant, the tick and how to reproduce it, then
 // shrinks its fault schedule (fast-check) and prints the smaller reproduction.
@@ -15,8 +16,11 @@ import { shardSeeds, sweepSeeds, type SeedOutcome } from './sweep.js';
 import { reproduceCommand, shrinkFailure } from './shrink.js';
 import { runScenarioFile } from './scenario.js';
 import { defaultViewPath, writeView } from './view/write.js';
+import { replayMain } from './replay/cli.js';
 
 async function main(argv: string[]): Promise<number> {
+  // A recording's replay has its own arguments (sim/replay/cli.ts).
+  if (argv.includes('--replay')) return replayMain(argv);
   let request: CliRequest;
   try {
     request = parseCli(argv, process.env);

@@ -48,6 +48,7 @@ export async function startSvcCluster(
   nodeOptions: string[] = [],
   engineLimits: string[] = [],
   insecure = false,
+  clusterFlags: string[] = [],
 ): Promise<SvcCluster> {
   const args = [
     SVC_BIN,
@@ -60,6 +61,7 @@ export async function startSvcCluster(
     ...(insecure ? ['--insecure'] : []),
     ...nodeOptions.map((o) => `--node-option=${o}`),
     ...engineLimits.map((l) => `--engine-limit=${l}`),
+    ...clusterFlags,
   ];
   const supervisor = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';

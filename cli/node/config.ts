@@ -1,6 +1,7 @@
 // NodeConfig is everything a node is started with: a plain object, checked once by
 // resolveNodeConfig, which names the first problem instead of failing later. See README.md.
 import { isRedisUrl } from '../../api/redis/redis-target.js';
+import { recordingConfigProblem, type NodeRecordingConfig } from './recording.js';
 import type { Compat, EngineLimits } from '../../engine/types.js';
 import type { GrpcLimits } from '../../transports/grpc/limits.js';
 import { hostPortProblem, httpBaseProblem } from '../../transports/grpc/join-fields.js';
@@ -130,6 +131,8 @@ export interface NodeConfig {
   engineCompat?: Partial<Omit<Compat, 'buildVersion'>>;
   /** processMetrics adds prom-client's process metrics (CPU, memory, event loop) to /metrics; default true. */
   processMetrics?: boolean;
+  /** recording configures the flight recorder (cli/node/recording.ts): on by default. */
+  recording?: NodeRecordingConfig;
   /** api serves the developer HTTP API on httpListen beside /health, /ready, /metrics and /status (absent: no API). */
   api?: NodeApiConfig;
 }
@@ -262,6 +265,8 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
     throw new ConfigError(`logLevel must be one of ${LOG_LEVELS.join(', ')}`);
 
   if (config.api !== undefined) checkApiConfig(config.api);
+  const recordingProblem = recordingConfigProblem(config.recording);
+  if (recordingProblem !== null) throw new ConfigError(recordingProblem);
 
   let limits: NodeLimits;
   try {

@@ -73,6 +73,8 @@ import { Waiters } from '../../store/waiters.js';
 import { adminProposal, leaderLink, storeServiceHandler } from './store-link.js';
 import { tracing } from '../../transports/node/write-trace.js';
 import { stampSend, stampServed } from './write-stamps.js';
+import { recordingDir, startRecording } from './recording.js';
+import type { FlightRecorder } from '../../transports/node/recorder.js';
 
 type NodeState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -129,6 +131,7 @@ export class Node {
   private storeService: StoreService | null = null;
   private engine: Engine | null = null;
   private driver: Driver | null = null;
+  private recorder: FlightRecorder | null = null;
   private served: ServedCalls | null = null;
   private transfer: SnapshotTransfer | null = null;
   private proposals: Proposals | null = null;
@@ -355,6 +358,7 @@ export class Node {
             },
             deadlineAt,
           ),
+        recordingDir: config.recording?.enabled === false ? null : recordingDir(config.dataDir),
       },
       onWarning: (message) => this.warnCapped('admin', { source: 'admin' }, message),
     });
@@ -433,6 +437,7 @@ export class Node {
     };
 
     this.engine = new Engine(this.engineConfig(), restored);
+    this.recorder = await startRecording(config, this.engine, restored, this.buildVersion, this.log);
     this.pool = new PeerPool({
       credentials: peerClientCredentials(security),
       limits: this.grpcLimits,
@@ -456,6 +461,7 @@ export class Node {
     const driver = new Driver(this.engine, this.ports(), {
       tickMs: config.limits.tickMs,
       inputQueueCountMax: config.limits.inputQueueCountMax,
+      recorder: this.recorder,
     });
     this.driver = driver;
     this.transfer = new SnapshotTransfer(this.storage.snapshots, this.pool, this.snapshots, driver, {
@@ -884,6 +890,7 @@ export class Node {
         ?.close()
         .catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
       await this.driver?.stop();
+      await this.recorder?.close();
       await this.transfer?.stop();
       this.rejectWaiting(new StoreUnavailableError('node stopped'));
       this.pool?.close();

@@ -85,7 +85,12 @@
   function usOf(x) {
     return state.fromUs + ((x - LABEL_WIDTH_PX) / widthPx()) * (state.toUs - state.fromUs);
   }
+  /** wallClock: a replayed recording's time as UTC wall-clock time of day (model.wallStartMs is its zero). */
+  function wallClock(us) {
+    return new Date(model.wallStartMs + us / 1000).toISOString().slice(11, 23);
+  }
   function fmtMs(us) {
+    if (model.wallStartMs !== null && model.wallStartMs !== undefined) return wallClock(us) + ' UTC';
     return (us / 1000).toFixed(us < 10_000_000 ? 1 : 0) + ' ms';
   }
 
@@ -152,7 +157,11 @@
       ctx.lineTo(x, heightPx);
       ctx.stroke();
       ctx.fillText(
-        t >= 1e6 && stepUs >= 1e5 ? (t / 1e6).toFixed(stepUs >= 1e6 ? 0 : 1) + ' s' : (t / 1e3).toFixed(0) + ' ms',
+        model.wallStartMs !== null && model.wallStartMs !== undefined
+          ? wallClock(t)
+          : t >= 1e6 && stepUs >= 1e5
+            ? (t / 1e6).toFixed(stepUs >= 1e6 ? 0 : 1) + ' s'
+            : (t / 1e3).toFixed(0) + ' ms',
         x + 3,
         14,
       );

@@ -69,6 +69,8 @@ export interface ViewModel {
   failure: ViewFailure | null;
   /** linked: the file had view notes (messages); without them no arrows can be drawn. */
   linked: boolean;
+  /** wallStartMs: a replayed real recording's time zero (ms since the epoch); the axis then shows wall-clock times. */
+  wallStartMs: number | null;
 }
 
 /** VIEW_STEP_COUNT_MAX bounds the steps kept for the detail panel (the page stays small enough to open). */
@@ -98,6 +100,7 @@ export function buildViewModel(text: string, title = 'sim run'): ViewModel {
     steps: [],
     failure: null,
     linked: false,
+    wallStartMs: null,
   };
   const messagesById = new Map<number, ViewMessage>();
   const open = new RoleTracker(model);
@@ -121,6 +124,8 @@ export function buildViewModel(text: string, title = 'sim run'): ViewModel {
         model.nodes = Array.isArray(line.nodes) ? line.nodes.map(String) : [];
         model.tickUs = num(line.tickUs, model.tickUs);
         model.electionTimeoutTicks = num(line.electionTimeoutTicks, model.electionTimeoutTicks);
+        if (typeof line.wallStartMs === 'number' && Number.isFinite(line.wallStartMs))
+          model.wallStartMs = line.wallStartMs;
       } else if (line.v === 'm' && model.messages.length < VIEW_MESSAGE_COUNT_MAX) {
         model.linked = true;
         const at = num(line.at, -1);

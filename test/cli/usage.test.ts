@@ -184,6 +184,10 @@ describe('svc usage errors (exit 2)', function () {
       '12',
       '--store-limit',
       'writeTimeoutMs=2000',
+      '--no-recording',
+      '--record-payloads',
+      '--recording-bytes-max',
+      '67108864',
       '--print-config',
     ]);
     assert.equal(result.code, 0, result.err);
@@ -204,6 +208,11 @@ describe('svc usage errors (exit 2)', function () {
     assert.equal(config.tickMs, 70);
     assert.deepEqual(config.engineLimits, { electionTimeoutTicks: 12 });
     assert.deepEqual(config.storeLimits, { writeTimeoutMs: 2000 });
+    assert.deepEqual(config.recording, {
+      enabled: false,
+      payloads: 'full',
+      limits: { recordingBytesMax: 67_108_864 },
+    });
   });
 
   it("svc --version and svc version print package.json's version, in process and from bin/svc.js", async function () {

@@ -26,6 +26,15 @@ describe('jepsen: a real cluster under partitions, kills, pauses and transfers',
       `too little work done: ${report.completedGets} gets, ${report.completedWrites} writes${context}`,
     );
     assert.ok(report.keysRevoked >= 1, `no API key was revoked${context}`);
+    // Every node recorded every engine step: each replays with identical digests, through the kill -9, the
+    // partition and the pause, and the incident as a generated scenario passes on the lockstep world.
+    assert.ok(report.replayOk, `a flight recording did not replay identically${context}`);
+    assert.equal(report.scenarioError, '', `the generated scenario failed${context}`);
+    console.log(`      flight recordings: ${report.replaySteps}`);
+    console.log(report.scenario.replace(/^/gm, '      | '));
+    // The partition of the leader is in it (its calls to every peer failed), and so is the kill -9.
+    assert.match(report.scenario, /^isolate /m, `the partition is not in the scenario${context}`);
+    assert.match(report.scenario, /^crash /m, `the kill -9 is not in the scenario${context}`);
     console.log(
       `      ${report.text.split('\n')[0]}; ${report.operations} operations (${report.completedGets} register reads, ${report.completedWrites} register writes completed), ${report.keysRevoked} API keys revoked, ${report.roundsRun} nemesis rounds`,
     );

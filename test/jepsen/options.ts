@@ -73,4 +73,11 @@ export interface JepsenReport {
   keysRevoked: number;
   roundsRun: number;
   unrecoveredRounds: number;
+  /** replayOk: every node's flight recording replayed with identical effect digests (sim/replay/). */
+  replayOk: boolean;
+  replaySteps: string;
+  /** scenarioError: '' when the incident, as a generated scenario, passed on the lockstep world. */
+  scenarioError: string;
+  /** scenario: the run as a scenario file (sim/replay/to-scenario.ts). */
+  scenario: string;
 }

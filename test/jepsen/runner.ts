@@ -11,6 +11,7 @@ import { KvClient } from './kv-client.js';
 import { KeyWorkload } from './key-client.js';
 import { NEMESIS_KINDS, Nemesis, type TimelineEntry } from './nemesis.js';
 import { NetnsCluster } from './netns-cluster.js';
+import { replayRecordings, type RecordingsReport } from './recordings.js';
 import type { Topology } from './netns.js';
 import type { JepsenOptions, JepsenReport } from './options.js';
 
@@ -50,6 +51,7 @@ export async function runJepsenInHub(
   let roundsRun = 0;
   const kvClients: KvClient[] = [];
   let keyWorkload: KeyWorkload | null = null;
+  let recordings: RecordingsReport | null = null;
   try {
     cluster = await NetnsCluster.start({
       dir,
@@ -125,6 +127,14 @@ export async function runJepsenInHub(
   } finally {
     await nemesis?.healAll().catch(() => undefined);
     await cluster?.stop().catch((err: unknown) => log(`stopping the cluster: ${String(err)}`));
+    try {
+      recordings = replayRecordings(
+        dir,
+        topology.nodes.map((n) => n.name),
+      );
+    } catch (err) {
+      log(`replaying the recordings: ${String(err)}`);
+    }
     await rm(dir, { recursive: true, force: true });
   }
 
@@ -174,6 +184,14 @@ export async function runJepsenInHub(
         `${s.adminCallsRefused.length > 0 ? `; refused admin calls: ${s.adminCallsRefused.join('; ')}` : ''}`,
     );
   }
+  if (recordings) {
+    lines.push(`flight recordings replayed: ${recordings.ok ? 'identical at every step' : 'DIVERGED'}`);
+    lines.push(indent(recordings.lines.join('\n')));
+    lines.push(
+      `as a scenario on the lockstep world: ${recordings.scenarioError === '' ? 'pass' : recordings.scenarioError}`,
+    );
+    lines.push(indent(recordings.scenario.trim()));
+  }
   lines.push(`nemesis: ${roundsRun} rounds, ${nemesis?.unrecovered ?? 0} without recovery in time; timeline (ms):`);
   lines.push(indent((nemesis?.timeline ?? []).map((e) => `${String(e.atMs).padStart(6)}  ${e.text}`).join('\n')));
   const completed = (kind: string): number =>
@@ -192,6 +210,10 @@ export async function runJepsenInHub(
     keysRevoked: keyWorkload?.stats.keysRevoked ?? 0,
     roundsRun,
     unrecoveredRounds: nemesis?.unrecovered ?? 0,
+    replayOk: recordings?.ok ?? false,
+    replaySteps: (recordings?.lines ?? []).filter((l) => l.startsWith('replay ')).join('; '),
+    scenarioError: recordings ? recordings.scenarioError : 'not replayed',
+    scenario: recordings?.scenario ?? '',
   };
 }
 

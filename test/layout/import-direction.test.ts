@@ -54,6 +54,9 @@ describe('layout: the import direction (eslint.config.js)', function () {
       'bench/probe.ts',
       "export async function load(): Promise<unknown> { return import('../test/node/node.test.js'); }\n",
     ],
+    ['recording/probe.ts', "import { Cluster } from '../sim/cluster.js';\nvoid Cluster;\n"],
+    ['recording/probe.ts', "import { Driver } from '../transports/node/driver.js';\nvoid Driver;\n"],
+    ['engine/probe.ts', "import { encodeLine } from '../recording/codec.js';\nvoid encodeLine;\n"],
   ];
   for (const [file, code] of fires) {
     it(`fires on ${file}: ${code.split('\n')[0]}`, async () => {

@@ -54,6 +54,11 @@ describe('node: config', function () {
         /bootstrap\[0\].grpcAddr "127.0.0.1:0": its port is not 1-65535/,
       ],
       [{ clusterId: 'Not_A_Label' }, /clusterId "Not_A_Label" must be a DNS label/],
+      // The flight recorder's settings (cli/node/recording.ts).
+      [{ recording: 'off' as never }, /recording must be an object/],
+      [{ recording: { enabled: 'no' as never } }, /recording.enabled must be true or false/],
+      [{ recording: { payloads: 'clear' as never } }, /recording.payloads must be one of hashed, full/],
+      [{ recording: { limits: { recordingBytesMax: 8_192 } } }, /at least twice recordingSegmentBytesMax/],
     ];
     for (const [change, message] of cases) {
       assert.throws(

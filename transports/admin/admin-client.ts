@@ -118,6 +118,21 @@ export class AdminClientPool {
     }
   }
 
+  /** recording lists the node's flight recording segments (name '') or reads a chunk of one. */
+  async recording(to: string, request: pb.RecordingRequest, deadlineAt: number): Promise<pb.RecordingResponse> {
+    const bytes = await this.channels.call(
+      to,
+      pb.AdminService.recording.path,
+      Buffer.from(pb.RecordingRequest.encode(request).finish()),
+      deadlineAt,
+    );
+    try {
+      return pb.RecordingResponse.decode(bytes);
+    } catch (err) {
+      throw new AdminCallError(grpc.status.INTERNAL, `malformed RecordingResponse from ${to}: ${String(err)}`);
+    }
+  }
+
   close(): void {
     this.channels.close();
   }

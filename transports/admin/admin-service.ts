@@ -14,6 +14,7 @@ import { UnaryCallError } from '../grpc/unary-call.js';
 import { AdminCallError, TRAILER_LEADER, TRAILER_REFUSAL_CODE } from './admin-client.js';
 import { backupHandler, type BackupCapture, type BackupLimits } from './backup-service.js';
 import { ADMIN_CALL_DEADLINE_MS, ADMIN_NAME_BYTES_MAX } from './limits.js';
+import { readRecording } from './recording-reads.js';
 import { adminStatusResponse, type SeenHeartbeat } from './status-response.js';
 
 const identity = (bytes: Buffer): Buffer => bytes;
@@ -24,6 +25,7 @@ export const ADMIN_METHODS = {
   changeMember: pb.AdminService.changeMember.path,
   propose: pb.AdminService.propose.path,
   backup: pb.AdminService.backup.path,
+  recording: pb.AdminService.recording.path,
 } as const;
 
 /** STREAMING_METHODS are the Admin methods that answer with a stream. */
@@ -61,6 +63,8 @@ export interface AdminHost {
    * state once this node has applied that far. It rejects like propose (a UnaryCallError's code is answered).
    */
   backup(deadlineAt: number): Promise<BackupCapture>;
+  /** recordingDir is the node's flight recording directory, null when it records nothing. */
+  recordingDir?: string | null;
 }
 
 export interface AdminServiceOptions {
@@ -216,6 +220,19 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
               : err,
             'Propose',
           ),
+      );
+    },
+    recording: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+      let request: pb.RecordingRequest;
+      try {
+        request = pb.RecordingRequest.decode(call.request);
+      } catch (err) {
+        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed RecordingRequest: ${String(err)}` }, null);
+        return;
+      }
+      readRecording(host.recordingDir ?? null, request).then(
+        (response) => respond(null, Buffer.from(pb.RecordingResponse.encode(response).finish())),
+        (err: unknown) => fail(respond, err, 'Recording'),
       );
     },
     changeMember: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {

@@ -19,3 +19,5 @@ export const BACKUP_CHUNK_BYTES = 1024 * 1024;
 export const BACKUP_FILE_COUNT_MAX = 64;
 /** BACKUP_CONCURRENT_COUNT_MAX bounds the Backup calls one member serves at once: each holds an encoded copy of the state. */
 export const BACKUP_CONCURRENT_COUNT_MAX = 2;
+/** ADMIN_RECORDING_CHUNK_BYTES_MAX bounds the recording bytes one Recording call answers (under ADMIN_MESSAGE_BYTES_MAX). */
+export const ADMIN_RECORDING_CHUNK_BYTES_MAX = 1024 * 1024;

@@ -16,6 +16,7 @@
 // node unable to keep a promise (a hard state or WAL write) is fail-stop: no later effect or step runs.
 import type { Engine } from '../../engine/engine.js';
 import type { Effect, EngineStatus, Entry, HardState, Input, NodeStats, SnapshotMeta } from '../../engine/types.js';
+import type { StepRecorder } from './recorder.js';
 import { SerialQueue } from './serial-queue.js';
 import { stamp } from './write-trace.js';
 
@@ -56,6 +57,8 @@ export interface DriverPorts {
 export interface DriverOptions {
   tickMs: number;
   inputQueueCountMax: number;
+  /** recorder, when set, is told of every step: its input, effects and the tick count (the flight recorder). */
+  recorder?: StepRecorder | null;
 }
 
 export class Driver {
@@ -185,6 +188,7 @@ export class Driver {
     this.midStep = true;
     const effects = this.engine.step(input);
     this.stepCount++;
+    this.options.recorder?.record(input, effects, this.tickCount);
     const first = effects[0];
     if (first?.type === 'saveHardState') {
       return this.ports.saveHardState(first.hardState).then(

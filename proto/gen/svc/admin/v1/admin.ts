@@ -83,6 +83,26 @@ export function memberChangeToJSON(object: MemberChange): string {
   }
 }
 
+export interface RecordingRequest {
+  name: string;
+  offset: number;
+  bytesMax: number;
+}
+
+export interface RecordingSegment {
+  name: string;
+  size: number;
+  /** modified_unix_ms is when the segment was last written (its newest step, give or take the flush). */
+  modifiedUnixMs: number;
+}
+
+export interface RecordingResponse {
+  segments: RecordingSegment[];
+  data: Uint8Array;
+  /** eof: `data` reaches the end of the segment as it is now. */
+  eof: boolean;
+}
+
 export interface StatusRequest {
 }
 
@@ -233,6 +253,319 @@ export interface BackupFileChunk {
 export interface BackupChunk {
   part: { $case: "header"; value: BackupHeader } | { $case: "file"; value: BackupFileChunk } | undefined;
 }
+
+function createBaseRecordingRequest(): RecordingRequest {
+  return { name: "", offset: 0, bytesMax: 0 };
+}
+
+export const RecordingRequest: MessageFns<RecordingRequest> = {
+  encode(message: RecordingRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.offset !== 0) {
+      writer.uint32(16).uint64(message.offset);
+    }
+    if (message.bytesMax !== 0) {
+      writer.uint32(24).uint32(message.bytesMax);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordingRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordingRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.offset = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.bytesMax = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordingRequest {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
+      bytesMax: isSet(object.bytesMax)
+        ? globalThis.Number(object.bytesMax)
+        : isSet(object.bytes_max)
+        ? globalThis.Number(object.bytes_max)
+        : 0,
+    };
+  },
+
+  toJSON(message: RecordingRequest): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.offset !== 0) {
+      obj.offset = Math.round(message.offset);
+    }
+    if (message.bytesMax !== 0) {
+      obj.bytesMax = Math.round(message.bytesMax);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RecordingRequest>): RecordingRequest {
+    return RecordingRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RecordingRequest>): RecordingRequest {
+    const message = createBaseRecordingRequest();
+    message.name = object.name ?? "";
+    message.offset = object.offset ?? 0;
+    message.bytesMax = object.bytesMax ?? 0;
+    return message;
+  },
+};
+
+function createBaseRecordingSegment(): RecordingSegment {
+  return { name: "", size: 0, modifiedUnixMs: 0 };
+}
+
+export const RecordingSegment: MessageFns<RecordingSegment> = {
+  encode(message: RecordingSegment, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.size !== 0) {
+      writer.uint32(16).uint64(message.size);
+    }
+    if (message.modifiedUnixMs !== 0) {
+      writer.uint32(24).uint64(message.modifiedUnixMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordingSegment {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordingSegment();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.size = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.modifiedUnixMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordingSegment {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      size: isSet(object.size) ? globalThis.Number(object.size) : 0,
+      modifiedUnixMs: isSet(object.modifiedUnixMs)
+        ? globalThis.Number(object.modifiedUnixMs)
+        : isSet(object.modified_unix_ms)
+        ? globalThis.Number(object.modified_unix_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: RecordingSegment): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.size !== 0) {
+      obj.size = Math.round(message.size);
+    }
+    if (message.modifiedUnixMs !== 0) {
+      obj.modifiedUnixMs = Math.round(message.modifiedUnixMs);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RecordingSegment>): RecordingSegment {
+    return RecordingSegment.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RecordingSegment>): RecordingSegment {
+    const message = createBaseRecordingSegment();
+    message.name = object.name ?? "";
+    message.size = object.size ?? 0;
+    message.modifiedUnixMs = object.modifiedUnixMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseRecordingResponse(): RecordingResponse {
+  return { segments: [], data: new Uint8Array(0), eof: false };
+}
+
+export const RecordingResponse: MessageFns<RecordingResponse> = {
+  encode(message: RecordingResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.segments) {
+      RecordingSegment.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.data.length !== 0) {
+      writer.uint32(18).bytes(message.data);
+    }
+    if (message.eof !== false) {
+      writer.uint32(24).bool(message.eof);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordingResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordingResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.segments.push(RecordingSegment.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.data = reader.bytes();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.eof = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordingResponse {
+    return {
+      segments: globalThis.Array.isArray(object?.segments)
+        ? object.segments.map((e: any) => RecordingSegment.fromJSON(e))
+        : [],
+      data: isSet(object.data) ? bytesFromBase64(object.data) : new Uint8Array(0),
+      eof: isSet(object.eof) ? globalThis.Boolean(object.eof) : false,
+    };
+  },
+
+  toJSON(message: RecordingResponse): unknown {
+    const obj: any = {};
+    if (message.segments?.length) {
+      obj.segments = message.segments.map((e) => RecordingSegment.toJSON(e));
+    }
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    if (message.eof !== false) {
+      obj.eof = message.eof;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<RecordingResponse>): RecordingResponse {
+    return RecordingResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RecordingResponse>): RecordingResponse {
+    const message = createBaseRecordingResponse();
+    message.segments = object.segments?.map((e) => RecordingSegment.fromPartial(e)) || [];
+    message.data = object.data ?? new Uint8Array(0);
+    message.eof = object.eof ?? false;
+    return message;
+  },
+};
 
 function createBaseStatusRequest(): StatusRequest {
   return {};
@@ -2597,6 +2930,21 @@ export const AdminService = {
     responseSerialize: (value: BackupChunk): Buffer => Buffer.from(BackupChunk.encode(value).finish()),
     responseDeserialize: (value: Buffer): BackupChunk => BackupChunk.decode(value),
   },
+  /**
+   * Recording reads this node's flight recording (<data-dir>/recording/, docs/operations.md): with
+   * `name` empty, the list of its segment files; with a segment's name, up to `bytes_max` bytes of it
+   * from `offset` (a node answers at most 1 MiB a call). FAILED_PRECONDITION when the node records
+   * nothing; INVALID_ARGUMENT for a name that is not a segment file's (never a path).
+   */
+  recording: {
+    path: "/svc.admin.v1.Admin/Recording" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RecordingRequest): Buffer => Buffer.from(RecordingRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RecordingRequest => RecordingRequest.decode(value),
+    responseSerialize: (value: RecordingResponse): Buffer => Buffer.from(RecordingResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RecordingResponse => RecordingResponse.decode(value),
+  },
 } as const;
 
 export interface AdminServer extends UntypedServiceImplementation {
@@ -2627,6 +2975,13 @@ export interface AdminServer extends UntypedServiceImplementation {
    * anything is sent, and so is a call beyond backupConcurrentCountMax on one member.
    */
   backup: handleServerStreamingCall<BackupRequest, BackupChunk>;
+  /**
+   * Recording reads this node's flight recording (<data-dir>/recording/, docs/operations.md): with
+   * `name` empty, the list of its segment files; with a segment's name, up to `bytes_max` bytes of it
+   * from `offset` (a node answers at most 1 MiB a call). FAILED_PRECONDITION when the node records
+   * nothing; INVALID_ARGUMENT for a name that is not a segment file's (never a path).
+   */
+  recording: handleUnaryCall<RecordingRequest, RecordingResponse>;
 }
 
 export interface AdminClient extends Client {
@@ -2704,6 +3059,27 @@ export interface AdminClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<BackupChunk>;
+  /**
+   * Recording reads this node's flight recording (<data-dir>/recording/, docs/operations.md): with
+   * `name` empty, the list of its segment files; with a segment's name, up to `bytes_max` bytes of it
+   * from `offset` (a node answers at most 1 MiB a call). FAILED_PRECONDITION when the node records
+   * nothing; INVALID_ARGUMENT for a name that is not a segment file's (never a path).
+   */
+  recording(
+    request: RecordingRequest,
+    callback: (error: ServiceError | null, response: RecordingResponse) => void,
+  ): ClientUnaryCall;
+  recording(
+    request: RecordingRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RecordingResponse) => void,
+  ): ClientUnaryCall;
+  recording(
+    request: RecordingRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RecordingResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const AdminClient = makeGenericClientConstructor(AdminService, "svc.admin.v1.Admin") as unknown as {

@@ -1,0 +1,76 @@
+// The flight recorder's file format (docs/operations.md, "Flight recorder"): what a real node's driver
+// writes (transports/node/recorder.ts) and what the simulator replays (sim/replay/). It lives in its
+// own folder because both sides need it and neither may import the other (eslint.config.js).
+//
+// A recording directory holds segment files `seg-<12 digits>.rec`, numbered across runs. Each is JSON
+// lines: a `seg` line first, then, in the first segment of a run, the `run` line (the engine's config
+// and the restored state it started from), then one `step` line per Engine.step, in order. A node
+// restart starts a new run in a new segment. A `gap` line says steps were not recorded (the buffer was
+// full, a line was over the segment size): the run cannot be replayed past it.
+import type { EngineConfig, Input, RestoredState } from '../engine/types.js';
+
+export const RECORDING_FORMAT_VERSION = 1;
+
+/** PayloadMode: `hashed` (the default) records the store's values as keyed hashes; `full` records them. */
+export type PayloadMode = 'hashed' | 'full';
+export const PAYLOAD_MODES: readonly PayloadMode[] = ['hashed', 'full'];
+
+/** SEGMENT_FILE matches a segment file's name; its number orders segments across runs. */
+export const SEGMENT_FILE = /^seg-(\d{12})\.rec$/;
+
+export function segmentFileName(index: number): string {
+  return `seg-${String(index).padStart(12, '0')}.rec`;
+}
+
+export interface SegmentLine {
+  t: 'seg';
+  v: number;
+  /** run names the node run this segment belongs to (a restart starts a new run). */
+  run: string;
+  /** node is the member name. */
+  node: string;
+  /** index is the segment's number (its file name). */
+  index: number;
+  /** firstStep is the step number of the segment's first step line. */
+  firstStep: number;
+}
+
+export interface RunLine {
+  t: 'run';
+  v: number;
+  run: string;
+  node: string;
+  /** build is the node's build version: a replay with another engine build may diverge for that reason alone. */
+  build: string;
+  startedAtMs: number;
+  /** tickMs is the wall length of one tick on this node (engine timeouts count ticks). */
+  tickMs: number;
+  payloads: PayloadMode;
+  config: EngineConfig;
+  restored: RestoredState;
+}
+
+export interface StepLine {
+  t: 'step';
+  /** n numbers the steps of a run from 1. */
+  n: number;
+  /** tick is the driver's tick count when the step ran (the engine's clock). */
+  tick: number;
+  /** at is the wall time of the step, ms since the epoch. */
+  at: number;
+  in: Input;
+  /** d is the effects digest (recording/digest.ts). */
+  d: string;
+  /** fx describes each effect in a line of its own kind (recording/describe.ts): for people, not compared. */
+  fx: string[];
+}
+
+export interface GapLine {
+  t: 'gap';
+  /** n is the first step number not recorded. */
+  n: number;
+  at: number;
+  reason: string;
+}
+
+export type RecordingLine = SegmentLine | RunLine | StepLine | GapLine;

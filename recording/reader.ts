@@ -1,0 +1,89 @@
+// readRecording: a recording directory (or one segment file) as the runs it holds, in order. A file is
+// input: a line that is not a recording line is refused with its file and line number, except the last
+// line of a segment, which a node killed mid-write may have left torn (that line is dropped).
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { decodeLine } from './codec.js';
+import {
+  RECORDING_FORMAT_VERSION,
+  SEGMENT_FILE,
+  type GapLine,
+  type RunLine,
+  type SegmentLine,
+  type StepLine,
+} from './format.js';
+
+/** RECORDING_READ_BYTES_MAX bounds what one read takes in (a recording's default ring is far smaller). */
+export const RECORDING_READ_BYTES_MAX = 2 * 1024 * 1024 * 1024;
+
+export interface RecordedRun {
+  run: string;
+  node: string;
+  /** head is the run's start state; null when its first segment was rotated out of the ring. */
+  head: RunLine | null;
+  steps: StepLine[];
+  /** gap: steps from gap.n on were not recorded; replay stops there. */
+  gap: GapLine | null;
+  /** torn counts lines dropped at a segment's end (a crash mid-write). */
+  torn: number;
+  files: string[];
+}
+
+export function recordingFiles(path: string): string[] {
+  if (!statSync(path).isDirectory()) return [path];
+  return readdirSync(path)
+    .filter((name) => SEGMENT_FILE.test(name))
+    .sort()
+    .map((name) => join(path, name));
+}
+
+export function readRecording(path: string): RecordedRun[] {
+  const runs: RecordedRun[] = [];
+  let total = 0;
+  for (const file of recordingFiles(path)) {
+    total += statSync(file).size;
+    if (total > RECORDING_READ_BYTES_MAX) throw new Error(`${path} holds more than ${RECORDING_READ_BYTES_MAX} bytes`);
+    readSegment(file, runs);
+  }
+  return runs;
+}
+
+function readSegment(file: string, runs: RecordedRun[]): void {
+  const lines = readFileSync(file, 'utf8').split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  let run: RecordedRun | null = null;
+  for (let i = 0; i < lines.length; i++) {
+    let line: { t?: unknown };
+    try {
+      line = decodeLine(lines[i]!) as { t?: unknown };
+      if (typeof line !== 'object' || line === null) throw new Error('not an object');
+    } catch (error) {
+      if (i === lines.length - 1 && run) {
+        run.torn++;
+        break;
+      }
+      throw new Error(`${basename(file)} line ${i + 1} is not a recording line: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+    if (i === 0) {
+      const seg = line as SegmentLine;
+      if (seg.t !== 'seg') throw new Error(`${basename(file)} does not start with a segment line`);
+      if (seg.v !== RECORDING_FORMAT_VERSION)
+        throw new Error(`${basename(file)} is format ${String(seg.v)}; this build reads ${RECORDING_FORMAT_VERSION}`);
+      run = runs.find((r) => r.run === seg.run) ?? null;
+      if (!run) {
+        run = { run: seg.run, node: seg.node, head: null, steps: [], gap: null, torn: 0, files: [] };
+        runs.push(run);
+      }
+      run.files.push(file);
+      continue;
+    }
+    if (!run) break;
+    if (line.t === 'run') run.head = line as RunLine;
+    else if (line.t === 'step') {
+      if (run.gap === null) run.steps.push(line as StepLine);
+    } else if (line.t === 'gap') run.gap ??= line as GapLine;
+    else throw new Error(`${basename(file)} line ${i + 1} has unknown type ${JSON.stringify(line.t)}`);
+  }
+}

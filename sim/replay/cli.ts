@@ -1,0 +1,156 @@
+// npm run sim -- --replay PATH... [--view] [--view-out FILE] [--trace FILE] [--to-scenario [FILE.txt]]
+// Each PATH is one member's recording (its <data-dir>/recording directory, or one segment file). Every
+// run of every member is replayed on this build's engine and each step's effects digest compared with the
+// node's; the checkers that a partial history allows run over what the replays produced; --view draws
+// all members as one space-time diagram on the wall-clock axis. Last line:
+// `replay result=pass|fail members=N steps=NAME:MATCHED/RECORDED,...`.
+import { writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { readRecording } from '../../recording/reader.js';
+import { defaultViewPath, writeView } from '../view/write.js';
+import { checkPartialHistory, PARTIAL_HISTORY_CHECKS } from './checks.js';
+import { replayRun, type Divergence, type ReplayEngineFactory, type RunReplay } from './replay.js';
+import { toScenario } from './to-scenario.js';
+import { replayTrace } from './trace.js';
+
+export interface ReplayRequest {
+  paths: string[];
+  view: boolean;
+  viewOut?: string;
+  traceFile?: string;
+  /** toScenario: write the incident as a scenario file there ('' = a name under scenarios/). */
+  toScenario?: string;
+}
+
+export const REPLAY_USAGE = `usage: npm run sim -- --replay PATH... [--view] [--view-out FILE] [--trace FILE] [--to-scenario [FILE.txt]]
+  PATH      a member's recording: its <data-dir>/recording directory or one seg-*.rec file
+  --view    write the space-time diagram of every member (wall-clock axis) and print view=PATH
+  --trace   write the aligned trace (the viewer's input) to FILE
+  --to-scenario  write the incident's events as a scenario the lockstep world runs (default scenarios/recorded-TIME.txt)`;
+
+export function parseReplayArgs(argv: string[]): ReplayRequest {
+  const request: ReplayRequest = { paths: [], view: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--replay') continue;
+    if (arg === '--view') request.view = true;
+    else if (arg === '--to-scenario') {
+      const next = argv[i + 1];
+      request.toScenario = next !== undefined && next.endsWith('.txt') ? argv[++i]! : '';
+    } else if (arg === '--view-out' || arg === '--trace') {
+      const value = argv[++i];
+      if (value === undefined) throw new Error(`${arg} needs a file`);
+      if (arg === '--view-out') {
+        request.view = true;
+        request.viewOut = value;
+      } else request.traceFile = value;
+    } else if (arg.startsWith('--')) throw new Error(`--replay does not take ${arg}`);
+    else request.paths.push(arg);
+  }
+  if (request.paths.length === 0) throw new Error('--replay needs at least one recording path');
+  return request;
+}
+
+export interface ReplayOutcome {
+  runs: RunReplay[];
+  ok: boolean;
+}
+
+/** replayPaths replays every run of every path; `engine` lets a test plant a bug in the engine. */
+export function replayPaths(
+  paths: readonly string[],
+  write: (line: string) => void,
+  options: { engine?: ReplayEngineFactory; keepSteps?: boolean } = {},
+): ReplayOutcome {
+  const runs: RunReplay[] = [];
+  for (const path of paths) {
+    for (const recorded of readRecording(path)) {
+      const replay = replayRun(recorded, { engine: options.engine, keepSteps: options.keepSteps ?? true });
+      runs.push(replay);
+      const head = `replay ${replay.node} run=${replay.run}${replay.build ? ` build=${replay.build}` : ''}`;
+      if (replay.skipped && replay.matched === 0) {
+        write(`${head}: not replayed (${replay.skipped}); ${replay.recorded} steps recorded`);
+        continue;
+      }
+      const extra = [
+        replay.skipped ? `stopped: ${replay.skipped}` : '',
+        replay.gap ? `recording gap ${replay.gap}` : '',
+        recorded.torn > 0 ? `${recorded.torn} torn line at a segment end (crash)` : '',
+      ].filter((s) => s !== '');
+      write(
+        `${head}: ${replay.matched}/${replay.recorded} steps identical${replay.divergence ? ', DIVERGED' : ''}` +
+          (extra.length > 0 ? ` (${extra.join('; ')})` : ''),
+      );
+      if (replay.divergence) for (const line of describeDivergence(replay.divergence)) write(line);
+    }
+  }
+  const violations = checkPartialHistory(runs);
+  write(
+    `checks on the partial history (${PARTIAL_HISTORY_CHECKS.join(', ')}): ${violations.length === 0 ? 'pass' : `${violations.length} violations`}`,
+  );
+  for (const v of violations) write(`  ${v.check} on ${v.node}: ${v.message}`);
+  const ok = violations.length === 0 && runs.every((r) => r.divergence === null);
+  return { runs, ok };
+}
+
+export function describeDivergence(d: Divergence): string[] {
+  return [
+    `DIVERGED node=${d.node} run=${d.run} step=${d.step} tick=${d.tick} at=${new Date(d.atMs).toISOString()}`,
+    `  input: ${d.input}`,
+    `  recorded effects (digest ${d.recorded.digest}):`,
+    ...d.recorded.effects.map((e) => `    ${e}`),
+    `  replayed effects (digest ${d.replayed.digest}):`,
+    ...d.replayed.effects.map((e) => `    ${e}`),
+    `  replayed, canonical: ${d.replayed.canonical.slice(0, 4000)}`,
+  ];
+}
+
+export function replayMain(argv: string[]): number {
+  let request: ReplayRequest;
+  try {
+    request = parseReplayArgs(argv);
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${REPLAY_USAGE}\n`);
+    return 2;
+  }
+  const write = (line: string): void => void process.stdout.write(`${line}\n`);
+  let outcome: ReplayOutcome;
+  try {
+    outcome = replayPaths(request.paths, write);
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`);
+    return 2;
+  }
+  if (request.view || request.traceFile !== undefined) {
+    const title = `replay of ${request.paths.map((p) => basename(p)).join(', ')}`;
+    const trace = replayTrace(outcome.runs, title);
+    const viewOut = request.view ? (request.viewOut ?? defaultViewPath('replay')) : undefined;
+    const traceFile = request.traceFile ?? viewOut!.replace(/(\.html?)?$/, '.jsonl');
+    writeFileSync(traceFile, `${trace.lines.join('\n')}\n`);
+    write(`trace=${traceFile} (${trace.messages} messages, ${trace.matched} calls matched across members)`);
+    if (viewOut !== undefined) {
+      const written = writeView(traceFile, viewOut, title);
+      write(`view=${written.path} (open it in a browser)`);
+    }
+  }
+  if (request.toScenario !== undefined) {
+    const file =
+      request.toScenario === ''
+        ? join('scenarios', `recorded-${new Date().toISOString().replace(/[:.]/g, '-')}.txt`)
+        : request.toScenario;
+    writeFileSync(file, toScenario(outcome.runs, request.paths.join(' ')));
+    write(`scenario=${file} (run it: npm run sim -- --scenario ${file})`);
+  }
+  const byNode = new Map<string, { matched: number; recorded: number }>();
+  for (const run of outcome.runs) {
+    const n = byNode.get(run.node) ?? { matched: 0, recorded: 0 };
+    n.matched += run.matched;
+    n.recorded += run.recorded;
+    byNode.set(run.node, n);
+  }
+  const steps = [...byNode].map(([node, n]) => `${node}:${n.matched}/${n.recorded}`).join(',');
+  write(
+    `replay result=${outcome.ok ? 'pass' : 'fail'} members=${byNode.size} runs=${outcome.runs.length} steps=${steps}`,
+  );
+  return outcome.ok ? 0 : 1;
+}

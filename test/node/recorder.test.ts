@@ -1,0 +1,276 @@
+// The flight recorder's ring (transports/node/recorder.ts) on real files: it never holds more than its
+// bound on disk, a restart appends a new run beside the old ones, and the store's values enter it only as
+// keyed hashes (their lengths survive, so a replay feeds the engine zeros of the same size and a valid frame).
+import assert from 'node:assert/strict';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { decodeLine } from '../../recording/codec.js';
+import { readRecording } from '../../recording/reader.js';
+import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
+import { emptyRestoredState } from '../../engine/restored.js';
+import { bootstrapRoster, encodeRoster } from '../../engine/roster.js';
+import { decodeSegmentFrame, encodeSegmentFrame } from '../../engine/segment-frame.js';
+import { EntryKind, type EngineConfig, type Input } from '../../engine/types.js';
+import { Engine } from '../../engine/engine.js';
+import { Driver, type DriverPorts } from '../../transports/node/driver.js';
+import { FlightRecorder, recordingLimits, type RecordingLimits } from '../../transports/node/recorder.js';
+import { replayRun } from '../../sim/replay/replay.js';
+import { removeDir, tempDir, waitFor } from './harness.js';
+
+const roster = bootstrapRoster([{ name: 'solo', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:2' }]);
+const config: EngineConfig = {
+  name: 'solo',
+  grpcAddr: '127.0.0.1:1',
+  httpAddr: 'http://127.0.0.1:2',
+  bootstrapRoster: roster,
+  seeds: [],
+  randomSeed: 7,
+  compat: CURRENT_COMPAT,
+  limits: DEFAULT_LIMITS,
+};
+
+function open(dir: string, limits: Partial<RecordingLimits> = {}, payloads: 'hashed' | 'full' = 'hashed') {
+  return FlightRecorder.open({
+    dir: join(dir, 'recording'),
+    keyFile: join(dir, 'recording.key'),
+    node: 'solo',
+    build: 'test',
+    tickMs: 100,
+    payloads,
+    config,
+    restored: emptyRestoredState(),
+    limits: recordingLimits(limits),
+  });
+}
+
+async function diskBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const name of await readdir(join(dir, 'recording'))) total += (await stat(join(dir, 'recording', name))).size;
+  return total;
+}
+
+const text = (s: string): Uint8Array => new TextEncoder().encode(s);
+
+describe('flight recorder: the ring on disk', function () {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await tempDir('recorder');
+  });
+  afterEach(async () => {
+    await removeDir(dir);
+  });
+
+  it('never holds more than recordingBytesMax, whatever the steps and restarts (property)', async function () {
+    const limits = { recordingBytesMax: 16_384, recordingSegmentBytesMax: 4_096, recordingFlushMs: 1 };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(fc.integer({ min: 0, max: 2_700 }), { minLength: 1, maxLength: 60 }), {
+          minLength: 1,
+          maxLength: 3,
+        }),
+        async (runs) => {
+          const runDir = await tempDir('ring');
+          try {
+            for (const sizes of runs) {
+              const recorder = await open(runDir, limits, 'full');
+              for (const [i, size] of sizes.entries()) {
+                recorder.record({ type: 'propose', proposalId: i, data: new Uint8Array(size) }, [], i);
+                if (i % 7 === 0) {
+                  await recorder.settled();
+                  assert.ok((await diskBytes(runDir)) <= limits.recordingBytesMax);
+                }
+              }
+              await recorder.close();
+              assert.ok((await diskBytes(runDir)) <= limits.recordingBytesMax);
+            }
+          } finally {
+            await removeDir(runDir);
+          }
+        },
+      ),
+      { numRuns: 15 },
+    );
+  });
+
+  it('rotates by segment and deletes the oldest: the newest steps stay readable', async function () {
+    const recorder = await open(dir, { recordingBytesMax: 16_384, recordingSegmentBytesMax: 4_096 });
+    for (let i = 0; i < 2_000; i++) recorder.record({ type: 'tick' }, [], i);
+    await recorder.close();
+    assert.ok((await diskBytes(dir)) <= 16_384);
+    const files = await readdir(join(dir, 'recording'));
+    assert.ok(files.length >= 3, `rotated into several segments (${files.join(', ')})`);
+    assert.ok(!files.includes('seg-000000000001.rec'), 'the oldest segment was deleted');
+    const [run] = readRecording(join(dir, 'recording'));
+    assert.equal(run!.head, null, 'the run line went with the first segment');
+    assert.equal(run!.steps[run!.steps.length - 1]!.n, 2_000, 'the last step is there');
+  });
+
+  it('a restart appends a new run; the earlier run stays whole', async function () {
+    const first = await open(dir);
+    first.record({ type: 'start' }, [], 0);
+    first.record({ type: 'tick' }, [], 1);
+    await first.close();
+    const second = await open(dir);
+    second.record({ type: 'start' }, [], 0);
+    await second.close();
+    const runs = readRecording(join(dir, 'recording'));
+    assert.equal(runs.length, 2);
+    assert.notEqual(runs[0]!.run, runs[1]!.run);
+    assert.deepEqual(
+      runs.map((r) => [r.head?.node, r.steps.length]),
+      [
+        ['solo', 2],
+        ['solo', 1],
+      ],
+    );
+  });
+
+  it("records the store's values as keyed hashes, never their bytes; lengths and frames survive for replay", async function () {
+    const secret = text('the-secret-value-0123456789');
+    const membership = encodeRoster(roster);
+    const frame = encodeSegmentFrame({
+      prevSeq: 0,
+      prevTerm: 0,
+      commitSeq: 0,
+      entries: [
+        { seq: 1, term: 1, kind: EntryKind.Membership, data: membership },
+        { seq: 2, term: 1, kind: EntryKind.EventBatch, data: secret },
+      ],
+    });
+    const inputs: Input[] = [
+      { type: 'propose', proposalId: 1, data: secret },
+      { type: 'proposeBatch', proposals: [{ proposalId: 2, data: Buffer.from(secret) }] },
+      {
+        type: 'request',
+        callId: 1,
+        request: {
+          method: 'ShipSegment',
+          body: {
+            id: { regionId: 0, shardId: 0, seqno: 1 },
+            payload: frame,
+            eventCount: 2,
+            leaderLastSeq: 2,
+            streamBaseline: 0,
+            term: 1,
+            leaderRegion: 1,
+          },
+        },
+      },
+    ];
+    const recorder = await open(dir);
+    inputs.forEach((input, i) => recorder.record(input, [], i));
+    await recorder.close();
+    const files = await readdir(join(dir, 'recording'));
+    const raw = await readFile(join(dir, 'recording', files[0]!), 'utf8');
+    for (const form of ['the-secret-value', Buffer.from(secret).toString('base64').slice(0, 20)])
+      assert.ok(!raw.includes(form), `the value is not in the recording (${form})`);
+    assert.ok(!raw.includes((await readFile(join(dir, 'recording.key'))).toString('base64')), 'nor the key');
+
+    const [run] = readRecording(join(dir, 'recording'));
+    const [propose, batch, request] = run!.steps.map((s) => s.in);
+    assert.deepEqual(propose, { type: 'propose', proposalId: 1, data: new Uint8Array(secret.length) });
+    assert.equal((batch as Extract<Input, { type: 'proposeBatch' }>).proposals[0]!.data.length, secret.length);
+    const payload = (request as Extract<Input, { type: 'request' }>).request.body as { payload: Uint8Array };
+    const decoded = decodeSegmentFrame(payload.payload);
+    assert.ok(decoded.ok, 'the replayed payload is a valid frame');
+    assert.deepEqual(decoded.frame.entries[0]!.data, membership, 'a membership record is kept whole');
+    assert.deepEqual(decoded.frame.entries[1]!.data, new Uint8Array(secret.length), 'a value is zeros of its length');
+    assert.equal(payload.payload.length, frame.length);
+  });
+
+  it('with full payloads the values are recorded as they are', async function () {
+    const recorder = await open(dir, {}, 'full');
+    recorder.record({ type: 'propose', proposalId: 1, data: text('visible') }, [], 0);
+    await recorder.close();
+    const [run] = readRecording(join(dir, 'recording'));
+    assert.deepEqual(run!.steps[0]!.in, { type: 'propose', proposalId: 1, data: text('visible') });
+    assert.equal(run!.head!.payloads, 'full');
+  });
+
+  it('a step over the segment size ends the run with a gap line, and the node goes on', async function () {
+    const recorder = await open(dir, { recordingSegmentBytesMax: 4_096, recordingBytesMax: 8_192 }, 'full');
+    recorder.record({ type: 'tick' }, [], 1);
+    recorder.record({ type: 'propose', proposalId: 1, data: new Uint8Array(10_000) }, [], 1);
+    recorder.record({ type: 'tick' }, [], 2);
+    await recorder.close();
+    const [run] = readRecording(join(dir, 'recording'));
+    assert.equal(run!.steps.length, 1);
+    assert.equal(run!.gap?.n, 2);
+    assert.match(run!.gap!.reason, /over recordingSegmentBytesMax/);
+    const lines = (await readFile(join(dir, 'recording', (await readdir(join(dir, 'recording')))[0]!), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => decodeLine(l) as { t: string });
+    assert.deepEqual(
+      lines.map((l) => l.t),
+      ['seg', 'run', 'step', 'gap'],
+    );
+  });
+
+  it('a gap on the last step is written when the recorder closes', async function () {
+    const recorder = await open(dir, { recordingSegmentBytesMax: 4_096, recordingBytesMax: 8_192 }, 'full');
+    recorder.record({ type: 'tick' }, [], 1);
+    recorder.record({ type: 'propose', proposalId: 1, data: new Uint8Array(10_000) }, [], 1);
+    await recorder.close();
+    const [run] = readRecording(join(dir, 'recording'));
+    assert.equal(run!.gap?.n, 2);
+  });
+
+  it('refuses limits that cannot hold a bound', function () {
+    assert.throws(() => recordingLimits({ recordingBytesMax: 4_096, recordingSegmentBytesMax: 4_096 }), /twice/);
+    assert.throws(() => recordingLimits({ recordingSegmentBytesMax: 100 }), /at least 4096/);
+  });
+
+  it('records every step the driver runs, in order, and the run replays with the same digest at every step', async function () {
+    const engineConfig = { ...config, limits: { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 } };
+    const recorder = await FlightRecorder.open({
+      dir: join(dir, 'recording'),
+      keyFile: join(dir, 'recording.key'),
+      node: 'solo',
+      build: 'test',
+      tickMs: 2,
+      payloads: 'hashed',
+      config: engineConfig,
+      restored: emptyRestoredState(),
+      limits: recordingLimits(),
+    });
+    const engine = new Engine(engineConfig, emptyRestoredState());
+    const results: string[] = [];
+    const ports: DriverPorts = {
+      saveHardState: () => Promise.resolve(),
+      resetStateMachine: () => undefined,
+      appendLog: () => Promise.resolve(),
+      send: () => undefined,
+      answer: () => undefined,
+      fetchSnapshot: () => undefined,
+      apply: () => undefined,
+      stageSnapshot: () => undefined,
+      compactLog: () => undefined,
+      pollStatus: () => undefined,
+      observe: (effect) => {
+        if (effect.type === 'proposalResult') results.push(effect.code);
+      },
+      stats: () => ({ entityCount: 0, signalThroughputEps: 0, diskBytes: 0, nowNs: String(Date.now() * 1e6) }),
+      stepped: () => undefined,
+      fail: (err) => assert.fail(err),
+    };
+    const driver = new Driver(engine, ports, { tickMs: 2, inputQueueCountMax: 1_000, recorder });
+    driver.start();
+    await waitFor(() => driver.status().role === 'leader', 'the single node to lead', 10_000);
+    for (let i = 0; i < 20; i++) driver.submit({ type: 'propose', proposalId: i + 1, data: text(`value-${i}`) });
+    await waitFor(() => results.length === 20, 'twenty proposals answered', 10_000);
+    await driver.stop();
+    await recorder.close();
+    assert.deepEqual(new Set(results), new Set(['committed']));
+    const [run] = readRecording(join(dir, 'recording'));
+    assert.equal(run!.steps.length, driver.steps, 'one line per step');
+    assert.deepEqual(
+      run!.steps.map((s) => s.n),
+      run!.steps.map((_, i) => i + 1),
+    );
+    const replay = replayRun(run!);
+    assert.equal(replay.divergence, null);
+    assert.equal(replay.matched, driver.steps);
+  });
+});

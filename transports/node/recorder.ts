@@ -1,0 +1,329 @@
+// FlightRecorder: every Engine.step of this node, written to a bounded ring of segment files under
+// <data-dir>/recording/ (the format: recording/format.ts; replay: `npm run sim -- --replay DIR`).
+//
+// It sits beside the write path, never on it: record() encodes the step into memory and returns; a
+// timer hands the buffered lines to one asynchronous file write at a time, without fsync. A crash loses
+// at most the last recordingFlushMs of recording, never the node's data, and a slow or failing disk
+// under the recording drops recording (a `gap` line says so), never slows or stops the node.
+//
+// The ring's bound is kept by arithmetic, not by watching the disk: a segment is closed before a line
+// would take it past segmentBytesMax, and before a segment opens, the oldest ones are deleted until the
+// recording fits in bytesMax with a whole new segment.
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readdir, readFile, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { encodeLine, type RedactKey } from '../../recording/codec.js';
+import { describeEffect } from '../../recording/describe.js';
+import { effectsDigest } from '../../recording/digest.js';
+import {
+  RECORDING_FORMAT_VERSION,
+  SEGMENT_FILE,
+  segmentFileName,
+  type GapLine,
+  type PayloadMode,
+  type RunLine,
+  type SegmentLine,
+} from '../../recording/format.js';
+import type { Effect, EngineConfig, Input, RestoredState } from '../../engine/types.js';
+
+/** StepRecorder is what the driver calls after every step (transports/node/driver.ts). */
+export interface StepRecorder {
+  record(input: Input, effects: readonly Effect[], tick: number): void;
+}
+
+export interface RecordingLimits {
+  /** recordingBytesMax bounds the whole ring on disk. */
+  recordingBytesMax: number;
+  /** recordingSegmentBytesMax is the size at which a segment is closed and the next opened. */
+  recordingSegmentBytesMax: number;
+  /** recordingBufferBytesMax bounds the lines waiting for the disk; past it steps are dropped (a gap). */
+  recordingBufferBytesMax: number;
+  /** recordingFlushMs paces the writes of buffered lines. */
+  recordingFlushMs: number;
+}
+
+export const DEFAULT_RECORDING_LIMITS: Readonly<RecordingLimits> = Object.freeze({
+  recordingBytesMax: 256 * 1024 * 1024,
+  recordingSegmentBytesMax: 16 * 1024 * 1024,
+  recordingBufferBytesMax: 8 * 1024 * 1024,
+  recordingFlushMs: 100,
+});
+
+export function recordingLimits(overrides: Partial<RecordingLimits> = {}): RecordingLimits {
+  const limits = { ...DEFAULT_RECORDING_LIMITS, ...overrides };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value < 1)
+      throw new RangeError(`recording limit ${name} must be a positive integer, got ${String(value)}`);
+  }
+  if (limits.recordingSegmentBytesMax < 4096)
+    throw new RangeError('recording limit recordingSegmentBytesMax must be at least 4096');
+  if (limits.recordingBytesMax < 2 * limits.recordingSegmentBytesMax)
+    throw new RangeError('recording limit recordingBytesMax must be at least twice recordingSegmentBytesMax');
+  return limits;
+}
+
+export interface RecorderStart {
+  /** dir is <data-dir>/recording. */
+  dir: string;
+  /** keyFile holds the key of the value hashes; it lives outside `dir` so a recording handed on never carries it. */
+  keyFile: string;
+  node: string;
+  build: string;
+  tickMs: number;
+  payloads: PayloadMode;
+  config: EngineConfig;
+  restored: RestoredState;
+  limits: RecordingLimits;
+  /** now is the wall clock (ms since the epoch); tests may pass their own. */
+  now?: () => number;
+  /** onError is told of a recording write that failed (the recorder then stops recording; the node runs on). */
+  onError?: (err: Error) => void;
+}
+
+type Op = { write: string } | { open: number; text: string } | { unlink: string[] };
+
+export class FlightRecorder implements StepRecorder {
+  private readonly sizes = new Map<number, number>();
+  private segment: number;
+  private segmentBytes = 0;
+  private stepNumber = 0;
+  private buffer: string[] = [];
+  private bufferBytes = 0;
+  /** queuedBytes: bytes handed to ops not yet written (the buffer's bound counts them too). */
+  private queuedBytes = 0;
+  private readonly ops: Op[] = [];
+  private pumping: Promise<void> | null = null;
+  private handle: FileHandle | null = null;
+  private gapFrom = 0;
+  private gapReason = '';
+  private stopped = false;
+  private closed = false;
+  private failed = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly now: () => number;
+
+  private constructor(
+    private readonly start: RecorderStart,
+    private readonly key: RedactKey,
+    existing: Map<number, number>,
+    readonly run: string,
+  ) {
+    this.now = start.now ?? Date.now;
+    for (const [index, size] of existing) this.sizes.set(index, size);
+    this.segment = Math.max(0, ...existing.keys());
+    this.timer = setInterval(() => this.flush(), start.limits.recordingFlushMs);
+    this.timer.unref();
+  }
+
+  /** open starts a new run: a new segment holding the run line (the engine's config and start state). */
+  static async open(start: RecorderStart): Promise<FlightRecorder> {
+    await mkdir(start.dir, { recursive: true });
+    const key = await loadKey(start.keyFile);
+    const existing = new Map<number, number>();
+    for (const name of await readdir(start.dir)) {
+      const match = SEGMENT_FILE.exec(name);
+      if (match) existing.set(Number(match[1]), (await stat(join(start.dir, name))).size);
+    }
+    const startedAtMs = (start.now ?? Date.now)();
+    const run = `${startedAtMs.toString(36)}-${randomBytes(4).toString('hex')}`;
+    const recorder = new FlightRecorder(start, key, existing, run);
+    const head: RunLine = {
+      t: 'run',
+      v: RECORDING_FORMAT_VERSION,
+      run,
+      node: start.node,
+      build: start.build,
+      startedAtMs,
+      tickMs: start.tickMs,
+      payloads: start.payloads,
+      config: start.config,
+      restored: start.restored,
+    };
+    recorder.openSegment();
+    recorder.append(`${encodeLine(head, start.payloads, key)}\n`, 'the run line is over recordingSegmentBytesMax');
+    return recorder;
+  }
+
+  /** record encodes one step (never throws: a recording problem must not stop the node). */
+  record(input: Input, effects: readonly Effect[], tick: number): void {
+    if (this.stopped || this.failed) return;
+    this.stepNumber++;
+    try {
+      const mode = this.start.payloads;
+      const line = encodeLine(
+        {
+          t: 'step',
+          n: this.stepNumber,
+          tick,
+          at: this.now(),
+          in: input,
+          d: effectsDigest(effects, mode),
+          fx: effects.map(describeEffect),
+        },
+        mode,
+        this.key,
+      );
+      this.append(`${line}\n`, 'a step line is over recordingSegmentBytesMax');
+    } catch (error) {
+      this.noteGap(`a step did not encode: ${(error as Error).message}`);
+    }
+  }
+
+  get bytesOnDisk(): number {
+    let total = 0;
+    for (const size of this.sizes.values()) total += size;
+    return total;
+  }
+
+  /** settled resolves once every line recorded so far is written (tests and close). */
+  async settled(): Promise<void> {
+    this.flush();
+    await this.pump();
+  }
+
+  /** close writes what is buffered and closes the segment (no fsync: a recording is not the node's data). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    // A gap noted on the last steps still gets its line, so a replay says where the recording stops.
+    if (this.gapFrom > 0 && !this.stopped) this.writeGap();
+    this.flush();
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.pump();
+    await this.handle?.close().catch(() => undefined);
+    this.handle = null;
+  }
+
+  private append(text: string, oversize: string): void {
+    const bytes = Buffer.byteLength(text);
+    const limits = this.start.limits;
+    if (this.gapFrom > 0 && !this.writeGap()) {
+      return;
+    }
+    if (this.bufferBytes + this.queuedBytes + bytes > limits.recordingBufferBytesMax) {
+      this.noteGap('the recording buffer was full (the disk under the recording is slow)');
+      return;
+    }
+    if (bytes + 512 > limits.recordingSegmentBytesMax) {
+      this.noteGap(oversize);
+      return;
+    }
+    if (this.segmentBytes + bytes > limits.recordingSegmentBytesMax) this.openSegment();
+    this.buffer.push(text);
+    this.bufferBytes += bytes;
+    this.segmentBytes += bytes;
+    this.sizes.set(this.segment, this.segmentBytes);
+  }
+
+  /** noteGap: steps from this one on are lost to the recording; the run cannot be replayed past it. */
+  private noteGap(reason: string): void {
+    if (this.gapFrom === 0) {
+      this.gapFrom = this.stepNumber;
+      this.gapReason = reason;
+    }
+  }
+
+  /** writeGap writes the pending gap line once there is room; false while there is none. */
+  private writeGap(): boolean {
+    const gap: GapLine = { t: 'gap', n: this.gapFrom, at: this.now(), reason: this.gapReason };
+    const text = `${JSON.stringify(gap)}\n`;
+    const bytes = Buffer.byteLength(text);
+    if (this.bufferBytes + this.queuedBytes + bytes > this.start.limits.recordingBufferBytesMax) return false;
+    if (this.segmentBytes + bytes > this.start.limits.recordingSegmentBytesMax) this.openSegment();
+    this.buffer.push(text);
+    this.bufferBytes += bytes;
+    this.segmentBytes += bytes;
+    this.sizes.set(this.segment, this.segmentBytes);
+    // After a gap nothing of this run replays: stop recording it (a restart starts a new run).
+    this.stopped = true;
+    this.gapFrom = 0;
+    this.flush();
+    return false;
+  }
+
+  /** openSegment closes the current segment and opens the next, deleting the oldest to keep the bound. */
+  private openSegment(): void {
+    this.flush();
+    const limits = this.start.limits;
+    const index = this.segment + 1;
+    const evict: string[] = [];
+    let total = this.bytesOnDisk;
+    for (const old of [...this.sizes.keys()].sort((a, b) => a - b)) {
+      if (total + limits.recordingSegmentBytesMax <= limits.recordingBytesMax) break;
+      total -= this.sizes.get(old)!;
+      this.sizes.delete(old);
+      evict.push(join(this.start.dir, segmentFileName(old)));
+    }
+    if (evict.length > 0) this.ops.push({ unlink: evict });
+    const seg: SegmentLine = {
+      t: 'seg',
+      v: RECORDING_FORMAT_VERSION,
+      run: this.run,
+      node: this.start.node,
+      index,
+      firstStep: this.stepNumber + 1,
+    };
+    const text = `${JSON.stringify(seg)}\n`;
+    this.segment = index;
+    this.segmentBytes = Buffer.byteLength(text);
+    this.sizes.set(index, this.segmentBytes);
+    this.queuedBytes += this.segmentBytes;
+    this.ops.push({ open: index, text });
+    void this.pump();
+  }
+
+  private flush(): void {
+    if (this.buffer.length === 0) return;
+    const text = this.buffer.join('');
+    this.queuedBytes += this.bufferBytes;
+    this.buffer = [];
+    this.bufferBytes = 0;
+    this.ops.push({ write: text });
+    void this.pump();
+  }
+
+  private pump(): Promise<void> {
+    this.pumping ??= this.drain().finally(() => {
+      this.pumping = null;
+    });
+    return this.pumping;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.ops.length > 0) {
+      const op = this.ops.shift()!;
+      try {
+        if ('unlink' in op) {
+          for (const file of op.unlink) await unlink(file).catch(() => undefined);
+        } else if ('open' in op) {
+          await this.handle?.close();
+          this.handle = await open(join(this.start.dir, segmentFileName(op.open)), 'a');
+          await this.handle.write(op.text);
+          this.queuedBytes -= Buffer.byteLength(op.text);
+        } else {
+          if (this.handle) await this.handle.write(op.write);
+          this.queuedBytes -= Buffer.byteLength(op.write);
+        }
+      } catch (error) {
+        this.failed = true;
+        this.ops.length = 0;
+        this.start.onError?.(error as Error);
+      }
+    }
+  }
+}
+
+/** loadKey reads the node's value-hash key, making one (mode 0600) at the first start. */
+async function loadKey(file: string): Promise<RedactKey> {
+  try {
+    const key = await readFile(file);
+    if (key.length >= 32) return key;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const key = randomBytes(32);
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, key, { mode: 0o600 });
+  return key;
+}
