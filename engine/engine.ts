@@ -32,6 +32,7 @@ import { ReadIndex } from './read-index.js';
 import { SnapshotStaging } from './snapshot-staging.js';
 import { Readiness } from './readiness.js';
 import { LeadershipTransfer } from './transfer.js';
+import { AUTOPILOT_ADMIN_ID, autopilotTick, EMPTY_AUTOPILOT_MEMORY, leaveRefusal } from './autopilot.js';
 import {
   decodeRoster,
   encodeRoster,
@@ -161,6 +162,8 @@ export class Engine {
   private readonly reads: ReadIndex;
   /** transfer: the leadership handover in progress, if any (transfer.ts). */
   private readonly transfer = new LeadershipTransfer();
+  /** autopilot: what the leader's autopilot remembers between ticks (autopilot.ts). */
+  private autopilot = EMPTY_AUTOPILOT_MEMORY;
 
   // Follower state.
   /** pull: our one pull from the leader (stream or snapshot fetch) and when a segment was last accepted (pull.ts). */
@@ -387,6 +390,7 @@ export class Engine {
     }
     const timedOut = this.transfer.tick(this.limits.transferTimeoutTicks);
     if (timedOut !== null) this.adminResult(timedOut, 'transfer-timed-out', 'leadership transfer timed out');
+    this.autopilotTick();
     if (this.heartbeatElapsedTicks >= this.limits.heartbeatIntervalTicks) {
       this.heartbeatElapsedTicks = 0;
       this.broadcastHeartbeat();
@@ -2007,11 +2011,14 @@ export class Engine {
         return;
       }
       case 'promote':
-      case 'remove': {
+      case 'remove':
+      case 'leave': {
         if (op.op === 'promote' && member.role !== MemberRole.Learner)
           return fail('not-a-learner', 'only a learner can be promoted');
-        if (op.op === 'remove' && op.memberId === this.hs.selfId)
+        if (op.op !== 'promote' && op.memberId === this.hs.selfId)
           return fail('removes-leader', 'the leader cannot remove itself: transfer leadership first');
+        const below = op.op === 'leave' ? leaveRefusal(roster, op.memberId, this.limits) : null;
+        if (below !== null) return fail('below-fault-tolerance', below);
         if (op.op === 'promote' && this.progress.matchOf(op.memberId) < this.commitSeq)
           return fail('learner-behind', 'learner has not caught up with the commit seqno yet; retry');
         const refusal = this.confChangeRefusal(op.op === 'promote' ? op.memberId : 0);
@@ -2024,6 +2031,32 @@ export class Engine {
       default:
         assertNever(op);
     }
+  }
+
+  /** autopilotTick promotes the learner autopilot.ts finds caught up and stable, as an admin promote would. */
+  private autopilotTick(): void {
+    const step = autopilotTick(
+      this.autopilot,
+      {
+        term: this.hs.term,
+        roster: this.currentRoster(),
+        lastSeq: this.log.lastSeq(),
+        matchOf: (id) => this.progress.matchOf(id),
+        heard: (id) => this.progress.recentActive.has(id),
+      },
+      this.limits,
+    );
+    this.autopilot = step.memory;
+    const id = step.promote;
+    if (id === null || this.progress.matchOf(id) < this.commitSeq || this.confChangeRefusal(id) !== null) return;
+    this.onAdmin(AUTOPILOT_ADMIN_ID, { op: 'promote', memberId: id });
+  }
+
+  /** matchSeqs: on the leader, each follower's matched frontier as last reported (empty elsewhere). */
+  matchSeqs(): Record<number, number> {
+    const match: Record<number, number> = {};
+    if (this.role === 'leader') for (const [id, pr] of this.progress.entries()) match[id] = pr.matchSeq;
+    return match;
   }
 
   private maybeSendTimeoutNow(): void {
