@@ -17,6 +17,7 @@ commands:
   members promote NAME       turn a caught-up learner into a voter
   members remove NAME        decommission a member
   members transfer NAME      hand leadership to a voter
+  members leave NAME         remove a member going away for good (refused below the fault tolerance)
   keys create                create an admin API key in a running cluster's store (printed once)
   certs ca|node|admin ...    make a cluster CA, a node (peer) or an admin certificate
   manifests render|secrets   Kubernetes objects of a deployment (YAML); secrets from a certs directory
@@ -73,7 +74,7 @@ signal_throughput_eps, disk_bytes, replication_lag, last_heartbeat_ns, build_ver
 
 ${ADMIN_TARGET_USAGE}`;
 
-export const MEMBERS_USAGE = `usage: svc members list|promote NAME|remove NAME|transfer NAME [target flags]
+export const MEMBERS_USAGE = `usage: svc members list|promote NAME|remove NAME|transfer NAME|leave NAME [target flags]
 
 ${ADMIN_TARGET_USAGE}`;
 

@@ -43,6 +43,8 @@ export interface AdminHost {
   lastHeartbeat(): SeenHeartbeat | null;
   /** admin runs the operation on this node's engine; it rejects with AdminRefusedError when the engine refuses it. */
   admin(op: AdminOp, timeoutMs: number): Promise<void>;
+  /** handOff hands this leader's leadership to its most caught-up voter (a leader asked to leave goes first). */
+  handOff(): Promise<unknown>;
   /**
    * propose gets an encoded store command committed at the leader, wherever it is (the node's store router).
    * It rejects with a UnaryCallError (its code and leader hint are answered) or anything else (INTERNAL).
@@ -78,6 +80,7 @@ const CHANGE_OPS: Partial<Record<pb.MemberChange, AdminOp['op']>> = {
   [pb.MemberChange.MEMBER_CHANGE_PROMOTE]: 'promote',
   [pb.MemberChange.MEMBER_CHANGE_REMOVE]: 'remove',
   [pb.MemberChange.MEMBER_CHANGE_TRANSFER]: 'transfer',
+  [pb.MemberChange.MEMBER_CHANGE_LEAVE]: 'leave',
 };
 
 export function adminServiceImplementation(options: AdminServiceOptions): grpc.UntypedServiceImplementation {
@@ -110,7 +113,7 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
     if (op === undefined)
       throw new AdminCallError(
         grpc.status.INVALID_ARGUMENT,
-        `change must be promote, remove or transfer, got ${request.change}`,
+        `change must be promote, remove, transfer or leave, got ${request.change}`,
       );
     if (request.name === '' || Buffer.byteLength(request.name) > ADMIN_NAME_BYTES_MAX) {
       throw new AdminCallError(grpc.status.INVALID_ARGUMENT, `member name must be 1..${ADMIN_NAME_BYTES_MAX} bytes`);
@@ -134,6 +137,17 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
     if (!member) throw new AdminCallError(grpc.status.NOT_FOUND, `no member named ${JSON.stringify(request.name)}`);
     if (member.role === 'removed')
       throw new AdminCallError(grpc.status.FAILED_PRECONDITION, `member ${request.name} (id ${member.id}) was removed`);
+    if (op === 'leave' && member.id === status.id) {
+      // The leader cannot remove itself: it hands leadership over, and the caller retries at the new leader.
+      await host.handOff();
+      const after = runningStatus();
+      throw new AdminCallError(
+        grpc.status.FAILED_PRECONDITION,
+        `${status.name} was the leader and handed leadership over before leaving; retry at ${after.leaderGrpcAddr || 'the new leader'}`,
+        after.role === 'leader' ? '' : after.leaderGrpcAddr,
+        'not-leader' satisfies AdminResultCode,
+      );
+    }
     const timeoutMs = Math.max(1, deadlineAt - Date.now());
     try {
       await host.admin({ op, memberId: member.id }, timeoutMs);
