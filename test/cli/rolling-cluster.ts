@@ -261,6 +261,8 @@ export class Writer {
 /** TermWatch records every term any running member reports, from start() to stop(). */
 export class TermWatch {
   readonly terms = new Set<number>();
+  /** firstSeen: when each term was first seen, and by whom (for a failure's message). */
+  readonly firstSeen: string[] = [];
   private timer: NodeJS.Timeout | null = null;
 
   constructor(private readonly cluster: RollingCluster) {}
@@ -269,7 +271,11 @@ export class TermWatch {
     this.timer = setInterval(() => {
       for (const m of this.cluster.running())
         void statusOf(m.plan.member.httpAddr).then((s) => {
-          if (s) this.terms.add(s.term);
+          // A joiner reports term 0 until it hears the cluster: not a term of the cluster.
+          if (s && s.role !== 'joiner' && !this.terms.has(s.term)) {
+            this.terms.add(s.term);
+            this.firstSeen.push(`term ${s.term} at ${new Date().toISOString()} from ${s.name} (${s.role})`);
+          }
         });
     }, TERM_POLL_MS);
   }
