@@ -83,9 +83,7 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
       if (handoff.outcome === 'handed')
         io.err.write(`svc node ${config.name}: handed leadership to ${handoff.to} (attempts ${handoff.attempts})\n`);
       else if (handoff.outcome === 'gave-up')
-        io.err.write(
-          `svc node ${config.name}: leadership not handed over (${handoff.lastError}); stopping anyway\n`,
-        );
+        io.err.write(`svc node ${config.name}: leadership not handed over (${handoff.lastError}); stopping anyway\n`);
     }
     const stopped = await withTimeout(node.stop(), NODE_STOP_TIMEOUT_MS);
     if (!stopped) {

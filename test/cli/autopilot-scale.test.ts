@@ -47,7 +47,11 @@ describe('autopilot: scale 3 → 5 → 3 without a promote command, leaving on s
       joined.push(await roleOf(name));
     }
     for (const name of ['n4', 'n5'])
-      await waitFor(async () => (await roleOf(name)) === 'voter', `${name} promoted by autopilot`, CONDITION_TIMEOUT_MS);
+      await waitFor(
+        async () => (await roleOf(name)) === 'voter',
+        `${name} promoted by autopilot`,
+        CONDITION_TIMEOUT_MS,
+      );
     const leader = (await c.waitLeader())!;
     assert.equal(leader.members.filter((m) => m.role === 'voter').length, 5);
 

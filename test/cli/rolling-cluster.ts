@@ -147,7 +147,8 @@ export class RollingCluster {
     proc.proc.kill('SIGTERM');
     const exit = await proc.exitWithin(NODE_EXIT_TIMEOUT_MS);
     m.logs[m.logs.length - 1] = proc.stderr + proc.stdout;
-    if (!exit || exit.code !== 0) throw new Error(`${name} did not stop cleanly (${JSON.stringify(exit)}): ${proc.stderr}`);
+    if (!exit || exit.code !== 0)
+      throw new Error(`${name} did not stop cleanly (${JSON.stringify(exit)}): ${proc.stderr}`);
     return proc.stderr;
   }
 

@@ -98,7 +98,11 @@ describeUpgrade(`rolling upgrade ${UPGRADE_FROM} → HEAD and back, with writes 
     ]);
     assert.equal(moved.code, 0, moved.stderr);
     transfers += 1;
-    await waitFor(async () => (await c.leader())?.name === followers[0], `${followers[0]} to lead`, CONDITION_TIMEOUT_MS);
+    await waitFor(
+      async () => (await c.leader())?.name === followers[0],
+      `${followers[0]} to lead`,
+      CONDITION_TIMEOUT_MS,
+    );
     await restart(oldLeader, SVC_BIN);
 
     // Roll one back: the leader (a HEAD member) hands off on SIGTERM, then runs the old version again.
