@@ -62,8 +62,10 @@ export function autopilotTick(
   let best = 0;
   for (const m of view.roster.members) {
     if (m.role !== MemberRole.Learner) continue;
-    const prev = before.get(m.id) ?? { healthyTicks: 0, silentTicks: 0 };
-    const silentTicks = view.heard(m.id) ? 0 : prev.silentTicks + 1;
+    // A learner not heard yet in this term counts as silent (capped: the count only needs to pass the bound).
+    const silentCap = limits.electionTimeoutTicks + 1;
+    const prev = before.get(m.id) ?? { healthyTicks: 0, silentTicks: silentCap };
+    const silentTicks = view.heard(m.id) ? 0 : Math.min(prev.silentTicks + 1, silentCap);
     // Heard within an election timeout (a dead learner's match stands still, and on an idle cluster that
     // still looks caught up) and within the lag bound.
     const healthy =
