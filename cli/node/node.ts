@@ -20,6 +20,7 @@ import type { AdminOp, EngineConfig, EngineLimits, RestoredState, Roster } from 
 import type { DocumentStore } from '../../store/document-store.js';
 import {
   AdminRefusedError,
+  ADMIN_MEMBER_METHODS,
   adminServiceDefinition,
   adminServiceImplementation,
   type SeenHeartbeat,
@@ -400,6 +401,7 @@ export class Node {
           definition: adminServiceDefinition(),
           implementation: adminService,
           role: 'admin',
+          memberMethods: ADMIN_MEMBER_METHODS,
         },
       ],
     });

@@ -1,8 +1,8 @@
 // Scale 3 → 5 → 3 on svc node processes started as the StatefulSet starts its pods (every pod the same flags: the
 // founders find themselves in the list, n4 and n5 join through the founders as learners). Autopilot (on by
 // default in a node) promotes each new member once it has been caught up and heard for autopilotStableTicks: no
-// admin command. Scale-down runs what the pod's preStop runs, `svc members leave NAME`, then SIGTERM: each leaves
-// the roster. A third leave (3 → 2 voters) is refused: autopilotFailureTolerance 1 needs 3 voters. Writes flow
+// admin command. Scale-down runs what a pod's preStop would, `svc members leave NAME` with the pod's own peer
+// certificate (a member may make itself leave, nobody else), then SIGTERM: each leaves the roster. A third leave (3 → 2 voters) is refused: autopilotFailureTolerance 1 needs 3 voters. Writes flow
 // throughout and none fails or is lost; the term never moves (no election: the cluster never lost its quorum).
 import assert from 'node:assert/strict';
 import { removeDir, runCli, SVC_BIN, tempDir, waitFor } from './helpers.js';
@@ -55,17 +55,16 @@ describe('autopilot: scale 3 → 5 → 3 without a promote command, leaving on s
     const leader = (await c.waitLeader())!;
     assert.equal(leader.members.filter((m) => m.role === 'voter').length, 5);
 
-    const tls = c.pki.adminTls();
-    if (tls.mode !== 'mtls') throw new Error('mtls expected');
-    const leave = (name: string) =>
-      runCli([
+    // What a pod's preStop can run: `svc members leave` with the pod's own peer certificate (no admin credential).
+    const leave = (name: string, as = name) => {
+      const tls = c.pki.tls(as);
+      if (tls.mode !== 'mtls') throw new Error('mtls expected');
+      return runCli([
         'members',
         'leave',
         name,
         '--node',
-        c.member('n1').plan.member.grpcAddr,
-        '--node',
-        c.member('n2').plan.member.grpcAddr,
+        c.member(as).plan.member.grpcAddr,
         '--tls-ca',
         tls.caFile,
         '--tls-cert',
@@ -75,6 +74,11 @@ describe('autopilot: scale 3 → 5 → 3 without a promote command, leaving on s
         '--tls-server-name',
         'localhost',
       ]);
+    };
+    // A member's certificate makes only that member leave.
+    const other = await leave('n4', 'n5');
+    assert.equal(other.code, 1);
+    assert.match(other.stderr, /may only make its own member leave/);
     // Scale down: the StatefulSet stops the highest ordinal first; its preStop leaves, then SIGTERM.
     for (const name of ['n5', 'n4']) {
       const left = await leave(name);

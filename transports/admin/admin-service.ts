@@ -10,6 +10,7 @@ import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
 import type { NodeStatusDocument } from '../node/node-status.js';
 import { UnaryCallError } from '../grpc/unary-call.js';
+import { callerOf } from '../grpc/peer-identity.js';
 import { AdminCallError, TRAILER_LEADER, TRAILER_REFUSAL_CODE } from './admin-client.js';
 import { ADMIN_CALL_DEADLINE_MS, ADMIN_NAME_BYTES_MAX } from './limits.js';
 import { adminStatusResponse, type SeenHeartbeat } from './status-response.js';
@@ -75,6 +76,9 @@ export function adminServiceDefinition(): grpc.ServiceDefinition {
   }
   return definition;
 }
+
+/** ADMIN_MEMBER_METHODS take a member's peer certificate too (the server's memberMethods): only for its own leave. */
+export const ADMIN_MEMBER_METHODS: readonly string[] = ['changeMember'];
 
 const CHANGE_OPS: Partial<Record<pb.MemberChange, AdminOp['op']>> = {
   [pb.MemberChange.MEMBER_CHANGE_PROMOTE]: 'promote',
@@ -208,6 +212,22 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
         request = pb.ChangeMemberRequest.decode(call.request);
       } catch (err) {
         respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ChangeMemberRequest: ${String(err)}` }, null);
+        return;
+      }
+      // A member's own peer certificate (the server let it through: ADMIN_MEMBER_METHODS) may only make that
+      // member leave: a pod going away needs no admin credential, and can remove nobody else.
+      const caller = callerOf(call);
+      if (
+        caller.identity?.role === 'peer' &&
+        (request.change !== pb.MemberChange.MEMBER_CHANGE_LEAVE || request.name !== caller.identity.name)
+      ) {
+        respond(
+          {
+            code: grpc.status.PERMISSION_DENIED,
+            details: `a peer certificate (${caller.identity.name}) may only make its own member leave`,
+          },
+          null,
+        );
         return;
       }
       change(request, deadlineOf(call)).then(
