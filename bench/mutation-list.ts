@@ -375,6 +375,22 @@ export const MUTATIONS: readonly Mutation[] = [
     find: 'const mayVote = this.hs.selfId !== 0 && !this.hs.removed;',
     replace: 'const mayVote = isVoter(this.currentRoster(), this.hs.selfId);',
   },
+  {
+    name: 'leave-below-fault-tolerance',
+    rule: 'a leave never leaves fewer than 2f + 1 voters (autopilotFailureTolerance)',
+    file: 'engine/autopilot.ts',
+    find: 'if (voters - 1 >= needed) return null;',
+    replace: 'return null;',
+    target: 'voter-floor (sim seed 12), test/engine/autopilot.test.ts',
+  },
+  {
+    name: 'autopilot-promotes-silent-learner',
+    rule: 'autopilot promotes only a learner heard within an election timeout',
+    file: 'engine/autopilot.ts',
+    find: 'silentTicks <= limits.electionTimeoutTicks && view.lastSeq',
+    replace: 'true && view.lastSeq',
+    target: 'test/engine/autopilot.test.ts',
+  },
 ];
 
 /** armingProblems lists each mutation whose `find` does not occur exactly once in its file under `root`. */

@@ -1,5 +1,7 @@
-// `svc members list|promote NAME|remove NAME|transfer NAME`: membership through a running node's
-// Admin service. Any member will do: a follower passes a change on to the leader.
+// `svc members list|promote NAME|remove NAME|transfer NAME|leave NAME`: membership through a running node's
+// Admin service. Any member will do: a follower names the leader and the command retries there. `leave` is a
+// remove for a member going away for good (a pod scaled down): the leader refuses it when the voters left
+// would tolerate fewer failures than autopilotFailureTolerance, and a leader asked to leave hands over first.
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { AdminCallError } from '../transports/admin/admin-client.js';
 import { MemberChange, type StatusResponse } from '../proto/gen/svc/admin/v1/admin.js';
@@ -15,6 +17,7 @@ const CHANGES: Record<string, MemberChange> = {
   promote: MemberChange.MEMBER_CHANGE_PROMOTE,
   remove: MemberChange.MEMBER_CHANGE_REMOVE,
   transfer: MemberChange.MEMBER_CHANGE_TRANSFER,
+  leave: MemberChange.MEMBER_CHANGE_LEAVE,
 };
 
 export async function runMembersCommand(args: string[], io: Io): Promise<number> {
@@ -25,11 +28,11 @@ export async function runMembersCommand(args: string[], io: Io): Promise<number>
   }
   const [action, name] = positionals;
   if (action === undefined)
-    throw new UsageError('members needs an action: list, promote NAME, remove NAME or transfer NAME');
+    throw new UsageError('members needs an action: list, promote NAME, remove NAME, transfer NAME or leave NAME');
   if (action === 'list') {
     if (name !== undefined) throw new UsageError('members list takes no name');
   } else if (!(action in CHANGES)) {
-    throw new UsageError(`unknown members action ${JSON.stringify(action)} (list, promote, remove, transfer)`);
+    throw new UsageError(`unknown members action ${JSON.stringify(action)} (list, promote, remove, transfer, leave)`);
   } else if (name === undefined) {
     throw new UsageError(`members ${action} needs a member NAME`);
   }

@@ -1,4 +1,5 @@
-// `svc node`: one node in the foreground. It stops cleanly on SIGINT or SIGTERM, during its start too (a second signal
+// `svc node`: one node in the foreground. It stops cleanly on SIGINT or SIGTERM (a leader first hands leadership to
+// its most caught-up voter, within handoffTimeoutMs: cli/node/handoff.ts), during its start too (a second signal
 // exits at once), when the parent that started it over IPC goes away (`svc cluster`), and exits 1
 // when the node fails (fail-stop: a WAL or hard-state write failed).
 import { Node } from './node/node.js';
@@ -97,6 +98,14 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
       node.failed.then((err) => ({ failed: err, why: `node failed: ${err.message}` })),
     ]);
     io.err.write(`svc node ${config.name}: stopping (${outcome.why})\n`);
+    if (outcome.failed === null) {
+      // A leader stopped by a signal (every rolling restart, every eviction) hands over first: one term change, no election timeout.
+      const handoff = await node.handOffLeadership();
+      if (handoff.outcome === 'handed')
+        io.err.write(`svc node ${config.name}: handed leadership to ${handoff.to} (attempts ${handoff.attempts})\n`);
+      else if (handoff.outcome === 'gave-up')
+        io.err.write(`svc node ${config.name}: leadership not handed over (${handoff.lastError}); stopping anyway\n`);
+    }
     const stopped = await withTimeout(node.stop(), NODE_STOP_TIMEOUT_MS);
     if (!stopped) {
       io.err.write(`svc node ${config.name}: did not stop within ${NODE_STOP_TIMEOUT_MS} ms; exiting anyway\n`);

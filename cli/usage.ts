@@ -17,6 +17,7 @@ commands:
   members promote NAME       turn a caught-up learner into a voter
   members remove NAME        decommission a member
   members transfer NAME      hand leadership to a voter
+  members leave NAME         remove a member going away for good (refused below the fault tolerance)
   keys create                create an admin API key in a running cluster's store (printed once)
   certs ca|node|admin|api    make a cluster CA, a node (peer), an admin or the HTTP API's certificate
   manifests render|secrets   Kubernetes objects of a deployment (YAML); secrets from a certs directory
@@ -100,7 +101,7 @@ the earlier segments of their runs. Replay it with: npm run sim -- --replay DIR/
 
 ${ADMIN_TARGET_USAGE}`;
 
-export const MEMBERS_USAGE = `usage: svc members list|promote NAME|remove NAME|transfer NAME [target flags]
+export const MEMBERS_USAGE = `usage: svc members list|promote NAME|remove NAME|transfer NAME|leave NAME [target flags]
 
 ${ADMIN_TARGET_USAGE}`;
 

@@ -96,6 +96,7 @@ import {
   responseValueProblem,
 } from './values.js';
 import { VersionSpread } from './versions.js';
+import { AUTOPILOT_ADMIN_ID, autopilotTick, EMPTY_AUTOPILOT_MEMORY } from './autopilot.js';
 
 const EMPTY_ROSTER: Roster = { membershipVersion: 0, nextMemberId: 1, members: [] };
 
@@ -171,6 +172,8 @@ export class EngineCore {
   readonly reads: ReadIndex;
   /** transfer: the leadership handover in progress, if any (transfer.ts). */
   readonly transfer = new LeadershipTransfer();
+  /** autopilot: what the leader's autopilot remembers between ticks (autopilot.ts). */
+  private autopilot = EMPTY_AUTOPILOT_MEMORY;
 
   // Follower state.
   /** pull: our one pull from the leader (stream or snapshot fetch) and when a segment was last accepted (pull.ts). */
@@ -1808,6 +1811,33 @@ export class EngineCore {
       0,
       this.role === 'leader' ? '' : (leader?.grpcAddr ?? ''),
     );
+  }
+
+  /** autopilotTick promotes the learner autopilot.ts finds caught up and stable, as an admin promote would. */
+  autopilotTick(): void {
+    const step = autopilotTick(
+      this.autopilot,
+      {
+        term: this.hs.term,
+        roster: this.currentRoster(),
+        lastSeq: this.log.lastSeq(),
+        matchOf: (id) => this.progress.matchOf(id),
+        heard: (id) => this.progress.heardRecently(id),
+      },
+      this.limits,
+    );
+    this.autopilot = step.memory;
+    const id = step.promote;
+    if (id === null || this.progress.matchOf(id) < this.positions.commitSeq || this.confChangeRefusal(id) !== null)
+      return;
+    this.handlers.onAdmin(this, AUTOPILOT_ADMIN_ID, { op: 'promote', memberId: id });
+  }
+
+  /** matchSeqs: on the leader, each follower's matched frontier as last reported (empty elsewhere). */
+  matchSeqs(): Record<number, number> {
+    const match: Record<number, number> = {};
+    if (this.role === 'leader') for (const [id, pr] of this.progress.entries()) match[id] = pr.matchSeq;
+    return match;
   }
 
   maybeSendTimeoutNow(): void {

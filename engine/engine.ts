@@ -44,4 +44,9 @@ export class Engine {
   snapshot(): SnapshotMeta | null {
     return this.core.snapshot();
   }
+
+  /** matchSeqs: on the leader, each follower's matched frontier as last reported (empty elsewhere). */
+  matchSeqs(): Record<number, number> {
+    return this.core.matchSeqs();
+  }
 }

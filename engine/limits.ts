@@ -29,6 +29,13 @@ export const DEFAULT_LIMITS: EngineLimits = {
   // Off: a lease read is only as safe as the clocks and the absence of pauses (engine/read-index.ts).
   readLeaseEnabled: 0,
   clockDriftPercentMax: 5,
+  // Off in the engine's defaults (the simulator turns it on per seed, scenarios script every promotion);
+  // a node turns it on (cli/node/node.ts, NODE_ENGINE_DEFAULTS).
+  autopilotEnabled: 0,
+  autopilotLagSeqMax: 64,
+  // 5 s at the node's 100 ms tick (raft-autopilot's ServerStabilizationTime is 10 s at its defaults).
+  autopilotStableTicks: 50,
+  autopilotFailureTolerance: 1,
 };
 
 /** CURRENT_COMPAT is what this binary speaks: every newer field, capability bit 0. */

@@ -155,6 +155,11 @@ export class ProgressTracker {
     return this.byId.entries();
   }
 
+  /** heardRecently: whether follower `id` was heard in this election timeout (check-quorum's set). */
+  heardRecently(id: number): boolean {
+    return this.recentActive.has(id);
+  }
+
   matchOf(id: number): number {
     return this.byId.get(id)?.matchSeq ?? 0;
   }

@@ -1,6 +1,7 @@
 // The leader's answers to what only a leader does (roles.ts): admit a joiner, append client
 // commands, carry out an operator's membership and leadership commands, fold a follower's report,
 // count its own sync toward the commit. Other roles refuse these (roles.ts, NOT_LEADING).
+import { leaveRefusal } from './autopilot.js';
 import { assertNever } from './assert.js';
 import type { EngineCore } from './core.js';
 import { JOIN_REFUSAL_REMOVED } from './membership.js';
@@ -100,11 +101,14 @@ export function leaderAdministers(c: EngineCore, adminId: number, op: AdminOp): 
       return;
     }
     case 'promote':
-    case 'remove': {
+    case 'remove':
+    case 'leave': {
       if (op.op === 'promote' && member.role !== MemberRole.Learner)
         return fail('not-a-learner', 'only a learner can be promoted');
-      if (op.op === 'remove' && op.memberId === c.hs.selfId)
+      if (op.op !== 'promote' && op.memberId === c.hs.selfId)
         return fail('removes-leader', 'the leader cannot remove itself: transfer leadership first');
+      const below = op.op === 'leave' ? leaveRefusal(roster, op.memberId, c.limits) : null;
+      if (below !== null) return fail('below-fault-tolerance', below);
       if (op.op === 'promote' && c.progress.matchOf(op.memberId) < c.positions.commitSeq)
         return fail('learner-behind', 'learner has not caught up with the commit seqno yet; retry');
       const refusal = c.confChangeRefusal(op.op === 'promote' ? op.memberId : 0);

@@ -29,6 +29,7 @@ export const LEADER: RoleHandlers = {
     }
     const timedOut = c.transfer.tick(c.limits.transferTimeoutTicks);
     if (timedOut !== null) c.adminResult(timedOut, 'transfer-timed-out', 'leadership transfer timed out');
+    c.autopilotTick();
     if (c.heartbeatElapsedTicks >= c.limits.heartbeatIntervalTicks) {
       c.heartbeatElapsedTicks = 0;
       c.broadcastHeartbeat();

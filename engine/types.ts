@@ -154,6 +154,14 @@ export interface EngineLimits {
   readLeaseEnabled: number;
   /** clockDriftPercentMax: how far a node's tick rate may stray from nominal, in percent; shortens the read lease. */
   clockDriftPercentMax: number;
+  /** autopilotEnabled: 1 = the leader promotes caught-up, stable learners by itself (engine/autopilot.ts); 0 = never. */
+  autopilotEnabled: number;
+  /** autopilotLagSeqMax: how many entries behind the leader's log end a learner may be and still count as caught up. */
+  autopilotLagSeqMax: number;
+  /** autopilotStableTicks: how many leader ticks in a row a learner must be caught up and heard before it is promoted. */
+  autopilotStableTicks: number;
+  /** autopilotFailureTolerance: a leave that would leave fewer than 2f + 1 voters is refused (f = this). */
+  autopilotFailureTolerance: number;
 }
 
 /** NodeStats are the driver's measurements that heartbeats carry (engine/ measures nothing itself). */
@@ -167,7 +175,11 @@ export interface NodeStats {
 
 /** AdminOp is an operator's membership or leadership command, served by the leader. */
 export type AdminOp =
-  { op: 'promote'; memberId: number } | { op: 'remove'; memberId: number } | { op: 'transfer'; memberId: number };
+  | { op: 'promote'; memberId: number }
+  | { op: 'remove'; memberId: number }
+  | { op: 'transfer'; memberId: number }
+  /** leave: a member removes itself; refused below autopilotFailureTolerance (engine/autopilot.ts), never the leader. */
+  | { op: 'leave'; memberId: number };
 
 /** Proposal is one client command handed to the leader; proposalId names its proposalResult. */
 export interface Proposal {
@@ -365,6 +377,7 @@ export type AdminResultCode =
   | 'transfer-timed-out'
   | 'transfer-refused'
   | 'transfer-failed'
+  | 'below-fault-tolerance'
   | ConfChangeRefusalCode;
 
 /** ReadinessReason names what flipped the readiness latch (engine/readiness.ts, the spec's Readiness rules). */

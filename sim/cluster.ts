@@ -30,6 +30,7 @@ import { CrashPoints, type Sprung } from './crash-points.js';
 import { EventQueue } from './event-queue.js';
 import type { SimEvent } from './events.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
+import { VoterFloorChecker } from './checkers/voter-floor.js';
 import { LOST, Network } from './network.js';
 import { SimNode, type EngineFactory } from './node.js';
 import type { NetworkKnobs, StorageKnobs } from './options.js';
@@ -183,7 +184,11 @@ export class Cluster implements CheckerWorld {
       config.founders[i]!.learner ? { ...m, role: MemberRole.Learner } : m,
     );
     this.foundingRoster = roster;
-    this.checkers = new CheckerSuite(this, [new CoverageObserver(this), ...(config.extraCheckers ?? [])]);
+    this.checkers = new CheckerSuite(this, [
+      new CoverageObserver(this),
+      ...(this.limits.autopilotEnabled === 1 ? [new VoterFloorChecker(this.limits)] : []),
+      ...(config.extraCheckers ?? []),
+    ]);
     this.router = new RpcRouter(
       {
         now: () => this.nowUs,
@@ -459,6 +464,8 @@ export class Cluster implements CheckerWorld {
   admin(op: AdminOp, ref?: NodeRef): number {
     const target = ref === undefined ? this.leader()?.index : this.node(ref).index;
     if (target === undefined) return 0;
+    // With autopilot on, members go away by leaving (refused below the fault tolerance), as pods scaled down do.
+    if (this.limits.autopilotEnabled === 1 && op.op === 'remove') op = { op: 'leave', memberId: op.memberId };
     const adminId = this.nextAdminId++;
     this.deliverFromClient(target, { type: 'admin', adminId, op }, 0);
     return adminId;

@@ -118,6 +118,11 @@ export interface FaultWorld {
   join(index: number, via: readonly number[]): void;
   /** admin sends an operator command to the leader, or to `target` (a node slot) when given. */
   admin(op: AdminOp, target?: number): number;
+  /**
+   * leavesOnly (autopilot seeds): members go away by leaving, any member but the leader, and the engine refuses
+   * a leave below the fault tolerance (VoterFloorChecker watches); otherwise removals keep three voters.
+   */
+  readonly leavesOnly?: boolean;
   idle(untilMs: number): void;
   /** foreign delivers a forged call to a node (sim/foreign.ts). */
   foreign(index: number, message: ForeignMessage): void;
@@ -198,10 +203,15 @@ export class FaultInjector {
         if (!view) return;
         const voters = voterIds(view.roster);
         const candidates = view.roster.members
-          .filter((m) => m.role === MemberRole.Learner || (m.role === MemberRole.Voter && voters.length >= 3))
+          .filter((m) =>
+            w.leavesOnly === true
+              ? m.id !== view.leaderId && m.role !== MemberRole.Removed
+              : m.role === MemberRole.Learner || (m.role === MemberRole.Voter && voters.length >= 3),
+          )
           .map((m) => m.id);
         const id = pickByFraction(candidates, prng.next());
-        if (id !== undefined) w.admin({ op: 'remove', memberId: id }, this.misdirected(prng, live));
+        if (id !== undefined)
+          w.admin({ op: w.leavesOnly === true ? 'leave' : 'remove', memberId: id }, this.misdirected(prng, live));
         return;
       }
       case 'promote': {

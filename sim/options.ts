@@ -160,8 +160,27 @@ export function swarmOptions(seed: number, vopr = true): SimOptions {
     // Slow snapshots came after the VOPR-style faults; `--vopr 0` (the regression seeds) keeps the mix from before them too.
     const slowSnapshot = slowSnapshotProbability(seed);
     if (slowSnapshot > 0) options.network.slowSnapshotProbability = slowSnapshot;
+    Object.assign(options.engineLimits, autopilotLimits(seed));
   }
   return options;
+}
+
+/**
+ * AUTOPILOT_SEED_FRACTION of default seeds run with autopilot on (engine/autopilot.ts), drawn on its own PRNG
+ * stream so the swarm's other draws stay as they were: those seeds' learners are promoted by the leader too and
+ * every removal is a leave (sim/cluster.ts), checked by VoterFloorChecker; the other seeds keep their trace hash.
+ */
+const AUTOPILOT_SEED_FRACTION = 0.3;
+
+function autopilotLimits(seed: number): Partial<EngineLimits> {
+  const prng = new Prng(`sim:${seed}`).fork('autopilot');
+  if (!prng.chance(AUTOPILOT_SEED_FRACTION)) return {};
+  return {
+    autopilotEnabled: 1,
+    autopilotStableTicks: prng.pick([1, 10, 50]),
+    autopilotLagSeqMax: prng.pick([0, 8, 64]),
+    autopilotFailureTolerance: prng.pick([0, 1, 1, 2]),
+  };
 }
 
 /**

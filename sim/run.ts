@@ -143,6 +143,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     clog: (from, to, ms) => cluster.clog(from, to, ms),
     join: (i, via) => cluster.join(i, via),
     admin: (op, target) => cluster.admin(op, target),
+    leavesOnly: cluster.limits.autopilotEnabled === 1,
     idle: (untilMs) => workload.idle(msToUs(untilMs)),
     clusterId: cluster.clusterId,
     foreign: (i, message) => cluster.injectForeign(i, message),

@@ -30,6 +30,7 @@ import { runNetworkPolicies } from '../../api/runs/kubernetes-job-spec.js';
 import { NODE_STOP_TIMEOUT_MS } from '../limits.js';
 import { BACKUP_KEEP_MAX } from '../backup/limits.js';
 import { backupCronJob } from './backup-cronjob.js';
+import { DEFAULT_NODE_LIMITS } from '../../transports/node/limits.js';
 import {
   apiDnsNames,
   CLIENT_SERVICE_PORT,
@@ -108,8 +109,12 @@ export const INSTANCE_LABEL = 'app.kubernetes.io/instance';
 export const NODE_UID = 10001;
 /** REDIS_UID is the `redis` user of the official Redis image. */
 export const REDIS_UID = 999;
-/** TERMINATION_GRACE_SECONDS covers `svc node`'s clean stop (NODE_STOP_TIMEOUT_MS) with room to exit. */
-export const TERMINATION_GRACE_SECONDS = Math.ceil(NODE_STOP_TIMEOUT_MS / 1000) + 5;
+/**
+ * TERMINATION_GRACE_SECONDS covers `svc node`'s leadership handoff (handoffTimeoutMs), then its clean stop
+ * (NODE_STOP_TIMEOUT_MS), with room to exit.
+ */
+export const TERMINATION_GRACE_SECONDS =
+  Math.ceil((DEFAULT_NODE_LIMITS.handoffTimeoutMs + NODE_STOP_TIMEOUT_MS) / 1000) + 5;
 /** READINESS_PATH is served 200 when the node is healthy and knows a leader; LIVENESS_PATH 200 whenever it runs. */
 export const READINESS_PATH = '/ready';
 export const LIVENESS_PATH = '/status';

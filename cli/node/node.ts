@@ -22,6 +22,7 @@ import type { AdminOp, EngineConfig, EngineLimits, RestoredState, Roster } from 
 import type { DocumentStore } from '../../store/document-store.js';
 import {
   AdminRefusedError,
+  ADMIN_MEMBER_METHODS,
   adminServiceDefinition,
   adminServiceImplementation,
   type SeenHeartbeat,
@@ -75,6 +76,8 @@ import { tracing } from '../../transports/node/write-trace.js';
 import { stampSend, stampServed } from './write-stamps.js';
 import { recordingDir, startRecording } from './recording.js';
 import type { FlightRecorder } from '../../transports/node/recorder.js';
+import { handOffLeadership, type HandoffOutcome } from './handoff.js';
+import { AUTOPILOT_ADMIN_ID } from '../../engine/autopilot.js';
 
 type NodeState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -251,6 +254,34 @@ export class Node {
     });
   }
 
+  /**
+   * handOffLeadership: on a leader, hands leadership to its most caught-up voter before a stop, within
+   * handoffTimeoutMs (handoff.ts); logs and returns what happened. `svc node` runs it on SIGTERM and SIGINT.
+   */
+  async handOffLeadership(): Promise<HandoffOutcome> {
+    const driver = this.driver;
+    if (!driver || this.state !== 'running') return { outcome: 'not-leader', role: this.state };
+    const tickMs = this.config.limits.tickMs;
+    const outcome = await handOffLeadership(
+      {
+        status: () => driver.status(),
+        matchSeqs: () => driver.matchSeqs(),
+        admin: (op, timeoutMs) => this.admin(op, timeoutMs),
+        pause: () => new Promise((resolve) => setTimeout(resolve, tickMs)),
+        now: () => Date.now(),
+      },
+      this.config.limits.handoffTimeoutMs,
+    );
+    if (outcome.outcome === 'handed') this.log.info(outcome, `handed leadership to ${outcome.to} before stopping`);
+    else if (outcome.outcome === 'gave-up')
+      this.log.warn(
+        outcome,
+        `could not hand leadership over within handoffTimeoutMs ${this.config.limits.handoffTimeoutMs}; stopping anyway (the others elect after their timeout)`,
+      );
+    else if (outcome.outcome === 'no-voter') this.log.info(outcome, 'no other voter to hand leadership to');
+    return outcome;
+  }
+
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`a Node starts once (it is ${this.state})`);
     this.state = 'starting';
@@ -346,6 +377,7 @@ export class Node {
         }),
         lastHeartbeat: () => this.lastHeartbeat,
         admin: (op, timeoutMs) => this.admin(op, timeoutMs),
+        handOff: () => this.handOffLeadership(),
         propose: adminProposal(() => this.runningRouter()),
         commandBytesMax: this.storeLimits.commandBytesMax,
         backup: (deadlineAt) =>
@@ -398,6 +430,7 @@ export class Node {
           definition: adminServiceDefinition(),
           implementation: adminService,
           role: 'admin',
+          memberMethods: ADMIN_MEMBER_METHODS,
         },
       ],
     });
@@ -690,7 +723,7 @@ export class Node {
 
   private engineConfig(): EngineConfig {
     const config = this.config;
-    const limits: EngineLimits = { ...DEFAULT_LIMITS, ...config.engineLimits };
+    const limits: EngineLimits = { ...DEFAULT_LIMITS, ...NODE_ENGINE_DEFAULTS, ...config.engineLimits };
     for (const [name, value] of Object.entries(limits)) {
       if (!Number.isSafeInteger(value) || value < 0)
         throw new ConfigError(`engine limit ${name} must be a non-negative integer, got ${String(value)}`);
@@ -786,6 +819,11 @@ export class Node {
             this.engineReads!.onResult(effect);
             return;
           case 'adminResult': {
+            if (effect.adminId === AUTOPILOT_ADMIN_ID) {
+              if (effect.ok) this.log.info({ code: effect.code }, 'autopilot promoted a caught-up, stable learner');
+              else this.log.info({ code: effect.code, reason: effect.reason }, 'autopilot promotion not done');
+              return;
+            }
             const pending = this.admins.get(effect.adminId);
             if (!pending) return;
             this.admins.delete(effect.adminId);
@@ -918,6 +956,12 @@ function rethrowAsConfigError(err: unknown): never {
     throw new ConfigError(err.message);
   throw err;
 }
+
+/**
+ * NODE_ENGINE_DEFAULTS are the engine limits a node defaults otherwise than the engine: autopilot is on
+ * (`--engine-limit autopilotEnabled=0` turns it off), so a pod that joins becomes a voter by itself.
+ */
+export const NODE_ENGINE_DEFAULTS: Partial<EngineLimits> = { autopilotEnabled: 1 };
 
 function assertNever(value: never): never {
   throw new Error(`unhandled effect ${JSON.stringify(value)}`);

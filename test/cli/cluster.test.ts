@@ -103,7 +103,11 @@ describe('svc cluster and the admin commands against it', function () {
   });
 
   it('brings up three nodes from a clean tree: every /health answers 200 and cluster.json names them', async function () {
-    supervisor = LongRunning.start(['cluster', '--tick-ms', String(CLUSTER_TICK_MS), '--log-level', 'warn'], dir);
+    // Autopilot off: the fourth node is promoted by `svc members promote` here (autopilot-scale.test.ts covers autopilot).
+    supervisor = LongRunning.start(
+      ['cluster', '--tick-ms', String(CLUSTER_TICK_MS), '--log-level', 'warn', '--engine-limit', 'autopilotEnabled=0'],
+      dir,
+    );
     await supervisor.waitOutput(/all 3 nodes answer \/health 200/, 'the cluster to turn healthy', HEALTHY_TIMEOUT_MS);
     assert.match(supervisor.stdout, /made certificates \(ca, n1, n2, n3, admin, api\)/);
     cluster = await readCluster();

@@ -418,7 +418,9 @@ describe('deploy: the node image', function () {
       await waitReady(joiner.name, container.readinessProbe.httpGet.path);
       const status = JSON.parse((await httpInside(founders[0]!.name, '/status')).body) as Json;
       const members = (status.members as Json[]).map((member) => `${member.name}:${member.role}`).sort();
-      assert.deepEqual(members, ['svc-0:voter', 'svc-1:voter', 'svc-2:voter', 'svc-3:learner']);
+      // svc-3 joins as a learner; autopilot promotes it once stable for autopilotStableTicks (it may have by now).
+      assert.deepEqual(members.slice(0, 3), ['svc-0:voter', 'svc-1:voter', 'svc-2:voter']);
+      assert.match(members[3]!, /^svc-3:(learner|voter)$/);
       const svc3 = (status.members as Json[]).find((member) => member.name === 'svc-3');
       assert.equal(svc3.grpcAddr, `svc-3.svc-peers.prod.svc.cluster.local:${GRPC_PORT}`);
 

@@ -27,7 +27,8 @@ import { InProcessCluster } from './in-process-cluster.js';
 import { Probe, probeCredentials } from './grpc-probe.js';
 
 /** Engine limits for the test cluster: snapshots every 20 applied entries, compaction keeps nothing. */
-const ENGINE_LIMITS = { snapshotEntryCountThreshold: 20, compactionRetainEntryCount: 0 };
+// Autopilot off: these tests look at learners as learners (test/cli/autopilot-scale.test.ts covers promotions).
+const ENGINE_LIMITS = { snapshotEntryCountThreshold: 20, compactionRetainEntryCount: 0, autopilotEnabled: 0 };
 const WRITER_PUTS_MAX = 5_000;
 
 /**

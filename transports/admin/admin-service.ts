@@ -11,6 +11,7 @@ import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
 import type { NodeStatusDocument } from '../node/node-status.js';
 import { UnaryCallError } from '../grpc/unary-call.js';
+import { callerOf } from '../grpc/peer-identity.js';
 import { AdminCallError, TRAILER_LEADER, TRAILER_REFUSAL_CODE } from './admin-client.js';
 import { backupHandler, type BackupCapture, type BackupLimits } from './backup-service.js';
 import { ADMIN_CALL_DEADLINE_MS, ADMIN_NAME_BYTES_MAX } from './limits.js';
@@ -51,6 +52,8 @@ export interface AdminHost {
   lastHeartbeat(): SeenHeartbeat | null;
   /** admin runs the operation on this node's engine; it rejects with AdminRefusedError when the engine refuses it. */
   admin(op: AdminOp, timeoutMs: number): Promise<void>;
+  /** handOff hands this leader's leadership to its most caught-up voter (a leader asked to leave goes first). */
+  handOff(): Promise<unknown>;
   /**
    * propose gets an encoded store command committed at the leader, wherever it is (the node's store router).
    * It rejects with a UnaryCallError (its code and leader hint are answered) or anything else (INTERNAL).
@@ -91,10 +94,14 @@ export function adminServiceDefinition(): grpc.ServiceDefinition {
   return definition;
 }
 
+/** ADMIN_MEMBER_METHODS take a member's peer certificate too (the server's memberMethods): only for its own leave. */
+export const ADMIN_MEMBER_METHODS: readonly string[] = ['changeMember'];
+
 const CHANGE_OPS: Partial<Record<pb.MemberChange, AdminOp['op']>> = {
   [pb.MemberChange.MEMBER_CHANGE_PROMOTE]: 'promote',
   [pb.MemberChange.MEMBER_CHANGE_REMOVE]: 'remove',
   [pb.MemberChange.MEMBER_CHANGE_TRANSFER]: 'transfer',
+  [pb.MemberChange.MEMBER_CHANGE_LEAVE]: 'leave',
 };
 
 export function adminServiceImplementation(options: AdminServiceOptions): grpc.UntypedServiceImplementation {
@@ -127,7 +134,7 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
     if (op === undefined)
       throw new AdminCallError(
         grpc.status.INVALID_ARGUMENT,
-        `change must be promote, remove or transfer, got ${request.change}`,
+        `change must be promote, remove, transfer or leave, got ${request.change}`,
       );
     if (request.name === '' || Buffer.byteLength(request.name) > ADMIN_NAME_BYTES_MAX) {
       throw new AdminCallError(grpc.status.INVALID_ARGUMENT, `member name must be 1..${ADMIN_NAME_BYTES_MAX} bytes`);
@@ -151,6 +158,17 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
     if (!member) throw new AdminCallError(grpc.status.NOT_FOUND, `no member named ${JSON.stringify(request.name)}`);
     if (member.role === 'removed')
       throw new AdminCallError(grpc.status.FAILED_PRECONDITION, `member ${request.name} (id ${member.id}) was removed`);
+    if (op === 'leave' && member.id === status.id) {
+      // The leader cannot remove itself: it hands leadership over, and the caller retries at the new leader.
+      await host.handOff();
+      const after = runningStatus();
+      throw new AdminCallError(
+        grpc.status.FAILED_PRECONDITION,
+        `${status.name} was the leader and handed leadership over before leaving; retry at ${after.leaderGrpcAddr || 'the new leader'}`,
+        after.role === 'leader' ? '' : after.leaderGrpcAddr,
+        'not-leader' satisfies AdminResultCode,
+      );
+    }
     const timeoutMs = Math.max(1, deadlineAt - Date.now());
     try {
       await host.admin({ op, memberId: member.id }, timeoutMs);
@@ -241,6 +259,22 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
         request = pb.ChangeMemberRequest.decode(call.request);
       } catch (err) {
         respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ChangeMemberRequest: ${String(err)}` }, null);
+        return;
+      }
+      // A member's own peer certificate (the server let it through: ADMIN_MEMBER_METHODS) may only make that
+      // member leave: a pod going away needs no admin credential, and can remove nobody else.
+      const caller = callerOf(call);
+      if (
+        caller.identity?.role === 'peer' &&
+        (request.change !== pb.MemberChange.MEMBER_CHANGE_LEAVE || request.name !== caller.identity.name)
+      ) {
+        respond(
+          {
+            code: grpc.status.PERMISSION_DENIED,
+            details: `a peer certificate (${caller.identity.name}) may only make its own member leave`,
+          },
+          null,
+        );
         return;
       }
       change(request, deadlineOf(call)).then(

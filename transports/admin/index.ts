@@ -7,6 +7,7 @@ export {
   type AdminClientPoolOptions,
 } from './admin-client.js';
 export {
+  ADMIN_MEMBER_METHODS,
   ADMIN_METHODS,
   AdminRefusedError,
   adminServiceDefinition,

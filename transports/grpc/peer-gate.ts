@@ -3,7 +3,8 @@
 // the roster changes nothing) is the engine's; the gate makes sure the sender the engine is told about
 // is the one the certificate names.
 //
-//   1. Role: WalShipping and svc.store.v1 take peer certificates only; svc.admin.v1 admin ones only.
+//   1. Role: WalShipping and svc.store.v1 take peer certificates only; svc.admin.v1 admin ones only (but the
+//      server's memberMethods: ChangeMember takes a member's own certificate, for its own leave).
 //   2. Cluster: the certificate's cluster id and the call's `svc-cluster-id` metadata must both be this
 //      node's (an admin call may leave the metadata out: its certificate names the cluster).
 //   3. Values: every term, seqno, count and id fits the engine with room to increment (engine/values.ts;
@@ -77,8 +78,12 @@ export class PeerGate {
     return this.options.clusterId;
   }
 
-  /** callerRefusal checks the caller's certificate role and cluster for a service that takes `role` certificates. */
-  callerRefusal(caller: Caller, role: CertRole, service: string): Refusal | null {
+  /**
+   * callerRefusal checks the caller's certificate role and cluster for a service that takes `role` certificates.
+   * metadataOptional: the call may leave out svc-cluster-id (admin calls, and a member's own leave through the
+   * Admin service: its certificate names the cluster, checked above).
+   */
+  callerRefusal(caller: Caller, role: CertRole, service: string, metadataOptional = role === 'admin'): Refusal | null {
     const ours = this.options.clusterId;
     if (!caller.tls && this.options.requireCertificate === true)
       return denied('no-role', `${service} refused: no verified client certificate`);
@@ -101,7 +106,7 @@ export class PeerGate {
     if (ours === '') return null;
     if (caller.clusterId === '') {
       // An admin certificate names its cluster; a plaintext admin caller has nothing to name.
-      if (role === 'admin') return null;
+      if (metadataOptional) return null;
       return denied(
         'cluster-missing',
         `${service} refused: the call carries no svc-cluster-id metadata (this node is of cluster ${ours})`,

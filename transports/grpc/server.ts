@@ -52,6 +52,11 @@ export interface ExtraService {
   role?: CertRole;
   /** membersOnly: the certificate's name must also be in the node's roster (svc.store.v1: only members write or read). */
   membersOnly?: boolean;
+  /**
+   * memberMethods: methods that also take a member's peer certificate (of a name in the roster), besides `role`;
+   * the handler limits what such a caller may do (svc.admin.v1 ChangeMember: a member may make itself leave).
+   */
+  memberMethods?: readonly string[];
 }
 
 export interface PeerServerStats {
@@ -230,10 +235,12 @@ export class PeerServer {
     role: CertRole,
     service: string,
     membersOnly = false,
+    metadataOptional = role === 'admin',
   ): Partial<grpc.ServiceError> | null {
     const gate = this.options.gate;
     const refusal = gate
-      ? (gate.callerRefusal(caller, role, service) ?? (membersOnly ? gate.memberRefusal(caller, service) : null))
+      ? (gate.callerRefusal(caller, role, service, metadataOptional) ??
+        (membersOnly ? gate.memberRefusal(caller, service) : null))
       : null;
     if (refusal === null) return null;
     this.refuse(refusal, service, call.getPeer());
@@ -252,7 +259,11 @@ export class PeerServer {
         call: Parameters<typeof callerOf>[0] & { getPeer(): string; emit(event: 'error', error: unknown): boolean },
         respond?: grpc.sendUnaryData<unknown>,
       ): void => {
-        const refused = this.callerRefused(call, callerOf(call), role, service, extra.membersOnly === true);
+        const caller = callerOf(call);
+        const asMember = extra.memberMethods?.includes(name) === true && caller.identity?.role === 'peer';
+        const refused = asMember
+          ? this.callerRefused(call, caller, 'peer', service, true, true)
+          : this.callerRefused(call, caller, role, service, extra.membersOnly === true);
         if (refused === null) {
           (handler as (...args: unknown[]) => void)(call, respond);
           return;

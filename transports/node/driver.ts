@@ -110,6 +110,11 @@ export class Driver {
     return this.cachedStatus;
   }
 
+  /** matchSeqs: on a leader, each follower's matched frontier as last reported (Engine.matchSeqs). */
+  matchSeqs(): Record<number, number> {
+    return this.engine.matchSeqs();
+  }
+
   get steps(): number {
     return this.stepCount;
   }

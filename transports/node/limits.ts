@@ -29,6 +29,11 @@ export interface NodeLimits {
   /** httpRequestTimeoutMs bounds one request to the node's HTTP server. */
   httpRequestTimeoutMs: number;
   /**
+   * handoffTimeoutMs bounds how long a stopping leader tries to hand leadership to its most caught-up voter
+   * (SIGTERM, `svc node`); after it the node stops anyway and the others elect after their timeout.
+   */
+  handoffTimeoutMs: number;
+  /**
    * logLinesPerKindWindowMax is how many log lines one kind of peer-driven event (an engine warning code)
    * writes per logThrottleWindowMs; the rest are counted in the metric and summed into the next line.
    */
@@ -49,6 +54,9 @@ export const DEFAULT_NODE_LIMITS: Readonly<NodeLimits> = Object.freeze({
   waiterCountMax: 10_000,
   stopGraceMs: 1_000,
   httpRequestTimeoutMs: 5_000,
+  // Well inside a pod's termination grace (30 s) and the stop bound; a transfer itself ends after
+  // transferTimeoutTicks (2 s at the default tick), so this leaves room for a second attempt.
+  handoffTimeoutMs: 5_000,
   logLinesPerKindWindowMax: 20,
   logThrottleWindowMs: 60_000,
 });

@@ -43,6 +43,12 @@ export enum MemberChange {
   MEMBER_CHANGE_REMOVE = 2,
   /** MEMBER_CHANGE_TRANSFER - MEMBER_CHANGE_TRANSFER hands leadership to a voter. */
   MEMBER_CHANGE_TRANSFER = 3,
+  /**
+   * MEMBER_CHANGE_LEAVE - MEMBER_CHANGE_LEAVE removes a member that is going away for good (a pod scaled down): refused when the
+   * voters left would tolerate fewer failures than the cluster's autopilotFailureTolerance; the leader
+   * named hands leadership over first.
+   */
+  MEMBER_CHANGE_LEAVE = 4,
   UNRECOGNIZED = -1,
 }
 
@@ -60,6 +66,9 @@ export function memberChangeFromJSON(object: any): MemberChange {
     case 3:
     case "MEMBER_CHANGE_TRANSFER":
       return MemberChange.MEMBER_CHANGE_TRANSFER;
+    case 4:
+    case "MEMBER_CHANGE_LEAVE":
+      return MemberChange.MEMBER_CHANGE_LEAVE;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -77,6 +86,8 @@ export function memberChangeToJSON(object: MemberChange): string {
       return "MEMBER_CHANGE_REMOVE";
     case MemberChange.MEMBER_CHANGE_TRANSFER:
       return "MEMBER_CHANGE_TRANSFER";
+    case MemberChange.MEMBER_CHANGE_LEAVE:
+      return "MEMBER_CHANGE_LEAVE";
     case MemberChange.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
