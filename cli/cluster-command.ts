@@ -10,6 +10,7 @@ import { adminTarget } from './admin-target.js';
 import { CLUSTER_FILE_NAME, readClusterFile, writeClusterFile, type ClusterFile } from './cluster-file.js';
 import { clusterFetch, type ClusterFetch } from './cluster-fetch.js';
 import {
+  type ClusterOptions,
   busyPorts,
   ensureCertificates,
   ensureSecretKey,
@@ -41,15 +42,8 @@ const KILL_WAIT_MS = 5_000;
 const TICK_MS_MAX = 10_000;
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-/** ClusterOptions are `svc cluster`'s flags, checked. */
-interface ClusterOptions {
-  dir: string;
-  nodeCount: number;
-  tickMs: number;
-  basePort: number | null;
-  insecure: boolean;
-  api: boolean;
-  logLevel: LogLevel;
+/** ClusterCommandOptions are `svc cluster`'s flags, checked: the plan's options and what the nodes are started with. */
+interface ClusterCommandOptions extends ClusterOptions {
   engineLimits: Record<string, number>;
   nodeOptions: string[];
   /** recording false starts the nodes without their flight recorder (--no-recording). */
@@ -57,7 +51,7 @@ interface ClusterOptions {
 }
 
 /** parseClusterOptions reads and checks the flags; null when --help was asked (and answered). */
-function parseClusterOptions(args: string[], io: Io): ClusterOptions | null {
+function parseClusterOptions(args: string[], io: Io): ClusterCommandOptions | null {
   const { values } = parseFlags(args, {
     dir: { type: 'string' },
     nodes: { type: 'string' },
@@ -153,7 +147,7 @@ export async function runClusterCommand(args: string[], io: Io): Promise<number>
 /** startNodes writes each member's config and starts it as a supervised child process. */
 async function startNodes(
   cluster: ClusterFile,
-  options: ClusterOptions,
+  options: ClusterCommandOptions,
   redis: { url: string } | null,
   children: Map<string, SupervisedNode>,
   say: (line: string) => void,

@@ -7,6 +7,7 @@ import { ProceduralImageGenerator } from '../../api/images/procedural-generator.
 import { startAlbumWorker } from '../../api/albums/album-worker.js';
 import type { AlbumWorker } from '../../api/albums/album-worker.js';
 import type { AlbumRecord } from '../../api/albums/album-records.js';
+import { newAlbumRecord as apiNewAlbumRecord } from '../../api/albums/new-album.js';
 import { startTestApi, startTestRedis, waitFor } from '../api/harness.js';
 import type { TestApi, TestRedis } from '../api/harness.js';
 
@@ -15,53 +16,22 @@ export const albumFixtureTime = '2026-01-01T00:00:00.000Z';
 /** albumFixtureUserId owns every fixture album. */
 export const albumFixtureUserId = 'usr_000000000aaaaaaaaaaaaaaaa';
 
-/** newAlbumRecord is a stored album as POST /albums leaves it: anchor none, shotCount pending shots. */
+/** newAlbumRecord is a stored album as POST /albums leaves it (the API's own newAlbumRecord): anchor none, shotCount pending shots. */
 export function newAlbumRecord(shotCount = 3, fields: Partial<Pick<AlbumRecord, 'id' | 'subject'>> = {}): AlbumRecord {
-  return {
-    id: fields.id ?? 'alb_000000000aaaaaaaaaaaaaaaa',
-    user_id: albumFixtureUserId,
-    name: null,
-    subject: fields.subject ?? 'a fox',
-    template: null,
-    width_px: 64,
-    height_px: 64,
-    anchor: {
-      state: 'none',
-      generation: 0,
-      seed: 0,
-      url: null,
-      hash: null,
-      error: null,
-      attempts: 0,
-      requested_at: null,
-      started_at: null,
-      completed_at: null,
-    },
-    shots: Array.from({ length: shotCount }, (_, index) => ({
-      index,
-      direction: {
-        name: `s${index}`,
-        framing: 'medium',
-        angle: 'front',
-        lighting: 'studio',
-        pose: 'natural',
-        background: 'white',
-      },
-      status: 'pending' as const,
-      variation: 0,
-      request: 0,
-      queued: false,
-      image_url: null,
-      image_hash: null,
-      error: null,
-      attempts: 0,
-      requested_at: null,
-      started_at: null,
-      completed_at: null,
-    })),
-    created_at: albumFixtureTime,
-    updated_at: albumFixtureTime,
-  };
+  const directions = Array.from({ length: shotCount }, (_, index) => ({
+    name: `s${index}`,
+    framing: 'medium',
+    angle: 'front',
+    lighting: 'studio',
+    pose: 'natural',
+    background: 'white',
+  }));
+  return apiNewAlbumRecord(
+    fields.id ?? 'alb_000000000aaaaaaaaaaaaaaaa',
+    albumFixtureUserId,
+    { name: null, subject: fields.subject ?? 'a fox', template: null, directions, widthPx: 64, heightPx: 64 },
+    albumFixtureTime,
+  );
 }
 
 export interface SseEvent {
