@@ -3,6 +3,7 @@
 // It is also the scripting API (crash, partition, propose, join, ...) that
 // scenarios and tests drive directly: in the lockstep preset (sim/presets.ts,
 // driven by sim/lockstep.ts) it is the world every scenario runs in.
+import type { DropRule } from './drop-rule.js';
 import type {
   AdminOp,
   Compat,
@@ -82,14 +83,7 @@ export interface ClusterConfig {
   lockstep?: boolean;
 }
 
-/** DropRule: a script loses `remaining` (-1 = all) calls of `method` from `from` to `to` ('*' = any), after letting `skip` through. */
-export interface DropRule {
-  from: string;
-  to: string;
-  method: string;
-  remaining: number;
-  skip: number;
-}
+export type { DropRule } from './drop-rule.js';
 
 /** NodeRef names a node by slot index (0-based) or by name ('n1', ...). */
 export type NodeRef = number | string;

@@ -8,7 +8,7 @@ import type { RpcRequest, RpcStatus, SnapshotHeader } from '../engine/rpc.js';
 import { StatusCode, TRAILER_REFUSAL } from '../engine/rpc.js';
 import { adoptSnapshot, snapshotMetaProblem, SNAPSHOT_NOT_NEEDED } from '../engine/snapshot-install.js';
 import { readMeta, readStateText, STATE_FILE, verifyFiles, type Artifact } from './artifacts.js';
-import type { DropRule } from './cluster.js';
+import type { DropRule } from './drop-rule.js';
 import type { ClientListener } from './events.js';
 import { CallTable, type CallKind, type OutboundCall } from './calls.js';
 import type { CheckerSuite } from './checkers/suite.js';

@@ -5,7 +5,7 @@
 // history, which would pin that window open, so they get bits in a separate region after the
 // completed ones, stored whole. The hash is the XOR of per-bit constants: O(1) per change.
 import type { EncodedOp } from './encode.js';
-import { bitHashes } from './memo-table.js';
+import { bitHashes } from './bit-hashes.js';
 
 const FULL_WORD = 0xffffffff;
 

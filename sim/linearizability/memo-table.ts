@@ -4,31 +4,14 @@
 // the window of the linearized set that varies (linearized-set.ts):
 //   entry = [hash, state, next entry offset + 1 (0 = end), lowWord, windowWords,
 //            completed words [lowWord, lowWord + windowWords), indeterminate words]
+import { mix32 } from './bit-hashes.js';
 import type { LinearizedSet } from './linearized-set.js';
 
 const HEADER_WORDS = 5;
 const HEADS_INITIAL = 1024;
 const ARENA_WORDS_INITIAL = 16 * 1024;
 
-/** mix32: murmur3's finaliser, a fixed integer bijection (no randomness: verdicts must be reproducible). */
-export function mix32(x: number): number {
-  x ^= x >>> 16;
-  x = Math.imul(x, 0x85ebca6b);
-  x ^= x >>> 13;
-  x = Math.imul(x, 0xc2b2ae35);
-  x ^= x >>> 16;
-  return x >>> 0;
-}
-
-/**
- * bitHashes(n)[i]: the hash contribution of operation i being linearized. A set's hash is the XOR
- * of its members' contributions, so adding or removing one updates it in O(1).
- */
-export function bitHashes(n: number): Uint32Array {
-  const out = new Uint32Array(n);
-  for (let i = 0; i < n; i++) out[i] = mix32(i + 1);
-  return out;
-}
+export { bitHashes, mix32 } from './bit-hashes.js';
 
 /** The combined hash of a set's hash and a state. */
 export function configHash(setHash: number, state: number): number {
