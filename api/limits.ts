@@ -47,8 +47,8 @@ export const runConcurrencyDefault = 2;
  * runJobLockDurationMsDefault is how long a running agent job's BullMQ lock lasts (its worker renews it every half
  * of that). A worker that dies holds its runs only until the lock runs out; the next stalled check of any live
  * worker (every runJobStalledIntervalMsDefault) hands the job back, and the worker that takes it finishes the run
- * `failed` with a WORKER_LOST notice (agent-worker.ts): so a dead worker's runs end within the sum (40 s). A run
- * worker's event loop does little besides copying output, so it never misses a renewal by this much.
+ * `failed` with a WORKER_LOST notice (agent-run-pipeline.ts): so a dead worker's runs end within the sum (40 s).
+ * A run worker's event loop does little besides copying output, so it never misses a renewal by this much.
  */
 export const runJobLockDurationMsDefault = 30_000;
 /** runJobStalledIntervalMsDefault is how often each run worker looks for agent jobs whose lock ran out. */

@@ -2,7 +2,7 @@
 // streams into the run's events, enforces the wall-time limit and cancellation by kill(), and ends the run when
 // it closes; the backend decides where and how the command runs, under which limits, and how the command gets its
 // credentials (the worker resolves and audits them, and masks their values in the output). Two backends:
-// bubblewrap on the worker's own host (the default; agent-worker.ts spawns sandbox.ts's command itself) and
+// bubblewrap on the worker's own host (the default; run-sandbox-start.ts spawns sandbox.ts's command) and
 // one Kubernetes Job per run (kubernetes-backend.ts), chosen by the API config's runBackend.
 import type { Readable } from 'node:stream';
 import type { RunStatus } from './run-records.js';
