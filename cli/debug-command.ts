@@ -74,6 +74,10 @@ export async function runDebugCommand(args: string[], io: Io): Promise<number> {
 async function metricsOf(httpAddr: string): Promise<string> {
   try {
     const response = await fetch(`${httpAddr}/metrics`, { signal: AbortSignal.timeout(BUNDLE_METRICS_TIMEOUT_MS) });
+    // A node of this version serves /metrics on its own listener (metricsListen, loopback by default), which
+    // the bundle cannot reach through the member's advertised address: say so instead of keeping the refusal.
+    if (!response.ok)
+      return `# /metrics not gathered: ${httpAddr} answers ${response.status} (a node serves it on its metrics listener, metricsListen; scrape it there)\n`;
     return await response.text();
   } catch (err) {
     return `# /metrics did not answer: ${String(err)}\n`;

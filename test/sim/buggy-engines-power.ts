@@ -1,6 +1,6 @@
 // Deliberately broken engines, one per rule the newer checkers watch (barrier, report-honesty,
 // leader-step-down, roster-replay, match-honesty): a checker that never fires proves nothing.
-// Private engine methods are replaced on the instance; TypeScript's `private` is compile-time only.
+// Engine methods are replaced on the core instance (engine/core.ts); TypeScript's `private` is compile-time only.
 import { Engine } from '../../engine/engine.js';
 import type { Effect, Input, Roster } from '../../engine/types.js';
 import type { EngineFactory, EngineLike } from '../../sim/node.js';
@@ -20,10 +20,11 @@ function wrap(rewrite: Rewrite, rewriteInput: (engine: Engine, input: Input) => 
   };
 }
 
-function patched(patch: (engine: Engine) => void): EngineFactory {
+/** patched replaces methods of the engine's core (engine/core.ts: the state machine Engine fronts, as RawNode fronts raft). */
+function patched(patch: (core: object) => void): EngineFactory {
   return (config, restored) => {
     const engine = new Engine(config, restored);
-    patch(engine);
+    patch((engine as unknown as { core: object }).core);
     return engine;
   };
 }

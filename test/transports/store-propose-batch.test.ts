@@ -102,7 +102,7 @@ describe('node: forwarded writes coalesced per loop turn (ProposeStream, Propose
 
   it("hands the leader's concurrent writes to its engine in batches (svc_proposal_batch_size)", async function () {
     const leader = await cluster.waitLeader();
-    const metrics = async () => await (await fetch(`${leader.httpAddress}/metrics`)).text();
+    const metrics = async () => await (await fetch(`${leader.metricsAddress}/metrics`)).text();
     const count = (text: string, name: string) => metricValue(text, name) ?? 0;
     const before = await metrics();
     const writes = 50;

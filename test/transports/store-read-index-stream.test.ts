@@ -270,7 +270,7 @@ describe('node: ReadIndexStream on a 3-node cluster', function () {
       assert.ok(version > 0);
       // The follower's read went over a stream it opened; the leader serves it (and the probe's).
       const metrics = async (url: string) => (await fetch(`${url}/metrics`)).text();
-      const followerMetrics = await metrics(follower.httpAddress);
+      const followerMetrics = await metrics(follower.metricsAddress);
       assert.ok(
         (metricValue(followerMetrics, 'svc_store_streams_opened_total') ?? 0) >= 1,
         'the follower opened a stream',
@@ -282,7 +282,7 @@ describe('node: ReadIndexStream on a 3-node cluster', function () {
           (metricValue(followerMetrics, 'svc_store_read_index_calls_total') ?? 0),
       );
       assert.ok(
-        (metricValue(await metrics(leader.httpAddress), 'svc_store_streams_served') ?? 0) >= 2,
+        (metricValue(await metrics(leader.metricsAddress), 'svc_store_streams_served') ?? 0) >= 2,
         "the leader serves the follower's and the probe's streams",
       );
       const refusal = await rejection(pool.readIndex(follower.grpcAddress, Date.now() + DEADLINE_MS));

@@ -104,81 +104,210 @@ const CHANGE_OPS: Partial<Record<pb.MemberChange, AdminOp['op']>> = {
   [pb.MemberChange.MEMBER_CHANGE_LEAVE]: 'leave',
 };
 
-export function adminServiceImplementation(options: AdminServiceOptions): grpc.UntypedServiceImplementation {
+type AdminHandler = (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => void;
+
+/** failAdminCall answers a handler's failure: an AdminCallError as it says (with its trailers), anything else INTERNAL. */
+function failAdminCall(
+  options: AdminServiceOptions,
+  respond: grpc.sendUnaryData<Buffer>,
+  err: unknown,
+  method: string,
+): void {
+  const known = err instanceof AdminCallError ? err : null;
+  if (!known) options.onWarning?.(`Admin ${method} failed: ${String(err)}`);
+  const code = known?.code ?? grpc.status.INTERNAL;
+  const metadata = new grpc.Metadata();
+  if (known && known.leaderHint !== '') metadata.set(TRAILER_LEADER, known.leaderHint);
+  if (known && known.refusalCode !== '') metadata.set(TRAILER_REFUSAL_CODE, known.refusalCode);
+  respond({ code, details: known?.details ?? 'admin handler failed', metadata }, null);
+}
+
+/** deadlineOf is a call's deadline as epoch ms, at most ADMIN_CALL_DEADLINE_MS away. */
+function deadlineOf(call: { getDeadline(): grpc.Deadline }): number {
+  const deadline = call.getDeadline();
+  const asked = deadline instanceof Date ? deadline.getTime() : Number(deadline);
+  const fallback = Date.now() + ADMIN_CALL_DEADLINE_MS;
+  return Number.isFinite(asked) && asked > 0 ? Math.min(asked, fallback) : fallback;
+}
+
+/** runningStatus is the node's status, or UNAVAILABLE while it is not running. */
+function runningStatus(host: AdminServiceOptions['host']): NodeStatusDocument {
+  try {
+    return host.status();
+  } catch (err) {
+    throw new AdminCallError(grpc.status.UNAVAILABLE, `node is not running: ${(err as Error).message}`);
+  }
+}
+
+/** changeMember carries out one membership change at the leader (a follower names the leader to retry at). */
+async function changeMember(
+  host: AdminServiceOptions['host'],
+  request: pb.ChangeMemberRequest,
+  deadlineAt: number,
+): Promise<pb.ChangeMemberResponse> {
+  const op = CHANGE_OPS[request.change];
+  if (op === undefined)
+    throw new AdminCallError(
+      grpc.status.INVALID_ARGUMENT,
+      `change must be promote, remove, transfer or leave, got ${request.change}`,
+    );
+  if (request.name === '' || Buffer.byteLength(request.name) > ADMIN_NAME_BYTES_MAX) {
+    throw new AdminCallError(grpc.status.INVALID_ARGUMENT, `member name must be 1..${ADMIN_NAME_BYTES_MAX} bytes`);
+  }
+  const status = runningStatus(host);
+  if (status.role !== 'leader') {
+    if (status.leaderGrpcAddr === '' || status.leaderId === status.id) {
+      throw new AdminCallError(grpc.status.UNAVAILABLE, `${status.name} is ${status.role} and knows no leader; retry`);
+    }
+    throw new AdminCallError(
+      grpc.status.FAILED_PRECONDITION,
+      `${status.name} is not the leader; retry at ${status.leaderGrpcAddr}`,
+      status.leaderGrpcAddr,
+      'not-leader' satisfies AdminResultCode,
+    );
+  }
+  const member = status.members.find((m) => m.name === request.name);
+  if (!member) throw new AdminCallError(grpc.status.NOT_FOUND, `no member named ${JSON.stringify(request.name)}`);
+  if (member.role === 'removed')
+    throw new AdminCallError(grpc.status.FAILED_PRECONDITION, `member ${request.name} (id ${member.id}) was removed`);
+  if (op === 'leave' && member.id === status.id) {
+    // The leader cannot remove itself: it hands leadership over, and the caller retries at the new leader.
+    await host.handOff();
+    const after = runningStatus(host);
+    throw new AdminCallError(
+      grpc.status.FAILED_PRECONDITION,
+      `${status.name} was the leader and handed leadership over before leaving; retry at ${after.leaderGrpcAddr || 'the new leader'}`,
+      after.role === 'leader' ? '' : after.leaderGrpcAddr,
+      'not-leader' satisfies AdminResultCode,
+    );
+  }
+  const timeoutMs = Math.max(1, deadlineAt - Date.now());
+  try {
+    await host.admin({ op, memberId: member.id }, timeoutMs);
+  } catch (err) {
+    throw adminRefusal(err as Error, status.leaderGrpcAddr);
+  }
+  return { memberId: member.id, leaderName: status.name, detail: '' };
+}
+
+/** Status: the node's status document. */
+function statusHandler(options: AdminServiceOptions): AdminHandler {
   const { host } = options;
-  const fail = (respond: grpc.sendUnaryData<Buffer>, err: unknown, method: string): void => {
-    const known = err instanceof AdminCallError ? err : null;
-    if (!known) options.onWarning?.(`Admin ${method} failed: ${String(err)}`);
-    const code = known?.code ?? grpc.status.INTERNAL;
-    const metadata = new grpc.Metadata();
-    if (known && known.leaderHint !== '') metadata.set(TRAILER_LEADER, known.leaderHint);
-    if (known && known.refusalCode !== '') metadata.set(TRAILER_REFUSAL_CODE, known.refusalCode);
-    respond({ code, details: known?.details ?? 'admin handler failed', metadata }, null);
-  };
-  const deadlineOf = (call: { getDeadline(): grpc.Deadline }): number => {
-    const deadline = call.getDeadline();
-    const asked = deadline instanceof Date ? deadline.getTime() : Number(deadline);
-    const fallback = Date.now() + ADMIN_CALL_DEADLINE_MS;
-    return Number.isFinite(asked) && asked > 0 ? Math.min(asked, fallback) : fallback;
-  };
-  const runningStatus = (): NodeStatusDocument => {
+  const fail = (respond: grpc.sendUnaryData<Buffer>, err: unknown, method: string): void =>
+    failAdminCall(options, respond, err, method);
+  return (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
     try {
-      return host.status();
+      pb.StatusRequest.decode(call.request);
     } catch (err) {
-      throw new AdminCallError(grpc.status.UNAVAILABLE, `node is not running: ${(err as Error).message}`);
+      respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed StatusRequest: ${String(err)}` }, null);
+      return;
     }
-  };
-
-  const change = async (request: pb.ChangeMemberRequest, deadlineAt: number): Promise<pb.ChangeMemberResponse> => {
-    const op = CHANGE_OPS[request.change];
-    if (op === undefined)
-      throw new AdminCallError(
-        grpc.status.INVALID_ARGUMENT,
-        `change must be promote, remove, transfer or leave, got ${request.change}`,
-      );
-    if (request.name === '' || Buffer.byteLength(request.name) > ADMIN_NAME_BYTES_MAX) {
-      throw new AdminCallError(grpc.status.INVALID_ARGUMENT, `member name must be 1..${ADMIN_NAME_BYTES_MAX} bytes`);
-    }
-    const status = runningStatus();
-    if (status.role !== 'leader') {
-      if (status.leaderGrpcAddr === '' || status.leaderId === status.id) {
-        throw new AdminCallError(
-          grpc.status.UNAVAILABLE,
-          `${status.name} is ${status.role} and knows no leader; retry`,
-        );
-      }
-      throw new AdminCallError(
-        grpc.status.FAILED_PRECONDITION,
-        `${status.name} is not the leader; retry at ${status.leaderGrpcAddr}`,
-        status.leaderGrpcAddr,
-        'not-leader' satisfies AdminResultCode,
-      );
-    }
-    const member = status.members.find((m) => m.name === request.name);
-    if (!member) throw new AdminCallError(grpc.status.NOT_FOUND, `no member named ${JSON.stringify(request.name)}`);
-    if (member.role === 'removed')
-      throw new AdminCallError(grpc.status.FAILED_PRECONDITION, `member ${request.name} (id ${member.id}) was removed`);
-    if (op === 'leave' && member.id === status.id) {
-      // The leader cannot remove itself: it hands leadership over, and the caller retries at the new leader.
-      await host.handOff();
-      const after = runningStatus();
-      throw new AdminCallError(
-        grpc.status.FAILED_PRECONDITION,
-        `${status.name} was the leader and handed leadership over before leaving; retry at ${after.leaderGrpcAddr || 'the new leader'}`,
-        after.role === 'leader' ? '' : after.leaderGrpcAddr,
-        'not-leader' satisfies AdminResultCode,
-      );
-    }
-    const timeoutMs = Math.max(1, deadlineAt - Date.now());
     try {
-      await host.admin({ op, memberId: member.id }, timeoutMs);
+      const response = adminStatusResponse(runningStatus(host), host.own(), host.lastHeartbeat());
+      respond(null, Buffer.from(pb.StatusResponse.encode(response).finish()));
     } catch (err) {
-      throw adminRefusal(err as Error, status.leaderGrpcAddr);
+      fail(respond, err, 'Status');
     }
-    return { memberId: member.id, leaderName: status.name, detail: '' };
   };
+}
 
-  const backup = backupHandler({
+/** Propose: an admin proposal of a store command (`svc keys create`), bounded by commandBytesMax. */
+function proposeHandler(options: AdminServiceOptions): AdminHandler {
+  const { host } = options;
+  const fail = (respond: grpc.sendUnaryData<Buffer>, err: unknown, method: string): void =>
+    failAdminCall(options, respond, err, method);
+  return (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+    let request: storePb.ProposeRequest;
+    try {
+      request = storePb.ProposeRequest.decode(call.request);
+    } catch (err) {
+      respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ProposeRequest: ${String(err)}` }, null);
+      return;
+    }
+    if (request.command.length > host.commandBytesMax) {
+      respond(
+        {
+          code: grpc.status.INVALID_ARGUMENT,
+          details: `command is ${request.command.length} bytes, above commandBytesMax ${host.commandBytesMax}`,
+        },
+        null,
+      );
+      return;
+    }
+    host.propose(request.command, deadlineOf(call)).then(
+      (answer) => respond(null, Buffer.from(storePb.ProposeResponse.encode(answer).finish())),
+      (err: unknown) =>
+        fail(
+          respond,
+          err instanceof UnaryCallError && !(err instanceof AdminCallError)
+            ? new AdminCallError(err.code, err.details, err.leaderHint, err.refusalCode)
+            : err,
+          'Propose',
+        ),
+    );
+  };
+}
+
+/** Recording: the node's flight recording segments, or a chunk of one. */
+function recordingHandler(options: AdminServiceOptions): AdminHandler {
+  const { host } = options;
+  const fail = (respond: grpc.sendUnaryData<Buffer>, err: unknown, method: string): void =>
+    failAdminCall(options, respond, err, method);
+  return (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+    let request: pb.RecordingRequest;
+    try {
+      request = pb.RecordingRequest.decode(call.request);
+    } catch (err) {
+      respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed RecordingRequest: ${String(err)}` }, null);
+      return;
+    }
+    readRecording(host.recordingDir ?? null, request).then(
+      (response) => respond(null, Buffer.from(pb.RecordingResponse.encode(response).finish())),
+      (err: unknown) => fail(respond, err, 'Recording'),
+    );
+  };
+}
+
+/** ChangeMember: promote, remove, transfer or leave; a peer certificate may only make its own member leave. */
+function changeMemberHandler(options: AdminServiceOptions): AdminHandler {
+  const { host } = options;
+  const fail = (respond: grpc.sendUnaryData<Buffer>, err: unknown, method: string): void =>
+    failAdminCall(options, respond, err, method);
+  return (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+    let request: pb.ChangeMemberRequest;
+    try {
+      request = pb.ChangeMemberRequest.decode(call.request);
+    } catch (err) {
+      respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ChangeMemberRequest: ${String(err)}` }, null);
+      return;
+    }
+    // A member's own peer certificate (the server let it through: ADMIN_MEMBER_METHODS) may only make that
+    // member leave: a pod going away needs no admin credential, and can remove nobody else.
+    const caller = callerOf(call);
+    if (
+      caller.identity?.role === 'peer' &&
+      (request.change !== pb.MemberChange.MEMBER_CHANGE_LEAVE || request.name !== caller.identity.name)
+    ) {
+      respond(
+        {
+          code: grpc.status.PERMISSION_DENIED,
+          details: `a peer certificate (${caller.identity.name}) may only make its own member leave`,
+        },
+        null,
+      );
+      return;
+    }
+    changeMember(host, request, deadlineOf(call)).then(
+      (response) => respond(null, Buffer.from(pb.ChangeMemberResponse.encode(response).finish())),
+      (err: unknown) => fail(respond, err, 'ChangeMember'),
+    );
+  };
+}
+
+/** backupHandlerOf is Backup's streaming handler (backup-service.ts) on this node's capture. */
+function backupHandlerOf(options: AdminServiceOptions): ReturnType<typeof backupHandler> {
+  const { host } = options;
+  return backupHandler({
     capture: (deadlineAt) => host.backup(deadlineAt),
     deadlineOf,
     limits: options.backupLimits,
@@ -193,95 +322,15 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
       );
     },
   });
+}
 
+export function adminServiceImplementation(options: AdminServiceOptions): grpc.UntypedServiceImplementation {
   return {
-    backup,
-    status: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
-      try {
-        pb.StatusRequest.decode(call.request);
-      } catch (err) {
-        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed StatusRequest: ${String(err)}` }, null);
-        return;
-      }
-      try {
-        const response = adminStatusResponse(runningStatus(), host.own(), host.lastHeartbeat());
-        respond(null, Buffer.from(pb.StatusResponse.encode(response).finish()));
-      } catch (err) {
-        fail(respond, err, 'Status');
-      }
-    },
-    propose: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
-      let request: storePb.ProposeRequest;
-      try {
-        request = storePb.ProposeRequest.decode(call.request);
-      } catch (err) {
-        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ProposeRequest: ${String(err)}` }, null);
-        return;
-      }
-      if (request.command.length > host.commandBytesMax) {
-        respond(
-          {
-            code: grpc.status.INVALID_ARGUMENT,
-            details: `command is ${request.command.length} bytes, above commandBytesMax ${host.commandBytesMax}`,
-          },
-          null,
-        );
-        return;
-      }
-      host.propose(request.command, deadlineOf(call)).then(
-        (answer) => respond(null, Buffer.from(storePb.ProposeResponse.encode(answer).finish())),
-        (err: unknown) =>
-          fail(
-            respond,
-            err instanceof UnaryCallError && !(err instanceof AdminCallError)
-              ? new AdminCallError(err.code, err.details, err.leaderHint, err.refusalCode)
-              : err,
-            'Propose',
-          ),
-      );
-    },
-    recording: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
-      let request: pb.RecordingRequest;
-      try {
-        request = pb.RecordingRequest.decode(call.request);
-      } catch (err) {
-        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed RecordingRequest: ${String(err)}` }, null);
-        return;
-      }
-      readRecording(host.recordingDir ?? null, request).then(
-        (response) => respond(null, Buffer.from(pb.RecordingResponse.encode(response).finish())),
-        (err: unknown) => fail(respond, err, 'Recording'),
-      );
-    },
-    changeMember: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
-      let request: pb.ChangeMemberRequest;
-      try {
-        request = pb.ChangeMemberRequest.decode(call.request);
-      } catch (err) {
-        respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ChangeMemberRequest: ${String(err)}` }, null);
-        return;
-      }
-      // A member's own peer certificate (the server let it through: ADMIN_MEMBER_METHODS) may only make that
-      // member leave: a pod going away needs no admin credential, and can remove nobody else.
-      const caller = callerOf(call);
-      if (
-        caller.identity?.role === 'peer' &&
-        (request.change !== pb.MemberChange.MEMBER_CHANGE_LEAVE || request.name !== caller.identity.name)
-      ) {
-        respond(
-          {
-            code: grpc.status.PERMISSION_DENIED,
-            details: `a peer certificate (${caller.identity.name}) may only make its own member leave`,
-          },
-          null,
-        );
-        return;
-      }
-      change(request, deadlineOf(call)).then(
-        (response) => respond(null, Buffer.from(pb.ChangeMemberResponse.encode(response).finish())),
-        (err: unknown) => fail(respond, err, 'ChangeMember'),
-      );
-    },
+    backup: backupHandlerOf(options),
+    status: statusHandler(options),
+    propose: proposeHandler(options),
+    recording: recordingHandler(options),
+    changeMember: changeMemberHandler(options),
   };
 }
 
