@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { Agent } from 'undici';
 import { randomBytes } from 'node:crypto';
-import type { ChannelOptions } from '@grpc/grpc-js';
+import type { ChannelOptions, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { Engine } from '../../engine/engine.js';
 import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
 import { bootstrapRoster, memberById, memberByName } from '../../engine/roster.js';
@@ -50,8 +50,15 @@ import {
 import { BUILD_VERSION } from '../../transports/node/build-info.js';
 import { captureForBackup } from './backup-capture.js';
 import { settleClusterId } from './cluster-id.js';
-import { ConfigError, httpIsPlaintext, resolveNodeConfig, type NodeConfig, type ResolvedNodeConfig } from './config.js';
-import { Driver, type DriverPorts } from '../../transports/node/driver.js';
+import {
+  ConfigError,
+  httpIsPlaintext,
+  resolveNodeConfig,
+  type NodeApiConfig,
+  type NodeConfig,
+  type ResolvedNodeConfig,
+} from './config.js';
+import { Driver, type DriverPorts, type ObservedEffect } from '../../transports/node/driver.js';
 import { startHttpServer, type HttpSurface, type NodeHttpServer } from '../../transports/node/http-server.js';
 import type { NodeApi } from './node-api.js';
 import { LogThrottle } from '../../transports/node/log-throttle.js';
@@ -80,6 +87,8 @@ import { handOffLeadership, type HandoffOutcome } from './handoff.js';
 import { AUTOPILOT_ADMIN_ID } from '../../engine/autopilot.js';
 
 type NodeState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+/** NodeApiModule is node-api.ts, imported only by a node with an api section. */
+type NodeApiModule = typeof import('./node-api.js');
 
 interface PendingAdmin {
   resolve: () => void;
@@ -305,12 +314,40 @@ export class Node {
 
   // ---------------------------------------------------------------- start
 
+  /**
+   * startParts starts the node's parts in their order: security and the API module, storage (cluster id and
+   * the engine's restored state), the peer services behind the peer server, the HTTP and metrics listeners,
+   * the engine with its recorder, peer clients and driver, snapshot transfer, the store's router, the
+   * metrics; then the driver ticks, the node runs, and the developer API starts on top.
+   */
   private async startParts(): Promise<void> {
     const config = this.config;
     const security = await this.loadSecurity();
     // Loaded only with an api section: a node without the API loads none of Express, BullMQ or the image code.
     const nodeApi = config.api ? await import('./node-api.js') : null;
     if (config.api && nodeApi) await nodeApi.readApiSecretKey(config.api).catch(rethrowAsConfigError);
+    const { clusterId, peerChannel, restored } = await this.openStorage(security);
+    this.served = this.servedCalls();
+    const storeService = (this.storeService = this.createStoreService());
+    await this.listenPeers(security, clusterId, storeService, this.createAdminService());
+    await this.listenHttp();
+    const driver = await this.startEngine(restored, security, peerChannel);
+    this.transfer = this.snapshotTransfer(driver);
+    const replicatedStore = this.startStore(driver);
+    this.metrics = this.createMetrics(driver, storeService, replicatedStore);
+
+    driver.start();
+    this.diskTimer = setInterval(() => void this.disk.refresh(), config.limits.diskUsageRefreshMs);
+    this.state = 'running';
+    if (config.api && nodeApi) await this.startApi(nodeApi, config.api);
+    this.logStarted(driver, clusterId);
+  }
+
+  /** openStorage opens the WAL and snapshots, settles the cluster id, and reads back the engine's state. */
+  private async openStorage(
+    security: PeerSecurity,
+  ): Promise<{ clusterId: string; peerChannel: ChannelOptions; restored: RestoredState }> {
+    const config = this.config;
     const nameOverride =
       config.tls.mode === 'mtls' && config.tls.serverNameOverride
         ? {
@@ -331,8 +368,12 @@ export class Node {
     const peerChannel = { ...nameOverride, ...clusterChannelOptions(clusterId) };
     const restored = await this.recover(this.storage);
     await this.disk.refresh();
+    return { clusterId, peerChannel, restored };
+  }
 
-    this.served = new ServedCalls({
+  /** servedCalls hands the peer calls this node serves to the driver, refused while the node cannot take them. */
+  private servedCalls(): ServedCalls {
+    return new ServedCalls({
       deliver: (callId, request) => {
         const driver = this.driver;
         if (!driver || this.state !== 'running') return 'node is not running';
@@ -351,7 +392,11 @@ export class Node {
       },
       snapshotFiles: (seq) => this.transfer?.files(seq) ?? 'node is not running',
     });
-    const storeService = (this.storeService = createStoreService({
+  }
+
+  /** createStoreService serves svc.store.v1 (members' forwarded writes and read indexes) from this node's router. */
+  private createStoreService(): StoreService {
+    return createStoreService({
       handler: storeServiceHandler(
         () => this.runningRouter(),
         () => this.runningStore(),
@@ -361,8 +406,13 @@ export class Node {
       proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
       streamOpenRequestCountMax: this.storeLimits.streamOpenRequestCountMax,
       onWarning: (message) => this.warnCapped('store', { source: 'store' }, message),
-    }));
-    const adminService = adminServiceImplementation({
+    });
+  }
+
+  /** createAdminService serves svc.admin.v1 (status, membership, handoff, backup) from this node. */
+  private createAdminService(): UntypedServiceImplementation {
+    const config = this.config;
+    return adminServiceImplementation({
       host: {
         status: () => {
           if (this.state !== 'running') throw new Error(`the node is ${this.state}`);
@@ -394,6 +444,16 @@ export class Node {
       },
       onWarning: (message) => this.warnCapped('admin', { source: 'admin' }, message),
     });
+  }
+
+  /** listenPeers starts the peer server: the gate in front, the store and admin services behind it. */
+  private async listenPeers(
+    security: PeerSecurity,
+    clusterId: string,
+    storeService: StoreService,
+    adminService: UntypedServiceImplementation,
+  ): Promise<void> {
+    const config = this.config;
     // The roster the gate matches certificates against is the engine's current one (uncommitted records included).
     const roster = (): Roster | null => this.driver?.status().roster ?? null;
     const gate = new PeerGate({
@@ -408,6 +468,7 @@ export class Node {
         return r ? memberById(r, id)?.name : undefined;
       },
     });
+    assert(this.served, 'the served calls exist before the peer server listens');
     this.peerServer = await PeerServer.listen(`${config.grpcListenAt.host}:${config.grpcListenAt.port}`, {
       handler: this.served,
       credentials: peerServerCredentials(security),
@@ -434,6 +495,11 @@ export class Node {
         },
       ],
     });
+  }
+
+  /** listenHttp starts the HTTP listener (health, readiness, status, metrics, API) and the metrics listener. */
+  private async listenHttp(): Promise<void> {
+    const config = this.config;
     const surface: HttpSurface = {
       health: () => this.healthProblem(),
       ready: () => this.readyProblem(),
@@ -464,11 +530,20 @@ export class Node {
       requestTimeoutMs: config.limits.httpRequestTimeoutMs,
       onError: onHttpError,
     });
+    assert(this.peerServer, 'the peer server listens before the HTTP listeners');
     this.advertised = {
       grpc: config.grpcAdvertise ?? `${config.grpcListenAt.host}:${this.peerServer.port}`,
       http: config.httpAdvertise ?? `${httpTls ? 'https' : 'http'}://${config.httpListenAt.host}:${this.http.port}`,
     };
+  }
 
+  /** startEngine builds the engine on the restored state, its flight recorder, the peer clients and the driver. */
+  private async startEngine(
+    restored: RestoredState,
+    security: PeerSecurity,
+    peerChannel: ChannelOptions,
+  ): Promise<Driver> {
+    const config = this.config;
     this.engine = new Engine(this.engineConfig(), restored);
     this.recorder = await startRecording(config, this.engine, restored, this.buildVersion, this.log);
     this.pool = new PeerPool({
@@ -497,7 +572,13 @@ export class Node {
       recorder: this.recorder,
     });
     this.driver = driver;
-    this.transfer = new SnapshotTransfer(this.storage.snapshots, this.pool, this.snapshots, driver, {
+    return driver;
+  }
+
+  /** snapshotTransfer stages and installs the snapshots the engine asks for, counting and logging each. */
+  private snapshotTransfer(driver: Driver): SnapshotTransfer {
+    assert(this.storage && this.pool, 'storage and the peer pool open before the snapshot transfer starts');
+    return new SnapshotTransfer(this.storage.snapshots, this.pool, this.snapshots, driver, {
       staged: (meta, ms) => {
         this.metrics?.snapshots.inc({ event: 'staged' });
         this.log.info({ seq: meta.seq, entryTerm: meta.entryTerm, ms: Math.round(ms) }, 'snapshot staged');
@@ -516,6 +597,12 @@ export class Node {
         this.log.warn({ reason }, 'snapshot fetch or install failed; the engine pulls again');
       },
     });
+  }
+
+  /** startStore builds the store's write and read paths on the driver: proposals, read indexes, the router. */
+  private startStore(driver: Driver): ReplicatedStore {
+    const config = this.config;
+    assert(this.storeClients, 'the store clients start before the store');
     this.proposals = new Proposals(
       driver,
       this.stateMachine,
@@ -533,9 +620,16 @@ export class Node {
       this.waiters,
       this.storeLimits,
     );
-    const replicatedStore = (this.replicatedStore = new ReplicatedStore(this.router, this.storeLimits));
+    this.replicatedStore = new ReplicatedStore(this.router, this.storeLimits);
+    return this.replicatedStore;
+  }
+
+  /** createMetrics registers /metrics, read from the driver, the store and the peer clients at each scrape. */
+  private createMetrics(driver: Driver, storeService: StoreService, replicatedStore: ReplicatedStore): NodeMetrics {
+    const config = this.config;
     const storeClients = this.storeClients;
-    this.metrics = new NodeMetrics(
+    assert(storeClients, 'the store clients start before the metrics');
+    return new NodeMetrics(
       {
         status: () => driver.status(),
         healthy: () => this.healthProblem() === null,
@@ -557,26 +651,29 @@ export class Node {
       config.name,
       config.processMetrics ?? true,
     );
+  }
 
-    driver.start();
-    this.diskTimer = setInterval(() => void this.disk.refresh(), config.limits.diskUsageRefreshMs);
-    this.state = 'running';
-    if (config.api && nodeApi) {
-      this.api = await nodeApi
-        .startNodeApi(config.api, {
-          store: this.replicatedStore,
-          dataDir: config.dataDir,
-          log: this.log,
-          ready: () => this.readyProblem() === null,
-          // Read at each networked run's start: a member added or moved since is denied from then on.
-          clusterAddresses: () => [
-            ...(this.driver?.status().roster.members ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]),
-            ...(config.bootstrap ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]),
-            ...(config.seeds ?? []),
-          ],
-        })
-        .catch(rethrowAsConfigError);
-    }
+  /** startApi starts the developer API on the replicated store (only with an api section). */
+  private async startApi(nodeApi: NodeApiModule, apiConfig: NodeApiConfig): Promise<void> {
+    const config = this.config;
+    this.api = await nodeApi
+      .startNodeApi(apiConfig, {
+        store: this.store,
+        dataDir: config.dataDir,
+        log: this.log,
+        ready: () => this.readyProblem() === null,
+        // Read at each networked run's start: a member added or moved since is denied from then on.
+        clusterAddresses: () => [
+          ...(this.driver?.status().roster.members ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]),
+          ...(config.bootstrap ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]),
+          ...(config.seeds ?? []),
+        ],
+      })
+      .catch(rethrowAsConfigError);
+  }
+
+  private logStarted(driver: Driver, clusterId: string): void {
+    const config = this.config;
     const s = driver.status();
     this.log.info(
       {
@@ -810,43 +907,7 @@ export class Node {
           if (seq !== null && seq > 0) this.driver?.submit({ type: 'statusPolled', leaderLastSeq: seq });
         });
       },
-      observe: (effect) => {
-        switch (effect.type) {
-          case 'proposalResult':
-            this.proposals!.onResult(effect);
-            return;
-          case 'readIndexResult':
-            this.engineReads!.onResult(effect);
-            return;
-          case 'adminResult': {
-            if (effect.adminId === AUTOPILOT_ADMIN_ID) {
-              if (effect.ok) this.log.info({ code: effect.code }, 'autopilot promoted a caught-up, stable learner');
-              else this.log.info({ code: effect.code, reason: effect.reason }, 'autopilot promotion not done');
-              return;
-            }
-            const pending = this.admins.get(effect.adminId);
-            if (!pending) return;
-            this.admins.delete(effect.adminId);
-            clearTimeout(pending.timer);
-            if (effect.ok) pending.resolve();
-            else pending.reject(new AdminRefusedError(effect.code, effect.reason));
-            return;
-          }
-          case 'readiness':
-            this.log.info({ ready: effect.ready, reason: effect.reason }, 'readiness changed');
-            return;
-          case 'roleChanged':
-            this.log.info({ role: effect.role, term: effect.term, leaderId: effect.leaderId }, 'role changed');
-            return;
-          case 'warning': {
-            this.metrics?.warnings.inc({ code: effect.code });
-            this.warnCapped(`engine:${effect.code}`, { code: effect.code }, effect.message);
-            return;
-          }
-          default:
-            assertNever(effect);
-        }
-      },
+      observe: (effect) => this.observe(effect),
       stats: () => ({
         entityCount: this.stateMachine.size,
         signalThroughputEps: this.meter.eventsPerSecond(),
@@ -858,6 +919,45 @@ export class Node {
       },
       fail: (err) => this.onFatal(err),
     };
+  }
+
+  /** observe handles what the engine reports: results for the waiting callers, role and readiness changes, warnings. */
+  private observe(effect: ObservedEffect): void {
+    switch (effect.type) {
+      case 'proposalResult':
+        this.proposals!.onResult(effect);
+        return;
+      case 'readIndexResult':
+        this.engineReads!.onResult(effect);
+        return;
+      case 'adminResult': {
+        if (effect.adminId === AUTOPILOT_ADMIN_ID) {
+          if (effect.ok) this.log.info({ code: effect.code }, 'autopilot promoted a caught-up, stable learner');
+          else this.log.info({ code: effect.code, reason: effect.reason }, 'autopilot promotion not done');
+          return;
+        }
+        const pending = this.admins.get(effect.adminId);
+        if (!pending) return;
+        this.admins.delete(effect.adminId);
+        clearTimeout(pending.timer);
+        if (effect.ok) pending.resolve();
+        else pending.reject(new AdminRefusedError(effect.code, effect.reason));
+        return;
+      }
+      case 'readiness':
+        this.log.info({ ready: effect.ready, reason: effect.reason }, 'readiness changed');
+        return;
+      case 'roleChanged':
+        this.log.info({ role: effect.role, term: effect.term, leaderId: effect.leaderId }, 'role changed');
+        return;
+      case 'warning': {
+        this.metrics?.warnings.inc({ code: effect.code });
+        this.warnCapped(`engine:${effect.code}`, { code: effect.code }, effect.message);
+        return;
+      }
+      default:
+        assertNever(effect);
+    }
   }
 
   // ---------------------------------------------------------------- health, failure, stop
