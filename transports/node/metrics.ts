@@ -304,74 +304,47 @@ function registerStoreCalls(registers: Registers, source: MetricsSource): void {
   );
 }
 
-/** registerPushed: the families the node observes (WAL, hard state, batches) and increments (peers, store, engine). */
+/**
+ * registerPushed: the families the node observes (WAL, hard state, batches) and increments (peers, store,
+ * engine). The properties register in the order written, which is the order /metrics lists them.
+ */
 function registerPushed(registers: Registers): PushedMetrics {
-  const walSyncSeconds = new Histogram({
-    name: 'svc_wal_sync_seconds',
-    help: 'From a WAL append to its fdatasync completing (group commit wait included).',
-    registers,
-    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1],
-  });
-  const proposalBatchSize = new Histogram({
-    name: 'svc_proposal_batch_size',
-    help: "Proposals handed to the engine in one step (one event-loop turn's worth, up to proposeBatchCountMax).",
-    registers,
-    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
-  });
-  const hardStateSaveSeconds = new Histogram({
-    name: 'svc_hard_state_save_seconds',
-    help: 'Atomic hard-state writes (temp file, fsync, rename, fsync dir).',
-    registers,
-    buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1],
-  });
-  const requestsSent = new Counter({
-    name: 'svc_peer_requests_sent_total',
-    help: 'Peer calls this node started, by method.',
-    labelNames: ['method'],
-    registers,
-  });
-  const proposals = new Counter({
-    name: 'svc_proposals_total',
-    help: 'Local proposals, by outcome.',
-    labelNames: ['outcome'],
-    registers,
-  });
-  const engineReadIndexes = new Counter({
-    name: 'svc_engine_read_indexes_total',
-    labelNames: ['outcome'],
-    registers,
-    help: "Read indexes asked of this node's engine (its own reads and other members' as the leader; one loop turn's requests share one readIndex input), by outcome: answered, not-leader, stepped-down, queue-full (per input), timeout (per request).",
-  });
-  const appliedEvents = new Counter({ name: 'svc_applied_events_total', help: 'Store commands applied.', registers });
-  const snapshots = new Counter({
-    name: 'svc_snapshot_events_total',
-    help: 'Snapshot stagings and installs, by event.',
-    labelNames: ['event'],
-    registers,
-  });
-  const statusPolls = new Counter({
-    name: 'svc_status_polls_total',
-    help: "GETs of the leader's /status on the status-poll readiness path, by outcome.",
-    labelNames: ['outcome'],
-    registers,
-  });
-  const warnings = new Counter({
-    name: 'svc_engine_warnings_total',
-    help: 'Engine warnings, by code.',
-    labelNames: ['code'],
-    registers,
-  });
+  const labelled = <L extends string>(metricName: string, help: string, label: L): Counter<L> =>
+    new Counter({ name: metricName, help, labelNames: [label], registers });
   return {
-    walSyncSeconds,
-    proposalBatchSize,
-    hardStateSaveSeconds,
-    requestsSent,
-    proposals,
-    engineReadIndexes,
-    appliedEvents,
-    snapshots,
-    statusPolls,
-    warnings,
+    walSyncSeconds: new Histogram({
+      name: 'svc_wal_sync_seconds',
+      help: 'From a WAL append to its fdatasync completing (group commit wait included).',
+      registers,
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1],
+    }),
+    proposalBatchSize: new Histogram({
+      name: 'svc_proposal_batch_size',
+      help: "Proposals handed to the engine in one step (one event-loop turn's worth, up to proposeBatchCountMax).",
+      registers,
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+    }),
+    hardStateSaveSeconds: new Histogram({
+      name: 'svc_hard_state_save_seconds',
+      help: 'Atomic hard-state writes (temp file, fsync, rename, fsync dir).',
+      registers,
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1],
+    }),
+    requestsSent: labelled('svc_peer_requests_sent_total', 'Peer calls this node started, by method.', 'method'),
+    proposals: labelled('svc_proposals_total', 'Local proposals, by outcome.', 'outcome'),
+    engineReadIndexes: labelled(
+      'svc_engine_read_indexes_total',
+      "Read indexes asked of this node's engine (its own reads and other members' as the leader; one loop turn's requests share one readIndex input), by outcome: answered, not-leader, stepped-down, queue-full (per input), timeout (per request).",
+      'outcome',
+    ),
+    appliedEvents: new Counter({ name: 'svc_applied_events_total', help: 'Store commands applied.', registers }),
+    snapshots: labelled('svc_snapshot_events_total', 'Snapshot stagings and installs, by event.', 'event'),
+    statusPolls: labelled(
+      'svc_status_polls_total',
+      "GETs of the leader's /status on the status-poll readiness path, by outcome.",
+      'outcome',
+    ),
+    warnings: labelled('svc_engine_warnings_total', 'Engine warnings, by code.', 'code'),
   };
 }
 
