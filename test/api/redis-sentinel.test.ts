@@ -24,7 +24,7 @@ import type { SentinelRedis } from './sentinel-harness.js';
 
 /** acceptedAfterRepeats sends a request until it is acknowledged (202), repeating it on 503 (bounded). */
 async function acceptedAfterRepeats(send: () => Promise<CallResult>, repeats: { count: number }): Promise<CallResult> {
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 150_000;
   for (;;) {
     const result = await send();
     if (result.status !== 503 || Date.now() > deadline) return result;
@@ -99,7 +99,7 @@ describe('api: Redis behind Sentinel fails over under load (primary, replica, th
       // supervisor would, and the sentinels make it the new primary's replica.
       if (index === Math.floor(albumCount / 2)) {
         const killedPort = await sentinel.killPrimary();
-        recovered = sentinel.waitForFailover(killedPort).then((newPort) => {
+        recovered = sentinel.waitForFailover(killedPort, 90_000).then((newPort) => {
           assert.notEqual(newPort, killedPort);
           sentinel.restart(killedPort);
           return newPort;
