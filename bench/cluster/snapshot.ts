@@ -17,13 +17,12 @@ import { PeerPool } from '../../transports/grpc/client.js';
 import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
 import { clientCredentials } from '../../transports/grpc/tls.js';
 import { SnapshotStore } from '../../transports/storage/snapshots.js';
-import { RAW_PATH } from './raw-path.js';
+import { pullRawBytes, RAW_PATH } from './raw-path.js';
 
 const SERVER_ENTRY = fileURLToPath(new URL('./snapshot-server.ts', import.meta.url));
 const MiB = 1024 * 1024;
 const WRITE_BLOCK_BYTES = 8 * MiB;
 const SERVER_START_TIMEOUT_MS = 60_000;
-const identity = (b: Buffer): Buffer => b;
 const CLOCK_TICKS_PER_SECOND = 100;
 
 export interface SnapshotRow {
@@ -207,22 +206,7 @@ async function rawStream(t: TransferContext): Promise<number> {
     ...clientChannelOptions(t.limits),
     ...t.nameOverride,
   });
-  let bytes = 0;
-  await new Promise<void>((resolve, reject) => {
-    const call = client.makeServerStreamRequest<Buffer, Buffer>(
-      RAW_PATH,
-      identity,
-      identity,
-      Buffer.alloc(0),
-      new grpc.Metadata(),
-      {},
-    );
-    call.on('data', (m: Buffer) => {
-      bytes += m.length;
-    });
-    call.on('error', reject);
-    call.on('end', resolve);
-  });
+  const bytes = await pullRawBytes(client, RAW_PATH, Buffer.alloc(0));
   client.close();
   if (bytes !== t.ports.totalBytes) throw new Error(`raw stream delivered ${bytes} of ${t.ports.totalBytes} bytes`);
   return bytes;
