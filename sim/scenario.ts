@@ -54,140 +54,140 @@ interface RunState extends ConditionState {
 }
 
 function runCommand(state: RunState, line: string): void {
-  const c = state.cluster;
   const [verb, ...args] = line.split(/\s+/);
-  switch (verb) {
-    case 'limits':
-      for (const kv of args) {
-        const [k, v] = kv.split('=');
-        if (!(k! in c.limits)) throw new Error(`unknown limit ${k}`);
-        (c.limits as unknown as Record<string, number>)[k!] = Number(v);
-      }
-      return;
-    case 'compat': {
-      const [node, ...kvs] = args;
-      const compat: Partial<Compat> = {};
-      for (const kv of kvs) {
-        const [k, v = ''] = kv.split('=');
-        if (k === 'capabilities') compat.capabilities = Number(v);
-        else if (k === 'sendsLeaderLastSeq') compat.sendsLeaderLastSeq = v === 'true';
-        else if (k === 'buildVersion') compat.buildVersion = v;
-        else throw new Error(`unknown compat field ${k}`);
-      }
-      c.compat.set(node!, compat);
-      return;
-    }
-    case 'cluster': {
-      // cluster A B C [learner D E]
-      const at = args.indexOf('learner');
-      c.bootstrap(at >= 0 ? args.slice(0, at) : args, at >= 0 ? args.slice(at + 1) : []);
-      return;
-    }
-    case 'tick':
-      c.tick(Number(args[0] ?? 1));
-      return;
-    case 'elect':
-      if (!c.elect(args[0]!)) throw new Error(`${args[0]} did not win an election`);
-      return;
-    case 'until': {
-      const withinAt = args.indexOf('within');
-      const rounds = withinAt >= 0 ? Number(args[withinAt + 1]) : UNTIL_ROUNDS_DEFAULT;
-      const cond = condition(state, withinAt >= 0 ? args.slice(0, withinAt) : args);
-      if (!c.tickUntil(cond.test, rounds)) throw new Error(`not reached within ${rounds} ticks: ${cond.explain()}`);
-      return;
-    }
-    case 'expect': {
-      const cond = condition(state, args);
-      if (!cond.test()) throw new Error(`expectation failed: ${cond.explain()}`);
-      return;
-    }
-    case 'propose': {
-      const via = args[1] === 'via' ? args[2] : undefined;
-      c.propose(args[0]!, via);
-      return;
-    }
-    case 'read': {
-      // read NODE as NAME: a linearizable read at NODE (a follower's goes through the leader)
-      if (args[1] !== 'as' || !args[2]) throw new Error('usage: read NODE as NAME');
-      state.reads.set(args[2], c.read(args[0]!));
-      return;
-    }
-    case 'propose-many': {
-      const count = Number(args[0]);
-      for (let i = 0; i < count; i++) c.propose(`${args[1] ?? 'w'}${i}`);
-      return;
-    }
-    case 'partition': {
-      const groups = args
-        .join(' ')
-        .split('|')
-        .map((g) => g.trim().split(/\s+/).filter(Boolean));
-      c.partition(groups);
-      return;
-    }
-    case 'oneway':
-      c.block(args[0]!, args[2]!);
-      return; // oneway A -> B
-    case 'isolate':
-      c.isolate(args[0]!);
-      return;
-    case 'heal':
-      c.heal();
-      return;
-    case 'drop': {
-      // drop FROM TO METHOD [COUNT|*] [after K]
-      const afterAt = args.indexOf('after');
-      c.drop(
-        args[0]!,
-        args[1]!,
-        args[2]!,
-        args[3] === undefined || args[3] === '*' || args[3] === 'after' ? -1 : Number(args[3]),
-        afterAt >= 0 ? Number(args[afterAt + 1]) : 0,
-      );
-      return;
-    }
-    case 'undrop':
-      c.undrop();
-      return;
-    case 'crash':
-      c.crash(args[0]!);
-      return;
-    case 'restart':
-      c.restart(args[0]!);
-      return;
-    case 'corrupt-next-snapshot':
-      c.corruptNextSnapshot();
-      return;
-    case 'delay-next-snapshot':
-      // delay-next-snapshot ROUNDS
-      c.delayNextSnapshot(Number(args[0]));
-      return;
-    case 'corrupt-wal':
-      c.corruptWal(args[0]!);
-      return;
-    case 'join': {
-      // join NAME via SEED [SEED...]
-      c.join(args[0]!, args.slice(2));
-      return;
-    }
-    case 'admin':
-      c.admin(args[0] as 'promote' | 'remove' | 'transfer', args[1]!, args[2] === 'via' ? args[3] : undefined);
-      c.deliver();
-      return;
-    case 'send': {
-      // send NODE METHOD {json}
-      const request = buildRequest(args[1]!, JSON.parse(line.slice(line.indexOf('{'))) as Record<string, unknown>);
-      state.last = null;
-      c.inject(args[0]!, request, (outcome) => {
-        state.last = outcome;
-      });
-      if (!state.last) throw new Error('the node did not answer the injected request');
-      return;
-    }
-    default:
-      throw new Error(`unknown command ${verb}`);
-  }
+  const run = verb === undefined ? undefined : COMMANDS.get(verb);
+  if (!run) throw new Error(`unknown command ${verb}`);
+  run(state, args, line);
 }
+
+/** Runs one command verb with the words after it (and the whole line, for a JSON argument). */
+type Command = (state: RunState, args: string[], line: string) => void;
+
+const SETUP_COMMANDS: Record<string, Command> = {
+  limits: ({ cluster: c }, args) => {
+    for (const kv of args) {
+      const [k, v] = kv.split('=');
+      if (!(k! in c.limits)) throw new Error(`unknown limit ${k}`);
+      (c.limits as unknown as Record<string, number>)[k!] = Number(v);
+    }
+  },
+  compat: ({ cluster: c }, args) => {
+    const [node, ...kvs] = args;
+    const compat: Partial<Compat> = {};
+    for (const kv of kvs) {
+      const [k, v = ''] = kv.split('=');
+      if (k === 'capabilities') compat.capabilities = Number(v);
+      else if (k === 'sendsLeaderLastSeq') compat.sendsLeaderLastSeq = v === 'true';
+      else if (k === 'buildVersion') compat.buildVersion = v;
+      else throw new Error(`unknown compat field ${k}`);
+    }
+    c.compat.set(node!, compat);
+  },
+  // cluster A B C [learner D E]
+  cluster: ({ cluster: c }, args) => {
+    const at = args.indexOf('learner');
+    c.bootstrap(at >= 0 ? args.slice(0, at) : args, at >= 0 ? args.slice(at + 1) : []);
+  },
+};
+
+const CHECK_COMMANDS: Record<string, Command> = {
+  tick: ({ cluster: c }, args) => c.tick(Number(args[0] ?? 1)),
+  elect: ({ cluster: c }, args) => {
+    if (!c.elect(args[0]!)) throw new Error(`${args[0]} did not win an election`);
+  },
+  until: (state, args) => {
+    const withinAt = args.indexOf('within');
+    const rounds = withinAt >= 0 ? Number(args[withinAt + 1]) : UNTIL_ROUNDS_DEFAULT;
+    const cond = condition(state, withinAt >= 0 ? args.slice(0, withinAt) : args);
+    if (!state.cluster.tickUntil(cond.test, rounds))
+      throw new Error(`not reached within ${rounds} ticks: ${cond.explain()}`);
+  },
+  expect: (state, args) => {
+    const cond = condition(state, args);
+    if (!cond.test()) throw new Error(`expectation failed: ${cond.explain()}`);
+  },
+};
+
+const CLIENT_COMMANDS: Record<string, Command> = {
+  propose: ({ cluster: c }, args) => {
+    const via = args[1] === 'via' ? args[2] : undefined;
+    c.propose(args[0]!, via);
+  },
+  // read NODE as NAME: a linearizable read at NODE (a follower's goes through the leader)
+  read: (state, args) => {
+    if (args[1] !== 'as' || !args[2]) throw new Error('usage: read NODE as NAME');
+    state.reads.set(args[2], state.cluster.read(args[0]!));
+  },
+  'propose-many': ({ cluster: c }, args) => {
+    const count = Number(args[0]);
+    for (let i = 0; i < count; i++) c.propose(`${args[1] ?? 'w'}${i}`);
+  },
+  // send NODE METHOD {json}
+  send: (state, args, line) => {
+    const request = buildRequest(args[1]!, JSON.parse(line.slice(line.indexOf('{'))) as Record<string, unknown>);
+    state.last = null;
+    state.cluster.inject(args[0]!, request, (outcome) => {
+      state.last = outcome;
+    });
+    if (!state.last) throw new Error('the node did not answer the injected request');
+  },
+};
+
+const NETWORK_COMMANDS: Record<string, Command> = {
+  partition: ({ cluster: c }, args) => {
+    const groups = args
+      .join(' ')
+      .split('|')
+      .map((g) => g.trim().split(/\s+/).filter(Boolean));
+    c.partition(groups);
+  },
+  // oneway A -> B
+  oneway: ({ cluster: c }, args) => c.block(args[0]!, args[2]!),
+  isolate: ({ cluster: c }, args) => c.isolate(args[0]!),
+  heal: ({ cluster: c }) => c.heal(),
+  // drop FROM TO METHOD [COUNT|*] [after K]
+  drop: ({ cluster: c }, args) => {
+    const afterAt = args.indexOf('after');
+    c.drop(
+      args[0]!,
+      args[1]!,
+      args[2]!,
+      args[3] === undefined || args[3] === '*' || args[3] === 'after' ? -1 : Number(args[3]),
+      afterAt >= 0 ? Number(args[afterAt + 1]) : 0,
+    );
+  },
+  undrop: ({ cluster: c }) => c.undrop(),
+};
+
+const FAULT_COMMANDS: Record<string, Command> = {
+  crash: ({ cluster: c }, args) => c.crash(args[0]!),
+  restart: ({ cluster: c }, args) => c.restart(args[0]!),
+  'corrupt-next-snapshot': ({ cluster: c }) => c.corruptNextSnapshot(),
+  // delay-next-snapshot ROUNDS
+  'delay-next-snapshot': ({ cluster: c }, args) => c.delayNextSnapshot(Number(args[0])),
+  'corrupt-wal': ({ cluster: c }, args) => c.corruptWal(args[0]!),
+};
+
+const MEMBERSHIP_COMMANDS: Record<string, Command> = {
+  // join NAME via SEED [SEED...]
+  join: ({ cluster: c }, args) => c.join(args[0]!, args.slice(2)),
+  admin: ({ cluster: c }, args) => {
+    c.admin(args[0] as 'promote' | 'remove' | 'transfer', args[1]!, args[2] === 'via' ? args[3] : undefined);
+    c.deliver();
+  },
+};
+
+// A Map, not an object, so that a word such as `constructor` is an unknown command.
+const COMMANDS = new Map<string, Command>(
+  Object.entries({
+    ...SETUP_COMMANDS,
+    ...CHECK_COMMANDS,
+    ...CLIENT_COMMANDS,
+    ...NETWORK_COMMANDS,
+    ...FAULT_COMMANDS,
+    ...MEMBERSHIP_COMMANDS,
+  }),
+);
 
 function buildRequest(method: string, raw: Record<string, unknown>): RpcRequest {
   switch (method) {
