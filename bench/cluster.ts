@@ -105,164 +105,214 @@ async function measure(label: string, run: () => Promise<LoadResult>): Promise<L
   return result;
 }
 
+/** ClusterBenchOptions: the command line, read once. */
+interface ClusterBenchOptions {
+  seconds: number;
+  warmup: number;
+  snapshotMib: number;
+  snapshotRounds: number;
+  cpuProf: boolean;
+  insecure: boolean;
+  withSnapshot: boolean;
+  rounds: number;
+  writerLevels: number[];
+}
+
+function clusterBenchOptions(): ClusterBenchOptions {
+  return {
+    seconds: numberArg('seconds', 3),
+    warmup: numberArg('warmup', 1),
+    snapshotMib: numberArg('snapshot-mib', 256),
+    snapshotRounds: numberArg('snapshot-rounds', 3),
+    cpuProf: process.argv.includes('--cpu-prof'),
+    insecure: process.argv.includes('--insecure'),
+    withSnapshot: !process.argv.includes('--no-snapshot'),
+    rounds: numberArg('rounds', 3),
+    writerLevels: writerCounts(),
+  };
+}
+
+type SnapshotResult = Awaited<ReturnType<typeof measureSnapshotTransfer>>;
+
 async function main(): Promise<void> {
-  const seconds = numberArg('seconds', 3);
-  const warmup = numberArg('warmup', 1);
-  const snapshotMib = numberArg('snapshot-mib', 256);
-  const snapshotRounds = numberArg('snapshot-rounds', 3);
-  const cpuProf = process.argv.includes('--cpu-prof');
-  const insecure = process.argv.includes('--insecure');
-  const withSnapshot = !process.argv.includes('--no-snapshot');
+  const options = clusterBenchOptions();
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-cluster-'));
   const profileDir = join(dir, 'profiles');
-  const rounds = numberArg('rounds', 3);
-  const writerLevels = writerCounts();
-  const levels: LevelRounds[] = [];
-  let etcdNote: string;
-  let leaderPid: number;
   try {
     const fsyncPerSecond = await fdatasyncRate(dir);
     console.log(`disk: ${fmt(fsyncPerSecond)} fdatasync/s (${FSYNC_RECORD_BYTES}-byte appends, ${tmpdir()})`);
-
-    if (cpuProf) await mkdir(profileDir);
-    const svc = await startSvcCluster(
-      join(dir, 'svc'),
-      cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
-      [],
-      insecure,
-    );
-    leaderPid = svc.cluster.members.find((m) => m.name === svc.leaderName)?.pid ?? 0;
-    const version = etcdVersion();
-    const etcd = version === null ? null : await startEtcd(join(dir, 'etcd'), 3, Math.max(...writerLevels));
-    const etcdKv = etcd ? etcdKvClient(etcd.clientUrls) : null;
-    const etcdLeader = etcd ? etcd.clientUrls.indexOf(etcd.leaderClientUrl) : 0;
-    etcdNote =
-      version === null
-        ? 'etcd is not installed (Debian: apt-get install -y etcd-server): etcd columns skipped'
-        : `${version}, 3 members, no TLS, every write at the leader: gRPC KV.Put (one channel) and the HTTP/JSON gateway POST /v3/kv/put (keep-alive), one request per write`;
+    if (options.cpuProf) await mkdir(profileDir);
+    const clusters = await startClusters(dir, profileDir, options);
+    let levels: LevelRounds[];
     try {
-      console.log(
-        `svc: 3 nodes (${insecure ? 'plaintext, --insecure' : 'mutual TLS'}, fdatasync group commit), leader ${svc.leaderName}, every write sent to the leader as a forwarding follower does; etcd: ${etcdNote}`,
-      );
-      console.log(
-        `${rounds} interleaved rounds per level (svc batched, svc one call per write, etcd gRPC, etcd HTTP), ${seconds} s each after ${warmup} s warm-up; medians reported`,
-      );
-      for (const writers of writerLevels) {
-        const rows: LevelRounds = { writers, svc: [], svcAlone: [], etcdGrpc: [], etcdHttp: [] };
-        for (let round = 1; round <= rounds; round++) {
-          const tag = `c${writers}r${round}`;
-          rows.svc.push(
-            await measure(`svc c${writers} round ${round}`, () =>
-              closedLoop(writers, warmup, seconds, (w, i) =>
-                svc.put(`bench/${tag}/w${w}/${i}`, payload(SVC_VALUE_CHARS, i)),
-              ),
-            ),
-          );
-          rows.svcAlone.push(
-            await measure(`svc one-call c${writers} round ${round}`, () =>
-              closedLoop(writers, warmup, seconds, (w, i) =>
-                svc.putAlone(`bench/${tag}a/w${w}/${i}`, payload(SVC_VALUE_CHARS, i)),
-              ),
-            ),
-          );
-          if (etcd && etcdKv) {
-            rows.etcdGrpc.push(
-              await measure(`etcd gRPC c${writers} round ${round}`, () =>
-                closedLoop(writers, warmup, seconds, (w, i) =>
-                  etcdKv.put(
-                    etcdLeader,
-                    `bench/${tag}g/w${w}/${i}`,
-                    payload(VALUE_BYTES, i),
-                    Date.now() + WRITE_DEADLINE_MS,
-                  ),
-                ),
-              ),
-            );
-            rows.etcdHttp.push(
-              await measure(`etcd HTTP c${writers} round ${round}`, () =>
-                closedLoop(writers, warmup, seconds, (w, i) =>
-                  etcd.put(`bench/${tag}/w${w}/${i}`, payload(VALUE_BYTES, i)),
-                ),
-              ),
-            );
-          }
-        }
-        levels.push(rows);
-      }
+      levels = await runLevels(clusters, options);
     } finally {
-      etcdKv?.close();
-      await svc.stop();
-      await etcd?.stop();
+      clusters.etcdKv?.close();
+      await clusters.svc.stop();
+      await clusters.etcd?.stop();
     }
-
-    let snapshot: Awaited<ReturnType<typeof measureSnapshotTransfer>> | null = null;
-    if (withSnapshot) {
+    let snapshot: SnapshotResult | null = null;
+    if (options.withSnapshot) {
       console.log(
-        `snapshot: staging and fetching a ${snapshotMib} MiB artifact, ${snapshotRounds} interleaved rounds (raw, drained, install), medians`,
+        `snapshot: staging and fetching a ${options.snapshotMib} MiB artifact, ${options.snapshotRounds} interleaved rounds (raw, drained, install), medians`,
       );
-      snapshot = await measureSnapshotTransfer(join(dir, 'snapshot'), snapshotMib, snapshotRounds);
+      snapshot = await measureSnapshotTransfer(join(dir, 'snapshot'), options.snapshotMib, options.snapshotRounds);
     }
-
     console.log('');
-    const med = (rs: LoadResult[], pick: (r: LoadResult) => number): number => median(rs.map(pick));
-    const ops = (rs: LoadResult[]): string => (rs.length === 0 ? 'skipped' : fmt(med(rs, (r) => r.opsPerSecond)));
-    const latency = (rs: LoadResult[]): string =>
-      rs.length === 0
-        ? '-'
-        : `${fmt(
-            med(rs, (r) => r.p50Ms),
-            2,
-          )} / ${fmt(
-            med(rs, (r) => r.p99Ms),
-            2,
-          )}`;
-    /** ratio is the median over rounds of round i's svc rate over round i's etcd rate (they ran back to back). */
-    const ratio = (ours: LoadResult[], theirs: LoadResult[]): string =>
-      theirs.length === 0 ? '-' : fmt(median(ours.map((r, i) => r.opsPerSecond / theirs[i]!.opsPerSecond)), 2);
-    console.log(
-      `writes/s (median of rounds) and p50 / p99 ms; svc ${insecure ? 'plaintext (--insecure)' : 'over mutual TLS'}, etcd plaintext; every write at the leader`,
-    );
-    console.log(
-      '| writers | svc | svc p50 / p99 | svc one-call | one-call p50 / p99 | etcd gRPC | etcd gRPC p50 / p99 | etcd HTTP | etcd HTTP p50 / p99 | svc writes per fdatasync |',
-    );
-    console.log('|---|---|---|---|---|---|---|---|---|---|');
-    for (const l of levels)
-      console.log(
-        `| ${l.writers} | ${ops(l.svc)} | ${latency(l.svc)} | ${ops(l.svcAlone)} | ${latency(l.svcAlone)} | ${ops(l.etcdGrpc)} | ${latency(l.etcdGrpc)} | ${ops(l.etcdHttp)} | ${latency(l.etcdHttp)} | ${fmt(med(l.svc, (r) => r.opsPerSecond) / fsyncPerSecond, 2)} |`,
-      );
-    console.log('');
-    console.log("throughput ratios, each the median of the rounds' ratios (only these same-run ratios mean anything)");
-    console.log('| writers | svc / etcd gRPC | one-call / etcd gRPC | svc / etcd HTTP | one-call / etcd HTTP |');
-    console.log('|---|---|---|---|---|');
-    for (const l of levels)
-      console.log(
-        `| ${l.writers} | ${ratio(l.svc, l.etcdGrpc)} | ${ratio(l.svcAlone, l.etcdGrpc)} | ${ratio(l.svc, l.etcdHttp)} | ${ratio(l.svcAlone, l.etcdHttp)} |`,
-      );
-    console.log(`disk fdatasync rate this run: ${fmt(fsyncPerSecond)}/s; etcd: ${etcdNote}`);
-    if (snapshot) {
-      console.log('');
-      console.log(
-        `snapshot transfer, ${fmt(snapshot.bytes / 1e6)} MB artifact (staging it: ${fmt(snapshot.stageMbPerSecond)} MB/s), loopback, server in a child process`,
-      );
-      console.log('| path | MB/s (median) | ratio to raw (median per round) | client CPU ms/MB | server CPU ms/MB |');
-      console.log('|---|---|---|---|---|');
-      for (const row of snapshot.rows)
-        console.log(
-          `| ${row.path} | ${fmt(row.mbPerSecond)} | ${fmt(row.ratioToRaw, 2)} | ${fmt(row.clientCpuMsPerMb, 1)} | ${fmt(row.serverCpuMsPerMb, 1)} |`,
-        );
-    }
-
-    if (cpuProf) {
-      console.log('');
-      for (const summary of await summarizeProfiles(profileDir, PROFILE_TOP_COUNT)) {
-        const role = summary.pid === leaderPid ? 'LEADER' : 'follower or supervisor';
-        console.log(`cpu profile ${summary.file} (${role}, pid ${summary.pid}): ${fmt(summary.totalMs)} ms sampled`);
-        console.log(`  by area: ${summary.byArea.map((a) => `${a.area} ${fmt(a.share * 100, 1)}%`).join(', ')}`);
-        for (const f of summary.byFunction) console.log(`    ${fmt(f.share * 100, 1).padStart(5)}%  ${f.name}`);
-      }
-    }
+    printWriteTables(levels, fsyncPerSecond, options.insecure, clusters.etcdNote);
+    if (snapshot) printSnapshotTable(snapshot);
+    if (options.cpuProf) await printProfiles(profileDir, clusters.leaderPid);
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Clusters: both systems up side by side; etcd is null when not installed, with etcdNote saying so. */
+interface Clusters {
+  svc: Awaited<ReturnType<typeof startSvcCluster>>;
+  leaderPid: number;
+  etcd: Awaited<ReturnType<typeof startEtcd>> | null;
+  etcdKv: ReturnType<typeof etcdKvClient> | null;
+  etcdLeader: number;
+  etcdNote: string;
+}
+
+/** startClusters: our three nodes (under the profiler with --cpu-prof) and, when installed, etcd's three. */
+async function startClusters(dir: string, profileDir: string, options: ClusterBenchOptions): Promise<Clusters> {
+  const svc = await startSvcCluster(
+    join(dir, 'svc'),
+    options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    [],
+    options.insecure,
+  );
+  const leaderPid = svc.cluster.members.find((m) => m.name === svc.leaderName)?.pid ?? 0;
+  const version = etcdVersion();
+  const etcd = version === null ? null : await startEtcd(join(dir, 'etcd'), 3, Math.max(...options.writerLevels));
+  const etcdKv = etcd ? etcdKvClient(etcd.clientUrls) : null;
+  const etcdLeader = etcd ? etcd.clientUrls.indexOf(etcd.leaderClientUrl) : 0;
+  const etcdNote =
+    version === null
+      ? 'etcd is not installed (Debian: apt-get install -y etcd-server): etcd columns skipped'
+      : `${version}, 3 members, no TLS, every write at the leader: gRPC KV.Put (one channel) and the HTTP/JSON gateway POST /v3/kv/put (keep-alive), one request per write`;
+  return { svc, leaderPid, etcd, etcdKv, etcdLeader, etcdNote };
+}
+
+/** runLevels runs every writer level's interleaved rounds: svc batched, svc one call, etcd gRPC, etcd HTTP. */
+async function runLevels(clusters: Clusters, options: ClusterBenchOptions): Promise<LevelRounds[]> {
+  const { svc, etcd, etcdKv, etcdLeader, etcdNote } = clusters;
+  const { rounds, seconds, warmup } = options;
+  console.log(
+    `svc: 3 nodes (${options.insecure ? 'plaintext, --insecure' : 'mutual TLS'}, fdatasync group commit), leader ${svc.leaderName}, every write sent to the leader as a forwarding follower does; etcd: ${etcdNote}`,
+  );
+  console.log(
+    `${rounds} interleaved rounds per level (svc batched, svc one call per write, etcd gRPC, etcd HTTP), ${seconds} s each after ${warmup} s warm-up; medians reported`,
+  );
+  const levels: LevelRounds[] = [];
+  for (const writers of options.writerLevels) {
+    const rows: LevelRounds = { writers, svc: [], svcAlone: [], etcdGrpc: [], etcdHttp: [] };
+    const loop = (write: Parameters<typeof closedLoop>[3]) => () => closedLoop(writers, warmup, seconds, write);
+    for (let round = 1; round <= rounds; round++) {
+      const tag = `c${writers}r${round}`;
+      rows.svc.push(
+        await measure(
+          `svc c${writers} round ${round}`,
+          loop((w, i) => svc.put(`bench/${tag}/w${w}/${i}`, payload(SVC_VALUE_CHARS, i))),
+        ),
+      );
+      rows.svcAlone.push(
+        await measure(
+          `svc one-call c${writers} round ${round}`,
+          loop((w, i) => svc.putAlone(`bench/${tag}a/w${w}/${i}`, payload(SVC_VALUE_CHARS, i))),
+        ),
+      );
+      if (etcd && etcdKv) {
+        rows.etcdGrpc.push(
+          await measure(
+            `etcd gRPC c${writers} round ${round}`,
+            loop((w, i) =>
+              etcdKv.put(
+                etcdLeader,
+                `bench/${tag}g/w${w}/${i}`,
+                payload(VALUE_BYTES, i),
+                Date.now() + WRITE_DEADLINE_MS,
+              ),
+            ),
+          ),
+        );
+        rows.etcdHttp.push(
+          await measure(
+            `etcd HTTP c${writers} round ${round}`,
+            loop((w, i) => etcd.put(`bench/${tag}/w${w}/${i}`, payload(VALUE_BYTES, i))),
+          ),
+        );
+      }
+    }
+    levels.push(rows);
+  }
+  return levels;
+}
+
+const med = (rs: LoadResult[], pick: (r: LoadResult) => number): number => median(rs.map(pick));
+const ops = (rs: LoadResult[]): string => (rs.length === 0 ? 'skipped' : fmt(med(rs, (r) => r.opsPerSecond)));
+const latency = (rs: LoadResult[]): string =>
+  rs.length === 0
+    ? '-'
+    : `${fmt(
+        med(rs, (r) => r.p50Ms),
+        2,
+      )} / ${fmt(
+        med(rs, (r) => r.p99Ms),
+        2,
+      )}`;
+/** ratio is the median over rounds of round i's svc rate over round i's etcd rate (they ran back to back). */
+const ratio = (ours: LoadResult[], theirs: LoadResult[]): string =>
+  theirs.length === 0 ? '-' : fmt(median(ours.map((r, i) => r.opsPerSecond / theirs[i]!.opsPerSecond)), 2);
+
+/** printWriteTables: throughput and latency per level, then the same-run ratios. */
+function printWriteTables(levels: LevelRounds[], fsyncPerSecond: number, insecure: boolean, etcdNote: string): void {
+  console.log(
+    `writes/s (median of rounds) and p50 / p99 ms; svc ${insecure ? 'plaintext (--insecure)' : 'over mutual TLS'}, etcd plaintext; every write at the leader`,
+  );
+  console.log(
+    '| writers | svc | svc p50 / p99 | svc one-call | one-call p50 / p99 | etcd gRPC | etcd gRPC p50 / p99 | etcd HTTP | etcd HTTP p50 / p99 | svc writes per fdatasync |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  for (const l of levels)
+    console.log(
+      `| ${l.writers} | ${ops(l.svc)} | ${latency(l.svc)} | ${ops(l.svcAlone)} | ${latency(l.svcAlone)} | ${ops(l.etcdGrpc)} | ${latency(l.etcdGrpc)} | ${ops(l.etcdHttp)} | ${latency(l.etcdHttp)} | ${fmt(med(l.svc, (r) => r.opsPerSecond) / fsyncPerSecond, 2)} |`,
+    );
+  console.log('');
+  console.log("throughput ratios, each the median of the rounds' ratios (only these same-run ratios mean anything)");
+  console.log('| writers | svc / etcd gRPC | one-call / etcd gRPC | svc / etcd HTTP | one-call / etcd HTTP |');
+  console.log('|---|---|---|---|---|');
+  for (const l of levels)
+    console.log(
+      `| ${l.writers} | ${ratio(l.svc, l.etcdGrpc)} | ${ratio(l.svcAlone, l.etcdGrpc)} | ${ratio(l.svc, l.etcdHttp)} | ${ratio(l.svcAlone, l.etcdHttp)} |`,
+    );
+  console.log(`disk fdatasync rate this run: ${fmt(fsyncPerSecond)}/s; etcd: ${etcdNote}`);
+}
+
+function printSnapshotTable(snapshot: SnapshotResult): void {
+  console.log('');
+  console.log(
+    `snapshot transfer, ${fmt(snapshot.bytes / 1e6)} MB artifact (staging it: ${fmt(snapshot.stageMbPerSecond)} MB/s), loopback, server in a child process`,
+  );
+  console.log('| path | MB/s (median) | ratio to raw (median per round) | client CPU ms/MB | server CPU ms/MB |');
+  console.log('|---|---|---|---|---|');
+  for (const row of snapshot.rows)
+    console.log(
+      `| ${row.path} | ${fmt(row.mbPerSecond)} | ${fmt(row.ratioToRaw, 2)} | ${fmt(row.clientCpuMsPerMb, 1)} | ${fmt(row.serverCpuMsPerMb, 1)} |`,
+    );
+}
+
+/** printProfiles: where each of our node processes spent its time (--cpu-prof). */
+async function printProfiles(profileDir: string, leaderPid: number): Promise<void> {
+  console.log('');
+  for (const summary of await summarizeProfiles(profileDir, PROFILE_TOP_COUNT)) {
+    const role = summary.pid === leaderPid ? 'LEADER' : 'follower or supervisor';
+    console.log(`cpu profile ${summary.file} (${role}, pid ${summary.pid}): ${fmt(summary.totalMs)} ms sampled`);
+    console.log(`  by area: ${summary.byArea.map((a) => `${a.area} ${fmt(a.share * 100, 1)}%`).join(', ')}`);
+    for (const f of summary.byFunction) console.log(`    ${fmt(f.share * 100, 1).padStart(5)}%  ${f.name}`);
   }
 }
 

@@ -8,6 +8,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
+import { pullRawBytes } from './cluster/raw-path.js';
 import { PeerPool } from '../transports/grpc/client.js';
 import { PeerServer } from '../transports/grpc/server.js';
 import { insecureClientCredentials, insecureServerCredentials } from '../transports/grpc/tls.js';
@@ -94,22 +95,7 @@ async function pullRaw(address: string, count: number, windowBytes: number | nul
   const request = Buffer.alloc(4);
   request.writeUInt32BE(count);
   const started = process.hrtime.bigint();
-  let bytes = 0;
-  await new Promise<void>((resolve, reject) => {
-    const call = client.makeServerStreamRequest<Buffer, Buffer>(
-      RAW_PATH,
-      identity,
-      identity,
-      request,
-      new grpc.Metadata(),
-      {},
-    );
-    call.on('data', (m: Buffer) => {
-      bytes += m.length;
-    });
-    call.on('error', reject);
-    call.on('end', resolve);
-  });
+  const bytes = await pullRawBytes(client, RAW_PATH, request);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   client.close();
   if (bytes !== count * MiB) throw new Error(`raw stream delivered ${bytes} bytes, expected ${count * MiB}`);

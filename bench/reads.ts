@@ -164,180 +164,242 @@ async function measure(
   return measured;
 }
 
-async function main(): Promise<void> {
-  const seconds = numberArg('seconds', 3);
-  // Two seconds: under load a node's first second of reads still runs code V8 has not optimised yet.
-  const warmup = numberArg('warmup', 2);
-  const rounds = numberArg('rounds', 3);
-  const keyCount = numberArg('keys', 1000);
-  const at = atArg();
-  const readerCounts = readersArg();
+/** ReadsOptions: the command line, read once. */
+interface ReadsOptions {
+  seconds: number;
+  warmup: number;
+  rounds: number;
+  keyCount: number;
+  at: 'all' | 'leader';
+  readerCounts: number[];
+  keptProfileDir: string | null;
+  cpuProf: boolean;
+  engineLimits: string[];
+  insecure: boolean;
+  noEtcd: boolean;
+}
+
+function readsOptions(): ReadsOptions {
   const keptProfileDir = stringArg('cpu-prof-dir');
-  const cpuProf = process.argv.includes('--cpu-prof') || keptProfileDir !== null;
+  return {
+    seconds: numberArg('seconds', 3),
+    // Two seconds: under load a node's first second of reads still runs code V8 has not optimised yet.
+    warmup: numberArg('warmup', 2),
+    rounds: numberArg('rounds', 3),
+    keyCount: numberArg('keys', 1000),
+    at: atArg(),
+    readerCounts: readersArg(),
+    keptProfileDir,
+    cpuProf: process.argv.includes('--cpu-prof') || keptProfileDir !== null,
+    engineLimits: process.argv.flatMap((arg, i) => (arg === '--engine-limit' ? [process.argv[i + 1] ?? ''] : [])),
+    insecure: process.argv.includes('--insecure'),
+    noEtcd: process.argv.includes('--no-etcd'),
+  };
+}
+
+type SvcCluster = Awaited<ReturnType<typeof startSvcCluster>>;
+type EtcdCluster = Awaited<ReturnType<typeof startEtcd>>;
+
+/** Clusters: both systems up side by side; etcd is null when skipped, with etcdNote saying why. */
+interface Clusters {
+  svc: SvcCluster;
+  etcd: EtcdCluster | null;
+  etcdKv: ReturnType<typeof etcdKvClient> | null;
+  etcdNote: string;
+}
+
+/** Level: one reader count's rounds, per system. */
+interface Level {
+  readers: number;
+  svc: Measured[];
+  svcUnary: Measured[];
+  etcd: Measured[];
+}
+
+const benchKey = (i: number): string => `bench/reads/${i}`;
+
+async function main(): Promise<void> {
+  const options = readsOptions();
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-reads-'));
-  const profileDir = keptProfileDir !== null ? resolve(keptProfileDir) : join(dir, 'profiles');
-  const key = (i: number): string => `bench/reads/${i}`;
-  // Reader r's i-th read: a key spread over the whole set, different per reader.
-  const keyOf = (reader: number, i: number): string => key((reader * 7919 + i * 104_729) % keyCount);
-  const levels: Array<{ readers: number; svc: Measured[]; svcUnary: Measured[]; etcd: Measured[] }> = [];
+  const profileDir = options.keptProfileDir !== null ? resolve(options.keptProfileDir) : join(dir, 'profiles');
+  let levels: Level[];
   let etcdNote: string;
   try {
-    if (cpuProf) await mkdir(profileDir, { recursive: true });
-    const engineLimits = process.argv.flatMap((arg, i) =>
-      arg === '--engine-limit' ? [process.argv[i + 1] ?? ''] : [],
-    );
-    if (engineLimits.length > 0) console.log(`svc engine limits: ${engineLimits.join(', ')}`);
-    const insecure = process.argv.includes('--insecure');
-    const svc = await startSvcCluster(
-      join(dir, 'svc'),
-      cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
-      engineLimits,
-      insecure,
-    );
-    const version = process.argv.includes('--no-etcd') ? null : etcdVersion();
-    const etcd = version === null ? null : await startEtcd(join(dir, 'etcd'), 3, Math.max(...readerCounts));
-    const etcdKv = etcd ? etcdKvClient(etcd.clientUrls) : null;
-    etcdNote =
-      version === null
-        ? process.argv.includes('--no-etcd')
-          ? 'skipped (--no-etcd)'
-          : 'etcd is not installed (Debian: apt-get install -y etcd-server): etcd column skipped'
-        : `${version}, 3 members, gRPC KV.Range (linearizable), no TLS`;
-    const svcPids = svc.cluster.members.map((m) => m.pid);
-    // /metrics is on each member's metrics listener (plaintext, loopback).
-    const svcHttp = svc.cluster.members.map((m) => m.metricsAddr ?? m.httpAddr);
+    if (options.cpuProf) await mkdir(profileDir, { recursive: true });
+    const clusters = await startClusters(dir, profileDir, options);
+    etcdNote = clusters.etcdNote;
     try {
-      const svcLeader = svc.cluster.members.findIndex((m) => m.name === svc.leaderName);
-      const etcdLeader = etcd ? etcd.clientUrls.indexOf(etcd.leaderClientUrl) : 0;
-      const svcMember = (reader: number): number => (at === 'leader' ? svcLeader : reader);
-      const etcdMember = (reader: number): number => (at === 'leader' ? etcdLeader : reader);
-      console.log(
-        `svc: 3 nodes (${insecure ? 'plaintext, --insecure' : 'mutual TLS'}), leader ${svc.leaderName}; etcd: ${etcdNote}`,
-      );
-      console.log(`preloading ${keyCount} keys (${VALUE_BYTES}-byte values) into each`);
-      await preload(keyCount, (i) => svc.put(key(i), payload(SVC_VALUE_CHARS, i)));
-      if (etcd) await preload(keyCount, (i) => etcd.put(key(i), payload(VALUE_BYTES, i)));
-      // A read that finds nothing would measure a miss, not a read: every read checks it found its key.
-      const svcRead = async (reader: number, i: number): Promise<void> => {
-        if ((await svc.get(svcMember(reader), keyOf(reader, i))) === null)
-          throw new Error(`svc: ${keyOf(reader, i)} not found`);
-      };
-      const svcReadUnary = async (reader: number, i: number): Promise<void> => {
-        if ((await svc.getAlone(svcMember(reader), keyOf(reader, i))) === null)
-          throw new Error(`svc: ${keyOf(reader, i)} not found`);
-      };
-      const etcdRead = async (reader: number, i: number): Promise<void> => {
-        if ((await etcdKv!.range(etcdMember(reader), keyOf(reader, i), Date.now() + READ_DEADLINE_MS)) === null)
-          throw new Error(`etcd: ${keyOf(reader, i)} not found`);
-      };
-      const idleSeconds = 2;
-      const svcIdle = (await cpuDuring(svcPids, 0, idleSeconds * 1000)) / idleSeconds;
-      const etcdIdle = etcd ? (await cpuDuring(etcd.pids, 0, idleSeconds * 1000)) / idleSeconds : NaN;
-      console.log(
-        `members' CPU at rest: svc ${fmt(svcIdle)} ms/s, etcd ${fmt(etcdIdle)} ms/s (the CPU per read below is all of it, rest included)`,
-      );
-      console.log(
-        `reads at ${at === 'leader' ? 'the leader' : 'reader mod 3 (every member)'}; ${rounds} interleaved rounds per level (svc, svc unary, etcd), ${seconds} s each after ${warmup} s warm-up; medians reported`,
-      );
-      for (const readers of readerCounts) {
-        const level = { readers, svc: [] as Measured[], svcUnary: [] as Measured[], etcd: [] as Measured[] };
-        for (let round = 1; round <= rounds; round++) {
-          level.svc.push(
-            await measure(
-              `svc c${readers} round ${round}`,
-              svcPids,
-              warmup,
-              seconds,
-              () => closedLoop(readers, warmup, seconds, svcRead),
-              svcHttp,
-            ),
-          );
-          level.svcUnary.push(
-            await measure(
-              `svc unary c${readers} round ${round}`,
-              svcPids,
-              warmup,
-              seconds,
-              () => closedLoop(readers, warmup, seconds, svcReadUnary),
-              svcHttp,
-            ),
-          );
-          if (etcd && etcdKv)
-            level.etcd.push(
-              await measure(`etcd c${readers} round ${round}`, etcd.pids, warmup, seconds, () =>
-                closedLoop(readers, warmup, seconds, etcdRead),
-              ),
-            );
-        }
-        levels.push(level);
-      }
+      levels = await runLevels(clusters, options);
     } finally {
-      etcdKv?.close();
-      await svc.stop();
-      await etcd?.stop();
+      clusters.etcdKv?.close();
+      await clusters.svc.stop();
+      await clusters.etcd?.stop();
     }
-    if (cpuProf) {
-      for (const summary of await summarizeProfiles(profileDir, PROFILE_TOP_COUNT)) {
-        const role =
-          summary.pid === svc.cluster.members.find((m) => m.name === svc.leaderName)?.pid
-            ? 'LEADER'
-            : 'follower or supervisor';
-        console.log(`cpu profile ${summary.file} (${role}, pid ${summary.pid}): ${fmt(summary.totalMs)} ms sampled`);
-        console.log(`  by area: ${summary.byArea.map((a) => `${a.area} ${fmt(a.share * 100, 1)}%`).join(', ')}`);
-        for (const f of summary.byFunction) console.log(`    ${fmt(f.share * 100, 1).padStart(5)}%  ${f.name}`);
-      }
-    }
+    if (options.cpuProf) await printProfiles(profileDir, clusters.svc);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+  printTable(levels, options, etcdNote);
+}
 
-  console.log('');
-  const med = (rs: Measured[], pick: (r: Measured) => number): number => median(rs.map(pick));
+/** startClusters: our three nodes (under the profiler with --cpu-prof) and, unless skipped, etcd's three. */
+async function startClusters(dir: string, profileDir: string, options: ReadsOptions): Promise<Clusters> {
+  const { engineLimits, insecure, cpuProf } = options;
+  if (engineLimits.length > 0) console.log(`svc engine limits: ${engineLimits.join(', ')}`);
+  const svc = await startSvcCluster(
+    join(dir, 'svc'),
+    cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    engineLimits,
+    insecure,
+  );
+  const version = options.noEtcd ? null : etcdVersion();
+  const etcd = version === null ? null : await startEtcd(join(dir, 'etcd'), 3, Math.max(...options.readerCounts));
+  const etcdKv = etcd ? etcdKvClient(etcd.clientUrls) : null;
+  const etcdNote =
+    version === null
+      ? options.noEtcd
+        ? 'skipped (--no-etcd)'
+        : 'etcd is not installed (Debian: apt-get install -y etcd-server): etcd column skipped'
+      : `${version}, 3 members, gRPC KV.Range (linearizable), no TLS`;
+  return { svc, etcd, etcdKv, etcdNote };
+}
+
+/** readFunctions: one read function per system; a read that finds nothing would measure a miss, so each checks. */
+function readFunctions(clusters: Clusters, options: ReadsOptions) {
+  const { svc, etcd, etcdKv } = clusters;
+  const { at, keyCount } = options;
+  // Reader r's i-th read: a key spread over the whole set, different per reader.
+  const keyOf = (reader: number, i: number): string => benchKey((reader * 7919 + i * 104_729) % keyCount);
+  const svcLeader = svc.cluster.members.findIndex((m) => m.name === svc.leaderName);
+  const etcdLeader = etcd ? etcd.clientUrls.indexOf(etcd.leaderClientUrl) : 0;
+  const svcMember = (reader: number): number => (at === 'leader' ? svcLeader : reader);
+  const etcdMember = (reader: number): number => (at === 'leader' ? etcdLeader : reader);
+  return {
+    svcRead: async (reader: number, i: number): Promise<void> => {
+      if ((await svc.get(svcMember(reader), keyOf(reader, i))) === null)
+        throw new Error(`svc: ${keyOf(reader, i)} not found`);
+    },
+    svcReadUnary: async (reader: number, i: number): Promise<void> => {
+      if ((await svc.getAlone(svcMember(reader), keyOf(reader, i))) === null)
+        throw new Error(`svc: ${keyOf(reader, i)} not found`);
+    },
+    etcdRead: async (reader: number, i: number): Promise<void> => {
+      if ((await etcdKv!.range(etcdMember(reader), keyOf(reader, i), Date.now() + READ_DEADLINE_MS)) === null)
+        throw new Error(`etcd: ${keyOf(reader, i)} not found`);
+    },
+  };
+}
+
+/** runLevels preloads the keys, measures both at rest, then runs every level's interleaved rounds. */
+async function runLevels(clusters: Clusters, options: ReadsOptions): Promise<Level[]> {
+  const { svc, etcd, etcdKv, etcdNote } = clusters;
+  const { at, keyCount, rounds, seconds, warmup, insecure } = options;
+  const svcPids = svc.cluster.members.map((m) => m.pid);
+  // /metrics is on each member's metrics listener (plaintext, loopback).
+  const svcHttp = svc.cluster.members.map((m) => m.metricsAddr ?? m.httpAddr);
+  const { svcRead, svcReadUnary, etcdRead } = readFunctions(clusters, options);
   console.log(
-    `linearizable reads, ${VALUE_BYTES}-byte values, ${keyCount} keys, at ${at === 'leader' ? 'the leader' : 'every member'}`,
+    `svc: 3 nodes (${insecure ? 'plaintext, --insecure' : 'mutual TLS'}), leader ${svc.leaderName}; etcd: ${etcdNote}`,
+  );
+  console.log(`preloading ${keyCount} keys (${VALUE_BYTES}-byte values) into each`);
+  await preload(keyCount, (i) => svc.put(benchKey(i), payload(SVC_VALUE_CHARS, i)));
+  if (etcd) await preload(keyCount, (i) => etcd.put(benchKey(i), payload(VALUE_BYTES, i)));
+  const idleSeconds = 2;
+  const svcIdle = (await cpuDuring(svcPids, 0, idleSeconds * 1000)) / idleSeconds;
+  const etcdIdle = etcd ? (await cpuDuring(etcd.pids, 0, idleSeconds * 1000)) / idleSeconds : NaN;
+  console.log(
+    `members' CPU at rest: svc ${fmt(svcIdle)} ms/s, etcd ${fmt(etcdIdle)} ms/s (the CPU per read below is all of it, rest included)`,
+  );
+  console.log(
+    `reads at ${at === 'leader' ? 'the leader' : 'reader mod 3 (every member)'}; ${rounds} interleaved rounds per level (svc, svc unary, etcd), ${seconds} s each after ${warmup} s warm-up; medians reported`,
+  );
+  const levels: Level[] = [];
+  for (const readers of options.readerCounts) {
+    const level: Level = { readers, svc: [], svcUnary: [], etcd: [] };
+    const loop = (read: (reader: number, i: number) => Promise<void>) => () =>
+      closedLoop(readers, warmup, seconds, read);
+    for (let round = 1; round <= rounds; round++) {
+      level.svc.push(await measure(`svc c${readers} round ${round}`, svcPids, warmup, seconds, loop(svcRead), svcHttp));
+      level.svcUnary.push(
+        await measure(`svc unary c${readers} round ${round}`, svcPids, warmup, seconds, loop(svcReadUnary), svcHttp),
+      );
+      if (etcd && etcdKv)
+        level.etcd.push(await measure(`etcd c${readers} round ${round}`, etcd.pids, warmup, seconds, loop(etcdRead)));
+    }
+    levels.push(level);
+  }
+  return levels;
+}
+
+/** printProfiles: where each of our node processes spent its time (--cpu-prof). */
+async function printProfiles(profileDir: string, svc: SvcCluster): Promise<void> {
+  for (const summary of await summarizeProfiles(profileDir, PROFILE_TOP_COUNT)) {
+    const role =
+      summary.pid === svc.cluster.members.find((m) => m.name === svc.leaderName)?.pid
+        ? 'LEADER'
+        : 'follower or supervisor';
+    console.log(`cpu profile ${summary.file} (${role}, pid ${summary.pid}): ${fmt(summary.totalMs)} ms sampled`);
+    console.log(`  by area: ${summary.byArea.map((a) => `${a.area} ${fmt(a.share * 100, 1)}%`).join(', ')}`);
+    for (const f of summary.byFunction) console.log(`    ${fmt(f.share * 100, 1).padStart(5)}%  ${f.name}`);
+  }
+}
+
+/** printTable: the medians of each level's rounds, one markdown row per reader count. */
+function printTable(levels: Level[], options: ReadsOptions, etcdNote: string): void {
+  console.log('');
+  console.log(
+    `linearizable reads, ${VALUE_BYTES}-byte values, ${options.keyCount} keys, at ${options.at === 'leader' ? 'the leader' : 'every member'}`,
   );
   console.log(
     '| readers | svc reads/s | svc p50 ms | svc p99 ms | svc CPU µs/read (members + client) | svc unary reads/s | unary p99 ms | unary CPU µs/read | etcd reads/s | etcd p50 ms | etcd p99 ms | etcd CPU µs/read (members + client) | svc / etcd (median of rounds) | unary / etcd |',
   );
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
-  for (const level of levels) {
-    const hasEtcd = level.etcd.length > 0;
-    const ratio = hasEtcd ? median(level.svc.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond)) : NaN;
-    const unaryRatio = hasEtcd
-      ? median(level.svcUnary.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond))
-      : NaN;
-    const cpu = (rs: Measured[]): string =>
-      `${fmt(med(rs, (r) => r.cpuUsPerRead))} + ${fmt(med(rs, (r) => r.clientCpuUsPerRead))}`;
-    console.log(
-      `| ${level.readers} | ${fmt(med(level.svc, (r) => r.opsPerSecond))} | ${fmt(
-        med(level.svc, (r) => r.p50Ms),
-        2,
-      )} | ${fmt(
-        med(level.svc, (r) => r.p99Ms),
-        2,
-      )} | ${cpu(level.svc)} ` +
-        `| ${fmt(med(level.svcUnary, (r) => r.opsPerSecond))} | ${fmt(
-          med(level.svcUnary, (r) => r.p99Ms),
-          2,
-        )} | ${cpu(level.svcUnary)} ` +
-        `| ${hasEtcd ? fmt(med(level.etcd, (r) => r.opsPerSecond)) : 'skipped'} | ${
-          hasEtcd
-            ? fmt(
-                med(level.etcd, (r) => r.p50Ms),
-                2,
-              )
-            : '-'
-        } | ${
-          hasEtcd
-            ? fmt(
-                med(level.etcd, (r) => r.p99Ms),
-                2,
-              )
-            : '-'
-        } | ${hasEtcd ? cpu(level.etcd) : '-'} | ${fmt(ratio, 2)} | ${fmt(unaryRatio, 2)} |`,
-    );
-  }
+  for (const level of levels) console.log(`| ${levelCells(level).join(' | ')} |`);
   console.log(`etcd: ${etcdNote}`);
+}
+
+function levelCells(level: Level): string[] {
+  const med = (rs: Measured[], pick: (r: Measured) => number): number => median(rs.map(pick));
+  const hasEtcd = level.etcd.length > 0;
+  const ratioTo = (rs: Measured[]): number =>
+    hasEtcd ? median(rs.map((r, i) => r.opsPerSecond / level.etcd[i]!.opsPerSecond)) : NaN;
+  const cpu = (rs: Measured[]): string =>
+    `${fmt(med(rs, (r) => r.cpuUsPerRead))} + ${fmt(med(rs, (r) => r.clientCpuUsPerRead))}`;
+  return [
+    String(level.readers),
+    fmt(med(level.svc, (r) => r.opsPerSecond)),
+    fmt(
+      med(level.svc, (r) => r.p50Ms),
+      2,
+    ),
+    fmt(
+      med(level.svc, (r) => r.p99Ms),
+      2,
+    ),
+    cpu(level.svc),
+    fmt(med(level.svcUnary, (r) => r.opsPerSecond)),
+    fmt(
+      med(level.svcUnary, (r) => r.p99Ms),
+      2,
+    ),
+    cpu(level.svcUnary),
+    hasEtcd ? fmt(med(level.etcd, (r) => r.opsPerSecond)) : 'skipped',
+    hasEtcd
+      ? fmt(
+          med(level.etcd, (r) => r.p50Ms),
+          2,
+        )
+      : '-',
+    hasEtcd
+      ? fmt(
+          med(level.etcd, (r) => r.p99Ms),
+          2,
+        )
+      : '-',
+    hasEtcd ? cpu(level.etcd) : '-',
+    fmt(ratioTo(level.svc), 2),
+    fmt(ratioTo(level.svcUnary), 2),
+  ];
 }
 
 await main();

@@ -97,6 +97,57 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   if (extras.traceFile) trace.toFile(extras.traceFile);
   const root = new Prng(`sim:${options.seed}`);
   const observer = new RunObserver();
+  const cluster = buildCluster(options, extras, trace, observer);
+  // The forks are taken in this order on every run: a new one goes last, or every seed's trace changes.
+  const workload = new Workload(cluster, root.fork('workload'), options.workload, root.fork('burst'));
+  const registers = new RegisterClients(cluster, root.fork('registers'), options.workload);
+  const injector = plainInjector(cluster, workload);
+  const vopr = voprInjector(cluster);
+  cluster.mayRestart = (i) => !injector.excluded.has(i);
+  const faults = scheduleFaults(options, cluster, injector, vopr);
+  const liveness = scheduleLivenessPhase(
+    options,
+    { cluster, injector, vopr, workload, registers },
+    root.fork('liveness'),
+  );
+  const { failure, linearizability } = runPhases(options, { cluster, workload, registers }, liveness);
+  finishTrace(trace, cluster, failure);
+  return {
+    seed: options.seed,
+    ok: failure === null,
+    events: cluster.eventCount,
+    traceHash: trace.finish(),
+    simulatedMs: cluster.nowUs / 1_000,
+    failure,
+    faults: faults.all,
+    counts: {
+      writesIssued: workload.issuedCount,
+      writesAcked: workload.ackedCount,
+      faultsFired: faults.fired,
+      livenessMs: liveness.startUs >= 0 ? (cluster.nowUs - liveness.startUs) / 1_000 : 0,
+      foreignDelivered: cluster.checkers.foreignTraffic.delivered,
+      otherClusterRefused: cluster.otherClusterRefusals,
+      readsIssued: registers.counts.readsIssued,
+      readsServed: registers.counts.readsServed,
+      followerReadsServed: registers.counts.followerReadsServed,
+    },
+    observed: observer.counters,
+    coverage: { ...cluster.coverage.counts },
+    linearizability,
+  };
+}
+
+/** The parts of a run its phases drive. */
+interface RunParts {
+  cluster: Cluster;
+  injector: FaultInjector;
+  vopr: VoprInjector;
+  workload: Workload;
+  registers: RegisterClients;
+}
+
+/** buildCluster: the world the seed describes, shown to extras.onCluster, its shape noted in the trace. */
+function buildCluster(options: SimOptions, extras: RunExtras, trace: Trace, observer: RunObserver): Cluster {
   const cluster = new Cluster({
     seed: options.seed,
     founders: founderSpecs(options),
@@ -122,9 +173,12 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
       }),
     );
   }
-  const workload = new Workload(cluster, root.fork('workload'), options.workload, root.fork('burst'));
-  const registers = new RegisterClients(cluster, root.fork('registers'), options.workload);
-  const injector = new FaultInjector({
+  return cluster;
+}
+
+/** plainInjector fires the seed's schedule of plain faults (faults.ts) on the cluster. */
+function plainInjector(cluster: Cluster, workload: Workload): FaultInjector {
+  return new FaultInjector({
     get nowUs() {
       return cluster.nowUs;
     },
@@ -149,7 +203,11 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     foreign: (i, message) => cluster.injectForeign(i, message),
     schedule: (atMs, label, run) => cluster.schedule(msToUs(atMs), label, run),
   });
-  const vopr = new VoprInjector({
+}
+
+/** voprInjector fires the seed's VOPR-style faults (faults-vopr.ts) on the cluster. */
+function voprInjector(cluster: Cluster): VoprInjector {
+  return new VoprInjector({
     get nowUs() {
       return cluster.nowUs;
     },
@@ -165,25 +223,42 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     noteConfChangeInElection: () => cluster.coverage.add('conf-change-in-election'),
     schedule: (atMs, label, run) => cluster.schedule(msToUs(atMs), label, run),
   });
-  cluster.mayRestart = (i) => !injector.excluded.has(i);
+}
+
+/** scheduleFaults puts every fault of the seed (or only options.onlyFaults) on the cluster's clock; fired counts them. */
+function scheduleFaults(
+  options: SimOptions,
+  cluster: Cluster,
+  injector: FaultInjector,
+  vopr: VoprInjector,
+): { all: AnyFault[]; fired: number } {
   // The VOPR-style faults come after the plain ones, so the plain ones keep their indices.
-  const all: AnyFault[] = [...faultSchedule(options), ...voprSchedule(options)];
+  const faults = { all: [...faultSchedule(options), ...voprSchedule(options)] as AnyFault[], fired: 0 };
   const keep = options.onlyFaults ? new Set(options.onlyFaults) : null;
-  let faultsFired = 0;
-  all.forEach((fault, index) => {
+  faults.all.forEach((fault, index) => {
     if (keep && !keep.has(index)) return;
     cluster.schedule(msToUs(fault.atMs), `fault #${index}: ${describeAnyFault(fault)}`, () => {
-      faultsFired++;
+      faults.fired++;
       if (fault.kind === 'boundary-crash' || fault.kind === 'conf-burst') vopr.fire(fault);
       else injector.fire(fault);
     });
   });
+  return faults;
+}
 
-  let failure: RunFailure | null = null;
-  let linearizability: LinearizabilityReport | null = null;
-  let done = false;
-  let livenessStartUs = -1;
-  const livenessPrng = root.fork('liveness');
+/** Where the liveness phase stands: startUs is -1 until the core is healed; done once it converged. */
+interface LivenessPhase {
+  startUs: number;
+  done: boolean;
+}
+
+/**
+ * scheduleLivenessPhase: at the end of the safety phase, stop the faults and the load, heal a core and
+ * probe it until it converges (done) or the bound passes (a liveness violation).
+ */
+function scheduleLivenessPhase(options: SimOptions, parts: RunParts, livenessPrng: Prng): LivenessPhase {
+  const { cluster, injector, vopr, workload, registers } = parts;
+  const phase: LivenessPhase = { startUs: -1, done: false };
   const core = (): typeof cluster.nodes =>
     cluster.nodes.filter((n) => n.state !== 'unborn' && !injector.excluded.has(n.index));
   const probe = (): void => {
@@ -196,16 +271,16 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     });
     if (gap === null) {
       for (const node of core()) checkLogMirror(node);
-      done = true;
+      phase.done = true;
       return;
     }
-    if (cluster.nowUs - livenessStartUs >= msToUs(options.livenessPhaseMsMax)) {
+    if (cluster.nowUs - phase.startUs >= msToUs(options.livenessPhaseMsMax)) {
       throw new InvariantViolation('liveness', `not converged ${options.livenessPhaseMsMax} ms after healing: ${gap}`);
     }
     cluster.schedule(cluster.nowUs + msToUs(SIM_LIMITS.livenessProbeIntervalMs), 'liveness probe', probe);
   };
   cluster.schedule(msToUs(options.safetyPhaseMs), 'liveness phase: heal the core', () => {
-    livenessStartUs = cluster.nowUs;
+    phase.startUs = cluster.nowUs;
     injector.active = false;
     vopr.active = false;
     cluster.crashPoints.disarmAll();
@@ -221,26 +296,42 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
     }
     probe();
   });
+  return phase;
+}
 
+/**
+ * runPhases starts the world and runs both phases; the first broken invariant becomes the failure, and a run
+ * that passed has its clients' history checked for linearizability.
+ */
+function runPhases(
+  options: SimOptions,
+  parts: Pick<RunParts, 'cluster' | 'workload' | 'registers'>,
+  liveness: LivenessPhase,
+): { failure: RunFailure | null; linearizability: LinearizabilityReport | null } {
+  const { cluster, workload, registers } = parts;
   try {
     cluster.start();
     workload.start();
     registers.start();
     const endUs = msToUs(options.safetyPhaseMs + options.livenessPhaseMsMax + 10 * SIM_LIMITS.livenessProbeIntervalMs);
-    cluster.runUntil(endUs, () => done);
-    if (!done && !failure)
-      throw new InvariantViolation('liveness', 'the run ended before the liveness phase concluded');
-    linearizability = checkLinearizability(registers.history.operations());
+    cluster.runUntil(endUs, () => liveness.done);
+    if (!liveness.done) throw new InvariantViolation('liveness', 'the run ended before the liveness phase concluded');
+    return { failure: null, linearizability: checkLinearizability(registers.history.operations()) };
   } catch (error) {
     if (!(error instanceof InvariantViolation)) throw error;
-    failure = {
+    const failure: RunFailure = {
       invariant: error.invariant,
       message: error.message,
       timeMs: cluster.nowUs / 1_000,
       event: cluster.eventCount,
       node: error.nodeIndex >= 0 ? `n${error.nodeIndex + 1}` : '-',
     };
+    return { failure, linearizability: null };
   }
+}
+
+/** finishTrace notes the failure (if any) and records the run's end, the trace's last event. */
+function finishTrace(trace: Trace, cluster: Cluster, failure: RunFailure | null): void {
   if (failure) {
     trace.note(
       JSON.stringify({
@@ -256,29 +347,6 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
   trace.record(
     JSON.stringify({ i: cluster.eventCount, t: cluster.nowUs, end: failure ? `fail ${failure.invariant}` : 'pass' }),
   );
-  return {
-    seed: options.seed,
-    ok: failure === null,
-    events: cluster.eventCount,
-    traceHash: trace.finish(),
-    simulatedMs: cluster.nowUs / 1_000,
-    failure,
-    faults: all,
-    counts: {
-      writesIssued: workload.issuedCount,
-      writesAcked: workload.ackedCount,
-      faultsFired,
-      livenessMs: livenessStartUs >= 0 ? (cluster.nowUs - livenessStartUs) / 1_000 : 0,
-      foreignDelivered: cluster.checkers.foreignTraffic.delivered,
-      otherClusterRefused: cluster.otherClusterRefusals,
-      readsIssued: registers.counts.readsIssued,
-      readsServed: registers.counts.readsServed,
-      followerReadsServed: registers.counts.followerReadsServed,
-    },
-    observed: observer.counters,
-    coverage: { ...cluster.coverage.counts },
-    linearizability,
-  };
 }
 
 /**

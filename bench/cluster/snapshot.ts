@@ -3,10 +3,11 @@
 // and installed with verification (sizes, offsets, BLAKE3, fsync, atomic rename); beside it, the
 // raw grpc-js stream of the same bytes in the same chunk size with the same channel options, and
 // our FetchSnapshot drained without installing. The server runs in a child process.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { MemberRole } from '../../engine/types.js';
@@ -16,13 +17,12 @@ import { PeerPool } from '../../transports/grpc/client.js';
 import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
 import { clientCredentials } from '../../transports/grpc/tls.js';
 import { SnapshotStore } from '../../transports/storage/snapshots.js';
-import { RAW_PATH } from './raw-path.js';
+import { pullRawBytes, RAW_PATH } from './raw-path.js';
 
 const SERVER_ENTRY = fileURLToPath(new URL('./snapshot-server.ts', import.meta.url));
 const MiB = 1024 * 1024;
 const WRITE_BLOCK_BYTES = 8 * MiB;
 const SERVER_START_TIMEOUT_MS = 60_000;
-const identity = (b: Buffer): Buffer => b;
 const CLOCK_TICKS_PER_SECOND = 100;
 
 export interface SnapshotRow {
@@ -85,6 +85,43 @@ export async function measureSnapshotTransfer(
   rounds: number,
   options: SnapshotBenchOptions = {},
 ): Promise<{ rows: SnapshotRow[]; bytes: number; stageMbPerSecond: number }> {
+  const { certDir, serverData, stageMbPerSecond } = await stageServerArtifact(dir, mib);
+  const child = spawn(
+    process.execPath,
+    [...(options.childExecArgv ?? []), '--import', 'tsx', SERVER_ENTRY, serverData, certDir],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  try {
+    const ports = await serverPorts(child);
+    const transfer = await transferContext(dir, certDir, ports);
+    const paths: TransferPath[] = [
+      {
+        path: 'raw grpc-js server stream (mTLS, same chunk size and channel options, from memory)',
+        run: () => rawStream(transfer),
+      },
+      {
+        path: 'FetchSnapshot drained (PeerServer reading the artifact, PeerPool), no install',
+        run: () => drainFetch(transfer),
+      },
+      { path: 'FetchSnapshot + verified install (sizes, BLAKE3, fsync, rename)', run: (rep) => install(transfer, rep) },
+    ];
+    const chosen = paths.filter(
+      (_, i) => i === 0 || options.paths === undefined || options.paths.includes(i === 1 ? 'drained' : 'install'),
+    );
+    await options.beforeRounds?.();
+    const rows = await runRounds(chosen, rounds, child.pid!);
+    return { rows, bytes: ports.totalBytes, stageMbPerSecond };
+  } finally {
+    child.stdin.end();
+    await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+  }
+}
+
+/** stageServerArtifact: certificates for both ends, and a random file of `mib` MiB staged as the server's snapshot. */
+async function stageServerArtifact(
+  dir: string,
+  mib: number,
+): Promise<{ certDir: string; serverData: string; stageMbPerSecond: number }> {
   const certDir = join(dir, 'certs');
   await createClusterCa({ dir: certDir, commonName: 'bench-ca' });
   for (const name of ['server', 'client'])
@@ -107,138 +144,151 @@ export async function measureSnapshotTransfer(
   });
   const stageMbPerSecond = (mib * MiB) / 1e6 / ((performance.now() - stageStarted) / 1000);
   await rm(source);
+  return { certDir, serverData, stageMbPerSecond };
+}
 
-  const child = spawn(
-    process.execPath,
-    [...(options.childExecArgv ?? []), '--import', 'tsx', SERVER_ENTRY, serverData, certDir],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  try {
-    const ports = await new Promise<{ peerPort: number; rawPort: number; totalBytes: number }>((resolve, reject) => {
-      let text = '';
-      const timer = setTimeout(() => reject(new Error('snapshot server did not start')), SERVER_START_TIMEOUT_MS);
-      child.stdout.on('data', (d: Buffer) => {
-        text += d.toString();
-        if (text.includes('\n')) {
-          clearTimeout(timer);
-          resolve(JSON.parse(text.split('\n')[0]!) as { peerPort: number; rawPort: number; totalBytes: number });
-        }
-      });
-      child.once('exit', (code) => {
+/** ServerPorts: the serving child's first line on stdout. */
+interface ServerPorts {
+  peerPort: number;
+  rawPort: number;
+  totalBytes: number;
+}
+
+/** serverPorts waits (bounded by SERVER_START_TIMEOUT_MS) for the child's first line, its ports. */
+function serverPorts(child: ChildProcessByStdio<Writable, Readable, null>): Promise<ServerPorts> {
+  return new Promise<ServerPorts>((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => reject(new Error('snapshot server did not start')), SERVER_START_TIMEOUT_MS);
+    child.stdout.on('data', (d: Buffer) => {
+      text += d.toString();
+      if (text.includes('\n')) {
         clearTimeout(timer);
-        reject(new Error(`snapshot server exited with ${code}`));
-      });
+        resolve(JSON.parse(text.split('\n')[0]!) as ServerPorts);
+      }
     });
-    const material = {
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`snapshot server exited with ${code}`));
+    });
+  });
+}
+
+/** TransferContext: what every transfer path dials the server with. */
+interface TransferContext {
+  dir: string;
+  ports: ServerPorts;
+  material: { ca: Buffer; cert: Buffer; key: Buffer };
+  limits: ReturnType<typeof resolveGrpcLimits>;
+  nameOverride: Record<string, string>;
+  peerAddr: string;
+  request: { shardId: number; fromSeqno: number; term: number };
+}
+
+async function transferContext(dir: string, certDir: string, ports: ServerPorts): Promise<TransferContext> {
+  return {
+    dir,
+    ports,
+    material: {
       ca: await readFile(join(certDir, 'ca.crt')),
       cert: await readFile(join(certDir, 'client.crt')),
       key: await readFile(join(certDir, 'client.key')),
-    };
-    const limits = resolveGrpcLimits();
-    const nameOverride = { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' };
-    const peerAddr = `127.0.0.1:${ports.peerPort}`;
-    const request = { shardId: 1, fromSeqno: 1, term: 1 };
+    },
+    limits: resolveGrpcLimits(),
+    nameOverride: { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' },
+    peerAddr: `127.0.0.1:${ports.peerPort}`,
+    request: { shardId: 1, fromSeqno: 1, term: 1 },
+  };
+}
 
-    const raw = async (): Promise<number> => {
-      const client = new grpc.Client(`127.0.0.1:${ports.rawPort}`, clientCredentials(material), {
-        ...clientChannelOptions(limits),
-        ...nameOverride,
-      });
-      let bytes = 0;
-      await new Promise<void>((resolve, reject) => {
-        const call = client.makeServerStreamRequest<Buffer, Buffer>(
-          RAW_PATH,
-          identity,
-          identity,
-          Buffer.alloc(0),
-          new grpc.Metadata(),
-          {},
-        );
-        call.on('data', (m: Buffer) => {
-          bytes += m.length;
-        });
-        call.on('error', reject);
-        call.on('end', resolve);
-      });
-      client.close();
-      if (bytes !== ports.totalBytes) throw new Error(`raw stream delivered ${bytes} of ${ports.totalBytes} bytes`);
-      return bytes;
-    };
-    const drain = async (): Promise<number> => {
-      const pool = new PeerPool({
-        credentials: clientCredentials(material),
-        deliver: () => undefined,
-        channelOptions: nameOverride,
-      });
-      let bytes = 0;
-      try {
-        for await (const chunk of pool.fetchSnapshot(peerAddr, request))
-          if (chunk.chunk?.$case === 'file') bytes += chunk.chunk.value.data.length;
-      } finally {
-        pool.close();
-      }
-      if (bytes !== ports.totalBytes) throw new Error(`FetchSnapshot delivered ${bytes} of ${ports.totalBytes} bytes`);
-      return bytes;
-    };
-    const install = async (rep: number): Promise<number> => {
-      const clientData = join(dir, `client-${rep}`);
-      const store = await SnapshotStore.open(clientData);
-      const pool = new PeerPool({
-        credentials: clientCredentials(material),
-        deliver: () => undefined,
-        channelOptions: nameOverride,
-      });
-      try {
-        const parts = await pool.openSnapshot(peerAddr, request);
-        const artifact = await store.install(parts.header, parts.files);
-        return artifact.manifest.files.reduce((sum, f) => sum + f.size, 0);
-      } finally {
-        pool.close();
-        await rm(clientData, { recursive: true, force: true });
-      }
-    };
-    const timed = async (
-      run: () => Promise<number>,
-    ): Promise<{ mbps: number; clientCpuMsPerMb: number; serverCpuMsPerMb: number }> => {
-      const serverCpuBefore = await cpuMsOf(child.pid!);
-      const clientCpuBefore = process.cpuUsage();
-      const started = performance.now();
-      const bytes = await run();
-      const seconds = (performance.now() - started) / 1000;
-      const clientCpu = process.cpuUsage(clientCpuBefore);
-      const serverCpuMs = (await cpuMsOf(child.pid!)) - serverCpuBefore;
-      const mb = bytes / 1e6;
-      return {
-        mbps: mb / seconds,
-        clientCpuMsPerMb: (clientCpu.user + clientCpu.system) / 1000 / mb,
-        serverCpuMsPerMb: serverCpuMs / mb,
-      };
-    };
-    const paths: Array<{ path: string; run: (round: number) => Promise<number> }> = [
-      { path: 'raw grpc-js server stream (mTLS, same chunk size and channel options, from memory)', run: raw },
-      { path: 'FetchSnapshot drained (PeerServer reading the artifact, PeerPool), no install', run: drain },
-      { path: 'FetchSnapshot + verified install (sizes, BLAKE3, fsync, rename)', run: install },
-    ];
-    const chosen = paths.filter(
-      (_, i) => i === 0 || options.paths === undefined || options.paths.includes(i === 1 ? 'drained' : 'install'),
-    );
-    paths.splice(0, paths.length, ...chosen);
-    await options.beforeRounds?.();
-    const samples: Array<Array<Awaited<ReturnType<typeof timed>>>> = paths.map(() => []);
-    for (let round = 0; round < rounds; round++) {
-      for (const [i, p] of paths.entries()) samples[i]!.push(await timed(() => p.run(round)));
-    }
-    const rows: SnapshotRow[] = paths.map((p, i) => ({
-      path: p.path,
-      mbPerSecond: median(samples[i]!.map((s) => s.mbps)),
-      ratioToRaw: median(samples[i]!.map((s, round) => s.mbps / samples[0]![round]!.mbps)),
-      samples: samples[i]!.map((s) => s.mbps),
-      clientCpuMsPerMb: median(samples[i]!.map((s) => s.clientCpuMsPerMb)),
-      serverCpuMsPerMb: median(samples[i]!.map((s) => s.serverCpuMsPerMb)),
-    }));
-    return { rows, bytes: ports.totalBytes, stageMbPerSecond };
+/** rawStream: the same bytes as a bare grpc-js server stream, the floor the other paths are measured against. */
+async function rawStream(t: TransferContext): Promise<number> {
+  const client = new grpc.Client(`127.0.0.1:${t.ports.rawPort}`, clientCredentials(t.material), {
+    ...clientChannelOptions(t.limits),
+    ...t.nameOverride,
+  });
+  const bytes = await pullRawBytes(client, RAW_PATH, Buffer.alloc(0));
+  client.close();
+  if (bytes !== t.ports.totalBytes) throw new Error(`raw stream delivered ${bytes} of ${t.ports.totalBytes} bytes`);
+  return bytes;
+}
+
+/** drainFetch: our FetchSnapshot read to the end and dropped. */
+async function drainFetch(t: TransferContext): Promise<number> {
+  const pool = new PeerPool({
+    credentials: clientCredentials(t.material),
+    deliver: () => undefined,
+    channelOptions: t.nameOverride,
+  });
+  let bytes = 0;
+  try {
+    for await (const chunk of pool.fetchSnapshot(t.peerAddr, t.request))
+      if (chunk.chunk?.$case === 'file') bytes += chunk.chunk.value.data.length;
   } finally {
-    child.stdin.end();
-    await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+    pool.close();
   }
+  if (bytes !== t.ports.totalBytes) throw new Error(`FetchSnapshot delivered ${bytes} of ${t.ports.totalBytes} bytes`);
+  return bytes;
+}
+
+/** install: our FetchSnapshot installed by a fresh SnapshotStore (removed afterwards). */
+async function install(t: TransferContext, rep: number): Promise<number> {
+  const clientData = join(t.dir, `client-${rep}`);
+  const store = await SnapshotStore.open(clientData);
+  const pool = new PeerPool({
+    credentials: clientCredentials(t.material),
+    deliver: () => undefined,
+    channelOptions: t.nameOverride,
+  });
+  try {
+    const parts = await pool.openSnapshot(t.peerAddr, t.request);
+    const artifact = await store.install(parts.header, parts.files);
+    return artifact.manifest.files.reduce((sum, f) => sum + f.size, 0);
+  } finally {
+    pool.close();
+    await rm(clientData, { recursive: true, force: true });
+  }
+}
+
+interface TransferPath {
+  path: string;
+  run: (round: number) => Promise<number>;
+}
+
+interface Sample {
+  mbps: number;
+  clientCpuMsPerMb: number;
+  serverCpuMsPerMb: number;
+}
+
+/** timed: one transfer's MB/s and the CPU both ends spent per MB. */
+async function timed(serverPid: number, run: () => Promise<number>): Promise<Sample> {
+  const serverCpuBefore = await cpuMsOf(serverPid);
+  const clientCpuBefore = process.cpuUsage();
+  const started = performance.now();
+  const bytes = await run();
+  const seconds = (performance.now() - started) / 1000;
+  const clientCpu = process.cpuUsage(clientCpuBefore);
+  const serverCpuMs = (await cpuMsOf(serverPid)) - serverCpuBefore;
+  const mb = bytes / 1e6;
+  return {
+    mbps: mb / seconds,
+    clientCpuMsPerMb: (clientCpu.user + clientCpu.system) / 1000 / mb,
+    serverCpuMsPerMb: serverCpuMs / mb,
+  };
+}
+
+/** runRounds runs the paths round by round (paths[0] is raw, the ratios' base) and takes the medians. */
+async function runRounds(paths: TransferPath[], rounds: number, serverPid: number): Promise<SnapshotRow[]> {
+  const samples: Sample[][] = paths.map(() => []);
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, p] of paths.entries()) samples[i]!.push(await timed(serverPid, () => p.run(round)));
+  }
+  return paths.map((p, i) => ({
+    path: p.path,
+    mbPerSecond: median(samples[i]!.map((s) => s.mbps)),
+    ratioToRaw: median(samples[i]!.map((s, round) => s.mbps / samples[0]![round]!.mbps)),
+    samples: samples[i]!.map((s) => s.mbps),
+    clientCpuMsPerMb: median(samples[i]!.map((s) => s.clientCpuMsPerMb)),
+    serverCpuMsPerMb: median(samples[i]!.map((s) => s.serverCpuMsPerMb)),
+  }));
 }

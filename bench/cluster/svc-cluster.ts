@@ -50,7 +50,7 @@ export async function startSvcCluster(
   insecure = false,
   clusterFlags: string[] = [],
 ): Promise<SvcCluster> {
-  const args = [
+  const supervisor = spawnSupervisor([
     SVC_BIN,
     'cluster',
     '--dir',
@@ -62,7 +62,31 @@ export async function startSvcCluster(
     ...nodeOptions.map((o) => `--node-option=${o}`),
     ...engineLimits.map((l) => `--engine-limit=${l}`),
     ...clusterFlags,
-  ];
+  ]);
+  try {
+    await waitUntil(
+      async () => {
+        if (supervisor.exited()) throw new Error(`svc cluster exited: ${supervisor.output()}`);
+        return /all 3 nodes answer \/health 200/.test(supervisor.output());
+      },
+      'svc cluster to turn healthy',
+      SVC_START_TIMEOUT_MS,
+      200,
+    );
+    const cluster = JSON.parse(await readFile(join(dir, 'cluster.json'), 'utf8')) as ClusterFile;
+    if ((cluster.tls.mode === 'mtls') === insecure)
+      throw new Error(`the bench cluster runs ${cluster.tls.mode}, not what was asked`);
+    const leader = await awaitLeader(cluster);
+    const follower = cluster.members.find((m) => m.name !== leader.name)!;
+    return storeClients(cluster, leader, await storePoolOptions(cluster, follower), supervisor.stop);
+  } catch (err) {
+    await supervisor.stop();
+    throw err;
+  }
+}
+
+/** spawnSupervisor starts `svc cluster`, keeping its stdout; stop sends SIGINT, then SIGKILL after SVC_STOP_TIMEOUT_MS. */
+function spawnSupervisor(args: string[]): { output: () => string; exited: () => boolean; stop: () => Promise<void> } {
   const supervisor = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   supervisor.stdout.on('data', (chunk: Buffer) => {
@@ -84,97 +108,101 @@ export async function startSvcCluster(
     ]);
     clearTimeout(timer);
   };
-  try {
-    await waitUntil(
-      async () => {
-        if (supervisor.exitCode !== null) throw new Error(`svc cluster exited: ${output}`);
-        return /all 3 nodes answer \/health 200/.test(output);
-      },
-      'svc cluster to turn healthy',
-      SVC_START_TIMEOUT_MS,
-      200,
-    );
-    const cluster = JSON.parse(await readFile(join(dir, 'cluster.json'), 'utf8')) as ClusterFile;
-    if ((cluster.tls.mode === 'mtls') === insecure)
-      throw new Error(`the bench cluster runs ${cluster.tls.mode}, not what was asked`);
-    let leader = cluster.members[0]!;
-    await waitUntil(
-      async () => {
-        for (const m of cluster.members) {
-          // The metrics listener serves /status too, in plaintext on loopback (the HTTP port is HTTPS).
-          const status = (await (
-            await fetch(`${m.metricsAddr ?? m.httpAddr}/status`)
-          )
-            .json()
-            .catch(() => ({ role: '' }))) as {
-            role: string;
-          };
-          if (status.role === 'leader') {
-            leader = m;
-            return true;
-          }
+  return { output: () => output, exited: () => supervisor.exitCode !== null, stop };
+}
+
+type Member = ClusterFile['members'][number];
+
+/** awaitLeader polls each member's /status until one says it leads (bounded by SVC_START_TIMEOUT_MS). */
+async function awaitLeader(cluster: ClusterFile): Promise<Member> {
+  let leader = cluster.members[0]!;
+  await waitUntil(
+    async () => {
+      for (const m of cluster.members) {
+        // The metrics listener serves /status too, in plaintext on loopback (the HTTP port is HTTPS).
+        const status = (await (
+          await fetch(`${m.metricsAddr ?? m.httpAddr}/status`)
+        )
+          .json()
+          .catch(() => ({ role: '' }))) as {
+          role: string;
+        };
+        if (status.role === 'leader') {
+          leader = m;
+          return true;
         }
-        return false;
-      },
-      'a leader',
-      SVC_START_TIMEOUT_MS,
+      }
+      return false;
+    },
+    'a leader',
+    SVC_START_TIMEOUT_MS,
+  );
+  return leader;
+}
+
+type PoolOptions = ConstructorParameters<typeof StoreClientPool>[0];
+
+/** storePoolOptions: the follower's peer certificate and the cluster id (plaintext with --insecure). */
+async function storePoolOptions(cluster: ClusterFile, follower: Member): Promise<PoolOptions> {
+  const tls = cluster.tls;
+  const channelOptions = {
+    ...clientChannelOptions(resolveGrpcLimits()),
+    ...clusterChannelOptions(cluster.clusterId ?? ''),
+  };
+  return tls.mode === 'mtls'
+    ? {
+        credentials: clientCredentials({
+          ca: await readFile(tls.caFile),
+          cert: await readFile(join(dirname(tls.caFile), `${follower.name}.crt`)),
+          key: await readFile(join(dirname(tls.caFile), `${follower.name}.key`)),
+        }),
+        channelOptions: {
+          ...channelOptions,
+          'grpc.ssl_target_name_override': tls.serverName,
+          'grpc.default_authority': tls.serverName,
+        },
+      }
+    : { credentials: insecureClientCredentials(), channelOptions };
+}
+
+/** storeClients: the bench's writes (at the leader) and reads (at any member) over two store pools. */
+function storeClients(
+  cluster: ClusterFile,
+  leader: Member,
+  poolOptions: PoolOptions,
+  stopSupervisor: () => Promise<void>,
+): SvcCluster {
+  const pool = new StoreClientPool(poolOptions);
+  // One unary Propose call per write: what a client without coalescing or streams pays (the baseline of the batching).
+  const alonePool = new StoreClientPool({ ...poolOptions, proposeBatchCountMax: 1, overStreams: false });
+  const run = randomUUID().slice(0, 8);
+  const putVia = async (via: StoreClientPool, k: string, value: string): Promise<void> => {
+    const requestId = `bench-${run}-${k}`;
+    const command = encodeCommand({ op: 'put', key: k, value: { d: value }, requestId });
+    const result = resultFromMessage(
+      (await via.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS, requestId)).result,
     );
-    const follower = cluster.members.find((m) => m.name !== leader.name)!;
-    const tls = cluster.tls;
-    const channelOptions = {
-      ...clientChannelOptions(resolveGrpcLimits()),
-      ...clusterChannelOptions(cluster.clusterId ?? ''),
-    };
-    const poolOptions =
-      tls.mode === 'mtls'
-        ? {
-            credentials: clientCredentials({
-              ca: await readFile(tls.caFile),
-              cert: await readFile(join(dirname(tls.caFile), `${follower.name}.crt`)),
-              key: await readFile(join(dirname(tls.caFile), `${follower.name}.key`)),
-            }),
-            channelOptions: {
-              ...channelOptions,
-              'grpc.ssl_target_name_override': tls.serverName,
-              'grpc.default_authority': tls.serverName,
-            },
-          }
-        : { credentials: insecureClientCredentials(), channelOptions };
-    const pool = new StoreClientPool(poolOptions);
-    // One unary Propose call per write: what a client without coalescing or streams pays (the baseline of the batching).
-    const alonePool = new StoreClientPool({ ...poolOptions, proposeBatchCountMax: 1, overStreams: false });
-    const run = randomUUID().slice(0, 8);
-    const putVia = async (via: StoreClientPool, k: string, value: string): Promise<void> => {
-      const requestId = `bench-${run}-${k}`;
-      const command = encodeCommand({ op: 'put', key: k, value: { d: value }, requestId });
-      const result = resultFromMessage(
-        (await via.propose(leader.grpcAddr, command, Date.now() + WRITE_DEADLINE_MS, requestId)).result,
-      );
-      if (result.outcome !== 'applied') throw new Error(`put ${k}: ${result.outcome}`);
-    };
-    const getVia = async (via: StoreClientPool, member: number, k: string): Promise<string | null> => {
-      const answer = await via.get(
-        cluster.members[member % cluster.members.length]!.grpcAddr,
-        k,
-        Date.now() + READ_DEADLINE_MS,
-      );
-      return answer.found ? (JSON.parse(answer.valueJson) as { d: string }).d : null;
-    };
-    return {
-      cluster,
-      leaderName: leader.name,
-      put: (k, value) => putVia(pool, k, value),
-      putAlone: (k, value) => putVia(alonePool, k, value),
-      get: (member, k) => getVia(pool, member, k),
-      getAlone: (member, k) => getVia(alonePool, member, k),
-      stop: async () => {
-        pool.close();
-        alonePool.close();
-        await stop();
-      },
-    };
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+    if (result.outcome !== 'applied') throw new Error(`put ${k}: ${result.outcome}`);
+  };
+  const getVia = async (via: StoreClientPool, member: number, k: string): Promise<string | null> => {
+    const answer = await via.get(
+      cluster.members[member % cluster.members.length]!.grpcAddr,
+      k,
+      Date.now() + READ_DEADLINE_MS,
+    );
+    return answer.found ? (JSON.parse(answer.valueJson) as { d: string }).d : null;
+  };
+  return {
+    cluster,
+    leaderName: leader.name,
+    put: (k, value) => putVia(pool, k, value),
+    putAlone: (k, value) => putVia(alonePool, k, value),
+    get: (member, k) => getVia(pool, member, k),
+    getAlone: (member, k) => getVia(alonePool, member, k),
+    stop: async () => {
+      pool.close();
+      alonePool.close();
+      await stopSupervisor();
+    },
+  };
 }

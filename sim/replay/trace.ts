@@ -48,8 +48,54 @@ export function replayTrace(runs: readonly RunReplay[], title: string): ReplayTr
       title,
     }),
   ];
-  // Every step of every run, in wall-clock order (ties: the run's own order).
-  type At = { us: number; lane: number; run: RunReplay; index: number; input: Input; effects: Effect[] };
+  const events = orderedSteps(runs, laneOf, usOf, lines);
+  const matcher = new MessageMatcher(laneById, lines);
+  let eventNo = 0;
+  for (const event of events) {
+    eventNo++;
+    lines.push(
+      JSON.stringify({
+        i: eventNo,
+        t: event.us,
+        n: event.lane,
+        in: describeInput(event.input),
+        fx: event.effects.map(describeEffect),
+      }),
+    );
+    matcher.onInput(event);
+    for (const effect of event.effects) matcher.onEffect(event, effect);
+  }
+  lines.push(JSON.stringify({ t: events[events.length - 1]?.us ?? 0, end: 'replayed' }));
+  // The view notes of messages go first: a receipt line must follow its message's note.
+  const [meta, ...rest] = lines;
+  return {
+    lines: [meta!, ...matcher.messageLines.map((m) => JSON.stringify(m)), ...rest],
+    messages: matcher.messageCount,
+    matched: matcher.matched,
+    wallStartMs,
+  };
+}
+
+/** A step of one run, placed on the shared axis (us) and its member's lane. */
+interface At {
+  us: number;
+  lane: number;
+  run: RunReplay;
+  index: number;
+  input: Input;
+  effects: Effect[];
+}
+
+/**
+ * orderedSteps: every step of every run, in wall-clock order (ties: the run's own order). A member's later
+ * run means it restarted: a crash and a restart line go into `lines` between its runs.
+ */
+function orderedSteps(
+  runs: readonly RunReplay[],
+  laneOf: ReadonlyMap<string, number>,
+  usOf: (atMs: number, order: number) => number,
+  lines: string[],
+): At[] {
   const events: At[] = [];
   const lastStep = new Map<string, number>();
   for (const run of [...runs].sort((a, b) => a.startedAtMs - b.startedAtMs)) {
@@ -68,40 +114,45 @@ export function replayTrace(runs: readonly RunReplay[], title: string): ReplayTr
     });
     if (run.steps.length > 0) lastStep.set(run.node, usOf(run.steps[run.steps.length - 1]!.atMs, 999));
   }
-  events.sort((a, b) => a.us - b.us || a.lane - b.lane || a.index - b.index);
+  return events.sort((a, b) => a.us - b.us || a.lane - b.lane || a.index - b.index);
+}
 
-  let nextMessage = 1;
-  let matched = 0;
+/**
+ * MessageMatcher pairs sends with the inputs that received them and answers with the inputs they reached,
+ * fed the events in order: each message's view note goes to messageLines, each receipt to `lines`.
+ */
+class MessageMatcher {
+  readonly messageLines: Record<string, unknown>[] = [];
+  matched = 0;
+  private nextMessage = 1;
   /** unmatched sends by receiver lane and call description, oldest first */
-  const inFlight = new Map<string, OpenCall[]>();
+  private readonly inFlight = new Map<string, OpenCall[]>();
   /** calls a member serves, by its lane and callId */
-  const served = new Map<string, OpenCall>();
+  private readonly served = new Map<string, OpenCall>();
   /** answers on their way back, by the caller's lane and requestId */
-  const answers = new Map<string, number[]>();
+  private readonly answers = new Map<string, number[]>();
   /** calls placed, by the caller's lane and requestId */
-  const placed = new Map<string, OpenCall>();
-  const messageLines: Record<string, unknown>[] = [];
-  let eventNo = 0;
-  for (const event of events) {
-    eventNo++;
-    lines.push(
-      JSON.stringify({
-        i: eventNo,
-        t: event.us,
-        n: event.lane,
-        in: describeInput(event.input),
-        fx: event.effects.map(describeEffect),
-      }),
-    );
+  private readonly placed = new Map<string, OpenCall>();
+
+  constructor(
+    private readonly laneById: ReadonlyMap<number, number>,
+    private readonly lines: string[],
+  ) {}
+
+  get messageCount(): number {
+    return this.nextMessage - 1;
+  }
+
+  onInput(event: At): void {
     const input = event.input;
     if (input.type === 'request') {
       const key = `${event.lane}|${describeRequest(input.request)}`;
-      const call = inFlight.get(key)?.shift();
+      const call = this.inFlight.get(key)?.shift();
       if (call) {
-        matched++;
+        this.matched++;
         call.delivered = true;
-        lines.push(JSON.stringify({ v: 'r', m: call.messageId, t: event.us }));
-        served.set(`${event.lane}|${input.callId}`, call);
+        this.lines.push(JSON.stringify({ v: 'r', m: call.messageId, t: event.us }));
+        this.served.set(`${event.lane}|${input.callId}`, call);
       }
     } else if (
       input.type === 'response' ||
@@ -109,84 +160,82 @@ export function replayTrace(runs: readonly RunReplay[], title: string): ReplayTr
       input.type === 'callFailed' ||
       input.type === 'streamEnded'
     ) {
-      const queue = answers.get(`${event.lane}|${input.requestId}`);
+      const queue = this.answers.get(`${event.lane}|${input.requestId}`);
       const id = queue?.shift();
-      if (id !== undefined) lines.push(JSON.stringify({ v: 'r', m: id, t: event.us }));
+      if (id !== undefined) this.lines.push(JSON.stringify({ v: 'r', m: id, t: event.us }));
       // A call that failed at the caller before any recorded member took it never arrived: lost.
-      const call = placed.get(`${event.lane}|${input.requestId}`);
+      const call = this.placed.get(`${event.lane}|${input.requestId}`);
       if (input.type === 'callFailed' && call && !call.delivered) {
         call.message.at = -1;
-        const queued = inFlight.get(call.key);
+        const queued = this.inFlight.get(call.key);
         if (queued)
-          inFlight.set(
+          this.inFlight.set(
             call.key,
             queued.filter((c) => c !== call),
           );
       }
     }
-    for (const effect of event.effects) {
-      if (effect.type === 'send') {
-        const to = laneById.get(effect.toId);
-        const id = nextMessage++;
-        const message = {
-          v: 'm',
-          m: id,
-          f: event.lane,
-          to: to ?? event.lane,
-          t: event.us,
-          at: event.us,
-          k: effect.request.method,
-          a: 0,
-          c: 0,
-          d: describeRequest(effect.request),
-        };
-        messageLines.push(message);
-        if (to === undefined) continue;
-        const key = `${to}|${describeRequest(effect.request)}`;
-        const queue = inFlight.get(key) ?? [];
-        const call: OpenCall = {
-          messageId: id,
-          message,
-          delivered: false,
-          key,
-          from: event.lane,
-          to,
-          requestId: effect.requestId,
-        };
-        queue.push(call);
-        inFlight.set(key, queue);
-        placed.set(`${event.lane}|${effect.requestId}`, call);
-      } else if (effect.type === 'reply' || effect.type === 'replyError' || effect.type === 'streamChunk') {
-        const call = served.get(`${event.lane}|${effect.callId}`);
-        if (!call) continue;
-        const id = nextMessage++;
-        // An answer carries its call's method, as in the simulator's traces.
-        messageLines.push({
-          v: 'm',
-          m: id,
-          f: event.lane,
-          to: call.from,
-          t: event.us,
-          at: event.us,
-          k: call.message.k,
-          a: 1,
-          c: 0,
-          d: describeEffect(effect),
-        });
-        const key = `${call.from}|${call.requestId}`;
-        const queue = answers.get(key) ?? [];
-        queue.push(id);
-        answers.set(key, queue);
-      }
-    }
   }
-  lines.push(JSON.stringify({ t: events[events.length - 1]?.us ?? 0, end: 'replayed' }));
-  // The view notes of messages go first: a receipt line must follow its message's note.
-  const [meta, ...rest] = lines;
-  return {
-    lines: [meta!, ...messageLines.map((m) => JSON.stringify(m)), ...rest],
-    messages: nextMessage - 1,
-    matched,
-    wallStartMs,
-  };
+
+  onEffect(event: At, effect: Effect): void {
+    if (effect.type === 'send') this.onSend(event, effect);
+    else if (effect.type === 'reply' || effect.type === 'replyError' || effect.type === 'streamChunk')
+      this.onAnswer(event, effect);
+  }
+
+  private onSend(event: At, effect: Extract<Effect, { type: 'send' }>): void {
+    const to = this.laneById.get(effect.toId);
+    const id = this.nextMessage++;
+    const message = {
+      v: 'm',
+      m: id,
+      f: event.lane,
+      to: to ?? event.lane,
+      t: event.us,
+      at: event.us,
+      k: effect.request.method,
+      a: 0,
+      c: 0,
+      d: describeRequest(effect.request),
+    };
+    this.messageLines.push(message);
+    if (to === undefined) return;
+    const key = `${to}|${describeRequest(effect.request)}`;
+    const queue = this.inFlight.get(key) ?? [];
+    const call: OpenCall = {
+      messageId: id,
+      message,
+      delivered: false,
+      key,
+      from: event.lane,
+      to,
+      requestId: effect.requestId,
+    };
+    queue.push(call);
+    this.inFlight.set(key, queue);
+    this.placed.set(`${event.lane}|${effect.requestId}`, call);
+  }
+
+  private onAnswer(event: At, effect: Extract<Effect, { type: 'reply' | 'replyError' | 'streamChunk' }>): void {
+    const call = this.served.get(`${event.lane}|${effect.callId}`);
+    if (!call) return;
+    const id = this.nextMessage++;
+    // An answer carries its call's method, as in the simulator's traces.
+    this.messageLines.push({
+      v: 'm',
+      m: id,
+      f: event.lane,
+      to: call.from,
+      t: event.us,
+      at: event.us,
+      k: call.message.k,
+      a: 1,
+      c: 0,
+      d: describeEffect(effect),
+    });
+    const key = `${call.from}|${call.requestId}`;
+    const queue = this.answers.get(key) ?? [];
+    queue.push(id);
+    this.answers.set(key, queue);
+  }
 }
