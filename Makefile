@@ -1,5 +1,5 @@
 # make test = format check + lint + typecheck + generated-code checks (proto, SDK) + lockfile check + every test. CI runs it via .ci/run.
-.PHONY: install test format format-check lint typecheck proto proto-check sdk-check lock-check build unit bench cluster jepsen image-context image image-test upgrade-test
+.PHONY: install test format format-check lint typecheck proto proto-check sdk-check lock-check build unit bench cluster jepsen image-context image image-test upgrade-test sentinel-test
 
 install:
 	npm install
@@ -72,6 +72,10 @@ image: image-context
 # Builds the image on a base made from this host's node and runs a one-node cluster in it (podman; minutes).
 image-test:
 	SVC_IMAGE_TEST=1 npx mocha --no-config --node-option import=tsx --timeout 900000 test/deploy/image.test.ts
+
+# The API on a Redis that fails over: a primary, a replica and three sentinels, the primary SIGKILLed under load (a minute).
+sentinel-test:
+	SVC_SENTINEL_TEST=1 npx mocha --no-config --node-option import=tsx --timeout 300000 test/api/redis-sentinel.test.ts
 
 # A three-node cluster on an older commit (UPGRADE_FROM, default 29c7609, a git worktree beside HEAD) upgraded to
 # HEAD one member at a time with writes flowing, then one rolled back; prints the figures (minutes; git needed).
