@@ -51,7 +51,7 @@ export function replayTrace(runs: readonly RunReplay[], title: string): ReplayTr
   const events = orderedSteps(runs, laneOf, usOf, lines);
   const matcher = new MessageMatcher(laneById, lines);
   let eventNo = 0;
-  for (const event of events) {
+  for (const event of causalOrder(events, matcher)) {
     eventNo++;
     lines.push(
       JSON.stringify({
@@ -118,6 +118,41 @@ function orderedSteps(
 }
 
 /**
+ * causalOrder yields the events so that a call's receipt follows its send. Steps carry the wall clock in
+ * whole milliseconds (taken after each step on both sides, from one system clock), so a receipt is never
+ * in an earlier millisecond than its send, but within one millisecond the order across members is unknown.
+ * Inside each millisecond, a request input that matches no call in flight waits (with the rest of its
+ * member's steps of that millisecond, keeping each member's own order) until the other members' steps of
+ * that millisecond have had their turn; what still matches nothing then goes out as undelivered.
+ */
+function* causalOrder(events: readonly At[], matcher: MessageMatcher): Generator<At> {
+  let start = 0;
+  while (start < events.length) {
+    const ms = Math.floor(events[start]!.us / 1000);
+    let end = start;
+    while (end < events.length && Math.floor(events[end]!.us / 1000) === ms) end++;
+    let waiting = events.slice(start, end);
+    for (;;) {
+      const blockedLanes = new Set<number>();
+      const next: At[] = [];
+      for (const event of waiting) {
+        if (blockedLanes.has(event.lane) || (event.input.type === 'request' && !matcher.expects(event))) {
+          blockedLanes.add(event.lane);
+          next.push(event);
+        } else yield event;
+      }
+      if (next.length === 0) break;
+      if (next.length === waiting.length) {
+        yield* next;
+        break;
+      }
+      waiting = next;
+    }
+    start = end;
+  }
+}
+
+/**
  * MessageMatcher pairs sends with the inputs that received them and answers with the inputs they reached,
  * fed the events in order: each message's view note goes to messageLines, each receipt to `lines`.
  */
@@ -143,6 +178,12 @@ class MessageMatcher {
     return this.nextMessage - 1;
   }
 
+  /** expects says whether a call in flight matches this request input. */
+  expects(event: At): boolean {
+    if (event.input.type !== 'request') return false;
+    return (this.inFlight.get(`${event.lane}|${describeRequest(event.input.request)}`)?.length ?? 0) > 0;
+  }
+
   onInput(event: At): void {
     const input = event.input;
     if (input.type === 'request') {
@@ -151,7 +192,8 @@ class MessageMatcher {
       if (call) {
         this.matched++;
         call.delivered = true;
-        this.lines.push(JSON.stringify({ v: 'r', m: call.messageId, t: event.us }));
+        // Within one millisecond the receipt's own offset may sit before the send's: draw it no earlier.
+        this.lines.push(JSON.stringify({ v: 'r', m: call.messageId, t: Math.max(event.us, call.message.t as number) }));
         this.served.set(`${event.lane}|${input.callId}`, call);
       }
     } else if (
