@@ -4,7 +4,7 @@
 // needed tsx, TypeScript or a dev dependency would fail to load here. The launcher's choice between compiled and
 // TypeScript is checked on its own too.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -21,6 +21,9 @@ import { builtinModules } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { freePorts } from '../../cli/free-ports.js';
+import { SEGMENT_FILE } from '../../recording/format.js';
+import { waitFor } from '../node/harness.js';
 
 const run = promisify(execFile);
 const repo = path.resolve(import.meta.dirname, '../..');
@@ -114,6 +117,47 @@ describe('deploy: the build (compiled JavaScript, production dependencies only)'
       ...['--image', 'localhost/svc:test'],
     ]);
     assert.match(manifests.stdout, /kind: StatefulSet/);
+  });
+
+  it('starts a node from the build: it serves /health and keeps its flight recording', async () => {
+    // Every module a running node loads (the recorder's, the admin service's, the API's) must be in the build;
+    // --help loads only the CLI, so a folder left out of the build showed only in a container.
+    const svc = path.join(out, 'bin/svc.js');
+    const dataDir = path.join(path.dirname(out), 'n1-data');
+    const [grpcPort, httpPort, metricsPort] = await freePorts(3);
+    const node = spawn(
+      process.execPath,
+      [
+        svc,
+        ...['node', '--insecure', '--name', 'n1', '--data-dir', dataDir],
+        ...['--grpc-listen', `127.0.0.1:${grpcPort}`, '--http-listen', `127.0.0.1:${httpPort}`],
+        ...['--metrics-listen', `127.0.0.1:${metricsPort}`, '--log-level', 'warn'],
+        ...['--founder', `n1,127.0.0.1:${grpcPort},http://127.0.0.1:${httpPort}`],
+      ],
+      { cwd: os.tmpdir(), stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    node.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => node.once('exit', (code) => resolve(code)));
+    try {
+      await waitFor(
+        async () => {
+          if (node.exitCode !== null) throw new Error(`the built node exited ${node.exitCode}: ${stderr}`);
+          const health = await fetch(`http://127.0.0.1:${httpPort}/health`).catch(() => null);
+          return health?.status === 200;
+        },
+        'the built node serves /health',
+        60_000,
+        { swallow: false },
+      );
+      assert.ok(
+        readdirSync(path.join(dataDir, 'recording')).some((name) => SEGMENT_FILE.test(name)),
+        'the node keeps a flight recording',
+      );
+    } finally {
+      node.kill('SIGTERM');
+      await exited;
+    }
   });
 
   it('the launcher runs compiled code beside it when there is some, and TypeScript through tsx otherwise', async () => {
