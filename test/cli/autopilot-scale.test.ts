@@ -5,7 +5,7 @@
 // certificate (a member may make itself leave, nobody else), then SIGTERM: each leaves the roster. A third leave (3 → 2 voters) is refused: autopilotFailureTolerance 1 needs 3 voters. Writes flow
 // throughout and none fails or is lost; the term never moves (no election: the cluster never lost its quorum).
 import assert from 'node:assert/strict';
-import { removeDir, runCli, SVC_BIN, tempDir, waitFor } from './helpers.js';
+import { removeDir, runCli, SVC_BIN, tempDir, tlsTargetArgs, waitFor } from './helpers.js';
 import { RollingCluster, statusOf, TermWatch, Writer } from './rolling-cluster.js';
 
 const CONDITION_TIMEOUT_MS = 90_000;
@@ -57,22 +57,13 @@ describe('autopilot: scale 3 → 5 → 3 without a promote command, leaving on s
 
     // What a pod's preStop can run: `svc members leave` with the pod's own peer certificate (no admin credential).
     const leave = (name: string, as = name) => {
-      const tls = c.pki.tls(as);
-      if (tls.mode !== 'mtls') throw new Error('mtls expected');
       return runCli([
         'members',
         'leave',
         name,
         '--node',
         c.member(as).plan.member.grpcAddr,
-        '--tls-ca',
-        tls.caFile,
-        '--tls-cert',
-        tls.certFile,
-        '--tls-key',
-        tls.keyFile,
-        '--tls-server-name',
-        'localhost',
+        ...tlsTargetArgs(c.pki.tls(as)),
       ]);
     };
     // A member's certificate makes only that member leave.

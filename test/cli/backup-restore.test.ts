@@ -10,7 +10,6 @@ import assert from 'node:assert/strict';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JsonObject } from '../../store/document-store.js';
-import type { NodeTls } from '../../cli/node/config.js';
 import { restoreBackup, type RestorePlan } from '../../cli/backup/restore-command.js';
 import { ChildNode } from '../node/child-node.js';
 import {
@@ -22,7 +21,7 @@ import {
   type PlannedNode,
   type StatusDoc,
 } from '../node/harness.js';
-import { removeDir, runCli, tempDir, waitFor } from './helpers.js';
+import { removeDir, runCli, tempDir, tlsTargetArgs, waitFor } from './helpers.js';
 
 const WRITES_BEFORE = 30;
 const WRITES_AFTER = 10;
@@ -36,18 +35,7 @@ type Dump = Awaited<ReturnType<ChildNode['dump']>>;
 
 /** adminFlags are the `svc backup` target flags for a cluster's admin certificate and these members. */
 function adminFlags(pki: Pki, plans: PlannedNode[]): string[] {
-  const tls = pki.adminTls() as Extract<NodeTls, { mode: 'mtls' }>;
-  return [
-    ...plans.flatMap((p) => ['--node', p.member.grpcAddr]),
-    '--tls-ca',
-    tls.caFile,
-    '--tls-cert',
-    tls.certFile,
-    '--tls-key',
-    tls.keyFile,
-    '--tls-server-name',
-    'localhost',
-  ];
+  return [...plans.flatMap((p) => ['--node', p.member.grpcAddr]), ...tlsTargetArgs(pki.adminTls())];
 }
 
 async function leaderOf(plans: PlannedNode[]): Promise<StatusDoc | null> {

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
+import type { NodeTls } from '../../cli/node/config.js';
 import { waitFor as pollFor } from '../node/harness.js';
 
 export const SVC_BIN = fileURLToPath(new URL('../../bin/svc.js', import.meta.url));
@@ -21,6 +22,21 @@ export interface CliResult {
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
+}
+
+/** tlsTargetArgs are an svc admin command's mutual TLS flags for a certificate of the tests' PKI (issued for localhost). */
+export function tlsTargetArgs(tls: NodeTls): string[] {
+  if (tls.mode !== 'mtls') throw new Error(`mutual TLS material expected, not ${tls.mode}`);
+  return [
+    '--tls-ca',
+    tls.caFile,
+    '--tls-cert',
+    tls.certFile,
+    '--tls-key',
+    tls.keyFile,
+    '--tls-server-name',
+    'localhost',
+  ];
 }
 
 /** runCli runs one svc command to its end (SIGKILL after timeoutMs). */

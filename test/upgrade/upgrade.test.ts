@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, symlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { removeDir, runCli, SVC_BIN, tempDir, waitFor } from '../cli/helpers.js';
+import { removeDir, runCli, SVC_BIN, tempDir, tlsTargetArgs, waitFor } from '../cli/helpers.js';
 import { RollingCluster, TermWatch, Writer } from '../cli/rolling-cluster.js';
 
 const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -78,23 +78,13 @@ describeUpgrade(`rolling upgrade ${UPGRADE_FROM} → HEAD and back, with writes 
     const followers = names.filter((n) => n !== oldLeader);
     for (const name of followers) await restart(name, SVC_BIN);
     // The old leader cannot hand off on SIGTERM: move leadership to an upgraded member by hand, then upgrade it.
-    const tls = c.pki.adminTls();
-    assert.equal(tls.mode, 'mtls');
-    if (tls.mode !== 'mtls') return;
     const moved = await runCli([
       'members',
       'transfer',
       followers[0]!,
       '--node',
       c.member(followers[0]!).plan.member.grpcAddr,
-      '--tls-ca',
-      tls.caFile,
-      '--tls-cert',
-      tls.certFile,
-      '--tls-key',
-      tls.keyFile,
-      '--tls-server-name',
-      'localhost',
+      ...tlsTargetArgs(c.pki.adminTls()),
     ]);
     assert.equal(moved.code, 0, moved.stderr);
     transfers += 1;
