@@ -51,6 +51,11 @@ export const runConcurrencyDefault = 2;
  * A run worker's event loop does little besides copying output, so it never misses a renewal by this much.
  */
 export const runJobLockDurationMsDefault = 30_000;
+/**
+ * workspaceBusyRetryMsDefault is how long a run waits before it looks again at a workspace another run holds
+ * (api/runs/workspace-lease.ts): the job goes back to BullMQ's delayed set meanwhile, the run stays `queued`.
+ */
+export const workspaceBusyRetryMsDefault = 250;
 /** runJobStalledIntervalMsDefault is how often each run worker looks for agent jobs whose lock ran out. */
 export const runJobStalledIntervalMsDefault = 10_000;
 /** runTimeoutMsDefault is the wall-clock limit of one agent run; then it is killed and ends timed_out. */

@@ -3,6 +3,8 @@
 //
 //   claim → prepare workspace → isolate → start → stream → finish
 //
+// Before the claim, the run takes its workspace's lease (workspace-lease.ts): while another run holds the
+// workspace, the job waits in BullMQ's delayed set and the run stays `queued` (with one WORKSPACE_BUSY notice).
 // claim takes the job's run from `queued` to `running` (or finishes a run whose worker was lost, or refuses a job
 // that does not match its run); prepareWorkspace reads the project and everything the run is given (the agent,
 // the names its network may not reach, its credentials, its limits); isolate acquires the run's uid, cgroup and
@@ -10,7 +12,7 @@
 // (run-supervisor.ts) starts the command and streams its output until it exits; finish gives back what the run
 // held and appends `complete`. A RunRefusal at any stage before the command starts fails the run with its code.
 import type { Job } from 'bullmq';
-import { Worker } from 'bullmq';
+import { DelayedError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { connectRedis } from '../redis/redis-target.js';
 import type { ApiLogger } from '../config.js';
@@ -20,6 +22,7 @@ import {
   runJobLockDurationMsDefault,
   runJobStalledIntervalMsDefault,
   runTimeoutMsDefault,
+  workspaceBusyRetryMsDefault,
 } from '../limits.js';
 import type { ProjectRecord } from '../records.js';
 import { storeKeys } from '../records.js';
@@ -48,6 +51,7 @@ import type { AgentRunJob, AgentWorkerOptions } from './agent-worker-options.js'
 import { RunRefusal, checkedWorkspace, jobMismatch } from './run-job-checks.js';
 import type { ActiveRun, RunOutcome, RunSupervision } from './run-supervisor.js';
 import { superviseRun } from './run-supervisor.js';
+import { dropWorkspaceLease, takeWorkspaceLease } from './workspace-lease.js';
 
 /** JobResult is what a job's processor returns to BullMQ. */
 type JobResult = { status: RunStatus; exitCode: number | null };
@@ -136,7 +140,7 @@ export class AgentWorkerRuntime {
     const workerConnection = connectRedis(this.options.redisUrl, { maxRetriesPerRequest: null });
     this.workerConnection = workerConnection;
     workerConnection.on('error', () => undefined);
-    this.worker = new Worker<AgentRunJob>(agentRunQueueName, (job) => this.runJob(job), {
+    this.worker = new Worker<AgentRunJob>(agentRunQueueName, (job, token) => this.runJob(job, token), {
       connection: workerConnection,
       concurrency: this.options.concurrency ?? runConcurrencyDefault,
       lockDuration: this.options.lockDurationMs ?? runJobLockDurationMsDefault,
@@ -165,7 +169,56 @@ export class AgentWorkerRuntime {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
-  private async runJob(job: Job<AgentRunJob>): Promise<JobResult> {
+  private async runJob(job: Job<AgentRunJob>, token?: string): Promise<JobResult> {
+    const lease = await this.leaseWorkspace(job, token);
+    if (lease === 'busy') throw new DelayedError();
+    try {
+      return await this.runLeased(job);
+    } finally {
+      if (lease)
+        await dropWorkspaceLease(this.store, lease.workspace, lease.runId).catch((error: unknown) =>
+          this.log('runs.lease_drop_failed', {
+            runId: lease.runId,
+            reason: error instanceof Error ? error.message : String(error),
+          }),
+        );
+    }
+  }
+
+  /**
+   * leaseWorkspace takes the workspace of the job's queued run, or puts the job back to wait (`busy`) while
+   * another run holds it. A job that is not a queued run of a project with a valid workspace takes no lease
+   * (null): the claim or the preparation ends it with its own answer.
+   */
+  private async leaseWorkspace(
+    job: Job<AgentRunJob>,
+    token: string | undefined,
+  ): Promise<{ workspace: string; runId: string } | null | 'busy'> {
+    const runId = job.id;
+    if (typeof runId !== 'string' || !runIdPattern.test(runId)) return null;
+    const record = await readRun(this.store, runId);
+    if (record?.status !== 'queued' || record.cancel_requested) return null;
+    const project = (await this.store.get<ProjectRecord>(storeKeys.project(record.project_id)))?.value;
+    let workspace: string;
+    try {
+      workspace = checkedWorkspace(project?.workspace ?? '');
+    } catch {
+      return null;
+    }
+    const answer = await takeWorkspaceLease(this.store, workspace, runId);
+    if (answer.taken) return { workspace, runId };
+    // One notice per run, however many times it looks again.
+    if ((await this.redis.set(runKeys.waitingNoted(runId), '1', 'EX', 86_400, 'NX')) === 'OK') {
+      await appendRunEvent(this.redis, runId, {
+        event: 'notice',
+        data: { code: 'WORKSPACE_BUSY', message: `waiting for run ${answer.heldBy} to finish with the workspace` },
+      });
+    }
+    await job.moveToDelayed(Date.now() + (this.options.workspaceBusyRetryMs ?? workspaceBusyRetryMsDefault), token);
+    return 'busy';
+  }
+
+  private async runLeased(job: Job<AgentRunJob>): Promise<JobResult> {
     const startedMs = performance.now();
     const claimed = await this.claim(job, startedMs);
     if (!('runId' in claimed)) return claimed;

@@ -41,6 +41,8 @@ export interface AgentWorkerOptions {
    */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
+  /** workspaceBusyRetryMs: how soon a run waiting for a workspace another run holds looks again (default workspaceBusyRetryMsDefault). */
+  workspaceBusyRetryMs?: number;
   /** onSweepError hears a failed sweep (the next interval tries again). */
   onSweepError?: (error: unknown) => void;
   /** backendSweepIntervalMs paces the sweep of a backend's leftovers (default runKubernetesSweepIntervalMs). */

@@ -13,6 +13,8 @@ import type { SandboxStatement } from './run-isolation.js';
 export const runKeys = {
   events: (runId: string) => `svc:run:${runId}:events`,
   cancelChannel: 'svc:run-cancel',
+  /** waitingNoted marks a run whose stream already says it waits for its workspace (one notice per run). */
+  waitingNoted: (runId: string) => `svc:run:${runId}:waiting-noted`,
   /** eventsChannel carries the run id of every appended event, to wake open event streams (run-event-hub.ts). */
   eventsChannel: 'svc:run-events',
 } as const;

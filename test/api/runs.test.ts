@@ -93,6 +93,32 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
     );
   });
 
+  it('runs two commands of one workspace one after the other, the second told it waits', async () => {
+    // Each run is handed the workspace (its own uid); two at once would take it from each other. The worker
+    // runs two jobs at a time, so without the workspace lease these two would overlap.
+    const projectId = await createProject(['./agent.sh']);
+    const first = await run(projectId, 'pause one');
+    const second = await run(projectId, 'pause two');
+    const [a, b] = await Promise.all([readSse(api, first.streamUrl), readSse(api, second.streamUrl)]);
+    for (const read of [a, b]) assert.equal((read.events.at(-1)!.data as { status: string }).status, 'succeeded');
+    for (const read of [a, b]) assert.match(outputText(read.events, 'stdout'), /after pause\ndone\n$/);
+    const records = await Promise.all(
+      [first, second].map(
+        async ({ runId }) => (await api.call('GET', `/runs/${runId}`)).json as Record<string, string>,
+      ),
+    );
+    const [earlier, later] = records.sort((x, y) => Date.parse(x.started_at!) - Date.parse(y.started_at!));
+    assert.ok(
+      Date.parse(later!.started_at!) >= Date.parse(earlier!.finished_at!),
+      `the runs do not overlap: ${JSON.stringify(records)}`,
+    );
+    const waited = (earlier!.id === first.runId ? b : a).events.filter((event) => event.event === 'notice');
+    assert.deepEqual(
+      waited.map((event) => (event.data as { code: string }).code),
+      ['WORKSPACE_BUSY'],
+    );
+  });
+
   it('reports a failing agent with its exit code', async () => {
     const projectId = await createProject(['./agent.sh']);
     const read = await readSse(api, (await run(projectId, 'fail please')).streamUrl);
