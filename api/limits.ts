@@ -146,6 +146,11 @@ export const runKubernetesSweepIntervalMs = 5 * 60 * 1000;
 export const runKubernetesSweepPageItemsMax = 100;
 /** runKillGraceMs is the wait between SIGTERM and SIGKILL when a run is cancelled or times out. */
 export const runKillGraceMs = 2000;
+/**
+ * runCompleteRepairGraceMs: how long after a run's record became final an open stream that lacks `complete`
+ * waits before it appends it (run-records.ts ensureCompleteEvent): the finisher appends it right after the record.
+ */
+export const runCompleteRepairGraceMs = 5_000;
 /** sseKeepAliveMsDefault is the interval of SSE keep-alive comments while a run is quiet. */
 export const sseKeepAliveMsDefault = 15_000;
 /** sseStreamDurationMsMax ends one SSE response; the client resumes with Last-Event-ID. */

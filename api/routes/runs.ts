@@ -18,6 +18,7 @@ import type { RunRecord } from '../runs/run-records.js';
 import {
   appendRunEvent,
   finishRun,
+  ensureCompleteEvent,
   isRunStreamFinished,
   readRun,
   runKeys,
@@ -164,6 +165,7 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
       read: (afterId) => readEventsAfter(client, run.id, afterId),
       finalEvent: 'complete',
       isFinished: () => isRunStreamFinished(client, run.id),
+      onQuiet: () => ensureCompleteEvent(store, client, run.id),
     });
   });
 

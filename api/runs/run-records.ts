@@ -7,7 +7,7 @@ import type { DocumentStore } from '../../store/document-store.js';
 import { isVersionConflict } from '../../store/document-store.js';
 import { storeKeys } from '../records.js';
 import { updateRecord } from '../store-helpers.js';
-import { runEventsMax, runRetentionSeconds } from '../limits.js';
+import { runCompleteRepairGraceMs, runEventsMax, runRetentionSeconds } from '../limits.js';
 import type { SandboxStatement } from './run-isolation.js';
 
 export const runKeys = {
@@ -152,6 +152,22 @@ export async function finishRun(
     await appendRunEvent(redis, runId, completeEvent(record));
   await redis.expire(runKeys.events(runId), runRetentionSeconds);
   return record;
+}
+
+/**
+ * ensureCompleteEvent appends `complete` to the stream of a final run that lacks it. The store's record is the
+ * truth and the stream a copy in Redis, which replicates asynchronously: a primary that fails over can take the
+ * last events with it, and a client would wait on a stream that never ends. An open event stream calls this
+ * when it goes quiet. A run finished less than runCompleteRepairGraceMs ago is left to its finisher, which
+ * appends `complete` right after the record (no second one).
+ */
+export async function ensureCompleteEvent(store: DocumentStore, redis: Redis, runId: string): Promise<void> {
+  const record = await readRun(store, runId);
+  if (!record || !finalRunStatuses.includes(record.status)) return;
+  const finishedMs = record.finished_at === null ? NaN : Date.parse(record.finished_at);
+  if (!(Date.now() - finishedMs >= runCompleteRepairGraceMs)) return;
+  if (await isRunStreamFinished(redis, runId)) return;
+  await appendRunEvent(redis, runId, completeEvent(record));
 }
 
 /** workerLostCode is the `notice` code of a run whose worker stopped mid-run (finishLostRun). */

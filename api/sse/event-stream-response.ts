@@ -50,6 +50,11 @@ export interface EventStreamResponseOptions {
    * event, so the response ends at once instead of waiting for events that will never come.
    */
   isFinished?(): Promise<boolean>;
+  /**
+   * onQuiet, when given, is called after each keep-alive interval that brought no event: it may append what the
+   * stream is missing (a run's `complete` lost with a failed-over Redis primary), which the next read finds.
+   */
+  onQuiet?(): Promise<void>;
   /** open holds every open response of the route, so that close() can end them; the loop adds and removes its own. */
   open: Set<Response>;
 }
@@ -101,7 +106,10 @@ export async function eventStreamResponse(
         };
       });
       wake = null;
-      if (timedOut && !closed) res.write(': keep-alive\n\n');
+      if (timedOut && !closed) {
+        res.write(': keep-alive\n\n');
+        await options.onQuiet?.();
+      }
     }
   } catch {
     // Redis failed under the stream: end it; the client resumes with Last-Event-ID.

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
+import { runCompleteRepairGraceMs } from '../../api/limits.js';
 import { startAgentWorker } from '../../api/runs/agent-worker.js';
+import { runKeys, type RunRecord } from '../../api/runs/run-records.js';
 import type { AgentWorker } from '../../api/runs/agent-worker.js';
 import { startTestApi, startTestRedis, waitFor } from './harness.js';
 import type { TestApi, TestRedis } from './harness.js';
@@ -116,6 +119,35 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
     assert.deepEqual(
       waited.map((event) => (event.data as { code: string }).code),
       ['WORKSPACE_BUSY'],
+    );
+  });
+
+  it('ends a stream whose complete event Redis lost (a failed-over primary) from the run record', async () => {
+    const projectId = await createProject(['./agent.sh']);
+    const { runId, streamUrl } = await run(projectId, 'hello');
+    const whole = await readSse(api, streamUrl);
+    const complete = whole.events.at(-1)!;
+    assert.equal(complete.event, 'complete');
+    // As a failover to a replica that had not received the last entry would leave it: no `complete`, and the
+    // record (in the replicated store) final for longer than the finisher's grace.
+    const redisClient = new Redis(redis.url, { lazyConnect: true });
+    try {
+      await redisClient.connect();
+      assert.equal(await redisClient.xdel(runKeys.events(runId), complete.id), 1);
+    } finally {
+      redisClient.disconnect();
+    }
+    const stored = (await api.store.get<RunRecord>(`runs/${runId}`))!;
+    const longAgo = new Date(Date.now() - runCompleteRepairGraceMs - 1_000).toISOString();
+    await api.store.put(
+      `runs/${runId}`,
+      { ...stored.value, finished_at: longAgo },
+      { expectedVersion: stored.version },
+    );
+    const resumed = await readSse(api, streamUrl, { lastEventId: whole.events.at(-2)!.id });
+    assert.deepEqual(
+      resumed.events.map((event) => [event.event, (event.data as { status?: string }).status]),
+      [['complete', 'succeeded']],
     );
   });
 
