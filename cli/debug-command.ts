@@ -61,6 +61,7 @@ export async function runDebugCommand(args: string[], io: Io): Promise<number> {
   const target = await adminTarget(values);
   const pool = adminPool(target);
   // An archive is gathered in a folder beside it, then packed and renamed into place: a failed run leaves no half file.
+  if (archive) await mkdir(dirname(out), { recursive: true });
   const root = archive ? await mkdtemp(join(dirname(out), '.svc-bundle-')) : out;
   try {
     let first: StatusResponse;
