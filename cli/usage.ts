@@ -92,12 +92,15 @@ signal_throughput_eps, disk_bytes, replication_lag, last_heartbeat_ns, build_ver
 
 ${ADMIN_TARGET_USAGE}`;
 
-export const DEBUG_USAGE = `usage: svc debug bundle --out DIR [--since TIME] [target flags]
+export const DEBUG_USAGE = `usage: svc debug bundle --out FILE.tar.gz|DIR [--since TIME] [--until TIME] [--window 10m] [target flags]
 
-Gathers every member's flight recording (<data-dir>/recording/), status and /metrics through the admin
-API into DIR/<member>/. With --since (e.g. 2026-11-27T10:00:00Z) only the segments written since then and
-the earlier segments of their runs. Replay it with: npm run sim -- --replay DIR/*/recording
-(node logs are not gathered: copy them from each node's log destination).
+Gathers every member's flight recording (<data-dir>/recording/), status, /metrics (from the metrics
+listener its status names) and recent log lines (the node's in-memory ring, logRingBytesMax) through the
+admin API into one gzipped tar (or, for a --out that is not *.tar.gz or *.tgz, the folder DIR/<member>/).
+A window (--since and --until as times such as 2026-11-27T10:00:00Z, or --window 10m: the last ten minutes,
+or the ten before --until) keeps the recording segments written during it, the earlier segments of their
+runs (a run replays from its start), and the log lines of the window.
+Replay it with: npm run sim -- --replay FILE.tar.gz (or DIR/*/recording)
 
 ${ADMIN_TARGET_USAGE}`;
 

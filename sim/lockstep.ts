@@ -10,7 +10,7 @@ import type { RpcRequest, RpcResponse, RpcStatus } from '../engine/rpc.js';
 import type { AdminOp, Compat, Effect, EngineLimits, EngineStatus, Input } from '../engine/types.js';
 import type { Checker } from './checkers/checker.js';
 import type { Cluster, ClientAnswer } from './cluster.js';
-import type { SimNode } from './node.js';
+import type { EngineFactory, SimNode } from './node.js';
 import { lockstepCluster } from './presets.js';
 
 /** JOINER_SLOT_COUNT: how many nodes a script may join after the founders. */
@@ -103,6 +103,9 @@ export class Lockstep {
   private world: Cluster | null = null;
   private readonly bySlot = new Map<number, LockstepNode>();
 
+  /** engineFactory builds each node's engine: the real one, or a test's deliberately broken one (test/sim/buggy-engines*.ts). */
+  constructor(private readonly engineFactory?: EngineFactory) {}
+
   static addr(name: string): string {
     return `${name}:7000`;
   }
@@ -124,6 +127,7 @@ export class Lockstep {
       joinerSlotCount: JOINER_SLOT_COUNT,
       engineLimits: { ...this.limits },
       extraCheckers: [this.recorder()],
+      ...(this.engineFactory ? { engineFactory: this.engineFactory } : {}),
     });
     this.world = world;
     // Spare slots get names no script uses, so a joiner may take any name.

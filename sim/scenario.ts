@@ -15,6 +15,7 @@ import {
 } from '../proto/gen/svc/replication/v1/replication.js';
 import { encodeSegmentFrame, type RpcRequest, type EngineLimits, type Compat, type Entry } from '../engine/index.js';
 import { Lockstep } from './lockstep.js';
+import type { EngineFactory } from './node.js';
 import { condition, type ConditionState } from './scenario-conditions.js';
 
 export interface ScenarioResult {
@@ -30,8 +31,13 @@ export function runScenarioFile(path: string): ScenarioResult {
   return runScenario(readFileSync(path, 'utf8'), path);
 }
 
-export function runScenario(text: string, name = 'scenario'): ScenarioResult {
-  const cluster = new Lockstep();
+/** ScenarioOptions: `engine` runs the script on another engine (a test's mutant: does the scenario catch it?). */
+export interface ScenarioOptions {
+  engine?: EngineFactory;
+}
+
+export function runScenario(text: string, name = 'scenario', options: ScenarioOptions = {}): ScenarioResult {
+  const cluster = new Lockstep(options.engine);
   const state: RunState = { cluster, last: null, values: new Map(), reads: new Map() };
   const lines = text.split('\n');
   let commands = 0;

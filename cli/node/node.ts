@@ -62,7 +62,8 @@ import { Driver, type DriverPorts, type ObservedEffect } from '../../transports/
 import { startHttpServer, type HttpSurface, type NodeHttpServer } from '../../transports/node/http-server.js';
 import type { NodeApi } from './node-api.js';
 import { LogThrottle } from '../../transports/node/log-throttle.js';
-import { createLogger, type Logger } from '../../transports/node/logger.js';
+import { createLogger, stdoutDestination, type Logger } from '../../transports/node/logger.js';
+import { LogRing } from '../../transports/node/log-ring.js';
 import { NodeMetrics } from '../../transports/node/metrics.js';
 import { DiskUsage, ThroughputMeter, wallClockNs } from '../../transports/node/node-stats.js';
 import {
@@ -153,10 +154,14 @@ export class Node {
   private replicatedStore: ReplicatedStore | null = null;
   private api: NodeApi | null = null;
   private advertised = { grpc: '', http: '' };
+  private readonly logRing: LogRing;
 
   constructor(config: NodeConfig) {
     this.config = resolveNodeConfig(config);
-    this.log = createLogger(this.config.name, this.config.logLevel, this.config.logDestination);
+    // Every line goes where it always went (stdout, or the test's destination) and into the ring the Admin
+    // Logs call reads (`svc debug bundle`).
+    this.logRing = new LogRing(this.config.limits.logRingBytesMax, this.config.logDestination ?? stdoutDestination());
+    this.log = createLogger(this.config.name, this.config.logLevel, this.logRing);
     this.buildVersion = this.config.buildVersion ?? BUILD_VERSION;
     try {
       this.storeLimits = storeLimits(this.config.storeLimits);
@@ -424,6 +429,7 @@ export class Node {
           diskBytes: this.disk.bytes,
           grpcAddr: this.advertised.grpc,
           httpAddr: this.advertised.http,
+          metricsAddr: this.metricsServer ? this.metricsAddress : '',
         }),
         lastHeartbeat: () => this.lastHeartbeat,
         admin: (op, timeoutMs) => this.admin(op, timeoutMs),
@@ -441,6 +447,7 @@ export class Node {
             deadlineAt,
           ),
         recordingDir: config.recording?.enabled === false ? null : recordingDir(config.dataDir),
+        logs: (window) => this.logRing.read(window),
       },
       onWarning: (message) => this.warnCapped('admin', { source: 'admin' }, message),
     });

@@ -1,11 +1,14 @@
 // npm run sim -- --replay PATH... [--view] [--view-out FILE] [--trace FILE] [--to-scenario [FILE.txt]]
-// Each PATH is one member's recording (its <data-dir>/recording directory, or one segment file). Every
+// Each PATH is one member's recording (its <data-dir>/recording directory, or one segment file), or a
+// `svc debug bundle` file (*.tar.gz), unpacked into a temporary folder for the replay (every member in it). Every
 // run of every member is replayed on this build's engine and each step's effects digest compared with the
 // node's; the checkers that a partial history allows run over what the replays produced; --view draws
 // all members as one space-time diagram on the wall-clock axis. Last line:
 // `replay result=pass|fail members=N steps=NAME:MATCHED/RECORDED,...`.
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { extractBundle, isBundleFile } from '../../recording/bundle.js';
 import { readRecording } from '../../recording/reader.js';
 import { defaultViewPath, writeView } from '../view/write.js';
 import { checkPartialHistory, PARTIAL_HISTORY_CHECKS } from './checks.js';
@@ -23,7 +26,8 @@ export interface ReplayRequest {
 }
 
 export const REPLAY_USAGE = `usage: npm run sim -- --replay PATH... [--view] [--view-out FILE] [--trace FILE] [--to-scenario [FILE.txt]]
-  PATH      a member's recording: its <data-dir>/recording directory or one seg-*.rec file
+  PATH      a member's recording: its <data-dir>/recording directory or one seg-*.rec file,
+            or a \`svc debug bundle\` file (*.tar.gz): every member's recording in it
   --view    write the space-time diagram of every member (wall-clock axis) and print view=PATH
   --trace   write the aligned trace (the viewer's input) to FILE
   --to-scenario  write the incident's events as a scenario the lockstep world runs (default scenarios/recorded-TIME.txt)`;
@@ -49,6 +53,35 @@ export function parseReplayArgs(argv: string[]): ReplayRequest {
   }
   if (request.paths.length === 0) throw new Error('--replay needs at least one recording path');
   return request;
+}
+
+/**
+ * expandBundles replaces each bundle file among the paths by the recording folders it holds, unpacked into
+ * a temporary folder that `cleanup` removes.
+ */
+export function expandBundles(paths: readonly string[]): { paths: string[]; cleanup: () => void } {
+  const temporary: string[] = [];
+  const cleanup = (): void => {
+    for (const dir of temporary) rmSync(dir, { recursive: true, force: true });
+  };
+  const expanded: string[] = [];
+  try {
+    for (const path of paths) {
+      if (!isBundleFile(path)) {
+        expanded.push(path);
+        continue;
+      }
+      const dir = mkdtempSync(join(tmpdir(), 'svc-replay-bundle-'));
+      temporary.push(dir);
+      const recordings = extractBundle(path, dir);
+      if (recordings.length === 0) throw new Error(`${path} holds no member's recording`);
+      expanded.push(...recordings);
+    }
+  } catch (error) {
+    cleanup();
+    throw error;
+  }
+  return { paths: expanded, cleanup };
 }
 
 export interface ReplayOutcome {
@@ -115,11 +148,16 @@ export function replayMain(argv: string[]): number {
   }
   const write = (line: string): void => void process.stdout.write(`${line}\n`);
   let outcome: ReplayOutcome;
+  let recordings: { paths: string[]; cleanup: () => void } | null = null;
   try {
-    outcome = replayPaths(request.paths, write);
+    recordings = expandBundles(request.paths);
+    outcome = replayPaths(recordings.paths, write);
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n`);
     return 2;
+  } finally {
+    // The replay holds every step in memory: the unpacked files are not needed past it.
+    recordings?.cleanup();
   }
   if (request.view || request.traceFile !== undefined) {
     const title = `replay of ${request.paths.map((p) => basename(p)).join(', ')}`;

@@ -11,6 +11,8 @@
 //   isolation      a member whose calls to every peer failed with a    isolate A … heal
 //                  transport status (UNAVAILABLE, DEADLINE, CANCELLED)
 //   leader change  the leader of a later term is another member        until not leader OLD, until leader
+//   step-down      an old leader, cut off, left the leader role         until not role OLD leader
+//                  before it reached a peer again (check quorum)
 //
 // A leader change that no crash or isolation explains (a pause, a slow disk) is scripted as an isolation
 // of the old leader, healed once another leads: the nearest thing the lockstep world can do.
@@ -24,6 +26,7 @@ export const SCENARIO_UNTIL_ROUNDS = 500;
 
 type Event =
   | { atMs: number; kind: 'leader'; node: string; term: number }
+  | { atMs: number; kind: 'stepdown'; node: string }
   | { atMs: number; kind: 'crash' | 'restart' | 'isolate' | 'heal'; node: string }
   | { atMs: number; kind: 'write'; node: string };
 
@@ -49,6 +52,7 @@ export function toScenario(runs: readonly RunReplay[], source: string): string {
   const isolated = new Set<string>();
   const down = new Set<string>();
   let leader = '';
+  let leaderSinceMs = 0;
   let writes = 0;
   let batch = 0;
   const flushWrites = (): void => {
@@ -76,9 +80,19 @@ export function toScenario(runs: readonly RunReplay[], source: string): string {
             `until not leader ${leader} within ${SCENARIO_UNTIL_ROUNDS}  # ${stamp(event.atMs)}: ${event.node} leads term ${event.term}`,
           );
           lines.push(`until leader within ${SCENARIO_UNTIL_ROUNDS}`);
+          // The old leader, cut off, gave up leading before it reached a peer again: the rule that a leader
+          // without a quorum steps down is what the incident exercised, so the scenario checks it.
+          const stepDown = isolated.has(leader) ? cutOffStepDown(events, leader, leaderSinceMs, event.atMs) : null;
+          if (stepDown !== null)
+            lines.push(
+              `until not role ${leader} leader within ${SCENARIO_UNTIL_ROUNDS}  # ${stamp(stepDown)}: ${leader}, cut off, stops leading`,
+            );
           if (inferred) lines.push('heal');
         }
         leader = event.node;
+        leaderSinceMs = event.atMs;
+        break;
+      case 'stepdown':
         break;
       case 'crash':
         flushWrites();
@@ -111,6 +125,20 @@ export function toScenario(runs: readonly RunReplay[], source: string): string {
   return lines.join('\n');
 }
 
+/**
+ * cutOffStepDown: when `node`, leading since sinceMs, left the leader role while cut off from its peers: a
+ * step-down it recorded before it reached a peer again (a step-down on the answer that reconnects it is the
+ * higher term's doing, not the cut-off's), or within ISOLATION_LATE_WINDOW_MS of the change at changeMs when
+ * it never did; null when it did not.
+ */
+function cutOffStepDown(events: readonly Event[], node: string, sinceMs: number, changeMs: number): number | null {
+  const healMs =
+    events.find((e) => e.node === node && (e.kind === 'heal' || e.kind === 'crash') && e.atMs > changeMs)?.atMs ??
+    changeMs + ISOLATION_LATE_WINDOW_MS;
+  const found = events.find((e) => e.kind === 'stepdown' && e.node === node && e.atMs > sinceMs && e.atMs < healMs);
+  return found ? found.atMs : null;
+}
+
 function collectEvents(runs: readonly RunReplay[], ids: Map<string, number>): Event[] {
   const events: Event[] = [];
   const byNode = new Map<string, RunReplay[]>();
@@ -132,12 +160,17 @@ function collectEvents(runs: readonly RunReplay[], ids: Map<string, number>): Ev
       const peerOf = new Map<number, number>();
       const latest = new Map<number, boolean>();
       let cut = false;
+      let leading = false;
       for (const step of run.steps) {
         for (const effect of step.effects) {
           if (effect.type === 'send') peerOf.set(effect.requestId, effect.toId);
           if (effect.type === 'roleChanged' && effect.role === 'leader' && !seenTerms.has(effect.term)) {
             seenTerms.add(effect.term);
             events.push({ atMs: step.atMs, kind: 'leader', node, term: effect.term });
+          }
+          if (effect.type === 'roleChanged') {
+            if (leading && effect.role !== 'leader') events.push({ atMs: step.atMs, kind: 'stepdown', node });
+            leading = effect.role === 'leader';
           }
           if (effect.type === 'proposalResult' && effect.ok) events.push({ atMs: step.atMs, kind: 'write', node });
         }
@@ -157,7 +190,7 @@ function collectEvents(runs: readonly RunReplay[], ids: Map<string, number>): Ev
     });
   }
   // Leader lines sort before the write results of the same step; crashes before restarts.
-  const order = { crash: 0, isolate: 1, leader: 2, heal: 3, restart: 4, write: 5 } as const;
+  const order = { crash: 0, isolate: 1, leader: 2, stepdown: 3, heal: 4, restart: 5, write: 6 } as const;
   const sorted = events.sort((a, b) => a.atMs - b.atMs || order[a.kind] - order[b.kind]);
   // A cut-off member learns it is cut off only when its calls time out, often after the others have
   // elected a new leader: an isolation of the old leader seen soon after such a change caused it.

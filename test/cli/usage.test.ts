@@ -72,6 +72,16 @@ describe('svc usage errors (exit 2)', function () {
       args: ['node', ...BASE, '--insecure', '--founder', 'n2'],
       message: /--founder takes NAME,GRPC_HOST:PORT,HTTP_URL/,
     },
+    { args: ['debug', 'bundle'], message: /svc debug bundle needs --out FILE\.tar\.gz/ },
+    {
+      args: ['debug', 'bundle', '--out', 'b.tar.gz', '--window', '10'],
+      message: /--window takes a duration such as 10m/,
+    },
+    {
+      args: ['debug', 'bundle', '--out', 'b.tar.gz', '--window', '10m', '--since', '2026-11-27T10:00:00Z'],
+      message: /--window and --since both set the start/,
+    },
+    { args: ['debug', 'bundle', '--out', 'b.tar.gz', '--until', 'soon'], message: /--until takes a time/ },
     {
       args: ['node', ...BASE, '--insecure', '--engine-limit', 'noSuchLimit=3'],
       message: /unknown limit "noSuchLimit"/,

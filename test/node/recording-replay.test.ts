@@ -6,13 +6,14 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readdir, readFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import type { NodeConfig } from '../../cli/node/config.js';
 import { readRecording, recordingFiles } from '../../recording/reader.js';
-import { replayPaths, type ReplayOutcome } from '../../sim/replay/cli.js';
+import type { BundleManifest } from '../../recording/bundle.js';
+import { expandBundles, replayPaths, type ReplayOutcome } from '../../sim/replay/cli.js';
 import { replayTrace } from '../../sim/replay/trace.js';
 import { runScenarioFile } from '../../sim/scenario.js';
 import { buildViewModel } from '../../sim/view/model.js';
@@ -35,6 +36,7 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
   let outcome: ReplayOutcome | null = null;
   let killed = '';
   let pki: Pki;
+  let bundleFile = '';
 
   async function leaderName(exclude = ''): Promise<string | null> {
     for (const [name, config] of configs) {
@@ -65,12 +67,17 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
 
   before(async function () {
     dir = await tempDir('recording');
+    bundleFile = join(dir, 'incident.tar.gz');
     const names = ['r1', 'r2', 'r3'];
     pki = await makePki(dir, names);
     const plans = await planNodes(names);
     const bootstrap = plans.map((p) => p.member);
     for (const plan of plans)
-      configs.set(plan.name, nodeConfig(plan, join(dir, plan.name), pki.tls(plan.name), { bootstrap }));
+      // Info lines, so the bundle's logs hold something to check (the children's stdout is not shown).
+      configs.set(
+        plan.name,
+        nodeConfig(plan, join(dir, plan.name), pki.tls(plan.name), { bootstrap }, { logLevel: 'info' }),
+      );
     const started = await Promise.all(names.map((name) => ChildNode.start(configs.get(name)!)));
     for (const child of started) children.set(child.config.name, child);
   });
@@ -93,10 +100,9 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
     await writeThrough(survivors, WRITES_AFTER_CRASH, 'after');
     children.set(oldLeader, await ChildNode.start(configs.get(oldLeader)!));
     await writeThrough([...configs.keys()], 10, 'rejoined');
-    // svc debug bundle gathers every member's recording, status and metrics through the admin API, with
-    // the admin certificate, while the cluster runs.
+    // svc debug bundle gathers every member's recording, status, metrics and recent log lines through the
+    // admin API, with the admin certificate, while the cluster runs, into one .tar.gz.
     const admin = pki.adminTls() as { caFile: string; certFile: string; keyFile: string };
-    const bundleDir = join(dir, 'bundle');
     const bundle = spawnSync(
       process.execPath,
       [
@@ -104,7 +110,9 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
         'debug',
         'bundle',
         '--out',
-        bundleDir,
+        bundleFile,
+        '--window',
+        '10m',
         '--node',
         configs.get(survivors[0]!)!.grpcListen,
         '--tls-ca',
@@ -119,22 +127,55 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
       { encoding: 'utf8', timeout: 120_000 },
     );
     assert.equal(bundle.status, 0, bundle.stdout + bundle.stderr);
-    assert.match(bundle.stdout, /^bundle=.* members=3 segments=\d+ bytes=\d+/m);
+    assert.match(bundle.stdout, /^bundle=.*\.tar\.gz members=3 segments=\d+ bytes=\d+/m);
+    assert.deepEqual(
+      (await readdir(dir)).filter((n) => n.startsWith('.svc-bundle-') || n.endsWith('.partial')),
+      [],
+      'one file: the staging folder is gone',
+    );
     await Promise.all([...children.values()].map((c) => c.stop()));
     children.clear();
 
     // The bundle replays like the data directories (up to the steps written when it was taken).
-    const bundled = replayPaths(
-      [...configs.keys()].map((name) => join(bundleDir, name, 'recording')),
-      () => undefined,
-    );
-    assert.ok(bundled.ok, 'the bundle replays identically');
-    assert.equal(bundled.runs.length, 4, "the bundle holds every run, the killed leader's first one too");
-    for (const name of configs.keys()) {
-      const status = JSON.parse(await readFile(join(bundleDir, name, 'status.json'), 'utf8')) as { name: string };
-      assert.equal(status.name, name);
-      // /metrics is on each node's own listener, not its advertised HTTP address: the bundle says so.
-      assert.match(await readFile(join(bundleDir, name, 'metrics.txt'), 'utf8'), /svc_|metrics not gathered/);
+    const unpacked = expandBundles([bundleFile]);
+    try {
+      assert.deepEqual(
+        unpacked.paths.map((p) => basename(dirname(p))),
+        ['r1', 'r2', 'r3'],
+      );
+      const bundled = replayPaths(unpacked.paths, () => undefined);
+      assert.ok(bundled.ok, 'the bundle replays identically');
+      assert.equal(bundled.runs.length, 4, "the bundle holds every run, the killed leader's first one too");
+      const root = dirname(dirname(unpacked.paths[0]!));
+      const manifest = JSON.parse(await readFile(join(root, 'bundle.json'), 'utf8')) as BundleManifest;
+      assert.deepEqual(
+        manifest.members.map((m) => [m.name, m.error]),
+        [...configs.keys()].map((name) => [name, '']),
+      );
+      for (const name of configs.keys()) {
+        const status = JSON.parse(await readFile(join(root, name, 'status.json'), 'utf8')) as {
+          name: string;
+          metricsAddr: string;
+        };
+        assert.equal(status.name, name);
+        assert.equal(
+          status.metricsAddr,
+          `http://${configs.get(name)!.metricsListen}`,
+          'status names the metrics listener',
+        );
+        // Scraped at the member's metrics listener: the real exposition, not a note.
+        assert.match(await readFile(join(root, name, 'metrics.txt'), 'utf8'), /^# HELP svc_/m);
+        // The node's recent log lines, from its in-memory ring: its own, in the window.
+        const logs = (await readFile(join(root, name, 'logs.jsonl'), 'utf8')).trim().split('\n');
+        assert.ok(logs.length > 0, `${name} has log lines`);
+        for (const line of logs) assert.equal((JSON.parse(line) as { node: string }).node, name);
+        assert.ok(
+          logs.some((l) => l.includes('node started')),
+          `${name}'s logs hold its start`,
+        );
+      }
+    } finally {
+      unpacked.cleanup();
     }
 
     const recordings = [...configs.values()].map((c) => join(c.dataDir, 'recording'));
@@ -262,9 +303,8 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
     }
   });
 
-  it('npm run sim -- --replay: the command replays all three, and --to-scenario turns the incident into a passing scenario', function () {
+  it('npm run sim -- --replay FILE.tar.gz: the command replays all three from the bundle, and --to-scenario turns the incident into a passing scenario', function () {
     if (!outcome) this.skip();
-    const recordings = [...configs.values()].map((c) => join(c.dataDir, 'recording'));
     const scenarioFile = join(dir, 'incident.txt');
     const run = spawnSync(
       process.execPath,
@@ -273,7 +313,7 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
         'tsx',
         'sim/cli.ts',
         '--replay',
-        ...recordings,
+        bundleFile,
         '--to-scenario',
         scenarioFile,
         '--view-out',

@@ -1,12 +1,15 @@
 // --to-scenario on a hand-made replayed history (sim/replay/to-scenario.ts): a partition of the leader seen
-// late (its calls time out after the others elected), a kill -9 and a restart become a scenario in the
-// incident's order, and the scenario passes on the lockstep world.
+// late (its calls time out after the others elected), its step-down while cut off, a kill -9 and a restart
+// become a scenario in the incident's order; the scenario passes on the lockstep world and fails on an engine
+// whose leader never steps down without a quorum (test/sim/buggy-engines-power.ts), the rule the incident
+// exercised.
 import assert from 'node:assert/strict';
 import { StatusCode } from '../../engine/rpc.js';
 import type { Effect, Input } from '../../engine/types.js';
 import type { ReplayedStep, RunReplay } from '../../sim/replay/replay.js';
 import { toScenario } from '../../sim/replay/to-scenario.js';
 import { runScenario } from '../../sim/scenario.js';
+import { neverStepsDown } from './buggy-engines-power.js';
 
 function run(node: string, memberId: number, startedAtMs: number, steps: Array<[number, Input, Effect[]]>): RunReplay {
   const replayed: ReplayedStep[] = steps.map(([atMs, input, effects], i) => ({
@@ -75,6 +78,8 @@ describe('sim/replay: a replayed incident as a scenario', () => {
         // The partition began before 5 s; a's calls time out only after b was elected at 5.5 s.
         [6_000, failed(12), []],
         [6_000, failed(13), []],
+        // Check quorum: no peer answered for an election timeout, so a stops leading while still cut off.
+        [6_500, tick, [{ type: 'roleChanged', role: 'follower', term: 1, leaderId: 0 }]],
         [9_000, tick, [send(14, 2)]],
         [9_100, answered(14), []],
       ]),
@@ -106,6 +111,7 @@ describe('sim/replay: a replayed incident as a scenario', () => {
       'isolate a',
       'until not leader a within 500',
       'until leader within 500',
+      'until not role a leader within 500',
       'propose-many 2 w1-',
       'heal',
       'crash c',
@@ -114,5 +120,32 @@ describe('sim/replay: a replayed incident as a scenario', () => {
       'expect safe',
     ]);
     runScenario(script, 'generated');
+    // The relevant rule mutated: a leader cut off from its quorum keeps leading. The scenario catches it.
+    assert.throws(
+      () => runScenario(script, 'generated', { engine: neverStepsDown }),
+      /`until not role a leader within 500`|leader-step-down/,
+    );
+  });
+
+  it('checks a step-down only where the recording shows one while cut off', () => {
+    const leaderThenHealed = [
+      run('a', 1, 0, [
+        [1_000, tick, [leads(1, 1)]],
+        [5_000, tick, [send(12, 2), send(13, 3)]],
+        [6_000, failed(12), []],
+        [6_000, failed(13), []],
+        [9_000, tick, [send(14, 2), send(15, 3)]],
+        // a hears the higher term on the answer that reconnects it: that step-down is not the cut-off's.
+        [9_100, answered(14), [{ type: 'roleChanged', role: 'follower', term: 2, leaderId: 2 }]],
+      ]),
+      run('b', 2, 0, [
+        [1_000, tick, []],
+        [5_500, tick, [leads(2, 2)]],
+      ]),
+      run('c', 3, 0, [[1_000, tick, []]]),
+    ];
+    const script = toScenario(leaderThenHealed, 'test');
+    assert.match(script, /^isolate a/m);
+    assert.doesNotMatch(script, /until not role a leader/);
   });
 });

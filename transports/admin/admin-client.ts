@@ -133,6 +133,21 @@ export class AdminClientPool {
     }
   }
 
+  /** logs reads the node's recent log lines in a time window (its in-memory ring). */
+  async logs(to: string, request: pb.LogsRequest, deadlineAt: number): Promise<pb.LogsResponse> {
+    const bytes = await this.channels.call(
+      to,
+      pb.AdminService.logs.path,
+      Buffer.from(pb.LogsRequest.encode(request).finish()),
+      deadlineAt,
+    );
+    try {
+      return pb.LogsResponse.decode(bytes);
+    } catch (err) {
+      throw new AdminCallError(grpc.status.INTERNAL, `malformed LogsResponse from ${to}: ${String(err)}`);
+    }
+  }
+
   close(): void {
     this.channels.close();
   }

@@ -4,17 +4,18 @@
 // runs on the leader, and a follower answers "not the leader" naming it (the caller retries there);
 // Propose hands a store command to the node (host.propose), whose store router reaches the leader with
 // the node's own peer certificate; Backup streams the state the node captures at a committed index
-// (host.backup; backup-service.ts).
+// (host.backup; backup-service.ts); Recording and Logs answer what `svc debug bundle` gathers.
 import * as grpc from '@grpc/grpc-js';
 import type { AdminOp, AdminResultCode } from '../../engine/types.js';
 import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
+import type { LogRingRead, LogRingWindow } from '../node/log-ring.js';
 import type { NodeStatusDocument } from '../node/node-status.js';
 import { UnaryCallError } from '../grpc/unary-call.js';
 import { callerOf } from '../grpc/peer-identity.js';
 import { AdminCallError, TRAILER_LEADER, TRAILER_REFUSAL_CODE } from './admin-client.js';
 import { backupHandler, type BackupCapture, type BackupLimits } from './backup-service.js';
-import { ADMIN_CALL_DEADLINE_MS, ADMIN_NAME_BYTES_MAX } from './limits.js';
+import { ADMIN_CALL_DEADLINE_MS, ADMIN_LOGS_BYTES_MAX, ADMIN_NAME_BYTES_MAX } from './limits.js';
 import { readRecording } from './recording-reads.js';
 import { adminStatusResponse, type SeenHeartbeat } from './status-response.js';
 
@@ -27,6 +28,7 @@ export const ADMIN_METHODS = {
   propose: pb.AdminService.propose.path,
   backup: pb.AdminService.backup.path,
   recording: pb.AdminService.recording.path,
+  logs: pb.AdminService.logs.path,
 } as const;
 
 /** STREAMING_METHODS are the Admin methods that answer with a stream. */
@@ -48,7 +50,15 @@ export interface AdminHost {
   /** status is the node's /status document; it throws while the node is not running. */
   status(): NodeStatusDocument;
   /** own is this node's heartbeat measurements now and its advertised addresses. */
-  own(): { entityCount: number; signalThroughputEps: number; diskBytes: number; grpcAddr: string; httpAddr: string };
+  own(): {
+    entityCount: number;
+    signalThroughputEps: number;
+    diskBytes: number;
+    grpcAddr: string;
+    httpAddr: string;
+    /** metricsAddr is the metrics listener's base, http://host:port ('' when unknown). */
+    metricsAddr?: string;
+  };
   lastHeartbeat(): SeenHeartbeat | null;
   /** admin runs the operation on this node's engine; it rejects with AdminRefusedError when the engine refuses it. */
   admin(op: AdminOp, timeoutMs: number): Promise<void>;
@@ -68,6 +78,8 @@ export interface AdminHost {
   backup(deadlineAt: number): Promise<BackupCapture>;
   /** recordingDir is the node's flight recording directory, null when it records nothing. */
   recordingDir?: string | null;
+  /** logs reads the node's recent log lines (its LogRing); absent when it keeps none. */
+  logs?: (window: LogRingWindow) => LogRingRead;
 }
 
 export interface AdminServiceOptions {
@@ -268,6 +280,35 @@ function recordingHandler(options: AdminServiceOptions): AdminHandler {
   };
 }
 
+/** Logs: the node's recent log lines in a time window, from its bounded in-memory ring. */
+function logsHandler(options: AdminServiceOptions): AdminHandler {
+  const { host } = options;
+  return (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+    let request: pb.LogsRequest;
+    try {
+      request = pb.LogsRequest.decode(call.request);
+    } catch (err) {
+      respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed LogsRequest: ${String(err)}` }, null);
+      return;
+    }
+    if (!host.logs) {
+      respond({ code: grpc.status.FAILED_PRECONDITION, details: 'this node keeps no log lines' }, null);
+      return;
+    }
+    try {
+      const read = host.logs({
+        sinceMs: request.sinceUnixMs,
+        untilMs: request.untilUnixMs,
+        bytesMax: ADMIN_LOGS_BYTES_MAX,
+      });
+      const response: pb.LogsResponse = { lines: read.lines, dropped: read.dropped, oldestUnixMs: read.oldestMs };
+      respond(null, Buffer.from(pb.LogsResponse.encode(response).finish()));
+    } catch (err) {
+      failAdminCall(options, respond, err, 'Logs');
+    }
+  };
+}
+
 /** ChangeMember: promote, remove, transfer or leave; a peer certificate may only make its own member leave. */
 function changeMemberHandler(options: AdminServiceOptions): AdminHandler {
   const { host } = options;
@@ -330,6 +371,7 @@ export function adminServiceImplementation(options: AdminServiceOptions): grpc.U
     status: statusHandler(options),
     propose: proposeHandler(options),
     recording: recordingHandler(options),
+    logs: logsHandler(options),
     changeMember: changeMemberHandler(options),
   };
 }

@@ -21,3 +21,5 @@ export const BACKUP_FILE_COUNT_MAX = 64;
 export const BACKUP_CONCURRENT_COUNT_MAX = 2;
 /** ADMIN_RECORDING_CHUNK_BYTES_MAX bounds the recording bytes one Recording call answers (under ADMIN_MESSAGE_BYTES_MAX). */
 export const ADMIN_RECORDING_CHUNK_BYTES_MAX = 1024 * 1024;
+/** ADMIN_LOGS_BYTES_MAX bounds the log lines one Logs call answers (the newest of the window; under ADMIN_MESSAGE_BYTES_MAX). */
+export const ADMIN_LOGS_BYTES_MAX = 1024 * 1024;

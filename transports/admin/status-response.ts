@@ -62,7 +62,14 @@ function numericKeys<T>(record: Record<string, T>): Record<number, T> {
 
 export function adminStatusResponse(
   doc: NodeStatusDocument,
-  own: { entityCount: number; signalThroughputEps: number; diskBytes: number; grpcAddr: string; httpAddr: string },
+  own: {
+    entityCount: number;
+    signalThroughputEps: number;
+    diskBytes: number;
+    grpcAddr: string;
+    httpAddr: string;
+    metricsAddr?: string;
+  },
   seen: SeenHeartbeat | null,
 ): StatusResponse {
   // The shared fields pass through as they are: NodeStatusDocument is StatusResponse less these.
@@ -79,5 +86,6 @@ export function adminStatusResponse(
     grpcAddr: own.grpcAddr,
     httpAddr: own.httpAddr,
     lagHighWaterSeq: numericKeys(lagGaugeByShard),
+    metricsAddr: own.metricsAddr ?? '',
   };
 }

@@ -40,6 +40,11 @@ export interface NodeLimits {
   logLinesPerKindWindowMax: number;
   /** logThrottleWindowMs is the window of logLinesPerKindWindowMax. */
   logThrottleWindowMs: number;
+  /**
+   * logRingBytesMax bounds the node's recent log lines kept in memory (transports/node/log-ring.ts) for the
+   * Admin Logs call (`svc debug bundle`); every line still goes to stdout.
+   */
+  logRingBytesMax: number;
 }
 
 export const DEFAULT_NODE_LIMITS: Readonly<NodeLimits> = Object.freeze({
@@ -59,6 +64,8 @@ export const DEFAULT_NODE_LIMITS: Readonly<NodeLimits> = Object.freeze({
   handoffTimeoutMs: 5_000,
   logLinesPerKindWindowMax: 20,
   logThrottleWindowMs: 60_000,
+  // About ten minutes of a busy node's info lines (a line is 200-400 bytes), under one Admin answer.
+  logRingBytesMax: 1024 * 1024,
 });
 
 export function nodeLimits(overrides: Partial<NodeLimits> = {}): NodeLimits {

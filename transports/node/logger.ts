@@ -14,3 +14,13 @@ export function createLogger(
   const options = { level, base: { node: name }, timestamp: pino.stdTimeFunctions.isoTime };
   return destination ? pino(options, destination) : pino(options);
 }
+
+/**
+ * stdoutDestination is where pino writes when given no destination: fd 1 through sonic-boom, or
+ * process.stdout itself when something (a test) replaced its write, as pino itself decides.
+ */
+export function stdoutDestination(): { write(line: string): unknown } {
+  const stdout = process.stdout as NodeJS.WriteStream & { constructor: { prototype: { write: unknown } } };
+  if (stdout.write !== stdout.constructor.prototype.write) return process.stdout;
+  return pino.destination(process.stdout.fd || 1);
+}

@@ -21,6 +21,7 @@ type AdminOnlyStatusField =
   | 'lastHeartbeat'
   | 'grpcAddr'
   | 'httpAddr'
+  | 'metricsAddr'
   | 'versionsSeen'
   | 'lagHighWaterSeq';
 

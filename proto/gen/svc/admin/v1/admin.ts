@@ -94,6 +94,20 @@ export function memberChangeToJSON(object: MemberChange): string {
   }
 }
 
+export interface LogsRequest {
+  /** since_unix_ms and until_unix_ms bound the lines answered by their time (0: no bound). */
+  sinceUnixMs: number;
+  untilUnixMs: number;
+}
+
+export interface LogsResponse {
+  lines: string[];
+  /** dropped counts the lines the ring let go since the node started (its bound, or the answer's). */
+  dropped: number;
+  /** oldest_unix_ms is the time of the oldest line the ring holds (0 when it holds none). */
+  oldestUnixMs: number;
+}
+
 export interface RecordingRequest {
   name: string;
   offset: number;
@@ -196,6 +210,11 @@ export interface StatusResponse {
   httpAddr: string;
   /** lag_high_water_seq maps a source shard to the high-water leader_last_seq seen. */
   lagHighWaterSeq: { [key: number]: number };
+  /**
+   * metrics_addr is this node's metrics listener (metricsListen), http://host:port, where /metrics is
+   * served; a wildcard host (0.0.0.0, ::) means every address of the member's host.
+   */
+  metricsAddr: string;
 }
 
 export interface StatusResponse_VersionsSeenEntry {
@@ -264,6 +283,204 @@ export interface BackupFileChunk {
 export interface BackupChunk {
   part: { $case: "header"; value: BackupHeader } | { $case: "file"; value: BackupFileChunk } | undefined;
 }
+
+function createBaseLogsRequest(): LogsRequest {
+  return { sinceUnixMs: 0, untilUnixMs: 0 };
+}
+
+export const LogsRequest: MessageFns<LogsRequest> = {
+  encode(message: LogsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sinceUnixMs !== 0) {
+      writer.uint32(8).uint64(message.sinceUnixMs);
+    }
+    if (message.untilUnixMs !== 0) {
+      writer.uint32(16).uint64(message.untilUnixMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LogsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLogsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.sinceUnixMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.untilUnixMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LogsRequest {
+    return {
+      sinceUnixMs: isSet(object.sinceUnixMs)
+        ? globalThis.Number(object.sinceUnixMs)
+        : isSet(object.since_unix_ms)
+        ? globalThis.Number(object.since_unix_ms)
+        : 0,
+      untilUnixMs: isSet(object.untilUnixMs)
+        ? globalThis.Number(object.untilUnixMs)
+        : isSet(object.until_unix_ms)
+        ? globalThis.Number(object.until_unix_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: LogsRequest): unknown {
+    const obj: any = {};
+    if (message.sinceUnixMs !== 0) {
+      obj.sinceUnixMs = Math.round(message.sinceUnixMs);
+    }
+    if (message.untilUnixMs !== 0) {
+      obj.untilUnixMs = Math.round(message.untilUnixMs);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<LogsRequest>): LogsRequest {
+    return LogsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<LogsRequest>): LogsRequest {
+    const message = createBaseLogsRequest();
+    message.sinceUnixMs = object.sinceUnixMs ?? 0;
+    message.untilUnixMs = object.untilUnixMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseLogsResponse(): LogsResponse {
+  return { lines: [], dropped: 0, oldestUnixMs: 0 };
+}
+
+export const LogsResponse: MessageFns<LogsResponse> = {
+  encode(message: LogsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.lines) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.dropped !== 0) {
+      writer.uint32(16).uint64(message.dropped);
+    }
+    if (message.oldestUnixMs !== 0) {
+      writer.uint32(24).uint64(message.oldestUnixMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LogsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLogsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.lines.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.dropped = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.oldestUnixMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LogsResponse {
+    return {
+      lines: globalThis.Array.isArray(object?.lines) ? object.lines.map((e: any) => globalThis.String(e)) : [],
+      dropped: isSet(object.dropped) ? globalThis.Number(object.dropped) : 0,
+      oldestUnixMs: isSet(object.oldestUnixMs)
+        ? globalThis.Number(object.oldestUnixMs)
+        : isSet(object.oldest_unix_ms)
+        ? globalThis.Number(object.oldest_unix_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: LogsResponse): unknown {
+    const obj: any = {};
+    if (message.lines?.length) {
+      obj.lines = message.lines;
+    }
+    if (message.dropped !== 0) {
+      obj.dropped = Math.round(message.dropped);
+    }
+    if (message.oldestUnixMs !== 0) {
+      obj.oldestUnixMs = Math.round(message.oldestUnixMs);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<LogsResponse>): LogsResponse {
+    return LogsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<LogsResponse>): LogsResponse {
+    const message = createBaseLogsResponse();
+    message.lines = object.lines?.map((e) => e) || [];
+    message.dropped = object.dropped ?? 0;
+    message.oldestUnixMs = object.oldestUnixMs ?? 0;
+    return message;
+  },
+};
 
 function createBaseRecordingRequest(): RecordingRequest {
   return { name: "", offset: 0, bytesMax: 0 };
@@ -1205,6 +1422,7 @@ function createBaseStatusResponse(): StatusResponse {
     grpcAddr: "",
     httpAddr: "",
     lagHighWaterSeq: {},
+    metricsAddr: "",
   };
 }
 
@@ -1303,6 +1521,9 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     globalThis.Object.entries(message.lagHighWaterSeq).forEach(([key, value]: [string, number]) => {
       StatusResponse_LagHighWaterSeqEntry.encode({ key: key as any, value }, writer.uint32(250).fork()).join();
     });
+    if (message.metricsAddr !== "") {
+      writer.uint32(258).string(message.metricsAddr);
+    }
     return writer;
   },
 
@@ -1573,6 +1794,14 @@ export const StatusResponse: MessageFns<StatusResponse> = {
             }
             continue;
           }
+          case 32: {
+            if (tag !== 258) {
+              break;
+            }
+
+            message.metricsAddr = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1744,6 +1973,11 @@ export const StatusResponse: MessageFns<StatusResponse> = {
           {},
         )
         : {},
+      metricsAddr: isSet(object.metricsAddr)
+        ? globalThis.String(object.metricsAddr)
+        : isSet(object.metrics_addr)
+        ? globalThis.String(object.metrics_addr)
+        : "",
     };
   },
 
@@ -1854,6 +2088,9 @@ export const StatusResponse: MessageFns<StatusResponse> = {
         });
       }
     }
+    if (message.metricsAddr !== "") {
+      obj.metricsAddr = message.metricsAddr;
+    }
     return obj;
   },
 
@@ -1911,6 +2148,7 @@ export const StatusResponse: MessageFns<StatusResponse> = {
       },
       {},
     );
+    message.metricsAddr = object.metricsAddr ?? "";
     return message;
   },
 };
@@ -2956,6 +3194,21 @@ export const AdminService = {
     responseSerialize: (value: RecordingResponse): Buffer => Buffer.from(RecordingResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RecordingResponse => RecordingResponse.decode(value),
   },
+  /**
+   * Logs answers this node's recent log lines (pino JSON, one a line), oldest first, from a bounded
+   * in-memory ring (logRingBytesMax, docs/operations.md): what `svc debug bundle` gathers. Lines older
+   * than the ring, and those of an earlier run of the node, are gone; the node's stdout has them all.
+   * A node answers at most 1 MiB a call: the newest lines of the window.
+   */
+  logs: {
+    path: "/svc.admin.v1.Admin/Logs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: LogsRequest): Buffer => Buffer.from(LogsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): LogsRequest => LogsRequest.decode(value),
+    responseSerialize: (value: LogsResponse): Buffer => Buffer.from(LogsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): LogsResponse => LogsResponse.decode(value),
+  },
 } as const;
 
 export interface AdminServer extends UntypedServiceImplementation {
@@ -2993,6 +3246,13 @@ export interface AdminServer extends UntypedServiceImplementation {
    * nothing; INVALID_ARGUMENT for a name that is not a segment file's (never a path).
    */
   recording: handleUnaryCall<RecordingRequest, RecordingResponse>;
+  /**
+   * Logs answers this node's recent log lines (pino JSON, one a line), oldest first, from a bounded
+   * in-memory ring (logRingBytesMax, docs/operations.md): what `svc debug bundle` gathers. Lines older
+   * than the ring, and those of an earlier run of the node, are gone; the node's stdout has them all.
+   * A node answers at most 1 MiB a call: the newest lines of the window.
+   */
+  logs: handleUnaryCall<LogsRequest, LogsResponse>;
 }
 
 export interface AdminClient extends Client {
@@ -3090,6 +3350,24 @@ export interface AdminClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RecordingResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Logs answers this node's recent log lines (pino JSON, one a line), oldest first, from a bounded
+   * in-memory ring (logRingBytesMax, docs/operations.md): what `svc debug bundle` gathers. Lines older
+   * than the ring, and those of an earlier run of the node, are gone; the node's stdout has them all.
+   * A node answers at most 1 MiB a call: the newest lines of the window.
+   */
+  logs(request: LogsRequest, callback: (error: ServiceError | null, response: LogsResponse) => void): ClientUnaryCall;
+  logs(
+    request: LogsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: LogsResponse) => void,
+  ): ClientUnaryCall;
+  logs(
+    request: LogsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: LogsResponse) => void,
   ): ClientUnaryCall;
 }
 
