@@ -11,7 +11,7 @@ import {
   type AdminHost,
 } from '../../transports/admin/index.js';
 import { ADMIN_LOGS_BYTES_MAX } from '../../transports/admin/limits.js';
-import { LogRing } from '../../transports/node/log-ring.js';
+import { LogRing, type LogRingWindow } from '../../transports/node/log-ring.js';
 
 async function serve(host: AdminHost): Promise<{ server: grpc.Server; address: string }> {
   const server = new grpc.Server();
@@ -40,7 +40,7 @@ describe('transports/admin: Admin.Logs over gRPC', function () {
     const count = Math.ceil((2 * ADMIN_LOGS_BYTES_MAX) / 1_050);
     for (let i = 0; i < count; i++)
       ring.write(`${JSON.stringify({ time: new Date(t0 + i).toISOString(), node: 'n1', msg: `m${i}`, pad })}\n`);
-    const { server, address } = await serve({ logs: (w) => ring.read(w) } as unknown as AdminHost);
+    const { server, address } = await serve({ logs: (w: LogRingWindow) => ring.read(w) } as unknown as AdminHost);
     servers.push(server);
     const window = await pool.logs(address, { sinceUnixMs: t0 + 10, untilUnixMs: t0 + 12 }, Date.now() + 10_000);
     assert.deepEqual(
