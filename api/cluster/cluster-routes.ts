@@ -45,9 +45,12 @@ export function clusterRoutes(options: ClusterRoutesOptions): { router: Router; 
       listen: (wake) => Promise.resolve(cluster.listen(wake)),
       read: (afterId) =>
         Promise.resolve(
-          cluster.entriesAfter(seqAfter(afterId), sseReadCountMax).map(
-            (entry): StreamEntry => [`${cluster.epoch}-${entry.seq}`, ['event', entry.event, 'data', JSON.stringify(entry.data)]],
-          ),
+          cluster
+            .entriesAfter(seqAfter(afterId), sseReadCountMax)
+            .map((entry): StreamEntry => [
+              `${cluster.epoch}-${entry.seq}`,
+              ['event', entry.event, 'data', JSON.stringify(entry.data)],
+            ]),
         ),
     });
   });

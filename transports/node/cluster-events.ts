@@ -69,8 +69,7 @@ export function leadershipEvents(
       term: after.term,
       leaderId: after.leaderId,
       leaderName,
-      summary:
-        after.leaderId === 0 ? `term ${after.term}: no leader known` : `${leaderName} leads term ${after.term}`,
+      summary: after.leaderId === 0 ? `term ${after.term}: no leader known` : `${leaderName} leads term ${after.term}`,
     });
   }
   if (after.role !== before.role) {
@@ -113,7 +112,8 @@ export class EventRing {
   private readonly events: ClusterEvent[] = [];
 
   constructor(private readonly countMax: number) {
-    if (!Number.isSafeInteger(countMax) || countMax < 1) throw new RangeError('the event ring holds at least one event');
+    if (!Number.isSafeInteger(countMax) || countMax < 1)
+      throw new RangeError('the event ring holds at least one event');
   }
 
   push(event: ClusterEvent): void {

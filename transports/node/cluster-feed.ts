@@ -184,7 +184,8 @@ export class ClusterFeed {
       .after(afterSeq)
       .map((event) => ({ seq: event.seq, event: 'cluster.event', data: event }));
     const latest = this.latestView;
-    if (latest !== null && latest.seq > afterSeq) entries.push({ seq: latest.seq, event: 'cluster.view', data: latest.view });
+    if (latest !== null && latest.seq > afterSeq)
+      entries.push({ seq: latest.seq, event: 'cluster.view', data: latest.view });
     entries.sort((a, b) => a.seq - b.seq);
     return entries.slice(0, countMax);
   }
@@ -293,7 +294,9 @@ export class ClusterFeed {
       .filter((m) => m.role !== 'removed')
       .map((m) => {
         const self = m.id === own.id;
-        const figures = self ? { atMs: now, document: own as unknown as Record<string, unknown>, error: null } : this.figures.get(m.id);
+        const figures = self
+          ? { atMs: now, document: own as unknown as Record<string, unknown>, error: null }
+          : this.figures.get(m.id);
         const doc = figures?.document ?? null;
         const polledVersion = doc ? text(doc.buildVersion) : null;
         const heardVersion = own.versionsSeen[String(m.id)] ?? null;

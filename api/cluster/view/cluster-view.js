@@ -69,7 +69,9 @@
   function memberRow(member, view) {
     const roleText = member.role === null ? 'unknown' : member.role;
     const ready =
-      member.ready === null ? '?' : `${member.ready ? 'ready' : 'not ready'}${member.healthy === false ? ', unhealthy' : ''}`;
+      member.ready === null
+        ? '?'
+        : `${member.ready ? 'ready' : 'not ready'}${member.healthy === false ? ', unhealthy' : ''}`;
     const figures = member.self
       ? 'this node'
       : member.reachable
@@ -130,7 +132,11 @@
         'data-at-ms': String(event.atMs),
         'data-received-at-ms': String(Date.now()),
       },
-      [el('time', { text: clock(event.atMs) }), el('span', { class: 'kind', text: event.kind }), el('span', { text: event.summary })],
+      [
+        el('time', { text: clock(event.atMs) }),
+        el('span', { class: 'kind', text: event.kind }),
+        el('span', { text: event.summary }),
+      ],
     );
     if (event.kind === 'election') item.dataset.leaderName = event.leaderName || '';
     const list = $('events');
