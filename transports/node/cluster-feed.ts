@@ -209,6 +209,11 @@ export class ClusterFeed {
     return this.ring.size;
   }
 
+  /** pollingMembers: the other members' /status are being read (only while a stream listens). */
+  get pollingMembers(): boolean {
+    return this.polling;
+  }
+
   close(): void {
     this.closed = true;
     this.listeners.clear();
