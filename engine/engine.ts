@@ -5,7 +5,16 @@
 // This class is the engine's face to drivers (as etcd's RawNode is raft's): the state and the order
 // things happen in are EngineCore's (core.ts); what differs by role is in role-*.ts (roles.ts).
 import { EngineCore } from './core.js';
-import type { Effect, EngineConfig, EngineLeadership, EngineStatus, Entry, Input, RestoredState, SnapshotMeta } from './types.js';
+import type {
+  Effect,
+  EngineConfig,
+  EngineLeadership,
+  EngineStatus,
+  Entry,
+  Input,
+  RestoredState,
+  SnapshotMeta,
+} from './types.js';
 
 export { JOIN_REFUSAL_REMOVED } from './membership.js';
 
