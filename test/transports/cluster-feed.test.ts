@@ -4,11 +4,10 @@
 import assert from 'node:assert/strict';
 import type { EngineLeadership } from '../../engine/types.js';
 import { EventRing, leadershipEvents, membershipChange } from '../../transports/node/cluster-events.js';
-import { ClusterFeed, type ClusterFeedHost, type ClusterView } from '../../transports/node/cluster-feed.js';
+import { ClusterFeed, type ClusterView } from '../../transports/node/cluster-feed.js';
 import { DEFAULT_CLUSTER_FEED_LIMITS } from '../../transports/node/cluster-limits.js';
-import type { NodeStatusDocument } from '../../transports/node/node-status.js';
-import type { StatusAnswer } from '../../transports/node/status-poll.js';
 import { waitFor } from '../node/harness.js';
+import { FakeHost, names, three } from './cluster-feed-host.js';
 
 const reading = (fields: Partial<EngineLeadership> = {}): EngineLeadership => ({
   role: 'follower',
@@ -17,64 +16,6 @@ const reading = (fields: Partial<EngineLeadership> = {}): EngineLeadership => ({
   membershipVersion: 1,
   ...fields,
 });
-const names: Record<number, string> = { 1: 'a', 2: 'b', 3: 'c' };
-const three = [
-  { id: 1, name: 'a', role: 'voter' },
-  { id: 2, name: 'b', role: 'voter' },
-  { id: 3, name: 'c', role: 'voter' },
-];
-
-function ownStatus(fields: Partial<NodeStatusDocument> = {}): NodeStatusDocument {
-  return {
-    id: 2,
-    name: 'b',
-    role: 'follower',
-    term: 3,
-    leaderId: 1,
-    leaderGrpcAddr: '',
-    leaderHttpAddr: '',
-    durableLastSeq: 10,
-    lastSeq: 10,
-    commitSeq: 10,
-    appliedSeq: 9,
-    snapshotSeq: 0,
-    compactedSeq: 0,
-    ready: true,
-    healthy: true,
-    halted: '',
-    reseed: false,
-    removed: false,
-    failed: '',
-    buildVersion: '0.2.0',
-    membershipVersion: 1,
-    members: three.map((m) => ({ ...m, grpcAddr: `g-${m.name}`, httpAddr: `https://h-${m.name}` })),
-    lagGaugeByShard: {},
-    versionsSeen: { '1': '0.2.0', '3': '0.1.9' },
-    entityCount: 0,
-    ...fields,
-  };
-}
-
-class FakeHost implements ClusterFeedHost {
-  fetches = 0;
-  answers = new Map<string, StatusAnswer>();
-  own: NodeStatusDocument | null = ownStatus();
-  clock = 1_000;
-  status(): NodeStatusDocument | null {
-    return this.own;
-  }
-  matchSeqs(): Record<number, number> {
-    return {};
-  }
-  fetchStatus(httpAddr: string): Promise<StatusAnswer> {
-    this.fetches++;
-    return Promise.resolve(this.answers.get(httpAddr) ?? { ok: false, error: 'unreachable: ECONNREFUSED' });
-  }
-  now(): number {
-    return this.clock++;
-  }
-}
-
 describe('transports/node: the /cluster feed', () => {
   it('turns engine readings into election, role and membership events', () => {
     const roster = () => ({ now: three, before: three });
