@@ -35,6 +35,9 @@ import { workRoutes } from './routes/work.js';
 import { WorkStatsReader } from './queue/work-stats.js';
 import { runRoutes } from './routes/runs.js';
 import { albumApi, albumPageRoutes } from './albums/index.js';
+import { clusterPageRoutes } from './cluster/cluster-page.js';
+import { clusterRoutes } from './cluster/cluster-routes.js';
+import type { ClusterSource } from './cluster/cluster-source.js';
 
 /** redisCommandTimeoutMs bounds one Redis command of the request path (rate limit, stats). */
 export const redisCommandTimeoutMs = 1000;
@@ -48,6 +51,8 @@ export interface CreateAppOptions {
   /** redis enables the cluster-wide rate limit and the queue endpoints; without it they degrade (see README). */
   redis?: RedisSettings;
   config?: Partial<ApiConfig>;
+  /** cluster is the node's view of its cluster, for /cluster (a node gives it; without it /cluster answers 404). */
+  cluster?: ClusterSource;
 }
 
 export interface ApiService {
@@ -166,6 +171,9 @@ export function createApp(options: CreateAppOptions): ApiService {
   // The album page holds no data (it asks for the key in the browser), so it is public like /docs. Its router
   // sees only GET and HEAD under /album (its routes): a keyed request does not walk it.
   const albumPage = albumPageRoutes();
+  // The /cluster page likewise holds no data; it answers only a browser's navigation to /cluster (cluster-page.ts),
+  // and every other /cluster request goes on to the keyed chain.
+  const clusterPage = clusterPageRoutes();
 
   const keyCache = new ApiKeyCache(store);
   // The documented routes the keyed routers must declare: all but the public ones and the album page's.
@@ -175,6 +183,7 @@ export function createApp(options: CreateAppOptions): ApiService {
   );
   const runs = runRoutes({ store, redisUrl: options.redis?.url, connect, sseKeepAliveMs: config.sseKeepAliveMs });
   const albums = albumApi({ store, redisUrl: options.redis?.url, connect, sseKeepAliveMs: config.sseKeepAliveMs });
+  const cluster = clusterRoutes({ cluster: options.cluster, keepAliveMs: config.sseKeepAliveMs });
   // One layer for every keyed request (keyed-chain.ts): authentication, rate limit, JSON body, OpenAPI
   // validation (the library's chain with its route lookup compiled once, openapi/validator.ts), then straight
   // to the routers that declare the route the validator matched.
@@ -193,6 +202,7 @@ export function createApp(options: CreateAppOptions): ApiService {
         workRoutes(workStats),
         runs.router,
         albums.router,
+        cluster.router,
       ],
       keyedDocumentedPaths,
     ),
@@ -212,6 +222,7 @@ export function createApp(options: CreateAppOptions): ApiService {
     const path = req.path;
     if (isPublicPath(path)) publicRoutes(req, res, new OnToKeyed(req, res, next, keyed).step);
     else if (path.startsWith('/album')) albumPage(req, res, new OnToKeyed(req, res, next, keyed).step);
+    else if (path.startsWith('/cluster')) clusterPage(req, res, new OnToKeyed(req, res, next, keyed).step);
     else keyed(req, res, next);
   });
 
@@ -225,6 +236,7 @@ export function createApp(options: CreateAppOptions): ApiService {
     config,
     async close() {
       keyCache.close();
+      cluster.close();
       await runs.close();
       await albums.close();
       await workStats?.close();

@@ -19,6 +19,7 @@ import type { AgentWorker } from './runs/agent-worker.js';
 import { runBackendFromConfig } from './runs/run-backend-config.js';
 import { imageGeneratorFromEnv, startAlbumWorker } from './albums/index.js';
 import type { AlbumWorker } from './albums/index.js';
+import type { ClusterSource } from './cluster/cluster-source.js';
 
 export const apiPortDefault = 8080;
 export const apiHostDefault = '127.0.0.1';
@@ -48,6 +49,8 @@ export interface StartApiOptions {
    * worker denies their hosts (names resolved at each networked run's start) to networked runs.
    */
   clusterAddresses?: () => readonly string[];
+  /** cluster is the node's view of its cluster, for /cluster (app.ts). */
+  cluster?: ClusterSource;
   config?: Partial<ApiConfig>;
 }
 
@@ -69,7 +72,12 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
     redisUrl = localRedis.url;
   }
   if (!redisUrl) config.log('api.no_redis', { effect: 'queue endpoints answer 503; rate limit is per process' });
-  const service = createApp({ store: options.store, redis: redisUrl ? { url: redisUrl } : undefined, config });
+  const service = createApp({
+    store: options.store,
+    redis: redisUrl ? { url: redisUrl } : undefined,
+    config,
+    ...(options.cluster ? { cluster: options.cluster } : {}),
+  });
   let worker: AgentWorker | undefined;
   let albumWorker: AlbumWorker | undefined;
   try {

@@ -75,6 +75,7 @@ import {
   type AdminResultCode,
   type Effect,
   type EngineConfig,
+  type EngineLeadership,
   type EngineLimits,
   type EngineStatus,
   type Entry,
@@ -1831,6 +1832,16 @@ export class EngineCore {
     if (id === null || this.progress.matchOf(id) < this.positions.commitSeq || this.confChangeRefusal(id) !== null)
       return;
     this.handlers.onAdmin(this, AUTOPILOT_ADMIN_ID, { op: 'promote', memberId: id });
+  }
+
+  /** leadership: role, term, leader and membership version now (EngineLeadership); reads, never changes, state. */
+  leadership(): EngineLeadership {
+    return {
+      role: this.role,
+      term: this.hs.term,
+      leaderId: this.leaderId,
+      membershipVersion: this.currentRoster().membershipVersion,
+    };
   }
 
   /** matchSeqs: on the leader, each follower's matched frontier as last reported (empty elsewhere). */

@@ -5,7 +5,16 @@
 // This class is the engine's face to drivers (as etcd's RawNode is raft's): the state and the order
 // things happen in are EngineCore's (core.ts); what differs by role is in role-*.ts (roles.ts).
 import { EngineCore } from './core.js';
-import type { Effect, EngineConfig, EngineStatus, Entry, Input, RestoredState, SnapshotMeta } from './types.js';
+import type {
+  Effect,
+  EngineConfig,
+  EngineLeadership,
+  EngineStatus,
+  Entry,
+  Input,
+  RestoredState,
+  SnapshotMeta,
+} from './types.js';
 
 export { JOIN_REFUSAL_REMOVED } from './membership.js';
 
@@ -43,6 +52,11 @@ export class Engine {
 
   snapshot(): SnapshotMeta | null {
     return this.core.snapshot();
+  }
+
+  /** leadership is the few fields of status() a watcher compares after every step, cheaply (EngineLeadership). */
+  leadership(): EngineLeadership {
+    return this.core.leadership();
   }
 
   /** matchSeqs: on the leader, each follower's matched frontier as last reported (empty elsewhere). */

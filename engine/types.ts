@@ -312,6 +312,17 @@ export type WarningCode =
   /** term-space-exhausted: our term has no room for another election (values.ts). */
   | 'term-space-exhausted';
 
+/**
+ * EngineLeadership is the part of EngineStatus a watcher compares after every step (the node's /cluster event
+ * ring): read without building the whole status document.
+ */
+export interface EngineLeadership {
+  role: Role;
+  term: number;
+  leaderId: number;
+  membershipVersion: number;
+}
+
 /** Readiness is the engine's readiness-latch state as a driver reads it. */
 export interface EngineStatus {
   id: number;

@@ -16,6 +16,7 @@ import {
 import { credentialCategories } from '../credentials/categories.js';
 import { injectableEnvNamePattern, reservedEnvNames, secretFileNamePattern } from '../runs/run-credentials.js';
 import { albumOpenApi, albumTag } from '../albums/openapi.js';
+import { clusterOpenApi, clusterTag } from '../cluster/openapi.js';
 
 type Schema = Record<string, unknown>;
 
@@ -78,6 +79,8 @@ const publicOperation = (operation: Schema): Schema => ({
 
 // Album paths and schemas come from api/albums/openapi.ts, built with the helpers above.
 const albums = albumOpenApi({ ref, json, errorResponse, authenticated, publicOperation, idParam, pageParams, page });
+// The /cluster paths likewise (api/cluster/openapi.ts).
+const cluster = clusterOpenApi({ ref, json, errorResponse, authenticated, publicOperation, idParam, pageParams, page });
 
 const description = `
 Developer API: projects and agent command runs, work-queue statistics, infrastructure credentials, API keys, and
@@ -133,6 +136,7 @@ export const openApiDocument = {
     { name: 'work' },
     { name: 'runs' },
     albumTag,
+    clusterTag,
   ],
   paths: {
     '/health': {
@@ -438,6 +442,7 @@ export const openApiDocument = {
       }),
     },
     ...albums.paths,
+    ...cluster.paths,
   },
   components: {
     securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
@@ -718,6 +723,7 @@ export const openApiDocument = {
         },
       },
       ...albums.schemas,
+      ...cluster.schemas,
     },
   },
 } as const;

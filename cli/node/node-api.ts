@@ -9,6 +9,7 @@ import type { ApiConfig } from '../../api/config.js';
 import { parseSecretKey } from '../../api/config.js';
 import { startApiService } from '../../api/server.js';
 import type { DocumentStore } from '../../store/document-store.js';
+import type { ClusterSource } from '../../api/cluster/cluster-source.js';
 import { ConfigError, type NodeApiConfig } from './config.js';
 import type { Logger } from '../../transports/node/logger.js';
 
@@ -38,6 +39,8 @@ export interface NodeApiStartOptions {
    * each networked run starts, api/runs/egress-deny.ts), so a networked run cannot reach another node.
    */
   clusterAddresses?: () => readonly string[];
+  /** cluster is the node's view of its cluster, for the API's /cluster (transports/node/cluster-feed.ts). */
+  cluster?: ClusterSource;
 }
 
 /**
@@ -88,6 +91,7 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
       dataDir: join(options.dataDir, API_REDIS_DIR),
       localRedis: api.localRedis !== false,
       ...(options.clusterAddresses ? { clusterAddresses: options.clusterAddresses } : {}),
+      ...(options.cluster ? { cluster: options.cluster } : {}),
       config: overrides,
     });
   } catch (err) {

@@ -76,7 +76,9 @@ import { EngineReads } from '../../store/engine-reads.js';
 import { Proposals } from '../../store/proposals.js';
 import { ServedCalls } from '../../transports/node/served-calls.js';
 import { SnapshotTransfer } from '../../transports/node/snapshot-transfer.js';
-import { pollLeaderStatus } from '../../transports/node/status-poll.js';
+import { fetchStatusDocument, pollLeaderStatus } from '../../transports/node/status-poll.js';
+import { ClusterFeed } from '../../transports/node/cluster-feed.js';
+import { rosterMembers } from '../../transports/node/cluster-events.js';
 import { StoreRouter } from '../../store/store-router.js';
 import { Waiters } from '../../store/waiters.js';
 import { adminProposal, leaderLink, storeServiceHandler } from './store-link.js';
@@ -153,6 +155,8 @@ export class Node {
   private metrics: NodeMetrics | null = null;
   private replicatedStore: ReplicatedStore | null = null;
   private api: NodeApi | null = null;
+  /** clusterFeed is this node's view of its cluster and ring of recent events, for the API's /cluster. */
+  private clusterFeed: ClusterFeed | null = null;
   private advertised = { grpc: '', http: '' };
   private readonly logRing: LogRing;
 
@@ -337,6 +341,7 @@ export class Node {
     await this.listenPeers(security, clusterId, storeService, this.createAdminService());
     await this.listenHttp();
     const driver = await this.startEngine(restored, security, peerChannel);
+    this.clusterFeed = this.createClusterFeed(driver);
     this.transfer = this.snapshotTransfer(driver);
     const replicatedStore = this.startStore(driver);
     this.metrics = this.createMetrics(driver, storeService, replicatedStore);
@@ -582,6 +587,19 @@ export class Node {
     return driver;
   }
 
+  /** createClusterFeed starts the /cluster view and its event ring from the engine's state as it starts. */
+  private createClusterFeed(driver: Driver): ClusterFeed {
+    const feed = new ClusterFeed({
+      status: () => (this.driver ? this.status() : null),
+      matchSeqs: () => driver.matchSeqs(),
+      fetchStatus: (httpAddr, timeoutMs, bytesMax) =>
+        fetchStatusDocument(httpAddr, timeoutMs, bytesMax, this.statusPollAgent ?? undefined),
+      now: () => Date.now(),
+    });
+    feed.started(driver.leadership(), this.config.name);
+    return feed;
+  }
+
   /** snapshotTransfer stages and installs the snapshots the engine asks for, counting and logging each. */
   private snapshotTransfer(driver: Driver): SnapshotTransfer {
     assert(this.storage && this.pool, 'storage and the peer pool open before the snapshot transfer starts');
@@ -669,6 +687,7 @@ export class Node {
         dataDir: config.dataDir,
         log: this.log,
         ready: () => this.readyProblem() === null,
+        ...(this.clusterFeed ? { cluster: this.clusterFeed } : {}),
         // Read at each networked run's start: a member added or moved since is denied from then on.
         clusterAddresses: () => [
           ...(this.driver?.status().roster.members ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]),
@@ -923,6 +942,10 @@ export class Node {
       }),
       stepped: () => {
         this.waiters.check();
+        if (this.clusterFeed && this.driver)
+          this.clusterFeed.stepped(this.driver.leadership(), this.config.name, () =>
+            rosterMembers(this.driver!.status().roster),
+          );
       },
       fail: (err) => this.onFatal(err),
     };
@@ -953,6 +976,7 @@ export class Node {
       }
       case 'readiness':
         this.log.info({ ready: effect.ready, reason: effect.reason }, 'readiness changed');
+        this.clusterFeed?.readiness(effect.ready, effect.reason, this.config.name);
         return;
       case 'roleChanged':
         this.log.info({ role: effect.role, term: effect.term, leaderId: effect.leaderId }, 'role changed');
@@ -1028,6 +1052,7 @@ export class Node {
     this.stopping ??= (async () => {
       this.state = 'stopping';
       if (this.diskTimer) clearInterval(this.diskTimer);
+      this.clusterFeed?.close();
       // The API goes first (new requests answer 503), while the store can still finish what it started.
       const api = this.api;
       this.api = null;

@@ -9,6 +9,7 @@ import { createApp } from '../../api/app.js';
 import type { ApiService } from '../../api/app.js';
 import type { ApiConfig } from '../../api/config.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
+import type { ClusterSource } from '../../api/cluster/cluster-source.js';
 import { MemoryDocumentStore } from '../../store/memory-store.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import { startLocalRedis } from '../../api/redis/local-redis.js';
@@ -55,6 +56,8 @@ export interface TestApiOptions {
   config?: Partial<ApiConfig>;
   /** store defaults to the in-memory double; pass another DocumentStore to run the API tests over it. */
   store?: DocumentStore;
+  /** cluster is the node's view for /cluster (without it, /cluster answers 404 as on an API without a node). */
+  cluster?: ClusterSource;
 }
 
 export async function startTestApi(options: TestApiOptions = {}): Promise<TestApi> {
@@ -64,6 +67,7 @@ export async function startTestApi(options: TestApiOptions = {}): Promise<TestAp
   const service = createApp({
     store,
     redis: options.redisUrl ? { url: options.redisUrl } : undefined,
+    ...(options.cluster ? { cluster: options.cluster } : {}),
     config: {
       validateResponses: true,
       secretKey: testSecretKey,

@@ -197,7 +197,13 @@ export class ApiCluster {
     mkdirSync(this.workspace);
     writeFileSync(join(this.workspace, 'agent.sh'), `${agentScript}\n`);
     chmodSync(join(this.workspace, 'agent.sh'), 0o755);
-    const bootstrap = this.plans.map((plan) => plan.member);
+    // The roster advertises each member's HTTP port as it is served (HTTPS unless plaintext), as `svc cluster`'s
+    // plan does: members read each other's /status there (the status poll, the /cluster view).
+    const bootstrap = this.plans.map((plan) =>
+      options.plaintextHttp === true
+        ? plan.member
+        : { ...plan.member, httpAddr: plan.member.httpAddr.replace(/^http:\/\//, 'https://') },
+    );
     const api = {
       redisUrl: this.redis.url,
       localRedis: false,

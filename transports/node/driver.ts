@@ -15,7 +15,16 @@
 // contract (the engine counts only what entriesPersisted reports). An I/O failure that leaves the
 // node unable to keep a promise (a hard state or WAL write) is fail-stop: no later effect or step runs.
 import type { Engine } from '../../engine/engine.js';
-import type { Effect, EngineStatus, Entry, HardState, Input, NodeStats, SnapshotMeta } from '../../engine/types.js';
+import type {
+  Effect,
+  EngineLeadership,
+  EngineStatus,
+  Entry,
+  HardState,
+  Input,
+  NodeStats,
+  SnapshotMeta,
+} from '../../engine/types.js';
 import type { StepRecorder } from './recorder.js';
 import { SerialQueue } from './serial-queue.js';
 import { stamp } from './write-trace.js';
@@ -108,6 +117,11 @@ export class Driver {
       this.statusStale = false;
     }
     return this.cachedStatus;
+  }
+
+  /** leadership is the engine's role, term, leader and membership version now (Engine.leadership: cheap). */
+  leadership(): EngineLeadership {
+    return this.engine.leadership();
   }
 
   /** matchSeqs: on a leader, each follower's matched frontier as last reported (Engine.matchSeqs). */

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { CancelRunData, CancelRunErrors, CancelRunResponses, CreateAlbumData, CreateAlbumErrors, CreateAlbumResponses, CreateCredentialData, CreateCredentialErrors, CreateCredentialResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateProjectData, CreateProjectErrors, CreateProjectResponses, CreateUserData, CreateUserErrors, CreateUserResponses, DeleteAlbumData, DeleteAlbumErrors, DeleteAlbumResponses, DeleteCredentialData, DeleteCredentialErrors, DeleteCredentialResponses, DeleteProjectData, DeleteProjectErrors, DeleteProjectResponses, DeleteShotsData, DeleteShotsErrors, DeleteShotsResponses, GenerateAnchorData, GenerateAnchorErrors, GenerateAnchorResponses, GenerateShotData, GenerateShotErrors, GenerateShotResponses, GenerateShotsData, GenerateShotsErrors, GenerateShotsResponses, GetAlbumData, GetAlbumErrors, GetAlbumImageData, GetAlbumImageErrors, GetAlbumImageResponses, GetAlbumResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetKeyData, GetKeyErrors, GetKeyResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetProjectData, GetProjectErrors, GetProjectResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetRunData, GetRunErrors, GetRunResponses, GetWorkStatsData, GetWorkStatsErrors, GetWorkStatsResponses, ListAlbumsData, ListAlbumsErrors, ListAlbumsResponses, ListAlbumTemplatesData, ListAlbumTemplatesErrors, ListAlbumTemplatesResponses, ListCredentialsData, ListCredentialsErrors, ListCredentialsResponses, ListKeysData, ListKeysErrors, ListKeysResponses, ListProjectsData, ListProjectsErrors, ListProjectsResponses, ListUsersData, ListUsersErrors, ListUsersResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, RotateKeyData, RotateKeyErrors, RotateKeyResponses, RunCommandData, RunCommandErrors, RunCommandResponses, StreamRunEventsData, StreamRunEventsErrors, StreamRunEventsResponse, StreamRunEventsResponses, StreamUserEventsData, StreamUserEventsErrors, StreamUserEventsResponse, StreamUserEventsResponses, UpdateCredentialData, UpdateCredentialErrors, UpdateCredentialResponses, UpdateProjectData, UpdateProjectErrors, UpdateProjectResponses, ViewAlbumPageData, ViewAlbumPageErrors, ViewAlbumPageResponses } from './types.gen.js';
+import type { CancelRunData, CancelRunErrors, CancelRunResponses, CreateAlbumData, CreateAlbumErrors, CreateAlbumResponses, CreateCredentialData, CreateCredentialErrors, CreateCredentialResponses, CreateKeyData, CreateKeyErrors, CreateKeyResponses, CreateProjectData, CreateProjectErrors, CreateProjectResponses, CreateUserData, CreateUserErrors, CreateUserResponses, DeleteAlbumData, DeleteAlbumErrors, DeleteAlbumResponses, DeleteCredentialData, DeleteCredentialErrors, DeleteCredentialResponses, DeleteProjectData, DeleteProjectErrors, DeleteProjectResponses, DeleteShotsData, DeleteShotsErrors, DeleteShotsResponses, GenerateAnchorData, GenerateAnchorErrors, GenerateAnchorResponses, GenerateShotData, GenerateShotErrors, GenerateShotResponses, GenerateShotsData, GenerateShotsErrors, GenerateShotsResponses, GetAlbumData, GetAlbumErrors, GetAlbumImageData, GetAlbumImageErrors, GetAlbumImageResponses, GetAlbumResponses, GetClusterData, GetClusterErrors, GetClusterResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetKeyData, GetKeyErrors, GetKeyResponses, GetOpenApiData, GetOpenApiErrors, GetOpenApiResponses, GetProjectData, GetProjectErrors, GetProjectResponses, GetReadyData, GetReadyErrors, GetReadyResponses, GetRunData, GetRunErrors, GetRunResponses, GetWorkStatsData, GetWorkStatsErrors, GetWorkStatsResponses, ListAlbumsData, ListAlbumsErrors, ListAlbumsResponses, ListAlbumTemplatesData, ListAlbumTemplatesErrors, ListAlbumTemplatesResponses, ListCredentialsData, ListCredentialsErrors, ListCredentialsResponses, ListKeysData, ListKeysErrors, ListKeysResponses, ListProjectsData, ListProjectsErrors, ListProjectsResponses, ListUsersData, ListUsersErrors, ListUsersResponses, RevokeKeyData, RevokeKeyErrors, RevokeKeyResponses, RotateKeyData, RotateKeyErrors, RotateKeyResponses, RunCommandData, RunCommandErrors, RunCommandResponses, StreamClusterEventsData, StreamClusterEventsErrors, StreamClusterEventsResponse, StreamClusterEventsResponses, StreamRunEventsData, StreamRunEventsErrors, StreamRunEventsResponse, StreamRunEventsResponses, StreamUserEventsData, StreamUserEventsErrors, StreamUserEventsResponse, StreamUserEventsResponses, UpdateCredentialData, UpdateCredentialErrors, UpdateCredentialResponses, UpdateProjectData, UpdateProjectErrors, UpdateProjectResponses, ViewAlbumPageData, ViewAlbumPageErrors, ViewAlbumPageResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -537,6 +537,30 @@ export class SvcApi extends HeyApiClient {
             responseStyle: 'data',
             security: [{ name: 'X-API-Key', type: 'apiKey' }],
             url: '/events',
+            ...options
+        });
+    }
+    
+    /**
+     * The cluster's members and their figures, as this node sees them now
+     */
+    public getCluster<ThrowOnError extends boolean = true>(options?: Options<GetClusterData, ThrowOnError>) {
+        return (options?.client ?? this.client).get<GetClusterResponses, GetClusterErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/cluster',
+            ...options
+        });
+    }
+    
+    /**
+     * Server-Sent Events of this node's view of the cluster and its recent events
+     */
+    public streamClusterEvents<ThrowOnError extends boolean = true>(options?: Options<StreamClusterEventsData, ThrowOnError, StreamClusterEventsResponse>) {
+        return (options?.client ?? this.client).sse.get<StreamClusterEventsResponses, StreamClusterEventsErrors, ThrowOnError, 'data'>({
+            responseStyle: 'data',
+            security: [{ name: 'X-API-Key', type: 'apiKey' }],
+            url: '/cluster/events',
             ...options
         });
     }

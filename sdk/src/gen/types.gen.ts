@@ -427,6 +427,103 @@ export type AlbumTemplates = {
     items: Array<AlbumTemplate>;
 };
 
+export type ClusterMember = {
+    id: number;
+    name: string;
+    /**
+     * voter or learner
+     */
+    membership: string;
+    grpcAddr: string;
+    httpAddr: string;
+    /**
+     * the answering node
+     */
+    self: boolean;
+    /**
+     * the leader the answering node's engine knows
+     */
+    leader: boolean;
+    reachable: boolean;
+    /**
+     * why its figures are missing
+     */
+    error: string | null;
+    /**
+     * when its figures were read (ms since the epoch)
+     */
+    figuresAtMs: number | null;
+    /**
+     * leader, follower, candidate, …; null when unknown
+     */
+    role: string | null;
+    term: number | null;
+    leaderId: number | null;
+    lastSeq: number | null;
+    commitSeq: number | null;
+    appliedSeq: number | null;
+    durableSeq: number | null;
+    snapshotSeq: number | null;
+    /**
+     * its readiness latch
+     */
+    ready: boolean | null;
+    healthy: boolean | null;
+    buildVersion: string | null;
+    /**
+     * status: its own /status; heartbeat: what the answering node's engine saw in heartbeats
+     */
+    buildVersionFrom: 'status' | 'heartbeat';
+    /**
+     * the highest commit position known less its applied position
+     */
+    applyLag: number | null;
+    /**
+     * answered by a leader: its last position less the matched one
+     */
+    matchLag: number | null;
+};
+
+export type ClusterView = {
+    answeredBy: {
+        id: number;
+        name: string;
+    };
+    atMs: number;
+    term: number;
+    leader: {
+        id: number;
+        name: string;
+    } | null;
+    membershipVersion: number;
+    commitSeq: number;
+    members: Array<ClusterMember>;
+    pollIntervalMs: number;
+    eventCountMax: number;
+};
+
+/**
+ * one entry of the data of a cluster.event
+ */
+export type ClusterEvent = {
+    seq: number;
+    atMs: number;
+    kind: 'election' | 'role' | 'readiness' | 'membership';
+    term: number;
+    summary: string;
+    leaderId?: number;
+    leaderName?: string;
+    role?: string;
+    ready?: boolean;
+    reason?: string;
+    membershipVersion?: number;
+    members?: Array<{
+        id: number;
+        name: string;
+        role: string;
+    }>;
+};
+
 export type GetHealthData = {
     body?: never;
     path?: never;
@@ -2158,3 +2255,104 @@ export type StreamUserEventsResponses = {
 };
 
 export type StreamUserEventsResponse = StreamUserEventsResponses[keyof StreamUserEventsResponses];
+
+export type GetClusterData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/cluster';
+};
+
+export type GetClusterErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * NOT_FOUND: this API is not served by a cluster node
+     */
+    404: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type GetClusterError = GetClusterErrors[keyof GetClusterErrors];
+
+export type GetClusterResponses = {
+    /**
+     * the view; with Accept: text/html and no key, the page that shows it live
+     */
+    200: ClusterView;
+};
+
+export type GetClusterResponse = GetClusterResponses[keyof GetClusterResponses];
+
+export type StreamClusterEventsData = {
+    body?: never;
+    headers?: {
+        'Last-Event-ID'?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/cluster/events';
+};
+
+export type StreamClusterEventsErrors = {
+    /**
+     * VALIDATION_FAILED or MALFORMED_JSON
+     */
+    400: Error;
+    /**
+     * UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED
+     */
+    401: Error;
+    /**
+     * IP_NOT_ALLOWED, or FORBIDDEN when the key lacks the role
+     */
+    403: Error;
+    /**
+     * NOT_FOUND: this API is not served by a cluster node
+     */
+    404: Error;
+    /**
+     * RATE_LIMITED
+     */
+    429: Error;
+    /**
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     */
+    503: Error;
+    /**
+     * Any other failure, with its code
+     */
+    default: Error;
+};
+
+export type StreamClusterEventsError = StreamClusterEventsErrors[keyof StreamClusterEventsErrors];
+
+export type StreamClusterEventsResponses = {
+    /**
+     * the event stream
+     */
+    200: string;
+};
+
+export type StreamClusterEventsResponse = StreamClusterEventsResponses[keyof StreamClusterEventsResponses];
