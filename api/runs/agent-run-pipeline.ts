@@ -213,7 +213,7 @@ export class AgentWorkerRuntime {
       await updateRun(this.store, runId, (now) =>
         now.status === 'queued' ? { ...now, status: 'running', started_at: new Date().toISOString() } : now,
       );
-      this.log('runs.job_refused', { runId, jobId: job.id, reason: mismatch });
+      this.log.warn({ event: 'runs.job_refused', runId, jobId: job.id, reason: mismatch }, 'refused a queued job');
       return this.fail(runId, startedMs, 'JOB_MISMATCH', `the queued job does not match the run: ${mismatch}`);
     }
     let taken = false;
@@ -238,12 +238,16 @@ export class AgentWorkerRuntime {
    * finishLostRun publishes); a backend's run elsewhere is stopped by the backend (Kubernetes: its Job deleted).
    */
   private async finishLost(job: Job<AgentRunJob>, runId: string): Promise<never> {
-    this.log('runs.worker_lost', { runId, jobId: job.id });
+    this.log.warn({ event: 'runs.worker_lost', runId, jobId: job.id }, "a run's worker was lost: the run ends");
     await this.options.backend?.stopLost?.(runId).catch((error: unknown) =>
-      this.log('runs.worker_lost_stop_failed', {
-        runId,
-        reason: error instanceof Error ? error.message : String(error),
-      }),
+      this.log.warn(
+        {
+          event: 'runs.worker_lost_stop_failed',
+          runId,
+          reason: error instanceof Error ? error.message : String(error),
+        },
+        "could not stop a lost run's process",
+      ),
     );
     await finishLostRun(this.store, this.redis, runId);
     throw new Error(`run lost: ${workerLostCode}`);
@@ -286,7 +290,10 @@ export class AgentWorkerRuntime {
       return await this.isolation.egressDeny.resolve();
     } catch (error) {
       if (!(error instanceof EgressDenyUnresolved)) throw error;
-      this.log('runs.egress_deny_resolve_failed', { runId, reason: error.message });
+      this.log.warn(
+        { event: 'runs.egress_deny_resolve_failed', runId, reason: error.message },
+        "a run's denied names did not resolve: the run is refused",
+      );
       throw new RunRefusal(error.code, `the run's network is refused: ${error.message}`);
     }
   }
@@ -353,12 +360,17 @@ export class AgentWorkerRuntime {
       target: as === 'file' ? `${secretsDir}/${target}` : target,
     }));
     await appendRunEvent(this.redis, runId, { event: 'credentials', data: { injected } });
-    this.log('run.credentials_injected', {
-      runId,
-      projectId: project.id,
-      userId: record.user_id,
-      credentials: injected,
-    });
+    // Names and categories only: the values never reach a log line.
+    this.log.info(
+      {
+        event: 'run.credentials_injected',
+        runId,
+        projectId: project.id,
+        userId: record.user_id,
+        credentials: injected,
+      },
+      'credentials injected into a run',
+    );
   }
 
   /** finish gives back what the run held, then appends the outcome's notice and `complete`. */
