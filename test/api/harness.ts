@@ -21,6 +21,8 @@ export interface LogLine {
   event: string;
   /** level is pino's name of the line's level (info, warn, error, …). */
   level: string;
+  /** msg is the line's message, for people; tests match on event. */
+  msg: string;
   fields: Record<string, unknown>;
 }
 
@@ -31,10 +33,19 @@ export function memoryLogger(level = 'debug'): { logger: ApiLogger; lines: LogLi
   const logger = createApiLogger(level, {
     write(text: string) {
       written.push(text);
-      const { event, level: levelNumber, ...fields } = JSON.parse(text) as Record<string, unknown>;
+      // pino's own fields (level, time, msg, the logger's source) are not the caller's: fields holds the rest.
+      const {
+        event,
+        level: levelNumber,
+        msg,
+        time: _time,
+        source: _source,
+        ...fields
+      } = JSON.parse(text) as Record<string, unknown>;
       lines.push({
         event: String(event),
         level: logger.levels.labels[levelNumber as number] ?? String(levelNumber),
+        msg: String(msg),
         fields,
       });
     },
