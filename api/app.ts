@@ -236,7 +236,8 @@ export function createApp(options: CreateAppOptions): ApiService {
 /**
  * answerObserver is the `close` listener of every response when the API keeps metrics or an access log (null
  * when neither: then a request pays nothing for them). One function for all responses (`this` is the response),
- * not a closure per request.
+ * not a closure per request. Not pino-http: it makes a child logger and its own request id for every request,
+ * whether or not a line is written; ours exist already (request-id.ts) and the child is made on a first line.
  */
 function answerObserver(
   config: ApiConfig,
