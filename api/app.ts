@@ -18,6 +18,7 @@ import {
   requestBodyBytesMax,
 } from './limits.js';
 import { assignRequestId } from './request-id.js';
+import { ApiHttpMetrics, routeLabelOf } from './http-metrics.js';
 import { expressPathOf, inSequence, routeDispatch, routePathsOf } from './keyed-chain.js';
 import { openApiDocument } from './openapi/document.js';
 import { openApiValidatorChain } from './openapi/validator.js';
@@ -122,7 +123,11 @@ export function createApp(options: CreateAppOptions): ApiService {
       leaseMs: rateLimitLeaseMs,
     });
     limiter = new FallbackLimiter(leased, localLimiter, (error) => {
-      if (!warned) config.log('ratelimit.fallback', { error: error instanceof Error ? error.message : String(error) });
+      if (!warned)
+        config.log.warn(
+          { event: 'ratelimit.fallback', error: error instanceof Error ? error.message : String(error) },
+          'the shared rate limit is unreachable: limiting per process until Redis answers',
+        );
       warned = true;
     });
     workStats = new WorkStatsReader(connect(), config.queueNames);
@@ -132,23 +137,6 @@ export function createApp(options: CreateAppOptions): ApiService {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
-  if (config.accessLog) {
-    app.use((req, res, next) => {
-      const startedMs = performance.now();
-      res.once('finish', () =>
-        config.log('request', {
-          requestId: req.requestId,
-          method: req.method,
-          path: req.path,
-          status: res.statusCode,
-          durationMs: Math.round(performance.now() - startedMs),
-          keyId: req.auth?.keyId ?? null,
-        }),
-      );
-      next();
-    });
-  }
-
   // The public routes sit behind one gate, so a keyed request passes them in one step.
   const publicRoutes = express.Router();
   publicRoutes.get('/health', (_req, res) => {
@@ -209,8 +197,20 @@ export function createApp(options: CreateAppOptions): ApiService {
   ]);
   // Everything up to the keyed routes is one Express layer: what every answer carries, then the public routes,
   // the album page, or the keyed chain (each Express layer costs every request, bench/api-cluster.ts).
+  const onAnswered = answerObserver(
+    config,
+    () => ({
+      'run-events': runs.openStreams(),
+      'album-events': albums.openStreams(),
+    }),
+    workStats,
+  );
   app.use((req, res, next) => {
     assignRequestId(req, res);
+    if (onAnswered !== null) {
+      req.startedMs = performance.now();
+      res.on('close', onAnswered);
+    }
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Cache-Control', 'no-store');
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -242,6 +242,48 @@ export function createApp(options: CreateAppOptions): ApiService {
       await workStats?.close();
       await Promise.all(redisClients.map((client) => client.quit().catch(() => client.disconnect())));
     },
+  };
+}
+
+/**
+ * answerObserver is the `close` listener of every response when the API keeps metrics or an access log (null
+ * when neither: then a request pays nothing for them). One function for all responses (`this` is the response),
+ * not a closure per request. Not pino-http: it makes a child logger and its own request id for every request,
+ * whether or not a line is written; ours exist already (request-id.ts) and the child is made on a first line.
+ */
+function answerObserver(
+  config: ApiConfig,
+  openStreams: () => Record<string, number>,
+  workStats: WorkStatsReader | undefined,
+): ((this: Response) => void) | null {
+  const metrics =
+    config.metricsRegistry === undefined
+      ? null
+      : new ApiHttpMetrics(config.metricsRegistry, {
+          openStreams,
+          ...(workStats ? { queueStats: () => workStats.read() } : {}),
+        });
+  const log = config.accessLog ? config.log : null;
+  if (metrics === null && log === null) return null;
+  return function onAnswered(this: Response): void {
+    const req = this.req;
+    const seconds = (performance.now() - req.startedMs!) / 1000;
+    metrics?.observe(req, this, seconds);
+    // The id is a field of the line rather than a child logger's binding: a child per request costs more.
+    log?.info(
+      {
+        event: 'request',
+        requestId: req.requestId,
+        method: req.method,
+        route: routeLabelOf(req),
+        path: req.path,
+        status: this.statusCode,
+        durationMs: Math.round(seconds * 1000),
+        keyId: req.auth?.keyId ?? null,
+        ...(this.writableFinished ? {} : { aborted: true }),
+      },
+      'request',
+    );
   };
 }
 

@@ -1,10 +1,12 @@
 // ApiConfig gathers every setting of the HTTP API; configFromEnv reads the documented environment variables.
 import { readFileSync } from 'node:fs';
+import type { Registry } from 'prom-client';
+import { defaultApiLogger, type ApiLogger } from './log.js';
 import { rateLimitPerSecondDefault, sseKeepAliveMsDefault } from './limits.js';
 import type { RunBackendName } from './runs/run-backend.js';
 import { runBackendNames } from './runs/run-backend.js';
 
-export type ApiLogger = (event: string, fields: Record<string, unknown>) => void;
+export type { ApiLogger };
 
 export interface ApiConfig {
   /** rateLimitPerSecond is the request rate allowed per API key, cluster-wide (SVC_RATE_LIMIT_RPS). */
@@ -21,13 +23,22 @@ export interface ApiConfig {
   workspaceRoot?: string;
   /** queueNames are the BullMQ queues that /work/stats reports. */
   queueNames: string[];
-  /** log receives structured events; it never receives request bodies, keys or secret values. */
+  /**
+   * log is a pino logger (api/log.ts): a node's child, else JSON lines on stderr. Lines carry an `event` name and
+   * never request bodies, keys or secret values (and the logger redacts such fields should one slip in).
+   */
   log: ApiLogger;
+  /**
+   * metricsRegistry, when given, gets the API's HTTP, event-stream and queue families (api/http-metrics.ts): a
+   * node passes the registry its metrics listener serves. Without it the API keeps no metrics at all.
+   */
+  metricsRegistry?: Registry;
   /** sseKeepAliveMs is the interval of keep-alive comments on a quiet run event stream. */
   sseKeepAliveMs: number;
   /**
-   * accessLog logs one `request` event per answer (SVC_ACCESS_LOG=1): method, path without query, status,
-   * duration, request id and key id. Never headers, query strings or bodies, which may carry secrets.
+   * accessLog logs one `request` event per answer at info (SVC_ACCESS_LOG=1): method, route pattern, path
+   * without query, status, duration, request id and key id. Never headers, query strings or bodies, which may
+   * carry secrets.
    */
   accessLog: boolean;
   /**
@@ -48,16 +59,12 @@ export function defaultConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     isReady: () => true,
     validateResponses: false,
     queueNames: [agentRunQueueName, albumQueueName],
-    log: jsonLineLogger,
+    log: overrides.log ?? defaultApiLogger(),
     sseKeepAliveMs: sseKeepAliveMsDefault,
     accessLog: false,
     runBackend: 'bubblewrap',
     ...overrides,
   };
-}
-
-export function jsonLineLogger(event: string, fields: Record<string, unknown>): void {
-  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), event, ...fields })}\n`);
 }
 
 /**

@@ -1,6 +1,8 @@
 // Errors are data: every failure answers JSON {code, message, requestId, details?} with a stable code.
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { isVersionConflict } from '../store/document-store.js';
+import type { ApiLogger } from './log.js';
+import { requestLogger } from './request-id.js';
 
 export const errorStatusByCode = {
   VALIDATION_FAILED: 400,
@@ -48,10 +50,6 @@ export interface ErrorBody {
   message: string;
   requestId: string;
   details?: unknown;
-}
-
-export interface ErrorLogger {
-  (event: string, fields: Record<string, unknown>): void;
 }
 
 /** codeForStatus names errors thrown by Express, body-parser and the OpenAPI validator, which carry a status. */
@@ -145,17 +143,20 @@ export function sendError(res: Parameters<RequestHandler>[1], error: ApiError, r
   res.status(error.status).type('application/json').send(JSON.stringify(body));
 }
 
-export function errorHandler(log: ErrorLogger): ErrorRequestHandler {
+export function errorHandler(log: ApiLogger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     const apiError = toApiError(error);
     if (apiError.code === 'INTERNAL') {
       // Only the error's name and message are logged: request bodies may hold secrets.
-      log('request.error', {
-        requestId: req.requestId,
-        method: req.method,
-        path: req.path,
-        error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-      });
+      requestLogger(req, log).error(
+        {
+          event: 'request.error',
+          method: req.method,
+          path: req.path,
+          error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+        },
+        'request failed with an internal error',
+      );
     }
     sendError(res, apiError, req.requestId ?? 'unknown');
   };

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { requestIdLengthMax } from './limits.js';
+import type { ApiLogger } from './log.js';
 
 const requestIdPattern = new RegExp(`^[A-Za-z0-9._:-]{1,${requestIdLengthMax}}$`);
 
@@ -18,4 +19,12 @@ export function requestId(): RequestHandler {
     assignRequestId(req, res);
     next();
   };
+}
+
+/**
+ * requestLogger is the request's child of `base`, bound to its request id, so every line written while serving
+ * it carries the id. Made on the first line, not per request: most requests log nothing.
+ */
+export function requestLogger(req: Request, base: ApiLogger): ApiLogger {
+  return (req.log ??= base.child({ requestId: req.requestId }));
 }

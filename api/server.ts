@@ -71,7 +71,11 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
     localRedis = await startLocalRedis(options.dataDir ?? path.resolve('.cluster', 'api-redis'));
     redisUrl = localRedis.url;
   }
-  if (!redisUrl) config.log('api.no_redis', { effect: 'queue endpoints answer 503; rate limit is per process' });
+  if (!redisUrl)
+    config.log.warn(
+      { event: 'api.no_redis', effect: 'queue endpoints answer 503; rate limit is per process' },
+      'the API has no Redis',
+    );
   const service = createApp({
     store: options.store,
     redis: redisUrl ? { url: redisUrl } : undefined,
@@ -103,7 +107,10 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
         store: options.store,
         generator: imageGeneratorFromEnv(env),
         onSweepError: (error) =>
-          config.log('albums.blob_sweep_failed', { error: error instanceof Error ? error.message : String(error) }),
+          config.log.warn(
+            { event: 'albums.blob_sweep_failed', error: error instanceof Error ? error.message : String(error) },
+            'the album blob sweep failed',
+          ),
       });
     }
   } catch (error) {

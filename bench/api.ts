@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import type autocannon from 'autocannon';
 import express from 'express';
 import { createApp } from '../api/app.js';
+import { silentApiLogger } from '../api/log.js';
 import type { ApiService } from '../api/app.js';
 import { bootstrapAdminKey } from '../api/auth/api-keys.js';
 import { MemoryDocumentStore } from '../store/memory-store.js';
@@ -69,7 +70,7 @@ async function apiServer(
   const service = createApp({
     store,
     redis: redis ? { url: redis.url } : undefined,
-    config: { rateLimitPerSecond: 1_000_000, log: () => undefined },
+    config: { rateLimitPerSecond: 1_000_000, log: silentApiLogger() },
   });
   const { url, server } = await listen(service.app);
   return { url, key: admin.key, server, service };

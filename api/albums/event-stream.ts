@@ -64,7 +64,12 @@ export interface EventStreamOptions {
   keepAliveMs: number;
 }
 
-export function eventStreamRoutes(options: EventStreamOptions): { router: Router; close(): void } {
+export function eventStreamRoutes(options: EventStreamOptions): {
+  router: Router;
+  /** openStreams is the event streams this router holds open now (svc_http_sse_streams_open). */
+  openStreams(): number;
+  close(): void;
+} {
   const router = Router();
   const open = new Set<Response>();
 
@@ -92,6 +97,7 @@ export function eventStreamRoutes(options: EventStreamOptions): { router: Router
 
   return {
     router,
+    openStreams: () => open.size,
     close() {
       for (const res of open) res.end();
     },

@@ -21,7 +21,12 @@ export interface AlbumApiOptions {
   sseKeepAliveMs: number;
 }
 
-export function albumApi(options: AlbumApiOptions): { router: Router; close(): Promise<void> } {
+export function albumApi(options: AlbumApiOptions): {
+  router: Router;
+  /** openStreams is the album event streams open now. */
+  openStreams(): number;
+  close(): Promise<void>;
+} {
   const redis = options.redisUrl ? options.connect() : undefined;
   const hub = options.redisUrl ? new ChannelHub(options.redisUrl) : undefined;
   const albums = albumRoutes({
@@ -35,6 +40,7 @@ export function albumApi(options: AlbumApiOptions): { router: Router; close(): P
   router.use(albums.router, events.router);
   return {
     router,
+    openStreams: () => events.openStreams(),
     async close() {
       events.close();
       hub?.close();

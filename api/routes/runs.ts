@@ -38,6 +38,8 @@ export interface RunRoutesOptions {
 
 export interface RunRoutes {
   router: Router;
+  /** openStreams is the run event streams open now (svc_http_sse_streams_open). */
+  openStreams(): number;
   close(): Promise<void>;
 }
 
@@ -171,6 +173,7 @@ export function runRoutes(options: RunRoutesOptions): RunRoutes {
 
   return {
     router,
+    openStreams: () => openStreams.size,
     async close() {
       for (const stream of openStreams) stream.end();
       hub?.close();

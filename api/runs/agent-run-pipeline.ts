@@ -177,10 +177,15 @@ export class AgentWorkerRuntime {
     } finally {
       if (lease)
         await dropWorkspaceLease(this.store, lease.workspace, lease.runId).catch((error: unknown) =>
-          this.log('runs.lease_drop_failed', {
-            runId: lease.runId,
-            reason: error instanceof Error ? error.message : String(error),
-          }),
+          // The lease lapses by itself once the run is final: a failed drop only delays the next run.
+          this.log.warn(
+            {
+              event: 'runs.lease_drop_failed',
+              runId: lease.runId,
+              reason: error instanceof Error ? error.message : String(error),
+            },
+            "a run's workspace lease was not dropped",
+          ),
         );
     }
   }
@@ -266,7 +271,7 @@ export class AgentWorkerRuntime {
       await updateRun(this.store, runId, (now) =>
         now.status === 'queued' ? { ...now, status: 'running', started_at: new Date().toISOString() } : now,
       );
-      this.log('runs.job_refused', { runId, jobId: job.id, reason: mismatch });
+      this.log.warn({ event: 'runs.job_refused', runId, jobId: job.id, reason: mismatch }, 'refused a queued job');
       return this.fail(runId, startedMs, 'JOB_MISMATCH', `the queued job does not match the run: ${mismatch}`);
     }
     let taken = false;
@@ -291,12 +296,16 @@ export class AgentWorkerRuntime {
    * finishLostRun publishes); a backend's run elsewhere is stopped by the backend (Kubernetes: its Job deleted).
    */
   private async finishLost(job: Job<AgentRunJob>, runId: string): Promise<never> {
-    this.log('runs.worker_lost', { runId, jobId: job.id });
+    this.log.warn({ event: 'runs.worker_lost', runId, jobId: job.id }, "a run's worker was lost: the run ends");
     await this.options.backend?.stopLost?.(runId).catch((error: unknown) =>
-      this.log('runs.worker_lost_stop_failed', {
-        runId,
-        reason: error instanceof Error ? error.message : String(error),
-      }),
+      this.log.warn(
+        {
+          event: 'runs.worker_lost_stop_failed',
+          runId,
+          reason: error instanceof Error ? error.message : String(error),
+        },
+        "could not stop a lost run's process",
+      ),
     );
     await finishLostRun(this.store, this.redis, runId);
     throw new Error(`run lost: ${workerLostCode}`);
@@ -339,7 +348,10 @@ export class AgentWorkerRuntime {
       return await this.isolation.egressDeny.resolve();
     } catch (error) {
       if (!(error instanceof EgressDenyUnresolved)) throw error;
-      this.log('runs.egress_deny_resolve_failed', { runId, reason: error.message });
+      this.log.warn(
+        { event: 'runs.egress_deny_resolve_failed', runId, reason: error.message },
+        "a run's denied names did not resolve: the run is refused",
+      );
       throw new RunRefusal(error.code, `the run's network is refused: ${error.message}`);
     }
   }
@@ -406,12 +418,17 @@ export class AgentWorkerRuntime {
       target: as === 'file' ? `${secretsDir}/${target}` : target,
     }));
     await appendRunEvent(this.redis, runId, { event: 'credentials', data: { injected } });
-    this.log('run.credentials_injected', {
-      runId,
-      projectId: project.id,
-      userId: record.user_id,
-      credentials: injected,
-    });
+    // Names and categories only: the values never reach a log line.
+    this.log.info(
+      {
+        event: 'run.credentials_injected',
+        runId,
+        projectId: project.id,
+        userId: record.user_id,
+        credentials: injected,
+      },
+      'credentials injected into a run',
+    );
   }
 
   /** finish gives back what the run held, then appends the outcome's notice and `complete`. */

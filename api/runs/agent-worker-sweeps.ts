@@ -58,10 +58,16 @@ function startLeftoverSweeps(
     const outcome = await backend.sweepLeftovers!(
       async (runId) => (await readRun(options.store, runId))?.status ?? null,
       Date.now(),
-      { onDeleted: (deletion) => log('runs.backend_leftover_deleted', { backend: backend.name, ...deletion }) },
+      {
+        onDeleted: (deletion) =>
+          log.info(
+            { event: 'runs.backend_leftover_deleted', backend: backend.name, ...deletion },
+            'deleted a leftover of a finished run',
+          ),
+      },
     );
     if (outcome.secretsDeleted + outcome.jobsDeleted + outcome.conflicts > 0)
-      log('runs.backend_leftover_sweep', { backend: backend.name, ...outcome });
+      log.info({ event: 'runs.backend_leftover_sweep', backend: backend.name, ...outcome }, 'swept leftovers of runs');
   };
   const first = sweepLeftovers().catch((error: unknown) => options.onSweepError?.(error));
   const sweeper = startLockedInterval(

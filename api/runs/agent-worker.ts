@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ApiLogger } from '../config.js';
+import { silentApiLogger } from '../log.js';
 import type { RunIsolation } from './run-isolation.js';
 import { probeRunIsolation } from './run-isolation.js';
 import type { ReadOnlyMount } from './sandbox.js';
@@ -60,7 +61,7 @@ export interface AgentWorker {
 }
 
 export async function startAgentWorker(options: AgentWorkerOptions): Promise<AgentWorker> {
-  const log = options.log ?? (() => undefined);
+  const log = options.log ?? silentApiLogger();
   const isolation = await probeWorkerIsolation(options, log);
   const agent = await stageAgent(options, isolation, log);
   const runtime = await AgentWorkerRuntime.start(options, log, isolation, agent.mounts);
@@ -90,17 +91,25 @@ async function probeWorkerIsolation(options: AgentWorkerOptions, log: ApiLogger)
     options.backend ? { ...options.isolation, probe: false } : { redisUrl: options.redisUrl, ...options.isolation },
   );
   if (isolation.egressProblem && !options.backend)
-    log('runs.network_unavailable', {
-      reason: isolation.egressProblem,
-      effect: 'runs of projects with network: true fail',
-    });
+    log.warn(
+      {
+        event: 'runs.network_unavailable',
+        reason: isolation.egressProblem,
+        effect: 'runs of projects with network: true fail',
+      },
+      'agent runs cannot have a network on this host',
+    );
   // Resolve the names to deny once now: a name that answers now is denied from then on even if DNS later fails.
   if (isolation.egress && !options.backend) {
     await isolation.egressDeny.resolve().catch((error: Error) =>
-      log('runs.egress_deny_resolve_failed', {
-        reason: error.message,
-        effect: 'runs of projects with network: true fail EGRESS_DENY_UNRESOLVED until the names resolve',
-      }),
+      log.warn(
+        {
+          event: 'runs.egress_deny_resolve_failed',
+          reason: error.message,
+          effect: 'runs of projects with network: true fail EGRESS_DENY_UNRESOLVED until the names resolve',
+        },
+        'the names networked runs are denied did not resolve',
+      ),
     );
   }
   return isolation;
@@ -123,7 +132,10 @@ async function stageAgent(
     await checkAgentStageRoot(stageRoot);
     staging = stageAgentMounts(givenMounts, stageRoot);
     staging.catch((error: Error) =>
-      log('runs.agent_stage_failed', { reason: error.message, effect: 'runs fail AGENT_STAGE_FAILED' }),
+      log.error(
+        { event: 'runs.agent_stage_failed', reason: error.message, effect: 'runs fail AGENT_STAGE_FAILED' },
+        'the worker could not copy the agent for runs',
+      ),
     );
   }
   const mounts = async (): Promise<ReadOnlyMount[]> => {

@@ -8,6 +8,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApiConfig } from '../../api/config.js';
 import { parseSecretKey } from '../../api/config.js';
 import { startApiService } from '../../api/server.js';
+import { withApiRedaction } from '../../api/log.js';
+import type { Registry } from 'prom-client';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { ClusterSource } from '../../api/cluster/cluster-source.js';
 import { ConfigError, type NodeApiConfig } from './config.js';
@@ -33,6 +35,8 @@ export interface NodeApiStartOptions {
   /** ready is the node's readiness, for the API's own view of it. */
   ready: () => boolean;
   env?: NodeJS.ProcessEnv;
+  /** metricsRegistry is the node's /metrics registry: the API adds its HTTP, event-stream and queue families. */
+  metricsRegistry?: Registry;
   /**
    * clusterAddresses answers the members' addresses this node knows now (host:port or URLs: its roster, the
    * bootstrap list and seeds); the agent-run worker denies their hosts, by address or by name (resolved when
@@ -69,14 +73,10 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
   if (api.redisUrl !== undefined) env.REDIS_URL = api.redisUrl;
   if (api.runWorker !== undefined) env.SVC_RUN_WORKER = api.runWorker ? '1' : '0';
   if (api.albumWorker !== undefined) env.SVC_ALBUM_WORKER = api.albumWorker ? '1' : '0';
-  const overrides: Partial<ApiConfig> = {
-    isReady: options.ready,
-    log: (event, fields) => {
-      const line = { source: 'api', event, ...fields };
-      if (/error|failed|fallback/.test(event)) options.log.warn(line, event);
-      else options.log.info(line, event);
-    },
-  };
+  // One logger: the API writes through a child of the node's (its level, its destination, `node` in every
+  // line), with the API's redaction; each call site picks its own level.
+  const overrides: Partial<ApiConfig> = { isReady: options.ready, log: withApiRedaction(options.log) };
+  if (options.metricsRegistry !== undefined) overrides.metricsRegistry = options.metricsRegistry;
   const secretKey = await readApiSecretKey(api);
   if (secretKey !== undefined) overrides.secretKey = secretKey;
   if (api.rateLimitPerSecond !== undefined) overrides.rateLimitPerSecond = api.rateLimitPerSecond;

@@ -686,6 +686,7 @@ export class Node {
         store: this.store,
         dataDir: config.dataDir,
         log: this.log,
+        ...(this.metrics ? { metricsRegistry: this.metrics.registry } : {}),
         ready: () => this.readyProblem() === null,
         ...(this.clusterFeed ? { cluster: this.clusterFeed } : {}),
         // Read at each networked run's start: a member added or moved since is denied from then on.

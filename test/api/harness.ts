@@ -13,13 +13,45 @@ import type { ClusterSource } from '../../api/cluster/cluster-source.js';
 import { MemoryDocumentStore } from '../../store/memory-store.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import { startLocalRedis } from '../../api/redis/local-redis.js';
+import { createApiLogger, type ApiLogger } from '../../api/log.js';
 import type { LocalRedis } from '../../api/redis/local-redis.js';
 
 export const testSecretKey = Buffer.alloc(32, 0x5a);
 
 export interface LogLine {
   event: string;
+  /** level is pino's name of the line's level (info, warn, error, …). */
+  level: string;
+  /** msg is the line's message, for people; tests match on event. */
+  msg: string;
   fields: Record<string, unknown>;
+}
+
+/** memoryLogger is an API logger (the API's redaction included) whose lines land in `lines`, and as written in `written`. */
+export function memoryLogger(level = 'debug'): { logger: ApiLogger; lines: LogLine[]; written: string[] } {
+  const lines: LogLine[] = [];
+  const written: string[] = [];
+  const logger = createApiLogger(level, {
+    write(text: string) {
+      written.push(text);
+      // pino's own fields (level, time, msg, the logger's source) are not the caller's: fields holds the rest.
+      const {
+        event,
+        level: levelNumber,
+        msg,
+        time: _time,
+        source: _source,
+        ...fields
+      } = JSON.parse(text) as Record<string, unknown>;
+      lines.push({
+        event: String(event),
+        level: logger.levels.labels[levelNumber as number] ?? String(levelNumber),
+        msg: String(msg),
+        fields,
+      });
+    },
+  });
+  return { logger, lines, written };
 }
 
 export interface TestApi {
@@ -62,7 +94,8 @@ export interface TestApiOptions {
 
 export async function startTestApi(options: TestApiOptions = {}): Promise<TestApi> {
   const store = options.store ?? new MemoryDocumentStore();
-  const logs: LogLine[] = [];
+  const memory = memoryLogger();
+  const logs = memory.lines;
   const admin = await bootstrapAdminKey(store, 'test-admin');
   const service = createApp({
     store,
@@ -72,9 +105,7 @@ export async function startTestApi(options: TestApiOptions = {}): Promise<TestAp
       validateResponses: true,
       secretKey: testSecretKey,
       rateLimitPerSecond: 10_000,
-      log: (event, fields) => {
-        logs.push({ event, fields });
-      },
+      log: memory.logger,
       ...options.config,
     },
   });

@@ -14,7 +14,7 @@ import { KubernetesBackend } from '../../api/runs/kubernetes-backend.js';
 import { jobName, runJob, runSecret, secretName } from '../../api/runs/kubernetes-job-spec.js';
 import { defaultSandboxLimits } from '../../api/runs/sandbox.js';
 import type { LogLine, TestApi, TestRedis } from './harness.js';
-import { startTestApi, startTestRedis, testSecretKey, waitFor } from './harness.js';
+import { memoryLogger, startTestApi, startTestRedis, testSecretKey, waitFor } from './harness.js';
 import { startKubernetesApiStandIn } from './kubernetes-api-stand-in.js';
 import type { KubernetesApiStandIn } from './kubernetes-api-stand-in.js';
 import type { Json } from './kubernetes-test-fixtures.js';
@@ -233,7 +233,8 @@ describe('runs: credentials on the Kubernetes backend', function () {
   let api: TestApi;
   let cluster: KubernetesApiStandIn;
   let worker: AgentWorker;
-  const workerLogs: LogLine[] = [];
+  const workerLog = memoryLogger();
+  const workerLogs: LogLine[] = workerLog.lines;
 
   before(async () => {
     workspace = mkdtempSync(path.join(os.tmpdir(), 'svc-k8s-creds-ws-'));
@@ -265,7 +266,7 @@ describe('runs: credentials on the Kubernetes backend', function () {
       redisUrl: redis.url,
       store: api.store,
       secretKey: testSecretKey,
-      log: (event, fields) => workerLogs.push({ event, fields }),
+      log: workerLog.logger,
       concurrency: 2,
       runTimeoutMs: 30_000,
       backend: new KubernetesBackend(cluster.kubeConfig(), settings),

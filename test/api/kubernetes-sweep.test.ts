@@ -27,7 +27,7 @@ import { defaultSandboxLimits } from '../../api/runs/sandbox.js';
 import { runKubernetesOrphanGraceMs } from '../../api/limits.js';
 import { storeKeys } from '../../api/records.js';
 import type { LogLine, TestApi, TestRedis } from './harness.js';
-import { startTestApi, startTestRedis, testSecretKey, waitFor } from './harness.js';
+import { memoryLogger, startTestApi, startTestRedis, testSecretKey, waitFor } from './harness.js';
 import { startKubernetesApiStandIn } from './kubernetes-api-stand-in.js';
 import type { KubernetesApiStandIn } from './kubernetes-api-stand-in.js';
 import type { Json } from './kubernetes-test-fixtures.js';
@@ -444,7 +444,8 @@ describe('runs: a starting worker sweeps the Kubernetes leftovers of runs that e
   let api: TestApi;
   let cluster: KubernetesApiStandIn;
   let worker: AgentWorker | undefined;
-  const workerLogs: LogLine[] = [];
+  const workerLog = memoryLogger();
+  const workerLogs: LogLine[] = workerLog.lines;
   before(async () => {
     workspace = mkdtempSync(path.join(os.tmpdir(), 'svc-k8s-sweep-worker-'));
     writeFileSync(
@@ -501,7 +502,7 @@ describe('runs: a starting worker sweeps the Kubernetes leftovers of runs that e
       redisUrl: redis.url,
       store: api.store,
       secretKey: testSecretKey,
-      log: (event, fields) => workerLogs.push({ event, fields }),
+      log: workerLog.logger,
       runTimeoutMs: 30_000,
       onSweepError: (error) => sweepErrors.push(error),
       // Sweeps every 300 ms all through the live run below, which it must leave alone.
