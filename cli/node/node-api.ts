@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApiConfig } from '../../api/config.js';
 import { parseSecretKey } from '../../api/config.js';
 import { startApiService } from '../../api/server.js';
+import { API_ENV_SETTINGS } from '../../api/env-settings.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import { ConfigError, type NodeApiConfig } from './config.js';
 import type { Logger } from '../../transports/node/logger.js';
@@ -62,10 +63,14 @@ export async function readApiSecretKey(api: NodeApiConfig): Promise<Buffer | und
 }
 
 export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOptions): Promise<NodeApi> {
+  // The API reads its settings from variables (api/env-settings.ts): the api section's values are handed to it as
+  // those variables, over the environment's (which `svc node` has already folded into the section).
   const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env) };
-  if (api.redisUrl !== undefined) env.REDIS_URL = api.redisUrl;
-  if (api.runWorker !== undefined) env.SVC_RUN_WORKER = api.runWorker ? '1' : '0';
-  if (api.albumWorker !== undefined) env.SVC_ALBUM_WORKER = api.albumWorker ? '1' : '0';
+  for (const setting of API_ENV_SETTINGS) {
+    if (setting.key === undefined) continue;
+    const value = setting.key.split('.').reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], api);
+    if (value !== undefined) env[setting.env] = setting.kind.toText(value);
+  }
   const overrides: Partial<ApiConfig> = {
     isReady: options.ready,
     log: (event, fields) => {
