@@ -344,7 +344,15 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     readTimeoutMs: { kind: wholeNumber(1, TIMEOUT_MS_MAX), flags: [{ flag: 'read-timeout-ms', metavar: 'N' }] },
   }),
   ...limitSection('nodeLimits', DEFAULT_NODE_LIMITS, { file: 'transports/node/limits.ts', iface: 'NodeLimits' }, 1),
-  ...API_SETTINGS,
+  ...API_SETTINGS.slice(0, 1),
+  {
+    key: 'api.localRedis',
+    kind: onOff(),
+    doc: 'without a Redis URL, start a redis-server of this node alone (false: none; queue endpoints answer 503)',
+    fallback: true,
+    flags: [{ flag: 'api-no-local-redis', sets: false, doc: 'never start a node-local redis-server' }],
+  },
+  ...API_SETTINGS.slice(1),
 ];
 
 /** API_SECTION: a config file's `api` object (even `{}`) or --api turns the developer API on. */

@@ -244,7 +244,7 @@ describe('deploy: Kubernetes manifests', function () {
       const args = container.args.map((arg: string) => expand(arg, { POD_NAME: podName }));
       assert.ok(!args.some((arg: string) => arg.includes('$(')), 'every $(VAR) is defined in the env');
       const { values } = parseFlags(args.slice(1), NODE_FLAGS);
-      const config = await nodeConfigFromFlags(values);
+      const config = await nodeConfigFromFlags(values, {});
       const resolved = resolveNodeConfig(config);
       assert.equal(resolved.name, podName);
       assert.equal(resolved.dataDir, mountOf('data'));
