@@ -6,7 +6,20 @@ import { rateLimitPerSecondDefault, runTmpBytesMaxKubernetes } from './limits.js
 import { imageServiceTimeoutMsDefault } from './albums/limits.js';
 import { gptImageQualities, imageServiceKinds } from './images/image-service-contracts.js';
 import { runBackendNames } from './runs/run-backend.js';
-import { list, matching, onOff, oneOf, positiveInteger, text, wholeNumber, type SettingKind } from './setting-types.js';
+import { parseRange } from './auth/ip-allowlist.js';
+import { parseDenyEntry } from './runs/egress-deny.js';
+import { parseEgressRule } from './runs/egress-filter.js';
+import {
+  list,
+  matching,
+  onOff,
+  oneOf,
+  positiveInteger,
+  succeeds,
+  text,
+  wholeNumber,
+  type SettingKind,
+} from './setting-types.js';
 
 export interface EnvSetting {
   /** env is the variable's name. */
@@ -66,7 +79,7 @@ export const API_ENV_SETTINGS: readonly EnvSetting[] = [
   {
     env: 'SVC_TRUSTED_PROXIES',
     key: 'trustedProxies',
-    kind: list('IP or CIDR'),
+    kind: list('IP or CIDR', succeeds(parseRange)),
     fallback: [],
     doc: "peers whose X-Forwarded-For is believed (read right to left, skipping them)",
   },
@@ -109,14 +122,14 @@ export const API_ENV_SETTINGS: readonly EnvSetting[] = [
   {
     env: 'SVC_RUN_EGRESS_ALLOW',
     key: 'runEgressAllow',
-    kind: list('ip[/len][:port]'),
+    kind: list('ip[/len][:port]', succeeds(parseEgressRule)),
     fallback: [],
     doc: "destinations networked runs may reach past the standing denials; never the members' ports or Redis's",
   },
   {
     env: 'SVC_RUN_EGRESS_DENY',
     key: 'runEgressDeny',
-    kind: list('ip[/len][:port] or name[:port]'),
+    kind: list('ip[/len][:port] or name[:port]', succeeds(parseDenyEntry)),
     fallback: [],
     doc: "more destinations no run may reach (names resolved at each networked run's start)",
   },

@@ -72,12 +72,12 @@ export function oneOf(values: readonly string[]): SettingKind {
   };
 }
 
-/** list: strings; as text, comma-separated (blank entries dropped). */
-export function list(item = 'string'): SettingKind {
+/** list: strings; as text, comma-separated (blank entries dropped). accepts, when given, checks each entry. */
+export function list(item = 'string', accepts?: (entry: string) => boolean): SettingKind {
+  let entry = z.string({ error: `must list ${item}s` }).min(1, { error: 'must not hold an empty entry' });
+  if (accepts) entry = entry.refine(accepts, { error: `must list ${item}s` }) as unknown as typeof entry;
   return {
-    schema: z.array(z.string({ error: `must list ${item}s` }).min(1, { error: 'must not hold an empty entry' }), {
-      error: `must be a list of ${item}s`,
-    }),
+    schema: z.array(entry, { error: `must be a list of ${item}s` }),
     typeText: `list of ${item}s (text: comma-separated)`,
     fromText: (t) =>
       t
@@ -85,6 +85,17 @@ export function list(item = 'string'): SettingKind {
         .map((s) => s.trim())
         .filter(Boolean),
     toText: (v) => (v as string[]).join(','),
+  };
+}
+
+/** succeeds: whether a parser accepts the text (for list's accepts). */
+export function succeeds(parse: (text: string) => unknown): (text: string) => boolean {
+  return (text) => {
+    try {
+      return parse(text) !== null;
+    } catch {
+      return false;
+    }
   };
 }
 

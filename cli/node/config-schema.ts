@@ -215,7 +215,7 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
   },
   {
     key: 'seeds',
-    kind: list('host:port'),
+    kind: list('host:port', (entry) => /^\S+:\d{1,5}$/.test(entry)),
     doc: 'gRPC addresses of any members, for a node joining an existing cluster',
     defaultText: 'none',
     flags: [{ flag: 'seed', metavar: 'HOST:PORT', repeat: true }],
