@@ -81,14 +81,14 @@ export const API_ENV_SETTINGS: readonly EnvSetting[] = [
     key: 'trustedProxies',
     kind: list('IP or CIDR', succeeds(parseRange)),
     fallback: [],
-    doc: "peers whose X-Forwarded-For is believed (read right to left, skipping them)",
+    doc: 'peers whose X-Forwarded-For is believed (read right to left, skipping them)',
   },
   {
     env: 'SVC_WORKSPACE_ROOT',
     key: 'workspaceRoot',
     kind: text('a directory path'),
     defaultText: 'none: any absolute workspace',
-    doc: "project workspaces must be inside it",
+    doc: 'project workspaces must be inside it',
     path: true,
   },
   {
@@ -168,7 +168,7 @@ export const API_ENV_SETTINGS: readonly EnvSetting[] = [
     key: 'images.service',
     kind: oneOf(imageServiceKinds),
     fallback: 'openai',
-    doc: "whose contract to follow: `openai` (GPT image models) or `localai` (LocalAI, Stable Diffusion)",
+    doc: 'whose contract to follow: `openai` (GPT image models) or `localai` (LocalAI, Stable Diffusion)',
   },
   {
     env: 'SVC_IMAGE_MODEL',
@@ -258,7 +258,7 @@ export const API_ENV_SETTINGS: readonly EnvSetting[] = [
     env: 'SVC_API_HOST',
     kind: text('a host or IP address'),
     fallback: '127.0.0.1',
-    doc: 'the standalone API server\'s bind address (`tsx api/main.ts`; `svc node` serves the API on httpListen)',
+    doc: "the standalone API server's bind address (`tsx api/main.ts`; `svc node` serves the API on httpListen)",
   },
   {
     env: 'SVC_API_PORT',

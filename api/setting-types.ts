@@ -45,7 +45,11 @@ export function wholeNumber(min: number, max: number): SettingKind {
 export function positiveInteger(max = Number.MAX_SAFE_INTEGER): SettingKind {
   const problem = `must be a positive integer (at most ${max})`;
   return {
-    schema: z.number({ error: problem }).int({ error: problem }).min(1, { error: problem }).max(max, { error: problem }),
+    schema: z
+      .number({ error: problem })
+      .int({ error: problem })
+      .min(1, { error: problem })
+      .max(max, { error: problem }),
     typeText: `integer 1..${max}`,
     fromText: (t) => (/^\d+$/.test(t) ? Number(t) : t),
     toText: asText,
@@ -66,7 +70,7 @@ export function onOff(): SettingKind {
 export function oneOf(values: readonly string[]): SettingKind {
   return {
     schema: z.enum(values as [string, ...string[]], { error: `must be one of ${values.join(', ')}` }),
-    typeText: values.map((v) => `\`${v}\``).join(' \\| '),
+    typeText: values.join(' | '),
     fromText: (t) => t,
     toText: asText,
   };

@@ -69,7 +69,9 @@ async function readConfigFile(path: string): Promise<Record<string, unknown>> {
   try {
     parsed = yaml ? loadYaml(text, { schema: JSON_SCHEMA }) : JSON.parse(text);
   } catch (err) {
-    throw new UsageError(`config file ${path} is not valid ${yaml ? 'YAML' : 'JSON'}: ${firstLine((err as Error).message)}`);
+    throw new UsageError(
+      `config file ${path} is not valid ${yaml ? 'YAML' : 'JSON'}: ${firstLine((err as Error).message)}`,
+    );
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
     throw new UsageError(`config file ${path} must hold an object of NodeConfig fields`);
@@ -98,7 +100,8 @@ function setPath(root: Record<string, unknown>, key: string, value: unknown): vo
 /** pathText writes a zod issue's path as a key: `bootstrap[0].name`. */
 function pathText(path: readonly PropertyKey[]): string {
   return path.reduce<string>(
-    (text, part) => (typeof part === 'number' ? `${text}[${part}]` : text === '' ? String(part) : `${text}.${String(part)}`),
+    (text, part) =>
+      typeof part === 'number' ? `${text}[${part}]` : text === '' ? String(part) : `${text}.${String(part)}`,
     '',
   );
 }
@@ -114,7 +117,10 @@ function settingOf(path: readonly PropertyKey[]): NodeSetting | undefined {
 }
 
 /** fileProblems turns the schema's issues into refusals naming each key (a secret's value is never echoed). */
-function fileProblems(issues: readonly { code: string; path: PropertyKey[]; message: string; keys?: string[] }[], raw: unknown): string {
+function fileProblems(
+  issues: readonly { code: string; path: PropertyKey[]; message: string; keys?: string[] }[],
+  raw: unknown,
+): string {
   const lines = issues.slice(0, ISSUES_SHOWN_MAX).map((issue) => {
     if (issue.code === 'unrecognized_keys') {
       const keys = (issue.keys ?? []).map((k) => JSON.stringify(pathText([...issue.path, k])));
@@ -132,7 +138,8 @@ function fileProblems(issues: readonly { code: string; path: PropertyKey[]; mess
 /** checked returns a value its setting's kind accepts, or throws a UsageError naming `name` (a flag or variable). */
 function checked(setting: NodeSetting, value: unknown, name: string, text: string): unknown {
   const problem = kindProblem(setting.kind, value);
-  if (problem !== null) throw new UsageError(`${name} ${problem}${setting.secret ? '' : `, got ${JSON.stringify(text)}`}`);
+  if (problem !== null)
+    throw new UsageError(`${name} ${problem}${setting.secret ? '' : `, got ${JSON.stringify(text)}`}`);
   return value;
 }
 
@@ -141,8 +148,7 @@ function fromFile(path: string, raw: Record<string, unknown>, layer: Map<string,
     if (key in raw) throw new UsageError(`config file ${path}: ${key} cannot be set from a file`);
   }
   const result = configFileSchema().safeParse(raw);
-  if (!result.success)
-    throw new UsageError(`config file ${path}: ${fileProblems(result.error.issues as never, raw)}`);
+  if (!result.success) throw new UsageError(`config file ${path}: ${fileProblems(result.error.issues as never, raw)}`);
   const base = dirname(resolve(path));
   for (const setting of NODE_SETTINGS) {
     const value = getPath(raw, setting.key.split('.'));
@@ -177,7 +183,9 @@ function fromFlags(values: FlagValues, layer: Map<string, SettingValue>): void {
     for (const [name, value] of Object.entries(limitOverrides(values, flag))) {
       const setting = SETTINGS_BY_KEY.get(`${section}.${name}`);
       if (setting === undefined) {
-        const known = NODE_SETTINGS.filter((s) => s.key.startsWith(`${section}.`)).map((s) => s.key.slice(section.length + 1));
+        const known = NODE_SETTINGS.filter((s) => s.key.startsWith(`${section}.`)).map((s) =>
+          s.key.slice(section.length + 1),
+        );
         throw new UsageError(`--${flag}: unknown limit ${JSON.stringify(name)} (known: ${known.join(', ')})`);
       }
       checked(setting, value, `--${flag} ${name}`, String(value));
@@ -283,7 +291,9 @@ export async function resolveCliConfig(values: FlagValues, env: NodeJS.ProcessEn
     if (part?.mode === 'insecure') config[section] = { mode: 'insecure' };
   }
   if (flagLayer.has('tls.serverNameOverride') && (config.tls as { mode?: unknown } | undefined)?.mode !== 'mtls')
-    throw new UsageError('--tls-server-name needs mutual TLS (--tls-ca, --tls-cert, --tls-key or a config file tls section)');
+    throw new UsageError(
+      '--tls-server-name needs mutual TLS (--tls-ca, --tls-cert, --tls-key or a config file tls section)',
+    );
 
   for (const [field, flag] of Object.entries(REQUIRED_FLAGS)) {
     if (config[field] === undefined) throw new UsageError(`${flag} is required (or ${field} in --config)`);
@@ -328,7 +338,10 @@ function maskSecret(value: unknown): unknown {
 }
 
 /** printableConfig is --print-config's document: the config the node gets and each setting's source, secrets masked. */
-export function printableConfig(resolved: ResolvedCliConfig): { config: unknown; settings: Record<string, SettingValue> } {
+export function printableConfig(resolved: ResolvedCliConfig): {
+  config: unknown;
+  settings: Record<string, SettingValue>;
+} {
   const config = structuredClone(resolved.config) as unknown as Record<string, unknown>;
   const settings: Record<string, SettingValue> = {};
   for (const [key, entry] of resolved.settings) {

@@ -19,7 +19,9 @@ export function imageGeneratorFromEnv(env: NodeJS.ProcessEnv = process.env): Ima
   if (kind === 'builtin') return new ProceduralImageGenerator();
   const baseUrl = envSetting<string | undefined>(env, 'SVC_IMAGE_API_URL');
   const keyFile = envSetting<string | undefined>(env, 'SVC_IMAGE_API_KEY_FILE');
-  const apiKey = keyFile ? readFileSync(keyFile, 'utf8').trim() : envSetting<string | undefined>(env, 'SVC_IMAGE_API_KEY');
+  const apiKey = keyFile
+    ? readFileSync(keyFile, 'utf8').trim()
+    : envSetting<string | undefined>(env, 'SVC_IMAGE_API_KEY');
   if (!baseUrl || !apiKey)
     throw new Error('SVC_IMAGE_GENERATOR=openai needs SVC_IMAGE_API_URL and SVC_IMAGE_API_KEY (or _FILE)');
   const timeoutMs = envSetting<number>(env, 'SVC_IMAGE_TIMEOUT_MS');

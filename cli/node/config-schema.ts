@@ -173,7 +173,13 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     kind: oneOf(['https', 'insecure']),
     doc: 'how the HTTP port is served; `insecure` (plaintext) is logged as a warning: API keys cross in clear',
     defaultText: 'https with the node peer pair under mutual TLS; plaintext when tls.mode is insecure',
-    flags: [{ flag: 'http-insecure', sets: 'insecure', doc: 'plaintext HTTP port (logged as a warning: API keys cross in clear)' }],
+    flags: [
+      {
+        flag: 'http-insecure',
+        sets: 'insecure',
+        doc: 'plaintext HTTP port (logged as a warning: API keys cross in clear)',
+      },
+    ],
   },
   {
     key: 'httpTls.certFile',
@@ -224,7 +230,7 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     key: 'clusterId',
     kind: text('a DNS label'),
     doc: 'the cluster this node belongs to; every peer call carries it and one naming another is refused',
-    defaultText: "the id in the peer certificate, else the one the data directory recorded",
+    defaultText: 'the id in the peer certificate, else the one the data directory recorded',
     flags: [{ flag: 'cluster-id', metavar: 'ID' }],
   },
   {
@@ -232,7 +238,13 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     kind: oneOf(['mtls', 'insecure']),
     doc: 'peer traffic: mutual TLS, or `insecure` plaintext (tests and local development only; the HTTP port too)',
     defaultText: 'none: required (mtls is implied by the --tls-* flags)',
-    flags: [{ flag: 'insecure', sets: 'insecure', doc: 'plaintext peer traffic and HTTP port (tests and local development only)' }],
+    flags: [
+      {
+        flag: 'insecure',
+        sets: 'insecure',
+        doc: 'plaintext peer traffic and HTTP port (tests and local development only)',
+      },
+    ],
   },
   {
     key: 'tls.caFile',
@@ -308,7 +320,13 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     kind: oneOf(PAYLOAD_MODES),
     doc: "the store's values in the recording: `hashed` (keyed hashes) or `full` (whole: they are secrets)",
     fallback: 'hashed',
-    flags: [{ flag: 'record-payloads', sets: 'full', doc: "record the store's values whole, not as keyed hashes (they are secrets)" }],
+    flags: [
+      {
+        flag: 'record-payloads',
+        sets: 'full',
+        doc: "record the store's values whole, not as keyed hashes (they are secrets)",
+      },
+    ],
   },
   ...limitSection(
     'recording.limits',
@@ -322,16 +340,22 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
       },
     },
   ),
-  ...limitSection('engineLimits', { ...DEFAULT_LIMITS, ...NODE_ENGINE_DEFAULTS }, { file: 'engine/types.ts', iface: 'EngineLimits' }, 0, {
-    electionTimeoutTicks: {
-      kind: wholeNumber(1, TICKS_MAX),
-      flags: [{ flag: 'election-timeout-ticks', metavar: 'N' }],
+  ...limitSection(
+    'engineLimits',
+    { ...DEFAULT_LIMITS, ...NODE_ENGINE_DEFAULTS },
+    { file: 'engine/types.ts', iface: 'EngineLimits' },
+    0,
+    {
+      electionTimeoutTicks: {
+        kind: wholeNumber(1, TICKS_MAX),
+        flags: [{ flag: 'election-timeout-ticks', metavar: 'N' }],
+      },
+      heartbeatIntervalTicks: {
+        kind: wholeNumber(1, TICKS_MAX),
+        flags: [{ flag: 'heartbeat-interval-ticks', metavar: 'N' }],
+      },
     },
-    heartbeatIntervalTicks: {
-      kind: wholeNumber(1, TICKS_MAX),
-      flags: [{ flag: 'heartbeat-interval-ticks', metavar: 'N' }],
-    },
-  }),
+  ),
   ...limitSection('grpcLimits', DEFAULT_GRPC_LIMITS, { file: 'transports/grpc/limits.ts', iface: 'GrpcLimits' }, 1),
   ...limitSection(
     'storageLimits',
@@ -382,7 +406,10 @@ export const COMMAND_FLAGS = [
  */
 export const OTHER_ENV: ReadonlyArray<{ env: string; doc: string }> = [
   ...API_ENV_SETTINGS.filter((s) => s.key === undefined).map((s) => ({ env: s.env, doc: s.doc })),
-  { env: 'SVC_API_KEY', doc: 'the SDK\'s and scripts/load-credentials.ts\'s API key (a client\'s; `svc node` ignores it)' },
+  {
+    env: 'SVC_API_KEY',
+    doc: "the SDK's and scripts/load-credentials.ts's API key (a client's; `svc node` ignores it)",
+  },
   { env: 'SVC_URL', doc: "the SDK's server URL (a client's; `svc node` ignores it)" },
   { env: 'SVC_TEST_LOG_LEVEL', doc: "tests: the nodes' log level (test/node/harness.ts)" },
   { env: 'SVC_TEST_KEEP_RECORDING', doc: 'tests: keep the recordings of test/node/recording-replay.test.ts' },
@@ -454,7 +481,8 @@ export function flagSpec(): Record<string, { type: 'string' | 'boolean'; multipl
     }
   }
   for (const { flag } of SECTION_FLAGS) spec[flag] = { type: 'string', multiple: true };
-  for (const command of COMMAND_FLAGS) spec[command.flag] = 'metavar' in command ? { type: 'string' } : { type: 'boolean' };
+  for (const command of COMMAND_FLAGS)
+    spec[command.flag] = 'metavar' in command ? { type: 'string' } : { type: 'boolean' };
   return spec;
 }
 
@@ -505,7 +533,8 @@ export function nodeUsage(): string {
   const row = (left: string, right: string): void => {
     lines.push(...wrapped(left, right));
   };
-  for (const command of COMMAND_FLAGS) row(`--${command.flag}${'metavar' in command ? ` ${command.metavar}` : ''}`, command.doc);
+  for (const command of COMMAND_FLAGS)
+    row(`--${command.flag}${'metavar' in command ? ` ${command.metavar}` : ''}`, command.doc);
   const shown = new Set<string>();
   for (const setting of NODE_SETTINGS) {
     for (const use of setting.flags ?? []) {

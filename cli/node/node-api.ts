@@ -68,7 +68,9 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
   const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env) };
   for (const setting of API_ENV_SETTINGS) {
     if (setting.key === undefined) continue;
-    const value = setting.key.split('.').reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], api);
+    const value = setting.key
+      .split('.')
+      .reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], api);
     if (value !== undefined) env[setting.env] = setting.kind.toText(value);
   }
   const overrides: Partial<ApiConfig> = {

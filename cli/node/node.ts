@@ -1058,7 +1058,6 @@ function rethrowAsConfigError(err: unknown): never {
   throw err;
 }
 
-
 function assertNever(value: never): never {
   throw new Error(`unhandled effect ${JSON.stringify(value)}`);
 }

@@ -10,10 +10,7 @@ import type { Io } from '../../cli/io.js';
 import { NODE_SETTINGS, type NodeSetting } from '../../cli/node/config-schema.js';
 import { removeDir, runCli, tempDir } from './helpers.js';
 
-async function svc(
-  args: string[],
-  env: NodeJS.ProcessEnv = {},
-): Promise<{ code: number; out: string; err: string }> {
+async function svc(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
   const io: Io = {
@@ -171,7 +168,11 @@ describe('svc node: one configuration schema', function () {
     assert.deepEqual(s.logLevel, { value: 'warn', source: 'file', from: path });
     assert.deepEqual(s.tickMs, { value: 70, source: 'flag', from: '--tick-ms' }, 'a flag wins over the file');
     assert.deepEqual(s['api.rateLimitPerSecond'], { value: 11, source: 'env', from: 'SVC_RATE_LIMIT_RPS' });
-    assert.deepEqual(s['api.trustedProxies'], { value: ['10.0.0.1', '10.0.0.0/8'], source: 'env', from: 'SVC_TRUSTED_PROXIES' });
+    assert.deepEqual(s['api.trustedProxies'], {
+      value: ['10.0.0.1', '10.0.0.0/8'],
+      source: 'env',
+      from: 'SVC_TRUSTED_PROXIES',
+    });
     assert.deepEqual(s['api.secretKeyFile'], { value: keyFile, source: 'flag', from: '--api-secret-key-file' });
     assert.deepEqual(s.metricsListen, { value: '127.0.0.1:0', source: 'default' });
     assert.deepEqual(s['engineLimits.autopilotEnabled'], { value: 1, source: 'default' }, "the node's engine defaults");
@@ -193,7 +194,12 @@ describe('svc node: one configuration schema', function () {
   });
 
   it('--print-config refuses what the node would refuse (a config the schema passes but the node does not)', async function () {
-    const result = await svc(['node', '--config', await configFile({ ...BASE, grpcListen: 'nowhere' }), '--print-config']);
+    const result = await svc([
+      'node',
+      '--config',
+      await configFile({ ...BASE, grpcListen: 'nowhere' }),
+      '--print-config',
+    ]);
     assert.equal(result.code, 2);
     assert.match(result.err, /grpcListen "nowhere" is not host:port/);
     assert.equal(result.out, '');
