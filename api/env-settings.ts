@@ -282,7 +282,8 @@ export function envValueProblem(setting: EnvSetting, text: string): string | nul
   const result = setting.kind.schema.safeParse(setting.kind.fromText(text));
   if (result.success) return null;
   const problem = result.error.issues[0]?.message ?? 'is not valid';
-  return `${setting.env} ${problem}${setting.secret ? '' : `, got ${JSON.stringify(text)}`}`;
+  const name = setting.key === undefined ? setting.env : `${setting.env} (api.${setting.key})`;
+  return `${name} ${problem}${setting.secret ? '' : `, got ${JSON.stringify(text)}`}`;
 }
 
 /**
