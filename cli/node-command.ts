@@ -5,7 +5,8 @@
 // --help and --print-config answer from the schema alone: the node (gRPC, the store) loads only to run.
 import type { Node } from './node/node.js';
 import { ConfigError } from './node/config.js';
-import { nodeUsage, SETTINGS_BY_KEY } from './node/config-schema.js';
+import { SETTINGS_BY_KEY } from './node/config-schema.js';
+import { nodeUsage } from './node/config-help.js';
 import { parseFlags } from './flags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, NODE_STOP_TIMEOUT_MS } from './limits.js';
 import { NODE_FLAGS, printableConfig, resolveCliConfig } from './node-config.js';

@@ -48,7 +48,7 @@ export interface ResolvedCliConfig {
   settings: Map<string, SettingValue>;
 }
 
-/** FILE_ONLY_KEYS are NodeConfig fields a program may pass but a file may not hold. */
+/** FILE_ONLY_REFUSED are NodeConfig fields a program may pass but a file may not hold. */
 const FILE_ONLY_REFUSED = ['logDestination', 'engineCompat'] as const;
 /** ISSUES_SHOWN_MAX bounds the problems one refusal lists. */
 const ISSUES_SHOWN_MAX = 5;

@@ -1,7 +1,7 @@
 // The node's configuration schema: every config file key, command-line flag and environment variable of
 // `svc node`, each declared once here with its kind (a zod schema, api/setting-types.ts), default and doc. From
 // it come the file's strict schema (unknown keys refused), the flag parser's spec, the reading of the
-// environment, `svc node --help` and docs/configuration.md (`npm run docs:config`). The developer API's
+// environment, `svc node --help` (config-help.ts) and docs/configuration.md (`npm run docs:config`). The developer API's
 // variables are declared in api/env-settings.ts and folded in under `api.`; the limit sections take their names
 // and defaults from each layer's limits file and their docs from its interface (the docs script reads them).
 import { z } from 'zod';
@@ -424,7 +424,7 @@ export const OTHER_ENV: ReadonlyArray<{ env: string; doc: string }> = [
   { env: 'SVC_JEPSEN_RUNNER', doc: "tests: marks test/jepsen's runner process" },
 ];
 
-/** settingsByKey, settingsByEnv: lookups over NODE_SETTINGS. */
+/** SETTINGS_BY_KEY, SETTINGS_BY_ENV: lookups over NODE_SETTINGS. */
 export const SETTINGS_BY_KEY: ReadonlyMap<string, NodeSetting> = new Map(NODE_SETTINGS.map((s) => [s.key, s]));
 export const SETTINGS_BY_ENV: ReadonlyMap<string, NodeSetting> = new Map(
   NODE_SETTINGS.filter((s) => s.env !== undefined).map((s) => [s.env!, s]),
@@ -464,14 +464,14 @@ function treeSchema(tree: Tree): z.ZodType {
   return z.strictObject(shape, { error: 'must be an object' });
 }
 
-/** FILE_SCHEMA is a config file's shape: every key declared, nothing else (a strict object at every level). */
+/** configFileSchema is a config file's shape: every key declared, nothing else (a strict object at every level), built once. */
 let fileSchema: z.ZodType | undefined;
 export function configFileSchema(): z.ZodType {
   fileSchema ??= treeSchema(settingTree());
   return fileSchema;
 }
 
-/** flagNames: every flag a setting, a section or the command declares, with whether it takes a value. */
+/** flagSpec: every flag a setting, a section or the command declares, for node:util parseArgs. */
 export function flagSpec(): Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> {
   const spec: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {};
   for (const setting of NODE_SETTINGS) {
@@ -491,68 +491,4 @@ export function defaultWords(setting: NodeSetting): string {
   if (setting.defaultText !== undefined) return setting.defaultText;
   if (setting.fallback === undefined) return setting.required ? 'none: required' : 'none';
   return Array.isArray(setting.fallback) && setting.fallback.length === 0 ? 'none' : JSON.stringify(setting.fallback);
-}
-
-/** HELP_WIDTH: --help's lines are wrapped to this many columns; HELP_LEFT is its flag column. */
-const HELP_WIDTH = 110;
-const HELP_LEFT = 32;
-
-function wrapped(left: string, right: string): string[] {
-  const words = right.split(' ');
-  const lines: string[] = [];
-  let line = `  ${left}`.padEnd(HELP_LEFT);
-  if (line.length > HELP_LEFT) {
-    lines.push(line);
-    line = ''.padEnd(HELP_LEFT);
-  }
-  let empty = true;
-  for (const word of words) {
-    if (!empty && line.length + 1 + word.length > HELP_WIDTH) {
-      lines.push(line);
-      line = ''.padEnd(HELP_LEFT);
-      empty = true;
-    }
-    line += `${empty ? '' : ' '}${word}`;
-    empty = false;
-  }
-  lines.push(line);
-  return lines;
-}
-
-/** nodeUsage is `svc node --help`, from the schema: every flag with its setting's doc, then the variables. */
-export function nodeUsage(): string {
-  const lines: string[] = [
-    'usage: svc node [--config FILE] [flags]',
-    '',
-    'Every setting is a config file key (JSON or YAML; relative paths in it are relative to the file); many',
-    'also have a flag or a variable. A value comes from, in rising order: its default, the file, the',
-    'environment, a flag. Unknown keys, flags and SVC_* variables and bad values are refused (exit 2).',
-    'docs/configuration.md lists every setting.',
-    '',
-  ];
-  const row = (left: string, right: string): void => {
-    lines.push(...wrapped(left, right));
-  };
-  for (const command of COMMAND_FLAGS)
-    row(`--${command.flag}${'metavar' in command ? ` ${command.metavar}` : ''}`, command.doc);
-  const shown = new Set<string>();
-  for (const setting of NODE_SETTINGS) {
-    for (const use of setting.flags ?? []) {
-      if (shown.has(use.flag)) continue;
-      shown.add(use.flag);
-      const sharers = NODE_SETTINGS.filter((s) => s.flags?.some((f) => f.flag === use.flag)).map((s) => s.key);
-      if ('sets' in use) {
-        row(`--${use.flag}`, `${use.doc} (${sharers.join(', ')}: ${JSON.stringify(use.sets)})`);
-        continue;
-      }
-      const doc = setting.doc || `sets ${setting.key}`;
-      const repeat = use.repeat ? ', repeatable' : '';
-      row(`--${use.flag} ${use.metavar}`, `${doc} (${setting.key}${repeat}; default ${defaultWords(setting)})`);
-    }
-  }
-  for (const { flag, section } of SECTION_FLAGS) row(`--${flag} NAME=N`, `any ${section}.NAME (repeatable)`);
-  lines.push('', 'environment (a variable overrides the file; a flag overrides the variable):');
-  for (const setting of NODE_SETTINGS) if (setting.env) row(setting.env, setting.key);
-  row('other SVC_* allowed', `${OTHER_ENV.map((o) => o.env).join(', ')} (read by other programs)`);
-  return lines.join('\n');
 }
