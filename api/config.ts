@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { rateLimitPerSecondDefault, sseKeepAliveMsDefault } from './limits.js';
 import type { RunBackendName } from './runs/run-backend.js';
 import { apiEnvSetting, envSetting, envValueProblem } from './env-settings.js';
+import { parseSecretKey } from './secret-key.js';
 
 export type ApiLogger = (event: string, fields: Record<string, unknown>) => void;
 
@@ -61,20 +62,7 @@ export function jsonLineLogger(event: string, fields: Record<string, unknown>): 
   process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), event, ...fields })}\n`);
 }
 
-/**
- * parseSecretKey accepts 32 bytes written as 64 hex digits or as base64/base64url (44/43 characters).
- * It throws without echoing the input, which is a secret.
- */
-export function parseSecretKey(text: string): Buffer {
-  const trimmed = text.trim();
-  const bytes = /^[0-9a-fA-F]{64}$/.test(trimmed)
-    ? Buffer.from(trimmed, 'hex')
-    : /^[A-Za-z0-9+/_-]{43}={0,1}$/.test(trimmed)
-      ? Buffer.from(trimmed, 'base64')
-      : Buffer.alloc(0);
-  if (bytes.length !== 32) throw new Error('secret key must be 32 bytes, as 64 hex digits or base64');
-  return bytes;
-}
+export { parseSecretKey } from './secret-key.js';
 
 export function parseRateLimit(text: string): number {
   const setting = apiEnvSetting('SVC_RATE_LIMIT_RPS');

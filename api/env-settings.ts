@@ -7,7 +7,7 @@ import { imageServiceTimeoutMsDefault } from './albums/limits.js';
 import { gptImageQualities, imageServiceKinds } from './images/image-service-contracts.js';
 import { runBackendNames } from './runs/run-backend.js';
 import { parseRange } from './auth/ip-allowlist.js';
-import { parseDenyEntry } from './runs/egress-deny.js';
+import { parseDenyEntry } from './runs/egress-deny-entry.js';
 import { parseEgressRule } from './runs/egress-filter.js';
 import {
   list,
