@@ -9,7 +9,7 @@ import { SETTINGS_BY_KEY } from './node/config-schema.js';
 import { nodeUsage } from './node/config-help.js';
 import { parseFlags } from './flags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, NODE_STOP_TIMEOUT_MS } from './limits.js';
-import { NODE_FLAGS, printableConfig, resolveCliConfig } from './node-config.js';
+import { NODE_FLAGS, printConfigText, resolveCliConfig } from './node-config.js';
 import type { Io } from './io.js';
 import { join } from 'node:path';
 import { UsageError } from './usage.js';
@@ -29,7 +29,7 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
   const resolved = await resolveCliConfig(values, io.env ?? process.env);
   const config = resolved.config;
   if (values['print-config'] === true) {
-    io.out.write(`${JSON.stringify(printableConfig(resolved), null, 2)}\n`);
+    io.out.write(printConfigText(resolved));
     return EXIT_OK;
   }
   const [{ Node }, { recordWriteTrace }] = await Promise.all([

@@ -39,6 +39,8 @@ export interface SettingValue {
   source: Source;
   /** from names it: the file's path, the variable or the flag. */
   from?: string;
+  /** default says, for an unset setting without a constant default, what the node does instead. */
+  default?: string;
 }
 
 export interface ResolvedCliConfig {
@@ -318,7 +320,11 @@ export async function resolveCliConfig(values: FlagValues, env: NodeJS.ProcessEn
   settings.set(API_SECTION, apiOn);
   for (const setting of NODE_SETTINGS) {
     if (setting.key.startsWith(`${API_SECTION}.`) && apiOn.value !== true) continue;
-    settings.set(setting.key, set.get(setting.key) ?? { value: setting.fallback ?? null, source: 'default' });
+    const unset: SettingValue =
+      setting.fallback !== undefined
+        ? { value: setting.fallback, source: 'default' }
+        : { value: null, source: 'default', ...(setting.defaultText ? { default: setting.defaultText } : {}) };
+    settings.set(setting.key, set.get(setting.key) ?? unset);
   }
   return { config: config as unknown as NodeConfig, settings };
 }
@@ -354,4 +360,12 @@ export function printableConfig(resolved: ResolvedCliConfig): {
 
 function firstLine(text: string): string {
   return text.split('\n')[0] ?? text;
+}
+
+/** printConfigText is --print-config's JSON: the config indented, then one line per setting (a long list to scan). */
+export function printConfigText(resolved: ResolvedCliConfig): string {
+  const { config, settings } = printableConfig(resolved);
+  const lines = Object.entries(settings).map(([key, entry]) => `    ${JSON.stringify(key)}: ${JSON.stringify(entry)}`);
+  const configText = JSON.stringify(config, null, 2).replace(/\n/g, '\n  ');
+  return `{\n  "config": ${configText},\n  "settings": {\n${lines.join(',\n')}\n  }\n}\n`;
 }
