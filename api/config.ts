@@ -1,10 +1,12 @@
-// ApiConfig gathers every setting of the HTTP API; configFromEnv reads the documented environment variables.
+// ApiConfig gathers every setting of the HTTP API; configFromEnv reads the environment variables env-settings.ts
+// declares.
 import { readFileSync } from 'node:fs';
 import type { Registry } from 'prom-client';
 import { defaultApiLogger, type ApiLogger } from './log.js';
 import { rateLimitPerSecondDefault, sseKeepAliveMsDefault } from './limits.js';
 import type { RunBackendName } from './runs/run-backend.js';
-import { runBackendNames } from './runs/run-backend.js';
+import { apiEnvSetting, envSetting, envValueProblem } from './env-settings.js';
+import { parseSecretKey } from './secret-key.js';
 
 export type { ApiLogger };
 
@@ -67,52 +69,30 @@ export function defaultConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
   };
 }
 
-/**
- * parseSecretKey accepts 32 bytes written as 64 hex digits or as base64/base64url (44/43 characters).
- * It throws without echoing the input, which is a secret.
- */
-export function parseSecretKey(text: string): Buffer {
-  const trimmed = text.trim();
-  const bytes = /^[0-9a-fA-F]{64}$/.test(trimmed)
-    ? Buffer.from(trimmed, 'hex')
-    : /^[A-Za-z0-9+/_-]{43}={0,1}$/.test(trimmed)
-      ? Buffer.from(trimmed, 'base64')
-      : Buffer.alloc(0);
-  if (bytes.length !== 32) throw new Error('secret key must be 32 bytes, as 64 hex digits or base64');
-  return bytes;
-}
+export { parseSecretKey } from './secret-key.js';
 
 export function parseRateLimit(text: string): number {
-  const rate = Number(text);
-  if (!Number.isInteger(rate) || rate < 1 || rate > 1_000_000) {
-    throw new Error(`SVC_RATE_LIMIT_RPS must be an integer from 1 to 1000000, got ${JSON.stringify(text)}`);
-  }
-  return rate;
+  const setting = apiEnvSetting('SVC_RATE_LIMIT_RPS');
+  const problem = envValueProblem(setting, text);
+  if (problem !== null) throw new Error(problem);
+  return setting.kind.fromText(text) as number;
 }
 
 /**
  * configFromEnv reads SVC_RATE_LIMIT_RPS, SVC_SECRET_KEY or SVC_SECRET_KEY_FILE, SVC_TRUSTED_PROXIES,
- * SVC_WORKSPACE_ROOT, SVC_ACCESS_LOG and SVC_RUN_BACKEND. Unset variables keep the defaults of defaultConfig.
+ * SVC_WORKSPACE_ROOT, SVC_ACCESS_LOG and SVC_RUN_BACKEND, as env-settings.ts declares them (a bad value throws,
+ * naming the variable). Unset variables keep the defaults of defaultConfig.
  */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ApiConfig> = {}): ApiConfig {
   const fromEnv: Partial<ApiConfig> = {};
-  if (env.SVC_RATE_LIMIT_RPS) fromEnv.rateLimitPerSecond = parseRateLimit(env.SVC_RATE_LIMIT_RPS);
-  if (env.SVC_SECRET_KEY_FILE) fromEnv.secretKey = parseSecretKey(readFileSync(env.SVC_SECRET_KEY_FILE, 'utf8'));
-  else if (env.SVC_SECRET_KEY) fromEnv.secretKey = parseSecretKey(env.SVC_SECRET_KEY);
-  if (env.SVC_TRUSTED_PROXIES) {
-    fromEnv.trustedProxies = env.SVC_TRUSTED_PROXIES.split(',')
-      .map((item) => item.trim())
-      .filter(Boolean);
-  }
-  if (env.SVC_WORKSPACE_ROOT) fromEnv.workspaceRoot = env.SVC_WORKSPACE_ROOT;
-  if (env.SVC_ACCESS_LOG) fromEnv.accessLog = env.SVC_ACCESS_LOG === '1';
-  if (env.SVC_RUN_BACKEND) {
-    if (!(runBackendNames as readonly string[]).includes(env.SVC_RUN_BACKEND)) {
-      throw new Error(
-        `SVC_RUN_BACKEND must be one of ${runBackendNames.join(', ')}, got ${JSON.stringify(env.SVC_RUN_BACKEND)}`,
-      );
-    }
-    fromEnv.runBackend = env.SVC_RUN_BACKEND as RunBackendName;
-  }
+  if (env.SVC_RATE_LIMIT_RPS) fromEnv.rateLimitPerSecond = envSetting<number>(env, 'SVC_RATE_LIMIT_RPS');
+  const keyFile = envSetting<string | undefined>(env, 'SVC_SECRET_KEY_FILE');
+  if (keyFile !== undefined) fromEnv.secretKey = parseSecretKey(readFileSync(keyFile, 'utf8'));
+  else if (env.SVC_SECRET_KEY) fromEnv.secretKey = parseSecretKey(envSetting<string>(env, 'SVC_SECRET_KEY'));
+  if (env.SVC_TRUSTED_PROXIES) fromEnv.trustedProxies = envSetting<string[]>(env, 'SVC_TRUSTED_PROXIES');
+  const workspaceRoot = envSetting<string | undefined>(env, 'SVC_WORKSPACE_ROOT');
+  if (workspaceRoot !== undefined) fromEnv.workspaceRoot = workspaceRoot;
+  if (env.SVC_ACCESS_LOG) fromEnv.accessLog = envSetting<boolean>(env, 'SVC_ACCESS_LOG');
+  if (env.SVC_RUN_BACKEND) fromEnv.runBackend = envSetting<RunBackendName>(env, 'SVC_RUN_BACKEND');
   return defaultConfig({ ...fromEnv, ...overrides });
 }

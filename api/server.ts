@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { DocumentStore } from '../store/document-store.js';
 import type { ApiConfig } from './config.js';
 import { configFromEnv } from './config.js';
+import { envSetting } from './env-settings.js';
 import { createApp } from './app.js';
 import type { ApiService } from './app.js';
 import { redisServerAvailable, startLocalRedis } from './redis/local-redis.js';
@@ -20,9 +21,6 @@ import { runBackendFromConfig } from './runs/run-backend-config.js';
 import { imageGeneratorFromEnv, startAlbumWorker } from './albums/index.js';
 import type { AlbumWorker } from './albums/index.js';
 import type { ClusterSource } from './cluster/cluster-source.js';
-
-export const apiPortDefault = 8080;
-export const apiHostDefault = '127.0.0.1';
 
 export interface ApiRuntime {
   service: ApiService;
@@ -86,7 +84,7 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
   let albumWorker: AlbumWorker | undefined;
   try {
     // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
-    if (redisUrl && env.SVC_RUN_WORKER !== '0') {
+    if (redisUrl && envSetting<boolean>(env, 'SVC_RUN_WORKER')) {
       worker = await startAgentWorker({
         redisUrl,
         store: options.store,
@@ -94,14 +92,14 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
         log: config.log,
         backend: runBackendFromConfig(config, env),
         isolation: {
-          egressAllow: listFromEnv(env.SVC_RUN_EGRESS_ALLOW),
-          egressDeny: listFromEnv(env.SVC_RUN_EGRESS_DENY),
+          egressAllow: envSetting<string[]>(env, 'SVC_RUN_EGRESS_ALLOW'),
+          egressDeny: envSetting<string[]>(env, 'SVC_RUN_EGRESS_DENY'),
           ...(options.clusterAddresses ? { clusterAddresses: options.clusterAddresses } : {}),
         },
       });
     }
     // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
-    if (redisUrl && env.SVC_ALBUM_WORKER !== '0') {
+    if (redisUrl && envSetting<boolean>(env, 'SVC_ALBUM_WORKER')) {
       albumWorker = await startAlbumWorker({
         redisUrl,
         store: options.store,
@@ -135,8 +133,8 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
 export async function startApiServer(options: StartApiOptions): Promise<RunningApi> {
   const env = options.env ?? process.env;
   const runtime = await startApiService(options);
-  const port = Number(env.SVC_API_PORT ?? apiPortDefault);
-  const host = env.SVC_API_HOST ?? apiHostDefault;
+  const port = envSetting<number>(env, 'SVC_API_PORT');
+  const host = envSetting<string>(env, 'SVC_API_HOST');
   const server: Server = runtime.service.app.listen(port, host);
   try {
     await new Promise<void>((resolve, reject) => {
@@ -159,12 +157,4 @@ export async function startApiServer(options: StartApiOptions): Promise<RunningA
       await runtime.close();
     },
   };
-}
-
-/** listFromEnv splits a comma-separated setting (empty entries dropped). */
-function listFromEnv(text: string | undefined): string[] {
-  return (text ?? '')
-    .split(',')
-    .map((item) => item.trim())
-    .filter(Boolean);
 }

@@ -2,18 +2,20 @@
 // its most caught-up voter, within handoffTimeoutMs: cli/node/handoff.ts), during its start too (a second signal
 // exits at once), when the parent that started it over IPC goes away (`svc cluster`), and exits 1
 // when the node fails (fail-stop: a WAL or hard-state write failed).
-import { Node } from './node/node.js';
+// --help and --print-config answer from the schema alone: the node (gRPC, the store) loads only to run.
+import type { Node } from './node/node.js';
 import { ConfigError } from './node/config.js';
+import { SETTINGS_BY_KEY } from './node/config-schema.js';
+import { nodeUsage } from './node/config-help.js';
 import { parseFlags } from './flags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, NODE_STOP_TIMEOUT_MS } from './limits.js';
-import { NODE_FLAGS, nodeConfigFromFlags } from './node-config.js';
+import { NODE_FLAGS, printConfigText, resolveCliConfig } from './node-config.js';
 import type { Io } from './io.js';
 import { join } from 'node:path';
-import { recordWriteTrace } from '../transports/node/write-trace.js';
-import { NODE_USAGE, UsageError } from './usage.js';
+import { UsageError } from './usage.js';
 
-/** WRITE_TRACE_DIR_ENV names the directory `svc node` records its write-timeline stamps in (unset: none recorded). */
-export const WRITE_TRACE_DIR_ENV = 'SVC_WRITE_TRACE_DIR';
+/** WRITE_TRACE_DIR_ENV names the variable of writeTraceDir (bench/write-timeline.ts sets it for its nodes). */
+export const WRITE_TRACE_DIR_ENV = SETTINGS_BY_KEY.get('writeTraceDir')!.env!;
 
 /** SIGNAL_EXIT_CODE is the exit code after a second signal cut the clean stop short. */
 const SIGNAL_EXIT_CODE = 130;
@@ -21,14 +23,19 @@ const SIGNAL_EXIT_CODE = 130;
 export async function runNodeCommand(args: string[], io: Io): Promise<number> {
   const { values } = parseFlags(args, NODE_FLAGS);
   if (values.help === true) {
-    io.out.write(`${NODE_USAGE}\n`);
+    io.out.write(`${nodeUsage()}\n`);
     return EXIT_OK;
   }
-  const config = await nodeConfigFromFlags(values);
+  const resolved = await resolveCliConfig(values, io.env ?? process.env);
+  const config = resolved.config;
   if (values['print-config'] === true) {
-    io.out.write(`${JSON.stringify(config, null, 2)}\n`);
+    io.out.write(printConfigText(resolved));
     return EXIT_OK;
   }
+  const [{ Node }, { recordWriteTrace }] = await Promise.all([
+    import('./node/node.js'),
+    import('../transports/node/write-trace.js'),
+  ]);
   let node: Node;
   try {
     node = new Node(config);
@@ -38,9 +45,9 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
   }
 
   // The write timeline (bench/write-timeline.ts): every stamp of this node into <dir>/<name>.jsonl.
-  const traceDir = process.env[WRITE_TRACE_DIR_ENV];
+  const traceDir = config.writeTraceDir;
   const stopTrace =
-    traceDir !== undefined && traceDir !== ''
+    traceDir !== undefined
       ? recordWriteTrace(join(traceDir, `${config.name}.jsonl`), {
           name: config.name,
           grpcAddr: () => node.grpcAddress,

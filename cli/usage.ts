@@ -34,44 +34,7 @@ export const VERSION_USAGE = `usage: svc version (or svc --version)
 
 Prints svc's version: package.json's, which the nodes report as build_version.`;
 
-export const NODE_USAGE = `usage: svc node [--config FILE] [flags]
-
-The config file (JSON, or YAML when it ends in .yaml/.yml) holds NodeConfig fields
-(cli/node/README.md); relative paths in it are relative to the file. Flags override it.
-
-  --name NAME                  permanent member name
-  --data-dir DIR               data directory (created when missing)
-  --grpc-listen HOST:PORT      peer server bind address
-  --grpc-advertise HOST:PORT   address peers dial (default: grpc-listen with the bound port)
-  --http-listen HOST:PORT      the HTTP port's bind address: /health /ready /status and the API (HTTPS)
-  --http-advertise URL         scheme://host:port peers use for /status (default https://http-listen)
-  --http-tls-cert FILE --http-tls-key FILE   the HTTP port's server certificate (default: under mutual TLS,
-                               the node's peer certificate); --http-tls-ca FILE: the CA peers' HTTP ports
-                               are checked against (default --tls-ca)
-  --http-insecure              plaintext HTTP port (logged as a warning: API keys cross in clear)
-  --metrics-listen HOST:PORT   /metrics (and /status /health /ready), plaintext, apart from the API
-                               (default 127.0.0.1:0: loopback, a port the kernel picks, in the start log)
-  --founder NAME,GRPC,HTTP     a founding member (repeat for each; the same list on every founder)
-  --seed HOST:PORT             a member to join through (repeat for more)
-  --cluster-id ID              the cluster this node belongs to (default: the one in its peer certificate)
-  --tls-ca FILE --tls-cert FILE --tls-key FILE   mutual TLS material (cluster CA, this node's pair)
-  --tls-server-name NAME       check peers' certificates against NAME instead of the dialled host
-  --insecure                   plaintext peer traffic and HTTP port (tests and local development only)
-  --tick-ms N                  engine tick (default 100)
-  --election-timeout-ticks N   --heartbeat-interval-ticks N   --write-timeout-ms N   --read-timeout-ms N
-  --engine-limit NAME=N        any engine limit by name (repeatable); also --grpc-limit, --storage-limit,
-                               --store-limit, --node-limit
-  --log-level LEVEL            fatal|error|warn|info|debug|trace|silent (default info)
-  --api                        serve the developer HTTP API on the HTTP port (see api/README.md)
-  --api-redis-url URL          Redis shared by every node (default REDIS_URL, else a node-local redis-server)
-  --api-no-local-redis         never start a node-local redis-server
-  --api-secret-key-file FILE   credential encryption key (default SVC_SECRET_KEY_FILE / SVC_SECRET_KEY)
-  --api-rate-limit N           requests per second per API key
-  --api-no-workers             leave agent runs and album jobs to other processes
-  --no-recording               do not keep the flight recording (<data-dir>/recording/, on by default)
-  --record-payloads            record the store's values whole, not as keyed hashes (they are secrets)
-  --recording-bytes-max N      bound of the recording ring on disk (default 268435456)
-  --print-config               print the resolved config as JSON and exit`;
+// `svc node --help` is made from the node's config schema: nodeUsage in node/config-schema.ts.
 
 export const ADMIN_TARGET_USAGE = `target (any member; a follower passes changes on to the leader):
   --node HOST:PORT             a member's gRPC address (repeat to try several)

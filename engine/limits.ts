@@ -30,7 +30,7 @@ export const DEFAULT_LIMITS: EngineLimits = {
   readLeaseEnabled: 0,
   clockDriftPercentMax: 5,
   // Off in the engine's defaults (the simulator turns it on per seed, scenarios script every promotion);
-  // a node turns it on (cli/node/node.ts, NODE_ENGINE_DEFAULTS).
+  // a node turns it on (cli/node/engine-defaults.ts, NODE_ENGINE_DEFAULTS).
   autopilotEnabled: 0,
   autopilotLagSeqMax: 64,
   // 5 s at the node's 100 ms tick (raft-autopilot's ServerStabilizationTime is 10 s at its defaults).

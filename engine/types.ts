@@ -111,7 +111,9 @@ export interface EngineConfig {
 }
 
 export interface EngineLimits {
+  /** heartbeatIntervalTicks paces a leader's heartbeats to each member. */
   heartbeatIntervalTicks: number;
+  /** electionTimeoutTicks: a follower that hears no leader for a random time in [this, twice this) stands for election. */
   electionTimeoutTicks: number;
   /** segmentEntryCountMax bounds entries per ShipSegment and per stream chunk. */
   segmentEntryCountMax: number;

@@ -22,7 +22,6 @@ import { redisAddresses, sentinelServers } from '../redis/redis-target.js';
 import dns from 'node:dns/promises';
 import net from 'node:net';
 import type { EgressRule } from './egress-filter.js';
-import { parseEgressRule } from './egress-filter.js';
 import { runEgressResolveTimeoutMs } from '../limits.js';
 
 /** HostResolver answers every address of a name (both families); it rejects when the name cannot be resolved. */
@@ -32,24 +31,8 @@ export type HostResolver = (host: string) => Promise<string[]>;
 export const dnsResolver: HostResolver = async (host) =>
   (await dns.lookup(host, { all: true, verbatim: true })).map((found) => found.address);
 
-/** NamedDeny is a deny entry given by host name (optionally one port of it). */
-interface NamedDeny {
-  name: string;
-  port?: number;
-}
-
-const hostNamePattern = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,62})(?:\.[a-z0-9_](?:[a-z0-9_-]{0,62}))*\.?$/i;
-
-/** parseDenyEntry reads `ip[/len][:port]` (an EgressRule) or `name[:port]`; it throws on anything else. */
-export function parseDenyEntry(text: string): EgressRule | NamedDeny {
-  const trimmed = text.trim();
-  if (/^[\d./:]+$/.test(trimmed)) return parseEgressRule(trimmed);
-  const match = /^([^:]+)(?::(\d{1,5}))?$/.exec(trimmed);
-  if (!match || !hostNamePattern.test(match[1]!)) throw new Error(`not an address, CIDR or host name: ${text}`);
-  const port = match[2] === undefined ? undefined : Number(match[2]);
-  if (port !== undefined && (port < 1 || port > 65_535)) throw new Error(`port out of range: ${text}`);
-  return { name: match[1]!.toLowerCase(), ...(port !== undefined ? { port } : {}) };
-}
+export { parseDenyEntry, type NamedDeny } from './egress-deny-entry.js';
+import { parseDenyEntry, type NamedDeny } from './egress-deny-entry.js';
 
 const defaultPorts: Record<string, number> = { 'http:': 80, 'https:': 443, 'redis:': 6379, 'rediss:': 6379 };
 

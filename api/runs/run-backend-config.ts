@@ -1,5 +1,6 @@
 // runBackendFromConfig builds the configured run backend: none for `bubblewrap` (the worker's built-in
-// default), a KubernetesBackend for `kubernetes`, whose settings come from the environment:
+// default), a KubernetesBackend for `kubernetes`, whose settings come from the environment (declared, with their
+// kinds and defaults, in ../env-settings.ts):
 //   SVC_K8S_RUN_IMAGE (required)      the container image of runs (with the agents' tools)
 //   SVC_K8S_NAMESPACE                 default: this pod's namespace in a cluster, else `default`
 //   SVC_K8S_WORKSPACE_CLAIM           a ReadWriteMany PVC holding the workspaces under SVC_WORKSPACE_ROOT
@@ -11,42 +12,31 @@
 // The Kubernetes API is reached with the in-cluster service account, else KUBECONFIG or ~/.kube/config.
 import { existsSync, readFileSync } from 'node:fs';
 import type { ApiConfig } from '../config.js';
-import { runJobTtlSeconds, runTmpBytesMaxKubernetes } from '../limits.js';
+import { runJobTtlSeconds } from '../limits.js';
+import { envSetting } from '../env-settings.js';
 import type { RunBackend } from './run-backend.js';
 import type { KubernetesRunSettings } from './kubernetes-job-spec.js';
 import { KubernetesBackend, kubeConfigFromCluster } from './kubernetes-backend.js';
 
 const serviceAccountNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
-function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const text = env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < 1)
-    throw new Error(`${name} must be a positive integer, got ${JSON.stringify(text)}`);
-  return value;
-}
-
 export function kubernetesSettingsFromEnv(env: NodeJS.ProcessEnv, workspaceRoot?: string): KubernetesRunSettings {
-  const image = env.SVC_K8S_RUN_IMAGE;
+  const image = envSetting<string | undefined>(env, 'SVC_K8S_RUN_IMAGE');
   if (!image) throw new Error('SVC_RUN_BACKEND=kubernetes needs SVC_K8S_RUN_IMAGE, the container image of runs');
   const namespace =
-    env.SVC_K8S_NAMESPACE ??
+    envSetting<string | undefined>(env, 'SVC_K8S_NAMESPACE') ??
     (existsSync(serviceAccountNamespaceFile) ? readFileSync(serviceAccountNamespaceFile, 'utf8').trim() : 'default');
-  const cpuCores = env.SVC_K8S_RUN_CPU ?? '1';
-  if (!/^(\d+(\.\d+)?|\d+m)$/.test(cpuCores))
-    throw new Error(`SVC_K8S_RUN_CPU must be a CPU quantity such as 1 or 500m, got ${JSON.stringify(cpuCores)}`);
   return {
     namespace,
     image,
-    cpuCores,
-    workspaceClaim: env.SVC_K8S_WORKSPACE_CLAIM || undefined,
+    cpuCores: envSetting<string>(env, 'SVC_K8S_RUN_CPU'),
+    workspaceClaim: envSetting<string | undefined>(env, 'SVC_K8S_WORKSPACE_CLAIM'),
     workspaceRoot,
-    runAsUser: positiveInteger(env, 'SVC_K8S_RUN_UID', 65534),
-    runAsGroup: positiveInteger(env, 'SVC_K8S_RUN_GID', 65534),
-    tmpBytesMax: positiveInteger(env, 'SVC_K8S_RUN_TMP_BYTES', runTmpBytesMaxKubernetes),
+    runAsUser: envSetting<number>(env, 'SVC_K8S_RUN_UID'),
+    runAsGroup: envSetting<number>(env, 'SVC_K8S_RUN_GID'),
+    tmpBytesMax: envSetting<number>(env, 'SVC_K8S_RUN_TMP_BYTES'),
     jobTtlSeconds: runJobTtlSeconds,
-    serviceAccountName: env.SVC_K8S_SERVICE_ACCOUNT || undefined,
+    serviceAccountName: envSetting<string | undefined>(env, 'SVC_K8S_SERVICE_ACCOUNT'),
   };
 }
 

@@ -29,7 +29,7 @@ import { CLUSTER_ID } from '../../transports/grpc/peer-identity.js';
 import { newClusterId } from '../certs/certs.js';
 import { CLUSTER_ID_FILE } from '../node/cluster-id.js';
 import { ConfigError, resolveNodeConfig, type BootstrapMember } from '../node/config.js';
-import { parseFounder } from '../node-config.js';
+import { parseFounder } from '../founder.js';
 import { listFlag, parseFlags, stringFlag } from '../flags.js';
 import type { Io } from '../io.js';
 import { EXIT_FAILED, EXIT_OK } from '../limits.js';

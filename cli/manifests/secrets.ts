@@ -7,7 +7,7 @@ import { chmod, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Secret } from '@kubernetes/client-node';
 import { pemIdentity } from '../../transports/grpc/peer-identity.js';
-import { parseSecretKey } from '../../api/config.js';
+import { parseSecretKey } from '../../api/secret-key.js';
 import { CA_CERT_FILE } from '../certs/certs.js';
 import {
   API_CERT_NAME,

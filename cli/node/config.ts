@@ -70,6 +70,35 @@ export interface NodeApiConfig {
   workspaceRoot?: string;
   /** accessLog logs one line per answer (default SVC_ACCESS_LOG=1). */
   accessLog?: boolean;
+  /**
+   * The rest are the API's other settings, each also a variable (api/env-settings.ts declares them, with their
+   * kinds, defaults and docs; `svc node` checks them against it): the node hands them to the API as those variables.
+   */
+  secretKey?: string;
+  runBackend?: string;
+  runEgressAllow?: string[];
+  runEgressDeny?: string[];
+  images?: {
+    generator?: string;
+    apiUrl?: string;
+    apiKeyFile?: string;
+    apiKey?: string;
+    service?: string;
+    model?: string;
+    editModel?: string;
+    quality?: string;
+    timeoutMs?: number;
+  };
+  kubernetes?: {
+    runImage?: string;
+    namespace?: string;
+    workspaceClaim?: string;
+    runCpu?: string;
+    runUid?: number;
+    runGid?: number;
+    runTmpBytes?: number;
+    serviceAccount?: string;
+  };
 }
 
 export interface NodeConfig {
@@ -133,6 +162,8 @@ export interface NodeConfig {
   processMetrics?: boolean;
   /** recording configures the flight recorder (cli/node/recording.ts): on by default. */
   recording?: NodeRecordingConfig;
+  /** writeTraceDir: `svc node` records its write-timeline stamps in <writeTraceDir>/<name>.jsonl (SVC_WRITE_TRACE_DIR). */
+  writeTraceDir?: string;
   /** api serves the developer HTTP API on httpListen beside /health, /ready, /metrics and /status (absent: no API). */
   api?: NodeApiConfig;
 }

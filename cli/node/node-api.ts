@@ -10,6 +10,7 @@ import { parseSecretKey } from '../../api/config.js';
 import { startApiService } from '../../api/server.js';
 import { withApiRedaction } from '../../api/log.js';
 import type { Registry } from 'prom-client';
+import { API_ENV_SETTINGS } from '../../api/env-settings.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { ClusterSource } from '../../api/cluster/cluster-source.js';
 import { ConfigError, type NodeApiConfig } from './config.js';
@@ -69,10 +70,16 @@ export async function readApiSecretKey(api: NodeApiConfig): Promise<Buffer | und
 }
 
 export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOptions): Promise<NodeApi> {
+  // The API reads its settings from variables (api/env-settings.ts): the api section's values are handed to it as
+  // those variables, over the environment's (which `svc node` has already folded into the section).
   const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env) };
-  if (api.redisUrl !== undefined) env.REDIS_URL = api.redisUrl;
-  if (api.runWorker !== undefined) env.SVC_RUN_WORKER = api.runWorker ? '1' : '0';
-  if (api.albumWorker !== undefined) env.SVC_ALBUM_WORKER = api.albumWorker ? '1' : '0';
+  for (const setting of API_ENV_SETTINGS) {
+    if (setting.key === undefined) continue;
+    const value = setting.key
+      .split('.')
+      .reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], api);
+    if (value !== undefined) env[setting.env] = setting.kind.toText(value);
+  }
   // One logger: the API writes through a child of the node's (its level, its destination, `node` in every
   // line), with the API's redaction; each call site picks its own level.
   const overrides: Partial<ApiConfig> = { isReady: options.ready, log: withApiRedaction(options.log) };

@@ -19,6 +19,7 @@ import { Engine } from '../../engine/engine.js';
 import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
 import { bootstrapRoster, memberById, memberByName } from '../../engine/roster.js';
 import type { AdminOp, EngineConfig, EngineLimits, RestoredState, Roster } from '../../engine/types.js';
+import { NODE_ENGINE_DEFAULTS } from './engine-defaults.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import {
   AdminRefusedError,
@@ -1089,12 +1090,6 @@ function rethrowAsConfigError(err: unknown): never {
     throw new ConfigError(err.message);
   throw err;
 }
-
-/**
- * NODE_ENGINE_DEFAULTS are the engine limits a node defaults otherwise than the engine: autopilot is on
- * (`--engine-limit autopilotEnabled=0` turns it off), so a pod that joins becomes a voter by itself.
- */
-export const NODE_ENGINE_DEFAULTS: Partial<EngineLimits> = { autopilotEnabled: 1 };
 
 function assertNever(value: never): never {
   throw new Error(`unhandled effect ${JSON.stringify(value)}`);

@@ -201,7 +201,13 @@ describe('svc usage errors (exit 2)', function () {
       '--print-config',
     ]);
     assert.equal(result.code, 0, result.err);
-    const config = JSON.parse(result.out) as Record<string, unknown> & { tls: Record<string, string> };
+    const printed = JSON.parse(result.out) as {
+      config: Record<string, unknown> & { tls: Record<string, string> };
+      settings: Record<string, { value: unknown; source: string; from?: string }>;
+    };
+    const config = printed.config;
+    assert.deepEqual(printed.settings.tickMs, { value: 70, source: 'flag', from: '--tick-ms' }, 'the flag wins');
+    assert.deepEqual(printed.settings.dataDir, { value: join(dir, 'data/a1'), source: 'file', from: path });
     assert.equal(config.dataDir, join(dir, 'data/a1'));
     assert.deepEqual(config.tls, {
       mode: 'mtls',

@@ -244,7 +244,13 @@ describe('deploy: Kubernetes manifests', function () {
       const args = container.args.map((arg: string) => expand(arg, { POD_NAME: podName }));
       assert.ok(!args.some((arg: string) => arg.includes('$(')), 'every $(VAR) is defined in the env');
       const { values } = parseFlags(args.slice(1), NODE_FLAGS);
-      const config = await nodeConfigFromFlags(values);
+      // The pod's plain variables pass the node's schema too (SVC_RUN_BACKEND, SVC_K8S_*, …); REDIS_URL is a Secret's.
+      const podEnv = Object.fromEntries(
+        container.env
+          .filter((v: Json) => v.value !== undefined)
+          .map((v: Json) => [v.name, expand(v.value, { POD_NAME: podName })]),
+      );
+      const config = await nodeConfigFromFlags(values, podEnv);
       const resolved = resolveNodeConfig(config);
       assert.equal(resolved.name, podName);
       assert.equal(resolved.dataDir, mountOf('data'));
@@ -271,6 +277,7 @@ describe('deploy: Kubernetes manifests', function () {
       assert.equal(resolved.api?.secretKeyFile, path.join(mountOf('api-secret'), keyVolume.items[0].path));
       assert.equal(resolved.api?.localRedis, false, 'a missing REDIS_URL never starts a Redis of one pod');
       assert.equal(resolved.api?.redisUrl, undefined, 'the Redis URL comes from the environment (a Secret)');
+      assert.equal(resolved.api?.runBackend, 'kubernetes', "the pod's SVC_RUN_BACKEND, through the schema");
       if (ordinal < options.replicas) {
         assert.deepEqual(
           resolved.bootstrap!.map((member) => member.name),
