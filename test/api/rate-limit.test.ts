@@ -105,25 +105,32 @@ describe('api: rate limiting (sliding window in Redis)', function () {
   it('counts one key across every API process sharing the Redis (cluster-wide)', async () => {
     const second = await startTestApi({ redisUrl: setup.redis.url, config: { rateLimitPerSecond: ratePerSecond } });
     try {
-      // Same store contents are not needed: the limit is keyed by key id, so create the key in both stores.
-      const key = (await setup.api.call('POST', '/keys', { body: { name: 'shared' } })).json as {
-        key: string;
-        record: { id: string };
-      };
-      const record = await setup.api.store.get(`keys/${key.record.id}`);
-      const index = await setup.api.store.list('keys-by-hash/');
-      await second.store.put(`keys/${key.record.id}`, record!.value);
-      for (const entry of index.entries) await second.store.put(entry.key, entry.value);
-      const startMs = performance.now();
-      const statuses = await Promise.all(
-        Array.from({ length: 30 }, (_unused, index) =>
-          (index % 2 === 0 ? setup.api : second)
-            .call('GET', '/projects', { key: key.key })
-            .then((result) => result.status),
-        ),
-      );
-      assert.ok(performance.now() - startMs < 1000, 'the burst must fit in one window to prove anything');
-      assert.equal(statuses.filter((status) => status === 200).length, ratePerSecond, 'not 2 × the rate');
+      // The burst proves something only if it fits in one window; on a loaded machine it may not, so it is tried
+      // again with a fresh key (a fresh count), a bounded number of times.
+      let fitted = false;
+      for (let attempt = 0; attempt < 5 && !fitted; attempt++) {
+        // Same store contents are not needed: the limit is keyed by key id, so create the key in both stores.
+        const key = (await setup.api.call('POST', '/keys', { body: { name: `shared-${attempt}` } })).json as {
+          key: string;
+          record: { id: string };
+        };
+        const record = await setup.api.store.get(`keys/${key.record.id}`);
+        const index = await setup.api.store.list('keys-by-hash/');
+        await second.store.put(`keys/${key.record.id}`, record!.value);
+        for (const entry of index.entries) await second.store.put(entry.key, entry.value);
+        const startMs = performance.now();
+        const statuses = await Promise.all(
+          Array.from({ length: 30 }, (_unused, i) =>
+            (i % 2 === 0 ? setup.api : second)
+              .call('GET', '/projects', { key: key.key })
+              .then((result) => result.status),
+          ),
+        );
+        if (performance.now() - startMs >= 1000) continue;
+        fitted = true;
+        assert.equal(statuses.filter((status) => status === 200).length, ratePerSecond, 'not 2 × the rate');
+      }
+      assert.ok(fitted, 'the burst must fit in one window to prove anything (5 tries)');
     } finally {
       await second.close();
     }

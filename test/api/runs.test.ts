@@ -11,6 +11,12 @@ import { startTestApi, startTestRedis, waitFor } from './harness.js';
 import type { TestApi, TestRedis } from './harness.js';
 import { outputText, readSse } from './run-events.js';
 
+/**
+ * RUN_TIMEOUT_MS is the worker's time limit in these tests: short, for the time-limit test, yet well above what a
+ * networked run's start (a namespace, slirp4netns) takes on a loaded machine (1.5 s was not, once).
+ */
+const RUN_TIMEOUT_MS = 5_000;
+
 describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
   this.timeout(60_000);
   let redis: TestRedis;
@@ -33,7 +39,12 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
   before(async () => {
     redis = await startTestRedis();
     api = await startTestApi({ redisUrl: redis.url, config: { sseKeepAliveMs: 150 } });
-    worker = await startAgentWorker({ redisUrl: redis.url, store: api.store, concurrency: 2, runTimeoutMs: 1500 });
+    worker = await startAgentWorker({
+      redisUrl: redis.url,
+      store: api.store,
+      concurrency: 2,
+      runTimeoutMs: RUN_TIMEOUT_MS,
+    });
     workspace = mkdtempSync(path.join(os.tmpdir(), 'svc-agent-ws-'));
     writeFileSync(
       path.join(workspace, 'agent.sh'),
@@ -189,7 +200,11 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
     assert.match(outputText(isolated.events, 'stdout'), /^prompt: net\nlo \n/);
     // With network the run still has a namespace of its own: loopback and slirp4netns's tap0, never the host's.
     const networked = await readSse(api, (await run(await createProject(['./agent.sh'], true), 'net')).streamUrl);
-    assert.match(outputText(networked.events, 'stdout'), /^prompt: net\nlo tap0 \n/);
+    assert.match(
+      outputText(networked.events, 'stdout'),
+      /^prompt: net\nlo tap0 \n/,
+      JSON.stringify(networked.events.filter((event) => event.event !== 'output')),
+    );
     const env = outputText(
       (await readSse(api, (await run(await createProject(['./agent.sh']), 'env')).streamUrl)).events,
       'stdout',
@@ -216,7 +231,7 @@ describe('api: agent command runs (BullMQ + bubblewrap + SSE)', function () {
     const read = await readSse(api, (await run(projectId, 'sleep long')).streamUrl);
     const complete = read.events.at(-1)!.data as { status: string; durationMs: number };
     assert.equal(complete.status, 'timed_out');
-    assert.ok(complete.durationMs >= 1500 && complete.durationMs < 10_000, String(complete.durationMs));
+    assert.ok(complete.durationMs >= RUN_TIMEOUT_MS && complete.durationMs < 15_000, String(complete.durationMs));
   });
 
   it('keeps runs private to their user (and admins), and counts them in /work/stats', async () => {
