@@ -36,7 +36,7 @@ function run(node: string, memberId: number, steps: Array<[number, Input, Effect
 const report = (appliedSeqno: number) =>
   ({
     method: 'ReportApplied',
-    body: { reporterShard: 2, sourceShard: 1, appliedSeqno, reporterTerm: 2, capabilities: [] },
+    body: { reporterShard: 2, sourceShard: 1, appliedSeqno, reporterTerm: 2, capabilities: 0 },
   }) as const;
 const tick: Input = { type: 'tick' };
 

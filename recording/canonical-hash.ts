@@ -1,0 +1,178 @@
+// CanonicalHash: a 64-bit hash of a value's canonical form, fed by walking the value itself, with no
+// text built on the way. It replaces hashing a JSON string (format 1's digest: JSON.stringify with a
+// replacer, then SHA-1), which cost a JS call per property and a string per step on every node's event
+// loop. Written here rather than taken from npm: the work is the walk (which bytes count, and how, is
+// ours: recording/digest.ts), and the mixing is a few lines; the hash packages on npm hash a finished
+// buffer or string, which is the allocation this avoids.
+//
+// Canonical means what JSON.stringify would keep, in the same order: an object's own enumerable keys in
+// insertion order, a property whose value is undefined or a function left out, undefined in an array as
+// null, a number that is not finite as null, -0 as 0. Every value is tagged with its kind and every
+// string, array, object and byte string with its length, so two different values never feed the same
+// words. Not a cryptographic hash: a digest only ever meets the digest of the same step's replay, so a
+// collision is an accident of 2^-64, not an attack.
+
+const TAG_NULL = 1;
+const TAG_FALSE = 2;
+const TAG_TRUE = 3;
+const TAG_INT = 4;
+const TAG_FLOAT = 5;
+const TAG_STRING = 6;
+const TAG_ARRAY = 7;
+const TAG_OBJECT = 8;
+const TAG_BYTES = 9;
+const TAG_BIGINT = 10;
+const TAG_KEY = 11;
+
+const float = new Float64Array(1);
+const floatWords = new Uint32Array(float.buffer);
+
+/** CanonicalHash mixes 32-bit words into two murmur3-style lanes with different constants and seeds. */
+export class CanonicalHash {
+  private h1 = 0x9747b28c;
+  private h2 = 0x5bd1e995;
+  private words = 0;
+
+  word(x: number): void {
+    let k1 = Math.imul(x, 0xcc9e2d51);
+    k1 = (k1 << 15) | (k1 >>> 17);
+    this.h1 ^= Math.imul(k1, 0x1b873593);
+    this.h1 = (this.h1 << 13) | (this.h1 >>> 19);
+    this.h1 = (Math.imul(this.h1, 5) + 0xe6546b64) | 0;
+    let k2 = Math.imul(x ^ this.h1, 0x85ebca6b);
+    k2 = (k2 << 17) | (k2 >>> 15);
+    this.h2 ^= Math.imul(k2, 0xc2b2ae35);
+    this.h2 = (this.h2 << 11) | (this.h2 >>> 21);
+    this.h2 = (Math.imul(this.h2, 9) + 0x2f1fd3a5) | 0;
+    this.words++;
+  }
+
+  number(n: number): void {
+    if (!Number.isFinite(n)) this.word(TAG_NULL);
+    else if ((n | 0) === n) {
+      this.word(TAG_INT);
+      this.word(n);
+    } else {
+      float[0] = n;
+      this.word(TAG_FLOAT);
+      this.word(floatWords[0]!);
+      this.word(floatWords[1]!);
+    }
+  }
+
+  string(s: string, tag = TAG_STRING): void {
+    const length = s.length;
+    this.word(tag);
+    this.word(length);
+    let i = 0;
+    for (; i + 1 < length; i += 2) this.word(s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16));
+    if (i < length) this.word(s.charCodeAt(i));
+  }
+
+  bytes(b: Uint8Array, from = 0, to = b.length): void {
+    this.word(TAG_BYTES);
+    this.word(to - from);
+    let i = from;
+    for (; i + 3 < to; i += 4) this.word(b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24));
+    let last = 0;
+    for (let shift = 0; i < to; i++, shift += 8) last |= b[i]! << shift;
+    this.word(last);
+  }
+
+  arrayStart(length: number): void {
+    this.word(TAG_ARRAY);
+    this.word(length);
+  }
+
+  objectStart(): void {
+    this.word(TAG_OBJECT);
+  }
+
+  key(name: string): void {
+    this.string(name, TAG_KEY);
+  }
+
+  /** objectEnd closes an object: a key never follows it, so nesting cannot be confused with siblings. */
+  objectEnd(): void {
+    this.word(TAG_NULL);
+  }
+
+  /** hex ends the hash: 16 hex digits (the width of format 1's digest). */
+  hex(): string {
+    const h1 = fmix(this.h1 ^ this.words);
+    const h2 = fmix(this.h2 ^ Math.imul(this.words, 0x27d4eb2f) ^ h1);
+    return (h1 >>> 0).toString(16).padStart(8, '0') + (fmix(h1 ^ h2) >>> 0).toString(16).padStart(8, '0');
+  }
+}
+
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/** BytesRule says how bytes count: the default feeds them whole; a rule may feed less (their length). */
+export type BytesRule = (hash: CanonicalHash, bytes: Uint8Array, name: string, holder: object) => void;
+
+const wholeBytes: BytesRule = (hash, bytes) => hash.bytes(bytes);
+
+/** hashValue feeds a value's canonical form (see the file's head) into `hash`. */
+export function hashValue(hash: CanonicalHash, value: unknown, rule: BytesRule = wholeBytes): void {
+  walk(hash, value, '', null, rule, false);
+}
+
+function walk(
+  hash: CanonicalHash,
+  value: unknown,
+  name: string,
+  holder: object | null,
+  rule: BytesRule,
+  inArray: boolean,
+): void {
+  switch (typeof value) {
+    case 'number':
+      hash.number(value);
+      return;
+    case 'string':
+      hash.string(value);
+      return;
+    case 'boolean':
+      hash.word(value ? TAG_TRUE : TAG_FALSE);
+      return;
+    case 'bigint':
+      hash.string(value.toString(), TAG_BIGINT);
+      return;
+    case 'object':
+      break;
+    default:
+      // undefined, a function or a symbol: JSON leaves the property out, or writes null in an array.
+      if (inArray) hash.word(TAG_NULL);
+      return;
+  }
+  if (value === null) {
+    hash.word(TAG_NULL);
+    return;
+  }
+  if (value instanceof Uint8Array) {
+    rule(hash, value, name, holder ?? {});
+    return;
+  }
+  if (Array.isArray(value)) {
+    const length = value.length;
+    hash.arrayStart(length);
+    for (let i = 0; i < length; i++) walk(hash, value[i], '', value, rule, true);
+    return;
+  }
+  hash.objectStart();
+  const record = value as Record<string, unknown>;
+  for (const key in record) {
+    if (!Object.prototype.hasOwnProperty.call(record, key)) continue;
+    const v = record[key];
+    if (v === undefined || typeof v === 'function' || typeof v === 'symbol') continue;
+    hash.key(key);
+    walk(hash, v, key, record, rule, false);
+  }
+  hash.objectEnd();
+}
