@@ -2,6 +2,7 @@
 //
 //   {"$b": base64}             bytes recorded as they are (rosters, snapshot hashes, full payloads)
 //   {"$r": [length, hash]}     a store value redacted: its length and keyed hash (PayloadMode `hashed`)
+//   {"$r": [length]}           a store value inside a shipped segment: its length (recording/frame-redact.ts)
 //   {"$f": frame}              a ShipSegment payload recorded as its decoded frame (values inside redacted)
 //   {"$x": [length, hash, why]} a payload that did not decode, redacted
 //
@@ -14,6 +15,7 @@ import * as crypto from 'node:crypto';
 import { decodeSegmentFrame, encodeSegmentFrame } from '../engine/segment-frame.js';
 import { EntryKind, type Entry } from '../engine/types.js';
 import type { PayloadMode } from './format.js';
+import { redactedFrame } from './frame-redact.js';
 
 /**
  * RedactKey keys the value hashes: SHA-256 of the node's 32 random key bytes followed by the value (format
@@ -88,6 +90,8 @@ export function valueHash(bytes: Uint8Array, key: RedactKey): string {
 }
 
 function redactFrame(payload: Uint8Array, key: RedactKey): unknown {
+  const frame = redactedFrame(payload);
+  if (frame) return { $f: frame };
   const decoded = decodeSegmentFrame(payload);
   if (!decoded.ok) return { $x: [payload.length, valueHash(payload, key), decoded.reason] };
   // The entries' data goes through recordable: kind-1 data is redacted there.
