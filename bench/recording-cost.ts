@@ -54,7 +54,9 @@ async function main(): Promise<void> {
       from >= 0
         ? process.argv.slice(from + 1).filter((a) => !a.startsWith('--'))
         : await recordCluster(dir, numberArg('writers', 64), numberArg('seconds', 3));
-    console.log('| member | steps | engine µs/step | recorder µs/step | input line | digest | effect texts | recorder / engine |');
+    console.log(
+      '| member | steps | engine µs/step | recorder µs/step | input line | digest | effect texts | recorder / engine |',
+    );
     console.log('|---|---|---|---|---|---|---|---|');
     for (const path of paths) {
       for (const run of readRecording(path)) {

@@ -94,14 +94,12 @@ async function main(): Promise<void> {
 /** printRecorderShares: for each node of the recording cluster, the recorder's share of its busy CPU. */
 async function printRecorderShares(profileDir: string, cluster: SvcCluster): Promise<void> {
   console.log('');
-  console.log('recorder share of each node\'s busy CPU (inclusive: the recorder and what it calls)');
+  console.log("recorder share of each node's busy CPU (inclusive: the recorder and what it calls)");
   for (const share of await subtreeShares(profileDir, RECORDER_CODE, PROFILE_TOP_COUNT)) {
     const member = cluster.cluster.members.find((m) => m.pid === share.pid);
     if (!member || share.share === 0) continue;
     const role = member.name === cluster.leaderName ? 'leader' : 'follower';
-    console.log(
-      `${member.name} (${role}): ${(share.share * 100).toFixed(2)}% of ${share.busyMs.toFixed(0)} ms busy`,
-    );
+    console.log(`${member.name} (${role}): ${(share.share * 100).toFixed(2)}% of ${share.busyMs.toFixed(0)} ms busy`);
     for (const f of share.byFunction) console.log(`  ${(f.share * 100).toFixed(2).padStart(6)}%  ${f.name}`);
   }
 }

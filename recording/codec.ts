@@ -78,8 +78,7 @@ function isValue(holder: Holder): boolean {
 }
 
 // crypto.hash (one call, no Hash object) is Node 20.12 and later; package.json allows any Node 20.
-const oneShotHash = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: 'base64url') => string })
-  .hash;
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: 'base64url') => string }).hash;
 
 export function valueHash(bytes: Uint8Array, key: RedactKey): string {
   const keyed = Buffer.concat([key, bytes]);
