@@ -26,9 +26,14 @@ const TAG_KEY = 11;
 
 /** SHORT_STRING_CHARS: a string shorter than this is fed as its 64-bit fingerprint (cached), not char by char. */
 const SHORT_STRING_CHARS = 64;
-/** FINGERPRINT_CACHE_COUNT_MAX bounds the cache of short strings' fingerprints (keys, kinds, method names, addresses). */
-const FINGERPRINT_CACHE_COUNT_MAX = 4096;
-const fingerprints = new Map<string, readonly [number, number]>();
+/**
+ * FINGERPRINT_SLOTS: the fingerprint cache is direct-mapped (a slot per few chars of the string, the last
+ * string seen there kept): bounded, and a hit is one comparison, which for the engine's own string
+ * literals (keys, effect types) is a pointer comparison. A Map lookup per key cost more than it saved.
+ */
+const FINGERPRINT_SLOTS = 1024;
+const slotStrings: Array<string | undefined> = new Array<string | undefined>(FINGERPRINT_SLOTS);
+const slotWords = new Uint32Array(FINGERPRINT_SLOTS * 2);
 
 const float = new Float64Array(1);
 const floatWords = new Uint32Array(float.buffer);
@@ -76,9 +81,9 @@ export class CanonicalHash {
     this.word(tag);
     this.word(length);
     if (length < SHORT_STRING_CHARS) {
-      const [f1, f2] = fingerprint(s);
-      this.word(f1);
-      this.word(f2);
+      const slot = fingerprintSlot(s);
+      this.word(slotWords[slot * 2]!);
+      this.word(slotWords[slot * 2 + 1]!);
       return;
     }
     this.chars(s);
@@ -133,15 +138,24 @@ export class CanonicalHash {
   }
 }
 
-function fingerprint(s: string): readonly [number, number] {
-  const cached = fingerprints.get(s);
-  if (cached) return cached;
+/** fingerprintSlot is the cache slot holding s's fingerprint, filled first if it held another string. */
+function fingerprintSlot(s: string): number {
+  const n = s.length;
+  const slot =
+    (Math.imul(n, 0x9e3779b1) ^
+      Math.imul(s.charCodeAt(0), 31) ^
+      Math.imul(s.charCodeAt(n - 1), 7) ^
+      s.charCodeAt(n >> 1)) &
+    (FINGERPRINT_SLOTS - 1);
+  if (slotStrings[slot] === s) return slot;
   const hash = new CanonicalHash();
-  hash.word(s.length);
-  for (let i = 0; i < s.length; i++) hash.word(s.charCodeAt(i));
-  const words = hash.words64();
-  if (fingerprints.size < FINGERPRINT_CACHE_COUNT_MAX) fingerprints.set(s, words);
-  return words;
+  hash.word(n);
+  for (let i = 0; i < n; i++) hash.word(s.charCodeAt(i));
+  const [f1, f2] = hash.words64();
+  slotStrings[slot] = s;
+  slotWords[slot * 2] = f1;
+  slotWords[slot * 2 + 1] = f2;
+  return slot;
 }
 
 function fmix(h: number): number {

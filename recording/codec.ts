@@ -2,8 +2,9 @@
 //
 //   {"$b": base64}             bytes recorded as they are (rosters, snapshot hashes, full payloads)
 //   {"$r": [length, hash]}     a store value redacted: its length and keyed hash (PayloadMode `hashed`)
-//   {"$r": [length]}           a store value inside a shipped segment: its length (recording/frame-redact.ts)
-//   {"$f": frame}              a ShipSegment payload recorded as its decoded frame (values inside redacted)
+//   {"$s": skeleton}           a ShipSegment payload as its fields, values by length (recording/frame-redact.ts)
+//   {"$f": frame}              a ShipSegment payload as its decoded frame (format 1; format 2 writes `$s`,
+//                              and `$f` only if the decoder took a payload the skeleton reader did not)
 //   {"$x": [length, hash, why]} a payload that did not decode, redacted
 //
 // Which bytes are the store's values: the data of EventBatch entries (kind 1) and of proposals. The
@@ -15,7 +16,7 @@ import * as crypto from 'node:crypto';
 import { decodeSegmentFrame, encodeSegmentFrame } from '../engine/segment-frame.js';
 import { EntryKind, type Entry } from '../engine/types.js';
 import type { PayloadMode } from './format.js';
-import { redactedFrame } from './frame-redact.js';
+import { redactedFrame, skeletonFrame } from './frame-redact.js';
 
 /**
  * RedactKey keys the value hashes: SHA-256 of the node's 32 random key bytes followed by the value (format
@@ -80,8 +81,17 @@ function isValue(holder: Holder): boolean {
 // crypto.hash (one call, no Hash object) is Node 20.12 and later; package.json allows any Node 20.
 const oneShotHash = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: 'base64url') => string }).hash;
 
+/** SCRATCH_BYTES: values up to this size (with the key) are hashed from one reused buffer, not a new one each. */
+const SCRATCH_BYTES = 16 * 1024;
+const scratch = Buffer.alloc(SCRATCH_BYTES);
+
 export function valueHash(bytes: Uint8Array, key: RedactKey): string {
-  const keyed = Buffer.concat([key, bytes]);
+  let keyed: Buffer;
+  if (key.length + bytes.length <= SCRATCH_BYTES) {
+    scratch.set(key, 0);
+    scratch.set(bytes, key.length);
+    keyed = scratch.subarray(0, key.length + bytes.length);
+  } else keyed = Buffer.concat([key, bytes]);
   const hash = oneShotHash
     ? oneShotHash('sha256', keyed, 'base64url')
     : crypto.createHash('sha256').update(keyed).digest('base64url');
@@ -89,8 +99,8 @@ export function valueHash(bytes: Uint8Array, key: RedactKey): string {
 }
 
 function redactFrame(payload: Uint8Array, key: RedactKey): unknown {
-  const frame = redactedFrame(payload);
-  if (frame) return { $f: frame };
+  const skeleton = redactedFrame(payload);
+  if (skeleton) return { $s: skeleton };
   const decoded = decodeSegmentFrame(payload);
   if (!decoded.ok) return { $x: [payload.length, valueHash(payload, key), decoded.reason] };
   // The entries' data goes through recordable: kind-1 data is redacted there.
@@ -105,6 +115,7 @@ export function decodeLine(text: string): unknown {
     if (typeof tagged.$b === 'string') return new Uint8Array(Buffer.from(tagged.$b, 'base64'));
     if (Array.isArray(tagged.$r)) return new Uint8Array(lengthOf(tagged.$r[0]));
     if (typeof tagged.$f === 'object' && tagged.$f !== null) return encodeSegmentFrame(reviveFrame(tagged.$f));
+    if (tagged.$s !== undefined) return encodeSegmentFrame(skeletonFrame(tagged.$s, RECORDED_BYTES_MAX));
     if (Array.isArray(tagged.$x)) return undecodablePayload(lengthOf(tagged.$x[0]), String(tagged.$x[2]));
     return v;
   });

@@ -1,39 +1,34 @@
-// redactedFrame: a ShipSegment payload as the recording's `$f` frame, read in place. It is the common case
-// of recording a follower's steps (every shipped segment), and engine/segment-frame.ts decodeSegmentFrame,
-// which format 1 called, copies every entry's data out of the payload and builds entries the recording
-// then copies again. Here the fields are read where they lie and each value is recorded by its length.
+// redactedFrame: a ShipSegment payload as the recording's skeleton `{"$s": [...]}`, read in place. It is
+// the common case of recording a follower's steps (every shipped segment), and engine/segment-frame.ts
+// decodeSegmentFrame, which format 1 called, copies every entry's data out of the payload and builds
+// entries the recording then copied again and wrote as an object each. The skeleton is one flat array:
+//
+//   [prevSeq, prevTerm, commitSeq, term, kind, data, term, kind, data, ...]
+//
+// an entry a triple, its seq implied (prevSeq + 1 + its index: a frame with any other seq is not accepted),
+// `data` a value's length (kind 1) or the entry's bytes in base64 (membership records, barriers: the
+// engine reads them, none is secret).
 //
 // It accepts exactly the frames decodeSegmentFrame accepts (the same checks, checksum first); for any
 // other payload it answers null and the caller records it through decodeSegmentFrame, which names the reason.
 //
-// The values inside a shipped segment are recorded by length only ({"$r": [length]}): their keyed hashes
-// are in the leader's recording, where each value entered the cluster as a proposal, and hashing every
-// value again on every follower was a third of a follower's recording work. A replay needs only the length.
+// The values inside a shipped segment are recorded by length only: their keyed hashes are in the leader's
+// recording, where each value entered the cluster as a proposal, and hashing every value again on every
+// follower was a third of a follower's recording work. A replay needs only the length.
 import { crc32cFast } from './crc32c-fast.js';
-import { SEGMENT_FRAME_VERSION } from '../engine/segment-frame.js';
-import { EntryKind } from '../engine/types.js';
+import { SEGMENT_FRAME_VERSION, type SegmentFrame } from '../engine/segment-frame.js';
+import { EntryKind, type Entry } from '../engine/types.js';
 import { isCarriableValue } from '../engine/values.js';
 
 const HEADER_BYTES = 1 + 8 + 8 + 8 + 4;
 const ENTRY_HEADER_BYTES = 8 + 8 + 1 + 4;
 const CHECKSUM_BYTES = 4;
 
-interface RecordedEntry {
-  seq: number;
-  term: number;
-  kind: number;
-  data: { $r: [number] } | { $b: string };
-}
+/** FrameSkeleton: the flat array described at the head of this file. */
+export type FrameSkeleton = Array<number | string>;
 
-export interface RecordedFrame {
-  prevSeq: number;
-  prevTerm: number;
-  commitSeq: number;
-  entries: RecordedEntry[];
-}
-
-/** redactedFrame is the frame with its values as lengths, or null when decodeSegmentFrame would refuse it. */
-export function redactedFrame(bytes: Uint8Array): RecordedFrame | null {
+/** redactedFrame is the frame's skeleton, or null when decodeSegmentFrame would refuse the payload. */
+export function redactedFrame(bytes: Uint8Array): FrameSkeleton | null {
   if (bytes.length < HEADER_BYTES + CHECKSUM_BYTES) return null;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const bodyEnd = bytes.length - CHECKSUM_BYTES;
@@ -46,7 +41,7 @@ export function redactedFrame(bytes: Uint8Array): RecordedFrame | null {
   let at = HEADER_BYTES;
   if (count > (bodyEnd - at) / ENTRY_HEADER_BYTES) return null;
   if (![prevSeq, prevTerm, commitSeq].every(isCarriableValue)) return null;
-  const entries: RecordedEntry[] = [];
+  const skeleton: FrameSkeleton = [prevSeq, prevTerm, commitSeq];
   let lastTerm = prevTerm;
   for (let i = 0; i < count; i++) {
     if (at + ENTRY_HEADER_BYTES > bodyEnd) return null;
@@ -58,15 +53,50 @@ export function redactedFrame(bytes: Uint8Array): RecordedFrame | null {
     if (at + length > bodyEnd) return null;
     if (seq !== prevSeq + 1 + i || term < lastTerm || !isCarriableValue(seq) || !isCarriableValue(term)) return null;
     lastTerm = term;
-    const data =
+    skeleton.push(
+      term,
+      kind,
       kind === EntryKind.EventBatch
-        ? { $r: [length] as [number] }
-        : { $b: Buffer.from(bytes.buffer, bytes.byteOffset + at, length).toString('base64') };
-    entries.push({ seq, term, kind, data });
+        ? length
+        : Buffer.from(bytes.buffer, bytes.byteOffset + at, length).toString('base64'),
+    );
     at += length;
   }
   if (at !== bodyEnd) return null;
-  return { prevSeq, prevTerm, commitSeq, entries };
+  return skeleton;
+}
+
+/**
+ * skeletonFrame revives a recorded skeleton as the frame a replay feeds the engine (values as zeros of
+ * their length). A recording line is input: anything that is not a skeleton throws, naming what;
+ * `bytesMax` bounds what it allocates.
+ */
+export function skeletonFrame(raw: unknown, bytesMax: number): SegmentFrame {
+  if (!Array.isArray(raw) || raw.length < 3 || (raw.length - 3) % 3 !== 0)
+    throw new Error('recorded frame skeleton is not [prevSeq, prevTerm, commitSeq, (term, kind, data)...]');
+  const [prevSeq, prevTerm, commitSeq] = raw.slice(0, 3).map((v) => wholeNumber(v, 'a frame field'));
+  const entries: Entry[] = [];
+  let total = 0;
+  for (let at = 3; at < raw.length; at += 3) {
+    const term = wholeNumber(raw[at], 'an entry term');
+    const kind = wholeNumber(raw[at + 1], 'an entry kind');
+    if (kind > 255) throw new Error(`recorded entry kind ${kind} is not a byte`);
+    const data: unknown = raw[at + 2];
+    if (typeof data !== 'number' && typeof data !== 'string')
+      throw new Error('recorded entry data is neither a length nor base64');
+    // Base64 holds three bytes in four chars: the bound is checked before anything is allocated.
+    total += typeof data === 'number' ? wholeNumber(data, 'a value length') : Math.ceil((data.length * 3) / 4);
+    if (total > bytesMax) throw new Error(`recorded frame holds more than ${bytesMax} bytes`);
+    const bytes = typeof data === 'number' ? new Uint8Array(data) : new Uint8Array(Buffer.from(data, 'base64'));
+    entries.push({ seq: prevSeq! + 1 + entries.length, term, kind, data: bytes });
+  }
+  return { prevSeq: prevSeq!, prevTerm: prevTerm!, commitSeq: commitSeq!, entries };
+}
+
+function wholeNumber(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    throw new Error(`recorded ${what} ${String(value)} is not a whole number`);
+  return value;
 }
 
 /** readU64 as decodeSegmentFrame reads it: NaN above 2^53, which isCarriableValue then refuses. */

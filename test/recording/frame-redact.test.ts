@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { decodeLine, encodeLine } from '../../recording/codec.js';
 import { crc32cFast } from '../../recording/crc32c-fast.js';
-import { redactedFrame } from '../../recording/frame-redact.js';
+import { redactedFrame, skeletonFrame } from '../../recording/frame-redact.js';
 import { crc32c } from '../../engine/crc32c.js';
 import { decodeSegmentFrame, encodeSegmentFrame } from '../../engine/segment-frame.js';
 import { EntryKind } from '../../engine/types.js';
@@ -69,17 +69,27 @@ describe('recording: shipped segments read in place', () => {
         const read = redactedFrame(bytes);
         assert.equal(read !== null, decoded.ok, decoded.ok ? 'accepted by the decoder' : decoded.reason);
         if (!decoded.ok || !read) return;
+        const revived = skeletonFrame(read, 1 << 20);
         assert.deepEqual(
-          read.entries.map((e) => [e.seq, e.term, e.kind]),
-          decoded.frame.entries.map((e) => [e.seq, e.term, e.kind]),
+          revived.entries.map((e) => [e.seq, e.term, e.kind, e.data.length]),
+          decoded.frame.entries.map((e) => [e.seq, e.term, e.kind, e.data.length]),
         );
         assert.deepEqual(
-          [read.prevSeq, read.prevTerm, read.commitSeq],
+          [revived.prevSeq, revived.prevTerm, revived.commitSeq],
           [decoded.frame.prevSeq, decoded.frame.prevTerm, decoded.frame.commitSeq],
         );
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('refuses a recorded skeleton that is not one, or that would allocate past the bound', () => {
+    assert.throws(() => skeletonFrame({}, 100), /not \[prevSeq/);
+    assert.throws(() => skeletonFrame([1, 1, 1, 1, 1], 100), /not \[prevSeq/);
+    assert.throws(() => skeletonFrame([1, 1, 1, 1, 1, -3], 100), /not a whole number/);
+    assert.throws(() => skeletonFrame([1, 1, 1, 1, 1, 60, 1, 1, 60], 100), /more than 100 bytes/);
+    assert.throws(() => skeletonFrame([1, 1, 1, 1, 300, 1], 100), /not a byte/);
+    assert.throws(() => skeletonFrame([1, 1, 1, 1, 1, null], 100), /neither a length nor base64/);
   });
 
   it('a recorded payload replays as a valid frame of the same shape, values zeroed, others whole', () => {
