@@ -99,7 +99,9 @@ async function printRecorderShares(profileDir: string, cluster: SvcCluster): Pro
     const member = cluster.cluster.members.find((m) => m.pid === share.pid);
     if (!member || share.share === 0) continue;
     const role = member.name === cluster.leaderName ? 'leader' : 'follower';
-    console.log(`${member.name} (${role}): ${(share.share * 100).toFixed(2)}% of ${share.busyMs.toFixed(0)} ms busy`);
+    console.log(
+      `${member.name} (${role}): ${(share.share * 100).toFixed(2)}% of ${share.busyMs.toFixed(0)} ms busy, ${(share.sampleShare * 100).toFixed(2)}% of its busy samples`,
+    );
     for (const f of share.byFunction) console.log(`  ${(f.share * 100).toFixed(2).padStart(6)}%  ${f.name}`);
   }
 }

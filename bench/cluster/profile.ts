@@ -78,6 +78,12 @@ export interface SubtreeShare {
   busyMs: number;
   /** share of busy time spent in frames of the chosen code or in anything they called. */
   share: number;
+  /**
+   * sampleShare: the same share counted in samples, each sample once. V8 samples on a wall-clock timer, so
+   * on a loaded machine a sample taken after the thread was descheduled carries the whole gap (often at a
+   * syscall that wakes another thread); counting samples does not weigh those gaps.
+   */
+  sampleShare: number;
   /** byFunction: self time inside that subtree, by function, as shares of busy time. */
   byFunction: Array<{ name: string; share: number }>;
 }
@@ -107,6 +113,8 @@ export async function subtreeShares(dir: string, code: RegExp, topCount: number)
     };
     let busyUs = 0;
     let insideUs = 0;
+    let busySamples = 0;
+    let insideSamples = 0;
     const functions = new Map<string, number>();
     for (let i = 0; i < profile.samples.length; i++) {
       const id = profile.samples[i]!;
@@ -114,8 +122,10 @@ export async function subtreeShares(dir: string, code: RegExp, topCount: number)
       const frame = byId.get(id)!.callFrame;
       if (frame.functionName === '(idle)') continue;
       busyUs += us;
+      busySamples++;
       if (!isInside(id)) continue;
       insideUs += us;
+      insideSamples++;
       const name = `${frame.functionName || '(anonymous)'} ${frame.url.replace(/^.*\/(node_modules\/|wt-[^/]+\/|main\/)/, '')}`;
       functions.set(name, (functions.get(name) ?? 0) + us);
     }
@@ -125,6 +135,7 @@ export async function subtreeShares(dir: string, code: RegExp, topCount: number)
       pid: Number(/^CPU\.\d+\.\d+\.(\d+)\./.exec(file)?.[1] ?? 0),
       busyMs: busyUs / 1000,
       share: insideUs / busyUs,
+      sampleShare: insideSamples / busySamples,
       byFunction: [...functions.entries()]
         .sort((a, b) => b[1] - a[1])
         .slice(0, topCount)
