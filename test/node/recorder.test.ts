@@ -217,7 +217,7 @@ describe('flight recorder: the ring on disk', function () {
     assert.equal(run!.gap?.n, 2);
   });
 
-  it('record() only queues: the step is encoded after the event-loop turn, with the wall time it ran at', async function () {
+  it('record() only queues: the step is encoded after the turn its effects were carried out in, with the wall time it ran at', async function () {
     let clock = 5_000;
     const recorder = await FlightRecorder.open({
       dir: join(dir, 'recording'),
@@ -228,15 +228,21 @@ describe('flight recorder: the ring on disk', function () {
       payloads: 'hashed',
       config,
       restored: emptyRestoredState(),
-      limits: recordingLimits(),
+      // A flush timer that never fires within the test: it encodes what no carriedOut() reached.
+      limits: recordingLimits({ recordingFlushMs: 3_600_000 }),
       now: () => clock,
     });
     const before = recorder.bytesOnDisk;
+    const turn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
     recorder.record({ type: 'propose', proposalId: 1, data: text('queued') }, [], 3);
-    // The driver carries out the step's effects right after record(): nothing may be encoded yet.
+    // The driver carries out the step's effects after record(), then says so: nothing is encoded before.
     assert.equal(recorder.bytesOnDisk, before, 'record() encoded the step on the spot');
     clock = 9_000;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await turn();
+    assert.equal(recorder.bytesOnDisk, before, 'the step was encoded before its effects were carried out');
+    recorder.carriedOut();
+    assert.equal(recorder.bytesOnDisk, before, 'carriedOut() encoded within the turn');
+    await turn();
     assert.ok(recorder.bytesOnDisk > before, 'the step was encoded after the turn');
     await recorder.close();
     const [run] = readRecording(join(dir, 'recording'));

@@ -2,9 +2,9 @@
 // <data-dir>/recording/ (the format: recording/format.ts; replay: `npm run sim -- --replay DIR`).
 //
 // It sits beside the write path, never on it: record() only queues the step (its input, effects, tick and
-// wall time) and returns, so the driver carries out the step's effects (sends, replies, appends) before
-// any recording work; the queue is encoded in one batch per event-loop turn (setImmediate), after the
-// turn's I/O, in step order. A timer hands the encoded lines to one asynchronous file write at a time,
+// wall time) and returns; once the driver has carried out the step's effects (sends, replies, appends,
+// after the hard-state sync when the step has one) it calls carriedOut(), and the queue is encoded in one
+// batch after that event-loop turn (setImmediate), in step order. A timer hands the encoded lines to one asynchronous file write at a time,
 // without fsync. Encoding later is sound because a step's input and effects are not changed after the
 // step: the engine builds fresh effect objects each step and the driver's ports only read them (replay,
 // which digests each step's effects at once, finds any step where that stops being true). A crash loses
@@ -31,9 +31,12 @@ import {
 } from '../../recording/format.js';
 import type { Effect, EngineConfig, Input, RestoredState } from '../../engine/types.js';
 
-/** StepRecorder is what the driver calls after every step (transports/node/driver.ts). */
+/** StepRecorder is what the driver calls for every step (transports/node/driver.ts). */
 export interface StepRecorder {
+  /** record is called right after Engine.step returns: it takes the step's wall time and queues it. */
   record(input: Input, effects: readonly Effect[], tick: number): void;
+  /** carriedOut is called once the step's effects are carried out: the queue may be encoded from then on. */
+  carriedOut(): void;
 }
 
 export interface RecordingLimits {
@@ -131,7 +134,10 @@ export class FlightRecorder implements StepRecorder {
     this.now = start.now ?? Date.now;
     for (const [index, size] of existing) this.sizes.set(index, size);
     this.segment = Math.max(0, ...existing.keys());
-    this.timer = setInterval(() => this.flush(), start.limits.recordingFlushMs);
+    this.timer = setInterval(() => {
+      this.encodePending();
+      this.flush();
+    }, start.limits.recordingFlushMs);
     this.timer.unref();
   }
 
@@ -172,7 +178,15 @@ export class FlightRecorder implements StepRecorder {
       return;
     }
     this.pending.push({ input, effects, tick, at: this.now() });
-    this.encodeScheduled ??= setImmediate(this.encodePending);
+  }
+
+  /**
+   * carriedOut: the driver has carried out the last step's effects (after its hard-state sync, when it had
+   * one); the queue is encoded after this event-loop turn, behind the sends the turn made. The flush timer
+   * encodes a queue no carriedOut reached (a step whose sync failed stops the node).
+   */
+  carriedOut(): void {
+    if (this.pending.length > 0) this.encodeScheduled ??= setImmediate(this.encodePending);
   }
 
   /** encodePending encodes the queued steps in order into the buffer of lines. */
