@@ -2,6 +2,7 @@
 // the wall clock in whole milliseconds, so a call and its receipt often share one: the receipt must still
 // be matched to its send, whichever member's steps of that millisecond come first in the merged order.
 import assert from 'node:assert/strict';
+import type { RpcRequest } from '../../engine/rpc.js';
 import type { Effect, Input } from '../../engine/types.js';
 import type { ReplayedStep, RunReplay } from '../../sim/replay/replay.js';
 import { replayTrace } from '../../sim/replay/trace.js';
@@ -33,11 +34,10 @@ function run(node: string, memberId: number, steps: Array<[number, Input, Effect
   };
 }
 
-const report = (appliedSeqno: number) =>
-  ({
-    method: 'ReportApplied',
-    body: { reporterShard: 2, sourceShard: 1, appliedSeqno, reporterTerm: 2, capabilities: 0 },
-  }) as const;
+const report = (appliedSeqno: number): RpcRequest => ({
+  method: 'ReportApplied',
+  body: { reporterShard: 2, sourceShard: 1, appliedSeqno, reporterTerm: 2, capabilities: 0 },
+});
 const tick: Input = { type: 'tick' };
 
 describe('sim/replay: the trace of several members', () => {
