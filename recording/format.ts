@@ -6,7 +6,8 @@
 // lines: a `seg` line first, then, in the first segment of a run, the `run` line (the engine's config
 // and the restored state it started from), then one `step` line per Engine.step, in order. A node
 // restart starts a new run in a new segment. A `gap` line says steps were not recorded (the buffer was
-// full, a line was over the segment size): the run cannot be replayed past it.
+// full, a line was over the segment size, more steps were queued in one event-loop turn than the recorder
+// takes): the run cannot be replayed past it.
 import type { EngineConfig, Input, RestoredState } from '../engine/types.js';
 
 /**
