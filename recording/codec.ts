@@ -2,7 +2,9 @@
 //
 //   {"$b": base64}             bytes recorded as they are (rosters, snapshot hashes, full payloads)
 //   {"$r": [length, hash]}     a store value redacted: its length and keyed hash (PayloadMode `hashed`)
-//   {"$f": frame}              a ShipSegment payload recorded as its decoded frame (values inside redacted)
+//   {"$s": skeleton}           a ShipSegment payload as its fields, values by length (recording/frame-redact.ts)
+//   {"$f": frame}              a ShipSegment payload as its decoded frame (format 1; format 2 writes `$s`,
+//                              and `$f` only if the decoder took a payload the skeleton reader did not)
 //   {"$x": [length, hash, why]} a payload that did not decode, redacted
 //
 // Which bytes are the store's values: the data of EventBatch entries (kind 1) and of proposals. The
@@ -10,27 +12,64 @@
 // covers them), so a replay fills each with zeros of the recorded length and re-encodes each frame: the
 // engine sees the same lengths, kinds, terms and a valid checksum, and takes the same decisions. Other
 // entry kinds (membership rosters, term barriers) are read by the engine and are never secret: recorded whole.
-import { createHmac } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { decodeSegmentFrame, encodeSegmentFrame } from '../engine/segment-frame.js';
 import { EntryKind, type Entry } from '../engine/types.js';
 import type { PayloadMode } from './format.js';
+import { redactedFrame, skeletonFrame } from './frame-redact.js';
 
-/** RedactKey keys the value hashes (HMAC-SHA-256): a value cannot be guessed from its hash without the node's key. */
+/**
+ * RedactKey keys the value hashes: SHA-256 of the node's 32 random key bytes followed by the value (format
+ * 2; format 1 used HMAC-SHA-256, three times the cost per value). With the key secret and first, the hash
+ * is a pseudo-random function of the value: it cannot be guessed or checked against a guess without the key.
+ */
 export type RedactKey = Uint8Array;
 
 type Holder = Record<string, unknown>;
 
-/** encodeLine is one recording line; `hashed` mode redacts the store's values with `key`. */
+/**
+ * encodeLine is one recording line; `hashed` mode redacts the store's values with `key`. The bytes are
+ * swapped for their tagged form in a copy of the path to them (the rest is shared), then the copy is
+ * stringified natively: a JSON replacer (format 1) cost a call into JS per property, and Buffer's
+ * toJSON turned every byte into a number before the replacer saw it.
+ */
 export function encodeLine(value: unknown, mode: PayloadMode, key: RedactKey): string {
-  return JSON.stringify(value, function (this: Holder, name: string, serialized: unknown) {
-    // A Buffer has a toJSON that ran already: the holder has the bytes themselves.
-    const v = this[name];
-    if (!(v instanceof Uint8Array)) return serialized;
-    if (mode === 'full') return { $b: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') };
+  return JSON.stringify(recordable(value, '', null, mode, key));
+}
+
+/** recordable is `value` with every Uint8Array under it in its tagged form; objects without bytes are shared. */
+function recordable(value: unknown, name: string, holder: Holder | null, mode: PayloadMode, key: RedactKey): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (value instanceof Uint8Array) return taggedBytes(value, name, holder, mode, key);
+  if (Array.isArray(value)) {
+    let copy: unknown[] | null = null;
+    for (let i = 0; i < value.length; i++) {
+      const v: unknown = value[i];
+      if (typeof v !== 'object' || v === null) continue;
+      const r = recordable(v, '', null, mode, key);
+      if (r !== v) (copy ??= value.slice())[i] = r;
+    }
+    return copy ?? value;
+  }
+  const record = value as Holder;
+  if (typeof record.toJSON === 'function') return value;
+  let copy: Holder | null = null;
+  for (const k in record) {
+    if (!Object.prototype.hasOwnProperty.call(record, k)) continue;
+    const v = record[k];
+    if (typeof v !== 'object' || v === null) continue;
+    const r = recordable(v, k, record, mode, key);
+    if (r !== v) (copy ??= { ...record })[k] = r;
+  }
+  return copy ?? value;
+}
+
+function taggedBytes(v: Uint8Array, name: string, holder: Holder | null, mode: PayloadMode, key: RedactKey): unknown {
+  if (mode === 'hashed') {
     if (name === 'payload') return redactFrame(v, key);
-    if (name === 'data' && isValue(this)) return { $r: [v.length, valueHash(v, key)] };
-    return { $b: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') };
-  });
+    if (name === 'data' && holder !== null && isValue(holder)) return { $r: [v.length, valueHash(v, key)] };
+  }
+  return { $b: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') };
 }
 
 /** isValue: bytes under `data` are a store value unless their holder is an entry of another kind. */
@@ -39,15 +78,33 @@ function isValue(holder: Holder): boolean {
   return typeof kind !== 'number' || kind === EntryKind.EventBatch;
 }
 
+// crypto.hash (one call, no Hash object) is Node 20.12 and later; package.json allows any Node 20.
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: 'base64url') => string }).hash;
+
+/** SCRATCH_BYTES: values up to this size (with the key) are hashed from one reused buffer, not a new one each. */
+const SCRATCH_BYTES = 16 * 1024;
+const scratch = Buffer.alloc(SCRATCH_BYTES);
+
 export function valueHash(bytes: Uint8Array, key: RedactKey): string {
-  return createHmac('sha256', key).update(bytes).digest('base64url').slice(0, 22);
+  let keyed: Buffer;
+  if (key.length + bytes.length <= SCRATCH_BYTES) {
+    scratch.set(key, 0);
+    scratch.set(bytes, key.length);
+    keyed = scratch.subarray(0, key.length + bytes.length);
+  } else keyed = Buffer.concat([key, bytes]);
+  const hash = oneShotHash
+    ? oneShotHash('sha256', keyed, 'base64url')
+    : crypto.createHash('sha256').update(keyed).digest('base64url');
+  return hash.slice(0, 22);
 }
 
 function redactFrame(payload: Uint8Array, key: RedactKey): unknown {
+  const skeleton = redactedFrame(payload);
+  if (skeleton) return { $s: skeleton };
   const decoded = decodeSegmentFrame(payload);
   if (!decoded.ok) return { $x: [payload.length, valueHash(payload, key), decoded.reason] };
-  // The entries' data goes through the replacer again: kind-1 data is redacted there.
-  return { $f: decoded.frame };
+  // The entries' data goes through recordable: kind-1 data is redacted there.
+  return { $f: recordable(decoded.frame, '', null, 'hashed', key) };
 }
 
 /** decodeLine parses one line and revives its bytes (redacted values become zeros of their length). */
@@ -58,6 +115,7 @@ export function decodeLine(text: string): unknown {
     if (typeof tagged.$b === 'string') return new Uint8Array(Buffer.from(tagged.$b, 'base64'));
     if (Array.isArray(tagged.$r)) return new Uint8Array(lengthOf(tagged.$r[0]));
     if (typeof tagged.$f === 'object' && tagged.$f !== null) return encodeSegmentFrame(reviveFrame(tagged.$f));
+    if (tagged.$s !== undefined) return encodeSegmentFrame(skeletonFrame(tagged.$s, RECORDED_BYTES_MAX));
     if (Array.isArray(tagged.$x)) return undecodablePayload(lengthOf(tagged.$x[0]), String(tagged.$x[2]));
     return v;
   });

@@ -1,21 +1,86 @@
 // effectsDigest: a short hash of a step's effects over a canonical encoding, the thing replay compares.
-// Canonical: the effects as the engine built them (same code, same field order), with bytes written as
+// Canonical: the effects as the engine built them (same code, same field order), with bytes counted as
 // the recording can reproduce them: in `hashed` mode the store's values count by their length only (a
 // replay has zeros of that length in their place, recording/codec.ts) and a ShipSegment payload by its
-// frame's fields; in `full` mode every byte counts. SHA-1 from node:crypto: native, fast, and collisions
-// here are accidents, not attacks (a digest only ever meets the digest of the same step's replay).
+// frame's fields; in `full` mode every byte counts.
+//
+// Format 2 hashes that canonical form as it walks the effects (recording/canonical-hash.ts): no text is
+// built, which is what made format 1's digest (SHA-1 of canonicalEffects' JSON) the largest part of the
+// recorder's cost. canonicalEffects stays: it is the same canonical form as text, shown when a replay
+// diverges, and format 1's digest for reading older recordings.
 import { createHash } from 'node:crypto';
 import { EntryKind } from '../engine/types.js';
 import type { Effect } from '../engine/types.js';
+import { CanonicalHash, hashValue, type BytesRule } from './canonical-hash.js';
 import type { PayloadMode } from './format.js';
 
 type Holder = Record<string, unknown>;
 
+/** effectsDigest is the step digest of the current format (2): 16 hex digits. */
 export function effectsDigest(effects: readonly Effect[], mode: PayloadMode): string {
+  const hash = new CanonicalHash();
+  hashValue(hash, effects, mode === 'hashed' ? hashedBytes : wholeBytes);
+  return hash.hex();
+}
+
+/** effectsDigestFor is the digest a recording of `version` holds (1: SHA-1 of canonicalEffects). */
+export function effectsDigestFor(version: number, effects: readonly Effect[], mode: PayloadMode): string {
+  return version === 1 ? effectsDigestV1(effects, mode) : effectsDigest(effects, mode);
+}
+
+export function effectsDigestV1(effects: readonly Effect[], mode: PayloadMode): string {
   return createHash('sha1').update(canonicalEffects(effects, mode)).digest('hex').slice(0, 16);
 }
 
-/** canonicalEffects is the text the digest hashes (shown whole when a replay diverges). */
+const wholeBytes: BytesRule = (hash, bytes) => hash.bytes(bytes);
+
+/** hashedBytes: canonicalEffects' rules for `hashed` mode, fed to the hash without building the skeleton. */
+const hashedBytes: BytesRule = (hash, bytes, name, holder) => {
+  if (name === 'payload') hashFrameSkeleton(hash, bytes);
+  else if (name === 'data' && isValueHolder(holder as Holder)) hash.number(bytes.length);
+  else hash.bytes(bytes);
+};
+
+function isValueHolder(holder: Holder): boolean {
+  return typeof holder.kind !== 'number' || holder.kind === EntryKind.EventBatch;
+}
+
+/** hashFrameSkeleton feeds what frameSkeleton returns, field for field, straight from the frame's bytes. */
+function hashFrameSkeleton(hash: CanonicalHash, bytes: Uint8Array): void {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const u64 = (at: number): number => view.getUint32(at) * 0x1_0000_0000 + view.getUint32(at + 4);
+  hash.objectStart();
+  if (bytes.length >= 33) {
+    hash.key('head');
+    hash.arrayStart(4);
+    hash.number(view.getUint8(0));
+    hash.number(u64(1));
+    hash.number(u64(9));
+    hash.number(u64(17));
+    const count = view.getUint32(25);
+    hash.key('entries');
+    let at = 29;
+    for (let i = 0; i < count && at + 21 <= bytes.length - 4; i++) {
+      const kind = view.getUint8(at + 16);
+      const length = view.getUint32(at + 17);
+      const body = at + 21;
+      hash.arrayStart(4);
+      hash.number(u64(at));
+      hash.number(u64(at + 8));
+      hash.number(kind);
+      if (kind === EntryKind.EventBatch) hash.number(length);
+      else hash.bytes(bytes, body, Math.min(body + length, bytes.length));
+      at = body + length;
+    }
+    // The entry count goes last (the walk does not know it up front): it still separates frames.
+    hash.word(count);
+  }
+  hash.key('len');
+  hash.number(bytes.length);
+  hash.objectEnd();
+}
+
+/** canonicalEffects is the canonical form as text (format 1 hashed it; a divergence shows it whole). */
 export function canonicalEffects(effects: readonly Effect[], mode: PayloadMode): string {
   return JSON.stringify(effects, function (this: Holder, name: string, serialized: unknown) {
     const v = this[name];

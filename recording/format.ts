@@ -6,10 +6,17 @@
 // lines: a `seg` line first, then, in the first segment of a run, the `run` line (the engine's config
 // and the restored state it started from), then one `step` line per Engine.step, in order. A node
 // restart starts a new run in a new segment. A `gap` line says steps were not recorded (the buffer was
-// full, a line was over the segment size): the run cannot be replayed past it.
+// full, a line was over the segment size, more steps were queued in one event-loop turn than the recorder
+// takes): the run cannot be replayed past it.
 import type { EngineConfig, Input, RestoredState } from '../engine/types.js';
 
-export const RECORDING_FORMAT_VERSION = 1;
+/**
+ * RECORDING_FORMAT_VERSION is what this build writes. 2: the step digest is recording/canonical-hash.ts
+ * over the canonical effects and value hashes are keyed SHA-256; 1 (SHA-1 of the canonical JSON, HMAC value
+ * hashes) is still read and replayed (READABLE_FORMAT_VERSIONS).
+ */
+export const RECORDING_FORMAT_VERSION = 2;
+export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2];
 
 /** PayloadMode: `hashed` (the default) records the store's values as keyed hashes; `full` records them. */
 export type PayloadMode = 'hashed' | 'full';
@@ -59,7 +66,7 @@ export interface StepLine {
   /** at is the wall time of the step, ms since the epoch. */
   at: number;
   in: Input;
-  /** d is the effects digest (recording/digest.ts). */
+  /** d is the effects digest (recording/digest.ts; how it is computed depends on the format version). */
   d: string;
   /** fx describes each effect in a line of its own kind (recording/describe.ts): for people, not compared. */
   fx: string[];

@@ -5,7 +5,7 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { decodeLine } from './codec.js';
 import {
-  RECORDING_FORMAT_VERSION,
+  READABLE_FORMAT_VERSIONS,
   SEGMENT_FILE,
   type GapLine,
   type RunLine,
@@ -19,6 +19,8 @@ export const RECORDING_READ_BYTES_MAX = 2 * 1024 * 1024 * 1024;
 export interface RecordedRun {
   run: string;
   node: string;
+  /** version is the run's format version (its segment lines'): replay computes that version's digest. */
+  version: number;
   /** head is the run's start state; null when its first segment was rotated out of the ring. */
   head: RunLine | null;
   steps: StepLine[];
@@ -69,11 +71,13 @@ function readSegment(file: string, runs: RecordedRun[]): void {
     if (i === 0) {
       const seg = line as SegmentLine;
       if (seg.t !== 'seg') throw new Error(`${basename(file)} does not start with a segment line`);
-      if (seg.v !== RECORDING_FORMAT_VERSION)
-        throw new Error(`${basename(file)} is format ${String(seg.v)}; this build reads ${RECORDING_FORMAT_VERSION}`);
+      if (typeof seg.v !== 'number' || !READABLE_FORMAT_VERSIONS.includes(seg.v))
+        throw new Error(
+          `${basename(file)} is format ${String(seg.v)}; this build reads formats ${READABLE_FORMAT_VERSIONS.join(' and ')} (replay it with the build that recorded it)`,
+        );
       run = runs.find((r) => r.run === seg.run) ?? null;
       if (!run) {
-        run = { run: seg.run, node: seg.node, head: null, steps: [], gap: null, torn: 0, files: [] };
+        run = { run: seg.run, node: seg.node, version: seg.v, head: null, steps: [], gap: null, torn: 0, files: [] };
         runs.push(run);
       }
       run.files.push(file);

@@ -2,7 +2,7 @@
 // inputs in order, and compare each step's effects digest with the one the node wrote (recording/). The
 // engine is deterministic, so the same build must give the same digest at every step; the first step
 // that does not is a determinism bug (or another build: the run line names the node's).
-import { canonicalEffects, effectsDigest } from '../../recording/digest.js';
+import { canonicalEffects, effectsDigestFor } from '../../recording/digest.js';
 import { describeEffect } from '../../recording/describe.js';
 import { encodeLine } from '../../recording/codec.js';
 import type { StepLine } from '../../recording/format.js';
@@ -118,7 +118,7 @@ export function replayRun(recorded: RecordedRun, options: ReplayOptions = {}): R
       );
       break;
     }
-    const digest = effectsDigest(effects, head.payloads);
+    const digest = effectsDigestFor(recorded.version, effects, head.payloads);
     if (digest !== step.d) {
       result.divergence = divergence(recorded, step, effects, digest, head.payloads);
       break;

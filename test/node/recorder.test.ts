@@ -217,6 +217,51 @@ describe('flight recorder: the ring on disk', function () {
     assert.equal(run!.gap?.n, 2);
   });
 
+  it('record() only queues: the step is encoded after the turn its effects were carried out in, with the wall time it ran at', async function () {
+    let clock = 5_000;
+    const recorder = await FlightRecorder.open({
+      dir: join(dir, 'recording'),
+      keyFile: join(dir, 'recording.key'),
+      node: 'solo',
+      build: 'test',
+      tickMs: 100,
+      payloads: 'hashed',
+      config,
+      restored: emptyRestoredState(),
+      // A flush timer that never fires within the test: it encodes what no carriedOut() reached.
+      limits: recordingLimits({ recordingFlushMs: 3_600_000 }),
+      now: () => clock,
+    });
+    const before = recorder.bytesOnDisk;
+    const turn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
+    recorder.record({ type: 'propose', proposalId: 1, data: text('queued') }, [], 3);
+    // The driver carries out the step's effects after record(), then says so: nothing is encoded before.
+    assert.equal(recorder.bytesOnDisk, before, 'record() encoded the step on the spot');
+    clock = 9_000;
+    await turn();
+    assert.equal(recorder.bytesOnDisk, before, 'the step was encoded before its effects were carried out');
+    recorder.carriedOut();
+    assert.equal(recorder.bytesOnDisk, before, 'carriedOut() encoded within the turn');
+    await turn();
+    assert.ok(recorder.bytesOnDisk > before, 'the step was encoded after the turn');
+    await recorder.close();
+    const [run] = readRecording(join(dir, 'recording'));
+    assert.deepEqual(
+      run!.steps.map((s) => [s.n, s.tick, s.at]),
+      [[1, 3, 5_000]],
+    );
+  });
+
+  it('more steps queued in one turn than recordingPendingStepsMax end the run with a gap', async function () {
+    const recorder = await open(dir, { recordingPendingStepsMax: 5 });
+    for (let i = 0; i < 9; i++) recorder.record({ type: 'tick' }, [], i);
+    await recorder.close();
+    const [run] = readRecording(join(dir, 'recording'));
+    assert.equal(run!.steps.length, 5);
+    assert.equal(run!.gap?.n, 6);
+    assert.match(run!.gap!.reason, /recordingPendingStepsMax/);
+  });
+
   it('refuses limits that cannot hold a bound', function () {
     assert.throws(() => recordingLimits({ recordingBytesMax: 4_096, recordingSegmentBytesMax: 4_096 }), /twice/);
     assert.throws(() => recordingLimits({ recordingSegmentBytesMax: 100 }), /at least 4096/);

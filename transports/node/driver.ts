@@ -239,6 +239,8 @@ export class Driver {
         for (const effect of held) this.ports.send(effect);
       });
     }
+    // Last: the recorder's encoding waits behind this step's effects, held commit notices included.
+    this.options.recorder?.carriedOut();
   }
 
   private carryOut(effect: Effect): void {

@@ -1,8 +1,13 @@
 // FlightRecorder: every Engine.step of this node, written to a bounded ring of segment files under
 // <data-dir>/recording/ (the format: recording/format.ts; replay: `npm run sim -- --replay DIR`).
 //
-// It sits beside the write path, never on it: record() encodes the step into memory and returns; a
-// timer hands the buffered lines to one asynchronous file write at a time, without fsync. A crash loses
+// It sits beside the write path, never on it: record() only queues the step (its input, effects, tick and
+// wall time) and returns; once the driver has carried out the step's effects (sends, replies, appends,
+// after the hard-state sync when the step has one) it calls carriedOut(), and the queue is encoded in one
+// batch after that event-loop turn (setImmediate), in step order. A timer hands the encoded lines to one asynchronous file write at a time,
+// without fsync. Encoding later is sound because a step's input and effects are not changed after the
+// step: the engine builds fresh effect objects each step and the driver's ports only read them (replay,
+// which digests each step's effects at once, finds any step where that stops being true). A crash loses
 // at most the last recordingFlushMs of recording, never the node's data, and a slow or failing disk
 // under the recording drops recording (a `gap` line says so), never slows or stops the node.
 //
@@ -26,9 +31,12 @@ import {
 } from '../../recording/format.js';
 import type { Effect, EngineConfig, Input, RestoredState } from '../../engine/types.js';
 
-/** StepRecorder is what the driver calls after every step (transports/node/driver.ts). */
+/** StepRecorder is what the driver calls for every step (transports/node/driver.ts). */
 export interface StepRecorder {
+  /** record is called right after Engine.step returns: it takes the step's wall time and queues it. */
   record(input: Input, effects: readonly Effect[], tick: number): void;
+  /** carriedOut is called once the step's effects are carried out: the queue may be encoded from then on. */
+  carriedOut(): void;
 }
 
 export interface RecordingLimits {
@@ -40,6 +48,8 @@ export interface RecordingLimits {
   recordingBufferBytesMax: number;
   /** recordingFlushMs paces the writes of buffered lines. */
   recordingFlushMs: number;
+  /** recordingPendingStepsMax bounds the steps queued for encoding within one event-loop turn; past it, a gap. */
+  recordingPendingStepsMax: number;
 }
 
 export const DEFAULT_RECORDING_LIMITS: Readonly<RecordingLimits> = Object.freeze({
@@ -47,6 +57,7 @@ export const DEFAULT_RECORDING_LIMITS: Readonly<RecordingLimits> = Object.freeze
   recordingSegmentBytesMax: 16 * 1024 * 1024,
   recordingBufferBytesMax: 8 * 1024 * 1024,
   recordingFlushMs: 100,
+  recordingPendingStepsMax: 65_536,
 });
 
 export function recordingLimits(overrides: Partial<RecordingLimits> = {}): RecordingLimits {
@@ -80,6 +91,14 @@ export interface RecorderStart {
   onError?: (err: Error) => void;
 }
 
+/** PendingStep is a step recorded but not yet encoded (its wall time taken when it ran). */
+interface PendingStep {
+  input: Input;
+  effects: readonly Effect[];
+  tick: number;
+  at: number;
+}
+
 type Op = { write: string } | { open: number; text: string } | { unlink: string[] };
 
 export class FlightRecorder implements StepRecorder {
@@ -87,6 +106,10 @@ export class FlightRecorder implements StepRecorder {
   private segment: number;
   private segmentBytes = 0;
   private stepNumber = 0;
+  private pending: PendingStep[] = [];
+  private encodeScheduled: NodeJS.Immediate | null = null;
+  /** overflow: why steps stopped being queued ('' while they are); the gap is noted after the queue's steps. */
+  private overflow = '';
   private buffer: string[] = [];
   private bufferBytes = 0;
   /** queuedBytes: bytes handed to ops not yet written (the buffer's bound counts them too). */
@@ -111,7 +134,10 @@ export class FlightRecorder implements StepRecorder {
     this.now = start.now ?? Date.now;
     for (const [index, size] of existing) this.sizes.set(index, size);
     this.segment = Math.max(0, ...existing.keys());
-    this.timer = setInterval(() => this.flush(), start.limits.recordingFlushMs);
+    this.timer = setInterval(() => {
+      this.encodePending();
+      this.flush();
+    }, start.limits.recordingFlushMs);
     this.timer.unref();
   }
 
@@ -144,9 +170,43 @@ export class FlightRecorder implements StepRecorder {
     return recorder;
   }
 
-  /** record encodes one step (never throws: a recording problem must not stop the node). */
+  /** record queues one step for encoding (never throws: a recording problem must not stop the node). */
   record(input: Input, effects: readonly Effect[], tick: number): void {
-    if (this.stopped || this.failed) return;
+    if (this.stopped || this.failed || this.overflow !== '') return;
+    if (this.pending.length >= this.start.limits.recordingPendingStepsMax) {
+      this.overflow = 'the queue of steps to encode was full (recordingPendingStepsMax in one event-loop turn)';
+      return;
+    }
+    this.pending.push({ input, effects, tick, at: this.now() });
+  }
+
+  /**
+   * carriedOut: the driver has carried out the last step's effects (after its hard-state sync, when it had
+   * one); the queue is encoded after this event-loop turn, behind the sends the turn made. The flush timer
+   * encodes a queue no carriedOut reached (a step whose sync failed stops the node).
+   */
+  carriedOut(): void {
+    if (this.pending.length > 0) this.encodeScheduled ??= setImmediate(this.encodePending);
+  }
+
+  /** encodePending encodes the queued steps in order into the buffer of lines. */
+  private readonly encodePending = (): void => {
+    if (this.encodeScheduled !== null) clearImmediate(this.encodeScheduled);
+    this.encodeScheduled = null;
+    const steps = this.pending;
+    this.pending = [];
+    for (const step of steps) {
+      if (this.stopped || this.failed) return;
+      this.encodeStep(step);
+    }
+    if (this.overflow !== '' && !this.stopped) {
+      this.stepNumber++;
+      this.noteGap(this.overflow);
+      this.writeGap();
+    }
+  };
+
+  private encodeStep(step: PendingStep): void {
     this.stepNumber++;
     try {
       const mode = this.start.payloads;
@@ -154,11 +214,11 @@ export class FlightRecorder implements StepRecorder {
         {
           t: 'step',
           n: this.stepNumber,
-          tick,
-          at: this.now(),
-          in: input,
-          d: effectsDigest(effects, mode),
-          fx: effects.map(describeEffect),
+          tick: step.tick,
+          at: step.at,
+          in: step.input,
+          d: effectsDigest(step.effects, mode),
+          fx: step.effects.map(describeEffect),
         },
         mode,
         this.key,
@@ -177,6 +237,7 @@ export class FlightRecorder implements StepRecorder {
 
   /** settled resolves once every line recorded so far is written (tests and close). */
   async settled(): Promise<void> {
+    this.encodePending();
     this.flush();
     await this.pump();
   }
@@ -185,6 +246,7 @@ export class FlightRecorder implements StepRecorder {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.encodePending();
     // A gap noted on the last steps still gets its line, so a replay says where the recording stops.
     if (this.gapFrom > 0 && !this.stopped) this.writeGap();
     this.flush();

@@ -1,0 +1,104 @@
+// Format 2 changed how a step's digest and a value's hash are computed; recordings of format 1 (made by
+// earlier builds, e.g. in a bundle a user sent) must still replay, each with its own digest, and a
+// format this build does not know is refused with a message naming both.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeLine } from '../../recording/codec.js';
+import { effectsDigest, effectsDigestV1 } from '../../recording/digest.js';
+import { describeEffect } from '../../recording/describe.js';
+import { segmentFileName } from '../../recording/format.js';
+import { readRecording } from '../../recording/reader.js';
+import { replayRun } from '../../sim/replay/replay.js';
+import { Engine } from '../../engine/engine.js';
+import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
+import { emptyRestoredState } from '../../engine/restored.js';
+import { bootstrapRoster } from '../../engine/roster.js';
+import type { Effect, EngineConfig, Input } from '../../engine/types.js';
+
+const roster = bootstrapRoster([{ name: 'solo', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:2' }]);
+const config: EngineConfig = {
+  name: 'solo',
+  grpcAddr: '127.0.0.1:1',
+  httpAddr: 'http://127.0.0.1:2',
+  bootstrapRoster: roster,
+  seeds: [],
+  randomSeed: 7,
+  compat: CURRENT_COMPAT,
+  limits: { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 },
+};
+
+/** recordingOf runs a single-node engine and writes its steps as a recording of `version`, digested by `digest`. */
+async function recordingOf(
+  dir: string,
+  version: number,
+  digest: (effects: readonly Effect[], mode: 'hashed') => string,
+): Promise<number> {
+  const key = new Uint8Array(32);
+  const engine = new Engine(config, emptyRestoredState());
+  const inputs: Input[] = [{ type: 'start' }];
+  for (let i = 0; i < 12; i++) inputs.push({ type: 'tick' });
+  for (let i = 1; i <= 5; i++) inputs.push({ type: 'propose', proposalId: i, data: new TextEncoder().encode(`v${i}`) });
+  const lines = [
+    { t: 'seg', v: version, run: 'r1', node: 'solo', index: 1, firstStep: 1 },
+    {
+      t: 'run',
+      v: version,
+      run: 'r1',
+      node: 'solo',
+      build: 'test',
+      startedAtMs: 1_000,
+      tickMs: 100,
+      payloads: 'hashed',
+      config,
+      restored: emptyRestoredState(),
+    },
+    ...inputs.map((input, i) => {
+      const effects = engine.step(input);
+      return {
+        t: 'step',
+        n: i + 1,
+        tick: i,
+        at: 1_000 + i,
+        in: input,
+        d: digest(effects, 'hashed'),
+        fx: effects.map(describeEffect),
+      };
+    }),
+  ];
+  await writeFile(join(dir, segmentFileName(1)), lines.map((l) => `${encodeLine(l, 'hashed', key)}\n`).join(''));
+  return inputs.length;
+}
+
+describe('recording: format versions', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'svc-recording-format-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a format 1 recording replays with format 1 digests at every step', async () => {
+    const steps = await recordingOf(dir, 1, effectsDigestV1);
+    const [run] = readRecording(dir);
+    assert.equal(run!.version, 1);
+    const replay = replayRun(run!);
+    assert.equal(replay.divergence, null);
+    assert.equal(replay.matched, steps);
+  });
+
+  it('a format 2 recording replays with format 2 digests, and a digest of the other format is a divergence', async () => {
+    const steps = await recordingOf(dir, 2, effectsDigest);
+    assert.equal(replayRun(readRecording(dir)[0]!).matched, steps);
+    await recordingOf(dir, 1, effectsDigest);
+    const mismatched = replayRun(readRecording(dir)[0]!);
+    assert.equal(mismatched.divergence?.step, 1);
+  });
+
+  it('refuses a format it does not know, naming it and the ones it reads', async () => {
+    await recordingOf(dir, 3, effectsDigest);
+    assert.throws(() => readRecording(dir), /is format 3; this build reads formats 1 and 2/);
+  });
+});
