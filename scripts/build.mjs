@@ -12,7 +12,15 @@ import { join, relative, resolve } from 'node:path';
 const root = new URL('..', import.meta.url).pathname;
 const out = resolve(root, process.argv[2] ?? 'dist');
 /** assets are the non-TypeScript files the runtime reads from beside its own modules. */
-const assets = ['package.json', 'package-lock.json', 'bin/svc.js', 'agent', 'api/albums/view'];
+const assets = [
+  'package.json',
+  'package-lock.json',
+  'bin/svc.js',
+  'agent',
+  'api/albums/view',
+  'api/cluster/view',
+  'api/view-kit/page-kit.js',
+];
 
 // Only a folder this script built (it leaves a marker) is replaced, never one it did not make (`build .` would
 // otherwise delete the repository).

@@ -5,6 +5,7 @@
 // lets the page load its own script and style and talk to this origin only.
 import { readFileSync } from 'node:fs';
 import { Router } from 'express';
+import { pageKitScript } from '../view-kit/assets.js';
 import { ApiError } from '../errors.js';
 
 const albumIdPattern = /^[a-z]{3}_[0-9a-z]{9}[0-9a-f]{16}$/;
@@ -48,6 +49,7 @@ function pageHtml(albumId: string): string {
     <section class="shots" id="shots"></section>
   </div>
 </main>
+<script src="/album-view/page-kit.js"></script>
 <script src="/album-view/album-view.js"></script>
 </body>
 </html>
@@ -64,6 +66,9 @@ export function albumPageRoutes(): Router {
     if (!albumIdPattern.test(albumId)) throw new ApiError('NOT_FOUND', 'no such album page');
     res.setHeader('Content-Security-Policy', albumPageCsp);
     res.type('html').send(pageHtml(albumId));
+  });
+  router.get('/album-view/page-kit.js', (_req, res) => {
+    res.type('text/javascript').send(pageKitScript());
   });
   router.get('/album-view/album-view.js', (_req, res) => {
     res.type('text/javascript').send(script);

@@ -6,6 +6,7 @@
 // them and talk to this origin only.
 import { readFileSync } from 'node:fs';
 import { Router } from 'express';
+import { pageKitScript } from '../view-kit/assets.js';
 
 const asset = (name: string) => readFileSync(new URL(`./view/${name}`, import.meta.url), 'utf8');
 
@@ -51,6 +52,7 @@ const pageHtml = `<!doctype html>
   <h2>Recent events <small id="event-count"></small></h2>
   <ol id="events" reversed></ol>
 </main>
+<script src="/cluster-view/page-kit.js"></script>
 <script src="/cluster-view/cluster-view.js"></script>
 </body>
 </html>
@@ -77,6 +79,9 @@ export function clusterPageRoutes(): Router {
     }
     res.setHeader('Content-Security-Policy', clusterPageCsp);
     res.type('html').send(pageHtml);
+  });
+  router.get('/cluster-view/page-kit.js', (_req, res) => {
+    res.type('text/javascript').send(pageKitScript());
   });
   router.get('/cluster-view/cluster-view.js', (_req, res) => {
     res.type('text/javascript').send(script);

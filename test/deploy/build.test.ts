@@ -70,7 +70,15 @@ describe('deploy: the build (compiled JavaScript, production dependencies only)'
     );
     for (const file of ['bin/svc.js', 'cli/main.js', 'package.json', 'agent/svc-agent.mjs', 'agent/bin/svc-agent'])
       assert.ok(files.includes(file), file);
-    assert.ok(files.some((file) => file.startsWith('api/albums/view/')));
+    // Every file beside the runtime's modules that is not TypeScript or prose is read at run time (a page's
+    // script and style): the build must carry each (the /cluster page's were once left out).
+    const runtimeFolders = ['api', 'transports', 'cli', 'engine', 'store', 'recording'];
+    const beside = runtimeFolders
+      .flatMap((folder) => filesUnder(path.join(repo, folder)))
+      .map((file) => path.relative(repo, file))
+      .filter((file) => !/\.(ts|md)$/.test(file));
+    assert.ok(beside.length >= 5, beside.join(', '));
+    for (const file of beside) assert.ok(files.includes(file), `${file} is in the build`);
     assert.ok(!existsSync(path.join(out, 'node_modules', 'tsx')));
   });
 

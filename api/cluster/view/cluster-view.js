@@ -1,54 +1,22 @@
-// The /cluster page's script (served as /cluster-view/cluster-view.js). Like the album page, it asks for the
-// key once and keeps it in sessionStorage (this tab only, never in a URL, a cookie or a log). It follows
-// GET /cluster/events (SSE read through fetch, since EventSource cannot send headers): `cluster.view` entries
-// redraw the members, `cluster.event` entries add to the list of recent events. On a dropped stream it
-// reconnects with Last-Event-ID. No framework: the page is one table and one list.
-/* global document */
+// The /cluster page's script (served as /cluster-view/cluster-view.js, after the page kit,
+// api/view-kit/page-kit.js, which keeps the admin key and reads event streams). It follows GET /cluster/events:
+// `cluster.view` entries redraw the members, `cluster.event` entries add to the list of recent events. No
+// framework: the page is one table and one list.
+/* global window */
 'use strict';
 
 (() => {
-  const storageKey = 'svc.clusterView.apiKey';
-  const reconnectsMax = 1000;
-  const reconnectDelayMsMax = 30_000;
+  const { $, el, keySession, followEvents } = window.svcPageKit;
   /** eventsShownMax bounds the list of events on the page (the node keeps its own bounded ring). */
   const eventsShownMax = 500;
   /** lagGaugeFullSeqs is the lag, in entries, at which a gauge is full. */
   const lagGaugeFullSeqs = 1000;
-  const $ = (id) => document.getElementById(id);
-  let apiKey = sessionStorage.getItem(storageKey);
-
-  const setStatus = (text) => {
-    $('status').textContent = text;
-  };
-
-  function askForKey(message) {
-    sessionStorage.removeItem(storageKey);
-    apiKey = null;
-    $('cluster').classList.add('hidden');
-    $('key-form').classList.remove('hidden');
-    setStatus(message);
-  }
-
-  $('key-form').addEventListener('submit', (event) => {
-    event.preventDefault();
-    const value = $('key-input').value.trim();
-    $('key-input').value = '';
-    if (!value) return;
-    sessionStorage.setItem(storageKey, value);
-    apiKey = value;
-    start();
+  const session = keySession({
+    storageKey: 'svc.clusterView.apiKey',
+    mainId: 'cluster',
+    refusedText: 'Enter an admin key.',
+    start,
   });
-  $('forget-key').addEventListener('click', () => askForKey('The key was removed from this tab.'));
-
-  function el(tag, attributes = {}, children = []) {
-    const node = document.createElement(tag);
-    for (const [name, value] of Object.entries(attributes)) {
-      if (name === 'text') node.textContent = value;
-      else node.setAttribute(name, value);
-    }
-    for (const child of children) node.append(child);
-    return node;
-  }
 
   const clock = (ms) => new Date(ms).toISOString().slice(11, 23);
   const figure = (value) => (value === null || value === undefined ? '?' : String(value));
@@ -145,69 +113,18 @@
     while (list.children.length > eventsShownMax) list.lastElementChild.remove();
   }
 
-  function handleBlock(block, state) {
-    let event = '';
-    let data = '';
-    for (const line of block.split('\n')) {
-      if (line.startsWith('id: ')) state.lastEventId = line.slice(4);
-      else if (line.startsWith('event: ')) event = line.slice(7);
-      else if (line.startsWith('data: ')) data += line.slice(6);
-    }
-    if (!event || !data) return;
-    let payload;
-    try {
-      payload = JSON.parse(data);
-    } catch {
-      return;
-    }
-    if (event === 'cluster.view') renderView(payload);
-    else if (event === 'cluster.event') addEvent(payload);
-  }
-
-  async function followEvents(owner) {
-    const state = { lastEventId: null };
-    let failures = 0;
-    for (let connection = 0; connection < reconnectsMax && apiKey === owner; connection++) {
-      try {
-        const headers = { 'X-API-Key': apiKey, Accept: 'text/event-stream' };
-        if (state.lastEventId) headers['Last-Event-ID'] = state.lastEventId;
-        const response = await fetch('/cluster/events', { headers, cache: 'no-store' });
-        if (response.status === 401 || response.status === 403) {
-          const body = await response.json().catch(() => ({}));
-          askForKey(`The key was refused (${body.code || response.status}). Enter an admin key.`);
-          return;
-        }
-        if (!response.ok || !response.body) throw new Error(`events answered ${response.status}`);
-        setStatus('Live: following the cluster.');
-        failures = 0;
-        const reader = response.body.getReader();
-        const decoder = new TextDecoder();
-        let buffer = '';
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buffer += decoder.decode(value, { stream: true });
-          for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
-            handleBlock(buffer.slice(0, cut), state);
-            buffer = buffer.slice(cut + 2);
-          }
-        }
-      } catch {
-        // A dropped connection: reconnect below.
-      }
-      failures++;
-      setStatus('Reconnecting…');
-      await new Promise((resolve) => setTimeout(resolve, Math.min(reconnectDelayMsMax, 250 * 2 ** failures)));
-    }
-  }
-
   function start() {
-    $('key-form').classList.add('hidden');
-    $('cluster').classList.remove('hidden');
-    setStatus('Connecting…');
-    followEvents(apiKey);
+    session.show();
+    session.setStatus('Connecting…');
+    followEvents(session, '/cluster/events', {
+      onOpen: async () => session.setStatus('Live: following the cluster.'),
+      onEvent: (event, payload) => {
+        if (event === 'cluster.view') renderView(payload);
+        else if (event === 'cluster.event') addEvent(payload);
+      },
+    });
   }
 
-  if (apiKey) start();
-  else askForKey('Enter an admin API key to view the cluster. It stays in this tab only.');
+  if (session.key) start();
+  else session.askForKey('Enter an admin API key to view the cluster. It stays in this tab only.');
 })();
