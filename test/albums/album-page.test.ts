@@ -6,12 +6,10 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { chromiumPath, launchChromium } from '../browser.js';
 import type { Browser } from 'playwright-core';
 import type { AlbumStack } from './helpers.js';
 import { createAlbum, startAlbumStack } from './helpers.js';
-
-const chromiumPath = '/usr/bin/chromium';
 
 interface BrowserGlobals {
   document: { querySelectorAll(selector: string): Iterable<{ complete: boolean; naturalWidth: number }> };
@@ -26,19 +24,7 @@ describe('albums: the album page in headless Chromium', function () {
   before(async function () {
     if (!existsSync(chromiumPath)) this.skip();
     stack = await startAlbumStack();
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();

@@ -5,12 +5,10 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { chromiumPath, launchChromium } from '../browser.js';
 import type { Browser } from 'playwright-core';
 import { startTestApi } from './harness.js';
 import type { TestApi } from './harness.js';
-
-const chromiumPath = '/usr/bin/chromium';
 
 describe('api: /docs in headless Chromium', function () {
   this.timeout(60_000);
@@ -21,18 +19,7 @@ describe('api: /docs in headless Chromium', function () {
     // Chromium is a Debian package (chromium) that .ci/run does not install yet; see api/README.md.
     if (!existsSync(chromiumPath)) this.skip();
     api = await startTestApi();
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--disable-quic',
-      ],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();

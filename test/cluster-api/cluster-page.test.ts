@@ -9,12 +9,11 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { chromiumPath, launchChromium } from '../browser.js';
 import type { Browser } from 'playwright-core';
 import { waitFor } from '../node/harness.js';
 import { ApiCluster, READY_TIMEOUT_MS } from './api-cluster.js';
 
-const chromiumPath = '/usr/bin/chromium';
 /** LEADER_SHOWN_MS_MAX is the issue's bound: the page shows a leader change within a second of it. */
 const LEADER_SHOWN_MS_MAX = 1_000;
 
@@ -66,19 +65,7 @@ describe('cluster-api: the /cluster page on a real cluster, in headless Chromium
     const admin = cluster.client('a');
     const user = await admin.createUser({ body: { name: 'dev' } });
     developerKey = (await admin.createKey({ body: { name: 'dev-key', role: 'developer', user_id: user.id } })).key;
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();

@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { chromiumPath, launchChromium } from '../browser.js';
 import type { NodeConfig } from '../../cli/node/config.js';
 import { readRecording, recordingFiles } from '../../recording/reader.js';
 import type { BundleManifest } from '../../recording/bundle.js';
@@ -26,7 +26,6 @@ import { getStatus, makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor,
 const WRITES_BEFORE_CRASH = 30;
 const WRITES_AFTER_CRASH = 30;
 const SECRET = 'p4ssw0rd-never-recorded';
-const chromiumPath = '/usr/bin/chromium';
 
 describe('flight recorder: a real 3-node cluster replays step for step', function () {
   this.timeout(180_000);
@@ -276,10 +275,7 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
     assert.ok(model.roles.some((r) => r.role === 'leader') && model.roles.some((r) => r.role === 'down'));
     writeView(traceFile, pageFile, 'real 3-node recording');
     if (!existsSync(chromiumPath)) this.skip();
-    const browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1400, height: 600 } });
       const errors: string[] = [];

@@ -9,14 +9,14 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { chromiumPath, launchChromium } from '../browser.js';
 import { optionsFor } from '../../sim/options.js';
 import { runSim, type RunResult } from '../../sim/run.js';
 import { buildViewModel } from '../../sim/view/model.js';
 import { writeView } from '../../sim/view/write.js';
 import { grantsEveryVote } from './buggy-engines.js';
 
-const chromiumPath = '/usr/bin/chromium';
 /**
  * FAILING: seed 10, 15 s of faults (10 nodes, joins, a partition), with an engine that grants every vote:
  * a node with a short log is elected and an acknowledged write is lost (durability, n7, tick 151).
@@ -105,19 +105,7 @@ describe('sim: trace viewer page in headless Chromium', function () {
     assert.ok(result.failure, `seed ${FAILING.seed} with grantsEveryVote must fail (the planted bug)`);
     writeView(traceFile, pageFile, `seed ${FAILING.seed}`);
     if (!existsSync(chromiumPath)) return;
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();
