@@ -35,7 +35,7 @@ import { clusterChannelOptions, pemIdentity, type CertIdentity } from '../../tra
 import { PeerServer } from '../../transports/grpc/server.js';
 import { peerClientCredentials, peerServerCredentials, type PeerSecurity } from '../../transports/grpc/tls.js';
 import { openNodeStorage, type NodeStorage } from '../../transports/storage/node-storage.js';
-import { storeLimits, type StoreLimits } from '../../store/limits.js';
+import { DEFAULT_STORE_LIMITS, storeLimits, type StoreLimits } from '../../store/limits.js';
 import { StoreUnavailableError } from '../../store/errors.js';
 import { DEDUP_ENTRY_COUNT_MAX } from '../../store/limits.js';
 import { ReplicatedStore } from '../../store/replicated-store.js';
@@ -159,7 +159,7 @@ export class Node {
     this.log = createLogger(this.config.name, this.config.logLevel, this.config.logDestination);
     this.buildVersion = this.config.buildVersion ?? BUILD_VERSION;
     try {
-      this.storeLimits = storeLimits(this.config.storeLimits);
+      this.storeLimits = storeLimits({ catchUpWaitMs: this.defaultCatchUpWaitMs(), ...this.config.storeLimits });
       this.grpcLimits = resolveGrpcLimits(this.config.grpcLimits);
     } catch (err) {
       throw new ConfigError((err as Error).message);
@@ -291,6 +291,16 @@ export class Node {
     return outcome;
   }
 
+  /**
+   * defaultCatchUpWaitMs: half the election timeout (electionTimeoutTicks × tickMs), at most the store's default,
+   * so a catching-up member holds a caller less than a leader change would (store/limits.ts catchUpWaitMs).
+   */
+  private defaultCatchUpWaitMs(): number {
+    const electionTimeoutTicks = this.config.engineLimits?.electionTimeoutTicks ?? DEFAULT_LIMITS.electionTimeoutTicks;
+    const electionTimeoutMs = electionTimeoutTicks * this.config.limits.tickMs;
+    return Math.max(1, Math.min(DEFAULT_STORE_LIMITS.catchUpWaitMs, Math.floor(electionTimeoutMs / 2)));
+  }
+
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`a Node starts once (it is ${this.state})`);
     this.state = 'starting';
@@ -322,15 +332,19 @@ export class Node {
    */
   private async startParts(): Promise<void> {
     const config = this.config;
+    const phases = new StartPhases();
     const security = await this.loadSecurity();
     // Loaded only with an api section: a node without the API loads none of Express, BullMQ or the image code.
     const nodeApi = config.api ? await import('./node-api.js') : null;
     if (config.api && nodeApi) await nodeApi.readApiSecretKey(config.api).catch(rethrowAsConfigError);
+    phases.mark('load');
     const { clusterId, peerChannel, restored } = await this.openStorage(security);
+    phases.mark('storage');
     this.served = this.servedCalls();
     const storeService = (this.storeService = this.createStoreService());
     await this.listenPeers(security, clusterId, storeService, this.createAdminService());
     await this.listenHttp();
+    phases.mark('listen');
     const driver = await this.startEngine(restored, security, peerChannel);
     this.transfer = this.snapshotTransfer(driver);
     const replicatedStore = this.startStore(driver);
@@ -339,8 +353,10 @@ export class Node {
     driver.start();
     this.diskTimer = setInterval(() => void this.disk.refresh(), config.limits.diskUsageRefreshMs);
     this.state = 'running';
+    phases.mark('engine');
     if (config.api && nodeApi) await this.startApi(nodeApi, config.api);
-    this.logStarted(driver, clusterId);
+    phases.mark('api');
+    this.logStarted(driver, clusterId, phases);
   }
 
   /** openStorage opens the WAL and snapshots, settles the cluster id, and reads back the engine's state. */
@@ -672,7 +688,7 @@ export class Node {
       .catch(rethrowAsConfigError);
   }
 
-  private logStarted(driver: Driver, clusterId: string): void {
+  private logStarted(driver: Driver, clusterId: string, phases: StartPhases): void {
     const config = this.config;
     const s = driver.status();
     this.log.info(
@@ -687,6 +703,9 @@ export class Node {
         tls: config.tls.mode,
         clusterId,
         version: this.buildVersion,
+        // Where the start's time went (ms per phase) and the time since the process began (exec → serving).
+        startMs: phases.done(),
+        sinceExecMs: Math.round(process.uptime() * 1000),
       },
       'node started',
     );
@@ -1065,4 +1084,24 @@ export const NODE_ENGINE_DEFAULTS: Partial<EngineLimits> = { autopilotEnabled: 1
 
 function assertNever(value: never): never {
   throw new Error(`unhandled effect ${JSON.stringify(value)}`);
+}
+
+/**
+ * StartPhases times the phases of a node's start for its 'node started' line: `load` (security, the API
+ * module), `storage` (WAL and snapshot recovery), `listen` (the peer, HTTP and metrics listeners), `engine`
+ * (the engine, its recorder and driver), `api` (the developer API mounted).
+ */
+class StartPhases {
+  private readonly ms: Record<string, number> = {};
+  private last = performance.now();
+
+  mark(phase: string): void {
+    const now = performance.now();
+    this.ms[phase] = Math.round(now - this.last);
+    this.last = now;
+  }
+
+  done(): Record<string, number> {
+    return { ...this.ms };
+  }
 }

@@ -12,7 +12,7 @@ import type { NodeStatusDocument } from '../../transports/node/node-status.js';
 import type { ReadIndexBatchStats } from '../../store/read-index-batch.js';
 import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type PlannedNode } from '../node/harness.js';
 import { startTestRedis, testSecretKey, type TestRedis } from '../api/harness.js';
-import { SvcClient } from '../../sdk/src/index.js';
+import { SvcClient, type SvcClientOptions } from '../../sdk/src/index.js';
 import { NodeChildProcess } from '../node/child-harness.js';
 
 /** CLUSTER_TICK_MS is the engine tick: elections in well under a second, without spurious ones on a busy machine. */
@@ -264,6 +264,17 @@ export class ApiCluster {
       env: {},
       ...(fetchImpl ? { fetch: fetchImpl } : {}),
       ...(this.ca ? { dispatcher: this.ca } : {}),
+    });
+  }
+
+  /** clientAt is an SDK client for an API URL (a node's, known before it starts again), with SvcClient options. */
+  clientAt(baseUrl: string, options: Partial<SvcClientOptions> = {}): SvcClient {
+    return new SvcClient({
+      baseUrl,
+      apiKey: this.admin.key,
+      env: {},
+      ...(this.ca ? { dispatcher: this.ca } : {}),
+      ...options,
     });
   }
 
