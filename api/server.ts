@@ -49,6 +49,11 @@ export interface StartApiOptions {
    */
   clusterAddresses?: () => readonly string[];
   config?: Partial<ApiConfig>;
+  /**
+   * onServing is handed the app as soon as it can answer requests, before the workers start (they probe the
+   * run sandbox, stage the agent and connect to Redis: seconds that no request needs to wait for).
+   */
+  onServing?: (service: ApiService) => void;
 }
 
 export async function startApiService(options: StartApiOptions): Promise<ApiRuntime> {
@@ -70,6 +75,7 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
   }
   if (!redisUrl) config.log('api.no_redis', { effect: 'queue endpoints answer 503; rate limit is per process' });
   const service = createApp({ store: options.store, redis: redisUrl ? { url: redisUrl } : undefined, config });
+  options.onServing?.(service);
   let worker: AgentWorker | undefined;
   let albumWorker: AlbumWorker | undefined;
   try {
@@ -80,7 +86,7 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
         store: options.store,
         secretKey: config.secretKey,
         log: config.log,
-        backend: runBackendFromConfig(config, env),
+        backend: await runBackendFromConfig(config, env),
         isolation: {
           egressAllow: listFromEnv(env.SVC_RUN_EGRESS_ALLOW),
           egressDeny: listFromEnv(env.SVC_RUN_EGRESS_DENY),

@@ -14,7 +14,7 @@ export type ReadIndexInput = Extract<Input, { type: 'readIndex' }>;
 
 /** StoreEngine is the engine as the store sees it, behind the node's serial input queue. */
 export interface StoreEngine {
-  status(): Pick<EngineStatus, 'role' | 'term' | 'leaderId' | 'roster' | 'commitSeq' | 'removed'>;
+  status(): Pick<EngineStatus, 'id' | 'role' | 'term' | 'leaderId' | 'roster' | 'commitSeq' | 'removed'>;
   /** failure is what stopped the engine's loop for good (fail-stop), or null. */
   readonly failure: Error | null;
   /** overloaded: the input queue is full; a new proposal is refused rather than queued. */

@@ -38,6 +38,8 @@ export interface NodeApiStartOptions {
    * each networked run starts, api/runs/egress-deny.ts), so a networked run cannot reach another node.
    */
   clusterAddresses?: () => readonly string[];
+  /** onServing is handed the API's handler as soon as it answers, before its workers have started. */
+  onServing?: (handler: NodeApi['handler']) => void;
 }
 
 /**
@@ -88,6 +90,9 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
       dataDir: join(options.dataDir, API_REDIS_DIR),
       localRedis: api.localRedis !== false,
       ...(options.clusterAddresses ? { clusterAddresses: options.clusterAddresses } : {}),
+      ...(options.onServing
+        ? { onServing: (service: { app: unknown }) => options.onServing!(service.app as NodeApi['handler']) }
+        : {}),
       config: overrides,
     });
   } catch (err) {

@@ -152,6 +152,8 @@ export class Node {
   private metrics: NodeMetrics | null = null;
   private replicatedStore: ReplicatedStore | null = null;
   private api: NodeApi | null = null;
+  /** apiServing is the API's handler from the moment it answers, before its workers have started (startApi). */
+  private apiServing: NodeApi['handler'] | null = null;
   private advertised = { grpc: '', http: '' };
 
   constructor(config: NodeConfig) {
@@ -524,7 +526,7 @@ export class Node {
         this.metrics && this.state === 'running'
           ? { contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }
           : null,
-      ...(config.api ? { api: () => this.api?.handler ?? null } : {}),
+      ...(config.api ? { api: () => this.api?.handler ?? this.apiServing } : {}),
     };
     const onHttpError = (err: Error): void => this.log.error({ err: String(err) }, 'HTTP handler failed');
     const httpTls = await this.loadHttpTls();
@@ -678,6 +680,9 @@ export class Node {
         dataDir: config.dataDir,
         log: this.log,
         ready: () => this.readyProblem() === null,
+        onServing: (handler) => {
+          this.apiServing = handler;
+        },
         // Read at each networked run's start: a member added or moved since is denied from then on.
         clusterAddresses: () => [
           ...(this.driver?.status().roster.members ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]),
@@ -1043,6 +1048,7 @@ export class Node {
       // The API goes first (new requests answer 503), while the store can still finish what it started.
       const api = this.api;
       this.api = null;
+      this.apiServing = null;
       await api
         ?.close()
         .catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
