@@ -148,6 +148,8 @@ export interface ApiClusterOptions {
   albumWorker?: AlbumWorkerKnobs;
   /** plaintextHttp serves the HTTP ports in plain HTTP (httpTls insecure) instead of HTTPS. */
   plaintextHttp?: boolean;
+  /** nodeConfig adds fields to every node's config (grpcLimits, engineLimits, storeLimits…). */
+  nodeConfig?: Partial<NodeConfig>;
 }
 
 /** The agent script every project of the tests runs: prints its prompt, fails on `fail`, waits on `pause`. */
@@ -214,6 +216,7 @@ export class ApiCluster {
             pki.tls(plan.name),
             { bootstrap },
             {
+              ...options.nodeConfig,
               tickMs: options.tickMs ?? CLUSTER_TICK_MS,
               api,
               // HTTPS with the peer certificate: the node's default under mutual TLS (the harness's is plaintext).
