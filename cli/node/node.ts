@@ -152,6 +152,8 @@ export class Node {
   private metrics: NodeMetrics | null = null;
   private replicatedStore: ReplicatedStore | null = null;
   private api: NodeApi | null = null;
+  /** openHttp starts the HTTP listener when listenHttp left it for the end of the start; null once it listens. */
+  private openHttp: (() => Promise<void>) | null = null;
   /** apiServing is the API's handler from the moment it answers, before its workers have started (startApi). */
   private apiServing: NodeApi['handler'] | null = null;
   private advertised = { grpc: '', http: '' };
@@ -356,8 +358,23 @@ export class Node {
     this.diskTimer = setInterval(() => void this.disk.refresh(), config.limits.diskUsageRefreshMs);
     this.state = 'running';
     phases.mark('engine');
-    if (config.api && nodeApi) await this.startApi(nodeApi, config.api);
+    if (config.api && nodeApi) {
+      // The HTTP port opens as soon as the API answers; its workers go on starting meanwhile.
+      let serving = (): void => undefined;
+      const servingNow = new Promise<void>((resolve) => (serving = resolve));
+      const apiStarted = this.startApi(nodeApi, config.api, serving);
+      await Promise.race([apiStarted, servingNow]);
+      try {
+        await this.openHttp?.();
+      } catch (err) {
+        // The API's start goes on: let it finish, so that the stop that follows closes it.
+        await apiStarted.catch(() => undefined);
+        throw err;
+      }
+      await apiStarted;
+    }
     phases.mark('api');
+    await this.openHttp?.();
     this.logStarted(driver, clusterId, phases);
   }
 
@@ -515,7 +532,13 @@ export class Node {
     });
   }
 
-  /** listenHttp starts the HTTP listener (health, readiness, status, metrics, API) and the metrics listener. */
+  /**
+   * listenHttp starts the metrics listener and readies the HTTP one (health, readiness, status, the API). The
+   * HTTP port listens at once only when it is 0 (its port is advertised to the roster, so it must be known
+   * before the engine starts); a configured port listens at the end of the start (openHttp), when the node can
+   * answer: a connection accepted earlier would be held unanswered while the start still works (module loads,
+   * the API's set-up), however fast every answer of a running node is.
+   */
   private async listenHttp(): Promise<void> {
     const config = this.config;
     const surface: HttpSurface = {
@@ -530,15 +553,19 @@ export class Node {
     };
     const onHttpError = (err: Error): void => this.log.error({ err: String(err) }, 'HTTP handler failed');
     const httpTls = await this.loadHttpTls();
-    this.http = await startHttpServer({
-      host: config.httpListenAt.host,
-      port: config.httpListenAt.port,
-      role: 'api',
-      surface,
-      requestTimeoutMs: config.limits.httpRequestTimeoutMs,
-      onError: onHttpError,
-      ...(httpTls ? { tls: httpTls.pair } : {}),
-    });
+    this.openHttp = async () => {
+      this.openHttp = null;
+      this.http = await startHttpServer({
+        host: config.httpListenAt.host,
+        port: config.httpListenAt.port,
+        role: 'api',
+        surface,
+        requestTimeoutMs: config.limits.httpRequestTimeoutMs,
+        onError: onHttpError,
+        ...(httpTls ? { tls: httpTls.pair } : {}),
+      });
+    };
+    if (config.httpListenAt.port === 0) await this.openHttp();
     this.statusPollAgent = httpTls ? new Agent({ connect: { ca: httpTls.trust } }) : null;
     this.metricsServer = await startHttpServer({
       host: config.metricsListenAt.host,
@@ -549,9 +576,10 @@ export class Node {
       onError: onHttpError,
     });
     assert(this.peerServer, 'the peer server listens before the HTTP listeners');
+    const httpPort = this.http?.port ?? config.httpListenAt.port;
     this.advertised = {
       grpc: config.grpcAdvertise ?? `${config.grpcListenAt.host}:${this.peerServer.port}`,
-      http: config.httpAdvertise ?? `${httpTls ? 'https' : 'http'}://${config.httpListenAt.host}:${this.http.port}`,
+      http: config.httpAdvertise ?? `${httpTls ? 'https' : 'http'}://${config.httpListenAt.host}:${httpPort}`,
     };
   }
 
@@ -672,7 +700,7 @@ export class Node {
   }
 
   /** startApi starts the developer API on the replicated store (only with an api section). */
-  private async startApi(nodeApi: NodeApiModule, apiConfig: NodeApiConfig): Promise<void> {
+  private async startApi(nodeApi: NodeApiModule, apiConfig: NodeApiConfig, serving: () => void): Promise<void> {
     const config = this.config;
     this.api = await nodeApi
       .startNodeApi(apiConfig, {
@@ -682,6 +710,7 @@ export class Node {
         ready: () => this.readyProblem() === null,
         onServing: (handler) => {
           this.apiServing = handler;
+          serving();
         },
         // Read at each networked run's start: a member added or moved since is denied from then on.
         clusterAddresses: () => [
