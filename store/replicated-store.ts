@@ -36,6 +36,8 @@ export class ReplicatedStore implements DocumentStore {
    * write whose local apply took longer than catchUpWaitMs). Every read barrier waits for it too.
    */
   private unappliedWriteSeq = 0;
+  /** behindUntilSeq: the read index this node last refused a read for (catching up); see forwardsReads. */
+  private behindUntilSeq = 0;
 
   constructor(
     private readonly host: StoreHost,
@@ -56,8 +58,29 @@ export class ReplicatedStore implements DocumentStore {
 
   async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
     this.checkKey(key);
-    await this.readBarrier();
+    const deadlineAt = Date.now() + this.limits.readTimeoutMs;
+    if (this.forwardsReads()) return this.getAtLeader<T>(key, deadlineAt);
+    try {
+      await this.readBarrier();
+    } catch (err) {
+      if (err instanceof StoreCatchingUpError && this.forwardsReads()) return this.getAtLeader<T>(key, deadlineAt);
+      throw err;
+    }
     return this.localGet<T>(key);
+  }
+
+  /**
+   * forwardsReads: this node was refused a read for catching up, and has not yet applied that read's index;
+   * until it has, its gets go to the leader at once rather than each waiting catchUpWaitMs first.
+   */
+  forwardsReads(): boolean {
+    if (!this.host.getAtLeader || this.host.stateMachine.appliedSeq >= this.behindUntilSeq) return false;
+    return !(this.host.readsLocally?.() ?? false);
+  }
+
+  /** getAtLeader reads key at the leader (a catching-up member's get), linearizably there. */
+  getAtLeader<T extends JsonObject = JsonObject>(key: string, deadlineAt: number): Promise<VersionedValue<T> | null> {
+    return this.host.getAtLeader!(key, deadlineAt) as Promise<VersionedValue<T> | null>;
   }
 
   async list<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): Promise<ListResult<T>> {
@@ -152,6 +175,7 @@ export class ReplicatedStore implements DocumentStore {
     const seq = Math.max(readIndex, this.unappliedWriteSeq);
     if (await this.appliedWithin(seq, deadlineAt)) return;
     const applied = this.host.stateMachine.appliedSeq;
+    this.behindUntilSeq = Math.max(this.behindUntilSeq, seq);
     throw new StoreCatchingUpError(
       `this node is catching up (applied ${applied} of ${seq}); retry, or ask another member`,
       applied,
@@ -219,7 +243,15 @@ class ReadSession implements DocumentStore {
 
   async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
     this.store.checkKey(key);
-    await this.barrier();
+    // A node catching up reads keys at the leader (ReplicatedStore.get), each linearizable there.
+    if (this.store.forwardsReads()) return this.store.getAtLeader<T>(key, Date.now() + this.store.limits.readTimeoutMs);
+    try {
+      await this.barrier();
+    } catch (err) {
+      if (err instanceof StoreCatchingUpError && this.store.forwardsReads())
+        return this.store.getAtLeader<T>(key, Date.now() + this.store.limits.readTimeoutMs);
+      throw err;
+    }
     return this.store.localGet<T>(key);
   }
 

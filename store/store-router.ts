@@ -20,6 +20,7 @@ import type { LeaderLink, ReadIndexAnswer, StoreEngine, StoreHost } from './host
 import type { StoreLimits } from './limits.js';
 import type { EngineReads } from './engine-reads.js';
 import type { StoreStateMachine } from './state-machine.js';
+import type { VersionedValue } from './document-store.js';
 import type { Proposals } from './proposals.js';
 import type { Waiters } from './waiters.js';
 
@@ -54,6 +55,22 @@ export class StoreRouter implements StoreHost {
       (leader, callDeadlineAt) => this.link.readIndex(leader, callDeadlineAt),
     );
     return answer.commitSeq;
+  }
+
+  /**
+   * getAtLeader reads one key at the leader, where it is read linearizably (its own read index, its own apply):
+   * a catching-up member's read goes there instead of waiting for its own apply. Only a member that follows
+   * asks; a node that leads now reads here (refused as unavailable, its caller retries).
+   */
+  getAtLeader(key: string, deadlineAt: number): Promise<VersionedValue | null> {
+    const get = this.link.get?.bind(this.link);
+    if (!get) return Promise.reject(new StoreUnavailableError('this node cannot read at the leader'));
+    return this.routed(
+      'read at the leader',
+      deadlineAt,
+      () => Promise.reject(new StoreUnavailableError('this node leads now: read it here')),
+      (leader, callDeadlineAt) => get(leader, key, callDeadlineAt),
+    );
   }
 
   readsLocally(): boolean {

@@ -23,9 +23,9 @@ function catchingUpStore(inner: MemoryDocumentStore): {
   };
   const store = new Proxy(inner, {
     get(target, property) {
-      if (property === 'barrier') return barrier;
-      // No sessions: the store itself is every request's read view, so the barrier above is asked per request.
-      if (property === 'readSession') return undefined;
+      // No sessions and no separate barrier: every get and list asks the barrier above (a catching-up node
+      // refuses its reads so), the key lookup's included.
+      if (property === 'readSession' || property === 'barrier') return undefined;
       const value: unknown = Reflect.get(target, property, target);
       if (property === 'get' || property === 'list')
         return async (...args: unknown[]) => {
@@ -75,7 +75,10 @@ describe('sdk: a 503 with Retry-After from a node catching up', function () {
   });
 
   it('sends a write again with its body intact, and it is written once', async () => {
-    const client = new SvcClient({ baseUrl: api.baseUrl, apiKey: api.adminKey, env: {} });
+    // A key this server has not cached yet: its lookup reads the store, and is refused once.
+    const admin = new SvcClient({ baseUrl: api.baseUrl, apiKey: api.adminKey, env: {} });
+    const { key } = await admin.createKey({ body: { name: 'writer', role: 'admin' } });
+    const client = new SvcClient({ baseUrl: api.baseUrl, apiKey: key, env: {} });
     refusals.left = 1;
     const created = await client.createProject({
       body: { name: 'retried', workspace: '/tmp/retried', command: ['true'] },

@@ -101,6 +101,36 @@ describe('store: a node catching up holds no caller longer than catchUpWaitMs', 
     assert.equal(await store.get('k/b'), null, 'served once applied (the fake state holds no k/b)');
   });
 
+  it('reads a key at the leader instead, and the next reads go there at once until it has caught up', async () => {
+    const node = fakeNode(10);
+    const atLeader: string[] = [];
+    let waits = 0;
+    const host: StoreHost = {
+      ...node.host,
+      waitApplied: (seq, deadlineAt) => {
+        waits++;
+        return node.host.waitApplied(seq, deadlineAt);
+      },
+      getAtLeader: (key) => {
+        atLeader.push(key);
+        return Promise.resolve({ value: { at: 'leader' }, version: 99 });
+      },
+    };
+    const store = new ReplicatedStore(host, { catchUpWaitMs: CATCH_UP_WAIT_MS });
+    assert.deepEqual(await store.get('k/a'), { value: { at: 'leader' }, version: 99 });
+    assert.equal(waits, 1, 'it waited catchUpWaitMs once');
+    const session = store.readSession();
+    assert.deepEqual((await session.get('k/b'))?.value, { at: 'leader' });
+    assert.deepEqual((await store.get('k/c'))?.value, { at: 'leader' });
+    assert.equal(waits, 1, 'then went to the leader at once');
+    assert.deepEqual(atLeader, ['k/a', 'k/b', 'k/c']);
+    // A list cannot go to the leader: it is refused as catching up.
+    await assert.rejects(store.list('k/'), StoreCatchingUpError);
+    node.apply(100);
+    assert.deepEqual((await store.get('k/a'))?.value, { n: 1 }, 'caught up: read here again');
+    assert.equal(atLeader.length, 3);
+  });
+
   it('passes on a failure other than the wait running out', async () => {
     const node = fakeNode(10);
     const failing: StoreHost = { ...node.host, waitApplied: () => Promise.reject(new Error('node stopped')) };
