@@ -540,7 +540,7 @@ export type ListKeysErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -588,7 +588,7 @@ export type CreateKeyErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -635,7 +635,7 @@ export type GetKeyErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -682,7 +682,7 @@ export type RevokeKeyErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -729,7 +729,7 @@ export type RotateKeyErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -777,7 +777,7 @@ export type ListUsersErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -825,7 +825,7 @@ export type CreateUserErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -881,7 +881,7 @@ export type ListCredentialsErrors = {
      */
     429: Error;
     /**
-     * CREDENTIALS_UNAVAILABLE: the server has no secret key; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * CREDENTIALS_UNAVAILABLE: the server has no secret key; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -937,7 +937,7 @@ export type CreateCredentialErrors = {
      */
     429: Error;
     /**
-     * CREDENTIALS_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * CREDENTIALS_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -988,7 +988,7 @@ export type DeleteCredentialErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1039,7 +1039,7 @@ export type UpdateCredentialErrors = {
      */
     429: Error;
     /**
-     * CREDENTIALS_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * CREDENTIALS_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1087,7 +1087,7 @@ export type ListProjectsErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1139,7 +1139,7 @@ export type CreateProjectErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1190,7 +1190,7 @@ export type DeleteProjectErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1241,7 +1241,7 @@ export type GetProjectErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1300,7 +1300,7 @@ export type UpdateProjectErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1345,7 +1345,7 @@ export type GetWorkStatsErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE: no Redis is configured or it does not answer; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * QUEUE_UNAVAILABLE: no Redis is configured or it does not answer; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1396,7 +1396,7 @@ export type RunCommandErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1447,7 +1447,7 @@ export type GetRunErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1498,7 +1498,7 @@ export type CancelRunErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1552,7 +1552,7 @@ export type StreamRunEventsErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1597,7 +1597,7 @@ export type ListAlbumTemplatesErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1645,7 +1645,7 @@ export type ListAlbumsErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1697,7 +1697,7 @@ export type CreateAlbumErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1748,7 +1748,7 @@ export type DeleteAlbumErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1799,7 +1799,7 @@ export type GetAlbumErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1850,7 +1850,7 @@ export type GenerateAnchorErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1901,7 +1901,7 @@ export type DeleteShotsErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1956,7 +1956,7 @@ export type GenerateShotsErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -2012,7 +2012,7 @@ export type GenerateShotErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -2064,7 +2064,7 @@ export type GetAlbumImageErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -2139,7 +2139,7 @@ export type StreamUserEventsErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused at once without writing anything; retry after it, or at another node
+     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
