@@ -5,9 +5,10 @@
 // every write acknowledged anywhere before the read began.
 //
 // A node that is catching up (restarted, or fallen behind) holds no caller for it longer than catchUpWaitMs
-// (limits.ts): a read whose read index it has not applied by then is refused with StoreCatchingUpError (nothing
-// written; retry here later or at another member), and a write the leader committed is answered with the
-// leader's outcome without its local apply. Its seq is kept (unappliedWriteSeq) so every read here that starts
+// (limits.ts): a get whose read index it has not applied by then is read at the leader instead (and every get
+// until it has applied that index), a list is refused with StoreCatchingUpError (nothing written; retry here
+// later or at another member), and a write the leader committed is answered with the leader's outcome without
+// its local apply. Its seq is kept (unappliedWriteSeq) so every read here that starts
 // after that answer waits for it: a caller still reads its own write here, or is refused, never answered stale.
 import { randomUUID } from 'node:crypto';
 import {
@@ -26,6 +27,9 @@ import type { StoreHost } from './host.js';
 import { storeLimits, type StoreLimits } from './limits.js';
 import { StoreCatchingUpError, StoreUnavailableError } from './errors.js';
 import { ReadIndexBatch, type ReadIndexBatchStats } from './read-index-batch.js';
+
+/** TIMER_EARLY_MS: how much earlier than its deadline (by Date.now()) a timer may fire and still be the deadline. */
+const TIMER_EARLY_MS = 10;
 
 export class ReplicatedStore implements DocumentStore {
   readonly limits: StoreLimits;
@@ -196,8 +200,9 @@ export class ReplicatedStore implements DocumentStore {
       return true;
     } catch (err) {
       if (stateMachine.appliedSeq >= seq) return true;
-      // The waiter's own timeout fires at waitUntil; an earlier rejection is another failure.
-      if (err instanceof StoreUnavailableError && Date.now() >= waitUntil) return false;
+      // The waiter's own timeout fires at waitUntil (a timer may fire a millisecond or so early by Date.now()); a
+      // rejection well before it is another failure.
+      if (err instanceof StoreUnavailableError && Date.now() + TIMER_EARLY_MS >= waitUntil) return false;
       throw err;
     }
   }
