@@ -34,6 +34,8 @@ export type ErrorCode = keyof typeof errorStatusByCode;
 
 export class ApiError extends Error {
   readonly status: number;
+  /** retryAfterSeconds goes out as Retry-After: a refusal that is safe to repeat after that long. */
+  retryAfterSeconds: number | undefined;
   constructor(
     readonly code: ErrorCode,
     message: string,
@@ -103,6 +105,17 @@ export function toApiError(error: unknown): ApiError {
   if (isVersionConflict(error)) return new ApiError('CONFLICT', 'the record changed concurrently; retry');
   // The replicated store's StoreUnavailableError (no leader, partition, removed node): retryable, not a bug.
   if (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'STORE_UNAVAILABLE') {
+    // A node catching up (store/errors.ts StoreCatchingUpError) refused a read at once: nothing was written, so
+    // it says when to come back (the SDK honours Retry-After); any member that has caught up answers now.
+    const catchingUp = error as { catchingUp?: unknown; retryAfterSeconds?: unknown };
+    if (catchingUp.catchingUp === true && typeof catchingUp.retryAfterSeconds === 'number') {
+      const refusal = new ApiError(
+        'STORE_UNAVAILABLE',
+        'this node is catching up with the cluster; retry after Retry-After, or at another node',
+      );
+      refusal.retryAfterSeconds = catchingUp.retryAfterSeconds;
+      return refusal;
+    }
     return new ApiError('STORE_UNAVAILABLE', 'the cluster could not commit or confirm in time; retry');
   }
   const httpish = (typeof error === 'object' && error !== null ? error : {}) as HttpishError;
@@ -140,6 +153,7 @@ export function sendError(res: Parameters<RequestHandler>[1], error: ApiError, r
     res.end();
     return;
   }
+  if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
   res.status(error.status).type('application/json').send(JSON.stringify(body));
 }
 

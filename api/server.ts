@@ -50,6 +50,11 @@ export interface StartApiOptions {
   /** cluster is the node's view of its cluster, for /cluster (app.ts). */
   cluster?: ClusterSource;
   config?: Partial<ApiConfig>;
+  /**
+   * onServing is handed the app as soon as it can answer requests, before the workers start (they probe the
+   * run sandbox, stage the agent and connect to Redis: seconds that no request needs to wait for).
+   */
+  onServing?: (service: ApiService) => void;
 }
 
 export async function startApiService(options: StartApiOptions): Promise<ApiRuntime> {
@@ -80,6 +85,7 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
     config,
     ...(options.cluster ? { cluster: options.cluster } : {}),
   });
+  options.onServing?.(service);
   let worker: AgentWorker | undefined;
   let albumWorker: AlbumWorker | undefined;
   try {
@@ -90,7 +96,7 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
         store: options.store,
         secretKey: config.secretKey,
         log: config.log,
-        backend: runBackendFromConfig(config, env),
+        backend: await runBackendFromConfig(config, env),
         isolation: {
           egressAllow: envSetting<string[]>(env, 'SVC_RUN_EGRESS_ALLOW'),
           egressDeny: envSetting<string[]>(env, 'SVC_RUN_EGRESS_DENY'),

@@ -11,6 +11,31 @@ export class StoreUnavailableError extends Error {
 }
 
 /**
+ * CATCH_UP_RETRY_AFTER_SECONDS is the Retry-After a catching-up refusal suggests: HTTP's unit is whole seconds,
+ * and one is the least that is not "at once".
+ */
+export const CATCH_UP_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * StoreCatchingUpError: this node has not applied up to the read's read index within catchUpWaitMs (it is
+ * catching up: restarted, or fallen behind). Nothing was written by the read; it may be retried at once
+ * elsewhere, or here after retryAfterSeconds. Still STORE_UNAVAILABLE to callers that only know that code.
+ */
+export class StoreCatchingUpError extends StoreUnavailableError {
+  readonly catchingUp = true;
+  readonly retryAfterSeconds = CATCH_UP_RETRY_AFTER_SECONDS;
+  constructor(
+    message: string,
+    /** appliedSeq and readIndex: how far behind this node was when it refused. */
+    readonly appliedSeq: number,
+    readonly readIndex: number,
+  ) {
+    super(message);
+    this.name = 'StoreCatchingUpError';
+  }
+}
+
+/**
  * RefusalKind says why the leader (or this node, asked as the leader) did not commit a command or take a read
  * index: `not-leader` (the refusal may name the leader), `leadership-changed` while it waited, `unavailable`
  * (overloaded, stopping, unreachable), `timeout` (outcome unknown), `overloaded` (too many requests open),

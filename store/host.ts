@@ -5,6 +5,7 @@ import type { EngineStatus, Input } from '../engine/types.js';
 import type { ProposeResponse } from '../proto/gen/svc/store/v1/store.js';
 import type { CommandResult, EncodedCommand } from './command.js';
 import type { StoreStateMachine } from './state-machine.js';
+import type { VersionedValue } from './document-store.js';
 
 /** ProposalInput: the engine inputs the store submits (one command, or a loop turn's commands together). */
 export type ProposalInput = Extract<Input, { type: 'propose' | 'proposeBatch' }>;
@@ -14,7 +15,7 @@ export type ReadIndexInput = Extract<Input, { type: 'readIndex' }>;
 
 /** StoreEngine is the engine as the store sees it, behind the node's serial input queue. */
 export interface StoreEngine {
-  status(): Pick<EngineStatus, 'role' | 'term' | 'leaderId' | 'roster' | 'commitSeq' | 'removed'>;
+  status(): Pick<EngineStatus, 'id' | 'role' | 'term' | 'leaderId' | 'roster' | 'commitSeq' | 'removed'>;
   /** failure is what stopped the engine's loop for good (fail-stop), or null. */
   readonly failure: Error | null;
   /** overloaded: the input queue is full; a new proposal is refused rather than queued. */
@@ -37,6 +38,11 @@ export interface ReadIndexAnswer {
 export interface LeaderLink {
   propose(leader: string, command: EncodedCommand, deadlineAt: number): Promise<ProposeResponse>;
   readIndex(leader: string, deadlineAt: number): Promise<ReadIndexAnswer>;
+  /**
+   * get reads one key at the leader, as the leader's store reads it (linearizably): a catching-up member's reads
+   * go there (StoreRouter.getAtLeader). Null when the key does not exist.
+   */
+  get?(leader: string, key: string, deadlineAt: number): Promise<VersionedValue | null>;
 }
 
 /** StoreHost is what ReplicatedStore needs from its node: the local state, and a way to the leader. */
@@ -50,4 +56,9 @@ export interface StoreHost {
   readsLocally?(): boolean;
   /** waitApplied resolves once the local state machine has applied seq. */
   waitApplied(seq: number, deadlineAt: number): Promise<void>;
+  /**
+   * getAtLeader reads one key at the leader (linearizably, by its own read index): where a member catching up
+   * sends a read it cannot serve yet. Absent: such a read is refused (StoreCatchingUpError).
+   */
+  getAtLeader?(key: string, deadlineAt: number): Promise<VersionedValue | null>;
 }

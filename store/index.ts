@@ -11,7 +11,14 @@ export {
   type StoreState,
 } from './state-machine.js';
 export { ReplicatedStore } from './replicated-store.js';
-export { StoreUnavailableError, StoreRefusal, RETRYABLE_REFUSALS, type RefusalKind } from './errors.js';
+export {
+  StoreUnavailableError,
+  StoreCatchingUpError,
+  CATCH_UP_RETRY_AFTER_SECONDS,
+  StoreRefusal,
+  RETRYABLE_REFUSALS,
+  type RefusalKind,
+} from './errors.js';
 export type { StoreHost, StoreEngine, LeaderLink, ProposalInput, ReadIndexAnswer } from './host.js';
 export { StoreRouter } from './store-router.js';
 export { Proposals } from './proposals.js';

@@ -15,6 +15,15 @@ export interface StoreLimits {
   writeTimeoutMs: number;
   /** readTimeoutMs bounds a read's barrier: the leader's read index, then the local apply reaching it. */
   readTimeoutMs: number;
+  /**
+   * catchUpWaitMs bounds how long this node's own apply may hold a caller once the leader has answered: a read
+   * whose read index this node has not applied by then is refused as catching up (StoreCatchingUpError: the
+   * API's prompt 503 with Retry-After), and a write the leader committed is answered with the leader's outcome
+   * without waiting for the local apply (later reads here still wait for it). A restarted member catching up
+   * thus answers within it instead of holding every request until it has caught up. Keep it under the
+   * election timeout, so it never holds a client longer than a leader change would (a node derives it so).
+   */
+  catchUpWaitMs: number;
   /** retryBackoffMs is the pause between attempts while the leader is unknown or changing. */
   retryBackoffMs: number;
   /** callDeadlineMs bounds one Propose or ReadIndex call to the leader. */
@@ -37,6 +46,8 @@ export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
   listLimitMax: 1000,
   writeTimeoutMs: 10_000,
   readTimeoutMs: 5_000,
+  // Half the engine's default election timeout (electionTimeoutTicks 10 of tickMs 100).
+  catchUpWaitMs: 500,
   retryBackoffMs: 50,
   callDeadlineMs: 3_000,
   proposeBatchCountMax: 256,

@@ -3,6 +3,13 @@
 // THIS node has applied it, so the caller reads its own write here at once. Every read first takes
 // the leader's commit seqno (read index) and waits until this node has applied that far, so it sees
 // every write acknowledged anywhere before the read began.
+//
+// A node that is catching up (restarted, or fallen behind) holds no caller for it longer than catchUpWaitMs
+// (limits.ts): a get whose read index it has not applied by then is read at the leader instead (and every get
+// until it has applied that index), a list is refused with StoreCatchingUpError (nothing written; retry here
+// later or at another member), and a write the leader committed is answered with the leader's outcome without
+// its local apply. Its seq is kept (unappliedWriteSeq) so every read here that starts
+// after that answer waits for it: a caller still reads its own write here, or is refused, never answered stale.
 import { randomUUID } from 'node:crypto';
 import {
   VersionConflictError,
@@ -18,12 +25,23 @@ import {
 import { encodeCommand, type CommandResult, type StoreCommand } from './command.js';
 import type { StoreHost } from './host.js';
 import { storeLimits, type StoreLimits } from './limits.js';
+import { StoreCatchingUpError, StoreUnavailableError } from './errors.js';
 import { ReadIndexBatch, type ReadIndexBatchStats } from './read-index-batch.js';
+
+/** TIMER_EARLY_MS: how much earlier than its deadline (by Date.now()) a timer may fire and still be the deadline. */
+const TIMER_EARLY_MS = 10;
 
 export class ReplicatedStore implements DocumentStore {
   readonly limits: StoreLimits;
   /** readIndexes shares one read-index call among concurrent reads (read-index-batch.ts). */
   private readonly readIndexes: ReadIndexBatch;
+  /**
+   * unappliedWriteSeq: the highest seq of a write this store answered before applying it here (a committed
+   * write whose local apply took longer than catchUpWaitMs). Every read barrier waits for it too.
+   */
+  private unappliedWriteSeq = 0;
+  /** behindUntilSeq: the read index this node last refused a read for (catching up); see forwardsReads. */
+  private behindUntilSeq = 0;
 
   constructor(
     private readonly host: StoreHost,
@@ -44,8 +62,29 @@ export class ReplicatedStore implements DocumentStore {
 
   async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
     this.checkKey(key);
-    await this.readBarrier();
+    const deadlineAt = Date.now() + this.limits.readTimeoutMs;
+    if (this.forwardsReads()) return this.getAtLeader<T>(key, deadlineAt);
+    try {
+      await this.readBarrier();
+    } catch (err) {
+      if (err instanceof StoreCatchingUpError && this.forwardsReads()) return this.getAtLeader<T>(key, deadlineAt);
+      throw err;
+    }
     return this.localGet<T>(key);
+  }
+
+  /**
+   * forwardsReads: this node was refused a read for catching up, and has not yet applied that read's index;
+   * until it has, its gets go to the leader at once rather than each waiting catchUpWaitMs first.
+   */
+  forwardsReads(): boolean {
+    if (!this.host.getAtLeader || this.host.stateMachine.appliedSeq >= this.behindUntilSeq) return false;
+    return !(this.host.readsLocally?.() ?? false);
+  }
+
+  /** getAtLeader reads key at the leader (a catching-up member's get), linearizably there. */
+  getAtLeader<T extends JsonObject = JsonObject>(key: string, deadlineAt: number): Promise<VersionedValue<T> | null> {
+    return this.host.getAtLeader!(key, deadlineAt) as Promise<VersionedValue<T> | null>;
   }
 
   async list<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): Promise<ListResult<T>> {
@@ -119,7 +158,9 @@ export class ReplicatedStore implements DocumentStore {
       );
     const deadlineAt = Date.now() + this.limits.writeTimeoutMs;
     const { seq, result } = await this.host.commit({ requestId: command.requestId, bytes }, deadlineAt);
-    await this.host.waitApplied(seq, deadlineAt);
+    // Committed: the outcome is the leader's. Waiting for the local apply keeps a caller's next read here cheap,
+    // but a catching-up node answers without it (reads here wait for it instead: unappliedWriteSeq).
+    if (!(await this.appliedWithin(seq, deadlineAt))) this.unappliedWriteSeq = Math.max(this.unappliedWriteSeq, seq);
     if (result.outcome === 'rejected') throw new TypeError(`the store refused the write: ${result.reason}`);
     return result;
   }
@@ -127,7 +168,43 @@ export class ReplicatedStore implements DocumentStore {
   private async readBarrier(): Promise<void> {
     const deadlineAt = Date.now() + this.limits.readTimeoutMs;
     const index = await this.readIndexes.readIndex(deadlineAt);
-    await this.host.waitApplied(index, deadlineAt);
+    await this.caughtUpTo(index, deadlineAt);
+  }
+
+  /**
+   * caughtUpTo resolves once this node has applied the read index and every write it answered unapplied before
+   * now; a node that does not get there within catchUpWaitMs refuses with StoreCatchingUpError.
+   */
+  async caughtUpTo(readIndex: number, deadlineAt: number): Promise<void> {
+    const seq = Math.max(readIndex, this.unappliedWriteSeq);
+    if (await this.appliedWithin(seq, deadlineAt)) return;
+    const applied = this.host.stateMachine.appliedSeq;
+    this.behindUntilSeq = Math.max(this.behindUntilSeq, seq);
+    throw new StoreCatchingUpError(
+      `this node is catching up (applied ${applied} of ${seq}); retry, or ask another member`,
+      applied,
+      seq,
+    );
+  }
+
+  /**
+   * appliedWithin waits for this node to apply seq, up to catchUpWaitMs (and deadlineAt): true once applied,
+   * false when the wait ran out; any other failure (the node stopped, too many waiting) is thrown.
+   */
+  private async appliedWithin(seq: number, deadlineAt: number): Promise<boolean> {
+    const stateMachine = this.host.stateMachine;
+    if (stateMachine.appliedSeq >= seq) return true;
+    const waitUntil = Math.min(deadlineAt, Date.now() + this.limits.catchUpWaitMs);
+    try {
+      await this.host.waitApplied(seq, waitUntil);
+      return true;
+    } catch (err) {
+      if (stateMachine.appliedSeq >= seq) return true;
+      // The waiter's own timeout fires at waitUntil (a timer may fire a millisecond or so early by Date.now()); a
+      // rejection well before it is another failure.
+      if (err instanceof StoreUnavailableError && Date.now() + TIMER_EARLY_MS >= waitUntil) return false;
+      throw err;
+    }
   }
 
   private expected(options: WriteOptions): { expectedVersion?: number } {
@@ -166,12 +243,20 @@ class ReadSession implements DocumentStore {
       if (this.index === index) this.index = null;
       throw err;
     }
-    await this.store.waitApplied(seq, deadlineAt);
+    await this.store.caughtUpTo(seq, deadlineAt);
   }
 
   async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
     this.store.checkKey(key);
-    await this.barrier();
+    // A node catching up reads keys at the leader (ReplicatedStore.get), each linearizable there.
+    if (this.store.forwardsReads()) return this.store.getAtLeader<T>(key, Date.now() + this.store.limits.readTimeoutMs);
+    try {
+      await this.barrier();
+    } catch (err) {
+      if (err instanceof StoreCatchingUpError && this.store.forwardsReads())
+        return this.store.getAtLeader<T>(key, Date.now() + this.store.limits.readTimeoutMs);
+      throw err;
+    }
     return this.store.localGet<T>(key);
   }
 

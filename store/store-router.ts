@@ -5,6 +5,7 @@
 // so a retry after an outcome-unknown failure cannot write twice. It also answers other members'
 // forwarded calls (serveProposal, serveReadIndex), in the wire's terms.
 import { memberById } from '../engine/roster.js';
+import { MemberRole } from '../engine/types.js';
 import type { CommandResult as CommandResultMessage } from '../proto/gen/svc/store/v1/store.js';
 import {
   commandNamesRequestId,
@@ -19,6 +20,7 @@ import type { LeaderLink, ReadIndexAnswer, StoreEngine, StoreHost } from './host
 import type { StoreLimits } from './limits.js';
 import type { EngineReads } from './engine-reads.js';
 import type { StoreStateMachine } from './state-machine.js';
+import type { VersionedValue } from './document-store.js';
 import type { Proposals } from './proposals.js';
 import type { Waiters } from './waiters.js';
 
@@ -53,6 +55,22 @@ export class StoreRouter implements StoreHost {
       (leader, callDeadlineAt) => this.link.readIndex(leader, callDeadlineAt),
     );
     return answer.commitSeq;
+  }
+
+  /**
+   * getAtLeader reads one key at the leader, where it is read linearizably (its own read index, its own apply):
+   * a catching-up member's read goes there instead of waiting for its own apply. Only a member that follows
+   * asks; a node that leads now reads here (refused as unavailable, its caller retries).
+   */
+  getAtLeader(key: string, deadlineAt: number): Promise<VersionedValue | null> {
+    const get = this.link.get?.bind(this.link);
+    if (!get) return Promise.reject(new StoreUnavailableError('this node cannot read at the leader'));
+    return this.routed(
+      'read at the leader',
+      deadlineAt,
+      () => Promise.reject(new StoreUnavailableError('this node leads now: read it here')),
+      (leader, callDeadlineAt) => get(leader, key, callDeadlineAt),
+    );
   }
 
   readsLocally(): boolean {
@@ -126,6 +144,16 @@ export class StoreRouter implements StoreHost {
     );
   }
 
+  /** peerTurn rotates the peer asked while no leader is known. */
+  private peerTurn = 0;
+
+  /** peerToAsk is another member to ask for the leader (each in turn), or '' when there is none. */
+  private peerToAsk(s: ReturnType<StoreEngine['status']>): string {
+    const peers = s.roster.members.filter((m) => m.id !== s.id && m.role !== MemberRole.Removed);
+    if (peers.length === 0) return '';
+    return peers[this.peerTurn++ % peers.length]!.grpcAddr;
+  }
+
   /** routed runs one attempt after another — here as the leader, or at the leader — until one succeeds or the deadline passes. */
   private async routed<T>(
     what: string,
@@ -136,6 +164,7 @@ export class StoreRouter implements StoreHost {
     let lastProblem = 'no leader known';
     let hint = '';
     let hintFollowed = false;
+    let peerAsked = false;
     // Bounded by deadlineAt: every pass either returns, throws, or waits at least retryBackoffMs.
     for (;;) {
       const s = this.engine.status();
@@ -143,8 +172,15 @@ export class StoreRouter implements StoreHost {
       if (s.removed) throw new StoreUnavailableError('this node was removed from the cluster');
       if (Date.now() >= deadlineAt) throw new StoreUnavailableError(`${what} timed out: ${lastProblem}`);
       const leader = s.leaderId === 0 ? undefined : memberById(s.roster, s.leaderId);
-      const target = s.role === 'leader' ? 'here' : hint !== '' ? hint : (leader?.grpcAddr ?? '');
+      let target = s.role === 'leader' ? 'here' : hint !== '' ? hint : (leader?.grpcAddr ?? '');
       hint = '';
+      // No leader known: a member that just restarted hears of it only with the leader's next heartbeat, which
+      // may wait on the leader's reconnect to it. A peer knows: its refusal names the leader (followed below),
+      // and a peer that leads serves the call. Once between pauses, like a hint.
+      if (target === '' && !peerAsked) {
+        target = this.peerToAsk(s);
+        peerAsked = true;
+      }
       if (target !== '') {
         try {
           return target === 'here'
@@ -163,6 +199,7 @@ export class StoreRouter implements StoreHost {
         }
       }
       hintFollowed = false;
+      peerAsked = false;
       await pause(Math.min(this.limits.retryBackoffMs, Math.max(0, deadlineAt - Date.now())));
     }
   }

@@ -25,7 +25,14 @@ async function lookupKey(
   if (!looksLikeApiKey(presented)) return null;
   const hash = hashApiKey(presented);
   if (!cache) return findApiKeyByHash(session, hash);
-  await session.barrier?.();
+  try {
+    await session.barrier?.();
+  } catch (error) {
+    // A node catching up (store/errors.ts StoreCatchingUpError) cannot vouch for its cache: the key is looked up
+    // at the leader instead (the store forwards the reads), and the cache is left as it is.
+    if ((error as { catchingUp?: unknown } | null)?.catchingUp !== true) throw error;
+    return findApiKeyByHash(session, hash);
+  }
   const hashHex = hash.toString('hex');
   // Keyed by the full SHA-256 of the key: an entry for this hash is this key's record.
   const cached = cache.get(hashHex);

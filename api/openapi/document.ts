@@ -42,7 +42,8 @@ const page = (item: string): Schema => ({
 
 const storeUnavailable =
   'STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or ' +
-  'this node is cut off); nothing was acknowledged, retry';
+  'this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up ' +
+  '(restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node';
 
 /**
  * authenticated adds the responses every keyed operation may give. 503 STORE_UNAVAILABLE is among them because
@@ -57,7 +58,10 @@ function authenticated(operation: Schema): Schema {
     ...operation,
     responses: {
       ...responses,
-      503: errorResponse(own503?.description ? `${own503.description}; or ${storeUnavailable}` : storeUnavailable),
+      503: {
+        ...errorResponse(own503?.description ? `${own503.description}; or ${storeUnavailable}` : storeUnavailable),
+        headers: { 'Retry-After': { schema: { type: 'integer' } } },
+      },
       400: errorResponse('VALIDATION_FAILED or MALFORMED_JSON'),
       401: errorResponse('UNAUTHORIZED (missing or invalid key), KEY_REVOKED or KEY_EXPIRED'),
       403: errorResponse(own403?.description ? `${common403}; ${own403.description}` : common403),
@@ -114,7 +118,10 @@ sent a sane one).
 **Cluster.** Every node of the cluster serves this API over the same replicated store: any node answers any
 request, a write is acknowledged only once the cluster committed it, and a read on any node sees every write
 acknowledged before it began. While the cluster has no leader (an election, a partition), keyed operations answer
-503 \`STORE_UNAVAILABLE\`; retry. On a node, \`/health\` and \`/ready\` are the node's own: 503 with
+503 \`STORE_UNAVAILABLE\`; retry. A node that is catching up (just restarted, or behind the leader) holds no
+request for it: it forwards writes to the leader and reads keys there, and answers a list it has not caught up
+to within half an election timeout with 503 \`STORE_UNAVAILABLE\` and \`Retry-After\` (nothing was written: retry after it, or at
+another node; the SDK does, retryAttemptsMax times). On a node, \`/health\` and \`/ready\` are the node's own: 503 with
 \`{status: "unavailable", reason}\` until it converged (\`/health\`) or while no leader is known (\`/ready\`).
 
 **Rate limit.** Requests per second per key, cluster-wide (default ${rateLimitPerSecondDefault}, setting

@@ -16,7 +16,6 @@ import { runJobTtlSeconds } from '../limits.js';
 import { envSetting } from '../env-settings.js';
 import type { RunBackend } from './run-backend.js';
 import type { KubernetesRunSettings } from './kubernetes-job-spec.js';
-import { KubernetesBackend, kubeConfigFromCluster } from './kubernetes-backend.js';
 
 const serviceAccountNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
@@ -40,10 +39,17 @@ export function kubernetesSettingsFromEnv(env: NodeJS.ProcessEnv, workspaceRoot?
   };
 }
 
-export function runBackendFromConfig(
+/**
+ * runBackendFromConfig builds the configured backend. The Kubernetes client is loaded only for the `kubernetes`
+ * backend: it is the largest module of the API (a third of a node's module load, bench/restart.ts), which a
+ * node starting with the default backend would load for nothing on its start path.
+ */
+export async function runBackendFromConfig(
   config: Pick<ApiConfig, 'runBackend' | 'workspaceRoot'>,
   env: NodeJS.ProcessEnv,
-): RunBackend | undefined {
+): Promise<RunBackend | undefined> {
   if (config.runBackend === 'bubblewrap') return undefined;
-  return new KubernetesBackend(kubeConfigFromCluster(), kubernetesSettingsFromEnv(env, config.workspaceRoot));
+  const settings = kubernetesSettingsFromEnv(env, config.workspaceRoot);
+  const { KubernetesBackend, kubeConfigFromCluster } = await import('./kubernetes-backend.js');
+  return new KubernetesBackend(kubeConfigFromCluster(), settings);
 }

@@ -46,6 +46,8 @@ export interface NodeApiStartOptions {
   clusterAddresses?: () => readonly string[];
   /** cluster is the node's view of its cluster, for the API's /cluster (transports/node/cluster-feed.ts). */
   cluster?: ClusterSource;
+  /** onServing is handed the API's handler as soon as it answers, before its workers have started. */
+  onServing?: (handler: NodeApi['handler']) => void;
 }
 
 /**
@@ -99,6 +101,9 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
       localRedis: api.localRedis !== false,
       ...(options.clusterAddresses ? { clusterAddresses: options.clusterAddresses } : {}),
       ...(options.cluster ? { cluster: options.cluster } : {}),
+      ...(options.onServing
+        ? { onServing: (service: { app: unknown }) => options.onServing!(service.app as NodeApi['handler']) }
+        : {}),
       config: overrides,
     });
   } catch (err) {

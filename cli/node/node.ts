@@ -36,7 +36,7 @@ import { clusterChannelOptions, pemIdentity, type CertIdentity } from '../../tra
 import { PeerServer } from '../../transports/grpc/server.js';
 import { peerClientCredentials, peerServerCredentials, type PeerSecurity } from '../../transports/grpc/tls.js';
 import { openNodeStorage, type NodeStorage } from '../../transports/storage/node-storage.js';
-import { storeLimits, type StoreLimits } from '../../store/limits.js';
+import { DEFAULT_STORE_LIMITS, storeLimits, type StoreLimits } from '../../store/limits.js';
 import { StoreUnavailableError } from '../../store/errors.js';
 import { DEDUP_ENTRY_COUNT_MAX } from '../../store/limits.js';
 import { ReplicatedStore } from '../../store/replicated-store.js';
@@ -158,6 +158,10 @@ export class Node {
   private api: NodeApi | null = null;
   /** clusterFeed is this node's view of its cluster and ring of recent events, for the API's /cluster. */
   private clusterFeed: ClusterFeed | null = null;
+  /** openHttp starts the HTTP listener when listenHttp left it for the end of the start; null once it listens. */
+  private openHttp: (() => Promise<void>) | null = null;
+  /** apiServing is the API's handler from the moment it answers, before its workers have started (startApi). */
+  private apiServing: NodeApi['handler'] | null = null;
   private advertised = { grpc: '', http: '' };
   private readonly logRing: LogRing;
 
@@ -169,7 +173,7 @@ export class Node {
     this.log = createLogger(this.config.name, this.config.logLevel, this.logRing);
     this.buildVersion = this.config.buildVersion ?? BUILD_VERSION;
     try {
-      this.storeLimits = storeLimits(this.config.storeLimits);
+      this.storeLimits = storeLimits({ catchUpWaitMs: this.defaultCatchUpWaitMs(), ...this.config.storeLimits });
       this.grpcLimits = resolveGrpcLimits(this.config.grpcLimits);
     } catch (err) {
       throw new ConfigError((err as Error).message);
@@ -301,6 +305,16 @@ export class Node {
     return outcome;
   }
 
+  /**
+   * defaultCatchUpWaitMs: half the election timeout (electionTimeoutTicks × tickMs), at most the store's default,
+   * so a catching-up member holds a caller less than a leader change would (store/limits.ts catchUpWaitMs).
+   */
+  private defaultCatchUpWaitMs(): number {
+    const electionTimeoutTicks = this.config.engineLimits?.electionTimeoutTicks ?? DEFAULT_LIMITS.electionTimeoutTicks;
+    const electionTimeoutMs = electionTimeoutTicks * this.config.limits.tickMs;
+    return Math.max(1, Math.min(DEFAULT_STORE_LIMITS.catchUpWaitMs, Math.floor(electionTimeoutMs / 2)));
+  }
+
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`a Node starts once (it is ${this.state})`);
     this.state = 'starting';
@@ -332,15 +346,19 @@ export class Node {
    */
   private async startParts(): Promise<void> {
     const config = this.config;
+    const phases = new StartPhases();
     const security = await this.loadSecurity();
     // Loaded only with an api section: a node without the API loads none of Express, BullMQ or the image code.
     const nodeApi = config.api ? await import('./node-api.js') : null;
     if (config.api && nodeApi) await nodeApi.readApiSecretKey(config.api).catch(rethrowAsConfigError);
+    phases.mark('load');
     const { clusterId, peerChannel, restored } = await this.openStorage(security);
+    phases.mark('storage');
     this.served = this.servedCalls();
     const storeService = (this.storeService = this.createStoreService());
     await this.listenPeers(security, clusterId, storeService, this.createAdminService());
     await this.listenHttp();
+    phases.mark('listen');
     const driver = await this.startEngine(restored, security, peerChannel);
     this.clusterFeed = this.createClusterFeed(driver);
     this.transfer = this.snapshotTransfer(driver);
@@ -350,8 +368,25 @@ export class Node {
     driver.start();
     this.diskTimer = setInterval(() => void this.disk.refresh(), config.limits.diskUsageRefreshMs);
     this.state = 'running';
-    if (config.api && nodeApi) await this.startApi(nodeApi, config.api);
-    this.logStarted(driver, clusterId);
+    phases.mark('engine');
+    if (config.api && nodeApi) {
+      // The HTTP port opens as soon as the API answers; its workers go on starting meanwhile.
+      let serving = (): void => undefined;
+      const servingNow = new Promise<void>((resolve) => (serving = resolve));
+      const apiStarted = this.startApi(nodeApi, config.api, serving);
+      await Promise.race([apiStarted, servingNow]);
+      try {
+        await this.openHttp?.();
+      } catch (err) {
+        // The API's start goes on: let it finish, so that the stop that follows closes it.
+        await apiStarted.catch(() => undefined);
+        throw err;
+      }
+      await apiStarted;
+    }
+    phases.mark('api');
+    await this.openHttp?.();
+    this.logStarted(driver, clusterId, phases);
   }
 
   /** openStorage opens the WAL and snapshots, settles the cluster id, and reads back the engine's state. */
@@ -510,7 +545,13 @@ export class Node {
     });
   }
 
-  /** listenHttp starts the HTTP listener (health, readiness, status, metrics, API) and the metrics listener. */
+  /**
+   * listenHttp starts the metrics listener and readies the HTTP one (health, readiness, status, the API). The
+   * HTTP port listens at once only when it is 0 (its port is advertised to the roster, so it must be known
+   * before the engine starts); a configured port listens at the end of the start (openHttp), when the node can
+   * answer: a connection accepted earlier would be held unanswered while the start still works (module loads,
+   * the API's set-up), however fast every answer of a running node is.
+   */
   private async listenHttp(): Promise<void> {
     const config = this.config;
     const surface: HttpSurface = {
@@ -521,19 +562,23 @@ export class Node {
         this.metrics && this.state === 'running'
           ? { contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }
           : null,
-      ...(config.api ? { api: () => this.api?.handler ?? null } : {}),
+      ...(config.api ? { api: () => this.api?.handler ?? this.apiServing } : {}),
     };
     const onHttpError = (err: Error): void => this.log.error({ err: String(err) }, 'HTTP handler failed');
     const httpTls = await this.loadHttpTls();
-    this.http = await startHttpServer({
-      host: config.httpListenAt.host,
-      port: config.httpListenAt.port,
-      role: 'api',
-      surface,
-      requestTimeoutMs: config.limits.httpRequestTimeoutMs,
-      onError: onHttpError,
-      ...(httpTls ? { tls: httpTls.pair } : {}),
-    });
+    this.openHttp = async () => {
+      this.openHttp = null;
+      this.http = await startHttpServer({
+        host: config.httpListenAt.host,
+        port: config.httpListenAt.port,
+        role: 'api',
+        surface,
+        requestTimeoutMs: config.limits.httpRequestTimeoutMs,
+        onError: onHttpError,
+        ...(httpTls ? { tls: httpTls.pair } : {}),
+      });
+    };
+    if (config.httpListenAt.port === 0) await this.openHttp();
     this.statusPollAgent = httpTls ? new Agent({ connect: { ca: httpTls.trust } }) : null;
     this.metricsServer = await startHttpServer({
       host: config.metricsListenAt.host,
@@ -544,9 +589,10 @@ export class Node {
       onError: onHttpError,
     });
     assert(this.peerServer, 'the peer server listens before the HTTP listeners');
+    const httpPort = this.http?.port ?? config.httpListenAt.port;
     this.advertised = {
       grpc: config.grpcAdvertise ?? `${config.grpcListenAt.host}:${this.peerServer.port}`,
-      http: config.httpAdvertise ?? `${httpTls ? 'https' : 'http'}://${config.httpListenAt.host}:${this.http.port}`,
+      http: config.httpAdvertise ?? `${httpTls ? 'https' : 'http'}://${config.httpListenAt.host}:${httpPort}`,
     };
   }
 
@@ -680,7 +726,7 @@ export class Node {
   }
 
   /** startApi starts the developer API on the replicated store (only with an api section). */
-  private async startApi(nodeApi: NodeApiModule, apiConfig: NodeApiConfig): Promise<void> {
+  private async startApi(nodeApi: NodeApiModule, apiConfig: NodeApiConfig, serving: () => void): Promise<void> {
     const config = this.config;
     this.api = await nodeApi
       .startNodeApi(apiConfig, {
@@ -690,6 +736,10 @@ export class Node {
         ...(this.metrics ? { metricsRegistry: this.metrics.registry } : {}),
         ready: () => this.readyProblem() === null,
         ...(this.clusterFeed ? { cluster: this.clusterFeed } : {}),
+        onServing: (handler) => {
+          this.apiServing = handler;
+          serving();
+        },
         // Read at each networked run's start: a member added or moved since is denied from then on.
         clusterAddresses: () => [
           ...(this.driver?.status().roster.members ?? []).flatMap((member) => [member.grpcAddr, member.httpAddr]),
@@ -700,7 +750,7 @@ export class Node {
       .catch(rethrowAsConfigError);
   }
 
-  private logStarted(driver: Driver, clusterId: string): void {
+  private logStarted(driver: Driver, clusterId: string, phases: StartPhases): void {
     const config = this.config;
     const s = driver.status();
     this.log.info(
@@ -715,6 +765,9 @@ export class Node {
         tls: config.tls.mode,
         clusterId,
         version: this.buildVersion,
+        // Where the start's time went (ms per phase) and the time since the process began (exec → serving).
+        startMs: phases.done(),
+        sinceExecMs: Math.round(process.uptime() * 1000),
       },
       'node started',
     );
@@ -1058,6 +1111,7 @@ export class Node {
       // The API goes first (new requests answer 503), while the store can still finish what it started.
       const api = this.api;
       this.api = null;
+      this.apiServing = null;
       await api
         ?.close()
         .catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
@@ -1093,4 +1147,24 @@ function rethrowAsConfigError(err: unknown): never {
 
 function assertNever(value: never): never {
   throw new Error(`unhandled effect ${JSON.stringify(value)}`);
+}
+
+/**
+ * StartPhases times the phases of a node's start for its 'node started' line: `load` (security, the API
+ * module), `storage` (WAL and snapshot recovery), `listen` (the peer, HTTP and metrics listeners), `engine`
+ * (the engine, its recorder and driver), `api` (the developer API mounted).
+ */
+class StartPhases {
+  private readonly ms: Record<string, number> = {};
+  private last = performance.now();
+
+  mark(phase: string): void {
+    const now = performance.now();
+    this.ms[phase] = Math.round(now - this.last);
+    this.last = now;
+  }
+
+  done(): Record<string, number> {
+    return { ...this.ms };
+  }
 }

@@ -7,7 +7,7 @@ import { decodeCommand, resultToMessage } from '../../store/command.js';
 import { StoreRefusal, StoreUnavailableError, type RefusalKind } from '../../store/errors.js';
 import type { LeaderLink } from '../../store/host.js';
 import type { StoreRouter } from '../../store/store-router.js';
-import type { DocumentStore } from '../../store/document-store.js';
+import type { DocumentStore, JsonObject } from '../../store/document-store.js';
 import type { CommandResult as CommandResultMessage } from '../../proto/gen/svc/store/v1/store.js';
 import { stamp } from '../../transports/node/write-trace.js';
 import {
@@ -77,6 +77,25 @@ export function leaderLink(clients: StoreClientPool): LeaderLink {
       clients.readIndex(leader, deadlineAt).catch((err: unknown) => {
         throw asRefusal(err);
       }),
+    get: async (leader, key, deadlineAt) => {
+      let answer;
+      try {
+        answer = await clients.get(leader, key, deadlineAt);
+      } catch (err) {
+        throw asRefusal(err);
+      }
+      if (!answer.found) return null;
+      // The leader's answer is input: a value that is not a JSON object is refused, not handed on.
+      let value: unknown;
+      try {
+        value = JSON.parse(answer.valueJson);
+      } catch {
+        value = null;
+      }
+      if (value === null || typeof value !== 'object' || Array.isArray(value) || !Number.isSafeInteger(answer.version))
+        throw new StoreRefusal('internal', `malformed Get answer from ${leader}`);
+      return { value: value as JsonObject, version: answer.version };
+    },
   };
 }
 

@@ -4,7 +4,13 @@ import { SvcApi } from './gen/sdk.gen.js';
 import { createClient, createConfig } from './gen/client/index.js';
 import type { Client } from './gen/client/index.js';
 import { SvcError, SvcStreamError, apiErrorFromBody, connectionError } from './errors.js';
-import { apiKeyEnvName, requestTimeoutMsDefault, serverUrlEnvName } from './limits.js';
+import {
+  apiKeyEnvName,
+  requestTimeoutMsDefault,
+  retryAfterMsMax,
+  retryAttemptsMaxDefault,
+  serverUrlEnvName,
+} from './limits.js';
 import { readEventStream } from './event-stream.js';
 import type { StreamOptions } from './event-stream.js';
 import { channelEventDecoder, runEventDecoder } from './run-events.js';
@@ -29,6 +35,13 @@ export interface SvcClientOptions {
   dispatcher?: object;
   /** requestTimeoutMs bounds each call; event streams are bounded by idleTimeoutMs instead. */
   requestTimeoutMs?: number;
+  /**
+   * retryAttemptsMax: how many times a call answered 503 with Retry-After is sent again, after waiting what the
+   * server asked (at most retryAfterMsMax; every attempt within requestTimeoutMs). The server sends Retry-After
+   * on a 503 only when the request wrote nothing (a node catching up), so a retry cannot write twice. Default
+   * retryAttemptsMaxDefault; 0 turns retries off.
+   */
+  retryAttemptsMax?: number;
   /** env is where the defaults come from; default process.env. */
   env?: Record<string, string | undefined>;
 }
@@ -47,8 +60,13 @@ export class SvcClient extends SvcApi {
     if (!Number.isFinite(requestTimeoutMs) || requestTimeoutMs <= 0) {
       throw new SvcError('INVALID_OPTIONS', `requestTimeoutMs must be a positive number, not ${requestTimeoutMs}`);
     }
+    const retryAttemptsMax = options.retryAttemptsMax ?? retryAttemptsMaxDefault;
+    if (!Number.isSafeInteger(retryAttemptsMax) || retryAttemptsMax < 0) {
+      throw new SvcError('INVALID_OPTIONS', `retryAttemptsMax must be a non-negative integer, not ${retryAttemptsMax}`);
+    }
     const baseFetch = withDispatcher(options.fetch ?? globalThis.fetch, options.dispatcher);
-    super({ client: createHttpClient(baseUrl, apiKey, timedFetch(baseFetch, requestTimeoutMs)) });
+    const callFetch = timedFetch(retryingFetch(baseFetch, retryAttemptsMax), requestTimeoutMs);
+    super({ client: createHttpClient(baseUrl, apiKey, callFetch) });
     this.baseUrl = baseUrl;
     this.#apiKey = apiKey;
     this.#fetch = baseFetch;
@@ -120,6 +138,55 @@ function createHttpClient(baseUrl: string, apiKey: string | undefined, fetchImpl
 function withDispatcher(baseFetch: typeof fetch, dispatcher: object | undefined): typeof fetch {
   if (dispatcher === undefined) return baseFetch;
   return (input, init) => baseFetch(input, { ...init, dispatcher } as RequestInit);
+}
+
+/**
+ * retryingFetch sends a call again, up to attemptsMax times, when it is answered 503 with a Retry-After in seconds
+ * no longer than retryAfterMsMax, after waiting that long (cut short by the call's signal). Any other answer, and
+ * the last 503, goes to the caller as it came.
+ */
+function retryingFetch(baseFetch: typeof fetch, attemptsMax: number): typeof fetch {
+  if (attemptsMax === 0) return baseFetch;
+  return async (input, init) => {
+    for (let attempt = 0; ; attempt++) {
+      // A Request's body is read when sent: a copy is kept for the next attempt.
+      const spare = attempt < attemptsMax && input instanceof Request ? input.clone() : input;
+      const response = await baseFetch(input, init);
+      const waitMs = attempt < attemptsMax ? retryAfterMs(response) : null;
+      if (waitMs === null) return response;
+      await response.body?.cancel();
+      await sleep(waitMs, init?.signal ?? (input instanceof Request ? input.signal : undefined));
+      input = spare;
+    }
+  };
+}
+
+/** retryAfterMs reads a 503's Retry-After (delay-seconds only: a date is not waited for); null when not to retry. */
+function retryAfterMs(response: Response): number | null {
+  if (response.status !== 503) return null;
+  const header = response.headers.get('retry-after');
+  if (header === null || !/^\d{1,6}$/.test(header.trim())) return null;
+  const ms = Number(header.trim()) * 1000;
+  return ms <= retryAfterMsMax ? ms : null;
+}
+
+/** sleep waits ms, or rejects with the signal's reason when it aborts first. */
+function sleep(ms: number, signal: AbortSignal | null | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /** timedFetch bounds each call by timeoutMs, keeping the caller's own signal. */

@@ -2,6 +2,13 @@
 
 /** requestTimeoutMsDefault bounds one API call (not an event stream, which has streamIdleTimeoutMsDefault). */
 export const requestTimeoutMsDefault = 30_000;
+/**
+ * retryAttemptsMaxDefault is how many times a call is sent again after a 503 that carries Retry-After (a node
+ * catching up says so when it wrote nothing); 0 turns it off. Every attempt stays within requestTimeoutMs.
+ */
+export const retryAttemptsMaxDefault = 3;
+/** retryAfterMsMax: a Retry-After longer than this is not waited for; the 503 is thrown to the caller instead. */
+export const retryAfterMsMax = 5_000;
 /** streamIdleTimeoutMsDefault drops a silent event stream and reconnects: the server sends a keep-alive comment
  * every 15 s while a run is quiet, so three missed ones mean the connection is dead. */
 export const streamIdleTimeoutMsDefault = 45_000;

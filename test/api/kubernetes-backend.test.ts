@@ -114,9 +114,9 @@ describe('runs: the Kubernetes Job spec', () => {
     assert.ok(jobName('run_' + 'x'.repeat(80)).length <= 63);
   });
 
-  it('is selected by configuration; bubblewrap stays the default', () => {
+  it('is selected by configuration; bubblewrap stays the default', async () => {
     assert.equal(configFromEnv({}).runBackend, 'bubblewrap');
-    assert.equal(runBackendFromConfig(configFromEnv({}), {}), undefined);
+    assert.equal(await runBackendFromConfig(configFromEnv({}), {}), undefined);
     assert.equal(configFromEnv({ SVC_RUN_BACKEND: 'kubernetes' }).runBackend, 'kubernetes');
     assert.throws(() => configFromEnv({ SVC_RUN_BACKEND: 'docker' }), /bubblewrap, kubernetes/);
     assert.throws(() => kubernetesSettingsFromEnv({}), /SVC_K8S_RUN_IMAGE/);

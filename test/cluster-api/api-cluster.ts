@@ -12,7 +12,7 @@ import type { NodeStatusDocument } from '../../transports/node/node-status.js';
 import type { ReadIndexBatchStats } from '../../store/read-index-batch.js';
 import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type PlannedNode } from '../node/harness.js';
 import { startTestRedis, testSecretKey, type TestRedis } from '../api/harness.js';
-import { SvcClient } from '../../sdk/src/index.js';
+import { SvcClient, type SvcClientOptions } from '../../sdk/src/index.js';
 import { NodeChildProcess } from '../node/child-harness.js';
 
 /** CLUSTER_TICK_MS is the engine tick: elections in well under a second, without spurious ones on a busy machine. */
@@ -148,6 +148,8 @@ export interface ApiClusterOptions {
   albumWorker?: AlbumWorkerKnobs;
   /** plaintextHttp serves the HTTP ports in plain HTTP (httpTls insecure) instead of HTTPS. */
   plaintextHttp?: boolean;
+  /** nodeConfig adds fields to every node's config (grpcLimits, engineLimits, storeLimits…). */
+  nodeConfig?: Partial<NodeConfig>;
 }
 
 /** The agent script every project of the tests runs: prints its prompt, fails on `fail`, waits on `pause`. */
@@ -220,6 +222,7 @@ export class ApiCluster {
             pki.tls(plan.name),
             { bootstrap },
             {
+              ...options.nodeConfig,
               tickMs: options.tickMs ?? CLUSTER_TICK_MS,
               api,
               // HTTPS with the peer certificate: the node's default under mutual TLS (the harness's is plaintext).
@@ -270,6 +273,17 @@ export class ApiCluster {
       env: {},
       ...(fetchImpl ? { fetch: fetchImpl } : {}),
       ...(this.ca ? { dispatcher: this.ca } : {}),
+    });
+  }
+
+  /** clientAt is an SDK client for an API URL (a node's, known before it starts again), with SvcClient options. */
+  clientAt(baseUrl: string, options: Partial<SvcClientOptions> = {}): SvcClient {
+    return new SvcClient({
+      baseUrl,
+      apiKey: this.admin.key,
+      env: {},
+      ...(this.ca ? { dispatcher: this.ca } : {}),
+      ...options,
     });
   }
 

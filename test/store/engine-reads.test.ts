@@ -13,6 +13,7 @@ function fakeEngine(overloaded = false): { engine: StoreEngine; submitted: Input
   const submitted: Input[] = [];
   const engine = {
     status: () => ({
+      id: 1,
       role: 'leader' as const,
       term: 4,
       leaderId: 1,

@@ -14,7 +14,15 @@ import type { Waiters } from '../../store/waiters.js';
 
 function leaderRouter(proposed: string[]): StoreRouter {
   const engine = {
-    status: () => ({ role: 'leader', term: 1, leaderId: 1, roster: { members: [] }, commitSeq: 0, removed: false }),
+    status: () => ({
+      id: 1,
+      role: 'leader',
+      term: 1,
+      leaderId: 1,
+      roster: { members: [] },
+      commitSeq: 0,
+      removed: false,
+    }),
     failure: null,
     overloaded: () => false,
     submit: () => undefined,

@@ -105,6 +105,9 @@ export async function startHttpServer(options: HttpListenerOptions): Promise<Nod
   };
 }
 
+/** API_STARTING_RETRY_AFTER_SECONDS is the Retry-After of an API path asked before the API is mounted. */
+export const API_STARTING_RETRY_AFTER_SECONDS = 1;
+
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
 /**
@@ -140,7 +143,12 @@ async function handle(
   if (!NODE_PATHS[role].has(path)) {
     if (role !== 'api' || !surface.api) return send(res, 404, { status: 'error', reason: `no route ${path}` });
     const api = surface.api();
-    if (api === null) return send(res, 503, { status: 'unavailable', reason: 'the developer API is not running' });
+    // Not mounted yet (the node is starting) or any more (stopping): the API's own error shape and a Retry-After,
+    // so a client (the SDK) comes back rather than failing the call; nothing was done.
+    if (api === null) {
+      res.setHeader('retry-after', String(API_STARTING_RETRY_AFTER_SECONDS));
+      return send(res, 503, { code: 'NOT_READY', message: 'the developer API is not running yet', requestId: '' });
+    }
     return api(req, res);
   }
   if (req.method !== 'GET' && req.method !== 'HEAD') {

@@ -637,7 +637,7 @@ export type ListKeysErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -685,7 +685,7 @@ export type CreateKeyErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -732,7 +732,7 @@ export type GetKeyErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -779,7 +779,7 @@ export type RevokeKeyErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -826,7 +826,7 @@ export type RotateKeyErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -874,7 +874,7 @@ export type ListUsersErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -922,7 +922,7 @@ export type CreateUserErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -978,7 +978,7 @@ export type ListCredentialsErrors = {
      */
     429: Error;
     /**
-     * CREDENTIALS_UNAVAILABLE: the server has no secret key; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * CREDENTIALS_UNAVAILABLE: the server has no secret key; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1034,7 +1034,7 @@ export type CreateCredentialErrors = {
      */
     429: Error;
     /**
-     * CREDENTIALS_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * CREDENTIALS_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1085,7 +1085,7 @@ export type DeleteCredentialErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1136,7 +1136,7 @@ export type UpdateCredentialErrors = {
      */
     429: Error;
     /**
-     * CREDENTIALS_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * CREDENTIALS_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1184,7 +1184,7 @@ export type ListProjectsErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1236,7 +1236,7 @@ export type CreateProjectErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1287,7 +1287,7 @@ export type DeleteProjectErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1338,7 +1338,7 @@ export type GetProjectErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1397,7 +1397,7 @@ export type UpdateProjectErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1442,7 +1442,7 @@ export type GetWorkStatsErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE: no Redis is configured or it does not answer; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * QUEUE_UNAVAILABLE: no Redis is configured or it does not answer; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1493,7 +1493,7 @@ export type RunCommandErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1544,7 +1544,7 @@ export type GetRunErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1595,7 +1595,7 @@ export type CancelRunErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1649,7 +1649,7 @@ export type StreamRunEventsErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1694,7 +1694,7 @@ export type ListAlbumTemplatesErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1742,7 +1742,7 @@ export type ListAlbumsErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1794,7 +1794,7 @@ export type CreateAlbumErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1845,7 +1845,7 @@ export type DeleteAlbumErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1896,7 +1896,7 @@ export type GetAlbumErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1947,7 +1947,7 @@ export type GenerateAnchorErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -1998,7 +1998,7 @@ export type DeleteShotsErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -2053,7 +2053,7 @@ export type GenerateShotsErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -2109,7 +2109,7 @@ export type GenerateShotErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * QUEUE_UNAVAILABLE: no Redis, or it failed; repeating the request is safe; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -2161,7 +2161,7 @@ export type GetAlbumImageErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -2236,7 +2236,7 @@ export type StreamUserEventsErrors = {
      */
     429: Error;
     /**
-     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * QUEUE_UNAVAILABLE; or STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -2285,7 +2285,7 @@ export type GetClusterErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
@@ -2337,7 +2337,7 @@ export type StreamClusterEventsErrors = {
      */
     429: Error;
     /**
-     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry
+     * STORE_UNAVAILABLE: the cluster could not commit or confirm in time (no leader yet, or this node is cut off); nothing was acknowledged, retry. With Retry-After: this node is catching up (restarted, or behind) and refused a list at once without writing anything; retry after it, or at another node
      */
     503: Error;
     /**
