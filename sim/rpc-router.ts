@@ -269,7 +269,25 @@ export class RpcRouter {
       this.clientCalls.set(inbound.callId, event.client);
       this.clientCallIds.add(inbound.callId);
     }
-    this.host.step(node, { type: 'request', callId: inbound.callId, request: event.request });
+    const callerId = event.request.method === 'StreamSegments' ? this.callerIdOf(node, event.from) : 0;
+    this.host.step(
+      node,
+      callerId > 0
+        ? { type: 'request', callId: inbound.callId, request: event.request, callerId }
+        : { type: 'request', callId: inbound.callId, request: event.request },
+    );
+  }
+
+  /**
+   * callerIdOf: the member id the server's roster gives the calling node's name, 0 = none (a forged or
+   * client call, or a name the roster does not list) — what a real node's peer gate reads from the
+   * caller's certificate (transports/grpc/peer-gate.ts).
+   */
+  private callerIdOf(server: SimNode, from: number): number {
+    const caller = from >= 0 ? this.host.nodes[from] : undefined;
+    if (!caller) return 0;
+    const roster = server.status?.roster;
+    return roster?.members.find((m) => m.name === caller.id.name)?.id ?? 0;
   }
 
   /**
