@@ -11,7 +11,8 @@
 //
 // One exception to the order: in a step that answers proposals, the ShipSegments and live-stream chunks that
 // carry no entries (commit notices) are sent a loop turn later, after the answers (isCommitNotice); a later
-// chunk or end of the same stream in that step waits with them, so a stream keeps its order.
+// chunk or end of the same stream in that step waits with them, so a stream keeps its order. So does the
+// answer to the ReportApplied that committed them (isReportAck): its reporter acts on nothing in it.
 // Only the hard-state save is awaited inside a step: appends are durable asynchronously by
 // contract (the engine counts only what entriesPersisted reports). An I/O failure that leaves the
 // node unable to keep a promise (a hard state or WAL write) is fail-stop: no later effect or step runs.
@@ -215,7 +216,7 @@ export class Driver {
     for (let i = from; i < effects.length && !this.failed; i++) {
       const effect = effects[i]!;
       if (!answersFirst) this.carryOut(effect);
-      else if (isCommitNotice(effect)) (notices ??= []).push(effect);
+      else if (isCommitNotice(effect) || isReportAck(effect)) (notices ??= []).push(effect);
       else if (isStreamNotice(effect) || (isStreamEffect(effect) && heldStreams!.has(effect.callId))) {
         heldStreams!.add(effect.callId);
         (notices ??= []).push(effect);
@@ -340,6 +341,14 @@ export class Driver {
  */
 function isCommitNotice(effect: Effect): effect is SendEffect {
   return effect.type === 'send' && effect.request.method === 'ShipSegment' && effect.request.body.eventCount === 0;
+}
+
+/**
+ * isReportAck: the answer to a follower's ReportApplied. The reporter's engine takes nothing from it (the call
+ * only has to end), so in a step that answers proposals it need not leave ahead of the clients' answers.
+ */
+function isReportAck(effect: Effect): effect is Extract<AnswerEffect, { type: 'reply' }> {
+  return effect.type === 'reply' && effect.response.method === 'ReportApplied';
 }
 
 /** isStreamNotice: a live-stream chunk with no entries (a commit notice on a follower's open StreamSegments). */
