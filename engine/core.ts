@@ -1446,7 +1446,7 @@ export class EngineCore {
   keepLive(callId: number, callerId: number, next: number): boolean {
     if (this.limits.liveStreamTicksMax <= 0 || callerId === 0 || next <= this.log.lastSeq()) return false;
     const pr = this.progress.get(callerId);
-    if (!pr || pr.removalSeq !== 0 || (pr.capabilities & CAPABILITY_LIVE_STREAM) === 0) return false;
+    if (!pr || pr.removalSeq !== 0 || !pr.mayGoLive(CAPABILITY_LIVE_STREAM)) return false;
     this.endLive(pr);
     pr.goLive(callId, this.ticks, next, this.positions.commitSeq);
     return true;

@@ -41,6 +41,8 @@ export class Progress {
   ackedCommitSeq = 0;
   /** reportedCapabilities: the bits the follower last reported (heartbeat answers, ReportApplied). */
   private reportedCapabilities = 0;
+  /** capabilitiesHeard: the follower has reported its bits at least once to this leader. */
+  private capabilitiesHeard = false;
 
   /**
    * @param nextSeq the next seqno to ship
@@ -65,6 +67,16 @@ export class Progress {
   /** heardCapabilities takes the bits the follower reported. */
   heardCapabilities(bits: number): void {
     this.reportedCapabilities = bits;
+    this.capabilitiesHeard = true;
+  }
+
+  /**
+   * mayGoLive: the follower reported capability bit `bit` (live streams), or has reported nothing yet (a leader
+   * new in office hears a follower's stream before its first heartbeat answer). A follower without the bit
+   * takes a live stream's chunks as any pull's (the same frames, its one pull in flight) until the stream ends.
+   */
+  mayGoLive(bit: number): boolean {
+    return !this.capabilitiesHeard || (this.reportedCapabilities & bit) !== 0;
   }
 
   /** answered: the ship `requestId` was answered (or failed); false when it was not in flight. */

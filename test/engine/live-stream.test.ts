@@ -22,8 +22,8 @@ const endsOf = (effects: Effect[], callId: number) =>
   effects.filter((e) => e.type === 'streamEnd' && e.callId === callId).length;
 const encoder = new TextEncoder();
 
-/** n1, leader of term 1 for n2 and n3; every ship and heartbeat answered, n2 and n3 report `capabilities`. */
-function leader(capabilities: number): Engine {
+/** n1, leader of term 1 for n2 and n3; every ship (and heartbeat, unless told) answered, n2 and n3 report `capabilities`. */
+function leader(capabilities: number, answerHeartbeats = true): Engine {
   const engine = new Engine(founderConfig('n1', ['n1', 'n2', 'n3']), emptyRestoredState());
   engine.step({ type: 'start' });
   const answer = (effects: Effect[]): void => {
@@ -38,7 +38,7 @@ function leader(capabilities: number): Engine {
           requestId: send.requestId,
           response: { method: 'RequestVote', body: { term, granted: true, removed: false } },
         });
-      else if (send.request.method === 'Heartbeat')
+      else if (send.request.method === 'Heartbeat' && answerHeartbeats)
         out = engine.step({
           type: 'response',
           requestId: send.requestId,
@@ -126,6 +126,12 @@ describe('engine: live streams', () => {
         .sort(),
       [2, 3],
     );
+  });
+
+  it('keeps the stream of a member that has reported no capabilities yet (a leader new in office)', () => {
+    const engine = leader(both, false);
+    assert.equal(endsOf(openStream(engine, 100, 2), 100), 0, 'n2 has not answered a heartbeat: kept');
+    assert.equal(endsOf(openStream(engine, 101, 4), 101), 1, 'a caller with no Progress (not a member) is not');
   });
 
   it('falls back to ShipSegment when what it pushed goes unreported for shipRetryTicks, and ends the stream', () => {
