@@ -276,6 +276,7 @@ export class RpcRouter {
         ? { type: 'request', callId: inbound.callId, request: event.request, callerId }
         : { type: 'request', callId: inbound.callId, request: event.request },
     );
+    inbound.served = true;
   }
 
   /**
@@ -413,6 +414,19 @@ export class RpcRouter {
         break;
       default:
         return unreachable(effect);
+    }
+    // A live stream's chunk (pushed after the step that served the call) is a segment a script's drop rule for
+    // ShipSegment from this server takes, as it takes the ShipSegment call it replaces: the stream is cut there.
+    if (
+      this.lockstep &&
+      effect.type === 'streamChunk' &&
+      inbound.served === true &&
+      !call.streamLost &&
+      this.dropped(server, this.host.nodes[call.caller]!, 'ShipSegment')
+    ) {
+      call.streamLost = true;
+      this.failAtOnce(call);
+      return;
     }
     const lostBefore = call.streamLost;
     const atUs = this.planAnswer(server.index, call);
