@@ -122,7 +122,10 @@ function analyse(writes: Write[], leader: NodeTrace, followers: NodeTrace[]): An
     // The follower that brought the frontier to the leader first.
     let best: { reach: number; stamps: Array<WriteStamp | undefined> } | null = null;
     for (const f of followers) {
-      const ship = first(leader, 'ship.sent', append.atUs, seq, f.grpcAddr);
+      // A ShipSegment names the follower by address, a live-stream chunk by name.
+      const shipped = first(leader, 'ship.sent', append.atUs, seq, f.grpcAddr);
+      const pushed = first(leader, 'ship.sent', append.atUs, seq, f.name);
+      const ship = shipped && pushed ? (shipped.atUs <= pushed.atUs ? shipped : pushed) : (shipped ?? pushed);
       if (!ship) continue;
       const got = first(f, 'ship.received', ship.atUs, seq);
       const fAppend = got && first(f, 'append', got.atUs, seq);
@@ -131,7 +134,8 @@ function analyse(writes: Write[], leader: NodeTrace, followers: NodeTrace[]): An
       const persisted = fSynced && first(f, 'persisted.stepped', fSynced.atUs, seq);
       const report = persisted && first(f, 'report.sent', persisted.atUs, seq);
       const reportIn = report && first(leader, 'report.received', report.atUs, seq);
-      const acked = first(leader, 'ship.acked', ship.atUs, 0, f.grpcAddr);
+      // A live-stream chunk has no answer (the follower's ReportApplied is its acknowledgement).
+      const acked = ship === shipped ? first(leader, 'ship.acked', ship.atUs, 0, f.grpcAddr) : undefined;
       // The answer carries the frontier only when its applied_seqno hint already covers the write.
       const ackReach = acked && acked.seq >= seq ? acked.atUs : Infinity;
       const reach = Math.min(reportIn?.atUs ?? Infinity, ackReach);

@@ -70,6 +70,7 @@ import {
 } from './rpc.js';
 import {
   CAPABILITY_KIND4,
+  CAPABILITY_LIVE_STREAM,
   EntryKind,
   MemberRole,
   type AdminResultCode,
@@ -247,7 +248,7 @@ export class EngineCore {
         this.stats = input.stats;
         break;
       case 'request':
-        this.onRequest(input.callId, input.request);
+        this.onRequest(input.callId, input.request, input.callerId ?? 0);
         break;
       case 'response':
         this.onResponse(input.requestId, input.response);
@@ -406,6 +407,7 @@ export class EngineCore {
     const moved = this.transfer.end();
     if (moved !== null) this.adminResult(moved, 'leadership-moved', 'leadership moved');
     this.reads.abandon();
+    for (const [, pr] of this.progress.entries()) this.endLive(pr);
     this.progress.clear();
   }
 
@@ -550,8 +552,10 @@ export class EngineCore {
       const removalSeq = this.findRemovalSeq(m.id);
       if (removalSeq > 0) this.progress.set(m.id, new Progress(this.log.lastSeq(), this.ticks, removalSeq));
     }
-    for (const id of [...this.progress.ids()]) {
-      if (!memberById(roster, id)) this.progress.delete(id);
+    for (const [id, pr] of [...this.progress.entries()]) {
+      if (memberById(roster, id)) continue;
+      this.endLive(pr);
+      this.progress.delete(id);
     }
   }
 
@@ -729,10 +733,15 @@ export class EngineCore {
     const pr = this.progress.get(id);
     if (!pr || this.role !== 'leader') return;
     if (pr.learnedRemoval()) {
+      this.endLive(pr);
       this.progress.delete(id);
       return;
     }
     if (pr.state === 'paused') return;
+    if (pr.live !== null) {
+      this.pushLive(pr);
+      return;
+    }
     const window = pr.window(this.limits.inflightSegmentCountMax);
     while (pr.inflightCount < window) {
       const last = this.log.lastSeq();
@@ -772,7 +781,7 @@ export class EngineCore {
 
   foldMatch(id: number, seq: number): void {
     const pr = this.progress.get(id);
-    if (!pr || !pr.foldMatch(seq, this.log.lastSeq())) return;
+    if (!pr || !pr.foldMatch(seq, this.log.lastSeq(), this.ticks)) return;
     this.maybeCommit();
     this.maybeSendTimeoutNow();
   }
@@ -822,7 +831,7 @@ export class EngineCore {
 
   // ---------------------------------------------------------------- requests
 
-  onRequest(callId: number, request: RpcRequest): void {
+  onRequest(callId: number, request: RpcRequest, callerId = 0): void {
     const problem = requestValueProblem(request);
     if (problem) {
       this.fx.other({ type: 'warning', code: 'bad-request', message: problem });
@@ -854,7 +863,7 @@ export class EngineCore {
         this.onShipSegment(callId, request.body);
         break;
       case 'StreamSegments':
-        this.onStreamSegments(callId, request.body);
+        this.onStreamSegments(callId, request.body, callerId);
         break;
       case 'FetchSnapshot':
         this.onFetchSnapshot(callId, request.body);
@@ -1263,6 +1272,7 @@ export class EngineCore {
     this.tryConverge();
     const behind = this.positions.reportable() < this.pull.target(this.hs.term, req.leaderRegion);
     if (behind && this.pull.due(this.ticks, this.limits.electionTimeoutTicks, this.hs.reseed)) this.startPull();
+    else this.keepStreamOpen();
     this.replyHeartbeat(callId, true, removed);
   }
 
@@ -1364,7 +1374,7 @@ export class EngineCore {
     });
   }
 
-  onStreamSegments(callId: number, req: StreamRequest): void {
+  onStreamSegments(callId: number, req: StreamRequest, callerId = 0): void {
     const refusal = this.fenceSourceRequest(req.term);
     if (refusal) {
       this.replyError(callId, StatusCode.FAILED_PRECONDITION, refusal);
@@ -1426,7 +1436,69 @@ export class EngineCore {
       next = prevSeq + entries.length + 1;
       if (entries.length === 0) break;
     }
-    this.fx.message({ type: 'streamEnd', callId });
+    if (!this.keepLive(callId, callerId, next)) this.fx.message({ type: 'streamEnd', callId });
+  }
+
+  /**
+   * keepLive: a stream whose burst reached our log end, from a member that follows live streams
+   * (CAPABILITY_LIVE_STREAM, as it reported), stays open: that follower's segments go onto it from now on
+   * (maybeShip). A stream it had open before is ended. True when kept.
+   */
+  keepLive(callId: number, callerId: number, next: number): boolean {
+    if (this.limits.liveStreamTicksMax <= 0 || callerId === 0 || next <= this.log.lastSeq()) return false;
+    const pr = this.progress.get(callerId);
+    if (!pr || pr.removalSeq !== 0 || !pr.mayGoLive(CAPABILITY_LIVE_STREAM)) return false;
+    this.endLive(pr);
+    pr.goLive(callId, this.ticks, next, this.positions.commitSeq);
+    return true;
+  }
+
+  /** endLive ends a follower's live stream, if it has one; its segments go by ShipSegment again. */
+  endLive(pr: Progress): void {
+    if (pr.live === null) return;
+    this.fx.message({ type: 'streamEnd', callId: pr.live.callId });
+    pr.live = null;
+  }
+
+  /**
+   * pushLive puts what the follower has not been sent onto its live stream, in segments of the same bounds
+   * as ships, or an empty one when it only has commit news. The stream is ordered, so nothing waits for an
+   * answer; the follower's ReportApplied moves its frontier. A gap the log no longer holds ends the stream.
+   */
+  pushLive(pr: Progress): void {
+    const live = pr.live!;
+    for (;;) {
+      const prevSeq = pr.nextSeq - 1;
+      const prevTerm = this.log.termAt(prevSeq);
+      if (prevSeq < this.log.baseSeq || prevTerm === undefined) {
+        this.endLive(pr);
+        pr.rewind();
+        return;
+      }
+      const entries = this.log.slice(
+        prevSeq + 1,
+        this.log.lastSeq(),
+        this.limits.segmentEntryCountMax,
+        this.limits.segmentPayloadBytesMax,
+      );
+      // Commit news alone waits while segments are unreported: the next segment or report carries it.
+      if (entries.length === 0 && (live.pushedCommitSeq >= this.positions.commitSeq || pr.nextSeq - 1 > pr.matchSeq))
+        return;
+      if (live.unreportedEnds.length >= this.limits.inflightSegmentCountMax) return;
+      const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.positions.commitSeq, entries };
+      const chunk: ShipSegmentRequest = {
+        id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: prevSeq + 1 },
+        payload: encodeSegmentFrame(frame),
+        eventCount: entries.length,
+        leaderLastSeq: prevSeq + entries.length,
+        streamBaseline: this.electionPrevLog.seq,
+        term: this.hs.term,
+        leaderRegion: this.hs.selfId,
+      };
+      this.fx.message({ type: 'streamChunk', callId: live.callId, chunk });
+      pr.pushed(this.ticks, prevSeq + entries.length, this.positions.commitSeq);
+      if (entries.length === 0) return;
+    }
   }
 
   /**
@@ -1757,6 +1829,24 @@ export class EngineCore {
     this.pull.stop();
     // A bounded stream ended before we reached the leader's frontier of this term: pull on.
     if (this.positions.matchedSeq < this.pull.target(this.hs.term, this.leaderId)) this.startPull();
+    else this.keepStreamOpen();
+  }
+
+  /**
+   * keepStreamOpen: a follower that speaks live streams (CAPABILITY_LIVE_STREAM) keeps a StreamSegments call
+   * open to its leader, which pushes our segments onto it once its burst caught us up (keepLive). At most one
+   * stream starts per election timeout (streamDue), so a leader that ends every stream costs little.
+   */
+  keepStreamOpen(): void {
+    if (
+      this.role !== 'follower' ||
+      this.limits.liveStreamTicksMax <= 0 ||
+      (this.config.compat.capabilities & CAPABILITY_LIVE_STREAM) === 0 ||
+      this.hs.reseed ||
+      !this.pull.streamDue(this.ticks, this.limits.electionTimeoutTicks)
+    )
+      return;
+    this.startPull();
   }
 
   onSnapshotInstalled(requestId: number, meta: SnapshotMeta, header: SnapshotHeader): void {

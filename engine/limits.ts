@@ -12,6 +12,8 @@ export const DEFAULT_LIMITS: EngineLimits = {
   streamChunkCountMax: 64,
   streamPayloadBytesMax: 32 * 1024 * 1024,
   pullTimeoutTicks: 30,
+  // 2 s at a 100 ms tick: under pullTimeoutTicks and the transport's 30 s stream deadline (and the simulator's).
+  liveStreamTicksMax: 20,
   // etcd's --snapshot-count default. Staging writes and fsyncs the whole state; at 10,000 a node
   // taking ~3,000 writes/s staged every ~3 s and each staging's fsync raised the p99 of writes
   // (bench/cluster/threshold-probe.ts: p99 54-87 ms against 38-59 ms). The cost is memory: the
@@ -41,7 +43,7 @@ export const DEFAULT_LIMITS: EngineLimits = {
 /** CURRENT_COMPAT is what this binary speaks: every newer field, capability bit 0. */
 export const CURRENT_COMPAT: Compat = {
   sendsLeaderLastSeq: true,
-  capabilities: 0x1,
+  capabilities: 0x3,
   buildVersion: '0.1.0',
 };
 

@@ -7,8 +7,30 @@ import type { Roster } from './types.js';
 /** ProgressState: probe = one ship at a time until accepted; replicate = pipelined; paused = the follower pulls. */
 export type ProgressState = 'probe' | 'replicate' | 'paused';
 
+/**
+ * LiveStream is a follower's StreamSegments call the leader keeps open past its burst and pushes that
+ * follower's segments onto, in order, instead of a ShipSegment call each (docs/protocol.md, "Live streams").
+ * Nothing answers a chunk: the follower's ReportApplied (once per apply round) is its only acknowledgement.
+ */
+export interface LiveStream {
+  callId: number;
+  openedTick: number;
+  /** pushedCommitSeq: the commit seqno the last chunk pushed carried (commit news is what passes it). */
+  pushedCommitSeq: number;
+  /** waitSinceTick: when the oldest segment pushed and not yet reported durable was pushed (or a report last moved). */
+  waitSinceTick: number;
+  /**
+   * unreportedEnds: the last seqno of each segment with entries pushed and not yet reported durable. Their
+   * count is the stream's window (inflightSegmentCountMax, as for ships), so under load what waits goes
+   * in fewer, larger segments once a report frees the window.
+   */
+  unreportedEnds: number[];
+}
+
 /** Progress is the leader's view of one follower. */
 export class Progress {
+  /** live: the follower's stream we push onto, null = ship with ShipSegment calls. */
+  live: LiveStream | null = null;
   /** matchSeq: the follower's durable, matched frontier as last reported (decision 6). */
   matchSeq = 0;
   state: ProgressState = 'probe';
@@ -19,6 +41,8 @@ export class Progress {
   ackedCommitSeq = 0;
   /** reportedCapabilities: the bits the follower last reported (heartbeat answers, ReportApplied). */
   private reportedCapabilities = 0;
+  /** capabilitiesHeard: the follower has reported its bits at least once to this leader. */
+  private capabilitiesHeard = false;
 
   /**
    * @param nextSeq the next seqno to ship
@@ -43,6 +67,16 @@ export class Progress {
   /** heardCapabilities takes the bits the follower reported. */
   heardCapabilities(bits: number): void {
     this.reportedCapabilities = bits;
+    this.capabilitiesHeard = true;
+  }
+
+  /**
+   * mayGoLive: the follower reported capability bit `bit` (live streams), or has reported nothing yet (a leader
+   * new in office hears a follower's stream before its first heartbeat answer). A follower without the bit
+   * takes a live stream's chunks as any pull's (the same frames, its one pull in flight) until the stream ends.
+   */
+  mayGoLive(bit: number): boolean {
+    return !this.capabilitiesHeard || (this.reportedCapabilities & bit) !== 0;
   }
 
   /** answered: the ship `requestId` was answered (or failed); false when it was not in flight. */
@@ -109,10 +143,47 @@ export class Progress {
     this.inflight.clear();
   }
 
+  /**
+   * goLive: the follower's stream `callId` has served it up to `nextSeq` - 1 (its burst reached our log end);
+   * from now on its segments go onto that stream. Ships in flight are forgotten (their answers fold only the
+   * frontier they report), as the stream carries everything after them in order.
+   */
+  goLive(callId: number, tick: number, nextSeq: number, commitSeq: number): void {
+    this.live = { callId, openedTick: tick, pushedCommitSeq: commitSeq, waitSinceTick: tick, unreportedEnds: [] };
+    this.inflight.clear();
+    this.state = 'replicate';
+    this.nextSeq = nextSeq;
+  }
+
+  /** pushed notes a chunk pushed onto the live stream, ending at `lastSeq` and carrying `commitSeq`. */
+  pushed(tick: number, lastSeq: number, commitSeq: number): void {
+    const live = this.live!;
+    if (this.nextSeq - 1 <= this.matchSeq) live.waitSinceTick = tick;
+    live.pushedCommitSeq = commitSeq;
+    if (lastSeq >= this.nextSeq) live.unreportedEnds.push(lastSeq);
+    this.lastShipTick = tick;
+    this.nextSeq = lastSeq + 1;
+  }
+
+  /**
+   * liveStalled: segments pushed onto the live stream have gone unreported for `retryTicks` (the stream
+   * or the follower is stuck, or the follower gave the stream up): the leader goes back to ShipSegment.
+   */
+  liveStalled(tick: number, retryTicks: number): boolean {
+    return this.live !== null && this.nextSeq - 1 > this.matchSeq && tick - this.live.waitSinceTick > retryTicks;
+  }
+
   /** foldMatch takes a reported frontier (capped at the leader's log end); false when it is not news. */
-  foldMatch(seq: number, leaderLastSeq: number): boolean {
+  foldMatch(seq: number, leaderLastSeq: number, tick = 0): boolean {
     if (seq <= this.matchSeq) return false;
     this.matchSeq = Math.min(seq, leaderLastSeq);
+    if (this.live) {
+      this.live.waitSinceTick = tick;
+      const ends = this.live.unreportedEnds;
+      let reported = 0;
+      while (reported < ends.length && ends[reported]! <= this.matchSeq) reported++;
+      ends.splice(0, reported);
+    }
     if (this.nextSeq <= this.matchSeq) this.nextSeq = this.matchSeq + 1;
     if (this.state === 'paused') this.state = 'replicate';
     return true;

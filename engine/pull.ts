@@ -32,6 +32,8 @@ export class FollowerPull {
   private current: { requestId: number; kind: PullKind; startedTick: number } | null = null;
   /** lastAcceptTick: when a segment from the leader (shipped or streamed) was last accepted. */
   private lastAcceptTick = 0;
+  /** lastStreamTick: when our last StreamSegments pull started (-Infinity: never). */
+  private lastStreamTick = Number.NEGATIVE_INFINITY;
   /** frontier: the furthest log end our leader told us of, in its term (a new term or leader starts again from 0). */
   private frontier = { term: 0, leaderId: 0, seq: 0 };
 
@@ -66,6 +68,16 @@ export class FollowerPull {
 
   started(requestId: number, kind: PullKind, tick: number): void {
     this.current = { requestId, kind, startedTick: tick };
+    if (kind === 'stream') this.lastStreamTick = tick;
+  }
+
+  /**
+   * streamDue: a caught-up follower may open a stream to stay on (live streams) — none in flight, and the last
+   * stream started at least `quietTicks` ago, so a leader that ends each stream after its burst (an older
+   * one, or one that keeps ours only while it is caught up) is asked at most once per `quietTicks`.
+   */
+  streamDue(tick: number, quietTicks: number): boolean {
+    return !this.current && tick - this.lastStreamTick >= quietTicks;
   }
 
   /** stop gives the pull up (ended, failed, refused, or no longer ours to make); a new one may start. */

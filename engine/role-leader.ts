@@ -35,6 +35,12 @@ export const LEADER: RoleHandlers = {
       c.broadcastHeartbeat();
     }
     for (const [id, pr] of c.progress.entries()) {
+      // A live stream is ended after liveStreamTicksMax (the follower opens another), or when what it carried
+      // went unreported for shipRetryTicks: then ShipSegment again, from the follower's reported frontier.
+      if (pr.liveStalled(c.ticks, c.limits.shipRetryTicks)) {
+        c.endLive(pr);
+        pr.rewind();
+      } else if (pr.live !== null && c.ticks - pr.live.openedTick >= c.limits.liveStreamTicksMax) c.endLive(pr);
       if (pr.shipTimedOut(c.ticks, c.limits.shipRetryTicks)) pr.abandonShips();
       if (pr.pauseTimedOut(c.ticks, c.limits.pullTimeoutTicks)) pr.rewind();
       c.maybeShip(id);
@@ -45,8 +51,13 @@ export const LEADER: RoleHandlers = {
     if (ctx.term !== c.hs.term || body.term !== c.hs.term) return;
     const pr = c.progress.get(ctx.toId);
     if (!pr) return;
-    pr.answered(requestId);
+    const wasInFlight = pr.answered(requestId);
     c.progress.heard(ctx.toId);
+    if (pr.live !== null && !wasInFlight) {
+      // A ship from before the live stream: the stream carries what followed it; only its frontier counts.
+      c.foldMatch(ctx.toId, body.appliedSeqno);
+      return;
+    }
     if (body.accepted) pr.shipAccepted(ctx.lastSeq, ctx.commitSeq, body.appliedSeqno);
     else pr.shipRefused(c.ticks);
     c.foldMatch(ctx.toId, body.appliedSeqno);

@@ -40,6 +40,13 @@ export interface Roster {
 export const CAPABILITY_KIND4 = 0x1;
 
 /**
+ * CAPABILITY_LIVE_STREAM is capability bit 1: the binary follows a StreamSegments call that stays open past
+ * its burst (a leader pushes live segments onto it) and opens one to its leader while caught up. A leader
+ * keeps a follower's stream open only when the follower reported this bit (docs/protocol.md, "Live streams").
+ */
+export const CAPABILITY_LIVE_STREAM = 0x2;
+
+/**
  * HardState is what must be durable before any effect that follows a
  * saveHardState effect is carried out (a vote, a term, our identity).
  */
@@ -129,6 +136,13 @@ export interface EngineLimits {
   streamPayloadBytesMax: number;
   /** pullTimeoutTicks bounds how long a pull (stream or snapshot) may run before it is retried. */
   pullTimeoutTicks: number;
+  /**
+   * liveStreamTicksMax: how long a leader keeps a caught-up follower's StreamSegments call open and pushes
+   * that follower's segments onto it instead of a ShipSegment call each (docs/protocol.md, "Live streams");
+   * then it ends the call and the follower opens another. 0 = never keep one open. Kept below
+   * pullTimeoutTicks (the follower gives up a silent pull) and below the transport's stream deadline.
+   */
+  liveStreamTicksMax: number;
   /** snapshotEntryCountThreshold stages a snapshot once this many applied entries follow the last one. */
   snapshotEntryCountThreshold: number;
   /** compactionRetainEntryCount keeps this many entries below a snapshot for slow followers. */
@@ -200,8 +214,12 @@ export type Input =
   | { type: 'start' }
   | { type: 'tick' }
   | { type: 'stats'; stats: NodeStats }
-  /** request: a peer called us; answer through a reply/replyError/stream effect with the same callId. */
-  | { type: 'request'; callId: number; request: RpcRequest }
+  /**
+   * request: a peer called us; answer through a reply/replyError/stream effect with the same callId.
+   * callerId, on StreamSegments only: the member id of the caller's certificate (the transport's peer gate
+   * authenticated it); 0 or absent = not known (plaintext, or a name not in the roster): never kept live.
+   */
+  | { type: 'request'; callId: number; request: RpcRequest; callerId?: number }
   /** response: a unary call we made (send effect `requestId`) answered OK. */
   | { type: 'response'; requestId: number; response: RpcResponse }
   /** callFailed: a call we made ended with a non-OK status (including transport failures, as UNAVAILABLE). */

@@ -31,6 +31,8 @@ export interface InboundCall {
   server: number;
   serverInc: number;
   request: RpcRequest;
+  /** served: the step that took the call in is over (a stream's later chunks are a leader's live pushes). */
+  served?: boolean;
 }
 
 export function callKindOf(method: RpcMethod): CallKind {

@@ -269,7 +269,26 @@ export class RpcRouter {
       this.clientCalls.set(inbound.callId, event.client);
       this.clientCallIds.add(inbound.callId);
     }
-    this.host.step(node, { type: 'request', callId: inbound.callId, request: event.request });
+    const callerId = event.request.method === 'StreamSegments' ? this.callerIdOf(node, event.from) : 0;
+    this.host.step(
+      node,
+      callerId > 0
+        ? { type: 'request', callId: inbound.callId, request: event.request, callerId }
+        : { type: 'request', callId: inbound.callId, request: event.request },
+    );
+    inbound.served = true;
+  }
+
+  /**
+   * callerIdOf: the member id the server's roster gives the calling node's name, 0 = none (a forged or
+   * client call, or a name the roster does not list) — what a real node's peer gate reads from the
+   * caller's certificate (transports/grpc/peer-gate.ts).
+   */
+  private callerIdOf(server: SimNode, from: number): number {
+    const caller = from >= 0 ? this.host.nodes[from] : undefined;
+    if (!caller) return 0;
+    const roster = server.status?.roster;
+    return roster?.members.find((m) => m.name === caller.id.name)?.id ?? 0;
   }
 
   /**
@@ -395,6 +414,19 @@ export class RpcRouter {
         break;
       default:
         return unreachable(effect);
+    }
+    // A live stream's chunk (pushed after the step that served the call) is a segment a script's drop rule for
+    // ShipSegment from this server takes, as it takes the ShipSegment call it replaces: the stream is cut there.
+    if (
+      this.lockstep &&
+      effect.type === 'streamChunk' &&
+      inbound.served === true &&
+      !call.streamLost &&
+      this.dropped(server, this.host.nodes[call.caller]!, 'ShipSegment')
+    ) {
+      call.streamLost = true;
+      this.failAtOnce(call);
+      return;
     }
     const lostBefore = call.streamLost;
     const atUs = this.planAnswer(server.index, call);

@@ -417,10 +417,16 @@ export class Node {
     return { clusterId, peerChannel, restored };
   }
 
+  /** memberIdOf is the id of the member so named in the engine's current roster, 0 when none. */
+  private memberIdOf(name: string): number {
+    const roster = this.driver?.status().roster;
+    return roster ? (memberByName(roster, name)?.id ?? 0) : 0;
+  }
+
   /** servedCalls hands the peer calls this node serves to the driver, refused while the node cannot take them. */
   private servedCalls(): ServedCalls {
     return new ServedCalls({
-      deliver: (callId, request) => {
+      deliver: (callId, request, callerName) => {
         const driver = this.driver;
         if (!driver || this.state !== 'running') return 'node is not running';
         if (driver.failure) return `node failed: ${driver.failure.message}`;
@@ -433,7 +439,12 @@ export class Node {
             body: request.body,
             seenAtMs: Date.now(),
           };
-        driver.submit({ type: 'request', callId, request });
+        // A StreamSegments caller's member id lets the leader keep the stream open for it (engine keepLive):
+        // the certificate's name in the roster, as the gate matched it; unknown (0) on a plaintext node.
+        const callerId = request.method === 'StreamSegments' && callerName !== '' ? this.memberIdOf(callerName) : 0;
+        driver.submit(
+          callerId > 0 ? { type: 'request', callId, request, callerId } : { type: 'request', callId, request },
+        );
         return null;
       },
       snapshotFiles: (seq) => this.transfer?.files(seq) ?? 'node is not running',

@@ -30,10 +30,16 @@ describe('engine: proposeBatch', () => {
       'w1003',
       'w1004',
     ]);
-    const ships = effects.filter((e) => e.type === 'send' && e.request.method === 'ShipSegment');
-    assert.equal(ships.length, 2, 'one ShipSegment per follower');
-    for (const ship of ships)
-      assert.ok(ship.type === 'send' && ship.request.method === 'ShipSegment' && ship.request.body.eventCount === 4);
+    // A segment leaves as a ShipSegment call, or as a chunk on the follower's live stream (docs/protocol.md).
+    const segments = effects.flatMap((e) =>
+      e.type === 'send' && e.request.method === 'ShipSegment'
+        ? [e.request.body]
+        : e.type === 'streamChunk'
+          ? [e.chunk]
+          : [],
+    );
+    assert.equal(segments.length, 2, 'one segment per follower');
+    for (const segment of segments) assert.equal(segment.eventCount, 4);
 
     const results = stepEffects(c, 'a', () => c.deliver()).filter((e) => e.type === 'proposalResult');
     assert.deepEqual(

@@ -262,4 +262,52 @@ describe('node: driver loop', function () {
       await driver.stop();
     }
   });
+
+  it("holds a live stream's commit notice (and what follows it on that stream) and the ReportApplied answer behind the answers", async function () {
+    const chunk = (callId: number, eventCount: number): Effect => ({
+      type: 'streamChunk',
+      callId,
+      chunk: pb.ShipSegmentRequest.fromPartial({ eventCount }),
+    });
+    let stepEffects: Effect[] = [];
+    const stub = {
+      step: () => stepEffects,
+      status: () => singleNodeEngine().status(),
+      logBase: () => ({ seq: 0, term: 0 }),
+    } as unknown as Engine;
+    const calls: string[] = [];
+    const ports = Object.assign(new FakePorts(), {
+      answer: (effect: Extract<Effect, { callId: number }>) => {
+        if (effect.type === 'streamChunk') calls.push(`chunk(${effect.chunk.eventCount}) on ${effect.callId}`);
+        else if (effect.type === 'streamEnd') calls.push(`end ${effect.callId}`);
+        else if (effect.type === 'reply') calls.push(`reply ${effect.response.method}`);
+      },
+      observe: () => {
+        calls.push('proposalResult');
+        void Promise.resolve().then(() => calls.push('answer leaves'));
+      },
+    });
+    const driver = new Driver(stub, ports, { tickMs: 60_000, inputQueueCountMax: 100 });
+    try {
+      stepEffects = [
+        chunk(7, 1),
+        chunk(8, 0),
+        { type: 'streamEnd', callId: 8 },
+        { type: 'proposalResult', proposalId: 1, ok: true, code: 'committed', seq: 1, reason: '', leaderHint: '' },
+        { type: 'reply', callId: 9, response: { method: 'ReportApplied', body: { acknowledged: true } } },
+      ];
+      driver.submit({ type: 'tick' });
+      await turns(2);
+      assert.deepEqual(calls, [
+        'chunk(1) on 7',
+        'proposalResult',
+        'answer leaves',
+        'chunk(0) on 8',
+        'end 8',
+        'reply ReportApplied',
+      ]);
+    } finally {
+      await driver.stop();
+    }
+  });
 });

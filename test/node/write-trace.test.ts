@@ -84,7 +84,10 @@ describe('node: the write timeline stamps', function () {
       const stamps = lines.slice(1).map((l) => JSON.parse(l) as WriteStamp);
       const about = (phase: WritePhase): WriteStamp[] =>
         stamps.filter((s) => s.phase === phase && (SEQ_FREE.has(phase) || s.seq >= seq));
-      for (const phase of EVERY_PHASE) assert.ok(about(phase).length > 0, `no ${phase} stamp about seq ${seq}`);
+      // A segment pushed onto a follower's live stream (docs/protocol.md, "Live streams") has no answer: ship.acked
+      // shows only for a ShipSegment call, which a live follower is not sent.
+      for (const phase of EVERY_PHASE.filter((p) => p !== 'ship.acked'))
+        assert.ok(about(phase).length > 0, `no ${phase} stamp about seq ${seq}`);
       assert.equal(about('append').length >= 3, true, 'the leader and both followers append the write');
       assert.ok(about('ship.sent').every((s) => typeof s.peer === 'string' && s.peer !== ''));
       const answered = about('propose.answered');

@@ -290,6 +290,8 @@ describe('sim fault parts: crash points, late answers, coverage tally', () => {
 
 /** POWER_MUTANT_SEED_COUNT_MAX: each broken engine below must be caught within this many default seeds. */
 const POWER_MUTANT_SEED_COUNT_MAX = 8;
+/** SNAPSHOT_BEHIND_SEED_COUNT_MAX: the default seeds within which a slow snapshot must arrive behind its puller. */
+const SNAPSHOT_BEHIND_SEED_COUNT_MAX = 16;
 
 describe('sim: the newer checkers catch deliberately broken engines', function () {
   this.timeout(300_000);
@@ -312,13 +314,14 @@ describe('sim: the newer checkers catch deliberately broken engines', function (
     });
   }
 
-  it('slow snapshot transfers bring a snapshot to a puller that has applied past it (applied-monotonic needs it) within 8 default seeds', () => {
-    for (let seed = 1; seed <= POWER_MUTANT_SEED_COUNT_MAX; seed++) {
+  // With live streams (docs/protocol.md) the first default seed that shows it is 12 (25 of seeds 1..200 do).
+  it(`slow snapshot transfers bring a snapshot to a puller that has applied past it (applied-monotonic needs it) within ${SNAPSHOT_BEHIND_SEED_COUNT_MAX} default seeds`, () => {
+    for (let seed = 1; seed <= SNAPSHOT_BEHIND_SEED_COUNT_MAX; seed++) {
       const result = runSim(optionsFor(seed));
       assert.equal(result.failure, null, `seed ${seed}: ${result.failure?.message}`);
       if (result.coverage['snapshot-arrived-behind'] > 0) return;
     }
-    assert.fail(`no snapshot arrived behind its puller's applied seqno in seeds 1..${POWER_MUTANT_SEED_COUNT_MAX}`);
+    assert.fail(`no snapshot arrived behind its puller's applied seqno in seeds 1..${SNAPSHOT_BEHIND_SEED_COUNT_MAX}`);
   });
 
   it('the boundary faults reach the rare situations these checkers need (coverage counts)', () => {

@@ -41,6 +41,11 @@ export interface CallSink {
   readonly method: RpcMethod;
   /** peer is the caller's address as grpc-js reports it. */
   readonly peer: string;
+  /**
+   * callerName is the name in the caller's verified peer certificate, which the gate checked against the
+   * roster before the handler saw the call; '' when there is none (a plaintext server).
+   */
+  readonly callerName: string;
   /** closed is true once nothing more can be sent on this call. */
   readonly closed: boolean;
   reply(response: RpcResponse): void;

@@ -204,7 +204,9 @@ export class PeerPool {
     call.on('data', (message: Buffer) => {
       if (failure !== null) return;
       try {
-        this.deliver({ type: 'streamChunk', requestId, chunk: decodeSegmentChunk(message) });
+        const chunk = decodeSegmentChunk(message);
+        if (chunk.eventCount > 0) stamp('ship.received', chunk.leaderLastSeq);
+        this.deliver({ type: 'streamChunk', requestId, chunk });
       } catch (err) {
         failure = rpcStatus(StatusCode.INTERNAL, `malformed StreamSegments chunk: ${String(err)}`);
         call.cancel();

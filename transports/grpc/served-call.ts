@@ -27,6 +27,8 @@ export interface CallEnv {
 const OK_END: CallEnd = { code: 0, details: 'OK' };
 
 abstract class ServedCall implements CallSink {
+  /** callerName: the verified certificate's name (set by the server after the gate passed the call), '' = none. */
+  callerName = '';
   private isClosed = false;
   private idleTimer: NodeJS.Timeout | null = null;
 

@@ -200,6 +200,7 @@ export class PeerServer {
       return;
     }
     const served = new StreamCall(this.nextCallId++, method, call.getPeer(), this.env, call);
+    if (caller.tls && caller.identity !== null) served.callerName = caller.identity.name;
     call.on('cancelled', () => served.peerGone());
     this.handOver(served, checked.request);
   }

@@ -9,8 +9,10 @@
 //   apply          to the state machine, synchronously, in order
 //   the rest       snapshots, compaction, status polls, results, readiness, warnings
 //
-// One exception to the order: in a step that answers proposals, the ShipSegments that carry no entries
-// (commit notices) are sent a loop turn later, after the answers (isCommitNotice).
+// One exception to the order: in a step that answers proposals, the ShipSegments and live-stream chunks that
+// carry no entries (commit notices) are sent a loop turn later, after the answers (isCommitNotice); a later
+// chunk or end of the same stream in that step waits with them, so a stream keeps its order. So does the
+// answer to the ReportApplied that committed them (isReportAck): its reporter acts on nothing in it.
 // Only the hard-state save is awaited inside a step: appends are durable asynchronously by
 // contract (the engine counts only what entriesPersisted reports). An I/O failure that leaves the
 // node unable to keep a promise (a hard state or WAL write) is fail-stop: no later effect or step runs.
@@ -223,11 +225,16 @@ export class Driver {
     // A step that answers proposals holds its commit notices (segments with no entries) back a loop turn:
     // the clients' answers, which leave from the results' promise callbacks after this step, go out first.
     const answersFirst = effects.some((e) => e.type === 'proposalResult');
-    let notices: SendEffect[] | null = null;
+    let notices: Array<SendEffect | AnswerEffect> | null = null;
+    const heldStreams = answersFirst ? new Set<number>() : null;
     for (let i = from; i < effects.length && !this.failed; i++) {
       const effect = effects[i]!;
-      if (answersFirst && isCommitNotice(effect)) (notices ??= []).push(effect);
-      else this.carryOut(effect);
+      if (!answersFirst) this.carryOut(effect);
+      else if (isCommitNotice(effect) || isReportAck(effect)) (notices ??= []).push(effect);
+      else if (isStreamNotice(effect) || (isStreamEffect(effect) && heldStreams!.has(effect.callId))) {
+        heldStreams!.add(effect.callId);
+        (notices ??= []).push(effect);
+      } else this.carryOut(effect);
     }
     this.midStep = false;
     this.statusStale = true;
@@ -236,7 +243,10 @@ export class Driver {
       const held = notices;
       setImmediate(() => {
         if (this.stopped || this.failed) return;
-        for (const effect of held) this.ports.send(effect);
+        for (const effect of held) {
+          if (effect.type === 'send') this.ports.send(effect);
+          else this.ports.answer(effect);
+        }
       });
     }
     // Last: the recorder's encoding waits behind this step's effects, held commit notices included.
@@ -347,6 +357,23 @@ export class Driver {
  */
 function isCommitNotice(effect: Effect): effect is SendEffect {
   return effect.type === 'send' && effect.request.method === 'ShipSegment' && effect.request.body.eventCount === 0;
+}
+
+/**
+ * isReportAck: the answer to a follower's ReportApplied. The reporter's engine takes nothing from it (the call
+ * only has to end), so in a step that answers proposals it need not leave ahead of the clients' answers.
+ */
+function isReportAck(effect: Effect): effect is Extract<AnswerEffect, { type: 'reply' }> {
+  return effect.type === 'reply' && effect.response.method === 'ReportApplied';
+}
+
+/** isStreamNotice: a live-stream chunk with no entries (a commit notice on a follower's open StreamSegments). */
+function isStreamNotice(effect: Effect): effect is Extract<AnswerEffect, { type: 'streamChunk' }> {
+  return effect.type === 'streamChunk' && effect.chunk.eventCount === 0;
+}
+
+function isStreamEffect(effect: Effect): effect is Extract<AnswerEffect, { type: 'streamChunk' | 'streamEnd' }> {
+  return effect.type === 'streamChunk' || effect.type === 'streamEnd';
 }
 
 function assertNever(value: never): never {

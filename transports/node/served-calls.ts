@@ -6,10 +6,14 @@ import { StatusCode, type RpcRequest } from '../../engine/rpc.js';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
 import type { CallSink, PeerHandler } from '../grpc/call-sink.js';
 import type { AnswerEffect } from './driver.js';
+import { stamp } from './write-trace.js';
 
 export interface ServedCallsOptions {
-  /** deliver queues the request for the engine, or returns why the node cannot take it now (starting, overloaded, stopped). */
-  deliver: (callId: number, request: RpcRequest) => string | null;
+  /**
+   * deliver queues the request for the engine, or returns why the node cannot take it now (starting, overloaded,
+   * stopped). callerName is the caller's verified certificate name, '' when there is none.
+   */
+  deliver: (callId: number, request: RpcRequest, callerName: string) => string | null;
   /** snapshotFiles opens the staged artifact a header names, or says why it cannot. */
   snapshotFiles: (snapshotSeq: number) => AsyncIterable<SnapshotFileChunk> | string;
 }
@@ -26,7 +30,7 @@ export class ServedCalls implements PeerHandler {
   onRequest(callId: number, request: RpcRequest, call: CallSink): void {
     // The sink is known before the request is delivered: the engine may answer within deliver.
     this.sinks.set(callId, call);
-    const refusal = this.options.deliver(callId, request);
+    const refusal = this.options.deliver(callId, request, call.callerName);
     if (refusal === null) return;
     this.sinks.delete(callId);
     call.replyError({ code: StatusCode.UNAVAILABLE, details: refusal, trailers: {} });
@@ -47,6 +51,7 @@ export class ServedCalls implements PeerHandler {
         sink.replyError(effect.status);
         return;
       case 'streamChunk':
+        if (effect.chunk.eventCount > 0) stamp('ship.sent', effect.chunk.leaderLastSeq, sink.callerName);
         sink.streamChunk(effect.chunk);
         return;
       case 'streamEnd':

@@ -20,8 +20,9 @@ export type WritePhase =
   | 'append' // a node's engine step handed entries through `seq` to its WAL
   | 'wal.round' // the WAL started the write round holding `seq`
   | 'wal.synced' // that round's fdatasync returned
-  | 'ship.sent' // the leader handed a ShipSegment ending at `seq` to the peer pool (`peer`: its address)
-  | 'ship.received' // a follower's server decoded that ShipSegment (before the engine's step)
+  | 'ship.sent' // the leader handed a ShipSegment ending at `seq` to the peer pool (`peer`: its address), or a
+  //               live-stream chunk to the follower's StreamSegments call (`peer`: the follower's name)
+  | 'ship.received' // a follower's server decoded that ShipSegment, or its client that chunk (before the engine's step)
   | 'ship.acked' // the leader has a ShipSegment answer whose applied_seqno is `seq`
   | 'persisted.stepped' // a node's engine stepped entriesPersisted through `seq`
   | 'report.sent' // a follower handed ReportApplied(applied_seqno `seq`) to the peer pool
