@@ -1114,8 +1114,11 @@ export class EngineCore {
    * 'contradicted': the segment would replace an entry at or below our commit seqno; refused, reported.
    */
   receiveSegment(req: ShipSegmentRequest, frame: SegmentFrame): 'accepted' | 'rejected' | 'contradicted' | 'halted' {
-    this.readiness.foldLagGauge(req.id?.shardId ?? req.leaderRegion, req.leaderLastSeq);
-    this.pull.heardFrontier(req.term, req.leaderRegion, req.leaderLastSeq);
+    // leader_last_seq is the segment's authoritative end; 0 means a leader from before the field, and
+    // the spec has the receiver use the batch boundaries it decodes instead (segmentEnd).
+    const end = segmentEnd(req, frame);
+    this.readiness.foldLagGauge(req.id?.shardId ?? req.leaderRegion, end);
+    this.pull.heardFrontier(req.term, req.leaderRegion, end);
     for (const e of frame.entries) {
       const known =
         e.kind === EntryKind.EventBatch ||
@@ -1957,6 +1960,17 @@ export class EngineCore {
       { method: 'TimeoutNow', term: this.hs.term, toId: t.targetId, adminId: t.adminId },
     );
   }
+}
+
+/**
+ * segmentEnd: the last seqno a segment covers — its leader_last_seq, or, when that is 0 (unknown: a
+ * leader from before the field, spec ShipSegmentRequest.leader_last_seq), the last batch boundary its
+ * frame decodes to (prevSeq plus the entries carried). Never below the decoded end: a leader's claim
+ * can only say the segment covers more than it carries (entries filtered out), not less.
+ */
+export function segmentEnd(req: ShipSegmentRequest, frame: SegmentFrame): number {
+  const decoded = frame.prevSeq + frame.entries.length;
+  return Math.max(req.leaderLastSeq, decoded);
 }
 
 /** hardStateChanged compares what must be saved; rosterBase is replaced, never mutated, so identity suffices. */
