@@ -42,7 +42,9 @@ describe('deploy: the node image', function () {
     const top = (entry: string) => entry.split('/')[0]!;
     const compiled = (JSON.parse(readFileSync(path.join(repo, 'tsconfig.build.json'), 'utf8')) as Json).include;
     const buildScript = readFileSync(path.join(repo, 'scripts/build.mjs'), 'utf8');
-    const assets = [.../^const assets = \[([^\]]+)\];$/m.exec(buildScript)![1]!.matchAll(/'([^']+)'/g)].map((m) => m[1]!);
+    const assets = [.../^const assets = \[([^\]]+)\];$/m.exec(buildScript)![1]!.matchAll(/'([^']+)'/g)].map(
+      (m) => m[1]!,
+    );
     assert.deepEqual(
       [...new Set(copies)].sort(),
       [...new Set(['node_modules', ...compiled.map(top), ...assets.map(top)])].sort(),
