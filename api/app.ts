@@ -108,54 +108,14 @@ export function createApp(options: CreateAppOptions): ApiService {
     return client;
   };
 
-  const localLimiter = new LocalSlidingWindowLimiter(config.rateLimitPerSecond, rateLimitWindowMs);
-  let limiter: RateLimiter = localLimiter;
-  let workStats: WorkStatsReader | undefined;
-  if (options.redis) {
-    let warned = false;
-    // Budget is leased from the shared window in small slices (rate-limit/leased-limiter.ts), so most requests
-    // are judged here without a Redis round trip. The limiter's own connection pipelines automatically: leases
-    // of keys asked together go to Redis in one write. (Not the shared one: BullMQ's queues use that.)
-    const shared = new RedisSlidingWindowLimiter(connect(true), config.rateLimitPerSecond, rateLimitWindowMs);
-    const leased = new LeasedLimiter(shared, config.rateLimitPerSecond, rateLimitWindowMs, {
-      sliceShareOfLimit: rateLimitSliceShareOfLimit,
-      sliceTokensMax: rateLimitSliceTokensMax,
-      leaseMs: rateLimitLeaseMs,
-    });
-    limiter = new FallbackLimiter(leased, localLimiter, (error) => {
-      if (!warned)
-        config.log.warn(
-          { event: 'ratelimit.fallback', error: error instanceof Error ? error.message : String(error) },
-          'the shared rate limit is unreachable: limiting per process until Redis answers',
-        );
-      warned = true;
-    });
-    workStats = new WorkStatsReader(connect(), config.queueNames);
-  }
+  const { limiter, workStats } = limiting(config, options.redis ? connect : null);
 
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
   // The public routes sit behind one gate, so a keyed request passes them in one step.
-  const publicRoutes = express.Router();
-  publicRoutes.get('/health', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-  publicRoutes.get('/ready', async (_req, res) => {
-    let ready: boolean;
-    try {
-      ready = await config.isReady();
-    } catch {
-      ready = false;
-    }
-    if (!ready) throw new ApiError('NOT_READY', 'the service is not ready yet');
-    res.json({ status: 'ready' });
-  });
-  publicRoutes.get('/openapi.json', (_req, res) => {
-    res.json(openApiDocument);
-  });
-  publicRoutes.use(docsRoutes());
+  const publicRoutes = publicRouter(config);
   // The album page holds no data (it asks for the key in the browser), so it is public like /docs. Its router
   // sees only GET and HEAD under /album (its routes): a keyed request does not walk it.
   const albumPage = albumPageRoutes();
@@ -321,4 +281,63 @@ function bodiesOnly(parser: RequestHandler): RequestHandler {
     if (req.headers['transfer-encoding'] === undefined && req.headers['content-length'] === undefined) next();
     else void parser(req, res, next);
   };
+}
+
+/**
+ * limiting builds the rate limiter (leased from the shared window in Redis, falling back to this process's own
+ * window while Redis does not answer; this process's alone without Redis) and the queue statistics reader.
+ */
+function limiting(
+  config: ApiConfig,
+  connect: ((autoPipelining?: boolean) => Redis) | null,
+): { limiter: RateLimiter; workStats: WorkStatsReader | undefined } {
+  const localLimiter = new LocalSlidingWindowLimiter(config.rateLimitPerSecond, rateLimitWindowMs);
+  let limiter: RateLimiter = localLimiter;
+  let workStats: WorkStatsReader | undefined;
+  if (connect) {
+    let warned = false;
+    // Budget is leased from the shared window in small slices (rate-limit/leased-limiter.ts), so most requests
+    // are judged here without a Redis round trip. The limiter's own connection pipelines automatically: leases
+    // of keys asked together go to Redis in one write. (Not the shared one: BullMQ's queues use that.)
+    const shared = new RedisSlidingWindowLimiter(connect(true), config.rateLimitPerSecond, rateLimitWindowMs);
+    const leased = new LeasedLimiter(shared, config.rateLimitPerSecond, rateLimitWindowMs, {
+      sliceShareOfLimit: rateLimitSliceShareOfLimit,
+      sliceTokensMax: rateLimitSliceTokensMax,
+      leaseMs: rateLimitLeaseMs,
+    });
+    limiter = new FallbackLimiter(leased, localLimiter, (error) => {
+      if (!warned)
+        config.log.warn(
+          { event: 'ratelimit.fallback', error: error instanceof Error ? error.message : String(error) },
+          'the shared rate limit is unreachable: limiting per process until Redis answers',
+        );
+      warned = true;
+    });
+    workStats = new WorkStatsReader(connect(), config.queueNames);
+  }
+
+  return { limiter, workStats };
+}
+
+/** publicRouter: the routes no key is asked for (health, readiness, the OpenAPI document, /docs). */
+function publicRouter(config: ApiConfig): express.Router {
+  const publicRoutes = express.Router();
+  publicRoutes.get('/health', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  publicRoutes.get('/ready', async (_req, res) => {
+    let ready: boolean;
+    try {
+      ready = await config.isReady();
+    } catch {
+      ready = false;
+    }
+    if (!ready) throw new ApiError('NOT_READY', 'the service is not ready yet');
+    res.json({ status: 'ready' });
+  });
+  publicRoutes.get('/openapi.json', (_req, res) => {
+    res.json(openApiDocument);
+  });
+  publicRoutes.use(docsRoutes());
+  return publicRoutes;
 }

@@ -23,7 +23,12 @@ const count = { type: 'integer', minimum: 0 };
 const nullableCount = { type: ['integer', 'null'], minimum: 0 };
 
 export function clusterOpenApi(h: OpenApiHelpers): { paths: Record<string, Schema>; schemas: Record<string, Schema> } {
-  const paths: Record<string, Schema> = {
+  return { paths: clusterPaths(h), schemas: clusterSchemas(h) };
+}
+
+/** clusterPaths: GET /cluster and GET /cluster/events. */
+function clusterPaths(h: OpenApiHelpers): Record<string, Schema> {
+  return {
     '/cluster': {
       get: h.authenticated({
         operationId: 'getCluster',
@@ -53,7 +58,11 @@ export function clusterOpenApi(h: OpenApiHelpers): { paths: Record<string, Schem
       }),
     },
   };
-  const schemas: Record<string, Schema> = {
+}
+
+/** clusterSchemas: ClusterView, ClusterMember and ClusterEvent. */
+function clusterSchemas(h: OpenApiHelpers): Record<string, Schema> {
+  return {
     ClusterMember: {
       type: 'object',
       additionalProperties: false,
@@ -176,5 +185,4 @@ export function clusterOpenApi(h: OpenApiHelpers): { paths: Record<string, Schem
       },
     },
   };
-  return { paths, schemas };
 }
