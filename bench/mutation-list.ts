@@ -348,8 +348,11 @@ export const MUTATIONS: readonly Mutation[] = [
     rule: "a leader counts a follower's reported durable frontier, not what it shipped",
     file: LEADER,
     target: 'match-honesty',
-    find: '    c.foldMatch(ctx.toId, body.appliedSeqno);',
-    replace: '    c.foldMatch(ctx.toId, body.accepted ? Math.max(body.appliedSeqno, ctx.lastSeq) : body.appliedSeqno);',
+    // The second of two folds in onShipAnswer: the one after a ship's answer is taken (the first is a ship from
+    // before a live stream, whose frontier alone counts).
+    find: '    else pr.shipRefused(c.ticks);\n    c.foldMatch(ctx.toId, body.appliedSeqno);',
+    replace:
+      '    else pr.shipRefused(c.ticks);\n    c.foldMatch(ctx.toId, body.accepted ? Math.max(body.appliedSeqno, ctx.lastSeq) : body.appliedSeqno);',
   },
   {
     name: 'leader-counts-unsynced-self',
