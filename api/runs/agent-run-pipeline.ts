@@ -203,6 +203,8 @@ export class AgentWorkerRuntime {
     if (typeof runId !== 'string' || !runIdPattern.test(runId)) return null;
     const record = await readRun(this.store, runId);
     if (record?.status !== 'queued' || record.cancel_requested) return null;
+    // A job that does not match its run takes nothing and waits for nothing: the claim refuses it (JOB_MISMATCH).
+    if (jobMismatch(job, job.data as unknown, record)) return null;
     const project = (await this.store.get<ProjectRecord>(storeKeys.project(record.project_id)))?.value;
     let workspace: string;
     try {
