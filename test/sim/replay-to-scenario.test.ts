@@ -6,36 +6,10 @@
 import assert from 'node:assert/strict';
 import { StatusCode } from '../../engine/rpc.js';
 import type { Effect, Input } from '../../engine/types.js';
-import type { ReplayedStep, RunReplay } from '../../sim/replay/replay.js';
+import { replayedRun } from './replayed-runs.js';
 import { toScenario } from '../../sim/replay/to-scenario.js';
 import { runScenario } from '../../sim/scenario.js';
 import { neverStepsDown } from './buggy-engines-power.js';
-
-function run(node: string, memberId: number, startedAtMs: number, steps: Array<[number, Input, Effect[]]>): RunReplay {
-  const replayed: ReplayedStep[] = steps.map(([atMs, input, effects], i) => ({
-    n: i + 1,
-    tick: i,
-    atMs,
-    input,
-    effects,
-  }));
-  return {
-    node,
-    run: `${node}-${startedAtMs}`,
-    build: 'test',
-    startedAtMs,
-    recorded: replayed.length,
-    matched: replayed.length,
-    skipped: '',
-    gap: '',
-    divergence: null,
-    steps: replayed,
-    memberId,
-    tickMs: 100,
-    electionTimeoutTicks: 10,
-    restoredLog: [],
-  };
-}
 
 const tick: Input = { type: 'tick' };
 const leads = (term: number, id: number): Effect => ({ type: 'roleChanged', role: 'leader', term, leaderId: id });
@@ -69,7 +43,7 @@ const answered = (requestId: number): Input => ({
 describe('sim/replay: a replayed incident as a scenario', () => {
   it('keeps the order of a late-seen partition, a kill and a restart, and passes on the lockstep world', () => {
     const runs = [
-      run('a', 1, 0, [
+      replayedRun('a', 1, 0, [
         [1_000, tick, [leads(1, 1), committed(1), committed(2)]],
         [2_000, tick, [send(10, 2), send(11, 3)]],
         [2_100, answered(10), []],
@@ -83,17 +57,17 @@ describe('sim/replay: a replayed incident as a scenario', () => {
         [9_000, tick, [send(14, 2)]],
         [9_100, answered(14), []],
       ]),
-      run('b', 2, 0, [
+      replayedRun('b', 2, 0, [
         [1_000, tick, []],
         [5_500, tick, [leads(2, 2), committed(3)]],
         [7_000, tick, [committed(4)]],
         [12_000, tick, []],
       ]),
-      run('c', 3, 0, [
+      replayedRun('c', 3, 0, [
         [1_000, tick, []],
         [10_000, tick, []],
       ]),
-      run('c', 3, 11_000, [
+      replayedRun('c', 3, 11_000, [
         [11_000, tick, []],
         [12_000, tick, []],
       ]),
@@ -129,7 +103,7 @@ describe('sim/replay: a replayed incident as a scenario', () => {
 
   it('checks a step-down only where the recording shows one while cut off', () => {
     const leaderThenHealed = [
-      run('a', 1, 0, [
+      replayedRun('a', 1, 0, [
         [1_000, tick, [leads(1, 1)]],
         [5_000, tick, [send(12, 2), send(13, 3)]],
         [6_000, failed(12), []],
@@ -138,11 +112,11 @@ describe('sim/replay: a replayed incident as a scenario', () => {
         // a hears the higher term on the answer that reconnects it: that step-down is not the cut-off's.
         [9_100, answered(14), [{ type: 'roleChanged', role: 'follower', term: 2, leaderId: 2 }]],
       ]),
-      run('b', 2, 0, [
+      replayedRun('b', 2, 0, [
         [1_000, tick, []],
         [5_500, tick, [leads(2, 2)]],
       ]),
-      run('c', 3, 0, [[1_000, tick, []]]),
+      replayedRun('c', 3, 0, [[1_000, tick, []]]),
     ];
     const script = toScenario(leaderThenHealed, 'test');
     assert.match(script, /^isolate a/m);

@@ -3,36 +3,10 @@
 // be matched to its send, whichever member's steps of that millisecond come first in the merged order.
 import assert from 'node:assert/strict';
 import type { RpcRequest } from '../../engine/rpc.js';
-import type { Effect, Input } from '../../engine/types.js';
-import type { ReplayedStep, RunReplay } from '../../sim/replay/replay.js';
+import type { Input } from '../../engine/types.js';
+import { replayedRun } from './replayed-runs.js';
 import { replayTrace } from '../../sim/replay/trace.js';
 import { buildViewModel } from '../../sim/view/model.js';
-
-function run(node: string, memberId: number, steps: Array<[number, Input, Effect[]]>): RunReplay {
-  const replayed: ReplayedStep[] = steps.map(([atMs, input, effects], i) => ({
-    n: i + 1,
-    tick: i,
-    atMs,
-    input,
-    effects,
-  }));
-  return {
-    node,
-    run: `${node}-run`,
-    build: 'test',
-    startedAtMs: 1_000,
-    recorded: replayed.length,
-    matched: replayed.length,
-    skipped: '',
-    gap: '',
-    divergence: null,
-    steps: replayed,
-    memberId,
-    tickMs: 100,
-    electionTimeoutTicks: 10,
-    restoredLog: [],
-  };
-}
 
 const report = (appliedSeqno: number): RpcRequest => ({
   method: 'ReportApplied',
@@ -44,13 +18,13 @@ describe('sim/replay: the trace of several members', () => {
   it('matches a receipt recorded in the same millisecond as its send, even when it sorts first', () => {
     // r2 sends its reports in its third and fourth steps of millisecond 1005; r1 (lane 0) took them in
     // its first steps of that millisecond, so a plain time order puts each receipt before its send.
-    const sender = run('r2', 2, [
+    const sender = replayedRun('r2', 2, 1_000, [
       [1_005, tick, []],
       [1_005, tick, []],
       [1_005, tick, [{ type: 'send', requestId: 7, to: 'r1', toId: 1, request: report(39) }]],
       [1_005, tick, [{ type: 'send', requestId: 8, to: 'r1', toId: 1, request: report(49) }]],
     ]);
-    const receiver = run('r1', 1, [
+    const receiver = replayedRun('r1', 1, 1_000, [
       [1_005, { type: 'request', callId: 3, request: report(39) }, []],
       [1_005, { type: 'request', callId: 4, request: report(49) }, []],
       [1_009, tick, []],
@@ -70,11 +44,11 @@ describe('sim/replay: the trace of several members', () => {
   });
 
   it('leaves a request that no send explains unmatched, and keeps each member its own order', () => {
-    const stray = run('r1', 1, [
+    const stray = replayedRun('r1', 1, 1_000, [
       [1_000, { type: 'request', callId: 1, request: report(5) }, []],
       [1_000, tick, []],
     ]);
-    const other = run('r2', 2, [
+    const other = replayedRun('r2', 2, 1_000, [
       [1_000, tick, [{ type: 'send', requestId: 1, to: 'r1', toId: 1, request: report(6) }]],
     ]);
     const trace = replayTrace([stray, other], 'stray');
