@@ -161,6 +161,7 @@ async function main(): Promise<void> {
     console.log('');
     printWriteTables(levels, fsyncPerSecond, options.insecure, clusters.etcdNote);
     if (snapshot) printSnapshotTable(snapshot);
+    console.log(summaryLine(levels));
     if (options.cpuProf) await printProfiles(profileDir, clusters.leaderPid);
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -290,6 +291,24 @@ function printWriteTables(levels: LevelRounds[], fsyncPerSecond: number, insecur
       `| ${l.writers} | ${ratio(l.svc, l.etcdGrpc)} | ${ratio(l.svcAlone, l.etcdGrpc)} | ${ratio(l.svc, l.etcdHttp)} | ${ratio(l.svcAlone, l.etcdHttp)} |`,
     );
   console.log(`disk fdatasync rate this run: ${fmt(fsyncPerSecond)}/s; etcd: ${etcdNote}`);
+}
+
+/**
+ * summaryLine is the run's last line, the figures issue 17's targets are stated in: one request per write against
+ * etcd over gRPC (the peer's strongest configuration), as same-run ratios, and the 1-writer p50 of both.
+ */
+function summaryLine(levels: LevelRounds[]): string {
+  const ratios = levels.map((l) => `c${l.writers}=${ratio(l.svcAlone, l.etcdGrpc)}`).join(' ');
+  const one = levels.find((l) => l.writers === 1);
+  const p50 = (rs: LoadResult[]): string =>
+    rs.length === 0
+      ? '-'
+      : fmt(
+          med(rs, (r) => r.p50Ms),
+          2,
+        );
+  const latencies = one ? `; p50 ms c1 svc=${p50(one.svcAlone)} etcd=${p50(one.etcdGrpc)}` : '';
+  return `svc/etcd-grpc writes/s ${ratios} (one request per write)${latencies}`;
 }
 
 function printSnapshotTable(snapshot: SnapshotResult): void {
