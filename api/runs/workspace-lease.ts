@@ -22,6 +22,12 @@ export function workspaceLeaseKey(workspace: string): string {
   return `workspace-leases/${createHash('sha256').update(workspace).digest('hex')}`;
 }
 
+/**
+ * leaseTakeAttemptsMax bounds the compare-and-set passes of one take: each conflict means another worker wrote the
+ * lease in between, and after this many the workspace is reported held (the job looks again later).
+ */
+const leaseTakeAttemptsMax = 8;
+
 /** LeaseAnswer: taken (or already held by this run), or busy with the run that holds it. */
 export type LeaseAnswer = { taken: true } | { taken: false; heldBy: string };
 
@@ -29,7 +35,7 @@ export type LeaseAnswer = { taken: true } | { taken: false; heldBy: string };
 export async function takeWorkspaceLease(store: DocumentStore, workspace: string, runId: string): Promise<LeaseAnswer> {
   const key = workspaceLeaseKey(workspace);
   // Each pass either takes the lease or finds it held; a conflict means another worker moved first: look again.
-  for (let attempt = 0; attempt < 8; attempt++) {
+  for (let attempt = 0; attempt < leaseTakeAttemptsMax; attempt++) {
     const current = await store.get<WorkspaceLeaseRecord>(key);
     if (current?.value.run_id === runId) return { taken: true };
     if (current) {
