@@ -42,6 +42,8 @@ export const SECRET_KEYS = {
   redisUrl: 'redis-url',
   redisAuthConf: 'auth.conf',
   redisPassword: 'password',
+  /** redisSentinelPassword: the sentinels' own password (--redis sentinel), beside the servers'. */
+  redisSentinelPassword: 'sentinel-password',
   /** The backup admin Secret's admin certificate and key (beside caCert). */
   backupAdminCert: 'admin.crt',
   backupAdminKey: 'admin.key',

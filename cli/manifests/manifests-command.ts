@@ -5,7 +5,8 @@ import { intFlag, parseFlags, stringFlag, type FlagSpec } from '../flags.js';
 import type { Io } from '../io.js';
 import { EXIT_OK } from '../limits.js';
 import { UsageError } from '../usage.js';
-import { ManifestError, renderManifests, type ManifestOptions } from './render.js';
+import { ManifestError, REDIS_MODES, renderManifests, type ManifestOptions, type RedisMode } from './render.js';
+import { REDIS_SENTINEL_REPLICAS_MAX, REDIS_SENTINEL_REPLICAS_MIN } from './redis-sentinel.js';
 import { buildSecrets } from './secrets.js';
 import { REPLICA_COUNT_MAX } from './render.js';
 import { BACKUP_KEEP_MAX } from '../backup/limits.js';
@@ -17,8 +18,10 @@ export const MANIFESTS_USAGE = `usage:
                         [--cluster-domain DOMAIN] [--log-level LEVEL] [--metrics-namespace NS]
                         [--api-tls secret|cert-manager [--cert-manager-issuer [Cluster]Issuer/NAME]]
                         [--backup-schedule CRON --backup-claim PVC [--backup-keep N]]
+                        [--redis single|sentinel|external [--redis-replicas N]]
   svc manifests secrets --certs DIR --namespace NS --out FILE [--replicas N] [--name NAME] [--cluster-id ID]
                         [--cluster-domain DOMAIN] [--api-tls secret|cert-manager] [--backup-admin NAME] [--force]
+                        [--redis single|sentinel [--redis-replicas N] | --redis external --redis-url URL]
 
 render prints every object but the Secrets (YAML, for kubectl apply -f -): the node StatefulSet, its headless
 peers Service (<name>-peers: the --peers-service of svc certs node) and client Service, a PodDisruptionBudget,
@@ -33,6 +36,10 @@ Redis, NetworkPolicies and, with --run-image, the run backend's RBAC. It holds n
                       the admin certificate of the Secret <name>-backup-admin (secrets --backup-admin writes it)
   --backup-claim PVC  the PersistentVolumeClaim the backups are written into (yours to create)
   --backup-keep N     backups kept in it (default 7)
+  --redis MODE        the API's Redis: single (default: one pod), sentinel (N pods, each a Redis server and a
+                      Sentinel; the primary fails over to a replica) or external (none rendered: yours, named
+                      by secrets --redis-url, e.g. redis+sentinel://:PW@host:26379,…/NAME; see docs/operations.md)
+  --redis-replicas N  the Sentinel set's pods (default 3, 3..9); give secrets the same --redis and count
 secrets WRITES SECRET VALUES to FILE (mode 0600; "--out -" prints them to stdout, for a pipe to kubectl):
 the CA certificate and the peer pairs of pods <name>-0 … <name>-(N-1) from DIR (each checked: its own peer
 certificate, of one cluster, covering its DNS name under <name>-peers.NS), the API's credential key and the
@@ -64,6 +71,8 @@ const RENDER_FLAGS: FlagSpec = {
   'api-tls': { type: 'string' },
   'cert-manager-issuer': { type: 'string' },
   'metrics-namespace': { type: 'string' },
+  redis: { type: 'string' },
+  'redis-replicas': { type: 'string' },
   help: { type: 'boolean' },
 };
 
@@ -77,6 +86,9 @@ const SECRETS_FLAGS: FlagSpec = {
   'cluster-domain': { type: 'string' },
   'backup-admin': { type: 'string' },
   'api-tls': { type: 'string' },
+  redis: { type: 'string' },
+  'redis-replicas': { type: 'string' },
+  'redis-url': { type: 'string' },
   force: { type: 'boolean' },
   help: { type: 'boolean' },
 };
@@ -124,6 +136,7 @@ export function renderOptionsFromArgs(args: string[]): ManifestOptions | 'help' 
     ['api-tls', 'apiTls'],
     ['cert-manager-issuer', 'certManagerIssuer'],
     ['metrics-namespace', 'metricsNamespace'],
+    ['redis', 'redis'],
   ];
   for (const [flag, field] of fields) {
     const value = optional(flag);
@@ -132,6 +145,8 @@ export function renderOptionsFromArgs(args: string[]): ManifestOptions | 'help' 
   if (memoryMib !== undefined) options.redisMemoryBytes = memoryMib * 1024 * 1024;
   const backupKeep = intFlag(values, 'backup-keep', 1, BACKUP_KEEP_MAX);
   if (backupKeep !== undefined) options.backupKeep = backupKeep;
+  const redisReplicas = intFlag(values, 'redis-replicas', REDIS_SENTINEL_REPLICAS_MIN, REDIS_SENTINEL_REPLICAS_MAX);
+  if (redisReplicas !== undefined) options.redisReplicas = redisReplicas;
   if (options.runImage === undefined && (options.workspaceClaim ?? options.workspaceRoot) !== undefined)
     throw new UsageError('--workspace-claim and --workspace-root need --run-image');
   return options;
@@ -141,6 +156,12 @@ function apiTlsFlag(value: string | undefined): 'secret' | 'cert-manager' | unde
   if (value !== undefined && value !== 'secret' && value !== 'cert-manager')
     throw new UsageError(`--api-tls must be secret or cert-manager, got ${JSON.stringify(value)}`);
   return value;
+}
+
+function redisFlag(value: string | undefined): RedisMode | undefined {
+  if (value !== undefined && !(REDIS_MODES as readonly string[]).includes(value))
+    throw new UsageError(`--redis must be ${REDIS_MODES.join(', ')}; got ${JSON.stringify(value)}`);
+  return value as RedisMode | undefined;
 }
 
 export async function runManifestsCommand(args: string[], io: Io): Promise<number> {
@@ -178,6 +199,9 @@ export async function runManifestsCommand(args: string[], io: Io): Promise<numbe
       backupAdmin: stringFlag(values, 'backup-admin'),
       replicas: intFlag(values, 'replicas', 1, REPLICA_COUNT_MAX) ?? 3,
       apiTls: apiTlsFlag(stringFlag(values, 'api-tls')),
+      redis: redisFlag(stringFlag(values, 'redis')),
+      redisReplicas: intFlag(values, 'redis-replicas', REDIS_SENTINEL_REPLICAS_MIN, REDIS_SENTINEL_REPLICAS_MAX),
+      redisUrl: stringFlag(values, 'redis-url'),
     });
     const text = toYaml(secrets);
     if (out === '-') {

@@ -30,6 +30,13 @@ import { runNetworkPolicies } from '../../api/runs/kubernetes-job-spec.js';
 import { NODE_STOP_TIMEOUT_MS } from '../limits.js';
 import { BACKUP_KEEP_MAX } from '../backup/limits.js';
 import { backupCronJob } from './backup-cronjob.js';
+import {
+  REDIS_SENTINEL_REPLICAS_DEFAULT,
+  REDIS_SENTINEL_REPLICAS_MAX,
+  REDIS_SENTINEL_REPLICAS_MIN,
+  SENTINEL_PORT,
+  sentinelRedis,
+} from './redis-sentinel.js';
 import { DEFAULT_NODE_LIMITS } from '../../transports/node/limits.js';
 import {
   apiDnsNames,
@@ -95,7 +102,17 @@ export interface ManifestOptions {
   certManagerIssuer?: string;
   /** metricsNamespace is the namespace whose pods may scrape the metrics port (default monitoring). */
   metricsNamespace?: string;
+  /**
+   * redis is the API's Redis: 'single' (default: one pod), 'sentinel' (redisReplicas pods, each a server and a
+   * Sentinel: redis-sentinel.ts) or 'external' (none rendered: `svc manifests secrets --redis-url` names yours).
+   */
+  redis?: RedisMode;
+  /** redisReplicas is the Sentinel set's pod count (REDIS_SENTINEL_REPLICAS_DEFAULT); only with redis sentinel. */
+  redisReplicas?: number;
 }
+
+export type RedisMode = 'single' | 'sentinel' | 'external';
+export const REDIS_MODES: readonly RedisMode[] = ['single', 'sentinel', 'external'];
 
 export const METRICS_NAMESPACE_DEFAULT = 'monitoring';
 
@@ -234,6 +251,25 @@ export function checkOptions(options: ManifestOptions): void {
     throw new ManifestError('a cert-manager issuer needs api TLS cert-manager');
   if (options.metricsNamespace !== undefined && !DNS_LABEL.test(options.metricsNamespace))
     throw new ManifestError(`metrics namespace ${JSON.stringify(options.metricsNamespace)} must be a DNS label`);
+  checkRedisOptions(options);
+}
+
+function checkRedisOptions(options: ManifestOptions): void {
+  const mode = options.redis ?? 'single';
+  if (!REDIS_MODES.includes(mode))
+    throw new ManifestError(`redis ${JSON.stringify(mode)} must be one of ${REDIS_MODES.join(', ')}`);
+  const replicas = options.redisReplicas;
+  if (replicas !== undefined && mode !== 'sentinel') throw new ManifestError('redis replicas need redis sentinel');
+  if (
+    replicas !== undefined &&
+    (!Number.isSafeInteger(replicas) ||
+      replicas < REDIS_SENTINEL_REPLICAS_MIN ||
+      replicas > REDIS_SENTINEL_REPLICAS_MAX)
+  )
+    throw new ManifestError(`redis replicas must be ${REDIS_SENTINEL_REPLICAS_MIN}..${REDIS_SENTINEL_REPLICAS_MAX}`);
+  const single = ['redisImage', 'redisVolumeSize', 'redisMemoryBytes'] as const;
+  if (mode === 'external' && single.some((field) => options[field] !== undefined))
+    throw new ManifestError('redis external renders no Redis: its image, size and memory do not apply');
 }
 
 /** certManagerIssuer reads `[Issuer/|ClusterIssuer/]NAME`. */
@@ -539,17 +575,20 @@ function services(names: DeploymentNames): V1Service[] {
         ports: [{ name: 'https', port: CLIENT_SERVICE_PORT, targetPort: 'http', protocol: 'TCP' }],
       },
     },
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: metadata(names, names.redis, 'redis'),
-      spec: {
-        type: 'ClusterIP',
-        selector: labels(names, 'redis'),
-        ports: [{ name: 'redis', port: REDIS_PORT, targetPort: 'redis', protocol: 'TCP' }],
-      },
-    },
   ];
+}
+
+function redisService(names: DeploymentNames): V1Service {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: metadata(names, names.redis, 'redis'),
+    spec: {
+      type: 'ClusterIP',
+      selector: labels(names, 'redis'),
+      ports: [{ name: 'redis', port: REDIS_PORT, targetPort: 'redis', protocol: 'TCP' }],
+    },
+  };
 }
 
 /** redisConfig is Redis' configuration without its password, which it includes from the Secret's file. */
@@ -559,15 +598,57 @@ export function redisConfig(memoryBytes: number): string {
     'bind * -::*',
     'protected-mode yes',
     `dir ${MOUNTS.redisData}`,
+    ...redisPolicyConfig(memoryBytes),
+    // The password: `requirepass …` in a file of the Secret, never on the command line.
+    `include ${MOUNTS.redisAuth}/${SECRET_KEYS.redisAuthConf}`,
+    '',
+  ].join('\n');
+}
+
+/** redisPolicyConfig is what every Redis of the API runs with, single or in a Sentinel set. */
+function redisPolicyConfig(memoryBytes: number): string[] {
+  return [
     // BullMQ's queues must never lose a key to eviction: a full Redis refuses writes instead.
     `maxmemory ${memoryBytes}`,
     'maxmemory-policy noeviction',
     'appendonly yes',
     'appendfsync everysec',
-    // The password: `requirepass …` in a file of the Secret, never on the command line.
-    `include ${MOUNTS.redisAuth}/${SECRET_KEYS.redisAuthConf}`,
-    '',
-  ].join('\n');
+  ];
+}
+
+const redisPodSecurity = () => ({
+  runAsNonRoot: true,
+  runAsUser: REDIS_UID,
+  runAsGroup: REDIS_UID,
+  fsGroup: REDIS_UID,
+  fsGroupChangePolicy: 'OnRootMismatch',
+  seccompProfile: { type: 'RuntimeDefault' },
+});
+
+/** redisObjects are the Redis the API uses, by mode: one pod, a Sentinel set, or none (external). */
+function redisObjects(
+  options: ManifestOptions,
+  names: DeploymentNames,
+): Record<'config' | 'service' | 'late', ManifestObject[]> {
+  const mode = options.redis ?? 'single';
+  if (mode === 'external') return { config: [], service: [], late: [] };
+  if (mode === 'single') {
+    const [configMap, statefulSet] = redis(options, names);
+    return { config: [configMap], service: [redisService(names)], late: [statefulSet] };
+  }
+  const memory = options.redisMemoryBytes ?? REDIS_MEMORY_BYTES_DEFAULT;
+  const [configMap, service, statefulSet, budget] = sentinelRedis(names, {
+    replicas: options.redisReplicas ?? REDIS_SENTINEL_REPLICAS_DEFAULT,
+    image: options.redisImage ?? REDIS_IMAGE_DEFAULT,
+    memoryBytes: memory,
+    volumeSize: options.redisVolumeSize ?? REDIS_VOLUME_SIZE_DEFAULT,
+    storageClass: options.storageClass,
+    staticConfig: ['protected-mode yes', ...redisPolicyConfig(memory), ''].join('\n'),
+    labels: labels(names, 'redis'),
+    podSecurity: redisPodSecurity(),
+    containerSecurity: lockedDown,
+  });
+  return { config: [configMap], service: [service], late: [statefulSet, budget] };
 }
 
 function redis(options: ManifestOptions, names: DeploymentNames): [V1ConfigMap, V1StatefulSet] {
@@ -593,14 +674,7 @@ function redis(options: ManifestOptions, names: DeploymentNames): [V1ConfigMap, 
           spec: {
             automountServiceAccountToken: false,
             enableServiceLinks: false,
-            securityContext: {
-              runAsNonRoot: true,
-              runAsUser: REDIS_UID,
-              runAsGroup: REDIS_UID,
-              fsGroup: REDIS_UID,
-              fsGroupChangePolicy: 'OnRootMismatch',
-              seccompProfile: { type: 'RuntimeDefault' },
-            },
+            securityContext: redisPodSecurity(),
             containers: [
               {
                 name: 'redis',
@@ -670,16 +744,7 @@ function networkPolicies(options: ManifestOptions, names: DeploymentNames): V1Ne
     ? [{ podSelector: nodes }, { podSelector: { matchLabels: labels(names, 'backup') } }]
     : [{ podSelector: nodes }];
   const policies = [
-    {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'NetworkPolicy',
-      metadata: metadata(names, names.redis, 'redis'),
-      spec: {
-        podSelector: { matchLabels: labels(names, 'redis') },
-        policyTypes: ['Ingress'],
-        ingress: [{ from: [{ podSelector: nodes }], ports: [{ protocol: 'TCP', port: REDIS_PORT }] }],
-      },
-    },
+    ...redisNetworkPolicies(options, names),
     {
       apiVersion: 'networking.k8s.io/v1',
       kind: 'NetworkPolicy',
@@ -711,6 +776,37 @@ function networkPolicies(options: ManifestOptions, names: DeploymentNames): V1Ne
     },
   ];
   return policies as unknown as V1NetworkPolicy[];
+}
+
+/**
+ * redisNetworkPolicies: Redis from the nodes alone; in a Sentinel set also from its own pods (replication and
+ * the sentinels' gossip), and the sentinels' port from the nodes (the API asks them where the primary is).
+ */
+function redisNetworkPolicies(options: ManifestOptions, names: DeploymentNames): object[] {
+  const mode = options.redis ?? 'single';
+  if (mode === 'external') return [];
+  const nodes = { podSelector: { matchLabels: labels(names, 'node') } };
+  const own = { podSelector: { matchLabels: labels(names, 'redis') } };
+  const ingress =
+    mode === 'single'
+      ? [{ from: [nodes], ports: [{ protocol: 'TCP', port: REDIS_PORT }] }]
+      : [
+          {
+            from: [nodes, own],
+            ports: [
+              { protocol: 'TCP', port: REDIS_PORT },
+              { protocol: 'TCP', port: SENTINEL_PORT },
+            ],
+          },
+        ];
+  return [
+    {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: metadata(names, names.redis, 'redis'),
+      spec: { podSelector: own.podSelector, policyTypes: ['Ingress'], ingress },
+    },
+  ];
 }
 
 /**
@@ -775,16 +871,17 @@ export function renderManifests(options: ManifestOptions): ManifestObject[] {
   checkOptions(options);
   const names = deploymentNames(options);
   const runs = options.runImage !== undefined;
-  const [redisConfigMap, redisSet] = redis(options, names);
+  const redisParts = redisObjects(options, names);
   return [
     ...rbac(names, runs),
-    redisConfigMap,
+    ...redisParts.config,
     ...services(names),
+    ...redisParts.service,
     ...networkPolicies(options, names),
     // The run pods' fence, the same objects the backend would create before its first Job (it keeps these).
     ...(runs ? runNetworkPolicies(names.namespace) : []),
     ...(options.apiTls === 'cert-manager' ? [apiCertificate(options, names)] : []),
-    redisSet,
+    ...redisParts.late,
     statefulSet(options, names),
     disruptionBudget(names),
     ...(options.backupSchedule === undefined

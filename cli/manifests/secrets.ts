@@ -22,11 +22,14 @@ import {
   SECRET_KEYS,
   type DeploymentNames,
 } from './layout.js';
-import { ManifestError } from './render.js';
+import { ManifestError, REDIS_MODES, type RedisMode } from './render.js';
+import { REDIS_SENTINEL_REPLICAS_DEFAULT, sentinelRedisUrl } from './redis-sentinel.js';
+import { parseRedisUrl, RedisUrlError } from '../../api/redis/redis-target.js';
 
 /** Files kept beside the certificates (0600), made on first use. */
 export const API_SECRET_KEY_FILE = 'api-secret-key';
 export const REDIS_PASSWORD_FILE = 'redis-password';
+export const REDIS_SENTINEL_PASSWORD_FILE = 'redis-sentinel-password';
 const SECRET_FILE_MODE = 0o600;
 /** REDIS_PASSWORD_BYTES: 32 random bytes, hex (no character a URL or redis.conf would need escaped). */
 const REDIS_PASSWORD_BYTES = 32;
@@ -49,6 +52,11 @@ export interface SecretOptions {
    * leaves that Secret to cert-manager (render --api-tls cert-manager).
    */
   apiTls?: 'secret' | 'cert-manager';
+  /** redis and redisReplicas must be render's (--redis, --redis-replicas): the URL names what render made. */
+  redis?: RedisMode;
+  redisReplicas?: number;
+  /** redisUrl is the API's Redis with --redis external (redis://, rediss:// or redis+sentinel://). */
+  redisUrl?: string;
 }
 
 async function readText(path: string, what: string): Promise<string> {
@@ -182,14 +190,7 @@ export async function buildSecrets(options: SecretOptions): Promise<V1Secret[]> 
     () => randomBytes(32).toString('hex'),
     (text) => void parseSecretKey(text),
   );
-  const password = await keptSecret(
-    join(options.certsDir, REDIS_PASSWORD_FILE),
-    () => randomBytes(REDIS_PASSWORD_BYTES).toString('hex'),
-    (text) => {
-      if (!REDIS_PASSWORD.test(text)) throw new Error('not a password this command made (32-128 hex digits)');
-    },
-  );
-  const redisUrl = `redis://:${password}@${redisHost(names)}:${REDIS_PORT}`;
+  const redis = await redisSecrets(options, names);
   let apiTls: Record<string, string> | null = null;
   if (options.apiTls !== 'cert-manager') {
     const certPem = await readText(join(options.certsDir, `${API_CERT_NAME}.crt`), 'the API certificate');
@@ -229,12 +230,63 @@ export async function buildSecrets(options: SecretOptions): Promise<V1Secret[]> 
     ...(apiTls ? [secret(names.apiTlsSecret, apiTls, 'kubernetes.io/tls')] : []),
     secret(names.apiSecret, {
       [SECRET_KEYS.apiSecretKey]: base64(`${apiKey}\n`),
-      [SECRET_KEYS.redisUrl]: base64(redisUrl),
+      [SECRET_KEYS.redisUrl]: base64(redis.url),
     }),
-    secret(names.redisAuthSecret, {
-      [SECRET_KEYS.redisAuthConf]: base64(`requirepass ${password}\n`),
-      [SECRET_KEYS.redisPassword]: base64(password),
-    }),
+    ...(redis.auth === null ? [] : [secret(names.redisAuthSecret, redis.auth)]),
     ...backup,
   ];
+}
+
+const keptPassword = (certsDir: string, file: string): Promise<string> =>
+  keptSecret(
+    join(certsDir, file),
+    () => randomBytes(REDIS_PASSWORD_BYTES).toString('hex'),
+    (text) => {
+      if (!REDIS_PASSWORD.test(text)) throw new Error('not a password this command made (32-128 hex digits)');
+    },
+  );
+
+/**
+ * redisSecrets: the API's Redis URL and the Redis pods' auth Secret (base64 values; null when the Redis is
+ * external, whose passwords are its operator's and travel only inside the URL).
+ */
+async function redisSecrets(
+  options: SecretOptions,
+  names: DeploymentNames,
+): Promise<{ url: string; auth: Record<string, string> | null }> {
+  const mode = options.redis ?? 'single';
+  if (!REDIS_MODES.includes(mode))
+    throw new ManifestError(`redis ${JSON.stringify(mode)} must be one of ${REDIS_MODES.join(', ')}`);
+  if ((options.redisUrl !== undefined) !== (mode === 'external'))
+    throw new ManifestError('a Redis URL goes with redis external, and redis external needs one');
+  if (options.redisReplicas !== undefined && mode !== 'sentinel')
+    throw new ManifestError('redis replicas need redis sentinel');
+  if (mode === 'external') {
+    try {
+      parseRedisUrl(options.redisUrl!);
+    } catch (err) {
+      if (err instanceof RedisUrlError) throw new ManifestError(`the Redis URL: ${err.message}`);
+      throw err;
+    }
+    return { url: options.redisUrl!, auth: null };
+  }
+  const password = await keptPassword(options.certsDir, REDIS_PASSWORD_FILE);
+  if (mode === 'single') {
+    return {
+      url: `redis://:${password}@${redisHost(names)}:${REDIS_PORT}`,
+      auth: {
+        [SECRET_KEYS.redisAuthConf]: base64(`requirepass ${password}\n`),
+        [SECRET_KEYS.redisPassword]: base64(password),
+      },
+    };
+  }
+  const sentinelPassword = await keptPassword(options.certsDir, REDIS_SENTINEL_PASSWORD_FILE);
+  const replicas = options.redisReplicas ?? REDIS_SENTINEL_REPLICAS_DEFAULT;
+  return {
+    url: sentinelRedisUrl(names, replicas, password, sentinelPassword),
+    auth: {
+      [SECRET_KEYS.redisPassword]: base64(password),
+      [SECRET_KEYS.redisSentinelPassword]: base64(sentinelPassword),
+    },
+  };
 }
