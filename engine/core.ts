@@ -34,11 +34,7 @@ import { quorumMatch, type VoteTally } from './quorum.js';
 import { ReadIndex } from './read-index.js';
 import { SnapshotStaging } from './snapshot-staging.js';
 import { Readiness } from './readiness.js';
-import { CANDIDATE, PRECANDIDATE } from './role-candidate.js';
-import { FOLLOWER } from './role-follower.js';
-import { JOINER } from './role-joiner.js';
-import { LEADER } from './role-leader.js';
-import { REMOVED, type RoleHandlers } from './roles.js';
+import type { RoleHandlersOf } from './roles.js';
 import { isStaleTerm } from './term-rule.js';
 import { LeadershipTransfer } from './transfer.js';
 import { decodeRoster, encodeRoster, isRemoved, isVoter, memberById, memberByName, voterIds } from './roster.js';
@@ -106,15 +102,8 @@ const EMPTY_ROSTER: Roster = { membershipVersion: 0, nextMemberId: 1, members: [
  * EngineCore is the engine's state and the order things happen in; `Engine` (engine.ts) is its face to
  * drivers. Its members are open to the role files (role-*.ts), which hold what differs by role.
  */
-/** ROLE_HANDLERS: the handler set of each role (etcd's `r.step`), chosen when the role changes. */
-const ROLE_HANDLERS: Record<Role, RoleHandlers> = {
-  leader: LEADER,
-  precandidate: PRECANDIDATE,
-  candidate: CANDIDATE,
-  follower: FOLLOWER,
-  joiner: JOINER,
-  removed: REMOVED,
-};
+/** RoleHandlers is a role's handler set acting on this core (roles.ts; the table is role-table.ts). */
+export type RoleHandlers = RoleHandlersOf<EngineCore>;
 
 export class EngineCore {
   readonly limits: EngineLimits;
@@ -188,6 +177,8 @@ export class EngineCore {
   constructor(
     readonly config: EngineConfig,
     restored: RestoredState,
+    /** roleHandlers: each role's handler set (role-table.ts), given here so core.ts imports no role file. */
+    private readonly roleHandlers: Readonly<Record<Role, RoleHandlers>>,
   ) {
     this.limits = config.limits;
     this.joining = new JoinDialer(config.seeds, config.seeds.length + config.limits.clusterMemberCountMax);
@@ -223,7 +214,7 @@ export class EngineCore {
       if (self) this.hs.selfId = self.id;
     }
     this.role = this.hs.removed ? 'removed' : this.hs.selfId === 0 ? 'joiner' : 'follower';
-    this.handlers = ROLE_HANDLERS[this.role];
+    this.handlers = this.roleHandlers[this.role];
     this.election.randomizeTimeout();
     // Storage found damaged at recovery: nothing of it is applied, and the wipe waits for a
     // leader of the current term to reinstall from (fenceLeaderTraffic).
@@ -373,7 +364,7 @@ export class EngineCore {
   setRole(role: Role): void {
     if (this.role === role) return;
     this.role = role;
-    this.handlers = ROLE_HANDLERS[role];
+    this.handlers = this.roleHandlers[role];
     this.fx.other({ type: 'roleChanged', role, term: this.hs.term, leaderId: this.leaderId });
   }
 

@@ -5,6 +5,7 @@
 // This class is the engine's face to drivers (as etcd's RawNode is raft's): the state and the order
 // things happen in are EngineCore's (core.ts); what differs by role is in role-*.ts (roles.ts).
 import { EngineCore } from './core.js';
+import { ROLE_HANDLERS } from './role-table.js';
 import type {
   Effect,
   EngineConfig,
@@ -25,7 +26,7 @@ export class Engine {
     readonly config: EngineConfig,
     restored: RestoredState,
   ) {
-    this.core = new EngineCore(config, restored);
+    this.core = new EngineCore(config, restored, ROLE_HANDLERS);
   }
 
   /**

@@ -1,9 +1,9 @@
 // The campaign's handler sets (roles.ts): a precandidate counts pre-votes, a candidate votes; each
 // counts only the answers to its own campaign, in its own term (a vote for an earlier one is stale).
 import type { CallContext } from './calls.js';
-import type { EngineCore } from './core.js';
+import type { EngineCore, RoleHandlers } from './core.js';
 import { tickFollower } from './role-follower.js';
-import { NOT_LEADING, type RoleHandlers } from './roles.js';
+import { NOT_LEADING } from './role-not-leading.js';
 import type { VoteResponse } from './rpc.js';
 
 /** countVote records one answer and acts on the tally: won (a pre-vote campaigns, a vote leads), lost (follow). */

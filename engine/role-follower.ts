@@ -1,7 +1,7 @@
 // The follower's handler set (roles.ts), whose tick a campaign shares: the election clock, the
 // pull's timeout, the status poll (Readiness rules, 3), and a pre-vote once the clock runs out.
-import type { EngineCore } from './core.js';
-import { NOT_LEADING, type RoleHandlers } from './roles.js';
+import type { EngineCore, RoleHandlers } from './core.js';
+import { NOT_LEADING } from './role-not-leading.js';
 import { memberById } from './roster.js';
 
 /** tickFollower is the tick of a follower and of a (pre-)candidate. */

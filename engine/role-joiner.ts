@@ -1,7 +1,7 @@
 // The joiner's handler set (roles.ts): dial JoinCluster (JoinDialer paces and re-targets it) until
 // admitted, then follow with the id and roster the answer gives.
-import type { EngineCore } from './core.js';
-import { NOT_LEADING, type RoleHandlers } from './roles.js';
+import type { EngineCore, RoleHandlers } from './core.js';
+import { NOT_LEADING } from './role-not-leading.js';
 import type { JoinRequest } from './rpc.js';
 import { parseCarriable } from './values.js';
 

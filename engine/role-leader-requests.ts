@@ -1,6 +1,6 @@
 // The leader's answers to what only a leader does (roles.ts): admit a joiner, append client
 // commands, carry out an operator's membership and leadership commands, fold a follower's report,
-// count its own sync toward the commit. Other roles refuse these (roles.ts, NOT_LEADING).
+// count its own sync toward the commit. Other roles refuse these (role-not-leading.ts).
 import { leaveRefusal } from './autopilot.js';
 import { assertNever } from './assert.js';
 import type { EngineCore } from './core.js';

@@ -1,6 +1,6 @@
 // The leader's handler set (roles.ts): check-quorum, heartbeats, ship retries and the transfer
 // timeout on each tick; its followers' answers to ships and heartbeats.
-import type { EngineCore } from './core.js';
+import type { EngineCore, RoleHandlers } from './core.js';
 import {
   leaderAdministers,
   leaderAdmits,
@@ -8,7 +8,7 @@ import {
   leaderPersisted,
   leaderProposes,
 } from './role-leader-requests.js';
-import { NOT_LEADING, type RoleHandlers } from './roles.js';
+import { NOT_LEADING } from './role-not-leading.js';
 
 export const LEADER: RoleHandlers = {
   ...NOT_LEADING,

@@ -1,9 +1,9 @@
 // RoleHandlers: what a node does differently by role, chosen once when its role changes
 // (EngineCore.setRole), as etcd's raft sets `r.step = stepLeader | stepCandidate | stepFollower` in
 // becomeX. The core runs what every role shares (admission, the term rule, removal) and hands the
-// rest to the set in force: role-leader.ts, role-candidate.ts, role-follower.ts, role-joiner.ts.
+// rest to the set in force: role-leader.ts, role-candidate.ts, role-follower.ts, role-joiner.ts,
+// role-not-leading.ts (what every role but the leader shares, and the removed node).
 import type { CallContext } from './calls.js';
-import type { EngineCore } from './core.js';
 import type {
   AppliedReport,
   HeartbeatResponse,
@@ -14,7 +14,12 @@ import type {
 } from './rpc.js';
 import type { AdminOp, Proposal, Role } from './types.js';
 
-export interface RoleHandlers {
+/**
+ * RoleHandlersOf is generic in the core it acts on so that this file needs nothing of core.ts: the core
+ * holds a table of these (role-table.ts, given to its constructor) and the role files name it as
+ * `RoleHandlers` (core.ts), so no file of the engine imports in a circle.
+ */
+export interface RoleHandlersOf<EngineCore> {
   readonly role: Role;
   /** tick: one tick's work (the election clock, heartbeats, ship retries, dialling a join …). */
   tick(c: EngineCore): void;
@@ -42,28 +47,3 @@ export interface RoleHandlers {
   /** onAdmin: an operator's command (only a leader carries it out). */
   onAdmin(c: EngineCore, adminId: number, op: AdminOp): void;
 }
-
-/**
- * NOT_LEADING is what every role but the leader does with these: acts on none of the answers, reports
- * its own sync to its leader, folds no report, and refuses joins, commands and admin ops. A removed
- * node is exactly this; the other roles start from it.
- */
-export const NOT_LEADING: Omit<RoleHandlers, 'role'> = {
-  tick: () => {},
-  onShipAnswer: () => {},
-  onHeartbeatAnswer: () => {},
-  onVoteAnswer: () => {},
-  onJoinAnswer: () => {},
-  onPersisted: (c) => c.afterFrontierMoved(),
-  foldReport: () => false,
-  onJoin: (c, callId) =>
-    c.replyJoinRefusal(callId, c.leaderId === 0 ? 'not the leader; no leader known yet' : 'not the leader'),
-  onPropose: (c, proposals) => {
-    for (const { proposalId } of proposals)
-      c.refuseProposal(proposalId, { code: 'not-leader', reason: 'not the leader' });
-  },
-  onAdmin: (c, adminId) =>
-    c.adminResult(adminId, 'not-leader', `not the leader (leader is ${c.leaderId || 'unknown'})`),
-};
-
-export const REMOVED: RoleHandlers = { ...NOT_LEADING, role: 'removed' };
