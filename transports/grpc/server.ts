@@ -9,7 +9,6 @@ import * as grpc from '@grpc/grpc-js';
 import { StatusCode, type RpcMethod, type RpcRequest, type UnaryMethod } from '../../engine/rpc.js';
 import type { CallEnd, PeerHandler } from './call-sink.js';
 import { serverChannelOptions } from './channel-options.js';
-import { earlyStatus } from './early-status.js';
 import { resolveGrpcLimits, type GrpcLimits } from './limits.js';
 import { RPC_METHODS, identity, isUnaryMethod, methodPath, type StreamMethod } from './methods.js';
 import { StreamCall, UnaryCall, type CallEnv } from './served-call.js';
@@ -98,7 +97,7 @@ export class PeerServer {
 
   private constructor(private readonly options: PeerServerOptions) {
     this.limits = resolveGrpcLimits(options.limits);
-    this.server = new grpc.Server({ ...serverChannelOptions(this.limits), interceptors: [earlyStatus] });
+    this.server = new grpc.Server(serverChannelOptions(this.limits));
     this.env = {
       limits: this.limits,
       warn: (message) => this.warn(message),
