@@ -1,6 +1,7 @@
 // The lean unary client (transports/grpc/lean-unary.ts) behind PeerPool: each outcome is the one the grpc-js path
 // delivers for the same answer (response, status code, details, x-svc-* trailers), deadlines and cancels end a
-// call, an unreachable peer fails fast during its back-off and is dialled again after it, no outcome arrives
+// call, an unreachable peer fails fast during its back-off and is dialled again after it, an attempt that does not
+// connect is dropped at connectTimeoutMs, no outcome arrives
 // inside send(), and over TLS it trusts only the cluster CA and checks the host name and the cluster.
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
@@ -222,6 +223,41 @@ describe('transports/grpc lean unary client', function () {
     it('talks to a peer of its cluster signed by its CA, under the expected name', async function () {
       const outcome = await heartbeatOver('cluster-ca', 'c1', 'localhost');
       assert.equal(outcome.type, 'response', JSON.stringify(outcome));
+    });
+
+    it('drops a connection attempt that does not connect within connectTimeoutMs and backs off', async function () {
+      // A loopback black hole: TCP is accepted, TLS never answered (as a SYN into a partition never is).
+      const sockets: net.Socket[] = [];
+      const hole = net.createServer((socket) => sockets.push(socket));
+      await new Promise<void>((resolve) => hole.listen(0, '127.0.0.1', resolve));
+      const port = (hole.address() as net.AddressInfo).port;
+      const material = pki.material('cluster-ca', pki.issue('cluster-ca', 'client-hole', ['DNS:client']));
+      const seen = new Map<number, TransportInput>();
+      const p = new PeerPool({
+        credentials: clientCredentials(material),
+        deliver: (input) => seen.set(input.requestId, input),
+        limits: { unaryDeadlineMs: 10_000, connectTimeoutMs: 300, initialReconnectBackoffMs: 5_000 },
+        lean: { dial: peerHttp2Dial({ mode: 'mtls', material, clusterId: 'c1' }, 'localhost'), headers: {} },
+      });
+      try {
+        const began = Date.now();
+        p.send(1, `127.0.0.1:${port}`, heartbeat(7));
+        await waitFor(() => seen.has(1), 'the first outcome');
+        const first = seen.get(1)!;
+        assert.ok(first.type === 'callFailed' && first.status.code === StatusCode.UNAVAILABLE, JSON.stringify(first));
+        assert.ok(
+          Date.now() - began < 5_000,
+          `failed at the connect bound, not the 10 s deadline (${Date.now() - began} ms)`,
+        );
+        p.send(2, `127.0.0.1:${port}`, heartbeat(7));
+        await waitFor(() => seen.has(2), 'the second outcome', 1_000);
+        const second = seen.get(2)!;
+        assert.ok(second.type === 'callFailed' && /back-off/.test(second.status.details), JSON.stringify(second));
+      } finally {
+        p.close();
+        for (const socket of sockets) socket.destroy();
+        await new Promise<void>((resolve) => hole.close(() => resolve()));
+      }
     });
 
     it('refuses a server signed by another CA, under another name, or of another cluster', async function () {

@@ -12,7 +12,8 @@
 // One HTTP/2 session per peer address, opened on first use, dropped when it closes, errs, receives GOAWAY
 // or fails a keepalive ping (grpc-js's keepalive: a ping every keepaliveTimeMs, dropped when unanswered
 // for keepaliveTimeoutMs), so a partitioned or restarted peer gets a fresh connection on the next call.
-// A failed connection attempt fails the calls of the next initialReconnectBackoffMs (doubling to
+// A connection attempt that has not connected within connectTimeoutMs (a SYN into a partition) is dropped
+// and counts as failed. A failed connection attempt fails the calls of the next initialReconnectBackoffMs (doubling to
 // maxReconnectBackoffMs while attempts keep failing) at once with UNAVAILABLE, as a grpc-js channel in
 // TRANSIENT_FAILURE does, instead of dialling again on every heartbeat.
 import * as http2 from 'node:http2';
@@ -147,6 +148,7 @@ export class LeanUnaryClient {
     const keepalive = setInterval(() => {
       const unanswered = setTimeout(() => session.destroy(), keepaliveTimeoutMs);
       unanswered.unref();
+      // A session still connecting queues the ping (connectTimeoutMs bounds that wait instead).
       const sent = session.ping((err) => {
         clearTimeout(unanswered);
         if (err) session.destroy();
@@ -157,10 +159,19 @@ export class LeanUnaryClient {
     const peer: Peer = { session, calls: 0, keepalive };
     this.peers.set(to, peer);
     let connected = false;
+    const connecting = setTimeout(() => {
+      // Not connected in time (a SYN into a partition): drop it and back off, as a failed attempt.
+      this.backOff(to);
+      this.drop(to, peer);
+      session.destroy();
+    }, this.options.limits.connectTimeoutMs);
+    connecting.unref();
     session.once('connect', () => {
       connected = true;
+      clearTimeout(connecting);
       this.refused.delete(to);
     });
+    session.once('close', () => clearTimeout(connecting));
     session.on('error', () => {
       if (!connected) this.backOff(to);
       this.drop(to, peer);
