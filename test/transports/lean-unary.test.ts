@@ -1,7 +1,7 @@
 // The lean unary client (transports/grpc/lean-unary.ts) behind PeerPool: each outcome is the one the grpc-js path
 // delivers for the same answer (response, status code, details, x-svc-* trailers), deadlines and cancels end a
 // call, an unreachable peer fails fast during its back-off and is dialled again after it, an attempt that does not
-// connect is dropped at connectTimeoutMs, no outcome arrives
+// connect is dropped at connectTimeoutMs and a connection whose keepalive ping goes unanswered is dropped, no outcome arrives
 // inside send(), and over TLS it trusts only the cluster CA and checks the host name and the cluster.
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
@@ -17,7 +17,7 @@ import {
   peerHttp2Dial,
   serverCredentials,
 } from '../../transports/grpc/tls.js';
-import { FakePeerHandler, startServer, waitFor } from './helpers.js';
+import { FakePeerHandler, SilenceableProxy, startServer, waitFor } from './helpers.js';
 import { ThrowawayPki } from './throwaway-pki.js';
 
 const heartbeat = (term: number): RpcRequest => ({
@@ -172,6 +172,32 @@ describe('transports/grpc lean unary client', function () {
       }
     } finally {
       lean.pool.close();
+    }
+  });
+
+  it('drops a connection whose keepalive ping goes unanswered: a call on it fails UNAVAILABLE before its deadline', async function () {
+    const proxy = await SilenceableProxy.start(Number(address.split(':')[1]));
+    const lean = pool(true, {
+      keepaliveTimeMs: 150,
+      keepaliveTimeoutMs: 150,
+      minPingIntervalWithoutDataMs: 150,
+      unaryDeadlineMs: 10_000,
+    });
+    try {
+      lean.pool.send(20, proxy.address, heartbeat(7));
+      assert.equal((await lean.outcome(20)).type, 'response');
+      proxy.silence();
+      const began = Date.now();
+      lean.pool.send(21, proxy.address, heartbeat(7));
+      const cut = await lean.outcome(21);
+      assert.ok(cut.type === 'callFailed' && cut.status.code === StatusCode.UNAVAILABLE, JSON.stringify(cut));
+      assert.ok(
+        Date.now() - began < 5_000,
+        `dropped by the keepalive, not the 10 s deadline (${Date.now() - began} ms)`,
+      );
+    } finally {
+      lean.pool.close();
+      proxy.close();
     }
   });
 

@@ -146,13 +146,20 @@ export class LeanUnaryClient {
     const session = this.options.dial(to);
     const { keepaliveTimeMs, keepaliveTimeoutMs } = this.options.limits;
     const keepalive = setInterval(() => {
+      // A destroyed session's 'close' (which stops this timer) comes a tick later; ping() would throw on it.
+      if (session.destroyed || session.closed) return;
       const unanswered = setTimeout(() => session.destroy(), keepaliveTimeoutMs);
       unanswered.unref();
       // A session still connecting queues the ping (connectTimeoutMs bounds that wait instead).
-      const sent = session.ping((err) => {
-        clearTimeout(unanswered);
-        if (err) session.destroy();
-      });
+      let sent = false;
+      try {
+        sent = session.ping((err) => {
+          clearTimeout(unanswered);
+          if (err) session.destroy();
+        });
+      } catch {
+        session.destroy();
+      }
       if (!sent) clearTimeout(unanswered);
     }, keepaliveTimeMs);
     keepalive.unref();
