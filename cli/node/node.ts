@@ -32,9 +32,19 @@ import { PeerPool } from '../../transports/grpc/client.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
 import { resolveGrpcLimits, type GrpcLimits } from '../../transports/grpc/limits.js';
 import { PeerGate, REFUSAL_REASONS, type RefusalReason } from '../../transports/grpc/peer-gate.js';
-import { clusterChannelOptions, pemIdentity, type CertIdentity } from '../../transports/grpc/peer-identity.js';
+import {
+  CLUSTER_ID_METADATA_KEY,
+  clusterChannelOptions,
+  pemIdentity,
+  type CertIdentity,
+} from '../../transports/grpc/peer-identity.js';
 import { PeerServer } from '../../transports/grpc/server.js';
-import { peerClientCredentials, peerServerCredentials, type PeerSecurity } from '../../transports/grpc/tls.js';
+import {
+  peerClientCredentials,
+  peerHttp2Dial,
+  peerServerCredentials,
+  type PeerSecurity,
+} from '../../transports/grpc/tls.js';
 import { openNodeStorage, type NodeStorage } from '../../transports/storage/node-storage.js';
 import { DEFAULT_STORE_LIMITS, storeLimits, type StoreLimits } from '../../store/limits.js';
 import { StoreUnavailableError } from '../../store/errors.js';
@@ -620,6 +630,12 @@ export class Node {
       credentials: peerClientCredentials(security),
       limits: this.grpcLimits,
       channelOptions: peerChannel,
+      // The unary calls a write or a read waits on go over the lean HTTP/2 client (transports/grpc/lean-unary.ts),
+      // with the same security and the cluster id the channel's interceptor adds.
+      lean: {
+        dial: peerHttp2Dial(security, config.tls.mode === 'mtls' ? config.tls.serverNameOverride : undefined),
+        headers: this.clusterIdValue === '' ? {} : { [CLUSTER_ID_METADATA_KEY]: this.clusterIdValue },
+      },
       deliver: (input) => {
         if (input.type === 'callFailed')
           this.log.debug(

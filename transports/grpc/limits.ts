@@ -58,6 +58,12 @@ export interface GrpcLimits {
    * would answer our keepalives with GOAWAY too_many_pings.
    */
   minPingIntervalWithoutDataMs: number;
+  /**
+   * connectTimeoutMs bounds a connection attempt of the lean unary client (lean-unary.ts: TCP and TLS). One not
+   * connected by then is dropped and its peer backed off, so a peer behind a partition that healed is dialled
+   * again within about this long rather than after TCP's SYN retries (a minute or more).
+   */
+  connectTimeoutMs: number;
   /** initialReconnectBackoffMs is the first reconnect delay after a failed connection (grpc.initial_reconnect_backoff_ms). */
   initialReconnectBackoffMs: number;
   /**
@@ -90,6 +96,7 @@ export const DEFAULT_GRPC_LIMITS: Readonly<GrpcLimits> = Object.freeze({
   keepaliveTimeMs: 10_000,
   keepaliveTimeoutMs: 5_000,
   minPingIntervalWithoutDataMs: 5_000,
+  connectTimeoutMs: 5_000,
   initialReconnectBackoffMs: 200,
   maxReconnectBackoffMs: 5_000,
   flowControlWindowBytes: 16 * MiB,

@@ -77,13 +77,11 @@ export function metadataTrailers(metadata: Metadata | undefined | null): Record<
 export function fromStatusObject(
   status: Pick<StatusObject, 'code' | 'details'> & { metadata?: Metadata | null },
 ): RpcStatus {
-  const trailers = metadataTrailers(status.metadata);
-  if (ENGINE_CODES.has(status.code) && status.code !== StatusCode.OK) {
-    return { code: status.code as StatusCode, details: status.details, trailers };
-  }
-  return {
-    code: StatusCode.UNAVAILABLE,
-    details: `${statusName(status.code)}: ${status.details}`,
-    trailers,
-  };
+  return statusFromCode(status.code, status.details, metadataTrailers(status.metadata));
+}
+
+/** statusFromCode is fromStatusObject's mapping for a status read off the wire by other means (lean-unary.ts). */
+export function statusFromCode(code: number, details: string, trailers: Record<string, string>): RpcStatus {
+  if (ENGINE_CODES.has(code) && code !== StatusCode.OK) return { code: code as StatusCode, details, trailers };
+  return { code: StatusCode.UNAVAILABLE, details: `${statusName(code)}: ${details}`, trailers };
 }

@@ -2,6 +2,7 @@
 // certificate signed by the cluster CA, the client checks the server's against
 // the same CA. Plaintext exists only when a caller asks for it by name.
 import * as grpc from '@grpc/grpc-js';
+import * as http2 from 'node:http2';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { certIdentity } from './peer-identity.js';
 
@@ -98,4 +99,34 @@ export function peerClientCredentials(security: PeerSecurity): grpc.ChannelCrede
     security.material,
     security.clusterId === undefined ? {} : { peerOfCluster: security.clusterId },
   );
+}
+
+/**
+ * peerHttp2Dial opens the HTTP/2 sessions of lean-unary.ts with the same security as peerClientCredentials:
+ * this node's certificate, only servers signed by the cluster CA, the host name checked (against
+ * serverNameOverride when set, as grpc.ssl_target_name_override does) and, with a cluster id, the server a
+ * peer of that cluster.
+ */
+export function peerHttp2Dial(
+  security: PeerSecurity,
+  serverNameOverride?: string,
+): (address: string) => http2.ClientHttp2Session {
+  if (security.mode === 'insecure') return (address) => http2.connect(`http://${address}`);
+  const { material, clusterId } = security;
+  const ca = pem(material.ca, 'ca');
+  const cert = pem(material.cert, 'cert');
+  const key = pem(material.key, 'key');
+  return (address) =>
+    http2.connect(`https://${address}`, {
+      ca,
+      cert,
+      key,
+      ...(serverNameOverride ? { servername: serverNameOverride } : {}),
+      ...(clusterId === undefined
+        ? {}
+        : {
+            checkServerIdentity: (hostname: string, peer: PeerCertificate): Error | undefined =>
+              serverIdentityProblem(hostname, peer, clusterId),
+          }),
+    });
 }

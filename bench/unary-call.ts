@@ -1,0 +1,205 @@
+// Unary call bench (not a test): what one peer call costs, the figure transports/grpc/lean-unary.ts rests on.
+// A PeerServer (the node's own server, mutual TLS with certificates issued here, or plaintext with --insecure)
+// runs in a child process answering Heartbeat; this process sends heartbeats one at a time, interleaving three
+// ways per round: a PeerPool on grpc-js's client, a PeerPool with the lean client, and (for scale) a raw
+// message each way on one open grpc-js stream. It prints each way's round-trip p50/p90 and the caller's and the
+// server's CPU per call.
+//
+//   npx tsx bench/unary-call.ts [--calls 2000] [--insecure]
+import { fork } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import { createClusterCa, createNodeCert, newClusterId } from '../cli/certs/certs.js';
+import * as pb from '../proto/gen/svc/replication/v1/replication.js';
+import { PeerPool, type TransportInput } from '../transports/grpc/client.js';
+import { CLUSTER_ID_METADATA_KEY, clusterChannelOptions } from '../transports/grpc/peer-identity.js';
+import { PeerServer } from '../transports/grpc/server.js';
+import {
+  peerClientCredentials,
+  peerHttp2Dial,
+  peerServerCredentials,
+  type PeerSecurity,
+} from '../transports/grpc/tls.js';
+
+const ECHO_PATH = '/bench.Echo/Chat';
+const identity = (b: Buffer): Buffer => b;
+const WARMUP_CALLS = 200;
+
+function numberArg(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  const value = at >= 0 ? Number(process.argv[at + 1]) : fallback;
+  if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer`);
+  return value;
+}
+
+interface Setup {
+  security: PeerSecurity;
+  clusterId: string;
+}
+
+/** issue makes a cluster CA and one node certificate in `dir` (the server and the caller both present it). */
+async function issue(dir: string): Promise<string> {
+  const clusterId = newClusterId();
+  await createClusterCa({ dir });
+  await createNodeCert({ dir, name: 'bench', clusterId, peersService: 'peers', namespace: 'bench' });
+  return clusterId;
+}
+
+async function load(dir: string, clusterId: string): Promise<Setup> {
+  if (clusterId === '') return { security: { mode: 'insecure' }, clusterId };
+  const material = {
+    ca: await readFile(join(dir, 'ca.crt')),
+    cert: await readFile(join(dir, 'bench.crt')),
+    key: await readFile(join(dir, 'bench.key')),
+  };
+  return { security: { mode: 'mtls', material, clusterId }, clusterId };
+}
+
+// --- server side (child process) -------------------------------------------------------------------------
+
+async function serve(): Promise<void> {
+  const { dir, clusterId } = JSON.parse(process.argv[3]!) as { dir: string; clusterId: string };
+  const { security } = await load(dir, clusterId);
+  const server = await PeerServer.listen('127.0.0.1:0', {
+    credentials: peerServerCredentials(security),
+    handler: {
+      onRequest(_callId, _request, call) {
+        call.reply({ method: 'Heartbeat', body: pb.HeartbeatResponse.fromPartial({ acknowledged: true, term: 4 }) });
+      },
+      onCallClosed() {},
+    },
+    services: [
+      {
+        definition: {
+          chat: {
+            path: ECHO_PATH,
+            requestStream: true,
+            responseStream: true,
+            requestSerialize: identity,
+            requestDeserialize: identity,
+            responseSerialize: identity,
+            responseDeserialize: identity,
+          },
+        },
+        implementation: {
+          chat: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => call.on('data', (m: Buffer) => call.write(m)),
+        },
+        role: 'peer',
+      },
+    ],
+  });
+  process.on('message', (message) => {
+    if (message === 'cpu') {
+      const cpu = process.cpuUsage();
+      process.send!(cpu.user + cpu.system);
+    } else if (message === 'stop') void server.close().then(() => process.exit(0));
+  });
+  process.send!({ port: server.port });
+}
+
+// --- client side ----------------------------------------------------------------------------------------------
+
+type Way = 'grpc-js unary' | 'lean unary' | 'stream message';
+
+async function main(): Promise<void> {
+  const calls = numberArg('calls', 2000);
+  const insecure = process.argv.includes('--insecure');
+  const dir = await mkdtemp(join(tmpdir(), 'svc-bench-unary-'));
+  const { security, clusterId } = await load(dir, insecure ? '' : await issue(dir));
+  const child = fork(fileURLToPath(import.meta.url), ['--serve', JSON.stringify({ dir, clusterId })], {
+    execArgv: ['--import', 'tsx'],
+  });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.once('message', (m) => resolve((m as { port: number }).port));
+      child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+    });
+    const address = `127.0.0.1:${port}`;
+    const serverCpuUs = (): Promise<number> =>
+      new Promise((resolve) => {
+        child.once('message', (m) => resolve(m as number));
+        child.send('cpu');
+      });
+    const channelOptions = { 'grpc.ssl_target_name_override': 'localhost', ...clusterChannelOptions(clusterId) };
+    const pending = new Map<number, (input: TransportInput) => void>();
+    const deliver = (input: TransportInput): void => pending.get(input.requestId)?.(input);
+    const classic = new PeerPool({ credentials: peerClientCredentials(security), channelOptions, deliver });
+    const lean = new PeerPool({
+      credentials: peerClientCredentials(security),
+      channelOptions,
+      deliver,
+      lean: {
+        dial: peerHttp2Dial(security, 'localhost'),
+        headers: clusterId === '' ? {} : { [CLUSTER_ID_METADATA_KEY]: clusterId },
+      },
+    });
+    const streamClient = new grpc.Client(address, peerClientCredentials(security), channelOptions);
+    const stream = streamClient.makeBidiStreamRequest(ECHO_PATH, identity, identity);
+    let echoed: (() => void) | null = null;
+    stream.on('data', () => echoed?.());
+    // Its end at teardown arrives as a status; listening keeps it from being thrown.
+    stream.on('error', () => undefined);
+    const request = { method: 'Heartbeat', body: pb.HeartbeatRequest.fromPartial({ term: 4, regionId: 1 }) } as const;
+    const message = Buffer.from(pb.HeartbeatRequest.encode(request.body).finish());
+    let nextId = 1;
+    const viaPool = (pool: PeerPool) => (): Promise<void> =>
+      new Promise((resolve, reject) => {
+        const id = nextId++;
+        pending.set(id, (input) => {
+          pending.delete(id);
+          if (input.type === 'response') resolve();
+          else reject(new Error(JSON.stringify(input)));
+        });
+        pool.send(id, address, request);
+      });
+    const ways: Record<Way, () => Promise<void>> = {
+      'grpc-js unary': viaPool(classic),
+      'lean unary': viaPool(lean),
+      'stream message': () =>
+        new Promise((resolve) => {
+          echoed = resolve;
+          stream.write(message);
+        }),
+    };
+    for (let i = 0; i < WARMUP_CALLS; i++) for (const way of Object.values(ways)) await way();
+    const rtts: Record<Way, number[]> = { 'grpc-js unary': [], 'lean unary': [], 'stream message': [] };
+    for (let i = 0; i < calls; i++)
+      for (const [name, way] of Object.entries(ways) as Array<[Way, () => Promise<void>]>) {
+        const began = process.hrtime.bigint();
+        await way();
+        rtts[name].push(Number(process.hrtime.bigint() - began) / 1000);
+      }
+    console.log(
+      `${calls} calls each way, interleaved, ${insecure ? 'plaintext' : 'mutual TLS'}; server in a child process`,
+    );
+    for (const [name, way] of Object.entries(ways) as Array<[Way, () => Promise<void>]>) {
+      // CPU per call: a run of this way alone, caller and server measured around it.
+      const server0 = await serverCpuUs();
+      const caller0 = process.cpuUsage();
+      for (let i = 0; i < calls; i++) await way();
+      const caller = process.cpuUsage(caller0);
+      const server = (await serverCpuUs()) - server0;
+      const sorted = rtts[name].sort((a, b) => a - b);
+      const at = (q: number): string => sorted[Math.floor(q * sorted.length)]!.toFixed(0);
+      console.log(
+        `  ${name.padEnd(15)} round trip p50 ${at(0.5)} µs, p90 ${at(0.9)} µs; CPU per call: caller ${((caller.user + caller.system) / calls).toFixed(0)} µs, server ${(server / calls).toFixed(0)} µs`,
+      );
+    }
+    stream.end();
+    streamClient.close();
+    classic.close();
+    lean.close();
+  } finally {
+    if (child.connected) {
+      child.send('stop');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === '--serve') await serve();
+else await main();
