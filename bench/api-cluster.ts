@@ -13,7 +13,7 @@
 //   --no-sse skips part 2.
 import { execFile } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -553,6 +553,11 @@ async function main(): Promise<void> {
     await cluster.stop();
   }
   if (cpuProfile) {
+    // The cases' windows beside the profiles, for a closer look at them afterwards (inclusive times, stacks).
+    writeFileSync(
+      path.join(profileDir, 'windows.json'),
+      JSON.stringify(casesForProfile.map(({ name, windowsUs, requestsTotal }) => ({ name, windowsUs, requestsTotal }))),
+    );
     process.stdout.write(`\nCPU profiles in ${profileDir}\n`);
     process.stdout.write(
       `\nNode processes' CPU inside each case's measurements (idle left out; per request = busy time / ` +

@@ -171,11 +171,17 @@ export class ReplicatedStore implements DocumentStore {
     await this.caughtUpTo(index, deadlineAt);
   }
 
+  /** caughtUpNow: this node has applied readIndex and every write it answered unapplied (caughtUpTo would not wait). */
+  caughtUpNow(readIndex: number): boolean {
+    return this.host.stateMachine.appliedSeq >= Math.max(readIndex, this.unappliedWriteSeq);
+  }
+
   /**
    * caughtUpTo resolves once this node has applied the read index and every write it answered unapplied before
    * now; a node that does not get there within catchUpWaitMs refuses with StoreCatchingUpError.
    */
   async caughtUpTo(readIndex: number, deadlineAt: number): Promise<void> {
+    if (this.caughtUpNow(readIndex)) return;
     const seq = Math.max(readIndex, this.unappliedWriteSeq);
     if (await this.appliedWithin(seq, deadlineAt)) return;
     const applied = this.host.stateMachine.appliedSeq;
@@ -229,10 +235,21 @@ export class ReplicatedStore implements DocumentStore {
 class ReadSession implements DocumentStore {
   /** index is the session's read index, asked at its first read; a failed one is dropped so the next read tries afresh. */
   private index: Promise<number> | null = null;
+  /**
+   * passedSeq is the read index a barrier of this session has passed at (0: none yet). A later read needs no wait
+   * while caughtUpNow(passedSeq) holds (local state only moves forward): it is the check a barrier at the same
+   * index would make, done without the barrier's promises (a keyed request reads behind its key check's barrier).
+   */
+  private passedSeq = 0;
 
   constructor(private readonly store: ReplicatedStore) {}
 
+  private passed(): boolean {
+    return this.passedSeq > 0 && this.store.caughtUpNow(this.passedSeq);
+  }
+
   async barrier(): Promise<void> {
+    if (this.passed()) return;
     const deadlineAt = Date.now() + this.store.limits.readTimeoutMs;
     this.index ??= this.store.takeReadIndex(deadlineAt);
     const index = this.index;
@@ -243,26 +260,29 @@ class ReadSession implements DocumentStore {
       if (this.index === index) this.index = null;
       throw err;
     }
-    await this.store.caughtUpTo(seq, deadlineAt);
+    if (!this.store.caughtUpNow(seq)) await this.store.caughtUpTo(seq, deadlineAt);
+    this.passedSeq = Math.max(this.passedSeq, seq);
   }
 
   async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
     this.store.checkKey(key);
     // A node catching up reads keys at the leader (ReplicatedStore.get), each linearizable there.
     if (this.store.forwardsReads()) return this.store.getAtLeader<T>(key, Date.now() + this.store.limits.readTimeoutMs);
-    try {
-      await this.barrier();
-    } catch (err) {
-      if (err instanceof StoreCatchingUpError && this.store.forwardsReads())
-        return this.store.getAtLeader<T>(key, Date.now() + this.store.limits.readTimeoutMs);
-      throw err;
+    if (!this.passed()) {
+      try {
+        await this.barrier();
+      } catch (err) {
+        if (err instanceof StoreCatchingUpError && this.store.forwardsReads())
+          return this.store.getAtLeader<T>(key, Date.now() + this.store.limits.readTimeoutMs);
+        throw err;
+      }
     }
     return this.store.localGet<T>(key);
   }
 
   async list<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): Promise<ListResult<T>> {
     if (typeof prefix !== 'string') throw new TypeError('list prefix must be a string');
-    await this.barrier();
+    if (!this.passed()) await this.barrier();
     return this.store.localList<T>(prefix, options);
   }
 

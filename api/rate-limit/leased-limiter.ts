@@ -65,16 +65,26 @@ export class LeasedLimiter implements RateLimiter {
   }
 
   consume(subject: string): Promise<RateDecision> {
+    const decided = this.consumeNow(subject);
+    if (decided !== null) return Promise.resolve(decided);
     const state = this.state(subject);
-    const now = this.nowMs();
-    const local = this.localRefusal(state, now);
-    if (local) return Promise.resolve(local);
-    if (state.waiters.length === 0 && state.tokens > 0 && now < state.tokensExpireAtMs)
-      return Promise.resolve(this.admit(state, now));
     return new Promise<RateDecision>((resolve, reject) => {
       state.waiters.push({ resolve, reject });
       if (!state.leasing) void this.leaseFor(subject, state);
     });
+  }
+
+  /**
+   * consumeNow decides without Redis when it can: a local refusal, or a token of the lease in hand (none waiting
+   * before this request, so arrival order holds); null when the request must wait for a lease (consume).
+   */
+  consumeNow(subject: string): RateDecision | null {
+    const state = this.state(subject);
+    const now = this.nowMs();
+    const local = this.localRefusal(state, now);
+    if (local) return local;
+    if (state.waiters.length === 0 && state.tokens > 0 && now < state.tokensExpireAtMs) return this.admit(state, now);
+    return null;
   }
 
   /** localRefusal refuses without asking Redis when this process alone is at the limit, or the shared window is known full. */

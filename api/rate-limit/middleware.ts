@@ -1,39 +1,68 @@
 // rateLimit admits or refuses each authenticated request by its key id and sets the
 // draft-ietf-httpapi-ratelimit-headers fields (RateLimit-Limit, -Remaining, -Reset) on every answer.
-import type { RequestHandler } from 'express';
+import type { NextFunction, RequestHandler, Response } from 'express';
 import { ApiError } from '../errors.js';
-import type { RateLimiter } from './sliding-window.js';
+import type { RateDecision, RateLimiter } from './sliding-window.js';
 
 export function rateLimit(limiter: RateLimiter, windowMs: number): RequestHandler {
   const windowSeconds = Math.max(1, Math.round(windowMs / 1000));
-  // An async function, not a .then callback: a callback would be a new closure per request (tsx renames each).
-  return async function rateLimitRequest(req, res, next) {
-    const subject = req.auth?.keyId;
-    if (subject === undefined) {
-      next();
-      return;
-    }
-    let decision: Awaited<ReturnType<RateLimiter['consume']>>;
+  const headers = new DecisionHeaders(windowSeconds);
+  /** waitForDecision: a request the limiter cannot judge at once (a lease from Redis in flight). */
+  async function waitForDecision(subject: string, res: Response, next: NextFunction): Promise<void> {
+    let decision: RateDecision;
     try {
       decision = await limiter.consume(subject);
     } catch (error) {
       next(error);
       return;
     }
+    headers.answer(decision, res, next);
+  }
+  // Most requests are judged at once (limiter.consumeNow): no promise, no microtask hop.
+  return function rateLimitRequest(req, res, next) {
+    const subject = req.auth?.keyId;
+    if (subject === undefined) {
+      next();
+      return;
+    }
+    const decided = limiter.consumeNow?.(subject) ?? null;
+    if (decided === null) return waitForDecision(subject, res, next);
+    headers.answer(decided, res, next);
+    return undefined;
+  };
+}
+
+/**
+ * DecisionHeaders sets a decision's draft-ietf-httpapi-ratelimit-headers fields and passes the request on or
+ * refuses it. The limit's two header values are kept as strings: the limit is the same for every request.
+ */
+class DecisionHeaders {
+  private limit = -1;
+  private limitText = '';
+  private policyText = '';
+
+  constructor(private readonly windowSeconds: number) {}
+
+  answer(decision: RateDecision, res: Response, next: NextFunction): void {
+    if (decision.limit !== this.limit) {
+      this.limit = decision.limit;
+      this.limitText = String(decision.limit);
+      this.policyText = `${decision.limit};w=${this.windowSeconds}`;
+    }
     const resetSeconds = Math.ceil(decision.resetMs / 1000);
-    res.setHeader('RateLimit-Limit', String(decision.limit));
+    res.setHeader('RateLimit-Limit', this.limitText);
     res.setHeader('RateLimit-Remaining', String(decision.remaining));
     res.setHeader('RateLimit-Reset', String(resetSeconds));
-    res.setHeader('RateLimit-Policy', `${decision.limit};w=${windowSeconds}`);
+    res.setHeader('RateLimit-Policy', this.policyText);
     if (decision.allowed) {
       next();
       return;
     }
     res.setHeader('Retry-After', String(Math.max(1, resetSeconds)));
     next(
-      new ApiError('RATE_LIMITED', `rate limit of ${decision.limit} requests per ${windowSeconds}s exceeded`, {
+      new ApiError('RATE_LIMITED', `rate limit of ${decision.limit} requests per ${this.windowSeconds}s exceeded`, {
         retryAfterMs: decision.resetMs,
       }),
     );
-  };
+  }
 }

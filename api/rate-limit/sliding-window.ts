@@ -16,6 +16,12 @@ export interface RateDecision {
 
 export interface RateLimiter {
   consume(subject: string): Promise<RateDecision>;
+  /**
+   * consumeNow is consume when the decision needs no wait (no Redis round trip): the decision, with its
+   * admission counted, or null when it must wait (then call consume). Most requests are judged here
+   * (leased-limiter.ts): the middleware then passes them on without a promise.
+   */
+  consumeNow?(subject: string): RateDecision | null;
 }
 
 // The script reads Redis's own clock (TIME) so that every API process judges by one clock; Redis 7
@@ -118,7 +124,16 @@ export class LocalSlidingWindowLimiter implements RateLimiter {
     private readonly nowMs: () => number = () => performance.now(),
   ) {}
 
-  async consume(subject: string): Promise<RateDecision> {
+  consume(subject: string): Promise<RateDecision> {
+    try {
+      return Promise.resolve(this.consumeNow(subject));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** consumeNow: this limiter never waits. */
+  consumeNow(subject: string): RateDecision {
     const now = this.nowMs();
     const log = (this.logs.get(subject) ?? []).filter((time) => time > now - this.windowMs);
     this.logs.delete(subject);
@@ -146,5 +161,10 @@ export class FallbackLimiter implements RateLimiter {
       this.onFallback(error);
       return this.fallback.consume(subject);
     }
+  }
+
+  /** consumeNow is the primary's decision when it needs no wait (a failure only shows in consume, which falls back). */
+  consumeNow(subject: string): RateDecision | null {
+    return this.primary.consumeNow?.(subject) ?? null;
   }
 }

@@ -122,4 +122,25 @@ describe('api: leased rate limit', () => {
     clock.now = 1000;
     assert.equal((await limiter.consume('k')).allowed, true);
   });
+
+  it('judges at once (consumeNow) from a lease in hand or a known-full window, and asks for a wait otherwise', async () => {
+    const clock = { now: 0 };
+    const shared = new SharedWindow(4, clock);
+    const limiter = new LeasedLimiter(shared, 4, windowMs, { ...settings, sliceShareOfLimit: 0.5 }, () => clock.now);
+    assert.equal(limiter.consumeNow('k'), null, 'no lease yet: the request must wait for one');
+    assert.equal((await limiter.consume('k')).allowed, true, 'a first lease, of one token');
+    assert.equal(limiter.consumeNow('k'), null, 'the lease is spent: wait for the next');
+    assert.equal((await limiter.consume('k')).allowed, true, 'a second lease, of two tokens (demand doubled)');
+    assert.equal(shared.leases, 2);
+    assert.equal(limiter.consumeNow('k')?.allowed, true, 'a token of the lease in hand');
+    assert.equal(shared.leases, 2, 'judged without asking the shared window');
+    assert.equal(limiter.consumeNow('k'), null);
+    assert.equal((await limiter.consume('k')).allowed, true, 'the last slot of the window');
+    assert.equal((await limiter.consume('k')).allowed, false, 'the shared window is full');
+    const leases = shared.leases;
+    assert.equal(limiter.consumeNow('k')?.allowed, false, 'refused at once until the window frees a slot');
+    assert.equal(shared.leases, leases);
+    clock.now = settings.leaseMs + 1;
+    assert.equal(limiter.consumeNow('k')?.allowed, false, 'still full: no slot frees before the reset');
+  });
 });

@@ -101,6 +101,20 @@ describe('store: a node catching up holds no caller longer than catchUpWaitMs', 
     assert.equal(await store.get('k/b'), null, 'served once applied (the fake state holds no k/b)');
   });
 
+  it('a session that passed its barrier still waits for a write answered unapplied after it', async () => {
+    const node = fakeNode(100);
+    const store = new ReplicatedStore(node.host, { catchUpWaitMs: CATCH_UP_WAIT_MS });
+    const session = store.readSession();
+    assert.deepEqual((await session.get('k/a'))?.value, { n: 1 }, 'the barrier passed at the read index, 100');
+    // A write on this node commits at 101 and is answered without its local apply (the node is behind).
+    await store.put('k/b', { n: 2 });
+    const refusal = await session.list('k/').catch((err: unknown) => err);
+    assert.ok(refusal instanceof StoreCatchingUpError, `the session's next read was refused with ${String(refusal)}`);
+    assert.equal(refusal.readIndex, 101, 'it waited for the write answered after its barrier');
+    node.apply(101);
+    assert.equal((await session.list('k/')).entries.length, 1, 'served once applied');
+  });
+
   it('reads a key at the leader instead, and the next reads go there at once until it has caught up', async () => {
     const node = fakeNode(10);
     const atLeader: string[] = [];

@@ -55,22 +55,24 @@ export interface NodeHttpServer {
 export async function startHttpServer(options: HttpListenerOptions): Promise<NodeHttpServer> {
   const { surface, role, onError } = options;
   const headers = role === 'api' ? securityHeaders(options.tls !== undefined) : null;
+  const fail = (res: ServerResponse, err: unknown): void => {
+    onError(err instanceof Error ? err : new Error(String(err)));
+    if (!res.headersSent) send(res, 500, { status: 'error', reason: 'internal error' });
+    else res.destroy();
+  };
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
-    const answer = (): void => {
-      handle(req, res, surface, role).catch((err: unknown) => {
-        onError(err instanceof Error ? err : new Error(String(err)));
-        if (!res.headersSent) send(res, 500, { status: 'error', reason: 'internal error' });
-        else res.destroy();
-      });
-    };
-    if (headers === null) return answer();
-    headers(req, res, (err?: unknown) => {
-      if (err) {
-        onError(err instanceof Error ? err : new Error(String(err)));
-        return send(res, 500, { status: 'error', reason: 'internal error' });
+    if (headers !== null) for (const [name, value] of headers) res.setHeader(name, value);
+    // A developer API request goes to the API at once: no promise or closure of this layer's per request.
+    const api = role === 'api' ? apiFor(req, surface) : null;
+    if (api !== null) {
+      try {
+        api(req, res);
+      } catch (err) {
+        fail(res, err);
       }
-      answer();
-    });
+      return;
+    }
+    handle(req, res, surface, role).catch((err: unknown) => fail(res, err));
   };
   const server: Server | HttpsServer = options.tls
     ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2' }, listener)
@@ -111,25 +113,59 @@ export const API_STARTING_RETRY_AFTER_SECONDS = 1;
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
 
 /**
- * securityHeaders is helmet (maintained, framework-free: it runs on node:http as on Express 5) with two
+ * securityHeaders are helmet's headers (maintained, framework-free: it runs on node:http as on Express 5) with two
  * choices of ours: HSTS only over HTTPS (a browser ignores it over HTTP, and a plaintext node is a test set-up),
  * without includeSubDomains (the node's name says nothing of its siblings'); and a CSP for a JSON API
  * (default-src 'none'), which the API's two pages (/docs, the album page) replace with their own.
+ *
+ * With these options every header helmet sets is a constant (no CSP directive is a function), so helmet runs
+ * once, here, against a recording response, and each answer gets the recorded headers: helmet's own middleware
+ * chain per request cost about as much again as the setHeader calls themselves (bench/api-cluster.ts). Its one
+ * other act, removing X-Powered-By, has nothing to remove at this point of a request (nothing set it yet).
  */
-function securityHeaders(https: boolean): Middleware {
-  return helmet({
+export function securityHeaders(https: boolean): ReadonlyArray<readonly [string, string]> {
+  const middleware = helmet({
     strictTransportSecurity: https ? { maxAge: HSTS_MAX_AGE_SECONDS, includeSubDomains: false } : false,
     contentSecurityPolicy: {
       useDefaults: false,
       directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
     },
   }) as unknown as Middleware;
+  const recorded: Array<readonly [string, string]> = [];
+  const recorder = {
+    setHeader(name: string, value: unknown): void {
+      if (typeof value !== 'string') throw new Error(`helmet set ${name} to a non-string value`);
+      recorded.push([name, value]);
+    },
+    removeHeader(): void {},
+  };
+  let passed = false;
+  middleware({} as IncomingMessage, recorder as unknown as ServerResponse, (err?: unknown) => {
+    if (err) throw err instanceof Error ? err : new Error(String(err));
+    passed = true;
+  });
+  // Helmet's chain is synchronous; a version that deferred or skipped next() would leave the headers unknown.
+  if (!passed) throw new Error('helmet did not finish synchronously: its headers cannot be precomputed');
+  return recorded;
 }
 
 const NODE_PATHS: Record<HttpListenerRole, ReadonlySet<string>> = {
   api: new Set(['/health', '/ready', '/status']),
   metrics: new Set(['/health', '/ready', '/status', '/metrics']),
 };
+
+/** apiFor is the developer API's handler when it answers this request (a path that is not the node's own), else null. */
+function apiFor(
+  req: IncomingMessage,
+  surface: HttpSurface,
+): ((req: IncomingMessage, res: ServerResponse) => void) | null {
+  if (!surface.api) return null;
+  const url = req.url ?? '/';
+  const queryAt = url.indexOf('?');
+  const path = queryAt === -1 ? url : url.slice(0, queryAt);
+  if (path === '/metrics' || NODE_PATHS.api.has(path)) return null;
+  return surface.api();
+}
 
 async function handle(
   req: IncomingMessage,

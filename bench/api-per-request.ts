@@ -1,0 +1,140 @@
+// Bench (not a test): what one keyed GET /projects creates, counted rather than timed, so that a change to the
+// request path shows the same figure on a quiet machine and a loaded one: async resources per request (promises,
+// ticks, immediates, timers: async_hooks `init`), bare Express beside the API behind the node's HTTP front
+// (helmet's headers), on a ReplicatedStore whose host answers a read index one loop turn later (no cluster), with
+// its rate limit leased from a local redis-server. Requests go one at a time, so none shares a read index.
+// Usage: tsx bench/api-per-request.ts [requests]
+import { createHook } from 'node:async_hooks';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import express from 'express';
+import { Registry } from 'prom-client';
+import { createApp } from '../api/app.js';
+import { bootstrapAdminKey } from '../api/auth/api-keys.js';
+import { silentApiLogger } from '../api/log.js';
+import { redisServerAvailable, startLocalRedis } from '../api/redis/local-redis.js';
+import { EntryKind } from '../engine/types.js';
+import type { StoreHost } from '../store/host.js';
+import { ReplicatedStore } from '../store/replicated-store.js';
+import { StoreStateMachine } from '../store/state-machine.js';
+import { startHttpServer } from '../transports/node/http-server.js';
+
+const requests = Number(process.argv[2] ?? 2000);
+/** warmupRequests are sent before counting (the validator's first load, V8's first compilations). */
+const warmupRequests = 300;
+/** projectCount projects are listed by GET /projects (the bare handler serves the same JSON). */
+const projectCount = 10;
+
+const counts = new Map<string, number>();
+let counting = false;
+createHook({
+  init(_asyncId, type) {
+    if (counting) counts.set(type, (counts.get(type) ?? 0) + 1);
+  },
+}).enable();
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+function get(port: number, headers: Record<string, string>): Promise<void> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/projects', headers, agent }, (res) => {
+        if (res.statusCode !== 200) reject(new Error(`GET /projects answered ${res.statusCode}`));
+        res.resume();
+        res.on('end', resolve);
+      })
+      .on('error', reject);
+  });
+}
+
+/** localHost is a one-node store host: commands apply at once, a read index comes one loop turn later. */
+function localHost(): StoreHost {
+  const stateMachine = new StoreStateMachine();
+  let seq = 0;
+  return {
+    stateMachine,
+    commit: (command) => {
+      seq++;
+      const applied = stateMachine.apply({ seq, term: 1, kind: EntryKind.EventBatch, data: command.bytes });
+      return Promise.resolve({ seq, result: applied.result! });
+    },
+    readIndex: () => new Promise((resolve) => setImmediate(() => resolve(stateMachine.appliedSeq))),
+    readsLocally: () => true,
+    waitApplied: () => Promise.resolve(),
+  };
+}
+
+async function main(): Promise<void> {
+  if (!redisServerAvailable()) throw new Error('redis-server is not on the PATH (the rate limit leases from it)');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-per-request-'));
+  const redis = await startLocalRedis(dir);
+  const store = new ReplicatedStore(localHost());
+  const admin = await bootstrapAdminKey(store, 'bench');
+  const service = createApp({
+    store,
+    redis: { url: redis.url },
+    config: { rateLimitPerSecond: 1_000_000, log: silentApiLogger(), metricsRegistry: new Registry() },
+  });
+  const front = await startHttpServer({
+    host: '127.0.0.1',
+    port: 0,
+    role: 'api',
+    requestTimeoutMs: 30_000,
+    onError: (err) => process.stderr.write(`${err.stack ?? err.message}\n`),
+    surface: {
+      health: () => null,
+      ready: () => null,
+      status: () => null,
+      metrics: () => Promise.resolve(null),
+      api: () => service.app,
+    },
+  });
+  const apiUrl = `http://127.0.0.1:${front.port}`;
+  for (let index = 0; index < projectCount; index++) {
+    const created = await fetch(`${apiUrl}/projects`, {
+      method: 'POST',
+      headers: { 'x-api-key': admin.key, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `p${index}`, workspace: dir, command: ['./agent.sh'] }),
+    });
+    if (!created.ok) throw new Error(`POST /projects answered ${created.status}: ${await created.text()}`);
+  }
+  const payload: unknown = await (await fetch(`${apiUrl}/projects`, { headers: { 'x-api-key': admin.key } })).json();
+  const bare = express();
+  bare.get('/projects', (_req, res) => {
+    res.json(payload);
+  });
+  const bareServer = bare.listen(0, '127.0.0.1');
+  await new Promise((resolve) => bareServer.once('listening', resolve));
+  const cases: Array<{ name: string; port: number; headers: Record<string, string> }> = [
+    { name: 'bare Express', port: (bareServer.address() as AddressInfo).port, headers: {} },
+    { name: 'API GET /projects (node front)', port: front.port, headers: { 'x-api-key': admin.key } },
+  ];
+  process.stdout.write(`async resources created per request (${requests} requests, one at a time)\n\n`);
+  for (const benchCase of cases) {
+    for (let index = 0; index < warmupRequests; index++) await get(benchCase.port, benchCase.headers);
+    counts.clear();
+    counting = true;
+    for (let index = 0; index < requests; index++) await get(benchCase.port, benchCase.headers);
+    counting = false;
+    const figures = [...counts]
+      .filter(([, count]) => count / requests >= 0.05)
+      .sort((a, b) => b[1] - a[1])
+      .map(([type, count]) => `${type} ${(count / requests).toFixed(2)}`);
+    process.stdout.write(`${benchCase.name}: ${figures.join(', ')}\n`);
+  }
+  agent.destroy();
+  bareServer.closeAllConnections();
+  bareServer.close();
+  await front.close();
+  await service.close();
+  await redis.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exitCode = 1;
+});
