@@ -361,6 +361,11 @@ export class EngineCore {
     );
   }
 
+  /** afterStateImport: the state came from a checkpoint (engine-state.ts); what the role implies follows it. */
+  afterStateImport(): void {
+    this.handlers = this.roleHandlers[this.role];
+  }
+
   setRole(role: Role): void {
     if (this.role === role) return;
     this.role = role;

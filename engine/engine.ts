@@ -5,6 +5,7 @@
 // This class is the engine's face to drivers (as etcd's RawNode is raft's): the state and the order
 // things happen in are EngineCore's (core.ts); what differs by role is in role-*.ts (roles.ts).
 import { EngineCore } from './core.js';
+import { exportCoreState, importCoreState, type EngineState } from './engine-state.js';
 import { ROLE_HANDLERS } from './role-table.js';
 import type {
   Effect,
@@ -17,7 +18,11 @@ import type {
   SnapshotMeta,
 } from './types.js';
 
+import { emptyRestoredState } from './restored.js';
+
 export { JOIN_REFUSAL_REMOVED } from './membership.js';
+
+export { ENGINE_STATE_VERSION, type EngineState } from './engine-state.js';
 
 export class Engine {
   private readonly core: EngineCore;
@@ -25,8 +30,23 @@ export class Engine {
   constructor(
     readonly config: EngineConfig,
     restored: RestoredState,
+    /** from: a state exported by exportState, in place of `restored` (Engine.fromState). */
+    from?: EngineState,
   ) {
-    this.core = new EngineCore(config, restored, ROLE_HANDLERS);
+    this.core = from ? importCoreState(config, from) : new EngineCore(config, restored, ROLE_HANDLERS);
+  }
+
+  /** fromState rebuilds an engine from exportState's output: it takes the same decisions as the exported one. */
+  static fromState(config: EngineConfig, state: EngineState): Engine {
+    return new Engine(config, emptyRestoredState(), state);
+  }
+
+  /**
+   * exportState is the engine's whole in-memory state between two steps (engine-state.ts): a copy that
+   * shares no mutable object with the engine (byte strings aside, which the engine never changes).
+   */
+  exportState(): EngineState {
+    return exportCoreState(this.core);
   }
 
   /**
