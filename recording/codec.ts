@@ -25,6 +25,13 @@ import { redactedFrame, skeletonFrame } from './frame-redact.js';
  */
 export type RedactKey = Uint8Array;
 
+/**
+ * LENGTHS_ONLY in place of a key redacts values to their length alone ({"$r":[length]}): a checkpoint's
+ * log (recorder.ts) holds thousands of values a replay only needs the length of, and a hash each would
+ * cost time and bytes at every rotation.
+ */
+export const LENGTHS_ONLY = null;
+
 type Holder = Record<string, unknown>;
 
 /**
@@ -33,12 +40,18 @@ type Holder = Record<string, unknown>;
  * stringified natively: a JSON replacer (format 1) cost a call into JS per property, and Buffer's
  * toJSON turned every byte into a number before the replacer saw it.
  */
-export function encodeLine(value: unknown, mode: PayloadMode, key: RedactKey): string {
+export function encodeLine(value: unknown, mode: PayloadMode, key: RedactKey | null): string {
   return JSON.stringify(recordable(value, '', null, mode, key));
 }
 
 /** recordable is `value` with every Uint8Array under it in its tagged form; objects without bytes are shared. */
-function recordable(value: unknown, name: string, holder: Holder | null, mode: PayloadMode, key: RedactKey): unknown {
+function recordable(
+  value: unknown,
+  name: string,
+  holder: Holder | null,
+  mode: PayloadMode,
+  key: RedactKey | null,
+): unknown {
   if (typeof value !== 'object' || value === null) return value;
   if (value instanceof Uint8Array) return taggedBytes(value, name, holder, mode, key);
   if (Array.isArray(value)) {
@@ -64,10 +77,17 @@ function recordable(value: unknown, name: string, holder: Holder | null, mode: P
   return copy ?? value;
 }
 
-function taggedBytes(v: Uint8Array, name: string, holder: Holder | null, mode: PayloadMode, key: RedactKey): unknown {
+function taggedBytes(
+  v: Uint8Array,
+  name: string,
+  holder: Holder | null,
+  mode: PayloadMode,
+  key: RedactKey | null,
+): unknown {
   if (mode === 'hashed') {
     if (name === 'payload') return redactFrame(v, key);
-    if (name === 'data' && holder !== null && isValue(holder)) return { $r: [v.length, valueHash(v, key)] };
+    if (name === 'data' && holder !== null && isValue(holder))
+      return { $r: key === null ? [v.length] : [v.length, valueHash(v, key)] };
   }
   return { $b: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64') };
 }
@@ -98,11 +118,11 @@ export function valueHash(bytes: Uint8Array, key: RedactKey): string {
   return hash.slice(0, 22);
 }
 
-function redactFrame(payload: Uint8Array, key: RedactKey): unknown {
+function redactFrame(payload: Uint8Array, key: RedactKey | null): unknown {
   const skeleton = redactedFrame(payload);
   if (skeleton) return { $s: skeleton };
   const decoded = decodeSegmentFrame(payload);
-  if (!decoded.ok) return { $x: [payload.length, valueHash(payload, key), decoded.reason] };
+  if (!decoded.ok) return { $x: [payload.length, key === null ? '' : valueHash(payload, key), decoded.reason] };
   // The entries' data goes through recordable: kind-1 data is redacted there.
   return { $f: recordable(decoded.frame, '', null, 'hashed', key) };
 }

@@ -5,18 +5,22 @@
 // A recording directory holds segment files `seg-<12 digits>.rec`, numbered across runs. Each is JSON
 // lines: a `seg` line first, then, in the first segment of a run, the `run` line (the engine's config
 // and the restored state it started from), then one `step` line per Engine.step, in order. A node
-// restart starts a new run in a new segment. A `gap` line says steps were not recorded (the buffer was
+// restart starts a new run in a new segment. From format 3 each later segment of a run starts with a
+// `ckpt` line (the engine's whole state after the step before it, Engine.exportState): once the run's
+// first segment has rotated out of the ring, a replay starts from the earliest checkpoint left. A `gap` line says steps were not recorded (the buffer was
 // full, a line was over the segment size, more steps were queued in one event-loop turn than the recorder
 // takes): the run cannot be replayed past it.
+import type { EngineState } from '../engine/engine.js';
 import type { EngineConfig, Input, RestoredState } from '../engine/types.js';
 
 /**
- * RECORDING_FORMAT_VERSION is what this build writes. 2: the step digest is recording/canonical-hash.ts
- * over the canonical effects and value hashes are keyed SHA-256; 1 (SHA-1 of the canonical JSON, HMAC value
- * hashes) is still read and replayed (READABLE_FORMAT_VERSIONS).
+ * RECORDING_FORMAT_VERSION is what this build writes. 3: checkpoint lines, and step lines without their
+ * effect texts (`fx`: the replay describes its own effects when a step diverges). 2: the step digest is
+ * recording/canonical-hash.ts over the canonical effects and value hashes are keyed SHA-256. 1 (SHA-1 of
+ * the canonical JSON, HMAC value hashes). Formats 1 and 2 are still read and replayed (READABLE_FORMAT_VERSIONS).
  */
-export const RECORDING_FORMAT_VERSION = 2;
-export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2];
+export const RECORDING_FORMAT_VERSION = 3;
+export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2, 3];
 
 /** PayloadMode: `hashed` (the default) records the store's values as keyed hashes; `full` records them. */
 export type PayloadMode = 'hashed' | 'full';
@@ -68,8 +72,11 @@ export interface StepLine {
   in: Input;
   /** d is the effects digest (recording/digest.ts; how it is computed depends on the format version). */
   d: string;
-  /** fx describes each effect in a line of its own kind (recording/describe.ts): for people, not compared. */
-  fx: string[];
+  /**
+   * fx described each effect (recording/describe.ts) in formats 1 and 2: for people, not compared. Format 3
+   * leaves it out: building it cost the node CPU on every step for a text read only at a divergence.
+   */
+  fx?: string[];
 }
 
 export interface GapLine {
@@ -80,4 +87,26 @@ export interface GapLine {
   reason: string;
 }
 
-export type RecordingLine = SegmentLine | RunLine | StepLine | GapLine;
+/**
+ * CheckpointLine (format 3) is the engine's whole state after step `after` (Engine.exportState, values
+ * hashed like the inputs'), with what the run line says of the run: a replay can start from it when the
+ * run's start has rotated out. It is written when a segment fills, as the next segment's first line.
+ */
+export interface CheckpointLine {
+  t: 'ckpt';
+  v: number;
+  run: string;
+  node: string;
+  build: string;
+  startedAtMs: number;
+  tickMs: number;
+  payloads: PayloadMode;
+  /** after is the number of the last step the state includes; the replay starts at after + 1. */
+  after: number;
+  /** at is the wall time the state was taken, ms since the epoch. */
+  at: number;
+  config: EngineConfig;
+  state: EngineState;
+}
+
+export type RecordingLine = SegmentLine | RunLine | StepLine | GapLine | CheckpointLine;

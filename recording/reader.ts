@@ -7,6 +7,7 @@ import { decodeLine } from './codec.js';
 import {
   READABLE_FORMAT_VERSIONS,
   SEGMENT_FILE,
+  type CheckpointLine,
   type GapLine,
   type RunLine,
   type SegmentLine,
@@ -23,6 +24,8 @@ export interface RecordedRun {
   version: number;
   /** head is the run's start state; null when its first segment was rotated out of the ring. */
   head: RunLine | null;
+  /** checkpoint is the earliest checkpoint line left (format 3): where a run without its head replays from. */
+  checkpoint: CheckpointLine | null;
   steps: StepLine[];
   /** gap: steps from gap.n on were not recorded; replay stops there. */
   gap: GapLine | null;
@@ -77,7 +80,17 @@ function readSegment(file: string, runs: RecordedRun[]): void {
         );
       run = runs.find((r) => r.run === seg.run) ?? null;
       if (!run) {
-        run = { run: seg.run, node: seg.node, version: seg.v, head: null, steps: [], gap: null, torn: 0, files: [] };
+        run = {
+          run: seg.run,
+          node: seg.node,
+          version: seg.v,
+          head: null,
+          checkpoint: null,
+          steps: [],
+          gap: null,
+          torn: 0,
+          files: [],
+        };
         runs.push(run);
       }
       run.files.push(file);
@@ -85,7 +98,10 @@ function readSegment(file: string, runs: RecordedRun[]): void {
     }
     if (!run) break;
     if (line.t === 'run') run.head = line as RunLine;
-    else if (line.t === 'step') {
+    else if (line.t === 'ckpt') {
+      // Only the earliest is kept (a checkpoint holds a whole engine state): replay starts there.
+      if (run.head === null && run.checkpoint === null && run.gap === null) run.checkpoint = line as CheckpointLine;
+    } else if (line.t === 'step') {
       if (run.gap === null) run.steps.push(line as StepLine);
     } else if (line.t === 'gap') run.gap ??= line as GapLine;
     else throw new Error(`${basename(file)} line ${i + 1} has unknown type ${JSON.stringify(line.t)}`);

@@ -59,6 +59,7 @@ export async function startRecording(
     payloads: recording.payloads ?? 'hashed',
     config: engine.config,
     restored,
+    exportState: () => engine.exportState(),
     limits: recordingLimits(recording.limits),
     onError: (err) => log.warn({ err: err.message }, 'flight recording stopped: a write failed (the node runs on)'),
   }).catch((err: unknown) => {

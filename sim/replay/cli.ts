@@ -106,6 +106,9 @@ export function replayPaths(
         continue;
       }
       const extra = [
+        replay.fromCheckpoint > 0
+          ? `started from the checkpoint after step ${replay.fromCheckpoint}: the run's start rotated out of the ring`
+          : '',
         replay.skipped ? `stopped: ${replay.skipped}` : '',
         replay.gap ? `recording gap ${replay.gap}` : '',
         recorded.torn > 0 ? `${recorded.torn} torn line at a segment end (crash)` : '',
@@ -131,7 +134,9 @@ export function describeDivergence(d: Divergence): string[] {
     `DIVERGED node=${d.node} run=${d.run} step=${d.step} tick=${d.tick} at=${new Date(d.atMs).toISOString()}`,
     `  input: ${d.input}`,
     `  recorded effects (digest ${d.recorded.digest}):`,
-    ...d.recorded.effects.map((e) => `    ${e}`),
+    ...(d.recorded.effects.length > 0
+      ? d.recorded.effects.map((e) => `    ${e}`)
+      : ['    (format 3 records the digest alone; the steps after this one show what the node did next)']),
     `  replayed effects (digest ${d.replayed.digest}):`,
     ...d.replayed.effects.map((e) => `    ${e}`),
     `  replayed, canonical: ${d.replayed.canonical.slice(0, 4000)}`,

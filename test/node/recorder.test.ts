@@ -268,54 +268,101 @@ describe('flight recorder: the ring on disk', function () {
   });
 
   it('records every step the driver runs, in order, and the run replays with the same digest at every step', async function () {
-    const engineConfig = { ...config, limits: { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 } };
-    const recorder = await FlightRecorder.open({
-      dir: join(dir, 'recording'),
-      keyFile: join(dir, 'recording.key'),
-      node: 'solo',
-      build: 'test',
-      tickMs: 2,
-      payloads: 'hashed',
-      config: engineConfig,
-      restored: emptyRestoredState(),
-      limits: recordingLimits(),
-    });
-    const engine = new Engine(engineConfig, emptyRestoredState());
-    const results: string[] = [];
-    const ports: DriverPorts = {
-      saveHardState: () => Promise.resolve(),
-      resetStateMachine: () => undefined,
-      appendLog: () => Promise.resolve(),
-      send: () => undefined,
-      answer: () => undefined,
-      fetchSnapshot: () => undefined,
-      apply: () => undefined,
-      stageSnapshot: () => undefined,
-      compactLog: () => undefined,
-      pollStatus: () => undefined,
-      observe: (effect) => {
-        if (effect.type === 'proposalResult') results.push(effect.code);
-      },
-      stats: () => ({ entityCount: 0, signalThroughputEps: 0, diskBytes: 0, nowNs: String(Date.now() * 1e6) }),
-      stepped: () => undefined,
-      fail: (err) => assert.fail(err),
-    };
-    const driver = new Driver(engine, ports, { tickMs: 2, inputQueueCountMax: 1_000, recorder });
-    driver.start();
-    await waitFor(() => driver.status().role === 'leader', 'the single node to lead', 10_000);
-    for (let i = 0; i < 20; i++) driver.submit({ type: 'propose', proposalId: i + 1, data: text(`value-${i}`) });
-    await waitFor(() => results.length === 20, 'twenty proposals answered', 10_000);
-    await driver.stop();
-    await recorder.close();
-    assert.deepEqual(new Set(results), new Set(['committed']));
+    const { steps } = await driveSolo(dir, recordingLimits(), () => false, 20);
     const [run] = readRecording(join(dir, 'recording'));
-    assert.equal(run!.steps.length, driver.steps, 'one line per step');
+    assert.equal(run!.steps.length, steps, 'one line per step');
     assert.deepEqual(
       run!.steps.map((s) => s.n),
       run!.steps.map((_, i) => i + 1),
     );
     const replay = replayRun(run!);
     assert.equal(replay.divergence, null);
-    assert.equal(replay.matched, driver.steps);
+    assert.equal(replay.matched, steps);
+    assert.equal(replay.fromCheckpoint, 0);
+  });
+
+  it('starts each later segment with a checkpoint: once the run start rotates out, the rest replays from the earliest one', async function () {
+    const limits = recordingLimits({ recordingSegmentBytesMax: 128 * 1024, recordingBytesMax: 320 * 1024 });
+    const { steps, recorder } = await driveSolo(dir, limits, (r) => r.checkpoints.written >= 2, 20_000);
+    assert.ok(recorder.checkpoints.written >= 2, `checkpoints written: ${recorder.checkpoints.written}`);
+    const files = (await readdir(join(dir, 'recording'))).sort();
+    const [run] = readRecording(join(dir, 'recording'));
+    assert.equal(run!.head, null, 'the run line rotated out of the ring');
+    // Every segment left starts with its checkpoint, right after the segment line.
+    for (const name of files) {
+      const lines = (await readFile(join(dir, 'recording', name), 'utf8')).split('\n');
+      assert.equal((decodeLine(lines[1]!) as { t: string }).t, 'ckpt', `${name} starts with a checkpoint`);
+    }
+    const replay = replayRun(run!);
+    assert.equal(replay.divergence, null);
+    assert.ok(replay.fromCheckpoint > 0);
+    assert.equal(replay.matched, steps - replay.fromCheckpoint, 'every step after the checkpoint replays');
+    assert.equal(run!.steps[run!.steps.length - 1]!.n, steps);
+    process.stdout.write(
+      `      ${steps} steps, ${files.length} segments left, replayed from the checkpoint after step ${replay.fromCheckpoint}: ${replay.matched} identical; last checkpoint ${recorder.checkpoints.lastBytes} bytes, export ${recorder.checkpoints.lastExportMs.toFixed(2)} ms, encode ${recorder.checkpoints.lastEncodeMs.toFixed(2)} ms\n`,
+    );
   });
 });
+
+/**
+ * driveSolo runs a one-node driver with a recorder (checkpoints on when `enough` can say yes) and proposes
+ * until `enough` or `proposalsMax`, then stops both.
+ */
+async function driveSolo(
+  dir: string,
+  limits: RecordingLimits,
+  enough: (recorder: FlightRecorder) => boolean,
+  proposalsMax: number,
+): Promise<{ steps: number; recorder: FlightRecorder }> {
+  const checkpoints = proposalsMax > 100;
+  const engineConfig = { ...config, limits: { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 } };
+  const engine = new Engine(engineConfig, emptyRestoredState());
+  const recorder = await FlightRecorder.open({
+    dir: join(dir, 'recording'),
+    keyFile: join(dir, 'recording.key'),
+    node: 'solo',
+    build: 'test',
+    tickMs: 2,
+    payloads: 'hashed',
+    config: engineConfig,
+    restored: emptyRestoredState(),
+    exportState: checkpoints ? () => engine.exportState() : undefined,
+    limits,
+  });
+  const results: string[] = [];
+  const ports: DriverPorts = {
+    saveHardState: () => Promise.resolve(),
+    resetStateMachine: () => undefined,
+    appendLog: () => Promise.resolve(),
+    send: () => undefined,
+    answer: () => undefined,
+    fetchSnapshot: () => undefined,
+    apply: () => undefined,
+    stageSnapshot: () => undefined,
+    compactLog: () => undefined,
+    pollStatus: () => undefined,
+    observe: (effect) => {
+      if (effect.type === 'proposalResult') results.push(effect.code);
+    },
+    stats: () => ({ entityCount: 0, signalThroughputEps: 0, diskBytes: 0, nowNs: String(Date.now() * 1e6) }),
+    stepped: () => undefined,
+    fail: (err) => assert.fail(err),
+  };
+  const driver = new Driver(engine, ports, { tickMs: 2, inputQueueCountMax: 1_000, recorder });
+  driver.start();
+  await waitFor(() => driver.status().role === 'leader', 'the single node to lead', 10_000);
+  let proposals = 0;
+  while (proposals < proposalsMax && !enough(recorder)) {
+    driver.submit({ type: 'propose', proposalId: ++proposals, data: text(`value-${proposals}`) });
+    // A few at a time: the driver's input queue is bounded.
+    if (proposals % 100 === 0) {
+      await waitFor(() => results.length === proposals, 'the proposals so far answered', 10_000);
+      await recorder.settled();
+    }
+  }
+  await waitFor(() => results.length === proposals, `${proposals} proposals answered`, 20_000);
+  await driver.stop();
+  await recorder.close();
+  assert.deepEqual(new Set(results), new Set(['committed']));
+  return { steps: driver.steps, recorder };
+}

@@ -24,6 +24,7 @@ export function replayedRun(
     recorded: replayed.length,
     matched: replayed.length,
     skipped: '',
+    fromCheckpoint: 0,
     gap: '',
     divergence: null,
     steps: replayed,

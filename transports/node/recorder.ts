@@ -14,21 +14,27 @@
 // The ring's bound is kept by arithmetic, not by watching the disk: a segment is closed before a line
 // would take it past segmentBytesMax, and before a segment opens, the oldest ones are deleted until the
 // recording fits in bytesMax with a whole new segment.
+//
+// Checkpoints (format 3): once a segment is seven eighths full, the next record() takes the engine's whole
+// state (Engine.exportState, right after that step: the only time the recorder touches the engine) and the
+// next segment starts with it, so every segment replays without the run's start. That costs one export
+// and one encoding per segment (docs/operations.md gives the time), never anything per step.
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { encodeLine, type RedactKey } from '../../recording/codec.js';
-import { describeEffect } from '../../recording/describe.js';
+import { encodeLine, LENGTHS_ONLY, type RedactKey } from '../../recording/codec.js';
 import { effectsDigest } from '../../recording/digest.js';
 import {
   RECORDING_FORMAT_VERSION,
   SEGMENT_FILE,
   segmentFileName,
+  type CheckpointLine,
   type GapLine,
   type PayloadMode,
   type RunLine,
   type SegmentLine,
 } from '../../recording/format.js';
+import type { EngineState } from '../../engine/engine.js';
 import type { Effect, EngineConfig, Input, RestoredState } from '../../engine/types.js';
 
 /** StepRecorder is what the driver calls for every step (transports/node/driver.ts). */
@@ -84,6 +90,8 @@ export interface RecorderStart {
   payloads: PayloadMode;
   config: EngineConfig;
   restored: RestoredState;
+  /** exportState is the engine's Engine.exportState: the checkpoints' source (none are written without it). */
+  exportState?: () => EngineState;
   limits: RecordingLimits;
   /** now is the wall clock (ms since the epoch); tests may pass their own. */
   now?: () => number;
@@ -99,6 +107,23 @@ interface PendingStep {
   at: number;
 }
 
+/** PendingCheckpoint is the engine's state taken right after the step queued before it. */
+interface PendingCheckpoint {
+  state: EngineState;
+  at: number;
+  exportMs: number;
+}
+
+/** CheckpointStats: what the checkpoints cost (tests, the bench, docs/operations.md). */
+export interface CheckpointStats {
+  written: number;
+  /** skipped counts checkpoints not written: an export that threw, or a state over half a segment. */
+  skipped: number;
+  lastExportMs: number;
+  lastEncodeMs: number;
+  lastBytes: number;
+}
+
 type Op = { write: string } | { open: number; text: string } | { unlink: string[] };
 
 export class FlightRecorder implements StepRecorder {
@@ -106,7 +131,14 @@ export class FlightRecorder implements StepRecorder {
   private segment: number;
   private segmentBytes = 0;
   private stepNumber = 0;
-  private pending: PendingStep[] = [];
+  private pending: Array<PendingStep | PendingCheckpoint> = [];
+  /** checkpointDue: the segment is nearly full; the next record() takes the engine's state. */
+  private checkpointDue = false;
+  /** segmentSteps counts the step lines in the open segment (a checkpoint is asked for once it has some). */
+  private segmentSteps = 0;
+  /** checkpointAsked: this segment has asked for its successor's checkpoint (once per segment). */
+  private checkpointAsked = false;
+  readonly checkpoints: CheckpointStats = { written: 0, skipped: 0, lastExportMs: 0, lastEncodeMs: 0, lastBytes: 0 };
   private encodeScheduled: NodeJS.Immediate | null = null;
   /** overflow: why steps stopped being queued ('' while they are); the gap is noted after the queue's steps. */
   private overflow = '';
@@ -130,6 +162,7 @@ export class FlightRecorder implements StepRecorder {
     private readonly key: RedactKey,
     existing: Map<number, number>,
     readonly run: string,
+    private readonly startedAtMs: number,
   ) {
     this.now = start.now ?? Date.now;
     for (const [index, size] of existing) this.sizes.set(index, size);
@@ -152,7 +185,7 @@ export class FlightRecorder implements StepRecorder {
     }
     const startedAtMs = (start.now ?? Date.now)();
     const run = `${startedAtMs.toString(36)}-${randomBytes(4).toString('hex')}`;
-    const recorder = new FlightRecorder(start, key, existing, run);
+    const recorder = new FlightRecorder(start, key, existing, run, startedAtMs);
     const head: RunLine = {
       t: 'run',
       v: RECORDING_FORMAT_VERSION,
@@ -178,6 +211,21 @@ export class FlightRecorder implements StepRecorder {
       return;
     }
     this.pending.push({ input, effects, tick, at: this.now() });
+    if (this.checkpointDue) this.takeCheckpoint();
+  }
+
+  /** takeCheckpoint queues the engine's state as it is after the step just queued (once per segment). */
+  private takeCheckpoint(): void {
+    this.checkpointDue = false;
+    const exportState = this.start.exportState;
+    if (!exportState) return;
+    try {
+      const began = performance.now();
+      const state = exportState();
+      this.pending.push({ state, at: this.now(), exportMs: performance.now() - began });
+    } catch {
+      this.checkpoints.skipped++;
+    }
   }
 
   /**
@@ -197,7 +245,8 @@ export class FlightRecorder implements StepRecorder {
     this.pending = [];
     for (const step of steps) {
       if (this.stopped || this.failed) return;
-      this.encodeStep(step);
+      if ('state' in step) this.encodeCheckpoint(step);
+      else this.encodeStep(step);
     }
     if (this.overflow !== '' && !this.stopped) {
       this.stepNumber++;
@@ -218,15 +267,67 @@ export class FlightRecorder implements StepRecorder {
           at: step.at,
           in: step.input,
           d: effectsDigest(step.effects, mode),
-          fx: step.effects.map(describeEffect),
         },
         mode,
         this.key,
       );
       this.append(`${line}\n`, 'a step line is over recordingSegmentBytesMax');
+      this.segmentSteps++;
+      const limits = this.start.limits;
+      if (!this.checkpointAsked && this.segmentBytes >= limits.recordingSegmentBytesMax * (7 / 8)) {
+        this.checkpointAsked = true;
+        this.checkpointDue = this.start.exportState !== undefined;
+      }
     } catch (error) {
       this.noteGap(`a step did not encode: ${(error as Error).message}`);
     }
+  }
+
+  /**
+   * encodeCheckpoint starts a new segment with the checkpoint (after the steps encoded so far, which the
+   * state includes). A state over half a segment is not written: segments would hold little else.
+   */
+  private encodeCheckpoint(pending: PendingCheckpoint): void {
+    const began = performance.now();
+    const start = this.start;
+    const line: CheckpointLine = {
+      t: 'ckpt',
+      v: RECORDING_FORMAT_VERSION,
+      run: this.run,
+      node: start.node,
+      build: start.build,
+      startedAtMs: this.startedAtMs,
+      tickMs: start.tickMs,
+      payloads: start.payloads,
+      after: this.stepNumber,
+      at: pending.at,
+      config: start.config,
+      state: pending.state,
+    };
+    let text: string;
+    try {
+      // The state's values by their length alone (a replay has zeros in their place either way).
+      text = `${encodeLine(line, start.payloads, LENGTHS_ONLY)}\n`;
+    } catch {
+      this.checkpoints.skipped++;
+      return;
+    }
+    const bytes = Buffer.byteLength(text);
+    // Not over half a segment (segments would hold little else), and never a reason for a gap: a
+    // checkpoint the buffer has no room for is skipped, and the steps go on being recorded.
+    const room = start.limits.recordingBufferBytesMax - this.bufferBytes - this.queuedBytes;
+    if (bytes > start.limits.recordingSegmentBytesMax / 2 || bytes > room) {
+      this.checkpoints.skipped++;
+      return;
+    }
+    if (this.segmentSteps > 0) this.openSegment();
+    this.append(text, 'the checkpoint line is over recordingSegmentBytesMax');
+    Object.assign(this.checkpoints, {
+      written: this.checkpoints.written + 1,
+      lastExportMs: pending.exportMs,
+      lastEncodeMs: performance.now() - began,
+      lastBytes: bytes,
+    });
   }
 
   get bytesOnDisk(): number {
@@ -328,6 +429,8 @@ export class FlightRecorder implements StepRecorder {
     };
     const text = `${JSON.stringify(seg)}\n`;
     this.segment = index;
+    this.segmentSteps = 0;
+    this.checkpointAsked = false;
     this.segmentBytes = Buffer.byteLength(text);
     this.sizes.set(index, this.segmentBytes);
     this.queuedBytes += this.segmentBytes;
