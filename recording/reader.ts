@@ -76,7 +76,7 @@ function readSegment(file: string, runs: RecordedRun[]): void {
       if (seg.t !== 'seg') throw new Error(`${basename(file)} does not start with a segment line`);
       if (typeof seg.v !== 'number' || !READABLE_FORMAT_VERSIONS.includes(seg.v))
         throw new Error(
-          `${basename(file)} is format ${String(seg.v)}; this build reads formats ${READABLE_FORMAT_VERSIONS.join(' and ')} (replay it with the build that recorded it)`,
+          `${basename(file)} is format ${String(seg.v)}; this build reads formats ${READABLE_FORMAT_VERSIONS.slice(0, -1).join(', ')} and ${READABLE_FORMAT_VERSIONS.at(-1)!} (replay it with the build that recorded it)`,
         );
       run = runs.find((r) => r.run === seg.run) ?? null;
       if (!run) {

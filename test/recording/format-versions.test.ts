@@ -98,7 +98,7 @@ describe('recording: format versions', () => {
   });
 
   it('refuses a format it does not know, naming it and the ones it reads', async () => {
-    await recordingOf(dir, 3, effectsDigest);
-    assert.throws(() => readRecording(dir), /is format 3; this build reads formats 1 and 2/);
+    await recordingOf(dir, 4, effectsDigest);
+    assert.throws(() => readRecording(dir), /is format 4; this build reads formats 1, 2 and 3/);
   });
 });
