@@ -16,7 +16,7 @@
 //   - an object reached twice is written once and referred to ({$ref}), so shared state stays shared.
 // Strings, booleans and finite numbers stay as they are; the rest is tagged ({$num}, {$undef}, {$map},
 // {$set}, {$class}); byte strings stay Uint8Array for the recording's codec (which hashes the store's values).
-import { assert } from './assert.js';
+import { assert, EngineInvariantError } from './assert.js';
 
 /** CheckpointClasses maps a class name to its prototype, for the classes an engine state may hold. */
 export type CheckpointClasses = Record<string, object>;
@@ -29,42 +29,87 @@ type Fields = Record<string, Node>;
  * that are not state (the engine's configuration, given again to the import): written as code, kept as built.
  */
 export function exportTree(root: object, classes: CheckpointClasses, keep: readonly string[] = []): Node {
-  const seen = new Map<object, number>();
   const names = new Map<object, string>();
   for (const [name, proto] of Object.entries(classes)) names.set(proto, name);
-  const visit = (value: unknown, field = ''): Node => {
-    if (value !== root && keep.includes(field)) return { $code: 1 };
-    if (typeof value === 'number')
-      return Number.isFinite(value) && !Object.is(value, -0) ? value : { $num: String(value) };
-    if (typeof value === 'string' || typeof value === 'boolean' || value === null) return value;
-    if (value === undefined) return { $undef: 1 };
-    if (typeof value === 'function') return { $code: 1 };
-    assert(typeof value === 'object', `checkpoint: a ${typeof value} cannot be written`);
-    if (value instanceof Uint8Array) return value;
-    const fields = Array.isArray(value) ? [] : Object.entries(value);
-    // Code is not numbered ($ref): the import keeps the fresh engine's and numbers nothing for it either.
-    if (fields.length > 0 && fields.every(([, v]) => typeof v === 'function')) return { $code: 1 };
-    const ref = seen.get(value);
-    if (ref !== undefined) return { $ref: ref };
-    seen.set(value, seen.size);
-    if (Array.isArray(value)) return value.map((v) => visit(v));
-    if (value instanceof Map) return { $map: [...value].map(([k, v]) => [visit(k), visit(v)]) };
-    if (value instanceof Set) return { $set: [...value].map((v) => visit(v)) };
-    const proto = Object.getPrototypeOf(value) as object | null;
-    const plain = proto === Object.prototype || proto === null;
-    const out: Fields = {};
-    for (const [k, v] of fields) {
-      // A plain object is rebuilt new, with no fresh twin to take a function from: it must hold data only.
-      assert(!plain || typeof v !== 'function', `checkpoint: plain object field ${k} is a function`);
-      assert(!plain || !k.startsWith('$'), `checkpoint: field ${k} looks like a tag`);
-      out[k] = value === root ? visit(v, k) : visit(v);
+  return new Exporter(names, root, keep).visit(root);
+}
+
+/** Exporter is one export's walk (a log of thousands of entries goes through visit once each: kept lean). */
+class Exporter {
+  private readonly seen = new Map<object, number>();
+
+  constructor(
+    private readonly names: Map<object, string>,
+    private readonly root: object,
+    private readonly keep: readonly string[],
+  ) {}
+
+  visit(value: unknown): Node {
+    switch (typeof value) {
+      case 'number':
+        return Number.isFinite(value) && !Object.is(value, -0) ? value : { $num: String(value) };
+      case 'string':
+      case 'boolean':
+        return value;
+      case 'undefined':
+        return { $undef: 1 };
+      case 'function':
+        return { $code: 1 };
+      case 'object':
+        if (value === null || value instanceof Uint8Array) return value;
+        return this.object(value);
+      default:
+        throw new EngineInvariantError(`checkpoint: a ${typeof value} cannot be written`);
     }
-    if (plain) return out;
-    const name = names.get(proto);
-    assert(name !== undefined, `checkpoint: class ${proto.constructor.name} is not in CHECKPOINT_CLASSES`);
+  }
+
+  private object(value: object): Node {
+    // Code is not numbered ($ref): the import keeps the fresh engine's and numbers nothing for it either.
+    if (!Array.isArray(value) && isCode(value)) return { $code: 1 };
+    const ref = this.seen.get(value);
+    if (ref !== undefined) return { $ref: ref };
+    this.seen.set(value, this.seen.size);
+    if (Array.isArray(value)) {
+      const out: Node[] = new Array<Node>(value.length);
+      for (let i = 0; i < value.length; i++) out[i] = this.visit(value[i]);
+      return out;
+    }
+    if (value instanceof Map) return { $map: [...value].map(([k, v]) => [this.visit(k), this.visit(v)]) };
+    if (value instanceof Set) return { $set: [...value].map((v) => this.visit(v)) };
+    const proto = Object.getPrototypeOf(value) as object | null;
+    if (proto === Object.prototype || proto === null) return this.plain(value as Fields);
+    const name = this.names.get(proto);
+    if (name === undefined)
+      throw new EngineInvariantError(`checkpoint: class ${proto.constructor.name} is not in CHECKPOINT_CLASSES`);
+    const out: Fields = {};
+    for (const k of Object.keys(value)) {
+      const v = (value as Fields)[k];
+      out[k] = value === this.root && this.keep.includes(k) ? { $code: 1 } : this.visit(v);
+    }
     return { $class: name, f: out };
-  };
-  return visit(root);
+  }
+
+  /** plain: a plain object is rebuilt new, with no fresh twin to take a function from: data only, no tag-like keys. */
+  private plain(value: Fields): Node {
+    const out: Fields = {};
+    for (const k of Object.keys(value)) {
+      const v = value[k];
+      if (typeof v === 'function' || k.charCodeAt(0) === 36 /* $ */)
+        throw new EngineInvariantError(`checkpoint: plain object field ${k} is a function or looks like a tag`);
+      out[k] = this.visit(v);
+    }
+    return out;
+  }
+}
+
+/** isCode: an object whose fields are all functions (a handler set, a host's callbacks) is code, not state. */
+function isCode(value: object): boolean {
+  let count = 0;
+  for (const k of Object.keys(value)) {
+    if (typeof (value as Fields)[k] !== 'function') return false;
+    count++;
+  }
+  return count > 0;
 }
 
 /** importTree fills `root` (a freshly built instance of the exported root's class) from a checkpoint tree. */
@@ -101,7 +146,7 @@ type Revive = (node: Node, fresh: unknown) => unknown;
 function reference(made: unknown[], id: unknown): unknown {
   assert(
     typeof id === 'number' && id >= 0 && id < made.length,
-    `checkpoint: $ref ${String(id)} names nothing before it`,
+    () => `checkpoint: $ref ${String(id)} names nothing before it`,
   );
   return made[id];
 }
@@ -133,13 +178,13 @@ function reviveInstance(
   revive: Revive,
 ): object {
   const name = tagged.$class;
-  assert(typeof name === 'string' && Object.hasOwn(classes, name), `checkpoint: unknown class ${String(name)}`);
+  assert(typeof name === 'string' && Object.hasOwn(classes, name), () => `checkpoint: unknown class ${String(name)}`);
   const proto = classes[name]!;
   const fields = tagged.f;
-  assert(typeof fields === 'object' && fields !== null, `checkpoint: ${name} has no fields`);
+  assert(typeof fields === 'object' && fields !== null, () => `checkpoint: ${name} has no fields`);
   const reuse = typeof fresh === 'object' && fresh !== null && Object.getPrototypeOf(fresh) === proto;
   const out = (reuse ? fresh : Object.create(proto)) as Fields;
-  assert(!Object.isFrozen(out), `checkpoint: ${name} is frozen`);
+  assert(!Object.isFrozen(out), () => `checkpoint: ${name} is frozen`);
   made.push(out);
   for (const [k, v] of Object.entries(fields as Fields)) out[k] = revive(v, reuse ? out[k] : undefined);
   return out;

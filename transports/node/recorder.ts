@@ -58,6 +58,11 @@ export interface RecordingLimits {
   recordingPendingStepsMax: number;
 }
 
+/** CHECKPOINT_AT_SEGMENT_SHARE: a segment this full asks for the checkpoint the next one starts with. */
+export const CHECKPOINT_AT_SEGMENT_SHARE = 7 / 8;
+/** CHECKPOINT_SEGMENT_SHARE_MAX: a checkpoint line over this share of a segment is not written. */
+export const CHECKPOINT_SEGMENT_SHARE_MAX = 1 / 2;
+
 export const DEFAULT_RECORDING_LIMITS: Readonly<RecordingLimits> = Object.freeze({
   recordingBytesMax: 256 * 1024 * 1024,
   recordingSegmentBytesMax: 16 * 1024 * 1024,
@@ -274,7 +279,7 @@ export class FlightRecorder implements StepRecorder {
       this.append(`${line}\n`, 'a step line is over recordingSegmentBytesMax');
       this.segmentSteps++;
       const limits = this.start.limits;
-      if (!this.checkpointAsked && this.segmentBytes >= limits.recordingSegmentBytesMax * (7 / 8)) {
+      if (!this.checkpointAsked && this.segmentBytes >= limits.recordingSegmentBytesMax * CHECKPOINT_AT_SEGMENT_SHARE) {
         this.checkpointAsked = true;
         this.checkpointDue = this.start.exportState !== undefined;
       }
@@ -316,7 +321,7 @@ export class FlightRecorder implements StepRecorder {
     // Not over half a segment (segments would hold little else), and never a reason for a gap: a
     // checkpoint the buffer has no room for is skipped, and the steps go on being recorded.
     const room = start.limits.recordingBufferBytesMax - this.bufferBytes - this.queuedBytes;
-    if (bytes > start.limits.recordingSegmentBytesMax / 2 || bytes > room) {
+    if (bytes > start.limits.recordingSegmentBytesMax * CHECKPOINT_SEGMENT_SHARE_MAX || bytes > room) {
       this.checkpoints.skipped++;
       return;
     }
