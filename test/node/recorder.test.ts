@@ -12,7 +12,7 @@ import { emptyRestoredState } from '../../engine/restored.js';
 import { bootstrapRoster, encodeRoster } from '../../engine/roster.js';
 import { decodeSegmentFrame, encodeSegmentFrame } from '../../engine/segment-frame.js';
 import { EntryKind, type EngineConfig, type Input } from '../../engine/types.js';
-import { Engine } from '../../engine/engine.js';
+import { Engine, type EngineState } from '../../engine/engine.js';
 import { Driver, type DriverPorts } from '../../transports/node/driver.js';
 import { FlightRecorder, recordingLimits, type RecordingLimits } from '../../transports/node/recorder.js';
 import { replayRun } from '../../sim/replay/replay.js';
@@ -30,7 +30,12 @@ const config: EngineConfig = {
   limits: DEFAULT_LIMITS,
 };
 
-function open(dir: string, limits: Partial<RecordingLimits> = {}, payloads: 'hashed' | 'full' = 'hashed') {
+function open(
+  dir: string,
+  limits: Partial<RecordingLimits> = {},
+  payloads: 'hashed' | 'full' = 'hashed',
+  exportState?: () => EngineState,
+) {
   return FlightRecorder.open({
     dir: join(dir, 'recording'),
     keyFile: join(dir, 'recording.key'),
@@ -40,6 +45,7 @@ function open(dir: string, limits: Partial<RecordingLimits> = {}, payloads: 'has
     payloads,
     config,
     restored: emptyRestoredState(),
+    exportState,
     limits: recordingLimits(limits),
   });
 }
@@ -69,11 +75,14 @@ describe('flight recorder: the ring on disk', function () {
           minLength: 1,
           maxLength: 3,
         }),
-        async (runs) => {
+        // A checkpoint's size (a stand-in state): written at a segment's start, or skipped when too big.
+        fc.integer({ min: 0, max: 3_000 }),
+        async (runs, checkpointChars) => {
           const runDir = await tempDir('ring');
+          const state = (): EngineState => ({ v: 1, tree: { pad: 'x'.repeat(checkpointChars) } });
           try {
             for (const sizes of runs) {
-              const recorder = await open(runDir, limits, 'full');
+              const recorder = await open(runDir, limits, 'full', state);
               for (const [i, size] of sizes.entries()) {
                 recorder.record({ type: 'propose', proposalId: i, data: new Uint8Array(size) }, [], i);
                 if (i % 7 === 0) {
