@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import type { NodeConfig } from '../../cli/node/config.js';
 import { readRecording } from '../../recording/reader.js';
 import { replayPaths } from '../../sim/replay/cli.js';
+import { toScenario } from '../../sim/replay/to-scenario.js';
+import { replayTrace } from '../../sim/replay/trace.js';
 import { ChildNode } from './child-node.js';
 import { getStatus, makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor } from './harness.js';
 
@@ -71,9 +73,7 @@ describe('flight recorder: a run whose start rotated out replays from a checkpoi
     children.length = 0;
 
     const lines: string[] = [];
-    const outcome = replayPaths([...configs.keys()].map(recordingOf), (line) => void lines.push(line), {
-      keepSteps: false,
-    });
+    const outcome = replayPaths([...configs.keys()].map(recordingOf), (line) => void lines.push(line));
     process.stdout.write(`      after ${written} writes:\n${lines.map((l) => `      ${l}\n`).join('')}`);
     assert.ok(outcome.ok, lines.join('\n'));
     assert.equal(outcome.runs.length, 3);
@@ -87,5 +87,9 @@ describe('flight recorder: a run whose start rotated out replays from a checkpoi
       lines.some((l) => /started from the checkpoint after step \d+/.test(l)),
       'the replay says so',
     );
+    // The viewer's trace and --to-scenario take runs that start from a checkpoint as well.
+    const trace = replayTrace(outcome.runs, 'from checkpoints');
+    assert.ok(trace.messages > 0 && trace.matched > 0, `${trace.messages} messages, ${trace.matched} matched`);
+    assert.match(toScenario(outcome.runs, 'from checkpoints'), /expect safe/);
   });
 });
