@@ -14,8 +14,7 @@ import type { EngineState } from '../engine/engine.js';
 import type { EngineConfig, Input, RestoredState } from '../engine/types.js';
 
 /**
- * RECORDING_FORMAT_VERSION is what this build writes. 3: checkpoint lines, and step lines without their
- * effect texts (`fx`: the replay describes its own effects when a step diverges). 2: the step digest is
+ * RECORDING_FORMAT_VERSION is what this build writes. 3: checkpoint lines (a segment replays on its own). 2: the step digest is
  * recording/canonical-hash.ts over the canonical effects and value hashes are keyed SHA-256. 1 (SHA-1 of
  * the canonical JSON, HMAC value hashes). Formats 1 and 2 are still read and replayed (READABLE_FORMAT_VERSIONS).
  */
@@ -73,8 +72,8 @@ export interface StepLine {
   /** d is the effects digest (recording/digest.ts; how it is computed depends on the format version). */
   d: string;
   /**
-   * fx described each effect (recording/describe.ts) in formats 1 and 2: for people, not compared. Format 3
-   * leaves it out: building it cost the node CPU on every step for a text read only at a divergence.
+   * fx describes each effect (recording/describe.ts): for people reading a divergence beside the replay's own
+   * list, never compared (the digest is). Optional: a recording may leave it out.
    */
   fx?: string[];
 }

@@ -328,6 +328,19 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
       },
     ],
   },
+  {
+    key: 'recording.effectTexts',
+    kind: onOff(),
+    doc: "write a text of each step's effects beside its digest, shown next to the replay's own at a divergence (about a fifth of the recorder's CPU on a leader)",
+    fallback: true,
+    flags: [
+      {
+        flag: 'no-recording-effect-texts',
+        sets: false,
+        doc: 'record effect digests only (a divergence then shows the replay effects and the recorded digest)',
+      },
+    ],
+  },
   ...limitSection(
     'recording.limits',
     DEFAULT_RECORDING_LIMITS,
@@ -413,6 +426,7 @@ export const OTHER_ENV: ReadonlyArray<{ env: string; doc: string }> = [
   { env: 'SVC_URL', doc: "the SDK's server URL (a client's; `svc node` ignores it)" },
   { env: 'SVC_TEST_LOG_LEVEL', doc: "tests: the nodes' log level (test/node/harness.ts)" },
   { env: 'SVC_TEST_KEEP_RECORDING', doc: 'tests: keep the recordings of test/node/recording-replay.test.ts' },
+  { env: 'SVC_CHECKPOINT_SEEDS', doc: 'tests: how many sim seeds test/engine/checkpoint.test.ts rebuilds engines on' },
   { env: 'SVC_FC_SEED', doc: "tests: fast-check's seed (test/fast-check-seed.ts)" },
   { env: 'SVC_PROPERTY_RUNS', doc: 'tests: runs of the random-schedule property' },
   { env: 'SVC_PROPERTY_OPS', doc: 'tests: operations per random schedule' },

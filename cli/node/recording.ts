@@ -20,6 +20,8 @@ export interface NodeRecordingConfig {
   enabled?: boolean;
   /** payloads: `hashed` (default) records the store's values as keyed hashes; `full` records them whole. */
   payloads?: PayloadMode;
+  /** effectTexts: write each step's effects as text beside its digest (default true). */
+  effectTexts?: boolean;
   limits?: Partial<RecordingLimits>;
 }
 
@@ -30,6 +32,8 @@ export function recordingConfigProblem(recording: unknown): string | null {
     return 'recording must be an object, e.g. {"enabled": false}';
   const r = recording as NodeRecordingConfig;
   if (r.enabled !== undefined && typeof r.enabled !== 'boolean') return 'recording.enabled must be true or false';
+  if (r.effectTexts !== undefined && typeof r.effectTexts !== 'boolean')
+    return 'recording.effectTexts must be true or false';
   if (r.payloads !== undefined && !PAYLOAD_MODES.includes(r.payloads))
     return `recording.payloads must be one of ${PAYLOAD_MODES.join(', ')}`;
   try {
@@ -57,6 +61,7 @@ export async function startRecording(
     build,
     tickMs: config.limits.tickMs,
     payloads: recording.payloads ?? 'hashed',
+    effectTexts: recording.effectTexts ?? true,
     config: engine.config,
     restored,
     exportState: () => engine.exportState(),

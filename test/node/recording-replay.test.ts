@@ -232,6 +232,9 @@ describe('flight recorder: a real 3-node cluster replays step for step', functio
       leaderRun.steps[expected - 1]!.in.type,
     );
     assert.ok(planted.divergence.replayed.effects.some((fx) => / Heartbeat /.test(fx)));
+    // Both lists: the node's own effects of that step (recording.effectTexts, on by default) beside the replay's.
+    assert.deepEqual(planted.divergence.recorded.effects, leaderRun.steps[expected - 1]!.fx);
+    assert.ok(planted.divergence.recorded.effects.some((fx) => / Heartbeat /.test(fx)));
     process.stdout.write(
       `      planted wall-clock read caught at step ${planted.divergence.step} of ${leaderRun.run}\n`,
     );
