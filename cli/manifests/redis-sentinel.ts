@@ -19,6 +19,7 @@ import type {
   V1PodDisruptionBudget,
   V1Service,
   V1StatefulSet,
+  V1Volume,
 } from '@kubernetes/client-node';
 import { MOUNTS, REDIS_PORT, SECRET_KEYS, type DeploymentNames } from './layout.js';
 
@@ -166,6 +167,30 @@ export function sentinelEnvironment(names: DeploymentNames, replicas: number): A
   ];
 }
 
+/** servedPort is a container's named TCP port with the probes that it accepts connections. */
+function servedPort(name: string, port: number): Pick<V1Container, 'ports' | 'readinessProbe' | 'livenessProbe'> {
+  return {
+    ports: [{ name, containerPort: port, protocol: 'TCP' }],
+    readinessProbe: { tcpSocket: { port: name }, periodSeconds: 5, failureThreshold: 3 },
+    livenessProbe: { tcpSocket: { port: name }, periodSeconds: 10, failureThreshold: 6 },
+  };
+}
+
+/** redisConfigVolumes: the ConfigMap, and these keys of the Redis auth Secret (group-readable, Redis' group). */
+export function redisConfigVolumes(names: DeploymentNames, keys: readonly string[]): V1Volume[] {
+  return [
+    { name: 'config', configMap: { name: names.redisConfigMap } },
+    {
+      name: 'auth',
+      secret: {
+        secretName: names.redisAuthSecret,
+        defaultMode: 0o440,
+        items: keys.map((key) => ({ key, path: key })),
+      },
+    },
+  ];
+}
+
 function meta(names: DeploymentNames, name: string, labels: Record<string, string>) {
   return { name, namespace: names.namespace, labels };
 }
@@ -189,9 +214,7 @@ function sentinelContainers(names: DeploymentNames, options: SentinelSetOptions)
       imagePullPolicy: 'IfNotPresent',
       command: start('redis'),
       env,
-      ports: [{ name: 'redis', containerPort: REDIS_PORT, protocol: 'TCP' }],
-      readinessProbe: { tcpSocket: { port: 'redis' }, periodSeconds: 5, failureThreshold: 3 },
-      livenessProbe: { tcpSocket: { port: 'redis' }, periodSeconds: 10, failureThreshold: 6 },
+      ...servedPort('redis', REDIS_PORT),
       resources: {
         requests: { cpu: '100m', memory: `${memoryLimitMi}Mi` },
         limits: { cpu: '1', memory: `${memoryLimitMi}Mi` },
@@ -205,9 +228,7 @@ function sentinelContainers(names: DeploymentNames, options: SentinelSetOptions)
       imagePullPolicy: 'IfNotPresent',
       command: start('sentinel'),
       env,
-      ports: [{ name: 'sentinel', containerPort: SENTINEL_PORT, protocol: 'TCP' }],
-      readinessProbe: { tcpSocket: { port: 'sentinel' }, periodSeconds: 5, failureThreshold: 3 },
-      livenessProbe: { tcpSocket: { port: 'sentinel' }, periodSeconds: 10, failureThreshold: 6 },
+      ...servedPort('sentinel', SENTINEL_PORT),
       resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '250m', memory: '64Mi' } },
       securityContext: options.containerSecurity(),
       volumeMounts: mounts,
@@ -269,18 +290,7 @@ export function sentinelRedis(
             ],
             containers: sentinelContainers(names, options),
             volumes: [
-              { name: 'config', configMap: { name: names.redisConfigMap } },
-              {
-                name: 'auth',
-                secret: {
-                  secretName: names.redisAuthSecret,
-                  defaultMode: 0o440,
-                  items: [
-                    { key: SECRET_KEYS.redisPassword, path: SECRET_KEYS.redisPassword },
-                    { key: SECRET_KEYS.redisSentinelPassword, path: SECRET_KEYS.redisSentinelPassword },
-                  ],
-                },
-              },
+              ...redisConfigVolumes(names, [SECRET_KEYS.redisPassword, SECRET_KEYS.redisSentinelPassword]),
               // The configuration the script writes (passwords in it): memory, never a disk.
               { name: 'run', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
             ],

@@ -34,6 +34,7 @@ import {
   REDIS_SENTINEL_REPLICAS_DEFAULT,
   REDIS_SENTINEL_REPLICAS_MAX,
   REDIS_SENTINEL_REPLICAS_MIN,
+  redisConfigVolumes,
   SENTINEL_PORT,
   sentinelRedis,
 } from './redis-sentinel.js';
@@ -702,17 +703,7 @@ function redis(options: ManifestOptions, names: DeploymentNames): [V1ConfigMap, 
                 ],
               },
             ],
-            volumes: [
-              { name: 'config', configMap: { name: names.redisConfigMap } },
-              {
-                name: 'auth',
-                secret: {
-                  secretName: names.redisAuthSecret,
-                  defaultMode: 0o440,
-                  items: [{ key: SECRET_KEYS.redisAuthConf, path: SECRET_KEYS.redisAuthConf }],
-                },
-              },
-            ],
+            volumes: redisConfigVolumes(names, [SECRET_KEYS.redisAuthConf]),
           },
         },
         volumeClaimTemplates: [
