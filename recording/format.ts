@@ -45,8 +45,8 @@ export interface SegmentLine {
   firstStep: number;
 }
 
-export interface RunLine {
-  t: 'run';
+/** RunIdentity is what a run line and a checkpoint line both say of the run they belong to. */
+export interface RunIdentity {
   v: number;
   run: string;
   node: string;
@@ -56,6 +56,10 @@ export interface RunLine {
   /** tickMs is the wall length of one tick on this node (engine timeouts count ticks). */
   tickMs: number;
   payloads: PayloadMode;
+}
+
+export interface RunLine extends RunIdentity {
+  t: 'run';
   config: EngineConfig;
   restored: RestoredState;
 }
@@ -91,15 +95,8 @@ export interface GapLine {
  * hashed like the inputs'), with what the run line says of the run: a replay can start from it when the
  * run's start has rotated out. It is written when a segment fills, as the next segment's first line.
  */
-export interface CheckpointLine {
+export interface CheckpointLine extends RunIdentity {
   t: 'ckpt';
-  v: number;
-  run: string;
-  node: string;
-  build: string;
-  startedAtMs: number;
-  tickMs: number;
-  payloads: PayloadMode;
   /** after is the number of the last step the state includes; the replay starts at after + 1. */
   after: number;
   /** at is the wall time the state was taken, ms since the epoch. */

@@ -86,13 +86,8 @@ export class PeerPool {
       this.failSoon(requestId, rpcStatus(StatusCode.UNAVAILABLE, client));
       return;
     }
-    let bytes: Buffer;
-    try {
-      bytes = encodeRequest(request);
-    } catch (err) {
-      this.failSoon(requestId, rpcStatus(StatusCode.INTERNAL, `request does not encode: ${String(err)}`));
-      return;
-    }
+    const bytes = this.encodeOrFail(requestId, request);
+    if (bytes === null) return;
     if (request.method === 'StreamSegments') {
       this.startStream(requestId, to, client, bytes);
     } else {
@@ -191,13 +186,8 @@ export class PeerPool {
       this.failSoon(requestId, rpcStatus(StatusCode.UNAVAILABLE, 'no peer address'));
       return;
     }
-    let bytes: Buffer;
-    try {
-      bytes = encodeRequest(request);
-    } catch (err) {
-      this.failSoon(requestId, rpcStatus(StatusCode.INTERNAL, `request does not encode: ${String(err)}`));
-      return;
-    }
+    const bytes = this.encodeOrFail(requestId, request);
+    if (bytes === null) return;
     const cancel = this.lean!.call(to, methodPath(method), bytes, this.limits.unaryDeadlineMs, (outcome) => {
       this.inflight.delete(requestId);
       if (!outcome.ok) {
@@ -276,6 +266,16 @@ export class PeerPool {
   }
 
   /** failSoon reports a failure on a later tick, as a real call would, never inside send(). */
+  /** encodeOrFail is the request's bytes, or null after failing the call INTERNAL (a request that does not encode). */
+  private encodeOrFail(requestId: number, request: RpcRequest): Buffer | null {
+    try {
+      return encodeRequest(request);
+    } catch (err) {
+      this.failSoon(requestId, rpcStatus(StatusCode.INTERNAL, `request does not encode: ${String(err)}`));
+      return null;
+    }
+  }
+
   private failSoon(requestId: number, status: RpcStatus, tracked = true): void {
     if (tracked) this.inflight.set(requestId, { to: '', cancel: () => {} });
     setImmediate(() => {
