@@ -3,7 +3,8 @@
 // seed and knobs only (each run builds its own world and PRNGs), so a seed gives the same outcome
 // and trace hash in any thread; `test/sim/sweep.test.ts` checks it.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -115,10 +116,24 @@ async function workerBundle(): Promise<URL | null> {
       const partial = new URL(`${file.href}.${process.pid}.partial`);
       writeFileSync(partial, text);
       renameSync(partial, file);
+      pruneWorkerBundles(file);
     }
     return file;
   } catch {
     return null;
+  }
+}
+
+/** WORKER_BUNDLE_KEEP_MS: older bundles (of sources since edited) are removed; a sweep starts its workers within seconds. */
+const WORKER_BUNDLE_KEEP_MS = 60 * 60 * 1_000;
+
+/** pruneWorkerBundles removes the bundles other than `kept` older than WORKER_BUNDLE_KEEP_MS. */
+function pruneWorkerBundles(kept: URL): void {
+  const dir = fileURLToPath(WORKER_BUNDLE_DIR);
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (!/^sweep-worker-[0-9a-f]+\.mjs$/.test(name) || path === fileURLToPath(kept)) continue;
+    if (Date.now() - statSync(path).mtimeMs > WORKER_BUNDLE_KEEP_MS) rmSync(path, { force: true });
   }
 }
 
