@@ -300,8 +300,6 @@ export class EngineCore {
 
   status(): EngineStatus {
     if (this.statusCache) return this.statusCache;
-    const lag: Record<number, number> = {};
-    for (const [shard, v] of [...this.readiness.lagGaugeByShard.entries()].sort((a, b) => a[0] - b[0])) lag[shard] = v;
     this.statusCache = {
       id: this.hs.selfId,
       name: this.config.name,
@@ -319,7 +317,7 @@ export class EngineCore {
       halted: this.hs.halted,
       reseed: this.hs.reseed,
       removed: this.hs.removed,
-      lagGaugeByShard: lag,
+      lagGaugeByShard: this.readiness.lagGauges(),
       roster: this.currentRoster(),
       versionsSeen: this.versions.snapshot(),
     };

@@ -16,8 +16,8 @@ type OtherEffect = Exclude<
 export class Effects {
   private hardStateEffect: Effect | null = null;
   private reset = false;
-  private appends: Effect[] = [];
-  private messages: Effect[] = [];
+  private readonly appends: Effect[] = [];
+  private readonly messages: Effect[] = [];
   private applies: Effect[] = [];
   private others: Effect[] = [];
 
@@ -48,17 +48,24 @@ export class Effects {
     this.others.push(effect);
   }
 
+  /** drain hands back this step's effects in contract order; the queues are emptied in place, not reallocated (once per step). */
   drain(): Effect[] {
     const out: Effect[] = [];
     if (this.hardStateEffect) out.push(this.hardStateEffect);
     if (this.reset) out.push({ type: 'resetStateMachine' });
-    out.push(...this.appends, ...this.messages, ...this.applies, ...this.others);
+    moveAll(this.appends, out);
+    moveAll(this.messages, out);
+    moveAll(this.applies, out);
+    moveAll(this.others, out);
     this.hardStateEffect = null;
     this.reset = false;
-    this.appends = [];
-    this.messages = [];
-    this.applies = [];
-    this.others = [];
     return out;
   }
+}
+
+/** moveAll appends `from`'s effects to `to` and empties `from`. */
+function moveAll(from: Effect[], to: Effect[]): void {
+  if (from.length === 0) return;
+  for (let i = 0; i < from.length; i++) to.push(from[i]!);
+  from.length = 0;
 }

@@ -39,7 +39,7 @@ export interface ReadIndexHost {
   isLeader(): boolean;
   selfId(): number;
   /** voterIds of the current configuration (the leader's newest roster). */
-  voterIds(): number[];
+  voterIds(): readonly number[];
   commitSeq(): number;
   /** termCommitted: the leader has committed an entry of its current term (its barrier). */
   termCommitted(): boolean;

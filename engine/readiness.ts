@@ -11,6 +11,8 @@ export class Readiness {
   private latched = false;
   /** lagGaugeByShard: per source shard, the monotonic high-water leader_last_seq seen (Readiness rules, 1). */
   readonly lagGaugeByShard = new Map<number, number>();
+  /** lagRecord: lagGaugeByShard as status() hands it out, built once per change (null = stale). */
+  private lagRecord: Record<number, number> | null = null;
   /** heartbeatLeaderLastSeq: the real leader frontier from this term's heartbeats, 0 = none (Readiness rules, 2). */
   private heartbeatLeaderLastSeq = 0;
   /** statusPollTarget: the leader frontier a status poll returned, 0 = none (Readiness rules, 3). */
@@ -82,7 +84,22 @@ export class Readiness {
   foldLagGauge(shard: number, leaderLastSeq: number): void {
     if (leaderLastSeq <= 0) return;
     const prev = this.lagGaugeByShard.get(shard) ?? 0;
-    if (leaderLastSeq > prev) this.lagGaugeByShard.set(shard, leaderLastSeq);
+    if (leaderLastSeq > prev) {
+      this.lagGaugeByShard.set(shard, leaderLastSeq);
+      this.lagRecord = null;
+    }
+  }
+
+  /**
+   * lagGauges: the gauges as a record in shard order, one frozen object until a gauge moves, so
+   * status() copies no map per step and a watcher may compare two reads by identity.
+   */
+  lagGauges(): Record<number, number> {
+    if (this.lagRecord !== null) return this.lagRecord;
+    const lag: Record<number, number> = {};
+    for (const [shard, v] of [...this.lagGaugeByShard.entries()].sort((a, b) => a[0] - b[0])) lag[shard] = v;
+    this.lagRecord = Object.freeze(lag);
+    return this.lagRecord;
   }
 
   gauge(shard: number): number {

@@ -41,8 +41,21 @@ export function memberByName(roster: Roster, name: string): MemberInfo | undefin
   return roster.members.find((m) => m.name === name);
 }
 
-export function voterIds(roster: Roster): number[] {
-  return roster.members.filter((m) => m.role === MemberRole.Voter).map((m) => m.id);
+/**
+ * votersByMembers: each members array's voter ids, computed once. A roster's members are never changed
+ * in place (a new roster is decoded or built instead), and quorum counts, read rounds and the
+ * simulator's checkers ask for a roster's voters many times per step; the lists are frozen, so a
+ * caller that tried to change one would throw rather than corrupt the next caller's answer.
+ */
+const votersByMembers = new WeakMap<readonly MemberInfo[], readonly number[]>();
+
+export function voterIds(roster: Roster): readonly number[] {
+  let voters = votersByMembers.get(roster.members);
+  if (voters === undefined) {
+    voters = Object.freeze(roster.members.filter((m) => m.role === MemberRole.Voter).map((m) => m.id));
+    votersByMembers.set(roster.members, voters);
+  }
+  return voters;
 }
 
 /** activeIds are the members a leader replicates to: voters and learners. */

@@ -4,6 +4,8 @@
 export class VersionSpread {
   private readonly seen = new Map<number, string>();
   private readonly warned = new Set<string>();
+  /** record: `seen` as snapshot() hands it out, built once per change (null = stale). */
+  private record: Record<number, string> | null = null;
 
   constructor(
     private readonly ownId: () => number,
@@ -13,7 +15,10 @@ export class VersionSpread {
   /** observe records a peer's version and returns a warning message when a new major gap appears. */
   observe(peerId: number, version: string): string | null {
     if (version === '') return null;
-    this.seen.set(peerId, version);
+    if (this.seen.get(peerId) !== version) {
+      this.seen.set(peerId, version);
+      this.record = null;
+    }
     const ownMajor = majorOf(this.ownVersion);
     const peerMajor = majorOf(version);
     if (ownMajor === null || peerMajor === null || ownMajor === peerMajor) return null;
@@ -25,10 +30,13 @@ export class VersionSpread {
     return `${loud}build_version major mismatch: member ${this.ownId()} runs ${this.ownVersion}, member ${peerId} runs ${version} (gap ${gap}); not rejected`;
   }
 
+  /** snapshot: the versions seen by member id, one frozen object until one changes (status() reads it per step). */
   snapshot(): Record<number, string> {
+    if (this.record !== null) return this.record;
     const out: Record<number, string> = {};
     for (const [id, v] of [...this.seen.entries()].sort((a, b) => a[0] - b[0])) out[id] = v;
-    return out;
+    this.record = Object.freeze(out);
+    return this.record;
   }
 }
 

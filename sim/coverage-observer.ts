@@ -22,7 +22,7 @@ export interface CoverageWorld {
 
 interface CutSpell {
   startUs: number;
-  voterIds: number[];
+  voterIds: readonly number[];
   counted: boolean;
 }
 
@@ -107,7 +107,7 @@ export class CoverageObserver implements Checker {
   }
 
   /** cut: `leader` cannot exchange messages with a quorum of `voters` (itself counts as reachable). */
-  private cut(leader: SimNode, voters: number[]): boolean {
+  private cut(leader: SimNode, voters: readonly number[]): boolean {
     let reachable = 0;
     for (const id of voters) {
       const other = this.world.nodeByMemberId(id);

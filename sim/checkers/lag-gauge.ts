@@ -7,9 +7,12 @@ import type { Checker, StepRecord } from './checker.js';
 export class LagGaugeChecker implements Checker {
   readonly name = 'lag-gauge-monotonic';
   private readonly lastByNode = new Map<number, Record<number, number>>();
+  /** lastFrozen: the frozen record last checked per node; the engine hands out the same one until a gauge moves. */
+  private readonly lastFrozen = new Map<number, Record<number, number>>();
 
   onStart(node: SimNode): void {
     this.lastByNode.delete(node.index);
+    this.lastFrozen.delete(node.index);
   }
 
   afterStep(step: StepRecord): void {
@@ -23,9 +26,11 @@ export class LagGaugeChecker implements Checker {
       this.lastByNode.has(node.index)
     )
       return;
-    const previous = this.lastByNode.get(node.index);
     const current = after.lagGaugeByShard;
-    if (previous === current) return;
+    // A frozen record cannot have moved since it was checked (an engine that mutates its own hands out no frozen one).
+    if (this.lastFrozen.get(node.index) === current) return;
+    if (Object.isFrozen(current)) this.lastFrozen.set(node.index, current);
+    const previous = this.lastByNode.get(node.index);
     let changed = previous === undefined;
     if (previous) {
       for (const shard in previous) {

@@ -94,9 +94,24 @@ export class RosterReplayChecker implements Checker {
       }
     }
     const record = recordSeq > 0 ? node.storage.written.entryAt(recordSeq) : undefined;
-    const decoded = record ? decodeRoster(record.data) : null;
+    const decoded = record ? decodedRoster(record.data) : null;
     return decoded ?? r.base ?? node.storage.hardState?.rosterBase ?? node.config?.bootstrapRoster ?? EMPTY_ROSTER;
   }
+}
+
+/**
+ * decoded: kind-4 bodies already decoded, by their bytes' identity (a written entry keeps its bytes, so
+ * a replay after each hard-state save, which moves no record, parses no JSON). Rosters are read only.
+ */
+const decoded = new WeakMap<Uint8Array, Roster | null>();
+
+function decodedRoster(bytes: Uint8Array): Roster | null {
+  let roster = decoded.get(bytes);
+  if (roster === undefined) {
+    roster = decodeRoster(bytes);
+    decoded.set(bytes, roster);
+  }
+  return roster;
 }
 
 /**

@@ -53,24 +53,31 @@ export class CheckerSuite implements Checker {
       ...extra,
     ];
     this.withBeforeEffect = this.checkers.filter((c) => c.beforeEffect !== undefined);
+    this.withAfterStep = this.checkers.filter((c) => c.afterStep !== undefined);
+    this.withOnAppend = this.checkers.filter((c) => c.onAppend !== undefined);
+    this.withOnApply = this.checkers.filter((c) => c.onApply !== undefined);
   }
 
+  // The checkers with each per-event hook, listed once: the hot hooks then make no call to a checker without it.
   private readonly withBeforeEffect: Checker[];
+  private readonly withAfterStep: Checker[];
+  private readonly withOnAppend: Checker[];
+  private readonly withOnApply: Checker[];
 
   beforeEffect(node: SimNode, effect: Effect, answering: RpcRequest | null): void {
     for (const c of this.withBeforeEffect) c.beforeEffect!(node, effect, answering);
   }
 
   afterStep(step: StepRecord): void {
-    for (const c of this.checkers) c.afterStep?.(step);
+    for (const c of this.withAfterStep) c.afterStep!(step);
   }
 
   onAppend(node: SimNode, fromSeq: number, entries: readonly Entry[], prevTerm: number | undefined): void {
-    for (const c of this.checkers) c.onAppend?.(node, fromSeq, entries, prevTerm);
+    for (const c of this.withOnAppend) c.onAppend!(node, fromSeq, entries, prevTerm);
   }
 
   onApply(node: SimNode, entries: readonly Entry[]): void {
-    for (const c of this.checkers) c.onApply?.(node, entries);
+    for (const c of this.withOnApply) c.onApply!(node, entries);
   }
 
   onVote(voter: SimNode, voterStatus: EngineStatus, request: VoteRequest, response: VoteResponse): void {
