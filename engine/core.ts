@@ -17,6 +17,7 @@ import {
   MEMBER_NAME_CHARS_MAX,
 } from './limits.js';
 import { RaftLog, logUpToDate } from './log.js';
+import { filterOf, filteredEntries } from './communities.js';
 import { JoinDialer, PendingChanges, RosterCache, confChangeRefusal, type ConfChangeRefusal } from './membership.js';
 import {
   RosterProbe,
@@ -329,6 +330,7 @@ export class EngineCore {
       reseed: this.hs.reseed,
       removed: this.hs.removed,
       lagGaugeByShard: lag,
+      ...(this.ownFilter() ? { filter: this.ownFilter()! } : {}),
       roster: this.currentRoster(),
       versionsSeen: this.versions.snapshot(),
     };
@@ -758,11 +760,16 @@ export class EngineCore {
       if (entries.length === 0 && !(pr.state === 'probe' && pr.inflightCount === 0) && !commitNews) return;
       if (entries.length === 0 && pr.inflightCount > 0) return;
       const segLast = prevSeq + entries.length;
-      const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.positions.commitSeq, entries };
+      // A filtered member gets only its communities' event batches; leader_last_seq is still the
+      // unfiltered segment's end, so an empty filtered payload advances its frontier and gauge.
+      const filter = filterOf(this.currentRoster(), id);
+      const shipped = filter ? filteredEntries(entries, filter, this.config.communityOf) : entries;
+      const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.positions.commitSeq, entries: shipped };
+      if (filter) frame.filtered = true;
       const body: ShipSegmentRequest = {
         id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: prevSeq + 1 },
         payload: encodeSegmentFrame(frame),
-        eventCount: entries.length,
+        eventCount: filter ? shipped.filter((e) => e.kind !== EntryKind.Withheld).length : entries.length,
         leaderLastSeq: segLast,
         streamBaseline: 0,
         term: this.hs.term,
@@ -1123,12 +1130,14 @@ export class EngineCore {
       const known =
         e.kind === EntryKind.EventBatch ||
         e.kind === EntryKind.TermBarrier ||
+        (e.kind === EntryKind.Withheld && frame.filtered === true) ||
         (e.kind === EntryKind.Membership && (this.config.compat.capabilities & CAPABILITY_KIND4) !== 0);
       if (!known) {
         this.halt(`unknown batch kind ${e.kind} at seq ${e.seq}`);
         return 'halted';
       }
     }
+    if (!this.takesFrameKind(frame)) return 'rejected';
     if (frame.prevSeq > this.log.lastSeq()) return 'rejected';
     if (
       frame.prevSeq >= this.log.baseSeq &&
@@ -1200,6 +1209,41 @@ export class EngineCore {
     }
   }
 
+  /** ownFilter: our community-overlay filter in our newest roster, null = unfiltered. */
+  ownFilter(): ReturnType<typeof filterOf> {
+    return this.hs.selfId === 0 ? null : filterOf(this.currentRoster(), this.hs.selfId);
+  }
+
+  /** filteredMember: our roster filters us, or what we hold was shipped filtered (we may not know the record yet). */
+  filteredMember(): boolean {
+    return this.ownFilter() !== null || this.hs.filteredData === true;
+  }
+
+  /**
+   * takesFrameKind: a filtered frame (withheld runs) and a full one never mix in one log. When a segment of
+   * the other kind arrives — our filter was set (we hold other communities' data, which must go) or removed
+   * (we hold placeholders, and must hold the full log again) — we wipe the state machine and the log and
+   * take the log again from the leader's pushes (filtered) or pulls (full): docs/protocol.md, "Filtered
+   * members". A voter never takes a filtered frame (a filtered member is never a voter): refused, false.
+   */
+  takesFrameKind(frame: SegmentFrame): boolean {
+    const filtered = frame.filtered === true;
+    if (filtered === (this.hs.filteredData === true)) return true;
+    if (filtered && isVoter(this.currentRoster(), this.hs.selfId)) {
+      this.fx.other({
+        type: 'warning',
+        code: 'bad-request',
+        message: 'a filtered segment reached a voter; refused (a filtered member is never a voter)',
+      });
+      return false;
+    }
+    const holdsData = this.log.lastSeq() > 0 || this.positions.appliedSeq > 0;
+    if (filtered) this.hs.filteredData = true;
+    else delete this.hs.filteredData;
+    if (holdsData) this.wipeLog();
+    return true;
+  }
+
   halt(reason: string): void {
     this.hs.halted = reason;
     this.pull.stop();
@@ -1230,6 +1274,12 @@ export class EngineCore {
 
   /** wipeForReseed drops the state machine and the log; the node then pulls everything again. */
   wipeForReseed(): void {
+    this.wipeLog();
+    this.startPull();
+  }
+
+  /** wipeLog drops the state machine and the log, still knowing who the members are. */
+  wipeLog(): void {
     this.hs.rosterBase = this.currentRoster(); // keep knowing who the members are while the log is empty
     this.fx.resetStateMachine();
     this.positions.wipe();
@@ -1237,7 +1287,6 @@ export class EngineCore {
     this.fx.append(1, []);
     this.snapshots.drop();
     this.pull.stop();
-    this.startPull();
   }
 
   onHeartbeat(callId: number, req: HeartbeatRequest): void {
@@ -1338,7 +1387,8 @@ export class EngineCore {
     // one a roster probe vouched for (a non-member's campaign changes nothing).
     const vouched = this.rosterProbe.vouched;
     const reinstalled = !this.hs.reseed;
-    const mayVote = this.hs.selfId !== 0 && !this.hs.removed;
+    // A filtered member never votes: its log is not the log (docs/protocol.md, "Filtered members").
+    const mayVote = this.hs.selfId !== 0 && !this.hs.removed && !this.filteredMember();
     const eligible =
       reinstalled &&
       mayVote &&
@@ -1783,6 +1833,9 @@ export class EngineCore {
   /** startPull asks the leader's stream for what we miss, from the first seq not known to match. */
   startPull(): void {
     if (this.pull.active || this.leaderId === 0 || this.role === 'leader' || this.hs.halted !== '') return;
+    // A filtered member never pulls: StreamSegments and FetchSnapshot name no puller, so the leader could
+    // not filter what it serves. The leader's pushes rewind to what it answers (role-leader.ts).
+    if (this.filteredMember()) return;
     const body: StreamRequest = {
       shardId: this.leaderId,
       fromSeqno: this.positions.matchedSeq + 1,
@@ -1982,6 +2035,7 @@ function hardStateChanged(a: HardState, b: HardState): boolean {
     a.halted !== b.halted ||
     a.reseed !== b.reseed ||
     a.removed !== b.removed ||
+    a.filteredData !== b.filteredData ||
     a.rosterBase !== b.rosterBase
   );
 }

@@ -173,6 +173,24 @@ export class Progress {
     return this.live !== null && this.nextSeq - 1 > this.matchSeq && tick - this.live.waitSinceTick > retryTicks;
   }
 
+  /**
+   * refusedByFiltered: a filtered member refused a ship (a gap: it was wiped, or behind). It never pulls
+   * (core.ts startPull), so the leader goes back to what it answered — its frontier may have gone down with
+   * a wipe, and a filtered member's frontier counts toward nothing. Below the leader's compaction point
+   * there is nothing to push it (no filtered snapshot): paused, retried after pullTimeoutTicks.
+   */
+  refusedByFiltered(appliedSeq: number, baseSeq: number, tick: number): void {
+    this.inflight.clear();
+    this.matchSeq = appliedSeq;
+    if (appliedSeq < baseSeq) {
+      this.state = 'paused';
+      this.pausedTick = tick;
+      return;
+    }
+    this.state = 'probe';
+    this.nextSeq = appliedSeq + 1;
+  }
+
   /** foldMatch takes a reported frontier (capped at the leader's log end); false when it is not news. */
   foldMatch(seq: number, leaderLastSeq: number, tick = 0): boolean {
     if (seq <= this.matchSeq) return false;

@@ -1,5 +1,6 @@
 // The leader's handler set (roles.ts): check-quorum, heartbeats, ship retries and the transfer
 // timeout on each tick; its followers' answers to ships and heartbeats.
+import { filterOf } from './communities.js';
 import type { EngineCore } from './core.js';
 import {
   leaderAdministers,
@@ -59,6 +60,7 @@ export const LEADER: RoleHandlers = {
       return;
     }
     if (body.accepted) pr.shipAccepted(ctx.lastSeq, ctx.commitSeq, body.appliedSeqno);
+    else if (filterOf(c.currentRoster(), ctx.toId)) pr.refusedByFiltered(body.appliedSeqno, c.log.baseSeq, c.ticks);
     else pr.shipRefused(c.ticks);
     c.foldMatch(ctx.toId, body.appliedSeqno);
     pr.skipMatched();

@@ -1,13 +1,19 @@
 // Roster helpers: the kind-4 record body codec and role queries. The body is
 // canonical JSON (members sorted by id) so every node encodes a roster alike.
-import { MemberRole, type Roster } from './types.js';
+import { MemberRole, type MemberFilter, type Roster } from './types.js';
 import type { MemberInfo } from './rpc.js';
+import { canonicalFilter, filterProblem } from './communities.js';
 
 export function encodeRoster(roster: Roster): Uint8Array {
   const members = [...roster.members]
     .sort((a, b) => a.id - b.id)
     .map((m) => ({ id: m.id, name: m.name, grpcAddr: m.grpcAddr, httpAddr: m.httpAddr, role: m.role }));
-  return new TextEncoder().encode(JSON.stringify({ v: roster.membershipVersion, next: roster.nextMemberId, members }));
+  const body: Record<string, unknown> = { v: roster.membershipVersion, next: roster.nextMemberId, members };
+  // The overlay fields are written only when some member is filtered, so every roster without one
+  // encodes exactly as before they existed (and an older binary reads the members it knows).
+  if (roster.filters && Object.keys(roster.filters).length > 0) body.filters = roster.filters;
+  if (roster.refilling && roster.refilling.length > 0) body.refilling = roster.refilling;
+  return new TextEncoder().encode(JSON.stringify(body));
 }
 
 /** decodeRoster returns null for a body that is not a roster. */
@@ -27,10 +33,41 @@ export function decodeRoster(bytes: Uint8Array): Roster | null {
         return null;
       members.push({ id: m.id, name: m.name, grpcAddr: m.grpcAddr, httpAddr: m.httpAddr, role: m.role });
     }
-    return { membershipVersion: raw.v, nextMemberId: raw.next, members };
+    const roster: Roster = { membershipVersion: raw.v, nextMemberId: raw.next, members };
+    const overlays = decodeOverlays(raw as Record<string, unknown>, members);
+    if (overlays === null) return null;
+    if (overlays.filters) roster.filters = overlays.filters;
+    if (overlays.refilling) roster.refilling = overlays.refilling;
+    return roster;
   } catch {
     return null;
   }
+}
+
+/** decodeOverlays reads the optional filters and refilling fields; null when they are malformed. */
+function decodeOverlays(
+  raw: Record<string, unknown>,
+  members: MemberInfo[],
+): { filters?: Record<number, MemberFilter>; refilling?: number[] } | null {
+  const out: { filters?: Record<number, MemberFilter>; refilling?: number[] } = {};
+  const ids = new Set(members.map((m) => m.id));
+  if (raw.filters !== undefined) {
+    if (typeof raw.filters !== 'object' || raw.filters === null) return null;
+    const filters: Record<number, MemberFilter> = {};
+    for (const [key, value] of Object.entries(raw.filters as Record<string, unknown>)) {
+      const id = Number(key);
+      const f = value as MemberFilter;
+      if (!ids.has(id) || typeof f !== 'object' || f === null || filterProblem(f) !== null) return null;
+      filters[id] = canonicalFilter(f);
+    }
+    out.filters = filters;
+  }
+  if (raw.refilling !== undefined) {
+    if (!Array.isArray(raw.refilling) || !raw.refilling.every((id) => typeof id === 'number' && ids.has(id)))
+      return null;
+    out.refilling = raw.refilling as number[];
+  }
+  return out;
 }
 
 export function memberById(roster: Roster, id: number): MemberInfo | undefined {
@@ -41,8 +78,9 @@ export function memberByName(roster: Roster, name: string): MemberInfo | undefin
   return roster.members.find((m) => m.name === name);
 }
 
+/** voterIds: the voters. A filtered member is never one, whatever its role says (its log is not the log). */
 export function voterIds(roster: Roster): number[] {
-  return roster.members.filter((m) => m.role === MemberRole.Voter).map((m) => m.id);
+  return roster.members.filter((m) => m.role === MemberRole.Voter && !roster.filters?.[m.id]).map((m) => m.id);
 }
 
 /** activeIds are the members a leader replicates to: voters and learners. */
@@ -51,7 +89,7 @@ export function activeIds(roster: Roster): number[] {
 }
 
 export function isVoter(roster: Roster, id: number): boolean {
-  return memberById(roster, id)?.role === MemberRole.Voter;
+  return memberById(roster, id)?.role === MemberRole.Voter && !roster.filters?.[id];
 }
 
 export function isRemoved(roster: Roster, id: number): boolean {
@@ -63,11 +101,19 @@ export function withMember(roster: Roster, member: MemberInfo): Roster {
     .filter((m) => m.id !== member.id)
     .concat([member])
     .sort((a, b) => a.id - b.id);
-  return {
+  const next: Roster = {
     membershipVersion: roster.membershipVersion + 1,
     nextMemberId: Math.max(roster.nextMemberId, member.id + 1),
     members,
   };
+  // A learner keeps its filter through other members' changes; one promoted or removed sheds it.
+  const keepsOverlays = member.role === MemberRole.Learner;
+  const filters = { ...(roster.filters ?? {}) };
+  if (!keepsOverlays) delete filters[member.id];
+  const refilling = (roster.refilling ?? []).filter((id) => keepsOverlays || id !== member.id);
+  if (Object.keys(filters).length > 0) next.filters = filters;
+  if (refilling.length > 0) next.refilling = refilling;
+  return next;
 }
 
 /** bootstrapRoster makes a founding roster: all voters, ids 1..n, version 1. */

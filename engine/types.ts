@@ -11,8 +11,13 @@ import type {
   SnapshotRequest,
 } from './rpc.js';
 
-/** EntryKind numbers entries in the log (decision 5). 3 and 5+ are unknown and halt a receiver. */
-export const EntryKind = { EventBatch: 1, TermBarrier: 2, Membership: 4 } as const;
+/**
+ * EntryKind numbers entries in the log (decision 5). 3 and 5+ are unknown and halt a receiver.
+ * Withheld is local, never a kind on the wire: the placeholder a filtered member keeps for an event
+ * batch outside its communities (engine/communities.ts), rebuilt from a filtered frame's withheld runs
+ * (segment-frame.ts); it holds the entry's seq and term and no data, and applies as nothing.
+ */
+export const EntryKind = { EventBatch: 1, TermBarrier: 2, Membership: 4, Withheld: 255 } as const;
 export type EntryKind = number;
 
 /** Entry is one log record: numbered by a global seqno from 1, carrying the term that wrote it. */
@@ -27,6 +32,28 @@ export interface Entry {
 export const MemberRole = { Voter: 0, Learner: 1, Removed: 2 } as const;
 export type MemberRole = (typeof MemberRole)[keyof typeof MemberRole];
 
+/**
+ * MemberFilter is a filtered member's communities (docs/protocol.md, "Filtered members"): the event
+ * batches it holds are those whose key starts with one of `prefixes` or whose tenant is one of
+ * `tenants` (engine/communities.ts). Both empty is no community at all (it holds no event batch).
+ */
+export interface MemberFilter {
+  prefixes: string[];
+  tenants: string[];
+}
+
+/**
+ * Community is what a CommunityReader reads from an event batch's command: its key and its tenant
+ * ('' when the record has none). null: the command names no key (held by no filtered member).
+ */
+export interface Community {
+  key: string;
+  tenant: string;
+}
+
+/** CommunityReader reads an event batch's community; pure (no I/O), supplied by the driver (EngineConfig). */
+export type CommunityReader = (data: Uint8Array) => Community | null;
+
 /** Roster is a whole membership configuration, the body of a kind-4 record. */
 export interface Roster {
   /** membershipVersion counts configurations: each kind-4 record raises it by one. */
@@ -34,6 +61,13 @@ export interface Roster {
   /** nextMemberId is the next permanent id to hand out; ids are never reused. */
   nextMemberId: number;
   members: MemberInfo[];
+  /** filters: member id → its filter, for filtered learners only; absent when no member is filtered. */
+  filters?: Record<number, MemberFilter>;
+  /**
+   * refilling: ids of learners whose filter was removed and who have not yet been promoted: each must
+   * prove to the leader that it holds the full log again before promotion (docs/protocol.md). Absent = none.
+   */
+  refilling?: number[];
 }
 
 /** CAPABILITY_KIND4 is capability bit 0: the binary folds kind-4 membership records. */
@@ -66,6 +100,11 @@ export interface HardState {
   reseed: boolean;
   /** removed is set once we learned we were decommissioned; it never clears. */
   removed: boolean;
+  /**
+   * filteredData: the log and state this node holds were shipped filtered (withheld placeholders, some
+   * communities only); absent = the full log. A segment of the other kind wipes them first (core.ts).
+   */
+  filteredData?: true;
 }
 
 /** SnapshotMeta describes the state a snapshot artifact holds (carried in its meta file). */
@@ -115,6 +154,11 @@ export interface EngineConfig {
   randomSeed: number;
   compat: Compat;
   limits: EngineLimits;
+  /**
+   * communityOf reads an event batch's key and tenant, for the community-overlay filter (a leader ships
+   * a filtered member only its communities' batches). Absent: no batch belongs to any community.
+   */
+  communityOf?: CommunityReader;
 }
 
 export interface EngineLimits {
@@ -195,7 +239,9 @@ export type AdminOp =
   | { op: 'remove'; memberId: number }
   | { op: 'transfer'; memberId: number }
   /** leave: a member removes itself; refused below autopilotFailureTolerance (engine/autopilot.ts), never the leader. */
-  | { op: 'leave'; memberId: number };
+  | { op: 'leave'; memberId: number }
+  /** filter: set (or, with null, remove) a learner's community-overlay filter (docs/protocol.md, "Filtered members"). */
+  | { op: 'filter'; memberId: number; filter: MemberFilter | null };
 
 /** Proposal is one client command handed to the leader; proposalId names its proposalResult. */
 export interface Proposal {
@@ -363,6 +409,8 @@ export interface EngineStatus {
   removed: boolean;
   /** lagGaugeByShard: per source shard, the monotonic high-water leader_last_seq seen. */
   lagGaugeByShard: Record<number, number>;
+  /** filter: this member's community-overlay filter in its newest roster; absent = unfiltered. */
+  filter?: MemberFilter;
   roster: Roster;
   versionsSeen: Record<number, string>;
 }
@@ -409,6 +457,12 @@ export type AdminResultCode =
   | 'transfer-refused'
   | 'transfer-failed'
   | 'below-fault-tolerance'
+  /** member-filtered: promotion refused, the member holds only its communities (remove its filter first). */
+  | 'member-filtered'
+  /** not-full-log: promotion refused, the member's filter was removed but it has not shown it holds the full log yet. */
+  | 'not-full-log'
+  /** bad-filter: the filter is malformed or beyond its limits (engine/communities.ts). */
+  | 'bad-filter'
   | ConfChangeRefusalCode;
 
 /** ReadinessReason names what flipped the readiness latch (engine/readiness.ts, the spec's Readiness rules). */

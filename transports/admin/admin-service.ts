@@ -109,7 +109,7 @@ export function adminServiceDefinition(): grpc.ServiceDefinition {
 /** ADMIN_MEMBER_METHODS take a member's peer certificate too (the server's memberMethods): only for its own leave. */
 export const ADMIN_MEMBER_METHODS: readonly string[] = ['changeMember'];
 
-const CHANGE_OPS: Partial<Record<pb.MemberChange, AdminOp['op']>> = {
+const CHANGE_OPS: Partial<Record<pb.MemberChange, Exclude<AdminOp['op'], 'filter'>>> = {
   [pb.MemberChange.MEMBER_CHANGE_PROMOTE]: 'promote',
   [pb.MemberChange.MEMBER_CHANGE_REMOVE]: 'remove',
   [pb.MemberChange.MEMBER_CHANGE_TRANSFER]: 'transfer',

@@ -82,6 +82,7 @@ export function hardStateProblem(hs: unknown): string | null {
   for (const field of ['reseed', 'removed'] as const) {
     if (typeof hs[field] !== 'boolean') return `${field} must be a boolean`;
   }
+  if (hs.filteredData !== undefined && hs.filteredData !== true) return 'filteredData must be true or absent';
   if (hs.rosterBase !== null && rosterProblem(hs.rosterBase) !== null)
     return `rosterBase: ${rosterProblem(hs.rosterBase)}`;
   return null;
