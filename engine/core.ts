@@ -17,7 +17,7 @@ import {
   MEMBER_NAME_CHARS_MAX,
 } from './limits.js';
 import { RaftLog, logUpToDate } from './log.js';
-import { filterOf, filteredEntries } from './communities.js';
+import { filterOf, filteredEntries, isRefilling } from './communities.js';
 import { JoinDialer, PendingChanges, RosterCache, confChangeRefusal, type ConfChangeRefusal } from './membership.js';
 import {
   RosterProbe,
@@ -331,6 +331,7 @@ export class EngineCore {
       removed: this.hs.removed,
       lagGaugeByShard: lag,
       ...(this.ownFilter() ? { filter: this.ownFilter()! } : {}),
+      ...(this.hs.filteredData ? { filteredData: true as const } : {}),
       roster: this.currentRoster(),
       versionsSeen: this.versions.snapshot(),
     };
@@ -545,7 +546,9 @@ export class EngineCore {
     for (const m of roster.members) {
       if (m.id === this.hs.selfId || this.progress.has(m.id)) continue;
       if (m.role !== MemberRole.Removed) {
-        this.progress.set(m.id, new Progress(this.log.lastSeq(), this.ticks));
+        const pr = new Progress(this.log.lastSeq(), this.ticks);
+        if (filterOf(roster, m.id) !== null || isRefilling(roster, m.id)) pr.matchFloor = this.overlaySeq(m.id);
+        this.progress.set(m.id, pr);
         continue;
       }
       // Keep shipping to a removed member until it holds the record that removed it, so it
@@ -559,6 +562,25 @@ export class EngineCore {
       this.endLive(pr);
       this.progress.delete(id);
     }
+  }
+
+  /**
+   * overlaySeq: the seq of the newest kind-4 record in our log that set or removed member `id`'s filter
+   * (matchFloor); the compaction point when that record is compacted away (it is then at or below it).
+   */
+  overlaySeq(id: number): number {
+    let after: { seq: number; roster: Roster } | null = null;
+    for (let s = this.log.lastSeq(); s > this.log.baseSeq; s--) {
+      const e = this.log.entryAt(s)!;
+      if (e.kind !== EntryKind.Membership) continue;
+      const r = decodeRoster(e.data);
+      if (!r) continue;
+      if (after !== null && overlayChanged(r, after.roster, id)) return after.seq;
+      after = { seq: s, roster: r };
+    }
+    const base = this.baseRoster ?? this.hs.rosterBase ?? this.config.bootstrapRoster;
+    if (after !== null && base !== null && overlayChanged(base, after.roster, id)) return after.seq;
+    return Math.max(1, this.log.baseSeq);
   }
 
   /** findRemovalSeq: the seq of the kind-4 record that first lists `id` as Removed, 0 when compacted away. */
@@ -1240,7 +1262,10 @@ export class EngineCore {
     const holdsData = this.log.lastSeq() > 0 || this.positions.appliedSeq > 0;
     if (filtered) this.hs.filteredData = true;
     else delete this.hs.filteredData;
-    if (holdsData) this.wipeLog();
+    if (holdsData) {
+      this.wipeLog();
+      this.readiness.refilling();
+    }
     return true;
   }
 
@@ -1632,6 +1657,7 @@ export class EngineCore {
   }
 
   appendConfChange(roster: Roster): number {
+    const before = this.currentRoster();
     const entry: Entry = {
       seq: this.log.lastSeq() + 1,
       term: this.hs.term,
@@ -1639,6 +1665,13 @@ export class EngineCore {
       data: encodeRoster(roster),
     };
     this.appendLocal([entry]);
+    // A member whose filter was set or removed will drop what it holds: start its progress afresh (matchFloor).
+    for (const m of roster.members) {
+      if (m.id === this.hs.selfId || !overlayChanged(before, roster, m.id) || !this.progress.has(m.id)) continue;
+      const fresh = new Progress(this.log.lastSeq(), this.ticks);
+      fresh.matchFloor = entry.seq;
+      this.progress.set(m.id, fresh);
+    }
     for (const id of this.progress.ids()) this.maybeShip(id);
     return entry.seq;
   }
@@ -2013,6 +2046,13 @@ export class EngineCore {
       { method: 'TimeoutNow', term: this.hs.term, toId: t.targetId, adminId: t.adminId },
     );
   }
+}
+
+/** overlayChanged: member `id`'s filter (or refilling mark) differs between two rosters. */
+function overlayChanged(a: Roster, b: Roster, id: number): boolean {
+  return (
+    JSON.stringify(filterOf(a, id)) !== JSON.stringify(filterOf(b, id)) || isRefilling(a, id) !== isRefilling(b, id)
+  );
 }
 
 /**

@@ -43,6 +43,13 @@ export class Progress {
   private reportedCapabilities = 0;
   /** capabilitiesHeard: the follower has reported its bits at least once to this leader. */
   private capabilitiesHeard = false;
+  /**
+   * matchFloor: for a member whose filter was set or removed at this seq (engine/communities.ts), 0 otherwise.
+   * Such a member drops what it held when the first segment of the new kind reaches it, so a frontier it
+   * reported before is stale; any such frontier is below this seq (the record itself reaches it in a segment
+   * of the new kind), so the leader takes no frontier below it — and no answer to a ship sent before.
+   */
+  matchFloor = 0;
 
   /**
    * @param nextSeq the next seqno to ship
@@ -181,7 +188,7 @@ export class Progress {
    */
   refusedByFiltered(appliedSeq: number, baseSeq: number, tick: number): void {
     this.inflight.clear();
-    this.matchSeq = appliedSeq;
+    this.matchSeq = appliedSeq < this.matchFloor ? 0 : appliedSeq;
     if (appliedSeq < baseSeq) {
       this.state = 'paused';
       this.pausedTick = tick;
@@ -193,7 +200,7 @@ export class Progress {
 
   /** foldMatch takes a reported frontier (capped at the leader's log end); false when it is not news. */
   foldMatch(seq: number, leaderLastSeq: number, tick = 0): boolean {
-    if (seq <= this.matchSeq) return false;
+    if (seq <= this.matchSeq || seq < this.matchFloor) return false;
     this.matchSeq = Math.min(seq, leaderLastSeq);
     if (this.live) {
       this.live.waitSinceTick = tick;

@@ -4,7 +4,7 @@
 import { leaveRefusal } from './autopilot.js';
 import { assertNever } from './assert.js';
 import type { EngineCore } from './core.js';
-import { filterOf, filterProblem, isRefilling, withFilter } from './communities.js';
+import { canonicalFilter, filterOf, filterProblem, isRefilling, withFilter } from './communities.js';
 import { JOIN_REFUSAL_REMOVED } from './membership.js';
 import type { AppliedReport, JoinRequest } from './rpc.js';
 import { memberById, memberByName, withMember } from './roster.js';
@@ -106,8 +106,15 @@ export function leaderAdministers(c: EngineCore, adminId: number, op: AdminOp): 
         return fail('not-a-learner', 'only a learner can be filtered (a filtered member never votes)');
       const problem = op.filter === null ? null : filterProblem(op.filter);
       if (problem !== null) return fail('bad-filter', problem);
-      if (op.filter === null && filterOf(roster, op.memberId) === null)
-        return c.adminResult(adminId, 'done', 'not filtered');
+      const held = filterOf(roster, op.memberId);
+      if (op.filter === null && held === null) return c.adminResult(adminId, 'done', 'not filtered');
+      if (op.filter !== null && held !== null) {
+        // A member holds one filter's data; another filter would leave it holding a mix. Clear first:
+        // the member then wipes and refills, and wipes again when the new filter is set.
+        if (JSON.stringify(canonicalFilter(op.filter)) === JSON.stringify(held))
+          return c.adminResult(adminId, 'done', 'already filtered so');
+        return fail('member-filtered', 'the member is filtered already: clear its filter first, then set the new one');
+      }
       const refusal = c.confChangeRefusal(0);
       if (refusal) return fail(refusal.code, refusal.detail);
       const seq = c.appendConfChange(withFilter(roster, op.memberId, op.filter));

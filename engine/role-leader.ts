@@ -53,6 +53,8 @@ export const LEADER: RoleHandlers = {
     const pr = c.progress.get(ctx.toId);
     if (!pr) return;
     const wasInFlight = pr.answered(requestId);
+    // After a member's filter changed, an answer to a ship sent before says what it held before (matchFloor).
+    if (!wasInFlight && pr.matchFloor > 0) return;
     c.progress.heard(ctx.toId);
     if (pr.live !== null && !wasInFlight) {
       // A ship from before the live stream: the stream carries what followed it; only its frontier counts.

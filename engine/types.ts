@@ -411,6 +411,8 @@ export interface EngineStatus {
   lagGaugeByShard: Record<number, number>;
   /** filter: this member's community-overlay filter in its newest roster; absent = unfiltered. */
   filter?: MemberFilter;
+  /** filteredData: what this node holds was shipped filtered (HardState.filteredData); absent = the full log. */
+  filteredData?: true;
   roster: Roster;
   versionsSeen: Record<number, string>;
 }
@@ -467,4 +469,10 @@ export type AdminResultCode =
 
 /** ReadinessReason names what flipped the readiness latch (engine/readiness.ts, the spec's Readiness rules). */
 export type ReadinessReason =
-  'caught-up-to-heartbeat-frontier' | 'caught-up-to-polled-status' | 'won-leadership' | 'removed' | 'halted' | 'reseed';
+  | 'caught-up-to-heartbeat-frontier'
+  | 'caught-up-to-polled-status'
+  | 'won-leadership'
+  | 'removed'
+  | 'halted'
+  | 'reseed'
+  | 'refilling';

@@ -41,6 +41,7 @@ import { traceLine } from './trace-format.js';
 import { InvariantViolation, violate } from './violation.js';
 import { RpcRouter, type ClientAnswer, type ForeignCall } from './rpc-router.js';
 import { emptyRestoredState } from '../engine/restored.js';
+import { simCommunityOf } from './state-machine.js';
 import type { ForeignMessage } from './foreign.js';
 import { unreachable } from './wire.js';
 
@@ -559,6 +560,7 @@ export class Cluster implements CheckerWorld {
       randomSeed: this.lockstep ? node.index * 7919 + 17 : this.enginePrng.uint32(),
       compat: { ...node.id.compat },
       limits: { ...this.limits },
+      communityOf: simCommunityOf,
     };
     node.config = config;
     node.engine = this.guard(node, 'construct', () => this.config.engineFactory(config, restored));

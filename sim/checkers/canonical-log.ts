@@ -32,6 +32,19 @@ export class CanonicalLog {
   /** record checks an applied entry against the history (state-machine safety) and extends it. */
   record(nodeIndex: number, nodeName: string, entry: Entry): void {
     const known = this.entries[entry.seq];
+    if (entry.kind === EntryKind.Withheld) {
+      // A filtered member's placeholder (engine/communities.ts) stands for an event batch of that term; it
+      // never becomes the history (the batch's bytes come from a member that holds them).
+      if (known && (known.term !== entry.term || known.kind !== EntryKind.EventBatch)) {
+        violate(
+          'state-machine-safety',
+          `node ${nodeName} applied a withheld batch at seq ${entry.seq} (term ${entry.term}) ` +
+            `but node n${this.appliedBy[entry.seq]! + 1} applied (term ${known.term}, kind ${known.kind})`,
+          nodeIndex,
+        );
+      }
+      return;
+    }
     if (known) {
       if (known.term !== entry.term || known.kind !== entry.kind || !sameBytes(known.data, entry.data)) {
         violate(
@@ -60,6 +73,20 @@ export class CanonicalLog {
       found = s;
     }
     return found === undefined ? undefined : this.entries[found];
+  }
+
+  /** restrictedDigestAt: the reference state's digest at seq over the pairs `keep` keeps; undefined past the history. */
+  restrictedDigestAt(seq: number, keep: (key: string) => boolean): number | undefined {
+    if (seq > this.referenceSeq) return undefined;
+    const kv = new Map<string, string>();
+    for (let s = 1; s <= seq; s++) {
+      const e = this.entries[s]!;
+      if (e.kind !== EntryKind.EventBatch) continue;
+      const command = decodeCommand(e.data) ?? opaqueCommand(e.data);
+      if (!keep(command.key)) continue;
+      if (commandTakesEffect(command, kv.get(command.key))) kv.set(command.key, command.value);
+    }
+    return kvDigest(kv);
   }
 
   /** digestAtSeq is the reference state's digest at seq, undefined if the history has a gap below it. */
