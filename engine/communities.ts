@@ -4,7 +4,14 @@
 // placeholder (seq and term, no data) before it ships, so the member's log keeps the leader's
 // numbering and terms (log matching, frontiers and reports mean what they mean for everyone) while
 // the data of other communities never leaves the leader.
-import { EntryKind, type CommunityReader, type Entry, type MemberFilter, type Roster } from './types.js';
+import {
+  EntryKind,
+  type Community,
+  type CommunityReader,
+  type Entry,
+  type MemberFilter,
+  type Roster,
+} from './types.js';
 
 /** FILTER_PREFIX_COUNT_MAX bounds the key prefixes of one member's filter. */
 export const FILTER_PREFIX_COUNT_MAX = 64;
@@ -85,9 +92,12 @@ function withOverlays(roster: Roster, filters: Record<number, MemberFilter>, ref
 }
 
 /** inCommunities: whether an event batch with this community belongs to the filter's communities. */
-export function inCommunities(filter: MemberFilter, community: { key: string; tenant: string } | null): boolean {
+export function inCommunities(filter: MemberFilter, community: Community | null): boolean {
   if (community === null) return false;
-  if (community.tenant !== '' && filter.tenants.includes(community.tenant)) return true;
+  // A command that cannot say its tenant (a delete carries no record) may concern any tenant's record:
+  // a tenant filter takes it, so a deleted record of its tenants does not linger (the key name travels).
+  if (community.tenant === null && filter.tenants.length > 0) return true;
+  if (community.tenant && filter.tenants.includes(community.tenant)) return true;
   return filter.prefixes.some((p) => community.key.startsWith(p));
 }
 

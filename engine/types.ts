@@ -48,7 +48,8 @@ export interface MemberFilter {
  */
 export interface Community {
   key: string;
-  tenant: string;
+  /** tenant: the record's tenant, '' for none, null for unknown (a delete names no record: held by every tenant filter). */
+  tenant: string | null;
 }
 
 /** CommunityReader reads an event batch's community; pure (no I/O), supplied by the driver (EngineConfig). */

@@ -38,6 +38,7 @@ import { peerClientCredentials, peerServerCredentials, type PeerSecurity } from 
 import { openNodeStorage, type NodeStorage } from '../../transports/storage/node-storage.js';
 import { DEFAULT_STORE_LIMITS, storeLimits, type StoreLimits } from '../../store/limits.js';
 import { StoreUnavailableError } from '../../store/errors.js';
+import { storeCommunityOf } from '../../store/command.js';
 import { DEDUP_ENTRY_COUNT_MAX } from '../../store/limits.js';
 import { ReplicatedStore } from '../../store/replicated-store.js';
 import { StoreSnapshots } from '../../store/snapshot-files.js';
@@ -927,6 +928,8 @@ export class Node {
       randomSeed: randomBytes(4).readUInt32BE(0),
       compat: { ...CURRENT_COMPAT, ...config.engineCompat, buildVersion: this.buildVersion },
       limits,
+      // The community-overlay filter reads a store command's key and tenant (docs/protocol.md, "Filtered members").
+      communityOf: storeCommunityOf,
     };
   }
 

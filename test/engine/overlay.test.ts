@@ -93,7 +93,7 @@ describe('engine overlay: filters in the roster', () => {
         name: `n${id}`,
         grpcAddr: `n${id}:7000`,
         httpAddr: `http://n${id}:8080`,
-        role: MemberRole.Voter,
+        role: MemberRole.Voter as number,
       }))
       .concat([{ id: 4, name: 'n4', grpcAddr: 'n4:7000', httpAddr: 'http://n4:8080', role: MemberRole.Learner }]),
   };
