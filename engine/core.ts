@@ -331,7 +331,7 @@ export class EngineCore {
       removed: this.hs.removed,
       lagGaugeByShard: lag,
       ...(this.ownFilter() ? { filter: this.ownFilter()! } : {}),
-      ...(this.hs.filteredData ? { filteredData: true as const } : {}),
+      ...(this.hs.filteredData !== undefined ? { filteredData: true as const } : {}),
       roster: this.currentRoster(),
       versionsSeen: this.versions.snapshot(),
     };
@@ -787,7 +787,10 @@ export class EngineCore {
       const filter = filterOf(this.currentRoster(), id);
       const shipped = filter ? filteredEntries(entries, filter, this.config.communityOf) : entries;
       const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.positions.commitSeq, entries: shipped };
-      if (filter) frame.filtered = true;
+      if (filter) {
+        frame.filtered = true;
+        frame.filterEpoch = Math.max(1, pr.matchFloor);
+      }
       const body: ShipSegmentRequest = {
         id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: prevSeq + 1 },
         payload: encodeSegmentFrame(frame),
@@ -1238,7 +1241,7 @@ export class EngineCore {
 
   /** filteredMember: our roster filters us, or what we hold was shipped filtered (we may not know the record yet). */
   filteredMember(): boolean {
-    return this.ownFilter() !== null || this.hs.filteredData === true;
+    return this.ownFilter() !== null || this.hs.filteredData !== undefined;
   }
 
   /**
@@ -1250,7 +1253,8 @@ export class EngineCore {
    */
   takesFrameKind(frame: SegmentFrame): boolean {
     const filtered = frame.filtered === true;
-    if (filtered === (this.hs.filteredData === true)) return true;
+    const epoch = filtered ? Math.max(1, frame.filterEpoch ?? 0) : undefined;
+    if (epoch === this.hs.filteredData) return true;
     if (filtered && isVoter(this.currentRoster(), this.hs.selfId)) {
       this.fx.other({
         type: 'warning',
@@ -1260,7 +1264,7 @@ export class EngineCore {
       return false;
     }
     const holdsData = this.log.lastSeq() > 0 || this.positions.appliedSeq > 0;
-    if (filtered) this.hs.filteredData = true;
+    if (epoch !== undefined) this.hs.filteredData = epoch;
     else delete this.hs.filteredData;
     if (holdsData) {
       this.wipeLog();

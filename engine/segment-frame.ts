@@ -11,6 +11,7 @@
 // header and entries (only those of the member's communities, plus every term barrier and membership
 // record), then
 //
+//   u64 filterEpoch   the seq of the membership record that set the filter this frame was cut by
 //   u32 runCount
 //   runCount x { u64 fromSeq, u64 toSeq, u64 term }   seqs whose event batches were withheld
 //
@@ -41,6 +42,11 @@ export interface SegmentFrame {
   entries: Entry[];
   /** filtered: a version-2 frame for a filtered member (withheld entries travel as runs); absent = version 1. */
   filtered?: boolean;
+  /**
+   * filterEpoch (version 2): the seq of the membership record that set the filter this frame was cut by. A
+   * member holding data cut by another filter drops it first (engine/core.ts takesFrameKind).
+   */
+  filterEpoch?: number;
 }
 
 export type DecodeResult = { ok: true; frame: SegmentFrame } | { ok: false; reason: string };
@@ -74,7 +80,7 @@ export function encodeSegmentFrame(frame: SegmentFrame): Uint8Array {
   const filtered = frame.filtered === true;
   const carried = filtered ? frame.entries.filter((e) => e.kind !== EntryKind.Withheld) : frame.entries;
   const runs = filtered ? withheldRuns(frame.entries) : [];
-  const bytes = new Uint8Array(segmentFrameBytes(carried) + (filtered ? 4 + runs.length * RUN_BYTES : 0));
+  const bytes = new Uint8Array(segmentFrameBytes(carried) + (filtered ? 8 + 4 + runs.length * RUN_BYTES : 0));
   const view = new DataView(bytes.buffer);
   let at = 0;
   view.setUint8(at, filtered ? FILTERED_SEGMENT_FRAME_VERSION : SEGMENT_FRAME_VERSION);
@@ -95,6 +101,7 @@ export function encodeSegmentFrame(frame: SegmentFrame): Uint8Array {
     at += e.data.length;
   }
   if (filtered) {
+    at = writeU64(view, at, frame.filterEpoch ?? 0);
     view.setUint32(at, runs.length);
     at += 4;
     for (const r of runs) {
@@ -144,7 +151,13 @@ export function decodeSegmentFrame(bytes: Uint8Array): DecodeResult {
     entries.push({ seq, term, kind, data: bytes.slice(at, at + length) });
     at += length;
   }
+  let filterEpoch = 0;
   if (filtered) {
+    if (at + 8 > bodyEnd) return { ok: false, reason: 'filtered frame without its filter epoch' };
+    filterEpoch = readU64(view, at);
+    at += 8;
+    if (!isCarriableValue(filterEpoch))
+      return { ok: false, reason: 'u64 field beyond the carriable maximum (2^53 - 2)' };
     const merged = mergeRuns(view, at, bodyEnd, prevSeq, entries);
     if (typeof merged === 'string') return { ok: false, reason: merged };
     entries.splice(0, entries.length, ...merged);
@@ -168,7 +181,9 @@ export function decodeSegmentFrame(bytes: Uint8Array): DecodeResult {
   }
   return {
     ok: true,
-    frame: filtered ? { prevSeq, prevTerm, commitSeq, entries, filtered } : { prevSeq, prevTerm, commitSeq, entries },
+    frame: filtered
+      ? { prevSeq, prevTerm, commitSeq, entries, filtered, filterEpoch }
+      : { prevSeq, prevTerm, commitSeq, entries },
   };
 }
 

@@ -103,9 +103,10 @@ export interface HardState {
   removed: boolean;
   /**
    * filteredData: the log and state this node holds were shipped filtered (withheld placeholders, some
-   * communities only); absent = the full log. A segment of the other kind wipes them first (core.ts).
+   * communities only), cut by the filter set at this seq (its filter epoch); absent = the full log. A
+   * segment of another kind or epoch wipes them first (core.ts takesFrameKind).
    */
-  filteredData?: true;
+  filteredData?: number;
 }
 
 /** SnapshotMeta describes the state a snapshot artifact holds (carried in its meta file). */

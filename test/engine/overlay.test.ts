@@ -73,7 +73,7 @@ describe('engine overlay: the filtered segment frame (version 2)', () => {
     });
     // Rewrite the run's fromSeq (after the one carried entry) to 3: a gap at 2. The crc is recomputed by re-encoding by hand.
     const view = new DataView(good.buffer.slice(0));
-    const runAt = 1 + 24 + 4 + (8 + 8 + 1 + 4 + 1) + 4;
+    const runAt = 1 + 24 + 4 + (8 + 8 + 1 + 4 + 1) + 8 + 4; // header, entry count, the entry, filter epoch, run count
     view.setUint32(runAt + 4, 3);
     const bytes = new Uint8Array(view.buffer);
     const crcAt = bytes.length - 4;

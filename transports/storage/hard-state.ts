@@ -82,7 +82,8 @@ export function hardStateProblem(hs: unknown): string | null {
   for (const field of ['reseed', 'removed'] as const) {
     if (typeof hs[field] !== 'boolean') return `${field} must be a boolean`;
   }
-  if (hs.filteredData !== undefined && hs.filteredData !== true) return 'filteredData must be true or absent';
+  if (hs.filteredData !== undefined && !(isCount(hs.filteredData) && (hs.filteredData as number) > 0))
+    return 'filteredData must be a positive integer or absent';
   if (hs.rosterBase !== null && rosterProblem(hs.rosterBase) !== null)
     return `rosterBase: ${rosterProblem(hs.rosterBase)}`;
   return null;
