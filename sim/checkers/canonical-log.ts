@@ -75,19 +75,35 @@ export class CanonicalLog {
     return found === undefined ? undefined : this.entries[found];
   }
 
-  /** restrictedDigestAt: the reference state's digest at seq over the pairs `keep` keeps; undefined past the history. */
-  restrictedDigestAt(seq: number, keep: (key: string) => boolean): number | undefined {
+  /**
+   * restrictedDigestAt: the reference state's digest at seq over the keys `keep` keeps (a filtered member's
+   * communities, named `name`); undefined past the history. Kept per name and extended as asked, like digestAt.
+   */
+  restrictedDigestAt(seq: number, name: string, keep: (key: string) => boolean): number | undefined {
     if (seq > this.referenceSeq) return undefined;
-    const kv = new Map<string, string>();
-    for (let s = 1; s <= seq; s++) {
-      const e = this.entries[s]!;
-      if (e.kind !== EntryKind.EventBatch) continue;
-      const command = decodeCommand(e.data) ?? opaqueCommand(e.data);
-      if (!keep(command.key)) continue;
-      if (commandTakesEffect(command, kv.get(command.key))) kv.set(command.key, command.value);
+    let view = this.restricted.get(name);
+    if (!view) {
+      view = { kv: new Map(), digest: 0, digestAt: [0] };
+      this.restricted.set(name, view);
     }
-    return kvDigest(kv);
+    for (let s = view.digestAt.length; s <= seq; s++) {
+      const e = this.entries[s]!;
+      if (e.kind === EntryKind.EventBatch) {
+        const command = decodeCommand(e.data) ?? opaqueCommand(e.data);
+        const old = view.kv.get(command.key);
+        if (keep(command.key) && commandTakesEffect(command, old)) {
+          if (old !== undefined) view.digest = subDigest(view.digest, pairDigest(command.key, old));
+          view.kv.set(command.key, command.value);
+          view.digest = addDigest(view.digest, pairDigest(command.key, command.value));
+        }
+      }
+      view.digestAt[s] = view.digest;
+    }
+    return view.digestAt[seq];
   }
+
+  /** restricted: per filter (by name), the reference state restricted to its keys, and its digest per seq. */
+  private readonly restricted = new Map<string, { kv: Map<string, string>; digest: number; digestAt: number[] }>();
 
   /** digestAtSeq is the reference state's digest at seq, undefined if the history has a gap below it. */
   digestAtSeq(seq: number): number | undefined {

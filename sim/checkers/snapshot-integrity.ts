@@ -27,7 +27,9 @@ export class SnapshotIntegrityChecker implements Checker {
     // restricted to them (engine/communities.ts).
     const filter = node.status?.filteredData ? node.status.filter : undefined;
     const expected = filter
-      ? this.canonical.restrictedDigestAt(meta.seq, (key) => inCommunities(filter, { key, tenant: '' }))
+      ? this.canonical.restrictedDigestAt(meta.seq, JSON.stringify(filter), (key) =>
+          inCommunities(filter, { key, tenant: '' }),
+        )
       : this.canonical.digestAtSeq(meta.seq);
     if (expected === undefined) {
       violate(
