@@ -331,7 +331,8 @@ export class EngineCore {
       removed: this.hs.removed,
       lagGaugeByShard: lag,
       ...(this.ownFilter() ? { filter: this.ownFilter()! } : {}),
-      ...(this.hs.filteredData !== undefined ? { filteredData: true as const } : {}),
+      ...((this.hs.filteredData ?? -1) >= 0 ? { filteredData: true as const } : {}),
+      ...(this.dataFilter() ? { dataFilter: this.dataFilter()! } : {}),
       roster: this.currentRoster(),
       versionsSeen: this.versions.snapshot(),
     };
@@ -1239,9 +1240,16 @@ export class EngineCore {
     return this.hs.selfId === 0 ? null : filterOf(this.currentRoster(), this.hs.selfId);
   }
 
+  /** dataFilter: the filter what we hold was cut by (the roster at our filter epoch), null when unknown or unfiltered. */
+  dataFilter(): ReturnType<typeof filterOf> {
+    const epoch = this.hs.filteredData;
+    if (epoch === undefined || epoch <= 0 || this.hs.selfId === 0 || epoch > this.log.lastSeq()) return null;
+    return filterOf(this.rosterAt(epoch), this.hs.selfId);
+  }
+
   /** filteredMember: our roster filters us, or what we hold was shipped filtered (we may not know the record yet). */
   filteredMember(): boolean {
-    return this.ownFilter() !== null || this.hs.filteredData !== undefined;
+    return this.ownFilter() !== null || (this.hs.filteredData ?? -1) >= 0;
   }
 
   /**
@@ -1254,7 +1262,7 @@ export class EngineCore {
   takesFrameKind(frame: SegmentFrame): boolean {
     const filtered = frame.filtered === true;
     const epoch = filtered ? Math.max(1, frame.filterEpoch ?? 0) : undefined;
-    if (epoch === this.hs.filteredData) return true;
+    if (epoch === this.hs.filteredData && epoch !== 0) return true; // (epoch is never -1)
     if (filtered && isVoter(this.currentRoster(), this.hs.selfId)) {
       this.fx.other({
         type: 'warning',
@@ -1264,13 +1272,20 @@ export class EngineCore {
       return false;
     }
     const holdsData = this.log.lastSeq() > 0 || this.positions.appliedSeq > 0;
-    if (epoch !== undefined) this.hs.filteredData = epoch;
-    else delete this.hs.filteredData;
-    if (holdsData) {
-      this.wipeLog();
-      this.readiness.refilling();
+    if (!holdsData) {
+      if (epoch !== undefined) this.hs.filteredData = epoch;
+      else delete this.hs.filteredData;
+      return true;
     }
-    return true;
+    // The hard state is saved before the wipe is carried out: it says "wiping" (0 toward a filtered log, which
+    // pulls nothing; -1 toward the full log), never the new kind, so a
+    // crash between the two leaves a node that drops its data again at the next segment rather than one
+    // that keeps the old data under the new kind. This segment is refused; the next one, on the empty log,
+    // records the new kind (a filtered member's leader pushes again from what it answers; a full one pulls).
+    this.hs.filteredData = filtered ? 0 : -1;
+    this.wipeLog();
+    this.readiness.refilling();
+    return false;
   }
 
   halt(reason: string): void {

@@ -104,7 +104,8 @@ export interface HardState {
   /**
    * filteredData: the log and state this node holds were shipped filtered (withheld placeholders, some
    * communities only), cut by the filter set at this seq (its filter epoch); absent = the full log. A
-   * segment of another kind or epoch wipes them first (core.ts takesFrameKind).
+   * segment of another kind or epoch wipes them first (core.ts takesFrameKind); 0 = wiping toward a filtered log,
+   * -1 toward the full log (whatever is held is dropped at the next segment).
    */
   filteredData?: number;
 }
@@ -415,6 +416,11 @@ export interface EngineStatus {
   filter?: MemberFilter;
   /** filteredData: what this node holds was shipped filtered (HardState.filteredData); absent = the full log. */
   filteredData?: true;
+  /**
+   * dataFilter: the filter what this node holds was cut by (the roster at its filter epoch), when its log
+   * reaches that record; it serves reads only while it equals `filter` (a newer filter means it is about to refill).
+   */
+  dataFilter?: MemberFilter;
   roster: Roster;
   versionsSeen: Record<number, string>;
 }

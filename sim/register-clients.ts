@@ -248,8 +248,9 @@ export class RegisterClients {
       // read — and every read while it refills after a filter change — is refused, never answered from its state.
       const status = node.engine?.status();
       if (status && (status.filter || status.filteredData)) {
-        const filter = status.filteredData ? status.filter : undefined;
-        if (!filter || !inCommunities(filter, { key: o.key.name, tenant: '' })) {
+        const filter = status.filter;
+        const current = filter && JSON.stringify(status.dataFilter) === JSON.stringify(filter);
+        if (!filter || !current || !inCommunities(filter, { key: o.key.name, tenant: '' })) {
           this.drop(o);
           continue;
         }

@@ -148,7 +148,7 @@ const ROSTER_CONDITIONS: Record<string, ConditionParser> = {
       const overlaysHold = live
         .filter((n) => n.status().filteredData)
         .every((n) => {
-          const filter = n.status().filter;
+          const filter = n.status().dataFilter;
           const keep = reference.filter(([key]) => filter !== undefined && inCommunities(filter, { key, tenant: '' }));
           return JSON.stringify(n.sim.machine.pairs()) === JSON.stringify(keep);
         });

@@ -76,8 +76,11 @@ export class StoreRouter implements StoreHost {
 
   overlay(): MemberFilter | 'refilling' | null {
     const s = this.engine.status();
-    if (s.filter) return s.filteredData ? s.filter : 'refilling';
-    return s.filteredData ? 'refilling' : null;
+    if (!s.filter && !s.filteredData) return null;
+    // Only data cut by the filter in force is served; anything else is a member about to drop what it holds.
+    return s.filter && s.dataFilter && JSON.stringify(s.dataFilter) === JSON.stringify(s.filter)
+      ? s.filter
+      : 'refilling';
   }
 
   readsLocally(): boolean {

@@ -17,8 +17,10 @@ export class OverlayChecker implements Checker {
   beforeEffect(node: SimNode, effect: Effect): void {
     if (effect.type !== 'send' || effect.request.method !== 'ReportApplied') return;
     const status = node.engine?.status();
-    const filter = status?.filteredData ? status.filter : undefined;
-    if (!filter) return; // unfiltered, or refilling after a filter change (it holds no communities' state yet)
+    // Checked against the filter its data was cut by (its filter epoch's); none known: unfiltered, or its log
+    // does not reach that record yet.
+    const filter = status?.filteredData ? status.dataFilter : undefined;
+    if (!filter) return;
     const keep = (key: string): boolean => inCommunities(filter, { key, tenant: '' });
     const pairs = node.machine.pairs();
     const stray = pairs.find(([key]) => !keep(key));

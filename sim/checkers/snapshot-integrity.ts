@@ -25,7 +25,7 @@ export class SnapshotIntegrityChecker implements Checker {
       violate(this.name, `${where}: its state is at seq ${state.appliedSeq}`, node.index);
     // A filtered member's snapshot holds its communities only: it is checked against the committed log
     // restricted to them (engine/communities.ts).
-    const filter = node.status?.filteredData ? node.status.filter : undefined;
+    const filter = node.status?.filteredData ? node.status.dataFilter : undefined;
     const expected = filter
       ? this.canonical.restrictedDigestAt(meta.seq, JSON.stringify(filter), (key) =>
           inCommunities(filter, { key, tenant: '' }),
