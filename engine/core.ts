@@ -764,6 +764,8 @@ export class EngineCore {
     }
     if (pr.state === 'paused') return;
     if (pr.live !== null) {
+      // A live stream carries the unfiltered log: a filtered member never has one (docs/protocol.md).
+      assert(filterOf(this.currentRoster(), id) === null, 'no live stream to a filtered member');
       this.pushLive(pr);
       return;
     }
@@ -899,7 +901,7 @@ export class EngineCore {
         this.onStreamSegments(callId, request.body, callerId);
         break;
       case 'FetchSnapshot':
-        this.onFetchSnapshot(callId, request.body);
+        this.onFetchSnapshot(callId, request.body, callerId);
         break;
       case 'Heartbeat':
         this.onHeartbeat(callId, request.body);
@@ -1472,7 +1474,7 @@ export class EngineCore {
   }
 
   onStreamSegments(callId: number, req: StreamRequest, callerId = 0): void {
-    const refusal = this.fenceSourceRequest(req.term);
+    const refusal = this.fenceSourceRequest(req.term) ?? this.refusePullByFiltered(callerId);
     if (refusal) {
       this.replyError(callId, StatusCode.FAILED_PRECONDITION, refusal);
       return;
@@ -1545,6 +1547,7 @@ export class EngineCore {
     if (this.limits.liveStreamTicksMax <= 0 || callerId === 0 || next <= this.log.lastSeq()) return false;
     const pr = this.progress.get(callerId);
     if (!pr || pr.removalSeq !== 0 || !pr.mayGoLive(CAPABILITY_LIVE_STREAM)) return false;
+    assert(filterOf(this.currentRoster(), callerId) === null, 'a filtered member is never kept live');
     this.endLive(pr);
     pr.goLive(callId, this.ticks, next, this.positions.commitSeq);
     return true;
@@ -1599,6 +1602,18 @@ export class EngineCore {
   }
 
   /**
+   * refusePullByFiltered: a filtered member takes its log only from ShipSegment, which the leader cuts to its
+   * communities; StreamSegments (its burst and the live stream after it) and FetchSnapshot serve the unfiltered
+   * log, so a caller the roster filters is refused (docs/protocol.md, "Filtered members"). Its engine never
+   * pulls once it knows its filter (startPull); this covers a member that does not know it yet, and any other.
+   * A caller not known (0: plaintext) cannot be told apart: filters need mutual TLS to hold.
+   */
+  refusePullByFiltered(callerId: number): string | null {
+    if (callerId === 0 || filterOf(this.currentRoster(), callerId) === null) return null;
+    return `member-filtered: member ${callerId} is filtered and takes only ShipSegment (its communities)`;
+  }
+
+  /**
    * fenceSourceRequest: rules 2 and 4 — serve only at equal terms, as the leader (a stale puller was
    * refused by the term rule, term-rule.ts). A puller at a higher term is refused, but the source does not adopt that term: StreamRequest and
    * SnapshotRequest name no sender, so their term is an unverified claim. A deposed source
@@ -1611,8 +1626,8 @@ export class EngineCore {
     return null;
   }
 
-  onFetchSnapshot(callId: number, req: SnapshotRequest): void {
-    const refusal = this.fenceSourceRequest(req.term);
+  onFetchSnapshot(callId: number, req: SnapshotRequest, callerId = 0): void {
+    const refusal = this.fenceSourceRequest(req.term) ?? this.refusePullByFiltered(callerId);
     if (refusal) {
       this.replyError(callId, StatusCode.FAILED_PRECONDITION, refusal);
       return;
@@ -1687,6 +1702,8 @@ export class EngineCore {
     // A member whose filter was set or removed will drop what it holds: start its progress afresh (matchFloor).
     for (const m of roster.members) {
       if (m.id === this.hs.selfId || !overlayChanged(before, roster, m.id) || !this.progress.has(m.id)) continue;
+      // Its live stream (a member filtered now had one while full) ends: the stream carries the unfiltered log.
+      this.endLive(this.progress.get(m.id)!);
       const fresh = new Progress(this.log.lastSeq(), this.ticks);
       fresh.matchFloor = entry.seq;
       this.progress.set(m.id, fresh);

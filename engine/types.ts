@@ -265,8 +265,9 @@ export type Input =
   | { type: 'stats'; stats: NodeStats }
   /**
    * request: a peer called us; answer through a reply/replyError/stream effect with the same callId.
-   * callerId, on StreamSegments only: the member id of the caller's certificate (the transport's peer gate
-   * authenticated it); 0 or absent = not known (plaintext, or a name not in the roster): never kept live.
+   * callerId, on StreamSegments and FetchSnapshot only: the member id of the caller's certificate (the
+   * transport's peer gate authenticated it); 0 or absent = not known (plaintext, or a name not in the roster):
+   * never kept live. A filtered member's pull is refused by it (refusePullByFiltered).
    */
   | { type: 'request'; callId: number; request: RpcRequest; callerId?: number }
   /** response: a unary call we made (send effect `requestId`) answered OK. */

@@ -440,9 +440,11 @@ export class Node {
             body: request.body,
             seenAtMs: Date.now(),
           };
-        // A StreamSegments caller's member id lets the leader keep the stream open for it (engine keepLive):
-        // the certificate's name in the roster, as the gate matched it; unknown (0) on a plaintext node.
-        const callerId = request.method === 'StreamSegments' && callerName !== '' ? this.memberIdOf(callerName) : 0;
+        // A puller's member id lets the leader keep its stream open (engine keepLive) and refuse a filtered
+        // member's pull (refusePullByFiltered): the certificate's name in the roster, as the gate matched it;
+        // unknown (0) on a plaintext node.
+        const pulls = request.method === 'StreamSegments' || request.method === 'FetchSnapshot';
+        const callerId = pulls && callerName !== '' ? this.memberIdOf(callerName) : 0;
         driver.submit(
           callerId > 0 ? { type: 'request', callId, request, callerId } : { type: 'request', callId, request },
         );
