@@ -1254,6 +1254,11 @@ export class EngineCore {
     return this.ownFilter() !== null || (this.hs.filteredData ?? -1) >= 0;
   }
 
+  /** holdsFilteredData: what we hold was shipped filtered, or is being wiped toward a filtered log. */
+  holdsFilteredData(): boolean {
+    return (this.hs.filteredData ?? -1) >= 0;
+  }
+
   /**
    * takesFrameKind: a filtered frame (withheld runs) and a full one never mix in one log. When a segment of
    * the other kind arrives — our filter was set (we hold other communities' data, which must go) or removed
@@ -1902,9 +1907,12 @@ export class EngineCore {
   /** startPull asks the leader's stream for what we miss, from the first seq not known to match. */
   startPull(): void {
     if (this.pull.active || this.leaderId === 0 || this.role === 'leader' || this.hs.halted !== '') return;
-    // A filtered member never pulls: StreamSegments and FetchSnapshot name no puller, so the leader could
-    // not filter what it serves. The leader's pushes rewind to what it answers (role-leader.ts).
-    if (this.filteredMember()) return;
+    // A member holding filtered data never pulls: the leader serves pulls unfiltered (and refuses a caller its
+    // roster filters, refusePullByFiltered); its pushes rewind to what it answers (role-leader.ts). A member whose
+    // filter was removed holds the full kind again after its wipe and refills by pulling, though the roster it
+    // has replayed so far may still name its old filter (sim --filtered seed 22: it waited on pushes alone,
+    // and the leader, taking no frontier below the removal, kept rewinding them).
+    if (this.holdsFilteredData()) return;
     const body: StreamRequest = {
       shardId: this.leaderId,
       fromSeqno: this.positions.matchedSeq + 1,
