@@ -270,7 +270,7 @@ export class EngineCore {
         this.handlers.onPropose(this, input.proposals);
         break;
       case 'entriesPersisted':
-        this.onEntriesPersisted(input.lastSeq, input.lastTerm);
+        this.onEntriesPersisted(input.lastSeq, input.lastTerm, input.generation ?? 0);
         break;
       case 'snapshotStaged':
         this.onSnapshotStaged(input.meta, input.header);
@@ -570,6 +570,11 @@ export class EngineCore {
    * (matchFloor); the compaction point when that record is compacted away (it is then at or below it).
    */
   overlaySeq(id: number): number {
+    return this.overlayRecordSeq(id) || Math.max(1, this.log.baseSeq);
+  }
+
+  /** overlayRecordSeq: overlaySeq's record when our log (or the roster at its base) still shows it, else 0. */
+  overlayRecordSeq(id: number): number {
     let after: { seq: number; roster: Roster } | null = null;
     for (let s = this.log.lastSeq(); s > this.log.baseSeq; s--) {
       const e = this.log.entryAt(s)!;
@@ -581,7 +586,7 @@ export class EngineCore {
     }
     const base = this.baseRoster ?? this.hs.rosterBase ?? this.config.bootstrapRoster;
     if (after !== null && base !== null && overlayChanged(base, after.roster, id)) return after.seq;
-    return Math.max(1, this.log.baseSeq);
+    return 0;
   }
 
   /** findRemovalSeq: the seq of the kind-4 record that first lists `id` as Removed, 0 when compacted away. */
@@ -621,7 +626,8 @@ export class EngineCore {
     if (entries.some((e) => e.kind === EntryKind.Membership)) this.syncProgressToRoster();
   }
 
-  onEntriesPersisted(lastSeq: number, lastTerm: number): void {
+  onEntriesPersisted(lastSeq: number, lastTerm: number, generation = 0): void {
+    if (generation !== this.fx.logGeneration) return; // from before a wipe: what it covered is gone
     if (!this.positions.persisted(lastSeq, lastTerm)) return;
     this.handlers.onPersisted(this);
   }
@@ -1279,6 +1285,11 @@ export class EngineCore {
       return false;
     }
     const holdsData = this.log.lastSeq() > 0 || this.positions.appliedSeq > 0;
+    // A filtered frame cut by a filter our log already shows changed again (cleared, or set anew) is stale: a
+    // ship from before that change, delayed or replayed by the network. It wipes nothing (sim --filtered seed
+    // 78: a learner refilled by pulls after its filter was cleared was wiped by a late filtered ship, while
+    // the leader still counted the frontier it had reported).
+    if (epoch !== undefined && holdsData && this.overlayRecordSeq(this.hs.selfId) > epoch) return false;
     if (!holdsData) {
       if (epoch !== undefined) this.hs.filteredData = epoch;
       else delete this.hs.filteredData;
@@ -1335,6 +1346,7 @@ export class EngineCore {
     this.fx.resetStateMachine();
     this.positions.wipe();
     this.baseRoster = null;
+    this.fx.logGeneration++;
     this.fx.append(1, []);
     this.snapshots.drop();
     this.pull.stop();

@@ -285,8 +285,11 @@ export type Input =
    * ShipSegment per follower for the batch instead of per command.
    */
   | { type: 'proposeBatch'; proposals: Proposal[] }
-  /** entriesPersisted: the append effects up to (lastSeq, lastTerm) are durable. */
-  | { type: 'entriesPersisted'; lastSeq: number; lastTerm: number }
+  /**
+   * entriesPersisted: the append effects up to (lastSeq, lastTerm) are durable. generation: the newest such
+   * append's (absent = 0); a notice of an older generation than the engine's is ignored (a wipe came after it).
+   */
+  | { type: 'entriesPersisted'; lastSeq: number; lastTerm: number; generation?: number }
   /** snapshotStaged: a stageSnapshot effect finished; its artifact is ready to serve. */
   | { type: 'snapshotStaged'; meta: SnapshotMeta; header: SnapshotHeader }
   /** snapshotInstalled: a fetchSnapshot effect fetched, verified and swapped in the artifact durably. */
@@ -313,8 +316,12 @@ export type ReadIndexRefusal = 'not-leader' | 'stepped-down' | 'queue-full';
 export type Effect =
   /** saveHardState must be durable before any later effect of the same step is carried out. */
   | { type: 'saveHardState'; hardState: HardState }
-  /** append truncates the log at fromSeq (dropping fromSeq and after), then appends entries; report durability with entriesPersisted. */
-  | { type: 'append'; fromSeq: number; entries: Entry[] }
+  /**
+   * append truncates the log at fromSeq (dropping fromSeq and after), then appends entries; report durability
+   * with entriesPersisted, echoing `generation` (absent = 0): it rises each time the engine wipes its log, so a
+   * sync notice from before a wipe never covers the same (seq, term) written again after it.
+   */
+  | { type: 'append'; fromSeq: number; entries: Entry[]; generation?: number }
   | { type: 'send'; requestId: number; to: string; toId: number; request: RpcRequest }
   | { type: 'reply'; callId: number; response: RpcResponse }
   | { type: 'replyError'; callId: number; status: RpcStatus }

@@ -695,7 +695,13 @@ export class Cluster implements CheckerWorld {
       case 'sync':
         for (const persisted of node.storage.syncDue(this.nowUs)) {
           if (node.state !== 'up' || node.incarnation !== event.inc) return;
-          this.step(node, { type: 'entriesPersisted', lastSeq: persisted.lastSeq, lastTerm: persisted.lastTerm });
+          const { lastSeq, lastTerm, generation } = persisted;
+          this.step(
+            node,
+            generation > 0
+              ? { type: 'entriesPersisted', lastSeq, lastTerm, generation }
+              : { type: 'entriesPersisted', lastSeq, lastTerm },
+          );
         }
         return;
       case 'staged':
@@ -847,7 +853,13 @@ export class Cluster implements CheckerWorld {
                 Math.max(SIM_LIMITS.diskSyncDelayMsMin, this.config.storage.diskSyncDelayMsMax),
               ),
             );
-        const { error, syncAtUs } = node.storage.append(effect.fromSeq, effect.entries, this.nowUs, delayUs);
+        const { error, syncAtUs } = node.storage.append(
+          effect.fromSeq,
+          effect.entries,
+          this.nowUs,
+          delayUs,
+          effect.generation ?? 0,
+        );
         if (error) violate('engine-contract', `${node.name}: ${error}`, node.index);
         this.checkers.onAppend(node, effect.fromSeq, effect.entries, prevTerm);
         this.queue.push(syncAtUs, { k: 'sync', node: node.index, inc: node.incarnation });

@@ -10,12 +10,15 @@ interface PendingAppend {
   fromSeq: number;
   entries: Entry[];
   syncAtUs: number;
+  /** generation: the append effect's (engine wipes), echoed in its sync notice. */
+  generation: number;
 }
 
 /** Persisted is what one synced append reports to the engine (entriesPersisted). */
 export interface Persisted {
   lastSeq: number;
   lastTerm: number;
+  generation: number;
 }
 
 export class SimStorage {
@@ -36,12 +39,13 @@ export class SimStorage {
     entries: Entry[],
     nowUs: number,
     syncDelayUs: number,
+    generation = 0,
   ): { error: string | null; syncAtUs: number } {
     const error = this.written.write(fromSeq, entries);
     if (error) return { error, syncAtUs: 0 };
     const syncAtUs = Math.max(this.lastSyncAtUs, nowUs + syncDelayUs);
     this.lastSyncAtUs = syncAtUs;
-    this.pending.push({ fromSeq, entries, syncAtUs });
+    this.pending.push({ fromSeq, entries, syncAtUs, generation });
     return { error: null, syncAtUs };
   }
 
@@ -126,11 +130,11 @@ export class SimStorage {
 function persistedOf(op: PendingAppend, durable: LogView): Persisted | null {
   if (op.entries.length > 0) {
     const last = op.entries[op.entries.length - 1]!;
-    return { lastSeq: last.seq, lastTerm: last.term };
+    return { lastSeq: last.seq, lastTerm: last.term, generation: op.generation };
   }
   const lastSeq = op.fromSeq - 1;
   const lastTerm = durable.termAt(lastSeq);
-  return lastTerm === undefined ? null : { lastSeq, lastTerm };
+  return lastTerm === undefined ? null : { lastSeq, lastTerm, generation: op.generation };
 }
 
 export function copyHardState(h: HardState): HardState {
