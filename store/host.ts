@@ -17,16 +17,7 @@ export type ReadIndexInput = Extract<Input, { type: 'readIndex' }>;
 export interface StoreEngine {
   status(): Pick<
     EngineStatus,
-    | 'id'
-    | 'role'
-    | 'term'
-    | 'leaderId'
-    | 'roster'
-    | 'commitSeq'
-    | 'removed'
-    | 'filter'
-    | 'filteredData'
-    | 'dataFilter'
+    'id' | 'role' | 'term' | 'leaderId' | 'roster' | 'commitSeq' | 'removed' | 'filter' | 'filteredData' | 'dataFilter'
   >;
   /** failure is what stopped the engine's loop for good (fail-stop), or null. */
   readonly failure: Error | null;

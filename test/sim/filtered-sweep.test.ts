@@ -12,8 +12,24 @@ import { faultSchedule } from '../../sim/faults.js';
 const SWEEP_SEEDS = [1, 2, 3, 4, 5, 6, 7, 8];
 const OVERRIDES = { filtered: 10, 'safety-s': 30 };
 
+/**
+ * FOUND_SEEDS: `--filtered 4` seeds that each found an overlay bug, whole runs (each failed before its fix):
+ * 22 liveness (a learner whose filter was removed waited on pushes, as its replayed roster still named the
+ * filter), 54 match-honesty (a disk-sync notice from before a wipe covered entries written again after it),
+ * 78 match-honesty (a late filtered ship from before the filter was cleared wiped a refilled learner).
+ */
+const FOUND_SEEDS = [22, 54, 78];
+
 describe('sim: filtered learners in the swarm', function () {
   this.timeout(600_000);
+
+  it('the seeds that found overlay bugs pass', () => {
+    for (const seed of FOUND_SEEDS) {
+      const result = runSim(optionsFor(seed, { filtered: 4 }));
+      console.log(`seed=${seed} --filtered 4 result=${result.ok ? 'pass' : 'fail'}`);
+      assert.ok(result.ok, `seed ${seed}: ${result.failure?.invariant}: ${result.failure?.message}`);
+    }
+  });
 
   it('a seed without --filtered schedules no filter change (its run is as before)', () => {
     for (const seed of SWEEP_SEEDS) {
