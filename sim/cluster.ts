@@ -698,7 +698,7 @@ export class Cluster implements CheckerWorld {
           const { lastSeq, lastTerm, generation } = persisted;
           this.step(
             node,
-            generation > 0
+            generation !== undefined
               ? { type: 'entriesPersisted', lastSeq, lastTerm, generation }
               : { type: 'entriesPersisted', lastSeq, lastTerm },
           );

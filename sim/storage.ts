@@ -18,7 +18,8 @@ interface PendingAppend {
 export interface Persisted {
   lastSeq: number;
   lastTerm: number;
-  generation: number;
+  /** generation: the append's (engine/types.ts `append`), present only above 0. */
+  generation?: number;
 }
 
 export class SimStorage {
@@ -130,11 +131,15 @@ export class SimStorage {
 function persistedOf(op: PendingAppend, durable: LogView): Persisted | null {
   if (op.entries.length > 0) {
     const last = op.entries[op.entries.length - 1]!;
-    return { lastSeq: last.seq, lastTerm: last.term, generation: op.generation };
+    return withGeneration({ lastSeq: last.seq, lastTerm: last.term }, op.generation);
   }
   const lastSeq = op.fromSeq - 1;
   const lastTerm = durable.termAt(lastSeq);
-  return lastTerm === undefined ? null : { lastSeq, lastTerm, generation: op.generation };
+  return lastTerm === undefined ? null : withGeneration({ lastSeq, lastTerm }, op.generation);
+}
+
+function withGeneration(persisted: Persisted, generation: number): Persisted {
+  return generation > 0 ? { ...persisted, generation } : persisted;
 }
 
 export function copyHardState(h: HardState): HardState {
