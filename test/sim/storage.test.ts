@@ -35,6 +35,7 @@ describe('sim/storage', () => {
     disk.append(1, entries(1, 2, 1), 0, 0, 1);
     assert.deepEqual(disk.syncDue(0), [
       { lastSeq: 2, lastTerm: 1 },
+      { lastSeq: 0, lastTerm: 0, generation: 1 },
       { lastSeq: 2, lastTerm: 1, generation: 1 },
     ]);
   });
