@@ -43,7 +43,12 @@ import { REMOVED, type RoleHandlers } from './roles.js';
 import { isStaleTerm } from './term-rule.js';
 import { LeadershipTransfer } from './transfer.js';
 import { decodeRoster, encodeRoster, isRemoved, isVoter, memberById, memberByName, voterIds } from './roster.js';
-import { decodeSegmentFrame, encodeSegmentFrame, type SegmentFrame } from './segment-frame.js';
+import {
+  decodeSegmentFrame,
+  encodeSegmentFrame,
+  FILTERED_SHIP_COVER_COUNT_MAX,
+  type SegmentFrame,
+} from './segment-frame.js';
 import {
   REFUSAL_CODES,
   StatusCode,
@@ -90,6 +95,7 @@ import {
   type Roster,
   type SnapshotFailureCode,
   type SnapshotMeta,
+  type MemberFilter,
 } from './types.js';
 import {
   canIncrementTerm,
@@ -781,20 +787,17 @@ export class EngineCore {
       let prevSeq = pr.nextSeq - 1;
       if (prevSeq < this.log.baseSeq) prevSeq = this.log.baseSeq; // compacted: an empty probe makes it pull, then fetch a snapshot
       const prevTerm = this.log.termAt(prevSeq)!;
-      const entries = this.log.slice(
-        prevSeq + 1,
-        last,
-        this.limits.segmentEntryCountMax,
-        this.limits.segmentPayloadBytesMax,
-      );
+      // A filtered member gets only its communities' event batches; leader_last_seq is still the
+      // unfiltered segment's end, so an empty filtered payload advances its frontier and gauge.
+      const filter = filterOf(this.currentRoster(), id);
+      const entries = filter
+        ? this.filteredSlice(prevSeq + 1, last, filter)
+        : this.log.slice(prevSeq + 1, last, this.limits.segmentEntryCountMax, this.limits.segmentPayloadBytesMax);
       const commitNews = pr.ackedCommitSeq < this.positions.commitSeq;
       if (entries.length === 0 && !(pr.state === 'probe' && pr.inflightCount === 0) && !commitNews) return;
       if (entries.length === 0 && pr.inflightCount > 0) return;
       const segLast = prevSeq + entries.length;
-      // A filtered member gets only its communities' event batches; leader_last_seq is still the
-      // unfiltered segment's end, so an empty filtered payload advances its frontier and gauge.
-      const filter = filterOf(this.currentRoster(), id);
-      const shipped = filter ? filteredEntries(entries, filter, this.config.communityOf) : entries;
+      const shipped = entries;
       const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.positions.commitSeq, entries: shipped };
       if (filter) {
         frame.filtered = true;
@@ -818,6 +821,30 @@ export class EngineCore {
       pr.shipped(requestId, this.ticks, segLast);
       if (entries.length === 0) return;
     }
+  }
+
+  /**
+   * filteredSlice: the entries from `from` a ship to a member filtered by `filter` covers, cut to its
+   * communities. The carried entries are bounded as any segment's (segmentEntryCountMax, segmentPayloadBytesMax);
+   * withheld ones cost a few bytes a run however many, so one ship covers up to FILTERED_SHIP_COVER_COUNT_MAX
+   * seqs: a filtered member refills by pushes alone (it never pulls), and at segmentEntryCountMax seqs a ship a
+   * long log took longer than the liveness bound over a slow link (sim --filtered seed 80: ~25 seqs/s).
+   */
+  filteredSlice(from: number, to: number, filter: MemberFilter): Entry[] {
+    const out: Entry[] = [];
+    let carried = 0;
+    let bytes = 0;
+    for (let seq = from; seq <= to && out.length < FILTERED_SHIP_COVER_COUNT_MAX; seq++) {
+      const [entry] = filteredEntries([this.log.entryAt(seq)!], filter, this.config.communityOf);
+      if (entry!.kind !== EntryKind.Withheld) {
+        bytes += entry!.data.length + 32;
+        if (carried >= this.limits.segmentEntryCountMax || (carried > 0 && bytes > this.limits.segmentPayloadBytesMax))
+          break;
+        carried++;
+      }
+      out.push(entry!);
+    }
+    return out;
   }
 
   foldMatch(id: number, seq: number): void {

@@ -29,6 +29,11 @@ export const SEGMENT_FRAME_VERSION = 1;
 export const FILTERED_SEGMENT_FRAME_VERSION = 2;
 /** FILTERED_FRAME_COVER_COUNT_MAX bounds the seqs one filtered frame may cover (withheld runs make few bytes cover many). */
 export const FILTERED_FRAME_COVER_COUNT_MAX = 65_536;
+/**
+ * FILTERED_SHIP_COVER_COUNT_MAX bounds the seqs one ship to a filtered member covers (engine/core.ts
+ * filteredSlice): well under FILTERED_FRAME_COVER_COUNT_MAX, so a ship reads a bounded stretch of the log.
+ */
+export const FILTERED_SHIP_COVER_COUNT_MAX = 4_096;
 const RUN_BYTES = 8 + 8 + 8;
 const HEADER_BYTES = 1 + 8 + 8 + 8 + 4;
 const ENTRY_HEADER_BYTES = 8 + 8 + 1 + 4;
