@@ -28,6 +28,8 @@ export const errorStatusByCode = {
   QUEUE_UNAVAILABLE: 503,
   CREDENTIALS_UNAVAILABLE: 503,
   STORE_UNAVAILABLE: 503,
+  /** OUTSIDE_COMMUNITIES: a filtered member (a read replica of some communities) was asked for data it does not hold. */
+  OUTSIDE_COMMUNITIES: 421,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatusByCode;
@@ -117,6 +119,10 @@ export function toApiError(error: unknown): ApiError {
       return refusal;
     }
     return new ApiError('STORE_UNAVAILABLE', 'the cluster could not commit or confirm in time; retry');
+  }
+  // A filtered member asked for keys outside its communities (store/errors.ts): read at an unfiltered member.
+  if (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'OUTSIDE_COMMUNITIES') {
+    return new ApiError('OUTSIDE_COMMUNITIES', (error as Error).message);
   }
   const httpish = (typeof error === 'object' && error !== null ? error : {}) as HttpishError;
   const rawStatus = typeof httpish.status === 'number' ? httpish.status : httpish.statusCode;

@@ -375,8 +375,8 @@ export const MUTATIONS: readonly Mutation[] = [
     rule: 'a learner answers vote requests (etcd-io/etcd#10998)',
     file: E,
     target: 'promoted-learner-votes',
-    find: 'const mayVote = this.hs.selfId !== 0 && !this.hs.removed;',
-    replace: 'const mayVote = isVoter(this.currentRoster(), this.hs.selfId);',
+    find: 'const mayVote = this.hs.selfId !== 0 && !this.hs.removed && !this.filteredMember();',
+    replace: 'const mayVote = isVoter(this.currentRoster(), this.hs.selfId) && !this.filteredMember();',
   },
   {
     name: 'leave-below-fault-tolerance',

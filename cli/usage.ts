@@ -68,6 +68,11 @@ Replay it with: npm run sim -- --replay FILE.tar.gz (or DIR/*/recording)
 ${ADMIN_TARGET_USAGE}`;
 
 export const MEMBERS_USAGE = `usage: svc members list|promote NAME|remove NAME|transfer NAME|leave NAME [target flags]
+       svc members filter NAME PREFIX… [tenant:T …] | --clear [target flags]
+
+filter makes learner NAME a filtered member (a read replica of some communities): it holds, and serves
+reads of, keys under the PREFIXes and records whose "tenant" field is T, nothing else; it never votes.
+--clear removes the filter: the member takes the full log again and may then be promoted.
 
 ${ADMIN_TARGET_USAGE}`;
 

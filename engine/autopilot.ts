@@ -61,7 +61,8 @@ export function autopilotTick(
   let promote: number | null = null;
   let best = 0;
   for (const m of view.roster.members) {
-    if (m.role !== MemberRole.Learner) continue;
+    // A filtered learner holds some communities only: never a voter while filtered (docs/protocol.md).
+    if (m.role !== MemberRole.Learner || view.roster.filters?.[m.id]) continue;
     // A learner not heard yet in this term counts as silent (capped: the count only needs to pass the bound).
     const silentCap = limits.electionTimeoutTicks + 1;
     const prev = before.get(m.id) ?? { healthyTicks: 0, silentTicks: silentCap };

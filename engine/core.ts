@@ -17,6 +17,7 @@ import {
   MEMBER_NAME_CHARS_MAX,
 } from './limits.js';
 import { RaftLog, logUpToDate } from './log.js';
+import { filterOf, filteredEntries, isRefilling } from './communities.js';
 import { JoinDialer, PendingChanges, RosterCache, confChangeRefusal, type ConfChangeRefusal } from './membership.js';
 import {
   RosterProbe,
@@ -38,7 +39,12 @@ import type { RoleHandlersOf } from './roles.js';
 import { isStaleTerm } from './term-rule.js';
 import { LeadershipTransfer } from './transfer.js';
 import { decodeRoster, encodeRoster, isRemoved, isVoter, memberById, memberByName, voterIds } from './roster.js';
-import { decodeSegmentFrame, encodeSegmentFrame, type SegmentFrame } from './segment-frame.js';
+import {
+  decodeSegmentFrame,
+  encodeSegmentFrame,
+  FILTERED_SHIP_COVER_COUNT_MAX,
+  type SegmentFrame,
+} from './segment-frame.js';
 import {
   REFUSAL_CODES,
   StatusCode,
@@ -85,6 +91,7 @@ import {
   type Roster,
   type SnapshotFailureCode,
   type SnapshotMeta,
+  type MemberFilter,
 } from './types.js';
 import {
   canIncrementTerm,
@@ -260,7 +267,7 @@ export class EngineCore {
         this.handlers.onPropose(this, input.proposals);
         break;
       case 'entriesPersisted':
-        this.onEntriesPersisted(input.lastSeq, input.lastTerm);
+        this.onEntriesPersisted(input.lastSeq, input.lastTerm, input.generation ?? 0);
         break;
       case 'snapshotStaged':
         this.onSnapshotStaged(input.meta, input.header);
@@ -318,6 +325,9 @@ export class EngineCore {
       reseed: this.hs.reseed,
       removed: this.hs.removed,
       lagGaugeByShard: this.readiness.lagGauges(),
+      ...(this.ownFilter() ? { filter: this.ownFilter()! } : {}),
+      ...((this.hs.filteredData ?? -1) >= 0 ? { filteredData: true as const } : {}),
+      ...(this.dataFilter() ? { dataFilter: this.dataFilter()! } : {}),
       roster: this.currentRoster(),
       versionsSeen: this.versions.snapshot(),
     };
@@ -537,7 +547,9 @@ export class EngineCore {
     for (const m of roster.members) {
       if (m.id === this.hs.selfId || this.progress.has(m.id)) continue;
       if (m.role !== MemberRole.Removed) {
-        this.progress.set(m.id, new Progress(this.log.lastSeq(), this.ticks));
+        const pr = new Progress(this.log.lastSeq(), this.ticks);
+        if (filterOf(roster, m.id) !== null || isRefilling(roster, m.id)) pr.matchFloor = this.overlaySeq(m.id);
+        this.progress.set(m.id, pr);
         continue;
       }
       // Keep shipping to a removed member until it holds the record that removed it, so it
@@ -551,6 +563,30 @@ export class EngineCore {
       this.endLive(pr);
       this.progress.delete(id);
     }
+  }
+
+  /**
+   * overlaySeq: the seq of the newest kind-4 record in our log that set or removed member `id`'s filter
+   * (matchFloor); the compaction point when that record is compacted away (it is then at or below it).
+   */
+  overlaySeq(id: number): number {
+    return this.overlayRecordSeq(id) || Math.max(1, this.log.baseSeq);
+  }
+
+  /** overlayRecordSeq: overlaySeq's record when our log (or the roster at its base) still shows it, else 0. */
+  overlayRecordSeq(id: number): number {
+    let after: { seq: number; roster: Roster } | null = null;
+    for (let s = this.log.lastSeq(); s > this.log.baseSeq; s--) {
+      const e = this.log.entryAt(s)!;
+      if (e.kind !== EntryKind.Membership) continue;
+      const r = decodeRoster(e.data);
+      if (!r) continue;
+      if (after !== null && overlayChanged(r, after.roster, id)) return after.seq;
+      after = { seq: s, roster: r };
+    }
+    const base = this.baseRoster ?? this.hs.rosterBase ?? this.config.bootstrapRoster;
+    if (after !== null && base !== null && overlayChanged(base, after.roster, id)) return after.seq;
+    return 0;
   }
 
   /** findRemovalSeq: the seq of the kind-4 record that first lists `id` as Removed, 0 when compacted away. */
@@ -590,7 +626,8 @@ export class EngineCore {
     if (entries.some((e) => e.kind === EntryKind.Membership)) this.syncProgressToRoster();
   }
 
-  onEntriesPersisted(lastSeq: number, lastTerm: number): void {
+  onEntriesPersisted(lastSeq: number, lastTerm: number, generation = 0): void {
+    if (generation !== this.fx.logGeneration) return; // from before a wipe: what it covered is gone
     if (!this.positions.persisted(lastSeq, lastTerm)) return;
     this.handlers.onPersisted(this);
   }
@@ -733,6 +770,8 @@ export class EngineCore {
     }
     if (pr.state === 'paused') return;
     if (pr.live !== null) {
+      // A live stream carries the unfiltered log: a filtered member never has one (docs/protocol.md).
+      assert(filterOf(this.currentRoster(), id) === null, 'no live stream to a filtered member');
       this.pushLive(pr);
       return;
     }
@@ -742,21 +781,26 @@ export class EngineCore {
       let prevSeq = pr.nextSeq - 1;
       if (prevSeq < this.log.baseSeq) prevSeq = this.log.baseSeq; // compacted: an empty probe makes it pull, then fetch a snapshot
       const prevTerm = this.log.termAt(prevSeq)!;
-      const entries = this.log.slice(
-        prevSeq + 1,
-        last,
-        this.limits.segmentEntryCountMax,
-        this.limits.segmentPayloadBytesMax,
-      );
+      // A filtered member gets only its communities' event batches; leader_last_seq is still the
+      // unfiltered segment's end, so an empty filtered payload advances its frontier and gauge.
+      const filter = filterOf(this.currentRoster(), id);
+      const entries = filter
+        ? this.filteredSlice(prevSeq + 1, last, filter)
+        : this.log.slice(prevSeq + 1, last, this.limits.segmentEntryCountMax, this.limits.segmentPayloadBytesMax);
       const commitNews = pr.ackedCommitSeq < this.positions.commitSeq;
       if (entries.length === 0 && !(pr.state === 'probe' && pr.inflightCount === 0) && !commitNews) return;
       if (entries.length === 0 && pr.inflightCount > 0) return;
       const segLast = prevSeq + entries.length;
-      const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.positions.commitSeq, entries };
+      const shipped = entries;
+      const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.positions.commitSeq, entries: shipped };
+      if (filter) {
+        frame.filtered = true;
+        frame.filterEpoch = Math.max(1, pr.matchFloor);
+      }
       const body: ShipSegmentRequest = {
         id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: prevSeq + 1 },
         payload: encodeSegmentFrame(frame),
-        eventCount: entries.length,
+        eventCount: filter ? shipped.filter((e) => e.kind !== EntryKind.Withheld).length : entries.length,
         leaderLastSeq: segLast,
         streamBaseline: 0,
         term: this.hs.term,
@@ -771,6 +815,30 @@ export class EngineCore {
       pr.shipped(requestId, this.ticks, segLast);
       if (entries.length === 0) return;
     }
+  }
+
+  /**
+   * filteredSlice: the entries from `from` a ship to a member filtered by `filter` covers, cut to its
+   * communities. The carried entries are bounded as any segment's (segmentEntryCountMax, segmentPayloadBytesMax);
+   * withheld ones cost a few bytes a run however many, so one ship covers up to FILTERED_SHIP_COVER_COUNT_MAX
+   * seqs: a filtered member refills by pushes alone (it never pulls), and at segmentEntryCountMax seqs a ship a
+   * long log took longer than the liveness bound over a slow link (sim --filtered seed 80: ~25 seqs/s).
+   */
+  filteredSlice(from: number, to: number, filter: MemberFilter): Entry[] {
+    const out: Entry[] = [];
+    let carried = 0;
+    let bytes = 0;
+    for (let seq = from; seq <= to && out.length < FILTERED_SHIP_COVER_COUNT_MAX; seq++) {
+      const [entry] = filteredEntries([this.log.entryAt(seq)!], filter, this.config.communityOf);
+      if (entry!.kind !== EntryKind.Withheld) {
+        bytes += entry!.data.length + 32;
+        if (carried >= this.limits.segmentEntryCountMax || (carried > 0 && bytes > this.limits.segmentPayloadBytesMax))
+          break;
+        carried++;
+      }
+      out.push(entry!);
+    }
+    return out;
   }
 
   foldMatch(id: number, seq: number): void {
@@ -860,7 +928,7 @@ export class EngineCore {
         this.onStreamSegments(callId, request.body, callerId);
         break;
       case 'FetchSnapshot':
-        this.onFetchSnapshot(callId, request.body);
+        this.onFetchSnapshot(callId, request.body, callerId);
         break;
       case 'Heartbeat':
         this.onHeartbeat(callId, request.body);
@@ -1117,12 +1185,14 @@ export class EngineCore {
       const known =
         e.kind === EntryKind.EventBatch ||
         e.kind === EntryKind.TermBarrier ||
+        (e.kind === EntryKind.Withheld && frame.filtered === true) ||
         (e.kind === EntryKind.Membership && (this.config.compat.capabilities & CAPABILITY_KIND4) !== 0);
       if (!known) {
         this.halt(`unknown batch kind ${e.kind} at seq ${e.seq}`);
         return 'halted';
       }
     }
+    if (!this.takesFrameKind(frame)) return 'rejected';
     if (frame.prevSeq > this.log.lastSeq()) return 'rejected';
     if (
       frame.prevSeq >= this.log.baseSeq &&
@@ -1194,6 +1264,69 @@ export class EngineCore {
     }
   }
 
+  /** ownFilter: our community-overlay filter in our newest roster, null = unfiltered. */
+  ownFilter(): ReturnType<typeof filterOf> {
+    return this.hs.selfId === 0 ? null : filterOf(this.currentRoster(), this.hs.selfId);
+  }
+
+  /** dataFilter: the filter what we hold was cut by (the roster at our filter epoch), null when unknown or unfiltered. */
+  dataFilter(): ReturnType<typeof filterOf> {
+    const epoch = this.hs.filteredData;
+    if (epoch === undefined || epoch <= 0 || this.hs.selfId === 0 || epoch > this.log.lastSeq()) return null;
+    return filterOf(this.rosterAt(epoch), this.hs.selfId);
+  }
+
+  /** filteredMember: our roster filters us, or what we hold was shipped filtered (we may not know the record yet). */
+  filteredMember(): boolean {
+    return this.ownFilter() !== null || (this.hs.filteredData ?? -1) >= 0;
+  }
+
+  /** holdsFilteredData: what we hold was shipped filtered, or is being wiped toward a filtered log. */
+  holdsFilteredData(): boolean {
+    return (this.hs.filteredData ?? -1) >= 0;
+  }
+
+  /**
+   * takesFrameKind: a filtered frame (withheld runs) and a full one never mix in one log. When a segment of
+   * the other kind arrives — our filter was set (we hold other communities' data, which must go) or removed
+   * (we hold placeholders, and must hold the full log again) — we wipe the state machine and the log and
+   * take the log again from the leader's pushes (filtered) or pulls (full): docs/protocol.md, "Filtered
+   * members". A voter never takes a filtered frame (a filtered member is never a voter): refused, false.
+   */
+  takesFrameKind(frame: SegmentFrame): boolean {
+    const filtered = frame.filtered === true;
+    const epoch = filtered ? Math.max(1, frame.filterEpoch ?? 0) : undefined;
+    if (epoch === this.hs.filteredData && epoch !== 0) return true; // (epoch is never -1)
+    if (filtered && isVoter(this.currentRoster(), this.hs.selfId)) {
+      this.fx.other({
+        type: 'warning',
+        code: 'bad-request',
+        message: 'a filtered segment reached a voter; refused (a filtered member is never a voter)',
+      });
+      return false;
+    }
+    const holdsData = this.log.lastSeq() > 0 || this.positions.appliedSeq > 0;
+    // A filtered frame cut by a filter our log already shows changed again (cleared, or set anew) is stale: a
+    // ship from before that change, delayed or replayed by the network. It wipes nothing (sim --filtered seed
+    // 78: a learner refilled by pulls after its filter was cleared was wiped by a late filtered ship, while
+    // the leader still counted the frontier it had reported).
+    if (epoch !== undefined && holdsData && this.overlayRecordSeq(this.hs.selfId) > epoch) return false;
+    if (!holdsData) {
+      if (epoch !== undefined) this.hs.filteredData = epoch;
+      else delete this.hs.filteredData;
+      return true;
+    }
+    // The hard state is saved before the wipe is carried out: it says "wiping" (0 toward a filtered log, which
+    // pulls nothing; -1 toward the full log), never the new kind, so a
+    // crash between the two leaves a node that drops its data again at the next segment rather than one
+    // that keeps the old data under the new kind. This segment is refused; the next one, on the empty log,
+    // records the new kind (a filtered member's leader pushes again from what it answers; a full one pulls).
+    this.hs.filteredData = filtered ? 0 : -1;
+    this.wipeLog();
+    this.readiness.refilling();
+    return false;
+  }
+
   halt(reason: string): void {
     this.hs.halted = reason;
     this.pull.stop();
@@ -1224,14 +1357,20 @@ export class EngineCore {
 
   /** wipeForReseed drops the state machine and the log; the node then pulls everything again. */
   wipeForReseed(): void {
+    this.wipeLog();
+    this.startPull();
+  }
+
+  /** wipeLog drops the state machine and the log, still knowing who the members are. */
+  wipeLog(): void {
     this.hs.rosterBase = this.currentRoster(); // keep knowing who the members are while the log is empty
     this.fx.resetStateMachine();
     this.positions.wipe();
     this.baseRoster = null;
+    this.fx.logGeneration++;
     this.fx.append(1, []);
     this.snapshots.drop();
     this.pull.stop();
-    this.startPull();
   }
 
   onHeartbeat(callId: number, req: HeartbeatRequest): void {
@@ -1332,7 +1471,8 @@ export class EngineCore {
     // one a roster probe vouched for (a non-member's campaign changes nothing).
     const vouched = this.rosterProbe.vouched;
     const reinstalled = !this.hs.reseed;
-    const mayVote = this.hs.selfId !== 0 && !this.hs.removed;
+    // A filtered member never votes: its log is not the log (docs/protocol.md, "Filtered members").
+    const mayVote = this.hs.selfId !== 0 && !this.hs.removed && !this.filteredMember();
     const eligible =
       reinstalled &&
       mayVote &&
@@ -1372,7 +1512,7 @@ export class EngineCore {
   }
 
   onStreamSegments(callId: number, req: StreamRequest, callerId = 0): void {
-    const refusal = this.fenceSourceRequest(req.term);
+    const refusal = this.fenceSourceRequest(req.term) ?? this.refusePullByFiltered(callerId);
     if (refusal) {
       this.replyError(callId, StatusCode.FAILED_PRECONDITION, refusal);
       return;
@@ -1445,6 +1585,7 @@ export class EngineCore {
     if (this.limits.liveStreamTicksMax <= 0 || callerId === 0 || next <= this.log.lastSeq()) return false;
     const pr = this.progress.get(callerId);
     if (!pr || pr.removalSeq !== 0 || !pr.mayGoLive(CAPABILITY_LIVE_STREAM)) return false;
+    assert(filterOf(this.currentRoster(), callerId) === null, 'a filtered member is never kept live');
     this.endLive(pr);
     pr.goLive(callId, this.ticks, next, this.positions.commitSeq);
     return true;
@@ -1499,6 +1640,18 @@ export class EngineCore {
   }
 
   /**
+   * refusePullByFiltered: a filtered member takes its log only from ShipSegment, which the leader cuts to its
+   * communities; StreamSegments (its burst and the live stream after it) and FetchSnapshot serve the unfiltered
+   * log, so a caller the roster filters is refused (docs/protocol.md, "Filtered members"). Its engine never
+   * pulls once it knows its filter (startPull); this covers a member that does not know it yet, and any other.
+   * A caller not known (0: plaintext) cannot be told apart: filters need mutual TLS to hold.
+   */
+  refusePullByFiltered(callerId: number): string | null {
+    if (callerId === 0 || filterOf(this.currentRoster(), callerId) === null) return null;
+    return `member-filtered: member ${callerId} is filtered and takes only ShipSegment (its communities)`;
+  }
+
+  /**
    * fenceSourceRequest: rules 2 and 4 — serve only at equal terms, as the leader (a stale puller was
    * refused by the term rule, term-rule.ts). A puller at a higher term is refused, but the source does not adopt that term: StreamRequest and
    * SnapshotRequest name no sender, so their term is an unverified claim. A deposed source
@@ -1511,8 +1664,8 @@ export class EngineCore {
     return null;
   }
 
-  onFetchSnapshot(callId: number, req: SnapshotRequest): void {
-    const refusal = this.fenceSourceRequest(req.term);
+  onFetchSnapshot(callId: number, req: SnapshotRequest, callerId = 0): void {
+    const refusal = this.fenceSourceRequest(req.term) ?? this.refusePullByFiltered(callerId);
     if (refusal) {
       this.replyError(callId, StatusCode.FAILED_PRECONDITION, refusal);
       return;
@@ -1576,6 +1729,7 @@ export class EngineCore {
   }
 
   appendConfChange(roster: Roster): number {
+    const before = this.currentRoster();
     const entry: Entry = {
       seq: this.log.lastSeq() + 1,
       term: this.hs.term,
@@ -1583,6 +1737,15 @@ export class EngineCore {
       data: encodeRoster(roster),
     };
     this.appendLocal([entry]);
+    // A member whose filter was set or removed will drop what it holds: start its progress afresh (matchFloor).
+    for (const m of roster.members) {
+      if (m.id === this.hs.selfId || !overlayChanged(before, roster, m.id) || !this.progress.has(m.id)) continue;
+      // Its live stream (a member filtered now had one while full) ends: the stream carries the unfiltered log.
+      this.endLive(this.progress.get(m.id)!);
+      const fresh = new Progress(this.log.lastSeq(), this.ticks);
+      fresh.matchFloor = entry.seq;
+      this.progress.set(m.id, fresh);
+    }
     for (const id of this.progress.ids()) this.maybeShip(id);
     return entry.seq;
   }
@@ -1777,6 +1940,12 @@ export class EngineCore {
   /** startPull asks the leader's stream for what we miss, from the first seq not known to match. */
   startPull(): void {
     if (this.pull.active || this.leaderId === 0 || this.role === 'leader' || this.hs.halted !== '') return;
+    // A member holding filtered data never pulls: the leader serves pulls unfiltered (and refuses a caller its
+    // roster filters, refusePullByFiltered); its pushes rewind to what it answers (role-leader.ts). A member whose
+    // filter was removed holds the full kind again after its wipe and refills by pulling, though the roster it
+    // has replayed so far may still name its old filter (sim --filtered seed 22: it waited on pushes alone,
+    // and the leader, taking no frontier below the removal, kept rewinding them).
+    if (this.holdsFilteredData()) return;
     const body: StreamRequest = {
       shardId: this.leaderId,
       fromSeqno: this.positions.matchedSeq + 1,
@@ -1956,6 +2125,13 @@ export class EngineCore {
   }
 }
 
+/** overlayChanged: member `id`'s filter (or refilling mark) differs between two rosters. */
+function overlayChanged(a: Roster, b: Roster, id: number): boolean {
+  return (
+    JSON.stringify(filterOf(a, id)) !== JSON.stringify(filterOf(b, id)) || isRefilling(a, id) !== isRefilling(b, id)
+  );
+}
+
 /**
  * segmentEnd: the last seqno a segment covers — its leader_last_seq, or, when that is 0 (unknown: a
  * leader from before the field, spec ShipSegmentRequest.leader_last_seq), the last batch boundary its
@@ -1976,6 +2152,7 @@ function hardStateChanged(a: HardState, b: HardState): boolean {
     a.halted !== b.halted ||
     a.reseed !== b.reseed ||
     a.removed !== b.removed ||
+    a.filteredData !== b.filteredData ||
     a.rosterBase !== b.rosterBase
   );
 }

@@ -20,6 +20,14 @@ export class Effects {
   private readonly messages: Effect[] = [];
   private applies: Effect[] = [];
   private others: Effect[] = [];
+  /**
+   * logGeneration: how many times the engine wiped its log (wipeLog) since it started; every append carries it
+   * (when above 0) and a sync notice echoing an older one is not news. A wipe re-writes entries of the same
+   * (seq, term) that an earlier append wrote, so (seq, term) alone cannot tell a notice from before the wipe
+   * from one after (sim --filtered seeds 54, 39: a learner reported entries durable that its WAL no longer held).
+   * In memory only: a restarted engine hears no notice of the appends before it.
+   */
+  logGeneration = 0;
 
   hardState(hardState: HardState): void {
     this.hardStateEffect = { type: 'saveHardState', hardState: { ...hardState } };
@@ -33,7 +41,11 @@ export class Effects {
   }
 
   append(fromSeq: number, entries: Entry[]): void {
-    this.appends.push({ type: 'append', fromSeq, entries });
+    this.appends.push(
+      this.logGeneration > 0
+        ? { type: 'append', fromSeq, entries, generation: this.logGeneration }
+        : { type: 'append', fromSeq, entries },
+    );
   }
 
   message(effect: MessageEffect): void {

@@ -43,6 +43,13 @@ export class Progress {
   private reportedCapabilities = 0;
   /** capabilitiesHeard: the follower has reported its bits at least once to this leader. */
   private capabilitiesHeard = false;
+  /**
+   * matchFloor: for a member whose filter was set or removed at this seq (engine/communities.ts), 0 otherwise.
+   * Such a member drops what it held when the first segment of the new kind reaches it, so a frontier it
+   * reported before is stale; any such frontier is below this seq (the record itself reaches it in a segment
+   * of the new kind), so the leader takes no frontier below it — and no answer to a ship sent before.
+   */
+  matchFloor = 0;
 
   /**
    * @param nextSeq the next seqno to ship
@@ -173,9 +180,27 @@ export class Progress {
     return this.live !== null && this.nextSeq - 1 > this.matchSeq && tick - this.live.waitSinceTick > retryTicks;
   }
 
+  /**
+   * refusedByFiltered: a filtered member refused a ship (a gap: it was wiped, or behind). It never pulls
+   * (core.ts startPull), so the leader goes back to what it answered — its frontier may have gone down with
+   * a wipe, and a filtered member's frontier counts toward nothing. Below the leader's compaction point
+   * there is nothing to push it (no filtered snapshot): paused, retried after pullTimeoutTicks.
+   */
+  refusedByFiltered(appliedSeq: number, baseSeq: number, tick: number): void {
+    this.inflight.clear();
+    this.matchSeq = appliedSeq < this.matchFloor ? 0 : appliedSeq;
+    if (appliedSeq < baseSeq) {
+      this.state = 'paused';
+      this.pausedTick = tick;
+      return;
+    }
+    this.state = 'probe';
+    this.nextSeq = appliedSeq + 1;
+  }
+
   /** foldMatch takes a reported frontier (capped at the leader's log end); false when it is not news. */
   foldMatch(seq: number, leaderLastSeq: number, tick = 0): boolean {
-    if (seq <= this.matchSeq) return false;
+    if (seq <= this.matchSeq || seq < this.matchFloor) return false;
     this.matchSeq = Math.min(seq, leaderLastSeq);
     if (this.live) {
       this.live.waitSinceTick = tick;

@@ -57,6 +57,11 @@ export class Readiness {
     this.set(false, 'halted');
   }
 
+  /** A filtered member whose filter changed drops what it held and takes the log again: not ready until it has. */
+  refilling(): void {
+    this.set(false, 'refilling');
+  }
+
   /** A node whose storage was found damaged is not ready until reinstalled (it converges again then). */
   reseedLatched(): void {
     this.set(false, 'reseed');

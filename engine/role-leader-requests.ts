@@ -4,6 +4,7 @@
 import { leaveRefusal } from './autopilot.js';
 import { assertNever } from './assert.js';
 import type { EngineCore } from './core.js';
+import { canonicalFilter, filterOf, filterProblem, isRefilling, withFilter } from './communities.js';
 import { JOIN_REFUSAL_REMOVED } from './membership.js';
 import type { AppliedReport, JoinRequest } from './rpc.js';
 import { memberById, memberByName, withMember } from './roster.js';
@@ -100,11 +101,42 @@ export function leaderAdministers(c: EngineCore, adminId: number, op: AdminOp): 
       c.maybeSendTimeoutNow();
       return;
     }
+    case 'filter': {
+      if (member.role !== MemberRole.Learner)
+        return fail('not-a-learner', 'only a learner can be filtered (a filtered member never votes)');
+      const problem = op.filter === null ? null : filterProblem(op.filter);
+      if (problem !== null) return fail('bad-filter', problem);
+      const held = filterOf(roster, op.memberId);
+      if (op.filter === null && held === null) return c.adminResult(adminId, 'done', 'not filtered');
+      if (op.filter !== null && held !== null) {
+        // A member holds one filter's data; another filter would leave it holding a mix. Clear first:
+        // the member then wipes and refills, and wipes again when the new filter is set.
+        if (JSON.stringify(canonicalFilter(op.filter)) === JSON.stringify(held))
+          return c.adminResult(adminId, 'done', 'already filtered so');
+        return fail('member-filtered', 'the member is filtered already: clear its filter first, then set the new one');
+      }
+      const refusal = c.confChangeRefusal(0);
+      if (refusal) return fail(refusal.code, refusal.detail);
+      const seq = c.appendConfChange(withFilter(roster, op.memberId, op.filter));
+      c.pendingChanges.addAdmin(seq, adminId, member.name);
+      return;
+    }
     case 'promote':
     case 'remove':
     case 'leave': {
       if (op.op === 'promote' && member.role !== MemberRole.Learner)
         return fail('not-a-learner', 'only a learner can be promoted');
+      if (op.op === 'promote' && filterOf(roster, op.memberId) !== null)
+        return fail(
+          'member-filtered',
+          'the member holds only its communities: remove its filter, let it catch up on the full log, then promote',
+        );
+      if (
+        op.op === 'promote' &&
+        isRefilling(roster, op.memberId) &&
+        c.progress.matchOf(op.memberId) < c.positions.commitSeq
+      )
+        return fail('not-full-log', "the member's filter was removed; it has not caught up on the full log yet; retry");
       if (op.op !== 'promote' && op.memberId === c.hs.selfId)
         return fail('removes-leader', 'the leader cannot remove itself: transfer leadership first');
       const below = op.op === 'leave' ? leaveRefusal(roster, op.memberId, c.limits) : null;

@@ -1,5 +1,6 @@
 // The leader's handler set (roles.ts): check-quorum, heartbeats, ship retries and the transfer
 // timeout on each tick; its followers' answers to ships and heartbeats.
+import { filterOf } from './communities.js';
 import type { EngineCore, RoleHandlers } from './core.js';
 import {
   leaderAdministers,
@@ -52,6 +53,8 @@ export const LEADER: RoleHandlers = {
     const pr = c.progress.get(ctx.toId);
     if (!pr) return;
     const wasInFlight = pr.answered(requestId);
+    // After a member's filter changed, an answer to a ship sent before says what it held before (matchFloor).
+    if (!wasInFlight && pr.matchFloor > 0) return;
     c.progress.heard(ctx.toId);
     if (pr.live !== null && !wasInFlight) {
       // A ship from before the live stream: the stream carries what followed it; only its frontier counts.
@@ -59,6 +62,7 @@ export const LEADER: RoleHandlers = {
       return;
     }
     if (body.accepted) pr.shipAccepted(ctx.lastSeq, ctx.commitSeq, body.appliedSeqno);
+    else if (filterOf(c.currentRoster(), ctx.toId)) pr.refusedByFiltered(body.appliedSeqno, c.log.baseSeq, c.ticks);
     else pr.shipRefused(c.ticks);
     c.foldMatch(ctx.toId, body.appliedSeqno);
     pr.skipMatched();

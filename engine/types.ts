@@ -11,8 +11,13 @@ import type {
   SnapshotRequest,
 } from './rpc.js';
 
-/** EntryKind numbers entries in the log (decision 5). 3 and 5+ are unknown and halt a receiver. */
-export const EntryKind = { EventBatch: 1, TermBarrier: 2, Membership: 4 } as const;
+/**
+ * EntryKind numbers entries in the log (decision 5). 3 and 5+ are unknown and halt a receiver.
+ * Withheld is local, never a kind on the wire: the placeholder a filtered member keeps for an event
+ * batch outside its communities (engine/communities.ts), rebuilt from a filtered frame's withheld runs
+ * (segment-frame.ts); it holds the entry's seq and term and no data, and applies as nothing.
+ */
+export const EntryKind = { EventBatch: 1, TermBarrier: 2, Membership: 4, Withheld: 255 } as const;
 export type EntryKind = number;
 
 /** Entry is one log record: numbered by a global seqno from 1, carrying the term that wrote it. */
@@ -27,6 +32,29 @@ export interface Entry {
 export const MemberRole = { Voter: 0, Learner: 1, Removed: 2 } as const;
 export type MemberRole = (typeof MemberRole)[keyof typeof MemberRole];
 
+/**
+ * MemberFilter is a filtered member's communities (docs/protocol.md, "Filtered members"): the event
+ * batches it holds are those whose key starts with one of `prefixes` or whose tenant is one of
+ * `tenants` (engine/communities.ts). Both empty is no community at all (it holds no event batch).
+ */
+export interface MemberFilter {
+  prefixes: string[];
+  tenants: string[];
+}
+
+/**
+ * Community is what a CommunityReader reads from an event batch's command: its key and its tenant
+ * ('' when the record has none). null: the command names no key (held by no filtered member).
+ */
+export interface Community {
+  key: string;
+  /** tenant: the record's tenant, '' for none, null for unknown (a delete names no record: held by every tenant filter). */
+  tenant: string | null;
+}
+
+/** CommunityReader reads an event batch's community; pure (no I/O), supplied by the driver (EngineConfig). */
+export type CommunityReader = (data: Uint8Array) => Community | null;
+
 /** Roster is a whole membership configuration, the body of a kind-4 record. */
 export interface Roster {
   /** membershipVersion counts configurations: each kind-4 record raises it by one. */
@@ -34,6 +62,13 @@ export interface Roster {
   /** nextMemberId is the next permanent id to hand out; ids are never reused. */
   nextMemberId: number;
   members: MemberInfo[];
+  /** filters: member id → its filter, for filtered learners only; absent when no member is filtered. */
+  filters?: Record<number, MemberFilter>;
+  /**
+   * refilling: ids of learners whose filter was removed and who have not yet been promoted: each must
+   * prove to the leader that it holds the full log again before promotion (docs/protocol.md). Absent = none.
+   */
+  refilling?: number[];
 }
 
 /** CAPABILITY_KIND4 is capability bit 0: the binary folds kind-4 membership records. */
@@ -66,6 +101,13 @@ export interface HardState {
   reseed: boolean;
   /** removed is set once we learned we were decommissioned; it never clears. */
   removed: boolean;
+  /**
+   * filteredData: the log and state this node holds were shipped filtered (withheld placeholders, some
+   * communities only), cut by the filter set at this seq (its filter epoch); absent = the full log. A
+   * segment of another kind or epoch wipes them first (core.ts takesFrameKind); 0 = wiping toward a filtered log,
+   * -1 toward the full log (whatever is held is dropped at the next segment).
+   */
+  filteredData?: number;
 }
 
 /** SnapshotMeta describes the state a snapshot artifact holds (carried in its meta file). */
@@ -115,6 +157,11 @@ export interface EngineConfig {
   randomSeed: number;
   compat: Compat;
   limits: EngineLimits;
+  /**
+   * communityOf reads an event batch's key and tenant, for the community-overlay filter (a leader ships
+   * a filtered member only its communities' batches). Absent: no batch belongs to any community.
+   */
+  communityOf?: CommunityReader;
 }
 
 export interface EngineLimits {
@@ -195,7 +242,9 @@ export type AdminOp =
   | { op: 'remove'; memberId: number }
   | { op: 'transfer'; memberId: number }
   /** leave: a member removes itself; refused below autopilotFailureTolerance (engine/autopilot.ts), never the leader. */
-  | { op: 'leave'; memberId: number };
+  | { op: 'leave'; memberId: number }
+  /** filter: set (or, with null, remove) a learner's community-overlay filter (docs/protocol.md, "Filtered members"). */
+  | { op: 'filter'; memberId: number; filter: MemberFilter | null };
 
 /** Proposal is one client command handed to the leader; proposalId names its proposalResult. */
 export interface Proposal {
@@ -216,8 +265,9 @@ export type Input =
   | { type: 'stats'; stats: NodeStats }
   /**
    * request: a peer called us; answer through a reply/replyError/stream effect with the same callId.
-   * callerId, on StreamSegments only: the member id of the caller's certificate (the transport's peer gate
-   * authenticated it); 0 or absent = not known (plaintext, or a name not in the roster): never kept live.
+   * callerId, on StreamSegments and FetchSnapshot only: the member id of the caller's certificate (the
+   * transport's peer gate authenticated it); 0 or absent = not known (plaintext, or a name not in the roster):
+   * never kept live. A filtered member's pull is refused by it (refusePullByFiltered).
    */
   | { type: 'request'; callId: number; request: RpcRequest; callerId?: number }
   /** response: a unary call we made (send effect `requestId`) answered OK. */
@@ -235,8 +285,11 @@ export type Input =
    * ShipSegment per follower for the batch instead of per command.
    */
   | { type: 'proposeBatch'; proposals: Proposal[] }
-  /** entriesPersisted: the append effects up to (lastSeq, lastTerm) are durable. */
-  | { type: 'entriesPersisted'; lastSeq: number; lastTerm: number }
+  /**
+   * entriesPersisted: the append effects up to (lastSeq, lastTerm) are durable. generation: the newest such
+   * append's (absent = 0); a notice of an older generation than the engine's is ignored (a wipe came after it).
+   */
+  | { type: 'entriesPersisted'; lastSeq: number; lastTerm: number; generation?: number }
   /** snapshotStaged: a stageSnapshot effect finished; its artifact is ready to serve. */
   | { type: 'snapshotStaged'; meta: SnapshotMeta; header: SnapshotHeader }
   /** snapshotInstalled: a fetchSnapshot effect fetched, verified and swapped in the artifact durably. */
@@ -263,8 +316,12 @@ export type ReadIndexRefusal = 'not-leader' | 'stepped-down' | 'queue-full';
 export type Effect =
   /** saveHardState must be durable before any later effect of the same step is carried out. */
   | { type: 'saveHardState'; hardState: HardState }
-  /** append truncates the log at fromSeq (dropping fromSeq and after), then appends entries; report durability with entriesPersisted. */
-  | { type: 'append'; fromSeq: number; entries: Entry[] }
+  /**
+   * append truncates the log at fromSeq (dropping fromSeq and after), then appends entries; report durability
+   * with entriesPersisted, echoing `generation` (absent = 0): it rises each time the engine wipes its log, so a
+   * sync notice from before a wipe never covers the same (seq, term) written again after it.
+   */
+  | { type: 'append'; fromSeq: number; entries: Entry[]; generation?: number }
   | { type: 'send'; requestId: number; to: string; toId: number; request: RpcRequest }
   | { type: 'reply'; callId: number; response: RpcResponse }
   | { type: 'replyError'; callId: number; status: RpcStatus }
@@ -363,6 +420,15 @@ export interface EngineStatus {
   removed: boolean;
   /** lagGaugeByShard: per source shard, the monotonic high-water leader_last_seq seen. */
   lagGaugeByShard: Record<number, number>;
+  /** filter: this member's community-overlay filter in its newest roster; absent = unfiltered. */
+  filter?: MemberFilter;
+  /** filteredData: what this node holds was shipped filtered (HardState.filteredData); absent = the full log. */
+  filteredData?: true;
+  /**
+   * dataFilter: the filter what this node holds was cut by (the roster at its filter epoch), when its log
+   * reaches that record; it serves reads only while it equals `filter` (a newer filter means it is about to refill).
+   */
+  dataFilter?: MemberFilter;
   roster: Roster;
   versionsSeen: Record<number, string>;
 }
@@ -409,8 +475,20 @@ export type AdminResultCode =
   | 'transfer-refused'
   | 'transfer-failed'
   | 'below-fault-tolerance'
+  /** member-filtered: promotion refused, the member holds only its communities (remove its filter first). */
+  | 'member-filtered'
+  /** not-full-log: promotion refused, the member's filter was removed but it has not shown it holds the full log yet. */
+  | 'not-full-log'
+  /** bad-filter: the filter is malformed or beyond its limits (engine/communities.ts). */
+  | 'bad-filter'
   | ConfChangeRefusalCode;
 
 /** ReadinessReason names what flipped the readiness latch (engine/readiness.ts, the spec's Readiness rules). */
 export type ReadinessReason =
-  'caught-up-to-heartbeat-frontier' | 'caught-up-to-polled-status' | 'won-leadership' | 'removed' | 'halted' | 'reseed';
+  | 'caught-up-to-heartbeat-frontier'
+  | 'caught-up-to-polled-status'
+  | 'won-leadership'
+  | 'removed'
+  | 'halted'
+  | 'reseed'
+  | 'refilling';

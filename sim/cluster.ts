@@ -41,6 +41,7 @@ import { traceLine } from './trace-format.js';
 import { InvariantViolation, violate } from './violation.js';
 import { RpcRouter, type ClientAnswer, type ForeignCall } from './rpc-router.js';
 import { emptyRestoredState } from '../engine/restored.js';
+import { simCommunityOf } from './state-machine.js';
 import type { ForeignMessage } from './foreign.js';
 import { unreachable } from './wire.js';
 
@@ -559,6 +560,7 @@ export class Cluster implements CheckerWorld {
       randomSeed: this.lockstep ? node.index * 7919 + 17 : this.enginePrng.uint32(),
       compat: { ...node.id.compat },
       limits: { ...this.limits },
+      communityOf: simCommunityOf,
     };
     node.config = config;
     node.engine = this.guard(node, 'construct', () => this.config.engineFactory(config, restored));
@@ -693,7 +695,13 @@ export class Cluster implements CheckerWorld {
       case 'sync':
         for (const persisted of node.storage.syncDue(this.nowUs)) {
           if (node.state !== 'up' || node.incarnation !== event.inc) return;
-          this.step(node, { type: 'entriesPersisted', lastSeq: persisted.lastSeq, lastTerm: persisted.lastTerm });
+          const { lastSeq, lastTerm, generation } = persisted;
+          this.step(
+            node,
+            generation !== undefined
+              ? { type: 'entriesPersisted', lastSeq, lastTerm, generation }
+              : { type: 'entriesPersisted', lastSeq, lastTerm },
+          );
         }
         return;
       case 'staged':
@@ -845,7 +853,13 @@ export class Cluster implements CheckerWorld {
                 Math.max(SIM_LIMITS.diskSyncDelayMsMin, this.config.storage.diskSyncDelayMsMax),
               ),
             );
-        const { error, syncAtUs } = node.storage.append(effect.fromSeq, effect.entries, this.nowUs, delayUs);
+        const { error, syncAtUs } = node.storage.append(
+          effect.fromSeq,
+          effect.entries,
+          this.nowUs,
+          delayUs,
+          effect.generation ?? 0,
+        );
         if (error) violate('engine-contract', `${node.name}: ${error}`, node.index);
         this.checkers.onAppend(node, effect.fromSeq, effect.entries, prevTerm);
         this.queue.push(syncAtUs, { k: 'sync', node: node.index, inc: node.incarnation });

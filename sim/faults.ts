@@ -22,7 +22,9 @@ export type FaultEvent =
   | { kind: 'transfer'; atMs: number; salt: number }
   | { kind: 'idle'; atMs: number; durationMs: number; salt: number }
   /** foreign: a volley of forged calls (sim/foreign.ts) at live nodes over durationMs. */
-  | { kind: 'foreign'; atMs: number; durationMs: number; salt: number };
+  | { kind: 'foreign'; atMs: number; durationMs: number; salt: number }
+  /** filter: a learner gets a community-overlay filter (a key prefix), or a filtered one loses it (`--filtered`). */
+  | { kind: 'filter'; atMs: number; salt: number };
 
 /** FAULT_START_MS: no fault fires before the cluster had a chance to elect a first leader. */
 const FAULT_START_MS = 2_000;
@@ -62,6 +64,14 @@ export function faultSchedule(options: SimOptions): FaultEvent[] {
     const atMs = Math.round(prng.uniform(FAULT_START_MS, Math.max(FAULT_START_MS + 1, options.safetyPhaseMs * 0.7)));
     events.push({ kind: 'join', atMs, slot: options.founderCount + j, salt: salt() });
   }
+  // Filter changes draw from their own stream too: a seed without --filtered schedules none.
+  if ((options.filteredCount ?? 0) > 0) {
+    const fp = new Prng(`sim:${options.seed}`).fork('filter-faults');
+    for (let i = options.filteredCount!; i > 0; i--) {
+      const atMs = Math.round(fp.uniform(FAULT_START_MS, Math.max(FAULT_START_MS + 1, options.safetyPhaseMs)));
+      events.push({ kind: 'filter', atMs, salt: fp.uint32() });
+    }
+  }
   // Foreign traffic draws from its own stream, so turning it on leaves every other fault as it was.
   if (rates.foreignPerMinute > 0) {
     const fp = new Prng(`sim:${options.seed}`).fork('foreign-faults');
@@ -96,6 +106,7 @@ export function describeFault(event: FaultEvent): string {
     case 'remove':
     case 'promote':
     case 'transfer':
+    case 'filter':
       return `${event.kind} at ${event.atMs}ms`;
   }
 }
@@ -212,6 +223,18 @@ export class FaultInjector {
         const id = pickByFraction(candidates, prng.next());
         if (id !== undefined)
           w.admin({ op: w.leavesOnly === true ? 'leave' : 'remove', memberId: id }, this.misdirected(prng, live));
+        return;
+      }
+      case 'filter': {
+        // A learner (filtered or not) of the leader's roster: a filtered one mostly loses its filter, an
+        // unfiltered one gets a key prefix of the workload's (sim/workload.ts keys are k0, k1, …).
+        const view = w.leaderRoster();
+        const learners = view?.roster.members.filter((m) => m.role === MemberRole.Learner).map((m) => m.id) ?? [];
+        const id = pickByFraction(learners, prng.next());
+        if (id === undefined || !view) return;
+        const filtered = view.roster.filters?.[id] !== undefined;
+        const filter = filtered && prng.chance(0.7) ? null : { prefixes: [`k${prng.int(10)}`], tenants: [] };
+        w.admin({ op: 'filter', memberId: id, filter }, this.misdirected(prng, live));
         return;
       }
       case 'promote': {

@@ -7,7 +7,7 @@
 import type { Engine } from '../engine/engine.js';
 import { DEFAULT_LIMITS, CURRENT_COMPAT } from '../engine/limits.js';
 import type { RpcRequest, RpcResponse, RpcStatus } from '../engine/rpc.js';
-import type { AdminOp, Compat, Effect, EngineLimits, EngineStatus, Input } from '../engine/types.js';
+import type { AdminOp, Compat, Effect, EngineLimits, EngineStatus, Input, MemberFilter } from '../engine/types.js';
 import type { Checker } from './checkers/checker.js';
 import type { Cluster, ClientAnswer } from './cluster.js';
 import type { EngineFactory, SimNode } from './node.js';
@@ -264,7 +264,7 @@ export class Lockstep {
   }
 
   /** admin sends an operator command about `memberName` to the leader (or `via`); it returns the adminId. */
-  admin(op: AdminOp['op'], memberName: string, via?: string): number {
+  admin(op: AdminOp['op'], memberName: string, via?: string, filter: MemberFilter | null = null): number {
     const target = via ? this.node(via) : this.leader();
     if (!target) throw new Error('no leader for an admin operation');
     // A member need not be a node of ours (a join some client made up): then the roster names it.
@@ -272,7 +272,10 @@ export class Lockstep {
       this.nodes.get(memberName)?.status().id ||
       target.status().roster.members.find((m) => m.name === memberName)?.id ||
       0;
-    const adminId = this.cluster.admin({ op, memberId } as AdminOp, target.name);
+    const adminId = this.cluster.admin(
+      (op === 'filter' ? { op, memberId, filter } : { op, memberId }) as AdminOp,
+      target.name,
+    );
     this.deliver();
     return adminId;
   }

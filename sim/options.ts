@@ -83,6 +83,11 @@ export interface SimOptions {
   /** founderLearnerCount founders start as learners in the founding roster. */
   founderLearnerCount: number;
   joinerCount: number;
+  /**
+   * filteredCount: filter changes (sim/faults.ts `filter`: a learner gets a community-overlay filter, or loses
+   * it) drawn on their own PRNG stream; absent or 0 = none, so every other seed runs as before. `--filtered N`.
+   */
+  filteredCount?: number;
   clockDriftFractionMax: number;
   engineLimits: Partial<EngineLimits>;
   network: NetworkKnobs;
@@ -324,6 +329,12 @@ export interface Override {
 
 const probability = { min: 0, max: 1 };
 const rate = { min: 0, max: 600 };
+
+/**
+ * FILTERED_SNAPSHOT_THRESHOLD: `--filtered` runs stage no snapshot within a run, so the leader never compacts
+ * what a filtered member still needs (the leader serves no filtered snapshot: docs/protocol.md).
+ */
+const FILTERED_SNAPSHOT_THRESHOLD = 1_000_000;
 
 /** OVERRIDES pin a swarm choice from the command line (`--loss 0.1`); sim/README.md lists them. */
 export const OVERRIDES: readonly Override[] = [
@@ -602,6 +613,19 @@ export const OVERRIDES: readonly Override[] = [
     ...probability,
     apply: (o, v) => {
       o.workload.anyNodeFraction = v;
+    },
+  },
+  {
+    flag: 'filtered',
+    describe: 'filter changes: learners made filtered members (community overlays) and back (0 = none)',
+    min: 0,
+    max: 64,
+    apply: (o, v) => {
+      o.filteredCount = v;
+      if (v === 0) return;
+      // Filtered members need learners to filter, and the leader's log: no filtered snapshot is served.
+      o.joinerCount = Math.max(o.joinerCount, 1);
+      o.engineLimits.snapshotEntryCountThreshold = FILTERED_SNAPSHOT_THRESHOLD;
     },
   },
   {

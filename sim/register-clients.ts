@@ -16,6 +16,7 @@
 // leader", ...) is retried as the same operation at the hinted leader; a client timeout, a node
 // crash under a read, or "leadership lost; outcome unknown" makes it indeterminate; a refused read
 // is dropped (it did nothing).
+import { inCommunities } from '../engine/communities.js';
 import type { Cluster } from './cluster.js';
 import type { ProposalResultCode } from '../engine/types.js';
 import { History, type OpenOperation } from './history.js';
@@ -242,6 +243,17 @@ export class RegisterClients {
       if (node.state !== 'up' || node.machine.appliedSeq < o.index) {
         still.push(o);
         continue;
+      }
+      // A filtered member serves reads of its communities only (store/replicated-store.ts localGet): any other
+      // read — and every read while it refills after a filter change — is refused, never answered from its state.
+      const status = node.engine?.status();
+      if (status && (status.filter || status.filteredData)) {
+        const filter = status.filter;
+        const current = filter && JSON.stringify(status.dataFilter) === JSON.stringify(filter);
+        if (!filter || !current || !inCommunities(filter, { key: o.key.name, tenant: '' })) {
+          this.drop(o);
+          continue;
+        }
       }
       const value = node.machine.get(o.key.name) ?? null;
       this.counts.readsServed++;

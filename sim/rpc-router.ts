@@ -269,7 +269,8 @@ export class RpcRouter {
       this.clientCalls.set(inbound.callId, event.client);
       this.clientCallIds.add(inbound.callId);
     }
-    const callerId = event.request.method === 'StreamSegments' ? this.callerIdOf(node, event.from) : 0;
+    const pulls = event.request.method === 'StreamSegments' || event.request.method === 'FetchSnapshot';
+    const callerId = pulls ? this.callerIdOf(node, event.from) : 0;
     this.host.step(
       node,
       callerId > 0

@@ -3,6 +3,7 @@
 // emitted, the scripted reads). A parser reads its arguments once, when the line is run, and returns a test the
 // world can poll tick by tick plus the sentence a failure prints.
 import { StatusCode } from '../engine/index.js';
+import { inCommunities } from '../engine/communities.js';
 import type { Lockstep, MessageRecord, ScriptedRead } from './lockstep.js';
 
 /** What a condition reads of a running scenario. */
@@ -140,9 +141,19 @@ const ROSTER_CONDITIONS: Record<string, ConditionParser> = {
     const read = () => {
       const live = [...c.nodes.values()].filter((n) => n.alive && !n.status().removed);
       const commits = new Set(live.map((n) => n.status().appliedSeq));
-      const states = new Set(live.map((n) => n.sim.machine.stateJson()));
+      // A filtered member holds its communities only: it must hold exactly the others' state restricted to them.
+      const full = live.filter((n) => !n.status().filteredData);
+      const states = new Set(full.map((n) => n.sim.machine.stateJson()));
+      const reference = full[0]?.sim.machine.pairs() ?? [];
+      const overlaysHold = live
+        .filter((n) => n.status().filteredData)
+        .every((n) => {
+          const filter = n.status().dataFilter;
+          const keep = reference.filter(([key]) => filter !== undefined && inCommunities(filter, { key, tenant: '' }));
+          return JSON.stringify(n.sim.machine.pairs()) === JSON.stringify(keep);
+        });
       return {
-        ok: commits.size === 1 && states.size === 1,
+        ok: commits.size === 1 && states.size === 1 && overlaysHold,
         detail: live.map((n) => `${n.name}@${n.status().appliedSeq}`).join(' '),
       };
     };

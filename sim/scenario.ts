@@ -177,8 +177,21 @@ const FAULT_COMMANDS: Record<string, Command> = {
 const MEMBERSHIP_COMMANDS: Record<string, Command> = {
   // join NAME via SEED [SEED...]
   join: ({ cluster: c }, args) => c.join(args[0]!, args.slice(2)),
+  // admin promote|remove|transfer NODE [via NODE]; admin filter NODE PREFIX… [tenant:T …] | --clear [via NODE]
   admin: ({ cluster: c }, args) => {
-    c.admin(args[0] as 'promote' | 'remove' | 'transfer', args[1]!, args[2] === 'via' ? args[3] : undefined);
+    const viaAt = args.indexOf('via');
+    const words = viaAt < 0 ? args : args.slice(0, viaAt);
+    const via = viaAt < 0 ? undefined : args[viaAt + 1];
+    if (words[0] === 'filter') {
+      const items = words.slice(2);
+      const filter = items.includes('--clear')
+        ? null
+        : {
+            prefixes: items.filter((w) => !w.startsWith('tenant:')),
+            tenants: items.filter((w) => w.startsWith('tenant:')).map((w) => w.slice('tenant:'.length)),
+          };
+      c.admin('filter', words[1]!, via, filter);
+    } else c.admin(words[0] as 'promote' | 'remove' | 'transfer', words[1]!, via);
     c.deliver();
   },
 };

@@ -69,6 +69,16 @@ export function opaqueCommand(bytes: Uint8Array): PutCommand {
   return { op: 'put', key: text, value: text, writeId: 0 };
 }
 
+/**
+ * simCommunityOf: the community of a seeded run's or a script's write (engine/communities.ts): its key
+ * (free text is its own key, as KvStateMachine's opaqueCommands keeps it); the simulator's records have
+ * no tenant field.
+ */
+export function simCommunityOf(data: Uint8Array): { key: string; tenant: string } {
+  const command = decodeCommand(data) ?? opaqueCommand(data);
+  return { key: command.key, tenant: '' };
+}
+
 export class KvStateMachine {
   appliedSeq = 0;
   /**
@@ -92,6 +102,11 @@ export class KvStateMachine {
   /** values lists the values the state holds, in key order. */
   values(): string[] {
     return [...this.kv.keys()].sort().map((k) => this.kv.get(k)!);
+  }
+
+  /** pairs: the state's key-value pairs, in key order (the overlay checker restricts them). */
+  pairs(): [string, string][] {
+    return [...this.kv.keys()].sort().map((k) => [k, this.kv.get(k)!]);
   }
 
   /** casOutcome: whether the cas this machine applied at `seq` swapped; undefined when unknown. */

@@ -10,12 +10,16 @@ interface PendingAppend {
   fromSeq: number;
   entries: Entry[];
   syncAtUs: number;
+  /** generation: the append effect's (engine wipes), echoed in its sync notice. */
+  generation: number;
 }
 
 /** Persisted is what one synced append reports to the engine (entriesPersisted). */
 export interface Persisted {
   lastSeq: number;
   lastTerm: number;
+  /** generation: the append's (engine/types.ts `append`), present only above 0. */
+  generation?: number;
 }
 
 export class SimStorage {
@@ -36,12 +40,13 @@ export class SimStorage {
     entries: Entry[],
     nowUs: number,
     syncDelayUs: number,
+    generation = 0,
   ): { error: string | null; syncAtUs: number } {
     const error = this.written.write(fromSeq, entries);
     if (error) return { error, syncAtUs: 0 };
     const syncAtUs = Math.max(this.lastSyncAtUs, nowUs + syncDelayUs);
     this.lastSyncAtUs = syncAtUs;
-    this.pending.push({ fromSeq, entries, syncAtUs });
+    this.pending.push({ fromSeq, entries, syncAtUs, generation });
     return { error: null, syncAtUs };
   }
 
@@ -126,11 +131,15 @@ export class SimStorage {
 function persistedOf(op: PendingAppend, durable: LogView): Persisted | null {
   if (op.entries.length > 0) {
     const last = op.entries[op.entries.length - 1]!;
-    return { lastSeq: last.seq, lastTerm: last.term };
+    return withGeneration({ lastSeq: last.seq, lastTerm: last.term }, op.generation);
   }
   const lastSeq = op.fromSeq - 1;
   const lastTerm = durable.termAt(lastSeq);
-  return lastTerm === undefined ? null : { lastSeq, lastTerm };
+  return lastTerm === undefined ? null : withGeneration({ lastSeq, lastTerm }, op.generation);
+}
+
+function withGeneration(persisted: Persisted, generation: number): Persisted {
+  return generation > 0 ? { ...persisted, generation } : persisted;
 }
 
 export function copyHardState(h: HardState): HardState {

@@ -60,6 +60,19 @@ export function commandNamesRequestId(bytes: Uint8Array, requestId: string): boo
   return true;
 }
 
+/**
+ * storeCommunityOf: a command's community for the overlay filter (engine/communities.ts): its key, and the
+ * tenant of the record a put writes (the value's `tenant` field, '' when it has none). A delete names no
+ * record, so its tenant is unknown (null); a command that does not decode belongs to no community.
+ */
+export function storeCommunityOf(bytes: Uint8Array): { key: string; tenant: string | null } | null {
+  const decoded = decodeCommand(bytes);
+  if (!decoded.ok) return null;
+  const { command } = decoded;
+  if (command.op === 'delete') return { key: command.key, tenant: null };
+  return { key: command.key, tenant: typeof command.value.tenant === 'string' ? command.value.tenant : '' };
+}
+
 export type DecodedCommand = { ok: true; command: StoreCommand } | { ok: false; reason: string };
 
 /** decodeCommand reads an entry's bytes; anything that is not a well-formed command is refused with a reason. */

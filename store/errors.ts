@@ -1,6 +1,18 @@
 // The store's errors: plain classes that name what happened, with no transport's status codes. The node
 // (cli/node/store-link.ts) maps a StoreRefusal to a gRPC status on the wire and back.
 
+/**
+ * OutsideCommunitiesError: this node is a filtered member (docs/protocol.md, "Filtered members") and the read
+ * names keys outside its communities, which it does not hold; read them at an unfiltered member.
+ */
+export class OutsideCommunitiesError extends Error {
+  readonly code = 'OUTSIDE_COMMUNITIES';
+  constructor(message: string) {
+    super(message);
+    this.name = 'OutsideCommunitiesError';
+  }
+}
+
 /** StoreUnavailableError: the cluster could not commit or confirm in time (no leader, node removed, partition). */
 export class StoreUnavailableError extends Error {
   readonly code = 'STORE_UNAVAILABLE';

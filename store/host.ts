@@ -1,7 +1,7 @@
 // The store's interfaces to what runs it, declared here and implemented below it: StoreEngine by the node's
 // driver loop (transports/node/driver.ts), LeaderLink by the node over svc.store.v1 (cli/node/store-link.ts),
 // StoreHost by StoreRouter for ReplicatedStore.
-import type { EngineStatus, Input } from '../engine/types.js';
+import type { EngineStatus, Input, MemberFilter } from '../engine/types.js';
 import type { ProposeResponse } from '../proto/gen/svc/store/v1/store.js';
 import type { CommandResult, EncodedCommand } from './command.js';
 import type { StoreStateMachine } from './state-machine.js';
@@ -15,7 +15,10 @@ export type ReadIndexInput = Extract<Input, { type: 'readIndex' }>;
 
 /** StoreEngine is the engine as the store sees it, behind the node's serial input queue. */
 export interface StoreEngine {
-  status(): Pick<EngineStatus, 'id' | 'role' | 'term' | 'leaderId' | 'roster' | 'commitSeq' | 'removed'>;
+  status(): Pick<
+    EngineStatus,
+    'id' | 'role' | 'term' | 'leaderId' | 'roster' | 'commitSeq' | 'removed' | 'filter' | 'filteredData' | 'dataFilter'
+  >;
   /** failure is what stopped the engine's loop for good (fail-stop), or null. */
   readonly failure: Error | null;
   /** overloaded: the input queue is full; a new proposal is refused rather than queued. */
@@ -61,4 +64,10 @@ export interface StoreHost {
    * sends a read it cannot serve yet. Absent: such a read is refused (StoreCatchingUpError).
    */
   getAtLeader?(key: string, deadlineAt: number): Promise<VersionedValue | null>;
+  /**
+   * overlay: this node's state holds only these communities (a filtered member, docs/protocol.md "Filtered
+   * members"), or holds none it can vouch for (`'refilling'`: its filter changed and it is taking the log
+   * again); null: the full state.
+   */
+  overlay?(): MemberFilter | 'refilling' | null;
 }

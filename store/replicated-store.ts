@@ -24,6 +24,8 @@ import {
 } from './document-store.js';
 import { encodeCommand, type CommandResult, type StoreCommand } from './command.js';
 import type { StoreHost } from './host.js';
+import { OutsideCommunitiesError } from './errors.js';
+import type { MemberFilter } from '../engine/types.js';
 import { storeLimits, type StoreLimits } from './limits.js';
 import { StoreCatchingUpError, StoreUnavailableError } from './errors.js';
 import { ReadIndexBatch, type ReadIndexBatchStats } from './read-index-batch.js';
@@ -132,13 +134,45 @@ export class ReplicatedStore implements DocumentStore {
     return this.host.waitApplied(seq, deadlineAt);
   }
 
-  /** localGet reads this node's state with no barrier (only behind one), for a key checkKey passed. */
+  /**
+   * localGet reads this node's state with no barrier (only behind one), for a key checkKey passed. A filtered
+   * member (docs/protocol.md, "Filtered members") answers only for its communities: a key under one of its
+   * prefixes, or a record of one of its tenants; anything else it refuses (OutsideCommunitiesError), since it
+   * cannot tell a key it does not hold from an absent one.
+   */
   localGet<T extends JsonObject = JsonObject>(key: string): VersionedValue<T> | null {
-    return this.host.stateMachine.get(key) as VersionedValue<T> | null;
+    const found = this.host.stateMachine.get(key) as VersionedValue<T> | null;
+    const overlay = this.overlayNow();
+    if (overlay === null || overlay.prefixes.some((p) => key.startsWith(p))) return found;
+    const tenant = found?.value.tenant;
+    if (typeof tenant === 'string' && overlay.tenants.includes(tenant)) return found;
+    throw new OutsideCommunitiesError(
+      `key ${JSON.stringify(key)} is outside this filtered member's communities; read it at an unfiltered member`,
+    );
+  }
+
+  /** overlayNow: the communities this node's state holds (null: all); refused outright while it refills. */
+  private overlayNow(): MemberFilter | null {
+    const overlay = this.host.overlay?.() ?? null;
+    if (overlay === 'refilling')
+      throw new OutsideCommunitiesError(
+        'this member is taking the log again after its filter changed; read at another member',
+      );
+    return overlay;
+  }
+
+  /** checkListable: a filtered member lists (and watches) only a prefix inside one of its key prefixes. */
+  private checkListable(prefix: string): void {
+    const overlay = this.overlayNow();
+    if (overlay !== null && !overlay.prefixes.some((p) => prefix.startsWith(p)))
+      throw new OutsideCommunitiesError(
+        `prefix ${JSON.stringify(prefix)} is not inside this filtered member's key prefixes; list it at an unfiltered member`,
+      );
   }
 
   /** localList lists this node's state with no barrier: only behind one. */
   localList<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions): ListResult<T> {
+    this.checkListable(prefix);
     const limit = Math.max(1, Math.min(options.limit ?? this.limits.listLimitMax, this.limits.listLimitMax));
     const page = this.host.stateMachine.list(prefix, limit, options.after, options.shared ?? false);
     return { entries: page.entries as StoreEntry<T>[], nextAfter: page.nextAfter };
@@ -146,6 +180,7 @@ export class ReplicatedStore implements DocumentStore {
 
   /** watch hears every change under prefix as this node applies it (so, after the write is committed). */
   watch(prefix: string, watcher: StoreWatcher): () => void {
+    this.checkListable(prefix);
     return this.host.stateMachine.watch(prefix, watcher);
   }
 

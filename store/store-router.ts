@@ -17,6 +17,7 @@ import {
 } from './command.js';
 import { RETRYABLE_REFUSALS, StoreRefusal, StoreUnavailableError } from './errors.js';
 import type { LeaderLink, ReadIndexAnswer, StoreEngine, StoreHost } from './host.js';
+import type { MemberFilter } from '../engine/types.js';
 import type { StoreLimits } from './limits.js';
 import type { EngineReads } from './engine-reads.js';
 import type { StoreStateMachine } from './state-machine.js';
@@ -71,6 +72,15 @@ export class StoreRouter implements StoreHost {
       () => Promise.reject(new StoreUnavailableError('this node leads now: read it here')),
       (leader, callDeadlineAt) => get(leader, key, callDeadlineAt),
     );
+  }
+
+  overlay(): MemberFilter | 'refilling' | null {
+    const s = this.engine.status();
+    if (!s.filter && !s.filteredData) return null;
+    // Only data cut by the filter in force is served; anything else is a member about to drop what it holds.
+    return s.filter && s.dataFilter && JSON.stringify(s.dataFilter) === JSON.stringify(s.filter)
+      ? s.filter
+      : 'refilling';
   }
 
   readsLocally(): boolean {

@@ -22,6 +22,15 @@ export interface BackupSources {
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export async function captureForBackup(sources: BackupSources, deadlineAt: number): Promise<BackupCapture> {
+  // A filtered member holds some communities only (docs/protocol.md, "Filtered members"): its state is no backup.
+  const overlay = sources.router().overlay?.() ?? null;
+  if (overlay !== null)
+    throw new AdminCallError(
+      grpcStatus.FAILED_PRECONDITION,
+      'this member is filtered (it holds some communities only): back up at an unfiltered member',
+      '',
+      'member-filtered',
+    );
   let readIndex: number;
   try {
     const router = sources.router();

@@ -48,6 +48,7 @@ import {
 import { openNodeStorage, type NodeStorage } from '../../transports/storage/node-storage.js';
 import { DEFAULT_STORE_LIMITS, storeLimits, type StoreLimits } from '../../store/limits.js';
 import { StoreUnavailableError } from '../../store/errors.js';
+import { storeCommunityOf } from '../../store/command.js';
 import { DEDUP_ENTRY_COUNT_MAX } from '../../store/limits.js';
 import { ReplicatedStore } from '../../store/replicated-store.js';
 import { StoreSnapshots } from '../../store/snapshot-files.js';
@@ -449,9 +450,11 @@ export class Node {
             body: request.body,
             seenAtMs: Date.now(),
           };
-        // A StreamSegments caller's member id lets the leader keep the stream open for it (engine keepLive):
-        // the certificate's name in the roster, as the gate matched it; unknown (0) on a plaintext node.
-        const callerId = request.method === 'StreamSegments' && callerName !== '' ? this.memberIdOf(callerName) : 0;
+        // A puller's member id lets the leader keep its stream open (engine keepLive) and refuse a filtered
+        // member's pull (refusePullByFiltered): the certificate's name in the roster, as the gate matched it;
+        // unknown (0) on a plaintext node.
+        const pulls = request.method === 'StreamSegments' || request.method === 'FetchSnapshot';
+        const callerId = pulls && callerName !== '' ? this.memberIdOf(callerName) : 0;
         driver.submit(
           callerId > 0 ? { type: 'request', callId, request, callerId } : { type: 'request', callId, request },
         );
@@ -943,6 +946,8 @@ export class Node {
       randomSeed: randomBytes(4).readUInt32BE(0),
       compat: { ...CURRENT_COMPAT, ...config.engineCompat, buildVersion: this.buildVersion },
       limits,
+      // The community-overlay filter reads a store command's key and tenant (docs/protocol.md, "Filtered members").
+      communityOf: storeCommunityOf,
     };
   }
 

@@ -32,6 +32,19 @@ export class CanonicalLog {
   /** record checks an applied entry against the history (state-machine safety) and extends it. */
   record(nodeIndex: number, nodeName: string, entry: Entry): void {
     const known = this.entries[entry.seq];
+    if (entry.kind === EntryKind.Withheld) {
+      // A filtered member's placeholder (engine/communities.ts) stands for an event batch of that term; it
+      // never becomes the history (the batch's bytes come from a member that holds them).
+      if (known && (known.term !== entry.term || known.kind !== EntryKind.EventBatch)) {
+        violate(
+          'state-machine-safety',
+          `node ${nodeName} applied a withheld batch at seq ${entry.seq} (term ${entry.term}) ` +
+            `but node n${this.appliedBy[entry.seq]! + 1} applied (term ${known.term}, kind ${known.kind})`,
+          nodeIndex,
+        );
+      }
+      return;
+    }
     if (known) {
       if (known.term !== entry.term || known.kind !== entry.kind || !sameBytes(known.data, entry.data)) {
         violate(
@@ -61,6 +74,36 @@ export class CanonicalLog {
     }
     return found === undefined ? undefined : this.entries[found];
   }
+
+  /**
+   * restrictedDigestAt: the reference state's digest at seq over the keys `keep` keeps (a filtered member's
+   * communities, named `name`); undefined past the history. Kept per name and extended as asked, like digestAt.
+   */
+  restrictedDigestAt(seq: number, name: string, keep: (key: string) => boolean): number | undefined {
+    if (seq > this.referenceSeq) return undefined;
+    let view = this.restricted.get(name);
+    if (!view) {
+      view = { kv: new Map(), digest: 0, digestAt: [0] };
+      this.restricted.set(name, view);
+    }
+    for (let s = view.digestAt.length; s <= seq; s++) {
+      const e = this.entries[s]!;
+      if (e.kind === EntryKind.EventBatch) {
+        const command = decodeCommand(e.data) ?? opaqueCommand(e.data);
+        const old = view.kv.get(command.key);
+        if (keep(command.key) && commandTakesEffect(command, old)) {
+          if (old !== undefined) view.digest = subDigest(view.digest, pairDigest(command.key, old));
+          view.kv.set(command.key, command.value);
+          view.digest = addDigest(view.digest, pairDigest(command.key, command.value));
+        }
+      }
+      view.digestAt[s] = view.digest;
+    }
+    return view.digestAt[seq];
+  }
+
+  /** restricted: per filter (by name), the reference state restricted to its keys, and its digest per seq. */
+  private readonly restricted = new Map<string, { kv: Map<string, string>; digest: number; digestAt: number[] }>();
 
   /** digestAtSeq is the reference state's digest at seq, undefined if the history has a gap below it. */
   digestAtSeq(seq: number): number | undefined {

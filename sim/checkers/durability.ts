@@ -5,7 +5,7 @@
 // older term may rightly lack it: a candidate paused with its vote grants in
 // flight can win a term the cluster has since left (seed 500381); it is fenced,
 // since a quorum is past its term, and cannot commit.
-import type { Entry } from '../../engine/types.js';
+import { EntryKind, type Entry } from '../../engine/types.js';
 import { sameBytes } from '../artifacts.js';
 import type { SimNode } from '../node.js';
 import { violate } from '../violation.js';
@@ -70,6 +70,7 @@ export class DurabilityChecker implements Checker {
   onApply(node: SimNode, entries: readonly Entry[]): void {
     if (this.acked.size === 0) return;
     for (const entry of entries) {
+      if (entry.kind === EntryKind.Withheld) continue; // a filtered member holds no bytes of other communities
       const write = this.acked.get(entry.seq);
       if (write && !sameBytes(write.data, entry.data)) {
         violate(

@@ -2,7 +2,7 @@
 // same entry there and the same log before it. Checked as entries are written:
 // each (seq, term) is bound to one content and one predecessor term; by
 // induction that pins every prefix.
-import type { Entry } from '../../engine/types.js';
+import { EntryKind, type Entry } from '../../engine/types.js';
 import { sameBytes } from '../artifacts.js';
 import type { SimNode } from '../node.js';
 import { violate } from '../violation.js';
@@ -32,7 +32,22 @@ export class LogMatchingChecker implements Checker {
       if (!known) {
         this.seen.set(key, { kind: entry.kind, data: entry.data, prevTerm: previous, writer: node.index });
       } else {
-        if (known.kind !== entry.kind || !sameBytes(known.data, entry.data)) {
+        // A filtered member's withheld placeholder matches the event batch it stands for (engine/communities.ts).
+        const withheld = known.kind === EntryKind.Withheld || entry.kind === EntryKind.Withheld;
+        const batches = (known.kind === EntryKind.EventBatch || entry.kind === EntryKind.EventBatch) && withheld;
+        if (known.kind === EntryKind.Withheld && entry.kind === EntryKind.EventBatch) {
+          known.kind = entry.kind;
+          known.data = entry.data;
+          known.writer = node.index;
+        }
+        if (withheld && !batches && known.kind !== entry.kind) {
+          violate(
+            this.name,
+            `${node.name} wrote (seq ${entry.seq}, term ${entry.term}) withheld where n${known.writer + 1} holds kind ${known.kind}`,
+            node.index,
+          );
+        }
+        if (!withheld && (known.kind !== entry.kind || !sameBytes(known.data, entry.data))) {
           violate(
             this.name,
             `${node.name} wrote (seq ${entry.seq}, term ${entry.term}) with other content than n${known.writer + 1}`,

@@ -38,6 +38,10 @@ export class MatchHonestyChecker implements Checker {
     const fs = follower?.status;
     if (!follower || follower === leader || !follower.isLive || !fs || fs.term !== term || fs.reseed || match <= 0)
       return;
+    // A filtered member's frontier counts toward nothing (never a voter while filtered), and it drops its log
+    // whenever its filter changes, so an answer in flight may name more than it still holds (docs/protocol.md,
+    // "Filtered members"). A member whose filter was removed is checked again (its frontier gates promotion).
+    if (roster.filters?.[id] !== undefined) return;
     if (!holds(follower.storage.durable, leader.storage.written, match)) {
       const durable = follower.storage.durable;
       violate(

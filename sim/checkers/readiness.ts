@@ -40,10 +40,12 @@ export class ReadinessChecker implements Checker {
     if (seen !== null && seen.seq > 0) this.remember(node.index, { term: seen.term ?? after.term, seq: seen.seq });
     for (const effect of effects) {
       if (effect.type === 'readiness' && effect.ready && after.role !== 'leader') this.checkConvergence(step);
-      // The latch is sticky: only removal, a halted receiver or a reseed marker unlatch it.
+      // The latch is sticky: only removal, a halted receiver or a reseed marker unlatch it — and a filtered
+      // member's refill (its filter set or removed: it dropped what it held, engine/core.ts takesFrameKind).
       if (
         effect.type === 'readiness' &&
         !effect.ready &&
+        effect.reason !== 'refilling' &&
         step.before?.ready &&
         !after.removed &&
         after.halted === '' &&

@@ -1,5 +1,6 @@
 // Snapshot integrity: a staged or installed artifact's files hash to its
 // manifest, and its state equals a replay of the committed log up to its seq.
+import { inCommunities } from '../../engine/communities.js';
 import { decodeRoster } from '../../engine/roster.js';
 import { readStateText, verifyFiles, type Artifact } from '../artifacts.js';
 import type { SimNode } from '../node.js';
@@ -22,7 +23,14 @@ export class SnapshotIntegrityChecker implements Checker {
     const state = JSON.parse(readStateText(artifact.files) ?? '{}') as { appliedSeq?: number; kv?: [string, string][] };
     if (state.appliedSeq !== meta.seq)
       violate(this.name, `${where}: its state is at seq ${state.appliedSeq}`, node.index);
-    const expected = this.canonical.digestAtSeq(meta.seq);
+    // A filtered member's snapshot holds its communities only: it is checked against the committed log
+    // restricted to them (engine/communities.ts).
+    const filter = node.status?.filteredData ? node.status.dataFilter : undefined;
+    const expected = filter
+      ? this.canonical.restrictedDigestAt(meta.seq, JSON.stringify(filter), (key) =>
+          inCommunities(filter, { key, tenant: '' }),
+        )
+      : this.canonical.digestAtSeq(meta.seq);
     if (expected === undefined) {
       violate(
         this.name,

@@ -15,6 +15,7 @@ import { LeaderStepDownChecker } from './leader-step-down.js';
 import { LogMatchingChecker } from './log-matching.js';
 import { MatchHonestyChecker } from './match-honesty.js';
 import { MembershipChecker } from './membership.js';
+import { OverlayChecker } from './overlay.js';
 import { ReadinessChecker } from './readiness.js';
 import { RemovedChecker } from './removed.js';
 import { ReportHonestyChecker } from './report-honesty.js';
@@ -50,6 +51,7 @@ export class CheckerSuite implements Checker {
       new LeaderStepDownChecker(world),
       new RosterReplayChecker(),
       new MatchHonestyChecker(world),
+      new OverlayChecker(this.canonical),
       ...extra,
     ];
     this.withBeforeEffect = this.checkers.filter((c) => c.beforeEffect !== undefined);

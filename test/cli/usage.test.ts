@@ -105,6 +105,9 @@ describe('svc usage errors (exit 2)', function () {
     { args: ['members'], message: /members needs an action/ },
     { args: ['members', 'frob', 'n1'], message: /unknown members action "frob"/ },
     { args: ['members', 'promote'], message: /members promote needs a member NAME/ },
+    { args: ['members', 'filter', 'n4'], message: /members filter NAME needs key PREFIXes/ },
+    { args: ['members', 'filter', 'n4', 'acme/', '--clear'], message: /--clear takes no prefixes/ },
+    { args: ['members', 'promote', 'n4', 'extra'], message: /members promote takes one NAME/ },
     {
       args: ['members', 'list', '--node', 'not-an-address', '--insecure'],
       message: /--node "not-an-address" is not host:port/,

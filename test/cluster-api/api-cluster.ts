@@ -7,7 +7,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent } from 'undici';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { NodeConfig } from '../../cli/node/config.js';
+import type { NodeConfig, NodeTls } from '../../cli/node/config.js';
 import type { NodeStatusDocument } from '../../transports/node/node-status.js';
 import type { ReadIndexBatchStats } from '../../store/read-index-batch.js';
 import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type PlannedNode } from '../node/harness.js';
@@ -150,6 +150,8 @@ export interface ApiClusterOptions {
   plaintextHttp?: boolean;
   /** nodeConfig adds fields to every node's config (grpcLimits, engineLimits, storeLimits…). */
   nodeConfig?: Partial<NodeConfig>;
+  /** joiners get certificates and ports at start but are not founders: startJoiner starts one later. */
+  joiners?: string[];
 }
 
 /** The agent script every project of the tests runs: prints its prompt, fails on `fail`, waits on `pause`. */
@@ -171,6 +173,8 @@ export class ApiCluster {
   redis: TestRedis | null = null;
   admin = { key: '', keyId: '', userId: '' };
   private startOptions: ApiClusterOptions = {};
+  private pki: Awaited<ReturnType<typeof makePki>> | null = null;
+  private apiSection: NodeConfig['api'] | undefined;
   /** ca trusts the test CA, which the nodes' HTTPS certificates chain to (null until start, or plaintext). */
   private ca: Agent | null = null;
   /** caPem is the test CA (PEM), for clients other than fetch (node:https); null when plaintext. */
@@ -185,12 +189,15 @@ export class ApiCluster {
     this.startOptions = options;
     this.dir = await tempDir('cluster-api');
     this.redis = await startTestRedis();
-    const pki = await makePki(this.dir, names);
+    const joiners = options.joiners ?? [];
+    const pki = await makePki(this.dir, [...names, ...joiners]);
+    this.pki = pki;
     if (options.plaintextHttp !== true) {
       this.caPem = readFileSync(join(pki.dir, 'ca.crt'));
       this.ca = new Agent({ connect: { ca: this.caPem } });
     }
-    this.plans = await planNodes(names);
+    this.plans = await planNodes([...names, ...joiners]);
+    const founders = this.plans.filter((plan) => names.includes(plan.name));
     const secretKeyFile = join(this.dir, 'secret.key');
     writeFileSync(secretKeyFile, testSecretKey.toString('hex'), { mode: 0o600 });
     // A run's own uid must be able to search every directory above its workspace (WORKSPACE_NOT_REACHABLE).
@@ -201,7 +208,7 @@ export class ApiCluster {
     chmodSync(join(this.workspace, 'agent.sh'), 0o755);
     // The roster advertises each member's HTTP port as it is served (HTTPS unless plaintext), as `svc cluster`'s
     // plan does: members read each other's /status there (the status poll, the /cluster view).
-    const bootstrap = this.plans.map((plan) =>
+    const bootstrap = founders.map((plan) =>
       options.plaintextHttp === true
         ? plan.member
         : { ...plan.member, httpAddr: plan.member.httpAddr.replace(/^http:\/\//, 'https://') },
@@ -213,8 +220,9 @@ export class ApiCluster {
       rateLimitPerSecond: CLUSTER_RATE_LIMIT_PER_SECOND,
       ...options.api,
     };
+    this.apiSection = api;
     const started = await Promise.allSettled(
-      this.plans.map((plan) =>
+      founders.map((plan) =>
         ApiNodeProcess.start(
           nodeConfig(
             plan,
@@ -239,6 +247,41 @@ export class ApiCluster {
     if (failed) throw (failed as PromiseRejectedResult).reason;
     await this.waitAllReady();
     this.admin = await this.node(names[0]!).bootstrapAdmin('cluster-admin');
+  }
+
+  /**
+   * startJoiner starts a joiner named at start (options.joiners) on its own data directory, joining through the
+   * `seeds` (members' names: any member, a follower too), and waits for its API to answer /health at all.
+   */
+  async startJoiner(name: string, seeds: string[]): Promise<ApiNodeProcess> {
+    const plan = this.plans.find((p) => p.name === name);
+    if (!plan || !this.pki) throw new Error(`${name} is not a joiner of this cluster`);
+    const seedAddrs = seeds.map((seed) => this.node(seed).config.grpcListen);
+    const options = this.startOptions;
+    const node = await ApiNodeProcess.start(
+      nodeConfig(
+        plan,
+        join(this.dir, plan.name),
+        this.pki.tls(plan.name),
+        { seeds: seedAddrs },
+        {
+          ...options.nodeConfig,
+          tickMs: options.tickMs ?? CLUSTER_TICK_MS,
+          api: this.apiSection,
+          httpTls: options.plaintextHttp === true ? { mode: 'insecure' } : undefined,
+        },
+      ),
+      options.execArgv,
+      this.childOptions(),
+    );
+    this.nodes.set(name, node);
+    return node;
+  }
+
+  /** adminTls is the admin certificate (what `svc members …` holds). */
+  adminTls(): NodeTls {
+    if (!this.pki) throw new Error('not started');
+    return this.pki.adminTls();
   }
 
   /** restart starts a stopped or killed node again, on its data directory and ports, and waits for /ready. */

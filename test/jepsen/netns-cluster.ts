@@ -199,7 +199,7 @@ export class NetnsCluster {
   async transfer(leader: string, to: string): Promise<string> {
     const answer = await this.admin.changeMember(
       this.node(leader).grpcAddr,
-      { change: MemberChange.MEMBER_CHANGE_TRANSFER, name: to, hops: 0 },
+      { change: MemberChange.MEMBER_CHANGE_TRANSFER, name: to, hops: 0, prefixes: [], tenants: [], clear: false },
       Date.now() + TRANSFER_DEADLINE_MS,
     );
     return answer.detail;

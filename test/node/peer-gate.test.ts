@@ -203,7 +203,14 @@ describe('node: the peer gate on a real cluster', function () {
       assert.equal(resultFromMessage(result).outcome, 'applied');
       assert.ok(seq > 0);
       assert.deepEqual((await leader.store.get('admin/written'))?.value, { by: 'admin' });
-      const change = { change: adminPb.MemberChange.MEMBER_CHANGE_TRANSFER, name: follower.config.name, hops: 0 };
+      const change = {
+        change: adminPb.MemberChange.MEMBER_CHANGE_TRANSFER,
+        name: follower.config.name,
+        hops: 0,
+        prefixes: [],
+        tenants: [],
+        clear: false,
+      };
       await assert.rejects(
         admin.changeMember(follower.grpcAddress, change, Date.now() + 3_000),
         (err: unknown) =>

@@ -28,6 +28,18 @@ describe('sim/storage', () => {
     assert.equal(disk.durable.lastSeq, 5);
   });
 
+  it("echoes an append's log generation in its sync notice (a notice from before an engine's wipe is told apart)", () => {
+    const disk = new SimStorage();
+    disk.append(1, entries(1, 2, 1), 0, 0);
+    disk.append(1, [], 0, 0, 1);
+    disk.append(1, entries(1, 2, 1), 0, 0, 1);
+    assert.deepEqual(disk.syncDue(0), [
+      { lastSeq: 2, lastTerm: 1 },
+      { lastSeq: 0, lastTerm: 0, generation: 1 },
+      { lastSeq: 2, lastTerm: 1, generation: 1 },
+    ]);
+  });
+
   it('reports a truncating empty append as the entry before it', () => {
     const disk = new SimStorage();
     disk.append(1, entries(1, 5, 1), 0, 0);

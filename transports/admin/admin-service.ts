@@ -6,7 +6,8 @@
 // the node's own peer certificate; Backup streams the state the node captures at a committed index
 // (host.backup; backup-service.ts); Recording and Logs answer what `svc debug bundle` gathers.
 import * as grpc from '@grpc/grpc-js';
-import type { AdminOp, AdminResultCode } from '../../engine/types.js';
+import type { AdminOp, AdminResultCode, MemberFilter } from '../../engine/types.js';
+import { filterProblem } from '../../engine/communities.js';
 import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
 import type { LogRingRead, LogRingWindow } from '../node/log-ring.js';
@@ -109,7 +110,7 @@ export function adminServiceDefinition(): grpc.ServiceDefinition {
 /** ADMIN_MEMBER_METHODS take a member's peer certificate too (the server's memberMethods): only for its own leave. */
 export const ADMIN_MEMBER_METHODS: readonly string[] = ['changeMember'];
 
-const CHANGE_OPS: Partial<Record<pb.MemberChange, AdminOp['op']>> = {
+const CHANGE_OPS: Partial<Record<pb.MemberChange, Exclude<AdminOp['op'], 'filter'>>> = {
   [pb.MemberChange.MEMBER_CHANGE_PROMOTE]: 'promote',
   [pb.MemberChange.MEMBER_CHANGE_REMOVE]: 'remove',
   [pb.MemberChange.MEMBER_CHANGE_TRANSFER]: 'transfer',
@@ -157,12 +158,14 @@ async function changeMember(
   request: pb.ChangeMemberRequest,
   deadlineAt: number,
 ): Promise<pb.ChangeMemberResponse> {
-  const op = CHANGE_OPS[request.change];
+  const filtering = request.change === pb.MemberChange.MEMBER_CHANGE_FILTER;
+  const op = filtering ? 'filter' : CHANGE_OPS[request.change];
   if (op === undefined)
     throw new AdminCallError(
       grpc.status.INVALID_ARGUMENT,
-      `change must be promote, remove, transfer or leave, got ${request.change}`,
+      `change must be promote, remove, transfer, leave or filter, got ${request.change}`,
     );
+  const filter = filtering ? filterOfRequest(request) : null;
   if (request.name === '' || Buffer.byteLength(request.name) > ADMIN_NAME_BYTES_MAX) {
     throw new AdminCallError(grpc.status.INVALID_ARGUMENT, `member name must be 1..${ADMIN_NAME_BYTES_MAX} bytes`);
   }
@@ -195,11 +198,27 @@ async function changeMember(
   }
   const timeoutMs = Math.max(1, deadlineAt - Date.now());
   try {
-    await host.admin({ op, memberId: member.id }, timeoutMs);
+    await host.admin(op === 'filter' ? { op, memberId: member.id, filter } : { op, memberId: member.id }, timeoutMs);
   } catch (err) {
     throw adminRefusal(err as Error, status.leaderGrpcAddr);
   }
   return { memberId: member.id, leaderName: status.name, detail: '' };
+}
+
+/**
+ * filterOfRequest reads a MEMBER_CHANGE_FILTER's filter (null: `clear`), refusing a malformed one with
+ * INVALID_ARGUMENT before anything reaches the leader (the engine checks it again: bad-filter).
+ */
+function filterOfRequest(request: pb.ChangeMemberRequest): MemberFilter | null {
+  if (request.clear) {
+    if (request.prefixes.length > 0 || request.tenants.length > 0)
+      throw new AdminCallError(grpc.status.INVALID_ARGUMENT, 'a filter clear takes no prefixes or tenants');
+    return null;
+  }
+  const filter: MemberFilter = { prefixes: request.prefixes, tenants: request.tenants };
+  const problem = filterProblem(filter);
+  if (problem !== null) throw new AdminCallError(grpc.status.INVALID_ARGUMENT, `bad filter: ${problem}`);
+  return filter;
 }
 
 /** Status: the node's status document. */

@@ -90,7 +90,7 @@ export class Driver {
    * many appends durable at once; they become one entriesPersisted step (one ReportApplied on a
    * follower, one commit check on a leader) instead of one per append.
    */
-  private persistedPoint: { lastSeq: number; lastTerm: number } | null = null;
+  private persistedPoint: { lastSeq: number; lastTerm: number; generation: number } | null = null;
 
   constructor(
     private readonly engine: Engine,
@@ -263,7 +263,7 @@ export class Driver {
         this.ports.resetStateMachine();
         return;
       case 'append':
-        this.append(effect.fromSeq, effect.entries);
+        this.append(effect.fromSeq, effect.entries, effect.generation ?? 0);
         return;
       case 'send':
         this.ports.send(effect);
@@ -304,7 +304,7 @@ export class Driver {
     }
   }
 
-  private append(fromSeq: number, entries: Entry[]): void {
+  private append(fromSeq: number, entries: Entry[], generation: number): void {
     const last = entries[entries.length - 1];
     stamp('append', last?.seq ?? 0);
     let durable: Promise<unknown>;
@@ -316,17 +316,17 @@ export class Driver {
     }
     durable.then(
       () => {
-        if (last) this.notePersisted(last.seq, last.term);
+        if (last) this.notePersisted(last.seq, last.term, generation);
       },
       (err: unknown) => this.failStop(new Error(`WAL append failed: ${String(err)}`)),
     );
   }
 
   /** notePersisted queues one entriesPersisted step for the newest durable point (appends are durable in order). */
-  private notePersisted(lastSeq: number, lastTerm: number): void {
+  private notePersisted(lastSeq: number, lastTerm: number, generation: number): void {
     if (this.stopped || this.failed) return;
     const queued = this.persistedPoint !== null;
-    this.persistedPoint = { lastSeq, lastTerm };
+    this.persistedPoint = { lastSeq, lastTerm, generation };
     if (queued) return;
     // A microtask later: the other appends of the same group commit resolve in this same job queue
     // and move persistedPoint first, so the step sees the group's end.
@@ -336,7 +336,12 @@ export class Driver {
         this.persistedPoint = null;
         if (this.stopped || this.failed || point === null) return undefined;
         stamp('persisted.stepped', point.lastSeq);
-        return this.step({ type: 'entriesPersisted', lastSeq: point.lastSeq, lastTerm: point.lastTerm });
+        const { lastSeq: seq, lastTerm: term, generation: gen } = point;
+        return this.step(
+          gen > 0
+            ? { type: 'entriesPersisted', lastSeq: seq, lastTerm: term, generation: gen }
+            : { type: 'entriesPersisted', lastSeq: seq, lastTerm: term },
+        );
       }),
     );
   }

@@ -82,6 +82,8 @@ export function hardStateProblem(hs: unknown): string | null {
   for (const field of ['reseed', 'removed'] as const) {
     if (typeof hs[field] !== 'boolean') return `${field} must be a boolean`;
   }
+  if (hs.filteredData !== undefined && !(hs.filteredData === -1 || isCount(hs.filteredData)))
+    return 'filteredData must be -1, a non-negative integer or absent';
   if (hs.rosterBase !== null && rosterProblem(hs.rosterBase) !== null)
     return `rosterBase: ${rosterProblem(hs.rosterBase)}`;
   return null;

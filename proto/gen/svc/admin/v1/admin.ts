@@ -49,6 +49,13 @@ export enum MemberChange {
    * named hands leadership over first.
    */
   MEMBER_CHANGE_LEAVE = 4,
+  /**
+   * MEMBER_CHANGE_FILTER - MEMBER_CHANGE_FILTER sets a learner's community-overlay filter (`prefixes`, `tenants`), or removes it
+   * (`clear`): a filtered member holds, and serves reads of, those communities only; it never votes and is
+   * promoted only after its filter is removed and it holds the full log again (docs/protocol.md,
+   * "Filtered members").
+   */
+  MEMBER_CHANGE_FILTER = 5,
   UNRECOGNIZED = -1,
 }
 
@@ -69,6 +76,9 @@ export function memberChangeFromJSON(object: any): MemberChange {
     case 4:
     case "MEMBER_CHANGE_LEAVE":
       return MemberChange.MEMBER_CHANGE_LEAVE;
+    case 5:
+    case "MEMBER_CHANGE_FILTER":
+      return MemberChange.MEMBER_CHANGE_FILTER;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -88,6 +98,8 @@ export function memberChangeToJSON(object: MemberChange): string {
       return "MEMBER_CHANGE_TRANSFER";
     case MemberChange.MEMBER_CHANGE_LEAVE:
       return "MEMBER_CHANGE_LEAVE";
+    case MemberChange.MEMBER_CHANGE_FILTER:
+      return "MEMBER_CHANGE_FILTER";
     case MemberChange.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -233,6 +245,11 @@ export interface ChangeMemberRequest {
   name: string;
   /** hops counted forwards between members in versions that forwarded; it is ignored now. */
   hops: number;
+  /** prefixes and tenants are a MEMBER_CHANGE_FILTER's communities (key prefixes; tenants of records). */
+  prefixes: string[];
+  tenants: string[];
+  /** clear: a MEMBER_CHANGE_FILTER that removes the member's filter (prefixes and tenants then empty). */
+  clear: boolean;
 }
 
 export interface ChangeMemberResponse {
@@ -2324,7 +2341,7 @@ export const StatusResponse_LagHighWaterSeqEntry: MessageFns<StatusResponse_LagH
 };
 
 function createBaseChangeMemberRequest(): ChangeMemberRequest {
-  return { change: 0, name: "", hops: 0 };
+  return { change: 0, name: "", hops: 0, prefixes: [], tenants: [], clear: false };
 }
 
 export const ChangeMemberRequest: MessageFns<ChangeMemberRequest> = {
@@ -2337,6 +2354,15 @@ export const ChangeMemberRequest: MessageFns<ChangeMemberRequest> = {
     }
     if (message.hops !== 0) {
       writer.uint32(24).uint32(message.hops);
+    }
+    for (const v of message.prefixes) {
+      writer.uint32(34).string(v!);
+    }
+    for (const v of message.tenants) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.clear !== false) {
+      writer.uint32(48).bool(message.clear);
     }
     return writer;
   },
@@ -2378,6 +2404,30 @@ export const ChangeMemberRequest: MessageFns<ChangeMemberRequest> = {
             message.hops = reader.uint32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.prefixes.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.tenants.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.clear = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2395,6 +2445,9 @@ export const ChangeMemberRequest: MessageFns<ChangeMemberRequest> = {
       change: isSet(object.change) ? memberChangeFromJSON(object.change) : 0,
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       hops: isSet(object.hops) ? globalThis.Number(object.hops) : 0,
+      prefixes: globalThis.Array.isArray(object?.prefixes) ? object.prefixes.map((e: any) => globalThis.String(e)) : [],
+      tenants: globalThis.Array.isArray(object?.tenants) ? object.tenants.map((e: any) => globalThis.String(e)) : [],
+      clear: isSet(object.clear) ? globalThis.Boolean(object.clear) : false,
     };
   },
 
@@ -2409,6 +2462,15 @@ export const ChangeMemberRequest: MessageFns<ChangeMemberRequest> = {
     if (message.hops !== 0) {
       obj.hops = Math.round(message.hops);
     }
+    if (message.prefixes?.length) {
+      obj.prefixes = message.prefixes;
+    }
+    if (message.tenants?.length) {
+      obj.tenants = message.tenants;
+    }
+    if (message.clear !== false) {
+      obj.clear = message.clear;
+    }
     return obj;
   },
 
@@ -2420,6 +2482,9 @@ export const ChangeMemberRequest: MessageFns<ChangeMemberRequest> = {
     message.change = object.change ?? 0;
     message.name = object.name ?? "";
     message.hops = object.hops ?? 0;
+    message.prefixes = object.prefixes?.map((e) => e) || [];
+    message.tenants = object.tenants?.map((e) => e) || [];
+    message.clear = object.clear ?? false;
     return message;
   },
 };

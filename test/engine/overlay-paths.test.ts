@@ -1,0 +1,126 @@
+// A filtered learner never receives a withheld community's entry, by any path (docs/protocol.md, "Filtered
+// members"): ShipSegment (cut to its communities), StreamSegments (its burst and a live stream after it: refused
+// for a caller the roster filters), FetchSnapshot (refused the same way), or a crash and restart in between.
+// Every input the learner's engine takes is read for withheld bytes, and its state machine after every event.
+import assert from 'node:assert/strict';
+import { Engine } from '../../engine/engine.js';
+import { StatusCode, type Effect, type Input } from '../../engine/index.js';
+import { Lockstep } from '../../sim/lockstep.js';
+import type { EngineFactory, EngineLike } from '../../sim/node.js';
+
+const LEARNER = 'd';
+const latin1 = new TextDecoder('latin1');
+
+/** withheldIn: the withheld values an input to the learner carries (a segment's payload, a pushed chunk's). */
+function withheldIn(input: Input, withheld: string[]): string[] {
+  let bytes: Uint8Array | null = null;
+  if (input.type === 'request' && input.request.method === 'ShipSegment') bytes = input.request.body.payload;
+  if (input.type === 'streamChunk') bytes = input.chunk.payload;
+  if (bytes === null) return [];
+  const text = latin1.decode(bytes);
+  return withheld.filter((value) => text.includes(value));
+}
+
+describe('engine overlay: a filtered learner never receives a withheld community, by any path', () => {
+  it('ShipSegment, a pull before it knows its filter, a restart, a new leader, a snapshot fetch: none carries one', () => {
+    const withheld: string[] = [];
+    const leaks: string[] = [];
+    const learnerInputs = new Map<string, number>();
+    const factory: EngineFactory = (config, restored) => {
+      const engine = new Engine(config, restored);
+      const watched: EngineLike = {
+        step: (input) => {
+          if (config.name === LEARNER) {
+            learnerInputs.set(input.type, (learnerInputs.get(input.type) ?? 0) + 1);
+            for (const value of withheldIn(input, withheld)) leaks.push(`${value} in ${input.type}`);
+          }
+          return engine.step(input);
+        },
+        status: () => engine.status(),
+        entries: () => engine.entries(),
+        snapshot: () => engine.snapshot(),
+      };
+      return watched;
+    };
+    const w = new Lockstep(factory);
+    w.bootstrap(['a', 'b', 'c'], [LEARNER]);
+    assert.ok(w.elect('a'));
+    const dId = w
+      .node('a')
+      .status()
+      .roster.members.find((m) => m.name === LEARNER)!.id;
+    w.propose('keep-0');
+    w.propose('other-0');
+    w.tick(20);
+    assert.ok(w.node(LEARNER).holds('other-0'), 'unfiltered, it holds everything');
+    const opened = (): number => learnerInputs.get('streamChunk') ?? 0;
+    assert.ok(opened() > 0, 'the learner pulled on StreamSegments while it was full');
+
+    // The filter is set while the learner is cut off: it does not know it, and still believes it is full.
+    w.isolate(LEARNER);
+    w.admin('filter', LEARNER, 'a', { prefixes: ['keep'], tenants: [] });
+    w.tickUntil(() => w.node('a').status().commitSeq === w.node('a').status().lastSeq, 100);
+    for (let i = 1; i <= 3; i++) {
+      withheld.push(`other-${i}`);
+      w.propose(`other-${i}`);
+      w.propose(`keep-${i}`);
+    }
+    w.tick(5);
+    // Heal with its ShipSegments dropped: heartbeats show it behind, so it pulls (StreamSegments) first.
+    w.heal();
+    w.drop('a', LEARNER, 'ShipSegment', 1_000);
+    const refusedBefore = w.messages.filter((m) => m.from === 'a' && m.kind === 'error').length;
+    w.tick(40);
+    assert.deepEqual(leaks, [], 'no withheld entry reached the learner on a pull');
+    const pullsRefused = w.messages.filter(
+      (m) =>
+        m.from === 'a' &&
+        m.kind === 'error' &&
+        m.method === 'StreamSegments' &&
+        m.status?.details.startsWith('member-filtered'),
+    ).length;
+    assert.ok(w.messages.filter((m) => m.from === 'a' && m.kind === 'error').length > refusedBefore);
+    assert.ok(pullsRefused > 0, 'the learner pulled and was refused as filtered');
+    w.undrop();
+    w.tickUntil(() => w.node(LEARNER).holds('keep-3'), 300);
+    assert.equal(w.node(LEARNER).status().filteredData !== undefined, true);
+
+    // A restart, more writes, and a new leader: still only ShipSegment, still only its communities.
+    w.crash(LEARNER);
+    withheld.push('other-4');
+    w.propose('other-4');
+    w.restart(LEARNER);
+    w.tick(10);
+    w.crash('a');
+    assert.ok(
+      w.tickUntil(() => w.leader() !== undefined && w.leader()!.name !== 'a', 500),
+      'a new leader',
+    );
+    const next = w.leader()!;
+    w.restart('a');
+    withheld.push('other-5');
+    w.propose('other-5');
+    w.propose('keep-5');
+    w.tickUntil(() => w.node(LEARNER).holds('keep-5'), 300);
+
+    // FetchSnapshot and StreamSegments from the learner's certificate, straight at the leader: refused by name.
+    const leader = next.engine;
+    const { term, lastSeq } = leader.status();
+    const pulls: Array<Extract<Input, { type: 'request' }>['request']> = [
+      { method: 'FetchSnapshot', body: { shardId: next.status().id, fromSeqno: 1, term } },
+      { method: 'StreamSegments', body: { shardId: next.status().id, fromSeqno: lastSeq, term } },
+    ];
+    for (const [i, request] of pulls.entries()) {
+      const callId = 1_000_000 + i;
+      const out: Effect[] = leader.step({ type: 'request', callId, request, callerId: dId });
+      const answer = out.find((e) => 'callId' in e && e.callId === callId);
+      assert.ok(answer && answer.type === 'replyError', `${request.method}: ${JSON.stringify(answer)}`);
+      assert.equal(answer.status.code, StatusCode.FAILED_PRECONDITION);
+      assert.match(answer.status.details, /^member-filtered/);
+    }
+
+    assert.deepEqual(leaks, [], 'no withheld entry reached the learner');
+    for (const value of withheld) assert.equal(w.node(LEARNER).holds(value), false, value);
+    for (const value of ['keep-1', 'keep-3', 'keep-5']) assert.ok(w.node(LEARNER).holds(value), value);
+  });
+});
