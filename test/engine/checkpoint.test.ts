@@ -84,6 +84,16 @@ describe('engine checkpoint', () => {
     assert.ok(tally.twins >= SEEDS * 2 && tally.comparedSteps > 10_000, 'the twins ran');
   });
 
+  it('also with filtered members (community overlays: the filters, filtered data and the log generation)', function () {
+    const tally: Tally = { twins: 0, comparedSteps: 0, divergences: [] };
+    for (const seed of [22, 54]) {
+      const result = runSim({ ...optionsFor(seed), filteredCount: 4 }, { engineFactory: twinning(seed, tally) });
+      assert.ok(result.ok, `seed ${seed} --filtered 4: ${result.failure?.message ?? ''}`);
+    }
+    assert.deepEqual(tally.divergences, []);
+    assert.ok(tally.twins >= 4 && tally.comparedSteps > 1_000, 'the twins ran');
+  });
+
   it('an export does not change the engine: the same inputs give the same effects with and without it', () => {
     const config = founderConfig('solo', ['solo']);
     const a = new Engine(config, emptyRestoredState());
