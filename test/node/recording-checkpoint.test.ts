@@ -81,7 +81,9 @@ describe('flight recorder: a run whose start rotated out replays from a checkpoi
       assert.ok(run.fromCheckpoint > 0, `${run.node} started from a checkpoint`);
       assert.equal(run.divergence, null);
       assert.equal(run.skipped, '');
-      assert.ok(run.matched > 100 && run.matched === run.recorded, `${run.node}: ${run.matched}/${run.recorded}`);
+      // Every recorded step after the checkpoint replayed (how many fit in the ring's 48 KiB segments after it
+      // depends on the lines' size: with effect texts, 80-129 here).
+      assert.ok(run.matched >= 20 && run.matched === run.recorded, `${run.node}: ${run.matched}/${run.recorded}`);
     }
     assert.ok(
       lines.some((l) => /started from the checkpoint after step \d+/.test(l)),
