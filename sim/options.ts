@@ -73,6 +73,11 @@ export interface WorkloadKnobs {
   casFraction: number;
   /** anyNodeFraction: the share of recorded operations sent to any live node rather than the believed leader (follower reads; writes redirected by the hint). */
   anyNodeFraction: number;
+  /**
+   * registerTimeoutMs: a recorded client's operation is indeterminate when unanswered this long after its call
+   * (default SIM_LIMITS.clientTimeoutMs; the swarm never sets it).
+   */
+  registerTimeoutMs?: number;
 }
 
 export interface SimOptions {
