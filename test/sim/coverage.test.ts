@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { optionsFor } from '../../sim/options.js';
 import { runSim } from '../../sim/run.js';
 import { runScenarioFile } from '../../sim/scenario.js';
+import { Lockstep } from '../../sim/lockstep.js';
 
 describe('sim/coverage: the rare histories of issue 17', () => {
   it("counts figure 8's tail: the scripted figure 8 cuts a follower's term-3 tail for the term-4 leader's term-2 entry", () => {
@@ -14,5 +15,41 @@ describe('sim/coverage: the rare histories of issue 17', () => {
     for (let seed = 1; seed <= 3 && count === 0; seed++)
       count += runSim(optionsFor(seed, { 'safety-s': 20 })).coverage['vote-answer-new-term'];
     assert.ok(count > 0);
+  });
+
+  it("counts figure 8's tail when a heartbeat's divergence rule cuts it (nothing appended in that step)", () => {
+    // a (term 1) is cut off with an uncommitted tail; b or c wins term 2 and keeps its barrier to itself; a
+    // returns and wins term 3 (its log is the longest of term 1); its heartbeat cuts the winner's term-2 barrier,
+    // where a holds its term-1 tail, before any ship of a's reaches it.
+    const c = new Lockstep();
+    c.bootstrap(['a', 'b', 'c']);
+    assert.ok(c.elect('a'));
+    c.propose('x');
+    assert.ok(c.tickUntil(() => c.node('b').holds('x') && c.node('c').holds('x')));
+    c.isolate('a');
+    c.propose('tail', 'a');
+    for (const [from, to] of [
+      ['b', 'c'],
+      ['c', 'b'],
+    ] as const) {
+      c.drop(from, to, 'ShipSegment', -1);
+      c.drop(to, from, 'StreamSegments', -1);
+    }
+    assert.ok(c.tickUntil(() => ['b', 'c'].includes(c.leader()?.name ?? '')));
+    const second = c.leader()!.name;
+    assert.equal(c.node(second).status().term, 2);
+    c.heal();
+    c.isolate(second);
+    assert.ok(c.tickUntil(() => c.leader()?.name === 'a' && c.node('a').status().term === 3));
+    c.heal();
+    c.drop('a', second, 'ShipSegment', -1);
+    c.drop(second, 'a', 'StreamSegments', -1);
+    const tailSeq = c.node(second).status().lastSeq;
+    assert.ok(
+      c.tickUntil(() => c.node(second).status().lastSeq < tailSeq),
+      "the winner's barrier is cut",
+    );
+    assert.equal(c.node(second).status().lastTerm, 1);
+    assert.equal(c.cluster.coverage.counts['figure8-tail'], 1);
   });
 });
