@@ -64,6 +64,7 @@ export class CoverageObserver implements Checker {
     if (effect.type !== 'append') return;
     const log = node.storage.written;
     if (effect.fromSeq > log.lastSeq) return;
+    if (effect.entries.length === 0) return this.countCutTail(node, effect.fromSeq);
     for (const e of effect.entries) {
       if (e.seq > log.lastSeq) return;
       const held = log.termAt(e.seq);
@@ -71,6 +72,20 @@ export class CoverageObserver implements Checker {
       if ((log.termAt(log.lastSeq) ?? 0) > e.term) this.world.coverage.add('figure8-tail');
       return;
     }
+  }
+
+  /**
+   * countCutTail: a truncation with nothing appended (a heartbeat's divergence rule cuts a tail that was never in
+   * the leader's log, engine/core.ts divergentFrom) is figure 8's tail too when the leader it follows (its status
+   * is the step's) holds an entry of a lower term at the cut seq than the newest of the cut tail.
+   */
+  private countCutTail(node: SimNode, fromSeq: number): void {
+    const log = node.storage.written;
+    const leaderId = node.status?.leaderId ?? 0;
+    const leader = leaderId === 0 ? undefined : this.world.nodeByMemberId(leaderId);
+    const leaderTerm = leader?.storage.written.termAt(fromSeq);
+    if (leaderTerm === undefined || leaderTerm === log.termAt(fromSeq)) return;
+    if ((log.termAt(log.lastSeq) ?? 0) > leaderTerm) this.world.coverage.add('figure8-tail');
   }
 
   onVote(_voter: SimNode, voterStatus: EngineStatus, _request: VoteRequest, response: VoteResponse): void {

@@ -5,7 +5,13 @@
 //    sometimes with the leader cut off for a moment so that there is an election to vote in;
 //  - conf-burst: a membership change asked of the leader, the leader cut off right after (so the
 //    record is appended but not committed: a deposed leader truncates it later), and more changes
-//    asked of whichever nodes are up while the others elect a new leader.
+//    asked of whichever nodes are up while the others elect a new leader;
+//  - deposed-tail: the Raft paper's figure 8 set up. The leader A is cut off with the tail its clients
+//    still append (term T1, uncommitted); the first node B to campaign for the next term is cut off
+//    from sending as it asks for votes, so if it wins, its first entries (term T2 > T1) stay on it
+//    alone; A comes back while B is still mute, and when A wins the next election its older-term
+//    entries cut B's higher-term tail (coverage figure8-tail), which only Raft's rule of counting
+//    replicas for the leader's own term alone keeps from looking committed.
 // Drawn up front from their own PRNG stream, each with its own salt, like faults.ts; run.ts appends
 // them to the seed's fault list, so --only-faults and shrinking cover them too.
 import { MemberRole, type AdminOp, type Roster } from '../engine/types.js';
@@ -27,7 +33,8 @@ export type VoprFault =
       downMs: number;
       salt: number;
     }
-  | { kind: 'conf-burst'; atMs: number; isolateMs: number; burstMs: number; salt: number };
+  | { kind: 'conf-burst'; atMs: number; isolateMs: number; burstMs: number; salt: number }
+  | { kind: 'deposed-tail'; atMs: number; waitMs: number; backMs: number; muteMs: number; salt: number };
 
 /** FAULT_START_MS: like faults.ts, nothing before a first leader could be elected. */
 const FAULT_START_MS = 2_000;
@@ -64,6 +71,17 @@ export function voprSchedule(options: SimOptions): VoprFault[] {
       salt: prng.uint32(),
     });
   }
+  // Drawn after the families above, so a seed without deposed tails draws as before.
+  for (let i = count(options.faults.deposedTailPerMinute ?? 0); i > 0; i--) {
+    events.push({
+      kind: 'deposed-tail',
+      atMs: at(),
+      waitMs: Math.round(prng.uniform(DEPOSED_TAIL_WAIT_MS.min, DEPOSED_TAIL_WAIT_MS.max)),
+      backMs: Math.round(prng.uniform(DEPOSED_TAIL_BACK_MS.min, DEPOSED_TAIL_BACK_MS.max)),
+      muteMs: Math.round(prng.uniform(DEPOSED_TAIL_MUTE_MS.min, DEPOSED_TAIL_MUTE_MS.max)),
+      salt: prng.uint32(),
+    });
+  }
   return events
     .map((event, order) => ({ event, order }))
     .sort((a, b) => a.event.atMs - b.event.atMs || a.order - b.order)
@@ -79,6 +97,11 @@ export function describeVoprFault(event: VoprFault): string {
       );
     case 'conf-burst':
       return `conf-burst at ${event.atMs}ms: leader cut off ${event.isolateMs}ms, changes for ${event.burstMs}ms`;
+    case 'deposed-tail':
+      return (
+        `deposed-tail at ${event.atMs}ms: leader cut off, the next candidate (within ${event.waitMs}ms) mute ` +
+        `${event.muteMs}ms, the first leader back ${event.backMs}ms after it`
+      );
   }
 }
 
@@ -88,12 +111,16 @@ export interface VoprWorld {
   readonly nodes: readonly {
     index: number;
     state: string;
-    status: { id: number; role: string; removed: boolean; roster: Roster } | null;
+    status: { id: number; role: string; term: number; removed: boolean; roster: Roster } | null;
   }[];
   leader(): { index: number; id: number; roster: Roster } | null;
   armCrash(trap: CrashTrap): void;
   isolate(index: number): void;
   healNode(index: number): void;
+  /** blockLink cuts the one directed link `from` → `to` (messages sent on it from now on are lost). */
+  blockLink(from: number, to: number): void;
+  /** watch runs `check` after every event until it returns true. */
+  watch(check: () => boolean): void;
   /** admin sends an operator command to the leader, or to `target` (a node slot) when given. */
   admin(op: AdminOp, target?: number): number;
   /** noteConfChangeInElection counts a change asked for while some node campaigns (coverage). */
@@ -105,6 +132,15 @@ export interface VoprWorld {
 const CONF_BURST_GAP_MS = { min: 100, max: 400 } as const;
 /** ELECTION_PROVOKE_MS: how long a boundary crash waiting for a vote cuts the leader off. */
 const ELECTION_PROVOKE_MS = { min: 1_500, max: 3_000 } as const;
+/**
+ * DEPOSED_TAIL_WAIT_MS: how long a deposed-tail waits for another node to campaign (a cut-off leader is replaced
+ * within a few election timeouts); with none by then, the leader comes back and nothing else is done.
+ */
+const DEPOSED_TAIL_WAIT_MS = { min: 4_000, max: 6_000 } as const;
+/** DEPOSED_TAIL_BACK_MS: how soon after the candidate goes mute the first leader comes back. */
+const DEPOSED_TAIL_BACK_MS = { min: 20, max: 400 } as const;
+/** DEPOSED_TAIL_MUTE_MS: how long the candidate stays mute (long enough for an election without it). */
+const DEPOSED_TAIL_MUTE_MS = { min: 3_000, max: 6_000 } as const;
 
 export class VoprInjector {
   active = true;
@@ -159,7 +195,44 @@ export class VoprInjector {
         next(nowMs + prng.uniform(CONF_BURST_GAP_MS.min, CONF_BURST_GAP_MS.max));
         return;
       }
+      case 'deposed-tail':
+        return this.deposeTail(event);
     }
+  }
+
+  /** deposeTail: figure 8 set up (see the file's head). Any step that does not happen ends it, with every cut healed. */
+  private deposeTail(event: Extract<VoprFault, { kind: 'deposed-tail' }>): void {
+    const w = this.world;
+    const leader = w.leader();
+    const first = leader ? w.nodes[leader.index] : undefined;
+    if (!leader || !first?.status || voterIds(leader.roster).length < 3) return;
+    const firstTerm = first.status.term;
+    w.isolate(first.index);
+    const giveUpUs = w.nowUs + event.waitMs * 1_000;
+    w.watch(() => {
+      if (!this.active) return true;
+      if (w.nowUs >= giveUpUs) {
+        w.healNode(first.index);
+        return true;
+      }
+      // A real campaign for a newer term: its vote requests left in the step that made it a candidate.
+      const second = w.nodes.find(
+        (n) => n !== first && n.state === 'up' && n.status?.role === 'candidate' && n.status.term > firstTerm,
+      );
+      if (!second) return false;
+      for (const other of w.nodes) w.blockLink(second.index, other.index);
+      const nowMs = w.nowUs / 1_000;
+      w.schedule(nowMs + event.backMs, 'deposed-tail: the first leader back', () => {
+        if (!this.active) return;
+        w.healNode(first.index);
+        // healNode lifted the mute candidate's link to it too: it stays mute.
+        w.blockLink(second.index, first.index);
+      });
+      w.schedule(nowMs + event.muteMs, 'deposed-tail: the candidate heard again', () => {
+        if (this.active) w.healNode(second.index);
+      });
+      return true;
+    });
   }
 
   private cutOff(index: number, forMs: number): void {

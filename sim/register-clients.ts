@@ -158,7 +158,8 @@ export class RegisterClients {
       data: command ? encodeCommand(command) : null,
       onDone: () => this.thinkThenRun(),
     };
-    this.cluster.schedule(this.cluster.nowUs + msToUs(SIM_LIMITS.clientTimeoutMs), 'register client timeout', () => {
+    const timeoutMs = this.knobs.registerTimeoutMs ?? SIM_LIMITS.clientTimeoutMs;
+    this.cluster.schedule(this.cluster.nowUs + msToUs(timeoutMs), 'register client timeout', () => {
       if (operation.state !== 'done') this.indeterminate(operation);
     });
     if (kind === 'get') this.startRead(operation);

@@ -60,7 +60,7 @@ export interface RunResult {
 export type AnyFault = FaultEvent | VoprFault;
 
 export function describeAnyFault(fault: AnyFault): string {
-  return fault.kind === 'boundary-crash' || fault.kind === 'conf-burst'
+  return fault.kind === 'boundary-crash' || fault.kind === 'conf-burst' || fault.kind === 'deposed-tail'
     ? describeVoprFault(fault)
     : describeFault(fault);
 }
@@ -207,6 +207,11 @@ function plainInjector(cluster: Cluster, workload: Workload): FaultInjector {
 
 /** voprInjector fires the seed's VOPR-style faults (faults-vopr.ts) on the cluster. */
 function voprInjector(cluster: Cluster): VoprInjector {
+  // Watches run after every event until they return true (a deposed-tail waiting for a candidate).
+  let watches: (() => boolean)[] = [];
+  cluster.onAfterEvent(() => {
+    if (watches.length > 0) watches = watches.filter((w) => !w());
+  });
   return new VoprInjector({
     get nowUs() {
       return cluster.nowUs;
@@ -219,6 +224,10 @@ function voprInjector(cluster: Cluster): VoprInjector {
     armCrash: (trap) => cluster.crashPoints.arm(trap),
     isolate: (i) => cluster.isolate(i),
     healNode: (i) => cluster.healNode(i),
+    blockLink: (from, to) => cluster.network.block(from, to),
+    watch: (check) => {
+      watches.push(check);
+    },
     admin: (op, target) => cluster.admin(op, target),
     noteConfChangeInElection: () => cluster.coverage.add('conf-change-in-election'),
     schedule: (atMs, label, run) => cluster.schedule(msToUs(atMs), label, run),
@@ -239,7 +248,8 @@ function scheduleFaults(
     if (keep && !keep.has(index)) return;
     cluster.schedule(msToUs(fault.atMs), `fault #${index}: ${describeAnyFault(fault)}`, () => {
       faults.fired++;
-      if (fault.kind === 'boundary-crash' || fault.kind === 'conf-burst') vopr.fire(fault);
+      if (fault.kind === 'boundary-crash' || fault.kind === 'conf-burst' || fault.kind === 'deposed-tail')
+        vopr.fire(fault);
       else injector.fire(fault);
     });
   });

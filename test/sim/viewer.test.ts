@@ -19,9 +19,10 @@ import { grantsEveryVote } from './buggy-engines.js';
 
 /**
  * FAILING: seed 10, 15 s of faults (10 nodes, joins, a partition), with an engine that grants every vote:
- * a node with a short log is elected and an acknowledged write is lost (durability, n7, tick 151).
+ * a node with a short log is elected and an acknowledged write is lost (durability, n7, tick 151). Without the
+ * deposed-tail faults the swarm draws for seed 10 since (sim/faults-vopr.ts), so the run stays the one described.
  */
-const FAILING = { seed: 10, overrides: { 'safety-s': 15 } };
+const FAILING = { seed: 10, overrides: { 'safety-s': 15, 'deposed-tail-rate': 0 } };
 
 /** FileMessage is a message as the trace file's view notes describe it, read without the viewer's code. */
 interface FileMessage {
