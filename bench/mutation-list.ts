@@ -283,9 +283,9 @@ export const MUTATIONS: readonly Mutation[] = [
     rule: "the hard state is durable before the step's messages leave",
     file: 'engine/effects.ts',
     target: 'barrier',
-    find: "    if (this.hardStateEffect) out.push(this.hardStateEffect);\n    if (this.reset) out.push({ type: 'resetStateMachine' });\n    out.push(...this.appends, ...this.messages, ...this.applies, ...this.others);",
+    find: "    if (this.hardStateEffect) out.push(this.hardStateEffect);\n    if (this.reset) out.push({ type: 'resetStateMachine' });\n    moveAll(this.appends, out);\n    moveAll(this.messages, out);",
     replace:
-      "    if (this.reset) out.push({ type: 'resetStateMachine' });\n    out.push(...this.appends, ...this.messages);\n    if (this.hardStateEffect) out.push(this.hardStateEffect);\n    out.push(...this.applies, ...this.others);",
+      "    if (this.reset) out.push({ type: 'resetStateMachine' });\n    moveAll(this.appends, out);\n    moveAll(this.messages, out);\n    if (this.hardStateEffect) out.push(this.hardStateEffect);",
   },
   {
     name: 'vote-not-saved',
