@@ -10,7 +10,7 @@
 // and recording/, with what they call) and where inside it: on a shared machine that share is steadier
 // than a throughput ratio.
 //
-//   npx tsx bench/recording.ts [--seconds 3] [--warmup 1] [--rounds 3] [--writers 1,64] [--cpu-prof]
+//   npx tsx bench/recording.ts [--seconds 3] [--warmup 1] [--rounds 3] [--writers 1,64] [--cpu-prof] [--no-effect-texts]
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,7 +50,9 @@ async function main(): Promise<void> {
   let on: SvcCluster | null = null;
   let off: SvcCluster | null = null;
   try {
-    on = await startSvcCluster(join(dir, 'on'), profiler('on'));
+    // --no-effect-texts: the recording side records digests only (recording.effectTexts: false).
+    const onFlags = process.argv.includes('--no-effect-texts') ? ['--no-recording-effect-texts'] : [];
+    on = await startSvcCluster(join(dir, 'on'), profiler('on'), [], false, onFlags);
     off = await startSvcCluster(join(dir, 'off'), profiler('off'), [], false, ['--no-recording']);
     console.log(`recording on vs off: two 3-node clusters, ${rounds} interleaved rounds of ${seconds} s per level`);
     console.log('| writers | recording on (writes/s) | off (writes/s) | on / off | on p99 | off p99 |');

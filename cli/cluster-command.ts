@@ -48,6 +48,8 @@ interface ClusterCommandOptions extends ClusterOptions {
   nodeOptions: string[];
   /** recording false starts the nodes without their flight recorder (--no-recording). */
   recording: boolean;
+  /** recordingEffectTexts false: the recorders write effect digests only (--no-recording-effect-texts). */
+  recordingEffectTexts: boolean;
 }
 
 /** parseClusterOptions reads and checks the flags; null when --help was asked (and answered). */
@@ -64,6 +66,7 @@ function parseClusterOptions(args: string[], io: Io): ClusterCommandOptions | nu
     'node-option': { type: 'string', multiple: true },
     'engine-limit': { type: 'string', multiple: true },
     'no-recording': { type: 'boolean' },
+    'no-recording-effect-texts': { type: 'boolean' },
     help: { type: 'boolean' },
   });
   if (values.help === true) {
@@ -99,6 +102,7 @@ function parseClusterOptions(args: string[], io: Io): ClusterCommandOptions | nu
     engineLimits,
     nodeOptions,
     recording: values['no-recording'] !== true,
+    recordingEffectTexts: values['no-recording-effect-texts'] !== true,
   };
 }
 
@@ -161,7 +165,11 @@ async function startNodes(
     await writeNodeConfig(member, {
       ...nodeConfigFor(cluster, member, { logLevel, api }),
       ...(Object.keys(engineLimits).length > 0 ? { engineLimits } : {}),
-      ...(options.recording ? {} : { recording: { enabled: false } }),
+      ...(!options.recording
+        ? { recording: { enabled: false } }
+        : options.recordingEffectTexts
+          ? {}
+          : { recording: { effectTexts: false } }),
     });
   }
   for (const member of cluster.members) {

@@ -93,7 +93,8 @@ then SIGKILL after a bound). Ports are picked on the first run and kept in DIR/c
   --log-level LEVEL            the nodes' log level (logs go to DIR/NAME/node.log)
   --node-option FLAG           a flag for each node's node process, e.g. --node-option=--cpu-prof (repeatable)
   --engine-limit NAME=N        an engine limit for every node (repeatable), e.g. inflightSegmentCountMax=32
-  --no-recording               the nodes keep no flight recording (docs/operations.md, "Flight recorder")`;
+  --no-recording               the nodes keep no flight recording (docs/operations.md, "Flight recorder")
+  --no-recording-effect-texts  the nodes record effect digests only, no effect texts (recording.effectTexts)`;
 
 export const OPENAPI_USAGE = `usage: svc openapi
 
