@@ -426,3 +426,49 @@ describe('engine trust: reseeding only on local evidence', () => {
     assert.equal(engine.status().leaderId, 1);
   });
 });
+
+describe('engine trust: term 0', () => {
+  // No leader ever holds term 0 (the first election makes term 1), so a Heartbeat, ShipSegment or TimeoutNow
+  // claiming it is forged or broken, even at a node still at term 0 itself (where it is not below our term).
+  it('a fresh node at term 0 refuses leader traffic of term 0 and takes no leader from it', () => {
+    const engine = new Engine(founderConfig('b', ['a', 'b', 'c']), emptyRestoredState());
+    engine.step({ type: 'start' });
+    assert.equal(engine.status().term, 0);
+    const heartbeat: RpcRequest = {
+      method: 'Heartbeat',
+      body: {
+        shardId: 1,
+        regionId: 1,
+        entityCount: 0,
+        signalThroughputEps: 0,
+        diskBytes: 0,
+        replicationLag: {},
+        lastHeartbeatNs: '0',
+        term: 0,
+        leaderRegion: 1,
+        streamBaseline: 0,
+        prevLogTerm: 0,
+        prevLogSeq: 0,
+        buildVersion: '',
+        leaderLastSeq: 0,
+      },
+    };
+    const effects = engine.step({ type: 'request', callId: 1, request: heartbeat });
+    const accepted = effects.some(
+      (e) => e.type === 'reply' && e.response.method === 'Heartbeat' && e.response.body.accepted,
+    );
+    assert.equal(accepted, false, 'the term-0 heartbeat is not accepted');
+    assert.equal(engine.status().leaderId, 0, 'no leader taken from it');
+    const timeoutNow = engine
+      .step({ type: 'request', callId: 2, request: { method: 'TimeoutNow', body: { term: 0, leaderRegion: 1 } } })
+      .find((e) => e.type === 'reply');
+    assert.ok(
+      !(
+        timeoutNow?.type === 'reply' &&
+        timeoutNow.response.method === 'TimeoutNow' &&
+        timeoutNow.response.body.accepted
+      ),
+    );
+    assert.equal(engine.status().role, 'follower', 'no campaign from a term-0 TimeoutNow');
+  });
+});
