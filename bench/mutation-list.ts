@@ -37,7 +37,7 @@ export const MUTATIONS: readonly Mutation[] = [
   },
   {
     name: 'accept-term-zero',
-    rule: 'term-0 traffic rejected at term >= 1',
+    rule: 'leader traffic of term 0 refused, at a fresh node of term 0 too (test/engine/trust.test.ts)',
     file: TERM_RULE,
     find: 'return term === 0 && assertsLeader(request);',
     replace: 'return false;',
