@@ -268,25 +268,7 @@ describe('engine trust: forged traffic changes nothing', () => {
   it('a refusal is typed: FAILED_PRECONDITION with x-svc-refusal, or INVALID_ARGUMENT for a value with no room', () => {
     const c = settledCluster();
     const engine = c.node('n2').engine;
-    const hb = (term: number): RpcRequest => ({
-      method: 'Heartbeat',
-      body: {
-        shardId: 99,
-        regionId: 99,
-        entityCount: 0,
-        signalThroughputEps: 0,
-        diskBytes: 0,
-        replicationLag: {},
-        lastHeartbeatNs: '0',
-        term,
-        leaderRegion: 99,
-        streamBaseline: 0,
-        prevLogTerm: 0,
-        prevLogSeq: 0,
-        buildVersion: '',
-        leaderLastSeq: 1,
-      },
-    });
+    const hb = (term: number): RpcRequest => heartbeatFrom(99, term, 1);
     const refusal = engine.step({ type: 'request', callId: 1, request: hb(2) }).find((e) => e.type === 'replyError');
     assert.ok(refusal?.type === 'replyError');
     assert.equal(refusal.status.code, 9);
@@ -427,6 +409,18 @@ describe('engine trust: reseeding only on local evidence', () => {
   });
 });
 
+/** heartbeatFrom is a Heartbeat of member `id` claiming to lead `term`, with nothing else in it. */
+function heartbeatFrom(id: number, term: number, leaderLastSeq: number): RpcRequest {
+  return {
+    method: 'Heartbeat',
+    body: {
+      ...{ shardId: id, regionId: id, leaderRegion: id, term, leaderLastSeq },
+      ...{ entityCount: 0, signalThroughputEps: 0, diskBytes: 0, replicationLag: {}, lastHeartbeatNs: '0' },
+      ...{ streamBaseline: 0, prevLogTerm: 0, prevLogSeq: 0, buildVersion: '' },
+    },
+  };
+}
+
 describe('engine trust: term 0', () => {
   // No leader ever holds term 0 (the first election makes term 1), so a Heartbeat, ShipSegment or TimeoutNow
   // claiming it is forged or broken, even at a node still at term 0 itself (where it is not below our term).
@@ -434,25 +428,7 @@ describe('engine trust: term 0', () => {
     const engine = new Engine(founderConfig('b', ['a', 'b', 'c']), emptyRestoredState());
     engine.step({ type: 'start' });
     assert.equal(engine.status().term, 0);
-    const heartbeat: RpcRequest = {
-      method: 'Heartbeat',
-      body: {
-        shardId: 1,
-        regionId: 1,
-        entityCount: 0,
-        signalThroughputEps: 0,
-        diskBytes: 0,
-        replicationLag: {},
-        lastHeartbeatNs: '0',
-        term: 0,
-        leaderRegion: 1,
-        streamBaseline: 0,
-        prevLogTerm: 0,
-        prevLogSeq: 0,
-        buildVersion: '',
-        leaderLastSeq: 0,
-      },
-    };
+    const heartbeat = heartbeatFrom(1, 0, 0);
     const effects = engine.step({ type: 'request', callId: 1, request: heartbeat });
     const accepted = effects.some(
       (e) => e.type === 'reply' && e.response.method === 'Heartbeat' && e.response.body.accepted,
