@@ -169,27 +169,31 @@ export function decodeSegmentFrame(bytes: Uint8Array): DecodeResult {
     at = bodyEnd;
   }
   if (at !== bodyEnd) return { ok: false, reason: 'trailing bytes after entries' };
-  const expected = prevSeq + 1;
-  for (let i = 0; i < entries.length; i++) {
-    if (entries[i]!.seq !== expected + i) return { ok: false, reason: 'entries are not contiguous after prevSeq' };
-    if (entries[i]!.term < (i === 0 ? prevTerm : entries[i - 1]!.term))
-      return { ok: false, reason: 'entry terms decrease' };
-  }
-  if (Number.isNaN(prevSeq) || Number.isNaN(prevTerm) || Number.isNaN(commitSeq))
-    return { ok: false, reason: 'u64 field above 2^53' };
-  // Beyond VALUE_ROOM_MAX a value leaves no room to increment (values.ts): malformed here too.
-  if (
-    ![prevSeq, prevTerm, commitSeq].every(isCarriableValue) ||
-    !entries.every((e) => isCarriableValue(e.seq) && isCarriableValue(e.term))
-  ) {
-    return { ok: false, reason: 'u64 field beyond the carriable maximum (2^53 - 2)' };
-  }
+  const problem = decodedFrameProblem(prevSeq, prevTerm, commitSeq, entries);
+  if (problem !== null) return { ok: false, reason: problem };
   return {
     ok: true,
     frame: filtered
       ? { prevSeq, prevTerm, commitSeq, entries, filtered, filterEpoch }
       : { prevSeq, prevTerm, commitSeq, entries },
   };
+}
+
+/** decodedFrameProblem: what makes a decoded frame's positions malformed (null when nothing does). */
+function decodedFrameProblem(prevSeq: number, prevTerm: number, commitSeq: number, entries: Entry[]): string | null {
+  const expected = prevSeq + 1;
+  for (let i = 0; i < entries.length; i++) {
+    if (entries[i]!.seq !== expected + i) return 'entries are not contiguous after prevSeq';
+    if (entries[i]!.term < (i === 0 ? prevTerm : entries[i - 1]!.term)) return 'entry terms decrease';
+  }
+  if (Number.isNaN(prevSeq) || Number.isNaN(prevTerm) || Number.isNaN(commitSeq)) return 'u64 field above 2^53';
+  // Beyond VALUE_ROOM_MAX a value leaves no room to increment (values.ts): malformed here too.
+  if (
+    ![prevSeq, prevTerm, commitSeq].every(isCarriableValue) ||
+    !entries.every((e) => isCarriableValue(e.seq) && isCarriableValue(e.term))
+  )
+    return 'u64 field beyond the carriable maximum (2^53 - 2)';
+  return null;
 }
 
 /**
