@@ -6,26 +6,33 @@
 //
 // Format 2 hashes that canonical form as it walks the effects (recording/canonical-hash.ts): no text is
 // built, which is what made format 1's digest (SHA-1 of canonicalEffects' JSON) the largest part of the
-// recorder's cost. canonicalEffects stays: it is the same canonical form as text, shown when a replay
-// diverges, and format 1's digest for reading older recordings.
+// recorder's cost. Format 4 hashes the same form in fewer words (recording/step-digest.ts). canonicalEffects
+// stays: it is the same canonical form as text, shown when a replay diverges, and format 1's digest for
+// reading older recordings.
 import { createHash } from 'node:crypto';
 import { EntryKind } from '../engine/types.js';
 import type { Effect } from '../engine/types.js';
 import { CanonicalHash, hashValue, type BytesRule } from './canonical-hash.js';
 import type { PayloadMode } from './format.js';
+import { stepDigest } from './step-digest.js';
 
 type Holder = Record<string, unknown>;
 
-/** effectsDigest is the step digest of the current format (2): 16 hex digits. */
+/** effectsDigest is the step digest of formats 2 and 3: 16 hex digits. */
 export function effectsDigest(effects: readonly Effect[], mode: PayloadMode): string {
   const hash = new CanonicalHash();
   hashValue(hash, effects, mode === 'hashed' ? hashedBytes : wholeBytes);
   return hash.hex();
 }
 
-/** effectsDigestFor is the digest a recording of `version` holds (1: SHA-1 of canonicalEffects). */
+/**
+ * effectsDigestFor is the digest a recording of `version` holds (1: SHA-1 of canonicalEffects; 2 and 3:
+ * effectsDigest; 4 on: recording/step-digest.ts, what the recorder writes now).
+ */
 export function effectsDigestFor(version: number, effects: readonly Effect[], mode: PayloadMode): string {
-  return version === 1 ? effectsDigestV1(effects, mode) : effectsDigest(effects, mode);
+  if (version === 1) return effectsDigestV1(effects, mode);
+  if (version <= 3) return effectsDigest(effects, mode);
+  return stepDigest(effects, mode);
 }
 
 export function effectsDigestV1(effects: readonly Effect[], mode: PayloadMode): string {

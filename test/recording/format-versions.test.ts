@@ -1,6 +1,6 @@
-// Format 2 changed how a step's digest and a value's hash are computed; recordings of format 1 (made by
-// earlier builds, e.g. in a bundle a user sent) must still replay, each with its own digest, and a
-// format this build does not know is refused with a message naming both.
+// Format 2 changed how a step's digest and a value's hash are computed, format 4 the digest again;
+// recordings of formats 1 to 3 (made by earlier builds, e.g. in a bundle a user sent) must still replay,
+// each with its own digest, and a format this build does not know is refused with a message naming both.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { encodeLine } from '../../recording/codec.js';
 import { effectsDigest, effectsDigestV1 } from '../../recording/digest.js';
 import { describeEffect } from '../../recording/describe.js';
 import { segmentFileName } from '../../recording/format.js';
+import { stepDigest } from '../../recording/step-digest.js';
 import { readRecording } from '../../recording/reader.js';
 import { replayRun } from '../../sim/replay/replay.js';
 import { Engine } from '../../engine/engine.js';
@@ -97,8 +98,17 @@ describe('recording: format versions', () => {
     assert.equal(mismatched.divergence?.step, 1);
   });
 
-  it('refuses a format it does not know, naming it and the ones it reads', async () => {
+  it('a format 3 recording replays with format 3 (format 2) digests; format 4 with its own', async () => {
+    const steps = await recordingOf(dir, 3, effectsDigest);
+    assert.equal(replayRun(readRecording(dir)[0]!).matched, steps);
+    await recordingOf(dir, 4, stepDigest);
+    assert.equal(replayRun(readRecording(dir)[0]!).matched, steps);
     await recordingOf(dir, 4, effectsDigest);
-    assert.throws(() => readRecording(dir), /is format 4; this build reads formats 1, 2 and 3/);
+    assert.equal(replayRun(readRecording(dir)[0]!).divergence?.step, 1);
+  });
+
+  it('refuses a format it does not know, naming it and the ones it reads', async () => {
+    await recordingOf(dir, 5, stepDigest);
+    assert.throws(() => readRecording(dir), /is format 5; this build reads formats 1, 2, 3 and 4/);
   });
 });

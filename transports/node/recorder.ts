@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { encodeLine, LENGTHS_ONLY, type RedactKey } from '../../recording/codec.js';
-import { effectsDigest } from '../../recording/digest.js';
+import { stepDigest } from '../../recording/step-digest.js';
 import { describeEffect } from '../../recording/describe.js';
 import {
   RECORDING_FORMAT_VERSION,
@@ -274,7 +274,7 @@ export class FlightRecorder implements StepRecorder {
           tick: step.tick,
           at: step.at,
           in: step.input,
-          d: effectsDigest(step.effects, mode),
+          d: stepDigest(step.effects, mode),
           // The node's own effect list, for the person reading a divergence beside the replay's: it cannot be
           // rebuilt from the digest. Off by recording.effectTexts (it is about a fifth of a leader's recorder CPU).
           ...(this.start.effectTexts === false ? {} : { fx: step.effects.map(describeEffect) }),

@@ -1,0 +1,301 @@
+// The step digest of format 4: a 64-bit hash of a step's effects in their canonical form, what a replay
+// compares at every step (recording/digest.ts says which format uses which digest). It hashes the same
+// canonical form as format 2's (recording/canonical-hash.ts: what JSON.stringify keeps, in its order; bytes
+// as the recording can reproduce them), in fewer words and with less work per value, because it is most of
+// the recorder's CPU on a leader (bench/recorder-step.ts):
+//
+// - an object's key is one word (a 32-bit fingerprint of its name, cached), not four;
+// - a short string is two words (its 64-bit fingerprint, cached), a long one its chars, after its tag;
+// - a ShipSegment payload (hashed mode) is its frame's skeleton read as raw words: the header, each
+//   entry's header (seq, term, kind, length) and the bodies of entries that are not values, never the
+//   values nor the checksum over them (a replay has zeros in their place). Its 64-bit sub-hash is kept
+//   for the next payload with the same bytes (a leader ships one frame to each follower in the same step);
+// - no callbacks and no closures on the way (under tsx every closure made per call costs a property
+//   definition for its name).
+//
+// Not a cryptographic hash: a digest only ever meets the digest of the same step's replay, so a collision
+// is an accident of about 2^-64, not an attack. Written here rather than taken from npm for the reason
+// canonical-hash.ts gives: the work is the walk, which no package does for us.
+import { EntryKind } from '../engine/types.js';
+import type { Effect } from '../engine/types.js';
+import type { PayloadMode } from './format.js';
+
+const TAG_NULL = 1;
+const TAG_FALSE = 2;
+const TAG_TRUE = 3;
+const TAG_INT = 4;
+const TAG_FLOAT = 5;
+const TAG_STRING = 6;
+const TAG_ARRAY = 7;
+const TAG_OBJECT = 8;
+const TAG_BYTES = 9;
+const TAG_BIGINT = 10;
+const TAG_END = 11;
+const TAG_LENGTH = 12;
+const TAG_FRAME = 13;
+
+/** SHORT_STRING_CHARS: strings shorter than this are fed as their cached fingerprint. */
+const SHORT_STRING_CHARS = 64;
+/** FINGERPRINT_SLOTS: the direct-mapped cache of short strings' fingerprints (bounded; a hit is one compare). */
+const FINGERPRINT_SLOTS = 1024;
+const slotStrings: Array<string | undefined> = new Array<string | undefined>(FINGERPRINT_SLOTS);
+const slotWords = new Int32Array(FINGERPRINT_SLOTS * 2);
+
+const FRAME_HEADER_BYTES = 1 + 8 + 8 + 8 + 4;
+const ENTRY_HEADER_BYTES = 8 + 8 + 1 + 4;
+const CHECKSUM_BYTES = 4;
+
+const float = new Float64Array(1);
+const floatWords = new Int32Array(float.buffer);
+
+// The hash's state: two murmur3-style lanes, module-wide (one digest at a time: the walk is synchronous).
+let h1 = 0;
+let h2 = 0;
+let count = 0;
+
+function begin(): void {
+  h1 = 0x9747b28c | 0;
+  h2 = 0x5bd1e995 | 0;
+  count = 0;
+}
+
+function word(x: number): void {
+  let k1 = Math.imul(x, 0xcc9e2d51);
+  k1 = (k1 << 15) | (k1 >>> 17);
+  h1 ^= Math.imul(k1, 0x1b873593);
+  h1 = (h1 << 13) | (h1 >>> 19);
+  h1 = (Math.imul(h1, 5) + 0xe6546b64) | 0;
+  let k2 = Math.imul(x ^ h1, 0x85ebca6b);
+  k2 = (k2 << 17) | (k2 >>> 15);
+  h2 ^= Math.imul(k2, 0xc2b2ae35);
+  h2 = (h2 << 11) | (h2 >>> 21);
+  h2 = (Math.imul(h2, 9) + 0x2f1fd3a5) | 0;
+  count++;
+}
+
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/** end finishes the hash into out[0], out[1] (two 32-bit words). */
+function end(out: Int32Array): void {
+  const a = fmix(h1 ^ count);
+  const b = fmix(h2 ^ Math.imul(count, 0x27d4eb2f) ^ a);
+  out[0] = a;
+  out[1] = fmix(a ^ b);
+}
+
+const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+function hex8(x: number): string {
+  return HEX[(x >>> 24) & 0xff]! + HEX[(x >>> 16) & 0xff]! + HEX[(x >>> 8) & 0xff]! + HEX[x & 0xff]!;
+}
+
+/** fingerprint feeds nothing: it answers the slot whose words hold s's 64-bit fingerprint (computed once). */
+function fingerprintSlot(s: string): number {
+  const n = s.length;
+  const slot =
+    (Math.imul(n, 0x9e3779b1) ^
+      Math.imul(s.charCodeAt(0), 31) ^
+      Math.imul(s.charCodeAt(n - 1), 7) ^
+      s.charCodeAt(n >> 1)) &
+    (FINGERPRINT_SLOTS - 1);
+  if (slotStrings[slot] === s) return slot;
+  // A nested hash of the chars alone: saved and restored around it (the walk is mid-way through a digest).
+  const s1 = h1;
+  const s2 = h2;
+  const sc = count;
+  begin();
+  word(n);
+  for (let i = 0; i < n; i++) word(s.charCodeAt(i));
+  end(scratchWords);
+  slotWords[slot * 2] = scratchWords[0]!;
+  slotWords[slot * 2 + 1] = scratchWords[1]!;
+  slotStrings[slot] = s;
+  h1 = s1;
+  h2 = s2;
+  count = sc;
+  return slot;
+}
+const scratchWords = new Int32Array(2);
+
+function string(s: string, tag: number): void {
+  const n = s.length;
+  word(tag);
+  if (n === 0) {
+    word(0);
+    return;
+  }
+  if (n < SHORT_STRING_CHARS) {
+    const slot = fingerprintSlot(s);
+    word(slotWords[slot * 2]!);
+    word(slotWords[slot * 2 + 1]!);
+    return;
+  }
+  word(n);
+  let i = 0;
+  for (; i + 1 < n; i += 2) word(s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16));
+  if (i < n) word(s.charCodeAt(i));
+}
+
+/** key: one word, the first half of the name's fingerprint (names are the engine's few field names). */
+function key(name: string): void {
+  if (name.length === 0 || name.length >= SHORT_STRING_CHARS) {
+    string(name, TAG_STRING);
+    return;
+  }
+  word(slotWords[fingerprintSlot(name) * 2]!);
+}
+
+function number(n: number): void {
+  if ((n | 0) === n) {
+    word(TAG_INT);
+    word(n);
+  } else if (Number.isFinite(n)) {
+    float[0] = n;
+    word(TAG_FLOAT);
+    word(floatWords[0]!);
+    word(floatWords[1]!);
+  } else word(TAG_NULL);
+}
+
+/** bytes feeds b[from, to) with its tag and length, four bytes a word. */
+function bytes(b: Uint8Array, from: number, to: number): void {
+  word(TAG_BYTES);
+  word(to - from);
+  raw(b, from, to);
+}
+
+function raw(b: Uint8Array, from: number, to: number): void {
+  let i = from;
+  for (; i + 3 < to; i += 4) word(b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24));
+  let last = 0;
+  for (let shift = 0; i < to; i++, shift += 8) last |= b[i]! << shift;
+  if (to > from) word(last);
+}
+
+// The last payload hashed and its sub-hash: the next payload with the same bytes reuses it.
+let lastFrame: Uint8Array | null = null;
+const lastFrameWords = new Int32Array(2);
+
+/** frame feeds a ShipSegment payload (hashed mode) as its skeleton's sub-hash. */
+function frame(b: Uint8Array): void {
+  word(TAG_FRAME);
+  if (lastFrame !== null && lastFrame.length === b.length && Buffer.compare(lastFrame, b) === 0) {
+    word(lastFrameWords[0]!);
+    word(lastFrameWords[1]!);
+    return;
+  }
+  const s1 = h1;
+  const s2 = h2;
+  const sc = count;
+  begin();
+  frameSkeleton(b);
+  end(lastFrameWords);
+  h1 = s1;
+  h2 = s2;
+  count = sc;
+  // Kept by reference: a frame is never changed once the engine has encoded it.
+  lastFrame = b;
+  word(lastFrameWords[0]!);
+  word(lastFrameWords[1]!);
+}
+
+/**
+ * frameSkeleton: the frame's length, then (for a frame long enough to have a header) the header, each
+ * entry's header, and the body of each entry that is not a value; entries are read while their header
+ * fits before the checksum, as engine/segment-frame.ts lays them out (docs/protocol.md, "Segment frame").
+ */
+function frameSkeleton(b: Uint8Array): void {
+  const length = b.length;
+  word(length);
+  if (length < FRAME_HEADER_BYTES + CHECKSUM_BYTES) return;
+  raw(b, 0, FRAME_HEADER_BYTES);
+  const entries = ((b[25]! << 24) | (b[26]! << 16) | (b[27]! << 8) | b[28]!) >>> 0;
+  const bodyEnd = length - CHECKSUM_BYTES;
+  let at = FRAME_HEADER_BYTES;
+  for (let i = 0; i < entries && at + ENTRY_HEADER_BYTES <= bodyEnd; i++) {
+    raw(b, at, at + ENTRY_HEADER_BYTES);
+    const kind = b[at + 16]!;
+    const size = ((b[at + 17]! << 24) | (b[at + 18]! << 16) | (b[at + 19]! << 8) | b[at + 20]!) >>> 0;
+    const body = at + ENTRY_HEADER_BYTES;
+    if (kind !== EntryKind.EventBatch) raw(b, body, Math.min(body + size, bodyEnd));
+    at = body + size;
+  }
+}
+
+/** valueBytes: in hashed mode, the rule for bytes under `name` in `holder` (canonical-hash.ts's rule). */
+function hashedBytes(b: Uint8Array, name: string, holder: Record<string, unknown> | null): void {
+  if (name === 'payload') frame(b);
+  else if (
+    name === 'data' &&
+    holder !== null &&
+    (typeof holder.kind !== 'number' || holder.kind === EntryKind.EventBatch)
+  ) {
+    word(TAG_LENGTH);
+    word(b.length);
+  } else bytes(b, 0, b.length);
+}
+
+function walk(value: unknown, name: string, holder: Record<string, unknown> | null, hashed: boolean): void {
+  switch (typeof value) {
+    case 'number':
+      number(value);
+      return;
+    case 'string':
+      string(value, TAG_STRING);
+      return;
+    case 'boolean':
+      word(value ? TAG_TRUE : TAG_FALSE);
+      return;
+    case 'bigint':
+      string(value.toString(), TAG_BIGINT);
+      return;
+    case 'object':
+      break;
+    default:
+      // undefined, a function or a symbol in an array: JSON writes null (objects leave them out, below).
+      word(TAG_NULL);
+      return;
+  }
+  if (value === null) {
+    word(TAG_NULL);
+    return;
+  }
+  if (value instanceof Uint8Array) {
+    if (hashed) hashedBytes(value, name, holder);
+    else bytes(value, 0, value.length);
+    return;
+  }
+  if (Array.isArray(value)) {
+    const length = value.length;
+    word(TAG_ARRAY);
+    word(length);
+    for (let i = 0; i < length; i++) walk(value[i], '', null, hashed);
+    return;
+  }
+  word(TAG_OBJECT);
+  const record = value as Record<string, unknown>;
+  for (const k in record) {
+    if (!Object.prototype.hasOwnProperty.call(record, k)) continue;
+    const v = record[k];
+    if (v === undefined || typeof v === 'function' || typeof v === 'symbol') continue;
+    key(k);
+    walk(v, k, record, hashed);
+  }
+  word(TAG_END);
+}
+
+const digestWords = new Int32Array(2);
+
+/** stepDigest is format 4's step digest of `effects`: 16 hex digits. */
+export function stepDigest(effects: readonly Effect[], mode: PayloadMode): string {
+  begin();
+  walk(effects, '', null, mode === 'hashed');
+  end(digestWords);
+  return hex8(digestWords[0]!) + hex8(digestWords[1]!);
+}
