@@ -24,6 +24,7 @@ import { mkdir, open, readdir, readFile, stat, unlink, writeFile, type FileHandl
 import { dirname, join } from 'node:path';
 import { encodeLine, LENGTHS_ONLY, type RedactKey } from '../../recording/codec.js';
 import { stepDigest } from '../../recording/step-digest.js';
+import { RecordingLines } from './recording-lines.js';
 import { describeEffect } from '../../recording/describe.js';
 import {
   RECORDING_FORMAT_VERSION,
@@ -132,7 +133,7 @@ export interface CheckpointStats {
   lastBytes: number;
 }
 
-type Op = { write: string } | { open: number; text: string } | { unlink: string[] };
+type Op = { write: Buffer } | { open: number; text: string } | { unlink: string[] };
 
 export class FlightRecorder implements StepRecorder {
   private readonly sizes = new Map<number, number>();
@@ -150,8 +151,8 @@ export class FlightRecorder implements StepRecorder {
   private encodeScheduled: NodeJS.Immediate | null = null;
   /** overflow: why steps stopped being queued ('' while they are); the gap is noted after the queue's steps. */
   private overflow = '';
-  private buffer: string[] = [];
-  private bufferBytes = 0;
+  /** lines: the encoded lines waiting for the next flush, as UTF-8 (recording-lines.ts). */
+  private readonly lines = new RecordingLines();
   /** queuedBytes: bytes handed to ops not yet written (the buffer's bound counts them too). */
   private queuedBytes = 0;
   private readonly ops: Op[] = [];
@@ -207,7 +208,7 @@ export class FlightRecorder implements StepRecorder {
       restored: start.restored,
     };
     recorder.openSegment();
-    recorder.append(`${encodeLine(head, start.payloads, key)}\n`, 'the run line is over recordingSegmentBytesMax');
+    recorder.append(encodeLine(head, start.payloads, key), 'the run line is over recordingSegmentBytesMax');
     return recorder;
   }
 
@@ -282,7 +283,7 @@ export class FlightRecorder implements StepRecorder {
         mode,
         this.key,
       );
-      this.append(`${line}\n`, 'a step line is over recordingSegmentBytesMax');
+      this.append(line, 'a step line is over recordingSegmentBytesMax');
       this.segmentSteps++;
       const limits = this.start.limits;
       if (!this.checkpointAsked && this.segmentBytes >= limits.recordingSegmentBytesMax * CHECKPOINT_AT_SEGMENT_SHARE) {
@@ -318,15 +319,15 @@ export class FlightRecorder implements StepRecorder {
     let text: string;
     try {
       // The state's values by their length alone (a replay has zeros in their place either way).
-      text = `${encodeLine(line, start.payloads, LENGTHS_ONLY)}\n`;
+      text = encodeLine(line, start.payloads, LENGTHS_ONLY);
     } catch {
       this.checkpoints.skipped++;
       return;
     }
-    const bytes = Buffer.byteLength(text);
+    const bytes = Buffer.byteLength(text) + 1;
     // Not over half a segment (segments would hold little else), and never a reason for a gap: a
     // checkpoint the buffer has no room for is skipped, and the steps go on being recorded.
-    const room = start.limits.recordingBufferBytesMax - this.bufferBytes - this.queuedBytes;
+    const room = start.limits.recordingBufferBytesMax - this.lines.bytes - this.queuedBytes;
     if (bytes > start.limits.recordingSegmentBytesMax * CHECKPOINT_SEGMENT_SHARE_MAX || bytes > room) {
       this.checkpoints.skipped++;
       return;
@@ -369,13 +370,19 @@ export class FlightRecorder implements StepRecorder {
     this.handle = null;
   }
 
-  private append(text: string, oversize: string): void {
-    const bytes = Buffer.byteLength(text);
+  /** append takes in `line` (without its newline), in this segment or the next, or notes a gap. */
+  private append(line: string, oversize: string): void {
     const limits = this.start.limits;
     if (this.gapFrom > 0 && !this.writeGap()) {
       return;
     }
-    if (this.bufferBytes + this.queuedBytes + bytes > limits.recordingBufferBytesMax) {
+    // A line has at least as many bytes as chars: one surely over the segment is not staged at all.
+    if (line.length + 1 + 512 > limits.recordingSegmentBytesMax) {
+      this.noteGap(oversize);
+      return;
+    }
+    const bytes = this.lines.stage(line);
+    if (this.lines.bytes + this.queuedBytes + bytes > limits.recordingBufferBytesMax) {
       this.noteGap('the recording buffer was full (the disk under the recording is slow)');
       return;
     }
@@ -383,9 +390,9 @@ export class FlightRecorder implements StepRecorder {
       this.noteGap(oversize);
       return;
     }
+    // The lines before this one are flushed into the segment they belong to; the staged line stays staged.
     if (this.segmentBytes + bytes > limits.recordingSegmentBytesMax) this.openSegment();
-    this.buffer.push(text);
-    this.bufferBytes += bytes;
+    this.lines.commit();
     this.segmentBytes += bytes;
     this.sizes.set(this.segment, this.segmentBytes);
   }
@@ -401,12 +408,10 @@ export class FlightRecorder implements StepRecorder {
   /** writeGap writes the pending gap line once there is room; false while there is none. */
   private writeGap(): boolean {
     const gap: GapLine = { t: 'gap', n: this.gapFrom, at: this.now(), reason: this.gapReason };
-    const text = `${JSON.stringify(gap)}\n`;
-    const bytes = Buffer.byteLength(text);
-    if (this.bufferBytes + this.queuedBytes + bytes > this.start.limits.recordingBufferBytesMax) return false;
+    const bytes = this.lines.stage(JSON.stringify(gap));
+    if (this.lines.bytes + this.queuedBytes + bytes > this.start.limits.recordingBufferBytesMax) return false;
     if (this.segmentBytes + bytes > this.start.limits.recordingSegmentBytesMax) this.openSegment();
-    this.buffer.push(text);
-    this.bufferBytes += bytes;
+    this.lines.commit();
     this.segmentBytes += bytes;
     this.sizes.set(this.segment, this.segmentBytes);
     // After a gap nothing of this run replays: stop recording it (a restart starts a new run).
@@ -450,12 +455,10 @@ export class FlightRecorder implements StepRecorder {
   }
 
   private flush(): void {
-    if (this.buffer.length === 0) return;
-    const text = this.buffer.join('');
-    this.queuedBytes += this.bufferBytes;
-    this.buffer = [];
-    this.bufferBytes = 0;
-    this.ops.push({ write: text });
+    const lines = this.lines.take();
+    if (lines === null) return;
+    this.queuedBytes += lines.length;
+    this.ops.push({ write: lines });
     void this.pump();
   }
 
@@ -478,8 +481,8 @@ export class FlightRecorder implements StepRecorder {
           await this.handle.write(op.text);
           this.queuedBytes -= Buffer.byteLength(op.text);
         } else {
-          if (this.handle) await this.handle.write(op.write);
-          this.queuedBytes -= Buffer.byteLength(op.write);
+          if (this.handle) await writeAll(this.handle, op.write);
+          this.queuedBytes -= op.write.length;
         }
       } catch (error) {
         this.failed = true;
@@ -488,6 +491,11 @@ export class FlightRecorder implements StepRecorder {
       }
     }
   }
+}
+
+/** writeAll writes every byte of `bytes` (a file write may take fewer than it was given). */
+async function writeAll(handle: FileHandle, bytes: Buffer): Promise<void> {
+  for (let at = 0; at < bytes.length;) at += (await handle.write(bytes, at, bytes.length - at)).bytesWritten;
 }
 
 /** loadKey reads the node's value-hash key, making one (mode 0600) at the first start. */
