@@ -22,7 +22,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { encodeLine, LENGTHS_ONLY, type RedactKey } from '../../recording/codec.js';
+import { encodeLine, encodeStepLine, LENGTHS_ONLY, type RedactKey } from '../../recording/codec.js';
 import { stepDigest } from '../../recording/step-digest.js';
 import { RecordingLines } from './recording-lines.js';
 import { describeEffect } from '../../recording/describe.js';
@@ -268,18 +268,15 @@ export class FlightRecorder implements StepRecorder {
     this.stepNumber++;
     try {
       const mode = this.start.payloads;
-      const line = encodeLine(
-        {
-          t: 'step',
-          n: this.stepNumber,
-          tick: step.tick,
-          at: step.at,
-          in: step.input,
-          d: stepDigest(step.effects, mode),
-          // The node's own effect list, for the person reading a divergence beside the replay's: it cannot be
-          // rebuilt from the digest. Off by recording.effectTexts (it is about a fifth of a leader's recorder CPU).
-          ...(this.start.effectTexts === false ? {} : { fx: step.effects.map(describeEffect) }),
-        },
+      const line = encodeStepLine(
+        this.stepNumber,
+        step.tick,
+        step.at,
+        step.input,
+        stepDigest(step.effects, mode),
+        // The node's own effect list, for the person reading a divergence beside the replay's: it cannot be
+        // rebuilt from the digest. Off by recording.effectTexts (bench/recorder-step.ts gives its share).
+        this.start.effectTexts === false ? undefined : step.effects.map(describeEffect),
         mode,
         this.key,
       );
