@@ -48,29 +48,28 @@ const CHECKSUM_BYTES = 4;
 const float = new Float64Array(1);
 const floatWords = new Int32Array(float.buffer);
 
-// The hash's state: two murmur3-style lanes, module-wide (one digest at a time: the walk is synchronous).
-let h1 = 0;
-let h2 = 0;
-let count = 0;
+// The hash's state: two murmur3-style lanes and a word count, module-wide (one digest at a time: the walk is
+// synchronous). Fields of one object: about a sixth faster than module-level lets (their hole checks).
+const lanes = { h1: 0, h2: 0, count: 0 };
 
 function begin(): void {
-  h1 = 0x9747b28c | 0;
-  h2 = 0x5bd1e995 | 0;
-  count = 0;
+  lanes.h1 = 0x9747b28c | 0;
+  lanes.h2 = 0x5bd1e995 | 0;
+  lanes.count = 0;
 }
 
 function word(x: number): void {
   let k1 = Math.imul(x, 0xcc9e2d51);
   k1 = (k1 << 15) | (k1 >>> 17);
-  h1 ^= Math.imul(k1, 0x1b873593);
-  h1 = (h1 << 13) | (h1 >>> 19);
-  h1 = (Math.imul(h1, 5) + 0xe6546b64) | 0;
-  let k2 = Math.imul(x ^ h1, 0x85ebca6b);
+  lanes.h1 ^= Math.imul(k1, 0x1b873593);
+  lanes.h1 = (lanes.h1 << 13) | (lanes.h1 >>> 19);
+  lanes.h1 = (Math.imul(lanes.h1, 5) + 0xe6546b64) | 0;
+  let k2 = Math.imul(x ^ lanes.h1, 0x85ebca6b);
   k2 = (k2 << 17) | (k2 >>> 15);
-  h2 ^= Math.imul(k2, 0xc2b2ae35);
-  h2 = (h2 << 11) | (h2 >>> 21);
-  h2 = (Math.imul(h2, 9) + 0x2f1fd3a5) | 0;
-  count++;
+  lanes.h2 ^= Math.imul(k2, 0xc2b2ae35);
+  lanes.h2 = (lanes.h2 << 11) | (lanes.h2 >>> 21);
+  lanes.h2 = (Math.imul(lanes.h2, 9) + 0x2f1fd3a5) | 0;
+  lanes.count++;
 }
 
 function fmix(h: number): number {
@@ -83,8 +82,8 @@ function fmix(h: number): number {
 
 /** end finishes the hash into out[0], out[1] (two 32-bit words). */
 function end(out: Int32Array): void {
-  const a = fmix(h1 ^ count);
-  const b = fmix(h2 ^ Math.imul(count, 0x27d4eb2f) ^ a);
+  const a = fmix(lanes.h1 ^ lanes.count);
+  const b = fmix(lanes.h2 ^ Math.imul(lanes.count, 0x27d4eb2f) ^ a);
   out[0] = a;
   out[1] = fmix(a ^ b);
 }
@@ -106,9 +105,9 @@ function fingerprintSlot(s: string): number {
     (FINGERPRINT_SLOTS - 1);
   if (slotStrings[slot] === s) return slot;
   // A nested hash of the chars alone: saved and restored around it (the walk is mid-way through a digest).
-  const s1 = h1;
-  const s2 = h2;
-  const sc = count;
+  const s1 = lanes.h1;
+  const s2 = lanes.h2;
+  const sc = lanes.count;
   begin();
   word(n);
   for (let i = 0; i < n; i++) word(s.charCodeAt(i));
@@ -116,9 +115,9 @@ function fingerprintSlot(s: string): number {
   slotWords[slot * 2] = scratchWords[0]!;
   slotWords[slot * 2 + 1] = scratchWords[1]!;
   slotStrings[slot] = s;
-  h1 = s1;
-  h2 = s2;
-  count = sc;
+  lanes.h1 = s1;
+  lanes.h2 = s2;
+  lanes.count = sc;
   return slot;
 }
 const scratchWords = new Int32Array(2);
@@ -190,15 +189,15 @@ function frame(b: Uint8Array): void {
     word(lastFrameWords[1]!);
     return;
   }
-  const s1 = h1;
-  const s2 = h2;
-  const sc = count;
+  const s1 = lanes.h1;
+  const s2 = lanes.h2;
+  const sc = lanes.count;
   begin();
   frameSkeleton(b);
   end(lastFrameWords);
-  h1 = s1;
-  h2 = s2;
-  count = sc;
+  lanes.h1 = s1;
+  lanes.h2 = s2;
+  lanes.count = sc;
   // Kept by reference: a frame is never changed once the engine has encoded it.
   lastFrame = b;
   word(lastFrameWords[0]!);
