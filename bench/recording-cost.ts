@@ -2,7 +2,7 @@
 // measured on real steps (not a test): a 3-node cluster records under load (or --from DIR takes members'
 // recording directories), each member's recording is replayed to get every step's input and effects, and
 // then the recorder's per-step work (the line: input with values redacted, effects digest; effect texts,
-// which format 2 recorded and format 3 does not) and the engine's steps are each timed over the same steps,
+// on by default, recording.effectTexts) and the engine's steps are each timed over the same steps,
 // in the same process; `whole recorder` runs a real FlightRecorder (record, carriedOut, encode, buffered
 // writes to a scratch folder) over the steps, which is what a node pays. Then one checkpoint of the engine
 // at the last step is timed (exportState and its line), what the recorder pays once per segment. Ratios of CPU work in one
@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeLine } from '../recording/codec.js';
 import { describeEffect } from '../recording/describe.js';
-import { effectsDigest } from '../recording/digest.js';
+import { stepDigest } from '../recording/step-digest.js';
 import { readRecording } from '../recording/reader.js';
 import { replayRun, type ReplayedStep } from '../sim/replay/replay.js';
 import { Engine } from '../engine/engine.js';
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
             numberArg('seconds', 3),
           );
     console.log(
-      '| member | steps | engine µs/step | whole recorder µs/step | input line | digest | effect texts (format 2 only) | whole recorder / engine | checkpoint: export ms, encode ms, bytes, log entries |',
+      '| member | steps | engine µs/step | whole recorder µs/step | input line | digest | effect texts | whole recorder / engine | checkpoint: export ms, encode ms, bytes, log entries |',
     );
     console.log('|---|---|---|---|---|---|---|---|---|');
     for (const path of paths) {
@@ -136,7 +136,7 @@ async function main(): Promise<void> {
           for (const s of steps) encodeLine({ t: 'step', n: s.n, tick: s.tick, at: s.atMs, in: s.input }, mode, KEY);
         });
         const digestUs = timeUs(repeat, steps.length, () => {
-          for (const s of steps) effectsDigest(s.effects, mode);
+          for (const s of steps) stepDigest(s.effects, mode);
         });
         const textUs = timeUs(repeat, steps.length, () => {
           for (const s of steps) JSON.stringify(s.effects.map(describeEffect));
