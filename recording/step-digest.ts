@@ -94,7 +94,10 @@ function hex8(x: number): string {
   return HEX[(x >>> 24) & 0xff]! + HEX[(x >>> 16) & 0xff]! + HEX[(x >>> 8) & 0xff]! + HEX[x & 0xff]!;
 }
 
-/** fingerprint feeds nothing: it answers the slot whose words hold s's 64-bit fingerprint (computed once). */
+/** scratchWords receives a nested hash's result (a string's fingerprint). */
+const scratchWords = new Int32Array(2);
+
+/** fingerprintSlot feeds nothing: it answers the slot whose words hold s's 64-bit fingerprint (computed once). */
 function fingerprintSlot(s: string): number {
   const n = s.length;
   const slot =
@@ -120,7 +123,6 @@ function fingerprintSlot(s: string): number {
   lanes.count = sc;
   return slot;
 }
-const scratchWords = new Int32Array(2);
 
 function string(s: string, tag: number): void {
   const n = s.length;
@@ -227,7 +229,7 @@ function frameSkeleton(b: Uint8Array): void {
   }
 }
 
-/** valueBytes: in hashed mode, the rule for bytes under `name` in `holder` (canonical-hash.ts's rule). */
+/** hashedBytes: in hashed mode, the rule for bytes under `name` in `holder` (format 2's rule, recording/digest.ts). */
 function hashedBytes(b: Uint8Array, name: string, holder: Record<string, unknown> | null): void {
   if (name === 'payload') frame(b);
   else if (
