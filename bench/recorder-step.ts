@@ -11,7 +11,7 @@
 // (bench/recording.ts), CPU time per step much less. The budget line is what the bar allows: at
 // most 5% of the CPU a leader spends per write (250–400 µs at 1 writer: bench/recording.ts --cpu-prof).
 //
-//   npx tsx bench/recorder-step.ts [--writers 1] [--seconds 3] [--runs 7] [--keep DIR] [--from DIR...]
+//   npx tsx bench/recorder-step.ts [--writers 1] [--seconds 5] [--runs 7] [--keep DIR] [--from DIR...]
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -107,8 +107,10 @@ async function recorderCpuUs(
     recorder.carriedOut();
     if (i % STEPS_PER_TURN === STEPS_PER_TURN - 1) await new Promise((resolve) => setImmediate(resolve));
   }
-  await recorder.close();
+  // Until every line is written (the writes are the recorder's too); closing the file is once per run, not per step.
+  if (recorder instanceof FlightRecorder) await recorder.settled();
   const used = process.cpuUsage(began);
+  await recorder.close();
   await rm(join(dir, 'rec'), { recursive: true, force: true });
   return used.user + used.system;
 }
@@ -125,7 +127,7 @@ async function main(): Promise<void> {
         : await recordCluster(
             keep >= 0 ? process.argv[keep + 1]! : dir,
             numberArg('writers', 1),
-            numberArg('seconds', 3),
+            numberArg('seconds', 5),
           );
     const [low, high] = NODE_US_PER_WRITE.map((us) => us * BAR_SHARE);
     console.log(
