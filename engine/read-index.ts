@@ -242,7 +242,8 @@ export class ReadIndex {
 
   private advance(): void {
     const confirmed = this.quorumRound();
-    if (confirmed > this.confirmedRound) {
+    const rose = confirmed > this.confirmedRound;
+    if (rose) {
       this.confirmedRound = confirmed;
       if (readLeaseTicks(this.limits) > 0 && !this.leaseBlocked) {
         this.leaseUntilTick = (this.roundSentTick.get(confirmed) ?? -1) + readLeaseTicks(this.limits);
@@ -254,9 +255,10 @@ export class ReadIndex {
     const ready: WaitingRead[] = [];
     const still: WaitingRead[] = [];
     for (const w of this.waiting) (this.confirmedFor(w) ? ready : still).push(w);
-    if (ready.length === 0) return;
+    if (ready.length === 0 && !rose) return;
     this.waiting = still;
     for (const w of ready) this.answer(w.readId, w.index);
+    // Reads left waiting for a round after the one just confirmed get theirs now.
     if (this.waiting.length > 0 && this.confirmedRound >= this.sentRound) this.startReadRound();
   }
 
