@@ -18,7 +18,7 @@
 // is dropped (it did nothing).
 import { inCommunities } from '../engine/communities.js';
 import type { Cluster } from './cluster.js';
-import type { ProposalResultCode } from '../engine/types.js';
+import type { ProposalResultCode, ReadIndexAsker } from '../engine/types.js';
 import { History, type OpenOperation } from './history.js';
 import type { KvInput } from './linearizability/index.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
@@ -69,6 +69,8 @@ export interface RegisterCounts {
   readsIssued: number;
   readsServed: number;
   followerReadsServed: number;
+  /** askerReadsServed: follower reads served whose forwarded request named its asker (WorkloadKnobs.askerAck). */
+  askerReadsServed: number;
   writesIssued: number;
   writesAcked: number;
 }
@@ -79,6 +81,7 @@ export class RegisterClients {
     readsIssued: 0,
     readsServed: 0,
     followerReadsServed: 0,
+    askerReadsServed: 0,
     writesIssued: 0,
     writesAcked: 0,
   };
@@ -199,8 +202,9 @@ export class RegisterClients {
     this.askIndex(o, node);
   }
 
-  private askIndex(o: Operation, engineNode: SimNode): void {
-    o.callId = this.cluster.readIndex(engineNode.index, this.prng.uniform(0, 2));
+  /** askIndex asks engineNode's engine; asker: the node forwarding the read to it (its id and term as it sends). */
+  private askIndex(o: Operation, engineNode: SimNode, asker?: ReadIndexAsker): void {
+    o.callId = this.cluster.readIndex(engineNode.index, this.prng.uniform(0, 2), asker);
     this.readsAsking.set(o.callId, o);
   }
 
@@ -225,7 +229,9 @@ export class RegisterClients {
       const net = this.cluster.network;
       if (net.isBlocked(asked.index, leader.index) || net.isBlocked(leader.index, asked.index)) return this.drop(o);
       o.forwarded = true;
-      this.askIndex(o, leader);
+      // A real follower's request names it by its certificate and carries its term as it sends (askerAck).
+      const status = this.knobs.askerAck === true ? asked.engine?.status() : undefined;
+      this.askIndex(o, leader, status ? { id: status.id, term: status.term } : undefined);
       return;
     }
     this.readLeaderGuess = leader && leader !== node ? leader.index : -1;
@@ -259,6 +265,7 @@ export class RegisterClients {
       const value = node.machine.get(o.key.name) ?? null;
       this.counts.readsServed++;
       if (o.forwarded) this.counts.followerReadsServed++;
+      if (o.forwarded && this.knobs.askerAck === true) this.counts.askerReadsServed++;
       this.lastSeen.set(o.key.name, value);
       this.complete(o, () => this.history.complete(o.op, { kind: 'get', value }, this.cluster.nowUs));
     }
