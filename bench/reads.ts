@@ -366,9 +366,7 @@ async function printProfiles(profileDir: string, svc: SvcCluster): Promise<void>
 /** printTable: the medians of each level's rounds, one markdown row per reader count. */
 function printTable(levels: Level[], options: ReadsOptions, etcdNote: string): void {
   console.log('');
-  console.log(
-    `linearizable reads, ${VALUE_BYTES}-byte values, ${options.keyCount} keys, at ${AT_LABEL[options.at]}`,
-  );
+  console.log(`linearizable reads, ${VALUE_BYTES}-byte values, ${options.keyCount} keys, at ${AT_LABEL[options.at]}`);
   console.log(
     '| readers | svc reads/s | svc p50 ms | svc p99 ms | svc CPU µs/read (members + client) | svc unary reads/s | unary p99 ms | unary CPU µs/read | etcd reads/s | etcd p50 ms | etcd p99 ms | etcd CPU µs/read (members + client) | svc / etcd (median of rounds) | unary / etcd |',
   );
