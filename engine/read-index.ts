@@ -258,8 +258,13 @@ export class ReadIndex {
     if (ready.length === 0 && !rose) return;
     this.waiting = still;
     for (const w of ready) this.answer(w.readId, w.index);
-    // Reads left waiting for a round after the one just confirmed get theirs now.
-    if (this.waiting.length > 0 && this.confirmedRound >= this.sentRound) this.startReadRound();
+    // Reads left waiting for a round after the one just confirmed get theirs now; so do they when the round in
+    // flight was its asker's reads' alone and has served them (it asked one voter fewer than a majority needs, so
+    // it may never confirm for the others: they would wait for the next periodic heartbeat).
+    const askersServed = ready.some((w) => w.round > this.confirmedRound);
+    const roundFree =
+      this.confirmedRound >= this.sentRound || (askersServed && still.every((w) => w.round > this.sentRound));
+    if (this.waiting.length > 0 && roundFree) this.startReadRound();
   }
 
   /** startReadRound sends a round to the voters a majority needs besides this leader (see the file comment). */

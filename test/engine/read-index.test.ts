@@ -336,6 +336,15 @@ describe('engine read index', () => {
       assert.equal(resultOf(c, 'a', readId)?.refusal, null);
     });
 
+    it("five voters: reads arriving during an asker's round get the next round once it served its reads", () => {
+      const c = settledCluster(['a', 'b', 'c', 'd', 'e']);
+      const forwarded = askFor(c, 'a', 'b'); // its round asks one voter: with a and b that is a majority for it only
+      const own = ask(c, 'a'); // arrives during that round: waits for the next
+      c.deliver();
+      assert.equal(resultOf(c, 'a', forwarded)?.refusal, null);
+      assert.equal(resultOf(c, 'a', own)?.refusal, null, 'the next round started at once, not at the next heartbeat');
+    });
+
     it('five voters: with the asker cut off, the round still needs two other voters', () => {
       const c = settledCluster(['a', 'b', 'c', 'd', 'e']);
       c.partition([
