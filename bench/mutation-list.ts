@@ -260,8 +260,22 @@ export const MUTATIONS: readonly Mutation[] = [
     name: 'read-from-bare-commit',
     rule: "a read index waits for a commit of the leader's term and a heartbeat round (Raft §6.4)",
     file: 'engine/read-index.ts',
-    find: '    if (!this.host.termCommitted()) {\n      this.postponed.push(readId);\n      return;\n    }\n    this.admit(readId);',
+    find: '    if (!this.host.termCommitted()) {\n      this.postponed.push({ readId, asker });\n      return;\n    }\n    this.admit(readId, asker);',
     replace: '    this.answer(readId, this.host.commitSeq());',
+  },
+  {
+    name: 'asker-ack-any-term',
+    rule: "a forwarded read's asker counts as an ack only in the leader's term (engine/read-index.ts)",
+    file: 'engine/read-index.ts',
+    find: 'asker.term !== this.host.term() || ',
+    replace: '',
+  },
+  {
+    name: 'asker-ack-as-round-ack',
+    rule: "an asker's ack covers its own reads, not the round in flight (test/sim/reads.test.ts reusesAskerAck)",
+    file: 'engine/read-index.ts',
+    find: 'ackFrom: this.askerAck(asker) };',
+    replace: 'ackFrom: this.askerAck(asker) };\n    if (read.ackFrom !== 0) this.onAck(read.ackFrom, this.sentRound);',
   },
   {
     name: 'join-answered-before-commit',

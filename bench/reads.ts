@@ -5,14 +5,15 @@
 //     member follows, then its apply); and, as a second row, one unary Get call per read;
 //   - etcd (Debian's etcd-server 3.4, 3 members, no TLS): each read one KV.Range call over gRPC at a member,
 //     linearizable (serializable false, etcd's default: its ReadIndex, then the member's apply).
-// Reader r reads at member r mod 3 (--at leader: every reader at the leader), a key drawn from --keys
+// Reader r reads at member r mod 3 (--at leader: every reader at the leader; --at follower: at the followers
+// only, reader r at follower r mod 2, so every read takes the leader's read index over ReadIndexStream), a key drawn from --keys
 // preloaded keys with 96-byte values. Both clusters stay up and the rounds interleave (svc, svc unary, etcd,
 // then again),
 // so a load swing on this shared machine hits both alike; medians of the rounds are reported, with the
 // svc / etcd throughput ratio (median of the rounds' ratios), and the members' CPU per read (from /proc: on a
 // shared machine throughput also measures the neighbours). etcd is skipped with a note when not installed.
 //
-//   npx tsx bench/reads.ts [--seconds 3] [--warmup 2] [--rounds 3] [--keys 1000] [--at all|leader]
+//   npx tsx bench/reads.ts [--seconds 3] [--warmup 2] [--rounds 3] [--keys 1000] [--at all|leader|follower]
 //                          [--readers 1,16,64] [--no-etcd] [--insecure] [--cpu-prof] [--cpu-prof-dir DIR] [--engine-limit name=value …]
 // --insecure runs our cluster plaintext too (etcd runs plaintext either way): the same transport on both sides.
 // --engine-limit passes engine limits to our nodes (e.g. readLeaseEnabled=1 to see what the lease path would
@@ -54,13 +55,30 @@ function stringArg(name: string): string | null {
   return value;
 }
 
-function atArg(): 'all' | 'leader' {
+type ReadsAt = 'all' | 'leader' | 'follower';
+
+function atArg(): ReadsAt {
   const at = process.argv.indexOf('--at');
   if (at < 0) return 'all';
   const value = process.argv[at + 1];
-  if (value !== 'all' && value !== 'leader') throw new Error('--at must be all or leader');
+  if (value !== 'all' && value !== 'leader' && value !== 'follower')
+    throw new Error('--at must be all, leader or follower');
   return value;
 }
+
+/** memberOf: the member reader r reads at, of `count` members of which `leader` leads. */
+function memberOf(at: ReadsAt, reader: number, leader: number, count: number): number {
+  if (at === 'leader') return leader;
+  if (at === 'all') return reader;
+  const followers = Array.from({ length: count }, (_, i) => i).filter((i) => i !== leader);
+  return followers[reader % followers.length]!;
+}
+
+const AT_LABEL: Readonly<Record<ReadsAt, string>> = {
+  all: 'every member',
+  leader: 'the leader',
+  follower: 'the followers',
+};
 
 function readersArg(): number[] {
   const at = process.argv.indexOf('--readers');
@@ -170,7 +188,7 @@ interface ReadsOptions {
   warmup: number;
   rounds: number;
   keyCount: number;
-  at: 'all' | 'leader';
+  at: ReadsAt;
   readerCounts: number[];
   keptProfileDir: string | null;
   cpuProf: boolean;
@@ -272,8 +290,9 @@ function readFunctions(clusters: Clusters, options: ReadsOptions) {
   const keyOf = (reader: number, i: number): string => benchKey((reader * 7919 + i * 104_729) % keyCount);
   const svcLeader = svc.cluster.members.findIndex((m) => m.name === svc.leaderName);
   const etcdLeader = etcd ? etcd.clientUrls.indexOf(etcd.leaderClientUrl) : 0;
-  const svcMember = (reader: number): number => (at === 'leader' ? svcLeader : reader);
-  const etcdMember = (reader: number): number => (at === 'leader' ? etcdLeader : reader);
+  const svcMember = (reader: number): number => memberOf(at, reader, svcLeader, svc.cluster.members.length);
+  const etcdMember = (reader: number): number =>
+    memberOf(at, reader, etcdLeader, etcd ? etcd.clientUrls.length : svc.cluster.members.length);
   return {
     svcRead: async (reader: number, i: number): Promise<void> => {
       if ((await svc.get(svcMember(reader), keyOf(reader, i))) === null)
@@ -311,7 +330,7 @@ async function runLevels(clusters: Clusters, options: ReadsOptions): Promise<Lev
     `members' CPU at rest: svc ${fmt(svcIdle)} ms/s, etcd ${fmt(etcdIdle)} ms/s (the CPU per read below is all of it, rest included)`,
   );
   console.log(
-    `reads at ${at === 'leader' ? 'the leader' : 'reader mod 3 (every member)'}; ${rounds} interleaved rounds per level (svc, svc unary, etcd), ${seconds} s each after ${warmup} s warm-up; medians reported`,
+    `reads at ${at === 'all' ? 'reader mod 3 (every member)' : AT_LABEL[at]}; ${rounds} interleaved rounds per level (svc, svc unary, etcd), ${seconds} s each after ${warmup} s warm-up; medians reported`,
   );
   const levels: Level[] = [];
   for (const readers of options.readerCounts) {
@@ -347,9 +366,7 @@ async function printProfiles(profileDir: string, svc: SvcCluster): Promise<void>
 /** printTable: the medians of each level's rounds, one markdown row per reader count. */
 function printTable(levels: Level[], options: ReadsOptions, etcdNote: string): void {
   console.log('');
-  console.log(
-    `linearizable reads, ${VALUE_BYTES}-byte values, ${options.keyCount} keys, at ${options.at === 'leader' ? 'the leader' : 'every member'}`,
-  );
+  console.log(`linearizable reads, ${VALUE_BYTES}-byte values, ${options.keyCount} keys, at ${AT_LABEL[options.at]}`);
   console.log(
     '| readers | svc reads/s | svc p50 ms | svc p99 ms | svc CPU µs/read (members + client) | svc unary reads/s | unary p99 ms | unary CPU µs/read | etcd reads/s | etcd p50 ms | etcd p99 ms | etcd CPU µs/read (members + client) | svc / etcd (median of rounds) | unary / etcd |',
   );

@@ -207,6 +207,7 @@ export class EngineCore {
     this.reads = new ReadIndex(this.limits, {
       isLeader: () => this.role === 'leader',
       selfId: () => this.hs.selfId,
+      term: () => this.hs.term,
       voterIds: () => voterIds(this.currentRoster()),
       commitSeq: () => this.positions.commitSeq,
       termCommitted: () => this.positions.termCommitted(),
@@ -285,7 +286,7 @@ export class EngineCore {
         this.handlers.onAdmin(this, input.adminId, input.op);
         break;
       case 'readIndex':
-        this.reads.onRequest(input.readId);
+        this.reads.onRequest(input.readId, input.asker);
         break;
       default:
         assertNever(input);

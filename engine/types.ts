@@ -301,9 +301,22 @@ export type Input =
   | { type: 'admin'; adminId: number; op: AdminOp }
   /**
    * readIndex: a client wants a linearizable read; readId names its readIndexResult. Only the leader
-   * answers with an index; a follower refuses with a leader hint (its driver asks the leader).
+   * answers with an index; a follower refuses with a leader hint (its driver asks the leader). asker: the
+   * member that forwarded these reads (engine/read-index.ts, "The asker's ack"); absent for any other read.
    */
-  | { type: 'readIndex'; readId: number };
+  | { type: 'readIndex'; readId: number; asker?: ReadIndexAsker };
+
+/**
+ * ReadIndexAsker is the member that forwarded a read-index request to this leader, as its driver vouches:
+ * `id` is the member its peer certificate names (never a field of the request), `term` the term the
+ * request says the member held when it sent it. The input must hold only reads that began before that
+ * request was sent (the asker's own batch). A voter of the leader's term counts as one ack of the reads'
+ * confirmation round (engine/read-index.ts).
+ */
+export interface ReadIndexAsker {
+  id: number;
+  term: number;
+}
 
 /**
  * ReadIndexRefusal says why a read got no index: `not-leader` (ask leaderHint, if any),

@@ -91,10 +91,11 @@ function single(request: Extract<CliRequest, { mode: 'single' }>): number {
     result.counts.foreignDelivered + result.counts.otherClusterRefused > 0
       ? `, forged calls: ${result.counts.foreignDelivered} refused by engines, ${result.counts.otherClusterRefused} at the edge (other cluster)`
       : '';
+  const asker = options.workload.askerAck === true ? `, ${result.counts.askerReadsServed} naming their asker` : '';
   process.stdout.write(
     `simulated ${(result.simulatedMs / 1_000).toFixed(1)} s: ${result.counts.writesIssued} writes, ` +
       `${result.counts.writesAcked} acknowledged, ${result.counts.readsIssued} reads, ${result.counts.readsServed} served ` +
-      `(${result.counts.followerReadsServed} through the leader's index on a follower), ${result.counts.faultsFired}/${result.faults.length} faults fired${foreign}\n`,
+      `(${result.counts.followerReadsServed} through the leader's index on a follower${asker}), ${result.counts.faultsFired}/${result.faults.length} faults fired${foreign}\n`,
   );
   if (result.linearizability) process.stdout.write(`${describeLinearizability(result)}\n`);
   if (request.verbose) {

@@ -14,6 +14,7 @@ import type {
   Input,
   NodeStats,
   ProposalResultCode,
+  ReadIndexAsker,
 } from '../engine/types.js';
 import { MemberRole, type Roster } from '../engine/types.js';
 import type { RpcRequest, RpcStatus } from '../engine/rpc.js';
@@ -448,10 +449,14 @@ export class Cluster implements CheckerWorld {
     return proposals.map((p) => p.proposalId);
   }
 
-  /** readIndex asks a node's engine for a read index (a readIndex input); it returns the readId. */
-  readIndex(ref: NodeRef, clientDelayMs = 0): number {
+  /**
+   * readIndex asks a node's engine for a read index (a readIndex input); it returns the readId. asker: the member
+   * that forwards the read, as a real leader's driver names it from the forwarder's certificate (ReadIndexAsker).
+   */
+  readIndex(ref: NodeRef, clientDelayMs = 0, asker?: ReadIndexAsker): number {
     const readId = this.nextReadId++;
-    this.deliverFromClient(this.node(ref).index, { type: 'readIndex', readId }, clientDelayMs);
+    const input: Input = asker ? { type: 'readIndex', readId, asker } : { type: 'readIndex', readId };
+    this.deliverFromClient(this.node(ref).index, input, clientDelayMs);
     return readId;
   }
 

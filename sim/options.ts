@@ -84,6 +84,12 @@ export interface WorkloadKnobs {
    * (default SIM_LIMITS.clientTimeoutMs; the swarm never sets it).
    */
   registerTimeoutMs?: number;
+  /**
+   * askerAck: a read a follower forwards reaches the leader naming its asker (the follower's id and its term
+   * when it forwarded), as a real node's ReadIndexStream request does (engine/read-index.ts, "The asker's ack");
+   * absent or false = a bare readIndex, as before (the swarm draws it for ASKER_ACK_SEED_FRACTION of seeds).
+   */
+  askerAck?: boolean;
 }
 
 export interface SimOptions {
@@ -166,6 +172,7 @@ export function swarmOptions(seed: number, vopr = true): SimOptions {
       writeIntervalMsMean: prng.pick([10, 50, 200, 1_000]),
       burstWriteCountMax: new Prng(`sim:${seed}`).fork('burst').pick([1, 1, 4, 16]),
       ...readKnobs(seed),
+      ...askerAckKnob(seed),
     },
     safetyPhaseMs: prng.between(30, 120) * 1_000,
     livenessPhaseMsMax: SIM_LIMITS.livenessPhaseMsMax,
@@ -314,6 +321,21 @@ function readKnobs(
     casFraction: prng.pick([0, 0.3, 0.6]),
     anyNodeFraction: prng.pick([0, 0.3, 0.7]),
   };
+}
+
+/**
+ * ASKER_ACK_SEED_FRACTION of default seeds forward follower reads naming their asker (WorkloadKnobs.askerAck),
+ * drawn on their own PRNG stream so the swarm's other draws stay as they were: the other seeds, and those that
+ * draw it but forward no read, keep their trace hash. Not all of them: a bare forwarded read (an older node's,
+ * or an asker the leader does not count) must keep taking the round. The stream's name was picked among a few
+ * so that seeds 7, 11 and 3, whose hashes the team compares by hand across branches, do not draw it (with
+ * 'asker-ack' seed 7 did); 509 of seeds 1..1000 do.
+ */
+const ASKER_ACK_SEED_FRACTION = 0.5;
+
+function askerAckKnob(seed: number): Pick<WorkloadKnobs, 'askerAck'> {
+  const prng = new Prng(`sim:${seed}`).fork('forwarded-read-asker');
+  return prng.chance(ASKER_ACK_SEED_FRACTION) ? { askerAck: true } : {};
 }
 
 /** LOST_ROUND_TRIP_PROBABILITY_CAP bounds the loss writeIntervalMsFloor plans for. */
@@ -586,6 +608,16 @@ export const OVERRIDES: readonly Override[] = [
     ...rate,
     apply: (o, v) => {
       o.faults.deposedTailPerMinute = v;
+    },
+  },
+  {
+    flag: 'asker-ack',
+    describe: "1 = a follower's forwarded read names its asker (one ack of the leader's round), 0 = a bare read",
+    min: 0,
+    max: 1,
+    apply: (o, v) => {
+      if (v === 1) o.workload.askerAck = true;
+      else delete o.workload.askerAck;
     },
   },
   {

@@ -18,7 +18,7 @@
 // is dropped (it did nothing).
 import { inCommunities } from '../engine/communities.js';
 import type { Cluster } from './cluster.js';
-import type { ProposalResultCode } from '../engine/types.js';
+import type { ProposalResultCode, ReadIndexAsker } from '../engine/types.js';
 import { History, type OpenOperation } from './history.js';
 import type { KvInput } from './linearizability/index.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
@@ -56,6 +56,8 @@ interface Operation {
   node: SimNode | null;
   incarnation: number;
   forwarded: boolean;
+  /** viaPeer: forwarded to a peer because the asked node knew no leader (askerAck runs: StoreRouter's peerToAsk). */
+  viaPeer: boolean;
   index: number;
   /** readId or proposalId in flight (0 = none). */
   callId: number;
@@ -69,6 +71,8 @@ export interface RegisterCounts {
   readsIssued: number;
   readsServed: number;
   followerReadsServed: number;
+  /** askerReadsServed: follower reads served whose forwarded request named its asker (WorkloadKnobs.askerAck). */
+  askerReadsServed: number;
   writesIssued: number;
   writesAcked: number;
 }
@@ -79,6 +83,7 @@ export class RegisterClients {
     readsIssued: 0,
     readsServed: 0,
     followerReadsServed: 0,
+    askerReadsServed: 0,
     writesIssued: 0,
     writesAcked: 0,
   };
@@ -91,6 +96,7 @@ export class RegisterClients {
   /** lastSeen: per key, the value last read or written (what a cas expects). */
   private readonly lastSeen = new Map<string, string | null>();
   private readonly readsAsking = new Map<number, Operation>();
+  private peerTurn = 0;
   private readonly writesAwaiting = new Map<number, Operation>();
   private waiting: Operation[] = [];
 
@@ -151,6 +157,7 @@ export class RegisterClients {
       node: null,
       incarnation: 0,
       forwarded: false,
+      viaPeer: false,
       index: 0,
       callId: 0,
       attemptCount: 0,
@@ -199,8 +206,9 @@ export class RegisterClients {
     this.askIndex(o, node);
   }
 
-  private askIndex(o: Operation, engineNode: SimNode): void {
-    o.callId = this.cluster.readIndex(engineNode.index, this.prng.uniform(0, 2));
+  /** askIndex asks engineNode's engine; asker: the node forwarding the read to it (its id and term as it sends). */
+  private askIndex(o: Operation, engineNode: SimNode, asker?: ReadIndexAsker): void {
+    o.callId = this.cluster.readIndex(engineNode.index, this.prng.uniform(0, 2), asker);
     this.readsAsking.set(o.callId, o);
   }
 
@@ -220,16 +228,40 @@ export class RegisterClients {
     }
     const leader = hint ? this.cluster.nodeByGrpcAddr(hint) : undefined;
     const asked = o.node!;
-    if (refusal === 'not-leader' && leader && !o.forwarded && leader !== asked) {
-      // The asked node's driver forwards to the leader its engine names, over the cluster network.
-      const net = this.cluster.network;
-      if (net.isBlocked(asked.index, leader.index) || net.isBlocked(leader.index, asked.index)) return this.drop(o);
-      o.forwarded = true;
-      this.askIndex(o, leader);
-      return;
+    const canForward = refusal === 'not-leader' && (!o.forwarded || (o.viaPeer && node !== asked));
+    if (canForward && leader && leader !== asked && leader !== node) {
+      // The asked node's driver forwards to the leader its engine (or the peer it asked) names, over the cluster
+      // network: once, as StoreRouter follows one hint between pauses.
+      o.viaPeer = false;
+      return this.forward(o, asked, leader);
+    }
+    if (refusal === 'not-leader' && !leader && !o.forwarded && this.knobs.askerAck === true) {
+      // Knowing no leader, StoreRouter asks a peer (peerToAsk, each in turn), which serves the read index if it
+      // leads or names its leader; only in askerAck runs, so the other seeds run as before.
+      const peer = this.peerToAsk(asked);
+      if (peer) {
+        o.viaPeer = true;
+        return this.forward(o, asked, peer);
+      }
     }
     this.readLeaderGuess = leader && leader !== node ? leader.index : -1;
     this.drop(o);
+  }
+
+  /** forward sends the read's index request from `asked` to `to` (dropped when the network between them is cut). */
+  private forward(o: Operation, asked: SimNode, to: SimNode): void {
+    const net = this.cluster.network;
+    if (net.isBlocked(asked.index, to.index) || net.isBlocked(to.index, asked.index)) return this.drop(o);
+    o.forwarded = true;
+    // A real follower's request names it by its certificate and carries its term as it sends (askerAck).
+    const status = this.knobs.askerAck === true ? asked.engine?.status() : undefined;
+    this.askIndex(o, to, status ? { id: status.id, term: status.term } : undefined);
+  }
+
+  /** peerToAsk: the next live node other than `asked`, in turn (StoreRouter.peerToAsk; no PRNG draw). */
+  private peerToAsk(asked: SimNode): SimNode | undefined {
+    const peers = this.cluster.nodes.filter((n) => n !== asked && n.isLive);
+    return peers.length === 0 ? undefined : peers[this.peerTurn++ % peers.length];
   }
 
   private serveWaiting(): void {
@@ -259,6 +291,7 @@ export class RegisterClients {
       const value = node.machine.get(o.key.name) ?? null;
       this.counts.readsServed++;
       if (o.forwarded) this.counts.followerReadsServed++;
+      if (o.forwarded && this.knobs.askerAck === true) this.counts.askerReadsServed++;
       this.lastSeen.set(o.key.name, value);
       this.complete(o, () => this.history.complete(o.op, { kind: 'get', value }, this.cluster.nowUs));
     }

@@ -50,6 +50,8 @@ export interface RunResult {
     readsIssued: number;
     readsServed: number;
     followerReadsServed: number;
+    /** askerReadsServed: of those, the ones whose forwarded request named its asker (WorkloadKnobs.askerAck). */
+    askerReadsServed: number;
   };
   observed: Counters;
   coverage: CoverageCounts;
@@ -130,6 +132,7 @@ export function runSim(options: SimOptions, extras: RunExtras = {}): RunResult {
       readsIssued: registers.counts.readsIssued,
       readsServed: registers.counts.readsServed,
       followerReadsServed: registers.counts.followerReadsServed,
+      askerReadsServed: registers.counts.askerReadsServed,
     },
     observed: observer.counters,
     coverage: { ...cluster.coverage.counts },

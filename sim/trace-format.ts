@@ -53,7 +53,9 @@ export function describeInput(input: Input): string {
     case 'admin':
       return `admin a${input.adminId} ${input.op.op} ${input.op.memberId}`;
     case 'readIndex':
-      return `read q${input.readId}`;
+      return input.asker
+        ? `read q${input.readId} asker n${input.asker.id} t${input.asker.term}`
+        : `read q${input.readId}`;
     default:
       return unreachable(input);
   }

@@ -11,7 +11,13 @@
 // one turn (setImmediate: every request whose I/O the loop is handling now joins), they share the round
 // the batch starts, or the next one. Sound: the batch's input reaches the engine after every request in
 // it began, so its index and round are valid for each. The delay is one loop turn.
-import type { Effect } from '../engine/types.js';
+//
+// A follower's request names its asker (the member its certificate names, and its term as it sent it), whose
+// ack the engine counts for that request's reads only (engine/read-index.ts, "The asker's ack"): such requests
+// are gathered apart, one input per asker and term, so the ack never vouches for a read that began after the
+// asker sent its request (this leader's own reads, another member's). Two requests of one asker in one term may
+// share an input: each read began before its own request, at whose sending the asker held that term.
+import type { Effect, ReadIndexAsker } from '../engine/types.js';
 import { StoreRefusal } from './errors.js';
 import type { ReadIndexAnswer, StoreEngine } from './host.js';
 
@@ -19,6 +25,12 @@ interface Waiter {
   deadlineAt: number;
   resolve: (answer: ReadIndexAnswer) => void;
   reject: (err: Error) => void;
+}
+
+/** Gathered: one loop turn's requests of one asker (or of none), bound for one readIndex input. */
+interface Gathered {
+  asker: ReadIndexAsker | undefined;
+  waiters: Waiter[];
 }
 
 /** Batch is one readIndex input and the requests it answers. */
@@ -31,8 +43,8 @@ interface Batch {
 
 export class EngineReads {
   private readonly pending = new Map<number, Batch>();
-  /** gathering: requests of this loop turn, not yet submitted (null: no flush scheduled). */
-  private gathering: Waiter[] | null = null;
+  /** gathering: requests of this loop turn, not yet submitted, by asker ('' none; null: no flush scheduled). */
+  private gathering: Map<string, Gathered> | null = null;
   private nextReadId = 1;
   private waiterCount = 0;
 
@@ -47,16 +59,22 @@ export class EngineReads {
     return this.waiterCount;
   }
 
-  /** take asks the engine for a read index; it rejects with a StoreRefusal (not-leader, leadership-changed, overloaded, timeout). */
-  take(deadlineAt: number): Promise<ReadIndexAnswer> {
+  /**
+   * take asks the engine for a read index; it rejects with a StoreRefusal (not-leader, leadership-changed,
+   * overloaded, timeout). asker: the member that forwarded the request (the module comment); absent for any other.
+   */
+  take(deadlineAt: number, asker?: ReadIndexAsker): Promise<ReadIndexAnswer> {
     if (this.engine.overloaded())
       return Promise.reject(new StoreRefusal('unavailable', 'node overloaded: input queue full'));
     return new Promise((resolve, reject) => {
       if (this.gathering === null) {
-        this.gathering = [];
+        this.gathering = new Map();
         setImmediate(() => this.flush());
       }
-      this.gathering.push({ deadlineAt, resolve, reject });
+      const key = asker ? `${asker.id}:${asker.term}` : '';
+      let group = this.gathering.get(key);
+      if (!group) this.gathering.set(key, (group = { asker, waiters: [] }));
+      group.waiters.push({ deadlineAt, resolve, reject });
       this.waiterCount++;
     });
   }
@@ -79,9 +97,9 @@ export class EngineReads {
   }
 
   rejectAll(err: Error): void {
-    const gathered = this.gathering ?? [];
+    const gathered = this.gathering ?? new Map<string, Gathered>();
     this.gathering = null;
-    for (const w of gathered) w.reject(err);
+    for (const group of gathered.values()) for (const w of group.waiters) w.reject(err);
     for (const batch of this.pending.values()) {
       if (batch.timer) clearTimeout(batch.timer);
       for (const w of batch.waiters) w.reject(err);
@@ -90,16 +108,19 @@ export class EngineReads {
     this.waiterCount = 0;
   }
 
-  /** flush submits the turn's requests as one readIndex input. */
+  /** flush submits the turn's requests as one readIndex input per asker (and one for the requests with none). */
   private flush(): void {
-    const waiters = this.gathering;
+    const groups = this.gathering;
     this.gathering = null;
-    if (waiters === null || waiters.length === 0) return;
-    const readId = this.nextReadId++;
-    const batch: Batch = { term: this.engine.status().term, waiters, timer: null };
-    this.pending.set(readId, batch);
-    this.armTimer(readId, batch);
-    this.engine.submit({ type: 'readIndex', readId });
+    if (groups === null) return;
+    for (const { asker, waiters } of groups.values()) {
+      if (waiters.length === 0) continue;
+      const readId = this.nextReadId++;
+      const batch: Batch = { term: this.engine.status().term, waiters, timer: null };
+      this.pending.set(readId, batch);
+      this.armTimer(readId, batch);
+      this.engine.submit(asker ? { type: 'readIndex', readId, asker } : { type: 'readIndex', readId });
+    }
   }
 
   private armTimer(readId: number, batch: Batch): void {

@@ -40,7 +40,11 @@ export interface ReadIndexAnswer {
  */
 export interface LeaderLink {
   propose(leader: string, command: EncodedCommand, deadlineAt: number): Promise<ProposeResponse>;
-  readIndex(leader: string, deadlineAt: number): Promise<ReadIndexAnswer>;
+  /**
+   * readIndex asks the leader for a read index. term: this member's term as it asks, read after every read the
+   * request serves began; the leader may count this member as one ack of its round (engine/read-index.ts).
+   */
+  readIndex(leader: string, deadlineAt: number, term: number): Promise<ReadIndexAnswer>;
   /**
    * get reads one key at the leader, as the leader's store reads it (linearizably): a catching-up member's reads
    * go there (StoreRouter.getAtLeader). Null when the key does not exist.

@@ -4,8 +4,8 @@
 // with the same request id, until the caller's deadline: the state machine applies a request id once,
 // so a retry after an outcome-unknown failure cannot write twice. It also answers other members'
 // forwarded calls (serveProposal, serveReadIndex), in the wire's terms.
-import { memberById } from '../engine/roster.js';
-import { MemberRole } from '../engine/types.js';
+import { memberById, memberByName } from '../engine/roster.js';
+import { MemberRole, type ReadIndexAsker } from '../engine/types.js';
 import type { CommandResult as CommandResultMessage } from '../proto/gen/svc/store/v1/store.js';
 import {
   commandNamesRequestId,
@@ -53,7 +53,9 @@ export class StoreRouter implements StoreHost {
       'read index',
       deadlineAt,
       () => this.readIndexHere(deadlineAt),
-      (leader, callDeadlineAt) => this.link.readIndex(leader, callDeadlineAt),
+      // The term is read as the request goes (after every read it serves began): at that moment this member had
+      // granted no vote above it, which is what makes it an ack at the leader (engine/read-index.ts).
+      (leader, callDeadlineAt) => this.link.readIndex(leader, callDeadlineAt, this.engine.status().term),
     );
     return answer.commitSeq;
   }
@@ -116,9 +118,14 @@ export class StoreRouter implements StoreHost {
     return { seq, result: resultToMessage(result) };
   }
 
-  /** serveReadIndex answers another member's read-index request (only the leader serves it). */
-  serveReadIndex(deadlineAt: number): Promise<ReadIndexAnswer> {
-    return this.readIndexHere(deadlineAt);
+  /**
+   * serveReadIndex answers another member's read-index request (only the leader serves it). asker: the member its
+   * peer certificate names and the term its request carried; a member of this node's roster by that name is the
+   * engine's asker (the engine counts it only if it is a voter of the leader's term: engine/read-index.ts).
+   */
+  serveReadIndex(deadlineAt: number, asker?: { name: string; term: number }): Promise<ReadIndexAnswer> {
+    const member = asker ? memberByName(this.engine.status().roster, asker.name) : undefined;
+    return this.readIndexHere(deadlineAt, member && asker ? { id: member.id, term: asker.term } : undefined);
   }
 
   private proposeHere(command: EncodedCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
@@ -137,10 +144,10 @@ export class StoreRouter implements StoreHost {
    * never confirms one (it fails its pending reads when check-quorum deposes it), so it serves no stale
    * read however long it still believes it leads.
    */
-  private readIndexHere(deadlineAt: number): Promise<ReadIndexAnswer> {
+  private readIndexHere(deadlineAt: number, asker?: ReadIndexAsker): Promise<ReadIndexAnswer> {
     const refusal = this.notLeader();
     if (refusal) return Promise.reject(refusal);
-    return this.reads.take(deadlineAt);
+    return this.reads.take(deadlineAt, asker);
   }
 
   private notLeader(): StoreRefusal | null {

@@ -73,8 +73,8 @@ export function leaderLink(clients: StoreClientPool): LeaderLink {
       clients.propose(leader, command.bytes, deadlineAt, command.requestId).catch((err: unknown) => {
         throw asRefusal(err);
       }),
-    readIndex: (leader, deadlineAt) =>
-      clients.readIndex(leader, deadlineAt).catch((err: unknown) => {
+    readIndex: (leader, deadlineAt, term) =>
+      clients.readIndex(leader, deadlineAt, term).catch((err: unknown) => {
         throw asRefusal(err);
       }),
     get: async (leader, key, deadlineAt) => {
@@ -123,7 +123,7 @@ export function storeServiceHandler(router: () => StoreRouter, store: () => Docu
         return answer;
       });
     },
-    readIndex: (deadlineAt) => run(() => router().serveReadIndex(deadlineAt)),
+    readIndex: (deadlineAt, asker) => run(() => router().serveReadIndex(deadlineAt, asker)),
     // The store bounds its read by its own readTimeoutMs; the caller's deadline ends the call sooner.
     get: (key) =>
       run(async () => {

@@ -231,6 +231,156 @@ describe('engine read index', () => {
     assert.equal(resultOf(c, 'a', readId), undefined);
   });
 
+  describe("a forwarding voter's request counts as its ack (the asker's ack)", () => {
+    /** askFor hands `leader` a readIndex forwarded by `asker` holding `term` (the leader's, unless given). */
+    function askFor(c: Lockstep, leader: string, asker: string, term?: number): number {
+      const readId = nextReadId++;
+      const id = c.node(asker).engine.status().id;
+      c.input(leader, { type: 'readIndex', readId, asker: { id, term: term ?? c.node(leader).engine.status().term } });
+      return readId;
+    }
+
+    it('three voters: the leader and the asker are a majority, so the read is answered at once, with no round', () => {
+      const c = settledCluster();
+      const commit = c.node('a').engine.status().commitSeq;
+      const before = heartbeatsFrom(c, 'a');
+      const readId = askFor(c, 'a', 'b');
+      assert.deepEqual(resultOf(c, 'a', readId), {
+        type: 'readIndexResult',
+        readId,
+        index: commit,
+        refusal: null,
+        leaderHint: '',
+      });
+      assert.equal(heartbeatsFrom(c, 'a'), before, 'no heartbeat round');
+    });
+
+    it('an asker of another term, the leader itself, or an id not in the roster does not count: the read takes the round', () => {
+      const c = settledCluster();
+      const term = c.node('a').engine.status().term;
+      const cases: Array<[string, () => number]> = [
+        ['a lower term', () => askFor(c, 'a', 'b', term - 1)],
+        ['a higher term', () => askFor(c, 'a', 'b', term + 1)],
+        ['the leader itself', () => askFor(c, 'a', 'a')],
+        [
+          'an id not in the roster',
+          () => {
+            const readId = nextReadId++;
+            c.input('a', { type: 'readIndex', readId, asker: { id: 99, term } });
+            return readId;
+          },
+        ],
+      ];
+      for (const [what, ask] of cases) {
+        const before = heartbeatsFrom(c, 'a');
+        const readId = ask();
+        assert.equal(resultOf(c, 'a', readId), undefined, `${what}: no index before a round`);
+        assert.equal(heartbeatsFrom(c, 'a') - before, 1, `${what}: a round starts`);
+        c.deliver();
+        assert.equal(resultOf(c, 'a', readId)?.refusal, null, `${what}: the round confirms it`);
+      }
+      assert.equal(c.node('a').engine.status().term, term, 'a higher asker term does not depose the leader');
+    });
+
+    it("a learner's request is no ack", () => {
+      const c = settledCluster();
+      c.join('d', ['a']);
+      assert.ok(
+        c.tickUntil(
+          () =>
+            c
+              .node('a')
+              .engine.status()
+              .roster.members.some((m) => m.name === 'd' && m.role === 1),
+          100,
+        ),
+      );
+      c.partition([
+        ['a', 'd'],
+        ['b', 'c'],
+      ]);
+      const readId = askFor(c, 'a', 'd');
+      c.deliver();
+      c.tick(2);
+      assert.equal(resultOf(c, 'a', readId), undefined, 'the leader and a learner are no majority of three voters');
+    });
+
+    it("the ack confirms only the asker's reads, not reads waiting at the leader for the same round", () => {
+      const c = settledCluster();
+      c.block('a', 'b');
+      c.block('a', 'c');
+      const own = ask(c, 'a'); // its round is lost
+      const forwarded = askFor(c, 'a', 'b');
+      const later = ask(c, 'a'); // arrives after the forwarded read: waits for the next round
+      assert.equal(resultOf(c, 'a', forwarded)?.refusal, null, "the asker's own read is confirmed");
+      c.deliver();
+      assert.equal(resultOf(c, 'a', own), undefined, "the leader's own read still needs its round");
+      assert.equal(resultOf(c, 'a', later), undefined, 'and so does a read that came after');
+      c.heal();
+      assert.ok(c.tickUntil(() => resultOf(c, 'a', later) !== undefined, DEFAULT_LIMITS.heartbeatIntervalTicks));
+      assert.equal(resultOf(c, 'a', own)?.refusal, null);
+    });
+
+    it("five voters: the asker's read needs one ack fewer, and its round skips the asker", () => {
+      const c = settledCluster(['a', 'b', 'c', 'd', 'e']);
+      const from = c.messages.length;
+      const readId = askFor(c, 'a', 'b');
+      const asked = c.messages
+        .slice(from)
+        .filter((m) => m.kind === 'request' && m.method === 'Heartbeat')
+        .map((m) => m.to);
+      assert.equal(asked.length, 1, 'one follower besides the asker');
+      assert.ok(!asked.includes('b'));
+      assert.equal(resultOf(c, 'a', readId), undefined);
+      c.deliver();
+      assert.equal(resultOf(c, 'a', readId)?.refusal, null);
+    });
+
+    it("five voters: reads arriving during an asker's round get the next round once it served its reads", () => {
+      const c = settledCluster(['a', 'b', 'c', 'd', 'e']);
+      const forwarded = askFor(c, 'a', 'b'); // its round asks one voter: with a and b that is a majority for it only
+      const own = ask(c, 'a'); // arrives during that round: waits for the next
+      c.deliver();
+      assert.equal(resultOf(c, 'a', forwarded)?.refusal, null);
+      assert.equal(resultOf(c, 'a', own)?.refusal, null, 'the next round started at once, not at the next heartbeat');
+    });
+
+    it('five voters: with the asker cut off, the round still needs two other voters', () => {
+      const c = settledCluster(['a', 'b', 'c', 'd', 'e']);
+      c.partition([
+        ['a', 'b', 'c'],
+        ['d', 'e'],
+      ]);
+      const readId = askFor(c, 'a', 'b');
+      c.deliver();
+      // a + b + c are a majority of five: the read is confirmed once c acks a round started after it.
+      assert.ok(c.tickUntil(() => resultOf(c, 'a', readId) !== undefined, DEFAULT_LIMITS.heartbeatIntervalTicks));
+      assert.equal(resultOf(c, 'a', readId)?.refusal, null);
+      c.partition([
+        ['a', 'b'],
+        ['c', 'd', 'e'],
+      ]);
+      const cut = askFor(c, 'a', 'b');
+      c.deliver();
+      c.tick(2);
+      assert.equal(resultOf(c, 'a', cut), undefined, 'a + b are no majority of five');
+    });
+
+    it("a read the leader postponed for its barrier keeps its asker's ack", () => {
+      const c = new Lockstep();
+      c.bootstrap(['a', 'b', 'c']);
+      c.drop('a', '*', 'ShipSegment', -1);
+      c.drop('*', 'a', 'StreamSegments', -1);
+      assert.ok(c.elect('a'));
+      const readId = askFor(c, 'a', 'b');
+      c.tick(3);
+      assert.equal(resultOf(c, 'a', readId), undefined, 'the barrier is not committed yet');
+      c.undrop();
+      assert.ok(c.tickUntil(() => resultOf(c, 'a', readId) !== undefined, 10));
+      assert.equal(resultOf(c, 'a', readId)?.refusal, null);
+    });
+  });
+
   describe('lease (readLeaseEnabled = 1)', () => {
     it('is shorter than the election timeout by the drift bound, and off by default', () => {
       assert.equal(DEFAULT_LIMITS.readLeaseEnabled, 0);

@@ -93,7 +93,7 @@ describe('node: the peer gate on a real cluster', function () {
         otherTls,
         'another-cluster',
         storePb.StoreService.readIndex.path,
-        storePb.ReadIndexRequest.encode({}).finish(),
+        storePb.ReadIndexRequest.encode({ term: 0 }).finish(),
       ),
     };
     for (const [what, outcome] of Object.entries(outcomes))
@@ -146,7 +146,7 @@ describe('node: the peer gate on a real cluster', function () {
       admin.close();
       asPeer.close();
     }
-    const readIndexRequest = storePb.ReadIndexRequest.encode({}).finish();
+    const readIndexRequest = storePb.ReadIndexRequest.encode({ term: 0 }).finish();
     const readIndex = await call(
       leader,
       cluster.pki.adminTls(),

@@ -1,7 +1,8 @@
 // Deliberately broken engines (wrappers around the real one), to show the
 // simulator catches each kind of bug: a checker that never fires proves nothing.
 import { Engine } from '../../engine/engine.js';
-import { EntryKind, type Effect, type Input } from '../../engine/types.js';
+import { voterIds } from '../../engine/roster.js';
+import { EntryKind, type Effect, type Input, type ReadIndexAsker } from '../../engine/types.js';
 import type { EngineFactory, EngineLike } from '../../sim/node.js';
 
 type Rewrite = (engine: Engine, input: Input, effects: Effect[]) => Effect[];
@@ -119,3 +120,40 @@ export const readsFromBareCommit: EngineFactory = (() => {
     return out;
   });
 })();
+
+/**
+ * reusesAskerAck: the ack a forwarded read carried (engine/read-index.ts, "The asker's ack") also confirms the
+ * leader's later reads, as if it raised the asker's acked round: a read that began after the request was sent
+ * is vouched for by an asker that may since have voted a newer leader in. A deposed leader serves stale reads.
+ */
+export const reusesAskerAck: EngineFactory = (() => {
+  const lastAsker = new WeakMap<object, ReadIndexAsker>();
+  return wrap(
+    (_engine, _input, effects) => effects,
+    (engine, input) => {
+      if (input.type !== 'readIndex') return input;
+      if (input.asker) {
+        lastAsker.set(engine, input.asker);
+        return input;
+      }
+      const seen = lastAsker.get(engine);
+      return seen ? { ...input, asker: seen } : input;
+    },
+  );
+})();
+
+/**
+ * countsLearnerAsker: a read forwarded by a member that is no voter (a learner) counts as a voter's ack, as if
+ * the leader took the asker for a voter it is not (or read its identity from a field of the request).
+ */
+export const countsLearnerAsker: EngineFactory = wrap(
+  (_engine, _input, effects) => effects,
+  (engine, input) => {
+    if (input.type !== 'readIndex' || !input.asker) return input;
+    const status = engine.status();
+    const voters = voterIds(status.roster);
+    if (voters.includes(input.asker.id)) return input;
+    const standIn = voters.find((id) => id !== status.id);
+    return standIn === undefined ? input : { ...input, asker: { ...input.asker, id: standIn } };
+  },
+);

@@ -10,7 +10,7 @@ import { calmCluster } from '../../sim/presets.js';
 import { Prng } from '../../sim/prng.js';
 import { RegisterClients } from '../../sim/register-clients.js';
 import { realEngine } from '../../sim/run.js';
-import { readsFromBareCommit } from './buggy-engines.js';
+import { countsLearnerAsker, readsFromBareCommit, reusesAskerAck } from './buggy-engines.js';
 
 const KNOBS: WorkloadKnobs = {
   writeIntervalMsMean: 1_000,
@@ -45,9 +45,9 @@ const CUT_OFF_COUNT = 6;
  * cutOffLeaderRun: clients read and write while, again and again, the leader is isolated (the old
  * one stays leader until its check-quorum fails, while the others may elect a new one) and healed.
  */
-function cutOffLeaderRun(engineFactory: EngineFactory, seed: number) {
+function cutOffLeaderRun(engineFactory: EngineFactory, seed: number, knobs: WorkloadKnobs = KNOBS) {
   const cluster = calmCluster(3, { engineFactory, seed });
-  const clients = new RegisterClients(cluster, new Prng(`reads-test:${seed}`), KNOBS);
+  const clients = new RegisterClients(cluster, new Prng(`reads-test:${seed}`), knobs);
   cluster.start();
   assert.ok(cluster.runUntilTrue(() => cluster.leader() !== null, 10_000));
   clients.start();
@@ -62,6 +62,53 @@ function cutOffLeaderRun(engineFactory: EngineFactory, seed: number) {
   clients.stop();
   cluster.runFor(4_000);
   return { clients, verdict: checkKvHistory(clients.history.operations()) };
+}
+
+/** ASKER_KNOBS: follower reads name their asker (engine/read-index.ts, "The asker's ack"). */
+const ASKER_KNOBS: WorkloadKnobs = { ...KNOBS, askerAck: true };
+
+/**
+ * learnerSideRun: three voters and a learner; again and again the leader is cut off from the other two voters
+ * but not from the learner, which keeps forwarding its clients' reads to it (the others elect a new leader
+ * that commits meanwhile) — until check-quorum deposes it — and the cut heals.
+ */
+function learnerSideRun(engineFactory: EngineFactory, seed: number) {
+  const cluster = calmCluster(4, { engineFactory, seed, founders: [{}, {}, {}, { learner: true }] });
+  const clients = new RegisterClients(cluster, new Prng(`reads-test:${seed}`), {
+    ...ASKER_KNOBS,
+    anyNodeFraction: 0.7,
+  });
+  const learner = cluster.nodes[3]!;
+  cluster.start();
+  assert.ok(cluster.runUntilTrue(() => cluster.leader() !== null, 10_000));
+  clients.start();
+  cluster.runFor(1_000);
+  for (let i = 0; i < CUT_OFF_COUNT; i++) {
+    cluster.runUntilTrue(() => cluster.leader() !== null, 10_000);
+    const leader = cluster.leader()!;
+    const others = cluster.nodes.filter((n) => n !== leader && n !== learner && !n.id.isJoiner);
+    cluster.partition(
+      [leader.index, learner.index],
+      others.map((n) => n.index),
+    );
+    cluster.runFor(4_000);
+    cluster.heal();
+    cluster.runFor(1_000);
+  }
+  clients.stop();
+  cluster.runFor(4_000);
+  return { clients, verdict: checkKvHistory(clients.history.operations()) };
+}
+
+/** firstViolation runs seeds 1..STALE_SEED_COUNT_MAX until one's history is not linearizable. */
+function firstViolation(what: string, run: (seed: number) => ReturnType<typeof checkKvHistory>) {
+  for (let seed = 1; seed <= STALE_SEED_COUNT_MAX; seed++) {
+    const verdict = run(seed);
+    if (verdict.verdict !== 'violation') continue;
+    console.log(`      ${what}: caught at seed ${seed}`);
+    return verdict;
+  }
+  return undefined;
 }
 
 describe('sim: linearizable reads', function () {
@@ -88,5 +135,44 @@ describe('sim: linearizable reads', function () {
       'a read is among the minimal operations',
     );
     assert.match(caught.explanation, /get\(r\d+\)/);
+  });
+  describe("a forwarded read's asker counts as an ack (engine/read-index.ts)", () => {
+    it('with follower reads naming their asker, the history stays linearizable through leader cut-offs', () => {
+      for (const seed of [1, 2]) {
+        const { clients, verdict } = cutOffLeaderRun(realEngine, seed, ASKER_KNOBS);
+        assert.equal(verdict.verdict, 'ok', `seed ${seed}: ${verdict.verdict !== 'ok' ? verdict.explanation : ''}`);
+        assert.ok(clients.counts.askerReadsServed > 0, `seed ${seed}: reads named their asker`);
+        assert.ok(clients.counts.writesAcked > 20, `seed ${seed}: writes were acknowledged`);
+      }
+    });
+
+    it("a learner on the deposed leader's side forwards reads that are no ack: linearizable", () => {
+      for (const seed of [1, 2]) {
+        const { clients, verdict } = learnerSideRun(realEngine, seed);
+        assert.equal(verdict.verdict, 'ok', `seed ${seed}: ${verdict.verdict !== 'ok' ? verdict.explanation : ''}`);
+        assert.ok(clients.counts.askerReadsServed > 0, `seed ${seed}: reads named their asker`);
+      }
+    });
+
+    it("an asker's ack reused for the leader's later reads gives a stale read the checker catches", () => {
+      const caught = firstViolation(
+        'reusesAskerAck',
+        (seed) => cutOffLeaderRun(reusesAskerAck, seed, ASKER_KNOBS).verdict,
+      );
+      assert.ok(caught && caught.verdict === 'violation', `a stale read within ${STALE_SEED_COUNT_MAX} runs`);
+      assert.ok(
+        caught.minimalOperations.some((op) => op.input.kind === 'get'),
+        'a read is among the minimal operations',
+      );
+    });
+
+    it("a learner's forwarded read counted as an ack gives a stale read the checker catches", () => {
+      const caught = firstViolation('countsLearnerAsker', (seed) => learnerSideRun(countsLearnerAsker, seed).verdict);
+      assert.ok(caught && caught.verdict === 'violation', `a stale read within ${STALE_SEED_COUNT_MAX} runs`);
+      assert.ok(
+        caught.minimalOperations.some((op) => op.input.kind === 'get'),
+        'a read is among the minimal operations',
+      );
+    });
   });
 });

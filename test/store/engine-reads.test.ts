@@ -139,4 +139,35 @@ describe('store: read indexes from the engine', () => {
     await turn();
     assert.equal(submitted.length, 1, 'nothing is sent for requests already rejected');
   });
+  it("gathers a forwarding member's requests apart: one input per asker and term, none shared with other reads", async () => {
+    const { engine, submitted } = fakeEngine();
+    const reads = new EngineReads(engine);
+    const own = reads.take(Date.now() + 5_000);
+    const fromB = [
+      reads.take(Date.now() + 5_000, { id: 2, term: 4 }),
+      reads.take(Date.now() + 5_000, { id: 2, term: 4 }),
+    ];
+    const fromC = reads.take(Date.now() + 5_000, { id: 3, term: 4 });
+    const fromBOlder = reads.take(Date.now() + 5_000, { id: 2, term: 3 });
+    await turn();
+    const inputs = submitted.map((i) => (i.type === 'readIndex' ? { asker: i.asker } : { asker: undefined }));
+    assert.deepEqual(inputs, [
+      { asker: undefined },
+      { asker: { id: 2, term: 4 } },
+      { asker: { id: 3, term: 4 } },
+      { asker: { id: 2, term: 3 } },
+    ]);
+    for (const [i, input] of submitted.entries())
+      reads.onResult({
+        type: 'readIndexResult',
+        readId: readIdOf(input),
+        index: 20 + i,
+        refusal: null,
+        leaderHint: '',
+      });
+    assert.deepEqual(
+      (await Promise.all([own, ...fromB, fromC, fromBOlder])).map((a) => a.commitSeq),
+      [20, 21, 21, 22, 23],
+    );
+  });
 });

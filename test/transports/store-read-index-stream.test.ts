@@ -11,6 +11,7 @@ import {
   StoreClientPool,
   storeService,
   storeServiceDefinition,
+  type ReadIndexAskerClaim,
   type StoreServiceHandler,
 } from '../../transports/store-rpc/store-service.js';
 import { probeCredentials, startOldStoreServer } from '../node/grpc-probe.js';
@@ -24,6 +25,7 @@ interface Held {
   resolve: (answer: { commitSeq: number; term: number }) => void;
   reject: (err: unknown) => void;
   deadlineAt: number;
+  asker: ReadIndexAskerClaim | undefined;
 }
 
 async function serve(server: grpc.Server): Promise<string> {
@@ -51,7 +53,8 @@ describe('node: ReadIndexStream (read indexes as messages on one open call)', fu
   let unaryReadIndexCalls = 0;
   const handler: StoreServiceHandler = {
     propose: () => Promise.reject(new StoreCallError(grpc.status.UNIMPLEMENTED, 'not in this test')),
-    readIndex: (deadlineAt) => new Promise((resolve, reject) => held.push({ resolve, reject, deadlineAt })),
+    readIndex: (deadlineAt, asker) =>
+      new Promise((resolve, reject) => held.push({ resolve, reject, deadlineAt, asker })),
     get: () => Promise.reject(new StoreCallError(grpc.status.UNIMPLEMENTED, 'not in this test')),
   };
   const service = storeService({
@@ -111,6 +114,28 @@ describe('node: ReadIndexStream (read indexes as messages on one open call)', fu
       held.every((h) => h.deadlineAt <= Date.now() + DEADLINE_MS),
       'each request carries its own deadline',
     );
+  });
+
+  it('names no asker without a peer certificate, whatever term the request says (plaintext: stream and unary)', async () => {
+    const streamed = pool.readIndex(to, Date.now() + DEADLINE_MS, 7);
+    await waitFor(() => held.length === 1, 'the request');
+    assert.equal(held[0]!.asker, undefined);
+    held[0]!.resolve({ commitSeq: 1, term: 7 });
+    await streamed;
+    const unaryPool = new StoreClientPool({
+      credentials: grpc.credentials.createInsecure(),
+      channelOptions: {},
+      overStreams: false,
+    });
+    try {
+      const unaryAsked = unaryPool.readIndex(to, Date.now() + DEADLINE_MS, 7);
+      await waitFor(() => held.length === 2, 'the unary request');
+      assert.equal(held[1]!.asker, undefined);
+      held[1]!.resolve({ commitSeq: 1, term: 7 });
+      await unaryAsked;
+    } finally {
+      unaryPool.close();
+    }
   });
 
   it("keeps a refusal's code and leader hint, and a request past its deadline fails alone", async () => {
@@ -305,6 +330,55 @@ describe('node: ReadIndexStream on a 3-node cluster', function () {
       const answer = await pool.readIndex(next.grpcAddress, Date.now() + DEADLINE_MS);
       assert.ok(answer.term > 0 && answer.commitSeq > 0);
       assert.ok(pool.readIndexStreamCalls > openedBeforeStop, 'the ended streams were reopened');
+    } finally {
+      pool.close();
+    }
+  });
+});
+
+describe("node: a follower's read-index request is one ack of the leader's round (the asker's ack)", function () {
+  this.timeout(90_000);
+  const cluster = new InProcessCluster();
+
+  before(async function () {
+    // A slow clock (500 ms ticks): the leader, cut off below, keeps leading for seconds, not one.
+    await cluster.start(['a1', 'a2', 'a3'], ['a1', 'a2', 'a3'], { tickMs: 500 });
+    await cluster.waitLeader(30_000);
+  });
+  after(() => cluster.stop());
+
+  it("with both followers gone, a voter's certificate and the leader's term still get a read index; a round-less read does not", async () => {
+    const leader = await cluster.waitLeader();
+    const { version } = await leader.store.put('ack/a', { v: 1 });
+    const [gone, other] = cluster.followers();
+    await Promise.all([gone!.stop(), other!.stop()]);
+    const term = leader.status().term;
+    assert.equal(leader.status().role, 'leader', 'still leading (check-quorum has not run out)');
+    // The pool holds the stopped follower's certificate: to the leader it is that voter, asking in its term.
+    const { credentials, options } = probeCredentials(cluster.pki.tls(gone!.status().name), cluster.pki.clusterId);
+    const pool = new StoreClientPool({ credentials, channelOptions: options });
+    try {
+      const answer = await pool.readIndex(leader.grpcAddress, Date.now() + 2_000, term);
+      assert.equal(answer.term, term);
+      assert.ok(answer.commitSeq >= version, 'the index covers the acknowledged write');
+      const unaryPool = new StoreClientPool({ credentials, channelOptions: options, overStreams: false });
+      try {
+        assert.equal((await unaryPool.readIndex(leader.grpcAddress, Date.now() + 2_000, term)).term, term, 'unary too');
+      } finally {
+        unaryPool.close();
+      }
+      // Without the asker's ack the leader needs a round no follower can answer.
+      for (const [what, askTerm] of [
+        ['no term', 0],
+        ['a term above the leader', term + 1],
+        ['a term below the leader', term - 1],
+      ] as const) {
+        const refused = await rejection(pool.readIndex(leader.grpcAddress, Date.now() + 800, askTerm));
+        assert.ok(
+          [grpc.status.DEADLINE_EXCEEDED, grpc.status.ABORTED].includes(refused.code),
+          `${what}: no index (${refused.message})`,
+        );
+      }
     } finally {
       pool.close();
     }

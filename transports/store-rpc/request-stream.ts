@@ -6,6 +6,7 @@
 // as a message with an id and its own deadline; the leader answers each under its id, in any order, with a
 // status of its own (a refusal names the leader, as the unary trailer would).
 import * as grpc from '@grpc/grpc-js';
+import { callerOf, type ServerCallLike } from '../grpc/peer-identity.js';
 import { TRAILER_LEADER, UnaryCallError, type CallErrorOf } from '../grpc/unary-call.js';
 
 /** Failure is a request's non-OK answer: a gRPC status code, details and, from a non-leader, the leader's address. */
@@ -25,8 +26,13 @@ export interface RequestStreamServerOptions<Request, Answer> {
   method: string;
   /** decode reads one request message (it throws on a malformed one, which ends the call). */
   decode(bytes: Buffer): { requestId: number; request: Request };
-  /** handle answers one request that arrived at arrivedAt (a UnaryCallError carries a status and a leader hint). */
-  handle(request: Request, arrivedAt: number): Promise<Answer>;
+  /**
+   * handle answers one request that arrived at arrivedAt (a UnaryCallError carries a status and a leader hint);
+   * peer: the member the call's peer certificate names ('' without one: plaintext), with namesPeer only.
+   */
+  handle(request: Request, arrivedAt: number, peer: string): Promise<Answer>;
+  /** namesPeer: hand `handle` the peer certificate's member name (read once per call: peer-identity.ts caches it). */
+  namesPeer?: boolean;
   encodeAnswer(requestId: number, answer: Answer): Uint8Array;
   encodeFailure(requestId: number, failure: Failure): Uint8Array;
   /** openRequestCountMax bounds the requests one call may have open; more are answered RESOURCE_EXHAUSTED. */
@@ -49,6 +55,7 @@ export class RequestStreamServer<Request, Answer> {
     this.calls.add(call);
     let openRequests = 0;
     let ended = false;
+    const peer = options.namesPeer === true ? peerName(call) : '';
     const finish = (): void => {
       if (ended) return;
       ended = true;
@@ -84,7 +91,7 @@ export class RequestStreamServer<Request, Answer> {
       openRequests++;
       let answered: Promise<Answer>;
       try {
-        answered = options.handle(request, Date.now());
+        answered = options.handle(request, Date.now(), peer);
       } catch (err) {
         answered = Promise.reject(err);
       }
@@ -129,6 +136,15 @@ export class RequestStreamServer<Request, Answer> {
       call.emit('error', { code: grpc.status.UNAVAILABLE, details });
     }
   }
+}
+
+/**
+ * peerName: the member name of the call's peer certificate, '' when it has none (a plaintext server) or it is
+ * not a peer's. The server's gate (peer-gate.ts) has already refused a caller that is not a member.
+ */
+export function peerName(call: ServerCallLike): string {
+  const caller = callerOf(call);
+  return caller.identity?.role === 'peer' ? caller.identity.name : '';
 }
 
 // ---------------------------------------------------------------- client half

@@ -53,7 +53,7 @@ export class StoreClientPool {
   private readonly queued = new Map<string, QueuedProposal[]>();
   private readonly batchUnsupported = new Set<string>();
   private readonly batchCountMax: number;
-  private readonly readIndexStreams: StreamsByAddress<null, ReadIndexAnswer>;
+  private readonly readIndexStreams: StreamsByAddress<number, ReadIndexAnswer>;
   private readonly getStreams: StreamsByAddress<string, GetAnswer>;
   private readonly proposeStreams: StreamsByAddress<QueuedProposal[], pb.ProposeItemAnswer[]>;
   private readonly overStreams: boolean;
@@ -84,13 +84,13 @@ export class StoreClientPool {
     });
     const idleMs = options.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
     this.readIndexStreams = new StreamsByAddress(this.channels, STORE_METHODS.readIndexStream, idleMs, {
-      encode: (requestId, _request, timeoutMs) => pb.ReadIndexStreamRequest.encode({ requestId, timeoutMs }).finish(),
+      encode: (requestId, term, timeoutMs) => pb.ReadIndexStreamRequest.encode({ requestId, timeoutMs, term }).finish(),
       decode: (bytes) => {
         const r = pb.ReadIndexStreamResponse.decode(bytes);
         return answered(r, { commitSeq: r.commitSeq, term: r.term });
       },
       fallback: (to, requests) => {
-        for (const r of requests) this.readIndexUnary(to, r.deadlineAt).then(r.resolve, r.reject);
+        for (const r of requests) this.readIndexUnary(to, r.deadlineAt, r.request).then(r.resolve, r.reject);
       },
     });
     this.getStreams = new StreamsByAddress(this.channels, STORE_METHODS.getStream, idleMs, {
@@ -144,12 +144,16 @@ export class StoreClientPool {
     });
   }
 
-  /** readIndex asks the leader `to` for a read index: a message on the open ReadIndexStream call, or a unary call to an old peer. */
-  readIndex(to: string, deadlineAt: number): Promise<ReadIndexAnswer> {
+  /**
+   * readIndex asks the leader `to` for a read index: a message on the open ReadIndexStream call, or a unary call to
+   * an old peer. term: this member's term as it asks (0 = none), which makes it one ack of the leader's round for
+   * the reads this request carries — only reads that began before this call (store.proto, ReadIndexRequest).
+   */
+  readIndex(to: string, deadlineAt: number, term = 0): Promise<ReadIndexAnswer> {
     if (this.closed) return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, 'store client pool is closed'));
     this.callCounts.readIndex++;
-    if (!this.overStreams || !this.readIndexStreams.supported(to)) return this.readIndexUnary(to, deadlineAt);
-    return this.readIndexStreams.ask(to, null, deadlineAt);
+    if (!this.overStreams || !this.readIndexStreams.supported(to)) return this.readIndexUnary(to, deadlineAt, term);
+    return this.readIndexStreams.ask(to, term, deadlineAt);
   }
 
   /**
@@ -281,12 +285,12 @@ export class StoreClientPool {
     }
   }
 
-  private async readIndexUnary(to: string, deadlineAt: number): Promise<ReadIndexAnswer> {
+  private async readIndexUnary(to: string, deadlineAt: number, term: number): Promise<ReadIndexAnswer> {
     this.callCounts.readIndexUnary++;
     const bytes = await this.channels.call(
       to,
       STORE_METHODS.readIndex,
-      Buffer.from(pb.ReadIndexRequest.encode({}).finish()),
+      Buffer.from(pb.ReadIndexRequest.encode({ term }).finish()),
       deadlineAt,
     );
     try {

@@ -5,7 +5,7 @@
 // follower uses to reach the leader is store-client-pool.ts.
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
-import { RequestStreamServer, type Failure } from './request-stream.js';
+import { RequestStreamServer, peerName, type Failure } from './request-stream.js';
 import { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type ReadIndexAnswer } from './store-calls.js';
 
 export { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type ReadIndexAnswer };
@@ -22,8 +22,12 @@ export interface StoreServiceHandler {
     deadlineAt: number,
     requestId: string,
   ): Promise<{ seq: number; result: pb.CommandResult }>;
-  /** readIndex answers this leader's read index: its commit seqno, once its engine has confirmed its leadership (store/engine-reads.ts). */
-  readIndex(deadlineAt: number): Promise<ReadIndexAnswer>;
+  /**
+   * readIndex answers this leader's read index: its commit seqno, once its engine has confirmed its leadership
+   * (store/engine-reads.ts). asker: the member the caller's peer certificate names and the term its request
+   * carried (absent without a certificate or a term): the engine may count it as one ack (engine/read-index.ts).
+   */
+  readIndex(deadlineAt: number, asker?: ReadIndexAskerClaim): Promise<ReadIndexAnswer>;
   /** get reads one key as this member's store reads it (read index, local apply, local state); any member answers. */
   get(key: string, deadlineAt: number): Promise<GetAnswer>;
 }
@@ -39,6 +43,17 @@ export interface StoreServiceOptions {
   /** streamOpenRequestCountMax bounds the requests open on one ReadIndexStream or ProposeStream call. */
   streamOpenRequestCountMax: number;
   onWarning?: (message: string) => void;
+}
+
+/** ReadIndexAskerClaim: who asks for a read index (its certificate's name, never a request field) and its term then. */
+export interface ReadIndexAskerClaim {
+  name: string;
+  term: number;
+}
+
+/** askerClaim: the asker of a read-index request, when both a peer certificate and a term say who and when. */
+function askerClaim(peer: string, term: number): ReadIndexAskerClaim | undefined {
+  return peer !== '' && term > 0 ? { name: peer, term } : undefined;
 }
 
 const identity = (bytes: Buffer): Buffer => bytes;
@@ -77,16 +92,18 @@ export function storeService(options: StoreServiceOptions): StoreService {
     openRequestCountMax: options.streamOpenRequestCountMax,
     ...(options.onWarning ? { onWarning: options.onWarning } : {}),
   };
-  const readIndexStreams = new RequestStreamServer<number, ReadIndexAnswer>({
+  const readIndexStreams = new RequestStreamServer<{ timeoutMs: number; term: number }, ReadIndexAnswer>({
     ...common,
     method: 'ReadIndexStream',
+    namesPeer: true,
     decode: (bytes) => {
       const request = pb.ReadIndexStreamRequest.decode(bytes);
-      return { requestId: request.requestId, request: request.timeoutMs };
+      return { requestId: request.requestId, request: { timeoutMs: request.timeoutMs, term: request.term } };
     },
-    handle: (timeoutMs, arrivedAt) =>
+    handle: ({ timeoutMs, term }, arrivedAt, peer) =>
       options.handler.readIndex(
         arrivedAt + (timeoutMs > 0 ? Math.min(timeoutMs, options.callDeadlineMs) : options.callDeadlineMs),
+        askerClaim(peer, term),
       ),
     encodeAnswer: (requestId, { commitSeq, term }) =>
       pb.ReadIndexStreamResponse.encode({
@@ -289,13 +306,14 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
       );
     },
     readIndex: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+      let request: pb.ReadIndexRequest;
       try {
-        pb.ReadIndexRequest.decode(call.request);
+        request = pb.ReadIndexRequest.decode(call.request);
       } catch (err) {
         respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ReadIndexRequest: ${String(err)}` }, null);
         return;
       }
-      options.handler.readIndex(deadlineOf(call)).then(
+      options.handler.readIndex(deadlineOf(call), askerClaim(peerName(call), request.term)).then(
         (answer) => respond(null, Buffer.from(pb.ReadIndexResponse.encode(answer).finish())),
         (err: unknown) => fail(respond, err, 'ReadIndex'),
       );

@@ -142,6 +142,12 @@ export interface ProposeBatchResponse {
 }
 
 export interface ReadIndexRequest {
+  /**
+   * term: the sender's current term as it sent the request (0 = not said: an older sender). A member the
+   * sender's certificate names, a voter holding the leader's term, counts as one ack of the leader's
+   * confirmation round for the reads this request carries (docs/protocol.md, "The asker's ack").
+   */
+  term: number;
 }
 
 export interface ReadIndexResponse {
@@ -154,6 +160,8 @@ export interface ReadIndexStreamRequest {
   requestId: number;
   /** timeout_ms is the request's own deadline, relative to its arrival (0 = the server's call deadline). */
   timeoutMs: number;
+  /** term: as ReadIndexRequest's. The request must carry only reads that began before it was sent. */
+  term: number;
 }
 
 /**
@@ -930,11 +938,14 @@ export const ProposeBatchResponse: MessageFns<ProposeBatchResponse> = {
 };
 
 function createBaseReadIndexRequest(): ReadIndexRequest {
-  return {};
+  return { term: 0 };
 }
 
 export const ReadIndexRequest: MessageFns<ReadIndexRequest> = {
-  encode(_: ReadIndexRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: ReadIndexRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.term !== 0) {
+      writer.uint32(8).uint64(message.term);
+    }
     return writer;
   },
 
@@ -951,6 +962,14 @@ export const ReadIndexRequest: MessageFns<ReadIndexRequest> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.term = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -963,20 +982,24 @@ export const ReadIndexRequest: MessageFns<ReadIndexRequest> = {
     }
   },
 
-  fromJSON(_: any): ReadIndexRequest {
-    return {};
+  fromJSON(object: any): ReadIndexRequest {
+    return { term: isSet(object.term) ? globalThis.Number(object.term) : 0 };
   },
 
-  toJSON(_: ReadIndexRequest): unknown {
+  toJSON(message: ReadIndexRequest): unknown {
     const obj: any = {};
+    if (message.term !== 0) {
+      obj.term = Math.round(message.term);
+    }
     return obj;
   },
 
   create(base?: DeepPartial<ReadIndexRequest>): ReadIndexRequest {
     return ReadIndexRequest.fromPartial(base ?? {});
   },
-  fromPartial(_: DeepPartial<ReadIndexRequest>): ReadIndexRequest {
+  fromPartial(object: DeepPartial<ReadIndexRequest>): ReadIndexRequest {
     const message = createBaseReadIndexRequest();
+    message.term = object.term ?? 0;
     return message;
   },
 };
@@ -1071,7 +1094,7 @@ export const ReadIndexResponse: MessageFns<ReadIndexResponse> = {
 };
 
 function createBaseReadIndexStreamRequest(): ReadIndexStreamRequest {
-  return { requestId: 0, timeoutMs: 0 };
+  return { requestId: 0, timeoutMs: 0, term: 0 };
 }
 
 export const ReadIndexStreamRequest: MessageFns<ReadIndexStreamRequest> = {
@@ -1081,6 +1104,9 @@ export const ReadIndexStreamRequest: MessageFns<ReadIndexStreamRequest> = {
     }
     if (message.timeoutMs !== 0) {
       writer.uint32(16).uint32(message.timeoutMs);
+    }
+    if (message.term !== 0) {
+      writer.uint32(24).uint64(message.term);
     }
     return writer;
   },
@@ -1114,6 +1140,14 @@ export const ReadIndexStreamRequest: MessageFns<ReadIndexStreamRequest> = {
             message.timeoutMs = reader.uint32();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.term = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1138,6 +1172,7 @@ export const ReadIndexStreamRequest: MessageFns<ReadIndexStreamRequest> = {
         : isSet(object.timeout_ms)
         ? globalThis.Number(object.timeout_ms)
         : 0,
+      term: isSet(object.term) ? globalThis.Number(object.term) : 0,
     };
   },
 
@@ -1149,6 +1184,9 @@ export const ReadIndexStreamRequest: MessageFns<ReadIndexStreamRequest> = {
     if (message.timeoutMs !== 0) {
       obj.timeoutMs = Math.round(message.timeoutMs);
     }
+    if (message.term !== 0) {
+      obj.term = Math.round(message.term);
+    }
     return obj;
   },
 
@@ -1159,6 +1197,7 @@ export const ReadIndexStreamRequest: MessageFns<ReadIndexStreamRequest> = {
     const message = createBaseReadIndexStreamRequest();
     message.requestId = object.requestId ?? 0;
     message.timeoutMs = object.timeoutMs ?? 0;
+    message.term = object.term ?? 0;
     return message;
   },
 };
