@@ -39,6 +39,7 @@ import {
   type CertIdentity,
 } from '../../transports/grpc/peer-identity.js';
 import { PeerServer } from '../../transports/grpc/server.js';
+import { PEER_NAMES_OPTION } from '../../transports/grpc/peer-resolver.js';
 import {
   peerClientCredentials,
   peerHttp2Dial,
@@ -89,6 +90,7 @@ import { Proposals } from '../../store/proposals.js';
 import { ServedCalls } from '../../transports/node/served-calls.js';
 import { SnapshotTransfer } from '../../transports/node/snapshot-transfer.js';
 import { fetchStatusDocument, pollLeaderStatus } from '../../transports/node/status-poll.js';
+import { PeerNames } from '../../transports/node/peer-names.js';
 import { ClusterFeed } from '../../transports/node/cluster-feed.js';
 import { rosterMembers } from '../../transports/node/cluster-events.js';
 import { StoreRouter } from '../../store/store-router.js';
@@ -151,7 +153,12 @@ export class Node {
   private peerServer: PeerServer | null = null;
   private http: NodeHttpServer | null = null;
   private metricsServer: NodeHttpServer | null = null;
-  /** statusPollAgent trusts the CA of the members' HTTPS ports, for the status poll (null: plaintext). */
+  /**
+   * peerNames looks up the host names this node dials (peers' gRPC and HTTP addresses) with c-ares, cancelled at
+   * the stop: a getaddrinfo still running would hold the process's exit (transports/node/peer-names.ts).
+   */
+  private readonly peerNames: PeerNames;
+  /** statusPollAgent dials members' HTTP ports for the status poll and /cluster: their CA when HTTPS, peerNames' lookup. */
   private statusPollAgent: Agent | null = null;
   private pool: PeerPool | null = null;
   private storeClients: StoreClientPool | null = null;
@@ -189,6 +196,7 @@ export class Node {
     } catch (err) {
       throw new ConfigError((err as Error).message);
     }
+    this.peerNames = new PeerNames(this.grpcLimits.nameLookupTimeoutMs);
     // A proposal's outcome is read back by its request id (store/proposals.ts): the state machine must still
     // remember every command a leader may have uncommitted.
     const proposalQueueCountMax =
@@ -422,7 +430,12 @@ export class Node {
     }));
     if (security.mode === 'mtls') security.clusterId = clusterId;
     // Every peer call this node makes names its cluster; every server it dials must be a peer of it (tls.ts).
-    const peerChannel = { ...nameOverride, ...clusterChannelOptions(clusterId) };
+    // Their host names are looked up through peerNames (grpc/peer-resolver.ts), not grpc-js's getaddrinfo.
+    const peerChannel = {
+      ...nameOverride,
+      ...clusterChannelOptions(clusterId),
+      [PEER_NAMES_OPTION]: this.peerNames,
+    };
     const restored = await this.recover(this.storage);
     await this.disk.refresh();
     return { clusterId, peerChannel, restored };
@@ -603,7 +616,9 @@ export class Node {
       });
     };
     if (config.httpListenAt.port === 0) await this.openHttp();
-    this.statusPollAgent = httpTls ? new Agent({ connect: { ca: httpTls.trust } }) : null;
+    this.statusPollAgent = new Agent({
+      connect: { ...(httpTls ? { ca: httpTls.trust } : {}), lookup: this.peerNames.lookup },
+    });
     this.metricsServer = await startHttpServer({
       host: config.metricsListenAt.host,
       port: config.metricsListenAt.port,
@@ -636,7 +651,11 @@ export class Node {
       // The unary calls a write or a read waits on go over the lean HTTP/2 client (transports/grpc/lean-unary.ts),
       // with the same security and the cluster id the channel's interceptor adds.
       lean: {
-        dial: peerHttp2Dial(security, config.tls.mode === 'mtls' ? config.tls.serverNameOverride : undefined),
+        dial: peerHttp2Dial(
+          security,
+          config.tls.mode === 'mtls' ? config.tls.serverNameOverride : undefined,
+          this.peerNames.lookup,
+        ),
         headers: this.clusterIdValue === '' ? {} : { [CLUSTER_ID_METADATA_KEY]: this.clusterIdValue },
       },
       deliver: (input) => {
@@ -1153,6 +1172,8 @@ export class Node {
       this.rejectWaiting(new StoreUnavailableError('node stopped'));
       this.pool?.close();
       this.storeClients?.close();
+      // Lookups still waiting for the DNS end now (ECANCELLED): none is left for the process's exit to wait on.
+      this.peerNames.close();
       // Members' Store streams never end by themselves: end them so the server stops without waiting out its grace.
       this.storeService?.endStreams('node stopping');
       await this.peerServer?.close(this.config.limits.stopGraceMs);

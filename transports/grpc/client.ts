@@ -19,6 +19,7 @@ import { snapshotChunks, splitSnapshot, type FetchOptions, type SnapshotParts } 
 import { fromStatusObject, rpcStatus } from './status.js';
 import { stamp } from '../node/write-trace.js';
 import { LeanUnaryClient, type LeanDial } from './lean-unary.js';
+import { grpcTarget } from './peer-resolver.js';
 
 /** TransportInput is every engine input a call's outcome becomes. */
 export type TransportInput = Extract<Input, { type: 'response' | 'callFailed' | 'streamChunk' | 'streamEnded' }>;
@@ -143,10 +144,8 @@ export class PeerPool {
     if (existing) return existing;
     if (to.trim() === '') return 'no peer address';
     try {
-      const client = new grpc.Client(to, this.options.credentials, {
-        ...clientChannelOptions(this.limits),
-        ...this.options.channelOptions,
-      });
+      const channelOptions = { ...clientChannelOptions(this.limits), ...this.options.channelOptions };
+      const client = new grpc.Client(grpcTarget(to, channelOptions), this.options.credentials, channelOptions);
       this.clients.set(to, client);
       return client;
     } catch (err) {

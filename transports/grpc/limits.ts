@@ -64,6 +64,11 @@ export interface GrpcLimits {
    * again within about this long rather than after TCP's SYN retries (a minute or more).
    */
   connectTimeoutMs: number;
+  /**
+   * nameLookupTimeoutMs bounds one DNS query attempt for a peer's host name (c-ares, transports/node/peer-names.ts;
+   * two attempts per name server). Not getaddrinfo: its lookups cannot be cancelled and a process's exit waits for them.
+   */
+  nameLookupTimeoutMs: number;
   /** initialReconnectBackoffMs is the first reconnect delay after a failed connection (grpc.initial_reconnect_backoff_ms). */
   initialReconnectBackoffMs: number;
   /**
@@ -97,6 +102,7 @@ export const DEFAULT_GRPC_LIMITS: Readonly<GrpcLimits> = Object.freeze({
   keepaliveTimeoutMs: 5_000,
   minPingIntervalWithoutDataMs: 5_000,
   connectTimeoutMs: 5_000,
+  nameLookupTimeoutMs: 2_000,
   initialReconnectBackoffMs: 200,
   maxReconnectBackoffMs: 5_000,
   flowControlWindowBytes: 16 * MiB,

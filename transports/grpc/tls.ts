@@ -3,6 +3,7 @@
 // the same CA. Plaintext exists only when a caller asks for it by name.
 import * as grpc from '@grpc/grpc-js';
 import * as http2 from 'node:http2';
+import type { LookupFunction } from 'node:net';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { certIdentity } from './peer-identity.js';
 
@@ -105,19 +106,23 @@ export function peerClientCredentials(security: PeerSecurity): grpc.ChannelCrede
  * peerHttp2Dial opens the HTTP/2 sessions of lean-unary.ts with the same security as peerClientCredentials:
  * this node's certificate, only servers signed by the cluster CA, the host name checked (against
  * serverNameOverride when set, as grpc.ssl_target_name_override does) and, with a cluster id, the server a
- * peer of that cluster.
+ * peer of that cluster. `lookup`, when given, looks the host names up (a node gives its PeerNames' lookup, so
+ * that no dial leaves a getaddrinfo its exit would wait for: transports/node/peer-names.ts).
  */
 export function peerHttp2Dial(
   security: PeerSecurity,
   serverNameOverride?: string,
+  lookup?: LookupFunction,
 ): (address: string) => http2.ClientHttp2Session {
-  if (security.mode === 'insecure') return (address) => http2.connect(`http://${address}`);
+  const resolving = lookup ? { lookup } : {};
+  if (security.mode === 'insecure') return (address) => http2.connect(`http://${address}`, resolving);
   const { material, clusterId } = security;
   const ca = pem(material.ca, 'ca');
   const cert = pem(material.cert, 'cert');
   const key = pem(material.key, 'key');
   return (address) =>
     http2.connect(`https://${address}`, {
+      ...resolving,
       ca,
       cert,
       key,

@@ -2,6 +2,7 @@
 // under a deadline, raw bytes both ways (decoding is the caller's), and a failure turned into the
 // pool's own error type with the leader hint a refusing member put in the trailers.
 import * as grpc from '@grpc/grpc-js';
+import { grpcTarget } from './peer-resolver.js';
 
 /** TRAILER_LEADER names the leader's gRPC address on a refusal from a member that is not the leader. */
 export const TRAILER_LEADER = 'x-svc-leader';
@@ -128,7 +129,11 @@ export class UnaryChannels {
     let client = this.clients.get(to);
     if (!client) {
       try {
-        client = new grpc.Client(to, this.options.credentials, this.options.channelOptions);
+        client = new grpc.Client(
+          grpcTarget(to, this.options.channelOptions),
+          this.options.credentials,
+          this.options.channelOptions,
+        );
       } catch (err) {
         throw this.options.errorOf(grpc.status.UNAVAILABLE, `cannot dial ${JSON.stringify(to)}: ${String(err)}`, '');
       }
