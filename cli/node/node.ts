@@ -125,6 +125,8 @@ export class Node {
 
   private state: NodeState = 'new';
   private stopping: Promise<void> | null = null;
+  /** startStage is the start's bounded stage in progress, which a stop waits for before it closes what is open. */
+  private startStage: Promise<unknown> = Promise.resolve();
   private failure: Error | null = null;
   private resolveFailed!: (err: Error) => void;
   private readonly buildVersion: string;
@@ -340,7 +342,8 @@ export class Node {
     try {
       await this.startParts();
     } catch (err) {
-      this.log.error({ err: String(err) }, 'start failed');
+      if (err instanceof StoppedDuringStartError) this.log.info('start ended: the node was stopped');
+      else this.log.error({ err: String(err) }, 'start failed');
       await this.shutdown();
       throw err;
     }
@@ -366,19 +369,19 @@ export class Node {
   private async startParts(): Promise<void> {
     const config = this.config;
     const phases = new StartPhases();
-    const security = await this.loadSecurity();
+    const security = await this.stage(this.loadSecurity());
     // Loaded only with an api section: a node without the API loads none of Express, BullMQ or the image code.
-    const nodeApi = config.api ? await import('./node-api.js') : null;
-    if (config.api && nodeApi) await nodeApi.readApiSecretKey(config.api).catch(rethrowAsConfigError);
+    const nodeApi = config.api ? await this.stage(import('./node-api.js')) : null;
+    if (config.api && nodeApi) await this.stage(nodeApi.readApiSecretKey(config.api).catch(rethrowAsConfigError));
     phases.mark('load');
-    const { clusterId, peerChannel, restored } = await this.openStorage(security);
+    const { clusterId, peerChannel, restored } = await this.stage(this.openStorage(security));
     phases.mark('storage');
     this.served = this.servedCalls();
     const storeService = (this.storeService = this.createStoreService());
-    await this.listenPeers(security, clusterId, storeService, this.createAdminService());
-    await this.listenHttp();
+    await this.stage(this.listenPeers(security, clusterId, storeService, this.createAdminService()));
+    await this.stage(this.listenHttp());
     phases.mark('listen');
-    const driver = await this.startEngine(restored, security, peerChannel);
+    const driver = await this.stage(this.startEngine(restored, security, peerChannel));
     this.clusterFeed = this.createClusterFeed(driver);
     this.transfer = this.snapshotTransfer(driver);
     const replicatedStore = this.startStore(driver);
@@ -393,9 +396,12 @@ export class Node {
       let serving = (): void => undefined;
       const servingNow = new Promise<void>((resolve) => (serving = resolve));
       const apiStarted = this.startApi(nodeApi, config.api, serving);
+      // Not a stage the stop waits for: the API's start can wait without bound (its Redis); startApi closes an
+      // API whose start ends after the stop.
       await Promise.race([apiStarted, servingNow]);
+      this.throwIfStopping();
       try {
-        await this.openHttp?.();
+        await this.stage(this.openHttp?.() ?? Promise.resolve());
       } catch (err) {
         // The API's start goes on: let it finish, so that the stop that follows closes it.
         await apiStarted.catch(() => undefined);
@@ -404,8 +410,23 @@ export class Node {
       await apiStarted;
     }
     phases.mark('api');
-    await this.openHttp?.();
+    await this.stage(this.openHttp?.() ?? Promise.resolve());
     this.logStarted(driver, clusterId, phases);
+  }
+
+  /**
+   * stage runs one bounded stage of the start (module loads, files, listeners). A stop asked for meanwhile waits
+   * for the stage, so that it closes what the stage opened, and the start then ends here (StoppedDuringStartError).
+   */
+  private async stage<T>(work: Promise<T>): Promise<T> {
+    this.startStage = work.catch(() => undefined);
+    const value = await work;
+    this.throwIfStopping();
+    return value;
+  }
+
+  private throwIfStopping(): void {
+    if (this.stopping !== null) throw new StoppedDuringStartError();
   }
 
   /** openStorage opens the WAL and snapshots, settles the cluster id, and reads back the engine's state. */
@@ -777,7 +798,7 @@ export class Node {
   /** startApi starts the developer API on the replicated store (only with an api section). */
   private async startApi(nodeApi: NodeApiModule, apiConfig: NodeApiConfig, serving: () => void): Promise<void> {
     const config = this.config;
-    this.api = await nodeApi
+    const api = await nodeApi
       .startNodeApi(apiConfig, {
         store: this.store,
         dataDir: config.dataDir,
@@ -786,7 +807,7 @@ export class Node {
         ready: () => this.readyProblem() === null,
         ...(this.clusterFeed ? { cluster: this.clusterFeed } : {}),
         onServing: (handler) => {
-          this.apiServing = handler;
+          if (this.stopping === null) this.apiServing = handler;
           serving();
         },
         // Read at each networked run's start: a member added or moved since is denied from then on.
@@ -797,6 +818,14 @@ export class Node {
         ],
       })
       .catch(rethrowAsConfigError);
+    if (this.stopping !== null) {
+      // Stopped while the API started (its Redis came late): the stop did not see this API, so close it here.
+      await api
+        .close()
+        .catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
+      throw new StoppedDuringStartError();
+    }
+    this.api = api;
   }
 
   private logStarted(driver: Driver, clusterId: string, phases: StartPhases): void {
@@ -1157,6 +1186,8 @@ export class Node {
   private shutdown(): Promise<void> {
     this.stopping ??= (async () => {
       this.state = 'stopping';
+      // A stop during the start lets the start's current stage finish (bounded), so that it closes what it opened.
+      await this.startStage;
       if (this.diskTimer) clearInterval(this.diskTimer);
       this.clusterFeed?.close();
       // The API goes first (new requests answer 503), while the store can still finish what it started.
@@ -1196,6 +1227,14 @@ function rethrowAsConfigError(err: unknown): never {
   if (err instanceof Error && err.name === 'ConfigError' && !(err instanceof ConfigError))
     throw new ConfigError(err.message);
   throw err;
+}
+
+/** StoppedDuringStartError ends a start that a stop came in the middle of. */
+export class StoppedDuringStartError extends Error {
+  constructor() {
+    super('the node was stopped during its start');
+    this.name = 'StoppedDuringStartError';
+  }
 }
 
 function assertNever(value: never): never {
