@@ -83,6 +83,7 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
       io.err.write(`svc node ${config.name}: stopping before it finished starting (${first.stopAsked})\n`);
       const stopped = await withTimeout(node.stop(), NODE_STOP_TIMEOUT_MS);
       io.err.write(`svc node ${config.name}: ${stopped ? 'stopped' : 'did not stop in time; exiting anyway'}\n`);
+      reportStillActive(io, config.name);
       return stopped ? EXIT_OK : EXIT_FAILED;
     }
     if (first.failed) {
@@ -119,6 +120,7 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
       return EXIT_FAILED;
     }
     io.err.write(`svc node ${config.name}: stopped\n`);
+    reportStillActive(io, config.name);
     return outcome.failed ? EXIT_FAILED : EXIT_OK;
   } finally {
     stopTrace();
@@ -126,6 +128,37 @@ export async function runNodeCommand(args: string[], io: Io): Promise<number> {
     process.off('SIGTERM', onSignal);
     process.off('disconnect', onDisconnect);
   }
+}
+
+/**
+ * SETTLING_RESOURCES are what a finished stop may still have in flight for an instant (closes, file operations)
+ * and the process's own stdio (pipes or a terminal): none of them is the node's.
+ */
+const SETTLING_RESOURCES = new Set([
+  'CloseReq',
+  'FSReqCallback',
+  'FSReqPromise',
+  'FileHandleCloseReq',
+  'PipeWrap',
+  'TTYWrap',
+]);
+
+/**
+ * reportStillActive names, by type and count, what still keeps the event loop alive once the stop has finished
+ * (process.getActiveResourcesInfo: types only, never addresses or contents). runMain exits at once after it, but
+ * process.exit waits for work running in libuv's threadpool: a GetAddrInfoReqWrap here (a host-name lookup the
+ * DNS does not answer) delays the exit until it ends, which is how a stopped pod got SIGKILLed after its grace.
+ */
+function reportStillActive(io: Io, name: string): void {
+  const counts = new Map<string, number>();
+  for (const type of process.getActiveResourcesInfo())
+    if (!SETTLING_RESOURCES.has(type)) counts.set(type, (counts.get(type) ?? 0) + 1);
+  if (counts.size === 0) return;
+  const listed = [...counts].map(([type, count]) => `${type} ${count}`).join(', ');
+  const lookups = counts.has('GetAddrInfoReqWrap')
+    ? " (a host-name lookup in libuv's threadpool: the exit waits for it to end)"
+    : '';
+  io.err.write(`svc node ${name}: exiting with still active: ${listed}${lookups}\n`);
 }
 
 async function withTimeout(work: Promise<void>, timeoutMs: number): Promise<boolean> {

@@ -137,6 +137,8 @@ describe("svc node: SIGTERM while its peers' names do not resolve", function () 
     assert.ok(exit, `still running after SIGTERM and its stop; stderr:\n${node.stderr}`);
     assert.deepEqual(exit, { code: 0, signal: null }, node.stderr);
     assert.match(node.stderr, new RegExp(`svc node ${name}: stopped`));
+    // The stop closed what it opened: nothing keeps the loop alive at the exit (svc node names what would).
+    assert.doesNotMatch(node.stderr, /still active/);
   }
 
   it('a founder campaigning to peers whose names the DNS does not answer exits 0 within the stop bound', async () => {
