@@ -32,8 +32,10 @@ export class PeerNames {
   private readonly resolver: Resolver;
   private closed = false;
 
-  constructor(nameLookupTimeoutMs: number) {
+  /** servers, when given, are the name servers to ask (ip or ip:port) instead of the system's (/etc/resolv.conf). */
+  constructor(nameLookupTimeoutMs: number, servers?: readonly string[]) {
     this.resolver = new Resolver({ timeout: nameLookupTimeoutMs, tries: NAME_LOOKUP_TRIES });
+    if (servers !== undefined) this.resolver.setServers(servers);
   }
 
   /** lookup is a `lookup` for net.connect, tls.connect, http2.connect and undici's connect options. */
