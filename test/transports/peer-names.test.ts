@@ -5,6 +5,11 @@
 import assert from 'node:assert/strict';
 import { createSocket, type Socket } from 'node:dgram';
 import * as grpc from '@grpc/grpc-js';
+import { createServer } from 'node:http';
+import * as http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { Agent, fetch } from 'undici';
+import { peerHttp2Dial } from '../../transports/grpc/tls.js';
 import { PeerNames } from '../../transports/node/peer-names.js';
 import { grpcTarget, PEER_NAMES_OPTION } from '../../transports/grpc/peer-resolver.js';
 
@@ -152,6 +157,42 @@ describe('transports: PeerNames, peer host names looked up with c-ares', functio
     peerNames.close();
     await assert.rejects(waiting, { code: 'ECANCELLED' });
     await assert.rejects(peerNames.addresses('n2.peers.test'), { code: 'ECANCELLED' });
+  });
+
+  it("the lean client's dial and the status poll's undici Agent connect through its lookup", async () => {
+    const peerNames = names();
+    const h2 = http2.createServer((_req, res) => res.end('h2'));
+    const h1 = createServer((_req, res) => res.end('h1'));
+    await new Promise<void>((resolve) => h2.listen(0, '127.0.0.2', resolve));
+    await new Promise<void>((resolve) => h1.listen(0, '127.0.0.2', resolve));
+    const agent = new Agent({ connect: { lookup: peerNames.lookup } });
+    const session = peerHttp2Dial(
+      { mode: 'insecure' },
+      undefined,
+      peerNames.lookup,
+    )(`n2.peers.test:${(h2.address() as AddressInfo).port}`);
+    try {
+      const viaHttp2 = await new Promise<string>((resolve, reject) => {
+        const stream = session.request({ ':path': '/' });
+        let body = '';
+        stream.setEncoding('utf8');
+        stream.on('data', (chunk: string) => (body += chunk));
+        stream.on('end', () => resolve(body));
+        stream.on('error', reject);
+        stream.end();
+      });
+      assert.equal(viaHttp2, 'h2');
+      const response = await fetch(`http://n2.peers.test:${(h1.address() as AddressInfo).port}/`, {
+        dispatcher: agent,
+      });
+      assert.equal(await response.text(), 'h1');
+      assert.ok(server.queries >= 2, 'both asked the name server');
+    } finally {
+      session.destroy();
+      await agent.close();
+      h1.close();
+      h2.close();
+    }
   });
 
   it("a grpc-js channel under PEER_NAMES_OPTION connects to the address PeerNames gives for its target's name", async () => {
