@@ -89,6 +89,7 @@ import {
   type RestoredState,
   type Role,
   type Roster,
+  type SnapshotExpectation,
   type SnapshotFailureCode,
   type SnapshotMeta,
   type MemberFilter,
@@ -573,6 +574,16 @@ export class EngineCore {
     return this.overlayRecordSeq(id) || Math.max(1, this.log.baseSeq);
   }
 
+  /**
+   * filterEpochFor: the epoch member `id`'s filtered frames and filtered snapshots carry — the seq its
+   * progress took as its match floor (the record that set its filter, or the compaction point when that is
+   * gone), so a snapshot and the ships after it are of one epoch and the member takes both.
+   */
+  filterEpochFor(id: number): number {
+    const floor = this.progress.get(id)?.matchFloor ?? 0;
+    return Math.max(1, floor > 0 ? floor : this.overlaySeq(id));
+  }
+
   /** overlayRecordSeq: overlaySeq's record when our log (or the roster at its base) still shows it, else 0. */
   overlayRecordSeq(id: number): number {
     let after: { seq: number; roster: Roster } | null = null;
@@ -795,7 +806,7 @@ export class EngineCore {
       const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.positions.commitSeq, entries: shipped };
       if (filter) {
         frame.filtered = true;
-        frame.filterEpoch = Math.max(1, pr.matchFloor);
+        frame.filterEpoch = this.filterEpochFor(id);
       }
       const body: ShipSegmentRequest = {
         id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: prevSeq + 1 },
@@ -1281,6 +1292,20 @@ export class EngineCore {
     return this.ownFilter() !== null || (this.hs.filteredData ?? -1) >= 0;
   }
 
+  /**
+   * snapshotExpectation: the snapshot we may install now (snapshot-install.ts snapshotFilterProblem, run by
+   * the driver right before the swap): the full state while we hold the full log (or wipe toward it); else
+   * one filtered at our data's epoch (any, while wiping toward a filtered log) by the filter we know for it,
+   * and not older than a filter change our own log shows.
+   */
+  snapshotExpectation(): SnapshotExpectation {
+    const epoch = this.hs.filteredData ?? -1;
+    if (epoch < 0) return { filtered: false };
+    const filter = epoch >= 1 ? this.dataFilter() : this.ownFilter();
+    const newer = this.hs.selfId === 0 ? 0 : this.overlayRecordSeq(this.hs.selfId);
+    return { filtered: true, epoch, filter, newerEpoch: newer };
+  }
+
   /** holdsFilteredData: what we hold was shipped filtered, or is being wiped toward a filtered log. */
   holdsFilteredData(): boolean {
     return (this.hs.filteredData ?? -1) >= 0;
@@ -1641,9 +1666,10 @@ export class EngineCore {
 
   /**
    * refusePullByFiltered: a filtered member takes its log only from ShipSegment, which the leader cuts to its
-   * communities; StreamSegments (its burst and the live stream after it) and FetchSnapshot serve the unfiltered
-   * log, so a caller the roster filters is refused (docs/protocol.md, "Filtered members"). Its engine never
-   * pulls once it knows its filter (startPull); this covers a member that does not know it yet, and any other.
+   * communities; StreamSegments (its burst and the live stream after it) serves the unfiltered log, so a caller
+   * the roster filters is refused (docs/protocol.md, "Filtered members"). Its engine never streams once it
+   * knows its filter (startPull); this covers a member that does not know it yet, and any other. (FetchSnapshot
+   * serves such a caller a filtered snapshot instead: onFetchSnapshot.)
    * A caller not known (0: plaintext) cannot be told apart: filters need mutual TLS to hold.
    */
   refusePullByFiltered(callerId: number): string | null {
@@ -1664,8 +1690,15 @@ export class EngineCore {
     return null;
   }
 
+  /**
+   * onFetchSnapshot serves the held snapshot covering `from_seqno`. To a caller our newest roster filters (named
+   * by its certificate, callerId: never a claim of the request) it is served cut to that member's communities
+   * (serveSnapshot's `filter`: the driver restricts the artifact with the same inCommunities the filtered ships
+   * use, and hashes what it serves), so a filtered member behind our compaction point catches up without a
+   * byte of other communities (docs/protocol.md, "Filtered members").
+   */
   onFetchSnapshot(callId: number, req: SnapshotRequest, callerId = 0): void {
-    const refusal = this.fenceSourceRequest(req.term) ?? this.refusePullByFiltered(callerId);
+    const refusal = this.fenceSourceRequest(req.term);
     if (refusal) {
       this.replyError(callId, StatusCode.FAILED_PRECONDITION, refusal);
       return;
@@ -1688,10 +1721,12 @@ export class EngineCore {
       this.replyError(callId, StatusCode.UNAVAILABLE, 'no snapshot staged yet; retry');
       return;
     }
+    const filter = callerId === 0 ? null : filterOf(this.currentRoster(), callerId);
     this.fx.message({
       type: 'serveSnapshot',
       callId,
       header: { ...held, term: this.hs.term, leaderRegion: this.hs.selfId },
+      ...(filter ? { filter: { epoch: this.filterEpochFor(callerId), filter } } : {}),
     });
   }
 
@@ -1945,7 +1980,14 @@ export class EngineCore {
     // filter was removed holds the full kind again after its wipe and refills by pulling, though the roster it
     // has replayed so far may still name its old filter (sim --filtered seed 22: it waited on pushes alone,
     // and the leader, taking no frontier below the removal, kept rewinding them).
-    if (this.holdsFilteredData()) return;
+    // Behind our leader's compaction point, its pushes cannot reach us: a member whose pushes stalled for an
+    // election timeout asks for a snapshot, which the leader cuts to our communities (onFetchSnapshot). At most
+    // one such fetch per election timeout: a leader whose log still holds what we miss answers not-needed.
+    if (this.holdsFilteredData()) {
+      const quiet = this.limits.electionTimeoutTicks;
+      if (this.pull.due(this.ticks, quiet, false) && this.pull.fetchDue(this.ticks, quiet)) this.startSnapshotFetch();
+      return;
+    }
     const body: StreamRequest = {
       shardId: this.leaderId,
       fromSeqno: this.positions.matchedSeq + 1,
@@ -2020,6 +2062,11 @@ export class EngineCore {
     this.calls.settle(requestId);
     // The driver has already swapped the state machine to the artifact: adopt it whatever we thought.
     if (this.positions.installSnapshot(meta.seq, meta.entryTerm)) this.fx.append(meta.seq + 1, []);
+    // The state is of the kind the snapshot is (snapshot-install.ts checked it was the one we expect): a
+    // filtered one's epoch, or the full log — which ends a wipe toward it (-1), else the next full segment
+    // would wipe the state just installed.
+    if (meta.filter) this.hs.filteredData = meta.filter.epoch;
+    else if (this.hs.filteredData !== undefined) delete this.hs.filteredData;
     this.baseRoster = meta.roster;
     this.fx.other({ type: 'compact', throughSeq: meta.seq });
     this.snapshots.installed(meta, header);
@@ -2034,7 +2081,8 @@ export class EngineCore {
     if (!this.pull.isFor(requestId)) return;
     this.calls.settle(requestId);
     this.pull.stop();
-    if (code === 'not-needed') this.startPull(); // the leader's log still holds what we miss
+    // The leader's log still holds what we miss: pull it (a filtered member waits for the leader's pushes).
+    if (code === 'not-needed' && !this.holdsFilteredData()) this.startPull();
   }
 
   // ---------------------------------------------------------------- readiness (readiness.ts)

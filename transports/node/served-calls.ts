@@ -62,6 +62,16 @@ export class ServedCalls implements PeerHandler {
           sink.serveSnapshot(effect.header, emptyFiles());
           return;
         }
+        if (effect.filter) {
+          // A filtered member is served only a snapshot cut to its communities; this node cannot cut one
+          // yet (docs/protocol.md, "Filtered members"), and the full one it must never be sent.
+          sink.replyError({
+            code: StatusCode.FAILED_PRECONDITION,
+            details: `member-filtered: no filtered snapshot is served by this node (epoch ${effect.filter.epoch})`,
+            trailers: {},
+          });
+          return;
+        }
         const files = this.options.snapshotFiles(effect.header.snapshotSeq);
         if (typeof files === 'string') sink.replyError({ code: StatusCode.UNAVAILABLE, details: files, trailers: {} });
         else sink.serveSnapshot(effect.header, files);

@@ -175,11 +175,18 @@ export class SnapshotTransfer {
     // apply of another step can fall between them; adoptSnapshot refuses a stale one there.
     const meta = artifact.meta;
     this.driver.submit({ type: 'snapshotInstalled', requestId, meta, header: artifact.header }, () => {
-      const input = adoptSnapshot(requestId, meta, artifact.header, this.stateMachine.appliedSeq, () => {
-        swap();
-        this.events.installed(artifact, performance.now() - startedAt);
-        return null;
-      });
+      const input = adoptSnapshot(
+        requestId,
+        meta,
+        artifact.header,
+        this.stateMachine.appliedSeq,
+        () => {
+          swap();
+          this.events.installed(artifact, performance.now() - startedAt);
+          return null;
+        },
+        this.driver.snapshotExpectation(),
+      );
       if (input.type === 'snapshotFailed') this.events.installFailed(input.reason);
       return input;
     });
