@@ -119,6 +119,11 @@ export class ArtifactStore {
       this.artifacts.splice(0, this.artifacts.length - this.retainCountMax);
   }
 
+  /** list: the artifacts held, oldest first. */
+  list(): readonly Artifact[] {
+    return this.artifacts;
+  }
+
   newest(): Artifact | undefined {
     return this.artifacts[this.artifacts.length - 1];
   }
