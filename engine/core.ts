@@ -1306,6 +1306,18 @@ export class EngineCore {
     return { filtered: true, epoch, filter, newerEpoch: newer };
   }
 
+  /**
+   * filterChangedAfter: our filter was changed again after `epoch` — a record our log shows, or, when our log
+   * is compacted past `epoch` (a snapshot installed), a roster at the compaction point that no longer filters
+   * us (sim --filtered seed 103: a member refilled by a full snapshot after its filter was removed was wiped by
+   * a late filtered ship, as the removal record was inside the snapshot).
+   */
+  filterChangedAfter(epoch: number): boolean {
+    if (this.overlayRecordSeq(this.hs.selfId) > epoch) return true;
+    const base = this.baseRoster;
+    return base !== null && epoch <= this.log.baseSeq && filterOf(base, this.hs.selfId) === null;
+  }
+
   /** holdsFilteredData: what we hold was shipped filtered, or is being wiped toward a filtered log. */
   holdsFilteredData(): boolean {
     return (this.hs.filteredData ?? -1) >= 0;
@@ -1335,7 +1347,7 @@ export class EngineCore {
     // ship from before that change, delayed or replayed by the network. It wipes nothing (sim --filtered seed
     // 78: a learner refilled by pulls after its filter was cleared was wiped by a late filtered ship, while
     // the leader still counted the frontier it had reported).
-    if (epoch !== undefined && holdsData && this.overlayRecordSeq(this.hs.selfId) > epoch) return false;
+    if (epoch !== undefined && holdsData && this.filterChangedAfter(epoch)) return false;
     if (!holdsData) {
       if (epoch !== undefined) this.hs.filteredData = epoch;
       else delete this.hs.filteredData;
