@@ -1179,7 +1179,7 @@ export class EngineCore {
     this.reply(callId, { method: 'ShipSegment', body });
     // A contradiction is not repaired by pulling the same history again: the leader pauses,
     // retries after pullTimeoutTicks, and each refusal is reported.
-    if (outcome === 'rejected') this.startPull();
+    if (outcome === 'rejected') this.startPull(true);
   }
 
   /**
@@ -1407,7 +1407,7 @@ export class EngineCore {
     this.fx.logGeneration++;
     this.fx.append(1, []);
     this.snapshots.drop();
-    this.pull.stop();
+    this.pull.wiped();
   }
 
   onHeartbeat(callId: number, req: HeartbeatRequest): void {
@@ -1984,20 +1984,25 @@ export class EngineCore {
 
   // ---------------------------------------------------------------- follower: pulling
 
-  /** startPull asks the leader's stream for what we miss, from the first seq not known to match. */
-  startPull(): void {
+  /**
+   * startPull asks the leader's stream for what we miss, from the first seq not known to match. `refused`: we
+   * just refused the leader's ship (a gap), which a filtered member answers with a snapshot fetch at once.
+   */
+  startPull(refused = false): void {
     if (this.pull.active || this.leaderId === 0 || this.role === 'leader' || this.hs.halted !== '') return;
     // A member holding filtered data never pulls: the leader serves pulls unfiltered (and refuses a caller its
     // roster filters, refusePullByFiltered); its pushes rewind to what it answers (role-leader.ts). A member whose
     // filter was removed holds the full kind again after its wipe and refills by pulling, though the roster it
     // has replayed so far may still name its old filter (sim --filtered seed 22: it waited on pushes alone,
     // and the leader, taking no frontier below the removal, kept rewinding them).
-    // Behind our leader's compaction point, its pushes cannot reach us: a member whose pushes stalled for an
-    // election timeout asks for a snapshot, which the leader cuts to our communities (onFetchSnapshot). At most
-    // one such fetch per election timeout: a leader whose log still holds what we miss answers not-needed.
+    // Behind our leader's compaction point, its pushes cannot reach us: a member that refused a ship (a gap: the
+    // leader's probe at its compaction point is one) or whose pushes stalled for an election timeout asks for a
+    // snapshot, which the leader cuts to our communities (onFetchSnapshot). At most one such fetch per election
+    // timeout: a leader whose log still holds what we miss answers not-needed, and pushes from our answer.
     if (this.holdsFilteredData()) {
       const quiet = this.limits.electionTimeoutTicks;
-      if (this.pull.due(this.ticks, quiet, false) && this.pull.fetchDue(this.ticks, quiet)) this.startSnapshotFetch();
+      if ((refused || this.pull.due(this.ticks, quiet, false)) && this.pull.fetchDue(this.ticks, quiet))
+        this.startSnapshotFetch();
       return;
     }
     const body: StreamRequest = {

@@ -74,6 +74,12 @@ export class FollowerPull {
     else this.lastFetchTick = tick;
   }
 
+  /** wiped: our log was dropped; a fetch made for what it held no longer paces the next one. */
+  wiped(): void {
+    this.current = null;
+    this.lastFetchTick = Number.NEGATIVE_INFINITY;
+  }
+
   /** fetchDue: our last snapshot fetch started at least `quietTicks` ago (a filtered member's rate of asking). */
   fetchDue(tick: number, quietTicks: number): boolean {
     return tick - this.lastFetchTick >= quietTicks;
