@@ -33,6 +33,7 @@ import { LogPositions } from './positions.js';
 import { PendingProposals } from './proposals.js';
 import { quorumMatch, type VoteTally } from './quorum.js';
 import { ReadIndex } from './read-index.js';
+import { snapshotFilterProblem } from './snapshot-install.js';
 import { SnapshotStaging } from './snapshot-staging.js';
 import { Readiness } from './readiness.js';
 import type { RoleHandlersOf } from './roles.js';
@@ -2077,7 +2078,11 @@ export class EngineCore {
   onSnapshotInstalled(requestId: number, meta: SnapshotMeta, header: SnapshotHeader): void {
     if (this.pull.isFor(requestId)) this.pull.stop();
     this.calls.settle(requestId);
-    // The driver has already swapped the state machine to the artifact: adopt it whatever we thought.
+    // The driver has already swapped the state machine to the artifact: adopt it whatever we thought. It checked
+    // the snapshot is of the kind we expect right before the swap (adoptSnapshot, with snapshotExpectation()):
+    // a state of other communities than ours, or filtered while we hold the full log, is never adopted.
+    const wrong = snapshotFilterProblem(meta, this.snapshotExpectation());
+    assert(wrong === null, `snapshotInstalled of a snapshot this member does not take: ${wrong}`);
     if (this.positions.installSnapshot(meta.seq, meta.entryTerm)) this.fx.append(meta.seq + 1, []);
     // The state is of the kind the snapshot is (snapshot-install.ts checked it was the one we expect): a
     // filtered one's epoch, or the full log — which ends a wipe toward it (-1), else the next full segment

@@ -628,26 +628,27 @@ export class RpcRouter {
     }
     if (meta.seq <= node.machine.appliedSeq) this.host.coverage.add('snapshot-arrived-stale');
     if (meta.seq < node.machine.appliedSeq) this.host.coverage.add('snapshot-arrived-behind');
-    this.host.step(
-      node,
-      adoptSnapshot(
-        requestId,
-        meta,
-        event.header,
-        node.machine.appliedSeq,
-        () => {
-          const stateError = node.machine.load(readStateText(files) ?? '');
-          if (stateError) return `bad artifact: ${stateError}`;
-          node.storage.installSnapshot(meta);
-          const artifact: Artifact = { meta, header: event.header, files, origin: 'installed' };
-          node.artifacts.add(artifact);
-          this.host.checkers.onArtifact(node, artifact, 'installed');
-          if (meta.filter) this.host.coverage.add('filtered-snapshot-installed');
-          return null;
-        },
-        node.engine?.snapshotExpectation?.() ?? { filtered: false },
-      ),
+    const input = adoptSnapshot(
+      requestId,
+      meta,
+      event.header,
+      node.machine.appliedSeq,
+      () => {
+        const stateError = node.machine.load(readStateText(files) ?? '');
+        if (stateError) return `bad artifact: ${stateError}`;
+        node.storage.installSnapshot(meta);
+        const artifact: Artifact = { meta, header: event.header, files, origin: 'installed' };
+        node.artifacts.add(artifact);
+        this.host.checkers.onArtifact(node, artifact, 'installed');
+        if (meta.filter) this.host.coverage.add('filtered-snapshot-installed');
+        return null;
+      },
+      node.engine?.snapshotExpectation?.() ?? { filtered: false },
     );
+    // A filtered snapshot the member no longer expects (its filter changed since it asked) is refused.
+    if (input.type === 'snapshotFailed' && input.code === 'wrong-filter')
+      this.host.coverage.add('filtered-snapshot-refused');
+    this.host.step(node, input);
   }
 
   answerStatus(target: SimNode, asker: number, askerInc: number): void {
