@@ -102,6 +102,21 @@ export function inCommunities(filter: MemberFilter, community: Community | null)
 }
 
 /**
+ * inCommunitiesOf: what of `items` a member with `filter` may hold — the one definition of "in its
+ * communities" for its ships (filteredEntries) and for the state a filtered snapshot is cut to (the
+ * drivers read each item's community the way they read an event batch's).
+ */
+export function inCommunitiesOf<T>(
+  items: Iterable<T>,
+  filter: MemberFilter,
+  communityOf: (item: T) => Community | null,
+): T[] {
+  const kept: T[] = [];
+  for (const item of items) if (inCommunities(filter, communityOf(item))) kept.push(item);
+  return kept;
+}
+
+/**
  * filteredEntries: what a member with `filter` is shipped of `entries`: term barriers and membership
  * records whole (every member needs its roster and terms), event batches of its communities whole, every
  * other event batch as a withheld placeholder.

@@ -33,6 +33,7 @@ import { LogPositions } from './positions.js';
 import { PendingProposals } from './proposals.js';
 import { quorumMatch, type VoteTally } from './quorum.js';
 import { ReadIndex } from './read-index.js';
+import { snapshotFilterProblem } from './snapshot-install.js';
 import { SnapshotStaging } from './snapshot-staging.js';
 import { Readiness } from './readiness.js';
 import type { RoleHandlersOf } from './roles.js';
@@ -89,6 +90,7 @@ import {
   type RestoredState,
   type Role,
   type Roster,
+  type SnapshotExpectation,
   type SnapshotFailureCode,
   type SnapshotMeta,
   type MemberFilter,
@@ -574,6 +576,16 @@ export class EngineCore {
     return this.overlayRecordSeq(id) || Math.max(1, this.log.baseSeq);
   }
 
+  /**
+   * filterEpochFor: the epoch member `id`'s filtered frames and filtered snapshots carry — the seq its
+   * progress took as its match floor (the record that set its filter, or the compaction point when that is
+   * gone), so a snapshot and the ships after it are of one epoch and the member takes both.
+   */
+  filterEpochFor(id: number): number {
+    const floor = this.progress.get(id)?.matchFloor ?? 0;
+    return Math.max(1, floor > 0 ? floor : this.overlaySeq(id));
+  }
+
   /** overlayRecordSeq: overlaySeq's record when our log (or the roster at its base) still shows it, else 0. */
   overlayRecordSeq(id: number): number {
     let after: { seq: number; roster: Roster } | null = null;
@@ -796,7 +808,7 @@ export class EngineCore {
       const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.positions.commitSeq, entries: shipped };
       if (filter) {
         frame.filtered = true;
-        frame.filterEpoch = Math.max(1, pr.matchFloor);
+        frame.filterEpoch = this.filterEpochFor(id);
       }
       const body: ShipSegmentRequest = {
         id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: prevSeq + 1 },
@@ -1169,7 +1181,7 @@ export class EngineCore {
     this.reply(callId, { method: 'ShipSegment', body });
     // A contradiction is not repaired by pulling the same history again: the leader pauses,
     // retries after pullTimeoutTicks, and each refusal is reported.
-    if (outcome === 'rejected') this.startPull();
+    if (outcome === 'rejected') this.startPull(true);
   }
 
   /**
@@ -1282,6 +1294,32 @@ export class EngineCore {
     return this.ownFilter() !== null || (this.hs.filteredData ?? -1) >= 0;
   }
 
+  /**
+   * snapshotExpectation: the snapshot we may install now (snapshot-install.ts snapshotFilterProblem, run by
+   * the driver right before the swap): the full state while we hold the full log (or wipe toward it); else
+   * one filtered at our data's epoch (any, while wiping toward a filtered log) by the filter we know for it,
+   * and not older than a filter change our own log shows.
+   */
+  snapshotExpectation(): SnapshotExpectation {
+    const epoch = this.hs.filteredData ?? -1;
+    if (epoch < 0) return { filtered: false };
+    const filter = epoch >= 1 ? this.dataFilter() : this.ownFilter();
+    const newer = this.hs.selfId === 0 ? 0 : this.overlayRecordSeq(this.hs.selfId);
+    return { filtered: true, epoch, filter, newerEpoch: newer };
+  }
+
+  /**
+   * filterChangedAfter: our filter was changed again after `epoch` — a record our log shows, or, when our log
+   * is compacted past `epoch` (a snapshot installed), a roster at the compaction point that no longer filters
+   * us (sim --filtered seed 103: a member refilled by a full snapshot after its filter was removed was wiped by
+   * a late filtered ship, as the removal record was inside the snapshot).
+   */
+  filterChangedAfter(epoch: number): boolean {
+    if (this.overlayRecordSeq(this.hs.selfId) > epoch) return true;
+    const base = this.baseRoster;
+    return base !== null && epoch <= this.log.baseSeq && filterOf(base, this.hs.selfId) === null;
+  }
+
   /** holdsFilteredData: what we hold was shipped filtered, or is being wiped toward a filtered log. */
   holdsFilteredData(): boolean {
     return (this.hs.filteredData ?? -1) >= 0;
@@ -1311,7 +1349,7 @@ export class EngineCore {
     // ship from before that change, delayed or replayed by the network. It wipes nothing (sim --filtered seed
     // 78: a learner refilled by pulls after its filter was cleared was wiped by a late filtered ship, while
     // the leader still counted the frontier it had reported).
-    if (epoch !== undefined && holdsData && this.overlayRecordSeq(this.hs.selfId) > epoch) return false;
+    if (epoch !== undefined && holdsData && this.filterChangedAfter(epoch)) return false;
     if (!holdsData) {
       if (epoch !== undefined) this.hs.filteredData = epoch;
       else delete this.hs.filteredData;
@@ -1371,7 +1409,7 @@ export class EngineCore {
     this.fx.logGeneration++;
     this.fx.append(1, []);
     this.snapshots.drop();
-    this.pull.stop();
+    this.pull.wiped();
   }
 
   onHeartbeat(callId: number, req: HeartbeatRequest): void {
@@ -1642,9 +1680,10 @@ export class EngineCore {
 
   /**
    * refusePullByFiltered: a filtered member takes its log only from ShipSegment, which the leader cuts to its
-   * communities; StreamSegments (its burst and the live stream after it) and FetchSnapshot serve the unfiltered
-   * log, so a caller the roster filters is refused (docs/protocol.md, "Filtered members"). Its engine never
-   * pulls once it knows its filter (startPull); this covers a member that does not know it yet, and any other.
+   * communities; StreamSegments (its burst and the live stream after it) serves the unfiltered log, so a caller
+   * the roster filters is refused (docs/protocol.md, "Filtered members"). Its engine never streams once it
+   * knows its filter (startPull); this covers a member that does not know it yet, and any other. (FetchSnapshot
+   * serves such a caller a filtered snapshot instead: onFetchSnapshot.)
    * A caller not known (0: plaintext) cannot be told apart: filters need mutual TLS to hold.
    */
   refusePullByFiltered(callerId: number): string | null {
@@ -1665,8 +1704,15 @@ export class EngineCore {
     return null;
   }
 
+  /**
+   * onFetchSnapshot serves the held snapshot covering `from_seqno`. To a caller our newest roster filters (named
+   * by its certificate, callerId: never a claim of the request) it is served cut to that member's communities
+   * (serveSnapshot's `filter`: the driver restricts the artifact with the same inCommunities the filtered ships
+   * use, and hashes what it serves), so a filtered member behind our compaction point catches up without a
+   * byte of other communities (docs/protocol.md, "Filtered members").
+   */
   onFetchSnapshot(callId: number, req: SnapshotRequest, callerId = 0): void {
-    const refusal = this.fenceSourceRequest(req.term) ?? this.refusePullByFiltered(callerId);
+    const refusal = this.fenceSourceRequest(req.term);
     if (refusal) {
       this.replyError(callId, StatusCode.FAILED_PRECONDITION, refusal);
       return;
@@ -1689,10 +1735,12 @@ export class EngineCore {
       this.replyError(callId, StatusCode.UNAVAILABLE, 'no snapshot staged yet; retry');
       return;
     }
+    const filter = callerId === 0 ? null : filterOf(this.currentRoster(), callerId);
     this.fx.message({
       type: 'serveSnapshot',
       callId,
       header: { ...held, term: this.hs.term, leaderRegion: this.hs.selfId },
+      ...(filter ? { filter: { epoch: this.filterEpochFor(callerId), filter } } : {}),
     });
   }
 
@@ -1938,15 +1986,27 @@ export class EngineCore {
 
   // ---------------------------------------------------------------- follower: pulling
 
-  /** startPull asks the leader's stream for what we miss, from the first seq not known to match. */
-  startPull(): void {
+  /**
+   * startPull asks the leader's stream for what we miss, from the first seq not known to match. `refused`: we
+   * just refused the leader's ship (a gap), which a filtered member answers with a snapshot fetch at once.
+   */
+  startPull(refused = false): void {
     if (this.pull.active || this.leaderId === 0 || this.role === 'leader' || this.hs.halted !== '') return;
     // A member holding filtered data never pulls: the leader serves pulls unfiltered (and refuses a caller its
     // roster filters, refusePullByFiltered); its pushes rewind to what it answers (role-leader.ts). A member whose
     // filter was removed holds the full kind again after its wipe and refills by pulling, though the roster it
     // has replayed so far may still name its old filter (sim --filtered seed 22: it waited on pushes alone,
     // and the leader, taking no frontier below the removal, kept rewinding them).
-    if (this.holdsFilteredData()) return;
+    // Behind our leader's compaction point, its pushes cannot reach us: a member that refused a ship (a gap: the
+    // leader's probe at its compaction point is one) or whose pushes stalled for an election timeout asks for a
+    // snapshot, which the leader cuts to our communities (onFetchSnapshot). At most one such fetch per election
+    // timeout: a leader whose log still holds what we miss answers not-needed, and pushes from our answer.
+    if (this.holdsFilteredData()) {
+      const quiet = this.limits.electionTimeoutTicks;
+      if ((refused || this.pull.due(this.ticks, quiet, false)) && this.pull.fetchDue(this.ticks, quiet))
+        this.startSnapshotFetch();
+      return;
+    }
     const body: StreamRequest = {
       shardId: this.leaderId,
       fromSeqno: this.positions.matchedSeq + 1,
@@ -2019,8 +2079,17 @@ export class EngineCore {
   onSnapshotInstalled(requestId: number, meta: SnapshotMeta, header: SnapshotHeader): void {
     if (this.pull.isFor(requestId)) this.pull.stop();
     this.calls.settle(requestId);
-    // The driver has already swapped the state machine to the artifact: adopt it whatever we thought.
+    // The driver has already swapped the state machine to the artifact: adopt it whatever we thought. It checked
+    // the snapshot is of the kind we expect right before the swap (adoptSnapshot, with snapshotExpectation()):
+    // a state of other communities than ours, or filtered while we hold the full log, is never adopted.
+    const wrong = snapshotFilterProblem(meta, this.snapshotExpectation());
+    assert(wrong === null, `snapshotInstalled of a snapshot this member does not take: ${wrong}`);
     if (this.positions.installSnapshot(meta.seq, meta.entryTerm)) this.fx.append(meta.seq + 1, []);
+    // The state is of the kind the snapshot is (snapshot-install.ts checked it was the one we expect): a
+    // filtered one's epoch, or the full log — which ends a wipe toward it (-1), else the next full segment
+    // would wipe the state just installed.
+    if (meta.filter) this.hs.filteredData = meta.filter.epoch;
+    else if (this.hs.filteredData !== undefined) delete this.hs.filteredData;
     this.baseRoster = meta.roster;
     this.fx.other({ type: 'compact', throughSeq: meta.seq });
     this.snapshots.installed(meta, header);
@@ -2035,7 +2104,8 @@ export class EngineCore {
     if (!this.pull.isFor(requestId)) return;
     this.calls.settle(requestId);
     this.pull.stop();
-    if (code === 'not-needed') this.startPull(); // the leader's log still holds what we miss
+    // The leader's log still holds what we miss: pull it (a filtered member waits for the leader's pushes).
+    if (code === 'not-needed' && !this.holdsFilteredData()) this.startPull();
   }
 
   // ---------------------------------------------------------------- readiness (readiness.ts)

@@ -15,6 +15,7 @@ import type {
   Entry,
   Input,
   RestoredState,
+  SnapshotExpectation,
   SnapshotMeta,
 } from './types.js';
 
@@ -59,6 +60,11 @@ export class Engine {
 
   status(): EngineStatus {
     return this.core.status();
+  }
+
+  /** snapshotExpectation: the snapshot this node may install now (a driver checks it right before the swap). */
+  snapshotExpectation(): SnapshotExpectation {
+    return this.core.snapshotExpectation();
   }
 
   /** entries are the log entries after the compaction point, oldest first. */

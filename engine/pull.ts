@@ -34,6 +34,8 @@ export class FollowerPull {
   private lastAcceptTick = 0;
   /** lastStreamTick: when our last StreamSegments pull started (-Infinity: never). */
   private lastStreamTick = Number.NEGATIVE_INFINITY;
+  /** lastFetchTick: when our last FetchSnapshot started (-Infinity: never). */
+  private lastFetchTick = Number.NEGATIVE_INFINITY;
   /** frontier: the furthest log end our leader told us of, in its term (a new term or leader starts again from 0). */
   private frontier = { term: 0, leaderId: 0, seq: 0 };
 
@@ -69,6 +71,18 @@ export class FollowerPull {
   started(requestId: number, kind: PullKind, tick: number): void {
     this.current = { requestId, kind, startedTick: tick };
     if (kind === 'stream') this.lastStreamTick = tick;
+    else this.lastFetchTick = tick;
+  }
+
+  /** wiped: our log was dropped; a fetch made for what it held no longer paces the next one. */
+  wiped(): void {
+    this.current = null;
+    this.lastFetchTick = Number.NEGATIVE_INFINITY;
+  }
+
+  /** fetchDue: our last snapshot fetch started at least `quietTicks` ago (a filtered member's rate of asking). */
+  fetchDue(tick: number, quietTicks: number): boolean {
+    return tick - this.lastFetchTick >= quietTicks;
   }
 
   /**

@@ -118,7 +118,31 @@ export interface SnapshotMeta {
   entryTerm: number;
   /** roster is the membership configuration at `seq`. */
   roster: Roster;
+  /**
+   * filter: the artifact holds only the communities of this filter (a filtered snapshot, cut by the leader
+   * for a filtered member: docs/protocol.md, "Filtered members"); absent = the full state. `seq` and
+   * `entryTerm` keep the unfiltered numbering.
+   */
+  filter?: SnapshotFilter;
 }
+
+/**
+ * SnapshotFilter names the filter a filtered snapshot was cut by: the member's filter and its epoch (the seq
+ * of the membership record that set it, the same epoch its filtered frames carry).
+ */
+export interface SnapshotFilter {
+  epoch: number;
+  filter: MemberFilter;
+}
+
+/**
+ * SnapshotExpectation: what a puller may install now (Engine.snapshotExpectation, checked by
+ * engine/snapshot-install.ts right before the swap): the full state, or a filtered one of `epoch` (0: any
+ * epoch, as it is wiping toward a filtered log and has not yet heard which) cut by `filter` (null: not known
+ * to it yet).
+ */
+export type SnapshotExpectation =
+  { filtered: false } | { filtered: true; epoch: number; filter: MemberFilter | null; newerEpoch: number };
 
 /** RestoredState is what a (re)starting node recovered from its storage. */
 export interface RestoredState {
@@ -342,8 +366,12 @@ export type Effect =
   | { type: 'streamChunk'; callId: number; chunk: ShipSegmentRequest }
   /** streamEnd closes a StreamSegments call we serve, OK. */
   | { type: 'streamEnd'; callId: number }
-  /** serveSnapshot answers a FetchSnapshot call: the header, then (needed=true) the artifact's files in manifest order. */
-  | { type: 'serveSnapshot'; callId: number; header: SnapshotHeader }
+  /**
+   * serveSnapshot answers a FetchSnapshot call: the header, then (needed=true) the artifact's files in manifest order.
+   * With `filter` (the caller is a filtered member), the driver serves the artifact cut to that filter's
+   * communities instead — its own files, meta (with `filter`) and manifest, hashed once — never the full one.
+   */
+  | { type: 'serveSnapshot'; callId: number; header: SnapshotHeader; filter?: SnapshotFilter }
   /**
    * fetchSnapshot runs a FetchSnapshot call, verifies every file, installs durably; answer with snapshotInstalled/snapshotFailed.
    * A snapshot whose seq is not above the state machine's applied seqno (checked together with the swap) is not installed:
@@ -449,9 +477,11 @@ export interface EngineStatus {
 /**
  * SnapshotFailureCode says why a fetched snapshot was not installed: not-needed = the leader's log
  * still holds what we miss (pull instead); stale = the state machine got past it meanwhile;
- * failed = anything else (unreachable, deadline, a bad artifact).
+ * wrong-filter = a filtered snapshot for a puller that expects the full state or another filter (or the
+ * other way round: snapshot-install.ts snapshotFilterProblem); failed = anything else (unreachable,
+ * deadline, a bad artifact).
  */
-export type SnapshotFailureCode = 'not-needed' | 'stale' | 'failed';
+export type SnapshotFailureCode = 'not-needed' | 'stale' | 'wrong-filter' | 'failed';
 
 /**
  * ProposalResultCode: committed (ok), or why a proposal was refused: not-leader (retry at

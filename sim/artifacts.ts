@@ -2,9 +2,10 @@
 // state.json), their BLAKE3 hashes computed once at staging, verification on
 // install, and each node's store that keeps only the newest few.
 import { blake3 } from '@noble/hashes/blake3.js';
-import type { SnapshotMeta } from '../engine/types.js';
+import type { SnapshotFilter, SnapshotMeta } from '../engine/types.js';
 import type { SnapshotHeader } from '../engine/rpc.js';
 import { SIM_LIMITS } from './limits.js';
+import { restrictStateJson } from './state-machine.js';
 
 export interface Artifact {
   meta: SnapshotMeta;
@@ -35,6 +36,18 @@ export function captureArtifact(meta: SnapshotMeta, stateJson: string, term: num
   return { meta, header, files, origin: 'staged' };
 }
 
+/**
+ * cutArtifact: the filtered snapshot a leader serves a filtered member (engine serveSnapshot's `filter`): the
+ * state cut to its communities, meta.json naming the filter, its own manifest hashed once; seq, entry term and
+ * roster those of the full one. Null when the artifact's state cannot be read.
+ */
+export function cutArtifact(artifact: Artifact, cut: SnapshotFilter): Artifact | null {
+  const state = restrictStateJson(readStateText(artifact.files) ?? '', cut.filter);
+  if (state === null) return null;
+  const meta: SnapshotMeta = { ...artifact.meta, filter: cut };
+  return captureArtifact(meta, state, artifact.header.term, artifact.header.leaderRegion);
+}
+
 /** verifyFiles checks the manifest against the files: same paths, sizes and BLAKE3; null = good. */
 export function verifyFiles(header: SnapshotHeader, files: ReadonlyMap<string, Uint8Array>): string | null {
   if (header.files.length !== files.size) return `manifest lists ${header.files.length} files, ${files.size} arrived`;
@@ -60,6 +73,16 @@ export function readMeta(files: ReadonlyMap<string, Uint8Array>): SnapshotMeta |
       meta.roster === null
     )
       return null;
+    const cut = meta.filter as Partial<SnapshotFilter> | undefined | null;
+    if (
+      cut !== undefined &&
+      (typeof cut !== 'object' ||
+        cut === null ||
+        typeof cut.epoch !== 'number' ||
+        typeof cut.filter !== 'object' ||
+        cut.filter === null)
+    )
+      return null;
     return meta;
   } catch {
     return null;
@@ -80,10 +103,13 @@ export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 /** ArtifactStore is one node's snapshot directory; artifacts are files, so they survive crashes. */
 export class ArtifactStore {
   private artifacts: Artifact[] = [];
+  /** cuts: the filtered snapshots served from the held ones, each cut and hashed once (by seq, term and filter). */
+  private cuts = new Map<string, Artifact>();
 
   constructor(private readonly retainCountMax: number = SIM_LIMITS.artifactRetainCountMax) {}
 
   add(artifact: Artifact): void {
+    this.cuts.clear();
     this.artifacts = this.artifacts.filter(
       (a) => a.meta.seq !== artifact.meta.seq || a.header.term !== artifact.header.term,
     );
@@ -93,12 +119,30 @@ export class ArtifactStore {
       this.artifacts.splice(0, this.artifacts.length - this.retainCountMax);
   }
 
+  /** list: the artifacts held, oldest first. */
+  list(): readonly Artifact[] {
+    return this.artifacts;
+  }
+
   newest(): Artifact | undefined {
     return this.artifacts[this.artifacts.length - 1];
   }
 
   get count(): number {
     return this.artifacts.length;
+  }
+
+  /** cutFor: `artifact` cut to `cut`'s communities (cutArtifact), made once per artifact and filter. */
+  cutFor(artifact: Artifact, cut: SnapshotFilter): Artifact | null {
+    const key = `${artifact.meta.seq}/${artifact.header.term}/${JSON.stringify(cut)}`;
+    let made = this.cuts.get(key);
+    if (made === undefined) {
+      const fresh = cutArtifact(artifact, cut);
+      if (fresh === null) return null;
+      made = fresh;
+      this.cuts.set(key, made);
+    }
+    return made;
   }
 
   /** forHeader finds the artifact a served header names: same seq and the same manifest hashes. */

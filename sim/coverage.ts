@@ -21,6 +21,10 @@ export const COVERAGE_SITUATIONS = {
     "a fetched snapshot reached its puller not past the puller's applied seqno (Raft refuses it)",
   'snapshot-arrived-behind':
     "a fetched snapshot reached its puller below the puller's applied seqno (installing it would move the state back)",
+  'filtered-snapshot-installed':
+    "a filtered member installed a snapshot its leader cut to the member's communities (behind the leader's compaction point)",
+  'filtered-snapshot-refused':
+    'a filtered snapshot reached a member that no longer expected it (its filter changed between the offer and the install): refused, wrong-filter',
   'figure8-tail':
     "a follower's log, cut where it differs from the leader's, lost a tail of a higher term than the leader's entry there (the Raft paper's figure 8)",
   'vote-answer-new-term':

@@ -9,6 +9,7 @@ import type {
   Input,
   Effect,
   RestoredState,
+  SnapshotExpectation,
   SnapshotMeta,
 } from '../engine/types.js';
 import { emptyRestoredState } from '../engine/restored.js';
@@ -24,6 +25,8 @@ export interface EngineLike {
   status(): EngineStatus;
   entries(): readonly Entry[];
   snapshot(): SnapshotMeta | null;
+  /** snapshotExpectation: the snapshot the node may install now; a stand-in without it takes full ones only. */
+  snapshotExpectation?(): SnapshotExpectation;
 }
 
 export type EngineFactory = (config: EngineConfig, restored: RestoredState) => EngineLike;

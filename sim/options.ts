@@ -377,12 +377,6 @@ export interface Override {
 const probability = { min: 0, max: 1 };
 const rate = { min: 0, max: 600 };
 
-/**
- * FILTERED_SNAPSHOT_THRESHOLD: `--filtered` runs stage no snapshot within a run, so the leader never compacts
- * what a filtered member still needs (the leader serves no filtered snapshot: docs/protocol.md).
- */
-const FILTERED_SNAPSHOT_THRESHOLD = 1_000_000;
-
 /** OVERRIDES pin a swarm choice from the command line (`--loss 0.1`); sim/README.md lists them. */
 export const OVERRIDES: readonly Override[] = [
   {
@@ -688,9 +682,9 @@ export const OVERRIDES: readonly Override[] = [
     apply: (o, v) => {
       o.filteredCount = v;
       if (v === 0) return;
-      // Filtered members need learners to filter, and the leader's log: no filtered snapshot is served.
+      // Filtered members need learners to filter. Snapshots are staged and logs compacted as in any run: a
+      // filtered member behind the compaction point catches up by a snapshot cut to its communities.
       o.joinerCount = Math.max(o.joinerCount, 1);
-      o.engineLimits.snapshotEntryCountThreshold = FILTERED_SNAPSHOT_THRESHOLD;
     },
   },
   {

@@ -3,7 +3,7 @@
 // transfer (verify, install) and status polls. The Cluster hosts it. In the lockstep
 // world (sim/presets.ts) a call that cannot get through fails at once, and a script
 // may drop calls by rule, corrupt the next snapshot, or call a node as a client.
-import type { Effect, EngineLimits, Input, SnapshotFailureCode } from '../engine/types.js';
+import type { Effect, EngineLimits, Input, SnapshotFailureCode, SnapshotFilter } from '../engine/types.js';
 import type { RpcRequest, RpcStatus, SnapshotHeader } from '../engine/rpc.js';
 import { StatusCode, TRAILER_REFUSAL } from '../engine/rpc.js';
 import { adoptSnapshot, snapshotMetaProblem, SNAPSHOT_NOT_NEEDED } from '../engine/snapshot-install.js';
@@ -18,6 +18,7 @@ import { lateArrivalUs, slowSnapshotArrivalUs } from './late-answers.js';
 import { SIM_LIMITS, msToUs } from './limits.js';
 import { LOST, type Network } from './network.js';
 import type { SimNode } from './node.js';
+import { strayKey } from './state-machine.js';
 import type { Prng } from './prng.js';
 import type { Trace } from './trace.js';
 import { describeInput, describeRequest } from './trace-format.js';
@@ -382,7 +383,7 @@ export class RpcRouter {
       else if (call.owner !== effect.callId) return;
     }
     if (effect.type === 'serveSnapshot') {
-      this.shipSnapshot(server, call, effect.header);
+      this.shipSnapshot(server, call, effect.header, effect.filter);
       return;
     }
     let input: Input;
@@ -488,18 +489,28 @@ export class RpcRouter {
     return atUs;
   }
 
-  private shipSnapshot(server: SimNode, call: OutboundCall, header: SnapshotHeader): void {
+  /**
+   * shipSnapshot answers a FetchSnapshot with the artifact the header names — or, with `cut` (the caller is a
+   * filtered member), that artifact cut to its communities (ArtifactStore.cutFor): its own header and files,
+   * so no byte of another community is sent.
+   */
+  private shipSnapshot(server: SimNode, call: OutboundCall, offered: SnapshotHeader, cut?: SnapshotFilter): void {
+    let header = offered;
+    let files: Map<string, Uint8Array> | null = null;
+    let failure = '';
+    if (offered.needed) {
+      const artifact = server.artifacts.forHeader(offered);
+      const served = artifact && cut ? server.artifacts.cutFor(artifact, cut) : artifact;
+      if (!served)
+        failure = `server ${server.name} has no artifact matching the header it served (seq ${offered.snapshotSeq})`;
+      else {
+        if (cut) header = { ...served.header, term: offered.term, leaderRegion: offered.leaderRegion };
+        files = this.maybeCorrupt(served.files);
+      }
+    }
     const carried = this.onWire()
       ? this.host.guard(server, 'encode snapshot header', () => carryHeader(header))
       : { ...header };
-    let files: Map<string, Uint8Array> | null = null;
-    let failure = '';
-    if (header.needed) {
-      const artifact = server.artifacts.forHeader(header);
-      if (!artifact)
-        failure = `server ${server.name} has no artifact matching the header it served (seq ${header.snapshotSeq})`;
-      else files = this.maybeCorrupt(artifact.files);
-    }
     const atUs = this.planAnswer(server.index, call);
     const msg = this.noteMessage(
       server.index,
@@ -610,20 +621,34 @@ export class RpcRouter {
     if (!meta) return fail('bad artifact: meta.json unreadable');
     const metaProblem = snapshotMetaProblem(meta, event.header);
     if (metaProblem) return fail(`bad artifact: ${metaProblem}`);
+    if (meta.filter) {
+      // What the leader says it cut is checked here too: a key outside the filter is never installed.
+      const stray = strayKey(readStateText(files) ?? '', meta.filter.filter);
+      if (stray !== null) return fail(`bad artifact: key ${stray} is outside the filter it was cut by`);
+    }
     if (meta.seq <= node.machine.appliedSeq) this.host.coverage.add('snapshot-arrived-stale');
     if (meta.seq < node.machine.appliedSeq) this.host.coverage.add('snapshot-arrived-behind');
-    this.host.step(
-      node,
-      adoptSnapshot(requestId, meta, event.header, node.machine.appliedSeq, () => {
+    const input = adoptSnapshot(
+      requestId,
+      meta,
+      event.header,
+      node.machine.appliedSeq,
+      () => {
         const stateError = node.machine.load(readStateText(files) ?? '');
         if (stateError) return `bad artifact: ${stateError}`;
         node.storage.installSnapshot(meta);
         const artifact: Artifact = { meta, header: event.header, files, origin: 'installed' };
         node.artifacts.add(artifact);
         this.host.checkers.onArtifact(node, artifact, 'installed');
+        if (meta.filter) this.host.coverage.add('filtered-snapshot-installed');
         return null;
-      }),
+      },
+      node.engine?.snapshotExpectation?.() ?? { filtered: false },
     );
+    // A filtered snapshot the member no longer expects (its filter changed since it asked) is refused.
+    if (input.type === 'snapshotFailed' && input.code === 'wrong-filter')
+      this.host.coverage.add('filtered-snapshot-refused');
+    this.host.step(node, input);
   }
 
   answerStatus(target: SimNode, asker: number, askerInc: number): void {

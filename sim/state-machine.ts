@@ -1,6 +1,7 @@
 // KvStateMachine is what committed entries drive on every node: kind-1 entries
 // carry one client command (JSON put or compare-and-set), kind 2 and kind 4 only move appliedSeq.
-import { EntryKind, type Entry } from '../engine/types.js';
+import { inCommunities, inCommunitiesOf } from '../engine/communities.js';
+import { EntryKind, type Entry, type MemberFilter } from '../engine/types.js';
 
 export interface PutCommand {
   op: 'put';
@@ -77,6 +78,29 @@ export function opaqueCommand(bytes: Uint8Array): PutCommand {
 export function simCommunityOf(data: Uint8Array): { key: string; tenant: string } {
   const command = decodeCommand(data) ?? opaqueCommand(data);
   return { key: command.key, tenant: '' };
+}
+
+/** simCommunityOfKey: the community of a key the state holds — the one its writes have (simCommunityOf). */
+export function simCommunityOfKey(key: string): { key: string; tenant: string } {
+  return { key, tenant: '' };
+}
+
+/**
+ * restrictStateJson: a stateJson text cut to `filter`'s communities (a filtered snapshot, sim/artifacts.ts);
+ * null when the text is not a state.
+ */
+export function restrictStateJson(text: string, filter: MemberFilter): string | null {
+  const machine = new KvStateMachine();
+  if (machine.load(text) !== null) return null;
+  const kv = inCommunitiesOf(machine.pairs(), filter, ([key]) => simCommunityOfKey(key));
+  return JSON.stringify({ appliedSeq: machine.appliedSeq, kv });
+}
+
+/** strayKey: a key of a stateJson text outside `filter`'s communities (a filtered snapshot must hold none), else null. */
+export function strayKey(text: string, filter: MemberFilter): string | null {
+  const machine = new KvStateMachine();
+  if (machine.load(text) !== null) return null;
+  return machine.pairs().find(([key]) => !inCommunities(filter, simCommunityOfKey(key)))?.[0] ?? null;
 }
 
 export class KvStateMachine {

@@ -4,6 +4,8 @@
 // artifact's store.json is read back, checked to hold the state at the artifact's seq, and swapped in.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { MemberFilter, SnapshotFilter } from '../engine/types.js';
+import { cutStoreState, strayRecord } from './snapshot-cut.js';
 import {
   decodeStoreSnapshot,
   encodeCapture,
@@ -19,7 +21,7 @@ export const ENCODE_CHUNK_ENTRY_COUNT = 2_048;
 export interface SnapshotArtifactAt {
   dir: string;
   name: string;
-  meta: { seq: number };
+  meta: { seq: number; filter?: SnapshotFilter };
 }
 
 export class StoreSnapshots {
@@ -39,10 +41,29 @@ export class StoreSnapshots {
     };
   }
 
-  /** load reads an installed artifact's state; the function it resolves with swaps it in (watchers hear the difference). */
+  /**
+   * load reads an installed artifact's state; the function it resolves with swaps it in (watchers hear the
+   * difference). A filtered snapshot holding a record outside the filter it names is refused.
+   */
   async load(artifact: SnapshotArtifactAt): Promise<() => void> {
     const state = await loadStoreState(artifact);
+    const cut = artifact.meta.filter;
+    const stray = cut ? strayRecord(state, cut.filter) : null;
+    if (stray !== null)
+      throw new Error(`snapshot ${artifact.name}: record ${JSON.stringify(stray)} is outside the filter it was cut by`);
     return () => this.stateMachine.restore(state);
+  }
+
+  /** cut reads a staged artifact's state and lays it out cut to `filter`'s communities (snapshot-cut.ts). */
+  async cut(artifact: SnapshotArtifactAt, filter: MemberFilter): Promise<Array<{ path: string; bytes: Uint8Array }>> {
+    const state = await loadStoreState(artifact);
+    const pause = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+    return [
+      {
+        path: STORE_SNAPSHOT_FILE,
+        bytes: await encodeCapture(cutStoreState(state, filter), ENCODE_CHUNK_ENTRY_COUNT, pause),
+      },
+    ];
   }
 }
 

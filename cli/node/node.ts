@@ -495,6 +495,9 @@ export class Node {
         return null;
       },
       snapshotFiles: (seq) => this.transfer?.files(seq) ?? 'node is not running',
+      cutSnapshot: (header, cut) =>
+        this.transfer?.cutFiles(header.snapshotSeq, cut, header.term, header.leaderRegion) ??
+        Promise.resolve('node is not running'),
     });
   }
 

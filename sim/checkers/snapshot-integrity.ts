@@ -2,6 +2,8 @@
 // manifest, and its state equals a replay of the committed log up to its seq.
 import { inCommunities } from '../../engine/communities.js';
 import { decodeRoster } from '../../engine/roster.js';
+import { sameFilter } from '../../engine/snapshot-install.js';
+import type { SnapshotMeta } from '../../engine/types.js';
 import { readStateText, verifyFiles, type Artifact } from '../artifacts.js';
 import type { SimNode } from '../node.js';
 import { violate } from '../violation.js';
@@ -24,8 +26,10 @@ export class SnapshotIntegrityChecker implements Checker {
     if (state.appliedSeq !== meta.seq)
       violate(this.name, `${where}: its state is at seq ${state.appliedSeq}`, node.index);
     // A filtered member's snapshot holds its communities only: it is checked against the committed log
-    // restricted to them (engine/communities.ts).
-    const filter = node.status?.filteredData ? node.status.dataFilter : undefined;
+    // restricted to them (engine/communities.ts) — the filter a served one names (meta.filter, which must be
+    // this member's in the committed roster at its epoch), else the one its own data was cut by.
+    if (meta.filter) this.checkCutFor(node, meta.filter, where);
+    const filter = meta.filter ? meta.filter.filter : node.status?.filteredData ? node.status.dataFilter : undefined;
     const expected = filter
       ? this.canonical.restrictedDigestAt(meta.seq, JSON.stringify(filter), (key) =>
           inCommunities(filter, { key, tenant: '' }),
@@ -58,6 +62,24 @@ export class SnapshotIntegrityChecker implements Checker {
         node.index,
       );
     }
+  }
+
+  /**
+   * checkCutFor: a filtered snapshot was cut by this node's own filter — the one the committed roster at its
+   * epoch gives it (never another member's, never an unfiltered member's). An epoch the committed history
+   * does not reach yet is not judged.
+   */
+  private checkCutFor(node: SimNode, cut: NonNullable<SnapshotMeta['filter']>, where: string): void {
+    const id = node.engine?.status().id ?? 0;
+    if (cut.epoch > this.canonical.contiguousSeq || id === 0) return;
+    const roster = this.rosterAt(cut.epoch);
+    const own = roster?.filters?.[id];
+    if (roster !== null && (own === undefined || !sameFilter(own, cut.filter)))
+      violate(
+        this.name,
+        `${where}: cut to ${JSON.stringify(cut.filter)} at epoch ${cut.epoch}, but the committed roster there gives member ${id} ${JSON.stringify(own ?? 'no filter')}`,
+        node.index,
+      );
   }
 
   /** rosterAt is the newest committed kind-4 roster at or below seq, null if there is none. */

@@ -29,6 +29,7 @@ async function transferWith(appliedSeq: number): Promise<{ stepped: Input[]; swa
       });
     },
     liveStatus: () => ({ term: 10, id: 6 }),
+    snapshotExpectation: () => ({ filtered: false }),
   } as unknown as Driver;
   const artifact = { name: 'a', dir: '/nowhere', meta: META, manifest: {}, header: HEADER } as unknown as Artifact;
   const pool = {

@@ -25,6 +25,7 @@ import type {
   HardState,
   Input,
   NodeStats,
+  SnapshotExpectation,
   SnapshotMeta,
 } from '../../engine/types.js';
 import type { StepRecorder } from './recorder.js';
@@ -166,6 +167,11 @@ export class Driver {
       const replaced = before?.();
       return this.step(replaced ?? input);
     });
+  }
+
+  /** snapshotExpectation: the snapshot the engine may install now (Engine.snapshotExpectation), read inside the queue. */
+  snapshotExpectation(): SnapshotExpectation {
+    return this.engine.snapshotExpectation();
   }
 
   /** liveStatus is the engine's status right now, for ports carrying out a step's effects. */

@@ -2,10 +2,12 @@
 // `request` input, its sink is kept by call id, and the engine's answers (reply, replyError,
 // streamChunk, streamEnd, serveSnapshot) are carried to that sink. Answers for a call that is
 // already over (the peer left, a deadline passed) are dropped quietly: that race is ordinary.
-import { StatusCode, type RpcRequest } from '../../engine/rpc.js';
+import { StatusCode, type RpcRequest, type SnapshotHeader } from '../../engine/rpc.js';
+import type { SnapshotFilter } from '../../engine/types.js';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
 import type { CallSink, PeerHandler } from '../grpc/call-sink.js';
 import type { AnswerEffect } from './driver.js';
+import type { CutSnapshot } from './snapshot-transfer.js';
 import { stamp } from './write-trace.js';
 
 export interface ServedCallsOptions {
@@ -16,6 +18,8 @@ export interface ServedCallsOptions {
   deliver: (callId: number, request: RpcRequest, callerName: string) => string | null;
   /** snapshotFiles opens the staged artifact a header names, or says why it cannot. */
   snapshotFiles: (snapshotSeq: number) => AsyncIterable<SnapshotFileChunk> | string;
+  /** cutSnapshot: the staged artifact a header names cut to a filtered member's communities, or why it cannot be. */
+  cutSnapshot: (header: SnapshotHeader, cut: SnapshotFilter) => Promise<CutSnapshot | string>;
 }
 
 export class ServedCalls implements PeerHandler {
@@ -60,6 +64,27 @@ export class ServedCalls implements PeerHandler {
       case 'serveSnapshot': {
         if (!effect.header.needed) {
           sink.serveSnapshot(effect.header, emptyFiles());
+          return;
+        }
+        if (effect.filter) {
+          // A filtered member is served only a snapshot cut to its communities (its own header and manifest),
+          // never the full artifact (docs/protocol.md, "Filtered snapshots").
+          void this.options.cutSnapshot(effect.header, effect.filter).then(
+            (cut) => {
+              if (sink.closed) return;
+              if (typeof cut === 'string')
+                sink.replyError({ code: StatusCode.UNAVAILABLE, details: cut, trailers: {} });
+              else sink.serveSnapshot(cut.header, cut.files);
+            },
+            (err: unknown) => {
+              if (!sink.closed)
+                sink.replyError({
+                  code: StatusCode.UNAVAILABLE,
+                  details: `cannot cut the snapshot: ${String(err)}`,
+                  trailers: {},
+                });
+            },
+          );
           return;
         }
         const files = this.options.snapshotFiles(effect.header.snapshotSeq);

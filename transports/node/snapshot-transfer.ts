@@ -13,7 +13,11 @@
 // - serve: the staged artifact's files, read only as fast as the peer takes them.
 //
 // The state machine is whatever implements SnapshotState (the store's is store/snapshot-files.ts).
-import type { SnapshotMeta } from '../../engine/types.js';
+import type { SnapshotHeader } from '../../engine/rpc.js';
+import type { MemberFilter, SnapshotFilter, SnapshotMeta } from '../../engine/types.js';
+import { blake3Bytes } from '../storage/blake3.js';
+import { encodeJson } from '../storage/snapshot-manifest.js';
+import { META_FILE } from '../storage/snapshot-paths.js';
 import { adoptSnapshot, SNAPSHOT_NOT_NEEDED } from '../../engine/snapshot-install.js';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
 import type { PeerPool } from '../grpc/client.js';
@@ -28,7 +32,18 @@ export interface SnapshotState {
   capture(): { encode(pause: () => Promise<void>): Promise<Array<{ path: string; bytes: Uint8Array }>> };
   /** load reads the state an installed artifact holds (or throws saying why it cannot); the function it resolves with swaps it in. */
   load(artifact: Artifact): Promise<() => void>;
+  /** cut lays out a staged artifact's state cut to a filter's communities (a filtered snapshot), absent = cannot. */
+  cut?(artifact: Artifact, filter: MemberFilter): Promise<Array<{ path: string; bytes: Uint8Array }>>;
 }
+
+/** CutSnapshot is a filtered snapshot to serve: its header (its own manifest) and its files' chunks. */
+export interface CutSnapshot {
+  header: SnapshotHeader;
+  files: AsyncIterable<SnapshotFileChunk>;
+}
+
+/** CUT_CHUNK_BYTES is the data size of one chunk of a filtered snapshot served from memory. */
+export const CUT_CHUNK_BYTES = 1 << 20;
 
 /** STAGE_ATTEMPT_COUNT_MAX bounds retries of one staging: the engine stages nothing else until it hears back. */
 export const STAGE_ATTEMPT_COUNT_MAX = 3;
@@ -46,6 +61,9 @@ export interface SnapshotTransferEvents {
 
 export class SnapshotTransfer {
   private fetching: AbortController | null = null;
+  /** lastCut: the newest filtered snapshot cut, hashed once, kept for the next fetch of the same artifact and filter. */
+  private lastCut: { key: string; files: Array<{ path: string; bytes: Uint8Array }>; header: SnapshotHeader } | null =
+    null;
   private stopped = false;
   /** inflight are the stagings and fetches still touching the disk; stop() waits for them. */
   private readonly inflight = new Set<Promise<void>>();
@@ -88,6 +106,43 @@ export class SnapshotTransfer {
     const artifact = this.snapshots.list().find((a) => a.meta.seq === snapshotSeq);
     if (!artifact) return `snapshot artifact at seq ${snapshotSeq} is no longer on disk; retry`;
     return this.snapshots.read(artifact);
+  }
+
+  /**
+   * cutFiles serves the staged artifact at snapshotSeq cut to `cut`'s communities (serveSnapshot's filter): its
+   * meta.json names the filter, every file is hashed once here (BLAKE3, the manifest the header carries), and
+   * the full artifact's bytes are never served. A string says why it cannot.
+   */
+  async cutFiles(
+    snapshotSeq: number,
+    cut: SnapshotFilter,
+    term: number,
+    leaderRegion: number,
+  ): Promise<CutSnapshot | string> {
+    const artifact = this.snapshots.list().find((a) => a.meta.seq === snapshotSeq);
+    if (!artifact) return `snapshot artifact at seq ${snapshotSeq} is no longer on disk; retry`;
+    if (!this.stateMachine.cut) return 'member-filtered: this node cannot cut a filtered snapshot';
+    const key = `${artifact.name}/${JSON.stringify(cut)}`;
+    if (this.lastCut?.key !== key) {
+      let files: Array<{ path: string; bytes: Uint8Array }>;
+      try {
+        files = await this.stateMachine.cut(artifact, cut.filter);
+      } catch (err) {
+        return `cannot cut snapshot ${artifact.name}: ${err instanceof Error ? err.message : String(err)}`;
+      }
+      const meta: SnapshotMeta = { ...artifact.meta, filter: cut };
+      const all = [{ path: META_FILE, bytes: encodeJson(meta) }, ...files];
+      const manifest = [];
+      for (const file of all)
+        manifest.push({ path: file.path, size: file.bytes.length, blake3: Buffer.from(await blake3Bytes(file.bytes)) });
+      this.lastCut = {
+        key,
+        files: all,
+        header: { needed: true, snapshotSeq, term: 0, leaderRegion: 0, files: manifest },
+      };
+    }
+    const made = this.lastCut!;
+    return { header: { ...made.header, term, leaderRegion }, files: chunksOf(made.files, CUT_CHUNK_BYTES) };
   }
 
   /** stop cancels a fetch and retries, and resolves once nothing is writing to the data directory. */
@@ -175,13 +230,42 @@ export class SnapshotTransfer {
     // apply of another step can fall between them; adoptSnapshot refuses a stale one there.
     const meta = artifact.meta;
     this.driver.submit({ type: 'snapshotInstalled', requestId, meta, header: artifact.header }, () => {
-      const input = adoptSnapshot(requestId, meta, artifact.header, this.stateMachine.appliedSeq, () => {
-        swap();
-        this.events.installed(artifact, performance.now() - startedAt);
-        return null;
-      });
+      const input = adoptSnapshot(
+        requestId,
+        meta,
+        artifact.header,
+        this.stateMachine.appliedSeq,
+        () => {
+          swap();
+          this.events.installed(artifact, performance.now() - startedAt);
+          return null;
+        },
+        this.driver.snapshotExpectation(),
+      );
       if (input.type === 'snapshotFailed') this.events.installFailed(input.reason);
       return input;
     });
+  }
+}
+
+/** chunksOf serves files held in memory as SnapshotFileChunks, file by file, `chunkBytes` at a time. */
+async function* chunksOf(
+  files: ReadonlyArray<{ path: string; bytes: Uint8Array }>,
+  chunkBytes: number,
+): AsyncGenerator<SnapshotFileChunk> {
+  for (const file of files) {
+    if (file.bytes.length === 0) {
+      yield { path: file.path, offset: 0, data: Buffer.alloc(0), last: true };
+      continue;
+    }
+    for (let offset = 0; offset < file.bytes.length; offset += chunkBytes) {
+      const end = Math.min(offset + chunkBytes, file.bytes.length);
+      yield {
+        path: file.path,
+        offset,
+        data: Buffer.from(file.bytes.subarray(offset, end)),
+        last: end === file.bytes.length,
+      };
+    }
   }
 }

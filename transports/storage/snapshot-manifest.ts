@@ -1,6 +1,8 @@
 // An artifact directory holds the state machine's files, `meta.json` (the SnapshotMeta, itself one
 // of the manifest's files, so a peer receives it hashed like any other) and `manifest.json`
 // (written once, when the artifact is staged or installed; never sent, never recomputed).
+import { filterProblem } from '../../engine/communities.js';
+import type { MemberFilter } from '../../engine/types.js';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SnapshotHeader } from '../../engine/rpc.js';
@@ -87,6 +89,15 @@ export function metaProblem(meta: unknown): string | null {
   if (!isCount(m.entryTerm)) return 'meta entryTerm must be a non-negative integer';
   const roster = rosterProblem(m.roster);
   if (roster !== null) return `meta roster: ${roster}`;
+  if (m.filter !== undefined) {
+    // A filtered snapshot (docs/protocol.md, "Filtered snapshots"): the filter it was cut by, and its epoch.
+    const cut = m.filter as Record<string, unknown> | null;
+    if (typeof cut !== 'object' || cut === null || !isCount(cut.epoch) || (cut.epoch as number) < 1)
+      return 'meta filter must name a positive epoch';
+    const filter = cut.filter as MemberFilter | null;
+    const bad = typeof filter === 'object' && filter !== null ? filterProblem(filter) : 'no filter';
+    if (bad !== null) return `meta filter: ${bad}`;
+  }
   return null;
 }
 
