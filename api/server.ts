@@ -43,6 +43,11 @@ export interface StartApiOptions {
   /** localRedis false never starts a local redis-server when REDIS_URL is unset (default true). */
   localRedis?: boolean;
   /**
+   * earlyLocalRedis is a local redis-server its caller started already (a node starts it while the API's modules
+   * load), used in place of starting one; the runtime owns it from here, and stops it if it goes unused.
+   */
+  earlyLocalRedis?: Promise<LocalRedis>;
+  /**
    * clusterAddresses answers the cluster members' addresses as they are now (a node's roster); the agent-run
    * worker denies their hosts (names resolved at each networked run's start) to networked runs.
    */
@@ -59,32 +64,48 @@ export interface StartApiOptions {
 
 export async function startApiService(options: StartApiOptions): Promise<ApiRuntime> {
   const env = options.env ?? process.env;
-  const config = configFromEnv(env, options.config);
   let localRedis: LocalRedis | undefined;
-  let redisUrl = env.REDIS_URL ?? null;
-  // A malformed URL stops the start here, naming the setting, rather than failing every queued request later.
-  if (redisUrl !== null) {
-    try {
-      parseRedisUrl(redisUrl);
-    } catch (error) {
-      throw new Error(`REDIS_URL: ${(error as Error).message}`, { cause: error });
+  let config: ApiConfig;
+  let redisUrl: string | null;
+  let service: ApiService;
+  try {
+    config = configFromEnv(env, options.config);
+    redisUrl = env.REDIS_URL ?? null;
+    // A malformed URL stops the start here, naming the setting, rather than failing every queued request later.
+    if (redisUrl !== null) {
+      try {
+        parseRedisUrl(redisUrl);
+      } catch (error) {
+        throw new Error(`REDIS_URL: ${(error as Error).message}`, { cause: error });
+      }
     }
+    if (!redisUrl && options.earlyLocalRedis) localRedis = await options.earlyLocalRedis;
+    else if (!redisUrl && options.localRedis !== false && redisServerAvailable()) {
+      localRedis = await startLocalRedis(options.dataDir ?? path.resolve('.cluster', 'api-redis'));
+    }
+    if (localRedis) redisUrl = localRedis.url;
+    if (!redisUrl)
+      config.log.warn(
+        { event: 'api.no_redis', effect: 'queue endpoints answer 503; rate limit is per process' },
+        'the API has no Redis',
+      );
+    service = createApp({
+      store: options.store,
+      redis: redisUrl ? { url: redisUrl } : undefined,
+      config,
+      ...(options.cluster ? { cluster: options.cluster } : {}),
+    });
+  } catch (error) {
+    await localRedis?.stop();
+    throw error;
+  } finally {
+    // An early redis-server this start did not take (a REDIS_URL, or a failure before it) is stopped.
+    if (options.earlyLocalRedis)
+      await options.earlyLocalRedis.then(
+        (early) => (early === localRedis ? undefined : early.stop()),
+        () => undefined,
+      );
   }
-  if (!redisUrl && options.localRedis !== false && redisServerAvailable()) {
-    localRedis = await startLocalRedis(options.dataDir ?? path.resolve('.cluster', 'api-redis'));
-    redisUrl = localRedis.url;
-  }
-  if (!redisUrl)
-    config.log.warn(
-      { event: 'api.no_redis', effect: 'queue endpoints answer 503; rate limit is per process' },
-      'the API has no Redis',
-    );
-  const service = createApp({
-    store: options.store,
-    redis: redisUrl ? { url: redisUrl } : undefined,
-    config,
-    ...(options.cluster ? { cluster: options.cluster } : {}),
-  });
   options.onServing?.(service);
   let worker: AgentWorker | undefined;
   let albumWorker: AlbumWorker | undefined;

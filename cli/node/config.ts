@@ -158,6 +158,12 @@ export interface NodeConfig {
    * the status-poll readiness path.
    */
   engineCompat?: Partial<Omit<Compat, 'buildVersion'>>;
+  /**
+   * apiMountHold (tests only) is awaited after the engine runs and before the developer API is mounted, so a test
+   * sees the window a real start has there (the API's modules loading, its app being built) for as long as it
+   * needs: the HTTP port answers meanwhile, API paths with 503 NOT_READY.
+   */
+  apiMountHold?: () => Promise<void>;
   /** processMetrics adds prom-client's process metrics (CPU, memory, event loop) to /metrics; default true. */
   processMetrics?: boolean;
   /** recording configures the flight recorder (cli/node/recording.ts): on by default. */

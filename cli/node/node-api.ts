@@ -2,11 +2,9 @@
 // HTTP port for every path the node itself does not serve (/health, /ready, /metrics and /status stay the
 // node's). node.ts imports this file only when the config has an `api` section, so a node without the API
 // loads none of Express, BullMQ or the image code.
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApiConfig } from '../../api/config.js';
-import { parseSecretKey } from '../../api/config.js';
 import { startApiService } from '../../api/server.js';
 import { withApiRedaction } from '../../api/log.js';
 import type { Registry } from 'prom-client';
@@ -14,10 +12,11 @@ import { API_ENV_SETTINGS } from '../../api/env-settings.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { ClusterSource } from '../../api/cluster/cluster-source.js';
 import { ConfigError, type NodeApiConfig } from './config.js';
+import { API_REDIS_DIR, readApiSecretKey } from './api-early-start.js';
+import type { LocalRedis } from '../../api/redis/local-redis.js';
 import type { Logger } from '../../transports/node/logger.js';
 
-/** API_REDIS_DIR is where a node-local redis-server keeps its files, under the node's dataDir. */
-export const API_REDIS_DIR = 'api-redis';
+export { API_REDIS_DIR };
 
 export interface NodeApi {
   /** handler answers one HTTP request (the Express app). */
@@ -48,27 +47,10 @@ export interface NodeApiStartOptions {
   cluster?: ClusterSource;
   /** onServing is handed the API's handler as soon as it answers, before its workers have started. */
   onServing?: (handler: NodeApi['handler']) => void;
-}
-
-/**
- * readApiSecretKey reads api.secretKeyFile at start, so a missing or malformed key stops the node with a
- * ConfigError instead of every credential call answering 503 later. The key itself is never in a message.
- */
-export async function readApiSecretKey(api: NodeApiConfig): Promise<Buffer | undefined> {
-  if (api.secretKeyFile === undefined) return undefined;
-  let text: string;
-  try {
-    text = await readFile(api.secretKeyFile, 'utf8');
-  } catch (err) {
-    throw new ConfigError(
-      `cannot read api.secretKeyFile ${api.secretKeyFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
-    );
-  }
-  try {
-    return parseSecretKey(text);
-  } catch (err) {
-    throw new ConfigError(`api.secretKeyFile ${api.secretKeyFile}: ${(err as Error).message}`);
-  }
+  /** secretKey is api.secretKeyFile's key as the node read it at the start of its start (api-secret-key.ts). */
+  secretKey?: Buffer;
+  /** localRedis is the node-local redis-server the node started early (api-early-start.ts); the API owns it. */
+  localRedis?: Promise<LocalRedis>;
 }
 
 export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOptions): Promise<NodeApi> {
@@ -86,7 +68,7 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
   // line), with the API's redaction; each call site picks its own level.
   const overrides: Partial<ApiConfig> = { isReady: options.ready, log: withApiRedaction(options.log) };
   if (options.metricsRegistry !== undefined) overrides.metricsRegistry = options.metricsRegistry;
-  const secretKey = await readApiSecretKey(api);
+  const secretKey = options.secretKey ?? (await readApiSecretKey(api));
   if (secretKey !== undefined) overrides.secretKey = secretKey;
   if (api.rateLimitPerSecond !== undefined) overrides.rateLimitPerSecond = api.rateLimitPerSecond;
   if (api.trustedProxies !== undefined) overrides.trustedProxies = api.trustedProxies;
@@ -99,6 +81,7 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
       env,
       dataDir: join(options.dataDir, API_REDIS_DIR),
       localRedis: api.localRedis !== false,
+      ...(options.localRedis ? { earlyLocalRedis: options.localRedis } : {}),
       ...(options.clusterAddresses ? { clusterAddresses: options.clusterAddresses } : {}),
       ...(options.cluster ? { cluster: options.cluster } : {}),
       ...(options.onServing

@@ -12,6 +12,7 @@
 // README.md documents the config, the HTTP surface and the recovery rules.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Agent } from 'undici';
 import { randomBytes } from 'node:crypto';
 import type { ChannelOptions, UntypedServiceImplementation } from '@grpc/grpc-js';
@@ -74,6 +75,8 @@ import {
 import { Driver, type DriverPorts, type ObservedEffect } from '../../transports/node/driver.js';
 import { startHttpServer, type HttpSurface, type NodeHttpServer } from '../../transports/node/http-server.js';
 import type { NodeApi } from './node-api.js';
+import { API_REDIS_DIR, readApiSecretKey, startLocalRedisEarly } from './api-early-start.js';
+import type { LocalRedis } from '../../api/redis/local-redis.js';
 import { LogThrottle } from '../../transports/node/log-throttle.js';
 import { createLogger, stdoutDestination, type Logger } from '../../transports/node/logger.js';
 import { LogRing } from '../../transports/node/log-ring.js';
@@ -178,8 +181,8 @@ export class Node {
   private api: NodeApi | null = null;
   /** clusterFeed is this node's view of its cluster and ring of recent events, for the API's /cluster. */
   private clusterFeed: ClusterFeed | null = null;
-  /** openHttp starts the HTTP listener when listenHttp left it for the end of the start; null once it listens. */
-  private openHttp: (() => Promise<void>) | null = null;
+  /** localRedisStarting is the node-local redis-server started early for the API, until the API takes it. */
+  private localRedisStarting: Promise<LocalRedis> | null = null;
   /** apiServing is the API's handler from the moment it answers, before its workers have started (startApi). */
   private apiServing: NodeApi['handler'] | null = null;
   private advertised = { grpc: '', http: '' };
@@ -369,16 +372,23 @@ export class Node {
   private async startParts(): Promise<void> {
     const config = this.config;
     const phases = new StartPhases();
+    // The API's modules (Express, BullMQ, the image code: most of a node's start) start loading now and are
+    // awaited only at the API's turn, so their file reads overlap the node's own start; a node without the API
+    // loads none of them. A start that fails first never awaits the import: its failure is caught here.
+    const nodeApiLoading = config.api ? import('./node-api.js') : null;
+    nodeApiLoading?.catch(() => undefined);
+    // A node-local redis-server for the API (a child process: it comes up in parallel) starts first.
+    if (config.api) this.localRedisStarting = startLocalRedisEarly(config.api, join(config.dataDir, API_REDIS_DIR));
     const security = await this.stage(this.loadSecurity());
-    // Loaded only with an api section: a node without the API loads none of Express, BullMQ or the image code.
-    const nodeApi = config.api ? await this.stage(import('./node-api.js')) : null;
-    if (config.api && nodeApi) await this.stage(nodeApi.readApiSecretKey(config.api).catch(rethrowAsConfigError));
+    const secretKey = config.api ? await this.stage(readApiSecretKey(config.api)) : undefined;
     phases.mark('load');
     const { clusterId, peerChannel, restored } = await this.stage(this.openStorage(security));
     phases.mark('storage');
     this.served = this.servedCalls();
     const storeService = (this.storeService = this.createStoreService());
     await this.stage(this.listenPeers(security, clusterId, storeService, this.createAdminService()));
+    // The HTTP port answers from here: /health, /ready and /status say the node is starting, an API path gets
+    // 503 NOT_READY with Retry-After until the API is mounted (http-server.ts), which the SDK retries.
     await this.stage(this.listenHttp());
     phases.mark('listen');
     const driver = await this.stage(this.startEngine(restored, security, peerChannel));
@@ -391,27 +401,21 @@ export class Node {
     this.diskTimer = setInterval(() => void this.disk.refresh(), config.limits.diskUsageRefreshMs);
     this.state = 'running';
     phases.mark('engine');
-    if (config.api && nodeApi) {
-      // The HTTP port opens as soon as the API answers; its workers go on starting meanwhile.
-      let serving = (): void => undefined;
-      const servingNow = new Promise<void>((resolve) => (serving = resolve));
-      const apiStarted = this.startApi(nodeApi, config.api, serving);
+    let servingSinceExecMs: number | undefined;
+    if (config.api && nodeApiLoading) {
+      await config.apiMountHold?.();
+      const nodeApi = await this.stage(nodeApiLoading.catch(rethrowAsConfigError));
+      phases.mark('apiLoad');
+      // The API answers as soon as its app exists (servingSinceExecMs); its workers go on starting meanwhile.
       // Not a stage the stop waits for: the API's start can wait without bound (its Redis); startApi closes an
       // API whose start ends after the stop.
-      await Promise.race([apiStarted, servingNow]);
-      this.throwIfStopping();
-      try {
-        await this.stage(this.openHttp?.() ?? Promise.resolve());
-      } catch (err) {
-        // The API's start goes on: let it finish, so that the stop that follows closes it.
-        await apiStarted.catch(() => undefined);
-        throw err;
-      }
-      await apiStarted;
+      await this.startApi(nodeApi, config.api, secretKey, () => {
+        phases.mark('api');
+        servingSinceExecMs = sinceExecMs();
+      });
+      phases.mark('apiWorkers');
     }
-    phases.mark('api');
-    await this.stage(this.openHttp?.() ?? Promise.resolve());
-    this.logStarted(driver, clusterId, phases);
+    this.logStarted(driver, clusterId, phases, servingSinceExecMs);
   }
 
   /**
@@ -607,11 +611,10 @@ export class Node {
   }
 
   /**
-   * listenHttp starts the metrics listener and readies the HTTP one (health, readiness, status, the API). The
-   * HTTP port listens at once only when it is 0 (its port is advertised to the roster, so it must be known
-   * before the engine starts); a configured port listens at the end of the start (openHttp), when the node can
-   * answer: a connection accepted earlier would be held unanswered while the start still works (module loads,
-   * the API's set-up), however fast every answer of a running node is.
+   * listenHttp starts the HTTP listener (health, readiness, status, the API) and the metrics one. Both answer
+   * from here, before the engine runs: a path that needs the running node answers 503 with a reason, an API
+   * path 503 NOT_READY with Retry-After until the API is mounted. Its port is advertised to the roster, so it
+   * is known before the engine starts.
    */
   private async listenHttp(): Promise<void> {
     const config = this.config;
@@ -627,19 +630,15 @@ export class Node {
     };
     const onHttpError = (err: Error): void => this.log.error({ err: String(err) }, 'HTTP handler failed');
     const httpTls = await this.loadHttpTls();
-    this.openHttp = async () => {
-      this.openHttp = null;
-      this.http = await startHttpServer({
-        host: config.httpListenAt.host,
-        port: config.httpListenAt.port,
-        role: 'api',
-        surface,
-        requestTimeoutMs: config.limits.httpRequestTimeoutMs,
-        onError: onHttpError,
-        ...(httpTls ? { tls: httpTls.pair } : {}),
-      });
-    };
-    if (config.httpListenAt.port === 0) await this.openHttp();
+    this.http = await startHttpServer({
+      host: config.httpListenAt.host,
+      port: config.httpListenAt.port,
+      role: 'api',
+      surface,
+      requestTimeoutMs: config.limits.httpRequestTimeoutMs,
+      onError: onHttpError,
+      ...(httpTls ? { tls: httpTls.pair } : {}),
+    });
     this.statusPollAgent = new Agent({
       connect: { ...(httpTls ? { ca: httpTls.trust } : {}), lookup: this.peerNames.lookup },
     });
@@ -652,7 +651,7 @@ export class Node {
       onError: onHttpError,
     });
     assert(this.peerServer, 'the peer server listens before the HTTP listeners');
-    const httpPort = this.http?.port ?? config.httpListenAt.port;
+    const httpPort = this.http.port;
     this.advertised = {
       grpc: config.grpcAdvertise ?? `${config.grpcListenAt.host}:${this.peerServer.port}`,
       http: config.httpAdvertise ?? `${httpTls ? 'https' : 'http'}://${config.httpListenAt.host}:${httpPort}`,
@@ -799,13 +798,23 @@ export class Node {
   }
 
   /** startApi starts the developer API on the replicated store (only with an api section). */
-  private async startApi(nodeApi: NodeApiModule, apiConfig: NodeApiConfig, serving: () => void): Promise<void> {
+  private async startApi(
+    nodeApi: NodeApiModule,
+    apiConfig: NodeApiConfig,
+    secretKey: Buffer | undefined,
+    serving: () => void,
+  ): Promise<void> {
     const config = this.config;
+    // The API owns the early redis-server from here (its close stops it, also when its start fails).
+    const localRedis = this.localRedisStarting;
+    this.localRedisStarting = null;
     const api = await nodeApi
       .startNodeApi(apiConfig, {
         store: this.store,
         dataDir: config.dataDir,
         log: this.log,
+        ...(secretKey ? { secretKey } : {}),
+        ...(localRedis ? { localRedis } : {}),
         ...(this.metrics ? { metricsRegistry: this.metrics.registry } : {}),
         ready: () => this.readyProblem() === null,
         ...(this.clusterFeed ? { cluster: this.clusterFeed } : {}),
@@ -831,7 +840,7 @@ export class Node {
     this.api = api;
   }
 
-  private logStarted(driver: Driver, clusterId: string, phases: StartPhases): void {
+  private logStarted(driver: Driver, clusterId: string, phases: StartPhases, servingSinceExecMs?: number): void {
     const config = this.config;
     const s = driver.status();
     this.log.info(
@@ -848,7 +857,9 @@ export class Node {
         version: this.buildVersion,
         // Where the start's time went (ms per phase) and the time since the process began (exec → serving).
         startMs: phases.done(),
-        sinceExecMs: Math.round(process.uptime() * 1000),
+        sinceExecMs: sinceExecMs(),
+        // With the API: when its app began answering (its workers start after that, within the start).
+        ...(servingSinceExecMs === undefined ? {} : { apiServingSinceExecMs: servingSinceExecMs }),
       },
       'node started',
     );
@@ -1200,6 +1211,13 @@ export class Node {
       await api
         ?.close()
         .catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
+      // A start that failed before the API's turn leaves its early redis-server to this stop.
+      const localRedis = this.localRedisStarting;
+      this.localRedisStarting = null;
+      await localRedis?.then(
+        (redis) => redis.stop(),
+        () => undefined,
+      );
       await this.driver?.stop();
       await this.recorder?.close();
       await this.transfer?.stop();
@@ -1238,6 +1256,11 @@ export class StoppedDuringStartError extends Error {
     super('the node was stopped during its start');
     this.name = 'StoppedDuringStartError';
   }
+}
+
+/** sinceExecMs is the time since this process began (exec → now), for the start's log line. */
+function sinceExecMs(): number {
+  return Math.round(process.uptime() * 1000);
 }
 
 function assertNever(value: never): never {

@@ -2,9 +2,10 @@
 // stops the start, a node without Redis still serves records (queue endpoints 503 QUEUE_UNAVAILABLE), a node
 // without REDIS_URL runs a redis-server of its own under its data directory and stops it (its worker denying
 // networked runs the roster's members and that Redis), and a node without the section keeps 404 for every path
-// but its own.
+// but its own. Before its API is mounted a starting node already answers on its HTTP port: an API path gets 503
+// NOT_READY with Retry-After (neither a refused connection nor a held one), which the SDK waits out and retries.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -35,6 +36,20 @@ async function portOpen(port: number): Promise<boolean> {
   });
 }
 
+/** processesNaming lists the pids whose command line names `text` (Linux /proc). */
+function processesNaming(text: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
 describe('cluster-api: the node config api section', function () {
   this.timeout(60_000);
   let dir: string;
@@ -53,7 +68,7 @@ describe('cluster-api: the node config api section', function () {
   };
   before(async () => {
     dir = await tempDir('node-api-config');
-    pki = await makePki(dir, ['cfg', 'nokey', 'badkey', 'noredis', 'localredis', 'noapi']);
+    pki = await makePki(dir, ['cfg', 'nokey', 'badkey', 'noredis', 'localredis', 'noapi', 'early', 'earlyfail']);
   });
   after(async () => {
     await removeDir(dir);
@@ -169,6 +184,65 @@ describe('cluster-api: the node config api section', function () {
         await node.stop();
       }
       assert.equal(await portOpen(port), false, 'stop() stopped the redis-server');
+    } finally {
+      if (saved !== undefined) process.env.REDIS_URL = saved;
+    }
+  });
+
+  it('answers API paths 503 NOT_READY with Retry-After before its API is mounted, and the SDK retries to success', async () => {
+    // The window a real start has while the API's modules load and its app is built, held open by the test.
+    let reached = (): void => undefined;
+    const atHold = new Promise<void>((resolve) => (reached = resolve));
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const node = new Node(
+      await single('early', {
+        api: { localRedis: false },
+        apiMountHold: () => {
+          reached();
+          return held;
+        },
+      }),
+    );
+    const starting = node.start();
+    try {
+      await atHold;
+      // The port listens and answers at once; the node's own paths say it is starting or ready.
+      const early = await fetch(`${node.httpAddress}/projects`);
+      assert.equal(early.status, 503);
+      assert.equal(early.headers.get('retry-after'), '1');
+      assert.equal(((await early.json()) as { code: string }).code, 'NOT_READY');
+      assert.ok([200, 503].includes((await fetch(`${node.httpAddress}/health`)).status));
+      // The store runs before the API: an admin key is written through it while the API is still held.
+      const admin = await bootstrapAdminKey(node.store, 'admin');
+      // The SDK's first attempt is answered 503; the hold is released then, and its retry (after Retry-After) succeeds.
+      const answers: string[] = [];
+      const watching: typeof fetch = async (input, init) => {
+        const response = await fetch(input, init);
+        answers.push(`${response.status} ${response.headers.get('retry-after') ?? '-'}`);
+        if (response.status === 503) release();
+        return response;
+      };
+      const client = new SvcClient({ baseUrl: node.httpAddress, apiKey: admin.key, env: {}, fetch: watching });
+      const listed = await client.listProjects();
+      assert.deepEqual(listed.items, []);
+      assert.deepEqual(answers, ['503 1', '200 -']);
+      await starting;
+    } finally {
+      release();
+      await starting.catch(() => undefined);
+      await node.stop();
+    }
+  });
+
+  it('stops the redis-server it started early when its start fails before the API', async () => {
+    const saved = process.env.REDIS_URL;
+    delete process.env.REDIS_URL;
+    try {
+      const config = await single('earlyfail', { api: { secretKeyFile: join(dir, 'absent.key') } });
+      await assert.rejects(new Node(config).start(), ConfigError);
+      // Its redis-server names its config file (under the data directory) in its process title.
+      assert.deepEqual(processesNaming(join(config.dataDir, API_REDIS_DIR)), [], 'no redis-server left running');
     } finally {
       if (saved !== undefined) process.env.REDIS_URL = saved;
     }
