@@ -61,6 +61,11 @@ export interface ApiService {
   config: ApiConfig;
   /** close releases Redis connections; the HTTP server, if any, is the caller's to close. */
   close(): Promise<void>;
+  /**
+   * validatorLoaded settles when the OpenAPI validator has loaded its document (a few hundred ms of CPU after the
+   * app exists; keyed requests wait for it meanwhile), so a start can put work that can wait after it.
+   */
+  validatorLoaded: Promise<void>;
 }
 
 /**
@@ -135,13 +140,14 @@ export function createApp(options: CreateAppOptions): ApiService {
   // One layer for every keyed request (keyed-chain.ts): authentication, rate limit, JSON body, OpenAPI
   // validation (the library's chain with its route lookup compiled once, openapi/validator.ts), then straight
   // to the routers that declare the route the validator matched.
+  const validator = openApiValidatorChain(validatorOptions(config.validateResponses));
   const keyed = inSequence([
     authenticate(store, config.trustedProxies, keyCache),
     rateLimit(limiter, rateLimitWindowMs),
     bodiesOnly(
       express.json({ limit: requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] }),
     ),
-    ...openApiValidatorChain(validatorOptions(config.validateResponses)),
+    ...validator,
     routeDispatch(
       [
         keyRoutes(store),
@@ -194,6 +200,7 @@ export function createApp(options: CreateAppOptions): ApiService {
   return {
     app,
     config,
+    validatorLoaded: validator.loaded,
     async close() {
       keyCache.close();
       cluster.close();

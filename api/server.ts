@@ -15,10 +15,7 @@ import { createApp } from './app.js';
 import type { ApiService } from './app.js';
 import { redisServerAvailable, startLocalRedis } from './redis/local-redis.js';
 import type { LocalRedis } from './redis/local-redis.js';
-import { startAgentWorker } from './runs/agent-worker.js';
 import type { AgentWorker } from './runs/agent-worker.js';
-import { runBackendFromConfig } from './runs/run-backend-config.js';
-import { imageGeneratorFromEnv, startAlbumWorker } from './albums/index.js';
 import type { AlbumWorker } from './albums/index.js';
 import type { ClusterSource } from './cluster/cluster-source.js';
 
@@ -107,11 +104,17 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
       );
   }
   options.onServing?.(service);
+  // The workers can wait (no request needs them) and their start spawns processes and stages files on this same
+  // event loop: it follows the validator's load, which the first keyed requests are waiting for.
+  await service.validatorLoaded;
   let worker: AgentWorker | undefined;
   let albumWorker: AlbumWorker | undefined;
   try {
     // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
+    // The workers' modules (the image code among them) are loaded here, after the app answers, not with it.
     if (redisUrl && envSetting<boolean>(env, 'SVC_RUN_WORKER')) {
+      const { startAgentWorker } = await import('./runs/agent-worker.js');
+      const { runBackendFromConfig } = await import('./runs/run-backend-config.js');
       worker = await startAgentWorker({
         redisUrl,
         store: options.store,
@@ -127,6 +130,8 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
     }
     // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
     if (redisUrl && envSetting<boolean>(env, 'SVC_ALBUM_WORKER')) {
+      const { startAlbumWorker } = await import('./albums/album-worker.js');
+      const { imageGeneratorFromEnv } = await import('./images/generator-config.js');
       albumWorker = await startAlbumWorker({
         redisUrl,
         store: options.store,

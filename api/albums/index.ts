@@ -1,5 +1,7 @@
-// Album generation, as the app and the server mount it: albumApi (the keyed routes and GET /events),
-// albumPageRoutes (the public page), startAlbumWorker (the queue worker), imageGeneratorFromEnv.
+// Album generation, as the app mounts it: albumApi (the keyed routes and GET /events) and albumPageRoutes (the public
+// page). The queue worker (album-worker.ts) and the image generators (../images/generator-config.ts) are imported
+// by themselves: they load the image code (sharp), which no request needs, so the server loads them after its app
+// answers (server.ts).
 import { Router } from 'express';
 import type { Redis } from 'ioredis';
 import type { DocumentStore } from '../../store/document-store.js';
@@ -8,9 +10,7 @@ import { BlobStore } from './blob-store.js';
 import { ChannelHub, eventStreamRoutes } from './event-stream.js';
 
 export { albumPageRoutes } from './view-page.js';
-export { startAlbumWorker } from './album-worker.js';
 export type { AlbumWorker, AlbumWorkerOptions } from './album-worker.js';
-export { imageGeneratorFromEnv } from '../images/generator-config.js';
 export { albumQueueName } from './album-jobs.js';
 
 export interface AlbumApiOptions {

@@ -297,7 +297,7 @@ interface ValidatorInternals {
 export function openApiValidatorChain(
   options: OpenApiValidatorOpts,
   shortcuts: ValidatorShortcuts = {},
-): RequestHandler[] {
+): RequestHandler[] & { loaded: Promise<void> } {
   const skipInputless = shortcuts.skipInputlessRequests ?? true;
   const onSkip = shortcuts.onSkip;
   const validator = new OpenApiValidator(options);
@@ -369,7 +369,7 @@ export function openApiValidatorChain(
     },
     () => undefined,
   );
-  return [
+  const handlers: RequestHandler[] = [
     (req, res, next) => {
       if (chain) chain(req, res, next);
       else
@@ -378,4 +378,12 @@ export function openApiValidatorChain(
         }, next);
     },
   ];
+  // loaded settles once the document is loaded and the steps built (or failed to), for a start that orders its
+  // remaining work after it (api/server.ts starts its workers then).
+  return Object.assign(handlers, {
+    loaded: loaded.then(
+      () => undefined,
+      () => undefined,
+    ),
+  });
 }

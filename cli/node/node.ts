@@ -372,11 +372,6 @@ export class Node {
   private async startParts(): Promise<void> {
     const config = this.config;
     const phases = new StartPhases();
-    // The API's modules (Express, BullMQ, the image code: most of a node's start) start loading now and are
-    // awaited only at the API's turn, so their file reads overlap the node's own start; a node without the API
-    // loads none of them. A start that fails first never awaits the import: its failure is caught here.
-    const nodeApiLoading = config.api ? import('./node-api.js') : null;
-    nodeApiLoading?.catch(() => undefined);
     // A node-local redis-server for the API (a child process: it comes up in parallel) starts first.
     if (config.api) this.localRedisStarting = startLocalRedisEarly(config.api, join(config.dataDir, API_REDIS_DIR));
     const security = await this.stage(this.loadSecurity());
@@ -391,6 +386,12 @@ export class Node {
     // 503 NOT_READY with Retry-After until the API is mounted (http-server.ts), which the SDK retries.
     await this.stage(this.listenHttp());
     phases.mark('listen');
+    // The API's modules (Express, BullMQ, the image code: most of a node's start) start loading now, once the
+    // ports answer, and are awaited only at the API's turn, after the engine runs. Loading them is CPU on this
+    // event loop, so starting earlier would only put the ports' opening after it. A node without the API loads
+    // none of them. A start that fails before the API's turn never awaits the import: its failure is caught here.
+    const nodeApiLoading = config.api ? import('./node-api.js') : null;
+    nodeApiLoading?.catch(() => undefined);
     const driver = await this.stage(this.startEngine(restored, security, peerChannel));
     this.clusterFeed = this.createClusterFeed(driver);
     this.transfer = this.snapshotTransfer(driver);
