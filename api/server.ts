@@ -59,12 +59,41 @@ export interface StartApiOptions {
   onServing?: (service: ApiService) => void;
 }
 
+/** WorkerModules are the workers' modules a start loaded (none for a worker that will not run here). */
+interface WorkerModules {
+  agent?: typeof import('./runs/agent-worker.js') & typeof import('./runs/run-backend-config.js');
+  album?: typeof import('./albums/album-worker.js') & typeof import('./images/generator-config.js');
+}
+
+/**
+ * loadWorkerModules imports the workers that will run, apart from the app's modules: the album worker's image
+ * code (sharp) and the agent worker are loaded only by a process that runs them (a Redis, and the worker on).
+ */
+async function loadWorkerModules(run: { agent: boolean; album: boolean }): Promise<WorkerModules> {
+  const [agent, album] = await Promise.all([
+    run.agent
+      ? Promise.all([import('./runs/agent-worker.js'), import('./runs/run-backend-config.js')]).then(([a, b]) => ({
+          ...a,
+          ...b,
+        }))
+      : undefined,
+    run.album
+      ? Promise.all([import('./albums/album-worker.js'), import('./images/generator-config.js')]).then(([a, b]) => ({
+          ...a,
+          ...b,
+        }))
+      : undefined,
+  ]);
+  return { ...(agent ? { agent } : {}), ...(album ? { album } : {}) };
+}
+
 export async function startApiService(options: StartApiOptions): Promise<ApiRuntime> {
   const env = options.env ?? process.env;
   let localRedis: LocalRedis | undefined;
   let config: ApiConfig;
   let redisUrl: string | null;
   let service: ApiService;
+  let workerModules: WorkerModules;
   try {
     config = configFromEnv(env, options.config);
     redisUrl = env.REDIS_URL ?? null;
@@ -81,6 +110,12 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
       localRedis = await startLocalRedis(options.dataDir ?? path.resolve('.cluster', 'api-redis'));
     }
     if (localRedis) redisUrl = localRedis.url;
+    // The workers' modules (the image code among them) load before the app answers: loading them is CPU on this
+    // event loop, which would hold the first requests if it came after. Workers that will not run load nothing.
+    workerModules = await loadWorkerModules({
+      agent: redisUrl !== null && envSetting<boolean>(env, 'SVC_RUN_WORKER'),
+      album: redisUrl !== null && envSetting<boolean>(env, 'SVC_ALBUM_WORKER'),
+    });
     if (!redisUrl)
       config.log.warn(
         { event: 'api.no_redis', effect: 'queue endpoints answer 503; rate limit is per process' },
@@ -111,10 +146,8 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
   let albumWorker: AlbumWorker | undefined;
   try {
     // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
-    // The workers' modules (the image code among them) are loaded here, after the app answers, not with it.
-    if (redisUrl && envSetting<boolean>(env, 'SVC_RUN_WORKER')) {
-      const { startAgentWorker } = await import('./runs/agent-worker.js');
-      const { runBackendFromConfig } = await import('./runs/run-backend-config.js');
+    if (redisUrl && workerModules.agent) {
+      const { startAgentWorker, runBackendFromConfig } = workerModules.agent;
       worker = await startAgentWorker({
         redisUrl,
         store: options.store,
@@ -129,9 +162,8 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
       });
     }
     // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
-    if (redisUrl && envSetting<boolean>(env, 'SVC_ALBUM_WORKER')) {
-      const { startAlbumWorker } = await import('./albums/album-worker.js');
-      const { imageGeneratorFromEnv } = await import('./images/generator-config.js');
+    if (redisUrl && workerModules.album) {
+      const { startAlbumWorker, imageGeneratorFromEnv } = workerModules.album;
       albumWorker = await startAlbumWorker({
         redisUrl,
         store: options.store,

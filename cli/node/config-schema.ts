@@ -309,6 +309,19 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     path: true,
   },
   {
+    key: 'grpc.leanUnaryClient',
+    kind: onOff(),
+    doc: "send the unary peer calls a write or a read waits on (Heartbeat, ShipSegment, ReportApplied, RequestVote, TimeoutNow) over the lean HTTP/2 client (transports/grpc/lean-unary.ts); off: over grpc-js's client, as every other peer call",
+    fallback: true,
+    flags: [
+      {
+        flag: 'no-grpc-lean-unary-client',
+        sets: false,
+        doc: "send every peer call over grpc-js's client (a switch back should the lean client misbehave)",
+      },
+    ],
+  },
+  {
     key: 'recording.enabled',
     kind: onOff(),
     doc: 'keep the flight recording in <dataDir>/recording/ (docs/operations.md, "Flight recorder")',

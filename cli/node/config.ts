@@ -168,6 +168,8 @@ export interface NodeConfig {
   processMetrics?: boolean;
   /** recording configures the flight recorder (cli/node/recording.ts): on by default. */
   recording?: NodeRecordingConfig;
+  /** grpc chooses the peer clients' implementation (the limits are grpcLimits). */
+  grpc?: NodeGrpcConfig;
   /** writeTraceDir: `svc node` records its write-timeline stamps in <writeTraceDir>/<name>.jsonl (SVC_WRITE_TRACE_DIR). */
   writeTraceDir?: string;
   /** api serves the developer HTTP API on httpListen beside /health, /ready, /metrics and /status (absent: no API). */
@@ -304,6 +306,7 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
   if (config.api !== undefined) checkApiConfig(config.api);
   const recordingProblem = recordingConfigProblem(config.recording);
   if (recordingProblem !== null) throw new ConfigError(recordingProblem);
+  checkGrpcConfig(config.grpc);
 
   let limits: NodeLimits;
   try {
@@ -320,6 +323,25 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
     httpListenAt,
     metricsListenAt,
   };
+}
+
+/** NodeGrpcConfig is the `grpc` section: which client carries which peer calls. */
+export interface NodeGrpcConfig {
+  /**
+   * leanUnaryClient (default true) sends the unary peer calls a write or a read waits on (Heartbeat, ShipSegment,
+   * ReportApplied, RequestVote, TimeoutNow) over the lean HTTP/2 client (transports/grpc/lean-unary.ts); false
+   * sends them over grpc-js's client, as every other peer call goes. The server side is the same either way.
+   */
+  leanUnaryClient?: boolean;
+}
+
+function checkGrpcConfig(grpc: unknown): void {
+  if (grpc === undefined) return;
+  if (typeof grpc !== 'object' || grpc === null || Array.isArray(grpc))
+    throw new ConfigError('grpc must be an object, e.g. {"leanUnaryClient": false}');
+  const lean = (grpc as NodeGrpcConfig).leanUnaryClient;
+  if (lean !== undefined && typeof lean !== 'boolean')
+    throw new ConfigError('grpc.leanUnaryClient must be true or false');
 }
 
 function checkHttpTls(httpTls: NodeHttpTls | undefined): void {

@@ -258,6 +258,11 @@ export class Node {
     return `http://${this.config.metricsListenAt.host}:${port}`;
   }
 
+  /** peerUnaryClient names the client of this node's unary peer calls (grpc.leanUnaryClient; after start()). */
+  get peerUnaryClient(): 'lean' | 'grpc-js' | null {
+    return this.pool?.unaryClient ?? null;
+  }
+
   /** apiRedisUrl is the Redis the developer API uses (null: none, or no API). */
   get apiRedisUrl(): string | null {
     return this.api?.redisUrl ?? null;
@@ -673,15 +678,20 @@ export class Node {
       limits: this.grpcLimits,
       channelOptions: peerChannel,
       // The unary calls a write or a read waits on go over the lean HTTP/2 client (transports/grpc/lean-unary.ts),
-      // with the same security and the cluster id the channel's interceptor adds.
-      lean: {
-        dial: peerHttp2Dial(
-          security,
-          config.tls.mode === 'mtls' ? config.tls.serverNameOverride : undefined,
-          this.peerNames.lookup,
-        ),
-        headers: this.clusterIdValue === '' ? {} : { [CLUSTER_ID_METADATA_KEY]: this.clusterIdValue },
-      },
+      // with the same security and the cluster id the channel's interceptor adds; grpc.leanUnaryClient false
+      // leaves them to grpc-js's client.
+      ...(config.grpc?.leanUnaryClient === false
+        ? {}
+        : {
+            lean: {
+              dial: peerHttp2Dial(
+                security,
+                config.tls.mode === 'mtls' ? config.tls.serverNameOverride : undefined,
+                this.peerNames.lookup,
+              ),
+              headers: this.clusterIdValue === '' ? {} : { [CLUSTER_ID_METADATA_KEY]: this.clusterIdValue },
+            },
+          }),
       deliver: (input) => {
         if (input.type === 'callFailed')
           this.log.debug(
@@ -854,6 +864,7 @@ export class Node {
         http: this.advertised.http,
         metrics: this.metricsAddress,
         tls: config.tls.mode,
+        peerUnaryClient: this.pool?.unaryClient,
         clusterId,
         version: this.buildVersion,
         // Where the start's time went (ms per phase) and the time since the process began (exec → serving).

@@ -1,7 +1,9 @@
 // Linearizable reads on real nodes (in process, mTLS, real sockets): a store read takes the engine's read
 // index (engine/read-index.ts), which a leader answers only after a heartbeat round a majority of voters
 // accepted. So a leader whose followers are gone answers no read even while it still believes it leads —
-// the store used to answer from the leader's bare commit seqno there, for up to two election timeouts.
+// the store used to answer from the leader's bare commit seqno there, for up to two election timeouts. Run twice:
+// with the lean unary peer client (the default) and with it off (grpc.leanUnaryClient false: grpc-js carries
+// every peer call), so a cluster on either client elects, replicates and serves reads.
 import assert from 'node:assert/strict';
 import { StoreUnavailableError } from '../../store/errors.js';
 import type { ReplicatedStore } from '../../store/replicated-store.js';
@@ -11,38 +13,48 @@ import { InProcessCluster } from './in-process-cluster.js';
 /** READ_TIMEOUT_MS: a read's whole barrier (read index and apply) in this test, short so a refusal comes soon. */
 const READ_TIMEOUT_MS = 1_500;
 
-describe("node: reads take the engine's read index", function () {
-  this.timeout(60_000);
-  const cluster = new InProcessCluster();
+for (const leanUnaryClient of [true, false]) {
+  const client = leanUnaryClient ? 'lean' : 'grpc-js';
+  describe(`node: reads take the engine's read index (unary peer calls over ${client})`, function () {
+    this.timeout(60_000);
+    const cluster = new InProcessCluster();
 
-  before(async () => {
-    await cluster.start(['r1', 'r2', 'r3'], ['r1', 'r2', 'r3'], { storeLimits: { readTimeoutMs: READ_TIMEOUT_MS } });
-  });
-  after(async () => {
-    await cluster.stop();
-  });
+    before(async () => {
+      await cluster.start(['r1', 'r2', 'r3'], ['r1', 'r2', 'r3'], {
+        storeLimits: { readTimeoutMs: READ_TIMEOUT_MS },
+        ...(leanUnaryClient ? {} : { grpc: { leanUnaryClient: false } }),
+      });
+    });
+    after(async () => {
+      await cluster.stop();
+    });
 
-  it('a read on the leader or a follower sees a write acknowledged through another node, and the leader confirmed it by a round', async () => {
-    const leader = await cluster.waitLeader();
-    const [follower, other] = cluster.followers();
-    await follower!.store.put('reads/a', { v: 1 });
-    assert.deepEqual((await leader.store.get('reads/a'))?.value, { v: 1 });
-    assert.deepEqual((await other!.store.get('reads/a'))?.value, { v: 1 });
-    const metrics = (await httpGet(`${leader.metricsAddress}/metrics`)).text;
-    assert.ok(
-      (metricValue(metrics, 'svc_engine_read_indexes_total', 'outcome="answered"') ?? 0) >= 2,
-      "the leader's engine answered its own read and the follower's",
-    );
-  });
+    it('a read on the leader or a follower sees a write acknowledged through another node, and the leader confirmed it by a round', async () => {
+      const leader = await cluster.waitLeader();
+      for (const node of cluster.nodes.values()) assert.equal(node.peerUnaryClient, client);
+      const [follower, other] = cluster.followers();
+      await follower!.store.put('reads/a', { v: 1 });
+      assert.deepEqual((await leader.store.get('reads/a'))?.value, { v: 1 });
+      assert.deepEqual((await other!.store.get('reads/a'))?.value, { v: 1 });
+      const metrics = (await httpGet(`${leader.metricsAddress}/metrics`)).text;
+      assert.ok(
+        (metricValue(metrics, 'svc_engine_read_indexes_total', 'outcome="answered"') ?? 0) >= 2,
+        "the leader's engine answered its own read and the follower's",
+      );
+    });
 
-  it('a leader cut off from its followers serves no read, though it still believes it leads', async () => {
-    const leader = await cluster.waitLeader();
-    await leader.store.put('reads/b', { v: 1 });
-    for (const follower of cluster.followers()) await follower.stop();
-    assert.equal(leader.status().role, 'leader', 'check-quorum has not deposed it yet');
-    const started = Date.now();
-    await assert.rejects((leader.store as ReplicatedStore).get('reads/b'), StoreUnavailableError);
-    assert.ok(Date.now() - started >= READ_TIMEOUT_MS - 50, 'refused only at the deadline: no answer came in between');
-    assert.notEqual(leader.status().role, 'leader', 'meanwhile check-quorum deposed it');
+    it('a leader cut off from its followers serves no read, though it still believes it leads', async () => {
+      const leader = await cluster.waitLeader();
+      await leader.store.put('reads/b', { v: 1 });
+      for (const follower of cluster.followers()) await follower.stop();
+      assert.equal(leader.status().role, 'leader', 'check-quorum has not deposed it yet');
+      const started = Date.now();
+      await assert.rejects((leader.store as ReplicatedStore).get('reads/b'), StoreUnavailableError);
+      assert.ok(
+        Date.now() - started >= READ_TIMEOUT_MS - 50,
+        'refused only at the deadline: no answer came in between',
+      );
+      assert.notEqual(leader.status().role, 'leader', 'meanwhile check-quorum deposed it');
+    });
   });
-});
+}

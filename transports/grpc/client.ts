@@ -59,6 +59,11 @@ export class PeerPool {
     this.lean = options.lean ? new LeanUnaryClient({ ...options.lean, limits: this.limits }) : null;
   }
 
+  /** unaryClient names what carries the unary calls but JoinCluster: the lean HTTP/2 client or grpc-js's. */
+  get unaryClient(): 'lean' | 'grpc-js' {
+    return this.lean === null ? 'grpc-js' : 'lean';
+  }
+
   /** inflightCount is the number of sends still waiting for their outcome. */
   get inflightCount(): number {
     return this.inflight.size;
