@@ -24,7 +24,7 @@ function fiveNodesUnderFaults(seed: number): SimOptions {
     loss: 0.05,
     dup: 0.02,
     reorder: 0.05,
-    replay: 0.005,
+    'replay-rate': 0.005,
     'crash-rate': 1,
     'pause-rate': 1,
     'partition-rate': 1,

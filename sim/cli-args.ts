@@ -40,6 +40,15 @@ export type CliRequest =
       eachSeed: boolean;
     };
 
+/**
+ * isRecordingReplay: the arguments ask for a flight recording's replay (`--replay PATH…`, sim/replay/cli.ts), which
+ * has its own arguments. No knob is spelt `--replay` (the late-replay fault's is `--replay-rate`), so a printed
+ * reproduction never lands here.
+ */
+export function isRecordingReplay(argv: readonly string[]): boolean {
+  return argv.includes('--replay');
+}
+
 export function usage(): string {
   const knobs = OVERRIDES.map((o) => `  --${o.flag.padEnd(20)} ${o.describe} [${o.min}..${o.max}]`).join('\n');
   return [

@@ -7,7 +7,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { basename } from 'node:path';
 import { checkerNames } from './checkers/registry.js';
-import { parseCli, usage, type CliRequest } from './cli-args.js';
+import { isRecordingReplay, parseCli, usage, type CliRequest } from './cli-args.js';
 import { CoverageTally } from './coverage.js';
 import { SIM_LIMITS } from './limits.js';
 import { optionsFor, type SimOptions } from './options.js';
@@ -20,7 +20,7 @@ import { replayMain } from './replay/cli.js';
 
 async function main(argv: string[]): Promise<number> {
   // A recording's replay has its own arguments (sim/replay/cli.ts).
-  if (argv.includes('--replay')) return replayMain(argv);
+  if (isRecordingReplay(argv)) return replayMain(argv);
   let request: CliRequest;
   try {
     request = parseCli(argv, process.env);

@@ -432,7 +432,8 @@ export const OVERRIDES: readonly Override[] = [
     },
   },
   {
-    flag: 'replay',
+    // Not `--replay`: that is the flight recorder's replay mode (`--replay PATH`, sim/replay/cli.ts).
+    flag: 'replay-rate',
     describe: 'late request replay probability',
     ...probability,
     apply: (o, v) => {

@@ -10,7 +10,7 @@ import { runSim, type RunExtras, type RunResult } from './run.js';
 const SHRINKABLE_KNOBS: { flag: string; read: (r: ReturnType<typeof optionsFor>) => number }[] = [
   { flag: 'loss', read: (o) => o.network.lossProbability },
   { flag: 'dup', read: (o) => o.network.duplicateProbability },
-  { flag: 'replay', read: (o) => o.network.replayProbability },
+  { flag: 'replay-rate', read: (o) => o.network.replayProbability },
   { flag: 'reorder', read: (o) => o.network.reorderProbability },
   { flag: 'late', read: (o) => o.network.lateAnswerProbability ?? 0 },
   { flag: 'torn', read: (o) => o.storage.tornWriteProbability },

@@ -48,7 +48,10 @@ export function parseReplayArgs(argv: string[]): ReplayRequest {
         request.view = true;
         request.viewOut = value;
       } else request.traceFile = value;
-    } else if (arg.startsWith('--')) throw new Error(`--replay does not take ${arg}`);
+    } else if (arg.startsWith('--'))
+      throw new Error(
+        `--replay (a flight recording's replay) does not take ${arg}; the late-replay fault's probability is --replay-rate P`,
+      );
     else request.paths.push(arg);
   }
   if (request.paths.length === 0) throw new Error('--replay needs at least one recording path');

@@ -331,7 +331,7 @@ describe('sim: the newer checkers catch deliberately broken engines', function (
       late: 0.2,
       'boundary-crash-rate': 20,
       'conf-burst-rate': 4,
-      replay: 0.05,
+      'replay-rate': 0.05,
       joiners: 2,
     };
     for (let seed = 1; seed <= 3; seed++) tally.add(runSim(optionsFor(seed, knobs)).coverage);

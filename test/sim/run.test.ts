@@ -4,9 +4,9 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseCli } from '../../sim/cli-args.js';
+import { isRecordingReplay, parseCli } from '../../sim/cli-args.js';
 import { faultSchedule } from '../../sim/faults.js';
-import { optionsFor, writeIntervalMsFloor } from '../../sim/options.js';
+import { OVERRIDES, optionsFor, writeIntervalMsFloor } from '../../sim/options.js';
 import { runSim } from '../../sim/run.js';
 import { reproduceCommand, shrinkFailure } from '../../sim/shrink.js';
 import type { EngineFactory } from '../../sim/node.js';
@@ -123,6 +123,20 @@ describe('sim/run', () => {
 });
 
 describe('sim/cli', () => {
+  it("a shrunk run's printed reproduction, whatever knob it sets, runs that seed: never a flight recording's replay", () => {
+    for (const knob of OVERRIDES) {
+      const command = reproduceCommand(7, { [knob.flag]: knob.min }, [0, 2]);
+      const argv = command.replace(/^npm run sim -- /, '').split(' ');
+      assert.equal(isRecordingReplay(argv), false, command);
+      const request = parseCli(argv);
+      assert.ok(request.mode === 'single', command);
+      assert.deepEqual(request.overrides, { [knob.flag]: knob.min }, command);
+      assert.deepEqual(request.onlyFaults, [0, 2], command);
+    }
+    assert.equal(isRecordingReplay(['--replay', 'n1/recording', '--view']), true);
+    assert.equal(parseCli(['--seed', '7', '--replay-rate', '0.03']).mode, 'single');
+  });
+
   it('parses seeds, sweeps, knobs and fault lists, and rejects bad input clearly', () => {
     assert.deepEqual(parseCli(['--seed', '7']), {
       mode: 'single',
