@@ -138,10 +138,10 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
         () => undefined,
       );
   }
-  options.onServing?.(service);
-  // The workers can wait (no request needs them) and their start spawns processes and stages files on this same
-  // event loop: it follows the validator's load, which the first keyed requests are waiting for.
+  // The app answers once its validator has loaded its document (CPU on this event loop that would hold every
+  // request meanwhile, public ones too); the workers start after it: no request needs them.
   await service.validatorLoaded;
+  options.onServing?.(service);
   let worker: AgentWorker | undefined;
   let albumWorker: AlbumWorker | undefined;
   try {
