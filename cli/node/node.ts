@@ -391,7 +391,7 @@ export class Node {
     // 503 NOT_READY with Retry-After until the API is mounted (http-server.ts), which the SDK retries.
     await this.stage(this.listenHttp());
     phases.mark('listen');
-    // The API's modules (Express, BullMQ, the image code: most of a node's start) start loading now, once the
+    // The API's modules (Express, BullMQ, the OpenAPI validator: most of a node's start) start loading now, once the
     // ports answer, and are awaited only at the API's turn, after the engine runs. Loading them is CPU on this
     // event loop, so starting earlier would only put the ports' opening after it. A node without the API loads
     // none of them. A start that fails before the API's turn never awaits the import: its failure is caught here.
@@ -412,7 +412,7 @@ export class Node {
       await config.apiMountHold?.();
       const nodeApi = await this.stage(nodeApiLoading.catch(rethrowAsConfigError));
       phases.mark('apiLoad');
-      // The API answers as soon as its app exists (servingSinceExecMs); its workers go on starting meanwhile.
+      // The API answers once its app can (servingSinceExecMs); its workers start after that, within this await.
       // Not a stage the stop waits for: the API's start can wait without bound (its Redis); startApi closes an
       // API whose start ends after the stop.
       await this.startApi(nodeApi, config.api, secretKey, () => {
@@ -1280,9 +1280,10 @@ function assertNever(value: never): never {
 }
 
 /**
- * StartPhases times the phases of a node's start for its 'node started' line: `load` (security, the API
- * module), `storage` (WAL and snapshot recovery), `listen` (the peer, HTTP and metrics listeners), `engine`
- * (the engine, its recorder and driver), `api` (the developer API mounted).
+ * StartPhases times the phases of a node's start for its 'node started' line: `load` (security, the API's secret
+ * key), `storage` (WAL and snapshot recovery), `listen` (the peer, HTTP and metrics listeners), `engine` (the
+ * engine, its recorder and driver); with the API, `apiLoad` (what was left of loading its modules), `api` (its app
+ * built, until it answers) and `apiWorkers` (its workers started).
  */
 class StartPhases {
   private readonly ms: Record<string, number> = {};
