@@ -50,9 +50,10 @@ export class ReplicatedStore implements DocumentStore {
     limits: Partial<StoreLimits> = {},
   ) {
     this.limits = storeLimits(limits);
-    // On the leader, calls may overlap: its engine batches them (read-index-batch.ts).
+    // On the leader, calls may overlap: its engine batches them (read-index-batch.ts). Each call carries a loop
+    // turn's readers, gathered already: the leader's engine is asked at once (engine-reads.ts).
     this.readIndexes = new ReadIndexBatch(
-      (deadlineAt) => this.host.readIndex(deadlineAt),
+      (deadlineAt) => this.host.readIndex(deadlineAt, true),
       () => this.host.readsLocally?.() ?? false,
     );
   }

@@ -10,8 +10,10 @@ function fakeHost(answers: Array<number | Error>): {
   host: StoreHost;
   readIndexCalls: () => number;
   waitedFor: number[];
+  gatheredFlags: Array<boolean | undefined>;
 } {
   let calls = 0;
+  const gatheredFlags: Array<boolean | undefined> = [];
   const waitedFor: number[] = [];
   const values = new Map([['k/a', { value: { n: 1 }, version: 1 }]]);
   const stateMachine = {
@@ -21,7 +23,8 @@ function fakeHost(answers: Array<number | Error>): {
   const host: StoreHost = {
     stateMachine,
     commit: () => Promise.reject(new Error('no writes here')),
-    readIndex: () => {
+    readIndex: (_deadlineAt, gathered) => {
+      gatheredFlags.push(gathered);
       const answer = answers[calls++] ?? new Error('no more answers');
       return answer instanceof Error ? Promise.reject(answer) : Promise.resolve(answer);
     },
@@ -30,7 +33,7 @@ function fakeHost(answers: Array<number | Error>): {
       return Promise.resolve();
     },
   };
-  return { host, readIndexCalls: () => calls, waitedFor };
+  return { host, readIndexCalls: () => calls, waitedFor, gatheredFlags };
 }
 
 describe('store: read sessions', () => {
@@ -50,6 +53,13 @@ describe('store: read sessions', () => {
     assert.deepEqual(waitedFor, [7, 7, 7, 7], 'every read waited for the apply of the one index');
     await store.readSession().get('k/a');
     assert.equal(readIndexCalls(), 2, 'another session asks again');
+  });
+
+  it("tells the host its read-index calls carry a loop turn's readers gathered already (a leader asks its engine at once)", async () => {
+    const { host, gatheredFlags } = fakeHost([3]);
+    const store = new ReplicatedStore(host);
+    await Promise.all([store.readSession().get('k/a'), store.readSession().get('k/a')]);
+    assert.deepEqual(gatheredFlags, [true], 'one call for both sessions, flagged as gathered');
   });
 
   it('drops a failed read index, so the next read of the session asks afresh', async () => {
