@@ -322,6 +322,11 @@ class ReadSession implements DocumentStore {
     return this.store.localList<T>(prefix, options);
   }
 
+  listNow<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): ListResult<T> | null {
+    if (typeof prefix !== 'string' || !this.passed()) return null;
+    return this.store.localList<T>(prefix, options);
+  }
+
   put(key: string, value: JsonObject, options?: WriteOptions): Promise<{ version: number }> {
     return this.store.put(key, value, options);
   }

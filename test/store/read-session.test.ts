@@ -77,4 +77,31 @@ describe('store: read sessions', () => {
     await assert.rejects(session.get(''), RangeError);
     assert.equal(readIndexCalls(), 0);
   });
+
+  it('lists at once (listNow) only behind a barrier that still holds, else answers null for list to wait', async () => {
+    const values = new Map([['k/a', { value: { n: 1 }, version: 1 }]]);
+    const stateMachine = {
+      appliedSeq: 5,
+      get: (key: string) => values.get(key) ?? null,
+      list: () => ({ entries: [...values].map(([key, entry]) => ({ key, ...entry })), nextAfter: null }),
+    };
+    let index = 5;
+    const host: StoreHost = {
+      stateMachine: stateMachine as unknown as StoreStateMachine,
+      commit: () => Promise.reject(new Error('no writes here')),
+      readIndex: () => Promise.resolve(index),
+      waitApplied: () => Promise.resolve(),
+    };
+    const session = new ReplicatedStore(host).readSession();
+    assert.equal(session.listNow!('k/'), null, 'no barrier yet: list must take one');
+    await session.barrier!();
+    assert.deepEqual(
+      session.listNow!('k/')?.entries.map((entry) => entry.key),
+      ['k/a'],
+    );
+    // The local state cannot go back, but a fresh session must not inherit another's barrier.
+    index = 9;
+    const later = new ReplicatedStore(host).readSession();
+    assert.equal(later.listNow!('k/'), null);
+  });
 });
