@@ -52,11 +52,9 @@ export async function listPage<T extends JsonObject, V>(
   let scanned = 0;
   while (items.length < limit && scanned < pageScanEntriesMax) {
     // shared: keep and view only read the values, and the page is serialized at once (views build new objects).
-    const batch = await store.list<T>(prefix, {
-      after,
-      limit: Math.min(limit * 4, pageScanEntriesMax - scanned),
-      shared: true,
-    });
+    const options = { after, limit: Math.min(limit * 4, pageScanEntriesMax - scanned), shared: true };
+    // Behind the key check's barrier a read session answers at once (listNow); otherwise list waits for it.
+    const batch = store.listNow?.<T>(prefix, options) ?? (await store.list<T>(prefix, options));
     for (const entry of batch.entries) {
       scanned++;
       after = entry.key;

@@ -69,6 +69,12 @@ export interface DocumentStore {
    * A cache kept current by watch may then answer for the store (auth/key-cache.ts).
    */
   barrier?(): Promise<void>;
+  /**
+   * listNow, on a read session whose barrier has passed and still holds (this node has applied its index and
+   * every write it answered), is list answered at once; null when list would have to wait or refuse. A caller
+   * that lists often (a page of a keyed GET) skips list's promise and turn when the answer is ready.
+   */
+  listNow?<T extends JsonObject = JsonObject>(prefix: string, options?: ListOptions): ListResult<T> | null;
 }
 
 /** VersionConflictError is the typed failure of a compare-and-set whose expectedVersion did not hold. */

@@ -17,6 +17,12 @@
 // are gathered apart, one input per asker and term, so the ack never vouches for a read that began after the
 // asker sent its request (this leader's own reads, another member's). Two requests of one asker in one term may
 // share an input: each read began before its own request, at whose sending the asker held that term.
+//
+// A request whose caller gathered a loop turn of readers already (`gathered`: this leader's own ReadIndexBatch,
+// which starts its call one turn after its first reader) goes to the engine at once as its own input: a second
+// turn of gathering here would add nothing to its batch and would delay its round by a whole turn of the loop,
+// which on a loaded leader is every request it is handling (bench/api-cluster.ts). Sound for the same reason:
+// the input reaches the engine after every read of the caller's batch began.
 import type { Effect, ReadIndexAsker } from '../engine/types.js';
 import { StoreRefusal } from './errors.js';
 import type { ReadIndexAnswer, StoreEngine } from './host.js';
@@ -62,11 +68,18 @@ export class EngineReads {
   /**
    * take asks the engine for a read index; it rejects with a StoreRefusal (not-leader, leadership-changed,
    * overloaded, timeout). asker: the member that forwarded the request (the module comment); absent for any other.
+   * gathered: the caller gathered its readers for a loop turn already, so the input goes now (the module comment);
+   * only without an asker (an asker's requests share an input per turn).
    */
-  take(deadlineAt: number, asker?: ReadIndexAsker): Promise<ReadIndexAnswer> {
+  take(deadlineAt: number, asker?: ReadIndexAsker, gathered = false): Promise<ReadIndexAnswer> {
     if (this.engine.overloaded())
       return Promise.reject(new StoreRefusal('unavailable', 'node overloaded: input queue full'));
     return new Promise((resolve, reject) => {
+      if (gathered && !asker) {
+        this.waiterCount++;
+        this.submit(undefined, [{ deadlineAt, resolve, reject }]);
+        return;
+      }
       if (this.gathering === null) {
         this.gathering = new Map();
         setImmediate(() => this.flush());
@@ -113,14 +126,16 @@ export class EngineReads {
     const groups = this.gathering;
     this.gathering = null;
     if (groups === null) return;
-    for (const { asker, waiters } of groups.values()) {
-      if (waiters.length === 0) continue;
-      const readId = this.nextReadId++;
-      const batch: Batch = { term: this.engine.status().term, waiters, timer: null };
-      this.pending.set(readId, batch);
-      this.armTimer(readId, batch);
-      this.engine.submit(asker ? { type: 'readIndex', readId, asker } : { type: 'readIndex', readId });
-    }
+    for (const { asker, waiters } of groups.values()) if (waiters.length > 0) this.submit(asker, waiters);
+  }
+
+  /** submit sends one readIndex input for waiters (counted in waiterCount already). */
+  private submit(asker: ReadIndexAsker | undefined, waiters: Waiter[]): void {
+    const readId = this.nextReadId++;
+    const batch: Batch = { term: this.engine.status().term, waiters, timer: null };
+    this.pending.set(readId, batch);
+    this.armTimer(readId, batch);
+    this.engine.submit(asker ? { type: 'readIndex', readId, asker } : { type: 'readIndex', readId });
   }
 
   private armTimer(readId: number, batch: Batch): void {

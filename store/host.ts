@@ -57,8 +57,12 @@ export interface StoreHost {
   readonly stateMachine: StoreStateMachine;
   /** commit gets the command committed (proposing locally or forwarding to the leader, retrying with the same request id) before deadlineAt (ms since the epoch). */
   commit(command: EncodedCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }>;
-  /** readIndex resolves with a commit seqno at least as high as any write acknowledged before the call. */
-  readIndex(deadlineAt: number): Promise<number>;
+  /**
+   * readIndex resolves with a commit seqno at least as high as any write acknowledged before the call. gathered:
+   * the caller gathered its readers for a loop turn already (ReadIndexBatch), so a leader asks its engine at once
+   * (engine-reads.ts) rather than after another turn.
+   */
+  readIndex(deadlineAt: number, gathered?: boolean): Promise<number>;
   /** readsLocally: read indexes come from this node's own engine now (it leads), which batches them itself. */
   readsLocally?(): boolean;
   /** waitApplied resolves once the local state machine has applied seq. */

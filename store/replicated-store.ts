@@ -50,9 +50,10 @@ export class ReplicatedStore implements DocumentStore {
     limits: Partial<StoreLimits> = {},
   ) {
     this.limits = storeLimits(limits);
-    // On the leader, calls may overlap: its engine batches them (read-index-batch.ts).
+    // On the leader, calls may overlap: its engine batches them (read-index-batch.ts). Each call carries a loop
+    // turn's readers, gathered already: the leader's engine is asked at once (engine-reads.ts).
     this.readIndexes = new ReadIndexBatch(
-      (deadlineAt) => this.host.readIndex(deadlineAt),
+      (deadlineAt) => this.host.readIndex(deadlineAt, true),
       () => this.host.readsLocally?.() ?? false,
     );
   }
@@ -318,6 +319,11 @@ class ReadSession implements DocumentStore {
   async list<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): Promise<ListResult<T>> {
     if (typeof prefix !== 'string') throw new TypeError('list prefix must be a string');
     if (!this.passed()) await this.barrier();
+    return this.store.localList<T>(prefix, options);
+  }
+
+  listNow<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): ListResult<T> | null {
+    if (typeof prefix !== 'string' || !this.passed()) return null;
     return this.store.localList<T>(prefix, options);
   }
 

@@ -48,11 +48,11 @@ export class StoreRouter implements StoreHost {
     );
   }
 
-  async readIndex(deadlineAt: number): Promise<number> {
+  async readIndex(deadlineAt: number, gathered = false): Promise<number> {
     const answer = await this.routed(
       'read index',
       deadlineAt,
-      () => this.readIndexHere(deadlineAt),
+      () => this.readIndexHere(deadlineAt, undefined, gathered),
       // The term is read as the request goes (after every read it serves began): at that moment this member had
       // granted no vote above it, which is what makes it an ack at the leader (engine/read-index.ts).
       (leader, callDeadlineAt) => this.link.readIndex(leader, callDeadlineAt, this.engine.status().term),
@@ -144,10 +144,10 @@ export class StoreRouter implements StoreHost {
    * never confirms one (it fails its pending reads when check-quorum deposes it), so it serves no stale
    * read however long it still believes it leads.
    */
-  private readIndexHere(deadlineAt: number, asker?: ReadIndexAsker): Promise<ReadIndexAnswer> {
+  private readIndexHere(deadlineAt: number, asker?: ReadIndexAsker, gathered = false): Promise<ReadIndexAnswer> {
     const refusal = this.notLeader();
     if (refusal) return Promise.reject(refusal);
-    return this.reads.take(deadlineAt, asker);
+    return this.reads.take(deadlineAt, asker, gathered);
   }
 
   private notLeader(): StoreRefusal | null {

@@ -13,9 +13,17 @@ import { addressInRanges } from './ip-allowlist.js';
 
 export const apiKeyHeader = 'x-api-key';
 
+/** catchingUp: the error a node catching up refuses a barrier with (store/errors.ts StoreCatchingUpError). */
+function catchingUp(error: unknown): boolean {
+  return (error as { catchingUp?: unknown } | null)?.catchingUp === true;
+}
+
 /**
  * lookupKey finds the presented key's record behind the session's read barrier: from the cache when it holds
  * the key's hash (the cache is emptied by every key change this node applies, key-cache.ts), else from the store.
+ * The common case (a cached key) is one await of the session's barrier, here in the caller's async function
+ * rather than behind another async function: each nested one is two more promises per keyed request
+ * (bench/api-per-request.ts).
  */
 async function lookupKey(
   session: DocumentStore,
@@ -28,15 +36,31 @@ async function lookupKey(
   try {
     await session.barrier?.();
   } catch (error) {
-    // A node catching up (store/errors.ts StoreCatchingUpError) cannot vouch for its cache: the key is looked up
-    // at the leader instead (the store forwards the reads), and the cache is left as it is.
-    if ((error as { catchingUp?: unknown } | null)?.catchingUp !== true) throw error;
+    // A node catching up cannot vouch for its cache: the key is looked up at the leader instead (the store
+    // forwards the reads), and the cache is left as it is.
+    if (!catchingUp(error)) throw error;
     return findApiKeyByHash(session, hash);
   }
+  return cachedOrFound(session, cache, hash);
+}
+
+/** cachedOrFound: behind a barrier that held, the cached record for hash, else the store's (then cached). */
+function cachedOrFound(
+  session: DocumentStore,
+  cache: ApiKeyCache,
+  hash: Buffer,
+): ApiKeyRecord | Promise<ApiKeyRecord | null> {
   const hashHex = hash.toString('hex');
   // Keyed by the full SHA-256 of the key: an entry for this hash is this key's record.
-  const cached = cache.get(hashHex);
-  if (cached) return cached;
+  return cache.get(hashHex) ?? findAndFill(session, cache, hash, hashHex);
+}
+
+async function findAndFill(
+  session: DocumentStore,
+  cache: ApiKeyCache,
+  hash: Buffer,
+  hashHex: string,
+): Promise<ApiKeyRecord | null> {
   const generation = cache.startLookup();
   const found = await findApiKeyByHash(session, hash);
   if (found) cache.fill(generation, hashHex, found);
@@ -60,7 +84,22 @@ export function authenticate(
     const session = store.readSession?.() ?? store;
     req.readStore = session;
     try {
-      const record = await lookupKey(session, cache, header);
+      // The usual request (a well-formed key, a cache, a barrier that holds) awaits only the barrier here;
+      // anything else goes through lookupKey.
+      let record: ApiKeyRecord | null;
+      if (cache && session.barrier && looksLikeApiKey(header)) {
+        const hash = hashApiKey(header);
+        let held = true;
+        try {
+          await session.barrier();
+        } catch (error) {
+          if (!catchingUp(error)) throw error;
+          held = false;
+        }
+        const found = held ? cachedOrFound(session, cache, hash) : findApiKeyByHash(session, hash);
+        // A cached record is used as it is: awaiting a plain value would still cost a promise and a turn.
+        record = found instanceof Promise ? await found : found;
+      } else record = await lookupKey(session, cache, header);
       if (!record) throw new ApiError('UNAUTHORIZED', 'invalid API key');
       if (record.revoked_at !== null) throw new ApiError('KEY_REVOKED', 'this API key has been revoked');
       if (record.expires_at !== null && Date.parse(record.expires_at) <= Date.now()) {

@@ -13,6 +13,7 @@ import type {
   WriteOptions,
 } from '../../store/document-store.js';
 import { MemoryDocumentStore } from '../../store/memory-store.js';
+import { StoreCatchingUpError, StoreUnavailableError } from '../../store/errors.js';
 import type { ApiKeyRecord } from '../../api/records.js';
 import { startTestApi, type TestApi } from './harness.js';
 
@@ -21,6 +22,13 @@ class LaggingReplica implements DocumentStore {
   readonly local = new MemoryDocumentStore();
   private readonly elsewhere: Array<() => Promise<unknown>> = [];
   barriers = 0;
+  /** gets counts the reads of single keys (a key looked up in the store rather than the cache). */
+  gets = 0;
+  /**
+   * barrierRefusal, when set, is what a request's barrier throws: a catching-up node's refusal, whose reads then
+   * go to the leader (modelled here as reads that catch up first), or any other failure.
+   */
+  barrierRefusal: Error | null = null;
 
   /** writeElsewhere is a write acknowledged on another node: this replica has not applied it yet. */
   writeElsewhere(key: string, value: JsonObject): void {
@@ -29,6 +37,11 @@ class LaggingReplica implements DocumentStore {
 
   async barrier(): Promise<void> {
     this.barriers++;
+    if (this.barrierRefusal) throw this.barrierRefusal;
+    await this.catchUp();
+  }
+
+  private async catchUp(): Promise<void> {
     for (const apply of this.elsewhere.splice(0)) await apply();
   }
 
@@ -37,12 +50,13 @@ class LaggingReplica implements DocumentStore {
   }
 
   async get<T extends JsonObject = JsonObject>(key: string): Promise<VersionedValue<T> | null> {
-    await this.barrier();
+    this.gets++;
+    await this.catchUp();
     return this.local.get<T>(key);
   }
 
   async list<T extends JsonObject = JsonObject>(prefix: string, options?: ListOptions): Promise<ListResult<T>> {
-    await this.barrier();
+    await this.catchUp();
     return this.local.list<T>(prefix, options);
   }
 
@@ -96,5 +110,32 @@ describe('api: key cache on a lagging replica', () => {
     const own = index.find((entry) => entry.value.key_id === (created.json as { record: { id: string } }).record.id)!;
     replica.writeElsewhere(own.key, { key_id: 'key_gone' });
     assert.equal((await api.call('GET', '/projects', { key })).status, 401);
+  });
+
+  it('on a node catching up, looks the key up in the store (at the leader), not in its cache; any other barrier failure is a 503', async () => {
+    const created = await api.call('POST', '/keys', { body: { name: 'catching-up' } });
+    const { key, record } = created.json as { key: string; record: { id: string } };
+    assert.equal((await api.call('GET', '/projects', { key })).status, 200);
+    const getsCached = replica.gets;
+    assert.equal((await api.call('GET', '/projects', { key })).status, 200);
+    assert.equal(replica.gets, getsCached, 'a cached key behind a barrier that held reads no key record');
+    try {
+      replica.barrierRefusal = new StoreCatchingUpError('catching up', 1, 2);
+      const getsBefore = replica.gets;
+      assert.equal((await api.call('GET', '/projects', { key })).status, 200);
+      assert.ok(replica.gets > getsBefore, 'the key was read from the store, the cache not trusted');
+      const stored = (await replica.local.get<ApiKeyRecord>(`keys/${record.id}`))!.value;
+      replica.writeElsewhere(`keys/${record.id}`, { ...stored, revoked_at: new Date().toISOString() });
+      const revoked = await api.call('GET', '/projects', { key });
+      assert.equal((revoked.json as { code: string }).code, 'KEY_REVOKED');
+      replica.barrierRefusal = new StoreUnavailableError('no leader');
+      const getsBeforeUnavailable = replica.gets;
+      const unavailable = await api.call('GET', '/projects', { key });
+      assert.equal(unavailable.status, 503);
+      assert.equal((unavailable.json as { code: string }).code, 'STORE_UNAVAILABLE');
+      assert.equal(replica.gets, getsBeforeUnavailable, 'no key read without a barrier or a catching-up refusal');
+    } finally {
+      replica.barrierRefusal = null;
+    }
   });
 });

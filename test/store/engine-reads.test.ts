@@ -170,4 +170,45 @@ describe('store: read indexes from the engine', () => {
       [20, 21, 21, 22, 23],
     );
   });
+  it("sends a request its caller gathered already (the leader's own ReadIndexBatch) at once, as its own input", async () => {
+    const { engine, submitted } = fakeEngine();
+    const reads = new EngineReads(engine);
+    const other = reads.take(Date.now() + 5_000);
+    const gathered = reads.take(Date.now() + 5_000, undefined, true);
+    assert.equal(submitted.length, 1, 'no second turn of gathering: the engine is asked in the same turn');
+    assert.equal(reads.count, 2);
+    // An asker's requests still share one input per turn, whatever the flag says.
+    const fromB = reads.take(Date.now() + 5_000, { id: 2, term: 4 }, true);
+    assert.equal(submitted.length, 1);
+    await turn();
+    assert.equal(submitted.length, 3, "the turn's other requests go as before, apart from the gathered one");
+    for (const [i, input] of submitted.entries())
+      reads.onResult({
+        type: 'readIndexResult',
+        readId: readIdOf(input),
+        index: 30 + i,
+        refusal: null,
+        leaderHint: '',
+      });
+    assert.deepEqual(
+      (await Promise.all([gathered, other, fromB])).map((a) => a.commitSeq),
+      [30, 31, 32],
+    );
+    assert.equal(reads.count, 0);
+  });
+
+  it('times a gathered request out at its deadline and rejects it on failure like any other', async () => {
+    const { engine } = fakeEngine();
+    const outcomes: string[] = [];
+    const reads = new EngineReads(engine, (o) => outcomes.push(o));
+    await assert.rejects(
+      reads.take(Date.now() + 20, undefined, true),
+      (err: unknown) => err instanceof StoreRefusal && err.kind === 'timeout',
+    );
+    assert.deepEqual(outcomes, ['timeout']);
+    const sent = reads.take(Date.now() + 5_000, undefined, true);
+    reads.rejectAll(new StoreUnavailableError('node stopped'));
+    await assert.rejects(sent, StoreUnavailableError);
+    assert.equal(reads.count, 0);
+  });
 });

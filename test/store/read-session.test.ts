@@ -10,8 +10,10 @@ function fakeHost(answers: Array<number | Error>): {
   host: StoreHost;
   readIndexCalls: () => number;
   waitedFor: number[];
+  gatheredFlags: Array<boolean | undefined>;
 } {
   let calls = 0;
+  const gatheredFlags: Array<boolean | undefined> = [];
   const waitedFor: number[] = [];
   const values = new Map([['k/a', { value: { n: 1 }, version: 1 }]]);
   const stateMachine = {
@@ -21,7 +23,8 @@ function fakeHost(answers: Array<number | Error>): {
   const host: StoreHost = {
     stateMachine,
     commit: () => Promise.reject(new Error('no writes here')),
-    readIndex: () => {
+    readIndex: (_deadlineAt, gathered) => {
+      gatheredFlags.push(gathered);
       const answer = answers[calls++] ?? new Error('no more answers');
       return answer instanceof Error ? Promise.reject(answer) : Promise.resolve(answer);
     },
@@ -30,7 +33,7 @@ function fakeHost(answers: Array<number | Error>): {
       return Promise.resolve();
     },
   };
-  return { host, readIndexCalls: () => calls, waitedFor };
+  return { host, readIndexCalls: () => calls, waitedFor, gatheredFlags };
 }
 
 describe('store: read sessions', () => {
@@ -52,6 +55,13 @@ describe('store: read sessions', () => {
     assert.equal(readIndexCalls(), 2, 'another session asks again');
   });
 
+  it("tells the host its read-index calls carry a loop turn's readers gathered already (a leader asks its engine at once)", async () => {
+    const { host, gatheredFlags } = fakeHost([3]);
+    const store = new ReplicatedStore(host);
+    await Promise.all([store.readSession().get('k/a'), store.readSession().get('k/a')]);
+    assert.deepEqual(gatheredFlags, [true], 'one call for both sessions, flagged as gathered');
+  });
+
   it('drops a failed read index, so the next read of the session asks afresh', async () => {
     const { host, readIndexCalls, waitedFor } = fakeHost([new StoreUnavailableError('no leader'), 4]);
     const session = new ReplicatedStore(host).readSession();
@@ -66,5 +76,32 @@ describe('store: read sessions', () => {
     const session = new ReplicatedStore(host).readSession();
     await assert.rejects(session.get(''), RangeError);
     assert.equal(readIndexCalls(), 0);
+  });
+
+  it('lists at once (listNow) only behind a barrier that still holds, else answers null for list to wait', async () => {
+    const values = new Map([['k/a', { value: { n: 1 }, version: 1 }]]);
+    const stateMachine = {
+      appliedSeq: 5,
+      get: (key: string) => values.get(key) ?? null,
+      list: () => ({ entries: [...values].map(([key, entry]) => ({ key, ...entry })), nextAfter: null }),
+    };
+    let index = 5;
+    const host: StoreHost = {
+      stateMachine: stateMachine as unknown as StoreStateMachine,
+      commit: () => Promise.reject(new Error('no writes here')),
+      readIndex: () => Promise.resolve(index),
+      waitApplied: () => Promise.resolve(),
+    };
+    const session = new ReplicatedStore(host).readSession();
+    assert.equal(session.listNow!('k/'), null, 'no barrier yet: list must take one');
+    await session.barrier!();
+    assert.deepEqual(
+      session.listNow!('k/')?.entries.map((entry) => entry.key),
+      ['k/a'],
+    );
+    // The local state cannot go back, but a fresh session must not inherit another's barrier.
+    index = 9;
+    const later = new ReplicatedStore(host).readSession();
+    assert.equal(later.listNow!('k/'), null);
   });
 });
