@@ -370,8 +370,9 @@ function finishTrace(trace: Trace, cluster: Cluster, failure: RunFailure | null)
 function excludeMinority(cluster: Cluster, injector: FaultInjector, prng: Prng): void {
   if (!prng.chance(0.25)) return;
   // A joiner still waiting for admission needs a conf change, which the leader refuses until
-  // every voter has reported capability bit 0: a voter kept down would block it for good.
-  if (cluster.nodes.some((n) => n.id.isJoiner && n.isLive && (n.status?.id ?? 0) === 0)) return;
+  // every voter has reported capability bit 0: a voter kept down would block it for good. A joiner
+  // that is down now counts too: the liveness phase restarts it into the core (seed 54484).
+  if (cluster.nodes.some((n) => n.id.isJoiner && n.state !== 'unborn' && (n.status?.id ?? 0) === 0)) return;
   const leader = cluster.leader();
   const roster = leader?.status?.roster;
   if (!roster) return;
