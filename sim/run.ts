@@ -301,7 +301,7 @@ function scheduleLivenessPhase(options: SimOptions, parts: RunParts, livenessPrn
     registers.stop();
     cluster.heal();
     cluster.network.calm();
-    excludeMinority(cluster, injector, livenessPrng);
+    excludeMinority(cluster, injector.excluded, livenessPrng);
     for (const node of cluster.nodes) {
       if (injector.excluded.has(node.index)) continue;
       if (node.state === 'paused') cluster.resume(node.index);
@@ -367,11 +367,12 @@ function finishTrace(trace: Trace, cluster: Cluster, failure: RunFailure | null)
  * convergence must not depend on every node coming back. Never a node a joiner dialled,
  * and never while a joiner awaits admission.
  */
-function excludeMinority(cluster: Cluster, injector: FaultInjector, prng: Prng): void {
+export function excludeMinority(cluster: Cluster, excluded: Set<number>, prng: Prng): void {
   if (!prng.chance(0.25)) return;
   // A joiner still waiting for admission needs a conf change, which the leader refuses until
-  // every voter has reported capability bit 0: a voter kept down would block it for good.
-  if (cluster.nodes.some((n) => n.id.isJoiner && n.isLive && (n.status?.id ?? 0) === 0)) return;
+  // every voter has reported capability bit 0: a voter kept down would block it for good. A joiner
+  // that is down now counts too: the liveness phase restarts it into the core (seed 54484).
+  if (cluster.nodes.some((n) => n.id.isJoiner && n.state !== 'unborn' && (n.status?.id ?? 0) === 0)) return;
   const leader = cluster.leader();
   const roster = leader?.status?.roster;
   if (!roster) return;
@@ -383,6 +384,6 @@ function excludeMinority(cluster: Cluster, injector: FaultInjector, prng: Prng):
     .filter((n) => n !== undefined && n !== leader && !seeds.has(n.id.grpcAddr) && !n.id.isJoiner);
   const victim = candidates.length > 0 ? prng.pick(candidates) : undefined;
   if (!victim) return;
-  injector.excluded.add(victim.index);
+  excluded.add(victim.index);
   cluster.crash(victim.index);
 }

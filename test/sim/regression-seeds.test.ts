@@ -120,6 +120,12 @@ const REGRESSIONS: Regression[] = [
       "a restarted node's recovery applies rode on its first input, a forged ReportApplied (foreign-traffic); recovery now drains in its own 'start' step",
   },
   { seed: 316, overrides: { 'deposed-tail-rate': 0 }, found: 'same as 121' },
+  {
+    seed: 54484,
+    overrides: {},
+    found:
+      'the liveness phase kept voter n3 down while joiner n4, down at the heal, still awaited admission: the capability gate refused n4 for good (a harness hole: excludeMinority now counts a down joiner)',
+  },
 ];
 
 /** SWEEP_SEED_COUNT: the random slice per CI run (override with SVC_SIM_SWEEP_SEEDS). */
