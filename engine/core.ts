@@ -1761,8 +1761,11 @@ export class EngineCore {
     this.handlers.onJoin(this, callId, req);
   }
 
-  /** confChangeRefusal: the kind-4 / capability gate on this leader's next membership change (membership.ts). */
-  confChangeRefusal(promotingId: number): ConfChangeRefusal | null {
+  /**
+   * confChangeRefusal: the kind-4 / capability gate on this leader's next membership change (membership.ts);
+   * promotingId / removingId: the member the change promotes or removes (0 = none).
+   */
+  confChangeRefusal(promotingId: number, removingId = 0): ConfChangeRefusal | null {
     return confChangeRefusal({
       roster: this.currentRoster(),
       selfId: this.hs.selfId,
@@ -1772,8 +1775,10 @@ export class EngineCore {
       transferring: this.transfer.inProgress,
       selfCapabilities: this.config.compat.capabilities,
       capabilitiesOf: (id) => this.progress.capabilitiesOf(id),
+      capabilitiesKnownOf: (id) => this.progress.capabilitiesKnownOf(id),
       clusterMemberCountMax: this.limits.clusterMemberCountMax,
       promotingId,
+      removingId,
     });
   }
 

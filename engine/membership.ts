@@ -42,19 +42,31 @@ export interface ConfChangeContext {
   /** selfCapabilities: this build's capability bits. */
   selfCapabilities: number;
   capabilitiesOf: (id: number) => number;
+  /** capabilitiesKnownOf: the member has reported its bits to this leader at all (0 included). */
+  capabilitiesKnownOf: (id: number) => boolean;
   clusterMemberCountMax: number;
   /** promotingId: a learner about to become a voter (0 = none): the gate covers it too. */
   promotingId: number;
+  /** removingId: a voter this change removes (0 = none): the gate leaves it out while unheard (confChangeRefusal). */
+  removingId: number;
 }
 
 /**
  * confChangeRefusal: kind-4 gating, one change at a time, and a committed entry of this term first.
  * The capability gate is on voters (spec), plus a learner being promoted (it is about to be
  * one): a learner that never reports bit 0 blocks nothing, so it can always be removed.
+ * The voter a change removes is left out while this leader has never heard its bits, the mirror of the
+ * learner promoted: the gate is there so that every voter can fold the record and go on counting toward
+ * quorums, and the removed voter leaves the voter set the moment the record is appended, so if it cannot
+ * fold it (the spec's permanent halt) no quorum loses it. Without this, a voter gone for good could never
+ * be removed once leadership had moved to a leader that never heard it (found beside sim seed 54484;
+ * scenario remove-unheard-voter-after-transfer). A voter known to lack bit 0 (it reported 0: an older
+ * binary, alive) still gates its own removal, as the spec says: upgrade it, or stop it and remove it
+ * after a leader change.
  */
 export function confChangeRefusal(c: ConfChangeContext): ConfChangeRefusal | null {
   const refuse = (code: ConfChangeRefusalCode, detail: string): ConfChangeRefusal => ({ code, detail });
-  const promotingId = c.promotingId;
+  const { promotingId, removingId } = c;
   if (c.commitSeq < c.barrierSeq)
     return refuse('term-not-committed', 'the leader has not committed an entry of its term yet; retry');
   if (c.pendingConfSeq !== 0)
@@ -64,6 +76,7 @@ export function confChangeRefusal(c: ConfChangeContext): ConfChangeRefusal | nul
     return refuse('leader-lacks-kind4', 'this leader cannot write kind-4 records');
   for (const m of c.roster.members) {
     if (m.id === c.selfId || m.role === MemberRole.Removed) continue;
+    if (m.id === removingId && !c.capabilitiesKnownOf(m.id)) continue;
     if (m.role === MemberRole.Learner && m.id !== promotingId) continue;
     const caps = c.capabilitiesOf(m.id);
     if ((caps & CAPABILITY_KIND4) === 0)

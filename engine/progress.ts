@@ -66,6 +66,11 @@ export class Progress {
     return this.reportedCapabilities;
   }
 
+  /** capabilitiesKnown: the follower has reported its bits (any, 0 included) to this leader. */
+  get capabilitiesKnown(): boolean {
+    return this.capabilitiesHeard;
+  }
+
   /** inflightCount: ships not answered yet. */
   get inflightCount(): number {
     return this.inflight.size;
@@ -262,6 +267,11 @@ export class ProgressTracker {
 
   capabilitiesOf(id: number): number {
     return this.byId.get(id)?.capabilities ?? 0;
+  }
+
+  /** capabilitiesKnownOf: member `id` has reported its capability bits to this leader (0 included). */
+  capabilitiesKnownOf(id: number): boolean {
+    return this.byId.get(id)?.capabilitiesKnown ?? false;
   }
 
   /** heard notes a follower's answer for check-quorum. */

@@ -143,7 +143,7 @@ export function leaderAdministers(c: EngineCore, adminId: number, op: AdminOp): 
       if (below !== null) return fail('below-fault-tolerance', below);
       if (op.op === 'promote' && c.progress.matchOf(op.memberId) < c.positions.commitSeq)
         return fail('learner-behind', 'learner has not caught up with the commit seqno yet; retry');
-      const refusal = c.confChangeRefusal(op.op === 'promote' ? op.memberId : 0);
+      const refusal = op.op === 'promote' ? c.confChangeRefusal(op.memberId) : c.confChangeRefusal(0, op.memberId);
       if (refusal) return fail(refusal.code, refusal.detail);
       const role = op.op === 'promote' ? MemberRole.Voter : MemberRole.Removed;
       const seq = c.appendConfChange(withMember(roster, { ...member, role }));

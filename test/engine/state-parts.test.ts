@@ -221,8 +221,10 @@ describe('engine/membership', () => {
     transferring: false,
     selfCapabilities: CAPABILITY_KIND4,
     capabilitiesOf: () => CAPABILITY_KIND4,
+    capabilitiesKnownOf: () => true,
     clusterMemberCountMax: 7,
     promotingId: 0,
+    removingId: 0,
     ...over,
   });
 
@@ -246,6 +248,16 @@ describe('engine/membership', () => {
       confChangeRefusal(ctx({ capabilitiesOf: incapableLearner, promotingId: 4 }))?.code,
       'member-lacks-kind4',
     );
+  });
+
+  it('the capability gate leaves out the voter being removed while unheard, and only that one', () => {
+    const voter3 = (id: number) => (id === 3 ? 0 : CAPABILITY_KIND4);
+    const unheard3 = { capabilitiesOf: voter3, capabilitiesKnownOf: (id: number) => id !== 3 };
+    assert.equal(confChangeRefusal(ctx({ ...unheard3, removingId: 3 })), null);
+    assert.equal(confChangeRefusal(ctx({ ...unheard3, removingId: 2 }))?.code, 'member-lacks-kind4');
+    assert.equal(confChangeRefusal(ctx(unheard3))?.code, 'member-lacks-kind4');
+    // A voter that reported 0 (an older binary, alive) still gates its own removal, as the spec says.
+    assert.equal(confChangeRefusal(ctx({ capabilitiesOf: voter3, removingId: 3 }))?.code, 'member-lacks-kind4');
   });
 
   it('the roster cache serves a record only at the term it was decoded for (truncation)', () => {
