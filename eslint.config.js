@@ -156,7 +156,7 @@ export default tseslint.config(
       ],
     },
   },
-  ...['recording', 'store', 'api', 'transports', 'sim'].map((folder) => ({
+  ...['layout', 'recording', 'store', 'api', 'transports', 'sim'].map((folder) => ({
     files: codeFiles(folder),
     rules: {
       'no-restricted-imports': [

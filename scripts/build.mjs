@@ -83,7 +83,11 @@ await build({
       'const __dirname = svcBundleDirname(__filename);',
     ].join('\n'),
   },
+  // Whitespace and syntax minified: less text to parse at start (~8% of the CPU by the first 200 here); names are
+  // kept, so a stack trace names the functions (its line numbers are the bundle's; the tsc tree beside it reads).
   keepNames: true,
+  minifyWhitespace: true,
+  minifySyntax: true,
   legalComments: 'linked',
   logLevel: 'warning',
 });
