@@ -308,6 +308,14 @@ describe('deploy: the build (compiled JavaScript, production dependencies only)'
       );
       const compiled = await run(process.execPath, [path.join(alone, 'bin/svc.js'), 'a', 'b']);
       assert.equal(compiled.stdout, 'compiled a b\n');
+      // With the bundle beside it too (npm run build makes both), the bundle runs.
+      mkdirSync(path.join(alone, 'bundle'));
+      writeFileSync(
+        path.join(alone, 'bundle/svc.mjs'),
+        'export async function runMain(args) { console.log(`bundled ${args.join(" ")}`); }\n',
+      );
+      const bundled = await run(process.execPath, [path.join(alone, 'bin/svc.js'), 'a', 'b']);
+      assert.equal(bundled.stdout, 'bundled a b\n');
     } finally {
       rmSync(alone, { recursive: true, force: true });
     }
