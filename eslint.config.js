@@ -36,6 +36,7 @@ const ioModules = [
 /** ourFolders are the repository's top-level folders of code, the units of the layering. */
 const ourFolders = [
   'engine',
+  'layout',
   'recording',
   'store',
   'api',
@@ -54,6 +55,8 @@ const FORBIDDEN = {
   engine: ourFolders.filter((folder) => folder !== 'engine'),
   // The flight recorder's format: written by transports/, read by sim/, so it builds on the engine alone.
   recording: ourFolders.filter((folder) => folder !== 'engine' && folder !== 'recording'),
+  // Where the app's shipped files are, in either layout (layout/app-files.ts): below every runtime folder.
+  layout: ourFolders.filter((folder) => folder !== 'layout'),
   store: ['transports', 'cli', 'api', 'sim'],
   api: ['transports', 'cli', 'sim'],
   transports: ['api', 'store', 'cli', 'sim'],
@@ -153,7 +156,7 @@ export default tseslint.config(
       ],
     },
   },
-  ...['recording', 'store', 'api', 'transports', 'sim'].map((folder) => ({
+  ...['layout', 'recording', 'store', 'api', 'transports', 'sim'].map((folder) => ({
     files: codeFiles(folder),
     rules: {
       'no-restricted-imports': [

@@ -4,10 +4,10 @@
 // the IPC channel lets a child notice that the supervisor died and stop by itself.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { appPath } from '../layout/app-files.js';
 
 /** SVC_BIN is the launcher the children run, so they start exactly as a user's `svc node` would. */
-export const SVC_BIN = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
+export const SVC_BIN = appPath('bin/svc.js');
 
 export interface ChildExit {
   name: string;

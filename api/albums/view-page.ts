@@ -5,11 +5,12 @@
 // lets the page load its own script and style and talk to this origin only.
 import { readFileSync } from 'node:fs';
 import { Router } from 'express';
+import { appFile } from '../../layout/app-files.js';
 import { pageKitScript } from '../view-kit/assets.js';
 import { ApiError } from '../errors.js';
 
 const albumIdPattern = /^[a-z]{3}_[0-9a-z]{9}[0-9a-f]{16}$/;
-const asset = (name: string) => readFileSync(new URL(`./view/${name}`, import.meta.url), 'utf8');
+const asset = (name: string) => readFileSync(appFile(`api/albums/view/${name}`), 'utf8');
 
 export const albumPageCsp = [
   "default-src 'none'",

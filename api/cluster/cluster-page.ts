@@ -6,9 +6,10 @@
 // them and talk to this origin only.
 import { readFileSync } from 'node:fs';
 import { Router } from 'express';
+import { appFile } from '../../layout/app-files.js';
 import { pageKitScript } from '../view-kit/assets.js';
 
-const asset = (name: string) => readFileSync(new URL(`./view/${name}`, import.meta.url), 'utf8');
+const asset = (name: string) => readFileSync(appFile(`api/cluster/view/${name}`), 'utf8');
 
 export const clusterPageCsp = [
   "default-src 'none'",

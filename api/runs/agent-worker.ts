@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { appPath } from '../../layout/app-files.js';
 import type { ApiLogger } from '../config.js';
 import { silentApiLogger } from '../log.js';
 import type { RunIsolation } from './run-isolation.js';
@@ -29,7 +29,7 @@ import { startWorkerSweeps } from './agent-worker-sweeps.js';
 export type { AgentRunJob, AgentWorkerOptions } from './agent-worker-options.js';
 
 /** referenceAgentDir is the reference agent shipped with the service (agent/), bound into every sandbox. */
-export const referenceAgentDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'agent');
+export const referenceAgentDir = appPath('agent');
 
 /** referenceAgentMounts binds the reference agent and the one package it imports (`openai`), when both exist. */
 export function referenceAgentMounts(agentDir = referenceAgentDir): ReadOnlyMount[] {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import {
   copyFileSync,
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -21,6 +22,7 @@ import { builtinModules } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { build } from 'esbuild';
 import { freePorts } from '../../cli/free-ports.js';
 import { SEGMENT_FILE } from '../../recording/format.js';
 import { waitFor } from '../node/harness.js';
@@ -68,11 +70,18 @@ describe('deploy: the build (compiled JavaScript, production dependencies only)'
       files.filter((file) => /\.[cm]?ts$/.test(file)),
       [],
     );
-    for (const file of ['bin/svc.js', 'cli/main.js', 'package.json', 'agent/svc-agent.mjs', 'agent/bin/svc-agent'])
+    for (const file of [
+      'bin/svc.js',
+      'bundle/svc.mjs',
+      'cli/main.js',
+      'package.json',
+      'agent/svc-agent.mjs',
+      'agent/bin/svc-agent',
+    ])
       assert.ok(files.includes(file), file);
     // Every file beside the runtime's modules that is not TypeScript or prose is read at run time (a page's
     // script and style): the build must carry each (the /cluster page's were once left out).
-    const runtimeFolders = ['api', 'transports', 'cli', 'engine', 'store', 'recording'];
+    const runtimeFolders = ['api', 'transports', 'cli', 'engine', 'store', 'recording', 'layout'];
     const beside = runtimeFolders
       .flatMap((folder) => filesUnder(path.join(repo, folder)))
       .map((file) => path.relative(repo, file))
@@ -85,7 +94,10 @@ describe('deploy: the build (compiled JavaScript, production dependencies only)'
   it('imports only node built-ins and production dependencies (none of them tsx, TypeScript or a code generator)', () => {
     const imported = new Set<string>();
     // bin/svc.js is left out: it names tsx for a checkout, and the launcher test below shows it never loads it here.
-    const modules = filesUnder(out).filter((f) => /\.m?js$/.test(f) && f !== path.join(out, 'bin/svc.js'));
+    // The bundle is checked apart (below): the packages inlined in it hold text these patterns misread.
+    const modules = filesUnder(out).filter(
+      (f) => /\.m?js$/.test(f) && f !== path.join(out, 'bin/svc.js') && !f.startsWith(path.join(out, 'bundle')),
+    );
     const patterns = [
       /^\s*(?:import|export)\b[^'"`\n]*?\bfrom\s*['"]([^'"\n]+)['"]/gm, // import … from 'x', export … from 'x'
       /^\s*import\s*['"]([^'"\n]+)['"]/gm, // import 'x'
@@ -104,6 +116,56 @@ describe('deploy: the build (compiled JavaScript, production dependencies only)'
     for (const dev of ['tsx', 'typescript', 'ts-proto', '@noble/hashes', 'rate-limiter-flexible', 'seedrandom']) {
       assert.ok(!(dev in pkg.dependencies), `${dev} is no production dependency`);
       assert.ok(dev in pkg.devDependencies, `${dev} is a dev dependency`);
+    }
+  });
+
+  it('its bundle imports only node built-ins and production dependencies, and requires no dev dependency', async () => {
+    // esbuild reads the bundle's imports as a parser does (not by pattern: the inlined packages hold text like
+    // Promise.resolve("OK")): its static and dynamic imports of packages are what was left unbundled.
+    const imported = new Set<string>();
+    await build({
+      entryPoints: [path.join(out, 'bundle/svc.mjs')],
+      bundle: true,
+      write: false,
+      platform: 'node',
+      format: 'esm',
+      logLevel: 'silent',
+      plugins: [
+        {
+          name: 'record-packages',
+          setup(builder) {
+            builder.onResolve({ filter: /^[^./]/ }, (args) => {
+              imported.add(packageOf(args.path));
+              return { path: args.path, external: true };
+            });
+          },
+        },
+      ],
+    });
+    const isBuiltin = (name: string) => name.startsWith('node:') || builtinModules.includes(name);
+    const bundleFiles = filesUnder(path.join(out, 'bundle')).filter((f) => f.endsWith('.mjs'));
+    assert.ok(bundleFiles.length > 1, 'split at the dynamic imports');
+    const required = new Set<string>();
+    for (const file of bundleFiles) {
+      const text = readFileSync(file, 'utf8');
+      // The app's own createRequire(…).resolve('x'), kept as written.
+      for (const match of text.matchAll(
+        /\b(?:createRequire\d*\([^()]*\)|require\w*)\.resolve\(\s*["']([^"'\n]+)["']\s*\)/g,
+      ))
+        imported.add(packageOf(match[1]!));
+      // The inlined CommonJS packages' require('x') of what was not inlined: the unbundled, and optional packages
+      // they require in a try (absent, as they are unbundled).
+      for (const match of text.matchAll(/\b__require\(\s*"([^"\n]+)"\s*\)/g)) required.add(packageOf(match[1]!));
+    }
+    const external = [...imported].filter((name) => !isBuiltin(name));
+    assert.ok(external.includes('sharp'), `sharp is left to node_modules: ${external.join(', ')}`);
+    for (const name of external) assert.ok(name in pkg.dependencies, `${name} is imported at run time`);
+    for (const name of required) {
+      if (isBuiltin(name) || name in pkg.dependencies) continue;
+      assert.ok(
+        !(name in pkg.devDependencies) && !['tsx', 'esbuild'].includes(name),
+        `${name} is required at run time`,
+      );
     }
   });
 
@@ -168,6 +230,70 @@ describe('deploy: the build (compiled JavaScript, production dependencies only)'
     }
   });
 
+  it('runs its node from the bundle: the bundle and the shipped files alone serve the API and its pages', async () => {
+    // The build's tree without tsc's modules: only bundle/, the launcher and the files the app reads. A node that
+    // serves here ran from the bundle, and found its pages' files and package.json through layout/app-files.ts
+    // (a path written relative to its own module would point into bundle/ and fail).
+    const only = path.join(path.dirname(out), 'bundle-only');
+    const kept = [
+      'bundle',
+      'bin',
+      'package.json',
+      'agent',
+      'api/albums/view',
+      'api/cluster/view',
+      'api/view-kit/page-kit.js',
+    ];
+    for (const entry of kept) cpSync(path.join(out, entry), path.join(only, entry), { recursive: true });
+    cpSync(path.join(out, 'node_modules'), path.join(only, 'node_modules'), {
+      recursive: true,
+      verbatimSymlinks: true,
+    });
+    assert.ok(!existsSync(path.join(only, 'cli/main.js')) && !existsSync(path.join(only, 'layout')));
+    assert.ok(readdirSync(path.join(only, 'bundle')).length > 1, 'the bundle is split at the dynamic imports');
+    const [grpcPort, httpPort, metricsPort] = await freePorts(3);
+    const node = spawn(
+      process.execPath,
+      [
+        path.join(only, 'bin/svc.js'),
+        ...['node', '--insecure', '--http-insecure', '--api', '--name', 'n1'],
+        ...['--data-dir', path.join(path.dirname(out), 'bundle-only-data')],
+        ...['--grpc-listen', `127.0.0.1:${grpcPort}`, '--http-listen', `127.0.0.1:${httpPort}`],
+        ...['--metrics-listen', `127.0.0.1:${metricsPort}`, '--log-level', 'warn'],
+        ...['--founder', `n1,127.0.0.1:${grpcPort},http://127.0.0.1:${httpPort}`],
+      ],
+      { cwd: os.tmpdir(), stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    node.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => node.once('exit', (code) => resolve(code)));
+    const base = `http://127.0.0.1:${httpPort}`;
+    try {
+      await waitFor(
+        async () => {
+          if (node.exitCode !== null) throw new Error(`the bundled node exited ${node.exitCode}: ${stderr}`);
+          const answer = await fetch(`${base}/openapi.json`).catch(() => null);
+          return answer?.status === 200;
+        },
+        'the bundled node serves its API',
+        120_000,
+        { swallow: false },
+      );
+      for (const [url, file] of [
+        ['/cluster-view/cluster-view.js', 'api/cluster/view/cluster-view.js'],
+        ['/album-view/album-view.css', 'api/albums/view/album-view.css'],
+        ['/album-view/page-kit.js', 'api/view-kit/page-kit.js'],
+      ] as const) {
+        const answer = await fetch(`${base}${url}`);
+        assert.equal(answer.status, 200, url);
+        assert.equal(await answer.text(), readFileSync(path.join(repo, file), 'utf8'), url);
+      }
+    } finally {
+      node.kill('SIGTERM');
+      await exited;
+    }
+  });
+
   it('the launcher runs compiled code beside it when there is some, and TypeScript through tsx otherwise', async () => {
     // A launcher with a compiled CLI beside it and no node_modules in reach: it must not look for tsx.
     const alone = mkdtempSync(path.join(os.tmpdir(), 'svc-launcher-'));
@@ -182,6 +308,14 @@ describe('deploy: the build (compiled JavaScript, production dependencies only)'
       );
       const compiled = await run(process.execPath, [path.join(alone, 'bin/svc.js'), 'a', 'b']);
       assert.equal(compiled.stdout, 'compiled a b\n');
+      // With the bundle beside it too (npm run build makes both), the bundle runs.
+      mkdirSync(path.join(alone, 'bundle'));
+      writeFileSync(
+        path.join(alone, 'bundle/svc.mjs'),
+        'export async function runMain(args) { console.log(`bundled ${args.join(" ")}`); }\n',
+      );
+      const bundled = await run(process.execPath, [path.join(alone, 'bin/svc.js'), 'a', 'b']);
+      assert.equal(bundled.stdout, 'bundled a b\n');
     } finally {
       rmSync(alone, { recursive: true, force: true });
     }

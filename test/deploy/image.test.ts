@@ -38,16 +38,18 @@ describe('deploy: the node image', function () {
   it('the Containerfile copies the built app (scripts/build.mjs) and runs bin/svc.js, whose first argument the StatefulSet gives', () => {
     const copies = [...containerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(/\s+/));
     // The context (make image-context) is the build's output and node_modules: its top-level entries are the
-    // folders tsc compiles (tsconfig.build.json) and the files copied beside them (scripts/build.mjs's assets).
+    // folders tsc compiles (tsconfig.build.json), the files copied beside them (scripts/build.mjs's assets) and
+    // the bundle (its outdir), which bin/svc.js runs.
     const top = (entry: string) => entry.split('/')[0]!;
     const compiled = (JSON.parse(readFileSync(path.join(repo, 'tsconfig.build.json'), 'utf8')) as Json).include;
     const buildScript = readFileSync(path.join(repo, 'scripts/build.mjs'), 'utf8');
     const assets = [.../^const assets = \[([^\]]+)\];$/m.exec(buildScript)![1]!.matchAll(/'([^']+)'/g)].map(
       (m) => m[1]!,
     );
+    const bundleDir = /^\s*outdir: join\(out, '([^']+)'\),$/m.exec(buildScript)![1]!;
     assert.deepEqual(
       [...new Set(copies)].sort(),
-      [...new Set(['node_modules', ...compiled.map(top), ...assets.map(top)])].sort(),
+      [...new Set(['node_modules', ...compiled.map(top), ...assets.map(top), top(bundleDir)])].sort(),
       'the image copies every top-level entry of the build, and nothing else',
     );
     const entrypoint = JSON.parse(/^ENTRYPOINT (.+)$/m.exec(containerfile)![1]!);
@@ -134,7 +136,7 @@ describe('deploy: the node image', function () {
         "const fs = require('node:fs'), path = require('node:path');",
         "const walk = (d) => fs.readdirSync(d).flatMap((n) => { const e = path.join(d, n); return n === 'node_modules' ? [] : fs.statSync(e).isDirectory() ? walk(e) : [e]; });",
         "const modules = fs.readdirSync('/app/node_modules').flatMap((n) => n.startsWith('@') ? fs.readdirSync('/app/node_modules/' + n).map((m) => n + '/' + m) : [n]);",
-        "console.log(JSON.stringify({ modules, typescript: walk('/app').filter((f) => /\\.[cm]?ts$/.test(f)) }));",
+        "console.log(JSON.stringify({ modules, bundle: fs.existsSync('/app/bundle/svc.mjs'), typescript: walk('/app').filter((f) => /\\.[cm]?ts$/.test(f)) }));",
       ].join('\n');
       const { stdout } = await run('podman', [
         ...podman,
@@ -149,8 +151,9 @@ describe('deploy: the node image', function () {
         '-e',
         script,
       ]);
-      const found = JSON.parse(stdout) as { modules: string[]; typescript: string[] };
+      const found = JSON.parse(stdout) as { modules: string[]; bundle: boolean; typescript: string[] };
       assert.deepEqual(found.typescript, [], 'no TypeScript source in /app');
+      assert.ok(found.bundle, 'the bundle bin/svc.js runs is in /app');
       assert.ok(
         found.modules.includes('@grpc/grpc-js') && found.modules.includes('express'),
         'the dependencies are there',

@@ -57,6 +57,8 @@ describe('layout: the import direction (eslint.config.js)', function () {
     ['recording/probe.ts', "import { Cluster } from '../sim/cluster.js';\nvoid Cluster;\n"],
     ['recording/probe.ts', "import { Driver } from '../transports/node/driver.js';\nvoid Driver;\n"],
     ['engine/probe.ts', "import { encodeLine } from '../recording/codec.js';\nvoid encodeLine;\n"],
+    ['layout/probe.ts', "import type { Entry } from '../engine/types.js';\nexport type E = Entry;\n"],
+    ['engine/probe.ts', "import { appFile } from '../layout/app-files.js';\nvoid appFile;\n"],
   ];
   for (const [file, code] of fires) {
     it(`fires on ${file}: ${code.split('\n')[0]}`, async () => {
@@ -91,6 +93,7 @@ describe('layout: the import direction (eslint.config.js)', function () {
       "import { startApiService } from '../../api/server.js';\nimport { StoreRouter } from '../../store/store-router.js';\nimport { Driver } from '../../transports/node/driver.js';\nvoid startApiService;\nvoid StoreRouter;\nvoid Driver;\n",
     ],
     ['sim/probe.ts', "import type { Entry } from '../engine/types.js';\nexport type E = Entry;\n"],
+    ['transports/node/probe.ts', "import { appFile } from '../../layout/app-files.js';\nvoid appFile;\n"],
     [
       'bench/cluster/probe.ts',
       "import { InProcessCluster } from '../../test/node/in-process-cluster.js';\nimport { Engine } from '../../engine/engine.js';\nvoid InProcessCluster;\nvoid Engine;\n",

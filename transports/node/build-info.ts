@@ -1,9 +1,10 @@
 // BUILD_VERSION is package.json's version: heartbeats carry it as build_version.
 import { readFileSync } from 'node:fs';
+import { appFile } from '../../layout/app-files.js';
 
 function readVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    const pkg = JSON.parse(readFileSync(appFile('package.json'), 'utf8')) as {
       version?: unknown;
     };
     return typeof pkg.version === 'string' ? pkg.version : '';
