@@ -92,6 +92,7 @@ import {
   type Roster,
   type SnapshotExpectation,
   type SnapshotFailureCode,
+  type SnapshotFilter,
   type SnapshotMeta,
   type MemberFilter,
 } from './types.js';
@@ -686,12 +687,32 @@ export class EngineCore {
   maybeStageSnapshot(): void {
     if (!this.snapshots.due(this.positions.appliedSeq, this.log.baseSeq, this.limits.snapshotEntryCountThreshold))
       return;
+    const cut = this.stagingCut();
+    if (cut === null) return;
     this.snapshots.begin();
     const seq = this.positions.appliedSeq;
     this.fx.other({
       type: 'stageSnapshot',
-      meta: { seq, entryTerm: this.log.termAt(seq) ?? 0, roster: this.rosterAt(seq) },
+      meta: { seq, entryTerm: this.log.termAt(seq) ?? 0, roster: this.rosterAt(seq), ...(cut ? { filter: cut } : {}) },
     });
+  }
+
+  /**
+   * stagingCut: what a snapshot of our state is, named in its meta as a served one is — undefined for the full
+   * state; the filter our data was cut by and its epoch when we hold filtered data; null (stage nothing yet)
+   * while that filter is not known or we are wiping. The filter is our roster's at the epoch once our log
+   * reaches it, else the one the filtered snapshot we installed named: a member that caught up through a
+   * snapshot cut at an epoch beyond its log otherwise staged its communities' state under a meta saying "full"
+   * (sim --filtered seed 178: n6, filtered at epoch 3508, staged at 2705 a state the checker took for the
+   * whole committed state).
+   */
+  private stagingCut(): SnapshotFilter | undefined | null {
+    const epoch = this.hs.filteredData;
+    if (epoch === undefined) return undefined;
+    if (epoch < 1) return null;
+    const held = this.snapshots.meta?.filter;
+    const filter = this.dataFilter() ?? (held?.epoch === epoch ? held.filter : null);
+    return filter ? { epoch, filter } : null;
   }
 
   onSnapshotStaged(meta: SnapshotMeta, header: SnapshotHeader): void {

@@ -119,6 +119,20 @@ export class ArtifactStore {
       this.artifacts.splice(0, this.artifacts.length - this.retainCountMax);
   }
 
+  /**
+   * install adds an artifact fetched from the leader and deletes any held one newer than it, as the node's
+   * SnapshotStore.install does (transports/storage/snapshots.ts deleteNewerThan): those hold a state the install
+   * replaced, which a restart, loading the newest artifact, would otherwise restore (sim --filtered 4 seed 874:
+   * n6 installed a full snapshot at 300 after a wipe and restarted into its filtered one at 301).
+   */
+  install(artifact: Artifact): void {
+    const { seq, entryTerm } = artifact.meta;
+    this.artifacts = this.artifacts.filter(
+      (a) => a.meta.seq < seq || (a.meta.seq === seq && a.meta.entryTerm <= entryTerm),
+    );
+    this.add(artifact);
+  }
+
   /** list: the artifacts held, oldest first. */
   list(): readonly Artifact[] {
     return this.artifacts;

@@ -638,7 +638,7 @@ export class RpcRouter {
         if (stateError) return `bad artifact: ${stateError}`;
         node.storage.installSnapshot(meta);
         const artifact: Artifact = { meta, header: event.header, files, origin: 'installed' };
-        node.artifacts.add(artifact);
+        node.artifacts.install(artifact);
         this.host.checkers.onArtifact(node, artifact, 'installed');
         if (meta.filter) this.host.coverage.add('filtered-snapshot-installed');
         return null;

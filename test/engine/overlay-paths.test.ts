@@ -191,6 +191,20 @@ describe('engine overlay: a filtered learner never receives a withheld community
       w.tickUntil(() => w.node(LEARNER).holds('keep-late'), 300),
       'and goes on by ShipSegment',
     );
+    // The snapshots it stages of its own state say what they hold: its communities, cut by its filter at its
+    // epoch (sim --filtered 4 seed 178: one staged naming no filter was taken for the whole committed state).
+    for (let i = 0; i < 12; i++) w.propose(`keep-more-${i}`);
+    const staged = (): Array<{ meta: { filter?: { epoch: number; filter: unknown } } }> =>
+      w
+        .node(LEARNER)
+        .sim.artifacts.list()
+        .filter((a) => a.origin === 'staged');
+    assert.ok(
+      w.tickUntil(() => staged().length > 0, 300),
+      'it staged a snapshot of its own',
+    );
+    for (const artifact of staged())
+      assert.deepEqual(artifact.meta.filter?.filter, { prefixes: ['keep'], tenants: [] }, 'staged cut to its filter');
 
     // Straight at the leader: the filter comes from its roster for the caller the certificate names, never
     // from the request — the learner is served a cut; an unfiltered learner or an unnamed caller the full one.

@@ -62,6 +62,21 @@ describe('sim/artifacts and state machine', () => {
     assert.equal(store.forHeader({ ...six.header, snapshotSeq: 3 }), undefined);
   });
 
+  it('an installed artifact deletes the newer ones, whose state it replaced (as SnapshotStore.install does)', () => {
+    const store = new ArtifactStore(4);
+    const at = (seq: number, entryTerm = 1) =>
+      captureArtifact({ seq, entryTerm, roster }, machineAt(seq).stateJson(), entryTerm, 1);
+    store.add(at(2));
+    store.add(at(4, 2));
+    store.add(at(5));
+    store.install(at(4, 1));
+    assert.deepEqual(
+      store.list().map((a) => `${a.meta.seq}/${a.meta.entryTerm}`),
+      ['2/1', '4/1'],
+    );
+    assert.equal(store.newest()!.meta.seq, 4, 'a restart loads the installed one');
+  });
+
   it('applies in order only, and round-trips its state through state.json', () => {
     const machine = machineAt(4);
     assert.match(machine.apply({ seq: 6, term: 1, kind: 2, data: new Uint8Array() }) ?? '', /does not follow/);
