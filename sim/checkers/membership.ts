@@ -3,10 +3,12 @@
 // candidate's roster decides whether a grant counts, see checkers/election.ts); kind-4
 // records are appended by a leader only while every voter has capability bit 0,
 // and a member never ships one to a voter that lacks it. (A learner without the bit
-// may be shipped one: it halts, harming nobody, spec; a script's client call is
-// no member's doing.)
+// may be shipped one: it halts, harming nobody, spec; so may a voter whose first kind-4
+// record is the one removing it — the gate leaves out the voter a change removes while
+// its leader never heard its bits, engine/membership.ts: it halts, and it was leaving
+// the voter set anyway; a script's client call is no member's doing.)
 import { CAPABILITY_KIND4, EntryKind, MemberRole, type EngineStatus, type Entry } from '../../engine/types.js';
-import { voterIds } from '../../engine/roster.js';
+import { decodeRoster, voterIds } from '../../engine/roster.js';
 import { decodeSegmentFrame } from '../../engine/segment-frame.js';
 import type { ShipSegmentRequest } from '../../engine/rpc.js';
 import type { SimNode } from '../node.js';
@@ -102,10 +104,17 @@ export class MembershipChecker implements Checker {
     if (input.type === 'streamChunk') segment = input.chunk;
     if (!segment || segment.payload.length === 0) return;
     const decoded = decodeSegmentFrame(segment.payload);
-    if (decoded.ok && decoded.frame.entries.some((e) => e.kind === EntryKind.Membership)) {
+    const first = decoded.ok ? decoded.frame.entries.find((e) => e.kind === EntryKind.Membership) : undefined;
+    if (first !== undefined && !removes(first, node.memberId)) {
       violate(this.name, `a kind-4 record reached ${node.name}, which lacks capability bit 0`, node.index);
     }
   }
+}
+
+/** removes: the kind-4 record's roster marks member `id` removed (its own removal: it halts, leaving anyway). */
+function removes(entry: Entry, id: number): boolean {
+  const roster = decodeRoster(entry.data);
+  return id !== 0 && roster !== null && roster.members.some((m) => m.id === id && m.role === MemberRole.Removed);
 }
 
 function roleOf(status: EngineStatus, id: number): number | undefined {
