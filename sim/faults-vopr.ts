@@ -177,10 +177,11 @@ export class VoprInjector {
         const leader = w.leader();
         if (!leader) return;
         this.askChange(prng, leader.index);
-        // The record is appended at once; cut the leader off before it can commit it.
-        w.schedule(nowMs + prng.uniform(0, 30), 'conf-burst: cut the leader off', () =>
-          this.cutOff(leader.index, event.isolateMs),
-        );
+        // The record is appended at once; cut the leader off before it can commit it. Not once the liveness
+        // phase has begun (inactive): its reconnect would then never come and the node stay cut off (seed 200196).
+        w.schedule(nowMs + prng.uniform(0, 30), 'conf-burst: cut the leader off', () => {
+          if (this.active) this.cutOff(leader.index, event.isolateMs);
+        });
         const endMs = nowMs + event.burstMs;
         const next = (atMs: number): void => {
           if (atMs > endMs) return;

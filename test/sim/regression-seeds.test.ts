@@ -132,6 +132,12 @@ const REGRESSIONS: Regression[] = [
     found:
       'the liveness phase kept voter n3 down while joiner n4, down at the heal, still awaited admission: the capability gate refused n4 for good (a harness hole: excludeMinority now counts a down joiner)',
   },
+  {
+    seed: 200196,
+    overrides: {},
+    found:
+      "a membership burst's leader cut-off fired 26 ms into the liveness phase, whose inactive fault injector then never reconnected it (a harness hole: the cut-off now checks the injector is active)",
+  },
 ];
 
 /** SWEEP_SEED_COUNT: the random slice per CI run (override with SVC_SIM_SWEEP_SEEDS). */
