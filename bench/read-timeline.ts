@@ -5,21 +5,25 @@
 // prints the median of each phase over the reads. All stamps are on the machine's monotonic clock, so the
 // phases that cross processes (client to leader, leader to follower and back) are measured too.
 //
-//   npx tsx bench/read-timeline.ts [--reads 300] [--warmup 30] [--insecure] [--keep]
+//   npx tsx bench/read-timeline.ts [--reads 300] [--warmup 30] [--pairs 1] [--no-heartbeat-stream] [--insecure] [--keep]
 //
+// Each pair runs two clusters back to back: the leader's Heartbeats on open HeartbeatStream calls (the default,
+// transports/grpc/heartbeat-stream.ts) and as unary calls (grpc.heartbeatStream off), and prints both columns.
 // A read's round is the first heartbeat the leader sent after the engine stepped its readIndex input; the
 // follower shown is the one whose answer the leader stepped first (the one that completed the quorum of
 // three). A phase a read did not show (no stamp: e.g. a read confirmed by a periodic heartbeat's round) is
 // left out of that phase's median.
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSvcCluster } from './cluster/svc-cluster.js';
 import { monotonicUs, type WritePhase, type WriteStamp } from '../transports/node/write-trace.js';
 import { WRITE_TRACE_DIR_ENV } from '../cli/node-command.js';
 
 const VALUE_CHARS = 88;
+/** HEARTBEAT_STREAM_ENV: grpc.heartbeatStream's variable, which the cluster's nodes inherit. */
+const HEARTBEAT_STREAM_ENV = 'SVC_GRPC_HEARTBEAT_STREAM';
 const KEY_COUNT = 16;
 
 function numberArg(name: string, fallback: number): number {
@@ -136,14 +140,16 @@ function median(values: number[]): number {
   return sorted.length === 0 ? NaN : sorted[Math.floor(sorted.length / 2)]!;
 }
 
-async function main(): Promise<void> {
-  const readCount = numberArg('reads', 300);
-  const warmupCount = numberArg('warmup', 30);
-  const insecure = process.argv.includes('--insecure');
+/** Carriage: how the leader's Heartbeats travel in a run (grpc.heartbeatStream, SVC_GRPC_HEARTBEAT_STREAM). */
+type Carriage = 'stream' | 'unary';
+
+/** timeline runs one cluster with the given carriage and returns each phase's values over its reads. */
+async function timeline(carriage: Carriage, readCount: number, warmupCount: number, insecure: boolean) {
   const dir = await mkdtemp(join(tmpdir(), 'svc-read-timeline-'));
   const traceDir = join(dir, 'trace');
   mkdirSync(traceDir);
   process.env[WRITE_TRACE_DIR_ENV] = traceDir;
+  process.env[HEARTBEAT_STREAM_ENV] = carriage === 'stream' ? '1' : '0';
   const cluster = await startSvcCluster(join(dir, 'cluster'), [], [], insecure);
   const reads: Read[] = [];
   try {
@@ -167,17 +173,44 @@ async function main(): Promise<void> {
     leader,
     traces.filter((t) => t !== leader),
   );
+  if (process.argv.includes('--keep')) console.log(`${carriage}: traces kept in ${traceDir}`);
+  else await rm(dir, { recursive: true, force: true });
+  return phases;
+}
+
+async function main(): Promise<void> {
+  const readCount = numberArg('reads', 300);
+  const warmupCount = numberArg('warmup', 30);
+  const pairs = numberArg('pairs', 1);
+  const insecure = process.argv.includes('--insecure');
+  // By default each pair runs the Heartbeat on its open call and as a unary call, back to back, so a load swing
+  // on a shared machine hits both alike; --no-heartbeat-stream runs the unary carriage only.
+  const carriages: Carriage[] = process.argv.includes('--no-heartbeat-stream') ? ['unary'] : ['stream', 'unary'];
+  const runs = new Map<Carriage, Array<Map<Phase, number[]>>>(carriages.map((c) => [c, []]));
+  for (let pair = 0; pair < pairs; pair++)
+    for (const carriage of carriages) {
+      console.log(
+        `run ${pair + 1}: Heartbeats ${carriage === 'stream' ? 'on open HeartbeatStream calls' : 'as unary calls'} (load average ${loadavg()[0]!.toFixed(1)})`,
+      );
+      runs.get(carriage)!.push(await timeline(carriage, readCount, warmupCount, insecure));
+    }
   console.log(
-    `read timeline: ${reads.length} sequential unary Gets at the leader ${cluster.leaderName}, 3 nodes, ${insecure ? 'plaintext' : 'mutual TLS'}; medians in ms`,
+    `read timeline: ${readCount} sequential unary Gets at the leader per run, ${pairs} run(s) per carriage, 3 nodes, ${insecure ? 'plaintext' : 'mutual TLS'}; medians in ms of each run`,
   );
   const width = Math.max(...PHASES.map((p) => p.length));
+  console.log(`  ${''.padEnd(width)}  ${carriages.map((c) => c.padStart(7 * pairs + 2 * (pairs - 1))).join('  |  ')}`);
   for (const phase of PHASES) {
-    const values = phases.get(phase)!;
-    const shown = values.length === 0 ? '—' : median(values).toFixed(3);
-    console.log(`  ${phase.padEnd(width)}  ${shown.padStart(7)}  (n=${values.length})`);
+    const cells = carriages.map((c) =>
+      runs
+        .get(c)!
+        .map((run) => {
+          const values = run.get(phase)!;
+          return (values.length === 0 ? '—' : median(values).toFixed(3)).padStart(7);
+        })
+        .join(', '),
+    );
+    console.log(`  ${phase.padEnd(width)}  ${cells.join('  |  ')}`);
   }
-  if (process.argv.includes('--keep')) console.log(`traces kept in ${traceDir}`);
-  else await rm(dir, { recursive: true, force: true });
 }
 
 main().catch((err: unknown) => {

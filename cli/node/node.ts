@@ -269,6 +269,11 @@ export class Node {
     return `http://${this.config.metricsListenAt.host}:${port}`;
   }
 
+  /** heartbeatStreamCounts: the HeartbeatStream calls this node opened and the Heartbeats it sent on them (tests). */
+  get heartbeatStreamCounts(): { callsOpened: number; streamed: number } {
+    return { callsOpened: this.heartbeatStreams?.callsOpened ?? 0, streamed: this.heartbeatStreams?.streamed ?? 0 };
+  }
+
   /** peerUnaryClient names the client of this node's unary peer calls (grpc.leanUnaryClient; after start()). */
   get peerUnaryClient(): 'lean' | 'grpc-js' | null {
     return this.pool?.unaryClient ?? null;
@@ -733,21 +738,24 @@ export class Node {
     });
     // A leader's Heartbeats go as messages on one open call per member (a read at the leader waits for one
     // round trip of them); a member that does not serve HeartbeatStream gets the unary call.
-    this.heartbeatStreams = new HeartbeatStreams({
-      credentials: peerClientCredentials(security),
-      channelOptions: { ...clientChannelOptions(this.grpcLimits), ...peerChannel } as ChannelOptions,
-      limits: this.grpcLimits,
-      deliver: (input) => {
-        if (input.type === 'callFailed')
-          this.log.debug(
-            { requestId: input.requestId, code: input.status.code, details: input.status.details },
-            'peer call failed',
-          );
-        this.driver?.submit(input);
-      },
-      fallback: (requestId, to, request) => this.pool?.send(requestId, to, request),
-      onWarning: (message) => this.log.warn({ source: 'heartbeat-stream' }, message),
-    });
+    this.heartbeatStreams =
+      config.grpc?.heartbeatStream === false
+        ? null
+        : new HeartbeatStreams({
+            credentials: peerClientCredentials(security),
+            channelOptions: { ...clientChannelOptions(this.grpcLimits), ...peerChannel } as ChannelOptions,
+            limits: this.grpcLimits,
+            deliver: (input) => {
+              if (input.type === 'callFailed')
+                this.log.debug(
+                  { requestId: input.requestId, code: input.status.code, details: input.status.details },
+                  'peer call failed',
+                );
+              this.driver?.submit(input);
+            },
+            fallback: (requestId, to, request) => this.pool?.send(requestId, to, request),
+            onWarning: (message) => this.log.warn({ source: 'heartbeat-stream' }, message),
+          });
     this.storeClients = new StoreClientPool({
       credentials: peerClientCredentials(security),
       channelOptions: { ...clientChannelOptions(this.grpcLimits), ...peerChannel } as ChannelOptions,
