@@ -7,7 +7,10 @@
 //     linearizable (serializable false, etcd's default: its ReadIndex, then the member's apply).
 // Reader r reads at member r mod 3 (--at leader: every reader at the leader; --at follower: at the followers
 // only, reader r at follower r mod 2, so every read takes the leader's read index over ReadIndexStream), a key drawn from --keys
-// preloaded keys with 96-byte values. Both clusters stay up and the rounds interleave (svc, svc unary, etcd,
+// preloaded keys with 96-byte values. By default (every member) a lone reader would land at n1, the leader in one
+// run and a follower in the next, two different costs (a read at the leader waits for a heartbeat round, one at a
+// follower does not: docs/protocol.md, "The asker's ack"), so the 1-reader level runs twice, once at the leader and
+// once at a follower, and every row says where its readers read (the `at` column). Both clusters stay up and the rounds interleave (svc, svc unary, etcd,
 // then again),
 // so a load swing on this shared machine hits both alike; medians of the rounds are reported, with the
 // svc / etcd throughput ratio (median of the rounds' ratios), and the members' CPU per read (from /proc: on a
@@ -229,6 +232,8 @@ interface Clusters {
 /** Level: one reader count's rounds, per system. */
 interface Level {
   readers: number;
+  /** where: the members the readers read at, by name and role (e.g. `n1 (leader)`). */
+  where: string;
   svc: Measured[];
   svcUnary: Measured[];
   etcd: Measured[];
@@ -283,9 +288,8 @@ async function startClusters(dir: string, profileDir: string, options: ReadsOpti
 }
 
 /** readFunctions: one read function per system; a read that finds nothing would measure a miss, so each checks. */
-function readFunctions(clusters: Clusters, options: ReadsOptions) {
+function readFunctions(clusters: Clusters, keyCount: number, at: ReadsAt) {
   const { svc, etcd, etcdKv } = clusters;
-  const { at, keyCount } = options;
   // Reader r's i-th read: a key spread over the whole set, different per reader.
   const keyOf = (reader: number, i: number): string => benchKey((reader * 7919 + i * 104_729) % keyCount);
   const svcLeader = svc.cluster.members.findIndex((m) => m.name === svc.leaderName);
@@ -294,6 +298,7 @@ function readFunctions(clusters: Clusters, options: ReadsOptions) {
   const etcdMember = (reader: number): number =>
     memberOf(at, reader, etcdLeader, etcd ? etcd.clientUrls.length : svc.cluster.members.length);
   return {
+    svcMember,
     svcRead: async (reader: number, i: number): Promise<void> => {
       if ((await svc.get(svcMember(reader), keyOf(reader, i))) === null)
         throw new Error(`svc: ${keyOf(reader, i)} not found`);
@@ -316,7 +321,6 @@ async function runLevels(clusters: Clusters, options: ReadsOptions): Promise<Lev
   const svcPids = svc.cluster.members.map((m) => m.pid);
   // /metrics is on each member's metrics listener (plaintext, loopback).
   const svcHttp = svc.cluster.members.map((m) => m.metricsAddr ?? m.httpAddr);
-  const { svcRead, svcReadUnary, etcdRead } = readFunctions(clusters, options);
   console.log(
     `svc: 3 nodes (${insecure ? 'plaintext, --insecure' : 'mutual TLS'}), leader ${svc.leaderName}; etcd: ${etcdNote}`,
   );
@@ -333,8 +337,10 @@ async function runLevels(clusters: Clusters, options: ReadsOptions): Promise<Lev
     `reads at ${at === 'all' ? 'reader mod 3 (every member)' : AT_LABEL[at]}; ${rounds} interleaved rounds per level (svc, svc unary, etcd), ${seconds} s each after ${warmup} s warm-up; medians reported`,
   );
   const levels: Level[] = [];
-  for (const readers of options.readerCounts) {
-    const level: Level = { readers, svc: [], svcUnary: [], etcd: [] };
+  for (const [readers, levelAt] of levelPlan(at, options.readerCounts)) {
+    const { svcMember, svcRead, svcReadUnary, etcdRead } = readFunctions(clusters, keyCount, levelAt);
+    const level: Level = { readers, where: whereReaders(svc, readers, svcMember), svc: [], svcUnary: [], etcd: [] };
+    console.log(`c${readers}: readers at ${level.where}`);
     const loop = (read: (reader: number, i: number) => Promise<void>) => () =>
       closedLoop(readers, warmup, seconds, read);
     for (let round = 1; round <= rounds; round++) {
@@ -348,6 +354,33 @@ async function runLevels(clusters: Clusters, options: ReadsOptions): Promise<Lev
     levels.push(level);
   }
   return levels;
+}
+
+/**
+ * levelPlan: each level's reader count and where its readers read. At every member a lone reader would read at
+ * n1 whatever its role, so that level runs twice, at the leader and at a follower (the file comment).
+ */
+function levelPlan(at: ReadsAt, readerCounts: readonly number[]): Array<[number, ReadsAt]> {
+  return readerCounts.flatMap((readers): Array<[number, ReadsAt]> =>
+    at === 'all' && readers === 1
+      ? [
+          [1, 'leader'],
+          [1, 'follower'],
+        ]
+      : [[readers, at]],
+  );
+}
+
+/** whereReaders: the members `readers` readers read at, by name and role (`n1 (leader), n2, n3`). */
+function whereReaders(svc: SvcCluster, readers: number, svcMember: (reader: number) => number): string {
+  const count = svc.cluster.members.length;
+  const used = [...new Set(Array.from({ length: readers }, (_, r) => svcMember(r) % count))].sort((a, b) => a - b);
+  return used
+    .map((i) => {
+      const name = svc.cluster.members[i]!.name;
+      return name === svc.leaderName ? `${name} (leader)` : `${name} (follower)`;
+    })
+    .join(', ');
 }
 
 /** printProfiles: where each of our node processes spent its time (--cpu-prof). */
@@ -366,11 +399,13 @@ async function printProfiles(profileDir: string, svc: SvcCluster): Promise<void>
 /** printTable: the medians of each level's rounds, one markdown row per reader count. */
 function printTable(levels: Level[], options: ReadsOptions, etcdNote: string): void {
   console.log('');
-  console.log(`linearizable reads, ${VALUE_BYTES}-byte values, ${options.keyCount} keys, at ${AT_LABEL[options.at]}`);
   console.log(
-    '| readers | svc reads/s | svc p50 ms | svc p99 ms | svc CPU µs/read (members + client) | svc unary reads/s | unary p99 ms | unary CPU µs/read | etcd reads/s | etcd p50 ms | etcd p99 ms | etcd CPU µs/read (members + client) | svc / etcd (median of rounds) | unary / etcd |',
+    `linearizable reads, ${VALUE_BYTES}-byte values, ${options.keyCount} keys, at ${AT_LABEL[options.at]} (etcd's readers at the members of the same role)`,
   );
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log(
+    '| readers | at | svc reads/s | svc p50 ms | svc p99 ms | svc CPU µs/read (members + client) | svc unary reads/s | unary p99 ms | unary CPU µs/read | etcd reads/s | etcd p50 ms | etcd p99 ms | etcd CPU µs/read (members + client) | svc / etcd (median of rounds) | unary / etcd |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const level of levels) console.log(`| ${levelCells(level).join(' | ')} |`);
   console.log(`etcd: ${etcdNote}`);
 }
@@ -384,6 +419,7 @@ function levelCells(level: Level): string[] {
     `${fmt(med(rs, (r) => r.cpuUsPerRead))} + ${fmt(med(rs, (r) => r.clientCpuUsPerRead))}`;
   return [
     String(level.readers),
+    level.where,
     fmt(med(level.svc, (r) => r.opsPerSecond)),
     fmt(
       med(level.svc, (r) => r.p50Ms),

@@ -16,8 +16,10 @@
 // answer was lost), so at most one extra round is in flight however many reads arrive.
 //
 // A round the reads start goes only to as many voters as a majority needs besides the leader (one of
-// two followers in a three-member cluster): a Heartbeat is a unary call, the dearest thing a read
-// costs the leader, and the answers of the others would confirm nothing more. The voters asked are
+// two followers in a three-member cluster): a Heartbeat round trip is the dearest thing a read costs
+// the leader (the node carries it as a message each way on an open call, transports/grpc/
+// heartbeat-stream.ts, or as a unary call; the engine sees the same request and answer either way),
+// and the answers of the others would confirm nothing more. The voters asked are
 // those that acked the newest round, the first to ack it first (so the quickest follower of the last
 // periodic heartbeat, which goes to every member and re-ranks them). A voter that stops answering
 // leaves the reads waiting at most until the next periodic heartbeat (heartbeatIntervalTicks): that

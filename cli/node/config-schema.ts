@@ -322,6 +322,20 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     ],
   },
   {
+    key: 'grpc.heartbeatStream',
+    kind: onOff(),
+    doc: "send a leader's Heartbeats as messages on one open svc.peer.v1 HeartbeatStream call per member (transports/grpc/heartbeat-stream.ts; unary calls to a member that does not serve it); off: as unary Heartbeat calls",
+    fallback: true,
+    env: 'SVC_GRPC_HEARTBEAT_STREAM',
+    flags: [
+      {
+        flag: 'no-grpc-heartbeat-stream',
+        sets: false,
+        doc: 'send Heartbeats as unary calls (a switch back should the stream misbehave; bench/read-timeline.ts --no-heartbeat-stream)',
+      },
+    ],
+  },
+  {
     key: 'recording.enabled',
     kind: onOff(),
     doc: 'keep the flight recording in <dataDir>/recording/ (docs/operations.md, "Flight recorder")',

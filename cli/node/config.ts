@@ -333,6 +333,11 @@ export interface NodeGrpcConfig {
    * sends them over grpc-js's client, as every other peer call goes. The server side is the same either way.
    */
   leanUnaryClient?: boolean;
+  /**
+   * heartbeatStream (default true) sends a leader's Heartbeats as messages on one open HeartbeatStream call per
+   * member (transports/grpc/heartbeat-stream.ts); false sends them as unary calls. The server serves both.
+   */
+  heartbeatStream?: boolean;
 }
 
 function checkGrpcConfig(grpc: unknown): void {
@@ -342,6 +347,9 @@ function checkGrpcConfig(grpc: unknown): void {
   const lean = (grpc as NodeGrpcConfig).leanUnaryClient;
   if (lean !== undefined && typeof lean !== 'boolean')
     throw new ConfigError('grpc.leanUnaryClient must be true or false');
+  const stream = (grpc as NodeGrpcConfig).heartbeatStream;
+  if (stream !== undefined && typeof stream !== 'boolean')
+    throw new ConfigError('grpc.heartbeatStream must be true or false');
 }
 
 function checkHttpTls(httpTls: NodeHttpTls | undefined): void {

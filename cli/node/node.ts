@@ -30,6 +30,13 @@ import {
   type SeenHeartbeat,
 } from '../../transports/admin/index.js';
 import { PeerPool } from '../../transports/grpc/client.js';
+import {
+  HEARTBEAT_STREAM_OPEN_REQUEST_COUNT_MAX,
+  HEARTBEAT_STREAM_SERVICE,
+  HeartbeatStreamServer,
+  HeartbeatStreams,
+  heartbeatStreamDefinition,
+} from '../../transports/grpc/heartbeat-stream.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
 import { resolveGrpcLimits, type GrpcLimits } from '../../transports/grpc/limits.js';
 import { PeerGate, REFUSAL_REASONS, type RefusalReason } from '../../transports/grpc/peer-gate.js';
@@ -166,6 +173,10 @@ export class Node {
   /** statusPollAgent dials members' HTTP ports for the status poll and /cluster: their CA when HTTPS, peerNames' lookup. */
   private statusPollAgent: Agent | null = null;
   private pool: PeerPool | null = null;
+  /** heartbeatStreams carries this node's Heartbeats to members over open calls (heartbeat-stream.ts). */
+  private heartbeatStreams: HeartbeatStreams | null = null;
+  /** heartbeatStreamServer serves members' HeartbeatStream calls. */
+  private heartbeatStreamServer: HeartbeatStreamServer | null = null;
   private storeClients: StoreClientPool | null = null;
   private storeService: StoreService | null = null;
   private engine: Engine | null = null;
@@ -256,6 +267,11 @@ export class Node {
   get metricsAddress(): string {
     const port = this.metricsServer?.port ?? 0;
     return `http://${this.config.metricsListenAt.host}:${port}`;
+  }
+
+  /** heartbeatStreamCounts: the HeartbeatStream calls this node opened and the Heartbeats it sent on them (tests). */
+  get heartbeatStreamCounts(): { callsOpened: number; streamed: number } {
+    return { callsOpened: this.heartbeatStreams?.callsOpened ?? 0, streamed: this.heartbeatStreams?.streamed ?? 0 };
   }
 
   /** peerUnaryClient names the client of this node's unary peer calls (grpc.leanUnaryClient; after start()). */
@@ -588,6 +604,17 @@ export class Node {
       },
     });
     assert(this.served, 'the served calls exist before the peer server listens');
+    // Heartbeats on an open call: each checked as the unary Heartbeat is, and handed to the same served calls.
+    const heartbeatStreamServer = (this.heartbeatStreamServer = new HeartbeatStreamServer({
+      handler: this.served,
+      limits: this.grpcLimits,
+      gate,
+      openRequestCountMax: HEARTBEAT_STREAM_OPEN_REQUEST_COUNT_MAX,
+      onWarning: (message) => this.warnCapped('peer-server:heartbeat-stream', { source: 'peer-server' }, message),
+      onRefused: (reason) => {
+        this.refusedCalls[reason] += 1;
+      },
+    }));
     this.peerServer = await PeerServer.listen(`${config.grpcListenAt.host}:${config.grpcListenAt.port}`, {
       handler: this.served,
       credentials: peerServerCredentials(security),
@@ -602,6 +629,13 @@ export class Node {
           name: 'svc.store.v1.Store',
           definition: storeServiceDefinition(),
           implementation: storeService.implementation,
+          role: 'peer',
+          membersOnly: true,
+        },
+        {
+          name: HEARTBEAT_STREAM_SERVICE,
+          definition: heartbeatStreamDefinition(),
+          implementation: heartbeatStreamServer.implementation(),
           role: 'peer',
           membersOnly: true,
         },
@@ -702,6 +736,26 @@ export class Node {
       },
       onWarning: (message) => this.log.warn({ source: 'peer-pool' }, message),
     });
+    // A leader's Heartbeats go as messages on one open call per member (a read at the leader waits for one
+    // round trip of them); a member that does not serve HeartbeatStream gets the unary call.
+    this.heartbeatStreams =
+      config.grpc?.heartbeatStream === false
+        ? null
+        : new HeartbeatStreams({
+            credentials: peerClientCredentials(security),
+            channelOptions: { ...clientChannelOptions(this.grpcLimits), ...peerChannel } as ChannelOptions,
+            limits: this.grpcLimits,
+            deliver: (input) => {
+              if (input.type === 'callFailed')
+                this.log.debug(
+                  { requestId: input.requestId, code: input.status.code, details: input.status.details },
+                  'peer call failed',
+                );
+              this.driver?.submit(input);
+            },
+            fallback: (requestId, to, request) => this.pool?.send(requestId, to, request),
+            onWarning: (message) => this.log.warn({ source: 'heartbeat-stream' }, message),
+          });
     this.storeClients = new StoreClientPool({
       credentials: peerClientCredentials(security),
       channelOptions: { ...clientChannelOptions(this.grpcLimits), ...peerChannel } as ChannelOptions,
@@ -1060,7 +1114,9 @@ export class Node {
           };
         }
         if (tracing()) stampSend(effect);
-        this.pool!.send(effect.requestId, effect.to, effect.request);
+        if (effect.request.method === 'Heartbeat' && this.heartbeatStreams)
+          this.heartbeatStreams.send(effect.requestId, effect.to, effect.request);
+        else this.pool!.send(effect.requestId, effect.to, effect.request);
       },
       answer: (effect) => this.served!.answer(effect),
       fetchSnapshot: (effect) => {
@@ -1235,11 +1291,13 @@ export class Node {
       await this.transfer?.stop();
       this.rejectWaiting(new StoreUnavailableError('node stopped'));
       this.pool?.close();
+      this.heartbeatStreams?.close();
       this.storeClients?.close();
       // Lookups still waiting for the DNS end now (ECANCELLED): none is left for the process's exit to wait on.
       this.peerNames.close();
       // Members' Store streams never end by themselves: end them so the server stops without waiting out its grace.
       this.storeService?.endStreams('node stopping');
+      this.heartbeatStreamServer?.endAll('node stopping');
       await this.peerServer?.close(this.config.limits.stopGraceMs);
       await this.http?.close();
       await this.metricsServer?.close();

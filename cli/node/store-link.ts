@@ -127,9 +127,11 @@ export function storeServiceHandler(router: () => StoreRouter, store: () => Docu
     // The store bounds its read by its own readTimeoutMs; the caller's deadline ends the call sooner.
     get: (key) =>
       run(async () => {
+        stamp('read.received', 0);
         let found;
         try {
           found = await store().get(key);
+          stamp('read.answered', found?.version ?? 0);
         } catch (err) {
           // A key the store cannot hold (empty, too long) is the caller's mistake, not the node's.
           if (err instanceof RangeError) throw new StoreRefusal('invalid', err.message);

@@ -9,6 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as adminPb from '../../proto/gen/svc/admin/v1/admin.js';
 import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
+import * as peerPb from '../../proto/gen/svc/peer/v1/peer.js';
 import { AdminCallError, AdminClientPool } from '../../transports/admin/admin-client.js';
 import { createAdminCert, createNodeCert } from '../../cli/certs/certs.js';
 import { methodPath } from '../../transports/grpc/methods.js';
@@ -186,6 +187,56 @@ describe('node: the peer gate on a real cluster', function () {
     );
     assert.equal(walShipping.code, grpc.status.PERMISSION_DENIED);
     assert.ok((await refusedCount(leader, 'wrong-role')) >= 3);
+  });
+
+  it("HeartbeatStream: refuses a stranger at the call's open, and a member's heartbeat sent as another member per message", async function () {
+    const leader = await cluster.waitLeader();
+    const s = leader.status();
+    const [follower, target] = cluster.followers();
+    // One message on a HeartbeatStream call; resolves with its answer or the call's error.
+    const streamed = async (
+      tls: NodeTls,
+      bytes: Uint8Array,
+    ): Promise<peerPb.HeartbeatStreamResponse | grpc.ServiceError> => {
+      const { credentials, options } = probeCredentials(tls, cluster.pki.clusterId);
+      const client = new grpc.Client(target!.grpcAddress, credentials, options);
+      try {
+        const call = client.makeBidiStreamRequest<Buffer, Buffer>(
+          peerPb.PeerStreamsService.heartbeatStream.path,
+          (b) => b,
+          (b) => b,
+          new grpc.Metadata(),
+        );
+        const outcome = new Promise<peerPb.HeartbeatStreamResponse | grpc.ServiceError>((resolve) => {
+          call.on('data', (b: Buffer) => resolve(peerPb.HeartbeatStreamResponse.decode(b)));
+          call.on('error', resolve);
+        });
+        call.write(Buffer.from(peerPb.HeartbeatStreamRequest.encode({ requestId: 7, heartbeat: bytes }).finish()));
+        const result = await outcome;
+        call.cancel();
+        return result;
+      } finally {
+        client.close();
+      }
+    };
+    // A heartbeat "from the leader" at a higher term, signed by a follower: it would depose nobody if obeyed
+    // only because the gate refuses it first.
+    const forged = pb.HeartbeatRequest.encode(
+      pb.HeartbeatRequest.fromPartial({ term: s.term + 1, leaderRegion: s.id, regionId: s.id, shardId: s.id }),
+    ).finish();
+    const claimsBefore = await refusedCount(target!, 'claim-mismatch');
+    const asOther = await streamed(cluster.pki.tls(follower!.config.name), forged);
+    assert.ok('statusCode' in asOther, `answered per message, not by ending the call: ${JSON.stringify(asOther)}`);
+    assert.equal(asOther.requestId, 7);
+    assert.equal(asOther.statusCode, grpc.status.PERMISSION_DENIED);
+    assert.match(asOther.details, /is not the sender: the certificate is/);
+    assert.equal(await refusedCount(target!, 'claim-mismatch'), claimsBefore + 1);
+    const stranger = await streamed(cluster.pki.tls('n4'), forged);
+    assert.ok(!('statusCode' in stranger), 'the call itself is refused');
+    assert.equal(stranger.code, grpc.status.PERMISSION_DENIED);
+    assert.match(stranger.details, /svc.peer.v1.PeerStreams serves members only; n4 is not in this node's roster/);
+    assert.equal(target!.status().term, s.term, 'neither reached the engine');
+    assert.equal(cluster.leader(), leader);
   });
 
   it('Admin.Propose commits a store command through a follower; a follower names the leader for ChangeMember', async function () {

@@ -3,7 +3,8 @@
 // accepted. So a leader whose followers are gone answers no read even while it still believes it leads —
 // the store used to answer from the leader's bare commit seqno there, for up to two election timeouts. Run twice:
 // with the lean unary peer client (the default) and with it off (grpc.leanUnaryClient false: grpc-js carries
-// every peer call), so a cluster on either client elects, replicates and serves reads.
+// every peer call), so a cluster on either client elects, replicates and serves reads. Either way a leader's
+// heartbeats go on open HeartbeatStream calls.
 import assert from 'node:assert/strict';
 import { StoreUnavailableError } from '../../store/errors.js';
 import type { ReplicatedStore } from '../../store/replicated-store.js';
@@ -40,6 +41,14 @@ for (const leanUnaryClient of [true, false]) {
       assert.ok(
         (metricValue(metrics, 'svc_engine_read_indexes_total', 'outcome="answered"') ?? 0) >= 2,
         "the leader's engine answered its own read and the follower's",
+      );
+      // The rounds those reads waited for went as messages on one open HeartbeatStream call per follower
+      // (transports/grpc/heartbeat-stream.ts), not as unary calls.
+      const { callsOpened, streamed } = leader.heartbeatStreamCounts;
+      assert.ok(streamed > 0, 'the leader sent its heartbeats on HeartbeatStream calls');
+      assert.ok(
+        callsOpened >= 1 && callsOpened <= 2 * 2,
+        `a call or so per follower, not per heartbeat (${callsOpened} for ${streamed})`,
       );
     });
 

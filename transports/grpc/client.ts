@@ -208,6 +208,7 @@ export class PeerPool {
     try {
       const response = decodeResponse(method, value);
       if (response.method === 'ShipSegment') stamp('ship.acked', response.body.appliedSeqno, to);
+      else if (response.method === 'Heartbeat') stamp('heartbeat.acked', 0, to);
       this.deliver({ type: 'response', requestId, response });
     } catch (decodeErr) {
       this.deliver({

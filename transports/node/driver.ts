@@ -212,6 +212,8 @@ export class Driver {
   }
 
   private step(input: Input): void | Promise<void> {
+    if (input.type === 'readIndex') stamp('readindex.stepped', 0);
+    else if (input.type === 'response' && input.response.method === 'Heartbeat') stamp('heartbeat.stepped', 0);
     this.midStep = true;
     const effects = this.engine.step(input);
     this.stepCount++;
@@ -275,6 +277,9 @@ export class Driver {
         this.ports.send(effect);
         return;
       case 'reply':
+        if (effect.response.method === 'Heartbeat') stamp('heartbeat.answered', 0);
+        this.ports.answer(effect);
+        return;
       case 'replyError':
       case 'streamChunk':
       case 'streamEnd':
@@ -297,9 +302,12 @@ export class Driver {
       case 'pollStatus':
         this.ports.pollStatus(effect.leaderHttpAddr);
         return;
+      case 'readIndexResult':
+        stamp('readindex.answered', effect.index);
+        this.ports.observe(effect);
+        return;
       case 'proposalResult':
       case 'adminResult':
-      case 'readIndexResult':
       case 'readiness':
       case 'roleChanged':
       case 'warning':

@@ -28,7 +28,17 @@ export type WritePhase =
   | 'report.sent' // a follower handed ReportApplied(applied_seqno `seq`) to the peer pool
   | 'report.received' // the leader's server decoded a ReportApplied (before the engine's step)
   | 'apply' // a node applied entries through `seq` to its state machine
-  | 'propose.answered'; // the leader's Store handler has the outcome of the command at `seq`
+  | 'propose.answered' // the leader's Store handler has the outcome of the command at `seq`
+  // A read's path (bench/read-timeline.ts; seq 0 on each: a read names no seqno until it is answered):
+  | 'read.received' // a node's Store handler has a client's unary Get
+  | 'readindex.stepped' // a node's engine stepped a readIndex input
+  | 'heartbeat.sent' // the leader handed a Heartbeat to the peer pool (`peer`: its address)
+  | 'heartbeat.received' // a follower's server decoded a Heartbeat (before the engine's step)
+  | 'heartbeat.answered' // a follower handed its Heartbeat answer to the served call
+  | 'heartbeat.acked' // the leader's client decoded a Heartbeat answer (`peer`: its address)
+  | 'heartbeat.stepped' // the leader's engine stepped that answer
+  | 'readindex.answered' // a node's engine answered a readIndex input (`seq`: the index)
+  | 'read.answered'; // the Store handler has the Get's value
 
 export interface WriteStamp {
   /** phase is a WritePhase, or 'cpu' on the recorder's own lines (cpuUs: the process's CPU time so far). */
