@@ -58,6 +58,11 @@ export interface StartApiOptions {
    * run sandbox, stage the agent and connect to Redis: seconds that no request needs to wait for).
    */
   onServing?: (service: ApiService) => void;
+  /**
+   * signal stops the start: the start ends with the signal's reason at its next stage, or at once while its
+   * workers wait for Redis (which they otherwise do without end), having closed what it opened.
+   */
+  signal?: AbortSignal;
 }
 
 /** WorkerModules are the workers' modules a start loaded (none for a worker that will not run here). */
@@ -109,10 +114,11 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
   const { config, service, redisUrl, localRedis, workerModules } = await mountApi(options, env);
   // The app answers once its validator has loaded its document (CPU on this event loop that would hold every
   // request meanwhile, public ones too); the workers start after it: no request needs them.
-  await service.validatorLoaded;
-  options.onServing?.(service);
   let workers: StartedWorkers;
   try {
+    await service.validatorLoaded;
+    options.signal?.throwIfAborted();
+    options.onServing?.(service);
     workers = await startWorkers(options, env, config, redisUrl, workerModules);
   } catch (error) {
     await service.close();
@@ -143,6 +149,7 @@ async function mountApi(options: StartApiOptions, env: NodeJS.ProcessEnv): Promi
     const redis = await settleRedis(options, env);
     localRedis = redis.localRedis;
     const redisUrl = redis.redisUrl;
+    options.signal?.throwIfAborted();
     // The workers' modules (the image code among them) load before the app answers: loading them is CPU on this
     // event loop, which would hold the first requests if it came after. Workers that will not run load nothing.
     const workerModules = await loadWorkerModules({
@@ -218,6 +225,7 @@ async function startWorkers(
       const { startAgentWorker, runBackendFromConfig } = modules.agent;
       workers.agent = await startAgentWorker({
         redisUrl,
+        ...(options.signal ? { signal: options.signal } : {}),
         store: options.store,
         secretKey: config.secretKey,
         log: config.log,
@@ -231,8 +239,10 @@ async function startWorkers(
     }
     if (modules.album) {
       const { startAlbumWorker, imageGeneratorFromEnv } = modules.album;
+      options.signal?.throwIfAborted();
       workers.album = await startAlbumWorker({
         redisUrl,
+        ...(options.signal ? { signal: options.signal } : {}),
         store: options.store,
         generator: imageGeneratorFromEnv(env),
         onSweepError: (error) =>
