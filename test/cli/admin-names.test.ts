@@ -5,8 +5,7 @@
 // and its process lived on until the system resolver gave up (a minute here: test/cli/black-hole-dns.ts).
 import assert from 'node:assert/strict';
 import { EXIT_FAILED } from '../../cli/limits.js';
-import { removeDir, tempDir, type LongRunning } from './helpers.js';
-import { BlackHoleDns, namespaceUnavailable } from './black-hole-dns.js';
+import { useBlackHoleDns } from './black-hole-dns.js';
 
 /** COMMAND_TIMEOUT_MS is the commands' --timeout-ms: short, the name is never answered anyway. */
 const COMMAND_TIMEOUT_MS = 1_000;
@@ -18,31 +17,12 @@ const EXIT_BOUND_MS = 25_000;
 
 describe("svc admin commands: members' names the DNS does not answer", function () {
   this.timeout(120_000);
-  let dir: string;
-  let blackHole: BlackHoleDns | undefined;
-  const commands: LongRunning[] = [];
-
-  before(async function () {
-    const why = namespaceUnavailable();
-    if (why !== null) {
-      process.stderr.write(`      (skipped: ${why})\n`);
-      return this.skip();
-    }
-    dir = await tempDir('admin-names');
-    blackHole = await BlackHoleDns.start(dir);
-  });
-
-  after(async () => {
-    for (const command of commands) command.kill();
-    blackHole?.close();
-    if (dir) await removeDir(dir);
-  });
+  const dns = useBlackHoleDns('admin-names');
 
   for (const words of [['status'], ['members', 'list']]) {
     it(`svc ${words.join(' ')} gives up at its deadline and exits at once`, async () => {
       const args = [...words, '--node', 'n1.peers.test:7000', '--insecure', '--timeout-ms', String(COMMAND_TIMEOUT_MS)];
-      const command = blackHole!.svc(args, dir);
-      commands.push(command);
+      const command = dns.svc(args);
       const exit = await command.exitWithin(EXIT_BOUND_MS);
       assert.ok(exit, `still running ${EXIT_BOUND_MS} ms on; stderr:\n${command.stderr}`);
       assert.deepEqual(exit, { code: EXIT_FAILED, signal: null }, command.stderr);

@@ -7,7 +7,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LongRunning, SVC_BIN } from './helpers.js';
+import { LongRunning, removeDir, SVC_BIN, tempDir } from './helpers.js';
 
 /** SLOW_LOOKUP_OPTIONS has the system resolver wait a minute on each lookup (RES_OPTIONS), past the stop's bound. */
 const SLOW_LOOKUP_OPTIONS = 'timeout:30 attempts:2';
@@ -55,4 +55,48 @@ export class BlackHoleDns {
   close(): void {
     this.socket.close();
   }
+}
+
+/** SuiteDns is a suite's black-hole DNS, there from its before() hook on. */
+export interface SuiteDns {
+  /** dir is the suite's temporary directory (the processes' working directory). */
+  readonly dir: string;
+  /** svc runs `svc args` in dir under the black-hole DNS; the suite's after() kills it if still running. */
+  svc(args: string[]): LongRunning;
+}
+
+/**
+ * useBlackHoleDns registers the suite's hooks: before() skips the suite where a child cannot have its own
+ * /etc/resolv.conf (saying why), else makes a temporary directory (named by `prefix`) and the DNS; after() kills
+ * the processes still running and removes both. Call it inside describe().
+ */
+export function useBlackHoleDns(prefix: string): SuiteDns {
+  let dir: string | undefined;
+  let blackHole: BlackHoleDns | undefined;
+  const started: LongRunning[] = [];
+  before(async function () {
+    const why = namespaceUnavailable();
+    if (why !== null) {
+      process.stderr.write(`      (skipped: ${why})\n`);
+      return this.skip();
+    }
+    dir = await tempDir(prefix);
+    blackHole = await BlackHoleDns.start(dir);
+  });
+  after(async () => {
+    for (const child of started) child.kill();
+    blackHole?.close();
+    if (dir) await removeDir(dir);
+  });
+  return {
+    get dir() {
+      if (dir === undefined) throw new Error('the black-hole DNS is not started: use it inside a test');
+      return dir;
+    },
+    svc(args) {
+      const child = blackHole!.svc(args, this.dir);
+      started.push(child);
+      return child;
+    },
+  };
 }

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { freePorts } from '../../cli/free-ports.js';
 import { NODE_STOP_TIMEOUT_MS } from '../../cli/limits.js';
 import { httpStatus, LongRunning, removeDir, SVC_BIN, tempDir, waitFor } from './helpers.js';
-import { BlackHoleDns, namespaceUnavailable } from './black-hole-dns.js';
+import { useBlackHoleDns } from './black-hole-dns.js';
 
 const READY_TIMEOUT_MS = 60_000;
 
@@ -61,31 +61,11 @@ const STARTED_TIMEOUT_MS = 60_000;
 
 describe("svc node: SIGTERM while its peers' names do not resolve", function () {
   this.timeout(120_000);
-  let dir: string;
-  let blackHole: BlackHoleDns | undefined;
-  const nodes: LongRunning[] = [];
-
-  before(async function () {
-    const why = namespaceUnavailable();
-    if (why !== null) {
-      process.stderr.write(`      (skipped: ${why})\n`);
-      return this.skip();
-    }
-    dir = await tempDir('node-stop-dns');
-    blackHole = await BlackHoleDns.start(dir);
-  });
-
-  after(async () => {
-    for (const node of nodes) node.kill();
-    blackHole?.close();
-    if (dir) await removeDir(dir);
-  });
+  const dns = useBlackHoleDns('node-stop-dns');
 
   /** startNode runs `svc node args` with /etc/resolv.conf naming the DNS that never answers. */
   function startNode(args: string[]): LongRunning {
-    const node = blackHole!.svc(['node', ...args], dir);
-    nodes.push(node);
-    return node;
+    return dns.svc(['node', ...args]);
   }
 
   /** sentAtLeastOnce: the node's /metrics counts a peer call of `method` started (its peer's name is being looked up). */
@@ -115,7 +95,7 @@ describe("svc node: SIGTERM while its peers' names do not resolve", function () 
 
   it('a founder campaigning to peers whose names the DNS does not answer exits 0 within the stop bound', async () => {
     const [grpc, http, metrics] = await freePorts(3);
-    const args = ['--name', 'n1', '--data-dir', join(dir, 'n1'), '--insecure', '--log-level', 'warn'];
+    const args = ['--name', 'n1', '--data-dir', join(dns.dir, 'n1'), '--insecure', '--log-level', 'warn'];
     args.push('--grpc-listen', `127.0.0.1:${grpc}`, '--http-listen', `127.0.0.1:${http}`);
     args.push('--metrics-listen', `127.0.0.1:${metrics}`);
     args.push('--founder', `n1,127.0.0.1:${grpc},http://127.0.0.1:${http}`);
@@ -129,7 +109,7 @@ describe("svc node: SIGTERM while its peers' names do not resolve", function () 
 
   it('a joiner whose seeds the DNS does not answer exits 0 within the stop bound', async () => {
     const [grpc, http, metrics] = await freePorts(3);
-    const args = ['--name', 'j1', '--data-dir', join(dir, 'j1'), '--insecure', '--log-level', 'warn'];
+    const args = ['--name', 'j1', '--data-dir', join(dns.dir, 'j1'), '--insecure', '--log-level', 'warn'];
     args.push('--grpc-listen', `127.0.0.1:${grpc}`, '--http-listen', `127.0.0.1:${http}`);
     args.push('--metrics-listen', `127.0.0.1:${metrics}`);
     args.push('--seed', 'n2.peers.test:7000', '--seed', 'n3.peers.test:7000');
