@@ -104,7 +104,7 @@ export async function startAlbumWorker(options: AlbumWorkerOptions): Promise<Alb
       .catch((abandonError: unknown) => options.onAbandonError?.(abandonError));
   });
   await abortableWait(worker.waitUntilReady(), options.signal, () => {
-    void worker.close(true);
+    worker.close(true).catch(() => undefined);
     workerConnection.disconnect();
     redis.disconnect();
   });

@@ -165,7 +165,7 @@ export class AgentWorkerRuntime {
 
   /** disconnectNow drops every connection at once (a start stopped while it waited for Redis). */
   private disconnectNow(): void {
-    void this.worker?.close(true);
+    this.worker?.close(true).catch(() => undefined);
     this.workerConnection?.disconnect();
     this.subscriber.disconnect();
     this.redis.disconnect();

@@ -82,7 +82,8 @@ describe('cluster-api: the node config api section', function () {
       'noapi',
       'early',
       'earlyfail',
-      'redisdown',
+      'agentwait',
+      'albumwait',
     ]);
   });
   after(async () => {
@@ -263,35 +264,42 @@ describe('cluster-api: the node config api section', function () {
     }
   });
 
-  it('a stop while its API waits for an unreachable Redis ends the start at once', async () => {
-    // A real redis-server with its password, stopped: the URL names a loopback port where nothing answers now.
-    const redis = await startTestRedis();
-    await redis.stop();
-    const node = new Node(await single('redisdown', { api: { localRedis: false, redisUrl: redis.url } }));
-    const started = node.start().then(
-      () => 'started',
-      (error: unknown) => error,
-    );
-    try {
-      // The app answers before its workers start; they wait for Redis (connection retries without end).
-      await waitFor(
-        async () => (await fetch(`${node.httpAddress}/openapi.json`).catch(() => null))?.status === 200,
-        'the API answering',
-        30_000,
+  // Each worker waits for Redis in its own way: the agent-run worker on its cancel channel's SUBSCRIBE, the album
+  // worker on BullMQ's connection (the agent-run worker off, so the album worker's start is the one waiting).
+  for (const { name, waiting, api } of [
+    { name: 'agentwait', waiting: 'the agent-run worker', api: {} },
+    { name: 'albumwait', waiting: 'the album worker', api: { runWorker: false } },
+  ]) {
+    it(`a stop while ${waiting} waits for an unreachable Redis ends the start at once`, async () => {
+      // A real redis-server with its password, stopped: the URL names a loopback port where nothing answers now.
+      const redis = await startTestRedis();
+      await redis.stop();
+      const node = new Node(await single(name, { api: { localRedis: false, redisUrl: redis.url, ...api } }));
+      const started = node.start().then(
+        () => 'started',
+        (error: unknown) => error,
       );
-      await node.stop();
-      // Before, the start went on waiting for Redis after the stop (its clients retrying until the process exited).
-      let bound: NodeJS.Timeout | undefined;
-      const outcome = await Promise.race([
-        started,
-        new Promise((resolve) => (bound = setTimeout(() => resolve('still starting'), STOPPED_START_BOUND_MS))),
-      ]);
-      clearTimeout(bound);
-      assert.ok(outcome instanceof StoppedDuringStartError, `the start ended with ${String(outcome)}`);
-    } finally {
-      await node.stop();
-    }
-  });
+      try {
+        // The app answers before its workers start; they wait for Redis (connection retries without end).
+        await waitFor(
+          async () => (await fetch(`${node.httpAddress}/openapi.json`).catch(() => null))?.status === 200,
+          'the API answering',
+          30_000,
+        );
+        await node.stop();
+        // Before, the start went on waiting for Redis after the stop (its clients retrying until the process exited).
+        let bound: NodeJS.Timeout | undefined;
+        const outcome = await Promise.race([
+          started,
+          new Promise((resolve) => (bound = setTimeout(() => resolve('still starting'), STOPPED_START_BOUND_MS))),
+        ]);
+        clearTimeout(bound);
+        assert.ok(outcome instanceof StoppedDuringStartError, `the start ended with ${String(outcome)}`);
+      } finally {
+        await node.stop();
+      }
+    });
+  }
 
   it('without an api section answers 404 beyond its own four paths', async () => {
     const node = await readyNode(await single('noapi', {}));
