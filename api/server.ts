@@ -2,7 +2,8 @@
 // redis-server when one is on the PATH, else none (queue endpoints then answer 503 and the rate limit is per
 // process). With Redis it also runs an agent-run worker and an album worker in this process unless
 // SVC_RUN_WORKER=0 / SVC_ALBUM_WORKER=0. A cluster node mounts `service.app` on its own HTTP server
-// (cli/node/node-api.ts); startApiServer listens on its own port (`tsx api/main.ts`).
+// (cli/node/node-api.ts); startApiServer listens on its own port (`tsx api/main.ts`). startApiService runs in
+// stages: the mount (mountApi: config, its Redis, the app), the app's answer (onServing), then the workers.
 import { parseRedisUrl } from './redis/redis-target.js';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -57,6 +58,11 @@ export interface StartApiOptions {
    * run sandbox, stage the agent and connect to Redis: seconds that no request needs to wait for).
    */
   onServing?: (service: ApiService) => void;
+  /**
+   * signal stops the start: the start ends with the signal's reason at its next stage, or at once while its
+   * workers wait for Redis (which they otherwise do without end), having closed what it opened.
+   */
+  signal?: AbortSignal;
 }
 
 /** WorkerModules are the workers' modules a start loaded (none for a worker that will not run here). */
@@ -87,32 +93,66 @@ async function loadWorkerModules(run: { agent: boolean; album: boolean }): Promi
   return { ...(agent ? { agent } : {}), ...(album ? { album } : {}) };
 }
 
+/** MountedApi is what the mount stage built: the app over its store, with the Redis it uses and its workers' modules. */
+interface MountedApi {
+  config: ApiConfig;
+  service: ApiService;
+  redisUrl: string | null;
+  /** localRedis is the redis-server this start owns (started here, or the caller's early one it took). */
+  localRedis: LocalRedis | undefined;
+  workerModules: WorkerModules;
+}
+
+/** StartedWorkers are the workers a start runs in this process (none without Redis or when turned off). */
+interface StartedWorkers {
+  agent: AgentWorker | undefined;
+  album: AlbumWorker | undefined;
+}
+
 export async function startApiService(options: StartApiOptions): Promise<ApiRuntime> {
   const env = options.env ?? process.env;
-  let localRedis: LocalRedis | undefined;
-  let config: ApiConfig;
-  let redisUrl: string | null;
-  let service: ApiService;
-  let workerModules: WorkerModules;
+  const { config, service, redisUrl, localRedis, workerModules } = await mountApi(options, env);
+  // The app answers once its validator has loaded its document (CPU on this event loop that would hold every
+  // request meanwhile, public ones too); the workers start after it: no request needs them.
+  let workers: StartedWorkers;
   try {
-    config = configFromEnv(env, options.config);
-    redisUrl = env.REDIS_URL ?? null;
-    // A malformed URL stops the start here, naming the setting, rather than failing every queued request later.
-    if (redisUrl !== null) {
-      try {
-        parseRedisUrl(redisUrl);
-      } catch (error) {
-        throw new Error(`REDIS_URL: ${(error as Error).message}`, { cause: error });
-      }
-    }
-    if (!redisUrl && options.earlyLocalRedis) localRedis = await options.earlyLocalRedis;
-    else if (!redisUrl && options.localRedis !== false && redisServerAvailable()) {
-      localRedis = await startLocalRedis(options.dataDir ?? path.resolve('.cluster', 'api-redis'));
-    }
-    if (localRedis) redisUrl = localRedis.url;
+    await service.validatorLoaded;
+    options.signal?.throwIfAborted();
+    options.onServing?.(service);
+    workers = await startWorkers(options, env, config, redisUrl, workerModules);
+  } catch (error) {
+    await service.close();
+    await localRedis?.stop();
+    throw error;
+  }
+  return {
+    service,
+    redisUrl,
+    localRedis: localRedis !== undefined,
+    async close() {
+      await workers.agent?.close();
+      await workers.album?.close();
+      await service.close();
+      await localRedis?.stop();
+    },
+  };
+}
+
+/**
+ * mountApi builds the app: its config, the Redis it uses (settleRedis) and the modules of the workers that will
+ * run. An early redis-server the mount does not take (a REDIS_URL, or a failure) is stopped here.
+ */
+async function mountApi(options: StartApiOptions, env: NodeJS.ProcessEnv): Promise<MountedApi> {
+  let localRedis: LocalRedis | undefined;
+  try {
+    const config = configFromEnv(env, options.config);
+    const redis = await settleRedis(options, env);
+    localRedis = redis.localRedis;
+    const redisUrl = redis.redisUrl;
+    options.signal?.throwIfAborted();
     // The workers' modules (the image code among them) load before the app answers: loading them is CPU on this
     // event loop, which would hold the first requests if it came after. Workers that will not run load nothing.
-    workerModules = await loadWorkerModules({
+    const workerModules = await loadWorkerModules({
       agent: redisUrl !== null && envSetting<boolean>(env, 'SVC_RUN_WORKER'),
       album: redisUrl !== null && envSetting<boolean>(env, 'SVC_ALBUM_WORKER'),
     });
@@ -121,12 +161,13 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
         { event: 'api.no_redis', effect: 'queue endpoints answer 503; rate limit is per process' },
         'the API has no Redis',
       );
-    service = createApp({
+    const service = createApp({
       store: options.store,
       redis: redisUrl ? { url: redisUrl } : undefined,
       config,
       ...(options.cluster ? { cluster: options.cluster } : {}),
     });
+    return { config, service, redisUrl, localRedis, workerModules };
   } catch (error) {
     await localRedis?.stop();
     throw error;
@@ -138,18 +179,53 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
         () => undefined,
       );
   }
-  // The app answers once its validator has loaded its document (CPU on this event loop that would hold every
-  // request meanwhile, public ones too); the workers start after it: no request needs them.
-  await service.validatorLoaded;
-  options.onServing?.(service);
-  let worker: AgentWorker | undefined;
-  let albumWorker: AlbumWorker | undefined;
+}
+
+/**
+ * settleRedis picks the API's Redis: REDIS_URL (checked here), else the caller's early redis-server, else one
+ * started now when redis-server is on the PATH (unless options.localRedis is false), else none.
+ */
+async function settleRedis(
+  options: StartApiOptions,
+  env: NodeJS.ProcessEnv,
+): Promise<{ redisUrl: string | null; localRedis: LocalRedis | undefined }> {
+  const redisUrl = env.REDIS_URL ?? null;
+  if (redisUrl !== null) {
+    // A malformed URL stops the start here, naming the setting, rather than failing every queued request later.
+    try {
+      parseRedisUrl(redisUrl);
+    } catch (error) {
+      throw new Error(`REDIS_URL: ${(error as Error).message}`, { cause: error });
+    }
+    return { redisUrl, localRedis: undefined };
+  }
+  let localRedis: LocalRedis | undefined;
+  if (options.earlyLocalRedis) localRedis = await options.earlyLocalRedis;
+  else if (options.localRedis !== false && redisServerAvailable())
+    localRedis = await startLocalRedis(options.dataDir ?? path.resolve('.cluster', 'api-redis'));
+  return { redisUrl: localRedis?.url ?? null, localRedis };
+}
+
+/**
+ * startWorkers starts the agent-run worker and the album worker this process runs (SVC_RUN_WORKER=0 and
+ * SVC_ALBUM_WORKER=0 leave them to worker processes elsewhere, which need the same store). A failure closes the
+ * worker already started; the app and Redis are the caller's.
+ */
+async function startWorkers(
+  options: StartApiOptions,
+  env: NodeJS.ProcessEnv,
+  config: ApiConfig,
+  redisUrl: string | null,
+  modules: WorkerModules,
+): Promise<StartedWorkers> {
+  const workers: StartedWorkers = { agent: undefined, album: undefined };
+  if (!redisUrl) return workers;
   try {
-    // SVC_RUN_WORKER=0 leaves agent runs to worker processes elsewhere; by default this process runs them too.
-    if (redisUrl && workerModules.agent) {
-      const { startAgentWorker, runBackendFromConfig } = workerModules.agent;
-      worker = await startAgentWorker({
+    if (modules.agent) {
+      const { startAgentWorker, runBackendFromConfig } = modules.agent;
+      workers.agent = await startAgentWorker({
         redisUrl,
+        ...(options.signal ? { signal: options.signal } : {}),
         store: options.store,
         secretKey: config.secretKey,
         log: config.log,
@@ -161,11 +237,12 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
         },
       });
     }
-    // SVC_ALBUM_WORKER=0 likewise leaves album jobs to other processes (which need the same store).
-    if (redisUrl && workerModules.album) {
-      const { startAlbumWorker, imageGeneratorFromEnv } = workerModules.album;
-      albumWorker = await startAlbumWorker({
+    if (modules.album) {
+      const { startAlbumWorker, imageGeneratorFromEnv } = modules.album;
+      options.signal?.throwIfAborted();
+      workers.album = await startAlbumWorker({
         redisUrl,
+        ...(options.signal ? { signal: options.signal } : {}),
         store: options.store,
         generator: imageGeneratorFromEnv(env),
         onSweepError: (error) =>
@@ -176,22 +253,10 @@ export async function startApiService(options: StartApiOptions): Promise<ApiRunt
       });
     }
   } catch (error) {
-    await worker?.close();
-    await service.close();
-    await localRedis?.stop();
+    await workers.agent?.close();
     throw error;
   }
-  return {
-    service,
-    redisUrl,
-    localRedis: localRedis !== undefined,
-    async close() {
-      await worker?.close();
-      await albumWorker?.close();
-      await service.close();
-      await localRedis?.stop();
-    },
-  };
+  return workers;
 }
 
 export async function startApiServer(options: StartApiOptions): Promise<RunningApi> {

@@ -10,6 +10,7 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Job } from 'bullmq';
 import { connectRedis } from '../redis/redis-target.js';
+import { abortableWait } from '../redis/abortable-wait.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import type { ImageGenerator } from '../images/image-generator.js';
 import type { AlbumJob } from './album-jobs.js';
@@ -48,6 +49,11 @@ export interface AlbumWorkerOptions {
   onAbandonError?: (error: unknown) => void;
   /** onSweepError hears a failed hourly blob sweep (see blob-sweep.ts); it is retried next hour. */
   onSweepError?: (error: unknown) => void;
+  /**
+   * signal stops the start: an abort while the worker waits for Redis closes its connections, and the start
+   * rejects with the signal's reason (else it waits for Redis without end).
+   */
+  signal?: AbortSignal;
 }
 
 export interface AlbumWorker {
@@ -97,7 +103,11 @@ export async function startAlbumWorker(options: AlbumWorkerOptions): Promise<Alb
       .abandon(job.data, `JOB_ABANDONED: ${error.message.slice(0, 300)}`)
       .catch((abandonError: unknown) => options.onAbandonError?.(abandonError));
   });
-  await worker.waitUntilReady();
+  await abortableWait(worker.waitUntilReady(), options.signal, () => {
+    worker.close(true).catch(() => undefined);
+    workerConnection.disconnect();
+    redis.disconnect();
+  });
   const sweeper = startBlobSweeper(redis, options.store, blobs, (error) => options.onSweepError?.(error));
 
   return {

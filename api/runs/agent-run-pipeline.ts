@@ -14,6 +14,7 @@
 import type { Job } from 'bullmq';
 import { DelayedError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { abortableWait } from '../redis/abortable-wait.js';
 import { connectRedis } from '../redis/redis-target.js';
 import type { ApiLogger } from '../config.js';
 import { agentRunQueueName } from '../config.js';
@@ -129,12 +130,14 @@ export class AgentWorkerRuntime {
     redis.on('error', () => undefined);
     subscriber.on('error', () => undefined);
     const runtime = new AgentWorkerRuntime(options, log, isolation, agentMounts, redis, subscriber);
-    await runtime.listen();
+    await abortableWait(runtime.listen(), options.signal, () => runtime.disconnectNow());
     return runtime;
   }
 
   private async listen(): Promise<void> {
     await this.subscriber.subscribe(runKeys.cancelChannel);
+    // Aborted meanwhile (abortableWait): its connections are closed; open no more.
+    this.options.signal?.throwIfAborted();
     this.subscriber.on('message', (_channel, runId: string) => this.active.get(runId)?.cancel());
     // BullMQ does not close a connection it was given, so the worker keeps it to close it.
     const workerConnection = connectRedis(this.options.redisUrl, { maxRetriesPerRequest: null });
@@ -158,6 +161,14 @@ export class AgentWorkerRuntime {
   async drain(): Promise<void> {
     for (const run of this.active.values()) run.cancel();
     await this.worker!.close();
+  }
+
+  /** disconnectNow drops every connection at once (a start stopped while it waited for Redis). */
+  private disconnectNow(): void {
+    this.worker?.close(true).catch(() => undefined);
+    this.workerConnection?.disconnect();
+    this.subscriber.disconnect();
+    this.redis.disconnect();
   }
 
   /** disconnect closes the backend and the worker's connections. */

@@ -13,6 +13,11 @@ export interface AgentRunJob {
 
 export interface AgentWorkerOptions {
   redisUrl: string;
+  /**
+   * signal stops the start: an abort while the worker waits for Redis closes its connections, and the start
+   * rejects with the signal's reason (else it waits for Redis without end).
+   */
+  signal?: AbortSignal;
   /** store holds the run records (the API's store: on a cluster, the node's replicated store). */
   store: DocumentStore;
   /** secretKey opens the credentials a project injects (the API's key); without it such runs fail. */

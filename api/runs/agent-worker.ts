@@ -64,7 +64,15 @@ export async function startAgentWorker(options: AgentWorkerOptions): Promise<Age
   const log = options.log ?? silentApiLogger();
   const isolation = await probeWorkerIsolation(options, log);
   const agent = await stageAgent(options, isolation, log);
-  const runtime = await AgentWorkerRuntime.start(options, log, isolation, agent.mounts);
+  let runtime: AgentWorkerRuntime;
+  try {
+    runtime = await AgentWorkerRuntime.start(options, log, isolation, agent.mounts);
+  } catch (error) {
+    // Stopped while it waited for Redis (options.signal), or Redis refused it: what this start set up goes.
+    await options.backend?.close?.();
+    await agent.staging?.then((stage) => stage.remove()).catch(() => undefined);
+    throw error;
+  }
   const sweeps = startWorkerSweeps(options, log, runtime.redis);
   return {
     isolation,

@@ -51,6 +51,8 @@ export interface NodeApiStartOptions {
   secretKey?: Buffer;
   /** localRedis is the node-local redis-server the node started early (api-early-start.ts); the API owns it. */
   localRedis?: Promise<LocalRedis>;
+  /** signal is the node's stop: it ends the API's start (its wait for Redis too) with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOptions): Promise<NodeApi> {
@@ -82,6 +84,7 @@ export async function startNodeApi(api: NodeApiConfig, options: NodeApiStartOpti
       dataDir: join(options.dataDir, API_REDIS_DIR),
       localRedis: api.localRedis !== false,
       ...(options.localRedis ? { earlyLocalRedis: options.localRedis } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
       ...(options.clusterAddresses ? { clusterAddresses: options.clusterAddresses } : {}),
       ...(options.cluster ? { cluster: options.cluster } : {}),
       ...(options.onServing

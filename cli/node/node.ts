@@ -194,6 +194,10 @@ export class Node {
   private clusterFeed: ClusterFeed | null = null;
   /** localRedisStarting is the node-local redis-server started early for the API, until the API takes it. */
   private localRedisStarting: Promise<LocalRedis> | null = null;
+  /** apiStartStop ends the API's start when the node stops (its wait for Redis has no end of its own). */
+  private readonly apiStartStop = new AbortController();
+  /** apiStarting settles when the API's start has ended (closing what it opened when it was stopped). */
+  private apiStarting: Promise<void> | null = null;
   /** apiServing is the API's handler from the moment it answers, before its workers have started (startApi). */
   private apiServing: NodeApi['handler'] | null = null;
   private advertised = { grpc: '', http: '' };
@@ -429,12 +433,13 @@ export class Node {
       const nodeApi = await this.stage(nodeApiLoading.catch(rethrowAsConfigError));
       phases.mark('apiLoad');
       // The API answers once its app can (servingSinceExecMs); its workers start after that, within this await.
-      // Not a stage the stop waits for: the API's start can wait without bound (its Redis); startApi closes an
-      // API whose start ends after the stop.
-      await this.startApi(nodeApi, config.api, secretKey, () => {
+      // Not a stage: a stop aborts it (apiStartStop; its wait for Redis has no end of its own), then waits for it.
+      const apiStarting = this.startApi(nodeApi, config.api, secretKey, () => {
         phases.mark('api');
         servingSinceExecMs = sinceExecMs();
       });
+      this.apiStarting = apiStarting.catch(() => undefined);
+      await apiStarting;
       phases.mark('apiWorkers');
     }
     this.logStarted(driver, clusterId, phases, servingSinceExecMs);
@@ -875,6 +880,7 @@ export class Node {
     this.localRedisStarting = null;
     const api = await nodeApi
       .startNodeApi(apiConfig, {
+        signal: this.apiStartStop.signal,
         store: this.store,
         dataDir: config.dataDir,
         log: this.log,
@@ -894,9 +900,13 @@ export class Node {
           ...(config.seeds ?? []),
         ],
       })
-      .catch(rethrowAsConfigError);
+      .catch((err: unknown) => {
+        // Ended by the stop's abort (it closed what it had opened): the start ends as any stopped start does.
+        if (this.stopping !== null) throw new StoppedDuringStartError();
+        return rethrowAsConfigError(err);
+      });
     if (this.stopping !== null) {
-      // Stopped while the API started (its Redis came late): the stop did not see this API, so close it here.
+      // Stopped as the API's start ended: the stop did not see this API, so close it here.
       await api
         .close()
         .catch((err: unknown) => this.log.warn({ err: String(err) }, 'closing the developer API failed'));
@@ -1269,7 +1279,10 @@ export class Node {
     this.stopping ??= (async () => {
       this.state = 'stopping';
       // A stop during the start lets the start's current stage finish (bounded), so that it closes what it opened.
+      // The API's start is ended instead (its wait for Redis is not bounded), and closes what it opened.
+      this.apiStartStop.abort(new StoppedDuringStartError());
       await this.startStage;
+      await this.apiStarting;
       if (this.diskTimer) clearInterval(this.diskTimer);
       this.clusterFeed?.close();
       // The API goes first (new requests answer 503), while the store can still finish what it started.

@@ -6,15 +6,14 @@
 // getaddrinfo still waiting there on a DNS that does not answer (a stopped podman container's alias: 25 s) kept a
 // stopped node alive past its pod's grace (`make image-test`, exit 137). The node looks peer names up with
 // c-ares (transports/node/peer-names.ts), which its stop cancels. The DNS that never answers is a UDP socket of
-// this test, named by the node's /etc/resolv.conf in a mount namespace of its own (root: unshare --mount).
+// this test, named by the node's /etc/resolv.conf in a mount namespace of its own (test/cli/black-hole-dns.ts).
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { createSocket, type Socket } from 'node:dgram';
-import { writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { freePorts } from '../../cli/free-ports.js';
 import { NODE_STOP_TIMEOUT_MS } from '../../cli/limits.js';
 import { httpStatus, LongRunning, removeDir, SVC_BIN, tempDir, waitFor } from './helpers.js';
+import { useBlackHoleDns } from './black-hole-dns.js';
 
 const READY_TIMEOUT_MS = 60_000;
 
@@ -58,62 +57,15 @@ describe('svc node: SIGTERM during a start that waits for Redis', function () {
   });
 });
 
-/** SLOW_LOOKUP_OPTIONS has the system resolver wait a minute on each lookup (RES_OPTIONS), past the stop's bound. */
-const SLOW_LOOKUP_OPTIONS = 'timeout:30 attempts:2';
 const STARTED_TIMEOUT_MS = 60_000;
-
-/** namespaceUnavailable says why this machine cannot give a child its own /etc/resolv.conf, or null. */
-function namespaceUnavailable(): string | null {
-  if (process.getuid?.() !== 0) return 'not running as root (unshare --mount and a DNS socket on port 53 need root)';
-  try {
-    execFileSync('unshare', ['--mount', 'true'], { stdio: 'ignore' });
-    return null;
-  } catch (err) {
-    return `unshare --mount failed: ${(err as Error).message}`;
-  }
-}
 
 describe("svc node: SIGTERM while its peers' names do not resolve", function () {
   this.timeout(120_000);
-  let dir: string;
-  let blackHole: Socket | undefined;
-  let resolvConf: string;
-  const nodes: LongRunning[] = [];
-
-  before(async function () {
-    const why = namespaceUnavailable();
-    if (why !== null) {
-      process.stderr.write(`      (skipped: ${why})\n`);
-      return this.skip();
-    }
-    dir = await tempDir('node-stop-dns');
-    // A loopback address of its own, so that tests running beside this one do not share the port.
-    const address = `127.53.${process.pid % 250}.${1 + Math.floor(Math.random() * 250)}`;
-    const socket = createSocket('udp4');
-    blackHole = socket;
-    socket.on('message', () => undefined);
-    await new Promise<void>((resolve, reject) => {
-      socket.once('error', reject);
-      socket.bind(53, address, resolve);
-    });
-    resolvConf = join(dir, 'resolv.conf');
-    await writeFile(resolvConf, `nameserver ${address}\n`);
-  });
-
-  after(async () => {
-    for (const node of nodes) node.kill();
-    blackHole?.close();
-    if (dir) await removeDir(dir);
-  });
+  const dns = useBlackHoleDns('node-stop-dns');
 
   /** startNode runs `svc node args` with /etc/resolv.conf naming the DNS that never answers. */
   function startNode(args: string[]): LongRunning {
-    const script = 'mount --bind "$1" /etc/resolv.conf && shift && exec "$@"';
-    const command = ['--mount', 'sh', '-c', script, 'sh', resolvConf, process.execPath, SVC_BIN, 'node', ...args];
-    const env = { ...process.env, RES_OPTIONS: SLOW_LOOKUP_OPTIONS };
-    const node = new LongRunning(spawn('unshare', command, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] }));
-    nodes.push(node);
-    return node;
+    return dns.svc(['node', ...args]);
   }
 
   /** sentAtLeastOnce: the node's /metrics counts a peer call of `method` started (its peer's name is being looked up). */
@@ -143,7 +95,7 @@ describe("svc node: SIGTERM while its peers' names do not resolve", function () 
 
   it('a founder campaigning to peers whose names the DNS does not answer exits 0 within the stop bound', async () => {
     const [grpc, http, metrics] = await freePorts(3);
-    const args = ['--name', 'n1', '--data-dir', join(dir, 'n1'), '--insecure', '--log-level', 'warn'];
+    const args = ['--name', 'n1', '--data-dir', join(dns.dir, 'n1'), '--insecure', '--log-level', 'warn'];
     args.push('--grpc-listen', `127.0.0.1:${grpc}`, '--http-listen', `127.0.0.1:${http}`);
     args.push('--metrics-listen', `127.0.0.1:${metrics}`);
     args.push('--founder', `n1,127.0.0.1:${grpc},http://127.0.0.1:${http}`);
@@ -157,7 +109,7 @@ describe("svc node: SIGTERM while its peers' names do not resolve", function () 
 
   it('a joiner whose seeds the DNS does not answer exits 0 within the stop bound', async () => {
     const [grpc, http, metrics] = await freePorts(3);
-    const args = ['--name', 'j1', '--data-dir', join(dir, 'j1'), '--insecure', '--log-level', 'warn'];
+    const args = ['--name', 'j1', '--data-dir', join(dns.dir, 'j1'), '--insecure', '--log-level', 'warn'];
     args.push('--grpc-listen', `127.0.0.1:${grpc}`, '--http-listen', `127.0.0.1:${http}`);
     args.push('--metrics-listen', `127.0.0.1:${metrics}`);
     args.push('--seed', 'n2.peers.test:7000', '--seed', 'n3.peers.test:7000');

@@ -11,13 +11,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiCluster } from './api-cluster.js';
 import { waitFor } from '../node/harness.js';
-import * as adminPb from '../../proto/gen/svc/admin/v1/admin.js';
-import { AdminCallError, AdminClientPool } from '../../transports/admin/admin-client.js';
-import { clientCredentials } from '../../transports/grpc/tls.js';
-import { encodeCommand } from '../../store/command.js';
+import { joinThroughFollower, LeaderAdmin, leaderAndFollower } from './filtered-learner-setup.js';
 
-/** The test CA's certificates name localhost; the nodes listen on 127.0.0.1. */
-const NAME_OVERRIDE = { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' };
 /** FILTER_PREFIXES: the community (`kept/`) and what the API's authentication reads at the member. */
 const FILTER_PREFIXES = ['kept/', 'keys/', 'keys-by-hash/', 'users/'];
 /** SNAPSHOT_EVERY_ENTRY_COUNT: a snapshot every few entries, so the leader compacts past the stopped learner. */
@@ -26,8 +21,6 @@ const SNAPSHOT_EVERY_ENTRY_COUNT = 8;
 const OUTSIDE_WHILE_DOWN_COUNT = 24;
 /** CONVERGE_TIMEOUT_MS bounds each wait for the replica. */
 const CONVERGE_TIMEOUT_MS = 90_000;
-/** LEADER_HOPS_MAX bounds following a leader hint (a busy machine may hold an election meanwhile). */
-const LEADER_HOPS_MAX = 10;
 
 describe('cluster-api: a filtered learner behind the compaction point catches up by a filtered snapshot', function () {
   this.timeout(600_000);
@@ -46,29 +39,13 @@ describe('cluster-api: a filtered learner behind the compaction point catches up
   });
 
   it('stopped, compacted past, restarted: installs a cut of its communities over mutual TLS and holds nothing else', async () => {
-    const leader = (await cluster.leaderName())!;
-    const follower = ['a', 'b', 'c'].find((name) => name !== leader)!;
-    const tls = cluster.adminTls();
-    if (tls.mode !== 'mtls') throw new Error('the cluster runs mutual TLS');
-    const material = { ca: readFileSync(tls.caFile), cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) };
-    const admin = new AdminClientPool({ credentials: clientCredentials(material), channelOptions: NAME_OVERRIDE });
-    let leaderAddr = cluster.node(leader).config.grpcListen;
-    const atLeader = async <T>(call: (to: string) => Promise<T>): Promise<T> => {
-      for (let hop = 0; ; hop++) {
-        try {
-          return await call(leaderAddr);
-        } catch (err) {
-          const hint = err instanceof AdminCallError ? err.leaderHint : '';
-          if (hop >= LEADER_HOPS_MAX || !hint) throw err;
-          leaderAddr = hint;
-        }
-      }
-    };
+    const { leader, follower } = await leaderAndFollower(cluster);
+    const admin = LeaderAdmin.open(cluster, leader);
     let written = 0;
     /** put writes one record through the leader (Admin.Propose). */
     const put = async (key: string): Promise<void> => {
-      const command = encodeCommand({ op: 'put', key, value: { n: written }, requestId: `fls-${written++}` });
-      await atLeader((to) => admin.propose(to, command, Date.now() + 10_000));
+      const n = written++;
+      await admin.put(key, { n }, `fls-${n}`);
     };
     const leaderNow = async (): Promise<string> => (await cluster.leaderName())!;
     /** caughtUp: d has applied the leader's commit. */
@@ -80,26 +57,8 @@ describe('cluster-api: a filtered learner behind the compaction point catches up
     const d = (): ReturnType<ApiCluster['node']> => cluster.node('d');
     try {
       await put('secret/before');
-      await cluster.startJoiner('d', [follower]);
-      await waitFor(
-        async () => (await cluster.statusOf(leader))?.members.some((m) => m.name === 'd') ?? false,
-        'd in the roster',
-        CONVERGE_TIMEOUT_MS,
-      );
-      await atLeader((to) =>
-        admin.changeMember(
-          to,
-          {
-            change: adminPb.MemberChange.MEMBER_CHANGE_FILTER,
-            name: 'd',
-            hops: 0,
-            prefixes: FILTER_PREFIXES,
-            tenants: [],
-            clear: false,
-          },
-          Date.now() + 10_000,
-        ),
-      );
+      await joinThroughFollower(cluster, 'd', { leader, follower }, CONVERGE_TIMEOUT_MS);
+      await admin.filter('d', FILTER_PREFIXES);
       await put('kept/first');
       await waitFor(
         async () => (await d().localKeys('kept/')).length === 1 && (await d().localKeys('secret/')).length === 0,

@@ -9,22 +9,14 @@
 // before it joined, while it was full (on a live stream by then) and after the filter, are never in its store
 // once it is filtered (it dropped what it held and took the log again, filtered, by ShipSegment only).
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { ApiCluster } from './api-cluster.js';
 import { waitFor } from '../node/harness.js';
-import * as adminPb from '../../proto/gen/svc/admin/v1/admin.js';
-import { AdminCallError, AdminClientPool } from '../../transports/admin/admin-client.js';
-import { clientCredentials } from '../../transports/grpc/tls.js';
-import { encodeCommand } from '../../store/command.js';
+import { joinThroughFollower, LeaderAdmin, leaderAndFollower } from './filtered-learner-setup.js';
 
-/** The test CA's certificates name localhost; the nodes listen on 127.0.0.1. */
-const NAME_OVERRIDE = { 'grpc.ssl_target_name_override': 'localhost', 'grpc.default_authority': 'localhost' };
 /** FILTER_PREFIXES: the community (projects) and what the API's authentication reads at the member. */
 const FILTER_PREFIXES = ['projects/', 'keys/', 'keys-by-hash/', 'users/'];
 /** CONVERGE_TIMEOUT_MS bounds each wait for the replica (join, filter, refill). */
 const CONVERGE_TIMEOUT_MS = 60_000;
-/** LEADER_HOPS_MAX bounds following a leader hint (a busy machine may hold an election meanwhile). */
-const LEADER_HOPS_MAX = 10;
 
 describe('cluster-api: a filtered learner on real nodes (a read replica of one community)', function () {
   this.timeout(600_000);
@@ -38,46 +30,21 @@ describe('cluster-api: a filtered learner on real nodes (a read replica of one c
   });
 
   it('joins through a follower, turns healthy with no writes to its community, serves it and refuses the rest', async () => {
-    const leader = (await cluster.leaderName())!;
-    const follower = ['a', 'b', 'c'].find((name) => name !== leader)!;
+    const { leader, follower } = await leaderAndFollower(cluster);
     const project = await cluster.client(leader).createProject({
       body: { name: 'replicated', workspace: cluster.workspace, command: ['./agent.sh'] },
     });
 
-    const tls = cluster.adminTls();
-    if (tls.mode !== 'mtls') throw new Error('the cluster runs mutual TLS');
-    const material = { ca: readFileSync(tls.caFile), cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) };
-    const admin = new AdminClientPool({ credentials: clientCredentials(material), channelOptions: NAME_OVERRIDE });
-    let leaderAddr = cluster.node(leader).config.grpcListen;
-    /** atLeader runs an admin call at the leader, following its hint when leadership moved. */
-    const atLeader = async <T>(call: (to: string) => Promise<T>): Promise<T> => {
-      for (let hop = 0; ; hop++) {
-        try {
-          return await call(leaderAddr);
-        } catch (err) {
-          const hint = err instanceof AdminCallError ? err.leaderHint : '';
-          if (hop >= LEADER_HOPS_MAX || !hint) throw err;
-          leaderAddr = hint;
-        }
-      }
-    };
+    const admin = LeaderAdmin.open(cluster, leader);
     /** writeOutside puts a record no filter of d takes (Admin.Propose, through the leader). */
     let outsideCount = 0;
     const writeOutside = async (): Promise<void> => {
-      const command = encodeCommand({
-        op: 'put',
-        key: `secret/${outsideCount}`,
-        value: { n: outsideCount },
-        requestId: `filtered-learner-${outsideCount++}`,
-      });
-      await atLeader((to) => admin.propose(to, command, Date.now() + 10_000));
+      const n = outsideCount++;
+      await admin.put(`secret/${n}`, { n }, `filtered-learner-${n}`);
     };
     try {
       await writeOutside();
-      await cluster.startJoiner('d', [follower]);
-      const roleOfD = async (): Promise<string | undefined> =>
-        (await cluster.statusOf(leader))?.members.find((m) => m.name === 'd')?.role;
-      await waitFor(async () => (await roleOfD()) !== undefined, 'd in the roster', CONVERGE_TIMEOUT_MS);
+      await joinThroughFollower(cluster, 'd', { leader, follower }, CONVERGE_TIMEOUT_MS);
       // d takes the full log first (a joiner is unfiltered): it holds the outside record, then one more.
       await writeOutside();
       await waitFor(
@@ -85,20 +52,7 @@ describe('cluster-api: a filtered learner on real nodes (a read replica of one c
         'd to hold the records written so far (full)',
         CONVERGE_TIMEOUT_MS,
       );
-      const answer = await atLeader((to) =>
-        admin.changeMember(
-          to,
-          {
-            change: adminPb.MemberChange.MEMBER_CHANGE_FILTER,
-            name: 'd',
-            hops: 0,
-            prefixes: FILTER_PREFIXES,
-            tenants: [],
-            clear: false,
-          },
-          Date.now() + 10_000,
-        ),
-      );
+      const answer = await admin.filter('d', FILTER_PREFIXES);
       assert.ok(answer.memberId > 0);
       for (let i = 0; i < 3; i++) await writeOutside();
     } finally {

@@ -4,12 +4,13 @@
 // networked runs the roster's members and that Redis), and a node without the section keeps 404 for every path
 // but its own. Before its API is mounted a starting node already answers on its HTTP port: an API path gets 503
 // NOT_READY with Retry-After (neither a refused connection nor a held one), which the SDK waits out and retries.
+// A stop while the API's workers wait for an unreachable Redis ends the start (before, it waited on for good).
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
-import { Node } from '../../cli/node/node.js';
+import { Node, StoppedDuringStartError } from '../../cli/node/node.js';
 import { ConfigError, resolveNodeConfig, type NodeConfig } from '../../cli/node/config.js';
 import { API_REDIS_DIR } from '../../cli/node/node-api.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
@@ -24,6 +25,10 @@ import {
   type PlannedNode,
 } from '../node/harness.js';
 import { SvcApiError, SvcClient } from '../../sdk/src/index.js';
+import { startTestRedis } from '../api/harness.js';
+
+/** STOPPED_START_BOUND_MS bounds the wait for a stopped start to end (generous: it ends as the stop returns). */
+const STOPPED_START_BOUND_MS = 15_000;
 
 async function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -68,7 +73,18 @@ describe('cluster-api: the node config api section', function () {
   };
   before(async () => {
     dir = await tempDir('node-api-config');
-    pki = await makePki(dir, ['cfg', 'nokey', 'badkey', 'noredis', 'localredis', 'noapi', 'early', 'earlyfail']);
+    pki = await makePki(dir, [
+      'cfg',
+      'nokey',
+      'badkey',
+      'noredis',
+      'localredis',
+      'noapi',
+      'early',
+      'earlyfail',
+      'agentwait',
+      'albumwait',
+    ]);
   });
   after(async () => {
     await removeDir(dir);
@@ -247,6 +263,43 @@ describe('cluster-api: the node config api section', function () {
       if (saved !== undefined) process.env.REDIS_URL = saved;
     }
   });
+
+  // Each worker waits for Redis in its own way: the agent-run worker on its cancel channel's SUBSCRIBE, the album
+  // worker on BullMQ's connection (the agent-run worker off, so the album worker's start is the one waiting).
+  for (const { name, waiting, api } of [
+    { name: 'agentwait', waiting: 'the agent-run worker', api: {} },
+    { name: 'albumwait', waiting: 'the album worker', api: { runWorker: false } },
+  ]) {
+    it(`a stop while ${waiting} waits for an unreachable Redis ends the start at once`, async () => {
+      // A real redis-server with its password, stopped: the URL names a loopback port where nothing answers now.
+      const redis = await startTestRedis();
+      await redis.stop();
+      const node = new Node(await single(name, { api: { localRedis: false, redisUrl: redis.url, ...api } }));
+      const started = node.start().then(
+        () => 'started',
+        (error: unknown) => error,
+      );
+      try {
+        // The app answers before its workers start; they wait for Redis (connection retries without end).
+        await waitFor(
+          async () => (await fetch(`${node.httpAddress}/openapi.json`).catch(() => null))?.status === 200,
+          'the API answering',
+          30_000,
+        );
+        await node.stop();
+        // Before, the start went on waiting for Redis after the stop (its clients retrying until the process exited).
+        let bound: NodeJS.Timeout | undefined;
+        const outcome = await Promise.race([
+          started,
+          new Promise((resolve) => (bound = setTimeout(() => resolve('still starting'), STOPPED_START_BOUND_MS))),
+        ]);
+        clearTimeout(bound);
+        assert.ok(outcome instanceof StoppedDuringStartError, `the start ended with ${String(outcome)}`);
+      } finally {
+        await node.stop();
+      }
+    });
+  }
 
   it('without an api section answers 404 beyond its own four paths', async () => {
     const node = await readyNode(await single('noapi', {}));

@@ -48,6 +48,60 @@ const packageOf = (specifier: string): string =>
     .slice(0, specifier.startsWith('@') ? 2 : 1)
     .join('/');
 
+/** BuiltNode says which launcher runs a one-member node, and what of it to wait for. */
+interface BuiltNode {
+  /** svc is the launcher (a build's bin/svc.js). */
+  svc: string;
+  dataDir: string;
+  /** args are the flags beside the ones every run gives (insecure, its name, loopback ports, its founder). */
+  args: string[];
+  /** readyPath is the HTTP path that answers 200 once the node serves what the test reads. */
+  readyPath: string;
+  /** what names the node in failures. */
+  what: string;
+  /** timeoutMs bounds the wait for readyPath (default 60 s). */
+  timeoutMs?: number;
+}
+
+/**
+ * withBuiltNode starts `svc node` from a build (n1, the founder of its own cluster, on free loopback ports), waits
+ * until its readyPath answers 200 (failing at once when it exits), runs `body` with its HTTP base URL, and stops it.
+ */
+async function withBuiltNode(node: BuiltNode, body: (base: string) => Promise<void>): Promise<void> {
+  const [grpcPort, httpPort, metricsPort] = await freePorts(3);
+  const child = spawn(
+    process.execPath,
+    [
+      node.svc,
+      ...['node', '--insecure', ...node.args, '--name', 'n1', '--data-dir', node.dataDir],
+      ...['--grpc-listen', `127.0.0.1:${grpcPort}`, '--http-listen', `127.0.0.1:${httpPort}`],
+      ...['--metrics-listen', `127.0.0.1:${metricsPort}`, '--log-level', 'warn'],
+      ...['--founder', `n1,127.0.0.1:${grpcPort},http://127.0.0.1:${httpPort}`],
+    ],
+    { cwd: os.tmpdir(), stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const base = `http://127.0.0.1:${httpPort}`;
+  try {
+    await waitFor(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`${node.what} exited ${child.exitCode}: ${stderr}`);
+        const answer = await fetch(`${base}${node.readyPath}`).catch(() => null);
+        return answer?.status === 200;
+      },
+      `${node.what} serves ${node.readyPath}`,
+      node.timeoutMs ?? 60_000,
+      { swallow: false },
+    );
+    await body(base);
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
 describe('deploy: the build (compiled JavaScript, production dependencies only)', function () {
   this.timeout(600_000);
   let out: string;
@@ -194,40 +248,12 @@ describe('deploy: the build (compiled JavaScript, production dependencies only)'
     // --help loads only the CLI, so a folder left out of the build showed only in a container.
     const svc = path.join(out, 'bin/svc.js');
     const dataDir = path.join(path.dirname(out), 'n1-data');
-    const [grpcPort, httpPort, metricsPort] = await freePorts(3);
-    const node = spawn(
-      process.execPath,
-      [
-        svc,
-        ...['node', '--insecure', '--name', 'n1', '--data-dir', dataDir],
-        ...['--grpc-listen', `127.0.0.1:${grpcPort}`, '--http-listen', `127.0.0.1:${httpPort}`],
-        ...['--metrics-listen', `127.0.0.1:${metricsPort}`, '--log-level', 'warn'],
-        ...['--founder', `n1,127.0.0.1:${grpcPort},http://127.0.0.1:${httpPort}`],
-      ],
-      { cwd: os.tmpdir(), stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    let stderr = '';
-    node.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => node.once('exit', (code) => resolve(code)));
-    try {
-      await waitFor(
-        async () => {
-          if (node.exitCode !== null) throw new Error(`the built node exited ${node.exitCode}: ${stderr}`);
-          const health = await fetch(`http://127.0.0.1:${httpPort}/health`).catch(() => null);
-          return health?.status === 200;
-        },
-        'the built node serves /health',
-        60_000,
-        { swallow: false },
-      );
+    await withBuiltNode({ svc, dataDir, args: [], readyPath: '/health', what: 'the built node' }, async () => {
       assert.ok(
         readdirSync(path.join(dataDir, 'recording')).some((name) => SEGMENT_FILE.test(name)),
         'the node keeps a flight recording',
       );
-    } finally {
-      node.kill('SIGTERM');
-      await exited;
-    }
+    });
   });
 
   it('runs its node from the bundle: the bundle and the shipped files alone serve the API and its pages', async () => {
@@ -251,34 +277,15 @@ describe('deploy: the build (compiled JavaScript, production dependencies only)'
     });
     assert.ok(!existsSync(path.join(only, 'cli/main.js')) && !existsSync(path.join(only, 'layout')));
     assert.ok(readdirSync(path.join(only, 'bundle')).length > 1, 'the bundle is split at the dynamic imports');
-    const [grpcPort, httpPort, metricsPort] = await freePorts(3);
-    const node = spawn(
-      process.execPath,
-      [
-        path.join(only, 'bin/svc.js'),
-        ...['node', '--insecure', '--http-insecure', '--api', '--name', 'n1'],
-        ...['--data-dir', path.join(path.dirname(out), 'bundle-only-data')],
-        ...['--grpc-listen', `127.0.0.1:${grpcPort}`, '--http-listen', `127.0.0.1:${httpPort}`],
-        ...['--metrics-listen', `127.0.0.1:${metricsPort}`, '--log-level', 'warn'],
-        ...['--founder', `n1,127.0.0.1:${grpcPort},http://127.0.0.1:${httpPort}`],
-      ],
-      { cwd: os.tmpdir(), stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    let stderr = '';
-    node.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => node.once('exit', (code) => resolve(code)));
-    const base = `http://127.0.0.1:${httpPort}`;
-    try {
-      await waitFor(
-        async () => {
-          if (node.exitCode !== null) throw new Error(`the bundled node exited ${node.exitCode}: ${stderr}`);
-          const answer = await fetch(`${base}/openapi.json`).catch(() => null);
-          return answer?.status === 200;
-        },
-        'the bundled node serves its API',
-        120_000,
-        { swallow: false },
-      );
+    const node = {
+      svc: path.join(only, 'bin/svc.js'),
+      dataDir: path.join(path.dirname(out), 'bundle-only-data'),
+      args: ['--http-insecure', '--api'],
+      readyPath: '/openapi.json',
+      what: 'the bundled node',
+      timeoutMs: 120_000,
+    };
+    await withBuiltNode(node, async (base) => {
       for (const [url, file] of [
         ['/cluster-view/cluster-view.js', 'api/cluster/view/cluster-view.js'],
         ['/album-view/album-view.css', 'api/albums/view/album-view.css'],
@@ -288,10 +295,7 @@ describe('deploy: the build (compiled JavaScript, production dependencies only)'
         assert.equal(answer.status, 200, url);
         assert.equal(await answer.text(), readFileSync(path.join(repo, file), 'utf8'), url);
       }
-    } finally {
-      node.kill('SIGTERM');
-      await exited;
-    }
+    });
   });
 
   it('the launcher runs compiled code beside it when there is some, and TypeScript through tsx otherwise', async () => {

@@ -1,10 +1,18 @@
 // The client half of svc.admin.v1.Admin: the `svc` command's way into a running node, with an admin
 // certificate. One channel per address; every call runs under a deadline.
+//
+// Members' host names are looked up as a node looks its peers' up: with c-ares (PeerNames, through the `svc-peer`
+// grpc-js resolver, transports/grpc/peer-resolver.ts), cancelled by close(). grpc-js's own resolver calls
+// getaddrinfo in libuv's threadpool, which cannot be cancelled and which process.exit waits for: a command that
+// gave up at its deadline on a name the DNS did not answer lived on until the system resolver gave up too.
 import * as grpc from '@grpc/grpc-js';
 import type { AdminResultCode } from '../../engine/types.js';
 import * as pb from '../../proto/gen/svc/admin/v1/admin.js';
 import * as storePb from '../../proto/gen/svc/store/v1/store.js';
 import { TRAILER_LEADER, TRAILER_REFUSAL_CODE, UnaryCallError, UnaryChannels } from '../grpc/unary-call.js';
+import { DEFAULT_GRPC_LIMITS } from '../grpc/limits.js';
+import { PEER_NAMES_OPTION } from '../grpc/peer-resolver.js';
+import { PeerNames } from '../node/peer-names.js';
 import { ADMIN_MESSAGE_BYTES_MAX } from './limits.js';
 
 export { TRAILER_LEADER, TRAILER_REFUSAL_CODE };
@@ -27,15 +35,26 @@ export class AdminCallError extends UnaryCallError {}
 export interface AdminClientPoolOptions {
   credentials: grpc.ChannelCredentials;
   channelOptions?: grpc.ChannelOptions;
+  /**
+   * nameLookupTimeoutMs bounds one DNS query attempt for a member's host name (default: the node's,
+   * DEFAULT_GRPC_LIMITS.nameLookupTimeoutMs); the call's deadline bounds the whole lookup.
+   */
+  nameLookupTimeoutMs?: number;
 }
 
 export class AdminClientPool {
   private readonly channels: UnaryChannels;
+  private readonly names: PeerNames;
 
   constructor(options: AdminClientPoolOptions) {
+    this.names = new PeerNames(options.nameLookupTimeoutMs ?? DEFAULT_GRPC_LIMITS.nameLookupTimeoutMs);
     this.channels = new UnaryChannels({
       credentials: options.credentials,
-      channelOptions: { 'grpc.max_receive_message_length': ADMIN_MESSAGE_BYTES_MAX, ...options.channelOptions },
+      channelOptions: {
+        'grpc.max_receive_message_length': ADMIN_MESSAGE_BYTES_MAX,
+        [PEER_NAMES_OPTION]: this.names,
+        ...options.channelOptions,
+      },
       poolName: 'admin client pool',
       errorOf: (code, details, leaderHint, refusalCode) => new AdminCallError(code, details, leaderHint, refusalCode),
     });
@@ -148,7 +167,9 @@ export class AdminClientPool {
     }
   }
 
+  /** close closes the channels and cancels the name lookups still waiting. */
   close(): void {
     this.channels.close();
+    this.names.close();
   }
 }
