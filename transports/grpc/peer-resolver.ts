@@ -5,7 +5,8 @@
 //
 // A channel opts in with PEER_NAMES_OPTION in its options (the node's peer channel options carry it); grpcTarget
 // then names the `svc-peer` scheme, whose resolver (registered here with grpc-js) looks the name up through it.
-// Without the option the target is the address itself (grpc-js's DNS resolver), as for the CLI's clients.
+// Without the option the target is the address itself (grpc-js's DNS resolver); the admin commands opt in too
+// (transports/admin/admin-client.ts).
 import * as grpc from '@grpc/grpc-js';
 import { isIP } from 'node:net';
 import type { PeerNames } from '../node/peer-names.js';
