@@ -44,30 +44,6 @@ export function encodeLine(value: unknown, mode: PayloadMode, key: RedactKey | n
   return JSON.stringify(recordable(value, '', null, mode, key));
 }
 
-/**
- * encodeStepLine is encodeLine of a step line ({t, n, tick, at, in, d, fx} in that order), built around the
- * input's JSON rather than by stringifying a new object each step: the same text, for less of the CPU the
- * recorder spends on every step (bench/recorder-step.ts). The numbers are written as JSON writes them.
- */
-export function encodeStepLine(
-  n: number,
-  tick: number,
-  at: number,
-  input: unknown,
-  digest: string,
-  fx: readonly string[] | undefined,
-  mode: PayloadMode,
-  key: RedactKey | null,
-): string {
-  const head = `{"t":"step","n":${jsonNumber(n)},"tick":${jsonNumber(tick)},"at":${jsonNumber(at)},"in":${encodeLine(input, mode, key)},"d":${JSON.stringify(digest)}`;
-  return fx === undefined ? `${head}}` : `${head},"fx":${JSON.stringify(fx)}}`;
-}
-
-/** jsonNumber: a number as JSON.stringify writes it (null when it is not finite). */
-function jsonNumber(value: number): string {
-  return Number.isFinite(value) ? String(value) : 'null';
-}
-
 /** recordable is `value` with every Uint8Array under it in its tagged form; objects without bytes are shared. */
 function recordable(
   value: unknown,

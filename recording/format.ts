@@ -20,8 +20,8 @@ import type { EngineConfig, Input, RestoredState } from '../engine/types.js';
  * keyed SHA-256. 1 (SHA-1 of the canonical JSON, HMAC value hashes). Formats 1 to 3 are still read and
  * replayed (READABLE_FORMAT_VERSIONS).
  */
-export const RECORDING_FORMAT_VERSION = 4;
-export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2, 3, 4];
+export const RECORDING_FORMAT_VERSION = 5;
+export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
 
 /** PayloadMode: `hashed` (the default) records the store's values as keyed hashes; `full` records them. */
 export type PayloadMode = 'hashed' | 'full';
