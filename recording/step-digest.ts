@@ -420,16 +420,44 @@ function raw5(b: Uint8Array, from: number, to: number): void {
   if (to > from) word5(last);
 }
 
-// Format 5's last frame and its sub-hash (its own: format 4's cache holds format 4's sub-hashes).
+/**
+ * FRAME5_SUBHASH_BYTES: a frame at least this long is fed as a sub-hash, kept for the next payload with the
+ * same bytes (a leader ships the same frame to each follower, encoded for each: comparing is cheaper than
+ * reading a long skeleton again); a shorter one is fed word by word (cheaper than comparing). Which one
+ * depends on the length alone, so a replay feeds the same words.
+ */
+const FRAME5_SUBHASH_BYTES = 1024;
+
+// Format 5's last long frame and its sub-hash (its own: format 4's cache holds format 4's sub-hashes).
 let lastFrame5: Uint8Array | null = null;
 const lastFrame5Words = new Int32Array(2);
 
-/**
- * frame5: a ShipSegment payload (hashed mode) as format 4's frame rule reads it (frameSkeleton: the same
- * bytes), mixed with word5 into a sub-hash kept for the next payload with the same bytes.
- */
+/** skeleton5 feeds format 4's frame rule (frameSkeleton: the same bytes) with word5. */
+function skeleton5(b: Uint8Array): void {
+  const length = b.length;
+  word5(length);
+  if (length < FRAME_HEADER_BYTES + CHECKSUM_BYTES) return;
+  raw5(b, 0, FRAME_HEADER_BYTES);
+  const count = ((b[25]! << 24) | (b[26]! << 16) | (b[27]! << 8) | b[28]!) >>> 0;
+  const bodyEnd = length - CHECKSUM_BYTES;
+  let at = FRAME_HEADER_BYTES;
+  for (let i = 0; i < count && at + ENTRY_HEADER_BYTES <= bodyEnd; i++) {
+    raw5(b, at, at + ENTRY_HEADER_BYTES);
+    const kind = b[at + 16]!;
+    const size = ((b[at + 17]! << 24) | (b[at + 18]! << 16) | (b[at + 19]! << 8) | b[at + 20]!) >>> 0;
+    const body = at + ENTRY_HEADER_BYTES;
+    if (kind !== EntryKind.EventBatch) raw5(b, body, Math.min(body + size, bodyEnd));
+    at = body + size;
+  }
+}
+
+/** frame5: a ShipSegment payload (hashed mode): its skeleton, or for a long frame the skeleton's sub-hash. */
 function frame5(b: Uint8Array): void {
   word5(TAG_FRAME);
+  if (b.length < FRAME5_SUBHASH_BYTES) {
+    skeleton5(b);
+    return;
+  }
   if (
     lastFrame5 === b ||
     (lastFrame5 !== null && lastFrame5.length === b.length && Buffer.compare(lastFrame5, b) === 0)
@@ -442,22 +470,7 @@ function frame5(b: Uint8Array): void {
   const s2 = lanes.h2;
   const sc = lanes.count;
   begin();
-  const length = b.length;
-  word5(length);
-  if (length >= FRAME_HEADER_BYTES + CHECKSUM_BYTES) {
-    raw5(b, 0, FRAME_HEADER_BYTES);
-    const count = ((b[25]! << 24) | (b[26]! << 16) | (b[27]! << 8) | b[28]!) >>> 0;
-    const bodyEnd = length - CHECKSUM_BYTES;
-    let at = FRAME_HEADER_BYTES;
-    for (let i = 0; i < count && at + ENTRY_HEADER_BYTES <= bodyEnd; i++) {
-      raw5(b, at, at + ENTRY_HEADER_BYTES);
-      const kind = b[at + 16]!;
-      const size = ((b[at + 17]! << 24) | (b[at + 18]! << 16) | (b[at + 19]! << 8) | b[at + 20]!) >>> 0;
-      const body = at + ENTRY_HEADER_BYTES;
-      if (kind !== EntryKind.EventBatch) raw5(b, body, Math.min(body + size, bodyEnd));
-      at = body + size;
-    }
-  }
+  skeleton5(b);
   end(lastFrame5Words);
   lanes.h1 = s1;
   lanes.h2 = s2;

@@ -34,7 +34,7 @@ import type {
 } from '../engine/rpc.js';
 import { EntryKind, type Effect, type Entry, type Input, type NodeStats, type Proposal } from '../engine/types.js';
 import { isCarriableValue } from '../engine/values.js';
-import { decodeLine, encodeLine, RECORDED_BYTES_MAX, valueHash, type RedactKey } from './codec.js';
+import { decodeLine, encodeLine, RECORDED_BYTES_MAX, valueHashLatin1, type RedactKey } from './codec.js';
 import { crc32cFast } from './crc32c-fast.js';
 import { describeEffect } from './describe.js';
 import type { PayloadMode, StepLine } from './format.js';
@@ -76,8 +76,8 @@ const PAYLOAD_SKELETON = 0;
 const PAYLOAD_BYTES = 1;
 const ABSENT = 0;
 const PRESENT = 1;
-/** VALUE_HASH_CHARS: valueHash's length (base64url, ASCII). */
-const VALUE_HASH_CHARS = 22;
+/** VALUE_HASH_BYTES: the bytes of a value's keyed SHA-256 recorded (codec.ts valueHashLatin1). */
+const VALUE_HASH_BYTES = 16;
 
 const FRAME_HEADER_BYTES = 1 + 8 + 8 + 8 + 4;
 const ENTRY_HEADER_BYTES = 8 + 8 + 1 + 4;
@@ -189,9 +189,9 @@ function value(data: unknown, mode: PayloadMode, key: RedactKey | null): void {
   } else {
     u8(VALUE_HASHED);
     varint(data.length);
-    const hash = valueHash(data, key);
-    room(VALUE_HASH_CHARS);
-    out.pos += out.buf.write(hash, out.pos, VALUE_HASH_CHARS, 'latin1');
+    const hash = valueHashLatin1(data, key);
+    room(VALUE_HASH_BYTES);
+    out.pos += out.buf.write(hash, out.pos, VALUE_HASH_BYTES, 'latin1');
   }
 }
 
@@ -279,19 +279,22 @@ function optionalNum(v: unknown): void {
   }
 }
 
-/** plainInput writes the input's code and fields, or throws NotPlain for an input without a code. */
-function plainInput(input: Input, mode: PayloadMode, key: RedactKey | null): void {
+/**
+ * plainInput writes the input's code and fields; false (nothing written) for an input without a code. It
+ * throws NotPlain for a field that is not what its type says (rare: an exception costs microseconds).
+ */
+function plainInput(input: Input, mode: PayloadMode, key: RedactKey | null): boolean {
   switch (input.type) {
     case 'tick':
       u8(INPUT_TICK);
-      return;
+      return true;
     case 'start':
       u8(INPUT_START);
-      return;
+      return true;
     case 'streamEnded':
       u8(INPUT_STREAM_ENDED);
       num(input.requestId);
-      return;
+      return true;
     case 'stats': {
       u8(INPUT_STATS);
       const s = input.stats;
@@ -299,19 +302,19 @@ function plainInput(input: Input, mode: PayloadMode, key: RedactKey | null): voi
       num(s.signalThroughputEps);
       num(s.diskBytes);
       str(s.nowNs);
-      return;
+      return true;
     }
     case 'entriesPersisted':
       u8(INPUT_ENTRIES_PERSISTED);
       num(input.lastSeq);
       num(input.lastTerm);
       optionalNum(input.generation);
-      return;
+      return true;
     case 'propose':
       u8(INPUT_PROPOSE);
       num(input.proposalId);
       value(input.data, mode, key);
-      return;
+      return true;
     case 'proposeBatch': {
       u8(INPUT_PROPOSE_BATCH);
       const proposals = input.proposals as unknown;
@@ -321,11 +324,11 @@ function plainInput(input: Input, mode: PayloadMode, key: RedactKey | null): voi
         num(p.proposalId);
         value(p.data, mode, key);
       }
-      return;
+      return true;
     }
     case 'request': {
       const r = input.request;
-      if (r.method !== 'ReportApplied') throw notPlain;
+      if (r.method !== 'ReportApplied') return false;
       u8(INPUT_REPORT_APPLIED);
       num(input.callId);
       optionalNum(input.callerId);
@@ -335,7 +338,7 @@ function plainInput(input: Input, mode: PayloadMode, key: RedactKey | null): voi
       num(b.appliedSeqno);
       num(b.reporterTerm);
       num(b.capabilities);
-      return;
+      return true;
     }
     case 'response': {
       const r = input.response;
@@ -359,16 +362,16 @@ function plainInput(input: Input, mode: PayloadMode, key: RedactKey | null): voi
         bool(b.accepted);
         num(b.appliedSeqno);
         num(b.term);
-      } else throw notPlain;
-      return;
+      } else return false;
+      return true;
     }
     case 'streamChunk':
       u8(INPUT_STREAM_CHUNK);
       num(input.requestId);
       shipSegment(input.chunk, mode);
-      return;
+      return true;
     default:
-      throw notPlain;
+      return false;
   }
 }
 
@@ -383,39 +386,51 @@ const FACT_APPLY = 3;
 const FACT_PROPOSAL_RESULT = 4;
 const FACT_REPORT_ACK = 5;
 const FACT_SEND_REPORT_APPLIED = 6;
+const FACT_SEND_HEARTBEAT = 7;
 
-function facts(e: Effect): void {
+/** facts writes the effect's facts; false (nothing written) for an effect without a code. */
+function facts(e: Effect): boolean {
   switch (e.type) {
     case 'streamChunk':
       u8(FACT_STREAM_CHUNK);
       num(e.callId);
       num(e.chunk.id?.seqno ?? 0);
       num(e.chunk.eventCount);
-      return;
+      return true;
     case 'append':
       u8(FACT_APPEND);
       num(e.fromSeq);
       varint(e.entries.length);
-      return;
+      return true;
     case 'apply':
       u8(FACT_APPLY);
       num(e.entries[0]?.seq ?? 0);
       varint(e.entries.length);
-      return;
+      return true;
     case 'proposalResult':
       u8(FACT_PROPOSAL_RESULT);
       num(e.proposalId);
       str(e.code);
       num(e.seq);
-      return;
+      return true;
     case 'reply':
-      if (e.response.method !== 'ReportApplied') throw notPlain;
+      if (e.response.method !== 'ReportApplied') return false;
       u8(FACT_REPORT_ACK);
       num(e.callId);
       bool(e.response.body.acknowledged);
-      return;
+      return true;
     case 'send': {
-      if (e.request.method !== 'ReportApplied') throw notPlain;
+      if (e.request.method === 'Heartbeat') {
+        const h = e.request.body;
+        u8(FACT_SEND_HEARTBEAT);
+        num(e.requestId);
+        num(e.toId);
+        num(h.term);
+        num(h.leaderRegion);
+        num(h.leaderLastSeq);
+        return true;
+      }
+      if (e.request.method !== 'ReportApplied') return false;
       const b = e.request.body;
       u8(FACT_SEND_REPORT_APPLIED);
       num(e.requestId);
@@ -423,10 +438,10 @@ function facts(e: Effect): void {
       num(b.reporterTerm);
       num(b.reporterShard);
       num(b.appliedSeqno);
-      return;
+      return true;
     }
     default:
-      throw notPlain;
+      return false;
   }
 }
 
@@ -457,10 +472,14 @@ export function writeStepRecord(
   i32(digest[1]!);
   // Relative to the record's start: a grow may move the record.
   const inputAt = sink.pos - sink.mark;
+  let plain: boolean;
   try {
-    plainInput(input, mode, key);
+    plain = plainInput(input, mode, key);
   } catch (error) {
     if (error !== notPlain) throw error;
+    plain = false;
+  }
+  if (!plain) {
     sink.pos = sink.mark + inputAt;
     u8(INPUT_JSON);
     str(encodeLine(input, mode, key));
@@ -470,10 +489,14 @@ export function writeStepRecord(
     varint(effects.length + 1);
     for (let i = 0; i < effects.length; i++) {
       const effectAt = sink.pos - sink.mark;
+      let plain: boolean;
       try {
-        facts(effects[i]!);
+        plain = facts(effects[i]!);
       } catch (error) {
         if (error !== notPlain) throw error;
+        plain = false;
+      }
+      if (!plain) {
         sink.pos = sink.mark + effectAt;
         u8(FACT_TEXT);
         str(describeEffect(effects[i]!));
@@ -608,8 +631,8 @@ function readValue(r: Reader): Uint8Array {
   if (form !== VALUE_HASHED && form !== VALUE_LENGTH) throw new Error(`a value's form is ${form}`);
   const length = r.length();
   if (form === VALUE_HASHED) {
-    r.need(VALUE_HASH_CHARS);
-    r.at += VALUE_HASH_CHARS;
+    r.need(VALUE_HASH_BYTES);
+    r.at += VALUE_HASH_BYTES;
   }
   // A redacted value replays as zeros of its length (recording/codec.ts).
   return new Uint8Array(length);
@@ -752,6 +775,8 @@ function describeFacts(r: Reader): string {
       return `reply c${r.num()} ReportApplied ${JSON.stringify({ acknowledged: r.bool() })}`;
     case FACT_SEND_REPORT_APPLIED:
       return `send r${r.num()} to${r.num()} ReportApplied t${r.num()} from${r.num()} applied${r.num()}`;
+    case FACT_SEND_HEARTBEAT:
+      return `send r${r.num()} to${r.num()} Heartbeat t${r.num()} from${r.num()} last${r.num()}`;
     default:
       throw new Error(`unknown effect text code ${code}`);
   }

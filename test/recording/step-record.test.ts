@@ -198,6 +198,26 @@ const effect: fc.Arbitrary<Effect> = fc.oneof(
       }),
     }),
   }),
+  fc.record({
+    type: fc.constant('send' as const),
+    requestId: number,
+    to: fc.string(),
+    toId: number,
+    request: fc.record({
+      method: fc.constant('Heartbeat' as const),
+      body: fc.record({ term: number, leaderRegion: number, leaderLastSeq: number, lastHeartbeatNs: fc.string() }),
+    }),
+  }),
+  fc.record({
+    type: fc.constant('send' as const),
+    requestId: number,
+    to: fc.string(),
+    toId: number,
+    request: fc.record({
+      method: fc.constant('TimeoutNow' as const),
+      body: fc.record({ term: number, leaderRegion: number }),
+    }),
+  }),
   fc.record({ type: fc.constant('compact' as const), throughSeq: number }),
   fc.record({ type: fc.constant('warning' as const), code: fc.constant('bad-request' as const), message: fc.string() }),
 ) as fc.Arbitrary<Effect>;
