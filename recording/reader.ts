@@ -1,6 +1,7 @@
-// readRecording: a recording directory (or one segment file) as the runs it holds, in order. A file is
-// input: a line that is not a recording line is refused with its file and line number, except the last
-// line of a segment, which a node killed mid-write may have left torn (that line is dropped).
+// readRecording: a recording directory (or one segment file) as the runs it holds, in order; a segment of
+// JSON lines (formats 1 to 4) or of records (format 5, recording/step-record.ts). A file is input: a line
+// or record that does not decode is refused with its file and number, except the last of a segment, which
+// a node killed mid-write may have left torn (it is dropped).
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { decodeLine } from './codec.js';
