@@ -2,7 +2,7 @@
 // bound on disk, a restart appends a new run beside the old ones, and the store's values enter it only as
 // keyed hashes (their lengths survive, so a replay feeds the engine zeros of the same size and a valid frame).
 import assert from 'node:assert/strict';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { readRecording, readSegmentLines } from '../../recording/reader.js';
@@ -187,6 +187,30 @@ describe('flight recorder: the ring on disk', function () {
     assert.deepEqual(decoded.frame.entries[0]!.data, membership, 'a membership record is kept whole');
     assert.deepEqual(decoded.frame.entries[1]!.data, new Uint8Array(secret.length), 'a value is zeros of its length');
     assert.equal(payload.payload.length, frame.length);
+  });
+
+  it('a segment cut inside its last record (kill -9) loses that record only; a bad record inside is refused, naming it', async function () {
+    const recorder = await open(dir);
+    for (let i = 0; i < 5; i++) recorder.record({ type: 'propose', proposalId: i, data: text(`v${i}`) }, [], i);
+    await recorder.close();
+    const file = join(dir, 'recording', (await readdir(join(dir, 'recording')))[0]!);
+    const whole = await readFile(file);
+    for (const torn of [whole.subarray(0, whole.length - 3), Buffer.concat([whole, Buffer.alloc(7)])]) {
+      await writeFile(file, torn);
+      const [run] = readRecording(join(dir, 'recording'));
+      assert.equal(run!.torn, 1);
+      assert.equal(run!.steps.length, torn.length < whole.length ? 4 : 5);
+    }
+    // The third step's record with an input code no build writes: refused, with the file and the record's number.
+    const bad = Buffer.from(whole);
+    let at = 0;
+    for (let record = 0; record < 4; record++) at += 5 + bad.readUInt32LE(at + 1);
+    bad[at + 5 + 1 + 1 + 8 + 8] = 250;
+    await writeFile(file, bad);
+    assert.throws(
+      () => readRecording(join(dir, 'recording')),
+      /seg-000000000001\.rec record 5 is not a recording record: unknown input code 250/,
+    );
   });
 
   it('with full payloads the values are recorded as they are', async function () {
