@@ -3,7 +3,7 @@
 // with recording on, or --from takes members' recording directories recorded earlier (--keep DIR leaves the
 // cluster's, so two builds can be timed on the same steps). Each run is replayed to rebuild every step's
 // input and effects exactly as the node had them, and then a real FlightRecorder (record, carriedOut,
-// encoding after the turn, buffered writes to a scratch folder, the checkpoint at rotation) is fed those
+// encoding after its delay, buffered writes to a scratch folder, the checkpoint at rotation) is fed those
 // steps in order, --runs times; the median CPU (user + system of the whole process, file writes on libuv's
 // threads included) is printed per step and per write, with effect texts on (the default) and off.
 //

@@ -1,8 +1,8 @@
 // What the flight recorder's encoding costs per engine step, beside what the engine's step itself costs,
 // measured on real steps (not a test): a 3-node cluster records under load (or --from DIR takes members'
 // recording directories), each member's recording is replayed to get every step's input and effects, and
-// then the recorder's per-step work (the line: input with values redacted, effects digest; effect texts,
-// on by default, recording.effectTexts) and the engine's steps are each timed over the same steps,
+// then the recorder's per-step work (format 5's step record: input with values redacted, effects digest;
+// effect texts, on by default, recording.effectTexts) and the engine's steps are each timed over the same steps,
 // in the same process; `whole recorder` runs a real FlightRecorder (record, carriedOut, encode, buffered
 // writes to a scratch folder) over the steps, which is what a node pays. Then one checkpoint of the engine
 // at the last step is timed (exportState and its line), what the recorder pays once per segment. Ratios of CPU work in one
@@ -14,8 +14,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeLine } from '../recording/codec.js';
-import { describeEffect } from '../recording/describe.js';
-import { stepDigest } from '../recording/step-digest.js';
+import { stepDigestV5Words } from '../recording/step-digest.js';
+import { writeStepRecord } from '../recording/step-record.js';
+import { RecordingLines } from '../transports/node/recording-lines.js';
 import { readRecording } from '../recording/reader.js';
 import { replayRun, type ReplayedStep } from '../sim/replay/replay.js';
 import { Engine } from '../engine/engine.js';
@@ -117,7 +118,7 @@ async function main(): Promise<void> {
             numberArg('seconds', 3),
           );
     console.log(
-      '| member | steps | engine µs/step | whole recorder µs/step | input line | digest | effect texts | whole recorder / engine | checkpoint: export ms, encode ms, bytes, log entries |',
+      '| member | steps | engine µs/step | whole recorder µs/step | input record | digest | effect texts | whole recorder / engine | checkpoint: export ms, encode ms, bytes, log entries |',
     );
     console.log('|---|---|---|---|---|---|---|---|---|');
     for (const path of paths) {
@@ -132,15 +133,23 @@ async function main(): Promise<void> {
           const engine = new Engine(head.config, head.restored);
           for (const s of steps) engine.step(s.input);
         });
-        const inputUs = timeUs(repeat, steps.length, () => {
-          for (const s of steps) encodeLine({ t: 'step', n: s.n, tick: s.tick, at: s.atMs, in: s.input }, mode, KEY);
-        });
+        // Format 5's parts: the step record without effect texts (its input), the digest, and what the
+        // texts add to the record (recording/step-record.ts, recording/step-digest.ts).
+        const lines = new RecordingLines();
+        const words = new Int32Array(2);
+        const recordUs = (texts: boolean): number =>
+          timeUs(repeat, steps.length, () => {
+            for (const s of steps) {
+              writeStepRecord(lines.begin(), s.n, s.tick, s.atMs, s.input, words, texts ? s.effects : null, mode, KEY);
+              lines.commit();
+              lines.take();
+            }
+          });
+        const inputUs = recordUs(false);
         const digestUs = timeUs(repeat, steps.length, () => {
-          for (const s of steps) stepDigest(s.effects, mode);
+          for (const s of steps) stepDigestV5Words(s.effects, mode, words);
         });
-        const textUs = timeUs(repeat, steps.length, () => {
-          for (const s of steps) JSON.stringify(s.effects.map(describeEffect));
-        });
+        const textUs = Math.max(0, recordUs(true) - inputUs);
         const wholeUs = await wholeRecorderUs(dir, head, steps, Math.max(1, Math.floor(repeat / 4)));
         const last = new Engine(head.config, head.restored);
         for (const s of steps) last.step(s.input);

@@ -44,30 +44,6 @@ export function encodeLine(value: unknown, mode: PayloadMode, key: RedactKey | n
   return JSON.stringify(recordable(value, '', null, mode, key));
 }
 
-/**
- * encodeStepLine is encodeLine of a step line ({t, n, tick, at, in, d, fx} in that order), built around the
- * input's JSON rather than by stringifying a new object each step: the same text, for less of the CPU the
- * recorder spends on every step (bench/recorder-step.ts). The numbers are written as JSON writes them.
- */
-export function encodeStepLine(
-  n: number,
-  tick: number,
-  at: number,
-  input: unknown,
-  digest: string,
-  fx: readonly string[] | undefined,
-  mode: PayloadMode,
-  key: RedactKey | null,
-): string {
-  const head = `{"t":"step","n":${jsonNumber(n)},"tick":${jsonNumber(tick)},"at":${jsonNumber(at)},"in":${encodeLine(input, mode, key)},"d":${JSON.stringify(digest)}`;
-  return fx === undefined ? `${head}}` : `${head},"fx":${JSON.stringify(fx)}}`;
-}
-
-/** jsonNumber: a number as JSON.stringify writes it (null when it is not finite). */
-function jsonNumber(value: number): string {
-  return Number.isFinite(value) ? String(value) : 'null';
-}
-
 /** recordable is `value` with every Uint8Array under it in its tagged form; objects without bytes are shared. */
 function recordable(
   value: unknown,
@@ -123,23 +99,39 @@ function isValue(holder: Holder): boolean {
 }
 
 // crypto.hash (one call, no Hash object) is Node 20.12 and later; package.json allows any Node 20.
-const oneShotHash = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: 'base64url') => string }).hash;
+const oneShotHash = (
+  crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: 'base64url' | 'latin1') => string }
+).hash;
 
 /** SCRATCH_BYTES: values up to this size (with the key) are hashed from one reused buffer, not a new one each. */
 const SCRATCH_BYTES = 16 * 1024;
 const scratch = Buffer.alloc(SCRATCH_BYTES);
 
 export function valueHash(bytes: Uint8Array, key: RedactKey): string {
+  return keyedHash(bytes, key, 'base64url').slice(0, 22);
+}
+
+/**
+ * valueHashLatin1 is the same keyed SHA-256 as one char per byte (format 5 records its first 16 bytes as
+ * they are: no base64 to build, the cheapest of Node's digest encodings to take out).
+ */
+export function valueHashLatin1(bytes: Uint8Array, key: RedactKey): string {
+  return keyedHash(bytes, key, 'latin1');
+}
+
+function keyedHash(bytes: Uint8Array, key: RedactKey, encoding: 'base64url' | 'latin1'): string {
   let keyed: Buffer;
   if (key.length + bytes.length <= SCRATCH_BYTES) {
     scratch.set(key, 0);
     scratch.set(bytes, key.length);
     keyed = scratch.subarray(0, key.length + bytes.length);
   } else keyed = Buffer.concat([key, bytes]);
-  const hash = oneShotHash
-    ? oneShotHash('sha256', keyed, 'base64url')
-    : crypto.createHash('sha256').update(keyed).digest('base64url');
-  return hash.slice(0, 22);
+  return oneShotHash
+    ? oneShotHash('sha256', keyed, encoding)
+    : crypto
+        .createHash('sha256')
+        .update(keyed)
+        .digest(encoding === 'latin1' ? 'binary' : encoding);
 }
 
 function redactFrame(payload: Uint8Array, key: RedactKey | null): unknown {

@@ -14,7 +14,7 @@ import { EntryKind } from '../engine/types.js';
 import type { Effect } from '../engine/types.js';
 import { CanonicalHash, hashValue, type BytesRule } from './canonical-hash.js';
 import type { PayloadMode } from './format.js';
-import { stepDigest } from './step-digest.js';
+import { stepDigest, stepDigestV5 } from './step-digest.js';
 
 type Holder = Record<string, unknown>;
 
@@ -27,12 +27,13 @@ export function effectsDigest(effects: readonly Effect[], mode: PayloadMode): st
 
 /**
  * effectsDigestFor is the digest a recording of `version` holds (1: SHA-1 of canonicalEffects; 2 and 3:
- * effectsDigest; 4 on: recording/step-digest.ts, what the recorder writes now).
+ * effectsDigest; 4: recording/step-digest.ts stepDigest; 5: its stepDigestV5, what the recorder writes now).
  */
 export function effectsDigestFor(version: number, effects: readonly Effect[], mode: PayloadMode): string {
   if (version === 1) return effectsDigestV1(effects, mode);
   if (version <= 3) return effectsDigest(effects, mode);
-  return stepDigest(effects, mode);
+  if (version === 4) return stepDigest(effects, mode);
+  return stepDigestV5(effects, mode);
 }
 
 export function effectsDigestV1(effects: readonly Effect[], mode: PayloadMode): string {

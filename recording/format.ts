@@ -2,26 +2,32 @@
 // writes (transports/node/recorder.ts) and what the simulator replays (sim/replay/). It lives in its
 // own folder because both sides need it and neither may import the other (eslint.config.js).
 //
-// A recording directory holds segment files `seg-<12 digits>.rec`, numbered across runs. Each is JSON
-// lines: a `seg` line first, then, in the first segment of a run, the `run` line (the engine's config
-// and the restored state it started from), then one `step` line per Engine.step, in order. A node
-// restart starts a new run in a new segment. From format 3 each later segment of a run starts with a
-// `ckpt` line (the engine's whole state after the step before it, Engine.exportState): once the run's
-// first segment has rotated out of the ring, a replay starts from the earliest checkpoint left. A `gap` line says steps were not recorded (the buffer was
-// full, a line was over the segment size, more steps were queued in one event-loop turn than the recorder
-// takes): the run cannot be replayed past it.
+// A recording directory holds segment files `seg-<12 digits>.rec`, numbered across runs. Each holds a
+// `seg` line first, then, in the first segment of a run, the `run` line (the engine's config and the
+// restored state it started from), then one `step` line per Engine.step, in order. A node restart starts
+// a new run in a new segment. From format 3 each later segment of a run starts with a `ckpt` line (the
+// engine's whole state after the step before it, Engine.exportState): once the run's first segment has
+// rotated out of the ring, a replay starts from the earliest checkpoint left. A `gap` line says steps were
+// not recorded (the buffer was full, a line was over the segment size, more steps were queued than the
+// recorder takes): the run cannot be replayed past it.
+//
+// Formats 1 to 4 write each line as JSON (recording/codec.ts), a line of text each. Format 5 writes
+// length-prefixed records (recording/step-record.ts): the seg, run, ckpt and gap lines as the same JSON, a
+// step as binary fields, read back (recording/reader.ts) as the StepLine below.
 import type { EngineState } from '../engine/engine.js';
 import type { EngineConfig, Input, RestoredState } from '../engine/types.js';
 
 /**
- * RECORDING_FORMAT_VERSION is what this build writes. 4: the step digest is recording/step-digest.ts (the same
- * canonical form in fewer words, about half format 2's CPU). 3: checkpoint lines (a segment replays on its
+ * RECORDING_FORMAT_VERSION is what this build writes. 5: binary step records (recording/step-record.ts) and
+ * the step digest read field by field (recording/step-digest.ts stepDigestV5), about half format 4's CPU
+ * (bench/recorder-step.ts). 4: the step digest is recording/step-digest.ts stepDigest (the same canonical
+ * form in fewer words, about half format 2's CPU). 3: checkpoint lines (a segment replays on its
  * own). 2: the step digest is recording/canonical-hash.ts over the canonical effects and value hashes are
- * keyed SHA-256. 1 (SHA-1 of the canonical JSON, HMAC value hashes). Formats 1 to 3 are still read and
+ * keyed SHA-256. 1 (SHA-1 of the canonical JSON, HMAC value hashes). Formats 1 to 4 are still read and
  * replayed (READABLE_FORMAT_VERSIONS).
  */
-export const RECORDING_FORMAT_VERSION = 4;
-export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2, 3, 4];
+export const RECORDING_FORMAT_VERSION = 5;
+export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
 
 /** PayloadMode: `hashed` (the default) records the store's values as keyed hashes; `full` records them. */
 export type PayloadMode = 'hashed' | 'full';

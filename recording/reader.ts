@@ -1,14 +1,17 @@
-// readRecording: a recording directory (or one segment file) as the runs it holds, in order. A file is
-// input: a line that is not a recording line is refused with its file and line number, except the last
-// line of a segment, which a node killed mid-write may have left torn (that line is dropped).
+// readRecording: a recording directory (or one segment file) as the runs it holds, in order; a segment of
+// JSON lines (formats 1 to 4) or of records (format 5, recording/step-record.ts). A file is input: a line
+// or record that does not decode is refused with its file and number, except the last of a segment, which
+// a node killed mid-write may have left torn (it is dropped).
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { decodeLine } from './codec.js';
+import { readStepRecord, RECORD_HEADER_BYTES, RECORD_JSON, RECORD_STEP } from './step-record.js';
 import {
   READABLE_FORMAT_VERSIONS,
   SEGMENT_FILE,
   type CheckpointLine,
   type GapLine,
+  type RecordingLine,
   type RunLine,
   type SegmentLine,
   type StepLine,
@@ -53,22 +56,79 @@ export function readRecording(path: string): RecordedRun[] {
   return runs;
 }
 
-function readSegment(file: string, runs: RecordedRun[]): void {
-  const lines = readFileSync(file, 'utf8').split('\n');
+/** SegmentItem: one line of a segment (formats 1 to 4) or one record (format 5), decoded, or why not. */
+type SegmentItem = { line: { t?: unknown }; error: null } | { line: null; error: Error };
+
+/** jsonLines: a segment of JSON lines (formats 1 to 4). */
+function* jsonLines(bytes: Buffer): Generator<SegmentItem, void, undefined> {
+  const lines = bytes.toString('utf8').split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
+  for (const text of lines) yield decodeItem(() => decodeLine(text));
+}
+
+/**
+ * records: a segment of format 5's records (recording/step-record.ts). A record whose header or body runs
+ * past the file's end is a torn last record; so is a zero byte where a record starts (a crash can leave a
+ * file's end as zeros).
+ */
+function* records(bytes: Buffer): Generator<SegmentItem, void, undefined> {
+  let at = 0;
+  while (at < bytes.length) {
+    const kind = bytes[at]!;
+    if (at + RECORD_HEADER_BYTES > bytes.length || kind === 0) {
+      yield { line: null, error: new Error('the file ends inside a record header') };
+      return;
+    }
+    const length = bytes.readUInt32LE(at + 1);
+    const from = at + RECORD_HEADER_BYTES;
+    const end = from + length;
+    if (end > bytes.length) {
+      yield { line: null, error: new Error('the file ends inside a record') };
+      return;
+    }
+    if (kind === RECORD_JSON) yield decodeItem(() => decodeLine(bytes.toString('utf8', from, end)));
+    else if (kind === RECORD_STEP) yield decodeItem(() => readStepRecord(bytes, from, end));
+    else yield { line: null, error: new Error(`unknown record kind ${kind}`) };
+    at = end;
+  }
+}
+
+function decodeItem(decode: () => unknown): SegmentItem {
+  try {
+    const line = decode();
+    if (typeof line !== 'object' || line === null) throw new Error('not an object');
+    return { line: line as { t?: unknown }, error: null };
+  } catch (error) {
+    return { line: null, error: error as Error };
+  }
+}
+
+/** readSegmentLines: every line (format 5: record) of one segment file, decoded; one that does not decode throws. */
+export function readSegmentLines(file: string): RecordingLine[] {
+  const bytes = readFileSync(file);
+  return [...(bytes[0] === 0x7b ? jsonLines(bytes) : records(bytes))].map((item, i) => {
+    if (item.line === null) throw new Error(`${basename(file)} item ${i + 1}: ${item.error.message}`);
+    return item.line as RecordingLine;
+  });
+}
+
+function readSegment(file: string, runs: RecordedRun[]): void {
+  const bytes = readFileSync(file);
+  // Formats 1 to 4 are JSON lines (the first byte is `{`); format 5 starts with a record's kind.
+  const binary = bytes.length > 0 && bytes[0] !== 0x7b;
+  const what = binary ? 'record' : 'line';
+  const items = [...(binary ? records(bytes) : jsonLines(bytes))];
   let run: RecordedRun | null = null;
-  for (let i = 0; i < lines.length; i++) {
-    let line: { t?: unknown };
-    try {
-      line = decodeLine(lines[i]!) as { t?: unknown };
-      if (typeof line !== 'object' || line === null) throw new Error('not an object');
-    } catch (error) {
-      if (i === lines.length - 1 && run) {
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    const line = item.line;
+    if (line === null) {
+      if (i === items.length - 1 && run) {
         run.torn++;
         break;
       }
-      throw new Error(`${basename(file)} line ${i + 1} is not a recording line: ${(error as Error).message}`, {
-        cause: error,
+      throw new Error(`${basename(file)} ${what} ${i + 1} is not a recording ${what}: ${item.error.message}`, {
+        cause: item.error,
       });
     }
     if (i === 0) {
@@ -104,6 +164,6 @@ function readSegment(file: string, runs: RecordedRun[]): void {
     } else if (line.t === 'step') {
       if (run.gap === null) run.steps.push(line as StepLine);
     } else if (line.t === 'gap') run.gap ??= line as GapLine;
-    else throw new Error(`${basename(file)} line ${i + 1} has unknown type ${JSON.stringify(line.t)}`);
+    else throw new Error(`${basename(file)} ${what} ${i + 1} has unknown type ${JSON.stringify(line.t)}`);
   }
 }

@@ -2,11 +2,10 @@
 // bound on disk, a restart appends a new run beside the old ones, and the store's values enter it only as
 // keyed hashes (their lengths survive, so a replay feeds the engine zeros of the same size and a valid frame).
 import assert from 'node:assert/strict';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { decodeLine } from '../../recording/codec.js';
-import { readRecording } from '../../recording/reader.js';
+import { readRecording, readSegmentLines } from '../../recording/reader.js';
 import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
 import { emptyRestoredState } from '../../engine/restored.js';
 import { bootstrapRoster, encodeRoster } from '../../engine/roster.js';
@@ -171,10 +170,12 @@ describe('flight recorder: the ring on disk', function () {
     inputs.forEach((input, i) => recorder.record(input, [], i));
     await recorder.close();
     const files = await readdir(join(dir, 'recording'));
-    const raw = await readFile(join(dir, 'recording', files[0]!), 'utf8');
+    // Format 5 is binary: the file's bytes are searched, for the value's bytes as well as their base64.
+    const raw = await readFile(join(dir, 'recording', files[0]!));
     for (const form of ['the-secret-value', Buffer.from(secret).toString('base64').slice(0, 20)])
       assert.ok(!raw.includes(form), `the value is not in the recording (${form})`);
-    assert.ok(!raw.includes((await readFile(join(dir, 'recording.key'))).toString('base64')), 'nor the key');
+    const key = await readFile(join(dir, 'recording.key'));
+    assert.ok(!raw.includes(key) && !raw.includes(key.toString('base64')), 'nor the key');
 
     const [run] = readRecording(join(dir, 'recording'));
     const [propose, batch, request] = run!.steps.map((s) => s.in);
@@ -186,6 +187,30 @@ describe('flight recorder: the ring on disk', function () {
     assert.deepEqual(decoded.frame.entries[0]!.data, membership, 'a membership record is kept whole');
     assert.deepEqual(decoded.frame.entries[1]!.data, new Uint8Array(secret.length), 'a value is zeros of its length');
     assert.equal(payload.payload.length, frame.length);
+  });
+
+  it('a segment cut inside its last record (kill -9) loses that record only; a bad record inside is refused, naming it', async function () {
+    const recorder = await open(dir);
+    for (let i = 0; i < 5; i++) recorder.record({ type: 'propose', proposalId: i, data: text(`v${i}`) }, [], i);
+    await recorder.close();
+    const file = join(dir, 'recording', (await readdir(join(dir, 'recording')))[0]!);
+    const whole = await readFile(file);
+    for (const torn of [whole.subarray(0, whole.length - 3), Buffer.concat([whole, Buffer.alloc(7)])]) {
+      await writeFile(file, torn);
+      const [run] = readRecording(join(dir, 'recording'));
+      assert.equal(run!.torn, 1);
+      assert.equal(run!.steps.length, torn.length < whole.length ? 4 : 5);
+    }
+    // The third step's record with an input code no build writes: refused, with the file and the record's number.
+    const bad = Buffer.from(whole);
+    let at = 0;
+    for (let record = 0; record < 4; record++) at += 5 + bad.readUInt32LE(at + 1);
+    bad[at + 5 + 1 + 1 + 8 + 8] = 250;
+    await writeFile(file, bad);
+    assert.throws(
+      () => readRecording(join(dir, 'recording')),
+      /seg-000000000001\.rec record 5 is not a recording record: unknown input code 250/,
+    );
   });
 
   it('with full payloads the values are recorded as they are', async function () {
@@ -207,10 +232,7 @@ describe('flight recorder: the ring on disk', function () {
     assert.equal(run!.steps.length, 1);
     assert.equal(run!.gap?.n, 2);
     assert.match(run!.gap!.reason, /over recordingSegmentBytesMax/);
-    const lines = (await readFile(join(dir, 'recording', (await readdir(join(dir, 'recording')))[0]!), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((l) => decodeLine(l) as { t: string });
+    const lines = readSegmentLines(join(dir, 'recording', (await readdir(join(dir, 'recording')))[0]!));
     assert.deepEqual(
       lines.map((l) => l.t),
       ['seg', 'run', 'step', 'gap'],
@@ -251,8 +273,8 @@ describe('flight recorder: the ring on disk', function () {
     assert.equal(recorder.bytesOnDisk, before, 'the step was encoded before its effects were carried out');
     recorder.carriedOut();
     assert.equal(recorder.bytesOnDisk, before, 'carriedOut() encoded within the turn');
-    await turn();
-    assert.ok(recorder.bytesOnDisk > before, 'the step was encoded after the turn');
+    // RECORDING_ENCODE_DELAY_MS later, by the encoding timer (the flush timer never fires here).
+    await waitFor(() => recorder.bytesOnDisk > before, 'the step encoded after the turn', 5_000);
     await recorder.close();
     const [run] = readRecording(join(dir, 'recording'));
     assert.deepEqual(
@@ -299,8 +321,8 @@ describe('flight recorder: the ring on disk', function () {
     assert.equal(run!.head, null, 'the run line rotated out of the ring');
     // Every segment left starts with its checkpoint, right after the segment line.
     for (const name of files) {
-      const lines = (await readFile(join(dir, 'recording', name), 'utf8')).split('\n');
-      assert.equal((decodeLine(lines[1]!) as { t: string }).t, 'ckpt', `${name} starts with a checkpoint`);
+      const lines = readSegmentLines(join(dir, 'recording', name));
+      assert.equal(lines[1]!.t, 'ckpt', `${name} starts with a checkpoint`);
     }
     const replay = replayRun(run!);
     assert.equal(replay.divergence, null);
@@ -324,7 +346,14 @@ async function driveSolo(
   proposalsMax: number,
 ): Promise<{ steps: number; recorder: FlightRecorder }> {
   const checkpoints = proposalsMax > 100;
-  const engineConfig = { ...config, limits: { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 } };
+  // With checkpoints, snapshots keep the log (and so each checkpoint) short, as on a real node: a state that
+  // grew with every segment would soon be over half a segment, and not be written.
+  const engineConfig = {
+    ...config,
+    limits: checkpoints
+      ? { ...DEFAULT_LIMITS, electionTimeoutTicks: 2, snapshotEntryCountThreshold: 100, compactionRetainEntryCount: 20 }
+      : { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 },
+  };
   const engine = new Engine(engineConfig, emptyRestoredState());
   const recorder = await FlightRecorder.open({
     dir: join(dir, 'recording'),
@@ -347,7 +376,13 @@ async function driveSolo(
     answer: () => undefined,
     fetchSnapshot: () => undefined,
     apply: () => undefined,
-    stageSnapshot: () => undefined,
+    // A snapshot is staged at once (there is no state machine to capture here).
+    stageSnapshot: (meta) =>
+      driver.submit({
+        type: 'snapshotStaged',
+        meta,
+        header: { needed: true, snapshotSeq: meta.seq, term: meta.entryTerm, leaderRegion: 0, files: [] },
+      }),
     compactLog: () => undefined,
     pollStatus: () => undefined,
     observe: (effect) => {

@@ -4,8 +4,9 @@
 // It sits beside the write path, never on it: record() only queues the step (its input, effects, tick and
 // wall time) and returns; once the driver has carried out the step's effects (sends, replies, appends,
 // after the hard-state sync when the step has one) it calls carriedOut(), and the queue is encoded in one
-// batch after that event-loop turn (setImmediate), in step order. A timer hands the encoded lines to one asynchronous file write at a time,
-// without fsync. Encoding later is sound because a step's input and effects are not changed after the
+// batch RECORDING_ENCODE_DELAY_MS later (after that turn's sends), in step order, as format 5's binary
+// records (recording/step-record.ts), straight into a reused buffer (recording-lines.ts). A timer hands
+// the encoded records to one asynchronous file write at a time, without fsync. Encoding later is sound because a step's input and effects are not changed after the
 // step: the engine builds fresh effect objects each step and the driver's ports only read them (replay,
 // which digests each step's effects at once, finds any step where that stops being true). A crash loses
 // at most the last recordingFlushMs of recording, never the node's data, and a slow or failing disk
@@ -22,10 +23,10 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { encodeLine, encodeStepLine, LENGTHS_ONLY, type RedactKey } from '../../recording/codec.js';
-import { stepDigest } from '../../recording/step-digest.js';
+import { encodeLine, LENGTHS_ONLY, type RedactKey } from '../../recording/codec.js';
+import { stepDigestV5Words } from '../../recording/step-digest.js';
+import { jsonRecord, RECORD_HEADER_BYTES, writeStepRecord } from '../../recording/step-record.js';
 import { RecordingLines } from './recording-lines.js';
-import { describeEffect } from '../../recording/describe.js';
 import {
   RECORDING_FORMAT_VERSION,
   SEGMENT_FILE,
@@ -56,9 +57,15 @@ export interface RecordingLimits {
   recordingBufferBytesMax: number;
   /** recordingFlushMs paces the writes of buffered lines. */
   recordingFlushMs: number;
-  /** recordingPendingStepsMax bounds the steps queued for encoding within one event-loop turn; past it, a gap. */
+  /** recordingPendingStepsMax bounds the steps queued for encoding (RECORDING_ENCODE_DELAY_MS's worth); past it, a gap. */
   recordingPendingStepsMax: number;
 }
+
+/**
+ * RECORDING_ENCODE_DELAY_MS: how long after a step's effects are carried out its queue is encoded (the steps
+ * of that millisecond in one batch, after the sends of their turns).
+ */
+export const RECORDING_ENCODE_DELAY_MS = 1;
 
 /** CHECKPOINT_AT_SEGMENT_SHARE: a segment this full asks for the checkpoint the next one starts with. */
 export const CHECKPOINT_AT_SEGMENT_SHARE = 7 / 8;
@@ -133,7 +140,10 @@ export interface CheckpointStats {
   lastBytes: number;
 }
 
-type Op = { write: Buffer } | { open: number; text: string } | { unlink: string[] };
+type Op = { write: Buffer } | { open: number; first: Buffer } | { unlink: string[] };
+
+/** digestWords receives each step's digest (one step is encoded at a time). */
+const digestWords = new Int32Array(2);
 
 export class FlightRecorder implements StepRecorder {
   private readonly sizes = new Map<number, number>();
@@ -148,7 +158,9 @@ export class FlightRecorder implements StepRecorder {
   /** checkpointAsked: this segment has asked for its successor's checkpoint (once per segment). */
   private checkpointAsked = false;
   readonly checkpoints: CheckpointStats = { written: 0, skipped: 0, lastExportMs: 0, lastEncodeMs: 0, lastBytes: 0 };
-  private encodeScheduled: NodeJS.Immediate | null = null;
+  /** encodeTimer encodes the queue RECORDING_ENCODE_DELAY_MS after a step is carried out (armed: it will). */
+  private encodeTimer: NodeJS.Timeout | null = null;
+  private encodeArmed = false;
   /** overflow: why steps stopped being queued ('' while they are); the gap is noted after the queue's steps. */
   private overflow = '';
   /** lines: the encoded lines waiting for the next flush, as UTF-8 (recording-lines.ts). */
@@ -216,7 +228,7 @@ export class FlightRecorder implements StepRecorder {
   record(input: Input, effects: readonly Effect[], tick: number): void {
     if (this.stopped || this.failed || this.overflow !== '') return;
     if (this.pending.length >= this.start.limits.recordingPendingStepsMax) {
-      this.overflow = 'the queue of steps to encode was full (recordingPendingStepsMax in one event-loop turn)';
+      this.overflow = 'the queue of steps to encode was full (recordingPendingStepsMax before an encoding)';
       return;
     }
     this.pending.push({ input, effects, tick, at: this.now() });
@@ -239,18 +251,25 @@ export class FlightRecorder implements StepRecorder {
 
   /**
    * carriedOut: the driver has carried out the last step's effects (after its hard-state sync, when it had
-   * one); the queue is encoded after this event-loop turn, behind the sends the turn made. The flush timer
+   * one); the queue is encoded RECORDING_ENCODE_DELAY_MS later, behind the sends of this turn and of the
+   * turns after it, in one batch. One timer, re-armed (Timeout.refresh): a setImmediate for every step
+   * (format 4's) was a tenth of the recorder's CPU on a leader, whose steps come one a turn. The flush timer
    * encodes a queue no carriedOut reached (a step whose sync failed stops the node).
    */
   carriedOut(): void {
-    if (this.pending.length > 0) this.encodeScheduled ??= setImmediate(this.encodePending);
+    if (this.pending.length === 0 || this.encodeArmed || this.stopped) return;
+    this.encodeArmed = true;
+    if (this.encodeTimer === null) {
+      this.encodeTimer = setTimeout(this.encodePending, RECORDING_ENCODE_DELAY_MS);
+      this.encodeTimer.unref();
+    } else this.encodeTimer.refresh();
   }
 
-  /** encodePending encodes the queued steps in order into the buffer of lines. */
+  /** encodePending encodes the queued steps in order into the buffer of records. */
   private readonly encodePending = (): void => {
-    if (this.encodeScheduled !== null) clearImmediate(this.encodeScheduled);
-    this.encodeScheduled = null;
+    this.encodeArmed = false;
     const steps = this.pending;
+    if (steps.length === 0) return;
     this.pending = [];
     for (const step of steps) {
       if (this.stopped || this.failed) return;
@@ -266,29 +285,33 @@ export class FlightRecorder implements StepRecorder {
 
   private encodeStep(step: PendingStep): void {
     this.stepNumber++;
+    if (this.gapFrom > 0 && !this.writeGap()) return;
     try {
       const mode = this.start.payloads;
-      const line = encodeStepLine(
+      stepDigestV5Words(step.effects, mode, digestWords);
+      writeStepRecord(
+        this.lines.begin(),
         this.stepNumber,
         step.tick,
         step.at,
         step.input,
-        stepDigest(step.effects, mode),
+        digestWords,
         // The node's own effect list, for the person reading a divergence beside the replay's: it cannot be
         // rebuilt from the digest. Off by recording.effectTexts (bench/recorder-step.ts gives its share).
-        this.start.effectTexts === false ? undefined : step.effects.map(describeEffect),
+        this.start.effectTexts === false ? null : step.effects,
         mode,
         this.key,
       );
-      this.append(line, 'a step line is over recordingSegmentBytesMax');
-      this.segmentSteps++;
-      const limits = this.start.limits;
-      if (!this.checkpointAsked && this.segmentBytes >= limits.recordingSegmentBytesMax * CHECKPOINT_AT_SEGMENT_SHARE) {
-        this.checkpointAsked = true;
-        this.checkpointDue = this.start.exportState !== undefined;
-      }
     } catch (error) {
       this.noteGap(`a step did not encode: ${(error as Error).message}`);
+      return;
+    }
+    if (!this.admitStaged('a step record is over recordingSegmentBytesMax')) return;
+    this.segmentSteps++;
+    const limits = this.start.limits;
+    if (!this.checkpointAsked && this.segmentBytes >= limits.recordingSegmentBytesMax * CHECKPOINT_AT_SEGMENT_SHARE) {
+      this.checkpointAsked = true;
+      this.checkpointDue = this.start.exportState !== undefined;
     }
   }
 
@@ -321,7 +344,7 @@ export class FlightRecorder implements StepRecorder {
       this.checkpoints.skipped++;
       return;
     }
-    const bytes = Buffer.byteLength(text) + 1;
+    const bytes = Buffer.byteLength(text) + RECORD_HEADER_BYTES;
     // Not over half a segment (segments would hold little else), and never a reason for a gap: a
     // checkpoint the buffer has no room for is skipped, and the steps go on being recorded.
     const room = start.limits.recordingBufferBytesMax - this.lines.bytes - this.queuedBytes;
@@ -362,36 +385,42 @@ export class FlightRecorder implements StepRecorder {
     this.flush();
     this.stopped = true;
     clearInterval(this.timer);
+    if (this.encodeTimer !== null) clearTimeout(this.encodeTimer);
     await this.pump();
     await this.handle?.close().catch(() => undefined);
     this.handle = null;
   }
 
-  /** append takes in `line` (without its newline), in this segment or the next, or notes a gap. */
+  /** append takes in `line` (a JSON line, without its newline) as a record, in this segment or the next, or notes a gap. */
   private append(line: string, oversize: string): void {
-    const limits = this.start.limits;
-    if (this.gapFrom > 0 && !this.writeGap()) {
-      return;
-    }
+    if (this.gapFrom > 0 && !this.writeGap()) return;
     // A line has at least as many bytes as chars: one surely over the segment is not staged at all.
-    if (line.length + 1 + 512 > limits.recordingSegmentBytesMax) {
+    if (line.length + 512 > this.start.limits.recordingSegmentBytesMax) {
       this.noteGap(oversize);
       return;
     }
-    const bytes = this.lines.stage(line);
-    if (this.lines.bytes + this.queuedBytes + bytes > limits.recordingBufferBytesMax) {
-      this.noteGap('the recording buffer was full (the disk under the recording is slow)');
-      return;
-    }
+    this.lines.stage(line);
+    this.admitStaged(oversize);
+  }
+
+  /** admitStaged takes in the staged record, in this segment or the next; false (a gap noted) when it cannot. */
+  private admitStaged(oversize: string): boolean {
+    const limits = this.start.limits;
+    const bytes = this.lines.staged;
     if (bytes + 512 > limits.recordingSegmentBytesMax) {
       this.noteGap(oversize);
-      return;
+      return false;
     }
-    // The lines before this one are flushed into the segment they belong to; the staged line stays staged.
+    if (this.lines.bytes + this.queuedBytes + bytes > limits.recordingBufferBytesMax) {
+      this.noteGap('the recording buffer was full (the disk under the recording is slow)');
+      return false;
+    }
+    // The records before this one are flushed into the segment they belong to; the staged one stays staged.
     if (this.segmentBytes + bytes > limits.recordingSegmentBytesMax) this.openSegment();
     this.lines.commit();
     this.segmentBytes += bytes;
     this.sizes.set(this.segment, this.segmentBytes);
+    return true;
   }
 
   /** noteGap: steps from this one on are lost to the recording; the run cannot be replayed past it. */
@@ -440,14 +469,14 @@ export class FlightRecorder implements StepRecorder {
       index,
       firstStep: this.stepNumber + 1,
     };
-    const text = `${JSON.stringify(seg)}\n`;
+    const first = jsonRecord(JSON.stringify(seg));
     this.segment = index;
     this.segmentSteps = 0;
     this.checkpointAsked = false;
-    this.segmentBytes = Buffer.byteLength(text);
+    this.segmentBytes = first.length;
     this.sizes.set(index, this.segmentBytes);
     this.queuedBytes += this.segmentBytes;
-    this.ops.push({ open: index, text });
+    this.ops.push({ open: index, first });
     void this.pump();
   }
 
@@ -475,8 +504,8 @@ export class FlightRecorder implements StepRecorder {
         } else if ('open' in op) {
           await this.handle?.close();
           this.handle = await open(join(this.start.dir, segmentFileName(op.open)), 'a');
-          await this.handle.write(op.text);
-          this.queuedBytes -= Buffer.byteLength(op.text);
+          await writeAll(this.handle, op.first);
+          this.queuedBytes -= op.first.length;
         } else {
           if (this.handle) await writeAll(this.handle, op.write);
           this.queuedBytes -= op.write.length;

@@ -1,69 +1,79 @@
-// RecordingLines: the flight recorder's lines waiting for the disk, as UTF-8 in a reused chunk of memory
-// rather than as strings. A line is written into the chunk as soon as it is encoded, so its string dies
-// young (held as strings for up to recordingFlushMs, a leader's lines outlived the young generation and
-// were copied by the collector, then joined, then encoded again by the file write); a flush hands the
-// lines written since the last one to the file as one slice of the chunk, no copy. A slice handed on is
-// never written over: lines only go after it, and a full chunk is replaced by a new one.
+// RecordingLines: the flight recorder's records waiting for the disk (recording/step-record.ts, format 5),
+// written straight into a reused chunk of memory: no string is built for a step (a leader's lines held as
+// strings for up to recordingFlushMs outlived the young generation and were copied by the collector, then
+// joined, then encoded again by the file write); a flush hands the records written since the last one to
+// the file as one slice of the chunk, no copy. A slice handed on is never written over: records only go
+// after it, and a chunk without room is replaced by a new one.
 //
-// A line is staged (written after the buffered lines, with its newline) before it is taken in (commit),
-// so the recorder can check its exact size against its bounds, and flush the lines before it into the
-// segment they belong to, before deciding where it goes.
+// A record is staged (written after the records taken in: begin, then the record's writer) before it is
+// taken in (commit), so the recorder can check its exact size against its bounds, and flush the records
+// before it into the segment they belong to, before deciding where it goes.
+import { writeJsonRecord, type RecordSink } from '../../recording/step-record.js';
 
-/** RECORDING_CHUNK_BYTES: the size of a chunk (a longer line gets a chunk of its own size). */
+/** RECORDING_CHUNK_BYTES: the size of a chunk (a longer record gets a chunk of its own size). */
 export const RECORDING_CHUNK_BYTES = 256 * 1024;
 
-const NEWLINE = 0x0a;
-
-export class RecordingLines {
-  private chunk: Buffer;
-  /** start: the first byte not yet handed on; end: the end of the lines taken in; staged: the staged line's bytes. */
+export class RecordingLines implements RecordSink {
+  /** buf, pos, mark: the record sink (the chunk, where the staged record ends, where it starts). */
+  buf: Buffer;
+  pos = 0;
+  mark = 0;
+  /** start: the first byte not yet handed on; end: the end of the records taken in. */
   private start = 0;
   private end = 0;
-  private staged = 0;
 
   constructor(private readonly chunkBytes = RECORDING_CHUNK_BYTES) {
-    this.chunk = Buffer.allocUnsafeSlow(chunkBytes);
+    this.buf = Buffer.allocUnsafeSlow(chunkBytes);
   }
 
-  /** bytes counts the lines taken in and not yet handed on. */
+  /** bytes counts the records taken in and not yet handed on. */
   get bytes(): number {
     return this.end - this.start;
   }
 
-  /** stage writes `line` and a newline after the lines taken in (replacing any staged line): its bytes. */
+  /** begin drops any staged record: the next is written after the records taken in. */
+  begin(): RecordSink {
+    this.pos = this.end;
+    this.mark = this.end;
+    return this;
+  }
+
+  /** staged: the bytes written since begin (the staged record). */
+  get staged(): number {
+    return this.pos - this.end;
+  }
+
+  /** stage writes `line` as a JSON record (replacing any staged record): its bytes. */
   stage(line: string): number {
-    // UTF-8 takes at most three bytes per UTF-16 unit (a surrogate pair, two units, takes four).
-    const most = line.length * 3 + 1;
-    if (this.chunk.length - this.end < most) this.renew(most);
-    const written = this.chunk.write(line, this.end);
-    this.chunk[this.end + written] = NEWLINE;
-    this.staged = written + 1;
+    writeJsonRecord(this.begin(), line);
     return this.staged;
   }
 
-  /** commit takes the staged line in. */
+  /** commit takes the staged record in. */
   commit(): void {
-    this.end += this.staged;
-    this.staged = 0;
+    this.end = this.pos;
   }
 
-  /** take hands on the lines taken in since the last take (a slice never written over), or null. */
+  /** take hands on the records taken in since the last take (a slice never written over), or null. */
   take(): Buffer | null {
     if (this.end === this.start) return null;
-    const lines = this.chunk.subarray(this.start, this.end);
+    const records = this.buf.subarray(this.start, this.end);
+    // A staged record stays staged (after `end`): it may go into the next segment, after this slice.
     this.start = this.end;
-    return lines;
+    return records;
   }
 
-  /** renew moves the lines not yet handed on (and the staged one, dropped) to a new chunk with room for `room` more. */
-  private renew(room: number): void {
-    const kept = this.end - this.start;
-    // Twice what it keeps: lines piling up between flushes (a slow disk) are copied a bounded number of times.
-    const next = Buffer.allocUnsafeSlow(Math.max(this.chunkBytes, 2 * kept + room));
-    this.chunk.copy(next, 0, this.start, this.end);
-    this.chunk = next;
+  /** grow moves what is not yet handed on, the staged record included, to a new chunk with room for `bytes` more. */
+  grow(bytes: number): void {
+    const kept = this.pos - this.start;
+    // Twice what it keeps: records piling up between flushes (a slow disk) are copied a bounded number of times.
+    const next = Buffer.allocUnsafeSlow(Math.max(this.chunkBytes, 2 * kept + bytes));
+    this.buf.copy(next, 0, this.start, this.pos);
+    const shift = this.start;
+    this.buf = next;
     this.start = 0;
-    this.end = kept;
-    this.staged = 0;
+    this.end -= shift;
+    this.pos -= shift;
+    this.mark -= shift;
   }
 }
