@@ -358,7 +358,7 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
   {
     key: 'recording.effectTexts',
     kind: onOff(),
-    doc: "write a text of each step's effects beside its digest, shown next to the replay's own at a divergence (about a sixth of the recorder's CPU on a leader: bench/recorder-step.ts)",
+    doc: "write a text of each step's effects beside its digest, shown next to the replay's own at a divergence (10-15% of the recorder's CPU on a leader: bench/recorder-step.ts)",
     fallback: true,
     flags: [
       {
