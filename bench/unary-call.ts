@@ -1,9 +1,10 @@
-// Unary call bench (not a test): what one peer call costs, the figure transports/grpc/lean-unary.ts rests on.
-// A PeerServer (the node's own server, mutual TLS with certificates issued here, or plaintext with --insecure)
-// runs in a child process answering Heartbeat; this process sends heartbeats one at a time, interleaving three
-// ways per round: a PeerPool on grpc-js's client, a PeerPool with the lean client, and (for scale) a raw
-// message each way on one open grpc-js stream. It prints each way's round-trip p50/p90 and the caller's and the
-// server's CPU per call.
+// Unary call bench (not a test): what one peer call costs, the figures transports/grpc/lean-unary.ts and
+// lean-serve.ts rest on. Two PeerServers (the node's own server, mutual TLS with certificates issued here, or
+// plaintext with --insecure) run in child processes answering Heartbeat, one serving unary calls through
+// grpc-js's server (leanUnary false) and one on the lean path (lean-serve.ts); this process sends heartbeats
+// one at a time, interleaving five ways per round: a PeerPool on grpc-js's client and one with the lean client
+// to each server, and (for scale) a raw message each way on one open grpc-js stream. It prints each way's
+// round-trip p50/p90 and the caller's and the server's CPU per call.
 //
 //   npx tsx bench/unary-call.ts [--calls 2000] [--insecure]
 import { fork } from 'node:child_process';
@@ -61,10 +62,15 @@ async function load(dir: string, clusterId: string): Promise<Setup> {
 // --- server side (child process) -------------------------------------------------------------------------
 
 async function serve(): Promise<void> {
-  const { dir, clusterId } = JSON.parse(process.argv[3]!) as { dir: string; clusterId: string };
+  const { dir, clusterId, leanUnary } = JSON.parse(process.argv[3]!) as {
+    dir: string;
+    clusterId: string;
+    leanUnary: boolean;
+  };
   const { security } = await load(dir, clusterId);
   const server = await PeerServer.listen('127.0.0.1:0', {
     credentials: peerServerCredentials(security),
+    leanUnary,
     handler: {
       onRequest(_callId, _request, call) {
         call.reply({ method: 'Heartbeat', body: pb.HeartbeatResponse.fromPartial({ acknowledged: true, term: 4 }) });
@@ -97,32 +103,62 @@ async function serve(): Promise<void> {
       process.send!(cpu.user + cpu.system);
     } else if (message === 'stop') void server.close().then(() => process.exit(0));
   });
-  process.send!({ port: server.port });
+  process.send!({ port: server.port, serving: server.unaryServing });
 }
 
 // --- client side ----------------------------------------------------------------------------------------------
 
-type Way = 'grpc-js unary' | 'lean unary' | 'stream message';
+const WAYS = [
+  'grpc-js client → grpc-js server',
+  'lean client → grpc-js server',
+  'grpc-js client → lean server',
+  'lean client → lean server',
+  'stream message',
+] as const;
+type Way = (typeof WAYS)[number];
+
+interface ServerChild {
+  address: string;
+  cpuUs(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** startServerChild forks a PeerServer (lean unary serving on or off) and checks it serves as asked. */
+async function startServerChild(dir: string, clusterId: string, leanUnary: boolean): Promise<ServerChild> {
+  const child = fork(fileURLToPath(import.meta.url), ['--serve', JSON.stringify({ dir, clusterId, leanUnary })], {
+    execArgv: ['--import', 'tsx'],
+  });
+  const { port, serving } = await new Promise<{ port: number; serving: string }>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as { port: number; serving: string }));
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+  });
+  if (serving !== (leanUnary ? 'lean' : 'grpc-js')) throw new Error(`the server serves unary calls by ${serving}`);
+  return {
+    address: `127.0.0.1:${port}`,
+    cpuUs: () =>
+      new Promise((resolve) => {
+        child.once('message', (m) => resolve(m as number));
+        child.send('cpu');
+      }),
+    stop: async () => {
+      if (!child.connected) return;
+      child.send('stop');
+      await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+}
 
 async function main(): Promise<void> {
   const calls = numberArg('calls', 2000);
   const insecure = process.argv.includes('--insecure');
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-unary-'));
   const { security, clusterId } = await load(dir, insecure ? '' : await issue(dir));
-  const child = fork(fileURLToPath(import.meta.url), ['--serve', JSON.stringify({ dir, clusterId })], {
-    execArgv: ['--import', 'tsx'],
-  });
+  const servers: ServerChild[] = [];
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      child.once('message', (m) => resolve((m as { port: number }).port));
-      child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-    });
-    const address = `127.0.0.1:${port}`;
-    const serverCpuUs = (): Promise<number> =>
-      new Promise((resolve) => {
-        child.once('message', (m) => resolve(m as number));
-        child.send('cpu');
-      });
+    const classicServer = await startServerChild(dir, clusterId, false);
+    servers.push(classicServer);
+    const leanServer = await startServerChild(dir, clusterId, true);
+    servers.push(leanServer);
     const channelOptions = { 'grpc.ssl_target_name_override': 'localhost', ...clusterChannelOptions(clusterId) };
     const pending = new Map<number, (input: TransportInput) => void>();
     const deliver = (input: TransportInput): void => pending.get(input.requestId)?.(input);
@@ -136,7 +172,7 @@ async function main(): Promise<void> {
         headers: clusterId === '' ? {} : { [CLUSTER_ID_METADATA_KEY]: clusterId },
       },
     });
-    const streamClient = new grpc.Client(address, peerClientCredentials(security), channelOptions);
+    const streamClient = new grpc.Client(leanServer.address, peerClientCredentials(security), channelOptions);
     const stream = streamClient.makeBidiStreamRequest(ECHO_PATH, identity, identity);
     let echoed: (() => void) | null = null;
     stream.on('data', () => echoed?.());
@@ -145,7 +181,7 @@ async function main(): Promise<void> {
     const request = { method: 'Heartbeat', body: pb.HeartbeatRequest.fromPartial({ term: 4, regionId: 1 }) } as const;
     const message = Buffer.from(pb.HeartbeatRequest.encode(request.body).finish());
     let nextId = 1;
-    const viaPool = (pool: PeerPool) => (): Promise<void> =>
+    const viaPool = (pool: PeerPool, address: string) => (): Promise<void> =>
       new Promise((resolve, reject) => {
         const id = nextId++;
         pending.set(id, (input) => {
@@ -156,8 +192,10 @@ async function main(): Promise<void> {
         pool.send(id, address, request);
       });
     const ways: Record<Way, () => Promise<void>> = {
-      'grpc-js unary': viaPool(classic),
-      'lean unary': viaPool(lean),
+      'grpc-js client → grpc-js server': viaPool(classic, classicServer.address),
+      'lean client → grpc-js server': viaPool(lean, classicServer.address),
+      'grpc-js client → lean server': viaPool(classic, leanServer.address),
+      'lean client → lean server': viaPool(lean, leanServer.address),
       'stream message': () =>
         new Promise((resolve) => {
           echoed = resolve;
@@ -165,7 +203,8 @@ async function main(): Promise<void> {
         }),
     };
     for (let i = 0; i < WARMUP_CALLS; i++) for (const way of Object.values(ways)) await way();
-    const rtts: Record<Way, number[]> = { 'grpc-js unary': [], 'lean unary': [], 'stream message': [] };
+    const rtts = Object.fromEntries(WAYS.map((way) => [way, [] as number[]])) as Record<Way, number[]>;
+    const serverOf = (way: Way): ServerChild => (way.endsWith('grpc-js server') ? classicServer : leanServer);
     for (let i = 0; i < calls; i++)
       for (const [name, way] of Object.entries(ways) as Array<[Way, () => Promise<void>]>) {
         const began = process.hrtime.bigint();
@@ -173,19 +212,19 @@ async function main(): Promise<void> {
         rtts[name].push(Number(process.hrtime.bigint() - began) / 1000);
       }
     console.log(
-      `${calls} calls each way, interleaved, ${insecure ? 'plaintext' : 'mutual TLS'}; server in a child process`,
+      `${calls} calls each way, interleaved, ${insecure ? 'plaintext' : 'mutual TLS'}; servers in child processes`,
     );
     for (const [name, way] of Object.entries(ways) as Array<[Way, () => Promise<void>]>) {
       // CPU per call: a run of this way alone, caller and server measured around it.
-      const server0 = await serverCpuUs();
+      const server0 = await serverOf(name).cpuUs();
       const caller0 = process.cpuUsage();
       for (let i = 0; i < calls; i++) await way();
       const caller = process.cpuUsage(caller0);
-      const server = (await serverCpuUs()) - server0;
+      const server = (await serverOf(name).cpuUs()) - server0;
       const sorted = rtts[name].sort((a, b) => a - b);
       const at = (q: number): string => sorted[Math.floor(q * sorted.length)]!.toFixed(0);
       console.log(
-        `  ${name.padEnd(15)} round trip p50 ${at(0.5)} µs, p90 ${at(0.9)} µs; CPU per call: caller ${((caller.user + caller.system) / calls).toFixed(0)} µs, server ${(server / calls).toFixed(0)} µs`,
+        `  ${name.padEnd(31)} round trip p50 ${at(0.5)} µs, p90 ${at(0.9)} µs; CPU per call: caller ${((caller.user + caller.system) / calls).toFixed(0)} µs, server ${(server / calls).toFixed(0)} µs`,
       );
     }
     stream.end();
@@ -193,10 +232,7 @@ async function main(): Promise<void> {
     classic.close();
     lean.close();
   } finally {
-    if (child.connected) {
-      child.send('stop');
-      await new Promise((resolve) => child.once('exit', resolve));
-    }
+    for (const server of servers) await server.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -336,6 +336,19 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     ],
   },
   {
+    key: 'grpc.leanUnaryServer',
+    kind: onOff(),
+    doc: "serve the unary peer and store calls (WalShipping's unary methods; svc.store.v1 Propose, ProposeBatch, ReadIndex, Get) on the HTTP/2 stream directly (transports/grpc/lean-serve.ts), with the same checks; off: every call through grpc-js's server",
+    fallback: true,
+    flags: [
+      {
+        flag: 'no-grpc-lean-unary-server',
+        sets: false,
+        doc: "serve every call through grpc-js's server (a switch back should the lean serving misbehave)",
+      },
+    ],
+  },
+  {
     key: 'recording.enabled',
     kind: onOff(),
     doc: 'keep the flight recording in <dataDir>/recording/ (docs/operations.md, "Flight recorder")',

@@ -338,18 +338,22 @@ export interface NodeGrpcConfig {
    * member (transports/grpc/heartbeat-stream.ts); false sends them as unary calls. The server serves both.
    */
   heartbeatStream?: boolean;
+  /**
+   * leanUnaryServer (default true) serves the unary peer and store calls (WalShipping's unary methods; svc.store.v1
+   * Propose, ProposeBatch, ReadIndex, Get) on the HTTP/2 stream directly (transports/grpc/lean-serve.ts), with the
+   * same checks and handlers; false serves every call through grpc-js's server. Callers cannot tell them apart.
+   */
+  leanUnaryServer?: boolean;
 }
 
 function checkGrpcConfig(grpc: unknown): void {
   if (grpc === undefined) return;
   if (typeof grpc !== 'object' || grpc === null || Array.isArray(grpc))
     throw new ConfigError('grpc must be an object, e.g. {"leanUnaryClient": false}');
-  const lean = (grpc as NodeGrpcConfig).leanUnaryClient;
-  if (lean !== undefined && typeof lean !== 'boolean')
-    throw new ConfigError('grpc.leanUnaryClient must be true or false');
-  const stream = (grpc as NodeGrpcConfig).heartbeatStream;
-  if (stream !== undefined && typeof stream !== 'boolean')
-    throw new ConfigError('grpc.heartbeatStream must be true or false');
+  for (const key of ['leanUnaryClient', 'leanUnaryServer', 'heartbeatStream'] as const) {
+    const value = (grpc as NodeGrpcConfig)[key];
+    if (value !== undefined && typeof value !== 'boolean') throw new ConfigError(`grpc.${key} must be true or false`);
+  }
 }
 
 function checkHttpTls(httpTls: NodeHttpTls | undefined): void {

@@ -283,6 +283,11 @@ export class Node {
     return this.pool?.unaryClient ?? null;
   }
 
+  /** peerUnaryServer names what serves this node's unary peer and store calls (grpc.leanUnaryServer; after start()). */
+  get peerUnaryServer(): 'lean' | 'grpc-js' | null {
+    return this.peerServer?.unaryServing ?? null;
+  }
+
   /** apiRedisUrl is the Redis the developer API uses (null: none, or no API). */
   get apiRedisUrl(): string | null {
     return this.api?.redisUrl ?? null;
@@ -629,6 +634,7 @@ export class Node {
       onRefused: (reason) => {
         this.refusedCalls[reason] += 1;
       },
+      leanUnary: config.grpc?.leanUnaryServer !== false,
       services: [
         {
           name: 'svc.store.v1.Store',
@@ -636,6 +642,7 @@ export class Node {
           implementation: storeService.implementation,
           role: 'peer',
           membersOnly: true,
+          leanUnary: true,
         },
         {
           name: HEARTBEAT_STREAM_SERVICE,
@@ -929,6 +936,7 @@ export class Node {
         metrics: this.metricsAddress,
         tls: config.tls.mode,
         peerUnaryClient: this.pool?.unaryClient,
+        peerUnaryServer: this.peerServer?.unaryServing,
         clusterId,
         version: this.buildVersion,
         // Where the start's time went (ms per phase) and the time since the process began (exec → serving).

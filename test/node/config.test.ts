@@ -59,6 +59,9 @@ describe('node: config', function () {
       [{ recording: { enabled: 'no' as never } }, /recording.enabled must be true or false/],
       [{ recording: { payloads: 'clear' as never } }, /recording.payloads must be one of hashed, full/],
       [{ recording: { limits: { recordingBytesMax: 8_192 } } }, /at least twice recordingSegmentBytesMax/],
+      // Which client sends and which server serves the unary peer calls (transports/grpc/lean-*.ts).
+      [{ grpc: { leanUnaryClient: 'no' as never } }, /grpc.leanUnaryClient must be true or false/],
+      [{ grpc: { leanUnaryServer: 0 as never } }, /grpc.leanUnaryServer must be true or false/],
     ];
     for (const [change, message] of cases) {
       assert.throws(

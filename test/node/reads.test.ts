@@ -2,9 +2,9 @@
 // index (engine/read-index.ts), which a leader answers only after a heartbeat round a majority of voters
 // accepted. So a leader whose followers are gone answers no read even while it still believes it leads —
 // the store used to answer from the leader's bare commit seqno there, for up to two election timeouts. Run twice:
-// with the lean unary peer client (the default) and with it off (grpc.leanUnaryClient false: grpc-js carries
-// every peer call), so a cluster on either client elects, replicates and serves reads. Either way a leader's
-// heartbeats go on open HeartbeatStream calls.
+// with the lean unary peer client and server (the defaults) and with both off (grpc.leanUnaryClient and
+// grpc.leanUnaryServer false: grpc-js carries and serves every peer call), so a cluster either way elects,
+// replicates and serves reads. Either way a leader's heartbeats go on open HeartbeatStream calls.
 import assert from 'node:assert/strict';
 import { StoreUnavailableError } from '../../store/errors.js';
 import type { ReplicatedStore } from '../../store/replicated-store.js';
@@ -23,7 +23,7 @@ for (const leanUnaryClient of [true, false]) {
     before(async () => {
       await cluster.start(['r1', 'r2', 'r3'], ['r1', 'r2', 'r3'], {
         storeLimits: { readTimeoutMs: READ_TIMEOUT_MS },
-        ...(leanUnaryClient ? {} : { grpc: { leanUnaryClient: false } }),
+        ...(leanUnaryClient ? {} : { grpc: { leanUnaryClient: false, leanUnaryServer: false } }),
       });
     });
     after(async () => {
@@ -32,7 +32,10 @@ for (const leanUnaryClient of [true, false]) {
 
     it('a read on the leader or a follower sees a write acknowledged through another node, and the leader confirmed it by a round', async () => {
       const leader = await cluster.waitLeader();
-      for (const node of cluster.nodes.values()) assert.equal(node.peerUnaryClient, client);
+      for (const node of cluster.nodes.values()) {
+        assert.equal(node.peerUnaryClient, client);
+        assert.equal(node.peerUnaryServer, client);
+      }
       const [follower, other] = cluster.followers();
       await follower!.store.put('reads/a', { v: 1 });
       assert.deepEqual((await leader.store.get('reads/a'))?.value, { v: 1 });

@@ -52,12 +52,14 @@ export async function startServer(
   handler: PeerHandler,
   limits: Partial<GrpcLimits> = {},
   warnings: string[] = [],
+  leanUnary = true,
 ): Promise<{ server: PeerServer; address: string }> {
   const server = await PeerServer.listen('127.0.0.1:0', {
     handler,
     credentials: insecureServerCredentials(),
     limits,
     onWarning: (m) => warnings.push(m),
+    leanUnary,
   });
   return { server, address: `127.0.0.1:${server.port}` };
 }

@@ -101,9 +101,16 @@ export type Caller =
   | { tls: true; identity: null; problem: string; clusterId: string }
   | { tls: false; identity: null; problem: null; clusterId: string };
 
-/** ServerCallLike is the part of a grpc-js server call identity needs. */
+/** MetadataReader is the part of a call's metadata identity reads (grpc-js's Metadata, or a lean call's headers). */
+export interface MetadataReader {
+  get(key: string): grpc.MetadataValue[];
+}
+
+/** ServerCallLike is the part of a server call identity needs (a grpc-js call, or a lean one: lean-serve.ts). */
 export interface ServerCallLike {
-  metadata: grpc.Metadata;
+  metadata: MetadataReader;
+  /** http2Session: the call's HTTP/2 session, where the call says it (lean-serve.ts); else found as below. */
+  http2Session?: object;
   getAuthContext?(): {
     transportSecurityType?: string;
     sslPeerCertificate?: { raw?: Buffer; subjectaltname?: string; ext_key_usage?: string[] };
@@ -120,7 +127,7 @@ type CertStanding = Omit<Caller, 'clusterId'>;
  * busiest function of a busy node. A connection's certificate cannot change (TLS 1.3 has no renegotiation and
  * Node's HTTP/2 refuses it), so reading it once per connection checks the same thing.
  */
-const standingByConnection = new WeakMap<object, CertStanding>();
+const standingByConnection = new WeakMap<object, { standing: CertStanding; last: Caller | null }>();
 /** certificateReads counts the peer certificates read (cache misses and calls with no session to key on): for tests. */
 let certificateReads = 0;
 
@@ -132,6 +139,7 @@ let certificateReads = 0;
  * any other shape is read per call as before (test/transports/tls.test.ts notices a grpc-js that changed it).
  */
 function connectionOf(call: ServerCallLike): object | null {
+  if (call.http2Session !== undefined) return call.http2Session;
   const inner = (call as { call?: unknown }).call;
   if (typeof inner !== 'object' || inner === null) return null;
   const stream = (inner as { stream?: unknown }).stream;
@@ -166,12 +174,15 @@ export function callerOf(call: ServerCallLike): Caller {
   const clusterId =
     claimed.length === 1 && typeof claimed[0] === 'string' ? claimed[0] : claimed.length > 1 ? '<several>' : '';
   const connection = connectionOf(call);
-  let standing = connection === null ? undefined : standingByConnection.get(connection);
-  if (standing === undefined) {
-    standing = readStanding(call);
-    if (connection !== null) standingByConnection.set(connection, standing);
+  let known = connection === null ? undefined : standingByConnection.get(connection);
+  if (known === undefined) {
+    known = { standing: readStanding(call), last: null };
+    if (connection !== null) standingByConnection.set(connection, known);
   }
-  return { ...standing, clusterId } as Caller;
+  // A connection's calls name the same cluster id: the Caller of the last one is the next one's (frozen, shared).
+  if (known.last?.clusterId === clusterId) return known.last;
+  known.last = Object.freeze({ ...known.standing, clusterId }) as Caller;
+  return known.last;
 }
 
 /** clusterIdInterceptor adds the cluster id to the metadata of every call a client makes. */

@@ -17,6 +17,13 @@ import type { PeerGate, Refusal, RefusalReason } from './peer-gate.js';
 import { callerOf, type Caller, type CertRole } from './peer-identity.js';
 import { toServiceError } from './status.js';
 import { decodeCheckedRequest } from './validate.js';
+import {
+  serveUnaryLean,
+  type LeanServing,
+  type LeanUnaryHandler,
+  type UnaryRespond,
+  type UnaryServerCall,
+} from './lean-serve.js';
 
 export type { CallEnd, CallSink, PeerHandler } from './call-sink.js';
 
@@ -41,6 +48,12 @@ export interface PeerServerOptions {
   gate?: PeerGate;
   /** onRefused hears of each call the gate refused, with the reason (a metric label). */
   onRefused?: (reason: RefusalReason, service: string, details: string) => void;
+  /**
+   * leanUnary (default true) serves WalShipping's unary methods and the unary methods of each extra service that
+   * asks for it (`leanUnary`) on the HTTP/2 stream directly (lean-serve.ts), with the same checks and handlers;
+   * false: every call through grpc-js's server.
+   */
+  leanUnary?: boolean;
 }
 
 /** ExtraService is a service served beside WalShipping; `role` is the certificate role its callers need. */
@@ -57,6 +70,8 @@ export interface ExtraService {
    * the handler limits what such a caller may do (svc.admin.v1 ChangeMember: a member may make itself leave).
    */
   memberMethods?: readonly string[];
+  /** leanUnary: serve this service's unary methods on the lean path too (when the server's leanUnary is on). */
+  leanUnary?: boolean;
 }
 
 export interface PeerServerStats {
@@ -66,6 +81,8 @@ export interface PeerServerStats {
   /** rejectedCallCount counts calls refused before reaching the handler (malformed, over a limit). */
   rejectedCallCount: number;
   handlerErrorCount: number;
+  /** leanCallCount counts the calls served on the lean path (lean-serve.ts); 0 when it is off. */
+  leanCallCount: number;
 }
 
 /** serviceDefinition registers the eight paths with byte-for-byte (identity) serializers. */
@@ -94,6 +111,9 @@ export class PeerServer {
   private rejectedCallCount = 0;
   private handlerErrorCount = 0;
   private boundPort = 0;
+  /** leanRoutes: the unary paths the lean path may serve, each with the handler grpc-js has for it. */
+  private readonly leanRoutes = new Map<string, LeanUnaryHandler>();
+  private lean: LeanServing | null = null;
 
   private constructor(private readonly options: PeerServerOptions) {
     this.limits = resolveGrpcLimits(options.limits);
@@ -105,13 +125,25 @@ export class PeerServer {
     };
     const implementation: grpc.UntypedServiceImplementation = {};
     for (const method of RPC_METHODS) {
-      implementation[method] = isUnaryMethod(method)
-        ? (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) =>
-            this.onUnary(method, call, respond)
-        : (call: grpc.ServerWritableStream<Buffer, Buffer>) => this.onStream(method, call);
+      if (isUnaryMethod(method)) {
+        const unary = (call: UnaryServerCall, respond: UnaryRespond): void => this.onUnary(method, call, respond);
+        implementation[method] = unary;
+        this.leanRoutes.set(methodPath(method), unary);
+      } else {
+        implementation[method] = (call: grpc.ServerWritableStream<Buffer, Buffer>) => this.onStream(method, call);
+      }
     }
     this.server.addService(serviceDefinition(), implementation);
-    for (const extra of options.services ?? []) this.server.addService(extra.definition, this.guarded(extra));
+    for (const extra of options.services ?? []) {
+      const guarded = this.guarded(extra);
+      this.server.addService(extra.definition, guarded);
+      if (extra.leanUnary !== true) continue;
+      for (const [name, method] of Object.entries(extra.definition)) {
+        const handler = guarded[name];
+        if (method.requestStream || method.responseStream || handler === undefined) continue;
+        this.leanRoutes.set(method.path, handler as LeanUnaryHandler);
+      }
+    }
   }
 
   /** listen binds `address` (host:port; port 0 picks a free one) and starts serving. */
@@ -120,7 +152,17 @@ export class PeerServer {
     peerServer.boundPort = await new Promise<number>((resolve, reject) => {
       peerServer.server.bindAsync(address, options.credentials, (err, port) => (err ? reject(err) : resolve(port)));
     });
+    if (options.leanUnary !== false) {
+      const lean = serveUnaryLean(peerServer.server, peerServer.leanRoutes, peerServer.limits);
+      if (typeof lean === 'string') peerServer.warn(`unary calls served by grpc-js only: ${lean}`, 'lean-serve');
+      else peerServer.lean = lean;
+    }
     return peerServer;
+  }
+
+  /** unaryServing names what serves the hot unary calls: the lean path, or grpc-js (off, or grpc-js changed). */
+  get unaryServing(): 'lean' | 'grpc-js' {
+    return this.lean === null ? 'grpc-js' : 'lean';
   }
 
   get port(): number {
@@ -135,6 +177,7 @@ export class PeerServer {
       bufferedBytes,
       rejectedCallCount: this.rejectedCallCount,
       handlerErrorCount: this.handlerErrorCount,
+      leanCallCount: this.lean?.calls ?? 0,
     };
   }
 
@@ -151,11 +194,7 @@ export class PeerServer {
     for (const call of [...this.active.values()]) call.peerGone();
   }
 
-  private onUnary(
-    method: UnaryMethod,
-    call: grpc.ServerUnaryCall<Buffer, Buffer>,
-    respond: grpc.sendUnaryData<Buffer>,
-  ): void {
+  private onUnary(method: UnaryMethod, call: UnaryServerCall, respond: UnaryRespond): void {
     const caller = callerOf(call);
     const refused = this.callerRefused(call, caller, 'peer', 'WalShipping');
     if (refused) {

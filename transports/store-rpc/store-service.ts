@@ -6,6 +6,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import { RequestStreamServer, peerName, type Failure } from './request-stream.js';
+import type { UnaryRespond, UnaryServerCall } from '../grpc/lean-serve.js';
 import { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type ReadIndexAnswer } from './store-calls.js';
 
 export { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type ReadIndexAnswer };
@@ -253,13 +254,13 @@ function proposeItems(
 
 /** unaryImplementation serves the unary methods (storeService adds the streaming ones). */
 function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceImplementation {
-  const deadlineOf = (call: grpc.ServerUnaryCall<Buffer, Buffer>): number => {
+  const deadlineOf = (call: UnaryServerCall): number => {
     const deadline = call.getDeadline();
     const asked = deadline instanceof Date ? deadline.getTime() : Number(deadline);
     const fallback = Date.now() + options.callDeadlineMs;
     return Number.isFinite(asked) && asked > 0 ? Math.min(asked, fallback) : fallback;
   };
-  const fail = (respond: grpc.sendUnaryData<Buffer>, err: unknown, method: string): void => {
+  const fail = (respond: UnaryRespond, err: unknown, method: string): void => {
     if (err instanceof StoreCallError) {
       const metadata = new grpc.Metadata();
       if (err.leaderHint !== '') metadata.set(TRAILER_LEADER, err.leaderHint);
@@ -270,7 +271,7 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
     respond({ code: grpc.status.INTERNAL, details: 'store handler failed' }, null);
   };
   return {
-    propose: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+    propose: (call: UnaryServerCall, respond: UnaryRespond) => {
       let request: pb.ProposeRequest;
       try {
         request = pb.ProposeRequest.decode(call.request);
@@ -288,7 +289,7 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
         (err: unknown) => fail(respond, err, 'Propose'),
       );
     },
-    proposeBatch: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+    proposeBatch: (call: UnaryServerCall, respond: UnaryRespond) => {
       let request: pb.ProposeBatchRequest;
       try {
         request = pb.ProposeBatchRequest.decode(call.request);
@@ -305,7 +306,7 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
         respond(null, Buffer.from(pb.ProposeBatchResponse.encode({ answers }).finish())),
       );
     },
-    readIndex: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+    readIndex: (call: UnaryServerCall, respond: UnaryRespond) => {
       let request: pb.ReadIndexRequest;
       try {
         request = pb.ReadIndexRequest.decode(call.request);
@@ -318,7 +319,7 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
         (err: unknown) => fail(respond, err, 'ReadIndex'),
       );
     },
-    get: (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => {
+    get: (call: UnaryServerCall, respond: UnaryRespond) => {
       let request: pb.GetRequest;
       try {
         request = pb.GetRequest.decode(call.request);
