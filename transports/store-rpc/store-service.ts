@@ -59,6 +59,9 @@ function askerClaim(peer: string, term: number): ReadIndexAskerClaim | undefined
 
 const identity = (bytes: Buffer): Buffer => bytes;
 
+/** wrap views an encoded message as a Buffer without copying it. */
+const wrap = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
 const STREAMING_METHODS: ReadonlySet<string> = new Set(['readIndexStream', 'proposeStream', 'getStream']);
 
 /** storeServiceDefinition registers the Store paths with byte-for-byte serializers. */
@@ -285,7 +288,7 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
         return;
       }
       options.handler.propose(request.command, deadlineOf(call), request.requestId).then(
-        ({ seq, result }) => respond(null, Buffer.from(pb.ProposeResponse.encode({ seq, result }).finish())),
+        ({ seq, result }) => respond(null, wrap(pb.ProposeResponse.encode({ seq, result }).finish())),
         (err: unknown) => fail(respond, err, 'Propose'),
       );
     },
@@ -303,7 +306,7 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
         return;
       }
       void proposeItems(request.items, Date.now(), deadlineOf(call), options).then((answers) =>
-        respond(null, Buffer.from(pb.ProposeBatchResponse.encode({ answers }).finish())),
+        respond(null, wrap(pb.ProposeBatchResponse.encode({ answers }).finish())),
       );
     },
     readIndex: (call: UnaryServerCall, respond: UnaryRespond) => {
@@ -315,7 +318,7 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
         return;
       }
       options.handler.readIndex(deadlineOf(call), askerClaim(peerName(call), request.term)).then(
-        (answer) => respond(null, Buffer.from(pb.ReadIndexResponse.encode(answer).finish())),
+        (answer) => respond(null, wrap(pb.ReadIndexResponse.encode(answer).finish())),
         (err: unknown) => fail(respond, err, 'ReadIndex'),
       );
     },
@@ -328,7 +331,7 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
         return;
       }
       options.handler.get(request.key, deadlineOf(call)).then(
-        (answer) => respond(null, Buffer.from(pb.GetResponse.encode(answer).finish())),
+        (answer) => respond(null, wrap(pb.GetResponse.encode(answer).finish())),
         (err: unknown) => fail(respond, err, 'Get'),
       );
     },
