@@ -348,6 +348,25 @@ describe('transports/grpc lean unary serving, beside grpc-js serving', function 
     }
   });
 
+  it('ends a call at its second message, before the caller half-closes, alike (no messages piled up)', async function () {
+    for (const address of [servers.lean.address, servers['grpc-js'].address]) {
+      const outcome = await new Promise<string>((resolve) => {
+        const stream = session(address, 'n2').request({
+          ':method': 'POST',
+          ':path': methodPath('Heartbeat'),
+          'content-type': 'application/grpc',
+          te: 'trailers',
+          [CLUSTER_ID_METADATA_KEY]: clusterId,
+        });
+        stream.on('response', (headers) => resolve(String(headers['grpc-status'])));
+        stream.on('error', (err) => resolve(err.message));
+        // Never half-closed: only the second whole message can end the call.
+        stream.write(Buffer.concat([frame(heartbeat({})), frame(heartbeat({}))]));
+      });
+      assert.equal(outcome, String(grpc.status.UNIMPLEMENTED), address);
+    }
+  });
+
   it('answers a Store refusal with its leader trailer alike', async function () {
     const outcome = await both('n2', { path: STORE_METHODS.propose, body: frame(propose(Buffer.from('elsewhere'))) });
     assert.equal(outcome.grpcStatus, String(grpc.status.FAILED_PRECONDITION));

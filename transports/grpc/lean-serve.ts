@@ -208,6 +208,8 @@ class LeanCall implements UnaryServerCall {
   private bytes = 0;
   /** nextFrameAt: where the next message's prefix starts in the body (bytes received so far count from 0). */
   private nextFrameAt = 0;
+  /** framesStarted: the messages whose prefix has arrived. */
+  private framesStarted = 0;
   /** over: the status was sent or the stream is gone; nothing more is read or written. */
   private over = false;
 
@@ -295,6 +297,13 @@ class LeanCall implements UnaryServerCall {
         return;
       }
       this.nextFrameAt += FRAME_HEADER_BYTES + length;
+      this.framesStarted++;
+      // A second whole message ends the call at once, as grpc-js does: a caller cannot pile up messages (each
+      // within messageBytesMax) in the server's memory until it half-closes.
+      if (this.framesStarted >= 2 && this.bytes >= this.nextFrameAt) {
+        this.sendStatus(secondMessage(this.path));
+        return;
+      }
     }
   }
 
@@ -326,9 +335,7 @@ class LeanCall implements UnaryServerCall {
       return;
     }
     if (messages > 1) {
-      this.sendStatus(
-        status(StatusCode.UNIMPLEMENTED, `Received a second request message for server streaming method ${this.path}`),
-      );
+      this.sendStatus(secondMessage(this.path));
       return;
     }
     // grpc-js reads a set compressed flag under identity encoding as uncompressed; so does this.
@@ -415,6 +422,10 @@ class LeanCall implements UnaryServerCall {
 
 function status(code: number, details: string): Status {
   return { code, details, metadata: null };
+}
+
+function secondMessage(path: string): Status {
+  return status(StatusCode.UNIMPLEMENTED, `Received a second request message for server streaming method ${path}`);
 }
 
 /** errorStatus reads a handler's error as grpc-js's serverErrorToStatus does. */
