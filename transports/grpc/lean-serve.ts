@@ -366,24 +366,34 @@ class LeanCall implements UnaryServerCall {
     message.copy(framed, FRAME_HEADER_BYTES);
     const stream = this.stream;
     if (trailer) this.trailers = { ...OK_TRAILERS, ...trailer.toHttp2Headers() };
-    stream.respond(RESPONSE_HEADERS, WAIT_FOR_TRAILERS);
-    stream.on('wantTrailers', wantTrailers);
-    stream.end(framed);
+    try {
+      stream.respond(RESPONSE_HEADERS, WAIT_FOR_TRAILERS);
+      stream.on('wantTrailers', wantTrailers);
+      stream.end(framed);
+    } catch {
+      // The stream died between the check and the write (its session went): the caller is gone.
+      this.stream.destroy();
+    }
   }
 
   /** sendStatus ends the call with a trailers-only answer (nothing was sent before it). */
   private sendStatus(ending: Status): void {
     if (this.gone()) return;
     this.finish();
-    this.stream.respond(
-      {
-        'grpc-status': ending.code,
-        'grpc-message': encodeURI(ending.details),
-        ...STATUS_HEADERS,
-        ...ending.metadata?.toHttp2Headers(),
-      },
-      END_STREAM,
-    );
+    try {
+      this.stream.respond(
+        {
+          'grpc-status': ending.code,
+          'grpc-message': encodeURI(ending.details),
+          ...STATUS_HEADERS,
+          ...ending.metadata?.toHttp2Headers(),
+        },
+        END_STREAM,
+      );
+    } catch {
+      // As in sendMessage: the stream died under us; nobody is left to answer.
+      this.stream.destroy();
+    }
   }
 
   /** gone: the call already ended, or its stream did (then the handler hears 'cancelled'). */
