@@ -16,6 +16,7 @@ import { LogMatchingChecker } from './log-matching.js';
 import { MatchHonestyChecker } from './match-honesty.js';
 import { MembershipChecker } from './membership.js';
 import { OverlayChecker } from './overlay.js';
+import { ReadQuorumChecker } from './read-quorum.js';
 import { ReadinessChecker } from './readiness.js';
 import { RemovedChecker } from './removed.js';
 import { ReportHonestyChecker } from './report-honesty.js';
@@ -52,6 +53,7 @@ export class CheckerSuite implements Checker {
       new RosterReplayChecker(),
       new MatchHonestyChecker(world),
       new OverlayChecker(this.canonical),
+      new ReadQuorumChecker(),
       ...extra,
     ];
     this.withBeforeEffect = this.checkers.filter((c) => c.beforeEffect !== undefined);
