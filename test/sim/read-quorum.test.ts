@@ -12,6 +12,7 @@ import { Prng } from '../../sim/prng.js';
 import { RegisterClients } from '../../sim/register-clients.js';
 import { realEngine } from '../../sim/run.js';
 import { InvariantViolation } from '../../sim/violation.js';
+import { readsFromBareCommit, reusesAskerAck } from './buggy-engines.js';
 import { countsAnyTermAsker } from './buggy-engines-reads.js';
 import { makeNode, roster, status } from './fixtures.js';
 
@@ -113,5 +114,18 @@ describe('sim: the read-quorum checker', function () {
       }
     }
     assert.fail(`countsAnyTermAsker not caught in ${ANY_TERM_SEED_COUNT_MAX} runs`);
+  });
+
+  it('catches, at the answering step, the wrong engines test/sim/reads.test.ts shows as stale reads', () => {
+    for (const [what, factory] of [
+      ['readsFromBareCommit', readsFromBareCommit],
+      ['reusesAskerAck', reusesAskerAck],
+    ] as const) {
+      assert.throws(
+        () => transferRun(factory, 1),
+        (e: unknown) => e instanceof InvariantViolation && e.invariant === 'read-quorum',
+        what,
+      );
+    }
   });
 });
