@@ -81,7 +81,13 @@ export class ReadQuorumChecker implements Checker {
     return fresh;
   }
 
-  private judge(node: SimNode, tally: LeaderTally, readId: number, answered: boolean, after: StepRecord['after']): void {
+  private judge(
+    node: SimNode,
+    tally: LeaderTally,
+    readId: number,
+    answered: boolean,
+    after: StepRecord['after'],
+  ): void {
     const read = tally.reads.get(readId);
     tally.reads.delete(readId);
     if (!answered || read === undefined) return;

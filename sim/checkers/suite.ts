@@ -70,7 +70,13 @@ export class CheckerSuite implements Checker {
 
   /** drop removes the named checker: a test showing that another checker (linearizability) catches the same bug. */
   drop(name: string): void {
-    for (const list of [this.checkers, this.withBeforeEffect, this.withAfterStep, this.withOnAppend, this.withOnApply]) {
+    for (const list of [
+      this.checkers,
+      this.withBeforeEffect,
+      this.withAfterStep,
+      this.withOnAppend,
+      this.withOnApply,
+    ]) {
       const at = list.findIndex((c) => c.name === name);
       if (at >= 0) list.splice(at, 1);
     }
