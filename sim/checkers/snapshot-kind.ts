@@ -13,10 +13,11 @@ type RosterAt = (seq: number) => ReturnType<typeof decodeRoster>;
 
 /**
  * checkKindFor judges one install (called as the puller's state machine takes it, before its engine hears of it).
- *   - A cut (meta.filter) on a member that the committed roster does not filter: neither the roster at the cut's
- *     epoch (when the committed history reaches it) nor the newest committed one names a filter for it, and its own
- *     newest roster (the engine's last status) does not either (a filter set by a record not yet committed is known
- *     to both the leader and the puller before it commits).
+ *   - A cut (meta.filter) on a member that the committed roster does not filter: the roster at the cut's epoch names
+ *     no filter for it; or, while the committed history does not reach that epoch (a leader cuts by its newest
+ *     roster, committed or not), the newest committed roster names none and the puller's disk says it holds the full
+ *     log (HardState.filteredData absent or -1). A puller behind the record that filters it may rightly take a cut
+ *     of an epoch it has not seen while it wipes toward a filtered log (filteredData 0): not judged.
  *   - A full snapshot on a filtered member: the puller's disk says it holds filtered data (HardState.filteredData
  *     >= 0: a cut, filtered ships, or a wipe toward them; -1 or absent = the full log or a wipe toward it), and the
  *     newest committed roster filters it (or its own newest roster does: a filter set by a record not yet
@@ -39,9 +40,10 @@ export function checkKindFor(
     return roster === null ? null : roster.filters?.[id] !== undefined;
   };
   const now = filtersAt(contiguousSeq);
+  const held = node.storage.hardState?.filteredData ?? -1;
   if (meta.filter) {
     const atEpoch = meta.filter.epoch <= contiguousSeq ? filtersAt(meta.filter.epoch) : null;
-    if (atEpoch !== true && now === false && node.status?.filter === undefined)
+    if (atEpoch === false || (atEpoch === null && now === false && held < 0))
       violate(
         invariant,
         `${where}: a cut (epoch ${meta.filter.epoch}) installed on member ${id}, which the committed roster does not filter: a full member never installs a cut`,
@@ -49,7 +51,6 @@ export function checkKindFor(
       );
     return;
   }
-  const held = node.storage.hardState?.filteredData ?? -1;
   const ownFilter = node.status?.filter !== undefined;
   if (held >= 0 && (now === true || ownFilter))
     violate(
