@@ -9,6 +9,7 @@ import type { SimNode } from '../node.js';
 import { violate } from '../violation.js';
 import { kvDigest, type CanonicalLog } from './canonical-log.js';
 import type { Checker } from './checker.js';
+import { checkKindFor } from './snapshot-kind.js';
 
 export class SnapshotIntegrityChecker implements Checker {
   readonly name = 'snapshot-integrity';
@@ -25,6 +26,8 @@ export class SnapshotIntegrityChecker implements Checker {
     const state = JSON.parse(readStateText(artifact.files) ?? '{}') as { appliedSeq?: number; kv?: [string, string][] };
     if (state.appliedSeq !== meta.seq)
       violate(this.name, `${where}: its state is at seq ${state.appliedSeq}`, node.index);
+    if (how === 'installed')
+      checkKindFor(this.name, node, meta, where, (seq) => this.rosterAt(seq), this.canonical.contiguousSeq);
     // A filtered member's snapshot holds its communities only: it is checked against the committed log
     // restricted to them (engine/communities.ts) — the filter a served one names (meta.filter, which must be
     // this member's in the committed roster at its epoch), else the one its own data was cut by.
