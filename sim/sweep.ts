@@ -12,7 +12,7 @@ import type { CoverageCounts } from './coverage.js';
 import { optionsFor, type OverrideValues } from './options.js';
 import { runSim } from './run.js';
 
-/** SWEEP_JOBS_MAX bounds --jobs (worker threads; each holds one run's world in memory). */
+/** SWEEP_JOBS_MAX bounds --jobs (threads running seeds; each holds one run's world in memory). */
 export const SWEEP_JOBS_MAX = 64;
 
 /** SeedOutcome is what a sweep keeps of one run: small, plain data (it crosses from a worker thread). */
