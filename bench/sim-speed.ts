@@ -2,7 +2,7 @@
 // cluster under faults (100 ms ticks), and seeds per minute for a sweep of
 // default (swarm) runs. CPU-time figures are printed too: this machine is shared,
 // so wall time alone says as much about the neighbours as about the simulator.
-// The sweep runs twice: in one thread, then on `jobs` worker threads (sim/sweep.ts, `--jobs`).
+// The sweep runs twice: in one thread, then on `jobs` threads (this one and jobs - 1 workers: sim/sweep.ts, `--jobs`).
 // Usage: npx tsx bench/sim-speed.ts [sweepSeedCount] [jobs]
 import { Engine } from '../engine/engine.js';
 import type { EngineFactory } from '../sim/node.js';

@@ -132,6 +132,12 @@ export class EngineCore {
   statusCache: EngineStatus | null = null;
   /** rosterCache keeps decoded kind-4 bodies by seq (membership.ts). */
   readonly rosterCache = new RosterCache();
+  /**
+   * lastFrame: the last unfiltered segment frame this engine encoded and its bytes. A leader ships the same
+   * entries from the same point to every caught-up follower, so the frame is encoded once and its bytes
+   * handed to each (nothing writes into a payload once built).
+   */
+  private lastFrame: { frame: SegmentFrame; payload: Uint8Array } | null = null;
   /** rosterProbe asks known members about members our log does not list yet (membership-guard.ts). */
   readonly rosterProbe = new RosterProbe();
   /**
@@ -524,6 +530,16 @@ export class EngineCore {
 
   // ---------------------------------------------------------------- roster
 
+  /** framePayload: encodeSegmentFrame(frame), or the same bytes as the last frame when it was this frame. */
+  framePayload(frame: SegmentFrame): Uint8Array {
+    if (frame.filtered === true) return encodeSegmentFrame(frame);
+    const last = this.lastFrame;
+    if (last !== null && sameFrame(last.frame, frame)) return last.payload;
+    const payload = encodeSegmentFrame(frame);
+    this.lastFrame = { frame, payload };
+    return payload;
+  }
+
   /** rosterAt is the configuration in force at seq: the newest kind-4 record at or before it. */
   rosterAt(seq: number): Roster {
     const record = this.log.lastMembershipAtOrBefore(Math.min(seq, this.log.lastSeq()));
@@ -833,7 +849,7 @@ export class EngineCore {
       }
       const body: ShipSegmentRequest = {
         id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: prevSeq + 1 },
-        payload: encodeSegmentFrame(frame),
+        payload: this.framePayload(frame),
         eventCount: filter ? shipped.filter((e) => e.kind !== EntryKind.Withheld).length : entries.length,
         leaderLastSeq: segLast,
         streamBaseline: 0,
@@ -1621,7 +1637,7 @@ export class EngineCore {
       };
       const chunk: ShipSegmentRequest = {
         id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: next },
-        payload: encodeSegmentFrame(frame),
+        payload: this.framePayload(frame),
         eventCount: entries.length,
         leaderLastSeq: prevSeq + entries.length,
         streamBaseline: this.electionPrevLog.seq,
@@ -1686,7 +1702,7 @@ export class EngineCore {
       const frame: SegmentFrame = { prevSeq, prevTerm, commitSeq: this.positions.commitSeq, entries };
       const chunk: ShipSegmentRequest = {
         id: { regionId: this.hs.selfId, shardId: this.hs.selfId, seqno: prevSeq + 1 },
-        payload: encodeSegmentFrame(frame),
+        payload: this.framePayload(frame),
         eventCount: entries.length,
         leaderLastSeq: prevSeq + entries.length,
         streamBaseline: this.electionPrevLog.seq,
@@ -2252,4 +2268,15 @@ function hardStateChanged(a: HardState, b: HardState): boolean {
     a.filteredData !== b.filteredData ||
     a.rosterBase !== b.rosterBase
   );
+}
+
+/**
+ * sameFrame: two unfiltered frames with the same bounds, commit and entry objects (the log's own, which it
+ * never changes in place: a truncation drops them and an append adds new ones) encode to the same bytes.
+ */
+function sameFrame(a: SegmentFrame, b: SegmentFrame): boolean {
+  if (a.prevSeq !== b.prevSeq || a.prevTerm !== b.prevTerm || a.commitSeq !== b.commitSeq) return false;
+  if (a.filtered === true || b.filtered === true || a.entries.length !== b.entries.length) return false;
+  for (let i = 0; i < a.entries.length; i++) if (a.entries[i] !== b.entries[i]) return false;
+  return true;
 }

@@ -25,9 +25,18 @@ export function quorumMatch(roster: Roster, matchOf: (id: number) => number): nu
  * heartbeat rounds; quorumMatch's matches).
  */
 export function quorumValue(voters: readonly number[], valueOf: (id: number) => number): number {
-  if (voters.length === 0) return 0;
-  const values = voters.map(valueOf).sort((a, b) => b - a);
-  return values[majority(voters.length) - 1]!;
+  const count = voters.length;
+  if (count === 0) return 0;
+  // Insertion sort, high to low, as each value is read: rosters hold a handful of voters, and this is asked on
+  // every commit and read round (a map and a sort with a comparator cost more than the rest of the call).
+  const values: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const value = valueOf(voters[i]!);
+    let j = i;
+    for (; j > 0 && values[j - 1]! < value; j--) values[j] = values[j - 1]!;
+    values[j] = value;
+  }
+  return values[majority(count) - 1]!;
 }
 
 export type VoteTally = 'won' | 'lost' | 'pending';

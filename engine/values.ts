@@ -35,8 +35,10 @@ export function canIncrementTerm(term: number): boolean {
   return isCarriableTerm(term) && term < VALUE_ROOM_MAX;
 }
 
-/** DOUBLE_FIELDS are the proto `double` fields: measurements, not counters; any finite value is fine. */
-const DOUBLE_FIELDS: ReadonlySet<string> = new Set(['signalThroughputEps']);
+/** DOUBLE_FIELD is the one proto `double` field: a measurement, not a counter; any finite value is fine. */
+const DOUBLE_FIELD = 'signalThroughputEps';
+/** DOUBLE_FIELDS: every proto `double` field (firstUncarriable's walk; allCarriable compares with DOUBLE_FIELD). */
+const DOUBLE_FIELDS: ReadonlySet<string> = new Set([DOUBLE_FIELD]);
 
 /**
  * firstUncarriable walks a decoded message and names the first numeric field (a term, seqno,
@@ -90,10 +92,11 @@ function allCarriable(value: unknown): boolean {
     return true;
   }
   const record = value as Record<string, unknown>;
-  for (const key in record) {
-    if (!Object.hasOwn(record, key)) continue;
+  const keys = Object.keys(record);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
     const field = record[key];
-    if (DOUBLE_FIELDS.has(key)) {
+    if (key === DOUBLE_FIELD) {
       if (typeof field === 'number' && !Number.isFinite(field)) return false;
       continue;
     }

@@ -32,7 +32,7 @@ export type CliRequest =
       firstSeed: number;
       lastSeed: number;
       overrides: OverrideValues;
-      /** jobs: worker threads running seeds (1 = this thread only). */
+      /** jobs: threads running seeds, this one and jobs - 1 workers (1 = this thread only). */
       jobs: number;
       /** shard: run only every shard.count-th seed of the range, from its shard.index-th; null = all. */
       shard: Shard | null;
@@ -54,7 +54,7 @@ export function usage(): string {
   return [
     'usage: npm run sim -- --seed N [options]      one run; last line: seed=N result=pass|fail events=E trace=HEX',
     '       npm run sim -- --seeds A..B [knobs]     a sweep; lists failing seeds',
-    '         --jobs N               run the sweep on N worker threads (same outcomes and output, in seed order)',
+    '         --jobs N               run the sweep on N threads, this one and N-1 workers (same output, in seed order)',
     '         --shard I/N            run only seeds A+I, A+I+N, ... (0 <= I < N): one part of a sweep split N ways',
     "         --each-seed            print every seed's line (seed=N result=… events=E trace=HEX), in seed order",
     '       npm run sim N | npm run sim --seed N    one run too (so is A..B for a sweep); options still go after --',

@@ -1,16 +1,19 @@
-// A sweep's worker thread (sim/sweep.ts): runs the seeds it is handed, one at a time, and posts
-// each outcome back. It holds no state between seeds: every run builds its own world.
-import { parentPort } from 'node:worker_threads';
-import { runSeed, type WorkerReply, type WorkerRequest } from './sweep.js';
+// A sweep's worker thread (sim/sweep.ts): takes seeds from the sweep's shared counter and runs them, one at a
+// time, posting each outcome back, until every seed is claimed. It holds no state between seeds: every run
+// builds its own world.
+import { parentPort, workerData } from 'node:worker_threads';
+import { runSeed, takeSeed, type WorkerJob, type WorkerReply } from './sweep.js';
 
 const port = parentPort;
 if (!port) throw new Error('sim/sweep-worker.ts runs as a worker thread of a sweep (sim/sweep.ts)');
-port.on('message', (request: WorkerRequest) => {
-  let reply: WorkerReply;
+const job = workerData as WorkerJob;
+const post = (reply: WorkerReply): void => port.postMessage(reply);
+for (let position = takeSeed(job); position >= 0; position = takeSeed(job)) {
   try {
-    reply = { outcome: runSeed(request.seed, request.overrides) };
+    post({ position, outcome: runSeed(job.seeds[position]!, job.overrides) });
   } catch (error) {
-    reply = { seed: request.seed, error: error instanceof Error ? (error.stack ?? error.message) : String(error) };
+    post({ position, error: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+    break;
   }
-  port.postMessage(reply);
-});
+}
+post({ done: true });

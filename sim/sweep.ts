@@ -12,7 +12,7 @@ import type { CoverageCounts } from './coverage.js';
 import { optionsFor, type OverrideValues } from './options.js';
 import { runSim } from './run.js';
 
-/** SWEEP_JOBS_MAX bounds --jobs (worker threads; each holds one run's world in memory). */
+/** SWEEP_JOBS_MAX bounds --jobs (threads running seeds; each holds one run's world in memory). */
 export const SWEEP_JOBS_MAX = 64;
 
 /** SeedOutcome is what a sweep keeps of one run: small, plain data (it crosses from a worker thread). */
@@ -69,13 +69,14 @@ export function shardSeeds(first: number, last: number, shard: Shard | null): nu
  * inherit tsx's loader (node 20 applies --import hooks to the main thread only), so a small bootstrap
  * registers tsx in the thread first, then imports the worker's .ts file.
  */
-function startWorker(bundle: URL | null): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./sweep-worker.js', import.meta.url));
-  if (bundle !== null) return new Worker(bundle);
+function startWorker(bundle: URL | null, workerData: WorkerJob): Worker {
+  if (!import.meta.url.endsWith('.ts'))
+    return new Worker(new URL('./sweep-worker.js', import.meta.url), { workerData });
+  if (bundle !== null) return new Worker(bundle, { workerData });
   const entry = new URL('./sweep-worker.ts', import.meta.url).href;
   const tsx = tsxApiUrl();
   const bootstrap = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); })`;
-  return new Worker(bootstrap, { eval: true });
+  return new Worker(bootstrap, { eval: true, workerData });
 }
 
 /** WORKER_BUNDLE_DIR: where workerBundle writes, beside the packages the bundle imports (resolved from there). */
@@ -150,15 +151,38 @@ function tsxApiUrl(): string {
   ).href;
 }
 
-/** WorkerRequest / WorkerReply: the messages between a sweep and its worker threads (sweep-worker.ts). */
-export type WorkerRequest = { seed: number; overrides: OverrideValues };
-export type WorkerReply = { outcome: SeedOutcome } | { seed: number; error: string };
+/**
+ * WorkerJob: what a sweep's worker thread is started with (sweep-worker.ts). `next` is a shared counter: each
+ * thread, this one included, takes the position of the next seed to run from it (Atomics.add), so seeds go to
+ * whichever thread frees up first with no message round trip, and every seed runs exactly once.
+ */
+export interface WorkerJob {
+  seeds: readonly number[];
+  overrides: OverrideValues;
+  next: Int32Array;
+}
+
+/** WorkerReply: a worker's message for each seed it ran (or the error that stopped it), then `done`. */
+export type WorkerReply =
+  { position: number; outcome: SeedOutcome } | { position: number; error: string } | { done: true };
+
+/** takeSeed claims the next seed's position from a shared counter; -1 once every seed is claimed. */
+export function takeSeed(job: Pick<WorkerJob, 'seeds' | 'next'>): number {
+  const position = Atomics.add(job.next, 0, 1);
+  return position < job.seeds.length ? position : -1;
+}
+
+/** yieldToEvents lets this thread's event loop run (worker messages, the bundle build) between two seeds. */
+const yieldToEvents = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
- * sweepSeeds runs `seeds` on `jobs` threads (1 = this one) and calls onOutcome for each, in the order
- * of `seeds`; onDone(count) hears each finished run as it finishes (for a progress bar). A run that
- * throws something other than a violation (a bug in the world) rejects the sweep, as it would stop
- * a sweep in one thread.
+ * sweepSeeds runs `seeds` on `jobs` threads, this one and jobs - 1 worker threads, and calls onOutcome for
+ * each, in the order of `seeds`; onDone(count) hears each finished run as it finishes (for a progress bar).
+ * This thread runs seeds too: it starts at once (while the workers load) and it has usually run seeds before
+ * (its compiled code is warm, where a new worker's JIT starts cold). A run that throws something other than a
+ * violation (a bug in the world) rejects the sweep, as it would stop a sweep in one thread.
+ * `thisThreadRuns: false` leaves every seed to jobs workers (a test's way to be sure workers ran them).
+ * Resolves to the number of seeds worker threads ran.
  */
 export async function sweepSeeds(
   seeds: readonly number[],
@@ -166,7 +190,8 @@ export async function sweepSeeds(
   jobs: number,
   onOutcome: (outcome: SeedOutcome) => void,
   onDone: (doneCount: number) => void = () => {},
-): Promise<void> {
+  { thisThreadRuns = true }: { thisThreadRuns?: boolean } = {},
+): Promise<number> {
   if (!Number.isInteger(jobs) || jobs < 1 || jobs > SWEEP_JOBS_MAX)
     throw new Error(`jobs must be a whole number in [1, ${SWEEP_JOBS_MAX}], got ${jobs}`);
   if (jobs === 1 || seeds.length <= 1) {
@@ -174,49 +199,70 @@ export async function sweepSeeds(
       onOutcome(runSeed(seed, overrides));
       onDone(i + 1);
     });
-    return;
+    return 0;
   }
-  const bundle = await workerBundle();
+  const job: WorkerJob = { seeds, overrides, next: new Int32Array(new SharedArrayBuffer(4)) };
   const results: (SeedOutcome | undefined)[] = new Array(seeds.length);
-  let nextToHand = 0;
   let nextToReport = 0;
   let doneCount = 0;
+  let failed: Error | null = null;
+  const finished = (position: number, outcome: SeedOutcome): void => {
+    results[position] = outcome;
+    onDone(++doneCount);
+    // Report the finished prefix, in seed order.
+    while (nextToReport < seeds.length && results[nextToReport] !== undefined) {
+      onOutcome(results[nextToReport]!);
+      results[nextToReport++] = undefined;
+    }
+  };
   const workers: Worker[] = [];
+  const workerCount = Math.min(jobs, seeds.length) - (thisThreadRuns ? 1 : 0);
+  let workerRunCount = 0;
+  let closed = false;
+  let wake: (() => void) | null = null;
+  const fail = (error: Error): void => {
+    failed ??= error;
+    wake?.();
+  };
+  const startWorkers = (bundle: URL | null): void => {
+    // Too late to help: every seed is claimed already (a short sweep), or the sweep ended.
+    if (closed || failed || Atomics.load(job.next, 0) >= seeds.length) return;
+    for (let i = 0; i < workerCount; i++) {
+      const worker = startWorker(bundle, job);
+      let done = false;
+      workers.push(worker);
+      worker.on('message', (reply: WorkerReply) => {
+        if ('done' in reply) done = true;
+        else if ('error' in reply) fail(new Error(`seed ${seeds[reply.position]}: ${reply.error}`));
+        else {
+          workerRunCount++;
+          finished(reply.position, reply.outcome);
+          wake?.();
+        }
+      });
+      worker.on('error', fail);
+      worker.on('exit', (code) => {
+        if (!done && !closed) fail(new Error(`a sweep worker exited (code ${code}) before the sweep ended`));
+      });
+    }
+  };
   try {
-    await new Promise<void>((resolve, reject) => {
-      const hand = (worker: Worker): void => {
-        if (nextToHand >= seeds.length) return;
-        const request: WorkerRequest = { seed: seeds[nextToHand++]!, overrides };
-        worker.postMessage(request);
-      };
-      const positionOf = new Map(seeds.map((seed, i) => [seed, i]));
-      for (let i = 0; i < Math.min(jobs, seeds.length); i++) {
-        const worker = startWorker(bundle);
-        workers.push(worker);
-        worker.on('message', (reply: WorkerReply) => {
-          if ('error' in reply) {
-            reject(new Error(`seed ${reply.seed}: ${reply.error}`));
-            return;
-          }
-          results[positionOf.get(reply.outcome.seed)!] = reply.outcome;
-          onDone(++doneCount);
-          // Report the finished prefix, in seed order.
-          while (nextToReport < seeds.length && results[nextToReport] !== undefined) {
-            onOutcome(results[nextToReport]!);
-            results[nextToReport++] = undefined;
-          }
-          if (nextToReport === seeds.length) resolve();
-          else hand(worker);
-        });
-        worker.on('error', reject);
-        worker.on('exit', (code) => {
-          if (nextToReport < seeds.length)
-            reject(new Error(`a sweep worker exited (code ${code}) before the sweep ended`));
-        });
-        hand(worker);
-      }
-    });
+    // The bundle is built by esbuild's own process while this thread runs its first seeds; the workers start
+    // at the first pause between two seeds after it is ready.
+    void workerBundle().then(startWorkers, () => startWorkers(null));
+    for (let position = thisThreadRuns ? takeSeed(job) : -1; position >= 0 && !failed; position = takeSeed(job)) {
+      finished(position, runSeed(seeds[position]!, overrides));
+      await yieldToEvents();
+    }
+    // Every seed is claimed: wait for the workers' last outcomes.
+    while (!failed && nextToReport < seeds.length) {
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = null;
+    }
+    if (failed) throw failed;
+    return workerRunCount;
   } finally {
+    closed = true;
     await Promise.all(workers.map((w) => w.terminate()));
   }
 }

@@ -7,9 +7,10 @@ import { runSeed, shardSeeds, sweepSeeds, type SeedOutcome } from '../../sim/swe
 const SHORT = { 'safety-s': 10 };
 const SEEDS = [1, 2, 3, 4, 5];
 
-async function sweep(seeds: readonly number[], jobs: number): Promise<SeedOutcome[]> {
+async function sweep(seeds: readonly number[], jobs: number, thisThreadRuns = true): Promise<SeedOutcome[]> {
   const out: SeedOutcome[] = [];
-  await sweepSeeds(seeds, SHORT, jobs, (o) => out.push(o));
+  const byWorkers = await sweepSeeds(seeds, SHORT, jobs, (o) => out.push(o), undefined, { thisThreadRuns });
+  if (!thisThreadRuns) assert.equal(byWorkers, seeds.length, 'every seed ran on a worker thread');
   return out;
 }
 
@@ -37,6 +38,8 @@ describe('sim/sweep', () => {
     for (const o of one) assert.match(o.traceHash, /^[0-9a-f]{64}$/, `seed ${o.seed}`);
     // And the same as a plain run of the seed in this thread.
     assert.deepEqual(runSeed(3, SHORT), one[2]);
+    // With every seed on the two workers (this thread runs none), the same again.
+    assert.deepEqual(await sweep(SEEDS, 2, false), one);
   });
 
   it('--shard i/n: shards 0/3, 1/3 and 2/3 partition a range, each taking every third seed from its own', () => {
