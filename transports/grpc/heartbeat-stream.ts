@@ -1,4 +1,4 @@
-// Heartbeats on an open call (svc.peer.v1 PeerStreams/HeartbeatStream; docs/protocol.md, "Peer calls on an
+// Heartbeats on an open call (svc.peer.v1 PeerStreams/HeartbeatStream; docs/protocol.md, "Heartbeats on an
 // open call"): a leader keeps one HeartbeatStream call open to each member and sends each Heartbeat as a
 // message on it, under the engine's request id. A read at the leader waits for a heartbeat round
 // (engine/read-index.ts), and bench/read-timeline.ts shows a unary call's two hops are most of a lone read

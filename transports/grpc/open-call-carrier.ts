@@ -1,7 +1,7 @@
 // Unary peer calls carried as messages on one long-lived call per peer (svc.peer.v1 PeerStreams;
-// docs/protocol.md, "Peer calls on an open call"), both halves, for any one WalShipping method: HeartbeatStream
-// carries a leader's Heartbeats (heartbeat-stream.ts), ReportStream a follower's ReportApplied
-// (report-stream.ts). A unary call costs both processes a new HTTP/2 stream, metadata, a deadline timer and
+// docs/protocol.md, "Heartbeats on an open call" and "ReportApplied on an open call"), both halves, for any
+// one WalShipping method: HeartbeatStream carries a leader's Heartbeats (heartbeat-stream.ts), ReportStream a
+// follower's ReportApplied (report-stream.ts). A unary call costs both processes a new HTTP/2 stream, metadata, a deadline timer and
 // status trailers (bench/unary-call.ts: lean unary 489-709 µs, a message each way on an open stream
 // 156-234 µs); a read at the leader waits for a heartbeat round trip and a write for a report's, so those
 // two methods go as messages on an open call, under the engine's request id. This file is the one

@@ -1,4 +1,4 @@
-// ReportApplied on an open call (svc.peer.v1 PeerStreams/ReportStream; docs/protocol.md, "Peer calls on an
+// ReportApplied on an open call (svc.peer.v1 PeerStreams/ReportStream; docs/protocol.md, "ReportApplied on an
 // open call"), the mirror of HeartbeatStream: a follower keeps one ReportStream call open to its leader and
 // sends each ReportApplied (once per apply round, in the step its fdatasync completes: the durable frontier a
 // write's commit waits for) as a message on it, under the engine's request id. docs/operations.md's write
