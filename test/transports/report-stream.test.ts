@@ -21,7 +21,7 @@ import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
 import { encodeRequest, identity } from '../../transports/grpc/methods.js';
 import { PeerServer } from '../../transports/grpc/server.js';
 import { insecureClientCredentials, insecureServerCredentials } from '../../transports/grpc/tls.js';
-import { FakePeerHandler, startServer, waitFor } from './helpers.js';
+import { FakePeerHandler, outcomes, startServer, waitFor } from './helpers.js';
 
 type Report = Extract<RpcRequest, { method: 'ReportApplied' }>;
 const report = (reporterTerm: number, appliedSeqno = 10): Report => ({
@@ -31,21 +31,6 @@ const report = (reporterTerm: number, appliedSeqno = 10): Report => ({
 const DEADLINE_MS = 400;
 const NEVER_ANSWERED_TERM = 99;
 const OPEN_REQUEST_COUNT_MAX = 4;
-
-/** outcomes records each delivered input by request id. */
-function outcomes(): { deliver: (input: TransportInput) => void; of: (id: number) => Promise<TransportInput> } {
-  const seen = new Map<number, TransportInput>();
-  return {
-    deliver: (input) => {
-      assert.equal(seen.has(input.requestId), false, `one outcome per request (${input.requestId})`);
-      seen.set(input.requestId, input);
-    },
-    of: async (id) => {
-      await waitFor(() => seen.has(id), `the outcome of request ${id}`);
-      return seen.get(id)!;
-    },
-  };
-}
 
 describe('transports/grpc report stream', function () {
   this.timeout(60_000);

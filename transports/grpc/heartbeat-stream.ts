@@ -16,6 +16,7 @@ import {
   OpenCallServer,
   OpenCalls,
   openCallDefinition,
+  payloadCodec,
   type OpenCallKind,
   type OpenCallServerOptions,
   type OpenCallsOptions,
@@ -34,16 +35,7 @@ export const HEARTBEAT_STREAM: OpenCallKind<'Heartbeat'> = {
   key: 'heartbeatStream',
   path: PeerStreamsService.heartbeatStream.path,
   callIdBase: HEARTBEAT_STREAM_CALL_ID_BASE,
-  encodeRequest: ({ requestId, payload }) => HeartbeatStreamRequest.encode({ requestId, heartbeat: payload }).finish(),
-  decodeRequest: (bytes) => {
-    const { requestId, heartbeat } = HeartbeatStreamRequest.decode(bytes);
-    return { requestId, payload: heartbeat };
-  },
-  encodeAnswer: ({ payload, ...rest }) => HeartbeatStreamResponse.encode({ ...rest, heartbeat: payload }).finish(),
-  decodeAnswer: (bytes) => {
-    const { heartbeat, ...rest } = HeartbeatStreamResponse.decode(bytes);
-    return { ...rest, payload: heartbeat };
-  },
+  ...payloadCodec('heartbeat', HeartbeatStreamRequest, 'heartbeat', HeartbeatStreamResponse),
   acked: (to) => stamp('heartbeat.acked', 0, to),
 };
 

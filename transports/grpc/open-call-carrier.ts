@@ -85,6 +85,40 @@ export interface OpenCallKind<M extends CarriedMethod> {
   acked?: (to: string) => void;
 }
 
+/** Coded: a generated message's codec (ts-proto's MessageFns). */
+interface Coded<T> {
+  encode(message: T): { finish(): Uint8Array };
+  decode(bytes: Uint8Array): T;
+}
+type WithPayload<F extends string> = { [K in F]: Uint8Array };
+
+/**
+ * payloadCodec codes a kind's rpc messages from its generated ones, whose payload field is named for what it
+ * holds (`heartbeat`, `report`, `ack`): every PeerStreams rpc's messages have the same fields otherwise.
+ */
+export function payloadCodec<F extends string, G extends string>(
+  requestField: F,
+  request: Coded<{ requestId: number } & WithPayload<F>>,
+  answerField: G,
+  answer: Coded<Omit<OpenCallAnswer, 'payload'> & WithPayload<G>>,
+): Pick<OpenCallKind<CarriedMethod>, 'encodeRequest' | 'decodeRequest' | 'encodeAnswer' | 'decodeAnswer'> {
+  return {
+    encodeRequest: ({ requestId, payload }) =>
+      request.encode({ requestId, [requestField]: payload } as { requestId: number } & WithPayload<F>).finish(),
+    decodeRequest: (bytes) => {
+      const message = request.decode(bytes);
+      return { requestId: message.requestId, payload: message[requestField] };
+    },
+    encodeAnswer: ({ payload, ...rest }) =>
+      answer.encode({ ...rest, [answerField]: payload } as Omit<OpenCallAnswer, 'payload'> & WithPayload<G>).finish(),
+    decodeAnswer: (bytes) => {
+      const message = answer.decode(bytes);
+      const { requestId, statusCode, details, trailers } = message;
+      return { requestId, statusCode, details, trailers, payload: message[answerField] };
+    },
+  };
+}
+
 /** openCallDefinition registers a kind's rpc with byte-for-byte serializers. */
 export function openCallDefinition(kind: OpenCallKind<CarriedMethod>): grpc.ServiceDefinition {
   return {

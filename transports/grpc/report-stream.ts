@@ -11,6 +11,7 @@ import {
   OpenCallServer,
   OpenCalls,
   openCallDefinition,
+  payloadCodec,
   type OpenCallKind,
   type OpenCallServerOptions,
   type OpenCallsOptions,
@@ -28,16 +29,7 @@ export const REPORT_STREAM: OpenCallKind<'ReportApplied'> = {
   key: 'reportStream',
   path: PeerStreamsService.reportStream.path,
   callIdBase: REPORT_STREAM_CALL_ID_BASE,
-  encodeRequest: ({ requestId, payload }) => ReportStreamRequest.encode({ requestId, report: payload }).finish(),
-  decodeRequest: (bytes) => {
-    const { requestId, report } = ReportStreamRequest.decode(bytes);
-    return { requestId, payload: report };
-  },
-  encodeAnswer: ({ payload, ...rest }) => ReportStreamResponse.encode({ ...rest, ack: payload }).finish(),
-  decodeAnswer: (bytes) => {
-    const { ack, ...rest } = ReportStreamResponse.decode(bytes);
-    return { ...rest, payload: ack };
-  },
+  ...payloadCodec('report', ReportStreamRequest, 'ack', ReportStreamResponse),
 };
 
 /** reportStreamDefinition registers ReportStream with byte-for-byte serializers. */
