@@ -27,7 +27,7 @@ export const protobufFileName = "svc/peer/v1/peer.proto";
  * svc.replication.v1.WalShipping (which stays served to every sender and is what a member falls back
  * to when a peer does not serve this service). It is served on the same mutual-TLS server, to members'
  * peer certificates only, and is not part of the replication wire contract (docs/protocol.md,
- * "Heartbeats on an open call").
+ * "Heartbeats on an open call" and "ReportApplied on an open call").
  */
 
 export interface HeartbeatStreamRequest {
