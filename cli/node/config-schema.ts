@@ -349,6 +349,20 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     ],
   },
   {
+    key: 'grpc.reportStream',
+    kind: onOff(),
+    doc: "send a follower's ReportApplied calls as messages on one open svc.peer.v1 ReportStream call to its leader (transports/grpc/report-stream.ts; unary calls to a leader that does not serve it); off: as unary ReportApplied calls",
+    fallback: true,
+    env: 'SVC_GRPC_REPORT_STREAM',
+    flags: [
+      {
+        flag: 'no-grpc-report-stream',
+        sets: false,
+        doc: 'send ReportApplied as unary calls (a switch back should the stream misbehave)',
+      },
+    ],
+  },
+  {
     key: 'recording.enabled',
     kind: onOff(),
     doc: 'keep the flight recording in <dataDir>/recording/ (docs/operations.md, "Flight recorder")',

@@ -344,13 +344,19 @@ export interface NodeGrpcConfig {
    * same checks and handlers; false serves every call through grpc-js's server. Callers cannot tell them apart.
    */
   leanUnaryServer?: boolean;
+  /**
+   * reportStream (default true) sends a follower's ReportApplied calls as messages on one open ReportStream call
+   * to its leader (transports/grpc/report-stream.ts); false sends them as unary calls. The server serves both.
+   * A switch of its own (not one for both streams) so each carriage can be measured and turned off alone.
+   */
+  reportStream?: boolean;
 }
 
 function checkGrpcConfig(grpc: unknown): void {
   if (grpc === undefined) return;
   if (typeof grpc !== 'object' || grpc === null || Array.isArray(grpc))
     throw new ConfigError('grpc must be an object, e.g. {"leanUnaryClient": false}');
-  for (const key of ['leanUnaryClient', 'leanUnaryServer', 'heartbeatStream'] as const) {
+  for (const key of ['leanUnaryClient', 'leanUnaryServer', 'heartbeatStream', 'reportStream'] as const) {
     const value = (grpc as NodeGrpcConfig)[key];
     if (value !== undefined && typeof value !== 'boolean') throw new ConfigError(`grpc.${key} must be true or false`);
   }

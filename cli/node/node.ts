@@ -29,7 +29,7 @@ import {
   adminServiceImplementation,
   type SeenHeartbeat,
 } from '../../transports/admin/index.js';
-import { PeerPool } from '../../transports/grpc/client.js';
+import { PeerPool, type TransportInput } from '../../transports/grpc/client.js';
 import {
   HEARTBEAT_STREAM_OPEN_REQUEST_COUNT_MAX,
   HEARTBEAT_STREAM_SERVICE,
@@ -37,6 +37,12 @@ import {
   HeartbeatStreams,
   heartbeatStreamDefinition,
 } from '../../transports/grpc/heartbeat-stream.js';
+import {
+  REPORT_STREAM_OPEN_REQUEST_COUNT_MAX,
+  ReportStreamServer,
+  ReportStreams,
+  reportStreamDefinition,
+} from '../../transports/grpc/report-stream.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
 import { resolveGrpcLimits, type GrpcLimits } from '../../transports/grpc/limits.js';
 import { PeerGate, REFUSAL_REASONS, type RefusalReason } from '../../transports/grpc/peer-gate.js';
@@ -177,6 +183,10 @@ export class Node {
   private heartbeatStreams: HeartbeatStreams | null = null;
   /** heartbeatStreamServer serves members' HeartbeatStream calls. */
   private heartbeatStreamServer: HeartbeatStreamServer | null = null;
+  /** reportStreams carries this node's ReportApplied calls to its leader over an open call (report-stream.ts). */
+  private reportStreams: ReportStreams | null = null;
+  /** reportStreamServer serves members' ReportStream calls. */
+  private reportStreamServer: ReportStreamServer | null = null;
   private storeClients: StoreClientPool | null = null;
   private storeService: StoreService | null = null;
   private engine: Engine | null = null;
@@ -276,6 +286,11 @@ export class Node {
   /** heartbeatStreamCounts: the HeartbeatStream calls this node opened and the Heartbeats it sent on them (tests). */
   get heartbeatStreamCounts(): { callsOpened: number; streamed: number } {
     return { callsOpened: this.heartbeatStreams?.callsOpened ?? 0, streamed: this.heartbeatStreams?.streamed ?? 0 };
+  }
+
+  /** reportStreamCounts: the ReportStream calls this node opened and the reports it sent on them (tests). */
+  get reportStreamCounts(): { callsOpened: number; streamed: number } {
+    return { callsOpened: this.reportStreams?.callsOpened ?? 0, streamed: this.reportStreams?.streamed ?? 0 };
   }
 
   /** peerUnaryClient names the client of this node's unary peer calls (grpc.leanUnaryClient; after start()). */
@@ -625,6 +640,17 @@ export class Node {
         this.refusedCalls[reason] += 1;
       },
     }));
+    // ReportApplied on an open call: the mirror, a follower's reports to its leader.
+    const reportStreamServer = (this.reportStreamServer = new ReportStreamServer({
+      handler: this.served,
+      limits: this.grpcLimits,
+      gate,
+      openRequestCountMax: REPORT_STREAM_OPEN_REQUEST_COUNT_MAX,
+      onWarning: (message) => this.warnCapped('peer-server:report-stream', { source: 'peer-server' }, message),
+      onRefused: (reason) => {
+        this.refusedCalls[reason] += 1;
+      },
+    }));
     this.peerServer = await PeerServer.listen(`${config.grpcListenAt.host}:${config.grpcListenAt.port}`, {
       handler: this.served,
       credentials: peerServerCredentials(security),
@@ -646,8 +672,8 @@ export class Node {
         },
         {
           name: HEARTBEAT_STREAM_SERVICE,
-          definition: heartbeatStreamDefinition(),
-          implementation: heartbeatStreamServer.implementation(),
+          definition: { ...heartbeatStreamDefinition(), ...reportStreamDefinition() },
+          implementation: { ...heartbeatStreamServer.implementation(), ...reportStreamServer.implementation() },
           role: 'peer',
           membersOnly: true,
         },
@@ -719,6 +745,15 @@ export class Node {
     const config = this.config;
     this.engine = new Engine(this.engineConfig(), restored);
     this.recorder = await startRecording(config, this.engine, restored, this.buildVersion, this.log);
+    // Every peer call's outcome, unary or carried on an open call, reaches the engine the same way.
+    const deliverPeer = (input: TransportInput): void => {
+      if (input.type === 'callFailed')
+        this.log.debug(
+          { requestId: input.requestId, code: input.status.code, details: input.status.details },
+          'peer call failed',
+        );
+      this.driver?.submit(input);
+    };
     this.pool = new PeerPool({
       credentials: peerClientCredentials(security),
       limits: this.grpcLimits,
@@ -738,35 +773,33 @@ export class Node {
               headers: this.clusterIdValue === '' ? {} : { [CLUSTER_ID_METADATA_KEY]: this.clusterIdValue },
             },
           }),
-      deliver: (input) => {
-        if (input.type === 'callFailed')
-          this.log.debug(
-            { requestId: input.requestId, code: input.status.code, details: input.status.details },
-            'peer call failed',
-          );
-        this.driver?.submit(input);
-      },
+      deliver: deliverPeer,
       onWarning: (message) => this.log.warn({ source: 'peer-pool' }, message),
     });
-    // A leader's Heartbeats go as messages on one open call per member (a read at the leader waits for one
-    // round trip of them); a member that does not serve HeartbeatStream gets the unary call.
+    // A leader's Heartbeats (a read at the leader waits for one round trip of them) and a follower's
+    // ReportApplied (the durable frontier a write's commit waits for) go as messages on one open call per peer;
+    // a peer that does not serve the rpc gets the unary call. Each has its own switch.
+    const openCalls = {
+      credentials: peerClientCredentials(security),
+      channelOptions: { ...clientChannelOptions(this.grpcLimits), ...peerChannel } as ChannelOptions,
+      limits: this.grpcLimits,
+      deliver: deliverPeer,
+    };
     this.heartbeatStreams =
       config.grpc?.heartbeatStream === false
         ? null
         : new HeartbeatStreams({
-            credentials: peerClientCredentials(security),
-            channelOptions: { ...clientChannelOptions(this.grpcLimits), ...peerChannel } as ChannelOptions,
-            limits: this.grpcLimits,
-            deliver: (input) => {
-              if (input.type === 'callFailed')
-                this.log.debug(
-                  { requestId: input.requestId, code: input.status.code, details: input.status.details },
-                  'peer call failed',
-                );
-              this.driver?.submit(input);
-            },
+            ...openCalls,
             fallback: (requestId, to, request) => this.pool?.send(requestId, to, request),
             onWarning: (message) => this.log.warn({ source: 'heartbeat-stream' }, message),
+          });
+    this.reportStreams =
+      config.grpc?.reportStream === false
+        ? null
+        : new ReportStreams({
+            ...openCalls,
+            fallback: (requestId, to, request) => this.pool?.send(requestId, to, request),
+            onWarning: (message) => this.log.warn({ source: 'report-stream' }, message),
           });
     this.storeClients = new StoreClientPool({
       credentials: peerClientCredentials(security),
@@ -1134,6 +1167,8 @@ export class Node {
         if (tracing()) stampSend(effect);
         if (effect.request.method === 'Heartbeat' && this.heartbeatStreams)
           this.heartbeatStreams.send(effect.requestId, effect.to, effect.request);
+        else if (effect.request.method === 'ReportApplied' && this.reportStreams)
+          this.reportStreams.send(effect.requestId, effect.to, effect.request);
         else this.pool!.send(effect.requestId, effect.to, effect.request);
       },
       answer: (effect) => this.served!.answer(effect),
@@ -1313,12 +1348,14 @@ export class Node {
       this.rejectWaiting(new StoreUnavailableError('node stopped'));
       this.pool?.close();
       this.heartbeatStreams?.close();
+      this.reportStreams?.close();
       this.storeClients?.close();
       // Lookups still waiting for the DNS end now (ECANCELLED): none is left for the process's exit to wait on.
       this.peerNames.close();
       // Members' Store streams never end by themselves: end them so the server stops without waiting out its grace.
       this.storeService?.endStreams('node stopping');
       this.heartbeatStreamServer?.endAll('node stopping');
+      this.reportStreamServer?.endAll('node stopping');
       await this.peerServer?.close(this.config.limits.stopGraceMs);
       await this.http?.close();
       await this.metricsServer?.close();

@@ -239,6 +239,63 @@ describe('node: the peer gate on a real cluster', function () {
     assert.equal(cluster.leader(), leader);
   });
 
+  it("ReportStream: refuses a stranger at the call's open, and a member's report naming another member per message", async function () {
+    const leader = await cluster.waitLeader();
+    const s = leader.status();
+    const [follower, other] = cluster.followers();
+    // One message on a ReportStream call to the leader; resolves with its answer or the call's error.
+    const streamed = async (
+      tls: NodeTls,
+      bytes: Uint8Array,
+    ): Promise<peerPb.ReportStreamResponse | grpc.ServiceError> => {
+      const { credentials, options } = probeCredentials(tls, cluster.pki.clusterId);
+      const client = new grpc.Client(leader.grpcAddress, credentials, options);
+      try {
+        const call = client.makeBidiStreamRequest<Buffer, Buffer>(
+          peerPb.PeerStreamsService.reportStream.path,
+          (b) => b,
+          (b) => b,
+          new grpc.Metadata(),
+        );
+        const outcome = new Promise<peerPb.ReportStreamResponse | grpc.ServiceError>((resolve) => {
+          call.on('data', (b: Buffer) => resolve(peerPb.ReportStreamResponse.decode(b)));
+          call.on('error', resolve);
+        });
+        call.write(Buffer.from(peerPb.ReportStreamRequest.encode({ requestId: 9, report: bytes }).finish()));
+        const result = await outcome;
+        call.cancel();
+        return result;
+      } finally {
+        client.close();
+      }
+    };
+    // A report "from" the other follower, far ahead of the log, signed by this follower: obeyed, it would move
+    // the other's durable frontier (and so the commit) to where the other never wrote.
+    const otherId = other!.status().id;
+    const forged = pb.AppliedReport.encode(
+      pb.AppliedReport.fromPartial({
+        reporterShard: otherId,
+        sourceShard: s.id,
+        appliedSeqno: s.lastSeq + 1_000,
+        reporterTerm: s.term,
+        capabilities: 1,
+      }),
+    ).finish();
+    const claimsBefore = await refusedCount(leader, 'claim-mismatch');
+    const asOther = await streamed(cluster.pki.tls(follower!.config.name), forged);
+    assert.ok('statusCode' in asOther, `answered per message, not by ending the call: ${JSON.stringify(asOther)}`);
+    assert.equal(asOther.requestId, 9);
+    assert.equal(asOther.statusCode, grpc.status.PERMISSION_DENIED);
+    assert.match(asOther.details, /is not the sender: the certificate is/);
+    assert.equal(await refusedCount(leader, 'claim-mismatch'), claimsBefore + 1);
+    const stranger = await streamed(cluster.pki.tls('n4'), forged);
+    assert.ok(!('statusCode' in stranger), 'the call itself is refused');
+    assert.equal(stranger.code, grpc.status.PERMISSION_DENIED);
+    assert.match(stranger.details, /svc.peer.v1.PeerStreams serves members only; n4 is not in this node's roster/);
+    assert.ok(leader.status().commitSeq < s.lastSeq + 1_000, 'neither reached the engine: the commit did not move');
+    assert.equal(cluster.leader(), leader);
+  });
+
   it('Admin.Propose commits a store command through a follower; a follower names the leader for ChangeMember', async function () {
     const leader = await cluster.waitLeader();
     const follower = cluster.followers()[0]!;

@@ -4,7 +4,9 @@
 // the store used to answer from the leader's bare commit seqno there, for up to two election timeouts. Run twice:
 // with the lean unary peer client and server (the defaults) and with both off (grpc.leanUnaryClient and
 // grpc.leanUnaryServer false: grpc-js carries and serves every peer call), so a cluster either way elects,
-// replicates and serves reads. Either way a leader's heartbeats go on open HeartbeatStream calls.
+// replicates and serves reads. Either way a leader's heartbeats go on open HeartbeatStream calls, and a
+// follower's ReportApplied (the durable frontier a write's commit waits for) on an open ReportStream call to its
+// leader.
 import assert from 'node:assert/strict';
 import { StoreUnavailableError } from '../../store/errors.js';
 import type { ReplicatedStore } from '../../store/replicated-store.js';
@@ -53,6 +55,15 @@ for (const leanUnaryClient of [true, false]) {
         callsOpened >= 1 && callsOpened <= 2 * 2,
         `a call or so per follower, not per heartbeat (${callsOpened} for ${streamed})`,
       );
+      // The write's commit waited for the followers' durable frontiers, which went as messages on one open
+      // ReportStream call per follower to the leader (transports/grpc/report-stream.ts), not as unary calls.
+      const reports = cluster.followers().map((f) => f.reportStreamCounts);
+      assert.ok(
+        reports.some((r) => r.streamed > 0),
+        `the followers sent their ReportApplied on ReportStream calls (${JSON.stringify(reports)})`,
+      );
+      for (const r of reports)
+        assert.ok(r.callsOpened <= 2, `a call or so per follower, not per report (${JSON.stringify(reports)})`);
     });
 
     it('a leader cut off from its followers serves no read, though it still believes it leads', async () => {

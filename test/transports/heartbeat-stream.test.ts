@@ -19,7 +19,7 @@ import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
 import { encodeRequest, identity } from '../../transports/grpc/methods.js';
 import { PeerServer } from '../../transports/grpc/server.js';
 import { insecureClientCredentials, insecureServerCredentials } from '../../transports/grpc/tls.js';
-import { FakePeerHandler, startServer, waitFor } from './helpers.js';
+import { FakePeerHandler, outcomes, startServer, waitFor } from './helpers.js';
 
 type Heartbeat = Extract<RpcRequest, { method: 'Heartbeat' }>;
 const heartbeat = (term: number, lagEntries = 1): Heartbeat => ({
@@ -31,21 +31,6 @@ const heartbeat = (term: number, lagEntries = 1): Heartbeat => ({
   }),
 });
 const DEADLINE_MS = 400;
-
-/** outcomes records each delivered input by request id. */
-function outcomes(): { deliver: (input: TransportInput) => void; of: (id: number) => Promise<TransportInput> } {
-  const seen = new Map<number, TransportInput>();
-  return {
-    deliver: (input) => {
-      assert.equal(seen.has(input.requestId), false, `one outcome per request (${input.requestId})`);
-      seen.set(input.requestId, input);
-    },
-    of: async (id) => {
-      await waitFor(() => seen.has(id), `the outcome of request ${id}`);
-      return seen.get(id)!;
-    },
-  };
-}
 
 describe('transports/grpc heartbeat stream', function () {
   this.timeout(60_000);

@@ -2,12 +2,29 @@
 // loopback port, a raw byte-level client, and a tiny scripted fake handler.
 import * as net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
+import assert from 'node:assert/strict';
 import type { RpcRequest } from '../../engine/rpc.js';
+import type { TransportInput } from '../../transports/grpc/client.js';
 import type { CallEnd, CallSink, PeerHandler } from '../../transports/grpc/call-sink.js';
 import type { GrpcLimits } from '../../transports/grpc/limits.js';
 import { RPC_METHODS, identity, isUnaryMethod, methodPath } from '../../transports/grpc/methods.js';
 import { PeerServer } from '../../transports/grpc/server.js';
 import { insecureServerCredentials } from '../../transports/grpc/tls.js';
+
+/** outcomes records each delivered input by request id (one each: a second fails the test). */
+export function outcomes(): { deliver: (input: TransportInput) => void; of: (id: number) => Promise<TransportInput> } {
+  const seen = new Map<number, TransportInput>();
+  return {
+    deliver: (input) => {
+      assert.equal(seen.has(input.requestId), false, `one outcome per request (${input.requestId})`);
+      seen.set(input.requestId, input);
+    },
+    of: async (id) => {
+      await waitFor(() => seen.has(id), `the outcome of request ${id}`);
+      return seen.get(id)!;
+    },
+  };
+}
 
 /** waitFor polls `condition` every few ms until it holds, failing after timeoutMs. */
 export async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {

@@ -27,7 +27,7 @@ export const protobufFileName = "svc/peer/v1/peer.proto";
  * svc.replication.v1.WalShipping (which stays served to every sender and is what a member falls back
  * to when a peer does not serve this service). It is served on the same mutual-TLS server, to members'
  * peer certificates only, and is not part of the replication wire contract (docs/protocol.md,
- * "Heartbeats on an open call").
+ * "Heartbeats on an open call" and "ReportApplied on an open call").
  */
 
 export interface HeartbeatStreamRequest {
@@ -51,6 +51,31 @@ export interface HeartbeatStreamResponse {
 }
 
 export interface HeartbeatStreamResponse_TrailersEntry {
+  key: string;
+  value: string;
+}
+
+export interface ReportStreamRequest {
+  /** request_id names the request in its answer; the caller keeps it unique among its open requests. */
+  requestId: number;
+  /** report is one svc.replication.v1.AppliedReport, encoded. */
+  report: Uint8Array;
+}
+
+/**
+ * ReportStreamResponse answers one request: status_code 0 (OK) with the encoded
+ * svc.replication.v1.AppliedReportAck, or a gRPC status code with details and the protocol's x-svc-*
+ * trailers (as the unary call's status and trailing metadata).
+ */
+export interface ReportStreamResponse {
+  requestId: number;
+  statusCode: number;
+  details: string;
+  ack: Uint8Array;
+  trailers: { [key: string]: string };
+}
+
+export interface ReportStreamResponse_TrailersEntry {
   key: string;
   value: string;
 }
@@ -400,6 +425,351 @@ export const HeartbeatStreamResponse_TrailersEntry: MessageFns<HeartbeatStreamRe
   },
 };
 
+function createBaseReportStreamRequest(): ReportStreamRequest {
+  return { requestId: 0, report: new Uint8Array(0) };
+}
+
+export const ReportStreamRequest: MessageFns<ReportStreamRequest> = {
+  encode(message: ReportStreamRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== 0) {
+      writer.uint32(8).uint64(message.requestId);
+    }
+    if (message.report.length !== 0) {
+      writer.uint32(18).bytes(message.report);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportStreamRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportStreamRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.requestId = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.report = reader.bytes();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportStreamRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.Number(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.Number(object.request_id)
+        : 0,
+      report: isSet(object.report) ? bytesFromBase64(object.report) : new Uint8Array(0),
+    };
+  },
+
+  toJSON(message: ReportStreamRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== 0) {
+      obj.requestId = Math.round(message.requestId);
+    }
+    if (message.report.length !== 0) {
+      obj.report = base64FromBytes(message.report);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReportStreamRequest>): ReportStreamRequest {
+    return ReportStreamRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReportStreamRequest>): ReportStreamRequest {
+    const message = createBaseReportStreamRequest();
+    message.requestId = object.requestId ?? 0;
+    message.report = object.report ?? new Uint8Array(0);
+    return message;
+  },
+};
+
+function createBaseReportStreamResponse(): ReportStreamResponse {
+  return { requestId: 0, statusCode: 0, details: "", ack: new Uint8Array(0), trailers: {} };
+}
+
+export const ReportStreamResponse: MessageFns<ReportStreamResponse> = {
+  encode(message: ReportStreamResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== 0) {
+      writer.uint32(8).uint64(message.requestId);
+    }
+    if (message.statusCode !== 0) {
+      writer.uint32(16).uint32(message.statusCode);
+    }
+    if (message.details !== "") {
+      writer.uint32(26).string(message.details);
+    }
+    if (message.ack.length !== 0) {
+      writer.uint32(34).bytes(message.ack);
+    }
+    globalThis.Object.entries(message.trailers).forEach(([key, value]: [string, string]) => {
+      ReportStreamResponse_TrailersEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportStreamResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportStreamResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.requestId = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.statusCode = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.details = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.ack = reader.bytes();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            const entry5 = ReportStreamResponse_TrailersEntry.decode(reader, reader.uint32());
+            if (entry5.value !== undefined) {
+              message.trailers[entry5.key] = entry5.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportStreamResponse {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.Number(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.Number(object.request_id)
+        : 0,
+      statusCode: isSet(object.statusCode)
+        ? globalThis.Number(object.statusCode)
+        : isSet(object.status_code)
+        ? globalThis.Number(object.status_code)
+        : 0,
+      details: isSet(object.details) ? globalThis.String(object.details) : "",
+      ack: isSet(object.ack) ? bytesFromBase64(object.ack) : new Uint8Array(0),
+      trailers: isObject(object.trailers)
+        ? (globalThis.Object.entries(object.trailers) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: ReportStreamResponse): unknown {
+    const obj: any = {};
+    if (message.requestId !== 0) {
+      obj.requestId = Math.round(message.requestId);
+    }
+    if (message.statusCode !== 0) {
+      obj.statusCode = Math.round(message.statusCode);
+    }
+    if (message.details !== "") {
+      obj.details = message.details;
+    }
+    if (message.ack.length !== 0) {
+      obj.ack = base64FromBytes(message.ack);
+    }
+    if (message.trailers) {
+      const entries = globalThis.Object.entries(message.trailers) as [string, string][];
+      if (entries.length > 0) {
+        obj.trailers = {};
+        entries.forEach(([k, v]) => {
+          obj.trailers[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReportStreamResponse>): ReportStreamResponse {
+    return ReportStreamResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReportStreamResponse>): ReportStreamResponse {
+    const message = createBaseReportStreamResponse();
+    message.requestId = object.requestId ?? 0;
+    message.statusCode = object.statusCode ?? 0;
+    message.details = object.details ?? "";
+    message.ack = object.ack ?? new Uint8Array(0);
+    message.trailers = (globalThis.Object.entries(object.trailers ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseReportStreamResponse_TrailersEntry(): ReportStreamResponse_TrailersEntry {
+  return { key: "", value: "" };
+}
+
+export const ReportStreamResponse_TrailersEntry: MessageFns<ReportStreamResponse_TrailersEntry> = {
+  encode(message: ReportStreamResponse_TrailersEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReportStreamResponse_TrailersEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReportStreamResponse_TrailersEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReportStreamResponse_TrailersEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: ReportStreamResponse_TrailersEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReportStreamResponse_TrailersEntry>): ReportStreamResponse_TrailersEntry {
+    return ReportStreamResponse_TrailersEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReportStreamResponse_TrailersEntry>): ReportStreamResponse_TrailersEntry {
+    const message = createBaseReportStreamResponse_TrailersEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
 export type PeerStreamsService = typeof PeerStreamsService;
 export const PeerStreamsService = {
   /**
@@ -423,6 +793,24 @@ export const PeerStreamsService = {
       Buffer.from(HeartbeatStreamResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): HeartbeatStreamResponse => HeartbeatStreamResponse.decode(value),
   },
+  /**
+   * ReportStream carries a follower's ReportApplied calls to its leader over one long-lived call, the
+   * mirror of HeartbeatStream (opened by the follower): each request holds one
+   * svc.replication.v1.AppliedReport, checked and answered exactly as the unary WalShipping ReportApplied
+   * is (the reporter it names must be the certificate's member), under its own request_id, in any order.
+   * A write's commit waits for the durable frontier these reports carry, so each is one of a write's
+   * cross-process hops. The same refusals per request and per call as HeartbeatStream.
+   */
+  reportStream: {
+    path: "/svc.peer.v1.PeerStreams/ReportStream" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: ReportStreamRequest): Buffer => Buffer.from(ReportStreamRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReportStreamRequest => ReportStreamRequest.decode(value),
+    responseSerialize: (value: ReportStreamResponse): Buffer =>
+      Buffer.from(ReportStreamResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReportStreamResponse => ReportStreamResponse.decode(value),
+  },
 } as const;
 
 export interface PeerStreamsServer extends UntypedServiceImplementation {
@@ -437,6 +825,15 @@ export interface PeerStreamsServer extends UntypedServiceImplementation {
    * answered RESOURCE_EXHAUSTED, per request.
    */
   heartbeatStream: handleBidiStreamingCall<HeartbeatStreamRequest, HeartbeatStreamResponse>;
+  /**
+   * ReportStream carries a follower's ReportApplied calls to its leader over one long-lived call, the
+   * mirror of HeartbeatStream (opened by the follower): each request holds one
+   * svc.replication.v1.AppliedReport, checked and answered exactly as the unary WalShipping ReportApplied
+   * is (the reporter it names must be the certificate's member), under its own request_id, in any order.
+   * A write's commit waits for the durable frontier these reports carry, so each is one of a write's
+   * cross-process hops. The same refusals per request and per call as HeartbeatStream.
+   */
+  reportStream: handleBidiStreamingCall<ReportStreamRequest, ReportStreamResponse>;
 }
 
 export interface PeerStreamsClient extends Client {
@@ -456,6 +853,20 @@ export interface PeerStreamsClient extends Client {
     metadata: Metadata,
     options?: Partial<CallOptions>,
   ): ClientDuplexStream<HeartbeatStreamRequest, HeartbeatStreamResponse>;
+  /**
+   * ReportStream carries a follower's ReportApplied calls to its leader over one long-lived call, the
+   * mirror of HeartbeatStream (opened by the follower): each request holds one
+   * svc.replication.v1.AppliedReport, checked and answered exactly as the unary WalShipping ReportApplied
+   * is (the reporter it names must be the certificate's member), under its own request_id, in any order.
+   * A write's commit waits for the durable frontier these reports carry, so each is one of a write's
+   * cross-process hops. The same refusals per request and per call as HeartbeatStream.
+   */
+  reportStream(): ClientDuplexStream<ReportStreamRequest, ReportStreamResponse>;
+  reportStream(options: Partial<CallOptions>): ClientDuplexStream<ReportStreamRequest, ReportStreamResponse>;
+  reportStream(
+    metadata: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientDuplexStream<ReportStreamRequest, ReportStreamResponse>;
 }
 
 export const PeerStreamsClient = makeGenericClientConstructor(
