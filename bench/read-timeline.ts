@@ -13,11 +13,12 @@
 // follower shown is the one whose answer the leader stepped first (the one that completed the quorum of
 // three). A phase a read did not show (no stamp: e.g. a read confirmed by a periodic heartbeat's round) is
 // left out of that phase's median.
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { mkdirSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSvcCluster } from './cluster/svc-cluster.js';
+import { numberArg, readTraces, type NodeTrace } from './cluster/trace-files.js';
 import { monotonicUs, type WritePhase, type WriteStamp } from '../transports/node/write-trace.js';
 import { WRITE_TRACE_DIR_ENV } from '../cli/node-command.js';
 
@@ -25,38 +26,6 @@ const VALUE_CHARS = 88;
 /** HEARTBEAT_STREAM_ENV: grpc.heartbeatStream's variable, which the cluster's nodes inherit. */
 const HEARTBEAT_STREAM_ENV = 'SVC_GRPC_HEARTBEAT_STREAM';
 const KEY_COUNT = 16;
-
-function numberArg(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  if (at < 0) return fallback;
-  const value = Number(process.argv[at + 1]);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer`);
-  return value;
-}
-
-interface NodeTrace {
-  name: string;
-  grpcAddr: string;
-  byPhase: Map<WritePhase | 'cpu', WriteStamp[]>;
-}
-
-async function readTraces(dir: string): Promise<NodeTrace[]> {
-  const traces: NodeTrace[] = [];
-  for (const file of (await readdir(dir)).filter((f) => f.endsWith('.jsonl'))) {
-    const lines = (await readFile(join(dir, file), 'utf8')).split('\n').filter((l) => l !== '');
-    const head = JSON.parse(lines[0]!) as { node: string; grpcAddr: string };
-    const byPhase = new Map<WritePhase | 'cpu', WriteStamp[]>();
-    for (const line of lines.slice(1)) {
-      const s = JSON.parse(line) as WriteStamp;
-      let list = byPhase.get(s.phase);
-      if (!list) byPhase.set(s.phase, (list = []));
-      list.push(s);
-    }
-    for (const list of byPhase.values()) list.sort((a, b) => a.atUs - b.atUs);
-    traces.push({ name: head.node, grpcAddr: head.grpcAddr, byPhase });
-  }
-  return traces;
-}
 
 /** first finds a node's first stamp of `phase` at or after `from` (µs), to `peer` if given. */
 function first(node: NodeTrace, phase: WritePhase, from: number, peer?: string): WriteStamp | undefined {
