@@ -8,7 +8,7 @@
 // At the end every acknowledged project is read back through every member: none may be missing.
 // Usage: tsx bench/nemesis.ts [rounds=6] [writers=4]
 import { ApiCluster, ApiNodeProcess } from '../test/cluster-api/api-cluster.js';
-import { SvcConnectionError } from '../sdk/src/index.js';
+import { SvcApiError, SvcConnectionError } from '../sdk/src/index.js';
 
 const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
 const rounds = Number(args[0] ?? 6);
@@ -26,6 +26,25 @@ const quantile = (xs: number[], q: number): number => {
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 };
+
+/** READ_BACK_ATTEMPTS_MAX bounds the tries of one read-back the API's rate limit refused (RATE_LIMITED). */
+const READ_BACK_ATTEMPTS_MAX = 20;
+
+/**
+ * readBack reads once, and again after the server's Retry-After while the rate limit refuses it: the read-back
+ * sends thousands of reads in a row, over the API's per-key rate, and a refusal says nothing about the data.
+ */
+async function readBack<T>(read: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await read();
+    } catch (error) {
+      const limited = error instanceof SvcApiError && error.code === 'RATE_LIMITED';
+      if (!limited || attempt >= READ_BACK_ATTEMPTS_MAX) throw error;
+      await new Promise((resolve) => setTimeout(resolve, (error.retryAfterSeconds ?? 1) * 1_000));
+    }
+  }
+}
 
 async function main(): Promise<void> {
   const cluster = new ApiCluster();
@@ -91,13 +110,21 @@ async function main(): Promise<void> {
     await Promise.all(writing);
     await cluster.waitAllReady();
     let lost = 0;
+    /** refusals: reads that got no answer to judge (an error answer, by its code), counted apart from lost ones. */
+    const refusals = new Map<string, number>();
     for (const name of names) {
       const reader = cluster.client(name);
       for (const [id, projectName] of acknowledged) {
-        const found = await reader.getProject({ path: { id } }).catch(() => null);
-        if (found?.name !== projectName) lost++;
+        const found = await readBack(() => reader.getProject({ path: { id } })).catch((error: unknown) => {
+          const code = `${name}:${(error as { code?: string }).code ?? String(error)}`;
+          refusals.set(code, (refusals.get(code) ?? 0) + 1);
+          return undefined;
+        });
+        if (found !== undefined && found?.name !== projectName) lost++;
       }
     }
+    if (refusals.size > 0)
+      console.log(`read-back refusals (not judged): ${JSON.stringify(Object.fromEntries(refusals))}`);
     const f = (x: number): string => `${Math.round(x)}`;
     console.log(
       `nemesis: ${rounds} kills (leader and follower in turn), ${acknowledged.size} writes acknowledged, ` +
