@@ -313,6 +313,7 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     kind: onOff(),
     doc: "send the unary peer calls a write or a read waits on (Heartbeat, ShipSegment, ReportApplied, RequestVote, TimeoutNow) over the lean HTTP/2 client (transports/grpc/lean-unary.ts); off: over grpc-js's client, as every other peer call",
     fallback: true,
+    env: 'SVC_GRPC_LEAN_UNARY_CLIENT',
     flags: [
       {
         flag: 'no-grpc-lean-unary-client',
@@ -340,6 +341,7 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     kind: onOff(),
     doc: "serve the unary peer and store calls (WalShipping's unary methods; svc.store.v1 Propose, ProposeBatch, ReadIndex, Get) on the HTTP/2 stream directly (transports/grpc/lean-serve.ts), with the same checks; off: every call through grpc-js's server",
     fallback: true,
+    env: 'SVC_GRPC_LEAN_UNARY_SERVER',
     flags: [
       {
         flag: 'no-grpc-lean-unary-server',
