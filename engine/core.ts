@@ -133,9 +133,9 @@ export class EngineCore {
   /** rosterCache keeps decoded kind-4 bodies by seq (membership.ts). */
   readonly rosterCache = new RosterCache();
   /**
-   * lastFrame: the last unfiltered segment frame this engine encoded and its bytes. A leader ships the same
-   * entries from the same point to every caught-up follower, so the frame is encoded once and its bytes
-   * handed to each (nothing writes into a payload once built).
+   * lastFrame: the last unfiltered segment frame this engine encoded in this step and its bytes. A leader
+   * ships the same entries from the same point to every caught-up follower, so the frame is encoded once and
+   * its bytes handed to each (nothing writes into a payload once built). Cleared as each step begins.
    */
   private lastFrame: { frame: SegmentFrame; payload: Uint8Array } | null = null;
   /** rosterProbe asks known members about members our log does not list yet (membership-guard.ts). */
@@ -246,6 +246,10 @@ export class EngineCore {
    */
   step(input: Input): Effect[] {
     this.statusCache = null;
+    // The frame memo serves one step's ships (the same entries to each follower). Kept past a step it would
+    // ride in a checkpoint, whose byte strings a recording keeps as lengths: a replay from that checkpoint
+    // would then ship zeros where the node shipped the frame.
+    this.lastFrame = null;
     switch (input.type) {
       case 'start':
         break; // recovery's effects, queued by the constructor, drain below
