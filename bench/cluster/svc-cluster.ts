@@ -8,12 +8,8 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
-import { clientCredentials, insecureClientCredentials } from '../../transports/grpc/tls.js';
-import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
-import { clusterChannelOptions } from '../../transports/grpc/peer-identity.js';
-import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
 import { encodeCommand, resultFromMessage } from '../../store/command.js';
-import { StoreClientPool } from '../../transports/store-rpc/store-service.js';
+import { StoreClientPool, storeClientTransport } from '../../transports/store-rpc/store-service.js';
 import type { ClusterFile } from '../../cli/cluster-file.js';
 import { waitUntil } from './ports.js';
 
@@ -142,27 +138,28 @@ async function awaitLeader(cluster: ClusterFile): Promise<Member> {
 
 type PoolOptions = ConstructorParameters<typeof StoreClientPool>[0];
 
-/** storePoolOptions: the follower's peer certificate and the cluster id (plaintext with --insecure). */
+/**
+ * storePoolOptions: the follower's peer certificate and the cluster id (plaintext with --insecure); the unary
+ * calls on the lean HTTP/2 client as a node's own are, unless SVC_GRPC_LEAN_UNARY_CLIENT=0 (which the members
+ * read too: the whole run on grpc-js's client).
+ */
 async function storePoolOptions(cluster: ClusterFile, follower: Member): Promise<PoolOptions> {
   const tls = cluster.tls;
-  const channelOptions = {
-    ...clientChannelOptions(resolveGrpcLimits()),
-    ...clusterChannelOptions(cluster.clusterId ?? ''),
-  };
+  const lean = !['0', 'false'].includes(process.env.SVC_GRPC_LEAN_UNARY_CLIENT ?? '');
+  const clusterId = cluster.clusterId ?? '';
   return tls.mode === 'mtls'
-    ? {
-        credentials: clientCredentials({
-          ca: await readFile(tls.caFile),
-          cert: await readFile(join(dirname(tls.caFile), `${follower.name}.crt`)),
-          key: await readFile(join(dirname(tls.caFile), `${follower.name}.key`)),
-        }),
-        channelOptions: {
-          ...channelOptions,
-          'grpc.ssl_target_name_override': tls.serverName,
-          'grpc.default_authority': tls.serverName,
+    ? storeClientTransport(
+        {
+          mode: 'mtls',
+          material: {
+            ca: await readFile(tls.caFile),
+            cert: await readFile(join(dirname(tls.caFile), `${follower.name}.crt`)),
+            key: await readFile(join(dirname(tls.caFile), `${follower.name}.key`)),
+          },
         },
-      }
-    : { credentials: insecureClientCredentials(), channelOptions };
+        { clusterId, serverNameOverride: tls.serverName, lean },
+      )
+    : storeClientTransport({ mode: 'insecure' }, { clusterId, lean });
 }
 
 /** storeClients: the bench's writes (at the leader) and reads (at any member) over two store pools. */

@@ -30,6 +30,7 @@ import {
   type SeenHeartbeat,
 } from '../../transports/admin/index.js';
 import { PeerPool, type TransportInput } from '../../transports/grpc/client.js';
+import type { LeanDial } from '../../transports/grpc/lean-unary.js';
 import {
   HEARTBEAT_STREAM_OPEN_REQUEST_COUNT_MAX,
   HEARTBEAT_STREAM_SERVICE,
@@ -754,25 +755,26 @@ export class Node {
         );
       this.driver?.submit(input);
     };
+    // The unary calls a write or a read waits on go over the lean HTTP/2 client (transports/grpc/lean-unary.ts),
+    // with the same security and the cluster id the channel's interceptor adds: the peer calls, and the Store
+    // client pool's unary calls (a forwarded write or read index to a leader without the streams). grpc.leanUnaryClient
+    // false leaves both to grpc-js's client.
+    const lean: { dial: LeanDial; headers: Readonly<Record<string, string>> } | null =
+      config.grpc?.leanUnaryClient === false
+        ? null
+        : {
+            dial: peerHttp2Dial(
+              security,
+              config.tls.mode === 'mtls' ? config.tls.serverNameOverride : undefined,
+              this.peerNames.lookup,
+            ),
+            headers: this.clusterIdValue === '' ? {} : { [CLUSTER_ID_METADATA_KEY]: this.clusterIdValue },
+          };
     this.pool = new PeerPool({
       credentials: peerClientCredentials(security),
       limits: this.grpcLimits,
       channelOptions: peerChannel,
-      // The unary calls a write or a read waits on go over the lean HTTP/2 client (transports/grpc/lean-unary.ts),
-      // with the same security and the cluster id the channel's interceptor adds; grpc.leanUnaryClient false
-      // leaves them to grpc-js's client.
-      ...(config.grpc?.leanUnaryClient === false
-        ? {}
-        : {
-            lean: {
-              dial: peerHttp2Dial(
-                security,
-                config.tls.mode === 'mtls' ? config.tls.serverNameOverride : undefined,
-                this.peerNames.lookup,
-              ),
-              headers: this.clusterIdValue === '' ? {} : { [CLUSTER_ID_METADATA_KEY]: this.clusterIdValue },
-            },
-          }),
+      ...(lean === null ? {} : { lean }),
       deliver: deliverPeer,
       onWarning: (message) => this.log.warn({ source: 'peer-pool' }, message),
     });
@@ -806,6 +808,7 @@ export class Node {
       channelOptions: { ...clientChannelOptions(this.grpcLimits), ...peerChannel } as ChannelOptions,
       proposeBatchCountMax: this.storeLimits.proposeBatchCountMax,
       streamIdleMs: this.storeLimits.streamIdleMs,
+      ...(lean === null ? {} : { lean: { ...lean, limits: this.grpcLimits } }),
     });
     const driver = new Driver(this.engine, this.ports(), {
       tickMs: config.limits.tickMs,

@@ -31,8 +31,20 @@ export interface LeanUnaryOptions {
   limits: GrpcLimits;
 }
 
-/** LeanOutcome is a call's end: the answer's message bytes, or why there is none. */
-export type LeanOutcome = { ok: true; message: Buffer } | { ok: false; status: RpcStatus };
+/**
+ * LeanOutcome is a call's end: the answer's message bytes, or why there is none. status is the engine's view
+ * (a code the engine does not name becomes UNAVAILABLE: status.ts statusFromCode); wire is the status as the
+ * server sent it, or as this client decided it (a client that maps codes its own way, as the Store client
+ * pool does, reads wire).
+ */
+export type LeanOutcome =
+  | { ok: true; message: Buffer }
+  | { ok: false; status: RpcStatus; wire: { code: number; details: string } };
+
+/** failed is a failure whose wire status is the engine status itself (one this client decided). */
+function failed(status: RpcStatus): LeanOutcome {
+  return { ok: false, status, wire: { code: status.code, details: status.details } };
+}
 
 interface Peer {
   session: http2.ClientHttp2Session;
@@ -62,10 +74,19 @@ export class LeanUnaryClient {
     done: (outcome: LeanOutcome) => void,
   ): () => void {
     const fail = (status: RpcStatus): (() => void) => {
-      setImmediate(() => done({ ok: false, status }));
+      setImmediate(() => done(failed(status)));
       return () => {};
     };
     if (this.closed) return fail(rpcStatus(StatusCode.UNAVAILABLE, 'peer pool is closed'));
+    const { messageBytesMax } = this.options.limits;
+    // grpc-js's client refuses to send above grpc.max_send_message_length the same way (clientChannelOptions).
+    if (request.length > messageBytesMax)
+      return fail(
+        rpcStatus(
+          StatusCode.RESOURCE_EXHAUSTED,
+          `request of ${request.length} bytes above messageBytesMax (${messageBytesMax})`,
+        ),
+      );
     const refused = this.refused.get(to);
     if (refused && Date.now() < refused.untilMs)
       return fail(rpcStatus(StatusCode.UNAVAILABLE, `connection to ${to} failed; next attempt after back-off`));
@@ -121,7 +142,7 @@ export class LeanUnaryClient {
       clearTimeout(timer);
       peer.calls--;
       if (peer.calls === 0 && !peer.session.destroyed) peer.session.unref();
-      done(local !== null ? { ok: false, status: local } : answer.outcome(to, stream.rstCode));
+      done(local !== null ? failed(local) : answer.outcome(to, stream.rstCode));
     });
     stream.end(frame(request));
     return () => stop(rpcStatus(StatusCode.CANCELLED, 'call cancelled'));
@@ -249,16 +270,16 @@ class UnaryAnswer {
     const ending = this.trailers ?? (headers && headers['grpc-status'] !== undefined ? headers : null);
     if (headers === null || ending === null) {
       const why = this.error?.message ?? `stream reset (code ${rstCode ?? 'none'})`;
-      return { ok: false, status: rpcStatus(StatusCode.UNAVAILABLE, `${to} gave no answer: ${why}`) };
+      return failed(rpcStatus(StatusCode.UNAVAILABLE, `${to} gave no answer: ${why}`));
     }
     const httpStatus = Number(headers[http2.constants.HTTP2_HEADER_STATUS]);
-    if (httpStatus !== 200)
-      return { ok: false, status: rpcStatus(StatusCode.UNAVAILABLE, `${to} answered HTTP status ${httpStatus}`) };
+    if (httpStatus !== 200) return failed(rpcStatus(StatusCode.UNAVAILABLE, `${to} answered HTTP status ${httpStatus}`));
     const code = Number(ending['grpc-status']);
-    if (!Number.isInteger(code) || code < 0)
-      return { ok: false, status: rpcStatus(StatusCode.INTERNAL, `${to} sent no valid grpc-status`) };
-    if (code !== StatusCode.OK)
-      return { ok: false, status: statusFromCode(code, grpcMessage(ending['grpc-message']), protocolTrailers(ending)) };
+    if (!Number.isInteger(code) || code < 0) return failed(rpcStatus(StatusCode.INTERNAL, `${to} sent no valid grpc-status`));
+    if (code !== StatusCode.OK) {
+      const details = grpcMessage(ending['grpc-message']);
+      return { ok: false, status: statusFromCode(code, details, protocolTrailers(ending)), wire: { code, details } };
+    }
     return this.message(to);
   }
 
@@ -270,10 +291,7 @@ class UnaryAnswer {
       body[0] !== 0 ||
       body.readUInt32BE(1) !== body.length - GRPC_FRAME_HEADER_BYTES
     )
-      return {
-        ok: false,
-        status: rpcStatus(StatusCode.INTERNAL, `${to} answered OK without exactly one uncompressed message`),
-      };
+      return failed(rpcStatus(StatusCode.INTERNAL, `${to} answered OK without exactly one uncompressed message`));
     return { ok: true, message: body.subarray(GRPC_FRAME_HEADER_BYTES) };
   }
 }

@@ -4,13 +4,21 @@
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import { UnaryChannels } from '../grpc/unary-call.js';
+import { LeanUnaryCalls, type LeanDialOptions, type UnaryCaller } from '../grpc/lean-unary-calls.js';
 import { DEFAULT_PROPOSE_BATCH_COUNT_MAX, DEFAULT_STREAM_IDLE_MS } from './limits.js';
 import { RequestStreamClient, type Answered, type Pending } from './request-stream.js';
 import { STORE_METHODS, StoreCallError, type GetAnswer, type ReadIndexAnswer } from './store-calls.js';
 
 export interface StoreClientPoolOptions {
+  /** credentials and channelOptions make the grpc-js channels: the streams, and the unary calls when lean is unset. */
   credentials: grpc.ChannelCredentials;
   channelOptions: grpc.ChannelOptions;
+  /**
+   * lean, when set, carries the unary calls (Propose, ProposeBatch, ReadIndex, Get) on the lean HTTP/2 client
+   * (transports/grpc/lean-unary.ts: about half grpc-js's CPU per call): its dial must have the same security as
+   * `credentials` and its headers what `channelOptions`' interceptors add (storeClientTransport builds both).
+   */
+  lean?: LeanDialOptions;
   /** proposeBatchCountMax bounds the proposals coalesced into one batch (default DEFAULT_PROPOSE_BATCH_COUNT_MAX). */
   proposeBatchCountMax?: number;
   /** streamIdleMs ends a ReadIndexStream or ProposeStream call idle this long (default DEFAULT_STREAM_IDLE_MS). */
@@ -50,6 +58,9 @@ const timeoutMsOf = (deadlineAt: number, now: number): number =>
  */
 export class StoreClientPool {
   private readonly channels: UnaryChannels;
+  /** unary carries the unary calls: the lean client when asked for, else the grpc-js channels. */
+  private readonly unary: UnaryCaller;
+  private readonly lean: LeanUnaryCalls | null;
   private readonly queued = new Map<string, QueuedProposal[]>();
   private readonly batchUnsupported = new Set<string>();
   private readonly batchCountMax: number;
@@ -82,6 +93,8 @@ export class StoreClientPool {
       poolName: 'store client pool',
       errorOf,
     });
+    this.lean = options.lean ? new LeanUnaryCalls({ ...options.lean, poolName: 'store client pool', errorOf }) : null;
+    this.unary = this.lean ?? this.channels;
     const idleMs = options.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
     this.readIndexStreams = new StreamsByAddress(this.channels, STORE_METHODS.readIndexStream, idleMs, {
       encode: (requestId, term, timeoutMs) => pb.ReadIndexStreamRequest.encode({ requestId, timeoutMs, term }).finish(),
@@ -131,6 +144,12 @@ export class StoreClientPool {
    */
   propose(to: string, command: Uint8Array, deadlineAt: number, requestId = ''): Promise<pb.ProposeResponse> {
     if (this.closed) return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, 'store client pool is closed'));
+    // Nothing can join it (a batch of one): it goes now, without a queue or a wait for the turn's end.
+    if (this.batchCountMax <= 1 && !this.queued.has(to))
+      return new Promise<pb.ProposeResponse>((resolve, reject) => {
+        const one: QueuedProposal[] = [{ command, requestId, deadlineAt, resolve, reject }];
+        this.send(to, one);
+      });
     return new Promise<pb.ProposeResponse>((resolve, reject) => {
       let queue = this.queued.get(to);
       if (!queue) {
@@ -169,7 +188,7 @@ export class StoreClientPool {
 
   private async getUnary(to: string, key: string, deadlineAt: number): Promise<GetAnswer> {
     this.callCounts.getUnary++;
-    const bytes = await this.channels.call(
+    const bytes = await this.unary.call(
       to,
       STORE_METHODS.get,
       Buffer.from(pb.GetRequest.encode({ key }).finish()),
@@ -201,11 +220,27 @@ export class StoreClientPool {
     this.getStreams.close('store client pool is closed');
     this.proposeStreams.close('store client pool is closed');
     this.channels.close();
+    this.lean?.close();
+  }
+
+  /** unaryClient names what carries the unary calls: the lean HTTP/2 client or grpc-js's. */
+  get unaryClient(): 'lean' | 'grpc-js' {
+    return this.lean === null ? 'grpc-js' : 'lean';
+  }
+
+  /** leanCalls counts the unary calls the lean client carried (0 on grpc-js's). */
+  get leanCalls(): number {
+    return this.lean?.callsSent ?? 0;
   }
 
   private flush(to: string, queue: QueuedProposal[]): void {
     if (this.queued.get(to) !== queue) return; // flushed already (it filled up)
     this.queued.delete(to);
+    this.send(to, queue);
+  }
+
+  /** send sends a turn's proposals: one ProposeStream request, or unary calls. */
+  private send(to: string, queue: QueuedProposal[]): void {
     if (!this.overStreams || !this.proposeStreams.supported(to)) {
       this.proposeUnary(to, queue);
       return;
@@ -233,7 +268,7 @@ export class StoreClientPool {
       requestId: p.requestId,
     }));
     this.callCounts.proposeBatch++;
-    this.channels
+    this.unary
       .call(
         to,
         STORE_METHODS.proposeBatch,
@@ -272,7 +307,7 @@ export class StoreClientPool {
 
   private async proposeOne(to: string, proposal: QueuedProposal): Promise<pb.ProposeResponse> {
     this.callCounts.propose++;
-    const bytes = await this.channels.call(
+    const bytes = await this.unary.call(
       to,
       STORE_METHODS.propose,
       Buffer.from(pb.ProposeRequest.encode({ command: proposal.command, requestId: proposal.requestId }).finish()),
@@ -287,7 +322,7 @@ export class StoreClientPool {
 
   private async readIndexUnary(to: string, deadlineAt: number, term: number): Promise<ReadIndexAnswer> {
     this.callCounts.readIndexUnary++;
-    const bytes = await this.channels.call(
+    const bytes = await this.unary.call(
       to,
       STORE_METHODS.readIndex,
       Buffer.from(pb.ReadIndexRequest.encode({ term }).finish()),

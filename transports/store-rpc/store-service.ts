@@ -11,6 +11,7 @@ import { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type Rea
 
 export { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type ReadIndexAnswer };
 export { StoreClientPool, type StoreClientPoolOptions } from './store-client-pool.js';
+export { storeClientTransport, type StoreClientTransportOptions } from './store-client-transport.js';
 
 /** StoreServiceHandler decides the answers; the service only decodes the messages, checks sizes and encodes. */
 export interface StoreServiceHandler {
