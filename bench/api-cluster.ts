@@ -24,9 +24,8 @@ import { appendRunEvent } from '../api/runs/run-records.js';
 import { ApiCluster, type ApiNodeProcess } from '../test/cluster-api/api-cluster.js';
 import type { ReadIndexBatchStats } from '../store/read-index-batch.js';
 import { areaOf } from './cluster/profile.js';
-import { clusterChannelOptions, pemIdentity } from '../transports/grpc/peer-identity.js';
-import { clientCredentials } from '../transports/grpc/tls.js';
-import { StoreClientPool } from '../transports/store-rpc/store-service.js';
+import { pemIdentity } from '../transports/grpc/peer-identity.js';
+import { StoreClientPool, storeClientTransport } from '../transports/store-rpc/store-service.js';
 
 const connections = 64;
 const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
@@ -290,12 +289,15 @@ async function readIndexCostRowsOver(cluster: ApiCluster, leader: string, overSt
   const cert = readFileSync(tls.certFile);
   const identity = pemIdentity(cert);
   if (typeof identity === 'string') throw new Error(`the bench node's certificate: ${identity}`);
+  // The unary calls go on the lean HTTP/2 client, as a node's own pool sends them.
   const pool = new StoreClientPool({
-    credentials: clientCredentials({ ca: readFileSync(tls.caFile), cert, key: readFileSync(tls.keyFile) }),
-    channelOptions: {
-      ...(tls.serverNameOverride ? { 'grpc.ssl_target_name_override': tls.serverNameOverride } : {}),
-      ...clusterChannelOptions(identity.clusterId),
-    },
+    ...storeClientTransport(
+      { mode: 'mtls', material: { ca: readFileSync(tls.caFile), cert, key: readFileSync(tls.keyFile) } },
+      {
+        clusterId: identity.clusterId,
+        ...(tls.serverNameOverride ? { serverNameOverride: tls.serverNameOverride } : {}),
+      },
+    ),
     overStreams: overStream,
   });
   const address = config.grpcAdvertise ?? config.grpcListen;

@@ -8,10 +8,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NodeConfig } from '../../cli/node/config.js';
 import { clientCredentials } from '../../transports/grpc/tls.js';
-import { clusterChannelOptions } from '../../transports/grpc/peer-identity.js';
 import { clientChannelOptions } from '../../transports/grpc/channel-options.js';
 import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
-import { StoreClientPool } from '../../transports/store-rpc/store-service.js';
+import { StoreClientPool, storeClientTransport } from '../../transports/store-rpc/store-service.js';
 import { AdminClientPool } from '../../transports/admin/admin-client.js';
 import { MemberChange, type StatusResponse } from '../../proto/gen/svc/admin/v1/admin.js';
 import { NodeChildProcess } from '../node/child-harness.js';
@@ -103,6 +102,15 @@ export class NetnsCluster {
       const [ca, cert, key] = await Promise.all([readFile(tls.caFile), readFile(tls.certFile), readFile(tls.keyFile)]);
       return clientCredentials({ ca, cert, key });
     };
+    // The store client's unary calls go on the lean HTTP/2 client, as a node's own do.
+    const storeTransportOf = async (
+      tls: NodeConfig['tls'],
+      clusterId: string,
+    ): Promise<ReturnType<typeof storeClientTransport>> => {
+      if (tls.mode !== 'mtls') throw new Error('the cluster runs mutual TLS');
+      const [ca, cert, key] = await Promise.all([readFile(tls.caFile), readFile(tls.certFile), readFile(tls.keyFile)]);
+      return storeClientTransport({ mode: 'mtls', material: { ca, cert, key } }, { clusterId, serverNameOverride: 'localhost' });
+    };
     // The node certificates name localhost; the clients dial private addresses and check that name.
     const channelOptions = {
       ...clientChannelOptions(resolveGrpcLimits()),
@@ -111,10 +119,7 @@ export class NetnsCluster {
     };
     const cluster = new NetnsCluster(
       nodes,
-      new StoreClientPool({
-        credentials: await credentialsOf(pki.tls(names[0]!)),
-        channelOptions: { ...channelOptions, ...clusterChannelOptions(pki.clusterId) },
-      }),
+      new StoreClientPool(await storeTransportOf(pki.tls(names[0]!), pki.clusterId)),
       new AdminClientPool({ credentials: await credentialsOf(pki.adminTls()), channelOptions }),
     );
     try {
