@@ -38,8 +38,7 @@ export interface LeanUnaryOptions {
  * pool does, reads wire).
  */
 export type LeanOutcome =
-  | { ok: true; message: Buffer }
-  | { ok: false; status: RpcStatus; wire: { code: number; details: string } };
+  { ok: true; message: Buffer } | { ok: false; status: RpcStatus; wire: { code: number; details: string } };
 
 /** failed is a failure whose wire status is the engine status itself (one this client decided). */
 function failed(status: RpcStatus): LeanOutcome {
@@ -273,9 +272,11 @@ class UnaryAnswer {
       return failed(rpcStatus(StatusCode.UNAVAILABLE, `${to} gave no answer: ${why}`));
     }
     const httpStatus = Number(headers[http2.constants.HTTP2_HEADER_STATUS]);
-    if (httpStatus !== 200) return failed(rpcStatus(StatusCode.UNAVAILABLE, `${to} answered HTTP status ${httpStatus}`));
+    if (httpStatus !== 200)
+      return failed(rpcStatus(StatusCode.UNAVAILABLE, `${to} answered HTTP status ${httpStatus}`));
     const code = Number(ending['grpc-status']);
-    if (!Number.isInteger(code) || code < 0) return failed(rpcStatus(StatusCode.INTERNAL, `${to} sent no valid grpc-status`));
+    if (!Number.isInteger(code) || code < 0)
+      return failed(rpcStatus(StatusCode.INTERNAL, `${to} sent no valid grpc-status`));
     if (code !== StatusCode.OK) {
       const details = grpcMessage(ending['grpc-message']);
       return { ok: false, status: statusFromCode(code, details, protocolTrailers(ending)), wire: { code, details } };

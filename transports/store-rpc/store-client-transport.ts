@@ -1,0 +1,46 @@
+// What a StoreClientPool dials with, built once from a PeerSecurity: the grpc-js credentials and channel options
+// (the streams, and the unary calls with the lean client off) and the lean client's dial and headers, with the
+// same checks either way: the cluster CA, the host name (against serverNameOverride when set) and, when
+// security.clusterId is set, the server a peer of that cluster (tls.ts).
+import type { ChannelOptions } from '@grpc/grpc-js';
+import { clientChannelOptions } from '../grpc/channel-options.js';
+import { resolveGrpcLimits, type GrpcLimits } from '../grpc/limits.js';
+import { CLUSTER_ID_METADATA_KEY, clusterChannelOptions } from '../grpc/peer-identity.js';
+import { peerClientCredentials, peerHttp2Dial, type PeerSecurity } from '../grpc/tls.js';
+import type { StoreClientPoolOptions } from './store-client-pool.js';
+
+export interface StoreClientTransportOptions {
+  /** clusterId goes on every call (svc-cluster-id); '' or unset sends none. */
+  clusterId?: string;
+  /** serverNameOverride is the name the server's certificate must carry instead of the dialled host's. */
+  serverNameOverride?: string;
+  limits?: Partial<GrpcLimits>;
+  /** lean: false leaves the unary calls on grpc-js's client too (default true). */
+  lean?: boolean;
+}
+
+/** storeClientTransport: the transport fields of StoreClientPoolOptions for `security`. */
+export function storeClientTransport(
+  security: PeerSecurity,
+  options: StoreClientTransportOptions = {},
+): Pick<StoreClientPoolOptions, 'credentials' | 'channelOptions' | 'lean'> {
+  const { clusterId = '', serverNameOverride, lean = true } = options;
+  const limits = resolveGrpcLimits(options.limits);
+  const nameOverride: ChannelOptions =
+    security.mode === 'mtls' && serverNameOverride
+      ? { 'grpc.ssl_target_name_override': serverNameOverride, 'grpc.default_authority': serverNameOverride }
+      : {};
+  return {
+    credentials: peerClientCredentials(security),
+    channelOptions: { ...clientChannelOptions(limits), ...nameOverride, ...clusterChannelOptions(clusterId) },
+    ...(lean
+      ? {
+          lean: {
+            dial: peerHttp2Dial(security, security.mode === 'mtls' ? serverNameOverride : undefined),
+            headers: clusterId === '' ? {} : { [CLUSTER_ID_METADATA_KEY]: clusterId },
+            limits,
+          },
+        }
+      : {}),
+  };
+}
