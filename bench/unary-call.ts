@@ -3,8 +3,10 @@
 // plaintext with --insecure) run in child processes answering Heartbeat, one serving unary calls through
 // grpc-js's server (leanUnary false) and one on the lean path (lean-serve.ts); this process sends heartbeats
 // one at a time, interleaving five ways per round: a PeerPool on grpc-js's client and one with the lean client
-// to each server, and (for scale) a raw message each way on one open grpc-js stream. It prints each way's
-// round-trip p50/p90 and the caller's and the server's CPU per call.
+// to each server, and (for scale) a raw message each way on one open grpc-js stream; then a unary svc.store.v1
+// Get from a StoreClientPool on each client to the lean server (a client's one-call read: the pool's unary
+// calls ride the lean client unless told otherwise). It prints each way's round-trip p50/p90 and the caller's
+// and the server's CPU per call.
 //
 //   npx tsx bench/unary-call.ts [--calls 2000] [--insecure]
 import { fork } from 'node:child_process';
@@ -18,6 +20,12 @@ import * as pb from '../proto/gen/svc/replication/v1/replication.js';
 import { PeerPool, type TransportInput } from '../transports/grpc/client.js';
 import { CLUSTER_ID_METADATA_KEY, clusterChannelOptions } from '../transports/grpc/peer-identity.js';
 import { PeerServer } from '../transports/grpc/server.js';
+import {
+  StoreClientPool,
+  storeClientTransport,
+  storeService,
+  storeServiceDefinition,
+} from '../transports/store-rpc/store-service.js';
 import {
   peerClientCredentials,
   peerHttp2Dial,
@@ -68,6 +76,17 @@ async function serve(): Promise<void> {
     leanUnary: boolean;
   };
   const { security } = await load(dir, clusterId);
+  const store = storeService({
+    handler: {
+      propose: () => Promise.reject(new Error('not in this bench')),
+      readIndex: () => Promise.reject(new Error('not in this bench')),
+      get: () => Promise.resolve({ found: true, valueJson: '{"v":"bench"}', version: 1 }),
+    },
+    commandBytesMax: 1024,
+    callDeadlineMs: 5_000,
+    proposeBatchCountMax: 8,
+    streamOpenRequestCountMax: 64,
+  });
   const server = await PeerServer.listen('127.0.0.1:0', {
     credentials: peerServerCredentials(security),
     leanUnary,
@@ -95,6 +114,13 @@ async function serve(): Promise<void> {
         },
         role: 'peer',
       },
+      {
+        name: 'svc.store.v1.Store',
+        definition: storeServiceDefinition(),
+        implementation: store.implementation,
+        role: 'peer',
+        leanUnary: true,
+      },
     ],
   });
   process.on('message', (message) => {
@@ -114,6 +140,8 @@ const WAYS = [
   'grpc-js client → lean server',
   'lean client → lean server',
   'stream message',
+  'store Get, grpc-js client',
+  'store Get, lean client',
 ] as const;
 type Way = (typeof WAYS)[number];
 
@@ -180,6 +208,17 @@ async function main(): Promise<void> {
     stream.on('error', () => undefined);
     const request = { method: 'Heartbeat', body: pb.HeartbeatRequest.fromPartial({ term: 4, regionId: 1 }) } as const;
     const message = Buffer.from(pb.HeartbeatRequest.encode(request.body).finish());
+    const storePool = (lean: boolean): StoreClientPool =>
+      new StoreClientPool({
+        ...storeClientTransport(security, { clusterId, serverNameOverride: 'localhost', lean }),
+        overStreams: false,
+      });
+    const storeClassic = storePool(false);
+    const storeLean = storePool(true);
+    const viaStore = (pool: StoreClientPool) => async (): Promise<void> => {
+      const answer = await pool.get(leanServer.address, 'k', Date.now() + 5_000);
+      if (!answer.found) throw new Error('store Get: not found');
+    };
     let nextId = 1;
     const viaPool = (pool: PeerPool, address: string) => (): Promise<void> =>
       new Promise((resolve, reject) => {
@@ -201,10 +240,14 @@ async function main(): Promise<void> {
           echoed = resolve;
           stream.write(message);
         }),
+      'store Get, grpc-js client': viaStore(storeClassic),
+      'store Get, lean client': viaStore(storeLean),
     };
     for (let i = 0; i < WARMUP_CALLS; i++) for (const way of Object.values(ways)) await way();
     const rtts = Object.fromEntries(WAYS.map((way) => [way, [] as number[]])) as Record<Way, number[]>;
     const serverOf = (way: Way): ServerChild => (way.endsWith('grpc-js server') ? classicServer : leanServer);
+    if (storeLean.unaryClient !== 'lean' || storeClassic.unaryClient !== 'grpc-js')
+      throw new Error('the store pools do not send as named');
     for (let i = 0; i < calls; i++)
       for (const [name, way] of Object.entries(ways) as Array<[Way, () => Promise<void>]>) {
         const began = process.hrtime.bigint();
@@ -224,13 +267,15 @@ async function main(): Promise<void> {
       const sorted = rtts[name].sort((a, b) => a - b);
       const at = (q: number): string => sorted[Math.floor(q * sorted.length)]!.toFixed(0);
       console.log(
-        `  ${name.padEnd(31)} round trip p50 ${at(0.5)} µs, p90 ${at(0.9)} µs; CPU per call: caller ${((caller.user + caller.system) / calls).toFixed(0)} µs, server ${(server / calls).toFixed(0)} µs`,
+        `  ${name.padEnd(33)} round trip p50 ${at(0.5)} µs, p90 ${at(0.9)} µs; CPU per call: caller ${((caller.user + caller.system) / calls).toFixed(0)} µs, server ${(server / calls).toFixed(0)} µs`,
       );
     }
     stream.end();
     streamClient.close();
     classic.close();
     lean.close();
+    storeClassic.close();
+    storeLean.close();
   } finally {
     for (const server of servers) await server.stop();
     await rm(dir, { recursive: true, force: true });
