@@ -311,7 +311,7 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
   {
     key: 'grpc.leanUnaryClient',
     kind: onOff(),
-    doc: "send the unary peer calls a write or a read waits on (Heartbeat, ShipSegment, ReportApplied, RequestVote, TimeoutNow) over the lean HTTP/2 client (transports/grpc/lean-unary.ts); off: over grpc-js's client, as every other peer call",
+    doc: "send the unary peer calls a write or a read waits on (Heartbeat, ShipSegment, ReportApplied, RequestVote, TimeoutNow) and the store client's unary calls (svc.store.v1 Propose, ProposeBatch, ReadIndex, Get) over the lean HTTP/2 client (transports/grpc/lean-unary.ts); off: over grpc-js's client, as every other peer call",
     fallback: true,
     env: 'SVC_GRPC_LEAN_UNARY_CLIENT',
     flags: [

@@ -329,8 +329,9 @@ export function resolveNodeConfig(config: NodeConfig): ResolvedNodeConfig {
 export interface NodeGrpcConfig {
   /**
    * leanUnaryClient (default true) sends the unary peer calls a write or a read waits on (Heartbeat, ShipSegment,
-   * ReportApplied, RequestVote, TimeoutNow) over the lean HTTP/2 client (transports/grpc/lean-unary.ts); false
-   * sends them over grpc-js's client, as every other peer call goes. The server side is the same either way.
+   * ReportApplied, RequestVote, TimeoutNow) and the Store client pool's unary calls (Propose, ProposeBatch, ReadIndex,
+   * Get) over the lean HTTP/2 client (transports/grpc/lean-unary.ts); false sends them over grpc-js's client, as
+   * every other peer call goes. The server side is the same either way.
    */
   leanUnaryClient?: boolean;
   /**
