@@ -144,12 +144,15 @@ export class StoreClientPool {
    */
   propose(to: string, command: Uint8Array, deadlineAt: number, requestId = ''): Promise<pb.ProposeResponse> {
     if (this.closed) return Promise.reject(new StoreCallError(grpc.status.UNAVAILABLE, 'store client pool is closed'));
-    // Nothing can join it (a batch of one): it goes now, without a queue or a wait for the turn's end.
-    if (this.batchCountMax <= 1 && !this.queued.has(to))
-      return new Promise<pb.ProposeResponse>((resolve, reject) => {
-        const one: QueuedProposal[] = [{ command, requestId, deadlineAt, resolve, reject }];
-        this.send(to, one);
-      });
+    // Nothing can join it (a batch of one): it goes now, without a queue or a wait for the turn's end, and as a
+    // unary call straight from here when that is how it goes.
+    if (this.batchCountMax <= 1) {
+      if (!this.overStreams || !this.proposeStreams.supported(to))
+        return this.proposeOne(to, { command, requestId, deadlineAt });
+      return new Promise<pb.ProposeResponse>((resolve, reject) =>
+        this.send(to, [{ command, requestId, deadlineAt, resolve, reject }]),
+      );
+    }
     return new Promise<pb.ProposeResponse>((resolve, reject) => {
       let queue = this.queued.get(to);
       if (!queue) {
@@ -305,7 +308,10 @@ export class StoreClientPool {
     for (const p of queue) this.proposeOne(to, p).then(p.resolve, p.reject);
   }
 
-  private async proposeOne(to: string, proposal: QueuedProposal): Promise<pb.ProposeResponse> {
+  private async proposeOne(
+    to: string,
+    proposal: Pick<QueuedProposal, 'command' | 'requestId' | 'deadlineAt'>,
+  ): Promise<pb.ProposeResponse> {
     this.callCounts.propose++;
     const bytes = await this.unary.call(
       to,
