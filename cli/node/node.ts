@@ -299,6 +299,11 @@ export class Node {
     return this.pool?.unaryClient ?? null;
   }
 
+  /** storeUnaryClient names the client of this node's unary Store calls (grpc.leanUnaryClient; after start()). */
+  get storeUnaryClient(): 'lean' | 'grpc-js' | null {
+    return this.storeClients?.unaryClient ?? null;
+  }
+
   /** peerUnaryServer names what serves this node's unary peer and store calls (grpc.leanUnaryServer; after start()). */
   get peerUnaryServer(): 'lean' | 'grpc-js' | null {
     return this.peerServer?.unaryServing ?? null;
@@ -972,6 +977,7 @@ export class Node {
         metrics: this.metricsAddress,
         tls: config.tls.mode,
         peerUnaryClient: this.pool?.unaryClient,
+        storeUnaryClient: this.storeClients?.unaryClient,
         peerUnaryServer: this.peerServer?.unaryServing,
         clusterId,
         version: this.buildVersion,

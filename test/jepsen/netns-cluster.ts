@@ -109,7 +109,10 @@ export class NetnsCluster {
     ): Promise<ReturnType<typeof storeClientTransport>> => {
       if (tls.mode !== 'mtls') throw new Error('the cluster runs mutual TLS');
       const [ca, cert, key] = await Promise.all([readFile(tls.caFile), readFile(tls.certFile), readFile(tls.keyFile)]);
-      return storeClientTransport({ mode: 'mtls', material: { ca, cert, key } }, { clusterId, serverNameOverride: 'localhost' });
+      return storeClientTransport(
+        { mode: 'mtls', material: { ca, cert, key } },
+        { clusterId, serverNameOverride: 'localhost' },
+      );
     };
     // The node certificates name localhost; the clients dial private addresses and check that name.
     const channelOptions = {

@@ -36,6 +36,7 @@ for (const leanUnaryClient of [true, false]) {
       const leader = await cluster.waitLeader();
       for (const node of cluster.nodes.values()) {
         assert.equal(node.peerUnaryClient, client);
+        assert.equal(node.storeUnaryClient, client, 'the store client pool follows grpc.leanUnaryClient too');
         assert.equal(node.peerUnaryServer, client);
       }
       const [follower, other] = cluster.followers();
