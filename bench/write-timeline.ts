@@ -17,8 +17,11 @@ import { startSvcCluster } from './cluster/svc-cluster.js';
 import { numberArg, readTraces, type NodeTrace } from './cluster/trace-files.js';
 import { monotonicUs, type WritePhase, type WriteStamp } from '../transports/node/write-trace.js';
 import { WRITE_TRACE_DIR_ENV } from '../cli/node-command.js';
+import * as pb from '../proto/gen/svc/store/v1/store.js';
 
 const VALUE_CHARS = 88;
+/** PROPOSE_PATH names the Propose call on the lean server's answer stamps. */
+const PROPOSE_PATH = pb.StoreService.propose.path;
 
 /** first finds a node's first stamp of `phase` at or after `from` (µs) with seq >= seq and, if given, to peer. */
 function first(node: NodeTrace, phase: WritePhase, from: number, seq = 0, peer?: string): WriteStamp | undefined {
@@ -48,6 +51,9 @@ const PHASES = [
   'frontier at leader → apply (commit)',
   'apply → handler has the outcome',
   'handler outcome → client has the answer',
+  '  outcome → headers + message flushed (lean)',
+  '  message flushed → trailers flushed',
+  '  trailers flushed → client has the answer',
   'total (client)',
 ] as const;
 type Phase = (typeof PHASES)[number];
@@ -130,8 +136,16 @@ function analyse(writes: Write[], leader: NodeTrace, followers: NodeTrace[]): An
       const answered = applied && first(leader, 'propose.answered', applied.atUs, seq);
       add(PHASES[14], applied, answered);
       add(PHASES[15], answered, w.answeredUs);
+      // The lean server's stamps of the Propose answer leaving (absent when grpc-js serves the call).
+      const flushed = answered && first(leader, 'answer.flushed', answered.atUs, 0, PROPOSE_PATH);
+      const closed = flushed && first(leader, 'answer.closed', flushed.atUs, 0, PROPOSE_PATH);
+      if (closed && closed.atUs <= w.answeredUs) {
+        add(PHASES[16], answered, flushed);
+        add(PHASES[17], flushed, closed);
+        add(PHASES[18], closed, w.answeredUs);
+      }
     }
-    add(PHASES[16], w.sentUs, w.answeredUs);
+    add(PHASES[19], w.sentUs, w.answeredUs);
   }
   return { phases: out, waitedOnLeaderSync, commits };
 }

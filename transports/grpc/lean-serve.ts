@@ -29,6 +29,7 @@ import * as http2 from 'node:http2';
 import { Server as NetServer } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { MetadataReader } from './peer-identity.js';
+import { stamp, tracing } from '../node/write-trace.js';
 
 /**
  * UnaryServerCall is what a unary handler reads of its call: grpc-js's ServerUnaryCall has all of it, and so
@@ -176,11 +177,16 @@ function streamEnded(this: LeanStream): void {
 }
 
 function streamClosed(this: LeanStream): void {
-  this[LEAN_CALL]?.end();
+  const call = this[LEAN_CALL];
+  if (call === undefined) return;
+  if (tracing()) stamp('answer.closed', 0, call.path);
+  call.end();
 }
 
+/** wantTrailers: node:http2 is flushing the answer's headers and message (write timeline: 'answer.flushed'). */
 function wantTrailers(this: LeanStream): void {
   const call = this[LEAN_CALL];
+  if (tracing()) stamp('answer.flushed', 0, call?.path);
   this.sendTrailers(call ? call.trailers : OK_TRAILERS);
 }
 
@@ -216,7 +222,7 @@ class LeanCall implements UnaryServerCall {
   constructor(
     private readonly stream: http2.ServerHttp2Stream,
     headers: http2.IncomingHttpHeaders,
-    private readonly path: string,
+    readonly path: string,
     timeoutMs: number,
     private readonly messageBytesMax: number,
   ) {
