@@ -2,13 +2,18 @@
 // every later effect of its step and for every later input; inputs are stepped one at a time;
 // a failed write stops the loop for good (fail-stop).
 import assert from 'node:assert/strict';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import * as http2 from 'node:http2';
+import * as grpc from '@grpc/grpc-js';
 import { Engine } from '../../engine/engine.js';
 import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
 import { emptyRestoredState } from '../../engine/restored.js';
 import { bootstrapRoster } from '../../engine/roster.js';
 import type { Effect, EngineConfig, HardState } from '../../engine/types.js';
 import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
-import { Driver, type DriverPorts } from '../../transports/node/driver.js';
+import { Driver, type DriverPorts, type SendEffect } from '../../transports/node/driver.js';
+import { serveUnaryLean, type UnaryRespond } from '../../transports/grpc/lean-serve.js';
+import { WRITE_TRACE_CHANNEL, type WriteStamp } from '../../transports/node/write-trace.js';
 import { waitFor } from './harness.js';
 
 const TICK_MS = 5;
@@ -259,6 +264,72 @@ describe('node: driver loop', function () {
       await turns(2);
       assert.deepEqual(calls, ['send to n3', 'send to n2']);
     } finally {
+      await driver.stop();
+    }
+  });
+
+  it("sends the held commit notices after a lean-served answer's trailers, not between its message and its trailers", async function () {
+    // A real lean unary server answers a call from the proposal result of a driver step that also holds a
+    // commit notice; the write-trace stamps say when node:http2 flushed the answer's message and its trailers.
+    const path = '/svc.test.Order/Answer';
+    const order: string[] = [];
+    const onStamp = (message: unknown): void => {
+      const at = message as WriteStamp;
+      if (at.peer === path) order.push(at.phase);
+    };
+    let stepEffects: Effect[] = [];
+    const stub = {
+      step: () => stepEffects,
+      status: () => singleNodeEngine().status(),
+      logBase: () => ({ seq: 0, term: 0 }),
+    } as unknown as Engine;
+    let resolveResult: () => void = () => {};
+    const ports = Object.assign(new FakePorts(), {
+      send: (effect: SendEffect) => void order.push(`notice to ${effect.to}`),
+      observe: () => resolveResult(),
+    });
+    const driver = new Driver(stub, ports, { tickMs: 60_000, inputQueueCountMax: 100 });
+    const server = new grpc.Server();
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, bound) =>
+        err ? reject(err) : resolve(bound),
+      ),
+    );
+    const answer = (_call: unknown, respond: UnaryRespond): void => {
+      // As the Store handler: the answer leaves from the promise callbacks of the step's proposal result.
+      void new Promise<void>((resolve) => (resolveResult = resolve)).then(() => respond(null, Buffer.from('ok')));
+      stepEffects = [
+        {
+          type: 'send',
+          requestId: 1,
+          to: 'n3',
+          toId: 3,
+          request: { method: 'ShipSegment', body: pb.ShipSegmentRequest.fromPartial({ eventCount: 0 }) },
+        },
+        { type: 'proposalResult', proposalId: 1, ok: true, code: 'committed', seq: 1, reason: '', leaderHint: '' },
+      ];
+      driver.submit({ type: 'tick' });
+    };
+    assert.equal(typeof serveUnaryLean(server, new Map([[path, answer]]), { messageBytesMax: 1024 }), 'object');
+    subscribe(WRITE_TRACE_CHANNEL, onStamp);
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    try {
+      const call = session.request({
+        ':method': 'POST',
+        ':path': path,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
+      const trailers = new Promise<http2.IncomingHttpHeaders>((resolve) => call.on('trailers', resolve));
+      call.resume();
+      call.end(Buffer.alloc(5)); // one empty message
+      assert.equal((await trailers)['grpc-status'], '0');
+      await waitFor(() => order.length === 3, 'the held notice');
+      assert.deepEqual(order, ['answer.flushed', 'answer.closed', 'notice to n3']);
+    } finally {
+      unsubscribe(WRITE_TRACE_CHANNEL, onStamp);
+      session.close();
+      server.forceShutdown();
       await driver.stop();
     }
   });

@@ -10,7 +10,8 @@
 //   the rest       snapshots, compaction, status polls, results, readiness, warnings
 //
 // One exception to the order: in a step that answers proposals, the ShipSegments and live-stream chunks that
-// carry no entries (commit notices) are sent a loop turn later, after the answers (isCommitNotice); a later
+// carry no entries (commit notices) are sent two loop turns later, after the answers (isCommitNotice, and
+// NOTICE_HOLD_TURNS for why two); a later
 // chunk or end of the same stream in that step waits with them, so a stream keeps its order. So does the
 // answer to the ReportApplied that committed them (isReportAck): its reporter acts on nothing in it.
 // Only the hard-state save is awaited inside a step: appends are durable asynchronously by
@@ -65,6 +66,17 @@ export interface DriverPorts {
   /** fail is told once of an I/O failure the node cannot carry on from; the driver stops. */
   fail(err: Error): void;
 }
+
+/**
+ * NOTICE_HOLD_TURNS: the loop turns (setImmediate hops) a step's held commit notices wait for its answers. An OK
+ * unary answer leaves node:http2 in two writes a turn apart: its headers and message are flushed in the check
+ * phase of the turn it was given (a native immediate), and the trailers the caller waits for are submitted from
+ * a setImmediate that flush queues (http2 `sendTrailers`), so they are flushed in the next turn's check phase.
+ * Sent after one hop, the notices left between the two writes, ahead of the trailers (strace of a leader:
+ * headers + message, the notices and ReportApplied answers to both followers, then the trailers); after two
+ * they leave behind the trailers.
+ */
+export const NOTICE_HOLD_TURNS = 2;
 
 export interface DriverOptions {
   tickMs: number;
@@ -230,8 +242,9 @@ export class Driver {
   }
 
   private finishStep(effects: Effect[], from: number): void {
-    // A step that answers proposals holds its commit notices (segments with no entries) back a loop turn:
-    // the clients' answers, which leave from the results' promise callbacks after this step, go out first.
+    // A step that answers proposals holds its commit notices (segments with no entries) back NOTICE_HOLD_TURNS
+    // loop turns: the clients' answers, which leave from the results' promise callbacks after this step, go out
+    // first, trailers included.
     const answersFirst = effects.some((e) => e.type === 'proposalResult');
     let notices: Array<SendEffect | AnswerEffect> | null = null;
     const heldStreams = answersFirst ? new Set<number>() : null;
@@ -248,18 +261,24 @@ export class Driver {
     this.statusStale = true;
     this.ports.stepped();
     if (notices !== null) {
-      const held = notices;
-      setImmediate(() => {
-        if (this.stopped || this.failed) return;
-        for (const effect of held) {
-          if (effect.type === 'send') this.ports.send(effect);
-          else this.ports.answer(effect);
-        }
-      });
+      setImmediate(this.sendHeld, notices, NOTICE_HOLD_TURNS - 1);
     }
     // Last: the recorder's encoding waits behind this step's effects, held commit notices included.
     this.options.recorder?.carriedOut();
   }
+
+  /** sendHeld carries out a step's held notices once `turnsLeft` more loop turns have passed. */
+  private readonly sendHeld = (held: Array<SendEffect | AnswerEffect>, turnsLeft: number): void => {
+    if (this.stopped || this.failed) return;
+    if (turnsLeft > 0) {
+      setImmediate(this.sendHeld, held, turnsLeft - 1);
+      return;
+    }
+    for (const effect of held) {
+      if (effect.type === 'send') this.ports.send(effect);
+      else this.ports.answer(effect);
+    }
+  };
 
   private carryOut(effect: Effect): void {
     switch (effect.type) {
