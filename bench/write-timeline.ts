@@ -5,7 +5,10 @@
 // row at one writer), and prints the median of each phase over the writes. All stamps are on the machine's
 // monotonic clock, so a phase that crosses processes (client to leader, leader to follower) is measured too.
 //
-//   npx tsx bench/write-timeline.ts [--writes 300] [--warmup 30] [--insecure] [--keep]
+//   npx tsx bench/write-timeline.ts [--writes 300] [--warmup 30] [--insecure] [--keep] [--cpu-prof]
+//
+// --cpu-prof runs the nodes under `node --cpu-prof` and prints where each one's busy time went, and the share
+// of it the data directory's disk-usage walk takes (transports/node/node-stats.ts).
 //
 // The follower shown is the one whose frontier reached the leader first for that write (the one that
 // completed the quorum). A phase a write did not show (no stamp) is left out of that phase's median.
@@ -15,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSvcCluster } from './cluster/svc-cluster.js';
 import { numberArg, readTraces, type NodeTrace } from './cluster/trace-files.js';
+import { subtreeShares, summarizeProfiles } from './cluster/profile.js';
 import { monotonicUs, type WritePhase, type WriteStamp } from '../transports/node/write-trace.js';
 import { WRITE_TRACE_DIR_ENV } from '../cli/node-command.js';
 import * as pb from '../proto/gen/svc/store/v1/store.js';
@@ -176,7 +180,15 @@ async function main(): Promise<void> {
   const traceDir = join(dir, 'trace');
   mkdirSync(traceDir);
   process.env[WRITE_TRACE_DIR_ENV] = traceDir;
-  const cluster = await startSvcCluster(join(dir, 'cluster'), [], [], insecure);
+  const cpuProf = process.argv.includes('--cpu-prof');
+  const profileDir = join(dir, 'profiles');
+  if (cpuProf) mkdirSync(profileDir);
+  const cluster = await startSvcCluster(
+    join(dir, 'cluster'),
+    cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    [],
+    insecure,
+  );
   const writes: Write[] = [];
   try {
     const value = 'x'.repeat(VALUE_CHARS);
@@ -213,8 +225,26 @@ async function main(): Promise<void> {
   console.log(
     `  commits that waited on the leader's own fdatasync (a follower's frontier came first): ${commits === 0 ? '—' : `${Math.round((100 * waitedOnLeaderSync) / commits)}%`} of ${commits}`,
   );
+  if (cpuProf) await printProfiles(profileDir);
   if (process.argv.includes('--keep')) console.log(`traces kept in ${traceDir}`);
   else await rm(dir, { recursive: true, force: true });
+}
+
+/** PROFILE_TOP_COUNT functions are listed per node process under --cpu-prof. */
+const PROFILE_TOP_COUNT = 12;
+
+/** printProfiles: each node process's busy time by function, and the disk-usage walk's share of it. */
+async function printProfiles(profileDir: string): Promise<void> {
+  const walks = new Map(
+    (await subtreeShares(profileDir, /transports\/node\/node-stats\.ts$/, 3)).map((s) => [s.file, s]),
+  );
+  for (const summary of await summarizeProfiles(profileDir, PROFILE_TOP_COUNT)) {
+    const walk = walks.get(summary.file);
+    console.log(
+      `cpu profile pid ${summary.pid}: ${summary.totalMs.toFixed(0)} ms sampled, busy ${walk?.busyMs.toFixed(0) ?? '—'} ms, node-stats.ts ${walk ? (walk.share * 100).toFixed(2) : '—'}% of busy`,
+    );
+    for (const f of summary.byFunction) console.log(`  ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.name}`);
+  }
 }
 
 main().catch((err: unknown) => {
