@@ -30,7 +30,7 @@ export type WritePhase =
   | 'apply' // a node applied entries through `seq` to its state machine
   | 'propose.answered' // the leader's Store handler has the outcome of the command at `seq`
   | 'answer.flushed' // node:http2 is writing a lean-served call's headers and message (`peer`: the call's path)
-  | 'answer.closed' // ... and its trailers: the stream closed (`peer`: the call's path), the call is complete
+  | 'answer.closed' // its stream closed (`peer`: the path): a few ticks after node:http2 flushed its trailers
   // A read's path (bench/read-timeline.ts; seq 0 on each: a read names no seqno until it is answered):
   | 'read.received' // a node's Store handler has a client's unary Get
   | 'readindex.stepped' // a node's engine stepped a readIndex input
