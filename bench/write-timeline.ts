@@ -55,7 +55,8 @@ const PHASES = [
   'frontier at leader → apply (commit)',
   'apply → handler has the outcome',
   'handler outcome → client has the answer',
-  '  outcome → headers + message flushed (lean)',
+  '  outcome → the lean server has the answer',
+  '  lean server has it → headers + message flushed',
   '  message flushed → trailers flushed',
   '  trailers flushed → client has the answer',
   'total (client)',
@@ -143,15 +144,17 @@ function analyse(writes: Write[], leader: NodeTrace, followers: NodeTrace[]): An
       // The lean server's stamps of the Propose answer leaving (absent when grpc-js serves the call). The close
       // is stamped a few ticks after the trailers' flush, so on a busy machine it can come after the client
       // has the answer (a negative last part), which is still that write's.
-      const flushed = answered && first(leader, 'answer.flushed', answered.atUs, 0, PROPOSE_PATH);
+      const given = answered && first(leader, 'answer.given', answered.atUs, 0, PROPOSE_PATH);
+      const flushed = given && first(leader, 'answer.flushed', given.atUs, 0, PROPOSE_PATH);
       const closed = flushed && first(leader, 'answer.closed', flushed.atUs, 0, PROPOSE_PATH);
       if (closed) {
-        add(PHASES[16], answered, flushed);
-        add(PHASES[17], flushed, closed);
-        add(PHASES[18], closed, w.answeredUs);
+        add(PHASES[16], answered, given);
+        add(PHASES[17], given, flushed);
+        add(PHASES[18], flushed, closed);
+        add(PHASES[19], closed, w.answeredUs);
       }
     }
-    add(PHASES[19], w.sentUs, w.answeredUs);
+    add(PHASES[20], w.sentUs, w.answeredUs);
   }
   return { phases: out, waitedOnLeaderSync, commits };
 }

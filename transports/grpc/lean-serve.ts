@@ -376,6 +376,7 @@ class LeanCall implements UnaryServerCall {
       stream.respond(RESPONSE_HEADERS, WAIT_FOR_TRAILERS);
       stream.on('wantTrailers', wantTrailers);
       stream.end(framed);
+      if (tracing()) stamp('answer.given', 0, this.path);
     } catch {
       // The stream died between the check and the write (its session went): the caller is gone.
       this.stream.destroy();

@@ -29,6 +29,7 @@ export type WritePhase =
   | 'report.received' // the leader's server decoded a ReportApplied (before the engine's step)
   | 'apply' // a node applied entries through `seq` to its state machine
   | 'propose.answered' // the leader's Store handler has the outcome of the command at `seq`
+  | 'answer.given' // a lean-served call's handler gave its answer to node:http2 (`peer`: the call's path)
   | 'answer.flushed' // node:http2 is writing a lean-served call's headers and message (`peer`: the call's path)
   | 'answer.closed' // its stream closed (`peer`: the path): a few ticks after node:http2 flushed its trailers
   // A read's path (bench/read-timeline.ts; seq 0 on each: a read names no seqno until it is answered):
