@@ -67,15 +67,14 @@ export class SimNode {
     opaqueCommands = false,
   ) {
     this.machine = new KvStateMachine(opaqueCommands);
+    this.index = id.index;
+    this.name = id.name;
   }
 
-  get index(): number {
-    return this.id.index;
-  }
-
-  get name(): string {
-    return this.id.name;
-  }
+  // index and name are plain fields copied from the identity (which never changes): read on every event, a
+  // field load is cheaper than a getter through `id`.
+  readonly index: number;
+  readonly name: string;
 
   get isLive(): boolean {
     return this.state === 'up' || this.state === 'paused';
