@@ -68,13 +68,15 @@ export class SimNode {
   ) {
     this.machine = new KvStateMachine(opaqueCommands);
     this.index = id.index;
-    this.name = id.name;
   }
 
-  // index and name are plain fields copied from the identity (which never changes): read on every event, a
-  // field load is cheaper than a getter through `id`.
+  // index is a plain field copied from the identity (a slot's index never changes; nameJoiner renames it, so
+  // name stays a getter): read on every event, a field load is cheaper than a getter through `id`.
   readonly index: number;
-  readonly name: string;
+
+  get name(): string {
+    return this.id.name;
+  }
 
   get isLive(): boolean {
     return this.state === 'up' || this.state === 'paused';
