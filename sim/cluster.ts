@@ -839,11 +839,11 @@ export class Cluster implements CheckerWorld {
   }
 
   private execute(node: SimNode, effect: Effect, after: EngineStatus): void {
-    this.checkers.beforeEffect(
-      node,
-      effect,
-      'callId' in effect ? (this.router.calls.inbound.get(effect.callId)?.request ?? null) : null,
-    );
+    const watchers = this.checkers.beforeEffectCheckers(effect.type);
+    if (watchers.length > 0) {
+      const answering = 'callId' in effect ? (this.router.calls.inbound.get(effect.callId)?.request ?? null) : null;
+      for (const c of watchers) c.beforeEffect!(node, effect, answering);
+    }
     switch (effect.type) {
       case 'saveHardState':
         node.storage.saveHardState(effect.hardState);

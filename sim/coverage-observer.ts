@@ -60,6 +60,8 @@ export class CoverageObserver implements Checker {
    * there (figure 8 (e): S1 holds [1, 2, 4], S5 of term 5 sends index 2 of term 3 and S1's term-4 tail
    * goes). A log's terms never go down, so its last entry's term is the newest of the suffix.
    */
+  readonly beforeEffectTypes: readonly Effect['type'][] = ['append'];
+
   beforeEffect(node: SimNode, effect: Effect): void {
     if (effect.type !== 'append') return;
     const log = node.storage.written;

@@ -67,11 +67,12 @@ export class SimNode {
     opaqueCommands = false,
   ) {
     this.machine = new KvStateMachine(opaqueCommands);
+    this.index = id.index;
   }
 
-  get index(): number {
-    return this.id.index;
-  }
+  // index is a plain field copied from the identity (a slot's index never changes; nameJoiner renames it, so
+  // name stays a getter): read on every event, a field load is cheaper than a getter through `id`.
+  readonly index: number;
 
   get name(): string {
     return this.id.name;

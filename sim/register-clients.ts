@@ -265,6 +265,9 @@ export class RegisterClients {
   }
 
   private serveWaiting(): void {
+    // This runs after every event while a read waits; most events move none of them: then the pass below would
+    // keep every operation, in order, so it is skipped (no new list per event).
+    if (this.waiting.every((o) => this.keepsWaiting(o))) return;
     const still: Operation[] = [];
     for (const o of this.waiting) {
       if (o.state !== 'waiting') continue;
@@ -296,6 +299,15 @@ export class RegisterClients {
       this.complete(o, () => this.history.complete(o.op, { kind: 'get', value }, this.cluster.nowUs));
     }
     this.waiting = still;
+  }
+
+  /** keepsWaiting: serveWaiting would keep `o` waiting, untouched (its node still up to it, not yet applied to its index). */
+  private keepsWaiting(o: Operation): boolean {
+    return (
+      o.state === 'waiting' &&
+      this.sameIncarnation(o) &&
+      (o.node!.state !== 'up' || o.node!.machine.appliedSeq < o.index)
+    );
   }
 
   private sameIncarnation(o: Operation): boolean {

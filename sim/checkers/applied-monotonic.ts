@@ -23,6 +23,8 @@ export class AppliedMonotonicChecker implements Checker {
     this.highSeq.delete(node.index);
   }
 
+  readonly beforeEffectTypes: readonly Effect['type'][] = ['resetStateMachine'];
+
   beforeEffect(node: SimNode, effect: Effect): void {
     if (effect.type === 'resetStateMachine') this.highSeq.set(node.index, 0);
   }

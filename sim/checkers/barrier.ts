@@ -17,6 +17,14 @@ import type { Checker } from './checker.js';
 export class BarrierChecker implements Checker {
   readonly name = 'barrier';
 
+  readonly beforeEffectTypes: readonly Effect['type'][] = [
+    'send',
+    'fetchSnapshot',
+    'reply',
+    'replyError',
+    'streamChunk',
+  ];
+
   beforeEffect(node: SimNode, effect: Effect, answering: RpcRequest | null): void {
     switch (effect.type) {
       case 'send':

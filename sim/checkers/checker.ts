@@ -45,6 +45,12 @@ export interface Checker {
    * stream message answers, null for other effects.
    */
   beforeEffect?(node: SimNode, effect: Effect, answering: RpcRequest | null): void;
+  /**
+   * beforeEffectTypes: the effect types beforeEffect acts on (it returns at once for any other); absent = every
+   * type. The suite calls beforeEffect only for these: most effects (proposal results, appends, applies) concern
+   * no checker's beforeEffect, and this hook runs for every effect of every step.
+   */
+  readonly beforeEffectTypes?: readonly Effect['type'][];
   /** onAppend: an append effect was written to the node's WAL (prevTerm: term at fromSeq-1, if known). */
   onAppend?(node: SimNode, fromSeq: number, entries: readonly Entry[], prevTerm: number | undefined): void;
   onApply?(node: SimNode, entries: readonly Entry[]): void;

@@ -47,7 +47,8 @@ export class LagGaugeChecker implements Checker {
       }
       for (const shard in current) if (!(shard in previous)) changed = true;
     }
-    // Keep a copy only when something moved: the engine may hand out a fresh object per read.
-    if (changed) this.lastByNode.set(node.index, { ...current });
+    // Keep a copy only when something moved: the engine may hand out a fresh object per read (a frozen
+    // record cannot move, so it is kept as it is).
+    if (changed) this.lastByNode.set(node.index, Object.isFrozen(current) ? current : { ...current });
   }
 }

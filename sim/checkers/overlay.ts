@@ -14,6 +14,8 @@ export class OverlayChecker implements Checker {
 
   constructor(private readonly canonical: CanonicalLog) {}
 
+  readonly beforeEffectTypes: readonly Effect['type'][] = ['send'];
+
   beforeEffect(node: SimNode, effect: Effect): void {
     if (effect.type !== 'send' || effect.request.method !== 'ReportApplied') return;
     const status = node.engine?.status();

@@ -67,7 +67,11 @@ export class ReadinessChecker implements Checker {
     if (lowestSeq === undefined || frontier.seq < lowestSeq) lowest.set(frontier.term, frontier.seq);
     let list = this.frontiers.get(nodeIndex);
     if (!list) this.frontiers.set(nodeIndex, (list = []));
-    if (list.some((f) => f.term === frontier.term && f.seq === frontier.seq)) return;
+    // Newest first: a repeated frontier (heartbeats between writes) is most often the last one kept.
+    for (let i = list.length - 1; i >= 0; i--) {
+      const f = list[i]!;
+      if (f.seq === frontier.seq && f.term === frontier.term) return;
+    }
     list.push(frontier);
     if (list.length > FRONTIER_MEMORY_COUNT_MAX) list.shift();
   }

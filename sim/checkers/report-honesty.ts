@@ -15,6 +15,8 @@ export class ReportHonestyChecker implements Checker {
 
   constructor(private readonly world: CheckerWorld) {}
 
+  readonly beforeEffectTypes: readonly Effect['type'][] = ['send', 'reply'];
+
   beforeEffect(node: SimNode, effect: Effect, answering: RpcRequest | null): void {
     if (effect.type === 'send' && effect.request.method === 'ReportApplied') {
       const body = effect.request.body;

@@ -47,6 +47,8 @@ export class RosterReplayChecker implements Checker {
     r.replayed = null;
   }
 
+  readonly beforeEffectTypes: readonly Effect['type'][] = ['compact', 'resetStateMachine', 'saveHardState'];
+
   beforeEffect(node: SimNode, effect: Effect): void {
     const r = this.replays.get(node.index);
     if (!r) return;

@@ -60,6 +60,7 @@ export class CheckerSuite implements Checker {
     this.withAfterStep = this.checkers.filter((c) => c.afterStep !== undefined);
     this.withOnAppend = this.checkers.filter((c) => c.onAppend !== undefined);
     this.withOnApply = this.checkers.filter((c) => c.onApply !== undefined);
+    this.withOnProposalResult = this.checkers.filter((c) => c.onProposalResult !== undefined);
   }
 
   // The checkers with each per-event hook, listed once: the hot hooks then make no call to a checker without it.
@@ -67,6 +68,9 @@ export class CheckerSuite implements Checker {
   private readonly withAfterStep: Checker[];
   private readonly withOnAppend: Checker[];
   private readonly withOnApply: Checker[];
+  private readonly withOnProposalResult: Checker[];
+  /** beforeEffectByType: per effect type, the checkers whose beforeEffect acts on it (filled as types appear). */
+  private beforeEffectByType = new Map<Effect['type'], Checker[]>();
 
   /** drop removes the named checker: a test showing that another checker (linearizability) catches the same bug. */
   drop(name: string): void {
@@ -76,14 +80,28 @@ export class CheckerSuite implements Checker {
       this.withAfterStep,
       this.withOnAppend,
       this.withOnApply,
+      this.withOnProposalResult,
     ]) {
       const at = list.findIndex((c) => c.name === name);
       if (at >= 0) list.splice(at, 1);
     }
+    this.beforeEffectByType = new Map();
+  }
+
+  /** beforeEffectCheckers: the checkers whose beforeEffect acts on effects of this type (often none). */
+  beforeEffectCheckers(type: Effect['type']): readonly Checker[] {
+    let list = this.beforeEffectByType.get(type);
+    if (!list) {
+      list = this.withBeforeEffect.filter(
+        (c) => c.beforeEffectTypes === undefined || c.beforeEffectTypes.includes(type),
+      );
+      this.beforeEffectByType.set(type, list);
+    }
+    return list;
   }
 
   beforeEffect(node: SimNode, effect: Effect, answering: RpcRequest | null): void {
-    for (const c of this.withBeforeEffect) c.beforeEffect!(node, effect, answering);
+    for (const c of this.beforeEffectCheckers(effect.type)) c.beforeEffect!(node, effect, answering);
   }
 
   afterStep(step: StepRecord): void {
@@ -110,7 +128,7 @@ export class CheckerSuite implements Checker {
     data: Uint8Array | undefined,
     term: number,
   ): void {
-    for (const c of this.checkers) c.onProposalResult?.(node, proposalId, ok, seq, data, term);
+    for (const c of this.withOnProposalResult) c.onProposalResult!(node, proposalId, ok, seq, data, term);
   }
 
   onArtifact(node: SimNode, artifact: Artifact, how: 'staged' | 'installed'): void {

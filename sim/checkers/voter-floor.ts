@@ -8,7 +8,12 @@ import { MemberRole, type EngineLimits, type Roster } from '../../engine/types.j
 import type { Checker, StepRecord } from './checker.js';
 import { InvariantViolation } from '../violation.js';
 
-const voters = (roster: Roster): number => roster.members.filter((m) => m.role === MemberRole.Voter).length;
+/** voters counts a roster's voters (a loop, not a filtered copy: this runs after every leader step). */
+function voters(roster: Roster): number {
+  let count = 0;
+  for (const m of roster.members) if (m.role === MemberRole.Voter) count++;
+  return count;
+}
 
 export class VoterFloorChecker implements Checker {
   readonly name = 'voter-floor';
@@ -21,6 +26,8 @@ export class VoterFloorChecker implements Checker {
   afterStep(step: StepRecord): void {
     const { before, after } = step;
     if (!before || before.role !== 'leader' || after.role !== 'leader' || before.term !== after.term) return;
+    // The same members array holds the same voters (the engine hands out one roster object until it changes).
+    if (before.roster.members === after.roster.members) return;
     const was = voters(before.roster);
     const now = voters(after.roster);
     if (now < was && now < this.needed)

@@ -6,6 +6,7 @@ import { encodeRoster } from '../../engine/roster.js';
 import { EntryKind, type Effect, type HardState } from '../../engine/types.js';
 import type { HeartbeatRequest, RpcRequest } from '../../engine/rpc.js';
 import { BarrierChecker } from '../../sim/checkers/barrier.js';
+import { CheckerSuite } from '../../sim/checkers/suite.js';
 import type { StepRecord } from '../../sim/checkers/checker.js';
 import { LeaderStepDownChecker } from '../../sim/checkers/leader-step-down.js';
 import { MatchHonestyChecker } from '../../sim/checkers/match-honesty.js';
@@ -111,6 +112,31 @@ describe('sim/checkers for barriers, reports, step-down, rosters and matches (ha
     node.storage.append(3, [entry(3, 3)], 0, 1_000);
     checker.beforeEffect(node, report(2, 3, 1), null);
     violates('barrier', () => checker.beforeEffect(node, report(3, 3, 1), null));
+  });
+
+  it('the suite hands an effect only to the checkers whose beforeEffect acts on its type, and through it the barrier still fails a report that leaves before it is durable', () => {
+    const suite = new CheckerSuite({ nodes: [], nodeByMemberId: () => undefined });
+    const names = (type: Effect['type']): string[] => suite.beforeEffectCheckers(type).map((c) => c.name);
+    assert.deepEqual(names('send'), ['barrier', 'report-honesty', 'overlay']);
+    assert.deepEqual(names('reply'), ['barrier', 'report-honesty']);
+    assert.deepEqual(names('streamChunk'), ['barrier']);
+    assert.deepEqual(names('resetStateMachine'), ['applied-monotonic', 'roster-replay']);
+    assert.deepEqual(names('proposalResult'), []);
+    assert.deepEqual(names('apply'), []);
+    // A checker that declares no types hears every effect.
+    const seen: string[] = [];
+    const all = new CheckerSuite({ nodes: [], nodeByMemberId: () => undefined }, [
+      { name: 'every-effect', beforeEffect: (_node, effect) => void seen.push(effect.type) },
+    ]);
+    all.beforeEffect(makeNode(1), { type: 'resetStateMachine' }, null);
+    all.beforeEffect(makeNode(1), { type: 'compact', throughSeq: 1 }, null);
+    assert.deepEqual(seen, ['resetStateMachine', 'compact']);
+    const node = makeNode(1);
+    node.storage.saveHardState(hardState({ term: 3, votedFor: 1, selfId: 2 }));
+    synced(node, [entry(1, 3), entry(2, 3)]);
+    node.storage.append(3, [entry(3, 3)], 0, 1_000);
+    suite.beforeEffect(node, report(2, 3, 1), null);
+    violates('barrier', () => suite.beforeEffect(node, report(3, 3, 1), null));
   });
 
   it('report honesty: applied_seqno beyond the prefix that matches the leader fails', () => {

@@ -18,6 +18,7 @@ import { RemovedChecker } from '../../sim/checkers/removed.js';
 import { SnapshotIntegrityChecker } from '../../sim/checkers/snapshot-integrity.js';
 import { StateMachineSafetyChecker } from '../../sim/checkers/state-machine-safety.js';
 import { TermFencingChecker } from '../../sim/checkers/term-fencing.js';
+import { VoterFloorChecker } from '../../sim/checkers/voter-floor.js';
 import { KvStateMachine, encodeCommand } from '../../sim/state-machine.js';
 import { InvariantViolation } from '../../sim/violation.js';
 import { entry, makeNode, roster, status, world } from './fixtures.js';
@@ -287,6 +288,28 @@ describe('sim/checkers (hand-made states)', () => {
     );
     checker.onStart(n1);
     checker.afterStep(step({ node: n1, input: polled, after: status({ lagGaugeByShard: { 1: 1 } }) }));
+    // A frozen record (the engine's, handed out until a gauge moves) is kept as it is, not copied: still judged.
+    checker.onStart(n2);
+    checker.afterStep(step({ node: n2, input: polled, after: status({ lagGaugeByShard: Object.freeze({ 1: 5 }) }) }));
+    checker.afterStep(step({ node: n2, input: polled, after: status({ lagGaugeByShard: Object.freeze({ 1: 6 }) }) }));
+    violates('lag-gauge-monotonic', () =>
+      checker.afterStep(step({ node: n2, input: polled, after: status({ lagGaugeByShard: Object.freeze({ 1: 4 }) }) })),
+    );
+  });
+
+  it('voter floor: a leader whose roster drops below 2f + 1 voters within its term fails; the same roster passes', () => {
+    const checker = new VoterFloorChecker({ autopilotFailureTolerance: 1 });
+    const five = roster([1, 2, 3, 4, 5]);
+    const leader = (r: typeof five) => status({ role: 'leader', term: 4, roster: r });
+    checker.afterStep(step({ node: n1, before: leader(five), after: leader(five) }));
+    checker.afterStep(step({ node: n1, before: leader(five), after: leader(roster([1, 2, 3])) }));
+    violates('voter-floor', () =>
+      checker.afterStep(step({ node: n1, before: leader(roster([1, 2, 3])), after: leader(roster([1, 2], [3])) })),
+    );
+    // A new term (a new leader) is not judged by this step.
+    checker.afterStep(
+      step({ node: n1, before: leader(roster([1, 2, 3])), after: { ...leader(roster([1, 2])), term: 5 } }),
+    );
   });
 
   it("membership: two kind-4 records above the cluster commit point in a leader's log fail", () => {
