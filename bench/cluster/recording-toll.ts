@@ -19,6 +19,8 @@ import { cpuDuring } from './proc-cpu.js';
 import { startSvcCluster, type SvcCluster } from './svc-cluster.js';
 
 const VALUE_CHARS = 96 - '{"d":""}'.length;
+/** REST_SECONDS: how long each level measures the leaders' CPU with no writes. */
+const REST_SECONDS = 2;
 
 export interface RecordingTollOptions {
   dir: string;
@@ -45,6 +47,8 @@ export interface TollRound {
 
 export interface TollLevel {
   writers: number;
+  /** restCpuMsPerSecond: each side's leader CPU with no writes, measured before the level's rounds. */
+  restCpuMsPerSecond: { on: number; off: number };
   on: TollRound[];
   off: TollRound[];
 }
@@ -152,7 +156,18 @@ export async function measureRecordingToll(options: RecordingTollOptions): Promi
       `recording on vs off: two 3-node clusters up at once, ${rounds} rounds per level of ${seconds} s after ${warmup} s warm-up, the order flipping each round`,
     );
     for (const writers of options.writerLevels) {
-      const level: TollLevel = { writers, on: [], off: [] };
+      // The leader's CPU at rest (ticks, heartbeats, and on one side their recording): a 1-writer window's CPU
+      // per write includes it, so it is printed beside it.
+      const [restOn, restOff] = await Promise.all([
+        cpuDuring([leaderOf(on).pid], 0, REST_SECONDS * 1000),
+        cpuDuring([leaderOf(off).pid], 0, REST_SECONDS * 1000),
+      ]);
+      const level: TollLevel = {
+        writers,
+        restCpuMsPerSecond: { on: restOn / REST_SECONDS, off: restOff / REST_SECONDS },
+        on: [],
+        off: [],
+      };
       for (let round = 1; round <= rounds; round++) {
         const order = round % 2 === 1 ? (['on', 'off'] as const) : (['off', 'on'] as const);
         for (const side of order) {
@@ -189,13 +204,13 @@ export function printToll(levels: TollLevel[], log: (line: string) => void): voi
   log('');
   log('medians of the rounds [min–max]; each ratio is the median of the rounds’ on/off ratios [min–max]');
   log(
-    '| writers | on writes/s | off writes/s | on / off writes/s | leader CPU µs/write on | off | on / off CPU per write | recorder’s share of the leader’s CPU per write |',
+    '| writers | on writes/s | off writes/s | on / off writes/s | leader CPU µs/write on | off | on / off CPU per write | recorder’s share of the leader’s CPU per write | leader CPU at rest on / off (ms/s) |',
   );
-  log('|---|---|---|---|---|---|---|---|');
+  log('|---|---|---|---|---|---|---|---|---|');
   for (const l of levels) {
     const cpuRatios = ratios(l, cpu);
     log(
-      `| ${l.writers} | ${spread(l.on.map(ops))} | ${spread(l.off.map(ops))} | ${spread(ratios(l, ops), 3)} | ${spread(l.on.map(cpu))} | ${spread(l.off.map(cpu))} | ${spread(cpuRatios, 3)} | ${(100 * (1 - 1 / median(cpuRatios))).toFixed(1)}% |`,
+      `| ${l.writers} | ${spread(l.on.map(ops))} | ${spread(l.off.map(ops))} | ${spread(ratios(l, ops), 3)} | ${spread(l.on.map(cpu))} | ${spread(l.off.map(cpu))} | ${spread(cpuRatios, 3)} | ${(100 * (1 - 1 / median(cpuRatios))).toFixed(1)}% | ${l.restCpuMsPerSecond.on.toFixed(0)} / ${l.restCpuMsPerSecond.off.toFixed(0)} |`,
     );
   }
   log('');
