@@ -346,7 +346,9 @@ describe('recording: the step record (format 5)', () => {
       0,
     );
     assert.notEqual(inputCode({ type: 'streamChunk', requestId: 5, chunk }), 0);
-    const undeclared = roundTrip(inputs[0]!, null, 'hashed').in as { response: { body: Record<string, unknown> } };
+    const undeclared = roundTrip(inputs[0]!, null, 'hashed').in as unknown as {
+      response: { body: Record<string, unknown> };
+    };
     assert.equal(undeclared.response.body.leaseTicks, 9);
   });
 });
