@@ -11,7 +11,11 @@
 // (bench/recording.ts), CPU time per step much less. The budget line is what the issue's bar allows: at
 // most 5% of the CPU a leader spends per write (250–400 µs at 1 writer: bench/recording.ts --cpu-prof).
 //
-//   npx tsx bench/recorder-step.ts [--writers 1] [--seconds 5] [--runs 7] [--keep DIR] [--from DIR...]
+// --paced feeds the steps at the pace they were recorded (their wall times), not back to back: the recorder's
+// timers then fire as often as on the node (its encode timer RECORDING_ENCODE_DELAY_MS after a step is carried
+// out; back to back, one firing covers hundreds of steps and the bench shows less than a node pays).
+//
+//   npx tsx bench/recorder-step.ts [--writers 1] [--seconds 5] [--runs 7] [--paced] [--keep DIR] [--from DIR...]
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +34,7 @@ const BAR_SHARE = 0.05;
  * its own); the bench yields after each, and takes off the CPU of the same loop with no recorder.
  */
 const STEPS_PER_TURN = 1;
+const paced = process.argv.includes('--paced');
 
 function numberArg(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -101,8 +106,14 @@ async function recorderCpuUs(
           limits: recordingLimits(),
         });
   const began = process.cpuUsage();
+  const startedAt = performance.now();
+  const firstAt = steps[0]?.atMs ?? 0;
   for (let i = 0; i < steps.length; i++) {
     const s = steps[i]!;
+    if (paced) {
+      const wait = startedAt + (s.atMs - firstAt) - performance.now();
+      if (wait >= 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
     recorder.record(s.input, s.effects, s.tick);
     recorder.carriedOut();
     if (i % STEPS_PER_TURN === STEPS_PER_TURN - 1) await new Promise((resolve) => setImmediate(resolve));
@@ -144,7 +155,7 @@ async function main(): Promise<void> {
     // Every member carries every write: a follower's cost per write is over the leader's count.
     const writes = Math.max(0, ...replayed.map((r) => writesIn(r.steps)));
     console.log(
-      `median of ${runs} runs (CPU of the whole process, user + system, less the same loop's with no recorder)`,
+      `median of ${runs} runs (CPU of the whole process, user + system, less the same loop's with no recorder)${paced ? ', steps fed at their recorded pace' : ''}`,
     );
     console.log(
       '| member | steps | writes | steps/write | µs/step | µs/write | no texts µs/step | no texts µs/write |',
