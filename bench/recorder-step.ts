@@ -12,8 +12,8 @@
 // most 5% of the CPU a leader spends per write (250–400 µs at 1 writer: bench/recording.ts --cpu-prof).
 //
 // --paced feeds the steps at the pace they were recorded (their wall times), not back to back: the recorder's
-// timers then fire as often as on the node (its encode timer RECORDING_ENCODE_DELAY_MS after a step is carried
-// out; back to back, one firing covers hundreds of steps and the bench shows less than a node pays).
+// timers and wake-ups happen as often as on the node (back to back, one timer firing covers hundreds of steps
+// and the bench shows less than a node pays; a recorder that wakes the process itself shows here).
 //
 //   npx tsx bench/recorder-step.ts [--writers 1] [--seconds 5] [--runs 7] [--paced] [--keep DIR] [--from DIR...]
 import { mkdtemp, rm } from 'node:fs/promises';
