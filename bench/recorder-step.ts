@@ -16,6 +16,7 @@
 // and the bench shows less than a node pays; a recorder that wakes the process itself shows here).
 //
 //   npx tsx bench/recorder-step.ts [--writers 1] [--seconds 5] [--runs 7] [--paced] [--keep DIR] [--from DIR...]
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -82,6 +83,22 @@ const idle: StepRecorder & { close(): Promise<void> } = {
   close: () => Promise.resolve(),
 };
 
+/**
+ * voluntarySwitches: the times this process has slept and been woken (/proc/self/status; NaN elsewhere).
+ * With --paced, the extra ones a recorder causes (a timer of its own waking an idle process) are a count,
+ * steadier on a shared machine than the CPU they cost.
+ */
+function voluntarySwitches(): number {
+  try {
+    return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
+}
+
+/** lastSwitches: the voluntary context switches of the last recorderCpuUs run. */
+let lastSwitches = NaN;
+
 /** recorderCpuUs is the CPU (µs) of one real FlightRecorder recording every step, from open to close. */
 async function recorderCpuUs(
   dir: string,
@@ -105,6 +122,7 @@ async function recorderCpuUs(
           restored: head.restored,
           limits: recordingLimits(),
         });
+  const switchesBefore = voluntarySwitches();
   const began = process.cpuUsage();
   const startedAt = performance.now();
   const firstAt = steps[0]?.atMs ?? 0;
@@ -121,6 +139,7 @@ async function recorderCpuUs(
   // Until every line is written (the writes are the recorder's too); closing the file is once per run, not per step.
   if (recorder instanceof FlightRecorder) await recorder.settled();
   const used = process.cpuUsage(began);
+  lastSwitches = voluntarySwitches() - switchesBefore;
   await recorder.close();
   await rm(join(dir, 'rec'), { recursive: true, force: true });
   return used.user + used.system;
@@ -158,17 +177,20 @@ async function main(): Promise<void> {
       `median of ${runs} runs (CPU of the whole process, user + system, less the same loop's with no recorder)${paced ? ', steps fed at their recorded pace' : ''}`,
     );
     console.log(
-      '| member | steps | writes | steps/write | µs/step | µs/write | no texts µs/step | no texts µs/write |',
+      '| member | steps | writes | steps/write | µs/step | µs/write | no texts µs/step | no texts µs/write | extra wake-ups (voluntary context switches, median of rounds) |',
     );
-    console.log('|---|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|');
     for (const { run, steps, diverged } of replayed) {
       const withTexts: number[] = [];
       const without: number[] = [];
       const baseline: number[] = [];
+      const switches = { baseline: [] as number[], withTexts: [] as number[] };
       await recorderCpuUs(dir, run, steps, true); // warm-up
       for (let r = 0; r < runs; r++) {
         baseline.push(await recorderCpuUs(dir, run, steps, null));
+        switches.baseline.push(lastSwitches);
         withTexts.push(await recorderCpuUs(dir, run, steps, true));
+        switches.withTexts.push(lastSwitches);
         without.push(await recorderCpuUs(dir, run, steps, false));
       }
       const loop = median(baseline);
@@ -178,7 +200,7 @@ async function main(): Promise<void> {
       const b = Math.max(0, median(without) - loop);
       const role = writesIn(steps) > 0 ? ' (leader)' : '';
       console.log(
-        `| ${run.node}${role}${diverged ? ' (diverged)' : ''} | ${steps.length} | ${writes} | ${writes === 0 ? '–' : (steps.length / writes).toFixed(2)} | ${f(a / steps.length)} | ${perWrite(a)} | ${f(b / steps.length)} | ${perWrite(b)} |`,
+        `| ${run.node}${role}${diverged ? ' (diverged)' : ''} | ${steps.length} | ${writes} | ${writes === 0 ? '–' : (steps.length / writes).toFixed(2)} | ${f(a / steps.length)} | ${perWrite(a)} | ${f(b / steps.length)} | ${perWrite(b)} | ${f(median(switches.withTexts.map((w, i) => w - switches.baseline[i]!)))} |`,
       );
     }
   } finally {
