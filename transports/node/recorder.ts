@@ -248,9 +248,9 @@ export class FlightRecorder implements StepRecorder {
    * one); the queue is encoded at the end of this event-loop turn (one setImmediate a turn, however many
    * steps it ran), behind the turn's sends and answers and the commit notices the driver holds back a
    * setImmediate. Not on a timer: format 5's encoding 1 ms later woke an idle node's process once more for
-   * nearly every step at 1 writer (about 2 extra wake-ups a write on a leader, each costing more CPU than
-   * the step's encoding: bench/recorder-step.ts --paced counts them), and a setImmediate runs in the turn
-   * the process is already awake for. The flush timer encodes a queue no carriedOut reached (a step whose
+   * nearly every step at 1 writer (about 2 extra wake-ups a write on a leader: bench/recorder-step.ts --paced
+   * counts them), CPU in the kernel and libuv that a profile of the recorder's code does not show; a
+   * setImmediate runs in the turn the process is already awake for. The flush timer encodes a queue no carriedOut reached (a step whose
    * sync failed stops the node).
    */
   carriedOut(): void {
