@@ -19,7 +19,13 @@
 //
 //   npx tsx bench/cluster.ts [--seconds 3] [--warmup 1] [--rounds 3] [--snapshot-mib 256] [--snapshot-rounds 3]
 //                            [--no-snapshot] [--insecure] [--cpu-prof] [--writers 1,16,64]
+//   npx tsx bench/cluster.ts --recording [--seconds 3] [--warmup 1] [--rounds 7] [--writers 1,64]
 //
+// --recording runs, in place of the above, the flight recorder's toll (issue 22's bar: recording costs at most
+// 5% of write throughput at 1 and 64 writers): svc with recording on beside svc with --no-recording, rounds
+// interleaved, writes/s and the leader's CPU per write (/proc) as medians with their range, and the bytes the
+// recording and the WAL add per write (bench/cluster/recording-toll.ts; bench/recording.ts is the same with
+// --cpu-prof's recorder share).
 // --insecure runs our cluster plaintext too (etcd runs plaintext either way): the same transport on both sides.
 // --cpu-prof runs our nodes under `node --cpu-prof` and prints where each node's time went.
 import { randomBytes } from 'node:crypto';
@@ -31,6 +37,7 @@ import { etcdVersion, startEtcd } from './cluster/etcd.js';
 import { etcdKvClient } from './cluster/etcd-grpc.js';
 import { closedLoop, payload, type LoadResult } from './cluster/load.js';
 import { summarizeProfiles } from './cluster/profile.js';
+import { measureRecordingToll } from './cluster/recording-toll.js';
 import { measureSnapshotTransfer } from './cluster/snapshot.js';
 import { startSvcCluster } from './cluster/svc-cluster.js';
 
@@ -42,6 +49,8 @@ const FSYNC_RECORD_BYTES = 128;
 const FSYNC_SECONDS = 1.5;
 const PROFILE_TOP_COUNT = 12;
 const WRITE_DEADLINE_MS = 10_000;
+/** RECORDING_ROUNDS_DEFAULT: --recording's rounds per level (a 5% toll needs more than three on a shared machine). */
+const RECORDING_ROUNDS_DEFAULT = 7;
 
 function numberArg(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -116,6 +125,8 @@ interface ClusterBenchOptions {
   withSnapshot: boolean;
   rounds: number;
   writerLevels: number[];
+  /** recording: measure the flight recorder's toll (on vs off) instead of the etcd comparison. */
+  recording: boolean;
 }
 
 function clusterBenchOptions(): ClusterBenchOptions {
@@ -127,8 +138,10 @@ function clusterBenchOptions(): ClusterBenchOptions {
     cpuProf: process.argv.includes('--cpu-prof'),
     insecure: process.argv.includes('--insecure'),
     withSnapshot: !process.argv.includes('--no-snapshot'),
-    rounds: numberArg('rounds', 3),
-    writerLevels: writerCounts(),
+    rounds: numberArg('rounds', process.argv.includes('--recording') ? RECORDING_ROUNDS_DEFAULT : 3),
+    writerLevels:
+      process.argv.includes('--recording') && !process.argv.includes('--writers') ? [1, 64] : writerCounts(),
+    recording: process.argv.includes('--recording'),
   };
 }
 
@@ -137,6 +150,20 @@ type SnapshotResult = Awaited<ReturnType<typeof measureSnapshotTransfer>>;
 async function main(): Promise<void> {
   const options = clusterBenchOptions();
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-cluster-'));
+  if (options.recording) {
+    try {
+      await measureRecordingToll({
+        dir,
+        seconds: options.seconds,
+        warmup: options.warmup,
+        rounds: options.rounds,
+        writerLevels: options.writerLevels,
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    return;
+  }
   const profileDir = join(dir, 'profiles');
   try {
     const fsyncPerSecond = await fdatasyncRate(dir);

@@ -11,7 +11,12 @@
 // (bench/recording.ts), CPU time per step much less. The budget line is what the issue's bar allows: at
 // most 5% of the CPU a leader spends per write (250–400 µs at 1 writer: bench/recording.ts --cpu-prof).
 //
-//   npx tsx bench/recorder-step.ts [--writers 1] [--seconds 5] [--runs 7] [--keep DIR] [--from DIR...]
+// --paced feeds the steps at the pace they were recorded (their wall times), not back to back: the recorder's
+// timers and wake-ups happen as often as on the node (back to back, one timer firing covers hundreds of steps
+// and the bench shows less than a node pays; a recorder that wakes the process itself shows here).
+//
+//   npx tsx bench/recorder-step.ts [--writers 1] [--seconds 5] [--runs 7] [--paced] [--keep DIR] [--from DIR...]
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +35,7 @@ const BAR_SHARE = 0.05;
  * its own); the bench yields after each, and takes off the CPU of the same loop with no recorder.
  */
 const STEPS_PER_TURN = 1;
+const paced = process.argv.includes('--paced');
 
 function numberArg(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -77,6 +83,22 @@ const idle: StepRecorder & { close(): Promise<void> } = {
   close: () => Promise.resolve(),
 };
 
+/**
+ * voluntarySwitches: the times this process has slept and been woken (/proc/self/status; NaN elsewhere).
+ * With --paced, the extra ones a recorder causes (a timer of its own waking an idle process) are a count,
+ * steadier on a shared machine than the CPU they cost.
+ */
+function voluntarySwitches(): number {
+  try {
+    return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
+}
+
+/** lastSwitches: the voluntary context switches of the last recorderCpuUs run. */
+let lastSwitches = NaN;
+
 /** recorderCpuUs is the CPU (µs) of one real FlightRecorder recording every step, from open to close. */
 async function recorderCpuUs(
   dir: string,
@@ -100,9 +122,16 @@ async function recorderCpuUs(
           restored: head.restored,
           limits: recordingLimits(),
         });
+  const switchesBefore = voluntarySwitches();
   const began = process.cpuUsage();
+  const startedAt = performance.now();
+  const firstAt = steps[0]?.atMs ?? 0;
   for (let i = 0; i < steps.length; i++) {
     const s = steps[i]!;
+    if (paced) {
+      const wait = startedAt + (s.atMs - firstAt) - performance.now();
+      if (wait >= 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
     recorder.record(s.input, s.effects, s.tick);
     recorder.carriedOut();
     if (i % STEPS_PER_TURN === STEPS_PER_TURN - 1) await new Promise((resolve) => setImmediate(resolve));
@@ -110,6 +139,7 @@ async function recorderCpuUs(
   // Until every line is written (the writes are the recorder's too); closing the file is once per run, not per step.
   if (recorder instanceof FlightRecorder) await recorder.settled();
   const used = process.cpuUsage(began);
+  lastSwitches = voluntarySwitches() - switchesBefore;
   await recorder.close();
   await rm(join(dir, 'rec'), { recursive: true, force: true });
   return used.user + used.system;
@@ -144,20 +174,23 @@ async function main(): Promise<void> {
     // Every member carries every write: a follower's cost per write is over the leader's count.
     const writes = Math.max(0, ...replayed.map((r) => writesIn(r.steps)));
     console.log(
-      `median of ${runs} runs (CPU of the whole process, user + system, less the same loop's with no recorder)`,
+      `median of ${runs} runs (CPU of the whole process, user + system, less the same loop's with no recorder)${paced ? ', steps fed at their recorded pace' : ''}`,
     );
     console.log(
-      '| member | steps | writes | steps/write | µs/step | µs/write | no texts µs/step | no texts µs/write |',
+      '| member | steps | writes | steps/write | µs/step | µs/write | no texts µs/step | no texts µs/write | extra wake-ups (voluntary context switches, median of rounds) |',
     );
-    console.log('|---|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|');
     for (const { run, steps, diverged } of replayed) {
       const withTexts: number[] = [];
       const without: number[] = [];
       const baseline: number[] = [];
+      const switches = { baseline: [] as number[], withTexts: [] as number[] };
       await recorderCpuUs(dir, run, steps, true); // warm-up
       for (let r = 0; r < runs; r++) {
         baseline.push(await recorderCpuUs(dir, run, steps, null));
+        switches.baseline.push(lastSwitches);
         withTexts.push(await recorderCpuUs(dir, run, steps, true));
+        switches.withTexts.push(lastSwitches);
         without.push(await recorderCpuUs(dir, run, steps, false));
       }
       const loop = median(baseline);
@@ -167,7 +200,7 @@ async function main(): Promise<void> {
       const b = Math.max(0, median(without) - loop);
       const role = writesIn(steps) > 0 ? ' (leader)' : '';
       console.log(
-        `| ${run.node}${role}${diverged ? ' (diverged)' : ''} | ${steps.length} | ${writes} | ${writes === 0 ? '–' : (steps.length / writes).toFixed(2)} | ${f(a / steps.length)} | ${perWrite(a)} | ${f(b / steps.length)} | ${perWrite(b)} |`,
+        `| ${run.node}${role}${diverged ? ' (diverged)' : ''} | ${steps.length} | ${writes} | ${writes === 0 ? '–' : (steps.length / writes).toFixed(2)} | ${f(a / steps.length)} | ${perWrite(a)} | ${f(b / steps.length)} | ${perWrite(b)} | ${f(median(switches.withTexts.map((w, i) => w - switches.baseline[i]!)))} |`,
       );
     }
   } finally {

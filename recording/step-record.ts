@@ -16,7 +16,9 @@
 // ReportApplied call and its answer, ticks and stats...) have a code each and are written field by field in
 // a fixed order (their field lists are checked against the engine's types at the end of this file); any
 // other input, or one whose fields are not what its type says, is written as its JSON (INPUT_JSON, exactly
-// format 4's `in`). The store's values are redacted as in format 4 (recording/codec.ts): a keyed hash and
+// format 4's `in`). So is an input whose wire body (a decoded message: a call's body, an answer's, a shipped
+// chunk and its id) holds a key its type does not declare: field-by-field writing would drop it, and the
+// replay would feed the engine another object than the node's engine had (declared(), below). The store's values are redacted as in format 4 (recording/codec.ts): a keyed hash and
 // the length in `hashed` mode, a shipped segment by its skeleton.
 //
 // Numbers: a whole number from 0 to 2^53 - 2 is a varint of itself + 1; any other number is a 0 byte and
@@ -86,6 +88,19 @@ const CHECKSUM_BYTES = 4;
 /** NotPlain: an input whose fields are not what its type says; it is written as JSON instead. */
 class NotPlain extends Error {}
 const notPlain = new NotPlain('not a plain input');
+
+/**
+ * declared throws NotPlain when `o` has a key beyond the `count` its type declares (keys present, counted
+ * without building an array). The bodies that crossed a process boundary (decoded by the wire's codecs) are
+ * checked: a codec built from a newer proto than the engine's types can hand the driver a field the engine
+ * does not declare, which field-by-field writing would drop. Such an input is written as its JSON instead
+ * (INPUT_JSON: every field kept), so a replay feeds the engine the same object the node's engine had.
+ */
+function declared(o: object, count: number): void {
+  let keys = 0;
+  for (const k in o) if (Object.hasOwn(o, k)) keys++;
+  if (keys !== count) throw notPlain;
+}
 
 // The sink being written (one record at a time: the writing is synchronous).
 let out: RecordSink = { buf: Buffer.alloc(0), pos: 0, mark: 0, grow: () => undefined };
@@ -248,8 +263,11 @@ function skeleton(b: Uint8Array): void {
 
 function shipSegment(body: ShipSegmentRequest, mode: PayloadMode): void {
   const id = body.id;
+  // Six fields and `id`, which a decoded message holds even when absent (as undefined).
+  declared(body, 'id' in body ? 7 : 6);
   if (id === undefined) u8(ABSENT);
   else {
+    declared(id, 3);
     u8(PRESENT);
     num(id.regionId);
     num(id.shardId);
@@ -333,6 +351,7 @@ function plainInput(input: Input, mode: PayloadMode, key: RedactKey | null): boo
       num(input.callId);
       optionalNum(input.callerId);
       const b = r.body;
+      declared(b, 5);
       num(b.reporterShard);
       num(b.sourceShard);
       num(b.appliedSeqno);
@@ -343,22 +362,25 @@ function plainInput(input: Input, mode: PayloadMode, key: RedactKey | null): boo
     case 'response': {
       const r = input.response;
       if (r.method === 'ReportApplied') {
+        declared(r.body, 1);
         u8(INPUT_REPORT_ACK);
         num(input.requestId);
         bool(r.body.acknowledged);
       } else if (r.method === 'Heartbeat') {
+        const b = r.body;
+        declared(b, 5);
         u8(INPUT_HEARTBEAT_RESPONSE);
         num(input.requestId);
-        const b = r.body;
         bool(b.acknowledged);
         num(b.term);
         bool(b.accepted);
         num(b.capabilities);
         bool(b.removed);
       } else if (r.method === 'ShipSegment') {
+        const b = r.body;
+        declared(b, 3);
         u8(INPUT_SHIP_RESPONSE);
         num(input.requestId);
-        const b = r.body;
         bool(b.accepted);
         num(b.appliedSeqno);
         num(b.term);
@@ -804,7 +826,8 @@ export function readStepRecord(b: Buffer, from: number, end: number): StepLine {
 }
 
 // The field lists above, checked against the engine's types: a field added to one of them fails the
-// typecheck here until it is written (and read) above, and digested in recording/step-digest.ts.
+// typecheck here until it is written (and read) above, digested in recording/step-digest.ts, and counted in
+// the declared() calls of the wire bodies (a body with more keys than its type declares is written as JSON).
 type Exactly<T, K extends PropertyKey> = [Exclude<keyof T, K>] extends [never] ? true : false;
 type InputOf<T extends Input['type']> = Extract<Input, { type: T }>;
 export const FIELDS_CHECKED: [

@@ -248,7 +248,7 @@ describe('flight recorder: the ring on disk', function () {
     assert.equal(run!.gap?.n, 2);
   });
 
-  it('record() only queues: the step is encoded after the turn its effects were carried out in, with the wall time it ran at', async function () {
+  it('record() only queues: the step is encoded at the end of the turn its effects were carried out in (no timer), with the wall time it ran at', async function () {
     let clock = 5_000;
     const recorder = await FlightRecorder.open({
       dir: join(dir, 'recording'),
@@ -272,9 +272,15 @@ describe('flight recorder: the ring on disk', function () {
     await turn();
     assert.equal(recorder.bytesOnDisk, before, 'the step was encoded before its effects were carried out');
     recorder.carriedOut();
+    recorder.carriedOut(); // once armed, a turn's further steps ride the same encoding
     assert.equal(recorder.bytesOnDisk, before, 'carriedOut() encoded within the turn');
-    // RECORDING_ENCODE_DELAY_MS later, by the encoding timer (the flush timer never fires here).
-    await waitFor(() => recorder.bytesOnDisk > before, 'the step encoded after the turn', 5_000);
+    // At the end of this event-loop turn (a setImmediate queued before this one), not on a timer that would
+    // wake the process again (the flush timer never fires here).
+    await turn();
+    assert.ok(
+      recorder.bytesOnDisk > before,
+      'the step was encoded at the end of the turn its effects were carried out in',
+    );
     await recorder.close();
     const [run] = readRecording(join(dir, 'recording'));
     assert.deepEqual(

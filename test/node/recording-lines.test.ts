@@ -62,6 +62,8 @@ describe('flight recorder: the record buffer', () => {
               const slice = lines.take();
               if (slice) handed.push({ slice, copy: Buffer.from(slice) });
               assert.equal(lines.bytes, 0);
+              // Bounded after a take: a chunk, or the staged record's size.
+              assert.ok(lines.capacity <= Math.max(chunkBytes, lines.staged), `capacity ${lines.capacity}`);
             }
           }
           const rest = lines.take();
@@ -72,5 +74,36 @@ describe('flight recorder: the record buffer', () => {
       ),
       { numRuns: 200 },
     );
+  });
+
+  it('goes back to a chunk of its size at the next take after a record longer than a chunk', () => {
+    const chunkBytes = 4096;
+    const lines = new RecordingLines(chunkBytes);
+    lines.stage('{"t":"small"}');
+    lines.commit();
+    const big = `{"t":"ckpt","x":"${'y'.repeat(10 * chunkBytes)}"}`;
+    lines.stage(big);
+    lines.commit();
+    assert.ok(lines.capacity > 10 * chunkBytes, 'the long record got a chunk of its size');
+    const first = lines.take()!;
+    const copy = Buffer.from(first);
+    assert.equal(lines.capacity, chunkBytes, 'back to one chunk once the long record is handed on');
+    // A record staged (not yet taken in) when the take comes is kept, in the new chunk.
+    lines.stage('{"t":"next"}');
+    lines.commit();
+    lines.stage(big);
+    assert.ok(lines.take());
+    assert.ok(lines.capacity >= Buffer.byteLength(big) && lines.capacity < 2 * Buffer.byteLength(big));
+    lines.commit();
+    const second = lines.take()!;
+    assert.equal(lines.capacity, chunkBytes);
+    assert.ok(first.equals(copy), 'a slice handed on is not written over');
+    assert.deepEqual(records(first), ['{"t":"small"}', big]);
+    assert.deepEqual(records(second), [big]);
+    // A long record staged and dropped (not taken in) does not keep its chunk past the next take either.
+    lines.stage(big);
+    lines.begin();
+    assert.equal(lines.take(), null);
+    assert.equal(lines.capacity, chunkBytes);
   });
 });

@@ -279,4 +279,76 @@ describe('recording: the step record (format 5)', () => {
     unknown[RECORD_HEADER_BYTES + 2 + 8 + 8] = 99;
     assert.throws(() => readStepRecord(unknown, RECORD_HEADER_BYTES, unknown.length), /unknown input code 99/);
   });
+
+  it("keeps a field the engine's types do not declare (a wire body from a newer proto): written as JSON, read back whole", () => {
+    /** inputCode is the step record's input code (after n, tick, at and the digest). */
+    const inputCode = (input: Input): number => {
+      const lines = new RecordingLines();
+      writeStepRecord(lines.begin(), 1, 1, 1, input, new Int32Array(2), null, 'hashed', KEY);
+      return lines.buf[RECORD_HEADER_BYTES + 2 + 8 + 8]!;
+    };
+    const frame = encodeSegmentFrame({ prevSeq: 3, prevTerm: 1, commitSeq: 3, entries: [] });
+    const chunk = {
+      id: undefined,
+      payload: frame,
+      eventCount: 0,
+      leaderLastSeq: 3,
+      streamBaseline: 0,
+      term: 1,
+      leaderRegion: 0,
+    };
+    const heartbeat = { acknowledged: true, term: 2, accepted: true, capabilities: 1, removed: false };
+    const inputs: Input[] = [
+      {
+        type: 'response',
+        requestId: 4,
+        response: { method: 'Heartbeat', body: { ...heartbeat, leaseTicks: 9 } as typeof heartbeat },
+      },
+      {
+        type: 'response',
+        requestId: 4,
+        response: { method: 'ShipSegment', body: { accepted: true, appliedSeqno: 1, term: 2, hint: 'x' } as never },
+      },
+      {
+        type: 'response',
+        requestId: 4,
+        response: { method: 'ReportApplied', body: { acknowledged: true, extra: 1 } as never },
+      },
+      { type: 'streamChunk', requestId: 5, chunk: { ...chunk, newer: [1, 2] } as typeof chunk },
+      {
+        type: 'streamChunk',
+        requestId: 5,
+        chunk: { ...chunk, id: { regionId: 1, shardId: 2, seqno: 3, epoch: 4 } as never },
+      },
+      {
+        type: 'request',
+        callId: 6,
+        request: {
+          method: 'ReportApplied',
+          body: {
+            reporterShard: 1,
+            sourceShard: 1,
+            appliedSeqno: 2,
+            reporterTerm: 2,
+            capabilities: 0,
+            zone: 'a',
+          } as never,
+        },
+      },
+    ];
+    for (const input of inputs) {
+      assert.equal(inputCode(input), 0, `written as JSON: ${JSON.stringify(input)}`);
+      assert.deepEqual(roundTrip(input, null, 'hashed').in, decodeLine(encodeLine(input, 'hashed', KEY)));
+    }
+    // The same inputs without the undeclared field are written field by field.
+    assert.notEqual(
+      inputCode({ type: 'response', requestId: 4, response: { method: 'Heartbeat', body: heartbeat } }),
+      0,
+    );
+    assert.notEqual(inputCode({ type: 'streamChunk', requestId: 5, chunk }), 0);
+    const undeclared = roundTrip(inputs[0]!, null, 'hashed').in as unknown as {
+      response: { body: Record<string, unknown> };
+    };
+    assert.equal(undeclared.response.body.leaseTicks, 9);
+  });
 });

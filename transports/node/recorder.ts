@@ -4,8 +4,9 @@
 // It sits beside the write path, never on it: record() only queues the step (its input, effects, tick and
 // wall time) and returns; once the driver has carried out the step's effects (sends, replies, appends,
 // after the hard-state sync when the step has one) it calls carriedOut(), and the queue is encoded in one
-// batch RECORDING_ENCODE_DELAY_MS later (after that turn's sends), in step order, as format 5's binary
-// records (recording/step-record.ts), straight into a reused buffer (recording-lines.ts). A timer hands
+// batch at the end of that event-loop turn (setImmediate: after that turn's sends, answers and held commit
+// notices), in step order, as format 5's binary records (recording/step-record.ts), straight into a reused
+// buffer (recording-lines.ts). A timer hands
 // the encoded records to one asynchronous file write at a time, without fsync. Encoding later is sound because a step's input and effects are not changed after the
 // step: the engine builds fresh effect objects each step and the driver's ports only read them (replay,
 // which digests each step's effects at once, finds any step where that stops being true). A crash loses
@@ -57,15 +58,9 @@ export interface RecordingLimits {
   recordingBufferBytesMax: number;
   /** recordingFlushMs paces the writes of buffered lines. */
   recordingFlushMs: number;
-  /** recordingPendingStepsMax bounds the steps queued for encoding (RECORDING_ENCODE_DELAY_MS's worth); past it, a gap. */
+  /** recordingPendingStepsMax bounds the steps queued for encoding (one event-loop turn's worth); past it, a gap. */
   recordingPendingStepsMax: number;
 }
-
-/**
- * RECORDING_ENCODE_DELAY_MS: how long after a step's effects are carried out its queue is encoded (the steps
- * of that millisecond in one batch, after the sends of their turns).
- */
-export const RECORDING_ENCODE_DELAY_MS = 1;
 
 /** CHECKPOINT_AT_SEGMENT_SHARE: a segment this full asks for the checkpoint the next one starts with. */
 export const CHECKPOINT_AT_SEGMENT_SHARE = 7 / 8;
@@ -158,8 +153,7 @@ export class FlightRecorder implements StepRecorder {
   /** checkpointAsked: this segment has asked for its successor's checkpoint (once per segment). */
   private checkpointAsked = false;
   readonly checkpoints: CheckpointStats = { written: 0, skipped: 0, lastExportMs: 0, lastEncodeMs: 0, lastBytes: 0 };
-  /** encodeTimer encodes the queue RECORDING_ENCODE_DELAY_MS after a step is carried out (armed: it will). */
-  private encodeTimer: NodeJS.Timeout | null = null;
+  /** encodeArmed: an encoding of the queue is scheduled at the end of this event-loop turn (setImmediate). */
   private encodeArmed = false;
   /** overflow: why steps stopped being queued ('' while they are); the gap is noted after the queue's steps. */
   private overflow = '';
@@ -251,18 +245,18 @@ export class FlightRecorder implements StepRecorder {
 
   /**
    * carriedOut: the driver has carried out the last step's effects (after its hard-state sync, when it had
-   * one); the queue is encoded RECORDING_ENCODE_DELAY_MS later, behind the sends of this turn and of the
-   * turns after it, in one batch. One timer, re-armed (Timeout.refresh): a setImmediate for every step
-   * (format 4's) was a tenth of the recorder's CPU on a leader, whose steps come one a turn. The flush timer
-   * encodes a queue no carriedOut reached (a step whose sync failed stops the node).
+   * one); the queue is encoded at the end of this event-loop turn (one setImmediate a turn, however many
+   * steps it ran), behind the turn's sends and answers and the commit notices the driver holds back a
+   * setImmediate. Not on a timer: format 5's encoding 1 ms later woke an idle node's process once more for
+   * nearly every step at 1 writer (about 2 extra wake-ups a write on a leader: bench/recorder-step.ts --paced
+   * counts them), CPU in the kernel and libuv that a profile of the recorder's code does not show; a
+   * setImmediate runs in the turn the process is already awake for. The flush timer encodes a queue no carriedOut reached (a step whose
+   * sync failed stops the node).
    */
   carriedOut(): void {
     if (this.pending.length === 0 || this.encodeArmed || this.stopped) return;
     this.encodeArmed = true;
-    if (this.encodeTimer === null) {
-      this.encodeTimer = setTimeout(this.encodePending, RECORDING_ENCODE_DELAY_MS);
-      this.encodeTimer.unref();
-    } else this.encodeTimer.refresh();
+    setImmediate(this.encodePending);
   }
 
   /** encodePending encodes the queued steps in order into the buffer of records. */
@@ -385,7 +379,6 @@ export class FlightRecorder implements StepRecorder {
     this.flush();
     this.stopped = true;
     clearInterval(this.timer);
-    if (this.encodeTimer !== null) clearTimeout(this.encodeTimer);
     await this.pump();
     await this.handle?.close().catch(() => undefined);
     this.handle = null;

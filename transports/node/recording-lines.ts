@@ -8,6 +8,10 @@
 // A record is staged (written after the records taken in: begin, then the record's writer) before it is
 // taken in (commit), so the recorder can check its exact size against its bounds, and flush the records
 // before it into the segment they belong to, before deciding where it goes.
+//
+// A record longer than a chunk (a checkpoint, a step with a large input) gets a chunk of its own size; the
+// next take, once that record is handed on (or dropped), goes back to a chunk of chunkBytes, so memory held
+// past a flush is a chunk (and any staged record), never the largest record seen.
 import { writeJsonRecord, type RecordSink } from '../../recording/step-record.js';
 
 /** RECORDING_CHUNK_BYTES: the size of a chunk (a longer record gets a chunk of its own size). */
@@ -54,13 +58,37 @@ export class RecordingLines implements RecordSink {
     this.end = this.pos;
   }
 
+  /** capacity: the bytes of the chunk being written (chunkBytes, unless a longer record needed more). */
+  get capacity(): number {
+    return this.buf.length;
+  }
+
   /** take hands on the records taken in since the last take (a slice never written over), or null. */
   take(): Buffer | null {
-    if (this.end === this.start) return null;
-    const records = this.buf.subarray(this.start, this.end);
+    const records = this.end === this.start ? null : this.buf.subarray(this.start, this.end);
     // A staged record stays staged (after `end`): it may go into the next segment, after this slice.
     this.start = this.end;
+    if (this.buf.length > this.chunkBytes) this.shrink();
     return records;
+  }
+
+  /**
+   * shrink goes back to a chunk of chunkBytes (or of the staged record's size, when that is longer) once
+   * everything before the staged record is handed on: the longer chunk stays alive only while the slices
+   * handed on from it are being written.
+   */
+  private shrink(): void {
+    const staged = this.pos - this.end;
+    const size = Math.max(this.chunkBytes, staged);
+    if (size >= this.buf.length) return;
+    const next = Buffer.allocUnsafeSlow(size);
+    this.buf.copy(next, 0, this.end, this.pos);
+    const shift = this.end;
+    this.buf = next;
+    this.start = 0;
+    this.end = 0;
+    this.pos -= shift;
+    this.mark = Math.max(0, this.mark - shift);
   }
 
   /** grow moves what is not yet handed on, the staged record included, to a new chunk with room for `bytes` more. */
