@@ -427,9 +427,12 @@ async function measureRounds(cluster: ApiCluster, nodeNames: string[], cases: Be
       });
       const statsAfter = await benchCase.node?.readIndexStats();
       if (statsBefore && statsAfter) {
-        benchCase.readIndex ??= { calls: 0, readers: 0 };
-        benchCase.readIndex.calls += statsAfter.calls - statsBefore.calls;
-        benchCase.readIndex.readers += statsAfter.readers - statsBefore.readers;
+        const sum = (benchCase.readIndex ??= { calls: 0, readers: 0, gatherMs: 0, callMs: 0 });
+        sum.calls += statsAfter.calls - statsBefore.calls;
+        sum.readers += statsAfter.readers - statsBefore.readers;
+        // A node older than these fields reports none: its waits show as 0.
+        sum.gatherMs += (statsAfter.gatherMs ?? 0) - (statsBefore.gatherMs ?? 0);
+        sum.callMs += (statsAfter.callMs ?? 0) - (statsBefore.callMs ?? 0);
       }
       benchCase.requestsTotal += result.requests.total;
       benchCase.roundRps.push(result.requests.average);
@@ -483,8 +486,9 @@ function printCases(cases: BenchCase[]): void {
   process.stdout.write(
     '| case | req/s (mean, best round) | vs bare, same process (best rounds) | vs bare, median of rounds (each round) | ' +
       'p50 ms | p99 ms | non-2xx | CPU µs/req, serving process | ' +
-      'CPU vs bare (bare / API) | CPU µs/req, other nodes | read-index calls per request (readers per call) |\n' +
-      '|---|---|---|---|---|---|---|---|---|---|---|\n',
+      'CPU vs bare (bare / API) | CPU µs/req, other nodes | read-index calls per request (readers per call) | ' +
+      'read-index ms per call: first reader → call start, start → answer |\n' +
+      '|---|---|---|---|---|---|---|---|---|---|---|---|\n',
   );
   const bareByNode: Record<string, BenchCase> = { leader: cases[0]!, follower: cases[2]! };
   const cpuPerRequest = (benchCase: BenchCase, which: 'serving' | 'others'): number =>
@@ -501,9 +505,15 @@ function printCases(cases: BenchCase[]): void {
       readIndex && readIndex.calls > 0
         ? `${(readIndex.calls / requestsTotal).toFixed(3)} (${(readIndex.readers / readIndex.calls).toFixed(1)})`
         : '-';
+    // Where a keyed request's barrier waits: for its call to start (a turn, or calls in flight before it), then
+    // for the answer (on a follower, a round trip to the leader).
+    const waits =
+      readIndex && readIndex.calls > 0
+        ? `${(readIndex.gatherMs / readIndex.calls).toFixed(2)}, ${(readIndex.callMs / readIndex.calls).toFixed(2)}`
+        : '-';
     process.stdout.write(
       `| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${roundRatio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} | ` +
-        `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} |\n`,
+        `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} | ${waits} |\n`,
     );
   }
 }

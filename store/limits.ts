@@ -37,6 +37,12 @@ export interface StoreLimits {
   streamOpenRequestCountMax: number;
   /** streamIdleMs: a member ends its ReadIndexStream or ProposeStream call to an address after this long with no request open. */
   streamIdleMs: number;
+  /**
+   * readIndexCallsInFlightMax bounds a follower's read-index calls to the leader in flight at once (each carries
+   * one loop turn's reads, store/read-index-batch.ts); 1 makes every turn's reads wait for the call before. The
+   * leader's own calls are not bounded by it (its engine batches them).
+   */
+  readIndexCallsInFlightMax: number;
 }
 
 export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
@@ -51,10 +57,13 @@ export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
   retryBackoffMs: 50,
   callDeadlineMs: 3_000,
   proposeBatchCountMax: 256,
-  // A follower keeps one read-index request in flight (ReadIndexBatch) and one write batch per loop turn while
+  // A follower keeps a few read-index requests in flight (ReadIndexBatch) and one write batch per loop turn while
   // earlier ones wait for their commit: a few dozen under load. Above this the member is misbehaving.
   streamOpenRequestCountMax: 1024,
   streamIdleMs: 30_000,
+  // A few round trips' worth of loop turns: enough that a busy follower's turns need not queue behind each
+  // other, far under streamOpenRequestCountMax.
+  readIndexCallsInFlightMax: 4,
 });
 
 /**
