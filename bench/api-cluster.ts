@@ -9,8 +9,11 @@
 //     every readIndexGapMs, back to back, readIndexConcurrency callers), measured by process.cpuUsage(), as a
 //     message on the ReadIndexStream call and as a unary ReadIndex call.
 // Usage: tsx bench/api-cluster.ts [seconds-per-measurement] [rounds] [--cpu-prof] [--no-sse] [--read-index-cost]
+//   [--read-index-calls-in-flight N]
 //   --cpu-prof writes each node's CPU profile to a new temp directory (named at the end; nodes stop cleanly).
 //   --no-sse skips part 2.
+//   --read-index-calls-in-flight N sets the nodes' storeLimits.readIndexCallsInFlightMax (1: a follower's reads
+//   wait for its call in flight, the rule before overlapping calls), for a same-build comparison.
 import { execFile } from 'node:child_process';
 import http from 'node:http';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -29,12 +32,22 @@ import { clientCredentials } from '../transports/grpc/tls.js';
 import { StoreClientPool } from '../transports/store-rpc/store-service.js';
 
 const connections = 64;
-const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+const args = process.argv
+  .slice(2)
+  .filter((arg, index, all) => !arg.startsWith('--') && all[index - 1] !== '--read-index-calls-in-flight');
 const durationSeconds = Number(args[0] ?? 3);
 const rounds = Number(args[1] ?? 2);
 const cpuProfile = process.argv.includes('--cpu-prof');
 const sse = !process.argv.includes('--no-sse');
 const readIndexCost = process.argv.includes('--read-index-cost');
+const inFlightFlag = process.argv.indexOf('--read-index-calls-in-flight');
+/** readIndexCallsInFlightMax: the nodes' store limit when given (else their default). */
+const readIndexCallsInFlightMax = inFlightFlag === -1 ? undefined : Number(process.argv[inFlightFlag + 1]);
+if (
+  readIndexCallsInFlightMax !== undefined &&
+  !(Number.isSafeInteger(readIndexCallsInFlightMax) && readIndexCallsInFlightMax >= 1)
+)
+  throw new Error('--read-index-calls-in-flight takes a positive integer');
 /** readIndexGapMs spaces the calls of the paced ReadIndex phase; readIndexConcurrency callers run the last one. */
 const readIndexGapMs = 20;
 const readIndexConcurrency = 16;
@@ -473,7 +486,8 @@ async function measureSse(cluster: ApiCluster, leader: string, follower: string)
 function printCases(cases: BenchCase[]): void {
   process.stdout.write(
     `\n${connections} connections, ${durationSeconds}s per measurement, best of ${rounds} rounds, loopback, ` +
-      `3 nodes (mTLS, fsync) + redis-server + autocannon on ${os.cpus().length} cores; load average at end ` +
+      `3 nodes (mTLS, fsync) + redis-server + autocannon on ${os.cpus().length} cores; ` +
+      `readIndexCallsInFlightMax ${readIndexCallsInFlightMax ?? 'default'}; load average at end ` +
       `${os
         .loadavg()
         .map((load) => load.toFixed(1))
@@ -547,6 +561,9 @@ async function main(): Promise<void> {
       tickMs: 100,
       api: { rateLimitPerSecond: 1_000_000, runWorker: false, albumWorker: false },
       execArgv: cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+      ...(readIndexCallsInFlightMax === undefined
+        ? {}
+        : { nodeConfig: { storeLimits: { readIndexCallsInFlightMax } } }),
     });
     const leader = await cluster.leaderName();
     if (!leader) throw new Error('no leader');
