@@ -16,11 +16,10 @@
 // inputs that arrive while a heartbeat round is in flight share the next round) — waiting for the call in
 // flight only adds a round to a read's wait. `overlap` (asked as each call would start, with the number of
 // calls in flight) lets the next call start one turn after its first reader even while others are in flight.
-// A follower overlaps too, up to a bound (store limit readIndexCallsInFlightMax): its readers otherwise wait
-// for the call in flight to come back before their own is even asked, about a second round trip to the
-// leader on every keyed request, with the process idle meanwhile when every request waits (bench/
-// api-cluster.ts prints both waits). The calls stay one per loop turn with readers, so a busy follower's
-// turns still gather dozens of readers each.
+// A follower may overlap too, up to a bound (store limit readIndexCallsInFlightMax, default 1: no overlap):
+// without it, its readers wait for the call in flight to come back before their own is even asked, about a
+// second round trip to the leader per keyed request (bench/api-cluster.ts prints both waits). The calls stay
+// one per loop turn with readers, so a busy follower's turns still gather dozens of readers each.
 
 /** ReadIndexBatchStats counts calls and readers (how well reads share calls, for the bench and tests). */
 export interface ReadIndexBatchStats {

@@ -1,6 +1,7 @@
 // ReplicatedStore on a follower (a host that does not read locally): each loop turn's reads ask the leader for a
-// read index at once, beside the calls still in flight, up to storeLimits.readIndexCallsInFlightMax; beyond it a
-// turn's reads wait for a call to settle. Each read still gets the index of a call started after it began.
+// read index at once, beside the calls still in flight, up to storeLimits.readIndexCallsInFlightMax (default 1:
+// no overlap); beyond it a turn's reads wait for a call to settle. Each read still gets the index of a call
+// started after it began.
 import assert from 'node:assert/strict';
 import type { StoreHost } from '../../store/host.js';
 import { ReplicatedStore } from '../../store/replicated-store.js';
@@ -66,10 +67,10 @@ describe('store: a follower overlaps its read-index calls, up to readIndexCallsI
     await second;
   });
 
-  it('defaults to a few calls in flight', async () => {
+  it('defaults to one call in flight (each turn waits for the call before), and overlaps when raised to 4', async () => {
     const { host, calls } = followerHost();
-    const store = new ReplicatedStore(host);
-    assert.equal(store.limits.readIndexCallsInFlightMax, 4);
+    assert.equal(new ReplicatedStore(host).limits.readIndexCallsInFlightMax, 1);
+    const store = new ReplicatedStore(host, { readIndexCallsInFlightMax: 4 });
     const barriers: Array<Promise<void>> = [];
     for (let turn = 0; turn < 6; turn++) {
       barriers.push(store.readSession().barrier!());
