@@ -9,8 +9,11 @@
 //     every readIndexGapMs, back to back, readIndexConcurrency callers), measured by process.cpuUsage(), as a
 //     message on the ReadIndexStream call and as a unary ReadIndex call.
 // Usage: tsx bench/api-cluster.ts [seconds-per-measurement] [rounds] [--cpu-prof] [--no-sse] [--read-index-cost]
+//   [--read-index-calls-in-flight N]
 //   --cpu-prof writes each node's CPU profile to a new temp directory (named at the end; nodes stop cleanly).
 //   --no-sse skips part 2.
+//   --read-index-calls-in-flight N sets the nodes' storeLimits.readIndexCallsInFlightMax (1: a follower's reads
+//   wait for its call in flight, the rule before overlapping calls), for a same-build comparison.
 import { execFile } from 'node:child_process';
 import http from 'node:http';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -28,12 +31,22 @@ import { pemIdentity } from '../transports/grpc/peer-identity.js';
 import { StoreClientPool, storeClientTransport } from '../transports/store-rpc/store-service.js';
 
 const connections = 64;
-const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+const args = process.argv
+  .slice(2)
+  .filter((arg, index, all) => !arg.startsWith('--') && all[index - 1] !== '--read-index-calls-in-flight');
 const durationSeconds = Number(args[0] ?? 3);
 const rounds = Number(args[1] ?? 2);
 const cpuProfile = process.argv.includes('--cpu-prof');
 const sse = !process.argv.includes('--no-sse');
 const readIndexCost = process.argv.includes('--read-index-cost');
+const inFlightFlag = process.argv.indexOf('--read-index-calls-in-flight');
+/** readIndexCallsInFlightMax: the nodes' store limit when given (else their default). */
+const readIndexCallsInFlightMax = inFlightFlag === -1 ? undefined : Number(process.argv[inFlightFlag + 1]);
+if (
+  readIndexCallsInFlightMax !== undefined &&
+  !(Number.isSafeInteger(readIndexCallsInFlightMax) && readIndexCallsInFlightMax >= 1)
+)
+  throw new Error('--read-index-calls-in-flight takes a positive integer');
 /** readIndexGapMs spaces the calls of the paced ReadIndex phase; readIndexConcurrency callers run the last one. */
 const readIndexGapMs = 20;
 const readIndexConcurrency = 16;
@@ -429,9 +442,12 @@ async function measureRounds(cluster: ApiCluster, nodeNames: string[], cases: Be
       });
       const statsAfter = await benchCase.node?.readIndexStats();
       if (statsBefore && statsAfter) {
-        benchCase.readIndex ??= { calls: 0, readers: 0 };
-        benchCase.readIndex.calls += statsAfter.calls - statsBefore.calls;
-        benchCase.readIndex.readers += statsAfter.readers - statsBefore.readers;
+        const sum = (benchCase.readIndex ??= { calls: 0, readers: 0, gatherMs: 0, callMs: 0 });
+        sum.calls += statsAfter.calls - statsBefore.calls;
+        sum.readers += statsAfter.readers - statsBefore.readers;
+        // A node older than these fields reports none: its waits show as 0.
+        sum.gatherMs += (statsAfter.gatherMs ?? 0) - (statsBefore.gatherMs ?? 0);
+        sum.callMs += (statsAfter.callMs ?? 0) - (statsBefore.callMs ?? 0);
       }
       benchCase.requestsTotal += result.requests.total;
       benchCase.roundRps.push(result.requests.average);
@@ -472,7 +488,8 @@ async function measureSse(cluster: ApiCluster, leader: string, follower: string)
 function printCases(cases: BenchCase[]): void {
   process.stdout.write(
     `\n${connections} connections, ${durationSeconds}s per measurement, best of ${rounds} rounds, loopback, ` +
-      `3 nodes (mTLS, fsync) + redis-server + autocannon on ${os.cpus().length} cores; load average at end ` +
+      `3 nodes (mTLS, fsync) + redis-server + autocannon on ${os.cpus().length} cores; ` +
+      `readIndexCallsInFlightMax ${readIndexCallsInFlightMax ?? 'default'}; load average at end ` +
       `${os
         .loadavg()
         .map((load) => load.toFixed(1))
@@ -485,8 +502,9 @@ function printCases(cases: BenchCase[]): void {
   process.stdout.write(
     '| case | req/s (mean, best round) | vs bare, same process (best rounds) | vs bare, median of rounds (each round) | ' +
       'p50 ms | p99 ms | non-2xx | CPU µs/req, serving process | ' +
-      'CPU vs bare (bare / API) | CPU µs/req, other nodes | read-index calls per request (readers per call) |\n' +
-      '|---|---|---|---|---|---|---|---|---|---|---|\n',
+      'CPU vs bare (bare / API) | CPU µs/req, other nodes | read-index calls per request (readers per call) | ' +
+      'read-index ms per call: first reader → call start, start → answer |\n' +
+      '|---|---|---|---|---|---|---|---|---|---|---|---|\n',
   );
   const bareByNode: Record<string, BenchCase> = { leader: cases[0]!, follower: cases[2]! };
   const cpuPerRequest = (benchCase: BenchCase, which: 'serving' | 'others'): number =>
@@ -503,9 +521,15 @@ function printCases(cases: BenchCase[]): void {
       readIndex && readIndex.calls > 0
         ? `${(readIndex.calls / requestsTotal).toFixed(3)} (${(readIndex.readers / readIndex.calls).toFixed(1)})`
         : '-';
+    // Where a keyed request's barrier waits: for its call to start (a turn, or calls in flight before it), then
+    // for the answer (on a follower, a round trip to the leader).
+    const waits =
+      readIndex && readIndex.calls > 0
+        ? `${(readIndex.gatherMs / readIndex.calls).toFixed(2)}, ${(readIndex.callMs / readIndex.calls).toFixed(2)}`
+        : '-';
     process.stdout.write(
       `| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${roundRatio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} | ` +
-        `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} |\n`,
+        `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} | ${waits} |\n`,
     );
   }
 }
@@ -539,6 +563,9 @@ async function main(): Promise<void> {
       tickMs: 100,
       api: { rateLimitPerSecond: 1_000_000, runWorker: false, albumWorker: false },
       execArgv: cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+      ...(readIndexCallsInFlightMax === undefined
+        ? {}
+        : { nodeConfig: { storeLimits: { readIndexCallsInFlightMax } } }),
     });
     const leader = await cluster.leaderName();
     if (!leader) throw new Error('no leader');

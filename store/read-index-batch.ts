@@ -14,8 +14,12 @@
 // Where the calls are cheap and already batched further down — on the leader, whose read indexes come from
 // its own engine (engine-reads.ts gathers a loop turn's requests into one input, and the engine makes the
 // inputs that arrive while a heartbeat round is in flight share the next round) — waiting for the call in
-// flight only adds a round to a read's wait. `overlap` (asked as each call would start) lets the next call
-// start one turn after its first reader even while another is in flight.
+// flight only adds a round to a read's wait. `overlap` (asked as each call would start, with the number of
+// calls in flight) lets the next call start one turn after its first reader even while others are in flight.
+// A follower may overlap too, up to a bound (store limit readIndexCallsInFlightMax, default 1: no overlap):
+// without it, its readers wait for the call in flight to come back before their own is even asked, about a
+// second round trip to the leader per keyed request (bench/api-cluster.ts prints both waits). The calls stay
+// one per loop turn with readers, so a busy follower's turns still gather dozens of readers each.
 
 /** ReadIndexBatchStats counts calls and readers (how well reads share calls, for the bench and tests). */
 export interface ReadIndexBatchStats {
@@ -23,9 +27,18 @@ export interface ReadIndexBatchStats {
   calls: number;
   /** readers that asked for a read index. */
   readers: number;
+  /** gatherMs sums, over calls started, the time from the call's first reader to its start (ms). */
+  gatherMs: number;
+  /** callMs sums, over calls settled, the time from start to answer or failure (ms). */
+  callMs: number;
 }
 
+/** ReadIndexOverlap: may a call start while `inFlight` (>= 1) others are in flight? */
+export type ReadIndexOverlap = (inFlight: number) => boolean;
+
 interface Gathering {
+  /** firstAt: when the first reader arrived (performance.now(), ms). */
+  firstAt: number;
   promise: Promise<number>;
   resolve: (seq: number) => void;
   reject: (err: unknown) => void;
@@ -37,15 +50,16 @@ export class ReadIndexBatch {
   /** scheduled: a start is queued for the gathering (setImmediate). */
   private scheduled = false;
   private gathering: Gathering | null = null;
-  private readonly counts: ReadIndexBatchStats = { calls: 0, readers: 0 };
+  private readonly counts: ReadIndexBatchStats = { calls: 0, readers: 0, gatherMs: 0, callMs: 0 };
 
   /**
    * take performs one read-index call that must finish by deadlineAt; overlap says whether a call may start
-   * while another is in flight (true where calls are batched further down, e.g. on the leader).
+   * while others are in flight (always where calls are batched further down, e.g. on the leader; up to a
+   * bound on a follower).
    */
   constructor(
     private readonly take: (deadlineAt: number) => Promise<number>,
-    private readonly overlap: () => boolean = () => false,
+    private readonly overlap: ReadIndexOverlap = () => false,
   ) {}
 
   get stats(): ReadIndexBatchStats {
@@ -67,10 +81,14 @@ export class ReadIndexBatch {
       resolve = res;
       reject = rej;
     });
-    this.gathering = { promise, resolve, reject, deadlineAt };
-    // With a call in flight (and no overlap), its settling schedules this one.
-    if (this.inFlight === 0 || this.overlap()) this.startNextTurn();
+    this.gathering = { firstAt: performance.now(), promise, resolve, reject, deadlineAt };
+    // With calls in flight (and no overlap), the next one to settle schedules this one.
+    if (this.mayStart()) this.startNextTurn();
     return promise;
+  }
+
+  private mayStart(): boolean {
+    return this.inFlight === 0 || this.overlap(this.inFlight);
   }
 
   private startNextTurn(): void {
@@ -86,10 +104,12 @@ export class ReadIndexBatch {
     const batch = this.gathering;
     if (!batch) return;
     // Asked again as the call would start: leadership may have moved during the turn.
-    if (this.inFlight > 0 && !this.overlap()) return;
+    if (!this.mayStart()) return;
     this.gathering = null;
     this.inFlight++;
     this.counts.calls++;
+    const startedAt = performance.now();
+    this.counts.gatherMs += startedAt - batch.firstAt;
     let call: Promise<number>;
     try {
       call = this.take(batch.deadlineAt);
@@ -98,6 +118,7 @@ export class ReadIndexBatch {
     }
     call.then(batch.resolve, batch.reject);
     const settled = (): void => {
+      this.counts.callMs += performance.now() - startedAt;
       this.inFlight--;
       if (this.gathering) this.startNextTurn();
     };

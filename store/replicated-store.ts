@@ -51,10 +51,13 @@ export class ReplicatedStore implements DocumentStore {
   ) {
     this.limits = storeLimits(limits);
     // On the leader, calls may overlap: its engine batches them (read-index-batch.ts). Each call carries a loop
-    // turn's readers, gathered already: the leader's engine is asked at once (engine-reads.ts).
+    // turn's readers, gathered already: the leader's engine is asked at once (engine-reads.ts). A follower's
+    // calls overlap up to readIndexCallsInFlightMax (default 1: none), so that a turn's readers need not wait
+    // for an earlier turn's call to come back before theirs is asked.
+    const inFlightMax = this.limits.readIndexCallsInFlightMax;
     this.readIndexes = new ReadIndexBatch(
       (deadlineAt) => this.host.readIndex(deadlineAt, true),
-      () => this.host.readsLocally?.() ?? false,
+      (inFlight) => inFlight < inFlightMax || (this.host.readsLocally?.() ?? false),
     );
   }
 

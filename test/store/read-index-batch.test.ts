@@ -18,12 +18,13 @@ interface PendingCall {
 const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('store: read-index batching', () => {
-  it('gives every read an index at least the commit seqno when it began, with one call in flight at most (or overlapping, on a leader)', async () => {
+  it('gives every read an index at least the commit seqno when it began, with at most the bound of calls in flight (unbounded on a leader)', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.constantFrom('write', 'read', 'read', 'answer', 'fail'), { maxLength: 60 }),
-        fc.boolean(),
-        async (ops, overlap) => {
+        // In flight at most: 1 (no overlap), 2 or 3 (a follower's bound), or unbounded (a leader).
+        fc.constantFrom(1, 2, 3, Infinity),
+        async (ops, inFlightMax) => {
           let commit = 0;
           let callsStarted = 0;
           const calls: PendingCall[] = [];
@@ -33,7 +34,7 @@ describe('store: read-index batching', () => {
                 callsStarted++;
                 calls.push({ seq: commit, deadlineAt, resolve, reject });
               }),
-            () => overlap,
+            (inFlight) => inFlight < inFlightMax,
           );
           const reads: Array<{ commitAtStart: number; outcome: Promise<number | Error> }> = [];
           let readCount = 0;
@@ -51,7 +52,7 @@ describe('store: read-index batching', () => {
               else call?.reject(new Error('no leader'));
             }
             await flush();
-            if (!overlap) assert.ok(calls.length <= 1, `${calls.length} calls in flight`);
+            assert.ok(calls.length <= inFlightMax, `${calls.length} calls in flight, above ${inFlightMax}`);
           }
           // Drain: answer whatever is still asked (a call gathered during the last answer starts a turn later).
           for (let guard = 0; guard < 10; guard++) {
@@ -116,7 +117,7 @@ describe('store: read-index batching', () => {
     assert.deepEqual(deadlines, [600], 'one call for the turn, bounded by the earliest deadline');
     answers[0]!(4);
     assert.deepEqual(await Promise.all(readers), [4, 4, 4]);
-    assert.deepEqual(batch.stats, { calls: 1, readers: 3 });
+    assert.deepEqual({ calls: batch.stats.calls, readers: batch.stats.readers }, { calls: 1, readers: 3 });
   });
 
   it('readers arriving while a call is in flight, and in the turn its answer arrives, share the next call', async () => {
@@ -141,7 +142,7 @@ describe('store: read-index batching', () => {
     assert.equal(answers.length, 2, 'one call for both');
     answers[1]!(2);
     assert.deepEqual(await Promise.all([during, sameTurn]), [2, 2]);
-    assert.deepEqual(batch.stats, { calls: 2, readers: 3 });
+    assert.deepEqual({ calls: batch.stats.calls, readers: batch.stats.readers }, { calls: 2, readers: 3 });
   });
 
   it('never hands a reader the answer of a call that started before it arrived', async () => {
@@ -187,6 +188,36 @@ describe('store: read-index batching', () => {
         "the second turn's readers share one call started after them",
       );
     }
+  });
+
+  it('with a bound (a follower), starts a call per turn while fewer than the bound are in flight, then waits for one to settle', async () => {
+    const answers: Array<(seq: number) => void> = [];
+    const batch = new ReadIndexBatch(
+      () =>
+        new Promise<number>((resolve) => {
+          answers.push(resolve);
+        }),
+      (inFlight) => inFlight < 2,
+    );
+    const first = batch.readIndex(1_000);
+    await flush();
+    const second = batch.readIndex(1_000);
+    await flush();
+    assert.equal(answers.length, 2, "the second turn's reader is asked for at once, beside the call in flight");
+    const third = [batch.readIndex(1_000), batch.readIndex(1_000)];
+    await flush();
+    assert.equal(answers.length, 2, 'at the bound: the third turn waits');
+    answers[1]!(2);
+    assert.equal(await second, 2, 'answers may come back out of order: each reader gets its own call');
+    await flush();
+    assert.equal(answers.length, 3, 'a settled call lets the waiting turn start');
+    answers[0]!(1);
+    answers[2]!(3);
+    assert.equal(await first, 1);
+    assert.deepEqual(await Promise.all(third), [3, 3]);
+    const { calls, readers, gatherMs, callMs } = batch.stats;
+    assert.deepEqual({ calls, readers }, { calls: 3, readers: 4 });
+    assert.ok(gatherMs >= 0 && callMs > 0, `waits counted: gather ${gatherMs} ms, call ${callMs} ms`);
   });
 
   it('fails every reader of a failed call, and the next reader starts afresh', async () => {
