@@ -407,12 +407,26 @@ export class OpenCalls<M extends CarriedMethod> {
   }
 
   /** closePeer ends the call to `to` (its open requests fail UNAVAILABLE) and drops its channel. */
-  closePeer(to: string): void {
+  closePeer(to: string, details = 'peer closed'): void {
     const peer = this.peers.get(to);
     if (!peer) return;
     this.peers.delete(to);
-    this.endCall(peer, rpcStatus(StatusCode.UNAVAILABLE, 'peer closed'));
+    this.endCall(peer, rpcStatus(StatusCode.UNAVAILABLE, details));
     peer.client.close();
+  }
+
+  /**
+   * retain closes every peer not in `keep` (closePeer: UNAVAILABLE, the caller retries or falls back). The node
+   * calls it when it learns a new leader or roster, so a call to a member that stopped leading, or left, ends
+   * now rather than at OPEN_CALL_IDLE_MS: it could carry nothing useful until then.
+   */
+  retain(keep: ReadonlySet<string>, details: string): void {
+    for (const to of [...this.peers.keys()]) if (!keep.has(to)) this.closePeer(to, details);
+  }
+
+  /** openTo: the addresses with a call open now (tests, status). */
+  get openTo(): string[] {
+    return [...this.peers].filter(([, peer]) => peer.call !== null).map(([to]) => to);
   }
 
   /** close ends every call; later requests go to `fallback`. */
