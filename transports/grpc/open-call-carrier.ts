@@ -32,6 +32,7 @@ import { decodeResponse, encodeRequest, encodeResponse, identity } from './metho
 import type { PeerGate, RefusalReason } from './peer-gate.js';
 import { callerOf } from './peer-identity.js';
 import { grpcTarget } from './peer-resolver.js';
+import { ServerBidiCalls, overOpenRequestLimit } from './server-bidi-calls.js';
 import { fromStatusObject, rpcStatus, statusFromCode } from './status.js';
 import { decodeCheckedRequest } from './validate.js';
 
@@ -149,7 +150,7 @@ export interface OpenCallServerOptions {
 
 /** OpenCallServer serves one kind's calls and can end them (a stopping node must not wait on them). */
 export class OpenCallServer<M extends CarriedMethod> {
-  private readonly calls = new Set<grpc.ServerDuplexStream<Buffer, Buffer>>();
+  private readonly calls = new ServerBidiCalls();
   private nextCallId: number;
 
   constructor(
@@ -170,32 +171,28 @@ export class OpenCallServer<M extends CarriedMethod> {
 
   readonly serve = (call: grpc.ServerDuplexStream<Buffer, Buffer>): void => {
     const { options, kind } = this;
-    this.calls.add(call);
     const caller = callerOf(call);
     const callerName = caller.tls && caller.identity !== null ? caller.identity.name : '';
     const peer = call.getPeer();
     const open = new Map<number, CarriedCall<M>>();
-    let ended = false;
-    const send = (message: OpenCallAnswer): void => {
-      if (!ended) call.write(Buffer.from(kind.encodeAnswer(message)));
-    };
-    const fail = (requestId: number, status: RpcStatus): void =>
-      send({ requestId, statusCode: status.code, details: status.details, payload: EMPTY, trailers: status.trailers });
-    const finish = (): void => {
-      if (ended) return;
-      ended = true;
-      this.calls.delete(call);
+    // When the call ends, the requests still open on it end too (the handler hears onCallClosed).
+    const tracked = this.calls.track(call, () => {
       const left = [...open.values()];
       open.clear();
       for (const sink of left) sink.close({ code: StatusCode.CANCELLED, details: `the ${kind.rpcName} call ended` });
+    });
+    const send = (message: OpenCallAnswer): void => {
+      if (!tracked.ended) call.write(Buffer.from(kind.encodeAnswer(message)));
     };
+    const fail = (requestId: number, status: RpcStatus): void =>
+      send({ requestId, statusCode: status.code, details: status.details, payload: EMPTY, trailers: status.trailers });
     call.on('data', (bytes: Buffer) => {
-      if (ended) return;
+      if (tracked.ended) return;
       let message: OpenCallRequest;
       try {
         message = kind.decodeRequest(bytes);
       } catch (err) {
-        finish();
+        tracked.finish();
         call.emit('error', {
           code: grpc.status.INVALID_ARGUMENT,
           details: `malformed ${kind.rpcName} message: ${String(err)}`,
@@ -208,7 +205,7 @@ export class OpenCallServer<M extends CarriedMethod> {
           requestId,
           rpcStatus(
             StatusCode.RESOURCE_EXHAUSTED,
-            `${open.size} requests open on this ${kind.rpcName} call, at its limit of ${options.openRequestCountMax}`,
+            overOpenRequestLimit(open.size, options.openRequestCountMax, kind.rpcName),
           ),
         );
         return;
@@ -250,22 +247,11 @@ export class OpenCallServer<M extends CarriedMethod> {
         sink.replyError(rpcStatus(StatusCode.INTERNAL, 'server handler failed'));
       }
     });
-    call.on('end', () => {
-      if (ended) return;
-      finish();
-      call.end();
-    });
-    call.on('error', finish);
-    call.on('close', finish);
-    call.on('cancelled', finish);
   };
 
   /** endAll ends every open call with UNAVAILABLE (their callers reopen, or fall back to unary calls). */
   endAll(details: string): void {
-    for (const call of [...this.calls]) {
-      this.calls.delete(call);
-      call.emit('error', { code: grpc.status.UNAVAILABLE, details });
-    }
+    this.calls.endAll(details);
   }
 }
 
