@@ -192,11 +192,7 @@ export class OpenCallServer<M extends CarriedMethod> {
       try {
         message = kind.decodeRequest(bytes);
       } catch (err) {
-        tracked.finish();
-        call.emit('error', {
-          code: grpc.status.INVALID_ARGUMENT,
-          details: `malformed ${kind.rpcName} message: ${String(err)}`,
-        });
+        tracked.refuse(`malformed ${kind.rpcName} message: ${String(err)}`);
         return;
       }
       const { requestId } = message;

@@ -9,8 +9,8 @@ export type ServerBidiCall = grpc.ServerDuplexStream<Buffer, Buffer>;
 /** TrackedCall: one call's end, as its serve function reads it (no answer is written on an ended call). */
 export interface TrackedCall {
   readonly ended: boolean;
-  /** finish marks the call ended now (before the serve function ends it with an error of its own). */
-  finish(): void;
+  /** refuse ends the call now with INVALID_ARGUMENT (a message that does not decode: its request id is unknown). */
+  refuse(details: string): void;
 }
 
 /** ServerBidiCalls holds one method's open server calls. */
@@ -46,7 +46,10 @@ export class ServerBidiCalls {
       get ended() {
         return ended;
       },
-      finish,
+      refuse: (details) => {
+        finish();
+        call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details });
+      },
     };
   }
 

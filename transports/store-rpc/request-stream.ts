@@ -65,11 +65,7 @@ export class RequestStreamServer<Request, Answer> {
       try {
         decoded = options.decode(bytes);
       } catch (err) {
-        tracked.finish();
-        call.emit('error', {
-          code: grpc.status.INVALID_ARGUMENT,
-          details: `malformed ${options.method} request: ${String(err)}`,
-        });
+        tracked.refuse(`malformed ${options.method} request: ${String(err)}`);
         return;
       }
       const { requestId, request } = decoded;
