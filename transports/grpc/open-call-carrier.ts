@@ -45,7 +45,10 @@ export const OPEN_CALL_UNSUPPORTED_RETRY_MS = 60_000;
  * two heartbeats in flight per member, a follower a report or two to its leader; more means a stuck engine.
  */
 export const OPEN_CALL_OPEN_REQUEST_COUNT_MAX = 64;
-/** OPEN_CALL_IDLE_MS: a call with no open request for this long is ended (this node stopped leading/following). */
+/**
+ * OPEN_CALL_IDLE_MS: a call with no open request for this long is ended. The node ends a call to a member that
+ * stopped leading or left at once (OpenCalls.retain); this is the backstop for anything else left unused.
+ */
 export const OPEN_CALL_IDLE_MS = 30_000;
 
 /** CarriedMethod: the WalShipping methods carried on open calls. */
