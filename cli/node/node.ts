@@ -19,7 +19,14 @@ import type { ChannelOptions, UntypedServiceImplementation } from '@grpc/grpc-js
 import { Engine } from '../../engine/engine.js';
 import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
 import { bootstrapRoster, memberById, memberByName } from '../../engine/roster.js';
-import type { AdminOp, EngineConfig, EngineLimits, RestoredState, Roster } from '../../engine/types.js';
+import type {
+  AdminOp,
+  EngineConfig,
+  EngineLeadership,
+  EngineLimits,
+  RestoredState,
+  Roster,
+} from '../../engine/types.js';
 import { NODE_ENGINE_DEFAULTS } from './engine-defaults.js';
 import type { DocumentStore } from '../../store/document-store.js';
 import {
@@ -110,6 +117,7 @@ import { fetchStatusDocument, pollLeaderStatus } from '../../transports/node/sta
 import { PeerNames } from '../../transports/node/peer-names.js';
 import { ClusterFeed } from '../../transports/node/cluster-feed.js';
 import { rosterMembers } from '../../transports/node/cluster-events.js';
+import { openCallPeers, sameLeadership } from '../../transports/node/open-call-peers.js';
 import { StoreRouter } from '../../store/store-router.js';
 import { Waiters } from '../../store/waiters.js';
 import { adminProposal, leaderLink, storeServiceHandler } from './store-link.js';
@@ -186,6 +194,8 @@ export class Node {
   private heartbeatStreamServer: HeartbeatStreamServer | null = null;
   /** reportStreams carries this node's ReportApplied calls to its leader over an open call (report-stream.ts). */
   private reportStreams: ReportStreams | null = null;
+  /** openCallsLeadership: the leadership retainOpenCalls last ended the open calls for (null: not yet). */
+  private openCallsLeadership: EngineLeadership | null = null;
   /** reportStreamServer serves members' ReportStream calls. */
   private reportStreamServer: ReportStreamServer | null = null;
   private storeClients: StoreClientPool | null = null;
@@ -292,6 +302,11 @@ export class Node {
   /** reportStreamCounts: the ReportStream calls this node opened and the reports it sent on them (tests). */
   get reportStreamCounts(): { callsOpened: number; streamed: number } {
     return { callsOpened: this.reportStreams?.callsOpened ?? 0, streamed: this.reportStreams?.streamed ?? 0 };
+  }
+
+  /** openCallsTo: the addresses this node's HeartbeatStream and ReportStream calls are open to now (tests). */
+  get openCallsTo(): { heartbeat: string[]; report: string[] } {
+    return { heartbeat: this.heartbeatStreams?.openTo ?? [], report: this.reportStreams?.openTo ?? [] };
   }
 
   /** peerUnaryClient names the client of this node's unary peer calls (grpc.leanUnaryClient; after start()). */
@@ -1221,6 +1236,7 @@ export class Node {
       }),
       stepped: () => {
         this.waiters.check();
+        this.retainOpenCalls();
         if (this.clusterFeed && this.driver)
           this.clusterFeed.stepped(this.driver.leadership(), this.config.name, () =>
             rosterMembers(this.driver!.status().roster),
@@ -1228,6 +1244,23 @@ export class Node {
       },
       fail: (err) => this.onFatal(err),
     };
+  }
+
+  /**
+   * retainOpenCalls: when the engine's leader, role or roster changed, ends the open Heartbeat/ReportApplied calls
+   * to members they no longer go to (open-call-peers.ts), at once rather than at their idle timeout. Their open
+   * requests fail UNAVAILABLE, as a closed call's do, and the engine's own retry takes over.
+   */
+  private retainOpenCalls(): void {
+    const driver = this.driver;
+    if (!driver || (!this.heartbeatStreams && !this.reportStreams)) return;
+    const now = driver.leadership();
+    if (this.openCallsLeadership !== null && sameLeadership(this.openCallsLeadership, now)) return;
+    this.openCallsLeadership = now;
+    const status = driver.status();
+    const keep = openCallPeers(now, status.id, status.roster);
+    this.heartbeatStreams?.retain(keep.heartbeat, 'no longer a member this node leads');
+    this.reportStreams?.retain(keep.report, "no longer this node's leader");
   }
 
   /** observe handles what the engine reports: results for the waiting callers, role and readiness changes, warnings. */

@@ -208,6 +208,30 @@ describe('transports/grpc report stream', function () {
     }
   });
 
+  it('ends a call at once when its address is not retained (a new leader), failing its open report UNAVAILABLE', async function () {
+    const streamed = outcomes();
+    const s = streams(streamed.deliver, () => assert.fail('no fallback'));
+    try {
+      s.send(41, address, report(7));
+      assert.equal((await streamed.of(41)).type, 'response');
+      s.retain(new Set([address]), 'still the leader');
+      assert.deepEqual(s.openTo, [address], 'a retained address keeps its call');
+      s.send(42, address, report(NEVER_ANSWERED_TERM));
+      await waitFor(() => streamServer.openCallCount === 1, 'the call open at the server');
+      s.retain(new Set(['127.0.0.1:1']), "no longer this node's leader");
+      const failed = await streamed.of(42);
+      assert.ok(failed.type === 'callFailed' && failed.status.code === StatusCode.UNAVAILABLE, JSON.stringify(failed));
+      assert.equal(failed.status.details, "no longer this node's leader");
+      assert.deepEqual(s.openTo, []);
+      await waitFor(() => streamServer.openCallCount === 0, 'the server saw the call end');
+      s.send(43, address, report(7));
+      assert.equal((await streamed.of(43)).type, 'response', 'a later report opens a new call');
+      assert.equal(s.callsOpened, 2);
+    } finally {
+      s.close();
+    }
+  });
+
   it('sends reports as unary calls to a leader that does not serve the rpc', async function () {
     const plain = new FakePeerHandler().on('ReportApplied', (_id, _request, call) =>
       call.reply({ method: 'ReportApplied', body: { acknowledged: true } }),

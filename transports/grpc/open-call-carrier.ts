@@ -32,6 +32,7 @@ import { decodeResponse, encodeRequest, encodeResponse, identity } from './metho
 import type { PeerGate, RefusalReason } from './peer-gate.js';
 import { callerOf } from './peer-identity.js';
 import { grpcTarget } from './peer-resolver.js';
+import { ServerBidiCalls, overOpenRequestLimit } from './server-bidi-calls.js';
 import { fromStatusObject, rpcStatus, statusFromCode } from './status.js';
 import { decodeCheckedRequest } from './validate.js';
 
@@ -44,7 +45,10 @@ export const OPEN_CALL_UNSUPPORTED_RETRY_MS = 60_000;
  * two heartbeats in flight per member, a follower a report or two to its leader; more means a stuck engine.
  */
 export const OPEN_CALL_OPEN_REQUEST_COUNT_MAX = 64;
-/** OPEN_CALL_IDLE_MS: a call with no open request for this long is ended (this node stopped leading/following). */
+/**
+ * OPEN_CALL_IDLE_MS: a call with no open request for this long is ended. The node ends a call to a member that
+ * stopped leading or left at once (OpenCalls.retain); this is the backstop for anything else left unused.
+ */
 export const OPEN_CALL_IDLE_MS = 30_000;
 
 /** CarriedMethod: the WalShipping methods carried on open calls. */
@@ -149,7 +153,7 @@ export interface OpenCallServerOptions {
 
 /** OpenCallServer serves one kind's calls and can end them (a stopping node must not wait on them). */
 export class OpenCallServer<M extends CarriedMethod> {
-  private readonly calls = new Set<grpc.ServerDuplexStream<Buffer, Buffer>>();
+  private readonly calls = new ServerBidiCalls();
   private nextCallId: number;
 
   constructor(
@@ -170,36 +174,28 @@ export class OpenCallServer<M extends CarriedMethod> {
 
   readonly serve = (call: grpc.ServerDuplexStream<Buffer, Buffer>): void => {
     const { options, kind } = this;
-    this.calls.add(call);
     const caller = callerOf(call);
     const callerName = caller.tls && caller.identity !== null ? caller.identity.name : '';
     const peer = call.getPeer();
     const open = new Map<number, CarriedCall<M>>();
-    let ended = false;
-    const send = (message: OpenCallAnswer): void => {
-      if (!ended) call.write(Buffer.from(kind.encodeAnswer(message)));
-    };
-    const fail = (requestId: number, status: RpcStatus): void =>
-      send({ requestId, statusCode: status.code, details: status.details, payload: EMPTY, trailers: status.trailers });
-    const finish = (): void => {
-      if (ended) return;
-      ended = true;
-      this.calls.delete(call);
+    // When the call ends, the requests still open on it end too (the handler hears onCallClosed).
+    const tracked = this.calls.track(call, () => {
       const left = [...open.values()];
       open.clear();
       for (const sink of left) sink.close({ code: StatusCode.CANCELLED, details: `the ${kind.rpcName} call ended` });
+    });
+    const send = (message: OpenCallAnswer): void => {
+      if (!tracked.ended) call.write(Buffer.from(kind.encodeAnswer(message)));
     };
+    const fail = (requestId: number, status: RpcStatus): void =>
+      send({ requestId, statusCode: status.code, details: status.details, payload: EMPTY, trailers: status.trailers });
     call.on('data', (bytes: Buffer) => {
-      if (ended) return;
+      if (tracked.ended) return;
       let message: OpenCallRequest;
       try {
         message = kind.decodeRequest(bytes);
       } catch (err) {
-        finish();
-        call.emit('error', {
-          code: grpc.status.INVALID_ARGUMENT,
-          details: `malformed ${kind.rpcName} message: ${String(err)}`,
-        });
+        tracked.refuse(`malformed ${kind.rpcName} message: ${String(err)}`);
         return;
       }
       const { requestId } = message;
@@ -208,7 +204,7 @@ export class OpenCallServer<M extends CarriedMethod> {
           requestId,
           rpcStatus(
             StatusCode.RESOURCE_EXHAUSTED,
-            `${open.size} requests open on this ${kind.rpcName} call, at its limit of ${options.openRequestCountMax}`,
+            overOpenRequestLimit(open.size, options.openRequestCountMax, kind.rpcName),
           ),
         );
         return;
@@ -250,22 +246,11 @@ export class OpenCallServer<M extends CarriedMethod> {
         sink.replyError(rpcStatus(StatusCode.INTERNAL, 'server handler failed'));
       }
     });
-    call.on('end', () => {
-      if (ended) return;
-      finish();
-      call.end();
-    });
-    call.on('error', finish);
-    call.on('close', finish);
-    call.on('cancelled', finish);
   };
 
   /** endAll ends every open call with UNAVAILABLE (their callers reopen, or fall back to unary calls). */
   endAll(details: string): void {
-    for (const call of [...this.calls]) {
-      this.calls.delete(call);
-      call.emit('error', { code: grpc.status.UNAVAILABLE, details });
-    }
+    this.calls.endAll(details);
   }
 }
 
@@ -407,12 +392,26 @@ export class OpenCalls<M extends CarriedMethod> {
   }
 
   /** closePeer ends the call to `to` (its open requests fail UNAVAILABLE) and drops its channel. */
-  closePeer(to: string): void {
+  closePeer(to: string, details = 'peer closed'): void {
     const peer = this.peers.get(to);
     if (!peer) return;
     this.peers.delete(to);
-    this.endCall(peer, rpcStatus(StatusCode.UNAVAILABLE, 'peer closed'));
+    this.endCall(peer, rpcStatus(StatusCode.UNAVAILABLE, details));
     peer.client.close();
+  }
+
+  /**
+   * retain closes every peer not in `keep` (closePeer: UNAVAILABLE, the caller retries or falls back). The node
+   * calls it when it learns a new leader or roster, so a call to a member that stopped leading, or left, ends
+   * now rather than at OPEN_CALL_IDLE_MS: it could carry nothing useful until then.
+   */
+  retain(keep: ReadonlySet<string>, details: string): void {
+    for (const to of [...this.peers.keys()]) if (!keep.has(to)) this.closePeer(to, details);
+  }
+
+  /** openTo: the addresses with a call open now (tests, status). */
+  get openTo(): string[] {
+    return [...this.peers].filter(([, peer]) => peer.call !== null).map(([to]) => to);
   }
 
   /** close ends every call; later requests go to `fallback`. */

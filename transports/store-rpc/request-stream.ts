@@ -7,6 +7,7 @@
 // status of its own (a refusal names the leader, as the unary trailer would).
 import * as grpc from '@grpc/grpc-js';
 import { callerOf, type ServerCallLike } from '../grpc/peer-identity.js';
+import { ServerBidiCalls, overOpenRequestLimit } from '../grpc/server-bidi-calls.js';
 import { TRAILER_LEADER, UnaryCallError, type CallErrorOf } from '../grpc/unary-call.js';
 
 /** Failure is a request's non-OK answer: a gRPC status code, details and, from a non-leader, the leader's address. */
@@ -42,7 +43,7 @@ export interface RequestStreamServerOptions<Request, Answer> {
 
 /** RequestStreamServer serves one streaming method and can end its calls (a stopping node must not wait on them). */
 export class RequestStreamServer<Request, Answer> {
-  private readonly calls = new Set<grpc.ServerDuplexStream<Buffer, Buffer>>();
+  private readonly calls = new ServerBidiCalls();
 
   constructor(private readonly options: RequestStreamServerOptions<Request, Answer>) {}
 
@@ -52,29 +53,19 @@ export class RequestStreamServer<Request, Answer> {
 
   readonly serve = (call: grpc.ServerDuplexStream<Buffer, Buffer>): void => {
     const { options } = this;
-    this.calls.add(call);
+    const tracked = this.calls.track(call);
     let openRequests = 0;
-    let ended = false;
     const peer = options.namesPeer === true ? peerName(call) : '';
-    const finish = (): void => {
-      if (ended) return;
-      ended = true;
-      this.calls.delete(call);
-    };
     const send = (bytes: Uint8Array): void => {
-      if (!ended) call.write(Buffer.from(bytes));
+      if (!tracked.ended) call.write(Buffer.from(bytes));
     };
     call.on('data', (bytes: Buffer) => {
-      if (ended) return;
+      if (tracked.ended) return;
       let decoded: { requestId: number; request: Request };
       try {
         decoded = options.decode(bytes);
       } catch (err) {
-        finish();
-        call.emit('error', {
-          code: grpc.status.INVALID_ARGUMENT,
-          details: `malformed ${options.method} request: ${String(err)}`,
-        });
+        tracked.refuse(`malformed ${options.method} request: ${String(err)}`);
         return;
       }
       const { requestId, request } = decoded;
@@ -83,7 +74,7 @@ export class RequestStreamServer<Request, Answer> {
           options.encodeFailure(requestId, {
             code: grpc.status.RESOURCE_EXHAUSTED,
             leaderHint: '',
-            details: `${openRequests} requests open on this ${options.method} call, at its limit of ${options.openRequestCountMax}`,
+            details: overOpenRequestLimit(openRequests, options.openRequestCountMax, options.method),
           }),
         );
         return;
@@ -119,22 +110,11 @@ export class RequestStreamServer<Request, Answer> {
           openRequests--;
         });
     });
-    call.on('end', () => {
-      if (ended) return;
-      finish();
-      call.end();
-    });
-    call.on('error', finish);
-    call.on('close', finish);
-    call.on('cancelled', finish);
   };
 
   /** endAll ends every open call with UNAVAILABLE (their callers reopen at the next leader). */
   endAll(details: string): void {
-    for (const call of [...this.calls]) {
-      this.calls.delete(call);
-      call.emit('error', { code: grpc.status.UNAVAILABLE, details });
-    }
+    this.calls.endAll(details);
   }
 }
 
