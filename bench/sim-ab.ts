@@ -8,28 +8,12 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { optionsFor as OptionsFor } from '../sim/options.js';
 import type { runSim as RunSim } from '../sim/run.js';
+import { FIVE_NODE_FAULT_FLAGS } from './sim/five-node-faults.js';
 
 const ROUND_COUNT_DEFAULT = 4;
 const ROUND_COUNT_MAX = 50;
 const FIVE_NODE_SEEDS = [101, 102, 103];
 const SWEEP_SEED_COUNT = 10;
-const FIVE_NODES = {
-  nodes: 5,
-  'old-peers': 0,
-  learners: 0,
-  joiners: 1,
-  loss: 0.05,
-  dup: 0.02,
-  reorder: 0.05,
-  'replay-rate': 0.005,
-  'crash-rate': 1,
-  'pause-rate': 1,
-  'partition-rate': 1,
-  'clog-rate': 1,
-  'transfer-rate': 0.5,
-  'write-interval-ms': 100,
-  'safety-s': 120,
-};
 
 interface Tree {
   label: string;
@@ -67,7 +51,7 @@ function round(tree: Tree, counted: boolean): string {
   let simulatedMs = 0;
   let events = 0;
   for (const seed of FIVE_NODE_SEEDS) {
-    const result = tree.runSim(tree.optionsFor(seed, FIVE_NODES));
+    const result = tree.runSim(tree.optionsFor(seed, FIVE_NODE_FAULT_FLAGS));
     simulatedMs += result.simulatedMs;
     events += result.events;
     hashes.push(result.traceHash.slice(0, 8));

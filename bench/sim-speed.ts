@@ -9,6 +9,7 @@ import type { EngineFactory } from '../sim/node.js';
 import { optionsFor, type SimOptions } from '../sim/options.js';
 import { runSim } from '../sim/run.js';
 import { SWEEP_JOBS_MAX, sweepSeeds } from '../sim/sweep.js';
+import { FIVE_NODE_FAULT_FLAGS } from './sim/five-node-faults.js';
 
 /** FIVE_NODE_SEEDS: a few fixed seeds, each pinned to the same 5-node fault mix (the first warms the JIT up). */
 const FIVE_NODE_SEEDS = [100, 101, 102, 103];
@@ -16,23 +17,7 @@ const SWEEP_SEED_COUNT_DEFAULT = 20;
 const SWEEP_JOBS_DEFAULT = 2;
 
 function fiveNodesUnderFaults(seed: number): SimOptions {
-  return optionsFor(seed, {
-    nodes: 5,
-    'old-peers': 0,
-    learners: 0,
-    joiners: 1,
-    loss: 0.05,
-    dup: 0.02,
-    reorder: 0.05,
-    'replay-rate': 0.005,
-    'crash-rate': 1,
-    'pause-rate': 1,
-    'partition-rate': 1,
-    'clog-rate': 1,
-    'transfer-rate': 0.5,
-    'write-interval-ms': 100,
-    'safety-s': 120,
-  });
+  return optionsFor(seed, FIVE_NODE_FAULT_FLAGS);
 }
 
 interface Split {
