@@ -86,6 +86,13 @@ export interface RpcStatus {
   trailers: Record<string, string>;
 }
 
+/**
+ * CLOSED_HERE_DETAILS_PREFIX starts the details of a call this node ended itself (an open call to a member that
+ * stopped leading or left: OpenCalls.retain). No answer was lost to the network, so a recording's reader
+ * (sim/replay/to-scenario.ts) does not take the failure as a sign of a partition.
+ */
+export const CLOSED_HERE_DETAILS_PREFIX = 'closed here: ';
+
 export const TRAILER_CATCHUP = 'x-svc-catchup';
 export const TRAILER_TERM = 'x-svc-term';
 /**

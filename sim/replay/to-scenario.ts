@@ -9,14 +9,15 @@
 //   writes         committed proposals between two events (capped)     propose-many N wK-
 //   crash/restart  a member's run that ends and a later run of it      crash A / restart A
 //   isolation      a member whose calls to every peer failed with a    isolate A … heal
-//                  transport status (UNAVAILABLE, DEADLINE, CANCELLED)
+//                  transport status (UNAVAILABLE, DEADLINE, CANCELLED), not one
+//                  the node ended itself (CLOSED_HERE_DETAILS_PREFIX)
 //   leader change  the leader of a later term is another member        until not leader OLD, until leader
 //   step-down      an old leader, cut off, left the leader role         until not role OLD leader
 //                  before it reached a peer again (check quorum)
 //
 // A leader change that no crash or isolation explains (a pause, a slow disk) is scripted as an isolation
 // of the old leader, healed once another leads: the nearest thing the lockstep world can do.
-import { StatusCode } from '../../engine/rpc.js';
+import { CLOSED_HERE_DETAILS_PREFIX, StatusCode } from '../../engine/rpc.js';
 import type { RunReplay } from './replay.js';
 
 /** SCENARIO_WRITES_PER_EVENT_MAX caps the writes one `propose-many` line replays (the lockstep world is slow per write). */
@@ -178,6 +179,9 @@ function collectEvents(runs: readonly RunReplay[], ids: Map<string, number>): Ev
         if (input.type !== 'response' && input.type !== 'streamChunk' && input.type !== 'callFailed') continue;
         const peer = peerOf.get(input.requestId);
         if (peer === undefined) continue;
+        // A call the node ended itself (its leader changed) says nothing about the network: without this a
+        // follower whose paused leader it just gave up on read as cut off from every peer.
+        if (input.type === 'callFailed' && input.status.details.startsWith(CLOSED_HERE_DETAILS_PREFIX)) continue;
         latest.set(peer, !(input.type === 'callFailed' && TRANSPORT_FAILURES.has(input.status.code)));
         const peers = [...ids.values()].filter((id) => id !== ids.get(node));
         const nowCut = peers.length > 0 && peers.every((p) => latest.get(p) === false);

@@ -6,7 +6,7 @@
 // new call, and a leader that does not serve the rpc gets its reports as unary calls again.
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
-import { StatusCode, TRAILER_TERM, type RpcRequest } from '../../engine/rpc.js';
+import { CLOSED_HERE_DETAILS_PREFIX, StatusCode, TRAILER_TERM, type RpcRequest } from '../../engine/rpc.js';
 import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
 import { PeerStreamsService, ReportStreamRequest, ReportStreamResponse } from '../../proto/gen/svc/peer/v1/peer.js';
 import { PeerPool, type TransportInput } from '../../transports/grpc/client.js';
@@ -221,7 +221,7 @@ describe('transports/grpc report stream', function () {
       s.retain(new Set(['127.0.0.1:1']), "no longer this node's leader");
       const failed = await streamed.of(42);
       assert.ok(failed.type === 'callFailed' && failed.status.code === StatusCode.UNAVAILABLE, JSON.stringify(failed));
-      assert.equal(failed.status.details, "no longer this node's leader");
+      assert.equal(failed.status.details, `${CLOSED_HERE_DETAILS_PREFIX}no longer this node's leader`);
       assert.deepEqual(s.openTo, []);
       await waitFor(() => streamServer.openCallCount === 0, 'the server saw the call end');
       s.send(43, address, report(7));

@@ -24,7 +24,13 @@
 // Why our own: grpc-js has no multiplexing of unary calls over a stream, and the requests must keep the
 // engine's request ids and the unary call's statuses, which no npm package we found does.
 import * as grpc from '@grpc/grpc-js';
-import { StatusCode, type RpcRequest, type RpcResponse, type RpcStatus } from '../../engine/rpc.js';
+import {
+  CLOSED_HERE_DETAILS_PREFIX,
+  StatusCode,
+  type RpcRequest,
+  type RpcResponse,
+  type RpcStatus,
+} from '../../engine/rpc.js';
 import type { CallEnd, CallSink, PeerHandler } from './call-sink.js';
 import type { TransportInput } from './client.js';
 import type { GrpcLimits } from './limits.js';
@@ -406,7 +412,8 @@ export class OpenCalls<M extends CarriedMethod> {
    * now rather than at OPEN_CALL_IDLE_MS: it could carry nothing useful until then.
    */
   retain(keep: ReadonlySet<string>, details: string): void {
-    for (const to of [...this.peers.keys()]) if (!keep.has(to)) this.closePeer(to, details);
+    for (const to of [...this.peers.keys()])
+      if (!keep.has(to)) this.closePeer(to, CLOSED_HERE_DETAILS_PREFIX + details);
   }
 
   /** openTo: the addresses with a call open now (tests, status). */
