@@ -23,6 +23,15 @@ async function turns(count: number): Promise<void> {
   for (let i = 0; i < count; i++) await new Promise((resolve) => setImmediate(resolve));
 }
 
+/** stubEngine: an engine whose every step returns what `effects` gives then, for tests of the driver's ordering. */
+function stubEngine(effects: () => Effect[]): Engine {
+  return {
+    step: effects,
+    status: () => singleNodeEngine().status(),
+    logBase: () => ({ seq: 0, term: 0 }),
+  } as unknown as Engine;
+}
+
 function singleNodeEngine(): Engine {
   const config: EngineConfig = {
     name: 'solo',
@@ -233,11 +242,7 @@ describe('node: driver loop', function () {
       request: { method: 'ShipSegment', body: pb.ShipSegmentRequest.fromPartial({ eventCount }) },
     });
     let stepEffects: Effect[] = [];
-    const stub = {
-      step: () => stepEffects,
-      status: () => singleNodeEngine().status(),
-      logBase: () => ({ seq: 0, term: 0 }),
-    } as unknown as Engine;
+    const stub = stubEngine(() => stepEffects);
     const calls: string[] = [];
     const ports = Object.assign(new FakePorts(), {
       send: (effect: Extract<Effect, { type: 'send' }>) => void calls.push(`send to ${effect.to}`),
@@ -278,11 +283,7 @@ describe('node: driver loop', function () {
       if (at.peer === path && (at.phase === 'answer.flushed' || at.phase === 'answer.closed')) order.push(at.phase);
     };
     let stepEffects: Effect[] = [];
-    const stub = {
-      step: () => stepEffects,
-      status: () => singleNodeEngine().status(),
-      logBase: () => ({ seq: 0, term: 0 }),
-    } as unknown as Engine;
+    const stub = stubEngine(() => stepEffects);
     let resolveResult: () => void = () => {};
     const ports = Object.assign(new FakePorts(), {
       send: (effect: SendEffect) => void order.push(`notice to ${effect.to}`),
@@ -341,11 +342,7 @@ describe('node: driver loop', function () {
       chunk: pb.ShipSegmentRequest.fromPartial({ eventCount }),
     });
     let stepEffects: Effect[] = [];
-    const stub = {
-      step: () => stepEffects,
-      status: () => singleNodeEngine().status(),
-      logBase: () => ({ seq: 0, term: 0 }),
-    } as unknown as Engine;
+    const stub = stubEngine(() => stepEffects);
     const calls: string[] = [];
     const ports = Object.assign(new FakePorts(), {
       answer: (effect: Extract<Effect, { callId: number }>) => {
