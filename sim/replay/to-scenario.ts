@@ -10,7 +10,8 @@
 //   crash/restart  a member's run that ends and a later run of it      crash A / restart A
 //   isolation      a member whose calls to every peer failed with a    isolate A … heal
 //                  transport status (UNAVAILABLE, DEADLINE, CANCELLED), not one
-//                  the node ended itself (CLOSED_HERE_DETAILS_PREFIX)
+//                  the node ended itself (CLOSED_HERE_DETAILS_PREFIX), each
+//                  within ISOLATION_EVIDENCE_FRESH_MS; healed by an answer
 //   leader change  the leader of a later term is another member        until not leader OLD, until leader
 //   step-down      an old leader, cut off, left the leader role         until not role OLD leader
 //                  before it reached a peer again (check quorum)
@@ -159,7 +160,7 @@ function collectEvents(runs: readonly RunReplay[], ids: Map<string, number>): Ev
         events.push({ atMs: next.steps[0]!.atMs, kind: 'restart', node });
       }
       const peerOf = new Map<number, number>();
-      const latest = new Map<number, boolean>();
+      const latest = new Map<number, { ok: boolean; atMs: number }>();
       let cut = false;
       let leading = false;
       for (const step of run.steps) {
@@ -182,9 +183,21 @@ function collectEvents(runs: readonly RunReplay[], ids: Map<string, number>): Ev
         // A call the node ended itself (its leader changed) says nothing about the network: without this a
         // follower whose paused leader it just gave up on read as cut off from every peer.
         if (input.type === 'callFailed' && input.status.details.startsWith(CLOSED_HERE_DETAILS_PREFIX)) continue;
-        latest.set(peer, !(input.type === 'callFailed' && TRANSPORT_FAILURES.has(input.status.code)));
+        latest.set(peer, {
+          ok: !(input.type === 'callFailed' && TRANSPORT_FAILURES.has(input.status.code)),
+          atMs: step.atMs,
+        });
         const peers = [...ids.values()].filter((id) => id !== ids.get(node));
-        const nowCut = peers.length > 0 && peers.every((p) => latest.get(p) === false);
+        // Cut off: every peer's last call failed, each failure fresh. A failure older than the window is not
+        // evidence of a cut that starts now (a member that stopped calling a peer after an earlier partition
+        // keeps that stale failure). Once cut off, only an answer heals: old evidence expiring is not one.
+        const failedLately = (p: number): boolean => {
+          const last = latest.get(p);
+          return last !== undefined && !last.ok && step.atMs - last.atMs <= ISOLATION_EVIDENCE_FRESH_MS;
+        };
+        const nowCut: boolean = cut
+          ? !peers.some((p) => latest.get(p)?.ok === true)
+          : peers.length > 0 && peers.every(failedLately);
         // Before the first election every member's calls fail while the others start: not a fault.
         if (nowCut !== cut && step.atMs > firstLeaderMs) {
           events.push({ atMs: step.atMs, kind: nowCut ? 'isolate' : 'heal', node });
@@ -215,6 +228,14 @@ function collectEvents(runs: readonly RunReplay[], ids: Map<string, number>): Ev
   }
   return sorted.sort((a, b) => a.atMs - b.atMs || order[a.kind] - order[b.kind]);
 }
+
+/**
+ * ISOLATION_EVIDENCE_FRESH_MS: how close together a member's failed calls to its peers must end to read as one
+ * cut. A cut-off member calls every peer at least once an election timeout (a leader's heartbeats every tick, a
+ * candidate's votes to all at once; the default timeout is 10 ticks of 100 ms, randomised up to twice that), so
+ * the failures of one cut end within that of each other; 3 s leaves room for a call's deadline on top.
+ */
+export const ISOLATION_EVIDENCE_FRESH_MS = 3_000;
 
 /** ISOLATION_LATE_WINDOW_MS: how long after a leader change the old leader's failed calls still explain it. */
 export const ISOLATION_LATE_WINDOW_MS = 5_000;

@@ -122,4 +122,42 @@ describe('sim/replay: a replayed incident as a scenario', () => {
     assert.match(script, /^isolate a/m);
     assert.doesNotMatch(script, /until not role a leader/);
   });
+
+  it('does not read a stale failure to one peer and a fresh one to the other as a cut', () => {
+    const staleThenFresh = [
+      replayedRun('a', 1, 0, [
+        [1_000, tick, [leads(1, 1)]],
+        [2_000, tick, [send(12, 2), send(13, 3)]],
+        [2_100, answered(12), []],
+        // The call to c fails in an early partition, and a has no reason to call c again for a while.
+        [3_000, failed(13), []],
+        [9_000, tick, [send(14, 2)]],
+        // Long after, one call to b fails: a's last calls to both peers failed, but not together.
+        [10_000, failed(14), []],
+        [11_000, tick, [send(15, 2)]],
+        [11_100, answered(15), []],
+      ]),
+      replayedRun('b', 2, 0, [[1_000, tick, []]]),
+      replayedRun('c', 3, 0, [[1_000, tick, []]]),
+    ];
+    assert.doesNotMatch(toScenario(staleThenFresh, 'test'), /^isolate a/m);
+    // The same failures close together are a cut, healed by b's answer.
+    const together = [
+      replayedRun('a', 1, 0, [
+        [1_000, tick, [leads(1, 1)]],
+        [2_000, tick, [send(12, 2), send(13, 3)]],
+        [2_100, answered(12), []],
+        [9_000, tick, [send(14, 2), send(16, 3)]],
+        [10_000, failed(14), []],
+        [10_000, failed(16), []],
+        [11_000, tick, [send(15, 2)]],
+        [11_100, answered(15), []],
+      ]),
+      replayedRun('b', 2, 0, [[1_000, tick, []]]),
+      replayedRun('c', 3, 0, [[1_000, tick, []]]),
+    ];
+    const script = toScenario(together, 'test');
+    assert.match(script, /^isolate a/m);
+    assert.match(script, /^heal/m);
+  });
 });
