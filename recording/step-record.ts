@@ -36,7 +36,14 @@ import type {
 } from '../engine/rpc.js';
 import { EntryKind, type Effect, type Entry, type Input, type NodeStats, type Proposal } from '../engine/types.js';
 import { isCarriableValue } from '../engine/values.js';
-import { decodeLine, encodeLine, RECORDED_BYTES_MAX, valueHashLatin1, type RedactKey } from './codec.js';
+import {
+  batchValueHashLatin1,
+  decodeLine,
+  encodeLine,
+  RECORDED_BYTES_MAX,
+  valueHashLatin1,
+  type RedactKey,
+} from './codec.js';
 import { crc32cFast } from './crc32c-fast.js';
 import { describeEffect } from './describe.js';
 import type { PayloadMode, StepLine } from './format.js';
@@ -70,6 +77,8 @@ const INPUT_REPORT_ACK = 9;
 const INPUT_STREAM_CHUNK = 10;
 const INPUT_HEARTBEAT_RESPONSE = 11;
 const INPUT_SHIP_RESPONSE = 12;
+/** Format 6: a proposeBatch in hashed mode, each proposal's id and length, then one keyed hash of the batch. */
+const INPUT_PROPOSE_BATCH_HASHED = 13;
 
 const VALUE_HASHED = 0;
 const VALUE_LENGTH = 1;
@@ -104,6 +113,8 @@ function declared(o: object, count: number): void {
 
 // The sink being written (one record at a time: the writing is synchronous).
 let out: RecordSink = { buf: Buffer.alloc(0), pos: 0, mark: 0, grow: () => undefined };
+/** stepEffects: the effects of the step being written (the evidence skeleton reads: frameAppend), or null. */
+let stepEffects: readonly Effect[] | null = null;
 
 function room(bytes: number): void {
   if (out.pos + bytes > out.buf.length) out.grow(bytes);
@@ -204,10 +215,17 @@ function value(data: unknown, mode: PayloadMode, key: RedactKey | null): void {
   } else {
     u8(VALUE_HASHED);
     varint(data.length);
-    const hash = valueHashLatin1(data, key);
-    room(VALUE_HASH_BYTES);
-    out.pos += out.buf.write(hash, out.pos, VALUE_HASH_BYTES, 'latin1');
+    latin1(valueHashLatin1(data, key));
   }
+}
+
+/** latin1: a hash's first VALUE_HASH_BYTES, one char a byte (a loop: cheaper than Buffer#write's native call). */
+function latin1(hash: string): void {
+  room(VALUE_HASH_BYTES);
+  const b = out.buf;
+  const at = out.pos;
+  for (let i = 0; i < VALUE_HASH_BYTES; i++) b[at + i] = hash.charCodeAt(i);
+  out.pos = at + VALUE_HASH_BYTES;
 }
 
 function readU64(b: Uint8Array, at: number): number {
@@ -221,15 +239,44 @@ function readU32(b: Uint8Array, at: number): number {
 }
 
 /**
+ * frameAppend: the step's append effect that took entries of a frame starting after `prevSeq` with `count`
+ * entries (its first entry inside the frame), or null. The engine appends a streamed frame's entries only
+ * after decodeSegmentFrame accepted the frame, checksum first (engine/pull.ts readChunk, then
+ * receiveSegment's appendFromLeader: the entries it appends are the decoded frame's, a contiguous run
+ * ending at its last).
+ */
+function frameAppend(effects: readonly Effect[] | null, prevSeq: number, count: number): readonly Entry[] | null {
+  if (effects === null) return null;
+  for (let i = 0; i < effects.length; i++) {
+    const e = effects[i]!;
+    if (e.type !== 'append') continue;
+    const entries = e.entries as unknown;
+    if (!Array.isArray(entries) || entries.length === 0 || entries.length > count) continue;
+    const first = (entries[0] as Entry | undefined)?.seq;
+    if (typeof first === 'number' && first > prevSeq && first + entries.length - 1 === prevSeq + count)
+      return entries as Entry[];
+  }
+  return null;
+}
+
+/**
  * skeleton writes a ShipSegment payload as format 4's `$s` holds it (recording/frame-redact.ts: the same
  * checks, so exactly the frames decodeSegmentFrame accepts): prevSeq, prevTerm, commitSeq, the entry count,
  * then each entry's term, kind, and its length (a value) or bytes. Any other payload is not plain.
+ *
+ * The frame's checksum (crc32c over the whole frame) is computed only when the step's effects do not show
+ * that the engine took the frame: a streamChunk step whose append holds this frame's last entries, each
+ * with the term, kind and length the frame gives it (frameAppend), is the engine's word that the frame
+ * decoded, checksum and all, so the recorder does not compute it a second time (it was most of a
+ * follower's recording CPU: bench/recorder-step.ts). A frame the engine did not append from (a foreign or
+ * duplicate chunk, one it refused) is checked here as before. Were that inference ever wrong, the replay
+ * would say so at this step: its engine would take the frame and its digest would differ.
  */
 function skeleton(b: Uint8Array): void {
   const length = b.length;
   if (length < FRAME_HEADER_BYTES + CHECKSUM_BYTES) throw notPlain;
   const bodyEnd = length - CHECKSUM_BYTES;
-  if (readU32(b, bodyEnd) !== crc32cFast(b, 0, bodyEnd) || b[0] !== SEGMENT_FRAME_VERSION) throw notPlain;
+  if (b[0] !== SEGMENT_FRAME_VERSION) throw notPlain;
   const prevSeq = readU64(b, 1);
   const prevTerm = readU64(b, 9);
   const commitSeq = readU64(b, 17);
@@ -241,6 +288,10 @@ function skeleton(b: Uint8Array): void {
   varint(prevTerm);
   varint(commitSeq);
   varint(count);
+  const appended = frameAppend(stepEffects, prevSeq, count);
+  // The index of the frame's first appended entry (count: none): the append's entries match from there.
+  const from = appended === null ? count : count - appended.length;
+  let taken = appended !== null;
   let lastTerm = prevTerm;
   for (let i = 0; i < count; i++) {
     if (at + ENTRY_HEADER_BYTES > bodyEnd) throw notPlain;
@@ -251,6 +302,11 @@ function skeleton(b: Uint8Array): void {
     at += ENTRY_HEADER_BYTES;
     if (at + size > bodyEnd) throw notPlain;
     if (seq !== prevSeq + 1 + i || term < lastTerm || !isCarriableValue(seq) || !isCarriableValue(term)) throw notPlain;
+    if (taken && i >= from) {
+      const e = appended![i - from]!;
+      const data = e.data as unknown;
+      taken = e.seq === seq && e.term === term && e.kind === kind && data instanceof Uint8Array && data.length === size;
+    }
     lastTerm = term;
     varint(term);
     u8(kind);
@@ -259,6 +315,7 @@ function skeleton(b: Uint8Array): void {
     at += size;
   }
   if (at !== bodyEnd) throw notPlain;
+  if (!taken && readU32(b, bodyEnd) !== crc32cFast(b, 0, bodyEnd)) throw notPlain;
 }
 
 function shipSegment(body: ShipSegmentRequest, mode: PayloadMode): void {
@@ -334,9 +391,22 @@ function plainInput(input: Input, mode: PayloadMode, key: RedactKey | null): boo
       value(input.data, mode, key);
       return true;
     case 'proposeBatch': {
-      u8(INPUT_PROPOSE_BATCH);
       const proposals = input.proposals as unknown;
       if (!Array.isArray(proposals)) throw notPlain;
+      if (mode === 'hashed' && key !== null) {
+        // Format 6: the values' lengths, then one keyed hash of the whole batch (codec.ts batchValueHashLatin1).
+        u8(INPUT_PROPOSE_BATCH_HASHED);
+        varint(proposals.length);
+        for (const p of proposals as Proposal[]) {
+          const data = p.data as unknown;
+          if (!(data instanceof Uint8Array)) throw notPlain;
+          num(p.proposalId);
+          varint(data.length);
+        }
+        latin1(batchValueHashLatin1(proposals as Proposal[], key));
+        return true;
+      }
+      u8(INPUT_PROPOSE_BATCH);
       varint(proposals.length);
       for (const p of proposals as Proposal[]) {
         num(p.proposalId);
@@ -470,6 +540,8 @@ function facts(e: Effect): boolean {
 /**
  * writeStepRecord writes one step record at sink.pos (sink.pos ends after it). `digest` holds the step's
  * two digest words; `effects` are written as their texts (the facts in them), or left out (null).
+ * `allEffects` are the step's effects whether or not their texts are written: a shipped frame's checksum
+ * is taken as checked when they show the engine appended from it (skeleton); null: it is always computed.
  */
 export function writeStepRecord(
   sink: RecordSink,
@@ -481,8 +553,10 @@ export function writeStepRecord(
   effects: readonly Effect[] | null,
   mode: PayloadMode,
   key: RedactKey | null,
+  allEffects: readonly Effect[] | null = effects,
 ): void {
   out = sink;
+  stepEffects = allEffects;
   room(RECORD_HEADER_BYTES);
   sink.mark = sink.pos;
   sink.buf[sink.pos] = RECORD_STEP;
@@ -525,6 +599,7 @@ export function writeStepRecord(
       }
     }
   }
+  stepEffects = null;
   const start = sink.mark;
   const length = sink.pos - start - RECORD_HEADER_BYTES;
   const b = sink.buf;
@@ -733,6 +808,22 @@ function readInput(r: Reader): Input {
       const count = r.length();
       const proposals: Proposal[] = [];
       for (let i = 0; i < count; i++) proposals.push({ proposalId: r.num(), data: readValue(r) });
+      return { type: 'proposeBatch', proposals };
+    }
+    case INPUT_PROPOSE_BATCH_HASHED: {
+      const count = r.length();
+      const proposals: Proposal[] = [];
+      let total = 0;
+      for (let i = 0; i < count; i++) {
+        const proposalId = r.num();
+        const length = r.length();
+        total += length;
+        if (total > RECORDED_BYTES_MAX) throw new Error(`recorded batch holds more than ${RECORDED_BYTES_MAX} bytes`);
+        // A redacted value replays as zeros of its length (recording/codec.ts).
+        proposals.push({ proposalId, data: new Uint8Array(length) });
+      }
+      r.need(VALUE_HASH_BYTES);
+      r.at += VALUE_HASH_BYTES;
       return { type: 'proposeBatch', proposals };
     }
     case INPUT_REPORT_APPLIED: {

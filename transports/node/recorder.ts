@@ -295,6 +295,8 @@ export class FlightRecorder implements StepRecorder {
         this.start.effectTexts === false ? null : step.effects,
         mode,
         this.key,
+        // Whether or not their texts are written: they show which shipped frames the engine took (step-record.ts).
+        step.effects,
       );
     } catch (error) {
       this.noteGap(`a step did not encode: ${(error as Error).message}`);
