@@ -479,6 +479,8 @@ const FACT_PROPOSAL_RESULT = 4;
 const FACT_REPORT_ACK = 5;
 const FACT_SEND_REPORT_APPLIED = 6;
 const FACT_SEND_HEARTBEAT = 7;
+/** Format 6: a proposalResult whose code is `committed` (one a write on a leader), with no code string. */
+const FACT_COMMITTED = 8;
 
 /** facts writes the effect's facts; false (nothing written) for an effect without a code. */
 function facts(e: Effect): boolean {
@@ -500,9 +502,9 @@ function facts(e: Effect): boolean {
       varint(e.entries.length);
       return true;
     case 'proposalResult':
-      u8(FACT_PROPOSAL_RESULT);
+      u8(e.code === 'committed' ? FACT_COMMITTED : FACT_PROPOSAL_RESULT);
       num(e.proposalId);
-      str(e.code);
+      if (e.code !== 'committed') str(e.code);
       num(e.seq);
       return true;
     case 'reply':
@@ -884,6 +886,8 @@ function describeFacts(r: Reader): string {
       return `apply ${r.num()}+${r.varint()}`;
     case FACT_PROPOSAL_RESULT:
       return `proposalResult p${r.num()} ${r.str()} seq${r.num()}`;
+    case FACT_COMMITTED:
+      return `proposalResult p${r.num()} committed seq${r.num()}`;
     case FACT_REPORT_ACK:
       return `reply c${r.num()} ReportApplied ${JSON.stringify({ acknowledged: r.bool() })}`;
     case FACT_SEND_REPORT_APPLIED:
