@@ -120,7 +120,7 @@ export function valueHashLatin1(bytes: Uint8Array, key: RedactKey): string {
 }
 
 /** BATCH_SCRATCH_BYTES_MAX: a batch of values up to this size (with the key and lengths) is hashed from one reused buffer. */
-const BATCH_SCRATCH_BYTES_MAX = 4 * 1024 * 1024;
+const BATCH_SCRATCH_BYTES_MAX = 1024 * 1024;
 let batchScratch = Buffer.alloc(64 * 1024);
 
 /**

@@ -303,9 +303,16 @@ function skeleton(b: Uint8Array): void {
     if (at + size > bodyEnd) throw notPlain;
     if (seq !== prevSeq + 1 + i || term < lastTerm || !isCarriableValue(seq) || !isCarriableValue(term)) throw notPlain;
     if (taken && i >= from) {
-      const e = appended![i - from]!;
-      const data = e.data as unknown;
-      taken = e.seq === seq && e.term === term && e.kind === kind && data instanceof Uint8Array && data.length === size;
+      const e = appended![i - from] as Entry | null | undefined;
+      const data = e?.data as unknown;
+      taken =
+        typeof e === 'object' &&
+        e !== null &&
+        e.seq === seq &&
+        e.term === term &&
+        e.kind === kind &&
+        data instanceof Uint8Array &&
+        data.length === size;
     }
     lastTerm = term;
     varint(term);

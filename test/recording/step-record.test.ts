@@ -458,6 +458,7 @@ describe('recording: the step record (format 5)', () => {
       [unlike({ data: new Uint8Array(4) })],
       [unlike({ kind: EntryKind.Membership })],
       [append(entries.slice(0, 2))],
+      [append([entries[0]!, null as unknown as Entry, entries[2]!])],
     ]) {
       const [code, back] = written(corrupt, effects);
       assert.equal(code, JSON_INPUT, JSON.stringify(effects.map((e) => e.type)));
