@@ -1,4 +1,4 @@
-// Format 5's records: a segment file is a sequence of length-prefixed records rather than JSON lines, so
+// Formats 5 and 6's records: a segment file is a sequence of length-prefixed records rather than JSON lines, so
 // the recorder writes each step's bytes straight into its buffer (transports/node/recording-lines.ts) with
 // no string built on the way (format 4's JSON line cost more of a leader's CPU than the step's digest:
 // bench/recorder-step.ts). A record is
@@ -20,6 +20,10 @@
 // chunk and its id) holds a key its type does not declare: field-by-field writing would drop it, and the
 // replay would feed the engine another object than the node's engine had (declared(), below). The store's values are redacted as in format 4 (recording/codec.ts): a keyed hash and
 // the length in `hashed` mode, a shipped segment by its skeleton.
+//
+// Format 6 differs in two codes, both read alongside format 5's: a proposeBatch in hashed mode is
+// INPUT_PROPOSE_BATCH_HASHED (each proposal's id and length, then one keyed hash of the whole batch, not a
+// hash per value), and a committed proposalResult's text is FACT_COMMITTED (no code string).
 //
 // Numbers: a whole number from 0 to 2^53 - 2 is a varint of itself + 1; any other number is a 0 byte and
 // its float64. Strings: a varint of their UTF-8 length, then the bytes. Written here rather than with a
