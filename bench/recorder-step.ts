@@ -15,11 +15,18 @@
 // timers and wake-ups happen as often as on the node (back to back, one timer firing covers hundreds of steps
 // and the bench shows less than a node pays; a recorder that wakes the process itself shows here).
 //
+// --baseline CHECKOUT times another build's recorder in the same process on the same steps (CHECKOUT is a
+// checkout of it, e.g. `git worktree add /tmp/base main`, with node_modules reachable): each round runs the
+// no-recorder loop, this build's recorder and the baseline's, in turn, and the table gains this build's
+// recorder CPU over the baseline's (median of the rounds' ratios), steadier on a shared machine than two
+// runs' figures side by side.
+//
 //   npx tsx bench/recorder-step.ts [--writers 1] [--seconds 5] [--runs 7] [--paced] [--keep DIR] [--from DIR...]
+//     [--baseline CHECKOUT]
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { readRecording, type RecordedRun } from '../recording/reader.js';
 import { replayRun, type ReplayedStep } from '../sim/replay/replay.js';
 import { FlightRecorder, recordingLimits, type StepRecorder } from '../transports/node/recorder.js';
@@ -99,18 +106,21 @@ function voluntarySwitches(): number {
 /** lastSwitches: the voluntary context switches of the last recorderCpuUs run. */
 let lastSwitches = NaN;
 
+type Recorders = Pick<typeof FlightRecorder, 'open'>;
+
 /** recorderCpuUs is the CPU (µs) of one real FlightRecorder recording every step, from open to close. */
 async function recorderCpuUs(
   dir: string,
   run: RecordedRun,
   steps: readonly ReplayedStep[],
   effectTexts: boolean | null,
+  build: Recorders = FlightRecorder,
 ): Promise<number> {
   const head = run.head!;
   const recorder =
     effectTexts === null
       ? idle
-      : await FlightRecorder.open({
+      : await build.open({
           dir: join(dir, 'rec'),
           keyFile: join(dir, 'rec.key'),
           node: head.node,
@@ -137,7 +147,7 @@ async function recorderCpuUs(
     if (i % STEPS_PER_TURN === STEPS_PER_TURN - 1) await new Promise((resolve) => setImmediate(resolve));
   }
   // Until every line is written (the writes are the recorder's too); closing the file is once per run, not per step.
-  if (recorder instanceof FlightRecorder) await recorder.settled();
+  if (recorder !== idle) await (recorder as FlightRecorder).settled();
   const used = process.cpuUsage(began);
   lastSwitches = voluntarySwitches() - switchesBefore;
   await recorder.close();
@@ -149,6 +159,15 @@ async function main(): Promise<void> {
   const runs = numberArg('runs', 7);
   const from = process.argv.indexOf('--from');
   const keep = process.argv.indexOf('--keep');
+  const baselineAt = process.argv.indexOf('--baseline');
+  const baselineBuild: Recorders | null =
+    baselineAt < 0
+      ? null
+      : (
+          (await import(resolve(process.argv[baselineAt + 1]!, 'transports/node/recorder.ts'))) as {
+            FlightRecorder: Recorders;
+          }
+        ).FlightRecorder;
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-recorder-step-'));
   try {
     const paths =
@@ -177,20 +196,26 @@ async function main(): Promise<void> {
       `median of ${runs} runs (CPU of the whole process, user + system, less the same loop's with no recorder)${paced ? ', steps fed at their recorded pace' : ''}`,
     );
     console.log(
-      '| member | steps | writes | steps/write | µs/step | µs/write | no texts µs/step | no texts µs/write | extra wake-ups (voluntary context switches, median of rounds) |',
+      `| member | steps | writes | steps/write | µs/step | µs/write | no texts µs/step | no texts µs/write | extra wake-ups (voluntary context switches, median of rounds) |${baselineBuild ? ' baseline µs/write | this / baseline (median of rounds) |' : ''}`,
     );
-    console.log('|---|---|---|---|---|---|---|---|---|');
+    console.log(`|---|---|---|---|---|---|---|---|---|${baselineBuild ? '---|---|' : ''}`);
     for (const { run, steps, diverged } of replayed) {
       const withTexts: number[] = [];
       const without: number[] = [];
       const baseline: number[] = [];
+      const build = baselineBuild;
       const switches = { baseline: [] as number[], withTexts: [] as number[] };
+      const other: number[] = [];
       await recorderCpuUs(dir, run, steps, true); // warm-up
+      if (build) await recorderCpuUs(dir, run, steps, true, build);
       for (let r = 0; r < runs; r++) {
         baseline.push(await recorderCpuUs(dir, run, steps, null));
         switches.baseline.push(lastSwitches);
+        // Which build goes first alternates round by round (a load swing hits both alike).
+        if (build && r % 2 === 0) other.push(await recorderCpuUs(dir, run, steps, true, build));
         withTexts.push(await recorderCpuUs(dir, run, steps, true));
         switches.withTexts.push(lastSwitches);
+        if (build && r % 2 === 1) other.push(await recorderCpuUs(dir, run, steps, true, build));
         without.push(await recorderCpuUs(dir, run, steps, false));
       }
       const loop = median(baseline);
@@ -200,7 +225,7 @@ async function main(): Promise<void> {
       const b = Math.max(0, median(without) - loop);
       const role = writesIn(steps) > 0 ? ' (leader)' : '';
       console.log(
-        `| ${run.node}${role}${diverged ? ' (diverged)' : ''} | ${steps.length} | ${writes} | ${writes === 0 ? '–' : (steps.length / writes).toFixed(2)} | ${f(a / steps.length)} | ${perWrite(a)} | ${f(b / steps.length)} | ${perWrite(b)} | ${f(median(switches.withTexts.map((w, i) => w - switches.baseline[i]!)))} |`,
+        `| ${run.node}${role}${diverged ? ' (diverged)' : ''} | ${steps.length} | ${writes} | ${writes === 0 ? '–' : (steps.length / writes).toFixed(2)} | ${f(a / steps.length)} | ${perWrite(a)} | ${f(b / steps.length)} | ${perWrite(b)} | ${f(median(switches.withTexts.map((w, i) => w - switches.baseline[i]!)))} |${build ? ` ${perWrite(Math.max(0, median(other) - loop))} | ${median(withTexts.map((w, i) => (w - baseline[i]!) / Math.max(1, other[i]! - baseline[i]!))).toFixed(3)} |` : ''}`,
       );
     }
   } finally {

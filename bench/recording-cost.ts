@@ -1,7 +1,7 @@
 // What the flight recorder's encoding costs per engine step, beside what the engine's step itself costs,
 // measured on real steps (not a test): a 3-node cluster records under load (or --from DIR takes members'
 // recording directories), each member's recording is replayed to get every step's input and effects, and
-// then the recorder's per-step work (format 5's step record: input with values redacted, effects digest;
+// then the recorder's per-step work (format 6's step record: input with values redacted, effects digest;
 // effect texts, on by default, recording.effectTexts) and the engine's steps are each timed over the same steps,
 // in the same process; `whole recorder` runs a real FlightRecorder (record, carriedOut, encode, buffered
 // writes to a scratch folder) over the steps, which is what a node pays. Then one checkpoint of the engine
@@ -140,7 +140,20 @@ async function main(): Promise<void> {
         const recordUs = (texts: boolean): number =>
           timeUs(repeat, steps.length, () => {
             for (const s of steps) {
-              writeStepRecord(lines.begin(), s.n, s.tick, s.atMs, s.input, words, texts ? s.effects : null, mode, KEY);
+              // The step's effects either way, as the recorder passes them (a shipped frame's checksum is not
+              // computed again when they show the engine took the frame).
+              writeStepRecord(
+                lines.begin(),
+                s.n,
+                s.tick,
+                s.atMs,
+                s.input,
+                words,
+                texts ? s.effects : null,
+                mode,
+                KEY,
+                s.effects,
+              );
               lines.commit();
               lines.take();
             }

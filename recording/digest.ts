@@ -27,7 +27,7 @@ export function effectsDigest(effects: readonly Effect[], mode: PayloadMode): st
 
 /**
  * effectsDigestFor is the digest a recording of `version` holds (1: SHA-1 of canonicalEffects; 2 and 3:
- * effectsDigest; 4: recording/step-digest.ts stepDigest; 5: its stepDigestV5, what the recorder writes now).
+ * effectsDigest; 4: recording/step-digest.ts stepDigest; 5 and 6: its stepDigestV5, what the recorder writes now).
  */
 export function effectsDigestFor(version: number, effects: readonly Effect[], mode: PayloadMode): string {
   if (version === 1) return effectsDigestV1(effects, mode);

@@ -11,23 +11,26 @@
 // not recorded (the buffer was full, a line was over the segment size, more steps were queued than the
 // recorder takes): the run cannot be replayed past it.
 //
-// Formats 1 to 4 write each line as JSON (recording/codec.ts), a line of text each. Format 5 writes
+// Formats 1 to 4 write each line as JSON (recording/codec.ts), a line of text each. Formats 5 and 6 write
 // length-prefixed records (recording/step-record.ts): the seg, run, ckpt and gap lines as the same JSON, a
 // step as binary fields, read back (recording/reader.ts) as the StepLine below.
 import type { EngineState } from '../engine/engine.js';
 import type { EngineConfig, Input, RestoredState } from '../engine/types.js';
 
 /**
- * RECORDING_FORMAT_VERSION is what this build writes. 5: binary step records (recording/step-record.ts) and
+ * RECORDING_FORMAT_VERSION is what this build writes. 6: format 5 with a proposeBatch's values (hashed
+ * mode) recorded as their lengths and one keyed hash of the whole batch (recording/codec.ts
+ * batchValueHashLatin1), not a hash per value: one hash call a batch rather than one a write, most of a
+ * 64-writer leader's recording CPU (bench/recorder-step.ts). 5: binary step records (recording/step-record.ts) and
  * the step digest read field by field (recording/step-digest.ts stepDigestV5), about half format 4's CPU
  * (bench/recorder-step.ts). 4: the step digest is recording/step-digest.ts stepDigest (the same canonical
  * form in fewer words, about half format 2's CPU). 3: checkpoint lines (a segment replays on its
  * own). 2: the step digest is recording/canonical-hash.ts over the canonical effects and value hashes are
- * keyed SHA-256. 1 (SHA-1 of the canonical JSON, HMAC value hashes). Formats 1 to 4 are still read and
- * replayed (READABLE_FORMAT_VERSIONS).
+ * keyed SHA-256. 1 (SHA-1 of the canonical JSON, HMAC value hashes). Formats 1 to 5 are still read and
+ * replayed (READABLE_FORMAT_VERSIONS); a newer one is refused, naming it (recording/reader.ts).
  */
-export const RECORDING_FORMAT_VERSION = 5;
-export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
+export const RECORDING_FORMAT_VERSION = 6;
+export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, 6];
 
 /** PayloadMode: `hashed` (the default) records the store's values as keyed hashes; `full` records them. */
 export type PayloadMode = 'hashed' | 'full';

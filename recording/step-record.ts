@@ -1,4 +1,4 @@
-// Format 5's records: a segment file is a sequence of length-prefixed records rather than JSON lines, so
+// Formats 5 and 6's records: a segment file is a sequence of length-prefixed records rather than JSON lines, so
 // the recorder writes each step's bytes straight into its buffer (transports/node/recording-lines.ts) with
 // no string built on the way (format 4's JSON line cost more of a leader's CPU than the step's digest:
 // bench/recorder-step.ts). A record is
@@ -21,6 +21,10 @@
 // replay would feed the engine another object than the node's engine had (declared(), below). The store's values are redacted as in format 4 (recording/codec.ts): a keyed hash and
 // the length in `hashed` mode, a shipped segment by its skeleton.
 //
+// Format 6 differs in two codes, both read alongside format 5's: a proposeBatch in hashed mode is
+// INPUT_PROPOSE_BATCH_HASHED (each proposal's id and length, then one keyed hash of the whole batch, not a
+// hash per value), and a committed proposalResult's text is FACT_COMMITTED (no code string).
+//
 // Numbers: a whole number from 0 to 2^53 - 2 is a varint of itself + 1; any other number is a 0 byte and
 // its float64. Strings: a varint of their UTF-8 length, then the bytes. Written here rather than with a
 // general encoder from npm (msgpackr and the like): their cost is the generic walk over each object's keys,
@@ -36,7 +40,14 @@ import type {
 } from '../engine/rpc.js';
 import { EntryKind, type Effect, type Entry, type Input, type NodeStats, type Proposal } from '../engine/types.js';
 import { isCarriableValue } from '../engine/values.js';
-import { decodeLine, encodeLine, RECORDED_BYTES_MAX, valueHashLatin1, type RedactKey } from './codec.js';
+import {
+  batchValueHashLatin1,
+  decodeLine,
+  encodeLine,
+  RECORDED_BYTES_MAX,
+  valueHashLatin1,
+  type RedactKey,
+} from './codec.js';
 import { crc32cFast } from './crc32c-fast.js';
 import { describeEffect } from './describe.js';
 import type { PayloadMode, StepLine } from './format.js';
@@ -70,6 +81,8 @@ const INPUT_REPORT_ACK = 9;
 const INPUT_STREAM_CHUNK = 10;
 const INPUT_HEARTBEAT_RESPONSE = 11;
 const INPUT_SHIP_RESPONSE = 12;
+/** Format 6: a proposeBatch in hashed mode, each proposal's id and length, then one keyed hash of the batch. */
+const INPUT_PROPOSE_BATCH_HASHED = 13;
 
 const VALUE_HASHED = 0;
 const VALUE_LENGTH = 1;
@@ -104,6 +117,8 @@ function declared(o: object, count: number): void {
 
 // The sink being written (one record at a time: the writing is synchronous).
 let out: RecordSink = { buf: Buffer.alloc(0), pos: 0, mark: 0, grow: () => undefined };
+/** stepEffects: the effects of the step being written (the evidence skeleton reads: frameAppend), or null. */
+let stepEffects: readonly Effect[] | null = null;
 
 function room(bytes: number): void {
   if (out.pos + bytes > out.buf.length) out.grow(bytes);
@@ -204,10 +219,17 @@ function value(data: unknown, mode: PayloadMode, key: RedactKey | null): void {
   } else {
     u8(VALUE_HASHED);
     varint(data.length);
-    const hash = valueHashLatin1(data, key);
-    room(VALUE_HASH_BYTES);
-    out.pos += out.buf.write(hash, out.pos, VALUE_HASH_BYTES, 'latin1');
+    latin1(valueHashLatin1(data, key));
   }
+}
+
+/** latin1: a hash's first VALUE_HASH_BYTES, one char a byte (a loop: cheaper than Buffer#write's native call). */
+function latin1(hash: string): void {
+  room(VALUE_HASH_BYTES);
+  const b = out.buf;
+  const at = out.pos;
+  for (let i = 0; i < VALUE_HASH_BYTES; i++) b[at + i] = hash.charCodeAt(i);
+  out.pos = at + VALUE_HASH_BYTES;
 }
 
 function readU64(b: Uint8Array, at: number): number {
@@ -221,15 +243,44 @@ function readU32(b: Uint8Array, at: number): number {
 }
 
 /**
+ * frameAppend: the step's append effect that took entries of a frame starting after `prevSeq` with `count`
+ * entries (its first entry inside the frame), or null. The engine appends a streamed frame's entries only
+ * after decodeSegmentFrame accepted the frame, checksum first (engine/pull.ts readChunk, then
+ * receiveSegment's appendFromLeader: the entries it appends are the decoded frame's, a contiguous run
+ * ending at its last).
+ */
+function frameAppend(effects: readonly Effect[] | null, prevSeq: number, count: number): readonly Entry[] | null {
+  if (effects === null) return null;
+  for (let i = 0; i < effects.length; i++) {
+    const e = effects[i]!;
+    if (e.type !== 'append') continue;
+    const entries = e.entries as unknown;
+    if (!Array.isArray(entries) || entries.length === 0 || entries.length > count) continue;
+    const first = (entries[0] as Entry | undefined)?.seq;
+    if (typeof first === 'number' && first > prevSeq && first + entries.length - 1 === prevSeq + count)
+      return entries as Entry[];
+  }
+  return null;
+}
+
+/**
  * skeleton writes a ShipSegment payload as format 4's `$s` holds it (recording/frame-redact.ts: the same
  * checks, so exactly the frames decodeSegmentFrame accepts): prevSeq, prevTerm, commitSeq, the entry count,
  * then each entry's term, kind, and its length (a value) or bytes. Any other payload is not plain.
+ *
+ * The frame's checksum (crc32c over the whole frame) is computed only when the step's effects do not show
+ * that the engine took the frame: a streamChunk step whose append holds this frame's last entries, each
+ * with the term, kind and length the frame gives it (frameAppend), is the engine's word that the frame
+ * decoded, checksum and all, so the recorder does not compute it a second time (it was most of a
+ * follower's recording CPU: bench/recorder-step.ts). A frame the engine did not append from (a foreign or
+ * duplicate chunk, one it refused) is checked here as before. Were that inference ever wrong, the replay
+ * would say so at this step: its engine would take the frame and its digest would differ.
  */
 function skeleton(b: Uint8Array): void {
   const length = b.length;
   if (length < FRAME_HEADER_BYTES + CHECKSUM_BYTES) throw notPlain;
   const bodyEnd = length - CHECKSUM_BYTES;
-  if (readU32(b, bodyEnd) !== crc32cFast(b, 0, bodyEnd) || b[0] !== SEGMENT_FRAME_VERSION) throw notPlain;
+  if (b[0] !== SEGMENT_FRAME_VERSION) throw notPlain;
   const prevSeq = readU64(b, 1);
   const prevTerm = readU64(b, 9);
   const commitSeq = readU64(b, 17);
@@ -241,6 +292,10 @@ function skeleton(b: Uint8Array): void {
   varint(prevTerm);
   varint(commitSeq);
   varint(count);
+  const appended = frameAppend(stepEffects, prevSeq, count);
+  // The index of the frame's first appended entry (count: none): the append's entries match from there.
+  const from = appended === null ? count : count - appended.length;
+  let taken = appended !== null;
   let lastTerm = prevTerm;
   for (let i = 0; i < count; i++) {
     if (at + ENTRY_HEADER_BYTES > bodyEnd) throw notPlain;
@@ -251,6 +306,18 @@ function skeleton(b: Uint8Array): void {
     at += ENTRY_HEADER_BYTES;
     if (at + size > bodyEnd) throw notPlain;
     if (seq !== prevSeq + 1 + i || term < lastTerm || !isCarriableValue(seq) || !isCarriableValue(term)) throw notPlain;
+    if (taken && i >= from) {
+      const e = appended![i - from] as Entry | null | undefined;
+      const data = e?.data as unknown;
+      taken =
+        typeof e === 'object' &&
+        e !== null &&
+        e.seq === seq &&
+        e.term === term &&
+        e.kind === kind &&
+        data instanceof Uint8Array &&
+        data.length === size;
+    }
     lastTerm = term;
     varint(term);
     u8(kind);
@@ -259,6 +326,7 @@ function skeleton(b: Uint8Array): void {
     at += size;
   }
   if (at !== bodyEnd) throw notPlain;
+  if (!taken && readU32(b, bodyEnd) !== crc32cFast(b, 0, bodyEnd)) throw notPlain;
 }
 
 function shipSegment(body: ShipSegmentRequest, mode: PayloadMode): void {
@@ -334,9 +402,22 @@ function plainInput(input: Input, mode: PayloadMode, key: RedactKey | null): boo
       value(input.data, mode, key);
       return true;
     case 'proposeBatch': {
-      u8(INPUT_PROPOSE_BATCH);
       const proposals = input.proposals as unknown;
       if (!Array.isArray(proposals)) throw notPlain;
+      if (mode === 'hashed' && key !== null) {
+        // Format 6: the values' lengths, then one keyed hash of the whole batch (codec.ts batchValueHashLatin1).
+        u8(INPUT_PROPOSE_BATCH_HASHED);
+        varint(proposals.length);
+        for (const p of proposals as Proposal[]) {
+          const data = p.data as unknown;
+          if (!(data instanceof Uint8Array)) throw notPlain;
+          num(p.proposalId);
+          varint(data.length);
+        }
+        latin1(batchValueHashLatin1(proposals as Proposal[], key));
+        return true;
+      }
+      u8(INPUT_PROPOSE_BATCH);
       varint(proposals.length);
       for (const p of proposals as Proposal[]) {
         num(p.proposalId);
@@ -409,6 +490,8 @@ const FACT_PROPOSAL_RESULT = 4;
 const FACT_REPORT_ACK = 5;
 const FACT_SEND_REPORT_APPLIED = 6;
 const FACT_SEND_HEARTBEAT = 7;
+/** Format 6: a proposalResult whose code is `committed` (one a write on a leader), with no code string. */
+const FACT_COMMITTED = 8;
 
 /** facts writes the effect's facts; false (nothing written) for an effect without a code. */
 function facts(e: Effect): boolean {
@@ -430,9 +513,9 @@ function facts(e: Effect): boolean {
       varint(e.entries.length);
       return true;
     case 'proposalResult':
-      u8(FACT_PROPOSAL_RESULT);
+      u8(e.code === 'committed' ? FACT_COMMITTED : FACT_PROPOSAL_RESULT);
       num(e.proposalId);
-      str(e.code);
+      if (e.code !== 'committed') str(e.code);
       num(e.seq);
       return true;
     case 'reply':
@@ -470,6 +553,8 @@ function facts(e: Effect): boolean {
 /**
  * writeStepRecord writes one step record at sink.pos (sink.pos ends after it). `digest` holds the step's
  * two digest words; `effects` are written as their texts (the facts in them), or left out (null).
+ * `allEffects` are the step's effects whether or not their texts are written: a shipped frame's checksum
+ * is taken as checked when they show the engine appended from it (skeleton); null: it is always computed.
  */
 export function writeStepRecord(
   sink: RecordSink,
@@ -481,8 +566,10 @@ export function writeStepRecord(
   effects: readonly Effect[] | null,
   mode: PayloadMode,
   key: RedactKey | null,
+  allEffects: readonly Effect[] | null = effects,
 ): void {
   out = sink;
+  stepEffects = allEffects;
   room(RECORD_HEADER_BYTES);
   sink.mark = sink.pos;
   sink.buf[sink.pos] = RECORD_STEP;
@@ -525,6 +612,7 @@ export function writeStepRecord(
       }
     }
   }
+  stepEffects = null;
   const start = sink.mark;
   const length = sink.pos - start - RECORD_HEADER_BYTES;
   const b = sink.buf;
@@ -735,6 +823,22 @@ function readInput(r: Reader): Input {
       for (let i = 0; i < count; i++) proposals.push({ proposalId: r.num(), data: readValue(r) });
       return { type: 'proposeBatch', proposals };
     }
+    case INPUT_PROPOSE_BATCH_HASHED: {
+      const count = r.length();
+      const proposals: Proposal[] = [];
+      let total = 0;
+      for (let i = 0; i < count; i++) {
+        const proposalId = r.num();
+        const length = r.length();
+        total += length;
+        if (total > RECORDED_BYTES_MAX) throw new Error(`recorded batch holds more than ${RECORDED_BYTES_MAX} bytes`);
+        // A redacted value replays as zeros of its length (recording/codec.ts).
+        proposals.push({ proposalId, data: new Uint8Array(length) });
+      }
+      r.need(VALUE_HASH_BYTES);
+      r.at += VALUE_HASH_BYTES;
+      return { type: 'proposeBatch', proposals };
+    }
     case INPUT_REPORT_APPLIED: {
       const callId = r.num();
       const callerId = r.present() ? r.num() : undefined;
@@ -793,6 +897,8 @@ function describeFacts(r: Reader): string {
       return `apply ${r.num()}+${r.varint()}`;
     case FACT_PROPOSAL_RESULT:
       return `proposalResult p${r.num()} ${r.str()} seq${r.num()}`;
+    case FACT_COMMITTED:
+      return `proposalResult p${r.num()} committed seq${r.num()}`;
     case FACT_REPORT_ACK:
       return `reply c${r.num()} ReportApplied ${JSON.stringify({ acknowledged: r.bool() })}`;
     case FACT_SEND_REPORT_APPLIED:

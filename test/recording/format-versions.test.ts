@@ -1,5 +1,6 @@
 // Format 2 changed how a step's digest and a value's hash are computed, format 4 the digest again, format
-// 5 the digest and the file (binary records); recordings of formats 1 to 4 (made by earlier builds, e.g. in
+// 5 the digest and the file (binary records), format 6 a proposed batch's value hashes (one per batch);
+// recordings of formats 1 to 5 (made by earlier builds, e.g. in
 // a bundle a user sent) must still replay, each with its own digest, and a format this build does not know
 // is refused with a message naming both.
 import assert from 'node:assert/strict';
@@ -45,6 +46,10 @@ async function recordingOf(
   const effectsOf: Effect[][] = [];
   for (let i = 0; i < 12; i++) inputs.push({ type: 'tick' });
   for (let i = 1; i <= 5; i++) inputs.push({ type: 'propose', proposalId: i, data: new TextEncoder().encode(`v${i}`) });
+  if (version >= 6) {
+    const proposals = [6, 7, 8].map((i) => ({ proposalId: i, data: new TextEncoder().encode(`value ${i}`) }));
+    inputs.push({ type: 'proposeBatch', proposals });
+  }
   const lines = [
     { t: 'seg', v: version, run: 'r1', node: 'solo', index: 1, firstStep: 1 },
     {
@@ -152,8 +157,17 @@ describe('recording: format versions', () => {
     assert.deepEqual(mismatched.divergence.recorded.effects, mismatched.divergence.replayed.effects);
   });
 
-  it('refuses a format it does not know, naming it and the ones it reads', async () => {
+  it('format 6 (one keyed hash per proposed batch) replays with format 5 digests; another digest is a divergence', async () => {
+    const steps = await recordingOf(dir, 6, stepDigestV5);
+    const [run] = readRecording(dir);
+    assert.equal(run!.version, 6);
+    assert.equal(replayRun(run!).matched, steps);
     await recordingOf(dir, 6, stepDigest);
-    assert.throws(() => readRecording(dir), /is format 6; this build reads formats 1, 2, 3, 4 and 5/);
+    assert.equal(replayRun(readRecording(dir)[0]!).divergence?.step, 1);
+  });
+
+  it('refuses a format it does not know, naming it and the ones it reads', async () => {
+    await recordingOf(dir, 7, stepDigest);
+    assert.throws(() => readRecording(dir), /is format 7; this build reads formats 1, 2, 3, 4, 5 and 6/);
   });
 });

@@ -4,11 +4,11 @@
 // same frame), and a divergence must show the very texts describeEffect gives.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeLine, encodeLine } from '../../recording/codec.js';
+import { batchValueHashLatin1, decodeLine, encodeLine, valueHashLatin1 } from '../../recording/codec.js';
 import { describeEffect } from '../../recording/describe.js';
 import { readStepRecord, RECORD_HEADER_BYTES, RECORD_STEP, writeStepRecord } from '../../recording/step-record.js';
 import { encodeSegmentFrame } from '../../engine/segment-frame.js';
-import { EntryKind, type Effect, type Input } from '../../engine/types.js';
+import { EntryKind, type Effect, type Entry, type Input } from '../../engine/types.js';
 import { RecordingLines } from '../../transports/node/recording-lines.js';
 
 const KEY = new Uint8Array(32).fill(7);
@@ -350,5 +350,126 @@ describe('recording: the step record (format 5)', () => {
       response: { body: Record<string, unknown> };
     };
     assert.equal(undeclared.response.body.leaseTicks, 9);
+  });
+
+  it('format 6: a proposed batch in hashed mode is its lengths and one keyed hash of every value, none of the values', () => {
+    const proposals = ['first secret', 'second secret', ''].map((v, i) => ({
+      proposalId: i + 1,
+      data: new TextEncoder().encode(v),
+    }));
+    const lines = new RecordingLines();
+    const input: Input = { type: 'proposeBatch', proposals };
+    writeStepRecord(lines.begin(), 1, 1, 1, input, new Int32Array(2), null, 'hashed', KEY);
+    const record = Buffer.from(lines.buf.subarray(0, lines.pos));
+    assert.equal(record[RECORD_HEADER_BYTES + 2 + 8 + 8], 13, 'the batch input code');
+    for (const p of proposals.slice(0, 2)) assert.ok(!record.includes(Buffer.from(p.data)), 'no value in the record');
+    const hash = batchValueHashLatin1(proposals, KEY);
+    assert.ok(
+      record.subarray(record.length - 1 - 16, record.length - 1).equals(Buffer.from(hash.slice(0, 16), 'latin1')),
+    );
+    // The hash commits to each value and to where one ends (the lengths are in it).
+    const changed = proposals.map((p, i) => (i === 1 ? { ...p, data: new TextEncoder().encode('second secreT') } : p));
+    assert.notEqual(batchValueHashLatin1(changed, KEY), hash);
+    const shifted = [
+      { proposalId: 1, data: new TextEncoder().encode('first secretsecond') },
+      { proposalId: 2, data: new TextEncoder().encode(' secret') },
+      proposals[2]!,
+    ];
+    assert.notEqual(batchValueHashLatin1(shifted, KEY), hash);
+    assert.notEqual(batchValueHashLatin1(proposals, new Uint8Array(32).fill(8)), hash, 'keyed');
+    // Read back as format 5's were: each value as zeros of its length.
+    assert.deepEqual(readStepRecord(record, RECORD_HEADER_BYTES, record.length).in, {
+      type: 'proposeBatch',
+      proposals: proposals.map((p) => ({ proposalId: p.proposalId, data: new Uint8Array(p.data.length) })),
+    });
+    // A batch larger than the reused buffer hashes the same way.
+    const big = Array.from({ length: 3 }, (_, i) => ({ proposalId: i, data: new Uint8Array(3 * 1024 * 1024).fill(i) }));
+    const concatenated = Buffer.concat([
+      KEY,
+      ...big.flatMap((p) => {
+        const length = Buffer.alloc(4);
+        length.writeUInt32LE(p.data.length);
+        return [length, p.data];
+      }),
+    ]);
+    assert.equal(batchValueHashLatin1(big, KEY), valueHashLatin1(concatenated.subarray(KEY.length), KEY));
+  });
+
+  it("still reads format 5's proposed batch (a keyed hash per value)", () => {
+    // Format 5's record, as its writer wrote it: n, tick, at, digest, input code 7, the count, then each
+    // proposal's id + 1, the hashed form (0), the length and the value's 16 hash bytes; no effect texts.
+    const values = [new Uint8Array([1, 2, 3]), new Uint8Array(0)];
+    const body = [2, 2, ...new Uint8Array(new Float64Array([3]).buffer), 0, 0, 0, 0, 0, 0, 0, 0, 7, values.length];
+    values.forEach((v, i) =>
+      body.push(i + 2, 0, v.length, ...Buffer.from(valueHashLatin1(v, KEY).slice(0, 16), 'latin1')),
+    );
+    body.push(0);
+    const record = Buffer.from([2, body.length, 0, 0, 0, ...body]);
+    assert.deepEqual(readStepRecord(record, RECORD_HEADER_BYTES, record.length).in, {
+      type: 'proposeBatch',
+      proposals: values.map((v, i) => ({ proposalId: i + 1, data: new Uint8Array(v.length) })),
+    });
+  });
+
+  it("takes a shipped frame's checksum as checked only when the step's append took that frame's entries", () => {
+    const entries: Entry[] = [1, 2, 3].map((i) => ({
+      seq: 10 + i,
+      term: 2,
+      kind: EntryKind.EventBatch,
+      data: new Uint8Array(i).fill(i),
+    }));
+    const frame = encodeSegmentFrame({ prevSeq: 10, prevTerm: 2, commitSeq: 11, entries });
+    const corrupt = Uint8Array.from(frame);
+    corrupt[corrupt.length - 1]! ^= 1;
+    const chunkInput = (payload: Uint8Array): Input => ({
+      type: 'streamChunk',
+      requestId: 5,
+      chunk: { id: undefined, payload, eventCount: 3, leaderLastSeq: 13, streamBaseline: 0, term: 2, leaderRegion: 1 },
+    });
+    const append = (list: Entry[]): Effect => ({ type: 'append', fromSeq: list[0]!.seq, entries: list });
+    /** written: the input code and the input read back, the effects passed as the step's. */
+    const written = (payload: Uint8Array, effects: Effect[]): [number, Input] => {
+      const lines = new RecordingLines();
+      writeStepRecord(lines.begin(), 1, 1, 1, chunkInput(payload), new Int32Array(2), null, 'hashed', KEY, effects);
+      const record = Buffer.from(lines.buf.subarray(0, lines.pos));
+      return [record[RECORD_HEADER_BYTES + 2 + 8 + 8]!, readStepRecord(record, RECORD_HEADER_BYTES, record.length).in];
+    };
+    const SKELETON = 10;
+    const JSON_INPUT = 0;
+    const zeros = encodeSegmentFrame({
+      prevSeq: 10,
+      prevTerm: 2,
+      commitSeq: 11,
+      entries: entries.map((e) => ({ ...e, data: new Uint8Array(e.data.length) })),
+    });
+    // A good frame is its skeleton, whatever the effects.
+    for (const effects of [[], [append(entries)], [append(entries.slice(1))]]) {
+      const [code, back] = written(frame, effects);
+      assert.equal(code, SKELETON);
+      assert.deepEqual((back as { chunk: { payload: Uint8Array } }).chunk.payload, zeros);
+    }
+    // A corrupt one the engine did not append from is checked here, and written as JSON (it replays as corrupt).
+    const unlike = (change: Partial<Entry>): Effect =>
+      append(entries.map((e, i) => (i === 2 ? { ...e, ...change } : e)));
+    for (const effects of [
+      [],
+      [{ type: 'apply', entries } as Effect],
+      [unlike({ term: 3 })],
+      [unlike({ data: new Uint8Array(4) })],
+      [unlike({ kind: EntryKind.Membership })],
+      [append(entries.slice(0, 2))],
+      [append([entries[0]!, null as unknown as Entry, entries[2]!])],
+    ]) {
+      const [code, back] = written(corrupt, effects);
+      assert.equal(code, JSON_INPUT, JSON.stringify(effects.map((e) => e.type)));
+      assert.deepEqual(back, decodeLine(encodeLine(chunkInput(corrupt), 'hashed', KEY)));
+    }
+    // The step appended exactly this frame's last entries: the engine decoded it, checksum and all, so the
+    // recorder takes its word and does not compute the checksum again (this corrupt frame shows it does not).
+    assert.equal(written(corrupt, [append(entries.slice(1))])[0], SKELETON);
+    // Without the effects (null), always checked.
+    const lines = new RecordingLines();
+    writeStepRecord(lines.begin(), 1, 1, 1, chunkInput(corrupt), new Int32Array(2), null, 'hashed', KEY, null);
+    assert.equal(lines.buf[RECORD_HEADER_BYTES + 2 + 8 + 8], JSON_INPUT);
   });
 });

@@ -5,7 +5,7 @@
 // wall time) and returns; once the driver has carried out the step's effects (sends, replies, appends,
 // after the hard-state sync when the step has one) it calls carriedOut(), and the queue is encoded in one
 // batch at the end of that event-loop turn (setImmediate: after that turn's sends, answers and held commit
-// notices), in step order, as format 5's binary records (recording/step-record.ts), straight into a reused
+// notices), in step order, as format 6's binary records (recording/step-record.ts), straight into a reused
 // buffer (recording-lines.ts). A timer hands
 // the encoded records to one asynchronous file write at a time, without fsync. Encoding later is sound because a step's input and effects are not changed after the
 // step: the engine builds fresh effect objects each step and the driver's ports only read them (replay,
@@ -295,6 +295,8 @@ export class FlightRecorder implements StepRecorder {
         this.start.effectTexts === false ? null : step.effects,
         mode,
         this.key,
+        // Whether or not their texts are written: they show which shipped frames the engine took (step-record.ts).
+        step.effects,
       );
     } catch (error) {
       this.noteGap(`a step did not encode: ${(error as Error).message}`);

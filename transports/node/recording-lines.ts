@@ -1,4 +1,4 @@
-// RecordingLines: the flight recorder's records waiting for the disk (recording/step-record.ts, format 5),
+// RecordingLines: the flight recorder's records waiting for the disk (recording/step-record.ts, formats 5 and 6),
 // written straight into a reused chunk of memory: no string is built for a step (a leader's lines held as
 // strings for up to recordingFlushMs outlived the young generation and were copied by the collector, then
 // joined, then encoded again by the file write); a flush hands the records written since the last one to
