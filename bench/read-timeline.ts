@@ -5,7 +5,10 @@
 // prints the median of each phase over the reads. All stamps are on the machine's monotonic clock, so the
 // phases that cross processes (client to leader, leader to follower and back) are measured too.
 //
-//   npx tsx bench/read-timeline.ts [--reads 300] [--warmup 30] [--pairs 1] [--no-heartbeat-stream] [--insecure] [--keep]
+//   npx tsx bench/read-timeline.ts [--reads 300] [--warmup 30] [--pairs 1] [--no-heartbeat-stream] [--get-stream]
+//                                  [--insecure] [--keep]
+// --get-stream alternates each unary Get with a read over GetStream (a message on one open call, bench/reads.ts's
+// "svc" row) and prints the two side by side: where a unary Get's extra time goes, phase by phase.
 //
 // Each pair runs two clusters back to back: the leader's Heartbeats on open HeartbeatStream calls (the default,
 // transports/grpc/heartbeat-stream.ts) and as unary calls (grpc.heartbeatStream off), and prints both columns.
@@ -112,36 +115,47 @@ function median(values: number[]): number {
 /** Carriage: how the leader's Heartbeats travel in a run (grpc.heartbeatStream, SVC_GRPC_HEARTBEAT_STREAM). */
 type Carriage = 'stream' | 'unary';
 
+/** ReadKind: how the client's reads travel: a unary Get call each, or a message each on one open GetStream call. */
+type ReadKind = 'unary Get' | 'GetStream';
+
 /** timeline runs one cluster with the given carriage and returns each phase's values over its reads. */
-async function timeline(carriage: Carriage, readCount: number, warmupCount: number, insecure: boolean) {
+async function timeline(
+  carriage: Carriage,
+  readCount: number,
+  warmupCount: number,
+  insecure: boolean,
+  kinds: readonly ReadKind[],
+): Promise<Map<ReadKind, Map<Phase, number[]>>> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-read-timeline-'));
   const traceDir = join(dir, 'trace');
   mkdirSync(traceDir);
   process.env[WRITE_TRACE_DIR_ENV] = traceDir;
   process.env[HEARTBEAT_STREAM_ENV] = carriage === 'stream' ? '1' : '0';
   const cluster = await startSvcCluster(join(dir, 'cluster'), [], [], insecure);
-  const reads: Read[] = [];
+  const reads = new Map<ReadKind, Read[]>(kinds.map((k) => [k, []]));
   try {
     const leaderAt = cluster.cluster.members.findIndex((m) => m.name === cluster.leaderName);
     const value = 'x'.repeat(VALUE_CHARS);
+    const read = (kind: ReadKind, key: string): Promise<string | null> =>
+      kind === 'unary Get' ? cluster.getAlone(leaderAt, key) : cluster.get(leaderAt, key);
     for (let i = 0; i < KEY_COUNT; i++) await cluster.putAlone(`k-${i}`, value);
-    for (let i = 0; i < warmupCount; i++) await cluster.getAlone(leaderAt, `k-${i % KEY_COUNT}`);
-    for (let i = 0; i < readCount; i++) {
-      const sentUs = monotonicUs();
-      if ((await cluster.getAlone(leaderAt, `k-${i % KEY_COUNT}`)) === null) throw new Error(`k-${i} not found`);
-      reads.push({ sentUs, answeredUs: monotonicUs() });
-    }
+    for (let i = 0; i < warmupCount; i++) for (const kind of kinds) await read(kind, `k-${i % KEY_COUNT}`);
+    // The kinds alternate read by read, so a load swing hits both alike; reads are sequential, so each read's
+    // stamps lie between its sending and its answer.
+    for (let i = 0; i < readCount; i++)
+      for (const kind of kinds) {
+        const sentUs = monotonicUs();
+        if ((await read(kind, `k-${i % KEY_COUNT}`)) === null) throw new Error(`k-${i} not found`);
+        reads.get(kind)!.push({ sentUs, answeredUs: monotonicUs() });
+      }
   } finally {
     await cluster.stop();
   }
   const traces = await readTraces(traceDir);
   const leader = traces.find((t) => t.name === cluster.leaderName);
   if (!leader) throw new Error(`no trace from the leader ${cluster.leaderName} in ${traceDir}`);
-  const phases = analyse(
-    reads,
-    leader,
-    traces.filter((t) => t !== leader),
-  );
+  const followers = traces.filter((t) => t !== leader);
+  const phases = new Map(kinds.map((kind) => [kind, analyse(reads.get(kind)!, leader, followers)]));
   if (process.argv.includes('--keep')) console.log(`${carriage}: traces kept in ${traceDir}`);
   else await rm(dir, { recursive: true, force: true });
   return phases;
@@ -154,22 +168,32 @@ async function main(): Promise<void> {
   const insecure = process.argv.includes('--insecure');
   // By default each pair runs the Heartbeat on its open call and as a unary call, back to back, so a load swing
   // on a shared machine hits both alike; --no-heartbeat-stream runs the unary carriage only.
-  const carriages: Carriage[] = process.argv.includes('--no-heartbeat-stream') ? ['unary'] : ['stream', 'unary'];
-  const runs = new Map<Carriage, Array<Map<Phase, number[]>>>(carriages.map((c) => [c, []]));
+  // --get-stream: each run alternates a unary Get with a GetStream message read by read (bench/reads.ts's two svc
+  // rows), each kind its own column, on the default Heartbeat carriage only.
+  const getStream = process.argv.includes('--get-stream');
+  const carriages: Carriage[] = process.argv.includes('--no-heartbeat-stream')
+    ? ['unary']
+    : getStream
+      ? ['stream']
+      : ['stream', 'unary'];
+  const kinds: ReadKind[] = getStream ? ['unary Get', 'GetStream'] : ['unary Get'];
+  const columns = carriages.flatMap((c) => kinds.map((k) => (getStream ? k : c)));
+  const runs = new Map<string, Array<Map<Phase, number[]>>>(columns.map((c) => [c, []]));
   for (let pair = 0; pair < pairs; pair++)
     for (const carriage of carriages) {
       console.log(
         `run ${pair + 1}: Heartbeats ${carriage === 'stream' ? 'on open HeartbeatStream calls' : 'as unary calls'} (load average ${loadavg()[0]!.toFixed(1)})`,
       );
-      runs.get(carriage)!.push(await timeline(carriage, readCount, warmupCount, insecure));
+      const byKind = await timeline(carriage, readCount, warmupCount, insecure, kinds);
+      for (const kind of kinds) runs.get(getStream ? kind : carriage)!.push(byKind.get(kind)!);
     }
   console.log(
-    `read timeline: ${readCount} sequential unary Gets at the leader per run, ${pairs} run(s) per carriage, 3 nodes, ${insecure ? 'plaintext' : 'mutual TLS'}; medians in ms of each run`,
+    `read timeline: ${readCount} sequential ${getStream ? 'unary Gets and as many GetStream reads, alternating,' : 'unary Gets'} at the leader per run, ${pairs} run(s) per column, 3 nodes, ${insecure ? 'plaintext' : 'mutual TLS'}; medians in ms of each run`,
   );
   const width = Math.max(...PHASES.map((p) => p.length));
-  console.log(`  ${''.padEnd(width)}  ${carriages.map((c) => c.padStart(7 * pairs + 2 * (pairs - 1))).join('  |  ')}`);
+  console.log(`  ${''.padEnd(width)}  ${columns.map((c) => c.padStart(7 * pairs + 2 * (pairs - 1))).join('  |  ')}`);
   for (const phase of PHASES) {
-    const cells = carriages.map((c) =>
+    const cells = columns.map((c) =>
       runs
         .get(c)!
         .map((run) => {

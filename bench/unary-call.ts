@@ -5,8 +5,10 @@
 // one at a time, interleaving five ways per round: a PeerPool on grpc-js's client and one with the lean client
 // to each server, and (for scale) a raw message each way on one open grpc-js stream; then a unary svc.store.v1
 // Get from a StoreClientPool on each client to the lean server (a client's one-call read: the pool's unary
-// calls ride the lean client unless told otherwise). It prints each way's round-trip p50/p90 and the caller's
-// and the server's CPU per call.
+// calls ride the lean client unless told otherwise), the same Get with bare node:http2 (the floor of any unary
+// call on node:http2: what is left above it is the lean client's own), and a GetStream message on an open call
+// (bench/reads.ts's "svc" row). It prints each way's round-trip p50/p90 and the caller's and the server's CPU
+// per call.
 //
 //   npx tsx bench/unary-call.ts [--calls 2000] [--insecure]
 import { fork } from 'node:child_process';
@@ -20,7 +22,10 @@ import * as pb from '../proto/gen/svc/replication/v1/replication.js';
 import { PeerPool, type TransportInput } from '../transports/grpc/client.js';
 import { CLUSTER_ID_METADATA_KEY, clusterChannelOptions } from '../transports/grpc/peer-identity.js';
 import { PeerServer } from '../transports/grpc/server.js';
+import * as http2 from 'node:http2';
+import * as storePb from '../proto/gen/svc/store/v1/store.js';
 import {
+  STORE_METHODS,
   StoreClientPool,
   storeClientTransport,
   storeService,
@@ -142,6 +147,8 @@ const WAYS = [
   'stream message',
   'store Get, grpc-js client',
   'store Get, lean client',
+  'store Get, bare node:http2',
+  'store GetStream message',
 ] as const;
 type Way = (typeof WAYS)[number];
 
@@ -174,6 +181,38 @@ async function startServerChild(dir: string, clusterId: string, leanUnary: boole
       await new Promise((resolve) => child.once('exit', resolve));
     },
   };
+}
+
+/**
+ * bareHttp2Get: a unary Get with nothing but node:http2 (a request, its frame, the answer's trailers awaited, no
+ * deadline, no checks): the floor of a unary call on node:http2, beside which the lean client's own cost shows.
+ */
+function bareHttp2Get(
+  session: http2.ClientHttp2Session,
+  clusterId: string,
+): { get: () => Promise<void>; close: () => void } {
+  const request = Buffer.from(storePb.GetRequest.encode({ key: 'k' }).finish());
+  const framed = Buffer.concat([Buffer.from([0, 0, 0, 0, request.length]), request]);
+  const headers = {
+    ':method': 'POST',
+    ':path': STORE_METHODS.get,
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    'grpc-timeout': '5000m',
+    ...(clusterId === '' ? {} : { [CLUSTER_ID_METADATA_KEY]: clusterId }),
+  };
+  const get = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const stream = session.request(headers, { endStream: false });
+      let status: string | undefined;
+      stream.on('data', () => undefined);
+      stream.on('trailers', (trailers) => {
+        status = String(trailers['grpc-status']);
+      });
+      stream.on('close', () => (status === '0' ? resolve() : reject(new Error(`bare Get: status ${status}`))));
+      stream.end(framed);
+    });
+  return { get, close: () => session.close() };
 }
 
 async function main(): Promise<void> {
@@ -215,6 +254,10 @@ async function main(): Promise<void> {
       });
     const storeClassic = storePool(false);
     const storeLean = storePool(true);
+    const storeStreams = new StoreClientPool(
+      storeClientTransport(security, { clusterId, serverNameOverride: 'localhost' }),
+    );
+    const bareGet = bareHttp2Get(peerHttp2Dial(security, 'localhost')(leanServer.address), clusterId);
     const viaStore = (pool: StoreClientPool) => async (): Promise<void> => {
       const answer = await pool.get(leanServer.address, 'k', Date.now() + 5_000);
       if (!answer.found) throw new Error('store Get: not found');
@@ -242,6 +285,11 @@ async function main(): Promise<void> {
         }),
       'store Get, grpc-js client': viaStore(storeClassic),
       'store Get, lean client': viaStore(storeLean),
+      'store Get, bare node:http2': bareGet.get,
+      'store GetStream message': async () => {
+        const answer = await storeStreams.get(leanServer.address, 'k', Date.now() + 5_000);
+        if (!answer.found) throw new Error('store GetStream: not found');
+      },
     };
     for (let i = 0; i < WARMUP_CALLS; i++) for (const way of Object.values(ways)) await way();
     const rtts = Object.fromEntries(WAYS.map((way) => [way, [] as number[]])) as Record<Way, number[]>;
@@ -276,6 +324,8 @@ async function main(): Promise<void> {
     lean.close();
     storeClassic.close();
     storeLean.close();
+    storeStreams.close();
+    bareGet.close();
   } finally {
     for (const server of servers) await server.stop();
     await rm(dir, { recursive: true, force: true });

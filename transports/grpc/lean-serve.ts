@@ -143,8 +143,31 @@ function plainRequestTimeoutMs(headers: http2.IncomingHttpHeaders): number | nul
   if (encoding !== undefined && encoding !== 'identity') return null;
   const timeout = headers['grpc-timeout'];
   if (timeout === undefined) return NO_TIMEOUT;
-  const match = typeof timeout === 'string' ? DEADLINE.exec(timeout) : null;
+  if (typeof timeout !== 'string') return null;
+  const millis = plainMillis(timeout);
+  if (millis !== null) return millis;
+  const match = DEADLINE.exec(timeout);
   return match === null ? null : (Number(match[1]) * DEADLINE_UNIT_MS[match[2]!]!) | 0;
+}
+
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+const UNIT_MILLIS = 0x6d; // 'm'
+
+/**
+ * plainMillis reads the form this system's clients send (1-8 digits then `m`, e.g. `4999m`) without a regex: the
+ * timeout in ms, or null for any other form (read by DEADLINE then, with the same result for this one).
+ */
+function plainMillis(timeout: string): number | null {
+  const digits = timeout.length - 1;
+  if (digits < 1 || digits > 8 || timeout.charCodeAt(digits) !== UNIT_MILLIS) return null;
+  let value = 0;
+  for (let i = 0; i < digits; i++) {
+    const c = timeout.charCodeAt(i);
+    if (c < DIGIT_0 || c > DIGIT_9) return null;
+    value = value * 10 + (c - DIGIT_0);
+  }
+  return value;
 }
 
 const FRAME_HEADER_BYTES = 5;

@@ -40,6 +40,14 @@ export interface LeanUnaryOptions {
 export type LeanOutcome =
   { ok: true; message: Buffer } | { ok: false; status: RpcStatus; wire: { code: number; details: string } };
 
+const noCancel = (): void => {};
+
+/** failLater reports a failure decided before the call left, on a later turn (never inside call()). */
+function failLater(done: (outcome: LeanOutcome) => void, status: RpcStatus): () => void {
+  setImmediate(done, failed(status));
+  return noCancel;
+}
+
 /** failed is a failure whose wire status is the engine status itself (one this client decided). */
 function failed(status: RpcStatus): LeanOutcome {
   return { ok: false, status, wire: { code: status.code, details: status.details } };
@@ -58,8 +66,19 @@ export class LeanUnaryClient {
   /** refusedUntil: per address, the end of the back-off after a failed connection attempt, and its length. */
   private readonly refused = new Map<string, { untilMs: number; backoffMs: number }>();
   private closed = false;
+  /** fixedHeaders: every call's headers but its path and timeout, in the order they go out. */
+  private readonly fixedHeaders: http2.OutgoingHttpHeaders;
 
-  constructor(private readonly options: LeanUnaryOptions) {}
+  constructor(private readonly options: LeanUnaryOptions) {
+    this.fixedHeaders = {
+      [http2.constants.HTTP2_HEADER_METHOD]: 'POST',
+      [http2.constants.HTTP2_HEADER_PATH]: '',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      'grpc-timeout': '',
+      ...options.headers,
+    };
+  }
 
   /**
    * call sends one unary call and reports its outcome exactly once, never inside call() itself. It returns
@@ -72,15 +91,12 @@ export class LeanUnaryClient {
     deadlineMs: number,
     done: (outcome: LeanOutcome) => void,
   ): () => void {
-    const fail = (status: RpcStatus): (() => void) => {
-      setImmediate(() => done(failed(status)));
-      return () => {};
-    };
-    if (this.closed) return fail(rpcStatus(StatusCode.UNAVAILABLE, 'peer pool is closed'));
+    if (this.closed) return failLater(done, rpcStatus(StatusCode.UNAVAILABLE, 'peer pool is closed'));
     const { messageBytesMax } = this.options.limits;
     // grpc-js's client refuses to send above grpc.max_send_message_length the same way (clientChannelOptions).
     if (request.length > messageBytesMax)
-      return fail(
+      return failLater(
+        done,
         rpcStatus(
           StatusCode.RESOURCE_EXHAUSTED,
           `request of ${request.length} bytes above messageBytesMax (${messageBytesMax})`,
@@ -88,63 +104,42 @@ export class LeanUnaryClient {
       );
     const refused = this.refused.get(to);
     if (refused && Date.now() < refused.untilMs)
-      return fail(rpcStatus(StatusCode.UNAVAILABLE, `connection to ${to} failed; next attempt after back-off`));
+      return failLater(
+        done,
+        rpcStatus(StatusCode.UNAVAILABLE, `connection to ${to} failed; next attempt after back-off`),
+      );
     let peer: Peer;
     let stream: http2.ClientHttp2Stream;
     try {
       peer = this.peerFor(to);
-      stream = peer.session.request(
-        {
-          [http2.constants.HTTP2_HEADER_METHOD]: 'POST',
-          [http2.constants.HTTP2_HEADER_PATH]: path,
-          'content-type': 'application/grpc',
-          te: 'trailers',
-          'grpc-timeout': `${Math.max(1, Math.min(deadlineMs, 99_999_999))}m`,
-          ...this.options.headers,
-        },
-        { endStream: false },
-      );
+      stream = peer.session.request(this.requestHeaders(path, deadlineMs), REQUEST_OPTIONS);
     } catch (err) {
-      return fail(
+      return failLater(
+        done,
         rpcStatus(StatusCode.UNAVAILABLE, `cannot call ${to}: ${err instanceof Error ? err.message : String(err)}`),
       );
     }
     peer.calls++;
     if (peer.calls === 1) peer.session.ref();
-    const answer = new UnaryAnswer(this.options.limits.messageBytesMax);
-    let local: RpcStatus | null = null;
-    let settled = false;
-    const stop = (status: RpcStatus): void => {
-      if (settled || local !== null) return;
-      local = status;
-      stream.close(http2.constants.NGHTTP2_CANCEL);
-    };
-    const timer = setTimeout(
-      () => stop(rpcStatus(StatusCode.DEADLINE_EXCEEDED, `no answer from ${to} within ${deadlineMs} ms`)),
-      deadlineMs,
-    );
-    stream.on('response', (headers) => answer.onHeaders(headers));
-    stream.on('data', (chunk: Buffer) => {
-      if (!answer.onData(chunk))
-        stop(
-          rpcStatus(
-            StatusCode.RESOURCE_EXHAUSTED,
-            `answer above messageBytesMax (${this.options.limits.messageBytesMax})`,
-          ),
-        );
-    });
-    stream.on('trailers', (trailers) => answer.onTrailers(trailers));
-    stream.on('error', (err: Error) => answer.onError(err));
-    stream.on('close', () => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      peer.calls--;
-      if (peer.calls === 0 && !peer.session.destroyed) peer.session.unref();
-      done(local !== null ? failed(local) : answer.outcome(to, stream.rstCode));
-    });
+    const call = new ClientCall(stream, peer, to, deadlineMs, messageBytesMax, done);
+    (stream as CallStream)[CLIENT_CALL] = call;
+    // Shared listener functions that find their call on the stream: no closures per call (a lone reader's unary
+    // Get pays this client's per-call work on its critical path).
+    stream.on('response', streamResponse);
+    stream.on('data', streamData);
+    stream.on('trailers', streamTrailers);
+    stream.on('error', streamError);
+    stream.on('close', streamClose);
     stream.end(frame(request));
-    return () => stop(rpcStatus(StatusCode.CANCELLED, 'call cancelled'));
+    return call.cancel;
+  }
+
+  /** requestHeaders: a call's request headers (the fixed ones are copied from one object built once). */
+  private requestHeaders(path: string, deadlineMs: number): http2.OutgoingHttpHeaders {
+    const headers: http2.OutgoingHttpHeaders = { ...this.fixedHeaders };
+    headers[http2.constants.HTTP2_HEADER_PATH] = path;
+    headers['grpc-timeout'] = `${Math.max(1, Math.min(deadlineMs, 99_999_999))}m`;
+    return headers;
   }
 
   /** closePeer drops the session to `to` (its calls end UNAVAILABLE). */
@@ -221,6 +216,81 @@ export class LeanUnaryClient {
     clearInterval(peer.keepalive);
     if (this.peers.get(to) === peer) this.peers.delete(to);
     if (!peer.session.closed) peer.session.close();
+  }
+}
+
+const REQUEST_OPTIONS: http2.ClientSessionRequestOptions = { endStream: false };
+
+/** CLIENT_CALL: the call a stream belongs to, for the shared listeners below. */
+const CLIENT_CALL = Symbol('clientCall');
+type CallStream = http2.ClientHttp2Stream & { [CLIENT_CALL]?: ClientCall };
+
+function streamResponse(this: CallStream, headers: http2.IncomingHttpHeaders): void {
+  this[CLIENT_CALL]?.answer.onHeaders(headers);
+}
+
+function streamData(this: CallStream, chunk: Buffer): void {
+  this[CLIENT_CALL]?.onData(chunk);
+}
+
+function streamTrailers(this: CallStream, trailers: http2.IncomingHttpHeaders): void {
+  this[CLIENT_CALL]?.answer.onTrailers(trailers);
+}
+
+function streamError(this: CallStream, err: Error): void {
+  this[CLIENT_CALL]?.answer.onError(err);
+}
+
+function streamClose(this: CallStream): void {
+  this[CLIENT_CALL]?.onClose();
+}
+
+function callDeadlinePassed(call: ClientCall): void {
+  call.stop(rpcStatus(StatusCode.DEADLINE_EXCEEDED, `no answer from ${call.to} within ${call.deadlineMs} ms`));
+}
+
+/** ClientCall is one unary call in flight on its stream: its answer, its deadline, its outcome (reported once). */
+class ClientCall {
+  readonly answer: UnaryAnswer;
+  private local: RpcStatus | null = null;
+  private settled = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly stream: http2.ClientHttp2Stream,
+    private readonly peer: Peer,
+    readonly to: string,
+    readonly deadlineMs: number,
+    private readonly messageBytesMax: number,
+    private readonly done: (outcome: LeanOutcome) => void,
+  ) {
+    this.answer = new UnaryAnswer(messageBytesMax);
+    this.timer = setTimeout(callDeadlinePassed, deadlineMs, this);
+  }
+
+  /** cancel is what call() returns: the outcome is then CANCELLED. */
+  readonly cancel = (): void => this.stop(rpcStatus(StatusCode.CANCELLED, 'call cancelled'));
+
+  /** stop ends the call here with `status` (the first reason wins), unless it has ended already. */
+  stop(status: RpcStatus): void {
+    if (this.settled || this.local !== null) return;
+    this.local = status;
+    this.stream.close(http2.constants.NGHTTP2_CANCEL);
+  }
+
+  onData(chunk: Buffer): void {
+    if (!this.answer.onData(chunk))
+      this.stop(rpcStatus(StatusCode.RESOURCE_EXHAUSTED, `answer above messageBytesMax (${this.messageBytesMax})`));
+  }
+
+  onClose(): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    const peer = this.peer;
+    peer.calls--;
+    if (peer.calls === 0 && !peer.session.destroyed) peer.session.unref();
+    this.done(this.local !== null ? failed(this.local) : this.answer.outcome(this.to, this.stream.rstCode));
   }
 }
 

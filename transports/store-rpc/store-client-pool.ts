@@ -42,6 +42,9 @@ const UINT32_MAX = 0xffff_ffff;
 const errorOf = (code: grpc.status, details: string, leaderHint: string): StoreCallError =>
   new StoreCallError(code, details, leaderHint);
 
+/** viewOf views an encoded message as a Buffer without copying it. */
+const viewOf = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
 /** timeoutMsOf is what is left of a deadline, as a timeout_ms field (at least 1). */
 const timeoutMsOf = (deadlineAt: number, now: number): number =>
   Math.min(UINT32_MAX, Math.max(1, Math.ceil(deadlineAt - now)));
@@ -191,10 +194,11 @@ export class StoreClientPool {
 
   private async getUnary(to: string, key: string, deadlineAt: number): Promise<GetAnswer> {
     this.callCounts.getUnary++;
+    // A view, not a copy: the unary client frames (copies) the request itself.
     const bytes = await this.unary.call(
       to,
       STORE_METHODS.get,
-      Buffer.from(pb.GetRequest.encode({ key }).finish()),
+      viewOf(pb.GetRequest.encode({ key }).finish()),
       deadlineAt,
     );
     try {
