@@ -3,8 +3,9 @@
 // machine the throughput at 64 writers is set by that CPU, and CPU per write is much less noisy than
 // writes/s when neighbours run, so A/B comparisons of a change use this figure.
 //
-//   npx tsx bench/write-cpu.ts [--writers 64] [--seconds 4] [--warmup 3] [--rounds 2] [--insecure] [--cpu-prof]
+//   npx tsx bench/write-cpu.ts [--writers 64] [--seconds 4] [--warmup 3] [--rounds 2] [--insecure] [--cpu-prof] [--node-option X]
 //
+// --node-option X (repeatable) passes X to each node's process (e.g. a V8 heap flag to compare).
 // --cpu-prof runs the nodes under `node --cpu-prof` and prints each one's top self-time functions (start-up and
 // warm-up included).
 //
@@ -19,6 +20,8 @@ import { processCpuMs } from './cluster/proc-cpu.js';
 import { numberArg } from './cluster/trace-files.js';
 import { summarizeProfiles } from './cluster/profile.js';
 
+/** IDLE_MS: how long the members' idle CPU is measured before the rounds. */
+const IDLE_MS = 3_000;
 /** PROFILE_TOP_COUNT: how many functions --cpu-prof lists per node. */
 const PROFILE_TOP_COUNT = 45;
 
@@ -36,11 +39,14 @@ async function main(): Promise<void> {
   const cpuProf = process.argv.includes('--cpu-prof');
   const svc = await startSvcCluster(
     join(dir, 'svc'),
-    cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    [
+      ...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+      ...process.argv.flatMap((arg, i) => (arg === '--node-option' ? [process.argv[i + 1]!] : [])),
+    ],
     [],
     insecure,
   );
-  let leaderPid = 0;
+  let leaderPid: number | undefined;
   try {
     const leader = svc.cluster.members.find((m) => m.name === svc.leaderName)!;
     leaderPid = leader.pid;
@@ -49,6 +55,19 @@ async function main(): Promise<void> {
       (await fetch(`${leader.metricsAddr ?? leader.httpAddr}/metrics`)).text().catch(() => '');
     const counter = (text: string, name: string): number =>
       Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, 'm').exec(text)?.[1] ?? NaN);
+    // The members' CPU with no writes (heartbeats, timers, stats): subtracted per second of window, so the net
+    // figure is the CPU the writes themselves cost, which does not grow as neighbours slow the writes down.
+    const idleFrom = processCpuMs([leader.pid, ...followers]);
+    const idleLeaderFrom = processCpuMs([leader.pid]);
+    const idleStartedAt = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    const idleSeconds = (Date.now() - idleStartedAt) / 1000;
+    const idleLeaderPerSecond = (processCpuMs([leader.pid]) - idleLeaderFrom) / idleSeconds;
+    const idleFollowersPerSecond =
+      (processCpuMs([leader.pid, ...followers]) - idleFrom) / idleSeconds - idleLeaderPerSecond;
+    console.log(
+      `idle CPU ms/s: leader ${idleLeaderPerSecond.toFixed(1)}, followers ${idleFollowersPerSecond.toFixed(1)}`,
+    );
     for (let round = 1; round <= rounds; round++) {
       const before = await metrics();
       let leaderStart = 0;
@@ -81,8 +100,11 @@ async function main(): Promise<void> {
       );
       // The loop's last writes end a little after the window: a slight overcount alike on both sides of an A/B.
       const perWrite = (ms: number): string => ((ms * 1000) / Math.max(1, result.ops)).toFixed(0);
+      const windowSeconds = (windowToUs - windowFromUs) / 1e6;
+      const leaderNet = leaderMs - idleLeaderPerSecond * windowSeconds;
+      const followersNet = followersMs - idleFollowersPerSecond * windowSeconds;
       console.log(
-        `c${writers} round ${round}: ${result.opsPerSecond.toFixed(0)} writes/s p50 ${result.p50Ms.toFixed(2)} ms, CPU µs/write leader ${perWrite(leaderMs)} followers ${perWrite(followersMs)} client ${perWrite(clientMs)} total ${perWrite(leaderMs + followersMs + clientMs)} ops ${result.ops} window ${windowFromUs}..${windowToUs}${result.errors ? ` errors ${result.errors} (${result.firstError})` : ''}`,
+        `c${writers} round ${round}: ${result.opsPerSecond.toFixed(0)} writes/s p50 ${result.p50Ms.toFixed(2)} ms, CPU µs/write leader ${perWrite(leaderMs)} followers ${perWrite(followersMs)} client ${perWrite(clientMs)} total ${perWrite(leaderMs + followersMs + clientMs)}; net of idle: leader ${perWrite(leaderNet)} followers ${perWrite(followersNet)} ops ${result.ops} window ${windowFromUs}..${windowToUs}${result.errors ? ` errors ${result.errors} (${result.firstError})` : ''}`,
       );
     }
   } finally {
