@@ -92,6 +92,39 @@ describe('store: proposals', () => {
     );
   });
 
+  it('refuses each proposal at its own deadline, the earliest first, and never one answered in time', async () => {
+    const { engine, submitted } = fakeEngine();
+    const stateMachine = new StoreStateMachine();
+    const outcomes: string[] = [];
+    const proposals = new Proposals(engine, stateMachine, (outcome) => outcomes.push(outcome), 16);
+    const ended: string[] = [];
+    const track = (id: string, answer: Promise<unknown>): Promise<void> =>
+      answer.then(
+        () => void ended.push(`${id} answered`),
+        (err: unknown) => {
+          assert.ok(err instanceof StoreRefusal && err.kind === 'timeout', `${id}: ${String(err)}`);
+          ended.push(`${id} timed out`);
+        },
+      );
+    const start = Date.now();
+    const late = track('late', proposals.propose(encodeCommand(put('l', 'r-l')), 'r-l', start + 400));
+    const answered = track('in-time', proposals.propose(encodeCommand(put('a', 'r-a')), 'r-a', start + 60));
+    // A later proposal with an earlier deadline than every other: the one deadline timer must move up for it.
+    const early = track('early', proposals.propose(encodeCommand(put('e', 'r-e')), 'r-e', start + 30));
+    await nextTurn();
+    const sent = proposalsOf(submitted[0]!);
+    stateMachine.apply({ seq: 1, term: 1, kind: EntryKind.EventBatch, data: sent[1]!.data });
+    proposals.onResult(ok(sent[1]!.proposalId, 1));
+    await Promise.all([late, answered, early]);
+    assert.deepEqual(ended, ['in-time answered', 'early timed out', 'late timed out']);
+    assert.ok(Date.now() - start >= 400, 'the late one waited for its deadline');
+    assert.equal(proposals.count, 0);
+    assert.deepEqual(outcomes, ['applied', 'timeout', 'timeout']);
+    // A result for a proposal that timed out is ignored.
+    proposals.onResult(ok(sent[2]!.proposalId, 2));
+    assert.deepEqual(outcomes, ['applied', 'timeout', 'timeout']);
+  });
+
   it('turns refusals into plain kinds, and a result with no outcome at apply into an internal refusal', async () => {
     const { engine, submitted } = fakeEngine();
     const stateMachine = new StoreStateMachine();

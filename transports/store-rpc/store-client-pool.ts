@@ -39,6 +39,12 @@ interface QueuedProposal {
 /** UINT32_MAX bounds the timeout_ms fields. */
 const UINT32_MAX = 0xffff_ffff;
 
+/**
+ * viewOf views a just-encoded request as a Buffer without copying it (Buffer.from(uint8Array) copies; the
+ * encoder's output is fresh and never written again). A write's request is then copied once, into its frame.
+ */
+const viewOf = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
 const errorOf = (code: grpc.status, details: string, leaderHint: string): StoreCallError =>
   new StoreCallError(code, details, leaderHint);
 
@@ -276,12 +282,7 @@ export class StoreClientPool {
     }));
     this.callCounts.proposeBatch++;
     this.unary
-      .call(
-        to,
-        STORE_METHODS.proposeBatch,
-        Buffer.from(pb.ProposeBatchRequest.encode({ items }).finish()),
-        callDeadlineAt,
-      )
+      .call(to, STORE_METHODS.proposeBatch, viewOf(pb.ProposeBatchRequest.encode({ items }).finish()), callDeadlineAt)
       .then(
         (bytes) => {
           let answers: pb.ProposeItemAnswer[];
@@ -320,7 +321,7 @@ export class StoreClientPool {
     const bytes = await this.unary.call(
       to,
       STORE_METHODS.propose,
-      Buffer.from(pb.ProposeRequest.encode({ command: proposal.command, requestId: proposal.requestId }).finish()),
+      viewOf(pb.ProposeRequest.encode({ command: proposal.command, requestId: proposal.requestId }).finish()),
       proposal.deadlineAt,
     );
     try {
