@@ -48,9 +48,6 @@ const viewOf = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.by
 const errorOf = (code: grpc.status, details: string, leaderHint: string): StoreCallError =>
   new StoreCallError(code, details, leaderHint);
 
-/** viewOf views an encoded message as a Buffer without copying it. */
-const viewOf = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-
 /** timeoutMsOf is what is left of a deadline, as a timeout_ms field (at least 1). */
 const timeoutMsOf = (deadlineAt: number, now: number): number =>
   Math.min(UINT32_MAX, Math.max(1, Math.ceil(deadlineAt - now)));
