@@ -4,7 +4,8 @@
 
 /** CallContext remembers why we made a call, so its answer can be judged. */
 export type CallContext =
-  | { method: 'ShipSegment'; term: number; toId: number; lastSeq: number; commitSeq: number }
+  /** prevSeq: the seq the segment follows (its log-matching check); lastSeq: its last entry's. */
+  | { method: 'ShipSegment'; term: number; toId: number; prevSeq: number; lastSeq: number; commitSeq: number }
   | { method: 'RequestVote'; term: number; toId: number; prevote: boolean }
   | { method: 'Heartbeat'; term: number; toId: number; round: number }
   | { method: 'ReportApplied'; term: number; toId: number }

@@ -863,7 +863,14 @@ export class EngineCore {
       const requestId = this.sendToId(
         id,
         { method: 'ShipSegment', body },
-        { method: 'ShipSegment', term: this.hs.term, toId: id, lastSeq: segLast, commitSeq: this.positions.commitSeq },
+        {
+          method: 'ShipSegment',
+          term: this.hs.term,
+          toId: id,
+          prevSeq,
+          lastSeq: segLast,
+          commitSeq: this.positions.commitSeq,
+        },
       );
       if (requestId === null) return;
       pr.shipped(requestId, this.ticks, segLast);

@@ -147,6 +147,17 @@ export class Progress {
     this.ackedCommitSeq = Math.max(this.ackedCommitSeq, Math.min(commitSeq, Math.max(lastSeq, reportedSeq)));
   }
 
+  /**
+   * refusalSuperseded: a refusal of the ship that followed `prevSeq` is stale — the follower has reported a
+   * matched frontier past prevSeq since (it answered before it pulled what it missed). A ship always leaves
+   * with prevSeq >= matchSeq (nextSeq > matchSeq), so only a report that came after it moves matchSeq past.
+   * Strictly past: a refusal at prevSeq = matchSeq is a follower that holds less than it reported (it wiped
+   * its log to reseed), and pausing lets it pull.
+   */
+  refusalSuperseded(prevSeq: number): boolean {
+    return prevSeq < this.matchSeq;
+  }
+
   /** shipRefused: the follower pulls what it misses (StreamSegments) and reports back. */
   shipRefused(tick: number): void {
     if (this.state === 'paused') return;

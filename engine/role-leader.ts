@@ -61,6 +61,16 @@ export const LEADER: RoleHandlers = {
       c.foldMatch(ctx.toId, body.appliedSeqno);
       return;
     }
+    if (!body.accepted && pr.refusalSuperseded(ctx.prevSeq) && filterOf(c.currentRoster(), ctx.toId) === null) {
+      // The follower has reported a matched frontier past this ship's prevSeq since it refused it (a gap it has
+      // filled by pulling, answers overtaking each other): the refusal is stale, as etcd's raft ignores a
+      // rejection at or below Match (Progress.MaybeDecrTo). Pausing on it would wait for a report that never
+      // comes — the follower's pull is done — until pullTimeoutTicks (sim seed 209520: 3 s stalls, again and again).
+      c.foldMatch(ctx.toId, body.appliedSeqno);
+      pr.skipMatched();
+      c.maybeShip(ctx.toId);
+      return;
+    }
     if (body.accepted) pr.shipAccepted(ctx.lastSeq, ctx.commitSeq, body.appliedSeqno);
     else if (filterOf(c.currentRoster(), ctx.toId)) pr.refusedByFiltered(body.appliedSeqno, c.log.baseSeq, c.ticks);
     else pr.shipRefused(c.ticks);

@@ -138,6 +138,12 @@ const REGRESSIONS: Regression[] = [
     found:
       "a membership burst's leader cut-off fired 26 ms into the liveness phase, whose inactive fault injector then never reconnected it (a harness hole: the cut-off now checks the injector is active)",
   },
+  {
+    seed: 209520,
+    overrides: {},
+    found:
+      "one-entry segments arriving out of order: a follower's refusal, answered before it pulled the gap, reached the leader after the follower's report past it and paused its progress until pullTimeoutTicks, again and again; n3 missed the liveness bound (a stale refusal no longer pauses, engine/role-leader.ts)",
+  },
 ];
 
 /** SWEEP_SEED_COUNT: the random slice per CI run (override with SVC_SIM_SWEEP_SEEDS). */
