@@ -4,7 +4,9 @@
 // same connections. Written here rather than autocannon because autocannon runs for a duration or an amount and
 // opens new connections each run: a 300 ms slice would be mostly its start and stop. It parses only what it needs
 // (status line, Content-Length or chunked, never a body), so its own CPU per request stays small and equal for both
-// targets.
+// targets. It must run in a process other than the servers it loads (bench/api-cluster.ts: the nodes are child
+// processes); in the servers' own event loop it would take turns with them and measure its own scheduling
+// (bench/api.ts, whose servers live in the bench process, keeps autocannon in a process of its own).
 import net from 'node:net';
 
 /** SliceResult is one slice's figures for one target. */
