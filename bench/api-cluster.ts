@@ -1,19 +1,29 @@
 // Bench (not a test): the developer API on a three-node cluster (child processes, mTLS, real fsync, one shared
 // redis-server), in one run:
 //  1. authenticated GET /projects req/s on the leader and on a follower, each beside a bare Express handler
-//     serving the same payload from the same node process (autocannon in its own process, 64 connections,
-//     loopback; cases alternate for `rounds` rounds and the best round of each is kept);
+//     serving the same payload from the same node process. By default in alternating short slices (sliceMs of
+//     the bare handler, then sliceMs of the API, in ABBA order, leader pair then follower pair, many pairs; one
+//     closed-loop generator in this process, bench/api-load.ts, with the same 64 keep-alive connections per target
+//     throughout): each pair shares the machine's state of its moment, so the median of per-pair ratios, with its
+//     interquartile range, is what to read; beside it the serving process's CPU per request in each slice
+//     (process.cpuUsage, steadier than throughput on a shared machine). With --autocannon, the earlier
+//     measurement: autocannon in its own process for `seconds` per case, cases alternating for `rounds` rounds.
 //  2. SSE delivery latency: run event streams held open on one node (10, then 1,000), events appended to the
 //     runs' Redis streams by this process, latency = receipt - append on this process's clock.
 //  3. with --read-index-cost: the leader's CPU per read index asked from this process over mTLS (idle, one
 //     every readIndexGapMs, back to back, readIndexConcurrency callers), measured by process.cpuUsage(), as a
 //     message on the ReadIndexStream call and as a unary ReadIndex call.
 // Usage: tsx bench/api-cluster.ts [seconds-per-measurement] [rounds] [--cpu-prof] [--no-sse] [--read-index-cost]
-//   [--read-index-calls-in-flight N]
+//   [--read-index-calls-in-flight N] [--autocannon] [--pairs N] [--slice-ms N]
+//   Paired slices (the default) load each case for seconds x rounds in all, as the rounds did: pairs =
+//   seconds x rounds x 1000 / sliceMs per node unless --pairs N; --slice-ms sets sliceMs (default 300).
 //   --cpu-prof writes each node's CPU profile to a new temp directory (named at the end; nodes stop cleanly).
 //   --no-sse skips part 2.
 //   --read-index-calls-in-flight N sets the nodes' storeLimits.readIndexCallsInFlightMax (1: a follower's reads
 //   wait for its call in flight, the rule before overlapping calls), for a same-build comparison.
+// Output: a line `paired slices: leader API/bare req/s …` (medians and IQRs), then the cases' table, whose last row
+// (the follower's API case) stays the last line with --no-sse; its columns are those of the rounds, filled from the
+// slices (see printCases).
 import { execFile } from 'node:child_process';
 import http from 'node:http';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -29,11 +39,14 @@ import type { ReadIndexBatchStats } from '../store/read-index-batch.js';
 import { areaOf } from './cluster/profile.js';
 import { pemIdentity } from '../transports/grpc/peer-identity.js';
 import { StoreClientPool, storeClientTransport } from '../transports/store-rpc/store-service.js';
+import { HttpLoadTarget } from './api-load.js';
 
 const connections = 64;
+/** valueFlags take the argument after them. */
+const valueFlags = new Set(['--read-index-calls-in-flight', '--pairs', '--slice-ms']);
 const args = process.argv
   .slice(2)
-  .filter((arg, index, all) => !arg.startsWith('--') && all[index - 1] !== '--read-index-calls-in-flight');
+  .filter((arg, index, all) => !arg.startsWith('--') && !valueFlags.has(all[index - 1] ?? ''));
 const durationSeconds = Number(args[0] ?? 3);
 const rounds = Number(args[1] ?? 2);
 const cpuProfile = process.argv.includes('--cpu-prof');
@@ -47,6 +60,21 @@ if (
   !(Number.isSafeInteger(readIndexCallsInFlightMax) && readIndexCallsInFlightMax >= 1)
 )
   throw new Error('--read-index-calls-in-flight takes a positive integer');
+const autocannonRounds = process.argv.includes('--autocannon');
+function flagValue(flag: string): number | undefined {
+  const at = process.argv.indexOf(flag);
+  if (at === -1) return undefined;
+  const value = Number(process.argv[at + 1]);
+  if (!(Number.isSafeInteger(value) && value >= 1)) throw new Error(`${flag} takes a positive integer`);
+  return value;
+}
+/** sliceMs is one slice of the paired measurement; sliceWarmMs of it (the ramp) is left out of its rate. */
+const sliceMs = flagValue('--slice-ms') ?? 300;
+const sliceWarmMs = Math.min(50, Math.floor(sliceMs / 4));
+/** sliceDrainMsMax bounds waiting for a slice's answers in flight after it ends. */
+const sliceDrainMsMax = 10_000;
+/** pairCount pairs of slices per node: the rounds' load time per case by default. */
+const pairCount = flagValue('--pairs') ?? Math.max(1, Math.round((durationSeconds * rounds * 1000) / sliceMs));
 /** readIndexGapMs spaces the calls of the paced ReadIndex phase; readIndexConcurrency callers run the last one. */
 const readIndexGapMs = 20;
 const readIndexConcurrency = 16;
@@ -71,9 +99,12 @@ interface BenchCase {
   url: string;
   headers: Record<string, string>;
   bareOf?: string;
-  best?: autocannon.Result;
-  /** roundRps: req/s of each round, in order (a round measures the bare case just before its API case). */
+  /** best: the best round (autocannon), or every slice pooled (paired slices: mean req/s, latency of all). */
+  best?: Measured;
+  /** roundRps: req/s of each round or slice, in order (pair i of a node: its bare slice i and its API slice i). */
   roundRps: number[];
+  /** sliceCpuUs: the serving process's CPU per answer in each slice (paired slices only), in order. */
+  sliceCpuUs: number[];
   /** windowsUs are the monotonic-clock spans (µs, the clock of V8 CPU profiles) of this case's measurements. */
   windowsUs: Array<[number, number]>;
   /** requestsTotal counts the requests of every round. */
@@ -87,10 +118,31 @@ interface BenchCase {
   servingName: string;
 }
 
-function median(values: number[]): number {
+/** Measured is what the table prints of a case: its req/s, latency percentiles and non-2xx answers. */
+interface Measured {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  /** requests answered in all. */
+  requests: number;
+}
+
+/** quantile: linear interpolation between the closest ranks (the median at 0.5). */
+function quantile(values: number[], fraction: number): number {
   const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  if (sorted.length === 0) return NaN;
+  const at = (sorted.length - 1) * fraction;
+  const below = Math.floor(at);
+  return sorted[below]! + (sorted[Math.min(below + 1, sorted.length - 1)]! - sorted[below]!) * (at - below);
+}
+
+const median = (values: number[]): number => quantile(values, 0.5);
+
+/** spread: `median% (IQR q1–q3%)` of ratios. */
+function spread(ratios: number[]): string {
+  const percent = (value: number): string => (value * 100).toFixed(0);
+  return `${percent(median(ratios))}% (IQR ${percent(quantile(ratios, 0.25))}–${percent(quantile(ratios, 0.75))}%)`;
 }
 
 const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
@@ -154,14 +206,21 @@ function profileByCase(dir: string, cases: BenchCase[]): string {
   return lines.join('\n');
 }
 
-async function measure(url: string, headers: Record<string, string>): Promise<autocannon.Result> {
+async function measure(url: string, headers: Record<string, string>): Promise<Measured> {
   const headerArgs = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}=${value}`]);
   const { stdout } = await promisify(execFile)(
     process.execPath,
     [autocannonCli, '--json', '-c', String(connections), '-d', String(durationSeconds), ...headerArgs, url],
     { maxBuffer: 16 * 1024 * 1024 },
   );
-  return JSON.parse(stdout) as autocannon.Result;
+  const result = JSON.parse(stdout) as autocannon.Result;
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    requests: result.requests.total,
+  };
 }
 
 async function api(base: string, key: string, method: string, urlPath: string, body?: unknown): Promise<unknown> {
@@ -412,48 +471,132 @@ async function benchCases(cluster: ApiCluster, leader: string, follower: string)
   ].map((benchCase): BenchCase => ({
     ...benchCase,
     roundRps: [],
+    sliceCpuUs: [],
     windowsUs: [],
     requestsTotal: 0,
     cpuUs: { serving: 0, others: 0 },
   }));
 }
 
-/** measureRounds measures every case once per round, in order, with its CPU and read-index counts. */
+/** cpuOfNodes: each node process's CPU so far (user + system, µs), in nodeNames' order. */
+function cpuOfNodes(cluster: ApiCluster, nodeNames: string[]): Promise<number[]> {
+  return Promise.all(
+    nodeNames.map(async (name) => {
+      const usage = await cluster.node(name).cpuUsage();
+      return usage.user + usage.system;
+    }),
+  );
+}
+
+/**
+ * observed runs one measurement of a case, adding the nodes' CPU and the serving node's read-index counts over it
+ * to the case; it returns the serving process's CPU (µs) over it with the measurement's own result.
+ */
+async function observed<T>(
+  cluster: ApiCluster,
+  nodeNames: string[],
+  benchCase: BenchCase,
+  run: () => Promise<T>,
+): Promise<{ result: T; servingCpuUs: number }> {
+  const statsBefore = await benchCase.node?.readIndexStats();
+  const cpuBefore = await cpuOfNodes(cluster, nodeNames);
+  const startedUs = monotonicUs();
+  const result = await run();
+  benchCase.windowsUs.push([startedUs, monotonicUs()]);
+  const cpuAfter = await cpuOfNodes(cluster, nodeNames);
+  let servingCpuUs = 0;
+  nodeNames.forEach((name, index) => {
+    const spentUs = cpuAfter[index]! - cpuBefore[index]!;
+    if (name === benchCase.servingName) {
+      benchCase.cpuUs.serving += spentUs;
+      servingCpuUs = spentUs;
+    } else benchCase.cpuUs.others += spentUs;
+  });
+  const statsAfter = await benchCase.node?.readIndexStats();
+  if (statsBefore && statsAfter) {
+    const sum = (benchCase.readIndex ??= { calls: 0, readers: 0, gatherMs: 0, callMs: 0 });
+    sum.calls += statsAfter.calls - statsBefore.calls;
+    sum.readers += statsAfter.readers - statsBefore.readers;
+    // A node older than these fields reports none: its waits show as 0.
+    sum.gatherMs += (statsAfter.gatherMs ?? 0) - (statsBefore.gatherMs ?? 0);
+    sum.callMs += (statsAfter.callMs ?? 0) - (statsBefore.callMs ?? 0);
+  }
+  return { result, servingCpuUs };
+}
+
+/** measureRounds (--autocannon) measures every case once per round, in order, with its CPU and read-index counts. */
 async function measureRounds(cluster: ApiCluster, nodeNames: string[], cases: BenchCase[]): Promise<void> {
-  const cpuOfNodes = (): Promise<number[]> =>
-    Promise.all(
-      nodeNames.map(async (name) => {
-        const usage = await cluster.node(name).cpuUsage();
-        return usage.user + usage.system;
-      }),
-    );
   for (let round = 0; round < rounds; round++) {
     for (const benchCase of cases) {
-      const statsBefore = await benchCase.node?.readIndexStats();
-      const cpuBefore = await cpuOfNodes();
-      const startedUs = monotonicUs();
-      const result = await measure(benchCase.url, benchCase.headers);
-      benchCase.windowsUs.push([startedUs, monotonicUs()]);
-      const cpuAfter = await cpuOfNodes();
-      nodeNames.forEach((name, index) => {
-        const spentUs = cpuAfter[index]! - cpuBefore[index]!;
-        if (name === benchCase.servingName) benchCase.cpuUs.serving += spentUs;
-        else benchCase.cpuUs.others += spentUs;
-      });
-      const statsAfter = await benchCase.node?.readIndexStats();
-      if (statsBefore && statsAfter) {
-        const sum = (benchCase.readIndex ??= { calls: 0, readers: 0, gatherMs: 0, callMs: 0 });
-        sum.calls += statsAfter.calls - statsBefore.calls;
-        sum.readers += statsAfter.readers - statsBefore.readers;
-        // A node older than these fields reports none: its waits show as 0.
-        sum.gatherMs += (statsAfter.gatherMs ?? 0) - (statsBefore.gatherMs ?? 0);
-        sum.callMs += (statsAfter.callMs ?? 0) - (statsBefore.callMs ?? 0);
-      }
-      benchCase.requestsTotal += result.requests.total;
-      benchCase.roundRps.push(result.requests.average);
-      if (!benchCase.best || result.requests.average > benchCase.best.requests.average) benchCase.best = result;
+      const { result } = await observed(cluster, nodeNames, benchCase, () => measure(benchCase.url, benchCase.headers));
+      benchCase.requestsTotal += result.requests;
+      benchCase.roundRps.push(result.rps);
+      if (!benchCase.best || result.rps > benchCase.best.rps) benchCase.best = result;
     }
   }
+}
+
+/**
+ * measurePairs alternates short slices: for each of pairCount pairs, the leader's bare and API slices, then the
+ * follower's, in ABBA order (bare first in even pairs, API first in odd ones) so that a drift within a pair falls on
+ * both sides alike. One generator, the same connections per target throughout; a slice starts on an idle server
+ * (the previous slice's answers drained). A first unmeasured pair warms every target (V8's compilations).
+ */
+async function measurePairs(cluster: ApiCluster, nodeNames: string[], cases: BenchCase[]): Promise<void> {
+  const targets = await Promise.all(
+    cases.map((benchCase) => HttpLoadTarget.open(benchCase.url, benchCase.headers, connections)),
+  );
+  const latenciesMs: number[][] = cases.map(() => []);
+  const non2xx = cases.map(() => 0);
+  try {
+    for (const target of targets) await target.slice(sliceMs, sliceWarmMs, sliceDrainMsMax);
+    for (let pair = 0; pair < pairCount; pair++) {
+      // cases: [leader bare, leader API, follower bare, follower API]
+      for (const [bare, keyed] of [
+        [0, 1],
+        [2, 3],
+      ] as const) {
+        for (const index of pair % 2 === 0 ? [bare, keyed] : [keyed, bare]) {
+          const benchCase = cases[index]!;
+          const { result, servingCpuUs } = await observed(cluster, nodeNames, benchCase, () =>
+            targets[index]!.slice(sliceMs, sliceWarmMs, sliceDrainMsMax),
+          );
+          benchCase.requestsTotal += result.answered;
+          benchCase.roundRps.push(result.rps);
+          benchCase.sliceCpuUs.push(servingCpuUs / Math.max(1, result.answered));
+          latenciesMs[index]!.push(...result.latenciesMs);
+          non2xx[index]! += result.non2xx;
+        }
+      }
+    }
+  } finally {
+    for (const target of targets) target.close();
+  }
+  cases.forEach((benchCase, index) => {
+    const sorted = latenciesMs[index]!.sort((a, b) => a - b);
+    benchCase.best = {
+      rps: benchCase.roundRps.reduce((sum, rps) => sum + rps, 0) / benchCase.roundRps.length,
+      p50: Number(percentile(sorted, 0.5).toFixed(1)),
+      p99: Number(percentile(sorted, 0.99).toFixed(1)),
+      non2xx: non2xx[index]!,
+      requests: benchCase.requestsTotal,
+    };
+  });
+}
+
+/** pairedSummary: per node, the median and IQR of the per-pair ratios of req/s and of CPU per request. */
+function pairedSummary(cases: BenchCase[]): string {
+  const parts = (['leader', 'follower'] as const).map((node, at) => {
+    const bare = cases[at * 2]!;
+    const keyed = cases[at * 2 + 1]!;
+    const rpsRatios = keyed.roundRps.map((rps, pair) => rps / bare.roundRps[pair]!);
+    const cpuRatios = keyed.sliceCpuUs.map((cpu, pair) => bare.sliceCpuUs[pair]! / cpu);
+    return (
+      `${node} API/bare req/s ${spread(rpsRatios)}, CPU per request bare/API ${spread(cpuRatios)} ` +
+      `(${median(bare.sliceCpuUs).toFixed(0)} vs ${median(keyed.sliceCpuUs).toFixed(0)} µs)`
+    );
+  });
+  return `paired slices (${pairCount} pairs of ${sliceMs} ms per node, median of per-pair ratios): ${parts.join('; ')}`;
 }
 
 /** measureSse: queued runs (no worker on any node) whose event streams this process appends to directly. */
@@ -486,21 +629,31 @@ async function measureSse(cluster: ApiCluster, leader: string, follower: string)
 
 /** printCases writes the cases' table. */
 function printCases(cases: BenchCase[]): void {
+  const how = autocannonRounds
+    ? `${durationSeconds}s per measurement, best of ${rounds} rounds, autocannon`
+    : `paired slices: ${pairCount} pairs of ${sliceMs} ms per node (first ${sliceWarmMs} ms of each left out of its ` +
+      `rate), ABBA order, one closed-loop generator in the bench process`;
   process.stdout.write(
-    `\n${connections} connections, ${durationSeconds}s per measurement, best of ${rounds} rounds, loopback, ` +
-      `3 nodes (mTLS, fsync) + redis-server + autocannon on ${os.cpus().length} cores; ` +
+    `\n${connections} connections, ${how}, loopback, ` +
+      `3 nodes (mTLS, fsync) + redis-server + load generator on ${os.cpus().length} cores; ` +
       `readIndexCallsInFlightMax ${readIndexCallsInFlightMax ?? 'default'}; load average at end ` +
       `${os
         .loadavg()
         .map((load) => load.toFixed(1))
         .join(' ')}\n\n`,
   );
+  if (!autocannonRounds) process.stdout.write(`${pairedSummary(cases)}\n\n`);
   // CPU per request: process.cpuUsage() of each node process (user + system) over all rounds of a case,
   // divided by its requests. Unlike req/s and profile busy time, it is not inflated by other processes
   // holding the cores, so its ratio (bare CPU / API CPU, same process) is what the throughput ratio would
   // be on a machine with a core to spare for each process.
+  // With paired slices the same columns hold: req/s is the mean of the case's slices, "best rounds" the ratio of
+  // those means, "median of rounds" the median of per-pair ratios with its IQR (not every slice's), p50 and p99
+  // over every answer inside the slices' windows.
   process.stdout.write(
-    '| case | req/s (mean, best round) | vs bare, same process (best rounds) | vs bare, median of rounds (each round) | ' +
+    (autocannonRounds
+      ? '| case | req/s (mean, best round) | vs bare, same process (best rounds) | vs bare, median of rounds (each round) | '
+      : '| case | req/s (mean of slices) | vs bare, same process (means) | vs bare, median of pairs (IQR) | ') +
       'p50 ms | p99 ms | non-2xx | CPU µs/req, serving process | ' +
       'CPU vs bare (bare / API) | CPU µs/req, other nodes | read-index calls per request (readers per call) | ' +
       'read-index ms per call: first reader → call start, start → answer |\n' +
@@ -512,10 +665,12 @@ function printCases(cases: BenchCase[]): void {
   for (const benchCase of cases) {
     const { name, best, bareOf, readIndex, requestsTotal } = benchCase;
     const bare = bareOf ? bareByNode[bareOf]! : benchCase;
-    const ratio = `${((best!.requests.average / bare.best!.requests.average) * 100).toFixed(0)}%`;
+    const ratio = `${((best!.rps / bare.best!.rps) * 100).toFixed(0)}%`;
     // Each round's API case ran right after its bare case: their ratio shares the machine's state of the moment.
     const roundRatios = benchCase.roundRps.map((rps, round) => rps / bare.roundRps[round]!);
-    const roundRatio = `${(median(roundRatios) * 100).toFixed(0)}% (${roundRatios.map((r) => (r * 100).toFixed(0)).join(', ')})`;
+    const roundRatio = autocannonRounds
+      ? `${(median(roundRatios) * 100).toFixed(0)}% (${roundRatios.map((r) => (r * 100).toFixed(0)).join(', ')})`
+      : spread(roundRatios);
     const cpuRatio = `${((cpuPerRequest(bare, 'serving') / cpuPerRequest(benchCase, 'serving')) * 100).toFixed(0)}%`;
     const sharing =
       readIndex && readIndex.calls > 0
@@ -528,7 +683,7 @@ function printCases(cases: BenchCase[]): void {
         ? `${(readIndex.gatherMs / readIndex.calls).toFixed(2)}, ${(readIndex.callMs / readIndex.calls).toFixed(2)}`
         : '-';
     process.stdout.write(
-      `| ${name} | ${Math.round(best!.requests.average)} | ${ratio} | ${roundRatio} | ${best!.latency.p50} | ${best!.latency.p99} | ${best!.non2xx} | ` +
+      `| ${name} | ${Math.round(best!.rps)} | ${ratio} | ${roundRatio} | ${best!.p50} | ${best!.p99} | ${best!.non2xx} | ` +
         `${cpuPerRequest(benchCase, 'serving').toFixed(0)} | ${cpuRatio} | ${cpuPerRequest(benchCase, 'others').toFixed(0)} | ${sharing} | ${waits} |\n`,
     );
   }
@@ -573,7 +728,8 @@ async function main(): Promise<void> {
     const follower = nodeNames.find((name) => name !== leader)!;
     const cases = await benchCases(cluster, leader, follower);
     casesForProfile.push(...cases);
-    await measureRounds(cluster, nodeNames, cases);
+    if (autocannonRounds) await measureRounds(cluster, nodeNames, cases);
+    else await measurePairs(cluster, nodeNames, cases);
     const readIndexRows = readIndexCost ? await readIndexCostRows(cluster, leader) : [];
     const sseRows = sse ? await measureSse(cluster, leader, follower) : [];
     printCases(cases);

@@ -3,8 +3,13 @@
 // ticks, immediates, timers: async_hooks `init`), bare Express beside the API behind the node's HTTP front
 // (helmet's headers), on a ReplicatedStore whose host answers a read index one loop turn later (no cluster), with
 // its rate limit leased from a local redis-server. Requests go one at a time, so none shares a read index.
-// Usage: tsx bench/api-per-request.ts [requests]
+// With --allocations, also the bytes each case allocates per request (V8's sampling heap profiler, objects that
+// were collected since included, so it counts what the garbage collector has to sweep), with the functions that
+// allocate the most in the API case beyond what they allocate for the bare one (the client's share in this same
+// process is the same for both).
+// Usage: tsx bench/api-per-request.ts [requests] [--allocations]
 import { createHook } from 'node:async_hooks';
+import { Session } from 'node:inspector/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,7 +27,12 @@ import { ReplicatedStore } from '../store/replicated-store.js';
 import { StoreStateMachine } from '../store/state-machine.js';
 import { startHttpServer } from '../transports/node/http-server.js';
 
-const requests = Number(process.argv[2] ?? 2000);
+const requests = Number(process.argv.slice(2).find((arg) => !arg.startsWith('--')) ?? 2000);
+const allocations = process.argv.includes('--allocations');
+/** allocationSampleBytes: the heap profiler samples one allocation per this many bytes on average. */
+const allocationSampleBytes = 512;
+/** allocationTopCount functions are listed. */
+const allocationTopCount = 25;
 /** warmupRequests are sent before counting (the validator's first load, V8's first compilations). */
 const warmupRequests = 300;
 /** projectCount projects are listed by GET /projects (the bare handler serves the same JSON). */
@@ -30,7 +40,7 @@ const projectCount = 10;
 
 const counts = new Map<string, number>();
 let counting = false;
-createHook({
+const initCounter = createHook({
   init(_asyncId, type) {
     if (counting) counts.set(type, (counts.get(type) ?? 0) + 1);
   },
@@ -48,6 +58,46 @@ function get(port: number, headers: Record<string, string>): Promise<void> {
       })
       .on('error', reject);
   });
+}
+
+async function sequential(port: number, headers: Record<string, string>): Promise<void> {
+  for (let index = 0; index < requests; index++) await get(port, headers);
+}
+
+interface SamplingHeapProfileNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: SamplingHeapProfileNode[];
+}
+
+/** allocated runs `work` under the sampling heap profiler, objects collected meanwhile included. */
+async function allocated(work: () => Promise<void>): Promise<{ total: number; byFunction: Map<string, number> }> {
+  const session = new Session();
+  session.connect();
+  try {
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: allocationSampleBytes,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+    await work();
+    const { profile } = (await session.post('HeapProfiler.stopSampling')) as {
+      profile: { head: SamplingHeapProfileNode };
+    };
+    const byFunction = new Map<string, number>();
+    let total = 0;
+    const visit = (node: SamplingHeapProfileNode): void => {
+      const { functionName, url, lineNumber } = node.callFrame;
+      const name = `${functionName || '(anonymous)'} ${url.replace(/^.*\/(node_modules\/|bench\/\.\.\/)/, '')}:${lineNumber + 1}`;
+      byFunction.set(name, (byFunction.get(name) ?? 0) + node.selfSize);
+      total += node.selfSize;
+      for (const child of node.children) visit(child);
+    };
+    visit(profile.head);
+    return { total, byFunction };
+  } finally {
+    session.disconnect();
+  }
 }
 
 /** localHost is a one-node store host: commands apply at once, a read index comes one loop turn later. */
@@ -117,13 +167,33 @@ async function main(): Promise<void> {
     for (let index = 0; index < warmupRequests; index++) await get(benchCase.port, benchCase.headers);
     counts.clear();
     counting = true;
-    for (let index = 0; index < requests; index++) await get(benchCase.port, benchCase.headers);
+    await sequential(benchCase.port, benchCase.headers);
     counting = false;
     const figures = [...counts]
       .filter(([, count]) => count / requests >= 0.05)
       .sort((a, b) => b[1] - a[1])
       .map(([type, count]) => `${type} ${(count / requests).toFixed(2)}`);
     process.stdout.write(`${benchCase.name}: ${figures.join(', ')}\n`);
+  }
+  if (allocations) {
+    // The counting hook would allocate for every promise: off while allocations are sampled.
+    initCounter.disable();
+    const byCase: Array<Map<string, number>> = [];
+    for (const benchCase of cases) {
+      const { total, byFunction } = await allocated(() => sequential(benchCase.port, benchCase.headers));
+      byCase.push(byFunction);
+      process.stdout.write(`${benchCase.name}: ${(total / requests).toFixed(0)} bytes allocated per request\n`);
+      if (process.env.BENCH_ALLOCATIONS_TOP)
+        for (const [name, bytes] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, allocationTopCount))
+          process.stdout.write(`${(bytes / requests).toFixed(0).padStart(8)} ${name}\n`);
+    }
+    const [bareBytes, apiBytes] = byCase as [Map<string, number>, Map<string, number>];
+    const extra = [...apiBytes]
+      .map(([name, bytes]): [string, number] => [name, bytes - (bareBytes.get(name) ?? 0)])
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, allocationTopCount);
+    process.stdout.write(`\nallocating beyond bare (self bytes per request, API - bare):\n`);
+    for (const [name, bytes] of extra) process.stdout.write(`${(bytes / requests).toFixed(0).padStart(8)} ${name}\n`);
   }
   agent.destroy();
   bareServer.closeAllConnections();

@@ -23,6 +23,14 @@ export function hashApiKey(key: string): Buffer {
   return hash('sha256', key, 'buffer');
 }
 
+/**
+ * hashApiKeyHex is hashApiKey in hex, the form the store and the key cache are keyed by: one string per keyed
+ * request rather than a Buffer and then its hex string (authenticate.ts).
+ */
+export function hashApiKeyHex(key: string): string {
+  return hash('sha256', key, 'hex');
+}
+
 export function looksLikeApiKey(key: string): boolean {
   return key.length <= apiKeyLengthMax && apiKeyPattern.test(key);
 }

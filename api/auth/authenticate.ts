@@ -6,7 +6,7 @@ import type { DocumentStore } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { Role } from './auth-context.js';
 import type { ApiKeyRecord } from '../records.js';
-import { findApiKeyByHash, hashApiKey, looksLikeApiKey } from './api-keys.js';
+import { findApiKeyByHash, hashApiKeyHex, looksLikeApiKey } from './api-keys.js';
 import type { ApiKeyCache } from './key-cache.js';
 import { clientIp } from './client-ip.js';
 import { addressInRanges } from './ip-allowlist.js';
@@ -31,38 +31,37 @@ async function lookupKey(
   presented: string,
 ): Promise<ApiKeyRecord | null> {
   if (!looksLikeApiKey(presented)) return null;
-  const hash = hashApiKey(presented);
-  if (!cache) return findApiKeyByHash(session, hash);
+  const hashHex = hashApiKeyHex(presented);
+  if (!cache) return findByHex(session, hashHex);
   try {
     await session.barrier?.();
   } catch (error) {
     // A node catching up cannot vouch for its cache: the key is looked up at the leader instead (the store
     // forwards the reads), and the cache is left as it is.
     if (!catchingUp(error)) throw error;
-    return findApiKeyByHash(session, hash);
+    return findByHex(session, hashHex);
   }
-  return cachedOrFound(session, cache, hash);
+  return cachedOrFound(session, cache, hashHex);
 }
 
-/** cachedOrFound: behind a barrier that held, the cached record for hash, else the store's (then cached). */
+/** findByHex: the store's record for a key hash in hex (the Buffer form only on this, the uncached, path). */
+function findByHex(session: DocumentStore, hashHex: string): Promise<ApiKeyRecord | null> {
+  return findApiKeyByHash(session, Buffer.from(hashHex, 'hex'));
+}
+
+/** cachedOrFound: behind a barrier that held, the cached record for the key's hash (hex), else the store's (then cached). */
 function cachedOrFound(
   session: DocumentStore,
   cache: ApiKeyCache,
-  hash: Buffer,
+  hashHex: string,
 ): ApiKeyRecord | Promise<ApiKeyRecord | null> {
-  const hashHex = hash.toString('hex');
   // Keyed by the full SHA-256 of the key: an entry for this hash is this key's record.
-  return cache.get(hashHex) ?? findAndFill(session, cache, hash, hashHex);
+  return cache.get(hashHex) ?? findAndFill(session, cache, hashHex);
 }
 
-async function findAndFill(
-  session: DocumentStore,
-  cache: ApiKeyCache,
-  hash: Buffer,
-  hashHex: string,
-): Promise<ApiKeyRecord | null> {
+async function findAndFill(session: DocumentStore, cache: ApiKeyCache, hashHex: string): Promise<ApiKeyRecord | null> {
   const generation = cache.startLookup();
-  const found = await findApiKeyByHash(session, hash);
+  const found = await findByHex(session, hashHex);
   if (found) cache.fill(generation, hashHex, found);
   return found;
 }
@@ -88,7 +87,7 @@ export function authenticate(
       // anything else goes through lookupKey.
       let record: ApiKeyRecord | null;
       if (cache && session.barrier && looksLikeApiKey(header)) {
-        const hash = hashApiKey(header);
+        const hashHex = hashApiKeyHex(header);
         let held = true;
         try {
           await session.barrier();
@@ -96,7 +95,7 @@ export function authenticate(
           if (!catchingUp(error)) throw error;
           held = false;
         }
-        const found = held ? cachedOrFound(session, cache, hash) : findApiKeyByHash(session, hash);
+        const found = held ? cachedOrFound(session, cache, hashHex) : findByHex(session, hashHex);
         // A cached record is used as it is: awaiting a plain value would still cost a promise and a turn.
         record = found instanceof Promise ? await found : found;
       } else record = await lookupKey(session, cache, header);
