@@ -8,6 +8,7 @@ import type { CommandResult } from './command.js';
 import { StoreRefusal } from './errors.js';
 import type { StoreEngine } from './host.js';
 import type { StoreStateMachine } from './state-machine.js';
+import { LazyMinHeap } from './lazy-heap.js';
 
 interface Pending {
   proposalId: number;
@@ -20,69 +21,15 @@ interface Pending {
 }
 
 /**
- * DeadlineHeap: the pending proposals by deadline, the earliest on top; settled ones are dropped lazily (when
- * they reach the top, or all at once when they outnumber the live ones). One timer for the earliest deadline
+ * The pending proposals by deadline, the earliest on top (LazyMinHeap). One timer for the earliest deadline
  * replaces a timer per proposal: at 64 writers a leader answers a whole round in one step, and a timer set and
  * cleared per write was measurable CPU on the write path (bench/write-cpu.ts).
  */
-class DeadlineHeap {
-  items: Pending[] = [];
-  dead = 0;
-
-  push(p: Pending): void {
-    const items = this.items;
-    items.push(p);
-    let at = items.length - 1;
-    while (at > 0) {
-      const up = (at - 1) >> 1;
-      if (items[up]!.deadlineAt <= p.deadlineAt) break;
-      items[at] = items[up]!;
-      at = up;
-    }
-    items[at] = p;
-  }
-
-  peek(): Pending | undefined {
-    return this.items[0];
-  }
-
-  pop(): Pending | undefined {
-    const items = this.items;
-    const top = items[0];
-    const last = items.pop();
-    if (top === undefined || last === undefined || items.length === 0) return top;
-    let at = 0;
-    for (;;) {
-      const left = 2 * at + 1;
-      if (left >= items.length) break;
-      const right = left + 1;
-      const child = right < items.length && items[right]!.deadlineAt < items[left]!.deadlineAt ? right : left;
-      if (items[child]!.deadlineAt >= last.deadlineAt) break;
-      items[at] = items[child]!;
-      at = child;
-    }
-    items[at] = last;
-    return top;
-  }
-
-  /** compactIfMostlyDead rebuilds the heap from its live entries once the settled ones outnumber them. */
-  compactIfMostlyDead(): void {
-    if (this.dead <= this.items.length - this.dead) return;
-    const live = this.items.filter((p) => !p.settled);
-    this.items = [];
-    this.dead = 0;
-    for (const p of live) this.push(p);
-  }
-
-  clear(): void {
-    this.items = [];
-    this.dead = 0;
-  }
-}
+const deadlineOf = (p: Pending): number => p.deadlineAt;
 
 export class Proposals {
   private readonly pending = new Map<number, Pending>();
-  private readonly deadlines = new DeadlineHeap();
+  private readonly deadlines = new LazyMinHeap<Pending>(deadlineOf);
   /** deadlineTimer fires at deadlineTimerAt, the earliest deadline of a pending proposal when it was set. */
   private deadlineTimer: NodeJS.Timeout | null = null;
   private deadlineTimerAt = Infinity;

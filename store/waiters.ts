@@ -4,6 +4,7 @@
 // the common wait — a counter (the applied seqno) reaching a value — is kept in a min-heap by that
 // value, so a step costs one read of the counter plus the waiters it releases, not one call per waiter.
 import { StoreUnavailableError } from './errors.js';
+import { LazyMinHeap } from './lazy-heap.js';
 
 interface Waiter {
   resolve: () => void;
@@ -21,57 +22,9 @@ interface SeqWaiter extends Waiter {
   seq: number;
 }
 
-/** SeqHeap: the waiters on one counter, the lowest awaited value on top; settled entries are dropped lazily. */
-class SeqHeap {
-  readonly items: SeqWaiter[] = [];
-  /** dead counts settled entries still in items. */
-  dead = 0;
-
-  push(waiter: SeqWaiter): void {
-    const items = this.items;
-    items.push(waiter);
-    let at = items.length - 1;
-    while (at > 0) {
-      const up = (at - 1) >> 1;
-      if (items[up]!.seq <= waiter.seq) break;
-      items[at] = items[up]!;
-      at = up;
-    }
-    items[at] = waiter;
-  }
-
-  peek(): SeqWaiter | undefined {
-    return this.items[0];
-  }
-
-  pop(): SeqWaiter | undefined {
-    const items = this.items;
-    const top = items[0];
-    const last = items.pop();
-    if (top === undefined || last === undefined || items.length === 0) return top;
-    let at = 0;
-    for (;;) {
-      const left = 2 * at + 1;
-      if (left >= items.length) break;
-      const right = left + 1;
-      const child = right < items.length && items[right]!.seq < items[left]!.seq ? right : left;
-      if (items[child]!.seq >= last.seq) break;
-      items[at] = items[child]!;
-      at = child;
-    }
-    items[at] = last;
-    return top;
-  }
-
-  /** compact drops settled entries once they outnumber the live ones (waits that timed out while the counter stood still). */
-  compactIfMostlyDead(): void {
-    if (this.dead <= this.items.length - this.dead) return;
-    const live = this.items.filter((waiter) => !waiter.settled);
-    this.items.length = 0;
-    this.dead = 0;
-    for (const waiter of live) this.push(waiter);
-  }
-}
+/** seqOf keys a counter's heap of waiters: the lowest awaited value on top; settled entries are dropped lazily. */
+const seqOf = (waiter: SeqWaiter): number => waiter.seq;
+type SeqHeap = LazyMinHeap<SeqWaiter>;
 
 export class Waiters {
   private readonly waiting = new Set<ConditionWaiter>();
@@ -115,7 +68,7 @@ export class Waiters {
     if (this.count >= this.countMax) return this.tooMany();
     let heap = this.bySeq.get(counter);
     if (!heap) {
-      heap = new SeqHeap();
+      heap = new LazyMinHeap<SeqWaiter>(seqOf);
       this.bySeq.set(counter, heap);
     }
     const waiters = heap;
@@ -186,8 +139,7 @@ export class Waiters {
   }
 
   private rejectHeap(heap: SeqHeap, err: Error): void {
-    const items = heap.items.splice(0);
-    heap.dead = 0;
+    const items = heap.takeAll();
     for (const waiter of items) {
       if (waiter.settled) continue;
       this.settleSeq(waiter, heap, false);
