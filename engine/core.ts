@@ -321,7 +321,10 @@ export class EngineCore {
 
   status(): EngineStatus {
     if (this.statusCache) return this.statusCache;
-    this.statusCache = {
+    // Built by assignment, not conditional spreads (a spread is a runtime copy; built with them, this object took
+    // twice as long in a micro-benchmark): the same keys in the same order, so the same shapes and the same JSON.
+    // The cast covers the two fields assigned below.
+    const status: EngineStatus = {
       id: this.hs.selfId,
       name: this.config.name,
       role: this.role,
@@ -339,13 +342,16 @@ export class EngineCore {
       reseed: this.hs.reseed,
       removed: this.hs.removed,
       lagGaugeByShard: this.readiness.lagGauges(),
-      ...(this.ownFilter() ? { filter: this.ownFilter()! } : {}),
-      ...((this.hs.filteredData ?? -1) >= 0 ? { filteredData: true as const } : {}),
-      ...(this.dataFilter() ? { dataFilter: this.dataFilter()! } : {}),
-      roster: this.currentRoster(),
-      versionsSeen: this.versions.snapshot(),
-    };
-    return this.statusCache;
+    } as EngineStatus;
+    const filter = this.ownFilter();
+    if (filter) status.filter = filter;
+    if ((this.hs.filteredData ?? -1) >= 0) status.filteredData = true;
+    const dataFilter = this.dataFilter();
+    if (dataFilter) status.dataFilter = dataFilter;
+    status.roster = this.currentRoster();
+    status.versionsSeen = this.versions.snapshot();
+    this.statusCache = status;
+    return status;
   }
 
   /** entries are the log entries after the compaction point, oldest first. */

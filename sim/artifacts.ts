@@ -1,9 +1,9 @@
 // Snapshot artifacts: the files a staged snapshot is made of (meta.json and
 // state.json), their BLAKE3 hashes computed once at staging, verification on
 // install, and each node's store that keeps only the newest few.
-import { blake3 } from '@noble/hashes/blake3.js';
 import type { SnapshotFilter, SnapshotMeta } from '../engine/types.js';
 import type { SnapshotHeader } from '../engine/rpc.js';
+import { blake3Of } from './blake3-memo.js';
 import { SIM_LIMITS } from './limits.js';
 import { restrictStateJson } from './state-machine.js';
 
@@ -31,7 +31,7 @@ export function captureArtifact(meta: SnapshotMeta, stateJson: string, term: num
     snapshotSeq: meta.seq,
     term,
     leaderRegion,
-    files: [...files].map(([path, bytes]) => ({ path, size: bytes.length, blake3: Buffer.from(blake3(bytes)) })),
+    files: [...files].map(([path, bytes]) => ({ path, size: bytes.length, blake3: Buffer.from(blake3Of(bytes)) })),
   };
   return { meta, header, files, origin: 'staged' };
 }
@@ -55,7 +55,7 @@ export function verifyFiles(header: SnapshotHeader, files: ReadonlyMap<string, U
     const bytes = files.get(entry.path);
     if (!bytes) return `file ${entry.path} is missing`;
     if (bytes.length !== entry.size) return `file ${entry.path} has ${bytes.length} bytes, manifest says ${entry.size}`;
-    if (!sameBytes(blake3(bytes), entry.blake3)) return `file ${entry.path} fails its BLAKE3 check`;
+    if (!sameBytes(blake3Of(bytes), entry.blake3)) return `file ${entry.path} fails its BLAKE3 check`;
   }
   return null;
 }

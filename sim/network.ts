@@ -13,14 +13,14 @@ export class Network {
   private readonly cloggedUntilUs: Float64Array;
   /** arrivalsUs holds, per link, arrival times of messages sent on it (pruned lazily at capacity). */
   private readonly arrivalsUs: number[][];
-  private knobs: NetworkKnobs;
+  private knobs: Required<NetworkKnobs>;
 
   constructor(
     private readonly prng: Prng,
     knobs: NetworkKnobs,
     readonly slotCount: number,
   ) {
-    this.knobs = { ...knobs };
+    this.knobs = ownKnobs(knobs);
     const links = slotCount * slotCount;
     this.blocked = new Uint8Array(links);
     this.cloggedUntilUs = new Float64Array(links);
@@ -33,7 +33,7 @@ export class Network {
 
   /** calm turns off random loss, duplication, replay, hold-back, late answers, slow snapshots and tight capacity (the liveness phase). */
   calm(): void {
-    this.knobs = {
+    this.knobs = ownKnobs({
       ...this.knobs,
       lossProbability: 0,
       duplicateProbability: 0,
@@ -42,7 +42,7 @@ export class Network {
       lateAnswerProbability: 0,
       slowSnapshotProbability: 0,
       linkInflightCountMax: Math.max(this.knobs.linkInflightCountMax, SIM_LIMITS.linkInflightCountMax),
-    };
+    });
   }
 
   /**
@@ -145,4 +145,23 @@ export class Network {
     }
     return from * this.slotCount + to;
   }
+}
+
+/**
+ * ownKnobs copies knobs into an object built in this one place with every field present, so every run's
+ * network reads one shape. A spread copy kept its source's shape: the swarm's, a preset's, a script's, calm()'s
+ * (with or without the optional fields), and each new one met in a process deoptimised send and delayUs again.
+ */
+function ownKnobs(knobs: NetworkKnobs): Required<NetworkKnobs> {
+  return {
+    lossProbability: knobs.lossProbability,
+    duplicateProbability: knobs.duplicateProbability,
+    replayProbability: knobs.replayProbability,
+    reorderProbability: knobs.reorderProbability,
+    oneWayDelayMsMin: knobs.oneWayDelayMsMin,
+    oneWayDelayMsMax: knobs.oneWayDelayMsMax,
+    linkInflightCountMax: knobs.linkInflightCountMax,
+    lateAnswerProbability: knobs.lateAnswerProbability ?? 0,
+    slowSnapshotProbability: knobs.slowSnapshotProbability ?? 0,
+  };
 }

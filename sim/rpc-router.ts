@@ -272,12 +272,8 @@ export class RpcRouter {
     }
     const pulls = event.request.method === 'StreamSegments' || event.request.method === 'FetchSnapshot';
     const callerId = pulls ? this.callerIdOf(node, event.from) : 0;
-    this.host.step(
-      node,
-      callerId > 0
-        ? { type: 'request', callId: inbound.callId, request: event.request, callerId }
-        : { type: 'request', callId: inbound.callId, request: event.request },
-    );
+    // callerId always present (0 = none, as the engine reads an absent one): one input shape for every request.
+    this.host.step(node, { type: 'request', callId: inbound.callId, request: event.request, callerId });
     inbound.served = true;
   }
 
