@@ -2033,9 +2033,12 @@ export class EngineCore {
         if (this.transfer.settle(ctx.adminId))
           this.adminResult(ctx.adminId, 'transfer-failed', `TimeoutNow failed: ${status.details}`);
         break;
+      case 'Heartbeat':
+        if (status.code === StatusCode.UNAVAILABLE && this.role === 'leader')
+          this.progress.get(ctx.toId)?.commitNewsMaybeLost();
+        break;
       case 'FetchSnapshot':
       case 'RequestVote':
-      case 'Heartbeat':
       case 'ReportApplied':
         break;
       default:

@@ -142,6 +142,16 @@ export class Progress {
    * commit must not count as commit news delivered, or no commit-only ship follows and an idle
    * follower stays below commit (sim seed 374).
    */
+  /**
+   * commitNewsMaybeLost: a call to the follower failed at the transport (it may have crashed and restarted,
+   * keeping only the commit seqno its hard state saved): what it was told of the commit no longer counts, so a
+   * commit-only ship follows once it answers again. Without this an idle cluster never tells a restarted follower
+   * the commit of entries it holds (sim seed 218124).
+   */
+  commitNewsMaybeLost(): void {
+    this.ackedCommitSeq = 0;
+  }
+
   shipAccepted(lastSeq: number, commitSeq: number, reportedSeq: number): void {
     if (this.state === 'probe') this.state = 'replicate';
     this.ackedCommitSeq = Math.max(this.ackedCommitSeq, Math.min(commitSeq, Math.max(lastSeq, reportedSeq)));

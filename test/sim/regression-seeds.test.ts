@@ -144,6 +144,12 @@ const REGRESSIONS: Regression[] = [
     found:
       "one-entry segments arriving out of order: a follower's refusal, answered before it pulled the gap, reached the leader after the follower's report past it and paused its progress until pullTimeoutTicks, again and again; n3 missed the liveness bound (a stale refusal no longer pauses, engine/role-leader.ts)",
   },
+  {
+    seed: 218124,
+    overrides: {},
+    found:
+      'a follower crashed after it was told a commit and restarted with the older commit its hard state kept; the cluster was idle and the leader counted it as told, so n1 never applied entries 285..292 it held (a failed heartbeat now makes the commit untold, engine/progress.ts commitNewsMaybeLost)',
+  },
 ];
 
 /** SWEEP_SEED_COUNT: the random slice per CI run (override with SVC_SIM_SWEEP_SEEDS). */
