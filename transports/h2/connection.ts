@@ -173,7 +173,9 @@ export class H2ServerConnection {
     if (this.peerCertificateRead === null) {
       const socket = this.socket as Partial<TLSSocket>;
       const certificate = socket.getPeerCertificate?.(false);
-      this.peerCertificateRead = { certificate: certificate && Object.keys(certificate).length > 0 ? certificate : undefined };
+      this.peerCertificateRead = {
+        certificate: certificate && Object.keys(certificate).length > 0 ? certificate : undefined,
+      };
     }
     return this.peerCertificateRead.certificate;
   }
@@ -228,7 +230,10 @@ export class H2ServerConnection {
     while (!this.ended && input.length - at >= FRAME_HEADER_BYTES) {
       const length = input.readUIntBE(at, 3);
       if (length > this.limits.frameBytesMax)
-        throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, `a frame of ${length} bytes above SETTINGS_MAX_FRAME_SIZE`);
+        throw new ConnectionError(
+          ErrorCode.FRAME_SIZE_ERROR,
+          `a frame of ${length} bytes above SETTINGS_MAX_FRAME_SIZE`,
+        );
       if (input.length - at < FRAME_HEADER_BYTES + length) break;
       const type = input[at + 3]!;
       const flags = input[at + 4]!;
@@ -364,7 +369,10 @@ export class H2ServerConnection {
   /** A compressed block above twice the list bound is not buffered: HPACK cannot stay in step, so the connection ends. */
   private checkBlockBytes(bytes: number): void {
     if (bytes > 2 * this.limits.headerListBytesMax)
-      throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, `a header block above ${2 * this.limits.headerListBytesMax} bytes`);
+      throw new ConnectionError(
+        ErrorCode.ENHANCE_YOUR_CALM,
+        `a header block above ${2 * this.limits.headerListBytesMax} bytes`,
+      );
   }
 
   private onHeaderBlock(block: PendingBlock, bytes: Buffer): void {
@@ -408,7 +416,8 @@ export class H2ServerConnection {
   private onRstStream(streamId: number, payload: Buffer): void {
     if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'RST_STREAM on stream 0');
     if (payload.length !== 4) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'RST_STREAM not 4 bytes');
-    if (streamId > this.lastStreamId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
+    if (streamId > this.lastStreamId)
+      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
     const stream = this.streams.get(streamId);
     if (stream === undefined) return;
     this.forget(stream);
@@ -430,7 +439,8 @@ export class H2ServerConnection {
           if (value > 1) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'ENABLE_PUSH not 0 or 1');
           break;
         case Setting.INITIAL_WINDOW_SIZE: {
-          if (value > WINDOW_MAX) throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'INITIAL_WINDOW_SIZE above 2^31-1');
+          if (value > WINDOW_MAX)
+            throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'INITIAL_WINDOW_SIZE above 2^31-1');
           const delta = value - this.peerInitialWindow;
           this.peerInitialWindow = value;
           for (const stream of this.streams.values()) {
@@ -468,7 +478,8 @@ export class H2ServerConnection {
       }
       return;
     }
-    if (streamId > this.lastStreamId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'WINDOW_UPDATE on an idle stream');
+    if (streamId > this.lastStreamId)
+      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'WINDOW_UPDATE on an idle stream');
     const stream = this.streams.get(streamId);
     if (stream === undefined) return;
     if (increment === 0) return this.resetStream(stream, ErrorCode.PROTOCOL_ERROR);
@@ -507,7 +518,9 @@ export class H2ServerConnection {
     for (let at = 0; at < block.length; at += size) {
       const last = at + size >= block.length;
       const type = at === 0 ? FrameType.HEADERS : FrameType.CONTINUATION;
-      into.push(frame(type, (at === 0 ? flags : 0) | (last ? Flag.END_HEADERS : 0), streamId, block.subarray(at, at + size)));
+      into.push(
+        frame(type, (at === 0 ? flags : 0) | (last ? Flag.END_HEADERS : 0), streamId, block.subarray(at, at + size)),
+      );
     }
   }
 
@@ -516,7 +529,12 @@ export class H2ServerConnection {
     if (stream.outTrailers === null || stream.closed) return;
     const data = stream.outData;
     while (stream.outDataAt < data.length) {
-      const n = Math.min(data.length - stream.outDataAt, this.connSendWindow, stream.sendWindow, this.peerFrameBytesMax);
+      const n = Math.min(
+        data.length - stream.outDataAt,
+        this.connSendWindow,
+        stream.sendWindow,
+        this.peerFrameBytesMax,
+      );
       if (n <= 0) {
         if (this.connSendWindow <= 0) this.blocked.add(stream);
         return;

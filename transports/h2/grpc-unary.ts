@@ -36,7 +36,10 @@ const OK_TRAILERS = encodeHeaderBlock([['grpc-status', '0']]);
 function percentEncode(text: string): string {
   let out = '';
   for (const byte of Buffer.from(text, 'utf8'))
-    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    out +=
+      byte >= 0x20 && byte <= 0x7e && byte !== 0x25
+        ? String.fromCharCode(byte)
+        : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
   return out;
 }
 
@@ -118,7 +121,8 @@ class UnaryCallState implements UnaryCall {
       body[0] = 0;
       body.writeUInt32BE(answer.message.length, 1);
       answer.message.copy(body, MESSAGE_PREFIX_BYTES);
-      const trailers = answer.trailers === undefined ? OK_TRAILERS : encodeHeaderBlock([['grpc-status', '0'], ...answer.trailers]);
+      const trailers =
+        answer.trailers === undefined ? OK_TRAILERS : encodeHeaderBlock([['grpc-status', '0'], ...answer.trailers]);
       this.stream.respond(OK_HEADERS, body, trailers);
     } else this.fail(answer.code, answer.details, answer.trailers);
   }

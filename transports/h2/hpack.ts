@@ -125,7 +125,8 @@ export class HpackDecoder {
         if (!sizeUpdateAllowed) throw new HpackError('a table size update after the start of a block');
         const [size, next] = decodeInteger(block, at, 5);
         at = next;
-        if (size > this.settingsTableBytes) throw new HpackError('a table size update above SETTINGS_HEADER_TABLE_SIZE');
+        if (size > this.settingsTableBytes)
+          throw new HpackError('a table size update above SETTINGS_HEADER_TABLE_SIZE');
         this.tableBytesMax = size;
         this.evict(0);
         continue;

@@ -19,7 +19,11 @@ export interface RequestHead {
 const CONNECTION_SPECIFIC = new Set(['connection', 'proxy-connection', 'keep-alive', 'transfer-encoding', 'upgrade']);
 const UPPERCASE = /[A-Z]/;
 
-export function decodeHeaderFields(fields: readonly HeaderField[], listBytes: number, listBytesMax: number): RequestHead {
+export function decodeHeaderFields(
+  fields: readonly HeaderField[],
+  listBytes: number,
+  listBytesMax: number,
+): RequestHead {
   let method = '';
   let path = '';
   let scheme = '';

@@ -2,8 +2,17 @@
 // (SETTINGS ACK, PING ACK, a call, flow-controlled answers) and how it refuses a broken one (GOAWAY with the
 // right code, then the socket closed; never a crash: the server answers a new connection afterwards).
 import assert from 'node:assert/strict';
-import { ErrorCode, Flag, frame, FrameType, goAwayPayload, Setting, settingsPayload, u32 } from '../../../transports/h2/frames.js';
-import { serveGrpcUnary } from '../../../transports/h2/grpc-unary.js';
+import {
+  ErrorCode,
+  Flag,
+  frame,
+  FrameType,
+  goAwayPayload,
+  Setting,
+  settingsPayload,
+  u32,
+} from '../../../transports/h2/frames.js';
+import { serveGrpcUnary, type UnaryHandler } from '../../../transports/h2/grpc-unary.js';
 import { encodeHeaderBlock, HpackDecoder } from '../../../transports/h2/hpack.js';
 import type { H2Limits } from '../../../transports/h2/limits.js';
 import { H2Server } from '../../../transports/h2/server.js';
@@ -38,7 +47,7 @@ describe('h2 server connection, raw frames', () => {
     server = await H2Server.listen('127.0.0.1', 0, {
       limits,
       onStream: serveGrpcUnary({
-        handlers: new Map([
+        handlers: new Map<string, UnaryHandler>([
           [ECHO, (request: Buffer) => ({ message: Buffer.from(request) })],
           [HOLD, () => new Promise<never>(() => undefined)],
         ]),
@@ -191,7 +200,14 @@ describe('h2 server connection, raw frames', () => {
   it('answers a header list above headerListBytesMax RESOURCE_EXHAUSTED, and ends the connection on a block above twice it', async () => {
     await start({ headerListBytesMax: 1024 });
     const client = await connect();
-    client.write(frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, 1, requestBlock(ECHO, [['x-big', 'v'.repeat(1500)]])));
+    client.write(
+      frame(
+        FrameType.HEADERS,
+        Flag.END_HEADERS | Flag.END_STREAM,
+        1,
+        requestBlock(ECHO, [['x-big', 'v'.repeat(1500)]]),
+      ),
+    );
     const answer = await client.until((f) => f.type === FrameType.HEADERS && f.streamId === 1);
     const fields = new Map(new HpackDecoder(4096).decode(answer.payload).fields);
     assert.equal(fields.get('grpc-status'), '8');
@@ -204,30 +220,96 @@ describe('h2 server connection, raw frames', () => {
   });
 
   const refusals: Array<[string, (client: RawClient) => void, number, boolean?]> = [
-    ['a wrong connection preface', (c) => c.write(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n')), ErrorCode.PROTOCOL_ERROR, false],
-    ['a first frame other than SETTINGS', (c) => c.write(Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(FrameType.PING, 0, 0, Buffer.alloc(8))), ErrorCode.PROTOCOL_ERROR, false],
-    ['a frame above SETTINGS_MAX_FRAME_SIZE', (c) => c.write(frame(FrameType.DATA, 0, 1, Buffer.alloc(20_000))), ErrorCode.FRAME_SIZE_ERROR],
-    ['an HPACK index beyond the tables', (c) => c.write(frame(FrameType.HEADERS, Flag.END_HEADERS, 1, Buffer.from([0x82, 0xff, 0x10]))), ErrorCode.COMPRESSION_ERROR],
-    ['a Huffman string with bad padding', (c) => c.write(frame(FrameType.HEADERS, Flag.END_HEADERS, 1, Buffer.from([0x82, 0x40, 0x81, 0x18, 0x81, 0x1f]))), ErrorCode.COMPRESSION_ERROR],
-    ['an HPACK string cut short', (c) => c.write(frame(FrameType.HEADERS, Flag.END_HEADERS, 1, Buffer.from([0x82, 0x40, 0x05, 0x61]))), ErrorCode.COMPRESSION_ERROR],
+    [
+      'a wrong connection preface',
+      (c) => c.write(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n')),
+      ErrorCode.PROTOCOL_ERROR,
+      false,
+    ],
+    [
+      'a first frame other than SETTINGS',
+      (c) => c.write(Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(FrameType.PING, 0, 0, Buffer.alloc(8))),
+      ErrorCode.PROTOCOL_ERROR,
+      false,
+    ],
+    [
+      'a frame above SETTINGS_MAX_FRAME_SIZE',
+      (c) => c.write(frame(FrameType.DATA, 0, 1, Buffer.alloc(20_000))),
+      ErrorCode.FRAME_SIZE_ERROR,
+    ],
+    [
+      'an HPACK index beyond the tables',
+      (c) => c.write(frame(FrameType.HEADERS, Flag.END_HEADERS, 1, Buffer.from([0x82, 0xff, 0x10]))),
+      ErrorCode.COMPRESSION_ERROR,
+    ],
+    [
+      'a Huffman string with bad padding',
+      (c) => c.write(frame(FrameType.HEADERS, Flag.END_HEADERS, 1, Buffer.from([0x82, 0x40, 0x81, 0x18, 0x81, 0x1f]))),
+      ErrorCode.COMPRESSION_ERROR,
+    ],
+    [
+      'an HPACK string cut short',
+      (c) => c.write(frame(FrameType.HEADERS, Flag.END_HEADERS, 1, Buffer.from([0x82, 0x40, 0x05, 0x61]))),
+      ErrorCode.COMPRESSION_ERROR,
+    ],
     ['DATA on an idle stream', (c) => c.write(frame(FrameType.DATA, 0, 7, Buffer.from('x'))), ErrorCode.PROTOCOL_ERROR],
-    ['HEADERS on an even stream id', (c) => c.write(frame(FrameType.HEADERS, Flag.END_HEADERS, 2, requestBlock(ECHO))), ErrorCode.PROTOCOL_ERROR],
-    ['CONTINUATION without HEADERS', (c) => c.write(frame(FrameType.CONTINUATION, Flag.END_HEADERS, 1, Buffer.alloc(0))), ErrorCode.PROTOCOL_ERROR],
-    ['a header block interrupted by another frame', (c) => c.write(frame(FrameType.HEADERS, 0, 1, requestBlock(ECHO)), frame(FrameType.PING, 0, 0, Buffer.alloc(8))), ErrorCode.PROTOCOL_ERROR],
+    [
+      'HEADERS on an even stream id',
+      (c) => c.write(frame(FrameType.HEADERS, Flag.END_HEADERS, 2, requestBlock(ECHO))),
+      ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'CONTINUATION without HEADERS',
+      (c) => c.write(frame(FrameType.CONTINUATION, Flag.END_HEADERS, 1, Buffer.alloc(0))),
+      ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'a header block interrupted by another frame',
+      (c) => c.write(frame(FrameType.HEADERS, 0, 1, requestBlock(ECHO)), frame(FrameType.PING, 0, 0, Buffer.alloc(8))),
+      ErrorCode.PROTOCOL_ERROR,
+    ],
     ['a PING of 7 bytes', (c) => c.write(frame(FrameType.PING, 0, 0, Buffer.alloc(7))), ErrorCode.FRAME_SIZE_ERROR],
-    ['SETTINGS of 5 bytes', (c) => c.write(frame(FrameType.SETTINGS, 0, 0, Buffer.alloc(5))), ErrorCode.FRAME_SIZE_ERROR],
-    ['a connection WINDOW_UPDATE past 2^31-1', (c) => c.write(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(2 ** 31 - 1))), ErrorCode.FLOW_CONTROL_ERROR],
-    ['a WINDOW_UPDATE of 0 on the connection', (c) => c.write(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(0))), ErrorCode.PROTOCOL_ERROR],
-    ['PUSH_PROMISE from the client', (c) => c.write(frame(FrameType.PUSH_PROMISE, Flag.END_HEADERS, 1, Buffer.alloc(4))), ErrorCode.PROTOCOL_ERROR],
-    ['INITIAL_WINDOW_SIZE above 2^31-1', (c) => c.write(frame(FrameType.SETTINGS, 0, 0, settingsPayload([[Setting.INITIAL_WINDOW_SIZE, 2 ** 31]]))), ErrorCode.FLOW_CONTROL_ERROR],
-    ['DATA beyond the connection window', (c) => {
-      c.write(frame(FrameType.HEADERS, Flag.END_HEADERS, 1, requestBlock(HOLD)));
-      c.write(frame(FrameType.DATA, 0, 1, Buffer.alloc(70_000)));
-    }, ErrorCode.FLOW_CONTROL_ERROR],
-    ['a flood of empty CONTINUATION frames', (c) => {
-      c.write(frame(FrameType.HEADERS, 0, 1, requestBlock(ECHO)));
-      for (let i = 0; i < 100; i++) c.write(frame(FrameType.CONTINUATION, 0, 1, Buffer.alloc(0)));
-    }, ErrorCode.ENHANCE_YOUR_CALM],
+    [
+      'SETTINGS of 5 bytes',
+      (c) => c.write(frame(FrameType.SETTINGS, 0, 0, Buffer.alloc(5))),
+      ErrorCode.FRAME_SIZE_ERROR,
+    ],
+    [
+      'a connection WINDOW_UPDATE past 2^31-1',
+      (c) => c.write(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(2 ** 31 - 1))),
+      ErrorCode.FLOW_CONTROL_ERROR,
+    ],
+    [
+      'a WINDOW_UPDATE of 0 on the connection',
+      (c) => c.write(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(0))),
+      ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'PUSH_PROMISE from the client',
+      (c) => c.write(frame(FrameType.PUSH_PROMISE, Flag.END_HEADERS, 1, Buffer.alloc(4))),
+      ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'INITIAL_WINDOW_SIZE above 2^31-1',
+      (c) => c.write(frame(FrameType.SETTINGS, 0, 0, settingsPayload([[Setting.INITIAL_WINDOW_SIZE, 2 ** 31]]))),
+      ErrorCode.FLOW_CONTROL_ERROR,
+    ],
+    [
+      'DATA beyond the connection window',
+      (c) => {
+        c.write(frame(FrameType.HEADERS, Flag.END_HEADERS, 1, requestBlock(HOLD)));
+        c.write(frame(FrameType.DATA, 0, 1, Buffer.alloc(70_000)));
+      },
+      ErrorCode.FLOW_CONTROL_ERROR,
+    ],
+    [
+      'a flood of empty CONTINUATION frames',
+      (c) => {
+        c.write(frame(FrameType.HEADERS, 0, 1, requestBlock(ECHO)));
+        for (let i = 0; i < 100; i++) c.write(frame(FrameType.CONTINUATION, 0, 1, Buffer.alloc(0)));
+      },
+      ErrorCode.ENHANCE_YOUR_CALM,
+    ],
   ];
   for (const [what, send, code, handshake] of refusals)
     it(`ends the connection with GOAWAY on ${what}`, async () => {
@@ -242,7 +324,9 @@ describe('h2 server connection, raw frames', () => {
   it('refuses a malformed request (uppercase name) with RST_STREAM PROTOCOL_ERROR, keeping the connection', async () => {
     await start();
     const client = await connect();
-    client.write(frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, 1, requestBlock(ECHO, [['X-Upper', 'v']])));
+    client.write(
+      frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, 1, requestBlock(ECHO, [['X-Upper', 'v']])),
+    );
     const reset = await client.until((f) => f.type === FrameType.RST_STREAM);
     assert.equal(reset.payload.readUInt32BE(0), ErrorCode.PROTOCOL_ERROR);
     client.write(

@@ -36,9 +36,7 @@ describe('h2 HPACK', () => {
     const second = decoder.decode(hex('8286 84be 5808 6e6f 2d63 6163 6865'));
     assert.deepEqual(second.fields.at(-1), ['cache-control', 'no-cache']);
     assert.deepEqual(second.fields[3], [':authority', 'www.example.com']);
-    const third = decoder.decode(
-      hex('8287 85bf 400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65'),
-    );
+    const third = decoder.decode(hex('8287 85bf 400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65'));
     assert.deepEqual(third.fields, [
       [':method', 'GET'],
       [':scheme', 'https'],
