@@ -99,6 +99,14 @@ describe('h2 server connection, raw frames', () => {
     const pong = await client.until((f) => f.type === FrameType.PING);
     assert.equal(pong.flags, Flag.ACK);
     assert.equal(pong.payload.toString(), '12345678');
+    // The answer goes out in one socket write: count the server's writes from here.
+    const connection = [...server.connections][0]!;
+    const writes: number[] = [];
+    const write = connection.socket.write.bind(connection.socket) as (chunk: Buffer) => boolean;
+    connection.socket.write = ((chunk: Buffer) => {
+      writes.push(chunk.length);
+      return write(chunk);
+    }) as typeof connection.socket.write;
     // PRIORITY is ignored; a call still goes through.
     client.write(
       frame(FrameType.PRIORITY, 0, 1, Buffer.alloc(5)),
@@ -115,6 +123,8 @@ describe('h2 server connection, raw frames', () => {
     ]);
     assert.deepEqual(client.frames.find((f) => f.type === FrameType.DATA)!.payload, grpcMessage(Buffer.from('hello')));
     assert.deepEqual(decoder.decode(trailers.payload).fields, [['grpc-status', '0']]);
+    const answerBytes = client.frames.filter((f) => f.streamId === 1).reduce((sum, f) => sum + 9 + f.payload.length, 0);
+    assert.deepEqual(writes, [answerBytes], 'headers, message and trailers in one write');
   });
 
   it('splits an answer within the client window and resumes on WINDOW_UPDATE', async () => {
