@@ -5,7 +5,8 @@
 // 'wantTrailers'), and `raw`, transports/h2's H2Server with serveGrpcUnary. Over mutual TLS (as a node runs)
 // and plaintext. Two clients call each: bare node:http2 (what lean-unary.ts is built on: one request per call)
 // and grpc-js. Rounds alternate the servers so drift hits both. Per pairing it prints the round trip p50/p99 at
-// 1 caller, and calls/s with the server's CPU per call at 16 callers.
+// 1 caller, and calls/s with the server's CPU per call at 16 callers; and, as the reference, the round trip of one
+// message on an open node:http2 stream to the node server (what a GetStream read pays).
 //
 //   npx tsx bench/h2-unary.ts [--calls 2000] [--rounds 3] [--mode tls|plain|both]
 import { fork } from 'node:child_process';
@@ -20,6 +21,7 @@ import { join } from 'node:path';
 import { createClusterCa, createNodeCert, newClusterId } from '../cli/certs/certs.js';
 
 const PATH = '/bench.Store/Get';
+const STREAM_PATH = '/bench.Store/GetStream';
 /** A Get answer's size (svc.store.v1 GetResponse of a small JSON value). */
 const ANSWER = Buffer.from('0801121a7b2276223a2262656e6368222c2270616464696e67223a317d1801', 'hex');
 const REQUEST = Buffer.from('0a016b', 'hex');
@@ -46,7 +48,8 @@ const OK_TRAILERS = { 'grpc-status': '0' };
 const WAIT_FOR_TRAILERS: http2.ServerStreamResponseOptions = { waitForTrailers: true };
 
 /** nodeHttp2Stream answers one stream as lean-serve.ts does: the one message read, then headers, message, trailers. */
-function nodeHttp2Stream(stream: http2.ServerHttp2Stream): void {
+function nodeHttp2Stream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+  if (headers[':path'] === STREAM_PATH) return openStream(stream);
   const chunks: Buffer[] = [];
   stream.on('data', (chunk: Buffer) => chunks.push(chunk));
   stream.on('end', () => {
@@ -63,6 +66,18 @@ function nodeHttp2Stream(stream: http2.ServerHttp2Stream): void {
     stream.on('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
     stream.end(answer);
   });
+  stream.on('error', () => undefined);
+}
+
+/**
+ * openStream echoes each request message on one open call with the answer (the reference row: a GetStream message,
+ * 1.06x etcd where a unary Get was 0.74x). The bench sends one small message at a time, so a chunk is a message.
+ */
+function openStream(stream: http2.ServerHttp2Stream): void {
+  stream.respond(OK_HEADERS);
+  const answer = Buffer.concat([Buffer.from([0, 0, 0, 0, ANSWER.length]), ANSWER]);
+  stream.on('data', () => stream.write(answer));
+  stream.on('end', () => stream.end());
   stream.on('error', () => undefined);
 }
 
@@ -156,6 +171,30 @@ function bareHttp2Client(port: number, tls: Tls | null): Client {
   return { call, close: () => session.close() };
 }
 
+/** openStreamClient sends each call as a message on one open node:http2 stream (to the node server). */
+function openStreamClient(port: number, tls: Tls | null): Client {
+  const session = tls
+    ? http2.connect(`https://127.0.0.1:${port}`, { ca: tls.ca, cert: tls.cert, key: tls.key, servername: 'localhost' })
+    : http2.connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => undefined);
+  const stream = session.request({ ...REQUEST_HEADERS, ':path': STREAM_PATH, 'grpc-timeout': undefined });
+  let answered: (() => void) | null = null;
+  stream.on('data', () => answered?.());
+  stream.on('error', () => undefined);
+  const call: Call = () =>
+    new Promise((resolve) => {
+      answered = resolve;
+      stream.write(FRAMED_REQUEST);
+    });
+  return {
+    call,
+    close: () => {
+      stream.close();
+      session.close();
+    },
+  };
+}
+
 function grpcJsClient(port: number, tls: Tls | null): Client {
   const credentials = tls
     ? grpc.credentials.createSsl(Buffer.from(tls.ca), Buffer.from(tls.key), Buffer.from(tls.cert))
@@ -186,6 +225,10 @@ async function runMode(tls: Tls | null, calls: number, rounds: number): Promise<
     const pairs = servers.flatMap((server) =>
       (Object.keys(CLIENTS) as ClientName[]).map((name) => ({ server, name, client: CLIENTS[name](server.port, tls) })),
     );
+    // The reference: one message each on an open stream, 1 caller (one stream carries one call at a time).
+    const reference = openStreamClient(servers[0]!.port, tls);
+    const referenceRtts: number[] = [];
+    for (let i = 0; i < 300; i++) await reference.call();
     const tallies = new Map(pairs.map((p) => [p, { rtts: [], calls: 0, wallMs: 0, serverCpuUs: 0 } as Tally]));
     for (const pair of pairs) for (let i = 0; i < 300; i++) await pair.client.call();
     for (let round = 0; round < rounds; round++)
@@ -196,6 +239,12 @@ async function runMode(tls: Tls | null, calls: number, rounds: number): Promise<
           await pair.client.call();
           tally.rtts.push(Number(process.hrtime.bigint() - began) / 1000);
         }
+        if (pair.server.kind === 'node' && pair.name === 'node:http2 client')
+          for (let i = 0; i < calls; i++) {
+            const began = process.hrtime.bigint();
+            await reference.call();
+            referenceRtts.push(Number(process.hrtime.bigint() - began) / 1000);
+          }
         // 16 callers, `calls` calls each at most: calls/s and the server's CPU per call.
         const cpu0 = await pair.server.cpuUs();
         const began = performance.now();
@@ -211,10 +260,15 @@ async function runMode(tls: Tls | null, calls: number, rounds: number): Promise<
     console.log(
       `${tls ? 'mutual TLS' : 'plaintext'}: ${rounds} rounds × ${calls} calls at 1 caller and ${CALLERS}×${calls} at ${CALLERS}, servers alternating`,
     );
+    const percentile = (values: number[], q: number): string =>
+      values.sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))]!.toFixed(0);
+    console.log(
+      `  node server, a message on one open node:http2 stream (reference) 1 caller p50 ${percentile(referenceRtts, 0.5)} µs p99 ${percentile(referenceRtts, 0.99)} µs`,
+    );
+    reference.close();
     for (const pair of pairs) {
       const tally = tallies.get(pair)!;
-      const sorted = tally.rtts.sort((a, b) => a - b);
-      const at = (q: number): string => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!.toFixed(0);
+      const at = (q: number): string => percentile(tally.rtts, q);
       console.log(
         `  ${pair.server.kind.padEnd(4)} server, ${pair.name.padEnd(17)} 1 caller p50 ${at(0.5)} µs p99 ${at(0.99)} µs; ${CALLERS} callers ${((tally.calls * 1000) / tally.wallMs).toFixed(0)} calls/s, server CPU ${(tally.serverCpuUs / tally.calls).toFixed(1)} µs/call`,
       );
