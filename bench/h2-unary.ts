@@ -217,6 +217,7 @@ interface Tally {
   calls: number;
   wallMs: number;
   serverCpuUs: number;
+  clientCpuUs: number;
 }
 
 async function runMode(tls: Tls | null, calls: number, rounds: number): Promise<void> {
@@ -229,7 +230,9 @@ async function runMode(tls: Tls | null, calls: number, rounds: number): Promise<
     const reference = openStreamClient(servers[0]!.port, tls);
     const referenceRtts: number[] = [];
     for (let i = 0; i < 300; i++) await reference.call();
-    const tallies = new Map(pairs.map((p) => [p, { rtts: [], calls: 0, wallMs: 0, serverCpuUs: 0 } as Tally]));
+    const tallies = new Map(
+      pairs.map((p) => [p, { rtts: [], calls: 0, wallMs: 0, serverCpuUs: 0, clientCpuUs: 0 } as Tally]),
+    );
     for (const pair of pairs) for (let i = 0; i < 300; i++) await pair.client.call();
     for (let round = 0; round < rounds; round++)
       for (const pair of round % 2 === 0 ? pairs : [...pairs].reverse()) {
@@ -247,6 +250,7 @@ async function runMode(tls: Tls | null, calls: number, rounds: number): Promise<
           }
         // 16 callers, `calls` calls each at most: calls/s and the server's CPU per call.
         const cpu0 = await pair.server.cpuUs();
+        const client0 = process.cpuUsage();
         const began = performance.now();
         await Promise.all(
           Array.from({ length: CALLERS }, async () => {
@@ -254,6 +258,8 @@ async function runMode(tls: Tls | null, calls: number, rounds: number): Promise<
           }),
         );
         tally.wallMs += performance.now() - began;
+        const client = process.cpuUsage(client0);
+        tally.clientCpuUs += client.user + client.system;
         tally.serverCpuUs += (await pair.server.cpuUs()) - cpu0;
         tally.calls += CALLERS * calls;
       }
@@ -270,7 +276,7 @@ async function runMode(tls: Tls | null, calls: number, rounds: number): Promise<
       const tally = tallies.get(pair)!;
       const at = (q: number): string => percentile(tally.rtts, q);
       console.log(
-        `  ${pair.server.kind.padEnd(4)} server, ${pair.name.padEnd(17)} 1 caller p50 ${at(0.5)} µs p99 ${at(0.99)} µs; ${CALLERS} callers ${((tally.calls * 1000) / tally.wallMs).toFixed(0)} calls/s, server CPU ${(tally.serverCpuUs / tally.calls).toFixed(1)} µs/call`,
+        `  ${pair.server.kind.padEnd(4)} server, ${pair.name.padEnd(17)} 1 caller p50 ${at(0.5)} µs p99 ${at(0.99)} µs; ${CALLERS} callers ${((tally.calls * 1000) / tally.wallMs).toFixed(0)} calls/s, CPU per call server ${(tally.serverCpuUs / tally.calls).toFixed(1)} µs, client ${(tally.clientCpuUs / tally.calls).toFixed(1)} µs`,
       );
       pair.client.close();
     }
