@@ -275,7 +275,10 @@ export class H2ServerConnection {
       case FrameType.PING:
         if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PING on a stream');
         if (payload.length !== 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PING not 8 bytes');
-        if ((flags & Flag.ACK) === 0) this.send(frame(FrameType.PING, Flag.ACK, 0, payload));
+        if ((flags & Flag.ACK) === 0) {
+          this.checkUnsent();
+          this.send(frame(FrameType.PING, Flag.ACK, 0, payload));
+        }
         return;
       case FrameType.GOAWAY:
         if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'GOAWAY on a stream');
@@ -424,6 +427,12 @@ export class H2ServerConnection {
     stream.onAbort(payload.readUInt32BE(0));
   }
 
+  /** checkUnsent refuses to queue another control answer for a peer that does not read what we sent. */
+  private checkUnsent(): void {
+    if (this.socket.writableLength > this.limits.unsentBytesMax)
+      throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'the peer does not read our answers');
+  }
+
   private onSettings(flags: number, streamId: number, payload: Buffer): void {
     if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'SETTINGS on a stream');
     if (flags & Flag.ACK) {
@@ -460,6 +469,7 @@ export class H2ServerConnection {
           break;
       }
     }
+    this.checkUnsent();
     this.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
     for (const stream of this.streams.values()) this.pump(stream);
   }

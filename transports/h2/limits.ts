@@ -23,6 +23,11 @@ export interface H2Limits {
   messageBytesMax: number;
   /** The client's preface and first SETTINGS must arrive within this, or the connection closes. */
   prefaceTimeoutMs: number;
+  /**
+   * A PING or SETTINGS needs an answer while this many bytes we wrote are still unsent (the peer is not reading):
+   * the connection ends with ENHANCE_YOUR_CALM instead of queueing answers without bound (a ping flood).
+   */
+  unsentBytesMax: number;
 }
 
 export const DEFAULT_H2_LIMITS: Readonly<H2Limits> = Object.freeze({
@@ -34,6 +39,7 @@ export const DEFAULT_H2_LIMITS: Readonly<H2Limits> = Object.freeze({
   connectionWindowBytes: 16 * 1024 * 1024,
   messageBytesMax: 4 * 1024 * 1024,
   prefaceTimeoutMs: 10_000,
+  unsentBytesMax: 4 * 1024 * 1024,
 });
 
 const WINDOW_MAX = 2 ** 31 - 1;

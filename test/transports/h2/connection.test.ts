@@ -346,6 +346,20 @@ describe('h2 server connection, raw frames', () => {
     await client.until((f) => f.type === FrameType.HEADERS && f.streamId === 3 && (f.flags & Flag.END_STREAM) !== 0);
   });
 
+  it('ends a connection whose client sends PINGs but does not read the answers (unsentBytesMax)', async () => {
+    await start({ unsentBytesMax: 64 * 1024 });
+    const client = await connect();
+    await client.until((f) => f.type === FrameType.SETTINGS && f.flags === Flag.ACK);
+    client.socket.pause();
+    const pings = Buffer.concat(Array.from({ length: 10_000 }, () => frame(FrameType.PING, 0, 0, Buffer.alloc(8))));
+    // Bounded: at most 400,000 PINGs (6.8 MB of ACKs), far past any loopback buffering.
+    for (let batch = 0; batch < 40 && server.connections.size > 0; batch++) {
+      if (!client.socket.write(pings)) await new Promise((resolve) => client.socket.once('drain', resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await waitFor(() => server.connections.size === 0 || undefined);
+  });
+
   it('closes when the client says GOAWAY and nothing is open; the preface timeout closes a silent one', async () => {
     await start({ prefaceTimeoutMs: 200 });
     const client = await connect();
