@@ -187,6 +187,12 @@ export class H2ServerConnection {
     return this.streams.size;
   }
 
+  /** destroy drops the connection at once: its open streams are aborted (their handlers told). */
+  destroy(): void {
+    this.socket.destroy();
+    this.onSocketClosed('destroyed');
+  }
+
   /** close sends GOAWAY(NO_ERROR) and ends the connection once its open streams are answered. */
   close(): void {
     if (this.ended) return;
@@ -382,7 +388,7 @@ export class H2ServerConnection {
     let fields: HeaderField[];
     let listBytes: number;
     try {
-      ({ fields, listBytes } = this.decoder.decode(bytes));
+      ({ fields, listBytes } = this.decoder.decode(bytes, this.limits.headerListBytesMax));
     } catch (error) {
       if (error instanceof HpackError) throw new ConnectionError(ErrorCode.COMPRESSION_ERROR, error.message);
       throw error;

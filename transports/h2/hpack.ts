@@ -104,9 +104,11 @@ export class HpackDecoder {
 
   /**
    * decode decodes one complete header block. Every field is decoded, even past a list bound, because the
-   * block changes the dynamic table the next block is read against; the caller compares `listBytes`.
+   * block changes the dynamic table the next block is read against; the caller compares `listBytes`. Fields past
+   * `listBytesMax` are not kept (an HPACK bomb, thousands of one-byte references to a large table entry, then
+   * costs a count, not a list).
    */
-  decode(block: Buffer): DecodedBlock {
+  decode(block: Buffer, listBytesMax = Infinity): DecodedBlock {
     const fields: HeaderField[] = [];
     let listBytes = 0;
     let at = 0;
@@ -147,8 +149,8 @@ export class HpackDecoder {
         if (indexing) this.insert(field);
       }
       sizeUpdateAllowed = false;
-      fields.push(field);
       listBytes += field[0].length + field[1].length + ENTRY_OVERHEAD_BYTES;
+      if (listBytes <= listBytesMax) fields.push(field);
     }
     return { fields, listBytes };
   }

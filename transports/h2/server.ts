@@ -56,10 +56,17 @@ export class H2Server {
     this.connections.add(connection);
   }
 
-  /** close stops accepting, sends GOAWAY on every connection and waits for their calls to end. */
-  async close(): Promise<void> {
+  /**
+   * close stops accepting, sends GOAWAY on every connection and waits for their calls to end, at most `graceMs`:
+   * then the connections left are dropped (their handlers told), so a handler that never answers cannot hold it.
+   */
+  async close(graceMs = 5_000): Promise<void> {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const connection of this.connections) connection.close();
+    const grace = setTimeout(() => {
+      for (const connection of this.connections) connection.destroy();
+    }, graceMs);
     await closed;
+    clearTimeout(grace);
   }
 }

@@ -163,6 +163,14 @@ describe('h2 gRPC unary server, grpc-js client', () => {
     await waitFor(() => [...harness.server.connections].every((c) => c.openStreamCount === 0));
   });
 
+  it('closes within its grace when a handler never answers, telling the handler', async () => {
+    const held = grpcCall(client, '/t.Test/Hold', Buffer.from('held at close'));
+    await waitFor(() => [...harness.server.connections].some((c) => c.openStreamCount === 1));
+    await harness.server.close(200);
+    await waitFor(() => harness.cancelled.includes('held at close'));
+    assert.equal((await held.done).error?.code, grpc.status.UNAVAILABLE);
+  });
+
   it('answers a header list above headerListBytesMax RESOURCE_EXHAUSTED and keeps serving', async () => {
     const metadata = new grpc.Metadata();
     metadata.set('x-big', 'v'.repeat(20_000));

@@ -84,6 +84,15 @@ describe('h2 HPACK', () => {
     assert.deepEqual(decoder.decode(Buffer.from([0xbe])).fields, [['a', 'b']]);
   });
 
+  it('counts but does not keep fields past the list bound (an HPACK bomb of references)', () => {
+    const decoder = new HpackDecoder(4096);
+    const entry = Buffer.concat([hex('40 01 62 7f a1 1e'), Buffer.alloc(4000, 0x61)]); // b: 4,000 × 'a', indexed
+    const bomb = Buffer.concat([entry, Buffer.alloc(10_000, 0xbe)]); // then 10,000 references to it
+    const decoded = decoder.decode(bomb, 16_384);
+    assert.equal(decoded.listBytes, 10_001 * (1 + 4000 + 32));
+    assert.equal(decoded.fields.length, 4);
+  });
+
   it('encodes what it decodes', () => {
     const fields = [
       [':status', '200'],
