@@ -1,0 +1,643 @@
+// One server-side HTTP/2 connection (RFC 9113) over a socket the caller accepted (net, or tls with ALPN h2):
+// the preface, frame parsing, SETTINGS, PING, flow control both ways, HEADERS + CONTINUATION through HPACK,
+// RST_STREAM and GOAWAY. It knows nothing of gRPC: each request stream is handed to `onStream` once its
+// headers are decoded, and answered with `H2Stream.respond` (headers, a body, trailers) in one socket write
+// when the peer's windows allow. A protocol error ends the connection with GOAWAY and its code; a stream's own
+// error resets only that stream.
+//
+// What node:http2 costs per call and this does not: a ServerHttp2Stream (a Duplex) per request, its headers
+// object, and the turn of the event loop between an answer's message and its trailers.
+import type { Socket } from 'node:net';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
+import { decodeHeaderFields, type RequestHead } from './request-head.js';
+import {
+  CONNECTION_PREFACE,
+  DEFAULT_FRAME_BYTES,
+  DEFAULT_WINDOW_BYTES,
+  EMPTY,
+  ErrorCode,
+  Flag,
+  frame,
+  FRAME_HEADER_BYTES,
+  FrameType,
+  goAwayPayload,
+  Setting,
+  settingsPayload,
+  u32,
+  WINDOW_MAX,
+  writeFrameHeader,
+} from './frames.js';
+import { encodeHeaderBlock, HpackDecoder, HpackError, type HeaderField } from './hpack.js';
+import type { H2Limits } from './limits.js';
+
+/** A header block in more frames than this is a flood (empty CONTINUATION frames grow no byte count). */
+const CONTINUATION_FRAME_COUNT_MAX = 64;
+
+/** A connection error: the connection ends with GOAWAY(code). */
+class ConnectionError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A header list, or its HPACK block already encoded (hpack.ts's encodeHeaderBlock: constant answers encode once). */
+export type HeaderBlock = readonly HeaderField[] | Buffer;
+
+function encoded(block: HeaderBlock): Buffer {
+  return Buffer.isBuffer(block) ? block : encodeHeaderBlock(block);
+}
+
+/** H2Stream is one request stream as the application sees it. */
+export class H2Stream {
+  /** Called with each DATA payload (a view of the socket's buffer: copy to keep it past the call). */
+  onData: (chunk: Buffer) => void = () => undefined;
+  /** Called once when the peer ends its side (END_STREAM). */
+  onEnd: () => void = () => undefined;
+  /** Called once if the stream ends before our answer went out: the peer's RST_STREAM, or the connection lost. */
+  onAbort: (code: number) => void = () => undefined;
+
+  remoteClosed = false;
+  localClosed = false;
+  /** Set once the stream is out of the connection's table (answered and ended both ways, reset, or lost). */
+  closed = false;
+  sendWindow: number;
+  recvWindow: number;
+  /** DATA bytes received since our last WINDOW_UPDATE for this stream. */
+  recvUnacked = 0;
+  /** The answer's DATA still to send (what the windows have not let out yet) and its trailers' frames. */
+  outData: Buffer = EMPTY;
+  outDataAt = 0;
+  outTrailers: Buffer | null = null;
+
+  constructor(
+    readonly connection: H2ServerConnection,
+    readonly id: number,
+    readonly head: RequestHead,
+    sendWindow: number,
+    recvWindow: number,
+  ) {
+    this.sendWindow = sendWindow;
+    this.recvWindow = recvWindow;
+  }
+
+  /**
+   * respond sends the answer: `headers` (a HEADERS frame), `body` as DATA within the peer's windows, then
+   * `trailers` with END_STREAM, all in one socket write when the windows allow (the rest when they open).
+   * Trailers-only: pass `headers` null and the whole header set as `trailers`.
+   */
+  respond(headers: HeaderBlock | null, body: Buffer, trailers: HeaderBlock): void {
+    this.connection.respond(this, headers, body, trailers);
+  }
+
+  /** reset ends the stream with RST_STREAM(code); a later respond is dropped. */
+  reset(code: number): void {
+    this.connection.resetStream(this, code);
+  }
+}
+
+export interface H2ConnectionEvents {
+  /** A new request stream with its headers decoded (END_STREAM may already be set: `stream.remoteClosed`). */
+  onStream(stream: H2Stream): void;
+  /** The connection ended (after GOAWAY, the peer's close or an error), once. */
+  onClose?(reason: string): void;
+}
+
+interface PendingBlock {
+  streamId: number;
+  endStream: boolean;
+  fragments: Buffer[];
+  bytes: number;
+}
+
+export class H2ServerConnection {
+  private readonly streams = new Map<number, H2Stream>();
+  private readonly decoder: HpackDecoder;
+  private buffered: Buffer = EMPTY;
+  private prefaceSeen = false;
+  private settingsSeen = false;
+  private lastStreamId = 0;
+  private pendingBlock: PendingBlock | null = null;
+  /** Peer settings that shape what we send. */
+  private peerInitialWindow = DEFAULT_WINDOW_BYTES;
+  private peerFrameBytesMax = DEFAULT_FRAME_BYTES;
+  private connSendWindow = DEFAULT_WINDOW_BYTES;
+  private connRecvWindow: number;
+  private connRecvUnacked = 0;
+  /** Streams with DATA held back by the connection's window, in the order they asked. */
+  private readonly blocked = new Set<H2Stream>();
+  /** Frames produced while parsing one socket read go out together at its end. */
+  private out: Buffer[] = [];
+  private parsing = false;
+  private ended = false;
+  private readonly prefaceTimer: NodeJS.Timeout;
+  private peerGoingAway = false;
+
+  constructor(
+    readonly socket: Socket,
+    private readonly limits: H2Limits,
+    private readonly events: H2ConnectionEvents,
+  ) {
+    this.decoder = new HpackDecoder(limits.headerTableBytesMax);
+    this.connRecvWindow = limits.connectionWindowBytes;
+    socket.setNoDelay(true);
+    const settings = settingsPayload([
+      [Setting.MAX_CONCURRENT_STREAMS, limits.concurrentStreamCountMax],
+      [Setting.INITIAL_WINDOW_SIZE, limits.streamWindowBytes],
+      [Setting.MAX_FRAME_SIZE, limits.frameBytesMax],
+      [Setting.MAX_HEADER_LIST_SIZE, limits.headerListBytesMax],
+      [Setting.HEADER_TABLE_SIZE, limits.headerTableBytesMax],
+    ]);
+    this.out.push(frame(FrameType.SETTINGS, 0, 0, settings));
+    if (limits.connectionWindowBytes > DEFAULT_WINDOW_BYTES)
+      this.out.push(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(limits.connectionWindowBytes - DEFAULT_WINDOW_BYTES)));
+    this.flush();
+    this.prefaceTimer = setTimeout(
+      () => this.fail(new ConnectionError(ErrorCode.SETTINGS_TIMEOUT, 'no preface and SETTINGS in time')),
+      limits.prefaceTimeoutMs,
+    );
+    this.prefaceTimer.unref();
+    socket.on('data', (chunk: Buffer) => this.onSocketData(chunk));
+    socket.on('close', () => this.onSocketClosed('socket closed'));
+    // A reset or a TLS error: 'close' follows, which ends the streams.
+    socket.on('error', () => undefined);
+  }
+
+  /**
+   * peerCertificate is the TLS client's certificate, read once per connection (undefined in plaintext or when
+   * the client presented none): what a gate checks, instead of once per call.
+   */
+  get peerCertificate(): PeerCertificate | undefined {
+    if (this.peerCertificateRead === null) {
+      const socket = this.socket as Partial<TLSSocket>;
+      const certificate = socket.getPeerCertificate?.(false);
+      this.peerCertificateRead = {
+        certificate: certificate && Object.keys(certificate).length > 0 ? certificate : undefined,
+      };
+    }
+    return this.peerCertificateRead.certificate;
+  }
+
+  private peerCertificateRead: { certificate: PeerCertificate | undefined } | null = null;
+
+  /** openStreamCount is how many streams the connection holds (for tests and stats). */
+  get openStreamCount(): number {
+    return this.streams.size;
+  }
+
+  /** destroy drops the connection at once: its open streams are aborted (their handlers told). */
+  destroy(): void {
+    this.socket.destroy();
+    this.onSocketClosed('destroyed');
+  }
+
+  /** close sends GOAWAY(NO_ERROR) and ends the connection once its open streams are answered. */
+  close(): void {
+    if (this.ended) return;
+    this.peerGoingAway = true;
+    this.send(frame(FrameType.GOAWAY, 0, 0, goAwayPayload(this.lastStreamId, ErrorCode.NO_ERROR, '')));
+    this.flush();
+    this.endIfIdle();
+  }
+
+  // --- input -----------------------------------------------------------------------------------------------
+
+  private onSocketData(chunk: Buffer): void {
+    if (this.ended) return;
+    this.buffered = this.buffered.length === 0 ? chunk : Buffer.concat([this.buffered, chunk]);
+    this.parsing = true;
+    try {
+      this.parse();
+    } catch (error) {
+      this.fail(
+        error instanceof ConnectionError
+          ? error
+          : new ConnectionError(ErrorCode.INTERNAL_ERROR, `internal: ${(error as Error).message}`),
+      );
+    } finally {
+      this.parsing = false;
+    }
+    this.flush();
+  }
+
+  private parse(): void {
+    let at = 0;
+    const input = this.buffered;
+    if (!this.prefaceSeen) {
+      const have = Math.min(input.length, CONNECTION_PREFACE.length);
+      if (input.compare(CONNECTION_PREFACE, 0, have, 0, have) !== 0)
+        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'not the HTTP/2 connection preface');
+      if (have < CONNECTION_PREFACE.length) return;
+      this.prefaceSeen = true;
+      at = CONNECTION_PREFACE.length;
+    }
+    while (!this.ended && input.length - at >= FRAME_HEADER_BYTES) {
+      const length = input.readUIntBE(at, 3);
+      if (length > this.limits.frameBytesMax)
+        throw new ConnectionError(
+          ErrorCode.FRAME_SIZE_ERROR,
+          `a frame of ${length} bytes above SETTINGS_MAX_FRAME_SIZE`,
+        );
+      if (input.length - at < FRAME_HEADER_BYTES + length) break;
+      const type = input[at + 3]!;
+      const flags = input[at + 4]!;
+      const streamId = input.readUInt32BE(at + 5) & 0x7fffffff;
+      const payload = input.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + length);
+      at += FRAME_HEADER_BYTES + length;
+      this.onFrame(type, flags, streamId, payload);
+    }
+    this.buffered = at === input.length ? EMPTY : input.subarray(at);
+  }
+
+  private onFrame(type: number, flags: number, streamId: number, payload: Buffer): void {
+    if (!this.settingsSeen) {
+      if (type !== FrameType.SETTINGS || (flags & Flag.ACK) !== 0)
+        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'the first frame must be SETTINGS');
+      this.settingsSeen = true;
+      clearTimeout(this.prefaceTimer);
+    }
+    if (this.pendingBlock !== null && (type !== FrameType.CONTINUATION || streamId !== this.pendingBlock.streamId))
+      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'a header block interrupted (CONTINUATION expected)');
+    switch (type) {
+      case FrameType.DATA:
+        return this.onData(flags, streamId, payload);
+      case FrameType.HEADERS:
+        return this.onHeaders(flags, streamId, payload);
+      case FrameType.CONTINUATION:
+        return this.onContinuation(flags, streamId, payload);
+      case FrameType.PRIORITY:
+        // Ignored (RFC 9113 deprecates the scheme), but still checked.
+        if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PRIORITY on stream 0');
+        if (payload.length !== 5) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PRIORITY not 5 bytes');
+        return;
+      case FrameType.RST_STREAM:
+        return this.onRstStream(streamId, payload);
+      case FrameType.SETTINGS:
+        return this.onSettings(flags, streamId, payload);
+      case FrameType.PUSH_PROMISE:
+        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PUSH_PROMISE from a client');
+      case FrameType.PING:
+        if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PING on a stream');
+        if (payload.length !== 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PING not 8 bytes');
+        if ((flags & Flag.ACK) === 0) {
+          this.checkUnsent();
+          this.send(frame(FrameType.PING, Flag.ACK, 0, payload));
+        }
+        return;
+      case FrameType.GOAWAY:
+        if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'GOAWAY on a stream');
+        if (payload.length < 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'GOAWAY under 8 bytes');
+        this.peerGoingAway = true;
+        this.endIfIdle();
+        return;
+      case FrameType.WINDOW_UPDATE:
+        return this.onWindowUpdate(streamId, payload);
+      default:
+        // Unknown frame types are ignored (RFC 9113 4.1).
+        return;
+    }
+  }
+
+  /** unpad strips a PADDED frame's padding (and the priority fields of HEADERS when flagged). */
+  private unpad(flags: number, payload: Buffer, priority: boolean): Buffer {
+    let start = 0;
+    let end = payload.length;
+    if (flags & Flag.PADDED) {
+      if (payload.length < 1) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'padded frame without its length');
+      start = 1;
+      end -= payload[0]!;
+    }
+    if (priority && flags & Flag.PRIORITY) start += 5;
+    if (end < start) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'padding beyond the frame');
+    return payload.subarray(start, end);
+  }
+
+  private onData(flags: number, streamId: number, payload: Buffer): void {
+    if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'DATA on stream 0');
+    if (streamId > this.lastStreamId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'DATA on an idle stream');
+    // The whole payload, padding included, counts against both windows (RFC 9113 6.9.1).
+    this.connRecvWindow -= payload.length;
+    if (this.connRecvWindow < 0)
+      throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'DATA beyond the connection window');
+    this.connRecvUnacked += payload.length;
+    if (this.connRecvUnacked >= this.limits.connectionWindowBytes / 2) {
+      this.send(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(this.connRecvUnacked)));
+      this.connRecvWindow += this.connRecvUnacked;
+      this.connRecvUnacked = 0;
+    }
+    const data = this.unpad(flags, payload, false);
+    const stream = this.streams.get(streamId);
+    // A stream we closed (answered and reset, or refused) may still have DATA in flight: counted, dropped.
+    if (stream === undefined) return;
+    if (stream.remoteClosed) return this.resetStream(stream, ErrorCode.STREAM_CLOSED);
+    stream.recvWindow -= payload.length;
+    if (stream.recvWindow < 0) return this.resetStream(stream, ErrorCode.FLOW_CONTROL_ERROR);
+    const endStream = (flags & Flag.END_STREAM) !== 0;
+    stream.recvUnacked += payload.length;
+    if (!endStream && stream.recvUnacked >= this.limits.streamWindowBytes / 2) {
+      this.send(frame(FrameType.WINDOW_UPDATE, 0, streamId, u32(stream.recvUnacked)));
+      stream.recvWindow += stream.recvUnacked;
+      stream.recvUnacked = 0;
+    }
+    if (data.length > 0) stream.onData(data);
+    if (endStream && !stream.closed) this.endRemote(stream);
+  }
+
+  private onHeaders(flags: number, streamId: number, payload: Buffer): void {
+    if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'HEADERS on stream 0');
+    if (streamId % 2 === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'HEADERS on a server stream id');
+    const fragment = this.unpad(flags, payload, true);
+    const block: PendingBlock = {
+      streamId,
+      endStream: (flags & Flag.END_STREAM) !== 0,
+      fragments: [fragment],
+      bytes: fragment.length,
+    };
+    this.checkBlockBytes(block.bytes);
+    if (flags & Flag.END_HEADERS) this.onHeaderBlock(block, fragment);
+    else this.pendingBlock = block;
+  }
+
+  private onContinuation(flags: number, streamId: number, payload: Buffer): void {
+    const block = this.pendingBlock;
+    if (block === null || streamId !== block.streamId)
+      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'CONTINUATION without a header block');
+    block.fragments.push(payload);
+    block.bytes += payload.length;
+    this.checkBlockBytes(block.bytes);
+    if (block.fragments.length > CONTINUATION_FRAME_COUNT_MAX)
+      throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'a header block in too many CONTINUATION frames');
+    if (flags & Flag.END_HEADERS) {
+      this.pendingBlock = null;
+      this.onHeaderBlock(block, Buffer.concat(block.fragments));
+    }
+  }
+
+  /** A compressed block above twice the list bound is not buffered: HPACK cannot stay in step, so the connection ends. */
+  private checkBlockBytes(bytes: number): void {
+    if (bytes > 2 * this.limits.headerListBytesMax)
+      throw new ConnectionError(
+        ErrorCode.ENHANCE_YOUR_CALM,
+        `a header block above ${2 * this.limits.headerListBytesMax} bytes`,
+      );
+  }
+
+  private onHeaderBlock(block: PendingBlock, bytes: Buffer): void {
+    let fields: HeaderField[];
+    let listBytes: number;
+    try {
+      ({ fields, listBytes } = this.decoder.decode(bytes, this.limits.headerListBytesMax));
+    } catch (error) {
+      if (error instanceof HpackError) throw new ConnectionError(ErrorCode.COMPRESSION_ERROR, error.message);
+      throw error;
+    }
+    const { streamId, endStream } = block;
+    const existing = this.streams.get(streamId);
+    if (existing !== undefined) {
+      // Trailers: they must end the stream (RFC 9113 8.1); their fields are not read.
+      if (!endStream || existing.remoteClosed) return this.resetStream(existing, ErrorCode.PROTOCOL_ERROR);
+      return this.endRemote(existing);
+    }
+    if (streamId <= this.lastStreamId) {
+      // A stream already closed: its block was decoded above to keep HPACK in step; nothing else to do.
+      return;
+    }
+    this.lastStreamId = streamId;
+    if (this.peerGoingAway) return;
+    const head = decodeHeaderFields(fields, listBytes, this.limits.headerListBytesMax);
+    const stream = new H2Stream(this, streamId, head, this.peerInitialWindow, this.limits.streamWindowBytes);
+    if (this.streams.size >= this.limits.concurrentStreamCountMax) {
+      this.send(frame(FrameType.RST_STREAM, 0, streamId, u32(ErrorCode.REFUSED_STREAM)));
+      return;
+    }
+    if (head.malformed !== null) {
+      this.send(frame(FrameType.RST_STREAM, 0, streamId, u32(ErrorCode.PROTOCOL_ERROR)));
+      return;
+    }
+    this.streams.set(streamId, stream);
+    stream.remoteClosed = endStream;
+    this.events.onStream(stream);
+    if (endStream && !stream.closed) stream.onEnd();
+  }
+
+  private onRstStream(streamId: number, payload: Buffer): void {
+    if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'RST_STREAM on stream 0');
+    if (payload.length !== 4) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'RST_STREAM not 4 bytes');
+    if (streamId > this.lastStreamId)
+      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
+    const stream = this.streams.get(streamId);
+    if (stream === undefined) return;
+    this.forget(stream);
+    stream.onAbort(payload.readUInt32BE(0));
+  }
+
+  /** checkUnsent refuses to queue another control answer for a peer that does not read what we sent. */
+  private checkUnsent(): void {
+    if (this.socket.writableLength > this.limits.unsentBytesMax)
+      throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'the peer does not read our answers');
+  }
+
+  private onSettings(flags: number, streamId: number, payload: Buffer): void {
+    if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'SETTINGS on a stream');
+    if (flags & Flag.ACK) {
+      if (payload.length !== 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
+      return;
+    }
+    if (payload.length % 6 !== 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'SETTINGS not a multiple of 6');
+    for (let at = 0; at < payload.length; at += 6) {
+      const id = payload.readUInt16BE(at);
+      const value = payload.readUInt32BE(at + 2);
+      switch (id) {
+        case Setting.ENABLE_PUSH:
+          if (value > 1) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'ENABLE_PUSH not 0 or 1');
+          break;
+        case Setting.INITIAL_WINDOW_SIZE: {
+          if (value > WINDOW_MAX)
+            throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'INITIAL_WINDOW_SIZE above 2^31-1');
+          const delta = value - this.peerInitialWindow;
+          this.peerInitialWindow = value;
+          for (const stream of this.streams.values()) {
+            stream.sendWindow += delta;
+            if (stream.sendWindow > WINDOW_MAX)
+              throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
+          }
+          break;
+        }
+        case Setting.MAX_FRAME_SIZE:
+          if (value < DEFAULT_FRAME_BYTES || value > 2 ** 24 - 1)
+            throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'MAX_FRAME_SIZE out of range');
+          this.peerFrameBytesMax = value;
+          break;
+        default:
+          // HEADER_TABLE_SIZE: our encoder never indexes. MAX_CONCURRENT_STREAMS: we push nothing. Unknown: ignored.
+          break;
+      }
+    }
+    this.checkUnsent();
+    this.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
+    for (const stream of this.streams.values()) this.pump(stream);
+  }
+
+  private onWindowUpdate(streamId: number, payload: Buffer): void {
+    if (payload.length !== 4) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'WINDOW_UPDATE not 4 bytes');
+    const increment = payload.readUInt32BE(0) & 0x7fffffff;
+    if (streamId === 0) {
+      if (increment === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'WINDOW_UPDATE of 0');
+      this.connSendWindow += increment;
+      if (this.connSendWindow > WINDOW_MAX)
+        throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'the connection window above 2^31-1');
+      for (const stream of [...this.blocked]) {
+        this.blocked.delete(stream);
+        this.pump(stream);
+      }
+      return;
+    }
+    if (streamId > this.lastStreamId)
+      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'WINDOW_UPDATE on an idle stream');
+    const stream = this.streams.get(streamId);
+    if (stream === undefined) return;
+    if (increment === 0) return this.resetStream(stream, ErrorCode.PROTOCOL_ERROR);
+    stream.sendWindow += increment;
+    if (stream.sendWindow > WINDOW_MAX) return this.resetStream(stream, ErrorCode.FLOW_CONTROL_ERROR);
+    this.pump(stream);
+  }
+
+  private endRemote(stream: H2Stream): void {
+    stream.remoteClosed = true;
+    if (stream.localClosed) this.forget(stream);
+    stream.onEnd();
+  }
+
+  // --- output ----------------------------------------------------------------------------------------------
+
+  respond(stream: H2Stream, headers: HeaderBlock | null, body: Buffer, trailers: HeaderBlock): void {
+    if (stream.closed || stream.localClosed || stream.outTrailers !== null || this.ended) return;
+    if (headers !== null) this.pushHeaderFrames(stream.id, encoded(headers), 0);
+    stream.outData = body;
+    stream.outDataAt = 0;
+    const trailerFrames: Buffer[] = [];
+    this.pushHeaderFrames(stream.id, encoded(trailers), Flag.END_STREAM, trailerFrames);
+    stream.outTrailers = trailerFrames.length === 1 ? trailerFrames[0]! : Buffer.concat(trailerFrames);
+    this.pump(stream);
+    if (!this.parsing) this.flush();
+  }
+
+  /** pushHeaderFrames splits a header block into HEADERS and CONTINUATION frames within the peer's frame size. */
+  private pushHeaderFrames(streamId: number, block: Buffer, flags: number, into: Buffer[] = this.out): void {
+    const size = this.peerFrameBytesMax;
+    if (block.length <= size) {
+      into.push(frame(FrameType.HEADERS, flags | Flag.END_HEADERS, streamId, block));
+      return;
+    }
+    for (let at = 0; at < block.length; at += size) {
+      const last = at + size >= block.length;
+      const type = at === 0 ? FrameType.HEADERS : FrameType.CONTINUATION;
+      into.push(
+        frame(type, (at === 0 ? flags : 0) | (last ? Flag.END_HEADERS : 0), streamId, block.subarray(at, at + size)),
+      );
+    }
+  }
+
+  /** pump sends what the windows allow of a stream's answer, then its trailers once the body is all out. */
+  private pump(stream: H2Stream): void {
+    if (stream.outTrailers === null || stream.closed) return;
+    const data = stream.outData;
+    while (stream.outDataAt < data.length) {
+      const n = Math.min(
+        data.length - stream.outDataAt,
+        this.connSendWindow,
+        stream.sendWindow,
+        this.peerFrameBytesMax,
+      );
+      if (n <= 0) {
+        if (this.connSendWindow <= 0) this.blocked.add(stream);
+        return;
+      }
+      const header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
+      writeFrameHeader(header, 0, n, FrameType.DATA, 0, stream.id);
+      this.out.push(header, data.subarray(stream.outDataAt, stream.outDataAt + n));
+      stream.outDataAt += n;
+      stream.sendWindow -= n;
+      this.connSendWindow -= n;
+    }
+    this.out.push(stream.outTrailers);
+    stream.outTrailers = null;
+    stream.outData = EMPTY;
+    stream.localClosed = true;
+    if (stream.remoteClosed) this.forget(stream);
+    else {
+      // Answered before the request ended: tell the peer to stop sending (RFC 9113 8.1).
+      this.send(frame(FrameType.RST_STREAM, 0, stream.id, u32(ErrorCode.NO_ERROR)));
+      this.forget(stream);
+    }
+  }
+
+  resetStream(stream: H2Stream, code: number): void {
+    if (stream.closed) return;
+    this.send(frame(FrameType.RST_STREAM, 0, stream.id, u32(code)));
+    this.forget(stream);
+    if (!this.parsing) this.flush();
+    if (code !== ErrorCode.NO_ERROR) stream.onAbort(code);
+  }
+
+  private forget(stream: H2Stream): void {
+    stream.closed = true;
+    this.streams.delete(stream.id);
+    this.blocked.delete(stream);
+    this.endIfIdle();
+  }
+
+  private send(bytes: Buffer): void {
+    this.out.push(bytes);
+  }
+
+  private flush(): void {
+    if (this.out.length === 0 || this.socket.destroyed) {
+      this.out = [];
+      return;
+    }
+    const bytes = this.out.length === 1 ? this.out[0]! : Buffer.concat(this.out);
+    this.out = [];
+    this.socket.write(bytes);
+  }
+
+  private endIfIdle(): void {
+    if (this.peerGoingAway && this.streams.size === 0 && !this.ended) this.end('going away', false);
+  }
+
+  /** fail ends the connection for a connection error: GOAWAY(code) with the last stream we processed. */
+  private fail(error: ConnectionError): void {
+    if (this.ended) return;
+    this.out = [frame(FrameType.GOAWAY, 0, 0, goAwayPayload(this.lastStreamId, error.code, error.message))];
+    this.flush();
+    this.end(error.message, true);
+  }
+
+  private end(reason: string, abortStreams: boolean): void {
+    this.ended = true;
+    clearTimeout(this.prefaceTimer);
+    this.flush();
+    this.socket.end();
+    // A peer that never closes its side must not hold the socket.
+    setTimeout(() => this.socket.destroy(), 1_000).unref();
+    this.onSocketClosed(reason, abortStreams);
+  }
+
+  private closedReported = false;
+
+  private onSocketClosed(reason: string, abortStreams = true): void {
+    this.ended = true;
+    clearTimeout(this.prefaceTimer);
+    if (abortStreams)
+      for (const stream of [...this.streams.values()]) {
+        this.forget(stream);
+        stream.onAbort(ErrorCode.CANCEL);
+      }
+    if (!this.closedReported) {
+      this.closedReported = true;
+      this.events.onClose?.(reason);
+    }
+  }
+}

@@ -1,0 +1,272 @@
+// HPACK (RFC 7541): the decoder of a connection's request header blocks (dynamic table, Huffman strings) and the
+// encoder of its answers.
+//
+// Written here rather than taken from npm: the one widely installed package, hpack.js (2.1.6, unchanged in
+// years, spdy's), decodes through a readable-stream v2 Transform (objects pushed per field, errors as stream
+// events), so each header block would pay a stream's machinery on the hot path this folder exists to thin; the
+// `hpack` package (1.0.0) is a one-release port. The decoder is ~200 lines against the RFC's own examples
+// (test/transports/h2/hpack.test.ts) and real clients (grpc-js, node:http2).
+//
+// The encoder never adds to the peer's dynamic table (literal without indexing, or a static index), so it
+// keeps no state and needs no SETTINGS_HEADER_TABLE_SIZE bookkeeping; gRPC answers are a few short fields.
+import { huffmanDecode, HuffmanError } from './hpack-huffman.js';
+
+export type HeaderField = readonly [name: string, value: string];
+
+/** RFC 7541 Appendix A, indices 1..61. */
+const STATIC_TABLE: readonly HeaderField[] = [
+  [':authority', ''],
+  [':method', 'GET'],
+  [':method', 'POST'],
+  [':path', '/'],
+  [':path', '/index.html'],
+  [':scheme', 'http'],
+  [':scheme', 'https'],
+  [':status', '200'],
+  [':status', '204'],
+  [':status', '206'],
+  [':status', '304'],
+  [':status', '400'],
+  [':status', '404'],
+  [':status', '500'],
+  ['accept-charset', ''],
+  ['accept-encoding', 'gzip, deflate'],
+  ['accept-language', ''],
+  ['accept-ranges', ''],
+  ['accept', ''],
+  ['access-control-allow-origin', ''],
+  ['age', ''],
+  ['allow', ''],
+  ['authorization', ''],
+  ['cache-control', ''],
+  ['content-disposition', ''],
+  ['content-encoding', ''],
+  ['content-language', ''],
+  ['content-length', ''],
+  ['content-location', ''],
+  ['content-range', ''],
+  ['content-type', ''],
+  ['cookie', ''],
+  ['date', ''],
+  ['etag', ''],
+  ['expect', ''],
+  ['expires', ''],
+  ['from', ''],
+  ['host', ''],
+  ['if-match', ''],
+  ['if-modified-since', ''],
+  ['if-none-match', ''],
+  ['if-range', ''],
+  ['if-unmodified-since', ''],
+  ['last-modified', ''],
+  ['link', ''],
+  ['location', ''],
+  ['max-forwards', ''],
+  ['proxy-authenticate', ''],
+  ['proxy-authorization', ''],
+  ['range', ''],
+  ['referer', ''],
+  ['refresh', ''],
+  ['retry-after', ''],
+  ['server', ''],
+  ['set-cookie', ''],
+  ['strict-transport-security', ''],
+  ['transfer-encoding', ''],
+  ['user-agent', ''],
+  ['vary', ''],
+  ['via', ''],
+  ['www-authenticate', ''],
+];
+
+/** An HPACK decoding error: a connection error of type COMPRESSION_ERROR (RFC 9113 4.3). */
+export class HpackError extends Error {}
+
+/** ENTRY_OVERHEAD_BYTES is what RFC 7541 4.1 adds to an entry's name and value lengths. */
+const ENTRY_OVERHEAD_BYTES = 32;
+
+export interface DecodedBlock {
+  fields: HeaderField[];
+  /** The list's size by RFC 9113's measure (name + value + 32 per field), for SETTINGS_MAX_HEADER_LIST_SIZE. */
+  listBytes: number;
+}
+
+/** HpackDecoder holds one connection's decoding context: its dynamic table. */
+export class HpackDecoder {
+  /** Newest first (index 62 is entries[0]). */
+  private readonly entries: HeaderField[] = [];
+  private tableBytes = 0;
+  private tableBytesMax: number;
+
+  /** `settingsTableBytes` is the SETTINGS_HEADER_TABLE_SIZE we advertised: the bound of any size update. */
+  constructor(private readonly settingsTableBytes: number) {
+    this.tableBytesMax = settingsTableBytes;
+  }
+
+  /**
+   * decode decodes one complete header block. Every field is decoded, even past a list bound, because the
+   * block changes the dynamic table the next block is read against; the caller compares `listBytes`. Fields past
+   * `listBytesMax` are not kept (an HPACK bomb, thousands of one-byte references to a large table entry, then
+   * costs a count, not a list).
+   */
+  decode(block: Buffer, listBytesMax = Infinity): DecodedBlock {
+    const fields: HeaderField[] = [];
+    let listBytes = 0;
+    let at = 0;
+    // A dynamic table size update is allowed only at the start of a block (RFC 7541 4.2).
+    let sizeUpdateAllowed = true;
+    while (at < block.length) {
+      const first = block[at]!;
+      let field: HeaderField;
+      if (first & 0x80) {
+        // Indexed header field (6.1).
+        const [index, next] = decodeInteger(block, at, 7);
+        at = next;
+        field = this.lookup(index);
+      } else if ((first & 0xe0) === 0x20) {
+        // Dynamic table size update (6.3).
+        if (!sizeUpdateAllowed) throw new HpackError('a table size update after the start of a block');
+        const [size, next] = decodeInteger(block, at, 5);
+        at = next;
+        if (size > this.settingsTableBytes)
+          throw new HpackError('a table size update above SETTINGS_HEADER_TABLE_SIZE');
+        this.tableBytesMax = size;
+        this.evict(0);
+        continue;
+      } else {
+        // Literal: with incremental indexing (01, 6-bit index), without (0000) or never indexed (0001), 4-bit.
+        const indexing = (first & 0xc0) === 0x40;
+        const [index, afterIndex] = decodeInteger(block, at, indexing ? 6 : 4);
+        at = afterIndex;
+        let name: string;
+        if (index === 0) {
+          const [literal, afterName] = decodeString(block, at);
+          name = literal;
+          at = afterName;
+        } else name = this.lookup(index)[0];
+        const [value, afterValue] = decodeString(block, at);
+        at = afterValue;
+        field = [name, value];
+        if (indexing) this.insert(field);
+      }
+      sizeUpdateAllowed = false;
+      listBytes += field[0].length + field[1].length + ENTRY_OVERHEAD_BYTES;
+      if (listBytes <= listBytesMax) fields.push(field);
+    }
+    return { fields, listBytes };
+  }
+
+  private lookup(index: number): HeaderField {
+    if (index === 0) throw new HpackError('index 0');
+    if (index <= STATIC_TABLE.length) return STATIC_TABLE[index - 1]!;
+    const entry = this.entries[index - STATIC_TABLE.length - 1];
+    if (entry === undefined) throw new HpackError(`index ${index} beyond the tables`);
+    return entry;
+  }
+
+  private insert(field: HeaderField): void {
+    const size = field[0].length + field[1].length + ENTRY_OVERHEAD_BYTES;
+    // An entry larger than the table empties it and is not added (RFC 7541 4.4).
+    this.evict(size);
+    if (size > this.tableBytesMax) return;
+    this.entries.unshift(field);
+    this.tableBytes += size;
+  }
+
+  /** evict drops the oldest entries until `room` more bytes fit (all of them if they cannot). */
+  private evict(room: number): void {
+    while (this.entries.length > 0 && this.tableBytes + room > this.tableBytesMax) {
+      const dropped = this.entries.pop()!;
+      this.tableBytes -= dropped[0].length + dropped[1].length + ENTRY_OVERHEAD_BYTES;
+    }
+  }
+}
+
+/** INTEGER_MAX bounds a decoded integer (an index, a length, a size): anything larger is an attack, not HPACK. */
+const INTEGER_MAX = 2 ** 31 - 1;
+
+/** decodeInteger reads an N-bit-prefix integer (RFC 7541 5.1) at `at`: [value, the offset after it]. */
+export function decodeInteger(block: Buffer, at: number, prefixBits: number): [number, number] {
+  const mask = (1 << prefixBits) - 1;
+  let value = block[at]! & mask;
+  at += 1;
+  if (value < mask) return [value, at];
+  let shift = 0;
+  for (;;) {
+    if (at >= block.length) throw new HpackError('an integer cut short');
+    const byte = block[at++]!;
+    value += (byte & 0x7f) * 2 ** shift;
+    if (value > INTEGER_MAX) throw new HpackError('an integer beyond 2^31-1');
+    if ((byte & 0x80) === 0) return [value, at];
+    shift += 7;
+  }
+}
+
+/** decodeString reads a string literal (RFC 7541 5.2), Huffman-coded or raw (as latin1: bytes kept as they are). */
+function decodeString(block: Buffer, at: number): [string, number] {
+  if (at >= block.length) throw new HpackError('a string cut short');
+  const huffman = (block[at]! & 0x80) !== 0;
+  const [length, start] = decodeInteger(block, at, 7);
+  const end = start + length;
+  if (end > block.length) throw new HpackError('a string longer than its block');
+  if (!huffman) return [block.toString('latin1', start, end), end];
+  try {
+    return [huffmanDecode(block, start, end), end];
+  } catch (error) {
+    if (error instanceof HuffmanError) throw new HpackError(error.message);
+    throw error;
+  }
+}
+
+// --- encoder -----------------------------------------------------------------------------------------------
+
+/** encodeInteger appends an N-bit-prefix integer with `firstBits` in the first byte's high bits. */
+function encodeInteger(out: number[], value: number, prefixBits: number, firstBits: number): void {
+  const mask = (1 << prefixBits) - 1;
+  if (value < mask) {
+    out.push(firstBits | value);
+    return;
+  }
+  out.push(firstBits | mask);
+  value -= mask;
+  while (value >= 0x80) {
+    out.push((value % 0x80) | 0x80);
+    value = Math.floor(value / 0x80);
+  }
+  out.push(value);
+}
+
+function encodeRawString(out: number[], text: string): void {
+  const bytes = Buffer.from(text, 'latin1');
+  encodeInteger(out, bytes.length, 7, 0);
+  for (const byte of bytes) out.push(byte);
+}
+
+const STATIC_NAME_INDEX = new Map<string, number>();
+const STATIC_FIELD_INDEX = new Map<string, number>();
+STATIC_TABLE.forEach(([name, value], i) => {
+  if (!STATIC_NAME_INDEX.has(name)) STATIC_NAME_INDEX.set(name, i + 1);
+  STATIC_FIELD_INDEX.set(`${name}\0${value}`, i + 1);
+});
+
+/**
+ * encodeHeaderBlock encodes fields statelessly: a static-table match as an index, anything else as a literal
+ * without indexing (the name by static index when it has one). Names must be lowercase (RFC 9113 8.2.1).
+ */
+export function encodeHeaderBlock(fields: readonly HeaderField[]): Buffer {
+  const out: number[] = [];
+  for (const [name, value] of fields) {
+    const full = STATIC_FIELD_INDEX.get(`${name}\0${value}`);
+    if (full !== undefined) {
+      encodeInteger(out, full, 7, 0x80);
+      continue;
+    }
+    const nameIndex = STATIC_NAME_INDEX.get(name);
+    if (nameIndex !== undefined) encodeInteger(out, nameIndex, 4, 0);
+    else {
+      out.push(0);
+      encodeRawString(out, name);
+    }
+    encodeRawString(out, value);
+  }
+  return Buffer.from(out);
+}
