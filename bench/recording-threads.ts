@@ -130,7 +130,10 @@ async function main(): Promise<void> {
   const at = process.argv.indexOf('--sides');
   const sideSpecs = (at < 0 ? 'off:--no-recording;on:' : process.argv[at + 1]!).split(';').map((spec) => {
     const [name, ...rest] = spec.split(':');
-    const parts = rest.join(':').split(',').filter((p) => p !== '');
+    const parts = rest
+      .join(':')
+      .split(',')
+      .filter((p) => p !== '');
     return {
       name: name!,
       flags: parts.filter((p) => p.startsWith('--')),
@@ -146,8 +149,9 @@ async function main(): Promise<void> {
       const saved = spec.env.map(([k]) => [k, process.env[k]] as const);
       for (const [k, v] of spec.env) process.env[k] = v;
       clusters.set(spec.name, await startSvcCluster(join(dir, spec.name), nodeOptions, [], false, spec.flags));
-      for (const [k, v] of saved) if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
+      for (const [k, v] of saved)
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
     }
     for (let round = 1; round <= rounds; round++) {
       // The order rotates each round and flips every other, so each side runs in each position alike.
@@ -220,7 +224,13 @@ async function main(): Promise<void> {
     const keys = [...new Set(sides.flatMap((side) => [...rows.get(`${side} ${role}`)!.keys()]))].sort();
     for (const k of keys)
       console.log(
-        `  ${k.padEnd(28)} ${sides.map((side) => median(rows.get(`${side} ${role}`)!.get(k) ?? []).toFixed(2).padStart(9)).join(' ')}`,
+        `  ${k.padEnd(28)} ${sides
+          .map((side) =>
+            median(rows.get(`${side} ${role}`)!.get(k) ?? [])
+              .toFixed(2)
+              .padStart(9),
+          )
+          .join(' ')}`,
       );
   }
 }

@@ -92,7 +92,9 @@ async function printAreas(onDir: string, offDir: string): Promise<void> {
   console.log('');
   console.log('CPU ms by area, the three nodes summed over the whole run: recording on, off, on − off (largest first)');
   for (const r of rows.slice(0, 16))
-    console.log(`  ${r.area.padEnd(28)} ${r.on.toFixed(0).padStart(8)} ${r.off.toFixed(0).padStart(8)} ${(r.on - r.off).toFixed(0).padStart(8)}`);
+    console.log(
+      `  ${r.area.padEnd(28)} ${r.on.toFixed(0).padStart(8)} ${r.off.toFixed(0).padStart(8)} ${(r.on - r.off).toFixed(0).padStart(8)}`,
+    );
 }
 
 await main();
