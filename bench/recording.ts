@@ -16,7 +16,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { subtreeShares } from './cluster/profile.js';
+import { summarizeProfiles, subtreeShares } from './cluster/profile.js';
 import { measureRecordingToll } from './cluster/recording-toll.js';
 import type { SvcCluster } from './cluster/svc-cluster.js';
 
@@ -49,7 +49,10 @@ async function main(): Promise<void> {
       onFlags: process.argv.includes('--no-effect-texts') ? ['--no-recording-effect-texts'] : [],
     });
     // The profiles are written as the nodes exit (measureRecordingToll has stopped them).
-    if (cpuProf) await printRecorderShares(join(dir, 'profile-on'), toll.on);
+    if (cpuProf) {
+      await printRecorderShares(join(dir, 'profile-on'), toll.on);
+      await printAreas(join(dir, 'profile-on'), join(dir, 'profile-off'));
+    }
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -68,6 +71,30 @@ async function printRecorderShares(profileDir: string, cluster: SvcCluster): Pro
     );
     for (const f of share.byFunction) console.log(`  ${(f.share * 100).toFixed(2).padStart(6)}%  ${f.name}`);
   }
+}
+
+/**
+ * printAreas: both clusters' CPU time by area of the code (self time, all three nodes summed, the whole run),
+ * side by side: where a recording cluster's extra CPU goes, the recorder's own code or elsewhere (the garbage
+ * collector, the runtime, the engine...).
+ */
+async function printAreas(onDir: string, offDir: string): Promise<void> {
+  const sum = async (dir: string): Promise<Map<string, number>> => {
+    const areas = new Map<string, number>();
+    for (const summary of await summarizeProfiles(dir, Number.MAX_SAFE_INTEGER))
+      for (const a of summary.byArea) areas.set(a.area, (areas.get(a.area) ?? 0) + a.ms);
+    return areas;
+  };
+  const [on, off] = await Promise.all([sum(onDir), sum(offDir)]);
+  const rows = [...new Set([...on.keys(), ...off.keys()])]
+    .map((area) => ({ area, on: on.get(area) ?? 0, off: off.get(area) ?? 0 }))
+    .sort((a, b) => Math.abs(b.on - b.off) - Math.abs(a.on - a.off));
+  console.log('');
+  console.log('CPU ms by area, the three nodes summed over the whole run: recording on, off, on − off (largest first)');
+  for (const r of rows.slice(0, 16))
+    console.log(
+      `  ${r.area.padEnd(28)} ${r.on.toFixed(0).padStart(8)} ${r.off.toFixed(0).padStart(8)} ${(r.on - r.off).toFixed(0).padStart(8)}`,
+    );
 }
 
 await main();

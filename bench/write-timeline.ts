@@ -6,6 +6,11 @@
 // monotonic clock, so a phase that crosses processes (client to leader, leader to follower) is measured too.
 //
 //   npx tsx bench/write-timeline.ts [--writes 300] [--warmup 30] [--insecure] [--keep] [--cpu-prof]
+//   npx tsx bench/write-timeline.ts --recording-ab [--writes 2000] [--blocks 10] ...
+//
+// --recording-ab starts two clusters, one recording (the default) and one with --no-recording, sends the writes
+// in blocks alternating between them (the order flipping each block), and prints each phase's median on both
+// sides and their difference: where the flight recorder's toll on a write lands (issue 22).
 //
 // --cpu-prof runs the nodes under `node --cpu-prof` and prints where each one's busy time went, and the share
 // of it the data directory's disk-usage walk takes (transports/node/node-stats.ts).
@@ -16,7 +21,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startSvcCluster } from './cluster/svc-cluster.js';
+import { startSvcCluster, type SvcCluster } from './cluster/svc-cluster.js';
 import { numberArg, readTraces, type NodeTrace } from './cluster/trace-files.js';
 import { subtreeShares, summarizeProfiles } from './cluster/profile.js';
 import { monotonicUs, type WritePhase, type WriteStamp } from '../transports/node/write-trace.js';
@@ -182,56 +187,85 @@ async function main(): Promise<void> {
   const warmupCount = numberArg('warmup', 30);
   const insecure = process.argv.includes('--insecure');
   const dir = await mkdtemp(join(tmpdir(), 'svc-write-timeline-'));
-  const traceDir = join(dir, 'trace');
-  mkdirSync(traceDir);
-  process.env[WRITE_TRACE_DIR_ENV] = traceDir;
   const cpuProf = process.argv.includes('--cpu-prof');
   const profileDir = join(dir, 'profiles');
   if (cpuProf) mkdirSync(profileDir);
-  const cluster = await startSvcCluster(
-    join(dir, 'cluster'),
-    cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
-    [],
-    insecure,
-  );
-  const writes: Write[] = [];
+  const ab = process.argv.includes('--recording-ab');
+  // One cluster, or (--recording-ab) one recording and one with --no-recording, each with its own trace files.
+  const sides = ab ? (['on', 'off'] as const) : (['on'] as const);
+  const clusters = new Map<string, { cluster: SvcCluster; traceDir: string; writes: Write[] }>();
+  const value = 'x'.repeat(VALUE_CHARS);
   try {
-    const value = 'x'.repeat(VALUE_CHARS);
-    for (let i = 0; i < warmupCount; i++) await cluster.putAlone(`warm-${i}`, value);
-    for (let i = 0; i < writeCount; i++) {
-      const sentUs = monotonicUs();
-      await cluster.putAlone(`k-${i}`, value);
-      writes.push({ sentUs, answeredUs: monotonicUs() });
+    for (const side of sides) {
+      const traceDir = join(dir, `trace-${side}`);
+      mkdirSync(traceDir);
+      process.env[WRITE_TRACE_DIR_ENV] = traceDir;
+      const cluster = await startSvcCluster(
+        join(dir, `cluster-${side}`),
+        cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${ab ? join(profileDir, side) : profileDir}`] : [],
+        [],
+        insecure,
+        side === 'off' ? ['--no-recording'] : [],
+      );
+      clusters.set(side, { cluster, traceDir, writes: [] });
+      for (let i = 0; i < warmupCount; i++) await cluster.putAlone(`warm-${i}`, value);
+    }
+    // With both sides, blocks of writes alternate and the order flips each block, so a load swing hits both alike.
+    const blocks = ab ? numberArg('blocks', 10) : 1;
+    const perBlock = Math.ceil(writeCount / blocks);
+    for (let block = 0; block < blocks; block++) {
+      const order = block % 2 === 0 ? sides : [...sides].reverse();
+      for (const side of order) {
+        const { cluster, writes } = clusters.get(side)!;
+        for (let i = 0; i < perBlock; i++) {
+          const sentUs = monotonicUs();
+          await cluster.putAlone(`k-${block}-${i}`, value);
+          writes.push({ sentUs, answeredUs: monotonicUs() });
+        }
+      }
     }
   } finally {
-    await cluster.stop();
+    for (const { cluster } of clusters.values()) await cluster.stop();
   }
-  const traces = await readTraces(traceDir);
-  const leader = traces.find((t) => t.name === cluster.leaderName);
-  if (!leader) throw new Error(`no trace from the leader ${cluster.leaderName} in ${traceDir}`);
-  const { phases, waitedOnLeaderSync, commits } = analyse(
-    writes,
-    leader,
-    traces.filter((t) => t !== leader),
-  );
+  const results = new Map<string, { analysis: Analysis; cpu: string }>();
+  for (const [side, { cluster, traceDir, writes }] of clusters) {
+    const traces = await readTraces(traceDir);
+    const leader = traces.find((t) => t.name === cluster.leaderName);
+    if (!leader) throw new Error(`no trace from the leader ${cluster.leaderName} in ${traceDir}`);
+    const analysis = analyse(
+      writes,
+      leader,
+      traces.filter((t) => t !== leader),
+    );
+    const cpu = [leader, ...traces.filter((t) => t !== leader)]
+      .map((t) => `${t.name}${t === leader ? ' (leader)' : ''} ${cpuPerWrite(t, writes).toFixed(2)}`)
+      .join(', ');
+    results.set(side, { analysis, cpu });
+  }
+  const shown = clusters.get('on')!;
   console.log(
-    `write timeline: ${writes.length} sequential writes (one unary Propose each) to ${cluster.leaderName}, 3 nodes, ${insecure ? 'plaintext' : 'mutual TLS'}; medians in ms`,
+    `write timeline: ${shown.writes.length} sequential writes (one unary Propose each) to the leader, 3 nodes, ${insecure ? 'plaintext' : 'mutual TLS'}; medians in ms${ab ? '; recording on, off, on − off (blocks alternated)' : ''}`,
   );
   const width = Math.max(...PHASES.map((p) => p.length));
+  const med = (side: string, phase: Phase): number => median(results.get(side)!.analysis.phases.get(phase)!);
   for (const phase of PHASES) {
-    const values = phases.get(phase)!;
-    const shown = values.length === 0 ? '—' : median(values).toFixed(2);
-    console.log(`  ${phase.padEnd(width)}  ${shown.padStart(7)}  (n=${values.length})`);
+    const cells = sides.map((side) => {
+      const values = results.get(side)!.analysis.phases.get(phase)!;
+      return `${(values.length === 0 ? '—' : median(values).toFixed(3)).padStart(7)} (n=${values.length})`;
+    });
+    if (ab) cells.push((med('on', phase) - med('off', phase)).toFixed(3).padStart(7));
+    console.log(`  ${phase.padEnd(width)}  ${cells.join('  ')}`);
   }
-  const cpu = [leader, ...traces.filter((t) => t !== leader)].map(
-    (t) => `${t.name}${t === leader ? ' (leader)' : ''} ${cpuPerWrite(t, writes).toFixed(2)}`,
-  );
-  console.log(`  CPU ms per write: ${cpu.join(', ')}`);
-  console.log(
-    `  commits that waited on the leader's own fdatasync (a follower's frontier came first): ${commits === 0 ? '—' : `${Math.round((100 * waitedOnLeaderSync) / commits)}%`} of ${commits}`,
-  );
-  if (cpuProf) await printProfiles(profileDir);
-  if (process.argv.includes('--keep')) console.log(`traces kept in ${traceDir}`);
+  for (const side of sides) {
+    const { analysis, cpu } = results.get(side)!;
+    const { waitedOnLeaderSync, commits } = analysis;
+    console.log(`  ${ab ? `[${side}] ` : ''}CPU ms per write: ${cpu}`);
+    console.log(
+      `  ${ab ? `[${side}] ` : ''}commits that waited on the leader's own fdatasync (a follower's frontier came first): ${commits === 0 ? '—' : `${Math.round((100 * waitedOnLeaderSync) / commits)}%`} of ${commits}`,
+    );
+  }
+  if (cpuProf) for (const side of sides) await printProfiles(ab ? join(profileDir, side) : profileDir);
+  if (process.argv.includes('--keep')) console.log(`traces kept in ${dir}`);
   else await rm(dir, { recursive: true, force: true });
 }
 

@@ -81,6 +81,14 @@ export async function startSvcCluster(
   }
 }
 
+/** attachSvcCluster writes to a cluster already running (`svc cluster --dir dir`); stop closes the clients only. */
+export async function attachSvcCluster(dir: string): Promise<SvcCluster> {
+  const cluster = JSON.parse(await readFile(join(dir, 'cluster.json'), 'utf8')) as ClusterFile;
+  const leader = await awaitLeader(cluster);
+  const follower = cluster.members.find((m) => m.name !== leader.name)!;
+  return storeClients(cluster, leader, await storePoolOptions(cluster, follower), async () => undefined);
+}
+
 /** spawnSupervisor starts `svc cluster`, keeping its stdout; stop sends SIGINT, then SIGKILL after SVC_STOP_TIMEOUT_MS. */
 function spawnSupervisor(args: string[]): { output: () => string; exited: () => boolean; stop: () => Promise<void> } {
   const supervisor = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });

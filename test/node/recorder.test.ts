@@ -248,9 +248,9 @@ describe('flight recorder: the ring on disk', function () {
     assert.equal(run!.gap?.n, 2);
   });
 
-  it('record() only queues: the step is encoded at the end of the turn its effects were carried out in (no timer), with the wall time it ran at', async function () {
-    let clock = 5_000;
-    const recorder = await FlightRecorder.open({
+  /** openTimed opens a recorder with its own clock and limits (the batch and flush tests). */
+  function openTimed(limits: Partial<RecordingLimits>, now: () => number) {
+    return FlightRecorder.open({
       dir: join(dir, 'recording'),
       keyFile: join(dir, 'recording.key'),
       node: 'solo',
@@ -259,38 +259,96 @@ describe('flight recorder: the ring on disk', function () {
       payloads: 'hashed',
       config,
       restored: emptyRestoredState(),
-      // A flush timer that never fires within the test: it encodes what no carriedOut() reached.
-      limits: recordingLimits({ recordingFlushMs: 3_600_000 }),
-      now: () => clock,
+      limits: recordingLimits(limits),
+      now,
     });
+  }
+  const turn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
+
+  it('record() only queues: fewer than recordingEncodeBatchSteps carried-out steps are encoded by the flush timer, in one batch, with the wall times they ran at; a step not yet carried out is not', async function () {
+    let clock = 5_000;
+    const recorder = await openTimed({ recordingEncodeBatchSteps: 4, recordingFlushMs: 20 }, () => clock);
     const before = recorder.bytesOnDisk;
-    const turn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
     recorder.record({ type: 'propose', proposalId: 1, data: text('queued') }, [], 3);
     // The driver carries out the step's effects after record(), then says so: nothing is encoded before.
     assert.equal(recorder.bytesOnDisk, before, 'record() encoded the step on the spot');
     clock = 9_000;
-    await turn();
-    assert.equal(recorder.bytesOnDisk, before, 'the step was encoded before its effects were carried out');
     recorder.carriedOut();
-    recorder.carriedOut(); // once armed, a turn's further steps ride the same encoding
-    assert.equal(recorder.bytesOnDisk, before, 'carriedOut() encoded within the turn');
-    // At the end of this event-loop turn (a setImmediate queued before this one), not on a timer that would
-    // wake the process again (the flush timer never fires here).
+    recorder.record({ type: 'tick' }, [], 4);
+    recorder.carriedOut();
+    // A third step whose effects wait on its hard-state sync: queued, not carried out.
+    recorder.record({ type: 'tick' }, [], 5);
     await turn();
-    assert.ok(
-      recorder.bytesOnDisk > before,
-      'the step was encoded at the end of the turn its effects were carried out in',
-    );
-    await recorder.close();
+    assert.equal(recorder.bytesOnDisk, before, 'two steps (under the batch) were encoded at the end of their turn');
+    await waitFor(() => recorder.bytesOnDisk > before, 'the flush timer to encode the carried-out steps');
+    await recorder.settled();
     const [run] = readRecording(join(dir, 'recording'));
     assert.deepEqual(
       run!.steps.map((s) => [s.n, s.tick, s.at]),
-      [[1, 3, 5_000]],
+      [
+        [1, 3, 5_000],
+        [2, 4, 9_000],
+        [3, 5, 9_000],
+      ],
+    );
+    await recorder.close();
+  });
+
+  it('the flush timer leaves a step whose effects are not carried out queued; carriedOut() lets the next flush take it', async function () {
+    const recorder = await openTimed({ recordingEncodeBatchSteps: 64, recordingFlushMs: 5 }, () => 1_000);
+    recorder.record({ type: 'tick' }, [], 1);
+    recorder.carriedOut();
+    recorder.record({ type: 'tick' }, [], 2);
+    const afterRun = recorder.bytesOnDisk;
+    await waitFor(() => recorder.bytesOnDisk > afterRun, 'the flush timer to encode the first step');
+    const oneStep = recorder.bytesOnDisk;
+    // Several flushes go by: the second step (its sync still running) stays queued.
+    for (let i = 0; i < 4; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(recorder.bytesOnDisk, oneStep, 'a step was encoded before its effects were carried out');
+    recorder.carriedOut();
+    await waitFor(() => recorder.bytesOnDisk > oneStep, 'the flush timer to encode the second step');
+    await recorder.close();
+    const [run] = readRecording(join(dir, 'recording'));
+    assert.deepEqual(
+      run!.steps.map((s) => [s.n, s.tick]),
+      [
+        [1, 1],
+        [2, 2],
+      ],
+    );
+  });
+
+  it('recordingEncodeBatchSteps carried-out steps are encoded at the end of their turn, without the flush timer', async function () {
+    const recorder = await openTimed(
+      // A flush timer that never fires within the test.
+      { recordingEncodeBatchSteps: 3, recordingFlushMs: 3_600_000 },
+      () => 7_000,
+    );
+    const before = recorder.bytesOnDisk;
+    for (let i = 1; i <= 3; i++) {
+      recorder.record({ type: 'tick' }, [], i);
+      recorder.carriedOut(); // once armed, the turn's further steps ride the same encoding
+    }
+    assert.equal(recorder.bytesOnDisk, before, 'carriedOut() encoded within the turn');
+    await turn();
+    assert.ok(recorder.bytesOnDisk > before, 'a batch was not encoded at the end of its turn');
+    await recorder.close();
+    const [run] = readRecording(join(dir, 'recording'));
+    assert.deepEqual(
+      run!.steps.map((s) => s.n),
+      [1, 2, 3],
+    );
+  });
+
+  it('refuses a batch larger than the queue it must fit in', function () {
+    assert.throws(
+      () => recordingLimits({ recordingEncodeBatchSteps: 10, recordingPendingStepsMax: 5 }),
+      /recordingEncodeBatchSteps must be at most recordingPendingStepsMax/,
     );
   });
 
   it('more steps queued in one turn than recordingPendingStepsMax end the run with a gap', async function () {
-    const recorder = await open(dir, { recordingPendingStepsMax: 5 });
+    const recorder = await open(dir, { recordingPendingStepsMax: 5, recordingEncodeBatchSteps: 5 });
     for (let i = 0; i < 9; i++) recorder.record({ type: 'tick' }, [], i);
     await recorder.close();
     const [run] = readRecording(join(dir, 'recording'));

@@ -3,11 +3,12 @@
 //
 // It sits beside the write path, never on it: record() only queues the step (its input, effects, tick and
 // wall time) and returns; once the driver has carried out the step's effects (sends, replies, appends,
-// after the hard-state sync when the step has one) it calls carriedOut(), and the queue is encoded in one
-// batch at the end of that event-loop turn (setImmediate: after that turn's sends, answers and held commit
-// notices), in step order, as format 6's binary records (recording/step-record.ts), straight into a reused
-// buffer (recording-lines.ts). A timer hands
-// the encoded records to one asynchronous file write at a time, without fsync. Encoding later is sound because a step's input and effects are not changed after the
+// after the hard-state sync when the step has one) it calls carriedOut(), and the carried-out steps are
+// encoded in batches, in step order, as format 6's binary records (recording/step-record.ts), straight into a
+// reused buffer (recording-lines.ts): by the flush timer every recordingFlushMs, or at the end of the turn
+// (setImmediate: after that turn's sends, answers and held commit notices) once recordingEncodeBatchSteps are
+// waiting. The same timer then hands the encoded records to one asynchronous file write at a time, without
+// fsync. Encoding later is sound because a step's input and effects are not changed after the
 // step: the engine builds fresh effect objects each step and the driver's ports only read them (replay,
 // which digests each step's effects at once, finds any step where that stops being true). A crash loses
 // at most the last recordingFlushMs of recording, never the node's data, and a slow or failing disk
@@ -58,8 +59,14 @@ export interface RecordingLimits {
   recordingBufferBytesMax: number;
   /** recordingFlushMs paces the writes of buffered lines. */
   recordingFlushMs: number;
-  /** recordingPendingStepsMax bounds the steps queued for encoding (one event-loop turn's worth); past it, a gap. */
+  /** recordingPendingStepsMax bounds the steps queued for encoding (a batch and one event-loop turn's worth); past it, a gap. */
   recordingPendingStepsMax: number;
+  /**
+   * recordingEncodeBatchSteps: this many carried-out steps are encoded at the end of their turn; fewer wait for
+   * the flush timer (recordingFlushMs). Batches keep the encoder's code and data warm: one step at a time, between
+   * a node's other work, cost a 1-writer node about three times the CPU (docs/operations.md, "Flight recorder").
+   */
+  recordingEncodeBatchSteps: number;
 }
 
 /** CHECKPOINT_AT_SEGMENT_SHARE: a segment this full asks for the checkpoint the next one starts with. */
@@ -73,6 +80,7 @@ export const DEFAULT_RECORDING_LIMITS: Readonly<RecordingLimits> = Object.freeze
   recordingBufferBytesMax: 8 * 1024 * 1024,
   recordingFlushMs: 100,
   recordingPendingStepsMax: 65_536,
+  recordingEncodeBatchSteps: 64,
 });
 
 export function recordingLimits(overrides: Partial<RecordingLimits> = {}): RecordingLimits {
@@ -85,6 +93,8 @@ export function recordingLimits(overrides: Partial<RecordingLimits> = {}): Recor
     throw new RangeError('recording limit recordingSegmentBytesMax must be at least 4096');
   if (limits.recordingBytesMax < 2 * limits.recordingSegmentBytesMax)
     throw new RangeError('recording limit recordingBytesMax must be at least twice recordingSegmentBytesMax');
+  if (limits.recordingEncodeBatchSteps > limits.recordingPendingStepsMax)
+    throw new RangeError('recording limit recordingEncodeBatchSteps must be at most recordingPendingStepsMax');
   return limits;
 }
 
@@ -146,6 +156,8 @@ export class FlightRecorder implements StepRecorder {
   private segmentBytes = 0;
   private stepNumber = 0;
   private pending: Array<PendingStep | PendingCheckpoint> = [];
+  /** carried: how many of the pending steps (from the first) have had their effects carried out. */
+  private carried = 0;
   /** checkpointDue: the segment is nearly full; the next record() takes the engine's state. */
   private checkpointDue = false;
   /** segmentSteps counts the step lines in the open segment (a checkpoint is asked for once it has some). */
@@ -153,7 +165,7 @@ export class FlightRecorder implements StepRecorder {
   /** checkpointAsked: this segment has asked for its successor's checkpoint (once per segment). */
   private checkpointAsked = false;
   readonly checkpoints: CheckpointStats = { written: 0, skipped: 0, lastExportMs: 0, lastEncodeMs: 0, lastBytes: 0 };
-  /** encodeArmed: an encoding of the queue is scheduled at the end of this event-loop turn (setImmediate). */
+  /** encodeArmed: an encoding of the carried-out steps is scheduled at the end of this event-loop turn (setImmediate). */
   private encodeArmed = false;
   /** overflow: why steps stopped being queued ('' while they are); the gap is noted after the queue's steps. */
   private overflow = '';
@@ -183,7 +195,7 @@ export class FlightRecorder implements StepRecorder {
     for (const [index, size] of existing) this.sizes.set(index, size);
     this.segment = Math.max(0, ...existing.keys());
     this.timer = setInterval(() => {
-      this.encodePending();
+      this.encodeCarried();
       this.flush();
     }, start.limits.recordingFlushMs);
     this.timer.unref();
@@ -245,37 +257,49 @@ export class FlightRecorder implements StepRecorder {
 
   /**
    * carriedOut: the driver has carried out the last step's effects (after its hard-state sync, when it had
-   * one); the queue is encoded at the end of this event-loop turn (one setImmediate a turn, however many
-   * steps it ran), behind the turn's sends and answers and the commit notices the driver holds back a
-   * setImmediate. Not on a timer: format 5's encoding 1 ms later woke an idle node's process once more for
-   * nearly every step at 1 writer (about 2 extra wake-ups a write on a leader: bench/recorder-step.ts --paced
-   * counts them), CPU in the kernel and libuv that a profile of the recorder's code does not show; a
-   * setImmediate runs in the turn the process is already awake for. The flush timer encodes a queue no carriedOut reached (a step whose
-   * sync failed stops the node).
+   * one), so the steps queued so far may be encoded. They wait for the flush timer, which encodes them in one
+   * batch just before it writes them, unless recordingEncodeBatchSteps are waiting: then at the end of this
+   * event-loop turn (one setImmediate, however many steps the turn ran), behind the turn's sends and answers
+   * and the commit notices the driver holds back a setImmediate. Why batches: a step encoded alone, at the end
+   * of each turn, between the node's gRPC, TLS and engine work, ran its encoder cold, about three times the CPU
+   * of the same step in a batch (CPU profiles of 1-writer runs: 50-120 µs a write on each node against 12-30;
+   * docs/operations.md). Why no timer of its own: format 5's encoding 1 ms later woke an idle node's process
+   * once more for nearly every step (bench/recorder-step.ts --paced counts wake-ups); the flush timer wakes it
+   * every recordingFlushMs anyway. A step never reaches the encoder before its effects are carried out (a
+   * hard-state sync still running holds it back); close() encodes whatever is queued.
    */
   carriedOut(): void {
-    if (this.pending.length === 0 || this.encodeArmed || this.stopped) return;
+    this.carried = this.pending.length;
+    if (this.carried < this.start.limits.recordingEncodeBatchSteps || this.encodeArmed || this.stopped) return;
     this.encodeArmed = true;
-    setImmediate(this.encodePending);
+    setImmediate(this.encodeCarried);
   }
 
-  /** encodePending encodes the queued steps in order into the buffer of records. */
-  private readonly encodePending = (): void => {
+  /** encodeCarried encodes the carried-out steps, in order, into the buffer of records. */
+  private readonly encodeCarried = (): void => {
     this.encodeArmed = false;
-    const steps = this.pending;
-    if (steps.length === 0) return;
-    this.pending = [];
+    this.encodePending(this.carried);
+  };
+
+  /** encodePending encodes the first `count` queued steps (all by default) in order into the buffer of records. */
+  private encodePending(count = this.pending.length): void {
+    const queued = this.pending;
+    if (count === 0) return;
+    const steps = count === queued.length ? queued : queued.slice(0, count);
+    this.pending = count === queued.length ? [] : queued.slice(count);
+    this.carried = 0;
     for (const step of steps) {
       if (this.stopped || this.failed) return;
       if ('state' in step) this.encodeCheckpoint(step);
       else this.encodeStep(step);
     }
-    if (this.overflow !== '' && !this.stopped) {
+    // The overflow's gap follows every step queued before it (those not yet carried out included).
+    if (this.overflow !== '' && this.pending.length === 0 && !this.stopped) {
       this.stepNumber++;
       this.noteGap(this.overflow);
       this.writeGap();
     }
-  };
+  }
 
   private encodeStep(step: PendingStep): void {
     this.stepNumber++;
