@@ -157,7 +157,9 @@ describe('cluster-albums: albums on a three-node cluster, through the SDK, with 
       const shotCount = album.shots.length;
       await client.generateShots({ path: { id: album.id } });
 
-      // Kill once a shot is complete and the victim's worker is drawing another: mid-album, mid-job.
+      // Kill once a shot is complete and the victim's worker is drawing another it began less than a third of
+      // SHOT_DELAY_MS ago: mid-album, mid-job, with time left before that shot could finish (a shot polled near
+      // its end could finish before the kill lands, and then no shot would be started again).
       let beforeKill: Album | undefined;
       await waitFor(
         async () => {
@@ -166,7 +168,8 @@ describe('cluster-albums: albums on a three-node cluster, through the SDK, with 
             client.getAlbum({ path: { id: album.id } }),
           ]);
           beforeKill = current;
-          return inFlight.shotsInFlight > 0 && current.shot_counts.complete > 0;
+          const young = inFlight.youngestShotAgeMs !== null && inFlight.youngestShotAgeMs < SHOT_DELAY_MS / 3;
+          return young && current.shot_counts.complete > 0;
         },
         `a complete shot while ${victim} draws one`,
         30_000,

@@ -51,6 +51,8 @@ export interface AlbumActivity {
   shotsInFlight: number;
   shotsGenerated: number;
   anchorsGenerated: number;
+  /** youngestShotAgeMs: how long ago the most recent shot still under way began (null: none is). */
+  youngestShotAgeMs: number | null;
 }
 
 /** ApiNodeProcess is one node with the API in its own process (the shared child harness). */

@@ -20,26 +20,41 @@ import type { AlbumActivity, ApiChildOptions } from './api-cluster.js';
 /** HeldBackGenerator is the built-in generator with each shot held back, counting the shots under way. */
 class HeldBackGenerator implements ImageGenerator {
   readonly name = 'held-back';
-  readonly activity: AlbumActivity = { shotsInFlight: 0, shotsGenerated: 0, anchorsGenerated: 0 };
+  private readonly counts = { shotsInFlight: 0, shotsGenerated: 0, anchorsGenerated: 0 };
+  /** shotStartsMs: when each shot under way began (Date.now()), so a test can kill one with time left to run. */
+  private readonly shotStartsMs = new Set<number>();
   private readonly inner = new ProceduralImageGenerator();
+
+  get activity(): AlbumActivity {
+    const youngestStartMs = Math.max(-Infinity, ...this.shotStartsMs);
+    return {
+      ...this.counts,
+      youngestShotAgeMs: this.shotStartsMs.size === 0 ? null : Date.now() - youngestStartMs,
+    };
+  }
 
   constructor(private readonly shotDelayMs: number) {}
 
   async generateAnchor(request: AnchorRequest): Promise<Buffer> {
     const png = await this.inner.generateAnchor(request);
-    this.activity.anchorsGenerated++;
+    this.counts.anchorsGenerated++;
     return png;
   }
 
   async generateShot(request: ShotRequest): Promise<Buffer> {
-    this.activity.shotsInFlight++;
+    this.counts.shotsInFlight++;
+    // A unique start key even when two shots start in the same millisecond (concurrency above 1).
+    let startMs = Date.now();
+    while (this.shotStartsMs.has(startMs)) startMs += 0.001;
+    this.shotStartsMs.add(startMs);
     try {
       await new Promise((resolve) => setTimeout(resolve, this.shotDelayMs));
       const png = await this.inner.generateShot(request);
-      this.activity.shotsGenerated++;
+      this.counts.shotsGenerated++;
       return png;
     } finally {
-      this.activity.shotsInFlight--;
+      this.counts.shotsInFlight--;
+      this.shotStartsMs.delete(startMs);
     }
   }
 }
