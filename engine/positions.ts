@@ -15,8 +15,12 @@ export class LogPositions {
   private matched: number;
   private commit: number;
   private applied: number;
-  /** reported: the frontier last sent to the leader in ReportApplied. */
-  private reported = 0;
+  /**
+   * reported: the frontier last sent to the leader in ReportApplied; -1 = none since this engine started, so a
+   * restarted follower reports once even a frontier of 0 (core.ts onHeartbeat: its leader may count it as told
+   * a commit its hard state did not keep).
+   */
+  private reported = -1;
   /** barrier: the seq of this leader's term-barrier entry (a commit of our term has happened once commit reaches it). */
   private barrier = 0;
 
@@ -118,6 +122,11 @@ export class LogPositions {
     assert(seq > this.applied, () => `applied seqno ${seq} does not advance ${this.applied}`);
     assert(seq <= this.commit, () => `applied seqno ${seq} is above the commit seqno ${this.commit}`);
     this.applied = seq;
+  }
+
+  /** reportedSinceStart: a ReportApplied has gone to a leader since this engine started (or its log was wiped). */
+  get reportedSinceStart(): boolean {
+    return this.reported >= 0;
   }
 
   /** reportedThrough: `seq` went to the leader in ReportApplied. */
