@@ -16,11 +16,11 @@ export class LogPositions {
   private commit: number;
   private applied: number;
   /**
-   * reported: the frontier last sent to the leader in ReportApplied; -1 = none since this engine started, so a
-   * restarted follower reports once even a frontier of 0 (core.ts onHeartbeat: its leader may count it as told
-   * a commit its hard state did not keep).
+   * reported: the frontier last sent to the leader in ReportApplied; -1 = none yet from an engine that restarted
+   * holding entries past the commit seqno its hard state kept, so it reports once even a frontier that has not
+   * moved (core.ts onHeartbeat: its leader may count it as told a commit its hard state did not keep).
    */
-  private reported = -1;
+  private reported: number;
   /** barrier: the seq of this leader's term-barrier entry (a commit of our term has happened once commit reaches it). */
   private barrier = 0;
 
@@ -34,6 +34,7 @@ export class LogPositions {
     this.applied = Math.max(restoredAppliedSeq, log.baseSeq);
     this.commit = Math.max(this.applied, Math.min(restoredCommitSeq, log.lastSeq()));
     this.matched = this.commit;
+    this.reported = log.lastSeq() > this.commit ? -1 : 0;
   }
 
   get commitSeq(): number {
@@ -124,7 +125,10 @@ export class LogPositions {
     this.applied = seq;
   }
 
-  /** reportedSinceStart: a ReportApplied has gone to a leader since this engine started (or its log was wiped). */
+  /**
+   * reportedSinceStart: false only on an engine that restarted with entries past its saved commit seqno and has
+   * sent no ReportApplied since (a wipe, or a log that starts empty, has no commit to lose).
+   */
   get reportedSinceStart(): boolean {
     return this.reported >= 0;
   }
