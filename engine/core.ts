@@ -674,6 +674,12 @@ export class EngineCore {
 
   /** afterFrontierMoved: one apply round on a follower — report it once, then check the latch. */
   afterFrontierMoved(): void {
+    this.reportFrontier();
+    this.tryConverge();
+  }
+
+  /** reportFrontier sends our leader a ReportApplied when our durable, matched frontier passed what we last reported. */
+  reportFrontier(): void {
     const frontier = this.positions.reportable();
     if (frontier > this.positions.reportedSeq && this.leaderId !== 0 && this.role !== 'leader') {
       this.positions.reportedThrough(frontier);
@@ -690,7 +696,6 @@ export class EngineCore {
         { method: 'ReportApplied', term: this.hs.term, toId: this.leaderId },
       );
     }
-    this.tryConverge();
   }
 
   applyCommitted(): void {
@@ -1502,6 +1507,11 @@ export class EngineCore {
     const behind = this.positions.reportable() < this.pull.target(this.hs.term, req.leaderRegion);
     if (behind && this.pull.due(this.ticks, this.limits.electionTimeoutTicks, this.hs.reseed)) this.startPull();
     else this.keepStreamOpen();
+    // A restarted follower tells its leader where it stands once, even when nothing moves: its matched frontier
+    // restarted at the commit seqno its hard state saved, which may be older than the commit the leader counts as
+    // told to it. A restart quicker than the heartbeat interval fails no call, and an idle cluster ships nothing,
+    // so without this report the leader never re-sends the commit (Progress.reportedBehind).
+    if (!this.positions.reportedSinceStart) this.reportFrontier();
     this.replyHeartbeat(callId, true, removed);
   }
 

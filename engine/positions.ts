@@ -15,8 +15,12 @@ export class LogPositions {
   private matched: number;
   private commit: number;
   private applied: number;
-  /** reported: the frontier last sent to the leader in ReportApplied. */
-  private reported = 0;
+  /**
+   * reported: the frontier last sent to the leader in ReportApplied; -1 = none yet from an engine that restarted
+   * holding entries past the commit seqno its hard state kept, so it reports once even a frontier that has not
+   * moved (core.ts onHeartbeat: its leader may count it as told a commit its hard state did not keep).
+   */
+  private reported: number;
   /** barrier: the seq of this leader's term-barrier entry (a commit of our term has happened once commit reaches it). */
   private barrier = 0;
 
@@ -30,6 +34,7 @@ export class LogPositions {
     this.applied = Math.max(restoredAppliedSeq, log.baseSeq);
     this.commit = Math.max(this.applied, Math.min(restoredCommitSeq, log.lastSeq()));
     this.matched = this.commit;
+    this.reported = log.lastSeq() > this.commit ? -1 : 0;
   }
 
   get commitSeq(): number {
@@ -118,6 +123,14 @@ export class LogPositions {
     assert(seq > this.applied, () => `applied seqno ${seq} does not advance ${this.applied}`);
     assert(seq <= this.commit, () => `applied seqno ${seq} is above the commit seqno ${this.commit}`);
     this.applied = seq;
+  }
+
+  /**
+   * reportedSinceStart: false only on an engine that restarted with entries past its saved commit seqno and has
+   * sent no ReportApplied since (a wipe, or a log that starts empty, has no commit to lose).
+   */
+  get reportedSinceStart(): boolean {
+    return this.reported >= 0;
   }
 
   /** reportedThrough: `seq` went to the leader in ReportApplied. */

@@ -136,13 +136,6 @@ export class Progress {
   }
 
   /**
-   * shipAccepted: the follower took a ship that ended at `lastSeq` and carried `commitSeq`.
-   * It took commit = min(carried commit, its matched frontier), and that frontier is only known to
-   * reach this ship's last entry (or what it reported): a re-shipped old segment carrying a newer
-   * commit must not count as commit news delivered, or no commit-only ship follows and an idle
-   * follower stays below commit (sim seed 374).
-   */
-  /**
    * commitNewsMaybeLost: a call to the follower failed at the transport (it may have crashed and restarted,
    * keeping only the commit seqno its hard state saved): what it was told of the commit no longer counts, so a
    * commit-only ship follows once it answers again. Without this an idle cluster never tells a restarted follower
@@ -152,6 +145,25 @@ export class Progress {
     this.ackedCommitSeq = 0;
   }
 
+  /**
+   * reportedBehind: the follower reported `seq` as its durable, matched frontier, no news (at or below what it
+   * reported before) and below the commit counted as told to it. A follower's matched frontier restarts at the
+   * commit seqno its hard state saved, so this is how a follower that restarted between two heartbeats (no call
+   * failed) looks: it reports once on its leader's first heartbeat (core.ts onHeartbeat). Its commit news no
+   * longer counts, so a commit-only ship follows. A report overtaken by a later one looks the same and costs one
+   * commit-only ship at most; a report that moves the frontier (a follower whose disk lags the commit) does not.
+   */
+  reportedBehind(seq: number): void {
+    if (seq <= this.matchSeq && seq < this.ackedCommitSeq) this.commitNewsMaybeLost();
+  }
+
+  /**
+   * shipAccepted: the follower took a ship that ended at `lastSeq` and carried `commitSeq`.
+   * It took commit = min(carried commit, its matched frontier), and that frontier is only known to
+   * reach this ship's last entry (or what it reported): a re-shipped old segment carrying a newer
+   * commit must not count as commit news delivered, or no commit-only ship follows and an idle
+   * follower stays below commit (sim seed 374).
+   */
   shipAccepted(lastSeq: number, commitSeq: number, reportedSeq: number): void {
     if (this.state === 'probe') this.state = 'replicate';
     this.ackedCommitSeq = Math.max(this.ackedCommitSeq, Math.min(commitSeq, Math.max(lastSeq, reportedSeq)));

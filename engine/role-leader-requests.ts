@@ -159,7 +159,10 @@ export function leaderAdministers(c: EngineCore, adminId: number, op: AdminOp): 
 export function leaderFoldsReport(c: EngineCore, req: AppliedReport): boolean {
   if (req.sourceShard !== c.hs.selfId) return false;
   const pr = c.progress.get(req.reporterShard);
-  if (pr) pr.heardCapabilities(req.capabilities);
+  if (pr) {
+    pr.heardCapabilities(req.capabilities);
+    pr.reportedBehind(req.appliedSeqno);
+  }
   c.progress.heard(req.reporterShard);
   c.foldMatch(req.reporterShard, req.appliedSeqno);
   c.maybeShip(req.reporterShard);

@@ -4,18 +4,15 @@
 // (callerId) that reported capability bit 1; anything else ends the stream after its burst, as before.
 import assert from 'node:assert/strict';
 import {
-  Engine,
-  emptyRestoredState,
-  DEFAULT_LIMITS,
   CAPABILITY_KIND4,
   CAPABILITY_LIVE_STREAM,
+  DEFAULT_LIMITS,
   type Effect,
+  type Engine,
 } from '../../engine/index.js';
-import { founderConfig } from './founders.js';
+import { answeredLeader, reportApplied, sends } from './answered-leader.js';
 
-type Send = Extract<Effect, { type: 'send' }>;
-const sends = (effects: Effect[]): Send[] => effects.filter((e): e is Send => e.type === 'send');
-const ships = (effects: Effect[]): Send[] => sends(effects).filter((e) => e.request.method === 'ShipSegment');
+const ships = (effects: Effect[]) => sends(effects).filter((e) => e.request.method === 'ShipSegment');
 const chunksOn = (effects: Effect[], callId: number) =>
   effects.flatMap((e) => (e.type === 'streamChunk' && e.callId === callId ? [e.chunk] : []));
 const endsOf = (effects: Effect[], callId: number) =>
@@ -24,45 +21,7 @@ const encoder = new TextEncoder();
 
 /** n1, leader of term 1 for n2 and n3; every ship (and heartbeat, unless told) answered, n2 and n3 report `capabilities`. */
 function leader(capabilities: number, answerHeartbeats = true): Engine {
-  const engine = new Engine(founderConfig('n1', ['n1', 'n2', 'n3']), emptyRestoredState());
-  engine.step({ type: 'start' });
-  const answer = (effects: Effect[]): void => {
-    const pending = sends(effects);
-    while (pending.length > 0) {
-      const send = pending.shift()!;
-      const term = engine.status().term;
-      let out: Effect[] = [];
-      if (send.request.method === 'RequestVote')
-        out = engine.step({
-          type: 'response',
-          requestId: send.requestId,
-          response: { method: 'RequestVote', body: { term, granted: true, removed: false } },
-        });
-      else if (send.request.method === 'Heartbeat' && answerHeartbeats)
-        out = engine.step({
-          type: 'response',
-          requestId: send.requestId,
-          response: {
-            method: 'Heartbeat',
-            body: { acknowledged: true, term, accepted: true, capabilities, removed: false },
-          },
-        });
-      else if (send.request.method === 'ShipSegment') {
-        const appliedSeqno = (send.request.body.id?.seqno ?? 1) - 1 + send.request.body.eventCount;
-        out = engine.step({
-          type: 'response',
-          requestId: send.requestId,
-          response: { method: 'ShipSegment', body: { accepted: true, appliedSeqno, term } },
-        });
-      }
-      pending.push(...sends(out));
-    }
-  };
-  for (let tick = 0; tick < 10 * DEFAULT_LIMITS.electionTimeoutTicks && engine.status().role !== 'leader'; tick++)
-    answer(engine.step({ type: 'tick' }));
-  for (let tick = 0; tick < 2 * DEFAULT_LIMITS.heartbeatIntervalTicks; tick++) answer(engine.step({ type: 'tick' }));
-  assert.equal(engine.status().role, 'leader');
-  return engine;
+  return answeredLeader({ capabilities, answerHeartbeats }).engine;
 }
 
 function openStream(engine: Engine, callId: number, callerId: number): Effect[] {
@@ -75,15 +34,9 @@ function openStream(engine: Engine, callId: number, callerId: number): Effect[] 
   });
 }
 
+/** report: member `reporterShard` (a live-stream follower) reports frontier `appliedSeqno`. */
 function report(engine: Engine, callId: number, reporterShard: number, appliedSeqno: number): Effect[] {
-  const body = {
-    reporterShard,
-    sourceShard: 1,
-    appliedSeqno,
-    reporterTerm: engine.status().term,
-    capabilities: CAPABILITY_KIND4 | CAPABILITY_LIVE_STREAM,
-  };
-  return engine.step({ type: 'request', callId, request: { method: 'ReportApplied', body } });
+  return reportApplied(engine, callId, reporterShard, appliedSeqno, CAPABILITY_KIND4 | CAPABILITY_LIVE_STREAM);
 }
 
 describe('engine: live streams', () => {

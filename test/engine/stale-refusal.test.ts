@@ -4,16 +4,9 @@
 // follower's pull is done, so no report would come to resume shipping until pullTimeoutTicks (3 s). etcd's raft
 // ignores such a rejection too (Progress.MaybeDecrTo: a rejected index at or below Match is stale).
 import assert from 'node:assert/strict';
-import { Engine, emptyRestoredState, CAPABILITY_KIND4, DEFAULT_LIMITS, type Effect } from '../../engine/index.js';
-import { founderConfig } from './founders.js';
+import { DEFAULT_LIMITS, type Effect, type Engine } from '../../engine/index.js';
+import { answeredLeader, prevSeqOf, reportApplied, shipsTo, type Send } from './answered-leader.js';
 
-type Send = Extract<Effect, { type: 'send' }>;
-const sends = (effects: Effect[]): Send[] => effects.filter((e): e is Send => e.type === 'send');
-const shipsTo = (effects: Effect[], toId: number): Send[] =>
-  sends(effects).filter((e) => e.request.method === 'ShipSegment' && e.toId === toId);
-/** prevSeqOf: the seq a ShipSegment's segment follows (its id's seqno is the first seq it covers). */
-const prevSeqOf = (send: Send): number =>
-  send.request.method === 'ShipSegment' ? (send.request.body.id?.seqno ?? 1) - 1 : -1;
 const encoder = new TextEncoder();
 const ENTRY_COUNT = 12;
 
@@ -24,50 +17,14 @@ const ENTRY_COUNT = 12;
  */
 function leaderWithHeldShips(): { engine: Engine; held: Send[]; baseSeq: number } {
   const limits = { ...DEFAULT_LIMITS, segmentEntryCountMax: 1 };
-  const engine = new Engine({ ...founderConfig('n1', ['n1', 'n2', 'n3']), limits }, emptyRestoredState());
-  engine.step({ type: 'start' });
   let holding = false;
   const held: Send[] = [];
-  const answer = (effects: Effect[]): void => {
-    const pending = sends(effects);
-    while (pending.length > 0) {
-      const send = pending.shift()!;
-      const term = engine.status().term;
-      let out: Effect[] = [];
-      if (send.request.method === 'RequestVote')
-        out = engine.step({
-          type: 'response',
-          requestId: send.requestId,
-          response: { method: 'RequestVote', body: { term, granted: true, removed: false } },
-        });
-      else if (send.request.method === 'Heartbeat')
-        out = engine.step({
-          type: 'response',
-          requestId: send.requestId,
-          response: {
-            method: 'Heartbeat',
-            body: { acknowledged: true, term, accepted: true, capabilities: CAPABILITY_KIND4, removed: false },
-          },
-        });
-      else if (send.request.method === 'ShipSegment') {
-        if (holding && send.toId === 2) {
-          held.push(send);
-          continue;
-        }
-        const appliedSeqno = prevSeqOf(send) + send.request.body.eventCount;
-        out = engine.step({
-          type: 'response',
-          requestId: send.requestId,
-          response: { method: 'ShipSegment', body: { accepted: true, appliedSeqno, term } },
-        });
-      }
-      pending.push(...sends(out));
-    }
+  const holds = (ship: Send): boolean => {
+    if (!holding || ship.toId !== 2) return false;
+    held.push(ship);
+    return true;
   };
-  for (let tick = 0; tick < 10 * limits.electionTimeoutTicks && engine.status().role !== 'leader'; tick++)
-    answer(engine.step({ type: 'tick' }));
-  for (let tick = 0; tick < 2 * limits.heartbeatIntervalTicks; tick++) answer(engine.step({ type: 'tick' }));
-  assert.equal(engine.status().role, 'leader');
+  const { engine, answer } = answeredLeader({ limits, holds });
   const baseSeq = engine.status().lastSeq;
   holding = true;
   for (let i = 1; i <= ENTRY_COUNT; i++)
@@ -81,15 +38,9 @@ function leaderWithHeldShips(): { engine: Engine; held: Send[]; baseSeq: number 
   return { engine, held, baseSeq };
 }
 
+/** report: n2 reports frontier `appliedSeqno`. */
 function report(engine: Engine, callId: number, appliedSeqno: number): Effect[] {
-  const body = {
-    reporterShard: 2,
-    sourceShard: 1,
-    appliedSeqno,
-    reporterTerm: engine.status().term,
-    capabilities: CAPABILITY_KIND4,
-  };
-  return engine.step({ type: 'request', callId, request: { method: 'ReportApplied', body } });
+  return reportApplied(engine, callId, 2, appliedSeqno);
 }
 
 function refuse(engine: Engine, ship: Send, appliedSeqno: number): Effect[] {
