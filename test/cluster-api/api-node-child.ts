@@ -22,11 +22,12 @@ class HeldBackGenerator implements ImageGenerator {
   readonly name = 'held-back';
   private readonly counts = { shotsInFlight: 0, shotsGenerated: 0, anchorsGenerated: 0 };
   /** shotStartsMs: when each shot under way began (Date.now()), so a test can kill one with time left to run. */
-  private readonly shotStartsMs = new Set<number>();
+  private readonly shotStartsMs = new Map<number, number>();
+  private nextShotId = 0;
   private readonly inner = new ProceduralImageGenerator();
 
   get activity(): AlbumActivity {
-    const youngestStartMs = Math.max(-Infinity, ...this.shotStartsMs);
+    const youngestStartMs = Math.max(-Infinity, ...this.shotStartsMs.values());
     return {
       ...this.counts,
       youngestShotAgeMs: this.shotStartsMs.size === 0 ? null : Date.now() - youngestStartMs,
@@ -43,10 +44,8 @@ class HeldBackGenerator implements ImageGenerator {
 
   async generateShot(request: ShotRequest): Promise<Buffer> {
     this.counts.shotsInFlight++;
-    // A unique start key even when two shots start in the same millisecond (concurrency above 1).
-    let startMs = Date.now();
-    while (this.shotStartsMs.has(startMs)) startMs += 0.001;
-    this.shotStartsMs.add(startMs);
+    const shotId = this.nextShotId++;
+    this.shotStartsMs.set(shotId, Date.now());
     try {
       await new Promise((resolve) => setTimeout(resolve, this.shotDelayMs));
       const png = await this.inner.generateShot(request);
@@ -54,7 +53,7 @@ class HeldBackGenerator implements ImageGenerator {
       return png;
     } finally {
       this.counts.shotsInFlight--;
-      this.shotStartsMs.delete(startMs);
+      this.shotStartsMs.delete(shotId);
     }
   }
 }
