@@ -302,8 +302,9 @@ describe('flight recorder: the ring on disk', function () {
     const afterRun = recorder.bytesOnDisk;
     await waitFor(() => recorder.bytesOnDisk > afterRun, 'the flush timer to encode the first step');
     const oneStep = recorder.bytesOnDisk;
-    // Several flushes go by: the second step (its sync still running) stays queued.
-    for (let i = 0; i < 4; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    // Several flushes go by (counted, not slept through): the second step (its sync still running) stays queued.
+    const flushes = recorder.timerFlushes;
+    await waitFor(() => recorder.timerFlushes >= flushes + 3, 'three more runs of the flush timer');
     assert.equal(recorder.bytesOnDisk, oneStep, 'a step was encoded before its effects were carried out');
     recorder.carriedOut();
     await waitFor(() => recorder.bytesOnDisk > oneStep, 'the flush timer to encode the second step');

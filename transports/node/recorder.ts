@@ -183,6 +183,8 @@ export class FlightRecorder implements StepRecorder {
   private failed = false;
   private readonly timer: NodeJS.Timeout;
   private readonly now: () => number;
+  /** timerFlushes counts the flush timer's runs (encode the carried-out steps, then write): tests wait on it. */
+  timerFlushes = 0;
 
   private constructor(
     private readonly start: RecorderStart,
@@ -197,6 +199,7 @@ export class FlightRecorder implements StepRecorder {
     this.timer = setInterval(() => {
       this.encodeCarried();
       this.flush();
+      this.timerFlushes++;
     }, start.limits.recordingFlushMs);
     this.timer.unref();
   }
