@@ -10,22 +10,10 @@ import { encodeLine } from '../../recording/codec.js';
 import { segmentFileName } from '../../recording/format.js';
 import { readRecording, readSegmentLines } from '../../recording/reader.js';
 import { RecordingLines } from '../../transports/node/recording-lines.js';
-import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
 import { emptyRestoredState } from '../../engine/restored.js';
-import { bootstrapRoster } from '../../engine/roster.js';
-import type { EngineConfig } from '../../engine/types.js';
+import { soloConfig } from './solo-config.js';
 
-const roster = bootstrapRoster([{ name: 'solo', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:2' }]);
-const config: EngineConfig = {
-  name: 'solo',
-  grpcAddr: '127.0.0.1:1',
-  httpAddr: 'http://127.0.0.1:2',
-  bootstrapRoster: roster,
-  seeds: [],
-  randomSeed: 7,
-  compat: CURRENT_COMPAT,
-  limits: DEFAULT_LIMITS,
-};
+const config = soloConfig();
 
 type Line = Record<string, unknown>;
 
