@@ -64,7 +64,7 @@ type SegmentItem = { line: { t?: unknown }; error: null; json: boolean } | { lin
 
 /**
  * LINE_KEYS: every key a line of each type has held in any format (1 to 6; none was ever renamed or
- * dropped, `tickMs` came in format 1's later builds, `fx` became optional in format 4). A JSON line is
+ * dropped, `tickMs` came after the first build, `fx` became optional in format 4). A JSON line is
  * input from another process, maybe another build: a key beyond these is refused, naming the file, the line
  * and the key, rather than dropped, since a replay that ignored it could replay something other than what
  * the node recorded (a newer format adds keys with a new version number, which is refused first). Inputs

@@ -47,7 +47,10 @@ import type { Effect, EngineConfig, Input, RestoredState } from '../../engine/ty
 export interface StepRecorder {
   /** record is called right after Engine.step returns: it takes the step's wall time and queues it. */
   record(input: Input, effects: readonly Effect[], tick: number): void;
-  /** carriedOut is called once the step's effects are carried out: the queue may be encoded from then on. */
+  /**
+   * carriedOut is called once the step's effects are carried out, before the next step: the queue may be
+   * encoded from then on, and a due checkpoint takes the engine's state (still the one right after the step).
+   */
   carriedOut(): void;
 }
 
