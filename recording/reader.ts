@@ -56,14 +56,59 @@ export function readRecording(path: string): RecordedRun[] {
   return runs;
 }
 
-/** SegmentItem: one line of a segment (formats 1 to 4) or one record (format 5), decoded, or why not. */
-type SegmentItem = { line: { t?: unknown }; error: null } | { line: null; error: Error };
+/**
+ * SegmentItem: one line of a segment (formats 1 to 4) or one record (format 5), decoded, or why not. `json`:
+ * it was JSON (a line, or a record of kind RECORD_JSON), so it may hold keys no build of ours writes.
+ */
+type SegmentItem = { line: { t?: unknown }; error: null; json: boolean } | { line: null; error: Error };
+
+/**
+ * LINE_KEYS: every key a line of each type has held in any format (1 to 6; none was ever renamed or
+ * dropped, `tickMs` came after the first build, `fx` became optional in format 4). A JSON line is
+ * input from another process, maybe another build: a key beyond these is refused, naming the file, the line
+ * and the key, rather than dropped, since a replay that ignored it could replay something other than what
+ * the node recorded (a newer format adds keys with a new version number, which is refused first). Inputs
+ * (`in`) are not checked here: a wire body may hold a key the engine's types do not declare, and the
+ * recorder keeps it on purpose (recording/step-record.ts).
+ */
+const LINE_KEYS: Readonly<Record<string, ReadonlySet<string>>> = {
+  seg: new Set(['t', 'v', 'run', 'node', 'index', 'firstStep']),
+  run: new Set(['t', 'v', 'run', 'node', 'build', 'startedAtMs', 'tickMs', 'payloads', 'config', 'restored']),
+  ckpt: new Set([
+    't',
+    'v',
+    'run',
+    'node',
+    'build',
+    'startedAtMs',
+    'tickMs',
+    'payloads',
+    'after',
+    'at',
+    'config',
+    'state',
+  ]),
+  step: new Set(['t', 'n', 'tick', 'at', 'in', 'd', 'fx']),
+  gap: new Set(['t', 'n', 'at', 'reason']),
+};
+
+/** refuseUnknownKeys throws when a JSON line of a known type holds a key LINE_KEYS does not list for it. */
+function refuseUnknownKeys(line: { t?: unknown }, file: string, what: string, number: number): void {
+  const keys = typeof line.t === 'string' ? LINE_KEYS[line.t] : undefined;
+  if (keys === undefined) return; // an unknown type is refused by the caller, naming it
+  for (const key of Object.keys(line)) {
+    if (!keys.has(key))
+      throw new Error(
+        `${file} ${what} ${number}: unknown key ${JSON.stringify(key)} in a ${String(line.t)} line (this build reads ${[...keys].join(', ')}; a newer build's recording?)`,
+      );
+  }
+}
 
 /** jsonLines: a segment of JSON lines (formats 1 to 4). */
 function* jsonLines(bytes: Buffer): Generator<SegmentItem, void, undefined> {
   const lines = bytes.toString('utf8').split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
-  for (const text of lines) yield decodeItem(() => decodeLine(text));
+  for (const text of lines) yield decodeItem(() => decodeLine(text), true);
 }
 
 /**
@@ -86,18 +131,18 @@ function* records(bytes: Buffer): Generator<SegmentItem, void, undefined> {
       yield { line: null, error: new Error('the file ends inside a record') };
       return;
     }
-    if (kind === RECORD_JSON) yield decodeItem(() => decodeLine(bytes.toString('utf8', from, end)));
-    else if (kind === RECORD_STEP) yield decodeItem(() => readStepRecord(bytes, from, end));
+    if (kind === RECORD_JSON) yield decodeItem(() => decodeLine(bytes.toString('utf8', from, end)), true);
+    else if (kind === RECORD_STEP) yield decodeItem(() => readStepRecord(bytes, from, end), false);
     else yield { line: null, error: new Error(`unknown record kind ${kind}`) };
     at = end;
   }
 }
 
-function decodeItem(decode: () => unknown): SegmentItem {
+function decodeItem(decode: () => unknown, json: boolean): SegmentItem {
   try {
     const line = decode();
     if (typeof line !== 'object' || line === null) throw new Error('not an object');
-    return { line: line as { t?: unknown }, error: null };
+    return { line: line as { t?: unknown }, error: null, json };
   } catch (error) {
     return { line: null, error: error as Error };
   }
@@ -108,6 +153,7 @@ export function readSegmentLines(file: string): RecordingLine[] {
   const bytes = readFileSync(file);
   return [...(bytes[0] === 0x7b ? jsonLines(bytes) : records(bytes))].map((item, i) => {
     if (item.line === null) throw new Error(`${basename(file)} item ${i + 1}: ${item.error.message}`);
+    if (item.json) refuseUnknownKeys(item.line, file, 'item', i + 1);
     return item.line as RecordingLine;
   });
 }
@@ -153,10 +199,12 @@ function readSegment(file: string, runs: RecordedRun[]): void {
         };
         runs.push(run);
       }
+      refuseUnknownKeys(line, file, what, i + 1);
       run.files.push(file);
       continue;
     }
     if (!run) break;
+    if (item.json) refuseUnknownKeys(line, file, what, i + 1);
     if (line.t === 'run') run.head = line as RunLine;
     else if (line.t === 'ckpt') {
       // Only the earliest is kept (a checkpoint holds a whole engine state): replay starts there.

@@ -103,16 +103,17 @@ class NotPlain extends Error {}
 const notPlain = new NotPlain('not a plain input');
 
 /**
- * declared throws NotPlain when `o` has a key beyond the `count` its type declares (keys present, counted
- * without building an array). The bodies that crossed a process boundary (decoded by the wire's codecs) are
- * checked: a codec built from a newer proto than the engine's types can hand the driver a field the engine
- * does not declare, which field-by-field writing would drop. Such an input is written as its JSON instead
+ * declared throws NotPlain when `o` has a key beyond the `count` its type declares (own enumerable keys).
+ * The bodies that crossed a process boundary (decoded by the wire's codecs) are checked: a codec built from
+ * a newer proto than the engine's types can hand the driver a field the engine does not declare, which
+ * field-by-field writing would drop. Such an input is written as its JSON instead
  * (INPUT_JSON: every field kept), so a replay feeds the engine the same object the node's engine had.
  */
 function declared(o: object, count: number): void {
-  let keys = 0;
-  for (const k in o) if (Object.hasOwn(o, k)) keys++;
-  if (keys !== count) throw notPlain;
+  // Object.keys counts the same own enumerable keys as a for-in filtered by hasOwn, at a fraction of its
+  // cost (9-13 ns against 52-82 for a 7-key body in a loop; a follower's streamChunk record 0.87-0.91 of
+  // the for-in's, a leader's ReportApplied call's 0.95: docs/operations.md, "Flight recorder").
+  if (Object.keys(o).length !== count) throw notPlain;
 }
 
 // The sink being written (one record at a time: the writing is synchronous).

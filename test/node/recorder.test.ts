@@ -13,7 +13,12 @@ import { decodeSegmentFrame, encodeSegmentFrame } from '../../engine/segment-fra
 import { EntryKind, type EngineConfig, type Input } from '../../engine/types.js';
 import { Engine, type EngineState } from '../../engine/engine.js';
 import { Driver, type DriverPorts } from '../../transports/node/driver.js';
-import { FlightRecorder, recordingLimits, type RecordingLimits } from '../../transports/node/recorder.js';
+import {
+  CHECKPOINT_AT_SEGMENT_SHARE,
+  FlightRecorder,
+  recordingLimits,
+  type RecordingLimits,
+} from '../../transports/node/recorder.js';
 import { replayRun } from '../../sim/replay/replay.js';
 import { removeDir, tempDir, waitFor } from './harness.js';
 
@@ -84,6 +89,7 @@ describe('flight recorder: the ring on disk', function () {
               const recorder = await open(runDir, limits, 'full', state);
               for (const [i, size] of sizes.entries()) {
                 recorder.record({ type: 'propose', proposalId: i, data: new Uint8Array(size) }, [], i);
+                recorder.carriedOut(); // as the driver does: a due checkpoint is taken here
                 if (i % 7 === 0) {
                   await recorder.settled();
                   assert.ok((await diskBytes(runDir)) <= limits.recordingBytesMax);
@@ -302,8 +308,9 @@ describe('flight recorder: the ring on disk', function () {
     const afterRun = recorder.bytesOnDisk;
     await waitFor(() => recorder.bytesOnDisk > afterRun, 'the flush timer to encode the first step');
     const oneStep = recorder.bytesOnDisk;
-    // Several flushes go by: the second step (its sync still running) stays queued.
-    for (let i = 0; i < 4; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    // Several flushes go by (counted, not slept through): the second step (its sync still running) stays queued.
+    const flushes = recorder.timerFlushes;
+    await waitFor(() => recorder.timerFlushes >= flushes + 3, 'three more runs of the flush timer');
     assert.equal(recorder.bytesOnDisk, oneStep, 'a step was encoded before its effects were carried out');
     recorder.carriedOut();
     await waitFor(() => recorder.bytesOnDisk > oneStep, 'the flush timer to encode the second step');
@@ -338,6 +345,31 @@ describe('flight recorder: the ring on disk', function () {
       run!.steps.map((s) => s.n),
       [1, 2, 3],
     );
+  });
+
+  it("takes a due checkpoint once the step's effects are carried out, not in record() (the export's pause stays behind them)", async function () {
+    let exports = 0;
+    const state = (): EngineState => {
+      exports++;
+      return { v: 1, tree: {} };
+    };
+    const recorder = await open(dir, { recordingSegmentBytesMax: 4_096, recordingBytesMax: 16_384 }, 'full', state);
+    let i = 0;
+    // Steps of 500 bytes until the segment is seven eighths full: a checkpoint is then due.
+    while (recorder.bytesOnDisk < 4_096 * CHECKPOINT_AT_SEGMENT_SHARE) {
+      recorder.record({ type: 'propose', proposalId: ++i, data: new Uint8Array(500) }, [], i);
+      recorder.carriedOut();
+      await recorder.settled();
+    }
+    assert.equal(exports, 0);
+    recorder.record({ type: 'propose', proposalId: ++i, data: new Uint8Array(500) }, [], i);
+    assert.equal(exports, 0, 'record() exported the state before the step was carried out');
+    recorder.carriedOut();
+    assert.equal(exports, 1);
+    await recorder.close();
+    const runs = readRecording(join(dir, 'recording'));
+    assert.equal(runs.length, 1);
+    assert.equal(recorder.checkpoints.written, 1);
   });
 
   it('refuses a batch larger than the queue it must fit in', function () {

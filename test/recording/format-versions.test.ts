@@ -17,22 +17,11 @@ import { RecordingLines } from '../../transports/node/recording-lines.js';
 import { readRecording } from '../../recording/reader.js';
 import { replayRun } from '../../sim/replay/replay.js';
 import { Engine } from '../../engine/engine.js';
-import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
 import { emptyRestoredState } from '../../engine/restored.js';
-import { bootstrapRoster } from '../../engine/roster.js';
-import type { Effect, EngineConfig, Input } from '../../engine/types.js';
+import { soloConfig } from './solo-config.js';
+import type { Effect, Input } from '../../engine/types.js';
 
-const roster = bootstrapRoster([{ name: 'solo', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:2' }]);
-const config: EngineConfig = {
-  name: 'solo',
-  grpcAddr: '127.0.0.1:1',
-  httpAddr: 'http://127.0.0.1:2',
-  bootstrapRoster: roster,
-  seeds: [],
-  randomSeed: 7,
-  compat: CURRENT_COMPAT,
-  limits: { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 },
-};
+const config = soloConfig({ electionTimeoutTicks: 2 });
 
 /** recordingOf runs a single-node engine and writes its steps as a recording of `version`, digested by `digest`. */
 async function recordingOf(

@@ -18,10 +18,11 @@
 // would take it past segmentBytesMax, and before a segment opens, the oldest ones are deleted until the
 // recording fits in bytesMax with a whole new segment.
 //
-// Checkpoints (format 3): once a segment is seven eighths full, the next record() takes the engine's whole
-// state (Engine.exportState, right after that step: the only time the recorder touches the engine) and the
-// next segment starts with it, so every segment replays without the run's start. That costs one export
-// and one encoding per segment (docs/operations.md gives the time), never anything per step.
+// Checkpoints (format 3): once a segment is seven eighths full, the next carriedOut() takes the engine's
+// whole state (Engine.exportState, right after that step, once its effects are carried out: the only time
+// the recorder touches the engine) and the next segment starts with it, so every segment replays without
+// the run's start. That costs one export and one encoding per segment, never anything per step; both
+// pause the event loop for a time that grows with the engine's log (docs/operations.md gives it).
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -46,7 +47,10 @@ import type { Effect, EngineConfig, Input, RestoredState } from '../../engine/ty
 export interface StepRecorder {
   /** record is called right after Engine.step returns: it takes the step's wall time and queues it. */
   record(input: Input, effects: readonly Effect[], tick: number): void;
-  /** carriedOut is called once the step's effects are carried out: the queue may be encoded from then on. */
+  /**
+   * carriedOut is called once the step's effects are carried out, before the next step: the queue may be
+   * encoded from then on, and a due checkpoint takes the engine's state (still the one right after the step).
+   */
   carriedOut(): void;
 }
 
@@ -158,7 +162,7 @@ export class FlightRecorder implements StepRecorder {
   private pending: Array<PendingStep | PendingCheckpoint> = [];
   /** carried: how many of the pending steps (from the first) have had their effects carried out. */
   private carried = 0;
-  /** checkpointDue: the segment is nearly full; the next record() takes the engine's state. */
+  /** checkpointDue: the segment is nearly full; the next carriedOut() takes the engine's state. */
   private checkpointDue = false;
   /** segmentSteps counts the step lines in the open segment (a checkpoint is asked for once it has some). */
   private segmentSteps = 0;
@@ -183,6 +187,8 @@ export class FlightRecorder implements StepRecorder {
   private failed = false;
   private readonly timer: NodeJS.Timeout;
   private readonly now: () => number;
+  /** timerFlushes counts the flush timer's runs (encode the carried-out steps, then write): tests wait on it. */
+  timerFlushes = 0;
 
   private constructor(
     private readonly start: RecorderStart,
@@ -197,6 +203,7 @@ export class FlightRecorder implements StepRecorder {
     this.timer = setInterval(() => {
       this.encodeCarried();
       this.flush();
+      this.timerFlushes++;
     }, start.limits.recordingFlushMs);
     this.timer.unref();
   }
@@ -238,10 +245,16 @@ export class FlightRecorder implements StepRecorder {
       return;
     }
     this.pending.push({ input, effects, tick, at: this.now() });
-    if (this.checkpointDue) this.takeCheckpoint();
   }
 
-  /** takeCheckpoint queues the engine's state as it is after the step just queued (once per segment). */
+  /**
+   * takeCheckpoint queues the engine's state as it is after the steps queued so far (once per segment). It is
+   * taken once the last step's effects are carried out (carriedOut), not in record(): the export is a pause
+   * of the event loop that grows with the engine's log (tens of ms at 50,000 entries, about 90 at 100,000:
+   * bench/recording-checkpoint-pause.ts), and taken in record() it held back that step's sends, answers
+   * and appends behind it. The driver steps one input at a time (its serial queue) and runs no step between
+   * a step's record() and its carriedOut(), so the state is still the one right after that step.
+   */
   private takeCheckpoint(): void {
     this.checkpointDue = false;
     const exportState = this.start.exportState;
@@ -269,6 +282,7 @@ export class FlightRecorder implements StepRecorder {
    * hard-state sync still running holds it back); close() encodes whatever is queued.
    */
   carriedOut(): void {
+    if (this.checkpointDue && !this.stopped && !this.failed && this.overflow === '') this.takeCheckpoint();
     this.carried = this.pending.length;
     if (this.carried < this.start.limits.recordingEncodeBatchSteps || this.encodeArmed || this.stopped) return;
     this.encodeArmed = true;
