@@ -36,6 +36,7 @@ import { Redis } from 'ioredis';
 import { appendRunEvent } from '../api/runs/run-records.js';
 import { ApiCluster, type ApiNodeProcess } from '../test/cluster-api/api-cluster.js';
 import type { ReadIndexBatchStats } from '../store/read-index-batch.js';
+import type { LeaseStats } from '../api/rate-limit/leased-limiter.js';
 import { areaOf } from './cluster/profile.js';
 import { pemIdentity } from '../transports/grpc/peer-identity.js';
 import { StoreClientPool, storeClientTransport } from '../transports/store-rpc/store-service.js';
@@ -112,6 +113,8 @@ interface BenchCase {
   /** node serves an API case: its read-index calls and readers are counted over the case's rounds. */
   node?: ApiNodeProcess;
   readIndex?: ReadIndexBatchStats;
+  /** rateLeases: the serving node's rate-limit leases (ahead of need) and waits for one over the case's measurements. */
+  rateLeases?: LeaseStats;
   /** cpuUs is CPU time (user + system, µs) over the case's rounds: of the serving node's process, and of the other nodes'. */
   cpuUs: { serving: number; others: number };
   /** servingName is the node whose process serves the case (the bare handler's too). */
@@ -488,6 +491,15 @@ function cpuOfNodes(cluster: ApiCluster, nodeNames: string[]): Promise<number[]>
   );
 }
 
+/** rateLeaseStats: the node's rate-limit lease counts, or undefined for a node without them (an older build). */
+async function rateLeaseStats(node: ApiNodeProcess | undefined): Promise<LeaseStats | undefined> {
+  try {
+    return await node?.rateLeaseStats();
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * observed runs one measurement of a case, adding the nodes' CPU and the serving node's read-index counts over it
  * to the case; it returns the serving process's CPU (µs) over it with the measurement's own result.
@@ -499,6 +511,7 @@ async function observed<T>(
   run: () => Promise<T>,
 ): Promise<{ result: T; servingCpuUs: number }> {
   const statsBefore = await benchCase.node?.readIndexStats();
+  const leasesBefore = await rateLeaseStats(benchCase.node);
   const cpuBefore = await cpuOfNodes(cluster, nodeNames);
   const startedUs = monotonicUs();
   const result = await run();
@@ -513,6 +526,13 @@ async function observed<T>(
     } else benchCase.cpuUs.others += spentUs;
   });
   const statsAfter = await benchCase.node?.readIndexStats();
+  const leasesAfter = await rateLeaseStats(benchCase.node);
+  if (leasesBefore && leasesAfter) {
+    const sum = (benchCase.rateLeases ??= { leases: 0, leasesAhead: 0, waits: 0 });
+    sum.leases += leasesAfter.leases - leasesBefore.leases;
+    sum.leasesAhead += leasesAfter.leasesAhead - leasesBefore.leasesAhead;
+    sum.waits += leasesAfter.waits - leasesBefore.waits;
+  }
   if (statsBefore && statsAfter) {
     const sum = (benchCase.readIndex ??= { calls: 0, readers: 0, gatherMs: 0, callMs: 0 });
     sum.calls += statsAfter.calls - statsBefore.calls;
@@ -591,9 +611,14 @@ function pairedSummary(cases: BenchCase[]): string {
     const keyed = cases[at * 2 + 1]!;
     const rpsRatios = keyed.roundRps.map((rps, pair) => rps / bare.roundRps[pair]!);
     const cpuRatios = keyed.sliceCpuUs.map((cpu, pair) => bare.sliceCpuUs[pair]! / cpu);
+    const leases = keyed.rateLeases;
+    const leaseWaits = leases
+      ? `, rate-limit lease waits per request ${(leases.waits / Math.max(1, keyed.requestsTotal)).toFixed(3)} ` +
+        `(leases per request ${(leases.leases / Math.max(1, keyed.requestsTotal)).toFixed(3)}, ${leases.leasesAhead} ahead)`
+      : '';
     return (
       `${node} API/bare req/s ${spread(rpsRatios)}, CPU per request bare/API ${spread(cpuRatios)} ` +
-      `(${median(bare.sliceCpuUs).toFixed(0)} vs ${median(keyed.sliceCpuUs).toFixed(0)} µs)`
+      `(${median(bare.sliceCpuUs).toFixed(0)} vs ${median(keyed.sliceCpuUs).toFixed(0)} µs)${leaseWaits}`
     );
   });
   return `paired slices (${pairCount} pairs of ${sliceMs} ms per node, median of per-pair ratios): ${parts.join('; ')}`;
