@@ -132,13 +132,26 @@ export class LeasedLimiter implements RateLimiter {
       this.dropExpired(state, now);
       if (state.tokens > 0) {
         const decision = this.admit(state, now);
-        if (!state.leasing && this.renewDue(state, now)) void this.leaseFor(subject, state);
+        if (!state.leasing && this.renewDue(state, now)) {
+          // Asked at the end of this loop turn, not now: the requests this turn handles together (a closed-loop
+          // client's whole round, bench/api-cluster.ts) spend first, so one lease refills what they all spent, and
+          // none of them waits. Asked mid-turn, it would be sized before the turn's last requests, and they would
+          // wait for the next lease: a round of requests split in two, which then wait for a read index apart.
+          state.leasing = true;
+          setImmediate(this.renewAhead, subject, state);
+        }
         return decision;
       }
     }
     if (now < state.refusedUntilMs) return this.refusal(Math.ceil(state.refusedUntilMs - now));
     return null;
   }
+
+  /** renewAhead starts the lease asked ahead in consumeNow (leasing was set, so that no other starts meanwhile). */
+  private readonly renewAhead = (subject: string, state: SubjectState): void => {
+    state.leasing = false;
+    void this.leaseFor(subject, state);
+  };
 
   /**
    * renewDue: renewAtShare of the tokens in hand is spent or of the newest lease's time gone, and the shared

@@ -306,6 +306,9 @@ describe('api: leased rate limit', () => {
         }
         noteAsks(ms);
       }
+      // One loop turn a millisecond: a renewal ahead is asked at the end of the turn that made it due.
+      await settled();
+      noteAsks(ms);
     }
     await answerAll(source);
     // While demand grows from one request, a lease covers those waiting when it was asked; then none waits.
@@ -369,6 +372,27 @@ describe('api: leased rate limit', () => {
     }
   });
 
+  it('sizes a renewal ahead at the end of the loop turn, so that one lease refills what the whole turn spent', async () => {
+    const clock = { now: 0 };
+    const shared = new SharedWindow(1_000_000, clock);
+    const source = new DeferredSource(shared, true);
+    const limiter = new LeasedLimiter(source, 1_000_000, windowMs, settings, () => clock.now);
+    const first = Array.from({ length: settings.sliceTokensMax }, () => limiter.consume('k'));
+    await answerAll(source);
+    assert.ok((await Promise.all(first)).every((decision) => decision.allowed));
+    assert.equal(source.asked.at(-1), settings.sliceTokensMax, 'a full lease in hand');
+    // Two turns of 45 requests each (more than half a lease), as a closed-loop client's rounds come.
+    for (let turn = 0; turn < 2; turn++) {
+      const asked = source.asked.length;
+      for (let request = 0; request < 45; request++) assert.equal(limiter.consumeNow('k')?.allowed, true);
+      assert.equal(source.asked.length, asked, 'nothing asked during the turn');
+      await settled();
+      assert.deepEqual(source.asked.slice(asked), [45], 'at its end, one lease for all the turn spent');
+      source.answer();
+      await settled();
+    }
+  });
+
   it('serves a key from the lease in hand while its renewal is in flight, and makes late requests wait for a slow one', async () => {
     const clock = { now: 0 };
     const shared = new SharedWindow(1000, clock);
@@ -382,6 +406,8 @@ describe('api: leased rate limit', () => {
     assert.equal(limiter.consumeNow('k')?.allowed, true);
     assert.equal(source.inFlight, 0, 'one token of four spent: not yet due');
     assert.equal(limiter.consumeNow('k')?.allowed, true);
+    assert.equal(source.inFlight, 0, 'asked at the end of the loop turn');
+    await settled();
     assert.deepEqual(source.asked.slice(3), [2], 'two spent: renewed ahead, up to one lease (the hand holds 2)');
     assert.equal(limiter.consumeNow('k')?.allowed, true, 'a token in hand while the renewal is in flight');
     assert.equal(limiter.consumeNow('k')?.allowed, true);
@@ -440,6 +466,7 @@ describe('api: leased rate limit', () => {
     assert.ok((await Promise.all(first)).every((decision) => decision.allowed));
     assert.deepEqual(source.asked, [1, 2, 3], 'then renewed ahead: 3 asked, 2 left in the window');
     assert.equal(limiter.consumeNow('k')?.allowed, true);
+    await settled();
     assert.equal(source.inFlight, 1, 'one of two left: renewed ahead');
     source.answer();
     await settled();
