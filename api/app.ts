@@ -2,7 +2,6 @@
 // request id, public routes (/health, /ready, /openapi.json, /docs), authentication, rate limit, JSON body,
 // OpenAPI validation, routes, then one JSON error handler for every failure.
 import './express-types.js';
-import assert from 'node:assert/strict';
 import express from 'express';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Redis } from 'ioredis';
@@ -283,64 +282,18 @@ class RequestFields {
  * counted those copies as most of what authentication, the request id and the front allocated per request.
  */
 function holdRequestFieldsTogether(app: Express): void {
+  type Holder = Request & { [requestFields]?: RequestFields };
   for (const name of requestFieldNames) {
-    const accessors = Object.getOwnPropertyDescriptor(RequestFieldAccessors.prototype, name);
-    assert.ok(accessors?.get && accessors.set, `no accessors for the request field ${name}`);
     Object.defineProperty(app.request, name, {
       configurable: true,
       enumerable: true,
-      get: accessors.get,
-      set: accessors.set,
+      get(this: Holder): unknown {
+        return this[requestFields]?.[name];
+      },
+      set(this: Holder, value: unknown): void {
+        (this[requestFields] ??= new RequestFields())[name] = value;
+      },
     });
-  }
-}
-
-type FieldHolder = { [requestFields]?: RequestFields };
-const fieldsOf = (holder: FieldHolder): RequestFields => (holder[requestFields] ??= new RequestFields());
-
-/**
- * RequestFieldAccessors: one getter and one setter written out per field, not one pair made in a loop: the
- * closures of one function literal share their inline caches, so each access by a name held in a variable was
- * a keyed access that saw all six names (megamorphic), about 2 µs per request in the leader's CPU profile
- * (bench/api-cluster.ts --cpu-prof, `set api/app.ts`); written out, each is a plain access to one field.
- * Their `this` is the request (they are installed on app.request).
- */
-class RequestFieldAccessors {
-  get requestId(): unknown {
-    return (this as FieldHolder)[requestFields]?.requestId;
-  }
-  set requestId(value: unknown) {
-    fieldsOf(this as FieldHolder).requestId = value;
-  }
-  get auth(): unknown {
-    return (this as FieldHolder)[requestFields]?.auth;
-  }
-  set auth(value: unknown) {
-    fieldsOf(this as FieldHolder).auth = value;
-  }
-  get readStore(): unknown {
-    return (this as FieldHolder)[requestFields]?.readStore;
-  }
-  set readStore(value: unknown) {
-    fieldsOf(this as FieldHolder).readStore = value;
-  }
-  get log(): unknown {
-    return (this as FieldHolder)[requestFields]?.log;
-  }
-  set log(value: unknown) {
-    fieldsOf(this as FieldHolder).log = value;
-  }
-  get startedMs(): unknown {
-    return (this as FieldHolder)[requestFields]?.startedMs;
-  }
-  set startedMs(value: unknown) {
-    fieldsOf(this as FieldHolder).startedMs = value;
-  }
-  get openapi(): unknown {
-    return (this as FieldHolder)[requestFields]?.openapi;
-  }
-  set openapi(value: unknown) {
-    fieldsOf(this as FieldHolder).openapi = value;
   }
 }
 
