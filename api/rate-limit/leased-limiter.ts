@@ -3,13 +3,13 @@
 // shared window when it is granted (so every process sees them at once) and may be spent here for leaseMs.
 //
 // Leases are renewed ahead of need: once renewAtShare of the tokens in hand is spent, or of the newest lease's
-// time has passed, the next lease is asked in the background (one lease in flight per key), so a busy key's
-// requests find a token instead of waiting for Redis; only while the key is well under its limit (the shared
-// window had renewAheadRemainingShare of it left at the last grant), so that near the limit no token is held
-// here ahead of need while another process refuses for want of it. A lease is sized by recent demand (the admissions of the
-// last leaseMs, at least 1, at most a slice, or as many requests as wait) minus the tokens still in hand: the
-// tokens in hand plus those asked never exceed one lease. Requests that find no token wait for the lease in
-// flight and are served from it in arrival order. Tokens are spent oldest lease first.
+// time has passed, the next lease is asked in the background at the end of that loop turn (one lease in flight
+// per key), so a busy key's requests find a token instead of waiting for Redis; only while the key is well under
+// its limit (the shared window had renewAheadRemainingShare of it left at the last grant), so that near the
+// limit no token is held here ahead of need while another process refuses for want of it. A lease is sized by
+// recent demand (the admissions of the last leaseMs, at least 1, at most a slice, or as many requests as wait)
+// minus the tokens still in hand: the tokens in hand plus those asked never exceed one lease. Requests that find
+// no token wait for the lease in flight and are served from it in arrival order. Tokens are spent oldest first.
 //
 // Exactness: in one process, a local sliding-window log of the admissions actually made keeps every 1-second
 // span at or under the limit, exactly. Across processes, a token recorded in the shared window may be spent
