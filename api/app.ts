@@ -12,6 +12,8 @@ import { defaultConfig } from './config.js';
 import { ApiError, errorHandler } from './errors.js';
 import {
   rateLimitLeaseMs,
+  rateLimitRenewAheadRemainingShare,
+  rateLimitRenewAtShare,
   rateLimitSliceShareOfLimit,
   rateLimitSliceTokensMax,
   rateLimitWindowMs,
@@ -352,6 +354,8 @@ function limiting(
       sliceShareOfLimit: rateLimitSliceShareOfLimit,
       sliceTokensMax: rateLimitSliceTokensMax,
       leaseMs: rateLimitLeaseMs,
+      renewAtShare: rateLimitRenewAtShare,
+      renewAheadRemainingShare: rateLimitRenewAheadRemainingShare,
     });
     limiter = new FallbackLimiter(leased, localLimiter, (error) => {
       if (!warned)

@@ -17,6 +17,19 @@ export const rateLimitWindowMs = 1000;
 export const rateLimitSliceShareOfLimit = 0.05;
 export const rateLimitSliceTokensMax = 64;
 export const rateLimitLeaseMs = 100;
+/**
+ * rateLimitRenewAtShare: a key's next lease is asked in the background, ahead of need, once this share of the
+ * tokens in hand is spent or of its newest lease's time has passed, so a busy key's requests find a token
+ * rather than wait for Redis. One lease in flight per key, and the tokens in hand plus those asked never exceed
+ * one lease, so the bounds above hold as they are.
+ */
+export const rateLimitRenewAtShare = 0.5;
+/**
+ * rateLimitRenewAheadRemainingShare: leases are renewed ahead only while the shared window had at least this share
+ * of the limit left at the process's last grant; nearer the limit they are asked on need, so that no token waits
+ * unspent in one process while another refuses for want of it.
+ */
+export const rateLimitRenewAheadRemainingShare = 0.5;
 /** pageLimitDefault and pageLimitMax bound list endpoints (`?limit=`). */
 export const pageLimitDefault = 50;
 export const pageLimitMax = 200;

@@ -17,11 +17,14 @@
 //   [--read-index-calls-in-flight N] [--autocannon] [--pairs N] [--slice-ms N]
 //   Paired slices (the default) load each case for seconds x rounds in all, as the rounds did: pairs =
 //   seconds x rounds x 1000 / sliceMs per node unless --pairs N; --slice-ms sets sliceMs (default 300).
-//   --cpu-prof writes each node's CPU profile to a new temp directory (named at the end; nodes stop cleanly).
+//   --cpu-prof writes each node's CPU profile to a new temp directory (named at the end; nodes stop cleanly), and
+//   prints each case's CPU by area and function, then per node the serving process's self time per request by
+//   function, API case minus bare (what a keyed request costs beyond bare Express).
 //   --no-sse skips part 2.
 //   --read-index-calls-in-flight N sets the nodes' storeLimits.readIndexCallsInFlightMax (1: a follower's reads
 //   wait for its call in flight, the rule before overlapping calls), for a same-build comparison.
-// Output: a line `paired slices: leader API/bare req/s …` (medians and IQRs), then the cases' table, whose last row
+// Output: a line `paired slices: leader API/bare req/s …` (medians and IQRs, with the rate-limit lease waits and
+// leases per keyed request: api/rate-limit/leased-limiter.ts), then the cases' table, whose last row
 // (the follower's API case) stays the last line with --no-sse; its columns are those of the rounds, filled from the
 // slices (see printCases).
 import { execFile } from 'node:child_process';
@@ -36,6 +39,7 @@ import { Redis } from 'ioredis';
 import { appendRunEvent } from '../api/runs/run-records.js';
 import { ApiCluster, type ApiNodeProcess } from '../test/cluster-api/api-cluster.js';
 import type { ReadIndexBatchStats } from '../store/read-index-batch.js';
+import type { LeaseStats } from '../api/rate-limit/leased-limiter.js';
 import { areaOf } from './cluster/profile.js';
 import { pemIdentity } from '../transports/grpc/peer-identity.js';
 import { StoreClientPool, storeClientTransport } from '../transports/store-rpc/store-service.js';
@@ -112,6 +116,8 @@ interface BenchCase {
   /** node serves an API case: its read-index calls and readers are counted over the case's rounds. */
   node?: ApiNodeProcess;
   readIndex?: ReadIndexBatchStats;
+  /** rateLeases: the serving node's rate-limit leases (ahead of need) and waits for one over the case's measurements. */
+  rateLeases?: LeaseStats;
   /** cpuUs is CPU time (user + system, µs) over the case's rounds: of the serving node's process, and of the other nodes'. */
   cpuUs: { serving: number; others: number };
   /** servingName is the node whose process serves the case (the bare handler's too). */
@@ -187,7 +193,7 @@ function profileByCase(dir: string, cases: BenchCase[]): string {
         busyUs += deltaUs;
         const area = areaOf(frame.url, frame.functionName);
         areas.set(area, (areas.get(area) ?? 0) + deltaUs);
-        const name = `${frame.functionName || '(anonymous)'}${frame.url === '' ? '' : ` ${frame.url.replace(/^.*\/(node_modules\/|work\/main\/)/, '')}:${frame.lineNumber + 1}`}`;
+        const name = functionName(frame);
         functions.set(name, (functions.get(name) ?? 0) + deltaUs);
       }
       if (busyUs === 0) continue;
@@ -205,6 +211,67 @@ function profileByCase(dir: string, cases: BenchCase[]): string {
   }
   return lines.join('\n');
 }
+
+/** functionName: a profile frame's function and place, as the --cpu-prof summary names it. */
+function functionName(frame: CpuProfile['nodes'][number]['callFrame']): string {
+  const place = frame.url.replace(/^.*\/(node_modules\/|work\/[^/]+\/)/, '');
+  return `${frame.functionName || '(anonymous)'}${frame.url === '' ? '' : ` ${place}:${frame.lineNumber + 1}`}`;
+}
+
+/** selfTimesUs: each function's self time (µs, idle left out) in a profile inside the given windows. */
+function selfTimesUs(profile: CpuProfile, windowsUs: Array<[number, number]>): Map<string, number> {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
+  const times = new Map<string, number>();
+  let at = profile.startTime;
+  for (let index = 0; index < profile.samples.length; index++) {
+    at += profile.timeDeltas[index] ?? 0;
+    if (!windowsUs.some(([from, to]) => at >= from && at < to)) continue;
+    const frame = byId.get(profile.samples[index]!)!;
+    if (frame.functionName === '(idle)') continue;
+    const name = functionName(frame);
+    times.set(name, (times.get(name) ?? 0) + (profile.timeDeltas[index + 1] ?? 0));
+  }
+  return times;
+}
+
+/**
+ * profileDiff: for the leader's and the follower's pair of cases, the serving process's self time per request by
+ * function in the API case minus the bare one (the functions that cost a keyed request most beyond bare Express).
+ * The serving process is the one busiest in the bare case.
+ */
+function profileDiff(dir: string, cases: BenchCase[]): string {
+  const profiles = readdirSync(dir)
+    .filter((file) => file.endsWith('.cpuprofile'))
+    .map((file) => JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as CpuProfile);
+  const lines: string[] = [];
+  for (const [bare, keyed] of [
+    [cases[0]!, cases[1]!],
+    [cases[2]!, cases[3]!],
+  ] as const) {
+    const perRequest = (times: Map<string, number>, requests: number): Map<string, number> =>
+      new Map([...times].map(([name, us]) => [name, us / Math.max(1, requests)]));
+    const serving = profiles
+      .map((profile) => ({ profile, bareTimes: selfTimesUs(profile, bare.windowsUs) }))
+      .sort((a, b) => sumOf(b.bareTimes) - sumOf(a.bareTimes))[0];
+    if (!serving) continue;
+    const barePerRequest = perRequest(serving.bareTimes, bare.requestsTotal);
+    const keyedPerRequest = perRequest(selfTimesUs(serving.profile, keyed.windowsUs), keyed.requestsTotal);
+    const names = new Set([...barePerRequest.keys(), ...keyedPerRequest.keys()]);
+    const rows = [...names]
+      .map((name) => ({ name, bare: barePerRequest.get(name) ?? 0, keyed: keyedPerRequest.get(name) ?? 0 }))
+      .sort((a, b) => b.keyed - b.bare - (a.keyed - a.bare));
+    lines.push(
+      `\n${keyed.name} minus ${bare.name}: ${(sumOf(keyedPerRequest) - sumOf(barePerRequest)).toFixed(1)} µs/req of self time in all`,
+    );
+    for (const row of rows.slice(0, profileTopCount))
+      lines.push(
+        `  ${(row.keyed - row.bare).toFixed(2)} µs/req (${row.bare.toFixed(2)} → ${row.keyed.toFixed(2)}) ${row.name}`,
+      );
+  }
+  return lines.join('\n');
+}
+
+const sumOf = (times: Map<string, number>): number => [...times.values()].reduce((sum, us) => sum + us, 0);
 
 async function measure(url: string, headers: Record<string, string>): Promise<Measured> {
   const headerArgs = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}=${value}`]);
@@ -488,6 +555,15 @@ function cpuOfNodes(cluster: ApiCluster, nodeNames: string[]): Promise<number[]>
   );
 }
 
+/** rateLeaseStats: the node's rate-limit lease counts, or undefined for a node without them (an older build). */
+async function rateLeaseStats(node: ApiNodeProcess | undefined): Promise<LeaseStats | undefined> {
+  try {
+    return await node?.rateLeaseStats();
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * observed runs one measurement of a case, adding the nodes' CPU and the serving node's read-index counts over it
  * to the case; it returns the serving process's CPU (µs) over it with the measurement's own result.
@@ -499,6 +575,7 @@ async function observed<T>(
   run: () => Promise<T>,
 ): Promise<{ result: T; servingCpuUs: number }> {
   const statsBefore = await benchCase.node?.readIndexStats();
+  const leasesBefore = await rateLeaseStats(benchCase.node);
   const cpuBefore = await cpuOfNodes(cluster, nodeNames);
   const startedUs = monotonicUs();
   const result = await run();
@@ -513,6 +590,13 @@ async function observed<T>(
     } else benchCase.cpuUs.others += spentUs;
   });
   const statsAfter = await benchCase.node?.readIndexStats();
+  const leasesAfter = await rateLeaseStats(benchCase.node);
+  if (leasesBefore && leasesAfter) {
+    const sum = (benchCase.rateLeases ??= { leases: 0, leasesAhead: 0, waits: 0 });
+    sum.leases += leasesAfter.leases - leasesBefore.leases;
+    sum.leasesAhead += leasesAfter.leasesAhead - leasesBefore.leasesAhead;
+    sum.waits += leasesAfter.waits - leasesBefore.waits;
+  }
   if (statsBefore && statsAfter) {
     const sum = (benchCase.readIndex ??= { calls: 0, readers: 0, gatherMs: 0, callMs: 0 });
     sum.calls += statsAfter.calls - statsBefore.calls;
@@ -591,9 +675,14 @@ function pairedSummary(cases: BenchCase[]): string {
     const keyed = cases[at * 2 + 1]!;
     const rpsRatios = keyed.roundRps.map((rps, pair) => rps / bare.roundRps[pair]!);
     const cpuRatios = keyed.sliceCpuUs.map((cpu, pair) => bare.sliceCpuUs[pair]! / cpu);
+    const leases = keyed.rateLeases;
+    const leaseWaits = leases
+      ? `, rate-limit lease waits per request ${(leases.waits / Math.max(1, keyed.requestsTotal)).toFixed(3)} ` +
+        `(leases per request ${(leases.leases / Math.max(1, keyed.requestsTotal)).toFixed(3)}, ${leases.leasesAhead} ahead)`
+      : '';
     return (
       `${node} API/bare req/s ${spread(rpsRatios)}, CPU per request bare/API ${spread(cpuRatios)} ` +
-      `(${median(bare.sliceCpuUs).toFixed(0)} vs ${median(keyed.sliceCpuUs).toFixed(0)} µs)`
+      `(${median(bare.sliceCpuUs).toFixed(0)} vs ${median(keyed.sliceCpuUs).toFixed(0)} µs)${leaseWaits}`
     );
   });
   return `paired slices (${pairCount} pairs of ${sliceMs} ms per node, median of per-pair ratios): ${parts.join('; ')}`;
@@ -747,6 +836,9 @@ async function main(): Promise<void> {
     process.stdout.write(
       `\nNode processes' CPU inside each case's measurements (idle left out; per request = busy time / ` +
         `requests of all rounds):\n${profileByCase(profileDir, casesForProfile)}\n`,
+    );
+    process.stdout.write(
+      `\nWhat a keyed request costs beyond bare Express, by function (the serving process):${profileDiff(profileDir, casesForProfile)}\n`,
     );
   }
 }

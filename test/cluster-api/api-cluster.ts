@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NodeConfig, NodeTls } from '../../cli/node/config.js';
 import type { NodeStatusDocument } from '../../transports/node/node-status.js';
+import type { LeaseStats } from '../../api/rate-limit/leased-limiter.js';
 import type { ReadIndexBatchStats } from '../../store/read-index-batch.js';
 import { makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor, type PlannedNode } from '../node/harness.js';
 import { startTestRedis, testSecretKey, type TestRedis } from '../api/harness.js';
@@ -107,6 +108,11 @@ export class ApiNodeProcess {
   /** readIndexStats is this node's read-index calls and readers so far (ReplicatedStore.readIndexStats). */
   readIndexStats(): Promise<ReadIndexBatchStats> {
     return this.child.request({ op: 'read-index-stats' }) as Promise<ReadIndexBatchStats>;
+  }
+
+  /** rateLeaseStats is this node's rate-limit leases and the requests that waited for one so far (leased-limiter.ts). */
+  rateLeaseStats(): Promise<LeaseStats> {
+    return this.child.request({ op: 'rate-lease-stats' }) as Promise<LeaseStats>;
   }
 
   /** cpuUsage is this node process's CPU time so far (process.cpuUsage(), µs of user and system time). */

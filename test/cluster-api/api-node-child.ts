@@ -7,6 +7,7 @@
 // (startAlbumWorker, the same function, over the node's store and the shared Redis) whose generator is the
 // built-in one held back by shotDelayMs per shot, so a test can kill the node while its shots are generating.
 import type { AddressInfo } from 'node:net';
+import { leaseStats } from '../../api/rate-limit/leased-limiter.js';
 import express from 'express';
 import { Node } from '../../cli/node/node.js';
 import { ReplicatedStore } from '../../store/replicated-store.js';
@@ -89,6 +90,7 @@ serveNodeChild(async (config) => {
       'album-activity': () => generator.activity,
       'read-index-stats': () => (node.store instanceof ReplicatedStore ? node.store.readIndexStats : null),
       'cpu-usage': () => process.cpuUsage(),
+      'rate-lease-stats': () => ({ ...leaseStats }),
       bare: async (request) => {
         const bare = express();
         const payload = request.payload;
