@@ -8,7 +8,9 @@
 // bench's own module; sim/README.md, "favours the tree it lives in"), so compare processes too:
 //   npx tsx bench/sim-ab.ts /tmp/sim-base [rounds] --processes [pairs]
 // runs one process per tree, alternately (other, this, this, other, ...), each a warm-up round and `rounds` counted
-// ones of its own tree alone, and prints every process's figures and the ratio of the totals.
+// ones of its own tree alone, and prints every process's figures and the ratio of the totals. The warm-up round's
+// CPU is printed too ("cold first round"): most of a fresh process's CPU there is V8 compiling and recompiling on its
+// background threads, which is what a short sweep or bench/sim-speed.ts's five-node figure mostly pays.
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -87,29 +89,38 @@ interface Totals {
   simulatedMs: number;
   events: number;
   sweepCpuMs: number;
+  /** coldCpuMs: the process's first round (five-node seeds and seeds 1..10 on a cold JIT), as a fresh sweep thread pays it. */
+  coldCpuMs: number;
 }
 
 /** solo runs one tree alone in this process (the child of --processes) and prints its totals as JSON. */
 async function solo(root: string, rounds: number): Promise<void> {
   const tree = await load('solo', root);
-  for (let r = 0; r <= rounds; r++) round(tree, r > 0);
+  const coldStarted = process.cpuUsage();
+  round(tree, false);
+  const coldCpuMs = cpuMs(coldStarted);
+  for (let r = 1; r <= rounds; r++) round(tree, true);
   const hashes: string[] = [];
   for (const seed of FIVE_NODE_SEEDS) hashes.push(tree.runSim(tree.optionsFor(seed, FIVE_NODE_FAULT_FLAGS)).traceHash);
-  const totals: Totals & { hashes: string[] } = { ...tree, hashes };
+  const totals: Totals & { hashes: string[] } = { ...tree, coldCpuMs, hashes };
   console.log(JSON.stringify(totals));
 }
 
 function perProcess(label: string, t: Totals, rounds: number): string {
   return (
     `${label}: five nodes ${(t.simulatedMs / t.fiveCpuMs).toFixed(0)}x per CPU s (${((t.fiveCpuMs * 1_000) / t.events).toFixed(2)} us/event), ` +
-    `seeds 1..${SWEEP_SEED_COUNT} ${(t.sweepCpuMs / 1_000 / rounds).toFixed(2)} s CPU per round`
+    `seeds 1..${SWEEP_SEED_COUNT} ${(t.sweepCpuMs / 1_000 / rounds).toFixed(2)} s CPU per round; ` +
+    `cold first round ${(t.coldCpuMs / 1_000).toFixed(2)} s CPU`
   );
 }
 
 /** processes alternates whole processes of the two trees and compares their summed CPU. */
 function processes(other: string, rounds: number, pairs: number): void {
   const roots = { other: resolve(other), this: resolve(import.meta.dirname, '..') };
-  const sums = { other: { five: 0, sweep: 0, events: 0 }, this: { five: 0, sweep: 0, events: 0 } };
+  const sums = {
+    other: { five: 0, sweep: 0, events: 0, cold: 0 },
+    this: { five: 0, sweep: 0, events: 0, cold: 0 },
+  };
   const firstHashes: Partial<Record<'other' | 'this', string>> = {};
   for (let p = 0; p < pairs; p++) {
     for (const label of p % 2 === 0 ? (['other', 'this'] as const) : (['this', 'other'] as const)) {
@@ -125,6 +136,7 @@ function processes(other: string, rounds: number, pairs: number): void {
       sums[label].five += t.fiveCpuMs;
       sums[label].sweep += t.sweepCpuMs;
       sums[label].events += t.events;
+      sums[label].cold += t.coldCpuMs;
       console.log(
         `pair ${p + 1} ${perProcess(label, t, rounds)}; traces ${t.hashes.map((h) => h.slice(0, 8)).join(',')}`,
       );
@@ -133,7 +145,8 @@ function processes(other: string, rounds: number, pairs: number): void {
   const same = firstHashes.other === firstHashes.this;
   console.log(
     `this/other CPU: five nodes ${(sums.this.five / sums.this.events / (sums.other.five / sums.other.events)).toFixed(3)}x per event, ` +
-      `seeds 1..${SWEEP_SEED_COUNT} ${(sums.this.sweep / sums.other.sweep).toFixed(3)}x; five-node trace hashes ${same ? 'equal' : 'DIFFER'}`,
+      `seeds 1..${SWEEP_SEED_COUNT} ${(sums.this.sweep / sums.other.sweep).toFixed(3)}x, cold first round ` +
+      `${(sums.this.cold / sums.other.cold).toFixed(3)}x; five-node trace hashes ${same ? 'equal' : 'DIFFER'}`,
   );
 }
 
