@@ -153,7 +153,9 @@ export class RpcRouter {
         copy: false,
         cluster,
         foreign: '',
+        afterCrashOf: undefined,
         msg,
+        client: undefined,
       });
     for (const copyAtUs of this.host.network.extraCopies(node.index, target.index, this.host.now())) {
       const copyMsg = this.noteMessage(node.index, target.index, copyAtUs, request.method, false, true, request);
@@ -166,7 +168,9 @@ export class RpcRouter {
         copy: true,
         cluster,
         foreign: '',
+        afterCrashOf: undefined,
         msg: copyMsg,
+        client: undefined,
       });
     }
   }
@@ -224,6 +228,8 @@ export class RpcRouter {
       callKey,
       input,
       final: true,
+      lateFromTerm: undefined,
+      msg: undefined,
     });
   }
 
@@ -259,6 +265,7 @@ export class RpcRouter {
           callKey: call.key,
           input,
           final: true,
+          lateFromTerm: undefined,
           msg,
         });
       return;
@@ -303,6 +310,9 @@ export class RpcRouter {
       copy: false,
       cluster,
       foreign: kind,
+      afterCrashOf: undefined,
+      msg: undefined,
+      client: undefined,
     });
   }
 
@@ -318,6 +328,8 @@ export class RpcRouter {
       copy: false,
       cluster: this.host.clusterId,
       foreign: '',
+      afterCrashOf: undefined,
+      msg: undefined,
       client: listener,
     });
   }
@@ -455,6 +467,7 @@ export class RpcRouter {
       callKey: call.key,
       input,
       final,
+      lateFromTerm: undefined,
       msg,
     });
   }
@@ -571,6 +584,8 @@ export class RpcRouter {
       callKey: call.key,
       input,
       final: true,
+      lateFromTerm: undefined,
+      msg: undefined,
     });
   }
 
