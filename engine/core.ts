@@ -199,8 +199,8 @@ export class EngineCore {
     this.limits = config.limits;
     this.joining = new JoinDialer(config.seeds, config.seeds.length + config.limits.clusterMemberCountMax);
     this.election = new Election(config.limits.electionTimeoutTicks, config.randomSeed);
-    this.hs = { ...restored.hardState };
-    this.savedHs = { ...this.hs };
+    this.hs = ownHardState(restored.hardState);
+    this.savedHs = ownHardState(this.hs);
     const snap = restored.snapshot;
     const restoredEntries = restored.entries.filter((e) => e.seq > (snap?.seq ?? 0));
     this.log = new RaftLog(snap?.seq ?? 0, snap?.entryTerm ?? 0, restoredEntries);
@@ -313,8 +313,8 @@ export class EngineCore {
         isCarriableTerm(this.hs.term),
         () => `term ${this.hs.term} is not carriable (values.ts); refusing to save it`,
       );
-      this.savedHs = { ...this.hs };
-      this.fx.hardState({ ...this.hs, commitSeq: Math.min(this.positions.commitSeq, this.positions.durableSeq) });
+      this.savedHs = ownHardState(this.hs);
+      this.fx.hardState(hardStateToSave(this.hs, Math.min(this.positions.commitSeq, this.positions.durableSeq)));
     }
     return this.fx.drain();
   }
@@ -1410,8 +1410,7 @@ export class EngineCore {
     // the leader still counted the frontier it had reported).
     if (epoch !== undefined && holdsData && this.filterChangedAfter(epoch)) return false;
     if (!holdsData) {
-      if (epoch !== undefined) this.hs.filteredData = epoch;
-      else delete this.hs.filteredData;
+      this.hs.filteredData = epoch;
       return true;
     }
     // The hard state is saved before the wipe is carried out: it says "wiping" (0 toward a filtered log, which
@@ -2161,7 +2160,7 @@ export class EngineCore {
     // filtered one's epoch, or the full log — which ends a wipe toward it (-1), else the next full segment
     // would wipe the state just installed.
     if (meta.filter) this.hs.filteredData = meta.filter.epoch;
-    else if (this.hs.filteredData !== undefined) delete this.hs.filteredData;
+    else this.hs.filteredData = undefined;
     this.baseRoster = meta.roster;
     this.fx.other({ type: 'compact', throughSeq: meta.seq });
     this.snapshots.installed(meta, header);
@@ -2284,6 +2283,44 @@ function overlayChanged(a: Roster, b: Roster, id: number): boolean {
 export function segmentEnd(req: ShipSegmentRequest, frame: SegmentFrame): number {
   const decoded = frame.prevSeq + frame.entries.length;
   return Math.max(req.leaderLastSeq, decoded);
+}
+
+/**
+ * ownHardState copies a hard state into the one shape the engine keeps: every field present, `filteredData`
+ * undefined when absent. Storage may hand back either shape (with or without `filteredData`); a spread copy kept
+ * the source's, and the engine's hot paths that read `hs` then met two hidden classes (polymorphic loads).
+ */
+function ownHardState(h: HardState): HardState {
+  return {
+    term: h.term,
+    votedFor: h.votedFor,
+    selfId: h.selfId,
+    commitSeq: h.commitSeq,
+    rosterBase: h.rosterBase,
+    halted: h.halted,
+    reseed: h.reseed,
+    removed: h.removed,
+    filteredData: h.filteredData,
+  };
+}
+
+/**
+ * hardStateToSave is the hard state handed out in a saveHardState effect: the fields of `hs` in their order, with
+ * `commitSeq` given, and `filteredData` only when set (absent = the full log, as storage and recordings have it).
+ */
+function hardStateToSave(hs: HardState, commitSeq: number): HardState {
+  const saved: HardState = {
+    term: hs.term,
+    votedFor: hs.votedFor,
+    selfId: hs.selfId,
+    commitSeq,
+    rosterBase: hs.rosterBase,
+    halted: hs.halted,
+    reseed: hs.reseed,
+    removed: hs.removed,
+  };
+  if (hs.filteredData !== undefined) saved.filteredData = hs.filteredData;
+  return saved;
 }
 
 /** hardStateChanged compares what must be saved; rosterBase is replaced, never mutated, so identity suffices. */

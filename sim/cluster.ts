@@ -815,6 +815,8 @@ export class Cluster implements CheckerWorld {
         cluster: this.clusterId,
         foreign: '',
         afterCrashOf: crashedIncarnation,
+        msg: undefined,
+        client: undefined,
       });
     }
   }

@@ -8,6 +8,8 @@ import { SIM_LIMITS, msToUs } from './limits.js';
 
 export const LOST = -1;
 
+const NO_COPIES: readonly number[] = Object.freeze([]);
+
 export class Network {
   private readonly blocked: Uint8Array;
   private readonly cloggedUntilUs: Float64Array;
@@ -63,18 +65,21 @@ export class Network {
     return atUs;
   }
 
-  /** extraCopies plans duplicates and late replays of a request (each a fresh delivery). */
-  extraCopies(from: number, to: number, nowUs: number): number[] {
-    const copies: number[] = [];
+  /**
+   * extraCopies plans duplicates and late replays of a request (each a fresh delivery). Most requests get none:
+   * they share one frozen empty list rather than each allocating its own.
+   */
+  extraCopies(from: number, to: number, nowUs: number): readonly number[] {
+    let copies: number[] | null = null;
     if (this.prng.chance(this.knobs.duplicateProbability)) {
       const at = this.send(from, to, nowUs);
-      if (at !== LOST) copies.push(at);
+      if (at !== LOST) copies = [at];
     }
     if (this.prng.chance(this.knobs.replayProbability)) {
       const at = this.send(from, to, nowUs + msToUs(this.prng.uniform(0, SIM_LIMITS.replayDelayMsMax)));
-      if (at !== LOST) copies.push(at);
+      if (at !== LOST) (copies ??= []).push(at);
     }
-    return copies;
+    return copies ?? NO_COPIES;
   }
 
   /** hasCapacity: fewer than linkInflightCountMax messages on the link have yet to arrive. */

@@ -142,9 +142,7 @@ export class RpcRouter {
       : shallowRequest(request);
     const atUs = this.host.network.send(node.index, target.index, this.host.now());
     const cluster = this.host.clusterId;
-    const msg = this.noteMessage(node.index, target.index, atUs, request.method, false, false, () =>
-      describeRequest(request),
-    );
+    const msg = this.noteMessage(node.index, target.index, atUs, request.method, false, false, request);
     if (atUs !== LOST)
       this.host.push(atUs, {
         k: 'request',
@@ -155,12 +153,12 @@ export class RpcRouter {
         copy: false,
         cluster,
         foreign: '',
+        afterCrashOf: undefined,
         msg,
+        client: undefined,
       });
     for (const copyAtUs of this.host.network.extraCopies(node.index, target.index, this.host.now())) {
-      const copyMsg = this.noteMessage(node.index, target.index, copyAtUs, request.method, false, true, () =>
-        describeRequest(request),
-      );
+      const copyMsg = this.noteMessage(node.index, target.index, copyAtUs, request.method, false, true, request);
       this.host.push(copyAtUs, {
         k: 'request',
         node: target.index,
@@ -170,7 +168,9 @@ export class RpcRouter {
         copy: true,
         cluster,
         foreign: '',
+        afterCrashOf: undefined,
         msg: copyMsg,
+        client: undefined,
       });
     }
   }
@@ -178,7 +178,8 @@ export class RpcRouter {
   /**
    * noteMessage writes a view note for one message (sim/trace.ts): who sent it to whom, when, its
    * planned arrival (-1: lost on the network), its method and whether it is an answer or a copy.
-   * Returns its id for the delivery note, 0 when the trace takes no notes.
+   * Returns its id for the delivery note, 0 when the trace takes no notes. `about` is the request or input it
+   * carries, or a function giving its text: described only when noted (no closure per message on the hot path).
    */
   private noteMessage(
     from: number,
@@ -187,13 +188,15 @@ export class RpcRouter {
     method: string,
     answer: boolean,
     copy: boolean,
-    describe: () => string,
+    about: RpcRequest | Input | (() => string),
   ): number {
     if (!this.host.trace.takesNotes) return 0;
+    const description =
+      typeof about === 'function' ? about() : 'method' in about ? describeRequest(about) : describeInput(about);
     const id = ++this.messageCount;
     const extra = (answer ? ',"a":1' : '') + (copy ? ',"c":1' : '');
     this.host.trace.note(
-      `{"v":"m","m":${id},"f":${from},"to":${to},"t":${this.host.now()},"at":${atUs},"k":"${method}"${extra},"d":${JSON.stringify(describe())}}`,
+      `{"v":"m","m":${id},"f":${from},"to":${to},"t":${this.host.now()},"at":${atUs},"k":"${method}"${extra},"d":${JSON.stringify(description)}}`,
     );
     return id;
   }
@@ -225,6 +228,8 @@ export class RpcRouter {
       callKey,
       input,
       final: true,
+      lateFromTerm: undefined,
+      msg: undefined,
     });
   }
 
@@ -250,7 +255,7 @@ export class RpcRouter {
       };
       const atUs = this.planAnswer(node.index, call);
       const input: Input = { type: 'callFailed', requestId: call.requestId, status: refusal };
-      const msg = this.noteMessage(node.index, call.caller, atUs, call.method, true, false, () => describeInput(input));
+      const msg = this.noteMessage(node.index, call.caller, atUs, call.method, true, false, input);
       if (atUs !== LOST)
         this.host.push(atUs, {
           k: 'answer',
@@ -260,6 +265,7 @@ export class RpcRouter {
           callKey: call.key,
           input,
           final: true,
+          lateFromTerm: undefined,
           msg,
         });
       return;
@@ -304,6 +310,9 @@ export class RpcRouter {
       copy: false,
       cluster,
       foreign: kind,
+      afterCrashOf: undefined,
+      msg: undefined,
+      client: undefined,
     });
   }
 
@@ -319,6 +328,8 @@ export class RpcRouter {
       copy: false,
       cluster: this.host.clusterId,
       foreign: '',
+      afterCrashOf: undefined,
+      msg: undefined,
       client: listener,
     });
   }
@@ -428,7 +439,7 @@ export class RpcRouter {
     }
     const lostBefore = call.streamLost;
     const atUs = this.planAnswer(server.index, call);
-    const msg = this.noteMessage(server.index, call.caller, atUs, call.method, true, false, () => describeInput(input));
+    const msg = this.noteMessage(server.index, call.caller, atUs, call.method, true, false, input);
     if (atUs === LOST) {
       if (this.lockstep && !lostBefore) this.failAtOnce(call);
       return;
@@ -456,6 +467,7 @@ export class RpcRouter {
       callKey: call.key,
       input,
       final,
+      lateFromTerm: undefined,
       msg,
     });
   }
@@ -572,6 +584,8 @@ export class RpcRouter {
       callKey: call.key,
       input,
       final: true,
+      lateFromTerm: undefined,
+      msg: undefined,
     });
   }
 
