@@ -575,7 +575,7 @@ export class EngineCore {
   syncProgressToRoster(): void {
     const roster = this.currentRoster();
     for (const m of roster.members) {
-      if (m.id === this.hs.selfId) continue;
+      if (m.id === this.hs.selfId || this.progress.wasLetGo(m.id)) continue;
       const tracked = this.progress.get(m.id);
       if (tracked) {
         if (m.role === MemberRole.Removed && tracked.removalSeq === 0) this.markRemoved(m.id, tracked);
@@ -852,7 +852,7 @@ export class EngineCore {
     if (!pr || this.role !== 'leader') return;
     if (pr.learnedRemoval()) {
       this.endLive(pr);
-      this.progress.delete(id);
+      this.progress.letGo(id);
       return;
     }
     if (pr.state === 'paused') return;

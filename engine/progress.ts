@@ -284,6 +284,13 @@ export class ProgressTracker {
   private readonly byId = new Map<number, Progress>();
   /** recentActive: followers heard in this election timeout (check-quorum). */
   private readonly recentActive = new Set<number>();
+  /**
+   * letGoIds: removed members this leader stopped tracking once they were told their removal committed
+   * (Progress.learnedRemoval). Removed is final and the member saved it, so a later kind-4 record, which lists it
+   * as Removed still, does not make us track it again (core.ts syncProgressToRoster): a member gone for good would
+   * be heartbeat again for as long as we lead, and a live one shipped to again after every membership change.
+   */
+  private readonly letGoIds = new Set<number>();
 
   get(id: number): Progress | undefined {
     return this.byId.get(id);
@@ -299,6 +306,17 @@ export class ProgressTracker {
 
   delete(id: number): void {
     this.byId.delete(id);
+  }
+
+  /** letGo stops tracking removed member `id` for the rest of this leadership (it learned its removal). */
+  letGo(id: number): void {
+    this.byId.delete(id);
+    this.letGoIds.add(id);
+  }
+
+  /** wasLetGo: removed member `id` learned its removal under this leader (letGo). */
+  wasLetGo(id: number): boolean {
+    return this.letGoIds.has(id);
   }
 
   /** ids in the order followers were added (the order ships go out in). */
@@ -343,5 +361,6 @@ export class ProgressTracker {
   clear(): void {
     this.byId.clear();
     this.recentActive.clear();
+    this.letGoIds.clear();
   }
 }

@@ -84,6 +84,27 @@ describe('engine: the leader lets a member it removed go once the member learned
     assert.equal(net.engine(1).status().role, 'leader');
   });
 
+  it('a member let go is not tracked again when a later record lists it as Removed still, even gone for good', () => {
+    const founders = ['n1', 'n2', 'n3', 'n4'];
+    const net = new WiredEngines(founders.map((name) => founderConfig(name, founders)));
+    for (let t = 0; t < 10 * DEFAULT_LIMITS.electionTimeoutTicks && net.engine(1).status().role !== 'leader'; t++)
+      net.input(1, { type: 'tick' });
+    net.tick(2 * DEFAULT_LIMITS.heartbeatIntervalTicks);
+    net.input(1, { type: 'admin', adminId: 1, op: { op: 'remove', memberId: 4 } });
+    net.tick(2 * DEFAULT_LIMITS.heartbeatIntervalTicks);
+    assert.equal(net.engine(4).status().role, 'removed', 'n4 learned its removal');
+    net.crash(4);
+    net.takeSent();
+    net.input(1, { type: 'admin', adminId: 2, op: { op: 'remove', memberId: 3 } });
+    net.tick(QUIET_TICKS);
+    assert.equal(net.engine(3).status().role, 'removed', 'n3 learned its removal');
+    // Before: the record removing n3 lists n4 as Removed too, and n1 made n4 a progress again, at that record.
+    assert.deepEqual(methodsTo(net.takeSent(), 4), [], 'n1 sends n4, gone for good, nothing (its calls would fail)');
+    net.tick(QUIET_TICKS);
+    const later = net.takeSent();
+    assert.deepEqual([...methodsTo(later, 3), ...methodsTo(later, 4)], [], 'n3 is let go in its turn');
+  });
+
   it('lets go of a member told the commit whose frontier reports came too late to count (its disk lagged)', () => {
     // n3 answers each segment before its disk has synced it (applied_seqno lags), and its ReportApplied
     // after the removal committed is refused (removed-member). Its frontier never reaches the record at n1,
