@@ -1532,8 +1532,12 @@ export class EngineCore {
     // A restarted follower tells its leader where it stands once, even when nothing moves: its matched frontier
     // restarted at the commit seqno its hard state saved, which may be older than the commit the leader counts as
     // told to it. A restart quicker than the heartbeat interval fails no call, and an idle cluster ships nothing,
-    // so without this report the leader never re-sends the commit (Progress.reportedBehind).
-    if (!this.positions.reportedSinceStart) this.reportFrontier();
+    // so without this report the leader never re-sends the commit (Progress.reportedBehind). While a pull is in
+    // flight (often the one just opened above) it waits: the pull's first chunk carries the leader's commit and
+    // makes us report (afterFrontierMoved), so this report would be a second one, and it would make the leader
+    // re-send a commit the chunk already told. A pull that fails carries nothing: no report has gone, so the
+    // next accepted heartbeat makes it.
+    if (!this.positions.reportedSinceStart && !this.pull.active) this.reportFrontier();
     this.replyHeartbeat(callId, true, removed);
   }
 
