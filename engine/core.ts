@@ -575,7 +575,12 @@ export class EngineCore {
   syncProgressToRoster(): void {
     const roster = this.currentRoster();
     for (const m of roster.members) {
-      if (m.id === this.hs.selfId || this.progress.has(m.id)) continue;
+      if (m.id === this.hs.selfId || this.progress.wasLetGo(m.id)) continue;
+      const tracked = this.progress.get(m.id);
+      if (tracked) {
+        if (m.role === MemberRole.Removed && tracked.removalSeq === 0) this.markRemoved(m.id, tracked);
+        continue;
+      }
       if (m.role !== MemberRole.Removed) {
         const pr = new Progress(this.log.lastSeq(), this.ticks);
         if (filterOf(roster, m.id) !== null || isRefilling(roster, m.id)) pr.matchFloor = this.overlaySeq(m.id);
@@ -592,6 +597,23 @@ export class EngineCore {
       if (memberById(roster, id)) continue;
       this.endLive(pr);
       this.progress.delete(id);
+    }
+  }
+
+  /**
+   * markRemoved: member `id`, which we track as a member, is Removed by the record we just appended (a leader
+   * appends one kind-4 record at a time and never truncates, so findRemovalSeq finds it). We keep shipping to
+   * it until it was told that record committed (learnedRemoval). Its live stream ends: a removed member's
+   * ReportApplied is refused once the removal commits, and a chunk has no other answer, so its segments go by
+   * ShipSegment, whose answers count (keepLive keeps no stream to a removed member either).
+   */
+  markRemoved(id: number, pr: Progress): void {
+    const removalSeq = this.findRemovalSeq(id);
+    assert(removalSeq > 0, () => `member ${id} is Removed in our roster but no record in our log removes it`);
+    pr.markRemoved(removalSeq);
+    if (pr.live !== null) {
+      this.endLive(pr);
+      pr.rewind();
     }
   }
 
@@ -830,7 +852,7 @@ export class EngineCore {
     if (!pr || this.role !== 'leader') return;
     if (pr.learnedRemoval()) {
       this.endLive(pr);
-      this.progress.delete(id);
+      this.progress.letGo(id);
       return;
     }
     if (pr.state === 'paused') return;
@@ -1509,8 +1531,12 @@ export class EngineCore {
     // A restarted follower tells its leader where it stands once, even when nothing moves: its matched frontier
     // restarted at the commit seqno its hard state saved, which may be older than the commit the leader counts as
     // told to it. A restart quicker than the heartbeat interval fails no call, and an idle cluster ships nothing,
-    // so without this report the leader never re-sends the commit (Progress.reportedBehind).
-    if (!this.positions.reportedSinceStart) this.reportFrontier();
+    // so without this report the leader never re-sends the commit (Progress.reportedBehind). While a pull is in
+    // flight (often the one just opened above) it waits: the pull's first chunk carries the leader's commit and
+    // makes us report (afterFrontierMoved), so this report would be a second one, and it would make the leader
+    // re-send a commit the chunk already told. A pull that fails carries nothing: no report has gone, so the
+    // next accepted heartbeat makes it.
+    if (!this.positions.reportedSinceStart && !this.pull.active) this.reportFrontier();
     this.replyHeartbeat(callId, true, removed);
   }
 

@@ -18,7 +18,8 @@ export class LogPositions {
   /**
    * reported: the frontier last sent to the leader in ReportApplied; -1 = none yet from an engine that restarted
    * holding entries past the commit seqno its hard state kept, so it reports once even a frontier that has not
-   * moved (core.ts onHeartbeat: its leader may count it as told a commit its hard state did not keep).
+   * moved (core.ts onHeartbeat: its leader may count it as told a commit its hard state did not keep), unless a
+   * pull is in flight then, whose first chunk makes it report.
    */
   private reported: number;
   /** barrier: the seq of this leader's term-barrier entry (a commit of our term has happened once commit reaches it). */

@@ -1,6 +1,7 @@
 // Progress: the leader's view of each follower and the rules that move it (etcd's tracker/).
 // The leader's engine decides when to ship; a Progress says how much may be in flight, where
 // the next segment starts, and what a follower's answer changes.
+import { assert } from './assert.js';
 import { hasQuorum } from './quorum.js';
 import type { Roster } from './types.js';
 
@@ -54,13 +55,25 @@ export class Progress {
   /**
    * @param nextSeq the next seqno to ship
    * @param lastShipTick when the last ship left (a new follower: now)
-   * @param removalSeq for a member removed in the current roster, the seq of that record (0 otherwise)
+   * @param removalSeq for a member removed in the current roster, the seq of that record (0 otherwise); a
+   *   member removed later, while this leader tracks it, is marked by markRemoved (nothing else moves it)
    */
   constructor(
     public nextSeq: number,
     public lastShipTick: number,
-    readonly removalSeq = 0,
+    public removalSeq = 0,
   ) {}
+
+  /**
+   * markRemoved: our roster now lists this member as Removed, by the kind-4 record at `seq`. A member removed
+   * under the leader that tracks it keeps the Progress it had as a member; without this mark learnedRemoval
+   * never held, and the leader heartbeat and shipped to it for as long as it led. The first mark stands (a
+   * later record lists it as Removed too; the first one is the record it must be told of).
+   */
+  markRemoved(seq: number): void {
+    assert(seq > 0, () => `a removal record sits at a seq above 0, not ${seq}`);
+    if (this.removalSeq === 0) this.removalSeq = seq;
+  }
 
   get capabilities(): number {
     return this.reportedCapabilities;
@@ -252,9 +265,17 @@ export class Progress {
     return true;
   }
 
-  /** learnedRemoval: a removed member holds the record that removed it and was told it committed (rule 6). */
+  /**
+   * learnedRemoval: a removed member was told the record that removed it committed (rule 6), so it applied it.
+   * ackedCommitSeq counts only a commit it took from a ship it accepted in this term, within what it matched:
+   * at or past removalSeq it held the record, committed it and applied it, and the hard state saying `removed`
+   * is saved before its answer leaves (core.ts step: hard state first). Its reported frontier (matchSeq) is not
+   * asked for: once the removal commits, its ReportApplied is refused (removed-member, membership-guard.ts), so a
+   * member whose disk synced the record after it answered the ships never reported it (it is down through its
+   * removal, or answers before its sync), and the leader would heartbeat it for as long as it led.
+   */
   learnedRemoval(): boolean {
-    return this.removalSeq > 0 && this.matchSeq >= this.removalSeq && this.ackedCommitSeq >= this.removalSeq;
+    return this.removalSeq > 0 && this.ackedCommitSeq >= this.removalSeq;
   }
 }
 
@@ -263,6 +284,13 @@ export class ProgressTracker {
   private readonly byId = new Map<number, Progress>();
   /** recentActive: followers heard in this election timeout (check-quorum). */
   private readonly recentActive = new Set<number>();
+  /**
+   * letGoIds: removed members this leader stopped tracking once they were told their removal committed
+   * (Progress.learnedRemoval). Removed is final and the member saved it, so a later kind-4 record, which lists it
+   * as Removed still, does not make us track it again (core.ts syncProgressToRoster): a member gone for good would
+   * be heartbeat again for as long as we lead, and a live one shipped to again after every membership change.
+   */
+  private readonly letGoIds = new Set<number>();
 
   get(id: number): Progress | undefined {
     return this.byId.get(id);
@@ -278,6 +306,17 @@ export class ProgressTracker {
 
   delete(id: number): void {
     this.byId.delete(id);
+  }
+
+  /** letGo stops tracking removed member `id` for the rest of this leadership (it learned its removal). */
+  letGo(id: number): void {
+    this.byId.delete(id);
+    this.letGoIds.add(id);
+  }
+
+  /** wasLetGo: removed member `id` learned its removal under this leader (letGo). */
+  wasLetGo(id: number): boolean {
+    return this.letGoIds.has(id);
   }
 
   /** ids in the order followers were added (the order ships go out in). */
@@ -322,5 +361,6 @@ export class ProgressTracker {
   clear(): void {
     this.byId.clear();
     this.recentActive.clear();
+    this.letGoIds.clear();
   }
 }

@@ -11,6 +11,8 @@ export interface ConditionState {
   cluster: Lockstep;
   last: MessageRecord | null;
   reads: Map<string, ScriptedRead>;
+  /** markedMessageCount: how many messages were sent at the script's last `mark` (0 before any). */
+  markedMessageCount: number;
 }
 
 export interface Condition {
@@ -175,13 +177,27 @@ const ROSTER_CONDITIONS: Record<string, ConditionParser> = {
 };
 
 const MESSAGE_CONDITIONS: Record<string, ConditionParser> = {
-  // sent NAME METHOD [OP N]
-  sent: ({ cluster: c }, rest) => {
-    const count = () =>
-      c.messages.filter((m) => m.kind === 'request' && m.from === rest[0] && m.method === rest[1]).length;
-    return rest[2]
-      ? numeric(`${rest[0]} ${rest[1]} requests`, count, rest[2], rest[3]!)
-      : { test: () => count() > 0, explain: () => `${rest[0]} sent ${count()} ${rest[1]}` };
+  // sent NAME METHOD [to NODE] [since-mark] [OP N]
+  sent: (state, rest) => {
+    const [from, method, ...more] = rest;
+    const toAt = more.indexOf('to');
+    const to = toAt >= 0 ? more.splice(toAt, 2)[1] : undefined;
+    const sinceAt = more.indexOf('since-mark');
+    if (sinceAt >= 0) more.splice(sinceAt, 1);
+    const start = sinceAt >= 0 ? state.markedMessageCount : 0;
+    const count = () => {
+      let n = 0;
+      const messages = state.cluster.messages;
+      for (let i = start; i < messages.length; i++) {
+        const m = messages[i]!;
+        if (m.kind === 'request' && m.from === from && m.method === method && (to === undefined || m.to === to)) n++;
+      }
+      return n;
+    };
+    const what = `${from} ${method} requests${to === undefined ? '' : ` to ${to}`}${sinceAt >= 0 ? ' since the mark' : ''}`;
+    return more[0]
+      ? numeric(what, count, more[0], more[1]!)
+      : { test: () => count() > 0, explain: () => `${what}: ${count()}` };
   },
   // sent-vote NAME prevote|vote OP N
   'sent-vote': ({ cluster: c }, rest) => {

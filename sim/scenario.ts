@@ -38,7 +38,7 @@ export interface ScenarioOptions {
 
 export function runScenario(text: string, name = 'scenario', options: ScenarioOptions = {}): ScenarioResult {
   const cluster = new Lockstep(options.engine);
-  const state: RunState = { cluster, last: null, values: new Map(), reads: new Map() };
+  const state: RunState = { cluster, last: null, values: new Map(), reads: new Map(), markedMessageCount: 0 };
   const lines = text.split('\n');
   let commands = 0;
   for (let i = 0; i < lines.length; i++) {
@@ -111,6 +111,10 @@ const CHECK_COMMANDS: Record<string, Command> = {
   expect: (state, args) => {
     const cond = condition(state, args);
     if (!cond.test()) throw new Error(`expectation failed: ${cond.explain()}`);
+  },
+  // mark: `sent … since-mark` counts only what is sent from here on
+  mark: (state) => {
+    state.markedMessageCount = state.cluster.messages.length;
   },
 };
 

@@ -6,8 +6,8 @@
 // only the follower's own report can show the leader it has less (docs/protocol.md, "Push"). Sim seed 218124 was
 // the same stall reached by a failed heartbeat (commitNewsMaybeLost); this is the case no call failed.
 import assert from 'node:assert/strict';
-import { DEFAULT_LIMITS, decodeSegmentFrame, type Compat, type EngineConfig } from '../../engine/index.js';
-import { answeredLeader, prevSeqOf, reportApplied, shipsTo } from './answered-leader.js';
+import { DEFAULT_LIMITS, decodeSegmentFrame, StatusCode, type Compat, type EngineConfig } from '../../engine/index.js';
+import { answeredLeader, prevSeqOf, reportApplied, sends, shipsTo } from './answered-leader.js';
 import { founderConfig } from './founders.js';
 import { WiredEngines } from './wired-engines.js';
 
@@ -72,11 +72,46 @@ describe('engine: a follower restarted between two heartbeats is told the commit
     assert.deepEqual(ships, [], 'an idle cluster ships nothing');
   });
 
-  it('today’s binaries heal the same restart by pulling (unchanged)', () => {
+  it('today’s binaries heal the same restart by pulling, and report once: after the pull’s first chunk', () => {
     const net = cluster({ ...founderConfig('n1', FOUNDERS).compat });
     const commit = restartBetweenHeartbeats(net);
     net.tick(2 * DEFAULT_LIMITS.heartbeatIntervalTicks);
     assert.equal(net.engine(2).status().commitSeq, commit);
+    const fromN2 = net.takeSent().filter((s) => s.fromId === 2);
+    assert.deepEqual(
+      fromN2.map((s) => s.method),
+      ['StreamSegments', 'ReportApplied'],
+      'n2 opens a stream on the first heartbeat and reports once (before: a second report, on that heartbeat)',
+    );
+    const report = fromN2[1]!.effect.request;
+    assert.equal(report.method === 'ReportApplied' && report.body.appliedSeqno, commit, 'where the stream left it');
+  });
+
+  it('the report waits while a pull is in flight, and goes on the next heartbeat once the pull failed', () => {
+    const net = cluster({ ...founderConfig('n1', FOUNDERS).compat });
+    net.takeSent();
+    net.tick(DEFAULT_LIMITS.heartbeatIntervalTicks);
+    const heartbeat = net.takeSent().find((s) => s.toId === 2 && s.method === 'Heartbeat')!.effect.request;
+    restartBetweenHeartbeats(net);
+    const saved = net.savedCommitSeq(2);
+    // n2 is fed by hand from here: n1's heartbeat, and the leader's answers n2 gets (none but a failure).
+    const n2 = net.engine(2);
+    const first = sends(n2.step({ type: 'request', callId: 9001, request: heartbeat }));
+    assert.deepEqual(
+      first.map((s) => s.request.method),
+      ['StreamSegments'],
+      'a pull opens; no report beside it (its first chunk would carry the commit and make n2 report)',
+    );
+    const status = { code: StatusCode.UNAVAILABLE, details: 'connection reset', trailers: {} };
+    assert.deepEqual(sends(n2.step({ type: 'callFailed', requestId: first[0]!.requestId, status })), []);
+    const second = sends(n2.step({ type: 'request', callId: 9002, request: heartbeat }));
+    assert.deepEqual(
+      second.map((s) => s.request.method),
+      ['ReportApplied'],
+      'no pull in flight (the next is not due yet): the report owed since the restart goes now',
+    );
+    const report = second[0]!.request;
+    assert.equal(report.method === 'ReportApplied' && report.body.appliedSeqno, saved, 'the frontier n2 restarted at');
   });
 });
 

@@ -144,6 +144,20 @@ describe('engine/progress', () => {
     pr.shipAccepted(8, 6, 8);
     assert.equal(pr.learnedRemoval(), true);
   });
+
+  it('a member removed while tracked is marked at its removal record; told that commit, it has learned', () => {
+    const pr = new Progress(1, 0);
+    pr.shipAccepted(5, 5, 5);
+    pr.foldMatch(5, 5);
+    assert.equal(pr.learnedRemoval(), false, 'a member, not removed');
+    pr.markRemoved(6);
+    pr.markRemoved(9);
+    assert.equal(pr.removalSeq, 6, 'the first record that removed it stands');
+    assert.equal(pr.learnedRemoval(), false, 'not told the removal committed yet');
+    pr.shipAccepted(6, 6, 5);
+    assert.equal(pr.matchSeq, 5, 'its frontier report is still below the record (its disk had not synced it)');
+    assert.equal(pr.learnedRemoval(), true, 'it held the record and was told it committed: it applied it');
+  });
 });
 
 describe('engine/readiness (spec Readiness rules)', () => {
