@@ -18,7 +18,7 @@ import { readRecording } from '../../recording/reader.js';
 import { replayRun } from '../../sim/replay/replay.js';
 import { Engine } from '../../engine/engine.js';
 import { emptyRestoredState } from '../../engine/restored.js';
-import { soloConfig } from './solo-config.js';
+import { soloConfig, soloHeadLines } from './solo-config.js';
 import type { Effect, Input } from '../../engine/types.js';
 
 const config = soloConfig({ electionTimeoutTicks: 2 });
@@ -40,19 +40,7 @@ async function recordingOf(
     inputs.push({ type: 'proposeBatch', proposals });
   }
   const lines = [
-    { t: 'seg', v: version, run: 'r1', node: 'solo', index: 1, firstStep: 1 },
-    {
-      t: 'run',
-      v: version,
-      run: 'r1',
-      node: 'solo',
-      build: 'test',
-      startedAtMs: 1_000,
-      tickMs: 100,
-      payloads: 'hashed',
-      config,
-      restored: emptyRestoredState(),
-    },
+    ...soloHeadLines(version, config),
     ...inputs.map((input, i) => {
       const effects = engine.step(input);
       effectsOf.push(effects);

@@ -10,8 +10,7 @@ import { encodeLine } from '../../recording/codec.js';
 import { segmentFileName } from '../../recording/format.js';
 import { readRecording, readSegmentLines } from '../../recording/reader.js';
 import { RecordingLines } from '../../transports/node/recording-lines.js';
-import { emptyRestoredState } from '../../engine/restored.js';
-import { soloConfig } from './solo-config.js';
+import { soloConfig, soloHeadLines } from './solo-config.js';
 
 const config = soloConfig();
 
@@ -19,19 +18,7 @@ type Line = Record<string, unknown>;
 
 function lines(version: number): Line[] {
   return [
-    { t: 'seg', v: version, run: 'r1', node: 'solo', index: 1, firstStep: 1 },
-    {
-      t: 'run',
-      v: version,
-      run: 'r1',
-      node: 'solo',
-      build: 'test',
-      startedAtMs: 1_000,
-      tickMs: 100,
-      payloads: 'hashed',
-      config,
-      restored: emptyRestoredState(),
-    },
+    ...soloHeadLines(version, config),
     { t: 'step', n: 1, tick: 0, at: 1_000, in: { type: 'start' }, d: '0000000000000000', fx: [] },
     { t: 'gap', n: 2, at: 1_001, reason: 'test' },
   ];
