@@ -6,15 +6,14 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import * as http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { Engine } from '../../engine/engine.js';
-import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
 import { emptyRestoredState } from '../../engine/restored.js';
-import { bootstrapRoster } from '../../engine/roster.js';
 import type { Effect, EngineConfig, HardState } from '../../engine/types.js';
 import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
 import { Driver, type DriverPorts, type SendEffect } from '../../transports/node/driver.js';
 import { serveUnaryLean, type UnaryRespond } from '../../transports/grpc/lean-serve.js';
 import { WRITE_TRACE_CHANNEL, type WriteStamp } from '../../transports/node/write-trace.js';
 import { waitFor } from './harness.js';
+import { soloConfig } from '../recording/solo-config.js';
 
 const TICK_MS = 5;
 
@@ -33,16 +32,7 @@ function stubEngine(effects: () => Effect[]): Engine {
 }
 
 function singleNodeEngine(): Engine {
-  const config: EngineConfig = {
-    name: 'solo',
-    grpcAddr: '127.0.0.1:1',
-    httpAddr: 'http://127.0.0.1:2',
-    bootstrapRoster: bootstrapRoster([{ name: 'solo', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:2' }]),
-    seeds: [],
-    randomSeed: 7,
-    compat: CURRENT_COMPAT,
-    limits: { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 },
-  };
+  const config: EngineConfig = soloConfig({ electionTimeoutTicks: 2 });
   return new Engine(config, emptyRestoredState());
 }
 

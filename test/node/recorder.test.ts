@@ -6,7 +6,7 @@ import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { readRecording, readSegmentLines } from '../../recording/reader.js';
-import { CURRENT_COMPAT, DEFAULT_LIMITS } from '../../engine/limits.js';
+import { DEFAULT_LIMITS } from '../../engine/limits.js';
 import { emptyRestoredState } from '../../engine/restored.js';
 import { bootstrapRoster, encodeRoster } from '../../engine/roster.js';
 import { decodeSegmentFrame, encodeSegmentFrame } from '../../engine/segment-frame.js';
@@ -21,18 +21,10 @@ import {
 } from '../../transports/node/recorder.js';
 import { replayRun } from '../../sim/replay/replay.js';
 import { removeDir, tempDir, waitFor } from './harness.js';
+import { soloConfig } from '../recording/solo-config.js';
 
+const config: EngineConfig = soloConfig();
 const roster = bootstrapRoster([{ name: 'solo', grpcAddr: '127.0.0.1:1', httpAddr: 'http://127.0.0.1:2' }]);
-const config: EngineConfig = {
-  name: 'solo',
-  grpcAddr: '127.0.0.1:1',
-  httpAddr: 'http://127.0.0.1:2',
-  bootstrapRoster: roster,
-  seeds: [],
-  randomSeed: 7,
-  compat: CURRENT_COMPAT,
-  limits: DEFAULT_LIMITS,
-};
 
 function open(
   dir: string,
