@@ -161,6 +161,7 @@ function collectEvents(runs: readonly RunReplay[], ids: Map<string, number>): Ev
       }
       const peerOf = new Map<number, number>();
       const latest = new Map<number, { ok: boolean; atMs: number }>();
+      let lastAnsweredAtMs = -Infinity;
       let cut = false;
       let leading = false;
       for (const step of run.steps) {
@@ -183,17 +184,24 @@ function collectEvents(runs: readonly RunReplay[], ids: Map<string, number>): Ev
         // A call the node ended itself (its leader changed) says nothing about the network: without this a
         // follower whose paused leader it just gave up on read as cut off from every peer.
         if (input.type === 'callFailed' && input.status.details.startsWith(CLOSED_HERE_DETAILS_PREFIX)) continue;
-        latest.set(peer, {
-          ok: !(input.type === 'callFailed' && TRANSPORT_FAILURES.has(input.status.code)),
-          atMs: step.atMs,
-        });
+        const ok = !(input.type === 'callFailed' && TRANSPORT_FAILURES.has(input.status.code));
+        latest.set(peer, { ok, atMs: step.atMs });
+        if (ok) lastAnsweredAtMs = step.atMs;
         const peers = [...ids.values()].filter((id) => id !== ids.get(node));
         // Cut off: every peer's last call failed, each failure fresh. A failure older than the window is not
         // evidence of a cut that starts now (a member that stopped calling a peer after an earlier partition
-        // keeps that stale failure). Once cut off, only an answer heals: old evidence expiring is not one.
+        // keeps that stale failure), nor is a failure older than an answer from any peer: the member was not cut
+        // off from every peer then (a follower whose call to a paused member failed, then answered by its leader
+        // until that leader was killed, read as cut off at the kill). Once cut off, only an answer heals: old
+        // evidence expiring is not one.
         const failedLately = (p: number): boolean => {
           const last = latest.get(p);
-          return last !== undefined && !last.ok && step.atMs - last.atMs <= ISOLATION_EVIDENCE_FRESH_MS;
+          return (
+            last !== undefined &&
+            !last.ok &&
+            step.atMs - last.atMs <= ISOLATION_EVIDENCE_FRESH_MS &&
+            last.atMs >= lastAnsweredAtMs
+          );
         };
         const nowCut: boolean = cut
           ? !peers.some((p) => latest.get(p)?.ok === true)
