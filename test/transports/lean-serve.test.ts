@@ -16,7 +16,8 @@ import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { createAdminCert, createClusterCa, createNodeCert, newClusterId } from '../../cli/certs/certs.js';
 import type { CallSink } from '../../transports/grpc/call-sink.js';
 import { serveUnaryLean } from '../../transports/grpc/lean-serve.js';
-import { methodPath } from '../../transports/grpc/methods.js';
+import { LEAN_CONNECTION_SETTINGS } from '../../transports/grpc/lean-connections.js';
+import { RPC_METHODS, isUnaryMethod, methodPath } from '../../transports/grpc/methods.js';
 import { PeerGate, type RefusalReason } from '../../transports/grpc/peer-gate.js';
 import { CLUSTER_ID_METADATA_KEY } from '../../transports/grpc/peer-identity.js';
 import { PeerServer } from '../../transports/grpc/server.js';
@@ -70,6 +71,18 @@ const frame = (message: Buffer, compressed = false): Buffer => {
   message.copy(out, 5);
   return out;
 };
+
+/** STREAM_PATHS: WalShipping's server-streaming methods (a lean connection answers them UNIMPLEMENTED). */
+const STREAM_PATHS = new Set(RPC_METHODS.filter((method) => !isUnaryMethod(method)).map(methodPath));
+
+const unimplemented = (path: string): Outcome => ({
+  httpStatus: 200,
+  grpcStatus: String(grpc.status.UNIMPLEMENTED),
+  grpcMessage: `The server does not implement the method ${path}`,
+  trailers: {},
+  message: '',
+  failure: null,
+});
 
 const heartbeat = (fields: Partial<pb.HeartbeatRequest>): Buffer =>
   Buffer.from(pb.HeartbeatRequest.encode(pb.HeartbeatRequest.fromPartial({ term: 4, ...fields })).finish());
@@ -171,19 +184,26 @@ describe('transports/grpc lean unary serving, beside grpc-js serving', function 
     await rm(dir, { recursive: true, force: true });
   });
 
-  /** session: one HTTP/2 connection per server and certificate, reused by the calls (as a peer's is). */
-  function session(address: string, who: string): http2.ClientHttp2Session {
-    const key = `${address} ${who}`;
+  /**
+   * session: one HTTP/2 connection per server and certificate, reused by the calls (as a peer's is); `marked`
+   * asks for the lean connection path (lean-connections.ts), as lean-unary.ts's dial does.
+   */
+  function session(address: string, who: string, marked = false): http2.ClientHttp2Session {
+    const key = `${address} ${who} ${marked}`;
     const open = sessions.get(key);
     if (open && !open.closed && !open.destroyed) return open;
-    const made = http2.connect(`https://${address}`, { ...tls[who]!, servername: 'localhost' });
+    const made = http2.connect(`https://${address}`, {
+      ...tls[who]!,
+      servername: 'localhost',
+      ...(marked ? { settings: LEAN_CONNECTION_SETTINGS } : {}),
+    });
     made.on('error', () => {});
     sessions.set(key, made);
     return made;
   }
 
   /** rawCall sends one unary call as `who` and gathers what comes back. */
-  function rawCall(address: string, who: string, call: RawCall): Promise<Outcome> {
+  function rawCall(address: string, who: string, call: RawCall, marked = false): Promise<Outcome> {
     return new Promise((resolve) => {
       const outcome: Outcome = {
         httpStatus: null,
@@ -201,7 +221,7 @@ describe('transports/grpc lean unary serving, beside grpc-js serving', function 
       const chunks: Buffer[] = [];
       let stream: http2.ClientHttp2Stream;
       try {
-        stream = session(address, who).request({
+        stream = session(address, who, marked).request({
           ':method': 'POST',
           ':path': call.path,
           'content-type': 'application/grpc',
@@ -229,11 +249,23 @@ describe('transports/grpc lean unary serving, beside grpc-js serving', function 
     });
   }
 
-  /** both sends the call to each server and checks they answered alike; it returns the (shared) outcome. */
+  /**
+   * both sends the call to each server, and to the lean one again on a connection marked for the lean
+   * connection path, and checks all three answered alike; it returns the (shared) outcome.
+   */
   async function both(who: string, call: RawCall): Promise<Outcome> {
     const lean = await rawCall(servers.lean.address, who, call);
     const classic = await rawCall(servers['grpc-js'].address, who, call);
+    const connection = await rawCall(servers.lean.address, who, call, true);
     assert.deepEqual(lean, classic, `lean and grpc-js serving answer ${call.path} from ${who} alike`);
+    // A lean connection serves the unary calls only (its client asks for it for them alone): a stream's path is
+    // one it does not implement.
+    const streamPath = STREAM_PATHS.has(call.path);
+    assert.deepEqual(
+      connection,
+      streamPath ? unimplemented(call.path) : classic,
+      `a lean connection and grpc-js answer ${call.path} from ${who} alike`,
+    );
     return lean;
   }
 
@@ -275,9 +307,11 @@ describe('transports/grpc lean unary serving, beside grpc-js serving', function 
     assert.ok(stream.grpcStatus !== null);
     assert.equal(
       servers.lean.server.stats().leanCallCount - before,
-      2,
-      'the two unary calls went lean, the stream not',
+      4,
+      'the two unary calls went lean (on a node:http2 stream, then on a lean connection), the stream not',
     );
+    assert.ok(servers.lean.server.stats().leanConnectionCount >= 1, 'the marked connection was served lean');
+    assert.equal(servers['grpc-js'].server.stats().leanConnectionCount, 0);
     assert.equal(servers['grpc-js'].server.stats().leanCallCount, 0);
   });
 
@@ -299,7 +333,7 @@ describe('transports/grpc lean unary serving, beside grpc-js serving', function 
       const outcome = await both(who, call);
       const expected = reason === 'bad-value' ? grpc.status.INVALID_ARGUMENT : grpc.status.PERMISSION_DENIED;
       assert.equal(outcome.grpcStatus, String(expected), `${who} ${call.path}: ${JSON.stringify(outcome)}`);
-      assert.deepEqual(servers.lean.refused.slice(lean), [reason], `the lean server counted ${reason}`);
+      assert.deepEqual(servers.lean.refused.slice(lean), [reason, reason], `the lean server counted ${reason} twice`);
       assert.deepEqual(servers['grpc-js'].refused.slice(classic), [reason]);
     }
   });
@@ -407,7 +441,9 @@ describe('transports/grpc lean unary serving, beside grpc-js serving', function 
       headers: { 'grpc-encoding': 'gzip' },
     });
     assert.equal(gzipped.grpcStatus, '0');
-    assert.equal(servers.lean.server.stats().leanCallCount, before, 'none of these went lean');
+    // On node:http2 streams these go to grpc-js; a lean connection answers them itself, as grpc-js does: the
+    // first two before any handler, the gzipped one through its handler once inflated.
+    assert.equal(servers.lean.server.stats().leanCallCount, before + 1, 'only the inflated one on the lean connection');
   });
 
   it('a caller without a client certificate never gets a call through either server', async function () {

@@ -24,6 +24,7 @@ import {
   type UnaryRespond,
   type UnaryServerCall,
 } from './lean-serve.js';
+import { serveLeanConnections, type LeanConnections } from './lean-connections.js';
 
 export type { CallEnd, CallSink, PeerHandler } from './call-sink.js';
 
@@ -54,6 +55,12 @@ export interface PeerServerOptions {
    * false: every call through grpc-js's server.
    */
   leanUnary?: boolean;
+  /**
+   * leanConnections (default true, with leanUnary): a client that marks its connection (lean-connections.ts:
+   * lean-unary.ts's dial does) has its unary calls of the lean routes served on transports/h2's framing; every
+   * other connection is grpc-js's as before.
+   */
+  leanConnections?: boolean;
 }
 
 /** ExtraService is a service served beside WalShipping; `role` is the certificate role its callers need. */
@@ -81,8 +88,10 @@ export interface PeerServerStats {
   /** rejectedCallCount counts calls refused before reaching the handler (malformed, over a limit). */
   rejectedCallCount: number;
   handlerErrorCount: number;
-  /** leanCallCount counts the calls served on the lean path (lean-serve.ts); 0 when it is off. */
+  /** leanCallCount counts the calls served on the lean path (lean-serve.ts and lean connections); 0 when it is off. */
   leanCallCount: number;
+  /** leanConnectionCount counts the connections served on transports/h2's framing (lean-connections.ts). */
+  leanConnectionCount: number;
 }
 
 /** serviceDefinition registers the eight paths with byte-for-byte (identity) serializers. */
@@ -114,6 +123,7 @@ export class PeerServer {
   /** leanRoutes: the unary paths the lean path may serve, each with the handler grpc-js has for it. */
   private readonly leanRoutes = new Map<string, LeanUnaryHandler>();
   private lean: LeanServing | null = null;
+  private leanConnections: LeanConnections | null = null;
 
   private constructor(private readonly options: PeerServerOptions) {
     this.limits = resolveGrpcLimits(options.limits);
@@ -157,6 +167,17 @@ export class PeerServer {
       if (typeof lean === 'string') peerServer.warn(`unary calls served by grpc-js only: ${lean}`, 'lean-serve');
       else peerServer.lean = lean;
     }
+    if (options.leanUnary !== false && options.leanConnections !== false) {
+      const { limits } = peerServer;
+      const connections = serveLeanConnections(peerServer.server, peerServer.leanRoutes, {
+        messageBytesMax: limits.messageBytesMax,
+        concurrentStreamCountMax: limits.maxConcurrentStreamsPerConnection,
+        keepaliveTimeMs: limits.keepaliveTimeMs,
+      });
+      if (typeof connections === 'string')
+        peerServer.warn(`no lean connections (unary calls on node:http2 only): ${connections}`, 'lean-serve');
+      else peerServer.leanConnections = connections;
+    }
     return peerServer;
   }
 
@@ -177,7 +198,8 @@ export class PeerServer {
       bufferedBytes,
       rejectedCallCount: this.rejectedCallCount,
       handlerErrorCount: this.handlerErrorCount,
-      leanCallCount: this.lean?.calls ?? 0,
+      leanCallCount: (this.lean?.calls ?? 0) + (this.leanConnections?.calls ?? 0),
+      leanConnectionCount: this.leanConnections?.accepted ?? 0,
     };
   }
 
@@ -188,9 +210,11 @@ export class PeerServer {
     const deadline = new Promise<'late'>((resolve) => {
       timer = setTimeout(() => resolve('late'), graceMs);
     });
+    const leanClosed = this.leanConnections?.close(graceMs);
     const outcome = await Promise.race([graceful, deadline]);
     clearTimeout(timer);
     if (outcome === 'late') this.server.forceShutdown();
+    await leanClosed;
     for (const call of [...this.active.values()]) call.peerGone();
   }
 

@@ -6,6 +6,7 @@ import * as http2 from 'node:http2';
 import type { LookupFunction } from 'node:net';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { certIdentity } from './peer-identity.js';
+import { LEAN_CONNECTION_SETTINGS } from './lean-connections.js';
 
 /** PeerTlsMaterial is PEM text or bytes: the cluster CA, this node's certificate chain and its key. */
 export interface PeerTlsMaterial {
@@ -114,7 +115,8 @@ export function peerHttp2Dial(
   serverNameOverride?: string,
   lookup?: LookupFunction,
 ): (address: string) => http2.ClientHttp2Session {
-  const resolving = lookup ? { lookup } : {};
+  // Every session of lean-unary.ts asks to be served on the lean connection path (lean-connections.ts).
+  const resolving = lookup ? { lookup, settings: LEAN_CONNECTION_SETTINGS } : { settings: LEAN_CONNECTION_SETTINGS };
   if (security.mode === 'insecure') return (address) => http2.connect(`http://${address}`, resolving);
   const { material, clusterId } = security;
   const ca = pem(material.ca, 'ca');

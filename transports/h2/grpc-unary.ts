@@ -1,9 +1,11 @@
 // gRPC unary calls over connection.ts: one length-prefixed message in, one answer out as HEADERS + DATA +
 // trailers HEADERS(END_STREAM) in one socket write; a refusal or an error status trailers-only. The same
 // answers lean-serve.ts gives (transports/grpc/README.md, "Lean unary serving"): a message above
-// `messageBytesMax` RESOURCE_EXHAUSTED at its prefix, none or two UNIMPLEMENTED, a compressed one UNIMPLEMENTED,
+// `messageBytesMax` RESOURCE_EXHAUSTED at its prefix, none or two UNIMPLEMENTED, a compressed one decompressed as
+// grpc-js does (gzip or deflate, bounded by `messageBytesMax`; another encoding UNIMPLEMENTED),
 // `grpc-timeout` honoured (DEADLINE_EXCEEDED, the handler told by `onCancel`), a handler that throws INTERNAL.
 import { status as Status } from '@grpc/grpc-js';
+import { gunzip, inflate } from 'node:zlib';
 import { grpcTimeoutMs } from '../grpc/grpc-timeout.js';
 import type { H2Stream } from './connection.js';
 import { ErrorCode } from './frames.js';
@@ -17,31 +19,42 @@ export interface UnaryCall {
   cancelled: boolean;
   /** Called once on cancellation (set it to stop work). */
   onCancel: (() => void) | null;
+  /** answer gives the call's answer (once; dropped after a cancel): for a handler that returned undefined. */
+  answer(answer: UnaryAnswer): void;
 }
 
 export type UnaryAnswer =
   | { message: Buffer; trailers?: readonly HeaderField[] }
   | { code: number; details: string; trailers?: readonly HeaderField[] };
 
-export type UnaryHandler = (request: Buffer, call: UnaryCall) => UnaryAnswer | Promise<UnaryAnswer>;
+/**
+ * UnaryHandler answers a call by returning its answer (or a promise of it), or returns undefined and answers
+ * later through `call.answer` (a callback-style handler without a promise per call).
+ */
+export type UnaryHandler = (request: Buffer, call: UnaryCall) => UnaryAnswer | Promise<UnaryAnswer> | undefined;
 
 const MESSAGE_PREFIX_BYTES = 5;
 const OK_HEADERS = encodeHeaderBlock([
   [':status', '200'],
   ['content-type', 'application/grpc'],
 ]);
-const OK_TRAILERS = encodeHeaderBlock([['grpc-status', '0']]);
+// The trailers and texts below are grpc-js's, so that a caller cannot tell this server from a grpc-js one.
+const OK_TRAILERS = encodeHeaderBlock([
+  ['grpc-status', '0'],
+  ['grpc-message', 'OK'],
+]);
 
-/** percentEncode is grpc-message's encoding (gRPC's PROTOCOL-HTTP2): bytes outside 0x20..0x7e and '%'. */
+/**
+ * percentEncode is grpc-message's encoding as grpc-js writes it (encodeURI: gRPC's PROTOCOL-HTTP2 asks that bytes
+ * outside 0x20..0x7e and '%' be encoded; encodeURI also encodes a few more, which every decoder reads back alike).
+ * A lone surrogate, which encodeURI refuses, goes as U+FFFD, as Buffer.from would encode it.
+ */
 function percentEncode(text: string): string {
-  let out = '';
-  for (const byte of Buffer.from(text, 'utf8'))
-    out +=
-      byte >= 0x20 && byte <= 0x7e && byte !== 0x25
-        ? String.fromCharCode(byte)
-        : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  return out;
+  return encodeURI(Buffer.from(text, 'utf8').toString('utf8'));
 }
+
+const PRINTABLE = /^[ -~]*$/;
+const asIs = (text: string): string => text;
 
 class UnaryCallState implements UnaryCall {
   cancelled = false;
@@ -62,9 +75,9 @@ class UnaryCallState implements UnaryCall {
     const timeout = headerValue(this.stream.head, 'grpc-timeout');
     if (timeout !== undefined) {
       const ms = grpcTimeoutMs(timeout);
-      if (ms === null) return this.fail(Status.INTERNAL, 'malformed grpc-timeout');
+      if (ms === null) return this.fail(Status.INTERNAL, `Invalid grpc-timeout value "${timeout}"`);
       this.deadline = setTimeout(() => {
-        this.fail(Status.DEADLINE_EXCEEDED, 'deadline exceeded');
+        this.fail(Status.DEADLINE_EXCEEDED, 'Deadline exceeded');
         this.cancel();
       }, ms);
     }
@@ -79,31 +92,58 @@ class UnaryCallState implements UnaryCall {
     this.received += chunk.length;
     if (this.messageBytes < 0 && this.received >= MESSAGE_PREFIX_BYTES) {
       const head = this.chunks.length === 1 ? chunk : Buffer.concat(this.chunks);
-      if (head[0] !== 0) return this.fail(Status.UNIMPLEMENTED, 'compressed messages are not accepted');
       this.messageBytes = head.readUInt32BE(1);
       if (this.messageBytes > this.messageBytesMax)
         return this.fail(
           Status.RESOURCE_EXHAUSTED,
-          `Received message larger than max (${this.messageBytes} vs. ${this.messageBytesMax})`,
+          `Received message larger than max (${this.messageBytes} vs ${this.messageBytesMax})`,
         );
     }
     if (this.messageBytes >= 0 && this.received > MESSAGE_PREFIX_BYTES + this.messageBytes)
-      this.fail(Status.UNIMPLEMENTED, 'a unary call with more than one message');
+      this.fail(
+        Status.UNIMPLEMENTED,
+        `Received a second request message for server streaming method ${this.stream.head.path}`,
+      );
   }
 
   private onEnd(): void {
     if (this.answered) return;
     if (this.messageBytes < 0 || this.received !== MESSAGE_PREFIX_BYTES + this.messageBytes)
-      return this.fail(Status.UNIMPLEMENTED, 'a unary call without its one message');
+      return this.fail(
+        Status.UNIMPLEMENTED,
+        `Received no request message for server streaming method ${this.stream.head.path}`,
+      );
     const whole = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
     this.chunks = [];
     const request = whole.subarray(MESSAGE_PREFIX_BYTES);
-    let answer: UnaryAnswer | Promise<UnaryAnswer>;
+    // As grpc-js: the compressed flag means the request's grpc-encoding (identity when it names none).
+    const encoding = whole[0] === 0 ? 'identity' : (headerValue(this.stream.head, 'grpc-encoding') ?? 'identity');
+    if (encoding === 'identity') return this.handle(request);
+    if (encoding !== 'gzip' && encoding !== 'deflate')
+      return this.fail(Status.UNIMPLEMENTED, `Received message compressed with unsupported encoding "${encoding}"`);
+    const inflated = (error: Error | null, result: Buffer): void => {
+      if (error === null) return this.handle(result);
+      if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+        return this.fail(
+          Status.RESOURCE_EXHAUSTED,
+          `Received message that decompresses to a size larger than ${this.messageBytesMax}`,
+        );
+      this.fail(Status.INTERNAL, 'Failed to decompress message');
+    };
+    const bound = { maxOutputLength: this.messageBytesMax };
+    if (encoding === 'gzip') gunzip(request, bound, inflated);
+    else inflate(request, bound, inflated);
+  }
+
+  private handle(request: Buffer): void {
+    if (this.answered || this.cancelled) return;
+    let answer: UnaryAnswer | Promise<UnaryAnswer> | undefined;
     try {
       answer = this.handler(request, this);
     } catch (error) {
       return this.fail(Status.INTERNAL, (error as Error).message ?? 'handler failed');
     }
+    if (answer === undefined) return;
     if (answer instanceof Promise)
       answer.then(
         (value) => this.answer(value),
@@ -112,7 +152,7 @@ class UnaryCallState implements UnaryCall {
     else this.answer(answer);
   }
 
-  private answer(answer: UnaryAnswer): void {
+  answer(answer: UnaryAnswer): void {
     if ('message' in answer) {
       if (this.answered || this.cancelled) return;
       this.answered = true;
@@ -122,13 +162,15 @@ class UnaryCallState implements UnaryCall {
       body.writeUInt32BE(answer.message.length, 1);
       answer.message.copy(body, MESSAGE_PREFIX_BYTES);
       const trailers =
-        answer.trailers === undefined ? OK_TRAILERS : encodeHeaderBlock([['grpc-status', '0'], ...answer.trailers]);
+        answer.trailers === undefined
+          ? OK_TRAILERS
+          : encodeHeaderBlock([['grpc-status', '0'], ['grpc-message', 'OK'], ...answer.trailers]);
       this.stream.respond(OK_HEADERS, body, trailers);
     } else this.fail(answer.code, answer.details, answer.trailers);
   }
 
   /** fail answers trailers-only with a status (once; nothing after a cancel). */
-  fail(code: number, details: string, trailers: readonly HeaderField[] = []): void {
+  fail(code: number, details: string, trailers: readonly HeaderField[] = [], encoding = percentEncode): void {
     if (this.answered || this.cancelled) return;
     this.answered = true;
     this.clearDeadline();
@@ -136,7 +178,7 @@ class UnaryCallState implements UnaryCall {
       [':status', '200'],
       ['content-type', 'application/grpc'],
       ['grpc-status', String(code)],
-      ['grpc-message', percentEncode(details)],
+      ['grpc-message', encoding(details)],
       ...trailers,
     ]);
   }
@@ -172,7 +214,14 @@ export function serveGrpcUnary(routes: GrpcUnaryRoutes): (stream: H2Stream) => v
     const contentType = headerValue(head, 'content-type');
     if (contentType === undefined || !contentType.startsWith('application/grpc'))
       return stream.respond(null, Buffer.alloc(0), [[':status', '415']]);
-    if (!routes.handlers.has(head.path)) return call.fail(Status.UNIMPLEMENTED, `unknown method ${head.path}`);
+    // grpc-js sends this one text as it is (the path printable, which the header-list check does not ask).
+    if (!routes.handlers.has(head.path))
+      return call.fail(
+        Status.UNIMPLEMENTED,
+        `The server does not implement the method ${head.path}`,
+        [],
+        PRINTABLE.test(head.path) ? asIs : percentEncode,
+      );
     call.start();
   };
 }

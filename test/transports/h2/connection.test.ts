@@ -122,7 +122,10 @@ describe('h2 server connection, raw frames', () => {
       ['content-type', 'application/grpc'],
     ]);
     assert.deepEqual(client.frames.find((f) => f.type === FrameType.DATA)!.payload, grpcMessage(Buffer.from('hello')));
-    assert.deepEqual(decoder.decode(trailers.payload).fields, [['grpc-status', '0']]);
+    assert.deepEqual(decoder.decode(trailers.payload).fields, [
+      ['grpc-status', '0'],
+      ['grpc-message', 'OK'],
+    ]);
     const answerBytes = client.frames.filter((f) => f.streamId === 1).reduce((sum, f) => sum + 9 + f.payload.length, 0);
     assert.deepEqual(writes, [answerBytes], 'headers, message and trailers in one write');
   });
