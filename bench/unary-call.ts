@@ -1,12 +1,14 @@
-// Unary call bench (not a test): what one peer call costs, the figures transports/grpc/lean-unary.ts and
-// lean-serve.ts rest on. Two PeerServers (the node's own server, mutual TLS with certificates issued here, or
-// plaintext with --insecure) run in child processes answering Heartbeat, one serving unary calls through
-// grpc-js's server (leanUnary false) and one on the lean path (lean-serve.ts); this process sends heartbeats
-// one at a time, interleaving five ways per round: a PeerPool on grpc-js's client and one with the lean client
-// to each server, and (for scale) a raw message each way on one open grpc-js stream; then a unary svc.store.v1
-// Get from a StoreClientPool on each client to the lean server (a client's one-call read: the pool's unary
-// calls ride the lean client unless told otherwise), the same Get with bare node:http2 (the floor of any unary
-// call on node:http2: what is left above it is the lean client's own), and a GetStream message on an open call
+// Unary call bench (not a test): what one peer call costs, the figures transports/grpc/lean-unary.ts,
+// lean-serve.ts and lean-connections.ts rest on. Three PeerServers (the node's own server, mutual TLS with
+// certificates issued here, or plaintext with --insecure) run in child processes answering Heartbeat: one
+// serving unary calls through grpc-js's server (leanUnary false), one as a node serves (a marked connection of
+// the lean client on transports/h2's framing: lean-connections.ts; any other's unary calls on lean-serve.ts),
+// and "lean-serve only" (leanConnections false: every unary call answered on a node:http2 stream). This process
+// sends heartbeats one at a time, interleaving the ways per round: a PeerPool on grpc-js's client and one with the
+// lean client to each server, and (for scale) a raw message each way on one open grpc-js stream; then a unary
+// svc.store.v1 Get from a StoreClientPool on each client (the lean one to both lean servers: a client's
+// one-call read rides the lean client unless told otherwise), the same Get with bare node:http2 (marked, as the
+// lean client's dial is: the floor of a node:http2 client), and a GetStream message on an open call
 // (bench/reads.ts's "svc" row). It prints each way's round-trip p50/p90 and the caller's and the server's CPU
 // per call.
 //
@@ -75,10 +77,11 @@ async function load(dir: string, clusterId: string): Promise<Setup> {
 // --- server side (child process) -------------------------------------------------------------------------
 
 async function serve(): Promise<void> {
-  const { dir, clusterId, leanUnary } = JSON.parse(process.argv[3]!) as {
+  const { dir, clusterId, leanUnary, leanConnections } = JSON.parse(process.argv[3]!) as {
     dir: string;
     clusterId: string;
     leanUnary: boolean;
+    leanConnections: boolean;
   };
   const { security } = await load(dir, clusterId);
   const store = storeService({
@@ -95,6 +98,7 @@ async function serve(): Promise<void> {
   const server = await PeerServer.listen('127.0.0.1:0', {
     credentials: peerServerCredentials(security),
     leanUnary,
+    leanConnections,
     handler: {
       onRequest(_callId, _request, call) {
         call.reply({ method: 'Heartbeat', body: pb.HeartbeatResponse.fromPartial({ acknowledged: true, term: 4 }) });
@@ -144,9 +148,11 @@ const WAYS = [
   'lean client → grpc-js server',
   'grpc-js client → lean server',
   'lean client → lean server',
+  'lean client → lean-serve only',
   'stream message',
   'store Get, grpc-js client',
   'store Get, lean client',
+  'store Get, lean client, lean-serve only',
   'store Get, bare node:http2',
   'store GetStream message',
 ] as const;
@@ -158,11 +164,21 @@ interface ServerChild {
   stop(): Promise<void>;
 }
 
-/** startServerChild forks a PeerServer (lean unary serving on or off) and checks it serves as asked. */
-async function startServerChild(dir: string, clusterId: string, leanUnary: boolean): Promise<ServerChild> {
-  const child = fork(fileURLToPath(import.meta.url), ['--serve', JSON.stringify({ dir, clusterId, leanUnary })], {
-    execArgv: ['--import', 'tsx'],
-  });
+/**
+ * startServerChild forks a PeerServer (lean unary serving on or off; with it, lean connections on or off: "lean-serve
+ * only" answers a marked client's calls on node:http2 streams too) and checks it serves as asked.
+ */
+async function startServerChild(
+  dir: string,
+  clusterId: string,
+  leanUnary: boolean,
+  leanConnections = true,
+): Promise<ServerChild> {
+  const child = fork(
+    fileURLToPath(import.meta.url),
+    ['--serve', JSON.stringify({ dir, clusterId, leanUnary, leanConnections })],
+    { execArgv: ['--import', 'tsx'] },
+  );
   const { port, serving } = await new Promise<{ port: number; serving: string }>((resolve, reject) => {
     child.once('message', (m) => resolve(m as { port: number; serving: string }));
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
@@ -226,6 +242,8 @@ async function main(): Promise<void> {
     servers.push(classicServer);
     const leanServer = await startServerChild(dir, clusterId, true);
     servers.push(leanServer);
+    const leanServeServer = await startServerChild(dir, clusterId, true, false);
+    servers.push(leanServeServer);
     const channelOptions = { 'grpc.ssl_target_name_override': 'localhost', ...clusterChannelOptions(clusterId) };
     const pending = new Map<number, (input: TransportInput) => void>();
     const deliver = (input: TransportInput): void => pending.get(input.requestId)?.(input);
@@ -258,10 +276,12 @@ async function main(): Promise<void> {
       storeClientTransport(security, { clusterId, serverNameOverride: 'localhost' }),
     );
     const bareGet = bareHttp2Get(peerHttp2Dial(security, 'localhost')(leanServer.address), clusterId);
-    const viaStore = (pool: StoreClientPool) => async (): Promise<void> => {
-      const answer = await pool.get(leanServer.address, 'k', Date.now() + 5_000);
-      if (!answer.found) throw new Error('store Get: not found');
-    };
+    const viaStore =
+      (pool: StoreClientPool, address = leanServer.address) =>
+      async (): Promise<void> => {
+        const answer = await pool.get(address, 'k', Date.now() + 5_000);
+        if (!answer.found) throw new Error('store Get: not found');
+      };
     let nextId = 1;
     const viaPool = (pool: PeerPool, address: string) => (): Promise<void> =>
       new Promise((resolve, reject) => {
@@ -278,6 +298,7 @@ async function main(): Promise<void> {
       'lean client → grpc-js server': viaPool(lean, classicServer.address),
       'grpc-js client → lean server': viaPool(classic, leanServer.address),
       'lean client → lean server': viaPool(lean, leanServer.address),
+      'lean client → lean-serve only': viaPool(lean, leanServeServer.address),
       'stream message': () =>
         new Promise((resolve) => {
           echoed = resolve;
@@ -285,6 +306,7 @@ async function main(): Promise<void> {
         }),
       'store Get, grpc-js client': viaStore(storeClassic),
       'store Get, lean client': viaStore(storeLean),
+      'store Get, lean client, lean-serve only': viaStore(storeLean, leanServeServer.address),
       'store Get, bare node:http2': bareGet.get,
       'store GetStream message': async () => {
         const answer = await storeStreams.get(leanServer.address, 'k', Date.now() + 5_000);
@@ -293,7 +315,8 @@ async function main(): Promise<void> {
     };
     for (let i = 0; i < WARMUP_CALLS; i++) for (const way of Object.values(ways)) await way();
     const rtts = Object.fromEntries(WAYS.map((way) => [way, [] as number[]])) as Record<Way, number[]>;
-    const serverOf = (way: Way): ServerChild => (way.endsWith('grpc-js server') ? classicServer : leanServer);
+    const serverOf = (way: Way): ServerChild =>
+      way.endsWith('grpc-js server') ? classicServer : way.endsWith('lean-serve only') ? leanServeServer : leanServer;
     if (storeLean.unaryClient !== 'lean' || storeClassic.unaryClient !== 'grpc-js')
       throw new Error('the store pools do not send as named');
     for (let i = 0; i < calls; i++)

@@ -351,6 +351,20 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     ],
   },
   {
+    key: 'grpc.leanConnectionServer',
+    kind: onOff(),
+    doc: "serve the unary calls of a client that marks its connection (this build's peers and store clients do) on the node's own HTTP/2 framing (transports/grpc/lean-connections.ts), with the same checks; off: on node:http2 streams as grpc.leanUnaryServer says. Needs grpc.leanUnaryServer",
+    fallback: true,
+    env: 'SVC_GRPC_LEAN_CONNECTION_SERVER',
+    flags: [
+      {
+        flag: 'no-grpc-lean-connection-server',
+        sets: false,
+        doc: 'serve every unary call on node:http2 streams (a switch back should the lean connections misbehave)',
+      },
+    ],
+  },
+  {
     key: 'grpc.reportStream',
     kind: onOff(),
     doc: "send a follower's ReportApplied calls as messages on one open svc.peer.v1 ReportStream call to its leader (transports/grpc/report-stream.ts; unary calls to a leader that does not serve it); off: as unary ReportApplied calls",

@@ -346,6 +346,12 @@ export interface NodeGrpcConfig {
    */
   leanUnaryServer?: boolean;
   /**
+   * leanConnectionServer (default true, with leanUnaryServer) serves the unary calls of a client that marks its
+   * connection (lean-unary.ts's dial does) on transports/h2's framing (transports/grpc/lean-connections.ts), with
+   * the same checks and handlers; false answers them on node:http2 streams. Callers cannot tell them apart.
+   */
+  leanConnectionServer?: boolean;
+  /**
    * reportStream (default true) sends a follower's ReportApplied calls as messages on one open ReportStream call
    * to its leader (transports/grpc/report-stream.ts); false sends them as unary calls. The server serves both.
    * A switch of its own (not one for both streams) so each carriage can be measured and turned off alone.
@@ -357,7 +363,13 @@ function checkGrpcConfig(grpc: unknown): void {
   if (grpc === undefined) return;
   if (typeof grpc !== 'object' || grpc === null || Array.isArray(grpc))
     throw new ConfigError('grpc must be an object, e.g. {"leanUnaryClient": false}');
-  for (const key of ['leanUnaryClient', 'leanUnaryServer', 'heartbeatStream', 'reportStream'] as const) {
+  for (const key of [
+    'leanUnaryClient',
+    'leanUnaryServer',
+    'leanConnectionServer',
+    'heartbeatStream',
+    'reportStream',
+  ] as const) {
     const value = (grpc as NodeGrpcConfig)[key];
     if (value !== undefined && typeof value !== 'boolean') throw new ConfigError(`grpc.${key} must be true or false`);
   }

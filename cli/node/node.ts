@@ -682,6 +682,7 @@ export class Node {
         this.refusedCalls[reason] += 1;
       },
       leanUnary: config.grpc?.leanUnaryServer !== false,
+      leanConnections: config.grpc?.leanConnectionServer !== false,
       services: [
         {
           name: 'svc.store.v1.Store',
