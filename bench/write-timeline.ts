@@ -64,6 +64,8 @@ const PHASES = [
   '  lean server has it → headers + message flushed',
   '  message flushed → trailers flushed',
   '  trailers flushed → client has the answer',
+  '  (lean connection) outcome → answer written to the socket',
+  '  (lean connection) written → client has the answer',
   'total (client)',
 ] as const;
 type Phase = (typeof PHASES)[number];
@@ -158,8 +160,14 @@ function analyse(writes: Write[], leader: NodeTrace, followers: NodeTrace[]): An
         add(PHASES[18], flushed, closed);
         add(PHASES[19], closed, w.answeredUs);
       }
+      // On a lean connection (lean-connections.ts) the answer leaves whole in one socket write.
+      const written = answered && first(leader, 'answer.written', answered.atUs, 0, PROPOSE_PATH);
+      if (written && written.atUs <= w.answeredUs) {
+        add(PHASES[20], answered, written);
+        add(PHASES[21], written, w.answeredUs);
+      }
     }
-    add(PHASES[20], w.sentUs, w.answeredUs);
+    add(PHASES[22], w.sentUs, w.answeredUs);
   }
   return { phases: out, waitedOnLeaderSync, commits };
 }

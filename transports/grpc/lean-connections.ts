@@ -313,7 +313,6 @@ class LeanConnectionCall implements UnaryServerCall {
 
   /** respond is the handler's answer, read as grpc-js's sendUnaryData and serverErrorToStatus read it. */
   readonly respond: UnaryRespond = (error, value, trailer) => {
-    if (tracing()) stamp('answer.given', 0, this.path);
     let answer: UnaryAnswer;
     if (error) {
       const metadata = trailer ?? error.metadata ?? null;
@@ -334,6 +333,7 @@ class LeanConnectionCall implements UnaryServerCall {
         };
     }
     this.call.answer(answer);
+    if (tracing()) stamp('answer.written', 0, this.path);
   };
 }
 

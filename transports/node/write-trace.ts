@@ -32,6 +32,7 @@ export type WritePhase =
   | 'answer.given' // a lean-served call's handler gave its answer to node:http2 (`peer`: the call's path)
   | 'answer.flushed' // node:http2 is writing a lean-served call's headers and message (`peer`: the call's path)
   | 'answer.closed' // its stream closed (`peer`: the path): a few ticks after node:http2 flushed its trailers
+  | 'answer.written' // a lean connection's call handed its whole answer to the socket in one write (`peer`: the path)
   // A read's path (bench/read-timeline.ts; seq 0 on each: a read names no seqno until it is answered):
   | 'read.received' // a node's Store handler has a client's unary Get
   | 'readindex.stepped' // a node's engine stepped a readIndex input
