@@ -21,7 +21,7 @@
 // when either differs, and test/transports/lean-connections.test.ts fails loudly if a grpc-js update changes them.
 import type * as grpc from '@grpc/grpc-js';
 import { status as StatusCode } from '@grpc/grpc-js';
-import { Server as NetServer, type Socket } from 'node:net';
+import type { Server as NetServer, Socket } from 'node:net';
 import { Server as TlsServer, TLSSocket } from 'node:tls';
 import { H2ServerConnection } from '../h2/connection.js';
 import { serveGrpcUnary, type UnaryAnswer, type UnaryCall, type UnaryHandler } from '../h2/grpc-unary.js';
@@ -29,7 +29,7 @@ import type { HeaderField } from '../h2/hpack.js';
 import { resolveH2Limits, type H2Limits } from '../h2/limits.js';
 import { headerValue } from '../h2/request-head.js';
 import { grpcTimeoutMs } from './grpc-timeout.js';
-import type { LeanUnaryHandler, UnaryRespond, UnaryServerCall } from './lean-serve.js';
+import { grpcJsHttp2Servers, type LeanUnaryHandler, type UnaryRespond, type UnaryServerCall } from './lean-serve.js';
 import type { MetadataReader } from './peer-identity.js';
 import { stamp, tracing } from '../node/write-trace.js';
 
@@ -77,9 +77,6 @@ export interface LeanConnections {
 
 type ConnectionListener = (this: NetServer, socket: Socket) => void;
 
-/** GRPC_JS_SERVERS_FIELD is grpc-js's private Map of the http2 servers it created (grpc-js 1.10-1.14). */
-const GRPC_JS_SERVERS_FIELD = 'http2Servers';
-
 /** Verdict: what the bytes read so far say about a connection. */
 type Verdict = 'lean' | 'grpc-js' | 'more';
 
@@ -110,13 +107,10 @@ export function serveLeanConnections(
   routes: ReadonlyMap<string, LeanUnaryHandler>,
   limits: LeanConnectionLimits,
 ): LeanConnections | string {
-  const servers = (server as unknown as Record<string, unknown>)[GRPC_JS_SERVERS_FIELD];
-  if (!(servers instanceof Map) || servers.size === 0)
-    return `grpc-js has no ${GRPC_JS_SERVERS_FIELD} map of bound servers (an unknown grpc-js version)`;
+  const servers = grpcJsHttp2Servers(server);
+  if (typeof servers === 'string') return servers;
   const found: Array<[NetServer, 'secureConnection' | 'connection', ConnectionListener[]]> = [];
-  for (const candidate of servers.keys()) {
-    if (!(candidate instanceof NetServer))
-      return `grpc-js's ${GRPC_JS_SERVERS_FIELD} holds something other than an http2 server`;
+  for (const candidate of servers) {
     // A secure server's sockets are TLS sockets once 'secureConnection' fires (the handshake done and the client
     // certificate verified by grpc-js's credentials); a plaintext server's are read from 'connection'.
     const event = candidate instanceof TlsServer ? 'secureConnection' : 'connection';

@@ -77,6 +77,23 @@ type StreamListener = (
 const GRPC_JS_SERVERS_FIELD = 'http2Servers';
 
 /**
+ * grpcJsHttp2Servers are the http2 servers grpc-js created for `server` (its private `http2Servers` map: lean-serve.ts
+ * and lean-connections.ts attach to them), or the reason they cannot be found (a grpc-js of another shape).
+ */
+export function grpcJsHttp2Servers(server: grpc.Server): NetServer[] | string {
+  const servers = (server as unknown as Record<string, unknown>)[GRPC_JS_SERVERS_FIELD];
+  if (!(servers instanceof Map) || servers.size === 0)
+    return `grpc-js has no ${GRPC_JS_SERVERS_FIELD} map of bound servers (an unknown grpc-js version)`;
+  const found: NetServer[] = [];
+  for (const candidate of servers.keys()) {
+    if (!(candidate instanceof NetServer))
+      return `grpc-js's ${GRPC_JS_SERVERS_FIELD} holds something other than an http2 server`;
+    found.push(candidate);
+  }
+  return found;
+}
+
+/**
  * serveUnaryLean takes over the dispatch of new streams on every http2 server `server` has bound (call it
  * after bindAsync). It returns the counters, or the reason it attached nothing (grpc-js's shape changed).
  */
@@ -85,13 +102,10 @@ export function serveUnaryLean(
   routes: ReadonlyMap<string, LeanUnaryHandler>,
   limits: LeanServeLimits,
 ): LeanServing | string {
-  const servers = (server as unknown as Record<string, unknown>)[GRPC_JS_SERVERS_FIELD];
-  if (!(servers instanceof Map) || servers.size === 0)
-    return `grpc-js has no ${GRPC_JS_SERVERS_FIELD} map of bound servers (an unknown grpc-js version)`;
+  const servers = grpcJsHttp2Servers(server);
+  if (typeof servers === 'string') return servers;
   const found: Array<[NetServer, StreamListener]> = [];
-  for (const candidate of servers.keys()) {
-    if (!(candidate instanceof NetServer))
-      return `grpc-js's ${GRPC_JS_SERVERS_FIELD} holds something other than an http2 server`;
+  for (const candidate of servers) {
     const listeners = candidate.listeners('stream');
     if (listeners.length !== 1)
       return `a grpc-js http2 server has ${listeners.length} 'stream' listeners where one (grpc-js's) was expected`;
