@@ -245,6 +245,11 @@ function writeU64(view: DataView, at: number, value: number): number {
 
 function readU64(view: DataView, at: number): number {
   const high = view.getUint32(at);
+  // The usual case (below 2^32) returns the low half as it is: an arithmetic result with the 2^32 constant
+  // is a boxed double in unoptimised code even when it is a small whole number, and a double stored into a
+  // small-integer field (an entry's seq, a status's commitSeq, ...) turns that field into a double field for
+  // the rest of the process (a map change, deoptimised code, a boxed number per store).
+  if (high === 0) return view.getUint32(at + 4);
   if (high >= 0x20_0000) return NaN;
   return high * 0x1_0000_0000 + view.getUint32(at + 4);
 }

@@ -12,7 +12,14 @@ const NO_COPIES: readonly number[] = Object.freeze([]);
 
 export class Network {
   private readonly blocked: Uint8Array;
-  private readonly cloggedUntilUs: Float64Array;
+  /**
+   * cloggedUntilUs: per link, the time its clog lifts (0 = none). A plain array of whole numbers, not a
+   * Float64Array: a Float64Array element is read back as a boxed double even when it is whole, and a clogged
+   * message's arrival computed from it was such a double; stored in the queue, it turned the world's time
+   * fields (nowUs, atUs, deadlines, ...) from small integers into doubles for the rest of the process (map
+   * deprecations, deoptimisations and a boxed number per event).
+   */
+  private readonly cloggedUntilUs: number[];
   /** arrivalsUs holds, per link, arrival times of messages sent on it (pruned lazily at capacity). */
   private readonly arrivalsUs: number[][];
   private knobs: Required<NetworkKnobs>;
@@ -25,7 +32,7 @@ export class Network {
     this.knobs = ownKnobs(knobs);
     const links = slotCount * slotCount;
     this.blocked = new Uint8Array(links);
-    this.cloggedUntilUs = new Float64Array(links);
+    this.cloggedUntilUs = new Array<number>(links).fill(0);
     this.arrivalsUs = Array.from({ length: links }, () => []);
   }
 

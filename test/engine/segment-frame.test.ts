@@ -34,6 +34,20 @@ describe('engine/segment-frame', () => {
     );
   });
 
+  it('round-trips u64 fields on both sides of 2^32 (the decoder reads a zero high half apart)', () => {
+    for (const base of [0, 2 ** 30 - 1, 2 ** 32 - 2, 2 ** 32, 2 ** 40 + 3, 2 ** 52]) {
+      const frame = {
+        prevSeq: base,
+        prevTerm: base + 1,
+        commitSeq: base + 2,
+        entries: [{ seq: base + 1, term: base + 1, kind: 1, data: new Uint8Array([7]) }],
+      };
+      const decoded = decodeSegmentFrame(encodeSegmentFrame(frame));
+      assert.ok(decoded.ok);
+      assert.deepEqual(decoded.frame, frame);
+    }
+  });
+
   it('never throws on garbage and rejects it with a reason', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
