@@ -798,7 +798,7 @@ export class H2ClientConnection {
     this.flush();
     this.socket.end();
     setTimeout(() => this.socket.destroy(), this.options.limits.closeGraceMs).unref();
-    this.onSocketClosed(`the server broke HTTP/2: ${error.message}`, 'protocol');
+    this.onSocketClosed(error.message, 'protocol');
   }
 
   private onSocketClosed(reason: string, kind: StreamFailureKind = 'lost'): void {
