@@ -125,7 +125,7 @@ interface PendingBlock {
 
 export class H2ClientConnection {
   private readonly streams = new Map<number, ClientStream>();
-  private readonly queue: ClientStream[] = [];
+  private queue: ClientStream[] = [];
   private queuedCount = 0;
   private readonly decoder: HpackDecoder;
   private buffered: Buffer = EMPTY;
@@ -257,6 +257,8 @@ export class H2ClientConnection {
   private open(stream: ClientStream): void {
     const id = this.nextStreamId;
     this.nextStreamId += 2;
+    // The last id a client may use: the connection takes no more and ends once its streams have.
+    if (this.nextStreamId > STREAM_ID_MAX) this.goingAway = true;
     stream.id = id;
     stream.state = 'open';
     stream.sendWindow = this.peerInitialWindow;
@@ -334,6 +336,8 @@ export class H2ClientConnection {
       stream.state = 'closed';
       this.queuedCount--;
       this.updateRef();
+      // Cancelled entries leave the array when they reach its front; compact it if they pile up behind a stall.
+      if (this.queue.length > 2 * this.queuedCount + 64) this.queue = this.queue.filter((s) => s.state === 'queued');
       return;
     }
     this.send(frame(FrameType.RST_STREAM, 0, stream.id, u32(code)));
@@ -351,6 +355,7 @@ export class H2ClientConnection {
     }
     // Cancelled entries left at the front are dropped so the array does not grow with them.
     while (this.queue.length > 0 && this.queue[0]!.state !== 'queued') this.queue.shift();
+    if (!this.reusable) this.failQueued('refused', 'the connection is going away');
   }
 
   private forget(stream: ClientStream): void {
@@ -606,7 +611,22 @@ export class H2ClientConnection {
     } else this.forget(stream);
     stream.ending = failure;
     this.ended.push(stream);
-    if (!this.parsing) this.tellEnded();
+    if (!this.parsing) this.tellEndedLater();
+  }
+
+  private tellScheduled = false;
+
+  /**
+   * tellEndedLater tells the listeners on a later turn when a stream ended outside a socket read (a reset, a
+   * close or destroy by the caller, a timer): never inside the caller's own call, as lean-unary.ts's streams.
+   */
+  private tellEndedLater(): void {
+    if (this.tellScheduled) return;
+    this.tellScheduled = true;
+    setImmediate(() => {
+      this.tellScheduled = false;
+      this.tellEnded();
+    });
   }
 
   /** tellEnded tells the listeners of streams that ended (after our frames for this read went out). */
@@ -815,6 +835,6 @@ export class H2ClientConnection {
     this.failQueued(kind === 'protocol' ? 'lost' : kind, reason);
     this.parsing = parsing;
     this.options.onClose?.(reason, this.ready);
-    if (!parsing) this.tellEnded();
+    if (!parsing) this.tellEndedLater();
   }
 }
