@@ -15,7 +15,6 @@ import {
   CONNECTION_PREFACE,
   DEFAULT_FRAME_BYTES,
   DEFAULT_WINDOW_BYTES,
-  EMPTY,
   ErrorCode,
   Flag,
   frame,
@@ -28,22 +27,11 @@ import {
   WINDOW_MAX,
   writeFrameHeader,
 } from './frames.js';
-import { HpackDecoder, HpackError, type HeaderField } from './hpack.js';
+import { ConnectionError, H2Framing, type PendingBlock } from './framing.js';
+import { HpackDecoder, type HeaderField } from './hpack.js';
 
-/** A header block in more frames than this is a flood (empty CONTINUATION frames grow no byte count). */
-const CONTINUATION_FRAME_COUNT_MAX = 64;
 /** The highest stream id a client may open (RFC 9113 5.1.1): past it the connection takes no new calls. */
 const STREAM_ID_MAX = 2 ** 31 - 1;
-
-/** A connection error: the connection ends with GOAWAY(code). */
-class ConnectionError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /**
  * Why a stream ended without a complete answer. `refused`: the server never processed it (a GOAWAY below its
@@ -116,33 +104,20 @@ export interface H2ClientConnectionOptions {
   onClose?(reason: string, ready: boolean): void;
 }
 
-interface PendingBlock {
-  streamId: number;
-  endStream: boolean;
-  fragments: Buffer[];
-  bytes: number;
-}
-
-export class H2ClientConnection {
+export class H2ClientConnection extends H2Framing {
   private readonly streams = new Map<number, ClientStream>();
   private queue: ClientStream[] = [];
   private queuedCount = 0;
   private readonly decoder: HpackDecoder;
-  private buffered: Buffer = EMPTY;
   private nextStreamId = 1;
-  private pendingBlock: PendingBlock | null = null;
   /** The server's settings that shape what we send (RFC defaults until its SETTINGS). */
   private peerInitialWindow = DEFAULT_WINDOW_BYTES;
-  private peerFrameBytesMax = DEFAULT_FRAME_BYTES;
   private peerConcurrentStreamsMax = 0;
   private connSendWindow = DEFAULT_WINDOW_BYTES;
   private connRecvWindow: number;
   private connRecvUnacked = 0;
   /** Streams with body held back by a window, in the order they asked. */
   private readonly blocked = new Set<ClientStream>();
-  /** Frames produced while parsing one socket read (or by one request) go out together in one write. */
-  private out: Buffer[] = [];
-  private parsing = false;
   /** Streams that ended while parsing: their listeners hear it after the read is parsed and our answers sent. */
   private ended: ClientStream[] = [];
   private ready = false;
@@ -157,9 +132,10 @@ export class H2ClientConnection {
   private referenced = false;
 
   constructor(
-    readonly socket: Socket,
+    socket: Socket,
     private readonly options: H2ClientConnectionOptions,
   ) {
+    super(socket, options.limits);
     const { limits } = options;
     this.decoder = new HpackDecoder(limits.headerTableBytesMax);
     this.connRecvWindow = limits.connectionWindowBytes;
@@ -192,6 +168,10 @@ export class H2ClientConnection {
       this.socketError ??= error.message;
     });
     socket.on('close', () => this.onSocketClosed(this.socketError ?? 'the server closed the connection'));
+  }
+
+  protected get stopped(): boolean {
+    return this.closed;
   }
 
   /** reusable: new requests may go here (not closed, no GOAWAY either way, stream ids left). */
@@ -291,22 +271,6 @@ export class H2ClientConnection {
     else this.pump(stream);
   }
 
-  /** pushHeaderFrames splits a header block into HEADERS and CONTINUATION frames within the server's frame size. */
-  private pushHeaderFrames(streamId: number, block: Buffer, flags: number): void {
-    const size = this.peerFrameBytesMax;
-    if (block.length <= size) {
-      this.out.push(frame(FrameType.HEADERS, flags | Flag.END_HEADERS, streamId, block));
-      return;
-    }
-    for (let at = 0; at < block.length; at += size) {
-      const last = at + size >= block.length;
-      const type = at === 0 ? FrameType.HEADERS : FrameType.CONTINUATION;
-      this.out.push(
-        frame(type, (at === 0 ? flags : 0) | (last ? Flag.END_HEADERS : 0), streamId, block.subarray(at, at + size)),
-      );
-    }
-  }
-
   /** pump sends what the server's windows allow of a stream's body, END_STREAM on its last frame. */
   private pump(stream: ClientStream): void {
     if (stream.state !== 'open' || stream.localDone) return;
@@ -367,20 +331,6 @@ export class H2ClientConnection {
     this.endIfIdle();
   }
 
-  private send(bytes: Buffer): void {
-    this.out.push(bytes);
-  }
-
-  private flush(): void {
-    if (this.out.length === 0 || this.socket.destroyed) {
-      this.out = [];
-      return;
-    }
-    const bytes = this.out.length === 1 ? this.out[0]! : Buffer.concat(this.out);
-    this.out = [];
-    this.socket.write(bytes);
-  }
-
   /** The socket holds the process open only while requests are open or queued (as lean-unary.ts's session). */
   private updateRef(): void {
     const busy = this.streams.size + this.queuedCount > 0;
@@ -398,7 +348,7 @@ export class H2ClientConnection {
     this.parsing = true;
     let failure: ConnectionError | null = null;
     try {
-      this.parse();
+      this.readFrames(0);
     } catch (error) {
       failure =
         error instanceof ConnectionError
@@ -412,39 +362,17 @@ export class H2ClientConnection {
     this.tellEnded();
   }
 
-  private parse(): void {
-    let at = 0;
-    const input = this.buffered;
-    while (!this.closed && input.length - at >= FRAME_HEADER_BYTES) {
-      const length = input.readUIntBE(at, 3);
-      if (length > this.options.limits.frameBytesMax)
-        throw new ConnectionError(
-          ErrorCode.FRAME_SIZE_ERROR,
-          `a frame of ${length} bytes above SETTINGS_MAX_FRAME_SIZE`,
-        );
-      if (input.length - at < FRAME_HEADER_BYTES + length) break;
-      const type = input[at + 3]!;
-      const flags = input[at + 4]!;
-      const streamId = input.readUInt32BE(at + 5) & 0x7fffffff;
-      const payload = input.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + length);
-      at += FRAME_HEADER_BYTES + length;
-      this.onFrame(type, flags, streamId, payload);
-    }
-    this.buffered = at === input.length ? EMPTY : input.subarray(at);
-  }
-
-  private onFrame(type: number, flags: number, streamId: number, payload: Buffer): void {
+  protected onFrame(type: number, flags: number, streamId: number, payload: Buffer): void {
     if (!this.ready && (type !== FrameType.SETTINGS || (flags & Flag.ACK) !== 0))
       throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'the server preface must begin with SETTINGS');
-    if (this.pendingBlock !== null && (type !== FrameType.CONTINUATION || streamId !== this.pendingBlock.streamId))
-      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'a header block interrupted (CONTINUATION expected)');
+    this.checkBlockNotInterrupted(type, streamId);
     switch (type) {
       case FrameType.DATA:
         return this.onData(flags, streamId, payload);
       case FrameType.HEADERS:
         return this.onHeaders(flags, streamId, payload);
       case FrameType.CONTINUATION:
-        return this.onContinuation(flags, streamId, payload);
+        return this.continueHeaderBlock(flags, streamId, payload);
       case FrameType.PRIORITY:
         if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PRIORITY on stream 0');
         if (payload.length !== 5) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PRIORITY not 5 bytes');
@@ -472,19 +400,6 @@ export class H2ClientConnection {
     if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, `${what} on stream 0`);
     if (streamId % 2 === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, `${what} on a server stream id`);
     if (streamId >= this.nextStreamId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, `${what} on an idle stream`);
-  }
-
-  private unpad(flags: number, payload: Buffer, priority: boolean): Buffer {
-    let start = 0;
-    let end = payload.length;
-    if (flags & Flag.PADDED) {
-      if (payload.length < 1) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'padded frame without its length');
-      start = 1;
-      end -= payload[0]!;
-    }
-    if (priority && flags & Flag.PRIORITY) start += 5;
-    if (end < start) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'padding beyond the frame');
-    return payload.subarray(start, end);
   }
 
   private onData(flags: number, streamId: number, payload: Buffer): void {
@@ -520,49 +435,13 @@ export class H2ClientConnection {
 
   private onHeaders(flags: number, streamId: number, payload: Buffer): void {
     this.checkServerStream(streamId, 'HEADERS');
-    const fragment = this.unpad(flags, payload, true);
-    const block: PendingBlock = {
-      streamId,
-      endStream: (flags & Flag.END_STREAM) !== 0,
-      fragments: [fragment],
-      bytes: fragment.length,
-    };
-    this.checkBlockBytes(block.bytes);
-    if (flags & Flag.END_HEADERS) this.onHeaderBlock(block, fragment);
-    else this.pendingBlock = block;
+    this.startHeaderBlock(flags, streamId, payload);
   }
 
-  private onContinuation(flags: number, streamId: number, payload: Buffer): void {
-    const block = this.pendingBlock;
-    if (block === null || streamId !== block.streamId)
-      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'CONTINUATION without a header block');
-    block.fragments.push(payload);
-    block.bytes += payload.length;
-    this.checkBlockBytes(block.bytes);
-    if (block.fragments.length > CONTINUATION_FRAME_COUNT_MAX)
-      throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'a header block in too many CONTINUATION frames');
-    if (flags & Flag.END_HEADERS) {
-      this.pendingBlock = null;
-      this.onHeaderBlock(block, Buffer.concat(block.fragments));
-    }
-  }
-
-  private checkBlockBytes(bytes: number): void {
-    const max = 2 * this.options.limits.headerListBytesMax;
-    if (bytes > max) throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, `a header block above ${max} bytes`);
-  }
-
-  private onHeaderBlock(block: PendingBlock, bytes: Buffer): void {
+  protected onHeaderBlock(block: PendingBlock, bytes: Buffer): void {
     const listBytesMax = this.options.limits.headerListBytesMax;
-    let fields: HeaderField[];
-    let listBytes: number;
-    try {
-      // Decoded even for a stream we no longer hold: the block changes the table the next one is read against.
-      ({ fields, listBytes } = this.decoder.decode(bytes, listBytesMax));
-    } catch (error) {
-      if (error instanceof HpackError) throw new ConnectionError(ErrorCode.COMPRESSION_ERROR, error.message);
-      throw error;
-    }
+    // Decoded even for a stream we no longer hold: the block changes the table the next one is read against.
+    const { fields, listBytes } = this.decodeBlock(this.decoder, bytes);
     const stream = this.streams.get(block.streamId);
     if (stream === undefined) return;
     if (listBytes > listBytesMax) {
@@ -659,12 +538,6 @@ export class H2ClientConnection {
         ? { kind: 'refused', reason: 'the server refused the stream (REFUSED_STREAM)' }
         : { kind: 'reset', reason: `stream reset (code ${code})` },
     );
-  }
-
-  /** checkUnsent refuses to queue another control answer for a server that does not read what we sent. */
-  private checkUnsent(): void {
-    if (this.socket.writableLength > this.options.limits.unsentBytesMax)
-      throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'the server does not read our answers');
   }
 
   private onSettings(flags: number, streamId: number, payload: Buffer): void {
