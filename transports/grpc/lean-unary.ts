@@ -19,6 +19,7 @@
 import * as http2 from 'node:http2';
 import { StatusCode, type RpcStatus } from '../../engine/rpc.js';
 import type { GrpcLimits } from './limits.js';
+import { LeanCallGate } from './lean-call-gate.js';
 import { rpcStatus } from './status.js';
 import { failed, failLater, frame, UnaryAnswer, type LeanOutcome } from './unary-answer.js';
 
@@ -42,13 +43,12 @@ interface Peer {
 
 export class LeanUnaryClient {
   private readonly peers = new Map<string, Peer>();
-  /** refusedUntil: per address, the end of the back-off after a failed connection attempt, and its length. */
-  private readonly refused = new Map<string, { untilMs: number; backoffMs: number }>();
-  private closed = false;
+  private readonly gate: LeanCallGate;
   /** fixedHeaders: every call's headers but its path and timeout, in the order they go out. */
   private readonly fixedHeaders: http2.OutgoingHttpHeaders;
 
   constructor(private readonly options: LeanUnaryOptions) {
+    this.gate = new LeanCallGate(options.limits);
     this.fixedHeaders = {
       [http2.constants.HTTP2_HEADER_METHOD]: 'POST',
       [http2.constants.HTTP2_HEADER_PATH]: '',
@@ -70,23 +70,9 @@ export class LeanUnaryClient {
     deadlineMs: number,
     done: (outcome: LeanOutcome) => void,
   ): () => void {
-    if (this.closed) return failLater(done, rpcStatus(StatusCode.UNAVAILABLE, 'peer pool is closed'));
+    const refusal = this.gate.refusal(to, request);
+    if (refusal !== null) return failLater(done, refusal);
     const { messageBytesMax } = this.options.limits;
-    // grpc-js's client refuses to send above grpc.max_send_message_length the same way (clientChannelOptions).
-    if (request.length > messageBytesMax)
-      return failLater(
-        done,
-        rpcStatus(
-          StatusCode.RESOURCE_EXHAUSTED,
-          `request of ${request.length} bytes above messageBytesMax (${messageBytesMax})`,
-        ),
-      );
-    const refused = this.refused.get(to);
-    if (refused && Date.now() < refused.untilMs)
-      return failLater(
-        done,
-        rpcStatus(StatusCode.UNAVAILABLE, `connection to ${to} failed; next attempt after back-off`),
-      );
     let peer: Peer;
     let stream: http2.ClientHttp2Stream;
     try {
@@ -129,7 +115,7 @@ export class LeanUnaryClient {
   }
 
   close(): void {
-    this.closed = true;
+    this.gate.closed = true;
     for (const to of [...this.peers.keys()]) this.closePeer(to);
   }
 
@@ -162,7 +148,7 @@ export class LeanUnaryClient {
     let connected = false;
     const connecting = setTimeout(() => {
       // Not connected in time (a SYN into a partition): drop it and back off, as a failed attempt.
-      this.backOff(to);
+      this.gate.failed(to);
       this.drop(to, peer);
       session.destroy();
     }, this.options.limits.connectTimeoutMs);
@@ -170,24 +156,17 @@ export class LeanUnaryClient {
     session.once('connect', () => {
       connected = true;
       clearTimeout(connecting);
-      this.refused.delete(to);
+      this.gate.connected(to);
     });
     session.once('close', () => clearTimeout(connecting));
     session.on('error', () => {
-      if (!connected) this.backOff(to);
+      if (!connected) this.gate.failed(to);
       this.drop(to, peer);
     });
     session.on('goaway', () => this.drop(to, peer));
     session.on('close', () => this.drop(to, peer));
     session.unref();
     return peer;
-  }
-
-  private backOff(to: string): void {
-    const { initialReconnectBackoffMs, maxReconnectBackoffMs } = this.options.limits;
-    const previous = this.refused.get(to);
-    const backoffMs = previous ? Math.min(previous.backoffMs * 2, maxReconnectBackoffMs) : initialReconnectBackoffMs;
-    this.refused.set(to, { untilMs: Date.now() + backoffMs, backoffMs });
   }
 
   /** drop forgets `peer` as the session for `to`; calls open on it finish or fail on their own. */

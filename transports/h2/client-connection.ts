@@ -13,7 +13,6 @@ import type { TLSSocket } from 'node:tls';
 import type { H2ClientLimits } from './client-limits.js';
 import {
   CONNECTION_PREFACE,
-  DEFAULT_FRAME_BYTES,
   DEFAULT_WINDOW_BYTES,
   ErrorCode,
   Flag,
@@ -111,7 +110,6 @@ export class H2ClientConnection extends H2Framing {
   private readonly decoder: HpackDecoder;
   private nextStreamId = 1;
   /** The server's settings that shape what we send (RFC defaults until its SETTINGS). */
-  private peerInitialWindow = DEFAULT_WINDOW_BYTES;
   private peerConcurrentStreamsMax = 0;
   private connSendWindow = DEFAULT_WINDOW_BYTES;
   private connRecvWindow: number;
@@ -541,50 +539,16 @@ export class H2ClientConnection extends H2Framing {
   }
 
   private onSettings(flags: number, streamId: number, payload: Buffer): void {
-    if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'SETTINGS on a stream');
-    if (flags & Flag.ACK) {
-      if (payload.length !== 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
-      return;
-    }
-    if (payload.length % 6 !== 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'SETTINGS not a multiple of 6');
     let concurrentStreamsMax = this.ready ? this.peerConcurrentStreamsMax : Infinity;
-    for (let at = 0; at < payload.length; at += 6) {
-      const id = payload.readUInt16BE(at);
-      const value = payload.readUInt32BE(at + 2);
-      switch (id) {
-        case Setting.ENABLE_PUSH:
-          // A server may only say 0 (RFC 9113 6.5.2).
-          if (value !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'ENABLE_PUSH from a server not 0');
-          break;
-        case Setting.MAX_CONCURRENT_STREAMS:
-          concurrentStreamsMax = value;
-          break;
-        case Setting.INITIAL_WINDOW_SIZE: {
-          if (value > WINDOW_MAX)
-            throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'INITIAL_WINDOW_SIZE above 2^31-1');
-          const delta = value - this.peerInitialWindow;
-          this.peerInitialWindow = value;
-          for (const stream of this.streams.values()) {
-            stream.sendWindow += delta;
-            if (stream.sendWindow > WINDOW_MAX)
-              throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
-          }
-          break;
-        }
-        case Setting.MAX_FRAME_SIZE:
-          if (value < DEFAULT_FRAME_BYTES || value > 2 ** 24 - 1)
-            throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'MAX_FRAME_SIZE out of range');
-          this.peerFrameBytesMax = value;
-          break;
-        default:
-          // HEADER_TABLE_SIZE: our encoder never indexes. MAX_HEADER_LIST_SIZE: a call's headers are a few short
-          // fields. Unknown settings are ignored (RFC 9113 6.5.2).
-          break;
-      }
-    }
+    const read = this.readSettings(flags, streamId, payload, this.streams.values(), (id, value) => {
+      // A server may only say ENABLE_PUSH 0 (RFC 9113 6.5.2). HEADER_TABLE_SIZE: our encoder never indexes.
+      // MAX_HEADER_LIST_SIZE: a call's headers are a few short fields. Unknown settings are ignored.
+      if (id === Setting.ENABLE_PUSH && value !== 0)
+        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'ENABLE_PUSH from a server not 0');
+      if (id === Setting.MAX_CONCURRENT_STREAMS) concurrentStreamsMax = value;
+    });
+    if (!read) return;
     this.peerConcurrentStreamsMax = concurrentStreamsMax;
-    this.checkUnsent();
-    this.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
     if (!this.ready) {
       this.ready = true;
       clearTimeout(this.connectTimer);

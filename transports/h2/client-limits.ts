@@ -1,6 +1,7 @@
 // Every limit of the HTTP/2 client connection (client-connection.ts) and its unary gRPC client (unary-client.ts)
 // that transports/grpc's GrpcLimits does not already name, each with its default. (The message bound, keepalive,
 // connect timeout and reconnect back-off are GrpcLimits', shared with lean-unary.ts.)
+import { checkConnectionLimits } from './limits.js';
 
 export interface H2ClientLimits {
   /** SETTINGS_INITIAL_WINDOW_SIZE we advertise: what a server may send on one stream before we replenish. */
@@ -42,17 +43,9 @@ export const DEFAULT_H2_CLIENT_LIMITS: Readonly<H2ClientLimits> = Object.freeze(
   closeGraceMs: 1_000,
 });
 
-const WINDOW_MAX = 2 ** 31 - 1;
-
-/** resolveH2ClientLimits fills the defaults and refuses values HTTP/2 cannot carry. */
+/** resolveH2ClientLimits fills the defaults and refuses values HTTP/2 cannot carry (limits.ts checkConnectionLimits). */
 export function resolveH2ClientLimits(given: Partial<H2ClientLimits> = {}): H2ClientLimits {
   const limits = { ...DEFAULT_H2_CLIENT_LIMITS, ...given };
-  for (const [name, value] of Object.entries(limits))
-    if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer`);
-  if (limits.frameBytesMax < 16_384 || limits.frameBytesMax > 2 ** 24 - 1)
-    throw new RangeError('frameBytesMax must be within 16,384 .. 2^24-1 (RFC 9113 6.5.2)');
-  if (limits.streamWindowBytes > WINDOW_MAX || limits.connectionWindowBytes > WINDOW_MAX)
-    throw new RangeError('a window must be at most 2^31-1 bytes');
-  if (limits.connectionWindowBytes < 65_535) throw new RangeError('connectionWindowBytes must be at least 65,535');
+  checkConnectionLimits(limits);
   return limits;
 }

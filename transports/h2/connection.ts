@@ -12,7 +12,6 @@ import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { decodeHeaderFields, type RequestHead } from './request-head.js';
 import {
   CONNECTION_PREFACE,
-  DEFAULT_FRAME_BYTES,
   DEFAULT_WINDOW_BYTES,
   EMPTY,
   ErrorCode,
@@ -100,7 +99,6 @@ export class H2ServerConnection extends H2Framing {
   private settingsSeen = false;
   private lastStreamId = 0;
   /** Peer settings that shape what we send. */
-  private peerInitialWindow = DEFAULT_WINDOW_BYTES;
   private connSendWindow = DEFAULT_WINDOW_BYTES;
   private connRecvWindow: number;
   private connRecvUnacked = 0;
@@ -344,44 +342,12 @@ export class H2ServerConnection extends H2Framing {
   }
 
   private onSettings(flags: number, streamId: number, payload: Buffer): void {
-    if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'SETTINGS on a stream');
-    if (flags & Flag.ACK) {
-      if (payload.length !== 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
-      return;
-    }
-    if (payload.length % 6 !== 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'SETTINGS not a multiple of 6');
-    for (let at = 0; at < payload.length; at += 6) {
-      const id = payload.readUInt16BE(at);
-      const value = payload.readUInt32BE(at + 2);
-      switch (id) {
-        case Setting.ENABLE_PUSH:
-          if (value > 1) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'ENABLE_PUSH not 0 or 1');
-          break;
-        case Setting.INITIAL_WINDOW_SIZE: {
-          if (value > WINDOW_MAX)
-            throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'INITIAL_WINDOW_SIZE above 2^31-1');
-          const delta = value - this.peerInitialWindow;
-          this.peerInitialWindow = value;
-          for (const stream of this.streams.values()) {
-            stream.sendWindow += delta;
-            if (stream.sendWindow > WINDOW_MAX)
-              throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
-          }
-          break;
-        }
-        case Setting.MAX_FRAME_SIZE:
-          if (value < DEFAULT_FRAME_BYTES || value > 2 ** 24 - 1)
-            throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'MAX_FRAME_SIZE out of range');
-          this.peerFrameBytesMax = value;
-          break;
-        default:
-          // HEADER_TABLE_SIZE: our encoder never indexes. MAX_CONCURRENT_STREAMS: we push nothing. Unknown: ignored.
-          break;
-      }
-    }
-    this.checkUnsent();
-    this.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
-    for (const stream of this.streams.values()) this.pump(stream);
+    const read = this.readSettings(flags, streamId, payload, this.streams.values(), (id, value) => {
+      // HEADER_TABLE_SIZE: our encoder never indexes. MAX_CONCURRENT_STREAMS: we push nothing. Unknown: ignored.
+      if (id === Setting.ENABLE_PUSH && value > 1)
+        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'ENABLE_PUSH not 0 or 1');
+    });
+    if (read) for (const stream of this.streams.values()) this.pump(stream);
   }
 
   private onWindowUpdate(streamId: number, payload: Buffer): void {

@@ -2,7 +2,18 @@
 // reading whole frames off the socket's bytes, padding, header blocks joined from HEADERS + CONTINUATION and
 // decoded, header blocks split into frames within the peer's frame size, and the output gathered into one write.
 import type { Socket } from 'node:net';
-import { DEFAULT_FRAME_BYTES, EMPTY, ErrorCode, Flag, frame, FRAME_HEADER_BYTES, FrameType } from './frames.js';
+import {
+  DEFAULT_FRAME_BYTES,
+  DEFAULT_WINDOW_BYTES,
+  EMPTY,
+  ErrorCode,
+  Flag,
+  frame,
+  FRAME_HEADER_BYTES,
+  FrameType,
+  Setting,
+  WINDOW_MAX,
+} from './frames.js';
 import { HpackError, type DecodedBlock, type HpackDecoder } from './hpack.js';
 
 /** A header block in more frames than this is a flood (empty CONTINUATION frames grow no byte count). */
@@ -44,6 +55,8 @@ export abstract class H2Framing {
   protected pendingBlock: PendingBlock | null = null;
   /** The peer's SETTINGS_MAX_FRAME_SIZE (the RFC's default until its SETTINGS). */
   protected peerFrameBytesMax = DEFAULT_FRAME_BYTES;
+  /** The peer's SETTINGS_INITIAL_WINDOW_SIZE: a new stream's send window. */
+  protected peerInitialWindow = DEFAULT_WINDOW_BYTES;
 
   constructor(
     readonly socket: Socket,
@@ -156,6 +169,48 @@ export abstract class H2Framing {
         frame(type, (at === 0 ? flags : 0) | (last ? Flag.END_HEADERS : 0), streamId, block.subarray(at, at + size)),
       );
     }
+  }
+
+  /**
+   * readSettings checks a SETTINGS frame, applies what shapes our sending (INITIAL_WINDOW_SIZE, to the open
+   * `streams`' send windows too; MAX_FRAME_SIZE), hands every other setting to `other` (which may refuse it),
+   * and queues the ACK. False for the peer's ACK of ours.
+   */
+  protected readSettings(
+    flags: number,
+    streamId: number,
+    payload: Buffer,
+    streams: Iterable<{ sendWindow: number }>,
+    other: (id: number, value: number) => void,
+  ): boolean {
+    if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'SETTINGS on a stream');
+    if (flags & Flag.ACK) {
+      if (payload.length !== 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
+      return false;
+    }
+    if (payload.length % 6 !== 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'SETTINGS not a multiple of 6');
+    for (let at = 0; at < payload.length; at += 6) {
+      const id = payload.readUInt16BE(at);
+      const value = payload.readUInt32BE(at + 2);
+      if (id === Setting.INITIAL_WINDOW_SIZE) {
+        if (value > WINDOW_MAX)
+          throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'INITIAL_WINDOW_SIZE above 2^31-1');
+        const delta = value - this.peerInitialWindow;
+        this.peerInitialWindow = value;
+        for (const stream of streams) {
+          stream.sendWindow += delta;
+          if (stream.sendWindow > WINDOW_MAX)
+            throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
+        }
+      } else if (id === Setting.MAX_FRAME_SIZE) {
+        if (value < DEFAULT_FRAME_BYTES || value > 2 ** 24 - 1)
+          throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'MAX_FRAME_SIZE out of range');
+        this.peerFrameBytesMax = value;
+      } else other(id, value);
+    }
+    this.checkUnsent();
+    this.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
+    return true;
   }
 
   /** checkUnsent refuses to queue another control answer for a peer that does not read what we sent. */

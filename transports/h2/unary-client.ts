@@ -9,6 +9,7 @@
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { StatusCode, type RpcStatus } from '../../engine/rpc.js';
+import { LeanCallGate } from '../grpc/lean-call-gate.js';
 import type { GrpcLimits } from '../grpc/limits.js';
 import { rpcStatus } from '../grpc/status.js';
 import { failed, failLater, frame, UnaryAnswer, type LeanOutcome } from '../grpc/unary-answer.js';
@@ -46,9 +47,7 @@ const GRPC_TIMEOUT_NAME = Buffer.from('grpc-timeout', 'latin1');
 
 export class H2UnaryClient {
   private readonly connections = new Map<string, H2ClientConnection>();
-  /** Per address, the end of the back-off after a failed connection attempt, and its length. */
-  private readonly refused = new Map<string, { untilMs: number; backoffMs: number }>();
-  private closed = false;
+  private readonly gate: LeanCallGate;
   private readonly h2Limits: H2ClientLimits;
   private readonly pathBlocks = new Map<string, Buffer>();
   /** The regular headers every call carries (content-type, te, the configured ones), encoded once. */
@@ -65,6 +64,7 @@ export class H2UnaryClient {
   };
 
   constructor(private readonly options: H2UnaryOptions) {
+    this.gate = new LeanCallGate(options.limits);
     this.h2Limits = resolveH2ClientLimits(options.h2Limits);
     const fixed: HeaderField[] = [
       ['content-type', 'application/grpc'],
@@ -85,22 +85,9 @@ export class H2UnaryClient {
     deadlineMs: number,
     done: (outcome: LeanOutcome) => void,
   ): () => void {
-    if (this.closed) return failLater(done, rpcStatus(StatusCode.UNAVAILABLE, 'peer pool is closed'));
+    const refusal = this.gate.refusal(to, request);
+    if (refusal !== null) return failLater(done, refusal);
     const { messageBytesMax } = this.options.limits;
-    if (request.length > messageBytesMax)
-      return failLater(
-        done,
-        rpcStatus(
-          StatusCode.RESOURCE_EXHAUSTED,
-          `request of ${request.length} bytes above messageBytesMax (${messageBytesMax})`,
-        ),
-      );
-    const refused = this.refused.get(to);
-    if (refused && Date.now() < refused.untilMs)
-      return failLater(
-        done,
-        rpcStatus(StatusCode.UNAVAILABLE, `connection to ${to} failed; next attempt after back-off`),
-      );
     let connection: H2ClientConnection;
     try {
       connection = this.connectionFor(to);
@@ -154,7 +141,7 @@ export class H2UnaryClient {
   }
 
   close(): void {
-    this.closed = true;
+    this.gate.closed = true;
     for (const to of [...this.connections.keys()]) this.closePeer(to);
   }
 
@@ -169,23 +156,16 @@ export class H2UnaryClient {
       connectTimeoutMs,
       keepaliveTimeMs,
       keepaliveTimeoutMs,
-      onReady: () => this.refused.delete(to),
+      onReady: () => this.gate.connected(to),
       onClose: (_reason, ready) => {
         // Only the current connection's failure to connect backs off (not one the caller closed, nor one replaced).
         if (this.connections.get(to) !== connection) return;
         this.connections.delete(to);
-        if (!ready) this.backOff(to);
+        if (!ready) this.gate.failed(to);
       },
     });
     this.connections.set(to, connection);
     return connection;
-  }
-
-  private backOff(to: string): void {
-    const { initialReconnectBackoffMs, maxReconnectBackoffMs } = this.options.limits;
-    const previous = this.refused.get(to);
-    const backoffMs = previous ? Math.min(previous.backoffMs * 2, maxReconnectBackoffMs) : initialReconnectBackoffMs;
-    this.refused.set(to, { untilMs: Date.now() + backoffMs, backoffMs });
   }
 }
 

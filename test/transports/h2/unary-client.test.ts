@@ -81,6 +81,8 @@ interface GrpcJsHarness {
   server: grpc.Server;
   address: string;
   cancelled: string[];
+  /** arrived: the request of every Hold and Slow call the handler has seen. */
+  arrived: string[];
   metadataSeen: grpc.Metadata[];
 }
 
@@ -93,6 +95,7 @@ async function startGrpcJs(options: grpc.ServerOptions = {}): Promise<GrpcJsHarn
     }),
     address: '',
     cancelled: [],
+    arrived: [],
     metadataSeen: [],
   };
   type Handler = (call: grpc.ServerUnaryCall<Buffer, Buffer>, respond: grpc.sendUnaryData<Buffer>) => void;
@@ -112,8 +115,14 @@ async function startGrpcJs(options: grpc.ServerOptions = {}): Promise<GrpcJsHarn
       respond({ code: grpc.status.NOT_FOUND, details: 'no such key: ü 100%', metadata });
     },
     Big: (_call, respond) => respond(null, Buffer.alloc(2_000)),
-    Slow: (call, respond) => void setTimeout(() => respond(null, call.request), 20),
-    Hold: (call) => call.on('cancelled', () => harness.cancelled.push(call.request.toString())),
+    Slow: (call, respond) => {
+      harness.arrived.push(call.request.toString());
+      setTimeout(() => respond(null, call.request), 20);
+    },
+    Hold: (call) => {
+      harness.arrived.push(call.request.toString());
+      call.on('cancelled', () => harness.cancelled.push(call.request.toString()));
+    },
   };
   const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
   const implementation: grpc.UntypedServiceImplementation = {};
@@ -208,8 +217,8 @@ describe('transports/h2 unary client against a grpc-js server', function () {
     await waitFor(() => harness.cancelled.includes('deadline'), 'the handler told of the deadline');
     const seen: LeanOutcome[] = [];
     const cancel = c.call(harness.address, '/t.Test/Hold', Buffer.from('cancel'), 10_000, (o) => seen.push(o));
-    await waitFor(() => harness.cancelled.length === 1 && seen.length === 0, 'the call under way');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await waitFor(() => harness.arrived.includes('cancel'), 'the call at the handler');
+    assert.equal(seen.length, 0);
     cancel();
     await waitFor(() => seen.length === 1, 'the cancelled outcome');
     assert.equal(failure(seen[0]!).code, StatusCode.CANCELLED);
@@ -218,7 +227,7 @@ describe('transports/h2 unary client against a grpc-js server', function () {
 
   it('fails a call UNAVAILABLE when the server dies under it, and dials again after', async function () {
     const held = outcome(c, harness.address, '/t.Test/Hold', Buffer.from('held'), 10_000);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitFor(() => harness.arrived.includes('held'), 'the call at the handler');
     harness.server.forceShutdown();
     const o = failure(await held);
     assert.equal(o.code, StatusCode.UNAVAILABLE);
@@ -228,7 +237,7 @@ describe('transports/h2 unary client against a grpc-js server', function () {
 
   it('on GOAWAY finishes the calls under way and takes new ones to a new connection', async function () {
     const slow = outcome(c, harness.address, '/t.Test/Slow', Buffer.from('slow'));
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(() => harness.arrived.includes('slow'), 'the call at the handler');
     const shutdown = new Promise<void>((resolve) => harness.server.tryShutdown(() => resolve()));
     assert.deepEqual(await slow, { ok: true, message: Buffer.from('slow') });
     await shutdown;
@@ -244,6 +253,7 @@ describe("transports/h2 unary client against transports/h2's H2Server", function
   let server: H2Server;
   let address: string;
   const cancelled: string[] = [];
+  const arrived: string[] = [];
   let c: H2UnaryClient;
 
   before(async function () {
@@ -265,6 +275,7 @@ describe("transports/h2 unary client against transports/h2's H2Server", function
         '/t.Test/Hold',
         (request, call) =>
           new Promise(() => {
+            arrived.push(request.toString());
             call.onCancel = () => cancelled.push(request.toString());
           }),
       ],
@@ -312,7 +323,7 @@ describe("transports/h2 unary client against transports/h2's H2Server", function
     await waitFor(() => cancelled.includes('deadline'), 'the handler told of the deadline');
     const seen: LeanOutcome[] = [];
     const cancel = c.call(address, '/t.Test/Hold', Buffer.from('cancel'), 10_000, (o) => seen.push(o));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await waitFor(() => arrived.includes('cancel'), 'the call at the handler');
     cancel();
     await waitFor(() => cancelled.includes('cancel'), 'the handler told of the cancel');
     await waitFor(() => seen.length === 1, 'the cancelled outcome');
