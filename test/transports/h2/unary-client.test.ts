@@ -528,6 +528,42 @@ describe('transports/h2 unary client against a scripted server', function () {
     }
   });
 
+  it('survives random frames from a server: one outcome per call, never our own INTERNAL_ERROR (seeded property)', async function () {
+    let script: Buffer[] = [];
+    const address = await serve((peer) => {
+      peer.settings();
+      peer.onRequest = (id) => {
+        for (const bytes of script) peer.write(bytes);
+        // Whatever the frames did, a reset ends the call if the connection still stands.
+        peer.write(frame(FrameType.RST_STREAM, 0, id, Buffer.from([0, 0, 0, ErrorCode.CANCEL])));
+      };
+    });
+    const frameArb = fc
+      .tuple(
+        fc.integer({ min: 0, max: 11 }),
+        fc.integer({ min: 0, max: 255 }),
+        fc.constantFrom(0, 1, 2, 3, 0x7fffffff),
+        fc.uint8Array({ maxLength: 40 }),
+      )
+      .map(([type, flags, streamId, payload]) => frame(type, flags, streamId, Buffer.from(payload)));
+    await fc.assert(
+      fc.asyncProperty(fc.array(frameArb, { minLength: 1, maxLength: 6 }), async (frames) => {
+        script = frames;
+        c.closePeer(address);
+        const peersBefore = scripted!.peers.length;
+        const o = await outcome(c, address, '/t.Test/Echo', Buffer.from('q'), 2_000);
+        assert.ok(o.ok || o.status.code !== StatusCode.DEADLINE_EXCEEDED, 'ended by the frames or the reset');
+        const peer = scripted!.peers[peersBefore];
+        const ours = peer?.frames.filter((f) => f.type === FrameType.GOAWAY) ?? [];
+        assert.ok(
+          ours.every((f) => f.payload.readUInt32BE(4) !== ErrorCode.INTERNAL_ERROR),
+          `our GOAWAY: ${ours.map((f) => f.payload.toString('latin1', 8)).join('; ')}`,
+        );
+      }),
+      { numRuns: 150 },
+    );
+  });
+
   it('reads any split of an answer into frames and socket writes (seeded property)', async function () {
     let plan: ((peer: ScriptedPeer, id: number) => Promise<void>) | null = null;
     const address = await serve((peer) => {
