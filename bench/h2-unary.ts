@@ -3,9 +3,10 @@
 // bars? Two servers in child processes answer one trivial unary method with the same constant message: `node`,
 // node:http2 answered as lean-serve.ts does (respond with waitForTrailers, end the message, trailers on
 // 'wantTrailers'), and `raw`, transports/h2's H2Server with serveGrpcUnary. Over mutual TLS (as a node runs)
-// and plaintext. Three clients call each: bare node:http2 (what lean-unary.ts is built on: one request per call)
-// and grpc-js, and a prototype raw client on transports/h2's frames and HPACK (what the caller would save with
-// the same framing). Rounds alternate the servers so drift hits both. Per pairing it prints the round trip p50/p99 at
+// and plaintext. Four clients call each: bare node:http2 (what lean-unary.ts is built on: one request per call),
+// grpc-js, transports/grpc/lean-unary.ts's LeanUnaryClient (the node's peer and Store calls today) and
+// transports/h2/unary-client.ts's H2UnaryClient (our framing at the caller too; the two lean clients dial with the
+// node's own certificate checks, tls.ts). Rounds alternate the servers so drift hits both. Per pairing it prints the round trip p50/p99 at
 // 1 caller, and calls/s with the server's CPU per call at 16 callers; and, as the reference, the round trip of one
 // message on an open node:http2 stream to the node server (what a GetStream read pays).
 //
@@ -20,20 +21,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClusterCa, createNodeCert, newClusterId } from '../cli/certs/certs.js';
-import * as net from 'node:net';
-import * as tlsModule from 'node:tls';
-import {
-  CONNECTION_PREFACE,
-  ErrorCode,
-  Flag,
-  frame,
-  FRAME_HEADER_BYTES,
-  FrameType,
-  Setting,
-  settingsPayload,
-  u32,
-} from '../transports/h2/frames.js';
-import { encodeHeaderBlock, HpackDecoder } from '../transports/h2/hpack.js';
+import { LeanUnaryClient } from '../transports/grpc/lean-unary.js';
+import { resolveGrpcLimits } from '../transports/grpc/limits.js';
+import { peerHttp2Dial, peerSocketDial, type PeerSecurity } from '../transports/grpc/tls.js';
+import { H2UnaryClient } from '../transports/h2/unary-client.js';
 
 const PATH = '/bench.Store/Get';
 const STREAM_PATH = '/bench.Store/GetStream';
@@ -54,6 +45,7 @@ interface Tls {
   ca: string;
   cert: string;
   key: string;
+  clusterId: string;
 }
 
 // --- servers (child processes) ---------------------------------------------------------------------------------
@@ -224,104 +216,39 @@ function grpcJsClient(port: number, tls: Tls | null): Client {
   return { call, close: () => client.close() };
 }
 
-/**
- * rawClient is a PROTOTYPE for this bench only (the question after the server: what if the caller skipped
- * node:http2's stream per call too?): one socket, our frames and HPACK, a call as HEADERS + DATA(END_STREAM)
- * in one write, its answer read from the frames. It checks only what the bench needs (grpc-status 0) and
- * none of what a client must (the server's SETTINGS beyond an ACK, its windows, GOAWAY's last stream id).
- */
-function rawClient(port: number, tls: Tls | null): Client {
-  const socket: net.Socket = tls
-    ? tlsModule.connect({
-        port,
-        host: '127.0.0.1',
-        servername: 'localhost',
-        ca: tls.ca,
-        cert: tls.cert,
-        key: tls.key,
-        ALPNProtocols: ['h2'],
-      })
-    : net.connect(port, '127.0.0.1');
-  socket.setNoDelay(true);
-  socket.on('error', () => undefined);
-  const decoder = new HpackDecoder(4096);
-  const block = encodeHeaderBlock([
-    [':method', 'POST'],
-    [':scheme', tls ? 'https' : 'http'],
-    [':path', PATH],
-    [':authority', 'localhost'],
-    ['content-type', 'application/grpc'],
-    ['te', 'trailers'],
-    ['grpc-timeout', '5000m'],
-  ]);
-  const pending = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
-  let nextId = 1;
-  let buffered: Buffer = Buffer.alloc(0);
-  let unacked = 0;
-  socket.write(
-    Buffer.concat([
-      CONNECTION_PREFACE,
-      frame(FrameType.SETTINGS, 0, 0, settingsPayload([[Setting.INITIAL_WINDOW_SIZE, 1 << 20]])),
-      frame(FrameType.WINDOW_UPDATE, 0, 0, u32((16 << 20) - 65_535)),
-    ]),
-  );
-  socket.on('data', (chunk: Buffer) => {
-    buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-    let at = 0;
-    const out: Buffer[] = [];
-    while (buffered.length - at >= FRAME_HEADER_BYTES) {
-      const length = buffered.readUIntBE(at, 3);
-      if (buffered.length - at < FRAME_HEADER_BYTES + length) break;
-      const type = buffered[at + 3]!;
-      const flags = buffered[at + 4]!;
-      const id = buffered.readUInt32BE(at + 5) & 0x7fffffff;
-      const payload = buffered.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + length);
-      at += FRAME_HEADER_BYTES + length;
-      if (type === FrameType.SETTINGS && !(flags & Flag.ACK)) out.push(frame(FrameType.SETTINGS, Flag.ACK, 0));
-      else if (type === FrameType.PING && !(flags & Flag.ACK)) out.push(frame(FrameType.PING, Flag.ACK, 0, payload));
-      else if (type === FrameType.DATA) {
-        unacked += length;
-        if (unacked >= 8 << 20) {
-          out.push(frame(FrameType.WINDOW_UPDATE, 0, 0, u32(unacked)));
-          unacked = 0;
-        }
-      } else if (type === FrameType.HEADERS) {
-        // Every block is decoded (HPACK state); PADDED/PRIORITY never come from either server here.
-        const fields = decoder.decode(payload).fields;
-        if (flags & Flag.END_STREAM) {
-          const call = pending.get(id);
-          pending.delete(id);
-          const status = fields.find(([name]) => name === 'grpc-status')?.[1];
-          if (status === '0') call?.resolve();
-          else call?.reject(new Error(`status ${status}`));
-        }
-      } else if (type === FrameType.RST_STREAM && payload.readUInt32BE(0) !== ErrorCode.NO_ERROR) {
-        pending.get(id)?.reject(new Error('reset'));
-        pending.delete(id);
-      }
-    }
-    buffered = at === buffered.length ? Buffer.alloc(0) : buffered.subarray(at);
-    if (out.length > 0) socket.write(Buffer.concat(out));
-  });
-  const call: Call = () =>
+/** leanUnaryClient calls through transports/grpc/lean-unary.ts (node:http2, what the node uses today). */
+function leanUnaryClient(port: number, tls: Tls | null): Client {
+  const client = new LeanUnaryClient({ dial: peerHttp2Dial(security(tls), 'localhost'), headers: {}, limits: LIMITS });
+  return { call: unaryCall(client, port), close: () => client.close() };
+}
+
+/** h2UnaryClient calls through transports/h2/unary-client.ts (our framing; the same dial checks as the node's). */
+function h2UnaryClient(port: number, tls: Tls | null): Client {
+  const client = new H2UnaryClient({ dial: peerSocketDial(security(tls), 'localhost'), headers: {}, limits: LIMITS });
+  return { call: unaryCall(client, port), close: () => client.close() };
+}
+
+const LIMITS = resolveGrpcLimits();
+
+function security(tls: Tls | null): PeerSecurity {
+  return tls ? { mode: 'mtls', material: tls, clusterId: tls.clusterId } : { mode: 'insecure' };
+}
+
+function unaryCall(client: LeanUnaryClient | H2UnaryClient, port: number): Call {
+  const to = `127.0.0.1:${port}`;
+  return () =>
     new Promise((resolve, reject) => {
-      const id = nextId;
-      nextId += 2;
-      pending.set(id, { resolve, reject });
-      socket.write(
-        Buffer.concat([
-          frame(FrameType.HEADERS, Flag.END_HEADERS, id, block),
-          frame(FrameType.DATA, Flag.END_STREAM, id, FRAMED_REQUEST),
-        ]),
+      client.call(to, PATH, REQUEST, 5_000, (outcome) =>
+        outcome.ok ? resolve() : reject(new Error(outcome.status.details)),
       );
     });
-  return { call, close: () => socket.end() };
 }
 
 const CLIENTS = {
   'node:http2 client': bareHttp2Client,
   'grpc-js client': grpcJsClient,
-  'raw client (proto)': rawClient,
+  'lean-unary client': leanUnaryClient,
+  'h2 unary client': h2UnaryClient,
 } as const;
 type ClientName = keyof typeof CLIENTS;
 
@@ -389,7 +316,7 @@ async function runMode(tls: Tls | null, calls: number, rounds: number): Promise<
       const tally = tallies.get(pair)!;
       const at = (q: number): string => percentile(tally.rtts, q);
       console.log(
-        `  ${pair.server.kind.padEnd(4)} server, ${pair.name.padEnd(18)} 1 caller p50 ${at(0.5)} µs p99 ${at(0.99)} µs; ${CALLERS} callers ${((tally.calls * 1000) / tally.wallMs).toFixed(0)} calls/s, CPU per call server ${(tally.serverCpuUs / tally.calls).toFixed(1)} µs, client ${(tally.clientCpuUs / tally.calls).toFixed(1)} µs`,
+        `  ${pair.server.kind.padEnd(4)} server, ${pair.name.padEnd(17)} 1 caller p50 ${at(0.5)} µs p99 ${at(0.99)} µs; ${CALLERS} callers ${((tally.calls * 1000) / tally.wallMs).toFixed(0)} calls/s, CPU per call server ${(tally.serverCpuUs / tally.calls).toFixed(1)} µs, client ${(tally.clientCpuUs / tally.calls).toFixed(1)} µs`,
       );
       pair.client.close();
     }
@@ -408,9 +335,15 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-h2-'));
   try {
     await createClusterCa({ dir });
-    await createNodeCert({ dir, name: 'bench', clusterId: newClusterId(), peersService: 'peers', namespace: 'bench' });
+    const clusterId = newClusterId();
+    await createNodeCert({ dir, name: 'bench', clusterId, peersService: 'peers', namespace: 'bench' });
     const read = (name: string): Promise<string> => readFile(join(dir, name), 'utf8');
-    const tls: Tls = { ca: await read('ca.crt'), cert: await read('bench.crt'), key: await read('bench.key') };
+    const tls: Tls = {
+      ca: await read('ca.crt'),
+      cert: await read('bench.crt'),
+      key: await read('bench.key'),
+      clusterId,
+    };
     if (mode !== 'plain') await runMode(tls, calls, rounds);
     if (mode !== 'tls') await runMode(null, calls, rounds);
   } finally {

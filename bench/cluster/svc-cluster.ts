@@ -149,11 +149,13 @@ type PoolOptions = ConstructorParameters<typeof StoreClientPool>[0];
 /**
  * storePoolOptions: the follower's peer certificate and the cluster id (plaintext with --insecure); the unary
  * calls on the lean HTTP/2 client as a node's own are, unless SVC_GRPC_LEAN_UNARY_CLIENT=0 (which the members
- * read too: the whole run on grpc-js's client).
+ * read too: the whole run on grpc-js's client). SVC_BENCH_H2_UNARY_CLIENT=1 puts the bench's own pools' lean calls
+ * on transports/h2's H2UnaryClient (storeClientTransport's h2UnaryClient; the members are unchanged).
  */
 async function storePoolOptions(cluster: ClusterFile, follower: Member): Promise<PoolOptions> {
   const tls = cluster.tls;
   const lean = !['0', 'false'].includes(process.env.SVC_GRPC_LEAN_UNARY_CLIENT ?? '');
+  const h2UnaryClient = ['1', 'true'].includes(process.env.SVC_BENCH_H2_UNARY_CLIENT ?? '');
   const clusterId = cluster.clusterId ?? '';
   return tls.mode === 'mtls'
     ? storeClientTransport(
@@ -165,9 +167,9 @@ async function storePoolOptions(cluster: ClusterFile, follower: Member): Promise
             key: await readFile(join(dirname(tls.caFile), `${follower.name}.key`)),
           },
         },
-        { clusterId, serverNameOverride: tls.serverName, lean },
+        { clusterId, serverNameOverride: tls.serverName, lean, h2UnaryClient },
       )
-    : storeClientTransport({ mode: 'insecure' }, { clusterId, lean });
+    : storeClientTransport({ mode: 'insecure' }, { clusterId, lean, h2UnaryClient });
 }
 
 /** storeClients: the bench's writes (at the leader) and reads (at any member) over two store pools. */

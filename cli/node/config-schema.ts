@@ -506,6 +506,10 @@ export const OTHER_ENV: ReadonlyArray<{ env: string; doc: string }> = [
   { env: 'SVC_SENTINEL_TEST', doc: 'tests: 1 runs the Redis Sentinel failover test (`make sentinel-test`)' },
   { env: 'SVC_UPGRADE_TEST', doc: 'tests: 1 runs the rolling-upgrade test (`make upgrade-test`)' },
   { env: 'SVC_JEPSEN_RUNNER', doc: "tests: marks test/jepsen's runner process" },
+  {
+    env: 'SVC_BENCH_H2_UNARY_CLIENT',
+    doc: "benches: 1 puts the bench's own Store client pools' unary calls on transports/h2's client (bench/cluster/svc-cluster.ts)",
+  },
 ];
 
 /** SETTINGS_BY_KEY, SETTINGS_BY_ENV: lookups over NODE_SETTINGS. */

@@ -315,7 +315,7 @@ export class Node {
   }
 
   /** storeUnaryClient names the client of this node's unary Store calls (grpc.leanUnaryClient; after start()). */
-  get storeUnaryClient(): 'lean' | 'grpc-js' | null {
+  get storeUnaryClient(): 'lean' | 'h2' | 'grpc-js' | null {
     return this.storeClients?.unaryClient ?? null;
   }
 

@@ -18,7 +18,7 @@ import {
   type StoreServiceHandler,
 } from '../../transports/store-rpc/store-service.js';
 import { startOldStoreServer } from '../node/grpc-probe.js';
-import { STORE_POOL_TRANSPORTS, type StorePoolTransport } from './store-pool-transports.js';
+import { leanOptions, STORE_POOL_TRANSPORTS, type StorePoolTransport } from './store-pool-transports.js';
 import { ThrowawayPki } from './throwaway-pki.js';
 
 const DEADLINE_MS = 5_000;
@@ -97,7 +97,7 @@ describe('store-rpc: the client pool unary calls on the lean HTTP/2 client', fun
         new StoreClientPool({
           ...storeClientTransport(
             { mode: 'insecure' },
-            { lean: unaryClient === 'lean', limits: { messageBytesMax: ANSWER_BYTES_MAX } },
+            { ...leanOptions(unaryClient), limits: { messageBytesMax: ANSWER_BYTES_MAX } },
           ),
           overStreams: false,
           proposeBatchCountMax: 1,
@@ -120,7 +120,7 @@ describe('store-rpc: the client pool unary calls on the lean HTTP/2 client', fun
       assert.equal(pool.callCounts.propose, 1);
       assert.equal(pool.callCounts.getUnary, 1);
       assert.equal(userAgents.length, 2, 'two unary calls arrived');
-      if (unaryClient === 'lean') {
+      if (unaryClient !== 'grpc-js') {
         assert.equal(pool.leanCalls, 2, 'both calls on the lean client');
         assert.ok(
           userAgents.every((agent) => !agent.startsWith('grpc-node-js')),
@@ -155,8 +155,10 @@ describe('store-rpc: the client pool unary calls on the lean HTTP/2 client', fun
     ];
     for (const [what, call] of cases) {
       const lean = await outcomeOf(call(pools.get('lean')!));
+      const h2 = await outcomeOf(call(pools.get('h2')!));
       const grpcJs = await outcomeOf(call(pools.get('grpc-js')!));
       assert.deepEqual(lean, grpcJs, what);
+      assert.deepEqual(h2, grpcJs, `${what} (h2)`);
     }
     // Client-side ends: the same code (the wording of the details is each client's own).
     for (const [what, key, deadlineMs, code] of [
@@ -267,7 +269,7 @@ describe('store-rpc: the client pool over mutual TLS refuses the wrong server on
     );
     const security: PeerSecurity = { mode: 'mtls', material, clusterId };
     const pool = new StoreClientPool({
-      ...storeClientTransport(security, { serverNameOverride: serverName, lean: unaryClient === 'lean' }),
+      ...storeClientTransport(security, { serverNameOverride: serverName, ...leanOptions(unaryClient) }),
       overStreams: false,
     });
     try {
@@ -282,7 +284,7 @@ describe('store-rpc: the client pool over mutual TLS refuses the wrong server on
       assert.deepEqual(await readIndexOver(unaryClient, 'cluster-ca', 'c1', 'localhost'), {
         answer: { commitSeq: 1, term: 1 },
       });
-    assert.equal(served, 2);
+    assert.equal(served, STORE_POOL_TRANSPORTS.length);
   });
 
   it('refuses a server signed by another CA, under another name, or of another cluster, UNAVAILABLE on both', async () => {

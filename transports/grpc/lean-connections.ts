@@ -24,6 +24,7 @@ import { status as StatusCode } from '@grpc/grpc-js';
 import type { Server as NetServer, Socket } from 'node:net';
 import { Server as TlsServer, TLSSocket } from 'node:tls';
 import { H2ServerConnection } from '../h2/connection.js';
+import { Setting } from '../h2/frames.js';
 import { serveGrpcUnary, type UnaryAnswer, type UnaryCall, type UnaryHandler } from '../h2/grpc-unary.js';
 import type { HeaderField } from '../h2/hpack.js';
 import { resolveH2Limits, type H2Limits } from '../h2/limits.js';
@@ -37,7 +38,7 @@ import { stamp, tracing } from '../node/write-trace.js';
  * LEAN_CONNECTION_SETTING is the SETTINGS identifier a client sends with value 1 to be served on the lean
  * connection path (0xf000-0xffff: the experimental range of the HTTP/2 settings registry).
  */
-export const LEAN_CONNECTION_SETTING = 0xf5c1;
+export const LEAN_CONNECTION_SETTING = Setting.LEAN_CONNECTION;
 
 /** LEAN_CONNECTION_SETTINGS are the node:http2 client settings that ask for it (`http2.connect`'s `settings`). */
 export const LEAN_CONNECTION_SETTINGS = Object.freeze({

@@ -4,6 +4,7 @@
 // unary call cost its caller about twice the CPU of a lean one and added 100-150 µs to its round trip
 // (lean-unary.ts has the figures); a client's one-call write or read pays that on every call.
 import { status } from '@grpc/grpc-js';
+import { H2UnaryClient, type H2Dial } from '../h2/unary-client.js';
 import { LeanUnaryClient, type LeanDial } from './lean-unary.js';
 import { resolveGrpcLimits, type GrpcLimits } from './limits.js';
 import { TRAILER_LEADER, TRAILER_REFUSAL_CODE, type CallErrorOf } from './unary-call.js';
@@ -18,6 +19,11 @@ export interface UnaryCaller {
 export interface LeanDialOptions {
   /** dial opens a session with the same security as the pool's ChannelCredentials (tls.ts peerHttp2Dial). */
   dial: LeanDial;
+  /**
+   * h2Dial, when set, sends the calls over transports/h2's H2UnaryClient (our own HTTP/2 framing) instead of
+   * node:http2's client, with a socket dial of the same security (tls.ts peerSocketDial). Unset: node:http2.
+   */
+  h2Dial?: H2Dial;
   /** headers go on every call: what the channel options' interceptors would add (the cluster id). */
   headers?: Readonly<Record<string, string>>;
   /**
@@ -34,17 +40,22 @@ export interface LeanUnaryCallsOptions extends LeanDialOptions {
 }
 
 export class LeanUnaryCalls implements UnaryCaller {
-  private readonly client: LeanUnaryClient;
+  private readonly client: LeanUnaryClient | H2UnaryClient;
   private closed = false;
   /** callsSent counts the calls handed to the lean client (tests and benches check which path carried them). */
   callsSent = 0;
 
   constructor(private readonly options: LeanUnaryCallsOptions) {
-    this.client = new LeanUnaryClient({
-      dial: options.dial,
-      headers: options.headers ?? {},
-      limits: resolveGrpcLimits(options.limits),
-    });
+    const headers = options.headers ?? {};
+    const limits = resolveGrpcLimits(options.limits);
+    this.client = options.h2Dial
+      ? new H2UnaryClient({ dial: options.h2Dial, headers, limits })
+      : new LeanUnaryClient({ dial: options.dial, headers, limits });
+  }
+
+  /** framing names the HTTP/2 client under the calls: node:http2's, or transports/h2's. */
+  get framing(): 'node-http2' | 'h2' {
+    return this.client instanceof H2UnaryClient ? 'h2' : 'node-http2';
   }
 
   call(to: string, path: string, request: Buffer, deadlineAt: number): Promise<Buffer> {

@@ -19,7 +19,11 @@
 import * as http2 from 'node:http2';
 import { StatusCode, type RpcStatus } from '../../engine/rpc.js';
 import type { GrpcLimits } from './limits.js';
-import { PROTOCOL_TRAILER_PREFIX, rpcStatus, statusFromCode } from './status.js';
+import { LeanCallGate } from './lean-call-gate.js';
+import { rpcStatus } from './status.js';
+import { failed, failLater, frame, UnaryAnswer, type LeanOutcome } from './unary-answer.js';
+
+export type { LeanOutcome } from './unary-answer.js';
 
 /** LeanDial opens an HTTP/2 session to `address` (host:port): TLS with the node's credentials, or plaintext. */
 export type LeanDial = (address: string) => http2.ClientHttp2Session;
@@ -31,45 +35,20 @@ export interface LeanUnaryOptions {
   limits: GrpcLimits;
 }
 
-/**
- * LeanOutcome is a call's end: the answer's message bytes, or why there is none. status is the engine's view
- * (a code the engine does not name becomes UNAVAILABLE: status.ts statusFromCode); wire is the status as the
- * server sent it, or as this client decided it (a client that maps codes its own way, as the Store client
- * pool does, reads wire).
- */
-export type LeanOutcome =
-  { ok: true; message: Buffer } | { ok: false; status: RpcStatus; wire: { code: number; details: string } };
-
-const noCancel = (): void => {};
-
-/** failLater reports a failure decided before the call left, on a later turn (never inside call()). */
-function failLater(done: (outcome: LeanOutcome) => void, status: RpcStatus): () => void {
-  setImmediate(done, failed(status));
-  return noCancel;
-}
-
-/** failed is a failure whose wire status is the engine status itself (one this client decided). */
-function failed(status: RpcStatus): LeanOutcome {
-  return { ok: false, status, wire: { code: status.code, details: status.details } };
-}
-
 interface Peer {
   session: http2.ClientHttp2Session;
   calls: number;
   keepalive: NodeJS.Timeout;
 }
 
-const GRPC_FRAME_HEADER_BYTES = 5;
-
 export class LeanUnaryClient {
   private readonly peers = new Map<string, Peer>();
-  /** refusedUntil: per address, the end of the back-off after a failed connection attempt, and its length. */
-  private readonly refused = new Map<string, { untilMs: number; backoffMs: number }>();
-  private closed = false;
+  private readonly gate: LeanCallGate;
   /** fixedHeaders: every call's headers but its path and timeout, in the order they go out. */
   private readonly fixedHeaders: http2.OutgoingHttpHeaders;
 
   constructor(private readonly options: LeanUnaryOptions) {
+    this.gate = new LeanCallGate(options.limits);
     this.fixedHeaders = {
       [http2.constants.HTTP2_HEADER_METHOD]: 'POST',
       [http2.constants.HTTP2_HEADER_PATH]: '',
@@ -91,23 +70,9 @@ export class LeanUnaryClient {
     deadlineMs: number,
     done: (outcome: LeanOutcome) => void,
   ): () => void {
-    if (this.closed) return failLater(done, rpcStatus(StatusCode.UNAVAILABLE, 'peer pool is closed'));
+    const refusal = this.gate.refusal(to, request);
+    if (refusal !== null) return failLater(done, refusal);
     const { messageBytesMax } = this.options.limits;
-    // grpc-js's client refuses to send above grpc.max_send_message_length the same way (clientChannelOptions).
-    if (request.length > messageBytesMax)
-      return failLater(
-        done,
-        rpcStatus(
-          StatusCode.RESOURCE_EXHAUSTED,
-          `request of ${request.length} bytes above messageBytesMax (${messageBytesMax})`,
-        ),
-      );
-    const refused = this.refused.get(to);
-    if (refused && Date.now() < refused.untilMs)
-      return failLater(
-        done,
-        rpcStatus(StatusCode.UNAVAILABLE, `connection to ${to} failed; next attempt after back-off`),
-      );
     let peer: Peer;
     let stream: http2.ClientHttp2Stream;
     try {
@@ -150,7 +115,7 @@ export class LeanUnaryClient {
   }
 
   close(): void {
-    this.closed = true;
+    this.gate.closed = true;
     for (const to of [...this.peers.keys()]) this.closePeer(to);
   }
 
@@ -183,7 +148,7 @@ export class LeanUnaryClient {
     let connected = false;
     const connecting = setTimeout(() => {
       // Not connected in time (a SYN into a partition): drop it and back off, as a failed attempt.
-      this.backOff(to);
+      this.gate.failed(to);
       this.drop(to, peer);
       session.destroy();
     }, this.options.limits.connectTimeoutMs);
@@ -191,24 +156,17 @@ export class LeanUnaryClient {
     session.once('connect', () => {
       connected = true;
       clearTimeout(connecting);
-      this.refused.delete(to);
+      this.gate.connected(to);
     });
     session.once('close', () => clearTimeout(connecting));
     session.on('error', () => {
-      if (!connected) this.backOff(to);
+      if (!connected) this.gate.failed(to);
       this.drop(to, peer);
     });
     session.on('goaway', () => this.drop(to, peer));
     session.on('close', () => this.drop(to, peer));
     session.unref();
     return peer;
-  }
-
-  private backOff(to: string): void {
-    const { initialReconnectBackoffMs, maxReconnectBackoffMs } = this.options.limits;
-    const previous = this.refused.get(to);
-    const backoffMs = previous ? Math.min(previous.backoffMs * 2, maxReconnectBackoffMs) : initialReconnectBackoffMs;
-    this.refused.set(to, { untilMs: Date.now() + backoffMs, backoffMs });
   }
 
   /** drop forgets `peer` as the session for `to`; calls open on it finish or fail on their own. */
@@ -292,96 +250,4 @@ class ClientCall {
     if (peer.calls === 0 && !peer.session.destroyed) peer.session.unref();
     this.done(this.local !== null ? failed(this.local) : this.answer.outcome(this.to, this.stream.rstCode));
   }
-}
-
-/** frame is one gRPC message: flag 0 (not compressed), its length, the bytes. */
-function frame(message: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(GRPC_FRAME_HEADER_BYTES + message.length);
-  out[0] = 0;
-  out.writeUInt32BE(message.length, 1);
-  message.copy(out, GRPC_FRAME_HEADER_BYTES);
-  return out;
-}
-
-/** UnaryAnswer gathers what the server sent: headers, the message's bytes (bounded), trailers. */
-class UnaryAnswer {
-  private headers: http2.IncomingHttpHeaders | null = null;
-  private trailers: http2.IncomingHttpHeaders | null = null;
-  private readonly chunks: Buffer[] = [];
-  private bytes = 0;
-  private error: Error | null = null;
-
-  constructor(private readonly messageBytesMax: number) {}
-
-  onHeaders(headers: http2.IncomingHttpHeaders): void {
-    this.headers = headers;
-  }
-
-  /** onData keeps a chunk; false when the answer passed its bound. */
-  onData(chunk: Buffer): boolean {
-    this.bytes += chunk.length;
-    if (this.bytes > this.messageBytesMax + GRPC_FRAME_HEADER_BYTES) return false;
-    this.chunks.push(chunk);
-    return true;
-  }
-
-  onTrailers(trailers: http2.IncomingHttpHeaders): void {
-    this.trailers = trailers;
-  }
-
-  onError(err: Error): void {
-    this.error ??= err;
-  }
-
-  outcome(to: string, rstCode: number | undefined): LeanOutcome {
-    const headers = this.headers;
-    // A trailers-only answer carries its status in the headers.
-    const ending = this.trailers ?? (headers && headers['grpc-status'] !== undefined ? headers : null);
-    if (headers === null || ending === null) {
-      const why = this.error?.message ?? `stream reset (code ${rstCode ?? 'none'})`;
-      return failed(rpcStatus(StatusCode.UNAVAILABLE, `${to} gave no answer: ${why}`));
-    }
-    const httpStatus = Number(headers[http2.constants.HTTP2_HEADER_STATUS]);
-    if (httpStatus !== 200)
-      return failed(rpcStatus(StatusCode.UNAVAILABLE, `${to} answered HTTP status ${httpStatus}`));
-    const code = Number(ending['grpc-status']);
-    if (!Number.isInteger(code) || code < 0)
-      return failed(rpcStatus(StatusCode.INTERNAL, `${to} sent no valid grpc-status`));
-    if (code !== StatusCode.OK) {
-      const details = grpcMessage(ending['grpc-message']);
-      return { ok: false, status: statusFromCode(code, details, protocolTrailers(ending)), wire: { code, details } };
-    }
-    return this.message(to);
-  }
-
-  /** message is the one length-prefixed, uncompressed message an OK answer must hold. */
-  private message(to: string): LeanOutcome {
-    const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.bytes);
-    if (
-      body.length < GRPC_FRAME_HEADER_BYTES ||
-      body[0] !== 0 ||
-      body.readUInt32BE(1) !== body.length - GRPC_FRAME_HEADER_BYTES
-    )
-      return failed(rpcStatus(StatusCode.INTERNAL, `${to} answered OK without exactly one uncompressed message`));
-    return { ok: true, message: body.subarray(GRPC_FRAME_HEADER_BYTES) };
-  }
-}
-
-/** grpcMessage decodes grpc-message (percent-encoded); text that does not decode is kept as sent. */
-function grpcMessage(value: string | string[] | undefined): string {
-  const text = Array.isArray(value) ? value.join(',') : (value ?? '');
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-}
-
-/** protocolTrailers keeps the protocol's x-svc-* trailers (as the grpc-js path's metadataTrailers does). */
-function protocolTrailers(headers: http2.IncomingHttpHeaders): Record<string, string> {
-  const trailers: Record<string, string> = {};
-  for (const [key, value] of Object.entries(headers)) {
-    if (typeof value === 'string' && key.startsWith(PROTOCOL_TRAILER_PREFIX)) trailers[key] = value;
-  }
-  return trailers;
 }

@@ -3,8 +3,9 @@
 // the same CA. Plaintext exists only when a caller asks for it by name.
 import * as grpc from '@grpc/grpc-js';
 import * as http2 from 'node:http2';
+import * as net from 'node:net';
 import type { LookupFunction } from 'node:net';
-import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions, type PeerCertificate } from 'node:tls';
 import { certIdentity } from './peer-identity.js';
 import { LEAN_CONNECTION_SETTINGS } from './lean-connections.js';
 
@@ -104,10 +105,33 @@ export function peerClientCredentials(security: PeerSecurity): grpc.ChannelCrede
 }
 
 /**
- * peerHttp2Dial opens the HTTP/2 sessions of lean-unary.ts with the same security as peerClientCredentials:
- * this node's certificate, only servers signed by the cluster CA, the host name checked (against
- * serverNameOverride when set, as grpc.ssl_target_name_override does) and, with a cluster id, the server a
- * peer of that cluster. `lookup`, when given, looks the host names up (a node gives its PeerNames' lookup, so
+ * peerTlsDialOptions is what a peer dial hands to tls.connect (directly, or through http2.connect): this node's
+ * certificate, only servers signed by the cluster CA, the host name checked (against serverNameOverride when set,
+ * as grpc.ssl_target_name_override does) and, with a cluster id, the server a peer of that cluster. Both lean
+ * dials below take it from here, so their server-certificate checks are one and the same.
+ */
+function peerTlsDialOptions(
+  security: Extract<PeerSecurity, { mode: 'mtls' }>,
+  serverNameOverride: string | undefined,
+): Pick<ConnectionOptions, 'ca' | 'cert' | 'key' | 'servername' | 'checkServerIdentity'> {
+  const { material, clusterId } = security;
+  return {
+    ca: pem(material.ca, 'ca'),
+    cert: pem(material.cert, 'cert'),
+    key: pem(material.key, 'key'),
+    ...(serverNameOverride ? { servername: serverNameOverride } : {}),
+    ...(clusterId === undefined
+      ? {}
+      : {
+          checkServerIdentity: (hostname: string, peer: PeerCertificate): Error | undefined =>
+            serverIdentityProblem(hostname, peer, clusterId),
+        }),
+  };
+}
+
+/**
+ * peerHttp2Dial opens the HTTP/2 sessions of lean-unary.ts with the same security as peerClientCredentials
+ * (peerTlsDialOptions). `lookup`, when given, looks the host names up (a node gives its PeerNames' lookup, so
  * that no dial leaves a getaddrinfo its exit would wait for: transports/node/peer-names.ts).
  */
 export function peerHttp2Dial(
@@ -118,22 +142,46 @@ export function peerHttp2Dial(
   // Every session of lean-unary.ts asks to be served on the lean connection path (lean-connections.ts).
   const resolving = lookup ? { lookup, settings: LEAN_CONNECTION_SETTINGS } : { settings: LEAN_CONNECTION_SETTINGS };
   if (security.mode === 'insecure') return (address) => http2.connect(`http://${address}`, resolving);
-  const { material, clusterId } = security;
-  const ca = pem(material.ca, 'ca');
-  const cert = pem(material.cert, 'cert');
-  const key = pem(material.key, 'key');
-  return (address) =>
-    http2.connect(`https://${address}`, {
+  const options = peerTlsDialOptions(security, serverNameOverride);
+  return (address) => http2.connect(`https://${address}`, { ...resolving, ...options });
+}
+
+/**
+ * peerSocketDial opens the sockets of transports/h2/unary-client.ts with the same security as peerHttp2Dial: the
+ * same tls.connect options (peerTlsDialOptions), the server name defaulting to the host unless it is an IP
+ * address (as http2.connect sets it), and ALPN offering h2 only (the client checks the server chose it).
+ */
+export function peerSocketDial(
+  security: PeerSecurity,
+  serverNameOverride?: string,
+  lookup?: LookupFunction,
+): (address: string) => net.Socket {
+  const resolving = lookup ? { lookup } : {};
+  if (security.mode === 'insecure')
+    return (address) => {
+      const { host, port } = splitAddress(address);
+      return net.connect({ host, port, ...resolving });
+    };
+  const options = peerTlsDialOptions(security, serverNameOverride);
+  return (address) => {
+    const { host, port } = splitAddress(address);
+    return tlsConnect({
+      host,
+      port,
+      ...(net.isIP(host) ? {} : { servername: host }),
       ...resolving,
-      ca,
-      cert,
-      key,
-      ...(serverNameOverride ? { servername: serverNameOverride } : {}),
-      ...(clusterId === undefined
-        ? {}
-        : {
-            checkServerIdentity: (hostname: string, peer: PeerCertificate): Error | undefined =>
-              serverIdentityProblem(hostname, peer, clusterId),
-          }),
+      ...options,
+      ALPNProtocols: ['h2'],
     });
+  };
+}
+
+/** splitAddress reads host:port (an IPv6 host in brackets, as in a URL's authority). */
+export function splitAddress(address: string): { host: string; port: number } {
+  const colon = address.lastIndexOf(':');
+  const port = Number(address.slice(colon + 1));
+  if (colon <= 0 || !Number.isInteger(port) || port <= 0 || port > 65_535)
+    throw new Error(`${address} is not host:port`);
+  const host = address.slice(0, colon);
+  return { host: host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host, port };
 }

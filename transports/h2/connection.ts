@@ -12,7 +12,6 @@ import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { decodeHeaderFields, type RequestHead } from './request-head.js';
 import {
   CONNECTION_PREFACE,
-  DEFAULT_FRAME_BYTES,
   DEFAULT_WINDOW_BYTES,
   EMPTY,
   ErrorCode,
@@ -27,21 +26,9 @@ import {
   WINDOW_MAX,
   writeFrameHeader,
 } from './frames.js';
-import { encodeHeaderBlock, HpackDecoder, HpackError, type HeaderField } from './hpack.js';
+import { ConnectionError, H2Framing, type PendingBlock } from './framing.js';
+import { encodeHeaderBlock, HpackDecoder, type HeaderField } from './hpack.js';
 import type { H2Limits } from './limits.js';
-
-/** A header block in more frames than this is a flood (empty CONTINUATION frames grow no byte count). */
-const CONTINUATION_FRAME_COUNT_MAX = 64;
-
-/** A connection error: the connection ends with GOAWAY(code). */
-class ConnectionError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /** A header list, or its HPACK block already encoded (hpack.ts's encodeHeaderBlock: constant answers encode once). */
 export type HeaderBlock = readonly HeaderField[] | Buffer;
@@ -105,41 +92,28 @@ export interface H2ConnectionEvents {
   onClose?(reason: string): void;
 }
 
-interface PendingBlock {
-  streamId: number;
-  endStream: boolean;
-  fragments: Buffer[];
-  bytes: number;
-}
-
-export class H2ServerConnection {
+export class H2ServerConnection extends H2Framing {
   private readonly streams = new Map<number, H2Stream>();
   private readonly decoder: HpackDecoder;
-  private buffered: Buffer = EMPTY;
   private prefaceSeen = false;
   private settingsSeen = false;
   private lastStreamId = 0;
-  private pendingBlock: PendingBlock | null = null;
   /** Peer settings that shape what we send. */
-  private peerInitialWindow = DEFAULT_WINDOW_BYTES;
-  private peerFrameBytesMax = DEFAULT_FRAME_BYTES;
   private connSendWindow = DEFAULT_WINDOW_BYTES;
   private connRecvWindow: number;
   private connRecvUnacked = 0;
   /** Streams with DATA held back by the connection's window, in the order they asked. */
   private readonly blocked = new Set<H2Stream>();
-  /** Frames produced while parsing one socket read go out together at its end. */
-  private out: Buffer[] = [];
-  private parsing = false;
   private ended = false;
   private readonly prefaceTimer: NodeJS.Timeout;
   private peerGoingAway = false;
 
   constructor(
-    readonly socket: Socket,
+    socket: Socket,
     private readonly limits: H2Limits,
     private readonly events: H2ConnectionEvents,
   ) {
+    super(socket, limits);
     this.decoder = new HpackDecoder(limits.headerTableBytesMax);
     this.connRecvWindow = limits.connectionWindowBytes;
     socket.setNoDelay(true);
@@ -178,6 +152,10 @@ export class H2ServerConnection {
       };
     }
     return this.peerCertificateRead.certificate;
+  }
+
+  protected get stopped(): boolean {
+    return this.ended;
   }
 
   private peerCertificateRead: { certificate: PeerCertificate | undefined } | null = null;
@@ -233,40 +211,24 @@ export class H2ServerConnection {
       this.prefaceSeen = true;
       at = CONNECTION_PREFACE.length;
     }
-    while (!this.ended && input.length - at >= FRAME_HEADER_BYTES) {
-      const length = input.readUIntBE(at, 3);
-      if (length > this.limits.frameBytesMax)
-        throw new ConnectionError(
-          ErrorCode.FRAME_SIZE_ERROR,
-          `a frame of ${length} bytes above SETTINGS_MAX_FRAME_SIZE`,
-        );
-      if (input.length - at < FRAME_HEADER_BYTES + length) break;
-      const type = input[at + 3]!;
-      const flags = input[at + 4]!;
-      const streamId = input.readUInt32BE(at + 5) & 0x7fffffff;
-      const payload = input.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + length);
-      at += FRAME_HEADER_BYTES + length;
-      this.onFrame(type, flags, streamId, payload);
-    }
-    this.buffered = at === input.length ? EMPTY : input.subarray(at);
+    this.readFrames(at);
   }
 
-  private onFrame(type: number, flags: number, streamId: number, payload: Buffer): void {
+  protected onFrame(type: number, flags: number, streamId: number, payload: Buffer): void {
     if (!this.settingsSeen) {
       if (type !== FrameType.SETTINGS || (flags & Flag.ACK) !== 0)
         throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'the first frame must be SETTINGS');
       this.settingsSeen = true;
       clearTimeout(this.prefaceTimer);
     }
-    if (this.pendingBlock !== null && (type !== FrameType.CONTINUATION || streamId !== this.pendingBlock.streamId))
-      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'a header block interrupted (CONTINUATION expected)');
+    this.checkBlockNotInterrupted(type, streamId);
     switch (type) {
       case FrameType.DATA:
         return this.onData(flags, streamId, payload);
       case FrameType.HEADERS:
         return this.onHeaders(flags, streamId, payload);
       case FrameType.CONTINUATION:
-        return this.onContinuation(flags, streamId, payload);
+        return this.continueHeaderBlock(flags, streamId, payload);
       case FrameType.PRIORITY:
         // Ignored (RFC 9113 deprecates the scheme), but still checked.
         if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PRIORITY on stream 0');
@@ -298,20 +260,6 @@ export class H2ServerConnection {
         // Unknown frame types are ignored (RFC 9113 4.1).
         return;
     }
-  }
-
-  /** unpad strips a PADDED frame's padding (and the priority fields of HEADERS when flagged). */
-  private unpad(flags: number, payload: Buffer, priority: boolean): Buffer {
-    let start = 0;
-    let end = payload.length;
-    if (flags & Flag.PADDED) {
-      if (payload.length < 1) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'padded frame without its length');
-      start = 1;
-      end -= payload[0]!;
-    }
-    if (priority && flags & Flag.PRIORITY) start += 5;
-    if (end < start) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'padding beyond the frame');
-    return payload.subarray(start, end);
   }
 
   private onData(flags: number, streamId: number, payload: Buffer): void {
@@ -348,51 +296,11 @@ export class H2ServerConnection {
   private onHeaders(flags: number, streamId: number, payload: Buffer): void {
     if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'HEADERS on stream 0');
     if (streamId % 2 === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'HEADERS on a server stream id');
-    const fragment = this.unpad(flags, payload, true);
-    const block: PendingBlock = {
-      streamId,
-      endStream: (flags & Flag.END_STREAM) !== 0,
-      fragments: [fragment],
-      bytes: fragment.length,
-    };
-    this.checkBlockBytes(block.bytes);
-    if (flags & Flag.END_HEADERS) this.onHeaderBlock(block, fragment);
-    else this.pendingBlock = block;
+    this.startHeaderBlock(flags, streamId, payload);
   }
 
-  private onContinuation(flags: number, streamId: number, payload: Buffer): void {
-    const block = this.pendingBlock;
-    if (block === null || streamId !== block.streamId)
-      throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'CONTINUATION without a header block');
-    block.fragments.push(payload);
-    block.bytes += payload.length;
-    this.checkBlockBytes(block.bytes);
-    if (block.fragments.length > CONTINUATION_FRAME_COUNT_MAX)
-      throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'a header block in too many CONTINUATION frames');
-    if (flags & Flag.END_HEADERS) {
-      this.pendingBlock = null;
-      this.onHeaderBlock(block, Buffer.concat(block.fragments));
-    }
-  }
-
-  /** A compressed block above twice the list bound is not buffered: HPACK cannot stay in step, so the connection ends. */
-  private checkBlockBytes(bytes: number): void {
-    if (bytes > 2 * this.limits.headerListBytesMax)
-      throw new ConnectionError(
-        ErrorCode.ENHANCE_YOUR_CALM,
-        `a header block above ${2 * this.limits.headerListBytesMax} bytes`,
-      );
-  }
-
-  private onHeaderBlock(block: PendingBlock, bytes: Buffer): void {
-    let fields: HeaderField[];
-    let listBytes: number;
-    try {
-      ({ fields, listBytes } = this.decoder.decode(bytes, this.limits.headerListBytesMax));
-    } catch (error) {
-      if (error instanceof HpackError) throw new ConnectionError(ErrorCode.COMPRESSION_ERROR, error.message);
-      throw error;
-    }
+  protected onHeaderBlock(block: PendingBlock, bytes: Buffer): void {
+    const { fields, listBytes } = this.decodeBlock(this.decoder, bytes);
     const { streamId, endStream } = block;
     const existing = this.streams.get(streamId);
     if (existing !== undefined) {
@@ -433,51 +341,13 @@ export class H2ServerConnection {
     stream.onAbort(payload.readUInt32BE(0));
   }
 
-  /** checkUnsent refuses to queue another control answer for a peer that does not read what we sent. */
-  private checkUnsent(): void {
-    if (this.socket.writableLength > this.limits.unsentBytesMax)
-      throw new ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, 'the peer does not read our answers');
-  }
-
   private onSettings(flags: number, streamId: number, payload: Buffer): void {
-    if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'SETTINGS on a stream');
-    if (flags & Flag.ACK) {
-      if (payload.length !== 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
-      return;
-    }
-    if (payload.length % 6 !== 0) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'SETTINGS not a multiple of 6');
-    for (let at = 0; at < payload.length; at += 6) {
-      const id = payload.readUInt16BE(at);
-      const value = payload.readUInt32BE(at + 2);
-      switch (id) {
-        case Setting.ENABLE_PUSH:
-          if (value > 1) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'ENABLE_PUSH not 0 or 1');
-          break;
-        case Setting.INITIAL_WINDOW_SIZE: {
-          if (value > WINDOW_MAX)
-            throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'INITIAL_WINDOW_SIZE above 2^31-1');
-          const delta = value - this.peerInitialWindow;
-          this.peerInitialWindow = value;
-          for (const stream of this.streams.values()) {
-            stream.sendWindow += delta;
-            if (stream.sendWindow > WINDOW_MAX)
-              throw new ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
-          }
-          break;
-        }
-        case Setting.MAX_FRAME_SIZE:
-          if (value < DEFAULT_FRAME_BYTES || value > 2 ** 24 - 1)
-            throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'MAX_FRAME_SIZE out of range');
-          this.peerFrameBytesMax = value;
-          break;
-        default:
-          // HEADER_TABLE_SIZE: our encoder never indexes. MAX_CONCURRENT_STREAMS: we push nothing. Unknown: ignored.
-          break;
-      }
-    }
-    this.checkUnsent();
-    this.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
-    for (const stream of this.streams.values()) this.pump(stream);
+    const read = this.readSettings(flags, streamId, payload, this.streams.values(), (id, value) => {
+      // HEADER_TABLE_SIZE: our encoder never indexes. MAX_CONCURRENT_STREAMS: we push nothing. Unknown: ignored.
+      if (id === Setting.ENABLE_PUSH && value > 1)
+        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'ENABLE_PUSH not 0 or 1');
+    });
+    if (read) for (const stream of this.streams.values()) this.pump(stream);
   }
 
   private onWindowUpdate(streamId: number, payload: Buffer): void {
@@ -522,22 +392,6 @@ export class H2ServerConnection {
     stream.outTrailers = trailerFrames.length === 1 ? trailerFrames[0]! : Buffer.concat(trailerFrames);
     this.pump(stream);
     if (!this.parsing) this.flush();
-  }
-
-  /** pushHeaderFrames splits a header block into HEADERS and CONTINUATION frames within the peer's frame size. */
-  private pushHeaderFrames(streamId: number, block: Buffer, flags: number, into: Buffer[] = this.out): void {
-    const size = this.peerFrameBytesMax;
-    if (block.length <= size) {
-      into.push(frame(FrameType.HEADERS, flags | Flag.END_HEADERS, streamId, block));
-      return;
-    }
-    for (let at = 0; at < block.length; at += size) {
-      const last = at + size >= block.length;
-      const type = at === 0 ? FrameType.HEADERS : FrameType.CONTINUATION;
-      into.push(
-        frame(type, (at === 0 ? flags : 0) | (last ? Flag.END_HEADERS : 0), streamId, block.subarray(at, at + size)),
-      );
-    }
   }
 
   /** pump sends what the windows allow of a stream's answer, then its trailers once the body is all out. */
@@ -587,20 +441,6 @@ export class H2ServerConnection {
     this.streams.delete(stream.id);
     this.blocked.delete(stream);
     this.endIfIdle();
-  }
-
-  private send(bytes: Buffer): void {
-    this.out.push(bytes);
-  }
-
-  private flush(): void {
-    if (this.out.length === 0 || this.socket.destroyed) {
-      this.out = [];
-      return;
-    }
-    const bytes = this.out.length === 1 ? this.out[0]! : Buffer.concat(this.out);
-    this.out = [];
-    this.socket.write(bytes);
   }
 
   private endIfIdle(): void {

@@ -35,6 +35,12 @@ export const Setting = {
   INITIAL_WINDOW_SIZE: 0x4,
   MAX_FRAME_SIZE: 0x5,
   MAX_HEADER_LIST_SIZE: 0x6,
+  /**
+   * LEAN_CONNECTION (ours, in the registry's experimental range 0xf000-0xffff; a server that does not know it
+   * ignores it, RFC 9113 6.5.2): set to 1 in a client's first SETTINGS, it asks a node to serve the connection's
+   * unary calls on this framing (transports/grpc/lean-connections.ts).
+   */
+  LEAN_CONNECTION: 0xf5c1,
 } as const;
 
 export const ErrorCode = {

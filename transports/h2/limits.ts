@@ -47,6 +47,22 @@ const WINDOW_MAX = 2 ** 31 - 1;
 /** resolveH2Limits fills the defaults and refuses values HTTP/2 cannot carry. */
 export function resolveH2Limits(given: Partial<H2Limits> = {}): H2Limits {
   const limits = { ...DEFAULT_H2_LIMITS, ...given };
+  checkConnectionLimits(limits);
+  return limits;
+}
+
+/**
+ * checkConnectionLimits refuses what either end's limits (these, client-limits.ts's) cannot carry: a value not a
+ * positive integer, a frame size outside 16,384..2^24-1, a window above 2^31-1 or a connection window below
+ * the 65,535 it starts at.
+ */
+export function checkConnectionLimits(
+  limits: Readonly<Record<string, number>> & {
+    frameBytesMax: number;
+    streamWindowBytes: number;
+    connectionWindowBytes: number;
+  },
+): void {
   for (const [name, value] of Object.entries(limits))
     if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer`);
   if (limits.frameBytesMax < 16_384 || limits.frameBytesMax > 2 ** 24 - 1)
@@ -54,5 +70,4 @@ export function resolveH2Limits(given: Partial<H2Limits> = {}): H2Limits {
   if (limits.streamWindowBytes > WINDOW_MAX || limits.connectionWindowBytes > WINDOW_MAX)
     throw new RangeError('a window must be at most 2^31-1 bytes');
   if (limits.connectionWindowBytes < 65_535) throw new RangeError('connectionWindowBytes must be at least 65,535');
-  return limits;
 }

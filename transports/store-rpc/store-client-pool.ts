@@ -233,9 +233,13 @@ export class StoreClientPool {
     this.lean?.close();
   }
 
-  /** unaryClient names what carries the unary calls: the lean HTTP/2 client or grpc-js's. */
-  get unaryClient(): 'lean' | 'grpc-js' {
-    return this.lean === null ? 'grpc-js' : 'lean';
+  /**
+   * unaryClient names what carries the unary calls: the lean client on node:http2 ('lean'), the lean client on
+   * transports/h2's framing ('h2'), or grpc-js's.
+   */
+  get unaryClient(): 'lean' | 'h2' | 'grpc-js' {
+    if (this.lean === null) return 'grpc-js';
+    return this.lean.framing === 'h2' ? 'h2' : 'lean';
   }
 
   /** leanCalls counts the unary calls the lean client carried (0 on grpc-js's). */

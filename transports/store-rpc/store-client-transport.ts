@@ -6,7 +6,7 @@ import type { ChannelOptions } from '@grpc/grpc-js';
 import { clientChannelOptions } from '../grpc/channel-options.js';
 import { resolveGrpcLimits, type GrpcLimits } from '../grpc/limits.js';
 import { CLUSTER_ID_METADATA_KEY, clusterChannelOptions } from '../grpc/peer-identity.js';
-import { peerClientCredentials, peerHttp2Dial, type PeerSecurity } from '../grpc/tls.js';
+import { peerClientCredentials, peerHttp2Dial, peerSocketDial, type PeerSecurity } from '../grpc/tls.js';
 import type { StoreClientPoolOptions } from './store-client-pool.js';
 
 export interface StoreClientTransportOptions {
@@ -17,14 +17,23 @@ export interface StoreClientTransportOptions {
   limits?: Partial<GrpcLimits>;
   /** lean: false leaves the unary calls on grpc-js's client too (default true). */
   lean?: boolean;
+  /**
+   * h2UnaryClient: true sends the lean unary calls over transports/h2's H2UnaryClient (our own HTTP/2 framing,
+   * the same wire and checks) instead of node:http2's client. Default DEFAULT_H2_UNARY_CLIENT (false).
+   */
+  h2UnaryClient?: boolean;
 }
+
+/** The Store client pool's unary calls stay on node:http2's client unless asked (transports/h2/README.md). */
+export const DEFAULT_H2_UNARY_CLIENT = false;
 
 /** storeClientTransport: the transport fields of StoreClientPoolOptions for `security`. */
 export function storeClientTransport(
   security: PeerSecurity,
   options: StoreClientTransportOptions = {},
 ): Pick<StoreClientPoolOptions, 'credentials' | 'channelOptions' | 'lean'> {
-  const { clusterId = '', serverNameOverride, lean = true } = options;
+  const { clusterId = '', serverNameOverride, lean = true, h2UnaryClient = DEFAULT_H2_UNARY_CLIENT } = options;
+  const nameForLean = security.mode === 'mtls' ? serverNameOverride : undefined;
   const limits = resolveGrpcLimits(options.limits);
   const nameOverride: ChannelOptions =
     security.mode === 'mtls' && serverNameOverride
@@ -36,7 +45,8 @@ export function storeClientTransport(
     ...(lean
       ? {
           lean: {
-            dial: peerHttp2Dial(security, security.mode === 'mtls' ? serverNameOverride : undefined),
+            dial: peerHttp2Dial(security, nameForLean),
+            ...(h2UnaryClient ? { h2Dial: peerSocketDial(security, nameForLean) } : {}),
             headers: clusterId === '' ? {} : { [CLUSTER_ID_METADATA_KEY]: clusterId },
             limits,
           },
