@@ -7,7 +7,8 @@
 // sends heartbeats one at a time, interleaving the ways per round: a PeerPool on grpc-js's client and one with the
 // lean client to each server, and (for scale) a raw message each way on one open grpc-js stream; then a unary
 // svc.store.v1 Get from a StoreClientPool on each client (the lean one to both lean servers: a client's
-// one-call read rides the lean client unless told otherwise), the same Get with bare node:http2 (marked, as the
+// one-call read rides the lean client unless told otherwise; and transports/h2's client, the pool's h2UnaryClient
+// switch, to the node-like server), the same Get with bare node:http2 (marked, as the
 // lean client's dial is: the floor of a node:http2 client), and a GetStream message on an open call
 // (bench/reads.ts's "svc" row). It prints each way's round-trip p50/p90 and the caller's and the server's CPU
 // per call.
@@ -153,6 +154,7 @@ const WAYS = [
   'store Get, grpc-js client',
   'store Get, lean client',
   'store Get, lean client, lean-serve only',
+  'store Get, h2 client',
   'store Get, bare node:http2',
   'store GetStream message',
 ] as const;
@@ -265,13 +267,14 @@ async function main(): Promise<void> {
     stream.on('error', () => undefined);
     const request = { method: 'Heartbeat', body: pb.HeartbeatRequest.fromPartial({ term: 4, regionId: 1 }) } as const;
     const message = Buffer.from(pb.HeartbeatRequest.encode(request.body).finish());
-    const storePool = (lean: boolean): StoreClientPool =>
+    const storePool = (lean: boolean, h2UnaryClient = false): StoreClientPool =>
       new StoreClientPool({
-        ...storeClientTransport(security, { clusterId, serverNameOverride: 'localhost', lean }),
+        ...storeClientTransport(security, { clusterId, serverNameOverride: 'localhost', lean, h2UnaryClient }),
         overStreams: false,
       });
     const storeClassic = storePool(false);
     const storeLean = storePool(true);
+    const storeH2 = storePool(true, true);
     const storeStreams = new StoreClientPool(
       storeClientTransport(security, { clusterId, serverNameOverride: 'localhost' }),
     );
@@ -307,6 +310,7 @@ async function main(): Promise<void> {
       'store Get, grpc-js client': viaStore(storeClassic),
       'store Get, lean client': viaStore(storeLean),
       'store Get, lean client, lean-serve only': viaStore(storeLean, leanServeServer.address),
+      'store Get, h2 client': viaStore(storeH2),
       'store Get, bare node:http2': bareGet.get,
       'store GetStream message': async () => {
         const answer = await storeStreams.get(leanServer.address, 'k', Date.now() + 5_000);
@@ -347,6 +351,7 @@ async function main(): Promise<void> {
     lean.close();
     storeClassic.close();
     storeLean.close();
+    storeH2.close();
     storeStreams.close();
     bareGet.close();
   } finally {

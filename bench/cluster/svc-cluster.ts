@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { encodeCommand, resultFromMessage } from '../../store/command.js';
 import { StoreClientPool, storeClientTransport } from '../../transports/store-rpc/store-service.js';
+import { DEFAULT_H2_UNARY_CLIENT } from '../../transports/store-rpc/store-client-transport.js';
 import type { ClusterFile } from '../../cli/cluster-file.js';
 import { waitUntil } from './ports.js';
 
@@ -149,13 +150,19 @@ type PoolOptions = ConstructorParameters<typeof StoreClientPool>[0];
 /**
  * storePoolOptions: the follower's peer certificate and the cluster id (plaintext with --insecure); the unary
  * calls on the lean HTTP/2 client as a node's own are, unless SVC_GRPC_LEAN_UNARY_CLIENT=0 (which the members
- * read too: the whole run on grpc-js's client). SVC_BENCH_H2_UNARY_CLIENT=1 puts the bench's own pools' lean calls
- * on transports/h2's H2UnaryClient (storeClientTransport's h2UnaryClient; the members are unchanged).
+ * read too: the whole run on grpc-js's client). The bench's own pools' lean calls go over transports/h2's
+ * H2UnaryClient as storeClientTransport's default has them; SVC_BENCH_H2_UNARY_CLIENT=0 puts them on node:http2's
+ * client (lean-unary.ts), =1 on H2UnaryClient (the members are unchanged either way).
  */
 async function storePoolOptions(cluster: ClusterFile, follower: Member): Promise<PoolOptions> {
   const tls = cluster.tls;
   const lean = !['0', 'false'].includes(process.env.SVC_GRPC_LEAN_UNARY_CLIENT ?? '');
-  const h2UnaryClient = ['1', 'true'].includes(process.env.SVC_BENCH_H2_UNARY_CLIENT ?? '');
+  const h2Switch = process.env.SVC_BENCH_H2_UNARY_CLIENT ?? '';
+  const h2UnaryClient = ['1', 'true'].includes(h2Switch)
+    ? true
+    : ['0', 'false'].includes(h2Switch)
+      ? false
+      : DEFAULT_H2_UNARY_CLIENT;
   const clusterId = cluster.clusterId ?? '';
   return tls.mode === 'mtls'
     ? storeClientTransport(

@@ -508,7 +508,7 @@ export const OTHER_ENV: ReadonlyArray<{ env: string; doc: string }> = [
   { env: 'SVC_JEPSEN_RUNNER', doc: "tests: marks test/jepsen's runner process" },
   {
     env: 'SVC_BENCH_H2_UNARY_CLIENT',
-    doc: "benches: 1 puts the bench's own Store client pools' unary calls on transports/h2's client (bench/cluster/svc-cluster.ts)",
+    doc: "benches: 0 puts the bench's own Store client pools' unary calls on node:http2's client, 1 on transports/h2's (the default; bench/cluster/svc-cluster.ts)",
   },
 ];
 

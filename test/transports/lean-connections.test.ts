@@ -18,7 +18,8 @@ import {
 import { methodPath } from '../../transports/grpc/methods.js';
 import { LeanUnaryClient, type LeanOutcome } from '../../transports/grpc/lean-unary.js';
 import { resolveGrpcLimits } from '../../transports/grpc/limits.js';
-import { peerHttp2Dial } from '../../transports/grpc/tls.js';
+import { peerHttp2Dial, peerSocketDial } from '../../transports/grpc/tls.js';
+import { H2UnaryClient } from '../../transports/h2/unary-client.js';
 import type { CallSink } from '../../transports/grpc/call-sink.js';
 import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
 import { FakePeerHandler, rawClient, rawStream, startServer, streamOutcome } from './helpers.js';
@@ -195,6 +196,29 @@ describe('transports/grpc lean connections', function () {
         after.leanConnectionCount,
         'grpc-js clients are not sorted lean',
       );
+    });
+
+    it("serves transports/h2's own client (H2UnaryClient) on a lean connection too", async function () {
+      const before = server.stats();
+      const client = new H2UnaryClient({
+        dial: peerSocketDial({ mode: 'insecure' }),
+        headers: {},
+        limits: resolveGrpcLimits(),
+      });
+      try {
+        for (let term = 1; term <= 3; term++) {
+          const outcome = await new Promise<LeanOutcome>((resolve) =>
+            client.call(address, methodPath('Heartbeat'), heartbeat(term), 5_000, resolve),
+          );
+          assert.ok(outcome.ok, JSON.stringify(outcome));
+          assert.equal(pb.HeartbeatResponse.decode(outcome.message).term, term);
+        }
+      } finally {
+        client.close();
+      }
+      const after = server.stats();
+      assert.equal(after.leanConnectionCount - before.leanConnectionCount, 1, 'its one connection, served lean');
+      assert.equal(after.leanCallCount - before.leanCallCount, 3);
     });
 
     it('sorts a client that sends its first bytes one at a time, and one that waits before its preface', async function () {
