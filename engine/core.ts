@@ -855,6 +855,15 @@ export class EngineCore {
       this.progress.letGo(id);
       return;
     }
+    if (pr.removalSeq > 0 && this.withholdsKind4From(id)) {
+      // An older binary (it reported no bit 0) can never be told: let it go. One we have not heard yet is
+      // heartbeated, and shipped to once its answer says it folds kind-4 records.
+      if (this.progress.capabilitiesKnownOf(id)) {
+        this.endLive(pr);
+        this.progress.letGo(id);
+      }
+      return;
+    }
     if (pr.state === 'paused') return;
     if (pr.live !== null) {
       // A live stream carries the unfiltered log: a filtered member never has one (docs/protocol.md).
@@ -1668,18 +1677,34 @@ export class EngineCore {
     }
     let next = from;
     let burstBytes = 0;
+    // A removed member that may not fold kind-4 records is never sent one (withholdsKind4From).
+    const withheld = this.withholdsKind4From(callerId);
+    let withheldReached = false;
     for (
       let chunks = 0;
       chunks < this.limits.streamChunkCountMax && burstBytes < this.limits.streamPayloadBytesMax;
       chunks++
     ) {
-      const entries = this.log.slice(
+      let entries = this.log.slice(
         next,
         this.log.lastSeq(),
         this.limits.segmentEntryCountMax,
         this.limits.segmentPayloadBytesMax,
       );
+      const kind4At = withheld ? entries.findIndex((e) => e.kind === EntryKind.Membership) : -1;
+      if (kind4At >= 0) {
+        entries = entries.slice(0, kind4At);
+        withheldReached = true;
+      }
       if (entries.length === 0 && chunks > 0) break;
+      if (entries.length === 0 && withheldReached) {
+        this.replyError(
+          callId,
+          StatusCode.FAILED_PRECONDITION,
+          `member ${callerId} is removed and has not reported capability bit 0: the kind-4 record at ${next} is withheld`,
+        );
+        return;
+      }
       const prevSeq = next - 1;
       const frame: SegmentFrame = {
         prevSeq,
@@ -1699,9 +1724,27 @@ export class EngineCore {
       burstBytes += chunk.payload.length;
       this.fx.message({ type: 'streamChunk', callId, chunk });
       next = prevSeq + entries.length + 1;
-      if (entries.length === 0) break;
+      if (entries.length === 0 || withheldReached) break;
     }
-    if (!this.keepLive(callId, callerId, next)) this.fx.message({ type: 'streamEnd', callId });
+    if (withheldReached || !this.keepLive(callId, callerId, next)) this.fx.message({ type: 'streamEnd', callId });
+  }
+
+  /**
+   * withholdsKind4From: member `id` is Removed in our newest roster and has not reported capability bit 0 to us
+   * (it reported 0, an older binary, or nothing: we never heard it, or we do not lead). Such a member is never
+   * sent a kind-4 record. The leader may append the removal of a voter it never heard from (membership.ts
+   * confChangeRefusal: a voter gone for good must stay removable), and an older binary that meets the record
+   * halts its receiver for good (spec: an unknown batch kind); if that record is then truncated by a later
+   * leader, the member is a voter again but halted, and the cluster has lost it (sim seed 263587: the old
+   * founder pulled the chunk holding its own uncommitted removal, halted, and the removal was cut away). It
+   * does not need the record: it left the voter set when the record was appended, and a removed member learns
+   * its removal from the `removed` flag of vote answers (spec). So a leader ships nothing to it until a
+   * heartbeat answer says it folds them (then it is told as any removed member is), lets it go when the answer
+   * says it does not, and a source cuts a stream it asks for before the first kind-4 record.
+   */
+  withholdsKind4From(id: number): boolean {
+    if (id === 0 || !isRemoved(this.currentRoster(), id)) return false;
+    return (this.progress.capabilitiesOf(id) & CAPABILITY_KIND4) === 0;
   }
 
   /**
