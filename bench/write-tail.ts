@@ -9,10 +9,10 @@
 //     writer count when all of them move in lock-step, one round at a time);
 //   - per member and for this client: GC pauses by kind (count, total, how many over 10 and 100 ms), the event
 //     loop's delay (max, p99; prom-client's monitor, 10 ms resolution) and, per member, WAL syncs over 20 and
-//     50 ms. Members' figures are their /metrics before and after the window (prom-client resets the event-loop
+//     50 ms, and a snapshot staged in the window (every snapshotEntryCountThreshold applied entries). Members' figures are their /metrics before and after the window (prom-client resets the event-loop
 //     monitor at each scrape), so nothing is added to their path.
 //
-//   npx tsx bench/write-tail.ts [--writers 64] [--seconds 4] [--warmup 1] [--preload 0] [--insecure]
+//   npx tsx bench/write-tail.ts [--writers 64] [--seconds 4] [--warmup 1] [--preload 0] [--insecure] [--node-option X]
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,7 +69,8 @@ function memberLine(name: string, before: Scrape, after: Scrape): string {
   const over = (le: string): number => syncs - delta(`svc_wal_sync_seconds_bucket{le="${le}"}`);
   const lag = (q: string): string =>
     ((after.get(`svc_process_nodejs_eventloop_lag_${q}_seconds`) ?? NaN) * 1000).toFixed(1);
-  return `  ${name}: GC ${gc || 'none'}; event-loop delay max ${lag('max')} ms, p99 ${lag('p99')} ms; WAL syncs ${syncs} (${((delta('svc_wal_sync_seconds_sum') * 1000) / Math.max(1, syncs)).toFixed(1)} ms mean, >20 ms ${over('0.02')}, >50 ms ${over('0.05')})`;
+  const staged = delta('svc_snapshot_events_total{event="staged"}');
+  return `  ${name}: ${staged > 0 ? `SNAPSHOT STAGED ${staged}; ` : ''}GC ${gc || 'none'}; event-loop delay max ${lag('max')} ms, p99 ${lag('p99')} ms; WAL syncs ${syncs} (${((delta('svc_wal_sync_seconds_sum') * 1000) / Math.max(1, syncs)).toFixed(1)} ms mean, >20 ms ${over('0.02')}, >50 ms ${over('0.05')})`;
 }
 
 async function main(): Promise<void> {
@@ -78,7 +79,9 @@ async function main(): Promise<void> {
   const warmup = numberArg('warmup', 1);
   const preload = process.argv.includes('--preload') ? numberArg('preload', 1) : 0;
   const dir = await mkdtemp(join(tmpdir(), 'svc-write-tail-'));
-  const svc = await startSvcCluster(join(dir, 'svc'), [], [], process.argv.includes('--insecure'));
+  // --node-option X (repeatable) goes to each node's process (e.g. --cpu-prof --cpu-prof-dir=D, a V8 GC flag).
+  const nodeOptions = process.argv.flatMap((arg, i) => (arg === '--node-option' ? [process.argv[i + 1]!] : []));
+  const svc = await startSvcCluster(join(dir, 'svc'), nodeOptions, [], process.argv.includes('--insecure'));
   try {
     const members = svc.cluster.members;
     const scrapeAll = (): Promise<Scrape[]> =>

@@ -215,21 +215,48 @@ function snapshotJson(capture: SnapshotCapture, entryChunks: string[]): string {
 }
 
 /**
- * encodeCapture encodes a capture as the bytes of store.json, `chunkEntryCount` entries at a time,
- * awaiting `pause` between chunks so a large state does not hold the event loop for the whole
- * encoding. The bytes are the same as encodeSnapshot's.
+ * encodeCapture encodes a capture as the bytes of store.json, `chunkEntryCount` entries (and then request-id rows)
+ * at a time, each chunk turned into UTF-8 on its own, awaiting `pause` between chunks so a large state does not
+ * hold the event loop for the whole encoding. The bytes are the same as encodeSnapshot's. Why the rows of
+ * `dedup` are chunked too, and no string of the whole file is built: at 100k keys (every write with a request
+ * id) stringifying the request-id rows, joining the chunks and encoding the whole string in one go held a
+ * member's loop about 150 ms (bench/write-tail.ts, docs/operations.md "The c64 tail"); what is left in one
+ * piece is the copy of the chunks' bytes into one array.
  */
 export async function encodeCapture(
   capture: SnapshotCapture,
   chunkEntryCount: number,
   pause: () => Promise<void>,
 ): Promise<Uint8Array> {
-  const chunks: string[] = [];
-  for (let from = 0; from < capture.entries.length; from += chunkEntryCount) {
-    if (from > 0) await pause();
-    chunks.push(JSON.stringify(capture.entries.slice(from, from + chunkEntryCount)).slice(1, -1));
+  const encoder = new TextEncoder();
+  const parts: Uint8Array[] = [
+    encoder.encode(`{"v":${SNAPSHOT_VERSION},"appliedSeq":${capture.appliedSeq},"entries":[`),
+  ];
+  let paused = false;
+  const encodeRows = async (rows: readonly unknown[]): Promise<void> => {
+    for (let from = 0; from < rows.length; from += chunkEntryCount) {
+      if (paused) await pause();
+      paused = true;
+      const json = JSON.stringify(rows.slice(from, from + chunkEntryCount)).slice(1, -1);
+      parts.push(encoder.encode(from > 0 ? `,${json}` : json));
+    }
+  };
+  await encodeRows(capture.entries);
+  parts.push(encoder.encode('],"dedup":['));
+  await encodeRows(capture.dedup);
+  parts.push(encoder.encode(']}'));
+  return concatBytes(parts);
+}
+
+/** concatBytes copies parts into one array (one allocation, no intermediate string). */
+function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
   }
-  return new TextEncoder().encode(snapshotJson(capture, chunks));
+  return out;
 }
 
 /** decodeStoreSnapshot reads store.json; a file that does not hold a whole, ordered state is refused. */
