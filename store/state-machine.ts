@@ -214,6 +214,9 @@ function snapshotJson(capture: SnapshotCapture, entryChunks: string[]): string {
   return `{"v":${SNAPSHOT_VERSION},"appliedSeq":${capture.appliedSeq},"entries":[${entries}],"dedup":${JSON.stringify(capture.dedup)}}`;
 }
 
+/** ENCODE_COPY_BYTES_PER_PAUSE: encodeCapture copies about this many bytes of the file between pauses. */
+export const ENCODE_COPY_BYTES_PER_PAUSE = 4 * 1024 * 1024;
+
 /**
  * encodeCapture encodes a capture as the bytes of store.json, `chunkEntryCount` entries (and then request-id rows)
  * at a time, each chunk turned into UTF-8 on its own, awaiting `pause` between chunks so a large state does not
@@ -221,7 +224,7 @@ function snapshotJson(capture: SnapshotCapture, entryChunks: string[]): string {
  * `dedup` are chunked too, and no string of the whole file is built: at 100k keys (every write with a request
  * id) stringifying the request-id rows, joining the chunks and encoding the whole string in one go held a
  * member's loop about 150 ms (bench/write-tail.ts, docs/operations.md "The c64 tail"); what is left in one
- * piece is the copy of the chunks' bytes into one array.
+ * piece is the capture itself (captureSnapshot: the key list and the request-id rows, at one applied seqno).
  */
 export async function encodeCapture(
   capture: SnapshotCapture,
@@ -245,16 +248,18 @@ export async function encodeCapture(
   parts.push(encoder.encode('],"dedup":['));
   await encodeRows(capture.dedup);
   parts.push(encoder.encode(']}'));
-  return concatBytes(parts);
-}
-
-/** concatBytes copies parts into one array (one allocation, no intermediate string). */
-function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  // One array for the file, filled a chunk per pause too (tens of MB copied in one go held the loop ~25 ms).
   const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
   let at = 0;
+  let copiedSincePause = 0;
   for (const part of parts) {
+    if (copiedSincePause >= ENCODE_COPY_BYTES_PER_PAUSE) {
+      await pause();
+      copiedSincePause = 0;
+    }
     out.set(part, at);
     at += part.length;
+    copiedSincePause += part.length;
   }
   return out;
 }
