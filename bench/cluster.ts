@@ -109,7 +109,7 @@ function median(values: number[]): number {
 async function measure(label: string, run: () => Promise<LoadResult>): Promise<LoadResult> {
   const result = await run();
   console.log(
-    `  ${label}: ${fmt(result.opsPerSecond)} writes/s, p50 ${fmt(result.p50Ms, 2)} ms, p99 ${fmt(result.p99Ms, 2)} ms${result.errors ? `, ${result.errors} errors (${result.firstError})` : ''}`,
+    `  ${label}: ${fmt(result.opsPerSecond)} writes/s, p50 ${fmt(result.p50Ms, 2)} ms, p99 ${fmt(result.p99Ms, 2)} ms, client GC ${fmt(result.clientGcMs)} ms (${result.clientGcPausesOver10Ms} pauses > 10 ms)${result.errors ? `, ${result.errors} errors (${result.firstError})` : ''}`,
   );
   return result;
 }

@@ -1,6 +1,6 @@
 // A closed-loop load driver: `writers` loops each await one operation after another for a warm-up
 // and then a measured window; every operation that ends inside the window counts, with its latency.
-import { performance } from 'node:perf_hooks';
+import { PerformanceObserver, performance } from 'node:perf_hooks';
 
 export interface LoadResult {
   writers: number;
@@ -11,7 +11,16 @@ export interface LoadResult {
   p99Ms: number;
   errors: number;
   firstError: string;
+  /**
+   * clientGcMs and clientGcPausesOver10Ms: this process's GC pauses (wall time) that began in the measured window. In
+   * a closed loop every pause of the client stalls all its in-flight operations at once, so they bound its tail.
+   */
+  clientGcMs: number;
+  clientGcPausesOver10Ms: number;
 }
+
+/** GC_PAUSE_LONG_MS: a client GC pause longer than this is counted on its own (clientGcPausesOver10Ms). */
+const GC_PAUSE_LONG_MS = 10;
 
 /** ERROR_COUNT_MAX ends a run early: a target that fails this often is not being measured. */
 const ERROR_COUNT_MAX = 100;
@@ -26,6 +35,12 @@ export async function closedLoop(
   const measureFrom = start + warmupSeconds * 1000;
   const measureTo = measureFrom + seconds * 1000;
   const latencies: number[] = [];
+  const gcPausesMs: number[] = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries())
+      if (e.startTime >= measureFrom && e.startTime <= measureTo) gcPausesMs.push(e.duration);
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
   let errors = 0;
   let firstError = '';
   const loop = async (writer: number): Promise<void> => {
@@ -43,7 +58,11 @@ export async function closedLoop(
       if (began >= measureFrom && ended <= measureTo) latencies.push(ended - began);
     }
   };
-  await Promise.all(Array.from({ length: writers }, (_, w) => loop(w)));
+  try {
+    await Promise.all(Array.from({ length: writers }, (_, w) => loop(w)));
+  } finally {
+    gcObserver.disconnect();
+  }
   latencies.sort((a, b) => a - b);
   const pick = (q: number): number =>
     latencies.length === 0 ? NaN : latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
@@ -56,6 +75,8 @@ export async function closedLoop(
     p99Ms: pick(0.99),
     errors,
     firstError,
+    clientGcMs: gcPausesMs.reduce((sum, ms) => sum + ms, 0),
+    clientGcPausesOver10Ms: gcPausesMs.filter((ms) => ms > GC_PAUSE_LONG_MS).length,
   };
 }
 

@@ -257,8 +257,20 @@ export class SnapshotStore {
     const target = join(temp, path);
     await makeDirsUnder(temp, dirname(target), createdDirs);
     const hasher = await createBlake3Hasher();
-    hasher.update(bytes);
-    await writeFileDurable(target, bytes);
+    // The write runs on the thread pool while the hash runs here a chunk per loop turn: a staged store.json of
+    // 100k keys is tens of MB, and one update() over it held the loop as long as the encoding once did.
+    const written = writeFileDurable(target, bytes);
+    // Handled here so a failed write is not an unhandled rejection while the hash yields; awaited below all the same.
+    written.catch(() => undefined);
+    try {
+      const chunkBytes = this.limits.snapshotChunkBytes;
+      for (let at = 0; at < bytes.length; at += chunkBytes) {
+        if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+        hasher.update(bytes.subarray(at, at + chunkBytes));
+      }
+    } finally {
+      await written;
+    }
     return { path, size: bytes.length, blake3: toHex(hasher.digest()) };
   }
 
