@@ -247,7 +247,8 @@ export async function encodeCapture(
   parts.push(encoder.encode('],"dedup":['));
   await encodeRows(capture.dedup);
   parts.push(encoder.encode(']}'));
-  // One array for the file, filled a chunk per pause too (tens of MB copied in one go held the loop ~25 ms).
+  // One array for the file, filled ENCODE_COPY_BYTES_PER_PAUSE at a time between pauses too: the whole file
+  // copied in one go would be one more long piece.
   const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
   let at = 0;
   let copiedSincePause = 0;
