@@ -24,6 +24,8 @@ import type { CallSink } from '../../transports/grpc/call-sink.js';
 import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
 import { FakePeerHandler, rawClient, rawStream, startServer, streamOutcome } from './helpers.js';
 import type { PeerServer } from '../../transports/grpc/server.js';
+import { CONNECTION_PREFACE, frame, FrameType, Setting, settingsPayload } from '../../transports/h2/frames.js';
+import { RawClient } from './h2/raw-client.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
@@ -144,6 +146,7 @@ describe('transports/grpc lean connections', function () {
           messageBytesMax: 1024,
           concurrentStreamCountMax: 8,
           keepaliveTimeMs: 60_000,
+          keepaliveTimeoutMs: 20_000,
         });
         assert.equal(typeof attached, 'object', `serveLeanConnections could not attach: ${String(attached)}`);
       } finally {
@@ -153,6 +156,7 @@ describe('transports/grpc lean connections', function () {
         messageBytesMax: 1,
         concurrentStreamCountMax: 1,
         keepaliveTimeMs: 1,
+        keepaliveTimeoutMs: 1,
       });
       assert.equal(typeof unbound, 'string', 'a server that bound nothing: a reason, not a throw');
     });
@@ -252,6 +256,28 @@ describe('transports/grpc lean connections', function () {
       }
     });
 
+    it("pings a lean connection at the node's keepaliveTimeMs and drops it when the ping goes unanswered", async function () {
+      const own = await startServer(handler, {
+        keepaliveTimeMs: 100,
+        keepaliveTimeoutMs: 150,
+        minPingIntervalWithoutDataMs: 100,
+      });
+      try {
+        const before = own.server.stats().leanConnectionCount;
+        const client = await RawClient.connect(own.server.port, false);
+        client.write(
+          CONNECTION_PREFACE,
+          frame(FrameType.SETTINGS, 0, 0, settingsPayload([[Setting.LEAN_CONNECTION, 1]])),
+        );
+        const ping = await client.until((f) => f.type === FrameType.PING && f.flags === 0);
+        assert.equal(ping.payload.length, 8);
+        assert.equal(own.server.stats().leanConnectionCount - before, 1, 'served on the lean path');
+        await client.closedByServer(3_000);
+      } finally {
+        await own.server.close();
+      }
+    });
+
     it('closes its lean connections with GOAWAY when the server closes', async function () {
       const own = await startServer(handler);
       const client = leanClient();
@@ -291,6 +317,7 @@ describe('transports/grpc lean connections', function () {
       messageBytesMax: 1024,
       concurrentStreamCountMax: 8,
       keepaliveTimeMs: 60_000,
+      keepaliveTimeoutMs: 20_000,
       prefaceTimeoutMs: 100,
     });
     assert.ok(typeof served === 'object');

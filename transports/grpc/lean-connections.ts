@@ -58,8 +58,12 @@ const SETTING_BYTES = 6;
 export interface LeanConnectionLimits {
   messageBytesMax: number;
   concurrentStreamCountMax: number;
-  /** keepaliveTimeMs: TCP keepalive on a lean connection (grpc-js pings its own connections instead). */
+  /**
+   * A lean connection is pinged every keepaliveTimeMs and dropped when a ping goes unanswered for
+   * keepaliveTimeoutMs, as grpc-js does its own (the node's GrpcLimits); TCP keepalive is set at the same interval.
+   */
   keepaliveTimeMs: number;
+  keepaliveTimeoutMs: number;
   /** prefaceTimeoutMs bounds the wait for a client's preface and first SETTINGS before grpc-js gets it anyway. */
   prefaceTimeoutMs?: number;
 }
@@ -146,6 +150,8 @@ class LeanConnectionSet implements LeanConnections {
     this.h2Limits = resolveH2Limits({
       messageBytesMax: limits.messageBytesMax,
       concurrentStreamCountMax: limits.concurrentStreamCountMax,
+      keepaliveTimeMs: limits.keepaliveTimeMs,
+      keepaliveTimeoutMs: limits.keepaliveTimeoutMs,
       ...(limits.prefaceTimeoutMs === undefined ? {} : { prefaceTimeoutMs: limits.prefaceTimeoutMs }),
     });
     this.prefaceTimeoutMs = this.h2Limits.prefaceTimeoutMs;

@@ -173,6 +173,7 @@ export class PeerServer {
         messageBytesMax: limits.messageBytesMax,
         concurrentStreamCountMax: limits.maxConcurrentStreamsPerConnection,
         keepaliveTimeMs: limits.keepaliveTimeMs,
+        keepaliveTimeoutMs: limits.keepaliveTimeoutMs,
       });
       if (typeof connections === 'string')
         peerServer.warn(`no lean connections (unary calls on node:http2 only): ${connections}`, 'lean-serve');

@@ -124,9 +124,6 @@ export class H2ClientConnection extends H2Framing {
   private closeReason = '';
   private socketError: string | null = null;
   private readonly connectTimer: NodeJS.Timeout;
-  private keepaliveTimer: NodeJS.Timeout | null = null;
-  private pingTimer: NodeJS.Timeout | null = null;
-  private pingCount = 0;
   private referenced = false;
 
   constructor(
@@ -384,7 +381,7 @@ export class H2ClientConnection extends H2Framing {
       case FrameType.PUSH_PROMISE:
         throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PUSH_PROMISE with push disabled');
       case FrameType.PING:
-        return this.onPing(flags, streamId, payload);
+        return this.readPing(flags, streamId, payload);
       case FrameType.GOAWAY:
         return this.onGoAway(streamId, payload);
       case FrameType.WINDOW_UPDATE:
@@ -554,26 +551,13 @@ export class H2ClientConnection extends H2Framing {
     if (!this.ready) {
       this.ready = true;
       clearTimeout(this.connectTimer);
-      this.startKeepalive();
+      this.startKeepalive(this.options.keepaliveTimeMs, this.options.keepaliveTimeoutMs, (reason) =>
+        this.destroy(reason),
+      );
       this.options.onReady?.();
     }
     for (const stream of [...this.blocked]) this.pump(stream);
     this.openQueued();
-  }
-
-  private onPing(flags: number, streamId: number, payload: Buffer): void {
-    if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PING on a stream');
-    if (payload.length !== 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PING not 8 bytes');
-    if ((flags & Flag.ACK) === 0) {
-      this.checkUnsent();
-      this.send(frame(FrameType.PING, Flag.ACK, 0, payload));
-      return;
-    }
-    // Our keepalive's answer (its payload is our count): the connection is alive.
-    if (this.pingTimer !== null && payload.readUInt32BE(4) === this.pingCount) {
-      clearTimeout(this.pingTimer);
-      this.pingTimer = null;
-    }
   }
 
   /**
@@ -617,24 +601,6 @@ export class H2ClientConnection extends H2Framing {
 
   // --- liveness and ending ---------------------------------------------------------------------------------
 
-  private startKeepalive(): void {
-    const { keepaliveTimeMs, keepaliveTimeoutMs } = this.options;
-    this.keepaliveTimer = setInterval(() => {
-      if (this.closed || this.pingTimer !== null) return;
-      this.pingCount = (this.pingCount + 1) >>> 0;
-      const opaque = Buffer.alloc(8);
-      opaque.writeUInt32BE(this.pingCount, 4);
-      this.pingTimer = setTimeout(
-        () => this.destroy(`keepalive ping unanswered for keepaliveTimeoutMs (${keepaliveTimeoutMs} ms)`),
-        keepaliveTimeoutMs,
-      );
-      this.pingTimer.unref();
-      this.send(frame(FrameType.PING, 0, 0, opaque));
-      this.flush();
-    }, keepaliveTimeMs);
-    this.keepaliveTimer.unref();
-  }
-
   private failQueued(kind: StreamFailureKind, reason: string): void {
     if (this.queuedCount === 0) return;
     const queued = this.queue.splice(0);
@@ -665,8 +631,7 @@ export class H2ClientConnection extends H2Framing {
     this.closed = true;
     this.closeReason = reason;
     clearTimeout(this.connectTimer);
-    if (this.keepaliveTimer !== null) clearInterval(this.keepaliveTimer);
-    if (this.pingTimer !== null) clearTimeout(this.pingTimer);
+    this.stopKeepalive();
     const parsing = this.parsing;
     // Streams fail after this read's parse if it is under way (tellEnded runs at its end), else now.
     this.parsing = true;

@@ -1,5 +1,5 @@
 // One server-side HTTP/2 connection (RFC 9113) over a socket the caller accepted (net, or tls with ALPN h2):
-// the preface, frame parsing, SETTINGS, PING, flow control both ways, HEADERS + CONTINUATION through HPACK,
+// the preface, frame parsing, SETTINGS, PING (answered, and a keepalive of its own), flow control both ways, HEADERS + CONTINUATION through HPACK,
 // RST_STREAM and GOAWAY. It knows nothing of gRPC: each request stream is handed to `onStream` once its
 // headers are decoded, and answered with `H2Stream.respond` (headers, a body, trailers) in one socket write
 // when the peer's windows allow. A protocol error ends the connection with GOAWAY and its code; a stream's own
@@ -166,9 +166,9 @@ export class H2ServerConnection extends H2Framing {
   }
 
   /** destroy drops the connection at once: its open streams are aborted (their handlers told). */
-  destroy(): void {
+  destroy(reason = 'destroyed'): void {
     this.socket.destroy();
-    this.onSocketClosed('destroyed');
+    this.onSocketClosed(reason);
   }
 
   /** close sends GOAWAY(NO_ERROR) and ends the connection once its open streams are answered. */
@@ -220,6 +220,9 @@ export class H2ServerConnection extends H2Framing {
         throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'the first frame must be SETTINGS');
       this.settingsSeen = true;
       clearTimeout(this.prefaceTimer);
+      this.startKeepalive(this.limits.keepaliveTimeMs, this.limits.keepaliveTimeoutMs, (reason) =>
+        this.destroy(reason),
+      );
     }
     this.checkBlockNotInterrupted(type, streamId);
     switch (type) {
@@ -241,13 +244,7 @@ export class H2ServerConnection extends H2Framing {
       case FrameType.PUSH_PROMISE:
         throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PUSH_PROMISE from a client');
       case FrameType.PING:
-        if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PING on a stream');
-        if (payload.length !== 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PING not 8 bytes');
-        if ((flags & Flag.ACK) === 0) {
-          this.checkUnsent();
-          this.send(frame(FrameType.PING, Flag.ACK, 0, payload));
-        }
-        return;
+        return this.readPing(flags, streamId, payload);
       case FrameType.GOAWAY:
         if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'GOAWAY on a stream');
         if (payload.length < 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'GOAWAY under 8 bytes');
@@ -470,6 +467,7 @@ export class H2ServerConnection extends H2Framing {
   private onSocketClosed(reason: string, abortStreams = true): void {
     this.ended = true;
     clearTimeout(this.prefaceTimer);
+    this.stopKeepalive();
     if (abortStreams)
       for (const stream of [...this.streams.values()]) {
         this.forget(stream);

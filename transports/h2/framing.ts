@@ -1,6 +1,7 @@
 // What both ends of our HTTP/2 connections share (connection.ts, the server's; client-connection.ts, the client's):
 // reading whole frames off the socket's bytes, padding, header blocks joined from HEADERS + CONTINUATION and
-// decoded, header blocks split into frames within the peer's frame size, and the output gathered into one write.
+// decoded, header blocks split into frames within the peer's frame size, PING (answered, and our keepalive's
+// own), and the output gathered into one write.
 import type { Socket } from 'node:net';
 import {
   DEFAULT_FRAME_BYTES,
@@ -57,6 +58,11 @@ export abstract class H2Framing {
   protected peerFrameBytesMax = DEFAULT_FRAME_BYTES;
   /** The peer's SETTINGS_INITIAL_WINDOW_SIZE: a new stream's send window. */
   protected peerInitialWindow = DEFAULT_WINDOW_BYTES;
+  private keepaliveTimer: NodeJS.Timeout | null = null;
+  /** Set while our keepalive PING waits for its ACK. */
+  private pingTimer: NodeJS.Timeout | null = null;
+  /** Our keepalive PINGs so far: the last one's count is its payload, so only its own ACK answers it. */
+  private pingCount = 0;
 
   constructor(
     readonly socket: Socket,
@@ -211,6 +217,55 @@ export abstract class H2Framing {
     this.checkUnsent();
     this.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
     return true;
+  }
+
+  /**
+   * readPing answers the peer's PING (ACK with its payload, RFC 9113 6.7) or takes the ACK of our keepalive's:
+   * the connection is alive. An ACK that is not our last PING's is ignored.
+   */
+  protected readPing(flags: number, streamId: number, payload: Buffer): void {
+    if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PING on a stream');
+    if (payload.length !== 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PING not 8 bytes');
+    if ((flags & Flag.ACK) === 0) {
+      this.checkUnsent();
+      this.send(frame(FrameType.PING, Flag.ACK, 0, payload));
+      return;
+    }
+    if (this.pingTimer !== null && payload.readUInt32BE(4) === this.pingCount) {
+      clearTimeout(this.pingTimer);
+      this.pingTimer = null;
+    }
+  }
+
+  /**
+   * startKeepalive sends a PING every `timeMs` (one at a time) and calls `unanswered` when one has had no ACK
+   * within `timeoutMs`: a peer that vanished without a FIN (power loss, partition) is found in about
+   * timeMs + timeoutMs rather than by TCP's own probes, minutes later. Neither timer holds the process open.
+   */
+  protected startKeepalive(timeMs: number, timeoutMs: number, unanswered: (reason: string) => void): void {
+    if (this.keepaliveTimer !== null) return;
+    this.keepaliveTimer = setInterval(() => {
+      if (this.stopped || this.pingTimer !== null) return;
+      this.pingCount = (this.pingCount + 1) >>> 0;
+      const opaque = Buffer.alloc(8);
+      opaque.writeUInt32BE(this.pingCount, 4);
+      this.pingTimer = setTimeout(
+        () => unanswered(`keepalive ping unanswered for keepaliveTimeoutMs (${timeoutMs} ms)`),
+        timeoutMs,
+      );
+      this.pingTimer.unref();
+      this.send(frame(FrameType.PING, 0, 0, opaque));
+      if (!this.parsing) this.flush();
+    }, timeMs);
+    this.keepaliveTimer.unref();
+  }
+
+  /** stopKeepalive clears the keepalive's timers (the connection ended). */
+  protected stopKeepalive(): void {
+    if (this.keepaliveTimer !== null) clearInterval(this.keepaliveTimer);
+    if (this.pingTimer !== null) clearTimeout(this.pingTimer);
+    this.keepaliveTimer = null;
+    this.pingTimer = null;
   }
 
   /** checkUnsent refuses to queue another control answer for a peer that does not read what we sent. */

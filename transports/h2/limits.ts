@@ -28,6 +28,13 @@ export interface H2Limits {
    * the connection ends with ENHANCE_YOUR_CALM instead of queueing answers without bound (a ping flood).
    */
   unsentBytesMax: number;
+  /**
+   * Once the client's preface is in, a PING every keepaliveTimeMs; unanswered for keepaliveTimeoutMs, the
+   * connection is dropped and its streams aborted (grpc-js's server keepalive; a node passes its GrpcLimits').
+   * The defaults are gRPC's server defaults: two hours and 20 s.
+   */
+  keepaliveTimeMs: number;
+  keepaliveTimeoutMs: number;
 }
 
 export const DEFAULT_H2_LIMITS: Readonly<H2Limits> = Object.freeze({
@@ -40,6 +47,8 @@ export const DEFAULT_H2_LIMITS: Readonly<H2Limits> = Object.freeze({
   messageBytesMax: 4 * 1024 * 1024,
   prefaceTimeoutMs: 10_000,
   unsentBytesMax: 4 * 1024 * 1024,
+  keepaliveTimeMs: 2 * 60 * 60 * 1000,
+  keepaliveTimeoutMs: 20_000,
 });
 
 const WINDOW_MAX = 2 ** 31 - 1;

@@ -363,6 +363,38 @@ describe('h2 server connection, raw frames', () => {
     await waitFor(() => server.connections.size === 0 || undefined);
   });
 
+  it('pings a connection every keepaliveTimeMs: one that ACKs stays, one that does not (or ACKs another payload) is dropped', async () => {
+    await start({ keepaliveTimeMs: 100, keepaliveTimeoutMs: 200 });
+    const isServerPing = (f: { type: number; flags: number }): boolean => f.type === FrameType.PING && f.flags === 0;
+    const answering = await connect();
+    const silent = await connect();
+    const wrongAnswer = await connect();
+    for (const client of [answering, silent, wrongAnswer])
+      client.write(frame(FrameType.HEADERS, Flag.END_HEADERS, 1, requestBlock(HOLD)));
+    await waitFor(() => server.connections.size === 3 || undefined);
+    // Three keepalive rounds: the answering client ACKs each PING with its own payload.
+    const payloads = new Set<string>();
+    for (let round = 0; round < 3; round++) {
+      const ping = await answering.until((f) => isServerPing(f) && !payloads.has(f.payload.toString('hex')));
+      payloads.add(ping.payload.toString('hex'));
+      answering.write(frame(FrameType.PING, Flag.ACK, 0, ping.payload));
+    }
+    const ping = await wrongAnswer.until(isServerPing);
+    const other = Buffer.from(ping.payload);
+    other[7] = other[7]! ^ 0xff;
+    wrongAnswer.write(frame(FrameType.PING, Flag.ACK, 0, other));
+    await silent.closedByServer();
+    await wrongAnswer.closedByServer();
+    assert.equal(answering.closed, false, 'a client that answers every keepalive PING keeps its connection');
+    assert.equal(payloads.size, 3, 'each keepalive PING carries a payload of its own');
+    answering.write(
+      frame(FrameType.HEADERS, Flag.END_HEADERS, 3, requestBlock(ECHO)),
+      frame(FrameType.DATA, Flag.END_STREAM, 3, grpcMessage(Buffer.from('alive'))),
+    );
+    await answering.until((f) => f.type === FrameType.HEADERS && f.streamId === 3 && (f.flags & Flag.END_STREAM) !== 0);
+    assert.equal(server.connections.size, 1);
+  });
+
   it('closes when the client says GOAWAY and nothing is open; the preface timeout closes a silent one', async () => {
     await start({ prefaceTimeoutMs: 200 });
     const client = await connect();
