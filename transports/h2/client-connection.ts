@@ -104,6 +104,7 @@ export interface H2ClientConnectionOptions {
 }
 
 export class H2ClientConnection extends H2Framing {
+  protected readonly pushPromiseRefusal = 'PUSH_PROMISE with push disabled';
   private readonly streams = new Map<number, ClientStream>();
   private queue: ClientStream[] = [];
   private queuedCount = 0;
@@ -362,34 +363,7 @@ export class H2ClientConnection extends H2Framing {
   protected onFrame(type: number, flags: number, streamId: number, payload: Buffer): void {
     if (!this.ready && (type !== FrameType.SETTINGS || (flags & Flag.ACK) !== 0))
       throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'the server preface must begin with SETTINGS');
-    this.checkBlockNotInterrupted(type, streamId);
-    switch (type) {
-      case FrameType.DATA:
-        return this.onData(flags, streamId, payload);
-      case FrameType.HEADERS:
-        return this.onHeaders(flags, streamId, payload);
-      case FrameType.CONTINUATION:
-        return this.continueHeaderBlock(flags, streamId, payload);
-      case FrameType.PRIORITY:
-        if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PRIORITY on stream 0');
-        if (payload.length !== 5) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PRIORITY not 5 bytes');
-        return;
-      case FrameType.RST_STREAM:
-        return this.onRstStream(streamId, payload);
-      case FrameType.SETTINGS:
-        return this.onSettings(flags, streamId, payload);
-      case FrameType.PUSH_PROMISE:
-        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PUSH_PROMISE with push disabled');
-      case FrameType.PING:
-        return this.readPing(flags, streamId, payload);
-      case FrameType.GOAWAY:
-        return this.onGoAway(streamId, payload);
-      case FrameType.WINDOW_UPDATE:
-        return this.onWindowUpdate(streamId, payload);
-      default:
-        // Unknown frame types are ignored (RFC 9113 4.1).
-        return;
-    }
+    this.dispatchFrame(type, flags, streamId, payload);
   }
 
   /** checkServerStream refuses a frame on a stream the server could not be talking about. */
@@ -399,7 +373,7 @@ export class H2ClientConnection extends H2Framing {
     if (streamId >= this.nextStreamId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, `${what} on an idle stream`);
   }
 
-  private onData(flags: number, streamId: number, payload: Buffer): void {
+  protected onData(flags: number, streamId: number, payload: Buffer): void {
     this.checkServerStream(streamId, 'DATA');
     // The whole payload, padding included, counts against both windows (RFC 9113 6.9.1).
     this.connRecvWindow -= payload.length;
@@ -430,7 +404,7 @@ export class H2ClientConnection extends H2Framing {
     if (endStream && stream.state === 'open') this.endRemote(stream);
   }
 
-  private onHeaders(flags: number, streamId: number, payload: Buffer): void {
+  protected onHeaders(flags: number, streamId: number, payload: Buffer): void {
     this.checkServerStream(streamId, 'HEADERS');
     this.startHeaderBlock(flags, streamId, payload);
   }
@@ -523,7 +497,7 @@ export class H2ClientConnection extends H2Framing {
     if (thrown !== null) throw thrown;
   }
 
-  private onRstStream(streamId: number, payload: Buffer): void {
+  protected onRstStream(streamId: number, payload: Buffer): void {
     if (payload.length !== 4) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'RST_STREAM not 4 bytes');
     this.checkServerStream(streamId, 'RST_STREAM');
     const stream = this.streams.get(streamId);
@@ -537,7 +511,7 @@ export class H2ClientConnection extends H2Framing {
     );
   }
 
-  private onSettings(flags: number, streamId: number, payload: Buffer): void {
+  protected onSettings(flags: number, streamId: number, payload: Buffer): void {
     let concurrentStreamsMax = this.ready ? this.peerConcurrentStreamsMax : Infinity;
     const read = this.readSettings(flags, streamId, payload, this.streams.values(), (id, value) => {
       // A server may only say ENABLE_PUSH 0 (RFC 9113 6.5.2). HEADER_TABLE_SIZE: our encoder never indexes.
@@ -564,9 +538,7 @@ export class H2ClientConnection extends H2Framing {
    * onGoAway: the server takes no new streams. Those above its last stream id were never processed and fail
    * `refused` (safe to send again, on a new connection); those at or below it go on; queued ones fail `refused`.
    */
-  private onGoAway(streamId: number, payload: Buffer): void {
-    if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'GOAWAY on a stream');
-    if (payload.length < 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'GOAWAY under 8 bytes');
+  protected onGoAway(payload: Buffer): void {
     const lastStreamId = payload.readUInt32BE(0) & 0x7fffffff;
     const code = payload.readUInt32BE(4);
     const debug = payload.toString('utf8', 8, Math.min(payload.length, 8 + 200));
@@ -578,7 +550,7 @@ export class H2ClientConnection extends H2Framing {
     this.endIfIdle();
   }
 
-  private onWindowUpdate(streamId: number, payload: Buffer): void {
+  protected onWindowUpdate(streamId: number, payload: Buffer): void {
     if (payload.length !== 4) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'WINDOW_UPDATE not 4 bytes');
     const increment = payload.readUInt32BE(0) & 0x7fffffff;
     if (streamId === 0) {

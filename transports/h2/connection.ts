@@ -93,6 +93,7 @@ export interface H2ConnectionEvents {
 }
 
 export class H2ServerConnection extends H2Framing {
+  protected readonly pushPromiseRefusal = 'PUSH_PROMISE from a client';
   private readonly streams = new Map<number, H2Stream>();
   private readonly decoder: HpackDecoder;
   private prefaceSeen = false;
@@ -224,42 +225,10 @@ export class H2ServerConnection extends H2Framing {
         this.destroy(reason),
       );
     }
-    this.checkBlockNotInterrupted(type, streamId);
-    switch (type) {
-      case FrameType.DATA:
-        return this.onData(flags, streamId, payload);
-      case FrameType.HEADERS:
-        return this.onHeaders(flags, streamId, payload);
-      case FrameType.CONTINUATION:
-        return this.continueHeaderBlock(flags, streamId, payload);
-      case FrameType.PRIORITY:
-        // Ignored (RFC 9113 deprecates the scheme), but still checked.
-        if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PRIORITY on stream 0');
-        if (payload.length !== 5) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PRIORITY not 5 bytes');
-        return;
-      case FrameType.RST_STREAM:
-        return this.onRstStream(streamId, payload);
-      case FrameType.SETTINGS:
-        return this.onSettings(flags, streamId, payload);
-      case FrameType.PUSH_PROMISE:
-        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PUSH_PROMISE from a client');
-      case FrameType.PING:
-        return this.readPing(flags, streamId, payload);
-      case FrameType.GOAWAY:
-        if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'GOAWAY on a stream');
-        if (payload.length < 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'GOAWAY under 8 bytes');
-        this.peerGoingAway = true;
-        this.endIfIdle();
-        return;
-      case FrameType.WINDOW_UPDATE:
-        return this.onWindowUpdate(streamId, payload);
-      default:
-        // Unknown frame types are ignored (RFC 9113 4.1).
-        return;
-    }
+    this.dispatchFrame(type, flags, streamId, payload);
   }
 
-  private onData(flags: number, streamId: number, payload: Buffer): void {
+  protected onData(flags: number, streamId: number, payload: Buffer): void {
     if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'DATA on stream 0');
     if (streamId > this.lastStreamId) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'DATA on an idle stream');
     // The whole payload, padding included, counts against both windows (RFC 9113 6.9.1).
@@ -290,7 +259,7 @@ export class H2ServerConnection extends H2Framing {
     if (endStream && !stream.closed) this.endRemote(stream);
   }
 
-  private onHeaders(flags: number, streamId: number, payload: Buffer): void {
+  protected onHeaders(flags: number, streamId: number, payload: Buffer): void {
     if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'HEADERS on stream 0');
     if (streamId % 2 === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'HEADERS on a server stream id');
     this.startHeaderBlock(flags, streamId, payload);
@@ -327,7 +296,7 @@ export class H2ServerConnection extends H2Framing {
     if (endStream && !stream.closed) stream.onEnd();
   }
 
-  private onRstStream(streamId: number, payload: Buffer): void {
+  protected onRstStream(streamId: number, payload: Buffer): void {
     if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'RST_STREAM on stream 0');
     if (payload.length !== 4) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'RST_STREAM not 4 bytes');
     if (streamId > this.lastStreamId)
@@ -338,7 +307,7 @@ export class H2ServerConnection extends H2Framing {
     stream.onAbort(payload.readUInt32BE(0));
   }
 
-  private onSettings(flags: number, streamId: number, payload: Buffer): void {
+  protected onSettings(flags: number, streamId: number, payload: Buffer): void {
     const read = this.readSettings(flags, streamId, payload, this.streams.values(), (id, value) => {
       // HEADER_TABLE_SIZE: our encoder never indexes. MAX_CONCURRENT_STREAMS: we push nothing. Unknown: ignored.
       if (id === Setting.ENABLE_PUSH && value > 1)
@@ -347,7 +316,12 @@ export class H2ServerConnection extends H2Framing {
     if (read) for (const stream of this.streams.values()) this.pump(stream);
   }
 
-  private onWindowUpdate(streamId: number, payload: Buffer): void {
+  protected onGoAway(): void {
+    this.peerGoingAway = true;
+    this.endIfIdle();
+  }
+
+  protected onWindowUpdate(streamId: number, payload: Buffer): void {
     if (payload.length !== 4) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'WINDOW_UPDATE not 4 bytes');
     const increment = payload.readUInt32BE(0) & 0x7fffffff;
     if (streamId === 0) {

@@ -71,7 +71,18 @@ export abstract class H2Framing {
 
   /** stopped: the connection has ended; no more frames are read. */
   protected abstract get stopped(): boolean;
+  /** onFrame: each whole frame read; the side checks what its start requires, then calls dispatchFrame. */
   protected abstract onFrame(type: number, flags: number, streamId: number, payload: Buffer): void;
+  /** The side's own readers of the frames dispatchFrame hands on. */
+  protected abstract onData(flags: number, streamId: number, payload: Buffer): void;
+  protected abstract onHeaders(flags: number, streamId: number, payload: Buffer): void;
+  protected abstract onRstStream(streamId: number, payload: Buffer): void;
+  protected abstract onSettings(flags: number, streamId: number, payload: Buffer): void;
+  /** onGoAway: a GOAWAY on stream 0 of at least 8 bytes (its last stream id, code and debug data). */
+  protected abstract onGoAway(payload: Buffer): void;
+  protected abstract onWindowUpdate(streamId: number, payload: Buffer): void;
+  /** The PROTOCOL_ERROR's text for a PUSH_PROMISE (neither side accepts one: a client's, or with push disabled). */
+  protected abstract readonly pushPromiseRefusal: string;
   /** onHeaderBlock: a whole header block (HEADERS + CONTINUATION joined), still compressed. */
   protected abstract onHeaderBlock(block: PendingBlock, bytes: Buffer): void;
 
@@ -96,8 +107,45 @@ export abstract class H2Framing {
     this.buffered = at === input.length ? EMPTY : input.subarray(at);
   }
 
+  /**
+   * dispatchFrame checks what RFC 9113 asks of a frame on either side (a header block not interrupted, the
+   * shape of PRIORITY and GOAWAY, PING answered or our keepalive's ACK taken) and hands the rest to the side's
+   * readers. Unknown frame types are ignored (RFC 9113 4.1); PRIORITY is checked and ignored (9113 deprecates it).
+   */
+  protected dispatchFrame(type: number, flags: number, streamId: number, payload: Buffer): void {
+    this.checkBlockNotInterrupted(type, streamId);
+    switch (type) {
+      case FrameType.DATA:
+        return this.onData(flags, streamId, payload);
+      case FrameType.HEADERS:
+        return this.onHeaders(flags, streamId, payload);
+      case FrameType.CONTINUATION:
+        return this.continueHeaderBlock(flags, streamId, payload);
+      case FrameType.PRIORITY:
+        if (streamId === 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PRIORITY on stream 0');
+        if (payload.length !== 5) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'PRIORITY not 5 bytes');
+        return;
+      case FrameType.RST_STREAM:
+        return this.onRstStream(streamId, payload);
+      case FrameType.SETTINGS:
+        return this.onSettings(flags, streamId, payload);
+      case FrameType.PUSH_PROMISE:
+        throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, this.pushPromiseRefusal);
+      case FrameType.PING:
+        return this.readPing(flags, streamId, payload);
+      case FrameType.GOAWAY:
+        if (streamId !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'GOAWAY on a stream');
+        if (payload.length < 8) throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'GOAWAY under 8 bytes');
+        return this.onGoAway(payload);
+      case FrameType.WINDOW_UPDATE:
+        return this.onWindowUpdate(streamId, payload);
+      default:
+        return;
+    }
+  }
+
   /** checkBlockNotInterrupted: while a header block is open only its CONTINUATION may come (RFC 9113 6.10). */
-  protected checkBlockNotInterrupted(type: number, streamId: number): void {
+  private checkBlockNotInterrupted(type: number, streamId: number): void {
     if (this.pendingBlock !== null && (type !== FrameType.CONTINUATION || streamId !== this.pendingBlock.streamId))
       throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, 'a header block interrupted (CONTINUATION expected)');
   }
