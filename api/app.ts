@@ -20,6 +20,7 @@ import {
   requestBodyBytesMax,
 } from './limits.js';
 import { assignRequestId } from './request-id.js';
+import { requestFieldsSlot } from './request-class.js';
 import { ApiHttpMetrics, routeLabelOf } from './http-metrics.js';
 import { expressPathOf, inSequence, routeDispatch, routePathsOf } from './keyed-chain.js';
 import { openApiDocument } from './openapi/document.js';
@@ -262,15 +263,17 @@ function answerObserver(
  * validator's match (`openapi`, openapi/validator.ts and the library's steps).
  */
 const requestFieldNames = ['requestId', 'auth', 'readStore', 'log', 'startedMs', 'openapi'] as const;
-const requestFields = Symbol('svc.requestFields');
+const requestFields = requestFieldsSlot;
 
-/**
- * RequestFields holds them, one slot each by requestFieldNames' order: an array of fixed length, so that every
- * accessor reads and writes its slot by a constant index (an element access of one array shape) rather than by a
- * property name shared code would look up among six (a keyed access by name whose cache goes megamorphic).
- */
-type RequestFields = unknown[];
-const newRequestFields = (): RequestFields => new Array<unknown>(requestFieldNames.length).fill(undefined);
+/** RequestFields holds them, every one declared at once so that all requests' holders share one shape. */
+class RequestFields {
+  requestId: unknown = undefined;
+  auth: unknown = undefined;
+  readStore: unknown = undefined;
+  log: unknown = undefined;
+  startedMs: unknown = undefined;
+  openapi: unknown = undefined;
+}
 
 /**
  * holdRequestFieldsTogether keeps the fields this API adds to a request in one object, behind accessors on this
@@ -278,22 +281,23 @@ const newRequestFields = (): RequestFields => new Array<unknown>(requestFieldNam
  * new property instead of six. Each property added to an IncomingMessage after its constructor goes to its
  * out-of-object property store, which V8 grows by copying as it fills: `bench/api-per-request.ts --allocations`
  * counted those copies as most of what authentication, the request id and the front allocated per request.
+ * A server made with ApiIncomingMessage (request-class.ts; the node's HTTP port) has the holder's slot from the
+ * constructor on, so not even that one property is added.
  */
 function holdRequestFieldsTogether(app: Express): void {
   type Holder = Request & { [requestFields]?: RequestFields };
-  requestFieldNames.forEach((name, slot) => {
+  for (const name of requestFieldNames) {
     Object.defineProperty(app.request, name, {
       configurable: true,
       enumerable: true,
       get(this: Holder): unknown {
-        const held = this[requestFields];
-        return held === undefined ? undefined : held[slot];
+        return this[requestFields]?.[name];
       },
       set(this: Holder, value: unknown): void {
-        (this[requestFields] ??= newRequestFields())[slot] = value;
+        (this[requestFields] ??= new RequestFields())[name] = value;
       },
     });
-  });
+  }
 }
 
 /**

@@ -21,6 +21,7 @@ import path from 'node:path';
 import express from 'express';
 import { Registry } from 'prom-client';
 import { createApp } from '../api/app.js';
+import { ApiIncomingMessage } from '../api/request-class.js';
 import { bootstrapAdminKey } from '../api/auth/api-keys.js';
 import { silentApiLogger } from '../api/log.js';
 import { redisServerAvailable, startLocalRedis } from '../api/redis/local-redis.js';
@@ -164,6 +165,7 @@ async function main(): Promise<void> {
     host: '127.0.0.1',
     port: 0,
     role: 'api',
+    incomingMessage: ApiIncomingMessage,
     requestTimeoutMs: 30_000,
     onError: (err) => process.stderr.write(`${err.stack ?? err.message}\n`),
     surface: {
