@@ -20,6 +20,7 @@ import {
   requestBodyBytesMax,
 } from './limits.js';
 import { assignRequestId } from './request-id.js';
+import { requestFieldsSlot } from './request-class.js';
 import { ApiHttpMetrics, routeLabelOf } from './http-metrics.js';
 import { expressPathOf, inSequence, routeDispatch, routePathsOf } from './keyed-chain.js';
 import { openApiDocument } from './openapi/document.js';
@@ -262,7 +263,7 @@ function answerObserver(
  * validator's match (`openapi`, openapi/validator.ts and the library's steps).
  */
 const requestFieldNames = ['requestId', 'auth', 'readStore', 'log', 'startedMs', 'openapi'] as const;
-const requestFields = Symbol('svc.requestFields');
+const requestFields = requestFieldsSlot;
 
 /** RequestFields holds them, every one declared at once so that all requests' holders share one shape. */
 class RequestFields {
@@ -280,6 +281,8 @@ class RequestFields {
  * new property instead of six. Each property added to an IncomingMessage after its constructor goes to its
  * out-of-object property store, which V8 grows by copying as it fills: `bench/api-per-request.ts --allocations`
  * counted those copies as most of what authentication, the request id and the front allocated per request.
+ * A server made with ApiIncomingMessage (request-class.ts; the node's HTTP port) has the holder's slot from the
+ * constructor on, so not even that one property is added.
  */
 function holdRequestFieldsTogether(app: Express): void {
   type Holder = Request & { [requestFields]?: RequestFields };

@@ -57,10 +57,72 @@ export function inSequence(handlers: readonly RequestHandler[]): RequestHandler 
   };
 }
 
+/** ExpressRoute is the part of router 2.x's `Route` routeDispatch uses to run a route's handlers itself. */
+interface ExpressRoute {
+  path: unknown;
+  dispatch(req: Request, res: Response, done: (error?: unknown) => void): void;
+  _handlesMethod(method: string | undefined): boolean;
+}
+
 /** ExpressLayer is the part of Express 5's router layers (router 2.x `Layer`) routeDispatch reads. */
 interface ExpressLayer {
-  route?: { path: unknown };
+  route?: ExpressRoute;
   handle?: { stack?: ExpressLayer[] };
+}
+
+const stackOf = (router: Router): ExpressLayer[] => (router as unknown as { stack: ExpressLayer[] }).stack;
+
+/**
+ * RouteWalk is one request's walk through the routes of one path without parameters, as the routers declaring
+ * them would walk them: each route that handles the method, in order, until one answers; `next('route')` or
+ * `next()` goes on to the next; an error leaves to the app's error handlers; none answering goes on (404).
+ * A class, not closures (see SequenceRun).
+ */
+class RouteWalk {
+  private index = 0;
+  readonly step: (error?: unknown) => void;
+
+  constructor(
+    private readonly routes: readonly ExpressRoute[],
+    private readonly req: Request,
+    private readonly res: Response,
+    private readonly next: NextFunction,
+  ) {
+    this.step = this.advance.bind(this);
+  }
+
+  advance(error?: unknown): void {
+    if (error !== undefined && error !== null && error !== 'route') {
+      this.next(error);
+      return;
+    }
+    while (this.index < this.routes.length) {
+      const route = this.routes[this.index++]!;
+      if (route._handlesMethod(this.req.method)) {
+        route.dispatch(this.req, this.res, this.step);
+        return;
+      }
+    }
+    this.next();
+  }
+}
+
+/**
+ * directRoutesOf: the routes declaring `path` in these routers, in order, when the routers' own walk would do
+ * nothing but reach them: a path without parameters (so the request's params are empty, as the validator set
+ * them) and routers holding only routes (no middleware of their own, no nested router, which the walk would
+ * run first). Otherwise null: the routers are walked.
+ */
+function directRoutesOf(path: string, routers: readonly Router[]): ExpressRoute[] | null {
+  if (/[:*?()[\]{}+]/.test(path)) return null;
+  const routes: ExpressRoute[] = [];
+  for (const router of routers) {
+    for (const layer of stackOf(router)) {
+      if (layer.route === undefined) return null;
+      if (layer.route.path === path) routes.push(layer.route);
+    }
+  }
+  return routes.length > 0 ? routes : null;
 }
 
 /** routePathsOf lists the route paths a router declares, nested routers included. */
@@ -72,7 +134,7 @@ export function routePathsOf(router: Router): string[] {
       else if (layer.handle?.stack && depthLeft > 0) walk(layer.handle.stack, depthLeft - 1);
     }
   };
-  walk((router as unknown as { stack: ExpressLayer[] }).stack, routerNestingMax);
+  walk(stackOf(router), routerNestingMax);
   return paths;
 }
 
@@ -89,6 +151,9 @@ const routerNestingMax = 4;
  * that declare that path, in their order; any other request (undocumented, ignored by the validator) walks
  * all routers as consecutive app.use layers would. The validator has already refused documented paths with
  * an undocumented method (405), so a documented route's routers are the only ones that could answer it.
+ * A path without parameters declared by routers that hold only routes goes to those routes directly
+ * (directRoutesOf, RouteWalk): the routers' walk (matching every layer's path, params, prefix trimming) would
+ * only find them, at a cost the router's walk of the app had already paid once per request.
  */
 export function routeDispatch(routers: readonly Router[], documentedPaths: readonly string[] = []): RequestHandler {
   const byRoute = new Map<string, Router[]>();
@@ -104,11 +169,19 @@ export function routeDispatch(routers: readonly Router[], documentedPaths: reado
   if (undeclared.length > 0) throw new Error(`documented routes no router declares: ${undeclared.join(', ')}`);
   const everyRouter = inSequence(routers as unknown as RequestHandler[]);
   const routersOf = new Map<string, RequestHandler>();
-  for (const [path, list] of byRoute)
+  for (const [path, list] of byRoute) {
+    const direct = directRoutesOf(path, list);
     routersOf.set(
       path,
-      list.length === 1 ? (list[0]! as unknown as RequestHandler) : inSequence(list as unknown as RequestHandler[]),
+      direct !== null
+        ? (req, res, next) => {
+            new RouteWalk(direct, req, res, next).advance();
+          }
+        : list.length === 1
+          ? (list[0]! as unknown as RequestHandler)
+          : inSequence(list as unknown as RequestHandler[]),
     );
+  }
   return (req: Request, res: Response, next: NextFunction) => {
     const expressRoute = (req as Request & { openapi?: { expressRoute?: string } }).openapi?.expressRoute;
     const handler = (expressRoute !== undefined ? routersOf.get(expressRoute) : undefined) ?? everyRouter;

@@ -1,6 +1,7 @@
 // Small patterns over DocumentStore shared by the routes: paging with an opaque cursor, and read-modify-write
 // with compare-and-set retries.
-import type { DocumentStore, JsonObject } from '../store/document-store.js';
+import type { Response } from 'express';
+import type { DocumentStore, JsonObject, ListOptions, ListResult } from '../store/document-store.js';
 import { isVersionConflict } from '../store/document-store.js';
 import { ApiError } from './errors.js';
 import { pageLimitDefault, pageLimitMax } from './limits.js';
@@ -35,6 +36,59 @@ export function parsePageRequest(query: PageRequest, prefix: string): { limit: n
 const keepAll = (): boolean => true;
 
 /**
+ * PageScan is one page's walk over store batches (listPage, listPageNow): which batch to read next, and the page
+ * once it is complete.
+ */
+class PageScan<T extends JsonObject, V> {
+  readonly items: V[] = [];
+  private scanned = 0;
+
+  constructor(
+    private readonly limit: number,
+    private after: string | undefined,
+    private readonly view: (record: T) => V,
+    private readonly keep: (record: T) => boolean,
+  ) {}
+
+  /** nextOptions are the next batch's list options, or null once the page is full or the scan bound is reached. */
+  nextOptions(): ListOptions | null {
+    if (this.items.length >= this.limit || this.scanned >= pageScanEntriesMax) return null;
+    // shared: keep and view only read the values, and the page is serialized at once (views build new objects).
+    return {
+      after: this.after,
+      limit: Math.min(this.limit * 4, pageScanEntriesMax - this.scanned),
+      shared: true,
+    };
+  }
+
+  /** take reads one batch: the finished page when the listing ended in it, else null (read on, or finish). */
+  take(batch: ListResult<T>): Page<V> | null {
+    for (const entry of batch.entries) {
+      this.scanned++;
+      this.after = entry.key;
+      if (this.keep(entry.value)) this.items.push(this.view(entry.value));
+      if (this.items.length === this.limit) break;
+    }
+    if (batch.nextAfter === null && this.after === batch.entries.at(-1)?.key) return this.last();
+    if (batch.entries.length === 0) return this.last();
+    return null;
+  }
+
+  /** finish is the page when more may follow: its cursor resumes after the last entry scanned. */
+  finish(): Page<V> {
+    const after = this.after;
+    return {
+      items: this.items,
+      next_cursor: after === undefined ? null : Buffer.from(after, 'utf8').toString('base64url'),
+    };
+  }
+
+  private last(): Page<V> {
+    return { items: this.items, next_cursor: null };
+  }
+}
+
+/**
  * listPage returns up to limit records under prefix that pass keep, and a cursor for the rest. It reads the
  * store's own objects (ListOptions.shared): keep and view must not change them (a write replaces a stored
  * object, never changes it, so what was read stays as it was read).
@@ -46,27 +100,65 @@ export async function listPage<T extends JsonObject, V>(
   view: (record: T) => V,
   keep: (record: T) => boolean = keepAll,
 ): Promise<Page<V>> {
-  const { limit, after: start } = parsePageRequest(query, prefix);
-  const items: V[] = [];
-  let after = start;
-  let scanned = 0;
-  while (items.length < limit && scanned < pageScanEntriesMax) {
-    // shared: keep and view only read the values, and the page is serialized at once (views build new objects).
-    const options = { after, limit: Math.min(limit * 4, pageScanEntriesMax - scanned), shared: true };
-    // Behind the key check's barrier a read session answers at once (listNow); otherwise list waits for it.
-    const batch = store.listNow?.<T>(prefix, options) ?? (await store.list<T>(prefix, options));
-    for (const entry of batch.entries) {
-      scanned++;
-      after = entry.key;
-      if (keep(entry.value)) items.push(view(entry.value));
-      if (items.length === limit) break;
-    }
-    if (batch.nextAfter === null && after === batch.entries.at(-1)?.key) {
-      return { items, next_cursor: null };
-    }
-    if (batch.entries.length === 0) return { items, next_cursor: null };
+  const now = listPageNow(store, prefix, query, view, keep);
+  if (now !== null) return now;
+  const { limit, after } = parsePageRequest(query, prefix);
+  const scan = new PageScan(limit, after, view, keep);
+  for (let options = scan.nextOptions(); options !== null; options = scan.nextOptions()) {
+    const page = scan.take(await store.list<T>(prefix, options));
+    if (page !== null) return page;
   }
-  return { items, next_cursor: after === undefined ? null : Buffer.from(after, 'utf8').toString('base64url') };
+  return scan.finish();
+}
+
+/**
+ * listPageNow is listPage without waiting: the page when the store can answer every batch at once (a read
+ * session behind its key check's barrier, `listNow`), else null, having read nothing that matters (a session
+ * that answers a batch at once answers the next too: what it checks only moves forward).
+ */
+export function listPageNow<T extends JsonObject, V>(
+  store: DocumentStore,
+  prefix: string,
+  query: PageRequest,
+  view: (record: T) => V,
+  keep: (record: T) => boolean = keepAll,
+): Page<V> | null {
+  if (store.listNow === undefined) return null;
+  const { limit, after } = parsePageRequest(query, prefix);
+  const scan = new PageScan(limit, after, view, keep);
+  for (let options = scan.nextOptions(); options !== null; options = scan.nextOptions()) {
+    const batch = store.listNow<T>(prefix, options);
+    if (batch === null) return null;
+    const page = scan.take(batch);
+    if (page !== null) return page;
+  }
+  return scan.finish();
+}
+
+/**
+ * sendPage answers a list request with its page: at once when the store can answer at once (listPageNow), with
+ * no promise, await or microtask turn of the route's own (a keyed GET reads behind its key check's barrier, so
+ * this is the usual case); else once listPage has it. A route handler returns what it returns, so Express's
+ * router sees a rejection as it would an async handler's.
+ */
+export function sendPage<T extends JsonObject, V>(
+  res: Response,
+  store: DocumentStore,
+  prefix: string,
+  query: PageRequest,
+  view: (record: T) => V,
+  keep: (record: T) => boolean = keepAll,
+): void | Promise<void> {
+  const now = listPageNow(store, prefix, query, view, keep);
+  if (now !== null) {
+    res.json(now);
+    return;
+  }
+  return sendWhenListed(res, listPage(store, prefix, query, view, keep));
+}
+
+async function sendWhenListed<V>(res: Response, page: Promise<Page<V>>): Promise<void> {
+  res.json(await page);
 }
 
 /**

@@ -7,7 +7,10 @@
 // were collected since included, so it counts what the garbage collector has to sweep), with the functions that
 // allocate the most in the API case beyond what they allocate for the bare one (the client's share in this same
 // process is the same for both).
-// Usage: tsx bench/api-per-request.ts [requests] [--allocations]
+// With --cpu, also this process's CPU per request (process.cpuUsage: server and client, the client's share alike for
+// both cases) with cpuConcurrency requests in flight, the cases alternating for cpuRounds rounds of `requests` each:
+// a same-process A/B of the request path's CPU that needs no cluster (the ratio is diluted by the client's share).
+// Usage: tsx bench/api-per-request.ts [requests] [--allocations] [--cpu]
 import { createHook } from 'node:async_hooks';
 import { Session } from 'node:inspector/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -18,6 +21,7 @@ import path from 'node:path';
 import express from 'express';
 import { Registry } from 'prom-client';
 import { createApp } from '../api/app.js';
+import { ApiIncomingMessage } from '../api/request-class.js';
 import { bootstrapAdminKey } from '../api/auth/api-keys.js';
 import { silentApiLogger } from '../api/log.js';
 import { redisServerAvailable, startLocalRedis } from '../api/redis/local-redis.js';
@@ -29,6 +33,10 @@ import { startHttpServer } from '../transports/node/http-server.js';
 
 const requests = Number(process.argv.slice(2).find((arg) => !arg.startsWith('--')) ?? 2000);
 const allocations = process.argv.includes('--allocations');
+const cpu = process.argv.includes('--cpu');
+/** cpuRounds alternate the cases with --cpu; cpuConcurrency requests are in flight at once. */
+const cpuRounds = 8;
+const cpuConcurrency = 16;
 /** allocationSampleBytes: the heap profiler samples one allocation per this many bytes on average. */
 const allocationSampleBytes = 512;
 /** allocationTopCount functions are listed. */
@@ -62,6 +70,31 @@ function get(port: number, headers: Record<string, string>): Promise<void> {
 
 async function sequential(port: number, headers: Record<string, string>): Promise<void> {
   for (let index = 0; index < requests; index++) await get(port, headers);
+}
+
+const concurrentAgent = new http.Agent({ keepAlive: true, maxSockets: cpuConcurrency });
+
+/** cpuPerRequestUs sends `requests` requests, cpuConcurrency at a time, and gives this process's CPU µs per request. */
+async function cpuPerRequestUs(port: number, headers: Record<string, string>): Promise<number> {
+  let sent = 0;
+  const loop = async (): Promise<void> => {
+    while (sent < requests) {
+      sent++;
+      await new Promise<void>((resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port, path: '/projects', headers, agent: concurrentAgent }, (res) => {
+            if (res.statusCode !== 200) reject(new Error(`GET /projects answered ${res.statusCode}`));
+            res.resume();
+            res.on('end', resolve);
+          })
+          .on('error', reject);
+      });
+    }
+  };
+  const before = process.cpuUsage();
+  await Promise.all(Array.from({ length: cpuConcurrency }, loop));
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / requests;
 }
 
 interface SamplingHeapProfileNode {
@@ -132,6 +165,7 @@ async function main(): Promise<void> {
     host: '127.0.0.1',
     port: 0,
     role: 'api',
+    incomingMessage: ApiIncomingMessage,
     requestTimeoutMs: 30_000,
     onError: (err) => process.stderr.write(`${err.stack ?? err.message}\n`),
     surface: {
@@ -175,6 +209,24 @@ async function main(): Promise<void> {
       .map(([type, count]) => `${type} ${(count / requests).toFixed(2)}`);
     process.stdout.write(`${benchCase.name}: ${figures.join(', ')}\n`);
   }
+  if (cpu) {
+    initCounter.disable();
+    const ratios: number[] = [];
+    const rows: string[] = [];
+    for (let round = 0; round < cpuRounds; round++) {
+      // ABBA: each pair of rounds starts with the other case.
+      const order = round % 2 === 0 ? [0, 1] : [1, 0];
+      const us: number[] = [];
+      for (const index of order) us[index] = await cpuPerRequestUs(cases[index]!.port, cases[index]!.headers);
+      ratios.push(us[0]! / us[1]!);
+      rows.push(`${us[0]!.toFixed(0)} vs ${us[1]!.toFixed(0)}`);
+    }
+    const sorted = [...ratios].sort((a, b) => a - b);
+    const median = (sorted[(sorted.length - 1) >> 1]! + sorted[sorted.length >> 1]!) / 2;
+    process.stdout.write(
+      `\nCPU µs per request, this process (server and client), bare vs API, ${cpuConcurrency} in flight, ${requests} per round: ${rows.join(', ')}; bare/API median ${(median * 100).toFixed(1)}%\n`,
+    );
+  }
   if (allocations) {
     // The counting hook would allocate for every promise: off while allocations are sampled.
     initCounter.disable();
@@ -196,6 +248,7 @@ async function main(): Promise<void> {
     for (const [name, bytes] of extra) process.stdout.write(`${(bytes / requests).toFixed(0).padStart(8)} ${name}\n`);
   }
   agent.destroy();
+  concurrentAgent.destroy();
   bareServer.closeAllConnections();
   bareServer.close();
   await front.close();

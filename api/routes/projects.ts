@@ -8,7 +8,7 @@ import type { DocumentStore } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { ProjectRecord } from '../records.js';
 import { newId, nowIso, storeKeys } from '../records.js';
-import { listPage, updateRecord } from '../store-helpers.js';
+import { sendPage, updateRecord } from '../store-helpers.js';
 import { requireRole } from '../auth/authenticate.js';
 import { credentialCategories, isCredentialCategory } from '../credentials/categories.js';
 import type { ProjectCredential } from '../runs/run-credentials.js';
@@ -69,9 +69,10 @@ const view = (record: ProjectRecord): ProjectRecord =>
 export function projectRoutes(store: DocumentStore, workspaceRoot: string | undefined): Router {
   const router = Router();
 
-  router.get('/projects', async (req, res) => {
-    res.json(await listPage<ProjectRecord, ProjectRecord>(req.readStore ?? store, storeKeys.projects, req.query, view));
-  });
+  // Not async: behind the key check's barrier the page is sent at once (sendPage).
+  router.get('/projects', (req, res) =>
+    sendPage<ProjectRecord, ProjectRecord>(res, req.readStore ?? store, storeKeys.projects, req.query, view),
+  );
 
   router.post('/projects', requireRole('admin'), async (req, res) => {
     const body = req.body as Required<Pick<ProjectFields, 'name' | 'workspace' | 'command'>> & ProjectFields;

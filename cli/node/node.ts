@@ -97,6 +97,7 @@ import { Driver, type DriverPorts, type ObservedEffect } from '../../transports/
 import { startHttpServer, type HttpSurface, type NodeHttpServer } from '../../transports/node/http-server.js';
 import type { NodeApi } from './node-api.js';
 import { API_REDIS_DIR, readApiSecretKey, startLocalRedisEarly } from './api-early-start.js';
+import { ApiIncomingMessage } from '../../api/request-class.js';
 import type { LocalRedis } from '../../api/redis/local-redis.js';
 import { LogThrottle } from '../../transports/node/log-throttle.js';
 import { createLogger, stdoutDestination, type Logger } from '../../transports/node/logger.js';
@@ -738,6 +739,8 @@ export class Node {
       requestTimeoutMs: config.limits.httpRequestTimeoutMs,
       onError: onHttpError,
       ...(httpTls ? { tls: httpTls.pair } : {}),
+      // The API's request class: its one field per request is in the object from the constructor on.
+      ...(config.api ? { incomingMessage: ApiIncomingMessage } : {}),
     });
     this.statusPollAgent = new Agent({
       connect: { ...(httpTls ? { ca: httpTls.trust } : {}), lookup: this.peerNames.lookup },

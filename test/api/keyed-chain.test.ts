@@ -103,6 +103,67 @@ describe('api: keyed chain', () => {
     }
   });
 
+  it('runs the routes of a parameterless path directly when their routers hold only routes, as their walk would', async () => {
+    const routesOnly = (seen: string[]): Router[] => {
+      const first = Router();
+      first.post('/items', (_req, res) => {
+        seen.push('first POST');
+        res.json({});
+      });
+      // next('route') and next() both go on to the next route of the path, in this router or the next.
+      first.get('/items', (_req, _res, next) => {
+        seen.push('first GET');
+        next('route');
+      });
+      first.get('/items', (_req, _res, next) => {
+        seen.push('first GET again');
+        next();
+      });
+      const second = Router();
+      second.get('/items', (req, res) => {
+        seen.push(`second ${req.method}`);
+        res.json({ route: (req.route as { path: string }).path });
+      });
+      second.get('/failing', async () => {
+        await Promise.resolve();
+        throw new Error('rejected');
+      });
+      second.get('/passing', (_req, _res, next) => {
+        next();
+      });
+      // The routers' own walk is not taken (it would show in `seen`).
+      for (const router of [first, second]) {
+        const walked = router as unknown as { handle: (...args: unknown[]) => void };
+        const handle = walked.handle.bind(router);
+        walked.handle = (...args) => {
+          seen.push('router walked');
+          handle(...args);
+        };
+      }
+      return [first, second];
+    };
+    for (const [method, route, path, expected, status] of [
+      ['GET', '/items', '/items', ['first GET', 'first GET again', 'second GET'], 200],
+      ['HEAD', '/items', '/items', ['first GET', 'first GET again', 'second HEAD'], 200],
+      ['POST', '/items', '/items', ['first POST'], 200],
+      // A method no route handles, and a route that passes on, go on to the 404; an error to the error handler.
+      ['DELETE', '/items', '/items', ['404'], 404],
+      ['GET', '/passing', '/passing', ['404'], 404],
+      ['GET', '/failing', '/failing', [], 500],
+    ] as const) {
+      const seen: string[] = [];
+      const served = await serve(inSequence([matchedAs(route), routeDispatch(routesOnly(seen))]), seen);
+      try {
+        const response = await fetch(served.url + path, { method });
+        assert.equal(response.status, status, `${method} ${path}`);
+        assert.deepEqual(seen, expected, `${method} ${path}`);
+        if (method === 'GET' && status === 200) assert.deepEqual(await response.json(), { route: '/items' });
+      } finally {
+        await served.close();
+      }
+    }
+  });
+
   it('refuses to build when a documented route has no router', () => {
     assert.throws(() => routeDispatch(routers([]), ['/things/{id}', '/missing/{id}']), /\/missing\/:id/);
     assert.doesNotThrow(() => routeDispatch(routers([]), ['/things/{id}', '/deep/{x}']));

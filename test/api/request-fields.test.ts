@@ -9,12 +9,17 @@ import { Registry } from 'prom-client';
 import { createApp } from '../../api/app.js';
 import { bootstrapAdminKey } from '../../api/auth/api-keys.js';
 import { silentApiLogger } from '../../api/log.js';
+import { ApiIncomingMessage, requestFieldsSlot } from '../../api/request-class.js';
+import { startHttpServer } from '../../transports/node/http-server.js';
 import { MemoryDocumentStore } from '../../store/memory-store.js';
 
 const apiFields = ['requestId', 'auth', 'readStore', 'log', 'startedMs', 'openapi'];
 
-async function serve(handler: http.RequestListener): Promise<{ url: string; server: http.Server }> {
-  const server = http.createServer(handler);
+async function serve(
+  handler: http.RequestListener,
+  options: http.ServerOptions = {},
+): Promise<{ url: string; server: http.Server }> {
+  const server = http.createServer(options, handler);
   server.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
@@ -55,6 +60,71 @@ describe('request fields held together', () => {
       server.closeAllConnections();
       server.close();
       await service.close();
+    }
+  });
+
+  it("on a server made with the API's request class the holder's slot is there from the constructor on", async () => {
+    const store = new MemoryDocumentStore();
+    const admin = await bootstrapAdminKey(store, 'slot');
+    const service = createApp({ store, config: { log: silentApiLogger(), rateLimitPerSecond: 1_000 } });
+    const seen: Array<{ req: http.IncomingMessage; made: boolean; slotAtArrival: boolean }> = [];
+    const { url, server } = await serve(
+      (req, res) => {
+        // Express then moves the request onto its own prototype (the slot, an own property, stays).
+        seen.push({
+          req,
+          made: req instanceof ApiIncomingMessage,
+          slotAtArrival: Object.getOwnPropertySymbols(req).includes(requestFieldsSlot),
+        });
+        service.app(req, res);
+      },
+      { IncomingMessage: ApiIncomingMessage },
+    );
+    try {
+      const response = await fetch(`${url}/projects`, { headers: { 'x-api-key': admin.key, 'x-request-id': 'rf-2' } });
+      assert.equal(response.status, 200);
+      const { req, made, slotAtArrival } = seen[0]!;
+      assert.ok(made, 'the server made the request with the class');
+      assert.ok(slotAtArrival, 'the slot is an own property before the API sees the request');
+      // The API kept its fields in that slot: no other symbol or field was added for them.
+      assert.deepEqual(
+        Object.getOwnPropertySymbols(req).filter((symbol) => symbol.description === 'svc.requestFields'),
+        [requestFieldsSlot],
+      );
+      assert.equal((req as unknown as express.Request).requestId, 'rf-2');
+      assert.equal((req as unknown as express.Request).auth?.keyId, admin.keyId);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+      await service.close();
+    }
+  });
+
+  it("the node's HTTP front makes its requests with the class it is given", async () => {
+    const classes: boolean[] = [];
+    const front = await startHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      role: 'api',
+      incomingMessage: ApiIncomingMessage,
+      requestTimeoutMs: 10_000,
+      onError: () => undefined,
+      surface: {
+        health: () => null,
+        ready: () => null,
+        status: () => null,
+        metrics: () => Promise.resolve(null),
+        api: () => (req, res) => {
+          classes.push(req instanceof ApiIncomingMessage);
+          res.end();
+        },
+      },
+    });
+    try {
+      assert.equal((await fetch(`http://127.0.0.1:${front.port}/projects`)).status, 200);
+      assert.deepEqual(classes, [true]);
+    } finally {
+      await front.close();
     }
   });
 

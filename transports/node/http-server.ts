@@ -45,6 +45,8 @@ export interface HttpListenerOptions {
   onError: (err: Error) => void;
   /** tls serves HTTPS with this PEM pair; plain HTTP to the port is answered 400 and closed (https-only.ts). */
   tls?: { cert: Buffer; key: Buffer };
+  /** incomingMessage is node:http's request class for this listener (the API's, api/request-class.ts), else node's. */
+  incomingMessage?: typeof IncomingMessage;
 }
 
 export interface NodeHttpServer {
@@ -74,9 +76,13 @@ export async function startHttpServer(options: HttpListenerOptions): Promise<Nod
     }
     handle(req, res, surface, role).catch((err: unknown) => fail(res, err));
   };
+  const requestClass = options.incomingMessage ? { IncomingMessage: options.incomingMessage } : {};
   const server: Server | HttpsServer = options.tls
-    ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2' }, listener)
-    : createServer(listener);
+    ? createHttpsServer(
+        { cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', ...requestClass },
+        listener,
+      )
+    : createServer(requestClass, listener);
   server.requestTimeout = options.requestTimeoutMs;
   server.headersTimeout = Math.min(options.requestTimeoutMs, 60_000);
   server.on('clientError', (_err, socket) => socket.destroy());
