@@ -41,6 +41,16 @@ export type ForeignKind = (typeof FOREIGN_KINDS)[number];
 const FOREIGN_ID_BASE = 90;
 const UINT32_MAX = 0xffff_ffff;
 
+/**
+ * FORGED: spread first into every forged body, so each has hidden classes of its own. A forged body's absurd
+ * numbers (2^53 - 1, 2^32 - 1) are not small integers: stored into a hidden class the engine's own messages share
+ * (a literal with the same keys in the same order), they would turn that class's fields into double fields, and every
+ * later read of a real message's term from one boxes a number that then spreads the same way into the engine's state
+ * (sim/README.md, "Whole numbers stored as doubles"). A symbol key: JSON, Object.keys and the trace never see it.
+ */
+const FORGED_TAG = Symbol('forged');
+const FORGED: { readonly [FORGED_TAG]: true } = { [FORGED_TAG]: true };
+
 /** TERM_FAR_AHEAD: a term offset no run reaches, so a forged claim can never coincide with a real term. */
 const TERM_FAR_AHEAD = 1_000_000;
 
@@ -89,6 +99,7 @@ export function forgeForeignMessage(prng: Prng, target: EngineStatus, ownCluster
       return wire({
         method: 'ReportApplied',
         body: {
+          ...FORGED,
           reporterShard: stranger(),
           sourceShard: prng.chance(0.5) ? target.id : target.leaderId,
           appliedSeqno: target.lastSeq + prng.int(100),
@@ -99,7 +110,7 @@ export function forgeForeignMessage(prng: Prng, target: EngineStatus, ownCluster
     case 'pull-higher-term': {
       // A pull names no sender; its term is either far ahead, or absurd: never one a member holds.
       const pullTerm = prng.chance(0.7) ? term + TERM_FAR_AHEAD : absurdTerm();
-      const body = { shardId: target.id, fromSeqno: prng.pick([1, target.lastSeq]), term: pullTerm };
+      const body = { ...FORGED, shardId: target.id, fromSeqno: prng.pick([1, target.lastSeq]), term: pullTerm };
       return wire(prng.chance(0.5) ? { method: 'StreamSegments', body } : { method: 'FetchSnapshot', body });
     }
     case 'ship-segment': {
@@ -119,7 +130,8 @@ export function forgeForeignMessage(prng: Prng, target: EngineStatus, ownCluster
       return wire({
         method: 'ShipSegment',
         body: {
-          id: { regionId: from, shardId: from, seqno: prevSeq + 1 },
+          ...FORGED,
+          id: { ...FORGED, regionId: from, shardId: from, seqno: prevSeq + 1 },
           payload,
           eventCount: entries.length,
           leaderLastSeq: prevSeq + 2,
@@ -133,6 +145,7 @@ export function forgeForeignMessage(prng: Prng, target: EngineStatus, ownCluster
       return wire({
         method: 'RequestVote',
         body: {
+          ...FORGED,
           term: term + prng.pick([1, 2, 1_000]),
           candidateRegion: stranger(),
           lastLogTerm: term + 1_000,
@@ -146,10 +159,10 @@ export function forgeForeignMessage(prng: Prng, target: EngineStatus, ownCluster
       // that member never leads: only the leader of the target's current term is obeyed.
       const member = target.roster.members.length > 0 ? prng.pick(target.roster.members).id : 1;
       const forged = prng.pick([
-        { term, leaderRegion: stranger() },
-        { term: term + TERM_FAR_AHEAD, leaderRegion: target.leaderId || member },
-        { term: 0, leaderRegion: member },
-        { term: absurdTerm(), leaderRegion: member },
+        { ...FORGED, term, leaderRegion: stranger() },
+        { ...FORGED, term: term + TERM_FAR_AHEAD, leaderRegion: target.leaderId || member },
+        { ...FORGED, term: 0, leaderRegion: member },
+        { ...FORGED, term: absurdTerm(), leaderRegion: member },
       ]);
       return wire({ method: 'TimeoutNow', body: forged });
     }
@@ -161,6 +174,7 @@ export function forgeForeignMessage(prng: Prng, target: EngineStatus, ownCluster
         {
           method: 'RequestVote',
           body: {
+            ...FORGED,
             term: term + 1,
             candidateRegion: from,
             lastLogTerm: term + 1,
@@ -169,10 +183,11 @@ export function forgeForeignMessage(prng: Prng, target: EngineStatus, ownCluster
             transfer: true,
           },
         },
-        { method: 'TimeoutNow', body: { term, leaderRegion: target.leaderId || from } },
+        { method: 'TimeoutNow', body: { ...FORGED, term, leaderRegion: target.leaderId || from } },
         {
           method: 'ReportApplied',
           body: {
+            ...FORGED,
             reporterShard: from,
             sourceShard: target.id,
             appliedSeqno: target.lastSeq,
@@ -192,6 +207,7 @@ function heartbeat(
   fields: { prevLogTerm: number; prevLogSeq: number; leaderLastSeq: number; buildVersion?: string },
 ) {
   return {
+    ...FORGED,
     shardId: from,
     regionId: from,
     entityCount: 0,

@@ -8,9 +8,15 @@ import type { SimNode } from '../node.js';
 import { violate } from '../violation.js';
 import type { Checker, CheckerWorld, StepRecord } from './checker.js';
 
+/**
+ * Frontier: built seq first, so it never shares a hidden class with the engine's `{ term, seq }` positions. A forged
+ * heartbeat's term (2^53 - 1, sim/foreign.ts) stored into a shared class would turn its term field into a double
+ * field, and the engine's later reads of its own positions' terms would box numbers that spread into its state
+ * (sim/README.md, "Whole numbers stored as doubles").
+ */
 interface Frontier {
-  term: number;
   seq: number;
+  term: number;
 }
 
 /**
@@ -37,7 +43,7 @@ export class ReadinessChecker implements Checker {
   afterStep(step: StepRecord): void {
     const { node, input, after, effects } = step;
     const seen = frontierOf(input);
-    if (seen !== null && seen.seq > 0) this.remember(node.index, { term: seen.term ?? after.term, seq: seen.seq });
+    if (seen !== null && seen.seq > 0) this.remember(node.index, { seq: seen.seq, term: seen.term ?? after.term });
     for (const effect of effects) {
       if (effect.type === 'readiness' && effect.ready && after.role !== 'leader') this.checkConvergence(step);
       // The latch is sticky: only removal, a halted receiver or a reseed marker unlatch it — and a filtered
@@ -81,7 +87,7 @@ export class ReadinessChecker implements Checker {
     const inTerm = (this.frontiers.get(node.index) ?? []).filter((f) => f.term === after.term);
     const lowestSeq = this.lowestFrontiers.get(node.index)?.get(after.term);
     if (lowestSeq !== undefined && !inTerm.some((f) => f.seq === lowestSeq))
-      inTerm.unshift({ term: after.term, seq: lowestSeq });
+      inTerm.unshift({ seq: lowestSeq, term: after.term });
     if (inTerm.length === 0) {
       violate(
         this.name,
@@ -125,18 +131,18 @@ export class ReadinessChecker implements Checker {
 }
 
 /** frontierOf is the leader frontier an input shows, if any (term undefined = the node's own). */
-function frontierOf(input: Input): { term: number | undefined; seq: number } | null {
+function frontierOf(input: Input): { seq: number; term: number | undefined } | null {
   switch (input.type) {
     case 'request':
       if (input.request.method === 'Heartbeat')
-        return { term: input.request.body.term, seq: input.request.body.leaderLastSeq };
+        return { seq: input.request.body.leaderLastSeq, term: input.request.body.term };
       if (input.request.method === 'ShipSegment')
-        return { term: input.request.body.term, seq: input.request.body.leaderLastSeq };
+        return { seq: input.request.body.leaderLastSeq, term: input.request.body.term };
       return null;
     case 'streamChunk':
-      return { term: input.chunk.term, seq: input.chunk.leaderLastSeq };
+      return { seq: input.chunk.leaderLastSeq, term: input.chunk.term };
     case 'statusPolled':
-      return { term: undefined, seq: input.leaderLastSeq };
+      return { seq: input.leaderLastSeq, term: undefined };
     default:
       return null;
   }
