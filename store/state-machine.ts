@@ -136,7 +136,7 @@ export class StoreStateMachine {
    * copies, a few ms at 100k keys) and the bounded request-id rows, and from then on each apply records the
    * pre-image of a key's first change (slots are replaced, never mutated, so the pre-image is the old slot) until
    * the capture is released. The rows are read at encoding time, the captured key's pre-image if it changed, else
-   * its live slot. Building all [key, version, value] rows here held the loop 23-39 ms at 100k keys.
+   * its live slot. Building all [key, version, value] rows here held the loop 23-39 ms at 100k keys (quiet machine).
    */
   captureSnapshot(): SnapshotCapture {
     const keys = this.sortedKeys.all();
@@ -275,7 +275,8 @@ export const ENCODE_COPY_BYTES_PER_PAUSE = 4 * 1024 * 1024;
  * hold the event loop for the whole encoding. The bytes are the same as encodeSnapshot's. Why no string of the
  * whole file is built: at 100k keys (a 13 MB store.json) joining the chunks, stringifying the request-id rows and
  * encoding the whole string in one go held the loop 20-45 ms in one piece, against 4-8 ms now
- * (bench/snapshot-encode.ts); the longest piece of a staging is now the capture itself (captureSnapshot, 23-39 ms).
+ * (bench/snapshot-encode.ts). The capture, copy-on-write since, takes 0.9-6.3 ms there (it was 23-39 ms on a quiet
+ * machine, 29-133 ms on a busy one).
  */
 export async function encodeCapture(
   capture: SnapshotCapture,
