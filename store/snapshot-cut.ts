@@ -5,7 +5,7 @@
 import { inCommunities, inCommunitiesOf } from '../engine/communities.js';
 import type { MemberFilter } from '../engine/types.js';
 import type { JsonObject } from './document-store.js';
-import type { SnapshotCapture, StoreState } from './state-machine.js';
+import { captureOfRows, type SnapshotCapture, type StoreState } from './state-machine.js';
 
 /** storeCommunityOfRecord: the community of a record the state holds, as of the put that wrote it. */
 export function storeCommunityOfRecord(key: string, value: JsonObject): { key: string; tenant: string } {
@@ -20,14 +20,14 @@ export function cutStoreState(state: StoreState, filter: MemberFilter): Snapshot
   const kept = inCommunitiesOf(state.sortedKeys, filter, (key) =>
     storeCommunityOfRecord(key, state.slots.get(key)!.value),
   );
-  return {
-    appliedSeq: state.appliedSeq,
-    entries: kept.map((key) => {
+  return captureOfRows(
+    state.appliedSeq,
+    kept.map((key) => {
       const slot = state.slots.get(key)!;
       return [key, slot.version, slot.value];
     }),
-    dedup: [],
-  };
+    [],
+  );
 }
 
 /** strayRecord: the key of a record of `state` outside `filter`'s communities, null when there is none. */

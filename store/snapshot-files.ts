@@ -1,6 +1,6 @@
 // StoreSnapshots is the store's state machine as the node's snapshot transfer sees it
 // (transports/node/snapshot-transfer.ts declares that interface, SnapshotState): the state is captured at
-// once by reference and encoded later as one file, store.json, in chunks between loop turns; an installed
+// once, copy-on-write, and encoded later as one file, store.json, in chunks between loop turns; an installed
 // artifact's store.json is read back, checked to hold the state at the artifact's seq, and swapped in.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -31,7 +31,7 @@ export class StoreSnapshots {
     return this.stateMachine.appliedSeq;
   }
 
-  /** capture holds the state now (O(keys), by reference); encode lays it out as store.json later, pausing between chunks. */
+  /** capture holds the state now (copy-on-write: the key list copied, captureSnapshot); encode lays it out as store.json later, pausing between chunks. */
   capture(): { encode(pause: () => Promise<void>): Promise<Array<{ path: string; bytes: Uint8Array }>> } {
     const capture = this.stateMachine.captureSnapshot();
     return {

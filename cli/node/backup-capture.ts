@@ -49,8 +49,10 @@ export async function captureForBackup(sources: BackupSources, deadlineAt: numbe
   // The status and the capture are read in one synchronous run: no apply falls between them.
   const status = sources.status();
   const capture = sources.stateMachine.captureSnapshot();
-  if (capture.appliedSeq < readIndex)
+  if (capture.appliedSeq < readIndex) {
+    capture.release?.(); // encodeCapture would have: a capture left live keeps pre-images for good
     throw new Error(`captured at seq ${capture.appliedSeq}, below the read index ${readIndex} it waited for`);
+  }
   const createdAtUnixMs = Date.now();
   const bytes = await encodeCapture(capture, ENCODE_CHUNK_ENTRY_COUNT, nextTurn);
   return {

@@ -31,7 +31,7 @@ describe('store: cutting a snapshot to a filtered member', () => {
     const cut = cutStoreState(state, filter);
     assert.equal(cut.appliedSeq, 40);
     assert.deepEqual(
-      cut.entries.map(([key, version]) => [key, version]),
+      cut.entryRows(0, cut.entryCount).map(([key, version]) => [key, version]),
       [
         ['orgs/acme/a', 3],
         ['projects/p1', 7],

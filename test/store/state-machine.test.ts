@@ -192,7 +192,7 @@ describe('store: state machine', function () {
     await encodeCapture(capture, 4, async () => {
       pausesOfFour++;
     });
-    assert.equal(pausesOfFour, Math.ceil(capture.entries.length / 4) + Math.ceil(capture.dedup.length / 4) - 1);
+    assert.equal(pausesOfFour, Math.ceil(capture.entryCount / 4) + Math.ceil(capture.dedup.length / 4) - 1);
     const empty = new StoreStateMachine();
     assert.equal(
       Buffer.from(await encodeCapture(empty.captureSnapshot(), 4, async () => undefined)).toString(),
@@ -259,6 +259,57 @@ describe('store: state machine', function () {
         );
         return true;
       }),
+    );
+  });
+  it('property: a copy-on-write capture encodes to the bytes of the state at its seq, whatever applies run during its pauses', async function () {
+    const command = fc.record({
+      op: fc.constantFrom('put', 'delete'),
+      key: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f', 'g'),
+      requestId: fc.string({ maxLength: 3 }),
+      n: fc.integer({ min: 0, max: 9 }),
+    });
+    const toEntry = (c: { op: string; key: string; requestId: string; n: number }): Entry =>
+      entryOf(
+        c.op === 'put'
+          ? { op: 'put', key: c.key, value: { n: c.n }, requestId: c.requestId }
+          : { op: 'delete', key: c.key, requestId: c.requestId },
+      );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(command, { maxLength: 25 }),
+        // Applies run at each pause of the encoding, some of them between two captures of the same machine.
+        fc.array(fc.array(command, { maxLength: 4 }), { maxLength: 12 }),
+        fc.integer({ min: 1, max: 5 }),
+        fc.option(fc.nat({ max: 11 }), { nil: undefined }),
+        async (before, duringPauses, chunk, resetAtPause) => {
+          nextSeq = 1;
+          const sm = new StoreStateMachine();
+          for (const c of before) sm.apply(toEntry(c));
+          const expected = Buffer.from(sm.encodeSnapshot()).toString();
+          const capture = sm.captureSnapshot();
+          let pause = 0;
+          let second: { capture: ReturnType<StoreStateMachine['captureSnapshot']>; expected: string } | null = null;
+          const bytes = await encodeCapture(capture, chunk, async () => {
+            if (pause === resetAtPause) {
+              sm.reset();
+              nextSeq = 1;
+            }
+            for (const c of duringPauses[pause] ?? []) sm.apply(toEntry(c));
+            if (pause === 1)
+              second = { expected: Buffer.from(sm.encodeSnapshot()).toString(), capture: sm.captureSnapshot() };
+            pause++;
+          });
+          assert.equal(Buffer.from(bytes).toString(), expected);
+          if (second !== null) {
+            const { capture: later, expected: laterExpected } = second;
+            sm.apply(toEntry({ op: 'put', key: 'a', requestId: 'x', n: 1 }));
+            sm.apply(toEntry({ op: 'delete', key: 'b', requestId: 'y', n: 0 }));
+            const laterBytes = await encodeCapture(later, chunk, async () => undefined);
+            assert.equal(Buffer.from(laterBytes).toString(), laterExpected);
+          }
+          assert.equal(sm.liveCaptureCount, 0, 'every capture is released once encoded');
+        },
+      ),
     );
   });
 });
