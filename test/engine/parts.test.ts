@@ -84,4 +84,21 @@ describe('engine/prng', () => {
       assert.ok(x >= 10 && x < 20);
     }
   });
+
+  it('intBetween is min plus the draw modulo the span, for spans on both sides of 2^31', () => {
+    for (const [min, maxExclusive] of [
+      [10, 20],
+      [0, 2 ** 31 - 1],
+      [5, 2 ** 31 + 5],
+      [0, 2 ** 32],
+      [7, 7],
+    ] as const) {
+      const a = new Prng(1234);
+      const b = new Prng(1234);
+      for (let i = 0; i < 200; i++) {
+        const expected = min + (b.nextUint32() % Math.max(1, maxExclusive - min));
+        assert.equal(a.intBetween(min, maxExclusive), expected, `span ${min}..${maxExclusive}, draw ${i}`);
+      }
+    }
+  });
 });
