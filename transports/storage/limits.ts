@@ -27,6 +27,11 @@ export interface StorageLimits {
    * (a tenth of RAM) and the final fsync would write all of it while the stream stands still.
    */
   snapshotSyncEveryBytes: number;
+  /**
+   * snapshotStageSyncEveryBytes: a file being staged is fdatasynced each time this many more bytes were written,
+   * so no single flush of it holds the disk (and the WAL's fdatasync, which may have to write it out) for long.
+   */
+  snapshotStageSyncEveryBytes: number;
   /** files of an install at least this big are hashed in a worker thread, off the receiving event loop. */
   snapshotHashOffThreadBytesMin: number;
   /** snapshotHashAheadBytesMax bounds an installing file's bytes sent to the hash worker but not yet hashed. */
@@ -58,6 +63,7 @@ export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
   snapshotChunkBytesMax: 4 * MiB,
   snapshotWriteAheadBytesMax: 8 * MiB,
   snapshotSyncEveryBytes: 32 * MiB,
+  snapshotStageSyncEveryBytes: 4 * MiB,
   snapshotHashOffThreadBytesMin: 4 * MiB,
   snapshotHashAheadBytesMax: 8 * MiB,
   snapshotRetainCount: 2,

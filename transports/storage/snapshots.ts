@@ -257,19 +257,30 @@ export class SnapshotStore {
     const target = join(temp, path);
     await makeDirsUnder(temp, dirname(target), createdDirs);
     const hasher = await createBlake3Hasher();
-    // The write runs on the thread pool while the hash runs here a chunk per loop turn: a staged store.json of
-    // 100k keys is ~13 MB, and one update() over it held the loop 13-18 ms (bench/snapshot-encode.ts).
-    const written = writeFileDurable(target, bytes);
-    // Handled here so a failed write is not an unhandled rejection while the hash yields; awaited below all the same.
-    written.catch(() => undefined);
+    // Written and hashed a chunk per loop turn: a staged store.json of 100k keys is ~13 MB, and one update() over
+    // it held the loop 13-18 ms (bench/snapshot-encode.ts). An fdatasync every snapshotStageSyncEveryBytes bounds
+    // the file's dirty pages: on ext4 (data=ordered) the WAL's own fdatasync commits the journal, which may write
+    // out another file's dirty data first, so one 13 MB flush at the end would hold the WAL's syncs behind it.
+    const handle = await open(target, 'wx');
     try {
       const chunkBytes = this.limits.snapshotChunkBytes;
+      let unsyncedBytes = 0;
       for (let at = 0; at < bytes.length; at += chunkBytes) {
-        if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-        hasher.update(bytes.subarray(at, at + chunkBytes));
+        const chunk = bytes.subarray(at, at + chunkBytes);
+        const written = writeAll(handle, chunk);
+        // Handled here so a failed write is not an unhandled rejection if the hash throws; awaited below all the same.
+        written.catch(() => undefined);
+        hasher.update(chunk);
+        await written;
+        unsyncedBytes += chunk.length;
+        if (unsyncedBytes >= this.limits.snapshotStageSyncEveryBytes) {
+          await handle.datasync();
+          unsyncedBytes = 0;
+        }
       }
+      await handle.sync();
     } finally {
-      await written;
+      await handle.close();
     }
     return { path, size: bytes.length, blake3: toHex(hasher.digest()) };
   }
