@@ -359,17 +359,21 @@ describe('storage/snapshots', () => {
     assert.equal(reopened.newest()?.meta.seq, 15);
   });
 
-  it('with the hash worker and background syncs: installs byte for byte, and a flipped byte still fails and keeps the old state', async () => {
+  it('with the hash worker, staging syncs and background syncs: installs byte for byte, and a flipped byte still fails and keeps the old state', async () => {
     // big.bin and copied.bin go to the worker, with a hash-ahead bound below one chunk and a sync every chunk.
     const workerLimits = storageLimits({
       snapshotChunkBytes: CHUNK_BYTES,
       snapshotHashOffThreadBytesMin: 2000,
       snapshotHashAheadBytesMax: 1000,
       snapshotSyncEveryBytes: CHUNK_BYTES,
+      snapshotStageSyncEveryBytes: CHUNK_BYTES,
     });
     const src = await SnapshotStore.open(source, workerLimits);
     const dst = await SnapshotStore.open(target, workerLimits);
     const old = await stageSample(src, 10);
+    // Staged a chunk at a time with an fdatasync after each: the bytes and the manifest's digest are whole.
+    assert.deepEqual(await readFile(join(old.dir, 'state/big.bin')), contents.big);
+    assert.equal(await src.verify(old), null);
     const installed = await dst.install(old.header, src.read(old));
     assert.deepEqual(await readFile(join(installed.dir, 'state/big.bin')), contents.big);
     assert.deepEqual(await readFile(join(installed.dir, 'copied.bin')), contents.copied);
