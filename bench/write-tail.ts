@@ -9,7 +9,7 @@
 //     writer count when all of them move in lock-step, one round at a time);
 //   - per member and for this client: GC pauses by kind (count, total, how many over 10 and 100 ms), the event
 //     loop's delay (max, p99; prom-client's monitor, 10 ms resolution) and, per member, WAL syncs over 20 and
-//     50 ms, and a snapshot staged in the window (every snapshotEntryCountThreshold applied entries). Members' figures are their /metrics before and after the window (prom-client resets the event-loop
+//     50 ms, and a snapshot staged in the window (every snapshotEntryCountThreshold applied entries) or installed from a peer. Members' figures are their /metrics before and after the window (prom-client resets the event-loop
 //     monitor at each scrape), so nothing is added to their path.
 //
 //   npx tsx bench/write-tail.ts [--writers 64] [--seconds 4] [--warmup 1] [--preload 0] [--insecure] [--node-option X]
@@ -70,7 +70,8 @@ function memberLine(name: string, before: Scrape, after: Scrape): string {
   const lag = (q: string): string =>
     ((after.get(`svc_process_nodejs_eventloop_lag_${q}_seconds`) ?? NaN) * 1000).toFixed(1);
   const staged = delta('svc_snapshot_events_total{event="staged"}');
-  return `  ${name}: ${staged > 0 ? `SNAPSHOT STAGED ${staged}; ` : ''}GC ${gc || 'none'}; event-loop delay max ${lag('max')} ms, p99 ${lag('p99')} ms; WAL syncs ${syncs} (${((delta('svc_wal_sync_seconds_sum') * 1000) / Math.max(1, syncs)).toFixed(1)} ms mean, >20 ms ${over('0.02')}, >50 ms ${over('0.05')})`;
+  const installed = delta('svc_snapshot_events_total{event="installed"}');
+  return `  ${name}: ${staged > 0 ? `SNAPSHOT STAGED ${staged}; ` : ''}${installed > 0 ? `SNAPSHOT INSTALLED ${installed}; ` : ''}GC ${gc || 'none'}; event-loop delay max ${lag('max')} ms, p99 ${lag('p99')} ms; WAL syncs ${syncs} (${((delta('svc_wal_sync_seconds_sum') * 1000) / Math.max(1, syncs)).toFixed(1)} ms mean, >20 ms ${over('0.02')}, >50 ms ${over('0.05')})`;
 }
 
 async function main(): Promise<void> {
