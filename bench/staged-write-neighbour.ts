@@ -1,10 +1,10 @@
 // Does a staged snapshot file's write and fsync hold the WAL's fdatasync behind it? (not a test; issue 17's
 // staging cost). One loop appends WAL-sized records to a file and fdatasyncs each (as the WAL's group commit
 // does); beside it, in alternating rounds, a file of --file-mb MB (a 100k-key store.json is ~13 MB) is written
-// as SnapshotStore stages one today (one write of the whole file, then fsync: writeFileDurable), or in
-// --piece-mb pieces each followed by fdatasync (no flush has more than one piece to push). Prints, per mode, the
-// WAL syncs that ran while the staged file was being written: count, p50, p99, max, and how many took over 20 / 50 ms,
-// and how long the staged write took.
+// whole then fsynced (as SnapshotStore staged one before snapshotStageSyncEveryBytes), or in --piece-mb pieces
+// each followed by fdatasync (about as it stages one now: no flush has more than one piece to push). Prints, per
+// mode, the WAL syncs that ran while the staged file was being written: count, p50, p99, max, and how many took
+// over 20 / 50 ms, and how long the staged write took.
 //
 //   npx tsx bench/staged-write-neighbour.ts [--dir DIR] [--rounds 6] [--file-mb 13] [--piece-mb 2] [--record-bytes 230]
 import { mkdtempSync, rmSync } from 'node:fs';
