@@ -6,7 +6,8 @@
 // stages: the mount (mountApi: config, its Redis, the app), the app's answer (onServing), then the workers.
 import { parseRedisUrl } from './redis/redis-target.js';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import { ApiIncomingMessage } from './request-class.js';
 import path from 'node:path';
 import type { DocumentStore } from '../store/document-store.js';
 import type { ApiConfig } from './config.js';
@@ -264,7 +265,9 @@ export async function startApiServer(options: StartApiOptions): Promise<RunningA
   const runtime = await startApiService(options);
   const port = envSetting<number>(env, 'SVC_API_PORT');
   const host = envSetting<string>(env, 'SVC_API_HOST');
-  const server: Server = runtime.service.app.listen(port, host);
+  // The API's request class, as the node's HTTP port uses (request-class.ts): its field holder is in each request
+  // from the constructor on.
+  const server: Server = createServer({ IncomingMessage: ApiIncomingMessage }, runtime.service.app).listen(port, host);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
