@@ -13,6 +13,7 @@
 //     monitor at each scrape), so nothing is added to their path.
 //
 //   npx tsx bench/write-tail.ts [--writers 64] [--seconds 4] [--warmup 1] [--preload 0] [--insecure] [--node-option X]
+//     [--engine-limit name=value] (e.g. snapshotEntryCountThreshold=30000: a staging inside the window)
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -82,7 +83,8 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-write-tail-'));
   // --node-option X (repeatable) goes to each node's process (e.g. --cpu-prof --cpu-prof-dir=D, a V8 GC flag).
   const nodeOptions = process.argv.flatMap((arg, i) => (arg === '--node-option' ? [process.argv[i + 1]!] : []));
-  const svc = await startSvcCluster(join(dir, 'svc'), nodeOptions, [], process.argv.includes('--insecure'));
+  const engineLimits = process.argv.flatMap((arg, i) => (arg === '--engine-limit' ? [process.argv[i + 1]!] : []));
+  const svc = await startSvcCluster(join(dir, 'svc'), nodeOptions, engineLimits, process.argv.includes('--insecure'));
   try {
     const members = svc.cluster.members;
     const scrapeAll = (): Promise<Scrape[]> =>

@@ -445,6 +445,7 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
     { ...DEFAULT_STORAGE_LIMITS },
     { file: 'transports/storage/limits.ts', iface: 'StorageLimits' },
     1,
+    { snapshotStageLoopSharePercent: { kind: wholeNumber(1, 100) } },
   ),
   ...limitSection('storeLimits', DEFAULT_STORE_LIMITS, { file: 'store/limits.ts', iface: 'StoreLimits' }, 1, {
     writeTimeoutMs: { kind: wholeNumber(1, TIMEOUT_MS_MAX), flags: [{ flag: 'write-timeout-ms', metavar: 'N' }] },

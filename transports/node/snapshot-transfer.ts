@@ -50,8 +50,6 @@ export const STAGE_ATTEMPT_COUNT_MAX = 3;
 /** STAGE_RETRY_DELAY_MS paces those retries. */
 export const STAGE_RETRY_DELAY_MS = 500;
 
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 export interface SnapshotTransferEvents {
   staged(meta: SnapshotMeta, elapsedMs: number): void;
   stageFailed(meta: SnapshotMeta, err: Error, willRetry: boolean): void;
@@ -167,7 +165,7 @@ export class SnapshotTransfer {
   ): Promise<void> {
     let files: Array<{ path: string; bytes: Uint8Array }>;
     try {
-      files = await capture.encode(nextTurn);
+      files = await capture.encode(this.snapshots.stagingPause());
     } catch (err) {
       this.events.stageFailed(meta, err instanceof Error ? err : new Error(String(err)), false);
       return;

@@ -32,6 +32,12 @@ export interface StorageLimits {
    * so no single flush of it holds the disk (and the WAL's fdatasync, which may have to write it out) for long.
    */
   snapshotStageSyncEveryBytes: number;
+  /**
+   * snapshotStageLoopSharePercent: a staging's encoding and its files' writing keep to about this share of the event
+   * loop, waiting between pieces (loop-pacer.ts), so members staging together do not stall writes for a burst; 100
+   * is one loop turn between pieces. The staging takes about 100 / share times as long.
+   */
+  snapshotStageLoopSharePercent: number;
   /** files of an install at least this big are hashed in a worker thread, off the receiving event loop. */
   snapshotHashOffThreadBytesMin: number;
   /** snapshotHashAheadBytesMax bounds an installing file's bytes sent to the hash worker but not yet hashed. */
@@ -64,6 +70,7 @@ export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
   snapshotWriteAheadBytesMax: 8 * MiB,
   snapshotSyncEveryBytes: 32 * MiB,
   snapshotStageSyncEveryBytes: 4 * MiB,
+  snapshotStageLoopSharePercent: 25,
   snapshotHashOffThreadBytesMin: 4 * MiB,
   snapshotHashAheadBytesMax: 8 * MiB,
   snapshotRetainCount: 2,
@@ -81,6 +88,10 @@ export function storageLimits(overrides: Partial<StorageLimits> = {}): StorageLi
     if (!Number.isSafeInteger(value) || value < 1)
       throw new RangeError(`storage limit ${name} must be a positive integer, got ${String(value)}`);
   }
+  if (limits.snapshotStageLoopSharePercent > 100)
+    throw new RangeError(
+      `storage limit snapshotStageLoopSharePercent must be 1..100, got ${limits.snapshotStageLoopSharePercent}`,
+    );
   if (limits.walRecordBytesMax > limits.walSegmentBytesMax) {
     throw new RangeError(
       `walRecordBytesMax (${limits.walRecordBytesMax}) exceeds walSegmentBytesMax (${limits.walSegmentBytesMax})`,

@@ -15,6 +15,7 @@ import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/repli
 import { blake3File, createBlake3Hasher, toHex } from './blake3.js';
 import { fsyncDir, isNotFound, listDir, makeDirsUnder, removeTree, writeAll, writeFileDurable } from './durable-fs.js';
 import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from './limits.js';
+import { pacedPause } from './loop-pacer.js';
 import { headerProblem, receiveArtifactFiles } from './snapshot-installer.js';
 import {
   encodeJson,
@@ -96,6 +97,11 @@ export class SnapshotStore {
     return this.artifacts[0] ?? null;
   }
 
+  /** stagingPause is the pause between pieces of a staging's work on the loop, paced to its share of the loop. */
+  stagingPause(): () => Promise<void> {
+    return pacedPause(this.limits.snapshotStageLoopSharePercent);
+  }
+
   /** list returns the artifacts, newest first. */
   list(): Artifact[] {
     return [...this.artifacts];
@@ -112,13 +118,14 @@ export class SnapshotStore {
       await mkdir(temp);
       try {
         const createdDirs = new Set<string>();
+        const pause = this.stagingPause();
         const manifestFiles: ManifestFile[] = [
-          await this.writeStagedFile(temp, META_FILE, encodeJson(meta), createdDirs),
+          await this.writeStagedFile(temp, META_FILE, encodeJson(meta), createdDirs, pause),
         ];
         for (const file of files) {
           manifestFiles.push(
             'bytes' in file
-              ? await this.writeStagedFile(temp, file.path, file.bytes, createdDirs)
+              ? await this.writeStagedFile(temp, file.path, file.bytes, createdDirs, pause)
               : await this.copyStagedFile(temp, file.path, file.sourcePath, createdDirs),
           );
         }
@@ -253,6 +260,7 @@ export class SnapshotStore {
     path: string,
     bytes: Uint8Array,
     createdDirs: Set<string>,
+    pause: () => Promise<void>,
   ): Promise<ManifestFile> {
     const target = join(temp, path);
     await makeDirsUnder(temp, dirname(target), createdDirs);
@@ -266,6 +274,9 @@ export class SnapshotStore {
       const chunkBytes = this.limits.snapshotChunkBytes;
       let unsyncedBytes = 0;
       for (let at = 0; at < bytes.length; at += chunkBytes) {
+        // Paced like the encoding before it (storageLimits.snapshotStageLoopSharePercent); the wait counts the
+        // chunk's write and sync too, which spreads the file's flushes out beside the WAL's.
+        if (at > 0) await pause();
         const chunk = bytes.subarray(at, at + chunkBytes);
         const written = writeAll(handle, chunk);
         // Handled here so a failed write is not an unhandled rejection if the hash throws; awaited below all the same.
