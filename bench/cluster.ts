@@ -40,6 +40,7 @@ import { summarizeProfiles } from './cluster/profile.js';
 import { measureRecordingToll } from './cluster/recording-toll.js';
 import { measureSnapshotTransfer } from './cluster/snapshot.js';
 import { startSvcCluster } from './cluster/svc-cluster.js';
+import { roundNote, scrapeMembers } from './cluster/member-metrics.js';
 
 const DEFAULT_WRITER_COUNTS = [1, 16, 64];
 const VALUE_BYTES = 96;
@@ -106,13 +107,21 @@ function median(values: number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-async function measure(label: string, run: () => Promise<LoadResult>): Promise<LoadResult> {
+/**
+ * measure runs one round and prints it; with svc's members, also what happened on them in the round (warm-up
+ * included): snapshots staged, GC pauses over 10 ms, the longest event-loop delay (from /metrics before and after).
+ */
+async function measure(label: string, run: () => Promise<LoadResult>, members?: SvcMembers): Promise<LoadResult> {
+  const before = members ? await scrapeMembers(members) : [];
   const result = await run();
+  const note = members ? `; ${roundNote(before, await scrapeMembers(members))}` : '';
   console.log(
-    `  ${label}: ${fmt(result.opsPerSecond)} writes/s, p50 ${fmt(result.p50Ms, 2)} ms, p99 ${fmt(result.p99Ms, 2)} ms, client GC ${fmt(result.clientGcMs)} ms (${result.clientGcPausesOver10Ms} pauses > 10 ms)${result.errors ? `, ${result.errors} errors (${result.firstError})` : ''}`,
+    `  ${label}: ${fmt(result.opsPerSecond)} writes/s, p50 ${fmt(result.p50Ms, 2)} ms, p99 ${fmt(result.p99Ms, 2)} ms, client GC ${fmt(result.clientGcMs)} ms (${result.clientGcPausesOver10Ms} pauses > 10 ms)${result.errors ? `, ${result.errors} errors (${result.firstError})` : ''}${note}`,
   );
   return result;
 }
+
+type SvcMembers = Parameters<typeof scrapeMembers>[0];
 
 /** ClusterBenchOptions: the command line, read once. */
 interface ClusterBenchOptions {
@@ -245,12 +254,14 @@ async function runLevels(clusters: Clusters, options: ClusterBenchOptions): Prom
         await measure(
           `svc c${writers} round ${round}`,
           loop((w, i) => svc.put(`bench/${tag}/w${w}/${i}`, payload(SVC_VALUE_CHARS, i))),
+          svc.cluster.members,
         ),
       );
       rows.svcAlone.push(
         await measure(
           `svc one-call c${writers} round ${round}`,
           loop((w, i) => svc.putAlone(`bench/${tag}a/w${w}/${i}`, payload(SVC_VALUE_CHARS, i))),
+          svc.cluster.members,
         ),
       );
       if (etcd && etcdKv) {

@@ -21,6 +21,7 @@ import { PerformanceObserver, monitorEventLoopDelay, performance } from 'node:pe
 import { startSvcCluster } from './cluster/svc-cluster.js';
 import { payload } from './cluster/load.js';
 import { numberArg } from './cluster/trace-files.js';
+import { memberLine, scrapeMembers, type Scrape } from './cluster/member-metrics.js';
 
 /** SVC_VALUE_CHARS: the same 96-byte stored value as bench/cluster.ts. */
 const SVC_VALUE_CHARS = 96 - '{"d":""}'.length;
@@ -35,45 +36,8 @@ interface TimedWrite {
   answeredMs: number;
 }
 
-/** Scrape: one member's /metrics text, read into sample name{labels} → value. */
-type Scrape = Map<string, number>;
-
-function parseMetrics(text: string): Scrape {
-  const samples = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    samples.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return samples;
-}
-
 const quantile = (sorted: number[], q: number): number =>
   sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-
-/** memberLine: one member's GC, event-loop delay and WAL syncs in the window (before → after scrapes). */
-function memberLine(name: string, before: Scrape, after: Scrape): string {
-  const delta = (key: string): number => (after.get(key) ?? 0) - (before.get(key) ?? 0);
-  const gc = ['minor', 'major', 'incremental', 'weakcb']
-    .map((kind) => {
-      const count = delta(`svc_process_nodejs_gc_duration_seconds_count{kind="${kind}"}`);
-      const ms = delta(`svc_process_nodejs_gc_duration_seconds_sum{kind="${kind}"}`) * 1000;
-      const upTo = (le: string): number =>
-        delta(`svc_process_nodejs_gc_duration_seconds_bucket{le="${le}",kind="${kind}"}`);
-      return count === 0
-        ? ''
-        : `${kind} ${count} (${ms.toFixed(0)} ms, >10 ms ${count - upTo('0.01')}, >100 ms ${count - upTo('0.1')})`;
-    })
-    .filter((s) => s !== '')
-    .join(', ');
-  const syncs = delta('svc_wal_sync_seconds_count');
-  const over = (le: string): number => syncs - delta(`svc_wal_sync_seconds_bucket{le="${le}"}`);
-  const lag = (q: string): string =>
-    ((after.get(`svc_process_nodejs_eventloop_lag_${q}_seconds`) ?? NaN) * 1000).toFixed(1);
-  const staged = delta('svc_snapshot_events_total{event="staged"}');
-  const installed = delta('svc_snapshot_events_total{event="installed"}');
-  return `  ${name}: ${staged > 0 ? `SNAPSHOT STAGED ${staged}; ` : ''}${installed > 0 ? `SNAPSHOT INSTALLED ${installed}; ` : ''}GC ${gc || 'none'}; event-loop delay max ${lag('max')} ms, p99 ${lag('p99')} ms; WAL syncs ${syncs} (${((delta('svc_wal_sync_seconds_sum') * 1000) / Math.max(1, syncs)).toFixed(1)} ms mean, >20 ms ${over('0.02')}, >50 ms ${over('0.05')})`;
-}
 
 async function main(): Promise<void> {
   const writers = numberArg('writers', 64);
@@ -87,12 +51,7 @@ async function main(): Promise<void> {
   const svc = await startSvcCluster(join(dir, 'svc'), nodeOptions, engineLimits, process.argv.includes('--insecure'));
   try {
     const members = svc.cluster.members;
-    const scrapeAll = (): Promise<Scrape[]> =>
-      Promise.all(
-        members.map(async (m) =>
-          parseMetrics(await (await fetch(`${m.metricsAddr ?? m.httpAddr}/metrics`)).text().catch(() => '')),
-        ),
-      );
+    const scrapeAll = (): Promise<Scrape[]> => scrapeMembers(members);
     if (preload > 0) {
       const began = performance.now();
       let next = 0;

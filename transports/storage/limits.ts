@@ -70,7 +70,7 @@ export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
   snapshotWriteAheadBytesMax: 8 * MiB,
   snapshotSyncEveryBytes: 32 * MiB,
   snapshotStageSyncEveryBytes: 4 * MiB,
-  snapshotStageLoopSharePercent: 25,
+  snapshotStageLoopSharePercent: 50,
   snapshotHashOffThreadBytesMin: 4 * MiB,
   snapshotHashAheadBytesMax: 8 * MiB,
   snapshotRetainCount: 2,

@@ -73,7 +73,7 @@ describe('pacedPause (a staging keeps to its share of the loop)', () => {
   });
 
   it('is a storage limit with a range of 1..100', () => {
-    assert.equal(storageLimits().snapshotStageLoopSharePercent, 25);
+    assert.equal(storageLimits().snapshotStageLoopSharePercent, 50);
     assert.throws(() => storageLimits({ snapshotStageLoopSharePercent: 0 }), /snapshotStageLoopSharePercent/);
     assert.throws(() => storageLimits({ snapshotStageLoopSharePercent: 101 }), /1\.\.100/);
     assert.throws(() => pacedPause(0), /above 0/);

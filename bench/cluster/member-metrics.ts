@@ -1,0 +1,87 @@
+// Members' /metrics for the cluster benches: scraped before and after a measured window, so nothing is added to
+// their path, and read as what happened in between (GC pauses, event-loop delay, WAL syncs, snapshots staged or
+// installed). prom-client resets its event-loop delay monitor at each scrape, so its max is the window's.
+
+/** Scrape: one member's /metrics text, read into sample name{labels} → value. */
+import { processCpuMs } from './proc-cpu.js';
+
+export type Scrape = Map<string, number>;
+
+export function parseMetrics(text: string): Scrape {
+  const samples = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const at = line.lastIndexOf(' ');
+    samples.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return samples;
+}
+
+/** memberLine: one member's GC, event-loop delay and WAL syncs in the window (before → after scrapes). */
+export function memberLine(name: string, before: Scrape, after: Scrape): string {
+  const delta = (key: string): number => (after.get(key) ?? 0) - (before.get(key) ?? 0);
+  const gc = ['minor', 'major', 'incremental', 'weakcb']
+    .map((kind) => {
+      const count = delta(`svc_process_nodejs_gc_duration_seconds_count{kind="${kind}"}`);
+      const ms = delta(`svc_process_nodejs_gc_duration_seconds_sum{kind="${kind}"}`) * 1000;
+      const upTo = (le: string): number =>
+        delta(`svc_process_nodejs_gc_duration_seconds_bucket{le="${le}",kind="${kind}"}`);
+      return count === 0
+        ? ''
+        : `${kind} ${count} (${ms.toFixed(0)} ms, >10 ms ${count - upTo('0.01')}, >100 ms ${count - upTo('0.1')})`;
+    })
+    .filter((s) => s !== '')
+    .join(', ');
+  const syncs = delta('svc_wal_sync_seconds_count');
+  const over = (le: string): number => syncs - delta(`svc_wal_sync_seconds_bucket{le="${le}"}`);
+  const lag = (q: string): string =>
+    ((after.get(`svc_process_nodejs_eventloop_lag_${q}_seconds`) ?? NaN) * 1000).toFixed(1);
+  const staged = delta('svc_snapshot_events_total{event="staged"}');
+  const installed = delta('svc_snapshot_events_total{event="installed"}');
+  return `  ${name}: ${staged > 0 ? `SNAPSHOT STAGED ${staged}; ` : ''}${installed > 0 ? `SNAPSHOT INSTALLED ${installed}; ` : ''}GC ${gc || 'none'}; event-loop delay max ${lag('max')} ms, p99 ${lag('p99')} ms; WAL syncs ${syncs} (${((delta('svc_wal_sync_seconds_sum') * 1000) / Math.max(1, syncs)).toFixed(1)} ms mean, >20 ms ${over('0.02')}, >50 ms ${over('0.05')})`;
+}
+
+/** MemberAddresses: where a member's /metrics is, and its process (for its CPU time). */
+type MemberAddresses = ReadonlyArray<{ metricsAddr?: string; httpAddr: string; pid?: number }>;
+
+/**
+ * scrapeMembers reads every member's /metrics now (an unreachable member reads as no samples), with its process's
+ * CPU time so far under the key CPU_MS_KEY (from /proc: Linux only).
+ */
+export function scrapeMembers(members: MemberAddresses): Promise<Scrape[]> {
+  return Promise.all(
+    members.map(async (m) => {
+      const scrape = parseMetrics(await (await fetch(`${m.metricsAddr ?? m.httpAddr}/metrics`)).text().catch(() => ''));
+      if (m.pid !== undefined) scrape.set(CPU_MS_KEY, processCpuMs([m.pid]));
+      return scrape;
+    }),
+  );
+}
+
+const CPU_MS_KEY = 'bench_process_cpu_ms';
+
+/**
+ * roundNote sums up the members in one round for a line of bench/cluster.ts, in member order: snapshots staged,
+ * their CPU time in the round, GC pauses over 10 ms, and the event loop's longest delay.
+ */
+export function roundNote(before: Scrape[], after: Scrape[]): string {
+  const perMember = after.map((a, i) => {
+    const b = before[i] ?? new Map<string, number>();
+    const delta = (key: string): number => (a.get(key) ?? 0) - (b.get(key) ?? 0);
+    const over10Ms = ['minor', 'major', 'incremental', 'weakcb'].reduce(
+      (sum, kind) =>
+        sum +
+        delta(`svc_process_nodejs_gc_duration_seconds_count{kind="${kind}"}`) -
+        delta(`svc_process_nodejs_gc_duration_seconds_bucket{le="0.01",kind="${kind}"}`),
+      0,
+    );
+    return {
+      cpuMs: delta(CPU_MS_KEY),
+      staged: delta('svc_snapshot_events_total{event="staged"}'),
+      over10Ms,
+      lagMaxMs: (a.get('svc_process_nodejs_eventloop_lag_max_seconds') ?? NaN) * 1000,
+    };
+  });
+  const list = (pick: (m: (typeof perMember)[number]) => string): string => perMember.map(pick).join('/');
+  return `members: CPU ${list((m) => m.cpuMs.toFixed(0))} ms, staged ${list((m) => String(m.staged))}, GC pauses > 10 ms ${list((m) => String(m.over10Ms))}, loop delay max ${list((m) => m.lagMaxMs.toFixed(0))} ms`;
+}
