@@ -18,7 +18,7 @@
 //      raw grpc-js stream with the same flow-control settings (--no-snapshot skips it).
 //
 //   npx tsx bench/cluster.ts [--seconds 3] [--warmup 1] [--rounds 3] [--snapshot-mib 256] [--snapshot-rounds 3]
-//                            [--no-snapshot] [--insecure] [--cpu-prof] [--writers 1,16,64]
+//                            [--no-snapshot] [--insecure] [--cpu-prof] [--writers 1,16,64] [--no-recording]
 //   npx tsx bench/cluster.ts --recording [--seconds 3] [--warmup 1] [--rounds 7] [--writers 1,64]
 //
 // --recording runs, in place of the above, the flight recorder's toll (issue 22's bar: recording costs at most
@@ -26,6 +26,8 @@
 // interleaved, writes/s and the leader's CPU per write (/proc) as medians with their range, and the bytes the
 // recording and the WAL add per write (bench/cluster/recording-toll.ts; bench/recording.ts is the same with
 // --cpu-prof's recorder share).
+// --no-recording runs our nodes without the flight recorder (its checkpoints pause a member's loop: see
+// docs/operations.md, "The c64 tail").
 // --insecure runs our cluster plaintext too (etcd runs plaintext either way): the same transport on both sides.
 // --cpu-prof runs our nodes under `node --cpu-prof` and prints where each node's time went.
 import { randomBytes } from 'node:crypto';
@@ -136,6 +138,8 @@ interface ClusterBenchOptions {
   writerLevels: number[];
   /** recording: measure the flight recorder's toll (on vs off) instead of the etcd comparison. */
   recording: boolean;
+  /** noRecording: our nodes run without the flight recorder (`svc cluster --no-recording`), to see its share. */
+  noRecording: boolean;
 }
 
 function clusterBenchOptions(): ClusterBenchOptions {
@@ -151,6 +155,7 @@ function clusterBenchOptions(): ClusterBenchOptions {
     writerLevels:
       process.argv.includes('--recording') && !process.argv.includes('--writers') ? [1, 64] : writerCounts(),
     recording: process.argv.includes('--recording'),
+    noRecording: process.argv.includes('--no-recording'),
   };
 }
 
@@ -221,6 +226,7 @@ async function startClusters(dir: string, profileDir: string, options: ClusterBe
     options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
     [],
     options.insecure,
+    options.noRecording ? ['--no-recording'] : [],
   );
   const leaderPid = svc.cluster.members.find((m) => m.name === svc.leaderName)?.pid ?? 0;
   const version = etcdVersion();

@@ -65,6 +65,7 @@ export async function startRecording(
     config: engine.config,
     restored,
     exportState: () => engine.exportState(),
+    logEntryCount: () => engine.status().lastSeq - engine.logBase().seq,
     limits: recordingLimits(recording.limits),
     onError: (err) => log.warn({ err: err.message }, 'flight recording stopped: a write failed (the node runs on)'),
   }).catch((err: unknown) => {

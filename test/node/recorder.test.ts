@@ -31,6 +31,7 @@ function open(
   limits: Partial<RecordingLimits> = {},
   payloads: 'hashed' | 'full' = 'hashed',
   exportState?: () => EngineState,
+  logEntryCount?: () => number,
 ) {
   return FlightRecorder.open({
     dir: join(dir, 'recording'),
@@ -42,6 +43,7 @@ function open(
     config,
     restored: emptyRestoredState(),
     exportState,
+    logEntryCount,
     limits: recordingLimits(limits),
   });
 }
@@ -362,6 +364,45 @@ describe('flight recorder: the ring on disk', function () {
     const runs = readRecording(join(dir, 'recording'));
     assert.equal(runs.length, 1);
     assert.equal(recorder.checkpoints.written, 1);
+  });
+
+  it("a due checkpoint waits while the engine's log is over recordingCheckpointLogEntriesMax, and is taken at the first step after it shrinks", async function () {
+    let exports = 0;
+    const state = (): EngineState => {
+      exports++;
+      return { v: 1, tree: {} };
+    };
+    let logEntries = 50_000;
+    const limits = {
+      recordingSegmentBytesMax: 4_096,
+      recordingBytesMax: 8_192,
+      recordingCheckpointLogEntriesMax: 1_000,
+    };
+    const recorder = await open(dir, limits, 'full', state, () => logEntries);
+    let i = 0;
+    const step = async (): Promise<void> => {
+      recorder.record({ type: 'propose', proposalId: ++i, data: new Uint8Array(500) }, [], i);
+      recorder.carriedOut();
+      await recorder.settled();
+    };
+    // Steps of ~550 bytes: past the point where a checkpoint is due (7/8 of the first segment), and on through
+    // three more segments, so the run's start rotates out of the two-segment ring.
+    while (i < 30) await step();
+    assert.equal(exports, 0, 'the state was exported while the log was over the limit');
+    assert.equal(recorder.checkpoints.deferred, 1);
+    logEntries = 1_000;
+    await step();
+    assert.equal(exports, 1, 'the checkpoint was not taken once the log was short again');
+    await step();
+    assert.equal(exports, 1);
+    await recorder.close();
+    assert.equal(recorder.checkpoints.written, 1);
+    assert.equal(recorder.checkpoints.deferred, 1);
+    // The run's start is gone from the ring; the checkpoint taken late is what a replay starts from.
+    const runs = readRecording(join(dir, 'recording'));
+    assert.equal(runs.length, 1);
+    assert.equal(runs[0]!.head, null);
+    assert.equal(runs[0]!.checkpoint?.after, i - 1, 'the checkpoint is not the state after the step that took it');
   });
 
   it('refuses a batch larger than the queue it must fit in', function () {

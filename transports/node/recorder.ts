@@ -71,6 +71,15 @@ export interface RecordingLimits {
    * a node's other work, cost a 1-writer node about three times the CPU (docs/operations.md, "Flight recorder").
    */
   recordingEncodeBatchSteps: number;
+  /**
+   * recordingCheckpointLogEntriesMax: a due checkpoint waits while the engine's log holds more entries than this,
+   * and is taken at the first step after it holds fewer (the next snapshot's compaction), starting a segment then;
+   * segments that fill meanwhile start without one. Why: the export and the encoding walk every entry of the log
+   * on the event loop, 50-90 ms and 40-150 ms at 100,000 entries (bench/recording-checkpoint-pause.ts), and at
+   * thousands of writes a second every member rotated a segment, so paid that pause, every few seconds: the c64
+   * writers' worst stalls (docs/operations.md, "The c64 tail"). At this many entries each is a few ms.
+   */
+  recordingCheckpointLogEntriesMax: number;
 }
 
 /** CHECKPOINT_AT_SEGMENT_SHARE: a segment this full asks for the checkpoint the next one starts with. */
@@ -85,6 +94,7 @@ export const DEFAULT_RECORDING_LIMITS: Readonly<RecordingLimits> = Object.freeze
   recordingFlushMs: 100,
   recordingPendingStepsMax: 65_536,
   recordingEncodeBatchSteps: 64,
+  recordingCheckpointLogEntriesMax: 10_000,
 });
 
 export function recordingLimits(overrides: Partial<RecordingLimits> = {}): RecordingLimits {
@@ -117,6 +127,8 @@ export interface RecorderStart {
   restored: RestoredState;
   /** exportState is the engine's Engine.exportState: the checkpoints' source (none are written without it). */
   exportState?: () => EngineState;
+  /** logEntryCount is how many entries the engine's log holds now (a due checkpoint waits while it is large). */
+  logEntryCount?: () => number;
   limits: RecordingLimits;
   /** now is the wall clock (ms since the epoch); tests may pass their own. */
   now?: () => number;
@@ -144,6 +156,8 @@ export interface CheckpointStats {
   written: number;
   /** skipped counts checkpoints not written: an export that threw, or a state over half a segment. */
   skipped: number;
+  /** deferred counts due checkpoints that waited for the engine's log to shrink (recordingCheckpointLogEntriesMax). */
+  deferred: number;
   lastExportMs: number;
   lastEncodeMs: number;
   lastBytes: number;
@@ -168,7 +182,18 @@ export class FlightRecorder implements StepRecorder {
   private segmentSteps = 0;
   /** checkpointAsked: this segment has asked for its successor's checkpoint (once per segment). */
   private checkpointAsked = false;
-  readonly checkpoints: CheckpointStats = { written: 0, skipped: 0, lastExportMs: 0, lastEncodeMs: 0, lastBytes: 0 };
+  readonly checkpoints: CheckpointStats = {
+    written: 0,
+    skipped: 0,
+    deferred: 0,
+    lastExportMs: 0,
+    lastEncodeMs: 0,
+    lastBytes: 0,
+  };
+  /** checkpointQueued: a checkpoint is taken and waits in `pending` for its encoding. */
+  private checkpointQueued = false;
+  /** checkpointWaiting: the due checkpoint is waiting for the log to shrink (counted in checkpoints.deferred once). */
+  private checkpointWaiting = false;
   /** encodeArmed: an encoding of the carried-out steps is scheduled at the end of this event-loop turn (setImmediate). */
   private encodeArmed = false;
   /** overflow: why steps stopped being queued ('' while they are); the gap is noted after the queue's steps. */
@@ -263,6 +288,7 @@ export class FlightRecorder implements StepRecorder {
       const began = performance.now();
       const state = exportState();
       this.pending.push({ state, at: this.now(), exportMs: performance.now() - began });
+      this.checkpointQueued = true;
     } catch {
       this.checkpoints.skipped++;
     }
@@ -282,11 +308,24 @@ export class FlightRecorder implements StepRecorder {
    * hard-state sync still running holds it back); close() encodes whatever is queued.
    */
   carriedOut(): void {
-    if (this.checkpointDue && !this.stopped && !this.failed && this.overflow === '') this.takeCheckpoint();
+    if (this.checkpointDue && !this.stopped && !this.failed && this.overflow === '' && this.logShortEnough())
+      this.takeCheckpoint();
     this.carried = this.pending.length;
     if (this.carried < this.start.limits.recordingEncodeBatchSteps || this.encodeArmed || this.stopped) return;
     this.encodeArmed = true;
     setImmediate(this.encodeCarried);
+  }
+
+  /** logShortEnough: the engine's log is small enough for a checkpoint now (recordingCheckpointLogEntriesMax). */
+  private logShortEnough(): boolean {
+    const count = this.start.logEntryCount?.() ?? 0;
+    if (count <= this.start.limits.recordingCheckpointLogEntriesMax) {
+      this.checkpointWaiting = false;
+      return true;
+    }
+    if (!this.checkpointWaiting) this.checkpoints.deferred++;
+    this.checkpointWaiting = true;
+    return false;
   }
 
   /** encodeCarried encodes the carried-out steps, in order, into the buffer of records. */
@@ -343,7 +382,12 @@ export class FlightRecorder implements StepRecorder {
     if (!this.admitStaged('a step record is over recordingSegmentBytesMax')) return;
     this.segmentSteps++;
     const limits = this.start.limits;
-    if (!this.checkpointAsked && this.segmentBytes >= limits.recordingSegmentBytesMax * CHECKPOINT_AT_SEGMENT_SHARE) {
+    // A checkpoint already queued (taken late, after a wait for the log to shrink) opens the next segment itself.
+    if (
+      !this.checkpointAsked &&
+      !this.checkpointQueued &&
+      this.segmentBytes >= limits.recordingSegmentBytesMax * CHECKPOINT_AT_SEGMENT_SHARE
+    ) {
       this.checkpointAsked = true;
       this.checkpointDue = this.start.exportState !== undefined;
     }
@@ -354,6 +398,7 @@ export class FlightRecorder implements StepRecorder {
    * state includes). A state over half a segment is not written: segments would hold little else.
    */
   private encodeCheckpoint(pending: PendingCheckpoint): void {
+    this.checkpointQueued = false;
     const began = performance.now();
     const start = this.start;
     const line: CheckpointLine = {
