@@ -13,7 +13,7 @@
 //     monitor at each scrape), so nothing is added to their path.
 //
 //   npx tsx bench/write-tail.ts [--writers 64] [--seconds 4] [--warmup 1] [--preload 0] [--insecure] [--node-option X]
-//     [--engine-limit name=value] (e.g. snapshotEntryCountThreshold=30000: a staging inside the window)
+//     [--engine-limit NAME=N] (repeatable; e.g. snapshotEntryCountThreshold=30000 puts a staging inside the window)
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

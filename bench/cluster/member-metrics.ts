@@ -1,11 +1,19 @@
 // Members' /metrics for the cluster benches: scraped before and after a measured window, so nothing is added to
 // their path, and read as what happened in between (GC pauses, event-loop delay, WAL syncs, snapshots staged or
 // installed). prom-client resets its event-loop delay monitor at each scrape, so its max is the window's.
-
-/** Scrape: one member's /metrics text, read into sample name{labels} → value. */
 import { processCpuMs } from './proc-cpu.js';
 
+/** Scrape: one member's /metrics text, read into sample name{labels} → value. */
 export type Scrape = Map<string, number>;
+
+/** GC_KINDS: prom-client's GC duration histogram's kinds. */
+const GC_KINDS = ['minor', 'major', 'incremental', 'weakcb'] as const;
+
+/** gcPauses: how many GC pauses of a kind, and how many over `le` seconds, in the window (delta: after − before). */
+function gcPauses(delta: (key: string) => number, kind: string, le: string): { count: number; over: number } {
+  const count = delta(`svc_process_nodejs_gc_duration_seconds_count{kind="${kind}"}`);
+  return { count, over: count - delta(`svc_process_nodejs_gc_duration_seconds_bucket{le="${le}",kind="${kind}"}`) };
+}
 
 export function parseMetrics(text: string): Scrape {
   const samples = new Map<string, number>();
@@ -20,16 +28,13 @@ export function parseMetrics(text: string): Scrape {
 /** memberLine: one member's GC, event-loop delay and WAL syncs in the window (before → after scrapes). */
 export function memberLine(name: string, before: Scrape, after: Scrape): string {
   const delta = (key: string): number => (after.get(key) ?? 0) - (before.get(key) ?? 0);
-  const gc = ['minor', 'major', 'incremental', 'weakcb']
-    .map((kind) => {
-      const count = delta(`svc_process_nodejs_gc_duration_seconds_count{kind="${kind}"}`);
-      const ms = delta(`svc_process_nodejs_gc_duration_seconds_sum{kind="${kind}"}`) * 1000;
-      const upTo = (le: string): number =>
-        delta(`svc_process_nodejs_gc_duration_seconds_bucket{le="${le}",kind="${kind}"}`);
-      return count === 0
-        ? ''
-        : `${kind} ${count} (${ms.toFixed(0)} ms, >10 ms ${count - upTo('0.01')}, >100 ms ${count - upTo('0.1')})`;
-    })
+  const gc = GC_KINDS.map((kind) => {
+    const { count, over: over10Ms } = gcPauses(delta, kind, '0.01');
+    const ms = delta(`svc_process_nodejs_gc_duration_seconds_sum{kind="${kind}"}`) * 1000;
+    return count === 0
+      ? ''
+      : `${kind} ${count} (${ms.toFixed(0)} ms, >10 ms ${over10Ms}, >100 ms ${gcPauses(delta, kind, '0.1').over})`;
+  })
     .filter((s) => s !== '')
     .join(', ');
   const syncs = delta('svc_wal_sync_seconds_count');
@@ -61,20 +66,14 @@ export function scrapeMembers(members: MemberAddresses): Promise<Scrape[]> {
 const CPU_MS_KEY = 'bench_process_cpu_ms';
 
 /**
- * roundNote sums up the members in one round for a line of bench/cluster.ts, in member order: snapshots staged,
- * their CPU time in the round, GC pauses over 10 ms, and the event loop's longest delay.
+ * roundNote sums up the members in one round for a line of bench/cluster.ts, in member order: their CPU time in the
+ * round, snapshots staged, GC pauses over 10 ms, and the event loop's longest delay.
  */
 export function roundNote(before: Scrape[], after: Scrape[]): string {
   const perMember = after.map((a, i) => {
     const b = before[i] ?? new Map<string, number>();
     const delta = (key: string): number => (a.get(key) ?? 0) - (b.get(key) ?? 0);
-    const over10Ms = ['minor', 'major', 'incremental', 'weakcb'].reduce(
-      (sum, kind) =>
-        sum +
-        delta(`svc_process_nodejs_gc_duration_seconds_count{kind="${kind}"}`) -
-        delta(`svc_process_nodejs_gc_duration_seconds_bucket{le="0.01",kind="${kind}"}`),
-      0,
-    );
+    const over10Ms = GC_KINDS.reduce((sum, kind) => sum + gcPauses(delta, kind, '0.01').over, 0);
     return {
       cpuMs: delta(CPU_MS_KEY),
       staged: delta('svc_snapshot_events_total{event="staged"}'),
