@@ -210,6 +210,7 @@ export class EngineCore {
     this.baseRoster = snap?.roster ?? null;
     this.snapshots = new SnapshotStaging(
       snap && restored.snapshotHeader ? { meta: snap, header: restored.snapshotHeader } : null,
+      restoredEntries.filter((e) => e.seq <= restored.appliedSeq),
     );
     this.positions = new LogPositions(this.log, restored.appliedSeq, this.hs.commitSeq);
     this.versions = new VersionSpread(() => this.hs.selfId, config.compat.buildVersion);
@@ -732,14 +733,14 @@ export class EngineCore {
     if (entries.length === 0) return;
     this.positions.appliedThrough(entries[entries.length - 1]!.seq);
     this.fx.apply(entries);
+    this.snapshots.applied(entries);
     if (entries.some((e) => e.kind === EntryKind.Membership) && isRemoved(this.committedRoster(), this.hs.selfId))
       this.learnRemoved();
     this.maybeStageSnapshot();
   }
 
   maybeStageSnapshot(): void {
-    if (!this.snapshots.due(this.positions.appliedSeq, this.log.baseSeq, this.limits.snapshotEntryCountThreshold))
-      return;
+    if (!this.snapshots.due(this.positions.appliedSeq, this.log.baseSeq, this.limits)) return;
     const cut = this.stagingCut();
     if (cut === null) return;
     this.snapshots.begin();

@@ -19,6 +19,11 @@ export const DEFAULT_LIMITS: EngineLimits = {
   // (bench/cluster/threshold-probe.ts: p99 54-87 ms against 38-59 ms). The cost is memory: the
   // engine keeps up to this many entries (plus compactionRetainEntryCount) in its log.
   snapshotEntryCountThreshold: 100_000,
+  // Half the snapshot: a staging then encodes at most 2 bytes of state per byte of data written. With
+  // 100 B of data per entry, this takes over from the threshold once a snapshot passes 20 MB.
+  snapshotLogBytesPercentMin: 50,
+  // 5x the threshold: the log's memory and a restart's replay stay within 5x what the threshold alone kept.
+  snapshotEntryCountMax: 500_000,
   compactionRetainEntryCount: 1_000,
   proposalQueueCountMax: 10_000,
   joinRetryTicks: 10,

@@ -214,8 +214,16 @@ export interface EngineLimits {
    * pullTimeoutTicks (the follower gives up a silent pull) and below the transport's stream deadline.
    */
   liveStreamTicksMax: number;
-  /** snapshotEntryCountThreshold stages a snapshot once this many applied entries follow the last one. */
+  /** snapshotEntryCountThreshold stages a snapshot once this many applied entries follow the last one (and see the next two). */
   snapshotEntryCountThreshold: number;
+  /**
+   * snapshotLogBytesPercentMin: past the threshold, a snapshot waits until the data of the entries applied since
+   * the last one adds up to this percent of the last one's bytes, so a large store is not rewritten every
+   * threshold entries (engine/snapshot-staging.ts). 0 = the threshold alone.
+   */
+  snapshotLogBytesPercentMin: number;
+  /** snapshotEntryCountMax stages a snapshot once this many applied entries follow the last one, whatever their bytes: it bounds the log a snapshot waits with. */
+  snapshotEntryCountMax: number;
   /** compactionRetainEntryCount keeps this many entries below a snapshot for slow followers. */
   compactionRetainEntryCount: number;
   /** proposalQueueCountMax bounds uncommitted proposals a leader accepts. */

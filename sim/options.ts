@@ -118,6 +118,19 @@ export interface SimOptions {
 }
 
 /**
+ * snapshotBytesLimits: the bytes rule of snapshot staging (engine/snapshot-staging.ts), drawn from its own stream
+ * so the swarm's other draws stay as they were; off (0) in half the seeds, whose runs are then the same as before
+ * it. A cap under the seed's threshold turns the rule off too (the threshold comes first).
+ */
+function snapshotBytesLimits(seed: number): Partial<EngineLimits> {
+  const prng = new Prng(`sim:${seed}`).fork('snapshot-bytes');
+  return {
+    snapshotLogBytesPercentMin: prng.pick([0, 0, 100, 1_000]),
+    snapshotEntryCountMax: prng.pick([1_000, 4_000, 40_000]),
+  };
+}
+
+/**
  * swarmOptions draws one seed's cluster shape and fault mix. With `vopr` (the default) it then adds the
  * boundary faults and their focus (swarmVopr); vopr = false is the mix from before them.
  */
@@ -141,6 +154,7 @@ export function swarmOptions(seed: number, vopr = true): SimOptions {
       compactionRetainEntryCount: prng.pick([0, 10, 100]),
       segmentEntryCountMax: prng.pick([1, 8, 64, 256]),
       inflightSegmentCountMax: prng.pick([1, 4, 8]),
+      ...snapshotBytesLimits(seed),
     },
     network: {
       lossProbability: on(0.5, () => prng.uniform(0, 0.2)),
@@ -731,6 +745,24 @@ export const OVERRIDES: readonly Override[] = [
     max: 1e9,
     apply: (o, v) => {
       o.engineLimits.snapshotEntryCountThreshold = v;
+    },
+  },
+  {
+    flag: 'snapshot-bytes-percent',
+    describe: 'engine snapshotLogBytesPercentMin (0: the threshold alone)',
+    min: 0,
+    max: 1e6,
+    apply: (o, v) => {
+      o.engineLimits.snapshotLogBytesPercentMin = v;
+    },
+  },
+  {
+    flag: 'snapshot-entries-max',
+    describe: 'engine snapshotEntryCountMax',
+    min: 1,
+    max: 1e9,
+    apply: (o, v) => {
+      o.engineLimits.snapshotEntryCountMax = v;
     },
   },
   {

@@ -30,7 +30,11 @@ describe('cluster-api: a filtered learner behind the compaction point catches up
     await cluster.start({
       joiners: ['d'],
       nodeConfig: {
-        engineLimits: { snapshotEntryCountThreshold: SNAPSHOT_EVERY_ENTRY_COUNT, compactionRetainEntryCount: 0 },
+        engineLimits: {
+          snapshotEntryCountThreshold: SNAPSHOT_EVERY_ENTRY_COUNT,
+          snapshotLogBytesPercentMin: 0,
+          compactionRetainEntryCount: 0,
+        },
       },
     });
   });

@@ -13,6 +13,7 @@ import {
   VALUE_ROOM_MAX,
   bootstrapRoster,
   encodeSegmentFrame,
+  type Entry,
   type Roster,
   type ShipSegmentRequest,
 } from '../../engine/index.js';
@@ -247,32 +248,45 @@ describe('engine/proposals', () => {
 describe('engine/snapshot-staging', () => {
   const roster = founders(1);
   const meta = (seq: number) => ({ seq, entryTerm: 1, roster });
-  const header = (seq: number) => ({
+  const header = (seq: number, fileSizes: number[] = []) => ({
     needed: true,
     snapshotSeq: seq,
     term: 1,
     leaderRegion: 1,
-    files: [],
+    files: fileSizes.map((size, i) => ({ path: `f${i}`, size, blake3: new Uint8Array(32) })),
   });
+  /** byCount: the entry threshold alone (the bytes rule off). */
+  const byCount = (threshold: number) => ({
+    snapshotEntryCountThreshold: threshold,
+    snapshotEntryCountMax: Number.MAX_SAFE_INTEGER,
+    snapshotLogBytesPercentMin: 0,
+  });
+  const entriesOf = (fromSeq: number, count: number, dataBytes: number): Entry[] =>
+    Array.from({ length: count }, (_, i) => ({
+      seq: fromSeq + i,
+      term: 1,
+      kind: EntryKind.EventBatch,
+      data: new Uint8Array(dataBytes),
+    }));
 
   it('asks for one snapshot at a time, once enough is applied past the last one (or the log base)', () => {
-    const snapshots = new SnapshotStaging(null);
+    const snapshots = new SnapshotStaging(null, []);
     assert.equal(snapshots.seq, 0);
-    assert.equal(snapshots.due(109, 10, 100), false, 'threshold counted from the log base');
-    assert.equal(snapshots.due(110, 10, 100), true);
+    assert.equal(snapshots.due(109, 10, byCount(100)), false, 'threshold counted from the log base');
+    assert.equal(snapshots.due(110, 10, byCount(100)), true);
     snapshots.begin();
-    assert.equal(snapshots.due(500, 10, 100), false, 'one staging at a time');
+    assert.equal(snapshots.due(500, 10, byCount(100)), false, 'one staging at a time');
     assert.equal(snapshots.staged(meta(110), header(110)), true);
     assert.equal(snapshots.seq, 110);
-    assert.equal(snapshots.due(209, 0, 100), false, 'now counted from the held snapshot');
-    assert.equal(snapshots.due(210, 0, 100), true);
+    assert.equal(snapshots.due(209, 0, byCount(100)), false, 'now counted from the held snapshot');
+    assert.equal(snapshots.due(210, 0, byCount(100)), true);
   });
 
   it('holds only a newer snapshot, serves it only when it reaches the asked seq, and forgets it on a wipe', () => {
-    const snapshots = new SnapshotStaging({ meta: meta(50), header: header(50) });
+    const snapshots = new SnapshotStaging({ meta: meta(50), header: header(50) }, []);
     snapshots.begin();
     assert.equal(snapshots.staged(meta(40), header(40)), false, 'older than the one held: dropped');
-    assert.equal(snapshots.due(1000, 0, 1), true, 'but the staging is over');
+    assert.equal(snapshots.due(1000, 0, byCount(1)), true, 'but the staging is over');
     assert.equal(snapshots.seq, 50);
     assert.equal(snapshots.headerCovering(50)?.snapshotSeq, 50);
     assert.equal(snapshots.headerCovering(51), null);
@@ -281,5 +295,48 @@ describe('engine/snapshot-staging', () => {
     snapshots.drop();
     assert.equal(snapshots.meta, null);
     assert.equal(snapshots.headerCovering(0), null);
+  });
+
+  it('past the threshold, waits for the data applied since the held snapshot to reach a share of its bytes, or for the entry cap', () => {
+    const limits = { snapshotEntryCountThreshold: 10, snapshotEntryCountMax: 200, snapshotLogBytesPercentMin: 50 };
+    const snapshots = new SnapshotStaging({ meta: meta(100), header: header(100, [600, 400]) }, []);
+    snapshots.applied(entriesOf(101, 49, 10));
+    assert.equal(snapshots.due(149, 0, limits), false, '490 bytes of a 1,000-byte snapshot: under 50%');
+    snapshots.applied(entriesOf(150, 1, 10));
+    assert.equal(snapshots.due(150, 0, limits), true, '500 bytes: 50% of the snapshot');
+    assert.equal(snapshots.due(150, 0, { ...limits, snapshotLogBytesPercentMin: 51 }), false);
+    assert.equal(snapshots.due(150, 0, { ...limits, snapshotEntryCountMax: 50 }), true, 'the cap, whatever the bytes');
+    assert.equal(
+      snapshots.due(150, 0, { ...limits, snapshotEntryCountThreshold: 51 }),
+      false,
+      'the threshold still holds',
+    );
+
+    // The next one is measured from the state the staged snapshot captured: what was applied while it was being
+    // staged counts toward the one after.
+    snapshots.begin();
+    snapshots.applied(entriesOf(151, 20, 10));
+    assert.equal(snapshots.staged(meta(150), header(150, [400])), true);
+    assert.equal(snapshots.due(170, 0, limits), true, '200 bytes since seq 150, 50% of a 400-byte snapshot');
+    assert.equal(snapshots.due(170, 0, { ...limits, snapshotLogBytesPercentMin: 51 }), false);
+
+    // An installed snapshot is measured from the state it installed; a wipe leaves none (no bytes rule).
+    snapshots.installed(meta(500), header(500, [10_000]));
+    snapshots.applied(entriesOf(501, 20, 10));
+    assert.equal(snapshots.due(520, 0, limits), false, '200 bytes since the install: 2% of it');
+    snapshots.drop();
+    assert.equal(snapshots.due(520, 500, limits), true, 'no snapshot held: the threshold alone');
+  });
+
+  it('on a restart, counts the data of the entries already applied past the held snapshot', () => {
+    const limits = { snapshotEntryCountThreshold: 10, snapshotEntryCountMax: 200, snapshotLogBytesPercentMin: 100 };
+    const held = { meta: meta(100), header: header(100, [1_000]) };
+    const restarted = new SnapshotStaging(held, entriesOf(101, 80, 10));
+    assert.equal(restarted.due(180, 0, limits), false, '800 of 1,000 bytes');
+    restarted.applied(entriesOf(181, 20, 10));
+    assert.equal(restarted.due(200, 0, limits), true);
+    const uncounted = new SnapshotStaging(held, []);
+    assert.equal(uncounted.due(200, 0, limits), false, 'with none counted, the same seq is 1,000 bytes short');
+    assert.equal(uncounted.due(300, 0, limits), true, 'and the cap, 200 entries past the snapshot, still asks');
   });
 });

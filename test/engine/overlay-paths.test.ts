@@ -140,7 +140,12 @@ describe('engine overlay: a filtered learner never receives a withheld community
       };
     };
     const w = new Lockstep(factory);
-    w.limits = { ...w.limits, snapshotEntryCountThreshold: 10, compactionRetainEntryCount: 0 };
+    w.limits = {
+      ...w.limits,
+      snapshotEntryCountThreshold: 10,
+      snapshotLogBytesPercentMin: 0,
+      compactionRetainEntryCount: 0,
+    };
     w.bootstrap(['a', 'b', 'c'], [LEARNER, 'e']);
     assert.ok(w.elect('a'));
     const idOf = (name: string): number =>

@@ -37,6 +37,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 function run(founders: number, ops: Op[]): void {
   const c = new Lockstep();
   c.limits.snapshotEntryCountThreshold = 8;
+  c.limits.snapshotLogBytesPercentMin = 0; // every 8 entries, whatever the snapshot's size
   c.limits.compactionRetainEntryCount = 2;
   c.bootstrap(Array.from({ length: founders }, (_, i) => `n${i + 1}`));
   let joined = 0;

@@ -28,7 +28,12 @@ import { Probe, probeCredentials } from './grpc-probe.js';
 
 /** Engine limits for the test cluster: snapshots every 20 applied entries, compaction keeps nothing. */
 // Autopilot off: these tests look at learners as learners (test/cli/autopilot-scale.test.ts covers promotions).
-const ENGINE_LIMITS = { snapshotEntryCountThreshold: 20, compactionRetainEntryCount: 0, autopilotEnabled: 0 };
+const ENGINE_LIMITS = {
+  snapshotEntryCountThreshold: 20,
+  snapshotLogBytesPercentMin: 0,
+  compactionRetainEntryCount: 0,
+  autopilotEnabled: 0,
+};
 const WRITER_PUTS_MAX = 5_000;
 
 /**

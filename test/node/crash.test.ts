@@ -24,7 +24,7 @@ import {
 } from './harness.js';
 
 /** Snapshots every 50 applied entries with nothing retained, so a reseeding node must install one. */
-const ENGINE_LIMITS = { snapshotEntryCountThreshold: 50, compactionRetainEntryCount: 0 };
+const ENGINE_LIMITS = { snapshotEntryCountThreshold: 50, snapshotLogBytesPercentMin: 0, compactionRetainEntryCount: 0 };
 const WRITES_BEFORE_CRASH = 40;
 const WRITES_AFTER_CRASH = 40;
 const WRITER_PUTS_MAX = 2_000;

@@ -480,7 +480,13 @@ async function driveSolo(
   const engineConfig = {
     ...config,
     limits: checkpoints
-      ? { ...DEFAULT_LIMITS, electionTimeoutTicks: 2, snapshotEntryCountThreshold: 100, compactionRetainEntryCount: 20 }
+      ? {
+          ...DEFAULT_LIMITS,
+          electionTimeoutTicks: 2,
+          snapshotEntryCountThreshold: 100,
+          snapshotLogBytesPercentMin: 0,
+          compactionRetainEntryCount: 20,
+        }
       : { ...DEFAULT_LIMITS, electionTimeoutTicks: 2 },
   };
   const engine = new Engine(engineConfig, emptyRestoredState());

@@ -14,7 +14,11 @@ import { getStatus, makePki, nodeConfig, planNodes, removeDir, tempDir, waitFor 
 
 /** Small segments, so a few hundred writes rotate the start out; snapshots keep the engines' logs (and so the checkpoints) short. */
 const RECORDING = { limits: { recordingSegmentBytesMax: 48 * 1024, recordingBytesMax: 120 * 1024 } };
-const ENGINE_LIMITS = { snapshotEntryCountThreshold: 100, compactionRetainEntryCount: 20 };
+const ENGINE_LIMITS = {
+  snapshotEntryCountThreshold: 100,
+  snapshotLogBytesPercentMin: 0,
+  compactionRetainEntryCount: 20,
+};
 const WRITES_MAX = 4_000;
 
 describe('flight recorder: a run whose start rotated out replays from a checkpoint', function () {
