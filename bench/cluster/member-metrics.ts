@@ -43,8 +43,12 @@ export function memberLine(name: string, before: Scrape, after: Scrape): string 
     ((after.get(`svc_process_nodejs_eventloop_lag_${q}_seconds`) ?? NaN) * 1000).toFixed(1);
   const staged = delta('svc_snapshot_events_total{event="staged"}');
   const installed = delta('svc_snapshot_events_total{event="installed"}');
-  return `  ${name}: ${staged > 0 ? `SNAPSHOT STAGED ${staged}; ` : ''}${installed > 0 ? `SNAPSHOT INSTALLED ${installed}; ` : ''}GC ${gc || 'none'}; event-loop delay max ${lag('max')} ms, p99 ${lag('p99')} ms; WAL syncs ${syncs} (${((delta('svc_wal_sync_seconds_sum') * 1000) / Math.max(1, syncs)).toFixed(1)} ms mean, >20 ms ${over('0.02')}, >50 ms ${over('0.05')})`;
+  const heap = `heap used ${heapUsedMb(after).toFixed(0)} MB (${(heapUsedMb(after) - heapUsedMb(before)).toFixed(0)} in the window)`;
+  return `  ${name}: ${staged > 0 ? `SNAPSHOT STAGED ${staged}; ` : ''}${installed > 0 ? `SNAPSHOT INSTALLED ${installed}; ` : ''}GC ${gc || 'none'}; event-loop delay max ${lag('max')} ms, p99 ${lag('p99')} ms; WAL syncs ${syncs} (${((delta('svc_wal_sync_seconds_sum') * 1000) / Math.max(1, syncs)).toFixed(1)} ms mean, >20 ms ${over('0.02')}, >50 ms ${over('0.05')}); ${heap}`;
 }
+
+/** heapUsedMb: the V8 heap in use at a scrape, MB. */
+const heapUsedMb = (scrape: Scrape): number => (scrape.get('svc_process_nodejs_heap_size_used_bytes') ?? NaN) / 1e6;
 
 /** MemberAddresses: where a member's /metrics is, and its process (for its CPU time). */
 type MemberAddresses = ReadonlyArray<{ metricsAddr?: string; httpAddr: string; pid?: number }>;
@@ -67,7 +71,7 @@ const CPU_MS_KEY = 'bench_process_cpu_ms';
 
 /**
  * roundNote sums up the members in one round for a line of bench/cluster.ts, in member order: their CPU time in the
- * round, snapshots staged, GC pauses over 10 ms, and the event loop's longest delay.
+ * round, snapshots staged, GC pauses over 10 ms, the event loop's longest delay, and their heap in use at its end.
  */
 export function roundNote(before: Scrape[], after: Scrape[]): string {
   const perMember = after.map((a, i) => {
@@ -79,8 +83,9 @@ export function roundNote(before: Scrape[], after: Scrape[]): string {
       staged: delta('svc_snapshot_events_total{event="staged"}'),
       over10Ms,
       lagMaxMs: (a.get('svc_process_nodejs_eventloop_lag_max_seconds') ?? NaN) * 1000,
+      heapMb: heapUsedMb(a),
     };
   });
   const list = (pick: (m: (typeof perMember)[number]) => string): string => perMember.map(pick).join('/');
-  return `members: CPU ${list((m) => m.cpuMs.toFixed(0))} ms, staged ${list((m) => String(m.staged))}, GC pauses > 10 ms ${list((m) => String(m.over10Ms))}, loop delay max ${list((m) => m.lagMaxMs.toFixed(0))} ms`;
+  return `members: CPU ${list((m) => m.cpuMs.toFixed(0))} ms, staged ${list((m) => String(m.staged))}, GC pauses > 10 ms ${list((m) => String(m.over10Ms))}, loop delay max ${list((m) => m.lagMaxMs.toFixed(0))} ms, heap ${list((m) => m.heapMb.toFixed(0))} MB`;
 }

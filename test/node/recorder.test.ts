@@ -405,6 +405,37 @@ describe('flight recorder: the ring on disk', function () {
     assert.equal(runs[0]!.checkpoint?.after, i - 1, 'the checkpoint is not the state after the step that took it');
   });
 
+  it('a waiting checkpoint is taken at the first step after the log shrank, even when it is still over the limit', async function () {
+    let exports = 0;
+    const state = (): EngineState => {
+      exports++;
+      return { v: 1, tree: {} };
+    };
+    // A sustained load: the log grows by 100 entries a step, and a compaction leaves it at 30,000 (the entries
+    // applied while the snapshot was staged), over the limit of 10,000.
+    let logEntries = 100_000;
+    const limits = { recordingSegmentBytesMax: 4_096, recordingBytesMax: 8_192 };
+    const recorder = await open(dir, limits, 'full', state, () => logEntries);
+    let i = 0;
+    const step = async (): Promise<void> => {
+      recorder.record({ type: 'propose', proposalId: ++i, data: new Uint8Array(500) }, [], i);
+      recorder.carriedOut();
+      await recorder.settled();
+      logEntries += 100;
+    };
+    while (i < 30) await step();
+    assert.equal(exports, 0, 'the state was exported while the log only grew');
+    assert.equal(recorder.checkpoints.deferred, 1);
+    logEntries = 30_000;
+    await step();
+    assert.equal(exports, 1, 'the checkpoint still waited after a compaction left the log over the limit');
+    await step();
+    assert.equal(exports, 1);
+    await recorder.close();
+    const runs = readRecording(join(dir, 'recording'));
+    assert.equal(runs[0]!.checkpoint?.after, i - 1, 'the checkpoint is not the state after the step that took it');
+  });
+
   it('refuses a batch larger than the queue it must fit in', function () {
     assert.throws(
       () => recordingLimits({ recordingEncodeBatchSteps: 10, recordingPendingStepsMax: 5 }),

@@ -73,7 +73,8 @@ export interface RecordingLimits {
   recordingEncodeBatchSteps: number;
   /**
    * recordingCheckpointLogEntriesMax: a due checkpoint waits while the engine's log holds more entries than this,
-   * and is taken at the first step after it holds fewer (the next snapshot's compaction), starting a segment then;
+   * and is taken at the first step after it holds fewer or after it shrank (the next snapshot's compaction),
+   * starting a segment then;
    * segments that fill meanwhile start without one. Why: the export and the encoding walk every entry of the log
    * on the event loop, 50-90 ms and 40-150 ms at 100,000 entries (bench/recording-checkpoint-pause.ts), and at
    * thousands of writes a second every member rotated a segment, so paid that pause, every few seconds: the c64
@@ -192,8 +193,11 @@ export class FlightRecorder implements StepRecorder {
   };
   /** checkpointQueued: a checkpoint is taken and waits in `pending` for its encoding. */
   private checkpointQueued = false;
-  /** checkpointWaiting: the due checkpoint is waiting for the log to shrink (counted in checkpoints.deferred once). */
-  private checkpointWaiting = false;
+  /**
+   * waitingLogEntryCount: while the due checkpoint waits for the log to shrink (counted in checkpoints.deferred
+   * once), the log's length at the last step; null when none waits.
+   */
+  private waitingLogEntryCount: number | null = null;
   /** encodeArmed: an encoding of the carried-out steps is scheduled at the end of this event-loop turn (setImmediate). */
   private encodeArmed = false;
   /** overflow: why steps stopped being queued ('' while they are); the gap is noted after the queue's steps. */
@@ -316,15 +320,22 @@ export class FlightRecorder implements StepRecorder {
     setImmediate(this.encodeCarried);
   }
 
-  /** logShortEnough: the engine's log is small enough for a checkpoint now (recordingCheckpointLogEntriesMax). */
+  /**
+   * logShortEnough: the engine's log is small enough for a checkpoint now: at most recordingCheckpointLogEntriesMax
+   * entries, or shorter than at the last step while a checkpoint waited (a compaction ran: the log is as short as
+   * it gets until the next one). Why the second: under a sustained load the log after a compaction still holds
+   * every entry applied while the snapshot was staged (tens of thousands at 10,000 writes a second), so waiting
+   * for the limit alone never ended, and the ring rotated its last checkpoint out: nothing left to replay from.
+   */
   private logShortEnough(): boolean {
     const count = this.start.logEntryCount?.() ?? 0;
-    if (count <= this.start.limits.recordingCheckpointLogEntriesMax) {
-      this.checkpointWaiting = false;
+    const waitedAt = this.waitingLogEntryCount;
+    if (count <= this.start.limits.recordingCheckpointLogEntriesMax || (waitedAt !== null && count < waitedAt)) {
+      this.waitingLogEntryCount = null;
       return true;
     }
-    if (!this.checkpointWaiting) this.checkpoints.deferred++;
-    this.checkpointWaiting = true;
+    if (waitedAt === null) this.checkpoints.deferred++;
+    this.waitingLogEntryCount = count;
     return false;
   }
 
