@@ -43,6 +43,7 @@ import { measureRecordingToll } from './cluster/recording-toll.js';
 import { measureSnapshotTransfer } from './cluster/snapshot.js';
 import { startSvcCluster } from './cluster/svc-cluster.js';
 import { roundNote, scrapeMembers } from './cluster/member-metrics.js';
+import { processCpuMs } from './cluster/proc-cpu.js';
 
 const DEFAULT_WRITER_COUNTS = [1, 16, 64];
 const VALUE_BYTES = 96;
@@ -113,15 +114,28 @@ function median(values: number[]): number {
  * measure runs one round and prints it; with svc's members, also what happened on them in the round (warm-up
  * included): snapshots staged, GC pauses over 10 ms, the longest event-loop delay (from /metrics before and after).
  */
-async function measure(label: string, run: () => Promise<LoadResult>, members?: SvcMembers): Promise<LoadResult> {
+async function measure(
+  label: string,
+  run: () => Promise<LoadResult>,
+  members: SvcMembers | undefined,
+  watched: WatchedProcesses,
+): Promise<LoadResult> {
   const before = members ? await scrapeMembers(members) : [];
+  const cpuBefore = watched.map((w) => processCpuMs(w.pids));
   const result = await run();
-  const note = members ? `; ${roundNote(before, await scrapeMembers(members))}` : '';
+  const cpu = watched.map((w, i) => `${w.name} CPU ${fmt(processCpuMs(w.pids) - cpuBefore[i]!)} ms`).join(', ');
+  const note = (members ? `; ${roundNote(before, await scrapeMembers(members))}` : '') + (cpu ? `; ${cpu}` : '');
   console.log(
     `  ${label}: ${fmt(result.opsPerSecond)} writes/s, p50 ${fmt(result.p50Ms, 2)} ms, p99 ${fmt(result.p99Ms, 2)} ms, client GC ${fmt(result.clientGcMs)} ms (${result.clientGcPausesOver10Ms} pauses > 10 ms)${result.errors ? `, ${result.errors} errors (${result.firstError})` : ''}${note}`,
   );
   return result;
 }
+
+/**
+ * WatchedProcesses: whose CPU a round's line also gives (from /proc): the other system's members, which share the
+ * two cores with the round (their background work is the neighbour's noise), and, in an etcd round, etcd's own.
+ */
+type WatchedProcesses = ReadonlyArray<{ name: string; pids: number[] }>;
 
 type SvcMembers = Parameters<typeof scrapeMembers>[0];
 
@@ -254,6 +268,13 @@ async function runLevels(clusters: Clusters, options: ClusterBenchOptions): Prom
   for (const writers of options.writerLevels) {
     const rows: LevelRounds = { writers, svc: [], svcAlone: [], etcdGrpc: [], etcdHttp: [] };
     const loop = (write: Parameters<typeof closedLoop>[3]) => () => closedLoop(writers, warmup, seconds, write);
+    const svcPids = svc.cluster.members.flatMap((m) => (m.pid === undefined ? [] : [m.pid]));
+    const etcdPids = etcd?.pids ?? [];
+    const inSvcRound: WatchedProcesses = etcd ? [{ name: 'etcd members', pids: etcdPids }] : [];
+    const inEtcdRound: WatchedProcesses = [
+      { name: 'etcd members', pids: etcdPids },
+      { name: 'svc members', pids: svcPids },
+    ];
     for (let round = 1; round <= rounds; round++) {
       const tag = `c${writers}r${round}`;
       rows.svc.push(
@@ -261,6 +282,7 @@ async function runLevels(clusters: Clusters, options: ClusterBenchOptions): Prom
           `svc c${writers} round ${round}`,
           loop((w, i) => svc.put(`bench/${tag}/w${w}/${i}`, payload(SVC_VALUE_CHARS, i))),
           svc.cluster.members,
+          inSvcRound,
         ),
       );
       rows.svcAlone.push(
@@ -268,6 +290,7 @@ async function runLevels(clusters: Clusters, options: ClusterBenchOptions): Prom
           `svc one-call c${writers} round ${round}`,
           loop((w, i) => svc.putAlone(`bench/${tag}a/w${w}/${i}`, payload(SVC_VALUE_CHARS, i))),
           svc.cluster.members,
+          inSvcRound,
         ),
       );
       if (etcd && etcdKv) {
@@ -282,12 +305,16 @@ async function runLevels(clusters: Clusters, options: ClusterBenchOptions): Prom
                 Date.now() + WRITE_DEADLINE_MS,
               ),
             ),
+            undefined,
+            inEtcdRound,
           ),
         );
         rows.etcdHttp.push(
           await measure(
             `etcd HTTP c${writers} round ${round}`,
             loop((w, i) => etcd.put(`bench/${tag}/w${w}/${i}`, payload(VALUE_BYTES, i))),
+            undefined,
+            inEtcdRound,
           ),
         );
       }

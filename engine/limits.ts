@@ -19,9 +19,12 @@ export const DEFAULT_LIMITS: EngineLimits = {
   // (bench/cluster/threshold-probe.ts: p99 54-87 ms against 38-59 ms). The cost is memory: the
   // engine keeps up to this many entries (plus compactionRetainEntryCount) in its log.
   snapshotEntryCountThreshold: 100_000,
-  // Half the snapshot: a staging then encodes at most 2 bytes of state per byte of data written. With
-  // 100 B of data per entry, this takes over from the threshold once a snapshot passes 20 MB.
-  snapshotLogBytesPercentMin: 50,
+  // As much data again as the snapshot holds (Redis's auto-aof-rewrite-percentage default): a staging then
+  // encodes at most one byte of state per byte of data written, and the log's data is at most the
+  // snapshot's size. With 150 B of data per entry this takes over from the threshold once a snapshot passes
+  // 15 MB; at 50, bench/cluster.ts (each write a new key, as many bytes of snapshot per key as of data per
+  // write) still staged five times in its 700k writes, the last three in its 64-writer one-call rounds.
+  snapshotLogBytesPercentMin: 100,
   // 5x the threshold: the log's memory and a restart's replay stay within 5x what the threshold alone kept.
   snapshotEntryCountMax: 500_000,
   compactionRetainEntryCount: 1_000,

@@ -43,8 +43,10 @@ export function memberLine(name: string, before: Scrape, after: Scrape): string 
     ((after.get(`svc_process_nodejs_eventloop_lag_${q}_seconds`) ?? NaN) * 1000).toFixed(1);
   const staged = delta('svc_snapshot_events_total{event="staged"}');
   const installed = delta('svc_snapshot_events_total{event="installed"}');
+  const cpuMs = delta(CPU_MS_KEY);
+  const cpu = Number.isNaN(cpuMs) || !after.has(CPU_MS_KEY) ? '' : `CPU ${cpuMs.toFixed(0)} ms; `;
   const heap = `heap used ${heapUsedMb(after).toFixed(0)} MB (${(heapUsedMb(after) - heapUsedMb(before)).toFixed(0)} in the window)`;
-  return `  ${name}: ${staged > 0 ? `SNAPSHOT STAGED ${staged}; ` : ''}${installed > 0 ? `SNAPSHOT INSTALLED ${installed}; ` : ''}GC ${gc || 'none'}; event-loop delay max ${lag('max')} ms, p99 ${lag('p99')} ms; WAL syncs ${syncs} (${((delta('svc_wal_sync_seconds_sum') * 1000) / Math.max(1, syncs)).toFixed(1)} ms mean, >20 ms ${over('0.02')}, >50 ms ${over('0.05')}); ${heap}`;
+  return `  ${name}: ${staged > 0 ? `SNAPSHOT STAGED ${staged}; ` : ''}${installed > 0 ? `SNAPSHOT INSTALLED ${installed}; ` : ''}${cpu}GC ${gc || 'none'}; event-loop delay max ${lag('max')} ms, p99 ${lag('p99')} ms; WAL syncs ${syncs} (${((delta('svc_wal_sync_seconds_sum') * 1000) / Math.max(1, syncs)).toFixed(1)} ms mean, >20 ms ${over('0.02')}, >50 ms ${over('0.05')}); ${heap}`;
 }
 
 /** heapUsedMb: the V8 heap in use at a scrape, MB. */
