@@ -22,11 +22,8 @@ import { startSvcCluster } from './cluster/svc-cluster.js';
 import { payload } from './cluster/load.js';
 import { numberArg } from './cluster/trace-files.js';
 import { memberLine, scrapeMembers, type Scrape } from './cluster/member-metrics.js';
+import { preload as preloadKeys, SVC_VALUE_CHARS } from './cluster/preload.js';
 
-/** SVC_VALUE_CHARS: the same 96-byte stored value as bench/cluster.ts. */
-const SVC_VALUE_CHARS = 96 - '{"d":""}'.length;
-/** PRELOAD_WRITERS: concurrent batched writers filling the store before the window. */
-const PRELOAD_WRITERS = 64;
 const HISTOGRAM_BUCKET_MS = 10;
 const HISTOGRAM_BUCKETS = 20;
 const TIMELINE_SLICE_MS = 100;
@@ -53,18 +50,8 @@ async function main(): Promise<void> {
     const members = svc.cluster.members;
     const scrapeAll = (): Promise<Scrape[]> => scrapeMembers(members);
     if (preload > 0) {
-      const began = performance.now();
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: PRELOAD_WRITERS }, async () => {
-          // Bounded by preload.
-          while (next < preload) {
-            const i = next++;
-            await svc.put(`preload/${i}`, payload(SVC_VALUE_CHARS, i));
-          }
-        }),
-      );
-      console.log(`preloaded ${preload} keys (batched pool) in ${((performance.now() - began) / 1000).toFixed(1)} s`);
+      const seconds = await preloadKeys(svc, preload);
+      console.log(`preloaded ${preload} keys (batched pool) in ${seconds.toFixed(1)} s`);
     }
     const clientGc: Array<{ atMs: number; ms: number; kind: number }> = [];
     const gcObserver = new PerformanceObserver((list) => {
