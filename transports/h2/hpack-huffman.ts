@@ -65,7 +65,11 @@ export class HuffmanError extends Error {}
  * bits, and padding that is not the most significant bits of EOS (all ones).
  */
 export function huffmanDecode(bytes: Buffer, start: number, end: number): string {
-  let out = '';
+  // Symbols go to a scratch buffer and become one string at the end: `out += char` built a rope of one
+  // allocation per character (a leader decoded ~1 KB of them per request: a sampled heap profile).
+  // A Huffman code is at least 5 bits, so a string has at most 8/5 symbols per byte.
+  const scratch = huffmanScratch((end - start) * 2);
+  let length = 0;
   let node = 0;
   // Bits read since the last symbol, and whether they were all ones: what is left at the end is padding.
   let depth = 0;
@@ -80,7 +84,7 @@ export function huffmanDecode(bytes: Buffer, start: number, end: number): string
       if (next < 0) {
         const symbol = -1 - next;
         if (symbol === EOS) throw new HuffmanError('EOS inside a Huffman string');
-        out += String.fromCharCode(symbol);
+        scratch[length++] = symbol;
         node = 0;
         depth = 0;
         allOnes = true;
@@ -89,5 +93,13 @@ export function huffmanDecode(bytes: Buffer, start: number, end: number): string
   }
   if (depth > 7) throw new HuffmanError('Huffman padding longer than 7 bits');
   if (!allOnes) throw new HuffmanError('Huffman padding other than EOS bits');
-  return out;
+  return scratch.toString('latin1', 0, length);
+}
+
+let scratchBytes = Buffer.allocUnsafe(256);
+
+/** huffmanScratch: a buffer of at least `bytes` bytes, reused across calls (decoding never reenters). */
+function huffmanScratch(bytes: number): Buffer {
+  if (scratchBytes.length < bytes) scratchBytes = Buffer.allocUnsafe(Math.max(bytes, 2 * scratchBytes.length));
+  return scratchBytes;
 }
