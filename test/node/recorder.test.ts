@@ -366,35 +366,46 @@ describe('flight recorder: the ring on disk', function () {
     assert.equal(recorder.checkpoints.written, 1);
   });
 
-  it("a due checkpoint waits while the engine's log is over recordingCheckpointLogEntriesMax, and is taken at the first step after it shrinks", async function () {
+  /** checkpointRig: a recorder whose state export counts itself, stepped one ~550-byte propose at a time. */
+  async function checkpointRig(
+    limits: Partial<RecordingLimits>,
+    logEntryCount: () => number,
+    afterStep: () => void = () => undefined,
+  ) {
     let exports = 0;
     const state = (): EngineState => {
       exports++;
       return { v: 1, tree: {} };
     };
+    const recorder = await open(dir, limits, 'full', state, logEntryCount);
+    let steps = 0;
+    const step = async (): Promise<void> => {
+      recorder.record({ type: 'propose', proposalId: ++steps, data: new Uint8Array(500) }, [], steps);
+      recorder.carriedOut();
+      await recorder.settled();
+      afterStep();
+    };
+    return { recorder, step, exports: () => exports, steps: () => steps };
+  }
+
+  it("a due checkpoint waits while the engine's log is over recordingCheckpointLogEntriesMax, and is taken at the first step after it shrinks", async function () {
     let logEntries = 50_000;
     const limits = {
       recordingSegmentBytesMax: 4_096,
       recordingBytesMax: 8_192,
       recordingCheckpointLogEntriesMax: 1_000,
     };
-    const recorder = await open(dir, limits, 'full', state, () => logEntries);
-    let i = 0;
-    const step = async (): Promise<void> => {
-      recorder.record({ type: 'propose', proposalId: ++i, data: new Uint8Array(500) }, [], i);
-      recorder.carriedOut();
-      await recorder.settled();
-    };
+    const { recorder, step, exports, steps } = await checkpointRig(limits, () => logEntries);
     // Steps of ~550 bytes: past the point where a checkpoint is due (7/8 of the first segment), and on through
     // three more segments, so the run's start rotates out of the two-segment ring.
-    while (i < 30) await step();
-    assert.equal(exports, 0, 'the state was exported while the log was over the limit');
+    while (steps() < 30) await step();
+    assert.equal(exports(), 0, 'the state was exported while the log was over the limit');
     assert.equal(recorder.checkpoints.deferred, 1);
     logEntries = 1_000;
     await step();
-    assert.equal(exports, 1, 'the checkpoint was not taken once the log was short again');
+    assert.equal(exports(), 1, 'the checkpoint was not taken once the log was short again');
     await step();
-    assert.equal(exports, 1);
+    assert.equal(exports(), 1);
     await recorder.close();
     assert.equal(recorder.checkpoints.written, 1);
     assert.equal(recorder.checkpoints.deferred, 1);
@@ -402,38 +413,38 @@ describe('flight recorder: the ring on disk', function () {
     const runs = readRecording(join(dir, 'recording'));
     assert.equal(runs.length, 1);
     assert.equal(runs[0]!.head, null);
-    assert.equal(runs[0]!.checkpoint?.after, i - 1, 'the checkpoint is not the state after the step that took it');
+    assert.equal(
+      runs[0]!.checkpoint?.after,
+      steps() - 1,
+      'the checkpoint is not the state after the step that took it',
+    );
   });
 
   it('a waiting checkpoint is taken at the first step after the log shrank, even when it is still over the limit', async function () {
-    let exports = 0;
-    const state = (): EngineState => {
-      exports++;
-      return { v: 1, tree: {} };
-    };
     // A sustained load: the log grows by 100 entries a step, and a compaction leaves it at 30,000 (the entries
     // applied while the snapshot was staged), over the limit of 10,000.
     let logEntries = 100_000;
     const limits = { recordingSegmentBytesMax: 4_096, recordingBytesMax: 8_192 };
-    const recorder = await open(dir, limits, 'full', state, () => logEntries);
-    let i = 0;
-    const step = async (): Promise<void> => {
-      recorder.record({ type: 'propose', proposalId: ++i, data: new Uint8Array(500) }, [], i);
-      recorder.carriedOut();
-      await recorder.settled();
-      logEntries += 100;
-    };
-    while (i < 30) await step();
-    assert.equal(exports, 0, 'the state was exported while the log only grew');
+    const { recorder, step, exports, steps } = await checkpointRig(
+      limits,
+      () => logEntries,
+      () => (logEntries += 100),
+    );
+    while (steps() < 30) await step();
+    assert.equal(exports(), 0, 'the state was exported while the log only grew');
     assert.equal(recorder.checkpoints.deferred, 1);
     logEntries = 30_000;
     await step();
-    assert.equal(exports, 1, 'the checkpoint still waited after a compaction left the log over the limit');
+    assert.equal(exports(), 1, 'the checkpoint still waited after a compaction left the log over the limit');
     await step();
-    assert.equal(exports, 1);
+    assert.equal(exports(), 1);
     await recorder.close();
     const runs = readRecording(join(dir, 'recording'));
-    assert.equal(runs[0]!.checkpoint?.after, i - 1, 'the checkpoint is not the state after the step that took it');
+    assert.equal(
+      runs[0]!.checkpoint?.after,
+      steps() - 1,
+      'the checkpoint is not the state after the step that took it',
+    );
   });
 
   it('refuses a batch larger than the queue it must fit in', function () {
