@@ -90,12 +90,29 @@ export interface DecodedBlock {
   listBytes: number;
 }
 
+/**
+ * STRING_CACHE_SLOTS / STRING_CACHE_BYTES_MAX: a decoder's cache of recent string literals, direct-mapped by a
+ * hash of their bytes. A client whose encoder never indexes (ours, transports/h2/unary-client.ts: every field a
+ * literal) sends the same path, authority, content type and metadata on every call; decoding each afresh was a
+ * string, a Buffer view and two result tuples per field, the largest part of a leader's garbage per one-call
+ * write (bench/write-alloc.ts). A hit costs a byte comparison and allocates nothing; a miss decodes as before.
+ */
+const STRING_CACHE_SLOTS = 64;
+const STRING_CACHE_BYTES_MAX = 128;
+
 /** HpackDecoder holds one connection's decoding context: its dynamic table. */
 export class HpackDecoder {
   /** Newest first (index 62 is entries[0]). */
   private readonly entries: HeaderField[] = [];
   private tableBytes = 0;
   private tableBytesMax: number;
+  /** The read offset in the block being decoded (readInteger and readString advance it). */
+  private readonly cursor: Cursor = { at: 0 };
+  /** Per slot: a literal's bytes as they came (latin1) and what they decode to (the same string when raw). */
+  private readonly cachedBytes: string[] = new Array<string>(STRING_CACHE_SLOTS).fill('');
+  private readonly cachedText: string[] = new Array<string>(STRING_CACHE_SLOTS).fill('');
+  /** Per slot: 1 when its literal was Huffman-coded. */
+  private readonly cachedCoded = new Uint8Array(STRING_CACHE_SLOTS);
 
   /** `settingsTableBytes` is the SETTINGS_HEADER_TABLE_SIZE we advertised: the bound of any size update. */
   constructor(private readonly settingsTableBytes: number) {
@@ -111,22 +128,20 @@ export class HpackDecoder {
   decode(block: Buffer, listBytesMax = Infinity): DecodedBlock {
     const fields: HeaderField[] = [];
     let listBytes = 0;
-    let at = 0;
+    const cursor = this.cursor;
+    cursor.at = 0;
     // A dynamic table size update is allowed only at the start of a block (RFC 7541 4.2).
     let sizeUpdateAllowed = true;
-    while (at < block.length) {
-      const first = block[at]!;
+    while (cursor.at < block.length) {
+      const first = block[cursor.at]!;
       let field: HeaderField;
       if (first & 0x80) {
         // Indexed header field (6.1).
-        const [index, next] = decodeInteger(block, at, 7);
-        at = next;
-        field = this.lookup(index);
+        field = this.lookup(readInteger(block, cursor, 7));
       } else if ((first & 0xe0) === 0x20) {
         // Dynamic table size update (6.3).
         if (!sizeUpdateAllowed) throw new HpackError('a table size update after the start of a block');
-        const [size, next] = decodeInteger(block, at, 5);
-        at = next;
+        const size = readInteger(block, cursor, 5);
         if (size > this.settingsTableBytes)
           throw new HpackError('a table size update above SETTINGS_HEADER_TABLE_SIZE');
         this.tableBytesMax = size;
@@ -135,17 +150,9 @@ export class HpackDecoder {
       } else {
         // Literal: with incremental indexing (01, 6-bit index), without (0000) or never indexed (0001), 4-bit.
         const indexing = (first & 0xc0) === 0x40;
-        const [index, afterIndex] = decodeInteger(block, at, indexing ? 6 : 4);
-        at = afterIndex;
-        let name: string;
-        if (index === 0) {
-          const [literal, afterName] = decodeString(block, at);
-          name = literal;
-          at = afterName;
-        } else name = this.lookup(index)[0];
-        const [value, afterValue] = decodeString(block, at);
-        at = afterValue;
-        field = [name, value];
+        const index = readInteger(block, cursor, indexing ? 6 : 4);
+        const name = index === 0 ? this.readString(block) : this.lookup(index)[0];
+        field = [name, this.readString(block)];
         if (indexing) this.insert(field);
       }
       sizeUpdateAllowed = false;
@@ -153,6 +160,35 @@ export class HpackDecoder {
       if (listBytes <= listBytesMax) fields.push(field);
     }
     return { fields, listBytes };
+  }
+
+  /** readString reads a string literal (RFC 7541 5.2) at the cursor, Huffman-coded or raw (latin1: bytes as they are). */
+  private readString(block: Buffer): string {
+    const cursor = this.cursor;
+    if (cursor.at >= block.length) throw new HpackError('a string cut short');
+    const huffman = (block[cursor.at]! & 0x80) !== 0;
+    const length = readInteger(block, cursor, 7);
+    const start = cursor.at;
+    const end = start + length;
+    if (end > block.length) throw new HpackError('a string longer than its block');
+    cursor.at = end;
+    if (length > STRING_CACHE_BYTES_MAX) return decodeStringBytes(block, start, end, huffman);
+    // FNV-1a over the bytes: a raw and a Huffman literal of the same bytes share a slot, told apart by cachedCoded.
+    let hash = 0x811c9dc5;
+    for (let i = start; i < end; i++) hash = Math.imul(hash ^ block[i]!, 0x01000193);
+    const slot = (hash >>> 0) % STRING_CACHE_SLOTS;
+    const bytes = this.cachedBytes[slot]!;
+    const coded = huffman ? 1 : 0;
+    if (bytes.length === length && this.cachedCoded[slot] === coded) {
+      let same = true;
+      for (let i = 0; i < length && same; i++) same = bytes.charCodeAt(i) === block[start + i];
+      if (same) return this.cachedText[slot]!;
+    }
+    const text = decodeStringBytes(block, start, end, huffman);
+    this.cachedBytes[slot] = huffman ? block.toString('latin1', start, end) : text;
+    this.cachedText[slot] = text;
+    this.cachedCoded[slot] = coded;
+    return text;
   }
 
   private lookup(index: number): HeaderField {
@@ -184,33 +220,43 @@ export class HpackDecoder {
 /** INTEGER_MAX bounds a decoded integer (an index, a length, a size): anything larger is an attack, not HPACK. */
 const INTEGER_MAX = 2 ** 31 - 1;
 
-/** decodeInteger reads an N-bit-prefix integer (RFC 7541 5.1) at `at`: [value, the offset after it]. */
-export function decodeInteger(block: Buffer, at: number, prefixBits: number): [number, number] {
-  const mask = (1 << prefixBits) - 1;
-  let value = block[at]! & mask;
-  at += 1;
-  if (value < mask) return [value, at];
-  let shift = 0;
-  for (;;) {
-    if (at >= block.length) throw new HpackError('an integer cut short');
-    const byte = block[at++]!;
-    value += (byte & 0x7f) * 2 ** shift;
-    if (value > INTEGER_MAX) throw new HpackError('an integer beyond 2^31-1');
-    if ((byte & 0x80) === 0) return [value, at];
-    shift += 7;
-  }
+interface Cursor {
+  at: number;
 }
 
-/** decodeString reads a string literal (RFC 7541 5.2), Huffman-coded or raw (as latin1: bytes kept as they are). */
-function decodeString(block: Buffer, at: number): [string, number] {
-  if (at >= block.length) throw new HpackError('a string cut short');
-  const huffman = (block[at]! & 0x80) !== 0;
-  const [length, start] = decodeInteger(block, at, 7);
-  const end = start + length;
-  if (end > block.length) throw new HpackError('a string longer than its block');
-  if (!huffman) return [block.toString('latin1', start, end), end];
+/** decodeInteger reads an N-bit-prefix integer (RFC 7541 5.1) at `at`: [value, the offset after it]. */
+export function decodeInteger(block: Buffer, at: number, prefixBits: number): [number, number] {
+  const cursor = { at };
+  const value = readInteger(block, cursor, prefixBits);
+  return [value, cursor.at];
+}
+
+/** readInteger reads an N-bit-prefix integer (RFC 7541 5.1) at the cursor and moves the cursor past it. */
+function readInteger(block: Buffer, cursor: Cursor, prefixBits: number): number {
+  const mask = (1 << prefixBits) - 1;
+  let at = cursor.at;
+  let value = block[at]! & mask;
+  at += 1;
+  if (value >= mask) {
+    let shift = 0;
+    for (;;) {
+      if (at >= block.length) throw new HpackError('an integer cut short');
+      const byte = block[at++]!;
+      value += (byte & 0x7f) * 2 ** shift;
+      if (value > INTEGER_MAX) throw new HpackError('an integer beyond 2^31-1');
+      if ((byte & 0x80) === 0) break;
+      shift += 7;
+    }
+  }
+  cursor.at = at;
+  return value;
+}
+
+/** decodeStringBytes decodes a string literal's bytes, Huffman-coded or raw (as latin1: bytes kept as they are). */
+function decodeStringBytes(block: Buffer, start: number, end: number, huffman: boolean): string {
+  if (!huffman) return block.toString('latin1', start, end);
   try {
-    return [huffmanDecode(block, start, end), end];
+    return huffmanDecode(block, start, end);
   } catch (error) {
     if (error instanceof HuffmanError) throw new HpackError(error.message);
     throw error;
