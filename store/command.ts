@@ -53,11 +53,37 @@ export function encodeCommand(command: StoreCommand): Uint8Array {
  */
 export function commandNamesRequestId(bytes: Uint8Array, requestId: string): boolean {
   if (requestId.length === 0 || Buffer.byteLength(requestId) > REQUEST_ID_BYTES_MAX) return false;
+  if (isPlainAscii(requestId)) return endsWithPlainRequestId(bytes, requestId);
   const tail = encoder.encode(`,"requestId":${JSON.stringify(requestId)}}`);
   if (bytes.length <= tail.length) return false;
   const offset = bytes.length - tail.length;
   for (let i = 0; i < tail.length; i++) if (bytes[offset + i] !== tail[i]) return false;
   return true;
+}
+
+/** REQUEST_ID_TAIL_HEAD: how encodeCommand's last field begins, up to the id's first character. */
+const REQUEST_ID_TAIL_HEAD = Buffer.from(',"requestId":"');
+
+/** isPlainAscii: printable ASCII without a quote or a backslash, which JSON.stringify and UTF-8 leave as they are. */
+function isPlainAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code > 0x7e || code === 0x22 || code === 0x5c) return false;
+  }
+  return true;
+}
+
+/**
+ * endsWithPlainRequestId: commandNamesRequestId for an id isPlainAscii, read in place (encoding the tail per
+ * write was a string and a Uint8Array on the leader's path of every forwarded write).
+ */
+function endsWithPlainRequestId(bytes: Uint8Array, requestId: string): boolean {
+  const tailBytes = REQUEST_ID_TAIL_HEAD.length + requestId.length + 2;
+  if (bytes.length <= tailBytes) return false;
+  let at = bytes.length - tailBytes;
+  for (let i = 0; i < REQUEST_ID_TAIL_HEAD.length; i++) if (bytes[at++] !== REQUEST_ID_TAIL_HEAD[i]) return false;
+  for (let i = 0; i < requestId.length; i++) if (bytes[at++] !== requestId.charCodeAt(i)) return false;
+  return bytes[at] === 0x22 && bytes[at + 1] === 0x7d;
 }
 
 /**
