@@ -125,16 +125,28 @@ export function decodeCommand(bytes: Uint8Array): DecodedCommand {
   if (expected !== undefined && !(Number.isSafeInteger(expected) && (expected as number) >= 0)) {
     return { ok: false, reason: 'command expectedVersion must be a non-negative integer' };
   }
-  const base = {
-    key: raw.key,
-    requestId: raw.requestId,
-    ...(expected === undefined ? {} : { expectedVersion: expected as number }),
-  };
+  // Each command built in one literal (keys in the order a spread of {key, requestId, expectedVersion?} gave):
+  // apply decodes every entry on every member, and the spread's intermediate objects were garbage per write.
+  const { key, requestId } = raw;
   if (raw.op === 'put') {
     if (!isObject(raw.value)) return { ok: false, reason: 'put value must be a JSON object' };
-    return { ok: true, command: { op: 'put', value: raw.value as JsonObject, ...base } };
+    const value = raw.value as JsonObject;
+    return {
+      ok: true,
+      command:
+        expected === undefined
+          ? { op: 'put', value, key, requestId }
+          : { op: 'put', value, key, requestId, expectedVersion: expected as number },
+    };
   }
-  if (raw.op === 'delete') return { ok: true, command: { op: 'delete', ...base } };
+  if (raw.op === 'delete')
+    return {
+      ok: true,
+      command:
+        expected === undefined
+          ? { op: 'delete', key, requestId }
+          : { op: 'delete', key, requestId, expectedVersion: expected as number },
+    };
   return { ok: false, reason: `unknown command op ${JSON.stringify(raw.op)}` };
 }
 

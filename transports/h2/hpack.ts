@@ -113,6 +113,12 @@ export class HpackDecoder {
   private readonly cachedText: string[] = new Array<string>(STRING_CACHE_SLOTS).fill('');
   /** Per slot: 1 when its literal was Huffman-coded. */
   private readonly cachedCoded = new Uint8Array(STRING_CACHE_SLOTS);
+  /** Per slot: the last literal field whose value is the slot's string (fields are read-only: shared, as table entries are). */
+  private readonly cachedFields: Array<HeaderField | undefined> = new Array<HeaderField | undefined>(
+    STRING_CACHE_SLOTS,
+  ).fill(undefined);
+  /** The slot of the string readString returned last, or -1 when it was not cached (too long). */
+  private lastSlot = -1;
 
   /** `settingsTableBytes` is the SETTINGS_HEADER_TABLE_SIZE we advertised: the bound of any size update. */
   constructor(private readonly settingsTableBytes: number) {
@@ -152,7 +158,14 @@ export class HpackDecoder {
         const indexing = (first & 0xc0) === 0x40;
         const index = readInteger(block, cursor, indexing ? 6 : 4);
         const name = index === 0 ? this.readString(block) : this.lookup(index)[0];
-        field = [name, this.readString(block)];
+        const value = this.readString(block);
+        // The field of a cached value, when it was this name's too: one tuple for a literal sent on every call.
+        const cached = this.lastSlot < 0 ? undefined : this.cachedFields[this.lastSlot];
+        if (cached !== undefined && cached[0] === name && cached[1] === value) field = cached;
+        else {
+          field = [name, value];
+          if (this.lastSlot >= 0) this.cachedFields[this.lastSlot] = field;
+        }
         if (indexing) this.insert(field);
       }
       sizeUpdateAllowed = false;
@@ -172,11 +185,15 @@ export class HpackDecoder {
     const end = start + length;
     if (end > block.length) throw new HpackError('a string longer than its block');
     cursor.at = end;
-    if (length > STRING_CACHE_BYTES_MAX) return decodeStringBytes(block, start, end, huffman);
+    if (length > STRING_CACHE_BYTES_MAX) {
+      this.lastSlot = -1;
+      return decodeStringBytes(block, start, end, huffman);
+    }
     // FNV-1a over the bytes: a raw and a Huffman literal of the same bytes share a slot, told apart by cachedCoded.
     let hash = 0x811c9dc5;
     for (let i = start; i < end; i++) hash = Math.imul(hash ^ block[i]!, 0x01000193);
     const slot = (hash >>> 0) % STRING_CACHE_SLOTS;
+    this.lastSlot = slot;
     const bytes = this.cachedBytes[slot]!;
     const coded = huffman ? 1 : 0;
     if (bytes.length === length && this.cachedCoded[slot] === coded) {
