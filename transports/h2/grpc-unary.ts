@@ -54,16 +54,13 @@ function percentEncode(text: string): string {
 }
 
 const PRINTABLE = /^[ -~]*$/;
-const EMPTY_CHUNK = Buffer.alloc(0);
 const asIs = (text: string): string => text;
 
 class UnaryCallState implements UnaryCall {
   cancelled = false;
   onCancel: (() => void) | null = null;
   answered = false;
-  /** The request's first DATA chunk; the rest in `chunks`, a list made only for a second (most requests are one). */
-  private firstChunk: Buffer = EMPTY_CHUNK;
-  private chunks: Buffer[] | null = null;
+  private chunks: Buffer[] = [];
   private received = 0;
   private messageBytes = -1;
   private deadline: NodeJS.Timeout | null = null;
@@ -91,11 +88,10 @@ class UnaryCallState implements UnaryCall {
 
   private onData(chunk: Buffer): void {
     if (this.answered) return;
-    if (this.received === 0 && this.chunks === null) this.firstChunk = chunk;
-    else (this.chunks ??= [this.firstChunk]).push(chunk);
+    this.chunks.push(chunk);
     this.received += chunk.length;
     if (this.messageBytes < 0 && this.received >= MESSAGE_PREFIX_BYTES) {
-      const head = this.chunks === null ? this.firstChunk : Buffer.concat(this.chunks);
+      const head = this.chunks.length === 1 ? chunk : Buffer.concat(this.chunks);
       this.messageBytes = head.readUInt32BE(1);
       if (this.messageBytes > this.messageBytesMax)
         return this.fail(
@@ -117,9 +113,8 @@ class UnaryCallState implements UnaryCall {
         Status.UNIMPLEMENTED,
         `Received no request message for server streaming method ${this.stream.head.path}`,
       );
-    const whole = this.chunks === null ? this.firstChunk : Buffer.concat(this.chunks);
-    this.firstChunk = EMPTY_CHUNK;
-    this.chunks = null;
+    const whole = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+    this.chunks = [];
     const request = whole.subarray(MESSAGE_PREFIX_BYTES);
     // As grpc-js: the compressed flag means the request's grpc-encoding (identity when it names none).
     const encoding = whole[0] === 0 ? 'identity' : (headerValue(this.stream.head, 'grpc-encoding') ?? 'identity');
