@@ -52,39 +52,38 @@ export function encodeCommand(command: StoreCommand): Uint8Array {
  * the caller then decodes the command.
  */
 export function commandNamesRequestId(bytes: Uint8Array, requestId: string): boolean {
-  if (requestId.length === 0 || requestId.length > REQUEST_ID_BYTES_MAX) return false;
-  if (!plainAscii(requestId)) return commandNamesEscapedRequestId(bytes, requestId);
-  // `,"requestId":"` + the id + `"}`, compared in place: a leader checks every forwarded write, and building
-  // the tail as a string and then bytes was two allocations a write (a sampled heap profile).
-  const tailBytes = REQUEST_ID_TAIL_OPEN.length + requestId.length + 2;
-  if (bytes.length <= tailBytes) return false;
-  let at = bytes.length - tailBytes;
-  for (let i = 0; i < REQUEST_ID_TAIL_OPEN.length; i++) if (bytes[at++] !== REQUEST_ID_TAIL_OPEN[i]) return false;
-  for (let i = 0; i < requestId.length; i++) if (bytes[at++] !== requestId.charCodeAt(i)) return false;
-  return bytes[at] === QUOTE && bytes[at + 1] === CLOSE_BRACE;
-}
-
-const REQUEST_ID_TAIL_OPEN = encoder.encode(',"requestId":"');
-const QUOTE = 0x22;
-const CLOSE_BRACE = 0x7d;
-
-/** plainAscii: every character is printable ASCII that JSON writes as itself (no quote, backslash or control). */
-function plainAscii(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x20 || code > 0x7e || code === QUOTE || code === 0x5c) return false;
-  }
-  return true;
-}
-
-/** commandNamesEscapedRequestId: commandNamesRequestId for an id JSON escapes or encodes in more than one byte a character. */
-function commandNamesEscapedRequestId(bytes: Uint8Array, requestId: string): boolean {
-  if (Buffer.byteLength(requestId) > REQUEST_ID_BYTES_MAX) return false;
+  if (requestId.length === 0 || Buffer.byteLength(requestId) > REQUEST_ID_BYTES_MAX) return false;
+  if (isPlainAscii(requestId)) return endsWithPlainRequestId(bytes, requestId);
   const tail = encoder.encode(`,"requestId":${JSON.stringify(requestId)}}`);
   if (bytes.length <= tail.length) return false;
   const offset = bytes.length - tail.length;
   for (let i = 0; i < tail.length; i++) if (bytes[offset + i] !== tail[i]) return false;
   return true;
+}
+
+/** REQUEST_ID_TAIL_HEAD: how encodeCommand's last field begins, up to the id's first character. */
+const REQUEST_ID_TAIL_HEAD = Buffer.from(',"requestId":"');
+
+/** isPlainAscii: printable ASCII without a quote or a backslash, which JSON.stringify and UTF-8 leave as they are. */
+function isPlainAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code > 0x7e || code === 0x22 || code === 0x5c) return false;
+  }
+  return true;
+}
+
+/**
+ * endsWithPlainRequestId: commandNamesRequestId for an id isPlainAscii, read in place (encoding the tail per
+ * write was a string and a Uint8Array on the leader's path of every forwarded write).
+ */
+function endsWithPlainRequestId(bytes: Uint8Array, requestId: string): boolean {
+  const tailBytes = REQUEST_ID_TAIL_HEAD.length + requestId.length + 2;
+  if (bytes.length <= tailBytes) return false;
+  let at = bytes.length - tailBytes;
+  for (let i = 0; i < REQUEST_ID_TAIL_HEAD.length; i++) if (bytes[at++] !== REQUEST_ID_TAIL_HEAD[i]) return false;
+  for (let i = 0; i < requestId.length; i++) if (bytes[at++] !== requestId.charCodeAt(i)) return false;
+  return bytes[at] === 0x22 && bytes[at + 1] === 0x7d;
 }
 
 /**
@@ -126,16 +125,28 @@ export function decodeCommand(bytes: Uint8Array): DecodedCommand {
   if (expected !== undefined && !(Number.isSafeInteger(expected) && (expected as number) >= 0)) {
     return { ok: false, reason: 'command expectedVersion must be a non-negative integer' };
   }
-  const base = {
-    key: raw.key,
-    requestId: raw.requestId,
-    ...(expected === undefined ? {} : { expectedVersion: expected as number }),
-  };
+  // Each command built in one literal (keys in the order a spread of {key, requestId, expectedVersion?} gave):
+  // apply decodes every entry on every member, and the spread's intermediate objects were garbage per write.
+  const { key, requestId } = raw;
   if (raw.op === 'put') {
     if (!isObject(raw.value)) return { ok: false, reason: 'put value must be a JSON object' };
-    return { ok: true, command: { op: 'put', value: raw.value as JsonObject, ...base } };
+    const value = raw.value as JsonObject;
+    return {
+      ok: true,
+      command:
+        expected === undefined
+          ? { op: 'put', value, key, requestId }
+          : { op: 'put', value, key, requestId, expectedVersion: expected as number },
+    };
   }
-  if (raw.op === 'delete') return { ok: true, command: { op: 'delete', ...base } };
+  if (raw.op === 'delete')
+    return {
+      ok: true,
+      command:
+        expected === undefined
+          ? { op: 'delete', key, requestId }
+          : { op: 'delete', key, requestId, expectedVersion: expected as number },
+    };
   return { ok: false, reason: `unknown command op ${JSON.stringify(raw.op)}` };
 }
 

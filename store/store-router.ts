@@ -25,6 +25,18 @@ import type { VersionedValue } from './document-store.js';
 import type { Proposals } from './proposals.js';
 import type { Waiters } from './waiters.js';
 
+/** answerMessage: a proposal's outcome in the wire's terms (serveProposal's answer). */
+const answerMessage = ({
+  seq,
+  result,
+}: {
+  seq: number;
+  result: CommandResult;
+}): {
+  seq: number;
+  result: CommandResultMessage;
+} => ({ seq, result: resultToMessage(result) });
+
 export class StoreRouter implements StoreHost {
   constructor(
     private readonly engine: StoreEngine,
@@ -103,19 +115,23 @@ export class StoreRouter implements StoreHost {
    * within commits as a `rejected` outcome. Otherwise (an older sender, another encoding) it is decoded to find
    * the id, and a malformed one is refused as invalid.
    */
-  async serveProposal(
+  serveProposal(
     bytes: Uint8Array,
     deadlineAt: number,
     sentRequestId = '',
   ): Promise<{ seq: number; result: CommandResultMessage }> {
+    // Not an async function: one per forwarded write, its frame and awaits were garbage the leader made per write.
     let requestId = sentRequestId;
-    if (!commandNamesRequestId(bytes, requestId)) {
-      const decoded = decodeCommand(bytes);
-      if (!decoded.ok) throw new StoreRefusal('invalid', `bad command: ${decoded.reason}`);
-      requestId = decoded.command.requestId;
+    try {
+      if (!commandNamesRequestId(bytes, requestId)) {
+        const decoded = decodeCommand(bytes);
+        if (!decoded.ok) throw new StoreRefusal('invalid', `bad command: ${decoded.reason}`);
+        requestId = decoded.command.requestId;
+      }
+      return this.proposeHere({ requestId, bytes }, deadlineAt).then(answerMessage);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    const { seq, result } = await this.proposeHere({ requestId, bytes }, deadlineAt);
-    return { seq, result: resultToMessage(result) };
   }
 
   /**

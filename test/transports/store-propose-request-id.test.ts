@@ -85,17 +85,15 @@ for (const unaryClient of STORE_POOL_TRANSPORTS)
     }
 
     it('commandNamesRequestId: true for what encodeCommand makes with that id, false for any other id or encoding', function () {
+      const id = fc.oneof(
+        fc.string({ minLength: 1, maxLength: 40 }),
+        fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }),
+      );
       fc.assert(
         fc.property(
-          // Plain ASCII ids (compared in place) and any others (quotes, backslashes, controls, non-ASCII: escaped).
-          fc.oneof(
-            fc.string({ minLength: 1, maxLength: 40 }),
-            fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }),
-          ),
-          fc.oneof(
-            fc.string({ minLength: 1, maxLength: 40 }),
-            fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }),
-          ),
+          // Printable ASCII (read in place) and any code points (encoded and compared).
+          id,
+          id,
           fc.string({ maxLength: 20 }),
           fc.option(fc.nat(), { nil: undefined }),
           (requestId, otherId, key, expectedVersion) => {
@@ -114,12 +112,8 @@ for (const unaryClient of STORE_POOL_TRANSPORTS)
       const reordered = new TextEncoder().encode('{"requestId":"r1","v":1,"op":"delete","key":"k"}');
       assert.equal(commandNamesRequestId(reordered, 'r1'), false, 'another key order is decoded instead');
       assert.equal(commandNamesRequestId(new Uint8Array(), 'r1'), false);
+      const unclosed = new TextEncoder().encode('{"op":"delete","key":"k","requestId":"r1"]');
+      assert.equal(commandNamesRequestId(unclosed, 'r1'), false, 'the id must end the object');
       assert.equal(commandNamesRequestId(encodeCommand({ op: 'delete', key: 'k', requestId: 'r1' }), ''), false);
-      const plain = encodeCommand({ op: 'delete', key: 'k', requestId: 'r1' });
-      assert.equal(commandNamesRequestId(plain, 'r'), false, 'a prefix of the id');
-      assert.equal(commandNamesRequestId(plain, '1'), false, 'a suffix of the id');
-      assert.equal(commandNamesRequestId(plain, 'r1"'), false);
-      const cutShort = new TextEncoder().encode('{"v":1,"op":"delete","key":"k","requestId":"r1x}');
-      assert.equal(commandNamesRequestId(cutShort, 'r1'), false, 'the id must close the command');
     });
   });

@@ -90,12 +90,35 @@ export interface DecodedBlock {
   listBytes: number;
 }
 
+/**
+ * STRING_CACHE_SLOTS / STRING_CACHE_BYTES_MAX: a decoder's cache of recent string literals, direct-mapped by a
+ * hash of their bytes. A client whose encoder never indexes (ours, transports/h2/unary-client.ts: every field a
+ * literal) sends the same path, authority, content type and metadata on every call; decoding each afresh was a
+ * string, a Buffer view and two result tuples per field, the largest part of a leader's garbage per one-call
+ * write (bench/write-alloc.ts). A hit costs a byte comparison and allocates nothing; a miss decodes as before.
+ */
+const STRING_CACHE_SLOTS = 64;
+const STRING_CACHE_BYTES_MAX = 128;
+
 /** HpackDecoder holds one connection's decoding context: its dynamic table. */
 export class HpackDecoder {
   /** Newest first (index 62 is entries[0]). */
   private readonly entries: HeaderField[] = [];
   private tableBytes = 0;
   private tableBytesMax: number;
+  /** The read offset in the block being decoded (readInteger and readString advance it). */
+  private readonly cursor: Cursor = { at: 0 };
+  /** Per slot: a literal's bytes as they came (latin1) and what they decode to (the same string when raw). */
+  private readonly cachedBytes: string[] = new Array<string>(STRING_CACHE_SLOTS).fill('');
+  private readonly cachedText: string[] = new Array<string>(STRING_CACHE_SLOTS).fill('');
+  /** Per slot: 1 when its literal was Huffman-coded. */
+  private readonly cachedCoded = new Uint8Array(STRING_CACHE_SLOTS);
+  /** Per slot: the last literal field whose value is the slot's string (fields are read-only: shared, as table entries are). */
+  private readonly cachedFields: Array<HeaderField | undefined> = new Array<HeaderField | undefined>(
+    STRING_CACHE_SLOTS,
+  ).fill(undefined);
+  /** The slot of the string readString returned last, or -1 when it was not cached (too long). */
+  private lastSlot = -1;
 
   /** `settingsTableBytes` is the SETTINGS_HEADER_TABLE_SIZE we advertised: the bound of any size update. */
   constructor(private readonly settingsTableBytes: number) {
@@ -111,22 +134,20 @@ export class HpackDecoder {
   decode(block: Buffer, listBytesMax = Infinity): DecodedBlock {
     const fields: HeaderField[] = [];
     let listBytes = 0;
-    let at = 0;
+    const cursor = this.cursor;
+    cursor.at = 0;
     // A dynamic table size update is allowed only at the start of a block (RFC 7541 4.2).
     let sizeUpdateAllowed = true;
-    while (at < block.length) {
-      const first = block[at]!;
+    while (cursor.at < block.length) {
+      const first = block[cursor.at]!;
       let field: HeaderField;
       if (first & 0x80) {
         // Indexed header field (6.1).
-        const index = readInteger(block, at, 7);
-        at = readEnd;
-        field = this.lookup(index);
+        field = this.lookup(readInteger(block, cursor, 7));
       } else if ((first & 0xe0) === 0x20) {
         // Dynamic table size update (6.3).
         if (!sizeUpdateAllowed) throw new HpackError('a table size update after the start of a block');
-        const size = readInteger(block, at, 5);
-        at = readEnd;
+        const size = readInteger(block, cursor, 5);
         if (size > this.settingsTableBytes)
           throw new HpackError('a table size update above SETTINGS_HEADER_TABLE_SIZE');
         this.tableBytesMax = size;
@@ -135,16 +156,16 @@ export class HpackDecoder {
       } else {
         // Literal: with incremental indexing (01, 6-bit index), without (0000) or never indexed (0001), 4-bit.
         const indexing = (first & 0xc0) === 0x40;
-        const index = readInteger(block, at, indexing ? 6 : 4);
-        at = readEnd;
-        let name: string;
-        if (index === 0) {
-          name = readString(block, at);
-          at = readEnd;
-        } else name = this.lookup(index)[0];
-        const value = readString(block, at);
-        at = readEnd;
-        field = [name, value];
+        const index = readInteger(block, cursor, indexing ? 6 : 4);
+        const name = index === 0 ? this.readString(block) : this.lookup(index)[0];
+        const value = this.readString(block);
+        // The field of a cached value, when it was this name's too: one tuple for a literal sent on every call.
+        const cached = this.lastSlot < 0 ? undefined : this.cachedFields[this.lastSlot];
+        if (cached !== undefined && cached[0] === name && cached[1] === value) field = cached;
+        else {
+          field = [name, value];
+          if (this.lastSlot >= 0) this.cachedFields[this.lastSlot] = field;
+        }
         if (indexing) this.insert(field);
       }
       sizeUpdateAllowed = false;
@@ -152,6 +173,39 @@ export class HpackDecoder {
       if (listBytes <= listBytesMax) fields.push(field);
     }
     return { fields, listBytes };
+  }
+
+  /** readString reads a string literal (RFC 7541 5.2) at the cursor, Huffman-coded or raw (latin1: bytes as they are). */
+  private readString(block: Buffer): string {
+    const cursor = this.cursor;
+    if (cursor.at >= block.length) throw new HpackError('a string cut short');
+    const huffman = (block[cursor.at]! & 0x80) !== 0;
+    const length = readInteger(block, cursor, 7);
+    const start = cursor.at;
+    const end = start + length;
+    if (end > block.length) throw new HpackError('a string longer than its block');
+    cursor.at = end;
+    if (length > STRING_CACHE_BYTES_MAX) {
+      this.lastSlot = -1;
+      return decodeStringBytes(block, start, end, huffman);
+    }
+    // FNV-1a over the bytes: a raw and a Huffman literal of the same bytes share a slot, told apart by cachedCoded.
+    let hash = 0x811c9dc5;
+    for (let i = start; i < end; i++) hash = Math.imul(hash ^ block[i]!, 0x01000193);
+    const slot = (hash >>> 0) % STRING_CACHE_SLOTS;
+    this.lastSlot = slot;
+    const bytes = this.cachedBytes[slot]!;
+    const coded = huffman ? 1 : 0;
+    if (bytes.length === length && this.cachedCoded[slot] === coded) {
+      let same = true;
+      for (let i = 0; i < length && same; i++) same = bytes.charCodeAt(i) === block[start + i];
+      if (same) return this.cachedText[slot]!;
+    }
+    const text = decodeStringBytes(block, start, end, huffman);
+    this.cachedBytes[slot] = huffman ? block.toString('latin1', start, end) : text;
+    this.cachedText[slot] = text;
+    this.cachedCoded[slot] = coded;
+    return text;
   }
 
   private lookup(index: number): HeaderField {
@@ -183,65 +237,47 @@ export class HpackDecoder {
 /** INTEGER_MAX bounds a decoded integer (an index, a length, a size): anything larger is an attack, not HPACK. */
 const INTEGER_MAX = 2 ** 31 - 1;
 
-/**
- * readEnd: the offset after what readInteger or readString read last. A cursor rather than a [value, offset]
- * tuple per call: a leader decodes a dozen of them per request, and the tuples were a good part of the ~1 KB a
- * request its header decoding allocated (a sampled heap profile). Decoding is synchronous and never reenters.
- */
-let readEnd = 0;
-
-/** readInteger reads an N-bit-prefix integer (RFC 7541 5.1) at `at`; readEnd is the offset after it. */
-function readInteger(block: Buffer, at: number, prefixBits: number): number {
-  const mask = (1 << prefixBits) - 1;
-  let value = block[at]! & mask;
-  at += 1;
-  if (value < mask) {
-    readEnd = at;
-    return value;
-  }
-  let shift = 0;
-  for (;;) {
-    if (at >= block.length) throw new HpackError('an integer cut short');
-    const byte = block[at++]!;
-    value += (byte & 0x7f) * 2 ** shift;
-    if (value > INTEGER_MAX) throw new HpackError('an integer beyond 2^31-1');
-    if ((byte & 0x80) === 0) {
-      readEnd = at;
-      return value;
-    }
-    shift += 7;
-  }
+interface Cursor {
+  at: number;
 }
 
 /** decodeInteger reads an N-bit-prefix integer (RFC 7541 5.1) at `at`: [value, the offset after it]. */
 export function decodeInteger(block: Buffer, at: number, prefixBits: number): [number, number] {
-  const value = readInteger(block, at, prefixBits);
-  return [value, readEnd];
+  const cursor = { at };
+  const value = readInteger(block, cursor, prefixBits);
+  return [value, cursor.at];
 }
 
-/**
- * readString reads a string literal (RFC 7541 5.2), Huffman-coded or raw (as latin1: bytes kept as they are);
- * readEnd is the offset after it.
- */
-function readString(block: Buffer, at: number): string {
-  if (at >= block.length) throw new HpackError('a string cut short');
-  const huffman = (block[at]! & 0x80) !== 0;
-  const length = readInteger(block, at, 7);
-  const start = readEnd;
-  const end = start + length;
-  if (end > block.length) throw new HpackError('a string longer than its block');
-  let text: string;
-  if (!huffman) text = block.toString('latin1', start, end);
-  else {
-    try {
-      text = huffmanDecode(block, start, end);
-    } catch (error) {
-      if (error instanceof HuffmanError) throw new HpackError(error.message);
-      throw error;
+/** readInteger reads an N-bit-prefix integer (RFC 7541 5.1) at the cursor and moves the cursor past it. */
+function readInteger(block: Buffer, cursor: Cursor, prefixBits: number): number {
+  const mask = (1 << prefixBits) - 1;
+  let at = cursor.at;
+  let value = block[at]! & mask;
+  at += 1;
+  if (value >= mask) {
+    let shift = 0;
+    for (;;) {
+      if (at >= block.length) throw new HpackError('an integer cut short');
+      const byte = block[at++]!;
+      value += (byte & 0x7f) * 2 ** shift;
+      if (value > INTEGER_MAX) throw new HpackError('an integer beyond 2^31-1');
+      if ((byte & 0x80) === 0) break;
+      shift += 7;
     }
   }
-  readEnd = end;
-  return text;
+  cursor.at = at;
+  return value;
+}
+
+/** decodeStringBytes decodes a string literal's bytes, Huffman-coded or raw (as latin1: bytes kept as they are). */
+function decodeStringBytes(block: Buffer, start: number, end: number, huffman: boolean): string {
+  if (!huffman) return block.toString('latin1', start, end);
+  try {
+    return huffmanDecode(block, start, end);
+  } catch (error) {
+    if (error instanceof HuffmanError) throw new HpackError(error.message);
+    throw error;
+  }
 }
 
 // --- encoder -----------------------------------------------------------------------------------------------

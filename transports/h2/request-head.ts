@@ -18,6 +18,11 @@ export interface RequestHead {
 
 const CONNECTION_SPECIFIC = new Set(['connection', 'proxy-connection', 'keep-alive', 'transfer-encoding', 'upgrade']);
 const UPPERCASE = /[A-Z]/;
+/**
+ * PSEUDO_BITS: a request's pseudo-header fields, one bit each, for telling one seen twice without a Set per
+ * request (any other pseudo-header is malformed at its first sight).
+ */
+const PSEUDO_BITS: Readonly<Record<string, number>> = { ':method': 1, ':scheme': 2, ':path': 4, ':authority': 8 };
 
 export function decodeHeaderFields(
   fields: readonly HeaderField[],
@@ -29,17 +34,21 @@ export function decodeHeaderFields(
   let scheme = '';
   let malformed: string | null = null;
   const regular: HeaderField[] = [];
-  const seen = new Set<string>();
+  let seen = 0;
   for (const field of fields) {
     const [name, value] = field;
     if (name.startsWith(':')) {
       if (regular.length > 0) malformed ??= 'a pseudo-header field after a regular one';
-      if (seen.has(name)) malformed ??= `${name} twice`;
-      seen.add(name);
+      const bit = Object.hasOwn(PSEUDO_BITS, name) ? PSEUDO_BITS[name]! : 0;
+      if (bit === 0) {
+        malformed ??= `pseudo-header ${name} in a request`;
+        continue;
+      }
+      if (seen & bit) malformed ??= `${name} twice`;
+      seen |= bit;
       if (name === ':method') method = value;
       else if (name === ':path') path = value;
       else if (name === ':scheme') scheme = value;
-      else if (name !== ':authority') malformed ??= `pseudo-header ${name} in a request`;
       continue;
     }
     if (UPPERCASE.test(name)) malformed ??= 'an uppercase field name';

@@ -6,6 +6,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
 import { RequestStreamServer, peerName, type Failure } from './request-stream.js';
+import { decodeProposeRequest, encodeProposeResponse } from './propose-wire.js';
 import type { UnaryRespond, UnaryServerCall } from '../grpc/lean-serve.js';
 import { STORE_METHODS, StoreCallError, TRAILER_LEADER, type GetAnswer, type ReadIndexAnswer } from './store-calls.js';
 
@@ -278,7 +279,7 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
     propose: (call: UnaryServerCall, respond: UnaryRespond) => {
       let request: pb.ProposeRequest;
       try {
-        request = pb.ProposeRequest.decode(call.request);
+        request = decodeProposeRequest(call.request);
       } catch (err) {
         respond({ code: grpc.status.INVALID_ARGUMENT, details: `malformed ProposeRequest: ${String(err)}` }, null);
         return;
@@ -289,7 +290,7 @@ function unaryImplementation(options: StoreServiceOptions): grpc.UntypedServiceI
         return;
       }
       options.handler.propose(request.command, deadlineOf(call), request.requestId).then(
-        ({ seq, result }) => respond(null, wrap(pb.ProposeResponse.encode({ seq, result }).finish())),
+        ({ seq, result }) => respond(null, encodeProposeResponse(seq, result)),
         (err: unknown) => fail(respond, err, 'Propose'),
       );
     },

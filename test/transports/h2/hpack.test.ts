@@ -1,5 +1,6 @@
 // HPACK decoding against RFC 7541 Appendix C's examples (dynamic table, Huffman) and its refusals.
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { HUFFMAN_CODES, huffmanDecode } from '../../../transports/h2/hpack-huffman.js';
 import { decodeInteger, encodeHeaderBlock, HpackDecoder, HpackError } from '../../../transports/h2/hpack.js';
 
@@ -100,5 +101,30 @@ describe('h2 HPACK', () => {
       ['grpc-message', 'x'.repeat(300)],
     ] as const;
     assert.deepEqual(new HpackDecoder(4096).decode(encodeHeaderBlock(fields)).fields, fields);
+  });
+
+  it('decodes the same literals alike block after block (its cache of recent strings answers only equal bytes)', () => {
+    // Short strings over a two-letter alphabet: many of the same length and different bytes share a cache slot.
+    const text = fc.stringMatching(/^[ab]{0,6}$/);
+    fc.assert(
+      fc.property(fc.array(fc.array(fc.tuple(text, text), { maxLength: 6 }), { maxLength: 30 }), (blocks) => {
+        const decoder = new HpackDecoder(4096);
+        for (const block of blocks) {
+          const fields = block.map(([name, value]) => [`x-${name}`, value] as const);
+          assert.deepEqual(decoder.decode(encodeHeaderBlock(fields)).fields, fields);
+        }
+      }),
+    );
+  });
+
+  it('tells a Huffman literal from a raw one of the same bytes', () => {
+    // :authority www.example.com, Huffman-coded, without indexing (RFC 7541 C.4.1's bytes), then those bytes raw.
+    const coded = hex('01 8c f1e3c2e5f23a6ba0ab90f4ff');
+    const raw = hex('01 0c f1e3c2e5f23a6ba0ab90f4ff');
+    const decoder = new HpackDecoder(4096);
+    for (let i = 0; i < 2; i++) {
+      assert.deepEqual(decoder.decode(coded).fields, [[':authority', 'www.example.com']]);
+      assert.deepEqual(decoder.decode(raw).fields, [[':authority', raw.subarray(2).toString('latin1')]]);
+    }
   });
 });
