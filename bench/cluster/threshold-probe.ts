@@ -1,5 +1,6 @@
 // Probe (not a test, not run by `npm run bench`): p99 at 64 writers on two clusters that differ only in
-// snapshotEntryCountThreshold (10,000, the old default, against 100,000), rounds interleaved.
+// snapshotEntryCountThreshold (10,000, the old default, against 100,000), rounds interleaved; both by the entry
+// count alone (snapshotLogBytesPercentMin=0), as when it was written.
 //   npx tsx bench/cluster/threshold-probe.ts [rounds]
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -7,8 +8,16 @@ import { join } from 'node:path';
 import { closedLoop, payload } from './load.js';
 import { startSvcCluster } from './svc-cluster.js';
 const dir = await mkdtemp(join(tmpdir(), 'thr-'));
-const a = await startSvcCluster(join(dir, 'a'), [], ['snapshotEntryCountThreshold=10000']);
-const b = await startSvcCluster(join(dir, 'b'), [], ['snapshotEntryCountThreshold=100000']);
+const a = await startSvcCluster(
+  join(dir, 'a'),
+  [],
+  ['snapshotEntryCountThreshold=10000', 'snapshotLogBytesPercentMin=0'],
+);
+const b = await startSvcCluster(
+  join(dir, 'b'),
+  [],
+  ['snapshotEntryCountThreshold=100000', 'snapshotLogBytesPercentMin=0'],
+);
 try {
   for (let round = 1; round <= Number(process.argv[2] ?? 4); round++) {
     for (const [name, svc] of [
