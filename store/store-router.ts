@@ -25,17 +25,14 @@ import type { VersionedValue } from './document-store.js';
 import type { Proposals } from './proposals.js';
 import type { Waiters } from './waiters.js';
 
+/** Committed: a proposal's outcome as this node applied it. */
+type Committed = { seq: number; result: CommandResult };
+
 /** answerMessage: a proposal's outcome in the wire's terms (serveProposal's answer). */
-const answerMessage = ({
-  seq,
-  result,
-}: {
-  seq: number;
-  result: CommandResult;
-}): {
-  seq: number;
-  result: CommandResultMessage;
-} => ({ seq, result: resultToMessage(result) });
+const answerMessage = (committed: Committed): { seq: number; result: CommandResultMessage } => ({
+  seq: committed.seq,
+  result: resultToMessage(committed.result),
+});
 
 export class StoreRouter implements StoreHost {
   constructor(
@@ -48,7 +45,7 @@ export class StoreRouter implements StoreHost {
     private readonly limits: StoreLimits,
   ) {}
 
-  commit(command: EncodedCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
+  commit(command: EncodedCommand, deadlineAt: number): Promise<Committed> {
     return this.routed(
       'commit',
       deadlineAt,
@@ -144,7 +141,7 @@ export class StoreRouter implements StoreHost {
     return this.readIndexHere(deadlineAt, member && asker ? { id: member.id, term: asker.term } : undefined);
   }
 
-  private proposeHere(command: EncodedCommand, deadlineAt: number): Promise<{ seq: number; result: CommandResult }> {
+  private proposeHere(command: EncodedCommand, deadlineAt: number): Promise<Committed> {
     const refusal = this.notLeader();
     if (refusal) return Promise.reject(refusal);
     // Applied already (a retry whose first attempt committed): answer the first outcome.

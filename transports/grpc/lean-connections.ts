@@ -315,7 +315,7 @@ class LeanConnectionCall implements UnaryServerCall {
   }
 
   /** respond is the handler's answer, read as grpc-js's sendUnaryData and serverErrorToStatus read it. */
-  respond(...[error, value, trailer]: Parameters<UnaryRespond>): void {
+  respond(error: RespondError, value?: Buffer | null, trailer?: grpc.Metadata): void {
     let answer: UnaryAnswer;
     if (error) {
       const metadata = trailer ?? error.metadata ?? null;
@@ -339,6 +339,9 @@ class LeanConnectionCall implements UnaryServerCall {
     if (tracing()) stamp('answer.written', 0, this.path);
   }
 }
+
+/** RespondError: sendUnaryData's first argument (named parameters: a rest tuple would be an array per call). */
+type RespondError = Parameters<UnaryRespond>[0];
 
 const EMPTY = Buffer.alloc(0);
 const GRPC_PREFIX_BYTES = 5;

@@ -4,6 +4,7 @@
 // INVALID_ARGUMENT instead of grpc-js's generic INTERNAL.
 import * as pb from '../../proto/gen/svc/replication/v1/replication.js';
 import type { RpcMethod, RpcRequest, RpcResponse, UnaryMethod } from '../../engine/rpc.js';
+import { varintBytes, writeVarint } from './varint.js';
 
 export const RPC_METHODS: readonly RpcMethod[] = [
   'ShipSegment',
@@ -187,25 +188,6 @@ export function encodeSnapshotFileChunk(file: pb.SnapshotFileChunk): Buffer {
     out[at + 1] = 1;
   }
   return out;
-}
-
-function varintBytes(value: number): number {
-  let bytes = 1;
-  // Bounded: a safe integer has at most 8 varint groups of 7 bits.
-  for (let rest = value; rest >= 0x80; rest = Math.floor(rest / 0x80)) bytes++;
-  return bytes;
-}
-
-/** writeVarint writes a non-negative safe integer as a protobuf varint (division, not bit operators, past 32 bits). */
-function writeVarint(out: Buffer, at: number, value: number): number {
-  let rest = value;
-  // Bounded as in varintBytes.
-  while (rest >= 0x80) {
-    out[at++] = (rest % 0x80) | 0x80;
-    rest = Math.floor(rest / 0x80);
-  }
-  out[at++] = rest;
-  return at;
 }
 
 export function decodeSnapshotChunk(bytes: Uint8Array): pb.SnapshotChunk {

@@ -4,6 +4,7 @@
 // TextDecoder string; a BinaryWriter's arrays, fork and join, a copy and a view of it) were ~1.4 KB of garbage
 // per write there (bench/write-alloc.ts). Anything off the usual shape goes to the generated decoder.
 import * as pb from '../../proto/gen/svc/store/v1/store.js';
+import { varintBytes, writeVarint } from '../grpc/varint.js';
 
 /** ProposeRequest's fields' tags (field number << 3 | wire type 2, length-delimited). */
 const COMMAND_TAG = 10;
@@ -113,21 +114,4 @@ export function encodeProposeResponse(seq: number, result: pb.CommandResult): Bu
 /** isVarint: a non-negative safe integer, what this file writes as a plain varint (anything else: the generated writer). */
 function isVarint(value: number): boolean {
   return Number.isSafeInteger(value) && value >= 0;
-}
-
-/** varintBytes: the bytes of a non-negative safe integer as a varint. */
-function varintBytes(value: number): number {
-  let bytes = 1;
-  for (let v = value; v >= 0x80; v = Math.floor(v / 0x80)) bytes++;
-  return bytes;
-}
-
-function writeVarint(out: Buffer, at: number, value: number): number {
-  let v = value;
-  while (v >= 0x80) {
-    out[at++] = (v % 0x80) | 0x80;
-    v = Math.floor(v / 0x80);
-  }
-  out[at++] = v;
-  return at;
 }
