@@ -37,7 +37,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { etcdVersion, startEtcd } from './cluster/etcd.js';
 import { etcdKvClient } from './cluster/etcd-grpc.js';
-import { closedLoop, payload, type LoadResult } from './cluster/load.js';
+import { closedLoop, payload, SVC_VALUE_CHARS, VALUE_BYTES, type LoadResult } from './cluster/load.js';
 import { summarizeProfiles } from './cluster/profile.js';
 import { measureRecordingToll } from './cluster/recording-toll.js';
 import { measureSnapshotTransfer } from './cluster/snapshot.js';
@@ -46,9 +46,6 @@ import { roundNote, scrapeMembers } from './cluster/member-metrics.js';
 import { processCpuMs } from './cluster/proc-cpu.js';
 
 const DEFAULT_WRITER_COUNTS = [1, 16, 64];
-const VALUE_BYTES = 96;
-/** SVC_VALUE_CHARS makes our stored value {"d":"…"} exactly VALUE_BYTES of JSON. */
-const SVC_VALUE_CHARS = VALUE_BYTES - '{"d":""}'.length;
 const FSYNC_RECORD_BYTES = 128;
 const FSYNC_SECONDS = 1.5;
 const PROFILE_TOP_COUNT = 12;

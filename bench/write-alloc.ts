@@ -7,18 +7,17 @@
 // the functions allocating most (self bytes per write). The leader's profile is kept (--keep DIR).
 //
 //   npx tsx bench/write-alloc.ts [--writers 64] [--seconds 4] [--warmup 1.5] [--top 25] [--keep FILE] [--insecure] [--node-option X]
-import { mkdtemp, readdir, readFile, rm, copyFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { startSvcCluster } from './cluster/svc-cluster.js';
-import { payload } from './cluster/load.js';
+import { payload, SVC_VALUE_CHARS } from './cluster/load.js';
 import { numberArg } from './cluster/trace-files.js';
 import { scrapeMembers } from './cluster/member-metrics.js';
 import { waitUntil } from './cluster/ports.js';
 
-const SVC_VALUE_CHARS = 96 - '{"d":""}'.length;
 const PROBE = fileURLToPath(new URL('./cluster/alloc-probe.mjs', import.meta.url));
 const PROFILE_WAIT_MS = 20_000;
 
@@ -28,12 +27,12 @@ interface ProfileNode {
   children: ProfileNode[];
 }
 
-function flatten(node: ProfileNode, into: Map<string, number>, stack: string[] = []): number {
+function flatten(node: ProfileNode, into: Map<string, number>): number {
   const f = node.callFrame;
   const where = `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/wt-[^/]+\//, '').replace(/^file:\/\//, '')}:${f.lineNumber + 1}`;
   into.set(where, (into.get(where) ?? 0) + node.selfSize);
   let total = node.selfSize;
-  for (const c of node.children) total += flatten(c, into, stack);
+  for (const c of node.children) total += flatten(c, into);
   return total;
 }
 
@@ -46,7 +45,7 @@ async function main(): Promise<void> {
   const keep = keepAt > 0 ? process.argv[keepAt + 1] : undefined;
   const dir = await mkdtemp(join(tmpdir(), 'svc-write-alloc-'));
   const probeDir = join(dir, 'probe');
-  await (await import('node:fs/promises')).mkdir(probeDir);
+  await mkdir(probeDir);
   process.env.ALLOC_PROBE_DIR = probeDir;
   const svc = await startSvcCluster(
     join(dir, 'svc'),

@@ -15,7 +15,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSvcCluster } from './cluster/svc-cluster.js';
-import { closedLoop, payload } from './cluster/load.js';
+import { closedLoop, payload, SVC_VALUE_CHARS } from './cluster/load.js';
 import { processCpuMs } from './cluster/proc-cpu.js';
 import { numberArg } from './cluster/trace-files.js';
 import { summarizeProfiles } from './cluster/profile.js';
@@ -24,9 +24,6 @@ import { summarizeProfiles } from './cluster/profile.js';
 const IDLE_MS = 3_000;
 /** PROFILE_TOP_COUNT: how many functions --cpu-prof lists per node. */
 const PROFILE_TOP_COUNT = 45;
-
-/** SVC_VALUE_CHARS: the same 96-byte stored value as bench/cluster.ts. */
-const SVC_VALUE_CHARS = 96 - '{"d":""}'.length;
 
 async function main(): Promise<void> {
   const writers = numberArg('writers', 64);

@@ -19,10 +19,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PerformanceObserver, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { startSvcCluster } from './cluster/svc-cluster.js';
-import { payload } from './cluster/load.js';
+import { payload, SVC_VALUE_CHARS } from './cluster/load.js';
 import { numberArg } from './cluster/trace-files.js';
 import { memberLine, scrapeMembers, type Scrape } from './cluster/member-metrics.js';
-import { preload as preloadKeys, SVC_VALUE_CHARS } from './cluster/preload.js';
+import { preload as preloadKeys } from './cluster/preload.js';
 
 const HISTOGRAM_BUCKET_MS = 10;
 const HISTOGRAM_BUCKETS = 20;

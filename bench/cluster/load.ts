@@ -80,6 +80,11 @@ export async function closedLoop(
   };
 }
 
+/** VALUE_BYTES: the stored value of every write bench (etcd's value, and svc's `{"d":"…"}` as JSON). */
+export const VALUE_BYTES = 96;
+/** SVC_VALUE_CHARS makes svc's stored value {"d":"…"} exactly VALUE_BYTES of JSON. */
+export const SVC_VALUE_CHARS = VALUE_BYTES - '{"d":""}'.length;
+
 /** payload is `bytes` printable characters that differ per seed. */
 export function payload(bytes: number, seed: number): string {
   const base = seed.toString(36);

@@ -1,13 +1,11 @@
 // preload fills a bench cluster's store before its measured part: `keyCount` distinct keys through the batched
 // pool, PRELOAD_WRITERS at a time, each value the 96-byte stored value of bench/cluster.ts.
 import { performance } from 'node:perf_hooks';
-import { payload } from './load.js';
+import { payload, SVC_VALUE_CHARS } from './load.js';
 import type { SvcCluster } from './svc-cluster.js';
 
 /** PRELOAD_WRITERS: concurrent batched writers filling the store. */
 const PRELOAD_WRITERS = 64;
-/** SVC_VALUE_CHARS: the same 96-byte stored value as bench/cluster.ts. */
-export const SVC_VALUE_CHARS = 96 - '{"d":""}'.length;
 
 /** preload writes keys `preload/0` .. `preload/{keyCount - 1}` and resolves the seconds it took. */
 export async function preload(svc: SvcCluster, keyCount: number): Promise<number> {
