@@ -43,6 +43,18 @@ export interface StoreLimits {
    * before. The leader's own calls are not bounded by it (its engine batches them).
    */
   readIndexCallsInFlightMax: number;
+  /**
+   * snapshotLayerCountMax bounds the layers of a staged snapshot (store/snapshot-layers.ts): store.json and the
+   * delta files over it. A staging that would exceed it writes the whole state again, as does one where
+   * snapshotLayerRowsPercentMax would be passed; 1 = every snapshot whole.
+   */
+  snapshotLayerCountMax: number;
+  /**
+   * snapshotLayerRowsPercentMax: a snapshot's layers together hold at most this percent of its documents in rows
+   * (a key rewritten since the layer below is a row in both); past it the next staging writes the whole state
+   * again, which bounds the disk a stack takes and a reader's extra work to this ratio.
+   */
+  snapshotLayerRowsPercentMax: number;
 }
 
 export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
@@ -66,6 +78,11 @@ export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
   // there in alternating runs; the quiet-machine comparison (bench/api-cluster.ts --read-index-calls-in-flight)
   // decides the default.
   readIndexCallsInFlightMax: 1,
+  // A stack of deltas makes a staging cost what was written since the last one; the whole state is written again
+  // when rewritten keys make the stack twice the store's rows, or after 32 layers (a growing store's new keys never
+  // make a row stale, so without the count its stack would grow for ever).
+  snapshotLayerCountMax: 32,
+  snapshotLayerRowsPercentMax: 200,
 });
 
 /**
@@ -80,5 +97,9 @@ export function storeLimits(overrides: Partial<StoreLimits> = {}): StoreLimits {
     if (!Number.isSafeInteger(value) || value < 1)
       throw new RangeError(`store limit ${name} must be a positive integer, got ${String(value)}`);
   }
+  if (limits.snapshotLayerRowsPercentMax < 100)
+    throw new RangeError(
+      `store limit snapshotLayerRowsPercentMax must be at least 100 (every document is a row), got ${limits.snapshotLayerRowsPercentMax}`,
+    );
   return limits;
 }

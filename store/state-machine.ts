@@ -8,19 +8,20 @@ import type { JsonObject, StoreChange, StoreWatcher } from './document-store.js'
 import { EntryKind, type Entry } from '../engine/types.js';
 import { decodeCommand, isCommandResult, isObject, type CommandResult, type StoreCommand } from './command.js';
 import { DEDUP_ENTRY_COUNT_MAX } from './limits.js';
+import { ChunkedJsonWriter } from './chunked-json.js';
 import { cloneJson } from './json-clone.js';
 import { SortedKeys } from './sorted-keys.js';
 import { StoreWatchers } from './store-watchers.js';
 
 export const STORE_SNAPSHOT_FILE = 'store.json';
-const SNAPSHOT_VERSION = 1;
+export const SNAPSHOT_VERSION = 1;
 
-interface Slot {
+export interface Slot {
   value: JsonObject;
   version: number;
 }
 
-interface Remembered {
+export interface Remembered {
   seq: number;
   result: CommandResult;
 }
@@ -59,9 +60,32 @@ export class StoreStateMachine {
   private readonly watchers = new StoreWatchers();
   /** liveCaptures are the captures still being encoded: each keeps the pre-image of a key's first change after it. */
   private readonly liveCaptures = new Set<LiveCapture>();
+  /**
+   * changedSinceMark holds every key put or deleted since the last markLayer (or restore, or reset): the rows a
+   * delta layer at the next snapshot must hold (store/snapshot-layers.ts). Insertion order, not sorted: sorting
+   * 100k keys at capture would hold the loop tens of ms; the reader sorts when it loads.
+   */
+  private changedSinceMark = new Set<string>();
+  /** layerEpochCount counts restores and resets: a delta is only valid over the state it was marked against. */
+  private layerEpochCount = 0;
 
   get appliedSeq(): number {
     return this.applied;
+  }
+
+  /** layerEpoch changes at every restore and reset: a snapshot basis taken in another epoch no longer holds. */
+  get layerEpoch(): number {
+    return this.layerEpochCount;
+  }
+
+  /**
+   * markLayer returns the keys changed since the previous mark (or restore, or reset) and starts counting
+   * afresh: a snapshot captured now holds the state at appliedSeq, and the next delta holds what changes after it.
+   */
+  markLayer(): ReadonlySet<string> {
+    const changed = this.changedSinceMark;
+    this.changedSinceMark = new Set();
+    return changed;
   }
 
   /** size is the number of documents (the heartbeat's entity_count). */
@@ -129,6 +153,8 @@ export class StoreStateMachine {
     this.sortedKeys = new SortedKeys();
     this.dedup = new Map();
     this.applied = 0;
+    this.changedSinceMark = new Set();
+    this.layerEpochCount += 1;
   }
 
   /**
@@ -152,6 +178,35 @@ export class StoreStateMachine {
           if (!slot) throw new StateMachineError(`captured key ${JSON.stringify(key)} has no slot`);
           return [key, slot.version, slot.value];
         }),
+      dedup,
+      release: () => {
+        this.liveCaptures.delete(live);
+      },
+    };
+  }
+
+  /**
+   * captureKeys holds the given keys' slots at this applied seqno, copy-on-write like captureSnapshot (no row is
+   * built now): a delta layer's rows, read later. A key absent at capture reads as deleted.
+   */
+  captureKeys(keys: readonly string[]): KeysCapture {
+    const live: LiveCapture = { slots: this.slots, preImages: new Map() };
+    this.liveCaptures.add(live);
+    const dedup = [...this.dedup].map(([requestId, r]): CapturedDedup => [requestId, r.seq, r.result]);
+    return {
+      appliedSeq: this.applied,
+      keyCount: keys.length,
+      rows: (from, to) => {
+        const entries: CapturedEntry[] = [];
+        const deleted: string[] = [];
+        for (let at = from; at < to; at += 1) {
+          const key = keys[at]!;
+          const slot = live.preImages.has(key) ? live.preImages.get(key) : live.slots.get(key);
+          if (slot) entries.push([key, slot.version, slot.value]);
+          else deleted.push(key);
+        }
+        return { entries, deleted };
+      },
       dedup,
       release: () => {
         this.liveCaptures.delete(live);
@@ -184,6 +239,8 @@ export class StoreStateMachine {
     this.sortedKeys = SortedKeys.fromSorted(state.sortedKeys);
     this.dedup = state.dedup;
     this.applied = state.appliedSeq;
+    this.changedSinceMark = new Set();
+    this.layerEpochCount += 1;
     if (this.watchers.size === 0) return;
     const keys = new Set([...previous.keys(), ...this.slots.keys()]);
     for (const key of [...keys].sort()) {
@@ -206,12 +263,14 @@ export class StoreStateMachine {
       return { outcome: 'conflict', actualVersion };
     this.keepPreImage(command.key, current);
     if (command.op === 'put') {
+      this.changedSinceMark.add(command.key);
       if (!current) this.sortedKeys.insert(command.key);
       this.slots.set(command.key, { value: command.value, version: seq });
       this.notify({ kind: 'put', key: command.key, value: command.value, version: seq });
       return { outcome: 'applied', version: seq, existed: current !== undefined };
     }
     if (!current) return { outcome: 'applied', version: seq, existed: false };
+    this.changedSinceMark.add(command.key);
     this.slots.delete(command.key);
     this.sortedKeys.remove(command.key);
     this.notify({ kind: 'delete', key: command.key, version: seq });
@@ -242,7 +301,18 @@ interface LiveCapture {
 }
 
 export type CapturedEntry = [key: string, version: number, value: JsonObject];
-type CapturedDedup = [requestId: string, seq: number, result: CommandResult];
+export type CapturedDedup = [requestId: string, seq: number, result: CommandResult];
+
+/** KeysCapture is some keys' slots at one applied seqno (captureKeys): present ones as rows, absent ones as deleted. */
+export interface KeysCapture {
+  appliedSeq: number;
+  keyCount: number;
+  /** rows reads the keys [from, to) as they were at appliedSeq. */
+  rows(from: number, to: number): { entries: CapturedEntry[]; deleted: string[] };
+  dedup: CapturedDedup[];
+  /** release ends the copy-on-write capture. */
+  release(): void;
+}
 
 /** SnapshotCapture is the state machine at one applied seqno, ready to encode as store.json. */
 export interface SnapshotCapture {
@@ -266,15 +336,12 @@ function snapshotJson(capture: SnapshotCapture, entryChunks: string[]): string {
   return `{"v":${SNAPSHOT_VERSION},"appliedSeq":${capture.appliedSeq},"entries":[${entries}],"dedup":${JSON.stringify(capture.dedup)}}`;
 }
 
-/** ENCODE_COPY_BYTES_PER_PAUSE: encodeCapture copies about this many bytes of the file between pauses. */
-export const ENCODE_COPY_BYTES_PER_PAUSE = 4 * 1024 * 1024;
-
 /**
  * encodeCapture encodes a capture as the bytes of store.json, `chunkEntryCount` entries (and then request-id rows)
  * at a time, each chunk turned into UTF-8 on its own, awaiting `pause` between chunks so a large state does not
- * hold the event loop for the whole encoding. The bytes are the same as encodeSnapshot's. Why no string of the
- * whole file is built: at 100k keys (a 13 MB store.json) joining the chunks, stringifying the request-id rows and
- * encoding the whole string in one go held the loop 20-45 ms in one piece, against 4-8 ms now
+ * hold the event loop for the whole encoding (ChunkedJsonWriter). The bytes are the same as encodeSnapshot's. Why
+ * no string of the whole file is built: at 100k keys (a 13 MB store.json) joining the chunks, stringifying the
+ * request-id rows and encoding the whole string in one go held the loop 20-45 ms in one piece, against 4-8 ms now
  * (bench/snapshot-encode.ts). The capture, copy-on-write since, takes 0.9-6.3 ms there (it was 23-39 ms on a quiet
  * machine, 29-133 ms on a busy one).
  */
@@ -283,43 +350,18 @@ export async function encodeCapture(
   chunkEntryCount: number,
   pause: () => Promise<void>,
 ): Promise<Uint8Array> {
-  const encoder = new TextEncoder();
-  const parts: Uint8Array[] = [
-    encoder.encode(`{"v":${SNAPSHOT_VERSION},"appliedSeq":${capture.appliedSeq},"entries":[`),
-  ];
-  let paused = false;
-  const encodeRows = async (count: number, rows: (from: number, to: number) => readonly unknown[]): Promise<void> => {
-    for (let from = 0; from < count; from += chunkEntryCount) {
-      if (paused) await pause();
-      paused = true;
-      const json = JSON.stringify(rows(from, Math.min(count, from + chunkEntryCount))).slice(1, -1);
-      parts.push(encoder.encode(from > 0 ? `,${json}` : json));
-    }
-  };
+  const writer = new ChunkedJsonWriter(pause);
+  writer.text(`{"v":${SNAPSHOT_VERSION},"appliedSeq":${capture.appliedSeq},"entries":[`);
   try {
-    await encodeRows(capture.entryCount, capture.entryRows);
+    await writer.elements(capture.entryCount, chunkEntryCount, capture.entryRows);
   } finally {
     // Every row is read: the pre-images are no longer needed.
     capture.release?.();
   }
-  parts.push(encoder.encode('],"dedup":['));
-  await encodeRows(capture.dedup.length, (from, to) => capture.dedup.slice(from, to));
-  parts.push(encoder.encode(']}'));
-  // One array for the file, filled ENCODE_COPY_BYTES_PER_PAUSE at a time between pauses too: the whole file
-  // copied in one go would be one more long piece.
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let at = 0;
-  let copiedSincePause = 0;
-  for (const part of parts) {
-    if (copiedSincePause >= ENCODE_COPY_BYTES_PER_PAUSE) {
-      await pause();
-      copiedSincePause = 0;
-    }
-    out.set(part, at);
-    at += part.length;
-    copiedSincePause += part.length;
-  }
-  return out;
+  writer.text('],"dedup":[');
+  await writer.elements(capture.dedup.length, chunkEntryCount, (from, to) => capture.dedup.slice(from, to));
+  writer.text(']}');
+  return writer.bytes();
 }
 
 /** decodeStoreSnapshot reads store.json; a file that does not hold a whole, ordered state is refused. */
@@ -345,26 +387,37 @@ export function decodeStoreSnapshot(
   const slots = new Map<string, Slot>();
   const sortedKeys: string[] = [];
   for (const row of raw.entries as unknown[]) {
-    if (!Array.isArray(row) || typeof row[0] !== 'string' || !Number.isSafeInteger(row[1]) || !isObject(row[2])) {
+    if (!isEntryRow(row))
       return { ok: false, reason: `${STORE_SNAPSHOT_FILE} has an entry that is not [key, version, object]` };
-    }
     const key = row[0];
     if (sortedKeys.length > 0 && !(sortedKeys[sortedKeys.length - 1]! < key))
       return { ok: false, reason: `${STORE_SNAPSHOT_FILE} keys are not in ascending order at ${JSON.stringify(key)}` };
     sortedKeys.push(key);
-    slots.set(key, { version: row[1] as number, value: row[2] as JsonObject });
+    slots.set(key, { version: row[1], value: row[2] });
   }
+  const dedup = decodeDedupRows(raw.dedup as unknown[], STORE_SNAPSHOT_FILE);
+  if (typeof dedup === 'string') return { ok: false, reason: dedup };
+  return { ok: true, state: { appliedSeq: raw.appliedSeq as number, slots, sortedKeys, dedup } };
+}
+
+/** isEntryRow says whether a decoded row is [key, version, object]. */
+export function isEntryRow(row: unknown): row is [string, number, JsonObject] {
+  return Array.isArray(row) && typeof row[0] === 'string' && Number.isSafeInteger(row[1]) && isObject(row[2]);
+}
+
+/** decodeDedupRows reads a snapshot file's request-id rows, or says (naming `file`) which is not [id, seq, result]. */
+export function decodeDedupRows(rows: readonly unknown[], file: string): Map<string, Remembered> | string {
   const dedup = new Map<string, Remembered>();
-  for (const row of raw.dedup as unknown[]) {
+  for (const row of rows) {
     if (
       !Array.isArray(row) ||
       typeof row[0] !== 'string' ||
       !Number.isSafeInteger(row[1]) ||
       !isCommandResult(row[2])
     ) {
-      return { ok: false, reason: `${STORE_SNAPSHOT_FILE} has a request-id row that is not [id, seq, result]` };
+      return `${file} has a request-id row that is not [id, seq, result]`;
     }
     dedup.set(row[0], { seq: row[1] as number, result: row[2] });
   }
-  return { ok: true, state: { appliedSeq: raw.appliedSeq as number, slots, sortedKeys, dedup } };
+  return dedup;
 }

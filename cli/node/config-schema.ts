@@ -450,6 +450,7 @@ export const NODE_SETTINGS: readonly NodeSetting[] = [
   ...limitSection('storeLimits', DEFAULT_STORE_LIMITS, { file: 'store/limits.ts', iface: 'StoreLimits' }, 1, {
     writeTimeoutMs: { kind: wholeNumber(1, TIMEOUT_MS_MAX), flags: [{ flag: 'write-timeout-ms', metavar: 'N' }] },
     readTimeoutMs: { kind: wholeNumber(1, TIMEOUT_MS_MAX), flags: [{ flag: 'read-timeout-ms', metavar: 'N' }] },
+    snapshotLayerRowsPercentMax: { kind: wholeNumber(100, LIMIT_INTEGER_MAX) },
   }),
   ...limitSection('nodeLimits', DEFAULT_NODE_LIMITS, { file: 'transports/node/limits.ts', iface: 'NodeLimits' }, 1),
   ...API_SETTINGS.slice(0, 1),

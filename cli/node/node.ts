@@ -145,7 +145,7 @@ export class Node {
   /** stateMachine is the local replica of the store (reads through `store` add the read-index barrier). */
   readonly stateMachine = new StoreStateMachine();
   /** snapshots is the state machine as snapshot staging, install and recovery see it. */
-  private readonly snapshots = new StoreSnapshots(this.stateMachine);
+  private readonly snapshots: StoreSnapshots;
   /** failed resolves with the error that stopped the node (a WAL or hard-state write failed). */
   readonly failed: Promise<Error>;
 
@@ -234,6 +234,7 @@ export class Node {
     this.buildVersion = this.config.buildVersion ?? BUILD_VERSION;
     try {
       this.storeLimits = storeLimits({ catchUpWaitMs: this.defaultCatchUpWaitMs(), ...this.config.storeLimits });
+      this.snapshots = new StoreSnapshots(this.stateMachine, this.storeLimits);
       this.grpcLimits = resolveGrpcLimits(this.config.grpcLimits);
     } catch (err) {
       throw new ConfigError((err as Error).message);

@@ -21,15 +21,21 @@ import { META_FILE } from '../storage/snapshot-paths.js';
 import { adoptSnapshot, SNAPSHOT_NOT_NEEDED } from '../../engine/snapshot-install.js';
 import type { SnapshotFileChunk } from '../../proto/gen/svc/replication/v1/replication.js';
 import type { PeerPool } from '../grpc/client.js';
-import type { Artifact, SnapshotStore } from '../storage/snapshots.js';
+import type { Artifact, SnapshotFileSource, SnapshotStore } from '../storage/snapshots.js';
 import type { Driver, FetchSnapshotEffect } from './driver.js';
 
 /** SnapshotState is the replicated state machine as snapshots see it. */
 export interface SnapshotState {
   /** appliedSeq is the seqno of the last entry applied. */
   readonly appliedSeq: number;
-  /** capture holds the state now, by reference; encode lays it out as the artifact's files later, awaiting pause between chunks. */
-  capture(): { encode(pause: () => Promise<void>): Promise<Array<{ path: string; bytes: Uint8Array }>> };
+  /**
+   * capture holds the state now, by reference; encode lays it out as the artifact's files later (new bytes, or
+   * files reused from an artifact already staged), awaiting pause between chunks; staged hears the artifact they became.
+   */
+  capture(): {
+    encode(pause: () => Promise<void>): Promise<SnapshotFileSource[]>;
+    staged?(artifact: Artifact): void;
+  };
   /** load reads the state an installed artifact holds (or throws saying why it cannot); the function it resolves with swaps it in. */
   load(artifact: Artifact): Promise<() => void>;
   /** cut lays out a staged artifact's state cut to a filter's communities (a filtered snapshot), absent = cannot. */
@@ -163,19 +169,20 @@ export class SnapshotTransfer {
     term: number,
     leaderRegion: number,
   ): Promise<void> {
-    let files: Array<{ path: string; bytes: Uint8Array }>;
+    let files: SnapshotFileSource[];
     try {
       files = await capture.encode(this.snapshots.stagingPause());
     } catch (err) {
       this.events.stageFailed(meta, err instanceof Error ? err : new Error(String(err)), false);
       return;
     }
-    await this.writeStaged(meta, files, term, leaderRegion, 1);
+    await this.writeStaged(meta, capture, files, term, leaderRegion, 1);
   }
 
   private async writeStaged(
     meta: SnapshotMeta,
-    files: Array<{ path: string; bytes: Uint8Array }>,
+    capture: ReturnType<SnapshotState['capture']>,
+    files: SnapshotFileSource[],
     term: number,
     leaderRegion: number,
     attempt: number,
@@ -184,6 +191,7 @@ export class SnapshotTransfer {
     if (this.stopped) return;
     try {
       const artifact = await this.snapshots.stage(meta, files, { term, leaderRegion });
+      capture.staged?.(artifact);
       this.events.staged(meta, performance.now() - startedAt);
       this.driver.submit({ type: 'snapshotStaged', meta: artifact.meta, header: artifact.header });
     } catch (err) {
@@ -192,7 +200,7 @@ export class SnapshotTransfer {
       if (willRetry) {
         const timer = setTimeout(() => {
           this.retryTimers.delete(timer);
-          if (!this.stopped) this.track(this.writeStaged(meta, files, term, leaderRegion, attempt + 1));
+          if (!this.stopped) this.track(this.writeStaged(meta, capture, files, term, leaderRegion, attempt + 1));
         }, STAGE_RETRY_DELAY_MS);
         this.retryTimers.add(timer);
       }

@@ -6,7 +6,7 @@
 // any local artifact newer than it: the node has adopted the peer's history, and a restart must
 // not come back on the abandoned one.
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, rename, stat } from 'node:fs/promises';
+import { link, mkdir, open, rename, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { SnapshotHeader } from '../../engine/rpc.js';
 import type { SnapshotMeta } from '../../engine/types.js';
@@ -44,8 +44,13 @@ export interface Artifact {
   header: SnapshotHeader;
 }
 
-/** SnapshotFileSource is one state-machine file to stage: its bytes, or a file to copy them from. */
-export type SnapshotFileSource = { path: string; bytes: Uint8Array } | { path: string; sourcePath: string };
+/**
+ * SnapshotFileSource is one state-machine file to stage: its bytes, a file to copy them from, or the same path of
+ * an artifact already in this store (`reuseFrom`, its name), hard-linked with its manifest entry (size, BLAKE3)
+ * kept: a layered state machine stages only its new layer and reuses the ones below.
+ */
+export type SnapshotFileSource =
+  { path: string; bytes: Uint8Array } | { path: string; sourcePath: string } | { path: string; reuseFrom: string };
 
 export interface StageOptions {
   /** term and leaderRegion fill the returned header (the stager's current term and member id). */
@@ -126,7 +131,9 @@ export class SnapshotStore {
           manifestFiles.push(
             'bytes' in file
               ? await this.writeStagedFile(temp, file.path, file.bytes, createdDirs, pause)
-              : await this.copyStagedFile(temp, file.path, file.sourcePath, createdDirs),
+              : 'reuseFrom' in file
+                ? await this.reuseStagedFile(temp, file.path, file.reuseFrom, createdDirs)
+                : await this.copyStagedFile(temp, file.path, file.sourcePath, createdDirs),
           );
         }
         const manifest = newManifest(meta, options.term, options.leaderRegion, manifestFiles);
@@ -296,6 +303,37 @@ export class SnapshotStore {
     return { path, size: bytes.length, blake3: toHex(hasher.digest()) };
   }
 
+  /**
+   * reuseStagedFile hard-links `path` of the artifact named `from` into the new one and returns that artifact's
+   * manifest entry for it: no byte is read, written or hashed (the file was hashed when it was staged or
+   * installed, and a link shares its inode, so it cannot change under one name alone). Where the file system
+   * refuses a hard link the file is copied, and the copy's digest must match the entry.
+   */
+  private async reuseStagedFile(
+    temp: string,
+    path: string,
+    from: string,
+    createdDirs: Set<string>,
+  ): Promise<ManifestFile> {
+    const source = this.artifacts.find((a) => a.name === from);
+    if (!source) throw new SnapshotError(`cannot stage ${path}: the artifact it reuses, ${from}, is gone`);
+    const entry = source.manifest.files.find((f) => f.path === path);
+    if (!entry) throw new SnapshotError(`cannot stage ${path}: artifact ${from} holds no such file`);
+    const target = join(temp, path);
+    await makeDirsUnder(temp, dirname(target), createdDirs);
+    try {
+      await link(join(source.dir, path), target);
+      return { ...entry };
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EMLINK') throw err;
+    }
+    const copied = await this.copyStagedFile(temp, path, join(source.dir, path), createdDirs);
+    if (copied.size !== entry.size || copied.blake3 !== entry.blake3)
+      throw new SnapshotError(`cannot stage ${path}: its copy from ${from} does not match that artifact's manifest`);
+    return copied;
+  }
+
   /** copyStagedFile streams a source file into the artifact, hashing the same buffers it writes. */
   private async copyStagedFile(
     temp: string,
@@ -350,10 +388,13 @@ function checkStageInput(meta: SnapshotMeta, files: readonly SnapshotFileSource[
   const pathIssue = pathListProblem([META_FILE, ...paths], limits.snapshotPathBytesMax);
   if (pathIssue !== null) throw new SnapshotError(`cannot stage: ${pathIssue}`);
   for (const file of files) {
-    const hasBytes = 'bytes' in file && file.bytes instanceof Uint8Array;
-    const hasSource = 'sourcePath' in file && typeof file.sourcePath === 'string';
-    if (hasBytes === hasSource)
-      throw new SnapshotError(`cannot stage ${file.path}: give exactly one of bytes or sourcePath`);
+    const given = [
+      'bytes' in file && file.bytes instanceof Uint8Array,
+      'sourcePath' in file && typeof file.sourcePath === 'string',
+      'reuseFrom' in file && typeof file.reuseFrom === 'string',
+    ].filter(Boolean).length;
+    if (given !== 1)
+      throw new SnapshotError(`cannot stage ${file.path}: give exactly one of bytes, sourcePath or reuseFrom`);
   }
 }
 
