@@ -5,7 +5,7 @@
 import { inCommunities, inCommunitiesOf } from '../engine/communities.js';
 import type { MemberFilter } from '../engine/types.js';
 import type { JsonObject } from './document-store.js';
-import { captureOfRows, type SnapshotCapture, type StoreState } from './state-machine.js';
+import { captureOfRows, type CapturedDedup, type SnapshotCapture, type StoreState } from './state-machine.js';
 
 /** storeCommunityOfRecord: the community of a record the state holds, as of the put that wrote it. */
 export function storeCommunityOfRecord(key: string, value: JsonObject): { key: string; tenant: string } {
@@ -20,13 +20,23 @@ export function cutStoreState(state: StoreState, filter: MemberFilter): Snapshot
   const kept = inCommunitiesOf(state.sortedKeys, filter, (key) =>
     storeCommunityOfRecord(key, state.slots.get(key)!.value),
   );
+  return captureOfKeys(state, kept, []);
+}
+
+/** wholeStoreState: all of `state`, request ids too, as a capture to encode (a layered artifact served as one file). */
+export function wholeStoreState(state: StoreState): SnapshotCapture {
+  const dedup = [...state.dedup].map(([id, r]): CapturedDedup => [id, r.seq, r.result]);
+  return captureOfKeys(state, state.sortedKeys, dedup);
+}
+
+function captureOfKeys(state: StoreState, keys: readonly string[], dedup: CapturedDedup[]): SnapshotCapture {
   return captureOfRows(
     state.appliedSeq,
-    kept.map((key) => {
+    keys.map((key) => {
       const slot = state.slots.get(key)!;
       return [key, slot.version, slot.value];
     }),
-    [],
+    dedup,
   );
 }
 

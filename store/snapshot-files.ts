@@ -13,7 +13,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { MemberFilter, SnapshotFilter } from '../engine/types.js';
 import { DEFAULT_STORE_LIMITS, type StoreLimits } from './limits.js';
-import { cutStoreState, strayRecord } from './snapshot-cut.js';
+import { cutStoreState, strayRecord, wholeStoreState } from './snapshot-cut.js';
 import {
   decodeStoreDelta,
   deltaFileName,
@@ -157,16 +157,23 @@ export class StoreSnapshots {
     };
   }
 
-  /** cut reads a staged artifact's state and lays it out cut to `filter`'s communities (snapshot-cut.ts), whole. */
-  async cut(artifact: SnapshotArtifactAt, filter: MemberFilter): Promise<Array<{ path: string; bytes: Uint8Array }>> {
+  /**
+   * cut reads a staged artifact's state and lays it out as one whole store.json: cut to `filter`'s communities
+   * (snapshot-cut.ts), or with filter null all of it (a layered artifact for a binary that reads only store.json).
+   */
+  async cut(
+    artifact: SnapshotArtifactAt,
+    filter: MemberFilter | null,
+  ): Promise<Array<{ path: string; bytes: Uint8Array }>> {
     const state = await loadStoreState(artifact);
     const pause = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-    return [
-      {
-        path: STORE_SNAPSHOT_FILE,
-        bytes: await encodeCapture(cutStoreState(state, filter), ENCODE_CHUNK_ENTRY_COUNT, pause),
-      },
-    ];
+    const capture = filter === null ? wholeStoreState(state) : cutStoreState(state, filter);
+    return [{ path: STORE_SNAPSHOT_FILE, bytes: await encodeCapture(capture, ENCODE_CHUNK_ENTRY_COUNT, pause) }];
+  }
+
+  /** layered says whether an artifact holds delta layers over its store.json (a binary from before layers cannot read it). */
+  layered(artifact: SnapshotArtifactAt): boolean {
+    return artifact.manifest.files.some((file) => deltaSeqOf(file.path) !== null);
   }
 
   /** deltaFits says whether a delta of `changedCount` keys over `basis` stays within the layer limits. */

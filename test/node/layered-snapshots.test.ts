@@ -6,7 +6,14 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Node } from '../../cli/node/node.js';
 import type { NodeConfig } from '../../cli/node/config.js';
-import { metricValue, httpGet, nodeConfig, planNodes, waitFor } from './harness.js';
+import { readFileSync } from 'node:fs';
+import { StoreSnapshots } from '../../store/snapshot-files.js';
+import { StoreStateMachine } from '../../store/state-machine.js';
+import { PeerPool } from '../../transports/grpc/client.js';
+import { clusterChannelOptions } from '../../transports/grpc/peer-identity.js';
+import { clientCredentials } from '../../transports/grpc/tls.js';
+import { SnapshotStore } from '../../transports/storage/snapshots.js';
+import { httpGet, metricValue, nodeConfig, planNodes, removeDir, tempDir, waitFor } from './harness.js';
 import { InProcessCluster } from './in-process-cluster.js';
 
 /** Snapshots every 40 entries, compaction keeps nothing (a joiner must install), autopilot off (a joiner stays a learner). */
@@ -121,5 +128,58 @@ describe('node: layered snapshots', function () {
       20_000,
     );
     assert.equal(documents(joiner), documents(leader));
+  });
+
+  it('serves a caller from before layers (no x-svc-snapshot-layers) the same state as one whole store.json', async function () {
+    const leader = await cluster.waitLeader();
+    await waitFor(async () => (await newestLayers(leader)).files.length > 1, 'the leader to hold a layered artifact');
+    const material = {
+      ca: readFileSync(join(cluster.pki.dir, 'ca.crt')),
+      cert: readFileSync(join(cluster.pki.dir, 'n2.crt')),
+      key: readFileSync(join(cluster.pki.dir, 'n2.key')),
+    };
+    const pool = new PeerPool({
+      credentials: clientCredentials(material),
+      channelOptions: { 'grpc.ssl_target_name_override': 'localhost', ...clusterChannelOptions(cluster.pki.clusterId) },
+      deliver: () => undefined,
+    });
+    const dir = await tempDir('layers-fetch');
+    try {
+      let round = 0;
+      const fetched = async (
+        readsSnapshotLayers: boolean,
+      ): Promise<{ seq: number; paths: string[]; state: string }> => {
+        round += 1;
+        const request = { shardId: 0, fromSeqno: 1, term: leader.status().term };
+        const parts = await pool.openSnapshot(leader.grpcAddress, request, { readsSnapshotLayers });
+        const store = await SnapshotStore.open(join(dir, `${round}`));
+        const artifact = await store.install(parts.header, parts.files);
+        const machine = new StoreStateMachine();
+        (await new StoreSnapshots(machine).load(artifact))();
+        return {
+          seq: parts.header.snapshotSeq,
+          paths: parts.header.files.map((f) => f.path),
+          state: Buffer.from(machine.encodeSnapshot()).toString(),
+        };
+      };
+      // Both of the same artifact: a staging that lands between the two fetches makes them differ, so fetch again.
+      let layered = await fetched(true);
+      let whole = await fetched(false);
+      await waitFor(async () => {
+        if (layered.seq === whole.seq) return true;
+        layered = await fetched(true);
+        whole = await fetched(false);
+        return false;
+      }, 'two fetches of the same artifact');
+      assert.ok(
+        layered.paths.some((p) => p.startsWith('store-delta-')),
+        `layered: ${layered.paths.join(', ')}`,
+      );
+      assert.deepEqual(whole.paths, ['meta.json', 'store.json']);
+      assert.ok(whole.state === layered.state, 'the same state at the same seq');
+    } finally {
+      pool.close();
+      await removeDir(dir);
+    }
   });
 });

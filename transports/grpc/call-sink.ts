@@ -46,6 +46,11 @@ export interface CallSink {
    * roster before the handler saw the call; '' when there is none (a plaintext server).
    */
   readonly callerName: string;
+  /**
+   * readsSnapshotLayers: a FetchSnapshot caller said it reads a layered snapshot (SNAPSHOT_LAYERS_METADATA);
+   * false (a binary from before layers, or any other call) is served one whole state file.
+   */
+  readonly readsSnapshotLayers: boolean;
   /** closed is true once nothing more can be sent on this call. */
   readonly closed: boolean;
   reply(response: RpcResponse): void;

@@ -271,6 +271,8 @@ type Outcome = { response: RpcResponse } | { status: RpcStatus };
 /** CarriedCall is one carried request's CallSink: one reply or replyError, written back on the stream. */
 class CarriedCall<M extends CarriedMethod> implements CallSink {
   private done = false;
+  /** readsSnapshotLayers: never a FetchSnapshot call (carried calls are unary requests). */
+  readonly readsSnapshotLayers = false;
   /** onClosed hears when the stream ended before an answer (the handler's onCallClosed). */
   onClosed: (end: CallEnd) => void = () => undefined;
 

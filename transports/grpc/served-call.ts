@@ -29,6 +29,8 @@ const OK_END: CallEnd = { code: 0, details: 'OK' };
 abstract class ServedCall implements CallSink {
   /** callerName: the verified certificate's name (set by the server after the gate passed the call), '' = none. */
   callerName = '';
+  /** readsSnapshotLayers: a FetchSnapshot caller sent SNAPSHOT_LAYERS_METADATA (set by the server), else false. */
+  readsSnapshotLayers = false;
   private isClosed = false;
   private idleTimer: NodeJS.Timeout | null = null;
 

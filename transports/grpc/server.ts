@@ -15,6 +15,7 @@ import { StreamCall, UnaryCall, type CallEnv } from './served-call.js';
 import { encodeResponse } from './methods.js';
 import type { PeerGate, Refusal, RefusalReason } from './peer-gate.js';
 import { callerOf, type Caller, type CertRole } from './peer-identity.js';
+import { SNAPSHOT_LAYERS_METADATA } from './snapshot-stream.js';
 import { toServiceError } from './status.js';
 import { decodeCheckedRequest } from './validate.js';
 import {
@@ -265,6 +266,7 @@ export class PeerServer {
     }
     const served = new StreamCall(this.nextCallId++, method, call.getPeer(), this.env, call);
     if (caller.tls && caller.identity !== null) served.callerName = caller.identity.name;
+    served.readsSnapshotLayers = call.metadata.get(SNAPSHOT_LAYERS_METADATA)[0] === '1';
     call.on('cancelled', () => served.peerGone());
     this.handOver(served, checked.request);
   }

@@ -14,9 +14,19 @@ import { decodeSnapshotChunk, identity, methodPath } from './methods.js';
 import { RpcStatusError, fromStatusObject, rpcStatus } from './status.js';
 import { isCarriableValue } from '../../engine/values.js';
 
+/**
+ * SNAPSHOT_LAYERS_METADATA: a FetchSnapshot caller that reads a snapshot whose state files are a stack of layers
+ * (store/snapshot-layers.ts) says so with this request metadata, `1`. A binary from before layers sends none and
+ * is served the artifact's state as one whole file (transports/node/served-calls.ts). It is a claim about the
+ * caller's own reading, nothing more: a false one only gets the claimant files it cannot install.
+ */
+export const SNAPSHOT_LAYERS_METADATA = 'x-svc-snapshot-layers';
+
 export interface FetchOptions {
   /** signal cancels the call; the pending or next read then throws CANCELLED. */
   signal?: AbortSignal;
+  /** readsSnapshotLayers (default true) sends SNAPSHOT_LAYERS_METADATA; false plays a binary from before layers. */
+  readsSnapshotLayers?: boolean;
 }
 
 /** SnapshotParts is a FetchSnapshot answer split the way an installer takes it. */
@@ -35,12 +45,14 @@ export async function* snapshotChunks(
   if (typeof client === 'string') throw new RpcStatusError(rpcStatus(StatusCode.UNAVAILABLE, client));
   options.signal?.throwIfAborted();
   const bytes = Buffer.from(SnapshotRequestCodec.encode(request).finish());
+  const metadata = new grpc.Metadata();
+  if (options.readsSnapshotLayers !== false) metadata.set(SNAPSHOT_LAYERS_METADATA, '1');
   const call = client.makeServerStreamRequest<Buffer, Buffer>(
     methodPath('FetchSnapshot'),
     identity,
     identity,
     bytes,
-    new grpc.Metadata(),
+    metadata,
     {},
   );
   const cancel = (): void => call.cancel();

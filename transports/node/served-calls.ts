@@ -18,8 +18,11 @@ export interface ServedCallsOptions {
   deliver: (callId: number, request: RpcRequest, callerName: string) => string | null;
   /** snapshotFiles opens the staged artifact a header names, or says why it cannot. */
   snapshotFiles: (snapshotSeq: number) => AsyncIterable<SnapshotFileChunk> | string;
-  /** cutSnapshot: the staged artifact a header names cut to a filtered member's communities, or why it cannot be. */
-  cutSnapshot: (header: SnapshotHeader, cut: SnapshotFilter) => Promise<CutSnapshot | string>;
+  /**
+   * cutSnapshot: the staged artifact a header names cut to a filtered member's communities, or (cut null) its
+   * state as one whole file for a caller that does not read layers; or why it cannot be.
+   */
+  cutSnapshot: (header: SnapshotHeader, cut: SnapshotFilter | null) => Promise<CutSnapshot | string>;
 }
 
 export class ServedCalls implements PeerHandler {
@@ -66,10 +69,11 @@ export class ServedCalls implements PeerHandler {
           sink.serveSnapshot(effect.header, emptyFiles());
           return;
         }
-        if (effect.filter) {
+        if (effect.filter || !sink.readsSnapshotLayers) {
           // A filtered member is served only a snapshot cut to its communities (its own header and manifest),
-          // never the full artifact (docs/protocol.md, "Filtered snapshots").
-          void this.options.cutSnapshot(effect.header, effect.filter).then(
+          // never the full artifact (docs/protocol.md, "Filtered snapshots"); a caller from before layered
+          // snapshots, the artifact's state as one whole store.json (the artifact itself when it is one already).
+          void this.options.cutSnapshot(effect.header, effect.filter ?? null).then(
             (cut) => {
               if (sink.closed) return;
               if (typeof cut === 'string')

@@ -38,8 +38,13 @@ export interface SnapshotState {
   };
   /** load reads the state an installed artifact holds (or throws saying why it cannot); the function it resolves with swaps it in. */
   load(artifact: Artifact): Promise<() => void>;
-  /** cut lays out a staged artifact's state cut to a filter's communities (a filtered snapshot), absent = cannot. */
-  cut?(artifact: Artifact, filter: MemberFilter): Promise<Array<{ path: string; bytes: Uint8Array }>>;
+  /**
+   * cut lays out a staged artifact's state cut to a filter's communities (a filtered snapshot), or with filter
+   * null the whole state as the one file a binary from before layers reads; absent = cannot.
+   */
+  cut?(artifact: Artifact, filter: MemberFilter | null): Promise<Array<{ path: string; bytes: Uint8Array }>>;
+  /** layered says whether an artifact's state is a stack of layers (absent: never), which older binaries cannot read. */
+  layered?(artifact: Artifact): boolean;
 }
 
 /** CutSnapshot is a filtered snapshot to serve: its header (its own manifest) and its files' chunks. */
@@ -115,26 +120,33 @@ export class SnapshotTransfer {
   /**
    * cutFiles serves the staged artifact at snapshotSeq cut to `cut`'s communities (serveSnapshot's filter): its
    * meta.json names the filter, every file is hashed once here (BLAKE3, the manifest the header carries), and
-   * the full artifact's bytes are never served. A string says why it cannot.
+   * the full artifact's bytes are never served. With cut null (a caller that does not read layers) a layered
+   * artifact's state is served as one whole file the same way, and any other artifact as it is on disk. A string
+   * says why it cannot.
    */
   async cutFiles(
     snapshotSeq: number,
-    cut: SnapshotFilter,
+    cut: SnapshotFilter | null,
     term: number,
     leaderRegion: number,
   ): Promise<CutSnapshot | string> {
     const artifact = this.snapshots.list().find((a) => a.meta.seq === snapshotSeq);
     if (!artifact) return `snapshot artifact at seq ${snapshotSeq} is no longer on disk; retry`;
-    if (!this.stateMachine.cut) return 'member-filtered: this node cannot cut a filtered snapshot';
+    if (cut === null && !this.stateMachine.layered?.(artifact))
+      return { header: { ...artifact.header, term, leaderRegion }, files: this.snapshots.read(artifact) };
+    if (!this.stateMachine.cut)
+      return cut === null
+        ? 'this node cannot serve a layered snapshot as one file'
+        : 'member-filtered: this node cannot cut a filtered snapshot';
     const key = `${artifact.name}/${JSON.stringify(cut)}`;
     if (this.lastCut?.key !== key) {
       let files: Array<{ path: string; bytes: Uint8Array }>;
       try {
-        files = await this.stateMachine.cut(artifact, cut.filter);
+        files = await this.stateMachine.cut(artifact, cut === null ? null : cut.filter);
       } catch (err) {
         return `cannot cut snapshot ${artifact.name}: ${err instanceof Error ? err.message : String(err)}`;
       }
-      const meta: SnapshotMeta = { ...artifact.meta, filter: cut };
+      const meta: SnapshotMeta = cut === null ? artifact.meta : { ...artifact.meta, filter: cut };
       const all = [{ path: META_FILE, bytes: encodeJson(meta) }, ...files];
       const manifest = [];
       for (const file of all)
