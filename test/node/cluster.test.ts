@@ -22,7 +22,7 @@ import { BUILD_VERSION } from '../../transports/node/build-info.js';
 import { Node } from '../../cli/node/node.js';
 import { StoreCallError, StoreClientPool } from '../../transports/store-rpc/store-service.js';
 import { readFileSync } from 'node:fs';
-import { getStatus, httpGet, httpStatus, makePki, metricValue, nodeConfig, planNodes, waitFor } from './harness.js';
+import { getStatus, httpGet, httpStatus, makePki, metricValue, waitFor } from './harness.js';
 import { InProcessCluster } from './in-process-cluster.js';
 import { Probe, probeCredentials } from './grpc-probe.js';
 
@@ -444,18 +444,7 @@ describe('node: a three-node cluster over mutual TLS', function () {
       metricValue((await httpGet(`${leader.metricsAddress}/metrics`)).text, 'svc_applied_events_total') ?? -1;
     const commandsBefore = await commandsApplied();
     const seed = cluster.followers()[0]!;
-    const [plan] = await planNodes(['n4']);
-    const joiner = new Node(
-      nodeConfig(
-        plan!,
-        join(cluster.dir, 'n4'),
-        cluster.pki.tls('n4'),
-        { seeds: [seed.grpcAddress] },
-        { engineLimits: ENGINE_LIMITS },
-      ),
-    );
-    cluster.nodes.set('n4', joiner);
-    await joiner.start();
+    const joiner = await cluster.join('n4', [seed.grpcAddress], { engineLimits: ENGINE_LIMITS });
     const first = await httpGet(`${joiner.httpAddress}/health`);
     assert.equal(first.status, 503, `a joiner starts not ready: ${first.text}`);
     await waitFor(

@@ -26,6 +26,15 @@ export class InProcessCluster {
     await Promise.all([...this.nodes.values()].map((n) => n.start()));
   }
 
+  /** join starts a new node `name` (its certificate made by start) that dials in through `seeds`. */
+  async join(name: string, seeds: string[], extra: Partial<NodeConfig> = {}): Promise<Node> {
+    const [plan] = await planNodes([name]);
+    const joiner = new Node(nodeConfig(plan!, join(this.dir, name), this.pki.tls(name), { seeds }, extra));
+    this.nodes.set(name, joiner);
+    await joiner.start();
+    return joiner;
+  }
+
   node(name: string): Node {
     const node = this.nodes.get(name);
     if (!node) throw new Error(`no node ${name}`);

@@ -13,7 +13,7 @@ import { PeerPool } from '../../transports/grpc/client.js';
 import { clusterChannelOptions } from '../../transports/grpc/peer-identity.js';
 import { clientCredentials } from '../../transports/grpc/tls.js';
 import { SnapshotStore } from '../../transports/storage/snapshots.js';
-import { httpGet, metricValue, nodeConfig, planNodes, removeDir, tempDir, waitFor } from './harness.js';
+import { httpGet, metricValue, removeDir, tempDir, waitFor } from './harness.js';
 import { InProcessCluster } from './in-process-cluster.js';
 
 /** Snapshots every 40 entries, compaction keeps nothing (a joiner must install), autopilot off (a joiner stays a learner). */
@@ -82,18 +82,7 @@ describe('node: layered snapshots', function () {
     assert.equal(documents(restarted), documents(leader));
 
     // A joiner installs the leader's layered artifact over FetchSnapshot.
-    const [plan] = await planNodes(['n4']);
-    const joiner = new Node(
-      nodeConfig(
-        plan!,
-        join(cluster.dir, 'n4'),
-        cluster.pki.tls('n4'),
-        { seeds: [leader.grpcAddress] },
-        { engineLimits: ENGINE_LIMITS },
-      ),
-    );
-    cluster.nodes.set('n4', joiner);
-    await joiner.start();
+    const joiner = await cluster.join('n4', [leader.grpcAddress], { engineLimits: ENGINE_LIMITS });
     await waitFor(
       async () =>
         (metricValue(
