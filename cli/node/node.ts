@@ -861,9 +861,19 @@ export class Node {
   private snapshotTransfer(driver: Driver): SnapshotTransfer {
     assert(this.storage && this.pool, 'storage and the peer pool open before the snapshot transfer starts');
     return new SnapshotTransfer(this.storage.snapshots, this.pool, this.snapshots, driver, {
-      staged: (meta, ms) => {
+      staged: (artifact, ms, writtenBytes) => {
         this.metrics?.snapshots.inc({ event: 'staged' });
-        this.log.info({ seq: meta.seq, entryTerm: meta.entryTerm, ms: Math.round(ms) }, 'snapshot staged');
+        // files: the artifact's (a layered one's store.json and deltas, and meta.json); writtenBytes: this staging's.
+        this.log.info(
+          {
+            seq: artifact.meta.seq,
+            entryTerm: artifact.meta.entryTerm,
+            ms: Math.round(ms),
+            files: artifact.manifest.files.length,
+            writtenBytes,
+          },
+          'snapshot staged',
+        );
       },
       stageFailed: (meta, err, willRetry) =>
         this.log.error({ seq: meta.seq, err: err.message, willRetry }, 'snapshot staging failed'),

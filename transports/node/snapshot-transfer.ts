@@ -62,7 +62,8 @@ export const STAGE_ATTEMPT_COUNT_MAX = 3;
 export const STAGE_RETRY_DELAY_MS = 500;
 
 export interface SnapshotTransferEvents {
-  staged(meta: SnapshotMeta, elapsedMs: number): void;
+  /** staged: the artifact on disk; writtenBytes is what this staging wrote (files reused from an earlier artifact are not). */
+  staged(artifact: Artifact, elapsedMs: number, writtenBytes: number): void;
   stageFailed(meta: SnapshotMeta, err: Error, willRetry: boolean): void;
   installed(artifact: Artifact, elapsedMs: number): void;
   installFailed(reason: string): void;
@@ -204,7 +205,8 @@ export class SnapshotTransfer {
     try {
       const artifact = await this.snapshots.stage(meta, files, { term, leaderRegion });
       capture.staged?.(artifact);
-      this.events.staged(meta, performance.now() - startedAt);
+      const writtenBytes = files.reduce((sum, file) => sum + ('bytes' in file ? file.bytes.length : 0), 0);
+      this.events.staged(artifact, performance.now() - startedAt, writtenBytes);
       this.driver.submit({ type: 'snapshotStaged', meta: artifact.meta, header: artifact.header });
     } catch (err) {
       const willRetry = attempt < STAGE_ATTEMPT_COUNT_MAX && !this.stopped;
