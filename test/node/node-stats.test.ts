@@ -1,7 +1,8 @@
 // DiskUsage (transports/node/node-stats.ts): the bytes of the regular files under a data directory, nested
-// directories included, symbolic links neither counted nor followed, at most fileCountMax entries visited.
+// directories included, symbolic links neither counted nor followed, a hard-linked file once, at most fileCountMax
+// entries visited.
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DiskUsage } from '../../transports/node/node-stats.js';
@@ -32,15 +33,18 @@ describe('node: disk usage of the data directory', function () {
     await writeFile(join(root, 'elsewhere', 'big'), Buffer.alloc(50_000));
     await symlink(join(root, 'elsewhere', 'big'), join(data, 'snapshots', 'link-to-file'));
     await symlink(join(root, 'elsewhere'), join(data, 'link-to-dir'));
+    // A hard link (a layered snapshot's reused layer) is one file on disk: counted once.
+    await writeFile(join(data, 'snapshots', 'store.json'), Buffer.alloc(3000));
+    await link(join(data, 'snapshots', 'store.json'), join(data, 'snapshots', 'store-again.json'));
     const usage = new DiskUsage(data, 1_000);
     assert.equal(usage.bytes, 0);
     await usage.refresh();
-    assert.equal(usage.bytes, 10 + 1000 + 234 + 9 * 100 + 5);
+    assert.equal(usage.bytes, 10 + 1000 + 234 + 9 * 100 + 5 + 3000);
     // A file removed and another grown: the next walk sees the tree as it is.
     await rm(join(data, 'wal', '1.wal'));
     await writeFile(join(data, 'wal', '2.wal'), Buffer.alloc(300));
     await usage.refresh();
-    assert.equal(usage.bytes, 10 + 300 + 9 * 100 + 5);
+    assert.equal(usage.bytes, 10 + 300 + 9 * 100 + 5 + 3000);
   });
 
   it('visits at most fileCountMax entries, and a missing directory measures 0', async function () {

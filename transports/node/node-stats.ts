@@ -1,7 +1,7 @@
 // The measurements a leader's heartbeats carry: applied events per second over a sliding window,
 // and the bytes the node keeps on disk (WAL segments and snapshot artifacts), refreshed by a
 // bounded walk of the data directory in the background.
-import type { Dirent, Stats } from 'node:fs';
+import type { Dirent } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -87,6 +87,9 @@ export class DiskUsage {
   private async walk(): Promise<number> {
     let bytes = 0;
     let visited = 0;
+    // A file with several names (a layered snapshot's store.json, hard-linked into each artifact that reuses it)
+    // takes its disk once: counted at its first name only.
+    const linkedSeen = new Set<string>();
     const pending = [this.dir];
     while (pending.length > 0 && visited < this.fileCountMax) {
       const dir = pending.pop()!;
@@ -103,20 +106,28 @@ export class DiskUsage {
         else if (entry.isFile()) files.push(join(dir, entry.name));
       }
       for (let at = 0; at < files.length; at += STAT_BATCH_COUNT_MAX) {
-        const sizes = await Promise.all(
+        const infos = await Promise.all(
           // A file deleted between readdir and lstat (compaction, pruning) is not on disk any more.
-          files.slice(at, at + STAT_BATCH_COUNT_MAX).map((file) => lstat(file).then(sizeOfFile, () => 0)),
+          files.slice(at, at + STAT_BATCH_COUNT_MAX).map((file) =>
+            lstat(file).then(
+              (info) => info,
+              () => null,
+            ),
+          ),
         );
-        for (const size of sizes) bytes += size;
+        for (const info of infos) {
+          if (info === null || !info.isFile()) continue;
+          if (info.nlink > 1) {
+            const inode = `${info.dev}:${info.ino}`;
+            if (linkedSeen.has(inode)) continue;
+            linkedSeen.add(inode);
+          }
+          bytes += info.size;
+        }
       }
     }
     return bytes;
   }
-}
-
-/** sizeOfFile: a regular file's size (0 if it was replaced by something else since the listing). */
-function sizeOfFile(info: Stats): number {
-  return info.isFile() ? info.size : 0;
 }
 
 /** wallClockNs is the wall clock in nanoseconds since the epoch as a decimal string (last_heartbeat_ns). */
