@@ -65,6 +65,8 @@ export class HeaderBlock {
   /** byName maps each name, as given and lower-cased, to its value. */
   private readonly byName = new Map<string, string>();
   private readonly extended = new Map<ConstantHeaders, HeaderBlock>();
+  private lastMore: ConstantHeaders | null = null;
+  private lastExtended: HeaderBlock | null = null;
 
   constructor(readonly headers: ConstantHeaders) {
     const lastOf = new Map<string, readonly [string, string]>();
@@ -117,22 +119,35 @@ export class HeaderBlock {
 
   /** with is this block followed by `more` (remembered per list: the lists are constants). */
   with(more: ConstantHeaders): HeaderBlock {
-    const known = this.extended.get(more);
-    if (known !== undefined) return known;
-    const block = new HeaderBlock([...this.headers, ...more]);
-    if (this.extended.size < headerBlockCombinationsMax) this.extended.set(more, block);
+    // A block is nearly always followed by the same list (the next step of the same path): checked first.
+    if (more === this.lastMore) return this.lastExtended!;
+    let block = this.extended.get(more);
+    if (block === undefined) {
+      block = new HeaderBlock([...this.headers, ...more]);
+      if (this.extended.size < headerBlockCombinationsMax) this.extended.set(more, block);
+    }
+    this.lastMore = more;
+    this.lastExtended = block;
     return block;
   }
 }
 
-/** blocksByList: the block of each constant list given on its own (a list is a constant, so its block is too). */
+/**
+ * blockSlot holds, on a constant list (an array), the block of that list given on its own: a property load rather
+ * than a WeakMap lookup per answer. blocksByList holds it for a frozen list.
+ */
+const blockSlot = Symbol('svc.headerBlock');
 const blocksByList = new WeakMap<ConstantHeaders, HeaderBlock>();
 
 function blockOf(headers: ConstantHeaders): HeaderBlock {
+  const slotted = (headers as { [blockSlot]?: HeaderBlock })[blockSlot];
+  if (slotted !== undefined) return slotted;
   let block = blocksByList.get(headers);
   if (block === undefined) {
     block = new HeaderBlock(headers);
-    blocksByList.set(headers, block);
+    if (Object.isExtensible(headers))
+      Object.defineProperty(headers, blockSlot, { value: block, enumerable: false, writable: false });
+    else blocksByList.set(headers, block);
   }
   return block;
 }
