@@ -297,7 +297,9 @@ if (typeof storeHeader !== 'function')
  * answersWithHeaderBlocks puts ApiServerResponse's methods under an Express app's responses: Express sets every
  * response's prototype to its app's (`app.response`, whose prototype is Express's methods over node's
  * ServerResponse), which would drop the class the server made it with. The app's responses get Express's methods
- * over ApiServerResponse's instead; other apps in the process are untouched.
+ * over ApiServerResponse's instead; other apps in the process are untouched. Express's methods are copied as they
+ * are when the app is made (a library that added methods to express.response later would not reach this app's
+ * responses; none of this app's does: express-openapi-validator wraps `res.json` on each response).
  */
 export function answersWithHeaderBlocks(app: { response: object }): void {
   const expressMethods = Object.getPrototypeOf(app.response) as object;
