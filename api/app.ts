@@ -21,6 +21,7 @@ import {
 } from './limits.js';
 import { assignRequestId } from './request-id.js';
 import { requestFieldsSlot } from './request-class.js';
+import { answersWithHeaderBlocks, setConstantHeaders, type ConstantHeaders } from './response-class.js';
 import { ApiHttpMetrics, routeLabelOf } from './http-metrics.js';
 import { expressPathOf, inSequence, routeDispatch, routePathsOf } from './keyed-chain.js';
 import { openApiDocument } from './openapi/document.js';
@@ -42,6 +43,15 @@ import { albumApi, albumPageRoutes } from './albums/index.js';
 import { clusterPageRoutes } from './cluster/cluster-page.js';
 import { clusterRoutes } from './cluster/cluster-routes.js';
 import type { ClusterSource } from './cluster/cluster-source.js';
+
+/**
+ * everyAnswerHeaders are on every answer of the API: no MIME sniffing of a JSON answer, and no cache keeps one (an
+ * answer is per key). A constant list: the node's response class writes it as one block (response-class.ts).
+ */
+const everyAnswerHeaders: ConstantHeaders = [
+  ['X-Content-Type-Options', 'nosniff'],
+  ['Cache-Control', 'no-store'],
+];
 
 /** redisCommandTimeoutMs bounds one Redis command of the request path (rate limit, stats). */
 export const redisCommandTimeoutMs = 1000;
@@ -123,6 +133,7 @@ export function createApp(options: CreateAppOptions): ApiService {
   app.set('etag', false);
   app.set('query parser', 'simple');
   holdRequestFieldsTogether(app);
+  answersWithHeaderBlocks(app);
   // The public routes sit behind one gate, so a keyed request passes them in one step.
   const publicRoutes = publicRouter(config);
   // The album page holds no data (it asks for the key in the browser), so it is public like /docs. Its router
@@ -181,8 +192,7 @@ export function createApp(options: CreateAppOptions): ApiService {
       req.startedMs = performance.now();
       res.on('close', onAnswered);
     }
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Cache-Control', 'no-store');
+    setConstantHeaders(res, everyAnswerHeaders);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       keyed(req, res, next);
       return;

@@ -8,6 +8,7 @@ import { parseRedisUrl } from './redis/redis-target.js';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { ApiIncomingMessage } from './request-class.js';
+import { ApiServerResponse } from './response-class.js';
 import path from 'node:path';
 import type { DocumentStore } from '../store/document-store.js';
 import type { ApiConfig } from './config.js';
@@ -265,9 +266,12 @@ export async function startApiServer(options: StartApiOptions): Promise<RunningA
   const runtime = await startApiService(options);
   const port = envSetting<number>(env, 'SVC_API_PORT');
   const host = envSetting<string>(env, 'SVC_API_HOST');
-  // The API's request class, as the node's HTTP port uses (request-class.ts): its field holder is in each request
-  // from the constructor on.
-  const server: Server = createServer({ IncomingMessage: ApiIncomingMessage }, runtime.service.app).listen(port, host);
+  // The API's request and response classes, as the node's HTTP port uses (request-class.ts: its field holder is in
+  // each request from the constructor on; response-class.ts: constant headers written as one block).
+  const server: Server = createServer(
+    { IncomingMessage: ApiIncomingMessage, ServerResponse: ApiServerResponse },
+    runtime.service.app,
+  ).listen(port, host);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);

@@ -5,6 +5,7 @@ import type { DocumentStore, JsonObject, ListOptions, ListResult } from '../stor
 import { isVersionConflict } from '../store/document-store.js';
 import { ApiError } from './errors.js';
 import { pageLimitDefault, pageLimitMax } from './limits.js';
+import { cacheableAnswer, stateSeqOf, type PageCache } from './page-cache.js';
 
 /** casRetriesMax bounds read-modify-write attempts that lose a race before answering 409 CONFLICT. */
 export const casRetriesMax = 5;
@@ -155,6 +156,42 @@ export function sendPage<T extends JsonObject, V>(
     return;
   }
   return sendWhenListed(res, listPage(store, prefix, query, view, keep));
+}
+
+/**
+ * sendCachedPage is sendPage for a listing without a per-request filter whose answers `pages` keeps: when the
+ * session answers at once at a state seq the kept answer of this query was listed at, that JSON text is sent
+ * (what res.json would send of the same page: the same state, query and view give the same page); else the
+ * page is listed and, when listed at once, its text kept.
+ */
+export function sendCachedPage<T extends JsonObject, V>(
+  res: Response,
+  store: DocumentStore,
+  prefix: string,
+  query: PageRequest,
+  view: (record: T) => V,
+  pages: PageCache,
+): void | Promise<void> {
+  const stateSeq = stateSeqOf(store);
+  const key = stateSeq === null || !cacheableAnswer(res) ? null : pages.keyOf(query);
+  if (key === null) return sendPage(res, store, prefix, query, view);
+  const kept = pages.bodyAt(key, stateSeq!);
+  if (kept !== undefined) {
+    sendJsonText(res, kept);
+    return;
+  }
+  const now = listPageNow(store, prefix, query, view, keepAll);
+  if (now === null) return sendWhenListed(res, listPage(store, prefix, query, view, keepAll));
+  const body = JSON.stringify(now);
+  // Listed at once, so at the seq read before (nothing ran in between): kept for that seq.
+  pages.keep(key, stateSeq!, body);
+  sendJsonText(res, body);
+}
+
+/** sendJsonText answers JSON text as Express's res.json answers the value it serializes to that text. */
+function sendJsonText(res: Response, body: string): void {
+  if (!res.get('Content-Type')) res.set('Content-Type', 'application/json');
+  res.send(body);
 }
 
 async function sendWhenListed<V>(res: Response, page: Promise<Page<V>>): Promise<void> {

@@ -22,6 +22,7 @@ import express from 'express';
 import { Registry } from 'prom-client';
 import { createApp } from '../api/app.js';
 import { ApiIncomingMessage } from '../api/request-class.js';
+import { ApiServerResponse } from '../api/response-class.js';
 import { bootstrapAdminKey } from '../api/auth/api-keys.js';
 import { silentApiLogger } from '../api/log.js';
 import { redisServerAvailable, startLocalRedis } from '../api/redis/local-redis.js';
@@ -166,6 +167,7 @@ async function main(): Promise<void> {
     port: 0,
     role: 'api',
     incomingMessage: ApiIncomingMessage,
+    serverResponse: ApiServerResponse,
     requestTimeoutMs: 30_000,
     onError: (err) => process.stderr.write(`${err.stack ?? err.message}\n`),
     surface: {

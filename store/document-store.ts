@@ -75,6 +75,12 @@ export interface DocumentStore {
    * that lists often (a page of a keyed GET) skips list's promise and turn when the answer is ready.
    */
   listNow?<T extends JsonObject = JsonObject>(prefix: string, options?: ListOptions): ListResult<T> | null;
+  /**
+   * stateSeqNow, on a read session, is the applied seq of the local state listNow would read now (the same
+   * seq is the same committed state on every node), or null when listNow would not answer at once. A caller may
+   * keep what it derived from a listing at one seq and reuse it while the seq is unchanged (api/page-cache.ts).
+   */
+  stateSeqNow?(): number | null;
 }
 
 /** VersionConflictError is the typed failure of a compare-and-set whose expectedVersion did not hold. */

@@ -174,6 +174,11 @@ export class ReplicatedStore implements DocumentStore {
       );
   }
 
+  /** appliedSeqNow is the seq of this node's local state (what localList reads now). */
+  appliedSeqNow(): number {
+    return this.host.stateMachine.appliedSeq;
+  }
+
   /** localList lists this node's state with no barrier: only behind one. */
   localList<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions): ListResult<T> {
     this.checkListable(prefix);
@@ -328,6 +333,10 @@ class ReadSession implements DocumentStore {
   listNow<T extends JsonObject = JsonObject>(prefix: string, options: ListOptions = {}): ListResult<T> | null {
     if (typeof prefix !== 'string' || !this.passed()) return null;
     return this.store.localList<T>(prefix, options);
+  }
+
+  stateSeqNow(): number | null {
+    return this.passed() ? this.store.appliedSeqNow() : null;
   }
 
   put(key: string, value: JsonObject, options?: WriteOptions): Promise<{ version: number }> {

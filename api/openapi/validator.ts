@@ -105,7 +105,9 @@ export function lookupRoute(
   // A path that matched a route without parameters matches it again (the first match of a fixed list of
   // regexps on the same string): skip the scan.
   const cachedIndex = cache.get(path);
-  for (let index = cachedIndex ?? 0; index < routes.length; index++) {
+  // Matched before, so it matches again, with no parameters to decode: no need to run its regexp.
+  if (cachedIndex !== undefined) return routeMatch(routes[cachedIndex]!, context, responseApiDoc, method, {});
+  for (let index = 0; index < routes.length; index++) {
     const route = routes[index]!;
     const matched = route.regexp.exec(path);
     if (!matched) continue;
@@ -117,20 +119,30 @@ export function lookupRoute(
         throw new validatorErrors.BadRequest({ path: req.path, message: "malformed uri'" });
       }
     }
-    if (cachedIndex === undefined && route.paramNames.length === 0) {
+    if (route.paramNames.length === 0) {
       if (cache.size >= routeLookupCacheEntriesMax) cache.clear();
       cache.set(path, index);
     }
-    return {
-      schema: (context.apiDoc as unknown as ApiDocPaths).paths[route.pathKey]![method],
-      expressRoute: route.expressRoute,
-      openApiRoute: route.openApiRoute,
-      pathParams,
-      serial: -1,
-      _responseSchema: responseApiDoc?.paths[route.pathKey]?.[method],
-    };
+    return routeMatch(route, context, responseApiDoc, method, pathParams);
   }
   return null;
+}
+
+function routeMatch(
+  route: CompiledRoute,
+  context: OpenApiContext,
+  responseApiDoc: ApiDocPaths | null,
+  method: string,
+  pathParams: Record<string, string>,
+): RouteMatch {
+  return {
+    schema: (context.apiDoc as unknown as ApiDocPaths).paths[route.pathKey]![method],
+    expressRoute: route.expressRoute,
+    openApiRoute: route.openApiRoute,
+    pathParams,
+    serial: -1,
+    _responseSchema: responseApiDoc?.paths[route.pathKey]?.[method],
+  };
 }
 
 /** cachedMetadataMiddleware is the library's applyOpenApiMetadata with lookupRoute above. */
@@ -324,13 +336,15 @@ export function openApiValidatorChain(
       );
       const apiDoc = context.apiDoc as unknown as { components?: { securitySchemes?: unknown } };
       let pathParamsInstalled = false;
+      const metadata = cachedMetadataMiddleware(context, responseApiDoc);
+      // The library's first two steps as one: its path-parameter hooks installed on the first request, then the
+      // route's metadata.
       const steps: RequestHandler[] = [
-        (req, _res, next) => {
+        (req, res, next) => {
           if (!pathParamsInstalled) internals.installPathParams(req.app, context);
           pathParamsInstalled = true;
-          next();
+          return metadata(req, res, next);
         },
-        cachedMetadataMiddleware(context, responseApiDoc),
       ];
       if (settings.validateSecurity && apiDoc.components?.securitySchemes)
         steps.push(internals.securityMiddleware(apiDoc));

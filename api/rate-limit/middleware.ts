@@ -2,6 +2,7 @@
 // draft-ietf-httpapi-ratelimit-headers fields (RateLimit-Limit, -Remaining, -Reset) on every answer.
 import type { NextFunction, RequestHandler, Response } from 'express';
 import { ApiError } from '../errors.js';
+import { setConstantHeaders, type ConstantHeaders } from '../response-class.js';
 import type { RateDecision, RateLimiter } from './sliding-window.js';
 
 export function rateLimit(limiter: RateLimiter, windowMs: number): RequestHandler {
@@ -34,26 +35,27 @@ export function rateLimit(limiter: RateLimiter, windowMs: number): RequestHandle
 
 /**
  * DecisionHeaders sets a decision's draft-ietf-httpapi-ratelimit-headers fields and passes the request on or
- * refuses it. The limit's two header values are kept as strings: the limit is the same for every request.
+ * refuses it. The limit's two headers are one constant list while the limit stays the same (every request):
+ * the node's response class writes it as one block (response-class.ts).
  */
 class DecisionHeaders {
   private limit = -1;
-  private limitText = '';
-  private policyText = '';
+  private limitHeaders: ConstantHeaders = [];
 
   constructor(private readonly windowSeconds: number) {}
 
   answer(decision: RateDecision, res: Response, next: NextFunction): void {
     if (decision.limit !== this.limit) {
       this.limit = decision.limit;
-      this.limitText = String(decision.limit);
-      this.policyText = `${decision.limit};w=${this.windowSeconds}`;
+      this.limitHeaders = [
+        ['RateLimit-Limit', String(decision.limit)],
+        ['RateLimit-Policy', `${decision.limit};w=${this.windowSeconds}`],
+      ];
     }
     const resetSeconds = Math.ceil(decision.resetMs / 1000);
-    res.setHeader('RateLimit-Limit', this.limitText);
+    setConstantHeaders(res, this.limitHeaders);
     res.setHeader('RateLimit-Remaining', String(decision.remaining));
     res.setHeader('RateLimit-Reset', String(resetSeconds));
-    res.setHeader('RateLimit-Policy', this.policyText);
     if (decision.allowed) {
       next();
       return;

@@ -8,7 +8,8 @@ import type { DocumentStore } from '../../store/document-store.js';
 import { ApiError } from '../errors.js';
 import type { ProjectRecord } from '../records.js';
 import { newId, nowIso, storeKeys } from '../records.js';
-import { sendPage, updateRecord } from '../store-helpers.js';
+import { sendCachedPage, updateRecord } from '../store-helpers.js';
+import { PageCache } from '../page-cache.js';
 import { requireRole } from '../auth/authenticate.js';
 import { credentialCategories, isCredentialCategory } from '../credentials/categories.js';
 import type { ProjectCredential } from '../runs/run-credentials.js';
@@ -70,8 +71,17 @@ export function projectRoutes(store: DocumentStore, workspaceRoot: string | unde
   const router = Router();
 
   // Not async: behind the key check's barrier the page is sent at once (sendPage).
+  // Every key lists the same projects (no per-request filter): the page's JSON is kept per query and state seq.
+  const pages = new PageCache();
   router.get('/projects', (req, res) =>
-    sendPage<ProjectRecord, ProjectRecord>(res, req.readStore ?? store, storeKeys.projects, req.query, view),
+    sendCachedPage<ProjectRecord, ProjectRecord>(
+      res,
+      req.readStore ?? store,
+      storeKeys.projects,
+      req.query,
+      view,
+      pages,
+    ),
   );
 
   router.post('/projects', requireRole('admin'), async (req, res) => {

@@ -98,6 +98,7 @@ import { startHttpServer, type HttpSurface, type NodeHttpServer } from '../../tr
 import type { NodeApi } from './node-api.js';
 import { API_REDIS_DIR, readApiSecretKey, startLocalRedisEarly } from './api-early-start.js';
 import { ApiIncomingMessage } from '../../api/request-class.js';
+import { ApiServerResponse } from '../../api/response-class.js';
 import type { LocalRedis } from '../../api/redis/local-redis.js';
 import { LogThrottle } from '../../transports/node/log-throttle.js';
 import { createLogger, stdoutDestination, type Logger } from '../../transports/node/logger.js';
@@ -741,7 +742,8 @@ export class Node {
       onError: onHttpError,
       ...(httpTls ? { tls: httpTls.pair } : {}),
       // The API's request class: its one field per request is in the object from the constructor on.
-      ...(config.api ? { incomingMessage: ApiIncomingMessage } : {}),
+      // Its response class: the headers every answer carries are written as one precomputed block.
+      ...(config.api ? { incomingMessage: ApiIncomingMessage, serverResponse: ApiServerResponse } : {}),
     });
     this.statusPollAgent = new Agent({
       connect: { ...(httpTls ? { ca: httpTls.trust } : {}), lookup: this.peerNames.lookup },

@@ -1,7 +1,10 @@
 // The per-process key cache (api/auth/key-cache.ts) on a real three-node cluster (in process, mTLS): an API
 // over a follower's replicated store caches a key once it authenticated it, yet a revocation acknowledged
 // through another node is refused there at once, and a follower that cannot take a read barrier (cut off from
-// the leader) answers 503 STORE_UNAVAILABLE rather than authenticating from its cache.
+// the leader) answers 503 STORE_UNAVAILABLE rather than authenticating from its cache. Likewise the kept JSON of
+// GET /projects (api/page-cache.ts): an API over the follower with response validation off (so that it keeps
+// pages) answers the bytes the leader's API makes and validates afresh, and lists a project created through the
+// leader at once though it had the listing kept.
 import assert from 'node:assert/strict';
 import { StoreUnavailableError } from '../../store/errors.js';
 import type { ReplicatedStore } from '../../store/replicated-store.js';
@@ -83,5 +86,39 @@ describe('cluster-api: the key cache behind the read barrier', function () {
     const old = await onFollower.call('GET', '/projects', { key });
     assert.equal(old.status, 401, `the rotated-away key answered ${old.status}`);
     assert.equal((await onFollower.call('GET', '/projects', { key: fresh })).status, 200);
+  });
+  it('answers a kept page with the bytes of a fresh, validated page, and lists a new project at once', async () => {
+    const keeping = await startTestApi({ store: followerStore, config: { validateResponses: false } });
+    try {
+      const createProject = async (name: string): Promise<void> => {
+        const created = await onLeader.call('POST', '/projects', {
+          body: { name, workspace: '/tmp', command: ['./agent.sh'] },
+        });
+        assert.equal(created.status, 201, created.text);
+      };
+      for (const name of ['one', 'two', 'three']) await createProject(name);
+      for (const query of ['', '?limit=2']) {
+        const fresh = await onLeader.call('GET', `/projects${query}`);
+        assert.equal(fresh.status, 200, fresh.text);
+        // The first answer on the follower lists and keeps the page, the next ones are the kept text.
+        for (let round = 0; round < 3; round++) {
+          const answer = await keeping.call('GET', `/projects${query}`);
+          assert.equal(answer.status, 200, answer.text);
+          assert.equal(answer.text, fresh.text);
+          assert.equal(answer.headers.get('content-type'), fresh.headers.get('content-type'));
+          assert.equal(answer.headers.get('content-length'), fresh.headers.get('content-length'));
+        }
+      }
+      // Acknowledged through the leader: the follower's next request takes a read barrier that covers it.
+      await createProject('four');
+      const listed = await keeping.call('GET', '/projects');
+      assert.deepEqual(
+        (listed.json as { items: Array<{ name: string }> }).items.map((project) => project.name).sort(),
+        ['four', 'one', 'three', 'two'],
+      );
+      assert.equal(listed.text, (await onLeader.call('GET', '/projects')).text);
+    } finally {
+      await keeping.close();
+    }
   });
 });

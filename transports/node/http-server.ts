@@ -47,6 +47,19 @@ export interface HttpListenerOptions {
   tls?: { cert: Buffer; key: Buffer };
   /** incomingMessage is node:http's request class for this listener (the API's, api/request-class.ts), else node's. */
   incomingMessage?: typeof IncomingMessage;
+  /**
+   * serverResponse is node:http's response class for this listener (the API's, api/response-class.ts), else node's.
+   * A class with addConstantHeaders (ConstantHeaderTarget) gets the security headers as one list per answer.
+   */
+  serverResponse?: typeof ServerResponse;
+}
+
+/**
+ * ConstantHeaderTarget is a response that takes headers the same on every answer as one constant list
+ * (api/response-class.ts ApiServerResponse writes them into the head as one precomputed block).
+ */
+interface ConstantHeaderTarget {
+  addConstantHeaders(headers: ReadonlyArray<readonly [string, string]>): void;
 }
 
 export interface NodeHttpServer {
@@ -63,7 +76,11 @@ export async function startHttpServer(options: HttpListenerOptions): Promise<Nod
     else res.destroy();
   };
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
-    if (headers !== null) for (const [name, value] of headers) res.setHeader(name, value);
+    if (headers !== null) {
+      const target = res as ServerResponse & Partial<ConstantHeaderTarget>;
+      if (target.addConstantHeaders !== undefined) target.addConstantHeaders(headers);
+      else for (const [name, value] of headers) res.setHeader(name, value);
+    }
     // A developer API request goes to the API at once: no promise or closure of this layer's per request.
     const api = role === 'api' ? apiFor(req, surface) : null;
     if (api !== null) {
@@ -76,7 +93,10 @@ export async function startHttpServer(options: HttpListenerOptions): Promise<Nod
     }
     handle(req, res, surface, role).catch((err: unknown) => fail(res, err));
   };
-  const requestClass = options.incomingMessage ? { IncomingMessage: options.incomingMessage } : {};
+  const requestClass = {
+    ...(options.incomingMessage ? { IncomingMessage: options.incomingMessage } : {}),
+    ...(options.serverResponse ? { ServerResponse: options.serverResponse } : {}),
+  };
   const server: Server | HttpsServer = options.tls
     ? createHttpsServer(
         { cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2', ...requestClass },
