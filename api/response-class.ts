@@ -176,6 +176,11 @@ export class ApiServerResponse<Request extends IncomingMessage = IncomingMessage
   /** addConstantHeaders adds these headers (a constant list: the same array on every answer) to the block. */
   addConstantHeaders(headers: ConstantHeaders): void {
     if (this.headersSent) throw new Error('constant headers added after the head was sent');
+    if (storeHeader === undefined) {
+      // A node:http without the internal this class writes the block through: the headers one by one, as before it.
+      for (const [name, value] of headers) this.setHeader(name, value);
+      return;
+    }
     const added = blockOf(headers);
     // A header of the list already set one by one is replaced, as setHeader would: then the list is set so.
     const setBefore =
@@ -282,16 +287,19 @@ export class ApiServerResponse<Request extends IncomingMessage = IncomingMessage
   /** _storeHeader (node:http's, internal) composes the head: the block goes right after the status line. */
   _storeHeader(firstLine: string, headers: unknown): void {
     const block = this.headerBlock;
-    storeHeader.call(this, block === null || block === undefined ? firstLine : firstLine + block.text, headers);
+    storeHeader!.call(this, block === null || block === undefined ? firstLine : firstLine + block.text, headers);
   }
 }
 
-/** storeHeader is node:http's own (OutgoingMessage#_storeHeader): present in every Node this project supports. */
-const storeHeader = (
+/**
+ * storeHeader is node:http's own (OutgoingMessage#_storeHeader, internal): present in every Node this project
+ * supports (20, 22). Should a later node:http drop it, no block is ever made (addConstantHeaders sets the headers
+ * one by one) and the answers are as they were before this class: slower, never wrong.
+ */
+const storeHeaderFound = (
   ServerResponse.prototype as unknown as { _storeHeader?: (first: string, headers: unknown) => void }
-)._storeHeader!;
-if (typeof storeHeader !== 'function')
-  throw new Error('node:http has no OutgoingMessage#_storeHeader: ApiServerResponse cannot write a header block');
+)._storeHeader;
+const storeHeader = typeof storeHeaderFound === 'function' ? storeHeaderFound : undefined;
 
 /**
  * answersWithHeaderBlocks puts ApiServerResponse's methods under an Express app's responses: Express sets every
