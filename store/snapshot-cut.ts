@@ -5,7 +5,13 @@
 import { inCommunities, inCommunitiesOf } from '../engine/communities.js';
 import type { MemberFilter } from '../engine/types.js';
 import type { JsonObject } from './document-store.js';
-import { captureOfRows, type CapturedDedup, type SnapshotCapture, type StoreState } from './state-machine.js';
+import {
+  captureOfRows,
+  dedupRowsOf,
+  type CapturedDedup,
+  type SnapshotCapture,
+  type StoreState,
+} from './state-machine.js';
 
 /** storeCommunityOfRecord: the community of a record the state holds, as of the put that wrote it. */
 export function storeCommunityOfRecord(key: string, value: JsonObject): { key: string; tenant: string } {
@@ -25,8 +31,7 @@ export function cutStoreState(state: StoreState, filter: MemberFilter): Snapshot
 
 /** wholeStoreState: all of `state`, request ids too, as a capture to encode (a layered artifact served as one file). */
 export function wholeStoreState(state: StoreState): SnapshotCapture {
-  const dedup = [...state.dedup].map(([id, r]): CapturedDedup => [id, r.seq, r.result]);
-  return captureOfKeys(state, state.sortedKeys, dedup);
+  return captureOfKeys(state, state.sortedKeys, dedupRowsOf(state.dedup));
 }
 
 function captureOfKeys(state: StoreState, keys: readonly string[], dedup: CapturedDedup[]): SnapshotCapture {

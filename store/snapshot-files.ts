@@ -115,10 +115,10 @@ export class StoreSnapshots {
       return {
         layerCount: layers.length,
         encode: async (pause) => {
-          const delta = await encodeDelta(capture, basis.seq, this.chunkEntryCount, pause);
+          const bytes = await encodeDelta(capture, basis.seq, this.chunkEntryCount, pause);
           return [
             ...basis.layers.map((layer) => ({ path: layer.path, reuseFrom: basis.artifactName })),
-            { path: deltaFileName(seq), bytes: delta.bytes },
+            { path: deltaFileName(seq), bytes },
           ];
         },
         staged: (artifact) => becomeBasis(artifact, layers),

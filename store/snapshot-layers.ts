@@ -50,7 +50,7 @@ export async function encodeDelta(
   baseSeq: number,
   chunkEntryCount: number,
   pause: () => Promise<void>,
-): Promise<{ bytes: Uint8Array; rowCount: number }> {
+): Promise<Uint8Array> {
   const writer = new ChunkedJsonWriter(pause);
   const deleted: string[] = [];
   writer.text(
@@ -70,7 +70,7 @@ export async function encodeDelta(
   writer.text('],"dedup":[');
   await writer.elements(capture.dedup.length, chunkEntryCount, (from, to) => capture.dedup.slice(from, to));
   writer.text(']}');
-  return { bytes: await writer.bytes(), rowCount: capture.keyCount };
+  return writer.bytes();
 }
 
 /** StoreDelta is a decoded delta layer. */

@@ -166,22 +166,18 @@ export class StoreStateMachine {
    */
   captureSnapshot(): SnapshotCapture {
     const keys = this.sortedKeys.all();
-    const live: LiveCapture = { slots: this.slots, preImages: new Map() };
-    this.liveCaptures.add(live);
-    const dedup = [...this.dedup].map(([requestId, r]): CapturedDedup => [requestId, r.seq, r.result]);
+    const { slotAt, dedup, release } = this.startCapture();
     return {
       appliedSeq: this.applied,
       entryCount: keys.length,
       entryRows: (from, to) =>
         keys.slice(from, to).map((key): CapturedEntry => {
-          const slot = live.preImages.has(key) ? live.preImages.get(key) : live.slots.get(key);
+          const slot = slotAt(key);
           if (!slot) throw new StateMachineError(`captured key ${JSON.stringify(key)} has no slot`);
           return [key, slot.version, slot.value];
         }),
       dedup,
-      release: () => {
-        this.liveCaptures.delete(live);
-      },
+      release,
     };
   }
 
@@ -190,9 +186,7 @@ export class StoreStateMachine {
    * built now): a delta layer's rows, read later. A key absent at capture reads as deleted.
    */
   captureKeys(keys: readonly string[]): KeysCapture {
-    const live: LiveCapture = { slots: this.slots, preImages: new Map() };
-    this.liveCaptures.add(live);
-    const dedup = [...this.dedup].map(([requestId, r]): CapturedDedup => [requestId, r.seq, r.result]);
+    const { slotAt, dedup, release } = this.startCapture();
     return {
       appliedSeq: this.applied,
       keyCount: keys.length,
@@ -201,13 +195,31 @@ export class StoreStateMachine {
         const deleted: string[] = [];
         for (let at = from; at < to; at += 1) {
           const key = keys[at]!;
-          const slot = live.preImages.has(key) ? live.preImages.get(key) : live.slots.get(key);
+          const slot = slotAt(key);
           if (slot) entries.push([key, slot.version, slot.value]);
           else deleted.push(key);
         }
         return { entries, deleted };
       },
       dedup,
+      release,
+    };
+  }
+
+  /**
+   * startCapture begins a copy-on-write capture of this map: slotAt reads a key as it was now (its pre-image if it
+   * changed since, else its live slot), dedup is the request-id rows now, release ends the pre-images' keeping.
+   */
+  private startCapture(): {
+    slotAt: (key: string) => Slot | undefined;
+    dedup: CapturedDedup[];
+    release: () => void;
+  } {
+    const live: LiveCapture = { slots: this.slots, preImages: new Map() };
+    this.liveCaptures.add(live);
+    return {
+      slotAt: (key) => (live.preImages.has(key) ? live.preImages.get(key) : live.slots.get(key)),
+      dedup: dedupRowsOf(this.dedup),
       release: () => {
         this.liveCaptures.delete(live);
       },
@@ -398,6 +410,11 @@ export function decodeStoreSnapshot(
   const dedup = decodeDedupRows(raw.dedup as unknown[], STORE_SNAPSHOT_FILE);
   if (typeof dedup === 'string') return { ok: false, reason: dedup };
   return { ok: true, state: { appliedSeq: raw.appliedSeq as number, slots, sortedKeys, dedup } };
+}
+
+/** dedupRowsOf lays out a request-id table as a snapshot's rows, in its (apply) order. */
+export function dedupRowsOf(dedup: ReadonlyMap<string, Remembered>): CapturedDedup[] {
+  return [...dedup].map(([requestId, r]): CapturedDedup => [requestId, r.seq, r.result]);
 }
 
 /** isEntryRow says whether a decoded row is [key, version, object]. */
