@@ -10,6 +10,7 @@ import type { DocumentStore } from '../store/document-store.js';
 import type { ApiConfig } from './config.js';
 import { defaultConfig } from './config.js';
 import { ApiError, errorHandler } from './errors.js';
+import { enterWithoutRouterWalk } from './app-door.js';
 import {
   rateLimitLeaseMs,
   rateLimitRenewAheadRemainingShare,
@@ -176,7 +177,7 @@ export function createApp(options: CreateAppOptions): ApiService {
       keyedDocumentedPaths,
     ),
   ]);
-  // Everything up to the keyed routes is one Express layer: what every answer carries, then the public routes,
+  // Everything up to the keyed routes is one layer: what every answer carries, then the public routes,
   // the album page, or the keyed chain (each Express layer costs every request, bench/api-cluster.ts).
   const onAnswered = answerObserver(
     config,
@@ -186,7 +187,7 @@ export function createApp(options: CreateAppOptions): ApiService {
     }),
     workStats,
   );
-  app.use((req, res, next) => {
+  const everyRequest: RequestHandler = (req, res, next) => {
     assignRequestId(req, res);
     if (onAnswered !== null) {
       req.startedMs = performance.now();
@@ -204,12 +205,12 @@ export function createApp(options: CreateAppOptions): ApiService {
     else if (path.startsWith('/album')) albumPage(req, res, new OnToKeyed(req, res, next, keyed).step);
     else if (path.startsWith('/cluster')) clusterPage(req, res, new OnToKeyed(req, res, next, keyed).step);
     else keyed(req, res, next);
-  });
-
-  app.use((_req, _res, next) => {
+  };
+  const notFound: RequestHandler = (_req, _res, next) => {
     next(new ApiError('NOT_FOUND', 'no such route'));
-  });
-  app.use(errorHandler(config.log));
+  };
+  // The app's three layers are entered without Express's app-level router walk (app-door.ts).
+  enterWithoutRouterWalk(app, [everyRequest, notFound, errorHandler(config.log)]);
 
   return {
     app,

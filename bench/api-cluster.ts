@@ -14,13 +14,14 @@
 //     every readIndexGapMs, back to back, readIndexConcurrency callers), measured by process.cpuUsage(), as a
 //     message on the ReadIndexStream call and as a unary ReadIndex call.
 // Usage: tsx bench/api-cluster.ts [seconds-per-measurement] [rounds] [--cpu-prof] [--no-sse] [--read-index-cost]
-//   [--read-index-calls-in-flight N] [--autocannon] [--pairs N] [--slice-ms N]
+//   [--read-index-calls-in-flight N] [--autocannon] [--pairs N] [--slice-ms N] [--node-option FLAG]...
 //   Paired slices (the default) load each case for seconds x rounds in all, as the rounds did: pairs =
 //   seconds x rounds x 1000 / sliceMs per node unless --pairs N; --slice-ms sets sliceMs (default 300).
 //   --cpu-prof writes each node's CPU profile to a new temp directory (named at the end; nodes stop cleanly), and
 //   prints each case's CPU by area and function, then per node the serving process's self time per request by
 //   function, API case minus bare (what a keyed request costs beyond bare Express).
 //   --no-sse skips part 2.
+//   --node-option FLAG (repeatable) adds a flag to every node process, e.g. --node-option --max-semi-space-size=64.
 //   --read-index-calls-in-flight N sets the nodes' storeLimits.readIndexCallsInFlightMax (1: a follower's reads
 //   wait for its call in flight, the rule before overlapping calls), for a same-build comparison.
 // Output: a line `paired slices: leader API/bare req/s …` (medians and IQRs, with the rate-limit lease waits and
@@ -47,7 +48,7 @@ import { HttpLoadTarget } from './api-load.js';
 
 const connections = 64;
 /** valueFlags take the argument after them. */
-const valueFlags = new Set(['--read-index-calls-in-flight', '--pairs', '--slice-ms']);
+const valueFlags = new Set(['--read-index-calls-in-flight', '--pairs', '--slice-ms', '--node-option']);
 const args = process.argv
   .slice(2)
   .filter((arg, index, all) => !arg.startsWith('--') && !valueFlags.has(all[index - 1] ?? ''));
@@ -65,6 +66,8 @@ if (
 )
   throw new Error('--read-index-calls-in-flight takes a positive integer');
 const autocannonRounds = process.argv.includes('--autocannon');
+/** nodeOptions go to each node process (Node or V8 flags). */
+const nodeOptions = process.argv.flatMap((arg, index, all) => (all[index - 1] === '--node-option' ? [arg] : []));
 function flagValue(flag: string): number | undefined {
   const at = process.argv.indexOf(flag);
   if (at === -1) return undefined;
@@ -725,7 +728,8 @@ function printCases(cases: BenchCase[]): void {
   process.stdout.write(
     `\n${connections} connections, ${how}, loopback, ` +
       `3 nodes (mTLS, fsync) + redis-server + load generator on ${os.cpus().length} cores; ` +
-      `readIndexCallsInFlightMax ${readIndexCallsInFlightMax ?? 'default'}; load average at end ` +
+      `readIndexCallsInFlightMax ${readIndexCallsInFlightMax ?? 'default'}; node flags ` +
+      `${nodeOptions.join(' ') || 'none'}; load average at end ` +
       `${os
         .loadavg()
         .map((load) => load.toFixed(1))
@@ -796,6 +800,16 @@ function printExtras(readIndexRows: string[], sseRows: string[]): void {
   }
 }
 
+/** peakResidentMb is a process's peak resident set (Linux /proc), '?' where it cannot be read. */
+function peakResidentMb(pid: number): string {
+  try {
+    const kb = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? '?' : (Number(kb) / 1024).toFixed(0);
+  } catch {
+    return '?';
+  }
+}
+
 async function main(): Promise<void> {
   const profileDir = cpuProfile ? mkdtempSync(path.join(os.tmpdir(), 'svc-api-cluster-prof-')) : '';
   const cluster = new ApiCluster();
@@ -806,7 +820,7 @@ async function main(): Promise<void> {
       plaintextHttp: true,
       tickMs: 100,
       api: { rateLimitPerSecond: 1_000_000, runWorker: false, albumWorker: false },
-      execArgv: cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+      execArgv: [...(cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...nodeOptions],
       ...(readIndexCallsInFlightMax === undefined
         ? {}
         : { nodeConfig: { storeLimits: { readIndexCallsInFlightMax } } }),
@@ -821,6 +835,8 @@ async function main(): Promise<void> {
     else await measurePairs(cluster, nodeNames, cases);
     const readIndexRows = readIndexCost ? await readIndexCostRows(cluster, leader) : [];
     const sseRows = sse ? await measureSse(cluster, leader, follower) : [];
+    const peaks = nodeNames.map((name) => `${name} ${peakResidentMb(cluster.node(name).pid)}`);
+    process.stdout.write(`nodes' peak resident memory (VmHWM, MB): ${peaks.join(', ')}\n`);
     printCases(cases);
     printExtras(readIndexRows, sseRows);
   } finally {

@@ -88,6 +88,10 @@ export class ApiNodeProcess {
     return this.child.running;
   }
 
+  get pid(): number {
+    return this.child.pid;
+  }
+
   get exited(): Promise<void> {
     return this.child.exited;
   }
