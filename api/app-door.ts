@@ -3,8 +3,8 @@
 // chain: keyed-chain.ts), the 404, and the error handler. Express's app.handle walks its router over them, and for
 // every request made a final handler (finalhandler and a bound logger), a closure restoring the request's router
 // fields, the router's own `next` closure, the path parsed and matched against a layer and a params object, before
-// the first layer ran: ~8 KB allocated and ~5 µs of the serving process per keyed GET, as much as all of the API's
-// own middleware together (bench/api-cluster.ts --cpu-prof, bench/api-per-request.ts --allocations). AppDoor runs
+// the first layer ran. Without them a keyed GET allocates 2.4 KB less (56.2 → 53.8 KB, bench/api-per-request.ts
+// --allocations) and bench/api-per-request.ts --cpu moved 3 points (api/README.md, stop 26's round). AppWalk runs
 // the same layers in the same order with the same contract, as a class (no closure per request):
 //  - the request gets what app.handle and the router give it (req.res, res.req, the app's request and response
 //    prototypes, res.locals, req.baseUrl, req.originalUrl, req.params, req.next);
@@ -12,8 +12,8 @@
 //    promise) to the next error handler (four parameters), skipping request handlers, as Express skips them;
 //    next('route') is next(), next('router') leaves the app as Express's walk does;
 //  - past the last layer, the callback of an app mounted in another, else an answer of its own (Express's
-//    finalhandler would send HTML): the app's error handler answers every error, so this is only reached when
-//    it fails itself.
+//    finalhandler would send HTML, and leave a response whose head is out open where this ends it): the app's
+//    error handler answers every error, so this is only reached when it fails itself.
 // Not done here (none of this app's app-level layers needs it): path-mounted layers (every layer is at '/'),
 // parameters, OPTIONS answered from routes (no app-level route). The router's diagnostics_channel tracing of
 // these three layers is not emitted (the routers below still emit theirs).
@@ -101,7 +101,7 @@ class AppWalk {
 }
 
 /**
- * enterWithoutRouterWalk makes `layers` the app's app-level layers, run by AppDoor's walk (its app.handle) instead
+ * enterWithoutRouterWalk makes `layers` the app's app-level layers, run by an AppWalk from its app.handle instead
  * of the app's router. The app must have no app.use or route of its own: they would never run.
  */
 export function enterWithoutRouterWalk(app: Express, layers: readonly AppLayer[]): void {
