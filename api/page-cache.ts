@@ -11,7 +11,8 @@ export const pageCacheEntriesMax = 64;
 
 interface CachedPage {
   stateSeq: number;
-  body: string;
+  /** body is the answer's JSON text as UTF-8 bytes, encoded once (res.send would encode the text per answer). */
+  body: Buffer;
 }
 
 /**
@@ -34,12 +35,12 @@ export class PageCache {
   }
 
   /** bodyAt is the kept answer of this query when it was listed at stateSeq, else undefined. */
-  bodyAt(key: string, stateSeq: number): string | undefined {
+  bodyAt(key: string, stateSeq: number): Buffer | undefined {
     const page = this.pages.get(key);
     return page !== undefined && page.stateSeq === stateSeq ? page.body : undefined;
   }
 
-  keep(key: string, stateSeq: number, body: string): void {
+  keep(key: string, stateSeq: number, body: Buffer): void {
     if (!this.pages.has(key) && this.pages.size >= pageCacheEntriesMax) this.pages.clear();
     this.pages.set(key, { stateSeq, body });
   }

@@ -177,21 +177,33 @@ export function sendCachedPage<T extends JsonObject, V>(
   if (key === null) return sendPage(res, store, prefix, query, view);
   const kept = pages.bodyAt(key, stateSeq!);
   if (kept !== undefined) {
-    sendJsonText(res, kept);
+    sendJsonBytes(res, kept);
     return;
   }
   const now = listPageNow(store, prefix, query, view, keepAll);
   if (now === null) return sendWhenListed(res, listPage(store, prefix, query, view, keepAll));
-  const body = JSON.stringify(now);
+  const body = Buffer.from(JSON.stringify(now));
   // Listed at once, so at the seq read before (nothing ran in between): kept for that seq.
   pages.keep(key, stateSeq!, body);
-  sendJsonText(res, body);
+  sendJsonBytes(res, body);
 }
 
-/** sendJsonText answers JSON text as Express's res.json answers the value it serializes to that text. */
-function sendJsonText(res: Response, body: string): void {
-  if (!res.get('Content-Type')) res.set('Content-Type', 'application/json');
-  res.send(body);
+/** jsonContentType is the type res.json's answers carry: its own, with the charset res.send adds to a text. */
+const jsonContentType = 'application/json; charset=utf-8';
+
+/**
+ * sendJsonBytes answers JSON text's UTF-8 bytes as Express's res.json answers the value that serializes to that
+ * text. res.send sends bytes as they are (no charset added, no copy), so the type is set whole first; where a
+ * type was set already (none of the routes that keep pages sets one), the text goes through res.send as res.json's
+ * would, which adds the charset to that type.
+ */
+function sendJsonBytes(res: Response, bytes: Buffer): void {
+  if (res.get('Content-Type') !== undefined) {
+    res.send(bytes.toString());
+    return;
+  }
+  res.setHeader('Content-Type', jsonContentType);
+  res.send(bytes);
 }
 
 async function sendWhenListed<V>(res: Response, page: Promise<Page<V>>): Promise<void> {

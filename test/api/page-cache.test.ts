@@ -72,6 +72,15 @@ describe('sendCachedPage: a listing’s JSON kept per query and state seq', func
       return sendCachedPage(res, standIn.session(), 'projects/', req.query, view, pages);
     });
     app.get('/fresh', (req, res) => sendPage(res, standIn.session(), 'projects/', req.query, view));
+    // A type set before the answer: res.json keeps it and res.send adds the charset; the kept page must too.
+    app.get('/cached-typed', (req, res) => {
+      res.type('application/vnd.svc+json');
+      return sendCachedPage(res, standIn.session(), 'projects/', req.query, view, pages);
+    });
+    app.get('/fresh-typed', (req, res) => {
+      res.type('application/vnd.svc+json');
+      return sendPage(res, standIn.session(), 'projects/', req.query, view);
+    });
     app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
       res.status(400).json({ message: error.message });
     });
@@ -115,6 +124,16 @@ describe('sendCachedPage: a listing’s JSON kept per query and state seq', func
     const moved = await get('/cached');
     assert.deepEqual(moved, await get('/fresh'));
     assert.match(moved.body, /"four"/);
+    // Text beyond ASCII: the kept bytes and their length are res.json's.
+    standIn.seq = 3;
+    standIn.records = [...standIn.records.slice(0, 3), { id: 'p5', name: 'cinq é ✓ 🎵' }];
+    const wide = await get('/cached');
+    assert.deepEqual(await get('/cached'), wide);
+    assert.deepEqual(wide, await get('/fresh'));
+    assert.match(wide.body, /🎵/);
+    assert.deepEqual(await get('/cached-typed'), await get('/fresh-typed'));
+    assert.deepEqual(await get('/cached-typed'), await get('/fresh-typed'));
+    assert.equal((await get('/cached-typed')).type, 'application/vnd.svc+json; charset=utf-8');
     standIn.records = standIn.records.slice(0, 3);
   });
 
@@ -137,8 +156,8 @@ describe('sendCachedPage: a listing’s JSON kept per query and state seq', func
 
   it('keeps at most pageCacheEntriesMax queries', () => {
     const cache = new PageCache();
-    for (let index = 0; index <= pageCacheEntriesMax; index++) cache.keep(String(index), 1, `${index}`);
-    assert.equal(cache.bodyAt(String(pageCacheEntriesMax), 1), String(pageCacheEntriesMax));
+    for (let index = 0; index <= pageCacheEntriesMax; index++) cache.keep(String(index), 1, Buffer.from(`${index}`));
+    assert.equal(cache.bodyAt(String(pageCacheEntriesMax), 1)?.toString(), String(pageCacheEntriesMax));
     assert.equal(cache.bodyAt('0', 1), undefined, 'the kept answers were dropped to make room');
   });
 });
