@@ -5,7 +5,9 @@
 // member, and its latency runs from its first attempt to its acknowledgement. Meanwhile the nemesis kills -9 the
 // leader and a follower in turn, `rounds` times, `DOWN_MS` each, and starts the victim again on its data
 // directory. Failover time = from a leader's kill until another member leads a higher term (its /status).
-// At the end every acknowledged project is read back through every member: none may be missing.
+// At the end every acknowledged project is read back through every member: none may be missing. A write the API
+// answers with an error is not acknowledged and is counted by its code: RATE_LIMITED where the writers together
+// go faster than the default per-key rate limit (they share one key), a refusal, not a lost write.
 // Usage: tsx bench/nemesis.ts [rounds=6] [writers=4]
 import { ApiCluster, ApiNodeProcess } from '../test/cluster-api/api-cluster.js';
 import { SvcApiError, SvcConnectionError } from '../sdk/src/index.js';
@@ -54,6 +56,8 @@ async function main(): Promise<void> {
   const acknowledged = new Map<string, string>();
   const latencies: number[] = [];
   let failed = 0;
+  /** notAcknowledged counts, by the error's code, the writes that failed (a refusal is not a lost write). */
+  const notAcknowledged = new Map<string, number>();
   let stop = false;
   const urls = new Map(names.map((name) => [name, cluster.node(name).httpUrl]));
   try {
@@ -73,6 +77,8 @@ async function main(): Promise<void> {
           } catch (err) {
             // Nothing listens there (killed, or starting): nothing was sent; try another member.
             if (err instanceof SvcConnectionError && err.code === 'CONNECTION_FAILED') continue;
+            const code = err instanceof SvcApiError || err instanceof SvcConnectionError ? err.code : String(err);
+            notAcknowledged.set(code, (notAcknowledged.get(code) ?? 0) + 1);
             break;
           }
         }
@@ -128,7 +134,7 @@ async function main(): Promise<void> {
     const f = (x: number): string => `${Math.round(x)}`;
     console.log(
       `nemesis: ${rounds} kills (leader and follower in turn), ${acknowledged.size} writes acknowledged, ` +
-        `${failed} not, ${lost} acknowledged reads missing`,
+        `${failed} not (by code: ${JSON.stringify(Object.fromEntries(notAcknowledged))}), ${lost} acknowledged reads missing`,
     );
     console.log(
       `write ms p50=${f(quantile(latencies, 0.5))} p99=${f(quantile(latencies, 0.99))} max=${f(Math.max(...latencies))}; ` +
