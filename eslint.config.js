@@ -90,6 +90,7 @@ const BENCH_TEST_FIXTURES = [
   'node/in-process-cluster',
   'api/harness',
   'cluster-api/api-cluster',
+  'store/snapshot-fixtures',
 ];
 
 /** benchTestImports refuses a bench import of test/ other than its fixtures. */

@@ -11,7 +11,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { EntryKind, type SnapshotMeta } from '../engine/types.js';
+import { EntryKind } from '../engine/types.js';
+import { singleMemberSnapshotMeta as metaAt } from '../test/store/snapshot-fixtures.js';
 import { encodeCommand } from '../store/command.js';
 import { storeLimits } from '../store/limits.js';
 import { StoreSnapshots } from '../store/snapshot-files.js';
@@ -19,18 +20,6 @@ import { StoreStateMachine } from '../store/state-machine.js';
 import { SnapshotStore } from '../transports/storage/snapshots.js';
 import { SVC_VALUE_CHARS } from './cluster/load.js';
 import { numberArg } from './cluster/trace-files.js';
-
-function metaAt(seq: number): SnapshotMeta {
-  return {
-    seq,
-    entryTerm: 1,
-    roster: {
-      membershipVersion: 1,
-      nextMemberId: 2,
-      members: [{ id: 1, name: 'n1', grpcAddr: 'n1:7000', httpAddr: 'n1:8000', role: 0 }],
-    },
-  };
-}
 
 /** stageOnce stages `snapshots`' capture into `store` and measures it. */
 async function stageOnce(

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { EntryKind, type SnapshotMeta } from '../../engine/types.js';
+import { EntryKind } from '../../engine/types.js';
+import { singleMemberSnapshotMeta as metaAt } from './snapshot-fixtures.js';
 import { encodeCommand, type StoreCommand } from '../../store/command.js';
 import { storeLimits, type StoreLimits } from '../../store/limits.js';
 import { loadStoreState, StoreSnapshots, type SnapshotArtifactAt } from '../../store/snapshot-files.js';
@@ -15,18 +16,6 @@ import { decodeStoreSnapshot, StoreStateMachine, type StoreState } from '../../s
 import { storageLimits } from '../../transports/storage/limits.js';
 import { SnapshotStore, type Artifact } from '../../transports/storage/snapshots.js';
 import { makeTempDir, removeTempDir } from '../transports/storage/helpers.js';
-
-function metaAt(seq: number): SnapshotMeta {
-  return {
-    seq,
-    entryTerm: 1,
-    roster: {
-      membershipVersion: 1,
-      nextMemberId: 2,
-      members: [{ id: 1, name: 'n1', grpcAddr: 'n1:7000', httpAddr: 'n1:8000', role: 0 }],
-    },
-  };
-}
 
 /** Node is one state machine with its snapshots and an artifact store, staged the way SnapshotTransfer does. */
 class Node {
